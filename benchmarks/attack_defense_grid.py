@@ -9,7 +9,7 @@ is skipped (``attack.prior=none``: it draws from its own random stream, so attac
 are unchanged, and A_SimSiam pretraining per seed would dominate the time). Breast-cancer uses 50%
 aligned samples (the default 20% holds only 91 < 200 labeled ones).
 
-    python benchmarks/attack_defense_grid.py [--seeds 0,1,2] [--jobs 2]
+    python benchmarks/attack_defense_grid.py [--seeds 0,1,2] [--jobs 2] [--rerun mc-mixmatch]
 
 Runs go to ``benchmarks/results/attack_defense_grid.sqlite`` as they finish (a rerun resumes).
 ``attack_defense_grid.csv`` holds one row per run, ``attack_defense_grid.md`` the mean +- std over
@@ -112,11 +112,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--rerun", default="", help="attacks whose stored runs are recomputed (after a code change)")
     args = parser.parse_args()
+    rerun = set(filter(None, args.rerun.split(",")))
     seeds = [int(s) for s in args.seeds.split(",")]
     RESULTS.mkdir(parents=True, exist_ok=True)
     grid = configs(seeds)
     with Store(RESULTS / "attack_defense_grid.sqlite") as store:
+        store.forget([c.key() for c in grid if c.attack.name in rerun])
         df = sweep(grid, store, jobs=args.jobs, on_done=lambda r: print(
             f"{r.dataset} {r.attack} {r.defense}={r.strength:g} seed {r.seed}: {r.status} "
             f"acc {r.attack_accuracy:.3f} ({r.seconds:.0f}s)", flush=True))

@@ -12,7 +12,12 @@ except its learning rate, which is swept (``--finetune-lrs``). Two tables are wr
 
     python benchmarks/table_iv.py [--datasets digits,fashion-mnist] [--labels 200,400] [--aligned 0.2]
         [--seeds 0,1,2] [--methods NAME,...] [--finetune-lrs 0.0003,0.001,0.003,0.01] [--jobs 2]
-        [--max-samples-fashion 10000]
+        [--max-samples-fashion 10000] [--encoder auto|mlp|cnn] [--pretrain-epochs N] [--tag NAME]
+
+``--pretrain-epochs`` sets FedCSSL/FedGSSL/FedHSSL's ``global_iterations`` and FedLocal's ``epochs`` (the
+same SSL budget for both); ``--tag`` names the result files ``table_iv_<dataset>-<tag>.*``. Cells run seed
+by seed, so an interrupted run leaves whole seeds; method pretrainings are cached and shared by the label
+counts (pretraining reads no labels).
 
 Datasets whose files are missing are skipped with a note. When a label count exceeds the aligned
 samples (digits: 20% of 1437 = 287 < 400), that column uses 40% aligned (the paper's main setting)
@@ -29,6 +34,7 @@ import math
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from joblib import Parallel, delayed
@@ -75,12 +81,27 @@ def read_done(path: Path) -> dict[Key, dict]:
     }
 
 
-def config(dataset: str, method: str, labels: int, aligned: float, lr: float, seed: int,
-           max_samples: int | None) -> RunConfig:
+@dataclass(frozen=True)
+class Setting:
+    """What every cell of one table shares besides method, labels, lr and seed."""
+
+    dataset: str
+    max_samples: int | None
+    encoder: str
+    pretrain_epochs: int | None
+
+    def method_options(self, method: str) -> dict:
+        if self.pretrain_epochs is None or method == "splitnn":
+            return {}
+        return {"epochs" if method.startswith("local-") else "global_iterations": self.pretrain_epochs}
+
+
+def config(setting: Setting, method: str, labels: int, aligned: float, lr: float, seed: int) -> RunConfig:
     return RunConfig.model_validate({
-        "dataset": {"name": dataset, "max_samples": max_samples},
+        "dataset": {"name": setting.dataset, "max_samples": setting.max_samples},
         "partition": {"labeled": labels, "aligned_fraction": aligned},
-        "method": {"name": method},
+        "model": {"encoder": setting.encoder},
+        "method": {"name": method, "options": setting.method_options(method)},
         "finetune": {"lr": lr},
         "attack": {"name": "mc", "prior": "none"},
         "defenses": [],
@@ -88,7 +109,7 @@ def config(dataset: str, method: str, labels: int, aligned: float, lr: float, se
     })
 
 
-def one_run(dataset: str, key: Key, aligned: float, max_samples: int | None, threads: int) -> dict:
+def one_run(setting: Setting, key: Key, aligned: float, threads: int) -> dict:
     import torch
 
     from vflpriv.run import run
@@ -96,9 +117,9 @@ def one_run(dataset: str, key: Key, aligned: float, max_samples: int | None, thr
     torch.set_num_threads(threads)
     method, labels, lr, seed = key
     start = time.perf_counter()
-    row = {"dataset": dataset, "method": method, "labels": labels, "aligned": aligned, "lr": lr, "seed": seed}
+    row = {"dataset": setting.dataset, "method": method, "labels": labels, "aligned": aligned, "lr": lr, "seed": seed}
     try:
-        r = run(config(dataset, method, labels, aligned, lr, seed, max_samples))
+        r = run(config(setting, method, labels, aligned, lr, seed))
         row |= {"utility": r.utility, "metric": r.utility_metric, "attack_accuracy": r.attack_accuracy,
                 "comm_mb_pretrain": r.comm_mb_pretrain, "status": "ok", "error": ""}
     except Exception as exc:  # keep going; the row records the failure
@@ -125,7 +146,7 @@ def tables(dataset: str, rows: dict[Key, dict], methods: list[str], labels: list
     head = [f"{n} labels ({aligned[n]:.0%} aligned)" for n in labels]
     out = [f"# Table IV analogue: {dataset}", "",
            f"Finetuned {metric} on the test set, mean ± std over seeds {','.join(map(str, seeds))}; registered "
-           f"default method options; no defense. {note}", ""]
+           f"default method options unless noted; no defense. {note}", ""]
     sections = []
     if len(lrs) > 1:
         sections.append((f"Best finetuning lr per method among {', '.join(map(str, lrs))} (selected on the "
@@ -169,6 +190,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--max-samples-fashion", type=int, default=10000,
                         help="training rows kept of Fashion-MNIST (stratified), for CPU time; 0 = all 60000")
+    parser.add_argument("--encoder", default="auto", choices=["auto", "mlp", "cnn"])
+    parser.add_argument("--pretrain-epochs", type=int, default=None,
+                        help="SSL budget: global iterations (FedCSSL/GSSL/HSSL) and epochs (FedLocal)")
+    parser.add_argument("--tag", default="", help="suffix of the result files")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     labels = [int(v) for v in args.labels.split(",")]
@@ -185,10 +210,15 @@ def main() -> None:
             continue
         n_train = ds.y_train.shape[0]
         aligned = {n: aligned_for(n, args.aligned, n_train) for n in labels}
-        note = f"{n_train} training rows" + (" (a stratified subset)." if max_samples else ".")
-        csv_path, md_path = args.out / f"table_iv_{dataset}.csv", args.out / f"table_iv_{dataset}.md"
+        setting = Setting(dataset, max_samples, args.encoder, args.pretrain_epochs)
+        note = (f"{n_train} training rows" + (" (a stratified subset)" if max_samples else "")
+                + f"; encoder {args.encoder}"
+                + ("" if args.pretrain_epochs is None else f"; SSL budget {args.pretrain_epochs} global iterations "
+                   "(FedCSSL/GSSL/HSSL) or epochs (FedLocal)") + ".")
+        stem = f"table_iv_{dataset}" + (f"-{args.tag}" if args.tag else "")
+        csv_path, md_path = args.out / f"{stem}.csv", args.out / f"{stem}.md"
         done = read_done(csv_path)
-        todo = [(m, n, lr, s) for n in labels for lr in lrs for m in methods for s in seeds
+        todo = [(m, n, lr, s) for s in seeds for m in methods for n in labels for lr in lrs
                 if (m, n, lr, s) not in done]
         new_file = not csv_path.exists()
         with csv_path.open("a", newline="") as f:
@@ -196,7 +226,7 @@ def main() -> None:
             if new_file:
                 writer.writeheader()
             results = Parallel(n_jobs=args.jobs, return_as="generator_unordered")(
-                delayed(one_run)(dataset, key, aligned[key[1]], max_samples, args.threads) for key in todo
+                delayed(one_run)(setting, key, aligned[key[1]], args.threads) for key in todo
             )
             for row in results:
                 writer.writerow(row)

@@ -11,9 +11,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from tradeoff.cap import strength_label  # noqa: E402
+
 
 def tradeoff_plot(summary: pd.DataFrame, path: Path, *, title: str | None = None) -> Path:
-    """One panel per (dataset, attack, defense, phase); points labelled with the strength lambda;
+    """One panel per (dataset, attack, defense, phase); points labelled with their strength (its axis);
     the adversary prior (mean over seeds) is the dashed horizontal line.
 
     ``summary`` is :func:`tradeoff.cap.strength_summary` output.
@@ -31,7 +33,7 @@ def tradeoff_plot(summary: pd.DataFrame, path: Path, *, title: str | None = None
                 marker="o", color=color, label=method, capsize=2,
             )
             for _, r in rows.iterrows():
-                ax.annotate(f"λ={r['strength']:g}", (r["utility_mean"], r["attack_accuracy_mean"]),
+                ax.annotate(strength_label(r["strength_axis"], r["strength"]), (r["utility_mean"], r["attack_accuracy_mean"]),
                             textcoords="offset points", xytext=(4, 4), fontsize=8, color=color)
         prior = panel["prior_accuracy_mean"].mean()
         if pd.notna(prior):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import pandas as pd
 from rich.table import Table
 
+from tradeoff.cap import strength_label
+
 CONTEXT = ["method", "dataset", "attack", "defense", "phase"]
 
 
@@ -27,11 +29,11 @@ def strength_table(summary: pd.DataFrame) -> Table:
     varying, fixed = _split_context(summary)
     metric = summary["utility_metric"].iloc[0] if "utility_metric" in summary else "utility"
     table = Table(title=f"{fixed} (mean ± std over seeds)")
-    for col in (*varying, "λ", f"utility ({metric})", "attack acc", "prior acc", "seeds"):
+    for col in (*varying, "strength", f"utility ({metric})", "attack acc", "prior acc", "seeds"):
         table.add_column(col, justify="right")
     for _, r in summary.iterrows():
         table.add_row(
-            *(str(r[c]) for c in varying), f"{r['strength']:g}",
+            *(str(r[c]) for c in varying), strength_label(r["strength_axis"], r["strength"]),
             _pm(r["utility_mean"], r["utility_std"]), _pm(r["attack_accuracy_mean"], r["attack_accuracy_std"]),
             _pm(r["prior_accuracy_mean"], r["prior_accuracy_std"]), str(int(r["n_seeds"])),
         )

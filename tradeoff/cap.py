@@ -47,11 +47,18 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over seeds of utility, attack and prior accuracy at each strength."""
+    """Mean and std over seeds of utility, attack and prior accuracy at each strength (and its axis name)."""
     ok = results[results["status"] == "ok"]
+    if "strength_axis" not in ok:
+        ok = ok.assign(strength_axis="lambda")
     cols = ["utility", "attack_accuracy", "prior_accuracy"]
-    keys = GROUP + ["utility_metric", "strength"]
+    keys = GROUP + ["utility_metric", "strength_axis", "strength"]
     agg = ok.groupby(keys)[cols].agg(["mean", lambda c: c.std(ddof=0)])
     agg.columns = [f"{c}_{'mean' if s == 'mean' else 'std'}" for c, s in agg.columns]
     n = ok.groupby(keys)["seed"].count().rename("n_seeds")
     return agg.join(n).reset_index()
+
+
+def strength_label(axis: str, strength: float) -> str:
+    """``λ=5`` for the default noise axis, ``epsilon=1`` for label DP: the value on its own axis."""
+    return f"{'λ' if axis == 'lambda' else axis}={strength:g}"

@@ -39,14 +39,23 @@ def code_version() -> str:
     return digest.hexdigest()[:16]
 
 
+#: Partition fields that only choose labeled samples: the aligned and local sets are drawn before them.
+LABEL_FIELDS = {"labeled", "aux", "active_labels_local"}
+
+
 def pretrain_key(config: RunConfig, method: type) -> str:
-    """Hash of what pretraining can depend on: config parts, the method's code and vflpriv's code."""
+    """Hash of what pretraining can depend on: config parts, the method's code and vflpriv's code.
+
+    A method whose pretraining reads no labels shares one pretraining across label budgets.
+    """
     method_file = Path(inspect.getfile(method))
     payload = {
         "code": code_version(),
         "method_code": hashlib.sha256(method_file.read_bytes()).hexdigest()[:16],
         "dataset": config.dataset.model_dump(mode="json"),
-        "partition": config.partition.model_dump(mode="json"),
+        "partition": config.partition.model_dump(
+            mode="json", exclude=None if method.pretrain_reads_labels else LABEL_FIELDS
+        ),
         "model": config.model.model_dump(mode="json"),
         "method": config.method.model_dump(mode="json"),
         "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses if d.phase == PRETRAIN],

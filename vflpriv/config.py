@@ -100,7 +100,9 @@ class AttackConfig(_Strict):
 
 class DefenseConfig(_Strict):
     name: str
-    strength: float = Field(0.0, ge=0)
+    strength: float | None = Field(
+        None, ge=0, description="on the defense's axis; unset = its identity (0 for noise scales, +inf for epsilon)"
+    )
     phase: Phase = "finetune"
     kinds: list[str] | None = Field(None, description="message kinds to protect; None = the defense's own")
     party: int = Field(0, ge=0, description="the protecting party (its outgoing messages)")

@@ -51,7 +51,7 @@ def plan(config: RunConfig) -> Plan:
         if d.party >= config.partition.parties:
             raise IncompatibleError(f"defense {d.name}: party {d.party} does not exist (0..{config.partition.parties - 1})")
         defenses.append(cls(
-            strength=d.strength, party=d.party, phase=d.phase, kinds=d.kinds,
+            strength=cls.axis.identity if d.strength is None else d.strength, party=d.party, phase=d.phase, kinds=d.kinds,
             options=parse_options(cls, d.options, where=f"defenses[{i}].options"),
             generator=generator(config.seed, f"defense:{i}", device=device),
         ))
@@ -121,9 +121,11 @@ def _execute(p: Plan) -> RunRecord:
     swept = next((d for d, c in zip(p.defenses, cfg.defenses) if c.sweep), None)
     if swept is not None:
         record.strength_axis, record.strength_stronger = swept.axis.name, swept.axis.stronger
-    _score_attack(record, inferences, ds.y_test, ds.y_train[view.target_ids["train"].cpu()])
+    truth = {"test": ds.y_test, "train": ds.y_train[view.target_ids["train"].cpu()]}
+    _score_attack(record, inferences, truth)
     if cfg.attack.prior != "none":
-        record.prior_accuracy = _prior_accuracy(cfg, view, y_test)
+        target = record.attack_target
+        record.prior_accuracy = _prior_accuracy(cfg, view, target, truth[target].to(device))
         record.leakage = record.attack_accuracy - record.prior_accuracy
     record.seconds = time.perf_counter() - start
     return record
@@ -169,8 +171,7 @@ def adversary_view(fed: Federation, scenario: Scenario, encoder, phase: str, gen
     )
 
 
-def _score_attack(record: RunRecord, inferences: dict[str, Inference], y_test: torch.Tensor, y_train: torch.Tensor) -> None:
-    truth = {"test": y_test, "train": y_train}
+def _score_attack(record: RunRecord, inferences: dict[str, Inference], truth: dict[str, torch.Tensor]) -> None:
     primary = "test" if "test" in inferences else "train"
     record.attack_target = primary
     if "train" in inferences:
@@ -193,19 +194,22 @@ def _score_attack(record: RunRecord, inferences: dict[str, Inference], y_test: t
 _PRIORS: dict[str, float] = {}
 
 
-def _prior_accuracy(cfg: RunConfig, view: AdversaryView, y_test: torch.Tensor) -> float:
-    """The prior depends on data, partition, model and seed only: computed once per process for a sweep."""
+def _prior_accuracy(cfg: RunConfig, view: AdversaryView, target: str, y: torch.Tensor) -> float:
+    """The prior's accuracy on the attack's own targets (test samples, or the train samples whose
+    gradients gc clusters), so leakage compares like with like. It depends on data, partition, model,
+    seed and target only: computed once per process for a sweep."""
     key = json.dumps(
-        [cfg.attack.prior, cfg.attack.prior_epochs, cfg.seed, *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model))],
+        [cfg.attack.prior, cfg.attack.prior_epochs, cfg.seed, target,
+         *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model))],
         sort_keys=True,
     )
     if key not in _PRIORS:
         logits = PRIORS[cfg.attack.prior](
-            view.spec, cfg.model, view.local_x, view.aux_x, view.aux_y, view.targets["test"],
+            view.spec, cfg.model, view.local_x, view.aux_x, view.aux_y, view.targets[target],
             num_classes=view.num_classes, epochs=cfg.attack.prior_epochs,
             generator=generator(cfg.seed, "prior", device=view.device),
         )
-        _PRIORS[key] = metrics.accuracy(logits.argmax(1), y_test)
+        _PRIORS[key] = metrics.accuracy(logits.argmax(1), y)
     return _PRIORS[key]
 
 

@@ -47,6 +47,12 @@ class Store:
         row = self._db.execute("SELECT record FROM runs WHERE key = ?", (key,)).fetchone()
         return RunRecord(**json.loads(row[0])) if row else None
 
+    def forget(self, keys: list[str]) -> int:
+        """Delete these runs (so the next sweep recomputes them, e.g. after the code they measure changed)."""
+        n = self._db.executemany("DELETE FROM runs WHERE key = ?", [(k,) for k in keys]).rowcount
+        self._db.commit()
+        return n
+
     def all(self) -> list[RunRecord]:
         return [RunRecord(**json.loads(r[0])) for r in self._db.execute("SELECT record FROM runs ORDER BY key")]
 

@@ -50,3 +50,25 @@ def test_cap_table_mean_std_over_seeds_and_skips_incomplete():
     assert table["n_seeds"].item() == 2
     assert table["cap"].item() == pytest.approx(0.35)
     assert table["cap_std"].item() == pytest.approx(0.05)
+
+
+def test_summary_keeps_each_strength_on_its_own_axis(tmp_path):
+    from rich.console import Console
+
+    from reports.plots import tradeoff_plot
+    from reports.tables import strength_table
+    from tradeoff.cap import strength_label, strength_summary
+
+    rows = [dict(method="splitnn", dataset="digits", attack="mc", defense=d, phase="finetune", status="ok",
+                 utility_metric="accuracy", strength_axis=axis, strength=s, seed=seed, utility=0.9,
+                 attack_accuracy=0.8, prior_accuracy=0.7)
+            for d, axis, s in [("label-dp", "epsilon", 1.0), ("iso", "lambda", 5.0)] for seed in (0, 1)]
+    summary = strength_summary(pd.DataFrame(rows))
+    labels = sorted(strength_label(r.strength_axis, r.strength) for r in summary.itertuples())
+    assert labels == ["epsilon=1", "λ=5"]
+    assert list(summary["n_seeds"]) == [2, 2]
+    console = Console(record=True, width=200)
+    console.print(strength_table(summary))
+    text = console.export_text()
+    assert "epsilon=1" in text and "λ=5" in text
+    assert tradeoff_plot(summary, tmp_path / "p.png").stat().st_size > 0

@@ -1,6 +1,7 @@
 """A finetune-phase sweep pretrains once per seed, and a cached pretraining changes no number."""
 
 import pytest
+import torch
 
 from vflpriv import cache
 from vflpriv.run import plan, execute
@@ -30,10 +31,24 @@ def test_key_covers_what_pretraining_depends_on(tiny):
     key = cache.pretrain_key(base, method)
     finetune_only = _fedhssl(tiny, finetune={"epochs": 5}, defenses=[{"name": "iso", "strength": 5, "sweep": True}])
     assert cache.pretrain_key(finetune_only, method) == key
+    assert cache.pretrain_key(_fedhssl(tiny, partition={"labeled": 90, "aux": 40}), method) == key
     for changed in (
         _fedhssl(tiny, seed=1),
-        _fedhssl(tiny, partition={"labeled": 90, "aux": 40}),
+        _fedhssl(tiny, partition={"aligned_fraction": 0.5}),
         _fedhssl(tiny, defenses=[{"name": "iso", "strength": 1, "phase": "pretrain", "kinds": ["embedding"]}]),
         tiny(method={"name": "fedhssl", "options": {**TINY_SSL, "gamma": 0.1}}),
     ):
         assert cache.pretrain_key(changed, method) != key
+
+
+def test_label_budget_does_not_change_a_label_free_pretraining(tiny, monkeypatch):
+    """Why the key may ignore labeled/aux: the same seed pretrains bit-identical weights for any budget."""
+    saved = []
+    monkeypatch.setattr(cache, "load", lambda *a: False)
+    monkeypatch.setattr(cache, "save", lambda key, modules, meter: saved.append([m.state_dict() for m in modules]))
+    for partition in ({}, {"labeled": 90, "aux": 40}):
+        execute(plan(_fedhssl(tiny, partition=partition)))
+    (a, b) = saved
+    for sa, sb in zip(a, b):
+        assert sa.keys() == sb.keys()
+        assert all(torch.equal(sa[k], sb[k]) for k in sa)

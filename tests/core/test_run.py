@@ -52,3 +52,21 @@ def test_attacking_pretraining_of_a_method_without_it_is_refused(tiny):
 
     with pytest.raises(IncompatibleError, match="no pretraining"):
         run(tiny(attack={"phase": "pretrain"}))
+
+
+@pytest.mark.parametrize(("attack", "target"), [("mc", "test"), ("gc", "train")])
+def test_prior_is_scored_on_the_attack_own_targets(tiny, monkeypatch, attack, target):
+    """Leakage = attack - prior compares like with like: gc's prior predicts the rows gc clusters."""
+    import vflpriv.run as runner
+    from vflpriv.prior import PRIORS
+
+    seen = []
+    real = PRIORS["aux"]
+    monkeypatch.setitem(PRIORS, "aux", lambda *a, **k: seen.append(a[5]) or real(*a, **k))
+    monkeypatch.setattr(runner, "_PRIORS", {})
+    cfg = tiny(attack={"name": attack, "options": {}, "prior": "aux", "prior_epochs": 5})
+    record = run(cfg)
+    assert record.attack_target == target
+    expected = cfg.partition.labeled if target == "train" else load.load_dataset(cfg.dataset, parties=2).y_test.numel()
+    assert seen[0].shape[0] == expected
+    assert record.leakage == pytest.approx(record.attack_accuracy - record.prior_accuracy)

@@ -27,6 +27,18 @@ def test_resume_skips_done_runs(tmp_path, monkeypatch):
     assert list(frame["strength"]) == [0.0, 5.0] and set(frame["status"]) == {"ok"}
 
 
+def test_forgotten_runs_are_recomputed_and_others_kept(tmp_path, monkeypatch):
+    configs = _experiment().runs()
+    with Store(tmp_path / "r.sqlite") as store:
+        sweep_module.sweep(configs, store)
+        calls = []
+        real = sweep_module.run_safely
+        monkeypatch.setattr(sweep_module, "run_safely", lambda c: calls.append(c.key()) or real(c))
+        assert store.forget([configs[1].key(), "no-such-key"]) == 1
+        sweep_module.sweep(configs, store)
+        assert calls == [configs[1].key()] and len(store.all()) == 2
+
+
 def test_failed_run_is_recorded_and_retried(tmp_path, monkeypatch):
     configs = _experiment().runs()[:1]
 

@@ -12,7 +12,7 @@ from defenses.label_dp import LabelDP, keep_probability
 from vflpriv.components import NoOptions
 from vflpriv.config import RunConfig
 from vflpriv.errors import ConfigError
-from vflpriv.run import run
+from vflpriv.run import plan, run
 
 
 def _label_dp(epsilon, party=0, seed=0):
@@ -75,3 +75,10 @@ def test_several_defenses_in_one_run_and_the_swept_axis_is_recorded():
     assert rec.status == "ok" and rec.defense == "label-dp" and rec.strength == 2.0
     assert (rec.strength_axis, rec.strength_stronger) == ("epsilon", "lower")
     assert 0.0 <= rec.attack_accuracy <= rec.attack_accuracy_hungarian <= 1.0
+
+
+@pytest.mark.parametrize("name", ["label-dp", "iso", "max-norm", "sparsify"])
+def test_a_defense_without_a_strength_is_its_identity(name):
+    """Unset strength means no protection on the defense's own axis (epsilon +inf, noise scale 0)."""
+    (defense,) = plan(RunConfig.model_validate({"defenses": [{"name": name}]})).defenses
+    assert defense.is_identity and defense.strength == defense.axis.identity

@@ -25,6 +25,8 @@ class Method:
 
     Options: ClassVar[type[BaseModel]] = NoOptions
     pretrains: ClassVar[bool] = False
+    #: Whether pretraining reads labels; if not, the pretraining cache ignores the label budget and aux set.
+    pretrain_reads_labels: ClassVar[bool] = False
     #: (kind, phase) pairs a passive party receives; the shared split-learning loop sends gradients down.
     #: The runner refuses an attack that needs messages the method never sends to the adversary.
     passive_receives: ClassVar[frozenset[tuple[str, str]]] = frozenset({(GRADIENT, FINETUNE)})

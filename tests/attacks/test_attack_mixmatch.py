@@ -1,0 +1,57 @@
+"""MixMatch completion: sharpening and the K-view label guess behave as documented."""
+
+import pytest
+import torch
+from torch import nn
+
+from attacks.base import AdversaryView
+from attacks.mixmatch import MixMatchCompletion, MixMatchOptions, beta_draw, sharpen
+from vflpriv.data.base import PartySpec
+from vflpriv.engine import FINETUNE, Inbox
+from vflpriv.models.encoders import init_parameters
+
+
+def _tabular_view(*, seed: int = 0, n: int = 120, dim: int = 6) -> AdversaryView:
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % 2
+    x = torch.randn(n, dim, generator=g) + (2 * y[:, None] - 1)
+    aux = torch.arange(20)
+    encoder = init_parameters(nn.Sequential(nn.Linear(dim, 8), nn.ReLU()), generator=g)
+    return AdversaryView(
+        party=1, phase=FINETUNE, num_classes=2, spec=PartySpec("tabular", (dim,)), encoder=encoder,
+        local_x=x, aux_x=x[aux], aux_y=y[aux], aux_ids=aux, targets={"test": x}, target_ids={},
+        inbox=Inbox(owner=1, wanted=set()), generator=torch.Generator().manual_seed(seed), device=torch.device("cpu"),
+    )
+
+
+def _guess(**options) -> torch.Tensor:
+    attack = MixMatchCompletion(MixMatchOptions(epochs=2, iterations=10, batch_size=16, **options))
+    return attack.infer(_tabular_view())["test"].scores
+
+
+@pytest.mark.parametrize("temperature", [0.5, 0.8])
+def test_sharpen_keeps_the_argmax_and_lowers_entropy(temperature):
+    p = torch.softmax(torch.randn(50, 4, generator=torch.Generator().manual_seed(0)), 1)
+    q = sharpen(p, temperature=temperature)
+    entropy = lambda r: -(r * r.log()).sum(1)  # noqa: E731
+    assert torch.allclose(q.sum(1), torch.ones(50))
+    assert torch.equal(q.argmax(1), p.argmax(1))
+    assert (entropy(q) < entropy(p)).all()
+    assert torch.allclose(sharpen(p, temperature=1.0), p)
+
+
+def test_beta_draws_are_seeded_and_in_range():
+    draws = [beta_draw(alpha=0.75, generator=torch.Generator().manual_seed(s)) for s in range(200)]
+    assert all(0.0 <= d <= 1.0 for d in draws)
+    assert draws[:5] == [beta_draw(alpha=0.75, generator=torch.Generator().manual_seed(s)) for s in range(5)]
+    assert abs(sum(draws) / len(draws) - 0.5) < 0.06  # Beta(a, a) is symmetric about 1/2
+
+
+def test_unaugmented_tabular_party_guesses_from_one_view():
+    """Without augmentation every view is the same sample, so K must not change anything."""
+    assert torch.equal(_guess(views=1), _guess(views=4))
+    assert not torch.equal(_guess(views=2, augment_rate=0.2), _guess(views=2))
+
+
+def test_weight_decay_is_applied():
+    assert not torch.equal(_guess(weight_decay=0.0), _guess(weight_decay=50.0))
