@@ -16,8 +16,9 @@ except its learning rate, which is swept (``--finetune-lrs``). Two tables are wr
 
 ``--pretrain-epochs`` sets FedCSSL/FedGSSL/FedHSSL's ``global_iterations`` and FedLocal's ``epochs`` (the
 same SSL budget for both); ``--tag`` names the result files ``table_iv_<dataset>-<tag>.*``. Cells run seed
-by seed, so an interrupted run leaves whole seeds; method pretrainings are cached and shared by the label
-counts (pretraining reads no labels).
+by seed, so an interrupted run leaves whole seeds; within a seed, label count by label count: method
+pretrainings are cached and shared by the label counts (pretraining reads no labels), and parallel
+workers never pretrain the same method at once.
 
 Datasets whose files are missing are skipped with a note. When a label count exceeds the aligned
 samples (digits: 20% of 1437 = 287 < 400), that column uses 40% aligned (the paper's main setting)
@@ -218,7 +219,9 @@ def main() -> None:
         stem = f"table_iv_{dataset}" + (f"-{args.tag}" if args.tag else "")
         csv_path, md_path = args.out / f"{stem}.csv", args.out / f"{stem}.md"
         done = read_done(csv_path)
-        todo = [(m, n, lr, s) for s in seeds for m in methods for n in labels for lr in lrs
+        # label counts outside methods: parallel workers never pretrain the same (method, seed) at once,
+        # and the later label counts find that pretraining in the cache
+        todo = [(m, n, lr, s) for s in seeds for n in labels for lr in lrs for m in methods
                 if (m, n, lr, s) not in done]
         new_file = not csv_path.exists()
         with csv_path.open("a", newline="") as f:
