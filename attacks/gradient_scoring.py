@@ -8,13 +8,15 @@ Learning", ICLR 2022; REFERENCE.md §10), binary tasks only.
   class 0 is the one with the larger gradients. Predictions: 2-means on log ||g_i|| (norms spread over
   orders of magnitude), the large-norm cluster is ``larger_norm_class``. Per-sample default: the last
   epoch's gradient (the confidence gap Li et al. rely on grows with training).
-- ``direction``: score_i = cos(g_i, g_ref) with g_ref the gradient of one sample known to be positive
-  (class 1), in the same batch (the top model moves between batches). Li et al. assume such a sample.
-  Here the adversary's known positives are its auxiliary ones: if one of them was in the batch and its
-  gradient received, it is the reference. In split learning they never are (auxiliary samples lie
-  outside the labeled set), so the fallback is the batch member that the adversary's own model
-  completion proxy (bottom model + Linear head fitted on its auxiliary labels, as ``mc``) rates most
-  likely positive. Predictions: cos > 0 is class 1.
+- ``direction``: score_i = cos(g_i, g_ref) with g_ref the received gradient of one sample known to be
+  positive (class 1); Li et al. assume the adversary knows one such training sample. The adversary's
+  known positives are its auxiliary ones. With ``partition.aux_source=labeled`` they are labeled
+  training samples whose gradients it receives: g_ref is an auxiliary positive's gradient from the
+  same batch, else from the nearest batch in time (the top model moves slowly, and for a binary
+  softmax head every row of a batch lies on one line, its side set by the label). With the default
+  ``aux_source=unlabeled`` no auxiliary gradient is ever received; the fallback reference is the batch
+  member that the adversary's own model completion proxy (bottom model + Linear head fitted on its
+  auxiliary labels, as ``mc``) rates most likely positive. Predictions: cos > 0 is class 1.
 
 Each received batch gives the runner one (positions, scores) pair for Li et al.'s leak AUC (per batch,
 averaged over the batches holding both classes). One score per target (for accuracy, AUC, TPR at 1%
@@ -25,8 +27,6 @@ the cosines over epochs, scale-free).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
-
 import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,10 +53,11 @@ class DirectionOptions(BaseModel):
 
 
 def scored_inference(
-    batches: list[GradientBatch], score: Callable[[GradientBatch], torch.Tensor], *, n: int, epochs: EpochChoice
+    batches: list[GradientBatch], scores: list[torch.Tensor], *, n: int, epochs: EpochChoice
 ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
-    """Per-target scores (reduced over epochs) and the (positions, scores) pair of every received batch."""
-    scored = [dataclasses.replace(b, rows=score(b)[:, None]) for b in batches]
+    """Per-target scores (reduced over epochs) and the (positions, scores) pair of every received batch,
+    given one score per row of each batch."""
+    scored = [dataclasses.replace(b, rows=score[:, None]) for b, score in zip(batches, scores)]
     per_target, _ = per_sample(scored, n=n, epochs=epochs)
     pairs = [(b.positions[b.positions >= 0], b.rows[b.positions >= 0, 0]) for b in scored]
     return per_target[:, 0], pairs
@@ -70,8 +71,9 @@ class NormScoring(GradientAttack):
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         sign = 1.0 if self.options.larger_norm_class == 1 else -1.0
+        batches = self.batches(view)
         scores, pairs = scored_inference(
-            self.batches(view), lambda b: sign * b.rows.norm(dim=1),
+            batches, [sign * b.rows.norm(dim=1) for b in batches],
             n=view.target_ids["train"].numel(), epochs=self.options.gradients_from,
         )
         log_norm = (sign * scores).clamp_min(torch.finfo(scores.dtype).tiny).log()
@@ -81,29 +83,39 @@ class NormScoring(GradientAttack):
         return {"train": Inference(predictions=predictions, scores=scores, batch_scores=pairs)}
 
 
+def aux_positive_rows(batches: list[GradientBatch], view: AdversaryView) -> dict[int, torch.Tensor]:
+    """Batch index -> the received gradient of the first auxiliary positive in that batch (if any)."""
+    positive = torch.zeros(view.aux_ids.numel() + 1, dtype=torch.bool, device=view.aux_y.device)
+    positive[:-1] = view.aux_y == 1  # index -1 (not an aux id) stays False
+    rows = {}
+    for i, batch in enumerate(batches):
+        hits = positive[positions_in(batch.ids, view.aux_ids).to(positive.device)].nonzero()
+        if hits.numel():
+            rows[i] = batch.rows[int(hits[0, 0])]
+    return rows
+
+
 class DirectionScoring(GradientAttack):
-    """Li et al.'s direction attack: cosine with a known positive's gradient in the same batch."""
+    """Li et al.'s direction attack: cosine with a known positive's gradient (same or nearest batch)."""
 
     Options = DirectionOptions
     binary_only = True
     needs_encoder = True
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
-        proxy = self._proxy_positive(view)
-        aux_positive = torch.zeros(view.aux_ids.numel() + 1, dtype=torch.bool, device=proxy.device)
-        aux_positive[:-1] = view.aux_y == 1  # index -1 (not an aux id) stays False
+        batches = self.batches(view)
+        known = aux_positive_rows(batches, view)
+        proxy = self._proxy_positive(view) if not known else None
 
-        def score(batch: GradientBatch) -> torch.Tensor:
-            known = aux_positive[positions_in(batch.ids, view.aux_ids)]
-            if bool(known.any()):
-                ref = batch.rows[known.nonzero()[0, 0]]
-            else:
-                rated = torch.where(batch.positions >= 0, proxy[batch.positions.clamp_min(0)], -torch.inf)
-                ref = batch.rows[rated.argmax()]
-            return F.cosine_similarity(batch.rows, ref[None], dim=1)
+        def reference(index: int, batch: GradientBatch) -> torch.Tensor:
+            if known:
+                return known[min(known, key=lambda j: abs(j - index))]
+            rated = torch.where(batch.positions >= 0, proxy[batch.positions.clamp_min(0)], -torch.inf)
+            return batch.rows[rated.argmax()]
 
+        cosines = [F.cosine_similarity(b.rows, reference(i, b)[None], dim=1) for i, b in enumerate(batches)]
         scores, pairs = scored_inference(
-            self.batches(view), score, n=view.target_ids["train"].numel(), epochs=self.options.gradients_from
+            batches, cosines, n=view.target_ids["train"].numel(), epochs=self.options.gradients_from
         )
         return {"train": Inference(predictions=(scores > 0).long(), scores=scores, batch_scores=pairs)}
 

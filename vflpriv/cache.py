@@ -40,7 +40,7 @@ def code_version() -> str:
 
 
 #: Partition fields that only choose labeled samples: the aligned and local sets are drawn before them.
-LABEL_FIELDS = {"labeled", "aux", "active_labels_local"}
+LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local"}
 
 
 def pretrain_key(config: RunConfig, method: type) -> str:

@@ -51,6 +51,12 @@ class PartitionConfig(_Strict):
         "FedHSSL code); disjoint: the non-aligned rows are dealt out, each to one party",
     )
     aux: int = Field(80, ge=0, description="adversary's auxiliary labeled samples, balanced per class")
+    aux_source: Literal["unlabeled", "labeled"] = Field(
+        "unlabeled",
+        description="unlabeled: aux samples are adversary-local samples outside the labeled set (FedHSSL, "
+        "Kang et al.); labeled: they are labeled aligned training samples, so the adversary knows a few "
+        "training labels and receives their gradients (Li et al.'s threat model); they are then not scored",
+    )
     adversary: int = Field(1, ge=1)
     active_labels_local: bool = Field(False, description="VFLHLP: labels on all active local samples")
 
@@ -89,10 +95,11 @@ class MethodConfig(_Strict):
 class AttackConfig(_Strict):
     name: str = "mc"
     phase: Phase = "finetune"
-    prior: Literal["simsiam", "aux", "none"] = Field(
+    prior: Literal["simsiam", "aux", "same-attack", "none"] = Field(
         "simsiam",
         description="adversary prior: head on aux labels over the adversary's own SimSiam encoder "
-        "(A_SimSiam), over a fresh encoder trained on aux (aux), or none",
+        "(A_SimSiam), over a fresh encoder trained on aux (aux), the attack itself on that SimSiam "
+        "encoder without a federation (same-attack), or none",
     )
     prior_epochs: int = Field(300, ge=1, description="training epochs of the prior's head")
     options: dict[str, Any] = Field(default_factory=dict)

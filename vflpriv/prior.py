@@ -4,19 +4,27 @@
   its local samples, then fits the attack's Linear head on its auxiliary labels over that frozen encoder.
 - ``aux``: a freshly initialised encoder of the same architecture plus the same Linear head, trained
   together from scratch on the auxiliary labels only.
+- ``same-attack``: the attack itself, run on the adversary's own SimSiam encoder with an empty inbox.
+  For an attack that trains more than a head (``mc-mixmatch`` fine-tunes the bottom semi-supervised on
+  the adversary's local samples) this isolates what the federation added from what the attack's own
+  training on local data achieves; A_SimSiam would credit the federation with both. Only for attacks
+  that read the encoder alone: without a federation no message was ever received.
 
-Drawn as the dashed line of privacy-utility plots; leakage = attack accuracy - prior accuracy.
+Each prior maps the adversary's view to its predicted labels of one target set. Drawn as the dashed
+line of privacy-utility plots; leakage = attack accuracy - prior accuracy.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import dataclasses
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 
+from vflpriv.adversary import AdversaryView
 from vflpriv.config import ModelConfig
-from vflpriv.data.base import PartySpec
+from vflpriv.engine.channel import Inbox
 from vflpriv.models.encoders import build_encoder, init_parameters
 from vflpriv.models.training import apply_in_batches, fit_classifier
 
@@ -25,36 +33,56 @@ HEAD_WEIGHT_DECAY = 1e-6
 HEAD_BATCH = 64
 
 
-def _fit_head(encoder: nn.Module, aux_x, aux_y, target_x, *, num_classes, epochs, generator, train_encoder):
-    """Linear head (and, if ``train_encoder``, the encoder) fitted on aux; logits on the targets."""
-    head = init_parameters(nn.Linear(encoder.out_dim, num_classes), generator=generator).to(aux_x.device)
+class Prior(Protocol):
+    def __call__(
+        self, view: AdversaryView, *, attack: Any, model: ModelConfig, target: str, epochs: int,
+        generator: torch.Generator,
+    ) -> torch.Tensor: ...
+
+
+def _fit_head(encoder: nn.Module, view: AdversaryView, target: str, *, epochs, generator, train_encoder) -> torch.Tensor:
+    """Linear head (and, if ``train_encoder``, the encoder) fitted on aux; predicted labels of the target set."""
+    head = init_parameters(nn.Linear(encoder.out_dim, view.num_classes), generator=generator).to(view.device)
+    target_x = view.targets[target]
     if train_encoder:
-        net = nn.Sequential(encoder, head)
-        inputs, targets = aux_x, target_x
+        net, inputs, targets = nn.Sequential(encoder, head), view.aux_x, target_x
     else:
         encoder.eval().requires_grad_(False)
-        net, inputs, targets = head, apply_in_batches(encoder, aux_x), apply_in_batches(encoder, target_x)
-    fit_classifier(net, inputs, aux_y, epochs=epochs, lr=HEAD_LR, weight_decay=HEAD_WEIGHT_DECAY,
+        net, inputs, targets = head, apply_in_batches(encoder, view.aux_x), apply_in_batches(encoder, target_x)
+    fit_classifier(net, inputs, view.aux_y, epochs=epochs, lr=HEAD_LR, weight_decay=HEAD_WEIGHT_DECAY,
                    batch_size=HEAD_BATCH, generator=generator)
-    return apply_in_batches(net, targets)
+    return apply_in_batches(net, targets).argmax(1)
 
 
-def aux_prior_logits(spec: PartySpec, model: ModelConfig, local_x, aux_x, aux_y, target_x, *,
-                     num_classes: int, epochs: int, generator: torch.Generator) -> torch.Tensor:
-    """Fresh encoder + head trained from scratch on (aux_x, aux_y)."""
-    encoder = build_encoder(spec, model, generator=generator).to(aux_x.device)
-    return _fit_head(encoder, aux_x, aux_y, target_x, num_classes=num_classes, epochs=epochs,
-                     generator=generator, train_encoder=True)
-
-
-def simsiam_prior_logits(spec: PartySpec, model: ModelConfig, local_x, aux_x, aux_y, target_x, *,
-                         num_classes: int, epochs: int, generator: torch.Generator) -> torch.Tensor:
-    """A_SimSiam: plain SimSiam on the adversary's local samples, then a Linear head on aux."""
+def own_simsiam_encoder(view: AdversaryView, *, model: ModelConfig, generator: torch.Generator) -> nn.Module:
+    """The encoder the adversary pretrains alone with plain SimSiam on its local samples."""
     from vflpriv.methods.local_ssl import local_ssl_encoder
 
-    encoder = local_ssl_encoder(spec, local_x, model_config=model, generator=generator, device=aux_x.device)
-    return _fit_head(encoder, aux_x, aux_y, target_x, num_classes=num_classes, epochs=epochs,
-                     generator=generator, train_encoder=False)
+    return local_ssl_encoder(view.spec, view.local_x, model_config=model, generator=generator, device=view.device)
 
 
-PRIORS: dict[str, Callable[..., torch.Tensor]] = {"aux": aux_prior_logits, "simsiam": simsiam_prior_logits}
+def aux_prior(view: AdversaryView, *, attack, model, target, epochs, generator) -> torch.Tensor:
+    """Fresh encoder + head trained from scratch on the auxiliary labels."""
+    encoder = build_encoder(view.spec, model, generator=generator).to(view.device)
+    return _fit_head(encoder, view, target, epochs=epochs, generator=generator, train_encoder=True)
+
+
+def simsiam_prior(view: AdversaryView, *, attack, model, target, epochs, generator) -> torch.Tensor:
+    """A_SimSiam: plain SimSiam on the adversary's local samples, then a Linear head on aux."""
+    encoder = own_simsiam_encoder(view, model=model, generator=generator)
+    return _fit_head(encoder, view, target, epochs=epochs, generator=generator, train_encoder=False)
+
+
+def same_attack_prior(view: AdversaryView, *, attack, model, target, epochs, generator) -> torch.Tensor:
+    """The attack on the adversary's own SimSiam encoder, as if it had never joined the federation."""
+    encoder = own_simsiam_encoder(view, model=model, generator=generator)
+    alone = dataclasses.replace(view, encoder=encoder, inbox=Inbox(owner=view.party), generator=generator)
+    return attack.infer(alone)[target].predictions
+
+
+PRIORS: dict[str, Prior] = {"aux": aux_prior, "simsiam": simsiam_prior, "same-attack": same_attack_prior}
+
+
+def reads_only_the_encoder(attack: Any, phase: str) -> bool:
+    """Whether ``attack`` can run without a federation (``same-attack`` prior): no received messages."""
+    return bool(attack.needs_encoder) and not attack.needs_messages and not attack.required_messages(phase)

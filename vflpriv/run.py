@@ -20,7 +20,7 @@ from vflpriv.engine import PRETRAIN, Channel, Federation, Inbox, make_parties
 from vflpriv.errors import IncompatibleError
 from vflpriv.methods.base import Method
 from vflpriv.methods.finetune import predict
-from vflpriv.prior import PRIORS
+from vflpriv.prior import PRIORS, reads_only_the_encoder
 from vflpriv.records import RunRecord
 from vflpriv.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.scenario import Scenario, build_scenario
@@ -72,6 +72,11 @@ def plan(config: RunConfig) -> Plan:
                 f"attack '{config.attack.name}' needs the {kind} messages of the {phase} phase; "
                 f"method '{config.method.name}' sends the adversary none"
             )
+    if config.attack.prior == "same-attack" and not reads_only_the_encoder(attack, config.attack.phase):
+        raise IncompatibleError(
+            f"prior 'same-attack' reruns the attack without a federation, but '{config.attack.name}' reads "
+            "messages received in training; use attack.prior=simsiam, aux or none"
+        )
     scenario = build_scenario(dataset, config.partition, seed=config.seed)
     return Plan(config, scenario, method, attack, defenses)
 
@@ -125,7 +130,7 @@ def _execute(p: Plan) -> RunRecord:
     _score_attack(record, inferences, truth)
     if cfg.attack.prior != "none":
         target = record.attack_target
-        record.prior_accuracy = _prior_accuracy(cfg, view, target, truth[target].to(device))
+        record.prior_accuracy = _prior_accuracy(cfg, view, p.attack, target, truth[target].to(device))
         record.leakage = record.attack_accuracy - record.prior_accuracy
     record.seconds = time.perf_counter() - start
     return record
@@ -161,6 +166,7 @@ def adversary_view(fed: Federation, scenario: Scenario, encoder, phase: str, gen
     aux = scenario.aux.to(fed.device)
     aux_y = scenario.dataset.y_train[scenario.aux].to(fed.device)
     train_ids = fed.labeled_aligned()
+    train_ids = train_ids[~torch.isin(train_ids, aux)]  # aux labels are known, not inferred
     if encoder is not None:
         encoder = copy.deepcopy(encoder).eval().requires_grad_(False)
     return AdversaryView(
@@ -194,22 +200,23 @@ def _score_attack(record: RunRecord, inferences: dict[str, Inference], truth: di
 _PRIORS: dict[str, float] = {}
 
 
-def _prior_accuracy(cfg: RunConfig, view: AdversaryView, target: str, y: torch.Tensor) -> float:
+def _prior_accuracy(cfg: RunConfig, view: AdversaryView, attack, target: str, y: torch.Tensor) -> float:
     """The prior's accuracy on the attack's own targets (test samples, or the train samples whose
     gradients gc clusters), so leakage compares like with like. It depends on data, partition, model,
-    seed and target only: computed once per process for a sweep."""
+    seed and target only (and, for ``same-attack``, the attack): computed once per process for a sweep."""
+    prior = cfg.attack.prior
+    attack_part = cfg.attack.model_dump(mode="json", exclude={"phase"}) if prior == "same-attack" else None
     key = json.dumps(
-        [cfg.attack.prior, cfg.attack.prior_epochs, cfg.seed, target,
+        [prior, cfg.attack.prior_epochs, cfg.seed, target, attack_part,
          *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model))],
         sort_keys=True,
     )
     if key not in _PRIORS:
-        logits = PRIORS[cfg.attack.prior](
-            view.spec, cfg.model, view.local_x, view.aux_x, view.aux_y, view.targets[target],
-            num_classes=view.num_classes, epochs=cfg.attack.prior_epochs,
+        predictions = PRIORS[prior](
+            view, attack=attack, model=cfg.model, target=target, epochs=cfg.attack.prior_epochs,
             generator=generator(cfg.seed, "prior", device=view.device),
         )
-        _PRIORS[key] = metrics.accuracy(logits.argmax(1), y)
+        _PRIORS[key] = metrics.accuracy(predictions, y)
     return _PRIORS[key]
 
 

@@ -61,21 +61,19 @@ def build_scenario(dataset: VerticalDataset, partition: PartitionConfig, *, seed
         unaligned = tuple(rest.sort().values for _ in range(dataset.parties))
     else:
         unaligned = tuple(part.sort().values for part in torch.tensor_split(rest, dataset.parties))
-    aux = _balanced_aux(dataset, labeled, aligned, unaligned[partition.adversary], partition.aux, g)
+    if partition.aux_source == "labeled":
+        pool = labeled
+    else:
+        pool = torch.cat([aligned, unaligned[partition.adversary]])
+        pool = pool[~torch.isin(pool, labeled)]
+    aux = _balanced_aux(dataset, pool, partition.aux, partition.aux_source, g)
     return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, partition.active_labels_local)
 
 
 def _balanced_aux(
-    dataset: VerticalDataset,
-    labeled: torch.Tensor,
-    aligned: torch.Tensor,
-    adversary_unaligned: torch.Tensor,
-    size: int,
-    g: torch.Generator,
+    dataset: VerticalDataset, pool: torch.Tensor, size: int, source: str, g: torch.Generator
 ) -> torch.Tensor:
-    """``size`` adversary-local samples outside the labeled set, as equal per class as possible."""
-    pool = torch.cat([aligned, adversary_unaligned])
-    pool = pool[~torch.isin(pool, labeled)]
+    """``size`` samples of ``pool`` (adversary-local ids), as equal per class as possible."""
     c = dataset.num_classes
     per_class = [size // c + (1 if k < size % c else 0) for k in range(c)]
     y = dataset.y_train[pool]
@@ -85,7 +83,7 @@ def _balanced_aux(
         if want > candidates.numel():
             raise ConfigError(
                 f"aux={size} needs {want} samples of class {k} but the adversary has only "
-                f"{candidates.numel()} unlabeled ones; lower partition.aux"
+                f"{candidates.numel()} {source} ones; lower partition.aux"
             )
         chosen.append(candidates[torch.randperm(candidates.numel(), generator=g)[:want]])
     return torch.cat(chosen).sort().values if chosen else torch.empty(0, dtype=torch.long)

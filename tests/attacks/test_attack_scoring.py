@@ -2,11 +2,15 @@
 
 import pytest
 import torch
+from torch import nn
 
+from attacks.base import AdversaryView
 from attacks.gradient_scoring import DirectionOptions, DirectionScoring, NormOptions, NormScoring
 from vflpriv.scoring import best_threshold_accuracy, hungarian_accuracy, leak_auc
 from vflpriv import metrics
 from vflpriv.config import RunConfig
+from vflpriv.data.base import PartySpec
+from vflpriv.engine import FINETUNE, GRADIENT, Inbox, Received
 from vflpriv.errors import IncompatibleError
 from vflpriv.run import plan
 
@@ -58,3 +62,39 @@ def test_best_threshold_and_hungarian_scores():
 def test_binary_attacks_are_refused_on_a_multiclass_task(attack):
     with pytest.raises(IncompatibleError, match="binary"):
         plan(RunConfig.model_validate({"attack": {"name": attack}}))
+
+
+def _view_with_aux_gradients(*, received: bool):
+    """Targets whose features mislead any aux-trained proxy (feature = 1 - label, aux: feature = label);
+    their gradients separate the classes. With ``received``, the auxiliary samples' own gradients arrive
+    too, mixed into the batches of the first epoch only (ids n.., not targets)."""
+    g = torch.Generator().manual_seed(0)
+    n, n_aux = 300, 20
+    y, y_aux = (torch.rand(n, generator=g) < 0.4).long(), torch.arange(n_aux) % 2
+    axis = torch.randn(12, generator=g)
+    grads = torch.where(torch.cat([y, y_aux]) == 1, 1.0, -1.0)[:, None] * axis + 0.05 * torch.randn(n + n_aux, 12, generator=g)
+    inbox = Inbox(owner=1, wanted={(GRADIENT, FINETUNE)})
+    for epoch in range(2):
+        ids = torch.arange(n + n_aux) if epoch == 0 and received else torch.arange(n)
+        for batch in ids[torch.randperm(ids.numel(), generator=g)].split(50):
+            inbox.received.append(Received(GRADIENT, FINETUNE, 0, epoch, batch, grads[batch]))
+    feats = torch.cat([1 - y, y_aux])[:, None].float() + 0.1 * torch.randn(n + n_aux, 3, generator=g)
+    view = AdversaryView(
+        party=1, phase=FINETUNE, num_classes=2, spec=PartySpec("tabular", (3,)), encoder=nn.Identity(),
+        local_x=feats[:n], aux_x=feats[n:], aux_y=y_aux, aux_ids=torch.arange(n, n + n_aux),
+        targets={"train": feats[:n]}, target_ids={"train": torch.arange(n)}, inbox=inbox,
+        generator=torch.Generator().manual_seed(0), device=torch.device("cpu"),
+    )
+    return view, y
+
+
+def test_direction_reference_is_a_received_auxiliary_positive_gradient():
+    """A received aux positive's gradient is the reference, in its batch and the batches near it in
+    time; only without one does the (here misled) aux-trained proxy choose the reference."""
+    attack = DirectionScoring(DirectionOptions(proxy_epochs=30))
+    with_aux, y = _view_with_aux_gradients(received=True)
+    out = attack.infer(with_aux)["train"]
+    assert leak_auc(out.batch_scores, y) > 0.99 and metrics.accuracy(out.predictions, y) > 0.99
+    without, y = _view_with_aux_gradients(received=False)
+    misled = attack.infer(without)["train"]
+    assert leak_auc(misled.batch_scores, y) < 0.01

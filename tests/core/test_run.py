@@ -62,7 +62,7 @@ def test_prior_is_scored_on_the_attack_own_targets(tiny, monkeypatch, attack, ta
 
     seen = []
     real = PRIORS["aux"]
-    monkeypatch.setitem(PRIORS, "aux", lambda *a, **k: seen.append(a[5]) or real(*a, **k))
+    monkeypatch.setitem(PRIORS, "aux", lambda view, **k: seen.append(view.targets[k["target"]]) or real(view, **k))
     monkeypatch.setattr(runner, "_PRIORS", {})
     cfg = tiny(attack={"name": attack, "options": {}, "prior": "aux", "prior_epochs": 5})
     record = run(cfg)
@@ -70,3 +70,32 @@ def test_prior_is_scored_on_the_attack_own_targets(tiny, monkeypatch, attack, ta
     expected = cfg.partition.labeled if target == "train" else load.load_dataset(cfg.dataset, parties=2).y_test.numel()
     assert seen[0].shape[0] == expected
     assert record.leakage == pytest.approx(record.attack_accuracy - record.prior_accuracy)
+
+
+def test_same_attack_prior_reruns_the_attack_without_the_federation(tiny, monkeypatch):
+    """same-attack: the attack on the adversary's own SimSiam encoder, inbox empty; so the prior does not
+    depend on what the federation did (here: the defense strength), while the attack may."""
+    import vflpriv.run as runner
+    from attacks.model_completion import ModelCompletion
+
+    views = []
+    real_infer = ModelCompletion.infer
+    monkeypatch.setattr(ModelCompletion, "infer", lambda self, view: views.append(view) or real_infer(self, view))
+    priors = []
+    for strength in (0.0, 25.0):
+        monkeypatch.setattr(runner, "_PRIORS", {})
+        cfg = tiny(attack={"prior": "same-attack", "options": {"epochs": 20}},
+                   defenses=[{"name": "iso", "strength": strength, "kinds": ["embedding"], "party": 1, "sweep": True}])
+        priors.append(run(cfg).prior_accuracy)
+    attacked, alone = views[0], views[1]
+    assert alone.inbox.received == [] and alone.encoder is not attacked.encoder
+    x = attacked.aux_x
+    assert not torch.allclose(alone.encoder.eval()(x), attacked.encoder.eval()(x))
+    assert priors[0] == priors[1]
+
+
+def test_same_attack_prior_is_refused_for_an_attack_on_received_messages(tiny):
+    from vflpriv.errors import IncompatibleError
+
+    with pytest.raises(IncompatibleError, match="same-attack"):
+        run(tiny(attack={"name": "gc", "options": {}, "prior": "same-attack"}))

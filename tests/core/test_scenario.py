@@ -83,3 +83,23 @@ def test_digits_halves_and_quadrants():
     assert [tuple(x.shape[1:]) for x in four.x_train] == [(1, 4, 4)] * 4
     full = torch.cat([torch.cat(four.x_train[:2], dim=3), torch.cat(four.x_train[2:], dim=3)], dim=2)
     assert torch.equal(full, torch.cat(two.x_train, dim=3))
+
+
+def test_aux_from_the_labeled_set_is_balanced_and_left_out_of_the_train_targets(digits, tiny):
+    """aux_source=labeled: the adversary knows a few training labels (Li et al.); it is not scored on them."""
+    from vflpriv.engine import Channel, Federation, Inbox
+    from vflpriv.run import adversary_view
+
+    part = PartitionConfig(labeled=200, aux=80, aux_source="labeled")
+    sc = build_scenario(digits, part, seed=2)
+    assert torch.isin(sc.aux, sc.labeled).all()
+    assert torch.bincount(digits.y_train[sc.aux], minlength=10).tolist() == [8] * 10
+    cfg = tiny()
+    fed = Federation(make_parties(sc, torch.device("cpu")), sc.aligned, Channel([], Inbox(owner=1)), 10, cfg.model,
+                     cfg.finetune, torch.Generator(), torch.device("cpu"))
+    view = adversary_view(fed, sc, None, "finetune", torch.Generator())
+    assert view.target_ids["train"].numel() == 200 - 80 and _disjoint(view.target_ids["train"], sc.aux)
+    unlabeled = build_scenario(digits, PartitionConfig(labeled=200, aux=80), seed=2)
+    assert torch.equal(unlabeled.labeled, sc.labeled) and _disjoint(unlabeled.aux, unlabeled.labeled)
+    with pytest.raises(ConfigError, match="labeled ones"):
+        build_scenario(digits, PartitionConfig(labeled=20, aux=80, aux_source="labeled"), seed=0)
