@@ -1,7 +1,10 @@
 """Every attack against every defense on FedSplitNN (issue 4's closing measurement).
 
 On digits (10 classes): ``mc``, ``mc-mixmatch`` and ``gc`` (aux-named and Hungarian accuracy); on
-breast-cancer (binary): the same plus ``norm`` and ``direction`` (Li et al.'s leak AUC). Each under
+breast-cancer (binary): the same plus ``norm`` and ``direction`` (Li et al.'s leak AUC); and the gradient
+attacks on breast-cancer once more with ``partition.aux_source=labeled`` (Li et al.'s adversary, who
+knows a few training labels and receives their gradients: direction's reference is then a real
+auxiliary positive, and gc names its clusters by the auxiliary gradients themselves). Each under
 ``iso`` at lambda 0 (= no defense), 1, 5, 25 and under every other defense that applies at two
 strengths; 3 seeds. Every cell is ``vflpriv.run.run(RunConfig)`` with the registered defaults, so
 its numbers are those of ``vflpriv evaluate`` with the same settings, except that the adversary prior
@@ -21,6 +24,7 @@ through the weaker to the stronger strength.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -30,8 +34,13 @@ from vflpriv.config import RunConfig
 from vflpriv.store import Store
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ATTACKS = {"digits": ["mc", "mc-mixmatch", "gc"], "breast-cancer": ["mc", "mc-mixmatch", "gc", "norm", "direction"]}
-PARTITION = {"digits": {}, "breast-cancer": {"aligned_fraction": 0.5}}
+#: setting -> (dataset, partition, attacks)
+SETTINGS = {
+    "digits": ("digits", {}, ["mc", "mc-mixmatch", "gc"]),
+    "breast-cancer": ("breast-cancer", {"aligned_fraction": 0.5}, ["mc", "mc-mixmatch", "gc", "norm", "direction"]),
+    "breast-cancer, aux from the labeled set": (
+        "breast-cancer", {"aligned_fraction": 0.5, "aux_source": "labeled"}, ["gc", "norm", "direction"]),
+}
 # weaker -> stronger; label-dp's axis is epsilon (lower = stronger)
 DEFENSES = {"iso": [1.0, 5.0, 25.0], "max-norm": [0.5, 1.0], "marvell": [1.0, 4.0], "sparsify": [95.0, 99.0],
             "label-dp": [4.0, 1.0]}
@@ -43,14 +52,14 @@ TOLERANCE = 0.02  # changes smaller than this count as "no change"
 
 def configs(seeds: list[int]) -> list[RunConfig]:
     out = []
-    for dataset, attacks in ATTACKS.items():
+    for dataset, partition, attacks in SETTINGS.values():
         settings = [("iso", 0.0)] + [(d, s) for d, ss in DEFENSES.items() for s in ss
                                      if d != "marvell" or dataset == "breast-cancer"]
         for attack in attacks:
             for defense, strength in settings:
                 for seed in seeds:
                     out.append(RunConfig.model_validate({
-                        "dataset": {"name": dataset}, "partition": PARTITION[dataset], "seed": seed,
+                        "dataset": {"name": dataset}, "partition": partition, "seed": seed,
                         "attack": {"name": attack, "prior": "none"},
                         "defenses": [{"name": defense, "strength": strength, "sweep": True}],
                     }))
@@ -80,15 +89,17 @@ def summarise(df: pd.DataFrame) -> str:
              "mc-mixmatch on the test samples. 'fell' compares leakage (accuracy, or |leak AUC - 0.5|) "
              f"from no defense to the strongest setting, with tolerance {TOLERANCE}: yes = fell and never "
              "rose on the way, partly = fell but not monotonically.", ""]
-    for dataset, attacks in ATTACKS.items():
-        base = ok[(ok["dataset"] == dataset) & (ok["defense"] == "iso") & (ok["strength"] == 0.0)]
-        lines += [f"## {dataset}", "", "| attack | metric | defense | " + " | ".join(["none", "s1", "s2", "s3"])
+    aux_source = ok["config"].map(lambda c: json.loads(c)["partition"]["aux_source"])
+    for title, (dataset, partition, attacks) in SETTINGS.items():
+        here = ok[(ok["dataset"] == dataset) & (aux_source == partition.get("aux_source", "unlabeled"))]
+        base = here[(here["defense"] == "iso") & (here["strength"] == 0.0)]
+        lines += [f"## {title}", "", "| attack | metric | defense | " + " | ".join(["none", "s1", "s2", "s3"])
                   + " | fell? |", "|---|---|---|---|---|---|---|---|"]
         for attack in attacks:
             for metric in METRICS[attack]:
                 none = base[base["attack"] == attack][metric]
                 for defense, strengths in DEFENSES.items():
-                    rows = ok[(ok["dataset"] == dataset) & (ok["attack"] == attack) & (ok["defense"] == defense)]
+                    rows = here[(here["attack"] == attack) & (here["defense"] == defense)]
                     if rows.empty:
                         continue
                     cells, means = [f"{none.mean():.3f} ± {none.std(ddof=0):.3f}"], [none.mean()]
@@ -100,9 +111,8 @@ def summarise(df: pd.DataFrame) -> str:
                     fell = verdict([leakage(metric, m) for m in means])
                     lines.append(f"| {attack} | {metric.removeprefix('attack_')} | {defense} | " + " | ".join(cells)
                                  + f" | {fell} |")
-        util = ok[ok["dataset"] == dataset].groupby(["defense", "strength"])["utility"].agg(
-            mean="mean", std=lambda u: u.std(ddof=0))
-        lines += ["", f"Utility ({dataset}, over all attacks' runs):", ""]
+        util = here.groupby(["defense", "strength"])["utility"].agg(mean="mean", std=lambda u: u.std(ddof=0))
+        lines += ["", f"Utility ({title}, over all attacks' runs):", ""]
         lines += [f"- {d} {s:g}: {r['mean']:.3f} ± {r['std']:.3f}" for (d, s), r in util.iterrows()]
         lines.append("")
     return "\n".join(lines) + "\n"

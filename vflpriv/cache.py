@@ -21,6 +21,7 @@ from torch import nn
 
 from vflpriv.config import RunConfig
 from vflpriv.engine import PRETRAIN, Meter
+from vflpriv.registry import DEFENSES
 
 ENV_VAR = "VFLPRIV_CACHE"
 
@@ -46,7 +47,8 @@ LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local"}
 def pretrain_key(config: RunConfig, method: type) -> str:
     """Hash of what pretraining can depend on: config parts, the method's code and vflpriv's code.
 
-    A method whose pretraining reads no labels shares one pretraining across label budgets.
+    A method whose pretraining reads no labels shares one pretraining across label budgets; one that
+    reads them (supervised pretraining) is keyed by the label budget and by every label defense too.
     """
     method_file = Path(inspect.getfile(method))
     payload = {
@@ -58,10 +60,16 @@ def pretrain_key(config: RunConfig, method: type) -> str:
         ),
         "model": config.model.model_dump(mode="json"),
         "method": config.method.model_dump(mode="json"),
-        "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses if d.phase == PRETRAIN],
+        "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses
+                     if d.phase == PRETRAIN or (method.pretrain_reads_labels and _acts_on_labels(d.name))],
         "seed": config.seed,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _acts_on_labels(defense: str) -> bool:
+    """A label defense (e.g. label DP) changes the labels of every phase, whatever its ``phase``."""
+    return "labels" in DEFENSES.get(defense).supported_kinds
 
 
 def load(key: str, skeleton: list[nn.Module], meter: Meter) -> bool:

@@ -52,3 +52,15 @@ def test_label_budget_does_not_change_a_label_free_pretraining(tiny, monkeypatch
     for sa, sb in zip(a, b):
         assert sa.keys() == sb.keys()
         assert all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_a_label_reading_pretraining_is_keyed_by_label_budget_and_label_defenses(tiny, monkeypatch):
+    """Supervised pretraining (VFLHLP step 1) sees the labels label-DP randomised, whatever its phase."""
+    base = _fedhssl(tiny)
+    method = plan(base).method.__class__
+    label_dp = _fedhssl(tiny, defenses=[{"name": "label-dp", "strength": 1.0, "sweep": True}])
+    fewer = _fedhssl(tiny, partition={"labeled": 90})
+    assert cache.pretrain_key(label_dp, method) == cache.pretrain_key(base, method)
+    monkeypatch.setattr(method, "pretrain_reads_labels", True)
+    key = cache.pretrain_key(base, method)
+    assert cache.pretrain_key(label_dp, method) != key and cache.pretrain_key(fewer, method) != key
