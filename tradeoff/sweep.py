@@ -50,6 +50,7 @@ def sweep(
     if not checked:
         check(configs)
     todo = [c for c in configs if not store.done(c.key())]
+    jobs = max(1, min(jobs, len(todo)))  # one pending run needs no worker pool
     for record in map_unordered(run_safely, todo, jobs=jobs, backend_name=backend, address=address):
         store.put(record)
         if on_done is not None:
