@@ -3,6 +3,9 @@
 ISO(d) = d + eps, eps ~ N(0, sigma^2 I), sigma = lambda * max_i ||d_i||_2 / sqrt(m), for a message
 d of b rows of m entries; sigma is recomputed for every message. For weights, rows are output units
 (first dimension) and a 1-D tensor is one row (vflpriv's choice; the FedHSSL code never calls it).
+Weights are parameters only: BatchNorm running statistics travel as their own kind ``statistics``,
+which ISO does not support, because noise on a running variance can make it negative and the
+encoder's output NaN (an attack on such an encoder would score chance: a false "protection").
 """
 
 from __future__ import annotations

@@ -22,3 +22,8 @@ class DataError(VflprivError, OSError):
 
 class IncompatibleError(VflprivError, ValueError):
     """A combination that makes no sense (e.g. a binary-only attack on a 10-class task)."""
+
+
+class DivergedError(RuntimeError):
+    """A model's outputs are not finite: the run is recorded as failed (not a user error, so a sweep goes on)
+    instead of being scored as if NaN logits were guesses, which reads as chance, i.e. perfect protection."""

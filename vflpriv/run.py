@@ -17,9 +17,10 @@ from vflpriv.components import parse_options
 from vflpriv.config import RunConfig
 from vflpriv.data.load import load_dataset
 from vflpriv.engine import PRETRAIN, Channel, Federation, Inbox, make_parties
-from vflpriv.errors import IncompatibleError
+from vflpriv.errors import DivergedError, IncompatibleError
 from vflpriv.methods.base import Method
 from vflpriv.methods.finetune import predict
+from vflpriv.models.training import apply_in_batches
 from vflpriv.prior import PRIORS, reads_only_the_encoder
 from vflpriv.records import RunRecord
 from vflpriv.registry import ATTACKS, DEFENSES, METHODS
@@ -115,9 +116,11 @@ def _execute(p: Plan) -> RunRecord:
     pretrain_mb = channel.meter.total_bytes("pretrain") / 1e6
     trained = p.method.finetune(fed, pretrained)
     y_test = ds.y_test.to(device)
-    utility = metrics.utility(ds.metric, predict(fed, trained), y_test)
+    utility = metrics.utility(ds.metric, _finite(predict(fed, trained), "the federated model's test logits"), y_test)
     encoder = snapshot if cfg.attack.phase == "pretrain" else trained.bottoms[adv]
     view = adversary_view(fed, scenario, encoder, cfg.attack.phase, generator(cfg.seed, "attack", device=device))
+    if view.encoder is not None:
+        _finite(apply_in_batches(view.encoder, view.aux_x), f"the adversary's {cfg.attack.phase} encoder outputs")
     inferences = p.attack.infer(view)
     record = blank_record(cfg)
     record.utility, record.utility_metric = utility, ds.metric
@@ -134,6 +137,12 @@ def _execute(p: Plan) -> RunRecord:
         record.leakage = record.attack_accuracy - record.prior_accuracy
     record.seconds = time.perf_counter() - start
     return record
+
+
+def _finite(values: torch.Tensor, what: str) -> torch.Tensor:
+    if not bool(torch.isfinite(values).all()):
+        raise DivergedError(f"{what} are not finite (training diverged); the run is not scored")
+    return values
 
 
 def _pretrain(p: Plan, fed: Federation) -> list | None:

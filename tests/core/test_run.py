@@ -99,3 +99,14 @@ def test_same_attack_prior_is_refused_for_an_attack_on_received_messages(tiny):
 
     with pytest.raises(IncompatibleError, match="same-attack"):
         run(tiny(attack={"name": "gc", "options": {}, "prior": "same-attack"}))
+
+
+def test_a_diverged_model_fails_the_run_instead_of_scoring_nan_as_guesses(tiny, monkeypatch):
+    """NaN logits would argmax to class 0 and read as chance (perfect protection): the run fails instead."""
+    from tradeoff.sweep import run_safely
+    from vflpriv.methods.finetune import TopModel
+
+    real = TopModel.forward
+    monkeypatch.setattr(TopModel, "forward", lambda self, reps: real(self, reps) * float("nan"))
+    record = run_safely(tiny())
+    assert record.status == "failed" and "not finite" in record.error

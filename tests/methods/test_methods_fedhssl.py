@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pretrain_helpers import build_federation, pretrain_config
-from vflpriv.engine import EMBEDDING, PRETRAIN, SERVER, WEIGHTS
+from vflpriv.engine import EMBEDDING, PRETRAIN, SERVER, STATISTICS, WEIGHTS
 from vflpriv.errors import ConfigError
 from vflpriv.methods.fedhssl import FedHSSL
 from vflpriv.methods.pretraining import LocalSSL, PooledEncoder
@@ -70,11 +70,12 @@ def test_meter_counts_the_messages_of_one_global_iteration(parties: int, local_u
     meter = fed.channel.meter
     embeddings = sum(v for (phase, _, kind), v in meter.messages.items() if phase == PRETRAIN and kind == EMBEDDING)
     weights = sum(v for (phase, _, kind), v in meter.messages.items() if phase == PRETRAIN and kind == WEIGHTS)
+    statistics = sum(v for (phase, _, kind), v in meter.messages.items() if phase == PRETRAIN and kind == STATISTICS)
     # step 1: per batch, active -> each passive and each passive -> active (e does not add messages)
     assert embeddings == 2 * (parties - 1) * n_batches
-    # step 3: each party uploads to the server, the server sends the average back to each party
-    assert weights == 2 * parties
-    assert meter.total_messages(PRETRAIN) == embeddings + weights
+    # step 3: each party uploads parameters and BN statistics to the server, which sends each average back
+    assert weights == statistics == 2 * parties
+    assert meter.total_messages(PRETRAIN) == embeddings + weights + statistics
     # bytes: float32 projector outputs of every aligned sample, 2 (K - 1) times
     emb_bytes = sum(v for (phase, _, kind), v in meter.bytes.items() if phase == PRETRAIN and kind == EMBEDDING)
     assert emb_bytes == 2 * (parties - 1) * fed.aligned.numel() * opts.out_dim("simsiam") * 4
@@ -149,3 +150,19 @@ def test_options_are_checked_per_method() -> None:
         plan, fed = build_federation(pretrain_config("fedhssl", pma_top_blocks=2))
         plan.method.pretrain(fed)
     assert FedHSSL.Options().gamma == 0.5
+
+
+def test_iso_on_pma_weights_noises_parameters_and_keeps_encoders_finite() -> None:
+    """ISO on weights noises the uploaded parameters, not the BN running statistics (a noised running
+    variance can turn negative and the encoder NaN, which an attack would read as perfect protection)."""
+    iso = {"name": "iso", "phase": "pretrain", "strength": 25.0, "kinds": ["weights"]}
+    plan, fed = build_federation(pretrain_config("fedhssl", global_iterations=2, defenses=[iso]))
+    sent = {}
+    fed.channel.observers.append(lambda m, payload: sent.setdefault((m.kind, m.sender), []).append((m.payload, payload)))
+    encoders = plan.method.pretrain(fed)
+    before, after = sent[(WEIGHTS, 0)][0]
+    assert all(not torch.equal(before[k], after[k]) for k in before)
+    before, after = sent[(STATISTICS, 0)][0]
+    assert before and all(torch.equal(before[k], after[k]) for k in before)
+    for p, encoder in zip(fed.parties, encoders):
+        assert torch.isfinite(encoder.eval()(p.x_train[:64])).all()

@@ -9,12 +9,13 @@ from vflpriv.engine.message import (
     INFERENCE,
     PRETRAIN,
     SERVER,
+    STATISTICS,
     WEIGHTS,
     Message,
 )
 from vflpriv.engine.party import ActiveParty, Federation, Party, make_parties
 
 __all__ = [
-    "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "INFERENCE", "PRETRAIN", "SERVER", "WEIGHTS",
+    "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "INFERENCE", "PRETRAIN", "SERVER", "STATISTICS", "WEIGHTS",
     "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "make_parties",
 ]

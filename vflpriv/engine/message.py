@@ -13,6 +13,7 @@ SERVER = -1
 EMBEDDING = "embedding"
 GRADIENT = "gradient"
 WEIGHTS = "weights"
+STATISTICS = "statistics"  # BatchNorm running means and variances shared with weights
 
 PRETRAIN = "pretrain"
 FINETUNE = "finetune"

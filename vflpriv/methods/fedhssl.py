@@ -13,9 +13,10 @@ Each global iteration:
 2. **Cross-party-guided local SSL** on all local samples (FedGSSL, FedHSSL): Eq. 6 with gamma
    (``LocalSSL.epoch``); no messages.
 3. **Partial model aggregation** (FedHSSL): every party sends its local top encoder, local projector and
-   local predictor (MoCo: top + projector) as kind ``weights`` to the server (``SERVER``); the server
-   averages them with equal weights (BN running statistics included) and sends the average back to each
-   party, all through the channel. Bottom encoders and the cross branch stay private.
+   local predictor (MoCo: top + projector) to the server (``SERVER``): parameters as kind ``weights``,
+   BatchNorm running statistics as kind ``statistics``; the server averages each with equal weights and
+   sends the average back to each party, all through the channel. Bottom encoders and the cross branch
+   stay private.
 
 Finetuning starts from f_c (FedCSSL) or from 0.5 f_c + 0.5 f_l (FedGSSL, FedHSSL; ``pooling``).
 """
@@ -28,7 +29,9 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, GRADIENT, PRETRAIN, SERVER, WEIGHTS, Federation, Message
+from vflpriv.engine import (
+    ACTIVE, EMBEDDING, FINETUNE, GRADIENT, PRETRAIN, SERVER, STATISTICS, WEIGHTS, Federation, Message,
+)
 from vflpriv.methods.base import Method
 from vflpriv.methods.pretraining import (
     Flavour,
@@ -218,25 +221,34 @@ class FederatedSSL(Method):
         return {name: modules[name] for name in dict.fromkeys(self.options.pma_modules) if modules[name] is not None}
 
     def _aggregate(self, fed: Federation, states: list[LocalSSL], it: int) -> None:
-        """Step 3: upload the shared modules' floating-point state, average at the server, download."""
+        """Step 3: upload the shared modules' state, average at the server, download.
+
+        Two messages each way per party: the parameters (kind ``weights``, what ISO on weights protects,
+        FedHSSL §VI-B) and the BatchNorm running statistics (kind ``statistics``): they are averaged too,
+        but they are not parameters, and noise on a running variance can turn it negative, which makes the
+        encoder output NaN.
+        """
         shared = [self._shared(s) for s in states]
-        uploads = []
-        for p, modules in zip(fed.parties, shared):
-            payload = {
-                f"{name}.{key}": t
-                for name, module in modules.items()
-                for key, t in module.state_dict().items()
-                if t.is_floating_point()
-            }
-            uploads.append(fed.channel.send(Message(WEIGHTS, PRETRAIN, p.index, SERVER, payload, None, it)))
-        average = {key: torch.stack([u[key] for u in uploads]).mean(dim=0) for key in uploads[0]}
-        for p, modules in zip(fed.parties, shared):
-            received = fed.channel.send(Message(WEIGHTS, PRETRAIN, SERVER, p.index, average, None, it))
-            with torch.no_grad():
-                for name, module in modules.items():
-                    for key, t in module.state_dict().items():
-                        if t.is_floating_point():
-                            t.copy_(received[f"{name}.{key}"])
+        for kind, tensors in ((WEIGHTS, _parameters), (STATISTICS, _statistics)):
+            uploads = [
+                fed.channel.send(Message(kind, PRETRAIN, p.index, SERVER, tensors(modules), None, it))
+                for p, modules in zip(fed.parties, shared)
+            ]
+            average = {key: torch.stack([u[key] for u in uploads]).mean(dim=0) for key in uploads[0]}
+            for p, modules in zip(fed.parties, shared):
+                received = fed.channel.send(Message(kind, PRETRAIN, SERVER, p.index, average, None, it))
+                with torch.no_grad():
+                    for key, t in tensors(modules).items():
+                        t.copy_(received[key])
+
+
+def _parameters(modules: dict[str, nn.Module]) -> dict[str, Tensor]:
+    return {f"{name}.{key}": t for name, m in modules.items() for key, t in m.named_parameters()}
+
+
+def _statistics(modules: dict[str, nn.Module]) -> dict[str, Tensor]:
+    """Floating-point buffers (BatchNorm running mean and variance; not the integer batch counter)."""
+    return {f"{name}.{key}": t for name, m in modules.items() for key, t in m.named_buffers() if t.is_floating_point()}
 
 
 def _variant(name: str, base: type[FederatedSSL], flavour: Flavour, doc: str) -> type[FederatedSSL]:
@@ -262,7 +274,7 @@ class FedHSSL(FederatedSSL):
     Options = HybridOptions
     guided = True
     aggregates = True
-    passive_receives = FederatedSSL.passive_receives | {(WEIGHTS, PRETRAIN)}  # the server's average
+    passive_receives = FederatedSSL.passive_receives | {(WEIGHTS, PRETRAIN), (STATISTICS, PRETRAIN)}  # the averages
 
 
 CSSLSimSiam = _variant("CSSLSimSiam", FedCSSL, "simsiam", "FedCSSL-SimSiam.")
