@@ -85,7 +85,8 @@ def summarise(df: pd.DataFrame) -> str:
              "when this was written). "
              f"Runs: {len(ok)} ok of {len(df)}. Seeds: {sorted(ok['seed'].unique().tolist())}. "
              "Strength 0 of iso is no defense. label-dp strength is epsilon (lower = stronger). "
-             "gc is scored on the train targets (the samples whose gradients it received); mc and "
+             "gc, norm and direction are scored on the train targets (the labeled samples whose gradients "
+             "the adversary received, minus its auxiliary ones when those come from the labeled set); mc and "
              "mc-mixmatch on the test samples. 'fell' compares leakage (accuracy, or |leak AUC - 0.5|) "
              f"from no defense to the strongest setting, with tolerance {TOLERANCE}: yes = fell and never "
              "rose on the way, partly = fell but not monotonically.", ""]
