@@ -4,7 +4,8 @@ Keyed by a hash of everything pretraining depends on (dataset, partition, model,
 options, the defenses acting in the pretraining phase, seed, and the source code that runs it). Stores the pretrained modules' state
 dicts (loaded with ``torch.load(weights_only=True)`` into the method's ``skeleton``) and the
 pretraining traffic the meter counted, so a cached run reports the same communication as a fresh one.
-Files are written to a temporary name and renamed, so parallel workers never read half a file.
+Files are written to a temporary name and renamed, so parallel workers never read half a file, and a
+per-key file lock makes a parallel run wait for a pretraining in progress rather than repeat it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import torch
+from filelock import FileLock
 from torch import nn
 
 from vflpriv.config import RunConfig
@@ -70,6 +72,14 @@ def pretrain_key(config: RunConfig, method: type) -> str:
 def _acts_on_labels(defense: str) -> bool:
     """A label defense (e.g. label DP) changes the labels of every phase, whatever its ``phase``."""
     return "labels" in DEFENSES.get(defense).supported_kinds
+
+
+def claim(key: str) -> FileLock:
+    """An inter-process lock on ``key``: held while one run pretrains it, so parallel runs of a sweep
+    (other strengths or label budgets of the same seed) wait and load it instead of pretraining it again."""
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    return FileLock(directory / f"{key}.lock")
 
 
 def load(key: str, skeleton: list[nn.Module], meter: Meter) -> bool:

@@ -157,11 +157,12 @@ def _pretrain(p: Plan, fed: Federation) -> list | None:
     if skeleton is None or any(phase == PRETRAIN for _, phase in fed.channel.inbox.wanted):
         return p.method.pretrain(fed)
     key = cache.pretrain_key(p.config, type(p.method))
-    modules = skeleton(fed)
-    if cache.load(key, modules, fed.channel.meter):
-        return modules
-    modules = p.method.pretrain(fed)
-    cache.save(key, modules, fed.channel.meter)
+    with cache.claim(key):  # a parallel run needing the same pretraining waits for this one, then loads it
+        modules = skeleton(fed)
+        if cache.load(key, modules, fed.channel.meter):
+            return modules
+        modules = p.method.pretrain(fed)
+        cache.save(key, modules, fed.channel.meter)
     return modules
 
 

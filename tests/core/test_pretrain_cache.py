@@ -64,3 +64,27 @@ def test_a_label_reading_pretraining_is_keyed_by_label_budget_and_label_defenses
     monkeypatch.setattr(method, "pretrain_reads_labels", True)
     key = cache.pretrain_key(base, method)
     assert cache.pretrain_key(label_dp, method) != key and cache.pretrain_key(fewer, method) != key
+
+
+def test_parallel_runs_of_one_seed_pretrain_once(tiny, monkeypatch):
+    """Two runs needing the same pretraining at the same time: one pretrains, the other waits and loads."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    plans = [plan(_fedhssl(tiny, defenses=[{"name": "iso", "strength": s, "sweep": True}])) for s in (1.0, 5.0)]
+    method_cls = type(plans[0].method)
+    real, calls, started = method_cls.pretrain, [], threading.Barrier(2)
+
+    def counted(self, fed):
+        calls.append(1)
+        return real(self, fed)
+
+    def run_both(p):
+        started.wait()
+        return execute(p)
+
+    monkeypatch.setattr(method_cls, "pretrain", counted)
+    with ThreadPoolExecutor(2) as pool:
+        a, b = pool.map(run_both, plans)
+    assert len(calls) == 1
+    assert a.comm_mb_pretrain == b.comm_mb_pretrain > 0
