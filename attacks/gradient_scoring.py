@@ -1,13 +1,14 @@
 """Norm and direction scoring (Li et al. 2022, "Label Leakage and Protection in Two-party Split
 Learning", ICLR 2022; REFERENCE.md §10), binary tasks only.
 
-- ``norm``: score_i = ||g_i||_2 as the score of the positive class 1, as Li et al. define it (their
-  premise: the positive class is rare, so the model is less sure of it and its gradients are larger).
-  Which class has the larger gradients depends on the task and the model, not on the attacker's
-  wishes: ``larger_norm_class=0`` scores class 1 by -||g_i|| instead, for an adversary who believes
-  class 0 is the one with the larger gradients. Predictions: 2-means on log ||g_i|| (norms spread over
-  orders of magnitude), the large-norm cluster is ``larger_norm_class``. Per-sample default: the last
-  epoch's gradient (the confidence gap Li et al. rely on grows with training).
+- ``norm``: score_i = ||g_i||_2 as the score of the class with the larger gradients. Li et al. score the
+  positive class 1 (their premise: it is rare, so the model is less sure of it and its gradients are
+  larger). Which class has the larger gradients depends on the task and the model: with
+  ``larger_norm_class=auto`` (default) an adversary that received gradients of its auxiliary samples
+  (``partition.aux_source=labeled``) orients the score by them; otherwise it keeps Li et al.'s class 1.
+  ``0`` or ``1`` fixes it. Predictions: 2-means on log ||g_i|| (norms spread over orders of magnitude),
+  the large-norm cluster is that class. Per-sample default: the last epoch's gradient (the confidence
+  gap Li et al. rely on grows with training).
 - ``direction``: score_i = cos(g_i, g_ref) with g_ref the received gradient of one sample known to be
   positive (class 1); Li et al. assume the adversary knows one such training sample. The adversary's
   known positives are its auxiliary ones. With ``partition.aux_source=labeled`` they are labeled
@@ -27,6 +28,7 @@ the cosines over epochs, scale-free).
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,7 +44,11 @@ class NormOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     gradients_from: EpochChoice = Field("last", description="each sample's score from its first or last epoch, or the mean")
-    larger_norm_class: int = Field(1, ge=0, le=1, description="the class scored by a larger norm (Li et al.: 1)")
+    larger_norm_class: Literal[0, 1, "auto"] = Field(
+        "auto",
+        description="the class with the larger gradient norms: auto = the class whose received auxiliary "
+        "gradients have the larger mean log-norm, else 1 (Li et al.: the rare positive class)",
+    )
 
 
 class DirectionOptions(BaseModel):
@@ -63,6 +69,23 @@ def scored_inference(
     return per_target[:, 0], pairs
 
 
+def larger_norm_class_of_aux(batches: list[GradientBatch], view: AdversaryView) -> int:
+    """The auxiliary class whose received gradients have the larger mean log-norm; 1 without both classes."""
+    norms, labels = [], []
+    for batch in batches:
+        pos = positions_in(batch.ids, view.aux_ids)
+        hit = pos >= 0
+        norms.append(batch.rows[hit].norm(dim=1))
+        labels.append(view.aux_y[pos[hit].to(view.aux_y.device)])
+    if not norms:
+        return 1
+    log_norm = torch.cat(norms).clamp_min(torch.finfo(torch.float32).tiny).log()
+    y = torch.cat(labels).to(log_norm.device)
+    if not (bool((y == 0).any()) and bool((y == 1).any())):
+        return 1
+    return int(log_norm[y == 1].mean() >= log_norm[y == 0].mean())
+
+
 class NormScoring(GradientAttack):
     """Li et al.'s norm attack: the received gradient's norm scores the positive class."""
 
@@ -70,8 +93,11 @@ class NormScoring(GradientAttack):
     binary_only = True
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
-        sign = 1.0 if self.options.larger_norm_class == 1 else -1.0
         batches = self.batches(view)
+        larger = self.options.larger_norm_class
+        if larger == "auto":
+            larger = larger_norm_class_of_aux(batches, view)
+        sign = 1.0 if larger == 1 else -1.0
         scores, pairs = scored_inference(
             batches, [sign * b.rows.norm(dim=1) for b in batches],
             n=view.target_ids["train"].numel(), epochs=self.options.gradients_from,
@@ -79,7 +105,7 @@ class NormScoring(GradientAttack):
         log_norm = (sign * scores).clamp_min(torch.finfo(scores.dtype).tiny).log()
         fit = kmeans(log_norm[:, None], k=2, generator=view.generator, n_init=3)
         large = (fit.labels == int(fit.centroids[:, 0].argmax())).long()
-        predictions = large if self.options.larger_norm_class == 1 else 1 - large
+        predictions = large if larger == 1 else 1 - large
         return {"train": Inference(predictions=predictions, scores=scores, batch_scores=pairs)}
 
 

@@ -64,15 +64,15 @@ def test_binary_attacks_are_refused_on_a_multiclass_task(attack):
         plan(RunConfig.model_validate({"attack": {"name": attack}}))
 
 
-def _view_with_aux_gradients(*, received: bool):
+def _view_with_aux_gradients(*, received: bool, scale: tuple[float, float] = (-1.0, 1.0)):
     """Targets whose features mislead any aux-trained proxy (feature = 1 - label, aux: feature = label);
-    their gradients separate the classes. With ``received``, the auxiliary samples' own gradients arrive
-    too, mixed into the batches of the first epoch only (ids n.., not targets)."""
+    their gradients are ``scale[y] * axis`` (+ noise). With ``received``, the auxiliary samples' own
+    gradients arrive too, mixed into the batches of the first epoch only (ids n.., not targets)."""
     g = torch.Generator().manual_seed(0)
     n, n_aux = 300, 20
     y, y_aux = (torch.rand(n, generator=g) < 0.4).long(), torch.arange(n_aux) % 2
     axis = torch.randn(12, generator=g)
-    grads = torch.where(torch.cat([y, y_aux]) == 1, 1.0, -1.0)[:, None] * axis + 0.05 * torch.randn(n + n_aux, 12, generator=g)
+    grads = torch.tensor(scale)[torch.cat([y, y_aux])][:, None] * axis + 0.05 * torch.randn(n + n_aux, 12, generator=g)
     inbox = Inbox(owner=1, wanted={(GRADIENT, FINETUNE)})
     for epoch in range(2):
         ids = torch.arange(n + n_aux) if epoch == 0 and received else torch.arange(n)
@@ -98,3 +98,14 @@ def test_direction_reference_is_a_received_auxiliary_positive_gradient():
     without, y = _view_with_aux_gradients(received=False)
     misled = attack.infer(without)["train"]
     assert leak_auc(misled.batch_scores, y) < 0.01
+
+
+def test_norm_orientation_auto_follows_the_received_auxiliary_gradients():
+    """Class 0 has the larger gradients here: an adversary that received auxiliary gradients sees it and
+    scores class 1 by a small norm; without them it keeps Li et al.'s premise (class 1 larger) and inverts."""
+    attack = NormScoring(NormOptions())
+    informed, y = _view_with_aux_gradients(received=True, scale=(-3.0, 0.5))
+    out = attack.infer(informed)["train"]
+    assert metrics.auc(out.scores, y) > 0.99 and metrics.accuracy(out.predictions, y) > 0.95
+    uninformed, y = _view_with_aux_gradients(received=False, scale=(-3.0, 0.5))
+    assert metrics.auc(attack.infer(uninformed)["train"].scores, y) < 0.01
