@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import torch
 from sklearn.metrics import f1_score, roc_auc_score, roc_curve
@@ -32,10 +34,14 @@ def f1(predictions: torch.Tensor, labels: torch.Tensor) -> float:
     return float(f1_score(labels.cpu().numpy(), predictions.cpu().numpy(), average="binary"))
 
 
+#: Task utility from logits: top-1 accuracy, AUC of the positive class, or binary F1.
+UTILITIES: dict[str, Callable[[torch.Tensor, torch.Tensor], float]] = {
+    "accuracy": lambda logits, labels: accuracy(logits.argmax(1), labels),
+    "auc": lambda logits, labels: auc(torch.softmax(logits.double(), dim=1)[:, 1], labels),
+    "f1": lambda logits, labels: f1(logits.argmax(1), labels),
+}
+
+
 def utility(metric: str, logits: torch.Tensor, labels: torch.Tensor) -> float:
-    """The task's utility from logits: top-1 accuracy, AUC of the positive class, or binary F1."""
-    if metric == "auc":
-        return auc(torch.softmax(logits.double(), dim=1)[:, 1], labels)
-    if metric == "f1":
-        return f1(logits.argmax(1), labels)
-    return accuracy(logits.argmax(1), labels)
+    """The task's utility (``UTILITIES[metric]``) of ``logits`` against ``labels``."""
+    return UTILITIES[metric](logits, labels)

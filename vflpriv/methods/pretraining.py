@@ -222,15 +222,19 @@ def build_tower(
 # ----------------------------------------------------------------------------------------------- losses
 
 
+#: L_SSL(p, z) of Table II per SSL method, given the options and the MoCo negatives (None: in-batch NT-Xent).
+PAIR_LOSSES: dict[str, Callable[[SSLOptions, Tensor | None], PairLoss]] = {
+    "simsiam": lambda options, negatives: negative_cosine,
+    "byol": lambda options, negatives: byol_loss,
+    "moco": lambda options, negatives: partial(info_nce, temperature=options.temperature, negatives=negatives),
+}
+
+
 def pair_loss(flavour: Flavour, options: SSLOptions, *, negatives: Tensor | None = None) -> PairLoss:
     """L_SSL(p, z) of Table II; MoCo without ``negatives`` is NT-Xent with in-batch negatives."""
-    if flavour == "simsiam":
-        return negative_cosine
-    if flavour == "byol":
-        return byol_loss
-    if flavour == "moco":
-        return partial(info_nce, temperature=options.temperature, negatives=negatives)
-    raise ConfigError(f"unknown SSL method {flavour!r}; choose simsiam, byol or moco")
+    if flavour not in PAIR_LOSSES:
+        raise ConfigError(f"unknown SSL method {flavour!r}; choose {', '.join(PAIR_LOSSES)}")
+    return PAIR_LOSSES[flavour](options, negatives)
 
 
 # ----------------------------------------------------------------------------------------- optimisation
