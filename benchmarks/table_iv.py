@@ -13,6 +13,7 @@ except its learning rate, which is swept (``--finetune-lrs``). Two tables are wr
     python benchmarks/table_iv.py [--datasets digits,fashion-mnist] [--labels 200,400] [--aligned 0.2]
         [--seeds 0,1,2] [--methods NAME,...] [--finetune-lrs 0.0003,0.001,0.003,0.01] [--jobs 2]
         [--max-samples-fashion 10000] [--encoder auto|mlp|cnn] [--pretrain-epochs N] [--tag NAME]
+        [--out DIR] [--report-only]
 
 ``--pretrain-epochs`` sets FedCSSL/FedGSSL/FedHSSL's ``global_iterations`` and FedLocal's ``epochs`` (the
 same SSL budget for both); ``--tag`` names the result files ``table_iv_<dataset>-<tag>.*``. Cells run seed
@@ -133,15 +134,41 @@ def mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
+Cell = tuple[list[float], float]  # utilities in seed order, finetuning lr
+
+
+def ordering_lines(get, labels: list[int]) -> list[str]:
+    """Whether FedHSSL > FedLocal > FedSplitNN held on the means, per label count and SSL flavour, with the
+    paired (same seed = same labeled and aligned samples) differences that say how far apart they are."""
+    def paired(a: Cell, b: Cell) -> str:
+        diffs = [x - y for x, y in zip(a[0], b[0])]
+        m, s = mean_std(diffs)
+        return f"{m:+.3f} ± {s:.3f} ({sum(d > 0 for d in diffs)}/{len(diffs)} seeds > 0)"
+
+    out = ["FedHSSL > FedLocal > FedSplitNN (means; paired differences over seeds):", ""]
+    for n in labels:
+        split = get("splitnn", n)
+        for f in FLAVOURS:
+            local, hssl = get(f"local-{f}", n), get(f"fedhssl-{f}", n)
+            if None in (split, local, hssl):
+                continue
+            means = [statistics.fmean(c[0]) for c in (hssl, local, split)]
+            held = means[0] > means[1] > means[2]
+            out.append(f"- {n} labels, {FLAVOURS[f]}: FedHSSL {means[0]:.3f}, FedLocal {means[1]:.3f}, "
+                       f"FedSplitNN {means[2]:.3f}: **{'held' if held else 'did not hold'}**; FedHSSL − FedLocal "
+                       f"{paired(hssl, local)}, FedLocal − FedSplitNN {paired(local, split)}")
+    return out + [""]
+
+
 def tables(dataset: str, rows: dict[Key, dict], methods: list[str], labels: list[int], lrs: list[float],
            aligned: dict[int, float], seeds: list[int], note: str) -> str:
-    def cell(method: str, n: int, lr: float) -> tuple[float, float] | None:
+    def cell(method: str, n: int, lr: float) -> Cell | None:
         values = [float(rows[(method, n, lr, s)]["utility"]) for s in seeds if (method, n, lr, s) in rows]
-        return mean_std(values) if len(values) == len(seeds) else None
+        return (values, lr) if len(values) == len(seeds) else None
 
-    def best(method: str, n: int) -> tuple[float, float, float] | None:
-        cells = [(c[0], c[1], lr) for lr in lrs if (c := cell(method, n, lr))]
-        return max(cells) if len(cells) == len(lrs) else None
+    def best(method: str, n: int) -> Cell | None:
+        cells = [c for lr in lrs if (c := cell(method, n, lr))]
+        return max(cells, key=lambda c: statistics.fmean(c[0])) if len(cells) == len(lrs) else None
 
     metric = next((r["metric"] for r in rows.values()), "accuracy")
     head = [f"{n} labels ({aligned[n]:.0%} aligned)" for n in labels]
@@ -154,28 +181,23 @@ def tables(dataset: str, rows: dict[Key, dict], methods: list[str], labels: list
                          "test mean, as the paper does; optimistic for every method alike)", best, True))
     for lr in ([DEFAULT_LR] if DEFAULT_LR in lrs else lrs[:1]):
         sections.append((f"Finetuning lr {lr:g}" + (" (the default)" if lr == DEFAULT_LR else ""),
-                         lambda m, n, lr=lr: (c + (lr,)) if (c := cell(m, n, lr)) else None, False))
+                         lambda m, n, lr=lr: cell(m, n, lr), False))
     for title, get, show_lr in sections:
         out += [f"## {title}", "", "| method | " + " | ".join(head) + " |", "|---|" + "---|" * len(labels)]
-        top = {n: max((c[0] for m in methods if (c := get(m, n))), default=math.nan) for n in labels}
+        top = {n: max((statistics.fmean(c[0]) for m in methods if (c := get(m, n))), default=math.nan)
+               for n in labels}
         for m in methods:
             texts = []
             for n in labels:
                 c = get(m, n)
-                text = "—" if c is None else f"{c[0]:.3f} ± {c[1]:.3f}" + (f" (lr {c[2]:g})" if show_lr else "")
-                texts.append(f"**{text}**" if c is not None and c[0] == top[n] else text)
-            out.append(f"| {display(m)} | " + " | ".join(texts) + " |")
-        out += ["", "FedHSSL > FedLocal > FedSplitNN (means):", ""]
-        for n in labels:
-            split = get("splitnn", n)
-            for f in FLAVOURS:
-                local, hssl = get(f"local-{f}", n), get(f"fedhssl-{f}", n)
-                if None in (split, local, hssl):
+                if c is None:
+                    texts.append("—")
                     continue
-                held = hssl[0] > local[0] > split[0]
-                out.append(f"- {n} labels, {FLAVOURS[f]}: FedHSSL {hssl[0]:.3f}, FedLocal {local[0]:.3f}, "
-                           f"FedSplitNN {split[0]:.3f}: **{'held' if held else 'did not hold'}**")
-        out.append("")
+                mean, std = mean_std(c[0])
+                text = f"{mean:.3f} ± {std:.3f}" + (f" (lr {c[1]:g})" if show_lr else "")
+                texts.append(f"**{text}**" if mean == top[n] else text)
+            out.append(f"| {display(m)} | " + " | ".join(texts) + " |")
+        out += [""] + ordering_lines(get, labels)
     return "\n".join(out)
 
 
@@ -196,6 +218,8 @@ def main() -> None:
                         help="SSL budget: global iterations (FedCSSL/GSSL/HSSL) and epochs (FedLocal)")
     parser.add_argument("--tag", default="", help="suffix of the result files")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: rewrite the .md from the runs already in the .csv")
     args = parser.parse_args()
     labels = [int(v) for v in args.labels.split(",")]
     seeds = [int(v) for v in args.seeds.split(",")]
@@ -222,7 +246,7 @@ def main() -> None:
         # label counts outside methods: parallel workers never pretrain the same (method, seed) at once,
         # and the later label counts find that pretraining in the cache
         todo = [(m, n, lr, s) for s in seeds for n in labels for lr in lrs for m in methods
-                if (m, n, lr, s) not in done]
+                if (m, n, lr, s) not in done and not args.report_only]
         new_file = not csv_path.exists()
         with csv_path.open("a", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=COLUMNS)
