@@ -69,18 +69,16 @@ def scored_inference(
     return per_target[:, 0], pairs
 
 
-def larger_norm_class_of_aux(batches: list[GradientBatch], view: AdversaryView) -> int:
-    """The auxiliary class whose received gradients have the larger mean log-norm; 1 without both classes."""
-    norms, labels = [], []
-    for batch in batches:
-        pos = positions_in(batch.ids, view.aux_ids)
-        hit = pos >= 0
-        norms.append(batch.rows[hit].norm(dim=1))
-        labels.append(view.aux_y[pos[hit].to(view.aux_y.device)])
-    if not norms:
+def larger_norm_class_of_aux(batches: list[GradientBatch], view: AdversaryView, *, epochs: EpochChoice) -> int:
+    """The auxiliary class whose received gradients (reduced over epochs as the targets' are) have the
+    larger mean log-norm; 1 (Li et al.) unless gradients of both classes were received."""
+    if not batches:
         return 1
-    log_norm = torch.cat(norms).clamp_min(torch.finfo(torch.float32).tiny).log()
-    y = torch.cat(labels).to(log_norm.device)
+    norms = [dataclasses.replace(b, rows=b.rows.norm(dim=1, keepdim=True), positions=positions_in(b.ids, view.aux_ids))
+             for b in batches]
+    norm, received = per_sample(norms, n=view.aux_ids.numel(), epochs=epochs)
+    log_norm = norm[received, 0].clamp_min(torch.finfo(norm.dtype).tiny).log()
+    y = view.aux_y[received.to(view.aux_y.device)].to(log_norm.device)
     if not (bool((y == 0).any()) and bool((y == 1).any())):
         return 1
     return int(log_norm[y == 1].mean() >= log_norm[y == 0].mean())
@@ -96,7 +94,7 @@ class NormScoring(GradientAttack):
         batches = self.batches(view)
         larger = self.options.larger_norm_class
         if larger == "auto":
-            larger = larger_norm_class_of_aux(batches, view)
+            larger = larger_norm_class_of_aux(batches, view, epochs=self.options.gradients_from)
         sign = 1.0 if larger == 1 else -1.0
         scores, pairs = scored_inference(
             batches, [sign * b.rows.norm(dim=1) for b in batches],
