@@ -201,6 +201,25 @@ def tables(dataset: str, rows: dict[Key, dict], methods: list[str], labels: list
     return "\n".join(out)
 
 
+def run_cells(setting: Setting, todo: list[Key], aligned: dict[int, float], csv_path: Path, *, jobs: int,
+              threads: int) -> None:
+    """Run ``todo`` in parallel, appending each finished row to ``csv_path`` (so an interrupted run keeps it)."""
+    new_file = not csv_path.exists()
+    with csv_path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new_file:
+            writer.writeheader()
+        results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+            delayed(one_run)(setting, key, aligned[key[1]], threads) for key in todo
+        )
+        for row in results:
+            writer.writerow(row)
+            f.flush()
+            print(f"{setting.dataset} {row['labels']:4d} lr {row['lr']:<6g} {display(row['method']):18s} seed "
+                  f"{row['seed']}: {row.get('utility', float('nan')):.3f} ({row['seconds']:.1f}s) {row['error']}",
+                  flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="digits,fashion-mnist")
@@ -247,22 +266,8 @@ def main() -> None:
         # and the later label counts find that pretraining in the cache
         todo = [(m, n, lr, s) for s in seeds for n in labels for lr in lrs for m in methods
                 if (m, n, lr, s) not in done and not args.report_only]
-        new_file = not csv_path.exists()
-        with csv_path.open("a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=COLUMNS)
-            if new_file:
-                writer.writeheader()
-            results = Parallel(n_jobs=args.jobs, return_as="generator_unordered")(
-                delayed(one_run)(setting, key, aligned[key[1]], args.threads) for key in todo
-            )
-            for row in results:
-                writer.writerow(row)
-                f.flush()
-                if row["status"] == "ok":
-                    done[(row["method"], row["labels"], row["lr"], row["seed"])] = {k: str(v) for k, v in row.items()}
-                print(f"{dataset} {row['labels']:4d} lr {row['lr']:<6g} {display(row['method']):18s} seed "
-                      f"{row['seed']}: {row.get('utility', float('nan')):.3f} ({row['seconds']:.1f}s) {row['error']}",
-                      flush=True)
+        if todo:
+            run_cells(setting, todo, aligned, csv_path, jobs=args.jobs, threads=args.threads)
         done = read_done(csv_path)  # with the rows of any other process appending to the same file
         md_path.write_text(tables(dataset, done, methods, labels, lrs, aligned, seeds, note))
         print(md_path.read_text())
