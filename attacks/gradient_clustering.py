@@ -34,9 +34,9 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from scipy.optimize import linear_sum_assignment
 
-from attacks.base import AdversaryView, Inference
-from attacks.gradients import EpochChoice, GradientAttack, per_sample, positions_in
-from attacks.kmeans import kmeans
+from vflpriv.attacks.base import AdversaryView, Inference
+from vflpriv.attacks.gradients import EpochChoice, GradientAttack, per_sample, positions_in
+from vflpriv.attacks.kmeans import kmeans
 from vflpriv.models.training import apply_in_batches
 
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 import torch
 
-from attacks.base import AdversaryView, Attack
+from vflpriv.attacks.base import AdversaryView, Attack
 from vflpriv.engine.message import GRADIENT
 
 EpochChoice = Literal["first", "last", "mean"]

@@ -30,8 +30,8 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from scipy.special import betaincinv
 
-from attacks.base import AdversaryView, Attack, Inference
-from attacks.model_completion import completed_model, guesses
+from vflpriv.attacks.base import AdversaryView, Attack, Inference
+from vflpriv.attacks.model_completion import completed_model, guesses
 from vflpriv.models.training import apply_in_batches, make_optimizer
 from vflpriv.ssl import make_augmenter, momentum_copy, update_momentum
 

@@ -22,7 +22,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-from attacks.base import AdversaryView, Attack, Inference
+from vflpriv.attacks.base import AdversaryView, Attack, Inference
 from vflpriv.models.encoders import init_parameters
 from vflpriv.models.training import apply_in_batches, fit_classifier
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tradeoff.sweep import sweep
+from vflpriv.tradeoff.sweep import sweep
 from vflpriv.config import RunConfig
 from vflpriv.store import Store
 

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from defenses.base import Defense, as_rows
+from vflpriv.defenses.base import Defense, as_rows
 from vflpriv.engine.message import Message
 
 

@@ -3,7 +3,7 @@
 Each label the active party holds is kept with probability e^eps / (e^eps + C - 1) and otherwise
 replaced by one of the other C - 1 classes uniformly (each with probability 1 / (e^eps + C - 1)),
 which is eps-label-DP for C classes. The labels are randomised once, before training (see
-:class:`defenses.base.LabelDefense`), and every epoch trains with the same noisy labels.
+:class:`vflpriv.defenses.base.LabelDefense`), and every epoch trains with the same noisy labels.
 
 Strength axis: epsilon, where *lower* protects more; +inf is the identity and 0 makes the labels
 uniformly random. A sweep therefore lists epsilons (e.g. ``--strengths 8,4,2,1``); the recorded
@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from defenses.base import LabelDefense, StrengthAxis
+from vflpriv.defenses.base import LabelDefense, StrengthAxis
 
 
 def keep_probability(*, epsilon: float, num_classes: int) -> float:

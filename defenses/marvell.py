@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 from scipy.optimize import minimize_scalar
 
-from defenses.base import Defense, StrengthAxis, as_rows
+from vflpriv.defenses.base import Defense, StrengthAxis, as_rows
 from vflpriv.engine.message import Message
 from vflpriv.errors import ConfigError
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from defenses.base import Defense, StrengthAxis, as_rows
+from vflpriv.defenses.base import Defense, StrengthAxis, as_rows
 from vflpriv.engine.message import Message
 
 

@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from defenses.base import Defense, StrengthAxis
+from vflpriv.defenses.base import Defense, StrengthAxis
 from vflpriv.engine.message import Message
 
 

@@ -11,14 +11,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from tradeoff.cap import strength_label  # noqa: E402
+from vflpriv.tradeoff.cap import strength_label  # noqa: E402
 
 
 def tradeoff_plot(summary: pd.DataFrame, path: Path, *, title: str | None = None) -> Path:
     """One panel per (dataset, attack, defense, phase); points labelled with their strength (its axis);
     the adversary prior (mean over seeds) is the dashed horizontal line.
 
-    ``summary`` is :func:`tradeoff.cap.strength_summary` output.
+    ``summary`` is :func:`vflpriv.tradeoff.cap.strength_summary` output.
     """
     panels = list(summary.groupby(["dataset", "attack", "defense", "phase"]))
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5.5 * max(1, len(panels)), 4.5), squeeze=False)

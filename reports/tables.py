@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 from rich.table import Table
 
-from tradeoff.cap import strength_label
+from vflpriv.tradeoff.cap import strength_label
 
 CONTEXT = ["method", "dataset", "attack", "defense", "phase"]
 

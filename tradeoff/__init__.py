@@ -1,5 +1,5 @@
 """Sweeps over defense strength x seeds, executors, resume through the store, and CAP."""
 
-from tradeoff.cap import cap, cap_table, strength_summary
+from vflpriv.tradeoff.cap import cap, cap_table, strength_summary
 
 __all__ = ["cap", "cap_table", "strength_summary"]

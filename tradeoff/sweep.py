@@ -11,7 +11,7 @@ from vflpriv.errors import VflprivError
 from vflpriv.records import RunRecord
 from vflpriv.run import blank_record, execute, plan
 from vflpriv.store import Store
-from tradeoff.executors import map_unordered
+from vflpriv.tradeoff.executors import map_unordered
 
 
 def check(configs: list[RunConfig]) -> None:

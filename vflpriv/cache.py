@@ -11,6 +11,7 @@ per-key file lock makes a parallel run wait for a pretraining in progress rather
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
 import json
 import os
@@ -33,12 +34,18 @@ def cache_dir() -> Path:
     return Path(os.environ.get(ENV_VAR) or Path.home() / ".cache" / "vflpriv") / "pretrain"
 
 
+#: vflpriv's packages; the last four are installed from top-level folders (setuptools package-dir).
+PACKAGES = ("vflpriv", "vflpriv.attacks", "vflpriv.defenses", "vflpriv.tradeoff", "vflpriv.reports")
+
+
 @lru_cache(maxsize=1)
 def code_version() -> str:
-    """Hash of vflpriv's own source: editing the code invalidates every cached pretraining."""
+    """Hash of vflpriv's own source (every package folder): editing the code invalidates every cached pretraining."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
-        digest.update(path.read_bytes())
+    for package in PACKAGES:
+        for folder in importlib.util.find_spec(package).submodule_search_locations:
+            for path in sorted(Path(folder).rglob("*.py")):
+                digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 

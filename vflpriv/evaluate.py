@@ -7,10 +7,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from reports.plots import tradeoff_plot
-from reports.tables import cap_rich_table, strength_table
-from tradeoff.cap import cap_table, strength_summary
-from tradeoff.sweep import check, sweep
+from vflpriv.reports.plots import tradeoff_plot
+from vflpriv.reports.tables import cap_rich_table, strength_table
+from vflpriv.tradeoff.cap import cap_table, strength_summary
+from vflpriv.tradeoff.sweep import check, sweep
 from vflpriv.config import ExperimentConfig
 from vflpriv.store import Store
 
@@ -24,7 +24,7 @@ def evaluate_experiment(
     console: Console | None = None,
     show_progress: bool = True,
 ) -> int:
-    """Run (or resume) the sweep and write ``results.csv``, ``cap.csv``, ``tradeoff.png`` into ``out``.
+    """Run (or resume) the sweep and write ``results.csv``, ``cap.csv``, ``vflpriv.tradeoff.png`` into ``out``.
 
     Returns the number of failed runs; CAP counts only complete, successful seeds.
     """

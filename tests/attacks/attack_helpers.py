@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attacks.base import AdversaryView
+from vflpriv.attacks.base import AdversaryView
 from vflpriv.data.base import PartySpec, VerticalDataset
 from vflpriv.engine import FINETUNE, GRADIENT, Inbox, Received
 from vflpriv.registry import DATASETS

@@ -4,8 +4,8 @@ adversary's aux-named accuracy never above the Hungarian upper bound (REFERENCE.
 import pytest
 import torch
 
-from attacks.gradient_clustering import GradientClustering, GradientClusteringOptions
-from attacks.kmeans import kmeans
+from vflpriv.attacks.gradient_clustering import GradientClustering, GradientClusteringOptions
+from vflpriv.attacks.kmeans import kmeans
 from vflpriv.scoring import hungarian_accuracy
 from vflpriv import metrics
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from attacks.base import AdversaryView
-from attacks.mixmatch import MixMatchCompletion, MixMatchOptions, beta_draw, sharpen
+from vflpriv.attacks.base import AdversaryView
+from vflpriv.attacks.mixmatch import MixMatchCompletion, MixMatchOptions, beta_draw, sharpen
 from vflpriv.data.base import PartySpec
 from vflpriv.engine import FINETUNE, Inbox
 from vflpriv.models.encoders import init_parameters

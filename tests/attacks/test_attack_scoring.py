@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from attacks.base import AdversaryView
-from attacks.gradient_scoring import DirectionOptions, DirectionScoring, NormOptions, NormScoring
+from vflpriv.attacks.base import AdversaryView
+from vflpriv.attacks.gradient_scoring import DirectionOptions, DirectionScoring, NormOptions, NormScoring
 from vflpriv.scoring import best_threshold_accuracy, hungarian_accuracy, leak_auc
 from vflpriv import metrics
 from vflpriv.config import RunConfig

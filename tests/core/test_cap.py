@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from tradeoff.cap import cap, cap_table
+from vflpriv.tradeoff.cap import cap, cap_table
 
 # FedHSSL paper Table XI: (lambda_f -> (A, U)) for FedLocalSimSiam, FedHSSL-SimSiam 20% and 40%, and the
 # CAP values Table XII reports for them. Recomputing XII from XI checks the formula.
@@ -55,9 +55,9 @@ def test_cap_table_mean_std_over_seeds_and_skips_incomplete():
 def test_summary_keeps_each_strength_on_its_own_axis(tmp_path):
     from rich.console import Console
 
-    from reports.plots import tradeoff_plot
-    from reports.tables import strength_table
-    from tradeoff.cap import strength_label, strength_summary
+    from vflpriv.reports.plots import tradeoff_plot
+    from vflpriv.reports.tables import strength_table
+    from vflpriv.tradeoff.cap import strength_label, strength_summary
 
     rows = [dict(method="splitnn", dataset="digits", attack="mc", defense=d, phase="finetune", status="ok",
                  utility_metric="accuracy", strength_axis=axis, strength=s, seed=seed, utility=0.9,

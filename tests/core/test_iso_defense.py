@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from defenses.iso import IsotropicNoise, iso_sigma
+from vflpriv.defenses.iso import IsotropicNoise, iso_sigma
 from vflpriv.components import NoOptions
 from vflpriv.engine import FINETUNE, GRADIENT, PRETRAIN, WEIGHTS, EMBEDDING, Message
 from vflpriv.errors import ConfigError

@@ -20,14 +20,14 @@ def test_unknown_name_lists_valid_names():
 
 
 def test_module_path_resolves_unregistered_objects():
-    from defenses.iso import IsotropicNoise
+    from vflpriv.defenses.iso import IsotropicNoise
 
-    assert DEFENSES.get("defenses.iso:IsotropicNoise") is IsotropicNoise
+    assert DEFENSES.get("vflpriv.defenses.iso:IsotropicNoise") is IsotropicNoise
 
 
 def test_bad_module_path_is_a_clear_error():
     with pytest.raises(UnknownNameError, match="cannot import defense"):
-        DEFENSES.get("defenses.iso:Missing")
+        DEFENSES.get("vflpriv.defenses.iso:Missing")
 
 
 def test_runtime_registration():

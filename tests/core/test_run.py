@@ -28,7 +28,7 @@ def test_attack_predictions_do_not_depend_on_target_labels(tiny, monkeypatch):
     cfg = tiny()
     original = load.load_dataset(cfg.dataset, parties=2)
     guesses = []
-    from attacks.model_completion import ModelCompletion
+    from vflpriv.attacks.model_completion import ModelCompletion
 
     real_infer = ModelCompletion.infer
 
@@ -76,7 +76,7 @@ def test_same_attack_prior_reruns_the_attack_without_the_federation(tiny, monkey
     """same-attack: the attack on the adversary's own SimSiam encoder, inbox empty; so the prior does not
     depend on what the federation did (here: the defense strength), while the attack may."""
     import vflpriv.run as runner
-    from attacks.model_completion import ModelCompletion
+    from vflpriv.attacks.model_completion import ModelCompletion
 
     views = []
     real_infer = ModelCompletion.infer
@@ -103,7 +103,7 @@ def test_same_attack_prior_is_refused_for_an_attack_on_received_messages(tiny):
 
 def test_a_diverged_model_fails_the_run_instead_of_scoring_nan_as_guesses(tiny, monkeypatch):
     """NaN logits would argmax to class 0 and read as chance (perfect protection): the run fails instead."""
-    from tradeoff.sweep import run_safely
+    from vflpriv.tradeoff.sweep import run_safely
     from vflpriv.methods.finetune import TopModel
 
     real = TopModel.forward

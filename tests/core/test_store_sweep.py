@@ -1,6 +1,6 @@
 """A killed sweep resumes: done runs are skipped, failed ones retried, nothing duplicated."""
 
-import tradeoff.sweep as sweep_module
+import vflpriv.tradeoff.sweep as sweep_module
 from vflpriv.config import ExperimentConfig
 from vflpriv.store import Store
 

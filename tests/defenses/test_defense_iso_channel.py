@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from defenses.iso import IsotropicNoise
+from vflpriv.defenses.iso import IsotropicNoise
 from vflpriv.components import NoOptions
 from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, GRADIENT, PRETRAIN, SERVER, WEIGHTS, Channel, Inbox, Message
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from defenses.label_dp import LabelDP, keep_probability
+from vflpriv.defenses.label_dp import LabelDP, keep_probability
 from vflpriv.components import NoOptions
 from vflpriv.config import RunConfig
 from vflpriv.errors import ConfigError

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from defenses.marvell import Marvell, MarvellNoise, solve_marvell, sym_kl
+from vflpriv.defenses.marvell import Marvell, MarvellNoise, solve_marvell, sym_kl
 from vflpriv import metrics
 from vflpriv.components import NoOptions
 from vflpriv.config import RunConfig

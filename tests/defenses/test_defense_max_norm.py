@@ -2,7 +2,7 @@
 
 import torch
 
-from defenses.max_norm import MaxNorm
+from vflpriv.defenses.max_norm import MaxNorm
 from vflpriv.components import NoOptions
 from vflpriv.engine import FINETUNE, GRADIENT, Message
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from defenses.sparsify import Sparsify
+from vflpriv.defenses.sparsify import Sparsify
 from vflpriv.components import NoOptions
 from vflpriv.engine import FINETUNE, GRADIENT, Message
 from vflpriv.errors import ConfigError

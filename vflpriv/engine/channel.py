@@ -12,7 +12,7 @@ from vflpriv.engine.message import Message, Payload, detached, payload_bytes
 
 
 class MessageTransform(Protocol):
-    """A defense bound to the messages it protects (see ``defenses.base``)."""
+    """A defense bound to the messages it protects (see ``vflpriv.defenses.base``)."""
 
     def protects(self, message: Message) -> bool: ...
 
