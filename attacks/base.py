@@ -13,7 +13,7 @@ from typing import ClassVar
 from pydantic import BaseModel
 
 from vflpriv.adversary import AdversaryView, Inference
-from vflpriv.components import NoOptions
+from vflpriv.options import NoOptions
 
 __all__ = ["AdversaryView", "Attack", "Inference"]
 
@@ -25,6 +25,8 @@ class Attack(ABC):
     needs_encoder: ClassVar[bool] = False
     needs_messages: ClassVar[tuple[tuple[str, str], ...]] = ()
     binary_only: ClassVar[bool] = False
+    #: Whether the attack needs the adversary's auxiliary labels (refused with ``partition.aux=0``).
+    needs_aux: ClassVar[bool] = True
 
     def __init__(self, options: BaseModel):
         self.options = options

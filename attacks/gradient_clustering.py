@@ -31,18 +31,17 @@ import dataclasses
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from scipy.optimize import linear_sum_assignment
 
+from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Inference
 from vflpriv.attacks.gradients import EpochChoice, GradientAttack, per_sample, positions_in
 from vflpriv.attacks.kmeans import kmeans
 from vflpriv.models.training import apply_in_batches
 
 
-class GradientClusteringOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class GradientClusteringOptions(Options):
     gradients_from: EpochChoice = Field("first", description="each sample's gradient from its first or last epoch, or the mean")
     normalize: bool = Field(True, description="cluster unit-norm gradients (directions) instead of raw ones")
     n_init: int = Field(10, ge=1, description="k-means++ restarts; the lowest inertia wins")

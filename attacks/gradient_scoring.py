@@ -31,8 +31,9 @@ import dataclasses
 from typing import Literal
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Inference
 from vflpriv.attacks.gradients import EpochChoice, GradientAttack, GradientBatch, per_sample, positions_in
 from vflpriv.attacks.kmeans import kmeans
@@ -40,9 +41,7 @@ from vflpriv.attacks.model_completion import completed_model
 from vflpriv.models.training import apply_in_batches, fit_classifier
 
 
-class NormOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class NormOptions(Options):
     gradients_from: EpochChoice = Field("last", description="each sample's score from its first or last epoch, or the mean")
     larger_norm_class: Literal[0, 1, "auto"] = Field(
         "auto",
@@ -51,9 +50,7 @@ class NormOptions(BaseModel):
     )
 
 
-class DirectionOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class DirectionOptions(Options):
     gradients_from: EpochChoice = Field("mean", description="each sample's score from its first or last epoch, or the mean")
     proxy_epochs: int = Field(300, ge=1, description="epochs of the proxy head choosing a fallback reference")
 
@@ -89,6 +86,7 @@ class NormScoring(GradientAttack):
 
     Options = NormOptions
     binary_only = True
+    needs_aux = False  # orients by aux gradients when it has some, else Li et al.'s class 1
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         batches = self.batches(view)
@@ -149,5 +147,6 @@ class DirectionScoring(GradientAttack):
         fit_classifier(
             model, inputs(view.aux_x), view.aux_y,
             epochs=self.options.proxy_epochs, lr=0.005, weight_decay=1e-6, batch_size=64, generator=view.generator,
+            what="direction attack's proxy head",
         )
         return apply_in_batches(model, inputs(view.targets["train"])).softmax(1)[:, 1]

@@ -27,18 +27,17 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from scipy.special import betaincinv
 
+from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Attack, Inference
 from vflpriv.attacks.model_completion import completed_model, guesses
-from vflpriv.models.training import apply_in_batches, make_optimizer
+from vflpriv.models.training import apply_in_batches, make_optimizer, require_finite
 from vflpriv.ssl import make_augmenter, momentum_copy, update_momentum
 
 
-class MixMatchOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class MixMatchOptions(Options):
     epochs: int = Field(30, ge=1)
     iterations: int = Field(100, ge=1, description="optimiser steps per epoch")
     batch_size: int = Field(64, ge=2)
@@ -88,6 +87,7 @@ class MixMatchCompletion(Attack):
         n_lab, n_unl, total = view.aux_x.shape[0], view.local_x.shape[0], o.epochs * o.iterations
         eye = torch.eye(view.num_classes, device=view.device)
         per_epoch: list[torch.Tensor] = []
+        finite = torch.ones((), dtype=torch.bool, device=view.device)
         for step in range(total):
             model.train()
             li = torch.randint(n_lab, (o.batch_size,), generator=g, device=g.device).to(view.device)
@@ -107,8 +107,10 @@ class MixMatchCompletion(Attack):
             loss_x = -(F.log_softmax(logits[:b], 1) * mixed_t[:b]).sum(1).mean()
             loss_u = (logits[b:].softmax(1) - mixed_t[b:]).pow(2).mean()
             ramp = min(1.0, (step + 1) / total)
+            loss = loss_x + o.lambda_u * ramp * loss_u
+            finite &= torch.isfinite(loss)  # on device: no sync per step
             opt.zero_grad(set_to_none=True)
-            (loss_x + o.lambda_u * ramp * loss_u).backward()
+            loss.backward()
             opt.step()
             if o.weight_decay:
                 with torch.no_grad():
@@ -116,6 +118,7 @@ class MixMatchCompletion(Attack):
             update_momentum(model, ema, m=o.ema)
             if o.report_best_epoch_on_targets and (step + 1) % o.iterations == 0:
                 per_epoch.append(apply_in_batches(ema, view.targets["test"]).argmax(1))
+        require_finite(finite, "the MixMatch training loss")
         out = {name: guesses(apply_in_batches(ema, x), num_classes=view.num_classes) for name, x in view.targets.items()}
         out["test"].per_epoch = per_epoch
         return out

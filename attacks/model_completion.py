@@ -19,12 +19,13 @@ import copy
 from typing import Callable, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from torch import nn
 
+from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Attack, Inference
 from vflpriv.models.encoders import init_parameters
-from vflpriv.models.training import apply_in_batches, fit_classifier
+from vflpriv.models.training import apply_in_batches, fit_classifier, require_finite
 
 HEADS: dict[str, Callable[[int, int], nn.Module]] = {
     "linear": lambda dim, classes: nn.Linear(dim, classes),
@@ -32,9 +33,7 @@ HEADS: dict[str, Callable[[int, int], nn.Module]] = {
 }
 
 
-class ModelCompletionOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ModelCompletionOptions(Options):
     head: Literal["linear", "mlp"] = Field("linear", description="linear (Kang et al.) or BN->ReLU->Linear (Fu et al.)")
     train_bottom: bool = Field(False, description="fine-tune the bottom model with the head (Fu et al.)")
     epochs: int = Field(300, ge=1)
@@ -51,7 +50,8 @@ def make_head(kind: str, *, in_dim: int, num_classes: int, generator: torch.Gene
 
 
 def guesses(logits: torch.Tensor, *, num_classes: int) -> Inference:
-    """Predicted labels, plus positive-class scores for binary tasks."""
+    """Predicted labels, plus positive-class scores for binary tasks; non-finite logits fail the attack."""
+    require_finite(logits, "the attack's logits")
     scores = logits.softmax(1)[:, 1] if num_classes == 2 else None
     return Inference(predictions=logits.argmax(1), scores=scores)
 
@@ -92,6 +92,7 @@ class ModelCompletion(Attack):
             model, inputs(view.aux_x), view.aux_y,
             epochs=opts.epochs, lr=opts.lr, weight_decay=opts.weight_decay, batch_size=opts.batch_size,
             generator=view.generator, on_epoch=keep if opts.report_best_epoch_on_targets else None,
+            what="attack's completed model",
         )
         out = {name: guesses(apply_in_batches(model, x), num_classes=view.num_classes) for name, x in targets.items()}
         out["test"].per_epoch = per_epoch

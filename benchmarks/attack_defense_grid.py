@@ -6,7 +6,7 @@ attacks on breast-cancer once more with ``partition.aux_source=labeled`` (Li et 
 knows a few training labels and receives their gradients: direction's reference is then a real
 auxiliary positive, and gc names its clusters by the auxiliary gradients themselves). Each under
 ``iso`` at lambda 0 (= no defense), 1, 5, 25 and under every other defense that applies at two
-strengths; 3 seeds. Every cell is ``vflpriv.run.run(RunConfig)`` with the registered defaults, so
+strengths; 3 seeds. Every cell is ``vflpriv.run.run(RunConfig)[0]`` with the registered defaults, so
 its numbers are those of ``vflpriv evaluate`` with the same settings, except that the adversary prior
 is skipped (``attack.prior=none``: it draws from its own random stream, so attack and utility numbers
 are unchanged, and A_SimSiam pretraining per seed would dominate the time). Breast-cancer uses 50%
@@ -131,10 +131,10 @@ def main() -> None:
     grid = configs(seeds)
     with Store(RESULTS / "attack_defense_grid.sqlite") as store:
         store.forget([c.key() for c in grid if c.attack.name in rerun])
-        df = sweep(grid, store, jobs=args.jobs, on_done=lambda r: print(
+        df = sweep(grid, store, jobs=args.jobs, on_done=lambda records: [print(
             f"{r.dataset} {r.attack} {r.defense}={r.strength:g} seed {r.seed}: {r.status} "
-            f"acc {r.attack_accuracy:.3f} ({r.seconds:.0f}s)", flush=True))
-    df.drop(columns=["config"]).to_csv(RESULTS / "attack_defense_grid.csv", index=False)
+            f"acc {r.attack_accuracy:.3f} ({r.train_seconds + r.attack_seconds:.0f}s)", flush=True) for r in records])
+    df.drop(columns=["config", "traffic"]).to_csv(RESULTS / "attack_defense_grid.csv", index=False)
     (RESULTS / "attack_defense_grid.md").write_text(summarise(df))
     print((RESULTS / "attack_defense_grid.md").read_text())
 

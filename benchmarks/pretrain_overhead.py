@@ -19,7 +19,7 @@ import time
 import torch
 from torch import nn
 
-from vflpriv import run as runner
+from vflpriv import planning as runner
 from vflpriv.config import RunConfig
 from vflpriv.engine import Channel, Federation, Inbox, make_parties
 from vflpriv.methods.pretraining import make_pretrain_optimizer, party_augmenter, set_cosine_lr

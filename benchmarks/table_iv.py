@@ -1,7 +1,7 @@
 """A Table IV analogue of the FedHSSL paper: finetuned accuracy of FedSplitNN, FedLocalSSL, FedCSSL,
 FedGSSL and FedHSSL (x SimSiam, BYOL, MoCo) with few labels, mean +- std over seeds.
 
-Every cell is ``vflpriv.run.run(RunConfig)`` with no defense and the ``mc`` attack (its accuracy is kept
+Every cell is ``vflpriv.run.run(RunConfig)[0]`` with no defense and the ``mc`` attack (its accuracy is kept
 in the CSV too; the prior is skipped), registered default method options, and the default finetuning
 except its learning rate, which is swept (``--finetune-lrs``). Two tables are written:
 
@@ -121,7 +121,7 @@ def one_run(setting: Setting, key: Key, aligned: float, threads: int) -> dict:
     start = time.perf_counter()
     row = {"dataset": setting.dataset, "method": method, "labels": labels, "aligned": aligned, "lr": lr, "seed": seed}
     try:
-        r = run(config(setting, method, labels, aligned, lr, seed))
+        (r,) = run(config(setting, method, labels, aligned, lr, seed))
         row |= {"utility": r.utility, "metric": r.utility_metric, "attack_accuracy": r.attack_accuracy,
                 "comm_mb_pretrain": r.comm_mb_pretrain, "status": "ok", "error": ""}
     except Exception as exc:  # keep going; the row records the failure

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import torch
 from pydantic import BaseModel
 
-from vflpriv.components import NoOptions
+from vflpriv.options import NoOptions
 from vflpriv.engine.message import ACTIVE, Message, Payload
 from vflpriv.errors import ConfigError
 

@@ -41,10 +41,12 @@ def strength_table(summary: pd.DataFrame) -> Table:
 
 
 def cap_rich_table(caps: pd.DataFrame) -> Table:
-    """CAP mean ± std over seeds per (method, dataset, attack, defense, phase)."""
+    """CAP mean ± std over seeds per (method, dataset, attack, defense, phase), or why there is none."""
     table = Table(title="CAP = mean over λ of U × (1 − A), higher is better")
     for col in (*CONTEXT, "CAP", "seeds"):
         table.add_column(col)
     for _, r in caps.iterrows():
-        table.add_row(*(str(r[c]) for c in CONTEXT), _pm(r["cap"], r["cap_std"]), str(int(r["n_seeds"])))
+        status = r.get("status", "ok")
+        shown = _pm(r["cap"], r["cap_std"]) if pd.notna(r["cap"]) else status
+        table.add_row(*(str(r[c]) for c in CONTEXT), shown, str(int(r["n_seeds"])))
     return table

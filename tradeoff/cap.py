@@ -25,25 +25,49 @@ def cap(utility: Sequence[float], attack: Sequence[float]) -> float:
     return float(np.mean(u * (1.0 - a)))
 
 
+def _fmt(values) -> str:
+    return ", ".join(f"{v:g}" for v in values)
+
+
 def cap_table(results: pd.DataFrame) -> pd.DataFrame:
     """CAP per seed over its strengths, then mean and std over seeds, per (method, dataset, attack, defense, phase).
 
-    Only successful runs count; a seed missing a strength is left out of its group's CAP.
+    CAP is defined over the whole sweep: the expected strengths are every strength the group's records
+    name (whatever their status). ``status`` says what the number covers:
+
+    - ``ok``: every seed succeeded at every strength;
+    - ``partial: seeds S left out ...``: those seeds failed at some strength; CAP is over the others;
+    - ``incomplete: strengths X failed``: no seed succeeded at X, so there is no CAP (NaN);
+    - ``n/a: ...``: the attack does not apply (a non-federated method).
     """
-    ok = results[results["status"] == "ok"]
-    n_strengths = ok.groupby(GROUP)["strength"].nunique().rename("n_strengths")
     rows = []
-    for keys, group in ok.groupby(GROUP + ["seed"]):
-        expected = n_strengths.loc[tuple(keys[:-1])]
-        group = group.sort_values("strength")
-        if group["strength"].nunique() != expected:
+    for keys, group in results.groupby(GROUP, sort=False):
+        expected = sorted(group["strength"].unique())
+        if (group["status"] == "n/a").all():
+            rows.append((*keys, float("nan"), float("nan"), 0, "n/a: " + str(group["error"].iloc[0])
+                         if "error" in group else "n/a"))
             continue
-        rows.append((*keys, cap(group["utility"], group["attack_accuracy"])))
-    per_seed = pd.DataFrame(rows, columns=GROUP + ["seed", "cap"])
-    if per_seed.empty:
-        return pd.DataFrame(columns=GROUP + ["cap", "cap_std", "n_seeds"])
-    table = per_seed.groupby(GROUP)["cap"].agg(cap="mean", cap_std=lambda c: c.std(ddof=0), n_seeds="count")
-    return table.reset_index()
+        ok = group[group["status"] == "ok"]
+        failed = [s for s in expected if s not in set(ok["strength"])]
+        caps, left_out = [], []
+        for seed, runs in group.groupby("seed"):
+            good = ok[ok["seed"] == seed].sort_values("strength")
+            if sorted(good["strength"]) == expected:
+                caps.append(cap(good["utility"], good["attack_accuracy"]))
+            else:
+                left_out.append(seed)
+        if failed:
+            rows.append((*keys, float("nan"), float("nan"), 0, f"incomplete: strengths {_fmt(failed)} failed"))
+            continue
+        status = "ok"
+        if left_out:
+            status = f"partial: seeds {_fmt(left_out)} left out (a strength failed for them)"
+        if not caps:
+            status = f"incomplete: no seed succeeded at every strength (seeds {_fmt(left_out)})"
+        values = np.asarray(caps, dtype=float)
+        rows.append((*keys, float(values.mean()) if caps else float("nan"),
+                     float(values.std()) if caps else float("nan"), len(caps), status))
+    return pd.DataFrame(rows, columns=[*GROUP, "cap", "cap_std", "n_seeds", "status"])
 
 
 def strength_summary(results: pd.DataFrame) -> pd.DataFrame:

@@ -1,12 +1,17 @@
-"""Where runs execute: in process, or through joblib (loky locally; Dask or Ray clusters via joblib backends).
+"""Where trainings execute: in process, or through joblib (loky locally; Dask or Ray clusters via joblib backends).
 
-Each run uses one torch thread (``vflpriv.run.execute``), so a sweep scales by processes, not by
-oversubscribed threads, and gives the same numbers whatever the number of jobs.
+Each training uses one torch thread (``vflpriv.run.execute``), so a sweep scales by processes, not by
+oversubscribed threads, and gives the same numbers whatever the number of jobs. Local loky workers
+watch their parent: if the sweeping process dies (``kill -9``), they exit within a second instead of
+holding their memory until loky's idle timeout.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,12 +19,36 @@ import joblib
 
 from vflpriv.errors import ConfigError
 
+LOCAL_BACKENDS = ("loky", "threading")
+BACKENDS = (*LOCAL_BACKENDS, "dask", "ray")
+#: Seconds between a worker's checks that its parent is alive.
+WATCH_INTERVAL = 0.5
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Loky worker initializer: one torch thread, and exit as soon as ``parent`` is no longer the parent."""
+    import torch
+
+    torch.set_num_threads(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(WATCH_INTERVAL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="vflpriv-parent-watch", daemon=True).start()
+
 
 @contextlib.contextmanager
 def backend(name: str, *, address: str | None = None) -> Iterator[None]:
     """Activate a joblib backend; ``dask``/``ray`` connect to ``address`` or start a local cluster."""
-    if name in ("loky", "threading"):
-        with joblib.parallel_config(backend=name):
+    if name == "loky":
+        with joblib.parallel_config(backend="loky", inner_max_num_threads=1,
+                                    initializer=_exit_with_parent, initargs=(os.getpid(),)):
+            yield
+        return
+    if name == "threading":
+        with joblib.parallel_config(backend="threading"):
             yield
         return
     if name == "dask":
@@ -45,14 +74,14 @@ def backend(name: str, *, address: str | None = None) -> Iterator[None]:
         finally:
             ray.shutdown()
         return
-    raise ConfigError(f"unknown backend '{name}'; valid backends: loky, threading, dask, ray")
+    raise ConfigError(f"unknown backend '{name}'; valid backends: {', '.join(BACKENDS)}")
 
 
 def map_unordered(
     fn: Callable[[Any], Any], items: list[Any], *, jobs: int, backend_name: str = "loky", address: str | None = None
 ) -> Iterator[Any]:
-    """Yield ``fn(item)`` for each item as results arrive; ``jobs == 1`` runs in this process."""
-    if jobs == 1 and backend_name in ("loky", "threading"):
+    """Yield ``fn(item)`` for each item as results arrive; ``jobs == 1`` runs locally in this process."""
+    if jobs == 1 and backend_name in LOCAL_BACKENDS:
         for item in items:
             yield fn(item)
         return

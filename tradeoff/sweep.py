@@ -1,59 +1,100 @@
-"""Run a grid of configurations into the store, skipping runs already done, and collect the records."""
+"""Run a grid of runs into the store: one training per group of runs sharing a training key.
+
+Every training is planned (validated) before any starts. A training runs only the attacks whose
+records are missing, so adding an attack to a finished sweep trains once more and computes only the
+new records. Claims in the store keep two sweeps on one store from computing a training twice: a
+sweep runs what it could claim, then waits for what another live sweep holds.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
 from vflpriv.config import RunConfig
 from vflpriv.errors import VflprivError
-from vflpriv.records import RunRecord
-from vflpriv.run import blank_record, execute, plan
+from vflpriv.planning import plan
+from vflpriv.records import FAILED, RunRecord
+from vflpriv.run import blank_record, execute
 from vflpriv.store import Store
 from vflpriv.tradeoff.executors import map_unordered
 
+#: Seconds between looks at trainings another sweep holds.
+POLL_SECONDS = 1.0
 
-def check(configs: list[RunConfig]) -> None:
-    """Resolve and validate every run before any training: bad input fails fast, nothing half-done."""
+
+def trainings(configs: Sequence[RunConfig]) -> dict[str, list[RunConfig]]:
+    """Runs grouped by training key, in grid order."""
+    groups: dict[str, list[RunConfig]] = {}
     for config in configs:
-        plan(config)
+        groups.setdefault(config.training_key(), []).append(config)
+    return groups
 
 
-def run_safely(config: RunConfig) -> RunRecord:
-    """Run one config; an unexpected failure becomes a ``failed`` record instead of ending the sweep."""
+def check(configs: Sequence[RunConfig]) -> int:
+    """Plan every training and its attacks before any training: bad input fails fast, nothing half-done.
+    Returns the number of trainings."""
+    groups = trainings(configs)
+    for runs in groups.values():
+        plan(runs)
+    return len(groups)
+
+
+def run_safely(runs: list[RunConfig]) -> list[RunRecord]:
+    """Train once and run the attacks; an unexpected failure fails the training's records instead of the sweep."""
     try:
-        return execute(plan(config))
+        return execute(plan(runs))
     except VflprivError:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded, reported, retried on resume
-        record = blank_record(config)
-        record.status, record.error = "failed", f"{type(exc).__name__}: {exc}"
-        return record
+        records = [blank_record(r) for r in runs]
+        for record in records:
+            record.status, record.error = FAILED, f"{type(exc).__name__}: {exc}"
+        return records
 
 
 def sweep(
-    configs: list[RunConfig],
+    configs: Sequence[RunConfig],
     store: Store,
     *,
     jobs: int = 1,
     backend: str = "loky",
     address: str | None = None,
-    on_done: Callable[[RunRecord], None] | None = None,
+    on_done: Callable[[list[RunRecord]], None] | None = None,
+    on_wait: Callable[[int], None] | None = None,
     checked: bool = False,
 ) -> pd.DataFrame:
-    """Validate every config first (unless ``checked``), then run the ones the store does not hold.
+    """Validate every config first (unless ``checked``), then run the trainings the store lacks.
 
-    Each record is committed to the store as soon as it arrives; the returned frame holds one row
-    per config, in grid order, including runs found already done in the store.
+    A training's records are committed together as soon as they arrive. Failed records from an earlier
+    sweep are retried; those written during this sweep (by it or by another sweep) are not. The returned
+    frame holds one row per config, in grid order, including runs found done in the store.
     """
     if not checked:
         check(configs)
-    todo = [c for c in configs if not store.done(c.key())]
-    jobs = max(1, min(jobs, len(todo)))  # one pending run needs no worker pool
-    for record in map_unordered(run_safely, todo, jobs=jobs, backend_name=backend, address=address):
-        store.put(record)
-        if on_done is not None:
-            on_done(record)
+    groups = trainings(configs)
+    started = time.time()
+    with store.lease():
+        while True:
+            settled = store.settled([c.key() for c in configs], since=started)
+            todo = {k: [r for r in runs if r.key() not in settled] for k, runs in groups.items()}
+            todo = {k: runs for k, runs in todo.items() if runs}
+            if not todo:
+                break
+            mine = [k for k in todo if store.claim(k)]
+            if not mine:
+                if on_wait is not None:
+                    on_wait(len(todo))
+                time.sleep(POLL_SECONDS)
+                continue
+            workers = max(1, min(jobs, len(mine)))  # one pending training needs no worker pool
+            items = [todo[k] for k in mine]
+            for records in map_unordered(run_safely, items, jobs=workers, backend_name=backend, address=address):
+                store.put_many(records)
+                store.release([records[0].training_key])
+                if on_done is not None:
+                    on_done(records)
     records = [store.get(c.key()) for c in configs]
     return pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())

@@ -1,11 +1,17 @@
 """Pretraining cache: a finetune-phase strength sweep pretrains once per seed.
 
 Keyed by a hash of everything pretraining depends on (dataset, partition, model, method and its
-options, the defenses acting in the pretraining phase, seed, and the source code that runs it). Stores the pretrained modules' state
-dicts (loaded with ``torch.load(weights_only=True)`` into the method's ``skeleton``) and the
-pretraining traffic the meter counted, so a cached run reports the same communication as a fresh one.
-Files are written to a temporary name and renamed, so parallel workers never read half a file, and a
-per-key file lock makes a parallel run wait for a pretraining in progress rather than repeat it.
+options, the defenses acting in the pretraining phase, seed, and the source code that runs it). An
+entry is one file: a JSON manifest line (format, SHA-256 of the payload, the state-dict structure of
+every module: names, shapes, dtypes) followed by the payload (module state dicts and the pretraining
+traffic the meter counted, so a cached run reports the same communication as a fresh one), read back
+with ``torch.load(weights_only=True)``.
+
+Every entry is verified before use: the checksum, the structure against the method's ``skeleton``, the
+traffic rows. One that does not check out (truncated, not an entry, bytes overwritten, modules missing
+or of another shape) is reported with a warning, deleted and recomputed: never used, never fatal.
+Files are written to a temporary name and renamed, so a reader never sees half a file, and a per-key
+file lock makes a parallel run wait for a pretraining in progress rather than repeat it.
 """
 
 from __future__ import annotations
@@ -13,8 +19,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import inspect
+import io
 import json
 import os
+import warnings
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,20 +31,25 @@ import torch
 from filelock import FileLock
 from torch import nn
 
-from vflpriv.config import RunConfig
+from vflpriv.config import TrainingConfig, config_hash
 from vflpriv.engine import PRETRAIN, Meter
+from vflpriv.errors import CacheError
 from vflpriv.registry import DEFENSES
 
 ENV_VAR = "VFLPRIV_CACHE"
+FORMAT = 2
+SUFFIX = ".entry"
+
+#: vflpriv's packages; the last four are installed from top-level folders (setuptools package-dir).
+PACKAGES = ("vflpriv", "vflpriv.attacks", "vflpriv.defenses", "vflpriv.tradeoff", "vflpriv.reports")
+
+#: Partition fields that only choose labeled samples: the aligned and local sets are drawn before them.
+LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local"}
 
 
 def cache_dir() -> Path:
     """``$VFLPRIV_CACHE`` if set, else ``~/.cache/vflpriv``; pretrainings live in its ``pretrain/``."""
     return Path(os.environ.get(ENV_VAR) or Path.home() / ".cache" / "vflpriv") / "pretrain"
-
-
-#: vflpriv's packages; the last four are installed from top-level folders (setuptools package-dir).
-PACKAGES = ("vflpriv", "vflpriv.attacks", "vflpriv.defenses", "vflpriv.tradeoff", "vflpriv.reports")
 
 
 @lru_cache(maxsize=1)
@@ -49,11 +63,7 @@ def code_version() -> str:
     return digest.hexdigest()[:16]
 
 
-#: Partition fields that only choose labeled samples: the aligned and local sets are drawn before them.
-LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local"}
-
-
-def pretrain_key(config: RunConfig, method: type) -> str:
+def pretrain_key(config: TrainingConfig, method: type) -> str:
     """Hash of what pretraining can depend on: config parts, the method's code and vflpriv's code.
 
     A method whose pretraining reads no labels shares one pretraining across label budgets; one that
@@ -63,6 +73,7 @@ def pretrain_key(config: RunConfig, method: type) -> str:
     payload = {
         "code": code_version(),
         "method_code": hashlib.sha256(method_file.read_bytes()).hexdigest()[:16],
+        "method_class": f"{method.__module__}.{method.__qualname__}",
         "dataset": config.dataset.model_dump(mode="json"),
         "partition": config.partition.model_dump(
             mode="json", exclude=None if method.pretrain_reads_labels else LABEL_FIELDS
@@ -73,12 +84,16 @@ def pretrain_key(config: RunConfig, method: type) -> str:
                      if d.phase == PRETRAIN or (method.pretrain_reads_labels and _acts_on_labels(d.name))],
         "seed": config.seed,
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+    return config_hash(payload, 24)
 
 
 def _acts_on_labels(defense: str) -> bool:
     """A label defense (e.g. label DP) changes the labels of every phase, whatever its ``phase``."""
     return "labels" in DEFENSES.get(defense).supported_kinds
+
+
+def entry_path(key: str) -> Path:
+    return cache_dir() / f"{key}{SUFFIX}"
 
 
 def claim(key: str) -> FileLock:
@@ -89,25 +104,88 @@ def claim(key: str) -> FileLock:
     return FileLock(directory / f"{key}.lock")
 
 
-def load(key: str, skeleton: list[nn.Module], meter: Meter) -> bool:
-    """Fill ``skeleton`` with the cached weights and ``meter`` with the cached traffic; False on a miss."""
-    path = cache_dir() / f"{key}.pt"
+def _structure(modules: list[nn.Module]) -> list[list[list]]:
+    return [[[name, list(t.shape), str(t.dtype)] for name, t in m.state_dict().items()] for m in modules]
+
+
+def save(key: str, modules: list[nn.Module], meter: Meter | None) -> None:
+    """Store the modules and the meter's pretraining traffic under ``key`` (atomic rename)."""
+    traffic = [] if meter is None else [[*k, meter.bytes[k], meter.messages[k]] for k in meter.messages if k[0] == PRETRAIN]
+    buffer = io.BytesIO()
+    torch.save({"modules": [m.state_dict() for m in modules], "traffic": traffic}, buffer)
+    payload = buffer.getvalue()
+    manifest = {"format": FORMAT, "sha256": hashlib.sha256(payload).hexdigest(), "structure": _structure(modules),
+                "traffic_rows": len(traffic)}
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f"{key}.{os.getpid()}.tmp"
+    tmp.write_bytes(json.dumps(manifest).encode() + b"\n" + payload)
+    tmp.replace(entry_path(key))
+
+
+def load(key: str, skeleton: list[nn.Module], meter: Meter | None) -> bool:
+    """Fill ``skeleton`` and ``meter`` from the entry; False on a miss; :class:`CacheError` (nothing
+    changed) when the entry does not check out."""
+    path = entry_path(key)
     if not path.exists():
         return False
-    saved = torch.load(path, map_location="cpu", weights_only=True)
-    for module, state in zip(skeleton, saved["modules"]):
+    raw = path.read_bytes()
+    head, sep, payload = raw.partition(b"\n")
+    try:
+        manifest = json.loads(head) if sep else None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        manifest = None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise CacheError("not a vflpriv cache entry (no manifest line)")
+    if hashlib.sha256(payload).hexdigest() != manifest.get("sha256"):
+        raise CacheError("checksum mismatch (truncated or overwritten)")
+    if manifest.get("structure") != _structure(skeleton):
+        raise CacheError("its modules do not match the method's architecture")
+    try:
+        saved = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
+        states, traffic = saved["modules"], saved["traffic"]
+    except Exception as exc:  # noqa: BLE001 - any unreadable payload is a corrupt entry
+        raise CacheError(f"unreadable payload ({type(exc).__name__})") from None
+    if _structure_of_states(states) != manifest["structure"] or len(traffic) != manifest["traffic_rows"]:
+        raise CacheError("its payload does not match its manifest")
+    if not all(isinstance(r, list) and len(r) == 5 and all(isinstance(v, int) for v in r[3:]) for r in traffic):
+        raise CacheError("malformed traffic rows")
+    for module, state in zip(skeleton, states):
         module.load_state_dict(state)
-    for phase, direction, kind, size, count in saved["traffic"]:
-        meter.bytes[(phase, direction, kind)] += size
-        meter.messages[(phase, direction, kind)] += count
+    if meter is not None:
+        for phase, direction, kind, size, count in traffic:
+            meter.bytes[(phase, direction, kind)] += size
+            meter.messages[(phase, direction, kind)] += count
     return True
 
 
-def save(key: str, modules: list[nn.Module], meter: Meter) -> None:
-    """Store the pretrained modules and the pretraining traffic under ``key``."""
-    directory = cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    traffic = [[*k, meter.bytes[k], meter.messages[k]] for k in meter.messages if k[0] == PRETRAIN]
-    tmp = directory / f"{key}.{os.getpid()}.tmp"
-    torch.save({"modules": [m.state_dict() for m in modules], "traffic": traffic}, tmp)
-    tmp.replace(directory / f"{key}.pt")
+def _structure_of_states(states: object) -> list:
+    if not isinstance(states, list) or not all(isinstance(s, dict) for s in states):
+        return []
+    return [[[name, list(t.shape), str(t.dtype)] for name, t in s.items()] for s in states]
+
+
+def cached_modules(
+    key: str,
+    skeleton: Callable[[], list[nn.Module]],
+    compute: Callable[[], list[nn.Module]],
+    *,
+    meter: Meter | None = None,
+    notes: list[str] | None = None,
+) -> list[nn.Module]:
+    """The modules stored under ``key``, else ``compute()`` them and store them; a corrupt entry is
+    reported (warning, and a line in ``notes``), discarded and recomputed."""
+    with claim(key):  # a parallel run needing the same entry waits for this one, then loads it
+        modules = skeleton()
+        try:
+            if load(key, modules, meter):
+                return modules
+        except CacheError as exc:
+            message = f"pretraining cache entry {entry_path(key).name} discarded and recomputed: {exc}"
+            warnings.warn(message, stacklevel=2)
+            if notes is not None:
+                notes.append(message)
+            entry_path(key).unlink(missing_ok=True)
+        modules = compute()
+        save(key, modules, meter)
+    return modules

@@ -10,13 +10,20 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from vflpriv.config import ExperimentConfig, apply_override, read_config_file, validate
-from vflpriv.errors import ConfigError, VflprivError
+from vflpriv.config import ExperimentConfig
+from vflpriv.config_io import apply_override, check_shape, read_config_file, validate
+from vflpriv.errors import ConfigError, Interrupted, VflprivError
 from vflpriv.registry import REGISTRIES
 
 
 class _ErrorLineGroup(TyperGroup):
-    """Turns every usage or input error into one ``error:`` line and exit code 2, no traceback."""
+    """Turns every usage or input error into one ``error:`` line and exit code 2 (130 for Ctrl-C), no traceback."""
+
+    def invoke(self, ctx):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # before click prints a bare newline for it
+            raise Interrupted("interrupted; finished runs are kept in the store") from None
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         try:
@@ -24,9 +31,9 @@ class _ErrorLineGroup(TyperGroup):
         except typer.TyperException as exc:
             _fail(exc.format_message().strip().splitlines()[-1])
         except VflprivError as exc:
-            _fail(str(exc))
+            _fail(str(exc), code=exc.exit_code)
         except (typer.Abort, KeyboardInterrupt):
-            _fail("interrupted; finished runs are kept in the store", code=130)
+            _fail("interrupted; finished runs are kept in the store", code=Interrupted.exit_code)
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)
@@ -62,12 +69,17 @@ def build_experiment(
 ) -> ExperimentConfig:
     """defaults <- config file <- command-line options <- ``--set key=value``."""
     data: dict[str, Any] = read_config_file(config) if config else {}
+    check_shape(ExperimentConfig, data, source=f"config file {config}")
     if phase is not None and phase not in ("pretrain", "finetune"):
         raise ConfigError(f"unknown phase '{phase}'; valid phases: pretrain, finetune")
-    for key, value in (("method.name", method), ("attack.name", attack), ("dataset.name", dataset),
-                       ("attack.phase", phase), ("jobs", jobs), ("backend", backend), ("device", device)):
+    for key, value in (("method.name", method), ("dataset.name", dataset), ("attack.phase", phase),
+                       ("jobs", jobs), ("backend", backend), ("device", device)):
         if value is not None:
-            apply_override(data, f"{key}={value}")
+            section, _, field = key.rpartition(".")
+            (data.setdefault(section, {}) if section else data)[field] = value  # as typed, not parsed
+    if attack is not None:
+        names = [a.strip() for a in attack.split(",")]
+        data.setdefault("attack", {})["name"] = names[0] if len(names) == 1 else names
     if strengths is not None:
         data["strengths"] = _numbers(strengths, float, "--strengths")
     if seeds is not None:
@@ -86,7 +98,8 @@ def build_experiment(
 @app.command()
 def evaluate(
     method: Optional[str] = typer.Option(None, help="VFL method (vflpriv list methods); default splitnn"),
-    attack: Optional[str] = typer.Option(None, help="label-inference attack (vflpriv list attacks); default mc"),
+    attack: Optional[str] = typer.Option(None, help="label-inference attack(s), comma-separated, all on one training "
+                                         "per (strength, seed) (vflpriv list attacks); default mc"),
     defense: Optional[str] = typer.Option(None, help="defense whose strength is swept, or 'none'"),
     dataset: Optional[str] = typer.Option(None, help="dataset (vflpriv list datasets); default digits"),
     strengths: Optional[str] = typer.Option(None, help="swept defense strengths, e.g. 1,5,25"),
@@ -95,14 +108,14 @@ def evaluate(
     out: Path = typer.Option(Path("vflpriv-out"), help="output directory (results.csv, cap.csv, tradeoff.png)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML experiment file"),
     set_: list[str] = typer.Option([], "--set", help="override a setting: key.path=value (repeatable)"),
-    jobs: Optional[int] = typer.Option(None, help="parallel runs (joblib workers)"),
+    jobs: Optional[int] = typer.Option(None, help="parallel trainings (joblib workers)"),
     backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
 ) -> None:
     """Sweep a defense's strength x seeds for one method and attack; write results, CAP and a plot."""
-    from vflpriv.evaluate import evaluate_experiment
+    from vflpriv.experiment import evaluate_experiment
 
     experiment = build_experiment(
         config=config, method=method, attack=attack, defense=defense, dataset=dataset, strengths=strengths,

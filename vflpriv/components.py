@@ -1,19 +1,14 @@
-"""Turning a registered name plus an options dict into a configured component."""
+"""Turning a registered component plus an options dict into its validated ``Options``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
+from vflpriv.config_io import format_validation
 from vflpriv.errors import ConfigError
-from vflpriv.registry import Registry
-
-
-class NoOptions(BaseModel):
-    """Options model of a component that takes none."""
-
-    model_config = ConfigDict(extra="forbid")
+from vflpriv.options import NoOptions
 
 
 def parse_options(cls: Any, options: dict[str, Any], *, where: str) -> BaseModel:
@@ -22,12 +17,4 @@ def parse_options(cls: Any, options: dict[str, Any], *, where: str) -> BaseModel
     try:
         return model.model_validate(options)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        valid = ", ".join(model.model_fields) or "none"
-        raise ConfigError(f"invalid {where}.{field}: {err['msg']} (options of this component: {valid})") from None
-
-
-def resolve(registry: Registry[Any], name: str) -> Any:
-    """Registry lookup (raises with the valid names on an unknown one)."""
-    return registry.get(name)
+        raise ConfigError(format_validation(exc, model, prefix=f"{where}.")) from None

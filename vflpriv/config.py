@@ -1,7 +1,9 @@
-"""Typed configuration: one ``RunConfig`` per run, one ``ExperimentConfig`` per sweep.
+"""Typed configuration: a ``TrainingConfig`` per trained federation, a ``RunConfig`` per (training, attack)
+record, an ``ExperimentConfig`` per sweep.
 
-Loaded from YAML or TOML, overridden with ``--set key.path=value``; every invalid value becomes a
-:class:`ConfigError` whose message names the field and the problem.
+One training serves every attack evaluated on it (each from the adversary's view), so the training's
+hash (everything but the attack) identifies what is trained and the run's hash (training + attack)
+keys the record in the store. Reading files and ``--set`` overrides live in :mod:`vflpriv.config_io`.
 """
 
 from __future__ import annotations
@@ -9,40 +11,31 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    NonNegativeFloat,
-    NonNegativeInt,
-    ValidationError,
-    model_validator,
-)
+from pydantic import Field, NonNegativeFloat, model_validator
 
-from vflpriv.errors import ConfigError
+from vflpriv.options import Options
 
 Phase = Literal["pretrain", "finetune"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+def config_hash(payload: dict[str, Any], length: int = 20) -> str:
+    """Stable short hash of a JSON-able payload (sorted keys)."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:length]
 
 
-class DatasetConfig(_Strict):
+class DatasetConfig(Options):
     name: str = "digits"
-    root: Path | None = None
-    max_samples: int | None = Field(None, ge=1)
+    root: Path | None = Field(None, description="folder holding a user-supplied dataset's files")
+    max_samples: int | None = Field(None, ge=1, description="cap the training rows (stratified, fixed draw)")
 
 
-class PartitionConfig(_Strict):
+class PartitionConfig(Options):
     """REFERENCE.md §1. Party 0 is the active party; ``adversary`` is a passive party."""
 
-    parties: int = Field(2, ge=2)
+    parties: int = Field(2, ge=2, le=64)
     aligned_fraction: float = Field(0.2, gt=0, le=1)
     labeled: int = Field(200, ge=1)
     unaligned: Literal["shared", "disjoint"] = Field(
@@ -58,7 +51,9 @@ class PartitionConfig(_Strict):
         "training labels and receives their gradients (Li et al.'s threat model); they are then not scored",
     )
     adversary: int = Field(1, ge=1)
-    active_labels_local: bool = Field(False, description="VFLHLP: labels on all active local samples")
+    active_labels_local: bool | None = Field(
+        None, description="VFLHLP: the active party knows the labels of all its local samples; unset = the method's default"
+    )
 
     @model_validator(mode="after")
     def _adversary_is_a_party(self) -> PartitionConfig:
@@ -67,7 +62,7 @@ class PartitionConfig(_Strict):
         return self
 
 
-class ModelConfig(_Strict):
+class ModelConfig(Options):
     """Bottom encoders (REFERENCE.md §2): MLP for tabular, a small CNN for images of 16 px or more."""
 
     encoder: Literal["auto", "mlp", "cnn"] = "auto"
@@ -76,23 +71,23 @@ class ModelConfig(_Strict):
     cat_embedding: int = Field(32, ge=1, description="embedding size of categorical fields")
 
 
-class FinetuneConfig(_Strict):
+class FinetuneConfig(Options):
     """Split-learning finetuning: 20 epochs as in the FedHSSL code; Adam at its standard lr 1e-3 (the
     code's SGD lrs 0.005-0.03 overshoot with Adam: on digits lr 0.01 cost FedSplitNN 10 points)."""
 
     epochs: int = Field(20, ge=1)
     lr: float = Field(0.001, gt=0)
-    batch_size: int = Field(64, ge=1)
+    batch_size: int = Field(64, ge=2, description="at least 2: BatchNorm cannot train on one sample")
     optimizer: Literal["adam", "sgd"] = "adam"
     weight_decay: float = Field(1e-5, ge=0)
 
 
-class MethodConfig(_Strict):
+class MethodConfig(Options):
     name: str = "splitnn"
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class AttackConfig(_Strict):
+class AttackConfig(Options):
     name: str = "mc"
     phase: Phase = "finetune"
     prior: Literal["simsiam", "aux", "same-attack", "none"] = Field(
@@ -105,7 +100,7 @@ class AttackConfig(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class DefenseConfig(_Strict):
+class DefenseConfig(Options):
     name: str
     strength: float | None = Field(
         None, ge=0, description="on the defense's axis; unset = its identity (0 for noise scales, +inf for epsilon)"
@@ -117,112 +112,123 @@ class DefenseConfig(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class RunConfig(_Strict):
-    """Everything one run depends on; its hash keys the results store."""
+class TrainingConfig(Options):
+    """Everything one trained federation depends on; every attack on it shares it."""
 
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     partition: PartitionConfig = Field(default_factory=PartitionConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     method: MethodConfig = Field(default_factory=MethodConfig)
     finetune: FinetuneConfig = Field(default_factory=FinetuneConfig)
-    attack: AttackConfig = Field(default_factory=AttackConfig)
     defenses: list[DefenseConfig] = Field(default_factory=list)
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=2**32 - 1)
     device: str = "cpu"
 
-    def key(self) -> str:
-        """Stable hash of the whole configuration (device excluded: it must not change results)."""
-        payload = self.model_dump(mode="json", exclude={"device"})
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
+    def training_key(self) -> str:
+        """Hash of what the federation's training depends on (the device must not change results)."""
+        return config_hash(self.model_dump(mode="json", include=TRAINING_FIELDS))
+
+    def training(self) -> TrainingConfig:
+        return TrainingConfig.model_validate(self.model_dump(include=set(TrainingConfig.model_fields)))
 
     @property
     def swept(self) -> DefenseConfig | None:
         return next((d for d in self.defenses if d.sweep), None)
 
 
-class ExperimentConfig(RunConfig):
-    """A sweep: the swept defense's strength x seeds, around one base run."""
+TRAINING_FIELDS = set(TrainingConfig.model_fields) - {"device"}
 
+
+class RunConfig(TrainingConfig):
+    """One record: a training and one attack on it."""
+
+    attack: AttackConfig = Field(default_factory=AttackConfig)
+
+    def key(self) -> str:
+        """Stable hash of the whole configuration (device excluded): the record's key in the store."""
+        return config_hash(self.model_dump(mode="json", exclude={"device"}))
+
+
+class AttackSettings(AttackConfig):
+    """The experiment's attack block: one attack name or several evaluated on each training.
+
+    With several names, ``options`` maps each name to its options (``{mc: {epochs: 100}}``).
+    """
+
+    name: str | list[str] = "mc"
+
+    @model_validator(mode="after")
+    def _options_per_attack(self) -> AttackSettings:
+        names = self.names()
+        if not names:
+            raise ValueError("name must list at least one attack")
+        if len(set(names)) != len(names):
+            raise ValueError(f"attack names repeat: {', '.join(names)}")
+        if len(names) > 1:
+            stray = [k for k, v in self.options.items() if k not in names or not isinstance(v, dict)]
+            if stray:
+                raise ValueError(
+                    f"with several attacks, options maps each attack name to its options "
+                    f"(e.g. options.{names[0]}.epochs=100); not an attack of this list: {', '.join(stray)}"
+                )
+        return self
+
+    def names(self) -> list[str]:
+        return [self.name] if isinstance(self.name, str) else list(self.name)
+
+    def configs(self) -> list[AttackConfig]:
+        names = self.names()
+        common = self.model_dump(exclude={"name", "options"})
+        return [
+            AttackConfig(name=n, options=self.options if len(names) == 1 else self.options.get(n, {}), **common)
+            for n in names
+        ]
+
+
+class ExperimentConfig(TrainingConfig):
+    """A sweep: the swept defense's strength x seeds x attacks, around one base training."""
+
+    attack: AttackSettings = Field(default_factory=AttackSettings)
     defenses: list[DefenseConfig] = Field(
         default_factory=lambda: [DefenseConfig(name="iso", sweep=True)],
         description="default threat model: ISO on the active party's finetuning gradients, swept",
     )
     strengths: list[NonNegativeFloat] = Field(default_factory=lambda: [1.0, 5.0, 25.0], min_length=1)
-    seeds: list[NonNegativeInt] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: list[Annotated[int, Field(ge=0, le=2**32 - 1)]] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     jobs: int = Field(
-        default_factory=lambda: min(2, os.cpu_count() or 1), ge=1,
-        description="parallel runs; each run uses one torch thread, so numbers do not depend on it",
+        default_factory=lambda: min(2, os.cpu_count() or 1), ge=1, le=1024,
+        description="parallel trainings; each uses one torch thread, so numbers do not depend on it",
     )
     backend: Literal["loky", "threading", "dask", "ray"] = "loky"
 
     @model_validator(mode="after")
     def _check_sweep(self) -> ExperimentConfig:
-        if sum(d.sweep for d in self.defenses) > 1:
+        swept = [d for d in self.defenses if d.sweep]
+        if len(swept) > 1:
             raise ValueError("at most one defense can be swept")
+        if not swept and "strengths" in self.model_fields_set:
+            raise ValueError("strengths are given but no defense is swept (--defense none sweeps nothing)")
+        if "seed" in self.model_fields_set:
+            raise ValueError("seed is set per run from seeds; give seeds: [N] (--seeds N) instead")
+        for name, values in (("strengths", self.strengths), ("seeds", self.seeds)):
+            repeated = sorted({v for v in values if values.count(v) > 1})
+            if repeated:
+                raise ValueError(f"{name} repeat: {', '.join(f'{v:g}' for v in repeated)}")
         return self
 
     def runs(self) -> list[RunConfig]:
-        """One RunConfig per (strength, seed); without a swept defense, one per seed."""
-        base = self.model_dump(exclude={"strengths", "seeds", "jobs", "backend"})
+        """One RunConfig per (strength, seed, attack); without a swept defense, one per (seed, attack)."""
+        base = self.model_dump(mode="json", exclude={"strengths", "seeds", "jobs", "backend", "attack", "seed"})
         index = next((i for i, d in enumerate(self.defenses) if d.sweep), None)
         strengths = self.strengths if index is not None else [None]
+        attacks = [a.model_dump(mode="json") for a in self.attack.configs()]
         out = []
         for strength in strengths:
             for seed in self.seeds:
-                data = json.loads(json.dumps(base, default=str))
-                data["seed"] = seed
-                if index is not None:
-                    data["defenses"][index]["strength"] = strength
-                out.append(RunConfig.model_validate(data))
+                for attack in attacks:
+                    data = json.loads(json.dumps(base))
+                    data["seed"], data["attack"] = seed, attack
+                    if index is not None:
+                        data["defenses"][index]["strength"] = strength
+                    out.append(RunConfig.model_validate(data))
         return out
-
-
-def _format_validation(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "config"
-    return f"invalid {where}: {err['msg']}"
-
-
-def validate(model: type[BaseModel], data: dict[str, Any]) -> Any:
-    """Validate ``data`` into ``model``, turning pydantic's report into one ConfigError line."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_format_validation(exc)) from None
-
-
-def read_config_file(path: Path) -> dict[str, Any]:
-    """Read a YAML (.yaml/.yml) or TOML (.toml) file into a dict."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(text) if str(path).endswith(".toml") else yaml.safe_load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(f"config file {path} is not valid YAML or TOML: {first}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold a mapping of settings, not {type(data).__name__}")
-    return data
-
-
-def apply_override(data: dict[str, Any], assignment: str) -> None:
-    """Apply one ``key.path=value`` (value parsed as YAML: numbers, booleans, lists) in place."""
-    key, sep, raw = assignment.partition("=")
-    if not sep or not key:
-        raise ConfigError(f"--set expects key=value, got '{assignment}'")
-    try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError:
-        value = raw
-    node = data
-    parts = key.split(".")
-    for part in parts[:-1]:
-        nxt = node.setdefault(part, {})
-        if not isinstance(nxt, dict):
-            raise ConfigError(f"--set {key}: '{part}' is not a section")
-        node = nxt
-    node[parts[-1]] = value

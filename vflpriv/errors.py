@@ -4,6 +4,9 @@
 class VflprivError(Exception):
     """Bad input a user can fix (unknown name, out-of-range value, missing file)."""
 
+    #: The CLI's exit code for this error.
+    exit_code = 2
+
 
 class UnknownNameError(VflprivError, KeyError):
     """A name that is not registered; the message lists the valid names."""
@@ -27,3 +30,18 @@ class IncompatibleError(VflprivError, ValueError):
 class DivergedError(RuntimeError):
     """A model's outputs are not finite: the run is recorded as failed (not a user error, so a sweep goes on)
     instead of being scored as if NaN logits were guesses, which reads as chance, i.e. perfect protection."""
+
+
+class ProtocolError(RuntimeError):
+    """A method broke its declared protocol (a message it did not declare, or traffic that bypasses the
+    channel): the run fails with the reason, and ``vflpriv audit --check-only`` refuses the method."""
+
+
+class CacheError(RuntimeError):
+    """A cached or stored state that does not check out; the caller discards it and recomputes."""
+
+
+class Interrupted(VflprivError):
+    """The user interrupted a sweep (Ctrl-C); finished runs are in the store."""
+
+    exit_code = 130

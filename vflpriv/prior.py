@@ -26,7 +26,7 @@ from vflpriv.adversary import AdversaryView
 from vflpriv.config import ModelConfig
 from vflpriv.engine.channel import Inbox
 from vflpriv.models.encoders import build_encoder, init_parameters
-from vflpriv.models.training import apply_in_batches, fit_classifier
+from vflpriv.models.training import apply_in_batches, fit_classifier, require_finite
 
 HEAD_LR = 0.005
 HEAD_WEIGHT_DECAY = 1e-6
@@ -50,8 +50,8 @@ def _fit_head(encoder: nn.Module, view: AdversaryView, target: str, *, epochs, g
         encoder.eval().requires_grad_(False)
         net, inputs, targets = head, apply_in_batches(encoder, view.aux_x), apply_in_batches(encoder, target_x)
     fit_classifier(net, inputs, view.aux_y, epochs=epochs, lr=HEAD_LR, weight_decay=HEAD_WEIGHT_DECAY,
-                   batch_size=HEAD_BATCH, generator=generator)
-    return apply_in_batches(net, targets).argmax(1)
+                   batch_size=HEAD_BATCH, generator=generator, what="prior's head")
+    return require_finite(apply_in_batches(net, targets), "the prior's logits").argmax(1)
 
 
 def own_simsiam_encoder(view: AdversaryView, *, model: ModelConfig, generator: torch.Generator) -> nn.Module:

@@ -1,8 +1,13 @@
-"""The typed result of one run, as stored and as written to ``results.csv``."""
+"""The typed result of one (training, attack) run, as stored and as written to ``results.csv``."""
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import asdict, dataclass, field, fields
+
+#: Run outcomes: scored, failed with its reason, or not applicable (a non-federated method has no adversary).
+OK, FAILED, NOT_APPLICABLE = "ok", "failed", "n/a"
 
 
 @dataclass
@@ -17,6 +22,7 @@ class RunRecord:
     phase: str
     strength: float
     seed: int
+    training_key: str = ""
     strength_axis: str = "lambda"
     strength_stronger: str = "higher"
     utility: float = float("nan")
@@ -35,13 +41,31 @@ class RunRecord:
     comm_mb: float = 0.0
     comm_messages: int = 0
     comm_mb_pretrain: float = 0.0
-    seconds: float = 0.0
-    status: str = "ok"
+    train_seconds: float = 0.0
+    attack_seconds: float = 0.0
+    status: str = OK
     error: str = ""
+    notes: str = ""
+    traffic: str = field(default="", repr=False)
     config: str = field(default="", repr=False)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def to_json(self) -> str:
+        """Strict JSON (no bare NaN or Infinity): non-finite numbers are stored as null."""
+        data = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
+        return json.dumps(data, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunRecord:
+        data = json.loads(text)
+        known = {f.name: f for f in fields(cls)}
+        kept = {k: v for k, v in data.items() if k in known}
+        for name, value in kept.items():
+            if value is None and known[name].type == "float":
+                kept[name] = float("nan")
+        return cls(**kept)
 
     @classmethod
     def columns(cls) -> list[str]:

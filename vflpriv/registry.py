@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 from vflpriv.errors import UnknownNameError
 
@@ -23,6 +23,8 @@ class Registry(Generic[T]):
 
     kind: str
     group: str
+    #: What an object of this kind must be, as a check returning the problem (None when it fits).
+    check: Callable[[Any], str | None] = lambda obj: None
     _extra: dict[str, T] = field(default_factory=dict)
     _cache: dict[str, T] = field(default_factory=dict)
 
@@ -53,6 +55,9 @@ class Registry(Generic[T]):
                 f"unknown {self.kind} '{name}'; valid {self.kind}s: {', '.join(self.names())} "
                 "(or package.module:Object for an unregistered one)"
             )
+        problem = self.check(obj)
+        if problem is not None:
+            raise UnknownNameError(f"'{name}' is not a vflpriv {self.kind}: {problem}")
         self._cache[name] = obj
         return obj
 
@@ -62,14 +67,36 @@ def _import_object(path: str, kind: str) -> Any:
     try:
         module = importlib.import_module(module_name)
         return getattr(module, attr)
-    except (ImportError, AttributeError) as exc:
-        raise UnknownNameError(f"cannot import {kind} '{path}': {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any failure of user code to import is bad input here
+        raise UnknownNameError(f"cannot import {kind} '{path}': {type(exc).__name__}: {exc}") from None
 
 
-METHODS: Registry[Any] = Registry("method", "vflpriv.methods")
-ATTACKS: Registry[Any] = Registry("attack", "vflpriv.attacks")
-DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses")
-DATASETS: Registry[Any] = Registry("dataset", "vflpriv.datasets")
+def _is_method(obj: Any) -> str | None:
+    from vflpriv.methods.base import Method
+
+    return None if isinstance(obj, type) and issubclass(obj, Method) else "expected a subclass of vflpriv.methods.Method"
+
+
+def _has(*members: str) -> Callable[[Any], str | None]:
+    """Structural check for attacks and defenses (the core does not import their packages)."""
+
+    def check(obj: Any) -> str | None:
+        missing = [m for m in members if not hasattr(obj, m)]
+        if not isinstance(obj, type) or missing:
+            return f"expected a class with {', '.join(members)}" + (f" (missing {', '.join(missing)})" if missing else "")
+        return None
+
+    return check
+
+
+def _is_loader(obj: Any) -> str | None:
+    return None if callable(obj) and not isinstance(obj, type) else "expected a loader function returning a VerticalDataset"
+
+
+METHODS: Registry[Any] = Registry("method", "vflpriv.methods", _is_method)
+ATTACKS: Registry[Any] = Registry("attack", "vflpriv.attacks", _has("infer", "required_messages", "needs_encoder"))
+DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses", _has("protects", "axis", "supported_kinds"))
+DATASETS: Registry[Any] = Registry("dataset", "vflpriv.datasets", _is_loader)
 
 REGISTRIES: dict[str, Registry[Any]] = {
     "methods": METHODS,

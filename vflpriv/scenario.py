@@ -42,10 +42,21 @@ class Scenario:
         return self.labeled
 
 
-def build_scenario(dataset: VerticalDataset, partition: PartitionConfig, *, seed: int) -> Scenario:
-    """Draw aligned, labeled, unaligned and auxiliary sets; raise ConfigError when sizes do not fit."""
+def build_scenario(
+    dataset: VerticalDataset, partition: PartitionConfig, *, seed: int, active_labels_local: bool = False
+) -> Scenario:
+    """Draw aligned, labeled, unaligned and auxiliary sets; raise ConfigError when sizes do not fit.
+
+    ``active_labels_local`` is the VFLHLP setting as resolved for the method (the partition's value, or
+    the method's default when the partition leaves it unset).
+    """
     if partition.parties != dataset.parties:
         raise ConfigError(f"partition.parties={partition.parties} but dataset has {dataset.parties} parties")
+    if partition.labeled < dataset.num_classes:
+        raise ConfigError(
+            f"partition.labeled={partition.labeled} is fewer than the {dataset.num_classes} classes of "
+            f"{dataset.name}; every class needs a chance to be labeled"
+        )
     g = torch.Generator().manual_seed(seed)
     n = dataset.y_train.shape[0]
     n_aligned = max(1, round(partition.aligned_fraction * n))
@@ -67,7 +78,7 @@ def build_scenario(dataset: VerticalDataset, partition: PartitionConfig, *, seed
         pool = torch.cat([aligned, unaligned[partition.adversary]])
         pool = pool[~torch.isin(pool, labeled)]
     aux = _balanced_aux(dataset, pool, partition.aux, partition.aux_source, g)
-    return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, partition.active_labels_local)
+    return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local)
 
 
 def _balanced_aux(

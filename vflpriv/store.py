@@ -1,60 +1,195 @@
-"""The results store: one SQLite row per run, keyed by the hash of its configuration.
+"""The results store: one SQLite row per (training, attack) run, keyed by the hash of its configuration.
 
-Every finished run is committed at once, so a killed sweep loses nothing and, run again, skips the
-keys already done. Failed runs are kept with their error and retried on the next sweep.
+Every finished training's records are committed at once, so a killed sweep loses nothing and, run
+again, skips the keys already done; failed runs are kept with their error and retried by the next
+sweep. Sweeps sharing a store never compute one training twice: a sweep *claims* a training before it
+runs it (a row in ``claims`` with a lease it keeps renewing); another sweep skips a live claim and
+waits for its records, and takes over a claim whose lease expired or whose process died on this host.
+
+The file is marked with SQLite's ``application_id``, so another program's database (or a file that is
+not SQLite) is refused rather than written into. Records are strict JSON (``json_extract`` reads them).
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
+import socket
 import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from vflpriv.records import RunRecord
+from vflpriv.errors import ConfigError
+from vflpriv.records import OK, RunRecord
 
+APPLICATION_ID = 0x76666C70  # "vflp"
+LEASE_SECONDS = 60.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     key TEXT PRIMARY KEY,
+    training_key TEXT NOT NULL,
     status TEXT NOT NULL,
     record TEXT NOT NULL,
-    updated TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
-)
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_training ON runs (training_key);
+CREATE TABLE IF NOT EXISTS claims (
+    training_key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires REAL NOT NULL
+);
 """
 
 
-class Store:
-    """SQLite-backed map from run key to :class:`RunRecord`."""
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, timeout=60.0, isolation_level=None)  # explicit transactions below
 
-    def __init__(self, path: Path | str):
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Store:
+    """SQLite-backed map from run key to :class:`RunRecord`, with per-training claims."""
+
+    def __init__(self, path: Path | str, *, lease_seconds: float = LEASE_SECONDS):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path)
-        self._db.execute(_SCHEMA)
-        self._db.commit()
+        if self.path.is_dir():
+            raise ConfigError(f"results store {self.path} is a directory; give the path of a .sqlite file")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create the folder of results store {self.path}: {exc.strerror}") from None
+        self.lease_seconds = lease_seconds
+        self.host = socket.gethostname()
+        self.owner = f"{self.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        try:
+            self._db = _connect(self.path)
+            self._open()
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"results store {self.path} is not a usable SQLite database ({exc})") from None
+
+    def _open(self) -> None:
+        app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
+        tables = sorted(r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+        if app_id == 0 and not tables:
+            self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        elif app_id != APPLICATION_ID:
+            what = f"application id {app_id:#x}" if app_id else f"tables: {', '.join(tables)}"
+            raise ConfigError(
+                f"results store {self.path} is another program's SQLite database ({what}), not a vflpriv "
+                "results store; give a new path"
+            )
+        self._db.executescript(_SCHEMA)
+
+    # ------------------------------------------------------------------------------------------ records
 
     def done(self, key: str) -> bool:
         row = self._db.execute("SELECT status FROM runs WHERE key = ?", (key,)).fetchone()
-        return row is not None and row[0] == "ok"
+        return row is not None and row[0] == OK
 
     def put(self, record: RunRecord) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO runs (key, status, record) VALUES (?, ?, ?)",
-            (record.key, record.status, json.dumps(record.to_dict())),
-        )
-        self._db.commit()
+        self.put_many([record])
+
+    def put_many(self, records: Iterable[RunRecord]) -> None:
+        """Commit the records of one training together."""
+        now = time.time()
+        rows = [(r.key, r.training_key, r.status, r.to_json(), now) for r in records]
+        with self._transaction():
+            self._db.executemany("INSERT OR REPLACE INTO runs (key, training_key, status, record, updated) "
+                                 "VALUES (?, ?, ?, ?, ?)", rows)
 
     def get(self, key: str) -> RunRecord | None:
         row = self._db.execute("SELECT record FROM runs WHERE key = ?", (key,)).fetchone()
-        return RunRecord(**json.loads(row[0])) if row else None
+        return RunRecord.from_json(row[0]) if row else None
+
+    def settled(self, keys: list[str], *, since: float) -> set[str]:
+        """Keys whose record is ``ok``, or was written (by any sweep) at or after ``since``."""
+        out: set[str] = set()
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(f"SELECT key, status, updated FROM runs WHERE key IN ({marks})", chunk)
+            out.update(k for k, status, updated in rows if status == OK or updated >= since)
+        return out
 
     def forget(self, keys: list[str]) -> int:
         """Delete these runs (so the next sweep recomputes them, e.g. after the code they measure changed)."""
-        n = self._db.executemany("DELETE FROM runs WHERE key = ?", [(k,) for k in keys]).rowcount
-        self._db.commit()
+        with self._transaction():
+            n = self._db.executemany("DELETE FROM runs WHERE key = ?", [(k,) for k in keys]).rowcount
         return n
 
     def all(self) -> list[RunRecord]:
-        return [RunRecord(**json.loads(r[0])) for r in self._db.execute("SELECT record FROM runs ORDER BY key")]
+        return [RunRecord.from_json(r[0]) for r in self._db.execute("SELECT record FROM runs ORDER BY key")]
+
+    # ------------------------------------------------------------------------------------------- claims
+
+    def claim(self, training_key: str) -> bool:
+        """Take ``training_key`` for this sweep unless another live sweep holds it."""
+        now = time.time()
+        with self._transaction():
+            row = self._db.execute("SELECT owner, host, pid, expires FROM claims WHERE training_key = ?",
+                                   (training_key,)).fetchone()
+            if row is not None and row[0] != self.owner and row[3] > now:
+                owner_dead = row[1] == self.host and not _pid_alive(row[2])
+                if not owner_dead:
+                    return False
+            self._db.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?)",
+                             (training_key, self.owner, self.host, os.getpid(), now + self.lease_seconds))
+        return True
+
+    def release(self, training_keys: Iterable[str]) -> None:
+        with self._transaction():
+            self._db.executemany("DELETE FROM claims WHERE training_key = ? AND owner = ?",
+                                 [(k, self.owner) for k in training_keys])
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[None]:
+        """Renew this store's claims every third of a lease (own connection, background thread); on
+        exit stop renewing and drop every claim still held."""
+        stop = threading.Event()
+
+        def renew() -> None:
+            db = _connect(self.path)
+            try:
+                while not stop.wait(self.lease_seconds / 3):
+                    db.execute("UPDATE claims SET expires = ? WHERE owner = ?",
+                               (time.time() + self.lease_seconds, self.owner))
+            finally:
+                db.close()
+
+        thread = threading.Thread(target=renew, name="vflpriv-lease", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            with self._transaction():
+                self._db.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
+
+    # -------------------------------------------------------------------------------------------- plumbing
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def close(self) -> None:
         self._db.close()

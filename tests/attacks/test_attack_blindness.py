@@ -39,12 +39,12 @@ def test_guesses_do_not_depend_on_target_labels(name, monkeypatch):
         return out
 
     monkeypatch.setattr(cls, "infer", spy)
-    first = run(cfg)
+    (first,) = run(cfg)
     original = load.load_dataset(cfg.dataset, parties=2)
     perm = torch.randperm(original.y_test.numel(), generator=torch.Generator().manual_seed(0))
     scrambled = dataclasses.replace(original, y_test=original.y_test[perm])
-    monkeypatch.setattr("vflpriv.run.load_dataset", lambda *_a, **_k: scrambled)
-    second = run(cfg)
+    monkeypatch.setattr("vflpriv.planning.load_dataset", lambda *_a, **_k: scrambled)
+    (second,) = run(cfg)
     for target, (pred, scores) in guesses[0].items():
         assert torch.equal(pred, guesses[1][target][0])
         assert scores is None or torch.equal(scores, guesses[1][target][1])

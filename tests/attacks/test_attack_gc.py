@@ -78,7 +78,7 @@ def test_gc_is_refused_when_the_method_sends_no_gradients():
     from vflpriv.run import plan
 
     class FrozenBottoms(Method):
-        passive_receives = frozenset()
+        sends = frozenset({("passive", "embedding", "finetune"), ("passive", "embedding", "inference")})
 
     METHODS.register("test-frozen-bottoms", FrozenBottoms)
     with pytest.raises(IncompatibleError, match="gradient messages"):

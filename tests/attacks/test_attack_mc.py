@@ -21,8 +21,8 @@ def _shuffled_training_labels(p):
 
 def test_mc_scores_chance_when_the_federation_learned_shuffled_labels():
     cfg = RunConfig.model_validate(xor_config(register_xor()))
-    real = execute(plan(cfg))
-    shuffled = execute(_shuffled_training_labels(plan(cfg)))
+    (real,) = execute(plan(cfg))
+    (shuffled,) = execute(_shuffled_training_labels(plan(cfg)))
     assert real.attack_accuracy > 0.7  # positive control: the trained bottom leaks
     assert abs(shuffled.attack_accuracy - 0.5) < 0.1  # trained on noise: nothing to complete
 
@@ -31,6 +31,6 @@ def test_fu_style_head_and_optimistic_epoch_selection():
     opts = {"head": "mlp", "train_bottom": True, "epochs": 30, "report_best_epoch_on_targets": True}
     data = xor_config(register_xor(), attack={"options": opts, "prior": "none"})
     data["finetune"] = {"epochs": 5, "batch_size": 32}
-    rec = execute(plan(RunConfig.model_validate(data)))
+    (rec,) = execute(plan(RunConfig.model_validate(data)))
     assert rec.attack_accuracy_optimistic >= rec.attack_accuracy
     assert 0.0 <= rec.attack_auc <= 1.0

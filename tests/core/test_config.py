@@ -1,6 +1,7 @@
 import pytest
 
-from vflpriv.config import ExperimentConfig, RunConfig, apply_override, read_config_file, validate
+from vflpriv.config import ExperimentConfig, RunConfig
+from vflpriv.config_io import apply_override, read_config_file, validate
 from vflpriv.errors import ConfigError
 
 
@@ -16,14 +17,14 @@ def test_override_parses_values_as_yaml():
 
 @pytest.mark.parametrize("assignment", ["novalue", "=3"])
 def test_malformed_override(assignment):
-    with pytest.raises(ConfigError, match="key=value"):
+    with pytest.raises(ConfigError, match="key.path=value"):
         apply_override({}, assignment)
 
 
 def test_invalid_value_names_the_field():
     with pytest.raises(ConfigError, match=r"partition\.labeled"):
         validate(RunConfig, {"partition": {"labeled": 0}})
-    with pytest.raises(ConfigError, match=r"partition\.bogus"):
+    with pytest.raises(ConfigError, match=r"unknown setting partition\.bogus; valid keys here: parties, aligned_fraction"):
         validate(RunConfig, {"partition": {"bogus": 1}})
 
 
@@ -54,9 +55,40 @@ def test_sweep_expands_strength_by_seed_and_keys_differ():
     assert runs[0].key() == RunConfig.model_validate(runs[0].model_dump()).key()
 
 
+def test_several_attacks_share_one_training_key_and_keep_their_options():
+    exp = validate(ExperimentConfig, {"attack": {"name": ["mc", "gc"], "options": {"mc": {"epochs": 7}}},
+                                      "strengths": [1, 5], "seeds": [0]})
+    runs = exp.runs()
+    assert [(r.swept.strength, r.attack.name) for r in runs] == [(1, "mc"), (1, "gc"), (5, "mc"), (5, "gc")]
+    assert runs[0].training_key() == runs[1].training_key() != runs[2].training_key()
+    assert len({r.key() for r in runs}) == 4
+    assert runs[0].attack.options == {"epochs": 7} and runs[1].attack.options == {}
+    assert runs[0].training().training_key() == runs[0].training_key()
+
+
+def test_options_of_several_attacks_are_keyed_by_attack():
+    with pytest.raises(ConfigError, match="maps each attack name"):
+        validate(ExperimentConfig, {"attack": {"name": ["mc", "gc"], "options": {"epochs": 7}}})
+
+
 def test_without_swept_defense_one_run_per_seed():
-    exp = ExperimentConfig(defenses=[], strengths=[1, 5], seeds=[0, 1])
+    exp = ExperimentConfig(defenses=[], seeds=[0, 1])
     assert [r.seed for r in exp.runs()] == [0, 1]
+
+
+@pytest.mark.parametrize(("data", "needle"), [
+    ({"defenses": [], "strengths": [1, 5]}, "no defense is swept"),
+    ({"strengths": [1, 1]}, "strengths repeat: 1"),
+    ({"seeds": [0, 2, 0]}, "seeds repeat: 0"),
+    ({"seed": 3}, "seed is set per run from seeds"),
+    ({"strengths": [float("nan")]}, "finite number"),
+    ({"finetune": {"lr": float("inf")}}, "finite number"),
+    ({"finetune": {"epochs": 2**40}}, "integer too large"),
+    ({"seeds": [2**40]}, "less than or equal"),
+])
+def test_settings_a_sweep_would_ignore_or_cannot_use_are_refused(data, needle):
+    with pytest.raises(ConfigError, match=needle):
+        validate(ExperimentConfig, data)
 
 
 def test_negative_strength_rejected():

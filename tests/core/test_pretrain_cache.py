@@ -15,11 +15,11 @@ def _fedhssl(tiny, **changes):
 
 def test_cached_pretraining_gives_identical_numbers(tiny, monkeypatch):
     cfg = _fedhssl(tiny)
-    fresh = execute(plan(cfg))
-    assert list(cache.cache_dir().glob("*.pt"))
+    (fresh,) = execute(plan(cfg))
+    assert list(cache.cache_dir().glob("*.entry"))
     p = plan(cfg)
     monkeypatch.setattr(type(p.method), "pretrain", lambda *a: pytest.fail("pretrained again"))
-    cached = execute(p)
+    (cached,) = execute(p)
     for field in ("utility", "attack_accuracy", "comm_mb", "comm_mb_pretrain", "comm_messages"):
         assert getattr(fresh, field) == getattr(cached, field), field
     assert fresh.comm_mb_pretrain > 0
@@ -85,6 +85,6 @@ def test_parallel_runs_of_one_seed_pretrain_once(tiny, monkeypatch):
 
     monkeypatch.setattr(method_cls, "pretrain", counted)
     with ThreadPoolExecutor(2) as pool:
-        a, b = pool.map(run_both, plans)
+        (a,), (b,) = pool.map(run_both, plans)
     assert len(calls) == 1
     assert a.comm_mb_pretrain == b.comm_mb_pretrain > 0

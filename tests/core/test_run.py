@@ -11,14 +11,14 @@ from vflpriv.run import run
 
 def test_same_config_and_seed_same_numbers(tiny):
     cfg = tiny(defenses=[{"name": "iso", "strength": 5.0, "sweep": True}])
-    a, b = run(cfg), run(cfg)
+    (a,), (b,) = run(cfg), run(cfg)
     for field in ("utility", "attack_accuracy", "attack_accuracy_train", "prior_accuracy", "comm_mb"):
         assert getattr(a, field) == getattr(b, field)
     assert a.status == "ok" and a.utility_metric == "accuracy" and a.strength == 5.0
 
 
 def test_binary_task_reports_auc(tiny):
-    rec = run(tiny(dataset={"name": "breast-cancer"}, partition={"labeled": 60, "aux": 20}))
+    (rec,) = run(tiny(dataset={"name": "breast-cancer"}, partition={"labeled": 60, "aux": 20}))
     assert rec.utility_metric == "auc" and 0.5 < rec.utility <= 1.0
     assert 0.0 <= rec.attack_auc <= 1.0 and 0.0 <= rec.attack_tpr_at_1fpr <= 1.0
 
@@ -38,11 +38,11 @@ def test_attack_predictions_do_not_depend_on_target_labels(tiny, monkeypatch):
         return out
 
     monkeypatch.setattr(ModelCompletion, "infer", spy)
-    first = run(cfg)
+    (first,) = run(cfg)
     perm = torch.randperm(original.y_test.numel(), generator=torch.Generator().manual_seed(0))
     scrambled = dataclasses.replace(original, y_test=original.y_test[perm])
-    monkeypatch.setattr("vflpriv.run.load_dataset", lambda *_a, **_k: scrambled)
-    second = run(cfg)
+    monkeypatch.setattr("vflpriv.planning.load_dataset", lambda *_a, **_k: scrambled)
+    (second,) = run(cfg)
     assert torch.equal(guesses[0], guesses[1])
     assert first.utility != second.utility or first.attack_accuracy != second.attack_accuracy
 
@@ -57,7 +57,7 @@ def test_attacking_pretraining_of_a_method_without_it_is_refused(tiny):
 @pytest.mark.parametrize(("attack", "target"), [("mc", "test"), ("gc", "train")])
 def test_prior_is_scored_on_the_attack_own_targets(tiny, monkeypatch, attack, target):
     """Leakage = attack - prior compares like with like: gc's prior predicts the rows gc clusters."""
-    import vflpriv.run as runner
+    import vflpriv.attacking as runner
     from vflpriv.prior import PRIORS
 
     seen = []
@@ -65,7 +65,7 @@ def test_prior_is_scored_on_the_attack_own_targets(tiny, monkeypatch, attack, ta
     monkeypatch.setitem(PRIORS, "aux", lambda view, **k: seen.append(view.targets[k["target"]]) or real(view, **k))
     monkeypatch.setattr(runner, "_PRIORS", {})
     cfg = tiny(attack={"name": attack, "options": {}, "prior": "aux", "prior_epochs": 5})
-    record = run(cfg)
+    (record,) = run(cfg)
     assert record.attack_target == target
     expected = cfg.partition.labeled if target == "train" else load.load_dataset(cfg.dataset, parties=2).y_test.numel()
     assert seen[0].shape[0] == expected
@@ -75,7 +75,7 @@ def test_prior_is_scored_on_the_attack_own_targets(tiny, monkeypatch, attack, ta
 def test_same_attack_prior_reruns_the_attack_without_the_federation(tiny, monkeypatch):
     """same-attack: the attack on the adversary's own SimSiam encoder, inbox empty; so the prior does not
     depend on what the federation did (here: the defense strength), while the attack may."""
-    import vflpriv.run as runner
+    import vflpriv.attacking as runner
     from vflpriv.attacks.model_completion import ModelCompletion
 
     views = []
@@ -86,7 +86,7 @@ def test_same_attack_prior_reruns_the_attack_without_the_federation(tiny, monkey
         monkeypatch.setattr(runner, "_PRIORS", {})
         cfg = tiny(attack={"prior": "same-attack", "options": {"epochs": 20}},
                    defenses=[{"name": "iso", "strength": strength, "kinds": ["embedding"], "party": 1, "sweep": True}])
-        priors.append(run(cfg).prior_accuracy)
+        priors.append(run(cfg)[0].prior_accuracy)
     attacked, alone = views[0], views[1]
     assert alone.inbox.received == [] and alone.encoder is not attacked.encoder
     x = attacked.aux_x
@@ -108,5 +108,5 @@ def test_a_diverged_model_fails_the_run_instead_of_scoring_nan_as_guesses(tiny, 
 
     real = TopModel.forward
     monkeypatch.setattr(TopModel, "forward", lambda self, reps: real(self, reps) * float("nan"))
-    record = run_safely(tiny())
-    assert record.status == "failed" and "not finite" in record.error
+    (record,) = run_safely([tiny()])
+    assert record.status == "failed" and "non-finite" in record.error

@@ -64,7 +64,7 @@ def test_labels_reach_the_active_party_only(digits):
 
 
 def test_vflhlp_setting_labels_active_local_samples(digits):
-    sc = build_scenario(digits, PartitionConfig(active_labels_local=True), seed=0)
+    sc = build_scenario(digits, PartitionConfig(), seed=0, active_labels_local=True)
     assert sc.active_label_ids().numel() == sc.labeled.numel() + sc.unaligned[0].numel()
 
 
@@ -88,7 +88,7 @@ def test_digits_halves_and_quadrants():
 def test_aux_from_the_labeled_set_is_balanced_and_left_out_of_the_train_targets(digits, tiny):
     """aux_source=labeled: the adversary knows a few training labels (Li et al.); it is not scored on them."""
     from vflpriv.engine import Channel, Federation, Inbox
-    from vflpriv.run import adversary_view
+    from vflpriv.attacking import adversary_view
 
     part = PartitionConfig(labeled=200, aux=80, aux_source="labeled")
     sc = build_scenario(digits, part, seed=2)

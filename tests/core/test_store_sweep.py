@@ -1,42 +1,70 @@
-"""A killed sweep resumes: done runs are skipped, failed ones retried, nothing duplicated."""
+"""A killed sweep resumes: done runs are skipped, failed ones retried, nothing duplicated; one training
+serves every attack of a (strength, seed); records are strict JSON."""
+
+import json
+import sqlite3
+
+import pytest
 
 import vflpriv.tradeoff.sweep as sweep_module
 from vflpriv.config import ExperimentConfig
 from vflpriv.store import Store
 
 
-def _experiment():
+def _experiment(attacks="mc", strengths=(0, 5)):
     return ExperimentConfig.model_validate({
         "partition": {"labeled": 60, "aux": 20}, "model": {"hidden": 32, "out_dim": 16},
-        "finetune": {"epochs": 1}, "attack": {"options": {"epochs": 5}, "prior": "none"},
-        "strengths": [0, 5], "seeds": [0],
+        "finetune": {"epochs": 1}, "attack": {"name": attacks, "prior": "none"},
+        "strengths": list(strengths), "seeds": [0],
     })
 
 
-def test_resume_skips_done_runs(tmp_path, monkeypatch):
-    configs = _experiment().runs()
+@pytest.fixture
+def trained(monkeypatch):
+    """The training keys run_safely was called with, and the run keys of each call."""
     calls = []
     real = sweep_module.run_safely
-    monkeypatch.setattr(sweep_module, "run_safely", lambda c: calls.append(c.key()) or real(c))
+    monkeypatch.setattr(sweep_module, "run_safely", lambda runs: calls.append([r.key() for r in runs]) or real(runs))
+    return calls
+
+
+def test_resume_skips_done_runs(tmp_path, trained):
+    configs = _experiment().runs()
     with Store(tmp_path / "r.sqlite") as store:
         sweep_module.sweep(configs[:1], store)  # the sweep "was killed" after its first run
     with Store(tmp_path / "r.sqlite") as store:
         frame = sweep_module.sweep(configs, store)
         assert len(store.all()) == 2
-    assert calls == [configs[0].key(), configs[1].key()]
+    assert trained == [[configs[0].key()], [configs[1].key()]]
     assert list(frame["strength"]) == [0.0, 5.0] and set(frame["status"]) == {"ok"}
 
 
-def test_forgotten_runs_are_recomputed_and_others_kept(tmp_path, monkeypatch):
+def test_several_attacks_train_once_and_an_added_attack_computes_only_its_records(tmp_path, trained):
+    two = _experiment(["mc", "gc"], strengths=(5,)).runs()
+    with Store(tmp_path / "r.sqlite") as store:
+        frame = sweep_module.sweep(two, store)
+        assert trained == [[c.key() for c in two]]  # one training for both attacks
+        assert frame["training_key"].nunique() == 1 and set(frame["status"]) == {"ok"}
+    wider = _experiment(["mc", "gc"], strengths=(5, 25)).runs()
+    with Store(tmp_path / "r.sqlite") as store:
+        sweep_module.sweep(wider, store)
+    assert trained[1:] == [[c.key() for c in wider if c.swept.strength == 25]]
+    done = _experiment(["mc", "gc"], strengths=(5,)).runs()
+    other_options = _experiment("mc", strengths=(5,)).model_copy(deep=True)
+    other_options.attack.options = {"epochs": 3}
+    with Store(tmp_path / "r.sqlite") as store:
+        sweep_module.sweep(done + other_options.runs(), store)
+    assert trained[2:] == [[other_options.runs()[0].key()]]  # the new attack only, on one more training
+
+
+def test_forgotten_runs_are_recomputed_and_others_kept(tmp_path, trained):
     configs = _experiment().runs()
     with Store(tmp_path / "r.sqlite") as store:
         sweep_module.sweep(configs, store)
-        calls = []
-        real = sweep_module.run_safely
-        monkeypatch.setattr(sweep_module, "run_safely", lambda c: calls.append(c.key()) or real(c))
+        trained.clear()
         assert store.forget([configs[1].key(), "no-such-key"]) == 1
         sweep_module.sweep(configs, store)
-        assert calls == [configs[1].key()] and len(store.all()) == 2
+        assert trained == [[configs[1].key()]] and len(store.all()) == 2
 
 
 def test_failed_run_is_recorded_and_retried(tmp_path, monkeypatch):
@@ -63,3 +91,19 @@ def test_parallel_sweep_gives_the_sequential_numbers(tmp_path):
         parallel = sweep_module.sweep(configs, store, jobs=2, backend="loky")
     cols = ["key", "utility", "attack_accuracy", "comm_mb"]
     assert sequential[cols].equals(parallel[cols])
+
+
+def test_records_are_strict_json_that_sqlite_reads(tmp_path):
+    configs = _experiment().runs()[:1]
+    with Store(tmp_path / "r.sqlite") as store:
+        sweep_module.sweep(configs, store)  # prior none: prior_accuracy and leakage are NaN
+    db = sqlite3.connect(tmp_path / "r.sqlite")
+    (text,) = db.execute("SELECT record FROM runs").fetchone()
+    data = json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in a stored record"))
+    assert data["prior_accuracy"] is None
+    (utility, prior) = db.execute("SELECT json_extract(record, '$.utility'), json_extract(record, '$.prior_accuracy') "
+                                  "FROM runs").fetchone()
+    assert 0 < utility <= 1 and prior is None
+    with Store(tmp_path / "r.sqlite") as store:
+        record = store.get(configs[0].key())
+    assert record.prior_accuracy != record.prior_accuracy  # NaN again when read back

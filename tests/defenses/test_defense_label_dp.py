@@ -71,7 +71,7 @@ def test_several_defenses_in_one_run_and_the_swept_axis_is_recorded():
                      {"name": "sparsify", "strength": 90.0},
                      {"name": "label-dp", "strength": 2.0, "sweep": True}],
     })
-    rec = run(cfg)
+    (rec,) = run(cfg)
     assert rec.status == "ok" and rec.defense == "label-dp" and rec.strength == 2.0
     assert (rec.strength_axis, rec.strength_stronger) == ("epsilon", "lower")
     assert 0.0 <= rec.attack_accuracy <= rec.attack_accuracy_hungarian <= 1.0

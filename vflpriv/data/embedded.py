@@ -1,7 +1,8 @@
 """Datasets bundled with scikit-learn, so a fresh install runs with nothing downloaded.
 
 Both use a fixed stratified 80/20 train/test split (``random_state=0``), playing the role of an
-official split: the run seed varies the VFL partition, never the test set.
+official split: the run seed varies the VFL partition, never the test set. ``max_samples`` caps the
+training rows (a stratified draw with the loader's fixed seed); the test set stays whole.
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ from sklearn import datasets as skdatasets
 from sklearn.model_selection import train_test_split
 
 from vflpriv.data.base import PartySpec, VerticalDataset
+from vflpriv.data.prep import cap_rows
 from vflpriv.data.splits import column_blocks, image_parts
 
 _TEST_FRACTION = 0.2
 
 
-def _split(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
-    return train_test_split(x, y, test_size=_TEST_FRACTION, stratify=y, random_state=0)
+def _split(x: np.ndarray, y: np.ndarray, max_samples: int | None, seed: int) -> tuple[np.ndarray, ...]:
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=_TEST_FRACTION, stratify=y, random_state=0)
+    keep = cap_rows(y_tr, max_samples, seed=seed)
+    return x_tr[keep], x_te, y_tr[keep], y_te
 
 
 def load_digits(
@@ -29,7 +33,7 @@ def load_digits(
     """8x8 handwritten digits (1797 images, 10 classes): left/right halves or quadrants, scaled to [0, 1]."""
     bunch = skdatasets.load_digits()
     images = bunch.images.astype(np.float32)[:, None] / 16.0
-    x_tr, x_te, y_tr, y_te = _split(images, bunch.target)
+    x_tr, x_te, y_tr, y_te = _split(images, bunch.target, max_samples, seed)
     tr_parts = image_parts(torch.from_numpy(x_tr), parties)
     te_parts = image_parts(torch.from_numpy(x_te), parties)
     return VerticalDataset(
@@ -48,7 +52,7 @@ def load_breast_cancer(
 ) -> VerticalDataset:
     """Wisconsin breast cancer (569 x 30, binary): features split in contiguous blocks, standardised on train."""
     bunch = skdatasets.load_breast_cancer()
-    x_tr, x_te, y_tr, y_te = _split(bunch.data.astype(np.float32), bunch.target)
+    x_tr, x_te, y_tr, y_te = _split(bunch.data.astype(np.float32), bunch.target, max_samples, seed)
     mean, std = x_tr.mean(0), x_tr.std(0) + 1e-8
     tr = column_blocks(torch.from_numpy((x_tr - mean) / std), parties)
     te = column_blocks(torch.from_numpy((x_te - mean) / std), parties)

@@ -14,8 +14,10 @@ from vflpriv.engine.message import (
     Message,
 )
 from vflpriv.engine.party import ActiveParty, Federation, Party, make_parties
+from vflpriv.engine.roles import SPLIT_LEARNING, Role, Traffic, passive_receives, role
 
 __all__ = [
     "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "INFERENCE", "PRETRAIN", "SERVER", "STATISTICS", "WEIGHTS",
-    "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "make_parties",
+    "SPLIT_LEARNING", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
+    "Traffic", "make_parties", "passive_receives", "role",
 ]

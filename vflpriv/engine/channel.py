@@ -9,6 +9,8 @@ from typing import Callable, Iterable, Protocol
 import torch
 
 from vflpriv.engine.message import Message, Payload, detached, payload_bytes
+from vflpriv.engine.roles import Traffic, role
+from vflpriv.errors import ProtocolError
 
 
 class MessageTransform(Protocol):
@@ -69,12 +71,20 @@ class Inbox:
 
 
 class Channel:
-    """``send(message)`` returns the payload as the receiver gets it; nothing crosses parties otherwise."""
+    """``send(message)`` returns the payload as the receiver gets it; nothing crosses parties otherwise.
 
-    def __init__(self, transforms: Iterable[MessageTransform], inbox: Inbox, meter: Meter | None = None):
+    With ``declared`` (the method's traffic), a message outside it is refused: an attack or defense
+    planned against the declaration would otherwise miss it.
+    """
+
+    def __init__(
+        self, transforms: Iterable[MessageTransform], inbox: Inbox, meter: Meter | None = None,
+        *, declared: Traffic | None = None,
+    ):
         self.transforms = list(transforms)
         self.inbox = inbox
         self.meter = meter or Meter()
+        self.declared = declared
         self._routes: dict[tuple[int, str, str], list[MessageTransform]] = {}
         self.observers: list[Callable[[Message, Payload], None]] = []
 
@@ -82,6 +92,12 @@ class Channel:
         key = (message.sender, message.kind, message.phase)
         route = self._routes.get(key)
         if route is None:
+            triple = (role(message.sender), message.kind, message.phase)
+            if self.declared is not None and triple not in self.declared:
+                raise ProtocolError(
+                    f"the method sent a {message.kind} message from the {triple[0]} party in {message.phase}, "
+                    f"which it does not declare in its `sends` ({', '.join('/'.join(t) for t in sorted(self.declared))})"
+                )
             route = [t for t in self.transforms if t.protects(message)]
             self._routes[key] = route
         return route

@@ -30,7 +30,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 from vflpriv.engine import (
-    ACTIVE, EMBEDDING, FINETUNE, GRADIENT, PRETRAIN, SERVER, STATISTICS, WEIGHTS, Federation, Message,
+    ACTIVE, EMBEDDING, PRETRAIN, SERVER, SPLIT_LEARNING, STATISTICS, WEIGHTS, Federation, Message, Traffic,
 )
 from vflpriv.methods.base import Method
 from vflpriv.methods.pretraining import (
@@ -95,8 +95,8 @@ class FederatedSSL(Method):
     flavour: ClassVar[Flavour] = "simsiam"
     guided: ClassVar[bool] = False
     aggregates: ClassVar[bool] = False
-    #: (kind, phase) of what a passive party receives: the active party's z_c, then finetuning gradients.
-    passive_receives: ClassVar[frozenset] = frozenset({(EMBEDDING, PRETRAIN), (GRADIENT, FINETUNE)})
+    #: Cross-party SSL exchanges z_c both ways in pretraining; then split learning.
+    sends: ClassVar[Traffic] = SPLIT_LEARNING | {("active", EMBEDDING, PRETRAIN), ("passive", EMBEDDING, PRETRAIN)}
 
     def __init__(self, options: CrossOptions):
         super().__init__(options)
@@ -274,7 +274,9 @@ class FedHSSL(FederatedSSL):
     Options = HybridOptions
     guided = True
     aggregates = True
-    passive_receives = FederatedSSL.passive_receives | {(WEIGHTS, PRETRAIN), (STATISTICS, PRETRAIN)}  # the averages
+    #: PMA: every party uploads its shared modules, the server sends the averages back.
+    sends = FederatedSSL.sends | {(who, kind, PRETRAIN) for who in ("active", "passive", "server")
+                                  for kind in (WEIGHTS, STATISTICS)}
 
 
 CSSLSimSiam = _variant("CSSLSimSiam", FedCSSL, "simsiam", "FedCSSL-SimSiam.")

@@ -43,9 +43,10 @@ from functools import partial
 from typing import Callable, Literal, Sequence
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from torch import Tensor, nn
 
+from vflpriv.options import Options
 from vflpriv.config import ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.errors import ConfigError
@@ -77,14 +78,12 @@ PairLoss = Callable[[Tensor, Tensor], Tensor]
 PAPER_EMA = {"byol": 0.995, "moco": 0.99}
 
 
-class SSLOptions(BaseModel):
+class SSLOptions(Options):
     """Pretraining settings shared by FedLocalSSL, FedCSSL, FedGSSL and FedHSSL.
 
     Defaults are sized for the embedded digits data on 2 CPU cores; the paper's values are given in
     each description (batch 512, 40 global iterations, lr 0.05 * batch / 256).
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     batch_size: int = Field(128, ge=2, description="pretraining batch (paper: 512)")
     lr: float | None = Field(

@@ -7,6 +7,8 @@ from typing import Callable
 import torch
 from torch import nn
 
+from vflpriv.errors import DivergedError
+
 
 def index_batches(ids: torch.Tensor, *, batch_size: int, generator: torch.Generator | None) -> tuple[torch.Tensor, ...]:
     """Shuffle ``ids`` (when a generator is given) and cut it into batches.
@@ -54,14 +56,21 @@ def fit_classifier(
     generator: torch.Generator,
     optimizer: str = "adam",
     on_epoch: Callable[[int, nn.Module], None] | None = None,
+    what: str = "classifier",
 ) -> nn.Module:
-    """Train ``model`` on (x, y) with cross-entropy, calling ``on_epoch(epoch, model)`` after each epoch."""
+    """Train ``model`` on (x, y) with cross-entropy, calling ``on_epoch(epoch, model)`` after each epoch.
+
+    Raises :class:`DivergedError` (naming ``what``) when the loss became non-finite: a diverged head
+    predicts one class everywhere, which would read as protection rather than as a failed attack.
+    """
     opt = make_optimizer(model.parameters(), name=optimizer, lr=lr, weight_decay=weight_decay)
     ids = torch.arange(x.shape[0], device=x.device)
+    finite = torch.ones((), dtype=torch.bool, device=x.device)
     for epoch in range(epochs):
         model.train()
         for batch in index_batches(ids, batch_size=batch_size, generator=generator):
             loss = nn.functional.cross_entropy(model(x[batch]), y[batch])
+            finite &= torch.isfinite(loss)  # on device: no sync per step
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -69,4 +78,13 @@ def fit_classifier(
             model.eval()
             on_epoch(epoch, model)
     model.eval()
+    require_finite(finite, f"the {what}'s training loss")
     return model
+
+
+def require_finite(values: torch.Tensor, what: str) -> torch.Tensor:
+    """``values`` if every entry is finite (a bool tensor: if all True), else :class:`DivergedError`."""
+    ok = values.all() if values.dtype == torch.bool else torch.isfinite(values).all()
+    if not bool(ok):
+        raise DivergedError(f"{what} became non-finite (training diverged); not scored")
+    return values

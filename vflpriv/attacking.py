@@ -1,0 +1,107 @@
+"""Attacks on a trained federation: the adversary's view, the attack's inference, its prior, the scores.
+
+Each attack gets its own :class:`AdversaryView` of the one training (the inbox holds what any attack
+of the training asked for); only the runner reads the targets' labels, to score what came back.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import torch
+
+from vflpriv import metrics
+from vflpriv.adversary import AdversaryView, Inference
+from vflpriv.config import RunConfig
+from vflpriv.engine import Federation
+from vflpriv.errors import ProtocolError
+from vflpriv.models.training import apply_in_batches, require_finite
+from vflpriv.prior import PRIORS
+from vflpriv.records import RunRecord
+from vflpriv.scenario import Scenario
+from vflpriv.scoring import best_threshold_accuracy, hungarian_accuracy, leak_auc
+from vflpriv.seeding import generator
+
+
+def adversary_view(fed: Federation, scenario: Scenario, encoder, phase: str, gen: torch.Generator) -> AdversaryView:
+    """The adversary's holdings: never its targets' labels, only its auxiliary ones."""
+    party = fed.parties[scenario.adversary]
+    aux = scenario.aux.to(fed.device)
+    aux_y = scenario.dataset.y_train[scenario.aux].to(fed.device)
+    train_ids = fed.labeled_aligned()
+    train_ids = train_ids[~torch.isin(train_ids, aux)]  # aux labels are known, not inferred
+    if encoder is not None:
+        encoder = copy.deepcopy(encoder).eval().requires_grad_(False)
+    return AdversaryView(
+        party=party.index, phase=phase, num_classes=fed.num_classes, spec=party.spec, encoder=encoder,
+        local_x=party.x_train[party.local_ids], aux_x=party.x_train[aux], aux_y=aux_y, aux_ids=aux,
+        targets={"test": party.x_test, "train": party.x_train[train_ids]}, target_ids={"train": train_ids},
+        inbox=fed.channel.inbox, generator=gen, device=fed.device,
+    )
+
+
+def run_attack(attack, cfg: RunConfig, fed: Federation, scenario: Scenario, encoder, record: RunRecord) -> None:
+    """Run ``attack`` from the adversary's view of ``encoder`` and score it (and its prior) into ``record``.
+
+    Non-finite encoder outputs, attack outputs or prior outputs raise :class:`DivergedError`.
+    """
+    phase = cfg.attack.phase
+    if attack.needs_encoder and encoder is None:
+        raise ProtocolError(f"method '{cfg.method.name}' declares no {phase} snapshot of the adversary's encoder")
+    view = adversary_view(fed, scenario, encoder, phase, generator(cfg.seed, "attack", device=fed.device))
+    if view.encoder is not None:
+        require_finite(apply_in_batches(view.encoder, view.aux_x), f"the adversary's {phase} encoder outputs")
+    inferences = attack.infer(view)
+    ds = scenario.dataset
+    truth = {"test": ds.y_test, "train": ds.y_train[view.target_ids["train"].cpu()]}
+    score_attack(record, inferences, truth)
+    if cfg.attack.prior != "none":
+        target = record.attack_target
+        record.prior_accuracy = prior_accuracy(cfg, view, attack, target, truth[target].to(fed.device))
+        record.leakage = record.attack_accuracy - record.prior_accuracy
+
+
+def score_attack(record: RunRecord, inferences: dict[str, Inference], truth: dict[str, torch.Tensor]) -> None:
+    primary = "test" if "test" in inferences else "train"
+    record.attack_target = primary
+    for name, inf in inferences.items():
+        if inf.scores is not None:
+            require_finite(inf.scores, f"the attack's scores of its {name} targets")
+    if "train" in inferences:
+        record.attack_accuracy_train = metrics.accuracy(inferences["train"].predictions, truth["train"])
+    inf, y = inferences[primary], truth[primary]
+    record.attack_accuracy = metrics.accuracy(inf.predictions, y)
+    if inf.scores is not None:
+        record.attack_auc = metrics.auc(inf.scores, y)
+        record.attack_tpr_at_1fpr = metrics.tpr_at_fpr(inf.scores, y, fpr=0.01)
+        record.attack_accuracy_best_threshold = best_threshold_accuracy(inf.scores, y)
+    if inf.per_epoch:
+        record.attack_accuracy_optimistic = max(metrics.accuracy(pred, y) for pred in inf.per_epoch)
+    if inf.clusters is not None:
+        record.attack_accuracy_hungarian = hungarian_accuracy(inf.clusters, y)
+    if inf.batch_scores:
+        record.attack_leak_auc = leak_auc(inf.batch_scores, y)
+
+
+_PRIORS: dict[str, float] = {}
+
+
+def prior_accuracy(cfg: RunConfig, view: AdversaryView, attack, target: str, y: torch.Tensor) -> float:
+    """The prior's accuracy on the attack's own targets (test samples, or the train samples whose
+    gradients gc clusters), so leakage compares like with like. It depends on data, partition, model,
+    seed and target only (and, for ``same-attack``, the attack): computed once per process for a sweep."""
+    prior = cfg.attack.prior
+    attack_part = cfg.attack.model_dump(mode="json", exclude={"phase"}) if prior == "same-attack" else None
+    key = json.dumps(
+        [prior, cfg.attack.prior_epochs, cfg.seed, target, attack_part,
+         *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model))],
+        sort_keys=True,
+    )
+    if key not in _PRIORS:
+        predictions = PRIORS[prior](
+            view, attack=attack, model=cfg.model, target=target, epochs=cfg.attack.prior_epochs,
+            generator=generator(cfg.seed, "prior", device=view.device),
+        )
+        _PRIORS[key] = metrics.accuracy(predictions, y)
+    return _PRIORS[key]

@@ -1,0 +1,168 @@
+"""Reading experiment files and ``--set`` overrides into config models, with one-line errors.
+
+Files are read defensively: at most 1 MiB, strict UTF-8, YAML without aliases (a "billion laughs"
+file expands aliases exponentially before any check could run; anchors alone are harmless), TOML as
+is. Every validation error becomes one :class:`ConfigError` line naming the setting, the value and,
+for an unknown key, the valid keys of its section.
+"""
+
+from __future__ import annotations
+
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from vflpriv.errors import ConfigError
+
+MAX_CONFIG_BYTES = 1 << 20
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases (``*name``) before they are expanded."""
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in vflpriv config files", mark)
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Read a YAML (.yaml/.yml) or TOML (.toml) file into a dict."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file {path} is {size} bytes; the limit is {MAX_CONFIG_BYTES} (1 MiB)")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text (invalid byte at position {exc.start})") from None
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else load_yaml(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        first = " ".join(str(exc).split()) or type(exc).__name__
+        raise ConfigError(f"config file {path} is not valid {'TOML' if path.suffix == '.toml' else 'YAML'}: {first}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of settings, not {type(data).__name__}")
+    return data
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Apply one ``key.path=value`` (value parsed as YAML: numbers, booleans, lists) in place."""
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key or "" in key.split("."):
+        raise ConfigError(f"--set expects key.path=value, got '{assignment}'")
+    try:
+        value = load_yaml(raw)
+    except yaml.YAMLError:
+        value = raw
+    node = data
+    parts = key.split(".")
+    for i, part in enumerate(parts[:-1]):
+        nxt = node.setdefault(part, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"--set {key}: '{'.'.join(parts[: i + 1])}' is a value, not a section")
+        node = nxt
+    node[parts[-1]] = value
+
+
+# ------------------------------------------------------------------------------------------- validation
+
+
+def _inner(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """(the settings model an annotation holds, whether it is a list of them)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _inner(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        found = [_inner(a) for a in typing.get_args(annotation) if a is not type(None)]
+        return next(((m, many) for m, many in found if m is not None), (None, False))
+    if origin is list:
+        model, _ = _inner(typing.get_args(annotation)[0])
+        return model, model is not None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    return None, False
+
+
+def check_shape(model: type[BaseModel], data: dict[str, Any], *, source: str) -> None:
+    """Sections must be mappings and lists of sections lists of mappings, before anything merges into them."""
+    for name, value in data.items():
+        field = model.model_fields.get(name)
+        if field is None:
+            continue
+        sub, many = _inner(field.annotation)
+        if sub is None:
+            continue
+        items = value if many and isinstance(value, list) else [value]
+        if many and not isinstance(value, list):
+            raise ConfigError(f"{source}: {name} must be a list of sections, got {type(value).__name__} {value!r}")
+        for i, item in enumerate(items):
+            where = f"{name}[{i}]" if many else name
+            if not isinstance(item, dict):
+                example = ", ".join(list(sub.model_fields)[:3])
+                raise ConfigError(f"{source}: {where} must be a section of settings ({example}, ...), "
+                                  f"got {type(item).__name__} {item!r}")
+            check_shape(sub, item, source=source)
+
+
+def _section(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    """The settings model at ``loc`` (field names and list indices), or None past a free-form dict."""
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        sub, _ = _inner(field.annotation)
+        if sub is None:
+            return None
+        model = sub
+    return model
+
+
+def _where(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "config"
+
+
+def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: str = "") -> str:
+    """One line for pydantic's first error: where, what, and the valid keys for an unknown one."""
+    err = exc.errors()[0]
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    where = prefix + _where(loc)
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        section = _section(model, loc[:-1])
+        valid = ", ".join(section.model_fields) if section is not None and section.model_fields else "none"
+        return f"unknown setting {where}; valid keys here: {valid}"
+    if err["type"] in ("model_type", "dict_type"):
+        return f"{where} must be a section of settings, got {type(err['input']).__name__} {err['input']!r}"
+    value = err.get("input")
+    shown = f"={value!r}" if isinstance(value, (int, float, str)) and not isinstance(value, bool) and len(repr(value)) < 40 else ""
+    return f"invalid {where}{shown}: {message}"
+
+
+def validate(model: type[BaseModel], data: Any, *, prefix: str = "") -> Any:
+    """Validate ``data`` into ``model``, turning pydantic's report into one ConfigError line."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation(exc, model, prefix=prefix)) from None

@@ -1,0 +1,93 @@
+"""``vflpriv evaluate``: run an experiment into the store, then write results, CAP and the plot."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from vflpriv.config import ExperimentConfig
+from vflpriv.errors import ConfigError, Interrupted
+from vflpriv.reports.plots import tradeoff_plot
+from vflpriv.reports.tables import cap_rich_table, strength_table
+from vflpriv.store import Store
+from vflpriv.tradeoff.cap import cap_table, strength_summary
+from vflpriv.tradeoff.executors import LOCAL_BACKENDS
+from vflpriv.tradeoff.sweep import check, sweep
+
+#: Columns of the store's records that stay out of results.csv (they are JSON blobs).
+STORE_ONLY = ["config", "traffic"]
+
+
+def prepare_out(out: Path) -> Path:
+    """``out`` as a writable folder (created if missing), or a ConfigError saying why not."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the results")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"--out {out} is not a writable folder ({exc.strerror})") from None
+    return out
+
+
+def evaluate_experiment(
+    experiment: ExperimentConfig,
+    out: Path,
+    *,
+    store_path: Path | None = None,
+    address: str | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+) -> int:
+    """Run (or resume) the sweep and write ``results.csv``, ``cap.csv``, ``tradeoff.png`` into ``out``.
+
+    Everything is validated (every training planned, the output folder and the store opened) before
+    anything trains. Returns the number of failed runs; CAP says which sweeps are incomplete.
+    """
+    console = console or Console()
+    if address is not None and experiment.backend in LOCAL_BACKENDS:
+        raise ConfigError(f"--address is for a dask or ray cluster; backend '{experiment.backend}' runs locally")
+    configs = experiment.runs()
+    n_trainings = check(configs)
+    prepare_out(out)
+    progress = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=Console(stderr=True), transient=True, disable=not show_progress)
+    notes: list[str] = []
+
+    def done(records) -> None:
+        progress.advance(task, len(records))
+        notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
+
+    with Store(store_path or out / "results.sqlite") as store, progress:
+        task = progress.add_task("runs", total=len(configs), completed=sum(store.done(c.key()) for c in configs))
+        try:
+            results = sweep(configs, store, jobs=experiment.jobs, backend=experiment.backend, address=address,
+                            on_done=done, checked=True)
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted; the finished runs are kept in {store.path} (run the same command "
+                              "to resume)") from None
+    results.drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
+    caps = cap_table(results)
+    caps.to_csv(out / "cap.csv", index=False)
+    summary = strength_summary(results)
+    if not summary.empty:
+        tradeoff_plot(summary, out / "tradeoff.png")
+        console.print(strength_table(summary))
+    console.print(cap_rich_table(caps))
+    for _, row in caps.iterrows():
+        what = f"CAP {row['method']} / {row['attack']} / {row['defense']} ({row['phase']}): "
+        if row["status"] == "ok":
+            console.print(what + f"{row['cap']:.4f} ± {row['cap_std']:.4f} over {int(row['n_seeds'])} seeds")
+        elif row["status"].startswith("partial"):
+            console.print(what + f"{row['cap']:.4f} ± {row['cap_std']:.4f} over {int(row['n_seeds'])} seeds ({row['status']})")
+        else:
+            console.print(what + row["status"])
+    for note in notes:
+        console.print(f"note: {note}")
+    console.print(f"{len(configs)} runs on {n_trainings} trainings; wrote {out / 'results.csv'}, {out / 'cap.csv'}"
+                  + (f", {out / 'tradeoff.png'}" if not summary.empty else ""))
+    return int((results["status"] == "failed").sum())

@@ -1,0 +1,189 @@
+"""Planning: resolve every name and validate every setting of a training and its attacks, before any
+training starts. Whatever cannot work, or would silently do nothing, is refused here with one
+:class:`VflprivError` line naming the problem and the valid choices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from vflpriv.components import parse_options
+from vflpriv.config import RunConfig, TrainingConfig
+from vflpriv.data.base import VerticalDataset
+from vflpriv.data.catalog import DATASET_INFO
+from vflpriv.data.load import load_dataset
+from vflpriv.engine import role
+from vflpriv.errors import ConfigError, IncompatibleError
+from vflpriv.methods.base import Method
+from vflpriv.models.encoders import encoder_arch
+from vflpriv.prior import reads_only_the_encoder
+from vflpriv.registry import ATTACKS, DEFENSES, METHODS
+from vflpriv.scenario import Scenario, build_scenario
+from vflpriv.seeding import generator
+
+#: Priors that train a head on the adversary's auxiliary labels.
+PRIORS_NEEDING_AUX = ("simsiam", "aux", "same-attack")
+
+
+@dataclass
+class AttackPlan:
+    """One attack on the planned training; ``not_applicable`` gives the reason it is recorded as n/a."""
+
+    config: RunConfig
+    attack: Any
+    not_applicable: str = ""
+
+
+@dataclass
+class Plan:
+    """A training's resolved parts and the attacks evaluated on it, all validated."""
+
+    config: TrainingConfig
+    scenario: Scenario
+    method: Method
+    defenses: list
+    device: torch.device
+    attacks: list[AttackPlan] = field(default_factory=list)
+
+    def wanted_messages(self) -> set[tuple[str, str]]:
+        """(kind, phase) pairs the adversary's inbox keeps: what any of the attacks reads."""
+        return {pair for a in self.attacks if not a.not_applicable
+                for pair in (*a.attack.needs_messages, *a.attack.required_messages(a.config.attack.phase))}
+
+
+def available_devices() -> list[str]:
+    devices = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if torch.backends.mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+def resolve_device(name: str) -> torch.device:
+    """``name`` as a torch device that exists on this machine, or a ConfigError listing those that do."""
+    valid = ", ".join(available_devices())
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        raise ConfigError(f"unknown device '{name}'; valid devices here: {valid}") from None
+    if device.type == "cpu":
+        return torch.device("cpu")
+    available = {"cuda": torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count(),
+                 "mps": torch.backends.mps.is_available()}.get(device.type, False)
+    if not available:
+        raise ConfigError(f"device '{name}' is not available on this machine; valid devices here: {valid}")
+    return device
+
+
+def plan(runs: RunConfig | Sequence[RunConfig]) -> Plan:
+    """Plan one training and every attack of ``runs`` (which must share one training)."""
+    runs = [runs] if isinstance(runs, RunConfig) else list(runs)
+    keys = {r.training_key() for r in runs}
+    if len(keys) != 1:
+        raise ValueError(f"plan() takes runs of one training, got {len(keys)} trainings")
+    p = plan_training(runs[0])
+    p.attacks = [plan_attack(run, p) for run in runs]
+    return p
+
+
+def plan_training(config: TrainingConfig) -> Plan:
+    device = resolve_device(config.device)
+    method_cls = METHODS.get(config.method.name)
+    method = method_cls(parse_options(method_cls, config.method.options, where="method.options"))
+    dataset = _dataset(config)
+    _check_model(config, dataset)
+    defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
+    scenario = build_scenario(dataset, config.partition, seed=config.seed,
+                              active_labels_local=_active_labels_local(config, method))
+    return Plan(config.training(), scenario, method, defenses, device)
+
+
+def _dataset(config: TrainingConfig) -> VerticalDataset:
+    info = DATASET_INFO.get(config.dataset.name)
+    if info is not None and info.kind == "embedded" and config.dataset.root is not None:
+        raise ConfigError(f"dataset.root is not used by {config.dataset.name} (it comes with scikit-learn); remove it")
+    return load_dataset(config.dataset, parties=config.partition.parties)
+
+
+def _check_model(config: TrainingConfig, dataset: VerticalDataset) -> None:
+    for k, spec in enumerate(dataset.specs):
+        if encoder_arch(spec, config.model) == "cnn" and spec.modality != "image":
+            raise ConfigError(
+                f"model.encoder=cnn needs image parties, but party {k} of {dataset.name} holds tabular "
+                "features; use model.encoder=mlp or auto"
+            )
+
+
+def _active_labels_local(config: TrainingConfig, method: Method) -> bool:
+    value = config.partition.active_labels_local
+    if value is None:
+        return method.default_active_labels_local
+    if method.requires_active_labels_local and not value:
+        raise IncompatibleError(
+            f"method '{config.method.name}' needs partition.active_labels_local=true (the active party knows "
+            "the labels of all its local samples: the VFLHLP setting); leave it unset or set it true"
+        )
+    return value
+
+
+def _defense(config: TrainingConfig, index: int, method: Method, dataset: VerticalDataset, device: torch.device):
+    d = config.defenses[index]
+    cls = DEFENSES.get(d.name)
+    parties = config.partition.parties
+    if d.party >= parties:
+        raise IncompatibleError(f"defense {d.name}: party {d.party} does not exist (0..{parties - 1})")
+    if cls.binary_only and dataset.num_classes != 2:
+        raise IncompatibleError(f"defense '{d.name}' needs a binary task; {dataset.name} has {dataset.num_classes} classes")
+    defense = cls(
+        strength=cls.axis.identity if d.strength is None else d.strength, party=d.party, phase=d.phase,
+        kinds=d.kinds, options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
+        generator=generator(config.seed, f"defense:{index}", device=device),
+    )
+    if "labels" not in defense.kinds:
+        sender = role(d.party)
+        sent = sorted({kind for who, kind, phase in method.sends if who == sender and phase == d.phase})
+        if not set(defense.kinds) & set(sent):
+            raise IncompatibleError(
+                f"defense '{d.name}' protects {'/'.join(sorted(defense.kinds))} messages the {sender} party "
+                f"(party {d.party}) sends in {d.phase}, but method '{config.method.name}' sends "
+                f"{'only ' + ', '.join(sent) if sent else 'nothing'} there: it would change nothing"
+            )
+    return defense
+
+
+def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
+    cfg, method, dataset = run.attack, p.method, p.scenario.dataset
+    cls = ATTACKS.get(cfg.name)
+    attack = cls(parse_options(cls, cfg.options, where="attack.options"))
+    if not method.federated:
+        return AttackPlan(run, attack, f"method '{run.method.name}' is not federated: no message crosses parties, "
+                                       "so there is no adversary view to attack")
+    if attack.binary_only and dataset.num_classes != 2:
+        raise IncompatibleError(
+            f"attack '{cfg.name}' needs a binary task; {dataset.name} has {dataset.num_classes} classes"
+        )
+    if cfg.phase == "pretrain" and not method.pretrains:
+        raise IncompatibleError(f"method '{run.method.name}' has no pretraining phase to attack; use --phase finetune")
+    received = method.passive_receives()
+    for kind, phase in attack.required_messages(cfg.phase):
+        if (kind, phase) not in received:
+            raise IncompatibleError(
+                f"attack '{cfg.name}' needs the {kind} messages of the {phase} phase; "
+                f"method '{run.method.name}' sends the adversary none"
+            )
+    if cfg.prior == "same-attack" and not reads_only_the_encoder(attack, cfg.phase):
+        raise IncompatibleError(
+            f"prior 'same-attack' reruns the attack without a federation, but '{cfg.name}' reads "
+            "messages received in training; use attack.prior=simsiam, aux or none"
+        )
+    if run.partition.aux == 0:
+        if attack.needs_aux:
+            raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")
+        if cfg.prior in PRIORS_NEEDING_AUX:
+            raise IncompatibleError(
+                f"prior '{cfg.prior}' trains on the adversary's auxiliary labels; raise partition.aux or use attack.prior=none"
+            )
+    return AttackPlan(run, attack)
