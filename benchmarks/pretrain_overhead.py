@@ -19,25 +19,19 @@ import time
 import torch
 from torch import nn
 
-from vflpriv import planning as runner
+from vflpriv.planning import Plan, plan
+from vflpriv.run import build_federation
 from vflpriv.config import RunConfig
-from vflpriv.engine import Channel, Federation, Inbox, make_parties
+from vflpriv.engine import Federation
 from vflpriv.methods.pretraining import make_pretrain_optimizer, party_augmenter, set_cosine_lr
 from vflpriv.models.training import index_batches
 from vflpriv.seeding import generator as seeded_generator
 from vflpriv.ssl import negative_cosine, symmetrized, two_views
 
 
-def federation(config: RunConfig) -> tuple[runner.Plan, Federation]:
-    plan = runner.plan(config)
-    channel = Channel(plan.defenses, Inbox(owner=plan.scenario.adversary))
-    ds = plan.scenario.dataset
-    fed = Federation(
-        parties=make_parties(plan.scenario, torch.device("cpu")), aligned=plan.scenario.aligned, channel=channel,
-        num_classes=ds.num_classes, model=config.model, finetune=config.finetune,
-        generator=seeded_generator(config.seed, "method"), device=torch.device("cpu"),
-    )
-    return plan, fed
+def federation(config: RunConfig) -> tuple[Plan, Federation]:
+    p = plan(config)
+    return p, build_federation(p)
 
 
 def bare_fedhssl(fed: Federation, method, iterations: int) -> None:

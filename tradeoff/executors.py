@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,7 +27,9 @@ WATCH_INTERVAL = 0.5
 
 
 def _exit_with_parent(parent: int) -> None:
-    """Loky worker initializer: one torch thread, and exit as soon as ``parent`` is no longer the parent."""
+    """Loky worker initializer: leave Ctrl-C to the parent (a terminal sends it to the whole process group;
+    the parent then stops the workers), one torch thread, and exit as soon as ``parent`` is no longer the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import torch
 
     torch.set_num_threads(1)
@@ -77,6 +80,22 @@ def backend(name: str, *, address: str | None = None) -> Iterator[None]:
     raise ConfigError(f"unknown backend '{name}'; valid backends: {', '.join(BACKENDS)}")
 
 
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Ignore SIGINT while workers are spawned: an ignored signal stays ignored across fork and exec, and
+    Python keeps it so, so a terminal's Ctrl-C (sent to the whole process group) reaches only the parent,
+    which then stops the workers; without this, workers still importing print tracebacks. The parent
+    ignores it only for the dispatch itself (milliseconds)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def map_unordered(
     fn: Callable[[Any], Any], items: list[Any], *, jobs: int, backend_name: str = "loky", address: str | None = None
 ) -> Iterator[Any]:
@@ -87,4 +106,6 @@ def map_unordered(
         return
     with backend(backend_name, address=address):
         parallel = joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")
-        yield from parallel(joblib.delayed(fn)(item) for item in items)
+        with _workers_ignore_ctrl_c():  # joblib spawns the workers and dispatches the first tasks here
+            results = parallel(joblib.delayed(fn)(item) for item in items)
+        yield from results

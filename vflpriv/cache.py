@@ -22,6 +22,7 @@ import inspect
 import io
 import json
 import os
+import tempfile
 import warnings
 from collections.abc import Callable
 from functools import lru_cache
@@ -33,7 +34,7 @@ from torch import nn
 
 from vflpriv.config import TrainingConfig, config_hash
 from vflpriv.engine import PRETRAIN, Meter
-from vflpriv.errors import CacheError
+from vflpriv.errors import CacheError, ConfigError
 from vflpriv.registry import DEFENSES
 
 ENV_VAR = "VFLPRIV_CACHE"
@@ -90,6 +91,18 @@ def pretrain_key(config: TrainingConfig, method: type) -> str:
 def _acts_on_labels(defense: str) -> bool:
     """A label defense (e.g. label DP) changes the labels of every phase, whatever its ``phase``."""
     return "labels" in DEFENSES.get(defense).supported_kinds
+
+
+def check_writable() -> Path:
+    """The cache folder, created if missing; a ConfigError (before any training) when it cannot be written."""
+    directory = cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"the pretraining cache {directory} (${ENV_VAR}) is not a writable folder ({exc.strerror})") from None
+    return directory
 
 
 def entry_path(key: str) -> Path:

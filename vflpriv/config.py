@@ -8,6 +8,7 @@ keys the record in the store. Reading files and ``--set`` overrides live in :mod
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -218,16 +219,16 @@ class ExperimentConfig(TrainingConfig):
 
     def runs(self) -> list[RunConfig]:
         """One RunConfig per (strength, seed, attack); without a swept defense, one per (seed, attack)."""
-        base = self.model_dump(mode="json", exclude={"strengths", "seeds", "jobs", "backend", "attack", "seed"})
+        base = self.model_dump(exclude={"strengths", "seeds", "jobs", "backend", "attack", "seed"})
         index = next((i for i, d in enumerate(self.defenses) if d.sweep), None)
         strengths = self.strengths if index is not None else [None]
-        attacks = [a.model_dump(mode="json") for a in self.attack.configs()]
+        attacks = [a.model_dump() for a in self.attack.configs()]
         out = []
         for strength in strengths:
             for seed in self.seeds:
                 for attack in attacks:
-                    data = json.loads(json.dumps(base))
-                    data["seed"], data["attack"] = seed, attack
+                    data = copy.deepcopy(base)  # python values: an inf in an options dict stays inf
+                    data["seed"], data["attack"] = seed, copy.deepcopy(attack)
                     if index is not None:
                         data["defenses"][index]["strength"] = strength
                     out.append(RunConfig.model_validate(data))

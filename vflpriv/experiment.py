@@ -54,21 +54,24 @@ def evaluate_experiment(
     configs = experiment.runs()
     n_trainings = check(configs)
     prepare_out(out)
+    progress_console = Console(stderr=True)
     progress = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=Console(stderr=True), transient=True, disable=not show_progress)
+                        console=progress_console, transient=True,
+                        disable=not show_progress or not progress_console.is_terminal)
     notes: list[str] = []
 
     def done(records) -> None:
         progress.advance(task, len(records))
         notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
 
-    with Store(store_path or out / "results.sqlite") as store, progress:
+    store_path = store_path or out / "results.sqlite"
+    with Store(store_path) as store, progress:
         task = progress.add_task("runs", total=len(configs), completed=sum(store.done(c.key()) for c in configs))
         try:
             results = sweep(configs, store, jobs=experiment.jobs, backend=experiment.backend, address=address,
                             on_done=done, checked=True)
         except KeyboardInterrupt:
-            raise Interrupted(f"interrupted; the finished runs are kept in {store.path} (run the same command "
+            raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
     results.drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
     caps = cap_table(results)

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from vflpriv import cache
 from vflpriv.components import parse_options
 from vflpriv.config import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
@@ -93,6 +94,8 @@ def plan_training(config: TrainingConfig) -> Plan:
     device = resolve_device(config.device)
     method_cls = METHODS.get(config.method.name)
     method = method_cls(parse_options(method_cls, config.method.options, where="method.options"))
+    if method.pretrains:
+        cache.check_writable()
     dataset = _dataset(config)
     _check_model(config, dataset)
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]

@@ -95,10 +95,10 @@ def _execute(p: Plan) -> list[RunRecord]:
     return records
 
 
-def train(p: Plan) -> TrainedFederation:
-    """Pretrain (cached) and finetune the planned federation; the test utility must be finite."""
+def build_federation(p: Plan) -> Federation:
+    """The planned parties, channel (defenses, meter, the adversary's inbox, the method's declared
+    traffic) and settings, untrained; every defense bound to it."""
     cfg, scenario = p.config, p.scenario
-    start = time.perf_counter()
     inbox = Inbox(owner=scenario.adversary, wanted=p.wanted_messages())
     channel = Channel(p.defenses, inbox, declared=p.method.sends)
     fed = Federation(
@@ -108,6 +108,14 @@ def train(p: Plan) -> TrainedFederation:
     )
     for defense in p.defenses:  # label defenses relabel now; Marvell keeps the active party's labels
         defense.bind(fed)
+    return fed
+
+
+def train(p: Plan) -> TrainedFederation:
+    """Pretrain (cached) and finetune the planned federation; the test utility must be finite."""
+    scenario = p.scenario
+    start = time.perf_counter()
+    fed = build_federation(p)
     notes: list[str] = []
     pretrained = _pretrain(p, fed, notes)
     attacked = {a.config.attack.phase for a in p.attacks}

@@ -75,7 +75,7 @@ def test_gc_is_refused_when_the_method_sends_no_gradients():
     from vflpriv.errors import IncompatibleError
     from vflpriv.methods.base import Method
     from vflpriv.registry import METHODS
-    from vflpriv.run import plan
+    from vflpriv.planning import plan
 
     class FrozenBottoms(Method):
         sends = frozenset({("passive", "embedding", "finetune"), ("passive", "embedding", "inference")})

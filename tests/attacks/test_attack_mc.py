@@ -5,7 +5,8 @@ import dataclasses
 import torch
 
 from vflpriv.config import RunConfig
-from vflpriv.run import execute, plan
+from vflpriv.planning import plan
+from vflpriv.run import execute
 
 from attack_helpers import register_xor, xor_config
 

@@ -12,7 +12,7 @@ from vflpriv.config import RunConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.engine import FINETUNE, GRADIENT, Inbox, Received
 from vflpriv.errors import IncompatibleError
-from vflpriv.run import plan
+from vflpriv.planning import plan
 
 from attack_helpers import gradient_view
 

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from vflpriv import cache
-from vflpriv.run import plan, execute
+from vflpriv.planning import plan
+from vflpriv.run import execute
 
 TINY_SSL = {"global_iterations": 1, "batch_size": 64, "projector_hidden": 32, "predictor_hidden": 8}
 

@@ -12,7 +12,8 @@ from vflpriv.defenses.label_dp import LabelDP, keep_probability
 from vflpriv.components import NoOptions
 from vflpriv.config import RunConfig
 from vflpriv.errors import ConfigError
-from vflpriv.run import plan, run
+from vflpriv.planning import plan
+from vflpriv.run import run
 
 
 def _label_dp(epsilon, party=0, seed=0):

@@ -14,7 +14,7 @@ from vflpriv.components import NoOptions
 from vflpriv.config import RunConfig
 from vflpriv.engine import FINETUNE, GRADIENT, Message
 from vflpriv.errors import IncompatibleError
-from vflpriv.run import plan
+from vflpriv.planning import plan
 
 
 def _marvell(strength, labels, seed=0):

@@ -1,0 +1,245 @@
+"""Bad or hostile input: one ``error:`` line naming the problem, exit code 2, no traceback, nothing written.
+
+Every case is refused while planning, before any training; the output folder gets no ``results.csv``.
+Placeholders in the arguments name files the ``files`` fixture prepares.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+
+EVALUATE = [
+    # names
+    (["--method", "nope"], "valid methods: "),
+    (["--attack", "nope"], "valid attacks: "),
+    (["--defense", "nope"], "valid defenses: "),
+    (["--dataset", "nope"], "valid datasets: "),
+    (["--method", "vflpriv.config:RunConfig"], "is not a vflpriv method"),
+    (["--attack", "os:path"], "is not a vflpriv attack"),
+    (["--defense", "vflpriv.config:config_hash"], "is not a vflpriv defense"),
+    (["--method", "no_such_module_xyz:Foo"], "cannot import method"),
+    (["--method", "vflpriv.methods.splitnn:Missing"], "cannot import method"),
+    (["--method", ":Foo"], "cannot import method"),
+    (["--attack", "mc,mc"], "attack names repeat"),
+    (["--attack", "mc,nope"], "valid attacks: "),
+    # strengths and seeds
+    (["--strengths", "-1"], "greater than or equal to 0"),
+    (["--strengths", "a,b"], "comma-separated floats"),
+    (["--strengths", "nan"], "finite number"),
+    (["--strengths", "inf"], "finite number"),
+    (["--strengths", "1e400"], "finite number"),
+    (["--strengths", "1,1"], "strengths repeat: 1"),
+    (["--strengths", ","], "at least 1 item"),
+    (["--strengths", "150", "--defense", "sparsify"], "must lie in [0, 100]"),
+    (["--seeds", "-1"], "greater than or equal to 0"),
+    (["--seeds", "1.5"], "comma-separated ints"),
+    (["--seeds", "0,0"], "seeds repeat: 0"),
+    (["--seeds", "99999999999999999999"], "less than or equal to 4294967295"),
+    (["--defense", "none", "--strengths", "1,5"], "no defense is swept"),
+    (["--set", "seed=3"], "seed is set per run from seeds"),
+    # execution
+    (["--phase", "middle"], "valid phases"),
+    (["--no-such-flag"], "No such option"),
+    (["--jobs", "0"], "jobs"),
+    (["--jobs", "-3"], "jobs"),
+    (["--jobs", "99999999999"], "jobs"),
+    (["--jobs", "abc"], "'--jobs': Input should be a valid integer"),
+    (["--backend", "spark"], "backend"),
+    (["--backend", "loky", "--address", "tcp://127.0.0.1:8786"], "--address is for a dask or ray cluster"),
+    (["--device", "cuda"], "not available on this machine; valid devices here: cpu"),
+    (["--device", "cuda:99"], "not available on this machine"),
+    (["--device", "mps"], "not available on this machine"),
+    (["--device", "nonsense"], "unknown device 'nonsense'; valid devices here: cpu"),
+    (["--device", ""], "unknown device"),
+    (["--set", "device=cuda:1"], "not available on this machine"),
+    # output and store
+    (["--out", "{file}"], "is a file; give a folder"),
+    (["--out", "{file}/sub"], "not a writable folder"),
+    (["--store", "{folder}"], "is a directory"),
+    (["--store", "{file}"], "not a usable SQLite database"),
+    (["--store", "{foreign_db}"], "another program's SQLite database (tables: inventory)"),
+    (["--store", "{foreign_app}"], "another program's SQLite database (application id"),
+    # config files
+    (["--config", "/no/such/file.yaml"], "cannot read config file"),
+    (["--config", "{folder}"], "cannot read config file"),
+    (["--config", "{latin1}"], "is not UTF-8 text"),
+    (["--config", "{bad_yaml}"], "is not valid YAML"),
+    (["--config", "{bad_toml}"], "is not valid TOML"),
+    (["--config", "{list_yaml}"], "must hold a mapping"),
+    (["--config", "{attack_str}"], "attack must be a section of settings"),
+    (["--config", "{defense_names}"], "defenses[0] must be a section of settings"),
+    (["--config", "{defenses_map}"], "defenses must be a list of sections"),
+    (["--config", "{laughs}"], "aliases (*name) are not allowed"),
+    (["--config", "{huge}"], "the limit is 1048576"),
+    (["--config", "{unknown_top}"], "unknown setting colour; valid keys here: dataset, partition"),
+    (["--config", "{unknown_nested}"], "unknown setting partition.bogus; valid keys here: parties"),
+    # --set syntax
+    (["--set", "novalue"], "expects key.path=value"),
+    (["--set", "=3"], "expects key.path=value"),
+    (["--set", "partition..labeled=3"], "expects key.path=value"),
+    (["--set", "partition.labeled.x=1"], "invalid partition.labeled: Input should be a valid integer"),
+    (["--set", "partition.labeled=3", "--set", "partition.labeled.x=1"], "'partition.labeled' is a value, not a section"),
+    (["--set", "attack=mc"], "attack must be a section of settings"),
+    (["--set", "colour=red"], "unknown setting colour; valid keys here"),
+    # partition
+    (["--set", "partition.labeled=0"], "partition.labeled=0"),
+    (["--set", "partition.labeled=400"], "exceeds the 287 aligned"),
+    (["--set", "partition.labeled=5"], "fewer than the 10 classes"),
+    (["--set", "partition.aux=5000"], "lower partition.aux"),
+    (["--set", "partition.aux=0"], "needs the adversary's auxiliary labels"),
+    (["--set", "partition.aux=0", "--set", "attack.prior=none"], "needs the adversary's auxiliary labels"),
+    (["--set", "partition.aux=-1"], "partition.aux"),
+    (["--set", "partition.adversary=2"], "not a passive party"),
+    (["--set", "partition.adversary=0"], "partition.adversary"),
+    (["--set", "partition.parties=3"], "1, 2 or 4 parties"),
+    (["--set", "partition.aligned_fraction=0"], "partition.aligned_fraction"),
+    (["--set", "partition.aligned_fraction=1.5"], "partition.aligned_fraction"),
+    (["--set", "partition.unaligned=weird"], "partition.unaligned"),
+    (["--set", "partition.aux_source=weird"], "partition.aux_source"),
+    # model and finetuning
+    (["--set", "finetune.lr=nan"], "finite number"),
+    (["--set", "finetune.lr=.inf"], "finite number"),
+    (["--set", "finetune.lr=-1"], "finetune.lr"),
+    (["--set", "finetune.epochs=0"], "finetune.epochs"),
+    (["--set", "finetune.epochs=99999999999999"], "integer too large"),
+    (["--set", "finetune.batch_size=1"], "finetune.batch_size=1: Input should be greater than or equal to 2"),
+    (["--set", "finetune.optimizer=lbfgs"], "finetune.optimizer"),
+    (["--set", "model.encoder=transformer"], "model.encoder"),
+    (["--set", "model.hidden=0"], "model.hidden"),
+    (["--dataset", "breast-cancer", "--set", "model.encoder=cnn", "--set", "partition.labeled=80",
+      "--set", "partition.aux=20"], "model.encoder=cnn needs image parties"),
+    # dataset
+    (["--set", "dataset.max_samples=0"], "dataset.max_samples"),
+    (["--set", "dataset.root=/tmp"], "dataset.root is not used by digits"),
+    (["--dataset", "nus-wide"], "nus-wide"),
+    # attack and prior
+    (["--set", "attack.options.nope=1"], "unknown setting attack.options.nope; valid keys here: head"),
+    (["--set", "attack.options.epochs=-5"], "attack.options.epochs"),
+    (["--set", "attack.options.lr=.inf"], "finite number"),
+    (["--set", "attack.options.epochs=4294967296"], "integer too large"),
+    (["--set", "attack.prior=bogus"], "attack.prior"),
+    (["--set", "attack.prior_epochs=0"], "attack.prior_epochs"),
+    (["--attack", "gc", "--set", "attack.prior=same-attack"], "prior 'same-attack' reruns the attack"),
+    (["--attack", "mc,gc", "--set", "attack.options.epochs=5"], "maps each attack name to its options"),
+    (["--attack", "norm"], "needs a binary task"),
+    (["--phase", "pretrain"], "has no pretraining phase to attack"),
+    (["--set", "attack.phase=pretrain"], "has no pretraining phase to attack"),
+    # method options
+    (["--method", "fedhssl", "--set", "method.options.gamma=-1"], "method.options.gamma"),
+    (["--method", "fedhssl", "--set", "method.options.nope=1"], "unknown setting method.options.nope"),
+    (["--method", "splitnn", "--set", "method.options.gamma=0.5"], "unknown setting method.options.gamma; valid keys here: none"),
+    # defenses
+    (["--defense", "marvell"], "needs a binary task"),
+    (["--method", "fedhssl", "--defense", "max-norm", "--phase", "pretrain"], "it would change nothing"),
+    (["--method", "local-simsiam", "--defense", "iso", "--phase", "pretrain"], "sends nothing there"),
+    (["--set", "defenses=[{name: iso, party: 5}]"], "party 5 does not exist"),
+    (["--set", "defenses=[{name: iso, kinds: [labels]}]"], "cannot protect labels messages"),
+    (["--set", "defenses=[{name: iso, kinds: [embedding]}]"], "sends only gradient there"),
+    (["--set", "defenses=[{name: label-dp, party: 1}]"], "party must be 0"),
+    (["--set", "defenses=[{name: iso, sweep: true}, {name: sparsify, sweep: true}]"], "at most one defense"),
+    (["--set", "defenses=[{name: iso, strength: -2}]"], "strength"),
+]
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, str]:
+    made = {"folder": tmp_path / "folder", "file": tmp_path / "file.txt"}
+    made["folder"].mkdir()
+    made["file"].write_text("not a database\n")
+    foreign = sqlite3.connect(tmp_path / "foreign.sqlite")
+    foreign.execute("CREATE TABLE inventory (item TEXT)")
+    foreign.commit()
+    made["foreign_db"] = tmp_path / "foreign.sqlite"
+    app_db = sqlite3.connect(tmp_path / "app.sqlite")
+    app_db.execute("PRAGMA application_id = 1234")
+    app_db.execute("CREATE TABLE runs (key TEXT)")
+    app_db.commit()
+    made["foreign_app"] = tmp_path / "app.sqlite"
+    texts = {
+        "latin1.yaml": "partition:\n  labeled: 50 # caf\xe9\n".encode("latin-1"),
+        "bad_yaml.yaml": b"a: [1, 2\n",
+        "bad_toml.toml": b"seeds = [1,\n",
+        "list_yaml.yaml": b"- 1\n- 2\n",
+        "attack_str.yaml": b"attack: mc\n",
+        "defense_names.yaml": b"defenses: [iso]\n",
+        "defenses_map.yaml": b"defenses: {name: iso}\n",
+        "laughs.yaml": b'a: &a ["x","x","x","x","x","x","x","x","x"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n'
+                       b"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n",
+        "huge.yaml": b"# " + b"x" * (1 << 20) + b"\n",
+        "unknown_top.yaml": b"colour: red\n",
+        "unknown_nested.yaml": b"partition: {bogus: 1}\n",
+    }
+    for name, data in texts.items():
+        (tmp_path / name).write_bytes(data)
+        made[name.split(".")[0]] = tmp_path / name
+    return {k: str(v) for k, v in made.items()}
+
+
+def _fill(args: list[str], files: dict[str, str]) -> list[str]:
+    out = []
+    for arg in args:
+        for name, path in files.items():
+            arg = arg.replace("{" + name + "}", path)
+        out.append(arg)
+    return out
+
+
+def _one_error_line(output: str, needle: str) -> None:
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1, output
+    assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
+    assert "Traceback" not in output
+
+
+@pytest.mark.parametrize(("args", "needle"), EVALUATE, ids=[" ".join(a)[:60] for a, _ in EVALUATE])
+def test_evaluate_refuses_bad_input_before_training(args, needle, files, tmp_path):
+    args = _fill(args, files)
+    out = tmp_path / "out"
+    command = ["evaluate", *args] if "--out" in args else ["evaluate", *args, "--out", str(out)]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 2, result.output
+    _one_error_line(result.output, needle)
+    assert not (out / "results.csv").exists()
+
+
+def test_an_unwritable_pretraining_cache_is_refused_before_training(files, tmp_path, monkeypatch):
+    monkeypatch.setenv("VFLPRIV_CACHE", files["file"])
+    result = CliRunner().invoke(app, ["evaluate", "--method", "fedhssl", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    _one_error_line(result.output, "is not a writable folder")
+
+
+def test_there_are_at_least_sixty_distinct_cases():
+    assert len({tuple(a) for a, _ in EVALUATE}) >= 60
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["list", "things"], "valid choices: methods, attacks, defenses, datasets"),
+    (["nonsense-command"], "No such command"),
+])
+def test_other_commands_refuse_bad_input(args, needle):
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    _one_error_line(result.output, needle)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--device", "cuda"], "not available on this machine"),
+    (["--config", "{laughs}"], "aliases (*name) are not allowed"),
+    (["--store", "{foreign_db}"], "another program's SQLite database"),
+    (["--strengths", "nan"], "finite number"),
+])
+def test_a_real_process_prints_exactly_one_stderr_line(args, needle, files, tmp_path):
+    args = _fill(args, files)
+    proc = subprocess.run([sys.executable, "-m", "vflpriv", "evaluate", *args, "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    _one_error_line(proc.stderr, needle)

@@ -1,0 +1,5 @@
+"""``python -m vflpriv``: the command line."""
+
+from vflpriv.cli import main
+
+main()
