@@ -22,7 +22,6 @@ import inspect
 import io
 import json
 import os
-import tempfile
 import warnings
 from collections.abc import Callable
 from functools import lru_cache
@@ -34,7 +33,8 @@ from torch import nn
 
 from vflpriv.config import TrainingConfig, config_hash
 from vflpriv.engine import PRETRAIN, Meter
-from vflpriv.errors import CacheError, ConfigError
+from vflpriv.errors import CacheError
+from vflpriv.folders import writable_folder
 from vflpriv.registry import DEFENSES
 
 ENV_VAR = "VFLPRIV_CACHE"
@@ -95,14 +95,7 @@ def _acts_on_labels(defense: str) -> bool:
 
 def check_writable() -> Path:
     """The cache folder, created if missing; a ConfigError (before any training) when it cannot be written."""
-    directory = cache_dir()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"the pretraining cache {directory} (${ENV_VAR}) is not a writable folder ({exc.strerror})") from None
-    return directory
+    return writable_folder(cache_dir(), what=f"the pretraining cache (${ENV_VAR})")
 
 
 def entry_path(key: str) -> Path:

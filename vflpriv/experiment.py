@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from rich.console import Console
@@ -10,6 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from vflpriv.config import ExperimentConfig
 from vflpriv.errors import ConfigError, Interrupted
+from vflpriv.folders import writable_folder
 from vflpriv.reports.plots import tradeoff_plot
 from vflpriv.reports.tables import cap_rich_table, strength_table
 from vflpriv.store import Store
@@ -19,19 +19,6 @@ from vflpriv.tradeoff.sweep import check, sweep
 
 #: Columns of the store's records that stay out of results.csv (they are JSON blobs).
 STORE_ONLY = ["config", "traffic"]
-
-
-def prepare_out(out: Path) -> Path:
-    """``out`` as a writable folder (created if missing), or a ConfigError saying why not."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file; give a folder for the results")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"--out {out} is not a writable folder ({exc.strerror})") from None
-    return out
 
 
 def evaluate_experiment(
@@ -53,7 +40,7 @@ def evaluate_experiment(
         raise ConfigError(f"--address is for a dask or ray cluster; backend '{experiment.backend}' runs locally")
     configs = experiment.runs()
     n_trainings = check(configs)
-    prepare_out(out)
+    writable_folder(out, what="--out")
     progress_console = Console(stderr=True)
     progress = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=progress_console, transient=True,
