@@ -13,6 +13,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -104,7 +105,9 @@ def map_unordered(
         for item in items:
             yield fn(item)
         return
-    with backend(backend_name, address=address):
+    with backend(backend_name, address=address), warnings.catch_warnings():
+        # an interrupted sweep cancels its pending tasks on purpose; joblib would warn about it on stderr
+        warnings.filterwarnings("ignore", message=r".*tasks which were still being processed", category=UserWarning)
         parallel = joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")
         with _workers_ignore_ctrl_c():  # joblib spawns the workers and dispatches the first tasks here
             results = parallel(joblib.delayed(fn)(item) for item in items)

@@ -21,7 +21,7 @@ from vflpriv.attacking import run_attack
 from vflpriv.config import RunConfig
 from vflpriv.engine import PRETRAIN, Channel, Federation, Inbox, make_parties
 from vflpriv.errors import DivergedError
-from vflpriv.methods.finetune import Trained, predict
+from vflpriv.methods.finetune import Trained
 from vflpriv.models.training import require_finite
 from vflpriv.planning import Plan, plan
 from vflpriv.records import FAILED, NOT_APPLICABLE, RunRecord
@@ -95,18 +95,19 @@ def _execute(p: Plan) -> list[RunRecord]:
     return records
 
 
-def build_federation(p: Plan) -> Federation:
+def build_federation(p: Plan, *, transforms: list | None = None) -> Federation:
     """The planned parties, channel (defenses, meter, the adversary's inbox, the method's declared
-    traffic) and settings, untrained; every defense bound to it."""
+    traffic) and settings, untrained; every defense bound to it. ``transforms`` replaces the defenses
+    on the channel (the conformance check zeroes every payload this way)."""
     cfg, scenario = p.config, p.scenario
     inbox = Inbox(owner=scenario.adversary, wanted=p.wanted_messages())
-    channel = Channel(p.defenses, inbox, declared=p.method.sends)
+    channel = Channel(p.defenses if transforms is None else transforms, inbox, declared=p.method.sends)
     fed = Federation(
         parties=make_parties(scenario, p.device), aligned=scenario.aligned.to(p.device), channel=channel,
         num_classes=scenario.dataset.num_classes, model=cfg.model, finetune=cfg.finetune,
         generator=generator(cfg.seed, "method", device=p.device), device=p.device,
     )
-    for defense in p.defenses:  # label defenses relabel now; Marvell keeps the active party's labels
+    for defense in p.defenses if transforms is None else ():  # label defenses relabel now; Marvell keeps labels
         defense.bind(fed)
     return fed
 
@@ -121,7 +122,7 @@ def train(p: Plan) -> TrainedFederation:
     attacked = {a.config.attack.phase for a in p.attacks}
     snapshot = copy.deepcopy(pretrained[scenario.adversary]) if pretrained is not None and PRETRAIN in attacked else None
     trained = p.method.finetune(fed, pretrained)
-    logits = require_finite(predict(fed, trained), "the federated model's test logits")
+    logits = require_finite(p.method.predict(fed, trained), "the federated model's test logits")
     ds = scenario.dataset
     utility = metrics.utility(ds.metric, logits, ds.y_test.to(p.device))
     return TrainedFederation(fed, snapshot, trained, utility, ds.metric, time.perf_counter() - start, notes)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import copy
 from typing import ClassVar
 
+import torch
 from pydantic import BaseModel
 from torch import nn
 
 from vflpriv.engine import SPLIT_LEARNING, Federation, Traffic, passive_receives
-from vflpriv.methods.finetune import Trained, finetune, new_top
+from vflpriv.methods.finetune import Trained, finetune, new_top, predict
 from vflpriv.models.encoders import build_encoder
 from vflpriv.options import NoOptions
 
@@ -57,3 +58,7 @@ class Method:
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         bottoms = [copy.deepcopy(m) for m in pretrained] if pretrained is not None else self.fresh_bottoms(fed)
         return finetune(fed, bottoms, new_top(fed, bottoms))
+
+    def predict(self, fed: Federation, trained: Trained) -> torch.Tensor:
+        """Test logits of the trained model (split inference: passive parties send their embeddings)."""
+        return predict(fed, trained)

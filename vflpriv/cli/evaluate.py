@@ -1,58 +1,17 @@
-"""The ``vflpriv`` command line (typer). Bad input: one ``error:`` line on stderr and exit code 2."""
+"""``vflpriv evaluate``: one method, a defense's strength sweep x seeds x attacks."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
 
+from vflpriv.cli.app import app, fail
 from vflpriv.config import ExperimentConfig
 from vflpriv.config_io import apply_override, check_shape, read_config_file, validate
-from vflpriv.errors import ConfigError, Interrupted, VflprivError
-from vflpriv.registry import REGISTRIES
-
-
-class _ErrorLineGroup(TyperGroup):
-    """Turns every usage or input error into one ``error:`` line and exit code 2 (130 for Ctrl-C), no traceback."""
-
-    def invoke(self, ctx):  # type: ignore[override]
-        try:
-            return super().invoke(ctx)
-        except KeyboardInterrupt:  # before click prints a bare newline for it
-            raise Interrupted("interrupted; finished runs are kept in the store") from None
-
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
-        try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except typer.TyperException as exc:
-            _fail(exc.format_message().strip().splitlines()[-1])
-        except VflprivError as exc:
-            _fail(str(exc), code=exc.exit_code)
-        except (typer.Abort, KeyboardInterrupt):
-            _fail("interrupted; finished runs are kept in the store", code=Interrupted.exit_code)
-        code = code if isinstance(code, int) else 0
-        if standalone_mode:
-            sys.exit(code)
-        return code
-
-
-def _fail(message: str, *, code: int = 2) -> None:
-    sys.stderr.write(f"error: {message}\n")
-    sys.exit(code)
-
-
-app = typer.Typer(cls=_ErrorLineGroup, add_completion=False, pretty_exceptions_enable=False,
-                  help="Measure label leakage of VFL methods and the cost of defenses.")
-
-
-@app.callback(invoke_without_command=True)
-def _root(ctx: typer.Context) -> None:
-    if ctx.invoked_subcommand is None:
-        typer.echo(ctx.get_help())
+from vflpriv.errors import ConfigError
 
 
 def _numbers(text: str, kind: type, option: str) -> list[Any]:
@@ -123,33 +82,4 @@ def evaluate(
     )
     failed = evaluate_experiment(experiment, out, store_path=store, address=address, console=Console())
     if failed:
-        _fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)
-
-
-@app.command("list")
-def list_(what: str = typer.Argument(..., help="methods, attacks, defenses or datasets")) -> None:
-    """List registered names (built-ins and installed plugins)."""
-    if what not in REGISTRIES:
-        raise ConfigError(f"cannot list '{what}'; valid choices: {', '.join(REGISTRIES)}")
-    for name in REGISTRIES[what].names():
-        typer.echo(name)
-
-
-@app.command()
-def datasets() -> None:
-    """Show each dataset, whether its files are present, and the command to get missing ones."""
-    from rich.table import Table
-
-    from vflpriv.data.catalog import DATASET_INFO, status
-
-    table = Table(title="datasets (vflpriv evaluate --dataset NAME)")
-    for col in ("name", "kind", "present", "description", "where / how to get"):
-        table.add_column(col, overflow="fold")
-    for name, info in DATASET_INFO.items():
-        present, where, how = status(name)
-        table.add_row(name, info.kind, "yes" if present else "no", info.description, where if present else how)
-    Console().print(table)
-
-
-def main() -> None:
-    app()
+        fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)

@@ -1,0 +1,35 @@
+"""``vflpriv list`` and ``vflpriv datasets``: what is registered and what data is here."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+from vflpriv.cli.app import app
+from vflpriv.errors import ConfigError
+from vflpriv.registry import REGISTRIES
+
+
+@app.command("list")
+def list_(what: str = typer.Argument(..., help="methods, attacks, defenses or datasets")) -> None:
+    """List registered names (built-ins and installed plugins)."""
+    if what not in REGISTRIES:
+        raise ConfigError(f"cannot list '{what}'; valid choices: {', '.join(REGISTRIES)}")
+    for name in REGISTRIES[what].names():
+        typer.echo(name)
+
+
+@app.command()
+def datasets() -> None:
+    """Show each dataset, whether its files are present, and the command to get missing ones."""
+    from rich.table import Table
+
+    from vflpriv.data.catalog import DATASET_INFO, status
+
+    table = Table(title="datasets (vflpriv evaluate --dataset NAME)")
+    for col in ("name", "kind", "present", "description", "where / how to get"):
+        table.add_column(col, overflow="fold")
+    for name, info in DATASET_INFO.items():
+        present, where, how = status(name)
+        table.add_row(name, info.kind, "yes" if present else "no", info.description, where if present else how)
+    Console().print(table)
