@@ -27,6 +27,8 @@ class Attack(ABC):
     binary_only: ClassVar[bool] = False
     #: Whether the attack needs the adversary's auxiliary labels (refused with ``partition.aux=0``).
     needs_aux: ClassVar[bool] = True
+    #: Options of a quick audit (``vflpriv audit``) where the defaults are too slow for many trainings.
+    audit_options: ClassVar[dict] = {}
 
     def __init__(self, options: BaseModel):
         self.options = options

@@ -73,6 +73,8 @@ class MixMatchCompletion(Attack):
 
     Options = MixMatchOptions
     needs_encoder = True
+    #: 500 steps instead of 3000: a quick audit trains it once per (defense strength, seed).
+    audit_options = {"epochs": 10, "iterations": 50}
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         o, g = self.options, view.generator

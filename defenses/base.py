@@ -57,6 +57,9 @@ class Protection(ABC):
     supported_kinds: ClassVar[tuple[str, ...]] = ("gradient",)
     axis: ClassVar[StrengthAxis] = StrengthAxis()
     binary_only: ClassVar[bool] = False
+    #: Strengths a quick audit sweeps, per phase, from weak to strong (``vflpriv audit``); a phase not
+    #: listed has no default and must be given in the audit's config.
+    audit_strengths: ClassVar[dict[str, tuple[float, ...]]] = {}
 
     def __init__(
         self,

@@ -32,6 +32,8 @@ class IsotropicNoise(Defense):
     #: Default kinds in the pretraining phase: what the active party exposes there (FedHSSL §VI-B): its
     #: cross-party representations and the local top encoder it uploads in PMA.
     pretrain_kinds = ("embedding", "weights")
+    #: FedHSSL's lambda_f of Table VII in finetuning, its lambda_p of Table VI in pretraining.
+    audit_strengths = {"finetune": (1.0, 5.0, 25.0), "pretrain": (0.1, 0.4, 1.0)}
 
     def __init__(self, *, phase: str, kinds: list[str] | None, **kwargs):
         if kinds is None and phase == "pretrain":

@@ -40,6 +40,7 @@ class LabelDP(LabelDefense):
     """Randomised response with epsilon = strength on the labels the active party trains with."""
 
     axis = StrengthAxis(name="epsilon", stronger="lower", identity=math.inf)
+    audit_strengths = {"finetune": (8.0, 2.0, 1.0)}
 
     def relabel(self, labels: torch.Tensor, *, num_classes: int) -> torch.Tensor:
         return randomised_response(labels, epsilon=self.strength, num_classes=num_classes, generator=self.generator)

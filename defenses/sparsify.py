@@ -35,6 +35,7 @@ class Sparsify(Defense):
     default_kinds = ("gradient",)
     supported_kinds = ("embedding", "gradient", "weights")
     axis = StrengthAxis(name="percentile", stronger="higher", identity=0.0, low=0.0, high=100.0)
+    audit_strengths = {"finetune": (90.0, 95.0, 99.0), "pretrain": (90.0, 95.0, 99.0)}
 
     def transform(self, tensor: torch.Tensor, message: Message) -> torch.Tensor:
         return sparsify(tensor, percentile=self.strength)

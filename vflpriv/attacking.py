@@ -10,12 +10,15 @@ import copy
 import json
 
 import torch
+from torch import nn
 
-from vflpriv import metrics
+from vflpriv import cache, metrics
 from vflpriv.adversary import AdversaryView, Inference
 from vflpriv.config import RunConfig
 from vflpriv.engine import Federation
 from vflpriv.errors import ProtocolError
+from vflpriv.methods.local_ssl import LocalOptions, local_ssl_encoder
+from vflpriv.methods.pretraining import build_local_encoder
 from vflpriv.models.training import apply_in_batches, require_finite
 from vflpriv.prior import PRIORS
 from vflpriv.records import RunRecord
@@ -57,8 +60,7 @@ def run_attack(attack, cfg: RunConfig, fed: Federation, scenario: Scenario, enco
     truth = {"test": ds.y_test, "train": ds.y_train[view.target_ids["train"].cpu()]}
     score_attack(record, inferences, truth)
     if cfg.attack.prior != "none":
-        target = record.attack_target
-        record.prior_accuracy = prior_accuracy(cfg, view, attack, target, truth[target].to(fed.device))
+        record.prior_accuracy = prior_accuracy(cfg, view, attack, truth)[record.attack_target]
         record.leakage = record.attack_accuracy - record.prior_accuracy
 
 
@@ -84,24 +86,51 @@ def score_attack(record: RunRecord, inferences: dict[str, Inference], truth: dic
         record.attack_leak_auc = leak_auc(inf.batch_scores, y)
 
 
-_PRIORS: dict[str, float] = {}
+_PRIORS: dict[str, dict[str, float]] = {}
+_ENCODERS: dict[str, nn.Module] = {}
 
 
-def prior_accuracy(cfg: RunConfig, view: AdversaryView, attack, target: str, y: torch.Tensor) -> float:
-    """The prior's accuracy on the attack's own targets (test samples, or the train samples whose
-    gradients gc clusters), so leakage compares like with like. It depends on data, partition, model,
-    seed and target only (and, for ``same-attack``, the attack): computed once per process for a sweep."""
+def prior_options(cfg: RunConfig) -> dict:
+    """Settings of the adversary's own SimSiam pretraining (``LocalOptions``; their defaults)."""
+    return {}
+
+
+def own_encoder(cfg: RunConfig, view: AdversaryView) -> nn.Module:
+    """The encoder the adversary pretrains alone with SimSiam on its local samples: once per process and
+    key, and through the pretraining cache across processes (its own seeded stream, so a cached encoder
+    gives the numbers of a fresh one)."""
+    options = prior_options(cfg)
+    key = cache.prior_key(cfg, options)
+    if key not in _ENCODERS:
+        opts = LocalOptions.model_validate(options)
+
+        def compute() -> list[nn.Module]:
+            gen = generator(cfg.seed, "prior:encoder", device=view.device)
+            return [local_ssl_encoder(view.spec, view.local_x, model_config=cfg.model, options=opts, generator=gen,
+                                      device=view.device)]
+
+        def skeleton() -> list[nn.Module]:
+            return [build_local_encoder(view.spec, cfg.model, generator=torch.Generator()).to(view.device)]
+
+        (_ENCODERS[key],) = cache.cached_modules(key, skeleton, compute)
+    return copy.deepcopy(_ENCODERS[key]).eval()
+
+
+def prior_accuracy(cfg: RunConfig, view: AdversaryView, attack, truth: dict[str, torch.Tensor]) -> dict[str, float]:
+    """The prior's accuracy on every target set (the attack is compared on its own: test samples, or the train
+    samples whose gradients gc clusters). It depends on data, partition, model and seed only (and, for
+    ``same-attack``, the attack): computed once per process and seed, however many attacks and runs ask."""
     prior = cfg.attack.prior
     attack_part = cfg.attack.model_dump(mode="json", exclude={"phase"}) if prior == "same-attack" else None
     key = json.dumps(
-        [prior, cfg.attack.prior_epochs, cfg.seed, target, attack_part,
+        [prior, cfg.attack.prior_epochs, cfg.seed, attack_part,
          *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model))],
         sort_keys=True,
     )
     if key not in _PRIORS:
         predictions = PRIORS[prior](
-            view, attack=attack, model=cfg.model, target=target, epochs=cfg.attack.prior_epochs,
-            generator=generator(cfg.seed, "prior", device=view.device),
+            view, attack=attack, model=cfg.model, own_encoder=lambda: own_encoder(cfg, view),
+            epochs=cfg.attack.prior_epochs, generator=generator(cfg.seed, "prior:head", device=view.device),
         )
-        _PRIORS[key] = metrics.accuracy(predictions, y)
+        _PRIORS[key] = {name: metrics.accuracy(pred, truth[name]) for name, pred in predictions.items()}
     return _PRIORS[key]

@@ -88,6 +88,17 @@ def pretrain_key(config: TrainingConfig, method: type) -> str:
     return config_hash(payload, 24)
 
 
+def prior_key(config: TrainingConfig, options: dict) -> str:
+    """Hash of what the adversary's own SimSiam encoder (the A_SimSiam prior) depends on: its local data
+    (dataset, the partition's aligned/local draw, which party it is), the model, the SSL options, the seed."""
+    payload = {
+        "code": code_version(), "prior": "simsiam-encoder", "dataset": config.dataset.model_dump(mode="json"),
+        "partition": config.partition.model_dump(mode="json", exclude=LABEL_FIELDS),
+        "model": config.model.model_dump(mode="json"), "options": options, "seed": config.seed,
+    }
+    return config_hash(payload, 24)
+
+
 def _acts_on_labels(defense: str) -> bool:
     """A label defense (e.g. label DP) changes the labels of every phase, whatever its ``phase``."""
     return "labels" in DEFENSES.get(defense).supported_kinds

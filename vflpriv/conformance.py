@@ -25,7 +25,7 @@ from torch import nn
 
 from vflpriv.config import TrainingConfig
 from vflpriv.engine import Message
-from vflpriv.errors import ProtocolError
+from vflpriv.errors import ConformanceError, ProtocolError
 from vflpriv.planning import Plan, plan_training
 from vflpriv.run import build_federation
 
@@ -72,7 +72,7 @@ def _zeroed_run(p: Plan) -> torch.Tensor:
 
 
 def check_conformance(config: TrainingConfig) -> list[str]:
-    """Run the checks on ``config``'s method; raise :class:`ProtocolError` naming the first violation.
+    """Run the checks on ``config``'s method; raise :class:`ConformanceError` naming the first violation.
     Returns the checks passed, for the report."""
     p = plan_training(config)
     if not p.method.federated:
@@ -82,10 +82,12 @@ def check_conformance(config: TrainingConfig) -> list[str]:
     try:
         real = _zeroed_run(p)
         rolled = _zeroed_run(_rolled_passive_features(p))
+    except ProtocolError as exc:
+        raise ConformanceError(f"refused: {exc}") from None
     finally:
         torch.set_num_threads(before)
     if real.shape != rolled.shape or not torch.equal(real, rolled):
-        raise ProtocolError(
+        raise ConformanceError("refused: "
             f"method '{config.method.name}' lets the passive parties' features reach the active party's predictions "
             "without the channel: with every payload zeroed, changing those features changed the test logits"
         )

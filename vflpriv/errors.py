@@ -37,6 +37,10 @@ class ProtocolError(RuntimeError):
     channel): the run fails with the reason, and ``vflpriv audit --check-only`` refuses the method."""
 
 
+class ConformanceError(VflprivError):
+    """A method that does not keep the engine's contract is refused before an audit (one error line)."""
+
+
 class CacheError(RuntimeError):
     """A cached or stored state that does not check out; the caller discards it and recomputes."""
 

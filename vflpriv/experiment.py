@@ -1,13 +1,14 @@
-"""``vflpriv evaluate``: run an experiment into the store, then write results, CAP and the plot."""
+"""Running a list of runs into a store with progress and resume, and ``vflpriv evaluate`` on top of it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from vflpriv.config import ExperimentConfig
+from vflpriv.config import ExperimentConfig, RunConfig
 from vflpriv.errors import ConfigError, Interrupted
 from vflpriv.folders import writable_folder
 from vflpriv.reports.plots import tradeoff_plot
@@ -21,24 +22,23 @@ from vflpriv.tradeoff.sweep import check, sweep
 STORE_ONLY = ["config", "traffic"]
 
 
-def evaluate_experiment(
-    experiment: ExperimentConfig,
+def run_into_store(
+    configs: list[RunConfig],
     out: Path,
     *,
-    store_path: Path | None = None,
+    jobs: int,
+    backend: str,
     address: str | None = None,
+    store_path: Path | None = None,
     console: Console | None = None,
     show_progress: bool = True,
-) -> int:
-    """Run (or resume) the sweep and write ``results.csv``, ``cap.csv``, ``tradeoff.png`` into ``out``.
-
-    Everything is validated (every training planned, the output folder and the store opened) before
-    anything trains. Returns the number of failed runs; CAP says which sweeps are incomplete.
-    """
+) -> pd.DataFrame:
+    """Validate everything (every training planned, ``out`` writable, the store opened), then run or resume
+    the runs and write ``results.csv``; notes (e.g. a recomputed cache entry) are printed. Ctrl-C raises
+    :class:`Interrupted` naming the store."""
     console = console or Console()
-    if address is not None and experiment.backend in LOCAL_BACKENDS:
-        raise ConfigError(f"--address is for a dask or ray cluster; backend '{experiment.backend}' runs locally")
-    configs = experiment.runs()
+    if address is not None and backend in LOCAL_BACKENDS:
+        raise ConfigError(f"--address is for a dask or ray cluster; backend '{backend}' runs locally")
     n_trainings = check(configs)
     writable_folder(out, what="--out")
     progress_console = Console(stderr=True)
@@ -55,12 +55,33 @@ def evaluate_experiment(
     with Store(store_path) as store, progress:
         task = progress.add_task("runs", total=len(configs), completed=sum(store.done(c.key()) for c in configs))
         try:
-            results = sweep(configs, store, jobs=experiment.jobs, backend=experiment.backend, address=address,
-                            on_done=done, checked=True)
+            results = sweep(configs, store, jobs=jobs, backend=backend, address=address, on_done=done, checked=True)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
     results.drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
+    for note in notes:
+        console.print(f"note: {note}")
+    console.print(f"{len(configs)} runs on {n_trainings} trainings; wrote {out / 'results.csv'}")
+    return results
+
+
+def evaluate_experiment(
+    experiment: ExperimentConfig,
+    out: Path,
+    *,
+    store_path: Path | None = None,
+    address: str | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+) -> int:
+    """Run (or resume) the sweep and write ``results.csv``, ``cap.csv``, ``tradeoff.png`` into ``out``.
+
+    Returns the number of failed runs; CAP says which sweeps are incomplete.
+    """
+    console = console or Console()
+    results = run_into_store(experiment.runs(), out, jobs=experiment.jobs, backend=experiment.backend,
+                             address=address, store_path=store_path, console=console, show_progress=show_progress)
     caps = cap_table(results)
     caps.to_csv(out / "cap.csv", index=False)
     summary = strength_summary(results)
@@ -76,8 +97,5 @@ def evaluate_experiment(
             console.print(what + f"{row['cap']:.4f} ± {row['cap_std']:.4f} over {int(row['n_seeds'])} seeds ({row['status']})")
         else:
             console.print(what + row["status"])
-    for note in notes:
-        console.print(f"note: {note}")
-    console.print(f"{len(configs)} runs on {n_trainings} trainings; wrote {out / 'results.csv'}, {out / 'cap.csv'}"
-                  + (f", {out / 'tradeoff.png'}" if not summary.empty else ""))
+    console.print(f"wrote {out / 'cap.csv'}" + (f", {out / 'tradeoff.png'}" if not summary.empty else ""))
     return int((results["status"] == "failed").sum())

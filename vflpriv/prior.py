@@ -10,13 +10,16 @@
   training on local data achieves; A_SimSiam would credit the federation with both. Only for attacks
   that read the encoder alone: without a federation no message was ever received.
 
-Each prior maps the adversary's view to its predicted labels of one target set. Drawn as the dashed
-line of privacy-utility plots; leakage = attack accuracy - prior accuracy.
+Each prior maps the adversary's view to its predicted labels of every target set. The adversary's own
+SimSiam encoder is handed in as a thunk (``own_encoder``): the runner caches it like a method's
+pretraining, so every attack and every run of a seed share one. Drawn as the dashed line of
+privacy-utility plots; leakage = attack accuracy - prior accuracy.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
@@ -32,52 +35,46 @@ HEAD_LR = 0.005
 HEAD_WEIGHT_DECAY = 1e-6
 HEAD_BATCH = 64
 
+Encoder = Callable[[], nn.Module]
+
 
 class Prior(Protocol):
     def __call__(
-        self, view: AdversaryView, *, attack: Any, model: ModelConfig, target: str, epochs: int,
+        self, view: AdversaryView, *, attack: Any, model: ModelConfig, own_encoder: Encoder, epochs: int,
         generator: torch.Generator,
-    ) -> torch.Tensor: ...
+    ) -> dict[str, torch.Tensor]: ...
 
 
-def _fit_head(encoder: nn.Module, view: AdversaryView, target: str, *, epochs, generator, train_encoder) -> torch.Tensor:
-    """Linear head (and, if ``train_encoder``, the encoder) fitted on aux; predicted labels of the target set."""
+def _fit_head(encoder: nn.Module, view: AdversaryView, *, epochs, generator, train_encoder) -> dict[str, torch.Tensor]:
+    """Linear head (and, if ``train_encoder``, the encoder) fitted on aux; predicted labels of every target set."""
     head = init_parameters(nn.Linear(encoder.out_dim, view.num_classes), generator=generator).to(view.device)
-    target_x = view.targets[target]
     if train_encoder:
-        net, inputs, targets = nn.Sequential(encoder, head), view.aux_x, target_x
+        net, inputs = nn.Sequential(encoder, head), view.aux_x
+        targets = view.targets
     else:
         encoder.eval().requires_grad_(False)
-        net, inputs, targets = head, apply_in_batches(encoder, view.aux_x), apply_in_batches(encoder, target_x)
+        net, inputs = head, apply_in_batches(encoder, view.aux_x)
+        targets = {name: apply_in_batches(encoder, x) for name, x in view.targets.items()}
     fit_classifier(net, inputs, view.aux_y, epochs=epochs, lr=HEAD_LR, weight_decay=HEAD_WEIGHT_DECAY,
                    batch_size=HEAD_BATCH, generator=generator, what="prior's head")
-    return require_finite(apply_in_batches(net, targets), "the prior's logits").argmax(1)
+    return {name: require_finite(apply_in_batches(net, x), "the prior's logits").argmax(1) for name, x in targets.items()}
 
 
-def own_simsiam_encoder(view: AdversaryView, *, model: ModelConfig, generator: torch.Generator) -> nn.Module:
-    """The encoder the adversary pretrains alone with plain SimSiam on its local samples."""
-    from vflpriv.methods.local_ssl import local_ssl_encoder
-
-    return local_ssl_encoder(view.spec, view.local_x, model_config=model, generator=generator, device=view.device)
-
-
-def aux_prior(view: AdversaryView, *, attack, model, target, epochs, generator) -> torch.Tensor:
+def aux_prior(view: AdversaryView, *, attack, model, own_encoder, epochs, generator) -> dict[str, torch.Tensor]:
     """Fresh encoder + head trained from scratch on the auxiliary labels."""
     encoder = build_encoder(view.spec, model, generator=generator).to(view.device)
-    return _fit_head(encoder, view, target, epochs=epochs, generator=generator, train_encoder=True)
+    return _fit_head(encoder, view, epochs=epochs, generator=generator, train_encoder=True)
 
 
-def simsiam_prior(view: AdversaryView, *, attack, model, target, epochs, generator) -> torch.Tensor:
+def simsiam_prior(view: AdversaryView, *, attack, model, own_encoder, epochs, generator) -> dict[str, torch.Tensor]:
     """A_SimSiam: plain SimSiam on the adversary's local samples, then a Linear head on aux."""
-    encoder = own_simsiam_encoder(view, model=model, generator=generator)
-    return _fit_head(encoder, view, target, epochs=epochs, generator=generator, train_encoder=False)
+    return _fit_head(own_encoder(), view, epochs=epochs, generator=generator, train_encoder=False)
 
 
-def same_attack_prior(view: AdversaryView, *, attack, model, target, epochs, generator) -> torch.Tensor:
+def same_attack_prior(view: AdversaryView, *, attack, model, own_encoder, epochs, generator) -> dict[str, torch.Tensor]:
     """The attack on the adversary's own SimSiam encoder, as if it had never joined the federation."""
-    encoder = own_simsiam_encoder(view, model=model, generator=generator)
-    alone = dataclasses.replace(view, encoder=encoder, inbox=Inbox(owner=view.party), generator=generator)
-    return attack.infer(alone)[target].predictions
+    alone = dataclasses.replace(view, encoder=own_encoder(), inbox=Inbox(owner=view.party), generator=generator)
+    return {name: inference.predictions for name, inference in attack.infer(alone).items()}
 
 
 PRIORS: dict[str, Prior] = {"aux": aux_prior, "simsiam": simsiam_prior, "same-attack": same_attack_prior}

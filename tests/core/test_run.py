@@ -62,13 +62,22 @@ def test_prior_is_scored_on_the_attack_own_targets(tiny, monkeypatch, attack, ta
 
     seen = []
     real = PRIORS["aux"]
-    monkeypatch.setitem(PRIORS, "aux", lambda view, **k: seen.append(view.targets[k["target"]]) or real(view, **k))
+
+    def spy(view, **k):
+        out = real(view, **k)
+        seen.append((view.target_ids["train"], out))
+        return out
+
+    monkeypatch.setitem(PRIORS, "aux", spy)
     monkeypatch.setattr(runner, "_PRIORS", {})
     cfg = tiny(attack={"name": attack, "options": {}, "prior": "aux", "prior_epochs": 5})
     (record,) = run(cfg)
     assert record.attack_target == target
-    expected = cfg.partition.labeled if target == "train" else load.load_dataset(cfg.dataset, parties=2).y_test.numel()
-    assert seen[0].shape[0] == expected
+    ds = load.load_dataset(cfg.dataset, parties=2)
+    (train_ids, predictions), = seen
+    truth = ds.y_train[train_ids] if target == "train" else ds.y_test
+    assert predictions[target].shape == truth.shape
+    assert record.prior_accuracy == pytest.approx(float((predictions[target] == truth).double().mean()))
     assert record.leakage == pytest.approx(record.attack_accuracy - record.prior_accuracy)
 
 

@@ -14,7 +14,7 @@ from vflpriv.config_io import apply_override, check_shape, read_config_file, val
 from vflpriv.errors import ConfigError
 
 
-def _numbers(text: str, kind: type, option: str) -> list[Any]:
+def numbers(text: str, kind: type, option: str) -> list[Any]:
     try:
         return [kind(v) for v in text.split(",") if v.strip()]
     except ValueError:
@@ -40,9 +40,9 @@ def build_experiment(
         names = [a.strip() for a in attack.split(",")]
         data.setdefault("attack", {})["name"] = names[0] if len(names) == 1 else names
     if strengths is not None:
-        data["strengths"] = _numbers(strengths, float, "--strengths")
+        data["strengths"] = numbers(strengths, float, "--strengths")
     if seeds is not None:
-        data["seeds"] = _numbers(seeds, int, "--seeds")
+        data["seeds"] = numbers(seeds, int, "--seeds")
     if defense is not None:
         kept = [d for d in data.get("defenses", []) if not d.get("sweep")]
         if defense != "none":

@@ -1,0 +1,126 @@
+"""The audit report from records only: verdicts, defense costs, communication, what could not run.
+
+``audit_summary`` turns the audit's records (a DataFrame) into one JSON-able dict (``audit.json``);
+``audit_markdown`` renders it (``audit.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+
+import pandas as pd
+
+from vflpriv.tradeoff.cap import cap_table, strength_label
+from vflpriv.tradeoff.leakage import TEST_NAME, falls_to_prior, leakage_test
+
+
+def _adversary(config_json: str) -> int:
+    return int(json.loads(config_json)["partition"]["adversary"])
+
+
+def _num(value: float) -> float | None:
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
+
+
+def _communication(baseline: pd.DataFrame) -> list[dict]:
+    """MB and messages per (phase, direction, kind) of the undefended trainings, averaged over them."""
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    trainings = baseline.drop_duplicates("training_key")
+    for text in trainings["traffic"]:
+        for key, (size, count) in json.loads(text or "{}").items():
+            totals[key][0] += size
+            totals[key][1] += count
+    n = max(len(trainings), 1)
+    rows = []
+    for key, (size, count) in sorted(totals.items()):
+        phase, direction, kind = key.split("/")
+        rows.append({"phase": phase, "direction": direction, "kind": kind, "mb": size / n / 1e6, "messages": count / n})
+    return rows
+
+
+def _verdict_line(attack: str, phase: str, test) -> str:
+    if test.n_seeds < 2:
+        return (f"{attack} ({phase}): leaks beyond the adversary's prior: inconclusive "
+                f"(leakage {test.leakage:+.3f} on {test.n_seeds} seed; a paired test needs at least 2)")
+    return (f"{attack} ({phase}): leaks beyond the adversary's prior: {test.verdict} "
+            f"(leakage {test.leakage:+.3f}, 95% CI [{test.ci_low:+.3f}, {test.ci_high:+.3f}]; paired t-test over "
+            f"{test.n_seeds} seeds, one-sided p = {test.p_value:.3g})")
+
+
+def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: float, context: dict) -> dict:
+    """Everything the audit found, as plain JSON-able data."""
+    frame = results.assign(adversary=results["config"].map(_adversary))
+    baseline = frame[frame["defense"] == "none"]
+    defended = frame[frame["defense"] != "none"]
+    verdicts, defenses = [], []
+    for (adversary, attack, phase), rows in baseline.groupby(["adversary", "attack", "phase"], sort=False):
+        test = leakage_test(rows, margin=margin)
+        verdicts.append({"adversary": int(adversary), "attack": attack, "phase": phase, **test.to_dict(),
+                         "utility": _num(rows.loc[rows["status"] == "ok", "utility"].mean()),
+                         "line": _verdict_line(attack, phase, test)})
+    caps = cap_table(defended.drop(columns=["adversary"])) if not defended.empty else pd.DataFrame()
+    for (adversary, attack, phase, defense), rows in defended.groupby(["adversary", "attack", "phase", "defense"],
+                                                                       sort=False):
+        cap_row = caps[(caps["attack"] == attack) & (caps["phase"] == phase) & (caps["defense"] == defense)]
+        falls = falls_to_prior(rows, margin=margin)
+        cap_value = _num(cap_row["cap"].iloc[0]) if len(cap_row) else None
+        axis = str(rows["strength_axis"].iloc[0])
+        strengths = sorted(rows["strength"].unique(), reverse=bool((rows["strength_stronger"] == "lower").any()))
+        defenses.append({
+            "adversary": int(adversary), "attack": attack, "phase": phase, "defense": defense,
+            "strengths": [float(s) for s in strengths], "axis": axis, "cap": cap_value,  # weak to strong
+            "cap_std": _num(cap_row["cap_std"].iloc[0]) if len(cap_row) else None,
+            "cap_status": str(cap_row["status"].iloc[0]) if len(cap_row) else "no runs",
+            "falls_to_prior": falls,
+            "falls_to_prior_text": (f"{strength_label(falls['axis'], falls['strength'])} "
+                                    f"(leakage {falls['leakage']:+.3f}, utility {falls['utility']:.3f})")
+            if falls else f"not within {', '.join(strength_label(axis, s) for s in strengths)}",
+        })
+    failed = frame[frame["status"] == "failed"]
+    return {
+        **context, "margin": margin, "test": TEST_NAME,
+        "verdicts": verdicts, "defenses": defenses, "communication": _communication(baseline),
+        "inapplicable": inapplicable,
+        "failed": [{"attack": r.attack, "defense": r.defense, "phase": r.phase, "strength": float(r.strength),
+                    "seed": int(r.seed), "error": r.error} for r in failed.itertuples()],
+    }
+
+
+def _cell(value, fmt: str = "{:.3f}") -> str:
+    return "n/a" if value is None else fmt.format(value)
+
+
+def audit_markdown(summary: dict) -> str:
+    """``audit.md``: verdicts first, then what each defense costs, communication, and what could not run."""
+    lines = [f"# Audit of `{summary['method']}` on {summary['dataset']}", ""]
+    lines += [f"- {k}: {v}" for k, v in summary.get("settings", {}).items()]
+    lines += ["", f"Leakage = attack accuracy - adversary prior ({summary.get('prior', 'prior')}) on the same seed; "
+              f"{summary['test']}; verdict margin {summary['margin']:g}.", "", "## Verdicts (no defense)", ""]
+    lines += [f"- adversary party {v['adversary']}: {v['line']}" for v in summary["verdicts"]] or ["- no attack applies"]
+    lines += ["", "| adversary | attack | phase | attack acc | prior acc | leakage [95% CI] | utility | verdict |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for v in summary["verdicts"]:
+        ci = f"[{_cell(v['ci_low'], '{:+.3f}')}, {_cell(v['ci_high'], '{:+.3f}')}]"
+        lines.append(f"| {v['adversary']} | {v['attack']} | {v['phase']} | {_cell(v['attack_mean'])} | "
+                     f"{_cell(v['prior_mean'])} | {_cell(v['leakage'], '{:+.3f}')} {ci} | {_cell(v['utility'])} | "
+                     f"{v['verdict']} |")
+    lines += ["", "## Defenses", "", "| adversary | attack | phase | defense | strengths | CAP | falls to the prior at |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for d in summary["defenses"]:
+        cap = f"{d['cap']:.3f} ± {d['cap_std']:.3f}" if d["cap"] is not None else d["cap_status"]
+        strengths = ", ".join(strength_label(d["axis"], s) for s in d["strengths"])
+        lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {d['defense']} | {strengths} | {cap} | "
+                     f"{d['falls_to_prior_text']} |")
+    lines += ["", "## Communication (no defense, per training)", "", "| phase | direction | kind | MB | messages |",
+              "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {c['phase']} | {c['direction']} | {c['kind']} | {c['mb']:.3f} | {c['messages']:g} |"
+              for c in summary["communication"]]
+    lines += ["", "## Not applicable", ""]
+    lines += [f"- {i['attack']} x {i['defense']} ({i['phase']}): {i['reason']}" for i in summary["inapplicable"]] or ["- none"]
+    if summary["failed"]:
+        lines += ["", "## Failed runs", ""]
+        lines += [f"- {f['attack']} x {f['defense']}={f['strength']:g} ({f['phase']}), seed {f['seed']}: {f['error']}"
+                  for f in summary["failed"]]
+    return "\n".join(lines) + "\n"

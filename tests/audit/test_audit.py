@@ -1,0 +1,107 @@
+"""The audit: its grid lists what cannot run, conformance refuses methods that break the contract, and an
+installed third-party plugin is found through its entry point and audited end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from vflpriv.audit import AuditConfig, audit_grid
+from vflpriv.config import TrainingConfig
+from vflpriv.conformance import check_conformance
+from vflpriv.engine import EMBEDDING, FINETUNE, INFERENCE
+from vflpriv.errors import ConformanceError
+from vflpriv.methods import Trained
+from vflpriv.methods.splitnn import SplitNN
+from vflpriv.registry import METHODS
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = {"model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2, "batch_size": 32},
+         "partition": {"labeled": 60, "aux": 20}}
+
+
+def test_grid_lists_every_pair_that_cannot_run_with_the_reason():
+    cfg = AuditConfig.model_validate({**SMALL, "method": {"name": "splitnn"}, "seeds": [0, 1],
+                                      "audit": {"defenses": [{"name": "iso"}, {"name": "marvell"}]}})
+    runs, skipped = audit_grid(cfg)
+    reasons = {(s.attack, s.defense): s.reason for s in skipped}
+    assert "needs a binary task" in reasons[("norm", "none")] and "needs a binary task" in reasons[("mc", "marvell")]
+    attacks = {r.attack.name for r in runs}
+    assert attacks == {"mc", "mc-mixmatch", "gc"}
+    assert len({r.training_key() for r in runs}) == 2 * (1 + 3)  # per seed: undefended + 3 ISO strengths
+    assert {r.attack.options.get("iterations") for r in runs if r.attack.name == "mc-mixmatch"} == {50}
+
+
+def test_grid_of_a_pretraining_method_attacks_both_phases():
+    cfg = AuditConfig.model_validate({**SMALL, "method": {"name": "fedhssl"}, "seeds": [0],
+                                      "audit": {"attacks": ["mc", "gc"], "defenses": [{"name": "iso"}]}})
+    runs, skipped = audit_grid(cfg)
+    assert {(r.attack.name, r.attack.phase) for r in runs} == {("mc", "finetune"), ("mc", "pretrain"), ("gc", "finetune")}
+    assert any(s.attack == "gc" and s.phase == "pretrain" and "gradient messages" in s.reason for s in skipped)
+    pretrain_iso = {r.swept.strength for r in runs if r.swept and r.swept.phase == "pretrain"}
+    assert pretrain_iso == {0.1, 0.4, 1.0}
+
+
+class _Undeclared(SplitNN):
+    sends = frozenset({("passive", EMBEDDING, FINETUNE), ("passive", EMBEDDING, INFERENCE)})  # no gradients
+
+
+class _NoSnapshot(SplitNN):
+    def finetune(self, fed, pretrained):
+        trained = super().finetune(fed, pretrained)
+        return Trained([], trained.top)
+
+
+@pytest.mark.parametrize(("cls", "needle"), [(_Undeclared, "does not declare"), (_NoSnapshot, "no adversary snapshot")])
+def test_conformance_refuses_a_method_breaking_the_contract(cls, needle):
+    METHODS.register(f"test-{cls.__name__}", cls)
+    with pytest.raises(ConformanceError, match=needle):
+        check_conformance(TrainingConfig.model_validate({**SMALL, "method": {"name": f"test-{cls.__name__}"}}))
+
+
+def test_conformance_passes_the_built_in_methods():
+    for name in ("splitnn", "local-simsiam"):
+        opts = {"epochs": 1, "batch_size": 256} if name.startswith("local") else {}
+        assert check_conformance(TrainingConfig.model_validate({**SMALL, "method": {"name": name, "options": opts}}))
+
+
+@pytest.fixture(scope="module")
+def plugins(tmp_path_factory) -> dict:
+    """The example plugin packages pip-installed into a folder of their own, found through PYTHONPATH."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
+                    str(target), str(ROOT / "examples" / "aggvfl"), str(ROOT / "examples" / "leaky-split")],
+                   check=True, capture_output=True)
+    return dict(os.environ, PYTHONPATH=str(target), VFLPRIV_CACHE=str(tmp_path_factory.mktemp("cache")))
+
+
+def _vflpriv(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vflpriv", *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_an_installed_plugin_is_found_through_its_entry_point_and_audited(plugins, tmp_path):
+    assert "aggvfl" in _vflpriv(["list", "methods"], plugins).stdout.split()
+    fast = ["--set", "model.hidden=32", "--set", "model.out_dim=16", "--set", "finetune.epochs=3",
+            "--set", "partition.labeled=100", "--set", "partition.aux=40", "--set", "audit.prior_epochs=50"]
+    done = _vflpriv(["audit", "--method", "aggvfl", "--attacks", "mc,gc", "--defenses", "iso", "--seeds", "0,1",
+                     "--out", str(tmp_path), "--jobs", "1", *fast], plugins)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "audit.json").read_text())
+    assert report["method"] == "aggvfl"
+    assert {(v["attack"], v["verdict"] in ("yes", "no", "inconclusive")) for v in report["verdicts"]} == {("mc", True), ("gc", True)}
+    assert {(d["attack"], d["defense"]) for d in report["defenses"]} == {("mc", "iso"), ("gc", "iso")}
+    assert any(c["kind"] == "gradient" and c["messages"] > 0 for c in report["communication"])
+    assert "leaks beyond the adversary's prior" in (tmp_path / "audit.md").read_text()
+
+
+def test_a_plugin_with_a_side_path_around_the_channel_is_refused(plugins, tmp_path):
+    refused = _vflpriv(["audit", "--method", "leaky-split", "--check-only", "--set", "finetune.epochs=1"], plugins)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.startswith("error: refused: method 'leaky-split' lets the passive parties' features")
+    assert len(refused.stderr.strip().splitlines()) == 1

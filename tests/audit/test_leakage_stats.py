@@ -1,0 +1,46 @@
+"""The audit's statistics: the paired test's interval matches Student's formula, verdicts follow it."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from vflpriv.tradeoff.leakage import falls_to_prior, paired_leakage
+
+
+def test_interval_and_p_value_are_students_paired_t():
+    attack = np.array([0.80, 0.85, 0.83, 0.90])
+    prior = np.array([0.75, 0.78, 0.80, 0.81])
+    test = paired_leakage(attack, prior)
+    d = attack - prior
+    half = stats.t.ppf(0.975, 3) * d.std(ddof=1) / math.sqrt(4)
+    assert test.leakage == pytest.approx(d.mean())
+    assert (test.ci_low, test.ci_high) == pytest.approx((d.mean() - half, d.mean() + half))
+    assert test.p_value == pytest.approx(stats.ttest_rel(attack, prior, alternative="greater").pvalue)
+    assert test.verdict == "yes"
+
+
+def test_no_leakage_shown_below_the_margin_is_no_and_noise_is_inconclusive():
+    prior = np.array([0.70, 0.72, 0.71, 0.69, 0.70])
+    assert paired_leakage(prior + np.array([0.001, -0.002, 0.0, 0.001, -0.001]), prior, margin=0.02).verdict == "no"
+    assert paired_leakage(prior + np.array([0.05, -0.06, 0.04, -0.05, 0.03]), prior, margin=0.02).verdict == "inconclusive"
+
+
+def test_one_seed_has_no_test():
+    test = paired_leakage(np.array([0.9]), np.array([0.1]))
+    assert test.verdict == "inconclusive" and math.isnan(test.ci_low) and test.to_dict()["ci_low"] is None
+
+
+def test_falls_to_prior_walks_from_weak_to_strong_on_the_defense_axis():
+    def rows(axis, stronger, leak_by_strength):
+        return pd.DataFrame([dict(strength=s, strength_axis=axis, strength_stronger=stronger, seed=k, status="ok",
+                                  attack_accuracy=0.5 + leak, prior_accuracy=0.5, utility=0.9)
+                             for s, leak in leak_by_strength.items() for k in (0, 1)])
+
+    noise = rows("lambda", "higher", {1.0: 0.2, 5.0: 0.01, 25.0: -0.1})
+    assert falls_to_prior(noise)["strength"] == 5.0
+    epsilon = rows("epsilon", "lower", {8.0: 0.2, 2.0: 0.01, 1.0: -0.1})  # lower epsilon protects more
+    assert falls_to_prior(epsilon)["strength"] == 2.0
+    assert falls_to_prior(rows("lambda", "higher", {1.0: 0.2, 5.0: 0.1})) is None

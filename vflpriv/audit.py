@@ -1,0 +1,129 @@
+"""``vflpriv audit``: every applicable attack x defense x strength x seed on one method, then a verdict.
+
+The grid, per adversary and attacked phase: one undefended training per seed, on which every applicable
+attack runs (its leakage over the prior decides the verdict), and one training per (defense, strength,
+seed) with the defense acting in that phase, on which the attacks of that phase run (CAP, and the strength
+at which the attack falls to the prior). Pairs that cannot run are listed with the planner's reason, not
+skipped in silence. Defaults are quick on the bundled data: every registered attack with its
+``audit_options``, every registered defense at its ``audit_strengths`` for the phase.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, NonNegativeFloat
+
+from vflpriv.config import AttackConfig, DefenseConfig, Phase, RunConfig, TrainingConfig
+from vflpriv.errors import VflprivError
+from vflpriv.options import Options
+from vflpriv.planning import plan
+from vflpriv.registry import ATTACKS, DEFENSES, METHODS
+
+
+class AuditDefense(Options):
+    """A defense of the audit; unset ``strengths`` take the defense's ``audit_strengths`` for the phase."""
+
+    name: str
+    strengths: list[NonNegativeFloat] | None = Field(None, min_length=1)
+    kinds: list[str] | None = None
+    party: int = Field(0, ge=0)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class AuditSettings(Options):
+    attacks: list[str] | None = Field(None, description="attack names; default every registered attack")
+    attack_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="options per attack name; default the attack's audit_options")
+    defenses: list[AuditDefense] | None = Field(None, description="default every registered defense")
+    phases: list[Phase] | None = Field(None, description="attacked phases; default finetune, and pretrain when the "
+                                                         "method pretrains")
+    prior: Literal["simsiam", "aux", "same-attack"] = "simsiam"
+    prior_epochs: int = Field(300, ge=1)
+    margin: float = Field(0.02, ge=0, le=1, description="leakage tolerance of the verdicts and of 'falls to the prior'")
+    adversaries: Literal["one", "all"] = Field("one", description="all: every passive party is the adversary in turn")
+
+
+class AuditConfig(TrainingConfig):
+    """The method under audit (a training config) and what to throw at it."""
+
+    audit: AuditSettings = Field(default_factory=AuditSettings)
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    jobs: int = Field(2, ge=1, le=1024)
+    backend: Literal["loky", "threading", "dask", "ray"] = "loky"
+
+
+@dataclass(frozen=True)
+class Inapplicable:
+    """A pair the audit could not run, and why (the planner's own message)."""
+
+    attack: str
+    defense: str
+    phase: str
+    reason: str
+
+
+def _phases(cfg: AuditConfig) -> list[str]:
+    if cfg.audit.phases:
+        return list(dict.fromkeys(cfg.audit.phases))
+    return ["finetune", "pretrain"] if METHODS.get(cfg.method.name).pretrains else ["finetune"]
+
+
+def _attack(cfg: AuditConfig, name: str, phase: str) -> AttackConfig:
+    options = cfg.audit.attack_options.get(name, getattr(ATTACKS.get(name), "audit_options", {}))
+    return AttackConfig(name=name, phase=phase, prior=cfg.audit.prior, prior_epochs=cfg.audit.prior_epochs,
+                        options=options)
+
+
+def _run(base: dict, attack: AttackConfig, defense: DefenseConfig | None, seed: int) -> RunConfig:
+    data = {**base, "attack": attack.model_dump(), "seed": seed}
+    data["defenses"] = [*base["defenses"], *([defense.model_dump()] if defense else [])]
+    return RunConfig.model_validate(data)
+
+
+def _try(runs: list[RunConfig]) -> str:
+    """'' when the runs plan, else the planner's reason."""
+    try:
+        plan(runs)
+    except VflprivError as exc:
+        return str(exc)
+    return ""
+
+
+def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
+    """Every run of the audit, and every pair left out with its reason."""
+    attacks = cfg.audit.attacks or ATTACKS.names()
+    defenses = cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
+    parties = cfg.partition.parties
+    adversaries = range(1, parties) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
+    runs: list[RunConfig] = []
+    skipped: list[Inapplicable] = []
+    for adversary in adversaries:
+        base = cfg.training().model_dump()
+        base["partition"]["adversary"] = adversary
+        for phase in _phases(cfg):
+            applicable = []
+            for name in attacks:
+                attack = _attack(cfg, name, phase)
+                reason = _try([_run(base, attack, None, cfg.seeds[0])])
+                if reason:
+                    skipped.append(Inapplicable(name, "none", phase, reason))
+                else:
+                    applicable.append(attack)
+                    runs += [_run(base, attack, None, s) for s in cfg.seeds]
+            for d in defenses:
+                strengths = d.strengths or DEFENSES.get(d.name).audit_strengths.get(phase)
+                if not strengths:
+                    skipped.append(Inapplicable("*", d.name, phase, f"defense '{d.name}' declares no audit strengths "
+                                                f"for the {phase} phase; give audit.defenses[].strengths"))
+                    continue
+                for attack in applicable:
+                    defended = [DefenseConfig(name=d.name, strength=s, phase=phase, kinds=d.kinds, party=d.party,
+                                              sweep=True, options=d.options) for s in strengths]
+                    reason = _try([_run(base, attack, defended[0], cfg.seeds[0])])
+                    if reason:
+                        skipped.append(Inapplicable(attack.name, d.name, phase, reason))
+                        continue
+                    runs += [_run(base, attack, dc, s) for dc in defended for s in cfg.seeds]
+    return runs, skipped

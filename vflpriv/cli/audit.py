@@ -1,0 +1,112 @@
+"""``vflpriv audit``: the whole battery of attacks and defenses on one method, with verdicts."""
+
+from __future__ import annotations
+
+import json
+import platform
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+
+from vflpriv.audit import AuditConfig, audit_grid
+from vflpriv.cli.app import app
+from vflpriv.cli.evaluate import numbers
+from vflpriv.config_io import apply_override, check_shape, read_config_file, validate
+from vflpriv.conformance import check_conformance
+
+
+def _names(text: str | None) -> list[str] | None:
+    return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
+
+
+def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], attacks: Optional[str],
+                defenses: Optional[str], phases: Optional[str], seeds: Optional[str], jobs: Optional[int],
+                backend: Optional[str], device: Optional[str], all_adversaries: bool, overrides: list[str]) -> AuditConfig:
+    """defaults <- config file <- command-line options <- ``--set key=value``."""
+    data: dict[str, Any] = read_config_file(config) if config else {}
+    check_shape(AuditConfig, data, source=f"config file {config}")
+    data.setdefault("method", {})["name"] = method
+    section = data.setdefault("audit", {})
+    for key, value in (("attacks", _names(attacks)), ("phases", _names(phases))):
+        if value is not None:
+            section[key] = value
+    if defenses is not None:
+        section["defenses"] = [{"name": n} for n in _names(defenses) if n != "none"]
+    if all_adversaries:
+        section["adversaries"] = "all"
+    for key, value in (("dataset", dataset),):
+        if value is not None:
+            data.setdefault(key, {})["name"] = value
+    for key, value in (("jobs", jobs), ("backend", backend), ("device", device)):
+        if value is not None:
+            data[key] = value
+    if seeds is not None:
+        data["seeds"] = numbers(seeds, int, "--seeds")
+    for assignment in overrides:
+        apply_override(data, assignment)
+    return validate(AuditConfig, data)
+
+
+def _context(cfg: AuditConfig) -> dict:
+    try:
+        own = version("vflpriv")
+    except PackageNotFoundError:
+        own = "unknown"
+    import torch
+
+    p = cfg.partition
+    return {
+        "method": cfg.method.name, "dataset": cfg.dataset.name, "prior": cfg.audit.prior, "seeds": cfg.seeds,
+        "settings": {
+            "parties": p.parties, "aligned fraction": p.aligned_fraction, "labeled": p.labeled, "aux": p.aux,
+            "adversary": "every passive party" if cfg.audit.adversaries == "all" else f"party {p.adversary}",
+            "seeds": ", ".join(map(str, cfg.seeds)), "method options": json.dumps(cfg.method.options),
+            "versions": f"vflpriv {own}, torch {torch.__version__}, python {platform.python_version()}",
+        },
+    }
+
+
+@app.command()
+def audit(
+    method: str = typer.Option(..., help="method to audit: a registered name or package.module:Class"),
+    dataset: Optional[str] = typer.Option(None, help="dataset (vflpriv list datasets); default digits"),
+    attacks: Optional[str] = typer.Option(None, help="attacks, comma-separated; default every registered attack"),
+    defenses: Optional[str] = typer.Option(None, help="defenses, comma-separated (or none); default every registered one"),
+    phases: Optional[str] = typer.Option(None, help="attacked phases: finetune,pretrain; default both when the method pretrains"),
+    seeds: Optional[str] = typer.Option(None, help="seeds, e.g. 0,1,2 (the paired test needs at least 2)"),
+    out: Path = typer.Option(Path("vflpriv-audit"), help="output directory (audit.md, audit.json, results.csv)"),
+    config: Optional[Path] = typer.Option(None, help="YAML or TOML audit file"),
+    set_: list[str] = typer.Option([], "--set", help="override a setting: key.path=value (repeatable)"),
+    all_adversaries: bool = typer.Option(False, "--all-adversaries", help="every passive party as the adversary in turn"),
+    check_only: bool = typer.Option(False, "--check-only", help="only run the conformance checks of the method"),
+    jobs: Optional[int] = typer.Option(None, help="parallel trainings"),
+    backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
+    address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
+    store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
+    device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
+) -> None:
+    """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
+    from vflpriv.experiment import run_into_store
+    from vflpriv.reports.audit import audit_markdown, audit_summary
+
+    cfg = build_audit(config=config, method=method, dataset=dataset, attacks=attacks, defenses=defenses, phases=phases,
+                      seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,
+                      overrides=set_)
+    console = Console()
+    passed = check_conformance(cfg.training())
+    console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))
+    if check_only:
+        return
+    runs, skipped = audit_grid(cfg)
+    results = run_into_store(runs, out, jobs=cfg.jobs, backend=cfg.backend, address=address, store_path=store,
+                             console=console)
+    summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=_context(cfg))
+    (out / "audit.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    (out / "audit.md").write_text(audit_markdown(summary))
+    for verdict in summary["verdicts"]:
+        console.print(verdict["line"])
+    console.print(f"{len(skipped)} pair(s) not applicable (listed in the report); wrote {out / 'audit.md'}, "
+                  f"{out / 'audit.json'}")
