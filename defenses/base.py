@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from vflpriv.options import NoOptions
 from vflpriv.engine.message import ACTIVE, Message, Payload
+from vflpriv.engine.roles import PASSIVE, role
 from vflpriv.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -61,17 +62,22 @@ class Protection(ABC):
     #: listed has no default and must be given in the audit's config.
     audit_strengths: ClassVar[dict[str, tuple[float, ...]]] = {}
 
+    @classmethod
+    def default_kinds_for(cls, phase: str) -> tuple[str, ...]:
+        """The kinds protected when none are given, in ``phase``."""
+        return cls.default_kinds
+
     def __init__(
         self,
         *,
         strength: float,
-        party: int,
+        party: int | str,
         phase: str,
         kinds: list[str] | None,
         options: BaseModel,
         generator: torch.Generator,
     ):
-        kinds = list(kinds) if kinds is not None else list(self.default_kinds)
+        kinds = list(kinds) if kinds is not None else list(self.default_kinds_for(phase))
         unsupported = sorted(set(kinds) - set(self.supported_kinds))
         if unsupported:
             raise ConfigError(
@@ -102,8 +108,10 @@ class Defense(Protection):
     """A message defense; subclasses implement ``transform`` on one tensor."""
 
     def protects(self, message: Message) -> bool:
-        """Depends only on (sender, kind, phase): the channel caches the answer per triple."""
-        return message.sender == self.party and message.phase == self.phase and message.kind in self.kinds
+        """Depends only on (sender, kind, phase): the channel caches the answer per triple. ``party`` is a
+        party index or ``"passive"`` (every passive party protects what it sends)."""
+        sender = role(message.sender) if self.party == PASSIVE else message.sender
+        return sender == self.party and message.phase == self.phase and message.kind in self.kinds
 
     def __call__(self, payload: Payload, message: Message) -> Payload:
         if self.is_identity:

@@ -35,10 +35,9 @@ class IsotropicNoise(Defense):
     #: FedHSSL's lambda_f of Table VII in finetuning, its lambda_p of Table VI in pretraining.
     audit_strengths = {"finetune": (1.0, 5.0, 25.0), "pretrain": (0.1, 0.4, 1.0)}
 
-    def __init__(self, *, phase: str, kinds: list[str] | None, **kwargs):
-        if kinds is None and phase == "pretrain":
-            kinds = list(self.pretrain_kinds)
-        super().__init__(phase=phase, kinds=kinds, **kwargs)
+    @classmethod
+    def default_kinds_for(cls, phase: str) -> tuple[str, ...]:
+        return cls.pretrain_kinds if phase == "pretrain" else cls.default_kinds
 
     def transform(self, tensor: torch.Tensor, message: Message) -> torch.Tensor:
         sigma = iso_sigma(tensor, strength=self.strength)

@@ -64,6 +64,14 @@ def run_attack(attack, cfg: RunConfig, fed: Federation, scenario: Scenario, enco
         record.leakage = record.attack_accuracy - record.prior_accuracy
 
 
+def prior_alone(attack, cfg: RunConfig, fed: Federation, scenario: Scenario) -> float:
+    """The prior's test accuracy when there is no federation to attack (a non-federated method)."""
+    view = adversary_view(fed, scenario, None, cfg.attack.phase, generator(cfg.seed, "attack", device=fed.device))
+    ds = scenario.dataset
+    truth = {"test": ds.y_test, "train": ds.y_train[view.target_ids["train"].cpu()]}
+    return prior_accuracy(cfg, view, attack, truth)["test"]
+
+
 def score_attack(record: RunRecord, inferences: dict[str, Inference], truth: dict[str, torch.Tensor]) -> None:
     primary = "test" if "test" in inferences else "train"
     record.attack_target = primary

@@ -114,9 +114,12 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     runs += [_run(base, attack, None, s) for s in cfg.seeds]
             for d in defenses:
                 strengths = d.strengths or DEFENSES.get(d.name).audit_strengths.get(phase)
-                if not strengths:
-                    skipped.append(Inapplicable("*", d.name, phase, f"defense '{d.name}' declares no audit strengths "
-                                                f"for the {phase} phase; give audit.defenses[].strengths"))
+                unset = DefenseConfig(name=d.name, phase=phase, kinds=d.kinds, party=d.party, sweep=True,
+                                      options=d.options)
+                reason = _try([_run(base, applicable[0], unset, cfg.seeds[0])]) if applicable else ""
+                if reason or not strengths:
+                    skipped.append(Inapplicable("*", d.name, phase, reason or f"defense '{d.name}' declares no audit "
+                                                f"strengths for the {phase} phase; give audit.defenses[].strengths"))
                     continue
                 for attack in applicable:
                     defended = [DefenseConfig(name=d.name, strength=s, phase=phase, kinds=d.kinds, party=d.party,

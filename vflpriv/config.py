@@ -108,7 +108,9 @@ class DefenseConfig(Options):
     )
     phase: Phase = "finetune"
     kinds: list[str] | None = Field(None, description="message kinds to protect; None = the defense's own")
-    party: int = Field(0, ge=0, description="the protecting party (its outgoing messages)")
+    party: int | None = Field(
+        None, ge=0, description="the protecting party (its outgoing messages); unset = the active party, or every "
+        "passive party when the active party sends nothing this defense protects in the phase")
     sweep: bool = Field(False, description="this defense's strength is the swept lambda")
     options: dict[str, Any] = Field(default_factory=dict)
 

@@ -18,6 +18,7 @@ from vflpriv.data.base import VerticalDataset
 from vflpriv.data.catalog import DATASET_INFO
 from vflpriv.data.load import load_dataset
 from vflpriv.engine import role
+from vflpriv.engine.roles import PASSIVE
 from vflpriv.errors import ConfigError, IncompatibleError
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
@@ -132,29 +133,49 @@ def _active_labels_local(config: TrainingConfig, method: Method) -> bool:
     return value
 
 
+def _sent(method: Method, sender: str, phase: str) -> set[str]:
+    return {kind for who, kind, ph in method.sends if who == sender and ph == phase}
+
+
 def _defense(config: TrainingConfig, index: int, method: Method, dataset: VerticalDataset, device: torch.device):
+    """The defense, bound to the messages it protects. Unset ``party``: the active party, or every passive
+    party when the active party sends nothing the defense protects in the phase; unset ``kinds``: the
+    defense's defaults for the phase that the party sends, else the kinds it supports that the party sends.
+    A defense that would protect nothing the method sends is refused (it would change no number)."""
     d = config.defenses[index]
     cls = DEFENSES.get(d.name)
     parties = config.partition.parties
-    if d.party >= parties:
+    if d.party is not None and d.party >= parties:
         raise IncompatibleError(f"defense {d.name}: party {d.party} does not exist (0..{parties - 1})")
     if cls.binary_only and dataset.num_classes != 2:
         raise IncompatibleError(f"defense '{d.name}' needs a binary task; {dataset.name} has {dataset.num_classes} classes")
-    defense = cls(
-        strength=cls.axis.identity if d.strength is None else d.strength, party=d.party, phase=d.phase,
-        kinds=d.kinds, options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
+    unsupported = sorted(set(d.kinds or ()) - set(cls.supported_kinds))
+    if unsupported:
+        raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
+                          f"valid kinds: {', '.join(cls.supported_kinds)}")
+    labels = "labels" in cls.supported_kinds
+    candidates = [d.party] if d.party is not None else [0] if labels or not method.federated else [0, PASSIVE]
+    tried = []
+    for party in candidates:
+        sent = _sent(method, PASSIVE if party == PASSIVE else role(party), d.phase)
+        kinds = d.kinds
+        if kinds is None and not labels:
+            kinds = sorted(set(cls.default_kinds_for(d.phase)) & sent) or sorted(set(cls.supported_kinds) & sent) or None
+        wanted = set(kinds or cls.default_kinds_for(d.phase))
+        if labels or not method.federated or wanted & sent:
+            break
+        who = "the passive parties send" if party == PASSIVE else f"party {party} sends"
+        tried.append(f"{who} {', '.join(sorted(sent)) or 'nothing'}")
+    else:
+        raise IncompatibleError(
+            f"defense '{d.name}' protects {'/'.join(sorted(wanted))} messages in {d.phase}, but in method "
+            f"'{config.method.name}' {' and '.join(tried)} there: it would change nothing"
+        )
+    return cls(
+        strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase=d.phase, kinds=kinds,
+        options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
         generator=generator(config.seed, f"defense:{index}", device=device),
     )
-    if "labels" not in defense.kinds:
-        sender = role(d.party)
-        sent = sorted({kind for who, kind, phase in method.sends if who == sender and phase == d.phase})
-        if not set(defense.kinds) & set(sent):
-            raise IncompatibleError(
-                f"defense '{d.name}' protects {'/'.join(sorted(defense.kinds))} messages the {sender} party "
-                f"(party {d.party}) sends in {d.phase}, but method '{config.method.name}' sends "
-                f"{'only ' + ', '.join(sent) if sent else 'nothing'} there: it would change nothing"
-            )
-    return defense
 
 
 def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:

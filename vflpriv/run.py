@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from vflpriv import cache, metrics
-from vflpriv.attacking import run_attack
+from vflpriv.attacking import prior_alone, run_attack
 from vflpriv.config import RunConfig
 from vflpriv.engine import PRETRAIN, Channel, Federation, Inbox, make_parties
 from vflpriv.errors import DivergedError
@@ -82,8 +82,10 @@ def _execute(p: Plan) -> list[RunRecord]:
         record.comm_mb, record.comm_messages = meter.total_bytes() / 1e6, meter.total_messages()
         record.comm_mb_pretrain = meter.total_bytes(PRETRAIN) / 1e6
         record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
-        if a.not_applicable:
+        if a.not_applicable:  # no federation to attack; the adversary's prior is still what it knows alone
             record.status, record.error = NOT_APPLICABLE, a.not_applicable
+            if a.config.attack.prior != "none":
+                record.prior_accuracy = prior_alone(a.attack, a.config, result.fed, p.scenario)
             continue
         start = time.perf_counter()
         try:

@@ -139,10 +139,11 @@ EVALUATE = [
     # defenses
     (["--defense", "marvell"], "needs a binary task"),
     (["--method", "fedhssl", "--defense", "max-norm", "--phase", "pretrain"], "it would change nothing"),
-    (["--method", "local-simsiam", "--defense", "iso", "--phase", "pretrain"], "sends nothing there"),
+    (["--method", "local-simsiam", "--defense", "iso", "--phase", "pretrain"],
+     "party 0 sends nothing and the passive parties send nothing there"),
     (["--set", "defenses=[{name: iso, party: 5}]"], "party 5 does not exist"),
     (["--set", "defenses=[{name: iso, kinds: [labels]}]"], "cannot protect labels messages"),
-    (["--set", "defenses=[{name: iso, kinds: [embedding]}]"], "sends only gradient there"),
+    (["--set", "defenses=[{name: iso, kinds: [embedding], party: 0}]"], "party 0 sends gradient there"),
     (["--set", "defenses=[{name: label-dp, party: 1}]"], "party must be 0"),
     (["--set", "defenses=[{name: iso, sweep: true}, {name: sparsify, sweep: true}]"], "at most one defense"),
     (["--set", "defenses=[{name: iso, strength: -2}]"], "strength"),

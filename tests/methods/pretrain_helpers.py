@@ -12,8 +12,21 @@ TINY_SSL = {"batch_size": 256, "projector_hidden": 64, "projector_dim": 32, "pre
 TINY_MODEL = {"hidden": 64, "out_dim": 32}
 
 
+#: Short settings of the methods of papers 001 and 003 and the references.
+TINY_OTHER = {
+    "vflhlp": {"supervised_epochs": 2, "scarf_epochs": 1, "scarf_batch_size": 256},
+    "local-a": {"supervised_epochs": 2},
+    "ssvfl": {**TINY_SSL, "epochs": 1},
+    "centralized-lr": {"max_iter": 200},
+    "centralized-gbdt": {"max_iter": 20},
+}
+
+
 def tiny_options(method: str, **changes) -> dict:
-    """TINY_SSL plus one epoch / global iteration, for any registered pretraining method name."""
+    """Short settings (one epoch / global iteration, small heads) for any built-in method name."""
+    for prefix, options in TINY_OTHER.items():
+        if method.startswith(prefix):
+            return {**options, **changes}
     if not method.startswith(("local-", "cssl-", "gssl-", "fedhssl")):
         return dict(changes)
     opts = dict(TINY_SSL)

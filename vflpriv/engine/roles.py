@@ -12,6 +12,7 @@ from typing import Literal
 from vflpriv.engine.message import ACTIVE, EMBEDDING, FINETUNE, GRADIENT, INFERENCE, SERVER
 
 Role = Literal["active", "passive", "server"]
+PASSIVE: Role = "passive"
 Traffic = frozenset[tuple[str, str, str]]
 
 #: Split learning's messages: embeddings up and gradients down in finetuning, embeddings up at inference.

@@ -7,6 +7,7 @@ concatenates [h_0, h_1, ..., h_{K-1}], applies the top model, and sends dL/dh_k 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -41,8 +42,16 @@ def new_top(fed: Federation, bottoms: list[nn.Module]) -> TopModel:
     return init_parameters(top, generator=fed.generator)
 
 
-def finetune(fed: Federation, bottoms: list[nn.Module], top: nn.Module, *, train_bottoms: bool = True) -> Trained:
-    """Train on the active party's labeled aligned ids for ``fed.finetune.epochs`` epochs."""
+#: An extra term of the active party's loss, from its own parameters only (e.g. VFLHLP's constraint, Eq. 8).
+Penalty = Callable[[], torch.Tensor]
+
+
+def finetune(
+    fed: Federation, bottoms: list[nn.Module], top: nn.Module, *, train_bottoms: bool = True,
+    penalty: Penalty | None = None,
+) -> Trained:
+    """Train on the active party's labeled aligned ids for ``fed.finetune.epochs`` epochs; ``penalty()`` is
+    added to the active party's loss at every step (it must read only the active party's parameters)."""
     cfg = fed.finetune
     owned = [list(b.parameters()) if train_bottoms else [] for b in bottoms]
     owned[ACTIVE] += list(top.parameters())
@@ -59,14 +68,15 @@ def finetune(fed: Federation, bottoms: list[nn.Module], top: nn.Module, *, train
         for batch in index_batches(ids, batch_size=cfg.batch_size, generator=fed.generator):
             for opt in optimizers:
                 opt.zero_grad(set_to_none=True)
-            split_step(fed, bottoms, top, batch, labels[batch], epoch=epoch)
+            split_step(fed, bottoms, top, batch, labels[batch], epoch=epoch, penalty=penalty)
             for opt in optimizers:
                 opt.step()
     return Trained(bottoms, top)
 
 
 def split_step(
-    fed: Federation, bottoms: list[nn.Module], top: nn.Module, batch: torch.Tensor, y: torch.Tensor, *, epoch: int
+    fed: Federation, bottoms: list[nn.Module], top: nn.Module, batch: torch.Tensor, y: torch.Tensor, *, epoch: int,
+    penalty: Penalty | None = None,
 ) -> torch.Tensor:
     """One forward/backward of split learning on ``batch``; gradients land in every party's parameters."""
     local = [bottoms[p.index](p.x_train[batch]) for p in fed.parties]
@@ -75,6 +85,8 @@ def split_step(
         h = fed.channel.send(Message(EMBEDDING, FINETUNE, p.index, ACTIVE, local[p.index], batch, epoch))
         received.append(h.requires_grad_(local[p.index].requires_grad))
     loss = nn.functional.cross_entropy(top(received), y)
+    if penalty is not None:
+        loss = loss + penalty()
     loss.backward()
     for p in fed.passive:
         if local[p.index].requires_grad:

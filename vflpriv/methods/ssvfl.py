@@ -1,0 +1,72 @@
+"""SS-VFL: self-supervised VFL (paper 003, Castiglia et al., Algorithms 1-2; REFERENCE.md §8).
+
+Every party pretrains its encoder alone with contrastive learning on its local samples (LocalCL, Eq. 2):
+MoCo as in the authors' code, temperature 0.2, EMA momentum 0.999, output dimension 128, a queue of
+negatives (the SSL building blocks of ``vflpriv.methods.pretraining``; other settings as FedLocalMoCo's).
+
+- ``ssvfl-i`` (SS-VFL-Independent, Algorithm 1): encoders frozen. Each passive party sends the
+  representations of the aligned labeled samples once (one ``embedding`` message per passive party,
+  through the channel) and the active party, in the server's role, trains its head on them with no
+  further communication (``finetune`` epochs, lr and batch). No gradient ever goes down, so gradient
+  attacks do not apply; the passive parties' one message is what ISO on embeddings protects.
+- ``ssvfl-c`` (SS-VFL-Coupled, Algorithm 2): the same start, then end-to-end split learning (the shared
+  finetuning loop), encoders updated.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from pydantic import Field
+from torch import nn
+
+from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, INFERENCE, Federation, Message
+from vflpriv.methods.finetune import Trained, new_top
+from vflpriv.methods.local_ssl import LocalOptions, LocalSSLMethod
+from vflpriv.models.training import index_batches, make_optimizer, require_finite
+
+
+class SSVFLOptions(LocalOptions):
+    """LocalCL with the SS-VFL code's MoCo settings."""
+
+    temperature: float = Field(0.2, gt=0, description="InfoNCE temperature (SS-VFL code: 0.2)")
+    ema_momentum: float | None = Field(0.999, ge=0, le=1, description="key encoder momentum (SS-VFL code: 0.999)")
+    projector_dim: int | None = Field(128, ge=1, description="representation dimension of the MoCo head (code: 128)")
+
+
+class SSVFLCoupled(LocalSSLMethod):
+    """SS-VFL-C: local MoCo pretraining, then split learning updating every encoder."""
+
+    Options = SSVFLOptions
+    flavour = "moco"
+
+
+class SSVFLIndependent(SSVFLCoupled):
+    """SS-VFL-I: local MoCo pretraining, frozen encoders, one round of representations, the head trained alone."""
+
+    sends = frozenset({("passive", EMBEDDING, FINETUNE), ("passive", EMBEDDING, INFERENCE)})
+
+    def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
+        encoders = [copy.deepcopy(m).eval().requires_grad_(False) for m in pretrained]
+        ids = fed.labeled_aligned()
+        with torch.no_grad():
+            reps = [encoders[ACTIVE](fed.active.x_train[ids])]
+            reps += [fed.channel.send(Message(EMBEDDING, FINETUNE, p.index, ACTIVE, encoders[p.index](p.x_train[ids]), ids))
+                     for p in fed.passive]  # the single round: one message per passive party
+        features = torch.cat(reps, dim=1)
+        top = new_top(fed, encoders)
+        cfg = fed.finetune
+        opt = make_optimizer(top.parameters(), name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        labels = fed.active.labels[ids]
+        rows = torch.arange(ids.numel(), device=fed.device)
+        finite = torch.ones((), dtype=torch.bool, device=fed.device)
+        for _ in range(cfg.epochs):
+            for batch in index_batches(rows, batch_size=cfg.batch_size, generator=fed.generator):
+                loss = nn.functional.cross_entropy(top.linear(features[batch]), labels[batch])
+                finite &= torch.isfinite(loss)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+        require_finite(finite, "the active party's head training loss")
+        return Trained(encoders, top)
