@@ -37,7 +37,7 @@ from scipy.optimize import linear_sum_assignment
 from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Inference
 from vflpriv.attacks.gradients import EpochChoice, GradientAttack, per_sample, positions_in
-from vflpriv.attacks.kmeans import kmeans
+from vflpriv.kmeans import kmeans
 from vflpriv.models.training import apply_in_batches
 
 

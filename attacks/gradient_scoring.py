@@ -36,7 +36,7 @@ from pydantic import Field
 from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Inference
 from vflpriv.attacks.gradients import EpochChoice, GradientAttack, GradientBatch, per_sample, positions_in
-from vflpriv.attacks.kmeans import kmeans
+from vflpriv.kmeans import kmeans
 from vflpriv.attacks.model_completion import completed_model
 from vflpriv.models.training import apply_in_batches, fit_classifier
 

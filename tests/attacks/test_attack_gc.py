@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from vflpriv.attacks.gradient_clustering import GradientClustering, GradientClusteringOptions
-from vflpriv.attacks.kmeans import kmeans
+from vflpriv.kmeans import kmeans
 from vflpriv.scoring import hungarian_accuracy
 from vflpriv import metrics
 

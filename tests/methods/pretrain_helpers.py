@@ -19,6 +19,8 @@ TINY_OTHER = {
     "ssvfl": {**TINY_SSL, "epochs": 1},
     "centralized-lr": {"max_iter": 200},
     "centralized-gbdt": {"max_iter": 20},
+    "oneshot": {"client_epochs": 1, "server_epochs": 2},
+    "fewshot": {"client_epochs": 1, "server_epochs": 2},
 }
 
 

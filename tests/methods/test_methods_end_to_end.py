@@ -18,10 +18,12 @@ from vflpriv.seeding import generator
 
 FLAVOURS = ("simsiam", "byol", "moco")
 NAMES = ["fedhssl", *(f"{step}-{f}" for step in ("local", "cssl", "gssl", "fedhssl") for f in FLAVOURS),
-         "vflhlp", "vflhlp-a", "vflhlp-p", "ssvfl-i", "ssvfl-c", "local-a", "centralized-lr", "centralized-gbdt"]
-#: Methods whose pretraining is local: ISO in pretraining has nothing to protect and is refused.
-LOCAL_PRETRAINING = ("local-", "vflhlp", "ssvfl-", "centralized-")
+         "vflhlp", "vflhlp-a", "vflhlp-p", "ssvfl-i", "ssvfl-c", "local-a", "centralized-lr", "centralized-gbdt",
+         "oneshot", "fewshot"]
+#: Methods that send nothing in pretraining: ISO there has nothing to protect and is refused.
+LOCAL_PRETRAINING = ("local-", "vflhlp", "ssvfl-", "centralized-", "oneshot", "fewshot")
 NOT_FEDERATED = ("local-a", "centralized-lr", "centralized-gbdt")
+NO_PRETRAINING = (*NOT_FEDERATED, "oneshot", "fewshot")
 
 
 def test_all_names_are_registered() -> None:
@@ -45,7 +47,7 @@ def _run_config(method: str, parties: int, phase: str, *, pretrain_defense: bool
 @pytest.mark.parametrize("parties", [2, 4])
 @pytest.mark.parametrize("method", NAMES[1:])
 def test_method_runs_end_to_end(method: str, parties: int) -> None:
-    phase = "pretrain" if parties == 2 and method not in ("local-a", "centralized-lr", "centralized-gbdt") else "finetune"
+    phase = "pretrain" if parties == 2 and method not in NO_PRETRAINING else "finetune"
     local = method.startswith(LOCAL_PRETRAINING)
     if local and method not in NOT_FEDERATED:  # pretraining sends nothing: ISO there would change nothing
         with pytest.raises(IncompatibleError, match="party 0 sends nothing"):

@@ -8,6 +8,7 @@ from vflpriv.engine.message import (
     GRADIENT,
     INFERENCE,
     PRETRAIN,
+    PROBABILITIES,
     SERVER,
     STATISTICS,
     WEIGHTS,
@@ -17,7 +18,7 @@ from vflpriv.engine.party import ActiveParty, Federation, Party, make_parties
 from vflpriv.engine.roles import SPLIT_LEARNING, Role, Traffic, passive_receives, role
 
 __all__ = [
-    "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "INFERENCE", "PRETRAIN", "SERVER", "STATISTICS", "WEIGHTS",
+    "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "INFERENCE", "PRETRAIN", "PROBABILITIES", "SERVER", "STATISTICS", "WEIGHTS",
     "SPLIT_LEARNING", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
     "Traffic", "make_parties", "passive_receives", "role",
 ]

@@ -14,6 +14,7 @@ EMBEDDING = "embedding"
 GRADIENT = "gradient"
 WEIGHTS = "weights"
 STATISTICS = "statistics"  # BatchNorm running means and variances shared with weights
+PROBABILITIES = "probabilities"  # few-shot VFL: the server's pseudo-labelling probability per unaligned sample
 
 PRETRAIN = "pretrain"
 FINETUNE = "finetune"

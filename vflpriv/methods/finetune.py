@@ -48,10 +48,11 @@ Penalty = Callable[[], torch.Tensor]
 
 def finetune(
     fed: Federation, bottoms: list[nn.Module], top: nn.Module, *, train_bottoms: bool = True,
-    penalty: Penalty | None = None,
+    penalty: Penalty | None = None, first_epoch: int = 0,
 ) -> Trained:
     """Train on the active party's labeled aligned ids for ``fed.finetune.epochs`` epochs; ``penalty()`` is
-    added to the active party's loss at every step (it must read only the active party's parameters)."""
+    added to the active party's loss at every step (it must read only the active party's parameters).
+    Messages carry epoch numbers from ``first_epoch`` (after a method's own earlier exchanges)."""
     cfg = fed.finetune
     owned = [list(b.parameters()) if train_bottoms else [] for b in bottoms]
     owned[ACTIVE] += list(top.parameters())
@@ -64,7 +65,7 @@ def finetune(
         module.train()
     labels = fed.active.labels
     ids = fed.labeled_aligned()
-    for epoch in range(cfg.epochs):
+    for epoch in range(first_epoch, first_epoch + cfg.epochs):
         for batch in index_batches(ids, batch_size=cfg.batch_size, generator=fed.generator):
             for opt in optimizers:
                 opt.zero_grad(set_to_none=True)

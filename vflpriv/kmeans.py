@@ -1,5 +1,6 @@
 """k-means (Lloyd 1982) with k-means++ seeding (Arthur & Vassilvitskii 2007), in torch with an explicit
-generator, for the gradient clustering attack (one-shot VFL step 3, REFERENCE.md §7).
+generator: one-shot VFL's step 3 (the temporary labels, paper 002 Alg. 1 line 28) and the gradient clustering
+attack that turns that step against any VFL method (REFERENCE.md §7).
 
 Several seedings are run and the one with the lowest inertia (sum of squared distances to the
 nearest centroid) is kept, as scikit-learn's ``n_init`` does. A cluster left empty by an update is
