@@ -41,6 +41,9 @@ class StrengthAxis:
     identity: float = 0.0
     low: float = 0.0
     high: float = math.inf
+    #: Where ``vflpriv tune`` searches by default, and whether on a log scale.
+    search: tuple[float, float] = (0.01, 100.0)
+    log: bool = True
 
     def check(self, *, value: float, defense: str) -> None:
         """Raise ConfigError when ``value`` is outside [low, high]."""

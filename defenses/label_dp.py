@@ -39,7 +39,7 @@ def randomised_response(labels: torch.Tensor, *, epsilon: float, num_classes: in
 class LabelDP(LabelDefense):
     """Randomised response with epsilon = strength on the labels the active party trains with."""
 
-    axis = StrengthAxis(name="epsilon", stronger="lower", identity=math.inf)
+    axis = StrengthAxis(name="epsilon", stronger="lower", identity=math.inf, search=(0.05, 20.0))
     audit_strengths = {"finetune": (8.0, 2.0, 1.0)}
 
     def relabel(self, labels: torch.Tensor, *, num_classes: int) -> torch.Tensor:

@@ -32,7 +32,7 @@ class MaxNorm(Defense):
 
     default_kinds = ("gradient",)
     supported_kinds = ("gradient",)
-    axis = StrengthAxis(name="scale", stronger="higher", identity=0.0)
+    axis = StrengthAxis(name="scale", stronger="higher", identity=0.0, search=(0.01, 10.0))
     audit_strengths = {"finetune": (0.5, 1.0, 2.0)}
 
     def transform(self, tensor: torch.Tensor, message: Message) -> torch.Tensor:

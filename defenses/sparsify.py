@@ -34,7 +34,8 @@ class Sparsify(Defense):
 
     default_kinds = ("gradient",)
     supported_kinds = ("embedding", "gradient", "weights")
-    axis = StrengthAxis(name="percentile", stronger="higher", identity=0.0, low=0.0, high=100.0)
+    axis = StrengthAxis(name="percentile", stronger="higher", identity=0.0, low=0.0, high=100.0,
+                        search=(50.0, 99.9), log=False)
     audit_strengths = {"finetune": (90.0, 95.0, 99.0), "pretrain": (90.0, 95.0, 99.0)}
 
     def transform(self, tensor: torch.Tensor, message: Message) -> torch.Tensor:

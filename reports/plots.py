@@ -1,4 +1,9 @@
-"""Privacy-utility plots from records only (x: utility, y: attack accuracy, one line per method)."""
+"""Privacy-utility plots from records only (x: utility, y: attack accuracy, one line per method).
+
+One figure per (attack, defense, phase), one panel per dataset: each method (and variant) is a line
+through its strengths, with error bars over seeds and each point labelled with its strength on the
+defense's own axis; the adversary's prior (mean over seeds) is the dashed line.
+"""
 
 from __future__ import annotations
 
@@ -13,44 +18,53 @@ import seaborn as sns  # noqa: E402
 
 from vflpriv.tradeoff.cap import strength_label  # noqa: E402
 
+CONTEXT = ["attack", "defense", "phase"]
+FORMATS = ("png", "svg", "pdf")
 
-def tradeoff_plot(summary: pd.DataFrame, path: Path, *, title: str | None = None) -> Path:
-    """One panel per (dataset, attack, defense, phase); points labelled with their strength (its axis);
-    the adversary prior (mean over seeds) is the dashed horizontal line.
 
-    ``summary`` is :func:`vflpriv.tradeoff.cap.strength_summary` output.
+def _line(method: str, variant: str) -> str:
+    return f"{method} ({variant})" if variant else method
+
+
+def tradeoff_figures(
+    summary: pd.DataFrame, out: Path, *, stem: str = "tradeoff", formats: tuple[str, ...] = FORMATS
+) -> list[Path]:
+    """Write the figures of ``summary`` (:func:`vflpriv.tradeoff.cap.strength_summary`); returns the files.
+
+    With one (attack, defense, phase) the files are ``{stem}.{format}``, else ``{stem}_{attack}_{defense}_{phase}``.
     """
-    panels = list(summary.groupby(["dataset", "attack", "defense", "phase"]))
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5.5 * max(1, len(panels)), 4.5), squeeze=False)
-    palette = dict(zip(sorted(summary["method"].unique()), sns.color_palette("colorblind", summary["method"].nunique())))
-    for ax, ((dataset, attack, defense, phase), panel) in zip(axes[0], panels):
-        for method, rows in panel.groupby("method"):
-            rows = rows.sort_values("strength")
-            color = palette[method]
-            ax.errorbar(
-                rows["utility_mean"], rows["attack_accuracy_mean"],
-                xerr=rows["utility_std"], yerr=rows["attack_accuracy_std"],
-                marker="o", color=color, label=method, capsize=2,
-            )
-            for _, r in rows.iterrows():
-                ax.annotate(strength_label(r["strength_axis"], r["strength"]), (r["utility_mean"], r["attack_accuracy_mean"]),
-                            textcoords="offset points", xytext=(4, 4), fontsize=8, color=color)
-        prior = panel["prior_accuracy_mean"].mean()
-        if pd.notna(prior):
-            ax.axhline(prior, linestyle="--", color="grey", label="adversary prior")
-        ax.set_xlabel(f"utility ({_metric(panel)})")
-        ax.set_ylabel(f"{attack} attack accuracy")
-        ax.set_title(f"{dataset}: {defense} ({phase})")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-def _metric(panel: pd.DataFrame) -> str:
-    return str(panel["utility_metric"].iloc[0]) if "utility_metric" in panel else "utility"
+    summary = summary.assign(variant=summary["variant"] if "variant" in summary else "")
+    groups = list(summary.groupby(CONTEXT, sort=False))
+    lines = sorted({_line(m, v) for m, v in zip(summary["method"], summary["variant"])})
+    palette = dict(zip(lines, sns.color_palette("colorblind", len(lines))))
+    written = []
+    for (attack, defense, phase), part in groups:
+        datasets = list(dict.fromkeys(part["dataset"]))
+        fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.4), squeeze=False)
+        for ax, dataset in zip(axes[0], datasets):
+            panel = part[part["dataset"] == dataset]
+            for (method, variant), rows in panel.groupby(["method", "variant"], sort=False):
+                rows = rows.sort_values("strength")
+                name = _line(method, variant)
+                ax.errorbar(rows["utility_mean"], rows["attack_accuracy_mean"], xerr=rows["utility_std"],
+                            yerr=rows["attack_accuracy_std"], marker="o", color=palette[name], label=name, capsize=2)
+                for r in rows.itertuples():
+                    ax.annotate(strength_label(r.strength_axis, r.strength), (r.utility_mean, r.attack_accuracy_mean),
+                                textcoords="offset points", xytext=(4, 4), fontsize=7, color=palette[name])
+            prior = panel["prior_accuracy_mean"].mean()
+            if pd.notna(prior):
+                ax.axhline(prior, linestyle="--", color="grey", label="adversary prior")
+            ax.set_xlabel(f"utility ({panel['utility_metric'].iloc[0]})")
+            ax.set_ylabel(f"{attack} attack accuracy")
+            ax.set_title(f"{dataset}: {defense} ({phase})")
+            ax.legend(fontsize=7)
+            ax.grid(alpha=0.3)
+        fig.tight_layout()
+        name = stem if len(groups) == 1 else f"{stem}_{attack}_{defense}_{phase}"
+        out.mkdir(parents=True, exist_ok=True)
+        for fmt in formats:
+            path = out / f"{name}.{fmt}"
+            fig.savefig(path, dpi=130)
+            written.append(path)
+        plt.close(fig)
+    return written

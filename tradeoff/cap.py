@@ -41,7 +41,8 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
     - ``n/a: ...``: the attack does not apply (a non-federated method).
     """
     rows = []
-    for keys, group in results.groupby(GROUP, sort=False):
+    by = GROUP + (["variant"] if "variant" in results else [])
+    for keys, group in results.groupby(by, sort=False):
         expected = sorted(group["strength"].unique())
         if (group["status"] == "n/a").all():
             rows.append((*keys, float("nan"), float("nan"), 0, "n/a: " + str(group["error"].iloc[0])
@@ -67,7 +68,7 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
         values = np.asarray(caps, dtype=float)
         rows.append((*keys, float(values.mean()) if caps else float("nan"),
                      float(values.std()) if caps else float("nan"), len(caps), status))
-    return pd.DataFrame(rows, columns=[*GROUP, "cap", "cap_std", "n_seeds", "status"])
+    return pd.DataFrame(rows, columns=[*by, "cap", "cap_std", "n_seeds", "status"])
 
 
 def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
@@ -76,7 +77,7 @@ def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
     if "strength_axis" not in ok:
         ok = ok.assign(strength_axis="lambda")
     cols = ["utility", "attack_accuracy", "prior_accuracy"]
-    keys = GROUP + ["utility_metric", "strength_axis", "strength"]
+    keys = GROUP + (["variant"] if "variant" in ok else []) + ["utility_metric", "strength_axis", "strength"]
     agg = ok.groupby(keys)[cols].agg(["mean", lambda c: c.std(ddof=0)])
     agg.columns = [f"{c}_{'mean' if s == 'mean' else 'std'}" for c, s in agg.columns]
     n = ok.groupby(keys)["seed"].count().rename("n_seeds")

@@ -1,0 +1,73 @@
+"""vflpriv: label leakage in vertical federated learning with pretraining, and what defenses cost.
+
+The command line's operations for notebooks, returning pandas DataFrames:
+
+    import vflpriv
+    runs = vflpriv.evaluate({"method": {"name": "fedhssl"}, "seeds": [0, 1]}, out="vflpriv-out")
+    caps = vflpriv.cap_table(runs)                   # CAP per (method, dataset, attack, defense, phase)
+    again = vflpriv.load_results("vflpriv-out/results.sqlite")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vflpriv.config import ExperimentConfig
+
+__all__ = ["cap_table", "evaluate", "load_results", "sweep"]
+
+
+def evaluate(
+    config: ExperimentConfig | dict[str, Any] | str | Path, *, out: str | Path = "vflpriv-out",
+    store: str | Path | None = None, jobs: int | None = None, address: str | None = None,
+) -> pd.DataFrame:
+    """Run (or resume) an experiment like ``vflpriv evaluate`` and return its runs, one row per record.
+
+    ``config`` is an :class:`~vflpriv.config.ExperimentConfig`, a dict of the same settings, or the path of a
+    YAML/TOML experiment file. Writes ``results.csv`` and the store into ``out``.
+    """
+    from rich.console import Console
+
+    from vflpriv.config import ExperimentConfig
+    from vflpriv.config_io import read_config_file, validate
+    from vflpriv.experiment import run_into_store
+
+    if isinstance(config, (str, Path)):
+        config = read_config_file(Path(config))
+    experiment = config if isinstance(config, ExperimentConfig) else validate(ExperimentConfig, config)
+    return run_into_store(experiment.runs(), Path(out), jobs=jobs or experiment.jobs, backend=experiment.backend,
+                          address=address, store_path=Path(store) if store else None,
+                          console=Console(quiet=True), show_progress=False)
+
+
+def sweep(grid: dict[str, Any] | str | Path, *, out: str | Path = "vflpriv-sweep", store: str | Path | None = None,
+          jobs: int | None = None) -> pd.DataFrame:
+    """Run (or resume) a grid like ``vflpriv sweep`` (a dict or a grid file) and return its runs."""
+    from rich.console import Console
+
+    from vflpriv.config_io import read_config_file
+    from vflpriv.experiment import run_into_store
+    from vflpriv.grid import expand
+
+    g = expand(read_config_file(Path(grid)) if isinstance(grid, (str, Path)) else grid)
+    return run_into_store(g.runs, Path(out), jobs=jobs or g.jobs, backend=g.backend,
+                          store_path=Path(store) if store else None, console=Console(quiet=True), show_progress=False)
+
+
+def load_results(store: str | Path) -> pd.DataFrame:
+    """Every run in a results store (one row per record, with a ``variant`` column naming varying settings)."""
+    from vflpriv.results import load_results as load
+
+    return load(store)
+
+
+def cap_table(results: pd.DataFrame) -> pd.DataFrame:
+    """CAP (mean over strengths of U x (1 - A)) per seed, then mean and std over seeds, with a status."""
+    from vflpriv.tradeoff.cap import cap_table as table
+    from vflpriv.tradeoff.variants import with_variants
+
+    return table(results if "variant" in results else with_variants(results))

@@ -115,8 +115,35 @@ class DefenseConfig(Options):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+def dataset_partition_defaults(name: str) -> dict[str, Any]:
+    """The partition defaults a dataset's loader declares (``default_partition``); {} if it declares none or
+    the name is unknown (the planner reports unknown names)."""
+    from vflpriv.errors import VflprivError
+    from vflpriv.registry import DATASETS
+
+    try:
+        return dict(getattr(DATASETS.get(name), "default_partition", {}))
+    except VflprivError:
+        return {}
+
+
 class TrainingConfig(Options):
     """Everything one trained federation depends on; every attack on it shares it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dataset_defaults(cls, data: Any) -> Any:
+        """The dataset's own partition defaults fill every partition field the user left unset."""
+        if not isinstance(data, dict):
+            return data
+        dataset = data.get("dataset", {})
+        name = dataset.get("name", "digits") if isinstance(dataset, dict) else getattr(dataset, "name", "digits")
+        defaults = dataset_partition_defaults(name) if isinstance(name, str) else {}
+        partition = data.get("partition", {})
+        if not defaults or not isinstance(partition, (dict, PartitionConfig)):
+            return data
+        given = partition if isinstance(partition, dict) else partition.model_dump(include=partition.model_fields_set)
+        return {**data, "partition": {**defaults, **given}}
 
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     partition: PartitionConfig = Field(default_factory=PartitionConfig)

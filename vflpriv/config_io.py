@@ -160,9 +160,9 @@ def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: s
     return f"invalid {where}{shown}: {message}"
 
 
-def validate(model: type[BaseModel], data: Any, *, prefix: str = "") -> Any:
-    """Validate ``data`` into ``model``, turning pydantic's report into one ConfigError line."""
+def validate(model: type[BaseModel], data: Any, *, prefix: str = "", context: str = "") -> Any:
+    """Validate ``data`` into ``model``, turning pydantic's report into one ConfigError line (after ``context``)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_validation(exc, model, prefix=prefix)) from None
+        raise ConfigError(context + format_validation(exc, model, prefix=prefix)) from None

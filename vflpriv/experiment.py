@@ -8,10 +8,10 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from vflpriv.config import ExperimentConfig, RunConfig
+from vflpriv.config import ExperimentConfig, RunConfig, TrainingConfig, dataset_partition_defaults
 from vflpriv.errors import ConfigError, Interrupted
 from vflpriv.folders import writable_folder
-from vflpriv.reports.plots import tradeoff_plot
+from vflpriv.reports.plots import tradeoff_figures
 from vflpriv.reports.tables import cap_rich_table, strength_table
 from vflpriv.store import Store
 from vflpriv.tradeoff.cap import cap_table, strength_summary
@@ -32,6 +32,7 @@ def run_into_store(
     store_path: Path | None = None,
     console: Console | None = None,
     show_progress: bool = True,
+    header: str = "",
 ) -> pd.DataFrame:
     """Validate everything (every training planned, ``out`` writable, the store opened), then run or resume
     the runs and write ``results.csv``; notes (e.g. a recomputed cache entry) are printed. Ctrl-C raises
@@ -53,6 +54,8 @@ def run_into_store(
 
     store_path = store_path or out / "results.sqlite"
     with Store(store_path) as store, progress:
+        if header:  # everything checked: from here on, output is results
+            console.print(header)
         task = progress.add_task("runs", total=len(configs), completed=sum(store.done(c.key()) for c in configs))
         try:
             results = sweep(configs, store, jobs=jobs, backend=backend, address=address, on_done=done, checked=True)
@@ -66,6 +69,16 @@ def run_into_store(
     return results
 
 
+def partition_line(config: TrainingConfig) -> str:
+    """The partition in use, naming the fields that came from the dataset's own defaults."""
+    p = config.partition
+    defaults = dataset_partition_defaults(config.dataset.name)
+    own = [k for k, v in defaults.items() if getattr(p, k) == v]
+    line = (f"partition: {p.parties} parties, {p.aligned_fraction:.0%} aligned, {p.labeled} labeled, "
+            f"{p.aux} auxiliary ({p.aux_source}), adversary party {p.adversary}")
+    return line + (f" ({', '.join(own)}: {config.dataset.name}'s defaults)" if own else "")
+
+
 def evaluate_experiment(
     experiment: ExperimentConfig,
     out: Path,
@@ -75,18 +88,19 @@ def evaluate_experiment(
     console: Console | None = None,
     show_progress: bool = True,
 ) -> int:
-    """Run (or resume) the sweep and write ``results.csv``, ``cap.csv``, ``tradeoff.png`` into ``out``.
+    """Run (or resume) the sweep and write ``results.csv``, ``cap.csv``, ``tradeoff.png`` (one per attack) into ``out``.
 
     Returns the number of failed runs; CAP says which sweeps are incomplete.
     """
     console = console or Console()
     results = run_into_store(experiment.runs(), out, jobs=experiment.jobs, backend=experiment.backend,
-                             address=address, store_path=store_path, console=console, show_progress=show_progress)
+                             address=address, store_path=store_path, console=console, show_progress=show_progress,
+                             header=partition_line(experiment))
     caps = cap_table(results)
     caps.to_csv(out / "cap.csv", index=False)
     summary = strength_summary(results)
+    figures = tradeoff_figures(summary, out, formats=("png",)) if not summary.empty else []
     if not summary.empty:
-        tradeoff_plot(summary, out / "tradeoff.png")
         console.print(strength_table(summary))
     console.print(cap_rich_table(caps))
     for _, row in caps.iterrows():
@@ -97,5 +111,5 @@ def evaluate_experiment(
             console.print(what + f"{row['cap']:.4f} ± {row['cap_std']:.4f} over {int(row['n_seeds'])} seeds ({row['status']})")
         else:
             console.print(what + row["status"])
-    console.print(f"wrote {out / 'cap.csv'}" + (f", {out / 'tradeoff.png'}" if not summary.empty else ""))
+    console.print(f"wrote {', '.join(str(p) for p in [out / 'cap.csv', *figures])}")
     return int((results["status"] == "failed").sum())

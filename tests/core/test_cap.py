@@ -55,7 +55,7 @@ def test_cap_table_mean_std_over_seeds_and_skips_incomplete():
 def test_summary_keeps_each_strength_on_its_own_axis(tmp_path):
     from rich.console import Console
 
-    from vflpriv.reports.plots import tradeoff_plot
+    from vflpriv.reports.plots import tradeoff_figures
     from vflpriv.reports.tables import strength_table
     from vflpriv.tradeoff.cap import strength_label, strength_summary
 
@@ -71,4 +71,6 @@ def test_summary_keeps_each_strength_on_its_own_axis(tmp_path):
     console.print(strength_table(summary))
     text = console.export_text()
     assert "epsilon=1" in text and "λ=5" in text
-    assert tradeoff_plot(summary, tmp_path / "p.png").stat().st_size > 0
+    written = tradeoff_figures(summary, tmp_path, stem="p")
+    assert {p.name for p in written} == {f"p_mc_{d}_finetune.{f}" for d in ("label-dp", "iso") for f in ("png", "svg", "pdf")}
+    assert all(p.stat().st_size > 0 for p in written)

@@ -33,3 +33,26 @@ def datasets() -> None:
         present, where, how = status(name)
         table.add_row(name, info.kind, "yes" if present else "no", info.description, where if present else how)
     Console().print(table)
+
+
+@app.command()
+def describe(name: str = typer.Argument(..., help="a method, attack, defense or dataset name")) -> None:
+    """Show what a component does and its options: type, default and description."""
+    from rich.table import Table
+
+    from vflpriv.describe import describe as describe_name
+
+    console = Console()
+    for d in describe_name(name):
+        console.print(f"[bold]{d.kind} {d.name}[/bold]: {d.summary}")
+        for key, value in d.facts.items():
+            console.print(f"  {key}: {value}")
+        if d.options:
+            table = Table(title=f"options ({d.prefix}NAME=VALUE)", title_justify="left")
+            for col in ("option", "type", "default", "description"):
+                table.add_column(col, overflow="fold")
+            for row in d.options:
+                table.add_row(*row)
+            console.print(table)
+        elif d.kind != "dataset":
+            console.print("  options: none")

@@ -1,0 +1,71 @@
+"""One self-contained HTML report from records: tables, figures (PNG embedded as data URIs), the settings
+shared by every run and those that vary, the versions, failed runs. No script, font or style is fetched."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from vflpriv.reports.paper_tables import Table
+from vflpriv.tradeoff.variants import OWN_AXES, flatten
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 75em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #ccc; padding: 0.25em 0.7em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+td.best { font-weight: bold; }
+p.note { font-size: 0.85em; color: #555; }
+img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
+code { background: #f4f4f4; padding: 0 0.2em; }
+"""
+
+
+def _settings(results: pd.DataFrame) -> tuple[list[tuple[str, str]], list[str]]:
+    """(settings every run shares, names of those that differ between runs)."""
+    flat = [flatten(json.loads(c)) for c in results["config"] if isinstance(c, str) and c]
+    if not flat:
+        return [], []
+    keys = sorted(set().union(*flat) - OWN_AXES)
+    shared = [(k, str(flat[0].get(k))) for k in keys if len({repr(f.get(k)) for f in flat}) == 1]
+    varying = [k for k in keys if len({repr(f.get(k)) for f in flat}) > 1]
+    return shared, varying
+
+
+def _image(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f"<img alt='{html.escape(path.stem)}' src='data:image/png;base64,{data}'>"
+
+
+def render_report(
+    results: pd.DataFrame, *, title: str, tables: list[Table], figures: list[Path], context: dict[str, str]
+) -> str:
+    """The report page: context, settings, tables, figures (PNG files embedded), failed runs."""
+    shared, varying = _settings(results)
+    counts = results["status"].value_counts().to_dict()
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
+    parts.append("<table><tbody>" + "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
+                                             for k, v in context.items()) + "</tbody></table>")
+    parts.append(f"<p>{len(results)} runs on {results['training_key'].nunique()} trainings: "
+                 + ", ".join(f"{v} {html.escape(str(k))}" for k, v in counts.items())
+                 + f"; methods {html.escape(', '.join(dict.fromkeys(results['method'])))}; datasets "
+                 f"{html.escape(', '.join(dict.fromkeys(results['dataset'])))}.</p>")
+    parts.append("<h2>Results</h2>" + "".join(t.html() for t in tables))
+    parts.append("<h2>Privacy-utility trade-off</h2>" + "".join(_image(f) for f in figures if f.suffix == ".png"))
+    parts.append("<h2>Configuration</h2><p>Settings that differ between runs: "
+                 + (html.escape(", ".join(varying)) if varying else "none") + ".</p><table><thead><tr><th>setting"
+                 "</th><th>value (every run)</th></tr></thead><tbody>"
+                 + "".join(f"<tr><td><code>{html.escape(k)}</code></td><td>{html.escape(v)}</td></tr>" for k, v in shared)
+                 + "</tbody></table>")
+    failed = results[results["status"] == "failed"]
+    if not failed.empty:
+        parts.append("<h2>Failed runs</h2><ul>" + "".join(
+            f"<li>{html.escape(f'{r.method} / {r.dataset} / {r.attack} / {r.defense}={r.strength:g}, seed {r.seed}')}: "
+            f"{html.escape(r.error)}</li>" for r in failed.itertuples()) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,157 @@
+"""Grids, paper tables, the HTML report (rendered in headless Chromium), tuning, describe and the Python API."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import vflpriv
+from vflpriv.cli import app
+from vflpriv.errors import ConfigError
+from vflpriv.grid import expand
+from vflpriv.tradeoff.tune import tune
+
+FAST = {"model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2},
+        "attack": {"prior": "aux", "prior_epochs": 10, "options": {}}, "seeds": [0]}
+
+
+def test_grid_expands_axes_applies_each_datasets_defaults_and_sets_aside_what_cannot_run():
+    grid = expand({**FAST, "methods": ["splitnn", {"name": "ssvfl-i", "options": {"epochs": 1}}],
+                   "datasets": ["digits", "breast-cancer"], "attacks": ["mc", "gc"], "strengths": [1, 5],
+                   "axes": {"finetune.epochs": [2, 3]}})
+    assert grid.trainings == 2 * 2 * 2 * 2  # methods x datasets x epochs x strengths (one seed)
+    assert len(grid.runs) == grid.trainings * 2 - 8  # gc cannot read ssvfl-i: 8 trainings run mc only
+    assert {(c.method, c.attack) for c in grid.skipped} == {("ssvfl-i", "gc")}
+    labeled = {r.dataset.name: r.partition.labeled for r in grid.runs}
+    assert labeled == {"digits": 200, "breast-cancer": 80}  # breast-cancer's own default partition
+    assert {r.finetune.epochs for r in grid.runs} == {2, 3}
+    assert {r.method.options.get("epochs") for r in grid.runs if r.method.name == "ssvfl-i"} == {1}
+
+
+@pytest.mark.parametrize(("raw", "needle"), [
+    ({"methods": "splitnn"}, "methods must be a non-empty list"),
+    ({"methods": ["nope"]}, "valid methods"),
+    ({"axes": {"partition.labeled": 200}}, "non-empty lists"),
+    ({"axes": {"partition.nope": [1]}}, "unknown setting partition.nope"),
+    ({"datasets": ["digits"], "partition": {"labeled": 5000}}, "exceeds"),
+])
+def test_a_bad_grid_fails_before_anything_runs(raw, needle):
+    from vflpriv.errors import VflprivError
+
+    with pytest.raises(VflprivError, match=needle):
+        expand({**FAST, **raw})
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sweep")
+    grid = out / "grid.yaml"
+    grid.write_text(json.dumps({**FAST, "methods": ["splitnn", "centralized-lr"], "datasets": ["digits", "breast-cancer"],
+                                "attacks": ["mc"], "strengths": [1, 25], "jobs": 1}))
+    result = CliRunner().invoke(app, ["sweep", str(grid), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out / "results.sqlite"
+
+
+def test_tables_mark_the_best_per_dataset_and_the_non_federated_references(store, tmp_path):
+    result = CliRunner().invoke(app, ["table", str(store), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    md = (tmp_path / "cap_tables.md").read_text()
+    assert "| splitnn | **" in md and "n/a†" in md and "non-federated: attacks do not apply" in md
+    tex = (tmp_path / "cap_tables.tex").read_text()
+    assert "\\toprule" in tex and "\\textbf{" in tex and "$\\pm$" in tex and "\\bottomrule" in tex
+    csv = pd.read_csv(tmp_path / "cap_tables.csv")
+    caps = vflpriv.cap_table(vflpriv.load_results(store))
+    splitnn = csv[csv["method"] == "splitnn"].set_index("dataset")["cap"]
+    assert splitnn.to_dict() == pytest.approx(caps[caps["method"] == "splitnn"].set_index("dataset")["cap"].to_dict())
+    assert csv[csv["method"] == "splitnn"]["best"].all()
+    assert "λ=1" in md and "λ=25" in md  # the per-strength (Table XI) rows
+
+
+def test_a_filter_that_matches_nothing_names_what_is_there(store, tmp_path):
+    result = CliRunner().invoke(app, ["table", str(store), "--attack", "gc", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "present: mc" in result.output
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium")
+def test_the_html_report_is_self_contained_and_renders_in_chromium(store, tmp_path):
+    result = CliRunner().invoke(app, ["report", str(store), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "report.html").read_text()
+    assert "http://" not in page and "https://" not in page and "<script" not in page  # nothing fetched, nothing run
+    profile = tmp_path / "profile"
+
+    def chromium(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args,
+                               (tmp_path / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
+
+    dom = chromium("--dump-dom").stdout
+    assert dom.count("<table") >= 4 and dom.count("data:image/png;base64,") == 1
+    assert "splitnn" in dom and "centralized-lr" in dom and "non-federated" in dom
+    shot = tmp_path / "shot.png"
+    chromium(f"--screenshot={shot}", "--window-size=1200,2400")
+    from PIL import Image
+
+    pixels = Image.open(shot).convert("L")
+    assert sum(1 for count in pixels.histogram() if count) > 50  # text, tables, the figure: not a blank page
+
+
+def test_tune_bisects_to_the_weakest_sufficient_strength():
+    calls = []
+
+    def evaluate(strength):  # leakage falls with strength, crossing the tolerance at lambda = 3
+        calls.append(strength)
+        leak = 0.3 / (1 + strength)
+        return pd.DataFrame([{"status": "ok", "attack_accuracy": 0.5 + leak, "prior_accuracy": 0.5, "utility": 0.9,
+                              "error": ""}])
+
+    result = tune(evaluate, axis="lambda", stronger_is_lower=False, low=0.01, high=100.0, log=True, tolerance=0.075,
+                  steps=12)
+    assert result.found.strength == pytest.approx(3.0, rel=0.03) and result.found.suffices
+    assert calls[:2] == [100.0, 0.01] and result.runs == len(calls)
+    never = tune(lambda s: pd.DataFrame([{"status": "ok", "attack_accuracy": 0.9, "prior_accuracy": 0.5,
+                                          "utility": 0.9, "error": ""}]),
+                 axis="epsilon", stronger_is_lower=True, low=0.05, high=20.0, log=True, tolerance=0.02, steps=3)
+    assert never.found is None and [p.strength for p in never.points] == [0.05]  # the strongest epsilon first
+
+
+def test_tune_cli_stores_every_point_and_resumes(tmp_path):
+    args = ["tune", "--method", "splitnn", "--attack", "mc", "--defense", "iso", "--seeds", "0", "--steps", "1",
+            "--out", str(tmp_path), "--set", "model.hidden=32", "--set", "model.out_dim=16", "--set", "finetune.epochs=2",
+            "--set", "attack.prior=aux", "--set", "attack.prior_epochs=10", "--set", "attack.options.epochs=20",
+            "--jobs", "1"]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    result = json.loads((tmp_path / "tune.json").read_text())
+    assert result["runs"] == len(result["points"]) >= 1
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and json.loads((tmp_path / "tune.json").read_text())["points"] == result["points"]
+
+
+def test_describe_prints_the_options_from_the_model():
+    result = CliRunner().invoke(app, ["describe", "mc"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "attack mc" in result.output and "report_best_epoch_on_targets" in result.output
+    cancer = CliRunner().invoke(app, ["describe", "breast-cancer"], env={"COLUMNS": "200"})
+    assert "'labeled': 80" in cancer.output
+
+
+def test_python_api_evaluate_and_load(tmp_path):
+    config = {**FAST, "dataset": {"name": "breast-cancer"}, "strengths": [1], "jobs": 1}
+    runs = vflpriv.evaluate(config, out=tmp_path)
+    assert list(runs["status"]) == ["ok"] and runs["dataset"].item() == "breast-cancer"
+    loaded = vflpriv.load_results(tmp_path / "results.sqlite")
+    assert loaded["utility"].tolist() == runs["utility"].tolist()
+    assert vflpriv.cap_table(loaded)["status"].tolist() == ["ok"]
+    with pytest.raises(ConfigError, match="no results store"):
+        vflpriv.load_results(tmp_path / "missing.sqlite")

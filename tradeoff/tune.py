@@ -1,0 +1,95 @@
+"""Defense tuning: the weakest strength at which an attack falls to the adversary's prior (``vflpriv tune``).
+
+A strength s *suffices* when the mean over seeds of (attack accuracy - prior accuracy) is at most the
+tolerance. Assuming protection grows with strength, bisection finds the boundary on a log scale of the
+defense's axis (linear for a bounded percentile axis), in the protecting direction (for label DP a
+smaller epsilon): the strongest end is evaluated first (if it does not suffice, nothing in range does),
+then the weakest (if it suffices, it is the answer), then ``steps`` midpoints. Strengths are rounded to
+three significant digits, so every point is a plain store key: a rerun finds them all and resumes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class TunePoint:
+    strength: float
+    leakage: float
+    attack_accuracy: float
+    prior_accuracy: float
+    utility: float
+    utility_std: float
+    seeds: int
+    suffices: bool
+
+
+@dataclass
+class TuneResult:
+    axis: str
+    tolerance: float
+    search: tuple[float, float]
+    found: TunePoint | None
+    points: list[TunePoint] = field(default_factory=list)
+    runs: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _point(strength: float, records: pd.DataFrame, tolerance: float) -> TunePoint:
+    ok = records[records["status"] == "ok"]
+    if ok.empty:
+        errors = "; ".join(sorted(set(records["error"])))
+        raise RuntimeError(f"every run at strength {strength:g} failed: {errors}")
+    leak = float((ok["attack_accuracy"] - ok["prior_accuracy"]).mean())
+    return TunePoint(strength, leak, float(ok["attack_accuracy"].mean()), float(ok["prior_accuracy"].mean()),
+                     float(ok["utility"].mean()), float(ok["utility"].std(ddof=0)), len(ok), leak <= tolerance)
+
+
+def _strength(u: float, low: float, high: float, *, log: bool, stronger_is_lower: bool) -> float:
+    """The strength at protection level u in [0, 1] (0 weakest), to three significant digits."""
+    a, b = (high, low) if stronger_is_lower else (low, high)
+    value = a * (b / a) ** u if log else a + (b - a) * u
+    return float(f"{value:.3g}")
+
+
+def tune(
+    evaluate: Callable[[float], pd.DataFrame], *, axis: str, stronger_is_lower: bool, low: float, high: float,
+    log: bool, tolerance: float, steps: int,
+) -> TuneResult:
+    """Bisect for the weakest sufficient strength; ``evaluate(s)`` returns the records of every seed at s."""
+    result = TuneResult(axis, tolerance, (low, high), None)
+    seen: dict[float, TunePoint] = {}
+
+    def at(u: float) -> TunePoint:
+        s = _strength(u, low, high, log=log, stronger_is_lower=stronger_is_lower)
+        if s not in seen:
+            records = evaluate(s)
+            result.runs += len(records)
+            seen[s] = _point(s, records, tolerance)
+            result.points.append(seen[s])
+        return seen[s]
+
+    strongest = at(1.0)
+    if not strongest.suffices:
+        return result
+    if at(0.0).suffices:
+        result.found = seen[_strength(0.0, low, high, log=log, stronger_is_lower=stronger_is_lower)]
+        return result
+    lo, hi = 0.0, 1.0
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        if at(mid).suffices:
+            hi = mid
+        else:
+            lo = mid
+        if math.isclose(*(_strength(u, low, high, log=log, stronger_is_lower=stronger_is_lower) for u in (lo, hi))):
+            break
+    result.found = at(hi)
+    return result

@@ -1,0 +1,92 @@
+"""``vflpriv sweep`` (a grid into one store), ``vflpriv table`` and ``vflpriv report`` (from a store)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+import typer
+from rich.console import Console
+
+from vflpriv.cli.app import app
+from vflpriv.config_io import apply_override, read_config_file
+
+STORE = typer.Argument(..., help="a results store (results.sqlite) written by evaluate, sweep, audit or tune")
+FILTERS = {
+    "attack": typer.Option(None, help="only this attack"),
+    "defense": typer.Option(None, help="only this (swept) defense"),
+    "phase": typer.Option(None, help="only this attacked phase"),
+}
+
+
+@app.command()
+def sweep(
+    config: Path = typer.Argument(..., help="grid file: an experiment file with methods, datasets, attacks, axes"),
+    out: Path = typer.Option(Path("vflpriv-sweep"), help="output directory (results, CAP, store)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="plan the grid and print its size; train nothing"),
+    set_: list[str] = typer.Option([], "--set", help="override a setting of the grid: key.path=value"),
+    jobs: Optional[int] = typer.Option(None, help="parallel trainings (default: the grid's, else 2)"),
+    backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
+    address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
+    store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
+) -> None:
+    """Run a grid (methods x datasets x attacks x any axis x strengths x seeds) into one store; resumable."""
+    from vflpriv.experiment import run_into_store
+    from vflpriv.grid import expand
+    from vflpriv.reports.paper_tables import cap_tables
+    from vflpriv.tradeoff.cap import cap_table
+    from vflpriv.tradeoff.variants import with_variants
+
+    raw = read_config_file(config)
+    for key, value in (("jobs", jobs), ("backend", backend)):
+        if value is not None:
+            raw[key] = value
+    for assignment in set_:
+        apply_override(raw, assignment)
+    grid = expand(raw)
+    console = Console()
+    console.print(f"{len(grid.runs)} runs on {grid.trainings} trainings; {len(grid.skipped)} cell(s) set aside")
+    for cell in grid.skipped:
+        console.print(f"  set aside: {cell.method} / {cell.dataset} / {cell.attack}: {cell.reason}")
+    if dry_run:
+        return
+    results = run_into_store(grid.runs, out, jobs=grid.jobs, backend=grid.backend, address=address,
+                             store_path=store, console=console)
+    pd.DataFrame([vars(c) for c in grid.skipped], columns=["method", "dataset", "attack", "reason"]).to_csv(
+        out / "skipped.csv", index=False)
+    caps = cap_table(with_variants(results))
+    caps.to_csv(out / "cap.csv", index=False)
+    for table in cap_tables(caps):
+        console.print(table.markdown())
+    failed = int((results["status"] == "failed").sum())
+    if failed:
+        from vflpriv.cli.app import fail
+
+        fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)
+
+
+@app.command()
+def table(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-tables"), help="output directory"),
+          attack: Optional[str] = FILTERS["attack"], defense: Optional[str] = FILTERS["defense"],
+          phase: Optional[str] = FILTERS["phase"]) -> None:
+    """CAP tables (methods x datasets) and per-strength rows as Markdown, CSV and LaTeX (booktabs)."""
+    from vflpriv.results import load_results, select, write_tables
+
+    found = write_tables(select(load_results(store), attack=attack, defense=defense, phase=phase), out)
+    console = Console()
+    for t in found:
+        console.print(t.markdown())
+    console.print(f"wrote {out / 'cap_tables.md'}, {out / 'cap_tables.tex'}, {out / 'cap_tables.csv'}, "
+                  f"{out / 'strength_rows.csv'}")
+
+
+@app.command()
+def report(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-report"), help="output directory"),
+           attack: Optional[str] = FILTERS["attack"], defense: Optional[str] = FILTERS["defense"],
+           phase: Optional[str] = FILTERS["phase"]) -> None:
+    """One self-contained HTML report (tables, figures, configuration, versions), plus the tables and figures."""
+    from vflpriv.results import load_results, select, write_report
+
+    path = write_report(select(load_results(store), attack=attack, defense=defense, phase=phase), out, store=store)
+    Console().print(f"wrote {path} (and the tables and figures beside it)")

@@ -1,0 +1,79 @@
+"""``vflpriv tune``: the weakest strength of a defense at which an attack falls to the adversary's prior."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from vflpriv.cli.app import app
+from vflpriv.cli.evaluate import build_experiment
+from vflpriv.errors import ConfigError
+
+
+@app.command()
+def tune(
+    method: Optional[str] = typer.Option(None, help="VFL method; default splitnn"),
+    attack: Optional[str] = typer.Option(None, help="one attack; default mc"),
+    defense: str = typer.Option("iso", help="the defense whose strength is tuned"),
+    dataset: Optional[str] = typer.Option(None, help="dataset; default digits"),
+    seeds: Optional[str] = typer.Option(None, help="seeds the leakage is averaged over, e.g. 0,1,2"),
+    phase: Optional[str] = typer.Option(None, help="phase attacked and defended: pretrain or finetune"),
+    tolerance: float = typer.Option(0.02, help="leakage (attack - prior accuracy) that counts as fallen to the prior"),
+    low: Optional[float] = typer.Option(None, help="weakest strength searched (default: the defense's axis)"),
+    high: Optional[float] = typer.Option(None, help="strongest strength searched (default: the defense's axis)"),
+    steps: int = typer.Option(6, help="bisection steps after the two ends"),
+    out: Path = typer.Option(Path("vflpriv-tune"), help="output directory (tune.json, results.csv, store)"),
+    config: Optional[Path] = typer.Option(None, help="YAML or TOML experiment file"),
+    set_: list[str] = typer.Option([], "--set", help="override a setting: key.path=value (repeatable)"),
+    jobs: Optional[int] = typer.Option(None, help="parallel trainings"),
+    store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
+    device: Optional[str] = typer.Option(None, help="torch device"),
+) -> None:
+    """Bisect a defense's strength (log scale) for the weakest at which an attack falls to the prior, over seeds."""
+    from vflpriv.config_io import validate
+    from vflpriv.experiment import run_into_store
+    from vflpriv.registry import DEFENSES
+    from vflpriv.tradeoff.tune import tune as bisect
+
+    if defense == "none" or "," in (attack or ""):
+        raise ConfigError("tune takes one attack and one defense (not none)")
+    experiment = build_experiment(config=config, method=method, attack=attack, defense=defense, dataset=dataset,
+                                  strengths=None, seeds=seeds, phase=phase, jobs=jobs, backend=None, device=device,
+                                  overrides=set_)
+    if experiment.attack.prior == "none":
+        raise ConfigError("tune compares the attack with the adversary's prior; attack.prior cannot be none")
+    if not 0 <= tolerance <= 1 or steps < 0:
+        raise ConfigError("--tolerance must lie in [0, 1] and --steps be at least 0")
+    axis = DEFENSES.get(defense).axis
+    lo, hi = low if low is not None else axis.search[0], high if high is not None else axis.search[1]
+    if not (axis.low <= lo < hi <= axis.high) or (axis.log and lo <= 0):
+        raise ConfigError(f"--low/--high must satisfy {axis.low:g} <= low < high <= {axis.high:g}"
+                          + (" and low > 0 (log scale)" if axis.log else ""))
+    data = experiment.model_dump(exclude={"seed"})
+    validate(type(experiment), {**data, "strengths": [lo]}).runs()  # the whole config checks out
+    console = Console()
+
+    def evaluate(strength: float):
+        point = validate(type(experiment), {**data, "strengths": [strength]})
+        frame = run_into_store(point.runs(), out, jobs=experiment.jobs, backend=experiment.backend, store_path=store,
+                               console=Console(quiet=True))
+        ok = frame[frame["status"] == "ok"]
+        console.print(f"{axis.name}={strength:g}: attack {ok['attack_accuracy'].mean():.3f}, prior "
+                      f"{ok['prior_accuracy'].mean():.3f}, utility {ok['utility'].mean():.3f} ({len(ok)} seeds)")
+        return frame
+
+    result = bisect(evaluate, axis=axis.name, stronger_is_lower=axis.stronger == "lower", low=lo, high=hi,
+                    log=axis.log, tolerance=tolerance, steps=steps)
+    (out / "tune.json").write_text(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+    if result.found is None:
+        console.print(f"{defense}: the attack stays above the prior + {tolerance:g} up to {axis.name}="
+                      f"{result.points[0].strength:g} (leakage {result.points[0].leakage:+.3f}); {result.runs} runs")
+    else:
+        f = result.found
+        console.print(f"{defense}: weakest {axis.name} bringing {experiment.attack.names()[0]} within {tolerance:g} of "
+                      f"the prior: {f.strength:g} (leakage {f.leakage:+.3f}); utility {f.utility:.3f} ± "
+                      f"{f.utility_std:.3f}; {len(result.points)} strengths, {result.runs} runs")

@@ -1,0 +1,118 @@
+"""What ``vflpriv describe NAME`` prints: a component's purpose and its options (type, default, description),
+read from its options model, so the documentation cannot drift from what is validated."""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from vflpriv.errors import UnknownNameError
+from vflpriv.registry import ATTACKS, DATASETS, DEFENSES, METHODS, Registry
+
+
+@dataclass
+class Description:
+    kind: str
+    name: str
+    summary: str
+    facts: dict[str, str] = field(default_factory=dict)
+    options: list[tuple[str, str, str, str]] = field(default_factory=list)  # name, type, default, description
+    prefix: str = ""
+
+
+def type_name(annotation: Any) -> str:
+    """A readable type: ``int``, ``float | None``, ``sgd | adam``."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal:
+        return " | ".join(str(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(type_name(a) for a in args)
+    if origin is typing.Annotated:
+        return type_name(args[0])
+    if origin is not None:
+        inner = ", ".join(type_name(a) for a in args)
+        return f"{getattr(origin, '__name__', str(origin))}[{inner}]"
+    if annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def options_of(model: type[BaseModel]) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for name, info in model.model_fields.items():
+        default = info.default_factory() if info.default_factory is not None else info.default
+        shown = "required" if default is PydanticUndefined else repr(default)
+        rows.append((name, type_name(info.annotation), shown, info.description or ""))
+    return rows
+
+
+def _summary(obj: Any) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return doc.split("\n\n")[0].replace("\n", " ")
+
+
+def _method(name: str, cls: Any) -> Description:
+    facts = {"pretrains": str(cls.pretrains), "federated": str(cls.federated),
+             "sends": ", ".join("/".join(t) for t in sorted(cls.sends)) or "nothing",
+             "pretraining reads labels": str(cls.pretrain_reads_labels)}
+    return Description("method", name, _summary(cls), facts, options_of(cls.Options), "method.options.")
+
+
+def _attack(name: str, cls: Any) -> Description:
+    facts = {"reads the encoder": str(cls.needs_encoder), "binary tasks only": str(cls.binary_only),
+             "needs auxiliary labels": str(cls.needs_aux), "reads messages": _messages(cls),
+             "audit options": repr(cls.audit_options)}
+    return Description("attack", name, _summary(cls), facts, options_of(cls.Options), "attack.options.")
+
+
+def _messages(cls: Any) -> str:
+    """The (kind, phase) pairs it reads; ``<phase>`` stands for the attacked phase."""
+    pairs = [*cls.needs_messages, *cls.required_messages(cls, "<phase>")]  # a class-level declaration
+    return ", ".join("/".join(p) for p in pairs) or "none"
+
+
+def _defense(name: str, cls: Any) -> Description:
+    axis = cls.axis
+    facts = {"strength": f"{axis.name} in [{axis.low:g}, {axis.high:g}], {axis.stronger} protects more, "
+                         f"identity {axis.identity:g}",
+             "protects": f"{', '.join(cls.default_kinds)} by default (supports {', '.join(cls.supported_kinds)})",
+             "binary tasks only": str(cls.binary_only),
+             "audit strengths": "; ".join(f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.audit_strengths.items())
+             or "none"}
+    return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses[i].options.")
+
+
+def _dataset(name: str, loader: Any) -> Description:
+    from vflpriv.data.catalog import DATASET_INFO, status
+
+    info = DATASET_INFO.get(name)
+    facts = {"default partition": repr(getattr(loader, "default_partition", {})) or "{}"}
+    if info is not None:
+        present, where, how = status(name)
+        facts |= {"kind": info.kind, "files": where if present else f"missing; {how}"}
+        if info.layout:
+            facts["layout"] = info.layout
+    summary = info.description if info is not None else _summary(loader)
+    return Description("dataset", name, summary, facts)
+
+
+DESCRIBERS: dict[str, tuple[Registry, Any]] = {
+    "method": (METHODS, _method), "attack": (ATTACKS, _attack), "defense": (DEFENSES, _defense),
+    "dataset": (DATASETS, _dataset),
+}
+
+
+def describe(name: str) -> list[Description]:
+    """Every registered component called ``name`` (a name can be, say, both a method and a dataset)."""
+    found = [describer(name, registry.get(name)) for registry, describer in DESCRIBERS.values()
+             if name in registry.names()]
+    if not found:
+        valid = "; ".join(f"{kind}s: {', '.join(registry.names())}" for kind, (registry, _) in DESCRIBERS.items())
+        raise UnknownNameError(f"nothing is registered as '{name}'; {valid}")
+    return found

@@ -1,0 +1,138 @@
+"""Grids: an experiment file whose plural keys are axes, expanded into runs (``vflpriv sweep``).
+
+Beside everything an experiment file holds, a grid may give
+
+- ``methods``, ``datasets``: lists of names or sections (``{name: fedhssl, options: {...}}``, ``{name: letter,
+  root: ...}``), each entry replacing ``method`` / ``dataset``;
+- ``attacks``: names or ``{name, options}`` sections, all evaluated on each training (they replace
+  ``attack.name``; ``attack`` keeps the shared phase and prior);
+- ``axes``: ``{dotted.key: [values]}`` for any other setting (``partition.labeled: [200, 400]``).
+
+The grid is the cross product. It is expanded from the file as written, so each dataset still fills the
+partition fields the file leaves unset with its own defaults. Cells that cannot run (the planner's
+``IncompatibleError``: an attack on messages a method never sends, a binary-only attack on a 10-class
+dataset) are set aside with their reason; any other bad value fails the whole grid, before any training.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from vflpriv.config import ExperimentConfig, RunConfig
+from vflpriv.config_io import check_shape, validate
+from vflpriv.errors import ConfigError, IncompatibleError
+from vflpriv.planning import plan
+
+PLURAL = ("methods", "datasets", "attacks", "axes")
+
+
+@dataclass(frozen=True)
+class SkippedCell:
+    method: str
+    dataset: str
+    attack: str
+    reason: str
+
+
+@dataclass
+class Grid:
+    runs: list[RunConfig]
+    skipped: list[SkippedCell]
+    jobs: int
+    backend: str
+
+    @property
+    def trainings(self) -> int:
+        return len({r.training_key() for r in self.runs})
+
+
+def _entries(value: Any, key: str) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"grid key {key} must be a non-empty list of names or sections, got {value!r}")
+    out = []
+    for item in value:
+        if isinstance(item, str):
+            out.append({"name": item})
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            out.append(dict(item))
+        else:
+            raise ConfigError(f"grid key {key}: each entry is a name or a section with a name, got {item!r}")
+    return out
+
+
+def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+    node = data
+    parts = dotted.split(".")
+    if "" in parts:
+        raise ConfigError(f"grid axis '{dotted}' is not a dotted setting name")
+    for i, part in enumerate(parts[:-1]):
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            where = ".".join(parts[: i + 1])
+            raise ConfigError(f"grid axis '{dotted}': '{where}' is a value, not a section")
+    node[parts[-1]] = copy.deepcopy(value)
+
+
+def experiments(raw: dict[str, Any]) -> list[ExperimentConfig]:
+    """One validated experiment per grid cell (method x dataset x axis values; attacks stay a list)."""
+    data = copy.deepcopy(raw)
+    plural = {k: data.pop(k) for k in PLURAL if k in data}
+    check_shape(ExperimentConfig, data, source="grid file")
+    methods = _entries(plural["methods"], "methods") if "methods" in plural else [None]
+    datasets = _entries(plural["datasets"], "datasets") if "datasets" in plural else [None]
+    axes = plural.get("axes", {})
+    if not isinstance(axes, dict) or not all(isinstance(v, list) and v for v in axes.values()):
+        raise ConfigError(f"grid key axes must map dotted setting names to non-empty lists, got {axes!r}")
+    if "attacks" in plural:
+        attacks = _entries(plural["attacks"], "attacks")
+        section = data.setdefault("attack", {})
+        section["name"] = [a["name"] for a in attacks] if len(attacks) > 1 else attacks[0]["name"]
+        given = {a["name"]: a["options"] for a in attacks if "options" in a}
+        if given:
+            section["options"] = given if len(attacks) > 1 else given[attacks[0]["name"]]
+    out = []
+    for method, dataset, *values in itertools.product(methods, datasets, *axes.values()):
+        cell = copy.deepcopy(data)
+        if method is not None:
+            cell["method"] = method
+        if dataset is not None:
+            cell["dataset"] = dataset
+        for key, value in zip(axes, values):
+            _set(cell, key, value)
+        where = ", ".join(f"{k}={v}" for k, v in [("method", (method or {}).get("name")),
+                                                   ("dataset", (dataset or {}).get("name")), *zip(axes, values)] if v)
+        out.append(validate(ExperimentConfig, cell, context=f"grid cell ({where}): " if where else ""))
+    return out
+
+
+def expand(raw: dict[str, Any]) -> Grid:
+    """Every run of the grid, each planned; cells that cannot run set aside with the planner's reason."""
+    cells = experiments(raw)
+    runs: dict[str, RunConfig] = {}
+    for run in (r for e in cells for r in e.runs()):
+        runs.setdefault(run.key(), run)
+    by_training: dict[str, list[RunConfig]] = {}
+    for run in runs.values():
+        by_training.setdefault(run.training_key(), []).append(run)
+    kept, skipped = [], {}
+    for group in by_training.values():
+        try:
+            plan(group)
+            kept += group
+            continue
+        except IncompatibleError:
+            pass
+        for run in group:
+            try:
+                plan([run])
+                kept.append(run)
+            except IncompatibleError as exc:
+                cell = SkippedCell(run.method.name, run.dataset.name, run.attack.name, str(exc))
+                skipped.setdefault((cell.method, cell.dataset, cell.attack), cell)
+    if not kept:
+        reasons = "; ".join(sorted({s.reason for s in skipped.values()}))
+        raise IncompatibleError(f"no cell of the grid can run: {reasons}")
+    return Grid(kept, list(skipped.values()), cells[0].jobs, cells[0].backend)

@@ -1,0 +1,80 @@
+"""Results of a store as a DataFrame, and the tables, figures and HTML report written from them
+(``vflpriv table``, ``vflpriv report``, ``vflpriv.load_results``)."""
+
+from __future__ import annotations
+
+import platform
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import pandas as pd
+
+from vflpriv.errors import ConfigError
+from vflpriv.records import RunRecord
+from vflpriv.reports.html import render_report
+from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables
+from vflpriv.reports.plots import tradeoff_figures
+from vflpriv.store import Store
+from vflpriv.tradeoff.cap import cap_table, strength_summary
+from vflpriv.tradeoff.variants import with_variants
+
+
+def load_results(store: Path | str) -> pd.DataFrame:
+    """Every record of a results store, one row per run, with a ``variant`` column (see ``tradeoff.variants``)."""
+    path = Path(store)
+    if not path.is_file():
+        raise ConfigError(f"no results store at {path}")
+    with Store(path) as s:
+        records = s.all()
+    frame = pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())
+    return with_variants(frame)
+
+
+def select(results: pd.DataFrame, *, attack: str | None, defense: str | None, phase: str | None) -> pd.DataFrame:
+    """The records of the given attack / defense / phase (None: all); refuses a filter that keeps nothing."""
+    for column, value in (("attack", attack), ("defense", defense), ("phase", phase)):
+        if value is not None:
+            present = sorted(results[column].unique())
+            if value not in present:
+                raise ConfigError(f"no run with {column} '{value}' in the store; present: {', '.join(present) or 'none'}")
+            results = results[results[column] == value]
+    return results
+
+
+def tables(results: pd.DataFrame) -> list[Table]:
+    caps = cap_table(results)
+    found = [*cap_tables(caps), *strength_tables(strength_summary(results))]
+    reference = reference_table(results)
+    return found + ([reference] if reference is not None else [])
+
+
+def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
+    """cap_tables.{md,tex,csv}: the CAP tables, the Table XI rows and the references, in each format."""
+    out.mkdir(parents=True, exist_ok=True)
+    found = tables(results)
+    (out / "cap_tables.md").write_text("\n".join(t.markdown() for t in found))
+    (out / "cap_tables.tex").write_text("\n".join(t.latex() for t in found))
+    cap_csv(cap_table(results)).to_csv(out / "cap_tables.csv", index=False)
+    strength_summary(results).to_csv(out / "strength_rows.csv", index=False)
+    return found
+
+
+def write_report(results: pd.DataFrame, out: Path, *, store: Path) -> Path:
+    """report.html (self-contained), next to the tables and the figures in PNG, SVG and PDF."""
+    found = write_tables(results, out)
+    summary = strength_summary(results)
+    figures = tradeoff_figures(summary, out) if not summary.empty else []
+    try:
+        own = version("vflpriv")
+    except PackageNotFoundError:
+        own = "unknown"
+    import torch
+
+    context = {"results store": str(store), "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+               "versions": f"vflpriv {own}, torch {torch.__version__}, pandas {pd.__version__}, "
+                           f"python {platform.python_version()}"}
+    page = render_report(results, title="vflpriv results", tables=found, figures=figures, context=context)
+    path = out / "report.html"
+    path.write_text(page)
+    return path
