@@ -1,13 +1,20 @@
-"""Where trainings execute: in process, or through joblib (loky locally; Dask or Ray clusters via joblib backends).
+"""Where trainings execute: in this process, in local loky workers, or on Dask or Ray clusters (joblib backends).
 
 Each training uses one torch thread (``vflpriv.run.execute``), so a sweep scales by processes, not by
-oversubscribed threads, and gives the same numbers whatever the number of jobs. Local loky workers
-watch their parent: if the sweeping process dies (``kill -9``), they exit within a second instead of
-holding their memory until loky's idle timeout.
+oversubscribed threads, and gives the same numbers whatever the number of jobs.
+
+Locally, ``jobs`` trainings run at once: this process computes one share itself and ``jobs - 1`` loky
+workers (joblib's process pool, used directly: joblib runs a one-worker pool in the calling process)
+compute the rest, taking items from one queue. A worker costs seconds to start (importing torch,
+and torch._dynamo on its first optimizer step), so :func:`prewarm` spawns the workers before this process
+has even planned, and they warm up while it does. Results are handed to ``on_result`` as soon as each
+exists, from whichever thread has it, so a finished training is never held back. Workers watch their
+parent: if it dies (``kill -9``) they exit within a second instead of holding their memory.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import signal
@@ -15,6 +22,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, wait
 from typing import Any
 
 import joblib
@@ -25,6 +33,7 @@ LOCAL_BACKENDS = ("loky", "threading")
 BACKENDS = (*LOCAL_BACKENDS, "dask", "ray")
 #: Seconds between a worker's checks that its parent is alive.
 WATCH_INTERVAL = 0.5
+_NOTHING = object()
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -41,6 +50,14 @@ def _exit_with_parent(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="vflpriv-parent-watch", daemon=True).start()
+
+
+def _warm_up() -> None:
+    """What every training needs imported: vflpriv's runtime, and torch._dynamo, which torch.optim imports
+    on the first optimizer step."""
+    import torch._dynamo  # noqa: F401
+
+    import vflpriv.run  # noqa: F401
 
 
 @contextlib.contextmanager
@@ -97,18 +114,104 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def map_unordered(
-    fn: Callable[[Any], Any], items: list[Any], *, jobs: int, backend_name: str = "loky", address: str | None = None
-) -> Iterator[Any]:
-    """Yield ``fn(item)`` for each item as results arrive; ``jobs == 1`` runs locally in this process."""
+def _executor(workers: int):
+    """loky's reusable process pool (the engine under joblib's loky backend) with vflpriv's worker setup;
+    the same arguments give back the same pool, so :func:`prewarm`'s workers serve the sweep."""
+    from joblib.externals.loky import get_reusable_executor
+
+    return get_reusable_executor(max_workers=workers, timeout=300, initializer=_exit_with_parent,
+                                 initargs=(os.getpid(),), env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+
+
+class Warm:
+    """Local workers spawned ahead of a sweep (see :func:`prewarm`); ``cancel`` stops them if it never runs."""
+
+    def __init__(self, executor=None):
+        self.executor = executor
+
+    def cancel(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, kill_workers=True)
+            self.executor = None
+
+
+def prewarm(*, jobs: int, backend_name: str) -> Warm:
+    """Spawn the ``jobs - 1`` local workers of a coming sweep now and let them import while this process
+    plans; the sweep reuses them. Nothing to do for other backends or one job."""
+    if backend_name != "loky" or jobs < 2:
+        return Warm()
+    with _workers_ignore_ctrl_c():  # spawned here: the workers inherit SIGINT ignored
+        executor = _executor(jobs - 1)
+        for _ in range(jobs - 1):
+            executor.submit(_warm_up)
+    return Warm(executor)
+
+
+def run_all(
+    fn: Callable[[Any], Any], items: list[Any], *, jobs: int, on_result: Callable[[Any], None],
+    backend_name: str = "loky", address: str | None = None,
+) -> None:
+    """Compute ``fn(item)`` for every item, handing each result to ``on_result`` as soon as it exists."""
     if jobs == 1 and backend_name in LOCAL_BACKENDS:
         for item in items:
-            yield fn(item)
+            on_result(fn(item))
+        return
+    if backend_name == "loky":
+        _share_with_workers(fn, items, workers=jobs - 1, on_result=on_result)
         return
     with backend(backend_name, address=address), warnings.catch_warnings():
-        # an interrupted sweep cancels its pending tasks on purpose; joblib would warn about it on stderr
         warnings.filterwarnings("ignore", message=r".*tasks which were still being processed", category=UserWarning)
-        parallel = joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")
-        with _workers_ignore_ctrl_c():  # joblib spawns the workers and dispatches the first tasks here
-            results = parallel(joblib.delayed(fn)(item) for item in items)
-        yield from results
+        for result in joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(
+                joblib.delayed(fn)(item) for item in items):
+            on_result(result)
+
+
+def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: int, on_result) -> None:
+    """This process and ``workers`` loky workers take items from one queue until none is left; each worker
+    gets its next item from the callback that delivers its last result."""
+    todo = collections.deque(items)
+    lock = threading.Lock()
+    pending: set[Future] = set()
+    failures: list[BaseException] = []
+
+    def take() -> Any:
+        with lock:
+            return todo.popleft() if todo and not failures else _NOTHING
+
+    def submit() -> None:
+        item = take()
+        if item is not _NOTHING:
+            future = executor.submit(fn, item)
+            with lock:
+                pending.add(future)
+            future.add_done_callback(finished)
+
+    def finished(future: Future) -> None:  # in loky's result thread
+        with lock:
+            pending.discard(future)
+        try:
+            on_result(future.result())
+            submit()
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
+            failures.append(exc)
+
+    with _workers_ignore_ctrl_c():
+        executor = _executor(workers)
+        for _ in range(workers):
+            submit()
+    try:
+        while not failures and (item := take()) is not _NOTHING:
+            on_result(fn(item))
+        while True:
+            with lock:
+                waiting = set(pending)
+            if not waiting or failures:
+                break
+            wait(waiting, timeout=0.2)  # a short wait, so Ctrl-C is seen at once
+        if failures:
+            raise failures[0]
+    except BaseException:
+        with lock:
+            todo.clear()
+        executor.shutdown(wait=False, kill_workers=True)
+        raise

@@ -14,12 +14,11 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from vflpriv.config import RunConfig
-from vflpriv.errors import VflprivError
 from vflpriv.planning import plan
-from vflpriv.records import FAILED, RunRecord
-from vflpriv.run import blank_record, execute
+from vflpriv.records import RunRecord
+from vflpriv.run import run_safely
 from vflpriv.store import Store
-from vflpriv.tradeoff.executors import map_unordered
+from vflpriv.tradeoff.executors import run_all
 
 #: Seconds between looks at trainings another sweep holds.
 POLL_SECONDS = 1.0
@@ -40,19 +39,6 @@ def check(configs: Sequence[RunConfig]) -> int:
     for runs in groups.values():
         plan(runs)
     return len(groups)
-
-
-def run_safely(runs: list[RunConfig]) -> list[RunRecord]:
-    """Train once and run the attacks; an unexpected failure fails the training's records instead of the sweep."""
-    try:
-        return execute(plan(runs))
-    except VflprivError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - recorded, reported, retried on resume
-        records = [blank_record(r) for r in runs]
-        for record in records:
-            record.status, record.error = FAILED, f"{type(exc).__name__}: {exc}"
-        return records
 
 
 def sweep(
@@ -90,11 +76,14 @@ def sweep(
                 time.sleep(POLL_SECONDS)
                 continue
             workers = max(1, min(jobs, len(mine)))  # one pending training needs no worker pool
-            items = [todo[k] for k in mine]
-            for records in map_unordered(run_safely, items, jobs=workers, backend_name=backend, address=address):
+
+            def commit(records: list[RunRecord]) -> None:  # at once, from whichever thread has the result
                 store.put_many(records)
                 store.release([records[0].training_key])
                 if on_done is not None:
                     on_done(records)
+
+            run_all(run_safely, [todo[k] for k in mine], jobs=workers, on_result=commit, backend_name=backend,
+                    address=address)
     records = [store.get(c.key()) for c in configs]
     return pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())

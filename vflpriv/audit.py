@@ -18,7 +18,6 @@ from pydantic import Field, NonNegativeFloat
 from vflpriv.config import AttackConfig, DefenseConfig, Phase, RunConfig, TrainingConfig
 from vflpriv.errors import VflprivError
 from vflpriv.options import Options
-from vflpriv.planning import plan
 from vflpriv.registry import ATTACKS, DEFENSES, METHODS
 
 
@@ -84,6 +83,8 @@ def _run(base: dict, attack: AttackConfig, defense: DefenseConfig | None, seed: 
 
 def _try(runs: list[RunConfig]) -> str:
     """'' when the runs plan, else the planner's reason."""
+    from vflpriv.planning import plan
+
     try:
         plan(runs)
     except VflprivError as exc:

@@ -115,16 +115,24 @@ class DefenseConfig(Options):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-def dataset_partition_defaults(name: str) -> dict[str, Any]:
-    """The partition defaults a dataset's loader declares (``default_partition``); {} if it declares none or
-    the name is unknown (the planner reports unknown names)."""
+#: Config sections a dataset can give defaults for (its loader's ``default_partition``, ``default_model``).
+DATASET_DEFAULT_SECTIONS = ("partition", "model")
+
+
+def dataset_defaults(name: str, section: str) -> dict[str, Any]:
+    """The defaults a dataset's loader declares for a config section; {} if it declares none or the name is
+    unknown (the planner reports unknown names)."""
     from vflpriv.errors import VflprivError
     from vflpriv.registry import DATASETS
 
     try:
-        return dict(getattr(DATASETS.get(name), "default_partition", {}))
+        return dict(getattr(DATASETS.get(name), f"default_{section}", {}))
     except VflprivError:
         return {}
+
+
+def dataset_partition_defaults(name: str) -> dict[str, Any]:
+    return dataset_defaults(name, "partition")
 
 
 class TrainingConfig(Options):
@@ -133,17 +141,22 @@ class TrainingConfig(Options):
     @model_validator(mode="before")
     @classmethod
     def _dataset_defaults(cls, data: Any) -> Any:
-        """The dataset's own partition defaults fill every partition field the user left unset."""
+        """The dataset's own defaults fill every field of a section (partition, model) the user left unset."""
         if not isinstance(data, dict):
             return data
         dataset = data.get("dataset", {})
         name = dataset.get("name", "digits") if isinstance(dataset, dict) else getattr(dataset, "name", "digits")
-        defaults = dataset_partition_defaults(name) if isinstance(name, str) else {}
-        partition = data.get("partition", {})
-        if not defaults or not isinstance(partition, (dict, PartitionConfig)):
+        if not isinstance(name, str):
             return data
-        given = partition if isinstance(partition, dict) else partition.model_dump(include=partition.model_fields_set)
-        return {**data, "partition": {**defaults, **given}}
+        out = dict(data)
+        for section, model in (("partition", PartitionConfig), ("model", ModelConfig)):
+            defaults = dataset_defaults(name, section)
+            given = data.get(section, {})
+            if not defaults or not isinstance(given, (dict, model)):
+                continue
+            given = given if isinstance(given, dict) else given.model_dump(include=given.model_fields_set)
+            out[section] = {**defaults, **given}
+        return out
 
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     partition: PartitionConfig = Field(default_factory=PartitionConfig)

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from vflpriv.config import ExperimentConfig, RunConfig, TrainingConfig, dataset_partition_defaults
 from vflpriv.errors import ConfigError, Interrupted
 from vflpriv.folders import writable_folder
-from vflpriv.reports.plots import tradeoff_figures
-from vflpriv.reports.tables import cap_rich_table, strength_table
 from vflpriv.store import Store
-from vflpriv.tradeoff.cap import cap_table, strength_summary
-from vflpriv.tradeoff.executors import LOCAL_BACKENDS
-from vflpriv.tradeoff.sweep import check, sweep
+from vflpriv.tradeoff.executors import LOCAL_BACKENDS, prewarm
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Columns of the store's records that stay out of results.csv (they are JSON blobs).
 STORE_ONLY = ["config", "traffic"]
@@ -40,8 +40,16 @@ def run_into_store(
     console = console or Console()
     if address is not None and backend in LOCAL_BACKENDS:
         raise ConfigError(f"--address is for a dask or ray cluster; backend '{backend}' runs locally")
-    n_trainings = check(configs)
-    writable_folder(out, what="--out")
+    n_trainings = len({c.training_key() for c in configs})
+    warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend)  # workers start while this process plans
+    try:
+        from vflpriv.tradeoff.sweep import check, sweep  # torch and the engine: imported while workers warm up
+
+        check(configs)
+        writable_folder(out, what="--out")
+    except BaseException:
+        warm.cancel()
+        raise
     progress_console = Console(stderr=True)
     progress = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=progress_console, transient=True,
@@ -96,6 +104,10 @@ def evaluate_experiment(
     results = run_into_store(experiment.runs(), out, jobs=experiment.jobs, backend=experiment.backend,
                              address=address, store_path=store_path, console=console, show_progress=show_progress,
                              header=partition_line(experiment))
+    from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
+    from vflpriv.reports.tables import cap_rich_table, strength_table
+    from vflpriv.tradeoff.cap import cap_table, strength_summary
+
     caps = cap_table(results)
     caps.to_csv(out / "cap.csv", index=False)
     summary = strength_summary(results)

@@ -6,7 +6,6 @@ from typing import Callable
 
 import numpy as np
 import torch
-from sklearn.metrics import f1_score, roc_auc_score, roc_curve
 
 
 def accuracy(predictions: torch.Tensor, labels: torch.Tensor) -> float:
@@ -15,6 +14,8 @@ def accuracy(predictions: torch.Tensor, labels: torch.Tensor) -> float:
 
 def auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
     """ROC AUC of positive-class scores; NaN when only one class is present."""
+    from sklearn.metrics import roc_auc_score  # binary tasks only: scikit-learn is imported when needed
+
     y = labels.cpu().numpy()
     if len(np.unique(y)) < 2:
         return float("nan")
@@ -23,6 +24,8 @@ def auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
 
 def tpr_at_fpr(scores: torch.Tensor, labels: torch.Tensor, *, fpr: float = 0.01) -> float:
     """True-positive rate at the given false-positive rate (interpolated on the ROC curve)."""
+    from sklearn.metrics import roc_curve
+
     y = labels.cpu().numpy()
     if len(np.unique(y)) < 2:
         return float("nan")
@@ -31,6 +34,8 @@ def tpr_at_fpr(scores: torch.Tensor, labels: torch.Tensor, *, fpr: float = 0.01)
 
 
 def f1(predictions: torch.Tensor, labels: torch.Tensor) -> float:
+    from sklearn.metrics import f1_score
+
     return float(f1_score(labels.cpu().numpy(), predictions.cpu().numpy(), average="binary"))
 
 

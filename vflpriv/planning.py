@@ -15,7 +15,6 @@ from vflpriv import cache
 from vflpriv.components import parse_options
 from vflpriv.config import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
-from vflpriv.data.catalog import DATASET_INFO
 from vflpriv.data.load import load_dataset
 from vflpriv.engine import role
 from vflpriv.engine.roles import PASSIVE
@@ -106,7 +105,9 @@ def plan_training(config: TrainingConfig) -> Plan:
 
 
 def _dataset(config: TrainingConfig) -> VerticalDataset:
-    info = DATASET_INFO.get(config.dataset.name)
+    from vflpriv.data.catalog import DATASET_INFO  # every loader module: only when a root needs checking
+
+    info = DATASET_INFO.get(config.dataset.name) if config.dataset.root is not None else None
     if info is not None and info.kind == "embedded" and config.dataset.root is not None:
         raise ConfigError(f"dataset.root is not used by {config.dataset.name} (it comes with scikit-learn); remove it")
     return load_dataset(config.dataset, parties=config.partition.parties)

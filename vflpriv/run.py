@@ -20,7 +20,7 @@ from vflpriv import cache, metrics
 from vflpriv.attacking import prior_alone, run_attack
 from vflpriv.config import RunConfig
 from vflpriv.engine import PRETRAIN, Channel, Federation, Inbox, make_parties
-from vflpriv.errors import DivergedError
+from vflpriv.errors import DivergedError, VflprivError
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.training import require_finite
 from vflpriv.planning import Plan, plan
@@ -112,6 +112,19 @@ def build_federation(p: Plan, *, transforms: list | None = None) -> Federation:
     for defense in p.defenses if transforms is None else ():  # label defenses relabel now; Marvell keeps labels
         defense.bind(fed)
     return fed
+
+
+def run_safely(runs: list[RunConfig]) -> list[RunRecord]:
+    """Train once and run the attacks; an unexpected failure fails the training's records instead of the sweep."""
+    try:
+        return execute(plan(runs))
+    except VflprivError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - recorded, reported, retried on resume
+        records = [blank_record(r) for r in runs]
+        for record in records:
+            record.status, record.error = FAILED, f"{type(exc).__name__}: {exc}"
+        return records
 
 
 def train(p: Plan) -> TrainedFederation:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
 
 from vflpriv import metrics
 
 
 def hungarian_accuracy(clusters: torch.Tensor, labels: torch.Tensor) -> float:
     """Accuracy of the best one-to-one map from cluster indices to labels."""
+    from scipy.optimize import linear_sum_assignment  # only for clustering attacks
+
     c = clusters.cpu().long().numpy()
     y = labels.cpu().long().numpy()
     if y.size == 0:

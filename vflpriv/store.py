@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS claims (
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(path, timeout=60.0, isolation_level=None)  # explicit transactions below
+    # explicit transactions below; one connection may serve several threads, each use under Store._lock
+    return sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -74,6 +75,7 @@ class Store:
         self.lease_seconds = lease_seconds
         self.host = socket.gethostname()
         self.owner = f"{self.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._lock = threading.RLock()  # results may arrive in a sweep's helper thread
         try:
             self._db = _connect(self.path)
             self._open()
@@ -95,8 +97,12 @@ class Store:
 
     # ------------------------------------------------------------------------------------------ records
 
+    def _one(self, sql: str, params: tuple) -> tuple | None:
+        with self._lock:
+            return self._db.execute(sql, params).fetchone()
+
     def done(self, key: str) -> bool:
-        row = self._db.execute("SELECT status FROM runs WHERE key = ?", (key,)).fetchone()
+        row = self._one("SELECT status FROM runs WHERE key = ?", (key,))
         return row is not None and row[0] == OK
 
     def put(self, record: RunRecord) -> None:
@@ -111,7 +117,7 @@ class Store:
                                  "VALUES (?, ?, ?, ?, ?)", rows)
 
     def get(self, key: str) -> RunRecord | None:
-        row = self._db.execute("SELECT record FROM runs WHERE key = ?", (key,)).fetchone()
+        row = self._one("SELECT record FROM runs WHERE key = ?", (key,))
         return RunRecord.from_json(row[0]) if row else None
 
     def settled(self, keys: list[str], *, since: float) -> set[str]:
@@ -120,7 +126,8 @@ class Store:
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(f"SELECT key, status, updated FROM runs WHERE key IN ({marks})", chunk)
+            with self._lock:
+                rows = self._db.execute(f"SELECT key, status, updated FROM runs WHERE key IN ({marks})", chunk).fetchall()
             out.update(k for k, status, updated in rows if status == OK or updated >= since)
         return out
 
@@ -131,7 +138,9 @@ class Store:
         return n
 
     def all(self) -> list[RunRecord]:
-        return [RunRecord.from_json(r[0]) for r in self._db.execute("SELECT record FROM runs ORDER BY key")]
+        with self._lock:
+            rows = self._db.execute("SELECT record FROM runs ORDER BY key").fetchall()
+        return [RunRecord.from_json(r[0]) for r in rows]
 
     # ------------------------------------------------------------------------------------------- claims
 
@@ -183,16 +192,18 @@ class Store:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
     def __enter__(self) -> Store:
         return self

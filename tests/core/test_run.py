@@ -112,7 +112,7 @@ def test_same_attack_prior_is_refused_for_an_attack_on_received_messages(tiny):
 
 def test_a_diverged_model_fails_the_run_instead_of_scoring_nan_as_guesses(tiny, monkeypatch):
     """NaN logits would argmax to class 0 and read as chance (perfect protection): the run fails instead."""
-    from vflpriv.tradeoff.sweep import run_safely
+    from vflpriv.run import run_safely
     from vflpriv.methods.finetune import TopModel
 
     real = TopModel.forward

@@ -73,7 +73,7 @@ def test_failed_run_is_recorded_and_retried(tmp_path, monkeypatch):
     def boom(plan):
         raise RuntimeError("diverged")
 
-    monkeypatch.setattr(sweep_module, "execute", boom)
+    monkeypatch.setattr("vflpriv.run.execute", boom)
     with Store(tmp_path / "r.sqlite") as store:
         frame = sweep_module.sweep(configs, store)
         assert frame["status"].tolist() == ["failed"] and "diverged" in frame["error"].item()

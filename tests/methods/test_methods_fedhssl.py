@@ -78,7 +78,7 @@ def test_meter_counts_the_messages_of_one_global_iteration(parties: int, local_u
     assert meter.total_messages(PRETRAIN) == embeddings + weights + statistics
     # bytes: float32 projector outputs of every aligned sample, 2 (K - 1) times
     emb_bytes = sum(v for (phase, _, kind), v in meter.bytes.items() if phase == PRETRAIN and kind == EMBEDDING)
-    assert emb_bytes == 2 * (parties - 1) * fed.aligned.numel() * opts.out_dim("simsiam") * 4
+    assert emb_bytes == 2 * (parties - 1) * fed.aligned.numel() * opts.out_dim("simsiam", plan.config.model.out_dim) * 4
 
 
 def test_cssl_sends_no_weights_and_local_ssl_sends_nothing() -> None:

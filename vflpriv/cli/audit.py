@@ -15,7 +15,6 @@ from vflpriv.audit import AuditConfig, audit_grid
 from vflpriv.cli.app import app
 from vflpriv.cli.evaluate import numbers
 from vflpriv.config_io import apply_override, check_shape, read_config_file, validate
-from vflpriv.conformance import check_conformance
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -89,6 +88,7 @@ def audit(
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
 ) -> None:
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
+    from vflpriv.conformance import check_conformance
     from vflpriv.experiment import run_into_store
     from vflpriv.reports.audit import audit_markdown, audit_summary
 

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 import torch
-from sklearn.model_selection import train_test_split
 
 from vflpriv.data.base import Modality, PartySpec, VerticalDataset
 from vflpriv.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def check_parties(dataset: str, parties: int, allowed: Sequence[int]) -> None:
@@ -33,6 +36,8 @@ def cap_rows(y: np.ndarray, max_samples: int | None, *, seed: int) -> np.ndarray
         raise ConfigError(f"max_samples must be a positive number of rows, not {max_samples}")
     if max_samples >= n:
         return np.arange(n)
+    from sklearn.model_selection import train_test_split
+
     try:
         idx, _ = train_test_split(np.arange(n), train_size=max_samples, stratify=y, random_state=seed)
     except ValueError:  # a class too small to stratify, or fewer rows than classes
@@ -44,6 +49,8 @@ def fixed_split(
     y: np.ndarray, *, test_size: float | int, random_state: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stratified train/test row indices; a fixed ``random_state`` plays the role of an official split."""
+    from sklearn.model_selection import train_test_split
+
     idx = np.arange(len(y))
     try:
         tr, te = train_test_split(idx, test_size=test_size, stratify=y, random_state=random_state)
@@ -76,6 +83,8 @@ def encode_categories(
     Returns float32 code matrices (the :class:`PartySpec` convention) and, per column, the number of
     embedding indices it needs (n + 1, counting the reserved unknown index 0).
     """
+    import pandas as pd
+
     tr_cols, te_cols, cards = [], [], []
     for col in train.columns:
         tr_values, te_values = _as_text(train[col]), _as_text(test[col])
@@ -93,6 +102,8 @@ def _as_text(column: pd.Series) -> np.ndarray:
 
 def as_labels(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
     """Map class values (factor levels, strings or ints) to 0..k-1 in sorted/level order."""
+    import pandas as pd
+
     cat = pd.Categorical(values)  # an R factor / pandas categorical keeps its level order
     return np.asarray(cat.codes, dtype=np.int64), len(cat.categories)
 

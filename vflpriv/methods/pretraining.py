@@ -22,7 +22,7 @@ global iterations              4 (global_iterations)    40; 10 on NUS-WIDE
 FedLocal epochs                4 (epochs)               same budget as FedHSSL's local step
 batch                          128 (batch_size)         512
 lr                             0.05 * batch / 256       same rule (SGD momentum 0.9, wd 3e-5, cosine)
-projector / predictor          512-512-512 / 128-512    same; MoCo projector out 128
+projector / predictor          w-w-w / w/4-w            same with w = 512; MoCo projector out 128 (min(128, w))
 BYOL / MoCo EMA momentum       0.995 / 0.99             paper 0.995 / 0.99 (code 0.999)
 MoCo                           tau 0.5, queue 4096      same
 gamma                          0.5                      paper 0.5 (code default 0: guidance off)
@@ -51,7 +51,7 @@ from vflpriv.config import ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.errors import ConfigError
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, build_encoder, init_parameters
-from vflpriv.models.training import index_batches
+from vflpriv.models.training import index_batches, make_optimizer
 from vflpriv.seeding import generator as seeded_generator
 from vflpriv.ssl import (
     FeatureRanges,
@@ -107,9 +107,12 @@ class SSLOptions(Options):
     clean_view: bool = Field(False, description="first view left clean, as in the authors' code")
     crop_scale: tuple[float, float] = Field((0.5, 1.0), description="random resized crop area range (images)")
     flip: bool = Field(True, description="random horizontal flip (images)")
-    projector_hidden: int = Field(512, ge=1, description="projector hidden width (paper: 512)")
-    projector_dim: int | None = Field(None, ge=1, description="projector output; default 512, MoCo 128 (paper)")
-    predictor_hidden: int = Field(128, ge=1, description="predictor bottleneck (paper: 128)")
+    projector_hidden: int | None = Field(
+        None, ge=1, description="projector hidden width; default the encoder's width (paper: 512 = its encoder's)")
+    projector_dim: int | None = Field(
+        None, ge=1, description="projector output; default the encoder's width, MoCo min(128, it) (paper: 512, MoCo 128)")
+    predictor_hidden: int | None = Field(
+        None, ge=1, description="predictor bottleneck; default a quarter of the encoder's width (paper: 128 of 512)")
     ema_momentum: float | None = Field(
         None, ge=0, le=1, description="EMA target momentum; default BYOL 0.995, MoCo 0.99 (paper; code 0.999)"
     )
@@ -119,8 +122,15 @@ class SSLOptions(Options):
     def base_lr(self) -> float:
         return self.lr if self.lr is not None else self.lr_per_256 * self.batch_size / 256
 
-    def out_dim(self, flavour: Flavour) -> int:
-        return self.projector_dim if self.projector_dim is not None else (128 if flavour == "moco" else 512)
+    def out_dim(self, flavour: Flavour, width: int) -> int:
+        """Projector output for an encoder of ``width`` units (REFERENCE §2's proportions by default)."""
+        if self.projector_dim is not None:
+            return self.projector_dim
+        return min(128, width) if flavour == "moco" else width
+
+    def hidden_widths(self, width: int) -> tuple[int, int]:
+        """(projector hidden, predictor bottleneck) for an encoder of ``width`` units."""
+        return self.projector_hidden or width, self.predictor_hidden or max(1, width // 4)
 
     def momentum(self, flavour: Flavour) -> float:
         return self.ema_momentum if self.ema_momentum is not None else PAPER_EMA.get(flavour, 0.0)
@@ -210,11 +220,12 @@ def build_tower(
     encoder: nn.Module, flavour: Flavour, options: SSLOptions, *, generator: torch.Generator
 ) -> Tower:
     """Projector (and predictor unless MoCo) on top of ``encoder``, initialised from ``generator``."""
-    out = options.out_dim(flavour)
-    proj = init_parameters(projector(encoder.out_dim, hidden=options.projector_hidden, out=out), generator=generator)
+    out = options.out_dim(flavour, encoder.out_dim)
+    proj_hidden, pred_hidden = options.hidden_widths(encoder.out_dim)
+    proj = init_parameters(projector(encoder.out_dim, hidden=proj_hidden, out=out), generator=generator)
     pred = None
     if flavour != "moco":
-        pred = init_parameters(predictor(out, hidden=options.predictor_hidden), generator=generator)
+        pred = init_parameters(predictor(out, hidden=pred_hidden), generator=generator)
     return Tower(encoder, proj, pred)
 
 
@@ -250,9 +261,7 @@ def make_pretrain_optimizer(tower: Tower, options: SSLOptions) -> torch.optim.Op
         groups.append({"params": pred, "cosine": options.cosine and not options.fixed_predictor_lr})
     for g in groups:
         g["base_lr"] = lr
-    if options.optimizer == "sgd":
-        return torch.optim.SGD(groups, lr=lr, momentum=0.9, weight_decay=options.weight_decay, foreach=True)
-    return torch.optim.Adam(groups, lr=lr, weight_decay=options.weight_decay, foreach=True)
+    return make_optimizer(groups, name=options.optimizer, lr=lr, weight_decay=options.weight_decay)
 
 
 def set_cosine_lr(optimizer: torch.optim.Optimizer, step: int, total: int) -> None:
@@ -339,7 +348,7 @@ class LocalSSL:
         queue = None
         if flavour == "moco":
             queue = MemoryQueue(
-                options.out_dim(flavour), size=options.queue_size,
+                options.out_dim(flavour, tower.encoder.out_dim), size=options.queue_size,
                 generator=seeded_generator(seed, f"{stream}:queue", device=device),
             )
         return cls(

@@ -107,9 +107,7 @@ def train_fixmatch(
     used up); SGD with momentum (FixMatch's optimiser). With no unlabeled sample, an epoch passes over (x, y)."""
     from vflpriv.models.training import index_batches, make_optimizer, require_finite
 
-    opt = make_optimizer(model.parameters(), name="sgd", lr=lr, weight_decay=weight_decay)
-    for group in opt.param_groups:
-        group["momentum"] = momentum
+    opt = make_optimizer(model.parameters(), name="sgd", lr=lr, weight_decay=weight_decay, momentum=momentum)
     labeled = torch.arange(x.shape[0], device=x.device)
     unlabeled = torch.arange(u.shape[0], device=u.device)
     queue: list[Tensor] = []
