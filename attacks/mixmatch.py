@@ -25,16 +25,19 @@ Beta draws use the inverse CDF on a uniform from the view's generator, so a seed
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 import torch.nn.functional as F
 from pydantic import Field
 from scipy.special import betaincinv
+from torch import nn
 
 from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Attack, Inference
 from vflpriv.attacks.model_completion import completed_model, guesses
 from vflpriv.models.training import apply_in_batches, make_optimizer, require_finite
-from vflpriv.ssl import make_augmenter, momentum_copy, update_momentum
+from vflpriv.ssl import make_augmenter, momentum_copy, momentum_updater
 
 
 class MixMatchOptions(Options):
@@ -49,6 +52,8 @@ class MixMatchOptions(Options):
     views: int = Field(2, ge=1, description="augmented views K averaged for the label guess (1 without augmentation)")
     augment_rate: float = Field(0.0, ge=0, le=1, description="tabular: fraction of features resampled (0 = none)")
     weight_decay: float = Field(0.02, ge=0, description="per-step decay of the weights by weight_decay * lr")
+    head_init: Literal["default", "ones"] = Field(
+        "default", description="head's Linear weights: default (vflpriv's seeded init) or ones (Fu et al.'s code)")
     report_best_epoch_on_targets: bool = Field(False, description="also report the best epoch on test labels")
 
 
@@ -79,7 +84,13 @@ class MixMatchCompletion(Attack):
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         o, g = self.options, view.generator
         model, _ = completed_model(view, head="mlp", train_bottom=True)
+        if o.head_init == "ones":  # Fu et al.'s BottomModelPlus: init.ones_ on the head's Linear weights
+            with torch.no_grad():
+                for layer in model[-1].modules():
+                    if isinstance(layer, nn.Linear):
+                        layer.weight.fill_(1.0)
         ema = momentum_copy(model)
+        update_ema = momentum_updater(model, ema)
         augmenting = view.spec.modality == "image" or o.augment_rate > 0
         augment = make_augmenter(view.spec, view.local_x, tabular="scarf", rate=o.augment_rate,
                                  crop_scale=(0.8, 1.0), flip=False) if augmenting else _unchanged
@@ -87,17 +98,18 @@ class MixMatchCompletion(Attack):
         params = list(model.parameters())
         opt = make_optimizer(model.parameters(), name="adam", lr=o.lr, weight_decay=0.0)
         n_lab, n_unl, total = view.aux_x.shape[0], view.local_x.shape[0], o.epochs * o.iterations
-        eye = torch.eye(view.num_classes, device=view.device)
+        aux_onehot = torch.eye(view.num_classes, device=view.device)[view.aux_y]
         per_epoch: list[torch.Tensor] = []
         finite = torch.ones((), dtype=torch.bool, device=view.device)
+        model.train()  # throughout: guesses use batch statistics too, as in MixMatch; only the EMA copy predicts
         for step in range(total):
-            model.train()
             li = torch.randint(n_lab, (o.batch_size,), generator=g, device=g.device).to(view.device)
             ui = torch.randint(n_unl, (o.batch_size,), generator=g, device=g.device).to(view.device)
-            x, y = augment(view.aux_x[li], g), eye[view.aux_y[li]]
+            x, y = augment(view.aux_x[li], g), aux_onehot[li]
             us = [augment(view.local_x[ui], g) for _ in range(views)]
-            with torch.no_grad():
-                q = sharpen(sum(model(u).softmax(1) for u in us) / views, temperature=o.temperature)
+            with torch.inference_mode():
+                guess = model(us[0]).softmax(1) if views == 1 else sum(model(u).softmax(1) for u in us) / views
+                q = sharpen(guess, temperature=o.temperature)
             inputs, targets = torch.cat([x, *us]), torch.cat([y, *[q] * len(us)])
             lam = beta_draw(alpha=o.alpha, generator=g)
             lam = max(lam, 1.0 - lam)
@@ -117,7 +129,7 @@ class MixMatchCompletion(Attack):
             if o.weight_decay:
                 with torch.no_grad():
                     torch._foreach_mul_(params, 1.0 - o.weight_decay * o.lr)
-            update_momentum(model, ema, m=o.ema)
+            update_ema(m=o.ema)
             if o.report_best_epoch_on_targets and (step + 1) % o.iterations == 0:
                 per_epoch.append(apply_in_batches(ema, view.targets["test"]).argmax(1))
         require_finite(finite, "the MixMatch training loss")

@@ -28,9 +28,10 @@ class IsotropicNoise(Defense):
     """ISO on embeddings, gradients or shared weights of the protecting party."""
 
     default_kinds = ("gradient",)
-    supported_kinds = ("embedding", "gradient", "weights")
+    supported_kinds = ("embedding", "gradient", "weights", "head-weights")
     #: Default kinds in the pretraining phase: what the active party exposes there (FedHSSL §VI-B): its
-    #: cross-party representations and the local top encoder it uploads in PMA.
+    #: cross-party representations and the local top encoder it uploads in PMA (kind ``weights``); the
+    #: FedHSSL code's wider scope adds the projector and predictor (``kinds: [embedding, weights, head-weights]``).
     pretrain_kinds = ("embedding", "weights")
     #: FedHSSL's lambda_f of Table VII in finetuning, its lambda_p of Table VI in pretraining.
     audit_strengths = {"finetune": (1.0, 5.0, 25.0), "pretrain": (0.1, 0.4, 1.0)}

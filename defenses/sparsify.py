@@ -33,7 +33,7 @@ class Sparsify(Defense):
     """Zero the entries below the strength-th percentile of magnitude in each protected message."""
 
     default_kinds = ("gradient",)
-    supported_kinds = ("embedding", "gradient", "weights")
+    supported_kinds = ("embedding", "gradient", "weights", "head-weights")
     axis = StrengthAxis(name="percentile", stronger="higher", identity=0.0, low=0.0, high=100.0,
                         search=(50.0, 99.9), log=False)
     audit_strengths = {"finetune": (90.0, 95.0, 99.0), "pretrain": (90.0, 95.0, 99.0)}

@@ -5,9 +5,9 @@ oversubscribed threads, and gives the same numbers whatever the number of jobs.
 
 Locally, ``jobs`` trainings run at once: this process computes one share itself and ``jobs - 1`` loky
 workers (joblib's process pool, used directly: joblib runs a one-worker pool in the calling process)
-compute the rest, taking items from one queue. A worker costs seconds to start (importing torch,
-and torch._dynamo on its first optimizer step), so :func:`prewarm` spawns the workers before this process
-has even planned, and they warm up while it does. Results are handed to ``on_result`` as soon as each
+compute the rest, taking items from one queue. A worker costs seconds to start (a new interpreter
+importing torch), so :func:`prewarm` spawns the workers before this process has even planned, and they
+warm up while it does. Results are handed to ``on_result`` as soon as each
 exists, from whichever thread has it, so a finished training is never held back. Workers watch their
 parent: if it dies (``kill -9``) they exit within a second instead of holding their memory.
 """
@@ -53,49 +53,54 @@ def _exit_with_parent(parent: int) -> None:
 
 
 def _warm_up() -> None:
-    """What every training needs imported: vflpriv's runtime, and torch._dynamo, which torch.optim imports
-    on the first optimizer step."""
-    import torch._dynamo  # noqa: F401
-
+    """Import what every training needs (vflpriv's runtime) before the first training arrives."""
     import vflpriv.run  # noqa: F401
 
 
 @contextlib.contextmanager
-def backend(name: str, *, address: str | None = None) -> Iterator[None]:
-    """Activate a joblib backend; ``dask``/``ray`` connect to ``address`` or start a local cluster."""
-    if name == "loky":
-        with joblib.parallel_config(backend="loky", inner_max_num_threads=1,
-                                    initializer=_exit_with_parent, initargs=(os.getpid(),)):
+def _threading(*, address: str | None, jobs: int) -> Iterator[None]:
+    """Threads of this process (for tests and debugging: trainings hold the GIL for their Python parts)."""
+    with joblib.parallel_config(backend="threading"):
+        yield
+
+
+@contextlib.contextmanager
+def _dask(*, address: str | None, jobs: int) -> Iterator[None]:
+    """A Dask cluster at ``address``, or a local one of ``jobs`` single-threaded worker processes."""
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise ConfigError("backend 'dask' needs the dask extra: pip install 'vflpriv[dask]'") from None
+    with Client(address) if address else Client(n_workers=jobs, processes=True, threads_per_worker=1):
+        with joblib.parallel_config(backend="dask"):
             yield
-        return
-    if name == "threading":
-        with joblib.parallel_config(backend="threading"):
+
+
+@contextlib.contextmanager
+def _ray(*, address: str | None, jobs: int) -> Iterator[None]:
+    """A Ray cluster at ``address`` (``auto``, ``ray://host:port``), or a local instance of ``jobs`` CPUs;
+    a Ray instance this process already runs is used and left running."""
+    try:
+        import ray
+        from ray.util.joblib import register_ray
+    except ImportError:
+        raise ConfigError("backend 'ray' needs the ray extra: pip install 'vflpriv[ray]'") from None
+    register_ray()
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, num_cpus=None if address else jobs, include_dashboard=False,
+                 log_to_driver=False, logging_level="ERROR")
+    try:
+        with joblib.parallel_config(backend="ray"):
             yield
-        return
-    if name == "dask":
-        try:
-            from dask.distributed import Client
-        except ImportError:
-            raise ConfigError("backend 'dask' needs the dask extra: pip install 'vflpriv[dask]'") from None
-        with Client(address) if address else Client(processes=True):
-            with joblib.parallel_config(backend="dask"):
-                yield
-        return
-    if name == "ray":
-        try:
-            import ray
-            from ray.util.joblib import register_ray
-        except ImportError:
-            raise ConfigError("backend 'ray' needs the ray extra: pip install 'vflpriv[ray]'") from None
-        register_ray()
-        ray.init(address=address, ignore_reinit_error=True)
-        try:
-            with joblib.parallel_config(backend="ray"):
-                yield
-        finally:
+    finally:
+        if started:
             ray.shutdown()
-        return
-    raise ConfigError(f"unknown backend '{name}'; valid backends: {', '.join(BACKENDS)}")
+
+
+#: joblib backends other than loky (which :func:`run_all` drives directly), by name.
+_BACKENDS: dict[str, Callable[..., contextlib.AbstractContextManager]] = {
+    "threading": _threading, "dask": _dask, "ray": _ray}
 
 
 @contextlib.contextmanager
@@ -114,44 +119,71 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+_POOL: list[Any] = []
+
+
 def _executor(workers: int):
     """loky's reusable process pool (the engine under joblib's loky backend) with vflpriv's worker setup;
     the same arguments give back the same pool, so :func:`prewarm`'s workers serve the sweep."""
     from joblib.externals.loky import get_reusable_executor
 
-    return get_reusable_executor(max_workers=workers, timeout=300, initializer=_exit_with_parent,
+    pool = get_reusable_executor(max_workers=workers, timeout=300, initializer=_exit_with_parent,
                                  initargs=(os.getpid(),), env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    _POOL[:] = [pool]
+    return pool
+
+
+def stop_workers() -> None:
+    """Kill this process's local workers, if it started any. The command line calls it when a command ends:
+    the pool's graceful shutdown at interpreter exit waits for every worker to unload torch (about a second)."""
+    for pool in _POOL:
+        pool.shutdown(wait=True, kill_workers=True)  # waits only for loky to release its queues
+    _POOL.clear()
+
+
+def _dispatched(futures: list[Future], *, timeout: float = 2.0) -> None:
+    """Wait (milliseconds) until loky's manager thread has handed ``futures`` to the workers: a pool killed
+    while an item is still in its id queue crashes that thread (KeyError) before it releases its queues,
+    which then show up as "leaked semlock objects" warnings."""
+    deadline = time.monotonic() + timeout
+    while any(not (f.running() or f.done()) for f in futures) and time.monotonic() < deadline:
+        time.sleep(0.002)
 
 
 class Warm:
     """Local workers spawned ahead of a sweep (see :func:`prewarm`); ``cancel`` stops them if it never runs."""
 
-    def __init__(self, executor=None):
+    def __init__(self, executor=None, warm_ups: list[Future] | None = None):
         self.executor = executor
+        self.warm_ups = warm_ups or []
 
     def cancel(self) -> None:
         if self.executor is not None:
-            self.executor.shutdown(wait=False, kill_workers=True)
+            _dispatched(self.warm_ups)
+            stop_workers()
             self.executor = None
 
 
-def prewarm(*, jobs: int, backend_name: str) -> Warm:
+def prewarm(*, jobs: int, backend_name: str, previous: Warm | None = None) -> Warm:
     """Spawn the ``jobs - 1`` local workers of a coming sweep now and let them import while this process
-    plans; the sweep reuses them. Nothing to do for other backends or one job."""
+    plans; the sweep reuses them. Nothing to do for other backends or one job. ``previous`` (workers
+    spawned on an earlier guess of ``jobs``) is reused, resized, or stopped when no worker is needed."""
     if backend_name != "loky" or jobs < 2:
+        if previous is not None:
+            previous.cancel()
         return Warm()
     with _workers_ignore_ctrl_c():  # spawned here: the workers inherit SIGINT ignored
-        executor = _executor(jobs - 1)
-        for _ in range(jobs - 1):
-            executor.submit(_warm_up)
-    return Warm(executor)
+        executor = _executor(jobs - 1)  # the same pool as ``previous``'s, resized if need be
+        warm_ups = [executor.submit(_warm_up) for _ in range(jobs - 1)]
+    return Warm(executor, warm_ups)
 
 
 def run_all(
     fn: Callable[[Any], Any], items: list[Any], *, jobs: int, on_result: Callable[[Any], None],
     backend_name: str = "loky", address: str | None = None,
 ) -> None:
-    """Compute ``fn(item)`` for every item, handing each result to ``on_result`` as soon as it exists."""
+    """Compute ``fn(item)`` for every item, handing each result to ``on_result`` as soon as it exists (on
+    Ray, whose joblib backend has no result generator: as soon as its wave of ``jobs`` items ends)."""
     if jobs == 1 and backend_name in LOCAL_BACKENDS:
         for item in items:
             on_result(fn(item))
@@ -159,11 +191,20 @@ def run_all(
     if backend_name == "loky":
         _share_with_workers(fn, items, workers=jobs - 1, on_result=on_result)
         return
-    with backend(backend_name, address=address), warnings.catch_warnings():
+    if backend_name not in _BACKENDS:
+        raise ConfigError(f"unknown backend '{backend_name}'; valid backends: {', '.join(BACKENDS)}")
+    with _BACKENDS[backend_name](address=address, jobs=jobs), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*tasks which were still being processed", category=UserWarning)
-        for result in joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(
-                joblib.delayed(fn)(item) for item in items):
-            on_result(result)
+        active, _ = joblib.parallel.get_active_backend()
+        if active.supports_return_generator:
+            for result in joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")(
+                    joblib.delayed(fn)(item) for item in items):
+                on_result(result)
+            return
+        with joblib.Parallel(n_jobs=jobs) as parallel:  # Ray's backend returns lists: waves on one pool
+            for start in range(0, len(items), jobs):
+                for result in parallel(joblib.delayed(fn)(item) for item in items[start:start + jobs]):
+                    on_result(result)
 
 
 def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: int, on_result) -> None:
@@ -213,5 +254,5 @@ def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: 
     except BaseException:
         with lock:
             todo.clear()
-        executor.shutdown(wait=False, kill_workers=True)
+        stop_workers()
         raise

@@ -13,9 +13,11 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
+from vflpriv import cache
 from vflpriv.config import RunConfig
 from vflpriv.planning import plan
 from vflpriv.records import RunRecord
+from vflpriv.registry import METHODS
 from vflpriv.run import run_safely
 from vflpriv.store import Store
 from vflpriv.tradeoff.executors import run_all
@@ -30,6 +32,20 @@ def trainings(configs: Sequence[RunConfig]) -> dict[str, list[RunConfig]]:
     for config in configs:
         groups.setdefault(config.training_key(), []).append(config)
     return groups
+
+
+def schedule(groups: dict[str, list[RunConfig]]) -> list[str]:
+    """Training keys in the order to run them: the first training of each pretraining first, then the rest in
+    grid order. The longest trainings start early (less idle time at the end of a parallel sweep), and two
+    workers rarely need the same pretraining at once (one would wait for the other's)."""
+    seen: set[str] = set()
+    first, rest = [], []
+    for key, runs in groups.items():
+        method = METHODS.get(runs[0].method.name)
+        shared = cache.pretrain_key(runs[0].training(), method) if method.pretrains else None
+        (first if shared is not None and shared not in seen else rest).append(key)
+        seen.add(shared)
+    return first + rest
 
 
 def check(configs: Sequence[RunConfig]) -> int:
@@ -69,7 +85,7 @@ def sweep(
             todo = {k: runs for k, runs in todo.items() if runs}
             if not todo:
                 break
-            mine = [k for k in todo if store.claim(k)]
+            mine = [k for k in schedule(todo) if store.claim(k)]
             if not mine:
                 if on_wait is not None:
                     on_wait(len(todo))

@@ -14,13 +14,14 @@ from torch import nn
 
 from vflpriv import cache, metrics
 from vflpriv.adversary import AdversaryView, Inference
-from vflpriv.config import RunConfig
+from vflpriv.config import RunConfig, config_hash
 from vflpriv.engine import Federation
 from vflpriv.errors import ProtocolError
 from vflpriv.methods.local_ssl import LocalOptions, local_ssl_encoder
-from vflpriv.methods.pretraining import build_local_encoder
+from vflpriv.methods.pretraining import SSLOptions, build_local_encoder
 from vflpriv.models.training import apply_in_batches, require_finite
 from vflpriv.prior import PRIORS
+from vflpriv.registry import METHODS
 from vflpriv.records import RunRecord
 from vflpriv.scenario import Scenario
 from vflpriv.scoring import best_threshold_accuracy, hungarian_accuracy, leak_auc
@@ -98,9 +99,21 @@ _PRIORS: dict[str, dict[str, float]] = {}
 _ENCODERS: dict[str, nn.Module] = {}
 
 
+#: What the adversary's own SimSiam pretraining takes from an SSL method it is compared with.
+PRIOR_FROM_METHOD = ("batch_size", "lr", "lr_per_256", "optimizer", "weight_decay", "cosine", "grad_clip",
+                     "augment", "corruption_rate", "clean_view", "crop_scale", "flip")
+
+
 def prior_options(cfg: RunConfig) -> dict:
-    """Settings of the adversary's own SimSiam pretraining (``LocalOptions``; their defaults)."""
-    return {}
+    """Settings (``LocalOptions``) of the adversary's own SimSiam pretraining: for an SSL method, its budget
+    (passes over the local samples, batch, lr, optimiser, schedule) and its views, so that the prior is as
+    well trained as the encoders it is compared with (an under-trained prior inflates leakage); the lr
+    before the method's guidance rescaling, as plain SimSiam has no guidance (gamma 0: factor 1, like
+    FedLocalSimSiam). Other methods: ``LocalOptions``' defaults."""
+    options = METHODS.get(cfg.method.name).Options.model_validate(cfg.method.options)
+    if not isinstance(options, SSLOptions):
+        return {}
+    return {**options.model_dump(mode="json", include=set(PRIOR_FROM_METHOD)), "epochs": options.ssl_epochs()}
 
 
 def own_encoder(cfg: RunConfig, view: AdversaryView) -> nn.Module:
@@ -127,18 +140,23 @@ def own_encoder(cfg: RunConfig, view: AdversaryView) -> nn.Module:
 def prior_accuracy(cfg: RunConfig, view: AdversaryView, attack, truth: dict[str, torch.Tensor]) -> dict[str, float]:
     """The prior's accuracy on every target set (the attack is compared on its own: test samples, or the train
     samples whose gradients gc clusters). It depends on data, partition, model and seed only (and, for
-    ``same-attack``, the attack): computed once per process and seed, however many attacks and runs ask."""
+    ``same-attack``, the attack): computed once per key, however many attacks, runs and processes ask
+    (kept in this process, and in the cache for the other processes of a sweep)."""
     prior = cfg.attack.prior
     attack_part = cfg.attack.model_dump(mode="json", exclude={"phase"}) if prior == "same-attack" else None
     key = json.dumps(
-        [prior, cfg.attack.prior_epochs, cfg.seed, attack_part,
+        [prior, cfg.attack.prior_epochs, cfg.seed, attack_part, prior_options(cfg),
          *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model))],
         sort_keys=True,
     )
     if key not in _PRIORS:
-        predictions = PRIORS[prior](
-            view, attack=attack, model=cfg.model, own_encoder=lambda: own_encoder(cfg, view),
-            epochs=cfg.attack.prior_epochs, generator=generator(cfg.seed, "prior:head", device=view.device),
-        )
-        _PRIORS[key] = {name: metrics.accuracy(pred, truth[name]) for name, pred in predictions.items()}
+
+        def compute() -> dict[str, float]:
+            predictions = PRIORS[prior](
+                view, attack=attack, model=cfg.model, own_encoder=lambda: own_encoder(cfg, view),
+                epochs=cfg.attack.prior_epochs, generator=generator(cfg.seed, "prior:head", device=view.device),
+            )
+            return {name: metrics.accuracy(pred, truth[name]) for name, pred in predictions.items()}
+
+        _PRIORS[key] = cache.cached_values(config_hash({"code": cache.code_version(), "prior": key}, 24), compute)
     return _PRIORS[key]

@@ -1,4 +1,6 @@
-"""Pretraining cache: a finetune-phase strength sweep pretrains once per seed.
+"""Pretraining cache: a finetune-phase strength sweep pretrains once per seed (and the priors' numbers,
+and bundled datasets' tensors, stored in the same verified entry files: see ``cached_values`` and
+``vflpriv.data.load``).
 
 Keyed by a hash of everything pretraining depends on (dataset, partition, model, method and its
 options, the defenses acting in the pretraining phase, seed, and the source code that runs it). An
@@ -48,9 +50,14 @@ PACKAGES = ("vflpriv", "vflpriv.attacks", "vflpriv.defenses", "vflpriv.tradeoff"
 LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local"}
 
 
+def cache_root() -> Path:
+    """``$VFLPRIV_CACHE`` if set, else ``~/.cache/vflpriv``."""
+    return Path(os.environ.get(ENV_VAR) or Path.home() / ".cache" / "vflpriv")
+
+
 def cache_dir() -> Path:
-    """``$VFLPRIV_CACHE`` if set, else ``~/.cache/vflpriv``; pretrainings live in its ``pretrain/``."""
-    return Path(os.environ.get(ENV_VAR) or Path.home() / ".cache" / "vflpriv") / "pretrain"
+    """Where pretrainings (and the priors' numbers) live: the cache root's ``pretrain/``."""
+    return cache_root() / "pretrain"
 
 
 @lru_cache(maxsize=1)
@@ -113,12 +120,45 @@ def entry_path(key: str) -> Path:
     return cache_dir() / f"{key}{SUFFIX}"
 
 
-def claim(key: str) -> FileLock:
+def claim(key: str, directory: Path | None = None) -> FileLock:
     """An inter-process lock on ``key``: held while one run pretrains it, so parallel runs of a sweep
     (other strengths or label budgets of the same seed) wait and load it instead of pretraining it again."""
-    directory = cache_dir()
+    directory = directory or cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
     return FileLock(directory / f"{key}.lock")
+
+
+def write_entry(path: Path, payload: bytes, **manifest) -> None:
+    """An entry file: a JSON manifest line (``manifest`` + format + the payload's SHA-256), then the payload;
+    written to a temporary name and renamed, so a reader never sees half a file."""
+    head = {"format": FORMAT, "sha256": hashlib.sha256(payload).hexdigest(), **manifest}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(json.dumps(head).encode() + b"\n" + payload)
+    tmp.replace(path)
+
+
+def read_entry(path: Path) -> tuple[dict, bytes]:
+    """(manifest, payload) of an entry file; :class:`CacheError` unless its manifest and checksum check out."""
+    head, sep, payload = path.read_bytes().partition(b"\n")
+    try:
+        manifest = json.loads(head) if sep else None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        manifest = None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise CacheError("not a vflpriv cache entry (no manifest line)")
+    if hashlib.sha256(payload).hexdigest() != manifest.get("sha256"):
+        raise CacheError("checksum mismatch (truncated or overwritten)")
+    return manifest, payload
+
+
+def discard(path: Path, exc: CacheError, notes: list[str] | None) -> None:
+    """Report a corrupt entry (a warning, and a line in ``notes``) and delete it."""
+    message = f"cache entry {path.name} discarded and recomputed: {exc}"
+    warnings.warn(message, stacklevel=3)
+    if notes is not None:
+        notes.append(message)
+    path.unlink(missing_ok=True)
 
 
 def _structure(modules: list[nn.Module]) -> list[list[list]]:
@@ -130,14 +170,7 @@ def save(key: str, modules: list[nn.Module], meter: Meter | None) -> None:
     traffic = [] if meter is None else [[*k, meter.bytes[k], meter.messages[k]] for k in meter.messages if k[0] == PRETRAIN]
     buffer = io.BytesIO()
     torch.save({"modules": [m.state_dict() for m in modules], "traffic": traffic}, buffer)
-    payload = buffer.getvalue()
-    manifest = {"format": FORMAT, "sha256": hashlib.sha256(payload).hexdigest(), "structure": _structure(modules),
-                "traffic_rows": len(traffic)}
-    directory = cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f"{key}.{os.getpid()}.tmp"
-    tmp.write_bytes(json.dumps(manifest).encode() + b"\n" + payload)
-    tmp.replace(entry_path(key))
+    write_entry(entry_path(key), buffer.getvalue(), structure=_structure(modules), traffic_rows=len(traffic))
 
 
 def load(key: str, skeleton: list[nn.Module], meter: Meter | None) -> bool:
@@ -146,16 +179,7 @@ def load(key: str, skeleton: list[nn.Module], meter: Meter | None) -> bool:
     path = entry_path(key)
     if not path.exists():
         return False
-    raw = path.read_bytes()
-    head, sep, payload = raw.partition(b"\n")
-    try:
-        manifest = json.loads(head) if sep else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        manifest = None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise CacheError("not a vflpriv cache entry (no manifest line)")
-    if hashlib.sha256(payload).hexdigest() != manifest.get("sha256"):
-        raise CacheError("checksum mismatch (truncated or overwritten)")
+    manifest, payload = read_entry(path)
     if manifest.get("structure") != _structure(skeleton):
         raise CacheError("its modules do not match the method's architecture")
     try:
@@ -174,6 +198,35 @@ def load(key: str, skeleton: list[nn.Module], meter: Meter | None) -> bool:
             meter.bytes[(phase, direction, kind)] += size
             meter.messages[(phase, direction, kind)] += count
     return True
+
+
+def cached_values(
+    key: str, compute: Callable[[], dict[str, float]], *, notes: list[str] | None = None
+) -> dict[str, float]:
+    """Numbers stored under ``key`` (an entry holding their JSON), else ``compute()`` them and store them:
+    parallel runs of a sweep compute a prior's accuracies once, not once per process. An entry that does
+    not check out is reported, discarded and recomputed, as a module entry is."""
+    path = cache_dir() / f"{key}.values"
+    with claim(key):
+        if path.exists():
+            try:
+                return _read_values(path)
+            except CacheError as exc:
+                discard(path, exc, notes)
+        values = compute()
+        write_entry(path, json.dumps(values, sort_keys=True).encode())
+    return values
+
+
+def _read_values(path: Path) -> dict[str, float]:
+    _, payload = read_entry(path)
+    try:
+        values = json.loads(payload)
+    except ValueError:
+        raise CacheError("unreadable values") from None
+    if not isinstance(values, dict) or not all(isinstance(v, float) for v in values.values()):
+        raise CacheError("its values are not numbers")
+    return values
 
 
 def _structure_of_states(states: object) -> list:
@@ -198,11 +251,7 @@ def cached_modules(
             if load(key, modules, meter):
                 return modules
         except CacheError as exc:
-            message = f"pretraining cache entry {entry_path(key).name} discarded and recomputed: {exc}"
-            warnings.warn(message, stacklevel=2)
-            if notes is not None:
-                notes.append(message)
-            entry_path(key).unlink(missing_ok=True)
+            discard(entry_path(key), exc, notes)
         modules = compute()
         save(key, modules, meter)
     return modules

@@ -81,6 +81,53 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
     node[parts[-1]] = value
 
 
+def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` on top of ``base``: sections merge key by key, anything else (values, lists) is replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = merged(out[key], value) if isinstance(out.get(key), dict) and isinstance(value, dict) else value
+    return out
+
+
+def settings(*, preset: str | None, config: Path | None) -> dict[str, Any]:
+    """A command's settings from files: the preset (``vflpriv.presets``), then the config file over it."""
+    from vflpriv import presets
+
+    base = presets.load(preset) if preset else {}
+    return merged(base, read_config_file(config) if config else {})
+
+
+#: Experiment-file key holding options for some methods only: ``{pattern: options}``, fnmatch patterns on
+#: the method's name (``fedhssl*``, ``local-simsiam``), so one file (a preset, a grid) serves several methods.
+METHOD_OPTIONS = "method_options"
+
+
+def take_method_options(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Remove and return ``data``'s ``method_options`` table (checked: patterns mapping to sections)."""
+    table = data.pop(METHOD_OPTIONS, None) or {}
+    if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in table.items()):
+        raise ConfigError(f"{METHOD_OPTIONS} must map method-name patterns to option sections, got {table!r}")
+    return table
+
+
+def apply_method_options(data: dict[str, Any], table: dict[str, dict[str, Any]]) -> None:
+    """Fold the options of every pattern matching the method's name (in file order) under ``method.options``:
+    options given for the method itself win."""
+    import fnmatch
+
+    method = data.setdefault("method", {})
+    if not table or not isinstance(method, dict):
+        return
+    name = method.get("name", "splitnn")
+    found: dict[str, Any] = {}
+    for pattern, options in table.items():
+        if isinstance(name, str) and fnmatch.fnmatchcase(name, pattern):
+            found.update(options)
+    if found:
+        given = method.get("options", {})
+        method["options"] = merged(found, given) if isinstance(given, dict) else given
+
+
 # ------------------------------------------------------------------------------------------- validation
 
 

@@ -12,8 +12,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from vflpriv import presets
 from vflpriv.errors import UnknownNameError
-from vflpriv.registry import ATTACKS, DATASETS, DEFENSES, METHODS, Registry
+from vflpriv.registry import ATTACKS, DATASETS, DEFENSES, METHODS
 
 
 @dataclass
@@ -102,9 +103,25 @@ def _dataset(name: str, loader: Any) -> Description:
     return Description("dataset", name, summary, facts)
 
 
-DESCRIBERS: dict[str, tuple[Registry, Any]] = {
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            out |= _flat(value, f"{prefix}{key}.")
+        else:
+            out[f"{prefix}{key}"] = repr(value)
+    return out
+
+
+def _preset(name: str, data: dict[str, Any]) -> Description:
+    from vflpriv import presets
+
+    return Description("preset", name, presets.description(name), _flat(data))
+
+
+DESCRIBERS: dict[str, tuple[Any, Any]] = {
     "method": (METHODS, _method), "attack": (ATTACKS, _attack), "defense": (DEFENSES, _defense),
-    "dataset": (DATASETS, _dataset),
+    "dataset": (DATASETS, _dataset), "preset": (presets, _preset),
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -13,7 +13,7 @@ from vflpriv.config import ExperimentConfig, RunConfig, TrainingConfig, dataset_
 from vflpriv.errors import ConfigError, Interrupted
 from vflpriv.folders import writable_folder
 from vflpriv.store import Store
-from vflpriv.tradeoff.executors import LOCAL_BACKENDS, prewarm
+from vflpriv.tradeoff.executors import LOCAL_BACKENDS, Warm, prewarm
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,16 +33,17 @@ def run_into_store(
     console: Console | None = None,
     show_progress: bool = True,
     header: str = "",
+    warm: Warm | None = None,
 ) -> pd.DataFrame:
     """Validate everything (every training planned, ``out`` writable, the store opened), then run or resume
     the runs and write ``results.csv``; notes (e.g. a recomputed cache entry) are printed. Ctrl-C raises
-    :class:`Interrupted` naming the store."""
+    :class:`Interrupted` naming the store. ``warm``: workers spawned early (:func:`early_workers`)."""
     console = console or Console()
-    if address is not None and backend in LOCAL_BACKENDS:
-        raise ConfigError(f"--address is for a dask or ray cluster; backend '{backend}' runs locally")
     n_trainings = len({c.training_key() for c in configs})
-    warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend)  # workers start while this process plans
+    warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend, previous=warm)  # they start while this plans
     try:
+        if address is not None and backend in LOCAL_BACKENDS:
+            raise ConfigError(f"--address is for a dask or ray cluster; backend '{backend}' runs locally")
         from vflpriv.tradeoff.sweep import check, sweep  # torch and the engine: imported while workers warm up
 
         check(configs)
@@ -77,6 +78,16 @@ def run_into_store(
     return results
 
 
+def early_workers(data: dict[str, Any]) -> Warm:
+    """Spawn a sweep's local workers from its raw, not yet validated settings, so that they import torch
+    while this process does too; :func:`run_into_store` then resizes or stops them to what it needs."""
+    jobs = data.get("jobs", ExperimentConfig.model_fields["jobs"].get_default(call_default_factory=True))
+    backend = data.get("backend", "loky")
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or not 2 <= jobs <= 1024 or backend != "loky":
+        return Warm()  # validation will say what is wrong, or there is nothing to spawn
+    return prewarm(jobs=jobs, backend_name=backend)
+
+
 def partition_line(config: TrainingConfig) -> str:
     """The partition in use, naming the fields that came from the dataset's own defaults."""
     p = config.partition
@@ -95,6 +106,7 @@ def evaluate_experiment(
     address: str | None = None,
     console: Console | None = None,
     show_progress: bool = True,
+    warm: Warm | None = None,
 ) -> int:
     """Run (or resume) the sweep and write ``results.csv``, ``cap.csv``, ``tradeoff.png`` (one per attack) into ``out``.
 
@@ -103,7 +115,7 @@ def evaluate_experiment(
     console = console or Console()
     results = run_into_store(experiment.runs(), out, jobs=experiment.jobs, backend=experiment.backend,
                              address=address, store_path=store_path, console=console, show_progress=show_progress,
-                             header=partition_line(experiment))
+                             header=partition_line(experiment), warm=warm)
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
     from vflpriv.reports.tables import cap_rich_table, strength_table
     from vflpriv.tradeoff.cap import cap_table, strength_summary

@@ -6,7 +6,8 @@ Beside everything an experiment file holds, a grid may give
   root: ...}``), each entry replacing ``method`` / ``dataset``;
 - ``attacks``: names or ``{name, options}`` sections, all evaluated on each training (they replace
   ``attack.name``; ``attack`` keeps the shared phase and prior);
-- ``axes``: ``{dotted.key: [values]}`` for any other setting (``partition.labeled: [200, 400]``).
+- ``axes``: ``{dotted.key: [values]}`` for any other setting (``partition.labeled: [200, 400]``);
+- ``method_options``: ``{method-name pattern: options}`` folded into each cell's method whose name matches.
 
 The grid is the cross product. It is expanded from the file as written, so each dataset still fills the
 partition fields the file leaves unset with its own defaults. Cells that cannot run (the planner's
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vflpriv.config import ExperimentConfig, RunConfig
-from vflpriv.config_io import check_shape, validate
+from vflpriv.config_io import apply_method_options, check_shape, merged, take_method_options, validate
 from vflpriv.errors import ConfigError, IncompatibleError
 from vflpriv.planning import plan
 
@@ -80,6 +81,7 @@ def experiments(raw: dict[str, Any]) -> list[ExperimentConfig]:
     """One validated experiment per grid cell (method x dataset x axis values; attacks stay a list)."""
     data = copy.deepcopy(raw)
     plural = {k: data.pop(k) for k in PLURAL if k in data}
+    table = take_method_options(data)
     check_shape(ExperimentConfig, data, source="grid file")
     methods = _entries(plural["methods"], "methods") if "methods" in plural else [None]
     datasets = _entries(plural["datasets"], "datasets") if "datasets" in plural else [None]
@@ -102,6 +104,7 @@ def experiments(raw: dict[str, Any]) -> list[ExperimentConfig]:
             cell["dataset"] = dataset
         for key, value in zip(axes, values):
             _set(cell, key, value)
+        apply_method_options(cell, merged(table, take_method_options(cell)))
         where = ", ".join(f"{k}={v}" for k, v in [("method", (method or {}).get("name")),
                                                    ("dataset", (dataset or {}).get("name")), *zip(axes, values)] if v)
         out.append(validate(ExperimentConfig, cell, context=f"grid cell ({where}): " if where else ""))

@@ -105,11 +105,13 @@ def plan_training(config: TrainingConfig) -> Plan:
 
 
 def _dataset(config: TrainingConfig) -> VerticalDataset:
-    from vflpriv.data.catalog import DATASET_INFO  # every loader module: only when a root needs checking
+    if config.dataset.root is not None:
+        from vflpriv.data.catalog import DATASET_INFO  # imports every loader module: only when a root is given
 
-    info = DATASET_INFO.get(config.dataset.name) if config.dataset.root is not None else None
-    if info is not None and info.kind == "embedded" and config.dataset.root is not None:
-        raise ConfigError(f"dataset.root is not used by {config.dataset.name} (it comes with scikit-learn); remove it")
+        info = DATASET_INFO.get(config.dataset.name)
+        if info is not None and info.kind == "embedded":
+            raise ConfigError(f"dataset.root is not used by {config.dataset.name} (it comes with scikit-learn); "
+                              "remove it")
     return load_dataset(config.dataset, parties=config.partition.parties)
 
 

@@ -21,10 +21,13 @@ from vflpriv.tradeoff.variants import with_variants
 
 
 def load_results(store: Path | str) -> pd.DataFrame:
-    """Every record of a results store, one row per run, with a ``variant`` column (see ``tradeoff.variants``)."""
+    """Every record of a results store (the file, or an output directory holding ``results.sqlite``), one row
+    per run, with a ``variant`` column (see ``tradeoff.variants``)."""
     path = Path(store)
+    if path.is_dir() and (path / "results.sqlite").is_file():
+        path = path / "results.sqlite"
     if not path.is_file():
-        raise ConfigError(f"no results store at {path}")
+        raise ConfigError(f"no results store at {path} (give results.sqlite or the directory that holds it)")
     with Store(path) as s:
         records = s.all()
     frame = pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())

@@ -77,16 +77,27 @@ def build_scenario(
     else:
         pool = torch.cat([aligned, unaligned[partition.adversary]])
         pool = pool[~torch.isin(pool, labeled)]
-    aux = _balanced_aux(dataset, pool, partition.aux, partition.aux_source, g)
+    aux = _draw_aux(dataset, pool, _aux_per_class(dataset, partition), partition.aux_source, g)
     return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local)
 
 
-def _balanced_aux(
-    dataset: VerticalDataset, pool: torch.Tensor, size: int, source: str, g: torch.Generator
+def _aux_per_class(dataset: VerticalDataset, partition: PartitionConfig) -> list[int]:
+    """How many auxiliary samples of each class: balanced, or for a binary task ``aux_positive_ratio`` of
+    them positive (Kang et al. draw BHI's by a positive ratio of 0.3, near the task's own)."""
+    size, c = partition.aux, dataset.num_classes
+    if partition.aux_positive_ratio is None:
+        return [size // c + (1 if k < size % c else 0) for k in range(c)]
+    if c != 2:
+        raise ConfigError(f"partition.aux_positive_ratio is for binary tasks; {dataset.name} has {c} classes")
+    positives = round(partition.aux_positive_ratio * size)
+    return [size - positives, positives]
+
+
+def _draw_aux(
+    dataset: VerticalDataset, pool: torch.Tensor, per_class: list[int], source: str, g: torch.Generator
 ) -> torch.Tensor:
-    """``size`` samples of ``pool`` (adversary-local ids), as equal per class as possible."""
-    c = dataset.num_classes
-    per_class = [size // c + (1 if k < size % c else 0) for k in range(c)]
+    """``per_class[k]`` samples of class k from ``pool`` (adversary-local ids)."""
+    size = sum(per_class)
     y = dataset.y_train[pool]
     chosen = []
     for k, want in enumerate(per_class):

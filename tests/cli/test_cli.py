@@ -31,7 +31,8 @@ def test_evaluate_writes_outputs_and_is_reproducible(runner, tmp_path):
     pd.testing.assert_frame_equal(a[cols], b[cols])
     assert len(a) == 4 and set(a["status"]) == {"ok"}
     cap = pd.read_csv(tmp_path / "a" / "cap.csv")
-    assert list(cap.columns) == ["method", "dataset", "attack", "defense", "phase", "cap", "cap_std", "n_seeds", "status"]
+    assert list(cap.columns) == ["method", "dataset", "attack", "defense", "phase", "cap", "cap_std", "cap_optimistic",
+                                 "n_seeds", "status"]
     assert cap["n_seeds"].item() == 2
 
 

@@ -52,6 +52,17 @@ def test_cap_table_mean_std_over_seeds_and_skips_incomplete():
     assert table["cap_std"].item() == pytest.approx(0.05)
 
 
+def test_cap_optimistic_uses_the_best_epoch_accuracy_and_only_when_every_run_has_it():
+    rows = [dict(method="m", dataset="d", attack="mc", defense="iso", phase="finetune", strength=s, seed=seed,
+                 utility=0.8, attack_accuracy=0.5, attack_accuracy_optimistic=0.6, status="ok")
+            for s in (1, 5) for seed in (0, 1)]
+    table = cap_table(pd.DataFrame(rows))
+    assert table["cap"].item() == pytest.approx(0.4) and table["cap_optimistic"].item() == pytest.approx(0.32)
+    rows[0]["attack_accuracy_optimistic"] = float("nan")  # one run did not report it: no optimistic CAP
+    table = cap_table(pd.DataFrame(rows))
+    assert table["cap"].item() == pytest.approx(0.4) and pd.isna(table["cap_optimistic"].item())
+
+
 def test_summary_keeps_each_strength_on_its_own_axis(tmp_path):
     from rich.console import Console
 

@@ -81,7 +81,7 @@ def test_prior_is_scored_on_the_attack_own_targets(tiny, monkeypatch, attack, ta
     assert record.leakage == pytest.approx(record.attack_accuracy - record.prior_accuracy)
 
 
-def test_same_attack_prior_reruns_the_attack_without_the_federation(tiny, monkeypatch):
+def test_same_attack_prior_reruns_the_attack_without_the_federation(tiny, monkeypatch, tmp_path):
     """same-attack: the attack on the adversary's own SimSiam encoder, inbox empty; so the prior does not
     depend on what the federation did (here: the defense strength), while the attack may."""
     import vflpriv.attacking as runner
@@ -93,6 +93,7 @@ def test_same_attack_prior_reruns_the_attack_without_the_federation(tiny, monkey
     priors = []
     for strength in (0.0, 25.0):
         monkeypatch.setattr(runner, "_PRIORS", {})
+        monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / f"cache-{strength}"))  # the prior is computed again
         cfg = tiny(attack={"prior": "same-attack", "options": {"epochs": 20}},
                    defenses=[{"name": "iso", "strength": strength, "kinds": ["embedding"], "party": 1, "sweep": True}])
         priors.append(run(cfg)[0].prior_accuracy)
@@ -119,3 +120,20 @@ def test_a_diverged_model_fails_the_run_instead_of_scoring_nan_as_guesses(tiny, 
     monkeypatch.setattr(TopModel, "forward", lambda self, reps: real(self, reps) * float("nan"))
     (record,) = run_safely([tiny()])
     assert record.status == "failed" and "non-finite" in record.error
+
+
+def test_the_priors_pretraining_budget_is_the_methods(tiny):
+    """A_SimSiam pretrains as long, at the same batch and lr, with the same views as the SSL method it is
+    compared with (an under-trained prior inflates leakage); for a method without SSL, the local defaults."""
+    from vflpriv.attacking import prior_options
+    from vflpriv.methods.local_ssl import LocalOptions
+
+    fedhssl = tiny(method={"name": "fedhssl", "options": {"global_iterations": 3, "local_epochs": 2, "batch_size": 64,
+                                                          "lr_per_256": 0.1, "clean_view": True}})
+    options = LocalOptions.model_validate(prior_options(fedhssl))
+    assert (options.epochs, options.batch_size, options.clean_view) == (6, 64, True)
+    assert options.base_lr() == pytest.approx(0.1 * 64 / 256)  # plain SimSiam: no guidance rescaling
+    local = tiny(method={"name": "local-simsiam", "options": {"epochs": 7, "optimizer": "adam", "lr": 0.003}})
+    options = LocalOptions.model_validate(prior_options(local))
+    assert (options.epochs, options.optimizer, options.base_lr()) == (7, "adam", 0.003)
+    assert prior_options(tiny()) == {}  # splitnn

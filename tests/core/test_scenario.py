@@ -103,3 +103,14 @@ def test_aux_from_the_labeled_set_is_balanced_and_left_out_of_the_train_targets(
     assert torch.equal(unlabeled.labeled, sc.labeled) and _disjoint(unlabeled.aux, unlabeled.labeled)
     with pytest.raises(ConfigError, match="labeled ones"):
         build_scenario(digits, PartitionConfig(labeled=20, aux=80, aux_source="labeled"), seed=0)
+
+
+def test_aux_positive_ratio_draws_that_share_of_positives_on_binary_tasks_only(digits):
+    cancer = load_breast_cancer(parties=2)
+    sc = build_scenario(cancer, PartitionConfig(labeled=60, aux=20, aux_positive_ratio=0.3), seed=1)
+    y = cancer.y_train[sc.aux]
+    assert y.numel() == 20 and int(y.sum()) == 6  # round(0.3 * 20) positives, the rest negatives
+    balanced = build_scenario(cancer, PartitionConfig(labeled=60, aux=20), seed=1)
+    assert int(cancer.y_train[balanced.aux].sum()) == 10
+    with pytest.raises(ConfigError, match="binary tasks"):
+        build_scenario(digits, PartitionConfig(aux=20, aux_positive_ratio=0.3), seed=1)

@@ -107,3 +107,14 @@ def test_records_are_strict_json_that_sqlite_reads(tmp_path):
     with Store(tmp_path / "r.sqlite") as store:
         record = store.get(configs[0].key())
     assert record.prior_accuracy != record.prior_accuracy  # NaN again when read back
+
+
+def test_the_first_training_of_each_pretraining_runs_first():
+    """Long trainings start early and two workers do not start on one pretraining at once."""
+    runs = [r for method in ("splitnn", "fedhssl") for r in ExperimentConfig.model_validate({
+        "method": {"name": method}, "strengths": [1, 5], "seeds": [0, 1]}).runs()]
+    groups = sweep_module.trainings(runs)
+    order = [groups[k][0] for k in sweep_module.schedule(groups)]
+    assert [(r.method.name, r.seed) for r in order[:2]] == [("fedhssl", 0), ("fedhssl", 1)]
+    assert {r.swept.strength for r in order[:2]} == {1.0}
+    assert sorted(order, key=runs.index) == runs and len(order) == len(groups) == 8

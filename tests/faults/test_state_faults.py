@@ -68,6 +68,48 @@ def test_a_corrupt_cache_entry_is_reported_discarded_and_recomputed(kind, tiny):
     assert cache.load(key, p.method.skeleton(fed), None)  # the entry was rewritten whole
 
 
+VALUE_CORRUPTIONS = {
+    "not an entry": lambda path: path.write_text("{oops"),
+    "a value overwritten": lambda path: path.write_bytes(path.read_bytes().replace(b"0.625", b"0.925")),
+    "a value that is not a number": lambda path: cache.write_entry(path, b'{"test": "x"}'),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(VALUE_CORRUPTIONS))
+def test_a_corrupt_values_entry_is_reported_discarded_and_recomputed(kind):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"test": 0.625, "train": float("nan")}
+
+    cache.cached_values("k", compute)
+    read = cache.cached_values("k", compute)
+    assert len(calls) == 1 and read["test"] == 0.625 and read["train"] != read["train"]  # read, not recomputed
+    VALUE_CORRUPTIONS[kind](cache.cache_dir() / "k.values")
+    with pytest.warns(UserWarning, match="discarded and recomputed"):
+        again = cache.cached_values("k", compute)
+    assert len(calls) == 2 and again["test"] == 0.625 and again["train"] != again["train"]
+
+
+def test_the_prior_is_computed_once_across_processes(tiny, monkeypatch):
+    """Two runs of one seed in two processes (here: the per-process memo cleared in between) fit the
+    prior once: the second reads the first's accuracies from the cache."""
+    import vflpriv.attacking as attacking
+    from vflpriv.prior import PRIORS
+
+    calls = []
+    real = PRIORS["aux"]
+    monkeypatch.setitem(PRIORS, "aux", lambda view, **k: calls.append(1) or real(view, **k))
+    records = []
+    for strength in (1.0, 5.0):
+        monkeypatch.setattr(attacking, "_PRIORS", {})
+        cfg = tiny(defenses=[{"name": "iso", "strength": strength, "sweep": True}])
+        records += execute(plan(cfg))
+    assert len(calls) == 1
+    assert records[0].prior_accuracy == records[1].prior_accuracy
+
+
 def test_a_diverged_attack_fails_its_run_instead_of_scoring_protection(tiny):
     (record,) = execute(plan(tiny(attack={"options": {"lr": 1e30, "epochs": 20}, "prior": "none"})))
     assert record.status == FAILED and "non-finite" in record.error and "attack" in record.error

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pretrain_helpers import build_federation, pretrain_config
-from vflpriv.engine import EMBEDDING, PRETRAIN, SERVER, STATISTICS, WEIGHTS
+from vflpriv.engine import EMBEDDING, HEAD_WEIGHTS, PRETRAIN, SERVER, STATISTICS, WEIGHTS
 from vflpriv.errors import ConfigError
 from vflpriv.methods.fedhssl import FedHSSL
 from vflpriv.methods.pretraining import LocalSSL, PooledEncoder
@@ -71,11 +71,13 @@ def test_meter_counts_the_messages_of_one_global_iteration(parties: int, local_u
     embeddings = sum(v for (phase, _, kind), v in meter.messages.items() if phase == PRETRAIN and kind == EMBEDDING)
     weights = sum(v for (phase, _, kind), v in meter.messages.items() if phase == PRETRAIN and kind == WEIGHTS)
     statistics = sum(v for (phase, _, kind), v in meter.messages.items() if phase == PRETRAIN and kind == STATISTICS)
+    heads = sum(v for (phase, _, kind), v in meter.messages.items() if phase == PRETRAIN and kind == HEAD_WEIGHTS)
     # step 1: per batch, active -> each passive and each passive -> active (e does not add messages)
     assert embeddings == 2 * (parties - 1) * n_batches
-    # step 3: each party uploads parameters and BN statistics to the server, which sends each average back
-    assert weights == statistics == 2 * parties
-    assert meter.total_messages(PRETRAIN) == embeddings + weights + statistics
+    # step 3: each party uploads its top encoder, its heads and BN statistics to the server, which sends
+    # each average back
+    assert weights == heads == statistics == 2 * parties
+    assert meter.total_messages(PRETRAIN) == embeddings + weights + heads + statistics
     # bytes: float32 projector outputs of every aligned sample, 2 (K - 1) times
     emb_bytes = sum(v for (phase, _, kind), v in meter.bytes.items() if phase == PRETRAIN and kind == EMBEDDING)
     assert emb_bytes == 2 * (parties - 1) * fed.aligned.numel() * opts.out_dim("simsiam", plan.config.model.out_dim) * 4
@@ -166,3 +168,69 @@ def test_iso_on_pma_weights_noises_parameters_and_keeps_encoders_finite() -> Non
     assert before and all(torch.equal(before[k], after[k]) for k in before)
     for p, encoder in zip(fed.parties, encoders):
         assert torch.isfinite(encoder.eval()(p.x_train[:64])).all()
+
+
+def test_pretraining_lr_is_rescaled_by_half_over_half_plus_gamma() -> None:
+    """The code's pretrain_lr_ratio 0.5 / (local_ratio + gamma), local_ratio 0.5, on every optimiser."""
+    from vflpriv.methods.fedhssl import CrossOptions, HybridOptions
+    from vflpriv.methods.local_ssl import LocalOptions
+    from vflpriv.methods.pretraining import build_tower, make_pretrain_optimizer
+
+    assert HybridOptions(gamma=0.5, batch_size=256).base_lr() == pytest.approx(0.025)
+    assert HybridOptions(gamma=1.5, batch_size=512).base_lr() == pytest.approx(0.1 * 0.25)
+    assert HybridOptions(gamma=0.5, batch_size=256, lr_rescale=False).base_lr() == pytest.approx(0.05)
+    assert LocalOptions(batch_size=256).base_lr() == pytest.approx(0.05)  # no guidance: factor 1
+    assert CrossOptions(batch_size=256).base_lr() == pytest.approx(0.05)
+    encoder = torch.nn.Linear(4, 8)
+    encoder.out_dim = 8
+    options = HybridOptions(gamma=1.0, batch_size=128)
+    optimizer = make_pretrain_optimizer(build_tower(encoder, "simsiam", options, generator=torch.Generator()), options)
+    assert [g["lr"] for g in optimizer.param_groups] == pytest.approx([0.025 * 0.5 / 1.5] * 2)
+
+
+def test_cross_party_moco_loss_is_the_codes_nt_xent_unless_asked_for_one_way_info_nce() -> None:
+    from vflpriv.methods.fedhssl import CrossOptions, cross_loss
+    from vflpriv.ssl import info_nce, negative_cosine, nt_xent
+
+    g = torch.Generator().manual_seed(0)
+    own, received = torch.randn(6, 4, generator=g), torch.randn(6, 4, generator=g)
+    code = cross_loss("moco", CrossOptions(temperature=0.3))(own, received)
+    assert code == nt_xent(own, received, temperature=0.3)
+    one_way = cross_loss("moco", CrossOptions(temperature=0.3, moco_cross_loss="info-nce"))(own, received)
+    assert one_way == info_nce(own, received, temperature=0.3) and one_way != code
+    assert cross_loss("simsiam", CrossOptions())(own, received) == negative_cosine(own, received)
+
+
+@pytest.mark.parametrize("kinds", [None, ["embedding", "weights", "head-weights"]])
+def test_iso_in_pretraining_noises_the_top_encoder_and_leaves_the_heads_alone_by_default(kinds) -> None:
+    """The paper's scope (§VI-B): the active party's local top encoder; the code's wider scope on request."""
+    iso = {"name": "iso", "phase": "pretrain", "strength": 1.0, **({"kinds": kinds} if kinds else {})}
+    plan, fed = build_federation(pretrain_config("fedhssl", global_iterations=1, defenses=[iso]))
+    sent = {}
+    fed.channel.observers.append(lambda m, payload: sent.setdefault((m.kind, m.sender), []).append((m.payload, payload)))
+    plan.method.pretrain(fed)
+    top_before, top_after = sent[(WEIGHTS, 0)][0]
+    assert set(top_before) and all(k.startswith("top.") for k in top_before)
+    assert all(not torch.equal(top_before[k], top_after[k]) for k in top_before)
+    head_before, head_after = sent[(HEAD_WEIGHTS, 0)][0]
+    assert {k.split(".")[0] for k in head_before} == {"projector", "predictor"}
+    assert all(torch.equal(head_before[k], head_after[k]) for k in head_before) == (kinds is None)
+    passive_before, passive_after = sent[(WEIGHTS, 1)][0]  # the protecting party is the active one
+    assert all(torch.equal(passive_before[k], passive_after[k]) for k in passive_before)
+
+
+def test_pma_shares_the_last_stage_of_an_mlp_and_three_of_the_cnns_four_by_default() -> None:
+    """Like the code: the top layer on tabular data, ResNet-18's layer2-4 + fc on images (here conv2, conv3, head)."""
+    from vflpriv.config import ModelConfig
+    from vflpriv.data.base import PartySpec
+    from vflpriv.methods.pretraining import build_local_encoder, encoder_stages
+    from vflpriv.models.encoders import build_encoder
+
+    image, table = PartySpec("image", (1, 28, 14)), PartySpec("tabular", (12,))
+    for spec, shared in ((image, 3), (table, 1)):
+        config = ModelConfig(encoder="cnn" if spec is image else "mlp", hidden=16, out_dim=16)
+        local = build_local_encoder(spec, config, generator=torch.Generator().manual_seed(0))
+        stages = len(encoder_stages(build_encoder(spec, config, generator=torch.Generator())))
+        assert (len(local.top), len(local.bottom)) == (shared, stages - shared)
+    cnn = ModelConfig(encoder="cnn", hidden=16, out_dim=16)
+    assert len(build_local_encoder(image, cnn, top_blocks=1, generator=torch.Generator()).top) == 1

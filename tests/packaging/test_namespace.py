@@ -64,7 +64,7 @@ def test_wheel_installs_one_top_level_package_holding_every_source_file(wheel):
     top = {n.split("/")[0] for n in names}
     assert {t for t in top if not t.endswith(".dist-info")} == {"vflpriv"}
     for folder, installed in FOLDERS.items():
-        for path in (ROOT / folder).rglob("*.py"):
+        for path in [*(ROOT / folder).rglob("*.py"), *(ROOT / folder).rglob("presets/*.yaml")]:
             rel = path.relative_to(ROOT / folder).as_posix()
             assert f"{installed}/{rel}" in names, f"{folder}/{rel} missing from the wheel"
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from vflpriv.ssl import byol_loss, info_nce, negative_cosine, symmetrized
+from vflpriv.ssl import byol_loss, info_nce, negative_cosine, nt_xent, symmetrized
 
 
 def _randn(*shape: int, seed: int = 0) -> torch.Tensor:
@@ -90,6 +90,28 @@ def test_info_nce_lower_when_positives_align(with_queue: bool) -> None:
     aligned = info_nce(q, q + 0.01 * _randn(8, 6, seed=1), temperature=0.5, negatives=negatives)
     shuffled = info_nce(q, q.roll(1, dims=0), temperature=0.5, negatives=negatives)
     assert aligned < shuffled
+
+
+def test_nt_xent_matches_hand_cross_entropy_over_2b_rows_with_2b_minus_1_logits() -> None:
+    """Every row of [own; received] against the 2B - 1 others (own samples as negatives), both directions."""
+    own, received, tau = _randn(3, 2), _randn(3, 2, seed=1), 0.5
+    rows = own.tolist() + received.tolist()
+    expected = 0.0
+    for i in range(6):
+        others = [j for j in range(6) if j != i]
+        assert len(others) == 5
+        logits = {j: _cos(rows[i], rows[j]) / tau for j in others}
+        positive = (i + 3) % 6
+        expected += -logits[positive] + math.log(sum(math.exp(s) for s in logits.values()))
+    assert nt_xent(own, received, temperature=tau).item() == pytest.approx(expected / 6, rel=1e-5)
+
+
+def test_nt_xent_is_symmetric_in_its_halves_and_sends_no_gradient_to_the_received_batch() -> None:
+    own, received = _randn(5, 4).requires_grad_(), _randn(5, 4, seed=1).requires_grad_()
+    loss = nt_xent(own, received, temperature=0.5)
+    assert loss.item() == pytest.approx(nt_xent(received, own, temperature=0.5).item(), rel=1e-6)
+    loss.backward()
+    assert received.grad is None and own.grad is not None and own.grad.abs().sum() > 0
 
 
 def test_numeric_arguments_are_keyword_only() -> None:

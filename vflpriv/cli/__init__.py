@@ -1,11 +1,36 @@
 """The ``vflpriv`` command line (typer): the app and one module per group of commands."""
 
+import gc
+import os
+import sys
+
 from vflpriv.cli import audit, catalog, evaluate, results, tune  # noqa: F401 - registers the commands
 from vflpriv.cli.app import app
 
 
 def main() -> None:
-    app()
+    """Run the app, then leave at once. By then every file and the store are written and closed; what
+    remains is the interpreter's teardown of torch and friends (about a second) and, for a parallel
+    command, the graceful join of its workers, which are killed instead."""
+    try:
+        app()
+        code = 0
+    except SystemExit as exc:
+        if isinstance(exc.code, str):
+            sys.stderr.write(exc.code + "\n")
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    executors = sys.modules.get("vflpriv.tradeoff.executors")  # imported only by commands that train
+    if executors is not None:
+        executors.stop_workers()
+        gc.collect()  # what an interrupted sweep left in reference cycles (loky's queues) releases its semaphores
+        # What the interpreter's exit would do for the semaphores still referenced (loky's reusable pool):
+        # unlink them and tell the resource tracker, which otherwise warns of "leaked semlock objects".
+        from multiprocessing import util
+
+        util._run_finalizers(0)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 __all__ = ["app", "main"]

@@ -6,7 +6,7 @@ import json
 import platform
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 from rich.console import Console
@@ -14,7 +14,9 @@ from rich.console import Console
 from vflpriv.audit import AuditConfig, audit_grid
 from vflpriv.cli.app import app
 from vflpriv.cli.evaluate import numbers
-from vflpriv.config_io import apply_override, check_shape, read_config_file, validate
+from vflpriv.config_io import (
+    apply_method_options, apply_override, check_shape, merged, settings, take_method_options, validate,
+)
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -23,10 +25,12 @@ def _names(text: str | None) -> list[str] | None:
 
 def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], attacks: Optional[str],
                 defenses: Optional[str], phases: Optional[str], seeds: Optional[str], jobs: Optional[int],
-                backend: Optional[str], device: Optional[str], all_adversaries: bool, overrides: list[str]) -> AuditConfig:
-    """defaults <- config file <- command-line options <- ``--set key=value``."""
-    data: dict[str, Any] = read_config_file(config) if config else {}
-    check_shape(AuditConfig, data, source=f"config file {config}")
+                backend: Optional[str], device: Optional[str], all_adversaries: bool, overrides: list[str],
+                preset: Optional[str] = None) -> AuditConfig:
+    """defaults <- preset <- config file <- command-line options <- ``--set key=value``."""
+    data = settings(preset=preset, config=config)
+    table = take_method_options(data)
+    check_shape(AuditConfig, data, source=f"config file {config}" if config else f"preset {preset}")
     data.setdefault("method", {})["name"] = method
     section = data.setdefault("audit", {})
     for key, value in (("attacks", _names(attacks)), ("phases", _names(phases))):
@@ -46,6 +50,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
         data["seeds"] = numbers(seeds, int, "--seeds")
     for assignment in overrides:
         apply_override(data, assignment)
+    apply_method_options(data, merged(table, take_method_options(data)))
     return validate(AuditConfig, data)
 
 
@@ -78,6 +83,7 @@ def audit(
     seeds: Optional[str] = typer.Option(None, help="seeds, e.g. 0,1,2 (the paired test needs at least 2)"),
     out: Path = typer.Option(Path("vflpriv-audit"), help="output directory (audit.md, audit.json, results.csv)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML audit file"),
+    preset: Optional[str] = typer.Option(None, help="named settings under --config (vflpriv list presets)"),
     set_: list[str] = typer.Option([], "--set", help="override a setting: key.path=value (repeatable)"),
     all_adversaries: bool = typer.Option(False, "--all-adversaries", help="every passive party as the adversary in turn"),
     check_only: bool = typer.Option(False, "--check-only", help="only run the conformance checks of the method"),
@@ -94,7 +100,7 @@ def audit(
 
     cfg = build_audit(config=config, method=method, dataset=dataset, attacks=attacks, defenses=defenses, phases=phases,
                       seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,
-                      overrides=set_)
+                      overrides=set_, preset=preset)
     console = Console()
     passed = check_conformance(cfg.training())
     console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))

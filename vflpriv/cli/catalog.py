@@ -11,10 +11,16 @@ from vflpriv.registry import REGISTRIES
 
 
 @app.command("list")
-def list_(what: str = typer.Argument(..., help="methods, attacks, defenses or datasets")) -> None:
-    """List registered names (built-ins and installed plugins)."""
+def list_(what: str = typer.Argument(..., help="methods, attacks, defenses, datasets or presets")) -> None:
+    """List registered names (built-ins and installed plugins), or the shipped presets with what they are."""
+    from vflpriv import presets
+
+    if what == "presets":
+        for name in presets.names():
+            typer.echo(f"{name}: {presets.description(name)}")
+        return
     if what not in REGISTRIES:
-        raise ConfigError(f"cannot list '{what}'; valid choices: {', '.join(REGISTRIES)}")
+        raise ConfigError(f"cannot list '{what}'; valid choices: {', '.join([*REGISTRIES, 'presets'])}")
     for name in REGISTRIES[what].names():
         typer.echo(name)
 
@@ -36,7 +42,7 @@ def datasets() -> None:
 
 
 @app.command()
-def describe(name: str = typer.Argument(..., help="a method, attack, defense or dataset name")) -> None:
+def describe(name: str = typer.Argument(..., help="a method, attack, defense, dataset or preset name")) -> None:
     """Show what a component does and its options: type, default and description."""
     from rich.table import Table
 
@@ -54,5 +60,5 @@ def describe(name: str = typer.Argument(..., help="a method, attack, defense or 
             for row in d.options:
                 table.add_row(*row)
             console.print(table)
-        elif d.kind != "dataset":
+        elif d.kind not in ("dataset", "preset"):
             console.print("  options: none")

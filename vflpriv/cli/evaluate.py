@@ -10,7 +10,9 @@ from rich.console import Console
 
 from vflpriv.cli.app import app, fail
 from vflpriv.config import ExperimentConfig
-from vflpriv.config_io import apply_override, check_shape, read_config_file, validate
+from vflpriv.config_io import (
+    apply_method_options, apply_override, check_shape, merged, settings, take_method_options, validate,
+)
 from vflpriv.errors import ConfigError
 
 
@@ -21,14 +23,21 @@ def numbers(text: str, kind: type, option: str) -> list[Any]:
         raise ConfigError(f"{option} expects comma-separated {kind.__name__}s, got '{text}'") from None
 
 
-def build_experiment(
+def build_experiment(**options: Any) -> ExperimentConfig:
+    """The validated experiment of :func:`experiment_data`'s settings."""
+    return validate(ExperimentConfig, experiment_data(**options))
+
+
+def experiment_data(
     *, config: Optional[Path], method: Optional[str], attack: Optional[str], defense: Optional[str],
     dataset: Optional[str], strengths: Optional[str], seeds: Optional[str], phase: Optional[str],
     jobs: Optional[int], backend: Optional[str], device: Optional[str], overrides: list[str],
-) -> ExperimentConfig:
-    """defaults <- config file <- command-line options <- ``--set key=value``."""
-    data: dict[str, Any] = read_config_file(config) if config else {}
-    check_shape(ExperimentConfig, data, source=f"config file {config}")
+    preset: Optional[str] = None,
+) -> dict[str, Any]:
+    """The experiment's raw settings: defaults <- preset <- config file <- command-line options <- ``--set``."""
+    data = settings(preset=preset, config=config)
+    table = take_method_options(data)
+    check_shape(ExperimentConfig, data, source=f"config file {config}" if config else f"preset {preset}")
     if phase is not None and phase not in ("pretrain", "finetune"):
         raise ConfigError(f"unknown phase '{phase}'; valid phases: pretrain, finetune")
     for key, value in (("method.name", method), ("dataset.name", dataset), ("attack.phase", phase),
@@ -51,7 +60,8 @@ def build_experiment(
         data["defenses"] = kept
     for assignment in overrides:
         apply_override(data, assignment)
-    return validate(ExperimentConfig, data)
+    apply_method_options(data, merged(table, take_method_options(data)))
+    return data
 
 
 @app.command()
@@ -66,6 +76,7 @@ def evaluate(
     phase: Optional[str] = typer.Option(None, help="phase attacked and defended: pretrain or finetune"),
     out: Path = typer.Option(Path("vflpriv-out"), help="output directory (results.csv, cap.csv, tradeoff.png)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML experiment file"),
+    preset: Optional[str] = typer.Option(None, help="named settings under --config (vflpriv list presets)"),
     set_: list[str] = typer.Option([], "--set", help="override a setting: key.path=value (repeatable)"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings (joblib workers)"),
     backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
@@ -74,12 +85,18 @@ def evaluate(
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
 ) -> None:
     """Sweep a defense's strength x seeds for one method and attack; write results, CAP and a plot."""
-    from vflpriv.experiment import evaluate_experiment
+    from vflpriv.experiment import early_workers, evaluate_experiment
 
-    experiment = build_experiment(
+    data = experiment_data(
         config=config, method=method, attack=attack, defense=defense, dataset=dataset, strengths=strengths,
-        seeds=seeds, phase=phase, jobs=jobs, backend=backend, device=device, overrides=set_,
+        seeds=seeds, phase=phase, jobs=jobs, backend=backend, device=device, overrides=set_, preset=preset,
     )
-    failed = evaluate_experiment(experiment, out, store_path=store, address=address, console=Console())
+    warm = early_workers(data)  # they import torch while this process validates the settings
+    try:
+        experiment = validate(ExperimentConfig, data)
+    except BaseException:
+        warm.cancel()
+        raise
+    failed = evaluate_experiment(experiment, out, store_path=store, address=address, console=Console(), warm=warm)
     if failed:
         fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)

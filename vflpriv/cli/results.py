@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import pandas as pd
 import typer
 from rich.console import Console
 
 from vflpriv.cli.app import app
-from vflpriv.config_io import apply_override, read_config_file
+from vflpriv.config_io import apply_override, settings
 
-STORE = typer.Argument(..., help="a results store (results.sqlite) written by evaluate, sweep, audit or tune")
+STORE = typer.Argument(..., help="a results store (results.sqlite, or the --out directory holding it) written by evaluate, sweep, audit or tune")
 FILTERS = {
     "attack": typer.Option(None, help="only this attack"),
     "defense": typer.Option(None, help="only this (swept) defense"),
@@ -25,6 +24,7 @@ def sweep(
     config: Path = typer.Argument(..., help="grid file: an experiment file with methods, datasets, attacks, axes"),
     out: Path = typer.Option(Path("vflpriv-sweep"), help="output directory (results, CAP, store)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="plan the grid and print its size; train nothing"),
+    preset: Optional[str] = typer.Option(None, help="named settings under the grid file (vflpriv list presets)"),
     set_: list[str] = typer.Option([], "--set", help="override a setting of the grid: key.path=value"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings (default: the grid's, else 2)"),
     backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
@@ -32,19 +32,29 @@ def sweep(
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
 ) -> None:
     """Run a grid (methods x datasets x attacks x any axis x strengths x seeds) into one store; resumable."""
-    from vflpriv.experiment import run_into_store
-    from vflpriv.grid import expand
-    from vflpriv.reports.paper_tables import cap_tables
-    from vflpriv.tradeoff.cap import cap_table
-    from vflpriv.tradeoff.variants import with_variants
+    from vflpriv.experiment import early_workers
+    from vflpriv.tradeoff.executors import Warm
 
-    raw = read_config_file(config)
+    raw = settings(preset=preset, config=config)
     for key, value in (("jobs", jobs), ("backend", backend)):
         if value is not None:
             raw[key] = value
     for assignment in set_:
         apply_override(raw, assignment)
-    grid = expand(raw)
+    warm = early_workers(raw) if not dry_run else Warm()  # they import torch while this process does
+    try:
+        import pandas as pd
+
+        from vflpriv.experiment import run_into_store
+        from vflpriv.grid import expand
+        from vflpriv.reports.paper_tables import cap_tables
+        from vflpriv.tradeoff.cap import cap_table
+        from vflpriv.tradeoff.variants import with_variants
+
+        grid = expand(raw)
+    except BaseException:
+        warm.cancel()
+        raise
     console = Console()
     console.print(f"{len(grid.runs)} runs on {grid.trainings} trainings; {len(grid.skipped)} cell(s) set aside")
     for cell in grid.skipped:
@@ -52,7 +62,7 @@ def sweep(
     if dry_run:
         return
     results = run_into_store(grid.runs, out, jobs=grid.jobs, backend=grid.backend, address=address,
-                             store_path=store, console=console)
+                             store_path=store, console=console, warm=warm)
     pd.DataFrame([vars(c) for c in grid.skipped], columns=["method", "dataset", "attack", "reason"]).to_csv(
         out / "skipped.csv", index=False)
     caps = cap_table(with_variants(results))

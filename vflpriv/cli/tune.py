@@ -28,6 +28,7 @@ def tune(
     steps: int = typer.Option(6, help="bisection steps after the two ends"),
     out: Path = typer.Option(Path("vflpriv-tune"), help="output directory (tune.json, results.csv, store)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML experiment file"),
+    preset: Optional[str] = typer.Option(None, help="named settings under --config (vflpriv list presets)"),
     set_: list[str] = typer.Option([], "--set", help="override a setting: key.path=value (repeatable)"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings"),
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
@@ -43,7 +44,7 @@ def tune(
         raise ConfigError("tune takes one attack and one defense (not none)")
     experiment = build_experiment(config=config, method=method, attack=attack, defense=defense, dataset=dataset,
                                   strengths=None, seeds=seeds, phase=phase, jobs=jobs, backend=None, device=device,
-                                  overrides=set_)
+                                  overrides=set_, preset=preset)
     if experiment.attack.prior == "none":
         raise ConfigError("tune compares the attack with the adversary's prior; attack.prior cannot be none")
     if not 0 <= tolerance <= 1 or steps < 0:

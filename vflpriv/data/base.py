@@ -64,6 +64,23 @@ class VerticalDataset:
     def parties(self) -> int:
         return len(self.specs)
 
+    def payload(self) -> dict:
+        """Tensors, strings and numbers only (what ``torch.load(weights_only=True)`` reads back)."""
+        return {"name": self.name, "x_train": list(self.x_train), "y_train": self.y_train,
+                "x_test": list(self.x_test), "y_test": self.y_test, "num_classes": self.num_classes,
+                "specs": [[s.modality, list(s.shape), list(s.cardinalities)] for s in self.specs],
+                "utility_metric": self.utility_metric}
+
+    @classmethod
+    def from_payload(cls, data: dict) -> VerticalDataset:
+        """The dataset of :meth:`payload`; ``ValueError``/``KeyError``/``TypeError`` when it is not one."""
+        specs = tuple(PartySpec(m, tuple(shape), tuple(cards)) for m, shape, cards in data["specs"])
+        tensors = [*data["x_train"], data["y_train"], *data["x_test"], data["y_test"]]
+        if not all(isinstance(t, torch.Tensor) for t in tensors):
+            raise TypeError("dataset payload holds something other than tensors")
+        return cls(data["name"], tuple(data["x_train"]), data["y_train"], tuple(data["x_test"]), data["y_test"],
+                   int(data["num_classes"]), specs, data["utility_metric"])
+
     @property
     def metric(self) -> str:
         """Utility metric: AUC for binary tasks, top-1 accuracy otherwise, unless the loader says."""

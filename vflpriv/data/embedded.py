@@ -28,9 +28,9 @@ def _split(x: np.ndarray, y: np.ndarray, max_samples: int | None, seed: int) -> 
 
 
 def _bundled(loader):
-    """Mark a loader whose data comes with scikit-learn: its result depends only on scikit-learn's version
-    and the arguments, so ``vflpriv.data.load`` caches it (workers then skip importing scikit-learn)."""
-    loader.cacheable = True
+    """Mark a loader whose data ships with scikit-learn: ``vflpriv.data.load`` caches its tensors, keyed
+    by scikit-learn's version (see there)."""
+    loader.bundled_by = "scikit-learn"
     return loader
 
 

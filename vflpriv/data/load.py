@@ -1,19 +1,68 @@
-"""Resolve a dataset config through the registry; loaded datasets are kept per process."""
+"""Resolve a dataset config through the registry; loaded datasets are kept per process, and those bundled
+with a package (``bundled`` loaders: scikit-learn's) in the cache across processes.
+
+A bundled dataset depends only on the loader's code, the providing package's version and the arguments,
+so its tensors are cached under a hash of those: a sweep's workers and every later command load them in
+milliseconds instead of importing scikit-learn (about 2 s) and splitting again. Entries are verified
+(checksum, and the dataset's own consistency checks) and recomputed when they do not check out; a cache
+that cannot be written only means the dataset is loaded the slow way.
+"""
 
 from __future__ import annotations
 
+import io
 from functools import lru_cache
+from importlib.metadata import version
 from pathlib import Path
 
-from vflpriv.config import DatasetConfig
+import torch
+
+from vflpriv import cache
+from vflpriv.config import DatasetConfig, config_hash
 from vflpriv.data.base import VerticalDataset
+from vflpriv.errors import CacheError
 from vflpriv.registry import DATASETS
 
 
 @lru_cache(maxsize=4)
 def _load(name: str, parties: int, root: Path | None, max_samples: int | None) -> VerticalDataset:
     loader = DATASETS.get(name)
-    return loader(parties=parties, root=root, max_samples=max_samples, seed=0)
+
+    def load() -> VerticalDataset:
+        return loader(parties=parties, root=root, max_samples=max_samples, seed=0)
+
+    provider = getattr(loader, "bundled_by", None)
+    if provider is None or root is not None:
+        return load()
+    key = config_hash({"code": cache.code_version(), "loader": f"{loader.__module__}.{loader.__qualname__}",
+                       "provider": [provider, version(provider)], "parties": parties, "max_samples": max_samples}, 24)
+    return cached_dataset(cache.cache_root() / "datasets" / f"{key}.entry", load)
+
+
+def cached_dataset(path: Path, load) -> VerticalDataset:
+    """The dataset stored at ``path``, else ``load()`` it and store it (best effort)."""
+    try:
+        with cache.claim(path.stem, path.parent):
+            if path.exists():
+                try:
+                    return _read(path)
+                except CacheError as exc:
+                    cache.discard(path, exc, None)
+            dataset = load()
+            buffer = io.BytesIO()
+            torch.save(dataset.payload(), buffer)
+            cache.write_entry(path, buffer.getvalue())
+            return dataset
+    except OSError:  # an unwritable cache folder: load without it
+        return load()
+
+
+def _read(path: Path) -> VerticalDataset:
+    _, payload = cache.read_entry(path)
+    try:
+        return VerticalDataset.from_payload(torch.load(io.BytesIO(payload), weights_only=True))
+    except Exception as exc:  # noqa: BLE001 - any payload that is not a consistent dataset is a corrupt entry
+        raise CacheError(f"not a dataset ({type(exc).__name__}: {exc})") from None
 
 
 def load_dataset(config: DatasetConfig, *, parties: int) -> VerticalDataset:

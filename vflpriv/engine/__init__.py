@@ -6,6 +6,7 @@ from vflpriv.engine.message import (
     EMBEDDING,
     FINETUNE,
     GRADIENT,
+    HEAD_WEIGHTS,
     INFERENCE,
     PRETRAIN,
     PROBABILITIES,
@@ -18,7 +19,7 @@ from vflpriv.engine.party import ActiveParty, Federation, Party, make_parties
 from vflpriv.engine.roles import SPLIT_LEARNING, Role, Traffic, passive_receives, role
 
 __all__ = [
-    "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "INFERENCE", "PRETRAIN", "PROBABILITIES", "SERVER", "STATISTICS", "WEIGHTS",
+    "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "HEAD_WEIGHTS", "INFERENCE", "PRETRAIN", "PROBABILITIES", "SERVER", "STATISTICS", "WEIGHTS",
     "SPLIT_LEARNING", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
     "Traffic", "make_parties", "passive_receives", "role",
 ]

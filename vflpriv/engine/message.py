@@ -12,7 +12,8 @@ SERVER = -1
 
 EMBEDDING = "embedding"
 GRADIENT = "gradient"
-WEIGHTS = "weights"
+WEIGHTS = "weights"  # shared encoder parameters (FedHSSL PMA: the local top encoder)
+HEAD_WEIGHTS = "head-weights"  # shared SSL head parameters (FedHSSL PMA: local projector and predictor)
 STATISTICS = "statistics"  # BatchNorm running means and variances shared with weights
 PROBABILITIES = "probabilities"  # few-shot VFL: the server's pseudo-labelling probability per unaligned sample
 

@@ -9,20 +9,21 @@ Each global iteration:
    minimises the mean over j of L(p_c^1, z_c^j), passive j minimises L(p_c^j, z_c^1). With
    ``local_updates`` = e > 1 each party makes e updates per exchanged z (FedBCD-style, paper Fig. 7),
    recomputing its own prediction but keeping the received z. As in the code: BYOL's cross step has no
-   EMA target, MoCo's uses NT-Xent with in-batch negatives (tau 0.5).
+   EMA target, MoCo's uses NT-Xent over [own batch; received batch] (tau 0.5; REFERENCE §4).
 2. **Cross-party-guided local SSL** on all local samples (FedGSSL, FedHSSL): Eq. 6 with gamma
    (``LocalSSL.epoch``); no messages.
 3. **Partial model aggregation** (FedHSSL): every party sends its local top encoder, local projector and
-   local predictor (MoCo: top + projector) to the server (``SERVER``): parameters as kind ``weights``,
-   BatchNorm running statistics as kind ``statistics``; the server averages each with equal weights and
-   sends the average back to each party, all through the channel. Bottom encoders and the cross branch
-   stay private.
+   local predictor (MoCo: top + projector) to the server (``SERVER``): the top encoder's parameters as kind
+   ``weights``, the heads' as kind ``head-weights``, BatchNorm running statistics as kind ``statistics``;
+   the server averages each with equal weights and sends the average back to each party, all through the
+   channel. Bottom encoders and the cross branch stay private.
 
 Finetuning starts from f_c (FedCSSL) or from 0.5 f_c + 0.5 f_l (FedGSSL, FedHSSL; ``pooling``).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import ClassVar, Literal
 
 import torch
@@ -30,12 +31,14 @@ from pydantic import Field
 from torch import Tensor, nn
 
 from vflpriv.engine import (
-    ACTIVE, EMBEDDING, PRETRAIN, SERVER, SPLIT_LEARNING, STATISTICS, WEIGHTS, Federation, Message, Traffic,
+    ACTIVE, EMBEDDING, HEAD_WEIGHTS, PRETRAIN, SERVER, SPLIT_LEARNING, STATISTICS, WEIGHTS, Federation, Message,
+    Traffic,
 )
 from vflpriv.methods.base import Method
 from vflpriv.methods.pretraining import (
     Flavour,
     LocalSSL,
+    PairLoss,
     PooledEncoder,
     SSLOptions,
     Tower,
@@ -45,11 +48,11 @@ from vflpriv.methods.pretraining import (
     mean_loss,
     pair_loss,
     party_augmenter,
-    set_cosine_lr,
 )
 from vflpriv.models.encoders import build_encoder
-from vflpriv.models.training import index_batches
+from vflpriv.models.training import Optimizer, index_batches, set_cosine_lr
 from vflpriv.seeding import generator as seeded_generator
+from vflpriv.ssl import nt_xent
 
 PMAModule = Literal["top", "projector", "predictor"]
 
@@ -63,6 +66,12 @@ class CrossOptions(SSLOptions):
         1, ge=1, description="e: local updates per exchanged representation (FedBCD-style; paper Fig. 7: 1, 4, 8)"
     )
     cross_augment: bool = Field(False, description="augment the aligned samples in step 1 (code: raw features)")
+    moco_cross_loss: Literal["nt-xent", "info-nce"] = Field(
+        "nt-xent", description="MoCo's step-1 loss: nt-xent = NT-Xent over [own batch; received batch], 2B x "
+        "(2B-1) logits, both directions (code); info-nce = one-way B x B InfoNCE, received keys as negatives")
+
+    def ssl_epochs(self) -> int:
+        return self.global_iterations * self.cross_epochs
 
 
 class GuidedOptions(CrossOptions):
@@ -74,17 +83,32 @@ class GuidedOptions(CrossOptions):
         "mean", description="finetuning representation: mean = 0.5 f_c + 0.5 f_l (code), concat = [f_c, f_l]"
     )
 
+    def guidance(self) -> float:
+        return self.gamma
+
+    def ssl_epochs(self) -> int:
+        return self.global_iterations * self.local_epochs
+
 
 class HybridOptions(GuidedOptions):
     """FedHSSL settings (steps 1 + 2 + 3)."""
 
-    pma_top_blocks: int = Field(
-        1, ge=1, description="trailing stages of f_l that form the shared top f_lt (paper: top 1 layer, tabular)"
-    )
+    pma_top_blocks: int | None = Field(
+        None, ge=1, description="trailing stages of f_l that form the shared top f_lt; unset = the last stage of an "
+        "MLP (paper: top layer, tabular), the last 3 of the CNN's 4 (conv2, conv3, head: as the code shares "
+        "ResNet-18's layer2-4 + fc)")
     pma_modules: list[PMAModule] = Field(
         default_factory=lambda: ["top", "projector", "predictor"],
         description="what PMA averages: local top encoder, local projector, local predictor (MoCo has none)",
     )
+
+
+def cross_loss(flavour: Flavour, options: CrossOptions) -> PairLoss:
+    """L_SSL(p_c^k, z_c^j) of Eq. 5: Table II's loss; MoCo's has no queue in step 1 and is NT-Xent over the
+    party's own and the received batch as in the code (``moco_cross_loss``)."""
+    if flavour == "moco" and options.moco_cross_loss == "nt-xent":
+        return partial(nt_xent, temperature=options.temperature)
+    return pair_loss(flavour, options)
 
 
 class FederatedSSL(Method):
@@ -112,7 +136,7 @@ class FederatedSSL(Method):
             g = seeded_generator(seed, f"pretrain:init:{p.index}")
             cross.append(build_tower(build_encoder(p.spec, fed.model, generator=g), self.flavour, opts, generator=g))
             if self.guided:
-                top = opts.pma_top_blocks if isinstance(opts, HybridOptions) else 1
+                top = opts.pma_top_blocks if isinstance(opts, HybridOptions) else None
                 enc = build_local_encoder(p.spec, fed.model, top_blocks=top, generator=g)
                 local.append(build_tower(enc, self.flavour, opts, generator=g))
         return [t.to(fed.device) for t in cross], [t.to(fed.device) for t in local]
@@ -175,7 +199,7 @@ class FederatedSSL(Method):
         self,
         fed: Federation,
         towers: list[Tower],
-        optimizers: list[torch.optim.Optimizer],
+        optimizers: list[Optimizer],
         losses: list[list[Tensor]],
         batches: torch.Generator,
         views: list | None,
@@ -183,7 +207,7 @@ class FederatedSSL(Method):
     ) -> None:
         """Step 1 over the aligned samples: one exchange per batch, ``local_updates`` updates per exchange."""
         opts = self.options
-        loss_fn = pair_loss(self.flavour, opts)  # MoCo: in-batch NT-Xent
+        loss_fn = cross_loss(self.flavour, opts)
         parties = fed.parties
         for t in towers:
             t.train()
@@ -223,19 +247,28 @@ class FederatedSSL(Method):
     def _aggregate(self, fed: Federation, states: list[LocalSSL], it: int) -> None:
         """Step 3: upload the shared modules' state, average at the server, download.
 
-        Two messages each way per party: the parameters (kind ``weights``, what ISO on weights protects,
-        FedHSSL §VI-B) and the BatchNorm running statistics (kind ``statistics``): they are averaged too,
-        but they are not parameters, and noise on a running variance can turn it negative, which makes the
-        encoder output NaN.
+        Three messages each way per party: the local top encoder's parameters (kind ``weights``: what the
+        paper's ISO protects in PMA, FedHSSL §VI-B), the projector's and predictor's parameters (kind
+        ``head-weights``: protected only when a defense lists that kind) and the BatchNorm running
+        statistics of all of them (kind ``statistics``: averaged too, but not parameters, and noise on a
+        running variance can turn it negative, which makes the encoder output NaN).
         """
         shared = [self._shared(s) for s in states]
-        for kind, tensors in ((WEIGHTS, _parameters), (STATISTICS, _statistics)):
+        parts = (
+            (WEIGHTS, _parameters, ("top",)),
+            (HEAD_WEIGHTS, _parameters, ("projector", "predictor")),
+            (STATISTICS, _statistics, ("top", "projector", "predictor")),
+        )
+        for kind, tensors, names in parts:
+            chosen = [{n: m for n, m in modules.items() if n in names} for modules in shared]
+            if not tensors(chosen[0]):
+                continue
             uploads = [
                 fed.channel.send(Message(kind, PRETRAIN, p.index, SERVER, tensors(modules), None, it))
-                for p, modules in zip(fed.parties, shared)
+                for p, modules in zip(fed.parties, chosen)
             ]
             average = {key: torch.stack([u[key] for u in uploads]).mean(dim=0) for key in uploads[0]}
-            for p, modules in zip(fed.parties, shared):
+            for p, modules in zip(fed.parties, chosen):
                 received = fed.channel.send(Message(kind, PRETRAIN, SERVER, p.index, average, None, it))
                 with torch.no_grad():
                     for key, t in tensors(modules).items():
@@ -276,7 +309,7 @@ class FedHSSL(FederatedSSL):
     aggregates = True
     #: PMA: every party uploads its shared modules, the server sends the averages back.
     sends = FederatedSSL.sends | {(who, kind, PRETRAIN) for who in ("active", "passive", "server")
-                                  for kind in (WEIGHTS, STATISTICS)}
+                                  for kind in (WEIGHTS, HEAD_WEIGHTS, STATISTICS)}
 
 
 CSSLSimSiam = _variant("CSSLSimSiam", FedCSSL, "simsiam", "FedCSSL-SimSiam.")

@@ -28,8 +28,8 @@ from vflpriv.methods.pretraining import (
     build_local_encoder,
     build_tower,
     mean_loss,
-    set_cosine_lr,
 )
+from vflpriv.models.training import set_cosine_lr
 from vflpriv.seeding import generator as seeded_generator
 
 
@@ -41,6 +41,9 @@ class LocalOptions(SSLOptions):
         description="local SSL epochs; default matches FedHSSL's default global iterations x local epochs "
         "(paper: 40 global iterations)",
     )
+
+    def ssl_epochs(self) -> int:
+        return self.epochs
 
 
 def _train_local(

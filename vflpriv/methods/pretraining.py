@@ -21,7 +21,8 @@ setting                        vflpriv default          paper (code)
 global iterations              4 (global_iterations)    40; 10 on NUS-WIDE
 FedLocal epochs                4 (epochs)               same budget as FedHSSL's local step
 batch                          128 (batch_size)         512
-lr                             0.05 * batch / 256       same rule (SGD momentum 0.9, wd 3e-5, cosine)
+lr                             0.05 * batch / 256       same rule (SGD momentum 0.9, wd 3e-5, cosine),
+                               x 0.5 / (0.5 + gamma)    times the code's 0.5 / (local_ratio + gamma)
 projector / predictor          w-w-w / w/4-w            same with w = 512; MoCo projector out 128 (min(128, w))
 BYOL / MoCo EMA momentum       0.995 / 0.99             paper 0.995 / 0.99 (code 0.999)
 MoCo                           tau 0.5, queue 4096      same
@@ -37,7 +38,6 @@ Both views of a local batch go through the networks as one batch (one BatchNorm 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Literal, Sequence
@@ -51,7 +51,7 @@ from vflpriv.config import ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.errors import ConfigError
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, build_encoder, init_parameters
-from vflpriv.models.training import index_batches, make_optimizer
+from vflpriv.models.training import Optimizer, index_batches, make_optimizer
 from vflpriv.seeding import generator as seeded_generator
 from vflpriv.ssl import (
     FeatureRanges,
@@ -67,7 +67,7 @@ from vflpriv.ssl import (
     scarf_corrupt,
     symmetrized,
     two_views,
-    update_momentum,
+    momentum_updater,
 )
 from vflpriv.ssl.augment import Augment
 
@@ -90,6 +90,9 @@ class SSLOptions(Options):
         None, gt=0, description="base learning rate; default lr_per_256 * batch_size / 256 (the code's rule)"
     )
     lr_per_256: float = Field(0.05, gt=0, description="learning rate per 256 samples (code: 0.05)")
+    lr_rescale: bool = Field(
+        True, description="multiply every pretraining lr by 0.5 / (0.5 + gamma), the code's pretrain_lr_ratio "
+        "(local_ratio 0.5 = the 0.5 of Eq. 6's first term): the guidance term adds gamma to the loss's weight")
     optimizer: Literal["sgd", "adam"] = Field("sgd", description="sgd = SGD momentum 0.9 (code) or adam")
     weight_decay: float = Field(3e-5, ge=0, description="weight decay (code: 3e-5)")
     cosine: bool = Field(True, description="cosine decay of the lr over the pretraining epochs (code)")
@@ -119,8 +122,19 @@ class SSLOptions(Options):
     temperature: float = Field(0.5, gt=0, description="MoCo InfoNCE temperature (paper: 0.5)")
     queue_size: int = Field(4096, ge=1, description="MoCo queue of negatives (paper: 4096)")
 
+    def guidance(self) -> float:
+        """gamma of Eq. 6: 0 for methods without cross-party-guided local SSL."""
+        return 0.0
+
+    def ssl_epochs(self) -> int:
+        """Passes of SSL over a party's samples in the whole pretraining (the adversary prior's budget)."""
+        raise NotImplementedError
+
     def base_lr(self) -> float:
-        return self.lr if self.lr is not None else self.lr_per_256 * self.batch_size / 256
+        """The lr of every pretraining optimiser: ``lr`` (or the code's lr_per_256 * batch / 256) times the
+        code's rescaling 0.5 / (0.5 + gamma) (``lr_rescale``; 1 without guidance)."""
+        lr = self.lr if self.lr is not None else self.lr_per_256 * self.batch_size / 256
+        return lr * 0.5 / (0.5 + self.guidance()) if self.lr_rescale else lr
 
     def out_dim(self, flavour: Flavour, width: int) -> int:
         """Projector output for an encoder of ``width`` units (REFERENCE §2's proportions by default)."""
@@ -187,12 +201,19 @@ def encoder_stages(encoder: nn.Module) -> list[nn.Module]:
     raise ConfigError(f"cannot split {type(encoder).__name__} into bottom and top; give it a stages() method")
 
 
+#: Stages shared by PMA when none are given, per encoder kind (others: the last stage).
+DEFAULT_TOP_BLOCKS = {CNNEncoder: 3, MLPEncoder: 1}
+
+
 def build_local_encoder(
-    spec: PartySpec, config: ModelConfig, *, top_blocks: int = 1, generator: torch.Generator
+    spec: PartySpec, config: ModelConfig, *, top_blocks: int | None = None, generator: torch.Generator
 ) -> LocalEncoder:
-    """f_l of REFERENCE §2 (same architecture as ``build_encoder``), its last ``top_blocks`` stages on top."""
+    """f_l of REFERENCE §2 (same architecture as ``build_encoder``), its last ``top_blocks`` stages on top
+    (default ``DEFAULT_TOP_BLOCKS`` of the encoder's kind)."""
     encoder = build_encoder(spec, config, generator=generator)
     stages = encoder_stages(encoder)
+    if top_blocks is None:
+        top_blocks = DEFAULT_TOP_BLOCKS.get(type(encoder), 1)
     if not 1 <= top_blocks < len(stages):
         raise ConfigError(f"pma_top_blocks must lie in 1..{len(stages) - 1} for this encoder, got {top_blocks}")
     return LocalEncoder(nn.Sequential(*stages[:-top_blocks]), nn.Sequential(*stages[-top_blocks:]), encoder.out_dim)
@@ -250,7 +271,7 @@ def pair_loss(flavour: Flavour, options: SSLOptions, *, negatives: Tensor | None
 # ----------------------------------------------------------------------------------------- optimisation
 
 
-def make_pretrain_optimizer(tower: Tower, options: SSLOptions) -> torch.optim.Optimizer:
+def make_pretrain_optimizer(tower: Tower, options: SSLOptions) -> Optimizer:
     """One optimiser over a tower; param groups carry ``cosine`` (the predictor's lr may stay fixed)."""
     lr = options.base_lr()
     pred = list(tower.predictor.parameters()) if tower.predictor is not None else []
@@ -262,13 +283,6 @@ def make_pretrain_optimizer(tower: Tower, options: SSLOptions) -> torch.optim.Op
     for g in groups:
         g["base_lr"] = lr
     return make_optimizer(groups, name=options.optimizer, lr=lr, weight_decay=options.weight_decay)
-
-
-def set_cosine_lr(optimizer: torch.optim.Optimizer, step: int, total: int) -> None:
-    """lr = base * 0.5 * (1 + cos(pi * step / total)) for the groups that decay (CosineAnnealingLR)."""
-    factor = 0.5 * (1.0 + math.cos(math.pi * step / max(total, 1)))
-    for g in optimizer.param_groups:
-        g["lr"] = g["base_lr"] * (factor if g["cosine"] else 1.0)
 
 
 # ------------------------------------------------------------------------------------------------ views
@@ -322,7 +336,7 @@ class LocalSSL:
     batch_generator: torch.Generator
     target: nn.Module | None = None
     queue: MemoryQueue | None = None
-    optimizer: torch.optim.Optimizer = field(init=False)
+    optimizer: Optimizer = field(init=False)
     online: nn.Module = field(init=False)
 
     def __post_init__(self) -> None:
@@ -370,6 +384,7 @@ class LocalSSL:
             cross.eval()
         params = [p for p in tower.parameters() if p.requires_grad]
         m = opts.momentum(self.flavour)
+        update_target = momentum_updater(self.online, self.target) if self.target is not None else None
         losses = []
         for batch in index_batches(ids, batch_size=opts.batch_size, generator=self.batch_generator):
             v1, v2 = two_views(x[batch], self.augment, clean_first=opts.clean_view, generator=self.aug_generator)
@@ -393,8 +408,8 @@ class LocalSSL:
             if opts.grad_clip > 0:
                 nn.utils.clip_grad_norm_(params, opts.grad_clip, foreach=True)
             self.optimizer.step()
-            if self.target is not None:
-                update_momentum(self.online, self.target, m=m)
+            if update_target is not None:
+                update_target(m=m)
             if self.queue is not None:
                 self.queue.enqueue(t)
             losses.append(loss.detach())

@@ -22,9 +22,9 @@ from pydantic import Field
 from torch import nn
 
 from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, INFERENCE, Federation, Message
-from vflpriv.methods.finetune import Trained, new_top
+from vflpriv.methods.finetune import PartyOptimizers, Trained, new_top
 from vflpriv.methods.local_ssl import LocalOptions, LocalSSLMethod
-from vflpriv.models.training import index_batches, make_optimizer, require_finite
+from vflpriv.models.training import index_batches, require_finite
 
 
 class SSVFLOptions(LocalOptions):
@@ -57,16 +57,17 @@ class SSVFLIndependent(SSVFLCoupled):
         features = torch.cat(reps, dim=1)
         top = new_top(fed, encoders)
         cfg = fed.finetune
-        opt = make_optimizer(top.parameters(), name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        optimizers = PartyOptimizers(cfg, [list(top.parameters())])
         labels = fed.active.labels[ids]
         rows = torch.arange(ids.numel(), device=fed.device)
         finite = torch.ones((), dtype=torch.bool, device=fed.device)
-        for _ in range(cfg.epochs):
+        for epoch in range(cfg.epochs):
+            optimizers.start_epoch(epoch)
             for batch in index_batches(rows, batch_size=cfg.batch_size, generator=fed.generator):
                 loss = nn.functional.cross_entropy(top.linear(features[batch]), labels[batch])
                 finite &= torch.isfinite(loss)
-                opt.zero_grad(set_to_none=True)
+                optimizers.zero_grad()
                 loss.backward()
-                opt.step()
+                optimizers.step()
         require_finite(finite, "the active party's head training loss")
         return Trained(encoders, top)

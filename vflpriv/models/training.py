@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import torch
 from torch import nn
 
 from vflpriv.errors import DivergedError
+from vflpriv.models.optim import FusedAdam, FusedSGD
+
+Optimizer = FusedAdam | FusedSGD
 
 
 def index_batches(ids: torch.Tensor, *, batch_size: int, generator: torch.Generator | None) -> tuple[torch.Tensor, ...]:
@@ -23,11 +27,12 @@ def index_batches(ids: torch.Tensor, *, batch_size: int, generator: torch.Genera
     return batches
 
 
-def make_optimizer(params, *, name: str, lr: float, weight_decay: float, momentum: float = 0.9) -> torch.optim.Optimizer:
+def make_optimizer(params, *, name: str, lr: float, weight_decay: float, momentum: float = 0.9) -> Optimizer:
     """Adam, or SGD with momentum (0.9: the FedHSSL code's), on parameters or param groups, with fused kernels.
 
     Fused updates are one kernel per step: on these models 2x (SGD) to 11x (Adam) faster on CPU than the
-    multi-tensor (foreach) ones, which are in turn faster than PyTorch's per-tensor default.
+    multi-tensor (foreach) ones, which are in turn faster than PyTorch's per-tensor default
+    (``vflpriv.models.optim`` says why they are not ``torch.optim``'s classes).
     """
     groups = list(params)
     if groups and isinstance(groups[0], dict):
@@ -35,8 +40,17 @@ def make_optimizer(params, *, name: str, lr: float, weight_decay: float, momentu
     else:
         groups = [p for p in groups if p.requires_grad]
     if name == "sgd":
-        return torch.optim.SGD(groups, lr=lr, momentum=momentum, weight_decay=weight_decay, fused=True)
-    return torch.optim.Adam(groups, lr=lr, weight_decay=weight_decay, fused=True)
+        return FusedSGD(groups, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    return FusedAdam(groups, lr=lr, weight_decay=weight_decay)
+
+
+def set_cosine_lr(optimizer: Optimizer, step: int, total: int) -> None:
+    """lr = base * 0.5 * (1 + cos(pi * step / total)) (``CosineAnnealingLR`` with T_max = total, stepped per
+    epoch) for every param group whose ``cosine`` flag is not False; a group's base lr is its lr at the first call."""
+    factor = 0.5 * (1.0 + math.cos(math.pi * step / max(total, 1)))
+    for g in optimizer.param_groups:
+        base = g.setdefault("base_lr", g["lr"])
+        g["lr"] = base * (factor if g.get("cosine", True) else 1.0)
 
 
 @torch.no_grad()

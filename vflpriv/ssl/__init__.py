@@ -13,8 +13,8 @@ from vflpriv.ssl.augment import (
     two_views,
 )
 from vflpriv.ssl.heads import predictor, projector
-from vflpriv.ssl.losses import byol_loss, info_nce, negative_cosine, symmetrized
-from vflpriv.ssl.momentum import momentum_copy, update_momentum
+from vflpriv.ssl.losses import byol_loss, info_nce, negative_cosine, nt_xent, symmetrized
+from vflpriv.ssl.momentum import momentum_copy, momentum_updater, update_momentum
 from vflpriv.ssl.queue import MemoryQueue
 
 __all__ = [
@@ -25,8 +25,10 @@ __all__ = [
     "byol_loss",
     "corrupt_tabular",
     "info_nce",
+    "nt_xent",
     "make_augmenter",
     "momentum_copy",
+    "momentum_updater",
     "negative_cosine",
     "predictor",
     "projector",

@@ -56,6 +56,18 @@ def info_nce(
     return F.cross_entropy(logits, target)
 
 
+def nt_xent(own: Tensor, received: Tensor, *, temperature: float) -> Tensor:
+    """NT-Xent over the 2B rows [own; received] (SimCLR; lightly's NTXentLoss without a memory bank, the
+    FedHSSL code's cross-party MoCo loss): rows L2-normalised, each scored against the other 2B - 1 rows
+    (own samples are negatives too), its positive the same sample in the other half; mean over all 2B rows,
+    so both directions count. ``received`` is detached (no gradient crosses parties)."""
+    n = own.shape[0]
+    rows = torch.cat([F.normalize(own, dim=-1), F.normalize(received.detach(), dim=-1)])
+    logits = (rows @ rows.T / temperature).fill_diagonal_(float("-inf"))
+    ids = torch.arange(n, device=own.device)
+    return F.cross_entropy(logits, torch.cat([ids + n, ids]))
+
+
 def symmetrized(loss: PairLoss, p1: Tensor, z2: Tensor, p2: Tensor, z1: Tensor) -> Tensor:
     """0.5 * (loss(p1, z2) + loss(p2, z1)): the two-view swap of FedHSSL Eq. 6 (first term).
 

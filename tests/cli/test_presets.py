@@ -1,0 +1,67 @@
+"""Named presets: shipped config files under --config, options and --set; per-method options by pattern."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from vflpriv import presets
+from vflpriv.cli import app
+from vflpriv.cli.evaluate import build_experiment
+from vflpriv.grid import experiments
+
+NO_OPTIONS = dict(config=None, attack=None, defense=None, dataset=None, strengths=None, seeds=None, phase=None,
+                  jobs=None, backend=None, device=None)
+
+
+def test_presets_are_listed_with_their_description_and_unknown_ones_name_the_valid_ones():
+    runner = CliRunner()
+    listed = runner.invoke(app, ["list", "presets"])
+    assert listed.exit_code == 0
+    assert [line.split(":")[0] for line in listed.output.splitlines()] == presets.names()
+    assert {"fedhssl-paper", "mixmatch-fu"} <= set(presets.names())
+    bad = runner.invoke(app, ["evaluate", "--preset", "nope"])
+    assert bad.exit_code == 2 and "valid presets: fedhssl-paper, mixmatch-fu" in bad.output
+
+
+def test_fedhssl_paper_sets_the_codes_finetuning_and_each_methods_own_budget():
+    hssl = build_experiment(method="fedhssl", preset="fedhssl-paper", overrides=[], **NO_OPTIONS)
+    f = hssl.finetune
+    assert (f.optimizer, f.lr, f.momentum, f.weight_decay, f.schedule, f.grad_clip, f.batch_size, f.epochs) == (
+        "sgd", 0.01, 0.9, 3e-5, "cosine", 5.0, 512, 20)
+    assert hssl.method.options == {"batch_size": 512, "global_iterations": 40, "clean_view": True,
+                                   "crop_scale": [0.3, 1.0]}
+    local = build_experiment(method="local-simsiam", preset="fedhssl-paper", overrides=[], **NO_OPTIONS)
+    assert local.method.options["epochs"] == 40 and "global_iterations" not in local.method.options
+    split = build_experiment(method="splitnn", preset="fedhssl-paper", overrides=[], **NO_OPTIONS)
+    assert split.method.options == {} and split.finetune.batch_size == 512
+
+
+def test_set_overrides_the_preset_for_the_method_and_through_its_pattern():
+    direct = build_experiment(method="fedhssl", preset="fedhssl-paper", overrides=[
+        "method.options.global_iterations=2", "finetune.lr=0.03"], **NO_OPTIONS)
+    assert direct.method.options["global_iterations"] == 2 and direct.method.options["batch_size"] == 512
+    assert direct.finetune.lr == 0.03
+    pattern = build_experiment(method="fedhssl-moco", preset="fedhssl-paper",
+                               overrides=["method_options.fedhssl*.global_iterations=3"], **NO_OPTIONS)
+    assert pattern.method.options["global_iterations"] == 3
+
+
+def test_mixmatch_fu_is_fu_et_als_attack_settings():
+    exp = build_experiment(method=None, preset="mixmatch-fu", overrides=[], **NO_OPTIONS)
+    assert exp.attack.name == "mc-mixmatch"
+    assert {k: exp.attack.options[k] for k in ("epochs", "iterations", "batch_size", "views", "head_init")} == {
+        "epochs": 10, "iterations": 1024, "batch_size": 16, "views": 1, "head_init": "ones"}
+
+
+def test_a_grid_applies_method_options_to_each_method_cell():
+    cells = experiments({"methods": ["splitnn", "local-byol", "fedhssl"],
+                         "method_options": {"fedhssl*": {"global_iterations": 2}, "local-*": {"epochs": 3}}})
+    assert [c.method.options for c in cells] == [{}, {"epochs": 3}, {"global_iterations": 2}]
+
+
+def test_a_bad_method_options_table_is_one_error_line():
+    from vflpriv.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="method_options must map"):
+        experiments({"methods": ["splitnn"], "method_options": {"fedhssl*": 3}})

@@ -1,0 +1,42 @@
+"""Named presets: experiment files shipped with vflpriv (``--preset NAME``, ``vflpriv list presets``).
+
+A preset is an ordinary experiment file; the command line's ``--config`` file, options and ``--set``
+override it. Its ``description`` key says what it reproduces and where each value comes from. Settings that
+only some methods accept go under ``method_options`` (method-name pattern -> options; see
+:func:`vflpriv.config_io.resolve_method_options`), so one preset serves a grid of methods.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vflpriv.errors import ConfigError
+
+FOLDER = Path(__file__).parent
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in FOLDER.glob("*.yaml"))
+
+
+def load(name: str) -> dict[str, Any]:
+    """The preset's settings (without its description); unknown names list the valid ones."""
+    from vflpriv.config_io import read_config_file
+
+    if name not in names():
+        raise ConfigError(f"unknown preset '{name}'; valid presets: {', '.join(names())}")
+    data = read_config_file(FOLDER / f"{name}.yaml")
+    data.pop("description", None)
+    return data
+
+
+def description(name: str) -> str:
+    from vflpriv.config_io import read_config_file
+
+    load(name)  # the same error for an unknown name
+    return " ".join(str(read_config_file(FOLDER / f"{name}.yaml").get("description", "")).split())
+
+
+#: ``vflpriv describe`` reads presets like a registry: ``names()`` and ``get(name)``.
+get = load
