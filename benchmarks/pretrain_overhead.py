@@ -23,7 +23,8 @@ from vflpriv.planning import Plan, plan
 from vflpriv.run import build_federation
 from vflpriv.config import RunConfig
 from vflpriv.engine import Federation
-from vflpriv.methods.pretraining import make_pretrain_optimizer, party_augmenter, set_cosine_lr
+from vflpriv.methods.pretraining import make_pretrain_optimizer, party_augmenter
+from vflpriv.models.training import set_cosine_lr
 from vflpriv.models.training import index_batches
 from vflpriv.seeding import generator as seeded_generator
 from vflpriv.ssl import negative_cosine, symmetrized, two_views

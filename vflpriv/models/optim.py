@@ -43,9 +43,16 @@ class _Fused:
                 else:
                     p.grad.zero_()
 
-    @staticmethod
-    def _with_grad(group: dict[str, Any]) -> list[Tensor]:
-        return [p for p in group["params"] if p.grad is not None]
+    @torch.no_grad()
+    def step(self) -> None:
+        """Update every group's parameters that have a gradient."""
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            if params:
+                self._step_group(group, params)
+
+    def _step_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        raise NotImplementedError
 
 
 class FusedAdam(_Fused):
@@ -55,21 +62,16 @@ class FusedAdam(_Fused):
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
         super().__init__(params, {"lr": lr, "weight_decay": weight_decay, "betas": betas, "eps": eps})
 
-    @torch.no_grad()
-    def step(self) -> None:
-        for group in self.param_groups:
-            params = self._with_grad(group)
-            if not params:
-                continue
-            states = [self._state(p) for p in params]
-            steps = [s["step"] for s in states]
-            torch._foreach_add_(steps, 1)
-            beta1, beta2 = group["betas"]
-            torch._fused_adam_(
-                params, [p.grad for p in params], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
-                [], steps, amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2,
-                weight_decay=group["weight_decay"], eps=group["eps"], maximize=False,
-            )
+    def _step_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        states = [self._state(p) for p in params]
+        steps = [s["step"] for s in states]
+        torch._foreach_add_(steps, 1)
+        beta1, beta2 = group["betas"]
+        torch._fused_adam_(
+            params, [p.grad for p in params], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+            [], steps, amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2,
+            weight_decay=group["weight_decay"], eps=group["eps"], maximize=False,
+        )
 
     def _state(self, p: Tensor) -> dict[str, Tensor]:
         state = self.state.get(p)
@@ -88,22 +90,17 @@ class FusedSGD(_Fused):
     def __init__(self, params: Iterable[Any], *, lr: float, momentum: float = 0.0, weight_decay: float = 0.0) -> None:
         super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
 
-    @torch.no_grad()
-    def step(self) -> None:
-        for group in self.param_groups:
-            params = self._with_grad(group)
-            if not params:
-                continue
-            if group["momentum"] == 0:
-                self._update(group, params, [], first=False)
-                continue
-            fresh = [p for p in params if p not in self.state]  # their buffer starts as the gradient
-            seen = [p for p in params if p in self.state]
-            for p in fresh:
-                self.state[p] = {"momentum_buffer": torch.empty_like(p.grad)}
-            for subset, first in ((fresh, True), (seen, False)):
-                if subset:
-                    self._update(group, subset, [self.state[p]["momentum_buffer"] for p in subset], first=first)
+    def _step_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        if group["momentum"] == 0:
+            self._update(group, params, [], first=False)
+            return
+        fresh = [p for p in params if p not in self.state]  # their buffer starts as the gradient
+        seen = [p for p in params if p in self.state]
+        for p in fresh:
+            self.state[p] = {"momentum_buffer": torch.empty_like(p.grad)}
+        for subset, first in ((fresh, True), (seen, False)):
+            if subset:
+                self._update(group, subset, [self.state[p]["momentum_buffer"] for p in subset], first=first)
 
     @staticmethod
     def _update(group: dict[str, Any], params: list[Tensor], buffers: list[Tensor], *, first: bool) -> None:
