@@ -18,7 +18,8 @@ from vflpriv.config import RunConfig, config_hash
 from vflpriv.engine import Federation
 from vflpriv.errors import ProtocolError
 from vflpriv.methods.local_ssl import LocalOptions, local_ssl_encoder
-from vflpriv.methods.pretraining import SSLOptions, build_local_encoder
+from vflpriv.methods.pretraining import SSLOptions
+from vflpriv.methods.towers import build_local_encoder
 from vflpriv.models.training import apply_in_batches, require_finite
 from vflpriv.prior import PRIORS
 from vflpriv.registry import METHODS

@@ -9,7 +9,7 @@ import torch
 
 from pretrain_helpers import TINY_MODEL, build_federation, pretrain_config, tiny_options
 from vflpriv.config import RunConfig
-from vflpriv.engine import ACTIVE, EMBEDDING, PRETRAIN, SERVER, STATISTICS, WEIGHTS
+from vflpriv.engine import ACTIVE, EMBEDDING, PRETRAIN, SERVER, WEIGHTS
 from vflpriv.errors import IncompatibleError
 from vflpriv.methods.local_ssl import LocalOptions, local_ssl_encoder
 from vflpriv.registry import METHODS

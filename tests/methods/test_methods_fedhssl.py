@@ -9,7 +9,8 @@ from pretrain_helpers import build_federation, pretrain_config
 from vflpriv.engine import EMBEDDING, HEAD_WEIGHTS, PRETRAIN, SERVER, STATISTICS, WEIGHTS
 from vflpriv.errors import ConfigError
 from vflpriv.methods.fedhssl import FedHSSL
-from vflpriv.methods.pretraining import LocalSSL, PooledEncoder
+from vflpriv.methods.pretraining import LocalSSL
+from vflpriv.methods.towers import PooledEncoder
 from vflpriv.models.training import index_batches
 
 
@@ -223,7 +224,7 @@ def test_pma_shares_the_last_stage_of_an_mlp_and_three_of_the_cnns_four_by_defau
     """Like the code: the top layer on tabular data, ResNet-18's layer2-4 + fc on images (here conv2, conv3, head)."""
     from vflpriv.config import ModelConfig
     from vflpriv.data.base import PartySpec
-    from vflpriv.methods.pretraining import build_local_encoder, encoder_stages
+    from vflpriv.methods.towers import build_local_encoder, encoder_stages
     from vflpriv.models.encoders import build_encoder
 
     image, table = PartySpec("image", (1, 28, 14)), PartySpec("tabular", (12,))

@@ -39,16 +39,14 @@ from vflpriv.methods.pretraining import (
     Flavour,
     LocalSSL,
     PairLoss,
-    PooledEncoder,
     SSLOptions,
-    Tower,
-    build_local_encoder,
     build_tower,
     make_pretrain_optimizer,
     mean_loss,
     pair_loss,
     party_augmenter,
 )
+from vflpriv.methods.towers import PooledEncoder, Tower, build_local_encoder
 from vflpriv.models.encoders import build_encoder
 from vflpriv.models.training import Optimizer, index_batches, set_cosine_lr
 from vflpriv.seeding import generator as seeded_generator

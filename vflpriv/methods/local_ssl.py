@@ -25,10 +25,10 @@ from vflpriv.methods.pretraining import (
     Flavour,
     LocalSSL,
     SSLOptions,
-    build_local_encoder,
     build_tower,
     mean_loss,
 )
+from vflpriv.methods.towers import build_local_encoder
 from vflpriv.models.training import set_cosine_lr
 from vflpriv.seeding import generator as seeded_generator
 

@@ -12,6 +12,7 @@ group), ``zero_grad(set_to_none=True)`` and ``step()``. Parameters without a gra
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,7 +27,7 @@ def _as_groups(params: Iterable[Any], defaults: dict[str, Any]) -> list[dict[str
     return [{**defaults, **g, "params": list(g["params"])} for g in groups]
 
 
-class _Fused:
+class _Fused(ABC):
     """Shared parts: param groups, per-parameter state, zeroing gradients."""
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
@@ -51,8 +52,9 @@ class _Fused:
             if params:
                 self._step_group(group, params)
 
+    @abstractmethod
     def _step_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        raise NotImplementedError
+        """One update of ``params`` (those of ``group`` that have a gradient)."""
 
 
 class FusedAdam(_Fused):
