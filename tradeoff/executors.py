@@ -153,15 +153,14 @@ def _dispatched(futures: list[Future], *, timeout: float = 2.0) -> None:
 class Warm:
     """Local workers spawned ahead of a sweep (see :func:`prewarm`); ``cancel`` stops them if it never runs."""
 
-    def __init__(self, executor=None, warm_ups: list[Future] | None = None):
-        self.executor = executor
-        self.warm_ups = warm_ups or []
+    def __init__(self, warm_ups: list[Future] | None = None):
+        self.warm_ups = warm_ups or []  # one import task per spawned worker
 
     def cancel(self) -> None:
-        if self.executor is not None:
+        if self.warm_ups:
             _dispatched(self.warm_ups)
             stop_workers()
-            self.executor = None
+            self.warm_ups = []
 
 
 def prewarm(*, jobs: int, backend_name: str, previous: Warm | None = None) -> Warm:
@@ -174,8 +173,7 @@ def prewarm(*, jobs: int, backend_name: str, previous: Warm | None = None) -> Wa
         return Warm()
     with _workers_ignore_ctrl_c():  # spawned here: the workers inherit SIGINT ignored
         executor = _executor(jobs - 1)  # the same pool as ``previous``'s, resized if need be
-        warm_ups = [executor.submit(_warm_up) for _ in range(jobs - 1)]
-    return Warm(executor, warm_ups)
+        return Warm([executor.submit(_warm_up) for _ in range(jobs - 1)])
 
 
 def run_all(

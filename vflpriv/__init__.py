@@ -33,14 +33,14 @@ def evaluate(
     from rich.console import Console
 
     from vflpriv.config import ExperimentConfig
-    from vflpriv.config_io import apply_method_options, read_config_file, take_method_options, validate
+    from vflpriv.config_io import read_config_file, resolve_method_options, validate
     from vflpriv.experiment import run_into_store
 
     if isinstance(config, (str, Path)):
         config = read_config_file(Path(config))
     if isinstance(config, dict):
         config = dict(config)
-        apply_method_options(config, take_method_options(config))
+        resolve_method_options(config)
     experiment = config if isinstance(config, ExperimentConfig) else validate(ExperimentConfig, config)
     return run_into_store(experiment.runs(), Path(out), jobs=jobs or experiment.jobs, backend=experiment.backend,
                           address=address, store_path=Path(store) if store else None,

@@ -26,6 +26,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable
+from typing import TypeVar
 from functools import lru_cache
 from pathlib import Path
 
@@ -47,6 +48,7 @@ SUFFIX = ".entry"
 PACKAGES = ("vflpriv", "vflpriv.attacks", "vflpriv.defenses", "vflpriv.tradeoff", "vflpriv.reports")
 
 #: Partition fields that only choose labeled samples: the aligned and local sets are drawn before them.
+T = TypeVar("T")
 LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local"}
 
 
@@ -200,22 +202,31 @@ def load(key: str, skeleton: list[nn.Module], meter: Meter | None) -> bool:
     return True
 
 
+def cached(
+    path: Path, compute: Callable[[], T], *, read: Callable[[Path], T], write: Callable[[Path, T], None],
+    lock: FileLock, notes: list[str] | None = None,
+) -> T:
+    """``read(path)`` when an entry is there and checks out, else ``compute()``, ``write`` and return it; all
+    under ``lock``, so parallel processes compute it once. An entry that does not check out
+    (:class:`CacheError`) is reported (a warning, and a line in ``notes``), discarded and recomputed."""
+    with lock:
+        if path.exists():
+            try:
+                return read(path)
+            except CacheError as exc:
+                discard(path, exc, notes)
+        value = compute()
+        write(path, value)
+        return value
+
+
 def cached_values(
     key: str, compute: Callable[[], dict[str, float]], *, notes: list[str] | None = None
 ) -> dict[str, float]:
-    """Numbers stored under ``key`` (an entry holding their JSON), else ``compute()`` them and store them:
-    parallel runs of a sweep compute a prior's accuracies once, not once per process. An entry that does
-    not check out is reported, discarded and recomputed, as a module entry is."""
-    path = cache_dir() / f"{key}.values"
-    with claim(key):
-        if path.exists():
-            try:
-                return _read_values(path)
-            except CacheError as exc:
-                discard(path, exc, notes)
-        values = compute()
-        write_entry(path, json.dumps(values, sort_keys=True).encode())
-    return values
+    """Numbers stored under ``key`` (an entry holding their JSON), else computed and stored: parallel runs
+    of a sweep compute a prior's accuracies once, not once per process."""
+    return cached(cache_dir() / f"{key}.values", compute, read=_read_values, lock=claim(key), notes=notes,
+                  write=lambda path, values: write_entry(path, json.dumps(values, sort_keys=True).encode()))
 
 
 def _read_values(path: Path) -> dict[str, float]:
@@ -243,15 +254,13 @@ def cached_modules(
     meter: Meter | None = None,
     notes: list[str] | None = None,
 ) -> list[nn.Module]:
-    """The modules stored under ``key``, else ``compute()`` them and store them; a corrupt entry is
-    reported (warning, and a line in ``notes``), discarded and recomputed."""
-    with claim(key):  # a parallel run needing the same entry waits for this one, then loads it
-        modules = skeleton()
-        try:
-            if load(key, modules, meter):
-                return modules
-        except CacheError as exc:
-            discard(entry_path(key), exc, notes)
-        modules = compute()
-        save(key, modules, meter)
-    return modules
+    """The modules stored under ``key`` (loaded into ``skeleton()``), else computed and stored; a parallel
+    run needing the same entry waits for this one, then loads it."""
+    modules = skeleton()
+
+    def read(_path: Path) -> list[nn.Module]:
+        load(key, modules, meter)
+        return modules
+
+    return cached(entry_path(key), compute, read=read, write=lambda _path, computed: save(key, computed, meter),
+                  lock=claim(key), notes=notes)

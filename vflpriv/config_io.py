@@ -102,19 +102,14 @@ def settings(*, preset: str | None, config: Path | None) -> dict[str, Any]:
 METHOD_OPTIONS = "method_options"
 
 
-def take_method_options(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Remove and return ``data``'s ``method_options`` table (checked: patterns mapping to sections)."""
+def resolve_method_options(data: dict[str, Any]) -> None:
+    """Remove ``data``'s ``method_options`` table and fold the options of every pattern matching the method's
+    name (in file order) under ``method.options``; options given for the method itself win."""
+    import fnmatch
+
     table = data.pop(METHOD_OPTIONS, None) or {}
     if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in table.items()):
         raise ConfigError(f"{METHOD_OPTIONS} must map method-name patterns to option sections, got {table!r}")
-    return table
-
-
-def apply_method_options(data: dict[str, Any], table: dict[str, dict[str, Any]]) -> None:
-    """Fold the options of every pattern matching the method's name (in file order) under ``method.options``:
-    options given for the method itself win."""
-    import fnmatch
-
     method = data.setdefault("method", {})
     if not table or not isinstance(method, dict):
         return

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vflpriv.config import ExperimentConfig, RunConfig
-from vflpriv.config_io import apply_method_options, check_shape, merged, take_method_options, validate
+from vflpriv.config_io import check_shape, resolve_method_options, validate
 from vflpriv.errors import ConfigError, IncompatibleError
 from vflpriv.planning import plan
 
@@ -81,7 +81,6 @@ def experiments(raw: dict[str, Any]) -> list[ExperimentConfig]:
     """One validated experiment per grid cell (method x dataset x axis values; attacks stay a list)."""
     data = copy.deepcopy(raw)
     plural = {k: data.pop(k) for k in PLURAL if k in data}
-    table = take_method_options(data)
     check_shape(ExperimentConfig, data, source="grid file")
     methods = _entries(plural["methods"], "methods") if "methods" in plural else [None]
     datasets = _entries(plural["datasets"], "datasets") if "datasets" in plural else [None]
@@ -104,7 +103,7 @@ def experiments(raw: dict[str, Any]) -> list[ExperimentConfig]:
             cell["dataset"] = dataset
         for key, value in zip(axes, values):
             _set(cell, key, value)
-        apply_method_options(cell, merged(table, take_method_options(cell)))
+        resolve_method_options(cell)
         where = ", ".join(f"{k}={v}" for k, v in [("method", (method or {}).get("name")),
                                                    ("dataset", (dataset or {}).get("name")), *zip(axes, values)] if v)
         out.append(validate(ExperimentConfig, cell, context=f"grid cell ({where}): " if where else ""))

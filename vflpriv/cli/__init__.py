@@ -1,6 +1,5 @@
 """The ``vflpriv`` command line (typer): the app and one module per group of commands."""
 
-import gc
 import os
 import sys
 
@@ -22,9 +21,9 @@ def main() -> None:
     executors = sys.modules.get("vflpriv.tradeoff.executors")  # imported only by commands that train
     if executors is not None:
         executors.stop_workers()
-        gc.collect()  # what an interrupted sweep left in reference cycles (loky's queues) releases its semaphores
-        # What the interpreter's exit would do for the semaphores still referenced (loky's reusable pool):
-        # unlink them and tell the resource tracker, which otherwise warns of "leaked semlock objects".
+        # What the interpreter's exit would do for loky's semaphores (its pool's queues, and those an
+        # interrupted sweep left in reference cycles): unlink them and tell the resource tracker, which
+        # otherwise warns of "leaked semlock objects".
         from multiprocessing import util
 
         util._run_finalizers(0)

@@ -14,9 +14,7 @@ from rich.console import Console
 from vflpriv.audit import AuditConfig, audit_grid
 from vflpriv.cli.app import app
 from vflpriv.cli.evaluate import numbers
-from vflpriv.config_io import (
-    apply_method_options, apply_override, check_shape, merged, settings, take_method_options, validate,
-)
+from vflpriv.config_io import apply_override, check_shape, resolve_method_options, settings, validate
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -29,7 +27,6 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
                 preset: Optional[str] = None) -> AuditConfig:
     """defaults <- preset <- config file <- command-line options <- ``--set key=value``."""
     data = settings(preset=preset, config=config)
-    table = take_method_options(data)
     check_shape(AuditConfig, data, source=f"config file {config}" if config else f"preset {preset}")
     data.setdefault("method", {})["name"] = method
     section = data.setdefault("audit", {})
@@ -50,7 +47,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
         data["seeds"] = numbers(seeds, int, "--seeds")
     for assignment in overrides:
         apply_override(data, assignment)
-    apply_method_options(data, merged(table, take_method_options(data)))
+    resolve_method_options(data)
     return validate(AuditConfig, data)
 
 

@@ -10,9 +10,7 @@ from rich.console import Console
 
 from vflpriv.cli.app import app, fail
 from vflpriv.config import ExperimentConfig
-from vflpriv.config_io import (
-    apply_method_options, apply_override, check_shape, merged, settings, take_method_options, validate,
-)
+from vflpriv.config_io import apply_override, check_shape, resolve_method_options, settings, validate
 from vflpriv.errors import ConfigError
 
 
@@ -36,7 +34,6 @@ def experiment_data(
 ) -> dict[str, Any]:
     """The experiment's raw settings: defaults <- preset <- config file <- command-line options <- ``--set``."""
     data = settings(preset=preset, config=config)
-    table = take_method_options(data)
     check_shape(ExperimentConfig, data, source=f"config file {config}" if config else f"preset {preset}")
     if phase is not None and phase not in ("pretrain", "finetune"):
         raise ConfigError(f"unknown phase '{phase}'; valid phases: pretrain, finetune")
@@ -60,7 +57,7 @@ def experiment_data(
         data["defenses"] = kept
     for assignment in overrides:
         apply_override(data, assignment)
-    apply_method_options(data, merged(table, take_method_options(data)))
+    resolve_method_options(data)
     return data
 
 

@@ -42,19 +42,15 @@ def _load(name: str, parties: int, root: Path | None, max_samples: int | None) -
 def cached_dataset(path: Path, load) -> VerticalDataset:
     """The dataset stored at ``path``, else ``load()`` it and store it (best effort)."""
     try:
-        with cache.claim(path.stem, path.parent):
-            if path.exists():
-                try:
-                    return _read(path)
-                except CacheError as exc:
-                    cache.discard(path, exc, None)
-            dataset = load()
-            buffer = io.BytesIO()
-            torch.save(dataset.payload(), buffer)
-            cache.write_entry(path, buffer.getvalue())
-            return dataset
+        return cache.cached(path, load, read=_read, write=_write, lock=cache.claim(path.stem, path.parent))
     except OSError:  # an unwritable cache folder: load without it
         return load()
+
+
+def _write(path: Path, dataset: VerticalDataset) -> None:
+    buffer = io.BytesIO()
+    torch.save(dataset.payload(), buffer)
+    cache.write_entry(path, buffer.getvalue())
 
 
 def _read(path: Path) -> VerticalDataset:
