@@ -102,7 +102,8 @@ _ENCODERS: dict[str, nn.Module] = {}
 
 #: What the adversary's own SimSiam pretraining takes from an SSL method it is compared with.
 PRIOR_FROM_METHOD = ("batch_size", "lr", "lr_per_256", "optimizer", "weight_decay", "cosine", "grad_clip",
-                     "augment", "corruption_rate", "clean_view", "crop_scale", "flip")
+                     "augment", "corruption_rate", "clean_view", "crop_scale", "flip",
+                     "color_jitter", "jitter_p", "blur_sigma", "blur_p")
 
 
 def prior_options(cfg: RunConfig) -> dict:

@@ -178,8 +178,8 @@ def _section(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     return model
 
 
-def _where(loc: tuple) -> str:
-    out = ""
+def _where(loc: tuple, prefix: str) -> str:
+    out = prefix.removesuffix(".")
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "config"
@@ -189,7 +189,7 @@ def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: s
     """One line for pydantic's first error: where, what, and the valid keys for an unknown one."""
     err = exc.errors()[0]
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    where = prefix + _where(loc)
+    where = _where(loc, prefix)
     message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         section = _section(model, loc[:-1])

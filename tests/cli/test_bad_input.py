@@ -141,6 +141,9 @@ EVALUATE = [
     # method options
     (["--method", "fedhssl", "--set", "method.options.gamma=-1"], "method.options.gamma"),
     (["--method", "fedhssl", "--set", "method.options.nope=1"], "unknown setting method.options.nope"),
+    (["--method", "fedhssl", "--set", "method.options.blur_sigma=[0,2]"], "blur_sigma must be (0, 0) (off)"),
+    (["--method", "local-simsiam", "--set", "method.options.color_jitter=[0.3,0.3,0.3,0.9]"], "hue <= 0.5"),
+    (["--method", "fedhssl", "--set", "method.options.crop_scale=[0,1]"], "crop_scale must satisfy"),
     (["--method", "splitnn", "--set", "method.options.gamma=0.5"], "unknown setting method.options.gamma; valid keys here: none"),
     # defenses
     (["--defense", "marvell"], "needs a binary task"),

@@ -27,6 +27,8 @@ BYOL / MoCo EMA momentum       0.995 / 0.99             paper 0.995 / 0.99 (code
 MoCo                           tau 0.5, queue 4096      same
 gamma                          0.5                      paper 0.5 (code default 0: guidance off)
 tabular corruption             30%, both views          30%; the code keeps one view clean (clean_view)
+image views                    crop (0.5, 1), flip      crop (0.3, 1), jitter (0.3, 0.3, 0.3, 0.1) p 0.8,
+                                                        blur sigma U[0.1, 2] p 0.5, flip (fedhssl-paper)
 ============================== ======================== ==========================================
 
 The embedded digits data is tiny (1437 training rows), so 4 global iterations at batch 128 (11 local steps
@@ -43,7 +45,7 @@ from functools import partial
 from typing import Callable, Literal, Sequence
 
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 from torch import Tensor, nn
 
 from vflpriv.options import Options
@@ -110,6 +112,13 @@ class SSLOptions(Options):
     clean_view: bool = Field(False, description="first view left clean, as in the authors' code")
     crop_scale: tuple[float, float] = Field((0.5, 1.0), description="random resized crop area range (images)")
     flip: bool = Field(True, description="random horizontal flip (images)")
+    color_jitter: tuple[float, float, float, float] = Field(
+        (0.0, 0.0, 0.0, 0.0), description="ColorJitter (brightness, contrast, saturation, hue) strengths (images; "
+        "code: (0.3, 0.3, 0.3, 0.1)); saturation and hue act on colour images only, as torchvision's")
+    jitter_p: float = Field(0.8, ge=0, le=1, description="probability of the colour jitter per view (code: 0.8)")
+    blur_sigma: tuple[float, float] = Field(
+        (0.0, 0.0), description="Gaussian blur sigma range in pixels, (0, 0) = off (images; code: (0.1, 2))")
+    blur_p: float = Field(0.5, ge=0, le=1, description="probability of the blur per view (code: 0.5)")
     projector_hidden: int | None = Field(
         None, ge=1, description="projector hidden width; default the encoder's width (paper: 512 = its encoder's)")
     projector_dim: int | None = Field(
@@ -121,6 +130,18 @@ class SSLOptions(Options):
     )
     temperature: float = Field(0.5, gt=0, description="MoCo InfoNCE temperature (paper: 0.5)")
     queue_size: int = Field(4096, ge=1, description="MoCo queue of negatives (paper: 4096)")
+
+    @model_validator(mode="after")
+    def _views_are_valid(self) -> SSLOptions:
+        lo, hi = self.crop_scale
+        if not 0.0 < lo <= hi <= 1.0:
+            raise ValueError(f"crop_scale must satisfy 0 < low <= high <= 1, got {list(self.crop_scale)}")
+        if min(self.color_jitter) < 0 or self.color_jitter[3] > 0.5:
+            raise ValueError(f"color_jitter strengths must be >= 0 and hue <= 0.5, got {list(self.color_jitter)}")
+        lo, hi = self.blur_sigma
+        if not (lo == hi == 0.0 or 0.0 < lo <= hi <= 10.0):
+            raise ValueError(f"blur_sigma must be (0, 0) (off) or 0 < low <= high <= 10 pixels, got {list(self.blur_sigma)}")
+        return self
 
     def guidance(self) -> float:
         """gamma of Eq. 6: 0 for methods without cross-party-guided local SSL."""
@@ -212,7 +233,9 @@ def party_augmenter(spec: PartySpec, x_local: Tensor, options: SSLOptions) -> Au
     if kind == "image":
         if spec.modality != "image":
             raise ConfigError("augment=image needs an image party; use tabular or scarf")
-        return make_augmenter(spec, x_local, crop_scale=options.crop_scale, flip=options.flip)
+        return make_augmenter(spec, x_local, crop_scale=options.crop_scale, flip=options.flip,
+                              jitter=options.color_jitter, jitter_p=options.jitter_p,
+                              blur_sigma=options.blur_sigma, blur_p=options.blur_p)
     if kind == "scarf":
         flat_pool = x_local.flatten(1)
 

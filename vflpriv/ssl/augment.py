@@ -19,6 +19,7 @@ from torch import Tensor
 
 from vflpriv.data.base import PartySpec
 from vflpriv.errors import ConfigError
+from vflpriv.ssl.photometric import color_jitter, gaussian_blur
 
 Augment = Callable[[Tensor, torch.Generator], Tensor]
 """One party's view function: ``aug(x, generator) -> x'`` with the shape of ``x``."""
@@ -139,16 +140,27 @@ def make_augmenter(
     rate: float | None = None,
     crop_scale: tuple[float, float] = (0.5, 1.0),
     flip: bool = True,
+    jitter: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0),
+    jitter_p: float = 0.8,
+    blur_sigma: tuple[float, float] = (0.0, 0.0),
+    blur_p: float = 0.5,
 ) -> Augment:
     """One party's ``aug(x, generator)``, fitted on its training tensor.
 
-    Image parties get ``augment_image``. Tabular parties get ``corrupt_tabular`` with ranges fitted
+    Image parties get ``augment_image``, then ``color_jitter`` when a jitter strength is positive and
+    ``gaussian_blur`` when ``blur_sigma`` is (the FedHSSL code's order: crop, jitter, blur, flip; the flip
+    commutes with both). Tabular parties get ``corrupt_tabular`` with ranges fitted
     on ``x_train`` (``tabular="uniform"``, FedHSSL, default rate 0.3) or ``scarf_corrupt`` with
     ``x_train`` as the pool (``tabular="scarf"``, VFLHLP, default rate 0.6).
     """
     if spec.modality == "image":
         def image_aug(x: Tensor, generator: torch.Generator) -> Tensor:
-            return augment_image(x, generator=generator, crop_scale=crop_scale, flip=flip)
+            x = augment_image(x, generator=generator, crop_scale=crop_scale, flip=flip)
+            if any(s > 0 for s in jitter):
+                x = color_jitter(x, strengths=jitter, p=jitter_p, generator=generator)
+            if blur_sigma[1] > 0:
+                x = gaussian_blur(x, sigma=blur_sigma, p=blur_p, generator=generator)
+            return x
 
         return image_aug
     if tabular not in ("uniform", "scarf"):
