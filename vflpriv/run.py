@@ -22,6 +22,7 @@ from vflpriv.config import RunConfig
 from vflpriv.engine import PRETRAIN, Channel, Federation, Inbox, make_parties
 from vflpriv.errors import DivergedError, VflprivError
 from vflpriv.methods.finetune import Trained
+from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.training import require_finite
 from vflpriv.planning import Plan, plan
 from vflpriv.records import FAILED, NOT_APPLICABLE, RunRecord
@@ -50,7 +51,9 @@ def execute(p: Plan) -> list[RunRecord]:
 
     Float reductions depend on the thread count, and training amplifies the difference; one thread
     per training makes the numbers independent of how a sweep is executed (``--jobs 1`` or ``--jobs N``).
+    Freed tensor buffers are kept for reuse (``vflpriv.models.allocator``) in whatever process runs it.
     """
+    reuse_freed_memory()
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

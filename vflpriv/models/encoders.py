@@ -52,7 +52,8 @@ class MLPEncoder(nn.Module):
 
 
 class CNNEncoder(nn.Module):
-    """Three conv blocks and global pooling: a CPU-sized stand-in for the papers' ResNet-18."""
+    """Three conv blocks and global pooling: a CPU-sized stand-in for the papers' ResNet-18. Channels-last
+    tensors (weights from ``build_encoder``, inputs here): oneDNN's fast layout on CPU (benchmarks/allocator.py)."""
 
     def __init__(self, spec: PartySpec, *, out_dim: int, width: int = 32):
         super().__init__()
@@ -67,7 +68,7 @@ class CNNEncoder(nn.Module):
         self.out_dim = out_dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x))
+        return self.head(self.features(x.contiguous(memory_format=torch.channels_last)))
 
 
 def encoder_arch(spec: PartySpec, config: ModelConfig) -> str:
@@ -81,9 +82,9 @@ def build_encoder(spec: PartySpec, config: ModelConfig, *, generator: torch.Gene
     """A freshly initialised bottom encoder for one party, output ``[batch, config.out_dim]``."""
     arch = encoder_arch(spec, config)
     if arch == "cnn":
-        module: nn.Module = CNNEncoder(spec, out_dim=config.out_dim)
-    else:
-        module = MLPEncoder(spec, hidden=config.hidden, out_dim=config.out_dim, embedding_dim=config.cat_embedding)
+        cnn = CNNEncoder(spec, out_dim=config.out_dim)
+        return init_parameters(cnn, generator=generator).to(memory_format=torch.channels_last)
+    module = MLPEncoder(spec, hidden=config.hidden, out_dim=config.out_dim, embedding_dim=config.cat_embedding)
     return init_parameters(module, generator=generator)
 
 
