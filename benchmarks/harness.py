@@ -224,6 +224,27 @@ def speedup(tmp: Path, repeats: int, say) -> None:
     say(f"median wall: --jobs 1 {statistics.median(walls[1]):.1f} s, --jobs 2 {statistics.median(walls[2]):.1f} s; "
         f"speedup per repeat {', '.join(f'{x:.2f}' for x in ratios)}, median {statistics.median(ratios):.2f}x; "
         f"numbers identical across jobs and repeats: {'yes' if stores[1] == stores[2] else 'NO'}")
+    speedup_ceiling(tmp, grid, statistics.median(walls[1]), say)
+
+
+def speedup_ceiling(tmp: Path, grid: Path, one_worker: float, say) -> None:
+    """What bounds the 2-worker speedup on this machine, measured: the serial part S (the same sweep rerun on
+    its complete store: start-up, planning, outputs) and the slowdown c of two single-thread sweeps running at
+    once vs one alone (shared cores, caches, memory bandwidth). Ceiling: T1 / (S + c (T1 - S) / 2)."""
+    serial, _ = measured(["sweep", str(grid), "--jobs", "1", "--out", str(tmp / "grid1-0")], cwd=tmp,
+                         cache=tmp / "cache-grid1-0")
+    start = time.perf_counter()
+    procs = [subprocess.Popen([*vflpriv_cli(), "sweep", str(grid), "--jobs", "1", "--out", str(tmp / f"pair{i}")],
+                              cwd=tmp, env={**os.environ, "VFLPRIV_CACHE": str(tmp / f"cache-pair{i}")},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in (0, 1)]
+    for proc in procs:
+        proc.wait()
+    together = time.perf_counter() - start
+    contention = (together - serial) / (one_worker - serial)
+    ceiling = one_worker / (serial + contention * (one_worker - serial) / 2)
+    say(f"what bounds it: serial part S = {serial:.1f} s (rerun on the complete store); two --jobs 1 sweeps at "
+        f"once took {together:.1f} s vs {one_worker:.1f} s alone: contention c = {contention:.2f} on the parallel "
+        f"part; ceiling T1 / (S + c (T1 - S) / 2) = {ceiling:.2f}x, {2 / contention:.2f}x with no serial part")
 
 
 def machine() -> str:

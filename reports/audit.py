@@ -44,6 +44,10 @@ def _verdict_line(attack: str, phase: str, test) -> str:
     if test.n_seeds < 2:
         return (f"{attack} ({phase}): leaks beyond the adversary's prior: inconclusive "
                 f"(leakage {test.leakage:+.3f} on {test.n_seeds} seed; a paired test needs at least 2)")
+    if test.verdict == "attack failed":
+        return (f"{attack} ({phase}): attack failed: it scored below the adversary's prior (leakage "
+                f"{test.leakage:+.3f}, 95% CI [{test.ci_low:+.3f}, {test.ci_high:+.3f}] over {test.n_seeds} seeds), "
+                f"so it says nothing about leakage; check its options")
     return (f"{attack} ({phase}): leaks beyond the adversary's prior: {test.verdict} "
             f"(leakage {test.leakage:+.3f}, 95% CI [{test.ci_low:+.3f}, {test.ci_high:+.3f}]; paired t-test over "
             f"{test.n_seeds} seeds, one-sided p = {test.p_value:.3g})")

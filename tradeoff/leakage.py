@@ -9,6 +9,9 @@ Verdicts, with a tolerance ``margin`` (default 0.02 accuracy):
 
 - ``yes``: the interval's lower bound is above 0 (the attack beats the prior, p < 0.025 one-sided);
 - ``no``: the interval's upper bound is below ``margin`` (any leakage is shown to be smaller than it);
+- ``attack failed``: the upper bound is below ``-margin``: the attack did worse than the prior, which
+  knows nothing of the federation, so it failed to train (e.g. a self-training collapse) and says nothing
+  about leakage; reported apart rather than as a reassuring ``no``;
 - ``inconclusive``: neither (too few seeds, or leakage near the margin).
 """
 
@@ -57,7 +60,7 @@ def paired_leakage(attack: np.ndarray, prior: np.ndarray, *, margin: float = MAR
         crit = float(stats.t.ppf(0.975, n - 1))
         low, high = mean - crit * se, mean + crit * se
         p = float(stats.t.sf(mean / se, n - 1))
-    verdict = "yes" if low > 0 else "no" if high < margin else "inconclusive"
+    verdict = "yes" if low > 0 else "attack failed" if high < -margin else "no" if high < margin else "inconclusive"
     return LeakageTest(n, float(attack.mean()), float(prior.mean()), mean, low, high, p, verdict)
 
 

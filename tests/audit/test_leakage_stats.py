@@ -26,6 +26,8 @@ def test_no_leakage_shown_below_the_margin_is_no_and_noise_is_inconclusive():
     prior = np.array([0.70, 0.72, 0.71, 0.69, 0.70])
     assert paired_leakage(prior + np.array([0.001, -0.002, 0.0, 0.001, -0.001]), prior, margin=0.02).verdict == "no"
     assert paired_leakage(prior + np.array([0.05, -0.06, 0.04, -0.05, 0.03]), prior, margin=0.02).verdict == "inconclusive"
+    failed = paired_leakage(prior - np.array([0.40, 0.45, 0.50, 0.42, 0.47]), prior, margin=0.02)
+    assert failed.verdict == "attack failed" and failed.ci_high < -0.02
 
 
 def test_one_seed_has_no_test():
