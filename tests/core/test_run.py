@@ -129,9 +129,11 @@ def test_the_priors_pretraining_budget_is_the_methods(tiny):
     from vflpriv.methods.local_ssl import LocalOptions
 
     fedhssl = tiny(method={"name": "fedhssl", "options": {"global_iterations": 3, "local_epochs": 2, "batch_size": 64,
-                                                          "lr_per_256": 0.1, "clean_view": True}})
+                                                          "lr_per_256": 0.1, "clean_view": True,
+                                                          "color_jitter": [0.3, 0.3, 0.3, 0.1], "blur_sigma": [0.1, 2]}})
     options = LocalOptions.model_validate(prior_options(fedhssl))
     assert (options.epochs, options.batch_size, options.clean_view) == (6, 64, True)
+    assert (options.color_jitter, options.blur_sigma) == ((0.3, 0.3, 0.3, 0.1), (0.1, 2.0))
     assert options.base_lr() == pytest.approx(0.1 * 64 / 256)  # plain SimSiam: no guidance rescaling
     local = tiny(method={"name": "local-simsiam", "options": {"epochs": 7, "optimizer": "adam", "lr": 0.003}})
     options = LocalOptions.model_validate(prior_options(local))
