@@ -86,6 +86,15 @@ def sweep(
             if not todo:
                 break
             mine = [k for k in schedule(todo) if store.claim(k)]
+            # A training another sweep stored and released between our read of ``settled`` and our claim:
+            # its records were put before its release, so a second read after the claim sees them.
+            now_settled = store.settled([r.key() for k in mine for r in todo[k]], since=started)
+            finished = [k for k in mine if all(r.key() in now_settled for r in todo[k])]
+            if finished:
+                store.release(finished)
+                mine = [k for k in mine if k not in finished]
+                if not mine:
+                    continue
             if not mine:
                 if on_wait is not None:
                     on_wait(len(todo))

@@ -30,7 +30,8 @@ def test_fedhssl_paper_sets_the_codes_finetuning_and_each_methods_own_budget():
     assert (f.optimizer, f.lr, f.momentum, f.weight_decay, f.schedule, f.grad_clip, f.batch_size, f.epochs) == (
         "sgd", 0.01, 0.9, 3e-5, "cosine", 5.0, 512, 20)
     assert hssl.method.options == {"batch_size": 512, "global_iterations": 40, "clean_view": True,
-                                   "crop_scale": [0.3, 1.0]}
+                                   "crop_scale": [0.3, 1.0], "color_jitter": [0.3, 0.3, 0.3, 0.1],
+                                   "blur_sigma": [0.1, 2.0]}
     local = build_experiment(method="local-simsiam", preset="fedhssl-paper", overrides=[], **NO_OPTIONS)
     assert local.method.options["epochs"] == 40 and "global_iterations" not in local.method.options
     split = build_experiment(method="splitnn", preset="fedhssl-paper", overrides=[], **NO_OPTIONS)
