@@ -90,11 +90,11 @@ def sweep(
             # its records were put before its release, so a second read after the claim sees them.
             now_settled = store.settled([r.key() for k in mine for r in todo[k]], since=started)
             finished = [k for k in mine if all(r.key() in now_settled for r in todo[k])]
-            if finished:
+            if finished:  # no write transaction on the usual path
                 store.release(finished)
                 mine = [k for k in mine if k not in finished]
-                if not mine:
-                    continue
+            if not mine and finished:
+                continue  # those trainings are done: read the store again at once
             if not mine:
                 if on_wait is not None:
                     on_wait(len(todo))
