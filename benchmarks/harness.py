@@ -255,6 +255,21 @@ def machine() -> str:
             f"{os.cpu_count()} CPUs ({model}), {memory:.0f} GiB")
 
 
+def machine_speed() -> str:
+    """A fixed reference workload, timed at the start and the end of the run: these VMs change speed by up to
+    2x within an hour, so the absolute figures between two such lines are only comparable at equal speed."""
+    a, w = torch.ones(32, 512), torch.ones(512, 512)
+    start = time.perf_counter()
+    for _ in range(2000):
+        a @ w
+    gemm = (time.perf_counter() - start) / 2000
+    start = time.perf_counter()
+    total = 0
+    for i in range(300_000):
+        total += i
+    return f"machine speed: GEMM 32x512x512 {gemm * 1e6:.0f} us, Python loop of 300k adds {(time.perf_counter() - start) * 1e3:.0f} ms"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -268,6 +283,7 @@ def main() -> None:
         lines.append(text)
 
     say(f"# vflpriv benchmark harness\n\nmachine: {machine()}\n")
+    say(f"at the start, {machine_speed()}")
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         main_command(tmp, args.repeats, say)
@@ -277,6 +293,7 @@ def main() -> None:
         engine_overhead_ratios(args.repeats, say)
         sweep_vs_necessary(tmp, say)
         growth(tmp, say)
+    say(f"at the end, {machine_speed()}")
     if args.record:
         args.record.write_text("\n".join(lines) + "\n")
 
