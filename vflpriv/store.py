@@ -27,23 +27,14 @@ from vflpriv.records import OK, RunRecord
 
 APPLICATION_ID = 0x76666C70  # "vflp"
 LEASE_SECONDS = 60.0
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    key TEXT PRIMARY KEY,
-    training_key TEXT NOT NULL,
-    status TEXT NOT NULL,
-    record TEXT NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_training ON runs (training_key);
-CREATE TABLE IF NOT EXISTS claims (
-    training_key TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    expires REAL NOT NULL
-);
-"""
+#: One statement each: they run inside the opening transaction (``executescript`` would commit it first).
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, training_key TEXT NOT NULL, status TEXT NOT NULL, "
+    "record TEXT NOT NULL, updated REAL NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS runs_by_training ON runs (training_key)",
+    "CREATE TABLE IF NOT EXISTS claims (training_key TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, "
+    "pid INTEGER NOT NULL, expires REAL NOT NULL)",
+)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -83,6 +74,13 @@ class Store:
             raise ConfigError(f"results store {self.path} is not a usable SQLite database ({exc})") from None
 
     def _open(self) -> None:
+        """Check the file is a vflpriv store (or new) and create the schema, in one write transaction: two
+        sweeps creating one store at once would otherwise see each other half-initialised (an application
+        id of 0 beside tables) and refuse it as another program's database."""
+        with self._transaction():
+            self._init_schema()
+
+    def _init_schema(self) -> None:
         app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
         tables = sorted(r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
         if app_id == 0 and not tables:
@@ -93,7 +91,8 @@ class Store:
                 f"results store {self.path} is another program's SQLite database ({what}), not a vflpriv "
                 "results store; give a new path"
             )
-        self._db.executescript(_SCHEMA)
+        for statement in _SCHEMA:
+            self._db.execute(statement)
 
     # ------------------------------------------------------------------------------------------ records
 

@@ -118,3 +118,28 @@ def test_the_first_training_of_each_pretraining_runs_first():
     assert [(r.method.name, r.seed) for r in order[:2]] == [("fedhssl", 0), ("fedhssl", 1)]
     assert {r.swept.strength for r in order[:2]} == {1.0}
     assert sorted(order, key=runs.index) == runs and len(order) == len(groups) == 8
+
+
+
+def test_sweeps_creating_one_store_at_once_all_open_it(tmp_path):
+    """Opening checks the file and creates the schema in one transaction: a sweep that opens a store another
+    is creating never sees it half-initialised (tables without the application id) and refuses it."""
+    import threading
+
+    failures = []
+
+    def open_at(path, start):
+        start.wait()
+        try:
+            Store(path).close()
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            failures.append(f"{type(exc).__name__}: {exc}")
+
+    for attempt in range(40):
+        start = threading.Barrier(4, timeout=30)
+        threads = [threading.Thread(target=open_at, args=(tmp_path / f"{attempt}.sqlite", start)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert failures == []

@@ -191,12 +191,16 @@ def test_two_sweeps_sharing_a_store_compute_each_training_once(tmp_path, monkeyp
 
     monkeypatch.setattr(sweep_module, "run_safely", counted)
     monkeypatch.setattr(sweep_module, "POLL_SECONDS", 0.05)
-    start, frames = threading.Barrier(2), {}
+    start, frames, errors = threading.Barrier(2, timeout=60), {}, []
 
     def one_sweep(name, order):
-        with Store(tmp_path / "shared.sqlite") as store:
-            start.wait()
-            frames[name] = sweep_module.sweep(order, store, checked=True)
+        try:
+            with Store(tmp_path / "shared.sqlite") as store:
+                start.wait()
+                frames[name] = sweep_module.sweep(order, store, checked=True)
+        except BaseException as exc:  # noqa: BLE001 - a failed thread must fail the test, not hang the other
+            errors.append(exc)
+            start.abort()
 
     threads = [threading.Thread(target=one_sweep, args=("a", configs)),
                threading.Thread(target=one_sweep, args=("b", configs[::-1]))]
@@ -204,6 +208,7 @@ def test_two_sweeps_sharing_a_store_compute_each_training_once(tmp_path, monkeyp
         t.start()
     for t in threads:
         t.join()
+    assert not errors, errors
     assert sorted(computed) == sorted({c.training_key() for c in configs})  # each of the 4 trainings once
     a, b = frames["a"].set_index("key"), frames["b"].set_index("key")
     assert set(a["status"]) == {"ok"} and a["utility"].equals(b.loc[a.index, "utility"])
