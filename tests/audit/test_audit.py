@@ -3,6 +3,7 @@ installed third-party plugin is found through its entry point and audited end to
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -65,10 +66,53 @@ def test_conformance_refuses_a_method_breaking_the_contract(cls, needle):
         check_conformance(TrainingConfig.model_validate({**SMALL, "method": {"name": f"test-{cls.__name__}"}}))
 
 
-def test_conformance_passes_the_built_in_methods():
-    for name in ("splitnn", "local-simsiam"):
-        opts = {"epochs": 1, "batch_size": 256} if name.startswith("local") else {}
-        assert check_conformance(TrainingConfig.model_validate({**SMALL, "method": {"name": name, "options": opts}}))
+#: One pass of every budget a method has: the checks train each method three times.
+QUICK = {"epochs": 1, "global_iterations": 1, "local_epochs": 1, "pretrain_epochs": 1, "ssl_epochs": 1,
+         "client_epochs": 1, "server_epochs": 1, "kmeans_restarts": 1}
+
+
+@pytest.mark.parametrize("name", [n for n in METHODS.names() if n not in ("fedhssl-simsiam",)])
+def test_conformance_passes_every_built_in_method_in_both_directions(name):
+    fields = METHODS.get(name).Options.model_fields
+    opts = {k: v for k, v in QUICK.items() if k in fields}
+    passed = check_conformance(TrainingConfig.model_validate({**SMALL, "method": {"name": name, "options": opts}}))
+    if METHODS.get(name).federated:
+        assert any("passive parties only through the channel" in p for p in passed)
+
+
+def _example_method(package: str, module: str, attr: str):
+    spec = importlib.util.spec_from_file_location(module, ROOT / "examples" / package / module / "__init__.py")
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return getattr(loaded, attr)
+
+
+def test_conformance_refuses_a_passive_party_training_on_the_active_partys_own_gradient():
+    """The mirror image of a side path: the passive party backpropagates the gradient the active party computed
+    instead of the payload the channel delivered, so a gradient defense would be silently off."""
+    METHODS.register("test-gradient-bypass", _example_method("gradient-bypass", "vflpriv_gradient_bypass",
+                                                             "GradientBypass"))
+    with pytest.raises(ConformanceError, match="active party's data reach passive party 1's model .* finetuning"):
+        check_conformance(TrainingConfig.model_validate({**SMALL, "method": {"name": "test-gradient-bypass"}}))
+
+
+def test_the_bypass_is_what_the_check_says_a_gradient_defense_is_silently_off():
+    """What the refusal protects against, measured: under heavy ISO noise the bypassing method's passive bottom is
+    the one an undefended training gives (it never saw the noise), while split learning's is not."""
+    METHODS.register("test-gradient-bypass", _example_method("gradient-bypass", "vflpriv_gradient_bypass",
+                                                             "GradientBypass"))
+    from vflpriv.planning import plan_training
+    from vflpriv.run import build_federation
+
+    def passive_bottom(strength: float) -> torch.Tensor:
+        config = TrainingConfig.model_validate({**SMALL, "method": {"name": "test-gradient-bypass"},
+                                                "defenses": [{"name": "iso", "strength": strength}]})
+        p = plan_training(config)
+        fed = build_federation(p)
+        trained = p.method.finetune(fed, None)
+        return torch.cat([t.flatten() for t in trained.bottoms[1].state_dict().values()])
+
+    assert torch.equal(passive_bottom(0.0), passive_bottom(25.0))
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +120,7 @@ def plugins(tmp_path_factory) -> dict:
     """The example plugin packages pip-installed into a folder of their own, found through PYTHONPATH."""
     target = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
-                    str(target), str(ROOT / "examples" / "aggvfl"), str(ROOT / "examples" / "leaky-split")],
+                    str(target), *(str(ROOT / "examples" / name) for name in ("aggvfl", "leaky-split", "gradient-bypass"))],
                    check=True, capture_output=True)
     return dict(os.environ, PYTHONPATH=str(target), VFLPRIV_CACHE=str(tmp_path_factory.mktemp("cache")))
 
@@ -104,4 +148,11 @@ def test_a_plugin_with_a_side_path_around_the_channel_is_refused(plugins, tmp_pa
     refused = _vflpriv(["audit", "--method", "leaky-split", "--check-only", "--set", "finetune.epochs=1"], plugins)
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.startswith("error: refused: method 'leaky-split' lets the passive parties' features")
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_a_plugin_training_on_the_clean_gradient_is_refused(plugins):
+    refused = _vflpriv(["audit", "--method", "gradient-bypass", "--check-only", "--set", "finetune.epochs=1"], plugins)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.startswith("error: refused: method 'gradient-bypass' lets the active party's data reach")
     assert len(refused.stderr.strip().splitlines()) == 1

@@ -1,6 +1,13 @@
-"""VFL methods; each is registered by name in the ``vflpriv.methods`` entry-point group."""
+"""VFL methods; each is registered by name in the ``vflpriv.methods`` entry-point group.
+
+What a method of one's own builds on (docs/plugins.md): the base class, the finished model, the active party's
+top model, the shared split-learning loop and its pieces, for methods that write a training loop of their own.
+"""
 
 from vflpriv.methods.base import Method
-from vflpriv.methods.finetune import Trained, TopModel, finetune, predict, split_step
+from vflpriv.methods.finetune import (
+    PartyOptimizers, Trained, TopModel, backward_with, finetune, new_top, predict, split_step,
+)
 
-__all__ = ["Method", "TopModel", "Trained", "finetune", "predict", "split_step"]
+__all__ = ["Method", "PartyOptimizers", "TopModel", "Trained", "backward_with", "finetune", "new_top", "predict",
+           "split_step"]
