@@ -40,7 +40,7 @@ class Table:
                  "| " + " | ".join("---" for _ in self.columns) + " |"]
         for r, row in enumerate(self.rows):
             lines.append("| " + " | ".join(f"**{c}**" if (r, j) in self.best else c for j, c in enumerate(row)) + " |")
-        return "\n".join(lines + ([f"", self.note] if self.note else [])) + "\n"
+        return "\n".join(lines + (["", self.note] if self.note else [])) + "\n"
 
     def latex(self) -> str:
         def tex(text: str) -> str:

@@ -30,8 +30,7 @@ def evaluate(
     ``config`` is an :class:`~vflpriv.config.ExperimentConfig`, a dict of the same settings, or the path of a
     YAML/TOML experiment file. Writes ``results.csv`` and the store into ``out``.
     """
-    from rich.console import Console
-
+    from vflpriv.console import make_console
     from vflpriv.config import ExperimentConfig
     from vflpriv.config_io import read_config_file, resolve_method_options, validate
     from vflpriv.experiment import run_into_store
@@ -44,21 +43,20 @@ def evaluate(
     experiment = config if isinstance(config, ExperimentConfig) else validate(ExperimentConfig, config)
     return run_into_store(experiment.runs(), Path(out), jobs=jobs or experiment.jobs, backend=experiment.backend,
                           address=address, store_path=Path(store) if store else None,
-                          console=Console(quiet=True), show_progress=False)
+                          console=make_console(quiet=True), show_progress=False)
 
 
 def sweep(grid: dict[str, Any] | str | Path, *, out: str | Path = "vflpriv-sweep", store: str | Path | None = None,
           jobs: int | None = None) -> pd.DataFrame:
     """Run (or resume) a grid like ``vflpriv sweep`` (a dict or a grid file) and return its runs."""
-    from rich.console import Console
-
+    from vflpriv.console import make_console
     from vflpriv.config_io import read_config_file
     from vflpriv.experiment import run_into_store
     from vflpriv.grid import expand
 
     g = expand(read_config_file(Path(grid)) if isinstance(grid, (str, Path)) else grid)
     return run_into_store(g.runs, Path(out), jobs=jobs or g.jobs, backend=g.backend,
-                          store_path=Path(store) if store else None, console=Console(quiet=True), show_progress=False)
+                          store_path=Path(store) if store else None, console=make_console(quiet=True), show_progress=False)
 
 
 def load_results(store: str | Path) -> pd.DataFrame:

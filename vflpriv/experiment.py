@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from vflpriv.config import ExperimentConfig, RunConfig, TrainingConfig, dataset_partition_defaults
+from vflpriv.console import make_console
 from vflpriv.errors import ConfigError, Interrupted
 from vflpriv.folders import writable_folder
 from vflpriv.store import Store
@@ -38,7 +39,7 @@ def run_into_store(
     """Validate everything (every training planned, ``out`` writable, the store opened), then run or resume
     the runs and write ``results.csv``; notes (e.g. a recomputed cache entry) are printed. Ctrl-C raises
     :class:`Interrupted` naming the store. ``warm``: workers spawned early (:func:`early_workers`)."""
-    console = console or Console()
+    console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend, previous=warm)  # they start while this plans
     try:
@@ -51,7 +52,7 @@ def run_into_store(
     except BaseException:
         warm.cancel()
         raise
-    progress_console = Console(stderr=True)
+    progress_console = make_console(stderr=True)
     progress = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=progress_console, transient=True,
                         disable=not show_progress or not progress_console.is_terminal)
@@ -112,7 +113,7 @@ def evaluate_experiment(
 
     Returns the number of failed runs; CAP says which sweeps are incomplete.
     """
-    console = console or Console()
+    console = console or make_console()
     results = run_into_store(experiment.runs(), out, jobs=experiment.jobs, backend=experiment.backend,
                              address=address, store_path=store_path, console=console, show_progress=show_progress,
                              header=partition_line(experiment), warm=warm)

@@ -120,7 +120,7 @@ def plugins(tmp_path_factory) -> dict:
     """The example plugin packages pip-installed into a folder of their own, found through PYTHONPATH."""
     target = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
-                    str(target), *(str(ROOT / "examples" / name) for name in ("aggvfl", "leaky-split", "gradient-bypass"))],
+                    str(target), *(str(ROOT / "examples" / name) for name in ("aggvfl", "fedbcd", "leaky-split", "gradient-bypass"))],
                    check=True, capture_output=True)
     return dict(os.environ, PYTHONPATH=str(target), VFLPRIV_CACHE=str(tmp_path_factory.mktemp("cache")))
 
@@ -156,3 +156,12 @@ def test_a_plugin_training_on_the_clean_gradient_is_refused(plugins):
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.startswith("error: refused: method 'gradient-bypass' lets the active party's data reach")
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_the_custom_loop_example_is_described_from_its_options_and_passes_conformance(plugins):
+    described = _vflpriv(["describe", "fedbcd"], plugins)
+    assert described.returncode == 0, described.stderr
+    assert "local_updates" in described.stdout and "updates per exchange" in described.stdout
+    checked = _vflpriv(["audit", "--method", "fedbcd", "--check-only", "--set", "finetune.epochs=1"], plugins)
+    assert checked.returncode == 0, checked.stderr
+    assert "passive parties only through the channel" in checked.stdout

@@ -1,7 +1,6 @@
 """Marvell (Li et al. 2022): the per-batch solve is optimal under its power budget, and the noise it
 adds pushes the norm attack's leak AUC toward 0.5 on a synthetic binary task."""
 
-import math
 from types import SimpleNamespace
 
 import numpy as np

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from vflpriv.console import make_console
 
 from vflpriv.audit import AuditConfig, audit_grid
 from vflpriv.cli.app import app
@@ -98,7 +98,7 @@ def audit(
     cfg = build_audit(config=config, method=method, dataset=dataset, attacks=attacks, defenses=defenses, phases=phases,
                       seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,
                       overrides=set_, preset=preset)
-    console = Console()
+    console = make_console()
     passed = check_conformance(cfg.training())
     console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))
     if check_only:

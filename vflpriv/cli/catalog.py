@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
+from vflpriv.console import make_console
 
 from vflpriv.cli.app import app
 from vflpriv.errors import ConfigError
@@ -38,7 +38,7 @@ def datasets() -> None:
     for name, info in DATASET_INFO.items():
         present, where, how = status(name)
         table.add_row(name, info.kind, "yes" if present else "no", info.description, where if present else how)
-    Console().print(table)
+    make_console().print(table)
 
 
 @app.command()
@@ -48,7 +48,7 @@ def describe(name: str = typer.Argument(..., help="a method, attack, defense, da
 
     from vflpriv.describe import describe as describe_name
 
-    console = Console()
+    console = make_console()
     for d in describe_name(name):
         console.print(f"[bold]{d.kind} {d.name}[/bold]: {d.summary}")
         for key, value in d.facts.items():

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
+from vflpriv.console import make_console
 
 from vflpriv.cli.app import app, fail
 from vflpriv.config import ExperimentConfig
@@ -94,6 +94,6 @@ def evaluate(
     except BaseException:
         warm.cancel()
         raise
-    failed = evaluate_experiment(experiment, out, store_path=store, address=address, console=Console(), warm=warm)
+    failed = evaluate_experiment(experiment, out, store_path=store, address=address, console=make_console(), warm=warm)
     if failed:
         fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from vflpriv.console import make_console
 
 from vflpriv.cli.app import app
 from vflpriv.config_io import apply_override, settings
@@ -55,7 +55,7 @@ def sweep(
     except BaseException:
         warm.cancel()
         raise
-    console = Console()
+    console = make_console()
     console.print(f"{len(grid.runs)} runs on {grid.trainings} trainings; {len(grid.skipped)} cell(s) set aside")
     for cell in grid.skipped:
         console.print(f"  set aside: {cell.method} / {cell.dataset} / {cell.attack}: {cell.reason}")
@@ -84,7 +84,7 @@ def table(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-tables"), 
     from vflpriv.results import load_results, select, write_tables
 
     found = write_tables(select(load_results(store), attack=attack, defense=defense, phase=phase), out)
-    console = Console()
+    console = make_console()
     for t in found:
         console.print(t.markdown())
     console.print(f"wrote {out / 'cap_tables.md'}, {out / 'cap_tables.tex'}, {out / 'cap_tables.csv'}, "
@@ -99,4 +99,4 @@ def report(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-report"),
     from vflpriv.results import load_results, select, write_report
 
     path = write_report(select(load_results(store), attack=attack, defense=defense, phase=phase), out, store=store)
-    Console().print(f"wrote {path} (and the tables and figures beside it)")
+    make_console().print(f"wrote {path} (and the tables and figures beside it)")

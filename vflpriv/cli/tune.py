@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from vflpriv.console import make_console
 
 from vflpriv.cli.app import app
 from vflpriv.cli.evaluate import build_experiment
@@ -56,12 +56,12 @@ def tune(
                           + (" and low > 0 (log scale)" if axis.log else ""))
     data = experiment.model_dump(exclude={"seed"})
     validate(type(experiment), {**data, "strengths": [lo]}).runs()  # the whole config checks out
-    console = Console()
+    console = make_console()
 
     def evaluate(strength: float):
         point = validate(type(experiment), {**data, "strengths": [strength]})
         frame = run_into_store(point.runs(), out, jobs=experiment.jobs, backend=experiment.backend, store_path=store,
-                               console=Console(quiet=True))
+                               console=make_console(quiet=True))
         ok = frame[frame["status"] == "ok"]
         console.print(f"{axis.name}={strength:g}: attack {ok['attack_accuracy'].mean():.3f}, prior "
                       f"{ok['prior_accuracy'].mean():.3f}, utility {ok['utility'].mean():.3f} ({len(ok)} seeds)")
