@@ -17,7 +17,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, NonNegativeFloat, model_validator
 
+from vflpriv.errors import VflprivError
 from vflpriv.options import Options
+from vflpriv.registry import DATASETS
 
 Phase = Literal["pretrain", "finetune"]
 
@@ -135,9 +137,6 @@ DATASET_DEFAULT_SECTIONS = ("partition", "model")
 def dataset_defaults(name: str, section: str) -> dict[str, Any]:
     """The defaults a dataset's loader declares for a config section; {} if it declares none or the name is
     unknown (the planner reports unknown names)."""
-    from vflpriv.errors import VflprivError
-    from vflpriv.registry import DATASETS
-
     try:
         return dict(getattr(DATASETS.get(name), f"default_{section}", {}))
     except VflprivError:

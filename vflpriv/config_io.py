@@ -89,14 +89,6 @@ def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def settings(*, preset: str | None, config: Path | None) -> dict[str, Any]:
-    """A command's settings from files: the preset (``vflpriv.presets``), then the config file over it."""
-    from vflpriv import presets
-
-    base = presets.load(preset) if preset else {}
-    return merged(base, read_config_file(config) if config else {})
-
-
 #: Experiment-file key holding options for some methods only: ``{pattern: options}``, fnmatch patterns on
 #: the method's name (``fedhssl*``, ``local-simsiam``), so one file (a preset, a grid) serves several methods.
 METHOD_OPTIONS = "method_options"

@@ -114,8 +114,6 @@ def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
 
 
 def _preset(name: str, data: dict[str, Any]) -> Description:
-    from vflpriv import presets
-
     return Description("preset", name, presets.description(name), _flat(data))
 
 

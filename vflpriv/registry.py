@@ -71,14 +71,9 @@ def _import_object(path: str, kind: str) -> Any:
         raise UnknownNameError(f"cannot import {kind} '{path}': {type(exc).__name__}: {exc}") from None
 
 
-def _is_method(obj: Any) -> str | None:
-    from vflpriv.methods.base import Method
-
-    return None if isinstance(obj, type) and issubclass(obj, Method) else "expected a subclass of vflpriv.methods.Method"
-
-
 def _has(*members: str) -> Callable[[Any], str | None]:
-    """Structural check for attacks and defenses (the core does not import their packages)."""
+    """Structural check: the registry imports no component package (they import the engine, which imports
+    the configuration, which reads the dataset registry), so it checks what a component must have."""
 
     def check(obj: Any) -> str | None:
         missing = [m for m in members if not hasattr(obj, m)]
@@ -93,7 +88,8 @@ def _is_loader(obj: Any) -> str | None:
     return None if callable(obj) and not isinstance(obj, type) else "expected a loader function returning a VerticalDataset"
 
 
-METHODS: Registry[Any] = Registry("method", "vflpriv.methods", _is_method)
+METHODS: Registry[Any] = Registry("method", "vflpriv.methods",
+                                  _has("pretrain", "finetune", "predict", "sends", "pretrains", "federated"))
 ATTACKS: Registry[Any] = Registry("attack", "vflpriv.attacks", _has("infer", "required_messages", "needs_encoder"))
 DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses", _has("protects", "axis", "supported_kinds"))
 DATASETS: Registry[Any] = Registry("dataset", "vflpriv.datasets", _is_loader)

@@ -14,7 +14,8 @@ from vflpriv.console import make_console
 from vflpriv.audit import AuditConfig, audit_grid
 from vflpriv.cli.app import app
 from vflpriv.cli.evaluate import numbers
-from vflpriv.config_io import apply_override, check_shape, resolve_method_options, settings, validate
+from vflpriv.config_io import apply_override, check_shape, resolve_method_options, validate
+from vflpriv.presets import settings
 
 
 def _names(text: str | None) -> list[str] | None:

@@ -7,14 +7,13 @@ from vflpriv.console import make_console
 
 from vflpriv.cli.app import app
 from vflpriv.errors import ConfigError
+from vflpriv import presets
 from vflpriv.registry import REGISTRIES
 
 
 @app.command("list")
 def list_(what: str = typer.Argument(..., help="methods, attacks, defenses, datasets or presets")) -> None:
     """List registered names (built-ins and installed plugins), or the shipped presets with what they are."""
-    from vflpriv import presets
-
     if what == "presets":
         for name in presets.names():
             typer.echo(f"{name}: {presets.description(name)}")

@@ -10,7 +10,8 @@ from vflpriv.console import make_console
 
 from vflpriv.cli.app import app, fail
 from vflpriv.config import ExperimentConfig
-from vflpriv.config_io import apply_override, check_shape, resolve_method_options, settings, validate
+from vflpriv.config_io import apply_override, check_shape, resolve_method_options, validate
+from vflpriv.presets import settings
 from vflpriv.errors import ConfigError
 
 

@@ -9,7 +9,8 @@ import typer
 from vflpriv.console import make_console
 
 from vflpriv.cli.app import app
-from vflpriv.config_io import apply_override, settings
+from vflpriv.config_io import apply_override
+from vflpriv.presets import settings
 
 STORE = typer.Argument(..., help="a results store (results.sqlite, or the --out directory holding it) written by evaluate, sweep, audit or tune")
 FILTERS = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from vflpriv.config_io import merged, read_config_file
 from vflpriv.errors import ConfigError
 
 FOLDER = Path(__file__).parent
@@ -22,8 +23,6 @@ def names() -> list[str]:
 
 def load(name: str) -> dict[str, Any]:
     """The preset's settings (without its description); unknown names list the valid ones."""
-    from vflpriv.config_io import read_config_file
-
     if name not in names():
         raise ConfigError(f"unknown preset '{name}'; valid presets: {', '.join(names())}")
     data = read_config_file(FOLDER / f"{name}.yaml")
@@ -32,10 +31,14 @@ def load(name: str) -> dict[str, Any]:
 
 
 def description(name: str) -> str:
-    from vflpriv.config_io import read_config_file
-
     load(name)  # the same error for an unknown name
     return " ".join(str(read_config_file(FOLDER / f"{name}.yaml").get("description", "")).split())
+
+
+def settings(*, preset: str | None, config: Path | None) -> dict[str, Any]:
+    """A command's settings from files: the preset, then the config file over it."""
+    base = load(preset) if preset else {}
+    return merged(base, read_config_file(config) if config else {})
 
 
 #: ``vflpriv describe`` reads presets like a registry: ``names()`` and ``get(name)``.
