@@ -14,8 +14,8 @@ from vflpriv.tradeoff.cap import strength_label
 CONTEXT = ["method", "dataset", "attack", "defense", "phase"]
 
 
-def _pm(mean: float, std: float) -> str:
-    return "n/a" if pd.isna(mean) else f"{mean:.3f} ± {std:.3f}"
+def _pm(mean: float, std: float, *, sign: bool = False) -> str:
+    return "n/a" if pd.isna(mean) else f"{mean:{'+' if sign else ''}.3f} ± {std:.3f}"
 
 
 def _split_context(frame: pd.DataFrame) -> tuple[list[str], str]:
@@ -24,29 +24,39 @@ def _split_context(frame: pd.DataFrame) -> tuple[list[str], str]:
     return varying, fixed
 
 
+def utility_label(metric: str) -> str:
+    """What the utility number is: the federated model's metric on the test samples."""
+    return "test " + {"accuracy": "accuracy", "auc": "AUC", "f1": "F1"}.get(metric, metric or "utility")
+
+
 def strength_table(summary: pd.DataFrame) -> Table:
-    """Per strength: utility, attack accuracy and prior, mean ± std over seeds."""
+    """Per strength (none without a defense): utility, attack and prior accuracy, leakage, mean ± std over seeds."""
     varying, fixed = _split_context(summary)
-    metric = summary["utility_metric"].iloc[0] if "utility_metric" in summary else "utility"
-    table = Table(title=f"{fixed} (mean ± std over seeds)")
-    for col in (*varying, "strength", f"utility ({metric})", "attack acc", "prior acc", "seeds"):
+    metric = summary["utility_metric"].iloc[0] if "utility_metric" in summary else ""
+    defended = bool((summary["defense"] != "none").any())
+    table = Table(title=f"{fixed} (mean ± std over seeds; leakage = attack − prior accuracy, per seed)")
+    columns = (*varying, *(["strength"] if defended else []), f"utility ({utility_label(metric)})", "attack acc",
+               "prior acc", "leakage", "seeds")
+    for col in columns:
         table.add_column(col, justify="right")
     for _, r in summary.iterrows():
         table.add_row(
-            *(str(r[c]) for c in varying), strength_label(r["strength_axis"], r["strength"]),
+            *(str(r[c]) for c in varying), *([strength_label(r["strength_axis"], r["strength"])] if defended else []),
             _pm(r["utility_mean"], r["utility_std"]), _pm(r["attack_accuracy_mean"], r["attack_accuracy_std"]),
-            _pm(r["prior_accuracy_mean"], r["prior_accuracy_std"]), str(int(r["n_seeds"])),
+            _pm(r["prior_accuracy_mean"], r["prior_accuracy_std"]), _pm(r["leakage_mean"], r["leakage_std"], sign=True),
+            str(int(r["n_seeds"])),
         )
     return table
 
 
 def cap_rich_table(caps: pd.DataFrame) -> Table:
     """CAP mean ± std over seeds per (method, dataset, attack, defense, phase), or why there is none."""
-    table = Table(title="CAP = mean over λ of U × (1 − A), higher is better")
-    for col in (*CONTEXT, "CAP", "seeds"):
+    table = Table(title="CAP = mean over the strengths of U × (1 − A), higher is better")
+    for col in (*CONTEXT, "U", "CAP", "seeds"):
         table.add_column(col)
     for _, r in caps.iterrows():
         status = r.get("status", "ok")
         shown = _pm(r["cap"], r["cap_std"]) if pd.notna(r["cap"]) else status
-        table.add_row(*(str(r[c]) for c in CONTEXT), shown, str(int(r["n_seeds"])))
+        table.add_row(*(str(r[c]) for c in CONTEXT), utility_label(r.get("utility_metric", "")), shown,
+                      str(int(r["n_seeds"])))
     return table

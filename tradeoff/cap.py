@@ -41,7 +41,7 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
     - ``incomplete: strengths X failed``: no seed succeeded at X, so there is no CAP (NaN);
     - ``n/a: ...``: the attack does not apply (a non-federated method).
 
-    ``cap_optimistic`` is the same CAP from ``attack_accuracy_optimistic`` (the attack's best epoch selected
+    ``utility_metric`` names what U is (test accuracy, AUC or F1: one per dataset). ``cap_optimistic`` is the same CAP from ``attack_accuracy_optimistic`` (the attack's best epoch selected
     on the targets' labels, as both public attack codes report and the FedHSSL paper's tables print), for
     comparison with printed numbers only; NaN unless every counted run has it (the attack's
     ``report_best_epoch_on_targets`` option).
@@ -50,8 +50,10 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
     by = GROUP + (["variant"] if "variant" in results else [])
     for keys, group in results.groupby(by, sort=False):
         expected = sorted(group["strength"].unique())
+        metric = _metric(group)
         if (group["status"] == "n/a").all():
-            rows.append((*keys, NAN, NAN, NAN, 0, "n/a: " + str(group["error"].iloc[0]) if "error" in group else "n/a"))
+            rows.append((*keys, metric, NAN, NAN, NAN, 0,
+                         "n/a: " + str(group["error"].iloc[0]) if "error" in group else "n/a"))
             continue
         ok = group[group["status"] == "ok"]
         failed = [s for s in expected if s not in set(ok["strength"])]
@@ -66,7 +68,7 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
             else:
                 left_out.append(seed)
         if failed:
-            rows.append((*keys, NAN, NAN, NAN, 0, f"incomplete: strengths {_fmt(failed)} failed"))
+            rows.append((*keys, metric, NAN, NAN, NAN, 0, f"incomplete: strengths {_fmt(failed)} failed"))
             continue
         status = "ok"
         if left_out:
@@ -74,17 +76,28 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
         if not caps:
             status = f"incomplete: no seed succeeded at every strength (seeds {_fmt(left_out)})"
         values = np.asarray(caps, dtype=float)
-        rows.append((*keys, float(values.mean()) if caps else NAN, float(values.std()) if caps else NAN,
+        rows.append((*keys, metric, float(values.mean()) if caps else NAN, float(values.std()) if caps else NAN,
                      float(np.mean(optimistic)) if caps and len(optimistic) == len(caps) else NAN, len(caps), status))
-    return pd.DataFrame(rows, columns=[*by, "cap", "cap_std", "cap_optimistic", "n_seeds", "status"])
+    return pd.DataFrame(rows, columns=[*by, "utility_metric", "cap", "cap_std", "cap_optimistic", "n_seeds", "status"])
+
+
+def _metric(group: pd.DataFrame) -> str:
+    """The utility metric of a group's CAP (one per dataset): its runs' metric, "" when none was scored."""
+    if "utility_metric" not in group:
+        return ""
+    found = [m for m in group["utility_metric"].dropna().unique() if m]
+    return str(found[0]) if found else ""
 
 
 def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over seeds of utility, attack and prior accuracy at each strength (and its axis name)."""
+    """Mean and std over seeds of utility, attack and prior accuracy and leakage (attack - prior accuracy, per seed)
+    at each strength (and its axis name)."""
     ok = results[results["status"] == "ok"]
     if "strength_axis" not in ok:
         ok = ok.assign(strength_axis="lambda")
-    cols = ["utility", "attack_accuracy", "prior_accuracy"]
+    if "leakage" not in ok:
+        ok = ok.assign(leakage=ok["attack_accuracy"] - ok["prior_accuracy"])
+    cols = ["utility", "attack_accuracy", "prior_accuracy", "leakage"]
     keys = GROUP + (["variant"] if "variant" in ok else []) + ["utility_metric", "strength_axis", "strength"]
     agg = ok.groupby(keys)[cols].agg(["mean", lambda c: c.std(ddof=0)])
     agg.columns = [f"{c}_{'mean' if s == 'mean' else 'std'}" for c, s in agg.columns]

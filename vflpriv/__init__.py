@@ -23,17 +23,19 @@ __all__ = ["cap_table", "evaluate", "load_results", "sweep"]
 
 def evaluate(
     config: ExperimentConfig | dict[str, Any] | str | Path, *, out: str | Path = "vflpriv-out",
-    store: str | Path | None = None, jobs: int | None = None, address: str | None = None,
+    store: str | Path | None = None, jobs: int | None = None, address: str | None = None, overwrite: bool = False,
 ) -> pd.DataFrame:
-    """Run (or resume) an experiment like ``vflpriv evaluate`` and return its runs, one row per record.
+    """Run (or resume) an experiment like ``vflpriv evaluate`` and return its runs, one row per record (the
+    columns of :func:`load_results`).
 
     ``config`` is an :class:`~vflpriv.config.ExperimentConfig`, a dict of the same settings, or the path of a
-    YAML/TOML experiment file. Writes ``results.csv`` and the store into ``out``.
+    YAML/TOML experiment file. Writes what the command writes into ``out``: ``results.csv``, ``cap.csv`` (with a
+    swept defense), ``tradeoff.png`` and the store.
     """
-    from vflpriv.console import make_console
     from vflpriv.config import ExperimentConfig
     from vflpriv.config_io import read_config_file, resolve_method_options, validate
-    from vflpriv.experiment import run_into_store
+    from vflpriv.console import make_console
+    from vflpriv.experiment import evaluate_experiment
 
     if isinstance(config, (str, Path)):
         config = read_config_file(Path(config))
@@ -41,22 +43,26 @@ def evaluate(
         config = dict(config)
         resolve_method_options(config)
     experiment = config if isinstance(config, ExperimentConfig) else validate(ExperimentConfig, config)
-    return run_into_store(experiment.runs(), Path(out), jobs=jobs or experiment.jobs, backend=experiment.backend,
-                          address=address, store_path=Path(store) if store else None,
-                          console=make_console(quiet=True), show_progress=False)
+    if jobs is not None:
+        experiment = experiment.model_copy(update={"jobs": jobs})
+    return evaluate_experiment(experiment, Path(out), store_path=Path(store) if store else None, address=address,
+                               console=make_console(quiet=True), show_progress=False, overwrite=overwrite)
 
 
 def sweep(grid: dict[str, Any] | str | Path, *, out: str | Path = "vflpriv-sweep", store: str | Path | None = None,
-          jobs: int | None = None) -> pd.DataFrame:
-    """Run (or resume) a grid like ``vflpriv sweep`` (a dict or a grid file) and return its runs."""
-    from vflpriv.console import make_console
+          jobs: int | None = None, overwrite: bool = False) -> pd.DataFrame:
+    """Run (or resume) a grid like ``vflpriv sweep`` (a dict or a grid file) and return its runs (the columns of
+    :func:`load_results`); writes ``results.csv``, ``skipped.csv``, ``cap.csv`` and the store into ``out``."""
     from vflpriv.config_io import read_config_file
-    from vflpriv.experiment import run_into_store
+    from vflpriv.console import make_console
+    from vflpriv.experiment import run_grid
     from vflpriv.grid import expand
 
     g = expand(read_config_file(Path(grid)) if isinstance(grid, (str, Path)) else grid)
-    return run_into_store(g.runs, Path(out), jobs=jobs or g.jobs, backend=g.backend,
-                          store_path=Path(store) if store else None, console=make_console(quiet=True), show_progress=False)
+    if jobs is not None:
+        g.jobs = jobs
+    return run_grid(g, Path(out), store_path=Path(store) if store else None, console=make_console(quiet=True),
+                    show_progress=False, overwrite=overwrite)
 
 
 def load_results(store: str | Path) -> pd.DataFrame:

@@ -8,6 +8,7 @@ for an unknown key, the valid keys of its section.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 import types
 import typing
@@ -185,8 +186,10 @@ def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: s
     message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         section = _section(model, loc[:-1])
-        valid = ", ".join(section.model_fields) if section is not None and section.model_fields else "none"
-        return f"unknown setting {where}; valid keys here: {valid}"
+        fields = list(section.model_fields) if section is not None else []
+        close = difflib.get_close_matches(str(loc[-1]), fields, n=1) if loc else []
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return f"unknown setting {where}{hint}; valid keys here: {', '.join(fields) or 'none'}"
     if err["type"] in ("model_type", "dict_type"):
         return f"{where} must be a section of settings, got {type(err['input']).__name__} {err['input']!r}"
     value = err.get("input")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Callable
 from pathlib import Path
-
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -19,6 +20,8 @@ from vflpriv.tradeoff.executors import LOCAL_BACKENDS, Warm, prewarm
 if TYPE_CHECKING:
     import pandas as pd
 
+    from vflpriv.grid import Grid
+
 #: Columns of the store's records that stay out of results.csv (they are JSON blobs).
 STORE_ONLY = ["config", "traffic"]
 
@@ -33,12 +36,19 @@ def run_into_store(
     store_path: Path | None = None,
     console: Console | None = None,
     show_progress: bool = True,
-    header: str = "",
+    header: Callable[[], str] | None = None,
     warm: Warm | None = None,
+    overwrite: bool = False,
+    owns: Callable[[str], bool] | None = None,
+    write_csv: bool = True,
 ) -> pd.DataFrame:
-    """Validate everything (every training planned, ``out`` writable, the store opened), then run or resume
-    the runs and write ``results.csv``; notes (e.g. a recomputed cache entry) are printed. Ctrl-C raises
-    :class:`Interrupted` naming the store. ``warm``: workers spawned early (:func:`early_workers`)."""
+    """Validate everything (every training planned, ``out`` writable and holding no other experiment's results,
+    the store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off);
+    notes (e.g. a recomputed cache entry) are printed. Ctrl-C raises :class:`Interrupted` naming the store.
+    ``header()``: lines printed once everything checked out. ``warm``: workers spawned early
+    (:func:`early_workers`). ``owns(key)``: whether a run already listed in
+    ``out``'s results.csv belongs to this command (default: it is one of ``configs``); ``overwrite`` replaces
+    a results.csv that holds other runs."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend, previous=warm)  # they start while this plans
@@ -49,6 +59,9 @@ def run_into_store(
 
         check(configs)
         writable_folder(out, what="--out")
+        if not overwrite:
+            keys = {c.key() for c in configs}
+            guard_outputs(out, owns=owns or keys.__contains__)
     except BaseException:
         warm.cancel()
         raise
@@ -64,19 +77,49 @@ def run_into_store(
 
     store_path = store_path or out / "results.sqlite"
     with Store(store_path) as store, progress:
-        if header:  # everything checked: from here on, output is results
-            console.print(header)
-        task = progress.add_task("runs", total=len(configs), completed=sum(store.done(c.key()) for c in configs))
+        if header is not None:  # everything checked: from here on, output is results
+            console.print(header())
+        stored = sum(store.done(c.key()) for c in configs)
+        console.print(f"{plural(len(configs), 'run')} on {plural(n_trainings, 'training')}: {stored} already in "
+                      f"the store, {len(configs) - stored} to run")
+        task = progress.add_task("runs", total=len(configs), completed=stored)
         try:
             results = sweep(configs, store, jobs=jobs, backend=backend, address=address, on_done=done, checked=True)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
-    results.drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
+    if write_csv:
+        results.drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
     for note in notes:
         console.print(f"note: {note}")
-    console.print(f"{len(configs)} runs on {n_trainings} trainings; wrote {out / 'results.csv'}")
+    if write_csv:
+        console.print(f"wrote {out / 'results.csv'}")
     return results
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def guard_outputs(out: Path, *, owns: Callable[[str], bool]) -> None:
+    """Refuse to replace another experiment's results: a ``results.csv`` in ``out`` listing runs this command does
+    not own would be replaced (with ``cap.csv`` and the plots) by one without them. Resuming or widening the same
+    experiment (more seeds, another attack) owns every listed run and passes."""
+    path = out / "results.csv"
+    if not path.is_file():
+        return
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            keys = [row["key"] for row in csv.DictReader(f)]
+    except (OSError, KeyError, TypeError, UnicodeDecodeError, csv.Error):
+        raise ConfigError(f"--out {out} holds a results.csv that vflpriv did not write; give another --out, or "
+                          "--overwrite to replace it") from None
+    foreign = [k for k in keys if not owns(k)]
+    if foreign:
+        raise ConfigError(
+            f"--out {out} holds another experiment's results: its results.csv lists {len(keys)} runs, {len(foreign)} "
+            "of them not part of this one, and would be replaced (with cap.csv and the plots); give another --out, "
+            "or --overwrite to replace them (runs in a store stay there)")
 
 
 def early_workers(data: dict[str, Any]) -> Warm:
@@ -94,9 +137,31 @@ def partition_line(config: TrainingConfig) -> str:
     p = config.partition
     defaults = dataset_partition_defaults(config.dataset.name)
     own = [k for k, v in defaults.items() if getattr(p, k) == v]
-    line = (f"partition: {p.parties} parties, {p.aligned_fraction:.0%} aligned, {p.labeled} labeled, "
-            f"{p.aux} auxiliary ({p.aux_source}), adversary party {p.adversary}")
+    source = ("drawn from its unlabeled local samples" if p.aux_source == "unlabeled"
+              else "drawn from the labeled aligned samples, which are then not scored")
+    line = (f"partition: {p.parties} parties, {p.aligned_fraction:.0%} of the training samples aligned, {p.labeled} "
+            f"labeled at the active party (party 0); adversary: party {p.adversary}, which knows {p.aux} auxiliary "
+            f"labels ({source})")
     return line + (f" ({', '.join(own)}: {config.dataset.name}'s defaults)" if own else "")
+
+
+def experiment_line(experiment: ExperimentConfig) -> str:
+    """What is measured: method, dataset and its utility metric, attacks, the swept defense, seeds."""
+    from vflpriv.reports.tables import utility_label
+
+    swept = experiment.swept
+    defense = (f"defense {swept.name} ({swept.phase}) swept over {', '.join(f'{s:g}' for s in experiment.strengths)}"
+               if swept else "no defense")
+    metric = _dataset_metric(experiment)
+    return (f"{experiment.method.name} on {experiment.dataset.name} (utility: {utility_label(metric)}); attack "
+            f"{', '.join(experiment.attack.names())} ({experiment.attack.phase}); {defense}; seeds "
+            f"{', '.join(map(str, experiment.seeds))}")
+
+
+def _dataset_metric(config: TrainingConfig) -> str:
+    from vflpriv.data.load import load_dataset
+
+    return load_dataset(config.dataset, parties=config.partition.parties).metric
 
 
 def evaluate_experiment(
@@ -108,33 +173,74 @@ def evaluate_experiment(
     console: Console | None = None,
     show_progress: bool = True,
     warm: Warm | None = None,
-) -> int:
-    """Run (or resume) the sweep and write ``results.csv``, ``cap.csv``, ``tradeoff.png`` (one per attack) into ``out``.
+    overwrite: bool = False,
+) -> pd.DataFrame:
+    """Run (or resume) the sweep and write ``results.csv``, ``cap.csv`` (with a swept defense) and
+    ``tradeoff.png`` (one per attack) into ``out``; returns the runs, one row per record, with their variants.
 
-    Returns the number of failed runs; CAP says which sweeps are incomplete.
+    The console shows, per strength, utility, attack and prior accuracy and leakage (mean ± std over seeds), and
+    CAP when a defense is swept (CAP averages over a defense's strengths; with no defense there is none).
     """
     console = console or make_console()
-    results = run_into_store(experiment.runs(), out, jobs=experiment.jobs, backend=experiment.backend,
-                             address=address, store_path=store_path, console=console, show_progress=show_progress,
-                             header=partition_line(experiment), warm=warm)
+    runs = experiment.runs()
+
+    def header() -> str:
+        return "\n".join([experiment_line(experiment), partition_line(experiment)])
+
+    results = run_into_store(runs, out, jobs=experiment.jobs, backend=experiment.backend, address=address,
+                             store_path=store_path, console=console, show_progress=show_progress, header=header,
+                             warm=warm, overwrite=overwrite)
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
     from vflpriv.reports.tables import cap_rich_table, strength_table
     from vflpriv.tradeoff.cap import cap_table, strength_summary
+    from vflpriv.tradeoff.variants import with_variants
 
-    caps = cap_table(results)
-    caps.to_csv(out / "cap.csv", index=False)
+    results = with_variants(results)
     summary = strength_summary(results)
     figures = tradeoff_figures(summary, out, formats=("png",)) if not summary.empty else []
     if not summary.empty:
         console.print(strength_table(summary))
-    console.print(cap_rich_table(caps))
-    for _, row in caps.iterrows():
-        what = f"CAP {row['method']} / {row['attack']} / {row['defense']} ({row['phase']}): "
-        if row["status"] == "ok":
-            console.print(what + f"{row['cap']:.4f} ± {row['cap_std']:.4f} over {int(row['n_seeds'])} seeds")
-        elif row["status"].startswith("partial"):
-            console.print(what + f"{row['cap']:.4f} ± {row['cap_std']:.4f} over {int(row['n_seeds'])} seeds ({row['status']})")
-        else:
-            console.print(what + row["status"])
-    console.print(f"wrote {', '.join(str(p) for p in [out / 'cap.csv', *figures])}")
-    return int((results["status"] == "failed").sum())
+    written = []
+    if experiment.swept is not None:
+        caps = cap_table(results)
+        caps.to_csv(out / "cap.csv", index=False)
+        written.append(out / "cap.csv")
+        console.print(cap_rich_table(caps))
+        for _, row in caps.iterrows():
+            what = f"CAP {row['method']} / {row['attack']} / {row['defense']} ({row['phase']}): "
+            if row["status"] == "ok" or row["status"].startswith("partial"):
+                extra = f" ({row['status']})" if row["status"] != "ok" else ""
+                console.print(what + f"{row['cap']:.4f} ± {row['cap_std']:.4f} over {int(row['n_seeds'])} seeds{extra}")
+            else:
+                console.print(what + row["status"])
+    else:
+        console.print("no defense swept, so no CAP (the mean over a defense's strengths of utility × (1 − attack "
+                      "accuracy)); --defense NAME sweeps one")
+    if written or figures:
+        console.print(f"wrote {', '.join(str(p) for p in [*written, *figures])}")
+    return results
+
+
+def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: str | None = None,
+             console: Console | None = None, show_progress: bool = True, warm: Warm | None = None,
+             overwrite: bool = False) -> pd.DataFrame:
+    """Run (or resume) an expanded grid (``vflpriv sweep``) and write ``results.csv``, ``skipped.csv`` (the cells
+    set aside, with the reason) and ``cap.csv`` into ``out``; returns the runs with their variants."""
+    import pandas as pd
+
+    from vflpriv.reports.paper_tables import cap_tables
+    from vflpriv.tradeoff.cap import cap_table
+    from vflpriv.tradeoff.variants import with_variants
+
+    console = console or make_console()
+    results = run_into_store(grid.runs, out, jobs=grid.jobs, backend=grid.backend, address=address,
+                             store_path=store_path, console=console, show_progress=show_progress, warm=warm,
+                             overwrite=overwrite)
+    pd.DataFrame([vars(c) for c in grid.skipped], columns=["method", "dataset", "attack", "reason"]).to_csv(
+        out / "skipped.csv", index=False)
+    results = with_variants(results)
+    caps = cap_table(results)
+    caps.to_csv(out / "cap.csv", index=False)
+    for table in cap_tables(caps):
+        console.print(table.markdown())
+    return results

@@ -18,12 +18,13 @@ dataset) are set aside with their reason; any other bad value fails the whole gr
 from __future__ import annotations
 
 import copy
+import difflib
 import itertools
 from dataclasses import dataclass
 from typing import Any
 
 from vflpriv.config import ExperimentConfig, RunConfig
-from vflpriv.config_io import check_shape, resolve_method_options, validate
+from vflpriv.config_io import METHOD_OPTIONS, check_shape, resolve_method_options, validate
 from vflpriv.errors import ConfigError, IncompatibleError
 from vflpriv.planning import plan
 
@@ -77,8 +78,24 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = copy.deepcopy(value)
 
 
+def _check_keys(data: dict[str, Any]) -> None:
+    """A grid file's own keys: unknown ones (with the closest valid key), and a list under a singular key, are
+    errors of the file, not of each cell."""
+    valid = [*ExperimentConfig.model_fields, *PLURAL, METHOD_OPTIONS]
+    for key in data:
+        if key not in valid:
+            close = difflib.get_close_matches(str(key), valid, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ConfigError(f"grid file: unknown setting {key}{hint}; valid keys here: {', '.join(valid)}")
+    for singular in ("method", "dataset"):
+        if isinstance(data.get(singular), list):
+            raise ConfigError(f"grid file: {singular} takes one section; list several under {singular}s: "
+                              f"({singular}s: [{', '.join(map(str, data[singular][:3]))}])")
+
+
 def experiments(raw: dict[str, Any]) -> list[ExperimentConfig]:
     """One validated experiment per grid cell (method x dataset x axis values; attacks stay a list)."""
+    _check_keys(raw)
     data = copy.deepcopy(raw)
     plural = {k: data.pop(k) for k in PLURAL if k in data}
     check_shape(ExperimentConfig, data, source="grid file")

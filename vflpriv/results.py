@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import platform
 from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pandas as pd
 
 from vflpriv.errors import ConfigError
+from vflpriv.provenance import versions
 from vflpriv.records import RunRecord
 from vflpriv.reports.html import render_report
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables
@@ -68,15 +67,8 @@ def write_report(results: pd.DataFrame, out: Path, *, store: Path) -> Path:
     found = write_tables(results, out)
     summary = strength_summary(results)
     figures = tradeoff_figures(summary, out) if not summary.empty else []
-    try:
-        own = version("vflpriv")
-    except PackageNotFoundError:
-        own = "unknown"
-    import torch
-
     context = {"results store": str(store), "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-               "versions": f"vflpriv {own}, torch {torch.__version__}, pandas {pd.__version__}, "
-                           f"python {platform.python_version()}"}
+               "versions": versions()}
     page = render_report(results, title="vflpriv results", tables=found, figures=figures, context=context)
     path = out / "report.html"
     path.write_text(page)

@@ -31,9 +31,65 @@ def test_evaluate_writes_outputs_and_is_reproducible(runner, tmp_path):
     pd.testing.assert_frame_equal(a[cols], b[cols])
     assert len(a) == 4 and set(a["status"]) == {"ok"}
     cap = pd.read_csv(tmp_path / "a" / "cap.csv")
-    assert list(cap.columns) == ["method", "dataset", "attack", "defense", "phase", "cap", "cap_std", "cap_optimistic",
-                                 "n_seeds", "status"]
-    assert cap["n_seeds"].item() == 2
+    assert list(cap.columns) == ["method", "dataset", "attack", "defense", "phase", "variant", "utility_metric", "cap",
+                                 "cap_std", "cap_optimistic", "n_seeds", "status"]
+    assert cap["n_seeds"].item() == 2 and cap["utility_metric"].item() == "accuracy"
+
+
+def _table_rows(output: str) -> dict[str, list[str]]:
+    """Rows of the console's box tables, by their first cell."""
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in output.splitlines() if line.count("│") > 3]
+    return {r[0]: r for r in rows}
+
+
+def test_evaluate_console_shows_leakage_utility_metric_and_what_the_adversary_knows(runner, tmp_path):
+    args = ["evaluate", "--method", "splitnn", "--attack", "mc", "--defense", "iso", "--strengths", "0,25",
+            "--seeds", "0,1", *FAST, "--out", str(tmp_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "splitnn on digits (utility: test accuracy)" in out
+    assert "adversary: party 1, which knows 80 auxiliary labels (drawn from its unlabeled local samples)" in out
+    assert "4 runs on 4 trainings: 0 already in the store, 4 to run" in out
+    header = next(line for line in out.splitlines() if "utility (test accuracy)" in line)
+    assert "leakage" in header and "strength" in header
+    results = pd.read_csv(tmp_path / "results.csv")
+    row = _table_rows(out)["λ=25"]
+    at25 = results[results["strength"] == 25]
+    leak = at25["attack_accuracy"] - at25["prior_accuracy"]
+    assert row[-2] == f"{leak.mean():+.3f} ± {leak.std(ddof=0):.3f}"
+    again = runner.invoke(app, args)
+    assert "4 runs on 4 trainings: 4 already in the store, 0 to run" in again.output
+
+
+def test_evaluate_without_a_defense_prints_no_strength_and_no_cap(runner, tmp_path):
+    result = runner.invoke(app, ["evaluate", "--method", "splitnn", "--defense", "none", "--seeds", "0", *FAST,
+                                 "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.output.splitlines() if "utility (test accuracy)" in line)
+    assert "λ=0" not in result.output and "strength" not in header and "leakage" in header
+    assert "no defense swept, so no CAP" in result.output and "CAP splitnn" not in result.output
+    assert not (tmp_path / "cap.csv").exists() and (tmp_path / "results.csv").exists()
+
+
+def test_out_holding_another_experiments_results_is_refused_unless_overwrite(runner, tmp_path):
+    base = ["evaluate", "--method", "splitnn", "--defense", "iso", "--strengths", "0", *FAST, "--out", str(tmp_path)]
+    assert runner.invoke(app, [*base, "--seeds", "0,1"]).exit_code == 0
+    before = (tmp_path / "results.csv").read_text()
+    widened = runner.invoke(app, [*base, "--seeds", "0,1,2"])  # the same experiment, one more seed: its own results
+    assert widened.exit_code == 0, widened.output
+    assert len(pd.read_csv(tmp_path / "results.csv")) == 3
+    (tmp_path / "results.csv").write_text(before)
+    other = runner.invoke(app, [*base, "--seeds", "5"])
+    lines = [line for line in other.output.splitlines() if line.strip()]
+    assert other.exit_code == 2 and len(lines) == 1
+    assert "holds another experiment's results: its results.csv lists 2 runs, 2 of them not part of this one" in lines[0]
+    assert (tmp_path / "results.csv").read_text() == before
+    replaced = runner.invoke(app, [*base, "--seeds", "5", "--overwrite"])
+    assert replaced.exit_code == 0 and len(pd.read_csv(tmp_path / "results.csv")) == 1
+    (tmp_path / "results.csv").write_text("name,score\nmine,1\n")
+    foreign = runner.invoke(app, [*base, "--seeds", "5"])
+    assert foreign.exit_code == 2 and "holds a results.csv that vflpriv did not write" in foreign.output
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -87,3 +143,14 @@ def test_datasets_lists_presence_and_how_to_get(runner, monkeypatch, tmp_path):
     assert result.exit_code == 0
     lines = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") > 3}
     assert "yes" in lines["digits"] and "no" in lines["nus-wide"] and "dataset.root" in result.output
+
+
+def test_version_and_help_follow_command_line_conventions(runner):
+    from vflpriv.provenance import own_version
+
+    shown = runner.invoke(app, ["--version"])
+    assert shown.exit_code == 0 and shown.output.strip() == f"vflpriv {own_version()}"
+    for command in ([], ["evaluate"], ["sweep"], ["audit"], ["tune"], ["table"]):
+        help_text = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"}).output
+        assert "<bool>" not in help_text and "list[str]" not in help_text, help_text
+    assert "KEY=VALUE" in runner.invoke(app, ["evaluate", "--help"], env={"COLUMNS": "200"}).output

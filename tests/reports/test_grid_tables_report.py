@@ -40,6 +40,9 @@ def test_grid_expands_axes_applies_each_datasets_defaults_and_sets_aside_what_ca
     ({"axes": {"partition.labeled": 200}}, "non-empty lists"),
     ({"axes": {"partition.nope": [1]}}, "unknown setting partition.nope"),
     ({"datasets": ["digits"], "partition": {"labeled": 5000}}, "exceeds"),
+    ({"methods": ["splitnn"], "stregths": [1, 5]}, r"^grid file: unknown setting stregths \(did you mean strengths\?\); "
+                                                   r"valid keys here: .*methods, datasets, attacks, axes, method_options$"),
+    ({"method": ["splitnn", "fedhssl"]}, r"grid file: method takes one section; list several under methods:"),
 ])
 def test_a_bad_grid_fails_before_anything_runs(raw, needle):
     from vflpriv.errors import VflprivError
@@ -135,8 +138,12 @@ def test_tune_cli_stores_every_point_and_resumes(tmp_path):
     assert first.exit_code == 0, first.output
     result = json.loads((tmp_path / "tune.json").read_text())
     assert result["runs"] == len(result["points"]) >= 1
-    again = CliRunner().invoke(app, args)
+    listed = pd.read_csv(tmp_path / "results.csv")
+    assert sorted(listed["strength"]) == sorted(p["strength"] for p in result["points"])  # every point, not the last
+    again = CliRunner().invoke(app, args)  # its own results.csv in --out: resumed, not refused
     assert again.exit_code == 0 and json.loads((tmp_path / "tune.json").read_text())["points"] == result["points"]
+    other = CliRunner().invoke(app, [*args, "--set", "partition.labeled=150"])
+    assert other.exit_code == 2 and "holds another experiment's results" in other.output
 
 
 def test_describe_prints_the_options_from_the_model():
@@ -150,7 +157,10 @@ def test_python_api_evaluate_and_load(tmp_path):
     config = {**FAST, "dataset": {"name": "breast-cancer"}, "strengths": [1], "jobs": 1}
     runs = vflpriv.evaluate(config, out=tmp_path)
     assert list(runs["status"]) == ["ok"] and runs["dataset"].item() == "breast-cancer"
+    for name in ("results.csv", "cap.csv", "tradeoff.png"):  # what the command line writes
+        assert (tmp_path / name).stat().st_size > 0
     loaded = vflpriv.load_results(tmp_path / "results.sqlite")
+    assert list(loaded.columns) == list(runs.columns)
     assert loaded["utility"].tolist() == runs["utility"].tolist()
     assert vflpriv.cap_table(loaded)["status"].tolist() == ["ok"]
     with pytest.raises(ConfigError, match="no results store"):

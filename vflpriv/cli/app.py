@@ -6,13 +6,30 @@ from __future__ import annotations
 import sys
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from vflpriv.errors import Interrupted, VflprivError
+from vflpriv.provenance import own_version
+
+
+def _flags_without_type(params: list) -> list:
+    """Flags take no value: show none in ``--help`` (typer prints ``--dry-run <bool>``, ``--help <bool>``)."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class _Command(TyperCommand):
+    def get_params(self, ctx):  # type: ignore[override]
+        return _flags_without_type(super().get_params(ctx))
 
 
 class _ErrorLineGroup(TyperGroup):
     """Turns every usage or input error into one ``error:`` line and exit code 2 (130 for Ctrl-C), no traceback."""
+
+    def get_params(self, ctx):  # type: ignore[override]
+        return _flags_without_type(super().get_params(ctx))
 
     def invoke(self, ctx):  # type: ignore[override]
         try:
@@ -40,11 +57,25 @@ def fail(message: str, *, code: int = 2) -> None:
     sys.exit(code)
 
 
-app = typer.Typer(cls=_ErrorLineGroup, add_completion=False, pretty_exceptions_enable=False,
-                  help="Measure label leakage of VFL methods and the cost of defenses.")
+class _App(typer.Typer):
+    """The app; its commands use :class:`_Command` (flags shown without a type)."""
+
+    def command(self, *args, cls=None, **kwargs):  # type: ignore[override]
+        return super().command(*args, cls=cls or _Command, **kwargs)
+
+
+app = _App(cls=_ErrorLineGroup, add_completion=False, pretty_exceptions_enable=False,
+           help="Measure label leakage of VFL methods and the cost of defenses.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"vflpriv {own_version()}")
+        raise typer.Exit()
 
 
 @app.callback(invoke_without_command=True)
-def _root(ctx: typer.Context) -> None:
+def _root(ctx: typer.Context, version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                                           help="Print vflpriv's version and exit.")) -> None:
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import platform
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Optional
 
@@ -16,6 +14,7 @@ from vflpriv.cli.app import app
 from vflpriv.cli.evaluate import numbers
 from vflpriv.config_io import apply_override, check_shape, resolve_method_options, validate
 from vflpriv.presets import settings
+from vflpriv.provenance import versions
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -53,12 +52,6 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
 
 
 def _context(cfg: AuditConfig) -> dict:
-    try:
-        own = version("vflpriv")
-    except PackageNotFoundError:
-        own = "unknown"
-    import torch
-
     p = cfg.partition
     return {
         "method": cfg.method.name, "dataset": cfg.dataset.name, "prior": cfg.audit.prior, "seeds": cfg.seeds,
@@ -66,7 +59,7 @@ def _context(cfg: AuditConfig) -> dict:
             "parties": p.parties, "aligned fraction": p.aligned_fraction, "labeled": p.labeled, "aux": p.aux,
             "adversary": "every passive party" if cfg.audit.adversaries == "all" else f"party {p.adversary}",
             "seeds": ", ".join(map(str, cfg.seeds)), "method options": json.dumps(cfg.method.options),
-            "versions": f"vflpriv {own}, torch {torch.__version__}, python {platform.python_version()}",
+            "versions": versions(),
         },
     }
 
@@ -82,7 +75,7 @@ def audit(
     out: Path = typer.Option(Path("vflpriv-audit"), help="output directory (audit.md, audit.json, results.csv)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML audit file"),
     preset: Optional[str] = typer.Option(None, help="named settings under --config (vflpriv list presets)"),
-    set_: list[str] = typer.Option([], "--set", help="override a setting: key.path=value (repeatable)"),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="override a setting: key.path=value (repeatable)"),
     all_adversaries: bool = typer.Option(False, "--all-adversaries", help="every passive party as the adversary in turn"),
     check_only: bool = typer.Option(False, "--check-only", help="only run the conformance checks of the method"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings"),
@@ -90,6 +83,7 @@ def audit(
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
 ) -> None:
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
     from vflpriv.conformance import check_conformance
@@ -106,7 +100,7 @@ def audit(
         return
     runs, skipped = audit_grid(cfg)
     results = run_into_store(runs, out, jobs=cfg.jobs, backend=cfg.backend, address=address, store_path=store,
-                             console=console)
+                             console=console, overwrite=overwrite)
     summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=_context(cfg))
     (out / "audit.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     (out / "audit.md").write_text(audit_markdown(summary))

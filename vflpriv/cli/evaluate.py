@@ -75,12 +75,13 @@ def evaluate(
     out: Path = typer.Option(Path("vflpriv-out"), help="output directory (results.csv, cap.csv, tradeoff.png)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML experiment file"),
     preset: Optional[str] = typer.Option(None, help="named settings under --config (vflpriv list presets)"),
-    set_: list[str] = typer.Option([], "--set", help="override a setting: key.path=value (repeatable)"),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="override a setting: key.path=value (repeatable)"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings (joblib workers)"),
     backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
 ) -> None:
     """Sweep a defense's strength x seeds for one method and attack; write results, CAP and a plot."""
     from vflpriv.experiment import early_workers, evaluate_experiment
@@ -95,6 +96,8 @@ def evaluate(
     except BaseException:
         warm.cancel()
         raise
-    failed = evaluate_experiment(experiment, out, store_path=store, address=address, console=make_console(), warm=warm)
+    results = evaluate_experiment(experiment, out, store_path=store, address=address, console=make_console(),
+                                  warm=warm, overwrite=overwrite)
+    failed = int((results["status"] == "failed").sum())
     if failed:
         fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)

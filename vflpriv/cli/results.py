@@ -8,11 +8,11 @@ from typing import Optional
 import typer
 from vflpriv.console import make_console
 
-from vflpriv.cli.app import app
+from vflpriv.cli.app import app, fail
 from vflpriv.config_io import apply_override
 from vflpriv.presets import settings
 
-STORE = typer.Argument(..., help="a results store (results.sqlite, or the --out directory holding it) written by evaluate, sweep, audit or tune")
+STORE = typer.Argument(..., metavar="STORE", help="a results store (results.sqlite, or the --out directory holding it) written by evaluate, sweep, audit or tune")
 FILTERS = {
     "attack": typer.Option(None, help="only this attack"),
     "defense": typer.Option(None, help="only this (swept) defense"),
@@ -22,15 +22,16 @@ FILTERS = {
 
 @app.command()
 def sweep(
-    config: Path = typer.Argument(..., help="grid file: an experiment file with methods, datasets, attacks, axes"),
+    config: Path = typer.Argument(..., metavar="GRID_FILE", help="grid file: an experiment file with methods, datasets, attacks, axes"),
     out: Path = typer.Option(Path("vflpriv-sweep"), help="output directory (results, CAP, store)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="plan the grid and print its size; train nothing"),
     preset: Optional[str] = typer.Option(None, help="named settings under the grid file (vflpriv list presets)"),
-    set_: list[str] = typer.Option([], "--set", help="override a setting of the grid: key.path=value"),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="override a setting of the grid: key.path=value"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings (default: the grid's, else 2)"),
     backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
 ) -> None:
     """Run a grid (methods x datasets x attacks x any axis x strengths x seeds) into one store; resumable."""
     from vflpriv.experiment import early_workers
@@ -44,36 +45,24 @@ def sweep(
         apply_override(raw, assignment)
     warm = early_workers(raw) if not dry_run else Warm()  # they import torch while this process does
     try:
-        import pandas as pd
-
-        from vflpriv.experiment import run_into_store
+        from vflpriv.experiment import run_grid
         from vflpriv.grid import expand
-        from vflpriv.reports.paper_tables import cap_tables
-        from vflpriv.tradeoff.cap import cap_table
-        from vflpriv.tradeoff.variants import with_variants
 
         grid = expand(raw)
     except BaseException:
         warm.cancel()
         raise
     console = make_console()
-    console.print(f"{len(grid.runs)} runs on {grid.trainings} trainings; {len(grid.skipped)} cell(s) set aside")
+    if grid.skipped:
+        console.print(f"{len(grid.skipped)} cell(s) of the grid set aside:")
     for cell in grid.skipped:
         console.print(f"  set aside: {cell.method} / {cell.dataset} / {cell.attack}: {cell.reason}")
     if dry_run:
+        console.print(f"{len(grid.runs)} runs on {grid.trainings} trainings (dry run: nothing trained)")
         return
-    results = run_into_store(grid.runs, out, jobs=grid.jobs, backend=grid.backend, address=address,
-                             store_path=store, console=console, warm=warm)
-    pd.DataFrame([vars(c) for c in grid.skipped], columns=["method", "dataset", "attack", "reason"]).to_csv(
-        out / "skipped.csv", index=False)
-    caps = cap_table(with_variants(results))
-    caps.to_csv(out / "cap.csv", index=False)
-    for table in cap_tables(caps):
-        console.print(table.markdown())
+    results = run_grid(grid, out, store_path=store, address=address, console=console, warm=warm, overwrite=overwrite)
     failed = int((results["status"] == "failed").sum())
     if failed:
-        from vflpriv.cli.app import fail
-
         fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)
 
 

@@ -29,14 +29,17 @@ def tune(
     out: Path = typer.Option(Path("vflpriv-tune"), help="output directory (tune.json, results.csv, store)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML experiment file"),
     preset: Optional[str] = typer.Option(None, help="named settings under --config (vflpriv list presets)"),
-    set_: list[str] = typer.Option([], "--set", help="override a setting: key.path=value (repeatable)"),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="override a setting: key.path=value (repeatable)"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings"),
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
     device: Optional[str] = typer.Option(None, help="torch device"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
 ) -> None:
     """Bisect a defense's strength (log scale) for the weakest at which an attack falls to the prior, over seeds."""
+    import pandas as pd
+
     from vflpriv.config_io import validate
-    from vflpriv.experiment import run_into_store
+    from vflpriv.experiment import STORE_ONLY, run_into_store
     from vflpriv.registry import DEFENSES
     from vflpriv.tradeoff.tune import tune as bisect
 
@@ -57,11 +60,27 @@ def tune(
     data = experiment.model_dump(exclude={"seed"})
     validate(type(experiment), {**data, "strengths": [lo]}).runs()  # the whole config checks out
     console = make_console()
+    template = _without_strength(experiment.runs()[0])
+    owned: dict[str, bool] = {}
+    frames = []
+
+    def owns(key: str) -> bool:
+        """A run listed in --out belongs to this tune if it is this experiment at some strength."""
+        if key not in owned:
+            from vflpriv.store import Store
+
+            with Store(store or out / "results.sqlite") as s:
+                record = s.get(key)
+            owned[key] = record is not None and _without_strength(json.loads(record.config)) == template
+        return owned[key]
 
     def evaluate(strength: float):
         point = validate(type(experiment), {**data, "strengths": [strength]})
         frame = run_into_store(point.runs(), out, jobs=experiment.jobs, backend=experiment.backend, store_path=store,
-                               console=make_console(quiet=True))
+                               console=make_console(quiet=True), overwrite=overwrite or bool(frames), owns=owns,
+                               write_csv=False)
+        frames.append(frame)
+        pd.concat(frames).drop_duplicates("key").drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
         ok = frame[frame["status"] == "ok"]
         console.print(f"{axis.name}={strength:g}: attack {ok['attack_accuracy'].mean():.3f}, prior "
                       f"{ok['prior_accuracy'].mean():.3f}, utility {ok['utility'].mean():.3f} ({len(ok)} seeds)")
@@ -78,3 +97,12 @@ def tune(
         console.print(f"{defense}: weakest {axis.name} bringing {experiment.attack.names()[0]} within {tolerance:g} of "
                       f"the prior: {f.strength:g} (leakage {f.leakage:+.3f}); utility {f.utility:.3f} ± "
                       f"{f.utility_std:.3f}; {len(result.points)} strengths, {result.runs} runs")
+
+
+def _without_strength(config) -> dict:
+    """A run's configuration as JSON data, without the swept defense's strength: the same for every tuned point."""
+    data = config.model_dump(mode="json", exclude={"device"}) if not isinstance(config, dict) else dict(config)
+    data.pop("device", None)
+    data["defenses"] = [{k: v for k, v in d.items() if not (k == "strength" and d.get("sweep"))}
+                        for d in data.get("defenses", [])]
+    return data
