@@ -12,8 +12,9 @@ from collections import defaultdict
 
 import pandas as pd
 
+from vflpriv.reports.tables import utility_label
 from vflpriv.tradeoff.cap import cap_table, strength_label
-from vflpriv.tradeoff.leakage import TEST_NAME, falls_to_prior, leakage_test
+from vflpriv.tradeoff.leakage import TEST_NAME, falls_to_prior, leakage_test, verdict_rule
 
 
 def _adversary(config_json: str) -> int:
@@ -50,7 +51,7 @@ def _verdict_line(attack: str, phase: str, test) -> str:
                 f"so it says nothing about leakage; check its options")
     return (f"{attack} ({phase}): leaks beyond the adversary's prior: {test.verdict} "
             f"(leakage {test.leakage:+.3f}, 95% CI [{test.ci_low:+.3f}, {test.ci_high:+.3f}]; paired t-test over "
-            f"{test.n_seeds} seeds, one-sided p = {test.p_value:.3g})")
+            f"{test.n_seeds} seeds, one-sided p = {test.p_value:.3g}; yes needs p < 0.025)")
 
 
 def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: float, context: dict) -> dict:
@@ -75,6 +76,7 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
         defenses.append({
             "adversary": int(adversary), "attack": attack, "phase": phase, "defense": defense,
             "strengths": [float(s) for s in strengths], "axis": axis, "cap": cap_value,  # weak to strong
+            "utility_metric": str(cap_row["utility_metric"].iloc[0]) if len(cap_row) else "",
             "cap_std": _num(cap_row["cap_std"].iloc[0]) if len(cap_row) else None,
             "cap_status": str(cap_row["status"].iloc[0]) if len(cap_row) else "no runs",
             "falls_to_prior": falls,
@@ -84,12 +86,16 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
         })
     failed = frame[frame["status"] == "failed"]
     return {
-        **context, "margin": margin, "test": TEST_NAME,
+        **context, "margin": margin, "test": TEST_NAME, "verdict_rule": verdict_rule(margin),
         "verdicts": verdicts, "defenses": defenses, "communication": _communication(baseline),
         "inapplicable": inapplicable,
         "failed": [{"attack": r.attack, "defense": r.defense, "phase": r.phase, "strength": float(r.strength),
                     "seed": int(r.seed), "error": r.error} for r in failed.itertuples()],
     }
+
+
+def _options(values: dict) -> str:
+    return ", ".join(f"{k}={json.dumps(v)}" for k, v in values.items()) or "none (it takes no options)"
 
 
 def _cell(value, fmt: str = "{:.3f}") -> str:
@@ -100,8 +106,14 @@ def audit_markdown(summary: dict) -> str:
     """``audit.md``: verdicts first, then what each defense costs, communication, and what could not run."""
     lines = [f"# Audit of `{summary['method']}` on {summary['dataset']}", ""]
     lines += [f"- {k}: {v}" for k, v in summary.get("settings", {}).items()]
+    options = summary.get("options", {})
+    if options:
+        lines.append(f"- method options: {_options(options.get('method', {}))}")
+        lines += [f"- {name} options: {_options(values)}" for name, values in options.get("attacks", {}).items()]
     lines += ["", f"Leakage = attack accuracy - adversary prior ({summary.get('prior', 'prior')}) on the same seed; "
-              f"{summary['test']}; verdict margin {summary['margin']:g}.", "", "## Verdicts (no defense)", ""]
+              f"{summary['test']}; verdict margin {summary['margin']:g}.", "",
+              f"Verdict rule: {summary.get('verdict_rule', verdict_rule(summary['margin']))}.", "",
+              "## Verdicts (no defense)", ""]
     lines += [f"- adversary party {v['adversary']}: {v['line']}" for v in summary["verdicts"]] or ["- no attack applies"]
     lines += ["", "| adversary | attack | phase | attack acc | prior acc | leakage [95% CI] | utility | verdict |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -110,13 +122,14 @@ def audit_markdown(summary: dict) -> str:
         lines.append(f"| {v['adversary']} | {v['attack']} | {v['phase']} | {_cell(v['attack_mean'])} | "
                      f"{_cell(v['prior_mean'])} | {_cell(v['leakage'], '{:+.3f}')} {ci} | {_cell(v['utility'])} | "
                      f"{v['verdict']} |")
-    lines += ["", "## Defenses", "", "| adversary | attack | phase | defense | strengths | CAP | falls to the prior at |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += ["", "## Defenses", "", "CAP = mean over the strengths of U × (1 − attack accuracy), U the utility named.",
+              "", "| adversary | attack | phase | defense | strengths | U | CAP | falls to the prior at |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for d in summary["defenses"]:
         cap = f"{d['cap']:.3f} ± {d['cap_std']:.3f}" if d["cap"] is not None else d["cap_status"]
         strengths = ", ".join(strength_label(d["axis"], s) for s in d["strengths"])
-        lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {d['defense']} | {strengths} | {cap} | "
-                     f"{d['falls_to_prior_text']} |")
+        lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {d['defense']} | {strengths} | "
+                     f"{utility_label(d.get('utility_metric', ''))} | {cap} | {d['falls_to_prior_text']} |")
     lines += ["", "## Communication (no defense, per training)", "", "| phase | direction | kind | MB | messages |",
               "| --- | --- | --- | --- | --- |"]
     lines += [f"| {c['phase']} | {c['direction']} | {c['kind']} | {c['mb']:.3f} | {c['messages']:g} |"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vflpriv.reports.paper_tables import Table
+from vflpriv.reports.paper_tables import Table, natural
 from vflpriv.tradeoff.variants import OWN_AXES, flatten
 
 STYLE = """
@@ -25,15 +25,43 @@ code { background: #f4f4f4; padding: 0 0.2em; }
 """
 
 
-def _settings(results: pd.DataFrame) -> tuple[list[tuple[str, str]], list[str]]:
-    """(settings every run shares, names of those that differ between runs)."""
-    flat = [flatten(json.loads(c)) for c in results["config"] if isinstance(c, str) and c]
-    if not flat:
-        return [], []
+def _settings(results: pd.DataFrame) -> tuple[list[tuple[str, str]], dict[str, dict[str, list[str]]]]:
+    """(settings every run shares, and for each setting that differs: value -> the cells holding it)."""
+    rows = [(flatten(_readable(json.loads(c))), f"{m} / {d} / {a}") for c, m, d, a in
+            zip(results["config"], results["method"], results["dataset"], results["attack"]) if isinstance(c, str) and c]
+    if not rows:
+        return [], {}
+    flat = [f for f, _ in rows]
     keys = sorted(set().union(*flat) - OWN_AXES)
     shared = [(k, str(flat[0].get(k))) for k in keys if len({repr(f.get(k)) for f in flat}) == 1]
-    varying = [k for k in keys if len({repr(f.get(k)) for f in flat}) > 1]
+    varying: dict[str, dict[str, list[str]]] = {}
+    for k in keys:
+        if len({repr(f.get(k)) for f in flat}) > 1:
+            values: dict[str, list[str]] = {}
+            for f, cell in rows:
+                where = values.setdefault("unset" if k not in f else str(f[k]), [])
+                if cell not in where:
+                    where.append(cell)
+            varying[k] = {v: sorted(cells, key=natural) for v, cells in sorted(values.items(), key=lambda i: natural(i[0]))}
     return shared, varying
+
+
+def _readable(config: dict) -> dict:
+    """The run's defenses as one setting ("none", or each defense's name, phase, and fixed strength or "swept"),
+    so runs with and without a defense differ in one row, not in one per field of the defense."""
+    described = []
+    for d in config.get("defenses", []):
+        extra = [d["phase"], "swept" if d.get("sweep") else f"strength {d.get('strength')}"]
+        extra += [f"{k} {json.dumps(d[k])}" for k in ("party", "kinds") if d.get(k) is not None]
+        extra += [f"options {json.dumps(d['options'], sort_keys=True)}"] if d.get("options") else []
+        described.append(f"{d['name']} ({', '.join(extra)})")
+    return {**config, "defenses": "; ".join(described) or "none"}
+
+
+def _seeds(results: pd.DataFrame) -> list[tuple[str, str]]:
+    """The seeds of each (method, dataset, attack, defense) cell."""
+    cells = results.groupby(["method", "dataset", "attack", "defense"], sort=False)["seed"]
+    return [(" / ".join(map(str, key)), ", ".join(map(str, sorted(set(seeds))))) for key, seeds in cells]
 
 
 def _image(path: Path) -> str:
@@ -57,9 +85,19 @@ def render_report(
                  f"{html.escape(', '.join(dict.fromkeys(results['dataset'])))}.</p>")
     parts.append("<h2>Results</h2>" + "".join(t.html() for t in tables))
     parts.append("<h2>Privacy-utility trade-off</h2>" + "".join(_image(f) for f in figures if f.suffix == ".png"))
-    parts.append("<h2>Configuration</h2><p>Settings that differ between runs: "
-                 + (html.escape(", ".join(varying)) if varying else "none") + ".</p><table><thead><tr><th>setting"
-                 "</th><th>value (every run)</th></tr></thead><tbody>"
+    parts.append("<h2>Configuration</h2><h3>Settings that differ between runs</h3>")
+    if varying:
+        parts.append("<table><thead><tr><th>setting</th><th>value</th><th>runs (method / dataset / attack)</th></tr>"
+                     "</thead><tbody>" + "".join(
+                         f"<tr><td><code>{html.escape(k)}</code></td><td>{html.escape(v)}</td>"
+                         f"<td>{html.escape('; '.join(cells))}</td></tr>"
+                         for k, values in varying.items() for v, cells in values.items()) + "</tbody></table>")
+    else:
+        parts.append("<p>none</p>")
+    parts.append("<h3>Seeds</h3><table><thead><tr><th>method / dataset / attack / defense</th><th>seeds</th></tr>"
+                 "</thead><tbody>" + "".join(f"<tr><td>{html.escape(c)}</td><td>{html.escape(v)}</td></tr>"
+                                             for c, v in _seeds(results)) + "</tbody></table>")
+    parts.append("<h3>Settings every run shares</h3><table><thead><tr><th>setting</th><th>value</th></tr></thead><tbody>"
                  + "".join(f"<tr><td><code>{html.escape(k)}</code></td><td>{html.escape(v)}</td></tr>" for k, v in shared)
                  + "</tbody></table>")
     failed = results[results["status"] == "failed"]

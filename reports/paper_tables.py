@@ -1,8 +1,9 @@
 """Tables in the forms papers use, from records only (FedHSSL Tables VII/XII and XI), as Markdown, CSV and LaTeX.
 
-- CAP tables: one per (attack, defense, phase); rows = methods (and their variants), columns = datasets,
-  cells "CAP ± std" over seeds, the best of each column marked (bold; ``best`` in the CSV). A sweep
-  without a CAP (incomplete, not applicable) shows its status instead of a number.
+- CAP tables: one per (attack, defense, phase); rows = methods (and their variants), columns = datasets (each
+  naming its utility metric U), cells "CAP ± std" over seeds, the best of each column and those tied with it
+  within seed noise marked (bold; ``best`` in the CSV; the rule is the table's note). A sweep without a CAP
+  (incomplete, not applicable) shows its status instead of a number.
 - Strength tables (Table XI): per dataset, rows = methods, one column per strength holding
   "A / U" (attack accuracy / utility, means over seeds).
 - References: the utility of non-federated methods (attacks do not apply to them), marked as such.
@@ -81,8 +82,48 @@ def _pm(mean: float, std: float) -> str:
     return "n/a" if pd.isna(mean) else f"{mean:.3f} ± {std:.3f}"
 
 
+#: One-sided level of the test that separates a CAP from the best of its column.
+ALPHA = 0.05
+BOLD_RULE = ("bold: the highest CAP of each column and every CAP not significantly below it (one-sided Welch t-test "
+             f"over seeds, p >= {ALPHA:g}), i.e. tied with the best within seed noise")
+
+
+def tied_with_best(cells: list[tuple[float, float, int]]) -> set[int]:
+    """Positions of the best (mean, std over seeds with ddof 0, seeds) cell and of every cell not significantly below
+    it (one-sided Welch t-test, p >= ALPHA). With fewer than two seeds on either side there is no test: only cells
+    equal to the best count as tied."""
+    from scipy import stats
+
+    if not cells:
+        return set()
+    top = max(range(len(cells)), key=lambda i: cells[i][0])
+    m_b, s_b, n_b = cells[top]
+    tied = set()
+    for i, (m, s, n) in enumerate(cells):
+        if math.isclose(m, m_b) or i == top:
+            tied.add(i)
+            continue
+        if n < 2 or n_b < 2:
+            continue
+        v_b, v = s_b ** 2 * n_b / (n_b - 1) / n_b, s ** 2 * n / (n - 1) / n  # squared standard errors
+        if v_b + v == 0:
+            continue  # no spread and different means: significantly below
+        t = (m_b - m) / math.sqrt(v_b + v)
+        df = (v_b + v) ** 2 / ((v_b ** 2 / (n_b - 1) if v_b else 0) + (v ** 2 / (n - 1) if v else 0))
+        if stats.t.sf(t, df) >= ALPHA:
+            tied.add(i)
+    return tied
+
+
+def _dataset_column(dataset: str, part: pd.DataFrame) -> str:
+    metrics = sorted({m for m in part.loc[part["dataset"] == dataset, "utility_metric"] if isinstance(m, str) and m}) \
+        if "utility_metric" in part else []
+    return f"{dataset} (U: {', '.join(metrics)})" if metrics else dataset
+
+
 def cap_tables(caps: pd.DataFrame) -> list[Table]:
-    """One methods x datasets CAP table per (attack, defense, phase); the highest CAP of a column is marked."""
+    """One methods x datasets CAP table per (attack, defense, phase); each column names its utility metric (U) and
+    marks its best CAP and those tied with it within seed noise (:data:`BOLD_RULE`)."""
     caps = caps.assign(variant=caps["variant"] if "variant" in caps else "")
     tables = []
     for (attack, defense, phase), part in caps.groupby(CONTEXT, sort=False):
@@ -98,15 +139,14 @@ def cap_tables(caps: pd.DataFrame) -> list[Table]:
                            ("n/a†" if str(r.status).startswith("n/a") else str(r.status)))
             rows.append(row)
         for j, d in enumerate(datasets, start=1):
-            scored = [(cells[(label, d)].cap, i) for i, label in enumerate(labels)
+            scored = [(i, cells[(label, d)]) for i, label in enumerate(labels)
                       if (label, d) in cells and not pd.isna(cells[(label, d)].cap)]
-            if scored:
-                top = max(c for c, _ in scored)
-                best |= {(i, j) for c, i in scored if math.isclose(c, top)}
-        note = "† " + NON_FEDERATED if any("n/a†" in c for row in rows for c in row) else ""
+            tied = tied_with_best([(r.cap, 0.0 if pd.isna(r.cap_std) else r.cap_std, int(r.n_seeds)) for _, r in scored])
+            best |= {(scored[k][0], j) for k in tied}
+        notes = [BOLD_RULE] + (["† " + NON_FEDERATED] if any("n/a†" in c for row in rows for c in row) else [])
         tables.append(Table(f"CAP = mean over the strengths of U × (1 − A); attack {attack}, defense {defense} "
-                            f"({phase}); mean ± std over seeds, best per dataset in bold",
-                            ["method", *datasets], rows, best, note))
+                            f"({phase}); mean ± std over seeds",
+                            ["method", *(_dataset_column(d, part) for d in datasets)], rows, best, "; ".join(notes)))
     return tables
 
 
@@ -147,7 +187,11 @@ def reference_table(results: pd.DataFrame) -> Table | None:
 
 
 def cap_csv(caps: pd.DataFrame) -> pd.DataFrame:
-    """The CAP tables in long form with a ``best`` flag per (attack, defense, phase, dataset)."""
-    caps = caps.assign(variant=caps["variant"] if "variant" in caps else "")
-    top = caps.groupby([*CONTEXT, "dataset"])["cap"].transform("max")
-    return caps.assign(best=caps["cap"].notna() & (caps["cap"] >= top - 1e-12))
+    """The CAP tables in long form with a ``best`` flag per (attack, defense, phase, dataset): the bold cells of
+    :func:`cap_tables` (the best and those tied with it within seed noise)."""
+    caps = caps.assign(variant=caps["variant"] if "variant" in caps else "").reset_index(drop=True)
+    best = pd.Series(False, index=caps.index)
+    for _, part in caps[caps["cap"].notna()].groupby([*CONTEXT, "dataset"]):
+        tied = tied_with_best([(r.cap, 0.0 if pd.isna(r.cap_std) else r.cap_std, int(r.n_seeds)) for r in part.itertuples()])
+        best[part.index[sorted(tied)]] = True
+    return caps.assign(best=best)

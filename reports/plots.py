@@ -2,7 +2,8 @@
 
 One figure per (attack, defense, phase), one panel per dataset: each method (and variant) is a line
 through its strengths, with error bars over seeds and each point labelled with its strength on the
-defense's own axis; the adversary's prior (mean over seeds) is the dashed line.
+defense's own axis, placed so that no two labels overlap (``vflpriv.reports.labels``); the adversary's prior
+(mean over seeds) is the dashed line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from vflpriv.reports.labels import Label, place_labels  # noqa: E402
+from vflpriv.reports.tables import utility_label  # noqa: E402
 from vflpriv.tradeoff.cap import strength_label  # noqa: E402
 
 CONTEXT = ["attack", "defense", "phase"]
@@ -41,6 +44,7 @@ def tradeoff_figures(
     for (attack, defense, phase), part in groups:
         datasets = list(dict.fromkeys(part["dataset"]))
         fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.4), squeeze=False)
+        labels: dict = {ax: [] for ax in axes[0]}
         for ax, dataset in zip(axes[0], datasets):
             panel = part[part["dataset"] == dataset]
             for (method, variant), rows in panel.groupby(["method", "variant"], sort=False):
@@ -48,18 +52,20 @@ def tradeoff_figures(
                 name = _line(method, variant)
                 ax.errorbar(rows["utility_mean"], rows["attack_accuracy_mean"], xerr=rows["utility_std"],
                             yerr=rows["attack_accuracy_std"], marker="o", color=palette[name], label=name, capsize=2)
-                for r in rows.itertuples():
-                    ax.annotate(strength_label(r.strength_axis, r.strength), (r.utility_mean, r.attack_accuracy_mean),
-                                textcoords="offset points", xytext=(4, 4), fontsize=7, color=palette[name])
+                if defense != "none":  # no defense: one point per method, no strength to name
+                    labels[ax] += [Label(strength_label(r.strength_axis, r.strength), r.utility_mean,
+                                         r.attack_accuracy_mean, palette[name]) for r in rows.itertuples()]
             prior = panel["prior_accuracy_mean"].mean()
             if pd.notna(prior):
                 ax.axhline(prior, linestyle="--", color="grey", label="adversary prior")
-            ax.set_xlabel(f"utility ({panel['utility_metric'].iloc[0]})")
+            ax.set_xlabel(f"utility ({utility_label(panel['utility_metric'].iloc[0])})")
             ax.set_ylabel(f"{attack} attack accuracy")
             ax.set_title(f"{dataset}: {defense} ({phase})")
             ax.legend(fontsize=7)
             ax.grid(alpha=0.3)
         fig.tight_layout()
+        for ax, placed in labels.items():  # once the layout is final: labels avoid each other and the markers
+            place_labels(ax, placed)
         name = stem if len(groups) == 1 else f"{stem}_{attack}_{defense}_{phase}"
         out.mkdir(parents=True, exist_ok=True)
         for fmt in formats:

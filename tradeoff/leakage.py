@@ -28,6 +28,14 @@ MARGIN = 0.02
 TEST_NAME = "paired t-test over seeds (attack vs prior accuracy on each seed), 95% interval"
 
 
+def verdict_rule(margin: float) -> str:
+    """The rule the verdicts follow, stated for a reader of the report (p is one-sided, for "leakage > 0")."""
+    return (f"yes when the 95% interval of the leakage lies above 0 (equivalently one-sided p < 0.025); no when it "
+            f"lies below the margin +{margin:g}; attack failed when it lies below -{margin:g}; inconclusive otherwise. "
+            "p is the one-sided p-value of the paired t-test of leakage > 0, so an inconclusive verdict can have "
+            "p < 0.05")
+
+
 @dataclass(frozen=True)
 class LeakageTest:
     n_seeds: int

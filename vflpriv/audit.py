@@ -75,6 +75,17 @@ def _attack(cfg: AuditConfig, name: str, phase: str) -> AttackConfig:
                         options=options)
 
 
+def resolved_options(cfg: AuditConfig) -> dict[str, dict]:
+    """The options the audit ran with, defaults filled in: the method's, and each attack's (its ``audit_options``
+    or the audit file's ``attack_options``), so a report records every value, not only those given."""
+    method = METHODS.get(cfg.method.name).Options.model_validate(cfg.method.options).model_dump(mode="json")
+    attacks = {}
+    for name in cfg.audit.attacks or ATTACKS.names():
+        cls = ATTACKS.get(name)
+        attacks[name] = cls.Options.model_validate(_attack(cfg, name, "finetune").options).model_dump(mode="json")
+    return {"method": method, "attacks": attacks}
+
+
 def _run(base: dict, attack: AttackConfig, defense: DefenseConfig | None, seed: int) -> RunConfig:
     data = {**base, "attack": attack.model_dump(), "seed": seed}
     data["defenses"] = [*base["defenses"], *([defense.model_dump()] if defense else [])]

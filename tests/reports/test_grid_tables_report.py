@@ -82,6 +82,17 @@ def test_a_filter_that_matches_nothing_names_what_is_there(store, tmp_path):
     assert result.exit_code == 2 and "present: mc" in result.output
 
 
+def test_the_report_shows_the_values_of_the_settings_that_differ_and_the_seeds(store, tmp_path):
+    result = CliRunner().invoke(app, ["report", str(store), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "report.html").read_text()
+    differ = page[page.index("Settings that differ"):page.index("<h3>Seeds")]
+    assert "<code>partition.labeled</code></td><td>80</td><td>centralized-lr / breast-cancer / mc; splitnn / breast-cancer / mc" in differ
+    assert "<code>partition.labeled</code></td><td>200</td><td>centralized-lr / digits / mc; splitnn / digits / mc" in differ
+    seeds = page[page.index("<h3>Seeds"):page.index("Settings every run shares")]
+    assert "<td>splitnn / digits / mc / iso</td><td>0</td>" in seeds
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -165,3 +176,17 @@ def test_python_api_evaluate_and_load(tmp_path):
     assert vflpriv.cap_table(loaded)["status"].tolist() == ["ok"]
     with pytest.raises(ConfigError, match="no results store"):
         vflpriv.load_results(tmp_path / "missing.sqlite")
+
+
+def test_bold_marks_the_best_and_only_what_seed_noise_cannot_tell_from_it():
+    from scipy import stats
+
+    from vflpriv.reports.paper_tables import tied_with_best
+
+    assert tied_with_best([(0.106, 0.052, 3), (0.099, 0.055, 3)]) == {0, 1}  # the example: within noise
+    assert tied_with_best([(0.30, 0.01, 3), (0.50, 0.01, 3), (0.49, 0.02, 3)]) == {1, 2}
+    assert tied_with_best([(0.2, 0.0, 1), (0.19, 0.0, 1)]) == {0}  # one seed: no test, only the best
+    # Welch by hand: means 0.5 / 0.45, std (ddof 0) 0.02 over 3 seeds each
+    se = (2 * 0.02 ** 2 * 3 / 2 / 3) ** 0.5
+    p = stats.t.sf(0.05 / se, 4)  # equal variances and sizes: Welch's df is 2(n - 1) = 4
+    assert (p < 0.05) == (tied_with_best([(0.5, 0.02, 3), (0.45, 0.02, 3)]) == {0})

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from vflpriv.console import make_console
 
-from vflpriv.audit import AuditConfig, audit_grid
+from vflpriv.audit import AuditConfig, audit_grid, resolved_options
 from vflpriv.cli.app import app
 from vflpriv.cli.evaluate import numbers
 from vflpriv.config_io import apply_override, check_shape, resolve_method_options, validate
@@ -58,9 +58,9 @@ def _context(cfg: AuditConfig) -> dict:
         "settings": {
             "parties": p.parties, "aligned fraction": p.aligned_fraction, "labeled": p.labeled, "aux": p.aux,
             "adversary": "every passive party" if cfg.audit.adversaries == "all" else f"party {p.adversary}",
-            "seeds": ", ".join(map(str, cfg.seeds)), "method options": json.dumps(cfg.method.options),
-            "versions": versions(),
+            "seeds": ", ".join(map(str, cfg.seeds)), "versions": versions(),
         },
+        "options": resolved_options(cfg),
     }
 
 
@@ -106,5 +106,6 @@ def audit(
     (out / "audit.md").write_text(audit_markdown(summary))
     for verdict in summary["verdicts"]:
         console.print(verdict["line"])
-    console.print(f"{len(skipped)} pair(s) not applicable (listed in the report); wrote {out / 'audit.md'}, "
-                  f"{out / 'audit.json'}")
+    if skipped:
+        console.print(f"{len(skipped)} pair(s) not applicable, listed with the reason in {out / 'audit.md'}")
+    console.print(f"wrote {out / 'audit.md'}, {out / 'audit.json'}")
