@@ -1,8 +1,21 @@
-"""What an attack is and what it may see.
+"""What an attack is, what it may see, and what it may do.
 
 An attack receives an :class:`AdversaryView`: the adversary party's own features, its encoder
-snapshot for the attacked phase, the messages it received, and its auxiliary labels. The view has
-no field holding its targets' labels, so an attack cannot read them; the runner scores its output.
+snapshot for the attacked phase, the messages it received, its auxiliary labels, and the steps of its own
+training it asked to record. The view has no field holding its targets' labels, so an attack cannot read
+them; the runner scores its output.
+
+Beyond reading the view after training, an attack may need the adversary to observe or act *during* training,
+at the engine's hook points (``vflpriv.engine.hooks``):
+
+- it observes when ``observation()`` returns what to record (e.g. BLI: its bottom at the first exchange of
+  epoch 0, like VFLAIR); the training of its run then records those steps of the adversary's own party;
+- it acts when ``acts`` is true and ``behaviour()`` says what the adversary does (e.g. Fu et al.'s malicious
+  optimiser for its own bottom). Such an attack changes the trained federation: its runs get a training of
+  their own (the run's training key includes the attack), their utility is measured under attack, and their
+  records say so. It acts only on what the adversary owns.
+
+The planner refuses an attack whose hook points the method's training loop does not call (its ``supports``).
 """
 
 from __future__ import annotations
@@ -12,10 +25,11 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
-from vflpriv.adversary import AdversaryView, Inference
+from vflpriv.adversary import AdversaryView, Behaviour, Inference, Observation
+from vflpriv.engine.hooks import PASSIVE_OPTIMIZER, PASSIVE_STEP
 from vflpriv.options import NoOptions
 
-__all__ = ["AdversaryView", "Attack", "Inference"]
+__all__ = ["AdversaryView", "Attack", "Behaviour", "Inference", "Observation"]
 
 
 class Attack(ABC):
@@ -29,6 +43,10 @@ class Attack(ABC):
     needs_aux: ClassVar[bool] = True
     #: Options of a quick audit (``vflpriv audit``) where the defaults are too slow for many trainings.
     audit_options: ClassVar[dict] = {}
+    #: Whether it acts during training (``behaviour()``): its runs train a federation of their own.
+    acts: ClassVar[bool] = False
+    #: The published attack it follows (``vflpriv describe`` prints it).
+    anchor: ClassVar[str] = ""
 
     def __init__(self, options: BaseModel):
         self.options = options
@@ -38,6 +56,24 @@ class Attack(ABC):
         refuses (in ``plan``) a method that sends none of them and records them in the inbox, with
         ``needs_messages`` (pairs recorded whatever the attacked phase)."""
         return ()
+
+    def observation(self) -> Observation | None:
+        """Which of the adversary's own training steps to record for it (None: it reads the view after training)."""
+        return None
+
+    def behaviour(self) -> Behaviour | None:
+        """What the adversary does in training when the attack ``acts``."""
+        return None
+
+    def hook_points(self) -> frozenset[str]:
+        """The training loop's hook points it needs (the method must call them)."""
+        return frozenset(([PASSIVE_STEP] if self.observation() is not None else [])
+                         + ([PASSIVE_OPTIMIZER] if self.acts else []))
+
+    def incompatible(self, run, *, num_classes: int) -> str:
+        """Why the attack cannot run in ``run`` (a RunConfig, on a task of ``num_classes`` classes) beyond what the
+        base checks, or "" when it can: the planner refuses it with this reason (e.g. a setting it depends on)."""
+        return ""
 
     @abstractmethod
     def infer(self, view: AdversaryView) -> dict[str, Inference]:

@@ -1,4 +1,5 @@
-"""Gradient clustering (one-shot VFL step 3, Sun et al., REFERENCE.md §7 and §12).
+"""Gradient clustering (one-shot VFL step 3, Sun et al., REFERENCE.md §7 and §12; ``method=spectral``: SecretFlow's
+grad_lia, spectral clustering on the gradients' cosine similarities).
 
 The adversary runs k-means (k = number of classes) on the per-sample gradients dL/dh_i it received
 in the attacked phase (the first epoch, the default; the last; or each sample's mean over epochs; the
@@ -28,6 +29,7 @@ For binary tasks the score of class 1 is d(centroid named 0) - d(centroid named 
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -37,15 +39,51 @@ from scipy.optimize import linear_sum_assignment
 from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Inference
 from vflpriv.attacks.gradients import EpochChoice, GradientAttack, per_sample, positions_in
-from vflpriv.kmeans import kmeans
+from vflpriv.kmeans import Clustering, kmeans
 from vflpriv.models.training import apply_in_batches
 
 
 class GradientClusteringOptions(Options):
+    method: Literal["kmeans", "spectral"] = Field(
+        "kmeans", description="k-means (one-shot VFL), or spectral clustering on 1 + the gradients' cosine "
+        "similarities (SecretFlow grad_lia)")
     gradients_from: EpochChoice = Field("first", description="each sample's gradient from its first or last epoch, or the mean")
     normalize: bool = Field(True, description="cluster unit-norm gradients (directions) instead of raw ones")
     n_init: int = Field(10, ge=1, description="k-means++ restarts; the lowest inertia wins")
     neighbours: int = Field(5, ge=1, description="targets voting for an auxiliary sample's cluster")
+
+#: SecretFlow's grad_lia clusters at most this many rows at once (a dense similarity matrix of them).
+SPECTRAL_CHUNK = 30000
+
+
+def spectral(rows: torch.Tensor, *, k: int, generator: torch.Generator) -> Clustering:
+    """Spectral clustering of the rows on the affinity 1 + cosine similarity (SecretFlow
+    ``grad_lia_attack_torch.py``: ``SpectralClustering(affinity="precomputed")``), in chunks of at most
+    :data:`SPECTRAL_CHUNK` rows whose clusters are matched to the first chunk's by their centroids (Hungarian on
+    cosine similarity: label-free, where SecretFlow names each chunk's clusters by the true labels). Centroids
+    are the clusters' mean rows (as given), for placing auxiliary gradients and binary scores as k-means' are."""
+    from sklearn.cluster import SpectralClustering  # scikit-learn: only when this variant runs
+
+    unit = F.normalize(rows.double(), dim=1)
+    labels = torch.empty(unit.shape[0], dtype=torch.long, device=unit.device)
+    reference = None
+    for chunk in torch.arange(unit.shape[0], device=unit.device).split(SPECTRAL_CHUNK):
+        part = unit[chunk]
+        seed = int(torch.randint(2**31 - 1, (1,), generator=generator, device=generator.device))
+        found = torch.as_tensor(SpectralClustering(n_clusters=k, affinity="precomputed", random_state=seed).fit_predict(
+            (1.0 + part @ part.T).cpu().numpy()), device=unit.device).long()
+        centroids = torch.stack([part[found == c].mean(0) if bool((found == c).any()) else torch.zeros_like(part[0])
+                                 for c in range(k)])
+        if reference is None:
+            reference = centroids
+        else:
+            rows_, cols = linear_sum_assignment((F.normalize(centroids, dim=1) @ F.normalize(reference, dim=1).T)
+                                                .cpu().numpy(), maximize=True)
+            found = torch.as_tensor(cols, device=unit.device)[torch.argsort(torch.as_tensor(rows_, device=unit.device))][found]
+        labels[chunk] = found
+    rows = rows.double()
+    centroids = torch.stack([rows[labels == c].mean(0) if bool((labels == c).any()) else rows.mean(0) for c in range(k)])
+    return Clustering(labels, centroids, 0.0)
 
 
 def feature_space(view: AdversaryView, x: torch.Tensor) -> torch.Tensor:
@@ -73,6 +111,8 @@ def name_clusters(votes: torch.Tensor) -> torch.Tensor:
 class GradientClustering(GradientAttack):
     """k-means on received gradients; clusters named by the adversary's auxiliary labels."""
 
+    anchor = "one-shot VFL step 3 (Sun et al.); SecretFlow grad_lia_attack_torch.py (method=spectral)"
+
     Options = GradientClusteringOptions
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
@@ -82,7 +122,8 @@ class GradientClustering(GradientAttack):
         grads, received = per_sample(batches, n=targets.numel(), epochs=o.gradients_from)
         if o.normalize:
             grads = F.normalize(grads, dim=1)
-        fit = kmeans(grads[received], k=c, generator=view.generator, n_init=o.n_init)
+        fit = (spectral(grads[received], k=c, generator=view.generator) if o.method == "spectral" else
+               kmeans(grads[received], k=c, generator=view.generator, n_init=o.n_init))
         space = feature_space(view, view.targets["train"])
         clusters = torch.empty(targets.numel(), dtype=torch.long, device=grads.device)
         clusters[received] = fit.labels

@@ -37,8 +37,7 @@ from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Inference
 from vflpriv.attacks.gradients import EpochChoice, GradientAttack, GradientBatch, per_sample, positions_in
 from vflpriv.kmeans import kmeans
-from vflpriv.attacks.model_completion import completed_model
-from vflpriv.models.training import apply_in_batches, fit_classifier
+from vflpriv.attacks.model_completion import proxy_positive
 
 
 class NormOptions(Options):
@@ -84,6 +83,8 @@ def larger_norm_class_of_aux(batches: list[GradientBatch], view: AdversaryView, 
 class NormScoring(GradientAttack):
     """Li et al.'s norm attack: the received gradient's norm scores the positive class."""
 
+    anchor = "Li et al. 2022 (ICLR), norm scoring; SecretFlow norm_torch.py"
+
     Options = NormOptions
     binary_only = True
     needs_aux = False  # orients by aux gradients when it has some, else Li et al.'s class 1
@@ -120,6 +121,8 @@ def aux_positive_rows(batches: list[GradientBatch], view: AdversaryView) -> dict
 class DirectionScoring(GradientAttack):
     """Li et al.'s direction attack: cosine with a known positive's gradient (same or nearest batch)."""
 
+    anchor = "Li et al. 2022 (ICLR), direction scoring; SecretFlow direction_based_scoring_torch.py"
+
     Options = DirectionOptions
     binary_only = True
     needs_encoder = True
@@ -143,10 +146,4 @@ class DirectionScoring(GradientAttack):
 
     def _proxy_positive(self, view: AdversaryView) -> torch.Tensor:
         """P(class 1) of each train target under the adversary's own aux-trained completion model."""
-        model, inputs = completed_model(view, head="linear", train_bottom=False)
-        fit_classifier(
-            model, inputs(view.aux_x), view.aux_y,
-            epochs=self.options.proxy_epochs, lr=0.005, weight_decay=1e-6, batch_size=64, generator=view.generator,
-            what="direction attack's proxy head",
-        )
-        return apply_in_batches(model, inputs(view.targets["train"])).softmax(1)[:, 1]
+        return proxy_positive(view, view.targets["train"], epochs=self.options.proxy_epochs)

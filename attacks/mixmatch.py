@@ -76,6 +76,8 @@ def _unchanged(x: torch.Tensor, _generator: torch.Generator) -> torch.Tensor:
 class MixMatchCompletion(Attack):
     """Fu et al.'s model completion: bottom + BN-ReLU-Linear head trained with MixMatch, EMA predicts."""
 
+    anchor = "Fu et al. 2022 §4.2 (passive model completion), MixMatch (Berthelot et al. 2019)"
+
     Options = MixMatchOptions
     needs_encoder = True
     #: 500 steps instead of 3000: a quick audit trains it once per (defense strength, seed).

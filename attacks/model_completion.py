@@ -76,6 +76,8 @@ def completed_model(
 class ModelCompletion(Attack):
     """The adversary's bottom snapshot + a head fitted on its auxiliary labels."""
 
+    anchor = "Kang et al. (FedHSSL pipeline), Fu et al. 2022 (supervised part)"
+
     Options = ModelCompletionOptions
     needs_encoder = True
 
@@ -97,3 +99,13 @@ class ModelCompletion(Attack):
         out = {name: guesses(apply_in_batches(model, x), num_classes=view.num_classes) for name, x in targets.items()}
         out["test"].per_epoch = per_epoch
         return out
+
+
+def proxy_positive(view: AdversaryView, x: torch.Tensor, *, epochs: int) -> torch.Tensor:
+    """P(class 1) of the rows ``x`` under the adversary's own completion proxy: its bottom snapshot, frozen, and a
+    Linear head fitted on its auxiliary labels (``mc``'s recipe). Binary attacks use it where the gradients leave
+    a choice they cannot make themselves (which batch member is positive; which way a surrogate is oriented)."""
+    model, inputs = completed_model(view, head="linear", train_bottom=False)
+    fit_classifier(model, inputs(view.aux_x), view.aux_y, epochs=epochs, lr=0.005, weight_decay=1e-6, batch_size=64,
+                   generator=view.generator, what="the adversary's proxy head")
+    return apply_in_batches(model, inputs(x)).softmax(1)[:, 1]

@@ -1,4 +1,5 @@
-"""The adversary's side of a run: what it holds (its view) and what it answers (its inference).
+"""The adversary's side of a run: what it holds (its view), what it answers (its inference), and what it
+does during training (:class:`AdversaryHooks`, installed at the engine's hook points).
 
 Core interfaces: the runner builds the view and scores the inference; attacks (in ``attacks/``)
 read the one and return the other. The view has no field holding the targets' labels.
@@ -6,13 +7,90 @@ read the one and return the other. The view has no field holding the targets' la
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 import torch
 from torch import nn
 
 from vflpriv.data.base import PartySpec
 from vflpriv.engine.channel import Inbox
+from vflpriv.engine.hooks import PassiveStep, TrainingHooks
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Which of its own training steps the adversary records for an attack, and what of each: the first
+    ``steps`` exchanges (None: all) of the ``first``, ``last`` or ``all`` finetuning epochs, each with the
+    embedding it sent and the gradient it received, and, with ``bottom``, a copy of its bottom model as it was
+    before applying that gradient (a few megabytes each: ask for it on few steps)."""
+
+    epochs: Literal["first", "last", "all"] = "first"
+    steps: int | None = 1
+    bottom: bool = False
+
+    def wants(self, epoch: int, step: int, *, first: int, last: int) -> bool:
+        in_epoch = self.epochs == "all" or epoch == (first if self.epochs == "first" else last)
+        return in_epoch and (self.steps is None or step < self.steps)
+
+
+@dataclass(frozen=True)
+class ObservedStep:
+    """One recorded step of the adversary's own training (see :class:`vflpriv.engine.hooks.PassiveStep`)."""
+
+    epoch: int
+    step: int
+    ids: torch.Tensor
+    inputs: torch.Tensor
+    embedding: torch.Tensor
+    gradient: torch.Tensor
+    bottom: nn.Module | None
+
+
+class Behaviour(Protocol):
+    """What an acting attack does in training: the optimiser the adversary trains its own parameters with."""
+
+    def optimizer(self, params: list[nn.Parameter], recipe: Any, make: Callable[[], Any]) -> Any: ...
+
+
+class AdversaryHooks(TrainingHooks):
+    """The adversary's hooks: at its own party only, record the steps some attack asked for and act as the acting
+    attack (if any) says; every other party gets the default behaviour."""
+
+    def __init__(self, party: int, observations: list[Observation], behaviour: Behaviour | None = None):
+        self.party = party
+        self.observations = observations
+        self.behaviour = behaviour
+        self.recorded: list[ObservedStep] = []
+        self._first: int | None = None
+
+    def passive_step(self, step: PassiveStep) -> None:
+        if step.party != self.party or not self.observations:
+            return
+        first = self._first = step.epoch if self._first is None else self._first
+        if self.recorded and step.epoch > self.recorded[-1].epoch:  # a new epoch: forget what no request keeps
+            self.recorded = [s for s in self.recorded if any(
+                o.epochs != "last" and o.wants(s.epoch, s.step, first=first, last=step.epoch) for o in self.observations)]
+        wanting = [o for o in self.observations if o.wants(step.epoch, step.step, first=first, last=step.epoch)]
+        if not wanting:
+            return
+        bottom = copy.deepcopy(step.bottom) if any(o.bottom for o in wanting) else None
+        self.recorded.append(ObservedStep(step.epoch, step.step, step.ids, step.inputs, step.embedding.detach(),
+                                          step.gradient, bottom))
+
+    def passive_optimizer(self, party: int, params: list[nn.Parameter], recipe: Any, make: Callable[[], Any]) -> Any:
+        if party == self.party and self.behaviour is not None:
+            return self.behaviour.optimizer(params, recipe, make)
+        return make()
+
+    def steps_for(self, observation: Observation | None) -> tuple[ObservedStep, ...]:
+        """The recorded steps ``observation`` asked for (of the last epoch recorded, for ``last``)."""
+        if observation is None or not self.recorded:
+            return ()
+        first, last = self._first, max(s.epoch for s in self.recorded)
+        return tuple(s for s in self.recorded if observation.wants(s.epoch, s.step, first=first, last=last))
 
 
 @dataclass(frozen=True)
@@ -38,6 +116,11 @@ class AdversaryView:
     inbox: Inbox
     generator: torch.Generator
     device: torch.device
+    #: Its own training steps it recorded for this attack (the attack's ``observation()``), in order.
+    steps: tuple[ObservedStep, ...] = ()
+    #: The finetuning protocol every party agreed to (``FinetuneConfig``: top, batch size, epochs, optimiser);
+    #: a participant knows it, as it knows whether it sends logits to a sum or embeddings to a trained top.
+    recipe: Any = None
 
 
 @dataclass
@@ -45,6 +128,9 @@ class Inference:
     """An attack's guesses for one target set: labels, and positive-class scores for binary tasks.
 
     Optional extras, each scored by the runner against labels the attack never sees:
+
+    - ``covered``: which targets the attack guesses (a boolean mask over the target set; None: all). An attack
+      on one batch (BLI) guesses its batch only; the runner scores it, and the prior, on those targets.
 
     - ``per_epoch``: the predictions after each training epoch of the attack, for the explicitly
       optimistic best-epoch number (selected on the target labels; what the public codes report).
@@ -56,6 +142,7 @@ class Inference:
 
     predictions: torch.Tensor
     scores: torch.Tensor | None = None
+    covered: torch.Tensor | None = None
     per_epoch: list[torch.Tensor] = field(default_factory=list)
     clusters: torch.Tensor | None = None
     batch_scores: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from vflpriv import cache, metrics
-from vflpriv.adversary import AdversaryView, Inference
+from vflpriv.adversary import AdversaryHooks, AdversaryView, Inference, ObservedStep
 from vflpriv.config import RunConfig, config_hash
 from vflpriv.engine import Federation
 from vflpriv.errors import ProtocolError
@@ -29,8 +29,10 @@ from vflpriv.scoring import best_threshold_accuracy, hungarian_accuracy, leak_au
 from vflpriv.seeding import generator
 
 
-def adversary_view(fed: Federation, scenario: Scenario, encoder, phase: str, gen: torch.Generator) -> AdversaryView:
-    """The adversary's holdings: never its targets' labels, only its auxiliary ones."""
+def adversary_view(fed: Federation, scenario: Scenario, encoder, phase: str, gen: torch.Generator,
+                   steps: tuple[ObservedStep, ...] = ()) -> AdversaryView:
+    """The adversary's holdings: never its targets' labels, only its auxiliary ones (and the steps of its own
+    training it recorded)."""
     party = fed.parties[scenario.adversary]
     aux = scenario.aux.to(fed.device)
     aux_y = scenario.dataset.y_train[scenario.aux].to(fed.device)
@@ -42,7 +44,7 @@ def adversary_view(fed: Federation, scenario: Scenario, encoder, phase: str, gen
         party=party.index, phase=phase, num_classes=fed.num_classes, spec=party.spec, encoder=encoder,
         local_x=party.x_train[party.local_ids], aux_x=party.x_train[aux], aux_y=aux_y, aux_ids=aux,
         targets={"test": party.x_test, "train": party.x_train[train_ids]}, target_ids={"train": train_ids},
-        inbox=fed.channel.inbox, generator=gen, device=fed.device,
+        inbox=fed.channel.inbox, generator=gen, device=fed.device, steps=steps, recipe=fed.finetune,
     )
 
 
@@ -54,15 +56,17 @@ def run_attack(attack, cfg: RunConfig, fed: Federation, scenario: Scenario, enco
     phase = cfg.attack.phase
     if attack.needs_encoder and encoder is None:
         raise ProtocolError(f"method '{cfg.method.name}' declares no {phase} snapshot of the adversary's encoder")
-    view = adversary_view(fed, scenario, encoder, phase, generator(cfg.seed, "attack", device=fed.device))
+    steps = fed.hooks.steps_for(attack.observation()) if isinstance(fed.hooks, AdversaryHooks) else ()
+    view = adversary_view(fed, scenario, encoder, phase, generator(cfg.seed, "attack", device=fed.device), steps)
     if view.encoder is not None:
         require_finite(apply_in_batches(view.encoder, view.aux_x), f"the adversary's {phase} encoder outputs")
     inferences = attack.infer(view)
     ds = scenario.dataset
     truth = {"test": ds.y_test, "train": ds.y_train[view.target_ids["train"].cpu()]}
-    score_attack(record, inferences, truth)
+    covered = score_attack(record, inferences, truth)
     if cfg.attack.prior != "none":
-        record.prior_accuracy = prior_accuracy(cfg, view, attack, truth)[record.attack_target]
+        predicted = prior_predictions(cfg, view, attack, truth)[record.attack_target]
+        record.prior_accuracy = metrics.accuracy(predicted[covered], truth[record.attack_target][covered])
         record.leakage = record.attack_accuracy - record.prior_accuracy
 
 
@@ -71,32 +75,49 @@ def prior_alone(attack, cfg: RunConfig, fed: Federation, scenario: Scenario) -> 
     view = adversary_view(fed, scenario, None, cfg.attack.phase, generator(cfg.seed, "attack", device=fed.device))
     ds = scenario.dataset
     truth = {"test": ds.y_test, "train": ds.y_train[view.target_ids["train"].cpu()]}
-    return prior_accuracy(cfg, view, attack, truth)["test"]
+    return metrics.accuracy(prior_predictions(cfg, view, attack, truth)["test"], truth["test"])
 
 
-def score_attack(record: RunRecord, inferences: dict[str, Inference], truth: dict[str, torch.Tensor]) -> None:
+def _covered(inference: Inference, n: int) -> torch.Tensor:
+    """The positions of a target set an inference guesses (all of them unless it says otherwise)."""
+    if inference.covered is None:
+        return torch.ones(n, dtype=torch.bool)
+    covered = inference.covered.bool().cpu()
+    if covered.shape != (n,) or not bool(covered.any()):
+        raise ProtocolError(f"the attack's covered mask must be {n} booleans with at least one true")
+    return covered
+
+
+def score_attack(record: RunRecord, inferences: dict[str, Inference], truth: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Score the inferences into ``record`` on the targets they cover; returns that mask of the primary set."""
     primary = "test" if "test" in inferences else "train"
     record.attack_target = primary
     for name, inf in inferences.items():
         if inf.scores is not None:
             require_finite(inf.scores, f"the attack's scores of its {name} targets")
     if "train" in inferences:
-        record.attack_accuracy_train = metrics.accuracy(inferences["train"].predictions, truth["train"])
+        on = _covered(inferences["train"], truth["train"].numel())
+        record.attack_accuracy_train = metrics.accuracy(inferences["train"].predictions.cpu()[on], truth["train"][on])
     inf, y = inferences[primary], truth[primary]
-    record.attack_accuracy = metrics.accuracy(inf.predictions, y)
+    covered = _covered(inf, y.numel())
+    record.n_targets = int(covered.sum())
+    predictions, y = inf.predictions.cpu()[covered], y[covered]
+    record.attack_accuracy = metrics.accuracy(predictions, y)
     if inf.scores is not None:
-        record.attack_auc = metrics.auc(inf.scores, y)
-        record.attack_tpr_at_1fpr = metrics.tpr_at_fpr(inf.scores, y, fpr=0.01)
-        record.attack_accuracy_best_threshold = best_threshold_accuracy(inf.scores, y)
+        scores = inf.scores.cpu()[covered]
+        record.attack_auc = metrics.auc(scores, y)
+        record.attack_tpr_at_1fpr = metrics.tpr_at_fpr(scores, y, fpr=0.01)
+        record.attack_accuracy_best_threshold = best_threshold_accuracy(scores, y)
     if inf.per_epoch:
-        record.attack_accuracy_optimistic = max(metrics.accuracy(pred, y) for pred in inf.per_epoch)
+        record.attack_accuracy_optimistic = max(metrics.accuracy(pred.cpu()[covered], y) for pred in inf.per_epoch)
     if inf.clusters is not None:
-        record.attack_accuracy_hungarian = hungarian_accuracy(inf.clusters, y)
+        record.attack_accuracy_hungarian = hungarian_accuracy(inf.clusters.cpu()[covered], y)
     if inf.batch_scores:
-        record.attack_leak_auc = leak_auc(inf.batch_scores, y)
+        record.attack_leak_auc = leak_auc(inf.batch_scores, truth[primary])
+    return covered
 
 
-_PRIORS: dict[str, dict[str, float]] = {}
+_PRIORS: dict[str, dict[str, torch.Tensor]] = {}
 _ENCODERS: dict[str, nn.Module] = {}
 
 
@@ -139,11 +160,11 @@ def own_encoder(cfg: RunConfig, view: AdversaryView) -> nn.Module:
     return copy.deepcopy(_ENCODERS[key]).eval()
 
 
-def prior_accuracy(cfg: RunConfig, view: AdversaryView, attack, truth: dict[str, torch.Tensor]) -> dict[str, float]:
-    """The prior's accuracy on every target set (the attack is compared on its own: test samples, or the train
-    samples whose gradients gc clusters). It depends on data, partition, model and seed only (and, for
-    ``same-attack``, the attack): computed once per key, however many attacks, runs and processes ask
-    (kept in this process, and in the cache for the other processes of a sweep)."""
+def prior_predictions(cfg: RunConfig, view: AdversaryView, attack, truth: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The prior's predicted labels of every target set (the attack is compared with it on the targets it
+    guessed: test samples, or the train samples whose gradients it read). It depends on data, partition, model
+    and seed only (and, for ``same-attack``, the attack): computed once per key, however many attacks, runs and
+    processes ask (kept in this process, and in the cache for the other processes of a sweep)."""
     prior = cfg.attack.prior
     attack_part = cfg.attack.model_dump(mode="json", exclude={"phase"}) if prior == "same-attack" else None
     key = json.dumps(
@@ -153,12 +174,16 @@ def prior_accuracy(cfg: RunConfig, view: AdversaryView, attack, truth: dict[str,
     )
     if key not in _PRIORS:
 
-        def compute() -> dict[str, float]:
+        def compute() -> dict[str, list[int]]:
             predictions = PRIORS[prior](
                 view, attack=attack, model=cfg.model, own_encoder=lambda: own_encoder(cfg, view),
                 epochs=cfg.attack.prior_epochs, generator=generator(cfg.seed, "prior:head", device=view.device),
             )
-            return {name: metrics.accuracy(pred, truth[name]) for name, pred in predictions.items()}
+            return {name: pred.cpu().tolist() for name, pred in predictions.items()}
 
-        _PRIORS[key] = cache.cached_values(config_hash({"code": cache.code_version(), "prior": key}, 24), compute)
-    return _PRIORS[key]
+        labels = cache.cached_labels(config_hash({"code": cache.code_version(), "prior": key}, 24), compute)
+        _PRIORS[key] = {name: torch.tensor(v, dtype=torch.long) for name, v in labels.items()}
+    found = _PRIORS[key]
+    if any(found[name].numel() != y.numel() for name, y in truth.items()):
+        raise ProtocolError("the cached prior's predictions do not match the target sets")
+    return found

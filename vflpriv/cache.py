@@ -1,5 +1,5 @@
 """Pretraining cache: a finetune-phase strength sweep pretrains once per seed (and the priors' numbers,
-and bundled datasets' tensors, stored in the same verified entry files: see ``cached_values`` and
+and bundled datasets' tensors, stored in the same verified entry files: see ``cached_labels`` and
 ``vflpriv.data.load``).
 
 Keyed by a hash of everything pretraining depends on (dataset, partition, model, method and its
@@ -220,23 +220,26 @@ def cached(
         return value
 
 
-def cached_values(
-    key: str, compute: Callable[[], dict[str, float]], *, notes: list[str] | None = None
-) -> dict[str, float]:
-    """Numbers stored under ``key`` (an entry holding their JSON), else computed and stored: parallel runs
-    of a sweep compute a prior's accuracies once, not once per process."""
-    return cached(cache_dir() / f"{key}.values", compute, read=_read_values, lock=claim(key), notes=notes,
+def cached_labels(
+    key: str, compute: Callable[[], dict[str, list[int]]], *, notes: list[str] | None = None
+) -> dict[str, list[int]]:
+    """Predicted labels per target set stored under ``key`` (an entry holding their JSON), else computed and
+    stored: parallel runs of a sweep compute a prior once, not once per process, and every attack is compared with
+    it on the targets it guessed."""
+    return cached(cache_dir() / f"{key}.labels", compute, read=_read_labels, lock=claim(key), notes=notes,
                   write=lambda path, values: write_entry(path, json.dumps(values, sort_keys=True).encode()))
 
 
-def _read_values(path: Path) -> dict[str, float]:
+def _read_labels(path: Path) -> dict[str, list[int]]:
     _, payload = read_entry(path)
     try:
         values = json.loads(payload)
     except ValueError:
-        raise CacheError("unreadable values") from None
-    if not isinstance(values, dict) or not all(isinstance(v, float) for v in values.values()):
-        raise CacheError("its values are not numbers")
+        raise CacheError("unreadable labels") from None
+    if not isinstance(values, dict) or not all(
+            isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v)
+            for v in values.values()):
+        raise CacheError("its labels are not lists of class indices")
     return values
 
 

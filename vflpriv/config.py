@@ -19,7 +19,7 @@ from pydantic import Field, NonNegativeFloat, model_validator
 
 from vflpriv.errors import VflprivError
 from vflpriv.options import Options
-from vflpriv.registry import DATASETS
+from vflpriv.registry import ATTACKS, DATASETS
 
 Phase = Literal["pretrain", "finetune"]
 
@@ -96,6 +96,13 @@ class FinetuneConfig(Options):
         "constant", description="lr schedule over the epochs: cosine = CosineAnnealingLR stepped per epoch (code)")
     grad_clip: float = Field(
         0.0, ge=0, description="each party clips the gradient norm of its own models before its step, 0 = off (code: 5)")
+    top: Literal["linear", "mlp", "sum"] = Field(
+        "linear", description="the active party's top: linear (one Linear over the concatenated embeddings; "
+        "splitVFL), mlp (Linear-ReLU-Linear, model.hidden wide), or sum (every bottom ends in a class-logit layer and "
+        "the active party sums the logits, no trainable top: aggVFL, VFLAIR's default for DLI)")
+    local_updates: int = Field(
+        1, ge=1, le=1000, description="FedBCD (Liu et al.): after each exchange every party makes local_updates - 1 "
+        "further updates with the stale received embeddings / gradients; 1 = plain split learning")
 
 
 class MethodConfig(Options):
@@ -198,6 +205,22 @@ class RunConfig(TrainingConfig):
     """One record: a training and one attack on it."""
 
     attack: AttackConfig = Field(default_factory=AttackConfig)
+
+    def attack_acts(self) -> bool:
+        """Whether the attack acts during training (``Attack.acts``): then the training is the attack's own."""
+        try:
+            return bool(getattr(ATTACKS.get(self.attack.name), "acts", False))
+        except VflprivError:
+            return False  # an unknown attack: the planner says so
+
+    def training_key(self) -> str:
+        """Hash of what the training depends on: the training settings, and an attack that acts during it (its
+        runs train a federation of their own, never shared with the passive attacks)."""
+        key = super().training_key()
+        if not self.attack_acts():
+            return key
+        return config_hash({"training": key, "acting attack": self.attack.model_dump(
+            mode="json", exclude={"prior", "prior_epochs"})})
 
     def key(self) -> str:
         """Stable hash of the whole configuration (device excluded): the record's key in the store."""

@@ -59,23 +59,39 @@ def _summary(obj: Any) -> str:
 
 
 def _method(name: str, cls: Any) -> Description:
+    supports = cls.supports
     facts = {"pretrains": str(cls.pretrains), "federated": str(cls.federated),
              "sends": ", ".join("/".join(t) for t in sorted(cls.sends)) or "nothing",
-             "pretraining reads labels": str(cls.pretrain_reads_labels)}
+             "pretraining reads labels": str(cls.pretrain_reads_labels),
+             "finetune.top": ", ".join(sorted(s.split(":")[1] for s in supports if s.startswith("top:"))),
+             "finetune.local_updates > 1": str("local-updates" in supports),
+             "adversary hook points it calls": ", ".join(sorted(s for s in supports if ":" in s and not
+                                                                s.startswith("top:"))) or "none"}
     return Description("method", name, _summary(cls), facts, options_of(cls.Options), "method.options.")
 
 
 def _attack(name: str, cls: Any) -> Description:
-    facts = {"reads the encoder": str(cls.needs_encoder), "binary tasks only": str(cls.binary_only),
-             "needs auxiliary labels": str(cls.needs_aux), "reads messages": _messages(cls),
+    attack = cls(cls.Options())  # its declarations under the default options
+    facts = {"follows": cls.anchor or "vflpriv's own", "needs": _needs(attack),
+             "binary tasks only": str(cls.binary_only), "needs auxiliary labels": str(cls.needs_aux),
              "audit options": repr(cls.audit_options)}
     return Description("attack", name, _summary(cls), facts, options_of(cls.Options), "attack.options.")
 
 
-def _messages(cls: Any) -> str:
-    """The (kind, phase) pairs it reads; ``<phase>`` stands for the attacked phase."""
-    pairs = [*cls.needs_messages, *cls.required_messages(cls, "<phase>")]  # a class-level declaration
-    return ", ".join("/".join(p) for p in pairs) or "none"
+def _needs(attack: Any) -> str:
+    """What the attack reads or does, under its default options (``<phase>``: the attacked phase)."""
+    needs = ["the adversary's bottom snapshot of the attacked phase"] if attack.needs_encoder else []
+    pairs = [*attack.needs_messages, *attack.required_messages("<phase>")]
+    if pairs:
+        needs.append("received " + ", ".join("/".join(p) for p in pairs) + " messages")
+    observation = attack.observation()
+    if observation is not None:
+        steps = "every exchange" if observation.steps is None else f"the first {observation.steps} exchange(s)"
+        kept = "embedding, gradient" + (", a copy of its bottom" if observation.bottom else "")
+        needs.append(f"observes its own training: {steps} of the {observation.epochs} epoch(s) ({kept})")
+    if attack.acts:
+        needs.append("acts during training (its runs train their own federation; utility measured under attack)")
+    return "; ".join(needs) or "nothing"
 
 
 def _defense(name: str, cls: Any) -> Description:

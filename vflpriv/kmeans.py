@@ -60,3 +60,8 @@ def kmeans(x: torch.Tensor, *, k: int, generator: torch.Generator, n_init: int =
     x = x.double()
     runs = [_lloyd(x, _seed(x, k=k, generator=generator), iterations=iterations) for _ in range(n_init)]
     return min(runs, key=lambda r: r.inertia)
+
+
+def kmeans_from(x: torch.Tensor, centroids: torch.Tensor, *, iterations: int = 100) -> Clustering:
+    """One k-means run on the rows of ``x`` from the given initial ``centroids`` (scikit-learn's ``init=array``)."""
+    return _lloyd(x.double(), centroids.double().clone(), iterations=iterations)

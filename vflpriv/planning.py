@@ -50,6 +50,10 @@ class Plan:
     device: torch.device
     attacks: list[AttackPlan] = field(default_factory=list)
 
+    def acting(self) -> AttackPlan | None:
+        """The attack that acts during this training, if any (its runs have a training of their own)."""
+        return next((a for a in self.attacks if not a.not_applicable and a.attack.acts), None)
+
     def wanted_messages(self) -> set[tuple[str, str]]:
         """(kind, phase) pairs the adversary's inbox keeps: what any of the attacks reads."""
         return {pair for a in self.attacks if not a.not_applicable
@@ -96,12 +100,26 @@ def plan_training(config: TrainingConfig) -> Plan:
     method = method_cls(parse_options(method_cls, config.method.options, where="method.options"))
     if method.pretrains:
         cache.check_writable()
+    _check_finetune_loop(config, method)
     dataset = _dataset(config)
     _check_model(config, dataset)
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
     scenario = build_scenario(dataset, config.partition, seed=config.seed,
                               active_labels_local=_active_labels_local(config, method))
     return Plan(config.training(), scenario, method, defenses, device)
+
+
+def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
+    """``finetune.top`` and ``finetune.local_updates`` apply to methods that finetune with the shared loop."""
+    supported, name, ft = method.supported(), config.method.name, config.finetune
+    if f"top:{ft.top}" not in supported:
+        tops = ", ".join(sorted(s.split(":")[1] for s in supported if s.startswith("top:")))
+        raise IncompatibleError(f"finetune.top={ft.top}: method '{name}' trains its own classifier, not the shared "
+                                f"loop's top; valid here: {tops}")
+    if ft.local_updates > 1 and "local-updates" not in supported:
+        raise IncompatibleError(f"finetune.local_updates={ft.local_updates}: method '{name}' does not finetune with "
+                                "the shared split-learning loop, so it has no exchanges to follow with local updates; "
+                                "use 1")
 
 
 def _dataset(config: TrainingConfig) -> VerticalDataset:
@@ -201,6 +219,18 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
                 f"attack '{cfg.name}' needs the {kind} messages of the {phase} phase; "
                 f"method '{run.method.name}' sends the adversary none"
             )
+    missing = attack.hook_points() - method.supported()
+    if missing:
+        raise IncompatibleError(
+            f"attack '{cfg.name}' needs the training loop's hook point(s) {', '.join(sorted(missing))} (it "
+            f"{'acts' if attack.acts else 'observes'} during training); method '{run.method.name}' trains with a loop "
+            "of its own that does not call them"
+        )
+    if attack.acts and cfg.phase != "finetune":
+        raise IncompatibleError(f"attack '{cfg.name}' acts during finetuning; use attack.phase=finetune")
+    reason = attack.incompatible(run, num_classes=dataset.num_classes)
+    if reason:
+        raise IncompatibleError(f"attack '{cfg.name}': {reason}")
     if cfg.prior == "same-attack" and not reads_only_the_encoder(attack, cfg.phase):
         raise IncompatibleError(
             f"prior 'same-attack' reruns the attack without a federation, but '{cfg.name}' reads "

@@ -81,5 +81,7 @@ PRIORS: dict[str, Prior] = {"aux": aux_prior, "simsiam": simsiam_prior, "same-at
 
 
 def reads_only_the_encoder(attack: Any, phase: str) -> bool:
-    """Whether ``attack`` can run without a federation (``same-attack`` prior): no received messages."""
-    return bool(attack.needs_encoder) and not attack.needs_messages and not attack.required_messages(phase)
+    """Whether ``attack`` can run without a federation (``same-attack`` prior): no received messages and no
+    recorded training steps."""
+    return (bool(attack.needs_encoder) and not attack.needs_messages and not attack.required_messages(phase)
+            and attack.observation() is None)

@@ -41,6 +41,15 @@ class RunRecord:
     comm_mb: float = 0.0
     comm_messages: int = 0
     comm_mb_pretrain: float = 0.0
+    comm_mb_finetune: float = 0.0
+    comm_mb_inference: float = 0.0
+    comm_messages_pretrain: int = 0
+    comm_messages_finetune: int = 0
+    comm_messages_inference: int = 0
+    #: The attack acted during this training (its own training): utility is the federation's under attack.
+    training_under_attack: bool = False
+    #: How many targets the attack guessed and was scored on (an attack on one batch guesses that batch).
+    n_targets: int = 0
     train_seconds: float = 0.0
     attack_seconds: float = 0.0
     status: str = OK

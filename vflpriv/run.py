@@ -19,7 +19,8 @@ from torch import nn
 from vflpriv import cache, metrics
 from vflpriv.attacking import prior_alone, run_attack
 from vflpriv.config import RunConfig
-from vflpriv.engine import PRETRAIN, Channel, Federation, Inbox, make_parties
+from vflpriv.adversary import AdversaryHooks
+from vflpriv.engine import FINETUNE, INFERENCE, PRETRAIN, Channel, Federation, Inbox, TrainingHooks, make_parties
 from vflpriv.errors import DivergedError, VflprivError
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
@@ -80,10 +81,14 @@ def _execute(p: Plan) -> list[RunRecord]:
         return records
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
+    under_attack = p.acting() is not None
     for a, record in zip(p.attacks, records):
         record.utility, record.utility_metric = result.utility, result.metric
         record.comm_mb, record.comm_messages = meter.total_bytes() / 1e6, meter.total_messages()
-        record.comm_mb_pretrain = meter.total_bytes(PRETRAIN) / 1e6
+        for phase in (PRETRAIN, FINETUNE, INFERENCE):
+            setattr(record, f"comm_mb_{phase}", meter.total_bytes(phase) / 1e6)
+            setattr(record, f"comm_messages_{phase}", meter.total_messages(phase))
+        record.training_under_attack = under_attack
         record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
         if a.not_applicable:  # no federation to attack; the adversary's prior is still what it knows alone
             record.status, record.error = NOT_APPLICABLE, a.not_applicable
@@ -111,10 +116,22 @@ def build_federation(p: Plan, *, transforms: list | None = None) -> Federation:
         parties=make_parties(scenario, p.device), aligned=scenario.aligned.to(p.device), channel=channel,
         num_classes=scenario.dataset.num_classes, model=cfg.model, finetune=cfg.finetune,
         generator=generator(cfg.seed, "method", device=p.device), device=p.device,
+        hooks=adversary_hooks(p) if transforms is None else TrainingHooks(),
     )
     for defense in p.defenses if transforms is None else ():  # label defenses relabel now; Marvell keeps labels
         defense.bind(fed)
     return fed
+
+
+def adversary_hooks(p: Plan) -> TrainingHooks:
+    """The adversary's hooks for this training: the steps its attacks observe, and the acting attack's behaviour;
+    the honest default when no attack needs either."""
+    attacks = [a.attack for a in p.attacks if not a.not_applicable]
+    observations = [o for o in (a.observation() for a in attacks) if o is not None]
+    acting = p.acting()
+    if not observations and acting is None:
+        return TrainingHooks()
+    return AdversaryHooks(p.scenario.adversary, observations, acting.attack.behaviour() if acting else None)
 
 
 def run_safely(runs: list[RunConfig]) -> list[RunRecord]:

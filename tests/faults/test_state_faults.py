@@ -68,28 +68,28 @@ def test_a_corrupt_cache_entry_is_reported_discarded_and_recomputed(kind, tiny):
     assert cache.load(key, p.method.skeleton(fed), None)  # the entry was rewritten whole
 
 
-VALUE_CORRUPTIONS = {
+LABEL_CORRUPTIONS = {
     "not an entry": lambda path: path.write_text("{oops"),
-    "a value overwritten": lambda path: path.write_bytes(path.read_bytes().replace(b"0.625", b"0.925")),
-    "a value that is not a number": lambda path: cache.write_entry(path, b'{"test": "x"}'),
+    "a label overwritten": lambda path: path.write_bytes(path.read_bytes().replace(b"[3, 1, 2]", b"[3, 1, 7]")),
+    "a label that is not a class index": lambda path: cache.write_entry(path, b'{"test": ["x"]}'),
 }
 
 
-@pytest.mark.parametrize("kind", sorted(VALUE_CORRUPTIONS))
-def test_a_corrupt_values_entry_is_reported_discarded_and_recomputed(kind):
+@pytest.mark.parametrize("kind", sorted(LABEL_CORRUPTIONS))
+def test_a_corrupt_labels_entry_is_reported_discarded_and_recomputed(kind):
     calls = []
 
     def compute():
         calls.append(1)
-        return {"test": 0.625, "train": float("nan")}
+        return {"test": [3, 1, 2], "train": []}
 
-    cache.cached_values("k", compute)
-    read = cache.cached_values("k", compute)
-    assert len(calls) == 1 and read["test"] == 0.625 and read["train"] != read["train"]  # read, not recomputed
-    VALUE_CORRUPTIONS[kind](cache.cache_dir() / "k.values")
+    cache.cached_labels("k", compute)
+    read = cache.cached_labels("k", compute)
+    assert len(calls) == 1 and read == {"test": [3, 1, 2], "train": []}  # read, not recomputed
+    LABEL_CORRUPTIONS[kind](cache.cache_dir() / "k.labels")
     with pytest.warns(UserWarning, match="discarded and recomputed"):
-        again = cache.cached_values("k", compute)
-    assert len(calls) == 2 and again["test"] == 0.625 and again["train"] != again["train"]
+        again = cache.cached_labels("k", compute)
+    assert len(calls) == 2 and again == {"test": [3, 1, 2], "train": []}
 
 
 def test_the_prior_is_computed_once_across_processes(tiny, monkeypatch):

@@ -1,6 +1,7 @@
 """Parties, messages and the channel every cross-party tensor goes through."""
 
 from vflpriv.engine.channel import Channel, Inbox, Meter, Received
+from vflpriv.engine.hooks import PASSIVE_OPTIMIZER, PASSIVE_STEP, PassiveStep, TrainingHooks
 from vflpriv.engine.message import (
     ACTIVE,
     EMBEDDING,
@@ -20,6 +21,6 @@ from vflpriv.engine.roles import SPLIT_LEARNING, Role, Traffic, passive_receives
 
 __all__ = [
     "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "HEAD_WEIGHTS", "INFERENCE", "PRETRAIN", "PROBABILITIES", "SERVER", "STATISTICS", "WEIGHTS",
-    "SPLIT_LEARNING", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
+    "PASSIVE_OPTIMIZER", "PASSIVE_STEP", "PassiveStep", "SPLIT_LEARNING", "TrainingHooks", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
     "Traffic", "make_parties", "passive_receives", "role",
 ]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from vflpriv.config import FinetuneConfig, ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.engine.channel import Channel
+from vflpriv.engine.hooks import TrainingHooks
 from vflpriv.engine.message import ACTIVE
 from vflpriv.scenario import Scenario
 
@@ -35,7 +36,8 @@ class ActiveParty(Party):
 
 @dataclass
 class Federation:
-    """What a method may touch: the parties, the aligned ids, the channel, and its settings."""
+    """What a method may touch: the parties, the aligned ids, the channel, its settings, and the hook points its
+    training loop calls (``vflpriv.engine.hooks``: where the adversary observes or acts)."""
 
     parties: list[Party]
     aligned: torch.Tensor
@@ -45,6 +47,7 @@ class Federation:
     finetune: FinetuneConfig
     generator: torch.Generator
     device: torch.device
+    hooks: TrainingHooks = field(default_factory=TrainingHooks)
 
     @property
     def active(self) -> ActiveParty:

@@ -9,10 +9,16 @@ import torch
 from pydantic import BaseModel
 from torch import nn
 
-from vflpriv.engine import SPLIT_LEARNING, Federation, Traffic, passive_receives
-from vflpriv.methods.finetune import Trained, finetune, new_top, predict
+from vflpriv.engine import PASSIVE_OPTIMIZER, PASSIVE_STEP, SPLIT_LEARNING, Federation, Traffic, passive_receives
+from vflpriv.methods.finetune import Trained, finetune, predict, split_model
 from vflpriv.models.encoders import build_encoder
 from vflpriv.options import NoOptions
+
+
+#: Everything the shared finetuning loop honours: each ``finetune.top``, FedBCD's ``finetune.local_updates``,
+#: and the adversary's hook points it calls (``vflpriv.engine.hooks``).
+SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
+                                         PASSIVE_OPTIMIZER})
 
 
 class Method:
@@ -40,6 +46,10 @@ class Method:
     #: leaves ``active_labels_local`` unset; ``requires_active_labels_local`` refuses it set off.
     default_active_labels_local: ClassVar[bool] = False
     requires_active_labels_local: ClassVar[bool] = False
+    #: What of the shared finetuning loop the method honours (:data:`SHARED_LOOP` when it finetunes with it):
+    #: ``top:linear|mlp|sum``, ``local-updates``, and the hook points its training calls; the planner refuses
+    #: a setting or an attack needing anything else. A method with its own loop declares what it calls.
+    supports: ClassVar[frozenset[str]] = SHARED_LOOP
 
     def __init__(self, options: BaseModel):
         self.options = options
@@ -49,6 +59,10 @@ class Method:
         """(kind, phase) pairs a passive party receives (from the active party or the server)."""
         return passive_receives(cls.sends)
 
+    def supported(self) -> frozenset[str]:
+        """``supports``, for this method's options (a method whose loop depends on an option overrides it)."""
+        return self.supports
+
     def pretrain(self, fed: Federation) -> list[nn.Module] | None:
         return None
 
@@ -56,8 +70,8 @@ class Method:
         return [build_encoder(p.spec, fed.model, generator=fed.generator).to(fed.device) for p in fed.parties]
 
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
-        bottoms = [copy.deepcopy(m) for m in pretrained] if pretrained is not None else self.fresh_bottoms(fed)
-        return finetune(fed, bottoms, new_top(fed, bottoms))
+        encoders = [copy.deepcopy(m) for m in pretrained] if pretrained is not None else self.fresh_bottoms(fed)
+        return finetune(fed, *split_model(fed, encoders))
 
     def predict(self, fed: Federation, trained: Trained) -> torch.Tensor:
         """Test logits of the trained model (split inference: passive parties send their embeddings)."""

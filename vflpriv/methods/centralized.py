@@ -74,6 +74,7 @@ class Centralized(Method):
     Options: ClassVar[type[CentralizedOptions]] = CentralizedOptions
     sends = frozenset()
     federated = False
+    supports = frozenset({"top:linear"})  # no split learning: no top, no exchange, no hook point
 
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         ids = fed.labeled_aligned()

@@ -1,8 +1,13 @@
 """The shared finetuning loop: split learning with embeddings up and gradients down the channel.
 
-Each passive party k computes h_k = f_k(x_k) and sends it (kind ``embedding``); the active party
-concatenates [h_0, h_1, ..., h_{K-1}], applies the top model, and sends dL/dh_k back (kind
-``gradient``); party k backpropagates the received gradient through h_k. Every party owns its optimiser.
+Each passive party k computes h_k = f_k(x_k) and sends it (kind ``embedding``); the active party applies its
+top model to [h_0, h_1, ..., h_{K-1}] and sends back dL/dh_k (kind ``gradient``); party k backpropagates the
+received gradient through h_k. Every party owns its optimiser. The top follows ``finetune.top`` (a Linear or
+an MLP over the concatenation, or the sum of per-party class logits: :func:`split_model`); with
+``finetune.local_updates`` Q > 1 every exchange is followed by Q - 1 local updates on the stale received
+tensors (FedBCD-p, Liu et al. 2022; VFLAIR's FedBCD_p). The loop calls the adversary's hook points
+(``vflpriv.engine.hooks``): ``passive_step`` before a passive party applies a received gradient, and
+``passive_optimizer`` for each passive party's optimiser.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import torch
 from torch import nn
 
 from vflpriv.config import FinetuneConfig
-from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, GRADIENT, INFERENCE, Federation, Message
+from vflpriv.engine import (
+    ACTIVE, EMBEDDING, FINETUNE, GRADIENT, INFERENCE, Federation, Message, PassiveStep, TrainingHooks,
+)
 from vflpriv.models.encoders import init_parameters
 from vflpriv.models.training import index_batches, make_optimizer, set_cosine_lr
 
@@ -30,6 +37,33 @@ class TopModel(nn.Module):
         return self.linear(torch.cat(representations, dim=1))
 
 
+class MLPTop(nn.Module):
+    """A two-layer top over the concatenated representations: Linear -> ReLU -> Linear (VFLAIR's deeper heads)."""
+
+    def __init__(self, in_dims: list[int], num_classes: int, *, hidden: int):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(sum(in_dims), hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
+
+    def forward(self, representations: list[torch.Tensor]) -> torch.Tensor:
+        return self.layers(torch.cat(representations, dim=1))
+
+
+class SumOfLogits(nn.Module):
+    """aggVFL's top: the sum of the parties' class logits; no parameters, so the active party trains only its own
+    bottom, and the gradient a passive party receives is softmax(sum) - onehot(y) (over the batch size)."""
+
+    def forward(self, logits: list[torch.Tensor]) -> torch.Tensor:
+        return torch.stack(logits).sum(0)
+
+
+class WithLogits(nn.Sequential):
+    """A party's bottom ending in a class-logit layer (aggVFL): encoder -> Linear(out_dim, classes)."""
+
+    def __init__(self, encoder: nn.Module, num_classes: int):
+        super().__init__(encoder, nn.Linear(encoder.out_dim, num_classes))
+        self.out_dim = num_classes
+
+
 @dataclass
 class Trained:
     """A finished VFL model: one bottom encoder per party plus the active party's top model."""
@@ -39,22 +73,47 @@ class Trained:
 
 
 def new_top(fed: Federation, bottoms: list[nn.Module]) -> TopModel:
+    """The Linear top over ``bottoms``' outputs, drawn from ``fed.generator`` (methods whose own classifier is
+    a Linear layer use it whatever ``finetune.top`` says; the shared loop uses :func:`split_model`)."""
     top = TopModel([b.out_dim for b in bottoms], fed.num_classes).to(fed.device)
     return init_parameters(top, generator=fed.generator)
+
+
+def split_model(fed: Federation, encoders: list[nn.Module]) -> tuple[list[nn.Module], nn.Module]:
+    """The bottoms and the active party's top under ``fed.finetune.top``: the encoders under a Linear or MLP top,
+    or, for ``sum``, each encoder followed by its own class-logit layer (the bottom a party trains and the
+    adversary's snapshot) under the parameter-free sum. Parameters are drawn from ``fed.generator``."""
+    kind = fed.finetune.top
+    if kind == "linear":
+        return encoders, new_top(fed, encoders)
+    if kind == "mlp":
+        top = MLPTop([e.out_dim for e in encoders], fed.num_classes, hidden=fed.model.hidden)
+        return encoders, init_parameters(top, generator=fed.generator).to(fed.device)
+    bottoms = [init_parameters(WithLogits(e, fed.num_classes), generator=fed.generator).to(fed.device) for e in encoders]
+    return bottoms, SumOfLogits().to(fed.device)
 
 
 class PartyOptimizers:
     """Every party's own optimiser under the finetuning recipe (``FinetuneConfig``): the lr schedule stepped
     per epoch, and gradient-norm clipping that each party applies to its own parameters (the FedHSSL code
-    clips the active and the passive models separately)."""
+    clips the active and the passive models separately). ``owned[k]`` lists party k's parameters; a passive
+    party's optimiser comes through the ``passive_optimizer`` hook point (the adversary may replace its own)."""
 
-    def __init__(self, cfg: FinetuneConfig, owned: list[list[nn.Parameter]]):
+    def __init__(self, cfg: FinetuneConfig, owned: list[list[nn.Parameter]], *, hooks: TrainingHooks | None = None):
         self.cfg = cfg
-        self.owned = [ps for ps in ([p for p in params if p.requires_grad] for params in owned) if ps]
-        self.optimizers = [
-            make_optimizer(ps, name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum)
-            for ps in self.owned
-        ]
+        hooks = hooks or TrainingHooks()
+        parties = [(k, [p for p in params if p.requires_grad]) for k, params in enumerate(owned)]
+        self.owned = [params for _, params in parties if params]
+        self.optimizers = [self._optimizer(k, params, hooks) for k, params in parties if params]
+
+    def _optimizer(self, party: int, params: list[nn.Parameter], hooks: TrainingHooks):
+        cfg = self.cfg
+
+        def make():
+            return make_optimizer(params, name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                  momentum=cfg.momentum)
+
+        return make() if party == ACTIVE else hooks.passive_optimizer(party, params, cfg, make)
 
     def start_epoch(self, epoch: int) -> None:
         if self.cfg.schedule == "cosine":
@@ -76,34 +135,52 @@ class PartyOptimizers:
 Penalty = Callable[[], torch.Tensor]
 
 
+@dataclass
+class Exchange:
+    """One round of split learning on a batch: the loss, and per passive party the embedding as the active party
+    received it and the gradient as the passive party received it (the stale tensors of FedBCD's local updates)."""
+
+    loss: torch.Tensor
+    received: dict[int, torch.Tensor]
+    gradients: dict[int, torch.Tensor]
+
+
 def finetune(
     fed: Federation, bottoms: list[nn.Module], top: nn.Module, *, train_bottoms: bool = True,
     penalty: Penalty | None = None, first_epoch: int = 0,
 ) -> Trained:
     """Train on the active party's labeled aligned ids for ``fed.finetune.epochs`` epochs; ``penalty()`` is
-    added to the active party's loss at every step (it must read only the active party's parameters).
-    Messages carry epoch numbers from ``first_epoch`` (after a method's own earlier exchanges)."""
+    added to the active party's loss at every update (it must read only the active party's parameters).
+    Messages carry epoch numbers from ``first_epoch`` (after a method's own earlier exchanges). Each exchange
+    is followed by ``fed.finetune.local_updates - 1`` local updates (FedBCD)."""
     owned = [list(b.parameters()) if train_bottoms else [] for b in bottoms]
     owned[ACTIVE] += list(top.parameters())
-    optimizers = PartyOptimizers(fed.finetune, owned)
+    optimizers = PartyOptimizers(fed.finetune, owned, hooks=fed.hooks)
     for module in (*bottoms, top):
         module.train()
     labels = fed.active.labels
     ids = fed.labeled_aligned()
     for epoch in range(fed.finetune.epochs):
         optimizers.start_epoch(epoch)
-        for batch in index_batches(ids, batch_size=fed.finetune.batch_size, generator=fed.generator):
+        batches = index_batches(ids, batch_size=fed.finetune.batch_size, generator=fed.generator)
+        for step, batch in enumerate(batches):
             optimizers.zero_grad()
-            split_step(fed, bottoms, top, batch, labels[batch], epoch=first_epoch + epoch, penalty=penalty)
+            exchange = split_step(fed, bottoms, top, batch, labels[batch], epoch=first_epoch + epoch, step=step,
+                                  penalty=penalty)
             optimizers.step()
+            for _ in range(fed.finetune.local_updates - 1):
+                optimizers.zero_grad()
+                local_update(fed, bottoms, top, batch, labels[batch], exchange, penalty=penalty)
+                optimizers.step()
     return Trained(bottoms, top)
 
 
 def split_step(
     fed: Federation, bottoms: list[nn.Module], top: nn.Module, batch: torch.Tensor, y: torch.Tensor, *, epoch: int,
-    penalty: Penalty | None = None,
-) -> torch.Tensor:
-    """One forward/backward of split learning on ``batch``; gradients land in every party's parameters."""
+    step: int = 0, penalty: Penalty | None = None,
+) -> Exchange:
+    """One forward/backward of split learning on ``batch``; gradients land in every party's parameters. Each
+    passive party's ``passive_step`` hook point is called before it applies the gradient it received."""
     local = [bottoms[p.index](p.x_train[batch]) for p in fed.parties]
     received = [local[ACTIVE]]
     for p in fed.passive:
@@ -113,11 +190,32 @@ def split_step(
     if penalty is not None:
         loss = loss + penalty()
     loss.backward()
+    gradients = {}
     for p in fed.passive:
         if local[p.index].requires_grad:
             grad = fed.channel.send(Message(GRADIENT, FINETUNE, ACTIVE, p.index, received[p.index].grad, batch, epoch))
+            fed.hooks.passive_step(PassiveStep(p.index, epoch, step, batch, p.x_train[batch], bottoms[p.index],
+                                               local[p.index], grad))
             backward_with(local[p.index], grad)
-    return loss.detach()
+            gradients[p.index] = grad
+    return Exchange(loss.detach(), {p.index: received[p.index].detach() for p in fed.passive}, gradients)
+
+
+def local_update(
+    fed: Federation, bottoms: list[nn.Module], top: nn.Module, batch: torch.Tensor, y: torch.Tensor,
+    exchange: Exchange, *, penalty: Penalty | None = None,
+) -> None:
+    """One FedBCD local update, with no communication: the active party trains on its fresh representation beside
+    the passive parties' stale received embeddings, each passive party backpropagates its stale received gradient
+    through a fresh forward pass of its own batch."""
+    reps = [bottoms[ACTIVE](fed.active.x_train[batch]), *(exchange.received[p.index] for p in fed.passive)]
+    loss = nn.functional.cross_entropy(top(reps), y)
+    if penalty is not None:
+        loss = loss + penalty()
+    loss.backward()
+    for p in fed.passive:
+        if p.index in exchange.gradients:
+            backward_with(bottoms[p.index](p.x_train[batch]), exchange.gradients[p.index])
 
 
 def backward_with(output: torch.Tensor, grad: torch.Tensor) -> None:

@@ -72,6 +72,7 @@ class LocalA(Method):
     Options = SupervisedOptions
     sends = frozenset()
     federated = False
+    supports = frozenset({"top:linear"})  # no split learning: no top, no exchange, no hook point
     default_active_labels_local = True
 
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:

@@ -41,7 +41,7 @@ from vflpriv.engine import (
     ACTIVE, EMBEDDING, FINETUNE, GRADIENT, PROBABILITIES, SPLIT_LEARNING, Federation, Message, Traffic,
 )
 from vflpriv.kmeans import kmeans
-from vflpriv.methods.base import Method
+from vflpriv.methods.base import SHARED_LOOP, Method
 from vflpriv.methods.finetune import Trained, finetune, new_top
 from vflpriv.models.encoders import build_encoder, init_parameters
 from vflpriv.models.training import fit_classifier
@@ -100,6 +100,14 @@ class OneShotVFL(Method):
 
     Options: ClassVar[type[OneShotOptions]] = OneShotOptions
     sends: ClassVar[Traffic] = SPLIT_LEARNING  # embeddings up, gradients down, test embeddings up
+    #: Its own protocol: the server's Linear classifier; the passive parties never apply the one gradient they get.
+    supports: ClassVar[frozenset[str]] = frozenset({"top:linear"})
+
+    def supported(self) -> frozenset[str]:
+        """With ``finetune_end_to_end`` the shared loop runs afterwards, with its hook points (Linear top kept)."""
+        if self.options.finetune_end_to_end:
+            return SHARED_LOOP - {"top:mlp", "top:sum"}
+        return self.supports
 
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         o, seed = self.options, fed.generator.initial_seed()

@@ -46,6 +46,8 @@ class SSVFLIndependent(SSVFLCoupled):
     """SS-VFL-I: local MoCo pretraining, frozen encoders, one round of representations, the head trained alone."""
 
     sends = frozenset({("passive", EMBEDDING, FINETUNE), ("passive", EMBEDDING, INFERENCE)})
+    #: Its own loop: frozen encoders, the active party's Linear head trained alone; passive parties never update.
+    supports = frozenset({"top:linear"})
 
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         encoders = [copy.deepcopy(m).eval().requires_grad_(False) for m in pretrained]

@@ -40,7 +40,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 from vflpriv.engine import ACTIVE, Federation, Party
-from vflpriv.methods.base import Method
+from vflpriv.methods.base import SHARED_LOOP, Method
 from vflpriv.methods.finetune import Trained, finetune, new_top
 from vflpriv.methods.local_supervised import (
     ActiveLocalModel,
@@ -121,6 +121,9 @@ class VFLHLP(Method):
     active_step: ClassVar[bool] = True
     passive_step: ClassVar[bool] = True
     pretrain_reads_labels: ClassVar[bool] = True
+    #: The shared loop, with the Linear top only: the constraint (Eq. 8) pulls the top's block over the active
+    #: party's units toward the step-1 head.
+    supports: ClassVar[frozenset[str]] = SHARED_LOOP - {"top:mlp", "top:sum"}
 
     def _fresh(self, party: Party, fed: Federation, seed: int) -> nn.Module:
         g = seeded_generator(seed, f"pretrain:fresh:{party.index}")
