@@ -156,6 +156,25 @@ EVALUATE = [
     (["--set", "defenses=[{name: label-dp, party: 1}]"], "party must be 0"),
     (["--set", "defenses=[{name: iso, sweep: true}, {name: sparsify, sweep: true}]"], "at most one defense"),
     (["--set", "defenses=[{name: iso, strength: -2}]"], "strength"),
+    # the anchors' attacks, the protocols they assume, and the hook points they need (issue 28)
+    (["--attack", "dli"], "one gradient entry per class, but the adversary's embedding has model.out_dim=128"),
+    (["--attack", "bli", "--method", "ssvfl-i"], "needs the gradient messages of the finetune phase"),
+    (["--attack", "mc-active", "--method", "ssvfl-i"], "needs the training loop's hook point(s) act:passive-optimizer"),
+    (["--attack", "mc-active", "--method", "fedhssl", "--phase", "pretrain"], "acts during finetuning"),
+    (["--attack", "mc-active", "--set", "attack.options.min_ratio=6"], "min_ratio 6 exceeds max_ratio 5"),
+    (["--attack", "similarity", "--set", "attack.options.data=gradient"], "partition.aux_source=labeled"),
+    (["--attack", "similarity", "--set", "attack.options.known_per_class=0"], "known_per_class"),
+    (["--attack", "similarity", "--set", "attack.options.metric=manhattan"], "attack.options.metric"),
+    (["--attack", "exploit"], "needs a binary task"),
+    (["--attack", "gc", "--set", "attack.options.method=dbscan"], "attack.options.method"),
+    (["--attack", "bli", "--set", "attack.options.dummy_top=mlp"], "attack.options.dummy_top"),
+    (["--attack", "bli", "--set", "attack.options.iterations=0"], "attack.options.iterations"),
+    (["--attack", "bli", "--set", "attack.prior=same-attack"], "prior 'same-attack' reruns the attack"),
+    (["--set", "finetune.top=deep"], "finetune.top"),
+    (["--set", "finetune.local_updates=0"], "finetune.local_updates"),
+    (["--method", "oneshot", "--set", "finetune.top=sum"], "finetune.top=sum: method 'oneshot' trains its own"),
+    (["--method", "vflhlp", "--set", "finetune.top=mlp"], "valid here: linear"),
+    (["--method", "ssvfl-i", "--set", "finetune.local_updates=5"], "has no exchanges to follow with local updates"),
 ]
 
 

@@ -190,3 +190,23 @@ def test_bold_marks_the_best_and_only_what_seed_noise_cannot_tell_from_it():
     se = (2 * 0.02 ** 2 * 3 / 2 / 3) ** 0.5
     p = stats.t.sf(0.05 / se, 4)  # equal variances and sizes: Welch's df is 2(n - 1) = 4
     assert (p < 0.05) == (tied_with_best([(0.5, 0.02, 3), (0.45, 0.02, 3)]) == {0})
+
+
+@pytest.mark.parametrize(("name", "needles"), [
+    ("bli", ["follows: Zou et al. 2022", "observes its own training: the first 1 exchange(s) of the first epoch(s)",
+             "a copy of its bottom", "audit options: {'iterations': 50}"]),
+    ("mc-active", ["acts during training", "Fu et al. 2022 §4.3", "gamma"]),
+    ("dli", ["received gradient/<phase> messages", "DirectLabelScoring"]),
+    ("similarity", ["the adversary's bottom snapshot", "known_per_class"]),
+    ("exploit", ["binary tasks only: True", "alpha_grad"]),
+])
+def test_describe_says_what_each_new_attack_needs_and_follows(name, needles):
+    result = CliRunner().invoke(app, ["describe", name])
+    assert result.exit_code == 0, result.output
+    for needle in needles:
+        assert needle in result.output, (needle, result.output)
+
+
+def test_list_attacks_shows_the_anchors_attacks():
+    names = CliRunner().invoke(app, ["list", "attacks"]).output.split()
+    assert {"dli", "bli", "mc-active", "similarity", "exploit"} <= set(names)

@@ -5,7 +5,8 @@ Per batch: one exchange as in split learning (embeddings up, gradients down, eve
 local updates, in which the active party trains on its fresh representation beside the passive parties' stale
 received embeddings, and each passive party re-forwards its batch and backpropagates the stale received
 gradient (VFLAIR's FedBCD_p, src/evaluates/MainTaskVFL.py). The adversary receives one gradient per Q updates.
-With Q = 1 it is split learning, bit for bit (the example's test checks it against ``splitnn``).
+With Q = 1 it is split learning, bit for bit (the example's test checks it against ``splitnn``; and for any Q
+against the shared loop's ``finetune.local_updates``, which does the same).
 
 This file is the whole plugin: it only uses vflpriv's public method API.
 """
@@ -18,7 +19,9 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, GRADIENT, Federation, Message
+from vflpriv.engine import (
+    ACTIVE, EMBEDDING, FINETUNE, GRADIENT, PASSIVE_OPTIMIZER, PASSIVE_STEP, Federation, Message, PassiveStep,
+)
 from vflpriv.methods import Method, PartyOptimizers, Trained, backward_with, new_top
 from vflpriv.models.training import index_batches
 from vflpriv.options import Options
@@ -32,22 +35,24 @@ class FedBCD(Method):
     """Split learning's traffic (the default ``sends``), Q updates per exchange."""
 
     Options = FedBCDOptions
+    #: Its own loop: a Linear top, and both adversary hook points (so BLI can observe and mc-active act).
+    supports = frozenset({"top:linear", PASSIVE_STEP, PASSIVE_OPTIMIZER})
 
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         bottoms = [copy.deepcopy(m) for m in pretrained] if pretrained is not None else self.fresh_bottoms(fed)
         top = new_top(fed, bottoms)
         owned = [list(b.parameters()) for b in bottoms]
         owned[ACTIVE] += list(top.parameters())  # each party steps only its own parameters
-        optimizers = PartyOptimizers(fed.finetune, owned)  # fed.finetune's optimizer, lr schedule, clipping
+        optimizers = PartyOptimizers(fed.finetune, owned, hooks=fed.hooks)  # fed.finetune's recipe; the hook point
         for module in (*bottoms, top):
             module.train()
         for epoch in range(fed.finetune.epochs):
             optimizers.start_epoch(epoch)
-            for batch in index_batches(fed.labeled_aligned(), batch_size=fed.finetune.batch_size,
-                                       generator=fed.generator):
+            batches = index_batches(fed.labeled_aligned(), batch_size=fed.finetune.batch_size, generator=fed.generator)
+            for step, batch in enumerate(batches):
                 y = fed.active.labels[batch]  # the active party's own labels: read only in its code
                 optimizers.zero_grad()
-                stale = self.exchange(fed, bottoms, top, batch, y, epoch=epoch)
+                stale = self.exchange(fed, bottoms, top, batch, y, epoch=epoch, step=step)
                 optimizers.step()
                 for _ in range(self.options.local_updates - 1):
                     optimizers.zero_grad()
@@ -57,7 +62,7 @@ class FedBCD(Method):
 
     @staticmethod
     def exchange(fed: Federation, bottoms: list[nn.Module], top: nn.Module, batch: torch.Tensor, y: torch.Tensor,
-                 *, epoch: int) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+                 *, epoch: int, step: int) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
         """One round of split learning on ``batch``; returns each passive party's (embedding as the active party
         received it, gradient as the passive party received it) for the local updates."""
         local = [bottoms[p.index](p.x_train[batch]) for p in fed.parties]
@@ -69,6 +74,8 @@ class FedBCD(Method):
         stale = {}
         for p in fed.passive:
             g = fed.channel.send(Message(GRADIENT, FINETUNE, ACTIVE, p.index, received[p.index].grad, batch, epoch))
+            fed.hooks.passive_step(PassiveStep(p.index, epoch, step, batch, p.x_train[batch], bottoms[p.index],
+                                               local[p.index], g))  # where an adversary observes its own step
             backward_with(local[p.index], g)  # the payload the channel delivered, never received[...].grad
             stale[p.index] = (received[p.index].detach(), g)
         return stale
