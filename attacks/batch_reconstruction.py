@@ -24,8 +24,9 @@ bound no adversary reaches). With the sum top the classes are the gradient's own
 Defaults: Adam lr 0.05 (both anchors), 200 iterations (VFLAIR's CIFAR-10 config; its MNIST config's 10000 is
 out of reach on two CPU cores; SecretFlow's class default 100). ``match=embedding`` matches dL/dz_p itself (the
 adversary receives G_p whole, so this uses strictly more than J^T G_p): stronger, and cheap, but not the
-anchors' attack. The bottom is evaluated in training mode (batch statistics), as in the step it recorded, so
-the true gradient is exactly the one the adversary applied. Scored on the batch's targets only.
+anchors' attack. The bottom is evaluated in the mode it was in at the recorded step (training mode, batch
+statistics, in split learning), so the true gradient is exactly the one the adversary computed. Scored on the
+batch's targets only.
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ class BatchLabelInference(Attack):
         if self.options.match == "embedding":
             z = step.embedding.detach().clone().requires_grad_()
             return (step.gradient,), (lambda: z), [z]
-        bottom = copy.deepcopy(step.bottom).train()  # batch statistics, as in the recorded step
+        bottom = copy.deepcopy(step.bottom)  # in the mode it was in at that step (training: batch statistics)
         params = [p for p in bottom.parameters() if p.requires_grad]
         true = torch.autograd.grad(bottom(step.inputs), params, grad_outputs=step.gradient)
         return true, (lambda: bottom(step.inputs)), params

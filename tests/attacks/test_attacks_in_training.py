@@ -77,6 +77,7 @@ def _step(party: int, epoch: int, step: int, bottom: nn.Module) -> PassiveStep:
 
 def test_the_recorder_keeps_only_what_was_asked_and_the_bottom_as_it_was():
     bottom = nn.Linear(3, 2)
+    nn.init.zeros_(bottom.weight)
     first = Observation(epochs="first", steps=1, bottom=True)
     last = Observation(epochs="last", steps=None)
     hooks = AdversaryHooks(1, [first, last])
@@ -88,7 +89,8 @@ def test_the_recorder_keeps_only_what_was_asked_and_the_bottom_as_it_was():
                 bottom.weight.add_(1.0)  # the update after the step
     kept_first = hooks.steps_for(first)
     assert [(s.epoch, s.step) for s in kept_first] == [(0, 0)]
-    assert torch.allclose(kept_first[0].bottom.weight, bottom.weight - 12.0)  # before any of the 12 updates
+    assert torch.equal(kept_first[0].bottom.weight, torch.zeros(2, 3))  # as it was before any of the 12 updates
+    assert torch.equal(bottom.weight, torch.full((2, 3), 12.0))
     assert [(s.epoch, s.step) for s in hooks.steps_for(last)] == [(2, 0), (2, 1), (2, 2), (2, 3)]
     assert all(s.bottom is None for s in hooks.steps_for(last) if s.step > 0)
     assert len(hooks.recorded) == 5  # epoch 0 step 0, and the last epoch: older epochs were dropped as they ended

@@ -2,9 +2,10 @@
 loop itself (the shared finetuning loop calls every one; a method with its own loop declares in its
 ``supports`` which ones it calls, and the planner refuses an attack that needs another).
 
-- ``passive_step`` (observe): passive party k is about to apply a gradient it received: its bottom model as it
-  is before the update, the batch (global row ids), the embedding it sent for it and the gradient as the
-  channel delivered it. Everything in it is party k's own. BLI reads the bottom and the batch (Zou et al.:
+- ``passive_step`` (observe): passive party k has received the gradient for a batch it sent (in split learning,
+  just before applying it): its bottom model as it is then (in the mode it computed the embedding in), the batch
+  (global row ids) and its features, the embedding it sent and the gradient as the channel delivered it.
+  Everything in it is party k's own. BLI reads the bottom and the batch (Zou et al.:
   the parameter gradient J^T G), ExPLoit the embeddings and gradients of an epoch.
 - ``passive_optimizer`` (act): the optimiser passive party k trains its own parameters with. An adversary
   that replaces it (Fu et al.'s malicious optimiser) changes the trained federation, so its training is its own.

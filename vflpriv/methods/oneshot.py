@@ -38,7 +38,8 @@ from pydantic import Field
 from torch import Tensor, nn
 
 from vflpriv.engine import (
-    ACTIVE, EMBEDDING, FINETUNE, GRADIENT, PROBABILITIES, SPLIT_LEARNING, Federation, Message, Traffic,
+    ACTIVE, EMBEDDING, FINETUNE, GRADIENT, PASSIVE_STEP, PROBABILITIES, SPLIT_LEARNING, Federation, Message, PassiveStep,
+    Traffic,
 )
 from vflpriv.kmeans import kmeans
 from vflpriv.methods.base import SHARED_LOOP, Method
@@ -100,8 +101,9 @@ class OneShotVFL(Method):
 
     Options: ClassVar[type[OneShotOptions]] = OneShotOptions
     sends: ClassVar[Traffic] = SPLIT_LEARNING  # embeddings up, gradients down, test embeddings up
-    #: Its own protocol: the server's Linear classifier; the passive parties never apply the one gradient they get.
-    supports: ClassVar[frozenset[str]] = frozenset({"top:linear"})
+    #: Its own protocol: the server's Linear classifier. A passive party receives one gradient (for the batch of
+    #: every labeled aligned sample) and clusters it instead of applying it: the observe hook point is called then.
+    supports: ClassVar[frozenset[str]] = frozenset({"top:linear", PASSIVE_STEP})
 
     def supported(self) -> frozenset[str]:
         """With ``finetune_end_to_end`` the shared loop runs afterwards, with its hook points (Linear top kept)."""
@@ -116,6 +118,7 @@ class OneShotVFL(Method):
         y = fed.active.labels[ids]
         top = init_parameters(new_top(fed, [m.extractor for m in models]), generator=seeded_generator(seed, "server:init"))
         grads = self._gradients(fed, self._upload(fed, models, ids), top, ids, y)  # (1) up, (2) down
+        self._observe(fed, models, ids, grads)
         self.temporary_labels = {0: y, **{k: kmeans(g, k=fed.num_classes, n_init=o.kmeans_restarts,  # (3)
                                                       generator=seeded_generator(seed, f"client:{k}:kmeans")).labels
                                           for k, g in grads.items()}}
@@ -162,6 +165,15 @@ class OneShotVFL(Method):
         top.zero_grad(set_to_none=True)
         return {p.index: fed.channel.send(Message(GRADIENT, FINETUNE, ACTIVE, p.index, held[p.index].grad, ids, 0))
                 for p in fed.passive}
+
+    @staticmethod
+    def _observe(fed: Federation, models: list[LocalModel], ids: Tensor, grads: dict) -> None:
+        """The observe hook point: each passive party holds the gradient of the embedding it sent (epoch 0, step 0)."""
+        for p in fed.passive:
+            extractor = models[p.index].extractor
+            with torch.no_grad():
+                sent = extractor(p.x_train[ids])  # as in the upload: eval mode
+            fed.hooks.passive_step(PassiveStep(p.index, 0, 0, ids, p.x_train[ids], extractor, sent, grads[p.index]))
 
     def _local_ssl(self, fed, model, party, x, y, u, *, seed: int, round_: int) -> None:
         o = self.options
