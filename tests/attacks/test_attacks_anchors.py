@@ -20,13 +20,13 @@ from vflpriv.attacks.similarity import kmeans_named, nearest_known
 from vflpriv.scoring import hungarian_accuracy
 
 
-def test_sign_rule_takes_the_first_negative_entry_and_a_random_class_without_one():
-    rows = torch.tensor([[0.2, -0.5, 0.3], [-0.1, -0.2, 0.3], [0.1, 0.2, -0.3], [0.0, 0.4, 0.1]])
-    g = torch.Generator().manual_seed(0)
-    got = sign_rule(rows, generator=g)
-    assert got[:3].tolist() == [1, 0, 2]
-    expected_random = torch.randint(3, (4,), generator=torch.Generator().manual_seed(0))[3]
-    assert got[3] == expected_random
+def test_sign_rule_takes_the_first_negative_entry_else_a_random_class_or_under_a_sum_top_the_smallest():
+    rows = torch.tensor([[0.2, -0.5, 0.3], [-0.1, -0.2, 0.3], [0.1, 0.2, -0.3], [0.0, 0.4, 1e-9], [0.0, 0.0, 0.0]])
+    got = [sign_rule(rows, generator=torch.Generator().manual_seed(s), saturated=True) for s in range(40)]
+    assert all(g[:4].tolist() == [1, 0, 2, 0] for g in got)  # a saturated softmax row: its zero is the true class
+    assert {int(g[4]) for g in got} == {0, 1, 2}  # a row of zeros: any class, at random
+    plain = [sign_rule(rows, generator=torch.Generator().manual_seed(s)) for s in range(40)]
+    assert all(g[:3].tolist() == [1, 0, 2] for g in plain) and {int(g[3]) for g in plain} == {0, 1, 2}  # VFLAIR
 
 
 def test_sign_rule_is_exact_on_softmax_minus_onehot_gradients():
