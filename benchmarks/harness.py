@@ -9,8 +9,10 @@
    with 2 vs 4 parties.
 5. The 2-worker speedup: a 3 methods x 3 strengths x 3 seeds grid on digits with ``vflpriv sweep``,
    ``--jobs 1`` vs ``--jobs 2`` from cold caches; the two stores must hold the same numbers.
+6. The default audit of FedSplitNN on digits (every registered attack and defense) against the same audit
+   with only the attacks vflpriv had before issue 28 (mc, mc-mixmatch, gc, norm, direction), cold caches.
 
-    python benchmarks/harness.py [--record benchmarks/results/harness.md] [--repeats 3]
+    python benchmarks/harness.py [--record benchmarks/results/harness.md] [--repeats 3] [--only audit]
 
 Every figure is a ratio or slope of timings taken in this one run (these machines are noisy).
 """
@@ -247,6 +249,25 @@ def speedup_ceiling(tmp: Path, grid: Path, one_worker: float, say) -> None:
         f"part; ceiling T1 / (S + c (T1 - S) / 2) = {ceiling:.2f}x, {2 / contention:.2f}x with no serial part")
 
 
+#: The attacks of the audit before issue 28 added the anchors' (dli, bli, mc-active, similarity, exploit).
+EARLIER_ATTACKS = "mc,mc-mixmatch,gc,norm,direction"
+
+
+def audit_cost(tmp: Path, repeats: int, say) -> None:
+    say("## 6. The default audit of splitnn on digits vs the audit with the attacks before issue 28 (cold caches)")
+    walls: dict[str, list[float]] = {"every attack (default)": [], f"--attacks {EARLIER_ATTACKS}": []}
+    for r in range(repeats):
+        for label in walls:
+            extra = [] if label.startswith("every") else ["--attacks", EARLIER_ATTACKS]
+            wall, _ = measured(["audit", "--method", "splitnn", *extra, "--out", str(tmp / f"audit-{len(extra)}-{r}")],
+                               cwd=tmp, cache=tmp / f"cache-audit-{len(extra)}-{r}")
+            walls[label].append(wall)
+    for label, times in walls.items():
+        say(f"{label}: {statistics.median(times):.1f} s wall (runs: {', '.join(f'{t:.1f}' for t in times)})")
+    default, earlier = (statistics.median(t) for t in walls.values())
+    say(f"ratio: {default / earlier:.2f} (target: at most 3)")
+
+
 def machine() -> str:
     model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                   if line.startswith("model name")), platform.processor() or "unknown")
@@ -274,6 +295,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--record", type=Path, help="also write the output to this Markdown file")
+    parser.add_argument("--only", choices=["audit"], help="measure only this section")
     args = parser.parse_args()
     torch.set_num_threads(1)
     lines: list[str] = []
@@ -286,6 +308,12 @@ def main() -> None:
     say(f"at the start, {machine_speed()}")
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
+        if args.only == "audit":
+            audit_cost(tmp, args.repeats, say)
+            say(f"at the end, {machine_speed()}")
+            if args.record:
+                args.record.write_text("\n".join(lines) + "\n")
+            return
         main_command(tmp, args.repeats, say)
         speedup(tmp, args.repeats, say)
         with redirect_stdout(io.StringIO()):
@@ -293,6 +321,7 @@ def main() -> None:
         engine_overhead_ratios(args.repeats, say)
         sweep_vs_necessary(tmp, say)
         growth(tmp, say)
+        audit_cost(tmp, args.repeats, say)
     say(f"at the end, {machine_speed()}")
     if args.record:
         args.record.write_text("\n".join(lines) + "\n")
