@@ -1,15 +1,26 @@
-"""What a defense is: a seeded protection the protecting party applies, with a declared strength axis.
+"""What a defense is: a seeded protection the protecting party applies, with a declared strength axis and the
+hook points where it acts.
 
-Two families share one constructor (keyword-only strength, party, phase, kinds, options, generator):
+Hook points (``hook_points``; a reader sees at once where a defense acts, the planner refuses it where the
+method's training has no such point):
 
-- :class:`Defense` transforms messages: the channel hands it every message whose (sender, kind,
-  phase) it claims and forwards what it returns (ISO, max-norm, Marvell, sparsification).
-- :class:`LabelDefense` changes the labels the active party trains with, once, when the runner
-  binds it to the federation (label DP by randomised response). It never touches a message.
+- :data:`MESSAGE`: what a party sends, on the channel (:class:`Defense`: ISO, max-norm, Marvell,
+  sparsification, DiscreteSGD, Gaussian DP). The channel hands it every message whose (sender, kind, phase)
+  it claims and forwards what it returns.
+- :data:`LABELS`: the labels the active party trains with, replaced once when the runner binds it
+  (:class:`LabelDefense`: label DP by randomised response).
+- inside the active party's finetuning computation (:class:`TrainingDefense`; the points of
+  ``vflpriv.engine.hooks``, called by the training loop): ``ACTIVE_BATCH`` (its inputs and targets: mixup, the
+  confusional autoencoder's fake labels), ``ACTIVE_MODEL`` (each received embedding inside its model: MID),
+  ``ACTIVE_LOSS`` (a term of its loss: dCor), ``GRADIENT_COMPUTATION`` (how it computes the gradient it sends:
+  GradPerturb), ``PREDICTIONS`` (its decoded outputs: CAE). A defense may act at several (DCAE: the
+  autoencoder's points and the gradient message).
 
-Every defense is bound to the federation before training (``bind``): a defense that needs what the
-protecting party holds (e.g. Marvell, the labels of each batch) keeps a reference then. The value
-``axis.identity`` of the strength changes nothing (0 for noise scales, +inf for an epsilon).
+Every defense is bound to the federation before training (``bind``): a defense that needs what the protecting
+party holds (Marvell, the labels of each batch; MID, the width of each embedding) takes it then; a defense's own
+parameters (MID's bottleneck) train with the party that owns them, and nothing they compute crosses a party line
+except through the channel. The value ``axis.identity`` of the strength changes nothing, bit for bit (0 for
+noise scales and weights, +inf for an epsilon or a number of bins).
 """
 
 from __future__ import annotations
@@ -23,13 +34,24 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import torch
 from pydantic import BaseModel
 
-from vflpriv.options import NoOptions
+from vflpriv.engine.hooks import (
+    ACTIVE_BATCH, ACTIVE_LOSS, ACTIVE_MODEL, DEFENSE_POINTS, GRADIENT_COMPUTATION, PREDICTIONS, DefensePoints,
+)
 from vflpriv.engine.message import ACTIVE, Message, Payload
 from vflpriv.engine.roles import PASSIVE, role
 from vflpriv.errors import ConfigError
+from vflpriv.options import NoOptions
 
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation
+
+#: Hook points that are not points of the training loop: the channel, and the labels at binding.
+MESSAGE = "message"
+LABELS = "labels"
+
+__all__ = ["ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "DEFENSE_POINTS", "GRADIENT_COMPUTATION", "LABELS",
+           "MESSAGE", "PREDICTIONS", "Defense", "LabelDefense", "Protection", "StrengthAxis", "TrainingDefense",
+           "as_rows"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +75,15 @@ class StrengthAxis:
             )
 
 
-class Protection(ABC):
-    """Base of every registered defense: strength on ``axis``, protecting party, phase, kinds."""
+class Protection(DefensePoints, ABC):
+    """Base of every registered defense: strength on ``axis``, protecting party, phase, kinds, hook points. It
+    inherits the active party's points as identities and overrides those it acts at."""
 
     Options: ClassVar[type[BaseModel]] = NoOptions
+    #: Where it acts (see the module docstring).
+    hook_points: ClassVar[frozenset[str]] = frozenset({MESSAGE})
+    #: The published defense it follows (``vflpriv describe`` prints it).
+    anchor: ClassVar[str] = ""
     default_kinds: ClassVar[tuple[str, ...]] = ("gradient",)
     supported_kinds: ClassVar[tuple[str, ...]] = ("gradient",)
     axis: ClassVar[StrengthAxis] = StrengthAxis()
@@ -106,6 +133,11 @@ class Protection(ABC):
     def protects(self, message: Message) -> bool:
         """Whether the channel must pass ``message`` through this defense."""
 
+    def privacy_spent(self) -> float | None:
+        """The privacy this defense spent in the training, as an epsilon (a DP defense with an accountant), or
+        None when it makes no such claim."""
+        return None
+
 
 class Defense(Protection):
     """A message defense; subclasses implement ``transform`` on one tensor."""
@@ -129,7 +161,8 @@ class Defense(Protection):
 
 
 class LabelDefense(Protection):
-    """A defense on the active party's training labels, applied once at ``bind``; never on the channel.
+    """A defense on the active party's training labels, applied once at ``bind``; never on the channel (hook point
+    :data:`LABELS`).
 
     The labels are replaced for the whole run, so every phase that trains with labels (finetuning,
     VFLHLP's supervised pretraining) sees the protected ones; ``phase`` does not restrict it.
@@ -137,6 +170,7 @@ class LabelDefense(Protection):
 
     default_kinds = ("labels",)
     supported_kinds = ("labels",)
+    hook_points = frozenset({LABELS})
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -159,6 +193,37 @@ class LabelDefense(Protection):
     @abstractmethod
     def relabel(self, labels: torch.Tensor, *, num_classes: int) -> torch.Tensor:
         """The protected labels for ``labels`` (all in 0..num_classes-1)."""
+
+
+class TrainingDefense(Protection):
+    """A defense of the active party inside its finetuning computation, at the points of ``vflpriv.engine.hooks``
+    it lists in ``hook_points`` (and overrides). It acts in finetuning only (where there are labels to protect),
+    for the active party; a method whose training does not call its points refuses it. With :data:`MESSAGE`
+    among its points it also transforms the gradients the active party sends (``transform``)."""
+
+    default_kinds: ClassVar[tuple[str, ...]] = ()
+    supported_kinds: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if self.party != ACTIVE:
+            raise ConfigError(f"{type(self).__name__} acts inside the active party's training: party must be {ACTIVE}")
+        if self.phase != "finetune":
+            raise ConfigError(f"{type(self).__name__} acts in finetuning, which has the labels it protects; "
+                              "pretraining has none")
+
+    def protects(self, message: Message) -> bool:
+        return MESSAGE in self.hook_points and message.sender == ACTIVE and message.phase == self.phase \
+            and message.kind in self.kinds
+
+    def __call__(self, payload: Payload, message: Message) -> Payload:
+        if self.is_identity:
+            return payload
+        return self.transform(payload, message)
+
+    def transform(self, tensor: torch.Tensor, message: Message) -> torch.Tensor:
+        """The gradient message as sent, for a defense with :data:`MESSAGE` among its points."""
+        return tensor
 
 
 def as_rows(tensor: torch.Tensor) -> torch.Tensor:

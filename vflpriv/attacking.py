@@ -56,7 +56,8 @@ def run_attack(attack, cfg: RunConfig, fed: Federation, scenario: Scenario, enco
     phase = cfg.attack.phase
     if attack.needs_encoder and encoder is None:
         raise ProtocolError(f"method '{cfg.method.name}' declares no {phase} snapshot of the adversary's encoder")
-    steps = fed.hooks.steps_for(attack.observation()) if isinstance(fed.hooks, AdversaryHooks) else ()
+    adversary = getattr(fed.hooks, "adversary", None)
+    steps = adversary.steps_for(attack.observation()) if isinstance(adversary, AdversaryHooks) else ()
     view = adversary_view(fed, scenario, encoder, phase, generator(cfg.seed, "attack", device=fed.device), steps)
     if view.encoder is not None:
         require_finite(apply_in_batches(view.encoder, view.aux_x), f"the adversary's {phase} encoder outputs")

@@ -16,7 +16,7 @@ from vflpriv.components import parse_options
 from vflpriv.config import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
-from vflpriv.engine import role
+from vflpriv.engine import DEFENSE_POINTS, role
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.errors import ConfigError, IncompatibleError
 from vflpriv.methods.base import Method
@@ -174,6 +174,9 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     if unsupported:
         raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
                           f"valid kinds: {', '.join(cls.supported_kinds)}")
+    inside = cls.hook_points & DEFENSE_POINTS
+    if inside:
+        return _training_defense(config, index, cls, method, device)
     labels = "labels" in cls.supported_kinds
     candidates = [d.party] if d.party is not None else [0] if labels or not method.federated else [0, PASSIVE]
     tried = []
@@ -197,6 +200,35 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
         options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
         generator=generator(config.seed, f"defense:{index}", device=device),
     )
+
+
+def _training_defense(config: TrainingConfig, index: int, cls, method: Method, device: torch.device):
+    """A defense inside the active party's finetuning computation: the method's training must call its hook points,
+    it acts in finetuning for the active party, and its message part (if any) protects gradients the active party
+    sends there."""
+    d, name = config.defenses[index], config.defenses[index].name
+    missing = sorted((cls.hook_points & DEFENSE_POINTS) - method.supported())
+    if missing:
+        raise IncompatibleError(
+            f"defense '{name}' acts at {', '.join(missing)} inside the active party's training; method "
+            f"'{config.method.name}' trains with a loop of its own that does not call that point")
+    if d.phase != "finetune":
+        raise IncompatibleError(f"defense '{name}' acts in finetuning, where the active party trains with its labels; "
+                                f"the {d.phase} phase has no labels to protect: use phase finetune")
+    if d.party not in (None, 0):
+        raise IncompatibleError(f"defense '{name}' acts inside the active party's training: party must be 0")
+    kinds = None
+    if cls.supported_kinds:
+        kinds = d.kinds or list(cls.default_kinds)
+        sent = _sent(method, "active", "finetune")
+        if not set(kinds) & sent:
+            raise IncompatibleError(f"defense '{name}' also protects {'/'.join(kinds)} messages the active party sends "
+                                    f"in finetuning; method '{config.method.name}' sends {', '.join(sorted(sent)) or 'none'}")
+    elif d.kinds:
+        raise ConfigError(f"defense '{name}' acts inside the active party's training, not on messages; remove kinds")
+    return cls(strength=cls.axis.identity if d.strength is None else d.strength, party=0, phase="finetune", kinds=kinds,
+               options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
+               generator=generator(config.seed, f"defense:{index}", device=device))
 
 
 def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:

@@ -20,7 +20,9 @@ from vflpriv import cache, metrics
 from vflpriv.attacking import prior_alone, run_attack
 from vflpriv.config import RunConfig
 from vflpriv.adversary import AdversaryHooks
-from vflpriv.engine import FINETUNE, INFERENCE, PRETRAIN, Channel, Federation, Inbox, TrainingHooks, make_parties
+from vflpriv.engine import (
+    FINETUNE, INFERENCE, PRETRAIN, Channel, CombinedHooks, DefenseChain, Federation, Inbox, TrainingHooks, make_parties,
+)
 from vflpriv.errors import DivergedError, VflprivError
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
@@ -116,7 +118,7 @@ def build_federation(p: Plan, *, transforms: list | None = None) -> Federation:
         parties=make_parties(scenario, p.device), aligned=scenario.aligned.to(p.device), channel=channel,
         num_classes=scenario.dataset.num_classes, model=cfg.model, finetune=cfg.finetune,
         generator=generator(cfg.seed, "method", device=p.device), device=p.device,
-        hooks=adversary_hooks(p) if transforms is None else TrainingHooks(),
+        hooks=CombinedHooks(adversary_hooks(p), DefenseChain(p.defenses)) if transforms is None else TrainingHooks(),
     )
     for defense in p.defenses if transforms is None else ():  # label defenses relabel now; Marvell keeps labels
         defense.bind(fed)

@@ -1,17 +1,26 @@
-"""The points in a training loop where the adversary observes or acts: explicit, documented, and called by the
-loop itself (the shared finetuning loop calls every one; a method with its own loop declares in its
-``supports`` which ones it calls, and the planner refuses an attack that needs another).
+"""The points in a training loop where an adversary or a defense acts: explicit, documented, and called by the
+loop itself. The shared finetuning loop calls every one; a method with its own loop declares in its ``supports``
+which ones it calls, and the planner refuses an attack or a defense that needs another.
+
+The adversary (a passive party), on its own party only:
 
 - ``passive_step`` (observe): passive party k has received the gradient for a batch it sent (in split learning,
   just before applying it): its bottom model as it is then (in the mode it computed the embedding in), the batch
   (global row ids) and its features, the embedding it sent and the gradient as the channel delivered it.
-  Everything in it is party k's own. BLI reads the bottom and the batch (Zou et al.:
-  the parameter gradient J^T G), ExPLoit the embeddings and gradients of an epoch.
-- ``passive_optimizer`` (act): the optimiser passive party k trains its own parameters with. An adversary
-  that replaces it (Fu et al.'s malicious optimiser) changes the trained federation, so its training is its own.
+- ``passive_optimizer`` (act): the optimiser passive party k trains its own parameters with.
 
-:class:`TrainingHooks` is the honest default: it records nothing and hands back the default optimiser. The
-runner installs the adversary's hooks (``vflpriv.adversary``), which act for the adversary's party alone.
+The defenses of the active party (the label holder), inside its own computation:
+
+- ``active_batch``: its inputs and training targets of a batch (mixup mixes both; a confusional autoencoder
+  replaces the labels by soft fake ones);
+- ``receive``: each received passive embedding inside its model (MID's bottleneck, whose parameters it owns
+  and trains: ``active_parameters``);
+- ``loss_terms``: terms added to its loss (MID's KL, dCor between embeddings and labels);
+- ``sent_gradient``: how it computes the gradient it sends a passive party (GradPerturb);
+- ``predictions``: its test outputs (the autoencoder decodes them).
+
+Message defenses act on the channel, not here. :class:`TrainingHooks` is the honest default: nothing
+observed, every party's default optimiser, the active party's computation unchanged.
 """
 
 from __future__ import annotations
@@ -23,15 +32,21 @@ from typing import Any
 import torch
 from torch import nn
 
-#: Hook point names, as methods declare them in ``supports`` and attacks in what they need.
+#: Hook point names, as methods declare them in ``supports`` and attacks and defenses in what they need.
 PASSIVE_STEP = "observe:passive-step"
 PASSIVE_OPTIMIZER = "act:passive-optimizer"
+ACTIVE_BATCH = "defend:active-batch"
+ACTIVE_MODEL = "defend:active-model"
+ACTIVE_LOSS = "defend:active-loss"
+GRADIENT_COMPUTATION = "defend:gradient-computation"
+PREDICTIONS = "defend:predictions"
+DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, PREDICTIONS})
 
 
 @dataclass(frozen=True)
 class PassiveStep:
-    """What passive party ``party`` holds when it applies a received gradient (before its update): the batch's
-    global ids and its own features of them, its bottom, the embedding it sent, the gradient it received.
+    """What passive party ``party`` holds when it has received a gradient: the batch's global ids and its own
+    features of them, its bottom, the embedding it sent, the gradient it received.
 
     ``epoch`` counts finetuning epochs from 0 as the messages do; ``step`` numbers the exchanges of that epoch
     from 0 (with FedBCD's local updates, only the exchanges: local updates receive nothing).
@@ -47,13 +62,123 @@ class PassiveStep:
     gradient: torch.Tensor
 
 
-class TrainingHooks:
-    """No adversary behaviour: nothing recorded, every party's default optimiser."""
+#: The gradient of the active party's loss with respect to one received embedding, had every label of the batch
+#: been class ``c`` (GradPerturb's per-class gradients): ``per_class(c)``.
+PerClass = Callable[[int], torch.Tensor]
+
+
+class DefensePoints:
+    """The active party's hook points, each the identity: a defense overrides those it acts at (and lists them in
+    its ``hook_points``); :class:`DefenseChain` applies several in order."""
+
+    def active_batch(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The active party's inputs and training targets of a batch (class indices, or one probability row
+        per sample), from its features ``x`` and its targets so far ``y`` (its labels, first)."""
+        return x, y
+
+    def receive(self, party: int, embedding: torch.Tensor) -> torch.Tensor:
+        """A received embedding of ``party`` as the active party's model uses it (training and prediction)."""
+        return embedding
+
+    def loss_terms(self, received: dict[int, torch.Tensor], y: torch.Tensor) -> torch.Tensor | None:
+        """A term added to the active party's loss (from the embeddings it received and its labels), or None."""
+        return None
+
+    def sent_gradient(self, party: int, gradient: torch.Tensor, per_class: PerClass) -> torch.Tensor:
+        """The gradient the active party sends ``party``, from the true one (and, on demand, per-class ones)."""
+        return gradient
+
+    def predictions(self, logits: torch.Tensor) -> torch.Tensor:
+        """The active party's test outputs (logits) from its model's."""
+        return logits
+
+    def active_parameters(self) -> list[nn.Parameter]:
+        """Parameters a defense adds to the active party's model (trained by its optimiser)."""
+        return []
+
+    def needs_per_class(self) -> bool:
+        """Whether ``sent_gradient`` reads per-class gradients (the loop then keeps the top's graph for them)."""
+        return False
+
+
+class DefenseChain(DefensePoints):
+    """Several defenses at the active party's points, applied in the order they are listed."""
+
+    def __init__(self, defenses: list[DefensePoints]):
+        self.defenses = list(defenses)
+
+    def active_batch(self, x, y):
+        for d in self.defenses:
+            x, y = d.active_batch(x, y)
+        return x, y
+
+    def receive(self, party, embedding):
+        for d in self.defenses:
+            embedding = d.receive(party, embedding)
+        return embedding
+
+    def loss_terms(self, received, y):
+        terms = [t for t in (d.loss_terms(received, y) for d in self.defenses) if t is not None]
+        return sum(terms[1:], terms[0]) if terms else None
+
+    def sent_gradient(self, party, gradient, per_class):
+        for d in self.defenses:
+            gradient = d.sent_gradient(party, gradient, per_class)
+        return gradient
+
+    def predictions(self, logits):
+        for d in reversed(self.defenses):  # the last applied to the targets undoes first
+            logits = d.predictions(logits)
+        return logits
+
+    def active_parameters(self):
+        return [p for d in self.defenses for p in d.active_parameters()]
+
+    def needs_per_class(self):
+        return any(d.needs_per_class() for d in self.defenses)
+
+
+class TrainingHooks(DefensePoints):
+    """Every hook point: the adversary's (nothing observed, default optimisers) and the active party's (identity)."""
 
     def passive_step(self, step: PassiveStep) -> None:
-        """Called by passive party ``step.party`` before it backpropagates a received gradient."""
+        """Called by passive party ``step.party`` when it has received a gradient (before it applies it)."""
 
     def passive_optimizer(self, party: int, params: list[nn.Parameter], recipe: Any, make: Callable[[], Any]) -> Any:
         """The optimiser passive party ``party`` trains ``params`` (its own) with under the finetuning ``recipe``;
         ``make()`` builds the default one."""
         return make()
+
+
+class CombinedHooks(TrainingHooks):
+    """The adversary's points from ``adversary``, the active party's from ``defenses``: one ``fed.hooks``."""
+
+    def __init__(self, adversary: TrainingHooks, defenses: DefensePoints):
+        self.adversary, self.defenses = adversary, defenses
+
+    def passive_step(self, step: PassiveStep) -> None:
+        self.adversary.passive_step(step)
+
+    def passive_optimizer(self, party, params, recipe, make):
+        return self.adversary.passive_optimizer(party, params, recipe, make)
+
+    def active_batch(self, x, y):
+        return self.defenses.active_batch(x, y)
+
+    def receive(self, party, embedding):
+        return self.defenses.receive(party, embedding)
+
+    def loss_terms(self, received, y):
+        return self.defenses.loss_terms(received, y)
+
+    def sent_gradient(self, party, gradient, per_class):
+        return self.defenses.sent_gradient(party, gradient, per_class)
+
+    def predictions(self, logits):
+        return self.defenses.predictions(logits)
+
+    def active_parameters(self):
+        return self.defenses.active_parameters()
+
+    def needs_per_class(self):
+        return self.defenses.needs_per_class()

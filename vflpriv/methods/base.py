@@ -9,16 +9,18 @@ import torch
 from pydantic import BaseModel
 from torch import nn
 
-from vflpriv.engine import PASSIVE_OPTIMIZER, PASSIVE_STEP, SPLIT_LEARNING, Federation, Traffic, passive_receives
+from vflpriv.engine import (
+    DEFENSE_POINTS, PASSIVE_OPTIMIZER, PASSIVE_STEP, SPLIT_LEARNING, Federation, Traffic, passive_receives,
+)
 from vflpriv.methods.finetune import Trained, finetune, predict, split_model
 from vflpriv.models.encoders import build_encoder
 from vflpriv.options import NoOptions
 
 
 #: Everything the shared finetuning loop honours: each ``finetune.top``, FedBCD's ``finetune.local_updates``,
-#: and the adversary's hook points it calls (``vflpriv.engine.hooks``).
+#: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
-                                         PASSIVE_OPTIMIZER})
+                                         PASSIVE_OPTIMIZER, *DEFENSE_POINTS})
 
 
 class Method:

@@ -154,7 +154,7 @@ def finetune(
     Messages carry epoch numbers from ``first_epoch`` (after a method's own earlier exchanges). Each exchange
     is followed by ``fed.finetune.local_updates - 1`` local updates (FedBCD)."""
     owned = [list(b.parameters()) if train_bottoms else [] for b in bottoms]
-    owned[ACTIVE] += list(top.parameters())
+    owned[ACTIVE] += list(top.parameters()) + fed.hooks.active_parameters()
     optimizers = PartyOptimizers(fed.finetune, owned, hooks=fed.hooks)
     for module in (*bottoms, top):
         module.train()
@@ -179,26 +179,45 @@ def split_step(
     fed: Federation, bottoms: list[nn.Module], top: nn.Module, batch: torch.Tensor, y: torch.Tensor, *, epoch: int,
     step: int = 0, penalty: Penalty | None = None,
 ) -> Exchange:
-    """One forward/backward of split learning on ``batch``; gradients land in every party's parameters. Each
-    passive party's ``passive_step`` hook point is called before it applies the gradient it received."""
-    local = [bottoms[p.index](p.x_train[batch]) for p in fed.parties]
+    """One forward/backward of split learning on ``batch``; gradients land in every party's parameters. The hook
+    points (``vflpriv.engine.hooks``) are called in order: the active party's batch, each received embedding in
+    its model, its loss terms, the gradient it sends; each passive party's step before it applies its gradient."""
+    hooks = fed.hooks
+    x_active, targets = hooks.active_batch(fed.active.x_train[batch], y)
+    local = [bottoms[p.index](x_active if p.index == ACTIVE else p.x_train[batch]) for p in fed.parties]
     received = [local[ACTIVE]]
     for p in fed.passive:
         h = fed.channel.send(Message(EMBEDDING, FINETUNE, p.index, ACTIVE, local[p.index], batch, epoch))
         received.append(h.requires_grad_(local[p.index].requires_grad))
-    loss = nn.functional.cross_entropy(top(received), y)
-    if penalty is not None:
-        loss = loss + penalty()
-    loss.backward()
+    logits = top([received[ACTIVE], *(hooks.receive(p.index, received[p.index]) for p in fed.passive)])
+    loss = active_loss(fed, logits, targets, {p.index: received[p.index] for p in fed.passive}, y, penalty)
+    per_class = hooks.needs_per_class()
+    loss.backward(retain_graph=per_class)
     gradients = {}
     for p in fed.passive:
         if local[p.index].requires_grad:
-            grad = fed.channel.send(Message(GRADIENT, FINETUNE, ACTIVE, p.index, received[p.index].grad, batch, epoch))
+            leaf = received[p.index]
+            sent = hooks.sent_gradient(p.index, leaf.grad, lambda c, leaf=leaf: torch.autograd.grad(
+                nn.functional.cross_entropy(logits, torch.full_like(y, c)), leaf, retain_graph=True)[0])
+            grad = fed.channel.send(Message(GRADIENT, FINETUNE, ACTIVE, p.index, sent, batch, epoch))
             fed.hooks.passive_step(PassiveStep(p.index, epoch, step, batch, p.x_train[batch], bottoms[p.index],
                                                local[p.index], grad))
             backward_with(local[p.index], grad)
             gradients[p.index] = grad
     return Exchange(loss.detach(), {p.index: received[p.index].detach() for p in fed.passive}, gradients)
+
+
+def active_loss(fed: Federation, logits: torch.Tensor, targets: torch.Tensor, received: dict[int, torch.Tensor],
+                y: torch.Tensor, penalty: Penalty | None) -> torch.Tensor:
+    """The active party's loss: cross-entropy on its targets (class indices, or probability rows), the defenses'
+    loss terms, and a method's penalty."""
+    loss = nn.functional.cross_entropy(logits, targets)
+    terms = fed.hooks.loss_terms(received, y)
+    if terms is not None:
+        loss = loss + terms
+    if penalty is not None:
+        loss = loss + penalty()
+    return loss
 
 
 def local_update(
@@ -208,11 +227,10 @@ def local_update(
     """One FedBCD local update, with no communication: the active party trains on its fresh representation beside
     the passive parties' stale received embeddings, each passive party backpropagates its stale received gradient
     through a fresh forward pass of its own batch."""
-    reps = [bottoms[ACTIVE](fed.active.x_train[batch]), *(exchange.received[p.index] for p in fed.passive)]
-    loss = nn.functional.cross_entropy(top(reps), y)
-    if penalty is not None:
-        loss = loss + penalty()
-    loss.backward()
+    x_active, targets = fed.hooks.active_batch(fed.active.x_train[batch], y)
+    stale = {p.index: exchange.received[p.index] for p in fed.passive}
+    logits = top([bottoms[ACTIVE](x_active), *(fed.hooks.receive(k, h) for k, h in stale.items())])
+    active_loss(fed, logits, targets, stale, y, penalty).backward()
     for p in fed.passive:
         if p.index in exchange.gradients:
             backward_with(bottoms[p.index](p.x_train[batch]), exchange.gradients[p.index])
@@ -237,7 +255,7 @@ def predict(fed: Federation, trained: Trained, *, split: str = "test", batch_siz
             x = (p.x_test if split == "test" else p.x_train)[batch]
             h = trained.bottoms[p.index](x)
             if p.index != ACTIVE:
-                h = fed.channel.send(Message(EMBEDDING, INFERENCE, p.index, ACTIVE, h, None))
+                h = fed.hooks.receive(p.index, fed.channel.send(Message(EMBEDDING, INFERENCE, p.index, ACTIVE, h, None)))
             reps.append(h)
-        out.append(trained.top(reps))
+        out.append(fed.hooks.predictions(trained.top(reps)))
     return torch.cat(out)
