@@ -133,6 +133,12 @@ class Protection(DefensePoints, ABC):
     def protects(self, message: Message) -> bool:
         """Whether the channel must pass ``message`` through this defense."""
 
+    @classmethod
+    def incompatible(cls, *, dataset) -> str:
+        """Why the defense cannot protect a task on ``dataset`` (beyond ``binary_only``), or "" when it can: the planner
+        refuses it with this reason."""
+        return ""
+
     def privacy_spent(self) -> float | None:
         """The privacy this defense spent in the training, as an epsilon (a DP defense with an accountant), or
         None when it makes no such claim."""

@@ -5,6 +5,10 @@ zero: exactly floor(q/100 * n) of the n entries (the smallest in magnitude, ties
 so the stated fraction is zeroed whatever the ties. The strength is q in [0, 100]; the papers use
 95-99. The threshold is recomputed for every message, over the whole tensor (as the reference code
 does with ``np.percentile`` on the gradient of a batch).
+
+``error_feedback`` (VFLAIR's ``GradientSparsification``): what a message withheld is added to the next message
+to the same receiver before it is sparsified, when the two have the same shape (VFLAIR skips the residual
+otherwise, e.g. at an epoch's shorter last batch), so no gradient mass is lost for good, only delayed.
 """
 
 from __future__ import annotations
@@ -13,8 +17,17 @@ import math
 
 import torch
 
+from pydantic import Field
+
 from vflpriv.defenses.base import Defense, StrengthAxis
 from vflpriv.engine.message import Message
+from vflpriv.errors import ConfigError
+from vflpriv.options import Options
+
+
+class SparsifyOptions(Options):
+    error_feedback: bool = Field(False, description="carry each message's dropped entries into the next one to the same "
+                                 "receiver (VFLAIR GradientSparsification)")
 
 
 def sparsify(tensor: torch.Tensor, *, percentile: float) -> torch.Tensor:
@@ -37,6 +50,23 @@ class Sparsify(Defense):
     axis = StrengthAxis(name="percentile", stronger="higher", identity=0.0, low=0.0, high=100.0,
                         search=(50.0, 99.9), log=False)
     audit_strengths = {"finetune": (90.0, 95.0, 99.0), "pretrain": (90.0, 95.0, 99.0)}
+    Options = SparsifyOptions
+    anchor = "Fu et al. 2022 (GS); Aji & Heafield 2017; VFLAIR GradientSparsification (error feedback)"
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if self.options.error_feedback and set(self.kinds) != {"gradient"}:
+            raise ConfigError("sparsify's error_feedback carries gradient mass between gradient messages; "
+                              "use kinds [gradient]")
+        self.residual: dict[tuple[int, str], torch.Tensor] = {}
 
     def transform(self, tensor: torch.Tensor, message: Message) -> torch.Tensor:
-        return sparsify(tensor, percentile=self.strength)
+        if not self.options.error_feedback:
+            return sparsify(tensor, percentile=self.strength)
+        key = (message.receiver, message.kind)
+        carried = self.residual.get(key)
+        if carried is not None and carried.shape == tensor.shape:
+            tensor = tensor + carried
+        sent = sparsify(tensor, percentile=self.strength)
+        self.residual[key] = tensor - sent
+        return sent

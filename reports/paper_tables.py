@@ -156,17 +156,43 @@ def strength_tables(summary: pd.DataFrame) -> list[Table]:
     tables = []
     for (dataset, attack, defense, phase), part in sorted(summary.groupby(["dataset", *CONTEXT]),
                                                           key=lambda g: [natural(str(k)) for k in g[0]]):
-        strengths = sorted(part["strength"].unique(), reverse=bool((part.get("strength_axis") == "epsilon").any()))
+        lower = part["strength_stronger"] == "lower" if "strength_stronger" in part else part["strength_axis"] == "epsilon"
+        strengths = sorted(part["strength"].unique(), reverse=bool(lower.any()))
         axis = str(part["strength_axis"].iloc[0])
         rows = []
         for (method, variant), rows_m in sorted(part.groupby(["method", "variant"]), key=lambda g: natural(_row_label(*g[0]))):
             by = {r.strength: r for r in rows_m.itertuples()}
-            rows.append([_row_label(method, variant)] + [
-                f"{by[s].attack_accuracy_mean:.3f} / {by[s].utility_mean:.3f}" if s in by else "" for s in strengths])
+            rows.append([_row_label(method, variant)] + [_strength_cell(by[s]) if s in by else "" for s in strengths])
         metric = str(part["utility_metric"].iloc[0])
         tables.append(Table(f"{dataset}: attack accuracy A / utility U ({metric}) at each strength; attack {attack}, "
                             f"defense {defense} ({phase}); means over seeds",
                             ["method", *(strength_label(axis, s) for s in strengths)], rows, set()))
+    return tables
+
+
+def _strength_cell(r) -> str:
+    """"A / U", with the epsilon a DP defense spent there."""
+    cell = f"{r.attack_accuracy_mean:.3f} / {r.utility_mean:.3f}"
+    eps = getattr(r, "epsilon_mean", float("nan"))
+    return cell + (f" (ε={eps:.3g})" if pd.notna(eps) else "")
+
+
+def t_dcs_tables(caps: pd.DataFrame) -> list[Table]:
+    """VFLAIR's T-DCS per phase: rows = (method, defense), columns = datasets, the mean DCS over the attacks."""
+    from vflpriv.tradeoff.cap import t_dcs
+
+    scores = t_dcs(caps.assign(variant=caps["variant"] if "variant" in caps else ""))
+    tables = []
+    for phase, part in scores.groupby("phase", sort=False):
+        datasets = sorted(set(part["dataset"]), key=natural)
+        labels = sorted({(_row_label(m, v), d) for m, v, d in zip(part["method"], part["variant"], part["defense"])},
+                        key=lambda k: (natural(k[0]), k[1]))
+        cells = {(_row_label(r.method, r.variant), r.defense, r.dataset): r for r in part.itertuples()}
+        rows = [[f"{m} / {d}", *(f"{cells[(m, d, ds)].t_dcs:.3f}" if (m, d, ds) in cells else "" for ds in datasets)]
+                for m, d in labels]
+        tables.append(Table(f"T-DCS ({phase}): mean over the attacks of VFLAIR's DCS (chance-normalised attack "
+                            "accuracy, beta 0.5), higher is better", ["method / defense", *datasets], rows, set(),
+                            "attacks averaged: " + "; ".join(sorted(set(part["attacks"])))))
     return tables
 
 

@@ -34,14 +34,16 @@ def strength_table(summary: pd.DataFrame) -> Table:
     varying, fixed = _split_context(summary)
     metric = summary["utility_metric"].iloc[0] if "utility_metric" in summary else ""
     defended = bool((summary["defense"] != "none").any())
+    spent = "epsilon_mean" in summary and bool(summary["epsilon_mean"].notna().any())
     table = Table(title=f"{fixed} (mean ± std over seeds; leakage = attack − prior accuracy, per seed)")
-    columns = (*varying, *(["strength"] if defended else []), f"utility ({utility_label(metric)})", "attack acc",
-               "prior acc", "leakage", "seeds")
+    columns = (*varying, *(["strength"] if defended else []), *(["ε spent"] if spent else []),
+               f"utility ({utility_label(metric)})", "attack acc", "prior acc", "leakage", "seeds")
     for col in columns:
         table.add_column(col, justify="right")
     for _, r in summary.iterrows():
         table.add_row(
             *(str(r[c]) for c in varying), *([strength_label(r["strength_axis"], r["strength"])] if defended else []),
+            *([f"{r['epsilon_mean']:.3g}" if pd.notna(r["epsilon_mean"]) else "n/a"] if spent else []),
             _pm(r["utility_mean"], r["utility_std"]), _pm(r["attack_accuracy_mean"], r["attack_accuracy_std"]),
             _pm(r["prior_accuracy_mean"], r["prior_accuracy_std"]), _pm(r["leakage_mean"], r["leakage_std"], sign=True),
             str(int(r["n_seeds"])),
@@ -51,12 +53,14 @@ def strength_table(summary: pd.DataFrame) -> Table:
 
 def cap_rich_table(caps: pd.DataFrame) -> Table:
     """CAP mean ± std over seeds per (method, dataset, attack, defense, phase), or why there is none."""
-    table = Table(title="CAP = mean over the strengths of U × (1 − A), higher is better")
-    for col in (*CONTEXT, "U", "CAP", "seeds"):
+    table = Table(title="CAP = mean over the strengths of U × (1 − A); DCS = VFLAIR's defense capability score "
+                        "(chance-normalised A); both higher is better")
+    for col in (*CONTEXT, "U", "CAP", "DCS", "seeds"):
         table.add_column(col)
     for _, r in caps.iterrows():
         status = r.get("status", "ok")
         shown = _pm(r["cap"], r["cap_std"]) if pd.notna(r["cap"]) else status
-        table.add_row(*(str(r[c]) for c in CONTEXT), utility_label(r.get("utility_metric", "")), shown,
+        score = _pm(r["dcs"], r["dcs_std"]) if pd.notna(r.get("dcs", float("nan"))) else "n/a"
+        table.add_row(*(str(r[c]) for c in CONTEXT), utility_label(r.get("utility_metric", "")), shown, score,
                       str(int(r["n_seeds"])))
     return table

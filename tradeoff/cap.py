@@ -6,6 +6,7 @@ Higher is better: useful models whose labels the attack cannot recover.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,6 +14,47 @@ import pandas as pd
 
 GROUP = ["method", "dataset", "attack", "defense", "phase"]
 NAN = float("nan")
+#: DCS's weight of the utility loss against the attack performance (VFLAIR: 0.5).
+DCS_BETA = 0.5
+
+
+def dcs(attack: np.ndarray, utility: np.ndarray, reference: np.ndarray, *, classes: int,
+        beta: float = DCS_BETA) -> np.ndarray:
+    """VFLAIR's defense capability score, 1 / (1 + sqrt((1 - beta) dAP^2 + beta dMP^2)) (``src/metrics/
+    data_process.py`` ``cal_dcs``): dMP = max(MP0 - MP, 0), the utility lost to the defense against the undefended
+    ``reference``, and dAP = AP with AP the attack accuracy normalised by chance, max(0, (A - 1/C) / (1 - 1/C)).
+    VFLAIR uses the raw accuracy, with which an attack at chance still costs 0.5 on a binary task and DCS barely
+    separates defenses there; normalised, an attack no better than guessing costs nothing."""
+    chance = 1.0 / classes
+    ap = np.clip((np.asarray(attack, float) - chance) / (1.0 - chance), 0.0, None)
+    dmp = np.clip(np.asarray(reference, float) - np.asarray(utility, float), 0.0, None)
+    return 1.0 / (1.0 + np.sqrt((1.0 - beta) * ap**2 + beta * dmp**2))
+
+
+def _undefended_key(config: str, attack: str, under_attack: bool) -> str:
+    """What a defended run is compared with for DCS: its training settings without the defenses (and the attack,
+    unless the attack acted in training), seed included."""
+    data = json.loads(config)
+    data.pop("defenses", None)
+    attack_config = data.pop("attack", {})
+    return json.dumps([data, attack_config if under_attack else None], sort_keys=True)
+
+
+def reference_utility(results: pd.DataFrame) -> pd.Series:
+    """Per run, the utility of the undefended training of its settings and seed (a run without a defense, or with
+    the swept defense at its identity strength); NaN where the results hold none."""
+    if "config" not in results or results.empty:
+        return pd.Series(NAN, index=results.index)
+    under = results["training_under_attack"] if "training_under_attack" in results else pd.Series(False, results.index)
+    keys = [_undefended_key(c, a, bool(u)) if isinstance(c, str) and c else "" for c, a, u in
+            zip(results["config"], results["attack"], under)]
+    identity = results["strength_identity"] if "strength_identity" in results else pd.Series(0.0, results.index)
+    undefended = (results["status"] == "ok") & ((results["defense"] == "none") | (results["strength"] == identity))
+    table: dict[str, float] = {}
+    for key, ok, utility in zip(keys, undefended, results["utility"]):
+        if ok and key:
+            table.setdefault(key, float(utility))
+    return pd.Series([table.get(k, NAN) for k in keys], index=results.index)
 
 
 def cap(utility: Sequence[float], attack: Sequence[float]) -> float:
@@ -41,6 +83,8 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
     - ``incomplete: strengths X failed``: no seed succeeded at X, so there is no CAP (NaN);
     - ``n/a: ...``: the attack does not apply (a non-federated method).
 
+    ``dcs`` is VFLAIR's defense capability score (:func:`dcs`) per strength, averaged like CAP over the strengths
+    and then over seeds (NaN when the results hold no undefended run of the settings to compare the utility with).
     ``utility_metric`` names what U is (test accuracy, AUC or F1: one per dataset). ``cap_optimistic`` is the same CAP from ``attack_accuracy_optimistic`` (the attack's best epoch selected
     on the targets' labels, as both public attack codes report and the FedHSSL paper's tables print), for
     comparison with printed numbers only; NaN unless every counted run has it (the attack's
@@ -48,16 +92,18 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     by = GROUP + (["variant"] if "variant" in results else [])
+    results = results.assign(reference_utility=reference_utility(results))
     for keys, group in results.groupby(by, sort=False):
         expected = sorted(group["strength"].unique())
         metric = _metric(group)
         if (group["status"] == "n/a").all():
-            rows.append((*keys, metric, NAN, NAN, NAN, 0,
+            rows.append((*keys, metric, NAN, NAN, NAN, NAN, NAN, 0,
                          "n/a: " + str(group["error"].iloc[0]) if "error" in group else "n/a"))
             continue
         ok = group[group["status"] == "ok"]
         failed = [s for s in expected if s not in set(ok["strength"])]
-        caps, optimistic, left_out = [], [], []
+        caps, optimistic, scores, left_out = [], [], [], []
+        classes = int(group["num_classes"].max()) if "num_classes" in group else 0
         for seed, runs in group.groupby("seed"):
             good = ok[ok["seed"] == seed].sort_values("strength")
             if sorted(good["strength"]) == expected:
@@ -65,10 +111,13 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
                 best = good.get("attack_accuracy_optimistic")
                 if best is not None and best.notna().all():
                     optimistic.append(cap(good["utility"], best))
+                if classes >= 2 and good["reference_utility"].notna().all():
+                    scores.append(float(dcs(good["attack_accuracy"], good["utility"], good["reference_utility"],
+                                            classes=classes).mean()))
             else:
                 left_out.append(seed)
         if failed:
-            rows.append((*keys, metric, NAN, NAN, NAN, 0, f"incomplete: strengths {_fmt(failed)} failed"))
+            rows.append((*keys, metric, NAN, NAN, NAN, NAN, NAN, 0, f"incomplete: strengths {_fmt(failed)} failed"))
             continue
         status = "ok"
         if left_out:
@@ -76,9 +125,22 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
         if not caps:
             status = f"incomplete: no seed succeeded at every strength (seeds {_fmt(left_out)})"
         values = np.asarray(caps, dtype=float)
+        complete = caps and len(scores) == len(caps)
         rows.append((*keys, metric, float(values.mean()) if caps else NAN, float(values.std()) if caps else NAN,
-                     float(np.mean(optimistic)) if caps and len(optimistic) == len(caps) else NAN, len(caps), status))
-    return pd.DataFrame(rows, columns=[*by, "utility_metric", "cap", "cap_std", "cap_optimistic", "n_seeds", "status"])
+                     float(np.mean(optimistic)) if caps and len(optimistic) == len(caps) else NAN,
+                     float(np.mean(scores)) if complete else NAN, float(np.std(scores)) if complete else NAN,
+                     len(caps), status))
+    return pd.DataFrame(rows, columns=[*by, "utility_metric", "cap", "cap_std", "cap_optimistic", "dcs", "dcs_std",
+                                       "n_seeds", "status"])
+
+
+def t_dcs(caps: pd.DataFrame) -> pd.DataFrame:
+    """VFLAIR's T-DCS: per (method, dataset, defense, phase), the mean DCS over the attacks (all label inference
+    here, one attack type), with the attacks it averages."""
+    by = ["method", "dataset", "defense", "phase"] + (["variant"] if "variant" in caps else [])
+    scored = caps[caps["dcs"].notna()]
+    return (scored.groupby(by, sort=False).agg(t_dcs=("dcs", "mean"), attacks=("attack", lambda a: ", ".join(a)))
+            .reset_index())
 
 
 def _metric(group: pd.DataFrame) -> str:
@@ -90,15 +152,18 @@ def _metric(group: pd.DataFrame) -> str:
 
 
 def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over seeds of utility, attack and prior accuracy and leakage (attack - prior accuracy, per seed)
-    at each strength (and its axis name)."""
+    """Mean and std over seeds of utility, attack and prior accuracy, leakage (attack - prior accuracy, per seed) and
+    the epsilon a DP defense spent, at each strength (and its axis name and direction)."""
     ok = results[results["status"] == "ok"]
     if "strength_axis" not in ok:
         ok = ok.assign(strength_axis="lambda")
     if "leakage" not in ok:
         ok = ok.assign(leakage=ok["attack_accuracy"] - ok["prior_accuracy"])
-    cols = ["utility", "attack_accuracy", "prior_accuracy", "leakage"]
-    keys = GROUP + (["variant"] if "variant" in ok else []) + ["utility_metric", "strength_axis", "strength"]
+    if "strength_stronger" not in ok:
+        ok = ok.assign(strength_stronger="higher")
+    cols = ["utility", "attack_accuracy", "prior_accuracy", "leakage"] + (["epsilon"] if "epsilon" in ok else [])
+    keys = GROUP + (["variant"] if "variant" in ok else []) + ["utility_metric", "strength_axis", "strength_stronger",
+                                                                "strength"]
     agg = ok.groupby(keys)[cols].agg(["mean", lambda c: c.std(ddof=0)])
     agg.columns = [f"{c}_{'mean' if s == 'mean' else 'std'}" for c, s in agg.columns]
     n = ok.groupby(keys)["seed"].count().rename("n_seeds")

@@ -64,7 +64,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 
 def apply_override(data: dict[str, Any], assignment: str) -> None:
-    """Apply one ``key.path=value`` (value parsed as YAML: numbers, booleans, lists) in place."""
+    """Apply one ``key.path=value`` (value parsed as YAML: numbers, booleans, lists) in place; a number in the path
+    indexes a list of sections (``defenses.0.options.clip=0.5``)."""
     key, sep, raw = assignment.partition("=")
     if not sep or not key or "" in key.split("."):
         raise ConfigError(f"--set expects key.path=value, got '{assignment}'")
@@ -72,14 +73,27 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         value = load_yaml(raw)
     except yaml.YAMLError:
         value = raw
-    node = data
+    node: Any = data
     parts = key.split(".")
-    for i, part in enumerate(parts[:-1]):
-        nxt = node.setdefault(part, {})
-        if not isinstance(nxt, dict):
-            raise ConfigError(f"--set {key}: '{'.'.join(parts[: i + 1])}' is a value, not a section")
-        node = nxt
-    node[parts[-1]] = value
+    for i, part in enumerate(parts):
+        where = ".".join(parts[: i + 1])
+        if isinstance(node, list):  # defenses.0.options.clip: an entry of a list of sections, by index
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"--set {key}: '{'.'.join(parts[:i])}' is a list of {len(node)}; give an index "
+                                  f"0..{len(node) - 1}, got '{part}'")
+            if i == len(parts) - 1:
+                node[int(part)] = value
+                return
+            node = node[int(part)]
+            continue
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {key}: '{'.'.join(parts[:i])}' is a value, not a section")
+        if i == len(parts) - 1:
+            node[part] = value
+            return
+        node = node.setdefault(part, {})
+        if not isinstance(node, (dict, list)):
+            raise ConfigError(f"--set {key}: '{where}' is a value, not a section")
 
 
 def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -96,9 +96,12 @@ def _needs(attack: Any) -> str:
 
 def _defense(name: str, cls: Any) -> Description:
     axis = cls.axis
-    facts = {"strength": f"{axis.name} in [{axis.low:g}, {axis.high:g}], {axis.stronger} protects more, "
+    kinds = (f"{', '.join(cls.default_kinds)} messages by default (supports {', '.join(cls.supported_kinds)})"
+             if cls.supported_kinds and "labels" not in cls.supported_kinds else "no message")
+    facts = {"acts at": ", ".join(sorted(cls.hook_points)), "follows": cls.anchor or "vflpriv's own",
+             "strength": f"{axis.name} in [{axis.low:g}, {axis.high:g}], {axis.stronger} protects more, "
                          f"identity {axis.identity:g}",
-             "protects": f"{', '.join(cls.default_kinds)} by default (supports {', '.join(cls.supported_kinds)})",
+             "protects": kinds,
              "binary tasks only": str(cls.binary_only),
              "audit strengths": "; ".join(f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.audit_strengths.items())
              or "none"}

@@ -170,6 +170,9 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
         raise IncompatibleError(f"defense {d.name}: party {d.party} does not exist (0..{parties - 1})")
     if cls.binary_only and dataset.num_classes != 2:
         raise IncompatibleError(f"defense '{d.name}' needs a binary task; {dataset.name} has {dataset.num_classes} classes")
+    reason = cls.incompatible(dataset=dataset)
+    if reason:
+        raise IncompatibleError(f"defense '{d.name}': {reason}")
     unsupported = sorted(set(d.kinds or ()) - set(cls.supported_kinds))
     if unsupported:
         raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "

@@ -25,6 +25,9 @@ class RunRecord:
     training_key: str = ""
     strength_axis: str = "lambda"
     strength_stronger: str = "higher"
+    #: The swept defense's identity strength: a run there is undefended (DCS's reference utility).
+    strength_identity: float = 0.0
+    num_classes: int = 0
     utility: float = float("nan")
     utility_metric: str = ""
     attack_accuracy: float = float("nan")
@@ -46,6 +49,8 @@ class RunRecord:
     comm_messages_pretrain: int = 0
     comm_messages_finetune: int = 0
     comm_messages_inference: int = 0
+    #: The privacy a DP defense of the training spent, by its accountant (NaN when no defense makes such a claim).
+    epsilon: float = float("nan")
     #: The attack acted during this training (its own training): utility is the federation's under attack.
     training_under_attack: bool = False
     #: How many targets the attack guessed and was scored on (an attack on one batch guesses that batch).

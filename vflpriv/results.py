@@ -12,7 +12,7 @@ from vflpriv.errors import ConfigError
 from vflpriv.provenance import versions
 from vflpriv.records import RunRecord
 from vflpriv.reports.html import render_report
-from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables
+from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
 from vflpriv.reports.plots import tradeoff_figures
 from vflpriv.store import Store
 from vflpriv.tradeoff.cap import cap_table, strength_summary
@@ -46,7 +46,7 @@ def select(results: pd.DataFrame, *, attack: str | None, defense: str | None, ph
 
 def tables(results: pd.DataFrame) -> list[Table]:
     caps = cap_table(results)
-    found = [*cap_tables(caps), *strength_tables(strength_summary(results))]
+    found = [*cap_tables(caps), *t_dcs_tables(caps), *strength_tables(strength_summary(results))]
     reference = reference_table(results)
     return found + ([reference] if reference is not None else [])
 

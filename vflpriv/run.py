@@ -73,8 +73,10 @@ def _execute(p: Plan) -> list[RunRecord]:
     records = [blank_record(a.config) for a in p.attacks]
     swept = next((d for d, c in zip(p.defenses, p.config.defenses) if c.sweep), None)
     for record in records:
+        record.num_classes = p.scenario.dataset.num_classes
         if swept is not None:
             record.strength_axis, record.strength_stronger = swept.axis.name, swept.axis.stronger
+            record.strength_identity = swept.axis.identity
     try:
         result = train(p)
     except DivergedError as exc:
@@ -84,6 +86,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting() is not None
+    spent = [e for e in (d.privacy_spent() for d in p.defenses) if e is not None]
     for a, record in zip(p.attacks, records):
         record.utility, record.utility_metric = result.utility, result.metric
         record.comm_mb, record.comm_messages = meter.total_bytes() / 1e6, meter.total_messages()
@@ -91,6 +94,7 @@ def _execute(p: Plan) -> list[RunRecord]:
             setattr(record, f"comm_mb_{phase}", meter.total_bytes(phase) / 1e6)
             setattr(record, f"comm_messages_{phase}", meter.total_messages(phase))
         record.training_under_attack = under_attack
+        record.epsilon = sum(spent) if spent else float("nan")  # several DP defenses compose (basic composition)
         record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
         if a.not_applicable:  # no federation to attack; the adversary's prior is still what it knows alone
             record.status, record.error = NOT_APPLICABLE, a.not_applicable

@@ -100,7 +100,7 @@ def test_a_training_without_observing_or_acting_attacks_installs_no_adversary_ho
     from vflpriv.engine import TrainingHooks
 
     result = train(plan(_config(attack={"name": "mc"})))
-    assert type(result.fed.hooks) is TrainingHooks
+    assert type(result.fed.hooks.adversary) is TrainingHooks
 
 
 def _fedbcd_plugin():

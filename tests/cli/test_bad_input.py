@@ -175,6 +175,25 @@ EVALUATE = [
     (["--method", "oneshot", "--set", "finetune.top=sum"], "finetune.top=sum: method 'oneshot' trains its own"),
     (["--method", "vflhlp", "--set", "finetune.top=mlp"], "valid here: linear"),
     (["--method", "ssvfl-i", "--set", "finetune.local_updates=5"], "has no exchanges to follow with local updates"),
+    # the anchors' defenses and their hook points (issue 23)
+    (["--defense", "mid", "--method", "ssvfl-i"], "defense 'mid' acts at defend:active-loss, defend:active-model"),
+    (["--defense", "dcor", "--method", "oneshot"], "trains with a loop of its own that does not call that point"),
+    (["--defense", "cae", "--method", "fedhssl", "--phase", "pretrain"], "has no labels to protect"),
+    (["--defense", "grad-perturb", "--strengths", "0"], "must be above 0"),
+    (["--defense", "discrete-sgd", "--strengths", "2.5"], "a whole number"),
+    (["--defense", "discrete-sgd", "--strengths", "0"], "must lie in [1, inf]"),
+    (["--defense", "mixup", "--strengths", "1.5"], "must lie in [0, 1]"),
+    (["--defense", "dp-gaussian", "--set", "defenses.0.options.target_epsilon=2"], "not both"),
+    (["--defense", "dp-gaussian", "--set", "defenses.0.options.clip=0"], "defenses[0].options.clip"),
+    (["--defense", "dp-gaussian", "--set", "defenses.0.options.delta=1"], "defenses[0].options.delta"),
+    (["--defense", "mid", "--set", "defenses.0.options.bottleneck_scale=0"], "defenses[0].options.bottleneck_scale"),
+    (["--defense", "cae", "--set", "defenses.0.options.samples=3"], "defenses[0].options.samples"),
+    (["--defense", "dcae", "--set", "defenses.0.options.bins=0"], "defenses[0].options.bins"),
+    (["--defense", "mixup", "--set", "defenses.0.options.perm_seed=-1"], "defenses[0].options.perm_seed"),
+    (["--set", "defenses=[{name: sparsify, strength: 90, kinds: [embedding], options: {error_feedback: true}}]",
+      "--defense", "none"], "error_feedback carries gradient mass"),
+    (["--set", "defenses=[{name: mid, strength: 1, party: 1}]", "--defense", "none"], "party must be 0"),
+    (["--set", "defenses=[{name: dcor, strength: 1, kinds: [gradient]}]", "--defense", "none"], "cannot protect"),
 ]
 
 

@@ -32,8 +32,9 @@ def test_evaluate_writes_outputs_and_is_reproducible(runner, tmp_path):
     assert len(a) == 4 and set(a["status"]) == {"ok"}
     cap = pd.read_csv(tmp_path / "a" / "cap.csv")
     assert list(cap.columns) == ["method", "dataset", "attack", "defense", "phase", "variant", "utility_metric", "cap",
-                                 "cap_std", "cap_optimistic", "n_seeds", "status"]
+                                 "cap_std", "cap_optimistic", "dcs", "dcs_std", "n_seeds", "status"]
     assert cap["n_seeds"].item() == 2 and cap["utility_metric"].item() == "accuracy"
+    assert 0 < cap["dcs"].item() <= 1  # λ=0 is ISO's identity: the undefended utility DCS compares with
 
 
 def _table_rows(output: str) -> dict[str, list[str]]:

@@ -4,13 +4,12 @@ import pytest
 import torch
 
 from vflpriv.defenses.sparsify import Sparsify
-from vflpriv.components import NoOptions
 from vflpriv.engine import FINETUNE, GRADIENT, Message
 from vflpriv.errors import ConfigError
 
 
 def _sparsify(q):
-    return Sparsify(strength=q, party=0, phase=FINETUNE, kinds=None, options=NoOptions(),
+    return Sparsify(strength=q, party=0, phase=FINETUNE, kinds=None, options=Sparsify.Options(),
                     generator=torch.Generator().manual_seed(0))
 
 

@@ -43,6 +43,7 @@ def datasets() -> None:
 @app.command()
 def describe(name: str = typer.Argument(..., metavar="NAME", help="a method, attack, defense, dataset or preset name")) -> None:
     """Show what a component does and its options: type, default and description."""
+    from rich.markup import escape
     from rich.table import Table
 
     from vflpriv.describe import describe as describe_name
@@ -53,7 +54,7 @@ def describe(name: str = typer.Argument(..., metavar="NAME", help="a method, att
         for key, value in d.facts.items():
             console.print(f"  {key}: {value}")
         if d.options:
-            table = Table(title=f"options ({d.prefix}NAME=VALUE)", title_justify="left")
+            table = Table(title=escape(f"options ({d.prefix}NAME=VALUE)"), title_justify="left")
             for col in ("option", "type", "default", "description"):
                 table.add_column(col, overflow="fold")
             for row in d.options:

@@ -101,10 +101,12 @@ class PartyOptimizers:
 
     def __init__(self, cfg: FinetuneConfig, owned: list[list[nn.Parameter]], *, hooks: TrainingHooks | None = None):
         self.cfg = cfg
-        hooks = hooks or TrainingHooks()
+        self.hooks = hooks or TrainingHooks()
         parties = [(k, [p for p in params if p.requires_grad]) for k, params in enumerate(owned)]
         self.owned = [params for _, params in parties if params]
-        self.optimizers = [self._optimizer(k, params, hooks) for k, params in parties if params]
+        self.optimizers = [self._optimizer(k, params, self.hooks) for k, params in parties if params]
+        self.active = next((i for i, (k, params) in enumerate((k, ps) for k, ps in parties if ps) if k == ACTIVE), None)
+        self.adopted: set[nn.Parameter] = set()
 
     def _optimizer(self, party: int, params: list[nn.Parameter], hooks: TrainingHooks):
         cfg = self.cfg
@@ -124,7 +126,19 @@ class PartyOptimizers:
         for opt in self.optimizers:
             opt.zero_grad(set_to_none=True)
 
+    def adopt(self) -> None:
+        """Give the active party's optimiser the parameters its defenses created since (MID's bottleneck is built
+        at the first embedding it receives, when its width is known)."""
+        if self.active is None:
+            return
+        new = [p for p in self.hooks.active_parameters() if p not in self.adopted]
+        if new:
+            self.optimizers[self.active].add_param_group({"params": new})
+            self.owned[self.active] = self.owned[self.active] + new
+            self.adopted.update(new)
+
     def step(self) -> None:
+        self.adopt()
         for params, opt in zip(self.owned, self.optimizers):
             if self.cfg.grad_clip > 0:
                 nn.utils.clip_grad_norm_(params, self.cfg.grad_clip, foreach=True)
@@ -154,7 +168,7 @@ def finetune(
     Messages carry epoch numbers from ``first_epoch`` (after a method's own earlier exchanges). Each exchange
     is followed by ``fed.finetune.local_updates - 1`` local updates (FedBCD)."""
     owned = [list(b.parameters()) if train_bottoms else [] for b in bottoms]
-    owned[ACTIVE] += list(top.parameters()) + fed.hooks.active_parameters()
+    owned[ACTIVE] += list(top.parameters())
     optimizers = PartyOptimizers(fed.finetune, owned, hooks=fed.hooks)
     for module in (*bottoms, top):
         module.train()

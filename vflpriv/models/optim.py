@@ -34,6 +34,10 @@ class _Fused(ABC):
         self.param_groups = _as_groups(params, defaults)
         self.state: dict[Tensor, dict[str, Tensor]] = {}
 
+    def add_param_group(self, group: dict[str, Any]) -> None:
+        """Train more parameters from now on, with this optimiser's defaults unless ``group`` sets them."""
+        self.param_groups += _as_groups([group], {k: v for k, v in self.param_groups[0].items() if k != "params"})
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         for group in self.param_groups:
             for p in group["params"]:
