@@ -53,6 +53,19 @@ def test_the_guide_attack_and_defense_run_in_a_real_run():
     assert record.strength_axis == "share"
 
 
+def test_the_guide_loss_defense_acts_at_the_active_partys_loss():
+    found = _examples()
+    DEFENSES.register("guide-shrink", found["ShrinkEmbeddings"])
+    base = {"partition": {"labeled": 100, "aux": 20}, "model": {"hidden": 32, "out_dim": 16},
+            "finetune": {"epochs": 10, "batch_size": 32}, "attack": {"name": "gc", "prior": "none"}}
+    plain, = run(RunConfig.model_validate(base))
+    assert plain.utility > 0.3
+    same, = run(RunConfig.model_validate({**base, "defenses": [{"name": "guide-shrink"}]}))
+    shrunk, = run(RunConfig.model_validate({**base, "defenses": [{"name": "guide-shrink", "strength": 10.0}]}))
+    assert same.utility == plain.utility  # at its identity: nothing changed
+    assert shrunk.status == "ok" and shrunk.utility != plain.utility
+
+
 def test_the_guide_aggvfl_method_is_complete_and_runs():
     found = _examples()
     METHODS.register("guide-aggvfl", found["AggVFL"])
