@@ -16,8 +16,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import importlib.util
 import os
 import signal
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -31,6 +36,8 @@ from vflpriv.errors import ConfigError
 
 LOCAL_BACKENDS = ("loky", "threading")
 BACKENDS = (*LOCAL_BACKENDS, "dask", "ray")
+#: Seconds a cluster at ``--address`` has to answer before a sweep refuses it (nothing is written before).
+CLUSTER_TIMEOUT = 20.0
 #: Seconds between a worker's checks that its parent is alive.
 WATCH_INTERVAL = 0.5
 _NOTHING = object()
@@ -102,6 +109,71 @@ def _ray(*, address: str | None, jobs: int) -> Iterator[None]:
     finally:
         if started:
             ray.shutdown()
+
+
+def check_cluster(backend_name: str, address: str | None, *, timeout: float | None = None) -> None:
+    """Refuse, as one ConfigError within ``timeout`` seconds (default :data:`CLUSTER_TIMEOUT`), a cluster at
+    ``address`` that does not answer as a ``backend_name`` cluster: called while planning, before a store is
+    created, so a cluster that cannot be reached leaves nothing behind. No address (a local cluster): nothing to
+    check."""
+    if address is None:
+        return
+    timeout = CLUSTER_TIMEOUT if timeout is None else timeout
+    if backend_name not in _PROBE_SCRIPTS:
+        raise ConfigError(f"--address is for a dask or ray cluster; backend '{backend_name}' runs locally")
+    deadline = time.monotonic() + timeout
+    try:
+        _answers(address, timeout=timeout)
+        _probe(backend_name, address, timeout=max(deadline - time.monotonic(), 0.1))
+    except ConfigError:
+        raise
+    except Exception as exc:  # whatever the connection raised (a timeout, a refusal, a bad address, garbage)
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        if isinstance(exc, TimeoutError) and "time" not in reason.lower():
+            reason = "no answer"
+        raise ConfigError(f"cannot reach a {backend_name} cluster at --address {address!r} within {timeout:g} s: "
+                          f"{reason[:300]}") from None
+
+
+def _answers(address: str, *, timeout: float) -> None:
+    """Fail fast where nothing listens (a refused connection is immediate; the clients retry until their
+    timeout): open and close a TCP connection to ``host:port`` when the address names one."""
+    host, sep, port = address.split("://")[-1].rpartition(":")
+    if sep and host and port.isdigit():
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+
+
+#: What a child process runs to connect to a cluster (argv[1]: the address) and leave it as it was.
+_PROBE_SCRIPTS = {
+    "dask": "import sys\nfrom dask.distributed import Client\nClient(sys.argv[1], timeout=float(sys.argv[2])).close()",
+    "ray": "import sys, ray\nray.init(address=sys.argv[1], include_dashboard=False, log_to_driver=False, "
+           "logging_level='ERROR')\nray.shutdown()",
+}
+
+
+def _probe(backend_name: str, address: str, *, timeout: float) -> None:
+    """Connect to the cluster from a child process, killed (with whatever it started) at ``timeout``: neither
+    client keeps its own timeout where an address accepts a connection and never answers (Dask's handshake
+    and ``ray.init`` both wait forever), and no Python-level timeout reaches a blocked connect."""
+    if importlib.util.find_spec(backend_name) is None:
+        raise ConfigError(f"backend '{backend_name}' needs the {backend_name} extra: "
+                          f"pip install 'vflpriv[{backend_name}]'")
+    with tempfile.TemporaryFile(mode="w+") as log:  # not a pipe: a grandchild holding it open would block us
+        child = subprocess.Popen([sys.executable, "-c", _PROBE_SCRIPTS[backend_name], address, str(timeout)],
+                                 stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        try:
+            code = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError from None
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+        if code != 0:
+            log.seek(0)
+            lines = [line for line in log.read().splitlines() if line.strip()]
+            raise ConnectionError(lines[-1] if lines else f"exit code {code}")
 
 
 #: joblib backends other than loky (which :func:`run_all` drives directly), by name.

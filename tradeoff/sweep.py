@@ -57,6 +57,14 @@ def check(configs: Sequence[RunConfig]) -> int:
     return len(groups)
 
 
+def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None) -> None:
+    """Delete the stored records of ``configs`` that do not check out, so they are recomputed; say so."""
+    damaged = store.drop_damaged([c.key() for c in configs])
+    if damaged and on_note is not None:
+        on_note(f"{len(damaged)} damaged record(s) in the store deleted and recomputed (the first, run "
+                f"{damaged[0][0]}: {damaged[0][1]})")
+
+
 def sweep(
     configs: Sequence[RunConfig],
     store: Store,
@@ -66,16 +74,20 @@ def sweep(
     address: str | None = None,
     on_done: Callable[[list[RunRecord]], None] | None = None,
     on_wait: Callable[[int], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
     checked: bool = False,
 ) -> pd.DataFrame:
-    """Validate every config first (unless ``checked``), then run the trainings the store lacks.
+    """Validate every config and drop the damaged records of the store first (unless ``checked``: the caller
+    did both), then run the trainings the store lacks.
 
     A training's records are committed together as soon as they arrive. Failed records from an earlier
-    sweep are retried; those written during this sweep (by it or by another sweep) are not. The returned
+    sweep are retried; those written during this sweep (by it or by another sweep) are not. A stored record
+    that does not check out (damaged) is deleted and recomputed, said through ``on_note``. The returned
     frame holds one row per config, in grid order, including runs found done in the store.
     """
     if not checked:
         check(configs)
+        drop_damaged(store, configs, on_note=on_note)
     groups = trainings(configs)
     started = time.time()
     with store.lease():

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, NonNegativeFloat
+from pydantic import Field, NonNegativeFloat, model_validator
 
-from vflpriv.config import AttackConfig, DefenseConfig, Phase, RunConfig, TrainingConfig
-from vflpriv.errors import VflprivError
+from vflpriv.config import AttackConfig, DefenseConfig, Phase, RunConfig, Seed, TrainingConfig, refuse_repeats
+from vflpriv.errors import IncompatibleError
 from vflpriv.options import Options
 from vflpriv.registry import ATTACKS, DEFENSES, METHODS
 
@@ -48,9 +48,23 @@ class AuditConfig(TrainingConfig):
     """The method under audit (a training config) and what to throw at it."""
 
     audit: AuditSettings = Field(default_factory=AuditSettings)
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     jobs: int = Field(2, ge=1, le=1024)
     backend: Literal["loky", "threading", "dask", "ray"] = "loky"
+
+    @model_validator(mode="after")
+    def _no_repeats(self) -> AuditConfig:
+        a = self.audit
+        refuse_repeats(seeds=self.seeds, attacks=a.attacks, phases=a.phases)
+        specs = [d.model_dump_json() for d in a.defenses or []]
+        refuse_repeats(defenses=[d.name for d, spec in zip(a.defenses or [], specs) if specs.count(spec) > 1])
+        for d in a.defenses or []:
+            refuse_repeats(**{f"strengths of {d.name}": d.strengths})
+        stray = sorted(set(a.attack_options) - set(a.attacks or ATTACKS.names()))
+        if stray:
+            raise ValueError(f"audit.attack_options names {', '.join(stray)}, not an attack of this audit; its attacks: "
+                             f"{', '.join(a.attacks or ATTACKS.names())}")
+        return self
 
 
 @dataclass(frozen=True)
@@ -65,7 +79,7 @@ class Inapplicable:
 
 def _phases(cfg: AuditConfig) -> list[str]:
     if cfg.audit.phases:
-        return list(dict.fromkeys(cfg.audit.phases))
+        return list(cfg.audit.phases)
     return ["finetune", "pretrain"] if METHODS.get(cfg.method.name).pretrains else ["finetune"]
 
 
@@ -93,18 +107,24 @@ def _run(base: dict, attack: AttackConfig, defense: DefenseConfig | None, seed: 
 
 
 def _try(runs: list[RunConfig]) -> str:
-    """'' when the runs plan, else the planner's reason."""
+    """'' when the runs plan, else the planner's reason why they cannot (IncompatibleError: the method, task or
+    phase lacks what the attack or defense needs). Bad input (an unknown option, a party that does not exist)
+    is raised: the user fixes it; it is not a pair to set aside."""
     from vflpriv.planning import plan
 
     try:
         plan(runs)
-    except VflprivError as exc:
+    except IncompatibleError as exc:
         return str(exc)
     return ""
 
 
 def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
-    """Every run of the audit, and every pair left out with its reason."""
+    """Every run of the audit, and every pair left out with its reason. A problem of the training itself (its
+    dataset, device, method options) is raised once, not listed for every pair."""
+    from vflpriv.planning import plan_training
+
+    plan_training(cfg.training())
     attacks = cfg.audit.attacks or ATTACKS.names()
     defenses = cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
     parties = cfg.partition.parties

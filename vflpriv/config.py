@@ -263,6 +263,19 @@ class AttackSettings(AttackConfig):
         ]
 
 
+#: A run's seed: what ``torch.Generator.manual_seed`` and NumPy accept alike.
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+
+
+def refuse_repeats(**lists: list | None) -> None:
+    """ValueError naming each list given with a repeated entry (a repeat is a conflict, not deduplicated)."""
+    for name, values in lists.items():
+        shown = [f"{v:g}" if isinstance(v, float) else str(v) for v in values or []]
+        repeated = sorted({v for v in shown if shown.count(v) > 1})
+        if repeated:
+            raise ValueError(f"{name} repeat: {', '.join(repeated)}; give each once")
+
+
 class ExperimentConfig(TrainingConfig):
     """A sweep: the swept defense's strength x seeds x attacks, around one base training."""
 
@@ -272,7 +285,7 @@ class ExperimentConfig(TrainingConfig):
         description="default threat model: ISO on the active party's finetuning gradients, swept",
     )
     strengths: list[NonNegativeFloat] = Field(default_factory=lambda: [1.0, 5.0, 25.0], min_length=1)
-    seeds: list[Annotated[int, Field(ge=0, le=2**32 - 1)]] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     jobs: int = Field(
         default_factory=lambda: min(2, os.cpu_count() or 1), ge=1, le=1024,
         description="parallel trainings; each uses one torch thread, so numbers do not depend on it",
@@ -288,10 +301,7 @@ class ExperimentConfig(TrainingConfig):
             raise ValueError("strengths are given but no defense is swept (--defense none sweeps nothing)")
         if "seed" in self.model_fields_set:
             raise ValueError("seed is set per run from seeds; give seeds: [N] (--seeds N) instead")
-        for name, values in (("strengths", self.strengths), ("seeds", self.seeds)):
-            repeated = sorted({v for v in values if values.count(v) > 1})
-            if repeated:
-                raise ValueError(f"{name} repeat: {', '.join(f'{v:g}' for v in repeated)}")
+        refuse_repeats(strengths=self.strengths, seeds=self.seeds)
         return self
 
     def runs(self) -> list[RunConfig]:

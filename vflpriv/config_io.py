@@ -9,6 +9,7 @@ for an unknown key, the valid keys of its section.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import tomllib
 import types
 import typing
@@ -24,13 +25,25 @@ MAX_CONFIG_BYTES = 1 << 20
 
 
 class _NoAliasLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases (``*name``) before they are expanded."""
+    """PyYAML's safe loader, refusing aliases (``*name``) before they are expanded, and a key given twice in one
+    mapping (PyYAML keeps the last value silently: a user's ``labeled: 100`` became 200)."""
 
     def compose_node(self, parent, index):  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark
             raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in vflpriv config files", mark)
         return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice in one section (first on line {seen[key] + 1})",
+                    key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_yaml(text: str) -> Any:
@@ -55,6 +68,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
         data = tomllib.loads(text) if path.suffix == ".toml" else load_yaml(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         first = " ".join(str(exc).split()) or type(exc).__name__
+        mark = getattr(exc, "problem_mark", None)
+        if isinstance(exc, yaml.MarkedYAMLError) and exc.problem and mark is not None:
+            first = f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
         raise ConfigError(f"config file {path} is not valid {'TOML' if path.suffix == '.toml' else 'YAML'}: {first}") from None
     if data is None:
         return {}
@@ -109,25 +125,37 @@ def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 METHOD_OPTIONS = "method_options"
 
 
-def resolve_method_options(data: dict[str, Any]) -> None:
+def resolve_method_options(data: dict[str, Any], *, must_match: set[str] | None = None) -> set[str]:
     """Remove ``data``'s ``method_options`` table and fold the options of every pattern matching the method's
-    name (in file order) under ``method.options``; options given for the method itself win."""
-    import fnmatch
-
+    name (in file order) under ``method.options``; options given for the method itself win. Returns the patterns
+    that matched; a pattern of ``must_match`` (the user's own, as opposed to a preset's, which serve other methods
+    too) that matches nothing is refused (its options would be silently ignored)."""
     table = data.pop(METHOD_OPTIONS, None) or {}
     if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in table.items()):
         raise ConfigError(f"{METHOD_OPTIONS} must map method-name patterns to option sections, got {table!r}")
     method = data.setdefault("method", {})
     if not table or not isinstance(method, dict):
-        return
+        return set()
     name = method.get("name", "splitnn")
     found: dict[str, Any] = {}
+    matched = {p for p in table if isinstance(name, str) and fnmatch.fnmatchcase(name, p)}
     for pattern, options in table.items():
-        if isinstance(name, str) and fnmatch.fnmatchcase(name, pattern):
+        if pattern in matched:
             found.update(options)
     if found:
         given = method.get("options", {})
         method["options"] = merged(found, given) if isinstance(given, dict) else given
+    if must_match is not None:
+        unmatched(must_match - matched, [name])
+    return matched
+
+
+def unmatched(patterns: set[str], methods: list) -> None:
+    """Refuse ``method_options`` patterns that match none of ``methods``."""
+    if patterns:
+        raise ConfigError(f"{METHOD_OPTIONS} pattern(s) {', '.join(sorted(map(repr, patterns)))} match no method of this "
+                          f"run ({', '.join(map(str, methods))}); their options would be ignored: fix the pattern or "
+                          "remove it")
 
 
 # ------------------------------------------------------------------------------------------- validation

@@ -13,9 +13,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from vflpriv.config import ExperimentConfig, RunConfig, TrainingConfig, dataset_partition_defaults
 from vflpriv.console import make_console
 from vflpriv.errors import ConfigError, Interrupted
-from vflpriv.folders import writable_folder
-from vflpriv.store import Store
-from vflpriv.tradeoff.executors import LOCAL_BACKENDS, Warm, prewarm
+from vflpriv.folders import creatable, writable_folder
+from vflpriv.store import Store, check_store_path
+from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,11 +53,10 @@ def run_into_store(
     n_trainings = len({c.training_key() for c in configs})
     warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend, previous=warm)  # they start while this plans
     try:
-        if address is not None and backend in LOCAL_BACKENDS:
-            raise ConfigError(f"--address is for a dask or ray cluster; backend '{backend}' runs locally")
-        from vflpriv.tradeoff.sweep import check, sweep  # torch and the engine: imported while workers warm up
+        from vflpriv.tradeoff.sweep import check, drop_damaged, sweep  # torch and the engine, while workers warm up
 
         check(configs)
+        store_path = check_destination(out, store_path=store_path, backend=backend, address=address)
         writable_folder(out, what="--out")
         if not overwrite:
             keys = {c.key() for c in configs}
@@ -75,16 +74,17 @@ def run_into_store(
         progress.advance(task, len(records))
         notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
 
-    store_path = store_path or out / "results.sqlite"
     with Store(store_path) as store, progress:
         if header is not None:  # everything checked: from here on, output is results
             console.print(header())
+        drop_damaged(store, configs, on_note=notes.append)
         stored = sum(store.done(c.key()) for c in configs)
         console.print(f"{plural(len(configs), 'run')} on {plural(n_trainings, 'training')}: {stored} already in "
                       f"the store, {len(configs) - stored} to run")
         task = progress.add_task("runs", total=len(configs), completed=stored)
         try:
-            results = sweep(configs, store, jobs=jobs, backend=backend, address=address, on_done=done, checked=True)
+            results = sweep(configs, store, jobs=jobs, backend=backend, address=address, on_done=done,
+                            on_note=notes.append, checked=True)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
@@ -95,6 +95,16 @@ def run_into_store(
     if write_csv:
         console.print(f"wrote {out / 'results.csv'}")
     return results
+
+
+def check_destination(out: Path, *, store_path: Path | None, backend: str, address: str | None) -> Path:
+    """Refuse, creating nothing, where results could not go: a cluster that does not answer, an ``out`` that
+    cannot be created, a store path that cannot be (or is another program's file); returns the store path."""
+    check_cluster(backend, address)
+    creatable(out, what="--out", folder=True)
+    store_path = store_path or out / "results.sqlite"
+    check_store_path(store_path)
+    return store_path
 
 
 def plural(n: int, noun: str) -> str:

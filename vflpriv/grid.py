@@ -20,15 +20,21 @@ from __future__ import annotations
 import copy
 import difflib
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from vflpriv.config import ExperimentConfig, RunConfig
-from vflpriv.config_io import METHOD_OPTIONS, check_shape, resolve_method_options, validate
+from vflpriv.config_io import METHOD_OPTIONS, check_shape, resolve_method_options, unmatched, validate
 from vflpriv.errors import ConfigError, IncompatibleError
 from vflpriv.planning import plan
 
 PLURAL = ("methods", "datasets", "attacks", "axes")
+#: The largest grid ``vflpriv sweep`` expands: cells (method x dataset x axis values) and runs (cells x strengths x
+#: seeds x attacks). A grid beyond either is refused with its size before anything is expanded (a typo such as an
+#: axis of range(10000) would otherwise validate millions of cells for minutes with no output).
+MAX_CELLS = 10_000
+MAX_RUNS = 200_000
 
 
 @dataclass(frozen=True)
@@ -91,11 +97,44 @@ def _check_keys(data: dict[str, Any]) -> None:
         if isinstance(data.get(singular), list):
             raise ConfigError(f"grid file: {singular} takes one section; list several under {singular}s: "
                               f"({singular}s: [{', '.join(map(str, data[singular][:3]))}])")
+        if singular in data and f"{singular}s" in data:
+            raise ConfigError(f"grid file: both {singular} and {singular}s are given; one of them would be dropped: "
+                              f"keep {singular}s (the grid's axis) or {singular}")
+    attack = data.get("attack")
+    if "attacks" in data and isinstance(attack, dict) and "name" in attack:
+        raise ConfigError("grid file: both attack.name and attacks are given; one of them would be dropped: list the "
+                          "attacks under attacks (attack keeps the shared phase and prior)")
+    for plural in ("methods", "datasets", "attacks"):
+        entries = data.get(plural)
+        if isinstance(entries, list):
+            shown = [repr(e) if not isinstance(e, str) else e for e in entries]
+            repeated = sorted({s for s in shown if shown.count(s) > 1})
+            if repeated:
+                raise ConfigError(f"grid file: {plural} repeat: {', '.join(repeated)}; give each once")
 
 
-def experiments(raw: dict[str, Any]) -> list[ExperimentConfig]:
-    """One validated experiment per grid cell (method x dataset x axis values; attacks stay a list)."""
+def _check_size(data: dict[str, Any], sizes: list[int]) -> None:
+    """Refuse a grid larger than :data:`MAX_CELLS` cells or :data:`MAX_RUNS` runs, counted before expanding it."""
+    cells = math.prod(sizes)
+    per_cell = 1
+    for key, default in (("strengths", 3), ("seeds", 3)):
+        value = data.get(key)
+        per_cell *= len(value) if isinstance(value, list) else default
+    names = (data.get("attack") or {}).get("name") if isinstance(data.get("attack"), dict) else None
+    per_cell *= len(names) if isinstance(names, list) else 1
+    if cells > MAX_CELLS or cells * per_cell > MAX_RUNS:
+        raise ConfigError(f"grid file: {cells:,} cells and {cells * per_cell:,} runs exceed the limit of {MAX_CELLS:,} "
+                          f"cells or {MAX_RUNS:,} runs; split the grid into several files (they can share one --store)")
+
+
+def experiments(raw: dict[str, Any], *, must_match: set[str] | None = None) -> list[ExperimentConfig]:
+    """One validated experiment per grid cell (method x dataset x axis values; attacks stay a list). Each pattern of
+    ``must_match`` (default: every ``method_options`` pattern) must match a method of the grid."""
     _check_keys(raw)
+    if must_match is None:
+        table = raw.get(METHOD_OPTIONS)
+        must_match = set(table) if isinstance(table, dict) else set()
+    matched: set[str] = set()
     data = copy.deepcopy(raw)
     plural = {k: data.pop(k) for k in PLURAL if k in data}
     check_shape(ExperimentConfig, data, source="grid file")
@@ -111,6 +150,7 @@ def experiments(raw: dict[str, Any]) -> list[ExperimentConfig]:
         given = {a["name"]: a["options"] for a in attacks if "options" in a}
         if given:
             section["options"] = given if len(attacks) > 1 else given[attacks[0]["name"]]
+    _check_size(data, [len(methods), len(datasets), *map(len, axes.values())])
     out = []
     for method, dataset, *values in itertools.product(methods, datasets, *axes.values()):
         cell = copy.deepcopy(data)
@@ -120,16 +160,17 @@ def experiments(raw: dict[str, Any]) -> list[ExperimentConfig]:
             cell["dataset"] = dataset
         for key, value in zip(axes, values):
             _set(cell, key, value)
-        resolve_method_options(cell)
+        matched |= resolve_method_options(cell)
         where = ", ".join(f"{k}={v}" for k, v in [("method", (method or {}).get("name")),
                                                    ("dataset", (dataset or {}).get("name")), *zip(axes, values)] if v)
         out.append(validate(ExperimentConfig, cell, context=f"grid cell ({where}): " if where else ""))
+    unmatched(must_match - matched, sorted({e.method.name for e in out}))
     return out
 
 
-def expand(raw: dict[str, Any]) -> Grid:
+def expand(raw: dict[str, Any], *, must_match: set[str] | None = None) -> Grid:
     """Every run of the grid, each planned; cells that cannot run set aside with the planner's reason."""
-    cells = experiments(raw)
+    cells = experiments(raw, must_match=must_match)
     runs: dict[str, RunConfig] = {}
     for run in (r for e in cells for r in e.runs()):
         runs.setdefault(run.key(), run)

@@ -167,7 +167,7 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     cls = DEFENSES.get(d.name)
     parties = config.partition.parties
     if d.party is not None and d.party >= parties:
-        raise IncompatibleError(f"defense {d.name}: party {d.party} does not exist (0..{parties - 1})")
+        raise ConfigError(f"defense {d.name}: party {d.party} does not exist (0..{parties - 1})")
     if cls.binary_only and dataset.num_classes != 2:
         raise IncompatibleError(f"defense '{d.name}' needs a binary task; {dataset.name} has {dataset.num_classes} classes")
     reason = cls.incompatible(dataset=dataset)
@@ -219,7 +219,7 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
         raise IncompatibleError(f"defense '{name}' acts in finetuning, where the active party trains with its labels; "
                                 f"the {d.phase} phase has no labels to protect: use phase finetune")
     if d.party not in (None, 0):
-        raise IncompatibleError(f"defense '{name}' acts inside the active party's training: party must be 0")
+        raise ConfigError(f"defense '{name}' acts inside the active party's training: party must be 0")
     kinds = None
     if cls.supported_kinds:
         kinds = d.kinds or list(cls.default_kinds)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 
 #: Run outcomes: scored, failed with its reason, or not applicable (a non-federated method has no adversary).
 OK, FAILED, NOT_APPLICABLE = "ok", "failed", "n/a"
@@ -73,14 +73,32 @@ class RunRecord:
 
     @classmethod
     def from_json(cls, text: str) -> RunRecord:
-        data = json.loads(text)
+        """The record ``to_json`` wrote; ValueError naming what is wrong with a damaged one (not JSON, a field
+        missing or of the wrong type). Unknown fields (a newer vflpriv's) are ignored."""
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"not JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"not a JSON object but {type(data).__name__}")
         known = {f.name: f for f in fields(cls)}
         kept = {k: v for k, v in data.items() if k in known}
+        missing = [f.name for f in fields(cls) if f.name not in kept and f.default is MISSING
+                   and f.default_factory is MISSING]
+        if missing:
+            raise ValueError(f"field(s) {', '.join(missing)} missing")
         for name, value in kept.items():
-            if value is None and known[name].type == "float":
+            kind = known[name].type
+            if value is None and kind == "float":
                 kept[name] = float("nan")
+            elif not isinstance(value, _TYPES[kind]) or (kind != "bool" and isinstance(value, bool)):
+                raise ValueError(f"field {name} holds {value!r:.40}; expected {kind}")
         return cls(**kept)
 
     @classmethod
     def columns(cls) -> list[str]:
         return [f.name for f in fields(cls)]
+
+
+#: What each annotated field type of :class:`RunRecord` accepts from JSON (an int is a valid float).
+_TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "float": (int, float), "int": int, "bool": bool}

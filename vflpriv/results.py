@@ -14,23 +14,30 @@ from vflpriv.records import RunRecord
 from vflpriv.reports.html import render_report
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
 from vflpriv.reports.plots import tradeoff_figures
-from vflpriv.store import Store
+from vflpriv.store import read_store
 from vflpriv.tradeoff.cap import cap_table, strength_summary
 from vflpriv.tradeoff.variants import with_variants
 
 
 def load_results(store: Path | str) -> pd.DataFrame:
     """Every record of a results store (the file, or an output directory holding ``results.sqlite``), one row
-    per run, with a ``variant`` column (see ``tradeoff.variants``)."""
+    per run, with a ``variant`` column (see ``tradeoff.variants``). The store is only read. Damaged records are
+    left out and listed as (key, what is wrong) in ``frame.attrs["damaged"]``; a store with no run that checks
+    out is a ConfigError."""
     path = Path(store)
     if path.is_dir() and (path / "results.sqlite").is_file():
         path = path / "results.sqlite"
     if not path.is_file():
         raise ConfigError(f"no results store at {path} (give results.sqlite or the directory that holds it)")
-    with Store(path) as s:
-        records = s.all()
-    frame = pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())
-    return with_variants(frame)
+    found = read_store(path)
+    if not found.records:
+        if found.damaged:
+            raise ConfigError(f"every record of results store {path} is damaged ({len(found.damaged)}; the first, "
+                              f"run {found.damaged[0][0]}: {found.damaged[0][1]})")
+        raise ConfigError(f"results store {path} holds no runs; write runs into it with evaluate, sweep or audit")
+    frame = with_variants(pd.DataFrame([r.to_dict() for r in found.records], columns=RunRecord.columns()))
+    frame.attrs["damaged"] = found.damaged
+    return frame
 
 
 def select(results: pd.DataFrame, *, attack: str | None, defense: str | None, phase: str | None) -> pd.DataFrame:
@@ -69,6 +76,9 @@ def write_report(results: pd.DataFrame, out: Path, *, store: Path) -> Path:
     figures = tradeoff_figures(summary, out) if not summary.empty else []
     context = {"results store": str(store), "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                "versions": versions()}
+    damaged = results.attrs.get("damaged", [])
+    if damaged:
+        context["damaged records left out"] = "; ".join(f"run {key}: {problem}" for key, problem in damaged)
     page = render_report(results, title="vflpriv results", tables=found, figures=figures, context=context)
     path = out / "report.html"
     path.write_text(page)

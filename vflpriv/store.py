@@ -20,9 +20,11 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from vflpriv.errors import ConfigError
+from vflpriv.folders import creatable
 from vflpriv.records import OK, RunRecord
 
 APPLICATION_ID = 0x76666C70  # "vflp"
@@ -81,16 +83,11 @@ class Store:
             self._init_schema()
 
     def _init_schema(self) -> None:
-        app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
-        tables = sorted(r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+        app_id, tables = _identity(self._db)
         if app_id == 0 and not tables:
             self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         elif app_id != APPLICATION_ID:
-            what = f"application id {app_id:#x}" if app_id else f"tables: {', '.join(tables)}"
-            raise ConfigError(
-                f"results store {self.path} is another program's SQLite database ({what}), not a vflpriv "
-                "results store; give a new path"
-            )
+            raise ConfigError(_foreign(self.path, app_id, tables) + "; give a new path")
         for statement in _SCHEMA:
             self._db.execute(statement)
 
@@ -117,7 +114,20 @@ class Store:
 
     def get(self, key: str) -> RunRecord | None:
         row = self._one("SELECT record FROM runs WHERE key = ?", (key,))
-        return RunRecord.from_json(row[0]) if row else None
+        return checked_record(key, row[0]) if row else None
+
+    def drop_damaged(self, keys: list[str]) -> list[tuple[str, str]]:
+        """Verify the stored records of ``keys`` and delete each that does not check out (so the sweep
+        recomputes it); returns (key, what was wrong) for each one deleted."""
+        damaged = []
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            with self._lock:
+                rows = self._db.execute(f"SELECT key, record FROM runs WHERE key IN ({','.join('?' * len(chunk))})",
+                                        chunk).fetchall()
+            damaged += [(key, problem) for key, text in rows if (problem := _problem(key, text))]
+        self.forget([key for key, _ in damaged])
+        return damaged
 
     def settled(self, keys: list[str], *, since: float) -> set[str]:
         """Keys whose record is ``ok``, or was written (by any sweep) at or after ``since``."""
@@ -138,8 +148,8 @@ class Store:
 
     def all(self) -> list[RunRecord]:
         with self._lock:
-            rows = self._db.execute("SELECT record FROM runs ORDER BY key").fetchall()
-        return [RunRecord.from_json(r[0]) for r in rows]
+            rows = self._db.execute("SELECT key, record FROM runs ORDER BY key").fetchall()
+        return [checked_record(key, text) for key, text in rows]
 
     # ------------------------------------------------------------------------------------------- claims
 
@@ -209,3 +219,94 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@dataclass(frozen=True)
+class StoreContents:
+    """What a read command found in a store: the records that check out, and (key, what is wrong) for each
+    damaged one, set aside."""
+
+    records: list[RunRecord]
+    damaged: list[tuple[str, str]]
+
+
+def read_store(path: Path | str) -> StoreContents:
+    """Every record of the vflpriv store at ``path``, read without writing: the file is opened read-only
+    (SQLite's ``mode=ro``), so a read command never creates, initialises or changes the store it is given.
+    ConfigError when ``path`` is not a vflpriv store (empty, not SQLite, another program's database)."""
+    path = Path(path)
+    if path.stat().st_size == 0:
+        raise ConfigError(f"results store {path} is an empty file (0 bytes), not a vflpriv results store")
+    with _read_only(path) as db:
+        app_id, tables = _identity(db)
+        if app_id != APPLICATION_ID:
+            raise ConfigError(_foreign(path, app_id, tables))
+        if "runs" not in tables:
+            raise ConfigError(f"results store {path} has lost its runs table (tables: {', '.join(tables) or 'none'})")
+        rows = db.execute("SELECT key, record FROM runs ORDER BY key").fetchall()
+    records, damaged = [], []
+    for key, text in rows:
+        problem = _problem(key, text)
+        if problem:
+            damaged.append((str(key), problem))
+        else:
+            records.append(RunRecord.from_json(text))
+    return StoreContents(records=records, damaged=damaged)
+
+
+def check_store_path(path: Path | str) -> None:
+    """Refuse, before anything is created, a store path a write command could not use: a folder, a path that
+    cannot be created, an existing file that is not a vflpriv store (read without writing it)."""
+    path = Path(path)
+    creatable(path, what="results store")
+    if path.is_dir():
+        raise ConfigError(f"results store {path} is a directory; give the path of a .sqlite file")
+    if path.is_file() and path.stat().st_size > 0:
+        with _read_only(path) as db:
+            app_id, tables = _identity(db)
+        if app_id != APPLICATION_ID and (app_id or tables):
+            raise ConfigError(_foreign(path, app_id, tables) + "; give a new path")
+
+
+@contextlib.contextmanager
+def _read_only(path: Path) -> Iterator[sqlite3.Connection]:
+    """A connection that cannot write (SQLite's ``mode=ro``); a file SQLite cannot read is one ConfigError."""
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0)
+        try:
+            yield db
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(f"results store {path} cannot be read as a SQLite database ({exc})") from None
+
+
+def checked_record(key: str, text: str) -> RunRecord:
+    """The record stored under ``key``, or ValueError saying what is wrong with it."""
+    problem = _problem(key, text)
+    if problem:
+        raise ValueError(f"the stored record of run {key} is damaged: {problem}")
+    return RunRecord.from_json(text)
+
+
+def _problem(key: object, text: object) -> str:
+    """What is wrong with a stored row ('' if nothing): the record must parse and be the record of ``key``."""
+    if not isinstance(text, str):
+        return f"its record is {type(text).__name__}, not JSON text"
+    try:
+        record = RunRecord.from_json(text)
+    except ValueError as exc:
+        return str(exc)
+    return "" if record.key == key else f"it holds the record of another run ({record.key[:16]})"
+
+
+def _identity(db: sqlite3.Connection) -> tuple[int, list[str]]:
+    app_id = db.execute("PRAGMA application_id").fetchone()[0]
+    return app_id, sorted(r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+
+
+def _foreign(path: Path, app_id: int, tables: list[str]) -> str:
+    if app_id == 0 and not tables:
+        return f"results store {path} is an empty SQLite database, not a vflpriv results store"
+    what = f"application id {app_id:#x}" if app_id else f"tables: {', '.join(tables)}"
+    return f"results store {path} is another program's SQLite database ({what}), not a vflpriv results store"

@@ -62,9 +62,9 @@ EVALUATE = [
     (["--set", "device=cuda:1"], "not available on this machine"),
     # output and store
     (["--out", "{file}"], "is a file; give a folder"),
-    (["--out", "{file}/sub"], "not a writable folder"),
+    (["--out", "{file}/sub"], "file.txt is a file, not a folder"),
     (["--store", "{folder}"], "is a directory"),
-    (["--store", "{file}"], "not a usable SQLite database"),
+    (["--store", "{file}"], "cannot be read as a SQLite database (file is not a database)"),
     (["--store", "{foreign_db}"], "another program's SQLite database (tables: inventory)"),
     (["--store", "{foreign_app}"], "another program's SQLite database (application id"),
     # config files
@@ -262,7 +262,7 @@ def test_an_unwritable_pretraining_cache_is_refused_before_training(files, tmp_p
     monkeypatch.setenv("VFLPRIV_CACHE", files["file"])
     result = CliRunner().invoke(app, ["evaluate", "--method", "fedhssl", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
-    _one_error_line(result.output, "is not a writable folder")
+    _one_error_line(result.output, "file.txt is a file, not a folder")
 
 
 def test_there_are_at_least_sixty_distinct_cases():

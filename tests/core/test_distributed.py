@@ -11,6 +11,7 @@ import pytest
 
 from vflpriv.config import ExperimentConfig
 from vflpriv.store import Store
+from vflpriv.tradeoff.executors import check_cluster
 from vflpriv.tradeoff.sweep import sweep
 
 
@@ -49,6 +50,7 @@ def test_dask_cluster_gives_the_local_numbers(tmp_path, local_numbers) -> None:
     from dask.distributed import LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        check_cluster("dask", cluster.scheduler_address, timeout=30)  # a live scheduler passes the probe
         with Store(tmp_path / "r.sqlite") as store:
             frame = sweep(_runs(), store, jobs=2, backend="dask", address=cluster.scheduler_address)
     assert _numbers(frame) == local_numbers

@@ -143,3 +143,25 @@ def test_sweeps_creating_one_store_at_once_all_open_it(tmp_path):
         for t in threads:
             t.join()
     assert failures == []
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"key": "k"}', "[1, 2]", "the record of another run"])
+def test_a_damaged_record_is_deleted_recomputed_and_said(tmp_path, trained, damage):
+    configs = _experiment().runs()
+    with Store(tmp_path / "r.sqlite") as store:
+        sweep_module.sweep(configs, store)
+        first = store.get(configs[0].key())
+        other = store.get(configs[1].key()).to_json()
+    text = other if damage == "the record of another run" else damage
+    with sqlite3.connect(tmp_path / "r.sqlite") as db:
+        db.execute("UPDATE runs SET record = ? WHERE key = ?", (text, configs[0].key()))
+    trained.clear()
+    notes = []
+    with Store(tmp_path / "r.sqlite") as store:
+        with pytest.raises(ValueError, match=f"the stored record of run {configs[0].key()} is damaged"):
+            store.get(configs[0].key())
+        frame = sweep_module.sweep(configs, store, on_note=notes.append)
+        again = store.get(configs[0].key())
+    assert trained == [[configs[0].key()]]  # only the damaged run's training, once
+    assert len(notes) == 1 and notes[0].startswith("1 damaged record(s) in the store deleted and recomputed")
+    assert set(frame["status"]) == {"ok"} and again.utility == first.utility  # the same numbers again

@@ -53,8 +53,14 @@ class _ErrorLineGroup(TyperGroup):
 
 
 def fail(message: str, *, code: int = 2) -> None:
-    sys.stderr.write(f"error: {message}\n")
+    """One ``error:`` line: control characters a user typed into a name (a newline, a tab) are shown escaped."""
+    sys.stderr.write(f"error: {one_line(message)}\n")
     sys.exit(code)
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control character escaped (``\\n``, ``\\x1b``), so it prints as one line."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 class _App(typer.Typer):

@@ -13,12 +13,20 @@ from vflpriv.audit import AuditConfig, audit_grid, resolved_options
 from vflpriv.cli.app import app
 from vflpriv.cli.evaluate import numbers
 from vflpriv.config_io import apply_override, check_shape, resolve_method_options, validate
-from vflpriv.presets import settings
+from vflpriv.errors import ConfigError, IncompatibleError
+from vflpriv.presets import settings, user_patterns
 from vflpriv.provenance import versions
 
 
-def _names(text: str | None) -> list[str] | None:
-    return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
+def _names(text: str | None, option: str) -> list[str] | None:
+    """Comma-separated names, or None when the option is left out; given empty, it is refused (it would otherwise
+    read as "every one")."""
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ConfigError(f"{option} is empty; give names, comma-separated, or leave it out for every one")
+    return names
 
 
 def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], attacks: Optional[str],
@@ -30,11 +38,11 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
     check_shape(AuditConfig, data, source=f"config file {config}" if config else f"preset {preset}")
     data.setdefault("method", {})["name"] = method
     section = data.setdefault("audit", {})
-    for key, value in (("attacks", _names(attacks)), ("phases", _names(phases))):
+    for key, value in (("attacks", _names(attacks, "--attacks")), ("phases", _names(phases, "--phases"))):
         if value is not None:
             section[key] = value
     if defenses is not None:
-        section["defenses"] = [{"name": n} for n in _names(defenses) if n != "none"]
+        section["defenses"] = [{"name": n} for n in _names(defenses, "--defenses") if n != "none"]
     if all_adversaries:
         section["adversaries"] = "all"
     for key, value in (("dataset", dataset),):
@@ -47,7 +55,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
         data["seeds"] = numbers(seeds, int, "--seeds")
     for assignment in overrides:
         apply_override(data, assignment)
-    resolve_method_options(data)
+    resolve_method_options(data, must_match=user_patterns(data, preset))
     return validate(AuditConfig, data)
 
 
@@ -87,18 +95,23 @@ def audit(
 ) -> None:
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
     from vflpriv.conformance import check_conformance
-    from vflpriv.experiment import run_into_store
+    from vflpriv.experiment import check_destination, run_into_store
     from vflpriv.reports.audit import audit_markdown, audit_summary
 
     cfg = build_audit(config=config, method=method, dataset=dataset, attacks=attacks, defenses=defenses, phases=phases,
                       seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,
                       overrides=set_, preset=preset)
     console = make_console()
+    runs, skipped = audit_grid(cfg) if not check_only else ([], [])  # planned (and refused) before any training
+    if not check_only and not runs:
+        raise IncompatibleError("nothing to audit: no attack applies; " + "; ".join(
+            f"{s.attack} x {s.defense} ({s.phase}): {s.reason}" for s in skipped))
+    if not check_only:  # before the conformance trainings
+        check_destination(out, store_path=store, backend=cfg.backend, address=address)
     passed = check_conformance(cfg.training())
     console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))
     if check_only:
         return
-    runs, skipped = audit_grid(cfg)
     results = run_into_store(runs, out, jobs=cfg.jobs, backend=cfg.backend, address=address, store_path=store,
                              console=console, overwrite=overwrite)
     summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=_context(cfg))

@@ -11,7 +11,7 @@ from vflpriv.console import make_console
 from vflpriv.cli.app import app, fail
 from vflpriv.config import ExperimentConfig
 from vflpriv.config_io import apply_override, check_shape, resolve_method_options, validate
-from vflpriv.presets import settings
+from vflpriv.presets import settings, user_patterns
 from vflpriv.errors import ConfigError
 
 
@@ -58,7 +58,7 @@ def experiment_data(
         data["defenses"] = kept
     for assignment in overrides:
         apply_override(data, assignment)
-    resolve_method_options(data)
+    resolve_method_options(data, must_match=user_patterns(data, preset))
     return data
 
 

@@ -10,7 +10,7 @@ from vflpriv.console import make_console
 
 from vflpriv.cli.app import app, fail
 from vflpriv.config_io import apply_override
-from vflpriv.presets import settings
+from vflpriv.presets import settings, user_patterns
 
 STORE = typer.Argument(..., metavar="STORE", help="a results store (results.sqlite, or the --out directory holding it) written by evaluate, sweep, audit or tune")
 FILTERS = {
@@ -48,7 +48,7 @@ def sweep(
         from vflpriv.experiment import run_grid
         from vflpriv.grid import expand
 
-        grid = expand(raw)
+        grid = expand(raw, must_match=user_patterns(raw, preset))
     except BaseException:
         warm.cancel()
         raise
@@ -71,9 +71,10 @@ def table(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-tables"), 
           attack: Optional[str] = FILTERS["attack"], defense: Optional[str] = FILTERS["defense"],
           phase: Optional[str] = FILTERS["phase"]) -> None:
     """CAP tables (methods x datasets) and per-strength rows as Markdown, CSV and LaTeX (booktabs)."""
-    from vflpriv.results import load_results, select, write_tables
+    from vflpriv.results import write_tables
 
-    found = write_tables(select(load_results(store), attack=attack, defense=defense, phase=phase), out)
+    results = _read(store, out, attack=attack, defense=defense, phase=phase)
+    found = write_tables(results, out)
     console = make_console()
     for t in found:
         console.print(t.markdown())
@@ -86,7 +87,24 @@ def report(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-report"),
            attack: Optional[str] = FILTERS["attack"], defense: Optional[str] = FILTERS["defense"],
            phase: Optional[str] = FILTERS["phase"]) -> None:
     """One self-contained HTML report (tables, figures, configuration, versions), plus the tables and figures."""
-    from vflpriv.results import load_results, select, write_report
+    from vflpriv.results import write_report
 
-    path = write_report(select(load_results(store), attack=attack, defense=defense, phase=phase), out, store=store)
+    path = write_report(_read(store, out, attack=attack, defense=defense, phase=phase), out, store=store)
     make_console().print(f"wrote {path} (and the tables and figures beside it)")
+
+
+def _read(store: Path, out: Path, **filters: str | None):
+    """The store's runs (read only), filtered; then ``out`` checked writable: nothing is written before both
+    check out. Damaged records are named on stderr, one line each (at most 5), and left out."""
+    from vflpriv.folders import writable_folder
+    from vflpriv.results import load_results, select
+
+    results = select(load_results(store), **filters)
+    damaged = results.attrs.get("damaged", [])
+    warn = make_console(stderr=True)
+    for key, problem in damaged[:5]:
+        warn.print(f"warning: damaged record left out: run {key}: {problem}", markup=False)
+    if len(damaged) > 5:
+        warn.print(f"warning: {len(damaged) - 5} more damaged record(s) left out", markup=False)
+    writable_folder(out, what="--out")
+    return results

@@ -13,6 +13,9 @@ from vflpriv.cli.app import app
 from vflpriv.cli.evaluate import build_experiment
 from vflpriv.errors import ConfigError
 
+#: Bisection steps at most: 30 halvings narrow any strength interval below a billionth of it.
+MAX_STEPS = 30
+
 
 @app.command()
 def tune(
@@ -25,7 +28,7 @@ def tune(
     tolerance: float = typer.Option(0.02, help="leakage (attack - prior accuracy) that counts as fallen to the prior"),
     low: Optional[float] = typer.Option(None, help="weakest strength searched (default: the defense's axis)"),
     high: Optional[float] = typer.Option(None, help="strongest strength searched (default: the defense's axis)"),
-    steps: int = typer.Option(6, help="bisection steps after the two ends"),
+    steps: int = typer.Option(6, help=f"bisection steps after the two ends (0 to {MAX_STEPS})"),
     out: Path = typer.Option(Path("vflpriv-tune"), help="output directory (tune.json, results.csv, store)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML experiment file"),
     preset: Optional[str] = typer.Option(None, help="named settings under --config (vflpriv list presets)"),
@@ -50,8 +53,10 @@ def tune(
                                   overrides=set_, preset=preset)
     if experiment.attack.prior == "none":
         raise ConfigError("tune compares the attack with the adversary's prior; attack.prior cannot be none")
-    if not 0 <= tolerance <= 1 or steps < 0:
-        raise ConfigError("--tolerance must lie in [0, 1] and --steps be at least 0")
+    if not 0 <= tolerance <= 1:
+        raise ConfigError(f"--tolerance must lie in [0, 1], got {tolerance:g}")
+    if not 0 <= steps <= MAX_STEPS:
+        raise ConfigError(f"--steps must lie in [0, {MAX_STEPS}] (each step halves the interval), got {steps}")
     axis = DEFENSES.get(defense).axis
     lo, hi = low if low is not None else axis.search[0], high if high is not None else axis.search[1]
     if not (axis.low <= lo < hi <= axis.high) or (axis.log and lo <= 0):
@@ -70,7 +75,10 @@ def tune(
             from vflpriv.store import Store
 
             with Store(store or out / "results.sqlite") as s:
-                record = s.get(key)
+                try:
+                    record = s.get(key)
+                except ValueError:  # damaged: not known to be this tune's
+                    record = None
             owned[key] = record is not None and _without_strength(json.loads(record.config)) == template
         return owned[key]
 

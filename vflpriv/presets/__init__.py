@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vflpriv.config_io import merged, read_config_file
+from vflpriv.config_io import METHOD_OPTIONS, merged, read_config_file
 from vflpriv.errors import ConfigError
 
 FOLDER = Path(__file__).parent
@@ -39,6 +39,14 @@ def settings(*, preset: str | None, config: Path | None) -> dict[str, Any]:
     """A command's settings from files: the preset, then the config file over it."""
     base = load(preset) if preset else {}
     return merged(base, read_config_file(config) if config else {})
+
+
+def user_patterns(data: dict[str, Any], preset: str | None) -> set[str]:
+    """The ``method_options`` patterns of ``data`` that the preset did not bring (the user's own: each must match
+    a method of the run; a preset's patterns serve the methods of a whole grid)."""
+    table = data.get(METHOD_OPTIONS) or {}
+    brought = set((load(preset).get(METHOD_OPTIONS) or {}) if preset else ())
+    return {p for p in table if isinstance(p, str)} - brought if isinstance(table, dict) else set()
 
 
 #: ``vflpriv describe`` reads presets like a registry: ``names()`` and ``get(name)``.
