@@ -217,6 +217,11 @@ class TrainingDefense(Protection):
         if self.phase != "finetune":
             raise ConfigError(f"{type(self).__name__} acts in finetuning, which has the labels it protects; "
                               "pretraining has none")
+        self.num_classes = 0
+
+    def bind(self, federation: Federation) -> None:
+        """Learn the task's number of classes (one-hot targets, per-class gradients); call it when overriding."""
+        self.num_classes = federation.num_classes
 
     def protects(self, message: Message) -> bool:
         return MESSAGE in self.hook_points and message.sender == ACTIVE and message.phase == self.phase \

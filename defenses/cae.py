@@ -112,11 +112,11 @@ class ConfusionalAutoencoder(TrainingDefense):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.autoencoder: LabelAutoencoder | None = None
-        self.num_classes = 0
 
     def bind(self, federation: Federation) -> None:
         """The autoencoder, from the cache when this seed, strength and options trained one before."""
-        self.num_classes = classes = federation.num_classes
+        super().bind(federation)
+        classes = self.num_classes
         if self.is_identity:
             return
         options = CAEOptions.model_validate(self.options.model_dump(include=set(CAEOptions.model_fields)))

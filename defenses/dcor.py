@@ -12,7 +12,6 @@ SecretFlow's default weight 2, VFLAIR's configs 1e-4 (log) and 0.3.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -20,9 +19,6 @@ from pydantic import Field
 
 from vflpriv.defenses.base import ACTIVE_LOSS, StrengthAxis, TrainingDefense
 from vflpriv.options import Options
-
-if TYPE_CHECKING:
-    from vflpriv.engine.party import Federation
 
 
 class DcorOptions(Options):
@@ -50,13 +46,6 @@ class DistanceCorrelation(TrainingDefense):
     axis = StrengthAxis(name="lambda", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.01, 10.0), log=True)
     audit_strengths = {"finetune": (0.1, 1.0, 4.0)}
     anchor = "NoPeek (Vepakomma et al.); Sun et al. 2022; SecretFlow loss_defense.py DcorLoss; VFLAIR tf_distance_cov_cor"
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.num_classes = 0
-
-    def bind(self, federation: Federation) -> None:
-        self.num_classes = federation.num_classes
 
     def loss_terms(self, received: dict[int, torch.Tensor], y: torch.Tensor) -> torch.Tensor | None:
         if self.is_identity or y.shape[0] < 2:

@@ -11,16 +11,12 @@ configs use 0.01 (one 0.3). Cost: C extra backward passes through the top per ba
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 
 from vflpriv.defenses.base import GRADIENT_COMPUTATION, StrengthAxis, TrainingDefense
 from vflpriv.engine.hooks import PerClass
 from vflpriv.errors import ConfigError
-
-if TYPE_CHECKING:
-    from vflpriv.engine.party import Federation
 
 
 def laplace(shape: tuple[int, ...], *, scale: float, generator: torch.Generator) -> torch.Tensor:
@@ -42,10 +38,6 @@ class GradPerturb(TrainingDefense):
         super().__init__(**kwargs)
         if self.strength <= 0:
             raise ConfigError("grad-perturb strength is an epsilon: it must be above 0")
-        self.num_classes = 0
-
-    def bind(self, federation: Federation) -> None:
-        self.num_classes = federation.num_classes
 
     def needs_per_class(self) -> bool:
         return not self.is_identity

@@ -24,7 +24,6 @@ from vflpriv.seeding import generator as seeded_generator
 
 if TYPE_CHECKING:
     from vflpriv.data.base import VerticalDataset
-    from vflpriv.engine.party import Federation
 
 
 class MixupOptions(Options):
@@ -42,7 +41,6 @@ class Mixup(TrainingDefense):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.num_classes = 0
         self.perms: dict[int, torch.Tensor] = {}
 
     @classmethod
@@ -50,9 +48,6 @@ class Mixup(TrainingDefense):
         if dataset.specs[ACTIVE].n_categorical:
             return "it mixes the active party's inputs, and its categorical fields cannot be mixed"
         return ""
-
-    def bind(self, federation: Federation) -> None:
-        self.num_classes = federation.num_classes
 
     def permutation(self, size: int, device: torch.device) -> torch.Tensor:
         if size not in self.perms:
