@@ -53,8 +53,12 @@ def strength_table(summary: pd.DataFrame) -> Table:
 
 def cap_rich_table(caps: pd.DataFrame) -> Table:
     """CAP mean ± std over seeds per (method, dataset, attack, defense, phase), or why there is none."""
+    no_reference = "dcs" in caps and caps["dcs"].isna().all()
     table = Table(title="CAP = mean over the strengths of U × (1 − A); DCS = VFLAIR's defense capability score "
-                        "(chance-normalised A); both higher is better")
+                        "(chance-normalised A); both higher is better",
+                  caption="DCS n/a: no undefended run of these settings among these results (DCS compares the "
+                          "utility with it): run --defense none into the same store and read it with vflpriv table "
+                          "(or sweep the identity strength 0, which CAP then includes)" if no_reference else None)
     for col in (*CONTEXT, "U", "CAP", "DCS", "seeds"):
         table.add_column(col)
     for _, r in caps.iterrows():
