@@ -16,6 +16,10 @@ at the engine's hook points (``vflpriv.engine.hooks``):
   records say so. It acts only on what the adversary owns.
 
 The planner refuses an attack whose hook points the method's training loop does not call (its ``supports``).
+
+A tuned attack (``attack.tune``) selects its own hyperparameters from ``search_space`` with the adversary's
+auxiliary labels only (``vflpriv.attacks.search``): an attack with a search space must also guess the
+``holdout`` target set, auxiliary samples the search hides from its labels to score each candidate.
 """
 
 from __future__ import annotations
@@ -47,6 +51,13 @@ class Attack(ABC):
     acts: ClassVar[bool] = False
     #: The published attack it follows (``vflpriv describe`` prints it).
     anchor: ClassVar[str] = ""
+    #: Candidate values of its own options that a tuned attack selects among on auxiliary labels (the options it
+    #: runs with are always a candidate); empty: nothing to select (``untunable`` says why).
+    search_space: ClassVar[dict[str, tuple]] = {}
+    #: The iteration-count option successive halving shortens for early rounds ("" : every candidate runs whole).
+    budget_option: ClassVar[str] = ""
+    #: Why the attack has no search space (``vflpriv describe`` prints it).
+    untunable: ClassVar[str] = ""
 
     def __init__(self, options: BaseModel):
         self.options = options
@@ -56,6 +67,10 @@ class Attack(ABC):
         refuses (in ``plan``) a method that sends none of them and records them in the inbox, with
         ``needs_messages`` (pairs recorded whatever the attacked phase)."""
         return ()
+
+    def space(self) -> dict[str, tuple]:
+        """The search space of these options (an attack whose mode decides what it can guess narrows it)."""
+        return dict(self.search_space)
 
     def observation(self) -> Observation | None:
         """Which of the adversary's own training steps to record for it (None: it reads the view after training)."""

@@ -81,6 +81,8 @@ class BatchLabelInference(Attack):
     anchor = "Zou et al. 2022; VFLAIR BatchLabelReconstruction.py; SecretFlow batch_level_lia_torch.py"
     #: A quick audit: 50 iterations per batch.
     audit_options = {"iterations": 50}
+    untunable = ("it guesses the labels of its observed batch, none of which the adversary knows: nothing to score a "
+                 "candidate by")
 
     def required_messages(self, phase: str) -> tuple[tuple[str, str], ...]:
         return ((GRADIENT, FINETUNE),)

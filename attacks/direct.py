@@ -52,6 +52,7 @@ class DirectLabelInference(GradientAttack):
 
     Options = DirectLabelOptions
     needs_aux = False
+    untunable = "a fixed sign rule on each gradient row: no hyperparameter for auxiliary labels to select"
     anchor = "VFLAIR DirectLabelScoring.py; Fu et al. vfl_framework.py (direct attack); Kang et al. DLI_label_recovery.py"
 
     def incompatible(self, run, *, num_classes: int) -> str:

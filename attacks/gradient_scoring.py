@@ -88,6 +88,7 @@ class NormScoring(GradientAttack):
     Options = NormOptions
     binary_only = True
     needs_aux = False  # orients by aux gradients when it has some, else Li et al.'s class 1
+    untunable = "a fixed rule on the gradients' norms: no hyperparameter for auxiliary labels to select"
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         batches = self.batches(view)
@@ -126,6 +127,7 @@ class DirectionScoring(GradientAttack):
     Options = DirectionOptions
     binary_only = True
     needs_encoder = True
+    untunable = "a fixed rule on the gradients' directions: no hyperparameter for auxiliary labels to select"
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         batches = self.batches(view)

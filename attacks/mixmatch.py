@@ -82,6 +82,8 @@ class MixMatchCompletion(Attack):
     needs_encoder = True
     #: 500 steps instead of 3000: a quick audit trains it once per (defense strength, seed).
     audit_options = {"epochs": 10, "iterations": 50}
+    search_space = {"temperature": (0.5, 0.8), "lambda_u": (5.0, 50.0), "lr": (2e-3, 1e-2)}
+    budget_option = "epochs"
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         o, g = self.options, view.generator

@@ -80,6 +80,8 @@ class ModelCompletion(Attack):
 
     Options = ModelCompletionOptions
     needs_encoder = True
+    search_space = {"head": ("linear", "mlp"), "train_bottom": (False, True), "lr": (0.005, 0.05)}
+    budget_option = "epochs"
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         opts = self.options

@@ -74,6 +74,12 @@ class SimilarityLabelInference(Attack):
 
     Options = SimilarityOptions
     anchor = "SecretFlow sim_lia_torch.py (Similarity-based Label Inference Attack, IEEE TIFS 2024)"
+    search_space = {"metric": ("cosine", "euclidean"), "method": ("distance", "kmeans"), "known_per_class": (None, 5)}
+
+    def space(self) -> dict[str, tuple]:
+        """Tunable on embeddings (it guesses any set of the adversary's rows); ``data=gradient`` guesses only the
+        train targets whose gradients it received."""
+        return dict(self.search_space) if self.options.data == "embedding" else {}
 
     def __init__(self, options: SimilarityOptions):
         super().__init__(options)

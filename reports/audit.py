@@ -13,8 +13,8 @@ from collections import defaultdict
 import pandas as pd
 
 from vflpriv.reports.tables import utility_label
-from vflpriv.tradeoff.cap import cap_table, strength_label
-from vflpriv.tradeoff.leakage import TEST_NAME, falls_to_prior, leakage_test, verdict_rule
+from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
+from vflpriv.tradeoff.leakage import SAMPLE_TEST_NAME, TEST_NAME, falls_to_prior, leakage_test, verdict_rule
 
 
 def _adversary(config_json: str) -> int:
@@ -42,16 +42,43 @@ def _communication(baseline: pd.DataFrame) -> list[dict]:
 
 
 def _verdict_line(attack: str, phase: str, test) -> str:
-    if test.n_seeds < 2:
+    per_sample = test.test == SAMPLE_TEST_NAME
+    over = (f"{test.n_targets} targets over {test.n_seeds} seed(s), McNemar" if per_sample
+            else f"paired t-test over {test.n_seeds} seeds")
+    if not per_sample and test.n_seeds < 2:
         return (f"{attack} ({phase}): leaks beyond the adversary's prior: inconclusive "
                 f"(leakage {test.leakage:+.3f} on {test.n_seeds} seed; a paired test needs at least 2)")
     if test.verdict == "attack failed":
         return (f"{attack} ({phase}): attack failed: it scored below the adversary's prior (leakage "
-                f"{test.leakage:+.3f}, 95% CI [{test.ci_low:+.3f}, {test.ci_high:+.3f}] over {test.n_seeds} seeds), "
+                f"{test.leakage:+.3f}, 95% CI [{test.ci_low:+.3f}, {test.ci_high:+.3f}]; {over}), "
                 f"so it says nothing about leakage; check its options")
     return (f"{attack} ({phase}): leaks beyond the adversary's prior: {test.verdict} "
-            f"(leakage {test.leakage:+.3f}, 95% CI [{test.ci_low:+.3f}, {test.ci_high:+.3f}]; paired t-test over "
-            f"{test.n_seeds} seeds, one-sided p = {test.p_value:.3g}; yes needs p < 0.025)")
+            f"(leakage {test.leakage:+.3f}, 95% CI [{test.ci_low:+.3f}, {test.ci_high:+.3f}]; {over} one-sided "
+            f"p = {test.p_value:.3g})")
+
+
+def _tuning(rows: pd.DataFrame) -> dict:
+    """A tuned attack's oracle bound (mean over seeds) and the settings it selected per seed."""
+    ok = rows[rows["status"] == "ok"]
+    oracle = ok["attack_accuracy_oracle"] if "attack_accuracy_oracle" in ok else pd.Series(dtype=float)
+    selected = [s for s in ok.get("attack_selected", pd.Series(dtype=str)) if isinstance(s, str) and s]
+    return {"oracle": _num(oracle.mean()) if oracle.notna().all() and len(oracle) else None,
+            "selected": selected}
+
+
+def _worst_verdicts(verdicts: list[dict]) -> list[dict]:
+    """Per (adversary, phase), the worst case: the verdict of the attack with the largest leakage (chosen on the
+    targets' labels: the auditor's worst case over the attacks, not a choice an adversary could make)."""
+    out = []
+    for key in dict.fromkeys((v["adversary"], v["phase"]) for v in verdicts):
+        found = [v for v in verdicts if (v["adversary"], v["phase"]) == key and v["leakage"] is not None
+                 and v["verdict"] != "attack failed"]
+        if len(found) < 2:
+            continue
+        top = max(found, key=lambda v: v["leakage"])
+        out.append({**top, "attack": WORST, "strongest": top["attack"],
+                    "line": f"{WORST}: the strongest attack is {top['line']}"})
+    return out
 
 
 def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: float, context: dict) -> dict:
@@ -63,12 +90,17 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
     for (adversary, attack, phase), rows in baseline.groupby(["adversary", "attack", "phase"], sort=False):
         test = leakage_test(rows, margin=margin)
         verdicts.append({"adversary": int(adversary), "attack": attack, "phase": phase, **test.to_dict(),
-                         "utility": _num(rows.loc[rows["status"] == "ok", "utility"].mean()),
+                         "utility": _num(rows.loc[rows["status"] == "ok", "utility"].mean()), **_tuning(rows),
                          "line": _verdict_line(attack, phase, test)})
-    caps = cap_table(defended.drop(columns=["adversary"])) if not defended.empty else pd.DataFrame()
+    verdicts += _worst_verdicts(verdicts)
+    parts = [with_worst_case(rows.drop(columns=["adversary"])).assign(adversary=a)
+             for a, rows in defended.groupby("adversary", sort=False)]
+    defended = pd.concat(parts, ignore_index=True) if parts else defended
+    caps = {a: cap_table(rows.drop(columns=["adversary"])) for a, rows in defended.groupby("adversary", sort=False)}
     for (adversary, attack, phase, defense), rows in defended.groupby(["adversary", "attack", "phase", "defense"],
                                                                        sort=False):
-        cap_row = caps[(caps["attack"] == attack) & (caps["phase"] == phase) & (caps["defense"] == defense)]
+        table = caps[adversary]
+        cap_row = table[(table["attack"] == attack) & (table["phase"] == phase) & (table["defense"] == defense)]
         falls = falls_to_prior(rows, margin=margin)
         cap_value = _num(cap_row["cap"].iloc[0]) if len(cap_row) else None
         axis = str(rows["strength_axis"].iloc[0])
@@ -86,7 +118,8 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
         })
     failed = frame[frame["status"] == "failed"]
     return {
-        **context, "margin": margin, "test": TEST_NAME, "verdict_rule": verdict_rule(margin),
+        **context, "margin": margin, "verdict_rule": verdict_rule(margin),
+        "test": " / ".join(sorted({v["test"] for v in verdicts})) or TEST_NAME,
         "verdicts": verdicts, "defenses": defenses, "communication": _communication(baseline),
         "inapplicable": inapplicable,
         "failed": [{"attack": r.attack, "defense": r.defense, "phase": r.phase, "strength": float(r.strength),
@@ -115,13 +148,17 @@ def audit_markdown(summary: dict) -> str:
               f"Verdict rule: {summary.get('verdict_rule', verdict_rule(summary['margin']))}.", "",
               "## Verdicts (no defense)", ""]
     lines += [f"- adversary party {v['adversary']}: {v['line']}" for v in summary["verdicts"]] or ["- no attack applies"]
-    lines += ["", "| adversary | attack | phase | attack acc | prior acc | leakage [95% CI] | utility | verdict |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += ["", "attack acc: the tuned attack's settings selected on the adversary's auxiliary labels (what an adversary "
+              "reaches); oracle: the best of everything the search trained, chosen on the targets' labels (an upper bound "
+              "no adversary reaches, never in CAP); worst-case: the attack with the largest leakage.", "",
+              "| adversary | attack | phase | attack acc | oracle | prior acc | leakage [95% CI] | p | utility | verdict |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for v in summary["verdicts"]:
         ci = f"[{_cell(v['ci_low'], '{:+.3f}')}, {_cell(v['ci_high'], '{:+.3f}')}]"
-        lines.append(f"| {v['adversary']} | {v['attack']} | {v['phase']} | {_cell(v['attack_mean'])} | "
-                     f"{_cell(v['prior_mean'])} | {_cell(v['leakage'], '{:+.3f}')} {ci} | {_cell(v['utility'])} | "
-                     f"{v['verdict']} |")
+        name = f"{v['attack']} ({v['strongest']})" if v.get("strongest") else v["attack"]
+        lines.append(f"| {v['adversary']} | {name} | {v['phase']} | {_cell(v['attack_mean'])} | "
+                     f"{_cell(v.get('oracle'))} | {_cell(v['prior_mean'])} | {_cell(v['leakage'], '{:+.3f}')} {ci} | "
+                     f"{_cell(v['p_value'], '{:.3g}')} | {_cell(v['utility'])} | {v['verdict']} |")
     lines += ["", "## Defenses", "", "CAP = mean over the strengths of U × (1 − attack accuracy), U the utility named.",
               "", "| adversary | attack | phase | defense | strengths | U | CAP | falls to the prior at |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]

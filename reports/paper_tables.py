@@ -174,7 +174,9 @@ def _strength_cell(r) -> str:
     """"A / U", with the epsilon a DP defense spent there."""
     cell = f"{r.attack_accuracy_mean:.3f} / {r.utility_mean:.3f}"
     eps = getattr(r, "epsilon_mean", float("nan"))
-    return cell + (f" (ε={eps:.3g})" if pd.notna(eps) else "")
+    strongest = getattr(r, "strongest", "")
+    return cell + (f" (ε={eps:.3g})" if pd.notna(eps) else "") + (f" ({strongest})" if isinstance(strongest, str)
+                                                                  and strongest else "")
 
 
 def t_dcs_tables(caps: pd.DataFrame) -> list[Table]:

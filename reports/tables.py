@@ -35,9 +35,11 @@ def strength_table(summary: pd.DataFrame) -> Table:
     metric = summary["utility_metric"].iloc[0] if "utility_metric" in summary else ""
     defended = bool((summary["defense"] != "none").any())
     spent = "epsilon_mean" in summary and bool(summary["epsilon_mean"].notna().any())
+    strongest = "strongest" in summary and bool((summary["strongest"].fillna("") != "").any())
     table = Table(title=f"{fixed} (mean ± std over seeds; leakage = attack − prior accuracy, per seed)")
     columns = (*varying, *(["strength"] if defended else []), *(["ε spent"] if spent else []),
-               f"utility ({utility_label(metric)})", "attack acc", "prior acc", "leakage", "seeds")
+               f"utility ({utility_label(metric)})", "attack acc", "prior acc", "leakage", "seeds",
+               *(["strongest attack"] if strongest else []))
     for col in columns:
         table.add_column(col, justify="right")
     for _, r in summary.iterrows():
@@ -46,7 +48,7 @@ def strength_table(summary: pd.DataFrame) -> Table:
             *([f"{r['epsilon_mean']:.3g}" if pd.notna(r["epsilon_mean"]) else "n/a"] if spent else []),
             _pm(r["utility_mean"], r["utility_std"]), _pm(r["attack_accuracy_mean"], r["attack_accuracy_std"]),
             _pm(r["prior_accuracy_mean"], r["prior_accuracy_std"]), _pm(r["leakage_mean"], r["leakage_std"], sign=True),
-            str(int(r["n_seeds"])),
+            str(int(r["n_seeds"])), *([str(r["strongest"]) if isinstance(r["strongest"], str) else ""] if strongest else []),
         )
     return table
 

@@ -14,6 +14,11 @@ import pandas as pd
 
 GROUP = ["method", "dataset", "attack", "defense", "phase"]
 NAN = float("nan")
+#: The attack name of the worst-case rows: at each strength and seed, the strongest applicable attack.
+WORST = "worst-case"
+#: What the worst case takes from one of its runs besides the accuracy (the rest of a record does not apply to it).
+_WORST_KEEP = ["variant", "strength", "seed", "status", "utility", "utility_metric", "num_classes", "strength_axis",
+               "strength_stronger", "strength_identity", "config", "epsilon"]
 #: DCS's weight of the utility loss against the attack performance (VFLAIR: 0.5).
 DCS_BETA = 0.5
 
@@ -68,6 +73,41 @@ def cap(utility: Sequence[float], attack: Sequence[float]) -> float:
     return float(np.mean(u * (1.0 - a)))
 
 
+def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
+    """One record per (method, dataset, defense, phase, strength, seed) of the strongest applicable attack: the
+    largest accuracy over the attacks' successful runs and their prior (an adversary can always fall back on it),
+    named in ``strongest``. Utility is the honest training's (an acting attack's run has a federation of its own).
+    A failed attack is not among the candidates; groups with fewer than one successful run get no record."""
+    if results.empty or "attack" not in results:
+        return results.iloc[0:0]
+    ok = results[(results["status"] == "ok") & (results["attack"] != WORST)]
+    by = [c for c in GROUP if c != "attack"] + (["variant"] if "variant" in ok else []) + ["strength", "seed"]
+    rows = []
+    for _, g in ok.groupby(by, sort=False):
+        candidates = list(zip(g["attack"], g["attack_accuracy"]))
+        if "prior_accuracy" in g and g["prior_accuracy"].notna().any():
+            candidates.append(("prior", float(g["prior_accuracy"].max())))
+        name, accuracy = max(candidates, key=lambda c: c[1])
+        honest = g[~g["training_under_attack"].astype(bool)] if "training_under_attack" in g else g
+        first = (honest if len(honest) else g).iloc[0]
+        row = {c: first[c] for c in [*GROUP, *_WORST_KEEP] if c in g}
+        row.update(attack=WORST, attack_accuracy=accuracy, strongest=name, training_under_attack=False,
+                   prior_accuracy=float(g["prior_accuracy"].max()) if "prior_accuracy" in g else NAN)
+        row["leakage"] = accuracy - row["prior_accuracy"]
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(dict.fromkeys([*GROUP, *_WORST_KEEP, "attack_accuracy", "prior_accuracy",
+                                                          "leakage", "strongest", "training_under_attack"])))
+
+
+def with_worst_case(results: pd.DataFrame) -> pd.DataFrame:
+    """The records and, when they hold any attack at all, the worst-case records (:func:`worst_case_runs`)."""
+    if results.empty or (results["attack"] == WORST).any():
+        return results
+    worst = worst_case_runs(results)
+    worst = worst[[c for c in worst.columns if c in results or c == "strongest"]]
+    return pd.concat([results, worst], ignore_index=True) if len(worst) else results
+
+
 def _fmt(values) -> str:
     return ", ".join(f"{v:g}" for v in values)
 
@@ -85,6 +125,8 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
 
     ``dcs`` is VFLAIR's defense capability score (:func:`dcs`) per strength, averaged like CAP over the strengths
     and then over seeds (NaN when the results hold no undefended run of the settings to compare the utility with).
+    A ``worst-case`` row per (method, dataset, defense, phase) takes, at each strength and seed, the strongest
+    applicable attack (:func:`worst_case_runs`).
     ``utility_metric`` names what U is (test accuracy, AUC or F1: one per dataset). ``cap_optimistic`` is the same CAP from ``attack_accuracy_optimistic`` (the attack's best epoch selected
     on the targets' labels, as both public attack codes report and the FedHSSL paper's tables print), for
     comparison with printed numbers only; NaN unless every counted run has it (the attack's
@@ -92,6 +134,7 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     by = GROUP + (["variant"] if "variant" in results else [])
+    results = with_worst_case(results)
     results = results.assign(reference_utility=reference_utility(results))
     for keys, group in results.groupby(by, sort=False):
         expected = sorted(group["strength"].unique())
@@ -138,7 +181,7 @@ def t_dcs(caps: pd.DataFrame) -> pd.DataFrame:
     """VFLAIR's T-DCS: per (method, dataset, defense, phase), the mean DCS over the attacks (all label inference
     here, one attack type), with the attacks it averages."""
     by = ["method", "dataset", "defense", "phase"] + (["variant"] if "variant" in caps else [])
-    scored = caps[caps["dcs"].notna()]
+    scored = caps[caps["dcs"].notna() & (caps["attack"] != WORST)]
     return (scored.groupby(by, sort=False).agg(t_dcs=("dcs", "mean"), attacks=("attack", lambda a: ", ".join(a)))
             .reset_index())
 
@@ -153,8 +196,10 @@ def _metric(group: pd.DataFrame) -> str:
 
 def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over seeds of utility, attack and prior accuracy, leakage (attack - prior accuracy, per seed) and
-    the epsilon a DP defense spent, at each strength (and its axis name and direction)."""
-    ok = results[results["status"] == "ok"]
+    the epsilon a DP defense spent, at each strength (and its axis name and direction); worst-case rows name the
+    strongest attack of each strength in ``strongest`` (several when seeds differ)."""
+    ok = with_worst_case(results)
+    ok = ok[ok["status"] == "ok"]
     if "strength_axis" not in ok:
         ok = ok.assign(strength_axis="lambda")
     if "leakage" not in ok:
@@ -167,7 +212,12 @@ def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
     agg = ok.groupby(keys)[cols].agg(["mean", lambda c: c.std(ddof=0)])
     agg.columns = [f"{c}_{'mean' if s == 'mean' else 'std'}" for c, s in agg.columns]
     n = ok.groupby(keys)["seed"].count().rename("n_seeds")
-    return agg.join(n).reset_index()
+    joined = agg.join(n)
+    if "strongest" in ok:
+        names = ok["strongest"].where(ok["strongest"].notna(), "").astype(str)
+        joined = joined.join(names.groupby([ok[k] for k in keys]).agg(
+            lambda s: ", ".join(sorted({v for v in s if v}))).rename("strongest"))
+    return joined.reset_index()
 
 
 def strength_label(axis: str, strength: float) -> str:

@@ -1,9 +1,18 @@
 """Does an attack leak beyond the adversary's prior, and at what defense strength does it stop?
 
 Leakage of one seed is attack accuracy minus prior accuracy on the same targets (same seed: same
-partition, same auxiliary set). Over seeds, the paired differences give a t-based 95% interval and a
-one-sided paired t-test of "leakage > 0" (Student 1908; the attack and the prior share everything but
-the federation, so the pairing is by seed). With one seed there is no test.
+partition, same auxiliary set). Two tests of it:
+
+- per sample (the default where the records hold each target's outcome): the attack and the prior guess the
+  same targets, so each target is a pair (attack right?, prior right?). A bootstrap stratified by seed (the targets
+  of each seed resampled within it; Davison & Hinkley 1997 §3.8) gives the 95% percentile interval of the mean
+  leakage over seeds, and McNemar's exact test (1947) on the discordant pairs pooled over seeds its one-sided p.
+  Power comes from the hundreds of targets. Choice: the seeds are strata, not resampled: the verdict is about
+  the trainings audited (their seeds), as McNemar's is; with 3 seeds a bootstrap that also resamples them has
+  10 distinct seed multisets and is no more decisive than the t-test over seeds, which remains the test of
+  records without per-target outcomes. Works from one seed.
+- per seed (records without per-target outcomes): the paired differences over seeds give a t-based 95% interval
+  and a one-sided paired t-test of "leakage > 0" (Student 1908). With one seed there is no test.
 
 Verdicts, with a tolerance ``margin`` (default 0.02 accuracy):
 
@@ -26,14 +35,18 @@ from scipy import stats
 
 MARGIN = 0.02
 TEST_NAME = "paired t-test over seeds (attack vs prior accuracy on each seed), 95% interval"
+SAMPLE_TEST_NAME = ("per-target paired comparison of attack and prior: bootstrap of the targets stratified by seed "
+                    "(2000 resamples, 95% percentile interval), McNemar's exact one-sided p on the discordant targets")
+#: Bootstrap resamples of the per-sample test, and its fixed seed (the same records give the same interval).
+RESAMPLES, BOOTSTRAP_SEED = 2000, 20260
 
 
 def verdict_rule(margin: float) -> str:
     """The rule the verdicts follow, stated for a reader of the report (p is one-sided, for "leakage > 0")."""
-    return (f"yes when the 95% interval of the leakage lies above 0 (equivalently one-sided p < 0.025); no when it "
-            f"lies below the margin +{margin:g}; attack failed when it lies below -{margin:g}; inconclusive otherwise. "
-            "p is the one-sided p-value of the paired t-test of leakage > 0, so an inconclusive verdict can have "
-            "p < 0.05")
+    return (f"yes when the 95% interval of the leakage lies above 0; no when it lies below the margin +{margin:g}; "
+            f"attack failed when it lies below -{margin:g}; inconclusive otherwise. p is one-sided, for leakage > 0 "
+            "(McNemar's on the targets, or the paired t-test over seeds where the records hold no per-target "
+            "outcomes), and is reported beside the interval, which alone decides")
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,8 @@ class LeakageTest:
     ci_high: float
     p_value: float
     verdict: str
+    test: str = TEST_NAME
+    n_targets: int = 0
 
     def to_dict(self) -> dict:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
@@ -68,13 +83,45 @@ def paired_leakage(attack: np.ndarray, prior: np.ndarray, *, margin: float = MAR
         crit = float(stats.t.ppf(0.975, n - 1))
         low, high = mean - crit * se, mean + crit * se
         p = float(stats.t.sf(mean / se, n - 1))
-    verdict = "yes" if low > 0 else "attack failed" if high < -margin else "no" if high < margin else "inconclusive"
-    return LeakageTest(n, float(attack.mean()), float(prior.mean()), mean, low, high, p, verdict)
+    return LeakageTest(n, float(attack.mean()), float(prior.mean()), mean, low, high, p, _verdict(low, high, margin))
+
+
+def _verdict(low: float, high: float, margin: float) -> str:
+    return "yes" if low > 0 else "attack failed" if high < -margin else "no" if high < margin else "inconclusive"
+
+
+def _bits(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode(), dtype=np.uint8).astype(np.int8) - ord("0")
+
+
+def sample_paired_leakage(attack_hits: list[str], prior_hits: list[str], *, margin: float = MARGIN,
+                          resamples: int = RESAMPLES) -> LeakageTest:
+    """The per-sample test (see the module) from each seed's per-target outcomes ('1' right, '0' wrong), attack and
+    prior aligned target by target."""
+    pairs = [(_bits(a), _bits(p)) for a, p in zip(attack_hits, prior_hits, strict=True)]
+    if not pairs or any(a.size != p.size or a.size == 0 for a, p in pairs):
+        raise ValueError("each seed needs attack and prior outcomes of the same, non-empty target set")
+    diffs = [(a - p).astype(float) for a, p in pairs]
+    leakage = float(np.mean([d.mean() for d in diffs]))
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    boots = np.mean([d[rng.integers(d.size, size=(resamples, d.size))].mean(1) for d in diffs], axis=0)
+    low, high = (float(v) for v in np.percentile(boots, [2.5, 97.5]))
+    b = int(sum(((a == 1) & (p == 0)).sum() for a, p in pairs))
+    c = int(sum(((a == 0) & (p == 1)).sum() for a, p in pairs))
+    p_value = float(stats.binom.sf(b - 1, b + c, 0.5)) if b + c else 1.0
+    return LeakageTest(len(pairs), float(np.mean([a.mean() for a, _ in pairs])),
+                       float(np.mean([p.mean() for _, p in pairs])), leakage, low, high, p_value,
+                       _verdict(low, high, margin), SAMPLE_TEST_NAME, sum(a.size for a, _ in pairs))
 
 
 def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN) -> LeakageTest:
-    """The test over the successful records of one (attack, phase, defense, strength), one per seed."""
+    """The test over the successful records of one (attack, phase, defense, strength), one per seed: per sample
+    where every record holds its per-target outcomes, else per seed."""
     ok = records[records["status"] == "ok"].sort_values("seed")
+    if len(ok) and {"attack_hits", "prior_hits"} <= set(ok) and all(
+            isinstance(a, str) and isinstance(p, str) and a and len(a) == len(p)
+            for a, p in zip(ok["attack_hits"], ok["prior_hits"])):
+        return sample_paired_leakage(list(ok["attack_hits"]), list(ok["prior_hits"]), margin=margin)
     return paired_leakage(ok["attack_accuracy"].to_numpy(), ok["prior_accuracy"].to_numpy(), margin=margin)
 
 

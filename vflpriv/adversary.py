@@ -93,13 +93,18 @@ class AdversaryHooks(TrainingHooks):
         return tuple(s for s in self.recorded if observation.wants(s.epoch, s.step, first=first, last=last))
 
 
+#: The target set of a tuned attack's search: auxiliary samples it hides from itself to score a candidate.
+HOLDOUT = "holdout"
+
+
 @dataclass(frozen=True)
 class AdversaryView:
     """Everything the adversary (a passive party) holds after the attacked phase.
 
     ``targets`` maps a target set name to the adversary's features of those samples: ``test``
     (inference samples) and ``train`` (the aligned training samples it took part in training on).
-    ``target_ids`` gives the global ids of the ``train`` targets (the adversary knows its own ids).
+    ``target_ids`` gives the global ids of the ``train`` targets (the adversary knows its own ids). A tuned
+    attack's search adds :data:`HOLDOUT` to both: auxiliary samples whose labels it withholds from the candidate.
     """
 
     party: int

@@ -14,6 +14,7 @@ from torch import nn
 
 from vflpriv import cache, metrics
 from vflpriv.adversary import AdversaryHooks, AdversaryView, Inference, ObservedStep
+from vflpriv.attacks.search import SearchResult, search
 from vflpriv.config import RunConfig, config_hash
 from vflpriv.engine import Federation
 from vflpriv.errors import ProtocolError
@@ -21,6 +22,7 @@ from vflpriv.methods.local_ssl import LocalOptions, local_ssl_encoder
 from vflpriv.methods.pretraining import SSLOptions
 from vflpriv.methods.towers import build_local_encoder
 from vflpriv.models.training import apply_in_batches, require_finite
+from vflpriv.planning import search_space
 from vflpriv.prior import PRIORS
 from vflpriv.registry import METHODS
 from vflpriv.records import RunRecord
@@ -61,14 +63,50 @@ def run_attack(attack, cfg: RunConfig, fed: Federation, scenario: Scenario, enco
     view = adversary_view(fed, scenario, encoder, phase, generator(cfg.seed, "attack", device=fed.device), steps)
     if view.encoder is not None:
         require_finite(apply_in_batches(view.encoder, view.aux_x), f"the adversary's {phase} encoder outputs")
-    inferences = attack.infer(view)
+    found = tuned(attack, cfg, view) if cfg.attack.tune else None
+    inferences = found.inferences if isinstance(found, SearchResult) else attack.infer(view)
     ds = scenario.dataset
     truth = {"test": ds.y_test, "train": ds.y_train[view.target_ids["train"].cpu()]}
     covered = score_attack(record, inferences, truth)
+    y = truth[record.attack_target][covered]
+    record.attack_hits = hits(inferences[record.attack_target].predictions.cpu()[covered], y)
+    if isinstance(found, SearchResult):
+        record_search(record, found, truth)
+    elif isinstance(found, str):
+        record.notes = "; ".join(filter(None, [record.notes, f"attack not tuned: {found}"]))
     if cfg.attack.prior != "none":
         predicted = prior_predictions(cfg, view, attack, truth)[record.attack_target]
-        record.prior_accuracy = metrics.accuracy(predicted[covered], truth[record.attack_target][covered])
+        record.prior_accuracy = metrics.accuracy(predicted[covered], y)
+        record.prior_hits = hits(predicted[covered], y)
         record.leakage = record.attack_accuracy - record.prior_accuracy
+
+
+def hits(predictions: torch.Tensor, truth: torch.Tensor) -> str:
+    """'1' where a guess is right, '0' where wrong, one character per target (for per-sample paired tests)."""
+    return "".join("1" if h else "0" for h in (predictions == truth).tolist())
+
+
+def tuned(attack, cfg: RunConfig, view: AdversaryView) -> SearchResult | str:
+    """The attack tuned on the adversary's auxiliary labels (``attacks.search``), trials cached per training."""
+    a = cfg.attack
+    key = json.dumps([cfg.training_key(), a.name, a.phase, attack.options.model_dump(mode="json")], sort_keys=True)
+    return search(attack, view, budget=a.search_budget, seed=cfg.seed, key=key,
+                  space=search_space(attack, a.search_space))
+
+
+def record_search(record: RunRecord, found: SearchResult, truth: dict[str, torch.Tensor]) -> None:
+    """The search's choice, its trials, and the oracle: the best accuracy on the targets' labels of anything it
+    trained (every trial and the refit), an upper bound beside the honestly selected ``attack_accuracy``."""
+    y = truth[record.attack_target]
+    best = record.attack_accuracy
+    for trial in found.trials:
+        inf = trial.inferences.get(record.attack_target)
+        if inf is not None:
+            on = _covered(inf, y.numel())
+            best = max(best, metrics.accuracy(inf.predictions[on], y[on]))
+    record.attack_accuracy_oracle = best
+    record.attack_selected = json.dumps(found.selected, sort_keys=True)
+    record.attack_trials = json.dumps({"how": found.how, "trials": [t.summary() for t in found.trials]})
 
 
 def prior_alone(attack, cfg: RunConfig, fed: Federation, scenario: Scenario) -> float:

@@ -15,7 +15,9 @@ from typing import Any, Literal
 
 from pydantic import Field, NonNegativeFloat, model_validator
 
-from vflpriv.config import AttackConfig, DefenseConfig, Phase, RunConfig, Seed, TrainingConfig, refuse_repeats
+from vflpriv.config import (
+    MAX_SEARCH_BUDGET, AttackConfig, DefenseConfig, Phase, RunConfig, Seed, TrainingConfig, refuse_repeats,
+)
 from vflpriv.errors import IncompatibleError
 from vflpriv.options import Options
 from vflpriv.registry import ATTACKS, DEFENSES, METHODS
@@ -42,6 +44,12 @@ class AuditSettings(Options):
     prior_epochs: int = Field(300, ge=1)
     margin: float = Field(0.02, ge=0, le=1, description="leakage tolerance of the verdicts and of 'falls to the prior'")
     adversaries: Literal["one", "all"] = Field("one", description="all: every passive party is the adversary in turn")
+    tune: bool = Field(True, description="tune every attack that has a search space on the adversary's auxiliary "
+                                         "labels (the worst-case adversary)")
+    search_budget: int = Field(8, ge=1, le=MAX_SEARCH_BUDGET, description="candidates per tuned attack")
+    search_spaces: dict[str, dict[str, list[Any]]] = Field(
+        default_factory=dict, description="search space per attack name, replacing the attack's own for the options "
+                                          "it names")
 
 
 class AuditConfig(TrainingConfig):
@@ -60,10 +68,11 @@ class AuditConfig(TrainingConfig):
         refuse_repeats(defenses=[d.name for d, spec in zip(a.defenses or [], specs) if specs.count(spec) > 1])
         for d in a.defenses or []:
             refuse_repeats(**{f"strengths of {d.name}": d.strengths})
-        stray = sorted(set(a.attack_options) - set(a.attacks or ATTACKS.names()))
-        if stray:
-            raise ValueError(f"audit.attack_options names {', '.join(stray)}, not an attack of this audit; its attacks: "
-                             f"{', '.join(a.attacks or ATTACKS.names())}")
+        for what in ("attack_options", "search_spaces"):
+            stray = sorted(set(getattr(a, what)) - set(a.attacks or ATTACKS.names()))
+            if stray:
+                raise ValueError(f"audit.{what} names {', '.join(stray)}, not an attack of this audit; its attacks: "
+                                 f"{', '.join(a.attacks or ATTACKS.names())}")
         return self
 
 
@@ -85,8 +94,9 @@ def _phases(cfg: AuditConfig) -> list[str]:
 
 def _attack(cfg: AuditConfig, name: str, phase: str) -> AttackConfig:
     options = cfg.audit.attack_options.get(name, getattr(ATTACKS.get(name), "audit_options", {}))
-    return AttackConfig(name=name, phase=phase, prior=cfg.audit.prior, prior_epochs=cfg.audit.prior_epochs,
-                        options=options)
+    a = cfg.audit
+    return AttackConfig(name=name, phase=phase, prior=a.prior, prior_epochs=a.prior_epochs, options=options,
+                        tune=a.tune, search_budget=a.search_budget, search_space=a.search_spaces.get(name, {}))
 
 
 def resolved_options(cfg: AuditConfig) -> dict[str, dict]:

@@ -110,6 +110,12 @@ class MethodConfig(Options):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+#: The most candidates one tuned attack may evaluate (each is a run of the attack).
+MAX_SEARCH_BUDGET = 256
+#: What of the attack block does not change how an acting attack trains (its training key leaves it out).
+NOT_TRAINING = {"prior", "prior_epochs", "tune", "search_budget", "search_space"}
+
+
 class AttackConfig(Options):
     name: str = "mc"
     phase: Phase = "finetune"
@@ -121,6 +127,11 @@ class AttackConfig(Options):
     )
     prior_epochs: int = Field(300, ge=1, description="training epochs of the prior's head")
     options: dict[str, Any] = Field(default_factory=dict)
+    tune: bool = Field(False, description="select the attack's settings on the adversary's auxiliary labels "
+                                          "(attacks.search); the record also gets the oracle bound")
+    search_budget: int = Field(8, ge=1, le=MAX_SEARCH_BUDGET, description="candidates a tuned attack evaluates")
+    search_space: dict[str, list[Any]] = Field(
+        default_factory=dict, description="candidate values per option, replacing the attack's own for those options")
 
 
 class DefenseConfig(Options):
@@ -220,7 +231,7 @@ class RunConfig(TrainingConfig):
         if not self.attack_acts():
             return key
         return config_hash({"training": key, "acting attack": self.attack.model_dump(
-            mode="json", exclude={"prior", "prior_epochs"})})
+            mode="json", exclude=NOT_TRAINING)})
 
     def key(self) -> str:
         """Stable hash of the whole configuration (device excluded): the record's key in the store."""
@@ -230,10 +241,13 @@ class RunConfig(TrainingConfig):
 class AttackSettings(AttackConfig):
     """The experiment's attack block: one attack name or several evaluated on each training.
 
-    With several names, ``options`` maps each name to its options (``{mc: {epochs: 100}}``).
+    With several names, ``options`` maps each name to its options (``{mc: {epochs: 100}}``), and so does
+    ``search_space`` (``{mc: {lr: [0.005, 0.05]}}``).
     """
 
     name: str | list[str] = "mc"
+    search_space: dict[str, Any] = Field(default_factory=dict, description="candidate values per option (per attack "
+                                                                            "name with several attacks)")
 
     @model_validator(mode="after")
     def _options_per_attack(self) -> AttackSettings:
@@ -243,12 +257,13 @@ class AttackSettings(AttackConfig):
         if len(set(names)) != len(names):
             raise ValueError(f"attack names repeat: {', '.join(names)}")
         if len(names) > 1:
-            stray = [k for k, v in self.options.items() if k not in names or not isinstance(v, dict)]
-            if stray:
-                raise ValueError(
-                    f"with several attacks, options maps each attack name to its options "
-                    f"(e.g. options.{names[0]}.epochs=100); not an attack of this list: {', '.join(stray)}"
-                )
+            for what, example in (("options", "epochs=100"), ("search_space", "lr=[0.005,0.05]")):
+                stray = [k for k, v in getattr(self, what).items() if k not in names or not isinstance(v, dict)]
+                if stray:
+                    raise ValueError(
+                        f"with several attacks, {what} maps each attack name to its {what.replace('_', ' ')} "
+                        f"(e.g. {what}.{names[0]}.{example}); not an attack of this list: {', '.join(stray)}"
+                    )
         return self
 
     def names(self) -> list[str]:
@@ -256,9 +271,11 @@ class AttackSettings(AttackConfig):
 
     def configs(self) -> list[AttackConfig]:
         names = self.names()
-        common = self.model_dump(exclude={"name", "options"})
+        common = self.model_dump(exclude={"name", "options", "search_space"})
+        one = len(names) == 1
         return [
-            AttackConfig(name=n, options=self.options if len(names) == 1 else self.options.get(n, {}), **common)
+            AttackConfig(name=n, options=self.options if one else self.options.get(n, {}),
+                         search_space=self.search_space if one else self.search_space.get(n, {}), **common)
             for n in names
         ]
 

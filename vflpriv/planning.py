@@ -5,6 +5,9 @@ training starts. Whatever cannot work, or would silently do nothing, is refused 
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -234,6 +237,35 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
                generator=generator(config.seed, f"defense:{index}", device=device))
 
 
+def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:
+    """A tuned attack's space: its own, with the options ``attack.search_space`` names replaced."""
+    return {**attack.space(), **{k: tuple(v) for k, v in given.items()}}
+
+
+def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:
+    """Refuse, before training, a search the attack cannot run: options it does not have, values they refuse, an
+    attack with nothing to select on auxiliary labels, a space past the budget without Optuna installed."""
+    cfg = run.attack
+    given, fields = cfg.search_space, cls.Options.model_fields
+    stray = sorted(set(given) - set(fields))
+    if stray:
+        raise ConfigError(f"attack.search_space names {', '.join(stray)}, not an option of attack '{cfg.name}'; its "
+                          f"options: {', '.join(fields) or 'none'}")
+    if given and not attack.space():
+        raise ConfigError(f"attack '{cfg.name}' cannot be tuned: {attack.untunable or 'it declares no search space'}")
+    base = attack.options.model_dump(mode="json")
+    for name, values in given.items():
+        if not values:
+            raise ConfigError(f"attack.search_space.{name} is empty; give at least one value")
+        for value in values:
+            parse_options(cls, {**base, name: value}, where="attack.search_space")
+    points = math.prod(len({json.dumps(v) for v in (base[k], *vals)}) for k, vals in search_space(attack, given).items())
+    if points > cfg.search_budget and importlib.util.find_spec("optuna") is None:
+        raise ConfigError(f"attack '{cfg.name}': its search space has {points} candidates, more than "
+                          f"attack.search_budget {cfg.search_budget}; such a space is searched with Optuna: pip install "
+                          "'vflpriv[search]', or raise attack.search_budget to the grid's size")
+
+
 def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     cfg, method, dataset = run.attack, p.method, p.scenario.dataset
     cls = ATTACKS.get(cfg.name)
@@ -263,6 +295,8 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         )
     if attack.acts and cfg.phase != "finetune":
         raise IncompatibleError(f"attack '{cfg.name}' acts during finetuning; use attack.phase=finetune")
+    if cfg.tune:
+        check_search_space(cls, attack, run)
     reason = attack.incompatible(run, num_classes=dataset.num_classes)
     if reason:
         raise IncompatibleError(f"attack '{cfg.name}': {reason}")

@@ -39,6 +39,10 @@ class RunRecord:
     attack_accuracy_hungarian: float = float("nan")
     attack_leak_auc: float = float("nan")
     attack_accuracy_best_threshold: float = float("nan")
+    #: A tuned attack's best candidate chosen on the targets' labels: an upper bound no adversary reaches, never in CAP.
+    attack_accuracy_oracle: float = float("nan")
+    #: A tuned attack's selected settings (JSON of the options that differ from those given; "" untuned).
+    attack_selected: str = ""
     prior_accuracy: float = float("nan")
     leakage: float = float("nan")
     comm_mb: float = 0.0
@@ -61,6 +65,12 @@ class RunRecord:
     error: str = ""
     notes: str = ""
     traffic: str = field(default="", repr=False)
+    #: Per covered primary target, in order, whether the attack (the prior) guessed it right: "0"/"1" characters,
+    #: for the per-sample paired test of the audit's verdicts.
+    attack_hits: str = field(default="", repr=False)
+    prior_hits: str = field(default="", repr=False)
+    #: A tuned attack's every trial (JSON list of options, budget fraction, holdout accuracy).
+    attack_trials: str = field(default="", repr=False)
     config: str = field(default="", repr=False)
 
     def to_dict(self) -> dict:

@@ -11,7 +11,7 @@ from vflpriv.console import make_console
 
 from vflpriv.audit import AuditConfig, audit_grid, resolved_options
 from vflpriv.cli.app import app
-from vflpriv.cli.evaluate import numbers
+from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
 from vflpriv.config_io import apply_override, check_shape, resolve_method_options, validate
 from vflpriv.errors import ConfigError, IncompatibleError
 from vflpriv.presets import settings, user_patterns
@@ -32,7 +32,8 @@ def _names(text: str | None, option: str) -> list[str] | None:
 def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], attacks: Optional[str],
                 defenses: Optional[str], phases: Optional[str], seeds: Optional[str], jobs: Optional[int],
                 backend: Optional[str], device: Optional[str], all_adversaries: bool, overrides: list[str],
-                preset: Optional[str] = None) -> AuditConfig:
+                preset: Optional[str] = None, tune_attacks: Optional[bool] = None,
+                search_budget: Optional[int] = None) -> AuditConfig:
     """defaults <- preset <- config file <- command-line options <- ``--set key=value``."""
     data = settings(preset=preset, config=config)
     check_shape(AuditConfig, data, source=f"config file {config}" if config else f"preset {preset}")
@@ -45,6 +46,9 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
         section["defenses"] = [{"name": n} for n in _names(defenses, "--defenses") if n != "none"]
     if all_adversaries:
         section["adversaries"] = "all"
+    for key, value in (("tune", tune_attacks), ("search_budget", search_budget)):
+        if value is not None:
+            section[key] = value
     for key, value in (("dataset", dataset),):
         if value is not None:
             data.setdefault(key, {})["name"] = value
@@ -63,6 +67,7 @@ def _context(cfg: AuditConfig) -> dict:
     p = cfg.partition
     return {
         "method": cfg.method.name, "dataset": cfg.dataset.name, "prior": cfg.audit.prior, "seeds": cfg.seeds,
+        "tuned": cfg.audit.tune, "search_budget": cfg.audit.search_budget,
         "settings": {
             "parties": p.parties, "aligned fraction": p.aligned_fraction, "labeled": p.labeled, "aux": p.aux,
             "adversary": "every passive party" if cfg.audit.adversaries == "all" else f"party {p.adversary}",
@@ -92,6 +97,9 @@ def audit(
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
+    tune_attacks: Optional[bool] = typer.Option(None, "--tune-attacks/--no-tune-attacks", help="select each attack's "
+                                                "settings on the adversary's auxiliary labels (default: on)"),
+    search_budget: Optional[int] = SEARCH_BUDGET,
 ) -> None:
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
     from vflpriv.conformance import check_conformance
@@ -100,7 +108,7 @@ def audit(
 
     cfg = build_audit(config=config, method=method, dataset=dataset, attacks=attacks, defenses=defenses, phases=phases,
                       seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,
-                      overrides=set_, preset=preset)
+                      overrides=set_, preset=preset, tune_attacks=tune_attacks, search_budget=search_budget)
     console = make_console()
     runs, skipped = audit_grid(cfg) if not check_only else ([], [])  # planned (and refused) before any training
     if not check_only and not runs:

@@ -31,7 +31,7 @@ def experiment_data(
     *, config: Optional[Path], method: Optional[str], attack: Optional[str], defense: Optional[str],
     dataset: Optional[str], strengths: Optional[str], seeds: Optional[str], phase: Optional[str],
     jobs: Optional[int], backend: Optional[str], device: Optional[str], overrides: list[str],
-    preset: Optional[str] = None,
+    preset: Optional[str] = None, tune_attacks: Optional[bool] = None, search_budget: Optional[int] = None,
 ) -> dict[str, Any]:
     """The experiment's raw settings: defaults <- preset <- config file <- command-line options <- ``--set``."""
     data = settings(preset=preset, config=config)
@@ -43,6 +43,9 @@ def experiment_data(
         if value is not None:
             section, _, field = key.rpartition(".")
             (data.setdefault(section, {}) if section else data)[field] = value  # as typed, not parsed
+    for key, value in (("tune", tune_attacks), ("search_budget", search_budget)):
+        if value is not None:
+            data.setdefault("attack", {})[key] = value
     if attack is not None:
         names = [a.strip() for a in attack.split(",")]
         data.setdefault("attack", {})["name"] = names[0] if len(names) == 1 else names
@@ -60,6 +63,11 @@ def experiment_data(
         apply_override(data, assignment)
     resolve_method_options(data, must_match=user_patterns(data, preset))
     return data
+
+
+TUNE_ATTACKS = typer.Option(None, "--tune-attacks/--no-tune-attacks", help="select each attack's settings on the "
+                            "adversary's auxiliary labels (attack.tune); records also get the oracle bound")
+SEARCH_BUDGET = typer.Option(None, help="candidates per tuned attack (attack.search_budget; default 8)")
 
 
 @app.command()
@@ -82,6 +90,8 @@ def evaluate(
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
+    tune_attacks: Optional[bool] = TUNE_ATTACKS,
+    search_budget: Optional[int] = SEARCH_BUDGET,
 ) -> None:
     """Sweep a defense's strength x seeds for one method and attack; write results, CAP and a plot."""
     from vflpriv.experiment import early_workers, evaluate_experiment
@@ -89,6 +99,7 @@ def evaluate(
     data = experiment_data(
         config=config, method=method, attack=attack, defense=defense, dataset=dataset, strengths=strengths,
         seeds=seeds, phase=phase, jobs=jobs, backend=backend, device=device, overrides=set_, preset=preset,
+        tune_attacks=tune_attacks, search_budget=search_budget,
     )
     warm = early_workers(data)  # they import torch while this process validates the settings
     try:

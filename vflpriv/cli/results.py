@@ -9,6 +9,7 @@ import typer
 from vflpriv.console import make_console
 
 from vflpriv.cli.app import app, fail
+from vflpriv.cli.evaluate import SEARCH_BUDGET, TUNE_ATTACKS
 from vflpriv.config_io import apply_override
 from vflpriv.presets import settings, user_patterns
 
@@ -32,6 +33,8 @@ def sweep(
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
+    tune_attacks: Optional[bool] = TUNE_ATTACKS,
+    search_budget: Optional[int] = SEARCH_BUDGET,
 ) -> None:
     """Run a grid (methods x datasets x attacks x any axis x strengths x seeds) into one store; resumable."""
     from vflpriv.experiment import early_workers
@@ -41,6 +44,9 @@ def sweep(
     for key, value in (("jobs", jobs), ("backend", backend)):
         if value is not None:
             raw[key] = value
+    for key, value in (("tune", tune_attacks), ("search_budget", search_budget)):
+        if value is not None:
+            apply_override(raw, f"attack.{key}={str(value).lower()}")
     for assignment in set_:
         apply_override(raw, assignment)
     warm = early_workers(raw) if not dry_run else Warm()  # they import torch while this process does

@@ -1,0 +1,216 @@
+"""A tuned attack: the adversary selects its attack's settings with the labels it holds, never its targets'.
+
+- Candidates: the attack's ``space()`` (each option's configured value is always a candidate value, and the options
+  as given come first): the whole grid when it has at most ``budget`` points, else ``budget`` candidates proposed
+  one after another by Optuna's TPE sampler (seeded; the optional ``search`` extra), the options as given first.
+- Score: accuracy on :data:`HOLDOUT`, a stratified quarter of the auxiliary samples whose labels the candidate is
+  not given (it trains on the other three quarters). The search never sees a target label: it has none.
+- Early stopping (grid with a ``budget_option``): successive halving with eta = 2 on that iteration count. Every
+  candidate runs at 2^-r of it (r = ceil(log2 n)), the better half at twice that, and so on up to half of it; the
+  best of the last round wins. Eight candidates cost 3 runs' worth of iterations (plus the refit) instead of 8.
+- Refit: the winner on all the auxiliary labels, with the untuned attack's own random stream, so that when the
+  options as given win, the tuned numbers are the untuned ones exactly.
+- Every trial has a random stream of its own (from the seed and the candidate) and, given a ``key``, is cached
+  (its guesses of every target set) under (key, candidate, budget): a rerun of an interrupted search resumes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from vflpriv import cache
+from vflpriv.adversary import HOLDOUT, AdversaryView, Inference
+from vflpriv.attacks.base import Attack
+from vflpriv.config import config_hash
+from vflpriv.errors import ConfigError, ProtocolError
+from vflpriv.seeding import generator
+
+#: Share of each class's auxiliary samples held out to score candidates.
+HOLDOUT_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One candidate evaluated: its settings (differences from the options as given), the share of the budget
+    option it ran with, its accuracy on the held-out auxiliary labels, and its guesses of every target set."""
+
+    options: dict
+    fraction: float
+    aux_accuracy: float
+    inferences: dict[str, Inference]
+
+    def summary(self) -> dict:
+        return {"options": self.options, "fraction": self.fraction, "aux_accuracy": self.aux_accuracy}
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The selected settings, the winner's guesses refitted on all auxiliary labels, and every trial."""
+
+    selected: dict
+    inferences: dict[str, Inference]
+    trials: list[Trial]
+    how: str
+
+
+def holdout_split(y: torch.Tensor, *, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(fit, holdout) positions: :data:`HOLDOUT_SHARE` of each class with at least two samples held out; None when
+    nothing can be held out or the fit part would miss a class the auxiliary set has."""
+    fit, held = [], []
+    for c in y.unique().tolist():
+        members = (y == c).nonzero().flatten()
+        order = members[torch.randperm(members.numel(), generator=generator, device=generator.device).to(y.device)]
+        k = int(math.floor(members.numel() * HOLDOUT_SHARE)) if members.numel() >= 2 else 0
+        k = max(k, 1) if members.numel() >= 2 else 0
+        held.append(order[:k])
+        fit.append(order[k:])
+    fit_ids, held_ids = torch.cat(fit).sort().values, torch.cat(held).sort().values
+    return (fit_ids, held_ids) if held_ids.numel() else None
+
+
+def grid(attack: Attack, space: dict[str, tuple]) -> list[dict]:
+    """Every combination of the space as overrides of the attack's options, the options as given first."""
+    given = attack.options.model_dump(mode="json")
+    axes = []
+    for name, values in space.items():
+        current = given[name]
+        axes.append([(name, current)] + [(name, v) for v in values if v != current])
+    combos = [dict(c) for c in itertools.product(*axes)] if axes else [{}]
+    return [{k: v for k, v in combo.items() if v != given[k]} for combo in combos]
+
+
+def _with(attack: Attack, overrides: dict, fraction: float) -> Attack:
+    """The attack with ``overrides`` applied and its budget option scaled by ``fraction`` (at least 1)."""
+    data = attack.options.model_dump(mode="json") | overrides
+    if fraction < 1.0 and attack.budget_option:
+        data[attack.budget_option] = max(1, round(data[attack.budget_option] * fraction))
+    return type(attack)(type(attack.options).model_validate(data))
+
+
+def _to_labels(inferences: dict[str, Inference]) -> dict[str, list[int]]:
+    out = {}
+    for name, inf in inferences.items():
+        out[name] = inf.predictions.cpu().tolist()
+        if inf.covered is not None:
+            out[f"covered:{name}"] = inf.covered.long().cpu().tolist()
+    return out
+
+
+def _from_labels(labels: dict[str, list[int]]) -> dict[str, Inference]:
+    return {name: Inference(predictions=torch.tensor(v, dtype=torch.long),
+                            covered=torch.tensor(labels[f"covered:{name}"], dtype=torch.bool)
+                            if f"covered:{name}" in labels else None)
+            for name, v in labels.items() if not name.startswith("covered:")}
+
+
+class Search:
+    """One tuned attack on one view: trials are run (or read from the cache) and scored on the holdout."""
+
+    def __init__(self, attack: Attack, view: AdversaryView, *, seed: int, key: str | None):
+        self.attack, self.view, self.seed, self.key = attack, view, seed, key
+        split = holdout_split(view.aux_y, generator=generator(seed, "attack:holdout", device=view.device))
+        self.split = split
+        if split is not None:
+            fit, held = split
+            self.fit_view = dataclasses.replace(
+                view, aux_x=view.aux_x[fit], aux_y=view.aux_y[fit], aux_ids=view.aux_ids[fit],
+                targets={**view.targets, HOLDOUT: view.aux_x[held]},
+                target_ids={**view.target_ids, HOLDOUT: view.aux_ids[held]})
+            self.held_y = view.aux_y[held].cpu()
+        self.trials: list[Trial] = []
+
+    def trial(self, overrides: dict, fraction: float) -> Trial:
+        """The candidate on the fit part of the auxiliary set, scored on the holdout (cached under the key)."""
+        name = json.dumps([overrides, fraction], sort_keys=True)
+        view = dataclasses.replace(self.fit_view, generator=generator(self.seed, f"attack:trial:{name}",
+                                                                        device=self.view.device))
+
+        def compute() -> dict[str, list[int]]:
+            inferences = _with(self.attack, overrides, fraction).infer(view)
+            if HOLDOUT not in inferences:
+                raise ProtocolError(f"attack {type(self.attack).__name__} declares a search space but did not guess "
+                                    f"the '{HOLDOUT}' target set")
+            return _to_labels(inferences)
+
+        if self.key is None:
+            labels = compute()
+        else:
+            labels = cache.cached_labels(config_hash({"code": cache.code_version(), "trial": [self.key, name]}, 24),
+                                         compute)
+        inferences = _from_labels(labels)
+        held = inferences.pop(HOLDOUT).predictions
+        if held.numel() != self.held_y.numel():
+            raise ProtocolError("a cached trial's holdout guesses do not match the holdout")
+        found = Trial(overrides, fraction, float((held == self.held_y).double().mean()), inferences)
+        self.trials.append(found)
+        return found
+
+    def halving(self, candidates: list[dict]) -> dict:
+        """Successive halving (eta 2) on the budget option: the best candidate of the last round."""
+        rounds = max(1, math.ceil(math.log2(len(candidates))))
+        alive = candidates
+        for r in range(rounds):
+            fraction = 2.0 ** (r - rounds)
+            scored = [(self.trial(c, fraction).aux_accuracy, -i, c) for i, c in enumerate(alive)]
+            scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
+            alive = [c for _, _, c in scored[:max(1, math.ceil(len(alive) / 2))]]
+        return alive[0]
+
+    def exhaustive(self, candidates: list[dict]) -> dict:
+        """Every candidate whole; the best (the earliest on ties: the options as given first)."""
+        scores = [self.trial(c, 1.0).aux_accuracy for c in candidates]
+        return candidates[max(range(len(candidates)), key=lambda i: (scores[i], -i))]
+
+    def optuna(self, space: dict[str, tuple], budget: int) -> dict:
+        """``budget`` candidates from Optuna's TPE sampler (seeded), the options as given first; the best wins."""
+        try:
+            import optuna  # the optional ``search`` extra: only a space larger than the budget needs it
+        except ImportError:
+            raise ConfigError("a search space larger than attack.search_budget is searched with Optuna: pip install "
+                              "'vflpriv[search]', or raise attack.search_budget to the grid's size") from None
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        given = self.attack.options.model_dump(mode="json")
+        choices = {k: [given[k]] + [v for v in vals if v != given[k]] for k, vals in space.items()}
+        seed = int(torch.randint(2**31 - 1, (1,), generator=generator(self.seed, "attack:sampler")))
+        study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
+        study.enqueue_trial({k: 0 for k in choices})
+        best: tuple[float, int, dict] | None = None
+        for i in range(budget):
+            t = study.ask({k: optuna.distributions.CategoricalDistribution(list(range(len(v))))
+                           for k, v in choices.items()})
+            overrides = {k: choices[k][t.params[k]] for k in choices if choices[k][t.params[k]] != given[k]}
+            score = self.trial(overrides, 1.0).aux_accuracy
+            study.tell(t, score)
+            if best is None or score > best[0]:
+                best = (score, i, overrides)
+        return best[2]
+
+
+def search(attack: Attack, view: AdversaryView, *, budget: int, seed: int, key: str | None = None,
+           space: dict[str, tuple] | None = None, refit: Callable[[Attack], dict[str, Inference]] | None = None
+           ) -> SearchResult | str:
+    """Tune ``attack`` on ``view`` (see the module): the result, or why it cannot be tuned (a string)."""
+    space = attack.space() if space is None else space
+    if not space:
+        return attack.untunable or f"{type(attack).__name__} declares no search space"
+    s = Search(attack, view, seed=seed, key=key)
+    if s.split is None:
+        return "too few auxiliary labels to hold any out (a class needs at least 2)"
+    candidates = grid(attack, space)
+    if len(candidates) > budget:
+        selected, how = s.optuna(space, budget), f"Optuna TPE, {budget} of {len(candidates)} candidates"
+    elif attack.budget_option and len(candidates) > 1:
+        selected = s.halving(candidates)
+        how = f"grid of {len(candidates)}, successive halving on {attack.budget_option}"
+    else:
+        selected, how = s.exhaustive(candidates), f"grid of {len(candidates)}"
+    winner = _with(attack, selected, 1.0)
+    inferences = refit(winner) if refit is not None else winner.infer(view)
+    return SearchResult(selected, inferences, s.trials, how + "; scored on a stratified quarter of the auxiliary labels")
