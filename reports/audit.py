@@ -43,7 +43,8 @@ def _communication(baseline: pd.DataFrame) -> list[dict]:
 
 def _verdict_line(attack: str, phase: str, test) -> str:
     per_sample = test.test == SAMPLE_TEST_NAME
-    over = (f"{test.n_targets} targets over {test.n_seeds} seed(s), McNemar" if per_sample
+    over = (f"per-target paired test on {test.n_targets} targets, seeds as random effects ({test.n_seeds}),"
+            if per_sample
             else f"paired t-test over {test.n_seeds} seeds")
     if not per_sample and test.n_seeds < 2:
         return (f"{attack} ({phase}): leaks beyond the adversary's prior: inconclusive "

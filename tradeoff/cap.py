@@ -100,8 +100,9 @@ def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_worst_case(results: pd.DataFrame) -> pd.DataFrame:
-    """The records and, when they hold any attack at all, the worst-case records (:func:`worst_case_runs`)."""
-    if results.empty or (results["attack"] == WORST).any():
+    """The records and, where they hold several attacks, the worst-case records (:func:`worst_case_runs`; the prior
+    is among the candidates there; with one attack the tables stay that attack's)."""
+    if results.empty or (results["attack"] == WORST).any() or results["attack"].nunique() < 2:
         return results
     worst = worst_case_runs(results)
     worst = worst[[c for c in worst.columns if c in results or c == "strongest"]]

@@ -4,13 +4,14 @@ Leakage of one seed is attack accuracy minus prior accuracy on the same targets 
 partition, same auxiliary set). Two tests of it:
 
 - per sample (the default where the records hold each target's outcome): the attack and the prior guess the
-  same targets, so each target is a pair (attack right?, prior right?). A bootstrap stratified by seed (the targets
-  of each seed resampled within it; Davison & Hinkley 1997 §3.8) gives the 95% percentile interval of the mean
-  leakage over seeds, and McNemar's exact test (1947) on the discordant pairs pooled over seeds its one-sided p.
-  Power comes from the hundreds of targets. Choice: the seeds are strata, not resampled: the verdict is about
-  the trainings audited (their seeds), as McNemar's is; with 3 seeds a bootstrap that also resamples them has
-  10 distinct seed multisets and is no more decisive than the t-test over seeds, which remains the test of
-  records without per-target outcomes. Works from one seed.
+  same targets, so each target is a pair (attack right?, prior right?) and each seed's leakage L_s is the mean of
+  the paired differences d in {-1, 0, 1}, with variance v_s = var(d) / n_s (McNemar's, 1947, for paired
+  proportions). The seeds are combined by a random-effects meta-analysis (DerSimonian & Laird 1986): the
+  between-seed variance tau^2 (a different training per seed) is estimated from Cochran's Q and added to each
+  v_s; the pooled leakage gets a normal 95% interval and a one-sided z p-value. Where the seeds agree (tau^2 = 0)
+  the hundreds of targets give the power a t-test over 3 seeds lacks; where they disagree the interval widens
+  with them, so noise between trainings is not read as leakage. With one seed, tau^2 cannot be estimated: the
+  interval is that training's alone (said in the test's name).
 - per seed (records without per-target outcomes): the paired differences over seeds give a t-based 95% interval
   and a one-sided paired t-test of "leakage > 0" (Student 1908). With one seed there is no test.
 
@@ -35,10 +36,8 @@ from scipy import stats
 
 MARGIN = 0.02
 TEST_NAME = "paired t-test over seeds (attack vs prior accuracy on each seed), 95% interval"
-SAMPLE_TEST_NAME = ("per-target paired comparison of attack and prior: bootstrap of the targets stratified by seed "
-                    "(2000 resamples, 95% percentile interval), McNemar's exact one-sided p on the discordant targets")
-#: Bootstrap resamples of the per-sample test, and its fixed seed (the same records give the same interval).
-RESAMPLES, BOOTSTRAP_SEED = 2000, 20260
+SAMPLE_TEST_NAME = ("per-target paired differences of attack and prior (McNemar variance) combined over seeds by a "
+                    "DerSimonian-Laird random-effects model, 95% normal interval, one-sided z p")
 
 
 def verdict_rule(margin: float) -> str:
@@ -94,23 +93,30 @@ def _bits(text: str) -> np.ndarray:
     return np.frombuffer(text.encode(), dtype=np.uint8).astype(np.int8) - ord("0")
 
 
-def sample_paired_leakage(attack_hits: list[str], prior_hits: list[str], *, margin: float = MARGIN,
-                          resamples: int = RESAMPLES) -> LeakageTest:
+def sample_paired_leakage(attack_hits: list[str], prior_hits: list[str], *, margin: float = MARGIN) -> LeakageTest:
     """The per-sample test (see the module) from each seed's per-target outcomes ('1' right, '0' wrong), attack and
     prior aligned target by target."""
     pairs = [(_bits(a), _bits(p)) for a, p in zip(attack_hits, prior_hits, strict=True)]
     if not pairs or any(a.size != p.size or a.size == 0 for a, p in pairs):
         raise ValueError("each seed needs attack and prior outcomes of the same, non-empty target set")
     diffs = [(a - p).astype(float) for a, p in pairs]
-    leakage = float(np.mean([d.mean() for d in diffs]))
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    boots = np.mean([d[rng.integers(d.size, size=(resamples, d.size))].mean(1) for d in diffs], axis=0)
-    low, high = (float(v) for v in np.percentile(boots, [2.5, 97.5]))
-    b = int(sum(((a == 1) & (p == 0)).sum() for a, p in pairs))
-    c = int(sum(((a == 0) & (p == 1)).sum() for a, p in pairs))
-    p_value = float(stats.binom.sf(b - 1, b + c, 0.5)) if b + c else 1.0
+    means = np.array([d.mean() for d in diffs])
+    within = np.array([d.var(ddof=1) / d.size if d.size > 1 else 0.0 for d in diffs])
+    if not within.any():  # every pair agrees within each seed: no sampling noise to speak of
+        pooled = float(means.mean())
+        se = math.sqrt((float(means.var(ddof=1)) if means.size > 1 else 0.0) / means.size)
+    else:
+        w = 1.0 / np.maximum(within, 1e-12)
+        fixed = float((w * means).sum() / w.sum())
+        q = float((w * (means - fixed) ** 2).sum())
+        tau2 = max(0.0, (q - (means.size - 1)) / (w.sum() - (w**2).sum() / w.sum())) if means.size > 1 else 0.0
+        w = 1.0 / (within + tau2)
+        pooled = float((w * means).sum() / w.sum())
+        se = math.sqrt(1.0 / w.sum())
+    low, high = pooled - 1.96 * se, pooled + 1.96 * se
+    p_value = float(stats.norm.sf(pooled / se)) if se > 0 else (0.0 if pooled > 0 else 1.0)
     return LeakageTest(len(pairs), float(np.mean([a.mean() for a, _ in pairs])),
-                       float(np.mean([p.mean() for _, p in pairs])), leakage, low, high, p_value,
+                       float(np.mean([p.mean() for _, p in pairs])), pooled, low, high, p_value,
                        _verdict(low, high, margin), SAMPLE_TEST_NAME, sum(a.size for a, _ in pairs))
 
 

@@ -23,7 +23,7 @@ from vflpriv.methods.pretraining import SSLOptions
 from vflpriv.methods.towers import build_local_encoder
 from vflpriv.models.training import apply_in_batches, require_finite
 from vflpriv.planning import search_space
-from vflpriv.prior import PRIORS
+from vflpriv.prior import PRIORS, TUNED_PRIORS, tuned_prior
 from vflpriv.registry import METHODS
 from vflpriv.records import RunRecord
 from vflpriv.scenario import Scenario
@@ -206,18 +206,20 @@ def prior_predictions(cfg: RunConfig, view: AdversaryView, attack, truth: dict[s
     processes ask (kept in this process, and in the cache for the other processes of a sweep)."""
     prior = cfg.attack.prior
     attack_part = cfg.attack.model_dump(mode="json", exclude={"phase"}) if prior == "same-attack" else None
+    tune = cfg.attack.tune and prior in TUNED_PRIORS
+    search_part = cfg.attack.model_dump(mode="json", include={"search_budget"}) if tune else None
     key = json.dumps(
-        [prior, cfg.attack.prior_epochs, cfg.seed, attack_part, prior_options(cfg),
+        [prior, cfg.attack.prior_epochs, cfg.seed, attack_part, search_part, prior_options(cfg),
          *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model))],
         sort_keys=True,
     )
     if key not in _PRIORS:
 
         def compute() -> dict[str, list[int]]:
-            predictions = PRIORS[prior](
-                view, attack=attack, model=cfg.model, own_encoder=lambda: own_encoder(cfg, view),
-                epochs=cfg.attack.prior_epochs, generator=generator(cfg.seed, "prior:head", device=view.device),
-            )
+            common = dict(attack=attack, own_encoder=lambda: own_encoder(cfg, view), epochs=cfg.attack.prior_epochs,
+                          generator=generator(cfg.seed, "prior:head", device=view.device))
+            predictions = (tuned_prior(view, prior=prior, budget=cfg.attack.search_budget, seed=cfg.seed, **common)
+                           if tune else PRIORS[prior](view, model=cfg.model, **common))
             return {name: pred.cpu().tolist() for name, pred in predictions.items()}
 
         labels = cache.cached_labels(config_hash({"code": cache.code_version(), "prior": key}, 24), compute)

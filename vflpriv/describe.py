@@ -74,8 +74,17 @@ def _attack(name: str, cls: Any) -> Description:
     attack = cls(cls.Options())  # its declarations under the default options
     facts = {"follows": cls.anchor or "vflpriv's own", "needs": _needs(attack),
              "binary tasks only": str(cls.binary_only), "needs auxiliary labels": str(cls.needs_aux),
-             "audit options": repr(cls.audit_options)}
+             "audit options": repr(cls.audit_options), "search space (attack.tune)": _space(attack)}
     return Description("attack", name, _summary(cls), facts, options_of(cls.Options), "attack.options.")
+
+
+def _space(attack: Any) -> str:
+    """The candidates a tuned attack selects among, and what successive halving shortens; or why it has none."""
+    space = attack.space()
+    if not space:
+        return f"none: {attack.untunable or 'it declares none'}"
+    grid = "; ".join(f"{k} in {list(v)}" for k, v in space.items())
+    return grid + (f"; early rounds shorten {attack.budget_option}" if attack.budget_option else "")
 
 
 def _needs(attack: Any) -> str:

@@ -10,6 +10,11 @@
   training on local data achieves; A_SimSiam would credit the federation with both. Only for attacks
   that read the encoder alone: without a federation no message was ever received.
 
+Against a tuned attack (``attack.tune``) the ``simsiam`` and ``same-attack`` priors are tuned the same way
+(:func:`tuned_prior`): an adversary that tunes its attack tunes its fallback too, and a tuned attack compared with an
+untuned prior would show the tuning as leakage (a method sending nothing label-bearing, local-simsiam, read
++0.020 for tuned mc against the untuned A_SimSiam head). ``aux`` stays untuned.
+
 Each prior maps the adversary's view to its predicted labels of every target set. The adversary's own
 SimSiam encoder is handed in as a thunk (``own_encoder``): the runner caches it like a method's
 pretraining, so every attack and every run of a seed share one. Drawn as the dashed line of
@@ -26,6 +31,8 @@ import torch
 from torch import nn
 
 from vflpriv.adversary import AdversaryView
+from vflpriv.attacks.model_completion import ModelCompletion, ModelCompletionOptions
+from vflpriv.attacks.search import SearchResult, search
 from vflpriv.config import ModelConfig
 from vflpriv.engine.channel import Inbox
 from vflpriv.models.encoders import build_encoder, init_parameters
@@ -78,6 +85,20 @@ def same_attack_prior(view: AdversaryView, *, attack, model, own_encoder, epochs
 
 
 PRIORS: dict[str, Prior] = {"aux": aux_prior, "simsiam": simsiam_prior, "same-attack": same_attack_prior}
+#: Priors tuned with the attack: A_SimSiam's head is ``mc`` over the adversary's own encoder, searched like ``mc``.
+TUNED_PRIORS = ("simsiam", "same-attack")
+
+
+def tuned_prior(view: AdversaryView, *, prior: str, attack: Any, own_encoder: Encoder, epochs: int,
+                generator: torch.Generator, budget: int, seed: int) -> dict[str, torch.Tensor]:
+    """The prior tuned on the auxiliary labels like the attack (``attacks.search``) on the adversary's own encoder:
+    ``same-attack`` the attack itself, ``simsiam`` the A_SimSiam head as ``mc`` (linear, frozen, its epochs)."""
+    alone = dataclasses.replace(view, encoder=own_encoder(), inbox=Inbox(owner=view.party), generator=generator)
+    chosen = attack if prior == "same-attack" else ModelCompletion(ModelCompletionOptions(
+        epochs=epochs, lr=HEAD_LR, weight_decay=HEAD_WEIGHT_DECAY, batch_size=HEAD_BATCH))
+    found = search(chosen, alone, budget=budget, seed=seed)
+    inferences = found.inferences if isinstance(found, SearchResult) else chosen.infer(alone)
+    return {name: inference.predictions for name, inference in inferences.items()}
 
 
 def reads_only_the_encoder(attack: Any, phase: str) -> bool:

@@ -46,3 +46,30 @@ def test_falls_to_prior_walks_from_weak_to_strong_on_the_defense_axis():
     epsilon = rows("epsilon", "lower", {8.0: 0.2, 2.0: 0.01, 1.0: -0.1})  # lower epsilon protects more
     assert falls_to_prior(epsilon)["strength"] == 2.0
     assert falls_to_prior(rows("lambda", "higher", {1.0: 0.2, 5.0: 0.1})) is None
+
+
+def test_per_target_interval_on_constructed_predictions():
+    """100 targets: the attack right on all, the prior on the first 50: leakage 0.5, se sqrt(var(d) / 100)."""
+    from vflpriv.tradeoff.leakage import SAMPLE_TEST_NAME, sample_paired_leakage
+
+    test = sample_paired_leakage(["1" * 100], ["1" * 50 + "0" * 50])
+    assert test.leakage == 0.5 and test.verdict == "yes" and test.test == SAMPLE_TEST_NAME
+    se = math.sqrt(np.var([1] * 50 + [0] * 50, ddof=1) / 100)
+    assert (test.ci_low, test.ci_high) == pytest.approx((0.5 - 1.96 * se, 0.5 + 1.96 * se))
+    assert test.p_value == pytest.approx(stats.norm.sf(0.5 / se))
+    # two seeds that disagree: the between-seed variance widens the interval beyond either seed's own
+    split = sample_paired_leakage(["1" * 100, "1" * 100], ["1" * 50 + "0" * 50, "1" * 95 + "0" * 5])
+    assert split.leakage == pytest.approx(0.275, abs=0.01) and split.ci_high - split.ci_low > 4 * 1.96 * se
+    same = sample_paired_leakage(["0110" * 25, "1" * 10], ["0110" * 25, "1" * 10])
+    assert (same.leakage, same.ci_low, same.ci_high, same.verdict) == (0.0, 0.0, 0.0, "no")
+    # independent attack and prior of the same accuracy: the 95% interval covers 0 about 95% of the time
+    rng = np.random.default_rng(0)
+    covered = 0
+    for _ in range(200):
+        a, p = (rng.random((3, 150)) < 0.7 for _ in range(2))
+        t = sample_paired_leakage(["".join("1" if v else "0" for v in row) for row in a],
+                                  ["".join("1" if v else "0" for v in row) for row in p])
+        covered += t.ci_low <= 0 <= t.ci_high
+    assert 0.88 <= covered / 200 <= 0.99, covered
+    with pytest.raises(ValueError):
+        sample_paired_leakage(["11"], ["1"])

@@ -85,3 +85,27 @@ def test_summary_keeps_each_strength_on_its_own_axis(tmp_path):
     written = tradeoff_figures(summary, tmp_path, stem="p")
     assert {p.name for p in written} == {f"p_mc_{d}_finetune.{f}" for d in ("label-dp", "iso") for f in ("png", "svg", "pdf")}
     assert all(p.stat().st_size > 0 for p in written)
+
+
+def test_worst_case_cap_equals_a_hand_computation():
+    """At each strength and seed the strongest of the attacks and the prior; utility from the honest training (the
+    acting attack C trained a federation of its own, with utility 0.1)."""
+    acc = {  # (seed, strength): (A, B, C, prior)
+        (0, 1): (0.9, 0.6, 0.95, 0.5), (0, 5): (0.4, 0.7, 0.3, 0.5),
+        (1, 1): (0.3, 0.2, 0.1, 0.45), (1, 5): (0.55, 0.5, 0.2, 0.5),
+    }
+    utility = {(0, 1): 0.8, (0, 5): 0.6, (1, 1): 0.9, (1, 5): 0.7}
+    rows = [dict(method="m", dataset="d", attack=name, defense="iso", phase="finetune", strength=s, seed=seed,
+                 utility=0.1 if name == "C" else utility[seed, s], attack_accuracy=acc[seed, s][i],
+                 prior_accuracy=acc[seed, s][3], training_under_attack=name == "C", status="ok", utility_metric="accuracy")
+            for (seed, s) in acc for i, name in enumerate("ABC")]
+    table = cap_table(pd.DataFrame(rows)).set_index("attack")
+    seed0 = (0.8 * (1 - 0.95) + 0.6 * (1 - 0.7)) / 2
+    seed1 = (0.9 * (1 - 0.45) + 0.7 * (1 - 0.55)) / 2
+    assert table.loc["worst-case", "cap"] == pytest.approx((seed0 + seed1) / 2)
+    assert table.loc["worst-case", "cap_std"] == pytest.approx(abs(seed0 - seed1) / 2)
+    assert table.loc["worst-case", "cap"] < min(table.loc[a, "cap"] for a in "AB")
+    from vflpriv.tradeoff.cap import strength_summary
+
+    named = strength_summary(pd.DataFrame(rows)).set_index(["attack", "strength"])["strongest"]
+    assert named["worst-case", 1] == "C, prior" and named["worst-case", 5] == "A, B"
