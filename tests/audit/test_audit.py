@@ -143,8 +143,9 @@ def test_an_installed_plugin_is_found_through_its_entry_point_and_audited(plugin
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "audit.json").read_text())
     assert report["method"] == "aggvfl"
-    assert {(v["attack"], v["verdict"] in ("yes", "no", "inconclusive", "attack failed")) for v in report["verdicts"]} == {
-        ("mc", True), ("gc", True), ("worst-case", True)}
+    found = {(v["attack"], v["verdict"] in ("yes", "no", "inconclusive", "attack failed")) for v in report["verdicts"]}
+    assert found - {("worst-case", True)} == {("mc", True), ("gc", True)}  # worst case: of 2 attacks that trained
+    assert all(v["strongest"] in ("mc", "gc") for v in report["verdicts"] if v["attack"] == "worst-case")
     assert {(d["attack"], d["defense"]) for d in report["defenses"]} == {("mc", "iso"), ("gc", "iso"), ("worst-case", "iso")}
     assert any(c["kind"] == "gradient" and c["messages"] > 0 for c in report["communication"])
     assert "leaks beyond the adversary's prior" in (tmp_path / "audit.md").read_text()
