@@ -219,10 +219,11 @@ def stop_workers() -> None:
     _POOL.clear()
 
 
-def _dispatched(futures: list[Future], *, timeout: float = 2.0) -> None:
+def _dispatched(futures: list[Future], *, timeout: float = 10.0) -> None:
     """Wait (milliseconds) until loky's manager thread has handed ``futures`` to the workers: a pool killed
     while an item is still in its id queue crashes that thread (KeyError) before it releases its queues,
-    which then show up as "leaked semlock objects" warnings."""
+    which then show up as "leaked semlock objects" warnings. The wait ends at dispatch (milliseconds); the 10 s bound
+    is for a loaded machine (at 2 s, a CI run beside another audit leaked one)."""
     deadline = time.monotonic() + timeout
     while any(not (f.running() or f.done()) for f in futures) and time.monotonic() < deadline:
         time.sleep(0.002)
