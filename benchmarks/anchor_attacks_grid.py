@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vflpriv.experiment import STORE_ONLY
 from vflpriv.results import load_results
 
 HERE = Path(__file__).resolve().parent / "results" / "anchor_attacks"
@@ -145,7 +146,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, required=True)
     args = parser.parse_args()
     runs = frame(args.store)
-    runs.drop(columns=["config", "traffic"]).to_csv(HERE / "anchor_attacks.csv", index=False)
+    runs.drop(columns=STORE_ONLY).to_csv(HERE / "anchor_attacks.csv", index=False)
     ok = runs[runs["status"] == "ok"]
     lines = ["# The anchors' label attacks on every method and protocol (issue 28)", "",
              "Made with (on a 2-vCPU VM, torch CPU):", "", "```", *COMMANDS,

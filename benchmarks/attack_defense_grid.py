@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vflpriv.experiment import STORE_ONLY
 from vflpriv.tradeoff.sweep import sweep
 from vflpriv.config import RunConfig
 from vflpriv.store import Store
@@ -134,7 +135,7 @@ def main() -> None:
         df = sweep(grid, store, jobs=args.jobs, on_done=lambda records: [print(
             f"{r.dataset} {r.attack} {r.defense}={r.strength:g} seed {r.seed}: {r.status} "
             f"acc {r.attack_accuracy:.3f} ({r.train_seconds + r.attack_seconds:.0f}s)", flush=True) for r in records])
-    df.drop(columns=["config", "traffic"]).to_csv(RESULTS / "attack_defense_grid.csv", index=False)
+    df.drop(columns=STORE_ONLY).to_csv(RESULTS / "attack_defense_grid.csv", index=False)
     (RESULTS / "attack_defense_grid.md").write_text(summarise(df))
     print((RESULTS / "attack_defense_grid.md").read_text())
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vflpriv.experiment import STORE_ONLY
 from vflpriv.results import load_results
 from vflpriv.tradeoff.cap import cap_table, strength_label
 
@@ -103,7 +104,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, required=True)
     args = parser.parse_args()
     runs = frame(args.store)
-    runs.drop(columns=["config", "traffic"]).to_csv(RESULTS / "defense_grid.csv", index=False)
+    runs.drop(columns=STORE_ONLY).to_csv(RESULTS / "defense_grid.csv", index=False)
     ok = runs[runs["status"] == "ok"]
     caps = cap_table(runs)  # the undefended runs are DCS's reference; their own "CAP" rows are dropped
     caps = caps[caps["defense"] != "none"]

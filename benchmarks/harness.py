@@ -304,7 +304,8 @@ def main() -> None:
         print(text, flush=True)
         lines.append(text)
 
-    say(f"# vflpriv benchmark harness\n\nmachine: {machine()}\n")
+    command = "python benchmarks/harness.py " + " ".join(sys.argv[1:])
+    say(f"# vflpriv benchmark harness\n\ncommand: {command.strip()}\n\nmachine: {machine()}\n")
     say(f"at the start, {machine_speed()}")
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)

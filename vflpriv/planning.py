@@ -6,8 +6,6 @@ training starts. Whatever cannot work, or would silently do nothing, is refused 
 from __future__ import annotations
 
 import importlib.util
-import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import torch
 
 from vflpriv import cache
+from vflpriv.attacks.search import grid
 from vflpriv.components import parse_options
 from vflpriv.config import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
@@ -259,7 +258,7 @@ def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:
             raise ConfigError(f"attack.search_space.{name} is empty; give at least one value")
         for value in values:
             parse_options(cls, {**base, name: value}, where="attack.search_space")
-    points = math.prod(len({json.dumps(v) for v in (base[k], *vals)}) for k, vals in search_space(attack, given).items())
+    points = len(grid(attack, search_space(attack, given)))  # the candidates the search will enumerate
     if points > cfg.search_budget and importlib.util.find_spec("optuna") is None:
         raise ConfigError(f"attack '{cfg.name}': its search space has {points} candidates, more than "
                           f"attack.search_budget {cfg.search_budget}; such a space is searched with Optuna: pip install "
