@@ -11,8 +11,9 @@
    ``--jobs 1`` vs ``--jobs 2`` from cold caches; the two stores must hold the same numbers.
 6. The default audit of FedSplitNN on digits (every registered attack and defense) against the same audit
    with only the attacks vflpriv had before issue 28 (mc, mc-mixmatch, gc, norm, direction), cold caches.
+7. The default audit of FedSplitNN on digits tuned (the default, search budget 8) vs ``--no-tune-attacks``.
 
-    python benchmarks/harness.py [--record benchmarks/results/harness.md] [--repeats 3] [--only audit]
+    python benchmarks/harness.py [--record benchmarks/results/harness.md] [--repeats 3] [--only audit|tuned]
 
 Every figure is a ratio or slope of timings taken in this one run (these machines are noisy).
 """
@@ -268,6 +269,22 @@ def audit_cost(tmp: Path, repeats: int, say) -> None:
     say(f"ratio: {default / earlier:.2f} (target: at most 3)")
 
 
+def tuned_audit_cost(tmp: Path, repeats: int, say) -> None:
+    say("## 7. The default audit of splitnn on digits, tuned (search budget 8, the default) vs untuned (cold caches)")
+    walls: dict[str, list[float]] = {"--no-tune-attacks": [], "tuned (default)": []}
+    for r in range(repeats):
+        for i, label in enumerate(walls):
+            extra = ["--no-tune-attacks"] if i == 0 else ["--search-budget", "8"]
+            wall, _ = measured(["audit", "--method", "splitnn", *extra, "--out", str(tmp / f"tuned-{i}-{r}")],
+                               cwd=tmp, cache=tmp / f"cache-tuned-{i}-{r}")
+            walls[label].append(wall)
+    for label, times in walls.items():
+        say(f"{label}: {statistics.median(times):.1f} s wall (runs: {', '.join(f'{t:.1f}' for t in times)})")
+    untuned, tuned = (statistics.median(t) for t in walls.values())
+    say(f"ratio tuned / untuned: {tuned / untuned:.2f} (target: at most 3); tuned audit {tuned / 60:.1f} min "
+        "(target: at most 5)")
+
+
 def machine() -> str:
     model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                   if line.startswith("model name")), platform.processor() or "unknown")
@@ -295,7 +312,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--record", type=Path, help="also write the output to this Markdown file")
-    parser.add_argument("--only", choices=["audit"], help="measure only this section")
+    parser.add_argument("--only", choices=["audit", "tuned"], help="measure only this section")
     args = parser.parse_args()
     torch.set_num_threads(1)
     lines: list[str] = []
@@ -309,8 +326,8 @@ def main() -> None:
     say(f"at the start, {machine_speed()}")
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        if args.only == "audit":
-            audit_cost(tmp, args.repeats, say)
+        if args.only:
+            {"audit": audit_cost, "tuned": tuned_audit_cost}[args.only](tmp, args.repeats, say)
             say(f"at the end, {machine_speed()}")
             if args.record:
                 args.record.write_text("\n".join(lines) + "\n")
@@ -323,6 +340,7 @@ def main() -> None:
         sweep_vs_necessary(tmp, say)
         growth(tmp, say)
         audit_cost(tmp, args.repeats, say)
+        tuned_audit_cost(tmp, args.repeats, say)
     say(f"at the end, {machine_speed()}")
     if args.record:
         args.record.write_text("\n".join(lines) + "\n")

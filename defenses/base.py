@@ -134,6 +134,13 @@ class Protection(DefensePoints, ABC):
         """Whether the channel must pass ``message`` through this defense."""
 
     @classmethod
+    def shared_state(cls, *, strength: float | None, options: dict) -> str | None:
+        """A name for costly state this defense builds once (in ``bind``, through the cache) and every run with the
+        same ``strength`` and ``options`` shares, or None (the default). The scheduler starts one training per
+        state first, so parallel workers do not wait on each other's (the CAE autoencoder)."""
+        return None
+
+    @classmethod
     def incompatible(cls, *, dataset) -> str:
         """Why the defense cannot protect a task on ``dataset`` (beyond ``binary_only``), or "" when it can: the planner
         refuses it with this reason."""

@@ -20,6 +20,7 @@ autoencoders at lambda 0, 0.1, 0.5, 1 (their lambda 0 still confuses through its
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import torch
@@ -112,6 +113,14 @@ class ConfusionalAutoencoder(TrainingDefense):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.autoencoder: LabelAutoencoder | None = None
+
+    @classmethod
+    def shared_state(cls, *, strength: float | None, options: dict) -> str | None:
+        """The autoencoder (per strength and CAE options; dcae shares CAE's), none at the identity."""
+        if strength is None or strength == cls.axis.identity:
+            return None
+        return json.dumps(["cae", strength, {k: v for k, v in options.items() if k in CAEOptions.model_fields}],
+                          sort_keys=True)
 
     def bind(self, federation: Federation) -> None:
         """The autoencoder, from the cache when this seed, strength and options trained one before."""

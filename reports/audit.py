@@ -43,7 +43,7 @@ def _communication(baseline: pd.DataFrame) -> list[dict]:
 
 def _verdict_line(attack: str, phase: str, test) -> str:
     per_sample = test.test == SAMPLE_TEST_NAME
-    over = (f"per-target paired test on {test.n_targets} targets, seeds as random effects ({test.n_seeds}),"
+    over = (f"per-target paired test on {test.n_targets} targets, {test.n_seeds} seeds as random effects"
             if per_sample
             else f"paired t-test over {test.n_seeds} seeds")
     if not per_sample and test.n_seeds < 2:
@@ -54,8 +54,8 @@ def _verdict_line(attack: str, phase: str, test) -> str:
                 f"{test.leakage:+.3f}, 95% CI [{test.ci_low:+.3f}, {test.ci_high:+.3f}]; {over}), "
                 f"so it says nothing about leakage; check its options")
     return (f"{attack} ({phase}): leaks beyond the adversary's prior: {test.verdict} "
-            f"(leakage {test.leakage:+.3f}, 95% CI [{test.ci_low:+.3f}, {test.ci_high:+.3f}]; {over} one-sided "
-            f"p = {test.p_value:.3g})")
+            f"(leakage {test.leakage:+.3f}, 95% CI [{test.ci_low:+.3f}, {test.ci_high:+.3f}]; {over}, "
+            f"one-sided p = {test.p_value:.3g})")
 
 
 def _tuning(rows: pd.DataFrame) -> dict:

@@ -17,7 +17,7 @@ from vflpriv import cache
 from vflpriv.config import RunConfig
 from vflpriv.planning import plan
 from vflpriv.records import RunRecord
-from vflpriv.registry import METHODS
+from vflpriv.registry import DEFENSES, METHODS
 from vflpriv.run import run_safely
 from vflpriv.store import Store
 from vflpriv.tradeoff.executors import run_all
@@ -34,18 +34,30 @@ def trainings(configs: Sequence[RunConfig]) -> dict[str, list[RunConfig]]:
     return groups
 
 
+def shared_states(config: RunConfig) -> set[str]:
+    """The costly shared states a training builds or reads from the cache: its pretraining, and each defense's
+    (``Protection.shared_state``)."""
+    method = METHODS.get(config.method.name)
+    states = {f"pretrain:{cache.pretrain_key(config.training(), method)}"} if method.pretrains else set()
+    for d in config.defenses:
+        state = DEFENSES.get(d.name).shared_state(strength=d.strength, options=d.options)
+        if state is not None:
+            states.add(f"defense:{state}")
+    return states
+
+
 def schedule(groups: dict[str, list[RunConfig]]) -> list[str]:
-    """Training keys in the order to run them: the first training of each pretraining first, then the rest in
-    grid order. The longest trainings start early (less idle time at the end of a parallel sweep), and two
-    workers rarely need the same pretraining at once (one would wait for the other's)."""
+    """Training keys in the order to run them: the first training of each shared state (a pretraining, a CAE
+    autoencoder) first, then the trainings that need no shared state, then the other users of the shared states,
+    each group in grid order. The longest trainings start early (less idle time at the end of a parallel sweep),
+    and the users of a state start late, when it is in the cache (a worker would otherwise wait for another's)."""
     seen: set[str] = set()
-    first, rest = [], []
+    first, free, users = [], [], []
     for key, runs in groups.items():
-        method = METHODS.get(runs[0].method.name)
-        shared = cache.pretrain_key(runs[0].training(), method) if method.pretrains else None
-        (first if shared is not None and shared not in seen else rest).append(key)
-        seen.add(shared)
-    return first + rest
+        states = shared_states(runs[0])
+        (first if states - seen else users if states else free).append(key)
+        seen |= states
+    return first + free + users
 
 
 def check(configs: Sequence[RunConfig]) -> int:

@@ -179,24 +179,37 @@ def prior_options(cfg: RunConfig) -> dict:
 
 
 def own_encoder(cfg: RunConfig, view: AdversaryView) -> nn.Module:
-    """The encoder the adversary pretrains alone with SimSiam on its local samples: once per process and
-    key, and through the pretraining cache across processes (its own seeded stream, so a cached encoder
-    gives the numbers of a fresh one)."""
-    options = prior_options(cfg)
+    """The encoder the adversary pretrains alone on its local samples (``attack.prior_ssl``: plain SimSiam, or the
+    method's own pretraining, ``Method.pretrain_alone``): once per process and key, and through the pretraining
+    cache across processes (its own seeded stream, so a cached encoder gives the numbers of a fresh one)."""
+    own = cfg.attack.prior_ssl == "own"
+    options = {"own": own_pretraining(cfg)} if own else prior_options(cfg)
     key = cache.prior_key(cfg, options)
     if key not in _ENCODERS:
-        opts = LocalOptions.model_validate(options)
 
         def compute() -> list[nn.Module]:
+            if own:
+                method = METHODS.get(cfg.method.name)
+                found = method(method.Options.model_validate(cfg.method.options)).pretrain_alone(
+                    view.spec, view.local_x, party=view.party, seed=generator(cfg.seed, "method").initial_seed(),
+                    model=cfg.model, device=view.device)
+                if found is None:
+                    raise ProtocolError(f"method '{cfg.method.name}' has no pretraining a party can do alone")
+                return [found]
             gen = generator(cfg.seed, "prior:encoder", device=view.device)
-            return [local_ssl_encoder(view.spec, view.local_x, model_config=cfg.model, options=opts, generator=gen,
-                                      device=view.device)]
+            return [local_ssl_encoder(view.spec, view.local_x, model_config=cfg.model,
+                                      options=LocalOptions.model_validate(options), generator=gen, device=view.device)]
 
         def skeleton() -> list[nn.Module]:
             return [build_local_encoder(view.spec, cfg.model, generator=torch.Generator()).to(view.device)]
 
         (_ENCODERS[key],) = cache.cached_modules(key, skeleton, compute)
     return copy.deepcopy(_ENCODERS[key]).eval()
+
+
+def own_pretraining(cfg: RunConfig) -> list:
+    """What the ``prior_ssl=own`` encoder depends on beyond the data: the method and its options."""
+    return [cfg.method.name, cfg.method.model_dump(mode="json")]
 
 
 def prior_predictions(cfg: RunConfig, view: AdversaryView, attack, truth: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -210,6 +223,7 @@ def prior_predictions(cfg: RunConfig, view: AdversaryView, attack, truth: dict[s
     search_part = cfg.attack.model_dump(mode="json", include={"search_budget"}) if tune else None
     key = json.dumps(
         [prior, cfg.attack.prior_epochs, cfg.seed, attack_part, search_part, prior_options(cfg),
+         own_pretraining(cfg) if cfg.attack.prior_ssl == "own" else None,
          *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model))],
         sort_keys=True,
     )

@@ -42,6 +42,9 @@ class AuditSettings(Options):
                                                          "method pretrains")
     prior: Literal["simsiam", "aux", "same-attack"] = "simsiam"
     prior_epochs: int = Field(300, ge=1)
+    prior_ssl: Literal["auto", "simsiam", "own"] = Field(
+        "auto", description="the adversary's own pretraining behind the prior (attack.prior_ssl); auto: the method's "
+                            "own where a party can do it alone (local-*, ssvfl-*), else SimSiam")
     margin: float = Field(0.02, ge=0, le=1, description="leakage tolerance of the verdicts and of 'falls to the prior'")
     adversaries: Literal["one", "all"] = Field("one", description="all: every passive party is the adversary in turn")
     tune: bool = Field(True, description="tune every attack that has a search space on the adversary's auxiliary "
@@ -95,8 +98,11 @@ def _phases(cfg: AuditConfig) -> list[str]:
 def _attack(cfg: AuditConfig, name: str, phase: str) -> AttackConfig:
     options = cfg.audit.attack_options.get(name, getattr(ATTACKS.get(name), "audit_options", {}))
     a = cfg.audit
-    return AttackConfig(name=name, phase=phase, prior=a.prior, prior_epochs=a.prior_epochs, options=options,
-                        tune=a.tune, search_budget=a.search_budget, search_space=a.search_spaces.get(name, {}))
+    own = METHODS.get(cfg.method.name).can_pretrain_alone()
+    prior_ssl = a.prior_ssl if a.prior_ssl != "auto" else "own" if own else "simsiam"
+    return AttackConfig(name=name, phase=phase, prior=a.prior, prior_epochs=a.prior_epochs, prior_ssl=prior_ssl,
+                        options=options, tune=a.tune, search_budget=a.search_budget,
+                        search_space=a.search_spaces.get(name, {}))
 
 
 def resolved_options(cfg: AuditConfig) -> dict[str, dict]:

@@ -113,7 +113,7 @@ class MethodConfig(Options):
 #: The most candidates one tuned attack may evaluate (each is a run of the attack).
 MAX_SEARCH_BUDGET = 256
 #: What of the attack block does not change how an acting attack trains (its training key leaves it out).
-NOT_TRAINING = {"prior", "prior_epochs", "tune", "search_budget", "search_space"}
+NOT_TRAINING = {"prior", "prior_epochs", "prior_ssl", "tune", "search_budget", "search_space"}
 
 
 class AttackConfig(Options):
@@ -126,6 +126,10 @@ class AttackConfig(Options):
         "encoder without a federation (same-attack), or none",
     )
     prior_epochs: int = Field(300, ge=1, description="training epochs of the prior's head")
+    prior_ssl: Literal["simsiam", "own"] = Field(
+        "simsiam", description="the adversary's own pretraining behind the simsiam and same-attack priors: plain "
+        "SimSiam (A_SimSiam), or own: the method's own pretraining done alone (methods whose pretraining is local: "
+        "local-*, ssvfl-*), so that leakage measures the federation rather than SSL flavours")
     options: dict[str, Any] = Field(default_factory=dict)
     tune: bool = Field(False, description="select the attack's settings on the adversary's auxiliary labels "
                                           "(attacks.search); the record also gets the oracle bound")

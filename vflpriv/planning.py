@@ -30,6 +30,8 @@ from vflpriv.seeding import generator
 
 #: Priors that train a head on the adversary's auxiliary labels.
 PRIORS_NEEDING_AUX = ("simsiam", "aux", "same-attack")
+#: Priors over the adversary's own pretrained encoder (``attack.prior_ssl`` picks that pretraining).
+OWN_ENCODER_PRIORS = ("simsiam", "same-attack")
 
 
 @dataclass
@@ -304,6 +306,12 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
             f"prior 'same-attack' reruns the attack without a federation, but '{cfg.name}' reads "
             "messages received in training; use attack.prior=simsiam, aux or none"
         )
+    own_alone = METHODS.get(run.method.name).can_pretrain_alone()
+    if cfg.prior_ssl == "own" and cfg.prior in OWN_ENCODER_PRIORS and not own_alone:
+        raise IncompatibleError(
+            f"attack.prior_ssl=own pretrains the adversary alone with the method's own pretraining, but method "
+            f"'{run.method.name}' has no pretraining a party can do alone (it pretrains with the federation, or not at "
+            "all); use attack.prior_ssl=simsiam")
     if run.partition.aux == 0:
         if attack.needs_aux:
             raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")

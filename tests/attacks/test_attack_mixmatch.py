@@ -1,11 +1,13 @@
 """MixMatch completion: sharpening and the K-view label guess behave as documented."""
 
+import math
+
 import pytest
 import torch
 from torch import nn
 
 from vflpriv.attacks.base import AdversaryView
-from vflpriv.attacks.mixmatch import MixMatchCompletion, MixMatchOptions, beta_draw, sharpen
+from vflpriv.attacks.mixmatch import MixMatchCompletion, MixMatchOptions, beta_draw, ema_decay, sharpen
 from vflpriv.data.base import PartySpec
 from vflpriv.engine import FINETUNE, Inbox
 from vflpriv.models.encoders import init_parameters
@@ -55,3 +57,13 @@ def test_unaugmented_tabular_party_guesses_from_one_view():
 
 def test_weight_decay_is_applied():
     assert not torch.equal(_guess(weight_decay=0.0), _guess(weight_decay=50.0))
+
+
+def test_ema_warmup_caps_the_decay_early_and_leaves_it_later():
+    assert ema_decay(0, ema=0.999, warmup=True) == pytest.approx(0.1)  # (1 + 0) / (10 + 0)
+    assert ema_decay(90, ema=0.999, warmup=True) == pytest.approx(91 / 100)
+    assert ema_decay(20000, ema=0.999, warmup=True) == 0.999  # past t = 8991 the cap is above the decay
+    assert ema_decay(0, ema=0.999, warmup=False) == 0.999
+    # what the warm-up is for: after the audit's 250 steps, the share of the random init left in the EMA
+    left = {w: math.prod(ema_decay(t, ema=0.999, warmup=w) for t in range(250)) for w in (False, True)}
+    assert left[False] > 0.7 and left[True] < 1e-3

@@ -84,9 +84,9 @@ def test_successive_halving_selects_the_best_and_stops_the_rest_early():
     found = search(attack, toy_view(), budget=8, seed=0, refit=lambda winner: {"train": Inference(torch.zeros(2))})
     assert isinstance(found, SearchResult)
     assert found.selected == {"skill": 1.0}
-    # 8 candidates (given skill 0 + 3 x 2): 8 at 1/8 of the epochs, 4 at 1/4, 2 at 1/2 = 14 trials, 3 runs' worth
+    # 8 candidates (given skill 0 + 3 x 2), eta 4: 8 at 1/16 of the 40 epochs (2.5 -> 2), the best 2 at 1/4 = 10 trials
     epochs = [e for _, _, e in ToyAttack.calls]
-    assert epochs.count(5) == 8 and epochs.count(10) == 4 and epochs.count(20) == 2 and len(epochs) == 14
+    assert epochs.count(2) == 8 and epochs.count(10) == 2 and len(epochs) == 10
     assert max(t.aux_accuracy for t in found.trials) == 1.0
 
 
@@ -119,8 +119,8 @@ def test_resume_of_an_interrupted_search_computes_nothing_twice(tmp_path, monkey
     done = ToyAttack.calls[:5]  # the sixth raised before it was stored
     ToyAttack.calls, ToyAttack.fail_at = [], None
     found = search(ToyAttack(ToyOptions()), toy_view(), budget=8, seed=0, key="run-1", refit=lambda w: {})
-    assert len(ToyAttack.calls) == 14 - 5 and not set(done) & set(ToyAttack.calls[:1])
-    assert len(found.trials) == 14
+    assert len(ToyAttack.calls) == 10 - 5 and not set(done) & set(ToyAttack.calls[:1])
+    assert len(found.trials) == 10
     ToyAttack.calls = []
     search(ToyAttack(ToyOptions()), toy_view(), budget=8, seed=0, key="run-1", refit=lambda w: {})
     assert ToyAttack.calls == []  # a complete search reruns from the cache alone

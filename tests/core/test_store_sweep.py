@@ -120,6 +120,22 @@ def test_the_first_training_of_each_pretraining_runs_first():
     assert sorted(order, key=runs.index) == runs and len(order) == len(groups) == 8
 
 
+def test_one_training_per_cae_autoencoder_starts_first_and_its_other_users_last():
+    """CAE's autoencoder (one per strength, shared by dcae) is a shared state like a pretraining: two workers never
+    start on one autoencoder at once, and the trainings that reuse it come after those that need none."""
+    def runs_of(defense):
+        return ExperimentConfig.model_validate({"method": {"name": "splitnn"}, "defenses": [{"name": defense, "sweep": True}],
+                                                "strengths": [0.1, 0.5], "seeds": [0, 1]}).runs()
+
+    runs = runs_of("cae") + runs_of("iso") + runs_of("dcae")
+    groups = sweep_module.trainings(runs)
+    order = [groups[k][0] for k in sweep_module.schedule(groups)]
+    names = [(r.swept.name, r.swept.strength, r.seed) for r in order]
+    assert names[:2] == [("cae", 0.1, 0), ("cae", 0.5, 0)]
+    assert [n[0] for n in names[2:6]] == ["iso"] * 4 and {n[0] for n in names[6:]} == {"cae", "dcae"}
+    assert sorted(order, key=runs.index) == runs
+
+
 
 def test_sweeps_creating_one_store_at_once_all_open_it(tmp_path):
     """Opening checks the file and creates the schema in one transaction: a sweep that opens a store another

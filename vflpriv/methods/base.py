@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 from pydantic import BaseModel
@@ -15,6 +15,10 @@ from vflpriv.engine import (
 from vflpriv.methods.finetune import Trained, finetune, predict, split_model
 from vflpriv.models.encoders import build_encoder
 from vflpriv.options import NoOptions
+
+if TYPE_CHECKING:
+    from vflpriv.config import ModelConfig
+    from vflpriv.data.base import PartySpec
 
 
 #: Everything the shared finetuning loop honours: each ``finetune.top``, FedBCD's ``finetune.local_updates``,
@@ -66,6 +70,18 @@ class Method:
         return self.supports
 
     def pretrain(self, fed: Federation) -> list[nn.Module] | None:
+        return None
+
+    @classmethod
+    def can_pretrain_alone(cls) -> bool:
+        """Whether the method defines ``pretrain_alone`` (the ``attack.prior_ssl=own`` prior needs it)."""
+        return cls.pretrain_alone is not Method.pretrain_alone
+
+    def pretrain_alone(self, spec: PartySpec, x: torch.Tensor, *, party: int, seed: int, model: ModelConfig,
+                       device: torch.device) -> nn.Module | None:
+        """The encoder party ``party`` gets from this method's pretraining when it pretrains alone on its local
+        samples ``x`` with no federation (the ``attack.prior_ssl=own`` prior), for the run seeded ``seed``; None
+        (the default) when the method's pretraining has no such no-federation equivalent."""
         return None
 
     def fresh_bottoms(self, fed: Federation) -> list[nn.Module]:

@@ -92,13 +92,28 @@ class LocalSSLMethod(Method):
         for p in fed.parties:
             encoder, history = _train_local(
                 p.spec, p.x_train, p.local_ids, flavour=self.flavour, model_config=fed.model,
-                options=self.options, seed=seed, stream=f"pretrain:local:{p.index}", device=fed.device,
+                options=self.options, seed=seed, stream=_stream(p.index), device=fed.device,
             )
             encoders.append(encoder)
             per_party.append(torch.stack(history))
         losses = torch.stack(per_party, dim=1).tolist()  # [epoch][party], one sync at the end
         self.history = [{"local": row} for row in losses]
         return encoders
+
+
+    def pretrain_alone(self, spec: PartySpec, x: Tensor, *, party: int, seed: int, model: ModelConfig,
+                       device: torch.device) -> nn.Module:
+        """Pretraining exchanges nothing, so a party alone gets exactly the encoder ``pretrain`` gives it: the same
+        flavour, options and stream (``seed``: the run's ``method`` stream, as ``fed.generator``)."""
+        x = x.to(device)
+        encoder, _ = _train_local(spec, x, torch.arange(x.shape[0], device=device), flavour=self.flavour,
+                                  model_config=model, options=self.options, seed=seed, stream=_stream(party),
+                                  device=device)
+        return encoder.eval()
+
+
+def _stream(party: int) -> str:
+    return f"pretrain:local:{party}"
 
 
 class LocalSimSiam(LocalSSLMethod):

@@ -1,0 +1,75 @@
+"""The adversary prior over the method's own pretraining done alone (``attack.prior_ssl=own``): for a method whose
+pretraining is local (ssvfl-i), it is the adversary's pretrained encoder exactly, so an attack that reads only that
+encoder shows no leakage, and the audit's verdict is "no"; methods without such a pretraining are refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from vflpriv.attacking import own_encoder
+from vflpriv.cli import app
+from vflpriv.config import RunConfig
+from vflpriv.errors import IncompatibleError
+from vflpriv.planning import plan, plan_attack
+from vflpriv.run import run_safely
+
+SMALL = {"model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2, "batch_size": 32},
+         "partition": {"labeled": 60, "aux": 40}, "method": {"name": "ssvfl-i", "options": {"epochs": 2}}}
+
+
+def _run(**attack) -> RunConfig:
+    return RunConfig.model_validate({**SMALL, "attack": {"name": "similarity", "prior": "same-attack",
+                                                         "prior_ssl": "own", **attack}})
+
+
+def test_own_pretraining_alone_is_the_methods_pretraining_of_the_adversary(tmp_path, monkeypatch):
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path))
+    from vflpriv.attacking import adversary_view
+    from vflpriv.run import train
+
+    cfg = _run(phase="pretrain")
+    p = plan(cfg)
+    result = train(p)
+    snapshot = result.encoder("pretrain", p.scenario.adversary)
+    view = adversary_view(result.fed, p.scenario, snapshot, "pretrain", torch.Generator())
+    alone, federated = own_encoder(cfg, view), view.encoder
+    for a, b in zip(alone.state_dict().values(), federated.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("phase", ["pretrain", "finetune"])
+def test_an_attack_on_a_local_pretraining_shows_no_leakage_against_its_own_pretraining(phase, tmp_path, monkeypatch):
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path))
+    for seed in (0, 1):
+        (record,) = run_safely([_run(phase=phase).model_copy(update={"seed": seed})])
+        assert record.status == "ok", record.error
+        assert record.leakage == 0.0 and record.attack_hits == record.prior_hits
+    # against plain SimSiam the same attack reads the difference between MoCo and SimSiam as "leakage"
+    (simsiam,) = run_safely([RunConfig.model_validate({**SMALL, "attack": {"name": "similarity",
+                                                                           "prior": "same-attack"}})])
+    assert simsiam.status == "ok" and simsiam.leakage != 0.0
+
+
+def test_own_prior_is_refused_for_a_method_without_a_local_pretraining():
+    cfg = RunConfig.model_validate({**SMALL, "method": {"name": "splitnn"}, "attack": {"name": "mc", "prior_ssl": "own"}})
+    with pytest.raises(IncompatibleError, match="has no pretraining a party can do alone"):
+        plan_attack(cfg, plan(cfg))
+
+
+def test_the_audit_says_no_where_the_attack_cannot_beat_the_prior(tmp_path, monkeypatch):
+    """ssvfl-i sends the passive parties nothing label-bearing: the audit (prior_ssl auto = own for it) says "no"."""
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
+    sets = [a for k, v in [("model.hidden", 32), ("model.out_dim", 16), ("finetune.epochs", 2),
+                           ("partition.labeled", 60), ("partition.aux", 40), ("method.options.epochs", 2),
+                           ("audit.prior", "same-attack")] for a in ("--set", f"{k}={v}")]
+    result = CliRunner().invoke(app, ["audit", "--method", "ssvfl-i", "--attacks", "similarity", "--defenses", "none",
+                                      "--no-tune-attacks", "--seeds", "0,1", "--jobs", "1", "--out",
+                                      str(tmp_path / "o"), *sets])
+    assert result.exit_code == 0, result.output
+    verdicts = json.loads((tmp_path / "o" / "audit.json").read_text())["verdicts"]
+    assert {(v["attack"], v["phase"], v["verdict"]) for v in verdicts} == {
+        ("similarity", "pretrain", "no"), ("similarity", "finetune", "no")}
