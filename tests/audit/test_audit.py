@@ -41,7 +41,7 @@ def test_grid_lists_every_pair_that_cannot_run_with_the_reason():
     assert len({r.training_key() for r in runs}) == 2 * (1 + 3) * 2
     active = {r.training_key() for r in runs if r.attack.name == "mc-active"}
     assert not active & {r.training_key() for r in runs if r.attack.name != "mc-active"}
-    assert {r.attack.options.get("iterations") for r in runs if r.attack.name == "mc-mixmatch"} == {25}
+    assert {r.attack.options.get("iterations") for r in runs if r.attack.name == "mc-mixmatch"} == {12}
 
 
 def test_grid_of_a_pretraining_method_attacks_both_phases():
