@@ -230,8 +230,11 @@ def prior_predictions(cfg: RunConfig, view: AdversaryView, attack, truth: dict[s
     if key not in _PRIORS:
 
         def compute() -> dict[str, list[int]]:
+            # same-attack draws the attack's own random stream: with the same encoder it guesses what the attack
+            # guesses (leakage 0 by construction), and otherwise the paired difference is the encoders' alone
+            stream = "attack" if prior == "same-attack" else "prior:head"
             common = dict(attack=attack, own_encoder=lambda: own_encoder(cfg, view), epochs=cfg.attack.prior_epochs,
-                          generator=generator(cfg.seed, "prior:head", device=view.device))
+                          generator=generator(cfg.seed, stream, device=view.device))
             predictions = (tuned_prior(view, prior=prior, budget=cfg.attack.search_budget, seed=cfg.seed, **common)
                            if tune else PRIORS[prior](view, model=cfg.model, **common))
             return {name: pred.cpu().tolist() for name, pred in predictions.items()}

@@ -95,12 +95,17 @@ def _phases(cfg: AuditConfig) -> list[str]:
     return ["finetune", "pretrain"] if METHODS.get(cfg.method.name).pretrains else ["finetune"]
 
 
+def prior_ssl(cfg: AuditConfig) -> str:
+    """``audit.prior_ssl`` resolved: ``auto`` is ``own`` where the method's pretraining can be done alone."""
+    if cfg.audit.prior_ssl != "auto":
+        return cfg.audit.prior_ssl
+    return "own" if METHODS.get(cfg.method.name).can_pretrain_alone() else "simsiam"
+
+
 def _attack(cfg: AuditConfig, name: str, phase: str) -> AttackConfig:
     options = cfg.audit.attack_options.get(name, getattr(ATTACKS.get(name), "audit_options", {}))
     a = cfg.audit
-    own = METHODS.get(cfg.method.name).can_pretrain_alone()
-    prior_ssl = a.prior_ssl if a.prior_ssl != "auto" else "own" if own else "simsiam"
-    return AttackConfig(name=name, phase=phase, prior=a.prior, prior_epochs=a.prior_epochs, prior_ssl=prior_ssl,
+    return AttackConfig(name=name, phase=phase, prior=a.prior, prior_epochs=a.prior_epochs, prior_ssl=prior_ssl(cfg),
                         options=options, tune=a.tune, search_budget=a.search_budget,
                         search_space=a.search_spaces.get(name, {}))
 

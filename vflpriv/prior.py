@@ -4,7 +4,8 @@
   its local samples, then fits the attack's Linear head on its auxiliary labels over that frozen encoder.
 - ``aux``: a freshly initialised encoder of the same architecture plus the same Linear head, trained
   together from scratch on the auxiliary labels only.
-- ``same-attack``: the attack itself, run on the adversary's own SimSiam encoder with an empty inbox.
+- ``same-attack``: the attack itself, run on the adversary's own SimSiam encoder with an empty inbox, drawing the
+  attack's own random stream (on the same encoder it guesses exactly what the attack guesses).
   For an attack that trains more than a head (``mc-mixmatch`` fine-tunes the bottom semi-supervised on
   the adversary's local samples) this isolates what the federation added from what the attack's own
   training on local data achieves; A_SimSiam would credit the federation with both. Only for attacks
@@ -14,6 +15,10 @@ Against a tuned attack (``attack.tune``) the ``simsiam`` and ``same-attack`` pri
 (:func:`tuned_prior`): an adversary that tunes its attack tunes its fallback too, and a tuned attack compared with an
 untuned prior would show the tuning as leakage (a method sending nothing label-bearing, local-simsiam, read
 +0.020 for tuned mc against the untuned A_SimSiam head). ``aux`` stays untuned.
+
+``attack.prior_ssl=own`` replaces SimSiam behind ``simsiam`` and ``same-attack`` by the method's own pretraining done
+alone (``Method.pretrain_alone``; methods whose pretraining exchanges nothing, where it is the adversary's pretrained
+encoder exactly), so that leakage measures the federation rather than one SSL flavour against another (M5).
 
 Each prior maps the adversary's view to its predicted labels of every target set. The adversary's own
 SimSiam encoder is handed in as a thunk (``own_encoder``): the runner caches it like a method's

@@ -61,14 +61,14 @@ def test_own_prior_is_refused_for_a_method_without_a_local_pretraining():
 
 
 def test_the_audit_says_no_where_the_attack_cannot_beat_the_prior(tmp_path, monkeypatch):
-    """ssvfl-i sends the passive parties nothing label-bearing: the audit (prior_ssl auto = own for it) says "no"."""
+    """ssvfl-i sends the passive parties nothing label-bearing: the audit (tuned; prior_ssl auto = own for it) says
+    "no": the tuned same-attack prior makes the tuned attack's choices on the same encoder with the same stream."""
     monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
     sets = [a for k, v in [("model.hidden", 32), ("model.out_dim", 16), ("finetune.epochs", 2),
                            ("partition.labeled", 60), ("partition.aux", 40), ("method.options.epochs", 2),
                            ("audit.prior", "same-attack")] for a in ("--set", f"{k}={v}")]
     result = CliRunner().invoke(app, ["audit", "--method", "ssvfl-i", "--attacks", "similarity", "--defenses", "none",
-                                      "--no-tune-attacks", "--seeds", "0,1", "--jobs", "1", "--out",
-                                      str(tmp_path / "o"), *sets])
+                                      "--seeds", "0,1", "--jobs", "1", "--out", str(tmp_path / "o"), *sets])
     assert result.exit_code == 0, result.output
     verdicts = json.loads((tmp_path / "o" / "audit.json").read_text())["verdicts"]
     assert {(v["attack"], v["phase"], v["verdict"]) for v in verdicts} == {
