@@ -254,33 +254,32 @@ def speedup_ceiling(tmp: Path, grid: Path, one_worker: float, say) -> None:
 EARLIER_ATTACKS = "mc,mc-mixmatch,gc,norm,direction"
 
 
-def audit_cost(tmp: Path, repeats: int, say) -> None:
-    say("## 6. The default audit of splitnn on digits vs the audit with the attacks before issue 28 (cold caches)")
-    walls: dict[str, list[float]] = {"every attack (default)": [], f"--attacks {EARLIER_ATTACKS}": []}
+def audit_walls(tmp: Path, repeats: int, variants: dict[str, list[str]], say) -> list[float]:
+    """Median wall seconds of ``vflpriv audit --method splitnn`` with each variant's extra arguments, the variants
+    interleaved over the repeats, each from a cold cache."""
+    walls: dict[str, list[float]] = {label: [] for label in variants}
     for r in range(repeats):
-        for label in walls:
-            extra = [] if label.startswith("every") else ["--attacks", EARLIER_ATTACKS]
-            wall, _ = measured(["audit", "--method", "splitnn", *extra, "--out", str(tmp / f"audit-{len(extra)}-{r}")],
-                               cwd=tmp, cache=tmp / f"cache-audit-{len(extra)}-{r}")
+        for i, (label, extra) in enumerate(variants.items()):
+            wall, _ = measured(["audit", "--method", "splitnn", *extra, "--out", str(tmp / f"audit-{i}-{r}")],
+                               cwd=tmp, cache=tmp / f"cache-audit-{i}-{r}")
             walls[label].append(wall)
     for label, times in walls.items():
-        say(f"{label}: {statistics.median(times):.1f} s wall (runs: {', '.join(f'{t:.1f}' for t in times)})")
-    default, earlier = (statistics.median(t) for t in walls.values())
+        runs = ", ".join(f"{t:.1f}" for t in times)
+        say(f"{label or 'default'}: {statistics.median(times):.1f} s wall (runs: {runs})")
+    return [statistics.median(t) for t in walls.values()]
+
+
+def audit_cost(tmp: Path, repeats: int, say) -> None:
+    say("## 6. The default audit of splitnn on digits vs the audit with the attacks before issue 28 (cold caches)")
+    variants = {"": [], f"--attacks {EARLIER_ATTACKS}": ["--attacks", EARLIER_ATTACKS]}
+    default, earlier = audit_walls(tmp, repeats, variants, say)
     say(f"ratio: {default / earlier:.2f} (target: at most 3)")
 
 
 def tuned_audit_cost(tmp: Path, repeats: int, say) -> None:
     say("## 7. The default audit of splitnn on digits, tuned (search budget 8, the default) vs untuned (cold caches)")
-    walls: dict[str, list[float]] = {"--no-tune-attacks": [], "tuned (default)": []}
-    for r in range(repeats):
-        for i, label in enumerate(walls):
-            extra = ["--no-tune-attacks"] if i == 0 else ["--search-budget", "8"]
-            wall, _ = measured(["audit", "--method", "splitnn", *extra, "--out", str(tmp / f"tuned-{i}-{r}")],
-                               cwd=tmp, cache=tmp / f"cache-tuned-{i}-{r}")
-            walls[label].append(wall)
-    for label, times in walls.items():
-        say(f"{label}: {statistics.median(times):.1f} s wall (runs: {', '.join(f'{t:.1f}' for t in times)})")
-    untuned, tuned = (statistics.median(t) for t in walls.values())
+    untuned, tuned = audit_walls(tmp, repeats, {"--no-tune-attacks": ["--no-tune-attacks"],
+                                                "tuned, --search-budget 8": ["--search-budget", "8"]}, say)
     say(f"ratio tuned / untuned: {tuned / untuned:.2f} (target: at most 3); tuned audit {tuned / 60:.1f} min "
         "(target: at most 5)")
 

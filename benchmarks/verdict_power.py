@@ -23,7 +23,8 @@ def main() -> None:
     args = parser.parse_args()
     runs = load_results(args.out)
     plain = runs[(runs["defense"] == "none") & (runs["status"] == "ok")]
-    print("| attack | phase | seeds | targets | per target: leakage [95% CI] | verdict | over seeds: [95% CI] | verdict |")
+    print("| attack | phase | seeds | targets | per target: leakage [95% CI] | verdict | over seeds: [95% CI] "
+          "| verdict |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for (attack, phase), rows in plain.groupby(["attack", "phase"]):
         rows = rows.sort_values("seed")
