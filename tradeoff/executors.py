@@ -200,10 +200,25 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
 _POOL: list[Any] = []
 
 
+#: The warnings loky's resource tracker prints at exit about semaphores it then cleans up itself.
+QUIET_TRACKER = "ignore:resource_tracker:UserWarning"
+
+
+def _quiet_resource_tracker() -> None:
+    """Keep loky's resource tracker (a process spawned with this environment) from printing "leaked semlock
+    objects to clean up at shutdown" after a refused command stopped its pre-started workers: the tracker removes
+    them itself, and the user would read them as a second error line. Other warnings still print."""
+    current = os.environ.get("PYTHONWARNINGS", "")
+    if QUIET_TRACKER not in current.split(","):
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [current, QUIET_TRACKER]))
+
+
 def _executor(workers: int):
     """loky's reusable process pool (the engine under joblib's loky backend) with vflpriv's worker setup;
     the same arguments give back the same pool, so :func:`prewarm`'s workers serve the sweep."""
     from joblib.externals.loky import get_reusable_executor
+
+    _quiet_resource_tracker()  # before the pool starts the tracker
 
     pool = get_reusable_executor(max_workers=workers, timeout=300, initializer=_exit_with_parent,
                                  initargs=(os.getpid(),), env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})

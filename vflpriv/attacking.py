@@ -7,6 +7,7 @@ of the training asked for); only the runner reads the targets' labels, to score 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 
 import torch
@@ -212,6 +213,12 @@ def own_pretraining(cfg: RunConfig) -> list:
     return [cfg.method.name, cfg.method.model_dump(mode="json")]
 
 
+def ids_digest(ids: torch.Tensor) -> str:
+    """A short hash of a set of sample ids: the prior's key names the samples it trained on and guessed (which the
+    method's label setting, not only the partition, decides)."""
+    return hashlib.sha256(ids.detach().cpu().long().numpy().tobytes()).hexdigest()[:16]
+
+
 def prior_predictions(cfg: RunConfig, view: AdversaryView, attack, truth: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The prior's predicted labels of every target set (the attack is compared with it on the targets it
     guessed: test samples, or the train samples whose gradients it read). It depends on data, partition, model
@@ -224,7 +231,8 @@ def prior_predictions(cfg: RunConfig, view: AdversaryView, attack, truth: dict[s
     key = json.dumps(
         [prior, cfg.attack.prior_epochs, cfg.seed, attack_part, search_part, prior_options(cfg),
          own_pretraining(cfg) if cfg.attack.prior_ssl == "own" else None,
-         *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model))],
+         *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model)),
+         {name: ids_digest(ids) for name, ids in [*view.target_ids.items(), ("aux", view.aux_ids)]}],
         sort_keys=True,
     )
     if key not in _PRIORS:

@@ -58,7 +58,8 @@ class PartitionConfig(Options):
         "BHI 0.3); unset = balanced per class")
     adversary: int = Field(1, ge=1)
     active_labels_local: bool | None = Field(
-        None, description="VFLHLP: the active party knows the labels of all its local samples; unset = the method's default"
+        None, description="VFLHLP: the active party knows the labels of all its local samples (every aligned one "
+        "included, whatever labeled says); unset = the method's default"
     )
 
     @model_validator(mode="after")

@@ -14,6 +14,7 @@ from vflpriv.config import ExperimentConfig, RunConfig, TrainingConfig, dataset_
 from vflpriv.console import make_console
 from vflpriv.errors import ConfigError, Interrupted
 from vflpriv.folders import creatable, writable_folder
+from vflpriv.registry import METHODS
 from vflpriv.store import Store, check_store_path
 from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
 
@@ -149,9 +150,12 @@ def partition_line(config: TrainingConfig) -> str:
     own = [k for k, v in defaults.items() if getattr(p, k) == v]
     source = ("drawn from its unlabeled local samples" if p.aux_source == "unlabeled"
               else "drawn from the labeled aligned samples, which are then not scored")
-    line = (f"partition: {p.parties} parties, {p.aligned_fraction:.0%} of the training samples aligned, {p.labeled} "
-            f"labeled at the active party (party 0); adversary: party {p.adversary}, which knows {p.aux} auxiliary "
-            f"labels ({source})")
+    method = METHODS.get(config.method.name)
+    every = p.active_labels_local if p.active_labels_local is not None else method.default_active_labels_local
+    labeled = ("every aligned and unaligned sample labeled at the active party (party 0; the VFLHLP setting)"
+               if every else f"{p.labeled} labeled at the active party (party 0)")
+    line = (f"partition: {p.parties} parties, {p.aligned_fraction:.0%} of the training samples aligned, {labeled}; "
+            f"adversary: party {p.adversary}, which knows {p.aux} auxiliary labels ({source})")
     return line + (f" ({', '.join(own)}: {config.dataset.name}'s defaults)" if own else "")
 
 

@@ -48,7 +48,11 @@ def build_scenario(
     """Draw aligned, labeled, unaligned and auxiliary sets; raise ConfigError when sizes do not fit.
 
     ``active_labels_local`` is the VFLHLP setting as resolved for the method (the partition's value, or
-    the method's default when the partition leaves it unset).
+    the method's default when the partition leaves it unset). In it every aligned sample is labeled (paper 001
+    §4.1: the active party holds the labels of all its local samples; finding M1), whatever
+    ``partition.labeled`` says, and the adversary's auxiliary samples come from its unaligned ones. The draw of
+    ``partition.labeled`` samples is made anyway, so the aligned and unaligned sets are those of the same seed
+    without the setting.
     """
     if partition.parties != dataset.parties:
         raise ConfigError(f"partition.parties={partition.parties} but dataset has {dataset.parties} parties")
@@ -68,6 +72,8 @@ def build_scenario(
     order = torch.randperm(n, generator=g)
     aligned, rest = order[:n_aligned].sort().values, order[n_aligned:]
     labeled = aligned[torch.randperm(n_aligned, generator=g)[: partition.labeled]].sort().values
+    if active_labels_local:  # the active party knows the labels of all its local samples: every aligned one too
+        labeled = aligned
     if partition.unaligned == "shared":
         unaligned = tuple(rest.sort().values for _ in range(dataset.parties))
     else:

@@ -63,9 +63,15 @@ def test_labels_reach_the_active_party_only(digits):
     assert torch.equal(active.labels[sc.labeled], digits.y_train[sc.labeled])
 
 
-def test_vflhlp_setting_labels_active_local_samples(digits):
+def test_vflhlp_setting_labels_every_local_sample_of_the_active_party(digits):
+    """M1: the active party knows the labels of all its local samples, the aligned ones beyond labeled=200 too (on
+    digits 287 aligned); the other sets are those of the same seed without the setting, the aux set unaligned."""
+    plain = build_scenario(digits, PartitionConfig(), seed=0)
     sc = build_scenario(digits, PartitionConfig(), seed=0, active_labels_local=True)
-    assert sc.active_label_ids().numel() == sc.labeled.numel() + sc.unaligned[0].numel()
+    assert torch.equal(sc.labeled, sc.aligned) and sc.aligned.numel() == 287 and plain.labeled.numel() == 200
+    assert torch.equal(sc.active_label_ids().sort().values, sc.local(0).sort().values)
+    assert torch.equal(sc.aligned, plain.aligned) and all(torch.equal(a, b) for a, b in zip(sc.unaligned, plain.unaligned))
+    assert not torch.isin(sc.aux, sc.aligned).any() and torch.isin(sc.aux, sc.unaligned[1]).all()
 
 
 def test_size_errors(digits):
