@@ -23,7 +23,7 @@ from vflpriv.methods.local_ssl import LocalOptions, local_ssl_encoder
 from vflpriv.methods.pretraining import SSLOptions
 from vflpriv.methods.towers import build_local_encoder
 from vflpriv.models.training import apply_in_batches, require_finite
-from vflpriv.planning import search_space
+from vflpriv.planning import prior_pretraining, search_space
 from vflpriv.prior import PRIORS, TUNED_PRIORS, tuned_prior
 from vflpriv.registry import METHODS
 from vflpriv.records import RunRecord
@@ -183,7 +183,7 @@ def own_encoder(cfg: RunConfig, view: AdversaryView) -> nn.Module:
     """The encoder the adversary pretrains alone on its local samples (``attack.prior_ssl``: plain SimSiam, or the
     method's own pretraining, ``Method.pretrain_alone``): once per process and key, and through the pretraining
     cache across processes (its own seeded stream, so a cached encoder gives the numbers of a fresh one)."""
-    own = cfg.attack.prior_ssl == "own"
+    own = prior_pretraining(cfg.method.name, cfg.attack.prior_ssl) == "own"
     options = {"own": own_pretraining(cfg)} if own else prior_options(cfg)
     key = cache.prior_key(cfg, options)
     if key not in _ENCODERS:
@@ -230,7 +230,7 @@ def prior_predictions(cfg: RunConfig, view: AdversaryView, attack, truth: dict[s
     search_part = cfg.attack.model_dump(mode="json", include={"search_budget"}) if tune else None
     key = json.dumps(
         [prior, cfg.attack.prior_epochs, cfg.seed, attack_part, search_part, prior_options(cfg),
-         own_pretraining(cfg) if cfg.attack.prior_ssl == "own" else None,
+         own_pretraining(cfg) if prior_pretraining(cfg.method.name, cfg.attack.prior_ssl) == "own" else None,
          *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model)),
          {name: ids_digest(ids) for name, ids in [*view.target_ids.items(), ("aux", view.aux_ids)]}],
         sort_keys=True,

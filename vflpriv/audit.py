@@ -20,6 +20,7 @@ from vflpriv.config import (
 )
 from vflpriv.errors import IncompatibleError
 from vflpriv.options import Options
+from vflpriv.planning import prior_pretraining
 from vflpriv.registry import ATTACKS, DEFENSES, METHODS
 
 
@@ -44,7 +45,7 @@ class AuditSettings(Options):
     prior_epochs: int = Field(300, ge=1)
     prior_ssl: Literal["auto", "simsiam", "own"] = Field(
         "auto", description="the adversary's own pretraining behind the prior (attack.prior_ssl); auto: the method's "
-                            "own where a party can do it alone (local-*, ssvfl-*), else SimSiam")
+                            "own where a party can do it alone (local-*, ssvfl-*, vflhlp*), else SimSiam")
     margin: float = Field(0.02, ge=0, le=1, description="leakage tolerance of the verdicts and of 'falls to the prior'")
     adversaries: Literal["one", "all"] = Field("one", description="all: every passive party is the adversary in turn")
     tune: bool = Field(True, description="tune every attack that has a search space on the adversary's auxiliary "
@@ -97,9 +98,7 @@ def _phases(cfg: AuditConfig) -> list[str]:
 
 def prior_ssl(cfg: AuditConfig) -> str:
     """``audit.prior_ssl`` resolved: ``auto`` is ``own`` where the method's pretraining can be done alone."""
-    if cfg.audit.prior_ssl != "auto":
-        return cfg.audit.prior_ssl
-    return "own" if METHODS.get(cfg.method.name).can_pretrain_alone() else "simsiam"
+    return prior_pretraining(cfg.method.name, cfg.audit.prior_ssl)
 
 
 def _attack(cfg: AuditConfig, name: str, phase: str) -> AttackConfig:

@@ -127,10 +127,11 @@ class AttackConfig(Options):
         "encoder without a federation (same-attack), or none",
     )
     prior_epochs: int = Field(300, ge=1, description="training epochs of the prior's head")
-    prior_ssl: Literal["simsiam", "own"] = Field(
-        "simsiam", description="the adversary's own pretraining behind the simsiam and same-attack priors: plain "
+    prior_ssl: Literal["auto", "simsiam", "own"] = Field(
+        "auto", description="the adversary's own pretraining behind the simsiam and same-attack priors: plain "
         "SimSiam (A_SimSiam), or own: the method's own pretraining done alone (methods whose pretraining is local: "
-        "local-*, ssvfl-*), so that leakage measures the federation rather than SSL flavours")
+        "local-*, ssvfl-*, vflhlp*), so that leakage measures the federation rather than SSL flavours; auto: own "
+        "where the method has such a pretraining, else simsiam")
     options: dict[str, Any] = Field(default_factory=dict)
     tune: bool = Field(False, description="select the attack's settings on the adversary's auxiliary labels "
                                           "(attacks.search); the record also gets the oracle bound")

@@ -267,6 +267,14 @@ def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:
                           "'vflpriv[search]', or raise attack.search_budget to the grid's size")
 
 
+def prior_pretraining(method: str, prior_ssl: str) -> str:
+    """``attack.prior_ssl`` resolved for ``method``: ``auto`` is ``own`` where the method's pretraining can be done
+    alone (``Method.pretrain_alone``), else ``simsiam``."""
+    if prior_ssl != "auto":
+        return prior_ssl
+    return "own" if METHODS.get(method).can_pretrain_alone() else "simsiam"
+
+
 def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     cfg, method, dataset = run.attack, p.method, p.scenario.dataset
     cls = ATTACKS.get(cfg.name)
@@ -307,7 +315,7 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
             "messages received in training; use attack.prior=simsiam, aux or none"
         )
     own_alone = METHODS.get(run.method.name).can_pretrain_alone()
-    if cfg.prior_ssl == "own" and cfg.prior in OWN_ENCODER_PRIORS and not own_alone:
+    if prior_pretraining(run.method.name, cfg.prior_ssl) == "own" and cfg.prior in OWN_ENCODER_PRIORS and not own_alone:
         raise IncompatibleError(
             f"attack.prior_ssl=own pretrains the adversary alone with the method's own pretraining, but method "
             f"'{run.method.name}' has no pretraining a party can do alone (it pretrains with the federation, or not at "

@@ -26,12 +26,16 @@ def _run(**attack) -> RunConfig:
                                                          "prior_ssl": "own", **attack}})
 
 
-def test_own_pretraining_alone_is_the_methods_pretraining_of_the_adversary(tmp_path, monkeypatch):
+@pytest.mark.parametrize("method", [{"name": "ssvfl-i", "options": {"epochs": 2}},
+                                    {"name": "vflhlp", "options": {"supervised_epochs": 2, "scarf_epochs": 1}},
+                                    {"name": "vflhlp-a", "options": {"supervised_epochs": 2}}])
+def test_own_pretraining_alone_is_the_methods_pretraining_of_the_adversary(method, tmp_path, monkeypatch):
+    """ssvfl-i's MoCo, vflhlp's SCARF (step 2) and vflhlp-a's fresh passive encoder: done alone, bit for bit."""
     monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path))
     from vflpriv.attacking import adversary_view
     from vflpriv.run import train
 
-    cfg = _run(phase="pretrain")
+    cfg = _run(phase="pretrain").model_copy(update={"method": RunConfig.model_validate({"method": method}).method})
     p = plan(cfg)
     result = train(p)
     snapshot = result.encoder("pretrain", p.scenario.adversary)
@@ -49,8 +53,8 @@ def test_an_attack_on_a_local_pretraining_shows_no_leakage_against_its_own_pretr
         assert record.status == "ok", record.error
         assert record.leakage == 0.0 and record.attack_hits == record.prior_hits
     # against plain SimSiam the same attack reads the difference between MoCo and SimSiam as "leakage"
-    (simsiam,) = run_safely([RunConfig.model_validate({**SMALL, "attack": {"name": "similarity",
-                                                                           "prior": "same-attack"}})])
+    (simsiam,) = run_safely([RunConfig.model_validate({**SMALL, "attack": {"name": "similarity", "prior": "same-attack",
+                                                                           "prior_ssl": "simsiam"}})])
     assert simsiam.status == "ok" and simsiam.leakage != 0.0
 
 
@@ -73,3 +77,14 @@ def test_the_audit_says_no_where_the_attack_cannot_beat_the_prior(tmp_path, monk
     verdicts = json.loads((tmp_path / "o" / "audit.json").read_text())["verdicts"]
     assert {(v["attack"], v["phase"], v["verdict"]) for v in verdicts} == {
         ("similarity", "pretrain", "no"), ("similarity", "finetune", "no")}
+
+
+def test_auto_is_own_where_the_method_pretrains_alone_and_simsiam_elsewhere():
+    from vflpriv.planning import prior_pretraining
+
+    assert RunConfig.model_validate(SMALL).attack.prior_ssl == "auto"
+    resolved = {m: prior_pretraining(m, "auto") for m in ("ssvfl-i", "ssvfl-c", "local-byol", "vflhlp", "vflhlp-p",
+                                                          "splitnn", "fedhssl", "oneshot")}
+    assert resolved == {"ssvfl-i": "own", "ssvfl-c": "own", "local-byol": "own", "vflhlp": "own", "vflhlp-p": "own",
+                        "splitnn": "simsiam", "fedhssl": "simsiam", "oneshot": "simsiam"}
+    assert prior_pretraining("ssvfl-i", "simsiam") == "simsiam"

@@ -95,7 +95,7 @@ EVALUATE = [
     (["--set", "partition.labeled=5"], "fewer than the 10 classes"),
     (["--set", "partition.aux_positive_ratio=0.3"], "aux_positive_ratio is for binary tasks"),
     (["--set", "partition.aux_positive_ratio=1.5"], "less than 1"),
-    (["--preset", "nope"], "valid presets: fedhssl-paper, mixmatch-fu"),
+    (["--preset", "nope"], "valid presets: fedhssl-paper, mixmatch-fu, oneshot-paper, ssvfl-paper, vflhlp-paper"),
     (["--preset", "mixmatch-fu", "--set", "attack.options.head_init=zeros"], "head_init"),
     (["--set", "method_options=3"], "method_options must map"),
     (["--set", "finetune.schedule=linear"], "schedule"),

@@ -21,7 +21,7 @@ def test_presets_are_listed_with_their_description_and_unknown_ones_name_the_val
     assert [line.split(":")[0] for line in listed.output.splitlines()] == presets.names()
     assert {"fedhssl-paper", "mixmatch-fu"} <= set(presets.names())
     bad = runner.invoke(app, ["evaluate", "--preset", "nope"])
-    assert bad.exit_code == 2 and "valid presets: fedhssl-paper, mixmatch-fu" in bad.output
+    assert bad.exit_code == 2 and "valid presets: fedhssl-paper, mixmatch-fu, oneshot-paper, ssvfl-paper, vflhlp-paper" in bad.output
 
 
 def test_fedhssl_paper_sets_the_codes_finetuning_and_each_methods_own_budget():
@@ -66,3 +66,24 @@ def test_a_bad_method_options_table_is_one_error_line():
 
     with pytest.raises(ConfigError, match="method_options must map"):
         experiments({"methods": ["splitnn"], "method_options": {"fedhssl*": 3}})
+
+
+def test_the_paper_presets_set_each_papers_split_and_setting():
+    """Papers 001-003 (shared/FAITHFULNESS-001-003.md: X1, M1, M3, M4, M5): disjoint local rows where the paper divides
+    them, VFLHLP's label setting for every method of its comparison, one-shot's feature-less server, SS-VFL's full
+    alignment with the method's own pretraining behind the prior (auto), and A_SimSiam kept for FedHSSL's tables."""
+    def built(method, preset):
+        return build_experiment(method=method, preset=preset, overrides=[], **NO_OPTIONS)
+
+    for method in ("splitnn", "local-a", "vflhlp"):
+        exp = built(method, "vflhlp-paper")
+        assert (exp.partition.unaligned, exp.partition.active_labels_local) == ("disjoint", True)
+        assert (exp.finetune.optimizer, exp.finetune.batch_size, exp.finetune.epochs) == ("sgd", 512, 20)
+    for method in ("oneshot", "fewshot"):
+        exp = built(method, "oneshot-paper")
+        assert exp.partition.unaligned == "disjoint" and exp.method.options == {"server": "feature-less"}
+    assert built("splitnn", "oneshot-paper").method.options == {}
+    for method in ("splitnn", "ssvfl-i", "ssvfl-c"):
+        exp = built(method, "ssvfl-paper")
+        assert exp.partition.aligned_fraction == 1.0 and exp.attack.prior_ssl == "auto"
+    assert built("local-moco", "fedhssl-paper").attack.prior_ssl == "simsiam"

@@ -99,3 +99,15 @@ def test_negative_strength_rejected():
 def test_adversary_must_be_passive_party():
     with pytest.raises(ConfigError, match="adversary"):
         validate(RunConfig, {"partition": {"parties": 2, "adversary": 2}})
+
+
+def test_datasets_whose_paper_fixes_the_split_default_to_disjoint_local_rows():
+    """X1/M4: Criteo (VFLHLP) and credit-default (one-shot VFL) give each party its own non-aligned rows unless the user
+    says otherwise; the bundled sets keep the shared default."""
+    from vflpriv.config import TrainingConfig
+
+    for name in ("criteo", "credit-default"):
+        assert TrainingConfig.model_validate({"dataset": {"name": name}}).partition.unaligned == "disjoint"
+        given = {"dataset": {"name": name}, "partition": {"unaligned": "shared"}}
+        assert TrainingConfig.model_validate(given).partition.unaligned == "shared"
+    assert TrainingConfig.model_validate({"dataset": {"name": "digits"}}).partition.unaligned == "shared"

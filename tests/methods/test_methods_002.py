@@ -129,3 +129,45 @@ def test_same_seed_same_numbers(method):
     (a,), (b,), (c,) = run(config(method)), run(config(method)), run(config(method, seed=1))
     assert (a.utility, a.attack_accuracy, a.comm_mb) == (b.utility, b.attack_accuracy, b.comm_mb)
     assert (a.utility, a.attack_accuracy) != (c.utility, c.attack_accuracy)
+
+
+@pytest.mark.parametrize("method", ["oneshot", "fewshot"])
+def test_a_feature_less_server_lets_no_extractor_see_a_true_label(method):
+    """M3: with the paper's feature-less server, party 0's extractor trains on the k-means clusters of its own gradient
+    (like every client), not on the true labels; the messages are those of the label-holder variant."""
+    from vflpriv.kmeans import kmeans
+    from vflpriv.seeding import generator
+
+    counts = {}
+    for server in ("label-holder", "feature-less"):
+        p, fed = build_federation(config(method, options={"server": server}))
+        p.method.predict(fed, p.method.finetune(fed, None))
+        counts[server] = dict(fed.channel.meter.messages)
+        y = fed.active.labels[fed.labeled_aligned()]
+        own = p.method.temporary_labels[0]
+        if server == "label-holder":
+            assert torch.equal(own, y)
+            continue
+        assert not torch.equal(own, y) and hungarian_accuracy(own, y) > 0.8  # clusters, named arbitrarily
+        assert own.max() < fed.num_classes and own.unique().numel() <= fed.num_classes
+        seed = generator(0, "method").initial_seed()
+        assert torch.equal(own, kmeans(_own_gradient(p, fed), k=fed.num_classes, n_init=10,
+                                       generator=generator(seed, "client:0:kmeans")).labels)
+    assert counts["label-holder"] == counts["feature-less"]
+
+
+def _own_gradient(p, fed) -> torch.Tensor:
+    """Party 0's gradient of its own H_o through the untrained classifier, recomputed as the method does."""
+    from vflpriv.methods.finetune import new_top
+    from vflpriv.models.encoders import init_parameters
+    from vflpriv.seeding import generator
+
+    method, seed = p.method, fed.generator.initial_seed()
+    models = [method._local_model(fed, q.index, seed) for q in fed.parties]
+    ids = fed.labeled_aligned()
+    top = init_parameters(new_top(fed, [m.extractor for m in models]), generator=generator(seed, "server:init"))
+    with torch.no_grad():
+        reps = [m.eval().extractor(q.x_train[ids]) for m, q in zip(models, fed.parties)]
+    held = [h.clone().requires_grad_() for h in reps]
+    torch.nn.functional.cross_entropy(top(held), fed.active.labels[ids]).backward()
+    return held[0].grad

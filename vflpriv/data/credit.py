@@ -102,3 +102,8 @@ def load_credit_default(
         num_classes=2,
         modality="tabular",
     )
+
+
+#: One-shot VFL's split (paper 002 §5.1): the non-aligned rows are "evenly and randomly separate[d] into two sets",
+#: one per client, not shared (findings X1, M4).
+load_credit_default.default_partition = {"unaligned": "disjoint"}

@@ -21,7 +21,9 @@ labeled set (Eq. 11) and uploads H_o once more.
 
 Choices (all documented options): the number of classes C is common knowledge, as the paper's conclusion
 says, not a message of its own; the active party, which holds the true labels, trains its own extractor
-with them instead of clusters; clustering is k-means on the raw gradients (the algorithm; the ``gc``
+with them instead of clusters (``server: label-holder``; ``feature-less`` is the paper's server, which has no
+extractor: party 0's extractor then clusters its own gradient like every client, and only the server's
+classifier sees a true label); clustering is k-means on the raw gradients (the algorithm; the ``gc``
 attack normalises by default); batch 32, learning rates 0.01 (§5.1), SGD with momentum 0.9 and weight
 decay 5e-4, tau 0.95 and lambda_u 1 (FixMatch's); r_m 0.2 and sigma 0.1 (§5.1); the client and server
 epochs E_c = 10, E_s = 20 and the threshold t = 0.95 of Eq. 9 are not given in the paper. Optional
@@ -31,7 +33,7 @@ end-to-end split learning afterwards (§5, "Few-shot VFL +finetune") with ``fine
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import torch
 from pydantic import Field
@@ -65,6 +67,10 @@ class OneShotOptions(Options):
     sigma: float = Field(0.1, ge=0, description="noise std of FixMatch-tab's strong view, Eq. 5-6 (paper: 0.1)")
     kmeans_restarts: int = Field(10, ge=1, description="k-means++ restarts; the lowest inertia wins")
     finetune_end_to_end: bool = Field(False, description="end-to-end split learning afterwards (paper §5 variant)")
+    server: Literal["label-holder", "feature-less"] = Field(
+        "label-holder", description="label-holder: party 0 trains its own extractor on its true labels; feature-less: "
+        "the paper's server, which holds labels but no extractor, so party 0's extractor clusters its own gradient like "
+        "every client and no extractor sees a true label (finding M3)")
 
 
 class FewShotOptions(OneShotOptions):
@@ -118,10 +124,12 @@ class OneShotVFL(Method):
         y = fed.active.labels[ids]
         top = init_parameters(new_top(fed, [m.extractor for m in models]), generator=seeded_generator(seed, "server:init"))
         grads = self._gradients(fed, self._upload(fed, models, ids), top, ids, y)  # (1) up, (2) down
+        own = grads.pop(ACTIVE)  # party 0's gradient of its own H_o: it never crosses the channel
         self._observe(fed, models, ids, grads)
-        self.temporary_labels = {0: y, **{k: kmeans(g, k=fed.num_classes, n_init=o.kmeans_restarts,  # (3)
-                                                      generator=seeded_generator(seed, f"client:{k}:kmeans")).labels
-                                          for k, g in grads.items()}}
+        clustered = grads if o.server == "label-holder" else {ACTIVE: own, **grads}
+        self.temporary_labels = {ACTIVE: y, **{k: kmeans(g, k=fed.num_classes, n_init=o.kmeans_restarts,  # (3)
+                                                         generator=seeded_generator(seed, f"client:{k}:kmeans")).labels
+                                               for k, g in clustered.items()}}
         unlabeled = [p.local_ids[~torch.isin(p.local_ids, ids)] for p in fed.parties]
         for p, model in zip(fed.parties, models):  # (4)
             self._local_ssl(fed, model, p.index, p.x_train[ids], self.temporary_labels[p.index],
@@ -159,12 +167,14 @@ class OneShotVFL(Method):
         return out
 
     def _gradients(self, fed: Federation, reps: list[Tensor], top: nn.Module, ids: Tensor, y: Tensor) -> dict:
-        """dLoss/dH_o^k through the untrained classifier, sent to each passive party (Alg. 1 lines 5-7)."""
+        """dLoss/dH_o^k through the untrained classifier, sent to each passive party (Alg. 1 lines 5-7), and party
+        0's own (kept)."""
         held = [h.clone().requires_grad_() for h in reps]
         nn.functional.cross_entropy(top(held), y).backward()
         top.zero_grad(set_to_none=True)
-        return {p.index: fed.channel.send(Message(GRADIENT, FINETUNE, ACTIVE, p.index, held[p.index].grad, ids, 0))
-                for p in fed.passive}
+        return {ACTIVE: held[ACTIVE].grad,
+                **{p.index: fed.channel.send(Message(GRADIENT, FINETUNE, ACTIVE, p.index, held[p.index].grad, ids, 0))
+                   for p in fed.passive}}
 
     @staticmethod
     def _observe(fed: Federation, models: list[LocalModel], ids: Tensor, grads: dict) -> None:

@@ -45,6 +45,8 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
+from vflpriv.config import ModelConfig
+from vflpriv.data.base import PartySpec
 from vflpriv.engine import ACTIVE, Federation, Party
 from vflpriv.methods.base import SHARED_LOOP, Method
 from vflpriv.methods.finetune import Trained, finetune, new_top
@@ -80,19 +82,27 @@ def scarf_head(in_dim: int, hidden: int) -> nn.Sequential:
 
 def scarf_pretrain(party: Party, fed: Federation, options: VFLHLPOptions, *, seed: int) -> nn.Module:
     """Step 2 for one passive party: its encoder trained with SCARF on all its local samples (Eq. 5-6)."""
-    init = seeded_generator(seed, f"pretrain:scarf:{party.index}:init")
-    encoder = build_encoder(party.spec, fed.model, generator=init).to(fed.device)
-    head = init_parameters(scarf_head(encoder.out_dim, options.projector_hidden), generator=init).to(fed.device)
+    return scarf_encoder(party.spec, party.x_train[party.local_ids], index=party.index, model=fed.model,
+                         options=options, seed=seed, device=fed.device)
+
+
+def scarf_encoder(spec: PartySpec, x: Tensor, *, index: int, model: ModelConfig, options: VFLHLPOptions, seed: int,
+                  device: torch.device) -> nn.Module:
+    """SCARF on the local samples ``x`` of party ``index`` (its streams), which are also the empirical marginals."""
+    init = seeded_generator(seed, f"pretrain:scarf:{index}:init")
+    encoder = build_encoder(spec, model, generator=init).to(device)
+    head = init_parameters(scarf_head(encoder.out_dim, options.projector_hidden), generator=init).to(device)
     params = [*encoder.parameters(), *head.parameters()]
     opt = make_optimizer(params, name="adam", lr=options.scarf_lr, weight_decay=0.0)
-    views = seeded_generator(seed, f"pretrain:scarf:{party.index}:views", device=fed.device)
-    batches = seeded_generator(seed, f"pretrain:scarf:{party.index}:batches")
-    x = party.x_train
-    pool = x[party.local_ids].flatten(1)  # the empirical marginals: the party's own local samples
-    finite = torch.ones((), dtype=torch.bool, device=fed.device)
+    views = seeded_generator(seed, f"pretrain:scarf:{index}:views", device=device)
+    batches = seeded_generator(seed, f"pretrain:scarf:{index}:batches")
+    x = x.to(device)
+    pool = x.flatten(1)  # the empirical marginals: the party's own local samples
+    finite = torch.ones((), dtype=torch.bool, device=device)
     encoder.train()
     for _ in range(options.scarf_epochs):
-        for batch in index_batches(party.local_ids, batch_size=options.scarf_batch_size, generator=batches):
+        for batch in index_batches(torch.arange(x.shape[0], device=device), batch_size=options.scarf_batch_size,
+                                   generator=batches):
             clean = x[batch]
             corrupted = scarf_corrupt(clean.flatten(1), pool, rate=options.corruption_rate, generator=views).view_as(clean)
             z = head(encoder(torch.cat([clean, corrupted])))
@@ -102,7 +112,7 @@ def scarf_pretrain(party: Party, fed: Federation, options: VFLHLPOptions, *, see
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-    require_finite(finite, f"party {party.index}'s SCARF loss")
+    require_finite(finite, f"party {index}'s SCARF loss")
     return encoder.eval()
 
 
@@ -133,10 +143,14 @@ class VFLHLP(Method):
     supports: ClassVar[frozenset[str]] = SHARED_LOOP - {"top:mlp", "top:sum"}
 
     def _fresh(self, party: Party, fed: Federation, seed: int) -> nn.Module:
-        g = seeded_generator(seed, f"pretrain:fresh:{party.index}")
         if party.index == ACTIVE:
-            return untrained_local_model(party, fed, generator=g)
-        return build_encoder(party.spec, fed.model, generator=g).to(fed.device).eval()
+            return untrained_local_model(party, fed, generator=seeded_generator(seed, f"pretrain:fresh:{party.index}"))
+        return self._fresh_encoder(party.spec, party.index, fed.model, seed, fed.device)
+
+    @staticmethod
+    def _fresh_encoder(spec: PartySpec, index: int, model: ModelConfig, seed: int, device: torch.device) -> nn.Module:
+        g = seeded_generator(seed, f"pretrain:fresh:{index}")
+        return build_encoder(spec, model, generator=g).to(device).eval()
 
     def skeleton(self, fed: Federation) -> list[nn.Module]:
         """Untrained modules of the architecture ``pretrain`` returns (to load cached weights into)."""
@@ -161,6 +175,16 @@ class VFLHLP(Method):
         """The active encoder split learning starts from when it does not start at Theta^1 (its own stream)."""
         g = seeded_generator(fed.generator.initial_seed(), "finetune:active:init")
         return build_encoder(fed.active.spec, fed.model, generator=g).to(fed.device)
+
+    def pretrain_alone(self, spec: PartySpec, x: Tensor, *, party: int, seed: int, model: ModelConfig,
+                       device: torch.device) -> nn.Module | None:
+        """A passive party's step 2 exchanges nothing: alone it gets exactly its SCARF encoder (fresh in vflhlp-a).
+        The active party's step 1 reads labels: no such equivalent (None)."""
+        if party == ACTIVE:
+            return None
+        if not self.passive_step:
+            return self._fresh_encoder(spec, party, model, seed, device)
+        return scarf_encoder(spec, x, index=party, model=model, options=self.options, seed=seed, device=device)
 
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         local: ActiveLocalModel = pretrained[ACTIVE]
