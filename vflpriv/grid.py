@@ -145,6 +145,11 @@ def experiments(raw: dict[str, Any], *, must_match: set[str] | None = None) -> l
         raise ConfigError(f"grid key axes must map dotted setting names to non-empty lists, got {axes!r}")
     if "attacks" in plural:
         attacks = _entries(plural["attacks"], "attacks")
+        extra = sorted({k for a in attacks for k in a} - {"name", "options"})
+        if extra:
+            raise ConfigError(f"grid key attacks: an entry takes name and options only, got {', '.join(extra)}; "
+                              "what the attacks share (phase, prior, tune, ...) goes under attack:, e.g. "
+                              f"attack: {{{extra[0]}: ...}}")
         section = data.setdefault("attack", {})
         section["name"] = [a["name"] for a in attacks] if len(attacks) > 1 else attacks[0]["name"]
         given = {a["name"]: a["options"] for a in attacks if "options" in a}

@@ -25,6 +25,8 @@ GRIDS = {
     "nested_duplicate_key": ("partition: {labeled: 100, labeled: 200}\n", "key 'labeled' is given twice"),
     "unmatched_method_options": ("methods: [splitnn, local-simsiam]\nmethod_options: {fedhsl*: {gamma: 0.1}}\n",
                                  "pattern(s) 'fedhsl*' match no method of this run (local-simsiam, splitnn)"),
+    "attack_entry_with_a_shared_setting": ("methods: [splitnn]\nattacks: [{name: mc, prior: none}]\n",
+                                           "an entry takes name and options only, got prior"),
     "stregths": ("methods: [splitnn]\nstregths: [1, 5]\n", "did you mean strengths?"),
     "method_list": ("method: [splitnn, fedhssl]\n", "list several under methods:"),
     "tens_of_millions": ("axes: {finetune.epochs: " + str(list(range(1, 3001))) + ", model.hidden: "
