@@ -25,7 +25,10 @@ from pathlib import Path
 
 from vflpriv.errors import ConfigError
 from vflpriv.folders import creatable
-from vflpriv.records import OK, RunRecord
+from vflpriv.records import NOT_APPLICABLE, OK, RunRecord
+
+#: Statuses of records a rerun keeps: a failed run is retried.
+FINAL = (OK, NOT_APPLICABLE)
 
 APPLICATION_ID = 0x76666C70  # "vflp"
 LEASE_SECONDS = 60.0
@@ -98,8 +101,10 @@ class Store:
             return self._db.execute(sql, params).fetchone()
 
     def done(self, key: str) -> bool:
+        """Whether ``key`` has a final record: ``ok``, or ``n/a`` (a non-federated reference: nothing to attack, the
+        same on every rerun); a ``failed`` one is retried."""
         row = self._one("SELECT status FROM runs WHERE key = ?", (key,))
-        return row is not None and row[0] == OK
+        return row is not None and row[0] in FINAL
 
     def put(self, record: RunRecord) -> None:
         self.put_many([record])
@@ -130,14 +135,14 @@ class Store:
         return damaged
 
     def settled(self, keys: list[str], *, since: float) -> set[str]:
-        """Keys whose record is ``ok``, or was written (by any sweep) at or after ``since``."""
+        """Keys whose record is final (``ok``, ``n/a``), or was written (by any sweep) at or after ``since``."""
         out: set[str] = set()
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
             marks = ",".join("?" * len(chunk))
             with self._lock:
                 rows = self._db.execute(f"SELECT key, status, updated FROM runs WHERE key IN ({marks})", chunk).fetchall()
-            out.update(k for k, status, updated in rows if status == OK or updated >= since)
+            out.update(k for k, status, updated in rows if status in FINAL or updated >= since)
         return out
 
     def forget(self, keys: list[str]) -> int:

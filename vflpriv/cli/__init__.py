@@ -3,7 +3,7 @@
 import os
 import sys
 
-from vflpriv.cli import audit, catalog, evaluate, results, tune  # noqa: F401 - registers the commands
+from vflpriv.cli import audit, catalog, evaluate, reproduce, results, tune  # noqa: F401 - registers the commands
 from vflpriv.cli.app import app
 
 

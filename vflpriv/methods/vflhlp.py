@@ -29,6 +29,8 @@ Choices where the paper is silent (all options):
   steps), 42% under the default Adam one (lr 1e-3, batch 64: 80 steps); the L2-SP reading ends within 1.2%
   and 6.1% of that distance from Theta^1. Under the paper recipe the text's vflhlp is therefore close to
   vflhlp-p (test: ``test_both_readings_of_the_knowledge_transfer_do_what_they_claim_under_both_recipes``).
+  On digits the paper's claims (above VFL, above Local-A, above FedLocal/FedHSSL) hold under the L2-SP
+  reading and not under the text's (benchmarks/results/paper_001/tables23.md).
 - SCARF: projection head a 2-layer ReLU MLP of 256 units and temperature 1 (Bahri et al. 2021, SCARF's
   defaults), Adam lr 1e-3 and batch 128 as SCARF; 4 epochs, the budget of vflpriv's other local SSL.
 

@@ -1,0 +1,68 @@
+"""``vflpriv reproduce``: the shipped analogues listed with their claims, each one's --quick run end to end (resumable),
+and the claims judged on constructed records."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from vflpriv import reproductions
+from vflpriv.cli import app
+from vflpriv.reproductions.claims import judge
+
+
+def test_list_names_every_analogue_and_its_claims():
+    result = CliRunner().invoke(app, ["reproduce", "--list"])
+    assert result.exit_code == 0, result.output
+    for name in reproductions.names():
+        analogue = reproductions.load(name)
+        assert f"{name}: {analogue.title}" in result.output
+        assert all(f"{c['id']}:" in result.output for c in analogue.claims)
+    assert {"oneshot-table1", "ssvfl-fig3", "vflhlp-tables23"} <= set(reproductions.names())
+
+
+def test_an_unknown_analogue_is_one_error_line_naming_the_valid_ones():
+    result = CliRunner().invoke(app, ["reproduce", "nope"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"error: unknown analogue 'nope'; valid analogues: {', '.join(reproductions.names())}"]
+
+
+def _runs(values: dict[tuple[str, float], list[float]], metric: str = "utility") -> pd.DataFrame:
+    rows = [{"method": m, "options": {}, "by": by, "seed": i, metric: v}
+            for (m, by), vs in values.items() for i, v in enumerate(vs)]
+    return pd.DataFrame(rows)
+
+
+def test_claims_are_held_not_held_or_not_comparable_on_the_records():
+    runs = _runs({("a", 1): [0.90, 0.91, 0.92], ("b", 1): [0.80, 0.81, 0.79], ("c", 1): [0.905, 0.80, 0.99]})
+    greater = lambda a, b: {"id": "x", "greater": {"metric": "utility", "a": {"method": a}, "b": {"method": b}}}  # noqa: E731
+    assert judge(greater("a", "b"), runs).verdict == "held"
+    assert judge(greater("b", "a"), runs).verdict == "not held"
+    noisy = judge(greater("c", "b"), runs)  # higher mean, but not beyond the seeds' noise
+    assert noisy.verdict == "not held" and "Welch" in noisy.reason
+    assert judge(greater("a", "missing"), runs).verdict == "not comparable"
+    assert judge({"id": "y", "not_comparable": "no such baseline"}, runs).reason == "no such baseline"
+    counts = _runs({("a", 1): [3, 3]}, "messages")
+    assert judge({"equals": {"metric": "messages", "a": {"method": "a"}, "value": 3}}, counts).verdict == "held"
+    assert judge({"equals": {"metric": "messages", "a": {"method": "a"}, "value": 5}}, counts).verdict == "not held"
+    small = _runs({("a", 1): [0.001, -0.002, 0.0]}, "leakage")
+    assert judge({"below": {"metric": "leakage", "a": {"method": "a"}, "value": 0.02}}, small).verdict == "held"
+
+
+@pytest.mark.parametrize("name", reproductions.names())
+def test_every_analogue_runs_quick_writes_its_claims_and_resumes(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    first = CliRunner().invoke(app, ["reproduce", name, "--quick", "--out", str(out), "--jobs", "1"])
+    assert first.exit_code == 0, first.output
+    text = (out / "reproduction.md").read_text()
+    analogue = reproductions.load(name)
+    for claim in analogue.claims:
+        line = next(line for line in text.splitlines() if line.startswith(f"| {claim['id']}: "))
+        assert any(f"**{v}**" in line for v in ("held", "not held", "not comparable")), line
+        if "not_comparable" not in claim:
+            assert "no successful run" not in line, line  # the quick grid covers every claim
+    again = CliRunner().invoke(app, ["reproduce", name, "--quick", "--out", str(out), "--jobs", "1"])
+    assert again.exit_code == 0 and "0 to run" in again.output

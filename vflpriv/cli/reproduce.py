@@ -1,0 +1,65 @@
+"""``vflpriv reproduce``: run a paper's table analogue and write the paper's numbers and claims beside vflpriv's."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from vflpriv.cli.app import app, fail
+from vflpriv.console import make_console
+from vflpriv.errors import ConfigError
+
+
+@app.command()
+def reproduce(
+    name: Optional[str] = typer.Argument(None, metavar="NAME", help="the analogue (vflpriv reproduce --list)"),
+    list_: bool = typer.Option(False, "--list", help="list the shipped analogues with their papers and claims"),
+    quick: bool = typer.Option(False, "--quick", help="a few-minute version on bundled data (one seed, small budgets)"),
+    out: Optional[Path] = typer.Option(None, help="output directory (default vflpriv-reproduce-NAME[-quick])"),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE",
+                                   help="override a setting of every part, e.g. seeds=[0,1,2,3,4] or a budget"),
+    jobs: Optional[int] = typer.Option(None, help="parallel trainings (default 2)"),
+    device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
+) -> None:
+    """Run a table analogue (resumable) and write reproduction.md: vflpriv's numbers, the paper's, each claim."""
+    from vflpriv import reproductions
+
+    console = make_console()
+    if list_:
+        for analogue in map(reproductions.load, reproductions.names()):
+            console.print(f"{analogue.name}: {analogue.title} ({analogue.paper})")
+            for claim in analogue.claims:
+                console.print(f"  {claim.get('id', '')}: {' '.join(str(claim.get('text', '')).split())}")
+        return
+    if name is None:
+        raise ConfigError(f"give an analogue, or --list; valid analogues: {', '.join(reproductions.names())}")
+    analogue = reproductions.load(name)
+    overrides = list(set_) + [f"{k}={v}" for k, v in (("jobs", jobs), ("device", device)) if v is not None]
+    out = out or Path(f"vflpriv-reproduce-{name}{'-quick' if quick else ''}")
+    runs = _runs(analogue, quick=quick, overrides=overrides)
+    from vflpriv.experiment import run_into_store
+
+    results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console)
+    from vflpriv.reproductions.report import records, write
+
+    path = write(analogue, records(out / "results.sqlite", analogue.by), out,
+                 command=" ".join(["vflpriv", *map(shlex.quote, sys.argv[1:])]), quick=quick)
+    console.print(f"wrote {path}")
+    failed = int((results["status"] == "failed").sum())
+    if failed:
+        fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)
+
+
+def _runs(analogue, *, quick: bool, overrides: list[str]) -> list:
+    """Every planned run of the analogue's parts, each once (parts may share runs)."""
+    from vflpriv.grid import expand
+
+    found = {}
+    for raw in analogue.grids(quick=quick, overrides=overrides):
+        for run in expand(raw, must_match=set()).runs:
+            found.setdefault(run.key(), run)
+    return list(found.values())

@@ -1,0 +1,90 @@
+"""An analogue's records as a table (method and options x the ``by`` setting: mean ± std over seeds of utility,
+finetuning messages and MB, attack, prior, leakage), and ``reproduction.md``: the paper's numbers, vflpriv's, and
+each claim's verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from vflpriv.reproductions import Analogue
+from vflpriv.reproductions.claims import Verdict, judge
+from vflpriv.results import load_results
+from vflpriv.store import read_store
+
+COLUMNS = {"utility": "utility", "comm_messages_finetune": "finetune messages", "comm_mb_finetune": "finetune MB",
+           "attack_accuracy": "attack", "prior_accuracy": "prior", "leakage": "leakage"}
+
+
+def records(store: Path, by: str) -> pd.DataFrame:
+    """The store's usable runs (ok, and n/a: a non-federated reference has a utility) with their method options
+    (``options``) and their value of the dotted setting ``by`` (``by``), read from each run's config."""
+    runs = load_results(store)
+    configs = {r.key: json.loads(r.config) for r in read_store(_sqlite(store)).records}
+    runs = runs[runs["status"].isin(["ok", "n/a"])].copy()
+    runs["options"] = runs["key"].map(lambda k: configs[k]["method"].get("options") or {})
+    runs["by"] = runs["key"].map(lambda k: _get(configs[k], by))
+    return runs
+
+
+def _sqlite(store: Path) -> Path:
+    return store / "results.sqlite" if store.is_dir() else store
+
+
+def _get(config: dict, dotted: str):
+    value = config
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+#: Columns that count (the same on every seed of a setting): printed as their mean, without decimals.
+COUNTS = ("comm_messages_finetune",)
+
+
+def _cell(values: pd.Series, *, count: bool = False) -> str:
+    x = values.astype(float).dropna()
+    if x.empty:
+        return "n/a"
+    if count:
+        return f"{x.mean():.0f}"
+    return f"{x.mean():.3f} ± {x.std(ddof=1):.3f}" if len(x) > 1 else f"{x.mean():.3f}"
+
+
+def table(runs: pd.DataFrame, by: str) -> list[str]:
+    """Markdown rows: one per (method and options, ``by`` value)."""
+    runs = runs.assign(row=runs["method"] + runs["options"].map(
+        lambda o: f" ({', '.join(f'{k}={v}' for k, v in sorted(o.items()))})" if o else ""))
+    lines = [f"| method | {by} | seeds | {' | '.join(COLUMNS.values())} |", "|" + " --- |" * (3 + len(COLUMNS))]
+    for (row, value), g in runs.groupby(["row", runs["by"].astype(str)], sort=True):
+        cells = [_cell(g[c], count=c in COUNTS) if c in g else "n/a" for c in COLUMNS]
+        lines.append(f"| {row} | {value} | {g['seed'].nunique()} | {' | '.join(cells)} |")
+    return lines
+
+
+def verdicts(analogue: Analogue, runs: pd.DataFrame) -> list[Verdict]:
+    return [judge(claim, runs) for claim in analogue.claims]
+
+
+def write(analogue: Analogue, runs: pd.DataFrame, out: Path, *, command: str, quick: bool) -> Path:
+    """``reproduction.md`` in ``out``."""
+    found = verdicts(analogue, runs)
+    lines = [f"# {analogue.title}", "", f"Paper: {analogue.paper}", "", f"Command: `{command}`", "",
+             f"How this analogue differs from the paper: {analogue.setting}", ""]
+    if quick:
+        changed = ", ".join(f"{k} = {v}" for k, v in analogue.quick.items())
+        lines += [f"**Quick run** (--quick), not the recorded budget: {changed}. With one seed the claims have no "
+                  "test: read them as a smoke check.", ""]
+    lines += ["## vflpriv", "", *table(runs, analogue.by), ""]
+    if analogue.paper_numbers:
+        keys = list(dict.fromkeys(k for row in analogue.paper_numbers for k in row))
+        lines += ["## The paper", "", "| " + " | ".join(keys) + " |", "|" + " --- |" * len(keys)]
+        lines += ["| " + " | ".join(str(row.get(k, "")) for k in keys) + " |" for row in analogue.paper_numbers]
+        lines.append("")
+    lines += ["## Claims", "", "| claim | verdict | why |", "| --- | --- | --- |"]
+    lines += [f"| {v.id}: {v.text} | **{v.verdict}** | {v.reason} |" for v in found]
+    path = out / "reproduction.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
