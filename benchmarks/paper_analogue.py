@@ -21,7 +21,7 @@ def main() -> None:
     parser.add_argument("--by", required=True, help="dotted setting that separates rows, e.g. partition.labeled")
     args = parser.parse_args()
     runs = pd.concat([records(store, args.by) for store in args.stores])
-    print("\n".join(table(runs, args.by)))
+    print(table(runs, args.by).markdown())
 
 
 if __name__ == "__main__":

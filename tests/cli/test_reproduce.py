@@ -64,5 +64,7 @@ def test_every_analogue_runs_quick_writes_its_claims_and_resumes(name, tmp_path,
         assert any(f"**{v}**" in line for v in ("held", "not held", "not comparable")), line
         if "not_comparable" not in claim:
             assert "no successful run" not in line, line  # the quick grid covers every claim
+    page = (out / "reproduction.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and all(f"{c['id']}: " in page for c in analogue.claims)
     again = CliRunner().invoke(app, ["reproduce", name, "--quick", "--out", str(out), "--jobs", "1"])
     assert again.exit_code == 0 and "0 to run" in again.output

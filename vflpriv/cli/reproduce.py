@@ -46,9 +46,9 @@ def reproduce(
     results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console)
     from vflpriv.reproductions.report import records, write
 
-    path = write(analogue, records(out / "results.sqlite", analogue.by), out,
-                 command=" ".join(["vflpriv", *map(shlex.quote, sys.argv[1:])]), quick=quick)
-    console.print(f"wrote {path}")
+    paths = write(analogue, records(out / "results.sqlite", analogue.by), out,
+                  command=" ".join(["vflpriv", *map(shlex.quote, sys.argv[1:])]), quick=quick)
+    console.print(f"wrote {', '.join(map(str, paths))}")
     failed = int((results["status"] == "failed").sum())
     if failed:
         fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from vflpriv.reports.html import render_report
+from vflpriv.reports.paper_tables import Table
 from vflpriv.reproductions import Analogue
 from vflpriv.reproductions.claims import Verdict, judge
 from vflpriv.results import load_results
@@ -53,38 +55,44 @@ def _cell(values: pd.Series, *, count: bool = False) -> str:
     return f"{x.mean():.3f} ± {x.std(ddof=1):.3f}" if len(x) > 1 else f"{x.mean():.3f}"
 
 
-def table(runs: pd.DataFrame, by: str) -> list[str]:
-    """Markdown rows: one per (method and options, ``by`` value)."""
+def table(runs: pd.DataFrame, by: str) -> Table:
+    """vflpriv's side: one row per (method and options, ``by`` value)."""
     runs = runs.assign(row=runs["method"] + runs["options"].map(
         lambda o: f" ({', '.join(f'{k}={v}' for k, v in sorted(o.items()))})" if o else ""))
-    lines = [f"| method | {by} | seeds | {' | '.join(COLUMNS.values())} |", "|" + " --- |" * (3 + len(COLUMNS))]
+    rows = []
     for (row, value), g in runs.groupby(["row", runs["by"].astype(str)], sort=True):
         cells = [_cell(g[c], count=c in COUNTS) if c in g else "n/a" for c in COLUMNS]
-        lines.append(f"| {row} | {value} | {g['seed'].nunique()} | {' | '.join(cells)} |")
-    return lines
+        rows.append([row, value, str(g["seed"].nunique()), *cells])
+    return Table("vflpriv", ["method", by, "seeds", *COLUMNS.values()], rows, set(),
+                 note="mean ± std over seeds; messages and MB of the finetuning phase (inference excluded)")
 
 
-def verdicts(analogue: Analogue, runs: pd.DataFrame) -> list[Verdict]:
-    return [judge(claim, runs) for claim in analogue.claims]
+def paper_table(analogue: Analogue) -> Table | None:
+    if not analogue.paper_numbers:
+        return None
+    keys = list(dict.fromkeys(k for row in analogue.paper_numbers for k in row))
+    return Table("The paper", keys, [[str(row.get(k, "")) for k in keys] for row in analogue.paper_numbers], set())
 
 
-def write(analogue: Analogue, runs: pd.DataFrame, out: Path, *, command: str, quick: bool) -> Path:
-    """``reproduction.md`` in ``out``."""
-    found = verdicts(analogue, runs)
-    lines = [f"# {analogue.title}", "", f"Paper: {analogue.paper}", "", f"Command: `{command}`", "",
-             f"How this analogue differs from the paper: {analogue.setting}", ""]
+def claims_table(found: list[Verdict]) -> Table:
+    return Table("Claims", ["claim", "verdict", "why"], [[f"{v.id}: {v.text}", v.verdict, v.reason] for v in found],
+                 {(i, 1) for i, v in enumerate(found)},
+                 note="held: a one-sided Welch test over seeds at 5%, an exact count, or a 95% interval below a bound")
+
+
+def write(analogue: Analogue, runs: pd.DataFrame, out: Path, *, command: str, quick: bool) -> list[Path]:
+    """``reproduction.md`` and ``reproduction.html`` in ``out``."""
+    found = [judge(claim, runs) for claim in analogue.claims]
+    tables = [t for t in (table(runs, analogue.by), paper_table(analogue), claims_table(found)) if t is not None]
+    context = {"paper": analogue.paper, "command": command, "how this analogue differs": analogue.setting}
     if quick:
         changed = ", ".join(f"{k} = {v}" for k, v in analogue.quick.items())
-        lines += [f"**Quick run** (--quick), not the recorded budget: {changed}. With one seed the claims have no "
-                  "test: read them as a smoke check.", ""]
-    lines += ["## vflpriv", "", *table(runs, analogue.by), ""]
-    if analogue.paper_numbers:
-        keys = list(dict.fromkeys(k for row in analogue.paper_numbers for k in row))
-        lines += ["## The paper", "", "| " + " | ".join(keys) + " |", "|" + " --- |" * len(keys)]
-        lines += ["| " + " | ".join(str(row.get(k, "")) for k in keys) + " |" for row in analogue.paper_numbers]
-        lines.append("")
-    lines += ["## Claims", "", "| claim | verdict | why |", "| --- | --- | --- |"]
-    lines += [f"| {v.id}: {v.text} | **{v.verdict}** | {v.reason} |" for v in found]
-    path = out / "reproduction.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+        context["quick run"] = (f"--quick, not the recorded budget: {changed}; with one seed the claims have no "
+                                "test: read them as a smoke check")
+    lines = [f"# {analogue.title}", "", *(f"- {k}: {v}" for k, v in context.items()), ""]
+    lines += [t.markdown() for t in tables]
+    md, page = out / "reproduction.md", out / "reproduction.html"
+    md.write_text("\n".join(lines))
+    page.write_text(render_report(runs.drop(columns=["options", "by"]), title=analogue.title, tables=tables,
+                                  figures=[], context=context))
+    return [md, page]
