@@ -68,3 +68,11 @@ def test_every_analogue_runs_quick_writes_its_claims_and_resumes(name, tmp_path,
     assert page.startswith("<!DOCTYPE html>") and all(f"{c['id']}: " in page for c in analogue.claims)
     again = CliRunner().invoke(app, ["reproduce", name, "--quick", "--out", str(out), "--jobs", "1"])
     assert again.exit_code == 0 and "0 to run" in again.output
+
+
+def test_each_part_runs_its_own_settings_and_leaves_the_analogue_unchanged():
+    analogue = reproductions.load("fedhssl-table4")  # two parts, no preset: nothing shared between their grids
+    before = repr(analogue.grid)
+    grids = analogue.grids(quick=False)
+    assert [(g["partition"]["labeled"], g["partition"]["aligned_fraction"]) for g in grids] == [(200, 0.2), (400, 0.4)]
+    assert repr(analogue.grid) == before

@@ -11,6 +11,7 @@ that separates rows beside the method), ``paper_numbers`` (rows of the paper's o
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ class Analogue:
         the quick ones (with ``quick``), then the user's ``--set``."""
         out = []
         for part in self.parts or [{}]:
-            raw = merged(load_preset(self.preset) if self.preset else {}, self.grid)
+            raw = copy.deepcopy(merged(load_preset(self.preset) if self.preset else {}, self.grid))
             for key, value in {**part, **(self.quick if quick else {})}.items():
                 _assign(raw, key, value)
             for assignment in overrides:
