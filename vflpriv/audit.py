@@ -97,14 +97,15 @@ def _phases(cfg: AuditConfig) -> list[str]:
 
 
 def prior_ssl(cfg: AuditConfig) -> str:
-    """``audit.prior_ssl`` resolved: ``auto`` is ``own`` where the method's pretraining can be done alone."""
+    """``audit.prior_ssl`` resolved, for the report (the attack configs carry it as given and the planner resolves it):
+    ``auto`` is ``own`` where the method's pretraining can be done alone."""
     return prior_pretraining(cfg.method.name, cfg.audit.prior_ssl)
 
 
 def _attack(cfg: AuditConfig, name: str, phase: str) -> AttackConfig:
     options = cfg.audit.attack_options.get(name, getattr(ATTACKS.get(name), "audit_options", {}))
     a = cfg.audit
-    return AttackConfig(name=name, phase=phase, prior=a.prior, prior_epochs=a.prior_epochs, prior_ssl=prior_ssl(cfg),
+    return AttackConfig(name=name, phase=phase, prior=a.prior, prior_epochs=a.prior_epochs, prior_ssl=a.prior_ssl,
                         options=options, tune=a.tune, search_budget=a.search_budget,
                         search_space=a.search_spaces.get(name, {}))
 

@@ -3,6 +3,7 @@ code 2 (130 for Ctrl-C), never a traceback. Commands live in the sibling modules
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import typer
@@ -50,6 +51,11 @@ class _ErrorLineGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def command_line() -> str:
+    """The command as typed (``vflpriv`` and its arguments, shell-quoted), for reports that say how they were made."""
+    return " ".join(["vflpriv", *map(shlex.quote, sys.argv[1:])])
 
 
 def fail(message: str, *, code: int = 2) -> None:

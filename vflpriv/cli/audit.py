@@ -10,7 +10,7 @@ import typer
 from vflpriv.console import make_console
 
 from vflpriv.audit import AuditConfig, audit_grid, prior_ssl, resolved_options
-from vflpriv.cli.app import app
+from vflpriv.cli.app import app, command_line
 from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
 from vflpriv.config_io import apply_override, check_shape, resolve_method_options, validate
 from vflpriv.errors import ConfigError, IncompatibleError
@@ -70,13 +70,15 @@ def _context(cfg: AuditConfig) -> dict:
         "method": cfg.method.name, "dataset": cfg.dataset.name, "prior": cfg.audit.prior, "seeds": cfg.seeds,
         "tuned": cfg.audit.tune, "search_budget": cfg.audit.search_budget,
         "settings": {
+            "command": command_line(),
             "parties": p.parties, "aligned fraction": p.aligned_fraction, "labeled": p.labeled, "aux": p.aux,
             "adversary": "every passive party" if cfg.audit.adversaries == "all" else f"party {p.adversary}",
             "seeds": ", ".join(map(str, cfg.seeds)),
             "attacks": (f"tuned on the adversary's auxiliary labels, search budget {cfg.audit.search_budget}"
                         if cfg.audit.tune else "untuned (their options as given)"),
             "prior": (f"{cfg.audit.prior}, over the encoder the adversary pretrains alone with {pretraining}"
-                      if cfg.audit.prior != "aux" else "aux (a fresh encoder and head trained on the auxiliary labels)"),
+                      if cfg.audit.prior != "aux"
+                      else "aux (a fresh encoder and head trained on the auxiliary labels)"),
             "versions": versions(),
         },
         "options": resolved_options(cfg),

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from vflpriv.cli.app import app, fail
+from vflpriv.cli.app import app, command_line, fail
 from vflpriv.console import make_console
 from vflpriv.errors import ConfigError
 
@@ -47,7 +45,7 @@ def reproduce(
     from vflpriv.reproductions.report import records, write
 
     paths = write(analogue, records(out / "results.sqlite", analogue.by), out,
-                  command=" ".join(["vflpriv", *map(shlex.quote, sys.argv[1:])]), quick=quick)
+                  command=command_line(), quick=quick)
     console.print(f"wrote {', '.join(map(str, paths))}")
     failed = int((results["status"] == "failed").sum())
     if failed:

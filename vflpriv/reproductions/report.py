@@ -14,7 +14,6 @@ from vflpriv.reports.paper_tables import Table
 from vflpriv.reproductions import Analogue
 from vflpriv.reproductions.claims import Verdict, judge
 from vflpriv.results import load_results
-from vflpriv.store import read_store
 
 COLUMNS = {"utility": "utility", "comm_messages_finetune": "finetune messages", "comm_mb_finetune": "finetune MB",
            "attack_accuracy": "attack", "prior_accuracy": "prior", "leakage": "leakage"}
@@ -24,15 +23,11 @@ def records(store: Path, by: str) -> pd.DataFrame:
     """The store's usable runs (ok, and n/a: a non-federated reference has a utility) with their method options
     (``options``) and their value of the dotted setting ``by`` (``by``), read from each run's config."""
     runs = load_results(store)
-    configs = {r.key: json.loads(r.config) for r in read_store(_sqlite(store)).records}
     runs = runs[runs["status"].isin(["ok", "n/a"])].copy()
-    runs["options"] = runs["key"].map(lambda k: configs[k]["method"].get("options") or {})
-    runs["by"] = runs["key"].map(lambda k: _get(configs[k], by))
+    configs = runs["config"].map(json.loads)
+    runs["options"] = configs.map(lambda c: c["method"].get("options") or {})
+    runs["by"] = configs.map(lambda c: _get(c, by))
     return runs
-
-
-def _sqlite(store: Path) -> Path:
-    return store / "results.sqlite" if store.is_dir() else store
 
 
 def _get(config: dict, dotted: str):
