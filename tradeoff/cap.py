@@ -73,6 +73,20 @@ def cap(utility: Sequence[float], attack: Sequence[float]) -> float:
     return float(np.mean(u * (1.0 - a)))
 
 
+def seed_caps(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """CAP per ``by`` group and seed, over the strengths the group's records name: the ``by`` columns, ``seed``,
+    ``cap``. A seed missing a successful run at one of them gets no row (its CAP would cover another sweep)."""
+    rows = []
+    for keys, group in results.groupby(by, sort=False):
+        expected = sorted(group["strength"].unique())
+        ok = group[group["status"] == "ok"]
+        for seed, runs in ok.groupby("seed", sort=True):
+            runs = runs.drop_duplicates("strength").sort_values("strength")
+            if list(runs["strength"]) == expected:
+                rows.append((*keys, seed, cap(runs["utility"], runs["attack_accuracy"])))
+    return pd.DataFrame(rows, columns=[*by, "seed", "cap"])
+
+
 def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
     """One record per (method, dataset, defense, phase, strength, seed) of the strongest applicable attack: the
     largest accuracy over the attacks' successful runs and their prior (an adversary can always fall back on it),

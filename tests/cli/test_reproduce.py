@@ -19,7 +19,8 @@ def test_list_names_every_analogue_and_its_claims():
         analogue = reproductions.load(name)
         assert f"{name}: {analogue.title}" in result.output
         assert all(f"{c['id']}:" in result.output for c in analogue.claims)
-    assert {"oneshot-table1", "ssvfl-fig3", "vflhlp-tables23"} <= set(reproductions.names())
+    assert {"fedhssl-table4", "fedhssl-table6", "fedhssl-tables7-12", "oneshot-table1", "ssvfl-fig3",
+            "vflhlp-tables23"} <= set(reproductions.names())
 
 
 def test_an_unknown_analogue_is_one_error_line_naming_the_valid_ones():
@@ -49,6 +50,52 @@ def test_claims_are_held_not_held_or_not_comparable_on_the_records():
     assert judge({"equals": {"metric": "messages", "a": {"method": "a"}, "value": 5}}, counts).verdict == "not held"
     small = _runs({("a", 1): [0.001, -0.002, 0.0]}, "leakage")
     assert judge({"below": {"metric": "leakage", "a": {"method": "a"}, "value": 0.02}}, small).verdict == "held"
+
+
+def test_above_within_and_a_margin_test_what_they_say():
+    leak = _runs({("a", 1): [0.05, 0.06, 0.055], ("b", 1): [0.01, -0.01, 0.0]}, "leakage")
+    above = lambda m: {"above": {"metric": "leakage", "a": {"method": m}, "value": 0}}  # noqa: E731
+    assert judge(above("a"), leak).verdict == "held" and "one-sided t" in judge(above("a"), leak).reason
+    assert judge(above("b"), leak).verdict == "not held"
+    runs = _runs({("a", 1): [0.800, 0.810, 0.800], ("b", 1): [0.810, 0.815, 0.812], ("c", 1): [0.90, 0.91, 0.92]})
+    worse = {"metric": "utility", "a": {"method": "a"}, "b": {"method": "b"}}
+    assert judge({"greater": worse}, runs).verdict == "not held"  # a is below b ...
+    assert judge({"greater": {**worse, "margin": -0.02}}, runs).verdict == "held"  # ... by less than 0.02
+    assert judge({"greater": {**worse, "margin": -0.005}}, runs).verdict == "not held"
+    assert judge({"within": {**worse, "margin": 0.03}}, runs).verdict == "held"
+    assert judge({"within": {**worse, "margin": 0.01}}, runs).verdict == "not held"  # the interval reaches past it
+    far = {"metric": "utility", "a": {"method": "c"}, "b": {"method": "b"}, "margin": 0.03}
+    assert judge({"within": far}, runs).verdict == "not held"
+
+
+def test_cap_claims_read_each_seeds_cap_over_its_strengths():
+    from vflpriv.reproductions.report import caps
+
+    rows = []
+    for method, utility, attack in (("a", 0.9, 0.5), ("b", 0.8, 0.6)):
+        for seed in range(3):
+            for strength in (1.0, 5.0):
+                if method == "b" and seed == 2 and strength == 5.0:
+                    continue  # seed 2 of b lacks a strength: no CAP for it
+                rows.append({"method": method, "options": {}, "by": 0.2, "seed": seed, "strength": strength,
+                             "dataset": "d", "attack": "mc", "defense": "iso", "phase": "finetune", "status": "ok",
+                             "utility": utility - 0.01 * seed - 0.05 * (strength > 1), "attack_accuracy": attack})
+    found = caps(pd.DataFrame(rows))
+    assert sorted(zip(found["method"], found["seed"])) == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]
+    a0 = found[(found["method"] == "a") & (found["seed"] == 0)]["cap"].item()
+    assert a0 == pytest.approx((0.9 * 0.5 + 0.85 * 0.5) / 2)
+    claim = {"greater": {"metric": "cap", "a": {"method": "a", "by": 0.2}, "b": {"method": "b"}}}
+    verdict = judge(claim, pd.DataFrame(rows), caps=found)
+    assert verdict.verdict == "held" and "vs b 0.308 (+0.124" in verdict.reason  # seeds 0, 1 of b: 0.310, 0.306
+    assert judge(claim, pd.DataFrame(rows)).verdict == "not comparable"  # no CAP without a sweep
+
+
+def test_a_strength_selects_the_runs_at_that_strength():
+    runs = pd.DataFrame([{"method": "a", "options": {}, "by": 1, "seed": s, "strength": lam, "utility": u}
+                         for s in range(3) for lam, u in ((0.0, 0.9 + 0.001 * s), (1.0, 0.5 + 0.001 * s))])
+    claim = {"greater": {"metric": "utility", "a": {"method": "a", "strength": 0}, "b": {"method": "a", "strength": 1}}}
+    assert judge(claim, runs).verdict == "held"
+    assert "strength 0" in judge(claim, runs).reason
 
 
 @pytest.mark.parametrize("name", reproductions.names())

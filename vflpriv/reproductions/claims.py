@@ -1,13 +1,19 @@
 """A paper's claims judged on an analogue's records: held, not held, or not comparable, each with its reason.
 
-A claim names runs by ``{method, options, by}`` (the method's name, a subset of its options, the value of the
-analogue's ``by`` setting; each optional; ``default_options: [names]`` keeps only the runs that leave those options
-unset) and is one of
+A claim names runs by ``{method, options, by, strength}`` (the method's name, a subset of its options, the value
+of the analogue's ``by`` setting, the defense strength; each optional; ``default_options: [names]`` keeps only the
+runs that leave those options unset) and is one of
 
-- ``greater: {metric, a, b}``: the mean of ``metric`` over ``a``'s seeds exceeds ``b``'s, by a one-sided Welch
-  t-test at 5% (held), or not;
-- ``equals: {metric, a, value}``: every run of ``a`` has exactly ``value`` (message counts);
-- ``below: {metric, a, value}``: the upper end of the 95% interval of ``a``'s mean is below ``value``.
+- ``greater: {metric, a, b, margin}``: the mean of ``metric`` over ``a``'s seeds exceeds ``b``'s by more than
+  ``margin`` (default 0; -0.02 reads "at most 0.02 worse"), by a one-sided Welch t-test at 5% (held), or not;
+- ``above: {metric, a, value}``: ``a``'s mean exceeds ``value``, by a one-sided one-sample t-test at 5%;
+- ``below: {metric, a, value}``: the upper end of the 95% interval of ``a``'s mean is below ``value``;
+- ``within: {metric, a, b, margin}``: ``a`` and ``b`` are equivalent to within ``margin``: the 90% Welch interval of
+  the difference of means lies inside (-margin, margin) (two one-sided tests at 5%);
+- ``equals: {metric, a, value}``: every run of ``a`` has exactly ``value`` (message counts).
+
+``metric`` is a column of the records, or ``cap``: CAP (FedHSSL Definition 1) of each seed over the strengths its
+sweep names (:func:`vflpriv.tradeoff.cap.seed_caps`; there ``strength`` selects nothing).
 
 ``not_comparable: REASON`` marks a claim this analogue cannot test (another dataset's scale, a missing baseline).
 """
@@ -23,7 +29,8 @@ from scipy import stats
 
 from vflpriv.errors import ConfigError
 
-KINDS = ("greater", "equals", "below")
+KINDS = ("greater", "above", "below", "within", "equals")
+ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -44,8 +51,9 @@ def select(runs: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
         keep &= runs["method"] == where["method"]
     for key, value in (where.get("options") or {}).items():
         keep &= runs["options"].map(lambda o, k=key, v=value: o.get(k) == v)
-    if "by" in where:
-        keep &= runs["by"].map(lambda x: _same(x, where["by"]))
+    for column in ("by", "strength"):
+        if column in where:
+            keep &= runs[column].map(lambda x, v=where[column]: _same(x, v))
     if where.get("default_options"):  # only the runs with none of the options a sibling row sets
         keep &= runs["options"].map(lambda o: not any(k in o for k in where["default_options"]))
     return runs[keep]
@@ -63,6 +71,8 @@ def _describe(where: dict[str, Any]) -> str:
     parts += [f"{k}={v}" for k, v in (where.get("options") or {}).items()]
     if "by" in where:
         parts.append(f"at {where['by']}")
+    if "strength" in where:
+        parts.append(f"strength {where['strength']}")
     return " ".join(map(str, parts))
 
 
@@ -71,8 +81,9 @@ def _values(runs: pd.DataFrame, where: dict[str, Any], metric: str) -> pd.Series
     return found[found.notna()]
 
 
-def judge(claim: dict[str, Any], runs: pd.DataFrame) -> Verdict:
-    """The verdict of one claim (see the module) on ``runs`` (the analogue's successful records)."""
+def judge(claim: dict[str, Any], runs: pd.DataFrame, *, caps: pd.DataFrame | None = None) -> Verdict:
+    """The verdict of one claim (see the module) on ``runs`` (the analogue's successful records) and ``caps`` (their
+    CAP per seed, for ``metric: cap``)."""
     cid, text = str(claim.get("id", "")), " ".join(str(claim.get("text", "")).split())
     if "not_comparable" in claim:
         return Verdict(cid, text, "not comparable", str(claim["not_comparable"]))
@@ -81,31 +92,70 @@ def judge(claim: dict[str, Any], runs: pd.DataFrame) -> Verdict:
         raise ConfigError(f"claim {cid or text!r}: give exactly one of {', '.join(KINDS)} (or not_comparable)")
     kind, spec = kinds[0], claim[kinds[0]]
     metric = spec["metric"]
-    a = _values(runs, spec["a"], metric)
+    frame = caps if metric == "cap" else runs
+    if frame is None or (metric != "cap" and metric not in frame):
+        return Verdict(cid, text, "not comparable", f"the records hold no {metric}")
+    a = _values(frame, spec["a"], metric)
     if a.empty:
         return Verdict(cid, text, "not comparable", f"no successful run of {_describe(spec['a'])}")
-    if kind == "equals":
-        held = bool((a == float(spec["value"])).all())
-        return Verdict(cid, text, "held" if held else "not held",
-                       f"{metric} of {_describe(spec['a'])}: {sorted(set(a.round(6)))} (claim: {spec['value']})")
-    if kind == "below":
-        mean = float(a.mean())
-        high = mean + (float(stats.t.ppf(0.975, a.size - 1)) * float(a.std(ddof=1)) / math.sqrt(a.size)
-                       if a.size > 1 else 0.0)
-        held = high < float(spec["value"])
-        return Verdict(cid, text, "held" if held else "not held",
-                       f"{metric} of {_describe(spec['a'])}: {mean:+.3f}, 95% upper end {high:+.3f} "
-                       f"(claim: below {spec['value']}; {a.size} runs)")
-    b = _values(runs, spec["b"], metric)
+    if kind in ("equals", "above", "below"):
+        held, reason = _ONE_SAMPLE[kind](a, float(spec["value"]))
+        return Verdict(cid, text, "held" if held else "not held", f"{metric} of {_describe(spec['a'])}: {reason}")
+    b = _values(frame, spec["b"], metric)
     if b.empty:
         return Verdict(cid, text, "not comparable", f"no successful run of {_describe(spec['b'])}")
-    diff = float(a.mean() - b.mean())
-    if a.size > 1 and b.size > 1:
-        p = float(stats.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue)
-        p = 0.0 if math.isnan(p) and diff > 0 else 1.0 if math.isnan(p) else p
-        held, test = p < 0.05, f"one-sided Welch p = {p:.3g}"
+    names = f"{_describe(spec['a'])} {a.mean():.3f} vs {_describe(spec['b'])} {b.mean():.3f}"
+    if kind == "within":
+        held, reason = _equivalent(a, b, float(spec["margin"]))
     else:
-        held, test = diff > 0, "one seed: no test"
-    return Verdict(cid, text, "held" if held else "not held",
-                   f"{metric}: {_describe(spec['a'])} {a.mean():.3f} vs {_describe(spec['b'])} {b.mean():.3f} "
-                   f"({diff:+.3f}; {test})")
+        held, reason = _greater(a, b, float(spec.get("margin", 0.0)))
+    return Verdict(cid, text, "held" if held else "not held", f"{metric}: {names} ({reason})")
+
+
+def _equals(a: pd.Series, value: float) -> tuple[bool, str]:
+    return bool((a == value).all()), f"{sorted(set(a.round(6)))} (claim: {value:g})"
+
+
+def _above(a: pd.Series, value: float) -> tuple[bool, str]:
+    if a.size < 2:
+        return bool(a.mean() > value), f"{a.mean():+.3f} (claim: above {value:g}; one seed: no test)"
+    p = _nan_p(float(stats.ttest_1samp(a, value, alternative="greater").pvalue), float(a.mean() - value))
+    return p < ALPHA, f"{a.mean():+.3f} (claim: above {value:g}; one-sided t p = {p:.3g}, {a.size} runs)"
+
+
+def _below(a: pd.Series, value: float) -> tuple[bool, str]:
+    mean = float(a.mean())
+    high = mean + (float(stats.t.ppf(0.975, a.size - 1)) * float(a.std(ddof=1)) / math.sqrt(a.size)
+                   if a.size > 1 else 0.0)
+    return high < value, f"{mean:+.3f}, 95% upper end {high:+.3f} (claim: below {value:g}; {a.size} runs)"
+
+
+_ONE_SAMPLE = {"equals": _equals, "above": _above, "below": _below}
+
+
+def _nan_p(p: float, diff: float) -> float:
+    """A test's p-value where both samples are constant (NaN): 0 when the difference is positive, else 1."""
+    return (0.0 if diff > 0 else 1.0) if math.isnan(p) else p
+
+
+def _greater(a: pd.Series, b: pd.Series, margin: float) -> tuple[bool, str]:
+    diff = float(a.mean() - b.mean())
+    shown = f"{diff:+.3f}" + (f", margin {margin:+g}" if margin else "")
+    if a.size < 2 or b.size < 2:
+        return diff > margin, f"{shown}; one seed: no test"
+    p = _nan_p(float(stats.ttest_ind(a - margin, b, equal_var=False, alternative="greater").pvalue), diff - margin)
+    return p < ALPHA, f"{shown}; one-sided Welch p = {p:.3g}"
+
+
+def _equivalent(a: pd.Series, b: pd.Series, margin: float) -> tuple[bool, str]:
+    """Two one-sided Welch tests at 5%: the 90% interval of the difference inside (-margin, margin)."""
+    diff = float(a.mean() - b.mean())
+    if a.size < 2 or b.size < 2:
+        return abs(diff) < margin, f"{diff:+.3f}, margin {margin:g}; one seed: no test"
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if se > 0 else a.size + b.size - 2
+    half = float(stats.t.ppf(1 - ALPHA, df)) * se
+    low, high = diff - half, diff + half
+    return (-margin < low and high < margin,
+            f"{diff:+.3f}, 90% interval [{low:+.3f}, {high:+.3f}], margin {margin:g}; two one-sided Welch tests")

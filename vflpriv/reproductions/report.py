@@ -14,6 +14,7 @@ from vflpriv.reports.paper_tables import Table
 from vflpriv.reproductions import Analogue
 from vflpriv.reproductions.claims import Verdict, judge
 from vflpriv.results import load_results
+from vflpriv.tradeoff.cap import seed_caps
 
 COLUMNS = {"utility": "utility", "comm_messages_finetune": "finetune messages", "comm_mb_finetune": "finetune MB",
            "attack_accuracy": "attack", "prior_accuracy": "prior", "leakage": "leakage"}
@@ -50,16 +51,60 @@ def _cell(values: pd.Series, *, count: bool = False) -> str:
     return f"{x.mean():.3f} ± {x.std(ddof=1):.3f}" if len(x) > 1 else f"{x.mean():.3f}"
 
 
+def _row_names(runs: pd.DataFrame) -> pd.Series:
+    """Each run's table row: its method and the options that tell its rows apart (a preset's options, the same on
+    every run of the method, are in the settings, not in every row)."""
+    varying = {method: {k for o in group for k in o if len({repr(x.get(k)) for x in group}) > 1}
+               for method, group in runs.groupby("method")["options"]}
+
+    def name(method: str, options: dict) -> str:
+        shown = sorted((k, v) for k, v in options.items() if k in varying[method])
+        return method + (f" ({', '.join(f'{k}={v}' for k, v in shown)})" if shown else "")
+
+    return pd.Series([name(m, o) for m, o in zip(runs["method"], runs["options"])], index=runs.index, dtype=object)
+
+
+def swept(runs: pd.DataFrame) -> bool:
+    """Whether the records sweep a defense's strength (then rows name the strength, and CAP applies)."""
+    return bool((runs["defense"] != "none").any())
+
+
 def table(runs: pd.DataFrame, by: str) -> Table:
-    """vflpriv's side: one row per (method and options, ``by`` value)."""
-    runs = runs.assign(row=runs["method"] + runs["options"].map(
-        lambda o: f" ({', '.join(f'{k}={v}' for k, v in sorted(o.items()))})" if o else ""))
-    rows = []
-    for (row, value), g in runs.groupby(["row", runs["by"].astype(str)], sort=True):
-        cells = [_cell(g[c], count=c in COUNTS) if c in g else "n/a" for c in COLUMNS]
-        rows.append([row, value, str(g["seed"].nunique()), *cells])
-    return Table("vflpriv", ["method", by, "seeds", *COLUMNS.values()], rows, set(),
-                 note="mean ± std over seeds; messages and MB of the finetuning phase (inference excluded)")
+    """vflpriv's side: one row per (method and options, ``by`` value, and the defense strength where swept)."""
+    keys = ["row", "value"] + (["strength"] if swept(runs) else [])
+    runs = runs.assign(row=_row_names(runs), value=runs["by"].astype(str))
+    rows = [[*map(str, k[:2]), *([f"{k[2]:g}"] if len(k) > 2 else []), str(g["seed"].nunique()),
+             *(_cell(g[c], count=c in COUNTS) if c in g else "n/a" for c in COLUMNS)]
+            for k, g in runs.groupby(keys, sort=True)]
+    return Table("vflpriv", ["method", by, *(["strength"] if len(keys) > 2 else []), "seeds", *COLUMNS.values()],
+                 rows, set(), note="mean ± std over seeds; messages and MB of the finetuning phase (inference excluded)")
+
+
+#: What a CAP is computed within: every seed's runs of one row over its strengths.
+CAP_GROUP = ["method", "row", "by", "dataset", "attack", "defense", "phase"]
+
+
+def caps(runs: pd.DataFrame) -> pd.DataFrame:
+    """CAP per (row, ``by`` value, attack, defense) and seed over the swept strengths, with each row's ``options``
+    (for the claims' selectors); empty when no defense is swept."""
+    if runs.empty or not swept(runs):
+        return pd.DataFrame(columns=[*CAP_GROUP, "seed", "cap", "options"])
+    keyed = runs.assign(row=_row_names(runs), by=runs["by"].astype(str))
+    found = seed_caps(keyed[keyed["status"] == "ok"], CAP_GROUP)
+    options = dict(zip(keyed["row"], keyed["options"]))
+    by_value = dict(zip(keyed["by"], runs["by"]))
+    return found.assign(options=found["row"].map(options), by=found["by"].map(by_value))
+
+
+def cap_table(found: pd.DataFrame, by: str) -> Table | None:
+    if found.empty:
+        return None
+    rows = [[row, str(value), attack, defense, str(g["seed"].nunique()), _cell(g["cap"])]
+            for (row, value, attack, defense), g in found.groupby(["row", found["by"].astype(str), "attack", "defense"],
+                                                                   sort=True)]
+    return Table("CAP", ["method", by, "attack", "defense", "seeds", "CAP"], rows, set(),
+                 note="CAP (FedHSSL Definition 1): mean over the swept strengths of utility x (1 - attack accuracy), "
+                      "per seed; mean ± std over seeds")
 
 
 def paper_table(analogue: Analogue) -> Table | None:
@@ -72,13 +117,16 @@ def paper_table(analogue: Analogue) -> Table | None:
 def claims_table(found: list[Verdict]) -> Table:
     return Table("Claims", ["claim", "verdict", "why"], [[f"{v.id}: {v.text}", v.verdict, v.reason] for v in found],
                  {(i, 1) for i, v in enumerate(found)},
-                 note="held: a one-sided Welch test over seeds at 5%, an exact count, or a 95% interval below a bound")
+                 note="held: a one-sided Welch (or one-sample t) test over seeds at 5%, an exact count, a 95% interval "
+                      "below a bound, or a 90% interval of the difference within a margin (equivalence)")
 
 
 def write(analogue: Analogue, runs: pd.DataFrame, out: Path, *, command: str, quick: bool) -> list[Path]:
     """``reproduction.md`` and ``reproduction.html`` in ``out``."""
-    found = [judge(claim, runs) for claim in analogue.claims]
-    tables = [t for t in (table(runs, analogue.by), paper_table(analogue), claims_table(found)) if t is not None]
+    per_seed = caps(runs)
+    found = [judge(claim, runs, caps=per_seed) for claim in analogue.claims]
+    tables = [t for t in (table(runs, analogue.by), cap_table(per_seed, analogue.by), paper_table(analogue),
+                          claims_table(found)) if t is not None]
     context = {"paper": analogue.paper, "command": command, "how this analogue differs": analogue.setting}
     if quick:
         changed = ", ".join(f"{k} = {v}" for k, v in analogue.quick.items())
