@@ -104,6 +104,10 @@ class FinetuneConfig(Options):
     local_updates: int = Field(
         1, ge=1, le=1000, description="FedBCD (Liu et al.): after each exchange every party makes local_updates - 1 "
         "further updates with the stale received embeddings / gradients; 1 = plain split learning")
+    curve: bool = Field(
+        False, description="record the test utility and the MB sent so far (pretraining and finetuning) at the end of "
+        "every finetuning epoch (paper 003's Table 1: MB to reach a target accuracy): a measurement that sends, counts "
+        "and draws nothing the training sees, so every other number is the same with it")
 
 
 class MethodConfig(Options):

@@ -18,7 +18,7 @@ from vflpriv.components import parse_options
 from vflpriv.config import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
-from vflpriv.engine import DEFENSE_POINTS, role
+from vflpriv.engine import DEFENSE_POINTS, EPOCH_END, role
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.errors import ConfigError, IncompatibleError
 from vflpriv.methods.base import Method
@@ -120,6 +120,9 @@ def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
         tops = ", ".join(sorted(s.split(":")[1] for s in supported if s.startswith("top:")))
         raise IncompatibleError(f"finetune.top={ft.top}: method '{name}' trains its own classifier, not the shared "
                                 f"loop's top; valid here: {tops}")
+    if ft.curve and EPOCH_END not in supported:
+        raise IncompatibleError(f"finetune.curve: method '{name}' trains in a loop without the epoch-end measurement "
+                                "point, so it has no learning curve; use false")
     if ft.local_updates > 1 and "local-updates" not in supported:
         raise IncompatibleError(f"finetune.local_updates={ft.local_updates}: method '{name}' does not finetune with "
                                 "the shared split-learning loop, so it has no exchanges to follow with local updates; "

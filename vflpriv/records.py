@@ -65,6 +65,8 @@ class RunRecord:
     error: str = ""
     notes: str = ""
     traffic: str = field(default="", repr=False)
+    #: JSON [[epoch, MB sent so far, test utility], ...] per finetuning epoch, with ``finetune.curve``.
+    utility_curve: str = field(default="", repr=False)
     #: Per covered primary target, in order, whether the attack (the prior) guessed it right: "0"/"1" characters,
     #: for the per-sample paired test of the audit's verdicts.
     attack_hits: str = field(default="", repr=False)

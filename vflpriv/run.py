@@ -43,6 +43,8 @@ class TrainedFederation:
     metric: str
     seconds: float
     notes: list[str] = field(default_factory=list)
+    #: With ``finetune.curve``: per finetuning epoch, [epoch, MB sent so far, test utility] (:class:`UtilityCurve`).
+    curve: list[list[float]] = field(default_factory=list)
 
     def encoder(self, phase: str, party: int) -> nn.Module | None:
         """The adversary's snapshot of ``phase``: its pretrained encoder, or its finetuned bottom model."""
@@ -96,6 +98,7 @@ def _execute(p: Plan) -> list[RunRecord]:
         record.training_under_attack = under_attack
         record.epsilon = sum(spent) if spent else float("nan")  # several DP defenses compose (basic composition)
         record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
+        record.utility_curve = json.dumps(result.curve) if result.curve else ""
         if a.not_applicable:  # no federation to attack; the adversary's prior is still what it knows alone
             record.status, record.error = NOT_APPLICABLE, a.not_applicable
             if a.config.attack.prior != "none":
@@ -162,11 +165,32 @@ def train(p: Plan) -> TrainedFederation:
     pretrained = _pretrain(p, fed, notes)
     attacked = {a.config.attack.phase for a in p.attacks}
     snapshot = copy.deepcopy(pretrained[scenario.adversary]) if pretrained is not None and PRETRAIN in attacked else None
+    curve = UtilityCurve(p) if p.config.finetune.curve else None
+    fed.monitor = curve
     trained = p.method.finetune(fed, pretrained)
+    fed.monitor = None
     logits = require_finite(p.method.predict(fed, trained), "the federated model's test logits")
     ds = scenario.dataset
     utility = metrics.utility(ds.metric, logits, ds.y_test.to(p.device))
-    return TrainedFederation(fed, snapshot, trained, utility, ds.metric, time.perf_counter() - start, notes)
+    return TrainedFederation(fed, snapshot, trained, utility, ds.metric, time.perf_counter() - start, notes,
+                             curve.points if curve else [])
+
+
+class UtilityCurve:
+    """The ``finetune.curve`` monitor (``Federation.monitor``): at each finetuning epoch's end, the test utility of
+    the model as it stands (the method's own split inference, muted) and the MB the training has sent so far
+    (pretraining included, inference excluded): paper 003 reads the MB to reach a target accuracy off it."""
+
+    def __init__(self, p: Plan):
+        self.method, self.dataset, self.device = p.method, p.scenario.dataset, p.device
+        self.points: list[list[float]] = []
+
+    def __call__(self, fed: Federation, epoch: int, bottoms: list[nn.Module], top: nn.Module) -> None:
+        logits = self.method.predict(fed, Trained(bottoms, top))
+        utility = metrics.utility(self.dataset.metric, logits, self.dataset.y_test.to(self.device))
+        meter = fed.channel.meter
+        sent = (meter.total_bytes(PRETRAIN) + meter.total_bytes(FINETUNE)) / 1e6
+        self.points.append([epoch, sent, utility])
 
 
 def _pretrain(p: Plan, fed: Federation, notes: list[str]) -> list | None:

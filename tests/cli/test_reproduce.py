@@ -90,6 +90,24 @@ def test_cap_claims_read_each_seeds_cap_over_its_strengths():
     assert judge(claim, pd.DataFrame(rows)).verdict == "not comparable"  # no CAP without a sweep
 
 
+def test_mb_to_target_reads_the_first_epoch_at_the_target_and_ranks_a_target_never_reached():
+    import json
+    import math
+
+    from vflpriv.reproductions.report import mb_to_target
+
+    curve = json.dumps([[0, 0.5, 0.40], [1, 1.0, 0.81], [2, 1.5, 0.79], [3, 2.0, 0.90]])
+    assert mb_to_target(curve, 0.8) == 1.0 and mb_to_target(curve, 0.9) == 2.0
+    assert mb_to_target(curve, 0.95) == math.inf and math.isnan(mb_to_target("", 0.8))
+    runs = _runs({("vfl", 1): [math.inf, math.inf, 3.0], ("ssl", 1): [0.1, 0.2, 0.1], ("mix", 1): [0.05, math.inf, 2.0]},
+                 "mb_to_target")
+    claim = lambda a, b: {"greater": {"metric": "mb_to_target", "a": {"method": a}, "b": {"method": b}}}  # noqa: E731
+    held = judge(claim("vfl", "ssl"), runs)  # every vfl seed above every ssl seed: exact p = 1/20
+    assert held.verdict == "held" and "never reached: 2/3 vs 0/3" in held.reason and "p = 0.05" in held.reason
+    assert judge(claim("ssl", "vfl"), runs).verdict == "not held"
+    assert judge(claim("mix", "ssl"), runs).verdict == "not held"  # one mix seed is below the ssl ones
+
+
 def test_a_strength_selects_the_runs_at_that_strength():
     runs = pd.DataFrame([{"method": "a", "options": {}, "by": 1, "seed": s, "strength": lam, "utility": u}
                          for s in range(3) for lam, u in ((0.0, 0.9 + 0.001 * s), (1.0, 0.5 + 0.001 * s))])

@@ -44,7 +44,7 @@ def reproduce(
     results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console)
     from vflpriv.reproductions.report import records, write
 
-    paths = write(analogue, records(out / "results.sqlite", analogue.by), out,
+    paths = write(analogue, records(out / "results.sqlite", analogue.by, targets=analogue.targets), out,
                   command=command_line(), quick=quick)
     console.print(f"wrote {', '.join(map(str, paths))}")
     failed = int((results["status"] == "failed").sum())

@@ -2,7 +2,7 @@
 
 from vflpriv.engine.channel import Channel, Inbox, Meter, Received
 from vflpriv.engine.hooks import (
-    ACTIVE_BATCH, ACTIVE_LOSS, ACTIVE_MODEL, DEFENSE_POINTS, GRADIENT_COMPUTATION, PASSIVE_OPTIMIZER, PASSIVE_STEP,
+    ACTIVE_BATCH, ACTIVE_LOSS, ACTIVE_MODEL, DEFENSE_POINTS, EPOCH_END, GRADIENT_COMPUTATION, PASSIVE_OPTIMIZER, PASSIVE_STEP,
     PREDICTIONS, CombinedHooks, DefenseChain, DefensePoints, PassiveStep, TrainingHooks,
 )
 from vflpriv.engine.message import (
@@ -24,7 +24,7 @@ from vflpriv.engine.roles import SPLIT_LEARNING, Role, Traffic, passive_receives
 
 __all__ = [
     "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "HEAD_WEIGHTS", "INFERENCE", "PRETRAIN", "PROBABILITIES", "SERVER", "STATISTICS", "WEIGHTS",
-    "ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "CombinedHooks", "DEFENSE_POINTS", "DefenseChain", "DefensePoints", "GRADIENT_COMPUTATION",
+    "ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "CombinedHooks", "DEFENSE_POINTS", "EPOCH_END", "DefenseChain", "DefensePoints", "GRADIENT_COMPUTATION",
     "PASSIVE_OPTIMIZER", "PASSIVE_STEP", "PREDICTIONS", "PassiveStep", "SPLIT_LEARNING", "TrainingHooks", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
     "Traffic", "make_parties", "passive_receives", "role",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
@@ -87,6 +89,17 @@ class Channel:
         self.declared = declared
         self._routes: dict[tuple[int, str, str], list[MessageTransform]] = {}
         self.observers: list[Callable[[Message, Payload], None]] = []
+        self._muted = False
+
+    @contextmanager
+    def muted(self) -> Iterator[None]:
+        """Messages sent inside are transformed (the receiver gets what it would get) but neither counted nor
+        recorded nor observed: a measurement's traffic, not the protocol's."""
+        self._muted, before = True, self._muted
+        try:
+            yield
+        finally:
+            self._muted = before
 
     def _route(self, message: Message) -> list[MessageTransform]:
         key = (message.sender, message.kind, message.phase)
@@ -106,6 +119,8 @@ class Channel:
         payload = detached(message.payload)
         for transform in self._route(message):
             payload = transform(payload, message)
+        if self._muted:
+            return payload
         self.meter.count(message, payload)
         if message.receiver == self.inbox.owner:
             self.inbox.record(message, payload)

@@ -19,6 +19,12 @@ The defenses of the active party (the label holder), inside its own computation:
 - ``sent_gradient``: how it computes the gradient it sends a passive party (GradPerturb);
 - ``predictions``: its test outputs (the autoencoder decodes them).
 
+A measurement, not a party's act:
+
+- ``epoch_end`` (``measure:epoch-end``, :meth:`vflpriv.engine.Federation.epoch_end`): the end of each finetuning
+  epoch, where a monitor reads the model as it stands (paper 003's Table 1: utility per epoch with the MB sent
+  so far) without sending, counting or drawing anything the training sees.
+
 Message defenses act on the channel, not here. :class:`TrainingHooks` is the honest default: nothing
 observed, every party's default optimiser, the active party's computation unchanged.
 """
@@ -40,6 +46,7 @@ ACTIVE_MODEL = "defend:active-model"
 ACTIVE_LOSS = "defend:active-loss"
 GRADIENT_COMPUTATION = "defend:gradient-computation"
 PREDICTIONS = "defend:predictions"
+EPOCH_END = "measure:epoch-end"
 DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, PREDICTIONS})
 
 
@@ -100,6 +107,11 @@ class DefensePoints:
         """Whether ``sent_gradient`` reads per-class gradients (the loop then keeps the top's graph for them)."""
         return False
 
+    def generators(self) -> list[torch.Generator]:
+        """The random streams these points draw from (a defense's ``generator``): a measurement restores them."""
+        own = getattr(self, "generator", None)
+        return [own] if isinstance(own, torch.Generator) else []
+
 
 class DefenseChain(DefensePoints):
     """Several defenses at the active party's points, applied in the order they are listed."""
@@ -136,6 +148,9 @@ class DefenseChain(DefensePoints):
 
     def needs_per_class(self):
         return any(d.needs_per_class() for d in self.defenses)
+
+    def generators(self):
+        return [g for d in self.defenses for g in d.generators()]
 
 
 class TrainingHooks(DefensePoints):
@@ -182,3 +197,6 @@ class CombinedHooks(TrainingHooks):
 
     def needs_per_class(self):
         return self.defenses.needs_per_class()
+
+    def generators(self):
+        return [*self.adversary.generators(), *self.defenses.generators()]

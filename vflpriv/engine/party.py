@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+from torch import nn
 
 from vflpriv.config import FinetuneConfig, ModelConfig
 from vflpriv.data.base import PartySpec
@@ -48,6 +50,25 @@ class Federation:
     generator: torch.Generator
     device: torch.device
     hooks: TrainingHooks = field(default_factory=TrainingHooks)
+    #: Called at :meth:`epoch_end` with (federation, epoch, bottoms, top); None (the default): nothing is measured.
+    monitor: Callable[[Federation, int, list[nn.Module], nn.Module], None] | None = None
+
+    def epoch_end(self, epoch: int, bottoms: list[nn.Module], top: nn.Module) -> None:
+        """The measurement point at the end of finetuning epoch ``epoch`` (hook point ``measure:epoch-end``): the
+        monitor, if any, with the channel muted (its messages are neither counted nor seen by the adversary), and
+        afterwards every random stream (the method's, the defenses', torch's global one) and every module's
+        train/eval mode as before it, so a measured run trains bit for bit as an unmeasured one."""
+        if self.monitor is None:
+            return
+        modes = [(m, m.training) for root in (*bottoms, top) for m in root.modules()]
+        streams = {id(g): g for g in (self.generator, *self.hooks.generators())}  # every defense is in the hooks
+        states = [(g, g.get_state()) for g in streams.values()]
+        with torch.random.fork_rng(devices=[]), self.channel.muted():
+            self.monitor(self, epoch, bottoms, top)
+        for g, state in states:
+            g.set_state(state)
+        for m, training in modes:
+            m.training = training
 
     @property
     def active(self) -> ActiveParty:

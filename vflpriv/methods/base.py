@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from torch import nn
 
 from vflpriv.engine import (
-    DEFENSE_POINTS, PASSIVE_OPTIMIZER, PASSIVE_STEP, SPLIT_LEARNING, Federation, Traffic, passive_receives,
+    DEFENSE_POINTS, EPOCH_END, PASSIVE_OPTIMIZER, PASSIVE_STEP, SPLIT_LEARNING, Federation, Traffic, passive_receives,
 )
 from vflpriv.methods.finetune import Trained, finetune, predict, split_model
 from vflpriv.models.encoders import build_encoder
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 #: Everything the shared finetuning loop honours: each ``finetune.top``, FedBCD's ``finetune.local_updates``,
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
-                                         PASSIVE_OPTIMIZER, *DEFENSE_POINTS})
+                                         PASSIVE_OPTIMIZER, EPOCH_END, *DEFENSE_POINTS})
 
 
 class Method:

@@ -6,8 +6,9 @@ received gradient through h_k. Every party owns its optimiser. The top follows `
 an MLP over the concatenation, or the sum of per-party class logits: :func:`split_model`); with
 ``finetune.local_updates`` Q > 1 every exchange is followed by Q - 1 local updates on the stale received
 tensors (FedBCD-p, Liu et al. 2022; VFLAIR's FedBCD_p). The loop calls the adversary's hook points
-(``vflpriv.engine.hooks``): ``passive_step`` before a passive party applies a received gradient, and
-``passive_optimizer`` for each passive party's optimiser.
+(``vflpriv.engine.hooks``): ``passive_step`` before a passive party applies a received gradient,
+``passive_optimizer`` for each passive party's optimiser, and the measurement point ``fed.epoch_end`` after each
+epoch.
 """
 
 from __future__ import annotations
@@ -186,6 +187,7 @@ def finetune(
                 optimizers.zero_grad()
                 local_update(fed, bottoms, top, batch, labels[batch], exchange, penalty=penalty)
                 optimizers.step()
+        fed.epoch_end(first_epoch + epoch, bottoms, top)
     return Trained(bottoms, top)
 
 

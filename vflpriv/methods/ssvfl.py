@@ -21,7 +21,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, INFERENCE, Federation, Message
+from vflpriv.engine import ACTIVE, EMBEDDING, EPOCH_END, FINETUNE, INFERENCE, Federation, Message
 from vflpriv.methods.finetune import PartyOptimizers, Trained, new_top
 from vflpriv.methods.local_ssl import LocalOptions, LocalSSLMethod
 from vflpriv.models.training import index_batches, require_finite
@@ -47,7 +47,7 @@ class SSVFLIndependent(SSVFLCoupled):
 
     sends = frozenset({("passive", EMBEDDING, FINETUNE), ("passive", EMBEDDING, INFERENCE)})
     #: Its own loop: frozen encoders, the active party's Linear head trained alone; passive parties never update.
-    supports = frozenset({"top:linear"})
+    supports = frozenset({"top:linear", EPOCH_END})
 
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         encoders = [copy.deepcopy(m).eval().requires_grad_(False) for m in pretrained]
@@ -71,5 +71,6 @@ class SSVFLIndependent(SSVFLCoupled):
                 optimizers.zero_grad()
                 loss.backward()
                 optimizers.step()
+            fed.epoch_end(epoch, encoders, top)
         require_finite(finite, "the active party's head training loss")
         return Trained(encoders, top)

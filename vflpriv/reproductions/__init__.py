@@ -5,8 +5,9 @@ An analogue is a YAML file in this folder: ``title``, ``paper``, ``setting`` (ho
 paper: data, budget), ``grid`` (a ``vflpriv sweep`` grid) and ``preset`` under it, ``parts`` (a list of settings
 for settings that vary together, e.g. ``partition.labeled`` with ``partition.aligned_fraction``: the grid runs once
 per part, all into one store), ``quick`` (settings for a few-minute version on bundled data), ``by`` (the setting
-that separates rows beside the method), ``paper_numbers`` (rows of the paper's own table) and ``claims`` (see
-:mod:`vflpriv.reproductions.claims`).
+that separates rows beside the method), ``targets`` (a target utility per ``by`` value: the runs then record their
+learning curve, ``finetune.curve``, and ``mb_to_target`` is the MB sent until the first epoch at or above it, inf
+if never), ``paper_numbers`` (rows of the paper's own table) and ``claims`` (see :mod:`vflpriv.reproductions.claims`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Analogue:
     by: str
     paper_numbers: list[dict[str, Any]] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
+    targets: dict[Any, float] = field(default_factory=dict)
 
     def grids(self, *, quick: bool, overrides: list[str] = ()) -> list[dict[str, Any]]:
         """Each part's grid as ``vflpriv sweep`` would read it: the preset, the grid over it, the part's settings,
@@ -47,6 +49,8 @@ class Analogue:
             raw = copy.deepcopy(merged(load_preset(self.preset) if self.preset else {}, self.grid))
             for key, value in {**part, **(self.quick if quick else {})}.items():
                 _assign(raw, key, value)
+            if self.targets:
+                _assign(raw, "finetune.curve", True)
             for assignment in overrides:
                 apply_override(raw, assignment)
             out.append(raw)
@@ -76,4 +80,5 @@ def load(name: str) -> Analogue:
     return Analogue(name=name, title=data["title"], paper=data["paper"], setting=" ".join(data["setting"].split()),
                     grid=data["grid"], preset=data.get("preset"), parts=data.get("parts", []),
                     quick=data.get("quick", {}), by=data["by"],
-                    paper_numbers=data.get("paper_numbers", []), claims=data.get("claims", []))
+                    paper_numbers=data.get("paper_numbers", []), claims=data.get("claims", []),
+                    targets=data.get("targets", {}))

@@ -6,13 +6,15 @@ runs that leave those options unset) and is one of
 
 - ``greater: {metric, a, b, margin}``: the mean of ``metric`` over ``a``'s seeds exceeds ``b``'s by more than
   ``margin`` (default 0; -0.02 reads "at most 0.02 worse"), by a one-sided Welch t-test at 5% (held), or not;
+  where a value is infinite (``mb_to_target`` of a seed that never reached it), by an exact one-sided
+  Mann-Whitney test;
 - ``above: {metric, a, value}``: ``a``'s mean exceeds ``value``, by a one-sided one-sample t-test at 5%;
 - ``below: {metric, a, value}``: the upper end of the 95% interval of ``a``'s mean is below ``value``;
 - ``within: {metric, a, b, margin}``: ``a`` and ``b`` are equivalent to within ``margin``: the 90% Welch interval of
   the difference of means lies inside (-margin, margin) (two one-sided tests at 5%);
 - ``equals: {metric, a, value}``: every run of ``a`` has exactly ``value`` (message counts).
 
-``metric`` is a column of the records, or ``cap``: CAP (FedHSSL Definition 1) of each seed over the strengths its
+``metric`` is a column of the records (``mb_to_target`` with the analogue's ``targets``), or ``cap``: CAP (FedHSSL Definition 1) of each seed over the strengths its
 sweep names (:func:`vflpriv.tradeoff.cap.seed_caps`; there ``strength`` selects nothing).
 
 ``not_comparable: REASON`` marks a claim this analogue cannot test (another dataset's scale, a missing baseline).
@@ -53,13 +55,14 @@ def select(runs: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
         keep &= runs["options"].map(lambda o, k=key, v=value: o.get(k) == v)
     for column in ("by", "strength"):
         if column in where:
-            keep &= runs[column].map(lambda x, v=where[column]: _same(x, v))
+            keep &= runs[column].map(lambda x, v=where[column]: same(x, v))
     if where.get("default_options"):  # only the runs with none of the options a sibling row sets
         keep &= runs["options"].map(lambda o: not any(k in o for k in where["default_options"]))
     return runs[keep]
 
 
-def _same(x: Any, y: Any) -> bool:
+def same(x: Any, y: Any) -> bool:
+    """Equal as numbers where both are, else equal."""
     try:
         return math.isclose(float(x), float(y), rel_tol=1e-9)
     except (TypeError, ValueError):
@@ -139,12 +142,24 @@ def _nan_p(p: float, diff: float) -> float:
 
 
 def _greater(a: pd.Series, b: pd.Series, margin: float) -> tuple[bool, str]:
+    if math.inf in set(a) | set(b):  # some seed never got there (MB to a target): ranks, not means
+        return _ranked(a, b, margin)
     diff = float(a.mean() - b.mean())
     shown = f"{diff:+.3f}" + (f", margin {margin:+g}" if margin else "")
     if a.size < 2 or b.size < 2:
         return diff > margin, f"{shown}; one seed: no test"
     p = _nan_p(float(stats.ttest_ind(a - margin, b, equal_var=False, alternative="greater").pvalue), diff - margin)
     return p < ALPHA, f"{shown}; one-sided Welch p = {p:.3g}"
+
+
+def _ranked(a: pd.Series, b: pd.Series, margin: float) -> tuple[bool, str]:
+    """A one-sided Mann-Whitney U test (exact) of a - margin above b, for values with infinities (a target never
+    reached): held at p <= 0.05 (with 3 seeds each, every seed of a above every seed of b)."""
+    never = f"never reached: {int((a == math.inf).sum())}/{a.size} vs {int((b == math.inf).sum())}/{b.size} seeds"
+    if a.size < 2 or b.size < 2:
+        return bool(a.min() - margin > b.max()), f"{never}; one seed: no test"
+    p = float(stats.mannwhitneyu(a - margin, b, alternative="greater", method="exact").pvalue)
+    return p <= ALPHA, f"{never}; one-sided Mann-Whitney p = {p:.3g}"
 
 
 def _equivalent(a: pd.Series, b: pd.Series, margin: float) -> tuple[bool, str]:

@@ -5,6 +5,7 @@ each claim's verdict."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,7 @@ import pandas as pd
 from vflpriv.reports.html import render_report
 from vflpriv.reports.paper_tables import Table
 from vflpriv.reproductions import Analogue
-from vflpriv.reproductions.claims import Verdict, judge
+from vflpriv.reproductions.claims import Verdict, judge, same
 from vflpriv.results import load_results
 from vflpriv.tradeoff.cap import seed_caps
 
@@ -20,15 +21,28 @@ COLUMNS = {"utility": "utility", "comm_messages_finetune": "finetune messages", 
            "attack_accuracy": "attack", "prior_accuracy": "prior", "leakage": "leakage"}
 
 
-def records(store: Path, by: str) -> pd.DataFrame:
+def records(store: Path, by: str, *, targets: dict | None = None) -> pd.DataFrame:
     """The store's usable runs (ok, and n/a: a non-federated reference has a utility) with their method options
-    (``options``) and their value of the dotted setting ``by`` (``by``), read from each run's config."""
+    (``options``) and their value of the dotted setting ``by`` (``by``), read from each run's config; with
+    ``targets`` (utility per ``by`` value), ``mb_to_target`` from each run's learning curve."""
     runs = load_results(store)
     runs = runs[runs["status"].isin(["ok", "n/a"])].copy()
     configs = runs["config"].map(json.loads)
     runs["options"] = configs.map(lambda c: c["method"].get("options") or {})
     runs["by"] = configs.map(lambda c: _get(c, by))
+    if targets:
+        runs["target"] = runs["by"].map(lambda v: next((t for k, t in targets.items() if same(k, v)), math.nan))
+        curves = runs["utility_curve"] if "utility_curve" in runs else [""] * len(runs)
+        runs["mb_to_target"] = [mb_to_target(c, t) for c, t in zip(curves, runs["target"])]
     return runs
+
+
+def mb_to_target(curve: str, target: float) -> float:
+    """The MB sent until the end of the first finetuning epoch whose test utility reaches ``target`` (inf if none
+    does; NaN without a curve or a target)."""
+    if not isinstance(curve, str) or not curve or math.isnan(target):
+        return math.nan
+    return next((mb for _, mb, utility in json.loads(curve) if utility >= target), math.inf)
 
 
 def _get(config: dict, dotted: str):
@@ -46,6 +60,9 @@ def _cell(values: pd.Series, *, count: bool = False) -> str:
     x = values.astype(float).dropna()
     if x.empty:
         return "n/a"
+    if x.isin([math.inf]).any():  # MB to a target some seeds never reached
+        reached = x[x != math.inf]
+        return (f"{_cell(reached)} " if len(reached) else "never ") + f"({len(reached)}/{len(x)} seeds reached)"
     if count:
         return f"{x.mean():.0f}"
     return f"{x.mean():.3f} ± {x.std(ddof=1):.3f}" if len(x) > 1 else f"{x.mean():.3f}"
@@ -73,11 +90,16 @@ def table(runs: pd.DataFrame, by: str) -> Table:
     """vflpriv's side: one row per (method and options, ``by`` value, and the defense strength where swept)."""
     keys = ["row", "value"] + (["strength"] if swept(runs) else [])
     runs = runs.assign(row=_row_names(runs), value=runs["by"].astype(str))
+    columns = {**COLUMNS, **({"mb_to_target": "MB to target"} if "mb_to_target" in runs else {})}
     rows = [[*map(str, k[:2]), *([f"{k[2]:g}"] if len(k) > 2 else []), str(g["seed"].nunique()),
-             *(_cell(g[c], count=c in COUNTS) if c in g else "n/a" for c in COLUMNS)]
+             *(_cell(g[c], count=c in COUNTS) if c in g else "n/a" for c in columns)]
             for k, g in runs.groupby(keys, sort=True)]
-    return Table("vflpriv", ["method", by, *(["strength"] if len(keys) > 2 else []), "seeds", *COLUMNS.values()],
-                 rows, set(), note="mean ± std over seeds; messages and MB of the finetuning phase (inference excluded)")
+    note = "mean ± std over seeds; messages and MB of the finetuning phase (inference excluded)"
+    if "mb_to_target" in runs:
+        note += ("; MB to target: pretraining and finetuning MB sent until the first finetuning epoch whose test "
+                 "utility reaches the target (finetune.curve)")
+    return Table("vflpriv", ["method", by, *(["strength"] if len(keys) > 2 else []), "seeds", *columns.values()],
+                 rows, set(), note=note)
 
 
 #: What a CAP is computed within: every seed's runs of one row over its strengths.
@@ -128,6 +150,8 @@ def write(analogue: Analogue, runs: pd.DataFrame, out: Path, *, command: str, qu
     tables = [t for t in (table(runs, analogue.by), cap_table(per_seed, analogue.by), paper_table(analogue),
                           claims_table(found)) if t is not None]
     context = {"paper": analogue.paper, "command": command, "how this analogue differs": analogue.setting}
+    if analogue.targets:
+        context["target utility"] = ", ".join(f"{analogue.by} {k}: {v}" for k, v in analogue.targets.items())
     if quick:
         changed = ", ".join(f"{k} = {v}" for k, v in analogue.quick.items())
         context["quick run"] = (f"--quick, not the recorded budget: {changed}; with one seed the claims have no "
