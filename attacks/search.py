@@ -183,7 +183,8 @@ class Search:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         given = self.attack.options.model_dump(mode="json")
         choices = {k: [given[k]] + [v for v in vals if v != given[k]] for k, vals in space.items()}
-        seed = int(torch.randint(2**31 - 1, (1,), generator=generator(self.seed, "attack:sampler")))
+        sampler = generator(self.seed, "attack:sampler")
+        seed = int(torch.randint(2**31 - 1, (1,), generator=sampler, device=sampler.device))
         study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
         study.enqueue_trial({k: 0 for k in choices})
         best: tuple[float, int, dict] | None = None

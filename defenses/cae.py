@@ -82,10 +82,10 @@ def train_autoencoder(classes: int, *, strength: float, options: CAEOptions, gen
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.Linear):
-                m.weight.copy_(torch.randn(m.weight.shape, generator=generator) * 0.01)
+                m.weight.copy_(torch.randn(m.weight.shape, generator=generator, device=generator.device) * 0.01)
                 m.bias.zero_()
     model = model.to(device)
-    y = sharpen(torch.rand(options.samples, classes, generator=generator).softmax(1), temperature=options.temperature)
+    y = sharpen(torch.rand(options.samples, classes, generator=generator, device=generator.device).softmax(1), temperature=options.temperature)
     y = y.to(device)
     opt = make_optimizer(model.parameters(), name="adam", lr=options.lr, weight_decay=0.0)
     for _ in range(options.epochs):

@@ -52,7 +52,7 @@ class Mixup(TrainingDefense):
     def permutation(self, size: int, device: torch.device) -> torch.Tensor:
         if size not in self.perms:
             g = seeded_generator(self.options.perm_seed, f"mixup:{size}")
-            self.perms[size] = torch.randperm(size, generator=g).to(device)
+            self.perms[size] = torch.randperm(size, generator=g, device=g.device).to(device)
         return self.perms[size]
 
     def active_batch(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -69,9 +69,9 @@ def build_scenario(
             f"labeled={partition.labeled} exceeds the {n_aligned} aligned samples "
             f"(aligned_fraction={partition.aligned_fraction} of {n}); lower labeled or raise aligned_fraction"
         )
-    order = torch.randperm(n, generator=g)
+    order = torch.randperm(n, generator=g, device=g.device)
     aligned, rest = order[:n_aligned].sort().values, order[n_aligned:]
-    labeled = aligned[torch.randperm(n_aligned, generator=g)[: partition.labeled]].sort().values
+    labeled = aligned[torch.randperm(n_aligned, generator=g, device=g.device)[: partition.labeled]].sort().values
     if active_labels_local:  # the active party knows the labels of all its local samples: every aligned one too
         labeled = aligned
     if partition.unaligned == "shared":
@@ -113,5 +113,5 @@ def _draw_aux(
                 f"aux={size} needs {want} samples of class {k} but the adversary has only "
                 f"{candidates.numel()} {source} ones; lower partition.aux"
             )
-        chosen.append(candidates[torch.randperm(candidates.numel(), generator=g)[:want]])
+        chosen.append(candidates[torch.randperm(candidates.numel(), generator=g, device=g.device)[:want]])
     return torch.cat(chosen).sort().values if chosen else torch.empty(0, dtype=torch.long)

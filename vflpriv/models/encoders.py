@@ -89,14 +89,24 @@ def build_encoder(spec: PartySpec, config: ModelConfig, *, generator: torch.Gene
 
 
 def init_parameters(module: nn.Module, *, generator: torch.Generator) -> nn.Module:
-    """PyTorch's default initialisation, drawn from ``generator`` instead of the global RNG."""
+    """PyTorch's default initialisation, drawn from ``generator`` instead of the global RNG, on the generator's
+    device (a CUDA stream may initialise a module still on the CPU, and the reverse); the module stays where it is."""
     for m in module.modules():
         if isinstance(m, (nn.Linear, nn.Conv2d)):
-            nn.init.kaiming_uniform_(m.weight, a=math.sqrt(5), generator=generator)
+            _draw(m.weight, generator, lambda t: nn.init.kaiming_uniform_(t, a=math.sqrt(5), generator=generator))
             if m.bias is not None:
                 fan_in = m.weight[0].numel()
                 bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-                nn.init.uniform_(m.bias, -bound, bound, generator=generator)
+                _draw(m.bias, generator, lambda t, b=bound: nn.init.uniform_(t, -b, b, generator=generator))
         elif isinstance(m, nn.Embedding):
-            nn.init.normal_(m.weight, generator=generator)
+            _draw(m.weight, generator, lambda t: nn.init.normal_(t, generator=generator))
     return module
+
+
+def _draw(parameter: nn.Parameter, generator: torch.Generator, fill) -> None:
+    """``fill`` ``parameter`` in place with draws made on ``generator``'s device."""
+    if parameter.device == generator.device:
+        fill(parameter)
+        return
+    with torch.no_grad():
+        parameter.copy_(fill(torch.empty(parameter.shape, dtype=parameter.dtype, device=generator.device)))

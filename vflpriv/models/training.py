@@ -19,8 +19,8 @@ def index_batches(ids: torch.Tensor, *, batch_size: int, generator: torch.Genera
 
     A trailing batch of one sample is merged into the previous one: BatchNorm cannot train on it.
     """
-    if generator is not None:
-        ids = ids[torch.randperm(ids.numel(), generator=generator).to(ids.device)]
+    if generator is not None:  # drawn where the generator lives (a CPU or a CUDA stream), then moved to the ids
+        ids = ids[torch.randperm(ids.numel(), generator=generator, device=generator.device).to(ids.device)]
     batches = ids.split(batch_size)
     if len(batches) > 1 and batches[-1].numel() == 1:
         batches = (*batches[:-2], torch.cat(batches[-2:]))
