@@ -141,3 +141,17 @@ def test_each_part_runs_its_own_settings_and_leaves_the_analogue_unchanged():
     grids = analogue.grids(quick=False)
     assert [(g["partition"]["labeled"], g["partition"]["aligned_fraction"]) for g in grids] == [(200, 0.2), (400, 0.4)]
     assert repr(analogue.grid) == before
+
+
+def test_an_analogue_on_data_that_is_not_here_is_refused_before_training(tmp_path, monkeypatch):
+    import vflpriv.data.catalog as catalog
+
+    real = catalog.status
+    monkeypatch.setattr(catalog, "status", lambda name: (False, None, "apt install r-cran-mlbench")
+                        if name == "satellite" else real(name))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["reproduce", "fedhssl-table6", "--out", str(out)])
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("error: analogue 'fedhssl-table6' needs dataset satellite") and "vflpriv datasets" in line
+    assert "apt install r-cran-mlbench" in line and not out.exists()  # nothing trained, nothing written

@@ -39,6 +39,7 @@ def reproduce(
     overrides = list(set_) + [f"{k}={v}" for k, v in (("jobs", jobs), ("device", device)) if v is not None]
     out = out or Path(f"vflpriv-reproduce-{name}{'-quick' if quick else ''}")
     runs = _runs(analogue, quick=quick, overrides=overrides)
+    _require_data(name, runs)
     from vflpriv.experiment import run_into_store
 
     results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console)
@@ -61,3 +62,16 @@ def _runs(analogue, *, quick: bool, overrides: list[str]) -> list:
         for run in expand(raw, must_match=set()).runs:
             found.setdefault(run.key(), run)
     return list(found.values())
+
+
+def _require_data(name: str, runs: list) -> None:
+    """Refuse, before any training, an analogue whose datasets' files are not here (a run would fail on each),
+    naming how to get them and the command that checks them."""
+    from vflpriv.data.catalog import DATASET_INFO, status
+
+    for dataset in sorted({r.dataset.name for r in runs if r.dataset.root is None and r.dataset.name in DATASET_INFO}):
+        present, _, how = status(dataset)
+        if not present:
+            raise ConfigError(f"analogue '{name}' needs dataset {dataset}, whose files are not here ({how}); "
+                              "`vflpriv datasets` checks them, --set dataset.root=DIR points to your copy, and "
+                              "--quick runs on bundled data")
