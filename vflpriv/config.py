@@ -209,7 +209,7 @@ class TrainingConfig(Options):
 
     def training_key(self) -> str:
         """Hash of what the federation's training depends on (the device must not change results)."""
-        return config_hash(self.model_dump(mode="json", include=TRAINING_FIELDS))
+        return config_hash(keyed(self.model_dump(mode="json", include=TRAINING_FIELDS)))
 
     def training(self) -> TrainingConfig:
         return TrainingConfig.model_validate(self.model_dump(include=set(TrainingConfig.model_fields)))
@@ -245,7 +245,20 @@ class RunConfig(TrainingConfig):
 
     def key(self) -> str:
         """Stable hash of the whole configuration (device excluded): the record's key in the store."""
-        return config_hash(self.model_dump(mode="json", exclude={"device"}))
+        return config_hash(keyed(self.model_dump(mode="json", exclude={"device"})))
+
+
+#: Measurement-only settings (section, name): off, they are left out of the keys, so a store made before they
+#: existed resumes instead of rerunning every run; on, the run is another (its record holds the measurement).
+MEASUREMENTS = (("finetune", "curve"),)
+
+
+def keyed(dump: dict[str, Any]) -> dict[str, Any]:
+    """``dump`` as the keys hash it: measurement-only settings that are off left out."""
+    for section, name in MEASUREMENTS:
+        if section in dump and not dump[section].get(name, False):
+            dump[section] = {k: v for k, v in dump[section].items() if k != name}
+    return dump
 
 
 class AttackSettings(AttackConfig):

@@ -41,3 +41,15 @@ def test_the_curve_measures_without_changing_a_number_of_the_run(tiny, changes):
 def test_a_method_without_the_epoch_end_point_refuses_the_curve(tiny):
     with pytest.raises(IncompatibleError, match="finetune.curve: method 'oneshot'"):
         run(tiny(method={"name": "oneshot"}, finetune={"curve": True}))
+
+
+def test_the_curve_off_leaves_the_keys_as_they_were_before_it_existed(tiny):
+    """Stores made before finetune.curve existed resume: its default is not in the keys; on, the run is another."""
+    from vflpriv.config import config_hash
+
+    plain = tiny()
+    dump = plain.model_dump(mode="json", exclude={"device"})
+    del dump["finetune"]["curve"]
+    assert plain.key() == config_hash(dump)
+    curved = tiny(finetune={"epochs": 2, "batch_size": 32, "curve": True})
+    assert curved.key() != plain.key() and curved.training_key() != plain.training_key()
