@@ -65,8 +65,8 @@ def _method(name: str, cls: Any) -> Description:
              "pretraining reads labels": str(cls.pretrain_reads_labels),
              "finetune.top": ", ".join(sorted(s.split(":")[1] for s in supports if s.startswith("top:"))),
              "finetune.local_updates > 1": str("local-updates" in supports),
-             "adversary hook points it calls": ", ".join(sorted(s for s in supports if ":" in s and not
-                                                                s.startswith("top:"))) or "none"}
+             "hook points it calls": ", ".join(sorted(s for s in supports if ":" in s and not
+                                                      s.startswith("top:"))) or "none"}
     return Description("method", name, _summary(cls), facts, options_of(cls.Options), "method.options.")
 
 
