@@ -23,6 +23,7 @@ sweep names (:func:`vflpriv.tradeoff.cap.seed_caps`; there ``strength`` selects 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,7 +123,9 @@ def _equals(a: pd.Series, value: float) -> tuple[bool, str]:
 def _above(a: pd.Series, value: float) -> tuple[bool, str]:
     if a.size < 2:
         return bool(a.mean() > value), f"{a.mean():+.3f} (claim: above {value:g}; one seed: no test)"
-    p = _nan_p(float(stats.ttest_1samp(a, value, alternative="greater").pvalue), float(a.mean() - value))
+    with warnings.catch_warnings():  # identical seeds: scipy warns of precision loss, the NaN p is handled
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = _nan_p(float(stats.ttest_1samp(a, value, alternative="greater").pvalue), float(a.mean() - value))
     return p < ALPHA, f"{a.mean():+.3f} (claim: above {value:g}; one-sided t p = {p:.3g}, {a.size} runs)"
 
 
@@ -148,7 +151,10 @@ def _greater(a: pd.Series, b: pd.Series, margin: float) -> tuple[bool, str]:
     shown = f"{diff:+.3f}" + (f", margin {margin:+g}" if margin else "")
     if a.size < 2 or b.size < 2:
         return diff > margin, f"{shown}; one seed: no test"
-    p = _nan_p(float(stats.ttest_ind(a - margin, b, equal_var=False, alternative="greater").pvalue), diff - margin)
+    with warnings.catch_warnings():  # a seed-constant count (one round's MB): precision warnings, not errors
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = _nan_p(float(stats.ttest_ind(a - margin, b, equal_var=False, alternative="greater").pvalue),
+                   diff - margin)
     return p < ALPHA, f"{shown}; one-sided Welch p = {p:.3g}"
 
 

@@ -91,15 +91,24 @@ def table(runs: pd.DataFrame, by: str) -> Table:
     keys = ["row", "value"] + (["strength"] if swept(runs) else [])
     runs = runs.assign(row=_row_names(runs), value=runs["by"].astype(str))
     columns = {**COLUMNS, **({"mb_to_target": "MB to target"} if "mb_to_target" in runs else {})}
+    groups = sorted(runs.groupby(keys, sort=False), key=lambda kg: (kg[0][0], _number_first(kg[1]["by"].iloc[0]),
+                                                                      *kg[0][2:]))
     rows = [[*map(str, k[:2]), *([f"{k[2]:g}"] if len(k) > 2 else []), str(g["seed"].nunique()),
-             *(_cell(g[c], count=c in COUNTS) if c in g else "n/a" for c in columns)]
-            for k, g in runs.groupby(keys, sort=True)]
+             *(_cell(g[c], count=c in COUNTS) if c in g else "n/a" for c in columns)] for k, g in groups]
     note = "mean ± std over seeds; messages and MB of the finetuning phase (inference excluded)"
     if "mb_to_target" in runs:
         note += ("; MB to target: pretraining and finetuning MB sent until the first finetuning epoch whose test "
                  "utility reaches the target (finetune.curve)")
     return Table("vflpriv", ["method", by, *(["strength"] if len(keys) > 2 else []), "seeds", *columns.values()],
                  rows, set(), note=note)
+
+
+def _number_first(value) -> tuple:
+    """A sort key ordering numbers by value (14 < 72 < 144), before anything else."""
+    try:
+        return (0, float(value), "")
+    except (TypeError, ValueError):
+        return (1, 0.0, str(value))
 
 
 #: What a CAP is computed within: every seed's runs of one row over its strengths.
@@ -121,9 +130,10 @@ def caps(runs: pd.DataFrame) -> pd.DataFrame:
 def cap_table(found: pd.DataFrame, by: str) -> Table | None:
     if found.empty:
         return None
+    groups = sorted(found.groupby(["row", found["by"].astype(str), "attack", "defense"], sort=False),
+                    key=lambda kg: (kg[0][0], _number_first(kg[1]["by"].iloc[0]), *kg[0][2:]))
     rows = [[row, str(value), attack, defense, str(g["seed"].nunique()), _cell(g["cap"])]
-            for (row, value, attack, defense), g in found.groupby(["row", found["by"].astype(str), "attack", "defense"],
-                                                                   sort=True)]
+            for (row, value, attack, defense), g in groups]
     return Table("CAP", ["method", by, "attack", "defense", "seeds", "CAP"], rows, set(),
                  note="CAP (FedHSSL Definition 1): mean over the swept strengths of utility x (1 - attack accuracy), "
                       "per seed; mean ± std over seeds")
