@@ -73,5 +73,5 @@ def _require_data(name: str, runs: list) -> None:
         present, _, how = status(dataset)
         if not present:
             raise ConfigError(f"analogue '{name}' needs dataset {dataset}, whose files are not here ({how}); "
-                              "`vflpriv datasets` checks them, --set dataset.root=DIR points to your copy, and "
-                              "--quick runs on bundled data")
+                              f"`vflpriv datasets` checks them, --set 'datasets=[{{name: {dataset}, root: DIR}}]' "
+                              "points to your copy, and --quick runs on bundled data")
