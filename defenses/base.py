@@ -126,6 +126,10 @@ class Protection(DefensePoints, ABC):
     def is_identity(self) -> bool:
         return self.strength == self.axis.identity
 
+    def generators(self) -> list[torch.Generator]:
+        """Its one seeded stream (``defense:INDEX``), for a measurement to restore."""
+        return [self.generator]
+
     def bind(self, federation: Federation) -> None:
         """Called once by the runner after the federation is built, before any training; default: nothing."""
 

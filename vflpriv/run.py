@@ -165,13 +165,14 @@ def train(p: Plan) -> TrainedFederation:
     pretrained = _pretrain(p, fed, notes)
     attacked = {a.config.attack.phase for a in p.attacks}
     snapshot = copy.deepcopy(pretrained[scenario.adversary]) if pretrained is not None and PRETRAIN in attacked else None
-    curve = UtilityCurve(p) if p.config.finetune.curve else None
+    ds = scenario.dataset
+    truth = ds.y_test.to(p.device)
+    curve = UtilityCurve(p, truth) if p.config.finetune.curve else None
     fed.monitor = curve
     trained = p.method.finetune(fed, pretrained)
     fed.monitor = None
     logits = require_finite(p.method.predict(fed, trained), "the federated model's test logits")
-    ds = scenario.dataset
-    utility = metrics.utility(ds.metric, logits, ds.y_test.to(p.device))
+    utility = metrics.utility(ds.metric, logits, truth)
     return TrainedFederation(fed, snapshot, trained, utility, ds.metric, time.perf_counter() - start, notes,
                              curve.points if curve else [])
 
@@ -181,13 +182,12 @@ class UtilityCurve:
     the model as it stands (the method's own split inference, muted) and the MB the training has sent so far
     (pretraining included, inference excluded): paper 003 reads the MB to reach a target accuracy off it."""
 
-    def __init__(self, p: Plan):
-        self.method, self.dataset, self.device = p.method, p.scenario.dataset, p.device
+    def __init__(self, p: Plan, truth: torch.Tensor):
+        self.method, self.metric, self.truth = p.method, p.scenario.dataset.metric, truth
         self.points: list[list[float]] = []
 
     def __call__(self, fed: Federation, epoch: int, bottoms: list[nn.Module], top: nn.Module) -> None:
-        logits = self.method.predict(fed, Trained(bottoms, top))
-        utility = metrics.utility(self.dataset.metric, logits, self.dataset.y_test.to(self.device))
+        utility = metrics.utility(self.metric, self.method.predict(fed, Trained(bottoms, top)), self.truth)
         meter = fed.channel.meter
         sent = (meter.total_bytes(PRETRAIN) + meter.total_bytes(FINETUNE)) / 1e6
         self.points.append([epoch, sent, utility])

@@ -108,9 +108,8 @@ class DefensePoints:
         return False
 
     def generators(self) -> list[torch.Generator]:
-        """The random streams these points draw from (a defense's ``generator``): a measurement restores them."""
-        own = getattr(self, "generator", None)
-        return [own] if isinstance(own, torch.Generator) else []
+        """The random streams these points draw from (a measurement restores them); none by default."""
+        return []
 
 
 class DefenseChain(DefensePoints):

@@ -91,16 +91,21 @@ def table(runs: pd.DataFrame, by: str) -> Table:
     keys = ["row", "value"] + (["strength"] if swept(runs) else [])
     runs = runs.assign(row=_row_names(runs), value=runs["by"].astype(str))
     columns = {**COLUMNS, **({"mb_to_target": "MB to target"} if "mb_to_target" in runs else {})}
-    groups = sorted(runs.groupby(keys, sort=False), key=lambda kg: (kg[0][0], _number_first(kg[1]["by"].iloc[0]),
-                                                                      *kg[0][2:]))
     rows = [[*map(str, k[:2]), *([f"{k[2]:g}"] if len(k) > 2 else []), str(g["seed"].nunique()),
-             *(_cell(g[c], count=c in COUNTS) if c in g else "n/a" for c in columns)] for k, g in groups]
+             *(_cell(g[c], count=c in COUNTS) if c in g else "n/a" for c in columns)] for k, g in _ordered(runs, keys)]
     note = "mean ± std over seeds; messages and MB of the finetuning phase (inference excluded)"
     if "mb_to_target" in runs:
         note += ("; MB to target: pretraining and finetuning MB sent until the first finetuning epoch whose test "
                  "utility reaches the target (finetune.curve)")
     return Table("vflpriv", ["method", by, *(["strength"] if len(keys) > 2 else []), "seeds", *columns.values()],
                  rows, set(), note=note)
+
+
+def _ordered(frame: pd.DataFrame, keys: list[str]) -> list:
+    """``frame`` grouped by ``keys`` (row, ``by`` as text, then the rest), ordered by row, then by the ``by`` value
+    as a number where it is one (14 < 72 < 144), then the rest."""
+    return sorted(frame.groupby(keys, sort=False),
+                  key=lambda kg: (kg[0][0], _number_first(kg[1]["by"].iloc[0]), *kg[0][2:]))
 
 
 def _number_first(value) -> tuple:
@@ -130,10 +135,8 @@ def caps(runs: pd.DataFrame) -> pd.DataFrame:
 def cap_table(found: pd.DataFrame, by: str) -> Table | None:
     if found.empty:
         return None
-    groups = sorted(found.groupby(["row", found["by"].astype(str), "attack", "defense"], sort=False),
-                    key=lambda kg: (kg[0][0], _number_first(kg[1]["by"].iloc[0]), *kg[0][2:]))
-    rows = [[row, str(value), attack, defense, str(g["seed"].nunique()), _cell(g["cap"])]
-            for (row, value, attack, defense), g in groups]
+    rows = [[row, value, attack, defense, str(g["seed"].nunique()), _cell(g["cap"])] for (row, value, attack, defense), g
+            in _ordered(found.assign(value=found["by"].astype(str)), ["row", "value", "attack", "defense"])]
     return Table("CAP", ["method", by, "attack", "defense", "seeds", "CAP"], rows, set(),
                  note="CAP (FedHSSL Definition 1): mean over the swept strengths of utility x (1 - attack accuracy), "
                       "per seed; mean ± std over seeds")
