@@ -29,9 +29,9 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
-from vflpriv.adversary import AdversaryView, Behaviour, Inference, Observation
+from vflpriv.config.options import NoOptions
+from vflpriv.engine.adversary import AdversaryView, Behaviour, Inference, Observation
 from vflpriv.engine.hooks import PASSIVE_OPTIMIZER, PASSIVE_STEP
-from vflpriv.options import NoOptions
 
 __all__ = ["AdversaryView", "Attack", "Behaviour", "Inference", "Observation"]
 

@@ -39,14 +39,14 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
-from vflpriv.adversary import ObservedStep
 from vflpriv.attacks.base import AdversaryView, Attack, Inference, Observation
 from vflpriv.attacks.gradient_clustering import name_clusters
 from vflpriv.attacks.gradients import positions_in
+from vflpriv.config.options import Options
 from vflpriv.engine import FINETUNE, GRADIENT
+from vflpriv.engine.adversary import ObservedStep
 from vflpriv.models.encoders import init_parameters
 from vflpriv.models.training import apply_in_batches, make_optimizer, require_finite
-from vflpriv.options import Options
 
 
 class BatchLabelOptions(Options):

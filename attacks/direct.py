@@ -28,7 +28,7 @@ from pydantic import Field
 
 from vflpriv.attacks.base import AdversaryView, Inference
 from vflpriv.attacks.gradients import EpochChoice, GradientAttack, per_sample
-from vflpriv.options import Options
+from vflpriv.config.options import Options
 
 
 class DirectLabelOptions(Options):

@@ -36,11 +36,11 @@ import torch.nn.functional as F
 from pydantic import Field
 from scipy.optimize import linear_sum_assignment
 
-from vflpriv.options import Options
-from vflpriv.adversary import HOLDOUT
 from vflpriv.attacks.base import AdversaryView, Inference
 from vflpriv.attacks.gradients import EpochChoice, GradientAttack, per_sample, positions_in
-from vflpriv.kmeans import Clustering, kmeans
+from vflpriv.config.options import Options
+from vflpriv.engine.adversary import HOLDOUT
+from vflpriv.models.kmeans import Clustering, kmeans
 from vflpriv.models.training import apply_in_batches
 
 

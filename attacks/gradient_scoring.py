@@ -29,15 +29,16 @@ from __future__ import annotations
 
 import dataclasses
 from typing import Literal
+
 import torch
 import torch.nn.functional as F
 from pydantic import Field
 
-from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Inference
 from vflpriv.attacks.gradients import EpochChoice, GradientAttack, GradientBatch, per_sample, positions_in
-from vflpriv.kmeans import kmeans
 from vflpriv.attacks.model_completion import proxy_positive
+from vflpriv.config.options import Options
+from vflpriv.models.kmeans import kmeans
 
 
 class NormOptions(Options):

@@ -34,11 +34,11 @@ from pydantic import Field
 from scipy.special import betaincinv
 from torch import nn
 
-from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Attack, Inference
 from vflpriv.attacks.model_completion import completed_model, guesses
+from vflpriv.config.options import Options
+from vflpriv.models.ssl import make_augmenter, momentum_copy, momentum_updater
 from vflpriv.models.training import apply_in_batches, make_optimizer, require_finite
-from vflpriv.ssl import make_augmenter, momentum_copy, momentum_updater
 
 
 class MixMatchOptions(Options):

@@ -22,8 +22,8 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from vflpriv.options import Options
 from vflpriv.attacks.base import AdversaryView, Attack, Inference
+from vflpriv.config.options import Options
 from vflpriv.models.encoders import init_parameters
 from vflpriv.models.training import apply_in_batches, fit_classifier, require_finite
 

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 
 import torch
 
-from vflpriv import cache
-from vflpriv.adversary import HOLDOUT, AdversaryView, Inference
 from vflpriv.attacks.base import Attack
-from vflpriv.config import config_hash
-from vflpriv.errors import ConfigError, ProtocolError
-from vflpriv.seeding import generator
+from vflpriv.common.errors import ConfigError, ProtocolError
+from vflpriv.common.seeding import generator
+from vflpriv.config.schema import config_hash
+from vflpriv.engine.adversary import HOLDOUT, AdversaryView, Inference
+from vflpriv.store import cache
 
 #: Share of each class's auxiliary samples held out to score candidates.
 HOLDOUT_SHARE = 0.25

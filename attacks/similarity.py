@@ -29,10 +29,10 @@ from pydantic import Field
 from vflpriv.attacks.base import AdversaryView, Attack, Inference
 from vflpriv.attacks.gradient_clustering import name_clusters
 from vflpriv.attacks.gradients import per_sample, positions_in, received_gradients
+from vflpriv.config.options import Options
 from vflpriv.engine import FINETUNE, GRADIENT
-from vflpriv.kmeans import kmeans_from
+from vflpriv.models.kmeans import kmeans_from
 from vflpriv.models.training import apply_in_batches
-from vflpriv.options import Options
 
 
 class SimilarityOptions(Options):

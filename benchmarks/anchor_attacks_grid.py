@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from vflpriv.experiment import STORE_ONLY
-from vflpriv.results import load_results
+from vflpriv.reports.results import load_results
+from vflpriv.workflows.experiment import STORE_ONLY
 
 HERE = Path(__file__).resolve().parent / "results" / "anchor_attacks"
 GRIDS = ["grid_splitnn", "grid_methods", "grid_pretrain", "grid_dli_trained_top", "grid_dli_trained_top_binary",

@@ -6,7 +6,7 @@ attacks on breast-cancer once more with ``partition.aux_source=labeled`` (Li et 
 knows a few training labels and receives their gradients: direction's reference is then a real
 auxiliary positive, and gc names its clusters by the auxiliary gradients themselves). Each under
 ``iso`` at lambda 0 (= no defense), 1, 5, 25 and under every other defense that applies at two
-strengths; 3 seeds. Every cell is ``vflpriv.run.run(RunConfig)[0]`` with the registered defaults, so
+strengths; 3 seeds. Every cell is ``vflpriv.runner.execution.run(RunConfig)[0]`` with the registered defaults, so
 its numbers are those of ``vflpriv evaluate`` with the same settings, except that the adversary prior
 is skipped (``attack.prior=none``: it draws from its own random stream, so attack and utility numbers
 are unchanged, and A_SimSiam pretraining per seed would dominate the time). Breast-cancer uses 50%
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from vflpriv.experiment import STORE_ONLY
+from vflpriv.config.schema import RunConfig
+from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.sweep import sweep
-from vflpriv.config import RunConfig
-from vflpriv.store import Store
+from vflpriv.workflows.experiment import STORE_ONLY
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: setting -> (dataset, partition, attacks)

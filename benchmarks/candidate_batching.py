@@ -32,7 +32,7 @@ from torch.func import functional_call, grad, stack_module_state, vmap
 
 from vflpriv.attacks.mixmatch import MixMatchCompletion
 from vflpriv.attacks.search import ETA
-from vflpriv.config import ModelConfig
+from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.encoders import build_encoder

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from vflpriv.experiment import STORE_ONLY
-from vflpriv.results import load_results
+from vflpriv.reports.results import load_results
 from vflpriv.tradeoff.cap import cap_table, strength_label
+from vflpriv.workflows.experiment import STORE_ONLY
 
 RESULTS = Path(__file__).resolve().parent / "results"
 COMMANDS = ["VFLPRIV_CACHE=... vflpriv audit --method M --dataset D --attacks mc,mc-mixmatch,gc,dli[,norm] "

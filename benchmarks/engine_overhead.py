@@ -19,14 +19,14 @@ import time
 import torch
 from torch import nn
 
-from vflpriv.config import RunConfig
+from vflpriv.common.seeding import generator
+from vflpriv.config.schema import RunConfig
 from vflpriv.data.load import load_dataset
+from vflpriv.data.scenario import build_scenario
 from vflpriv.engine import Channel, Federation, Inbox, make_parties
 from vflpriv.methods.finetune import finetune, new_top
 from vflpriv.models.encoders import build_encoder
 from vflpriv.models.training import index_batches, make_optimizer
-from vflpriv.scenario import build_scenario
-from vflpriv.seeding import generator
 
 
 def federation(cfg: RunConfig) -> Federation:

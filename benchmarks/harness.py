@@ -34,15 +34,15 @@ import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
-import torch
-
 import engine_overhead
 import pretrain_overhead
-from vflpriv import attacking
-from vflpriv.config import RunConfig
-from vflpriv.planning import plan
-from vflpriv.run import build_federation, run
-from vflpriv.store import Store
+import torch
+
+from vflpriv.config.schema import RunConfig
+from vflpriv.runner import prior
+from vflpriv.runner.execution import build_federation, run
+from vflpriv.runner.planning import plan
+from vflpriv.store.sqlite import Store
 
 MAIN_COMMAND = ["evaluate", "--method", "fedhssl", "--attack", "mc", "--defense", "iso"]
 GRID = """\
@@ -148,7 +148,7 @@ def sweep_vs_necessary(tmp: Path, say) -> None:
                           defenses=[{"name": "iso", "phase": "finetune", "strength": s, "sweep": True}])
                for s in strengths]
     os.environ["VFLPRIV_CACHE"] = str(tmp / "cache-sweep")
-    attacking._PRIORS.clear()
+    prior._PRIORS.clear()
     start = time.perf_counter()
     for c in configs:
         run([c])

@@ -22,12 +22,12 @@ import time
 import torch
 import torch.nn.functional as F
 
-from vflpriv.adversary import AdversaryView
 from vflpriv.attacks.mixmatch import MixMatchCompletion, MixMatchOptions
 from vflpriv.attacks.model_completion import make_head
-from vflpriv.config import ModelConfig
+from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.engine import Inbox
+from vflpriv.engine.adversary import AdversaryView
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.encoders import build_encoder
 

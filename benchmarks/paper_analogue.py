@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vflpriv.reproductions.report import records, table
+from vflpriv.workflows.reproductions.report import records, table
 
 
 def main() -> None:

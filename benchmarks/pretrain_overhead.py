@@ -19,15 +19,14 @@ import time
 import torch
 from torch import nn
 
-from vflpriv.planning import Plan, plan
-from vflpriv.run import build_federation
-from vflpriv.config import RunConfig
+from vflpriv.common.seeding import generator as seeded_generator
+from vflpriv.config.schema import RunConfig
 from vflpriv.engine import Federation
 from vflpriv.methods.pretraining import make_pretrain_optimizer, party_augmenter
-from vflpriv.models.training import set_cosine_lr
-from vflpriv.models.training import index_batches
-from vflpriv.seeding import generator as seeded_generator
-from vflpriv.ssl import negative_cosine, symmetrized, two_views
+from vflpriv.models.ssl import negative_cosine, symmetrized, two_views
+from vflpriv.models.training import index_batches, set_cosine_lr
+from vflpriv.runner.execution import build_federation
+from vflpriv.runner.planning import Plan, plan
 
 
 def federation(config: RunConfig) -> tuple[Plan, Federation]:

@@ -1,7 +1,7 @@
 """A Table IV analogue of the FedHSSL paper: finetuned accuracy of FedSplitNN, FedLocalSSL, FedCSSL,
 FedGSSL and FedHSSL (x SimSiam, BYOL, MoCo) with few labels, mean +- std over seeds.
 
-Every cell is ``vflpriv.run.run(RunConfig)[0]`` with no defense and the ``mc`` attack (its accuracy is kept
+Every cell is ``vflpriv.runner.execution.run(RunConfig)[0]`` with no defense and the ``mc`` attack (its accuracy is kept
 in the CSV too; the prior is skipped), registered default method options, and the default finetuning
 except its learning rate, which is swept (``--finetune-lrs``). Two tables are written:
 
@@ -41,9 +41,9 @@ from pathlib import Path
 
 from joblib import Parallel, delayed
 
-from vflpriv.config import DatasetConfig, FinetuneConfig, RunConfig
+from vflpriv.common.errors import DataError
+from vflpriv.config.schema import DatasetConfig, FinetuneConfig, RunConfig
 from vflpriv.data.load import load_dataset
-from vflpriv.errors import DataError
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FLAVOURS = {"simsiam": "SimSiam", "byol": "BYOL", "moco": "MoCo"}
@@ -114,7 +114,7 @@ def config(setting: Setting, method: str, labels: int, aligned: float, lr: float
 def one_run(setting: Setting, key: Key, aligned: float, threads: int) -> dict:
     import torch
 
-    from vflpriv.run import run
+    from vflpriv.runner.execution import run
 
     torch.set_num_threads(threads)
     method, labels, lr, seed = key

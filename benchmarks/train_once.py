@@ -18,10 +18,10 @@ import time
 
 import torch
 
-import vflpriv.attacking as attacking
-from vflpriv import cache
-from vflpriv.config import RunConfig
-from vflpriv.run import run
+import vflpriv.runner.prior as prior
+from vflpriv.config.schema import RunConfig
+from vflpriv.runner.execution import run
+from vflpriv.store import cache
 
 
 def configs(method: str, attacks: list[str], seed: int) -> list[RunConfig]:
@@ -34,8 +34,8 @@ def configs(method: str, attacks: list[str], seed: int) -> list[RunConfig]:
 
 def timed(fn) -> tuple[float, object]:
     """Time ``fn`` with empty caches: no prior and no pretraining carried over from another variant."""
-    attacking._PRIORS.clear()
-    attacking._ENCODERS.clear()
+    prior._PRIORS.clear()
+    prior._ENCODERS.clear()
     with tempfile.TemporaryDirectory() as cold:
         os.environ[cache.ENV_VAR] = cold
         start = time.perf_counter()

@@ -1,1 +1,4 @@
-"""Defenses, grouped by where they hook in; each registered in ``vflpriv.defenses``."""
+"""Defenses, grouped by where they hook in; each registered in ``vflpriv.defenses``.
+
+May import: common, config, store, data, models, engine.
+"""

@@ -34,13 +34,19 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import torch
 from pydantic import BaseModel
 
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.options import NoOptions
 from vflpriv.engine.hooks import (
-    ACTIVE_BATCH, ACTIVE_LOSS, ACTIVE_MODEL, DEFENSE_POINTS, GRADIENT_COMPUTATION, PREDICTIONS, DefensePoints,
+    ACTIVE_BATCH,
+    ACTIVE_LOSS,
+    ACTIVE_MODEL,
+    DEFENSE_POINTS,
+    GRADIENT_COMPUTATION,
+    PREDICTIONS,
+    DefensePoints,
 )
 from vflpriv.engine.message import ACTIVE, Message, Payload
 from vflpriv.engine.roles import PASSIVE, role
-from vflpriv.errors import ConfigError
-from vflpriv.options import NoOptions
 
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation

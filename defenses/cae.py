@@ -28,15 +28,15 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
-from vflpriv import cache
-from vflpriv.config import config_hash
+from vflpriv.common.errors import DivergedError
+from vflpriv.common.seeding import generator as seeded_generator
+from vflpriv.config.options import Options
+from vflpriv.config.schema import config_hash
 from vflpriv.defenses.base import ACTIVE_BATCH, MESSAGE, PREDICTIONS, StrengthAxis, TrainingDefense
 from vflpriv.defenses.discrete_sgd import discretise, grid_step
 from vflpriv.engine.message import Message
-from vflpriv.errors import DivergedError
 from vflpriv.models.training import make_optimizer
-from vflpriv.options import Options
-from vflpriv.seeding import generator as seeded_generator
+from vflpriv.store import cache
 
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation

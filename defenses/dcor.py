@@ -12,13 +12,12 @@ SecretFlow's default weight 2, VFLAIR's configs 1e-4 (log) and 0.3.
 
 from __future__ import annotations
 
-
 import torch
 import torch.nn.functional as F
 from pydantic import Field
 
+from vflpriv.config.options import Options
 from vflpriv.defenses.base import ACTIVE_LOSS, StrengthAxis, TrainingDefense
-from vflpriv.options import Options
 
 
 class DcorOptions(Options):

@@ -15,9 +15,9 @@ import math
 
 import torch
 
+from vflpriv.common.errors import ConfigError
 from vflpriv.defenses.base import Defense, StrengthAxis
 from vflpriv.engine.message import Message
-from vflpriv.errors import ConfigError
 
 
 def discretise(tensor: torch.Tensor, *, step: float) -> torch.Tensor:

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 import torch
 from pydantic import Field
 
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.options import Options
 from vflpriv.defenses.base import Defense, StrengthAxis
 from vflpriv.engine.message import Message
-from vflpriv.errors import ConfigError
-from vflpriv.options import Options
 
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation

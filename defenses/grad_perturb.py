@@ -14,9 +14,9 @@ import math
 
 import torch
 
+from vflpriv.common.errors import ConfigError
 from vflpriv.defenses.base import GRADIENT_COMPUTATION, StrengthAxis, TrainingDefense
 from vflpriv.engine.hooks import PerClass
-from vflpriv.errors import ConfigError
 
 
 def laplace(shape: tuple[int, ...], *, scale: float, generator: torch.Generator) -> torch.Tensor:

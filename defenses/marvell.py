@@ -32,9 +32,9 @@ from dataclasses import dataclass
 import torch
 from scipy.optimize import minimize_scalar
 
+from vflpriv.common.errors import ConfigError
 from vflpriv.defenses.base import Defense, StrengthAxis, as_rows
 from vflpriv.engine.message import Message
-from vflpriv.errors import ConfigError
 
 
 @dataclass(frozen=True)

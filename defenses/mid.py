@@ -22,9 +22,9 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
+from vflpriv.config.options import Options
 from vflpriv.defenses.base import ACTIVE_LOSS, ACTIVE_MODEL, StrengthAxis, TrainingDefense
 from vflpriv.models.encoders import init_parameters
-from vflpriv.options import Options
 
 
 class MIDOptions(Options):

@@ -17,10 +17,10 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field
 
+from vflpriv.common.seeding import generator as seeded_generator
+from vflpriv.config.options import Options
 from vflpriv.defenses.base import ACTIVE_BATCH, StrengthAxis, TrainingDefense
 from vflpriv.engine.message import ACTIVE
-from vflpriv.options import Options
-from vflpriv.seeding import generator as seeded_generator
 
 if TYPE_CHECKING:
     from vflpriv.data.base import VerticalDataset

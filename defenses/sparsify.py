@@ -16,13 +16,12 @@ from __future__ import annotations
 import math
 
 import torch
-
 from pydantic import Field
 
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.options import Options
 from vflpriv.defenses.base import Defense, StrengthAxis
 from vflpriv.engine.message import Message
-from vflpriv.errors import ConfigError
-from vflpriv.options import Options
 
 
 class SparsifyOptions(Options):

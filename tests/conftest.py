@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vflpriv.config import RunConfig
+from vflpriv.config.schema import RunConfig
 
 
 def tiny_run(**changes) -> RunConfig:

@@ -1,6 +1,6 @@
 """Where trainings execute: in this process, in local loky workers, or on Dask or Ray clusters (joblib backends).
 
-Each training uses one torch thread (``vflpriv.run.execute``), so a sweep scales by processes, not by
+Each training uses one torch thread (``vflpriv.runner.execution.execute``), so a sweep scales by processes, not by
 oversubscribed threads, and gives the same numbers whatever the number of jobs.
 
 Locally, ``jobs`` trainings run at once: this process computes one share itself and ``jobs - 1`` loky
@@ -32,7 +32,7 @@ from typing import Any
 
 import joblib
 
-from vflpriv.errors import ConfigError
+from vflpriv.common.errors import ConfigError
 
 LOCAL_BACKENDS = ("loky", "threading")
 BACKENDS = (*LOCAL_BACKENDS, "dask", "ray")
@@ -67,7 +67,7 @@ def _exit_with_parent(parent: int) -> None:
 
 def _warm_up() -> None:
     """Import what every training needs (vflpriv's runtime) before the first training arrives."""
-    import vflpriv.run  # noqa: F401
+    import vflpriv.runner.execution  # noqa: F401
 
 
 @contextlib.contextmanager

@@ -13,13 +13,12 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
-from vflpriv import cache
-from vflpriv.config import RunConfig
-from vflpriv.planning import plan
-from vflpriv.records import RunRecord
-from vflpriv.registry import DEFENSES, METHODS
-from vflpriv.run import run_safely
-from vflpriv.store import Store
+from vflpriv.config.registry import DEFENSES, METHODS
+from vflpriv.config.schema import RunConfig
+from vflpriv.runner.execution import pretrain_key, run_safely
+from vflpriv.runner.planning import plan
+from vflpriv.store.records import RunRecord
+from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.executors import run_all
 
 #: Seconds between looks at trainings another sweep holds.
@@ -38,7 +37,7 @@ def shared_states(config: RunConfig) -> set[str]:
     """The costly shared states a training builds or reads from the cache: its pretraining, and each defense's
     (``Protection.shared_state``)."""
     method = METHODS.get(config.method.name)
-    states = {f"pretrain:{cache.pretrain_key(config.training(), method)}"} if method.pretrains else set()
+    states = {f"pretrain:{pretrain_key(config.training(), method)}"} if method.pretrains else set()
     for d in config.defenses:
         state = DEFENSES.get(d.name).shared_state(strength=d.strength, options=d.options)
         if state is not None:

@@ -13,10 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vflpriv.common import moved
+
+moved.install()  # the module paths 0.1's plugin guide published, with a DeprecationWarning (vflpriv.common.moved)
+
 if TYPE_CHECKING:
     import pandas as pd
 
-    from vflpriv.config import ExperimentConfig
+    from vflpriv.config.schema import ExperimentConfig
 
 __all__ = ["cap_table", "evaluate", "load_results", "sweep"]
 
@@ -28,14 +32,14 @@ def evaluate(
     """Run (or resume) an experiment like ``vflpriv evaluate`` and return its runs, one row per record (the
     columns of :func:`load_results`).
 
-    ``config`` is an :class:`~vflpriv.config.ExperimentConfig`, a dict of the same settings, or the path of a
+    ``config`` is an :class:`~vflpriv.config.schema.ExperimentConfig`, a dict of the same settings, or the path of a
     YAML/TOML experiment file. Writes what the command writes into ``out``: ``results.csv``, ``cap.csv`` (with a
     swept defense), ``tradeoff.png`` and the store.
     """
-    from vflpriv.config import ExperimentConfig
-    from vflpriv.config_io import read_config_file, resolve_method_options, validate
-    from vflpriv.console import make_console
-    from vflpriv.experiment import evaluate_experiment
+    from vflpriv.common.console import make_console
+    from vflpriv.config.parse import read_config_file, resolve_method_options, validate
+    from vflpriv.config.schema import ExperimentConfig
+    from vflpriv.workflows.experiment import evaluate_experiment
 
     if isinstance(config, (str, Path)):
         config = read_config_file(Path(config))
@@ -53,10 +57,10 @@ def sweep(grid: dict[str, Any] | str | Path, *, out: str | Path = "vflpriv-sweep
           jobs: int | None = None, overwrite: bool = False) -> pd.DataFrame:
     """Run (or resume) a grid like ``vflpriv sweep`` (a dict or a grid file) and return its runs (the columns of
     :func:`load_results`); writes ``results.csv``, ``skipped.csv``, ``cap.csv`` and the store into ``out``."""
-    from vflpriv.config_io import read_config_file
-    from vflpriv.console import make_console
-    from vflpriv.experiment import run_grid
-    from vflpriv.grid import expand
+    from vflpriv.common.console import make_console
+    from vflpriv.config.parse import read_config_file
+    from vflpriv.tradeoff.grid import expand
+    from vflpriv.workflows.experiment import run_grid
 
     g = expand(read_config_file(Path(grid)) if isinstance(grid, (str, Path)) else grid)
     if jobs is not None:
@@ -67,7 +71,7 @@ def sweep(grid: dict[str, Any] | str | Path, *, out: str | Path = "vflpriv-sweep
 
 def load_results(store: str | Path) -> pd.DataFrame:
     """Every run in a results store (one row per record, with a ``variant`` column naming varying settings)."""
-    from vflpriv.results import load_results as load
+    from vflpriv.reports.results import load_results as load
 
     return load(store)
 

@@ -6,9 +6,9 @@ import torch
 from torch import nn
 
 from vflpriv.attacks.base import AdversaryView
+from vflpriv.config.registry import DATASETS
 from vflpriv.data.base import PartySpec, VerticalDataset
 from vflpriv.engine import FINETUNE, GRADIENT, Inbox, Received
-from vflpriv.registry import DATASETS
 
 
 def gradient_view(

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 import vflpriv.data.load as load
-from vflpriv.config import RunConfig
-from vflpriv.registry import ATTACKS
-from vflpriv.run import run
+from vflpriv.config.registry import ATTACKS
+from vflpriv.config.schema import RunConfig
+from vflpriv.runner.execution import run
 
 CASES = {
     "mc": ("digits", {"epochs": 20}),
@@ -43,7 +43,7 @@ def test_guesses_do_not_depend_on_target_labels(name, monkeypatch):
     original = load.load_dataset(cfg.dataset, parties=2)
     perm = torch.randperm(original.y_test.numel(), generator=torch.Generator().manual_seed(0))
     scrambled = dataclasses.replace(original, y_test=original.y_test[perm])
-    monkeypatch.setattr("vflpriv.planning.load_dataset", lambda *_a, **_k: scrambled)
+    monkeypatch.setattr("vflpriv.runner.planning.load_dataset", lambda *_a, **_k: scrambled)
     (second,) = run(cfg)
     for target, (pred, scores) in guesses[0].items():
         assert torch.equal(pred, guesses[1][target][0])

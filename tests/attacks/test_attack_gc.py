@@ -3,13 +3,12 @@ adversary's aux-named accuracy never above the Hungarian upper bound (REFERENCE.
 
 import pytest
 import torch
+from attack_helpers import blobs, gradient_view
 
 from vflpriv.attacks.gradient_clustering import GradientClustering, GradientClusteringOptions
-from vflpriv.kmeans import kmeans
-from vflpriv.scoring import hungarian_accuracy
-from vflpriv import metrics
-
-from attack_helpers import blobs, gradient_view
+from vflpriv.common import metrics
+from vflpriv.models.kmeans import kmeans
+from vflpriv.runner.scoring import hungarian_accuracy
 
 C = 4
 
@@ -71,11 +70,11 @@ def test_kmeans_is_seeded_and_finds_separated_blobs():
 
 
 def test_gc_is_refused_when_the_method_sends_no_gradients():
-    from vflpriv.config import RunConfig
-    from vflpriv.errors import IncompatibleError
+    from vflpriv.common.errors import IncompatibleError
+    from vflpriv.config.registry import METHODS
+    from vflpriv.config.schema import RunConfig
     from vflpriv.methods.base import Method
-    from vflpriv.registry import METHODS
-    from vflpriv.planning import plan
+    from vflpriv.runner.planning import plan
 
     class FrozenBottoms(Method):
         sends = frozenset({("passive", "embedding", "finetune"), ("passive", "embedding", "inference")})

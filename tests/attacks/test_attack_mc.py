@@ -3,12 +3,11 @@
 import dataclasses
 
 import torch
-
-from vflpriv.config import RunConfig
-from vflpriv.planning import plan
-from vflpriv.run import execute
-
 from attack_helpers import register_xor, xor_config
+
+from vflpriv.config.schema import RunConfig
+from vflpriv.runner.execution import execute
+from vflpriv.runner.planning import plan
 
 
 def _shuffled_training_labels(p):

@@ -2,19 +2,18 @@
 
 import pytest
 import torch
+from attack_helpers import gradient_view
 from torch import nn
 
 from vflpriv.attacks.base import AdversaryView
 from vflpriv.attacks.gradient_scoring import DirectionOptions, DirectionScoring, NormOptions, NormScoring
-from vflpriv.scoring import best_threshold_accuracy, hungarian_accuracy, leak_auc
-from vflpriv import metrics
-from vflpriv.config import RunConfig
+from vflpriv.common import metrics
+from vflpriv.common.errors import IncompatibleError
+from vflpriv.config.schema import RunConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.engine import FINETUNE, GRADIENT, Inbox, Received
-from vflpriv.errors import IncompatibleError
-from vflpriv.planning import plan
-
-from attack_helpers import gradient_view
+from vflpriv.runner.planning import plan
+from vflpriv.runner.scoring import best_threshold_accuracy, hungarian_accuracy, leak_auc
 
 
 def _binary_view(*, seed: int = 0, n: int = 300):

@@ -5,16 +5,16 @@ import json
 
 import pytest
 import torch
+from attack_helpers import gradient_view
 from pydantic import Field
 
 import vflpriv.data.load as load
-from attack_helpers import gradient_view
-from vflpriv.adversary import HOLDOUT, Inference
 from vflpriv.attacks.base import Attack
 from vflpriv.attacks.search import SearchResult, grid, holdout_split, search
-from vflpriv.config import RunConfig
-from vflpriv.options import Options
-from vflpriv.run import run
+from vflpriv.config.options import Options
+from vflpriv.config.schema import RunConfig
+from vflpriv.engine.adversary import HOLDOUT, Inference
+from vflpriv.runner.execution import run
 
 
 class ToyOptions(Options):
@@ -143,7 +143,7 @@ def test_selection_never_reads_target_labels(tmp_path, monkeypatch):
     original = load.load_dataset(cfg.dataset, parties=2)
     perm = torch.randperm(original.y_test.numel(), generator=torch.Generator().manual_seed(0))
     poisoned = dataclasses.replace(original, y_test=original.y_test[perm])
-    monkeypatch.setattr("vflpriv.planning.load_dataset", lambda *_a, **_k: poisoned)
+    monkeypatch.setattr("vflpriv.runner.planning.load_dataset", lambda *_a, **_k: poisoned)
     monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "b"))  # nothing from the first run's cache
     (dirty,) = run(cfg)
     assert clean.status == dirty.status == "ok"

@@ -11,12 +11,12 @@ import pytest
 import torch
 from torch import nn
 
-from vflpriv.adversary import AdversaryHooks, Observation
-from vflpriv.config import RunConfig
+from vflpriv.config.registry import METHODS
+from vflpriv.config.schema import RunConfig
 from vflpriv.engine import PassiveStep
-from vflpriv.planning import plan
-from vflpriv.registry import METHODS
-from vflpriv.run import execute, run, train
+from vflpriv.engine.adversary import AdversaryHooks, Observation
+from vflpriv.runner.execution import execute, run, train
+from vflpriv.runner.planning import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = {"model": {"hidden": 64, "out_dim": 32}, "finetune": {"epochs": 3, "batch_size": 32},
@@ -60,7 +60,7 @@ def test_the_malicious_optimiser_replaces_only_the_adversarys_own():
                      partition={"parties": 4, "adversary": 2}, dataset={"name": "digits"}))
     from vflpriv.attacks.malicious import MaliciousAdam
     from vflpriv.models.optim import FusedAdam
-    from vflpriv.run import build_federation
+    from vflpriv.runner.execution import build_federation
 
     fed = build_federation(p)
     chosen = {k: fed.hooks.passive_optimizer(k, [nn.Parameter(torch.zeros(1))], fed.finetune,

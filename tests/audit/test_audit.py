@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from vflpriv.audit import AuditConfig, audit_grid
-from vflpriv.config import TrainingConfig
-from vflpriv.conformance import check_conformance
+from vflpriv.common.errors import ConformanceError
+from vflpriv.config.registry import METHODS
+from vflpriv.config.schema import TrainingConfig
 from vflpriv.engine import EMBEDDING, FINETUNE, INFERENCE
-from vflpriv.errors import ConformanceError
 from vflpriv.methods import Trained
 from vflpriv.methods.splitnn import SplitNN
-from vflpriv.registry import METHODS
+from vflpriv.workflows.audit import AuditConfig, audit_grid
+from vflpriv.workflows.conformance import check_conformance
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2, "batch_size": 32},
@@ -106,8 +106,8 @@ def test_the_bypass_is_what_the_check_says_a_gradient_defense_is_silently_off():
     the one an undefended training gives (it never saw the noise), while split learning's is not."""
     METHODS.register("test-gradient-bypass", _example_method("gradient-bypass", "vflpriv_gradient_bypass",
                                                              "GradientBypass"))
-    from vflpriv.planning import plan_training
-    from vflpriv.run import build_federation
+    from vflpriv.runner.execution import build_federation
+    from vflpriv.runner.planning import plan_training
 
     def passive_bottom(strength: float) -> torch.Tensor:
         config = TrainingConfig.model_validate({**SMALL, "method": {"name": "test-gradient-bypass"},

@@ -10,12 +10,12 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from vflpriv.attacking import own_encoder
 from vflpriv.cli import app
-from vflpriv.config import RunConfig
-from vflpriv.errors import IncompatibleError
-from vflpriv.planning import plan, plan_attack
-from vflpriv.run import run_safely
+from vflpriv.common.errors import IncompatibleError
+from vflpriv.config.schema import RunConfig
+from vflpriv.runner.execution import run_safely
+from vflpriv.runner.planning import plan, plan_attack
+from vflpriv.runner.prior import own_encoder
 
 SMALL = {"model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2, "batch_size": 32},
          "partition": {"labeled": 60, "aux": 40}, "method": {"name": "ssvfl-i", "options": {"epochs": 2}}}
@@ -32,15 +32,15 @@ def _run(**attack) -> RunConfig:
 def test_own_pretraining_alone_is_the_methods_pretraining_of_the_adversary(method, tmp_path, monkeypatch):
     """ssvfl-i's MoCo, vflhlp's SCARF (step 2) and vflhlp-a's fresh passive encoder: done alone, bit for bit."""
     monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path))
-    from vflpriv.attacking import adversary_view
-    from vflpriv.run import train
+    from vflpriv.runner.attacking import adversary_view
+    from vflpriv.runner.execution import train
 
     cfg = _run(phase="pretrain").model_copy(update={"method": RunConfig.model_validate({"method": method}).method})
     p = plan(cfg)
     result = train(p)
     snapshot = result.encoder("pretrain", p.scenario.adversary)
     view = adversary_view(result.fed, p.scenario, snapshot, "pretrain", torch.Generator())
-    alone, federated = own_encoder(cfg, view), view.encoder
+    alone, federated = own_encoder(p.attacks[0].prior, view), view.encoder
     for a, b in zip(alone.state_dict().values(), federated.state_dict().values(), strict=True):
         assert torch.equal(a, b)
 
@@ -80,7 +80,7 @@ def test_the_audit_says_no_where_the_attack_cannot_beat_the_prior(tmp_path, monk
 
 
 def test_auto_is_own_where_the_method_pretrains_alone_and_simsiam_elsewhere():
-    from vflpriv.planning import prior_pretraining
+    from vflpriv.runner.prior import prior_pretraining
 
     assert RunConfig.model_validate(SMALL).attack.prior_ssl == "auto"
     resolved = {m: prior_pretraining(m, "auto") for m in ("ssvfl-i", "ssvfl-c", "local-byol", "vflhlp", "vflhlp-p",

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vflpriv.cli import app
-from vflpriv.store import Store
+from vflpriv.store.sqlite import Store
 
 GRIDS = {
     "method_and_methods": ("method: {name: splitnn}\nmethods: [fedhssl]\n", "both method and methods are given"),

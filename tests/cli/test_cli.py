@@ -132,7 +132,7 @@ def test_config_file_and_set_precedence(runner, tmp_path):
 
     row = pd.read_csv(tmp_path / "o" / "results.csv").iloc[0]
     assert row["strength"] == 1.0 and row["seed"] == 0
-    from vflpriv.store import Store
+    from vflpriv.store.sqlite import Store
 
     with Store(tmp_path / "o" / "results.sqlite") as store:
         assert json.loads(store.all()[0].config)["partition"]["labeled"] == 60
@@ -147,7 +147,7 @@ def test_datasets_lists_presence_and_how_to_get(runner, monkeypatch, tmp_path):
 
 
 def test_version_and_help_follow_command_line_conventions(runner):
-    from vflpriv.provenance import own_version
+    from vflpriv.store.provenance import own_version
 
     shown = runner.invoke(app, ["--version"])
     assert shown.exit_code == 0 and shown.output.strip() == f"vflpriv {own_version()}"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from vflpriv import presets
 from vflpriv.cli import app
 from vflpriv.cli.evaluate import build_experiment
-from vflpriv.grid import experiments
+from vflpriv.config import presets
+from vflpriv.tradeoff.grid import experiments
 
 NO_OPTIONS = dict(config=None, attack=None, defense=None, dataset=None, strengths=None, seeds=None, phase=None,
                   jobs=None, backend=None, device=None)
@@ -62,7 +62,7 @@ def test_a_grid_applies_method_options_to_each_method_cell():
 
 
 def test_a_bad_method_options_table_is_one_error_line():
-    from vflpriv.errors import ConfigError
+    from vflpriv.common.errors import ConfigError
 
     with pytest.raises(ConfigError, match="method_options must map"):
         experiments({"methods": ["splitnn"], "method_options": {"fedhssl*": 3}})

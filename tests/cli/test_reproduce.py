@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from vflpriv import reproductions
 from vflpriv.cli import app
-from vflpriv.reproductions.claims import judge
+from vflpriv.workflows import reproductions
+from vflpriv.workflows.reproductions.claims import judge
 
 
 def test_list_names_every_analogue_and_its_claims():
@@ -69,7 +69,7 @@ def test_above_within_and_a_margin_test_what_they_say():
 
 
 def test_cap_claims_read_each_seeds_cap_over_its_strengths():
-    from vflpriv.reproductions.report import caps
+    from vflpriv.workflows.reproductions.report import caps
 
     rows = []
     for method, utility, attack in (("a", 0.9, 0.5), ("b", 0.8, 0.6)):
@@ -94,7 +94,7 @@ def test_mb_to_target_reads_the_first_epoch_at_the_target_and_ranks_a_target_nev
     import json
     import math
 
-    from vflpriv.reproductions.report import mb_to_target
+    from vflpriv.workflows.reproductions.report import mb_to_target
 
     curve = json.dumps([[0, 0.5, 0.40], [1, 1.0, 0.81], [2, 1.5, 0.79], [3, 2.0, 0.90]])
     assert mb_to_target(curve, 0.8) == 1.0 and mb_to_target(curve, 0.9) == 2.0

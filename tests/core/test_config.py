@@ -1,8 +1,8 @@
 import pytest
 
-from vflpriv.config import ExperimentConfig, RunConfig
-from vflpriv.config_io import apply_override, read_config_file, validate
-from vflpriv.errors import ConfigError
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.parse import apply_override, read_config_file, validate
+from vflpriv.config.schema import ExperimentConfig, RunConfig
 
 
 def test_override_parses_values_as_yaml():
@@ -104,7 +104,7 @@ def test_adversary_must_be_passive_party():
 def test_datasets_whose_paper_fixes_the_split_default_to_disjoint_local_rows():
     """X1/M4: Criteo (VFLHLP) and credit-default (one-shot VFL) give each party its own non-aligned rows unless the user
     says otherwise; the bundled sets keep the shared default."""
-    from vflpriv.config import TrainingConfig
+    from vflpriv.config.schema import TrainingConfig
 
     for name in ("criteo", "credit-default"):
         assert TrainingConfig.model_validate({"dataset": {"name": name}}).partition.unaligned == "disjoint"

@@ -23,7 +23,7 @@ DRAWS = {"rand", "randn", "randint", "randperm", "normal", "bernoulli", "poisson
 #: In-place fills from a generator on a tensor's own device: only where the draw is routed to the generator's device.
 IN_PLACE = {"uniform_", "normal_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_",
             "exponential_", "random_", "geometric_", "multinomial"}
-ROUTED = {("vflpriv/models/encoders.py", "init_parameters"), ("vflpriv/kmeans.py", "_seed")}
+ROUTED = {("vflpriv/models/encoders.py", "init_parameters"), ("vflpriv/models/kmeans.py", "_seed")}
 
 
 def _calls(path: Path):
@@ -78,7 +78,7 @@ BINARY = {"direction", "exploit", "norm", "marvell"}
 
 
 def _config(**changes):
-    from vflpriv.config import RunConfig
+    from vflpriv.config.schema import RunConfig
 
     data = {"device": DEVICE, "partition": {"labeled": 100, "aux": 40}, "model": TINY_MODEL,
             "finetune": {"epochs": 1, "batch_size": 50}, "attack": {"options": {"epochs": 5}, "prior": "simsiam",
@@ -98,9 +98,9 @@ def _check(record) -> None:
 @needs_device
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_runs_on_the_device(method):
+    from vflpriv.config.registry import METHODS as REGISTERED
     from vflpriv.engine import EPOCH_END
-    from vflpriv.registry import METHODS as REGISTERED
-    from vflpriv.run import run
+    from vflpriv.runner.execution import run
 
     phase = "pretrain" if method.startswith(("local-", "cssl-", "gssl-", "fedhssl")) else "finetune"
     curve = EPOCH_END in REGISTERED.get(method).supports  # the learning curve's measurement on the device too
@@ -113,7 +113,7 @@ def test_every_method_runs_on_the_device(method):
 @pytest.mark.parametrize("attack", ["bli", "direction", "dli", "exploit", "gc", "mc", "mc-active", "mc-mixmatch",
                                     "norm", "similarity"])
 def test_every_attack_runs_on_the_device(attack):
-    from vflpriv.run import run
+    from vflpriv.runner.execution import run
 
     changes = {"attack": {"name": attack, "options": {"epochs": 5} if attack.startswith("mc") else {}}}
     if attack in BINARY:
@@ -129,8 +129,8 @@ def test_every_attack_runs_on_the_device(attack):
 @pytest.mark.parametrize("defense", ["cae", "dcae", "dcor", "discrete-sgd", "dp-gaussian", "grad-perturb", "iso",
                                      "label-dp", "marvell", "max-norm", "mid", "mixup", "sparsify"])
 def test_every_defense_runs_on_the_device(defense):
-    from vflpriv.registry import DEFENSES
-    from vflpriv.run import run
+    from vflpriv.config.registry import DEFENSES
+    from vflpriv.runner.execution import run
 
     axis = DEFENSES.get(defense).axis
     strength = axis.search[0] if axis.search else 0.5

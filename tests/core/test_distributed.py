@@ -9,8 +9,8 @@ import importlib
 
 import pytest
 
-from vflpriv.config import ExperimentConfig
-from vflpriv.store import Store
+from vflpriv.config.schema import ExperimentConfig
+from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.executors import check_cluster
 from vflpriv.tradeoff.sweep import sweep
 

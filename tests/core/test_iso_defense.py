@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.parse import NoOptions
 from vflpriv.defenses.iso import IsotropicNoise, iso_sigma
-from vflpriv.components import NoOptions
-from vflpriv.engine import FINETUNE, GRADIENT, PRETRAIN, WEIGHTS, EMBEDDING, Message
-from vflpriv.errors import ConfigError
+from vflpriv.engine import EMBEDDING, FINETUNE, GRADIENT, PRETRAIN, WEIGHTS, Message
 
 
 def _iso(strength, kinds=None, phase=FINETUNE, seed=0):

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from vflpriv import cache
-from vflpriv.planning import plan
-from vflpriv.run import execute
+from vflpriv.runner.execution import execute, pretrain_key
+from vflpriv.runner.planning import plan
+from vflpriv.store import cache
 
 TINY_SSL = {"global_iterations": 1, "batch_size": 64, "projector_hidden": 32, "predictor_hidden": 8}
 
@@ -29,17 +29,17 @@ def test_cached_pretraining_gives_identical_numbers(tiny, monkeypatch):
 def test_key_covers_what_pretraining_depends_on(tiny):
     base = _fedhssl(tiny)
     method = plan(base).method.__class__
-    key = cache.pretrain_key(base, method)
+    key = pretrain_key(base, method)
     finetune_only = _fedhssl(tiny, finetune={"epochs": 5}, defenses=[{"name": "iso", "strength": 5, "sweep": True}])
-    assert cache.pretrain_key(finetune_only, method) == key
-    assert cache.pretrain_key(_fedhssl(tiny, partition={"labeled": 90, "aux": 40}), method) == key
+    assert pretrain_key(finetune_only, method) == key
+    assert pretrain_key(_fedhssl(tiny, partition={"labeled": 90, "aux": 40}), method) == key
     for changed in (
         _fedhssl(tiny, seed=1),
         _fedhssl(tiny, partition={"aligned_fraction": 0.5}),
         _fedhssl(tiny, defenses=[{"name": "iso", "strength": 1, "phase": "pretrain", "kinds": ["embedding"]}]),
         tiny(method={"name": "fedhssl", "options": {**TINY_SSL, "gamma": 0.1}}),
     ):
-        assert cache.pretrain_key(changed, method) != key
+        assert pretrain_key(changed, method) != key
 
 
 def test_label_budget_does_not_change_a_label_free_pretraining(tiny, monkeypatch):
@@ -61,10 +61,10 @@ def test_a_label_reading_pretraining_is_keyed_by_label_budget_and_label_defenses
     method = plan(base).method.__class__
     label_dp = _fedhssl(tiny, defenses=[{"name": "label-dp", "strength": 1.0, "sweep": True}])
     fewer = _fedhssl(tiny, partition={"labeled": 90})
-    assert cache.pretrain_key(label_dp, method) == cache.pretrain_key(base, method)
+    assert pretrain_key(label_dp, method) == pretrain_key(base, method)
     monkeypatch.setattr(method, "pretrain_reads_labels", True)
-    key = cache.pretrain_key(base, method)
-    assert cache.pretrain_key(label_dp, method) != key and cache.pretrain_key(fewer, method) != key
+    key = pretrain_key(base, method)
+    assert pretrain_key(label_dp, method) != key and pretrain_key(fewer, method) != key
 
 
 def test_parallel_runs_of_one_seed_pretrain_once(tiny, monkeypatch):

@@ -1,7 +1,7 @@
 import pytest
 
-from vflpriv.errors import UnknownNameError
-from vflpriv.registry import ATTACKS, DATASETS, DEFENSES, METHODS, Registry
+from vflpriv.common.errors import UnknownNameError
+from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES, METHODS, Registry
 
 
 def test_builtins_come_from_entry_points():

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import vflpriv.data.load as load
-from vflpriv.run import run
+from vflpriv.runner.execution import run
 
 
 def test_same_config_and_seed_same_numbers(tiny):
@@ -41,14 +41,14 @@ def test_attack_predictions_do_not_depend_on_target_labels(tiny, monkeypatch):
     (first,) = run(cfg)
     perm = torch.randperm(original.y_test.numel(), generator=torch.Generator().manual_seed(0))
     scrambled = dataclasses.replace(original, y_test=original.y_test[perm])
-    monkeypatch.setattr("vflpriv.planning.load_dataset", lambda *_a, **_k: scrambled)
+    monkeypatch.setattr("vflpriv.runner.planning.load_dataset", lambda *_a, **_k: scrambled)
     (second,) = run(cfg)
     assert torch.equal(guesses[0], guesses[1])
     assert first.utility != second.utility or first.attack_accuracy != second.attack_accuracy
 
 
 def test_attacking_pretraining_of_a_method_without_it_is_refused(tiny):
-    from vflpriv.errors import IncompatibleError
+    from vflpriv.common.errors import IncompatibleError
 
     with pytest.raises(IncompatibleError, match="no pretraining"):
         run(tiny(attack={"phase": "pretrain"}))
@@ -57,8 +57,8 @@ def test_attacking_pretraining_of_a_method_without_it_is_refused(tiny):
 @pytest.mark.parametrize(("attack", "target"), [("mc", "test"), ("gc", "train")])
 def test_prior_is_scored_on_the_attack_own_targets(tiny, monkeypatch, attack, target):
     """Leakage = attack - prior compares like with like: gc's prior predicts the rows gc clusters."""
-    import vflpriv.attacking as runner
-    from vflpriv.prior import PRIORS
+    import vflpriv.runner.prior as runner
+    from vflpriv.runner.prior import PRIORS
 
     seen = []
     real = PRIORS["aux"]
@@ -84,7 +84,7 @@ def test_prior_is_scored_on_the_attack_own_targets(tiny, monkeypatch, attack, ta
 def test_same_attack_prior_reruns_the_attack_without_the_federation(tiny, monkeypatch, tmp_path):
     """same-attack: the attack on the adversary's own SimSiam encoder, inbox empty; so the prior does not
     depend on what the federation did (here: the defense strength), while the attack may."""
-    import vflpriv.attacking as runner
+    import vflpriv.runner.prior as runner
     from vflpriv.attacks.model_completion import ModelCompletion
 
     views = []
@@ -105,7 +105,7 @@ def test_same_attack_prior_reruns_the_attack_without_the_federation(tiny, monkey
 
 
 def test_same_attack_prior_is_refused_for_an_attack_on_received_messages(tiny):
-    from vflpriv.errors import IncompatibleError
+    from vflpriv.common.errors import IncompatibleError
 
     with pytest.raises(IncompatibleError, match="same-attack"):
         run(tiny(attack={"name": "gc", "options": {}, "prior": "same-attack"}))
@@ -113,8 +113,8 @@ def test_same_attack_prior_is_refused_for_an_attack_on_received_messages(tiny):
 
 def test_a_diverged_model_fails_the_run_instead_of_scoring_nan_as_guesses(tiny, monkeypatch):
     """NaN logits would argmax to class 0 and read as chance (perfect protection): the run fails instead."""
-    from vflpriv.run import run_safely
     from vflpriv.methods.finetune import TopModel
+    from vflpriv.runner.execution import run_safely
 
     real = TopModel.forward
     monkeypatch.setattr(TopModel, "forward", lambda self, reps: real(self, reps) * float("nan"))
@@ -125,8 +125,8 @@ def test_a_diverged_model_fails_the_run_instead_of_scoring_nan_as_guesses(tiny, 
 def test_the_priors_pretraining_budget_is_the_methods(tiny):
     """A_SimSiam pretrains as long, at the same batch and lr, with the same views as the SSL method it is
     compared with (an under-trained prior inflates leakage); for a method without SSL, the local defaults."""
-    from vflpriv.attacking import prior_options
     from vflpriv.methods.local_ssl import LocalOptions
+    from vflpriv.runner.prior import prior_options
 
     fedhssl = tiny(method={"name": "fedhssl", "options": {"global_iterations": 3, "local_epochs": 2, "batch_size": 64,
                                                           "lr_per_256": 0.1, "clean_view": True,

@@ -1,11 +1,11 @@
 import pytest
 import torch
 
-from vflpriv.config import PartitionConfig
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.schema import PartitionConfig
 from vflpriv.data.embedded import load_breast_cancer, load_digits
+from vflpriv.data.scenario import build_scenario
 from vflpriv.engine import ActiveParty, make_parties
-from vflpriv.errors import ConfigError
-from vflpriv.scenario import build_scenario
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_digits_halves_and_quadrants():
 def test_aux_from_the_labeled_set_is_balanced_and_left_out_of_the_train_targets(digits, tiny):
     """aux_source=labeled: the adversary knows a few training labels (Li et al.); it is not scored on them."""
     from vflpriv.engine import Channel, Federation, Inbox
-    from vflpriv.attacking import adversary_view
+    from vflpriv.runner.attacking import adversary_view
 
     part = PartitionConfig(labeled=200, aux=80, aux_source="labeled")
     sc = build_scenario(digits, part, seed=2)

@@ -7,8 +7,8 @@ import sqlite3
 import pytest
 
 import vflpriv.tradeoff.sweep as sweep_module
-from vflpriv.config import ExperimentConfig
-from vflpriv.store import Store
+from vflpriv.config.schema import ExperimentConfig
+from vflpriv.store.sqlite import Store
 
 
 def _experiment(attacks="mc", strengths=(0, 5)):
@@ -73,7 +73,7 @@ def test_failed_run_is_recorded_and_retried(tmp_path, monkeypatch):
     def boom(plan):
         raise RuntimeError("diverged")
 
-    monkeypatch.setattr("vflpriv.run.execute", boom)
+    monkeypatch.setattr("vflpriv.runner.execution.execute", boom)
     with Store(tmp_path / "r.sqlite") as store:
         frame = sweep_module.sweep(configs, store)
         assert frame["status"].tolist() == ["failed"] and "diverged" in frame["error"].item()

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from vflpriv.common.errors import ConfigError, DataError
 from vflpriv.data import benchmark
 from vflpriv.data.catalog import status
 from vflpriv.data.paths import data_root
 from vflpriv.data.readers import read_rda
-from vflpriv.errors import ConfigError, DataError
 
 
 def _fashion(writers, directory, n_train=40, n_test=10):

@@ -6,10 +6,10 @@ import inspect
 
 import pytest
 
+from vflpriv.common.errors import UnknownNameError
+from vflpriv.config.registry import DATASETS
 from vflpriv.data.catalog import DATASET_INFO, status
 from vflpriv.data.paths import data_root
-from vflpriv.errors import UnknownNameError
-from vflpriv.registry import DATASETS
 
 
 def test_every_registered_builtin_is_in_the_catalog_and_loadable_by_name():

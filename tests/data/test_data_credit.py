@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 import torch
 
+from vflpriv.common.errors import DataError
 from vflpriv.data import credit
 from vflpriv.data.prep import fixed_split
-from vflpriv.errors import DataError
 
 UCI_NAMES = ["ID", "LIMIT_BAL", "SEX", "EDUCATION", "MARRIAGE", "AGE", "PAY_0", "PAY_2", "PAY_3", "PAY_4",
              "PAY_5", "PAY_6", *(f"BILL_AMT{i}" for i in range(1, 7)), *(f"PAY_AMT{i}" for i in range(1, 7)),

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
+from vflpriv.common.errors import ConfigError, DataError
 from vflpriv.data import ctr
-from vflpriv.errors import ConfigError, DataError
 
 AVAZU_COLUMNS = [
     "id", "click", "hour", "C1", "banner_pos", "site_id", "site_domain", "site_category", "app_id",

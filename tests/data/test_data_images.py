@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from vflpriv.common.errors import ConfigError, DataError
 from vflpriv.data import bhi, images
-from vflpriv.errors import ConfigError, DataError
 
 
 def _cifar(directory, per_batch=6):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from vflpriv.common.errors import ConfigError, DataError
 from vflpriv.data import nuswide
-from vflpriv.errors import ConfigError, DataError
 
 
 def _write(writers, root, layout, split, n, rng):

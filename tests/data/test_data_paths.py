@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from vflpriv.common.errors import DataError
 from vflpriv.data import paths
 from vflpriv.data.readers import read_table
-from vflpriv.errors import DataError
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "get-datasets.sh"
 

@@ -9,9 +9,9 @@ import sys
 import pytest
 import torch
 
-from vflpriv import cache
-from vflpriv.config import DatasetConfig
+from vflpriv.config.schema import DatasetConfig
 from vflpriv.data import load
+from vflpriv.store import cache
 
 
 def _fresh(name: str = "digits", parties: int = 2, max_samples: int | None = None):
@@ -33,7 +33,7 @@ def test_a_cached_dataset_is_the_loaded_one_and_needs_no_scikit_learn():
     first = _fresh()
     assert len(_entries()) == 1
     assert _same(_fresh(), first)
-    code = ("import sys; from vflpriv.config import DatasetConfig; from vflpriv.data.load import load_dataset\n"
+    code = ("import sys; from vflpriv.config.schema import DatasetConfig; from vflpriv.data.load import load_dataset\n"
             "d = load_dataset(DatasetConfig(name='digits'), parties=2)\n"
             "print('sklearn' in sys.modules, d.x_train[0].shape[0])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

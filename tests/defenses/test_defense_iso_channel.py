@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
+from vflpriv.config.parse import NoOptions
 from vflpriv.defenses.iso import IsotropicNoise
-from vflpriv.components import NoOptions
 from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, GRADIENT, PRETRAIN, SERVER, WEIGHTS, Channel, Inbox, Message
 
 

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.parse import NoOptions
+from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.label_dp import LabelDP, keep_probability
-from vflpriv.components import NoOptions
-from vflpriv.config import RunConfig
-from vflpriv.errors import ConfigError
-from vflpriv.planning import plan
-from vflpriv.run import run
+from vflpriv.runner.execution import run
+from vflpriv.runner.planning import plan
 
 
 def _label_dp(epsilon, party=0, seed=0):

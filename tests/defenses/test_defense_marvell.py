@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
+from vflpriv.common import metrics
+from vflpriv.common.errors import IncompatibleError
+from vflpriv.config.parse import NoOptions
+from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.marvell import Marvell, MarvellNoise, solve_marvell, sym_kl
-from vflpriv import metrics
-from vflpriv.components import NoOptions
-from vflpriv.config import RunConfig
 from vflpriv.engine import FINETUNE, GRADIENT, Message
-from vflpriv.errors import IncompatibleError
-from vflpriv.planning import plan
+from vflpriv.runner.planning import plan
 
 
 def _marvell(strength, labels, seed=0):

@@ -2,8 +2,8 @@
 
 import torch
 
+from vflpriv.config.parse import NoOptions
 from vflpriv.defenses.max_norm import MaxNorm
-from vflpriv.components import NoOptions
 from vflpriv.engine import FINETUNE, GRADIENT, Message
 
 

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
+from vflpriv.common.errors import ConfigError
 from vflpriv.defenses.sparsify import Sparsify
 from vflpriv.engine import FINETUNE, GRADIENT, Message
-from vflpriv.errors import ConfigError
 
 
 def _sparsify(q):

@@ -11,13 +11,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vflpriv.config.registry import DEFENSES
 from vflpriv.defenses.cae import CAEOptions, train_autoencoder
 from vflpriv.defenses.dcor import distance_correlation
 from vflpriv.defenses.discrete_sgd import discretise, grid_step
 from vflpriv.defenses.grad_perturb import laplace
 from vflpriv.defenses.mid import kl_to_standard_normal
 from vflpriv.engine import FINETUNE, GRADIENT, Message
-from vflpriv.registry import DEFENSES
 
 
 def _defense(name: str, strength: float, *, options: dict | None = None, kinds=None, seed: int = 0):
@@ -143,8 +143,8 @@ def test_mixup_mixes_inputs_and_targets_with_one_permutation_per_batch_size():
 def test_every_defense_at_its_identity_changes_nothing_bit_for_bit(name):
     """A defense listed without a strength is at its identity (0 for scales and weights, +inf for an epsilon or
     a number of bins, 1 for mixup's lam): the run's numbers are those of no defense, bit for bit."""
-    from vflpriv.config import RunConfig
-    from vflpriv.run import run
+    from vflpriv.config.schema import RunConfig
+    from vflpriv.runner.execution import run
 
     if name == "dp-gaussian":
         pytest.importorskip("opacus")

@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as F
 
 import vflpriv.defenses.cae as cae_module
-from vflpriv.config import RunConfig
+from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.dcor import distance_correlation
-from vflpriv.planning import plan
-from vflpriv.run import run, train
+from vflpriv.runner.execution import run, train
+from vflpriv.runner.planning import plan
 
 BASE = {"model": {"hidden": 64, "out_dim": 32}, "finetune": {"epochs": 4, "batch_size": 32},
         "attack": {"name": "gc", "prior": "none"}}

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from vflpriv.config import RunConfig
-from vflpriv.registry import ATTACKS, DEFENSES, METHODS
-from vflpriv.run import run
+from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
+from vflpriv.config.schema import RunConfig
+from vflpriv.runner.execution import run
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "plugins.md"

@@ -4,15 +4,23 @@ import math
 
 import torch
 
-from vflpriv.config import RunConfig
+from vflpriv.common.seeding import generator
+from vflpriv.config.schema import RunConfig
 from vflpriv.data.load import load_dataset
+from vflpriv.data.scenario import build_scenario
 from vflpriv.engine import (
-    EMBEDDING, FINETUNE, GRADIENT, INFERENCE, Channel, Federation, Inbox, Message, make_parties,
+    EMBEDDING,
+    FINETUNE,
+    GRADIENT,
+    INFERENCE,
+    Channel,
+    Federation,
+    Inbox,
+    Message,
+    make_parties,
 )
 from vflpriv.methods.finetune import finetune, new_top, predict
 from vflpriv.models.encoders import build_encoder
-from vflpriv.scenario import build_scenario
-from vflpriv.seeding import generator
 
 
 class Zeroing:

@@ -12,14 +12,14 @@ import torch
 from typer.testing import CliRunner
 
 import vflpriv.tradeoff.sweep as sweep_module
-from vflpriv import cache
 from vflpriv.cli import app
-from vflpriv.config import ExperimentConfig
+from vflpriv.config.schema import ExperimentConfig
 from vflpriv.engine import Meter
-from vflpriv.records import FAILED
-from vflpriv.run import build_federation, execute
-from vflpriv.planning import plan
-from vflpriv.store import Store
+from vflpriv.runner.execution import build_federation, execute, pretrain_key
+from vflpriv.runner.planning import plan
+from vflpriv.store import cache
+from vflpriv.store.records import FAILED
+from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.cap import cap_table
 
 TINY_SSL = {"global_iterations": 1, "batch_size": 64, "projector_hidden": 32, "predictor_hidden": 8}
@@ -57,7 +57,7 @@ def test_a_corrupt_cache_entry_is_reported_discarded_and_recomputed(kind, tiny):
     cfg = tiny(method={"name": "fedhssl", "options": TINY_SSL})
     (fresh,) = execute(plan(cfg))
     p = plan(cfg)
-    key = cache.pretrain_key(cfg, type(p.method))
+    key = pretrain_key(cfg, type(p.method))
     fed = build_federation(p)
     _corrupt(kind, cache.entry_path(key), key, p.method.skeleton(fed))
     with pytest.warns(UserWarning, match="discarded and recomputed"):
@@ -95,15 +95,15 @@ def test_a_corrupt_labels_entry_is_reported_discarded_and_recomputed(kind):
 def test_the_prior_is_computed_once_across_processes(tiny, monkeypatch):
     """Two runs of one seed in two processes (here: the per-process memo cleared in between) fit the
     prior once: the second reads the first's accuracies from the cache."""
-    import vflpriv.attacking as attacking
-    from vflpriv.prior import PRIORS
+    import vflpriv.runner.prior as prior
+    from vflpriv.runner.prior import PRIORS
 
     calls = []
     real = PRIORS["aux"]
     monkeypatch.setitem(PRIORS, "aux", lambda view, **k: calls.append(1) or real(view, **k))
     records = []
     for strength in (1.0, 5.0):
-        monkeypatch.setattr(attacking, "_PRIORS", {})
+        monkeypatch.setattr(prior, "_PRIORS", {})
         cfg = tiny(defenses=[{"name": "iso", "strength": strength, "sweep": True}])
         records += execute(plan(cfg))
     assert len(calls) == 1
@@ -117,17 +117,16 @@ def test_a_diverged_attack_fails_its_run_instead_of_scoring_protection(tiny):
 
 
 def test_a_diverged_prior_fails_its_run(tiny, monkeypatch):
-    import vflpriv.attacking as attacking
-    import vflpriv.prior as prior
+    import vflpriv.runner.prior as prior
 
     monkeypatch.setattr(prior, "HEAD_LR", 1e30)
-    monkeypatch.setattr(attacking, "_PRIORS", {})
+    monkeypatch.setattr(prior, "_PRIORS", {})
     (record,) = execute(plan(tiny()))
     assert record.status == FAILED and "prior" in record.error and "non-finite" in record.error
 
 
 def test_a_failed_attack_leaves_the_other_attacks_of_the_training_scored(tiny):
-    from vflpriv.config import RunConfig
+    from vflpriv.config.schema import RunConfig
 
     good = tiny(attack={"options": {"epochs": 20}, "prior": "none"})
     bad = RunConfig.model_validate({**good.model_dump(), "attack": {"name": "mc", "options": {"lr": 1e30}, "prior": "none"}})

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from vflpriv import run as runner
-from vflpriv.config import RunConfig
+from vflpriv.config.schema import RunConfig
 from vflpriv.engine import Federation
-from vflpriv.planning import Plan, plan
+from vflpriv.runner import execution as runner
+from vflpriv.runner.planning import Plan, plan
 
 #: Small heads and one short global iteration: every method runs in about a second on digits.
 TINY_SSL = {"batch_size": 256, "projector_hidden": 64, "projector_dim": 32, "predictor_hidden": 16, "queue_size": 256}
@@ -38,7 +38,7 @@ def tiny_options(method: str, **changes) -> dict:
 
 
 def build_federation(config: RunConfig) -> tuple[Plan, Federation]:
-    """The plan and the federation of ``config`` (as ``vflpriv.run.execute`` builds them), untrained."""
+    """The plan and the federation of ``config`` (as ``vflpriv.runner.execution.execute`` builds them), untrained."""
     p = plan(config)
     return p, runner.build_federation(p)
 

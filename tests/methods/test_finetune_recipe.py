@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from vflpriv.config import FinetuneConfig
+from vflpriv.config.schema import FinetuneConfig
 from vflpriv.methods.finetune import PartyOptimizers
 
 

@@ -7,18 +7,18 @@ import dataclasses
 
 import pytest
 import torch
+from pretrain_helpers import build_federation
 from torch import nn
 
 import vflpriv.methods.vflhlp as vflhlp_module
-from pretrain_helpers import build_federation
-from vflpriv import cache
-from vflpriv.config import RunConfig
+from vflpriv.common.errors import IncompatibleError
+from vflpriv.config.schema import RunConfig
 from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, INFERENCE, PRETRAIN
-from vflpriv.errors import IncompatibleError
 from vflpriv.methods.local_supervised import ActiveLocalModel
 from vflpriv.methods.vflhlp import constraint
-from vflpriv.planning import plan
-from vflpriv.run import run
+from vflpriv.runner.execution import pretrain_key, run
+from vflpriv.runner.planning import plan
+from vflpriv.store import cache
 from vflpriv.tradeoff.cap import cap_table
 
 FAST = {
@@ -137,7 +137,7 @@ def test_at_beta_zero_vflhlp_is_vflhlp_p_and_differs_from_vflhlp_a_only_in_the_p
 
 
 def test_scarf_pretraining_draws_corrupted_values_from_the_columns_local_values():
-    from vflpriv.ssl import scarf_corrupt
+    from vflpriv.models.ssl import scarf_corrupt
 
     pool = torch.tensor([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]])
     x = torch.tensor([[0.5, 5.0]] * 200)
@@ -177,10 +177,10 @@ def test_vflhlp_refuses_the_setting_off_and_keys_its_cache_on_the_labels():
     method = type(plan(base).method)
     fewer = config("vflhlp", partition={"labeled": 90, "aux": 40})
     label_dp = config("vflhlp", defenses=[{"name": "label-dp", "strength": 2.0}])
-    key = cache.pretrain_key(base, method)
-    assert cache.pretrain_key(fewer, method) != key and cache.pretrain_key(label_dp, method) != key
+    key = pretrain_key(base, method)
+    assert pretrain_key(fewer, method) != key and pretrain_key(label_dp, method) != key
     passive_only = type(plan(config("vflhlp-p")).method)
-    assert cache.pretrain_key(config("vflhlp-p"), passive_only) == cache.pretrain_key(
+    assert pretrain_key(config("vflhlp-p"), passive_only) == pretrain_key(
         config("vflhlp-p", partition={"labeled": 90, "aux": 40}), passive_only)
 
 

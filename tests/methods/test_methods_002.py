@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from pretrain_helpers import build_federation
-from vflpriv.config import RunConfig
+
+from vflpriv.config.schema import RunConfig
 from vflpriv.engine import EMBEDDING, FINETUNE, GRADIENT, INFERENCE, PROBABILITIES
 from vflpriv.methods.oneshot import pseudo_label_probability, sdpa
-from vflpriv.planning import plan
-from vflpriv.run import execute, run
-from vflpriv.scoring import hungarian_accuracy
-from vflpriv.ssl.fixmatch import TabularViews
+from vflpriv.models.ssl.fixmatch import TabularViews
+from vflpriv.runner.execution import execute, run
+from vflpriv.runner.planning import plan
+from vflpriv.runner.scoring import hungarian_accuracy
 
 FAST = {"client_epochs": 1, "server_epochs": 2}
 
@@ -92,8 +92,8 @@ def test_gc_on_the_one_gradient_message_is_the_temporary_labelling_the_method_ge
     own k-means restarts on that message, scores what the temporary labels score on clean gradients (both
     exact); under noise the two restarts may settle in different local optima."""
     import vflpriv.attacks.gradient_clustering as gc_module
-    from vflpriv.kmeans import kmeans
-    from vflpriv.seeding import generator
+    from vflpriv.common.seeding import generator
+    from vflpriv.models.kmeans import kmeans
 
     cfg = config("oneshot", attack={"name": "gc", "options": {"normalize": False}, "prior": "none"},
                  defenses=[{"name": "iso", "strength": strength, "sweep": True}])
@@ -135,8 +135,8 @@ def test_same_seed_same_numbers(method):
 def test_a_feature_less_server_lets_no_extractor_see_a_true_label(method):
     """M3: with the paper's feature-less server, party 0's extractor trains on the k-means clusters of its own gradient
     (like every client), not on the true labels; the messages are those of the label-holder variant."""
-    from vflpriv.kmeans import kmeans
-    from vflpriv.seeding import generator
+    from vflpriv.common.seeding import generator
+    from vflpriv.models.kmeans import kmeans
 
     counts = {}
     for server in ("label-holder", "feature-less"):
@@ -158,9 +158,9 @@ def test_a_feature_less_server_lets_no_extractor_see_a_true_label(method):
 
 def _own_gradient(p, fed) -> torch.Tensor:
     """Party 0's gradient of its own H_o through the untrained classifier, recomputed as the method does."""
+    from vflpriv.common.seeding import generator
     from vflpriv.methods.finetune import new_top
     from vflpriv.models.encoders import init_parameters
-    from vflpriv.seeding import generator
 
     method, seed = p.method, fed.generator.initial_seed()
     models = [method._local_model(fed, q.index, seed) for q in fed.parties]

@@ -6,15 +6,15 @@ import math
 
 import pytest
 import torch
-
 from pretrain_helpers import TINY_MODEL, build_federation, pretrain_config, tiny_options
-from vflpriv.config import RunConfig
+
+from vflpriv.common.errors import IncompatibleError
+from vflpriv.common.seeding import generator
+from vflpriv.config.registry import METHODS
+from vflpriv.config.schema import RunConfig
 from vflpriv.engine import ACTIVE, EMBEDDING, PRETRAIN, SERVER, WEIGHTS
-from vflpriv.errors import IncompatibleError
 from vflpriv.methods.local_ssl import LocalOptions, local_ssl_encoder
-from vflpriv.registry import METHODS
-from vflpriv.run import run
-from vflpriv.seeding import generator
+from vflpriv.runner.execution import run
 
 FLAVOURS = ("simsiam", "byol", "moco")
 NAMES = ["fedhssl", *(f"{step}-{f}" for step in ("local", "cssl", "gssl", "fedhssl") for f in FLAVOURS),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from pretrain_helpers import build_federation, pretrain_config
+
+from vflpriv.common.errors import ConfigError
 from vflpriv.engine import EMBEDDING, HEAD_WEIGHTS, PRETRAIN, SERVER, STATISTICS, WEIGHTS
-from vflpriv.errors import ConfigError
 from vflpriv.methods.fedhssl import FedHSSL
 from vflpriv.methods.pretraining import LocalSSL
 from vflpriv.methods.towers import PooledEncoder
@@ -191,7 +191,7 @@ def test_pretraining_lr_is_rescaled_by_half_over_half_plus_gamma() -> None:
 
 def test_cross_party_moco_loss_is_the_codes_nt_xent_unless_asked_for_one_way_info_nce() -> None:
     from vflpriv.methods.fedhssl import CrossOptions, cross_loss
-    from vflpriv.ssl import info_nce, negative_cosine, nt_xent
+    from vflpriv.models.ssl import info_nce, negative_cosine, nt_xent
 
     g = torch.Generator().manual_seed(0)
     own, received = torch.randn(6, 4, generator=g), torch.randn(6, 4, generator=g)
@@ -222,7 +222,7 @@ def test_iso_in_pretraining_noises_the_top_encoder_and_leaves_the_heads_alone_by
 
 def test_pma_shares_the_last_stage_of_an_mlp_and_three_of_the_cnns_four_by_default() -> None:
     """Like the code: the top layer on tabular data, ResNet-18's layer2-4 + fc on images (here conv2, conv3, head)."""
-    from vflpriv.config import ModelConfig
+    from vflpriv.config.schema import ModelConfig
     from vflpriv.data.base import PartySpec
     from vflpriv.methods.towers import build_local_encoder, encoder_stages
     from vflpriv.models.encoders import build_encoder

@@ -23,7 +23,7 @@ GENERIC = ("attacks", "defenses", "tradeoff", "reports")
 PROBE = """
 import importlib.util, json, sys
 import vflpriv.attacks.base, vflpriv.defenses.iso, vflpriv.tradeoff.cap, vflpriv.reports.tables
-from vflpriv.registry import ATTACKS, DEFENSES
+from vflpriv.config.registry import ATTACKS, DEFENSES
 found = {n: getattr(importlib.util.find_spec(n), "origin", None) for n in %r}
 print(json.dumps({"attacks": vflpriv.attacks.base.__file__, "generic": found,
                   "mc": ATTACKS.get("mc").__module__, "iso": DEFENSES.get("iso").__module__}))
@@ -64,7 +64,7 @@ def test_wheel_installs_one_top_level_package_holding_every_source_file(wheel):
     top = {n.split("/")[0] for n in names}
     assert {t for t in top if not t.endswith(".dist-info")} == {"vflpriv"}
     for folder, installed in FOLDERS.items():
-        for path in [*(ROOT / folder).rglob("*.py"), *(ROOT / folder).rglob("presets/*.yaml")]:
+        for path in [*(ROOT / folder).rglob("*.py"), *(ROOT / folder).rglob("*.yaml")]:
             rel = path.relative_to(ROOT / folder).as_posix()
             assert f"{installed}/{rel}" in names, f"{folder}/{rel} missing from the wheel"
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 import vflpriv
 from vflpriv.cli import app
-from vflpriv.errors import ConfigError
-from vflpriv.grid import expand
+from vflpriv.common.errors import ConfigError
+from vflpriv.tradeoff.grid import expand
 from vflpriv.tradeoff.tune import tune
 
 FAST = {"model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2},
@@ -45,7 +45,7 @@ def test_grid_expands_axes_applies_each_datasets_defaults_and_sets_aside_what_ca
     ({"method": ["splitnn", "fedhssl"]}, r"grid file: method takes one section; list several under methods:"),
 ])
 def test_a_bad_grid_fails_before_anything_runs(raw, needle):
-    from vflpriv.errors import VflprivError
+    from vflpriv.common.errors import VflprivError
 
     with pytest.raises(VflprivError, match=needle):
         expand({**FAST, **raw})

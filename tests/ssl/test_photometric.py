@@ -7,8 +7,8 @@ import torch
 
 from vflpriv.data.base import PartySpec
 from vflpriv.methods.fedhssl import HybridOptions
-from vflpriv.ssl import make_augmenter
-from vflpriv.ssl.photometric import _contrast, _hue, _saturation, color_jitter, gaussian_blur
+from vflpriv.models.ssl import make_augmenter
+from vflpriv.models.ssl.photometric import _contrast, _hue, _saturation, color_jitter, gaussian_blur
 
 
 def _gen(seed: int = 0) -> torch.Generator:

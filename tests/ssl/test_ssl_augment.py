@@ -3,9 +3,9 @@
 import pytest
 import torch
 
+from vflpriv.common.errors import ConfigError
 from vflpriv.data.base import PartySpec
-from vflpriv.errors import ConfigError
-from vflpriv.ssl import (
+from vflpriv.models.ssl import (
     FeatureRanges,
     augment_image,
     corrupt_tabular,

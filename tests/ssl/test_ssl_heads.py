@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from vflpriv.ssl import predictor, projector
+from vflpriv.models.ssl import predictor, projector
 
 
 def _linears(m: nn.Module) -> list[nn.Linear]:

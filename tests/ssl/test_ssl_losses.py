@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from vflpriv.ssl import byol_loss, info_nce, negative_cosine, nt_xent, symmetrized
+from vflpriv.models.ssl import byol_loss, info_nce, negative_cosine, nt_xent, symmetrized
 
 
 def _randn(*shape: int, seed: int = 0) -> torch.Tensor:

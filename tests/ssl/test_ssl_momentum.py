@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from vflpriv.errors import ConfigError
-from vflpriv.ssl import momentum_copy, update_momentum
+from vflpriv.common.errors import ConfigError
+from vflpriv.models.ssl import momentum_copy, update_momentum
 
 
 def _pair() -> tuple[nn.Module, nn.Module]:

@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from vflpriv.ssl import MemoryQueue, info_nce
+from vflpriv.models.ssl import MemoryQueue, info_nce
 
 
 def _keys(start: int, n: int) -> torch.Tensor:

@@ -1,4 +1,7 @@
-"""The ``vflpriv`` command line (typer): the app and one module per group of commands."""
+"""The ``vflpriv`` command line (typer): the app and one module per group of commands.
+
+May import: every other package of vflpriv.
+"""
 
 import os
 import sys

@@ -9,8 +9,8 @@ import sys
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from vflpriv.errors import Interrupted, VflprivError
-from vflpriv.provenance import own_version
+from vflpriv.common.errors import Interrupted, VflprivError
+from vflpriv.store.provenance import own_version
 
 
 def _flags_without_type(params: list) -> list:

@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from vflpriv.console import make_console
 
-from vflpriv.audit import AuditConfig, audit_grid, prior_ssl, resolved_options
 from vflpriv.cli.app import app, command_line
 from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
-from vflpriv.config_io import apply_override, check_shape, resolve_method_options, validate
-from vflpriv.errors import ConfigError, IncompatibleError
-from vflpriv.presets import settings, user_patterns
-from vflpriv.provenance import versions
+from vflpriv.common.console import make_console
+from vflpriv.common.errors import ConfigError, IncompatibleError
+from vflpriv.config.parse import apply_override, check_shape, resolve_method_options, validate
+from vflpriv.config.presets import settings, user_patterns
+from vflpriv.store.provenance import versions
+from vflpriv.workflows.audit import AuditConfig, audit_grid, prior_ssl, resolved_options
 
 
 def _names(text: str | None, option: str) -> list[str] | None:
@@ -110,9 +110,9 @@ def audit(
     search_budget: Optional[int] = SEARCH_BUDGET,
 ) -> None:
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
-    from vflpriv.conformance import check_conformance
-    from vflpriv.experiment import check_destination, run_into_store
     from vflpriv.reports.audit import audit_markdown, audit_summary
+    from vflpriv.workflows.conformance import check_conformance
+    from vflpriv.workflows.experiment import check_destination, run_into_store
 
     cfg = build_audit(config=config, method=method, dataset=dataset, attacks=attacks, defenses=defenses, phases=phases,
                       seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import typer
-from vflpriv.console import make_console
 
 from vflpriv.cli.app import app
-from vflpriv.errors import ConfigError
-from vflpriv import presets
-from vflpriv.registry import REGISTRIES
+from vflpriv.common.console import make_console
+from vflpriv.common.errors import ConfigError
+from vflpriv.config import presets
+from vflpriv.config.registry import REGISTRIES
 
 
 @app.command("list")
@@ -46,7 +46,7 @@ def describe(name: str = typer.Argument(..., metavar="NAME", help="a method, att
     from rich.markup import escape
     from rich.table import Table
 
-    from vflpriv.describe import describe as describe_name
+    from vflpriv.workflows.describe import describe as describe_name
 
     console = make_console()
     for d in describe_name(name):

@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from vflpriv.console import make_console
 
 from vflpriv.cli.app import app, fail
-from vflpriv.config import ExperimentConfig
-from vflpriv.config_io import apply_override, check_shape, resolve_method_options, validate
-from vflpriv.presets import settings, user_patterns
-from vflpriv.errors import ConfigError
+from vflpriv.common.console import make_console
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.parse import apply_override, check_shape, resolve_method_options, validate
+from vflpriv.config.presets import settings, user_patterns
+from vflpriv.config.schema import ExperimentConfig
 
 
 def numbers(text: str, kind: type, option: str) -> list[Any]:
@@ -94,7 +94,7 @@ def evaluate(
     search_budget: Optional[int] = SEARCH_BUDGET,
 ) -> None:
     """Sweep a defense's strength x seeds for one method and attack; write results, CAP and a plot."""
-    from vflpriv.experiment import early_workers, evaluate_experiment
+    from vflpriv.workflows.experiment import early_workers, evaluate_experiment
 
     data = experiment_data(
         config=config, method=method, attack=attack, defense=defense, dataset=dataset, strengths=strengths,

@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from vflpriv.cli.app import app, command_line, fail
-from vflpriv.console import make_console
-from vflpriv.errors import ConfigError
+from vflpriv.common.console import make_console
+from vflpriv.common.errors import ConfigError
 
 
 @app.command()
@@ -24,7 +24,7 @@ def reproduce(
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
 ) -> None:
     """Run a table analogue (resumable) and write reproduction.md: vflpriv's numbers, the paper's, each claim."""
-    from vflpriv import reproductions
+    from vflpriv.workflows import reproductions
 
     console = make_console()
     if list_:
@@ -40,10 +40,10 @@ def reproduce(
     out = out or Path(f"vflpriv-reproduce-{name}{'-quick' if quick else ''}")
     runs = _runs(analogue, quick=quick, overrides=overrides)
     _require_data(name, runs)
-    from vflpriv.experiment import run_into_store
+    from vflpriv.workflows.experiment import run_into_store
 
     results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console)
-    from vflpriv.reproductions.report import records, write
+    from vflpriv.workflows.reproductions.report import records, write
 
     paths = write(analogue, records(out / "results.sqlite", analogue.by, targets=analogue.targets), out,
                   command=command_line(), quick=quick)
@@ -55,7 +55,7 @@ def reproduce(
 
 def _runs(analogue, *, quick: bool, overrides: list[str]) -> list:
     """Every planned run of the analogue's parts, each once (parts may share runs)."""
-    from vflpriv.grid import expand
+    from vflpriv.tradeoff.grid import expand
 
     found = {}
     for raw in analogue.grids(quick=quick, overrides=overrides):

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from vflpriv.console import make_console
 
 from vflpriv.cli.app import app, fail
 from vflpriv.cli.evaluate import SEARCH_BUDGET, TUNE_ATTACKS
-from vflpriv.config_io import apply_override
-from vflpriv.presets import settings, user_patterns
+from vflpriv.common.console import make_console
+from vflpriv.config.parse import apply_override
+from vflpriv.config.presets import settings, user_patterns
 
 STORE = typer.Argument(..., metavar="STORE", help="a results store (results.sqlite, or the --out directory holding it) written by evaluate, sweep, audit or tune")
 FILTERS = {
@@ -37,8 +37,8 @@ def sweep(
     search_budget: Optional[int] = SEARCH_BUDGET,
 ) -> None:
     """Run a grid (methods x datasets x attacks x any axis x strengths x seeds) into one store; resumable."""
-    from vflpriv.experiment import early_workers
     from vflpriv.tradeoff.executors import Warm
+    from vflpriv.workflows.experiment import early_workers
 
     raw = settings(preset=preset, config=config)
     for key, value in (("jobs", jobs), ("backend", backend)):
@@ -51,8 +51,8 @@ def sweep(
         apply_override(raw, assignment)
     warm = early_workers(raw) if not dry_run else Warm()  # they import torch while this process does
     try:
-        from vflpriv.experiment import run_grid
-        from vflpriv.grid import expand
+        from vflpriv.tradeoff.grid import expand
+        from vflpriv.workflows.experiment import run_grid
 
         grid = expand(raw, must_match=user_patterns(raw, preset))
     except BaseException:
@@ -77,7 +77,7 @@ def table(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-tables"), 
           attack: Optional[str] = FILTERS["attack"], defense: Optional[str] = FILTERS["defense"],
           phase: Optional[str] = FILTERS["phase"]) -> None:
     """CAP tables (methods x datasets) and per-strength rows as Markdown, CSV and LaTeX (booktabs)."""
-    from vflpriv.results import write_tables
+    from vflpriv.reports.results import write_tables
 
     results = _read(store, out, attack=attack, defense=defense, phase=phase)
     found = write_tables(results, out)
@@ -93,7 +93,7 @@ def report(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-report"),
            attack: Optional[str] = FILTERS["attack"], defense: Optional[str] = FILTERS["defense"],
            phase: Optional[str] = FILTERS["phase"]) -> None:
     """One self-contained HTML report (tables, figures, configuration, versions), plus the tables and figures."""
-    from vflpriv.results import write_report
+    from vflpriv.reports.results import write_report
 
     path = write_report(_read(store, out, attack=attack, defense=defense, phase=phase), out, store=store)
     make_console().print(f"wrote {path} (and the tables and figures beside it)")
@@ -102,8 +102,8 @@ def report(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-report"),
 def _read(store: Path, out: Path, **filters: str | None):
     """The store's runs (read only), filtered; then ``out`` checked writable: nothing is written before both
     check out. Damaged records are named on stderr, one line each (at most 5), and left out."""
-    from vflpriv.folders import writable_folder
-    from vflpriv.results import load_results, select
+    from vflpriv.reports.results import load_results, select
+    from vflpriv.store.folders import writable_folder
 
     results = select(load_results(store), **filters)
     damaged = results.attrs.get("damaged", [])

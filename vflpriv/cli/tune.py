@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from vflpriv.console import make_console
 
 from vflpriv.cli.app import app
 from vflpriv.cli.evaluate import build_experiment
-from vflpriv.errors import ConfigError
+from vflpriv.common.console import make_console
+from vflpriv.common.errors import ConfigError
 
 #: Bisection steps at most: 30 halvings narrow any strength interval below a billionth of it.
 MAX_STEPS = 30
@@ -41,10 +41,10 @@ def tune(
     """Bisect a defense's strength (log scale) for the weakest at which an attack falls to the prior, over seeds."""
     import pandas as pd
 
-    from vflpriv.config_io import validate
-    from vflpriv.experiment import STORE_ONLY, run_into_store
-    from vflpriv.registry import DEFENSES
+    from vflpriv.config.parse import validate
+    from vflpriv.config.registry import DEFENSES
     from vflpriv.tradeoff.tune import tune as bisect
+    from vflpriv.workflows.experiment import STORE_ONLY, run_into_store
 
     if defense == "none" or "," in (attack or ""):
         raise ConfigError("tune takes one attack and one defense (not none)")
@@ -72,7 +72,7 @@ def tune(
     def owns(key: str) -> bool:
         """A run listed in --out belongs to this tune if it is this experiment at some strength."""
         if key not in owned:
-            from vflpriv.store import Store
+            from vflpriv.store.sqlite import Store
 
             with Store(store or out / "results.sqlite") as s:
                 try:

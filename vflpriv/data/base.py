@@ -2,8 +2,8 @@
 
 A loader is a callable registered in the ``vflpriv.datasets`` entry-point group with the signature
 ``load(*, parties: int = 2, root: Path | None = None, max_samples: int | None = None, seed: int = 0)``
-returning a :class:`VerticalDataset`. It raises :class:`vflpriv.errors.DataError` for a missing or
-malformed file (naming the file and the expected layout) and :class:`vflpriv.errors.ConfigError`
+returning a :class:`VerticalDataset`. It raises :class:`vflpriv.common.errors.DataError` for a missing or
+malformed file (naming the file and the expected layout) and :class:`vflpriv.common.errors.ConfigError`
 for an unsupported number of parties.
 """
 

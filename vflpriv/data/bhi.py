@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from vflpriv.common.errors import ConfigError
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.paths import corrupt, locate
 from vflpriv.data.prep import build, cap_rows, check_parties, unit_float
 from vflpriv.data.readers import read_image
-from vflpriv.errors import ConfigError
 
 BHI_LAYOUT = (
     "<patient_id>/<0|1>/*.png: 50x50 RGB patches per patient and label (Kaggle's IDC_regular_ps50_idx5 "

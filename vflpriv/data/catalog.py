@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from vflpriv.common.errors import DataError, UnknownNameError
 from vflpriv.data import benchmark, bhi, credit, ctr, images, nuswide
 from vflpriv.data.paths import how_to_get, locate
-from vflpriv.errors import DataError, UnknownNameError
 
 Kind = Literal["embedded", "benchmark", "user-supplied"]
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from vflpriv.common.errors import DataError
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.paths import corrupt, locate
 from vflpriv.data.prep import build, cap_rows, check_parties, fixed_split, standardize
 from vflpriv.data.readers import read_table
-from vflpriv.errors import DataError
 
 BEHAVIOUR = (
     "PAY_0", "PAY_2", "PAY_3", "PAY_4", "PAY_5", "PAY_6",

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from vflpriv.common.errors import ConfigError, DataError
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.paths import corrupt, locate, require
 from vflpriv.data.prep import build, cap_rows, check_parties, unit_float
 from vflpriv.data.readers import read_array_pickle, read_image
 from vflpriv.data.splits import image_parts
-from vflpriv.errors import ConfigError, DataError
 
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_LAYOUT = (

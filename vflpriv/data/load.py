@@ -17,11 +17,11 @@ from pathlib import Path
 
 import torch
 
-from vflpriv import cache
-from vflpriv.config import DatasetConfig, config_hash
+from vflpriv.common.errors import CacheError
+from vflpriv.config.registry import DATASETS
+from vflpriv.config.schema import DatasetConfig, config_hash
 from vflpriv.data.base import VerticalDataset
-from vflpriv.errors import CacheError
-from vflpriv.registry import DATASETS
+from vflpriv.store import cache
 
 
 @lru_cache(maxsize=4)

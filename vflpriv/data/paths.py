@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from vflpriv.errors import DataError
+from vflpriv.common.errors import DataError
 
 ENV_VAR = "VFLPRIV_DATA"
 GET_SCRIPT = "bash scripts/get-datasets.sh"

@@ -7,14 +7,13 @@ test set never leaks into preprocessing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from vflpriv.common.errors import ConfigError
 from vflpriv.data.base import Modality, PartySpec, VerticalDataset
-from vflpriv.errors import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd

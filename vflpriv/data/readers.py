@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vflpriv.common.errors import DataError
 from vflpriv.data.paths import corrupt
-from vflpriv.errors import DataError
 
 _PICKLE_ALLOWED = {  # what numpy arrays (and, under protocol 2, bytes) need to be rebuilt
     ("_codecs", "encode"),

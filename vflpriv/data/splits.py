@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from vflpriv.errors import ConfigError
+from vflpriv.common.errors import ConfigError
 
 
 def image_parts(images: torch.Tensor, parties: int) -> list[torch.Tensor]:

@@ -1,9 +1,25 @@
-"""Parties, messages and the channel every cross-party tensor goes through."""
+"""Parties, messages, the channel every cross-party tensor goes through, the training loop's hook
+points, and the adversary's view and hooks.
+
+May import: common, config, store, data, models.
+"""
 
 from vflpriv.engine.channel import Channel, Inbox, Meter, Received
 from vflpriv.engine.hooks import (
-    ACTIVE_BATCH, ACTIVE_LOSS, ACTIVE_MODEL, DEFENSE_POINTS, EPOCH_END, GRADIENT_COMPUTATION, PASSIVE_OPTIMIZER, PASSIVE_STEP,
-    PREDICTIONS, CombinedHooks, DefenseChain, DefensePoints, PassiveStep, TrainingHooks,
+    ACTIVE_BATCH,
+    ACTIVE_LOSS,
+    ACTIVE_MODEL,
+    DEFENSE_POINTS,
+    EPOCH_END,
+    GRADIENT_COMPUTATION,
+    PASSIVE_OPTIMIZER,
+    PASSIVE_STEP,
+    PREDICTIONS,
+    CombinedHooks,
+    DefenseChain,
+    DefensePoints,
+    PassiveStep,
+    TrainingHooks,
 )
 from vflpriv.engine.message import (
     ACTIVE,

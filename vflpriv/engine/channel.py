@@ -10,9 +10,9 @@ from typing import Callable, Iterable, Protocol
 
 import torch
 
+from vflpriv.common.errors import ProtocolError
 from vflpriv.engine.message import Message, Payload, detached, payload_bytes
 from vflpriv.engine.roles import Traffic, role
-from vflpriv.errors import ProtocolError
 
 
 class MessageTransform(Protocol):
@@ -40,6 +40,16 @@ class Meter:
 
     def total_messages(self, phase: str | None = None) -> int:
         return sum(v for k, v in self.messages.items() if phase is None or k[0] == phase)
+
+    def rows(self, phase: str) -> list[list]:
+        """The counts of ``phase`` as rows [phase, direction, kind, bytes, messages] (what a cached pretraining keeps)."""
+        return [[*k, self.bytes[k], self.messages[k]] for k in self.messages if k[0] == phase]
+
+    def add_rows(self, rows: list[list]) -> None:
+        """Add counts given as :meth:`rows` (a cached pretraining's traffic, as if it had been sent again)."""
+        for phase, direction, kind, size, count in rows:
+            self.bytes[(phase, direction, kind)] += size
+            self.messages[(phase, direction, kind)] += count
 
 
 @dataclass(frozen=True, slots=True)

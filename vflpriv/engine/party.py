@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from vflpriv.config import FinetuneConfig, ModelConfig
+from vflpriv.config.schema import FinetuneConfig, ModelConfig
 from vflpriv.data.base import PartySpec
+from vflpriv.data.scenario import Scenario
 from vflpriv.engine.channel import Channel
 from vflpriv.engine.hooks import TrainingHooks
 from vflpriv.engine.message import ACTIVE
-from vflpriv.scenario import Scenario
 
 
 @dataclass(frozen=True)

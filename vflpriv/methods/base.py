@@ -9,15 +9,22 @@ import torch
 from pydantic import BaseModel
 from torch import nn
 
+from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
-    DEFENSE_POINTS, EPOCH_END, PASSIVE_OPTIMIZER, PASSIVE_STEP, SPLIT_LEARNING, Federation, Traffic, passive_receives,
+    DEFENSE_POINTS,
+    EPOCH_END,
+    PASSIVE_OPTIMIZER,
+    PASSIVE_STEP,
+    SPLIT_LEARNING,
+    Federation,
+    Traffic,
+    passive_receives,
 )
 from vflpriv.methods.finetune import Trained, finetune, predict, split_model
 from vflpriv.models.encoders import build_encoder
-from vflpriv.options import NoOptions
 
 if TYPE_CHECKING:
-    from vflpriv.config import ModelConfig
+    from vflpriv.config.schema import ModelConfig
     from vflpriv.data.base import PartySpec
 
 

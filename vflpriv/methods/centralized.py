@@ -24,11 +24,11 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from torch import nn
 
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.options import Options
 from vflpriv.engine import Federation
-from vflpriv.errors import ConfigError
 from vflpriv.methods.base import Method
 from vflpriv.methods.finetune import Trained
-from vflpriv.options import Options
 
 
 class PooledEstimator(nn.Module):

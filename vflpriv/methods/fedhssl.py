@@ -30,8 +30,18 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
+from vflpriv.common.seeding import generator as seeded_generator
 from vflpriv.engine import (
-    ACTIVE, EMBEDDING, HEAD_WEIGHTS, PRETRAIN, SERVER, SPLIT_LEARNING, STATISTICS, WEIGHTS, Federation, Message,
+    ACTIVE,
+    EMBEDDING,
+    HEAD_WEIGHTS,
+    PRETRAIN,
+    SERVER,
+    SPLIT_LEARNING,
+    STATISTICS,
+    WEIGHTS,
+    Federation,
+    Message,
     Traffic,
 )
 from vflpriv.methods.base import Method
@@ -48,9 +58,8 @@ from vflpriv.methods.pretraining import (
 )
 from vflpriv.methods.towers import PooledEncoder, Tower, build_local_encoder
 from vflpriv.models.encoders import build_encoder
+from vflpriv.models.ssl import nt_xent
 from vflpriv.models.training import Optimizer, index_batches, set_cosine_lr
-from vflpriv.seeding import generator as seeded_generator
-from vflpriv.ssl import nt_xent
 
 PMAModule = Literal["top", "projector", "predictor"]
 

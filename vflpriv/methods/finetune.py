@@ -19,9 +19,17 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from vflpriv.config import FinetuneConfig
+from vflpriv.config.schema import FinetuneConfig
 from vflpriv.engine import (
-    ACTIVE, EMBEDDING, FINETUNE, GRADIENT, INFERENCE, Federation, Message, PassiveStep, TrainingHooks,
+    ACTIVE,
+    EMBEDDING,
+    FINETUNE,
+    GRADIENT,
+    INFERENCE,
+    Federation,
+    Message,
+    PassiveStep,
+    TrainingHooks,
 )
 from vflpriv.models.encoders import init_parameters
 from vflpriv.models.training import index_batches, make_optimizer, set_cosine_lr

@@ -17,7 +17,8 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from vflpriv.config import ModelConfig
+from vflpriv.common.seeding import generator as seeded_generator
+from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.engine import Federation, Party
 from vflpriv.methods.base import Method
@@ -30,7 +31,6 @@ from vflpriv.methods.pretraining import (
 )
 from vflpriv.methods.towers import build_local_encoder
 from vflpriv.models.training import set_cosine_lr
-from vflpriv.seeding import generator as seeded_generator
 
 
 class LocalOptions(SSLOptions):

@@ -16,13 +16,13 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from vflpriv.common.seeding import generator as seeded_generator
+from vflpriv.config.options import Options
 from vflpriv.engine import ACTIVE, Federation, Party
 from vflpriv.methods.base import Method
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.encoders import build_encoder, init_parameters
 from vflpriv.models.training import apply_in_batches, fit_classifier
-from vflpriv.options import Options
-from vflpriv.seeding import generator as seeded_generator
 
 
 class SupervisedOptions(Options):

@@ -39,18 +39,27 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
+from vflpriv.common.seeding import generator as seeded_generator
+from vflpriv.config.options import Options
 from vflpriv.engine import (
-    ACTIVE, EMBEDDING, FINETUNE, GRADIENT, PASSIVE_STEP, PROBABILITIES, SPLIT_LEARNING, Federation, Message, PassiveStep,
+    ACTIVE,
+    EMBEDDING,
+    FINETUNE,
+    GRADIENT,
+    PASSIVE_STEP,
+    PROBABILITIES,
+    SPLIT_LEARNING,
+    Federation,
+    Message,
+    PassiveStep,
     Traffic,
 )
-from vflpriv.kmeans import kmeans
 from vflpriv.methods.base import SHARED_LOOP, Method
 from vflpriv.methods.finetune import Trained, finetune, new_top
 from vflpriv.models.encoders import build_encoder, init_parameters
+from vflpriv.models.kmeans import kmeans
+from vflpriv.models.ssl.fixmatch import party_views, train_fixmatch
 from vflpriv.models.training import fit_classifier
-from vflpriv.options import Options
-from vflpriv.seeding import generator as seeded_generator
-from vflpriv.ssl.fixmatch import party_views, train_fixmatch
 
 
 class OneShotOptions(Options):

@@ -1,6 +1,6 @@
 """Shared machinery of the SSL pretraining methods (FedHSSL paper 000; REFERENCE.md §2-5).
 
-Pieces, all built from ``vflpriv.ssl`` and ``vflpriv.models``:
+Pieces, all built from ``vflpriv.models.ssl`` and ``vflpriv.models``:
 
 - ``SSLOptions``: the pretraining settings every SSL method shares (optimiser, batch, views, SSL variant).
 - the networks (``vflpriv.methods.towers``): ``Tower`` (encoder -> projector -> predictor), ``LocalEncoder``
@@ -48,14 +48,13 @@ import torch
 from pydantic import Field, model_validator
 from torch import Tensor, nn
 
-from vflpriv.options import Options
+from vflpriv.common.errors import ConfigError
+from vflpriv.common.seeding import generator as seeded_generator
+from vflpriv.config.options import Options
 from vflpriv.data.base import PartySpec
-from vflpriv.errors import ConfigError
 from vflpriv.methods.towers import Tower
 from vflpriv.models.encoders import init_parameters
-from vflpriv.models.training import Optimizer, index_batches, make_optimizer
-from vflpriv.seeding import generator as seeded_generator
-from vflpriv.ssl import (
+from vflpriv.models.ssl import (
     FeatureRanges,
     MemoryQueue,
     byol_loss,
@@ -63,15 +62,16 @@ from vflpriv.ssl import (
     info_nce,
     make_augmenter,
     momentum_copy,
+    momentum_updater,
     negative_cosine,
     predictor,
     projector,
     scarf_corrupt,
     symmetrized,
     two_views,
-    momentum_updater,
 )
-from vflpriv.ssl.augment import Augment
+from vflpriv.models.ssl.augment import Augment
+from vflpriv.models.training import Optimizer, index_batches, make_optimizer
 
 Flavour = Literal["simsiam", "byol", "moco"]
 PairLoss = Callable[[Tensor, Tensor], Tensor]

@@ -9,9 +9,9 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from vflpriv.config import ModelConfig
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec
-from vflpriv.errors import ConfigError
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, build_encoder
 
 

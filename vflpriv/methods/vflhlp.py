@@ -47,7 +47,8 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from vflpriv.config import ModelConfig
+from vflpriv.common.seeding import generator as seeded_generator
+from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.engine import ACTIVE, Federation, Party
 from vflpriv.methods.base import SHARED_LOOP, Method
@@ -59,9 +60,8 @@ from vflpriv.methods.local_supervised import (
     untrained_local_model,
 )
 from vflpriv.models.encoders import build_encoder, init_parameters
+from vflpriv.models.ssl import info_nce, scarf_corrupt
 from vflpriv.models.training import index_batches, make_optimizer, require_finite
-from vflpriv.seeding import generator as seeded_generator
-from vflpriv.ssl import info_nce, scarf_corrupt
 
 
 class VFLHLPOptions(SupervisedOptions):

@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from vflpriv.config import ModelConfig
+from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec
 
 

@@ -8,7 +8,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from vflpriv.errors import DivergedError
+from vflpriv.common.errors import DivergedError
 from vflpriv.models.optim import FusedAdam, FusedSGD
 
 Optimizer = FusedAdam | FusedSGD

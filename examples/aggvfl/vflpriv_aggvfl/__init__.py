@@ -15,10 +15,10 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from vflpriv.config.options import Options
 from vflpriv.engine import Federation
 from vflpriv.methods import Method, Trained, finetune
 from vflpriv.models import build_encoder, init_parameters
-from vflpriv.options import Options
 
 
 class SumOfLogits(nn.Module):

@@ -19,12 +19,20 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from vflpriv.config.options import Options
 from vflpriv.engine import (
-    ACTIVE, EMBEDDING, FINETUNE, GRADIENT, PASSIVE_OPTIMIZER, PASSIVE_STEP, Federation, Message, PassiveStep,
+    ACTIVE,
+    EMBEDDING,
+    FINETUNE,
+    GRADIENT,
+    PASSIVE_OPTIMIZER,
+    PASSIVE_STEP,
+    Federation,
+    Message,
+    PassiveStep,
 )
 from vflpriv.methods import Method, PartyOptimizers, Trained, backward_with, new_top
 from vflpriv.models.training import index_batches
-from vflpriv.options import Options
 
 
 class FedBCDOptions(Options):

@@ -1,0 +1,6 @@
+"""Settings: the run's configuration schema, component options, the registries of plugins, reading experiment
+files and ``--set`` overrides, and the shipped presets. The first step of the pipeline
+(config -> runner -> store -> tradeoff -> reports).
+
+May import: common.
+"""

@@ -1,0 +1,258 @@
+"""Reading experiment files and ``--set`` overrides into config models, with one-line errors.
+
+Files are read defensively: at most 1 MiB, strict UTF-8, YAML without aliases (a "billion laughs"
+file expands aliases exponentially before any check could run; anchors alone are harmless), TOML as
+is. Every validation error becomes one :class:`ConfigError` line naming the setting, the value and,
+for an unknown key, the valid keys of its section.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import tomllib
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.options import NoOptions
+
+MAX_CONFIG_BYTES = 1 << 20
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases (``*name``) before they are expanded, and a key given twice in one
+    mapping (PyYAML keeps the last value silently: a user's ``labeled: 100`` became 200)."""
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in vflpriv config files", mark)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice in one section (first on line {seen[key] + 1})",
+                    key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Read a YAML (.yaml/.yml) or TOML (.toml) file into a dict."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file {path} is {size} bytes; the limit is {MAX_CONFIG_BYTES} (1 MiB)")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text (invalid byte at position {exc.start})") from None
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else load_yaml(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        first = " ".join(str(exc).split()) or type(exc).__name__
+        mark = getattr(exc, "problem_mark", None)
+        if isinstance(exc, yaml.MarkedYAMLError) and exc.problem and mark is not None:
+            first = f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
+        raise ConfigError(f"config file {path} is not valid {'TOML' if path.suffix == '.toml' else 'YAML'}: {first}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of settings, not {type(data).__name__}")
+    return data
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Apply one ``key.path=value`` (value parsed as YAML: numbers, booleans, lists) in place; a number in the path
+    indexes a list of sections (``defenses.0.options.clip=0.5``)."""
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key or "" in key.split("."):
+        raise ConfigError(f"--set expects key.path=value, got '{assignment}'")
+    try:
+        value = load_yaml(raw)
+    except yaml.YAMLError:
+        value = raw
+    node: Any = data
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        where = ".".join(parts[: i + 1])
+        if isinstance(node, list):  # defenses.0.options.clip: an entry of a list of sections, by index
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"--set {key}: '{'.'.join(parts[:i])}' is a list of {len(node)}; give an index "
+                                  f"0..{len(node) - 1}, got '{part}'")
+            if i == len(parts) - 1:
+                node[int(part)] = value
+                return
+            node = node[int(part)]
+            continue
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {key}: '{'.'.join(parts[:i])}' is a value, not a section")
+        if i == len(parts) - 1:
+            node[part] = value
+            return
+        node = node.setdefault(part, {})
+        if not isinstance(node, (dict, list)):
+            raise ConfigError(f"--set {key}: '{where}' is a value, not a section")
+
+
+def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` on top of ``base``: sections merge key by key, anything else (values, lists) is replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = merged(out[key], value) if isinstance(out.get(key), dict) and isinstance(value, dict) else value
+    return out
+
+
+#: Experiment-file key holding options for some methods only: ``{pattern: options}``, fnmatch patterns on
+#: the method's name (``fedhssl*``, ``local-simsiam``), so one file (a preset, a grid) serves several methods.
+METHOD_OPTIONS = "method_options"
+
+
+def resolve_method_options(data: dict[str, Any], *, must_match: set[str] | None = None) -> set[str]:
+    """Remove ``data``'s ``method_options`` table and fold the options of every pattern matching the method's
+    name (in file order) under ``method.options``; options given for the method itself win. Returns the patterns
+    that matched; a pattern of ``must_match`` (the user's own, as opposed to a preset's, which serve other methods
+    too) that matches nothing is refused (its options would be silently ignored)."""
+    table = data.pop(METHOD_OPTIONS, None) or {}
+    if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in table.items()):
+        raise ConfigError(f"{METHOD_OPTIONS} must map method-name patterns to option sections, got {table!r}")
+    method = data.setdefault("method", {})
+    if not table or not isinstance(method, dict):
+        return set()
+    name = method.get("name", "splitnn")
+    found: dict[str, Any] = {}
+    matched = {p for p in table if isinstance(name, str) and fnmatch.fnmatchcase(name, p)}
+    for pattern, options in table.items():
+        if pattern in matched:
+            found.update(options)
+    if found:
+        given = method.get("options", {})
+        method["options"] = merged(found, given) if isinstance(given, dict) else given
+    if must_match is not None:
+        unmatched(must_match - matched, [name])
+    return matched
+
+
+def unmatched(patterns: set[str], methods: list) -> None:
+    """Refuse ``method_options`` patterns that match none of ``methods``."""
+    if patterns:
+        raise ConfigError(f"{METHOD_OPTIONS} pattern(s) {', '.join(sorted(map(repr, patterns)))} match no method of this "
+                          f"run ({', '.join(map(str, methods))}); their options would be ignored: fix the pattern or "
+                          "remove it")
+
+
+# ------------------------------------------------------------------------------------------- validation
+
+
+def _inner(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """(the settings model an annotation holds, whether it is a list of them)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _inner(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        found = [_inner(a) for a in typing.get_args(annotation) if a is not type(None)]
+        return next(((m, many) for m, many in found if m is not None), (None, False))
+    if origin is list:
+        model, _ = _inner(typing.get_args(annotation)[0])
+        return model, model is not None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    return None, False
+
+
+def check_shape(model: type[BaseModel], data: dict[str, Any], *, source: str) -> None:
+    """Sections must be mappings and lists of sections lists of mappings, before anything merges into them."""
+    for name, value in data.items():
+        field = model.model_fields.get(name)
+        if field is None:
+            continue
+        sub, many = _inner(field.annotation)
+        if sub is None:
+            continue
+        items = value if many and isinstance(value, list) else [value]
+        if many and not isinstance(value, list):
+            raise ConfigError(f"{source}: {name} must be a list of sections, got {type(value).__name__} {value!r}")
+        for i, item in enumerate(items):
+            where = f"{name}[{i}]" if many else name
+            if not isinstance(item, dict):
+                example = ", ".join(list(sub.model_fields)[:3])
+                raise ConfigError(f"{source}: {where} must be a section of settings ({example}, ...), "
+                                  f"got {type(item).__name__} {item!r}")
+            check_shape(sub, item, source=source)
+
+
+def _section(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    """The settings model at ``loc`` (field names and list indices), or None past a free-form dict."""
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        sub, _ = _inner(field.annotation)
+        if sub is None:
+            return None
+        model = sub
+    return model
+
+
+def _where(loc: tuple, prefix: str) -> str:
+    out = prefix.removesuffix(".")
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "config"
+
+
+def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: str = "") -> str:
+    """One line for pydantic's first error: where, what, and the valid keys for an unknown one."""
+    err = exc.errors()[0]
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    where = _where(loc, prefix)
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        section = _section(model, loc[:-1])
+        fields = list(section.model_fields) if section is not None else []
+        close = difflib.get_close_matches(str(loc[-1]), fields, n=1) if loc else []
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return f"unknown setting {where}{hint}; valid keys here: {', '.join(fields) or 'none'}"
+    if err["type"] in ("model_type", "dict_type"):
+        return f"{where} must be a section of settings, got {type(err['input']).__name__} {err['input']!r}"
+    value = err.get("input")
+    shown = f"={value!r}" if isinstance(value, (int, float, str)) and not isinstance(value, bool) and len(repr(value)) < 40 else ""
+    return f"invalid {where}{shown}: {message}"
+
+
+def validate(model: type[BaseModel], data: Any, *, prefix: str = "", context: str = "") -> Any:
+    """Validate ``data`` into ``model``, turning pydantic's report into one ConfigError line (after ``context``)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(context + format_validation(exc, model, prefix=prefix)) from None
+
+
+def parse_options(cls: Any, options: dict[str, Any], *, where: str) -> BaseModel:
+    """A registered component's ``options`` validated against its ``Options`` (none: :class:`NoOptions`); a bad
+    value names ``where`` (e.g. ``attack.options``)."""
+    model = getattr(cls, "Options", NoOptions)
+    try:
+        return model.model_validate(options)
+    except ValidationError as exc:
+        raise ConfigError(format_validation(exc, model, prefix=f"{where}.")) from None

@@ -1,0 +1,102 @@
+"""Name -> component registries, filled from entry points exactly like third-party plugins.
+
+Built-in methods, attacks, defenses and datasets are declared as entry points in ``pyproject.toml``
+(groups ``vflpriv.methods``, ``vflpriv.attacks``, ``vflpriv.defenses``, ``vflpriv.datasets``), so the
+plugin path is exercised by every run. Unregistered code is reachable as ``package.module:Object``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Callable, Generic, TypeVar
+
+from vflpriv.common.errors import UnknownNameError
+
+T = TypeVar("T")
+
+
+@dataclass
+class Registry(Generic[T]):
+    """A lazily loaded mapping of names to objects of one kind (``kind`` names it in messages)."""
+
+    kind: str
+    group: str
+    #: What an object of this kind must be, as a check returning the problem (None when it fits).
+    check: Callable[[Any], str | None] = lambda obj: None
+    _extra: dict[str, T] = field(default_factory=dict)
+    _cache: dict[str, T] = field(default_factory=dict)
+
+    def register(self, name: str, obj: T) -> T:
+        """Add ``obj`` under ``name`` at run time (tests, notebooks); entry points are the usual way."""
+        self._extra[name] = obj
+        return obj
+
+    def _entry_points(self) -> dict[str, Any]:
+        return {ep.name: ep for ep in entry_points(group=self.group)}
+
+    def names(self) -> list[str]:
+        return sorted(set(self._entry_points()) | set(self._extra))
+
+    def get(self, name: str) -> T:
+        """Resolve a registered name or ``package.module:Object``; unknown names list the valid ones."""
+        if name in self._extra:
+            return self._extra[name]
+        if name in self._cache:
+            return self._cache[name]
+        eps = self._entry_points()
+        if name in eps:
+            obj = eps[name].load()
+        elif ":" in name:
+            obj = _import_object(name, self.kind)
+        else:
+            raise UnknownNameError(
+                f"unknown {self.kind} '{name}'; valid {self.kind}s: {', '.join(self.names())} "
+                "(or package.module:Object for an unregistered one)"
+            )
+        problem = self.check(obj)
+        if problem is not None:
+            raise UnknownNameError(f"'{name}' is not a vflpriv {self.kind}: {problem}")
+        self._cache[name] = obj
+        return obj
+
+
+def _import_object(path: str, kind: str) -> Any:
+    module_name, _, attr = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, attr)
+    except Exception as exc:  # noqa: BLE001 - any failure of user code to import is bad input here
+        raise UnknownNameError(f"cannot import {kind} '{path}': {type(exc).__name__}: {exc}") from None
+
+
+def _has(*members: str) -> Callable[[Any], str | None]:
+    """Structural check: the registry imports no component package (they import the engine, which imports
+    the configuration, which reads the dataset registry), so it checks what a component must have."""
+
+    def check(obj: Any) -> str | None:
+        missing = [m for m in members if not hasattr(obj, m)]
+        if not isinstance(obj, type) or missing:
+            return f"expected a class with {', '.join(members)}" + (f" (missing {', '.join(missing)})" if missing else "")
+        return None
+
+    return check
+
+
+def _is_loader(obj: Any) -> str | None:
+    return None if callable(obj) and not isinstance(obj, type) else "expected a loader function returning a VerticalDataset"
+
+
+METHODS: Registry[Any] = Registry("method", "vflpriv.methods",
+                                  _has("pretrain", "finetune", "predict", "sends", "pretrains", "federated"))
+ATTACKS: Registry[Any] = Registry("attack", "vflpriv.attacks", _has("infer", "required_messages", "needs_encoder"))
+DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses", _has("protects", "axis", "supported_kinds"))
+DATASETS: Registry[Any] = Registry("dataset", "vflpriv.datasets", _is_loader)
+
+REGISTRIES: dict[str, Registry[Any]] = {
+    "methods": METHODS,
+    "attacks": ATTACKS,
+    "defenses": DEFENSES,
+    "datasets": DATASETS,
+}

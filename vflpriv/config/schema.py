@@ -1,0 +1,367 @@
+"""Typed configuration: a ``TrainingConfig`` per trained federation, a ``RunConfig`` per (training, attack)
+record, an ``ExperimentConfig`` per sweep.
+
+One training serves every attack evaluated on it (each from the adversary's view), so the training's
+hash (everything but the attack) identifies what is trained and the run's hash (training + attack)
+keys the record in the store. Reading files and ``--set`` overrides live in :mod:`vflpriv.config.parse`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, NonNegativeFloat, model_validator
+
+from vflpriv.common.errors import VflprivError
+from vflpriv.config.options import Options
+from vflpriv.config.registry import ATTACKS, DATASETS
+
+Phase = Literal["pretrain", "finetune"]
+
+
+def config_hash(payload: dict[str, Any], length: int = 20) -> str:
+    """Stable short hash of a JSON-able payload (sorted keys)."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:length]
+
+
+class DatasetConfig(Options):
+    name: str = "digits"
+    root: Path | None = Field(None, description="folder holding a user-supplied dataset's files")
+    max_samples: int | None = Field(None, ge=1, description="cap the training rows (stratified, fixed draw)")
+
+
+#: Partition fields that only choose labeled samples: the aligned and local sets are drawn before them, so what
+#: reads no labels (a label-free pretraining, the adversary's own encoder) does not depend on them.
+LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local"}
+
+
+class PartitionConfig(Options):
+    """REFERENCE.md §1. Party 0 is the active party; ``adversary`` is a passive party."""
+
+    parties: int = Field(2, ge=2, le=64)
+    aligned_fraction: float = Field(0.2, gt=0, le=1)
+    labeled: int = Field(200, ge=1)
+    unaligned: Literal["shared", "disjoint"] = Field(
+        "shared",
+        description="shared: every party holds all non-aligned training rows as its local data (the "
+        "FedHSSL code); disjoint: the non-aligned rows are dealt out, each to one party",
+    )
+    aux: int = Field(80, ge=0, description="adversary's auxiliary labeled samples, balanced per class")
+    aux_source: Literal["unlabeled", "labeled"] = Field(
+        "unlabeled",
+        description="unlabeled: aux samples are adversary-local samples outside the labeled set (FedHSSL, "
+        "Kang et al.); labeled: they are labeled aligned training samples, so the adversary knows a few "
+        "training labels and receives their gradients (Li et al.'s threat model); they are then not scored",
+    )
+    aux_positive_ratio: float | None = Field(
+        None, gt=0, lt=1, description="binary tasks: fraction of the aux samples that are positive (Kang et al.: "
+        "BHI 0.3); unset = balanced per class")
+    adversary: int = Field(1, ge=1)
+    active_labels_local: bool | None = Field(
+        None, description="VFLHLP: the active party knows the labels of all its local samples (every aligned one "
+        "included, whatever labeled says); unset = the method's default"
+    )
+
+    @model_validator(mode="after")
+    def _adversary_is_a_party(self) -> PartitionConfig:
+        if self.adversary >= self.parties:
+            raise ValueError(f"adversary {self.adversary} is not a passive party (1..{self.parties - 1})")
+        return self
+
+
+class ModelConfig(Options):
+    """Bottom encoders (REFERENCE.md §2): MLP for tabular, a small CNN for images of 16 px or more."""
+
+    encoder: Literal["auto", "mlp", "cnn"] = "auto"
+    hidden: int = Field(512, ge=1)
+    out_dim: int = Field(512, ge=1)
+    cat_embedding: int = Field(32, ge=1, description="embedding size of categorical fields")
+
+
+class FinetuneConfig(Options):
+    """Split-learning finetuning. Default: 20 epochs as in the FedHSSL code, Adam at its standard lr 1e-3,
+    batch 64, constant lr, no clipping. Why not the code's recipe (SGD momentum 0.9, weight decay 3e-5,
+    cosine, clip 5, batch 512, lr from {0.005, 0.01, 0.03} picked on the test set; the ``fedhssl-paper``
+    preset): with the few hundred labels these tasks have, batch 512 is one step per epoch, 20 steps in
+    all, and no lr can be picked without the test set; Adam at batch 64 trains every method to its plateau
+    at one untuned lr (benchmarks/results/table_iv_*.md). It changes what the adversary sees: 4x more
+    gradient messages per epoch at 200 labels, so CAPs are comparable within one recipe only."""
+
+    epochs: int = Field(20, ge=1)
+    lr: float = Field(0.001, gt=0)
+    batch_size: int = Field(64, ge=2, description="at least 2: BatchNorm cannot train on one sample")
+    optimizer: Literal["adam", "sgd"] = Field("adam", description="adam, or sgd with momentum")
+    momentum: float = Field(0.9, ge=0, lt=1, description="SGD momentum (code: 0.9)")
+    weight_decay: float = Field(1e-5, ge=0, description="L2 weight decay (code: 3e-5)")
+    schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="lr schedule over the epochs: cosine = CosineAnnealingLR stepped per epoch (code)")
+    grad_clip: float = Field(
+        0.0, ge=0, description="each party clips the gradient norm of its own models before its step, 0 = off (code: 5)")
+    top: Literal["linear", "mlp", "sum"] = Field(
+        "linear", description="the active party's top: linear (one Linear over the concatenated embeddings; "
+        "splitVFL), mlp (Linear-ReLU-Linear, model.hidden wide), or sum (every bottom ends in a class-logit layer and "
+        "the active party sums the logits, no trainable top: aggVFL, VFLAIR's default for DLI)")
+    local_updates: int = Field(
+        1, ge=1, le=1000, description="FedBCD (Liu et al.): after each exchange every party makes local_updates - 1 "
+        "further updates with the stale received embeddings / gradients; 1 = plain split learning")
+    curve: bool = Field(
+        False, description="record the test utility and the MB sent so far (pretraining and finetuning) at the end of "
+        "every finetuning epoch (paper 003's Table 1: MB to reach a target accuracy): a measurement that sends, counts "
+        "and draws nothing the training sees, so every other number is the same with it")
+
+
+class MethodConfig(Options):
+    name: str = "splitnn"
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+#: The most candidates one tuned attack may evaluate (each is a run of the attack).
+MAX_SEARCH_BUDGET = 256
+#: What of the attack block does not change how an acting attack trains (its training key leaves it out).
+NOT_TRAINING = {"prior", "prior_epochs", "prior_ssl", "tune", "search_budget", "search_space"}
+
+
+class AttackConfig(Options):
+    name: str = "mc"
+    phase: Phase = "finetune"
+    prior: Literal["simsiam", "aux", "same-attack", "none"] = Field(
+        "simsiam",
+        description="adversary prior: head on aux labels over the adversary's own SimSiam encoder "
+        "(A_SimSiam), over a fresh encoder trained on aux (aux), the attack itself on that SimSiam "
+        "encoder without a federation (same-attack), or none",
+    )
+    prior_epochs: int = Field(300, ge=1, description="training epochs of the prior's head")
+    prior_ssl: Literal["auto", "simsiam", "own"] = Field(
+        "auto", description="the adversary's own pretraining behind the simsiam and same-attack priors: plain "
+        "SimSiam (A_SimSiam), or own: the method's own pretraining done alone (methods whose pretraining is local: "
+        "local-*, ssvfl-*, vflhlp*), so that leakage measures the federation rather than SSL flavours; auto: own "
+        "where the method has such a pretraining, else simsiam")
+    options: dict[str, Any] = Field(default_factory=dict)
+    tune: bool = Field(False, description="select the attack's settings on the adversary's auxiliary labels "
+                                          "(attacks.search); the record also gets the oracle bound")
+    search_budget: int = Field(8, ge=1, le=MAX_SEARCH_BUDGET, description="candidates a tuned attack evaluates")
+    search_space: dict[str, list[Any]] = Field(
+        default_factory=dict, description="candidate values per option, replacing the attack's own for those options")
+
+
+class DefenseConfig(Options):
+    name: str
+    strength: float | None = Field(
+        None, ge=0, description="on the defense's axis; unset = its identity (0 for noise scales, +inf for epsilon)"
+    )
+    phase: Phase = "finetune"
+    kinds: list[str] | None = Field(None, description="message kinds to protect; None = the defense's own")
+    party: int | None = Field(
+        None, ge=0, description="the protecting party (its outgoing messages); unset = the active party, or every "
+        "passive party when the active party sends nothing this defense protects in the phase")
+    sweep: bool = Field(False, description="this defense's strength is the swept lambda")
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+#: Config sections a dataset can give defaults for (its loader's ``default_partition``, ``default_model``).
+DATASET_DEFAULT_SECTIONS = ("partition", "model")
+
+
+def dataset_defaults(name: str, section: str) -> dict[str, Any]:
+    """The defaults a dataset's loader declares for a config section; {} if it declares none or the name is
+    unknown (the planner reports unknown names)."""
+    try:
+        return dict(getattr(DATASETS.get(name), f"default_{section}", {}))
+    except VflprivError:
+        return {}
+
+
+def dataset_partition_defaults(name: str) -> dict[str, Any]:
+    return dataset_defaults(name, "partition")
+
+
+class TrainingConfig(Options):
+    """Everything one trained federation depends on; every attack on it shares it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dataset_defaults(cls, data: Any) -> Any:
+        """The dataset's own defaults fill every field of a section (partition, model) the user left unset."""
+        if not isinstance(data, dict):
+            return data
+        dataset = data.get("dataset", {})
+        name = dataset.get("name", "digits") if isinstance(dataset, dict) else getattr(dataset, "name", "digits")
+        if not isinstance(name, str):
+            return data
+        out = dict(data)
+        for section, model in (("partition", PartitionConfig), ("model", ModelConfig)):
+            defaults = dataset_defaults(name, section)
+            given = data.get(section, {})
+            if not defaults or not isinstance(given, (dict, model)):
+                continue
+            given = given if isinstance(given, dict) else given.model_dump(include=given.model_fields_set)
+            out[section] = {**defaults, **given}
+        return out
+
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    partition: PartitionConfig = Field(default_factory=PartitionConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    method: MethodConfig = Field(default_factory=MethodConfig)
+    finetune: FinetuneConfig = Field(default_factory=FinetuneConfig)
+    defenses: list[DefenseConfig] = Field(default_factory=list)
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    device: str = "cpu"
+
+    def training_key(self) -> str:
+        """Hash of what the federation's training depends on (the device must not change results)."""
+        return config_hash(keyed(self.model_dump(mode="json", include=TRAINING_FIELDS)))
+
+    def training(self) -> TrainingConfig:
+        return TrainingConfig.model_validate(self.model_dump(include=set(TrainingConfig.model_fields)))
+
+    @property
+    def swept(self) -> DefenseConfig | None:
+        return next((d for d in self.defenses if d.sweep), None)
+
+
+TRAINING_FIELDS = set(TrainingConfig.model_fields) - {"device"}
+
+
+class RunConfig(TrainingConfig):
+    """One record: a training and one attack on it."""
+
+    attack: AttackConfig = Field(default_factory=AttackConfig)
+
+    def attack_acts(self) -> bool:
+        """Whether the attack acts during training (``Attack.acts``): then the training is the attack's own."""
+        try:
+            return bool(getattr(ATTACKS.get(self.attack.name), "acts", False))
+        except VflprivError:
+            return False  # an unknown attack: the planner says so
+
+    def training_key(self) -> str:
+        """Hash of what the training depends on: the training settings, and an attack that acts during it (its
+        runs train a federation of their own, never shared with the passive attacks)."""
+        key = super().training_key()
+        if not self.attack_acts():
+            return key
+        return config_hash({"training": key, "acting attack": self.attack.model_dump(
+            mode="json", exclude=NOT_TRAINING)})
+
+    def key(self) -> str:
+        """Stable hash of the whole configuration (device excluded): the record's key in the store."""
+        return config_hash(keyed(self.model_dump(mode="json", exclude={"device"})))
+
+
+#: Measurement-only settings (section, name): off, they are left out of the keys, so a store made before they
+#: existed resumes instead of rerunning every run; on, the run is another (its record holds the measurement).
+MEASUREMENTS = (("finetune", "curve"),)
+
+
+def keyed(dump: dict[str, Any]) -> dict[str, Any]:
+    """``dump`` as the keys hash it: measurement-only settings that are off left out."""
+    for section, name in MEASUREMENTS:
+        if section in dump and not dump[section].get(name, False):
+            dump[section] = {k: v for k, v in dump[section].items() if k != name}
+    return dump
+
+
+class AttackSettings(AttackConfig):
+    """The experiment's attack block: one attack name or several evaluated on each training.
+
+    With several names, ``options`` maps each name to its options (``{mc: {epochs: 100}}``), and so does
+    ``search_space`` (``{mc: {lr: [0.005, 0.05]}}``).
+    """
+
+    name: str | list[str] = "mc"
+    search_space: dict[str, Any] = Field(default_factory=dict, description="candidate values per option (per attack "
+                                                                            "name with several attacks)")
+
+    @model_validator(mode="after")
+    def _options_per_attack(self) -> AttackSettings:
+        names = self.names()
+        if not names:
+            raise ValueError("name must list at least one attack")
+        if len(set(names)) != len(names):
+            raise ValueError(f"attack names repeat: {', '.join(names)}")
+        if len(names) > 1:
+            for what, example in (("options", "epochs=100"), ("search_space", "lr=[0.005,0.05]")):
+                stray = [k for k, v in getattr(self, what).items() if k not in names or not isinstance(v, dict)]
+                if stray:
+                    raise ValueError(
+                        f"with several attacks, {what} maps each attack name to its {what.replace('_', ' ')} "
+                        f"(e.g. {what}.{names[0]}.{example}); not an attack of this list: {', '.join(stray)}"
+                    )
+        return self
+
+    def names(self) -> list[str]:
+        return [self.name] if isinstance(self.name, str) else list(self.name)
+
+    def configs(self) -> list[AttackConfig]:
+        names = self.names()
+        common = self.model_dump(exclude={"name", "options", "search_space"})
+        one = len(names) == 1
+        return [
+            AttackConfig(name=n, options=self.options if one else self.options.get(n, {}),
+                         search_space=self.search_space if one else self.search_space.get(n, {}), **common)
+            for n in names
+        ]
+
+
+#: A run's seed: what ``torch.Generator.manual_seed`` and NumPy accept alike.
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+
+
+def refuse_repeats(**lists: list | None) -> None:
+    """ValueError naming each list given with a repeated entry (a repeat is a conflict, not deduplicated)."""
+    for name, values in lists.items():
+        shown = [f"{v:g}" if isinstance(v, float) else str(v) for v in values or []]
+        repeated = sorted({v for v in shown if shown.count(v) > 1})
+        if repeated:
+            raise ValueError(f"{name} repeat: {', '.join(repeated)}; give each once")
+
+
+class ExperimentConfig(TrainingConfig):
+    """A sweep: the swept defense's strength x seeds x attacks, around one base training."""
+
+    attack: AttackSettings = Field(default_factory=AttackSettings)
+    defenses: list[DefenseConfig] = Field(
+        default_factory=lambda: [DefenseConfig(name="iso", sweep=True)],
+        description="default threat model: ISO on the active party's finetuning gradients, swept",
+    )
+    strengths: list[NonNegativeFloat] = Field(default_factory=lambda: [1.0, 5.0, 25.0], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    jobs: int = Field(
+        default_factory=lambda: min(2, os.cpu_count() or 1), ge=1, le=1024,
+        description="parallel trainings; each uses one torch thread, so numbers do not depend on it",
+    )
+    backend: Literal["loky", "threading", "dask", "ray"] = "loky"
+
+    @model_validator(mode="after")
+    def _check_sweep(self) -> ExperimentConfig:
+        swept = [d for d in self.defenses if d.sweep]
+        if len(swept) > 1:
+            raise ValueError("at most one defense can be swept")
+        if not swept and "strengths" in self.model_fields_set:
+            raise ValueError("strengths are given but no defense is swept (--defense none sweeps nothing)")
+        if "seed" in self.model_fields_set:
+            raise ValueError("seed is set per run from seeds; give seeds: [N] (--seeds N) instead")
+        refuse_repeats(strengths=self.strengths, seeds=self.seeds)
+        return self
+
+    def runs(self) -> list[RunConfig]:
+        """One RunConfig per (strength, seed, attack); without a swept defense, one per (seed, attack)."""
+        base = self.model_dump(exclude={"strengths", "seeds", "jobs", "backend", "attack", "seed"})
+        index = next((i for i, d in enumerate(self.defenses) if d.sweep), None)
+        strengths = self.strengths if index is not None else [None]
+        attacks = [a.model_dump() for a in self.attack.configs()]
+        out = []
+        for strength in strengths:
+            for seed in self.seeds:
+                for attack in attacks:
+                    data = copy.deepcopy(base)  # python values: an inf in an options dict stays inf
+                    data["seed"], data["attack"] = seed, copy.deepcopy(attack)
+                    if index is not None:
+                        data["defenses"][index]["strength"] = strength
+                    out.append(RunConfig.model_validate(data))
+        return out

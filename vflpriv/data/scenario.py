@@ -1,0 +1,117 @@
+"""The VFL data setting of REFERENCE.md §1, drawn from one seed.
+
+Index sets are global training-row ids. Party 0 is the active party (labels); the adversary is a
+passive party holding a small auxiliary labeled set, balanced per class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.schema import PartitionConfig
+from vflpriv.data.base import VerticalDataset
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Who holds which samples. Labels stay in ``dataset``; only the runner reads them there."""
+
+    dataset: VerticalDataset
+    aligned: torch.Tensor
+    labeled: torch.Tensor
+    unaligned: tuple[torch.Tensor, ...]
+    aux: torch.Tensor
+    adversary: int
+    active_labels_local: bool
+
+    @property
+    def parties(self) -> int:
+        return self.dataset.parties
+
+    def local(self, party: int) -> torch.Tensor:
+        """All local training samples of ``party``: aligned first, then its unaligned ones."""
+        return torch.cat([self.aligned, self.unaligned[party]])
+
+    def active_label_ids(self) -> torch.Tensor:
+        """Training ids whose labels the active party holds (VFLHLP: also its unaligned samples)."""
+        if self.active_labels_local:
+            return torch.cat([self.labeled, self.unaligned[0]])
+        return self.labeled
+
+
+def build_scenario(
+    dataset: VerticalDataset, partition: PartitionConfig, *, seed: int, active_labels_local: bool = False
+) -> Scenario:
+    """Draw aligned, labeled, unaligned and auxiliary sets; raise ConfigError when sizes do not fit.
+
+    ``active_labels_local`` is the VFLHLP setting as resolved for the method (the partition's value, or
+    the method's default when the partition leaves it unset). In it every aligned sample is labeled (paper 001
+    §4.1: the active party holds the labels of all its local samples; finding M1), whatever
+    ``partition.labeled`` says, and the adversary's auxiliary samples come from its unaligned ones. The draw of
+    ``partition.labeled`` samples is made anyway, so the aligned and unaligned sets are those of the same seed
+    without the setting.
+    """
+    if partition.parties != dataset.parties:
+        raise ConfigError(f"partition.parties={partition.parties} but dataset has {dataset.parties} parties")
+    if partition.labeled < dataset.num_classes:
+        raise ConfigError(
+            f"partition.labeled={partition.labeled} is fewer than the {dataset.num_classes} classes of "
+            f"{dataset.name}; every class needs a chance to be labeled"
+        )
+    g = torch.Generator().manual_seed(seed)
+    n = dataset.y_train.shape[0]
+    n_aligned = max(1, round(partition.aligned_fraction * n))
+    if partition.labeled > n_aligned:
+        raise ConfigError(
+            f"labeled={partition.labeled} exceeds the {n_aligned} aligned samples "
+            f"(aligned_fraction={partition.aligned_fraction} of {n}); lower labeled or raise aligned_fraction"
+        )
+    order = torch.randperm(n, generator=g, device=g.device)
+    aligned, rest = order[:n_aligned].sort().values, order[n_aligned:]
+    labeled = aligned[torch.randperm(n_aligned, generator=g, device=g.device)[: partition.labeled]].sort().values
+    if active_labels_local:  # the active party knows the labels of all its local samples: every aligned one too
+        labeled = aligned
+    if partition.unaligned == "shared":
+        unaligned = tuple(rest.sort().values for _ in range(dataset.parties))
+    else:
+        unaligned = tuple(part.sort().values for part in torch.tensor_split(rest, dataset.parties))
+    if partition.aux_source == "labeled":
+        pool = labeled
+    else:
+        pool = torch.cat([aligned, unaligned[partition.adversary]])
+        pool = pool[~torch.isin(pool, labeled)]
+    aux = _draw_aux(dataset, pool, _aux_per_class(dataset, partition), partition.aux_source, g)
+    return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local)
+
+
+def _aux_per_class(dataset: VerticalDataset, partition: PartitionConfig) -> list[int]:
+    """How many auxiliary samples of each class: balanced, or for a binary task ``aux_positive_ratio`` of
+    them positive (Kang et al. draw BHI's by a positive ratio of 0.3, near the task's own)."""
+    size, c = partition.aux, dataset.num_classes
+    if partition.aux_positive_ratio is None:
+        return [size // c + (1 if k < size % c else 0) for k in range(c)]
+    if c != 2:
+        raise ConfigError(f"partition.aux_positive_ratio is for binary tasks; {dataset.name} has {c} classes")
+    positives = round(partition.aux_positive_ratio * size)
+    return [size - positives, positives]
+
+
+def _draw_aux(
+    dataset: VerticalDataset, pool: torch.Tensor, per_class: list[int], source: str, g: torch.Generator
+) -> torch.Tensor:
+    """``per_class[k]`` samples of class k from ``pool`` (adversary-local ids)."""
+    size = sum(per_class)
+    y = dataset.y_train[pool]
+    chosen = []
+    for k, want in enumerate(per_class):
+        candidates = pool[y == k]
+        if want > candidates.numel():
+            raise ConfigError(
+                f"aux={size} needs {want} samples of class {k} but the adversary has only "
+                f"{candidates.numel()} {source} ones; lower partition.aux"
+            )
+        chosen.append(candidates[torch.randperm(candidates.numel(), generator=g, device=g.device)[:want]])
+    return torch.cat(chosen).sort().values if chosen else torch.empty(0, dtype=torch.long)

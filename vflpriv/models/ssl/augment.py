@@ -1,0 +1,180 @@
+"""Random views for SSL pretraining (FedHSSL §V-A / REFERENCE §5; SCARF, VFLHLP Eq. 5-6).
+
+Every random draw comes from the ``torch.Generator`` passed in (it must live on the data's
+device), never from the global RNG, so a seed fixes a view exactly. Inputs are never modified.
+Tabular corruption picks exactly ``round(rate * d)`` features per sample (halves round up),
+independently for each sample, as the FedHSSL and SCARF code do, rather than Bernoulli(rate)
+per feature.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from vflpriv.common.errors import ConfigError
+from vflpriv.data.base import PartySpec
+from vflpriv.models.ssl.photometric import color_jitter, gaussian_blur
+
+Augment = Callable[[Tensor, torch.Generator], Tensor]
+"""One party's view function: ``aug(x, generator) -> x'`` with the shape of ``x``."""
+
+
+@dataclass(frozen=True)
+class FeatureRanges:
+    """Per-column min/max of a tabular party's numeric columns, fitted once on its own data."""
+
+    low: Tensor
+    high: Tensor
+    n_categorical: int
+
+    @classmethod
+    def fit(cls, x: Tensor, spec: PartySpec) -> FeatureRanges:
+        """Column-wise min and max of ``x`` ([n, d]) over the columns after the categorical ones."""
+        if spec.modality != "tabular":
+            raise ConfigError(f"FeatureRanges needs a tabular party, got {spec.modality!r}")
+        numeric = x[:, spec.n_categorical :]
+        return cls(numeric.amin(dim=0), numeric.amax(dim=0), spec.n_categorical)
+
+
+def _check_rate(rate: float) -> None:
+    if not 0.0 <= rate <= 1.0:
+        raise ConfigError(f"corruption rate must lie in [0, 1], got {rate}")
+
+
+def _choose(x: Tensor, rate: float, generator: torch.Generator) -> Tensor:
+    """Boolean mask [n, d] with exactly round(rate * d) True entries in each row."""
+    n, d = x.shape
+    k = math.floor(rate * d + 0.5)
+    scores = torch.rand(n, d, generator=generator, device=x.device)
+    chosen = scores.topk(k, dim=1).indices
+    return torch.zeros(n, d, dtype=torch.bool, device=x.device).scatter_(1, chosen, True)
+
+
+def corrupt_tabular(
+    x: Tensor, ranges: FeatureRanges, *, rate: float = 0.3, generator: torch.Generator
+) -> Tensor:
+    """FedHSSL corruption: chosen numeric features -> Uniform(min_j, max_j), categorical -> 0.
+
+    Index 0 is the reserved "unknown" category (``PartySpec``). Default rate 0.3 (FedHSSL §V-A).
+    """
+    _check_rate(rate)
+    c = ranges.n_categorical
+    if x.shape[1] != c + ranges.low.shape[0]:
+        fitted = c + ranges.low.shape[0]
+        raise ValueError(f"x has {x.shape[1]} columns, ranges were fitted on {fitted}")
+    mask = _choose(x, rate, generator)
+    u = torch.rand(x.shape[0], x.shape[1] - c, generator=generator, device=x.device, dtype=x.dtype)
+    numeric = ranges.low + u * (ranges.high - ranges.low)
+    replacement = torch.cat([torch.zeros_like(x[:, :c]), numeric], dim=1)
+    return torch.where(mask, replacement, x)
+
+
+def scarf_corrupt(
+    x: Tensor, pool: Tensor, *, rate: float = 0.6, generator: torch.Generator
+) -> Tensor:
+    """SCARF corruption (VFLHLP Eq. 5-6): chosen entries take the same column's value from a row of
+    ``pool`` drawn uniformly, independently per entry, i.e. a draw from that feature's empirical
+    marginal. Categorical columns thus receive valid categories. Default rate 0.6 (SCARF).
+    """
+    _check_rate(rate)
+    if pool.shape[1:] != x.shape[1:]:
+        raise ValueError(f"pool rows {tuple(pool.shape[1:])} != x rows {tuple(x.shape[1:])}")
+    mask = _choose(x, rate, generator)
+    rows = torch.randint(pool.shape[0], x.shape, generator=generator, device=x.device)
+    return torch.where(mask, pool.gather(0, rows), x)
+
+
+def augment_image(
+    x: Tensor,
+    *,
+    generator: torch.Generator,
+    crop_scale: tuple[float, float] = (0.5, 1.0),
+    flip: bool = True,
+) -> Tensor:
+    """SimSiam-style random resized crop + horizontal flip for a batch ``[n, C, H, W]``.
+
+    Each sample gets its own box: area fraction ~ U(crop_scale), aspect ratio log-uniform in
+    [3/4, 4/3] (in pixels, as torchvision) then clipped so the box fits; it is resampled to
+    H x W by bilinear ``grid_sample`` over a per-sample affine grid, whose x-scale is negated to
+    flip with probability 1/2. One batched op, so it also suits tiny images (1x8x4).
+    """
+    lo, hi = crop_scale
+    if not 0.0 < lo <= hi <= 1.0:
+        raise ConfigError(f"crop_scale must satisfy 0 < low <= high <= 1, got {crop_scale}")
+    n, _, h, w = x.shape
+    u = torch.rand(5, n, generator=generator, device=x.device, dtype=x.dtype)
+    area = lo + (hi - lo) * u[0]
+    ratio = torch.exp(math.log(3 / 4) + math.log(16 / 9) * u[1])
+    ratio = torch.minimum(torch.maximum(ratio, area * w / h), w / (area * h))  # box must fit
+    sw = torch.sqrt(area * ratio * h / w).clamp(max=1.0)  # box width / image width
+    sh = torch.sqrt(area / ratio * w / h).clamp(max=1.0)  # box height / image height
+    sign = torch.where(u[4] < 0.5, -1.0, 1.0) if flip else torch.ones_like(sw)
+    theta = torch.zeros(n, 2, 3, device=x.device, dtype=x.dtype)
+    theta[:, 0, 0] = sw * sign
+    theta[:, 0, 2] = (1 - sw) * (2 * u[2] - 1)  # box centre, normalised coordinates
+    theta[:, 1, 1] = sh
+    theta[:, 1, 2] = (1 - sh) * (2 * u[3] - 1)
+    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
+
+
+def two_views(
+    x: Tensor, augment: Augment, *, clean_first: bool = False, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """The pair (v1, v2) = (T(x), T(x)); with ``clean_first`` v1 = x (FedHSSL code option)."""
+    v1 = x if clean_first else augment(x, generator)
+    return v1, augment(x, generator)
+
+
+def make_augmenter(
+    spec: PartySpec,
+    x_train: Tensor,
+    *,
+    tabular: Literal["uniform", "scarf"] = "uniform",
+    rate: float | None = None,
+    crop_scale: tuple[float, float] = (0.5, 1.0),
+    flip: bool = True,
+    jitter: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0),
+    jitter_p: float = 0.8,
+    blur_sigma: tuple[float, float] = (0.0, 0.0),
+    blur_p: float = 0.5,
+) -> Augment:
+    """One party's ``aug(x, generator)``, fitted on its training tensor.
+
+    Image parties get ``augment_image``, then ``color_jitter`` when a jitter strength is positive and
+    ``gaussian_blur`` when ``blur_sigma`` is (the FedHSSL code's order: crop, jitter, blur, flip; the flip
+    commutes with both). Tabular parties get ``corrupt_tabular`` with ranges fitted
+    on ``x_train`` (``tabular="uniform"``, FedHSSL, default rate 0.3) or ``scarf_corrupt`` with
+    ``x_train`` as the pool (``tabular="scarf"``, VFLHLP, default rate 0.6).
+    """
+    if spec.modality == "image":
+        def image_aug(x: Tensor, generator: torch.Generator) -> Tensor:
+            x = augment_image(x, generator=generator, crop_scale=crop_scale, flip=flip)
+            if any(s > 0 for s in jitter):
+                x = color_jitter(x, strengths=jitter, p=jitter_p, generator=generator)
+            if blur_sigma[1] > 0:
+                x = gaussian_blur(x, sigma=blur_sigma, p=blur_p, generator=generator)
+            return x
+
+        return image_aug
+    if tabular not in ("uniform", "scarf"):
+        raise ConfigError(f"unknown tabular augmentation {tabular!r}; choose 'uniform' or 'scarf'")
+    r = (0.3 if tabular == "uniform" else 0.6) if rate is None else rate
+    _check_rate(r)
+    if tabular == "scarf":
+        def scarf_aug(x: Tensor, generator: torch.Generator) -> Tensor:
+            return scarf_corrupt(x, x_train, rate=r, generator=generator)
+
+        return scarf_aug
+    ranges = FeatureRanges.fit(x_train, spec)
+
+    def uniform_aug(x: Tensor, generator: torch.Generator) -> Tensor:
+        return corrupt_tabular(x, ranges, rate=r, generator=generator)
+
+    return uniform_aug

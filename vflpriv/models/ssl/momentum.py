@@ -1,0 +1,53 @@
+"""Momentum (EMA) target encoders for BYOL and MoCo (FedHSSL Table II, Fig. 2)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from vflpriv.common.errors import ConfigError
+
+
+def _ema_tensors(module: nn.Module) -> list[Tensor]:
+    """Parameters followed by floating-point buffers (BN running mean/var), in module order.
+
+    Integer buffers (BN ``num_batches_tracked``) are counters, not statistics, and are left alone.
+    """
+    buffers = [b for b in module.buffers() if b.is_floating_point()]
+    return list(module.parameters()) + buffers
+
+
+def update_momentum(online: nn.Module, target: nn.Module, *, m: float) -> None:
+    """In place: target <- m * target + (1 - m) * online, for parameters and BN running stats.
+
+    ``m=0`` copies the online weights, ``m=1`` leaves the target unchanged; the papers use
+    0.99-0.999. ``online`` and ``target`` must have the same architecture.
+    """
+    momentum_updater(online, target)(m=m)
+
+
+def momentum_updater(online: nn.Module, target: nn.Module) -> Callable[..., None]:
+    """:func:`update_momentum` bound to two modules, their tensors gathered once: for loops that update every
+    step (gathering walks the module tree, about as long as the update itself on small models). The
+    modules' structure must not change while the updater is in use."""
+    src, dst = _ema_tensors(online), _ema_tensors(target)
+    if len(src) != len(dst):
+        raise ValueError("online and target modules have different parameter/buffer layouts")
+
+    @torch.no_grad()
+    def update(*, m: float) -> None:
+        if not 0.0 <= m <= 1.0:
+            raise ConfigError(f"momentum m must lie in [0, 1], got {m}")
+        torch._foreach_lerp_(dst, src, 1.0 - m)
+
+    return update
+
+
+def momentum_copy(module: nn.Module) -> nn.Module:
+    """A deep copy with ``requires_grad=False`` everywhere, to serve as an EMA target encoder."""
+    target = copy.deepcopy(module)
+    target.requires_grad_(False)
+    return target

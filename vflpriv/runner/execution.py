@@ -1,0 +1,257 @@
+"""One training, then every planned attack on it: scenario -> federation -> method -> attacks -> records.
+
+The federation is trained once per (method, defenses with strengths, seed); each attack then reads
+only its adversary view of that one training and yields one record. A training whose model outputs are
+not finite fails every record with the reason; an attack or prior that diverges fails its own record.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import inspect
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from vflpriv.common import metrics
+from vflpriv.common.errors import DivergedError, VflprivError
+from vflpriv.common.seeding import generator
+from vflpriv.config.registry import DEFENSES
+from vflpriv.config.schema import LABEL_FIELDS, RunConfig, TrainingConfig, config_hash
+from vflpriv.engine import (
+    FINETUNE,
+    INFERENCE,
+    PRETRAIN,
+    Channel,
+    CombinedHooks,
+    DefenseChain,
+    Federation,
+    Inbox,
+    TrainingHooks,
+    make_parties,
+)
+from vflpriv.engine.adversary import AdversaryHooks
+from vflpriv.methods.finetune import Trained
+from vflpriv.models.allocator import reuse_freed_memory
+from vflpriv.models.training import require_finite
+from vflpriv.runner.attacking import prior_alone, run_attack
+from vflpriv.runner.planning import Plan, plan
+from vflpriv.store import cache
+from vflpriv.store.records import FAILED, NOT_APPLICABLE, RunRecord
+
+
+@dataclass
+class TrainedFederation:
+    """A finished training: the federation (channel, meter, inbox), the pretraining snapshot, the model."""
+
+    fed: Federation
+    snapshot: nn.Module | None
+    trained: Trained
+    utility: float
+    metric: str
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+    #: With ``finetune.curve``: per finetuning epoch, [epoch, MB sent so far, test utility] (:class:`UtilityCurve`).
+    curve: list[list[float]] = field(default_factory=list)
+
+    def encoder(self, phase: str, party: int) -> nn.Module | None:
+        """The adversary's snapshot of ``phase``: its pretrained encoder, or its finetuned bottom model."""
+        return self.snapshot if phase == PRETRAIN else self.trained.bottoms[party]
+
+
+def execute(p: Plan) -> list[RunRecord]:
+    """Train once and run every attack of ``p`` on one intra-op thread.
+
+    Float reductions depend on the thread count, and training amplifies the difference; one thread
+    per training makes the numbers independent of how a sweep is executed (``--jobs 1`` or ``--jobs N``).
+    Freed tensor buffers are kept for reuse (``vflpriv.models.allocator``) in whatever process runs it.
+    """
+    reuse_freed_memory()
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _execute(p)
+    finally:
+        torch.set_num_threads(before)
+
+
+def run(configs: RunConfig | Sequence[RunConfig]) -> list[RunRecord]:
+    return execute(plan(configs))
+
+
+def _execute(p: Plan) -> list[RunRecord]:
+    records = [blank_record(a.config) for a in p.attacks]
+    swept = next((d for d, c in zip(p.defenses, p.config.defenses) if c.sweep), None)
+    for record in records:
+        record.num_classes = p.scenario.dataset.num_classes
+        if swept is not None:
+            record.strength_axis, record.strength_stronger = swept.axis.name, swept.axis.stronger
+            record.strength_identity = swept.axis.identity
+    try:
+        result = train(p)
+    except DivergedError as exc:
+        for record in records:
+            record.status, record.error = FAILED, str(exc)
+        return records
+    meter = result.fed.channel.meter
+    traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
+    under_attack = p.acting is not None
+    spent = [e for e in (d.privacy_spent() for d in p.defenses) if e is not None]
+    for a, record in zip(p.attacks, records):
+        record.utility, record.utility_metric = result.utility, result.metric
+        record.comm_mb, record.comm_messages = meter.total_bytes() / 1e6, meter.total_messages()
+        for phase in (PRETRAIN, FINETUNE, INFERENCE):
+            setattr(record, f"comm_mb_{phase}", meter.total_bytes(phase) / 1e6)
+            setattr(record, f"comm_messages_{phase}", meter.total_messages(phase))
+        record.training_under_attack = under_attack
+        record.epsilon = sum(spent) if spent else float("nan")  # several DP defenses compose (basic composition)
+        record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
+        record.utility_curve = json.dumps(result.curve) if result.curve else ""
+        if a.not_applicable:  # no federation to attack; the adversary's prior is still what it knows alone
+            record.status, record.error = NOT_APPLICABLE, a.not_applicable
+            if a.prior.kind != "none":
+                record.prior_accuracy = prior_alone(a, result.fed, p.scenario)
+            continue
+        start = time.perf_counter()
+        try:
+            encoder = result.encoder(a.config.attack.phase, p.scenario.adversary)
+            run_attack(a, result.fed, p.scenario, encoder, record)
+        except DivergedError as exc:
+            record.status, record.error = FAILED, str(exc)
+        record.attack_seconds = time.perf_counter() - start
+    return records
+
+
+def build_federation(p: Plan, *, transforms: list | None = None) -> Federation:
+    """The planned parties, channel (defenses, meter, the adversary's inbox, the method's declared
+    traffic) and settings, untrained; every defense bound to it. ``transforms`` replaces the defenses
+    on the channel (the conformance check zeroes every payload this way)."""
+    cfg, scenario = p.config, p.scenario
+    inbox = Inbox(owner=scenario.adversary, wanted=p.wanted)
+    channel = Channel(p.defenses if transforms is None else transforms, inbox, declared=p.method.sends)
+    fed = Federation(
+        parties=make_parties(scenario, p.device), aligned=scenario.aligned.to(p.device), channel=channel,
+        num_classes=scenario.dataset.num_classes, model=cfg.model, finetune=cfg.finetune,
+        generator=generator(cfg.seed, "method", device=p.device), device=p.device,
+        hooks=CombinedHooks(adversary_hooks(p), DefenseChain(p.defenses)) if transforms is None else TrainingHooks(),
+    )
+    for defense in p.defenses if transforms is None else ():  # label defenses relabel now; Marvell keeps labels
+        defense.bind(fed)
+    return fed
+
+
+def adversary_hooks(p: Plan) -> TrainingHooks:
+    """The adversary's hooks for this training: the steps its attacks observe, and the acting attack's behaviour;
+    the honest default when no attack needs either."""
+    attacks = [a.attack for a in p.attacks if not a.not_applicable]
+    observations = [o for o in (a.observation() for a in attacks) if o is not None]
+    if not observations and p.acting is None:
+        return TrainingHooks()
+    return AdversaryHooks(p.scenario.adversary, observations, p.acting.attack.behaviour() if p.acting else None)
+
+
+def run_safely(runs: list[RunConfig]) -> list[RunRecord]:
+    """Train once and run the attacks; an unexpected failure fails the training's records instead of the sweep."""
+    try:
+        return execute(plan(runs))
+    except VflprivError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - recorded, reported, retried on resume
+        records = [blank_record(r) for r in runs]
+        for record in records:
+            record.status, record.error = FAILED, f"{type(exc).__name__}: {exc}"
+        return records
+
+
+def train(p: Plan) -> TrainedFederation:
+    """Pretrain (cached) and finetune the planned federation; the test utility must be finite."""
+    scenario = p.scenario
+    start = time.perf_counter()
+    fed = build_federation(p)
+    notes: list[str] = []
+    pretrained = _pretrain(p, fed, notes)
+    attacked = {a.config.attack.phase for a in p.attacks}
+    snapshot = copy.deepcopy(pretrained[scenario.adversary]) if pretrained is not None and PRETRAIN in attacked else None
+    ds = scenario.dataset
+    truth = ds.y_test.to(p.device)
+    curve = UtilityCurve(p, truth) if p.config.finetune.curve else None
+    fed.monitor = curve
+    trained = p.method.finetune(fed, pretrained)
+    fed.monitor = None
+    logits = require_finite(p.method.predict(fed, trained), "the federated model's test logits")
+    utility = metrics.utility(ds.metric, logits, truth)
+    return TrainedFederation(fed, snapshot, trained, utility, ds.metric, time.perf_counter() - start, notes,
+                             curve.points if curve else [])
+
+
+class UtilityCurve:
+    """The ``finetune.curve`` monitor (``Federation.monitor``): at each finetuning epoch's end, the test utility of
+    the model as it stands (the method's own split inference, muted) and the MB the training has sent so far
+    (pretraining included, inference excluded): paper 003 reads the MB to reach a target accuracy off it."""
+
+    def __init__(self, p: Plan, truth: torch.Tensor):
+        self.method, self.metric, self.truth = p.method, p.scenario.dataset.metric, truth
+        self.points: list[list[float]] = []
+
+    def __call__(self, fed: Federation, epoch: int, bottoms: list[nn.Module], top: nn.Module) -> None:
+        utility = metrics.utility(self.metric, self.method.predict(fed, Trained(bottoms, top)), self.truth)
+        meter = fed.channel.meter
+        sent = (meter.total_bytes(PRETRAIN) + meter.total_bytes(FINETUNE)) / 1e6
+        self.points.append([epoch, sent, utility])
+
+
+def _pretrain(p: Plan, fed: Federation, notes: list[str]) -> list | None:
+    """The method's pretraining, from the cache when an earlier run of the same key stored it.
+
+    The cache is bypassed when an attack reads pretraining messages (they are not cached) or the
+    method cannot rebuild its pretrained modules (no ``skeleton``).
+    """
+    if not p.method.pretrains:
+        return None
+    skeleton = getattr(p.method, "skeleton", None)
+    if skeleton is None or any(phase == PRETRAIN for _, phase in fed.channel.inbox.wanted):
+        return p.method.pretrain(fed)
+    key = pretrain_key(p.config, type(p.method))
+    return cache.cached_modules(key, lambda: skeleton(fed), lambda: p.method.pretrain(fed),
+                                meter=fed.channel.meter, notes=notes)
+
+
+def pretrain_key(config: TrainingConfig, method: type) -> str:
+    """Hash of what pretraining can depend on: config parts, the method's code and vflpriv's code.
+
+    A method whose pretraining reads no labels shares one pretraining across label budgets; one that
+    reads them (supervised pretraining) is keyed by the label budget and by every label defense too
+    (a label defense such as label DP changes the labels of every phase, whatever its ``phase``).
+    """
+    method_file = Path(inspect.getfile(method))
+    reads_labels = method.pretrain_reads_labels
+    payload = {
+        "code": cache.code_version(),
+        "method_code": hashlib.sha256(method_file.read_bytes()).hexdigest()[:16],
+        "method_class": f"{method.__module__}.{method.__qualname__}",
+        "dataset": config.dataset.model_dump(mode="json"),
+        "partition": config.partition.model_dump(mode="json", exclude=None if reads_labels else LABEL_FIELDS),
+        "model": config.model.model_dump(mode="json"),
+        "method": config.method.model_dump(mode="json"),
+        "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses
+                     if d.phase == PRETRAIN or (reads_labels and "labels" in DEFENSES.get(d.name).supported_kinds)],
+        "seed": config.seed,
+    }
+    return config_hash(payload, 24)
+
+
+def blank_record(cfg: RunConfig) -> RunRecord:
+    """A record naming the run (its keys, method, dataset, attack, swept defense and strength, seed, config)."""
+    swept = cfg.swept
+    return RunRecord(
+        key=cfg.key(), training_key=cfg.training_key(), method=cfg.method.name, dataset=cfg.dataset.name,
+        attack=cfg.attack.name, defense=swept.name if swept else "+".join(d.name for d in cfg.defenses) or "none",
+        phase=cfg.attack.phase, strength=swept.strength if swept else 0.0, seed=cfg.seed,
+        config=json.dumps(cfg.model_dump(mode="json"), sort_keys=True),
+    )

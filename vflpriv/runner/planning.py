@@ -1,0 +1,309 @@
+"""Planning: resolve every name and validate every setting of a training and its attacks, before any
+training starts. Whatever cannot work, or would silently do nothing, is refused here with one
+:class:`VflprivError` line naming the problem and the valid choices.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from vflpriv.attacks.search import grid
+from vflpriv.common.errors import ConfigError, IncompatibleError
+from vflpriv.common.seeding import generator
+from vflpriv.config.parse import parse_options
+from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
+from vflpriv.config.schema import RunConfig, TrainingConfig
+from vflpriv.data.base import VerticalDataset
+from vflpriv.data.load import load_dataset
+from vflpriv.data.scenario import Scenario, build_scenario
+from vflpriv.engine import DEFENSE_POINTS, EPOCH_END, role
+from vflpriv.engine.roles import PASSIVE
+from vflpriv.methods.base import Method
+from vflpriv.models.encoders import encoder_arch
+from vflpriv.runner.prior import PriorPlan, plan_prior
+from vflpriv.store import cache
+
+
+@dataclass
+class AttackPlan:
+    """One attack on the planned training: its prior, and its search space when it is tuned (``space``);
+    ``not_applicable`` gives the reason it is recorded as n/a."""
+
+    config: RunConfig
+    attack: Any
+    prior: PriorPlan
+    space: dict[str, tuple] | None = None
+    not_applicable: str = ""
+
+
+@dataclass
+class Plan:
+    """A training's resolved parts and the attacks evaluated on it, all validated: the run reads it, never asks
+    the planner again. ``acting``: the attack that acts during this training, if any (its runs have a training of
+    their own); ``wanted``: the (kind, phase) pairs the adversary's inbox keeps, what any of the attacks reads."""
+
+    config: TrainingConfig
+    scenario: Scenario
+    method: Method
+    defenses: list
+    device: torch.device
+    attacks: list[AttackPlan] = field(default_factory=list)
+    acting: AttackPlan | None = None
+    wanted: set[tuple[str, str]] = field(default_factory=set)
+
+
+def available_devices() -> list[str]:
+    devices = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if torch.backends.mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+def resolve_device(name: str) -> torch.device:
+    """``name`` as a torch device that exists on this machine, or a ConfigError listing those that do."""
+    valid = ", ".join(available_devices())
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        raise ConfigError(f"unknown device '{name}'; valid devices here: {valid}") from None
+    if device.type == "cpu":
+        return torch.device("cpu")
+    available = {"cuda": torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count(),
+                 "mps": torch.backends.mps.is_available()}.get(device.type, False)
+    if not available:
+        raise ConfigError(f"device '{name}' is not available on this machine; valid devices here: {valid}")
+    return device
+
+
+def plan(runs: RunConfig | Sequence[RunConfig]) -> Plan:
+    """Plan one training and every attack of ``runs`` (which must share one training)."""
+    runs = [runs] if isinstance(runs, RunConfig) else list(runs)
+    keys = {r.training_key() for r in runs}
+    if len(keys) != 1:
+        raise ValueError(f"plan() takes runs of one training, got {len(keys)} trainings")
+    p = plan_training(runs[0])
+    p.attacks = [plan_attack(run, p) for run in runs]
+    applicable = [a for a in p.attacks if not a.not_applicable]
+    p.acting = next((a for a in applicable if a.attack.acts), None)
+    p.wanted = {pair for a in applicable
+                for pair in (*a.attack.needs_messages, *a.attack.required_messages(a.config.attack.phase))}
+    return p
+
+
+def plan_training(config: TrainingConfig) -> Plan:
+    device = resolve_device(config.device)
+    method_cls = METHODS.get(config.method.name)
+    method = method_cls(parse_options(method_cls, config.method.options, where="method.options"))
+    if method.pretrains:
+        cache.check_writable()
+    _check_finetune_loop(config, method)
+    dataset = _dataset(config)
+    _check_model(config, dataset)
+    defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
+    scenario = build_scenario(dataset, config.partition, seed=config.seed,
+                              active_labels_local=_active_labels_local(config, method))
+    return Plan(config.training(), scenario, method, defenses, device)
+
+
+def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
+    """``finetune.top`` and ``finetune.local_updates`` apply to methods that finetune with the shared loop."""
+    supported, name, ft = method.supported(), config.method.name, config.finetune
+    if f"top:{ft.top}" not in supported:
+        tops = ", ".join(sorted(s.split(":")[1] for s in supported if s.startswith("top:")))
+        raise IncompatibleError(f"finetune.top={ft.top}: method '{name}' trains its own classifier, not the shared "
+                                f"loop's top; valid here: {tops}")
+    if ft.curve and EPOCH_END not in supported:
+        raise IncompatibleError(f"finetune.curve: method '{name}' trains in a loop without the epoch-end measurement "
+                                "point, so it has no learning curve; use false")
+    if ft.local_updates > 1 and "local-updates" not in supported:
+        raise IncompatibleError(f"finetune.local_updates={ft.local_updates}: method '{name}' does not finetune with "
+                                "the shared split-learning loop, so it has no exchanges to follow with local updates; "
+                                "use 1")
+
+
+def _dataset(config: TrainingConfig) -> VerticalDataset:
+    if config.dataset.root is not None:
+        from vflpriv.data.catalog import DATASET_INFO  # imports every loader module: only when a root is given
+
+        info = DATASET_INFO.get(config.dataset.name)
+        if info is not None and info.kind == "embedded":
+            raise ConfigError(f"dataset.root is not used by {config.dataset.name} (it comes with scikit-learn); "
+                              "remove it")
+    return load_dataset(config.dataset, parties=config.partition.parties)
+
+
+def _check_model(config: TrainingConfig, dataset: VerticalDataset) -> None:
+    for k, spec in enumerate(dataset.specs):
+        if encoder_arch(spec, config.model) == "cnn" and spec.modality != "image":
+            raise ConfigError(
+                f"model.encoder=cnn needs image parties, but party {k} of {dataset.name} holds tabular "
+                "features; use model.encoder=mlp or auto"
+            )
+
+
+def _active_labels_local(config: TrainingConfig, method: Method) -> bool:
+    value = config.partition.active_labels_local
+    if value is None:
+        return method.default_active_labels_local
+    if method.requires_active_labels_local and not value:
+        raise IncompatibleError(
+            f"method '{config.method.name}' needs partition.active_labels_local=true (the active party knows "
+            "the labels of all its local samples: the VFLHLP setting); leave it unset or set it true"
+        )
+    return value
+
+
+def _sent(method: Method, sender: str, phase: str) -> set[str]:
+    return {kind for who, kind, ph in method.sends if who == sender and ph == phase}
+
+
+def _defense(config: TrainingConfig, index: int, method: Method, dataset: VerticalDataset, device: torch.device):
+    """The defense, bound to the messages it protects. Unset ``party``: the active party, or every passive
+    party when the active party sends nothing the defense protects in the phase; unset ``kinds``: the
+    defense's defaults for the phase that the party sends, else the kinds it supports that the party sends.
+    A defense that would protect nothing the method sends is refused (it would change no number)."""
+    d = config.defenses[index]
+    cls = DEFENSES.get(d.name)
+    parties = config.partition.parties
+    if d.party is not None and d.party >= parties:
+        raise ConfigError(f"defense {d.name}: party {d.party} does not exist (0..{parties - 1})")
+    if cls.binary_only and dataset.num_classes != 2:
+        raise IncompatibleError(f"defense '{d.name}' needs a binary task; {dataset.name} has {dataset.num_classes} classes")
+    reason = cls.incompatible(dataset=dataset)
+    if reason:
+        raise IncompatibleError(f"defense '{d.name}': {reason}")
+    unsupported = sorted(set(d.kinds or ()) - set(cls.supported_kinds))
+    if unsupported:
+        raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
+                          f"valid kinds: {', '.join(cls.supported_kinds)}")
+    inside = cls.hook_points & DEFENSE_POINTS
+    if inside:
+        return _training_defense(config, index, cls, method, device)
+    labels = "labels" in cls.supported_kinds
+    candidates = [d.party] if d.party is not None else [0] if labels or not method.federated else [0, PASSIVE]
+    tried = []
+    for party in candidates:
+        sent = _sent(method, PASSIVE if party == PASSIVE else role(party), d.phase)
+        kinds = d.kinds
+        if kinds is None and not labels:
+            kinds = sorted(set(cls.default_kinds_for(d.phase)) & sent) or sorted(set(cls.supported_kinds) & sent) or None
+        wanted = set(kinds or cls.default_kinds_for(d.phase))
+        if labels or not method.federated or wanted & sent:
+            break
+        who = "the passive parties send" if party == PASSIVE else f"party {party} sends"
+        tried.append(f"{who} {', '.join(sorted(sent)) or 'nothing'}")
+    else:
+        raise IncompatibleError(
+            f"defense '{d.name}' protects {'/'.join(sorted(wanted))} messages in {d.phase}, but in method "
+            f"'{config.method.name}' {' and '.join(tried)} there: it would change nothing"
+        )
+    return cls(
+        strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase=d.phase, kinds=kinds,
+        options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
+        generator=generator(config.seed, f"defense:{index}", device=device),
+    )
+
+
+def _training_defense(config: TrainingConfig, index: int, cls, method: Method, device: torch.device):
+    """A defense inside the active party's finetuning computation: the method's training must call its hook points,
+    it acts in finetuning for the active party, and its message part (if any) protects gradients the active party
+    sends there."""
+    d, name = config.defenses[index], config.defenses[index].name
+    missing = sorted((cls.hook_points & DEFENSE_POINTS) - method.supported())
+    if missing:
+        raise IncompatibleError(
+            f"defense '{name}' acts at {', '.join(missing)} inside the active party's training; method "
+            f"'{config.method.name}' trains with a loop of its own that does not call that point")
+    if d.phase != "finetune":
+        raise IncompatibleError(f"defense '{name}' acts in finetuning, where the active party trains with its labels; "
+                                f"the {d.phase} phase has no labels to protect: use phase finetune")
+    if d.party not in (None, 0):
+        raise ConfigError(f"defense '{name}' acts inside the active party's training: party must be 0")
+    kinds = None
+    if cls.supported_kinds:
+        kinds = d.kinds or list(cls.default_kinds)
+        sent = _sent(method, "active", "finetune")
+        if not set(kinds) & sent:
+            raise IncompatibleError(f"defense '{name}' also protects {'/'.join(kinds)} messages the active party sends "
+                                    f"in finetuning; method '{config.method.name}' sends {', '.join(sorted(sent)) or 'none'}")
+    elif d.kinds:
+        raise ConfigError(f"defense '{name}' acts inside the active party's training, not on messages; remove kinds")
+    return cls(strength=cls.axis.identity if d.strength is None else d.strength, party=0, phase="finetune", kinds=kinds,
+               options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
+               generator=generator(config.seed, f"defense:{index}", device=device))
+
+
+def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:
+    """A tuned attack's space: its own, with the options ``attack.search_space`` names replaced."""
+    return {**attack.space(), **{k: tuple(v) for k, v in given.items()}}
+
+
+def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:
+    """Refuse, before training, a search the attack cannot run: options it does not have, values they refuse, an
+    attack with nothing to select on auxiliary labels, a space past the budget without Optuna installed."""
+    cfg = run.attack
+    given, fields = cfg.search_space, cls.Options.model_fields
+    stray = sorted(set(given) - set(fields))
+    if stray:
+        raise ConfigError(f"attack.search_space names {', '.join(stray)}, not an option of attack '{cfg.name}'; its "
+                          f"options: {', '.join(fields) or 'none'}")
+    if given and not attack.space():
+        raise ConfigError(f"attack '{cfg.name}' cannot be tuned: {attack.untunable or 'it declares no search space'}")
+    base = attack.options.model_dump(mode="json")
+    for name, values in given.items():
+        if not values:
+            raise ConfigError(f"attack.search_space.{name} is empty; give at least one value")
+        for value in values:
+            parse_options(cls, {**base, name: value}, where="attack.search_space")
+    points = len(grid(attack, search_space(attack, given)))  # the candidates the search will enumerate
+    if points > cfg.search_budget and importlib.util.find_spec("optuna") is None:
+        raise ConfigError(f"attack '{cfg.name}': its search space has {points} candidates, more than "
+                          f"attack.search_budget {cfg.search_budget}; such a space is searched with Optuna: pip install "
+                          "'vflpriv[search]', or raise attack.search_budget to the grid's size")
+
+
+def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
+    cfg, method, dataset = run.attack, p.method, p.scenario.dataset
+    cls = ATTACKS.get(cfg.name)
+    attack = cls(parse_options(cls, cfg.options, where="attack.options"))
+    if not method.federated:
+        return AttackPlan(run, attack, plan_prior(run, attack),
+                          not_applicable=f"method '{run.method.name}' is not federated: no message crosses parties, "
+                                         "so there is no adversary view to attack")
+    if attack.binary_only and dataset.num_classes != 2:
+        raise IncompatibleError(
+            f"attack '{cfg.name}' needs a binary task; {dataset.name} has {dataset.num_classes} classes"
+        )
+    if cfg.phase == "pretrain" and not method.pretrains:
+        raise IncompatibleError(f"method '{run.method.name}' has no pretraining phase to attack; use --phase finetune")
+    received = method.passive_receives()
+    for kind, phase in attack.required_messages(cfg.phase):
+        if (kind, phase) not in received:
+            raise IncompatibleError(
+                f"attack '{cfg.name}' needs the {kind} messages of the {phase} phase; "
+                f"method '{run.method.name}' sends the adversary none"
+            )
+    missing = attack.hook_points() - method.supported()
+    if missing:
+        raise IncompatibleError(
+            f"attack '{cfg.name}' needs the training loop's hook point(s) {', '.join(sorted(missing))} (it "
+            f"{'acts' if attack.acts else 'observes'} during training); method '{run.method.name}' trains with a loop "
+            "of its own that does not call them"
+        )
+    if attack.acts and cfg.phase != "finetune":
+        raise IncompatibleError(f"attack '{cfg.name}' acts during finetuning; use attack.phase=finetune")
+    space = None
+    if cfg.tune:
+        check_search_space(cls, attack, run)
+        space = search_space(attack, cfg.search_space)
+    reason = attack.incompatible(run, num_classes=dataset.num_classes)
+    if reason:
+        raise IncompatibleError(f"attack '{cfg.name}': {reason}")
+    if run.partition.aux == 0 and attack.needs_aux:
+        raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")
+    return AttackPlan(run, attack, plan_prior(run, attack), space)

@@ -1,0 +1,119 @@
+"""Scores that need the targets' true labels, so only the runner computes them (REFERENCE.md §10, §12): an
+attack's record (accuracy on the targets it covers, AUC, TPR at 1% FPR, per-target hits, the search's oracle), and
+
+- Hungarian-matched accuracy of a clustering: the best one-to-one naming of clusters by labels
+  (``scipy.optimize.linear_sum_assignment`` on the cluster x label contingency table), an upper bound
+  on what any one-to-one naming chosen without the target labels can reach.
+- Leak AUC (Li et al. 2022, §3): the ROC AUC of the scores within each received batch, averaged
+  over the batches that hold both classes (a batch without a positive has no AUC).
+- Accuracy at the best threshold on the scores: a reference number, optimistic by construction.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import torch
+
+from vflpriv.attacks.search import SearchResult
+from vflpriv.common import metrics
+from vflpriv.common.errors import ProtocolError
+from vflpriv.engine.adversary import Inference
+from vflpriv.models.training import require_finite
+from vflpriv.store.records import RunRecord
+
+
+def hungarian_accuracy(clusters: torch.Tensor, labels: torch.Tensor) -> float:
+    """Accuracy of the best one-to-one map from cluster indices to labels."""
+    from scipy.optimize import linear_sum_assignment  # only for clustering attacks
+
+    c = clusters.cpu().long().numpy()
+    y = labels.cpu().long().numpy()
+    if y.size == 0:
+        return float("nan")
+    table = np.zeros((c.max() + 1, y.max() + 1), dtype=np.int64)
+    np.add.at(table, (c, y), 1)
+    rows, cols = linear_sum_assignment(table, maximize=True)
+    return float(table[rows, cols].sum() / y.size)
+
+
+def leak_auc(batch_scores: list[tuple[torch.Tensor, torch.Tensor]], labels: torch.Tensor) -> float:
+    """Mean over batches with both classes of the within-batch ROC AUC (NaN when there is none)."""
+    aucs = [metrics.auc(scores, labels[positions.cpu()]) for positions, scores in batch_scores]
+    aucs = [a for a in aucs if not np.isnan(a)]
+    return float(np.mean(aucs)) if aucs else float("nan")
+
+
+def best_threshold_accuracy(scores: torch.Tensor, labels: torch.Tensor) -> float:
+    """max over thresholds t of accuracy of (score > t -> class 1), t ranging over all cut points."""
+    s = scores.detach().cpu().double().numpy()
+    y = labels.cpu().numpy() == 1
+    if y.size == 0:
+        return float("nan")
+    order = np.argsort(s, kind="stable")
+    s, y = s[order], y[order]
+    # cutting after position i: rows <= i predicted 0, rows > i predicted 1; only between distinct scores
+    negatives_below = np.concatenate([[0], np.cumsum(~y)])
+    positives_above = y.sum() - np.concatenate([[0], np.cumsum(y)])
+    valid = np.concatenate([[True], s[1:] != s[:-1], [True]])
+    return float(((negatives_below + positives_above)[valid]).max() / y.size)
+
+
+def hits(predictions: torch.Tensor, truth: torch.Tensor) -> str:
+    """'1' where a guess is right, '0' where wrong, one character per target (for per-sample paired tests)."""
+    return "".join("1" if h else "0" for h in (predictions == truth).tolist())
+
+
+def record_search(record: RunRecord, found: SearchResult, truth: dict[str, torch.Tensor]) -> None:
+    """The search's choice, its trials, and the oracle: the best accuracy on the targets' labels of anything it
+    trained (every trial and the refit), an upper bound beside the honestly selected ``attack_accuracy``."""
+    y = truth[record.attack_target]
+    best = record.attack_accuracy
+    for trial in found.trials:
+        inf = trial.inferences.get(record.attack_target)
+        if inf is not None:
+            on = _covered(inf, y.numel())
+            best = max(best, metrics.accuracy(inf.predictions[on], y[on]))
+    record.attack_accuracy_oracle = best
+    record.attack_selected = json.dumps(found.selected, sort_keys=True)
+    record.attack_trials = json.dumps({"how": found.how, "trials": [t.summary() for t in found.trials]})
+
+
+def _covered(inference: Inference, n: int) -> torch.Tensor:
+    """The positions of a target set an inference guesses (all of them unless it says otherwise)."""
+    if inference.covered is None:
+        return torch.ones(n, dtype=torch.bool)
+    covered = inference.covered.bool().cpu()
+    if covered.shape != (n,) or not bool(covered.any()):
+        raise ProtocolError(f"the attack's covered mask must be {n} booleans with at least one true")
+    return covered
+
+
+def score_attack(record: RunRecord, inferences: dict[str, Inference], truth: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Score the inferences into ``record`` on the targets they cover; returns that mask of the primary set."""
+    primary = "test" if "test" in inferences else "train"
+    record.attack_target = primary
+    for name, inf in inferences.items():
+        if inf.scores is not None:
+            require_finite(inf.scores, f"the attack's scores of its {name} targets")
+    if "train" in inferences:
+        on = _covered(inferences["train"], truth["train"].numel())
+        record.attack_accuracy_train = metrics.accuracy(inferences["train"].predictions.cpu()[on], truth["train"][on])
+    inf, y = inferences[primary], truth[primary]
+    covered = _covered(inf, y.numel())
+    record.n_targets = int(covered.sum())
+    predictions, y = inf.predictions.cpu()[covered], y[covered]
+    record.attack_accuracy = metrics.accuracy(predictions, y)
+    if inf.scores is not None:
+        scores = inf.scores.cpu()[covered]
+        record.attack_auc = metrics.auc(scores, y)
+        record.attack_tpr_at_1fpr = metrics.tpr_at_fpr(scores, y, fpr=0.01)
+        record.attack_accuracy_best_threshold = best_threshold_accuracy(scores, y)
+    if inf.per_epoch:
+        record.attack_accuracy_optimistic = max(metrics.accuracy(pred.cpu()[covered], y) for pred in inf.per_epoch)
+    if inf.clusters is not None:
+        record.attack_accuracy_hungarian = hungarian_accuracy(inf.clusters.cpu()[covered], y)
+    if inf.batch_scores:
+        record.attack_leak_auc = leak_auc(inf.batch_scores, truth[primary])
+    return covered

@@ -1,0 +1,57 @@
+"""Folders and files vflpriv writes to (results, stores, the pretraining cache), checked before any work starts."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from vflpriv.common.errors import ConfigError
+
+
+def writable_folder(path: Path, *, what: str) -> Path:
+    """``path`` as a folder this process can write (created if missing), or one ConfigError naming ``what``."""
+    creatable(path, what=what, folder=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{what} {path} is not a writable folder ({exc.strerror})") from None
+    return path
+
+
+def creatable(path: Path, *, what: str, folder: bool = False) -> None:
+    """Refuse, without creating anything, a path that could not be created: a name longer than its file system
+    allows, a component that is a file, or a missing part under a folder this process cannot write; with
+    ``folder``, also an existing file where a folder is wanted."""
+    current = Path(path.absolute().anchor)
+    parts = path.absolute().parts[1:]
+    for depth, name in enumerate(parts):
+        limit = os.pathconf(current, "PC_NAME_MAX") if current.is_dir() else 255
+        _fits(name, limit, path=path, what=what)
+        following = current / name
+        try:
+            exists = following.exists()
+        except OSError as exc:
+            raise ConfigError(f"{what} {path} is not a usable path ({exc.strerror})") from None
+        if not exists:
+            if not current.is_dir():
+                raise ConfigError(f"{what} {path}: {current} is a file, not a folder")
+            try:  # what os.access cannot tell (root, /proc, a read-only mount): a file made and removed at once
+                with tempfile.TemporaryFile(dir=current):
+                    pass
+            except OSError as exc:
+                raise ConfigError(f"{what} {path} cannot be created: {current} is not writable ({exc.strerror})") from None
+            for rest in parts[depth + 1:]:
+                _fits(rest, limit, path=path, what=what)
+            return
+        current = following
+    if folder and not current.is_dir():
+        raise ConfigError(f"{what} {path} is a file; give a folder")
+
+
+def _fits(name: str, limit: int, *, path: Path, what: str) -> None:
+    size = len(os.fsencode(name))
+    if size > limit:
+        raise ConfigError(f"{what} {path}: the name '{name[:24]}...' is {size} bytes; the file system allows {limit}")

@@ -1,0 +1,157 @@
+"""Conformance of a method with the engine's contract, checked before an audit (``vflpriv audit --check-only``).
+
+An audit is only as good as the channel: an attack sees what crossed it, a defense changes what crosses
+it. A method is refused when
+
+1. it sends a message it does not declare in ``sends`` (the channel raises on the first one);
+2. it declares no adversary snapshot: pretraining must return a module for every party, and the
+   trained model a bottom model for every party;
+3. one party's data reaches another party's model without passing the channel, in either direction.
+   The method is trained through a channel that replaces every payload with zeros, so nothing that
+   crossed the channel carries information, three times: on the real data, with the passive parties'
+   features rolled by half the rows, and with the active party's features rolled and its labels shifted
+   (y -> y + 1 mod C). A method that lets parties learn from each other only through what ``send``
+   returned gives the active party bit-identical test logits in the first two runs (same seed, one
+   thread) and every passive party bit-identical models (its pretraining and finetuning snapshots) in the
+   first and third. Passive -> active catches an active party reading passive features; active ->
+   passive catches a passive party training on the gradient the active party computed instead of the
+   payload it received (every gradient defense would then be silently off).
+
+The runs use the configuration as given, without the pretraining cache; non-federated methods (no
+channel at all) pass by definition. The check assumes, as every built-in method does, that how many
+messages a method sends does not depend on the values of the data.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from vflpriv.common.errors import ConformanceError, ProtocolError
+from vflpriv.config.schema import TrainingConfig
+from vflpriv.engine import Message
+from vflpriv.runner.execution import build_federation
+from vflpriv.runner.planning import Plan, plan_training
+
+
+class ZeroPayloads:
+    """A channel transform that replaces every payload with zeros of its shape."""
+
+    def protects(self, message: Message) -> bool:
+        return True
+
+    def __call__(self, payload, message: Message):
+        if isinstance(payload, torch.Tensor):
+            return torch.zeros_like(payload)
+        return {k: torch.zeros_like(v) for k, v in payload.items()}
+
+
+@dataclass
+class ZeroedRun:
+    """What a training through the zeroing channel produced: the active party's test logits, and each passive
+    party's snapshots (its pretrained encoder, if the method pretrains, and its finetuned bottom)."""
+
+    logits: torch.Tensor
+    passive: dict[int, dict[str, nn.Module]]
+
+
+def _with_dataset(p: Plan, **changes) -> Plan:
+    ds = dataclasses.replace(p.scenario.dataset, **changes)
+    return dataclasses.replace(p, scenario=dataclasses.replace(p.scenario, dataset=ds))
+
+
+def _roll(xs: tuple[torch.Tensor, ...], parties: set[int]) -> tuple[torch.Tensor, ...]:
+    return tuple(x.roll(x.shape[0] // 2, dims=0) if k in parties else x for k, x in enumerate(xs))
+
+
+def _rolled_passive_features(p: Plan) -> Plan:
+    """Each sample gets another sample's passive features; the active party's data is unchanged."""
+    ds = p.scenario.dataset
+    passive = set(range(1, ds.parties))
+    return _with_dataset(p, x_train=_roll(ds.x_train, passive), x_test=_roll(ds.x_test, passive))
+
+
+def _altered_active_data(p: Plan) -> Plan:
+    """The active party's features rolled and every label shifted to the next class; passive data unchanged."""
+    ds = p.scenario.dataset
+    return _with_dataset(p, x_train=_roll(ds.x_train, {0}), x_test=_roll(ds.x_test, {0}),
+                         y_train=(ds.y_train + 1) % ds.num_classes, y_test=(ds.y_test + 1) % ds.num_classes)
+
+
+def _zeroed_run(p: Plan) -> ZeroedRun:
+    """Train ``p`` through a zeroing channel, checking the snapshots on the way."""
+    torch.manual_seed(0)  # a method drawing from the global RNG gets the same draws in every run
+    fed = build_federation(p, transforms=[ZeroPayloads()])
+    method, name = p.method, p.config.method.name
+    pretrained = method.pretrain(fed) if method.pretrains else None
+    if method.pretrains and (not isinstance(pretrained, (list, tuple)) or len(pretrained) != len(fed.parties)
+                             or not all(isinstance(m, nn.Module) for m in pretrained)):
+        raise ProtocolError(f"method '{name}' declares pretraining but its pretrain() returned no encoder per party "
+                            "(the adversary's pretraining snapshot)")
+    # a copy: finetuning may go on training the pretrained modules in place
+    snapshots = {k: {"pretraining": copy.deepcopy(pretrained[k])} if pretrained else {} for k in range(1, len(fed.parties))}
+    trained = method.finetune(fed, pretrained)
+    bottoms = getattr(trained, "bottoms", None)
+    if not isinstance(bottoms, (list, tuple)) or len(bottoms) != len(fed.parties) \
+            or not all(isinstance(m, nn.Module) for m in bottoms):
+        raise ProtocolError(f"method '{name}' declares no adversary snapshot: its finetune() must return a Trained "
+                            "with one bottom model per party")
+    for k in snapshots:
+        snapshots[k]["finetuning"] = bottoms[k]
+    return ZeroedRun(method.predict(fed, trained).detach().nan_to_num(), snapshots)
+
+
+def _same_module(a: nn.Module, b: nn.Module) -> bool:
+    """Bit-identical parameters and buffers (NaNs in the same places count as equal)."""
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(
+        sa[k].shape == sb[k].shape and torch.equal(sa[k].nan_to_num(), sb[k].nan_to_num()) for k in sa)
+
+
+def _passive_changed(real: ZeroedRun, altered: ZeroedRun) -> tuple[int, str] | None:
+    """The first (passive party, snapshot) that differs between the runs, or None."""
+    for k, snapshots in real.passive.items():
+        for phase, module in snapshots.items():
+            if not _same_module(module, altered.passive[k][phase]):
+                return k, phase
+    return None
+
+
+def check_conformance(config: TrainingConfig) -> list[str]:
+    """Run the checks on ``config``'s method; raise :class:`ConformanceError` naming the first violation.
+    Returns the checks passed, for the report."""
+    p = plan_training(config)
+    if not p.method.federated:
+        return ["not federated: no channel, nothing to check"]
+    name = config.method.name
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        real = _zeroed_run(p)
+        rolled = _zeroed_run(_rolled_passive_features(p))
+        altered = _zeroed_run(_altered_active_data(p))
+    except ProtocolError as exc:
+        raise ConformanceError(f"refused: {exc}") from None
+    finally:
+        torch.set_num_threads(before)
+    if real.logits.shape != rolled.logits.shape or not torch.equal(real.logits, rolled.logits):
+        raise ConformanceError("refused: "
+            f"method '{name}' lets the passive parties' features reach the active party's predictions "
+            "without the channel: with every payload zeroed, changing those features changed the test logits"
+        )
+    changed = _passive_changed(real, altered)
+    if changed is not None:
+        party, phase = changed
+        raise ConformanceError("refused: "
+            f"method '{name}' lets the active party's data reach passive party {party}'s model without the channel: "
+            f"with every payload zeroed, changing the active party's features and labels changed party {party}'s "
+            f"{phase} snapshot (does it train on a tensor the active party computed instead of the payload "
+            "fed.channel.send returned?)"
+        )
+    return ["declared traffic only", "an adversary snapshot for each phase",
+            "passive features reach the active party only through the channel",
+            "the active party's features and labels reach the passive parties only through the channel"]

@@ -1,0 +1,161 @@
+"""What ``vflpriv describe NAME`` prints: a component's purpose and its options (type, default, description),
+read from its options model, so the documentation cannot drift from what is validated."""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from vflpriv.common.errors import UnknownNameError
+from vflpriv.config import presets
+from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES, METHODS
+
+
+@dataclass
+class Description:
+    kind: str
+    name: str
+    summary: str
+    facts: dict[str, str] = field(default_factory=dict)
+    options: list[tuple[str, str, str, str]] = field(default_factory=list)  # name, type, default, description
+    prefix: str = ""
+
+
+def type_name(annotation: Any) -> str:
+    """A readable type: ``int``, ``float | None``, ``sgd | adam``."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal:
+        return " | ".join(str(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(type_name(a) for a in args)
+    if origin is typing.Annotated:
+        return type_name(args[0])
+    if origin is not None:
+        inner = ", ".join(type_name(a) for a in args)
+        return f"{getattr(origin, '__name__', str(origin))}[{inner}]"
+    if annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def options_of(model: type[BaseModel]) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for name, info in model.model_fields.items():
+        default = info.default_factory() if info.default_factory is not None else info.default
+        shown = "required" if default is PydanticUndefined else repr(default)
+        rows.append((name, type_name(info.annotation), shown, info.description or ""))
+    return rows
+
+
+def _summary(obj: Any) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return doc.split("\n\n")[0].replace("\n", " ")
+
+
+def _method(name: str, cls: Any) -> Description:
+    supports = cls.supports
+    facts = {"pretrains": str(cls.pretrains), "federated": str(cls.federated),
+             "sends": ", ".join("/".join(t) for t in sorted(cls.sends)) or "nothing",
+             "pretraining reads labels": str(cls.pretrain_reads_labels),
+             "finetune.top": ", ".join(sorted(s.split(":")[1] for s in supports if s.startswith("top:"))),
+             "finetune.local_updates > 1": str("local-updates" in supports),
+             "hook points it calls": ", ".join(sorted(s for s in supports if ":" in s and not
+                                                      s.startswith("top:"))) or "none"}
+    return Description("method", name, _summary(cls), facts, options_of(cls.Options), "method.options.")
+
+
+def _attack(name: str, cls: Any) -> Description:
+    attack = cls(cls.Options())  # its declarations under the default options
+    facts = {"follows": cls.anchor or "vflpriv's own", "needs": _needs(attack),
+             "binary tasks only": str(cls.binary_only), "needs auxiliary labels": str(cls.needs_aux),
+             "audit options": repr(cls.audit_options), "search space (attack.tune)": _space(attack)}
+    return Description("attack", name, _summary(cls), facts, options_of(cls.Options), "attack.options.")
+
+
+def _space(attack: Any) -> str:
+    """The candidates a tuned attack selects among, and what successive halving shortens; or why it has none."""
+    space = attack.space()
+    if not space:
+        return f"none: {attack.untunable or 'it declares none'}"
+    grid = "; ".join(f"{k} in {list(v)}" for k, v in space.items())
+    return grid + (f"; early rounds shorten {attack.budget_option}" if attack.budget_option else "")
+
+
+def _needs(attack: Any) -> str:
+    """What the attack reads or does, under its default options (``<phase>``: the attacked phase)."""
+    needs = ["the adversary's bottom snapshot of the attacked phase"] if attack.needs_encoder else []
+    pairs = [*attack.needs_messages, *attack.required_messages("<phase>")]
+    if pairs:
+        needs.append("received " + ", ".join("/".join(p) for p in pairs) + " messages")
+    observation = attack.observation()
+    if observation is not None:
+        steps = "every exchange" if observation.steps is None else f"the first {observation.steps} exchange(s)"
+        kept = "embedding, gradient" + (", a copy of its bottom" if observation.bottom else "")
+        needs.append(f"observes its own training: {steps} of the {observation.epochs} epoch(s) ({kept})")
+    if attack.acts:
+        needs.append("acts during training (its runs train their own federation; utility measured under attack)")
+    return "; ".join(needs) or "nothing"
+
+
+def _defense(name: str, cls: Any) -> Description:
+    axis = cls.axis
+    kinds = (f"{', '.join(cls.default_kinds)} messages by default (supports {', '.join(cls.supported_kinds)})"
+             if cls.supported_kinds and "labels" not in cls.supported_kinds else "no message")
+    facts = {"acts at": ", ".join(sorted(cls.hook_points)), "follows": cls.anchor or "vflpriv's own",
+             "strength": f"{axis.name} in [{axis.low:g}, {axis.high:g}], {axis.stronger} protects more, "
+                         f"identity {axis.identity:g}",
+             "protects": kinds,
+             "binary tasks only": str(cls.binary_only),
+             "audit strengths": "; ".join(f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.audit_strengths.items())
+             or "none"}
+    return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses[i].options.")
+
+
+def _dataset(name: str, loader: Any) -> Description:
+    from vflpriv.data.catalog import DATASET_INFO, status
+
+    info = DATASET_INFO.get(name)
+    facts = {"default partition": repr(getattr(loader, "default_partition", {})) or "{}"}
+    if info is not None:
+        present, where, how = status(name)
+        facts |= {"kind": info.kind, "files": where if present else f"missing; {how}"}
+        if info.layout:
+            facts["layout"] = info.layout
+    summary = info.description if info is not None else _summary(loader)
+    return Description("dataset", name, summary, facts)
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            out |= _flat(value, f"{prefix}{key}.")
+        else:
+            out[f"{prefix}{key}"] = repr(value)
+    return out
+
+
+def _preset(name: str, data: dict[str, Any]) -> Description:
+    return Description("preset", name, presets.description(name), _flat(data))
+
+
+DESCRIBERS: dict[str, tuple[Any, Any]] = {
+    "method": (METHODS, _method), "attack": (ATTACKS, _attack), "defense": (DEFENSES, _defense),
+    "dataset": (DATASETS, _dataset), "preset": (presets, _preset),
+}
+
+
+def describe(name: str) -> list[Description]:
+    """Every registered component called ``name`` (a name can be, say, both a method and a dataset)."""
+    found = [describer(name, registry.get(name)) for registry, describer in DESCRIBERS.values()
+             if name in registry.names()]
+    if not found:
+        valid = "; ".join(f"{kind}s: {', '.join(registry.names())}" for kind, (registry, _) in DESCRIBERS.items())
+        raise UnknownNameError(f"nothing is registered as '{name}'; {valid}")
+    return found

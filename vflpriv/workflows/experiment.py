@@ -1,0 +1,260 @@
+"""Running a list of runs into a store with progress and resume, and ``vflpriv evaluate`` on top of it."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from vflpriv.common.console import make_console
+from vflpriv.common.errors import ConfigError, Interrupted
+from vflpriv.config.registry import METHODS
+from vflpriv.config.schema import ExperimentConfig, RunConfig, TrainingConfig, dataset_partition_defaults
+from vflpriv.store.folders import creatable, writable_folder
+from vflpriv.store.sqlite import Store, check_store_path
+from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vflpriv.tradeoff.grid import Grid
+
+#: Columns of the store's records that stay out of results.csv (they are JSON blobs).
+STORE_ONLY = ["config", "traffic", "utility_curve", "attack_hits", "prior_hits", "attack_trials"]
+
+
+def run_into_store(
+    configs: list[RunConfig],
+    out: Path,
+    *,
+    jobs: int,
+    backend: str,
+    address: str | None = None,
+    store_path: Path | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+    header: Callable[[], str] | None = None,
+    warm: Warm | None = None,
+    overwrite: bool = False,
+    owns: Callable[[str], bool] | None = None,
+    write_csv: bool = True,
+) -> pd.DataFrame:
+    """Validate everything (every training planned, ``out`` writable and holding no other experiment's results,
+    the store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off);
+    notes (e.g. a recomputed cache entry) are printed. Ctrl-C raises :class:`Interrupted` naming the store.
+    ``header()``: lines printed once everything checked out. ``warm``: workers spawned early
+    (:func:`early_workers`). ``owns(key)``: whether a run already listed in
+    ``out``'s results.csv belongs to this command (default: it is one of ``configs``); ``overwrite`` replaces
+    a results.csv that holds other runs."""
+    console = console or make_console()
+    n_trainings = len({c.training_key() for c in configs})
+    warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend, previous=warm)  # they start while this plans
+    try:
+        from vflpriv.tradeoff.sweep import check, drop_damaged, sweep  # torch and the engine, while workers warm up
+
+        check(configs)
+        store_path = check_destination(out, store_path=store_path, backend=backend, address=address)
+        writable_folder(out, what="--out")
+        if not overwrite:
+            keys = {c.key() for c in configs}
+            guard_outputs(out, owns=owns or keys.__contains__)
+    except BaseException:
+        warm.cancel()
+        raise
+    progress_console = make_console(stderr=True)
+    progress = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=progress_console, transient=True,
+                        disable=not show_progress or not progress_console.is_terminal)
+    notes: list[str] = []
+
+    def done(records) -> None:
+        progress.advance(task, len(records))
+        notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
+
+    with Store(store_path) as store, progress:
+        if header is not None:  # everything checked: from here on, output is results
+            console.print(header())
+        drop_damaged(store, configs, on_note=notes.append)
+        stored = sum(store.done(c.key()) for c in configs)
+        console.print(f"{plural(len(configs), 'run')} on {plural(n_trainings, 'training')}: {stored} already in "
+                      f"the store, {len(configs) - stored} to run")
+        task = progress.add_task("runs", total=len(configs), completed=stored)
+        try:
+            results = sweep(configs, store, jobs=jobs, backend=backend, address=address, on_done=done,
+                            on_note=notes.append, checked=True)
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
+                              "to resume)") from None
+    if write_csv:
+        results.drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
+    for note in notes:
+        console.print(f"note: {note}")
+    if write_csv:
+        console.print(f"wrote {out / 'results.csv'}")
+    return results
+
+
+def check_destination(out: Path, *, store_path: Path | None, backend: str, address: str | None) -> Path:
+    """Refuse, creating nothing, where results could not go: a cluster that does not answer, an ``out`` that
+    cannot be created, a store path that cannot be (or is another program's file); returns the store path."""
+    check_cluster(backend, address)
+    creatable(out, what="--out", folder=True)
+    store_path = store_path or out / "results.sqlite"
+    check_store_path(store_path)
+    return store_path
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def guard_outputs(out: Path, *, owns: Callable[[str], bool]) -> None:
+    """Refuse to replace another experiment's results: a ``results.csv`` in ``out`` listing runs this command does
+    not own would be replaced (with ``cap.csv`` and the plots) by one without them. Resuming or widening the same
+    experiment (more seeds, another attack) owns every listed run and passes."""
+    path = out / "results.csv"
+    if not path.is_file():
+        return
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            keys = [row["key"] for row in csv.DictReader(f)]
+    except (OSError, KeyError, TypeError, UnicodeDecodeError, csv.Error):
+        raise ConfigError(f"--out {out} holds a results.csv that vflpriv did not write; give another --out, or "
+                          "--overwrite to replace it") from None
+    foreign = [k for k in keys if not owns(k)]
+    if foreign:
+        raise ConfigError(
+            f"--out {out} holds another experiment's results: its results.csv lists {len(keys)} runs, {len(foreign)} "
+            "of them not part of this one, and would be replaced (with cap.csv and the plots); give another --out, "
+            "or --overwrite to replace them (runs in a store stay there)")
+
+
+def early_workers(data: dict[str, Any]) -> Warm:
+    """Spawn a sweep's local workers from its raw, not yet validated settings, so that they import torch
+    while this process does too; :func:`run_into_store` then resizes or stops them to what it needs."""
+    jobs = data.get("jobs", ExperimentConfig.model_fields["jobs"].get_default(call_default_factory=True))
+    backend = data.get("backend", "loky")
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or not 2 <= jobs <= 1024 or backend != "loky":
+        return Warm()  # validation will say what is wrong, or there is nothing to spawn
+    return prewarm(jobs=jobs, backend_name=backend)
+
+
+def partition_line(config: TrainingConfig) -> str:
+    """The partition in use, naming the fields that came from the dataset's own defaults."""
+    p = config.partition
+    defaults = dataset_partition_defaults(config.dataset.name)
+    own = [k for k, v in defaults.items() if getattr(p, k) == v]
+    source = ("drawn from its unlabeled local samples" if p.aux_source == "unlabeled"
+              else "drawn from the labeled aligned samples, which are then not scored")
+    method = METHODS.get(config.method.name)
+    every = p.active_labels_local if p.active_labels_local is not None else method.default_active_labels_local
+    labeled = ("every aligned and unaligned sample labeled at the active party (party 0; the VFLHLP setting)"
+               if every else f"{p.labeled} labeled at the active party (party 0)")
+    line = (f"partition: {p.parties} parties, {p.aligned_fraction:.0%} of the training samples aligned, {labeled}; "
+            f"adversary: party {p.adversary}, which knows {p.aux} auxiliary labels ({source})")
+    return line + (f" ({', '.join(own)}: {config.dataset.name}'s defaults)" if own else "")
+
+
+def experiment_line(experiment: ExperimentConfig) -> str:
+    """What is measured: method, dataset and its utility metric, attacks, the swept defense, seeds."""
+    from vflpriv.reports.tables import utility_label
+
+    swept = experiment.swept
+    defense = (f"defense {swept.name} ({swept.phase}) swept over {', '.join(f'{s:g}' for s in experiment.strengths)}"
+               if swept else "no defense")
+    metric = _dataset_metric(experiment)
+    return (f"{experiment.method.name} on {experiment.dataset.name} (utility: {utility_label(metric)}); attack "
+            f"{', '.join(experiment.attack.names())} ({experiment.attack.phase}); {defense}; seeds "
+            f"{', '.join(map(str, experiment.seeds))}")
+
+
+def _dataset_metric(config: TrainingConfig) -> str:
+    from vflpriv.data.load import load_dataset
+
+    return load_dataset(config.dataset, parties=config.partition.parties).metric
+
+
+def evaluate_experiment(
+    experiment: ExperimentConfig,
+    out: Path,
+    *,
+    store_path: Path | None = None,
+    address: str | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+    warm: Warm | None = None,
+    overwrite: bool = False,
+) -> pd.DataFrame:
+    """Run (or resume) the sweep and write ``results.csv``, ``cap.csv`` (with a swept defense) and
+    ``tradeoff.png`` (one per attack) into ``out``; returns the runs, one row per record, with their variants.
+
+    The console shows, per strength, utility, attack and prior accuracy and leakage (mean ± std over seeds), and
+    CAP when a defense is swept (CAP averages over a defense's strengths; with no defense there is none).
+    """
+    console = console or make_console()
+    runs = experiment.runs()
+
+    def header() -> str:
+        return "\n".join([experiment_line(experiment), partition_line(experiment)])
+
+    results = run_into_store(runs, out, jobs=experiment.jobs, backend=experiment.backend, address=address,
+                             store_path=store_path, console=console, show_progress=show_progress, header=header,
+                             warm=warm, overwrite=overwrite)
+    from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
+    from vflpriv.reports.tables import cap_rich_table, strength_table
+    from vflpriv.tradeoff.cap import cap_table, strength_summary
+    from vflpriv.tradeoff.variants import with_variants
+
+    results = with_variants(results)
+    summary = strength_summary(results)
+    figures = tradeoff_figures(summary, out, formats=("png",)) if not summary.empty else []
+    if not summary.empty:
+        console.print(strength_table(summary))
+    written = []
+    if experiment.swept is not None:
+        caps = cap_table(results)
+        caps.to_csv(out / "cap.csv", index=False)
+        written.append(out / "cap.csv")
+        console.print(cap_rich_table(caps))
+        for _, row in caps.iterrows():
+            what = f"CAP {row['method']} / {row['attack']} / {row['defense']} ({row['phase']}): "
+            if row["status"] == "ok" or row["status"].startswith("partial"):
+                extra = f" ({row['status']})" if row["status"] != "ok" else ""
+                console.print(what + f"{row['cap']:.4f} ± {row['cap_std']:.4f} over {int(row['n_seeds'])} seeds{extra}")
+            else:
+                console.print(what + row["status"])
+    else:
+        console.print("no defense swept, so no CAP (the mean over a defense's strengths of utility × (1 − attack "
+                      "accuracy)); --defense NAME sweeps one")
+    if written or figures:
+        console.print(f"wrote {', '.join(str(p) for p in [*written, *figures])}")
+    return results
+
+
+def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: str | None = None,
+             console: Console | None = None, show_progress: bool = True, warm: Warm | None = None,
+             overwrite: bool = False) -> pd.DataFrame:
+    """Run (or resume) an expanded grid (``vflpriv sweep``) and write ``results.csv``, ``skipped.csv`` (the cells
+    set aside, with the reason) and ``cap.csv`` into ``out``; returns the runs with their variants."""
+    import pandas as pd
+
+    from vflpriv.reports.paper_tables import cap_tables
+    from vflpriv.tradeoff.cap import cap_table
+    from vflpriv.tradeoff.variants import with_variants
+
+    console = console or make_console()
+    results = run_into_store(grid.runs, out, jobs=grid.jobs, backend=grid.backend, address=address,
+                             store_path=store_path, console=console, show_progress=show_progress, warm=warm,
+                             overwrite=overwrite)
+    pd.DataFrame([vars(c) for c in grid.skipped], columns=["method", "dataset", "attack", "reason"]).to_csv(
+        out / "skipped.csv", index=False)
+    results = with_variants(results)
+    caps = cap_table(results)
+    caps.to_csv(out / "cap.csv", index=False)
+    for table in cap_tables(caps):
+        console.print(table.markdown())
+    return results
