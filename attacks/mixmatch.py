@@ -143,7 +143,8 @@ class MixMatchCompletion(Attack):
             opt.step()
             if o.weight_decay:
                 with torch.no_grad():
-                    torch._foreach_mul_(params, 1.0 - o.weight_decay * o.lr)
+                    for param in params:
+                        param.mul_(1.0 - o.weight_decay * o.lr)
             update_ema(m=ema_decay(step, ema=o.ema, warmup=o.ema_warmup))
             if o.report_best_epoch_on_targets and (step + 1) % o.iterations == 0:
                 per_epoch.append(apply_in_batches(ema, view.targets["test"]).argmax(1))

@@ -41,7 +41,8 @@ def momentum_updater(online: nn.Module, target: nn.Module) -> Callable[..., None
     def update(*, m: float) -> None:
         if not 0.0 <= m <= 1.0:
             raise ConfigError(f"momentum m must lie in [0, 1], got {m}")
-        torch._foreach_lerp_(dst, src, 1.0 - m)
+        for d, s in zip(dst, src):
+            d.lerp_(s, 1.0 - m)
 
     return update
 
