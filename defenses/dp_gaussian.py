@@ -63,11 +63,7 @@ class GaussianDP(Defense):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        try:
-            from opacus.accountants import RDPAccountant
-        except ImportError:
-            raise ConfigError("defense 'dp-gaussian' reports its privacy with Opacus' accountant: "
-                              "pip install 'vflpriv[dp]'") from None
+        from opacus.accountants import RDPAccountant  # a core dependency, imported when a dp-gaussian is built
         if self.options.target_epsilon is not None and self.strength != self.axis.identity:
             raise ConfigError("dp-gaussian: give a strength (the noise multiplier) or options.target_epsilon, not both")
         self.accountant = RDPAccountant()
