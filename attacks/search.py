@@ -120,7 +120,7 @@ class Search:
 
     def __init__(self, attack: Attack, view: AdversaryView, *, seed: int, key: str | None):
         self.attack, self.view, self.seed, self.key = attack, view, seed, key
-        split = holdout_split(view.aux_y, generator=generator(seed, "attack:holdout", device=view.device))
+        split = holdout_split(view.aux_y, generator=generator(seed, "attack:holdout"))
         self.split = split
         if split is not None:
             fit, held = split
@@ -134,8 +134,7 @@ class Search:
     def trial(self, overrides: dict, fraction: float) -> Trial:
         """The candidate on the fit part of the auxiliary set, scored on the holdout (cached under the key)."""
         name = json.dumps([overrides, fraction], sort_keys=True)
-        view = dataclasses.replace(self.fit_view, generator=generator(self.seed, f"attack:trial:{name}",
-                                                                        device=self.view.device))
+        view = dataclasses.replace(self.fit_view, generator=generator(self.seed, f"attack:trial:{name}"))
 
         def compute() -> dict[str, list[int]]:
             inferences = _with(self.attack, overrides, fraction).infer(view)

@@ -71,28 +71,39 @@ def _warm_up() -> None:
 
 
 @contextlib.contextmanager
-def _threading(*, address: str | None, jobs: int) -> Iterator[None]:
+def _threading(*, address: str | None, jobs: int, gpu_share: float | None) -> Iterator[int]:
     """Threads of this process (for tests and debugging: trainings hold the GIL for their Python parts)."""
     with joblib.parallel_config(backend="threading"):
-        yield
+        yield jobs
 
 
 @contextlib.contextmanager
-def _dask(*, address: str | None, jobs: int) -> Iterator[None]:
-    """A Dask cluster at ``address``, or a local one of ``jobs`` single-threaded worker processes."""
+def _dask(*, address: str | None, jobs: int, gpu_share: float | None) -> Iterator[int]:
+    """A Dask cluster at ``address``, or a local one of ``jobs`` single-threaded worker processes. With a
+    ``gpu_share``, each run asks for that much of the workers' ``GPU`` resource (Dask's resources are counters its
+    scheduler honours: start one worker per GPU, ``CUDA_VISIBLE_DEVICES=i dask worker ADDRESS --resources GPU=1``);
+    the local cluster gives each of its workers one."""
     try:
         from dask.distributed import Client
     except ImportError:
         raise ConfigError("backend 'dask' needs the dask extra: pip install 'vflpriv[dask]'") from None
-    with Client(address) if address else Client(n_workers=jobs, processes=True, threads_per_worker=1):
-        with joblib.parallel_config(backend="dask"):
-            yield
+    local = {"n_workers": jobs, "processes": True, "threads_per_worker": 1,
+             **({"resources": {"GPU": 1}} if gpu_share else {})}
+    with Client(address) if address else Client(**local) as client:
+        if gpu_share and not any(w.get("resources", {}).get("GPU") for w in client.scheduler_info()["workers"].values()):
+            raise ConfigError("the Dask cluster's workers declare no GPU resource, so runs on CUDA would wait forever; "
+                              "start them with --resources GPU=1 (one worker per GPU, CUDA_VISIBLE_DEVICES=i)")
+        with joblib.parallel_config(backend="dask", **({"resources": {"GPU": gpu_share}} if gpu_share else {})):
+            yield jobs
 
 
 @contextlib.contextmanager
-def _ray(*, address: str | None, jobs: int) -> Iterator[None]:
+def _ray(*, address: str | None, jobs: int, gpu_share: float | None) -> Iterator[int]:
     """A Ray cluster at ``address`` (``auto``, ``ray://host:port``), or a local instance of ``jobs`` CPUs;
-    a Ray instance this process already runs is used and left running."""
+    a Ray instance this process already runs is used and left running. With a ``gpu_share``, each of the pool's
+    workers asks Ray for that share of a GPU (``num_gpus``): Ray places it and sets its ``CUDA_VISIBLE_DEVICES``, so
+    its ``cuda`` is its own GPU, and no more workers run than the cluster's GPUs hold (more would wait forever
+    for resources the others keep)."""
     try:
         import ray
         from ray.util.joblib import register_ray
@@ -104,8 +115,13 @@ def _ray(*, address: str | None, jobs: int) -> Iterator[None]:
         ray.init(address=address, num_cpus=None if address else jobs, include_dashboard=False,
                  log_to_driver=False, logging_level="ERROR")
     try:
-        with joblib.parallel_config(backend="ray"):
-            yield
+        if gpu_share:
+            fits = int(ray.cluster_resources().get("GPU", 0) / gpu_share + 1e-9)
+            if fits == 0:
+                raise ConfigError("the Ray cluster has no GPU for runs on CUDA; start it with GPUs, or use --device cpu")
+            jobs = min(jobs, fits)
+        with joblib.parallel_config(backend="ray", **({"ray_remote_args": {"num_gpus": gpu_share}} if gpu_share else {})):
+            yield jobs
     finally:
         if started:
             ray.shutdown()
@@ -272,10 +288,11 @@ def prewarm(*, jobs: int, backend_name: str, previous: Warm | None = None) -> Wa
 
 def run_all(
     fn: Callable[[Any], Any], items: list[Any], *, jobs: int, on_result: Callable[[Any], None],
-    backend_name: str = "loky", address: str | None = None,
+    backend_name: str = "loky", address: str | None = None, gpu_share: float | None = None,
 ) -> None:
     """Compute ``fn(item)`` for every item, handing each result to ``on_result`` as soon as it exists (on
-    Ray, whose joblib backend has no result generator: as soon as its wave of ``jobs`` items ends)."""
+    Ray, whose joblib backend has no result generator: as soon as its wave of ``jobs`` items ends). On a Dask or
+    Ray cluster, ``gpu_share`` is the share of a GPU each item asks the scheduler for (items that run on CUDA)."""
     if jobs == 1 and backend_name in LOCAL_BACKENDS:
         for item in items:
             on_result(fn(item))
@@ -285,7 +302,7 @@ def run_all(
         return
     if backend_name not in _BACKENDS:
         raise ConfigError(f"unknown backend '{backend_name}'; valid backends: {', '.join(BACKENDS)}")
-    with _BACKENDS[backend_name](address=address, jobs=jobs), warnings.catch_warnings():
+    with _BACKENDS[backend_name](address=address, jobs=jobs, gpu_share=gpu_share) as jobs, warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*tasks which were still being processed", category=UserWarning)
         active, _ = joblib.parallel.get_active_backend()
         if active.supports_return_generator:

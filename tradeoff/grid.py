@@ -51,6 +51,7 @@ class Grid:
     skipped: list[SkippedCell]
     jobs: int
     backend: str
+    runs_per_gpu: int = 1
 
     @property
     def trainings(self) -> int:
@@ -200,4 +201,4 @@ def expand(raw: dict[str, Any], *, must_match: set[str] | None = None) -> Grid:
     if not kept:
         reasons = "; ".join(sorted({s.reason for s in skipped.values()}))
         raise IncompatibleError(f"no cell of the grid can run: {reasons}")
-    return Grid(kept, list(skipped.values()), cells[0].jobs, cells[0].backend)
+    return Grid(kept, list(skipped.values()), cells[0].jobs, cells[0].backend, cells[0].runs_per_gpu)

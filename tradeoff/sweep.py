@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import pandas as pd
+import torch
 
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
@@ -19,7 +20,7 @@ from vflpriv.runner.execution import pretrain_key, run_safely
 from vflpriv.runner.planning import plan
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import Store
-from vflpriv.tradeoff.executors import run_all
+from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
 
 #: Seconds between looks at trainings another sweep holds.
 POLL_SECONDS = 1.0
@@ -59,6 +60,23 @@ def schedule(groups: dict[str, list[RunConfig]]) -> list[str]:
     return first + free + users
 
 
+def on_gpus(groups: list[list[RunConfig]], count: int) -> list[list[RunConfig]]:
+    """The trainings of a local sweep spread round-robin over ``count`` visible GPUs: ``cuda`` (no index) becomes
+    ``cuda:0``, ``cuda:1``, ... in dispatch order; an explicit index, the CPU and one GPU are left as given. Keys
+    leave the device out (every draw is made on the CPU), so the records are the ones any placement gives."""
+    if count < 2:
+        return groups
+    return [[r.model_copy(update={"device": f"cuda:{i % count}"}) if r.device == "cuda" else r for r in runs]
+            for i, runs in enumerate(groups)]
+
+
+def gpu_share(configs: Sequence[RunConfig], *, backend: str, runs_per_gpu: int) -> float | None:
+    """The share of a GPU each run asks a Dask or Ray scheduler for: 1 / ``runs_per_gpu`` where runs use CUDA;
+    None locally (``on_gpus`` places them) or on the CPU."""
+    cuda = any(r.device.split(":")[0] == "cuda" for r in configs)
+    return 1.0 / runs_per_gpu if cuda and backend not in LOCAL_BACKENDS else None
+
+
 def check(configs: Sequence[RunConfig]) -> int:
     """Plan every training and its attacks before any training: bad input fails fast, nothing half-done.
     Returns the number of trainings."""
@@ -83,13 +101,15 @@ def sweep(
     jobs: int = 1,
     backend: str = "loky",
     address: str | None = None,
+    runs_per_gpu: int = 1,
     on_done: Callable[[list[RunRecord]], None] | None = None,
     on_wait: Callable[[int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     checked: bool = False,
 ) -> pd.DataFrame:
     """Validate every config and drop the damaged records of the store first (unless ``checked``: the caller
-    did both), then run the trainings the store lacks.
+    did both), then run the trainings the store lacks: locally spread over the visible GPUs (``on_gpus``), on a
+    cluster each asking its scheduler for 1 / ``runs_per_gpu`` of a GPU (``gpu_share``), where they run on CUDA.
 
     A training's records are committed together as soon as they arrive. Failed records from an earlier
     sweep are retried; those written during this sweep (by it or by another sweep) are not. A stored record
@@ -100,6 +120,8 @@ def sweep(
         check(configs)
         drop_damaged(store, configs, on_note=on_note)
     groups = trainings(configs)
+    share = gpu_share(configs, backend=backend, runs_per_gpu=runs_per_gpu)
+    gpus = torch.cuda.device_count() if backend in LOCAL_BACKENDS else 0
     started = time.time()
     with store.lease():
         while True:
@@ -131,7 +153,7 @@ def sweep(
                 if on_done is not None:
                     on_done(records)
 
-            run_all(run_safely, [todo[k] for k in mine], jobs=workers, on_result=commit, backend_name=backend,
-                    address=address)
+            run_all(run_safely, on_gpus([todo[k] for k in mine], gpus), jobs=workers, on_result=commit,
+                    backend_name=backend, address=address, gpu_share=share)
     records = [store.get(c.key()) for c in configs]
     return pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())

@@ -105,7 +105,7 @@ def test_out_holding_another_experiments_results_is_refused_unless_overwrite(run
     (["evaluate", "--config", "/no/such/file.yaml"], "cannot read config file"),
     (["evaluate", "--phase", "middle"], "valid phases"),
     (["evaluate", "--set", "attack.options.nope=1"], "attack.options.nope"),
-    (["evaluate", "--no-such-flag"], "No such option"),
+    (["evaluate", "--no-such-flag"], "--no-such-flag"),
     (["list", "things"], "valid choices: methods, attacks, defenses, datasets"),
 ])
 def test_bad_input_is_one_error_line(runner, args, needle, tmp_path):

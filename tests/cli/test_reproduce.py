@@ -149,6 +149,11 @@ def test_an_analogue_on_data_that_is_not_here_is_refused_before_training(tmp_pat
     real = catalog.status
     monkeypatch.setattr(catalog, "status", lambda name: (False, None, "apt install r-cran-mlbench")
                         if name == "satellite" else real(name))
+
+    def loaded(*_a, **_k):
+        raise AssertionError("a dataset was loaded before the refusal")
+
+    monkeypatch.setattr("vflpriv.runner.planning.load_dataset", loaded)  # the refusal comes first on any machine
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["reproduce", "fedhssl-table6", "--out", str(out)])
     assert result.exit_code == 2

@@ -68,3 +68,65 @@ def test_ray_gives_the_local_numbers(tmp_path, local_numbers) -> None:
     finally:
         ray.shutdown()
     assert _numbers(frame) == local_numbers
+
+
+def test_ray_schedules_at_most_the_declared_gpu_share_and_hands_each_run_its_gpu() -> None:
+    """A local Ray with two logical GPUs and 2 runs per GPU: 8 runs asked for with --jobs 8 run at most 4 at a time,
+    each on one GPU that Ray assigned and made its only visible one (so its ``cuda`` is that GPU)."""
+    _need("ray", "ray")
+    import ray
+
+    from vflpriv.tradeoff.executors import run_all
+
+    def placement(_item) -> tuple:  # a local function: Ray's workers get it by value, not by an import of this file
+        import os
+        import time
+
+        import ray
+
+        start = time.time()
+        time.sleep(0.4)
+        return os.environ.get("CUDA_VISIBLE_DEVICES"), tuple(ray.get_gpu_ids()), start, time.time()
+
+    ray.init(num_cpus=8, num_gpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        seen = []
+        run_all(placement, list(range(8)), jobs=8, on_result=seen.append, backend_name="ray", gpu_share=0.5)
+    finally:
+        ray.shutdown()
+    assert len(seen) == 8
+    for visible, ids, _, _ in seen:
+        assert len(ids) == 1 and str(ids[0]) in ("0", "1") and visible == str(ids[0])
+    moments = sorted(t for _, _, start, end in seen for t in (start, end))
+    busy = max(sum(start <= t < end for _, _, start, end in seen) for t in moments)
+    assert busy <= 4
+
+
+def test_a_dask_cluster_without_gpu_resources_is_refused_for_runs_on_cuda() -> None:
+    _need("dask.distributed", "dask")
+    from dask.distributed import LocalCluster
+
+    from vflpriv.common.errors import ConfigError
+    from vflpriv.tradeoff.executors import run_all
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        with pytest.raises(ConfigError, match="declare no GPU resource"):
+            run_all(str, [1], jobs=1, on_result=print, backend_name="dask", address=cluster.scheduler_address,
+                    gpu_share=0.25)
+
+
+def test_a_local_sweep_spreads_trainings_round_robin_over_the_visible_gpus() -> None:
+    from vflpriv.config.schema import RunConfig
+    from vflpriv.tradeoff.sweep import gpu_share, on_gpus
+
+    cuda, fixed, cpu = (RunConfig.model_validate({"device": d, "seed": s}) for d, s in (("cuda", 0), ("cuda:1", 1),
+                                                                                         ("cpu", 2)))
+    groups = [[cuda], [cuda, cuda], [fixed], [cpu], [cuda]]
+    placed = on_gpus(groups, 2)
+    assert [[r.device for r in g] for g in placed] == [["cuda:0"], ["cuda:1", "cuda:1"], ["cuda:1"], ["cpu"],
+                                                       ["cuda:0"]]
+    assert [r.key() for g in placed for r in g] == [r.key() for g in groups for r in g]  # the device is no key part
+    assert on_gpus(groups, 1) == groups
+    assert gpu_share([cuda], backend="ray", runs_per_gpu=4) == 0.25
+    assert gpu_share([cuda], backend="loky", runs_per_gpu=4) is None and gpu_share([cpu], backend="dask",
+                                                                                    runs_per_gpu=4) is None

@@ -128,7 +128,8 @@ def audit(
     console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))
     if check_only:
         return
-    results = run_into_store(runs, out, jobs=cfg.jobs, backend=cfg.backend, address=address, store_path=store,
+    results = run_into_store(runs, out, jobs=cfg.jobs, backend=cfg.backend, address=address,
+                             runs_per_gpu=cfg.runs_per_gpu, store_path=store,
                              console=console, overwrite=overwrite)
     summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=_context(cfg))
     (out / "audit.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")

@@ -38,8 +38,9 @@ def reproduce(
     analogue = reproductions.load(name)
     overrides = list(set_) + [f"{k}={v}" for k, v in (("jobs", jobs), ("device", device)) if v is not None]
     out = out or Path(f"vflpriv-reproduce-{name}{'-quick' if quick else ''}")
-    runs = _runs(analogue, quick=quick, overrides=overrides)
-    _require_data(name, runs)
+    grids = analogue.grids(quick=quick, overrides=overrides)
+    _require_data(name, grids)
+    runs = _runs(grids)
     from vflpriv.workflows.experiment import run_into_store
 
     results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console)
@@ -53,23 +54,30 @@ def reproduce(
         fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)
 
 
-def _runs(analogue, *, quick: bool, overrides: list[str]) -> list:
+def _runs(grids: list[dict]) -> list:
     """Every planned run of the analogue's parts, each once (parts may share runs)."""
     from vflpriv.tradeoff.grid import expand
 
     found = {}
-    for raw in analogue.grids(quick=quick, overrides=overrides):
+    for raw in grids:
         for run in expand(raw, must_match=set()).runs:
             found.setdefault(run.key(), run)
     return list(found.values())
 
 
-def _require_data(name: str, runs: list) -> None:
-    """Refuse, before any training, an analogue whose datasets' files are not here (a run would fail on each),
-    naming how to get them and the command that checks them."""
+def _datasets(raw: dict) -> set[str]:
+    """The names of the datasets a grid reads from the files vflpriv looks for (no ``root`` of the user's)."""
+    entries = raw.get("datasets") or [raw.get("dataset") or {"name": "digits"}]
+    sections = [{"name": e} if isinstance(e, str) else e for e in entries]
+    return {s["name"] for s in sections if isinstance(s, dict) and isinstance(s.get("name"), str) and not s.get("root")}
+
+
+def _require_data(name: str, grids: list[dict]) -> None:
+    """Refuse, before anything is planned, loaded or trained, an analogue whose datasets' files are not here (a run
+    would fail on each), naming how to get them and the command that checks them."""
     from vflpriv.data.catalog import DATASET_INFO, status
 
-    for dataset in sorted({r.dataset.name for r in runs if r.dataset.root is None and r.dataset.name in DATASET_INFO}):
+    for dataset in sorted(set().union(*map(_datasets, grids)) & set(DATASET_INFO)):
         present, _, how = status(dataset)
         if not present:
             raise ConfigError(f"analogue '{name}' needs dataset {dataset}, whose files are not here ({how}); "

@@ -31,6 +31,8 @@ def sweep(
     jobs: Optional[int] = typer.Option(None, help="parallel trainings (default: the grid's, else 2)"),
     backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
+    device: Optional[str] = typer.Option(None, help="torch device of every run, e.g. cpu, cuda (spread over the "
+                                                    "visible GPUs) or cuda:1"),
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
     tune_attacks: Optional[bool] = TUNE_ATTACKS,
@@ -41,7 +43,7 @@ def sweep(
     from vflpriv.workflows.experiment import early_workers
 
     raw = settings(preset=preset, config=config)
-    for key, value in (("jobs", jobs), ("backend", backend)):
+    for key, value in (("jobs", jobs), ("backend", backend), ("device", device)):
         if value is not None:
             raw[key] = value
     for key, value in (("tune", tune_attacks), ("search_budget", search_budget)):

@@ -84,7 +84,8 @@ def tune(
 
     def evaluate(strength: float):
         point = validate(type(experiment), {**data, "strengths": [strength]})
-        frame = run_into_store(point.runs(), out, jobs=experiment.jobs, backend=experiment.backend, store_path=store,
+        frame = run_into_store(point.runs(), out, jobs=experiment.jobs, backend=experiment.backend,
+                               runs_per_gpu=experiment.runs_per_gpu, store_path=store,
                                console=make_console(quiet=True), overwrite=overwrite or bool(frames), owns=owns,
                                write_csv=False)
         frames.append(frame)

@@ -308,6 +308,20 @@ class AttackSettings(AttackConfig):
         ]
 
 
+#: How many runs share one GPU on a Dask or Ray cluster: each asks the scheduler for 1 / N of a GPU (locally, --jobs
+#: says how many run at once and they are spread round-robin over the visible GPUs).
+RunsPerGpu = Annotated[int, Field(ge=1, le=1024, description="on a Dask or Ray cluster with device cuda: how many runs "
+                                                             "share one GPU (each asks its scheduler for 1/N of one)")]
+
+
+def check_runs_per_gpu(config: Any) -> None:
+    """ValueError where ``runs_per_gpu`` is set but nothing would read it (a local backend, or no CUDA)."""
+    if config.runs_per_gpu != 1 and (
+            config.backend in ("loky", "threading") or not config.device.startswith("cuda")):
+        raise ValueError("runs_per_gpu is for runs on CUDA on a Dask or Ray cluster (--device cuda --backend dask|ray); "
+                         "locally --jobs says how many run at once, spread over the visible GPUs")
+
+
 #: A run's seed: what ``torch.Generator.manual_seed`` and NumPy accept alike.
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
 
@@ -336,9 +350,11 @@ class ExperimentConfig(TrainingConfig):
         description="parallel trainings; each uses one torch thread, so numbers do not depend on it",
     )
     backend: Literal["loky", "threading", "dask", "ray"] = "loky"
+    runs_per_gpu: RunsPerGpu = 1
 
     @model_validator(mode="after")
     def _check_sweep(self) -> ExperimentConfig:
+        check_runs_per_gpu(self)
         swept = [d for d in self.defenses if d.sweep]
         if len(swept) > 1:
             raise ValueError("at most one defense can be swept")
@@ -351,7 +367,7 @@ class ExperimentConfig(TrainingConfig):
 
     def runs(self) -> list[RunConfig]:
         """One RunConfig per (strength, seed, attack); without a swept defense, one per (seed, attack)."""
-        base = self.model_dump(exclude={"strengths", "seeds", "jobs", "backend", "attack", "seed"})
+        base = self.model_dump(exclude={"strengths", "seeds", "jobs", "backend", "runs_per_gpu", "attack", "seed"})
         index = next((i for i, d in enumerate(self.defenses) if d.sweep), None)
         strengths = self.strengths if index is not None else [None]
         attacks = [a.model_dump() for a in self.attack.configs()]

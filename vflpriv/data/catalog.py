@@ -110,3 +110,11 @@ def status(name: str) -> tuple[bool, str | None, str]:
     except DataError:
         return False, None, hint
     return True, str(directory), hint
+
+
+def check_files(name: str, root: str | None) -> None:
+    """Refuse a dataset whose files are not here before its loader runs: one line naming the file it looked for,
+    where, and how to get it (:class:`DataError`); a bundled dataset, or a plugin's, passes (its loader checks)."""
+    info = DATASET_INFO.get(name)
+    if info is not None and info.kind != "embedded":
+        locate(name, root, info.markers, info.layout)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import train_test_split
 
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.paths import corrupt, locate
@@ -61,6 +60,8 @@ def _split_rows(y: np.ndarray, n_test: int | None, ratio: int, seed: int) -> tup
     test_size = n_test if n_test is not None else 1 / (ratio + 1)
     idx = np.arange(len(y))
     stratify = y if np.bincount(y, minlength=2).min() >= 2 else None
+    from sklearn.model_selection import train_test_split  # only when a CTR file is read
+
     tr, te = train_test_split(idx, test_size=test_size, stratify=stratify, random_state=seed)
     return np.sort(tr), np.sort(te)
 

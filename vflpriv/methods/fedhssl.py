@@ -173,7 +173,7 @@ class FederatedSSL(Method):
         if opts.cross_augment:
             cross_views = [
                 (party_augmenter(p.spec, p.x_train[p.local_ids], opts),
-                 seeded_generator(seed, f"pretrain:cross:views:{p.index}", device=fed.device))
+                 seeded_generator(seed, f"pretrain:cross:views:{p.index}"))
                 for p in fed.parties
             ]
         batches = seeded_generator(seed, "pretrain:cross:batches")

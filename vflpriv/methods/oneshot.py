@@ -201,7 +201,7 @@ class OneShotVFL(Method):
         train_fixmatch(model, x, y, u, views, epochs=o.client_epochs, batch_size=o.batch_size, lr=o.client_lr,
                        momentum=o.momentum, weight_decay=o.weight_decay, threshold=o.threshold, lambda_u=o.lambda_u,
                        batches=seeded_generator(seed, f"client:{party}:ssl:{round_}:batches"),
-                       augment=seeded_generator(seed, f"client:{party}:ssl:{round_}:views", device=fed.device))
+                       augment=seeded_generator(seed, f"client:{party}:ssl:{round_}:views"))
 
     def _train_server(self, model: nn.Module, reps: list[Tensor], y: Tensor, *, seed: int, stream: str) -> None:
         """SGD on received representations (Alg. 1 lines 22-27; Alg. 2 line 2 for the auxiliary classifiers)."""
@@ -241,7 +241,7 @@ class FewShotVFL(OneShotVFL):
             if k != ACTIVE:
                 prob = fed.channel.send(Message(PROBABILITIES, FINETUNE, ACTIVE, k, prob, None))
             self.pseudo_probabilities[k] = prob
-            draw = seeded_generator(seed, f"client:{k}:pseudo", device=fed.device)
+            draw = seeded_generator(seed, f"client:{k}:pseudo")
             chosen = torch.rand(prob.shape, generator=draw, device=fed.device) < prob.to(fed.device)
             x_u = p.x_train[unlabeled[k]]
             with torch.no_grad():

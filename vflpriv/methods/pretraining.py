@@ -302,11 +302,11 @@ class LocalSSL:
         if flavour == "moco":
             queue = MemoryQueue(
                 options.out_dim(flavour, tower.encoder.out_dim), size=options.queue_size,
-                generator=seeded_generator(seed, f"{stream}:queue", device=device),
+                generator=seeded_generator(seed, f"{stream}:queue"),
             )
         return cls(
             flavour, options, tower, party_augmenter(spec, x_local, options),
-            aug_generator=seeded_generator(seed, f"{stream}:views", device=device),
+            aug_generator=seeded_generator(seed, f"{stream}:views"),
             batch_generator=seeded_generator(seed, f"{stream}:batches"),
             queue=queue,
         )

@@ -96,7 +96,7 @@ def scarf_encoder(spec: PartySpec, x: Tensor, *, index: int, model: ModelConfig,
     head = init_parameters(scarf_head(encoder.out_dim, options.projector_hidden), generator=init).to(device)
     params = [*encoder.parameters(), *head.parameters()]
     opt = make_optimizer(params, name="adam", lr=options.scarf_lr, weight_decay=0.0)
-    views = seeded_generator(seed, f"pretrain:scarf:{index}:views", device=device)
+    views = seeded_generator(seed, f"pretrain:scarf:{index}:views")
     batches = seeded_generator(seed, f"pretrain:scarf:{index}:batches")
     x = x.to(device)
     pool = x.flatten(1)  # the empirical marginals: the party's own local samples

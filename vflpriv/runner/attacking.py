@@ -62,7 +62,7 @@ def run_attack(a: AttackPlan, fed: Federation, scenario: Scenario, encoder, reco
         raise ProtocolError(f"method '{cfg.method.name}' declares no {phase} snapshot of the adversary's encoder")
     adversary = getattr(fed.hooks, "adversary", None)
     steps = adversary.steps_for(attack.observation()) if isinstance(adversary, AdversaryHooks) else ()
-    view = adversary_view(fed, scenario, encoder, phase, generator(cfg.seed, "attack", device=fed.device), steps)
+    view = adversary_view(fed, scenario, encoder, phase, generator(cfg.seed, "attack"), steps)
     if view.encoder is not None:
         require_finite(apply_in_batches(view.encoder, view.aux_x), f"the adversary's {phase} encoder outputs")
     found = tuned(a, view) if a.space is not None else None
@@ -94,6 +94,6 @@ def tuned(a: AttackPlan, view: AdversaryView) -> SearchResult | str:
 def prior_alone(a: AttackPlan, fed: Federation, scenario: Scenario) -> float:
     """The prior's test accuracy when there is no federation to attack (a non-federated method)."""
     cfg = a.config
-    view = adversary_view(fed, scenario, None, cfg.attack.phase, generator(cfg.seed, "attack", device=fed.device))
+    view = adversary_view(fed, scenario, None, cfg.attack.phase, generator(cfg.seed, "attack"))
     truth = _truth(scenario, view)
     return metrics.accuracy(prior_predictions(a.prior, view, a.attack, truth)["test"], truth["test"])

@@ -89,7 +89,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     records = [blank_record(a.config) for a in p.attacks]
     swept = next((d for d, c in zip(p.defenses, p.config.defenses) if c.sweep), None)
     for record in records:
-        record.num_classes = p.scenario.dataset.num_classes
+        record.num_classes, record.device = p.scenario.dataset.num_classes, str(p.device)
         if swept is not None:
             record.strength_axis, record.strength_stronger = swept.axis.name, swept.axis.stronger
             record.strength_identity = swept.axis.identity
@@ -138,7 +138,7 @@ def build_federation(p: Plan, *, transforms: list | None = None) -> Federation:
     fed = Federation(
         parties=make_parties(scenario, p.device), aligned=scenario.aligned.to(p.device), channel=channel,
         num_classes=scenario.dataset.num_classes, model=cfg.model, finetune=cfg.finetune,
-        generator=generator(cfg.seed, "method", device=p.device), device=p.device,
+        generator=generator(cfg.seed, "method"), device=p.device,
         hooks=CombinedHooks(adversary_hooks(p), DefenseChain(p.defenses)) if transforms is None else TrainingHooks(),
     )
     for defense in p.defenses if transforms is None else ():  # label defenses relabel now; Marvell keeps labels

@@ -127,13 +127,15 @@ def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
 
 
 def _dataset(config: TrainingConfig) -> VerticalDataset:
-    if config.dataset.root is not None:
-        from vflpriv.data.catalog import DATASET_INFO  # imports every loader module: only when a root is given
+    """The dataset, after its files were found (one line naming what is missing and how to get it, whatever its
+    loader would say) and a ``root`` refused where nothing reads one."""
+    from vflpriv.data.catalog import DATASET_INFO, check_files  # imports every loader module: once per process
 
-        info = DATASET_INFO.get(config.dataset.name)
-        if info is not None and info.kind == "embedded":
-            raise ConfigError(f"dataset.root is not used by {config.dataset.name} (it comes with scikit-learn); "
-                              "remove it")
+    name, root = config.dataset.name, config.dataset.root
+    info = DATASET_INFO.get(name)
+    if root is not None and info is not None and info.kind == "embedded":
+        raise ConfigError(f"dataset.root is not used by {name} (it comes with scikit-learn); remove it")
+    check_files(name, root)
     return load_dataset(config.dataset, parties=config.partition.parties)
 
 
@@ -205,7 +207,7 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     return cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase=d.phase, kinds=kinds,
         options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
-        generator=generator(config.seed, f"defense:{index}", device=device),
+        generator=generator(config.seed, f"defense:{index}"),
     )
 
 
@@ -235,7 +237,7 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
         raise ConfigError(f"defense '{name}' acts inside the active party's training, not on messages; remove kinds")
     return cls(strength=cls.axis.identity if d.strength is None else d.strength, party=0, phase="finetune", kinds=kinds,
                options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
-               generator=generator(config.seed, f"defense:{index}", device=device))
+               generator=generator(config.seed, f"defense:{index}"))
 
 
 def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:

@@ -213,7 +213,7 @@ def own_encoder(prior: PriorPlan, view: AdversaryView) -> nn.Module:
                 if found is None:
                     raise ProtocolError(f"method '{cfg.method.name}' has no pretraining a party can do alone")
                 return [found]
-            gen = generator(cfg.seed, "prior:encoder", device=view.device)
+            gen = generator(cfg.seed, "prior:encoder")
             return [local_ssl_encoder(view.spec, view.local_x, model_config=cfg.model,
                                       options=LocalOptions.model_validate(prior.ssl), generator=gen, device=view.device)]
 
@@ -250,7 +250,7 @@ def prior_predictions(prior: PriorPlan, view: AdversaryView, attack: Any,
             # guesses (leakage 0 by construction), and otherwise the paired difference is the encoders' alone
             stream = "attack" if prior.kind == "same-attack" else "prior:head"
             common = dict(attack=attack, own_encoder=lambda: own_encoder(prior, view), epochs=cfg.attack.prior_epochs,
-                          generator=generator(cfg.seed, stream, device=view.device))
+                          generator=generator(cfg.seed, stream))
             predictions = (tuned_prior(view, prior=prior.kind, budget=cfg.attack.search_budget, seed=cfg.seed, **common)
                            if prior.tuned else PRIORS[prior.kind](view, model=cfg.model, **common))
             return {name: pred.cpu().tolist() for name, pred in predictions.items()}

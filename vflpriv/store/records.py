@@ -23,6 +23,9 @@ class RunRecord:
     strength: float
     seed: int
     training_key: str = ""
+    #: The device the training ran on (``cpu``, ``cuda:0``). Keys leave it out: every draw is made on the CPU, so a
+    #: seed is the same experiment on every device (numbers agree to float tolerance, not bit for bit).
+    device: str = ""
     strength_axis: str = "lambda"
     strength_stronger: str = "higher"
     #: The swept defense's identity strength: a run there is undefended (DCS's reference utility).

@@ -20,12 +20,14 @@ from vflpriv.config.options import Options
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import (
     MAX_SEARCH_BUDGET,
+    RunsPerGpu,
     AttackConfig,
     DefenseConfig,
     Phase,
     RunConfig,
     Seed,
     TrainingConfig,
+    check_runs_per_gpu,
     refuse_repeats,
 )
 from vflpriv.runner.prior import prior_pretraining
@@ -70,9 +72,11 @@ class AuditConfig(TrainingConfig):
     seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     jobs: int = Field(2, ge=1, le=1024)
     backend: Literal["loky", "threading", "dask", "ray"] = "loky"
+    runs_per_gpu: RunsPerGpu = 1
 
     @model_validator(mode="after")
     def _no_repeats(self) -> AuditConfig:
+        check_runs_per_gpu(self)
         a = self.audit
         refuse_repeats(seeds=self.seeds, attacks=a.attacks, phases=a.phases)
         specs = [d.model_dump_json() for d in a.defenses or []]

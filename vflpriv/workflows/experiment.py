@@ -34,6 +34,7 @@ def run_into_store(
     jobs: int,
     backend: str,
     address: str | None = None,
+    runs_per_gpu: int = 1,
     store_path: Path | None = None,
     console: Console | None = None,
     show_progress: bool = True,
@@ -84,7 +85,8 @@ def run_into_store(
                       f"the store, {len(configs) - stored} to run")
         task = progress.add_task("runs", total=len(configs), completed=stored)
         try:
-            results = sweep(configs, store, jobs=jobs, backend=backend, address=address, on_done=done,
+            results = sweep(configs, store, jobs=jobs, backend=backend, address=address, runs_per_gpu=runs_per_gpu,
+                            on_done=done,
                             on_note=notes.append, checked=True)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
@@ -202,6 +204,7 @@ def evaluate_experiment(
         return "\n".join([experiment_line(experiment), partition_line(experiment)])
 
     results = run_into_store(runs, out, jobs=experiment.jobs, backend=experiment.backend, address=address,
+                             runs_per_gpu=experiment.runs_per_gpu,
                              store_path=store_path, console=console, show_progress=show_progress, header=header,
                              warm=warm, overwrite=overwrite)
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
@@ -248,6 +251,7 @@ def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: 
 
     console = console or make_console()
     results = run_into_store(grid.runs, out, jobs=grid.jobs, backend=grid.backend, address=address,
+                             runs_per_gpu=grid.runs_per_gpu,
                              store_path=store_path, console=console, show_progress=show_progress, warm=warm,
                              overwrite=overwrite)
     pd.DataFrame([vars(c) for c in grid.skipped], columns=["method", "dataset", "attack", "reason"]).to_csv(
