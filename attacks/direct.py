@@ -67,7 +67,9 @@ class DirectLabelInference(GradientAttack):
         grads, received = per_sample(self.batches(view), n=n, epochs=self.options.gradients_from)
         aggregated = view.recipe is not None and view.recipe.top == "sum"
         predictions = sign_rule(grads, generator=view.generator, saturated=aggregated)
-        inference = Inference(predictions=predictions, covered=received)
+        # the chosen entry's pull: softmax - one-hot is -(1 - p_y) at the true class, so a more negative one is surer
+        inference = Inference(predictions=predictions, covered=received,
+                              confidence=-grads.gather(1, predictions[:, None]).squeeze(1))
         if view.num_classes == 2:  # the positive class's entry is negative exactly for its own samples
             inference.scores = -grads[:, 1]
         return {"train": inference}

@@ -136,10 +136,12 @@ class GradientClustering(GradientAttack):
         votes = torch.zeros(c, c, dtype=torch.long, device=clusters.device)
         votes.index_put_((aux_clusters, view.aux_y.to(clusters.device)), torch.ones_like(aux_clusters), accumulate=True)
         naming = name_clusters(votes)
-        inference = Inference(predictions=naming[clusters], clusters=clusters)
+        d = torch.cdist(grads.double(), fit.centroids)
+        nearest = d.topk(2, dim=1, largest=False).values
+        confidence = torch.where(received, nearest[:, 1] - nearest[:, 0], torch.zeros_like(nearest[:, 0]))
+        inference = Inference(predictions=naming[clusters], clusters=clusters, confidence=confidence.float())
         if c == 2:
             order = torch.argsort(naming)  # order[y] = the cluster named y
-            d = torch.cdist(grads.double(), fit.centroids)
             inference.scores = (d[:, order[0]] - d[:, order[1]]).float()
         out = {"train": inference}
         if HOLDOUT in view.targets:  # a tuned search's hidden auxiliary samples: placed like the auxiliary ones

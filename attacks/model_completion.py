@@ -50,10 +50,13 @@ def make_head(kind: str, *, in_dim: int, num_classes: int, generator: torch.Gene
 
 
 def guesses(logits: torch.Tensor, *, num_classes: int) -> Inference:
-    """Predicted labels, plus positive-class scores for binary tasks; non-finite logits fail the attack."""
+    """Predicted labels, their softmax probability as the confidence, plus positive-class scores for binary tasks;
+    non-finite logits fail the attack."""
     require_finite(logits, "the attack's logits")
-    scores = logits.softmax(1)[:, 1] if num_classes == 2 else None
-    return Inference(predictions=logits.argmax(1), scores=scores)
+    probabilities = logits.softmax(1)
+    confidence, predictions = probabilities.max(1)
+    scores = probabilities[:, 1] if num_classes == 2 else None
+    return Inference(predictions=predictions, scores=scores, confidence=confidence)
 
 
 def completed_model(

@@ -48,9 +48,23 @@ class SimilarityOptions(Options):
 
 def nearest_known(rows: torch.Tensor, known: torch.Tensor, labels: torch.Tensor, *, metric: str) -> torch.Tensor:
     """The label of each row's nearest known row (rows unit-norm: cosine = largest dot product)."""
-    if metric == "cosine":
-        return labels[(rows @ known.T).argmax(1)]
-    return labels[torch.cdist(rows, known).argmin(1)]
+    return labels[closeness(rows, known, metric=metric).argmax(1)]
+
+
+def closeness(rows: torch.Tensor, known: torch.Tensor, *, metric: str) -> torch.Tensor:
+    """rows x known: cosine similarity (unit-norm rows), or minus the euclidean distance; larger is nearer."""
+    return rows @ known.T if metric == "cosine" else -torch.cdist(rows, known)
+
+
+def class_margin(rows: torch.Tensor, known: torch.Tensor, labels: torch.Tensor, *, metric: str) -> torch.Tensor:
+    """How much nearer each row's nearest known row is than the nearest known row of any other class (its guess's
+    confidence; 0 where only one class is known)."""
+    near = closeness(rows, known, metric=metric)
+    per_class = torch.stack([near[:, labels == c].max(1).values for c in labels.unique().tolist()], 1)
+    if per_class.shape[1] < 2:
+        return torch.zeros(rows.shape[0], dtype=near.dtype, device=near.device)
+    top = per_class.topk(2, dim=1).values
+    return top[:, 0] - top[:, 1]
 
 
 def kmeans_named(rows: torch.Tensor, known: torch.Tensor, labels: torch.Tensor, *, classes: int,
@@ -102,8 +116,13 @@ class SimilarityLabelInference(Attack):
             return {"train": Inference(predictions=self._label(rows, known, labels, view), covered=covered)}
         encode = lambda x: F.normalize(apply_in_batches(view.encoder, x).flatten(1).double(), dim=1)  # noqa: E731
         known, labels = self._known(encode(view.aux_x), view.aux_y, view)
-        return {name: Inference(predictions=self._label(encode(x), known, labels, view))
-                for name, x in view.targets.items()}
+        out = {}
+        for name, x in view.targets.items():
+            rows = encode(x)
+            margin = (class_margin(rows, known, labels, metric=self.options.metric).float()
+                      if self.options.method == "distance" else None)
+            out[name] = Inference(predictions=self._label(rows, known, labels, view), confidence=margin)
+        return out
 
     def _label(self, rows, known, labels, view: AdversaryView) -> torch.Tensor:
         if self.options.method == "kmeans":

@@ -161,6 +161,10 @@ class Protection(DefensePoints, ABC):
         None when it makes no such claim."""
         return None
 
+    def privacy_delta(self) -> float:
+        """The delta of the claim :meth:`privacy_spent` makes (0: pure epsilon)."""
+        return 0.0
+
 
 class Defense(Protection):
     """A message defense; subclasses implement ``transform`` on one tensor."""

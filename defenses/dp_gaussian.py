@@ -95,6 +95,9 @@ class GaussianDP(Defense):
                              sample_rate=min(1.0, tensor.shape[0] / max(self.training_size, tensor.shape[0])))
         return clip_rows(tensor, clip=clip) + self.sigma * clip * noise.to(tensor.device)
 
+    def privacy_delta(self) -> float:
+        return float(self.options.delta)
+
     def privacy_spent(self) -> float | None:
         if self.is_identity or not self.accountant.history:
             return None

@@ -44,3 +44,8 @@ class LabelDP(LabelDefense):
 
     def relabel(self, labels: torch.Tensor, *, num_classes: int) -> torch.Tensor:
         return randomised_response(labels, epsilon=self.strength, num_classes=num_classes, generator=self.generator)
+
+    def privacy_spent(self) -> float | None:
+        """epsilon: randomised response is epsilon-label-DP for the labels, and every message of the training is
+        computed from the randomised labels (a post-processing), so the whole transcript is too."""
+        return None if self.is_identity else float(self.strength)

@@ -12,6 +12,7 @@ from collections import defaultdict
 
 import pandas as pd
 
+from vflpriv.reports.canaries import canary_markdown, canary_summary
 from vflpriv.reports.tables import utility_label
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
 from vflpriv.tradeoff.leakage import SAMPLE_TEST_NAME, TEST_NAME, falls_to_prior, leakage_test, verdict_rule
@@ -85,6 +86,9 @@ def _worst_verdicts(verdicts: list[dict]) -> list[dict]:
 def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: float, context: dict) -> dict:
     """Everything the audit found, as plain JSON-able data."""
     frame = results.assign(adversary=results["config"].map(_adversary))
+    canaries = canary_summary(frame)
+    if canaries is not None:  # the undefended finetuning without canaries is there for their cost alone
+        frame = frame[~((frame["defense"] == "none") & (frame["phase"] == "finetune") & (frame["canaries"] == 0))]
     baseline = frame[frame["defense"] == "none"]
     defended = frame[frame["defense"] != "none"]
     verdicts, defenses = [], []
@@ -121,7 +125,7 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
     return {
         **context, "margin": margin, "verdict_rule": verdict_rule(margin),
         "test": " / ".join(sorted({v["test"] for v in verdicts})) or TEST_NAME,
-        "verdicts": verdicts, "defenses": defenses, "communication": _communication(baseline),
+        "verdicts": verdicts, "defenses": defenses, "canaries": canaries, "communication": _communication(baseline),
         "inapplicable": inapplicable,
         "failed": [{"attack": r.attack, "defense": r.defense, "phase": r.phase, "strength": float(r.strength),
                     "seed": int(r.seed), "error": r.error} for r in failed.itertuples()],
@@ -168,6 +172,7 @@ def audit_markdown(summary: dict) -> str:
         strengths = ", ".join(strength_label(d["axis"], s) for s in d["strengths"])
         lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {d['defense']} | {strengths} | "
                      f"{utility_label(d.get('utility_metric', ''))} | {cap} | {d['falls_to_prior_text']} |")
+    lines += canary_markdown(summary.get("canaries"))
     lines += ["", "## Communication (no defense, per training)", "", "| phase | direction | kind | MB | messages |",
               "| --- | --- | --- | --- | --- |"]
     lines += [f"| {c['phase']} | {c['direction']} | {c['kind']} | {c['mb']:.3f} | {c['messages']:g} |"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from vflpriv.common.errors import ConfigError
+from vflpriv.reports.canaries import epsilon_tables
 from vflpriv.reports.html import render_report
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
 from vflpriv.reports.plots import tradeoff_figures
@@ -16,6 +17,7 @@ from vflpriv.store.provenance import versions
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import read_store
 from vflpriv.tradeoff.cap import cap_table, strength_summary
+from vflpriv.tradeoff.epsilon import epsilon_table
 from vflpriv.tradeoff.variants import with_variants
 
 
@@ -55,7 +57,7 @@ def tables(results: pd.DataFrame) -> list[Table]:
     caps = cap_table(results)
     found = [*cap_tables(caps), *t_dcs_tables(caps), *strength_tables(strength_summary(results))]
     reference = reference_table(results)
-    return found + ([reference] if reference is not None else [])
+    return found + ([reference] if reference is not None else []) + epsilon_tables(results)
 
 
 def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
@@ -66,6 +68,9 @@ def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
     (out / "cap_tables.tex").write_text("\n".join(t.latex() for t in found))
     cap_csv(cap_table(results)).to_csv(out / "cap_tables.csv", index=False)
     strength_summary(results).to_csv(out / "strength_rows.csv", index=False)
+    empirical = epsilon_table(results[results["canaries"] > 0])
+    if not empirical.empty:
+        empirical.to_csv(out / "epsilon_table.csv", index=False)
     return found
 
 

@@ -19,7 +19,7 @@ from vflpriv.config.schema import TrainingConfig
 from vflpriv.engine import EMBEDDING, FINETUNE, INFERENCE
 from vflpriv.methods import Trained
 from vflpriv.methods.splitnn import SplitNN
-from vflpriv.workflows.audit import AuditConfig, audit_grid
+from vflpriv.workflows.audit import AUTO_SHARE, AuditConfig, audit_grid, canaries
 from vflpriv.workflows.conformance import check_conformance
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ SMALL = {"model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2, "batc
 
 def test_grid_lists_every_pair_that_cannot_run_with_the_reason():
     cfg = AuditConfig.model_validate({**SMALL, "method": {"name": "splitnn"}, "seeds": [0, 1],
-                                      "audit": {"defenses": [{"name": "iso"}, {"name": "marvell"}]}})
+                                      "audit": {"defenses": [{"name": "iso"}, {"name": "marvell"}], "canaries": 0}})
     runs, skipped = audit_grid(cfg)
     reasons = {(s.attack, s.defense): s.reason for s in skipped}
     assert "needs a binary task" in reasons[("norm", "none")] and "needs a binary task" in reasons[("*", "marvell")]
@@ -42,6 +42,19 @@ def test_grid_lists_every_pair_that_cannot_run_with_the_reason():
     active = {r.training_key() for r in runs if r.attack.name == "mc-active"}
     assert not active & {r.training_key() for r in runs if r.attack.name != "mc-active"}
     assert {r.attack.options.get("iterations") for r in runs if r.attack.name == "mc-mixmatch"} == {12}
+
+
+def test_canaries_go_where_the_attacked_phase_reads_labels_and_one_training_per_seed_measures_their_cost():
+    cfg = AuditConfig.model_validate({**SMALL, "method": {"name": "fedhssl"}, "seeds": [0, 1],
+                                      "audit": {"attacks": ["mc", "gc"], "defenses": [{"name": "iso"}]}})
+    assert canaries(cfg) == SMALL["partition"]["labeled"] // AUTO_SHARE
+    runs, _ = audit_grid(cfg)
+    planted = {(r.attack.phase, r.partition.canaries) for r in runs}
+    assert planted == {("finetune", canaries(cfg)), ("finetune", 0), ("pretrain", 0)}  # a label-free pretraining: none
+    cost = [r for r in runs if r.attack.phase == "finetune" and r.partition.canaries == 0]
+    assert len(cost) == 2 and all(not r.defenses for r in cost)
+    none = AuditConfig.model_validate({**SMALL, "method": {"name": "centralized-lr"}})
+    assert canaries(none) == 0
 
 
 def test_grid_of_a_pretraining_method_attacks_both_phases():
@@ -139,7 +152,7 @@ def test_an_installed_plugin_is_found_through_its_entry_point_and_audited(plugin
     fast = ["--set", "model.hidden=32", "--set", "model.out_dim=16", "--set", "finetune.epochs=3",
             "--set", "partition.labeled=100", "--set", "partition.aux=40", "--set", "audit.prior_epochs=50"]
     done = _vflpriv(["audit", "--method", "aggvfl", "--attacks", "mc,gc", "--defenses", "iso", "--seeds", "0,1",
-                     "--out", str(tmp_path), "--jobs", "1", *fast], plugins)
+                     "--out", str(tmp_path), "--jobs", "1", "--canaries", "0", *fast], plugins)
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "audit.json").read_text())
     assert report["method"] == "aggvfl"

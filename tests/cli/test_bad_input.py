@@ -126,6 +126,12 @@ EVALUATE = [
     (["--set", "dataset.max_samples=0"], "dataset.max_samples"),
     (["--set", "dataset.root=/tmp"], "dataset.root is not used by digits"),
     (["--dataset", "nus-wide"], "nus-wide"),
+    # canaries
+    (["--canaries", "-1"], "invalid partition.canaries=-1"),
+    (["--canaries", "500"], "partition.canaries=500 exceeds the"),
+    (["--canaries", "x"], "--canaries"),
+    (["--method", "centralized-lr", "--canaries", "5", "--defense", "none"], "is not federated, so no adversary"),
+    (["--method", "fedhssl", "--phase", "pretrain", "--canaries", "5"], "reads no labels"),
     # attack and prior
     (["--set", "attack.options.nope=1"], "unknown setting attack.options.nope; valid keys here: head"),
     (["--set", "attack.options.epochs=-5"], "attack.options.epochs"),

@@ -88,6 +88,8 @@ def test_a_method_options_pattern_of_the_user_must_match_but_a_presets_need_not(
     (["--attacks", "mc", "--defenses", "iso", "--set", "audit.defenses.0.party=7"], "party 7 does not exist (0..1)"),
     (["--attacks", "mc", "--defenses", "iso", "--set", "audit.defenses.0.kinds=[nope]"],
      "defense 'iso' cannot protect nope messages; valid kinds:"),
+    (["--attacks", "mc", "--defenses", "iso", "--set", "partition.canaries=5"], "the audit plants its own canaries"),
+    (["--attacks", "mc", "--defenses", "iso", "--canaries", "-2"], "audit.canaries"),
     # a problem of the training itself is said once, not once per pair
     (["--device", "tpu"], "unknown device 'tpu'; valid devices here: cpu"),  # cpu comes first on every machine
     (["--dataset", "nope"], "unknown dataset 'nope'; valid datasets:"),

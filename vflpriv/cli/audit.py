@@ -15,7 +15,8 @@ from vflpriv.common.errors import ConfigError, IncompatibleError
 from vflpriv.config.parse import apply_override, check_shape, resolve_method_options, validate
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store.provenance import versions
-from vflpriv.workflows.audit import AuditConfig, audit_grid, prior_ssl, resolved_options
+from vflpriv.workflows.audit import AUTO_CANARIES, AUTO_SHARE, AuditConfig, audit_grid, prior_ssl, resolved_options
+from vflpriv.workflows.audit import canaries as planted_canaries
 
 
 def _names(text: str | None, option: str) -> list[str] | None:
@@ -33,7 +34,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
                 defenses: Optional[str], phases: Optional[str], seeds: Optional[str], jobs: Optional[int],
                 backend: Optional[str], device: Optional[str], all_adversaries: bool, overrides: list[str],
                 preset: Optional[str] = None, tune_attacks: Optional[bool] = None,
-                search_budget: Optional[int] = None) -> AuditConfig:
+                search_budget: Optional[int] = None, canaries: Optional[int] = None) -> AuditConfig:
     """defaults <- preset <- config file <- command-line options <- ``--set key=value``."""
     data = settings(preset=preset, config=config)
     check_shape(AuditConfig, data, source=f"config file {config}" if config else f"preset {preset}")
@@ -46,7 +47,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
         section["defenses"] = [{"name": n} for n in _names(defenses, "--defenses") if n != "none"]
     if all_adversaries:
         section["adversaries"] = "all"
-    for key, value in (("tune", tune_attacks), ("search_budget", search_budget)):
+    for key, value in (("tune", tune_attacks), ("search_budget", search_budget), ("canaries", canaries)):
         if value is not None:
             section[key] = value
     for key, value in (("dataset", dataset),):
@@ -74,6 +75,8 @@ def _context(cfg: AuditConfig) -> dict:
             "parties": p.parties, "aligned fraction": p.aligned_fraction, "labeled": p.labeled, "aux": p.aux,
             "adversary": "every passive party" if cfg.audit.adversaries == "all" else f"party {p.adversary}",
             "seeds": ", ".join(map(str, cfg.seeds)),
+            "canaries": (f"{planted_canaries(cfg)} random-label canaries among the labeled training samples (the "
+                         "trainings whose labels the attacked phase reads)" if planted_canaries(cfg) else "none"),
             "attacks": (f"tuned on the adversary's auxiliary labels, search budget {cfg.audit.search_budget}"
                         if cfg.audit.tune else "untuned (their options as given)"),
             "prior": (f"{cfg.audit.prior}, over the encoder the adversary pretrains alone with {pretraining}"
@@ -108,6 +111,8 @@ def audit(
     tune_attacks: Optional[bool] = typer.Option(None, "--tune-attacks/--no-tune-attacks", help="select each attack's "
                                                 "settings on the adversary's auxiliary labels (default: on)"),
     search_budget: Optional[int] = SEARCH_BUDGET,
+    canaries: Optional[int] = typer.Option(None, help="random-label canaries for the empirical epsilon (audit.canaries; "
+                                           f"default one in {AUTO_SHARE} of partition.labeled, at most {AUTO_CANARIES}; 0: none)"),
 ) -> None:
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
     from vflpriv.reports.audit import audit_markdown, audit_summary
@@ -116,7 +121,8 @@ def audit(
 
     cfg = build_audit(config=config, method=method, dataset=dataset, attacks=attacks, defenses=defenses, phases=phases,
                       seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,
-                      overrides=set_, preset=preset, tune_attacks=tune_attacks, search_budget=search_budget)
+                      overrides=set_, preset=preset, tune_attacks=tune_attacks, search_budget=search_budget,
+                      canaries=canaries)
     console = make_console()
     runs, skipped = audit_grid(cfg) if not check_only else ([], [])  # planned (and refused) before any training
     if not check_only and not runs:

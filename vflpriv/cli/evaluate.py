@@ -32,6 +32,7 @@ def experiment_data(
     dataset: Optional[str], strengths: Optional[str], seeds: Optional[str], phase: Optional[str],
     jobs: Optional[int], backend: Optional[str], device: Optional[str], overrides: list[str],
     preset: Optional[str] = None, tune_attacks: Optional[bool] = None, search_budget: Optional[int] = None,
+    canaries: Optional[int] = None,
 ) -> dict[str, Any]:
     """The experiment's raw settings: defaults <- preset <- config file <- command-line options <- ``--set``."""
     data = settings(preset=preset, config=config)
@@ -39,7 +40,7 @@ def experiment_data(
     if phase is not None and phase not in ("pretrain", "finetune"):
         raise ConfigError(f"unknown phase '{phase}'; valid phases: pretrain, finetune")
     for key, value in (("method.name", method), ("dataset.name", dataset), ("attack.phase", phase),
-                       ("jobs", jobs), ("backend", backend), ("device", device)):
+                       ("jobs", jobs), ("backend", backend), ("device", device), ("partition.canaries", canaries)):
         if value is not None:
             section, _, field = key.rpartition(".")
             (data.setdefault(section, {}) if section else data)[field] = value  # as typed, not parsed
@@ -68,6 +69,8 @@ def experiment_data(
 TUNE_ATTACKS = typer.Option(None, "--tune-attacks/--no-tune-attacks", help="select each attack's settings on the "
                             "adversary's auxiliary labels (attack.tune); records also get the oracle bound")
 SEARCH_BUDGET = typer.Option(None, help="candidates per tuned attack (attack.search_budget; default 8)")
+CANARIES = typer.Option(None, help="random-label canaries among the labeled training samples (partition.canaries): "
+                        "each attack's guesses of them give an empirical lower bound on the label-DP epsilon")
 
 
 @app.command()
@@ -92,6 +95,7 @@ def evaluate(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
     tune_attacks: Optional[bool] = TUNE_ATTACKS,
     search_budget: Optional[int] = SEARCH_BUDGET,
+    canaries: Optional[int] = CANARIES,
 ) -> None:
     """Sweep a defense's strength x seeds for one method and attack; write results, CAP and a plot."""
     from vflpriv.workflows.experiment import early_workers, evaluate_experiment
@@ -99,7 +103,7 @@ def evaluate(
     data = experiment_data(
         config=config, method=method, attack=attack, defense=defense, dataset=dataset, strengths=strengths,
         seeds=seeds, phase=phase, jobs=jobs, backend=backend, device=device, overrides=set_, preset=preset,
-        tune_attacks=tune_attacks, search_budget=search_budget,
+        tune_attacks=tune_attacks, search_budget=search_budget, canaries=canaries,
     )
     warm = early_workers(data)  # they import torch while this process validates the settings
     try:

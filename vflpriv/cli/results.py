@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from vflpriv.cli.app import app, fail
-from vflpriv.cli.evaluate import SEARCH_BUDGET, TUNE_ATTACKS
+from vflpriv.cli.evaluate import CANARIES, SEARCH_BUDGET, TUNE_ATTACKS
 from vflpriv.common.console import make_console
 from vflpriv.config.parse import apply_override
 from vflpriv.config.presets import settings, user_patterns
@@ -37,6 +37,7 @@ def sweep(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
     tune_attacks: Optional[bool] = TUNE_ATTACKS,
     search_budget: Optional[int] = SEARCH_BUDGET,
+    canaries: Optional[int] = CANARIES,
 ) -> None:
     """Run a grid (methods x datasets x attacks x any axis x strengths x seeds) into one store; resumable."""
     from vflpriv.tradeoff.executors import Warm
@@ -46,9 +47,10 @@ def sweep(
     for key, value in (("jobs", jobs), ("backend", backend), ("device", device)):
         if value is not None:
             raw[key] = value
-    for key, value in (("tune", tune_attacks), ("search_budget", search_budget)):
+    for key, value in (("attack.tune", tune_attacks), ("attack.search_budget", search_budget),
+                       ("partition.canaries", canaries)):
         if value is not None:
-            apply_override(raw, f"attack.{key}={str(value).lower()}")
+            apply_override(raw, f"{key}={str(value).lower()}")
     for assignment in set_:
         apply_override(raw, assignment)
     warm = early_workers(raw) if not dry_run else Warm()  # they import torch while this process does

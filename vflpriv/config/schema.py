@@ -37,7 +37,7 @@ class DatasetConfig(Options):
 
 #: Partition fields that only choose labeled samples: the aligned and local sets are drawn before them, so what
 #: reads no labels (a label-free pretraining, the adversary's own encoder) does not depend on them.
-LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local"}
+LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local", "canaries"}
 
 
 class PartitionConfig(Options):
@@ -62,6 +62,11 @@ class PartitionConfig(Options):
         None, gt=0, lt=1, description="binary tasks: fraction of the aux samples that are positive (Kang et al.: "
         "BHI 0.3); unset = balanced per class")
     adversary: int = Field(1, ge=1)
+    canaries: int = Field(
+        0, ge=0, description="random-label canaries for the privacy audit: this many of the active party's labeled "
+        "aligned training samples (never auxiliary ones) train with a label drawn uniformly from the classes, drawn "
+        "from the partition's seed; attacks guess them and each run gets an empirical lower bound on its label-DP "
+        "epsilon (epsilon_lower)")
     active_labels_local: bool | None = Field(
         None, description="VFLHLP: the active party knows the labels of all its local samples (every aligned one "
         "included, whatever labeled says); unset = the method's default"
@@ -253,15 +258,17 @@ class RunConfig(TrainingConfig):
         return config_hash(keyed(self.model_dump(mode="json", exclude={"device"})))
 
 
-#: Measurement-only settings (section, name): off, they are left out of the keys, so a store made before they
-#: existed resumes instead of rerunning every run; on, the run is another (its record holds the measurement).
-MEASUREMENTS = (("finetune", "curve"),)
+#: Settings added after stores existed, with the value that leaves a run as it was (section, name, value): at that
+#: value they are left out of the keys, so a store made before them resumes instead of rerunning every run; set, the
+#: run is another. ``finetune.curve`` only measures; ``partition.canaries`` changes the labels the active party trains
+#: with.
+ADDED_LATER = (("finetune", "curve", False), ("partition", "canaries", 0))
 
 
 def keyed(dump: dict[str, Any]) -> dict[str, Any]:
-    """``dump`` as the keys hash it: measurement-only settings that are off left out."""
-    for section, name in MEASUREMENTS:
-        if section in dump and not dump[section].get(name, False):
+    """``dump`` as the keys hash it: the settings of :data:`ADDED_LATER` at their neutral value left out."""
+    for section, name, neutral in ADDED_LATER:
+        if section in dump and dump[section].get(name, neutral) == neutral:
             dump[section] = {k: v for k, v in dump[section].items() if k != name}
     return dump
 

@@ -26,6 +26,10 @@ class Scenario:
     aux: torch.Tensor
     adversary: int
     active_labels_local: bool
+    #: Random-label canaries (``partition.canaries``): labeled aligned ids, never auxiliary ones, and the labels drawn
+    #: for them, uniform over the classes; the active party trains with these, only the runner scores with them.
+    canaries: torch.Tensor = torch.empty(0, dtype=torch.long)
+    canary_labels: torch.Tensor = torch.empty(0, dtype=torch.long)
 
     @property
     def parties(self) -> int:
@@ -84,7 +88,23 @@ def build_scenario(
         pool = torch.cat([aligned, unaligned[partition.adversary]])
         pool = pool[~torch.isin(pool, labeled)]
     aux = _draw_aux(dataset, pool, _aux_per_class(dataset, partition), partition.aux_source, g)
-    return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local)
+    canaries, canary_labels = _draw_canaries(dataset, labeled[~torch.isin(labeled, aux)], partition.canaries, g)
+    return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local, canaries,
+                    canary_labels)
+
+
+def _draw_canaries(dataset: VerticalDataset, pool: torch.Tensor, count: int,
+                   g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """``count`` ids of ``pool`` (the labeled aligned training samples that are not auxiliary) and a label for each
+    drawn uniformly from the classes, after every other draw of the partition's stream (so without canaries the
+    scenario is the one it always was, and a defense's stream never touches them)."""
+    if count == 0:
+        return torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long)
+    if count > pool.numel():
+        raise ConfigError(f"partition.canaries={count} exceeds the {pool.numel()} labeled aligned training samples that "
+                          "are not auxiliary; lower partition.canaries or raise partition.labeled")
+    ids = pool[torch.randperm(pool.numel(), generator=g, device=g.device)[:count]].sort().values
+    return ids, torch.randint(dataset.num_classes, (count,), generator=g, device=g.device)
 
 
 def _aux_per_class(dataset: VerticalDataset, partition: PartitionConfig) -> list[int]:

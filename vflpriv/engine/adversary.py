@@ -143,6 +143,8 @@ class Inference:
       accuracy, an upper bound on any one-to-one naming of the clusters.
     - ``batch_scores``: (positions in the target set, positive-class scores) per received batch, for
       Li et al.'s leak AUC: the AUC within each batch, averaged over the batches holding both classes.
+    - ``confidence``: how sure the attack is of each guess (higher: surer; any scale): the precision of its most
+      confident guesses is scored, and the canary audit lets it abstain on all but its most confident ones.
     """
 
     predictions: torch.Tensor
@@ -151,3 +153,4 @@ class Inference:
     per_epoch: list[torch.Tensor] = field(default_factory=list)
     clusters: torch.Tensor | None = None
     batch_scores: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
+    confidence: torch.Tensor | None = None

@@ -92,6 +92,7 @@ def make_parties(scenario: Scenario, device: torch.device) -> list[Party]:
     label_ids = scenario.active_label_ids()
     labels = torch.full_like(ds.y_train, -1)
     labels[label_ids] = ds.y_train[label_ids]
+    labels[scenario.canaries] = scenario.canary_labels  # random-label canaries train with their drawn labels
     parties: list[Party] = []
     for k in range(ds.parties):
         common = dict(

@@ -22,7 +22,7 @@ from vflpriv.engine.adversary import AdversaryHooks, AdversaryView, ObservedStep
 from vflpriv.models.training import apply_in_batches, require_finite
 from vflpriv.runner.planning import AttackPlan
 from vflpriv.runner.prior import prior_predictions
-from vflpriv.runner.scoring import hits, record_search, score_attack
+from vflpriv.runner.scoring import hits, odds_ratio, record_search, score_attack, score_canaries
 from vflpriv.store.records import RunRecord
 
 
@@ -51,8 +51,11 @@ def _truth(scenario: Scenario, view: AdversaryView) -> dict[str, torch.Tensor]:
     return {"test": ds.y_test, "train": ds.y_train[view.target_ids["train"].cpu()]}
 
 
-def run_attack(a: AttackPlan, fed: Federation, scenario: Scenario, encoder, record: RunRecord) -> None:
-    """Run the planned attack from the adversary's view of ``encoder`` and score it (and its prior) into ``record``.
+def run_attack(a: AttackPlan, fed: Federation, scenario: Scenario, encoder, record: RunRecord, *,
+               delta: float = 0.0) -> None:
+    """Run the planned attack from the adversary's view of ``encoder`` and score it (and its prior) into ``record``;
+    its guesses of the random-label canaries, if any, are scored against their drawn labels apart from the rest, with
+    the empirical epsilon they certify at ``delta`` (the training's DP claim's).
 
     Non-finite encoder outputs, attack outputs or prior outputs raise :class:`DivergedError`.
     """
@@ -68,18 +71,32 @@ def run_attack(a: AttackPlan, fed: Federation, scenario: Scenario, encoder, reco
     found = tuned(a, view) if a.space is not None else None
     inferences = found.inferences if isinstance(found, SearchResult) else attack.infer(view)
     truth = _truth(scenario, view)
-    covered = score_attack(record, inferences, truth)
+    canary = torch.isin(view.target_ids["train"].cpu(), scenario.canaries)
+    hidden = {"train": canary}
+    covered = score_attack(record, inferences, truth, hidden)
     y = truth[record.attack_target][covered]
     record.attack_hits = hits(inferences[record.attack_target].predictions.cpu()[covered], y)
     if isinstance(found, SearchResult):
-        record_search(record, found, truth)
+        record_search(record, found, truth, hidden)
     elif isinstance(found, str):
         record.notes = "; ".join(filter(None, [record.notes, f"attack not tuned: {found}"]))
-    if a.prior.kind != "none":
-        predicted = prior_predictions(a.prior, view, attack, truth)[record.attack_target]
+    prior = prior_predictions(a.prior, view, attack, truth) if a.prior.kind != "none" else None
+    if prior is not None:
+        predicted = prior[record.attack_target]
         record.prior_accuracy = metrics.accuracy(predicted[covered], y)
         record.prior_hits = hits(predicted[covered], y)
         record.leakage = record.attack_accuracy - record.prior_accuracy
+        record.leakage_multiplicative = odds_ratio(record.attack_hits, record.prior_hits)
+    if bool(canary.any()) and "train" in inferences:
+        positions = canary.nonzero().flatten()
+        labels = _canary_labels(scenario, view.target_ids["train"].cpu()[positions])
+        score_canaries(record, inferences["train"], positions, labels, classes=fed.num_classes, delta=delta,
+                       prior=prior["train"][positions] if prior is not None else None)
+
+
+def _canary_labels(scenario: Scenario, ids: torch.Tensor) -> torch.Tensor:
+    """The drawn labels of the canaries ``ids`` (in that order)."""
+    return scenario.canary_labels[torch.searchsorted(scenario.canaries, ids)]
 
 
 def tuned(a: AttackPlan, view: AdversaryView) -> SearchResult | str:

@@ -102,7 +102,8 @@ def _execute(p: Plan) -> list[RunRecord]:
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
-    spent = [e for e in (d.privacy_spent() for d in p.defenses) if e is not None]
+    claims = [(e, d.privacy_delta()) for d in p.defenses if (e := d.privacy_spent()) is not None]
+    delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     for a, record in zip(p.attacks, records):
         record.utility, record.utility_metric = result.utility, result.metric
         record.comm_mb, record.comm_messages = meter.total_bytes() / 1e6, meter.total_messages()
@@ -110,7 +111,8 @@ def _execute(p: Plan) -> list[RunRecord]:
             setattr(record, f"comm_mb_{phase}", meter.total_bytes(phase) / 1e6)
             setattr(record, f"comm_messages_{phase}", meter.total_messages(phase))
         record.training_under_attack = under_attack
-        record.epsilon = sum(spent) if spent else float("nan")  # several DP defenses compose (basic composition)
+        record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
+        record.epsilon_delta = delta if claims else float("nan")
         record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
         record.utility_curve = json.dumps(result.curve) if result.curve else ""
         if a.not_applicable:  # no federation to attack; the adversary's prior is still what it knows alone
@@ -121,7 +123,7 @@ def _execute(p: Plan) -> list[RunRecord]:
         start = time.perf_counter()
         try:
             encoder = result.encoder(a.config.attack.phase, p.scenario.adversary)
-            run_attack(a, result.fed, p.scenario, encoder, record)
+            run_attack(a, result.fed, p.scenario, encoder, record, delta=delta)
         except DivergedError as exc:
             record.status, record.error = FAILED, str(exc)
         record.attack_seconds = time.perf_counter() - start
@@ -253,5 +255,6 @@ def blank_record(cfg: RunConfig) -> RunRecord:
         key=cfg.key(), training_key=cfg.training_key(), method=cfg.method.name, dataset=cfg.dataset.name,
         attack=cfg.attack.name, defense=swept.name if swept else "+".join(d.name for d in cfg.defenses) or "none",
         phase=cfg.attack.phase, strength=swept.strength if swept else 0.0, seed=cfg.seed,
+        canaries=cfg.partition.canaries,
         config=json.dumps(cfg.model_dump(mode="json"), sort_keys=True),
     )

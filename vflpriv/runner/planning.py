@@ -102,6 +102,9 @@ def plan_training(config: TrainingConfig) -> Plan:
     if method.pretrains:
         cache.check_writable()
     _check_finetune_loop(config, method)
+    if config.partition.canaries and not method.federated:
+        raise IncompatibleError(f"partition.canaries: method '{config.method.name}' is not federated, so no adversary "
+                                "guesses the canaries; remove them")
     dataset = _dataset(config)
     _check_model(config, dataset)
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
@@ -283,6 +286,10 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         )
     if cfg.phase == "pretrain" and not method.pretrains:
         raise IncompatibleError(f"method '{run.method.name}' has no pretraining phase to attack; use --phase finetune")
+    if run.partition.canaries and cfg.phase == "pretrain" and not method.pretrain_reads_labels:
+        raise IncompatibleError(f"partition.canaries: the pretraining of method '{run.method.name}' reads no labels, so "
+                                "its snapshot holds nothing of a canary's label; attack the finetune phase, or remove "
+                                "the canaries")
     received = method.passive_receives()
     for kind, phase in attack.required_messages(cfg.phase):
         if (kind, phase) not in received:

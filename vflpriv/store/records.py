@@ -44,10 +44,26 @@ class RunRecord:
     attack_accuracy_best_threshold: float = float("nan")
     #: A tuned attack's best candidate chosen on the targets' labels: an upper bound no adversary reaches, never in CAP.
     attack_accuracy_oracle: float = float("nan")
+    #: Accuracy of the attack's most confident guesses (the top 5%, at least 5 of them: attack_precision_top_k), for
+    #: attacks that say how sure they are: a leak concentrated on a few targets shows here, not in the mean.
+    attack_precision_top: float = float("nan")
+    attack_precision_top_k: int = 0
     #: A tuned attack's selected settings (JSON of the options that differ from those given; "" untuned).
     attack_selected: str = ""
     prior_accuracy: float = float("nan")
     leakage: float = float("nan")
+    #: The multiplicative advantage over the prior: log odds ratio of a right guess, on the epsilon scale (an estimate).
+    leakage_multiplicative: float = float("nan")
+    #: Random-label canaries of the training (``partition.canaries``), how many the attack guessed (its most confident
+    #: ones where it abstained) and how many of those it got right; the prior's accuracy on all of them (chance).
+    canaries: int = 0
+    canary_guesses: int = 0
+    canary_accuracy: float = float("nan")
+    canary_prior_accuracy: float = float("nan")
+    #: The one-sided 95% lower bound on the training's label-DP epsilon these guesses certify, at delta
+    #: ``epsilon_lower_delta`` (the DP defense's delta, else 0): vflpriv.common.empirical_epsilon.
+    epsilon_lower: float = float("nan")
+    epsilon_lower_delta: float = float("nan")
     comm_mb: float = 0.0
     comm_messages: int = 0
     comm_mb_pretrain: float = 0.0
@@ -56,8 +72,10 @@ class RunRecord:
     comm_messages_pretrain: int = 0
     comm_messages_finetune: int = 0
     comm_messages_inference: int = 0
-    #: The privacy a DP defense of the training spent, by its accountant (NaN when no defense makes such a claim).
+    #: The privacy a DP defense of the training spent, by its accountant (NaN when no defense makes such a claim), at
+    #: delta ``epsilon_delta`` (0 for a pure-epsilon claim).
     epsilon: float = float("nan")
+    epsilon_delta: float = float("nan")
     #: The attack acted during this training (its own training): utility is the federation's under attack.
     training_under_attack: bool = False
     #: How many targets the attack guessed and was scored on (an attack on one batch guesses that batch).
@@ -76,6 +94,8 @@ class RunRecord:
     prior_hits: str = field(default="", repr=False)
     #: A tuned attack's every trial (JSON list of options, budget fraction, holdout accuracy).
     attack_trials: str = field(default="", repr=False)
+    #: JSON [[guesses kept, right], ...]: each entry of the canary audit's abstention menu (summed over seeds to pool).
+    canary_counts: str = field(default="", repr=False)
     config: str = field(default="", repr=False)
 
     def to_dict(self) -> dict:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from vflpriv.tradeoff.grid import Grid
 
 #: Columns of the store's records that stay out of results.csv (they are JSON blobs).
-STORE_ONLY = ["config", "traffic", "utility_curve", "attack_hits", "prior_hits", "attack_trials"]
+STORE_ONLY = ["config", "traffic", "utility_curve", "attack_hits", "prior_hits", "attack_trials", "canary_counts"]
 
 
 def run_into_store(
