@@ -97,6 +97,9 @@ class Protection(DefensePoints, ABC):
     #: Strengths a quick audit sweeps, per phase, from weak to strong (``vflpriv audit``); a phase not
     #: listed has no default and must be given in the audit's config.
     audit_strengths: ClassVar[dict[str, tuple[float, ...]]] = {}
+    #: Raised when the defense's mechanism changes under its name: the runs of each revision have keys of their own,
+    #: so a store of an earlier revision's records is recomputed, not resumed (0: the first; left out of the keys).
+    revision: ClassVar[int] = 0
 
     @classmethod
     def default_kinds_for(cls, phase: str) -> tuple[str, ...]:
@@ -127,6 +130,9 @@ class Protection(DefensePoints, ABC):
         self.kinds = frozenset(kinds)
         self.options = options
         self.generator = generator
+        #: Why the defense's privacy claim does not cover the method it protects ('' where it does): set by the planner
+        #: from :meth:`covers`; then no epsilon is recorded, and the run's notes say why.
+        self.uncovered = ""
 
     @property
     def is_identity(self) -> bool:
@@ -164,6 +170,11 @@ class Protection(DefensePoints, ABC):
     def privacy_delta(self) -> float:
         """The delta of the claim :meth:`privacy_spent` makes (0: pure epsilon)."""
         return 0.0
+
+    def covers(self, method) -> str:
+        """'' where the privacy claim (``privacy_spent``) holds for everything ``method`` does with the labels, else
+        why it does not; a defense that claims nothing covers everything."""
+        return ""
 
 
 class Defense(Protection):

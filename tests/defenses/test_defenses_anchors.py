@@ -94,27 +94,19 @@ def test_grad_perturb_sends_the_gradient_plus_the_laplace_mixture_of_per_class_g
     assert draws.mean().item() == pytest.approx(0.0, abs=0.05) and draws.var().item() == pytest.approx(2 * 16, rel=0.03)
 
 
-def test_gaussian_dp_clips_rows_adds_sigma_c_noise_and_reports_the_accountants_epsilon():
-    opacus = pytest.importorskip("opacus")
-    from opacus.accountants import RDPAccountant
-
+def test_gaussian_message_clips_rows_adds_sigma_c_noise_and_claims_no_epsilon():
     clip, sigma = 0.5, 2.0
-    defense = _defense("dp-gaussian", sigma, options={"clip": clip, "delta": 1e-5})
-    defense.training_size = 1000
+    defense = _defense("gaussian-message", sigma, options={"clip": clip})
     g = torch.Generator().manual_seed(0)
     big = torch.randn(100, 64, generator=g) * 10
     sent = defense(big, _gradient_message(big))
     clipped = big / (big.norm(dim=1, keepdim=True) / clip).clamp_min(1.0)
     assert (sent - clipped).std().item() == pytest.approx(sigma * clip, rel=0.03)  # the noise: N(0, (sigma C)^2)
-    quiet = _defense("dp-gaussian", 1e-9, options={"clip": clip})
+    quiet = _defense("gaussian-message", 1e-9, options={"clip": clip})
+    small = torch.randn(100, 64, generator=g) * 0.01
     assert (quiet(big, _gradient_message(big)).norm(dim=1) <= clip + 1e-4).all()  # rows clipped to C
-    for _ in range(49):
-        defense(big, _gradient_message(big))
-    reference = RDPAccountant()
-    for _ in range(50):
-        reference.step(noise_multiplier=sigma, sample_rate=100 / 1000)
-    assert defense.privacy_spent() == pytest.approx(reference.get_epsilon(delta=1e-5))
-    assert opacus
+    assert torch.allclose(quiet(small, _gradient_message(small)), small, atol=1e-6)  # rows within C pass unchanged
+    assert defense.privacy_spent() is None  # its accountant's epsilon would bound nothing of the labels
 
 
 def test_sparsify_error_feedback_delays_dropped_gradient_mass_and_never_loses_it():
@@ -146,8 +138,6 @@ def test_every_defense_at_its_identity_changes_nothing_bit_for_bit(name):
     from vflpriv.config.schema import RunConfig
     from vflpriv.runner.execution import run
 
-    if name == "dp-gaussian":
-        pytest.importorskip("opacus")
     binary = DEFENSES.get(name).binary_only
     base = {"dataset": {"name": "breast-cancer" if binary else "digits"}, "model": {"hidden": 32, "out_dim": 16},
             "finetune": {"epochs": 2, "batch_size": 32}, "partition": {"labeled": 60, "aux": 20},

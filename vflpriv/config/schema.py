@@ -19,7 +19,7 @@ from pydantic import Field, NonNegativeFloat, model_validator
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.options import Options
-from vflpriv.config.registry import ATTACKS, DATASETS
+from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES
 
 Phase = Literal["pretrain", "finetune"]
 
@@ -266,11 +266,23 @@ ADDED_LATER = (("finetune", "curve", False), ("partition", "canaries", 0))
 
 
 def keyed(dump: dict[str, Any]) -> dict[str, Any]:
-    """``dump`` as the keys hash it: the settings of :data:`ADDED_LATER` at their neutral value left out."""
+    """``dump`` as the keys hash it: the settings of :data:`ADDED_LATER` at their neutral value left out, and each
+    defense whose mechanism was revised under its name (``Protection.revision``) marked with its revision, so that the
+    runs of an earlier revision are recomputed rather than resumed."""
     for section, name, neutral in ADDED_LATER:
         if section in dump and dump[section].get(name, neutral) == neutral:
             dump[section] = {k: v for k, v in dump[section].items() if k != name}
+    if dump.get("defenses"):
+        dump["defenses"] = [{**d, "revision": _revision(d["name"])} if _revision(d["name"]) else d
+                            for d in dump["defenses"]]
     return dump
+
+
+def _revision(name: str) -> int:
+    try:
+        return int(getattr(DEFENSES.get(name), "revision", 0))
+    except VflprivError:
+        return 0  # an unknown defense: the planner says so
 
 
 class AttackSettings(AttackConfig):

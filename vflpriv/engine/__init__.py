@@ -6,6 +6,7 @@ May import: common, config, store, data, models.
 
 from vflpriv.engine.channel import Channel, Inbox, Meter, Received
 from vflpriv.engine.hooks import (
+    ACTIVE_BACKWARD,
     ACTIVE_BATCH,
     ACTIVE_LOSS,
     ACTIVE_MODEL,
@@ -40,7 +41,7 @@ from vflpriv.engine.roles import SPLIT_LEARNING, Role, Traffic, passive_receives
 
 __all__ = [
     "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "HEAD_WEIGHTS", "INFERENCE", "PRETRAIN", "PROBABILITIES", "SERVER", "STATISTICS", "WEIGHTS",
-    "ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "CombinedHooks", "DEFENSE_POINTS", "EPOCH_END", "DefenseChain", "DefensePoints", "GRADIENT_COMPUTATION",
+    "ACTIVE_BACKWARD", "ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "CombinedHooks", "DEFENSE_POINTS", "EPOCH_END", "DefenseChain", "DefensePoints", "GRADIENT_COMPUTATION",
     "PASSIVE_OPTIMIZER", "PASSIVE_STEP", "PREDICTIONS", "PassiveStep", "SPLIT_LEARNING", "TrainingHooks", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
     "Traffic", "make_parties", "passive_receives", "role",
 ]

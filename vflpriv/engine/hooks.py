@@ -17,6 +17,8 @@ The defenses of the active party (the label holder), inside its own computation:
   and trains: ``active_parameters``);
 - ``loss_terms``: terms added to its loss (MID's KL, dCor between embeddings and labels);
 - ``sent_gradient``: how it computes the gradient it sends a passive party (GradPerturb);
+- ``backward``: how it backpropagates its loss: a defense that ``backpropagates`` gets the per-sample losses, sets its
+  parameters' gradients and the received embeddings' ``.grad`` itself (DP-SGD: per-sample clipping and noise);
 - ``predictions``: its test outputs (the autoencoder decodes them).
 
 A measurement, not a party's act:
@@ -45,9 +47,10 @@ ACTIVE_BATCH = "defend:active-batch"
 ACTIVE_MODEL = "defend:active-model"
 ACTIVE_LOSS = "defend:active-loss"
 GRADIENT_COMPUTATION = "defend:gradient-computation"
+ACTIVE_BACKWARD = "defend:active-backward"
 PREDICTIONS = "defend:predictions"
 EPOCH_END = "measure:epoch-end"
-DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, PREDICTIONS})
+DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD, PREDICTIONS})
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,17 @@ class DefensePoints:
         """The active party's test outputs (logits) from its model's."""
         return logits
 
+    def backpropagates(self) -> bool:
+        """Whether :meth:`backward` replaces the active party's backward pass (the loop then hands it per-sample
+        losses instead of backpropagating their mean)."""
+        return False
+
+    def backward(self, losses: torch.Tensor, params: list[nn.Parameter], leaves: dict[int, torch.Tensor],
+                 ids: torch.Tensor) -> None:
+        """Backpropagate the per-sample losses ``losses`` of batch ``ids``: set the gradients of the active party's
+        ``params`` (as those of their mean) and the ``.grad`` of each received embedding in ``leaves`` (by party)."""
+        losses.mean().backward()
+
     def active_parameters(self) -> list[nn.Parameter]:
         """Parameters a defense adds to the active party's model (trained by its optimiser)."""
         return []
@@ -141,6 +155,13 @@ class DefenseChain(DefensePoints):
         for d in reversed(self.defenses):  # the last applied to the targets undoes first
             logits = d.predictions(logits)
         return logits
+
+    def backpropagates(self):
+        return any(d.backpropagates() for d in self.defenses)
+
+    def backward(self, losses, params, leaves, ids):
+        """The one defense that backpropagates (the planner admits one; it refuses any other at the active party)."""
+        next(d for d in self.defenses if d.backpropagates()).backward(losses, params, leaves, ids)
 
     def active_parameters(self):
         return [p for d in self.defenses for p in d.active_parameters()]
@@ -190,6 +211,12 @@ class CombinedHooks(TrainingHooks):
 
     def predictions(self, logits):
         return self.defenses.predictions(logits)
+
+    def backpropagates(self):
+        return self.defenses.backpropagates()
+
+    def backward(self, losses, params, leaves, ids):
+        self.defenses.backward(losses, params, leaves, ids)
 
     def active_parameters(self):
         return self.defenses.active_parameters()

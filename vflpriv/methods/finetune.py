@@ -214,9 +214,13 @@ def split_step(
         h = fed.channel.send(Message(EMBEDDING, FINETUNE, p.index, ACTIVE, local[p.index], batch, epoch))
         received.append(h.requires_grad_(local[p.index].requires_grad))
     logits = top([received[ACTIVE], *(hooks.receive(p.index, received[p.index]) for p in fed.passive)])
-    loss = active_loss(fed, logits, targets, {p.index: received[p.index] for p in fed.passive}, y, penalty)
     per_class = hooks.needs_per_class()
-    loss.backward(retain_graph=per_class)
+    if hooks.backpropagates():  # per-sample clipping and noise (DP-SGD): the defense backpropagates
+        leaves = {p.index: received[p.index] for p in fed.passive if received[p.index].requires_grad}
+        loss = private_backward(fed, bottoms[ACTIVE], top, logits, targets, leaves, batch, penalty)
+    else:
+        loss = active_loss(fed, logits, targets, {p.index: received[p.index] for p in fed.passive}, y, penalty)
+        loss.backward(retain_graph=per_class)
     gradients = {}
     for p in fed.passive:
         if local[p.index].requires_grad:
@@ -244,6 +248,20 @@ def active_loss(fed: Federation, logits: torch.Tensor, targets: torch.Tensor, re
     return loss
 
 
+def private_backward(fed: Federation, active_bottom: nn.Module, top: nn.Module, logits: torch.Tensor,
+                     targets: torch.Tensor, leaves: dict[int, torch.Tensor], batch: torch.Tensor,
+                     penalty: Penalty | None) -> torch.Tensor:
+    """The active party's backward pass by the defense that backpropagates (``DefensePoints.backward``): its
+    per-sample cross-entropies, its trainable parameters and the received embeddings; a method's penalty (from the
+    active party's parameters only, no labels) is added afterwards. Returns the mean loss (detached)."""
+    losses = nn.functional.cross_entropy(logits, targets, reduction="none")
+    params = [p for m in (active_bottom, top) for p in m.parameters() if p.requires_grad]
+    fed.hooks.backward(losses, params, leaves, batch)
+    if penalty is not None:
+        penalty().backward()
+    return losses.detach().mean()
+
+
 def local_update(
     fed: Federation, bottoms: list[nn.Module], top: nn.Module, batch: torch.Tensor, y: torch.Tensor,
     exchange: Exchange, *, penalty: Penalty | None = None,
@@ -254,7 +272,10 @@ def local_update(
     x_active, targets = fed.hooks.active_batch(fed.active.x_train[batch], y)
     stale = {p.index: exchange.received[p.index] for p in fed.passive}
     logits = top([bottoms[ACTIVE](x_active), *(fed.hooks.receive(k, h) for k, h in stale.items())])
-    active_loss(fed, logits, targets, stale, y, penalty).backward()
+    if fed.hooks.backpropagates():
+        private_backward(fed, bottoms[ACTIVE], top, logits, targets, {}, batch, penalty)
+    else:
+        active_loss(fed, logits, targets, stale, y, penalty).backward()
     for p in fed.passive:
         if p.index in exchange.gradients:
             backward_with(bottoms[p.index](p.x_train[batch]), exchange.gradients[p.index])

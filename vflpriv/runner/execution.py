@@ -103,6 +103,8 @@ def _execute(p: Plan) -> list[RunRecord]:
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
     claims = [(e, d.privacy_delta()) for d in p.defenses if (e := d.privacy_spent()) is not None]
+    result.notes += [f"{c.name}: no epsilon recorded: {d.uncovered}" for d, c in zip(p.defenses, p.config.defenses)
+                     if d.uncovered and not d.is_identity]
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     for a, record in zip(p.attacks, records):
         record.utility, record.utility_metric = result.utility, result.metric

@@ -21,7 +21,7 @@ from vflpriv.config.schema import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
 from vflpriv.data.scenario import Scenario, build_scenario
-from vflpriv.engine import DEFENSE_POINTS, EPOCH_END, role
+from vflpriv.engine import ACTIVE_BACKWARD, DEFENSE_POINTS, EPOCH_END, role
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
@@ -108,9 +108,25 @@ def plan_training(config: TrainingConfig) -> Plan:
     dataset = _dataset(config)
     _check_model(config, dataset)
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
+    _check_backward(config, defenses)
+    for d in defenses:
+        d.uncovered = d.covers(method)
     scenario = build_scenario(dataset, config.partition, seed=config.seed,
                               active_labels_local=_active_labels_local(config, method))
     return Plan(config.training(), scenario, method, defenses, device)
+
+
+def _check_backward(config: TrainingConfig, defenses: list) -> None:
+    """A defense that backpropagates the active party's per-sample losses itself (DP-SGD) owns its whole label
+    computation: another defense at the active party's points (its batch, model, loss, gradient computation or
+    predictions) would change what it clips and noises, and its argument would not hold; two cannot share one pass."""
+    acting = [i for i, d in enumerate(defenses) if d.hook_points & DEFENSE_POINTS]
+    own = [i for i in acting if ACTIVE_BACKWARD in defenses[i].hook_points]
+    if own and len(acting) > 1:
+        others = [config.defenses[i].name for i in acting if i != own[0]]
+        raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' backpropagates the active party's per-sample "
+                                f"losses itself (DP-SGD); it cannot be combined with {', '.join(others)} at the active "
+                                "party's training")
 
 
 def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:

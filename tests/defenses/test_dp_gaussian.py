@@ -1,0 +1,146 @@
+"""dp-gaussian: DP-SGD on the active party's label-dependent computation. Its clipping and noise by hand, its
+accountant against the accountant library's own value for the same mechanism, every label use counted, and the
+configurations its argument does not cover recorded without an epsilon."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from opacus.accountants.analysis.rdp import compute_rdp, get_privacy_spent
+from torch import nn
+
+from vflpriv.common.errors import IncompatibleError
+from vflpriv.config.registry import DEFENSES
+from vflpriv.config.schema import RunConfig
+from vflpriv.runner.execution import build_federation, run
+from vflpriv.runner.planning import plan
+
+ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
+
+
+def _defense(sigma: float, **options):
+    cls = DEFENSES.get("dp-gaussian")
+    return cls(strength=sigma, party=0, phase="finetune", kinds=None, options=cls.Options.model_validate(options),
+               generator=torch.Generator().manual_seed(0))
+
+
+def _bound(defense, rows: int = 10) -> None:
+    defense.num_classes, defense.uses = 3, torch.zeros(rows, dtype=torch.long)
+
+
+def _problem():
+    """A top over [active embedding, received embedding] with per-sample losses; gradients known by autograd."""
+    torch.manual_seed(0)
+    top = nn.Linear(6, 3)
+    own = nn.Parameter(torch.randn(5, 2) * 3)
+    received = (torch.randn(5, 4) * 3).requires_grad_()
+    y = torch.tensor([0, 1, 2, 1, 0])
+
+    def losses():
+        return nn.functional.cross_entropy(top(torch.cat([own, received], 1)), y, reduction="none")
+
+    return top, own, received, losses
+
+
+def test_each_sample_s_joint_gradient_is_clipped_and_the_update_and_rows_are_its_mean():
+    top, own, received, losses = _problem()
+    params = [*top.parameters(), own]
+    per_sample = []
+    for i in range(5):
+        grads = torch.autograd.grad(losses()[i], [*params, received])
+        per_sample.append(torch.cat([g.flatten() for g in grads[:-1]] + [grads[-1][i]]))
+    norms = torch.stack(per_sample).norm(dim=1)
+    clip = float(norms.min()) / 2  # every sample is clipped
+    scale = clip / norms
+    defense = _defense(1e-12, clip=clip)
+    _bound(defense)
+    defense.backward(losses(), params, {1: received}, torch.arange(5))
+    expected_weight = sum(scale[i] * torch.autograd.grad(losses()[i], top.weight)[0] for i in range(5)) / 5
+    assert torch.allclose(top.weight.grad, expected_weight, atol=1e-6)
+    rows = torch.autograd.grad(losses().sum(), received)[0]
+    assert torch.allclose(received.grad, scale[:, None] * rows / 5, atol=1e-6)
+    clipped = torch.stack(per_sample) * scale[:, None]
+    assert torch.allclose(clipped.norm(dim=1), torch.full((5,), clip))  # the joint vector, not each part
+
+
+def test_the_noise_is_sigma_c_over_the_batch_size_on_every_coordinate():
+    sigma, clip, n = 3.0, 0.5, 4
+    weight = nn.Parameter(torch.zeros(200, 100))
+    leaf = torch.zeros(n, 5000, requires_grad=True)
+    defense = _defense(sigma, clip=clip)
+    _bound(defense)
+    losses = (weight.sum() * 0 + leaf.sum(1) * 0)  # zero gradients: what arrives is the noise alone
+    defense.backward(losses, [weight], {1: leaf}, torch.arange(n))
+    assert weight.grad.std().item() == pytest.approx(sigma * clip / n, rel=0.02)
+    assert leaf.grad.std().item() == pytest.approx(sigma * clip / n, rel=0.02)
+
+
+def _config(**changes) -> RunConfig:
+    data = {"partition": {"labeled": 100, "aux": 40}, "model": {"hidden": 32, "out_dim": 16},
+            "finetune": {"epochs": 3, "batch_size": 32}, "attack": {"name": "gc", "prior": "none"}}
+    for key, value in changes.items():
+        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
+    return RunConfig.model_validate(data)
+
+
+@pytest.mark.parametrize("local_updates", [1, 2])
+def test_every_label_use_is_charged_and_the_epsilon_is_the_libraries_for_that_mechanism(local_updates):
+    """Each labeled sample's label is used epochs x local updates times, each a Gaussian of multiplier sigma / 2 (the
+    sensitivity of a changed label is 2C) at sample rate 1; epsilon is Opacus' RDP conversion of exactly that."""
+    sigma, delta = 4.0, 1e-5
+    cfg = _config(finetune={"local_updates": local_updates},
+                  defenses=[{"name": "dp-gaussian", "strength": sigma, "sweep": True, "options": {"delta": delta}}])
+    p = plan(cfg)
+    from vflpriv.runner.execution import train
+
+    result = train(p)
+    defense = p.defenses[0]
+    labeled = result.fed.labeled_aligned().cpu()
+    uses = 3 * local_updates
+    assert set(defense.uses[labeled].tolist()) == {uses} and int(defense.uses.sum()) == uses * labeled.numel()
+    rdp = compute_rdp(q=1.0, noise_multiplier=sigma / 2, steps=uses, orders=ORDERS)
+    library, _ = get_privacy_spent(orders=ORDERS, rdp=rdp, delta=delta)
+    assert defense.privacy_spent() == pytest.approx(library, rel=1e-6)
+    closed = min(uses * 2 * a / sigma**2 + math.log((a - 1) / a) - (math.log(delta) + math.log(a)) / (a - 1)
+                 for a in ORDERS)  # the Gaussian's RDP, alpha * (2C)^2 / (2 (sigma C)^2) per use, converted
+    assert defense.privacy_spent() == pytest.approx(closed, rel=1e-6)
+
+
+def test_target_epsilon_spends_that_epsilon_and_more_noise_spends_less():
+    (target,) = run(_config(defenses=[{"name": "dp-gaussian", "options": {"target_epsilon": 3.0}}]))
+    assert 0.97 * 3.0 <= target.epsilon <= 3.0 and target.epsilon_delta == 1e-5
+    low, high = (run(_config(defenses=[{"name": "dp-gaussian", "strength": s, "sweep": True}]))[0] for s in (1.0, 8.0))
+    assert 0 < high.epsilon < low.epsilon < float("inf")
+
+
+def test_a_method_whose_pretraining_reads_labels_gets_no_epsilon_and_says_why():
+    cfg = _config(method={"name": "vflhlp", "options": {"supervised_epochs": 1, "scarf_epochs": 1}},
+                  defenses=[{"name": "dp-gaussian", "strength": 2.0, "sweep": True}])
+    (record,) = run(cfg)
+    assert record.status == "ok" and math.isnan(record.epsilon)
+    assert "dp-gaussian: no epsilon recorded: its pretraining reads labels" in record.notes
+
+
+def test_another_defense_at_the_active_party_s_training_is_refused_beside_it():
+    with pytest.raises(IncompatibleError, match="cannot be combined with mixup"):
+        plan(_config(defenses=[{"name": "dp-gaussian", "strength": 2.0, "sweep": True},
+                               {"name": "mixup", "strength": 0.8}]))
+    plan(_config(defenses=[{"name": "dp-gaussian", "strength": 2.0, "sweep": True},
+                           {"name": "label-dp", "strength": 2.0}]))  # a label defense composes
+
+
+def test_at_its_identity_the_loop_backpropagates_as_without_it():
+    p = plan(_config(defenses=[{"name": "dp-gaussian"}]))
+    fed = build_federation(p)
+    assert not fed.hooks.backpropagates() and p.defenses[0].privacy_spent() is None
+
+
+def test_records_of_the_per_message_mechanism_of_0_1_are_not_resumed_as_dp_sgd():
+    from vflpriv.config.schema import config_hash
+
+    cfg = _config(defenses=[{"name": "dp-gaussian", "strength": 1.0, "sweep": True}])
+    dump = cfg.model_dump(mode="json", exclude={"device"})
+    del dump["finetune"]["curve"], dump["partition"]["canaries"]  # as 0.1 hashed it
+    assert cfg.key() != config_hash(dump)
