@@ -226,7 +226,14 @@ class LabelDefense(Protection):
         known = active.labels >= 0
         labels = active.labels.clone()
         labels[known] = self.relabel(active.labels[known], num_classes=federation.num_classes)
-        federation.parties[ACTIVE] = dataclasses.replace(active, labels=labels)
+        self.replace_labels(federation, labels)
+
+    @staticmethod
+    def replace_labels(federation: Federation, labels: torch.Tensor, soft: torch.Tensor | None = None) -> None:
+        """The active party trains with ``labels`` from now on (and, where given, the probability rows ``soft`` as
+        its targets: :data:`SOFT_LABELS`)."""
+        extra = {} if soft is None else {"soft_labels": soft}
+        federation.parties[ACTIVE] = dataclasses.replace(federation.active, labels=labels, **extra)
 
     @abstractmethod
     def relabel(self, labels: torch.Tensor, *, num_classes: int) -> torch.Tensor:

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.parse import NoOptions
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.label_dp import LabelDP, keep_probability
 from vflpriv.runner.execution import run
@@ -17,7 +16,7 @@ from vflpriv.runner.planning import plan
 
 
 def _label_dp(epsilon, party=0, seed=0):
-    return LabelDP(strength=epsilon, party=party, phase="finetune", kinds=None, options=NoOptions(),
+    return LabelDP(strength=epsilon, party=party, phase="finetune", kinds=None, options=LabelDP.Options(),
                    generator=torch.Generator().manual_seed(seed))
 
 

@@ -111,6 +111,10 @@ class FinetuneConfig(Options):
         "linear", description="the active party's top: linear (one Linear over the concatenated embeddings; "
         "splitVFL), mlp (Linear-ReLU-Linear, model.hidden wide), or sum (every bottom ends in a class-logit layer and "
         "the active party sums the logits, no trainable top: aggVFL, VFLAIR's default for DLI)")
+    top_depth: int = Field(
+        0, ge=0, le=16, description="hidden layers of the active party's top (top=linear): 0 is one Linear over the "
+        "concatenated embeddings; d > 0 puts d Linear-ReLU layers (model.hidden wide) before it, moving the cut toward "
+        "the passive parties (the free baseline every defense is compared with)")
     local_updates: int = Field(
         1, ge=1, le=1000, description="FedBCD (Liu et al.): after each exchange every party makes local_updates - 1 "
         "further updates with the stale received embeddings / gradients; 1 = plain split learning")
@@ -261,8 +265,8 @@ class RunConfig(TrainingConfig):
 #: Settings added after stores existed, with the value that leaves a run as it was (section, name, value): at that
 #: value they are left out of the keys, so a store made before them resumes instead of rerunning every run; set, the
 #: run is another. ``finetune.curve`` only measures; ``partition.canaries`` changes the labels the active party trains
-#: with.
-ADDED_LATER = (("finetune", "curve", False), ("partition", "canaries", 0))
+#: with; ``finetune.top_depth`` the active party's top.
+ADDED_LATER = (("finetune", "curve", False), ("partition", "canaries", 0), ("finetune", "top_depth", 0))
 
 
 def keyed(dump: dict[str, Any]) -> dict[str, Any]:

@@ -48,6 +48,8 @@ ACTIVE_MODEL = "defend:active-model"
 ACTIVE_LOSS = "defend:active-loss"
 GRADIENT_COMPUTATION = "defend:gradient-computation"
 ACTIVE_BACKWARD = "defend:active-backward"
+#: The loop trains with the active party's soft labels where a label defense set them (``ActiveParty.soft_labels``).
+SOFT_LABELS = "defend:soft-labels"
 PREDICTIONS = "defend:predictions"
 EPOCH_END = "measure:epoch-end"
 DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD, PREDICTIONS})

@@ -30,10 +30,13 @@ class Party:
 
 @dataclass(frozen=True)
 class ActiveParty(Party):
-    """The label holder; ``labels[i]`` is -1 where it does not know the label of training row i."""
+    """The label holder; ``labels[i]`` is -1 where it does not know the label of training row i. ``soft_labels``
+    (rows x classes), where a label defense set them, are the probability rows it trains with instead (ALIBI's
+    posteriors): the shared loop's targets (hook point ``defend:soft-labels``)."""
 
     labels: torch.Tensor
     label_ids: torch.Tensor
+    soft_labels: torch.Tensor | None = None
 
 
 @dataclass

@@ -12,6 +12,7 @@ from torch import nn
 from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
     DEFENSE_POINTS,
+    SOFT_LABELS,
     EPOCH_END,
     PASSIVE_OPTIMIZER,
     PASSIVE_STEP,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 #: Everything the shared finetuning loop honours: each ``finetune.top``, FedBCD's ``finetune.local_updates``,
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
-                                         PASSIVE_OPTIMIZER, EPOCH_END, *DEFENSE_POINTS})
+                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, *DEFENSE_POINTS})
 
 
 class Method:

@@ -47,11 +47,16 @@ class TopModel(nn.Module):
 
 
 class MLPTop(nn.Module):
-    """A two-layer top over the concatenated representations: Linear -> ReLU -> Linear (VFLAIR's deeper heads)."""
+    """A deeper top over the concatenated representations: ``depth`` Linear -> ReLU layers, then a Linear (depth 1:
+    VFLAIR's two-layer heads, ``finetune.top=mlp``; ``finetune.top_depth``)."""
 
-    def __init__(self, in_dims: list[int], num_classes: int, *, hidden: int):
+    def __init__(self, in_dims: list[int], num_classes: int, *, hidden: int, depth: int = 1):
         super().__init__()
-        self.layers = nn.Sequential(nn.Linear(sum(in_dims), hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
+        widths = [sum(in_dims), *([hidden] * depth)]
+        layers: list[nn.Module] = []
+        for a, b in zip(widths, widths[1:]):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        self.layers = nn.Sequential(*layers, nn.Linear(widths[-1], num_classes))
 
     def forward(self, representations: list[torch.Tensor]) -> torch.Tensor:
         return self.layers(torch.cat(representations, dim=1))
@@ -92,11 +97,11 @@ def split_model(fed: Federation, encoders: list[nn.Module]) -> tuple[list[nn.Mod
     """The bottoms and the active party's top under ``fed.finetune.top``: the encoders under a Linear or MLP top,
     or, for ``sum``, each encoder followed by its own class-logit layer (the bottom a party trains and the
     adversary's snapshot) under the parameter-free sum. Parameters are drawn from ``fed.generator``."""
-    kind = fed.finetune.top
-    if kind == "linear":
+    kind, depth = fed.finetune.top, fed.finetune.top_depth
+    if kind == "linear" and depth == 0:
         return encoders, new_top(fed, encoders)
-    if kind == "mlp":
-        top = MLPTop([e.out_dim for e in encoders], fed.num_classes, hidden=fed.model.hidden)
+    if kind in ("linear", "mlp"):
+        top = MLPTop([e.out_dim for e in encoders], fed.num_classes, hidden=fed.model.hidden, depth=depth or 1)
         return encoders, init_parameters(top, generator=fed.generator).to(fed.device)
     bottoms = [init_parameters(WithLogits(e, fed.num_classes), generator=fed.generator).to(fed.device) for e in encoders]
     return bottoms, SumOfLogits().to(fed.device)
@@ -207,7 +212,7 @@ def split_step(
     points (``vflpriv.engine.hooks``) are called in order: the active party's batch, each received embedding in
     its model, its loss terms, the gradient it sends; each passive party's step before it applies its gradient."""
     hooks = fed.hooks
-    x_active, targets = hooks.active_batch(fed.active.x_train[batch], y)
+    x_active, targets = hooks.active_batch(fed.active.x_train[batch], first_targets(fed, batch, y))
     local = [bottoms[p.index](x_active if p.index == ACTIVE else p.x_train[batch]) for p in fed.parties]
     received = [local[ACTIVE]]
     for p in fed.passive:
@@ -233,6 +238,13 @@ def split_step(
             backward_with(local[p.index], grad)
             gradients[p.index] = grad
     return Exchange(loss.detach(), {p.index: received[p.index].detach() for p in fed.passive}, gradients)
+
+
+def first_targets(fed: Federation, batch: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The active party's targets of ``batch`` before its batch defenses: its soft labels where a label defense set
+    them (``SOFT_LABELS``), else its labels ``y``."""
+    soft = fed.active.soft_labels
+    return y if soft is None else soft[batch]
 
 
 def active_loss(fed: Federation, logits: torch.Tensor, targets: torch.Tensor, received: dict[int, torch.Tensor],
@@ -269,7 +281,7 @@ def local_update(
     """One FedBCD local update, with no communication: the active party trains on its fresh representation beside
     the passive parties' stale received embeddings, each passive party backpropagates its stale received gradient
     through a fresh forward pass of its own batch."""
-    x_active, targets = fed.hooks.active_batch(fed.active.x_train[batch], y)
+    x_active, targets = fed.hooks.active_batch(fed.active.x_train[batch], first_targets(fed, batch, y))
     stale = {p.index: exchange.received[p.index] for p in fed.passive}
     logits = top([bottoms[ACTIVE](x_active), *(fed.hooks.receive(k, h) for k, h in stale.items())])
     if fed.hooks.backpropagates():

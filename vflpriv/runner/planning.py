@@ -21,7 +21,7 @@ from vflpriv.config.schema import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
 from vflpriv.data.scenario import Scenario, build_scenario
-from vflpriv.engine import ACTIVE_BACKWARD, DEFENSE_POINTS, EPOCH_END, role
+from vflpriv.engine import ACTIVE_BACKWARD, DEFENSE_POINTS, EPOCH_END, SOFT_LABELS, role
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
@@ -136,6 +136,12 @@ def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
         tops = ", ".join(sorted(s.split(":")[1] for s in supported if s.startswith("top:")))
         raise IncompatibleError(f"finetune.top={ft.top}: method '{name}' trains its own classifier, not the shared "
                                 f"loop's top; valid here: {tops}")
+    if ft.top_depth and ft.top != "linear":
+        raise IncompatibleError(f"finetune.top_depth={ft.top_depth} deepens the Linear top; finetune.top={ft.top} "
+                                "is another (mlp is top_depth 1): use finetune.top=linear")
+    if ft.top_depth and "top:mlp" not in supported:
+        raise IncompatibleError(f"finetune.top_depth={ft.top_depth}: method '{name}' trains its own classifier, not the "
+                                "shared loop's top; use 0")
     if ft.curve and EPOCH_END not in supported:
         raise IncompatibleError(f"finetune.curve: method '{name}' trains in a loop without the epoch-end measurement "
                                 "point, so it has no learning curve; use false")
@@ -202,6 +208,9 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     if unsupported:
         raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
                           f"valid kinds: {', '.join(cls.supported_kinds)}")
+    if SOFT_LABELS in cls.hook_points and SOFT_LABELS not in method.supported():
+        raise IncompatibleError(f"defense '{d.name}' trains the active party on soft labels; method "
+                                f"'{config.method.name}' trains with a loop of its own that takes class indices only")
     inside = cls.hook_points & DEFENSE_POINTS
     if inside:
         return _training_defense(config, index, cls, method, device)
