@@ -126,6 +126,16 @@ EVALUATE = [
     (["--set", "dataset.max_samples=0"], "dataset.max_samples"),
     (["--set", "dataset.root=/tmp"], "dataset.root is not used by digits"),
     (["--dataset", "nus-wide"], "nus-wide"),
+    # issue 36's settings
+    (["--set", "finetune.top_depth=-1"], "invalid finetune.top_depth=-1"),
+    (["--set", "finetune.top=mlp", "--set", "finetune.top_depth=2"], "mlp is top_depth 1"),
+    (["--defense", "label-dp", "--strengths", "1", "--set", "defenses.0.options.prior=bogus"], "defenses[0].options.prior"),
+    (["--defense", "label-dp", "--strengths", "1", "--set", "defenses.0.options.prior_epochs=0"], "prior_epochs"),
+    (["--defense", "fedpass", "--set", "defenses.0.options.hidden=0"], "defenses[0].options.hidden"),
+    (["--defense", "peloss", "--set", "defenses.0.options.eps=0"], "defenses[0].options.eps"),
+    (["--defense", "alibi", "--strengths", "1", "--method", "ssvfl-i", "--attack", "similarity"], "soft labels"),
+    (["--defense", "none", "--set", "defenses=[{name: dp-gaussian, strength: 1}, {name: mixup, strength: 0.8}]"],
+     "cannot be combined with mixup"),
     # canaries
     (["--canaries", "-1"], "invalid partition.canaries=-1"),
     (["--canaries", "500"], "partition.canaries=500 exceeds the"),
