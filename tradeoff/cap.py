@@ -91,10 +91,12 @@ def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
     """One record per (method, dataset, defense, phase, strength, seed) of the strongest applicable attack: the
     largest accuracy over the attacks' successful runs and their prior (an adversary can always fall back on it),
     named in ``strongest``. Utility is the honest training's (an acting attack's run has a federation of its own).
-    A failed attack is not among the candidates; groups with fewer than one successful run get no record."""
+    A failed attack, or one whose accuracy is not a number, is not among the candidates; groups with fewer than one
+    such run get no record."""
     if results.empty or "attack" not in results:
         return results.iloc[0:0]
-    ok = results[(results["status"] == "ok") & (results["attack"] != WORST)]
+    scored = np.isfinite(pd.to_numeric(results["attack_accuracy"], errors="coerce").astype(float))
+    ok = results[(results["status"] == "ok") & (results["attack"] != WORST) & scored]
     by = [c for c in GROUP if c != "attack"] + (["variant"] if "variant" in ok else []) + ["strength", "seed"]
     rows = []
     for _, g in ok.groupby(by, sort=False):

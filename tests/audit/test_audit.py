@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -19,6 +20,8 @@ from vflpriv.config.schema import TrainingConfig
 from vflpriv.engine import EMBEDDING, FINETUNE, INFERENCE
 from vflpriv.methods import Trained
 from vflpriv.methods.splitnn import SplitNN
+from vflpriv.store.sqlite import read_store
+from vflpriv.tradeoff.leakage import SAMPLE_TEST_NAME, leakage_test
 from vflpriv.workflows.audit import AUTO_SHARE, AuditConfig, audit_grid, canaries
 from vflpriv.workflows.conformance import check_conformance
 
@@ -82,6 +85,23 @@ def test_conformance_refuses_a_method_breaking_the_contract(cls, needle):
     METHODS.register(f"test-{cls.__name__}", cls)
     with pytest.raises(ConformanceError, match=needle):
         check_conformance(TrainingConfig.model_validate({**SMALL, "method": {"name": f"test-{cls.__name__}"}}))
+
+
+class _LabelsToPassive(SplitNN):
+    """Hands the passive party the labels' mean outside the channel, and nothing of the active party's features."""
+
+    def finetune(self, fed, pretrained):
+        trained = super().finetune(fed, pretrained)
+        with torch.no_grad():
+            next(trained.bottoms[1].parameters()).add_(fed.active.labels[fed.active.label_ids].float().mean())
+        return trained
+
+
+def test_conformance_refuses_labels_reaching_a_passive_party_without_the_channel():
+    """The label check on its own: the active party's features never leave it here, its labels do."""
+    METHODS.register("test-labels-to-passive", _LabelsToPassive)
+    with pytest.raises(ConformanceError, match="lets the active party's data reach passive party 1's model"):
+        check_conformance(TrainingConfig.model_validate({**SMALL, "method": {"name": "test-labels-to-passive"}}))
 
 
 #: One pass of every budget a method has: the checks train each method three times.
@@ -156,9 +176,19 @@ def test_an_installed_plugin_is_found_through_its_entry_point_and_audited(plugin
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "audit.json").read_text())
     assert report["method"] == "aggvfl"
-    found = {(v["attack"], v["verdict"] in ("yes", "no", "inconclusive", "attack failed")) for v in report["verdicts"]}
-    assert found - {("worst-case", True)} == {("mc", True), ("gc", True)}  # worst case: of 2 attacks that trained
-    assert all(v["strongest"] in ("mc", "gc") for v in report["verdicts"] if v["attack"] == "worst-case")
+    verdicts = {v["attack"]: v for v in report["verdicts"]}
+    assert {"mc", "gc"} <= set(verdicts) <= {"mc", "gc", "worst-case"}
+    records = pd.DataFrame([r.to_dict() for r in read_store(tmp_path / "results.sqlite").records])
+    for attack in ("mc", "gc"):  # each verdict is the test of its own records, per target, over both seeds
+        test = leakage_test(records[(records["attack"] == attack) & (records["defense"] == "none")])
+        assert test.test == SAMPLE_TEST_NAME and test.n_seeds == 2
+        assert (verdicts[attack]["verdict"], verdicts[attack]["leakage"]) == (test.verdict, pytest.approx(test.leakage))
+    trained = [a for a in ("mc", "gc") if verdicts[a]["verdict"] != "attack failed"]
+    assert ("worst-case" in verdicts) == (len(trained) == 2)  # a worst case over attacks that trained, or none
+    if len(trained) == 2:
+        strongest = max(trained, key=lambda a: verdicts[a]["leakage"])
+        assert (verdicts["worst-case"]["strongest"], verdicts["worst-case"]["verdict"]) == (
+            strongest, verdicts[strongest]["verdict"])
     assert {(d["attack"], d["defense"]) for d in report["defenses"]} == {("mc", "iso"), ("gc", "iso"), ("worst-case", "iso")}
     assert any(c["kind"] == "gradient" and c["messages"] > 0 for c in report["communication"])
     assert "leaks beyond the adversary's prior" in (tmp_path / "audit.md").read_text()

@@ -61,20 +61,45 @@ def test_label_dp_protects_the_active_party_only():
         _label_dp(1.0, party=1)
 
 
-def test_several_defenses_in_one_run_and_the_swept_axis_is_recorded():
-    cfg = RunConfig.model_validate({
-        "partition": {"labeled": 60, "aux": 20},
-        "model": {"hidden": 32, "out_dim": 16},
-        "finetune": {"epochs": 2, "batch_size": 32},
-        "attack": {"name": "gc", "prior": "none"},
-        "defenses": [{"name": "iso", "strength": 1.0},
-                     {"name": "sparsify", "strength": 90.0},
-                     {"name": "label-dp", "strength": 2.0, "sweep": True}],
-    })
-    (rec,) = run(cfg)
+def test_several_defenses_in_one_run_all_act_and_the_swept_axis_is_recorded(monkeypatch):
+    """Each of the three changes what crosses: the adversary's received gradients are sparse (sparsify after ISO's
+    noise) and differ from those with ISO at its identity; the active party trains on relabelled targets."""
+    from vflpriv.defenses.sparsify import Sparsify
+
+    seen = []
+    real = Sparsify.transform
+
+    def spy(self, tensor, message):
+        out = real(self, tensor, message)
+        seen.append((tensor.clone(), out.clone()))
+        return out
+
+    monkeypatch.setattr(Sparsify, "transform", spy)
+
+    def config(*defenses):
+        return RunConfig.model_validate({
+            "partition": {"labeled": 60, "aux": 20}, "model": {"hidden": 32, "out_dim": 16},
+            "finetune": {"epochs": 2, "batch_size": 32}, "attack": {"name": "gc", "prior": "none"},
+            "defenses": list(defenses)})
+
+    iso, sparsify = {"name": "iso", "strength": 1.0}, {"name": "sparsify", "strength": 90.0}
+    label_dp = {"name": "label-dp", "strength": 2.0, "sweep": True}
+    (rec,) = run(config(iso, sparsify, label_dp))
     assert rec.status == "ok" and rec.defense == "label-dp" and rec.strength == 2.0
     assert (rec.strength_axis, rec.strength_stronger) == ("epsilon", "lower")
-    assert 0.0 <= rec.attack_accuracy <= rec.attack_accuracy_hungarian <= 1.0
+    before, after = seen[0]
+    assert (after == 0).double().mean() >= 0.89 and (before != 0).all()  # sparsify acted, on a dense noisy input
+    first_with_iso = before
+    seen.clear()
+    run(config({"name": "iso", "strength": 0.0}, sparsify, label_dp))  # ISO at its identity, every stream the same
+    assert not torch.allclose(seen[0][0], first_with_iso)  # ISO's noise was on the first gradient
+    p = plan(config(iso, sparsify, label_dp))
+    fed_labels = p.scenario.dataset.y_train
+    from vflpriv.runner.execution import build_federation
+
+    fed = build_federation(p)
+    known = fed.active.label_ids
+    assert (fed.active.labels[known] != fed_labels[known]).any()  # label-dp relabelled some of the labels
 
 
 @pytest.mark.parametrize("name", ["label-dp", "iso", "max-norm", "sparsify"])

@@ -144,3 +144,25 @@ def test_records_of_the_per_message_mechanism_of_0_1_are_not_resumed_as_dp_sgd()
     dump = cfg.model_dump(mode="json", exclude={"device"})
     del dump["finetune"]["curve"], dump["partition"]["canaries"], dump["finetune"]["top_depth"]  # as 0.1 hashed it
     assert cfg.key() != config_hash(dump)
+
+
+def test_samples_within_the_clip_bound_pass_unclipped():
+    """A sample whose joint gradient is within C keeps it whole: the update and rows are the plain batch mean."""
+    top, own, received, losses = _problem()
+    params = [*top.parameters(), own]
+    defense = _defense(1e-12, clip=1e6)
+    _bound(defense)
+    defense.backward(losses(), params, {1: received}, torch.arange(5))
+    plain = torch.autograd.grad(losses().mean(), [top.weight, received])
+    assert torch.allclose(top.weight.grad, plain[0], atol=1e-6) and torch.allclose(received.grad, plain[1], atol=1e-6)
+
+
+def test_target_epsilon_is_spent_whatever_the_number_of_passive_parties():
+    """The accountant charges each label use once per update, not once per passive party it sends rows to."""
+    cfg = _config(partition={"parties": 4, "adversary": 2},
+                  defenses=[{"name": "dp-gaussian", "options": {"target_epsilon": 2.0}}])
+    (record,) = run(cfg)
+    assert record.status == "ok", record.error
+    assert 0.97 * 2.0 <= record.epsilon <= 2.0
+    two = run(_config(defenses=[{"name": "dp-gaussian", "options": {"target_epsilon": 2.0}}]))[0]
+    assert record.epsilon == pytest.approx(two.epsilon, rel=1e-9)  # the same sigma and uses as with two parties

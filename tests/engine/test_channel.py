@@ -106,3 +106,24 @@ def test_transforms_route_by_sender_kind_and_phase():
     assert torch.equal(channel.inbox.received[0].payload, torch.zeros(2, 3))
     channel.send(Message(GRADIENT, FINETUNE, 0, 2, g))
     assert len(channel.inbox.received) == 1
+
+
+class _Affine:
+    """A gradient transform x -> a x + b, to tell the order of a chain from its result."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def protects(self, message):
+        return message.kind == GRADIENT
+
+    def __call__(self, payload, message):
+        return self.a * payload + self.b
+
+
+def test_several_defenses_on_one_message_all_act_in_their_order():
+    channel = Channel([_Affine(2.0, 1.0), _Affine(3.0, 0.0), Zeroing(EMBEDDING)], Inbox(owner=1, wanted=set()))
+    g = torch.ones(2, 3)
+    assert torch.equal(channel.send(Message(GRADIENT, FINETUNE, 0, 1, g)), torch.full((2, 3), 9.0))  # 3 (2 g + 1)
+    swapped = Channel([_Affine(3.0, 0.0), _Affine(2.0, 1.0)], Inbox(owner=1, wanted=set()))
+    assert torch.equal(swapped.send(Message(GRADIENT, FINETUNE, 0, 1, g)), torch.full((2, 3), 7.0))  # 2 (3 g) + 1
