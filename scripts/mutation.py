@@ -1,0 +1,224 @@
+"""Mutation testing of the code behind vflpriv's published numbers, with cosmic-ray (the ``mutation`` extra).
+
+    git worktree add /tmp/vflpriv-mutation HEAD && cd /tmp/vflpriv-mutation
+    python -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[dev,mutation]'
+    .venv/bin/python scripts/mutation.py --record benchmarks/results/mutation.md
+
+Cosmic-ray changes one source file at a time on disk, runs the group's tests (``-x``: the first failure kills the
+mutant) and restores the file; so it runs only in a clean git checkout of its own (it refuses a dirty tree), and an
+interrupted run resumes from its sessions in ``--work``. Groups run one after another; ``--groups`` picks some (two
+worktrees can run two groups at once). The operators are a small set in the spirit of mutmut's (one plausible slip
+per operator, constant, comparison and loop), in functions and module constants (a class body's settings are
+left alone: :func:`_ranges`); equivalent mutants (no test can tell them apart, e.g. ``<`` for ``<=``
+on a value that is never equal) are named with their reason in ``scripts/mutation_equivalents.toml`` and left out of
+the score: killed / (mutants - equivalent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
+#: cosmic-ray's commands, installed beside this interpreter by the ``mutation`` extra.
+BIN = Path(sys.executable).parent
+
+#: The operators kept: one replacement per arithmetic, comparison, boolean and unary operator, every numeric
+#: constant, loops that never run, and ``if``/``while`` conditions negated.
+KEPT = [
+    "ReplaceBinaryOperator_(Add_Sub|Sub_Add|Mul_Div|Div_Mul|Pow_Mul|FloorDiv_Div|Mod_FloorDiv|BitAnd_BitOr|"
+    "BitOr_BitAnd)",
+    "ReplaceComparisonOperator_(Eq_NotEq|NotEq_Eq|Lt_LtE|LtE_Lt|Gt_GtE|GtE_Gt|Is_IsNot|IsNot_Is)",
+    "ReplaceUnaryOperator_(USub_UAdd|Delete_Not)",
+    "ReplaceTrueWithFalse", "ReplaceFalseWithTrue", "ReplaceAndWithOr", "ReplaceOrWithAnd", "ReplaceBreakWithContinue",
+    "NumberReplacer", "ZeroIterationForLoop", "AddNot",
+]
+
+
+@dataclass(frozen=True)
+class Group:
+    """Modules mutated together, the tests that must kill their mutants, and (optionally) the only functions of a
+    single module to mutate."""
+
+    modules: list[str]
+    tests: list[str]
+    functions: list[str] = field(default_factory=list)
+
+
+GROUPS = {
+    "tradeoff": Group(["tradeoff/cap.py", "tradeoff/leakage.py", "tradeoff/epsilon.py",
+                       "vflpriv/common/empirical_epsilon.py"],
+                      ["tests/core/test_published_numbers.py", "tests/core/test_cap.py", "tests/audit/test_leakage_stats.py",
+                       "tests/audit/test_canaries.py"]),
+    "scoring": Group(["vflpriv/runner/scoring.py", "attacks/search.py"],
+                     ["tests/attacks/test_scored_targets.py", "tests/attacks/test_attack_scoring.py",
+                      "tests/attacks/test_attack_search.py", "tests/audit/test_canaries.py"]),
+    "prior": Group(["vflpriv/runner/prior.py"],
+                   ["tests/attacks/test_scored_targets.py", "tests/audit/test_own_ssl_prior.py"]),
+    "defenses": Group(["defenses/iso.py", "defenses/gaussian_message.py", "defenses/dp_gaussian.py",
+                       "defenses/label_dp.py"],
+                      ["tests/core/test_iso_defense.py", "tests/defenses/test_dp_gaussian.py",
+                       "tests/defenses/test_defenses_anchors.py", "tests/defenses/test_defense_label_dp.py",
+                       "tests/defenses/test_defense_iso_channel.py", "tests/defenses/test_defenses_issue36.py"]),
+    "engine": Group(["vflpriv/engine/channel.py", "vflpriv/data/scenario.py", "vflpriv/workflows/conformance.py"],
+                    ["tests/engine/test_channel.py", "tests/core/test_scenario.py", "tests/audit/test_audit.py"]),
+    "keys": Group(["vflpriv/config/schema.py"], ["tests/core/test_keys.py", "tests/core/test_published_numbers.py",
+                                                 "tests/core/test_config.py"],
+                  functions=["config_hash", "keyed", "key", "training_key"]),
+}
+
+
+def _run(*args: str) -> str:
+    return subprocess.run(args, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+
+
+def _ranges(nodes: list[ast.stmt]) -> list[tuple[int, int]]:
+    """Lines of ``nodes`` to mutate: functions and module-level statements whole; of a class, only its methods (its
+    other statements declare settings: option defaults and bounds, audit strengths, strength axes)."""
+    found = []
+    for node in nodes:
+        if isinstance(node, ast.ClassDef):
+            found += _ranges([n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                     ast.ClassDef))])
+        else:
+            found.append((node.lineno, node.end_lineno))
+    return found
+
+
+def _lines(module: str, functions: list[str]) -> list[str]:
+    """The line ranges to mutate in ``module``: every definition of ``functions`` if given, else :func:`_ranges`."""
+    tree = ast.parse((ROOT / module).read_text())
+    if functions:
+        spans = [(n.lineno, n.end_lineno) for n in ast.walk(tree)
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in functions]
+    else:
+        spans = _ranges(tree.body)
+    return [f"{a}-{b}" for a, b in spans]
+
+
+def _config(session: str, module: str, group: Group, work: Path, timeout: float) -> Path:
+    kept = "|".join(KEPT)
+    text = "\n".join([
+        "[cosmic-ray]",
+        f"module-path = {json.dumps(module)}",
+        f"timeout = {timeout}",
+        "excluded-modules = []",
+        f'test-command = "{sys.executable} -m pytest -x -q -p no:cacheprovider {" ".join(group.tests)}"',
+        "[cosmic-ray.distributor]",
+        'name = "local"',
+        "[cosmic-ray.filters.operators-filter]",
+        f"exclude-operators = [{json.dumps(f'core/(?!({kept})$)')}]",
+        "[cosmic-ray.filters.line-filter]",
+        f"lines = {{{json.dumps(module)} = {json.dumps(_lines(module, group.functions))}}}",
+        "",
+    ])
+    path = work / f"{session}.toml"
+    path.write_text(text)
+    return path
+
+
+def _clean() -> None:
+    dirty = _run("git", "status", "--porcelain", "--untracked-files=no").strip()
+    if dirty:
+        sys.exit(f"error: the checkout has changes ({dirty.splitlines()[0]} ...): cosmic-ray mutates files in place; "
+                 "run it in a clean worktree of its own (see the module's docstring)")
+
+
+def run_group(name: str, group: Group, work: Path, timeout: float) -> list[list]:
+    """Init (or resume) a session per module of the group, filter it, execute it; every mutant's job and result."""
+    jobs = []
+    for module in group.modules:
+        session = f"{name}-{Path(module).stem}"
+        config, db = _config(session, module, group, work, timeout), work / f"{session}.sqlite"
+        if not db.exists():
+            _run(str(BIN / "cosmic-ray"), "init", str(config), str(db))
+            _run(str(BIN / "cr-filter-operators"), str(db), str(config))
+            _run(str(BIN / "cr-filter-lines"), "--config", str(config), str(db))
+        start = time.time()
+        subprocess.run([str(BIN / "cosmic-ray"), "exec", str(config), str(db)], check=True, cwd=ROOT)
+        print(f"{session}: {time.time() - start:.0f} s", flush=True)
+        _clean()  # every file restored
+        jobs += [json.loads(line) for line in _run(str(BIN / "cosmic-ray"), "dump", str(db)).splitlines()]
+    return jobs
+
+
+def _equivalents() -> dict[str, str]:
+    """'module|operator|source line' -> why no test can tell the mutant from the original."""
+    if not EQUIVALENTS.exists():
+        return {}
+    return {f"{e['module']}|{e['operator']}|{e['line']}": e["reason"]
+            for e in tomllib.loads(EQUIVALENTS.read_text()).get("equivalent", [])}
+
+
+def summarise(name: str, jobs: list[dict], equivalents: dict[str, str]) -> tuple[list[str], list[str], dict]:
+    """Count each outcome; the survivors as table rows (equivalent ones with their reason)."""
+    counts = {"mutants": 0, "killed": 0, "survived": 0, "equivalent": 0, "skipped": 0}
+    survivors, equivalent = [], []
+    for job, result in jobs:
+        if result is None or result.get("worker_outcome") == "skipped":
+            counts["skipped"] += 1
+            continue
+        counts["mutants"] += 1
+        if result.get("test_outcome") != "survived":
+            counts["killed"] += 1  # a failing test, a timeout or a mutant that does not import
+            continue
+        (m,) = job["mutations"]
+        source = (ROOT / m["module_path"]).read_text().splitlines()[m["start_pos"][0] - 1].strip()
+        operator = m["operator_name"].removeprefix("core/")
+        key = f"{m['module_path']}|{operator}|{source}"
+        row = f"| {m['module_path']}:{m['start_pos'][0]} | {operator} | `{source[:90]}` |"
+        if key in equivalents:
+            counts["equivalent"] += 1
+            equivalent.append(f"{row} {equivalents[key]} |")
+        else:
+            counts["survived"] += 1
+            survivors.append(f"{row} |")
+    return survivors, equivalent, counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", default=",".join(GROUPS), help=f"comma-separated, of {', '.join(GROUPS)}")
+    parser.add_argument("--work", type=Path, default=ROOT / ".mutation", help="sessions and configs (resumable)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant's tests")
+    parser.add_argument("--record", type=Path, help="write the Markdown record here")
+    args = parser.parse_args()
+    names = args.groups.split(",")
+    unknown = [n for n in names if n not in GROUPS]
+    if unknown:
+        sys.exit(f"error: unknown group(s) {', '.join(unknown)}; valid: {', '.join(GROUPS)}")
+    _clean()
+    args.work.mkdir(parents=True, exist_ok=True)
+    commit = _run("git", "rev-parse", "--short", "HEAD").strip()
+    equivalents = _equivalents()
+    table = ["| group | modules | mutants | killed | equivalent | survived | score |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    details = []
+    for name in names:
+        group = GROUPS[name]
+        survivors, equivalent, c = summarise(name, run_group(name, group, args.work, args.timeout), equivalents)
+        scored = c["mutants"] - c["equivalent"]
+        score = c["killed"] / scored if scored else float("nan")
+        modules = ", ".join(group.modules) + (f" ({', '.join(group.functions)})" if group.functions else "")
+        table.append(f"| {name} | {modules} | {c['mutants']} | {c['killed']} | {c['equivalent']} | {c['survived']} | "
+                     f"{score:.1%} |")
+        print(table[-1], flush=True)
+        details += [f"\n### {name}\n", "| where | operator | line | equivalent because |", "| --- | --- | --- | --- |",
+                    *survivors, *equivalent]
+    if args.record:
+        args.record.write_text("\n".join([
+            f"# Mutation testing at {commit}\n",
+            f"`python scripts/mutation.py --record {args.record}` (cosmic-ray, operators: {', '.join(KEPT)}).",
+            "Score: killed / (mutants - equivalent). Surviving mutants are listed per group, equivalent ones with "
+            "their reason.\n", *table, *details, ""]))
+
+
+if __name__ == "__main__":
+    main()
