@@ -77,7 +77,7 @@ class StrengthAxis:
         """Raise ConfigError when ``value`` is outside [low, high]."""
         if not self.low <= value <= self.high:
             raise ConfigError(
-                f"{defense} strength ({self.name}) must lie in [{self.low:g}, {self.high:g}], got {value:g}"
+                f"defense '{defense}': strength ({self.name}) must lie in [{self.low:g}, {self.high:g}], got {value:g}"
             )
 
 
@@ -106,6 +106,27 @@ class Protection(DefensePoints, ABC):
         """The kinds protected when none are given, in ``phase``."""
         return cls.default_kinds
 
+    @classmethod
+    def default_strengths(cls, phase: str) -> tuple[float, ...]:
+        """What a sweep of ``phase`` sweeps when given no strengths (evaluate, sweep), weak to strong on the
+        defense's own axis: its audit strengths for the phase, else three points spanning its search range (log-spaced
+        where the axis is)."""
+        if phase in cls.audit_strengths:
+            return tuple(cls.audit_strengths[phase])
+        lo, hi = cls.axis.search
+        points = [lo, math.sqrt(lo * hi), hi] if cls.axis.log and lo > 0 else [lo, (lo + hi) / 2, hi]
+        return tuple(points if cls.axis.stronger == "higher" else points[::-1])
+
+    @classmethod
+    def own_strength_option(cls, options: dict) -> str:
+        """The option of ``options`` that sets the strength itself (a sweep then has nothing to sweep), or ''."""
+        return ""
+
+    @property
+    def effective_strength(self) -> float:
+        """The strength it acts at, on its axis (where an option sets it, the value it resolved to)."""
+        return self.strength
+
     def __init__(
         self,
         *,
@@ -115,15 +136,18 @@ class Protection(DefensePoints, ABC):
         kinds: list[str] | None,
         options: BaseModel,
         generator: torch.Generator,
+        name: str = "",
     ):
+        #: The name it is registered and configured under (errors name it as the user wrote it).
+        self.name = name or type(self).__name__
         kinds = list(kinds) if kinds is not None else list(self.default_kinds_for(phase))
         unsupported = sorted(set(kinds) - set(self.supported_kinds))
         if unsupported:
             raise ConfigError(
-                f"{type(self).__name__} cannot protect {', '.join(unsupported)} messages; "
+                f"defense '{self.name}' cannot protect {', '.join(unsupported)} messages; "
                 f"valid kinds: {', '.join(self.supported_kinds)}"
             )
-        self.axis.check(value=float(strength), defense=type(self).__name__)
+        self.axis.check(value=float(strength), defense=self.name)
         self.strength = float(strength)
         self.party = party
         self.phase = phase
@@ -213,7 +237,7 @@ class LabelDefense(Protection):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         if self.party != ACTIVE:
-            raise ConfigError(f"{type(self).__name__} protects the active party's labels: party must be {ACTIVE}")
+            raise ConfigError(f"defense '{self.name}' protects the active party's labels: party must be {ACTIVE}")
 
     def protects(self, message: Message) -> bool:
         return False
@@ -252,9 +276,9 @@ class TrainingDefense(Protection):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         if self.party != ACTIVE:
-            raise ConfigError(f"{type(self).__name__} acts inside the active party's training: party must be {ACTIVE}")
+            raise ConfigError(f"defense '{self.name}' acts inside the active party's training: party must be {ACTIVE}")
         if self.phase != "finetune":
-            raise ConfigError(f"{type(self).__name__} acts in finetuning, which has the labels it protects; "
+            raise ConfigError(f"defense '{self.name}' acts in finetuning, which has the labels it protects; "
                               "pretraining has none")
         self.num_classes = 0
 

@@ -86,6 +86,15 @@ class GaussianDP(TrainingDefense):
     def is_identity(self) -> bool:
         return self.strength == self.axis.identity and getattr(self.options, "target_epsilon", None) is None
 
+    @classmethod
+    def own_strength_option(cls, options: dict) -> str:
+        return "target_epsilon" if options.get("target_epsilon") is not None else ""
+
+    @property
+    def effective_strength(self) -> float:
+        """sigma: given, or solved for ``target_epsilon`` at ``bind``."""
+        return self.sigma
+
     def covers(self, method) -> str:
         """'' where the argument covers ``method``'s every label use, else why not."""
         if method.pretrain_reads_labels:

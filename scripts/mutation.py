@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import subprocess
 import sys
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
@@ -56,8 +58,8 @@ class Group:
 GROUPS = {
     "tradeoff": Group(["tradeoff/cap.py", "tradeoff/leakage.py", "tradeoff/epsilon.py",
                        "vflpriv/common/empirical_epsilon.py"],
-                      ["tests/core/test_published_numbers.py", "tests/core/test_cap.py", "tests/audit/test_leakage_stats.py",
-                       "tests/audit/test_canaries.py"]),
+                      ["tests/core/test_published_numbers.py", "tests/core/test_cap_tables.py",
+                       "tests/core/test_cap.py", "tests/audit/test_leakage_stats.py", "tests/audit/test_canaries.py"]),
     "scoring": Group(["vflpriv/runner/scoring.py", "attacks/search.py"],
                      ["tests/attacks/test_scored_targets.py", "tests/attacks/test_attack_scoring.py",
                       "tests/attacks/test_attack_search.py", "tests/audit/test_canaries.py"]),
@@ -111,7 +113,7 @@ def _config(session: str, module: str, group: Group, work: Path, timeout: float)
         f"module-path = {json.dumps(module)}",
         f"timeout = {timeout}",
         "excluded-modules = []",
-        f'test-command = "{sys.executable} -m pytest -x -q -p no:cacheprovider {" ".join(group.tests)}"',
+        f"test-command = {json.dumps(' '.join(_tests(group)))}",
         "[cosmic-ray.distributor]",
         'name = "local"',
         "[cosmic-ray.filters.operators-filter]",
@@ -132,21 +134,68 @@ def _clean() -> None:
                  "run it in a clean worktree of its own (see the module's docstring)")
 
 
+def _digest(paths: list[str]) -> str:
+    return hashlib.sha256(b"".join((ROOT / p).read_bytes() for p in paths)).hexdigest()[:16]
+
+
+def _retest(db: Path, jobs: list[list], group: Group, timeout: float) -> list[list]:
+    """Each stage-1 survivor run again against the group's tests as they are now (tests only grow: a mutant they
+    killed stays killed), applied with ``cosmic-ray apply`` and the file restored after; results kept per tests'
+    digest in ``<session>.retest.json``."""
+    state_path = db.with_suffix(".retest.json")
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    tests = _digest([*group.tests, "tests/conftest.py"])
+    for job, result in jobs:
+        if not result or result.get("test_outcome") != "survived":
+            continue
+        (m,) = job["mutations"]
+        found = state.get(job["job_id"], {})
+        if found.get("tests") != tests:
+            path = ROOT / m["module_path"]
+            original = path.read_bytes()
+            try:
+                _run(str(BIN / "cosmic-ray"), "apply", m["module_path"], m["operator_name"], str(m["occurrence"]))
+                try:
+                    done = subprocess.run(_tests(group), cwd=ROOT, capture_output=True, timeout=timeout)
+                    outcome = "survived" if done.returncode == 0 else "killed"
+                except subprocess.TimeoutExpired:
+                    outcome = "killed"
+            finally:
+                path.write_bytes(original)
+            state[job["job_id"]] = found = {"tests": tests, "outcome": outcome}
+            state_path.write_text(json.dumps(state, indent=1))
+        if found["outcome"] == "killed":
+            result["test_outcome"] = "killed"
+    return jobs
+
+
+def _tests(group: Group) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *group.tests]
+
+
 def run_group(name: str, group: Group, work: Path, timeout: float) -> list[list]:
-    """Init (or resume) a session per module of the group, filter it, execute it; every mutant's job and result."""
+    """Init (or resume) a session per module of the group, filter it, execute it, retest its survivors; every
+    mutant's job and result. A session whose module changed since it was made is made again."""
     jobs = []
     for module in group.modules:
         session = f"{name}-{Path(module).stem}"
         config, db = _config(session, module, group, work, timeout), work / f"{session}.sqlite"
+        stamp = db.with_suffix(".module")
+        if db.exists() and (not stamp.exists() or stamp.read_text() != _digest([module])):
+            for stale in (db, db.with_suffix(".retest.json")):
+                stale.unlink(missing_ok=True)
         if not db.exists():
             _run(str(BIN / "cosmic-ray"), "init", str(config), str(db))
             _run(str(BIN / "cr-filter-operators"), str(db), str(config))
             _run(str(BIN / "cr-filter-lines"), "--config", str(config), str(db))
+            stamp.write_text(_digest([module]))
         start = time.time()
         subprocess.run([str(BIN / "cosmic-ray"), "exec", str(config), str(db)], check=True, cwd=ROOT)
+        found = _retest(db, [json.loads(line) for line in _run(str(BIN / "cosmic-ray"), "dump", str(db)).splitlines()],
+                        group, timeout)
         print(f"{session}: {time.time() - start:.0f} s", flush=True)
         _clean()  # every file restored
-        jobs += [json.loads(line) for line in _run(str(BIN / "cosmic-ray"), "dump", str(db)).splitlines()]
+        jobs += found
     return jobs
 
 
@@ -199,7 +248,8 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     commit = _run("git", "rev-parse", "--short", "HEAD").strip()
     equivalents = _equivalents()
-    table = ["| group | modules | mutants | killed | equivalent | survived | score |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    table = ["| group | modules | mutants | killed | equivalent | survived | score |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     details = []
     for name in names:
         group = GROUPS[name]

@@ -166,3 +166,29 @@ def test_target_epsilon_is_spent_whatever_the_number_of_passive_parties():
     assert 0.97 * 2.0 <= record.epsilon <= 2.0
     two = run(_config(defenses=[{"name": "dp-gaussian", "options": {"target_epsilon": 2.0}}]))[0]
     assert record.epsilon == pytest.approx(two.epsilon, rel=1e-9)  # the same sigma and uses as with two parties
+
+
+def test_evaluate_with_a_target_epsilon_runs_that_setting_and_records_the_sigma_it_solved(tmp_path):
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from vflpriv.cli import app
+
+    out = tmp_path / "out"
+    done = CliRunner().invoke(app, [
+        "evaluate", "--defense", "dp-gaussian", "--set", "defenses.0.options.target_epsilon=2", "--seeds", "0",
+        "--attack", "gc", "--set", "attack.prior=none", "--set", "finetune.epochs=3", "--set", "partition.labeled=100",
+        "--set", "partition.aux=40", "--out", str(out), "--jobs", "1"])
+    assert done.exit_code == 0, done.output
+    (record,) = pd.read_csv(out / "results.csv").to_dict("records")
+    ft = RunConfig().finetune
+    sigma = 2.0 * _solved(2.0, steps=3 * ft.local_updates)
+    assert record["strength"] == pytest.approx(sigma) and 0.97 * 2 <= record["epsilon"] <= 2
+    assert "at target_epsilon=2" in done.output
+
+
+def _solved(epsilon: float, *, steps: int) -> float:
+    from opacus.accountants.utils import get_noise_multiplier
+
+    return get_noise_multiplier(target_epsilon=epsilon, target_delta=1e-5, sample_rate=1.0, steps=steps,
+                                accountant="rdp")

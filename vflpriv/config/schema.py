@@ -358,6 +358,27 @@ def refuse_repeats(**lists: list | None) -> None:
             raise ValueError(f"{name} repeat: {', '.join(repeated)}; give each once")
 
 
+def own_strength_option(defense: DefenseConfig) -> str:
+    """The option of ``defense`` that sets its strength (dp-gaussian's ``target_epsilon``), or ''."""
+    try:
+        return DEFENSES.get(defense.name).own_strength_option(defense.options)
+    except VflprivError:
+        return ""  # an unknown name: the planner reports it
+
+
+def default_strengths(defense: dict) -> list[float] | None:
+    """What a sweep of ``defense`` (a raw section) runs when given no strengths: the defense's own defaults for its
+    phase; None where an option sets its strength (one setting, no sweep) or the name is unknown."""
+    try:
+        cls = DEFENSES.get(defense.get("name"))
+    except (VflprivError, TypeError):
+        return None
+    options = defense.get("options") if isinstance(defense.get("options"), dict) else {}
+    if cls.own_strength_option(options):
+        return None
+    return list(cls.default_strengths(defense.get("phase", "finetune")))
+
+
 class ExperimentConfig(TrainingConfig):
     """A sweep: the swept defense's strength x seeds x attacks, around one base training."""
 
@@ -366,7 +387,9 @@ class ExperimentConfig(TrainingConfig):
         default_factory=lambda: [DefenseConfig(name="iso", sweep=True)],
         description="default threat model: ISO on the active party's finetuning gradients, swept",
     )
-    strengths: list[NonNegativeFloat] = Field(default_factory=lambda: [1.0, 5.0, 25.0], min_length=1)
+    strengths: list[NonNegativeFloat] | None = Field(
+        None, min_length=1, description="the swept defense's strengths on its own axis; unset: its default strengths "
+        "(Protection.default_strengths: its audit strengths for the phase)")
     seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     jobs: int = Field(
         default_factory=lambda: min(2, os.cpu_count() or 1), ge=1, le=1024,
@@ -375,16 +398,31 @@ class ExperimentConfig(TrainingConfig):
     backend: Literal["loky", "threading", "dask", "ray"] = "loky"
     runs_per_gpu: RunsPerGpu = 1
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_strengths(cls, data: Any) -> Any:
+        """Unset strengths of a swept defense: its own (:func:`default_strengths`), in its units."""
+        if isinstance(data, dict) and data.get("strengths") is None and isinstance(data.get("defenses"), list):
+            swept = [d for d in data["defenses"] if isinstance(d, dict) and d.get("sweep")]
+            if len(swept) == 1:
+                data = {**data, "strengths": default_strengths(swept[0])}
+        return data
+
     @model_validator(mode="after")
     def _check_sweep(self) -> ExperimentConfig:
         check_runs_per_gpu(self)
         swept = [d for d in self.defenses if d.sweep]
         if len(swept) > 1:
             raise ValueError("at most one defense can be swept")
-        if not swept and "strengths" in self.model_fields_set:
+        if not swept and self.strengths is not None:
             raise ValueError("strengths are given but no defense is swept (--defense none sweeps nothing)")
         if "seed" in self.model_fields_set:
             raise ValueError("seed is set per run from seeds; give seeds: [N] (--seeds N) instead")
+        if swept:
+            option = own_strength_option(swept[0])
+            if option and (self.strengths is not None or swept[0].strength is not None):
+                raise ValueError(f"defense {swept[0].name}: options.{option} sets its strength; give no strengths "
+                                 "(--strengths) beside it")
         refuse_repeats(strengths=self.strengths, seeds=self.seeds)
         return self
 
@@ -392,7 +430,7 @@ class ExperimentConfig(TrainingConfig):
         """One RunConfig per (strength, seed, attack); without a swept defense, one per (seed, attack)."""
         base = self.model_dump(exclude={"strengths", "seeds", "jobs", "backend", "runs_per_gpu", "attack", "seed"})
         index = next((i for i, d in enumerate(self.defenses) if d.sweep), None)
-        strengths = self.strengths if index is not None else [None]
+        strengths = (self.strengths or [None]) if index is not None else [None]
         attacks = [a.model_dump() for a in self.attack.configs()]
         out = []
         for strength in strengths:

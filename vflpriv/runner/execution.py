@@ -107,6 +107,8 @@ def _execute(p: Plan) -> list[RunRecord]:
                      if d.uncovered and not d.is_identity]
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     for a, record in zip(p.attacks, records):
+        if swept is not None:  # where an option set it (dp-gaussian's target_epsilon), the strength it resolved to
+            record.strength = swept.effective_strength
         record.utility, record.utility_metric = result.utility, result.metric
         record.comm_mb, record.comm_messages = meter.total_bytes() / 1e6, meter.total_messages()
         for phase in (PRETRAIN, FINETUNE, INFERENCE):
@@ -256,7 +258,7 @@ def blank_record(cfg: RunConfig) -> RunRecord:
     return RunRecord(
         key=cfg.key(), training_key=cfg.training_key(), method=cfg.method.name, dataset=cfg.dataset.name,
         attack=cfg.attack.name, defense=swept.name if swept else "+".join(d.name for d in cfg.defenses) or "none",
-        phase=cfg.attack.phase, strength=swept.strength if swept else 0.0, seed=cfg.seed,
+        phase=cfg.attack.phase, strength=swept.strength if swept and swept.strength is not None else 0.0, seed=cfg.seed,
         canaries=cfg.partition.canaries,
         config=json.dumps(cfg.model_dump(mode="json"), sort_keys=True),
     )

@@ -235,7 +235,7 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     return cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase=d.phase, kinds=kinds,
         options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
-        generator=generator(config.seed, f"defense:{index}"),
+        generator=generator(config.seed, f"defense:{index}"), name=d.name,
     )
 
 
@@ -265,7 +265,7 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
         raise ConfigError(f"defense '{name}' acts inside the active party's training, not on messages; remove kinds")
     return cls(strength=cls.axis.identity if d.strength is None else d.strength, party=0, phase="finetune", kinds=kinds,
                options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
-               generator=generator(config.seed, f"defense:{index}"))
+               generator=generator(config.seed, f"defense:{index}"), name=name)
 
 
 def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:

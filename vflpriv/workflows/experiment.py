@@ -165,9 +165,12 @@ def experiment_line(experiment: ExperimentConfig) -> str:
     """What is measured: method, dataset and its utility metric, attacks, the swept defense, seeds."""
     from vflpriv.reports.tables import utility_label
 
-    swept = experiment.swept
-    defense = (f"defense {swept.name} ({swept.phase}) swept over {', '.join(f'{s:g}' for s in experiment.strengths)}"
-               if swept else "no defense")
+    swept, defense = experiment.swept, "no defense"
+    if swept and experiment.strengths:
+        defense = f"defense {swept.name} ({swept.phase}) swept over {', '.join(f'{s:g}' for s in experiment.strengths)}"
+    elif swept:
+        own = ", ".join(f"{k}={v}" for k, v in swept.options.items() if v is not None)
+        defense = f"defense {swept.name} ({swept.phase}) at {own}"
     metric = _dataset_metric(experiment)
     return (f"{experiment.method.name} on {experiment.dataset.name} (utility: {utility_label(metric)}); attack "
             f"{', '.join(experiment.attack.names())} ({experiment.attack.phase}); {defense}; seeds "

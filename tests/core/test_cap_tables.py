@@ -1,0 +1,133 @@
+"""The tables built on CAP and DCS, by hand: which run is a defended run's undefended reference, CAP per seed, what a
+table's status says, T-DCS, the per-strength summary."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vflpriv.tradeoff.cap import (
+    WORST,
+    cap_table,
+    reference_utility,
+    seed_caps,
+    strength_summary,
+    t_dcs,
+    worst_case_runs,
+)
+
+SETTING = dict(method="m", dataset="d", phase="finetune")
+
+
+def _config(attack: str = "mc", seed: int = 0, lr: float = 0.1) -> str:
+    return json.dumps({"seed": seed, "finetune": {"lr": lr}, "attack": {"name": attack}, "defenses": [{"name": "iso"}]})
+
+
+def _row(**fields) -> dict:
+    base = dict(**SETTING, attack="mc", defense="iso", strength=1.0, strength_identity=0.0, seed=0, status="ok",
+                utility=0.5, attack_accuracy=0.5, num_classes=2, config=_config(), training_under_attack=False)
+    return {**base, **fields}
+
+
+def test_the_reference_is_the_successful_undefended_run_of_the_same_settings_and_seed():
+    runs = pd.DataFrame([
+        _row(strength=0.0, status="failed", utility=0.1),  # failed at the identity: never a reference
+        _row(strength=0.0, utility=0.9),  # the swept defense at its identity
+        _row(strength=5.0, utility=0.4),
+        _row(defense="none", strength=0.0, utility=0.7, config=_config(seed=1)),  # no defense: seed 1's reference
+        _row(strength=5.0, utility=0.3, config=_config(seed=1)),
+        _row(strength=5.0, utility=0.2, config=_config(lr=0.5)),  # other settings: no reference
+        _row(strength=5.0, utility=0.2, config=""),  # no config: no reference, no error
+    ])
+    assert reference_utility(runs).tolist()[1:5] == [0.9, 0.9, 0.7, 0.7]
+    assert math.isnan(reference_utility(runs).iloc[5]) and math.isnan(reference_utility(runs).iloc[6])
+
+
+def test_a_passive_attack_shares_the_reference_an_acting_attack_needs_its_own():
+    runs = pd.DataFrame([
+        _row(strength=0.0, utility=0.9, config=_config("mc")),
+        _row(attack="gc", strength=5.0, utility=0.4, config=_config("gc")),  # passive: the mc run's training is its
+        _row(attack="mc-active", strength=5.0, utility=0.3, config=_config("mc-active"), training_under_attack=True),
+    ])
+    reference = reference_utility(runs)
+    assert reference.iloc[1] == 0.9 and math.isnan(reference.iloc[2])
+    without = runs.drop(columns=["training_under_attack"])  # older records: every attack passive
+    assert reference_utility(without).iloc[2] == 0.9
+
+
+def test_the_identity_defaults_to_zero_where_the_records_do_not_say():
+    runs = pd.DataFrame([_row(strength=0.0, utility=0.9), _row(strength=5.0, utility=0.4)]).drop(
+        columns=["strength_identity"])
+    assert reference_utility(runs).tolist() == [0.9, 0.9]
+
+
+def test_seed_caps_is_one_cap_per_seed_over_the_group_s_strengths():
+    runs = pd.DataFrame([_row(strength=s, seed=seed, utility=u, attack_accuracy=a)
+                         for seed, values in ((0, ((1.0, 0.8, 0.5), (5.0, 0.6, 0.25))),
+                                              (1, ((1.0, 0.9, 0.4), (5.0, 0.5, 0.5))))
+                         for s, u, a in values] + [_row(strength=5.0, seed=2, utility=0.9, attack_accuracy=0.1),
+                                                   _row(strength=1.0, seed=2, status="failed")])
+    caps = seed_caps(runs, ["method", "attack"])
+    assert caps[["seed", "cap"]].values.tolist() == [[0, pytest.approx((0.4 + 0.45) / 2)],
+                                                      [1, pytest.approx((0.54 + 0.25) / 2)]]  # seed 2 failed at 1
+
+
+def test_cap_table_says_what_its_number_covers():
+    rows = [_row(strength=s, seed=seed, utility=0.8, attack_accuracy=0.5) for s in (1.0, 5.0) for seed in (0, 1)]
+    partial = pd.DataFrame(rows + [_row(strength=1.0, seed=2), _row(strength=5.0, seed=2, status="failed")])
+    (row,) = cap_table(partial).to_dict("records")
+    assert row["status"].startswith("partial: seeds 2 left out") and row["n_seeds"] == 2 and row["cap"] == 0.4
+    none = pd.DataFrame([_row(strength=1.0, seed=0), _row(strength=5.0, seed=1)])
+    (row,) = cap_table(none).to_dict("records")
+    assert row["status"] == "incomplete: no seed succeeded at every strength (seeds 0, 1)" and math.isnan(row["cap"])
+    failed = pd.DataFrame([_row(strength=1.0), _row(strength=5.0, status="failed")])
+    (row,) = cap_table(failed).to_dict("records")
+    assert row["status"] == "incomplete: strengths 5 failed" and row["n_seeds"] == 0
+    na = pd.DataFrame([_row(status="n/a", error="not federated")])
+    (row,) = cap_table(na).to_dict("records")
+    assert (row["status"], row["n_seeds"]) == ("n/a: not federated", 0) and math.isnan(row["dcs"])
+
+
+def test_cap_table_keeps_the_order_of_its_groups():
+    rows = [_row(method=m, strength=s) for m in ("zeta", "alpha") for s in (1.0, 5.0)]
+    assert cap_table(pd.DataFrame(rows))["method"].tolist() == ["zeta", "alpha"]
+
+
+def test_dcs_of_a_binary_task_and_only_where_every_seed_has_its_reference():
+    rows = [_row(strength=s, seed=seed, utility=u, attack_accuracy=a, config=_config(seed=seed))
+            for seed in (0, 1) for s, u, a in ((0.0, 0.9, 0.75), (5.0, 0.7, 0.5))]
+    (row,) = cap_table(pd.DataFrame(rows)).to_dict("records")
+    per_strength = [1 / (1 + math.sqrt(0.5 * 0.5**2)), 1 / (1 + math.sqrt(0.5 * 0.2**2))]  # AP 0.5; dMP 0.2
+    assert row["dcs"] == pytest.approx(np.mean(per_strength)) and row["dcs_std"] == pytest.approx(0.0)
+    rows[3]["config"] = _config(seed=1, lr=0.5)  # seed 1's defended run has no undefended run of its settings
+    (row,) = cap_table(pd.DataFrame(rows)).to_dict("records")
+    assert row["n_seeds"] == 2 and math.isnan(row["dcs"])  # one seed without a reference: no DCS at all
+
+
+def test_t_dcs_averages_the_attacks_not_the_worst_case():
+    caps = pd.DataFrame([dict(**SETTING, defense="iso", attack=a, dcs=v)
+                         for a, v in (("mc", 0.8), ("gc", 0.6), (WORST, 0.1), ("dli", float("nan")))])
+    (row,) = t_dcs(caps).to_dict("records")
+    assert row["t_dcs"] == pytest.approx(0.7) and row["attacks"] == "mc, gc"
+    assert t_dcs(caps.assign(variant="v"))["variant"].tolist() == ["v"]
+
+
+def test_strength_summary_means_and_population_stds_per_strength():
+    rows = [_row(strength=s, seed=seed, utility=u, attack_accuracy=a, prior_accuracy=p, utility_metric="accuracy",
+                 strength_axis="lambda", strength_stronger="higher")
+            for seed, values in ((0, ((1.0, 0.8, 0.6, 0.5),)), (1, ((1.0, 0.6, 0.8, 0.5),))) for s, u, a, p in values]
+    (row,) = strength_summary(pd.DataFrame(rows)).to_dict("records")
+    assert (row["utility_mean"], row["utility_std"]) == (pytest.approx(0.7), pytest.approx(0.1))
+    assert (row["leakage_mean"], row["leakage_std"]) == (pytest.approx(0.2), pytest.approx(0.1))
+    assert row["n_seeds"] == 2
+
+
+def test_the_worst_case_row_is_honest_and_without_attack_records_there_is_none():
+    (worst,) = worst_case_runs(pd.DataFrame([_row(prior_accuracy=0.3), _row(attack="gc", prior_accuracy=0.3)]
+                                            )).to_dict("records")
+    assert worst["training_under_attack"] is False and worst["strongest"] in ("mc", "gc")
+    assert worst_case_runs(pd.DataFrame([{"method": "m", "utility": 0.5}])).empty
