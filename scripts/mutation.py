@@ -20,6 +20,7 @@ import argparse
 import ast
 import hashlib
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -47,34 +48,47 @@ KEPT = [
 
 @dataclass(frozen=True)
 class Group:
-    """Modules mutated together, the tests that must kill their mutants, and (optionally) the only functions of a
-    single module to mutate."""
+    """Modules mutated one session each, with the tests that must kill their mutants (pytest arguments, fast and
+    targeted first: ``-x`` stops at the first failure), and optionally the only functions to mutate."""
 
-    modules: list[str]
-    tests: list[str]
+    tests: dict[str, list[str]]
     functions: list[str] = field(default_factory=list)
 
+    @property
+    def modules(self) -> list[str]:
+        return list(self.tests)
 
+
+CANARIES = "tests/audit/test_canaries.py"
 GROUPS = {
-    "tradeoff": Group(["tradeoff/cap.py", "tradeoff/leakage.py", "tradeoff/epsilon.py",
-                       "vflpriv/common/empirical_epsilon.py"],
-                      ["tests/core/test_published_numbers.py", "tests/core/test_cap_tables.py",
-                       "tests/core/test_cap.py", "tests/audit/test_leakage_stats.py", "tests/audit/test_canaries.py"]),
-    "scoring": Group(["vflpriv/runner/scoring.py", "attacks/search.py"],
-                     ["tests/attacks/test_scoring_by_hand.py", "tests/attacks/test_scored_targets.py",
-                      "tests/attacks/test_attack_scoring.py",
-                      "tests/attacks/test_attack_search.py", "tests/audit/test_canaries.py"]),
-    "prior": Group(["vflpriv/runner/prior.py"],
-                   ["tests/attacks/test_scored_targets.py", "tests/audit/test_own_ssl_prior.py"]),
-    "defenses": Group(["defenses/iso.py", "defenses/gaussian_message.py", "defenses/dp_gaussian.py",
-                       "defenses/label_dp.py"],
-                      ["tests/core/test_iso_defense.py", "tests/defenses/test_dp_gaussian.py",
-                       "tests/defenses/test_defenses_anchors.py", "tests/defenses/test_defense_label_dp.py",
-                       "tests/defenses/test_defense_iso_channel.py", "tests/defenses/test_defenses_issue36.py"]),
-    "engine": Group(["vflpriv/engine/channel.py", "vflpriv/data/scenario.py", "vflpriv/workflows/conformance.py"],
-                    ["tests/engine/test_channel.py", "tests/core/test_scenario.py", "tests/audit/test_audit.py"]),
-    "keys": Group(["vflpriv/config/schema.py"], ["tests/core/test_keys.py", "tests/core/test_published_numbers.py",
-                                                 "tests/core/test_config.py"],
+    "tradeoff": Group({
+        "tradeoff/cap.py": ["tests/core/test_cap_tables.py", "tests/core/test_published_numbers.py",
+                            "tests/core/test_cap.py"],
+        "tradeoff/leakage.py": ["tests/audit/test_leakage_stats.py", "tests/core/test_published_numbers.py"],
+        "tradeoff/epsilon.py": [CANARIES],
+        "vflpriv/common/empirical_epsilon.py": [CANARIES, "tests/attacks/test_scoring_by_hand.py"],
+    }),
+    "scoring": Group({
+        "vflpriv/runner/scoring.py": ["tests/attacks/test_scoring_by_hand.py", "tests/attacks/test_scored_targets.py",
+                                      "tests/attacks/test_attack_scoring.py", CANARIES],
+        "attacks/search.py": ["tests/attacks/test_scored_targets.py", "tests/attacks/test_attack_search.py"],
+    }),
+    "prior": Group({"vflpriv/runner/prior.py": ["tests/attacks/test_scored_targets.py",
+                                                "tests/audit/test_own_ssl_prior.py"]}),
+    "defenses": Group({
+        "defenses/iso.py": ["tests/core/test_iso_defense.py", "tests/core/test_published_numbers.py",
+                            "tests/defenses/test_defense_iso_channel.py"],
+        "defenses/gaussian_message.py": ["tests/defenses/test_defenses_anchors.py"],
+        "defenses/dp_gaussian.py": ["tests/defenses/test_dp_gaussian.py"],
+        "defenses/label_dp.py": ["tests/defenses/test_defense_label_dp.py", "tests/defenses/test_defenses_issue36.py"],
+    }),
+    "engine": Group({
+        "vflpriv/engine/channel.py": ["tests/engine/test_channel.py"],
+        "vflpriv/data/scenario.py": ["tests/core/test_scenario.py", CANARIES],
+        "vflpriv/workflows/conformance.py": ["tests/audit/test_audit.py", "-k", "conformance or labels_reaching"],
+    }),
+    "keys": Group({"vflpriv/config/schema.py": ["tests/core/test_keys.py", "tests/core/test_published_numbers.py",
+                                                "tests/core/test_config.py"]},
                   functions=["config_hash", "keyed", "key", "training_key"]),
 }
 
@@ -114,7 +128,7 @@ def _config(session: str, module: str, group: Group, work: Path, timeout: float)
         f"module-path = {json.dumps(module)}",
         f"timeout = {timeout}",
         "excluded-modules = []",
-        f"test-command = {json.dumps(' '.join(_tests(group)))}",
+        f"test-command = {json.dumps(' '.join(shlex.quote(a) for a in _tests(group, module)))}",
         "[cosmic-ray.distributor]",
         'name = "local"',
         "[cosmic-ray.filters.operators-filter]",
@@ -139,13 +153,13 @@ def _digest(paths: list[str]) -> str:
     return hashlib.sha256(b"".join((ROOT / p).read_bytes() for p in paths)).hexdigest()[:16]
 
 
-def _retest(db: Path, jobs: list[list], group: Group, timeout: float) -> list[list]:
+def _retest(db: Path, jobs: list[list], group: Group, module: str, timeout: float) -> list[list]:
     """Each stage-1 survivor run again against the group's tests as they are now (tests only grow: a mutant they
     killed stays killed), applied with ``cosmic-ray apply`` and the file restored after; results kept per tests'
     digest in ``<session>.retest.json``."""
     state_path = db.with_suffix(".retest.json")
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
-    tests = _digest([*group.tests, "tests/conftest.py"])
+    tests = _digest([*(t for t in group.tests[module] if t.startswith("tests/")), "tests/conftest.py"])
     for job, result in jobs:
         if not result or result.get("test_outcome") != "survived":
             continue
@@ -157,7 +171,7 @@ def _retest(db: Path, jobs: list[list], group: Group, timeout: float) -> list[li
             try:
                 _run(str(BIN / "cosmic-ray"), "apply", m["module_path"], m["operator_name"], str(m["occurrence"]))
                 try:
-                    done = subprocess.run(_tests(group), cwd=ROOT, capture_output=True, timeout=timeout)
+                    done = subprocess.run(_tests(group, module), cwd=ROOT, capture_output=True, timeout=timeout)
                     outcome = "survived" if done.returncode == 0 else "killed"
                 except subprocess.TimeoutExpired:
                     outcome = "killed"
@@ -170,8 +184,8 @@ def _retest(db: Path, jobs: list[list], group: Group, timeout: float) -> list[li
     return jobs
 
 
-def _tests(group: Group) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *group.tests]
+def _tests(group: Group, module: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *group.tests[module]]
 
 
 def run_group(name: str, group: Group, work: Path, timeout: float) -> list[list]:
@@ -193,7 +207,7 @@ def run_group(name: str, group: Group, work: Path, timeout: float) -> list[list]
         start = time.time()
         subprocess.run([str(BIN / "cosmic-ray"), "exec", str(config), str(db)], check=True, cwd=ROOT)
         found = _retest(db, [json.loads(line) for line in _run(str(BIN / "cosmic-ray"), "dump", str(db)).splitlines()],
-                        group, timeout)
+                        group, module, timeout)
         print(f"{session}: {time.time() - start:.0f} s", flush=True)
         _clean()  # every file restored
         jobs += found
