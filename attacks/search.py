@@ -72,8 +72,7 @@ def holdout_split(y: torch.Tensor, *, generator: torch.Generator) -> tuple[torch
     for c in y.unique().tolist():
         members = (y == c).nonzero().flatten()
         order = members[torch.randperm(members.numel(), generator=generator, device=generator.device).to(y.device)]
-        k = int(math.floor(members.numel() * HOLDOUT_SHARE)) if members.numel() >= 2 else 0
-        k = max(k, 1) if members.numel() >= 2 else 0
+        k = max(1, math.floor(members.numel() * HOLDOUT_SHARE)) if members.numel() >= 2 else 0
         held.append(order[:k])
         fit.append(order[k:])
     fit_ids, held_ids = torch.cat(fit).sort().values, torch.cat(held).sort().values

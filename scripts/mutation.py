@@ -1,7 +1,7 @@
 """Mutation testing of the code behind vflpriv's published numbers, with cosmic-ray (the ``mutation`` extra).
 
     git worktree add /tmp/vflpriv-mutation HEAD && cd /tmp/vflpriv-mutation
-    python -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[dev,mutation]'
+    python -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[dev,search,mutation]'
     .venv/bin/python scripts/mutation.py --record benchmarks/results/mutation.md
 
 Cosmic-ray changes one source file at a time on disk, runs the group's tests (``-x``: the first failure kills the

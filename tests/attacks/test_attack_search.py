@@ -160,3 +160,52 @@ def test_the_given_options_alone_reproduce_the_untuned_attack(tmp_path, monkeypa
     (tuned,) = run(_tuned_run(tune=True, search_space=one))
     assert tuned.attack_selected == "{}" and tuned.attack_accuracy == plain.attack_accuracy
     assert plain.attack_accuracy_oracle != plain.attack_accuracy_oracle  # NaN: an untuned run has no oracle
+
+
+def test_the_holdout_takes_a_quarter_of_each_class_at_least_one_and_none_of_a_single_sample():
+    y = torch.tensor([0] * 8 + [1] * 2 + [2] * 3 + [3])
+    fit, held = holdout_split(y, generator=torch.Generator().manual_seed(0))
+    assert torch.bincount(y[held], minlength=4).tolist() == [2, 1, 1, 0]
+    assert torch.bincount(y[fit], minlength=4).tolist() == [6, 1, 2, 1]
+
+
+@pytest.mark.parametrize(("size", "rounds", "how"), [(1, 0, "grid of 1"), (2, 1, "successive halving"),
+                                                      (4, 1, "successive halving"), (16, 2, "successive halving")])
+def test_halving_runs_ceil_log4_rounds_and_a_single_candidate_runs_whole(size, rounds, how):
+    space = {"skill": tuple(round(i / (size - 1), 3) for i in range(1, size))} if size > 1 else {"skill": ()}
+    found = search(ToyAttack(ToyOptions(epochs=64)), toy_view(), budget=32, seed=0, space=space,
+                   refit=lambda winner: {})
+    assert how in found.how
+    fractions = sorted({t.fraction for t in found.trials})
+    assert fractions == ([1.0] if rounds == 0 else [4.0 ** (r - rounds) for r in range(rounds)])
+    assert found.selected == ({"skill": 1.0} if size > 1 else {})  # the only candidate right on every holdout row
+
+
+def test_ties_go_to_the_earlier_candidate_the_options_as_given_first():
+    flat = {"noise": (0, 1, 2)}  # noise only changes which wrong class: every candidate scores the same
+    for budget in (8, 2):  # halving (3 candidates) and, past the budget, Optuna
+        if budget == 2:
+            pytest.importorskip("optuna")
+        found = search(ToyAttack(ToyOptions(skill=0.5)), toy_view(), budget=budget, seed=0, space=flat,
+                       refit=lambda winner: {})
+        assert found.selected == {} and len({t.aux_accuracy for t in found.trials}) == 1
+
+
+def test_a_scaled_budget_never_drops_below_one_and_a_whole_one_is_untouched():
+    from vflpriv.attacks.search import _with
+
+    assert _with(ToyAttack(ToyOptions(epochs=10)), {}, 1 / 64).options.epochs == 1
+    assert _with(ToyAttack(ToyOptions(epochs=40)), {}, 1 / 64).options.epochs == 1
+    assert _with(ToyAttack(ToyOptions(epochs=40)), {"skill": 1.0}, 1.0).options.epochs == 40
+    assert _with(ToyAttack(ToyOptions(epochs=40)), {}, 0.25).options.epochs == 10
+
+
+def test_optuna_trials_run_whole_budgets_and_start_from_the_options_as_given():
+    pytest.importorskip("optuna")
+    space = {"skill": (0.1, 0.2, 0.3, 0.5, 0.8, 1.0), "noise": (0, 1, 2)}
+    found = search(ToyAttack(ToyOptions(epochs=3, skill=0.2)), toy_view(), budget=6, seed=1, space=space,
+                   refit=lambda winner: {})
+    assert found.trials[0].options == {} and {t.fraction for t in found.trials} == {1.0}
+    assert all(e == 3 for _, _, e in ToyAttack.calls)
+    best = max(found.trials, key=lambda t: t.aux_accuracy)
+    assert found.selected == best.options and all(v != {"skill": 0.2}.get(k) for k, v in found.selected.items())

@@ -73,3 +73,77 @@ def test_per_target_interval_on_constructed_predictions():
     assert 0.88 <= covered / 200 <= 0.99, covered
     with pytest.raises(ValueError):
         sample_paired_leakage(["11"], ["1"])
+
+
+def test_the_random_effects_pool_is_dersimonian_laird_by_hand():
+    """Two seeds of different size and leakage: fixed weights 1/v, Cochran's Q, tau^2 = (Q - 1) / (S1 - S2 / S1),
+    weights 1 / (v + tau^2), the pooled mean and its normal interval."""
+    from vflpriv.tradeoff.leakage import sample_paired_leakage
+
+    a_hits, p_hits = ["1" * 30 + "0" * 10, "1" * 12 + "0" * 48], ["0" * 40, "0" * 60]
+    d = [np.array([1.0] * 30 + [0.0] * 10), np.array([1.0] * 12 + [0.0] * 48)]
+    m = np.array([x.mean() for x in d])
+    v = np.array([x.var(ddof=1) / x.size for x in d])
+    w = 1 / v
+    q = float((w * (m - (w * m).sum() / w.sum()) ** 2).sum())
+    tau2 = max(0.0, (q - 1) / (w.sum() - (w**2).sum() / w.sum()))
+    assert tau2 > 0  # the seeds disagree
+    w = 1 / (v + tau2)
+    pooled, se = (w * m).sum() / w.sum(), math.sqrt(1 / w.sum())
+    test = sample_paired_leakage(a_hits, p_hits)
+    assert test.leakage == pytest.approx(pooled) and test.ci_low == pytest.approx(pooled - 1.96 * se)
+    assert test.p_value == pytest.approx(stats.norm.sf(pooled / se)) and test.n_targets == 100
+
+
+def test_seeds_without_sampling_noise_pool_by_the_spread_of_their_means():
+    from vflpriv.tradeoff.leakage import sample_paired_leakage
+
+    one = sample_paired_leakage(["11"], ["00"])  # one seed, every pair differs the same way: no noise at all
+    assert (one.leakage, one.ci_low, one.ci_high, one.p_value, one.verdict) == (1.0, 1.0, 1.0, 0.0, "yes")
+    single = sample_paired_leakage(["1", "1"], ["0", "0"])  # one target per seed: no within-seed variance
+    assert (single.ci_low, single.ci_high, single.p_value) == (1.0, 1.0, 0.0)
+    spread = sample_paired_leakage(["1", "0"], ["0", "0"])  # means 1 and 0 over two seeds
+    assert spread.leakage == 0.5 and spread.ci_low == pytest.approx(0.5 - 1.96 * math.sqrt(0.5 / 2))
+    none = sample_paired_leakage(["01"], ["01"])
+    assert (none.p_value, none.verdict) == (1.0, "no")
+    noisy = sample_paired_leakage(["10"], ["00"])  # two targets: var(d) = 0.5, se = sqrt(0.5 / 2)
+    assert noisy.ci_low == pytest.approx(0.5 - 1.96 * 0.5) and noisy.verdict == "inconclusive"
+    with pytest.raises(ValueError, match="same, non-empty target set"):
+        sample_paired_leakage(["10"], ["0"])
+
+
+def test_two_seeds_get_a_t_interval_and_identical_seeds_an_exact_one():
+    two = paired_leakage(np.array([0.8, 0.9]), np.array([0.7, 0.7]))
+    half = stats.t.ppf(0.975, 1) * np.std([0.1, 0.2], ddof=1) / math.sqrt(2)
+    assert (two.ci_low, two.ci_high) == pytest.approx((0.15 - half, 0.15 + half))
+    same = paired_leakage(np.array([0.5, 0.5]), np.array([0.5, 0.5]))
+    assert (same.ci_low, same.ci_high, same.p_value, same.verdict) == (0.0, 0.0, 1.0, "no")
+    up = paired_leakage(np.array([0.75, 0.75]), np.array([0.5, 0.5]))
+    assert (up.ci_low, up.p_value, up.verdict) == (0.25, 0.0, "yes")
+
+
+def test_the_per_target_test_needs_every_record_s_outcomes_else_the_per_seed_one():
+    from vflpriv.tradeoff.leakage import SAMPLE_TEST_NAME, TEST_NAME, leakage_test
+
+    records = pd.DataFrame([dict(seed=s, status="ok", attack_accuracy=0.75, prior_accuracy=0.5, attack_hits="1101",
+                                 prior_hits="0101") for s in (0, 1)])
+    assert leakage_test(records).test == SAMPLE_TEST_NAME
+    for broken in ("", "110", None):
+        partial = records.copy()
+        partial.loc[1, "attack_hits"] = broken
+        assert leakage_test(partial).test == TEST_NAME, broken
+    prior_missing = records.copy()
+    prior_missing.loc[0, "prior_hits"] = None
+    assert leakage_test(prior_missing).test == TEST_NAME
+    assert leakage_test(records.drop(columns=["prior_hits"])).test == TEST_NAME
+    failed = records.assign(status=["ok", "failed"])
+    assert leakage_test(failed).n_seeds == 1
+
+
+def test_falls_to_prior_at_leakage_exactly_the_margin_and_reports_that_strength_s_numbers():
+    rows = pd.DataFrame([dict(strength=s, strength_axis="lambda", strength_stronger="higher", seed=0, status="ok",
+                              attack_accuracy=a, prior_accuracy=0.5, utility=u) for s, a, u in
+                         ((1.0, 0.9, 0.8), (5.0, 0.75, 0.7))])
+    assert falls_to_prior(rows, margin=0.25) == {"strength": 5.0, "axis": "lambda", "leakage": 0.25, "utility": 0.7}
+    assert falls_to_prior(rows.iloc[1:], margin=0.25)["axis"] == "lambda"
+    assert falls_to_prior(rows.assign(status="failed")) is None
