@@ -91,3 +91,7 @@ def _root(ctx: typer.Context, version: bool = typer.Option(False, "--version", c
                                                            help="Print vflpriv's version and exit.")) -> None:
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
+
+
+#: ``--quiet`` of every command that trains: no progress on stderr (results and errors are still printed).
+QUIET = typer.Option(False, "--quiet", help="no progress lines (runs done, time left) on stderr")

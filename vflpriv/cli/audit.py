@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from vflpriv.cli.app import app, command_line
+from vflpriv.cli.app import QUIET, app, command_line
 from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError, IncompatibleError
@@ -113,6 +113,7 @@ def audit(
     search_budget: Optional[int] = SEARCH_BUDGET,
     canaries: Optional[int] = typer.Option(None, help="random-label canaries for the empirical epsilon (audit.canaries; "
                                            f"default one in {AUTO_SHARE} of partition.labeled, at most {AUTO_CANARIES}; 0: none)"),
+    quiet: bool = QUIET,
 ) -> None:
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
     from vflpriv.reports.audit import audit_markdown, audit_summary
@@ -136,7 +137,7 @@ def audit(
         return
     results = run_into_store(runs, out, jobs=cfg.jobs, backend=cfg.backend, address=address,
                              runs_per_gpu=cfg.runs_per_gpu, store_path=store,
-                             console=console, overwrite=overwrite)
+                             console=console, overwrite=overwrite, show_progress=not quiet)
     summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=_context(cfg))
     (out / "audit.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     (out / "audit.md").write_text(audit_markdown(summary))

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from vflpriv.cli.app import app, fail
+from vflpriv.cli.app import QUIET, app, fail
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.parse import apply_override, check_shape, resolve_method_options, validate
@@ -96,6 +96,7 @@ def evaluate(
     tune_attacks: Optional[bool] = TUNE_ATTACKS,
     search_budget: Optional[int] = SEARCH_BUDGET,
     canaries: Optional[int] = CANARIES,
+    quiet: bool = QUIET,
 ) -> None:
     """Sweep a defense's strength x seeds for one method and attack; write results, CAP and a plot."""
     from vflpriv.workflows.experiment import early_workers, evaluate_experiment
@@ -112,7 +113,7 @@ def evaluate(
         warm.cancel()
         raise
     results = evaluate_experiment(experiment, out, store_path=store, address=address, console=make_console(),
-                                  warm=warm, overwrite=overwrite)
+                                  warm=warm, overwrite=overwrite, show_progress=not quiet)
     failed = int((results["status"] == "failed").sum())
     if failed:
         fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)

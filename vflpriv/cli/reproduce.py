@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from vflpriv.cli.app import app, command_line, fail
+from vflpriv.cli.app import QUIET, app, command_line, fail
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
 
@@ -22,6 +22,7 @@ def reproduce(
                                    help="override a setting of every part, e.g. seeds=[0,1,2,3,4] or a budget"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings (default 2)"),
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
+    quiet: bool = QUIET,
 ) -> None:
     """Run a table analogue (resumable) and write reproduction.md: vflpriv's numbers, the paper's, each claim."""
     from vflpriv.workflows import reproductions
@@ -43,7 +44,7 @@ def reproduce(
     runs = _runs(grids)
     from vflpriv.workflows.experiment import run_into_store
 
-    results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console)
+    results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console, show_progress=not quiet)
     from vflpriv.workflows.reproductions.report import records, write
 
     paths = write(analogue, records(out / "results.sqlite", analogue.by, targets=analogue.targets), out,

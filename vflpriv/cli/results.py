@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from vflpriv.cli.app import app, fail
+from vflpriv.cli.app import QUIET, app, fail
 from vflpriv.cli.evaluate import CANARIES, SEARCH_BUDGET, TUNE_ATTACKS
 from vflpriv.common.console import make_console
 from vflpriv.config.parse import apply_override
@@ -38,6 +38,7 @@ def sweep(
     tune_attacks: Optional[bool] = TUNE_ATTACKS,
     search_budget: Optional[int] = SEARCH_BUDGET,
     canaries: Optional[int] = CANARIES,
+    quiet: bool = QUIET,
 ) -> None:
     """Run a grid (methods x datasets x attacks x any axis x strengths x seeds) into one store; resumable."""
     from vflpriv.tradeoff.executors import Warm
@@ -70,7 +71,8 @@ def sweep(
     if dry_run:
         console.print(f"{len(grid.runs)} runs on {grid.trainings} trainings (dry run: nothing trained)")
         return
-    results = run_grid(grid, out, store_path=store, address=address, console=console, warm=warm, overwrite=overwrite)
+    results = run_grid(grid, out, store_path=store, address=address, console=console, warm=warm, overwrite=overwrite,
+                       show_progress=not quiet)
     failed = int((results["status"] == "failed").sum())
     if failed:
         fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from vflpriv.cli.app import app
+from vflpriv.cli.app import QUIET, app
 from vflpriv.cli.evaluate import build_experiment
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
@@ -37,6 +37,7 @@ def tune(
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
     device: Optional[str] = typer.Option(None, help="torch device"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
+    quiet: bool = QUIET,
 ) -> None:
     """Bisect a defense's strength (log scale) for the weakest at which an attack falls to the prior, over seeds."""
     import pandas as pd
@@ -87,7 +88,7 @@ def tune(
         frame = run_into_store(point.runs(), out, jobs=experiment.jobs, backend=experiment.backend,
                                runs_per_gpu=experiment.runs_per_gpu, store_path=store,
                                console=make_console(quiet=True), overwrite=overwrite or bool(frames), owns=owns,
-                               write_csv=False)
+                               write_csv=False, show_progress=not quiet)
         frames.append(frame)
         pd.concat(frames).drop_duplicates("key").drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
         ok = frame[frame["status"] == "ok"]

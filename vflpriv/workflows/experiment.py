@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError, Interrupted
+from vflpriv.common.progress import RunProgress
 from vflpriv.config.registry import METHODS
 from vflpriv.config.schema import ExperimentConfig, RunConfig, TrainingConfig, dataset_partition_defaults
 from vflpriv.store.folders import creatable, writable_folder
@@ -66,28 +66,25 @@ def run_into_store(
     except BaseException:
         warm.cancel()
         raise
-    progress_console = make_console(stderr=True)
-    progress = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=progress_console, transient=True,
-                        disable=not show_progress or not progress_console.is_terminal)
     notes: list[str] = []
+    progress: RunProgress | None = None
 
     def done(records) -> None:
-        progress.advance(task, len(records))
+        progress.advance(len(records))
         notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
 
-    with Store(store_path) as store, progress:
+    with Store(store_path) as store:
         if header is not None:  # everything checked: from here on, output is results
             console.print(header())
         drop_damaged(store, configs, on_note=notes.append)
         stored = sum(store.done(c.key()) for c in configs)
         console.print(f"{plural(len(configs), 'run')} on {plural(n_trainings, 'training')}: {stored} already in "
                       f"the store, {len(configs) - stored} to run")
-        task = progress.add_task("runs", total=len(configs), completed=stored)
         try:
-            results = sweep(configs, store, jobs=jobs, backend=backend, address=address, runs_per_gpu=runs_per_gpu,
-                            on_done=done,
-                            on_note=notes.append, checked=True)
+            with RunProgress(len(configs), done=stored, console=make_console(stderr=True),
+                             quiet=not show_progress) as progress:
+                results = sweep(configs, store, jobs=jobs, backend=backend, address=address,
+                                runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append, checked=True)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None

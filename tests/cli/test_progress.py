@@ -1,0 +1,71 @@
+"""Progress of long commands: a bar with runs done / total and the time left on a terminal, a plain line at most
+every 30 s (and one at the end) when piped, nothing with --quiet."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+from vflpriv.common.progress import RunProgress, clock_text
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _console(*, terminal: bool) -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    return Console(file=buffer, force_terminal=terminal, width=120), buffer
+
+
+def test_piped_progress_is_a_plain_line_every_30_seconds_with_the_time_left():
+    console, buffer = _console(terminal=False)
+    clock = Clock()
+    with RunProgress(10, done=2, console=console, clock=clock) as progress:
+        clock.now = 10.0
+        progress.advance(1)  # 10 s: too soon for a line
+        clock.now = 40.0
+        progress.advance(1)  # 40 s for 2 runs of the 8 to run: 20 s each, 6 left
+        clock.now = 50.0
+        progress.advance(1)  # 10 s after the last line: none
+        clock.now = 100.0
+        progress.advance(5)
+    lines = buffer.getvalue().splitlines()
+    assert lines == ["runs 4/10 (40%), 0:40 elapsed, about 2:00 left", "runs 10/10 (100%), 1:40 elapsed"]
+
+
+def test_quiet_progress_prints_nothing_and_a_resumed_command_with_nothing_to_run_is_silent():
+    for quiet, done in ((True, 0), (False, 5)):
+        console, buffer = _console(terminal=False)
+        with RunProgress(5, done=done, console=console, quiet=quiet, clock=Clock()) as progress:
+            progress.advance(5 - done)
+        assert buffer.getvalue() == ""
+
+
+def test_on_a_terminal_a_bar_shows_runs_done_of_the_total():
+    console, buffer = _console(terminal=True)
+    with RunProgress(4, console=console) as progress:
+        progress.advance(2)
+        progress.bar.refresh()
+    assert "2/4" in buffer.getvalue()
+
+
+def test_clock_text():
+    assert (clock_text(7), clock_text(245), clock_text(3723)) == ("0:07", "4:05", "1:02:03")
+
+
+def test_evaluate_reports_progress_unless_quiet(tmp_path):
+    args = ["evaluate", "--seeds", "0", "--strengths", "1", "--set", "finetune.epochs=1", "--set", "attack.prior=none",
+            "--jobs", "1"]
+    loud = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a")])
+    assert loud.exit_code == 0, loud.output
+    assert "runs 1/1 (100%)" in loud.output
+    quiet = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "b"), "--quiet"])
+    assert quiet.exit_code == 0 and "runs 1/1" not in quiet.output and "CAP" in quiet.output
