@@ -64,15 +64,31 @@ def _seeds(results: pd.DataFrame) -> list[tuple[str, str]]:
     return [(" / ".join(map(str, key)), ", ".join(map(str, sorted(set(seeds))))) for key, seeds in cells]
 
 
+def _leakage(table: Table | None, verdicts: list[dict]) -> str:
+    """The undefended verdicts (the worst case marked) and the leakage table, or why there is none."""
+    if table is None:
+        return ("<p class='note'>No leakage: these records hold no prior (attack.prior none), so no attack is "
+                "compared with what the adversary knows without the federation.</p>")
+    items = "".join(
+        f"<li class='verdict'>{html.escape(v['setting'])}, {html.escape(v['attack'])}: leaks beyond the prior: "
+        f"<strong>{html.escape(v['verdict'])}</strong> (leakage {v['leakage']:+.3f}, 95% CI "
+        f"[{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}]){' (worst case: the largest leakage)' if v['worst'] else ''}</li>"
+        for v in verdicts)
+    head = f"<h3>Verdicts without a defense</h3><ul>{items}</ul>" if verdicts else ""
+    return head + table.html()
+
+
 def _image(path: Path) -> str:
     data = base64.b64encode(path.read_bytes()).decode()
     return f"<img alt='{html.escape(path.stem)}' src='data:image/png;base64,{data}'>"
 
 
 def render_report(
-    results: pd.DataFrame, *, title: str, tables: list[Table], figures: list[Path], context: dict[str, str]
+    results: pd.DataFrame, *, title: str, tables: list[Table], figures: list[Path], context: dict[str, str],
+    leakage: Table | None = None, verdicts: list[dict] | None = None,
 ) -> str:
-    """The report page: context, settings, tables, figures (PNG files embedded), failed runs."""
+    """The report page: context, what leaked (the undefended verdicts and the leakage per strength), tables,
+    figures (PNG files embedded), settings, failed runs."""
     shared, varying = _settings(results)
     counts = results["status"].value_counts().to_dict()
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -83,6 +99,7 @@ def render_report(
                  + ", ".join(f"{v} {html.escape(str(k))}" for k, v in counts.items())
                  + f"; methods {html.escape(', '.join(dict.fromkeys(results['method'])))}; datasets "
                  f"{html.escape(', '.join(dict.fromkeys(results['dataset'])))}.</p>")
+    parts.append("<h2 id='leakage'>What leaked</h2>" + _leakage(leakage, verdicts or []))
     parts.append("<h2>Results</h2>" + "".join(t.html() for t in tables))
     parts.append("<h2>Privacy-utility trade-off</h2>" + "".join(_image(f) for f in figures if f.suffix == ".png"))
     parts.append("<h2>Configuration</h2><h3>Settings that differ between runs</h3>")

@@ -11,6 +11,7 @@ import pandas as pd
 from vflpriv.common.errors import ConfigError
 from vflpriv.reports.canaries import epsilon_tables
 from vflpriv.reports.html import render_report
+from vflpriv.reports.leakage import leakage_rows, leakage_table, verdicts
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
 from vflpriv.reports.plots import tradeoff_figures
 from vflpriv.store.provenance import versions
@@ -68,6 +69,9 @@ def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
     (out / "cap_tables.tex").write_text("\n".join(t.latex() for t in found))
     cap_csv(cap_table(results)).to_csv(out / "cap_tables.csv", index=False)
     strength_summary(results).to_csv(out / "strength_rows.csv", index=False)
+    rows = leakage_rows(results)
+    if not rows.empty:
+        rows.to_csv(out / "leakage.csv", index=False)
     empirical = epsilon_table(results[results["canaries"] > 0])
     if not empirical.empty:
         empirical.to_csv(out / "epsilon_table.csv", index=False)
@@ -84,7 +88,9 @@ def write_report(results: pd.DataFrame, out: Path, *, store: Path) -> Path:
     damaged = results.attrs.get("damaged", [])
     if damaged:
         context["damaged records left out"] = "; ".join(f"run {key}: {problem}" for key, problem in damaged)
-    page = render_report(results, title="vflpriv results", tables=found, figures=figures, context=context)
+    rows = leakage_rows(results)
+    page = render_report(results, title="vflpriv results", tables=found, figures=figures, context=context,
+                         leakage=leakage_table(rows), verdicts=verdicts(rows))
     path = out / "report.html"
     path.write_text(page)
     return path

@@ -113,12 +113,39 @@ def test_the_html_report_is_self_contained_and_renders_in_chromium(store, tmp_pa
     dom = chromium("--dump-dom").stdout
     assert dom.count("<table") >= 4 and dom.count("data:image/png;base64,") == 1
     assert "splitnn" in dom and "centralized-lr" in dom and "non-federated" in dom
+    leaked = dom[dom.index("<h2 id=\"leakage\">What leaked</h2>"):dom.index("<h2>Results</h2>")]
+    assert "Leakage beyond the adversary's prior" in leaked and "<th>prior</th>" in leaked and "<th>95% CI</th>" in leaked
+    assert "splitnn / digits / mc / iso / finetune</td><td>λ=1</td>" in leaked and "Verdicts: yes when" in leaked
     shot = tmp_path / "shot.png"
     chromium(f"--screenshot={shot}", "--window-size=1200,2400")
     from PIL import Image
 
     pixels = Image.open(shot).convert("L")
     assert sum(1 for count in pixels.histogram() if count) > 50  # text, tables, the figure: not a blank page
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium")
+def test_the_report_of_an_audit_s_records_says_what_leaked_with_each_verdict(tmp_path):
+    """Undefended records with per-target outcomes (as the audit writes them): the page lists each attack's verdict,
+    the worst case the attack with the largest leakage, and the leakage table with the prior and the interval."""
+    from vflpriv.reports.results import write_report
+    from vflpriv.store.records import RunRecord
+
+    outcomes = {"mc": ("1" * 60 + "0" * 40, "1" * 20 + "0" * 80), "gc": ("10" * 50, "10" * 50)}
+    records = pd.DataFrame([RunRecord(
+        key=f"{a}{s}", training_key=f"t{s}", method="splitnn", dataset="digits", attack=a, defense="none",
+        phase="finetune", strength=0.0, seed=s, utility=0.9, utility_metric="accuracy", num_classes=10,
+        attack_accuracy=h.count("1") / 100, prior_accuracy=p.count("1") / 100, attack_hits=h, prior_hits=p,
+        config=json.dumps({"seed": s})).to_dict() for a, (h, p) in outcomes.items() for s in (0, 1)])
+    page = write_report(records, tmp_path, store=tmp_path / "results.sqlite")
+    dom = subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                          page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    verdicts = dom[dom.index("Verdicts without a defense"):]
+    assert "splitnn / digits (finetune), mc: leaks beyond the prior: <strong>yes</strong> (leakage +0.400, 95% CI [" \
+        in verdicts
+    assert "(worst case: the largest leakage)" in verdicts.split("gc:")[0]  # mc's line, not gc's
+    assert "gc: leaks beyond the prior: <strong>no</strong> (leakage +0.000" in verdicts
+    assert (tmp_path / "leakage.csv").exists()
 
 
 def test_tune_bisects_to_the_weakest_sufficient_strength():
