@@ -75,6 +75,37 @@ def test_the_guide_aggvfl_method_is_complete_and_runs():
     assert record.utility > 0.5  # ten classes: far above chance (0.1)
 
 
+def test_a_method_s_declared_top_and_embedding_decide_what_applies_and_are_checked_on_its_messages():
+    """aggVFL declares its own top (a sum of logits) and class-logit embeddings: DLI applies to it with the default
+    model.out_dim, a finetune.top it would not read is refused, and a method declaring the wrong width is refused."""
+    from vflpriv.common.errors import ConformanceError, IncompatibleError
+    from vflpriv.config.schema import TrainingConfig
+    from vflpriv.runner.planning import plan
+    from vflpriv.workflows.conformance import check_conformance
+
+    aggvfl = _examples()["AggVFL"]
+    METHODS.register("guide-aggvfl", aggvfl)
+    (record,) = run(RunConfig.model_validate({**TINY, "method": {"name": "guide-aggvfl"}, "attack": {
+        "name": "dli", "prior": "none"}, "finetune": {"epochs": 2, "batch_size": 32}}))
+    assert record.status == "ok" and record.attack_accuracy == 1.0  # the sign rule on a sum of logits
+    with pytest.raises(IncompatibleError, match="has its own top \\(sum\\), so finetune.top is not read"):
+        plan(RunConfig.model_validate({**TINY, "method": {"name": "guide-aggvfl"}, "finetune": {"top": "mlp"}}))
+    with pytest.raises(IncompatibleError, match="one gradient entry per class"):  # split learning: out_dim units
+        plan(RunConfig.model_validate({**TINY, "attack": {"name": "dli", "prior": "none"}}))
+    training = {k: v for k, v in TINY.items() if k != "attack"}
+    passed = check_conformance(TrainingConfig.model_validate({**training, "method": {"name": "guide-aggvfl"},
+                                                              "finetune": {"epochs": 1}}))
+    assert "passive embeddings of the declared width (10 units)" in passed
+
+    class Misdeclared(aggvfl):
+        embedding = "out_dim"
+
+    METHODS.register("guide-misdeclared", Misdeclared)
+    with pytest.raises(ConformanceError, match="sends passive embeddings of 10 units, but declares 32"):
+        check_conformance(TrainingConfig.model_validate({**training, "method": {"name": "guide-misdeclared"},
+                                                         "finetune": {"epochs": 1}}))
+
+
 def test_the_guide_custom_loop_is_the_shipped_example():
     (block,) = [b for b in _blocks() if b.startswith("class FedBCD(Method)")]
     assert block in FEDBCD.read_text()

@@ -64,9 +64,26 @@ class Method:
     #: ``top:linear|mlp|sum``, ``local-updates``, and the hook points its training calls; the planner refuses
     #: a setting or an attack needing anything else. A method with its own loop declares what it calls.
     supports: ClassVar[frozenset[str]] = SHARED_LOOP
+    #: The active party's top when the method has its own (``sum``: the parties' class logits summed, no parameters,
+    #: as aggVFL), not ``finetune.top``: the planner refuses a ``finetune.top`` set to another, and attacks are judged
+    #: by this one. None: the shared loop's ``finetune.top``.
+    top: ClassVar[str | None] = None
+    #: What a passive party's embedding is: ``out_dim`` (``model.out_dim`` units: its bottom's output) or ``classes``
+    #: (one unit per class: class logits, as aggVFL sends). The conformance check measures it on the messages.
+    embedding: ClassVar[str] = "out_dim"
 
     def __init__(self, options: BaseModel):
         self.options = options
+
+    def declared(self, run, *, num_classes: int):
+        """``run`` as this method really trains it: ``finetune.top`` its own top, ``model.out_dim`` the width of the
+        embeddings it sends (what attacks' ``incompatible`` read)."""
+        width = num_classes if self.embedding == "classes" else run.model.out_dim
+        top = self.top or run.finetune.top
+        if (top, width) == (run.finetune.top, run.model.out_dim):
+            return run
+        return run.model_copy(update={"finetune": run.finetune.model_copy(update={"top": top}),
+                                      "model": run.model.model_copy(update={"out_dim": width})})
 
     @classmethod
     def passive_receives(cls) -> frozenset[tuple[str, str]]:

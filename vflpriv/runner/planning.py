@@ -132,7 +132,10 @@ def _check_backward(config: TrainingConfig, defenses: list) -> None:
 def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
     """``finetune.top`` and ``finetune.local_updates`` apply to methods that finetune with the shared loop."""
     supported, name, ft = method.supported(), config.method.name, config.finetune
-    if f"top:{ft.top}" not in supported:
+    if method.top is not None and "top" in ft.model_fields_set and ft.top != method.top:
+        raise IncompatibleError(f"finetune.top={ft.top}: method '{name}' has its own top ({method.top}), so "
+                                "finetune.top is not read; remove the setting")
+    if method.top is None and f"top:{ft.top}" not in supported:
         tops = ", ".join(sorted(s.split(":")[1] for s in supported if s.startswith("top:")))
         raise IncompatibleError(f"finetune.top={ft.top}: method '{name}' trains its own classifier, not the shared "
                                 f"loop's top; valid here: {tops}")
@@ -335,7 +338,7 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     if cfg.tune:
         check_search_space(cls, attack, run)
         space = search_space(attack, cfg.search_space)
-    reason = attack.incompatible(run, num_classes=dataset.num_classes)
+    reason = attack.incompatible(method.declared(run, num_classes=dataset.num_classes), num_classes=dataset.num_classes)
     if reason:
         raise IncompatibleError(f"attack '{cfg.name}': {reason}")
     if run.partition.aux == 0 and attack.needs_aux:

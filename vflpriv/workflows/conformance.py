@@ -6,7 +6,9 @@ it. A method is refused when
 1. it sends a message it does not declare in ``sends`` (the channel raises on the first one);
 2. it declares no adversary snapshot: pretraining must return a module for every party, and the
    trained model a bottom model for every party;
-3. one party's data reaches another party's model without passing the channel, in either direction.
+3. its passive parties' finetuning embeddings are not as wide as it declares (``Method.embedding``: attacks such
+   as DLI are judged by that declaration);
+4. one party's data reaches another party's model without passing the channel, in either direction.
    The method is trained through a channel that replaces every payload with zeros, so nothing that
    crossed the channel carries information, three times: on the real data, with the passive parties'
    features rolled by half the rows, and with the active party's features rolled and its labels shifted
@@ -33,7 +35,7 @@ from torch import nn
 
 from vflpriv.common.errors import ConformanceError, ProtocolError
 from vflpriv.config.schema import TrainingConfig
-from vflpriv.engine import Message
+from vflpriv.engine import EMBEDDING, PRETRAIN, Message
 from vflpriv.runner.execution import build_federation
 from vflpriv.runner.planning import Plan, plan_training
 
@@ -57,6 +59,8 @@ class ZeroedRun:
 
     logits: torch.Tensor
     passive: dict[int, dict[str, nn.Module]]
+    #: The widths of the embeddings the passive parties sent in finetuning and inference (the method's declaration).
+    widths: set[int]
 
 
 def _with_dataset(p: Plan, **changes) -> Plan:
@@ -87,6 +91,14 @@ def _zeroed_run(p: Plan) -> ZeroedRun:
     torch.manual_seed(0)  # a method drawing from the global RNG gets the same draws in every run
     fed = build_federation(p, transforms=[ZeroPayloads()])
     method, name = p.method, p.config.method.name
+    widths: set[int] = set()
+
+    def measure(message: Message, payload) -> None:
+        if message.kind == EMBEDDING and message.phase != PRETRAIN and message.sender != 0 \
+                and isinstance(payload, torch.Tensor):
+            widths.add(int(payload.shape[-1]))
+
+    fed.channel.observers.append(measure)
     pretrained = method.pretrain(fed) if method.pretrains else None
     if method.pretrains and (not isinstance(pretrained, (list, tuple)) or len(pretrained) != len(fed.parties)
                              or not all(isinstance(m, nn.Module) for m in pretrained)):
@@ -102,7 +114,8 @@ def _zeroed_run(p: Plan) -> ZeroedRun:
                             "with one bottom model per party")
     for k in snapshots:
         snapshots[k]["finetuning"] = bottoms[k]
-    return ZeroedRun(method.predict(fed, trained).detach().nan_to_num(), snapshots)
+    logits = method.predict(fed, trained).detach().nan_to_num()
+    return ZeroedRun(logits, snapshots, widths)
 
 
 def _same_module(a: nn.Module, b: nn.Module) -> bool:
@@ -143,6 +156,12 @@ def check_conformance(config: TrainingConfig) -> list[str]:
             f"method '{name}' lets the passive parties' features reach the active party's predictions "
             "without the channel: with every payload zeroed, changing those features changed the test logits"
         )
+    declared = p.method.declared(p.config, num_classes=p.scenario.dataset.num_classes).model.out_dim
+    if real.widths - {declared}:
+        raise ConformanceError("refused: "
+            f"method '{name}' sends passive embeddings of {', '.join(map(str, sorted(real.widths)))} units, but declares "
+            f"{declared} (embedding = '{p.method.embedding}'): attacks are judged by the declaration; declare "
+            "embedding = 'classes' for class logits, or 'out_dim' for model.out_dim units")
     changed = _passive_changed(real, altered)
     if changed is not None:
         party, phase = changed
@@ -153,5 +172,6 @@ def check_conformance(config: TrainingConfig) -> list[str]:
             "fed.channel.send returned?)"
         )
     return ["declared traffic only", "an adversary snapshot for each phase",
+            f"passive embeddings of the declared width ({declared} units)",
             "passive features reach the active party only through the channel",
             "the active party's features and labels reach the passive parties only through the channel"]

@@ -36,6 +36,8 @@ class AggVFL(Method):
     """aggVFL with vflpriv's shared training loop: logits up, gradients down (split learning's traffic)."""
 
     Options = AggVFLOptions
+    top = "sum"  # its own top: finetune.top is not read, and attacks see a sum of class logits (DLI applies)
+    embedding = "classes"  # each passive party sends its C class logits, not model.out_dim units
 
     def _local_model(self, fed: Federation, party) -> nn.Module:
         encoder = build_encoder(party.spec, fed.model, generator=fed.generator)
