@@ -132,7 +132,7 @@ def _check_backward(config: TrainingConfig, defenses: list) -> None:
 def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
     """``finetune.top`` and ``finetune.local_updates`` apply to methods that finetune with the shared loop."""
     supported, name, ft = method.supported(), config.method.name, config.finetune
-    if method.top is not None and "top" in ft.model_fields_set and ft.top != method.top:
+    if method.top is not None and ft.top not in (method.top, type(ft).model_fields["top"].default):  # set, not read
         raise IncompatibleError(f"finetune.top={ft.top}: method '{name}' has its own top ({method.top}), so "
                                 "finetune.top is not read; remove the setting")
     if method.top is None and f"top:{ft.top}" not in supported:
