@@ -85,7 +85,7 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = copy.deepcopy(value)
 
 
-def _check_keys(data: dict[str, Any]) -> None:
+def _check_keys(data: dict[str, Any], where: str = "grid file") -> None:
     """A grid file's own keys: unknown ones (with the closest valid key), and a list under a singular key, are
     errors of the file, not of each cell."""
     valid = [*ExperimentConfig.model_fields, *PLURAL, METHOD_OPTIONS]
@@ -93,17 +93,17 @@ def _check_keys(data: dict[str, Any]) -> None:
         if key not in valid:
             close = difflib.get_close_matches(str(key), valid, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            raise ConfigError(f"grid file: unknown setting {key}{hint}; valid keys here: {', '.join(valid)}")
+            raise ConfigError(f"{where}: unknown setting {key}{hint}; valid keys here: {', '.join(valid)}")
     for singular in ("method", "dataset"):
         if isinstance(data.get(singular), list):
-            raise ConfigError(f"grid file: {singular} takes one section; list several under {singular}s: "
+            raise ConfigError(f"{where}: {singular} takes one section; list several under {singular}s: "
                               f"({singular}s: [{', '.join(map(str, data[singular][:3]))}])")
         if singular in data and f"{singular}s" in data:
-            raise ConfigError(f"grid file: both {singular} and {singular}s are given; one of them would be dropped: "
+            raise ConfigError(f"{where}: both {singular} and {singular}s are given; one of them would be dropped: "
                               f"keep {singular}s (the grid's axis) or {singular}")
     attack = data.get("attack")
     if "attacks" in data and isinstance(attack, dict) and "name" in attack:
-        raise ConfigError("grid file: both attack.name and attacks are given; one of them would be dropped: list the "
+        raise ConfigError(f"{where}: both attack.name and attacks are given; one of them would be dropped: list the "
                           "attacks under attacks (attack keeps the shared phase and prior)")
     for plural in ("methods", "datasets", "attacks"):
         entries = data.get(plural)
@@ -111,10 +111,10 @@ def _check_keys(data: dict[str, Any]) -> None:
             shown = [repr(e) if not isinstance(e, str) else e for e in entries]
             repeated = sorted({s for s in shown if shown.count(s) > 1})
             if repeated:
-                raise ConfigError(f"grid file: {plural} repeat: {', '.join(repeated)}; give each once")
+                raise ConfigError(f"{where}: {plural} repeat: {', '.join(repeated)}; give each once")
 
 
-def _check_size(data: dict[str, Any], sizes: list[int]) -> None:
+def _check_size(data: dict[str, Any], sizes: list[int], where: str = "grid file") -> None:
     """Refuse a grid larger than :data:`MAX_CELLS` cells or :data:`MAX_RUNS` runs, counted before expanding it."""
     cells = math.prod(sizes)
     per_cell = 1
@@ -124,21 +124,22 @@ def _check_size(data: dict[str, Any], sizes: list[int]) -> None:
     names = (data.get("attack") or {}).get("name") if isinstance(data.get("attack"), dict) else None
     per_cell *= len(names) if isinstance(names, list) else 1
     if cells > MAX_CELLS or cells * per_cell > MAX_RUNS:
-        raise ConfigError(f"grid file: {cells:,} cells and {cells * per_cell:,} runs exceed the limit of {MAX_CELLS:,} "
+        raise ConfigError(f"{where}: {cells:,} cells and {cells * per_cell:,} runs exceed the limit of {MAX_CELLS:,} "
                           f"cells or {MAX_RUNS:,} runs; split the grid into several files (they can share one --store)")
 
 
-def experiments(raw: dict[str, Any], *, must_match: set[str] | None = None) -> list[ExperimentConfig]:
+def experiments(raw: dict[str, Any], *, must_match: set[str] | None = None, where: str = "grid file"
+                ) -> list[ExperimentConfig]:
     """One validated experiment per grid cell (method x dataset x axis values; attacks stay a list). Each pattern of
     ``must_match`` (default: every ``method_options`` pattern) must match a method of the grid."""
-    _check_keys(raw)
+    _check_keys(raw, where)
     if must_match is None:
         table = raw.get(METHOD_OPTIONS)
         must_match = set(table) if isinstance(table, dict) else set()
     matched: set[str] = set()
     data = copy.deepcopy(raw)
     plural = {k: data.pop(k) for k in PLURAL if k in data}
-    check_shape(ExperimentConfig, data, source="grid file")
+    check_shape(ExperimentConfig, data, source=where)
     methods = _entries(plural["methods"], "methods") if "methods" in plural else [None]
     datasets = _entries(plural["datasets"], "datasets") if "datasets" in plural else [None]
     axes = plural.get("axes", {})
@@ -156,7 +157,7 @@ def experiments(raw: dict[str, Any], *, must_match: set[str] | None = None) -> l
         given = {a["name"]: a["options"] for a in attacks if "options" in a}
         if given:
             section["options"] = given if len(attacks) > 1 else given[attacks[0]["name"]]
-    _check_size(data, [len(methods), len(datasets), *map(len, axes.values())])
+    _check_size(data, [len(methods), len(datasets), *map(len, axes.values())], where)
     out = []
     for method, dataset, *values in itertools.product(methods, datasets, *axes.values()):
         cell = copy.deepcopy(data)
@@ -167,16 +168,17 @@ def experiments(raw: dict[str, Any], *, must_match: set[str] | None = None) -> l
         for key, value in zip(axes, values):
             _set(cell, key, value)
         matched |= resolve_method_options(cell)
-        where = ", ".join(f"{k}={v}" for k, v in [("method", (method or {}).get("name")),
+        cell_name = ", ".join(f"{k}={v}" for k, v in [("method", (method or {}).get("name")),
                                                    ("dataset", (dataset or {}).get("name")), *zip(axes, values)] if v)
-        out.append(validate(ExperimentConfig, cell, context=f"grid cell ({where}): " if where else ""))
+        out.append(validate(ExperimentConfig, cell, context=f"grid cell ({cell_name}): " if cell_name else ""))
     unmatched(must_match - matched, sorted({e.method.name for e in out}))
     return out
 
 
-def expand(raw: dict[str, Any], *, must_match: set[str] | None = None) -> Grid:
-    """Every run of the grid, each planned; cells that cannot run set aside with the planner's reason."""
-    cells = experiments(raw, must_match=must_match)
+def expand(raw: dict[str, Any], *, must_match: set[str] | None = None, where: str = "grid file") -> Grid:
+    """Every run of the grid, each planned; cells that cannot run set aside with the planner's reason. ``where`` names
+    the grid in errors (a file, or an analogue with the user's --set)."""
+    cells = experiments(raw, must_match=must_match, where=where)
     runs: dict[str, RunConfig] = {}
     for run in (r for e in cells for r in e.runs()):
         runs.setdefault(run.key(), run)

@@ -22,12 +22,15 @@ def reproduce(
                                    help="override a setting of every part, e.g. seeds=[0,1,2,3,4] or a budget"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings (default 2)"),
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
     quiet: bool = QUIET,
 ) -> None:
     """Run a table analogue (resumable) and write reproduction.md: vflpriv's numbers, the paper's, each claim."""
     from vflpriv.workflows import reproductions
 
     console = make_console()
+    if list_ and name is not None:
+        raise ConfigError(f"--list lists every analogue and takes no NAME (got '{name}'); run vflpriv reproduce --list")
     if list_:
         for analogue in map(reproductions.load, reproductions.names()):
             console.print(f"{analogue.name}: {analogue.title} ({analogue.paper})")
@@ -41,10 +44,11 @@ def reproduce(
     out = out or Path(f"vflpriv-reproduce-{name}{'-quick' if quick else ''}")
     grids = analogue.grids(quick=quick, overrides=overrides)
     _require_data(name, grids)
-    runs = _runs(grids)
+    runs = _runs(name, grids, list(set_))
     from vflpriv.workflows.experiment import run_into_store
 
-    results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console, show_progress=not quiet)
+    results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console, show_progress=not quiet,
+                               overwrite=overwrite)
     from vflpriv.workflows.reproductions.report import records, write
 
     paths = write(analogue, records(out / "results.sqlite", analogue.by, targets=analogue.targets), out,
@@ -55,14 +59,23 @@ def reproduce(
         fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)
 
 
-def _runs(grids: list[dict]) -> list:
-    """Every planned run of the analogue's parts, each once (parts may share runs)."""
+def _runs(name: str, grids: list[dict], overrides: list[str]) -> list:
+    """Every planned run of the analogue's parts, each once (parts may share runs). A ``method_options`` pattern of
+    the user's ``--set`` must match a method of some part (the analogue's own serve parts selectively)."""
+    import fnmatch
+
     from vflpriv.tradeoff.grid import expand
 
     found = {}
     for raw in grids:
-        for run in expand(raw, must_match=set()).runs:
+        for run in expand(raw, must_match=set(), where=f"analogue {name} with your --set").runs:
             found.setdefault(run.key(), run)
+    methods = sorted({run.method.name for run in found.values()})
+    for assignment in overrides:
+        key = assignment.partition("=")[0].split(".")
+        if len(key) > 1 and key[0] == "method_options" and not any(fnmatch.fnmatchcase(m, key[1]) for m in methods):
+            raise ConfigError(f"--set {assignment}: pattern '{key[1]}' matches no method of this analogue; its "
+                              f"methods: {', '.join(methods)}")
     return list(found.values())
 
 

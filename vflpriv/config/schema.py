@@ -135,6 +135,17 @@ MAX_SEARCH_BUDGET = 256
 NOT_TRAINING = {"prior", "prior_epochs", "prior_ssl", "tune", "search_budget", "search_space"}
 
 
+def refuse_untuned(section: Any, *, tune: bool, budget: str, space: str, switch: str) -> None:
+    """ValueError where a search's budget or space is set but nothing is tuned (they would be silently ignored)."""
+    if tune:
+        return
+    given = [name for name in (budget, space)
+             if getattr(section, name) != type(section).model_fields[name].get_default(call_default_factory=True)]
+    if given:
+        raise ValueError(f"{' and '.join(given)} set, but nothing is tuned ({switch}, --tune-attacks, is off) and "
+                         "nothing else reads it; tune, or remove the setting")
+
+
 class AttackConfig(Options):
     name: str = "mc"
     phase: Phase = "finetune"
@@ -156,6 +167,11 @@ class AttackConfig(Options):
     search_budget: int = Field(8, ge=1, le=MAX_SEARCH_BUDGET, description="candidates a tuned attack evaluates")
     search_space: dict[str, list[Any]] = Field(
         default_factory=dict, description="candidate values per option, replacing the attack's own for those options")
+
+    @model_validator(mode="after")
+    def _tuning_settings_need_tuning(self) -> AttackConfig:
+        refuse_untuned(self, tune=self.tune, budget="search_budget", space="search_space", switch="attack.tune")
+        return self
 
 
 class DefenseConfig(Options):

@@ -20,18 +20,18 @@ from vflpriv.config.options import Options
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import (
     MAX_SEARCH_BUDGET,
-    RunsPerGpu,
     AttackConfig,
     DefenseConfig,
     Phase,
     RunConfig,
+    RunsPerGpu,
     Seed,
     TrainingConfig,
     check_runs_per_gpu,
     refuse_repeats,
+    refuse_untuned,
 )
 from vflpriv.runner.prior import prior_pretraining
-
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
 #: label (splitnn on digits, 200 labels, tuned on nothing: 25 canaries cost 0.037 of test accuracy, 50 cost 0.10, 100
@@ -73,6 +73,11 @@ class AuditSettings(Options):
         None, ge=0, description="random-label canaries in the trainings whose labels the attacked phase reads (an "
         f"empirical lower bound on each setting's label-DP epsilon); unset: one in {AUTO_SHARE} of partition.labeled, at "
         f"most {AUTO_CANARIES} (0 for a non-federated method); 0: none")
+
+    @model_validator(mode="after")
+    def _tuning_settings_need_tuning(self) -> AuditSettings:
+        refuse_untuned(self, tune=self.tune, budget="search_budget", space="search_spaces", switch="audit.tune")
+        return self
 
 
 class AuditConfig(TrainingConfig):
