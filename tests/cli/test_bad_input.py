@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import one_error_line, wrote_nothing
 from typer.testing import CliRunner
 
 from vflpriv.cli import app
@@ -29,6 +30,10 @@ EVALUATE = [
     (["--method", "vflpriv.methods.splitnn:Missing"], "cannot import method"),
     (["--method", ":Foo"], "cannot import method"),
     (["--attack", "mc,mc"], "attack names repeat"),
+    # settings nothing would read
+    (["--search-budget", "4"], "search_budget set, but nothing is tuned"),
+    (["--set", "attack.search_space.lr=[0.1]"], "search_space set, but nothing is tuned"),
+    (["--method", "vflpriv.methods.splitnn:SplitNN", "--set", "finetune.top=sum", "--attack", "nope"], "valid attacks"),
     (["--attack", "mc,nope"], "valid attacks: "),
     # strengths and seeds
     (["--strengths", "-1"], "invalid strengths[0]=-1.0"),
@@ -267,29 +272,26 @@ def _fill(args: list[str], files: dict[str, str]) -> list[str]:
     return out
 
 
-def _one_error_line(output: str, needle: str) -> None:
-    lines = [line for line in output.splitlines() if line.strip()]
-    assert len(lines) == 1, output
-    assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
-    assert "Traceback" not in output
-
-
 @pytest.mark.parametrize(("args", "needle"), EVALUATE, ids=[" ".join(a)[:60] for a, _ in EVALUATE])
-def test_evaluate_refuses_bad_input_before_training(args, needle, files, tmp_path, cpu_only_machine):
+def test_evaluate_refuses_bad_input_before_training(args, needle, files, tmp_path, cpu_only_machine, monkeypatch):
+    import os
+
     args = _fill(args, files)
     out = tmp_path / "out"
     command = ["evaluate", *args] if "--out" in args else ["evaluate", *args, "--out", str(out)]
-    result = CliRunner().invoke(app, command)
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):  # no folder, no store, no cache entry, no file
+        result = CliRunner().invoke(app, command)
     assert result.exit_code == 2, result.output
-    _one_error_line(result.output, needle)
-    assert not (out / "results.csv").exists()
+    one_error_line(result.output, needle)
 
 
 def test_an_unwritable_pretraining_cache_is_refused_before_training(files, tmp_path, monkeypatch):
     monkeypatch.setenv("VFLPRIV_CACHE", files["file"])
     result = CliRunner().invoke(app, ["evaluate", "--method", "fedhssl", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
-    _one_error_line(result.output, "file.txt is a file, not a folder")
+    one_error_line(result.output, "file.txt is a file, not a folder")
 
 
 def test_there_are_at_least_sixty_distinct_cases():
@@ -303,7 +305,7 @@ def test_there_are_at_least_sixty_distinct_cases():
 def test_other_commands_refuse_bad_input(args, needle):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
-    _one_error_line(result.output, needle)
+    one_error_line(result.output, needle)
 
 
 @pytest.mark.parametrize(("args", "needle"), [
@@ -317,4 +319,4 @@ def test_a_real_process_prints_exactly_one_stderr_line(args, needle, files, tmp_
     proc = subprocess.run([sys.executable, "-m", "vflpriv", "evaluate", *args, "--out", str(tmp_path / "o")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
-    _one_error_line(proc.stderr, needle)
+    one_error_line(proc.stderr, needle)

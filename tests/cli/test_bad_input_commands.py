@@ -4,11 +4,13 @@ naming the problem, exit code 2, no traceback, and nothing written (no output fo
 from __future__ import annotations
 
 import hashlib
+import os
 import socket
 import sqlite3
 from pathlib import Path
 
 import pytest
+from cli_helpers import one_error_line, wrote_nothing
 from typer.testing import CliRunner
 
 from vflpriv.cli import app
@@ -34,17 +36,10 @@ GRIDS = {
 }
 
 
-def _one_error_line(output: str, needle: str) -> None:
-    lines = [line for line in output.splitlines() if line.strip()]
-    assert len(lines) == 1, output
-    assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
-    assert "Traceback" not in output
-
-
 def _refused(args: list[str], needle: str) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
-    _one_error_line(result.output, needle)
+    one_error_line(result.output, needle)
 
 
 @pytest.mark.parametrize("case", sorted(GRIDS))
@@ -90,17 +85,22 @@ def test_a_method_options_pattern_of_the_user_must_match_but_a_presets_need_not(
      "defense 'iso' cannot protect nope messages; valid kinds:"),
     (["--attacks", "mc", "--defenses", "iso", "--set", "partition.canaries=5"], "the audit plants its own canaries"),
     (["--attacks", "mc", "--defenses", "iso", "--canaries", "-2"], "audit.canaries"),
+    (["--attacks", "mc", "--defenses", "iso", "--no-tune-attacks", "--search-budget", "4"],
+     "search_budget set, but nothing is tuned"),
     # a problem of the training itself is said once, not once per pair
     (["--device", "tpu"], "unknown device 'tpu'; valid devices here: cpu"),  # cpu comes first on every machine
     (["--dataset", "nope"], "unknown dataset 'nope'; valid datasets:"),
 ])
-def test_audit_refuses_bad_input_and_an_audit_with_nothing_to_do_before_any_training(args, needle, tmp_path):
+def test_audit_refuses_bad_input_and_an_audit_with_nothing_to_do_before_any_training(args, needle, tmp_path,
+                                                                                      monkeypatch):
     base = [] if "--method" in args else ["--method", "splitnn"]
-    result = CliRunner().invoke(app, ["audit", *base, *args, "--out", str(tmp_path / "o")])
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, ["audit", *base, *args, "--out", str(tmp_path / "o")])
     assert result.exit_code == 2, result.output
-    _one_error_line(result.output, needle)
+    one_error_line(result.output, needle)
     assert needle.startswith("nothing to audit") or "nothing to audit" not in result.output
-    assert not (tmp_path / "o").exists()
 
 
 def test_a_name_with_a_control_character_is_echoed_escaped_on_one_line(tmp_path):

@@ -89,3 +89,29 @@ def test_parallel_runs_of_one_seed_pretrain_once(tiny, monkeypatch):
         (a,), (b,) = pool.map(run_both, plans)
     assert len(calls) == 1
     assert a.comm_mb_pretrain == b.comm_mb_pretrain > 0
+
+
+def test_entries_computed_while_a_command_checks_are_written_only_once_it_runs(tmp_path):
+    from vflpriv.store import cache
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"test": [1, 2]}
+
+    def entry(name):
+        path = tmp_path / "c" / name
+        return cache.cached(path, compute, read=cache._read_labels, lock=cache.claim(name, tmp_path / "c"),
+                            write=lambda p, v: cache.write_entry(p, __import__("json").dumps(v).encode()))
+
+    with pytest.raises(RuntimeError), cache.held_back():
+        assert entry("refused") == {"test": [1, 2]}
+        raise RuntimeError("refused while checking")
+    assert not (tmp_path / "c").exists()  # no entry, no lock file, no folder
+    with cache.held_back():
+        entry("kept")
+        assert not (tmp_path / "c").exists()
+    assert (tmp_path / "c" / "kept").exists() and len(calls) == 2
+    with cache.held_back():
+        assert entry("kept") == {"test": [1, 2]} and len(calls) == 2  # read, not computed again

@@ -14,6 +14,7 @@ from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError, IncompatibleError
 from vflpriv.config.parse import apply_override, check_shape, resolve_method_options, validate
 from vflpriv.config.presets import settings, user_patterns
+from vflpriv.store import cache
 from vflpriv.store.provenance import versions
 from vflpriv.workflows.audit import AUTO_CANARIES, AUTO_SHARE, AuditConfig, audit_grid, prior_ssl, resolved_options
 from vflpriv.workflows.audit import canaries as planted_canaries
@@ -125,7 +126,8 @@ def audit(
                       overrides=set_, preset=preset, tune_attacks=tune_attacks, search_budget=search_budget,
                       canaries=canaries)
     console = make_console()
-    runs, skipped = audit_grid(cfg) if not check_only else ([], [])  # planned (and refused) before any training
+    with cache.held_back():  # planned (and refused) before any training, leaving the cache as it was
+        runs, skipped = audit_grid(cfg) if not check_only else ([], [])
     if not check_only and not runs:
         raise IncompatibleError("nothing to audit: no attack applies; " + "; ".join(
             f"{s.attack} x {s.defense} ({s.phase}): {s.reason}" for s in skipped))

@@ -10,6 +10,7 @@ import typer
 from vflpriv.cli.app import QUIET, app, command_line, fail
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
+from vflpriv.store import cache
 
 
 @app.command()
@@ -44,7 +45,8 @@ def reproduce(
     out = out or Path(f"vflpriv-reproduce-{name}{'-quick' if quick else ''}")
     grids = analogue.grids(quick=quick, overrides=overrides)
     _require_data(name, grids)
-    runs = _runs(name, grids, list(set_))
+    with cache.held_back():  # a refusal leaves the cache as it was
+        runs = _runs(name, grids, list(set_))
     from vflpriv.workflows.experiment import run_into_store
 
     results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console, show_progress=not quiet,

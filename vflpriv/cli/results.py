@@ -12,6 +12,7 @@ from vflpriv.cli.evaluate import CANARIES, SEARCH_BUDGET, TUNE_ATTACKS
 from vflpriv.common.console import make_console
 from vflpriv.config.parse import apply_override
 from vflpriv.config.presets import settings, user_patterns
+from vflpriv.store import cache
 
 STORE = typer.Argument(..., metavar="STORE", help="a results store (results.sqlite, or the --out directory holding it) written by evaluate, sweep, audit or tune")
 FILTERS = {
@@ -59,7 +60,8 @@ def sweep(
         from vflpriv.tradeoff.grid import expand
         from vflpriv.workflows.experiment import run_grid
 
-        grid = expand(raw, must_match=user_patterns(raw, preset))
+        with cache.held_back():  # a refusal leaves the cache as it was
+            grid = expand(raw, must_match=user_patterns(raw, preset))
     except BaseException:
         warm.cancel()
         raise

@@ -12,6 +12,7 @@ from vflpriv.cli.app import QUIET, app
 from vflpriv.cli.evaluate import build_experiment
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
+from vflpriv.store import cache
 
 #: Bisection steps at most: 30 halvings narrow any strength interval below a billionth of it.
 MAX_STEPS = 30
@@ -44,6 +45,7 @@ def tune(
 
     from vflpriv.config.parse import validate
     from vflpriv.config.registry import DEFENSES
+    from vflpriv.tradeoff.sweep import check
     from vflpriv.tradeoff.tune import tune as bisect
     from vflpriv.workflows.experiment import STORE_ONLY, run_into_store
 
@@ -64,7 +66,8 @@ def tune(
         raise ConfigError(f"--low/--high must satisfy {axis.low:g} <= low < high <= {axis.high:g}"
                           + (" and low > 0 (log scale)" if axis.log else ""))
     data = experiment.model_dump(exclude={"seed"})
-    validate(type(experiment), {**data, "strengths": [lo]}).runs()  # the whole config checks out
+    with cache.held_back():  # the whole config checks out, leaving the cache as it was on a refusal
+        check(validate(type(experiment), {**data, "strengths": [lo]}).runs())
     console = make_console()
     template = _without_strength(experiment.runs()[0])
     owned: dict[str, bool] = {}

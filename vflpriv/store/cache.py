@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import inspect
 import io
 import json
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -34,7 +35,7 @@ from filelock import FileLock
 from torch import nn
 
 from vflpriv.common.errors import CacheError
-from vflpriv.store.folders import writable_folder
+from vflpriv.store.folders import usable_folder
 
 ENV_VAR = "VFLPRIV_CACHE"
 FORMAT = 2
@@ -80,8 +81,9 @@ def code_version() -> str:
 
 
 def check_writable() -> Path:
-    """The cache folder, created if missing; a ConfigError (before any training) when it cannot be written."""
-    return writable_folder(cache_dir(), what=f"the pretraining cache (${ENV_VAR})")
+    """The cache folder, checked without creating it; a ConfigError (before any training) when it could not be
+    written."""
+    return usable_folder(cache_dir(), what=f"the pretraining cache (${ENV_VAR})")
 
 
 def entry_path(key: str) -> Path:
@@ -90,10 +92,31 @@ def entry_path(key: str) -> Path:
 
 def claim(key: str, directory: Path | None = None) -> FileLock:
     """An inter-process lock on ``key``: held while one run pretrains it, so parallel runs of a sweep
-    (other strengths or label budgets of the same seed) wait and load it instead of pretraining it again."""
-    directory = directory or cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    return FileLock(directory / f"{key}.lock")
+    (other strengths or label budgets of the same seed) wait and load it instead of pretraining it again. Its file
+    (and folder) are made when it is first taken."""
+    return FileLock((directory or cache_dir()) / f"{key}.lock")
+
+
+#: Entries computed while a command still checks its settings (:func:`held_back`), written only once it runs.
+_HELD: ContextVar[list | None] = ContextVar("vflpriv_cache_held", default=None)
+
+
+@contextmanager
+def held_back() -> Iterator[None]:
+    """Inside, :func:`cached` reads what is there but writes nothing (no entry, no lock file, no folder): a command
+    refused while checking leaves the cache as it was. The entries computed inside are written when it ends without
+    an error."""
+    held: list = []
+    token = _HELD.set(held)
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+    for path, value, write, lock in held:
+        try:
+            cached(path, lambda v=value: v, read=lambda _p, v=value: v, write=write, lock=lock)
+        except OSError:  # an unwritable cache only means the next command computes it again
+            pass
 
 
 def write_entry(path: Path, payload: bytes, **manifest) -> None:
@@ -173,6 +196,17 @@ def cached(
     """``read(path)`` when an entry is there and checks out, else ``compute()``, ``write`` and return it; all
     under ``lock``, so parallel processes compute it once. An entry that does not check out
     (:class:`CacheError`) is reported (a warning, and a line in ``notes``), discarded and recomputed."""
+    held = _HELD.get()
+    if held is not None:  # checking: a verified entry is read (entries appear by atomic renames), nothing written
+        if path.exists():
+            try:
+                return read(path)
+            except CacheError:
+                pass
+        value = compute()
+        held.append((path, value, write, lock))
+        return value
+    path.parent.mkdir(parents=True, exist_ok=True)
     with lock:
         if path.exists():
             try:

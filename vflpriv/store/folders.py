@@ -21,6 +21,17 @@ def writable_folder(path: Path, *, what: str) -> Path:
     return path
 
 
+def usable_folder(path: Path, *, what: str) -> Path:
+    """``path`` as a folder this process could write, checked without creating anything: an existing one must be a
+    writable folder, a missing one creatable (:func:`creatable`); else one ConfigError naming ``what``."""
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ConfigError(f"{what} {path} is not a writable folder (permission denied)")
+        return path
+    creatable(path, what=what, folder=True)
+    return path
+
+
 def creatable(path: Path, *, what: str, folder: bool = False) -> None:
     """Refuse, without creating anything, a path that could not be created: a name longer than its file system
     allows, a component that is a file, or a missing part under a folder this process cannot write; with

@@ -14,6 +14,7 @@ from vflpriv.common.errors import ConfigError, Interrupted
 from vflpriv.common.progress import RunProgress
 from vflpriv.config.registry import METHODS
 from vflpriv.config.schema import ExperimentConfig, RunConfig, TrainingConfig, dataset_partition_defaults
+from vflpriv.store import cache
 from vflpriv.store.folders import creatable, writable_folder
 from vflpriv.store.sqlite import Store, check_store_path
 from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
@@ -57,12 +58,13 @@ def run_into_store(
     try:
         from vflpriv.tradeoff.sweep import check, drop_damaged, sweep  # torch and the engine, while workers warm up
 
-        check(configs)
-        store_path = check_destination(out, store_path=store_path, backend=backend, address=address)
-        writable_folder(out, what="--out")
-        if not overwrite:
-            keys = {c.key() for c in configs}
-            guard_outputs(out, owns=owns or keys.__contains__)
+        with cache.held_back():  # a refusal leaves no cache entry
+            check(configs)
+            store_path = check_destination(out, store_path=store_path, backend=backend, address=address)
+            writable_folder(out, what="--out")
+            if not overwrite:
+                keys = {c.key() for c in configs}
+                guard_outputs(out, owns=owns or keys.__contains__)
     except BaseException:
         warm.cancel()
         raise

@@ -1,0 +1,28 @@
+"""Helpers of the bad-input tests: one error line, and nothing written."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+
+def one_error_line(output: str, needle: str) -> None:
+    """The output is exactly one ``error:`` line holding ``needle``, and no traceback."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1, output
+    assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
+    assert "Traceback" not in output
+
+
+@contextlib.contextmanager
+def wrote_nothing(*roots: Path):
+    """Fails when anything appeared or changed under ``roots`` (the test's folder, the working directory, the
+    pretraining cache) while it was open."""
+
+    def tree() -> dict[str, int]:
+        return {str(p): p.stat().st_mtime_ns for r in roots if r.exists() for p in sorted(r.rglob("*"))}
+
+    before = tree()
+    yield
+    after = tree()
+    assert after == before, sorted(set(after) ^ set(before)) or "a file changed"
