@@ -10,7 +10,7 @@ interrupted run resumes from its sessions in ``--work``. Groups run one after an
 worktrees can run two groups at once). The operators are a small set in the spirit of mutmut's (one plausible slip
 per operator, constant, comparison and loop), in functions and module constants (a class body's settings are
 left alone: :func:`_ranges`); equivalent mutants (no test can tell them apart, e.g. ``<`` for ``<=``
-on a value that is never equal) are named with their reason in ``scripts/mutation_equivalents.toml`` and left out of
+on a value that is never equal) are named with their reason in ``scripts/mutation_equivalents.toml`` (by module and the mutant's line) and left out of
 the score: killed / (mutants - equivalent).
 """
 
@@ -23,6 +23,7 @@ import json
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,14 +216,26 @@ def run_group(name: str, group: Group, work: Path, timeout: float) -> list[list]
 
 
 def _equivalents() -> dict[str, str]:
-    """'module|operator|source line' -> why no test can tell the mutant from the original."""
+    """'module|mutant line' -> why no test can tell that mutant from the original."""
     if not EQUIVALENTS.exists():
         return {}
-    return {f"{e['module']}|{e['operator']}|{e['line']}": e["reason"]
+    return {f"{e['module']}|{e['mutant']}": e["reason"]
             for e in tomllib.loads(EQUIVALENTS.read_text()).get("equivalent", [])}
 
 
-def summarise(name: str, jobs: list[dict], equivalents: dict[str, str]) -> tuple[list[str], list[str], dict]:
+def mutant_line(mutation: dict) -> str:
+    """The line as the mutant has it (``cosmic-ray apply`` on a scratch copy of the module), stripped."""
+    module, line = mutation["module_path"], mutation["start_pos"][0]
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / module
+        copy.parent.mkdir(parents=True)
+        copy.write_bytes((ROOT / module).read_bytes())
+        subprocess.run([str(BIN / "cosmic-ray"), "apply", module, mutation["operator_name"],
+                        str(mutation["occurrence"])], cwd=scratch, check=True, capture_output=True)
+        return copy.read_text().splitlines()[line - 1].strip()
+
+
+def summarise(jobs: list[list], equivalents: dict[str, str]) -> tuple[list[str], list[str], dict]:
     """Count each outcome; the survivors as table rows (equivalent ones with their reason)."""
     counts = {"mutants": 0, "killed": 0, "survived": 0, "equivalent": 0, "skipped": 0}
     survivors, equivalent = [], []
@@ -236,12 +249,12 @@ def summarise(name: str, jobs: list[dict], equivalents: dict[str, str]) -> tuple
             continue
         (m,) = job["mutations"]
         source = (ROOT / m["module_path"]).read_text().splitlines()[m["start_pos"][0] - 1].strip()
-        operator = m["operator_name"].removeprefix("core/")
-        key = f"{m['module_path']}|{operator}|{source}"
-        row = f"| {m['module_path']}:{m['start_pos'][0]} | {operator} | `{source[:90]}` |"
-        if key in equivalents:
+        mutant = mutant_line(m)
+        row = f"| {m['module_path']}:{m['start_pos'][0]} | `{source[:80]}` | `{mutant[:80]}` |"
+        reason = equivalents.get(f"{m['module_path']}|{mutant}")
+        if reason:
             counts["equivalent"] += 1
-            equivalent.append(f"{row} {equivalents[key]} |")
+            equivalent.append(f"{row} {reason} |")
         else:
             counts["survived"] += 1
             survivors.append(f"{row} |")
@@ -268,14 +281,14 @@ def main() -> None:
     details = []
     for name in names:
         group = GROUPS[name]
-        survivors, equivalent, c = summarise(name, run_group(name, group, args.work, args.timeout), equivalents)
+        survivors, equivalent, c = summarise(run_group(name, group, args.work, args.timeout), equivalents)
         scored = c["mutants"] - c["equivalent"]
         score = c["killed"] / scored if scored else float("nan")
         modules = ", ".join(group.modules) + (f" ({', '.join(group.functions)})" if group.functions else "")
         table.append(f"| {name} | {modules} | {c['mutants']} | {c['killed']} | {c['equivalent']} | {c['survived']} | "
                      f"{score:.1%} |")
         print(table[-1], flush=True)
-        details += [f"\n### {name}\n", "| where | operator | line | equivalent because |", "| --- | --- | --- | --- |",
+        details += [f"\n### {name}\n", "| where | line | mutant | equivalent because |", "| --- | --- | --- | --- |",
                     *survivors, *equivalent]
     if args.record:
         args.record.write_text("\n".join([

@@ -131,3 +131,45 @@ def test_the_worst_case_row_is_honest_and_without_attack_records_there_is_none()
                                             )).to_dict("records")
     assert worst["training_under_attack"] is False and worst["strongest"] in ("mc", "gc")
     assert worst_case_runs(pd.DataFrame([{"method": "m", "utility": 0.5}])).empty
+
+
+def test_a_worst_case_row_joins_two_attacks_or_more_and_never_one():
+    rows = [_row(attack=a, strength=s, attack_accuracy=acc, prior_accuracy=0.3, utility_metric="accuracy")
+            for s in (0.0, 5.0) for a, acc in (("mc", 0.6), ("gc", 0.7))]
+    table = cap_table(pd.DataFrame(rows))
+    assert table["attack"].tolist() == ["mc", "gc", WORST] and table["utility_metric"].tolist() == ["accuracy"] * 3
+    worst = table[table["attack"] == WORST].iloc[0]
+    assert worst["cap"] == pytest.approx(0.5 * 0.3) and worst["status"] == "ok"
+    alone = cap_table(pd.DataFrame([r for r in rows if r["attack"] == "mc"]))
+    assert alone["attack"].tolist() == ["mc"]
+
+
+def test_reference_keys_do_not_depend_on_the_order_of_a_config_s_keys():
+    flipped = json.dumps({"defenses": [{"name": "iso"}], "attack": {"name": "mc"}, "finetune": {"lr": 0.1}, "seed": 0})
+    runs = pd.DataFrame([_row(strength=0.0, utility=0.9), _row(strength=5.0, utility=0.4, config=flipped)])
+    assert reference_utility(runs).tolist() == [0.9, 0.9]
+
+
+def test_without_a_class_count_there_is_no_dcs_and_no_error():
+    rows = [_row(strength=s, utility=u) for s, u in ((0.0, 0.9), (5.0, 0.4))]
+    (row,) = cap_table(pd.DataFrame(rows).drop(columns=["num_classes"])).to_dict("records")
+    assert math.isnan(row["dcs"]) and row["cap"] == pytest.approx((0.9 * 0.5 + 0.4 * 0.5) / 2)
+
+
+def test_seed_caps_and_t_dcs_and_the_worst_case_keep_the_order_they_were_given():
+    runs = pd.DataFrame([_row(method=m, seed=seed, strength=s) for m in ("zeta", "alpha") for seed in (1, 0)
+                         for s in (5.0, 1.0)])
+    caps = seed_caps(runs, ["method"])
+    assert caps[["method", "seed"]].values.tolist() == [["zeta", 0], ["zeta", 1], ["alpha", 0], ["alpha", 1]]
+    scores = t_dcs(pd.DataFrame([dict(**SETTING, defense=d, attack="mc", dcs=0.5) for d in ("mid", "iso")]))
+    assert scores["defense"].tolist() == ["mid", "iso"]
+    worst = worst_case_runs(pd.DataFrame([_row(attack=a, strength=s, prior_accuracy=0.1) for s in (5.0, 1.0)
+                                          for a in ("mc", "gc")]))
+    assert worst["strength"].tolist() == [5.0, 1.0]
+
+
+def test_a_prior_that_scored_nothing_is_no_candidate_and_a_frame_without_attacks_has_no_worst_case():
+    (worst,) = worst_case_runs(pd.DataFrame([_row(attack=a, attack_accuracy=acc, prior_accuracy=float("nan"))
+                                             for a, acc in (("mc", 0.6), ("gc", 0.4))])).to_dict("records")
+    assert (worst["strongest"], worst["attack_accuracy"]) == ("mc", 0.6)
+    assert worst_case_runs(pd.DataFrame([{"method": "m", "utility": 0.5}, {"method": "n", "utility": 0.6}])).empty
