@@ -51,6 +51,50 @@ def test_precision_at_the_top_takes_the_top_five_percent_and_at_least_five(n, k)
 def test_ties_in_confidence_keep_the_earlier_guesses():
     predictions, truth = torch.tensor([0, 0, 0, 0, 0, 1, 1, 1]), torch.zeros(8, dtype=torch.long)
     assert precision_at_top(predictions, truth, torch.ones(8)) == (5, 1.0)
+    many = torch.cat([torch.zeros(5), torch.ones(95)]).long()  # 100 tied guesses: the first 5 right
+    assert precision_at_top(many, torch.zeros(100, dtype=torch.long), torch.ones(100)) == (5, 1.0)
+
+
+def test_canary_guesses_tied_in_confidence_are_kept_in_order():
+    labels = torch.zeros(100, dtype=torch.long)
+    predictions = torch.cat([torch.zeros(10), torch.ones(90)]).long()
+    record = _record(canaries=100)
+    score_canaries(record, Inference(predictions=predictions, confidence=torch.ones(100)), torch.arange(100), labels,
+                   classes=4, delta=0.0, prior=None)
+    assert json.loads(record.canary_counts) == [[100, 10], [50, 10], [25, 10], [10, 10]]
+
+
+def test_the_canaries_chosen_entry_is_the_bound_s_and_all_of_them_when_none_certifies():
+    """The bound's entry need not be all right; with no bound at all, every guess is reported."""
+    labels = torch.arange(40) % 4
+    right = torch.tensor([True] * 9 + [False] + [True] * 5 + [False] * 25)  # 14 right, 9 of the 10 most confident
+    predictions = torch.where(right, labels, (labels + 1) % 4)
+    record = _record(canaries=40)
+    score_canaries(record, Inference(predictions=predictions, confidence=torch.arange(40, 0, -1).float()),
+                   torch.arange(40), labels, classes=4, delta=0.0, prior=None)
+    counts = json.loads(record.canary_counts)
+    bound, guesses = menu_lower(counts, canaries=40, classes=4)
+    assert bound > 0 and (record.canary_guesses, record.epsilon_lower) == (guesses, bound)
+    (entry,) = [c for c in counts if c[0] == guesses]
+    assert entry[1] < entry[0] and record.canary_accuracy == entry[1] / entry[0]
+    wrong = _record(canaries=40)
+    score_canaries(wrong, Inference(predictions=(labels + 1) % 4, confidence=torch.arange(40).float()),
+                   torch.arange(40), labels, classes=4, delta=0.0, prior=None)
+    assert (wrong.epsilon_lower, wrong.canary_guesses, wrong.canary_accuracy) == (0.0, 40, 0.0)
+
+
+def test_tpr_at_one_percent_fpr_and_non_finite_scores_are_refused():
+    from vflpriv.common.errors import DivergedError
+
+    truth = torch.cat([torch.zeros(200), torch.ones(2)]).long()
+    scores = torch.cat([torch.linspace(0.1, 0.8, 200), torch.tensor([0.95, 0.05])])  # one positive above all
+    record = _record()
+    score_attack(record, {"test": Inference(predictions=(scores > 0.5).long(), scores=scores)}, {"test": truth})
+    assert record.attack_tpr_at_1fpr == 0.5  # 2 negatives may pass at 1%: only the first positive is above them
+    for field in ("scores", "confidence"):
+        bad = Inference(predictions=torch.zeros(3).long(), **{field: torch.tensor([0.1, float("nan"), 0.2])})
+        with pytest.raises(DivergedError, match=field.rstrip("s")):
+            score_attack(_record(), {"test": bad}, {"test": torch.zeros(3).long()})
 
 
 def test_canaries_are_scored_over_the_abstention_menu_and_report_the_entry_of_the_bound():
@@ -116,7 +160,9 @@ def test_hungarian_and_best_threshold_edges():
     assert math.isnan(best_threshold_accuracy(torch.tensor([]), torch.tensor([]).long()))
     # tied scores cannot be cut apart: the best cut of [0.5 (y0), 0.5 (y1), 0.9 (y1)] is below 0.5 or between 0.5 / 0.9
     assert best_threshold_accuracy(torch.tensor([0.5, 0.5, 0.9]), torch.tensor([0, 1, 1])) == pytest.approx(2 / 3)
+    assert best_threshold_accuracy(torch.tensor([0.1, 0.5, 0.5]), torch.tensor([0, 0, 1])) == pytest.approx(2 / 3)
     assert best_threshold_accuracy(torch.tensor([0.9, 0.1]), torch.tensor([1, 0])) == 1.0
+    assert best_threshold_accuracy(torch.tensor([0.9, 0.1]), torch.tensor([0, 0])) == 1.0  # every score below the cut
 
 
 def test_the_search_record_names_its_choice_sorted_and_its_oracle_on_the_covered_targets():

@@ -185,7 +185,7 @@ def score_canaries(record: RunRecord, inference: Inference, positions: torch.Ten
     sizes = kept(right.numel()) if confidence is not None else [right.numel()]
     counts = [[k, int(right[order[:k]].sum())] for k in sizes]
     bound, guesses = menu_lower(counts, canaries=record.canaries, classes=classes, delta=delta)
-    chosen = next((c for c in counts if c[0] == guesses), counts[0])
+    chosen = next(c for c in counts if c[0] == guesses)  # menu_lower returns one of the entries' guesses
     record.canary_counts = json.dumps(counts)
     record.canary_guesses, record.canary_accuracy = chosen[0], chosen[1] / chosen[0]
     record.epsilon_lower, record.epsilon_lower_delta = bound, delta
