@@ -3,8 +3,10 @@ code 2 (130 for Ctrl-C), never a traceback. Commands live in the sibling modules
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
+import traceback
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -44,6 +46,8 @@ class _ErrorLineGroup(TyperGroup):
         except typer.TyperException as exc:
             fail(exc.format_message().strip().splitlines()[-1])
         except VflprivError as exc:
+            if debugging():
+                traceback.print_exception(exc)  # with its cause: a plugin's own code
             fail(str(exc), code=exc.exit_code)
         except (typer.Abort, KeyboardInterrupt):
             fail("interrupted; finished runs are kept in the store", code=Interrupted.exit_code)
@@ -51,6 +55,11 @@ class _ErrorLineGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def debugging() -> bool:
+    """``vflpriv --debug`` or ``VFLPRIV_DEBUG=1``: errors come with their traceback (a failing plugin's, say)."""
+    return os.environ.get("VFLPRIV_DEBUG", "") not in ("", "0")
 
 
 def command_line() -> str:
@@ -88,7 +97,11 @@ def _print_version(value: bool) -> None:
 
 @app.callback(invoke_without_command=True)
 def _root(ctx: typer.Context, version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
-                                                           help="Print vflpriv's version and exit.")) -> None:
+                                                           help="Print vflpriv's version and exit."),
+          debug: bool = typer.Option(False, "--debug", help="errors come with their traceback (or VFLPRIV_DEBUG=1)")
+          ) -> None:
+    if debug:
+        os.environ["VFLPRIV_DEBUG"] = "1"
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
 from vflpriv.common.errors import UnknownNameError
@@ -47,7 +48,8 @@ class Registry(Generic[T]):
             return self._cache[name]
         eps = self._entry_points()
         if name in eps:
-            obj = eps[name].load()
+            obj = _loaded(lambda: eps[name].load(), f"cannot load the installed {self.kind} '{name}' "
+                                                   f"({eps[name].value})")
         elif ":" in name:
             obj = _import_object(name, self.kind)
         else:
@@ -62,13 +64,33 @@ class Registry(Generic[T]):
         return obj
 
 
+def _loaded(load: Callable[[], Any], what: str) -> Any:
+    """``load()``: a plugin's module imported. Any failure of the user's code there (an exception, a ``sys.exit``)
+    is bad input: one error naming it, the original kept as the cause (``vflpriv --debug`` shows its traceback)."""
+    try:
+        return load()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code
+        detail = f"it called sys.exit({exc.code})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+        raise UnknownNameError(f"{what}: {detail}") from exc
+
+
 def _import_object(path: str, kind: str) -> Any:
     module_name, _, attr = path.partition(":")
+    top = module_name.split(".")[0]
     try:
-        module = importlib.import_module(module_name)
-        return getattr(module, attr)
-    except Exception as exc:  # noqa: BLE001 - any failure of user code to import is bad input here
-        raise UnknownNameError(f"cannot import {kind} '{path}': {type(exc).__name__}: {exc}") from None
+        module = _loaded(lambda: importlib.import_module(module_name), f"cannot import {kind} '{path}'")
+    except UnknownNameError as exc:
+        here = Path.cwd()
+        if isinstance(exc.__cause__, ModuleNotFoundError) and top and ((here / f"{top}.py").exists()
+                                                                         or (here / top).is_dir()):
+            raise UnknownNameError(f"{exc.args[0]}; {top} is in the current folder, which the vflpriv command does not "
+                                   f"import from: run PYTHONPATH=. vflpriv ..., python -m vflpriv ..., or pip install "
+                                   "the plugin") from exc.__cause__
+        raise
+    if not hasattr(module, attr):
+        raise UnknownNameError(f"cannot import {kind} '{path}': module {module_name} has no {attr or 'object name'} "
+                               f"(give package.module:Object)")
+    return getattr(module, attr)
 
 
 def _has(*members: str) -> Callable[[Any], str | None]:

@@ -6,14 +6,14 @@ training starts. Whatever cannot work, or would silently do nothing, is refused 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from vflpriv.attacks.search import grid
-from vflpriv.common.errors import ConfigError, IncompatibleError
+from vflpriv.common.errors import ConfigError, IncompatibleError, VflprivError
 from vflpriv.common.seeding import generator
 from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
@@ -27,6 +27,8 @@ from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
 from vflpriv.runner.prior import PriorPlan, plan_prior
 from vflpriv.store import cache
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -98,7 +100,8 @@ def plan(runs: RunConfig | Sequence[RunConfig]) -> Plan:
 def plan_training(config: TrainingConfig) -> Plan:
     device = resolve_device(config.device)
     method_cls = METHODS.get(config.method.name)
-    method = method_cls(parse_options(method_cls, config.method.options, where="method.options"))
+    options = parse_options(method_cls, config.method.options, where="method.options")
+    method = built("method", config.method.name, lambda: method_cls(options))
     if method.pretrains:
         cache.check_writable()
     _check_finetune_loop(config, method)
@@ -127,6 +130,17 @@ def _check_backward(config: TrainingConfig, defenses: list) -> None:
         raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' backpropagates the active party's per-sample "
                                 f"losses itself (DP-SGD); it cannot be combined with {', '.join(others)} at the active "
                                 "party's training")
+
+
+def built(kind: str, name: str, make: Callable[[], T]) -> T:
+    """``make()``, a component's constructor: vflpriv's own refusals pass through; anything else its code raises is a
+    plugin failing, one error naming it (the original kept as the cause: ``vflpriv --debug`` shows its traceback)."""
+    try:
+        return make()
+    except VflprivError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a plugin's own code
+        raise ConfigError(f"{kind} '{name}' failed to start: {type(exc).__name__}: {exc}") from exc
 
 
 def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
@@ -235,11 +249,11 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
             f"defense '{d.name}' protects {'/'.join(sorted(wanted))} messages in {d.phase}, but in method "
             f"'{config.method.name}' {' and '.join(tried)} there: it would change nothing"
         )
-    return cls(
+    options = parse_options(cls, d.options, where=f"defenses[{index}].options")
+    return built("defense", d.name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase=d.phase, kinds=kinds,
-        options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
-        generator=generator(config.seed, f"defense:{index}"), name=d.name,
-    )
+        options=options, generator=generator(config.seed, f"defense:{index}"), name=d.name,
+    ))
 
 
 def _training_defense(config: TrainingConfig, index: int, cls, method: Method, device: torch.device):
@@ -266,9 +280,10 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
                                     f"in finetuning; method '{config.method.name}' sends {', '.join(sorted(sent)) or 'none'}")
     elif d.kinds:
         raise ConfigError(f"defense '{name}' acts inside the active party's training, not on messages; remove kinds")
-    return cls(strength=cls.axis.identity if d.strength is None else d.strength, party=0, phase="finetune", kinds=kinds,
-               options=parse_options(cls, d.options, where=f"defenses[{index}].options"),
-               generator=generator(config.seed, f"defense:{index}"), name=name)
+    options = parse_options(cls, d.options, where=f"defenses[{index}].options")
+    return built("defense", name, lambda: cls(
+        strength=cls.axis.identity if d.strength is None else d.strength, party=0, phase="finetune", kinds=kinds,
+        options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
 
 
 def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:
@@ -303,7 +318,8 @@ def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:
 def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     cfg, method, dataset = run.attack, p.method, p.scenario.dataset
     cls = ATTACKS.get(cfg.name)
-    attack = cls(parse_options(cls, cfg.options, where="attack.options"))
+    options = parse_options(cls, cfg.options, where="attack.options")
+    attack = built("attack", cfg.name, lambda: cls(options))
     if not method.federated:
         return AttackPlan(run, attack, plan_prior(run, attack),
                           not_applicable=f"method '{run.method.name}' is not federated: no message crosses parties, "

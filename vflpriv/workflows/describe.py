@@ -145,6 +145,23 @@ def _preset(name: str, data: dict[str, Any]) -> Description:
     return Description("preset", name, presets.description(name), _flat(data))
 
 
+def _unregistered(path: str) -> list[Description]:
+    """``package.module:Object`` described as each kind it fits; an import failure is said as such."""
+    found, problems = [], []
+    for kind, (registry, describer) in DESCRIBERS.items():
+        if registry is presets:
+            continue
+        try:
+            found.append(describer(path, registry.get(path)))
+        except UnknownNameError as exc:
+            if str(exc).startswith("cannot import"):
+                raise
+            problems.append(kind)
+    if not found:
+        raise UnknownNameError(f"'{path}' is not a vflpriv {', '.join(problems[:-1])} or {problems[-1]}")
+    return found
+
+
 DESCRIBERS: dict[str, tuple[Any, Any]] = {
     "method": (METHODS, _method), "attack": (ATTACKS, _attack), "defense": (DEFENSES, _defense),
     "dataset": (DATASETS, _dataset), "preset": (presets, _preset),
@@ -152,7 +169,10 @@ DESCRIBERS: dict[str, tuple[Any, Any]] = {
 
 
 def describe(name: str) -> list[Description]:
-    """Every registered component called ``name`` (a name can be, say, both a method and a dataset)."""
+    """Every registered component called ``name`` (a name can be, say, both a method and a dataset), or the
+    unregistered ``package.module:Object`` as whatever kind of component it is."""
+    if ":" in name:
+        return _unregistered(name)
     found = [describer(name, registry.get(name)) for registry, describer in DESCRIBERS.values()
              if name in registry.names()]
     if not found:

@@ -1,0 +1,85 @@
+"""A plugin that fails (its constructor raises, its module exits at import, it sits in the current folder the
+command does not import from) gets one error line naming it, exit code 2, and its traceback only with --debug."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from cli_helpers import one_error_line, wrote_nothing
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+
+PLUGINS = textwrap.dedent('''
+    import sys
+
+    from vflpriv.attacks.model_completion import ModelCompletion
+    from vflpriv.defenses.iso import IsotropicNoise
+    from vflpriv.methods.splitnn import SplitNN
+
+
+    class BrokenMethod(SplitNN):
+        def __init__(self, options):
+            raise RuntimeError("method constructor broke")
+
+
+    class BrokenAttack(ModelCompletion):
+        def __init__(self, options):
+            raise ValueError("attack constructor broke")
+
+
+    class BrokenDefense(IsotropicNoise):
+        def __init__(self, **kwargs):
+            raise ZeroDivisionError("defense constructor broke")
+''')
+
+
+@pytest.fixture
+def plugins(tmp_path, monkeypatch):
+    (tmp_path / "brokenplugins.py").write_text(PLUGINS)
+    (tmp_path / "exiting.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--method", "brokenplugins:BrokenMethod"], "method 'brokenplugins:BrokenMethod' failed to start: RuntimeError: "
+                                                 "method constructor broke"),
+    (["--attack", "brokenplugins:BrokenAttack"], "attack 'brokenplugins:BrokenAttack' failed to start: ValueError"),
+    (["--defense", "brokenplugins:BrokenDefense"], "defense 'brokenplugins:BrokenDefense' failed to start: "
+                                                   "ZeroDivisionError: defense constructor broke"),
+    (["--method", "exiting:Method"], "cannot import method 'exiting:Method': it called sys.exit(3)"),
+])
+def test_a_failing_plugin_is_one_error_line_and_nothing_is_written(plugins, args, needle, tmp_path):
+    out = tmp_path / "out"
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, ["evaluate", *args, "--seeds", "0", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)
+
+
+def test_debug_shows_the_plugin_s_traceback(plugins, tmp_path, monkeypatch):
+    monkeypatch.setenv("VFLPRIV_DEBUG", "0")  # restored after the test, whatever --debug sets
+    args = ["evaluate", "--method", "brokenplugins:BrokenMethod", "--seeds", "0", "--out", str(tmp_path / "o")]
+    result = CliRunner().invoke(app, ["--debug", *args])
+    assert result.exit_code == 2
+    assert "Traceback" in result.output and 'raise RuntimeError("method constructor broke")' in result.output
+    assert result.output.strip().splitlines()[-1].startswith("error: method 'brokenplugins:BrokenMethod' failed")
+
+
+def test_a_plugin_in_the_current_folder_gets_a_hint(tmp_path):
+    (tmp_path / "mymod.py").write_text("from vflpriv.methods.splitnn import SplitNN as Cls\n")
+    command = Path(sys.executable).parent / "vflpriv"  # the console script: the current folder is not on its path
+    done = subprocess.run([str(command), "describe", "mymod:Cls"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    one_error_line(done.stderr, "mymod is in the current folder, which the vflpriv command does not import from: "
+                                "run PYTHONPATH=. vflpriv")
+    found = subprocess.run([str(command), "describe", "mymod:Cls"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120, env={**os.environ, "PYTHONPATH": "."})
+    assert found.returncode == 0 and "method mymod:Cls" in found.stdout, found.stderr
