@@ -13,7 +13,7 @@ from collections import defaultdict
 import pandas as pd
 
 from vflpriv.reports.canaries import canary_markdown, canary_summary
-from vflpriv.reports.tables import utility_label
+from vflpriv.reports.tables import mean_std, utility_label
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
 from vflpriv.tradeoff.leakage import SAMPLE_TEST_NAME, TEST_NAME, falls_to_prior, leakage_test, verdict_rule
 
@@ -68,6 +68,11 @@ def _tuning(rows: pd.DataFrame) -> dict:
             "selected": selected}
 
 
+#: Undefended verdicts with nothing for a defense to bring down, and what the Defenses table says instead.
+UNDEFENDED_AT_PRIOR = {"attack failed": "n/a: below the prior without a defense (attack failed)",
+                       "no": "n/a: no leakage beyond the prior without a defense"}
+
+
 def _worst_verdicts(verdicts: list[dict]) -> list[dict]:
     """Per (adversary, phase), the worst case: the verdict of the attack with the largest leakage (chosen on the
     targets' labels: the auditor's worst case over the attacks, not a choice an adversary could make)."""
@@ -106,7 +111,9 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
                                                                        sort=False):
         table = caps[adversary]
         cap_row = table[(table["attack"] == attack) & (table["phase"] == phase) & (table["defense"] == defense)]
-        falls = falls_to_prior(rows, margin=margin)
+        undefended = next((v["verdict"] for v in verdicts if (v["adversary"], v["attack"], v["phase"])
+                           == (int(adversary), attack, phase)), None)
+        falls = falls_to_prior(rows, margin=margin) if undefended not in UNDEFENDED_AT_PRIOR else None
         cap_value = _num(cap_row["cap"].iloc[0]) if len(cap_row) else None
         axis = str(rows["strength_axis"].iloc[0])
         strengths = sorted(rows["strength"].unique(), reverse=bool((rows["strength_stronger"] == "lower").any()))
@@ -115,11 +122,12 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
             "strengths": [float(s) for s in strengths], "axis": axis, "cap": cap_value,  # weak to strong
             "utility_metric": str(cap_row["utility_metric"].iloc[0]) if len(cap_row) else "",
             "cap_std": _num(cap_row["cap_std"].iloc[0]) if len(cap_row) else None,
+            "seeds": int(cap_row["n_seeds"].iloc[0]) if len(cap_row) else 0,
             "cap_status": str(cap_row["status"].iloc[0]) if len(cap_row) else "no runs",
             "falls_to_prior": falls,
-            "falls_to_prior_text": (f"{strength_label(falls['axis'], falls['strength'])} "
-                                    f"(leakage {falls['leakage']:+.3f}, utility {falls['utility']:.3f})")
-            if falls else f"not within {', '.join(strength_label(axis, s) for s in strengths)}",
+            "falls_to_prior_text": UNDEFENDED_AT_PRIOR.get(undefended) or (
+                f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.3f}, utility "
+                f"{falls['utility']:.3f})" if falls else f"not within {', '.join(strength_label(axis, s) for s in strengths)}"),
         })
     failed = frame[frame["status"] == "failed"]
     return {
@@ -168,7 +176,7 @@ def audit_markdown(summary: dict) -> str:
               "", "| adversary | attack | phase | defense | strengths | U | CAP | falls to the prior at |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for d in summary["defenses"]:
-        cap = f"{d['cap']:.3f} ± {d['cap_std']:.3f}" if d["cap"] is not None else d["cap_status"]
+        cap = mean_std(d["cap"], d["cap_std"], n=d["seeds"]) if d["cap"] is not None else d["cap_status"]
         strengths = ", ".join(strength_label(d["axis"], s) for s in d["strengths"])
         lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {d['defense']} | {strengths} | "
                      f"{utility_label(d.get('utility_metric', ''))} | {cap} | {d['falls_to_prior_text']} |")

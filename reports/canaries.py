@@ -12,6 +12,7 @@ import math
 
 import pandas as pd
 
+from vflpriv.reports.tables import mean_std
 from vflpriv.tradeoff.cap import strength_label
 from vflpriv.tradeoff.epsilon import epsilon_table
 
@@ -64,7 +65,8 @@ def canary_markdown(summary: dict | None) -> list[str]:
     w, wo = summary["utility_with"], summary["utility_without"]
 
     def utility(u: dict) -> str:
-        return "n/a" if u["mean"] is None else f"{u['mean']:.3f} ± {u['std']:.3f} over {u['trainings']} trainings"
+        return "n/a" if u["mean"] is None else f"{mean_std(u['mean'], u['std'], n=u['trainings'])} over " \
+            f"{u['trainings']} training{'s' if u['trainings'] != 1 else ''}"
 
     lines = ["", "## Empirical epsilon (random-label canaries)", "",
              f"{summary['canaries']} labeled training samples train with a label drawn uniformly from the classes; each "
@@ -126,7 +128,7 @@ def _cost_tables(results: pd.DataFrame) -> list:
         cells = []
         for label, part in ((f"with {int(planted['canaries'].max())} canaries", planted), ("without", without)):
             u = _utility(part)
-            cells.append([label, f"{u['mean']:.3f} ± {u['std']:.3f}" if u["mean"] is not None else "n/a",
+            cells.append([label, mean_std(u["mean"], u["std"], n=u["trainings"]),
                           str(u["trainings"])])
         out.append(Table(f"What the canaries cost: {method} on {dataset}, no defense", ["training", "utility", "trainings"],
                          cells, set(), note="utility on the test set, mean ± std over the trainings"))

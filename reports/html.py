@@ -4,6 +4,7 @@ shared by every run and those that vary, the versions, failed runs. No script, f
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 from pathlib import Path
@@ -39,11 +40,35 @@ def _settings(results: pd.DataFrame) -> tuple[list[tuple[str, str]], dict[str, d
         if len({repr(f.get(k)) for f in flat}) > 1:
             values: dict[str, list[str]] = {}
             for f, cell in rows:
-                where = values.setdefault("unset" if k not in f else str(f[k]), [])
+                where = values.setdefault("unset" if k not in f else _shown(k, f[k], f.get("dataset.name")), [])
                 if cell not in where:
                     where.append(cell)
             varying[k] = {v: sorted(cells, key=natural) for v, cells in sorted(values.items(), key=lambda i: natural(i[0]))}
     return shared, varying
+
+
+def _shown(key: str, value: object, dataset: object) -> str:
+    """A setting's value, marked where nobody chose it: its dataset's own default (the loader's) or vflpriv's."""
+    from vflpriv.config.schema import dataset_defaults
+
+    section, _, name = key.partition(".")
+    own = dataset_defaults(dataset, section) if isinstance(dataset, str) and section in ("partition", "model") else {}
+    if name in own:
+        return f"{value} (the default of {dataset})" if own[name] == value else str(value)
+    defaults = _section_defaults(section)
+    return f"{value} (the default)" if name in defaults and defaults[name] == value else str(value)
+
+
+@functools.cache
+def _section_defaults(section: str) -> dict:
+    """vflpriv's defaults of one section of a run's configuration (no dataset's own defaults applied)."""
+    from vflpriv.config.schema import RunConfig
+
+    field = RunConfig.model_fields.get(section)
+    if field is None or field.default_factory is None:
+        return {}
+    made = field.default_factory()
+    return made.model_dump() if hasattr(made, "model_dump") else {}
 
 
 def _readable(config: dict) -> dict:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from vflpriv.reports.tables import mean_std
 from vflpriv.tradeoff.cap import strength_label
 
 CONTEXT = ["attack", "defense", "phase"]
@@ -78,14 +79,11 @@ def natural(text: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
 
 
-def _pm(mean: float, std: float) -> str:
-    return "n/a" if pd.isna(mean) else f"{mean:.3f} ± {std:.3f}"
-
-
 #: One-sided level of the test that separates a CAP from the best of its column.
 ALPHA = 0.05
 BOLD_RULE = ("bold: the highest CAP of each column and every CAP not significantly below it (one-sided Welch t-test "
              f"over seeds, p >= {ALPHA:g}), i.e. tied with the best within seed noise")
+ONE_SEED_RULE = "bold: the highest CAP of each column (one seed: no spread, so no test of ties; run more seeds for one)"
 
 
 def tied_with_best(cells: list[tuple[float, float, int]]) -> set[int]:
@@ -135,7 +133,7 @@ def cap_tables(caps: pd.DataFrame) -> list[Table]:
             row = [label]
             for d in datasets:
                 r = cells.get((label, d))
-                row.append("" if r is None else _pm(r.cap, r.cap_std) if not pd.isna(r.cap) else
+                row.append("" if r is None else mean_std(r.cap, r.cap_std, n=int(r.n_seeds)) if not pd.isna(r.cap) else
                            ("n/a†" if str(r.status).startswith("n/a") else str(r.status)))
             rows.append(row)
         for j, d in enumerate(datasets, start=1):
@@ -143,9 +141,10 @@ def cap_tables(caps: pd.DataFrame) -> list[Table]:
                       if (label, d) in cells and not pd.isna(cells[(label, d)].cap)]
             tied = tied_with_best([(r.cap, 0.0 if pd.isna(r.cap_std) else r.cap_std, int(r.n_seeds)) for _, r in scored])
             best |= {(scored[k][0], j) for k in tied}
-        notes = [BOLD_RULE] + (["† " + NON_FEDERATED] if any("n/a†" in c for row in rows for c in row) else [])
+        several = bool((part["n_seeds"] > 1).any())
+        notes = [BOLD_RULE if several else ONE_SEED_RULE] + (["† " + NON_FEDERATED] if any("n/a†" in c for row in rows for c in row) else [])
         tables.append(Table(f"CAP = mean over the strengths of U × (1 − A); attack {attack}, defense {defense} "
-                            f"({phase}); mean ± std over seeds",
+                            f"({phase}); {'mean ± std over seeds' if several else 'one seed'}",
                             ["method", *(_dataset_column(d, part) for d in datasets)], rows, best, "; ".join(notes)))
     return tables
 
@@ -207,9 +206,10 @@ def reference_table(results: pd.DataFrame) -> Table | None:
     datasets = list(dict.fromkeys(refs["dataset"]))
     rows = []
     for (method, variant), part in refs.groupby(["method", "variant"], sort=False):
-        stats = part.groupby("dataset")["utility"].agg(["mean", lambda c: c.std(ddof=0)])
+        stats = part.groupby("dataset")["utility"].agg(["mean", lambda c: c.std(ddof=0), "count"])
         rows.append([_row_label(method, variant) + "†"] + [
-            _pm(stats.loc[d].iloc[0], stats.loc[d].iloc[1]) if d in stats.index else "" for d in datasets])
+            mean_std(stats.loc[d].iloc[0], stats.loc[d].iloc[1], n=int(stats.loc[d].iloc[2])) if d in stats.index
+            else "" for d in datasets])
     return Table("Non-federated references: utility, mean ± std over seeds", ["method", *datasets], rows, set(),
                  "† " + NON_FEDERATED)
 

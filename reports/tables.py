@@ -14,8 +14,12 @@ from vflpriv.tradeoff.cap import strength_label
 CONTEXT = ["method", "dataset", "attack", "defense", "phase"]
 
 
-def _pm(mean: float, std: float, *, sign: bool = False) -> str:
-    return "n/a" if pd.isna(mean) else f"{mean:{'+' if sign else ''}.3f} ± {std:.3f}"
+def mean_std(mean: float, std: float | None, *, n: int, sign: bool = False, digits: int = 3) -> str:
+    """"mean ± std" over ``n`` seeds (or trainings); of one there is no spread to show, so the mean alone."""
+    if mean is None or pd.isna(mean):
+        return "n/a"
+    shown = f"{mean:{'+' if sign else ''}.{digits}f}"
+    return shown if n < 2 or std is None or pd.isna(std) else f"{shown} ± {std:.{digits}f}"
 
 
 def _split_context(frame: pd.DataFrame) -> tuple[list[str], str]:
@@ -36,19 +40,22 @@ def strength_table(summary: pd.DataFrame) -> Table:
     defended = bool((summary["defense"] != "none").any())
     spent = "epsilon_mean" in summary and bool(summary["epsilon_mean"].notna().any())
     strongest = "strongest" in summary and bool((summary["strongest"].fillna("") != "").any())
-    table = Table(title=f"{fixed} (mean ± std over seeds; leakage = attack − prior accuracy, per seed)")
+    spread = "mean ± std over seeds" if (summary["n_seeds"] > 1).any() else "one seed"
+    table = Table(title=f"{fixed} ({spread}; leakage = attack − prior accuracy, per seed)")
     columns = (*varying, *(["strength"] if defended else []), *(["ε spent"] if spent else []),
                f"utility ({utility_label(metric)})", "attack acc", "prior acc", "leakage", "seeds",
                *(["strongest attack"] if strongest else []))
     for col in columns:
         table.add_column(col, justify="right")
     for _, r in summary.iterrows():
+        n = int(r["n_seeds"])
         table.add_row(
             *(str(r[c]) for c in varying), *([strength_label(r["strength_axis"], r["strength"])] if defended else []),
             *([f"{r['epsilon_mean']:.3g}" if pd.notna(r["epsilon_mean"]) else "n/a"] if spent else []),
-            _pm(r["utility_mean"], r["utility_std"]), _pm(r["attack_accuracy_mean"], r["attack_accuracy_std"]),
-            _pm(r["prior_accuracy_mean"], r["prior_accuracy_std"]), _pm(r["leakage_mean"], r["leakage_std"], sign=True),
-            str(int(r["n_seeds"])), *([str(r["strongest"]) if isinstance(r["strongest"], str) else ""] if strongest else []),
+            mean_std(r["utility_mean"], r["utility_std"], n=n),
+            mean_std(r["attack_accuracy_mean"], r["attack_accuracy_std"], n=n),
+            mean_std(r["prior_accuracy_mean"], r["prior_accuracy_std"], n=n),
+            mean_std(r["leakage_mean"], r["leakage_std"], n=n, sign=True), str(n), *([str(r["strongest"]) if isinstance(r["strongest"], str) else ""] if strongest else []),
         )
     return table
 
@@ -65,8 +72,9 @@ def cap_rich_table(caps: pd.DataFrame) -> Table:
         table.add_column(col)
     for _, r in caps.iterrows():
         status = r.get("status", "ok")
-        shown = _pm(r["cap"], r["cap_std"]) if pd.notna(r["cap"]) else status
-        score = _pm(r["dcs"], r["dcs_std"]) if pd.notna(r.get("dcs", float("nan"))) else "n/a"
+        n = int(r["n_seeds"])
+        shown = mean_std(r["cap"], r["cap_std"], n=n) if pd.notna(r["cap"]) else status
+        score = mean_std(r["dcs"], r["dcs_std"], n=n) if pd.notna(r.get("dcs", float("nan"))) else "n/a"
         table.add_row(*(str(r[c]) for c in CONTEXT), utility_label(r.get("utility_metric", "")), shown, score,
                       str(int(r["n_seeds"])))
     return table

@@ -131,7 +131,10 @@ def check_cluster(backend_name: str, address: str | None, *, timeout: float | No
     """Refuse, as one ConfigError within ``timeout`` seconds (default :data:`CLUSTER_TIMEOUT`), a cluster at
     ``address`` that does not answer as a ``backend_name`` cluster: called while planning, before a store is
     created, so a cluster that cannot be reached leaves nothing behind. No address (a local cluster): nothing to
-    check."""
+    check. A dask or ray backend whose extra is not installed is refused first, address or not."""
+    if backend_name in _NEEDS and importlib.util.find_spec(_NEEDS[backend_name]) is None:
+        raise ConfigError(f"backend '{backend_name}' needs the {backend_name} extra: "
+                          f"pip install 'vflpriv[{backend_name}]'")
     if address is None:
         return
     timeout = CLUSTER_TIMEOUT if timeout is None else timeout
@@ -160,6 +163,9 @@ def _answers(address: str, *, timeout: float) -> None:
             pass
 
 
+#: The module each cluster backend's extra installs (dask's client lives in ``distributed``).
+_NEEDS = {"dask": "distributed", "ray": "ray"}
+
 #: What a child process runs to connect to a cluster (argv[1]: the address) and leave it as it was.
 _PROBE_SCRIPTS = {
     "dask": "import sys\nfrom dask.distributed import Client\nClient(sys.argv[1], timeout=float(sys.argv[2])).close()",
@@ -172,9 +178,6 @@ def _probe(backend_name: str, address: str, *, timeout: float) -> None:
     """Connect to the cluster from a child process, killed (with whatever it started) at ``timeout``: neither
     client keeps its own timeout where an address accepts a connection and never answers (Dask's handshake
     and ``ray.init`` both wait forever), and no Python-level timeout reaches a blocked connect."""
-    if importlib.util.find_spec(backend_name) is None:
-        raise ConfigError(f"backend '{backend_name}' needs the {backend_name} extra: "
-                          f"pip install 'vflpriv[{backend_name}]'")
     with tempfile.TemporaryFile(mode="w+") as log:  # not a pipe: a grandchild holding it open would block us
         child = subprocess.Popen([sys.executable, "-c", _PROBE_SCRIPTS[backend_name], address, str(timeout)],
                                  stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)

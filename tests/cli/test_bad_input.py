@@ -287,10 +287,21 @@ def test_evaluate_refuses_bad_input_before_training(args, needle, files, tmp_pat
     one_error_line(result.output, needle)
 
 
-def test_an_unwritable_pretraining_cache_is_refused_before_training(files, tmp_path, monkeypatch):
-    monkeypatch.setenv("VFLPRIV_CACHE", files["file"])
-    result = CliRunner().invoke(app, ["evaluate", "--method", "fedhssl", "--out", str(tmp_path / "o")])
-    assert result.exit_code == 2
+@pytest.mark.parametrize("method", ["fedhssl", "splitnn"])  # splitnn pretrains nothing, yet caches its prior
+@pytest.mark.parametrize("where", ["{file}", "{file}/under"])
+@pytest.mark.parametrize("command", ["evaluate", "sweep", "audit"])
+def test_an_unusable_cache_is_refused_before_anything_is_written(command, where, method, files, tmp_path,
+                                                                 monkeypatch):
+    monkeypatch.setenv("VFLPRIV_CACHE", where.format(file=files["file"]))
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    chosen = ["--method", method]
+    if command == "sweep":
+        (tmp_path / "grid.yaml").write_text(f"methods: [{method}]\nattacks: [mc]\nseeds: [0]\n")
+        chosen = [str(tmp_path / "grid.yaml")]
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, [command, *chosen, "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
     one_error_line(result.output, "file.txt is a file, not a folder")
 
 

@@ -265,3 +265,37 @@ def test_evaluate_refuses_an_unusable_destination_before_training_and_creates_no
 def test_tune_refuses_unbounded_or_meaningless_searches(args, needle, tmp_path):
     _refused(["tune", "--method", "splitnn", *args, "--out", str(tmp_path / "o")], needle)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("backend", ["dask", "ray"])
+@pytest.mark.parametrize("command", ["evaluate", "sweep", "audit"])
+def test_a_cluster_backend_without_its_extra_is_refused_before_a_store_exists(command, backend, tmp_path,
+                                                                              monkeypatch):
+    import vflpriv.tradeoff.executors as executors
+
+    monkeypatch.setitem(executors._NEEDS, backend, "vflpriv_no_such_module")  # as on a machine without the extra
+    chosen = [str(_grid(tmp_path))] if command == "sweep" else ["--method", "splitnn"]
+    with wrote_nothing(tmp_path):
+        _refused([command, *chosen, "--backend", backend, "--out", str(tmp_path / "o")],
+                 f"backend '{backend}' needs the {backend} extra: pip install 'vflpriv[{backend}]'")
+
+
+def test_a_store_locked_by_another_process_is_named_as_locked_within_seconds(tmp_path, monkeypatch):
+    import time
+
+    import vflpriv.store.sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "BUSY_WAIT", 0.5)
+    path = tmp_path / "results.sqlite"
+    Store(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # as a database browser mid-transaction, or a stuck process, would
+    try:
+        start = time.monotonic()
+        with wrote_nothing(tmp_path / "o"):
+            _refused(["evaluate", "--method", "splitnn", "--store", str(path), "--out", str(tmp_path / "o")],
+                     f"results store {path} is locked by another process (waited 0.5 s)")
+        assert time.monotonic() - start < 10
+    finally:
+        holder.close()
+    assert not (tmp_path / "o").exists()

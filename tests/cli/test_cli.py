@@ -1,5 +1,7 @@
 """The command line, through typer's CliRunner: outputs, reproducibility and one-line errors."""
 
+import sys
+
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -117,9 +119,47 @@ def test_bad_input_is_one_error_line(runner, args, needle, tmp_path):
     assert not (tmp_path / "results.csv").exists()
 
 
-def test_list(runner):
-    result = runner.invoke(app, ["list", "methods"])
-    assert result.exit_code == 0 and "splitnn" in result.output.split()
+@pytest.mark.parametrize(("what", "name", "words"), [
+    ("methods", "splitnn", "No pretraining"), ("attacks", "mc", "auxiliary labels"),
+    ("defenses", "iso", "ISO on embeddings"), ("datasets", "digits", "8x8 digits"),
+])
+def test_list_gives_each_name_a_line_saying_what_it_is(runner, what, name, words):
+    from vflpriv.config.registry import REGISTRIES
+
+    result = runner.invoke(app, ["list", what])
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert [line.split()[0] for line in lines] == REGISTRIES[what].names()
+    line = next(line for line in lines if line.split()[0] == name)
+    assert words in line and len(line) <= 140
+
+
+@pytest.mark.parametrize(("name", "text"), [("fedhssl", "concat = [f_c, f_l]")])
+def test_describe_prints_bracketed_text_as_written_not_as_markup(runner, name, text):
+    result = runner.invoke(app, ["describe", name])
+    assert result.exit_code == 0 and text in " ".join(result.output.split())
+
+
+def test_describe_prints_a_plugin_s_bracketed_description_as_written(runner, monkeypatch):
+    import types
+
+    from pydantic import BaseModel, Field
+
+    from vflpriv.defenses.iso import IsotropicNoise
+
+    class Bracketed(IsotropicNoise):
+        """Noise on [red]every[/red] row, [bold]scaled[/bold]."""
+
+        class Options(BaseModel):
+            mode: str = Field("a", description="one of [a, b] or [link=x]c[/link]")
+
+    module = types.ModuleType("bracketed_plugin")
+    module.Bracketed = Bracketed
+    monkeypatch.setitem(sys.modules, "bracketed_plugin", module)
+    result = runner.invoke(app, ["describe", "bracketed_plugin:Bracketed"])
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "[red]every[/red] row, [bold]scaled[/bold]" in flat and "[a, b] or [link=x]c[/link]" in flat
 
 
 def test_config_file_and_set_precedence(runner, tmp_path):

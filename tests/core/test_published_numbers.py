@@ -131,3 +131,23 @@ def test_the_keys_of_one_dataset_name_in_two_folders_differ(tmp_path):
     assert pretrain_key(a, SplitNN) != pretrain_key(b, SplitNN)
     same = RunConfig.model_validate({"dataset": {"name": "criteo", "root": str(tmp_path / "a")}})
     assert same.key() == a.key()
+
+
+def test_a_defense_is_not_said_to_bring_down_an_attack_that_never_rose_above_the_prior():
+    leaks = ("1" * 120 + "0" * 80, "1" * 20 + "0" * 180)  # +0.5 undefended
+    worse = ("1" * 20 + "0" * 180, "1" * 120 + "0" * 80)  # -0.5 undefended: it failed
+    same = ("10" * 100, "10" * 100)  # the prior exactly: nothing leaked
+    undefended = _audit_records({"mc": leaks, "bli": worse, "gc": same})
+    config = json.dumps({"partition": {"adversary": 1}})
+    defended = pd.DataFrame([RunRecord(
+        key=f"{attack}{seed}iso", method="m", dataset="d", attack=attack, defense="iso", phase="finetune",
+        strength=1.0, strength_axis="lambda", strength_stronger="higher", strength_identity=0.0, num_classes=2,
+        seed=seed, utility=0.8, attack_accuracy=0.1, prior_accuracy=0.1, leakage=0.0, config=config,
+        training_key=f"d{seed}").to_dict() for attack in ("mc", "bli", "gc") for seed in (0, 1, 2)])
+    summary = audit_summary(pd.concat([undefended, defended], ignore_index=True), [], margin=0.02, context={})
+    said = {d["attack"]: d for d in summary["defenses"]}
+    assert said["mc"]["falls_to_prior"]["strength"] == 1.0 and said["mc"]["falls_to_prior_text"].startswith("λ=1")
+    assert said["bli"]["falls_to_prior"] is None
+    assert said["bli"]["falls_to_prior_text"] == "n/a: below the prior without a defense (attack failed)"
+    assert said["gc"]["falls_to_prior"] is None
+    assert said["gc"]["falls_to_prior_text"] == "n/a: no leakage beyond the prior without a defense"

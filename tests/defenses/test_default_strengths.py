@@ -24,6 +24,16 @@ def test_a_sweep_without_strengths_takes_the_defense_s_own_weak_to_strong(name):
     assert experiment.strengths == ordered  # weak to strong on the axis
 
 
+@pytest.mark.parametrize("data", [{}, {"method": {"name": "splitnn"}}, {"seeds": [0]}])
+def test_the_default_threat_model_sweeps_iso_s_defaults_when_no_defense_is_named(data):
+    from vflpriv.workflows.experiment import experiment_line
+
+    experiment = ExperimentConfig.model_validate(data)  # `vflpriv evaluate --method X`: ISO, swept, no strengths
+    assert experiment.swept.name == "iso" and experiment.strengths == [1.0, 5.0, 25.0]
+    assert len(experiment.runs()) == 3 * len(experiment.seeds)
+    assert "swept over 1, 5, 25" in experiment_line(experiment)
+
+
 def test_a_defense_without_audit_strengths_spans_its_search_range():
     from vflpriv.defenses.iso import IsotropicNoise
 

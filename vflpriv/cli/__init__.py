@@ -8,12 +8,14 @@ import sys
 
 from vflpriv.cli import audit, catalog, evaluate, reproduce, results, tune  # noqa: F401 - registers the commands
 from vflpriv.cli.app import app
+from vflpriv.common.console import tolerate_narrow_encodings
 
 
 def main() -> None:
     """Run the app, then leave at once. By then every file and the store are written and closed; what
     remains is the interpreter's teardown of torch and friends (about a second) and, for a parallel
     command, the graceful join of its workers, which are killed instead."""
+    tolerate_narrow_encodings()
     try:
         app()
         code = 0

@@ -20,13 +20,18 @@ def list_(what: str = typer.Argument(..., metavar="WHAT", help="methods, attacks
         return
     if what not in REGISTRIES:
         raise ConfigError(f"cannot list '{what}'; valid choices: {', '.join([*REGISTRIES, 'presets'])}")
-    for name in REGISTRIES[what].names():
-        typer.echo(name)
+    from vflpriv.workflows.describe import one_line
+
+    names = REGISTRIES[what].names()
+    width = max(map(len, names), default=0)
+    for name in names:
+        typer.echo(f"{name:<{width}}  {one_line(what.removesuffix('s'), name)}")
 
 
 @app.command()
 def datasets() -> None:
     """Show each dataset, whether its files are present, and the command to get missing ones."""
+    from rich.markup import escape
     from rich.table import Table
 
     from vflpriv.data.catalog import DATASET_INFO, status
@@ -36,7 +41,8 @@ def datasets() -> None:
         table.add_column(col, overflow="fold")
     for name, info in DATASET_INFO.items():
         present, where, how = status(name)
-        table.add_row(name, info.kind, "yes" if present else "no", info.description, where if present else how)
+        table.add_row(*map(escape, (name, info.kind, "yes" if present else "no", info.description,
+                                    where if present else how)))
     make_console().print(table)
 
 
@@ -50,15 +56,15 @@ def describe(name: str = typer.Argument(..., metavar="NAME", help="a method, att
 
     console = make_console()
     for d in describe_name(name):
-        console.print(f"[bold]{d.kind} {d.name}[/bold]: {d.summary}")
+        console.print(f"[bold]{escape(d.kind)} {escape(d.name)}[/bold]: {escape(d.summary)}")  # text, not markup
         for key, value in d.facts.items():
-            console.print(f"  {key}: {value}")
+            console.print(escape(f"  {key}: {value}"))
         if d.options:
             table = Table(title=escape(f"options ({d.prefix}NAME=VALUE)"), title_justify="left")
             for col in ("option", "type", "default", "description"):
                 table.add_column(col, overflow="fold")
             for row in d.options:
-                table.add_row(*row)
+                table.add_row(*map(escape, row))
             console.print(table)
         elif d.kind not in ("dataset", "preset"):
             console.print("  options: none")

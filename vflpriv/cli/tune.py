@@ -12,6 +12,7 @@ from vflpriv.cli.app import QUIET, app
 from vflpriv.cli.evaluate import build_experiment
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
+from vflpriv.reports.tables import mean_std
 from vflpriv.store import cache
 
 #: Bisection steps at most: 30 halvings narrow any strength interval below a billionth of it.
@@ -108,8 +109,9 @@ def tune(
     else:
         f = result.found
         console.print(f"{defense}: weakest {axis.name} bringing {experiment.attack.names()[0]} within {tolerance:g} of "
-                      f"the prior: {f.strength:g} (leakage {f.leakage:+.3f}); utility {f.utility:.3f} ± "
-                      f"{f.utility_std:.3f}; {len(result.points)} strengths, {result.runs} runs")
+                      f"the prior: {f.strength:g} (leakage {f.leakage:+.3f}); utility "
+                      f"{mean_std(f.utility, f.utility_std, n=f.seeds)}; {len(result.points)} strengths, "
+                      f"{result.runs} runs")
 
 
 def _without_strength(config) -> dict:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
+import sys
+
 from rich.console import Console
 
 #: Width of a console that is not a terminal: wide enough that rich never wraps a line or a table cell.
@@ -15,3 +18,30 @@ def make_console(*, stderr: bool = False, quiet: bool = False) -> Console:
     if console.is_terminal:
         return console
     return Console(stderr=stderr, quiet=quiet, width=UNWRAPPED, soft_wrap=True)
+
+
+#: ASCII spellings of the symbols vflpriv prints, for a stream whose encoding lacks them (others become "?").
+ASCII_SPELLINGS = {"±": "+/-", "λ": "lambda", "ε": "eps", "δ": "delta", "σ": "sigma", "γ": "gamma", "—": "-",
+                   "–": "-", "−": "-", "…": "...", "≥": ">=", "≤": "<=", "≈": "~", "×": "x", "→": "->", "✓": "ok",
+                   "✗": "x", "·": "*", "²": "^2", "‰": " per mille", "“": '"', "”": '"', "’": "'"}
+
+
+def _spell_in_ascii(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start:error.end]
+    return "".join(ASCII_SPELLINGS.get(ch, "?") for ch in text), error.end
+
+
+codecs.register_error("vflpriv-ascii", _spell_in_ascii)
+
+
+def tolerate_narrow_encodings() -> None:
+    """Let stdout and stderr write what their encoding lacks (``PYTHONIOENCODING=ascii``, a latin-1 terminal) in
+    ASCII instead of failing with a traceback after the work is done."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            try:
+                "±λ—".encode(stream.encoding or "ascii")
+            except (UnicodeEncodeError, LookupError):
+                stream.reconfigure(errors="vflpriv-ascii")

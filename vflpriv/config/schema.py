@@ -418,8 +418,9 @@ class ExperimentConfig(TrainingConfig):
     @classmethod
     def _default_strengths(cls, data: Any) -> Any:
         """Unset strengths of a swept defense: its own (:func:`default_strengths`), in its units."""
-        if isinstance(data, dict) and data.get("strengths") is None and isinstance(data.get("defenses"), list):
-            swept = [d for d in data["defenses"] if isinstance(d, dict) and d.get("sweep")]
+        if isinstance(data, dict) and data.get("strengths") is None:
+            defenses = data.get("defenses", [d.model_dump() for d in cls.model_fields["defenses"].default_factory()])
+            swept = [d for d in defenses if isinstance(d, dict) and d.get("sweep")] if isinstance(defenses, list) else []
             if len(swept) == 1:
                 data = {**data, "strengths": default_strengths(swept[0])}
         return data

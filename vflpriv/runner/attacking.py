@@ -79,7 +79,7 @@ def run_attack(a: AttackPlan, fed: Federation, scenario: Scenario, encoder, reco
     if isinstance(found, SearchResult):
         record_search(record, found, truth, hidden)
     elif isinstance(found, str):
-        record.notes = "; ".join(filter(None, [record.notes, f"attack not tuned: {found}"]))
+        record.notes = "; ".join(filter(None, [record.notes, f"attack {cfg.attack.name} not tuned: {found}"]))
     prior = prior_predictions(a.prior, view, attack, truth) if a.prior.kind != "none" else None
     if prior is not None:
         predicted = prior[record.attack_target]

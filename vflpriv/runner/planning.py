@@ -102,8 +102,7 @@ def plan_training(config: TrainingConfig) -> Plan:
     method_cls = METHODS.get(config.method.name)
     options = parse_options(method_cls, config.method.options, where="method.options")
     method = built("method", config.method.name, lambda: method_cls(options))
-    if method.pretrains:
-        cache.check_writable()
+    cache.check_writable()  # every run may cache (pretraining, the adversary's prior, labels)
     _check_finetune_loop(config, method)
     if config.partition.canaries and not method.federated:
         raise IncompatibleError(f"partition.canaries: method '{config.method.name}' is not federated, so no adversary "

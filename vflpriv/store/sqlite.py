@@ -42,9 +42,15 @@ _SCHEMA = (
 )
 
 
+#: Seconds a write waits for another process's lock (sweeps sharing a store take turns, each write brief).
+LOCK_WAIT = 60.0
+#: Seconds the check before a command waits: a lock held this long is another program's, not a turn being taken.
+BUSY_WAIT = 5.0
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     # explicit transactions below; one connection may serve several threads, each use under Store._lock
-    return sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
+    return sqlite3.connect(path, timeout=LOCK_WAIT, isolation_level=None, check_same_thread=False)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -76,7 +82,7 @@ class Store:
             self._db = _connect(self.path)
             self._open()
         except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"results store {self.path} is not a usable SQLite database ({exc})") from None
+            raise ConfigError(_unusable(self.path, exc, waited=LOCK_WAIT, verb="is not usable")) from None
 
     def _open(self) -> None:
         """Check the file is a vflpriv store (or new) and create the schema, in one write transaction: two
@@ -277,13 +283,21 @@ def check_store_path(path: Path | str) -> None:
 def _read_only(path: Path) -> Iterator[sqlite3.Connection]:
     """A connection that cannot write (SQLite's ``mode=ro``); a file SQLite cannot read is one ConfigError."""
     try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0)
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_WAIT)
         try:
             yield db
         finally:
             db.close()
     except sqlite3.DatabaseError as exc:
-        raise ConfigError(f"results store {path} cannot be read as a SQLite database ({exc})") from None
+        raise ConfigError(_unusable(path, exc, waited=BUSY_WAIT, verb="cannot be read")) from None
+
+
+def _unusable(path: Path, exc: sqlite3.DatabaseError, *, waited: float, verb: str) -> str:
+    """Why a store could not be used: a lock another process holds reads as one, not as a damaged file."""
+    if getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return (f"results store {path} is locked by another process (waited {waited:g} s): another vflpriv command "
+                "writing to it, or a program holding it open in a transaction; let it finish or give another --store")
+    return f"results store {path} {verb} as a SQLite database ({exc})"
 
 
 def checked_record(key: str, text: str) -> RunRecord:

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from vflpriv.common.errors import UnknownNameError
+from vflpriv.common.errors import UnknownNameError, VflprivError
 from vflpriv.config import presets
 from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES, METHODS
 
@@ -56,6 +56,18 @@ def options_of(model: type[BaseModel]) -> list[tuple[str, str, str, str]]:
 def _summary(obj: Any) -> str:
     doc = inspect.getdoc(obj) or ""
     return doc.split("\n\n")[0].replace("\n", " ")
+
+
+def one_line(kind: str, name: str) -> str:
+    """What ``vflpriv list KINDs`` says of ``name``: its description's first paragraph, cut to a line (a plugin
+    that fails to load says so instead of stopping the list)."""
+    registry, describer = DESCRIBERS[kind]
+    try:
+        text = describer(name, registry.get(name)).summary
+    except VflprivError as exc:
+        return f"(cannot be loaded: {exc})"
+    text = text.replace("``", "").rstrip(".")
+    return text if len(text) <= 110 else text[:107].rsplit(" ", 1)[0] + " ..."
 
 
 def _method(name: str, cls: Any) -> Description:

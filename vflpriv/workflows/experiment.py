@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from vflpriv.common.console import make_console
-from vflpriv.common.errors import ConfigError, Interrupted
+from vflpriv.common.errors import ConfigError, IncompatibleError, Interrupted
 from vflpriv.common.progress import RunProgress
 from vflpriv.config.registry import METHODS
 from vflpriv.config.schema import ExperimentConfig, RunConfig, TrainingConfig, dataset_partition_defaults
@@ -200,17 +200,19 @@ def evaluate_experiment(
     CAP when a defense is swept (CAP averages over a defense's strengths; with no defense there is none).
     """
     console = console or make_console()
-    runs = experiment.runs()
+    with cache.held_back():  # a refusal leaves the cache as it was
+        runs, set_aside = applicable_attacks(experiment.runs())
 
     def header() -> str:
-        return "\n".join([experiment_line(experiment), partition_line(experiment)])
+        return "\n".join([experiment_line(experiment), partition_line(experiment),
+                          *(f"set aside: attack {name}: {reason}" for name, reason in set_aside)])
 
     results = run_into_store(runs, out, jobs=experiment.jobs, backend=experiment.backend, address=address,
                              runs_per_gpu=experiment.runs_per_gpu,
                              store_path=store_path, console=console, show_progress=show_progress, header=header,
                              warm=warm, overwrite=overwrite)
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
-    from vflpriv.reports.tables import cap_rich_table, strength_table
+    from vflpriv.reports.tables import cap_rich_table, mean_std, strength_table
     from vflpriv.tradeoff.cap import cap_table, strength_summary
     from vflpriv.tradeoff.variants import with_variants
 
@@ -229,7 +231,9 @@ def evaluate_experiment(
             what = f"CAP {row['method']} / {row['attack']} / {row['defense']} ({row['phase']}): "
             if row["status"] == "ok" or row["status"].startswith("partial"):
                 extra = f" ({row['status']})" if row["status"] != "ok" else ""
-                console.print(what + f"{row['cap']:.4f} ± {row['cap_std']:.4f} over {int(row['n_seeds'])} seeds{extra}")
+                n = int(row["n_seeds"])
+                console.print(what + f"{mean_std(row['cap'], row['cap_std'], n=n, digits=4)} over {n} "
+                              f"seed{'s' if n != 1 else ''}{extra}")
             else:
                 console.print(what + row["status"])
     else:
@@ -240,15 +244,40 @@ def evaluate_experiment(
     return results
 
 
+def applicable_attacks(runs: list[RunConfig]) -> tuple[list[RunConfig], list[tuple[str, str]]]:
+    """With several attacks, the runs of those this method, task and phase allow, and each attack set aside with the
+    planner's reason (as the audit does); an attack alone, or none applicable, is refused (IncompatibleError)."""
+    from vflpriv.runner.planning import plan
+
+    names = list(dict.fromkeys(r.attack.name for r in runs))
+    if len(names) < 2:
+        return runs, []
+    kept, set_aside = [], []
+    for name in names:
+        mine = [r for r in runs if r.attack.name == name]
+        first = mine[0].training_key()
+        try:
+            plan([r for r in mine if r.training_key() == first])
+        except IncompatibleError as exc:
+            set_aside.append((name, str(exc).removeprefix(f"attack '{name}': ")))
+            continue
+        kept += mine
+    if not kept:
+        raise IncompatibleError("no attack applies: " + "; ".join(f"{n}: {reason}" for n, reason in set_aside))
+    return kept, set_aside
+
+
 def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: str | None = None,
              console: Console | None = None, show_progress: bool = True, warm: Warm | None = None,
              overwrite: bool = False) -> pd.DataFrame:
     """Run (or resume) an expanded grid (``vflpriv sweep``) and write ``results.csv``, ``skipped.csv`` (the cells
-    set aside, with the reason) and ``cap.csv`` into ``out``; returns the runs with their variants."""
+    set aside, with the reason), ``cap.csv`` and the privacy-utility plots (``tradeoff*.png``, one per attack,
+    defense and phase, one panel per dataset) into ``out``; returns the runs with their variants."""
     import pandas as pd
 
     from vflpriv.reports.paper_tables import cap_tables
-    from vflpriv.tradeoff.cap import cap_table
+    from vflpriv.reports.plots import tradeoff_figures
+    from vflpriv.tradeoff.cap import cap_table, strength_summary
     from vflpriv.tradeoff.variants import with_variants
 
     console = console or make_console()
@@ -263,4 +292,7 @@ def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: 
     caps.to_csv(out / "cap.csv", index=False)
     for table in cap_tables(caps):
         console.print(table.markdown())
+    summary = strength_summary(results)
+    figures = tradeoff_figures(summary, out, formats=("png",)) if not summary.empty else []
+    console.print(f"wrote {', '.join(str(p) for p in [out / 'results.csv', out / 'cap.csv', *figures])}")
     return results
