@@ -93,3 +93,10 @@ class Attack(ABC):
     @abstractmethod
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         """Guess the labels of (some of) ``view.targets``; keys are target set names."""
+
+
+def labeled_targets(run) -> int | None:
+    """How many training targets the adversary's finetuning messages cover, where planning can know it: the
+    labeled aligned samples (``run`` as :meth:`Method.declared` gives it); None where the active party labels its
+    local samples too (VFLHLP), whose count only the split knows."""
+    return None if run.partition.active_labels_local else run.partition.labeled

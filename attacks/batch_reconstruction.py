@@ -39,14 +39,14 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
-from vflpriv.attacks.base import AdversaryView, Attack, Inference, Observation
+from vflpriv.attacks.base import AdversaryView, Attack, Inference, Observation, labeled_targets
 from vflpriv.attacks.gradient_clustering import name_clusters
 from vflpriv.attacks.gradients import positions_in
 from vflpriv.config.options import Options
 from vflpriv.engine import FINETUNE, GRADIENT
 from vflpriv.engine.adversary import ObservedStep
 from vflpriv.models.encoders import init_parameters
-from vflpriv.models.training import apply_in_batches, make_optimizer, require_finite
+from vflpriv.models.training import apply_in_batches, batch_count, make_optimizer, require_finite
 
 
 class BatchLabelOptions(Options):
@@ -91,12 +91,22 @@ class BatchLabelInference(Attack):
         return Observation(epochs="first", steps=self.options.batches, bottom=self.options.match == "parameters")
 
     def incompatible(self, run, *, num_classes: int) -> str:
-        return "" if run.attack.phase == FINETUNE else "it reads the gradients of finetuning; use attack.phase=finetune"
+        if run.attack.phase != FINETUNE:
+            return "it reads the gradients of finetuning; use attack.phase=finetune"
+        targets = labeled_targets(run)
+        exchanges = batch_count(targets, batch_size=run.finetune.batch_size) if targets else None
+        if exchanges is not None and self.options.batches > exchanges:
+            return (f"batches={self.options.batches}, but finetuning epoch 0 has {exchanges} batch(es) ({targets} "
+                    f"labeled samples at finetune.batch_size={run.finetune.batch_size}); give at most {exchanges}")
+        return ""
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         targets = view.target_ids["train"]
         if not view.steps:
             raise RuntimeError("BLI recorded no training step: the method sent the adversary no finetuning gradient")
+        if len(view.steps) < self.options.batches:
+            raise RuntimeError(f"BLI asked for batches={self.options.batches}, but finetuning epoch 0 sent the "
+                               f"adversary {len(view.steps)} gradient message(s); give at most {len(view.steps)}")
         top = self.options.dummy_top
         if top == "auto":
             top = "sum" if view.recipe is not None and view.recipe.top == "sum" else "linear"

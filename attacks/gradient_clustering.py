@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from pydantic import Field
 from scipy.optimize import linear_sum_assignment
 
-from vflpriv.attacks.base import AdversaryView, Inference
+from vflpriv.attacks.base import AdversaryView, Inference, labeled_targets
 from vflpriv.attacks.gradients import EpochChoice, GradientAttack, per_sample, positions_in
 from vflpriv.config.options import Options
 from vflpriv.engine.adversary import HOLDOUT
@@ -116,6 +116,13 @@ class GradientClustering(GradientAttack):
 
     Options = GradientClusteringOptions
     search_space = {"method": ("kmeans", "spectral"), "neighbours": (5, 15), "gradients_from": ("first", "mean")}
+
+    def incompatible(self, run, *, num_classes: int) -> str:
+        targets = labeled_targets(run)
+        if targets is not None and self.options.neighbours > targets:
+            return (f"neighbours={self.options.neighbours} exceeds the {targets} training targets whose gradients "
+                    f"vote (partition.labeled); give at most {targets}")
+        return super().incompatible(run, num_classes=num_classes)
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         o, c = self.options, view.num_classes

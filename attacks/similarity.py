@@ -42,7 +42,8 @@ class SimilarityOptions(Options):
     method: Literal["distance", "kmeans"] = Field("distance", description="nearest known sample, or k-means named by them")
     metric: Literal["cosine", "euclidean"] = Field("cosine", description="distance of the nearest-sample rule")
     known_per_class: int | None = Field(
-        None, ge=1, description="known samples per class drawn from the auxiliary labels; unset = all of them "
+        None, ge=1, description="known samples per class drawn from the auxiliary labels (a class holding fewer gives "
+        "all it has; more than partition.aux / classes is refused); unset = all of them "
         "(SecretFlow's benchmark: 1)")
 
 
@@ -103,6 +104,11 @@ class SimilarityLabelInference(Attack):
         return ((GRADIENT, FINETUNE),) if self.options.data == "gradient" else ()
 
     def incompatible(self, run, *, num_classes: int) -> str:
+        k = self.options.known_per_class
+        if k is not None and k * num_classes > run.partition.aux:
+            return (f"known_per_class={k} for {num_classes} classes needs {k * num_classes} auxiliary labels; the "
+                    f"adversary holds partition.aux={run.partition.aux} (give at most {run.partition.aux // num_classes}"
+                    ", or leave it unset for all of them)")
         if self.options.data == "gradient" and run.partition.aux_source != "labeled":
             return ("data=gradient names gradients by those of samples the adversary knows, and with "
                     "partition.aux_source=unlabeled it receives none; set partition.aux_source=labeled or data=embedding")

@@ -12,10 +12,10 @@ from torch import nn
 from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
     DEFENSE_POINTS,
-    SOFT_LABELS,
     EPOCH_END,
     PASSIVE_OPTIMIZER,
     PASSIVE_STEP,
+    SOFT_LABELS,
     SPLIT_LEARNING,
     Federation,
     Traffic,
@@ -77,13 +77,16 @@ class Method:
 
     def declared(self, run, *, num_classes: int):
         """``run`` as this method really trains it: ``finetune.top`` its own top, ``model.out_dim`` the width of the
-        embeddings it sends (what attacks' ``incompatible`` read)."""
+        embeddings it sends, ``partition.active_labels_local`` resolved (what attacks' ``incompatible`` read)."""
         width = num_classes if self.embedding == "classes" else run.model.out_dim
         top = self.top or run.finetune.top
-        if (top, width) == (run.finetune.top, run.model.out_dim):
+        every = run.partition.active_labels_local
+        every = self.default_active_labels_local if every is None else every
+        if (top, width, every) == (run.finetune.top, run.model.out_dim, run.partition.active_labels_local):
             return run
         return run.model_copy(update={"finetune": run.finetune.model_copy(update={"top": top}),
-                                      "model": run.model.model_copy(update={"out_dim": width})})
+                                      "model": run.model.model_copy(update={"out_dim": width}),
+                                      "partition": run.partition.model_copy(update={"active_labels_local": every})})
 
     @classmethod
     def passive_receives(cls) -> frozenset[tuple[str, str]]:

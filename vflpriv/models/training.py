@@ -25,6 +25,12 @@ def index_batches(ids: torch.Tensor, *, batch_size: int, generator: torch.Genera
     return batches
 
 
+def batch_count(n: int, *, batch_size: int) -> int:
+    """How many batches :func:`index_batches` cuts ``n`` ids into (a trailing batch of one merged)."""
+    count = -(-n // batch_size)
+    return count - 1 if count > 1 and n % batch_size == 1 else count
+
+
 def make_optimizer(params, *, name: str, lr: float, weight_decay: float, momentum: float = 0.9) -> Optimizer:
     """Adam, or SGD with momentum (0.9: the FedHSSL code's), on the trainable ones of parameters or param groups, with
     fused kernels (``vflpriv.models.optim``)."""
