@@ -42,7 +42,10 @@ EVALUATE = [
     (["--strengths", "inf"], "finite number"),
     (["--strengths", "1e400"], "finite number"),
     (["--strengths", "1,1"], "strengths repeat: 1"),
-    (["--strengths", ","], "invalid strengths:"),
+    (["--strengths", ","], "comma-separated floats, got ','"),
+    (["--seeds", "0,,1"], "comma-separated ints, got '0,,1'"),  # not quietly 0,1
+    (["--seeds", "0,1,"], "comma-separated ints, got '0,1,'"),
+    (["--dataset", "fashion-mnist", "--set", "dataset.root={folder}"], "in dataset.root"),  # never other files
     (["--strengths", "150", "--defense", "sparsify"], "must lie in [0, 100]"),
     (["--seeds", "-1"], "invalid seeds[0]=-1"),
     (["--seeds", "1.5"], "comma-separated ints"),

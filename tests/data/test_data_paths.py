@@ -23,15 +23,14 @@ def test_data_root_follows_the_environment(monkeypatch, tmp_path):
     assert paths.data_root() == Path.home() / ".local" / "share" / "vflpriv"
 
 
-def test_search_order_root_then_data_root_then_unpacked_then_system(tmp_path):
-    dirs = paths.candidate_dirs("fashion-mnist", tmp_path / "mine")
+def test_search_order_data_root_then_unpacked_then_system_and_a_given_root_alone(tmp_path):
     root = paths.data_root()
-    assert dirs == [
-        tmp_path / "mine",
+    assert paths.candidate_dirs("fashion-mnist") == [
         root / "fashion-mnist",
         root / "usr/share/datasets/fashion-mnist",
         Path("/usr/share/datasets/fashion-mnist"),
     ]
+    assert paths.candidate_dirs("fashion-mnist", tmp_path / "mine") == [tmp_path / "mine"]  # never other files
     assert paths.candidate_dirs("avazu") == [root / "avazu"]
 
 
@@ -41,10 +40,19 @@ def test_locate_finds_globs_and_names_the_missing_file(tmp_path, monkeypatch):
     (tmp_path / "a" / "train" / "x.png").write_bytes(b"")
     directory, found = paths.locate("modelnet", tmp_path, ("*/train/*.png",), "LAYOUT")
     assert directory == tmp_path and found.name == "x.png"
-    with pytest.raises(DataError, match=r"avazu: cannot find train\.csv .*searched .*layout: LAYOUT"):
+    with pytest.raises(DataError, match=r"avazu: cannot find train\.csv in dataset\.root .*layout: LAYOUT\) or leave"):
         paths.locate("avazu", tmp_path, ("train.csv",), "LAYOUT")
     with pytest.raises(DataError, match=r"get-datasets\.sh"):
-        paths.locate("letter", tmp_path, ("LetterRecognition.rda",), "LAYOUT")
+        paths.locate("letter", None, ("LetterRecognition.rda",), "LAYOUT")
+
+
+def test_a_given_root_without_the_files_is_refused_even_where_the_dataset_is_installed(tmp_path, monkeypatch):
+    monkeypatch.setitem(paths.SYSTEM_DIRS, "letter", (tmp_path / "installed",))
+    (tmp_path / "installed").mkdir()
+    (tmp_path / "installed" / "LetterRecognition.rda").write_bytes(b"")
+    assert paths.locate("letter", None, ("LetterRecognition.rda",), "L")[0] == tmp_path / "installed"
+    with pytest.raises(DataError, match="in dataset.root"):
+        paths.locate("letter", tmp_path / "empty", ("LetterRecognition.rda",), "L")
 
 
 def test_read_table_sample_is_seeded_and_independent_of_chunk_size(tmp_path):

@@ -16,8 +16,12 @@ from vflpriv.config.schema import ExperimentConfig
 
 
 def numbers(text: str, kind: type, option: str) -> list[Any]:
+    """``text``'s comma-separated numbers; an empty item ("0,,1", "1,") is refused, not skipped."""
+    items = text.split(",") if text.strip() else []
     try:
-        return [kind(v) for v in text.split(",") if v.strip()]
+        if any(not v.strip() for v in items):
+            raise ValueError
+        return [kind(v) for v in items]
     except ValueError:
         raise ConfigError(f"{option} expects comma-separated {kind.__name__}s, got '{text}'") from None
 

@@ -34,9 +34,11 @@ def data_root() -> Path:
 
 
 def candidate_dirs(dataset: str, root: Path | str | None = None) -> list[Path]:
-    """Directories searched for ``dataset``'s files, most specific first."""
-    dirs = [Path(root).expanduser()] if root is not None else []
-    dirs.append(data_root() / dataset)
+    """Directories searched for ``dataset``'s files, most specific first; a ``root`` the user gives is the only one
+    (its files, or an error: never other files under a record that names it)."""
+    if root is not None:
+        return [Path(root).expanduser()]
+    dirs = [data_root() / dataset]
     for system in SYSTEM_DIRS.get(dataset, ()):
         dirs += [data_root() / system.relative_to("/"), system]
     return dirs
@@ -64,6 +66,9 @@ def locate(dataset: str, root: Path | str | None, names: Sequence[str], layout: 
                 return directory, found
     searched = ", ".join(str(d) for d in dirs)
     wanted = " or ".join(names)
+    if root is not None:
+        raise DataError(f"{dataset}: cannot find {wanted} in dataset.root {searched}; put the files there (layout: "
+                        f"{layout}) or leave dataset.root unset for the usual places")
     raise DataError(f"{dataset}: cannot find {wanted} (searched {searched}); {how_to_get(dataset, layout)}")
 
 
