@@ -123,12 +123,14 @@ class GaussianDP(TrainingDefense):
                  ids: torch.Tensor) -> None:
         n, clip, device = losses.shape[0], self.options.clip, losses.device
         grads = torch.autograd.grad(losses, params, grad_outputs=torch.eye(n, device=device), is_grads_batched=True,
-                                    retain_graph=bool(leaves), allow_unused=True, materialize_grads=True)
+                                    retain_graph=bool(leaves), allow_unused=True)
         rows = dict(zip(leaves, torch.autograd.grad(losses.sum(), list(leaves.values())))) if leaves else {}
-        squares = sum(g.flatten(1).pow(2).sum(1) for g in (*grads, *rows.values()))
+        squares = sum((g.flatten(1).pow(2).sum(1) for g in (*grads, *rows.values()) if g is not None),
+                      torch.zeros(n, device=device, dtype=losses.dtype))
         scale = (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)  # joint clipping of each sample's vector
-        for p, g in zip(params, grads):
-            total = torch.einsum("n,n...->...", scale, g) + self.sigma * clip * self._noise(p.shape, device)
+        for p, g in zip(params, grads):  # a parameter the losses do not reach (g None) gets the noise alone
+            signal = torch.einsum("n,n...->...", scale, g) if g is not None else torch.zeros_like(p)
+            total = signal + self.sigma * clip * self._noise(p.shape, device)
             p.grad = total / n if p.grad is None else p.grad + total / n
         for party, leaf in leaves.items():
             row = scale[:, None] * rows[party] + self.sigma * clip * self._noise(rows[party].shape, device)

@@ -147,3 +147,20 @@ def test_every_defense_at_its_identity_changes_nothing_bit_for_bit(name):
     assert defended.status == "ok", defended.error
     for field in ("utility", "attack_accuracy", "comm_mb", "comm_messages"):
         assert getattr(defended, field) == getattr(plain, field), field
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 7), (4, 2, 3)])
+def test_gaussian_message_clips_each_sample_s_row_alone(shape):
+    """Rows are the samples (the first axis, the rest flattened): a huge row is cut to C, the small rows beside it
+    pass untouched."""
+    from vflpriv.defenses.gaussian_message import clip_rows
+
+    g = torch.Generator().manual_seed(5)
+    tensor = torch.randn(*shape, generator=g) * 0.01
+    tensor[1] = torch.randn(*shape[1:], generator=g) * 100
+    clipped = clip_rows(tensor, clip=0.5)
+    assert clipped.shape == tensor.shape
+    assert clipped[1].norm().item() == pytest.approx(0.5, rel=1e-5)
+    assert torch.allclose(clipped[1], tensor[1] * 0.5 / tensor[1].norm())  # scaled, not reshaped
+    others = [i for i in range(shape[0]) if i != 1]
+    assert torch.equal(clipped[others], tensor[others])

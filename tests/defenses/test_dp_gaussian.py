@@ -192,3 +192,61 @@ def _solved(epsilon: float, *, steps: int) -> float:
 
     return get_noise_multiplier(target_epsilon=epsilon, target_delta=1e-5, sample_rate=1.0, steps=steps,
                                 accountant="rdp")
+
+
+def test_small_gradients_are_clipped_by_their_own_norm_below_one_too():
+    """Joint clipping scales by C / ||g|| for any norm, also where ||g|| < 1 (no floor at 1)."""
+    top, own, received, losses = _problem()
+    small = lambda: losses() * 1e-3  # noqa: E731 - every gradient a thousand times smaller, norms well below 1
+    params = [*top.parameters(), own]
+    per_sample = [torch.cat([g.flatten() for g in torch.autograd.grad(small()[i], params)]
+                            + [torch.autograd.grad(small()[i], received)[0][i]]) for i in range(5)]
+    norms = torch.stack(per_sample).norm(dim=1)
+    assert float(norms.max()) < 1
+    clip = float(norms.min()) / 2
+    defense = _defense(1e-12, clip=clip)
+    _bound(defense)
+    defense.backward(small(), params, {1: received}, torch.arange(5))
+    rows = torch.autograd.grad(small().sum(), received)[0]
+    assert torch.allclose(received.grad, (clip / norms)[:, None] * rows / 5, atol=1e-9)
+
+
+def test_the_update_adds_to_a_gradient_already_there():
+    top, own, received, losses = _problem()
+    params = [*top.parameters(), own]
+    defense = _defense(1e-12, clip=1e6)
+    _bound(defense)
+    earlier = torch.full_like(top.weight, 0.25)
+    top.weight.grad = earlier.clone()
+    defense.backward(losses(), params, {1: received}, torch.arange(5))
+    plain = torch.autograd.grad(losses().mean(), top.weight)[0]
+    assert torch.allclose(top.weight.grad, earlier + plain, atol=1e-6)
+
+
+def test_a_parameter_the_losses_do_not_reach_gets_the_noise_alone():
+    top, own, received, losses = _problem()
+    unused = nn.Parameter(torch.zeros(300, 10))
+    sigma, clip = 2.0, 0.5
+    defense = _defense(sigma, clip=clip)
+    _bound(defense)
+    defense.backward(losses(), [*top.parameters(), own, unused], {1: received}, torch.arange(5))
+    assert unused.grad.mean().abs().item() < 0.01 and unused.grad.std().item() == pytest.approx(sigma * clip / 5,
+                                                                                                   rel=0.03)
+
+
+def test_no_use_of_a_label_spends_nothing_and_one_use_spends_one_gaussian():
+    sigma, delta = 3.0, 1e-5
+    defense = _defense(sigma, delta=delta)
+    _bound(defense)
+    assert defense.privacy_spent() is None  # bound, never used: nothing is claimed
+    defense.uses[2] = 1
+    rdp = compute_rdp(q=1.0, noise_multiplier=sigma / 2, steps=1, orders=ORDERS)
+    assert defense.privacy_spent() == pytest.approx(get_privacy_spent(orders=ORDERS, rdp=rdp, delta=delta)[0],
+                                                    rel=1e-6)
+
+
+def test_target_epsilon_counts_every_local_update():
+    (record,) = run(_config(finetune={"local_updates": 2},
+                            defenses=[{"name": "dp-gaussian", "options": {"target_epsilon": 3.0}}]))
+    assert record.status == "ok", record.error
+    assert 0.97 * 3.0 <= record.epsilon <= 3.0  # solved for epochs x local updates uses, and spends no more
