@@ -66,8 +66,9 @@ GROUPS = {
         "tradeoff/cap.py": ["tests/core/test_cap_tables.py", "tests/core/test_published_numbers.py",
                             "tests/core/test_cap.py"],
         "tradeoff/leakage.py": ["tests/audit/test_leakage_stats.py", "tests/core/test_published_numbers.py"],
-        "tradeoff/epsilon.py": [CANARIES],
-        "vflpriv/common/empirical_epsilon.py": [CANARIES, "tests/attacks/test_scoring_by_hand.py"],
+        "tradeoff/epsilon.py": ["tests/audit/test_epsilon_pooling.py", CANARIES],
+        "vflpriv/common/empirical_epsilon.py": ["tests/audit/test_epsilon_pooling.py", CANARIES,
+                                                "tests/attacks/test_scoring_by_hand.py"],
     }),
     "scoring": Group({
         "vflpriv/runner/scoring.py": ["tests/attacks/test_scoring_by_hand.py", "tests/attacks/test_scored_targets.py",
@@ -81,7 +82,8 @@ GROUPS = {
                             "tests/defenses/test_defense_iso_channel.py"],
         "defenses/gaussian_message.py": ["tests/defenses/test_defenses_anchors.py"],
         "defenses/dp_gaussian.py": ["tests/defenses/test_dp_gaussian.py"],
-        "defenses/label_dp.py": ["tests/defenses/test_defense_label_dp.py", "tests/defenses/test_defenses_issue36.py"],
+        "defenses/label_dp.py": ["tests/defenses/test_label_dp_two_stage.py", "tests/defenses/test_defense_label_dp.py",
+                                 "tests/defenses/test_defenses_issue36.py"],
     }),
     "engine": Group({
         "vflpriv/engine/channel.py": ["tests/engine/test_channel.py"],

@@ -46,8 +46,8 @@ def pooled_lower(rows: pd.DataFrame, *, alpha: float = ALPHA) -> tuple[float, in
     classes = int(rows["num_classes"].iloc[0])
     delta = float(np.nan_to_num(rows["epsilon_lower_delta"].max(), nan=0.0))
     bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=delta, alpha=alpha)
-    right = next((r for g, r in counts if g == guesses), counts[0][1])
-    return bound, guesses or counts[0][0], right / (guesses or counts[0][0])
+    right = next(r for g, r in counts if g == guesses)  # every menu entry keeps at least one guess
+    return bound, guesses, right / guesses
 
 
 def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:

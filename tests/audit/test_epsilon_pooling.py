@@ -1,0 +1,140 @@
+"""The empirical epsilon over seeds (tradeoff/epsilon.py) by hand: menu counts summed entry by entry over the
+trainings of a setting, the bound of the pooled counts, the worst case over attacks at the Bonferroni level naming
+its attack, the mean claimed epsilon, and a claim flagged violated only when the bound exceeds it."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from vflpriv.common.empirical_epsilon import ALPHA, menu_lower
+from vflpriv.tradeoff.epsilon import epsilon_table, pooled_counts, pooled_lower
+
+
+def _row(attack: str, seed: int, counts, *, canaries: int = 50, strength: float = 1.0, epsilon: float = 2.0,
+         status: str = "ok", delta: float = float("nan"), classes: int = 2) -> dict:
+    return dict(method="m", dataset="d", defense="label-dp", phase="finetune", strength=strength, attack=attack,
+                seed=seed, status=status, canaries=canaries, canary_counts=json.dumps(counts) if counts else "",
+                num_classes=classes, epsilon=epsilon, epsilon_lower_delta=delta, strength_axis="epsilon",
+                strength_stronger="lower")
+
+
+def test_counts_are_summed_entry_by_entry_over_the_runs_that_guessed():
+    rows = pd.DataFrame([_row("gc", 0, [[50, 40], [25, 24], [13, 13]]), _row("gc", 1, [[50, 30], [25, 20]]),
+                         _row("gc", 2, None, canaries=50)])  # a run without guesses adds no canary either
+    counts, canaries = pooled_counts(rows)
+    assert counts == [[100, 70], [50, 44], [13, 13]] and canaries == 100
+
+
+def test_the_pooled_bound_is_the_menu_bound_of_the_summed_counts_with_its_own_guesses():
+    rows = pd.DataFrame([_row("gc", 0, [[50, 40], [25, 24]]), _row("gc", 1, [[50, 41], [25, 25]])])
+    bound, guesses = menu_lower([[100, 81], [50, 49]], canaries=100, classes=2)
+    assert pooled_lower(rows) == (bound, guesses, {100: 81 / 100, 50: 49 / 50}[guesses])
+    assert bound > 0 and guesses == 50  # the confident half certifies more than every guess
+    tighter = pooled_lower(rows, alpha=ALPHA / 4)[0]
+    assert tighter == menu_lower([[100, 81], [50, 49]], canaries=100, classes=2, alpha=ALPHA / 4)[0] < bound
+
+
+def test_the_delta_of_the_runs_enters_the_bound():
+    plain = pd.DataFrame([_row("gc", 0, [[50, 45]])])
+    with_delta = pd.DataFrame([_row("gc", 0, [[50, 45]], delta=1e-3)])
+    expected = menu_lower([[50, 45]], canaries=50, classes=2, delta=1e-3)[0]
+    assert pooled_lower(with_delta)[0] == expected < pooled_lower(plain)[0]
+
+
+def test_nothing_guessed_is_no_bound():
+    bound, guesses, accuracy = pooled_lower(pd.DataFrame([_row("gc", 0, None)]))
+    assert math.isnan(bound) and guesses == 0 and math.isnan(accuracy)
+
+
+def test_a_bound_of_zero_reports_every_guess_and_their_accuracy():
+    bound, guesses, accuracy = pooled_lower(pd.DataFrame([_row("gc", 0, [[40, 20], [20, 10]])]))
+    assert bound == 0.0 and guesses == 40 and accuracy == 0.5
+
+
+def test_the_table_takes_the_worst_case_at_the_bonferroni_level_and_flags_a_violated_claim():
+    strong = [[50, 49], [25, 25]]
+    weak = [[50, 30], [25, 16]]
+    runs = [_row(a, s, c, epsilon=e) for s, e in ((0, 1.0), (1, 2.0)) for a, c in (("gc", strong), ("mc", weak))]
+    runs += [_row("gc", 2, strong, status="failed"), _row("mc", 3, strong, canaries=0)]  # neither counts
+    table = epsilon_table(pd.DataFrame(runs))
+    by = {r["attack"]: r for r in table.to_dict("records")}
+    assert set(by) == {"gc", "mc", "worst-case"}
+    gc = pooled_lower(pd.DataFrame(runs[0:1] + runs[2:3]))
+    assert by["gc"]["epsilon_lower"] == gc[0] and by["gc"]["seeds"] == 2
+    worst = pooled_lower(pd.DataFrame(runs[0:1] + runs[2:3]), alpha=ALPHA / 2)[0]
+    assert by["worst-case"]["epsilon_lower"] == worst < gc[0] and by["worst-case"]["strongest"] == "gc"
+    assert all(r["epsilon_claimed"] == pytest.approx(1.5) for r in by.values())  # the mean over seeds
+    assert by["gc"]["violated"] == (gc[0] > 1.5) and bool(by["mc"]["violated"]) is False
+    assert (by["gc"]["axis"], by["gc"]["stronger"]) == ("epsilon", "lower")
+
+
+def test_each_setting_has_its_own_rows_and_a_claim_above_the_bound_holds():
+    runs = [_row("gc", 0, [[50, 49]], strength=s, epsilon=e) for s, e in ((1.0, 0.5), (8.0, 50.0))]
+    table = epsilon_table(pd.DataFrame(runs)).set_index(["strength", "attack"])
+    assert bool(table.loc[(1.0, "gc"), "violated"]) is True and bool(table.loc[(8.0, "gc"), "violated"]) is False
+    assert table.loc[(8.0, "worst-case"), "strongest"] == "gc"
+
+
+def test_no_canaries_no_table():
+    assert epsilon_table(pd.DataFrame([_row("gc", 0, [[50, 49]], canaries=0)])).empty
+
+
+def test_a_claim_equal_to_the_bound_is_not_violated():
+    bound = pooled_lower(pd.DataFrame([_row("gc", 0, [[50, 49]])]))[0]
+    table = epsilon_table(pd.DataFrame([_row("gc", 0, [[50, 49]], epsilon=bound)]))
+    assert not table["violated"].any()
+
+
+def test_the_strongest_attack_named_does_not_depend_on_the_order_of_the_records():
+    runs = [_row(a, 0, [[50, 49]]) for a in ("gc", "mc", "norm")]  # one bound for all three: a tie
+    named = {epsilon_table(pd.DataFrame(order)).set_index("attack").loc["worst-case", "strongest"]
+             for order in (runs, runs[::-1], runs[1:] + runs[:1])}
+    assert len(named) == 1
+
+
+def test_seeds_counts_distinct_seeds():
+    runs = [_row("gc", 0, [[50, 49]]), _row("gc", 0, [[50, 48]]), _row("gc", 1, [[50, 47]])]
+    assert epsilon_table(pd.DataFrame(runs)).set_index("attack").loc["gc", "seeds"] == 2
+
+
+def test_the_delta_term_charges_c_equal_to_the_class_count_beyond_two_by_hand():
+    from scipy.stats import binom
+
+    from vflpriv.common.empirical_epsilon import p_value, right_guess_bound
+
+    guesses, right, canaries, eps, delta, classes = 5, 3, 8, 1.5, 0.001, 10
+    q = right_guess_bound(eps, classes)
+    tail = binom.sf(right - 1, guesses, q)
+    pmf = [binom.pmf(k, guesses, q) for k in range(guesses + 1)]
+    shift = max(sum(pmf[right - i:right]) / i for i in range(1, right + 1))
+    assert p_value(guesses=guesses, right=right, canaries=canaries, classes=classes, epsilon=eps,
+                   delta=delta) == pytest.approx(tail + delta * classes * canaries * shift)
+    assert p_value(guesses=guesses, right=0, canaries=canaries, classes=classes, epsilon=eps, delta=delta) == 1.0
+    one = p_value(guesses=guesses, right=1, canaries=canaries, classes=classes, epsilon=eps, delta=delta)
+    assert one == pytest.approx(binom.sf(0, guesses, q) + delta * classes * canaries * pmf[0])  # i = 1 = right
+
+
+@pytest.mark.parametrize(("guesses", "right", "canaries"), [(5, 6, 10), (11, 3, 10), (3, -1, 10)])
+def test_impossible_counts_are_refused(guesses, right, canaries):
+    from vflpriv.common.empirical_epsilon import p_value
+
+    with pytest.raises(ValueError, match="need 0 <= right <= guesses <= canaries"):
+        p_value(guesses=guesses, right=right, canaries=canaries, classes=2, epsilon=1.0)
+
+
+def test_a_larger_delta_certifies_less_and_a_p_value_never_exceeds_one():
+    from vflpriv.common.empirical_epsilon import epsilon_lower, p_value
+
+    bounds = [epsilon_lower(guesses=200, right=190, canaries=200, classes=2, delta=d) for d in (0.0, 1e-4, 1e-2)]
+    assert bounds[0] > bounds[1] > bounds[2] >= 0
+    assert p_value(guesses=200, right=150, canaries=200, classes=2, epsilon=0.1, delta=0.5) == 1.0
+
+
+def test_the_menu_keeps_at_least_one_guess_and_drops_repeats():
+    from vflpriv.common.empirical_epsilon import kept
+
+    assert kept(1) == [1] and kept(2) == [2, 1] and kept(10) == [10, 5, 3, 1] and kept(40) == [40, 20, 10, 4]
