@@ -75,7 +75,8 @@ GROUPS = {
                                       "tests/attacks/test_attack_scoring.py", CANARIES],
         "attacks/search.py": ["tests/attacks/test_scored_targets.py", "tests/attacks/test_attack_search.py"],
     }),
-    "prior": Group({"vflpriv/runner/prior.py": ["tests/attacks/test_scored_targets.py",
+    "prior": Group({"vflpriv/runner/prior.py": ["tests/attacks/test_prior_keys.py",
+                                                "tests/attacks/test_scored_targets.py",
                                                 "tests/audit/test_own_ssl_prior.py"]}),
     "defenses": Group({
         "defenses/iso.py": ["tests/core/test_iso_defense.py", "tests/core/test_published_numbers.py",
@@ -101,16 +102,23 @@ def _run(*args: str) -> str:
 
 
 def _ranges(nodes: list[ast.stmt]) -> list[tuple[int, int]]:
-    """Lines of ``nodes`` to mutate: functions and module-level statements whole; of a class, only its methods (its
-    other statements declare settings: option defaults and bounds, audit strengths, strength axes)."""
+    """Lines of ``nodes`` to mutate: functions and module-level statements whole, except the module's constants
+    (``NAME = ...`` in capitals: declared settings such as a head's recipe, as a class body's option defaults, bounds,
+    audit strengths and strength axes are; of a class, only its methods are mutated)."""
     found = []
     for node in nodes:
         if isinstance(node, ast.ClassDef):
             found += _ranges([n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                                      ast.ClassDef))])
-        else:
+        elif not _constant(node):
             found.append((node.lineno, node.end_lineno))
     return found
+
+
+def _constant(node: ast.stmt) -> bool:
+    """Whether ``node`` declares a module constant: ``NAME = value`` or ``NAME: type = value``, NAME in capitals."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return bool(targets) and all(isinstance(t, ast.Name) and t.id.isupper() for t in targets)
 
 
 def _lines(module: str, functions: list[str]) -> list[str]:

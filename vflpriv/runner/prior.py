@@ -230,19 +230,27 @@ def ids_digest(ids: torch.Tensor) -> str:
     return hashlib.sha256(ids.detach().cpu().long().numpy().tobytes()).hexdigest()[:16]
 
 
-def prior_predictions(prior: PriorPlan, view: AdversaryView, attack: Any,
-                      truth: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The prior's predicted labels of every target set (the attack is compared with it on the targets it
-    guessed: test samples, or the train samples whose gradients it read), computed once per key."""
+def prior_key(prior: PriorPlan, view: AdversaryView) -> str:
+    """What the prior's predictions depend on: its kind and epochs, the seed, the adversary's data and the samples it
+    trains on and guesses, its encoder's pretraining, and only for ``same-attack`` the attack's own settings (so
+    every attack of a training shares one ``simsiam`` or ``aux`` prior); the search budget where it is tuned."""
     cfg = prior.config
     attack_part = cfg.attack.model_dump(mode="json", exclude={"phase"}) if prior.kind == "same-attack" else None
     search_part = cfg.attack.model_dump(mode="json", include={"search_budget"}) if prior.tuned else None
-    key = json.dumps(
+    return json.dumps(
         [prior.kind, cfg.attack.prior_epochs, cfg.seed, attack_part, search_part, prior.ssl,
          *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model)),
          {name: ids_digest(ids) for name, ids in [*view.target_ids.items(), ("aux", view.aux_ids)]}],
         sort_keys=True,
     )
+
+
+def prior_predictions(prior: PriorPlan, view: AdversaryView, attack: Any,
+                      truth: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The prior's predicted labels of every target set (the attack is compared with it on the targets it
+    guessed: test samples, or the train samples whose gradients it read), computed once per key."""
+    cfg = prior.config
+    key = prior_key(prior, view)
     if key not in _PRIORS:
 
         def compute() -> dict[str, list[int]]:
