@@ -19,7 +19,7 @@ from pydantic import Field, NonNegativeFloat, model_validator
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.options import Options
-from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES
+from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES, METHODS
 
 Phase = Literal["pretrain", "finetune"]
 
@@ -118,6 +118,11 @@ class FinetuneConfig(Options):
     local_updates: int = Field(
         1, ge=1, le=1000, description="FedBCD (Liu et al.): after each exchange every party makes local_updates - 1 "
         "further updates with the stale received embeddings / gradients; 1 = plain split learning")
+    bn_recalibrate: bool = Field(
+        False, description="after finetuning, each party re-estimates its bottom's BatchNorm running statistics on "
+        "its own training rows (train-mode forward passes, no labels, no messages): few finetuning steps leave them "
+        "near their initial values, and eval mode then maps every test sample to nearly one feature (FedHSSL preset: "
+        "FedSplitNN 0.10 -> 0.61 on Fashion-MNIST, shared/FEDHSSL-CODE.md R2)")
     curve: bool = Field(
         False, description="record the test utility and the MB sent so far (pretraining and finetuning) at the end of "
         "every finetuning epoch (paper 003's Table 1: MB to reach a target accuracy): a measurement that sends, counts "
@@ -281,28 +286,32 @@ class RunConfig(TrainingConfig):
 #: Settings added after stores existed, with the value that leaves a run as it was (section, name, value): at that
 #: value they are left out of the keys, so a store made before them resumes instead of rerunning every run; set, the
 #: run is another. ``finetune.curve`` only measures; ``partition.canaries`` changes the labels the active party trains
-#: with; ``finetune.top_depth`` the active party's top.
-ADDED_LATER = (("finetune", "curve", False), ("partition", "canaries", 0), ("finetune", "top_depth", 0))
+#: with; ``finetune.top_depth`` the active party's top; ``finetune.bn_recalibrate`` the BatchNorm statistics evaluated.
+ADDED_LATER = (("finetune", "curve", False), ("partition", "canaries", 0), ("finetune", "top_depth", 0),
+               ("finetune", "bn_recalibrate", False))
 
 
 def keyed(dump: dict[str, Any]) -> dict[str, Any]:
     """``dump`` as the keys hash it: the settings of :data:`ADDED_LATER` at their neutral value left out, and each
     defense whose mechanism was revised under its name (``Protection.revision``) marked with its revision, so that the
-    runs of an earlier revision are recomputed rather than resumed."""
+    runs of an earlier revision are recomputed rather than resumed; a method revised so (``Method.revision``) too."""
     for section, name, neutral in ADDED_LATER:
         if section in dump and dump[section].get(name, neutral) == neutral:
             dump[section] = {k: v for k, v in dump[section].items() if k != name}
     if dump.get("defenses"):
-        dump["defenses"] = [{**d, "revision": _revision(d["name"])} if _revision(d["name"]) else d
+        dump["defenses"] = [{**d, "revision": _revision(DEFENSES, d["name"])} if _revision(DEFENSES, d["name"]) else d
                             for d in dump["defenses"]]
+    method = dump.get("method")
+    if isinstance(method, dict) and _revision(METHODS, method.get("name")):
+        dump["method"] = {**method, "revision": _revision(METHODS, method["name"])}
     return dump
 
 
-def _revision(name: str) -> int:
+def _revision(registry, name: str) -> int:
     try:
-        return int(getattr(DEFENSES.get(name), "revision", 0))
-    except VflprivError:
-        return 0  # an unknown defense: the planner says so
+        return int(getattr(registry.get(name), "revision", 0))
+    except (VflprivError, TypeError):
+        return 0  # an unknown name: the planner says so
 
 
 class AttackSettings(AttackConfig):

@@ -59,6 +59,9 @@ class Method:
     #: The VFLHLP setting (the active party knows the labels of all its local samples) when the partition
     #: leaves ``active_labels_local`` unset; ``requires_active_labels_local`` refuses it set off.
     default_active_labels_local: ClassVar[bool] = False
+    #: Raised when the method's algorithm changes under its name: each revision's runs have keys of their own, so a
+    #: store of an earlier revision's records is recomputed, not resumed (0: the first; left out of the keys).
+    revision: ClassVar[int] = 0
     requires_active_labels_local: ClassVar[bool] = False
     #: What of the shared finetuning loop the method honours (:data:`SHARED_LOOP` when it finetunes with it):
     #: ``top:linear|mlp|sum``, ``local-updates``, and the hook points its training calls; the planner refuses

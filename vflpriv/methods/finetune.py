@@ -31,6 +31,7 @@ from vflpriv.engine import (
     PassiveStep,
     TrainingHooks,
 )
+from vflpriv.models.batchnorm import recalibrate_batchnorm
 from vflpriv.models.encoders import init_parameters
 from vflpriv.models.training import index_batches, make_optimizer, set_cosine_lr
 
@@ -201,7 +202,17 @@ def finetune(
                 local_update(fed, bottoms, top, batch, labels[batch], exchange, penalty=penalty)
                 optimizers.step()
         fed.epoch_end(first_epoch + epoch, bottoms, top)
+    if fed.finetune.bn_recalibrate:
+        recalibrate_bottoms(fed, bottoms)
     return Trained(bottoms, top)
+
+
+def recalibrate_bottoms(fed: Federation, bottoms: list[nn.Module]) -> None:
+    """``finetune.bn_recalibrate``: each party re-estimates its bottom's BatchNorm statistics on its own local
+    training rows (aligned and unaligned, never test rows; no labels, nothing sent). The active party's top keeps
+    its own: re-estimating it would need every party's embeddings, i.e. messages."""
+    for p, bottom in zip(fed.parties, bottoms):
+        recalibrate_batchnorm(bottom, p.x_train[p.local_ids], batch_size=fed.finetune.batch_size)
 
 
 def split_step(

@@ -263,8 +263,8 @@ class LocalSSL:
 
     ``epoch`` runs Eq. 6 over the party's local samples: 0.5 (L(p1, z~2) + L(p2, z~1)) plus, when a cross
     tower and gamma > 0 are given, gamma (L(p1, sg(g_c(f_c(v1)))) + L(p2, sg(g_c(f_c(v2))))) — the
-    guidance targets are the cross branch's projector outputs (as in the code), computed with the cross
-    branch frozen and in eval mode (step 2 updates f_l and h_l only).
+    guidance targets are the cross branch's projector outputs (as in the code), computed without gradient
+    (step 2 updates f_l and h_l only), in train mode as the code by default (``guide_mode``).
     """
 
     flavour: Flavour
@@ -312,15 +312,21 @@ class LocalSSL:
         )
 
     def epoch(
-        self, x: Tensor, ids: Tensor, *, cross: Tower | None = None, gamma: float = 0.0
+        self, x: Tensor, ids: Tensor, *, cross: Tower | None = None, gamma: float = 0.0, guide_mode: str = "train"
     ) -> list[Tensor]:
-        """One pass over ``x[ids]`` in shuffled batches; returns the detached loss of each batch."""
+        """One pass over ``x[ids]`` in shuffled batches; returns the detached loss of each batch.
+
+        With ``cross`` and ``gamma`` > 0, Eq. 6's guidance target is ``cross.project`` of the views (no gradient),
+        computed in ``guide_mode``: ``train`` as the authors' code (``set_train`` puts every module, the cross branch
+        included, in train mode: BatchNorm normalises the target per batch and refreshes the cross branch's running
+        statistics on the local rows), or ``eval`` (running statistics; its targets share one direction: mean
+        pairwise cosine 0.64-0.80 against 0.01-0.07 in train mode, ``../shared/FEDHSSL-CODE.md`` R1)."""
         opts = self.options
         tower = self.tower
         tower.train()
         guide = cross is not None and gamma > 0
         if guide:
-            cross.eval()
+            cross.train(guide_mode == "train")
         params = [p for p in tower.parameters() if p.requires_grad]
         m = opts.momentum(self.flavour)
         update_target = momentum_updater(self.online, self.target) if self.target is not None else None
