@@ -25,7 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from vflpriv.common.errors import ConfigError, IncompatibleError
-from vflpriv.config.parse import METHOD_OPTIONS, check_shape, resolve_method_options, unmatched, validate
+from vflpriv.config.parse import (
+    DATASET_SETTINGS,
+    METHOD_OPTIONS,
+    check_shape,
+    resolve_dataset_settings,
+    resolve_method_options,
+    unmatched,
+    validate,
+)
 from vflpriv.config.schema import ExperimentConfig, RunConfig
 from vflpriv.runner.planning import plan
 
@@ -88,7 +96,7 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
 def _check_keys(data: dict[str, Any], where: str = "grid file") -> None:
     """A grid file's own keys: unknown ones (with the closest valid key), and a list under a singular key, are
     errors of the file, not of each cell."""
-    valid = [*ExperimentConfig.model_fields, *PLURAL, METHOD_OPTIONS]
+    valid = [*ExperimentConfig.model_fields, *PLURAL, METHOD_OPTIONS, DATASET_SETTINGS]
     for key in data:
         if key not in valid:
             close = difflib.get_close_matches(str(key), valid, n=1)
@@ -138,6 +146,7 @@ def experiments(raw: dict[str, Any], *, must_match: set[str] | None = None, wher
         must_match = set(table) if isinstance(table, dict) else set()
     matched: set[str] = set()
     data = copy.deepcopy(raw)
+    per_dataset = data.pop(DATASET_SETTINGS, None)
     plural = {k: data.pop(k) for k in PLURAL if k in data}
     check_shape(ExperimentConfig, data, source=where)
     methods = _entries(plural["methods"], "methods") if "methods" in plural else [None]
@@ -168,6 +177,7 @@ def experiments(raw: dict[str, Any], *, must_match: set[str] | None = None, wher
         for key, value in zip(axes, values):
             _set(cell, key, value)
         matched |= resolve_method_options(cell)
+        resolve_dataset_settings(cell, per_dataset)
         cell_name = ", ".join(f"{k}={v}" for k, v in [("method", (method or {}).get("name")),
                                                    ("dataset", (dataset or {}).get("name")), *zip(axes, values)] if v)
         out.append(validate(ExperimentConfig, cell, context=f"grid cell ({cell_name}): " if cell_name else ""))

@@ -29,13 +29,42 @@ def test_fedhssl_paper_sets_the_codes_finetuning_and_each_methods_own_budget():
     f = hssl.finetune
     assert (f.optimizer, f.lr, f.momentum, f.weight_decay, f.schedule, f.grad_clip, f.batch_size, f.epochs) == (
         "sgd", 0.01, 0.9, 3e-5, "cosine", 5.0, 512, 20)
-    assert hssl.method.options == {"batch_size": 512, "global_iterations": 40, "clean_view": True,
+    assert f.bn_recalibrate is True  # FedSplitNN is not read out of stale BatchNorm statistics
+    assert hssl.method.options == {"batch_size": 512, "global_iterations": 40, "clean_view": "tabular",
                                    "crop_scale": [0.3, 1.0], "color_jitter": [0.3, 0.3, 0.3, 0.1],
                                    "blur_sigma": [0.1, 2.0]}
     local = build_experiment(method="local-simsiam", preset="fedhssl-paper", overrides=[], **NO_OPTIONS)
     assert local.method.options["epochs"] == 40 and "global_iterations" not in local.method.options
     split = build_experiment(method="splitnn", preset="fedhssl-paper", overrides=[], **NO_OPTIONS)
     assert split.method.options == {} and split.finetune.batch_size == 512
+
+
+@pytest.mark.parametrize(("dataset", "overrides", "batch"), [
+    ("digits", [], 512), ("satellite", [], 512), ("fashion-mnist", [], 128), ("fashion-mnist-views", [], 128),
+    ("cifar10", [], 128), ("fashion-mnist", ["finetune.batch_size=64"], 64),
+    ("satellite", ["finetune.batch_size=32"], 32),
+])
+def test_fedhssl_paper_finetunes_images_at_128_and_tabular_data_at_512_unless_told(dataset, overrides, batch):
+    options = {**NO_OPTIONS, "dataset": dataset}
+    assert build_experiment(method="splitnn", preset="fedhssl-paper", overrides=overrides,
+                            **options).finetune.batch_size == batch
+
+
+def test_a_config_file_may_not_carry_a_preset_s_settings_per_dataset(tmp_path):
+    (tmp_path / "c.yaml").write_text("dataset_settings: {'*': {finetune: {batch_size: 8}}}\n")
+    result = CliRunner().invoke(app, ["evaluate", "--config", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "dataset_settings is a preset's key" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_grid_over_datasets_gives_each_cell_its_dataset_s_settings():
+    from vflpriv.config.parse import merged
+    from vflpriv.config.presets import load
+
+
+    raw = merged(load("fedhssl-paper"), {"methods": ["splitnn"], "datasets": ["digits", "fashion-mnist"]})
+    cells = experiments(raw, must_match=set())  # the preset's method patterns serve other grids
+    assert {e.dataset.name: e.finetune.batch_size for e in cells} == {"digits": 512, "fashion-mnist": 128}
 
 
 def test_set_overrides_the_preset_for_the_method_and_through_its_pattern():

@@ -133,3 +133,35 @@ def test_real_fashion_mnist():
     ds = benchmark.load_fashion_mnist(parties=4, max_samples=1000)
     assert [tuple(x.shape) for x in ds.x_train] == [(1000, 1, 14, 14)] * 4
     assert len(ds.y_test) == 10000 and torch.bincount(ds.y_train).tolist() == [100] * 10
+
+
+def test_fashion_mnist_views_gives_every_party_a_full_view_of_the_same_items(writers, tmp_path):
+    _fashion(writers, tmp_path)
+    ds = benchmark.load_fashion_mnist_views(parties=3, root=tmp_path)
+    plain = benchmark.load_fashion_mnist(parties=1, root=tmp_path)
+    assert [tuple(x.shape) for x in ds.x_train] == [(40, 1, 4, 4)] * 3 and len(ds.x_test) == 3
+    assert torch.equal(ds.y_train, plain.y_train) and torch.equal(ds.y_test, plain.y_test)
+    assert not torch.equal(ds.x_train[0], ds.x_train[1]) and not torch.equal(ds.x_train[0], plain.x_train[0])
+    again = benchmark.load_fashion_mnist_views(parties=3, root=tmp_path)
+    assert all(torch.equal(a, b) for a, b in zip(ds.x_train, again.x_train))  # fixed data, not a fresh draw
+    assert all(float(x.min()) >= 0 and float(x.max()) <= 1 for x in ds.x_train)
+
+
+def test_a_camera_at_full_scale_without_rotation_or_shift_sees_the_image_itself(monkeypatch):
+    from vflpriv.data import splits
+
+    monkeypatch.setattr(splits, "VIEW_SCALE", (1.0, 1.0))
+    monkeypatch.setattr(splits, "VIEW_ROTATION", 0.0)
+    images = torch.rand(5, 1, 6, 6, generator=torch.Generator().manual_seed(0))
+    (view,) = splits.image_views(images, 1, seed=0)
+    assert torch.allclose(view, images, atol=1e-6)
+
+
+def test_a_camera_zooms_into_the_image_and_each_party_has_its_own():
+    from vflpriv.data.splits import image_views
+
+    images = torch.zeros(200, 1, 16, 16)
+    images[:, :, :2, :] = 1.0  # a bright band along the top edge
+    a, b = image_views(images, 2, seed=0)
+    assert a[:, :, :2, :].mean() < 0.9  # zoomed in: the band is mostly out of frame or moved
+    assert not torch.equal(a, b)

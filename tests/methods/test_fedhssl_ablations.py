@@ -4,6 +4,9 @@ FedCSSL finetuning the cross encoder, and the finetune's BatchNorm re-estimation
 
 from __future__ import annotations
 
+import dataclasses
+from types import SimpleNamespace
+
 import pytest
 import torch
 from pretrain_helpers import build_federation, pretrain_config
@@ -114,17 +117,21 @@ def test_the_finetune_s_re_estimation_reads_no_labels_and_no_test_rows():
     from vflpriv.methods.finetune import recalibrate_bottoms
 
     def stats(scramble: bool) -> list[torch.Tensor]:
-        plan, fed = build_federation(pretrain_config("splitnn"))
-        if scramble:
-            labels = fed.active.labels
+        _, fed = build_federation(pretrain_config("splitnn"))
+        parties = list(fed.parties)
+        if scramble:  # other labels and other test rows (copies: the cached dataset stays as it is)
+            active = parties[0]
+            labels = active.labels.clone()
             labels[labels >= 0] = labels[labels >= 0].flip(0)
-            fed.parties[0].x_test.normal_()  # test rows changed too: never read
+            parties = [dataclasses.replace(p, x_test=torch.randn_like(p.x_test)) for p in parties]
+            parties[0] = dataclasses.replace(parties[0], labels=labels)
+        view = SimpleNamespace(parties=parties, finetune=fed.finetune)
         bottoms = [nn.Sequential(nn.Flatten(), nn.Linear(p.x_train[0].numel(), 8), nn.BatchNorm1d(8))
-                   for p in fed.parties]
+                   for p in parties]
         for b in bottoms:
             torch.nn.init.constant_(b[1].weight, 0.1)
             torch.nn.init.zeros_(b[1].bias)
-        recalibrate_bottoms(fed, bottoms)
+        recalibrate_bottoms(view, bottoms)
         return [t for b in bottoms for t in _norm_stats(b)]
 
     plain, scrambled = stats(False), stats(True)

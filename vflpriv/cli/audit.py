@@ -12,7 +12,14 @@ from vflpriv.cli.app import QUIET, app, command_line
 from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError, IncompatibleError
-from vflpriv.config.parse import apply_override, check_shape, resolve_method_options, validate
+from vflpriv.config.parse import (
+    DATASET_SETTINGS,
+    apply_override,
+    check_shape,
+    resolve_dataset_settings,
+    resolve_method_options,
+    validate,
+)
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
 from vflpriv.store.provenance import versions
@@ -38,6 +45,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
                 search_budget: Optional[int] = None, canaries: Optional[int] = None) -> AuditConfig:
     """defaults <- preset <- config file <- command-line options <- ``--set key=value``."""
     data = settings(preset=preset, config=config)
+    per_dataset = data.pop(DATASET_SETTINGS, None)
     check_shape(AuditConfig, data, source=f"config file {config}" if config else f"preset {preset}")
     data.setdefault("method", {})["name"] = method
     section = data.setdefault("audit", {})
@@ -62,6 +70,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
     for assignment in overrides:
         apply_override(data, assignment)
     resolve_method_options(data, must_match=user_patterns(data, preset))
+    resolve_dataset_settings(data, per_dataset)
     return validate(AuditConfig, data)
 
 

@@ -10,7 +10,14 @@ import typer
 from vflpriv.cli.app import QUIET, app, fail
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.parse import apply_override, check_shape, resolve_method_options, validate
+from vflpriv.config.parse import (
+    DATASET_SETTINGS,
+    apply_override,
+    check_shape,
+    resolve_dataset_settings,
+    resolve_method_options,
+    validate,
+)
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.config.schema import ExperimentConfig
 
@@ -40,6 +47,7 @@ def experiment_data(
 ) -> dict[str, Any]:
     """The experiment's raw settings: defaults <- preset <- config file <- command-line options <- ``--set``."""
     data = settings(preset=preset, config=config)
+    per_dataset = data.pop(DATASET_SETTINGS, None)
     check_shape(ExperimentConfig, data, source=f"config file {config}" if config else f"preset {preset}")
     if phase is not None and phase not in ("pretrain", "finetune"):
         raise ConfigError(f"unknown phase '{phase}'; valid phases: pretrain, finetune")
@@ -67,6 +75,7 @@ def experiment_data(
     for assignment in overrides:
         apply_override(data, assignment)
     resolve_method_options(data, must_match=user_patterns(data, preset))
+    resolve_dataset_settings(data, per_dataset)
     return data
 
 

@@ -121,6 +121,29 @@ def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: Preset key holding settings for some datasets only: ``{pattern: settings}``, fnmatch patterns on the dataset's
+#: name, folded under a run's own settings (which win): the FedHSSL paper finetunes image data at batch 128 and
+#: tabular data at 512, one preset for both. Only presets hold it (a pattern of the user's could match nothing).
+DATASET_SETTINGS = "dataset_settings"
+
+
+def resolve_dataset_settings(data: dict[str, Any], table: Any) -> None:
+    """Fold the settings of every ``table`` pattern matching ``data``'s dataset (in order, later ones over earlier)
+    under ``data``'s own settings, which win."""
+    if not table:
+        return
+    if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in table.items()):
+        raise ConfigError(f"{DATASET_SETTINGS} must map dataset-name patterns to settings, got {table!r}")
+    dataset = data.get("dataset")
+    name = dataset.get("name", "digits") if isinstance(dataset, dict) else "digits"
+    found: dict[str, Any] = {}
+    for pattern, settings in table.items():
+        if isinstance(name, str) and fnmatch.fnmatchcase(name, pattern):
+            found = merged(found, settings)
+    if found:
+        data.update(merged(found, data))
+
+
 #: Experiment-file key holding options for some methods only: ``{pattern: options}``, fnmatch patterns on
 #: the method's name (``fedhssl*``, ``local-simsiam``), so one file (a preset, a grid) serves several methods.
 METHOD_OPTIONS = "method_options"

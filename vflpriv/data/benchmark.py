@@ -25,7 +25,7 @@ from vflpriv.data.prep import (
     unit_float,
 )
 from vflpriv.data.readers import read_idx, read_rda
-from vflpriv.data.splits import column_blocks, image_parts
+from vflpriv.data.splits import column_blocks, image_parts, image_views
 
 FASHION_FILES = (
     "train-images-idx3-ubyte.gz",
@@ -74,6 +74,18 @@ def load_fashion_mnist(
         return [unit_float(p) for p in image_parts(torch.from_numpy(images).unsqueeze(1), parties)]
 
     return build(name, parts(x_tr), parts(x_te), y_tr, y_te, num_classes=10, modality="image")
+
+
+def load_fashion_mnist_views(
+    *, parties: int = 2, root: Path | None = None, max_samples: int | None = None, seed: int = 0
+) -> VerticalDataset:
+    """Fashion-MNIST with every party holding a full 28x28 view of each item through its own camera (zoom, shift,
+    rotation; ``vflpriv.data.splits.image_views``): independent views of one object sharing its label, the premise
+    of FedHSSL's cross-party SSL (its ModelNet and BHI parties), where halves of one image give it no edge."""
+    halves = load_fashion_mnist(parties=1, root=root, max_samples=max_samples, seed=seed)
+    views = [image_views(x, parties, seed=index) for index, x in enumerate((halves.x_train[0], halves.x_test[0]))]
+    return build("fashion-mnist-views", *views, halves.y_train.numpy(), halves.y_test.numpy(), num_classes=10,
+                 modality="image")
 
 
 def load_letter(

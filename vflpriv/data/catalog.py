@@ -34,6 +34,12 @@ DATASET_INFO: dict[str, DatasetInfo] = {
         benchmark.FASHION_LAYOUT,
         benchmark.FASHION_FILES[:1],
     ),
+    "fashion-mnist-views": DatasetInfo(
+        "Fashion-MNIST, every party a full view of each item through its own camera (zoom, shift, rotation)",
+        "benchmark",
+        benchmark.FASHION_LAYOUT,
+        benchmark.FASHION_FILES[:1],
+    ),
     "letter": DatasetInfo(
         "UCI Letter Recognition, 20000 x 16, 26 classes; column blocks",
         "benchmark",

@@ -109,7 +109,9 @@ class SSLOptions(Options):
         "scarf = values drawn from the column's empirical marginal",
     )
     corruption_rate: float = Field(0.3, ge=0, le=1, description="fraction of features corrupted (paper: 0.3)")
-    clean_view: bool = Field(False, description="first view left clean, as in the authors' code")
+    clean_view: bool | Literal["tabular"] = Field(
+        False, description="first view left clean: true for every party, tabular for tabular parties only (the "
+        "authors' code: one clean view of tabular data, both views of an image augmented, TwoCropsTransform)")
     crop_scale: tuple[float, float] = Field((0.5, 1.0), description="random resized crop area range (images)")
     flip: bool = Field(True, description="random horizontal flip (images)")
     color_jitter: tuple[float, float, float, float] = Field(
@@ -275,6 +277,7 @@ class LocalSSL:
     batch_generator: torch.Generator
     target: nn.Module | None = None
     queue: MemoryQueue | None = None
+    clean_first: bool = False
     optimizer: Optimizer = field(init=False)
     online: nn.Module = field(init=False)
 
@@ -309,6 +312,7 @@ class LocalSSL:
             aug_generator=seeded_generator(seed, f"{stream}:views"),
             batch_generator=seeded_generator(seed, f"{stream}:batches"),
             queue=queue,
+            clean_first=options.clean_view is True or (options.clean_view == "tabular" and spec.modality != "image"),
         )
 
     def epoch(
@@ -332,7 +336,7 @@ class LocalSSL:
         update_target = momentum_updater(self.online, self.target) if self.target is not None else None
         losses = []
         for batch in index_batches(ids, batch_size=opts.batch_size, generator=self.batch_generator):
-            v1, v2 = two_views(x[batch], self.augment, clean_first=opts.clean_view, generator=self.aug_generator)
+            v1, v2 = two_views(x[batch], self.augment, clean_first=self.clean_first, generator=self.aug_generator)
             n = v1.shape[0]
             views = torch.cat([v1, v2])
             z, p = tower(views)

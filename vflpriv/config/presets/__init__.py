@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.parse import METHOD_OPTIONS, merged, read_config_file
+from vflpriv.config.parse import DATASET_SETTINGS, METHOD_OPTIONS, merged, read_config_file
 
 FOLDER = Path(__file__).parent
 
@@ -36,9 +36,14 @@ def description(name: str) -> str:
 
 
 def settings(*, preset: str | None, config: Path | None) -> dict[str, Any]:
-    """A command's settings from files: the preset, then the config file over it."""
+    """A command's settings from files: the preset, then the config file over it (which may not hold the preset's
+    ``dataset_settings``: :func:`vflpriv.config.parse.resolve_dataset_settings`)."""
     base = load(preset) if preset else {}
-    return merged(base, read_config_file(config) if config else {})
+    own = read_config_file(config) if config else {}
+    if DATASET_SETTINGS in own:
+        raise ConfigError(f"config file {config}: {DATASET_SETTINGS} is a preset's key (settings per dataset of a "
+                          "grid); set the settings themselves, for the dataset of this file")
+    return merged(base, own)
 
 
 def user_patterns(data: dict[str, Any], preset: str | None) -> set[str]:
