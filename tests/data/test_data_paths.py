@@ -81,3 +81,8 @@ def test_get_datasets_script_help_and_bad_option():
     assert shown.returncode == 0 and "--system" in shown.stdout
     bad = subprocess.run(["bash", str(SCRIPT), "--nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("error:")
+
+
+def test_a_dataset_made_from_another_s_files_is_searched_and_got_as_that_one():
+    assert paths.candidate_dirs("fashion-mnist-views") == paths.candidate_dirs("fashion-mnist")
+    assert paths.how_to_get("fashion-mnist-views", "L") == paths.how_to_get("fashion-mnist", "L")

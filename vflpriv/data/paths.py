@@ -27,6 +27,10 @@ SYSTEM_DIRS: dict[str, tuple[Path, ...]] = {
 }
 
 
+#: Datasets made from another dataset's files (searched, and got, as that one).
+FILES_OF = {"fashion-mnist-views": "fashion-mnist"}
+
+
 def data_root() -> Path:
     """The user's dataset directory: ``$VFLPRIV_DATA`` if set, else ``~/.local/share/vflpriv``."""
     env = os.environ.get(ENV_VAR)
@@ -38,6 +42,7 @@ def candidate_dirs(dataset: str, root: Path | str | None = None) -> list[Path]:
     (its files, or an error: never other files under a record that names it)."""
     if root is not None:
         return [Path(root).expanduser()]
+    dataset = FILES_OF.get(dataset, dataset)
     dirs = [data_root() / dataset]
     for system in SYSTEM_DIRS.get(dataset, ()):
         dirs += [data_root() / system.relative_to("/"), system]
@@ -46,6 +51,7 @@ def candidate_dirs(dataset: str, root: Path | str | None = None) -> list[Path]:
 
 def how_to_get(dataset: str, layout: str) -> str:
     """The instruction to make ``dataset``'s files available (a command, or where to put them)."""
+    dataset = FILES_OF.get(dataset, dataset)
     if dataset in SYSTEM_DIRS:
         return f"run `{GET_SCRIPT}` (or `{GET_SCRIPT} --system` as root)"
     where = f"{data_root() / dataset} (or point --set dataset.root=DIR at them, or set ${ENV_VAR})"
