@@ -127,3 +127,61 @@ def test_several_defenses_on_one_message_all_act_in_their_order():
     assert torch.equal(channel.send(Message(GRADIENT, FINETUNE, 0, 1, g)), torch.full((2, 3), 9.0))  # 3 (2 g + 1)
     swapped = Channel([_Affine(3.0, 0.0), _Affine(2.0, 1.0)], Inbox(owner=1, wanted=set()))
     assert torch.equal(swapped.send(Message(GRADIENT, FINETUNE, 0, 1, g)), torch.full((2, 3), 7.0))  # 2 (3 g) + 1
+
+
+def test_the_meter_counts_per_phase_and_its_rows_add_back_to_the_same_totals():
+    from vflpriv.engine import PRETRAIN
+    from vflpriv.engine.channel import Meter
+
+    channel = Channel([], Inbox(owner=1))
+    for phase, kind, rows in ((PRETRAIN, EMBEDDING, 4), (PRETRAIN, EMBEDDING, 2), (FINETUNE, GRADIENT, 3),
+                              (INFERENCE, EMBEDDING, 5)):
+        channel.send(Message(kind, phase, 0 if kind == GRADIENT else 1, 1 if kind == GRADIENT else 0,
+                             torch.ones(rows, 8)))
+    meter = channel.meter
+    assert (meter.total_bytes(PRETRAIN), meter.total_messages(PRETRAIN)) == (6 * 8 * 4, 2)
+    assert (meter.total_bytes(FINETUNE), meter.total_messages(FINETUNE)) == (3 * 8 * 4, 1)
+    assert (meter.total_bytes(), meter.total_messages()) == (14 * 8 * 4, 4)
+    rows = meter.rows(PRETRAIN)
+    assert rows == [[PRETRAIN, "up", EMBEDDING, 6 * 8 * 4, 2]]
+    again = Meter()
+    again.add_rows(rows)
+    again.add_rows(rows)
+    assert (again.total_bytes(PRETRAIN), again.total_messages(PRETRAIN), again.total_messages(FINETUNE)) == (
+        2 * 6 * 8 * 4, 4, 0)
+
+
+def test_the_inbox_selects_one_kind_of_one_phase():
+    from vflpriv.engine import PRETRAIN
+
+    channel = Channel([], Inbox(owner=1, wanted={(GRADIENT, FINETUNE), (EMBEDDING, PRETRAIN), (EMBEDDING, FINETUNE)}))
+    for kind, phase in ((GRADIENT, FINETUNE), (EMBEDDING, PRETRAIN), (EMBEDDING, FINETUNE)):
+        channel.send(Message(kind, phase, 0, 1, torch.ones(2, 2)))
+    assert [(r.kind, r.phase) for r in channel.inbox.select(GRADIENT, FINETUNE)] == [(GRADIENT, FINETUNE)]
+    assert [(r.kind, r.phase) for r in channel.inbox.select(EMBEDDING, PRETRAIN)] == [(EMBEDDING, PRETRAIN)]
+
+
+def test_muted_traffic_is_transformed_but_never_counted_recorded_or_observed_and_muting_nests():
+    channel = Channel([Zeroing(GRADIENT)], Inbox(owner=1, wanted={(GRADIENT, FINETUNE)}))
+    seen = []
+    channel.observers.append(lambda m, p: seen.append(m.kind))
+    with channel.muted():
+        with channel.muted():
+            pass
+        out = channel.send(Message(GRADIENT, FINETUNE, 0, 1, torch.ones(2, 2)))  # still muted after the inner one
+    assert torch.equal(out, torch.zeros(2, 2))
+    assert channel.meter.total_messages() == 0 and not channel.inbox.received and not seen
+    channel.send(Message(GRADIENT, FINETUNE, 0, 1, torch.ones(2, 2)))
+    assert channel.meter.total_messages() == 1 and len(channel.inbox.received) == 1 and seen == [GRADIENT]
+
+
+def test_an_undeclared_message_is_refused_naming_its_sender_s_role():
+    import pytest
+
+    from vflpriv.common.errors import ProtocolError
+
+    channel = Channel([], Inbox(owner=1), declared={("active", GRADIENT, FINETUNE)})
+    channel.send(Message(GRADIENT, FINETUNE, 0, 1, torch.ones(1)))
+    with pytest.raises(ProtocolError, match="a embedding message from the passive party in finetune, which it does "
+                                            "not declare in its `sends` \\(active/gradient/finetune\\)"):
+        channel.send(Message(EMBEDDING, FINETUNE, 1, 0, torch.ones(1)))
