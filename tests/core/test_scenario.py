@@ -120,3 +120,36 @@ def test_aux_positive_ratio_draws_that_share_of_positives_on_binary_tasks_only(d
     assert int(cancer.y_train[balanced.aux].sum()) == 10
     with pytest.raises(ConfigError, match="binary tasks"):
         build_scenario(digits, PartitionConfig(aux=20, aux_positive_ratio=0.3), seed=1)
+
+
+def test_the_sizes_at_their_limits_are_accepted(digits):
+    """labeled = the classes, labeled = the aligned count, canaries = the labeled non-auxiliary samples, aux = every
+    candidate of a class: each exactly fits."""
+    assert build_scenario(digits, PartitionConfig(labeled=10, aux=20), seed=0).labeled.numel() == 10
+    assert build_scenario(digits, PartitionConfig(labeled=287), seed=0).labeled.numel() == 287
+    with pytest.raises(ConfigError, match="fewer than the 10 classes"):
+        build_scenario(digits, PartitionConfig(labeled=9), seed=0)
+    full = build_scenario(digits, PartitionConfig(aux_source="labeled", labeled=200, aux=50, canaries=150), seed=0)
+    assert full.canaries.numel() == 150 and full.canary_labels.numel() == 150
+    with pytest.raises(ConfigError, match="canaries=151 exceeds the 150"):
+        build_scenario(digits, PartitionConfig(aux_source="labeled", labeled=200, aux=50, canaries=151), seed=0)
+    labeled = build_scenario(digits, PartitionConfig(labeled=200), seed=0).labeled
+    per_class = torch.bincount(digits.y_train[labeled], minlength=10)
+    fewest = int(per_class.min())
+    exact = build_scenario(digits, PartitionConfig(aux_source="labeled", aux=10 * fewest), seed=0)
+    assert exact.aux.numel() == 10 * fewest
+    with pytest.raises(ConfigError, match="lower partition.aux"):
+        build_scenario(digits, PartitionConfig(aux_source="labeled", aux=10 * fewest + 10 * 1), seed=0)
+
+
+def test_one_canary_is_one_canary_and_none_is_none(digits):
+    one = build_scenario(digits, PartitionConfig(canaries=1), seed=0)
+    assert one.canaries.numel() == 1 and one.canary_labels.numel() == 1
+    none = build_scenario(digits, PartitionConfig(), seed=0)
+    assert none.canaries.numel() == 0 and none.canary_labels.numel() == 0
+
+
+def test_in_the_vflhlp_setting_the_active_party_labels_its_own_unaligned_samples_not_another_s(digits):
+    sc = build_scenario(digits, PartitionConfig(unaligned="disjoint"), seed=0, active_labels_local=True)
+    assert not torch.equal(sc.unaligned[0], sc.unaligned[1])
+    assert torch.equal(sc.active_label_ids().sort().values, torch.cat([sc.labeled, sc.unaligned[0]]).sort().values)
