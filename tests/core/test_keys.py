@@ -27,3 +27,28 @@ def test_canaries_change_the_keys_only_where_set():
     with_canaries = config.model_copy(update={"partition": config.partition.model_copy(update={"canaries": 10})})
     assert with_canaries.key() != config.key() and with_canaries.training_key() != config.training_key()
     assert config.model_copy(update={"device": "cuda:3"}).key() == config.key()  # the device is no part of a key
+
+
+def test_every_setting_added_later_changes_the_keys_only_away_from_its_neutral_value():
+    from vflpriv.config.schema import ADDED_LATER
+
+    config = RunConfig.model_validate(_recorded()[0]["config"])
+    changed = {"curve": True, "canaries": 10, "top_depth": 2, "bn_recalibrate": True}
+    assert {name for _, name, _ in ADDED_LATER} == set(changed)
+    for section, name, neutral in ADDED_LATER:
+        part = getattr(config, section)
+        at_neutral = config.model_copy(update={section: part.model_copy(update={name: neutral})})
+        moved = config.model_copy(update={section: part.model_copy(update={name: changed[name]})})
+        assert at_neutral.key() == config.key() and moved.key() != config.key(), name
+
+
+def test_a_revised_method_s_runs_get_keys_of_their_own_and_other_methods_keep_theirs(monkeypatch):
+    from vflpriv.config.registry import METHODS
+
+    hssl = RunConfig.model_validate({"method": {"name": "fedhssl"}})
+    split = RunConfig.model_validate({"method": {"name": "splitnn"}})
+    now = (hssl.key(), hssl.training_key(), split.key())
+    monkeypatch.setattr(METHODS.get("fedhssl"), "revision", 0)  # as before the train-mode guidance target
+    assert hssl.key() != now[0] and hssl.training_key() != now[1] and split.key() == now[2]
+    monkeypatch.setattr(METHODS.get("fedhssl"), "revision", 2)
+    assert hssl.key() not in (now[0],)
