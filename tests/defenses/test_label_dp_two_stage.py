@@ -88,3 +88,11 @@ def test_every_labeled_sample_class_0_included_is_randomised_once_and_unlabeled_
     (first,) = relabelled
     randomised = torch.cat([first.cpu(), seen["rr_labels"].cpu()])  # the labels each stage drew from, once each
     assert torch.equal(torch.bincount(randomised, minlength=10), torch.bincount(before[labeled], minlength=10))
+
+
+@pytest.mark.parametrize("classes", [2, 10])
+def test_an_infinite_epsilon_keeps_every_label(classes):
+    from vflpriv.defenses.label_dp import keep_probability
+
+    assert keep_probability(epsilon=math.inf, num_classes=classes) == 1.0
+    assert keep_probability(epsilon=700.0, num_classes=classes) == pytest.approx(1.0)
