@@ -8,10 +8,12 @@ Cosmic-ray changes one source file at a time on disk, runs the group's tests (``
 mutant) and restores the file; so it runs only in a clean git checkout of its own (it refuses a dirty tree), and an
 interrupted run resumes from its sessions in ``--work``. Groups run one after another; ``--groups`` picks some (two
 worktrees can run two groups at once). The operators are a small set in the spirit of mutmut's (one plausible slip
-per operator, constant, comparison and loop), in functions and module constants (a class body's settings are
-left alone: :func:`_ranges`); equivalent mutants (no test can tell them apart, e.g. ``<`` for ``<=``
-on a value that is never equal) are named with their reason in ``scripts/mutation_equivalents.toml`` (by module and the mutant's line) and left out of
-the score: killed / (mutants - equivalent).
+per operator, constant, comparison and loop), in functions and module-level statements (module constants and a
+class body's settings are declared settings, left alone: :func:`_ranges`); equivalent mutants (no test can tell
+them apart, e.g. ``<`` for ``<=`` on a value that is never equal) are named with their reason in
+``scripts/mutation_equivalents.toml`` (by module and the mutant's line) and left out of the score: killed /
+(mutants - equivalent). ``--report-only`` records what the sessions hold without running anything (a module whose
+session is missing or out of date is "not measured").
 """
 
 from __future__ import annotations
@@ -164,10 +166,10 @@ def _digest(paths: list[str]) -> str:
     return hashlib.sha256(b"".join((ROOT / p).read_bytes() for p in paths)).hexdigest()[:16]
 
 
-def _retest(db: Path, jobs: list[list], group: Group, module: str, timeout: float) -> list[list]:
+def _retest(db: Path, jobs: list[list], group: Group, module: str, timeout: float, *, run: bool = True) -> list[list]:
     """Each stage-1 survivor run again against the group's tests as they are now (tests only grow: a mutant they
     killed stays killed), applied with ``cosmic-ray apply`` and the file restored after; results kept per tests'
-    digest in ``<session>.retest.json``."""
+    digest in ``<session>.retest.json``. Without ``run``, only the kept results are read."""
     state_path = db.with_suffix(".retest.json")
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
     tests = _digest([*(t for t in group.tests[module] if t.startswith("tests/")), "tests/conftest.py"])
@@ -176,6 +178,8 @@ def _retest(db: Path, jobs: list[list], group: Group, module: str, timeout: floa
             continue
         (m,) = job["mutations"]
         found = state.get(job["job_id"], {})
+        if found.get("tests") != tests and not run:
+            continue
         if found.get("tests") != tests:
             path = ROOT / m["module_path"]
             original = path.read_bytes()
@@ -199,14 +203,20 @@ def _tests(group: Group, module: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *group.tests[module]]
 
 
-def run_group(name: str, group: Group, work: Path, timeout: float) -> list[list]:
+def run_group(name: str, group: Group, work: Path, timeout: float, *, execute: bool = True) -> dict[str, list[list]]:
     """Init (or resume) a session per module of the group, filter it, execute it, retest its survivors; every
-    mutant's job and result. A session whose module changed since it was made is made again."""
-    jobs = []
+    mutant's job and result. A session whose module changed since it was made is made again. Without ``execute``,
+    what the sessions hold now (a module never run, or changed since, has nothing to report)."""
+    jobs: dict[str, list[list]] = {}
     for module in group.modules:
         session = f"{name}-{Path(module).stem}"
         config, db = _config(session, module, group, work, timeout), work / f"{session}.sqlite"
         stamp = db.with_suffix(".module")
+        if not execute:
+            if db.exists() and stamp.exists() and stamp.read_text() == _digest([module]):
+                dumped = _run(str(BIN / "cosmic-ray"), "dump", str(db)).splitlines()
+                jobs[module] = _retest(db, [json.loads(line) for line in dumped], group, module, timeout, run=False)
+            continue
         if db.exists() and (not stamp.exists() or stamp.read_text() != _digest([module])):
             for stale in (db, db.with_suffix(".retest.json")):
                 stale.unlink(missing_ok=True)
@@ -221,7 +231,7 @@ def run_group(name: str, group: Group, work: Path, timeout: float) -> list[list]
                         group, module, timeout)
         print(f"{session}: {time.time() - start:.0f} s", flush=True)
         _clean()  # every file restored
-        jobs += found
+        jobs[module] = found
     return jobs
 
 
@@ -247,10 +257,13 @@ def mutant_line(mutation: dict) -> str:
 
 def summarise(jobs: list[list], equivalents: dict[str, str]) -> tuple[list[str], list[str], dict]:
     """Count each outcome; the survivors as table rows (equivalent ones with their reason)."""
-    counts = {"mutants": 0, "killed": 0, "survived": 0, "equivalent": 0, "skipped": 0}
+    counts = {"mutants": 0, "killed": 0, "survived": 0, "equivalent": 0, "skipped": 0, "not run": 0}
     survivors, equivalent = [], []
     for job, result in jobs:
-        if result is None or result.get("worker_outcome") == "skipped":
+        if result is None:
+            counts["not run"] += 1
+            continue
+        if result.get("worker_outcome") == "skipped":
             counts["skipped"] += 1
             continue
         counts["mutants"] += 1
@@ -277,6 +290,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=ROOT / ".mutation", help="sessions and configs (resumable)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant's tests")
     parser.add_argument("--record", type=Path, help="write the Markdown record here")
+    parser.add_argument("--report-only", action="store_true", help="run nothing: record what the sessions hold now")
     args = parser.parse_args()
     names = args.groups.split(",")
     unknown = [n for n in names if n not in GROUPS]
@@ -286,26 +300,30 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     commit = _run("git", "rev-parse", "--short", "HEAD").strip()
     equivalents = _equivalents()
-    table = ["| group | modules | mutants | killed | equivalent | survived | score |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    table = ["| group | module | mutants | killed | equivalent | survived | not run | score |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     details = []
     for name in names:
         group = GROUPS[name]
-        survivors, equivalent, c = summarise(run_group(name, group, args.work, args.timeout), equivalents)
-        scored = c["mutants"] - c["equivalent"]
-        score = c["killed"] / scored if scored else float("nan")
-        modules = ", ".join(group.modules) + (f" ({', '.join(group.functions)})" if group.functions else "")
-        table.append(f"| {name} | {modules} | {c['mutants']} | {c['killed']} | {c['equivalent']} | {c['survived']} | "
-                     f"{score:.1%} |")
-        print(table[-1], flush=True)
-        details += [f"\n### {name}\n", "| where | line | mutant | equivalent because |", "| --- | --- | --- | --- |",
-                    *survivors, *equivalent]
+        found = run_group(name, group, args.work, args.timeout, execute=not args.report_only)
+        for module in group.modules:
+            if module not in found:
+                table.append(f"| {name} | {module} | not measured | | | | | |")
+                continue
+            survivors, equivalent, c = summarise(found[module], equivalents)
+            scored = c["mutants"] - c["equivalent"]
+            score = f"{c['killed'] / scored:.1%}" if scored else "n/a"
+            table.append(f"| {name} | {module} | {c['mutants']} | {c['killed']} | {c['equivalent']} | {c['survived']} "
+                         f"| {c['not run']} | {score} |")
+            print(table[-1], flush=True)
+            details += [f"\n### {module}\n", "| where | line | mutant | equivalent because |",
+                        "| --- | --- | --- | --- |", *survivors, *equivalent]
     if args.record:
         args.record.write_text("\n".join([
             f"# Mutation testing at {commit}\n",
             f"`python scripts/mutation.py --record {args.record}` (cosmic-ray, operators: {', '.join(KEPT)}).",
-            "Score: killed / (mutants - equivalent). Surviving mutants are listed per group, equivalent ones with "
-            "their reason.\n", *table, *details, ""]))
+            "Score: killed / (mutants run - equivalent); 'not run': mutants the session has not reached yet. Surviving "
+            "mutants are listed per module, equivalent ones with their reason.\n", *table, *details, ""]))
 
 
 if __name__ == "__main__":
