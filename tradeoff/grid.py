@@ -96,9 +96,9 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
 def _check_keys(data: dict[str, Any], where: str = "grid file") -> None:
     """A grid file's own keys: unknown ones (with the closest valid key), and a list under a singular key, are
     errors of the file, not of each cell."""
-    valid = [*ExperimentConfig.model_fields, *PLURAL, METHOD_OPTIONS, DATASET_SETTINGS]
+    valid = [*ExperimentConfig.model_fields, *PLURAL, METHOD_OPTIONS]  # and a preset's dataset_settings
     for key in data:
-        if key not in valid:
+        if key not in valid and key != DATASET_SETTINGS:
             close = difflib.get_close_matches(str(key), valid, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise ConfigError(f"{where}: unknown setting {key}{hint}; valid keys here: {', '.join(valid)}")

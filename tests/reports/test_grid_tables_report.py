@@ -87,8 +87,10 @@ def test_the_report_shows_the_values_of_the_settings_that_differ_and_the_seeds(s
     assert result.exit_code == 0, result.output
     page = (tmp_path / "report.html").read_text()
     differ = page[page.index("Settings that differ"):page.index("<h3>Seeds")]
-    assert "<code>partition.labeled</code></td><td>80</td><td>centralized-lr / breast-cancer / mc; splitnn / breast-cancer / mc" in differ
-    assert "<code>partition.labeled</code></td><td>200</td><td>centralized-lr / digits / mc; splitnn / digits / mc" in differ
+    assert ("<code>partition.labeled</code></td><td>80 (the default of breast-cancer)</td><td>centralized-lr / "
+            "breast-cancer / mc; splitnn / breast-cancer / mc") in differ
+    assert ("<code>partition.labeled</code></td><td>200 (the default)</td><td>centralized-lr / digits / mc; "
+            "splitnn / digits / mc") in differ
     seeds = page[page.index("<h3>Seeds"):page.index("Settings every run shares")]
     assert "<td>splitnn / digits / mc / iso</td><td>0</td>" in seeds
 

@@ -51,10 +51,11 @@ def image_views(images: torch.Tensor, parties: int, *, seed: int, chunk: int = 8
     out = []
     for party in range(parties):
         g = torch.Generator().manual_seed(seed * 1000 + party)
-        scale = torch.empty(n).uniform_(*VIEW_SCALE, generator=g)
-        angle = torch.empty(n).uniform_(-VIEW_ROTATION, VIEW_ROTATION, generator=g).deg2rad()
+        low, high = VIEW_SCALE
+        scale = low + (high - low) * torch.rand(n, generator=g, device=g.device)
+        angle = ((torch.rand(n, generator=g, device=g.device) * 2 - 1) * VIEW_ROTATION).deg2rad()
         room = 1.0 - scale  # the crop stays inside the image: its centre within +-(1 - scale) in [-1, 1] units
-        shift = (torch.rand(n, 2, generator=g) * 2 - 1) * room[:, None]
+        shift = (torch.rand(n, 2, generator=g, device=g.device) * 2 - 1) * room[:, None]
         theta = torch.zeros(n, 2, 3)
         theta[:, 0, 0], theta[:, 0, 1] = scale * angle.cos(), -scale * angle.sin()
         theta[:, 1, 0], theta[:, 1, 1] = scale * angle.sin(), scale * angle.cos()
