@@ -147,3 +147,25 @@ def test_falls_to_prior_at_leakage_exactly_the_margin_and_reports_that_strength_
     assert falls_to_prior(rows, margin=0.25) == {"strength": 5.0, "axis": "lambda", "leakage": 0.25, "utility": 0.7}
     assert falls_to_prior(rows.iloc[1:], margin=0.25)["axis"] == "lambda"
     assert falls_to_prior(rows.assign(status="failed")) is None
+
+
+def test_the_means_reported_are_the_attack_s_and_the_prior_s_hit_rates():
+    from vflpriv.tradeoff.leakage import paired_leakage, sample_paired_leakage
+
+    one = sample_paired_leakage(["1100"], ["1000"])
+    assert (one.attack_mean, one.prior_mean, one.leakage) == (0.5, 0.25, 0.25)
+    several = paired_leakage([0.6, 0.7, 0.8], [0.5, 0.5, 0.6])
+    assert several.attack_mean == pytest.approx(0.7) and several.prior_mean == pytest.approx(0.5 + 0.1 / 3)
+    single = paired_leakage([0.6], [0.5])
+    assert single.attack_mean == pytest.approx(0.6) and single.prior_mean == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("low", "high", "verdict"), [
+    (0.001, 0.1, "yes"), (0.0, 0.1, "inconclusive"),  # strictly above 0: leaks
+    (-0.1, -0.0201, "attack failed"), (-0.1, -0.02, "no"),  # strictly below -margin: failed; at it: within
+    (-0.01, 0.0199, "no"), (-0.01, 0.02, "inconclusive"),  # strictly below +margin: no leakage; at it: not shown
+])
+def test_the_verdict_rule_at_its_boundaries(low, high, verdict):
+    from vflpriv.tradeoff.leakage import _verdict
+
+    assert _verdict(low, high, 0.02) == verdict
