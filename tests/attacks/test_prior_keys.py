@@ -61,3 +61,23 @@ def test_a_head_prior_predicts_one_label_per_target_well_above_chance(prior):
         "attack": {"name": "mc", "prior": prior, "prior_epochs": 30}})])
     assert record.status == "ok", record.error
     assert record.prior_accuracy > 0.4 and len(record.prior_hits) == len(record.attack_hits)
+
+
+def test_a_tuned_prior_is_keyed_by_its_search_budget_and_an_untuned_one_is_not():
+    def key(tune: bool, budget: int) -> str:
+        p = plan([RunConfig.model_validate({"attack": {"name": "mc", "prior": "simsiam", "tune": tune,
+                                                       **({"search_budget": budget} if tune else {})}})])
+        return prior_key(p.attacks[0].prior, VIEW)
+
+    assert key(True, 4) != key(True, 8)
+    assert key(False, 4) == key(False, 8)
+
+
+def test_a_prior_that_needs_auxiliary_labels_is_refused_without_any_and_planned_with_one():
+    from vflpriv.common.errors import IncompatibleError
+
+    with pytest.raises(IncompatibleError, match="prior"):
+        plan([RunConfig.model_validate({"partition": {"aux": 0}, "attack": {"name": "dli", "prior": "simsiam"},
+                                        "finetune": {"top": "sum"}})])
+    plan([RunConfig.model_validate({"partition": {"aux": 1}, "attack": {"name": "dli", "prior": "simsiam"},
+                                     "finetune": {"top": "sum"}})])
