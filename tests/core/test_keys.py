@@ -52,3 +52,13 @@ def test_a_revised_method_s_runs_get_keys_of_their_own_and_other_methods_keep_th
     assert hssl.key() != now[0] and hssl.training_key() != now[1] and split.key() == now[2]
     monkeypatch.setattr(METHODS.get("fedhssl"), "revision", 2)
     assert hssl.key() not in (now[0],)
+
+
+def test_a_revised_defense_s_runs_get_keys_of_their_own(monkeypatch):
+    from vflpriv.config.registry import DEFENSES
+
+    run = RunConfig.model_validate({"defenses": [{"name": "dp-gaussian", "strength": 1.0}]})
+    plain = RunConfig.model_validate({"defenses": [{"name": "iso", "strength": 1.0}]})
+    now = (run.key(), plain.key())
+    monkeypatch.setattr(DEFENSES.get("dp-gaussian"), "revision", 0)  # as the per-message mechanism of 0.1
+    assert run.key() != now[0] and plain.key() == now[1]
