@@ -106,7 +106,8 @@ def sample_paired_leakage(attack_hits: list[str], prior_hits: list[str], *, marg
         pooled = float(means.mean())
         se = math.sqrt((float(means.var(ddof=1)) if means.size > 1 else 0.0) / means.size)
     else:
-        w = 1.0 / np.maximum(within, 1e-12)
+        within = np.maximum(within, 1e-12)  # a noise-free seed weighs most, not infinitely (no NaN from 1 / 0)
+        w = 1.0 / within
         fixed = float((w * means).sum() / w.sum())
         q = float((w * (means - fixed) ** 2).sum())
         tau2 = max(0.0, (q - (means.size - 1)) / (w.sum() - (w**2).sum() / w.sum())) if means.size > 1 else 0.0

@@ -169,3 +169,26 @@ def test_the_verdict_rule_at_its_boundaries(low, high, verdict):
     from vflpriv.tradeoff.leakage import _verdict
 
     assert _verdict(low, high, 0.02) == verdict
+
+
+def test_hit_strings_of_unequal_seed_counts_are_refused_not_truncated():
+    from vflpriv.tradeoff.leakage import sample_paired_leakage
+
+    with pytest.raises(ValueError):
+        sample_paired_leakage(["10"], ["10", "01"])
+
+
+def test_empty_hit_strings_are_refused():
+    from vflpriv.tradeoff.leakage import sample_paired_leakage
+
+    with pytest.raises(ValueError, match="the same, non-empty target set"):
+        sample_paired_leakage(["10", ""], ["10", ""])
+
+
+def test_a_noise_free_seed_weighs_most_and_the_leakage_stays_finite():
+    """A seed whose paired differences do not vary has within-seed variance 0: its weight is capped (1e-12), not
+    infinite, so the pooled leakage is that seed's value, not NaN."""
+    from vflpriv.tradeoff.leakage import sample_paired_leakage
+
+    test = sample_paired_leakage(["11", "10"], ["00", "00"])
+    assert math.isfinite(test.leakage) and test.leakage == pytest.approx(1.0, abs=1e-6)
