@@ -31,7 +31,7 @@ import torch
 from vflpriv.attacks.base import Attack
 from vflpriv.common.errors import ConfigError, ProtocolError
 from vflpriv.common.seeding import generator
-from vflpriv.config.schema import config_hash
+from vflpriv.config.keys import config_hash
 from vflpriv.engine.adversary import HOLDOUT, AdversaryView, Inference
 from vflpriv.store import cache
 

@@ -30,8 +30,8 @@ from torch import nn
 
 from vflpriv.common.errors import DivergedError
 from vflpriv.common.seeding import generator as seeded_generator
+from vflpriv.config.keys import config_hash
 from vflpriv.config.options import Options
-from vflpriv.config.schema import config_hash
 from vflpriv.defenses.base import ACTIVE_BATCH, MESSAGE, PREDICTIONS, StrengthAxis, TrainingDefense
 from vflpriv.defenses.discrete_sgd import discretise, grid_step
 from vflpriv.engine.message import Message

@@ -63,6 +63,8 @@ class Group:
 
 
 CANARIES = "tests/audit/test_canaries.py"
+KEY_TESTS = ["tests/core/test_keys.py", "tests/core/test_published_numbers.py", "tests/core/test_config.py"]
+
 GROUPS = {
     "tradeoff": Group({
         "tradeoff/cap.py": ["tests/core/test_cap_tables.py", "tests/core/test_published_numbers.py",
@@ -93,9 +95,8 @@ GROUPS = {
         "vflpriv/data/scenario.py": ["tests/core/test_scenario.py", CANARIES],
         "vflpriv/workflows/conformance.py": ["tests/audit/test_audit.py", "-k", "conformance or labels_reaching"],
     }),
-    "keys": Group({"vflpriv/config/schema.py": ["tests/core/test_keys.py", "tests/core/test_published_numbers.py",
-                                                "tests/core/test_config.py"]},
-                  functions=["config_hash", "keyed", "key", "training_key"]),
+    "keys": Group({"vflpriv/config/keys.py": KEY_TESTS, "vflpriv/config/schema.py": KEY_TESTS},
+                  functions=["config_hash", "keyed", "_revision", "key", "training_key"]),
 }
 
 

@@ -30,7 +30,7 @@ def test_canaries_change_the_keys_only_where_set():
 
 
 def test_every_setting_added_later_changes_the_keys_only_away_from_its_neutral_value():
-    from vflpriv.config.schema import ADDED_LATER
+    from vflpriv.config.keys import ADDED_LATER
 
     config = RunConfig.model_validate(_recorded()[0]["config"])
     changed = {"curve": True, "canaries": 10, "top_depth": 2, "bn_recalibrate": True}

@@ -45,7 +45,7 @@ def test_a_method_without_the_epoch_end_point_refuses_the_curve(tiny):
 
 def test_the_curve_off_leaves_the_keys_as_they_were_before_it_existed(tiny):
     """Stores made before finetune.curve existed resume: its default is not in the keys; on, the run is another."""
-    from vflpriv.config.schema import config_hash
+    from vflpriv.config.keys import config_hash
 
     plain = tiny()
     dump = plain.model_dump(mode="json", exclude={"device"})

@@ -138,7 +138,7 @@ def test_at_its_identity_the_loop_backpropagates_as_without_it():
 
 
 def test_records_of_the_per_message_mechanism_of_0_1_are_not_resumed_as_dp_sgd():
-    from vflpriv.config.schema import config_hash
+    from vflpriv.config.keys import config_hash
 
     cfg = _config(defenses=[{"name": "dp-gaussian", "strength": 1.0, "sweep": True}])
     dump = cfg.model_dump(mode="json", exclude={"device"})

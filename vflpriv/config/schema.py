@@ -9,8 +9,6 @@ keys the record in the store. Reading files and ``--set`` overrides live in :mod
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,15 +16,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, NonNegativeFloat, model_validator
 
 from vflpriv.common.errors import VflprivError
+from vflpriv.config.keys import config_hash, keyed
 from vflpriv.config.options import Options
-from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES, METHODS
+from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES
 
 Phase = Literal["pretrain", "finetune"]
-
-
-def config_hash(payload: dict[str, Any], length: int = 20) -> str:
-    """Stable short hash of a JSON-able payload (sorted keys)."""
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:length]
 
 
 class DatasetConfig(Options):
@@ -281,37 +275,6 @@ class RunConfig(TrainingConfig):
     def key(self) -> str:
         """Stable hash of the whole configuration (device excluded): the record's key in the store."""
         return config_hash(keyed(self.model_dump(mode="json", exclude={"device"})))
-
-
-#: Settings added after stores existed, with the value that leaves a run as it was (section, name, value): at that
-#: value they are left out of the keys, so a store made before them resumes instead of rerunning every run; set, the
-#: run is another. ``finetune.curve`` only measures; ``partition.canaries`` changes the labels the active party trains
-#: with; ``finetune.top_depth`` the active party's top; ``finetune.bn_recalibrate`` the BatchNorm statistics evaluated.
-ADDED_LATER = (("finetune", "curve", False), ("partition", "canaries", 0), ("finetune", "top_depth", 0),
-               ("finetune", "bn_recalibrate", False))
-
-
-def keyed(dump: dict[str, Any]) -> dict[str, Any]:
-    """``dump`` as the keys hash it: the settings of :data:`ADDED_LATER` at their neutral value left out, and each
-    defense whose mechanism was revised under its name (``Protection.revision``) marked with its revision, so that the
-    runs of an earlier revision are recomputed rather than resumed; a method revised so (``Method.revision``) too."""
-    for section, name, neutral in ADDED_LATER:
-        if section in dump and dump[section].get(name, neutral) == neutral:
-            dump[section] = {k: v for k, v in dump[section].items() if k != name}
-    if dump.get("defenses"):
-        dump["defenses"] = [{**d, "revision": _revision(DEFENSES, d["name"])} if _revision(DEFENSES, d["name"]) else d
-                            for d in dump["defenses"]]
-    method = dump.get("method")
-    if isinstance(method, dict) and _revision(METHODS, method.get("name")):
-        dump["method"] = {**method, "revision": _revision(METHODS, method["name"])}
-    return dump
-
-
-def _revision(registry, name: str) -> int:
-    try:
-        return int(getattr(registry.get(name), "revision", 0))
-    except (VflprivError, TypeError):
-        return 0  # an unknown name: the planner says so
 
 
 class AttackSettings(AttackConfig):

@@ -22,8 +22,9 @@ from torch import nn
 from vflpriv.common import metrics
 from vflpriv.common.errors import DivergedError, VflprivError
 from vflpriv.common.seeding import generator
+from vflpriv.config.keys import config_hash
 from vflpriv.config.registry import DEFENSES
-from vflpriv.config.schema import LABEL_FIELDS, RunConfig, TrainingConfig, config_hash
+from vflpriv.config.schema import LABEL_FIELDS, RunConfig, TrainingConfig
 from vflpriv.engine import (
     FINETUNE,
     INFERENCE,

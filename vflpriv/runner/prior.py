@@ -44,8 +44,9 @@ from vflpriv.attacks.model_completion import ModelCompletion, ModelCompletionOpt
 from vflpriv.attacks.search import SearchResult, search
 from vflpriv.common.errors import IncompatibleError, ProtocolError
 from vflpriv.common.seeding import generator
+from vflpriv.config.keys import config_hash
 from vflpriv.config.registry import METHODS
-from vflpriv.config.schema import LABEL_FIELDS, RunConfig, config_hash
+from vflpriv.config.schema import LABEL_FIELDS, RunConfig
 from vflpriv.engine.adversary import AdversaryView
 from vflpriv.engine.channel import Inbox
 from vflpriv.methods.local_ssl import LocalOptions, local_ssl_encoder

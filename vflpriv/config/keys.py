@@ -1,0 +1,48 @@
+"""Store keys: the hash of a configuration, and what of it the hash leaves out or marks so that a store made by an
+earlier version resumes where nothing changed and recomputes where a mechanism did (settings added later, revised
+defenses and methods). The configurations themselves are in :mod:`vflpriv.config.schema`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from vflpriv.common.errors import VflprivError
+from vflpriv.config.registry import DEFENSES, METHODS
+
+
+def config_hash(payload: dict[str, Any], length: int = 20) -> str:
+    """Stable short hash of a JSON-able payload (sorted keys)."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:length]
+
+
+#: Settings added after stores existed, with the value that leaves a run as it was (section, name, value): at that
+#: value they are left out of the keys, so a store made before them resumes instead of rerunning every run; set, the
+#: run is another. ``finetune.curve`` only measures; ``partition.canaries`` changes the labels the active party trains
+#: with; ``finetune.top_depth`` the active party's top; ``finetune.bn_recalibrate`` the BatchNorm statistics evaluated.
+ADDED_LATER = (("finetune", "curve", False), ("partition", "canaries", 0), ("finetune", "top_depth", 0),
+               ("finetune", "bn_recalibrate", False))
+
+
+def keyed(dump: dict[str, Any]) -> dict[str, Any]:
+    """``dump`` as the keys hash it: the settings of :data:`ADDED_LATER` at their neutral value left out, and each
+    defense whose mechanism was revised under its name (``Protection.revision``) marked with its revision, so that the
+    runs of an earlier revision are recomputed rather than resumed; a method revised so (``Method.revision``) too."""
+    for section, name, neutral in ADDED_LATER:
+        if section in dump and dump[section].get(name, neutral) == neutral:
+            dump[section] = {k: v for k, v in dump[section].items() if k != name}
+    if dump.get("defenses"):
+        dump["defenses"] = [{**d, "revision": _revision(DEFENSES, d["name"])} if _revision(DEFENSES, d["name"]) else d
+                            for d in dump["defenses"]]
+    method = dump.get("method")
+    if isinstance(method, dict) and _revision(METHODS, method.get("name")):
+        dump["method"] = {**method, "revision": _revision(METHODS, method["name"])}
+    return dump
+
+
+def _revision(registry, name: str) -> int:
+    try:
+        return int(getattr(registry.get(name), "revision", 0))
+    except (VflprivError, TypeError):
+        return 0  # an unknown name: the planner says so
