@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from vflpriv.cli import app
 from vflpriv.workflows import reproductions
 from vflpriv.workflows.reproductions.claims import judge
-from vflpriv.workflows.reproductions.report import caps, records
+from vflpriv.workflows.reproductions.report import caps, chosen, records
 
 
 def test_list_names_every_analogue_and_its_claims():
@@ -125,7 +125,7 @@ def test_every_analogue_runs_quick_writes_its_claims_and_resumes(name, tmp_path,
     assert first.exit_code == 0, first.output
     text = (out / "reproduction.md").read_text()
     analogue = reproductions.load(name)
-    runs = records(out / "results.sqlite", analogue.by, targets=analogue.targets)
+    runs = chosen(analogue, records(out / "results.sqlite", analogue.by, targets=analogue.targets))
     per_seed = caps(runs)
     for claim in analogue.claims:
         line = next(line for line in text.splitlines() if line.startswith(f"| {claim['id']}: "))

@@ -20,9 +20,10 @@ def config_hash(payload: dict[str, Any], length: int = 20) -> str:
 #: Settings added after stores existed, with the value that leaves a run as it was (section, name, value): at that
 #: value they are left out of the keys, so a store made before them resumes instead of rerunning every run; set, the
 #: run is another. ``finetune.curve`` only measures; ``partition.canaries`` changes the labels the active party trains
-#: with; ``finetune.top_depth`` the active party's top; ``finetune.bn_recalibrate`` the BatchNorm statistics evaluated.
+#: with; ``finetune.top_depth`` the active party's top; ``finetune.bn_recalibrate`` the BatchNorm statistics evaluated;
+#: ``finetune.validation`` the labeled samples trained on.
 ADDED_LATER = (("finetune", "curve", False), ("partition", "canaries", 0), ("finetune", "top_depth", 0),
-               ("finetune", "bn_recalibrate", False))
+               ("finetune", "bn_recalibrate", False), ("finetune", "validation", 0.0))
 
 
 def keyed(dump: dict[str, Any]) -> dict[str, Any]:

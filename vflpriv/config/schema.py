@@ -117,6 +117,10 @@ class FinetuneConfig(Options):
         "its own training rows (train-mode forward passes, no labels, no messages): few finetuning steps leave them "
         "near their initial values, and eval mode then maps every test sample to nearly one feature (FedHSSL preset: "
         "FedSplitNN 0.10 -> 0.61 on Fashion-MNIST, shared/FEDHSSL-CODE.md R2)")
+    validation: float = Field(
+        0.0, ge=0, le=0.5, description="share of the labeled samples the active party holds out of finetuning as its "
+        "validation set (never auxiliary samples or canaries): the run records the trained model's utility on it "
+        "(utility_val, per epoch too with curve), so an lr or epoch is chosen on it, never on the test set; 0 = none")
     curve: bool = Field(
         False, description="record the test utility and the MB sent so far (pretraining and finetuning) at the end of "
         "every finetuning epoch (paper 003's Table 1: MB to reach a target accuracy): a measurement that sends, counts "

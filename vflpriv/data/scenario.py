@@ -30,6 +30,9 @@ class Scenario:
     #: for them, uniform over the classes; the active party trains with these, only the runner scores with them.
     canaries: torch.Tensor = torch.empty(0, dtype=torch.long)
     canary_labels: torch.Tensor = torch.empty(0, dtype=torch.long)
+    #: ``finetune.validation``: labeled aligned ids the active party holds out of finetuning to score the trained model
+    #: on (never auxiliary ones, never canaries); it keeps their labels apart from the labels it trains with.
+    validation: torch.Tensor = torch.empty(0, dtype=torch.long)
 
     @property
     def parties(self) -> int:
@@ -40,14 +43,17 @@ class Scenario:
         return torch.cat([self.aligned, self.unaligned[party]])
 
     def active_label_ids(self) -> torch.Tensor:
-        """Training ids whose labels the active party holds (VFLHLP: also its unaligned samples)."""
+        """Training ids whose labels the active party trains with (VFLHLP: also its unaligned samples); the
+        validation ids are not among them."""
+        labeled = self.labeled[~torch.isin(self.labeled, self.validation)]
         if self.active_labels_local:
-            return torch.cat([self.labeled, self.unaligned[0]])
-        return self.labeled
+            return torch.cat([labeled, self.unaligned[0]])
+        return labeled
 
 
 def build_scenario(
-    dataset: VerticalDataset, partition: PartitionConfig, *, seed: int, active_labels_local: bool = False
+    dataset: VerticalDataset, partition: PartitionConfig, *, seed: int, active_labels_local: bool = False,
+    validation: float = 0.0,
 ) -> Scenario:
     """Draw aligned, labeled, unaligned and auxiliary sets; raise ConfigError when sizes do not fit.
 
@@ -56,7 +62,8 @@ def build_scenario(
     §4.1: the active party holds the labels of all its local samples; finding M1), whatever
     ``partition.labeled`` says, and the adversary's auxiliary samples come from its unaligned ones. The draw of
     ``partition.labeled`` samples is made anyway, so the aligned and unaligned sets are those of the same seed
-    without the setting.
+    without the setting. ``validation`` (``finetune.validation``) is the share of the labeled samples held out as
+    the active party's validation set, drawn last (so without it every other set is the one it always was).
     """
     if partition.parties != dataset.parties:
         raise ConfigError(f"partition.parties={partition.parties} but dataset has {dataset.parties} parties")
@@ -89,8 +96,26 @@ def build_scenario(
         pool = pool[~torch.isin(pool, labeled)]
     aux = _draw_aux(dataset, pool, _aux_per_class(dataset, partition), partition.aux_source, g)
     canaries, canary_labels = _draw_canaries(dataset, labeled[~torch.isin(labeled, aux)], partition.canaries, g)
+    held_out = _draw_validation(labeled, torch.cat([aux, canaries]), validation, g)
     return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local, canaries,
-                    canary_labels)
+                    canary_labels, held_out)
+
+
+def _draw_validation(labeled: torch.Tensor, kept: torch.Tensor, share: float, g: torch.Generator) -> torch.Tensor:
+    """``round(share * |labeled|)`` labeled ids, none of ``kept`` (auxiliary ids and canaries train as drawn), after
+    every other draw; at least 2 labeled ids must remain to train on (a BatchNorm batch)."""
+    if share == 0:
+        return torch.empty(0, dtype=torch.long)
+    count = round(share * labeled.numel())
+    pool = labeled[~torch.isin(labeled, kept)]
+    if count < 1:
+        raise ConfigError(f"finetune.validation={share} of the {labeled.numel()} labeled samples is no sample; raise "
+                          "it or partition.labeled, or set 0 (no validation split)")
+    if count > pool.numel() or labeled.numel() - count < 2:
+        raise ConfigError(f"finetune.validation={share} holds out {count} of the {labeled.numel()} labeled samples, "
+                          f"but only {min(pool.numel(), labeled.numel() - 2)} can be held out (auxiliary samples and "
+                          "canaries train, and 2 must remain); lower it or raise partition.labeled")
+    return pool[torch.randperm(pool.numel(), generator=g, device=g.device)[:count]].sort().values
 
 
 def _draw_canaries(dataset: VerticalDataset, pool: torch.Tensor, count: int,

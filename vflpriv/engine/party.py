@@ -32,11 +32,15 @@ class Party:
 class ActiveParty(Party):
     """The label holder; ``labels[i]`` is -1 where it does not know the label of training row i. ``soft_labels``
     (rows x classes), where a label defense set them, are the probability rows it trains with instead (ALIBI's
-    posteriors): the shared loop's targets (hook point ``defend:soft-labels``)."""
+    posteriors): the shared loop's targets (hook point ``defend:soft-labels``). ``validation_ids`` (``finetune.validation``)
+    are labeled ids it holds out of training, their labels kept apart in ``validation_labels`` (no label defense
+    relabels them: they never leave the active party)."""
 
     labels: torch.Tensor
     label_ids: torch.Tensor
     soft_labels: torch.Tensor | None = None
+    validation_ids: torch.Tensor = torch.empty(0, dtype=torch.long)
+    validation_labels: torch.Tensor = torch.empty(0, dtype=torch.long)
 
 
 @dataclass
@@ -107,7 +111,9 @@ def make_parties(scenario: Scenario, device: torch.device) -> list[Party]:
             unaligned_ids=scenario.unaligned[k].to(device),
         )
         if k == ACTIVE:
-            parties.append(ActiveParty(**common, labels=labels.to(device), label_ids=label_ids.to(device)))
+            parties.append(ActiveParty(**common, labels=labels.to(device), label_ids=label_ids.to(device),
+                                       validation_ids=scenario.validation.to(device),
+                                       validation_labels=ds.y_train[scenario.validation].to(device)))
         else:
             parties.append(Party(**common))
     return parties

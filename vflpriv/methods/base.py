@@ -122,6 +122,7 @@ class Method:
         encoders = [copy.deepcopy(m) for m in pretrained] if pretrained is not None else self.fresh_bottoms(fed)
         return finetune(fed, *split_model(fed, encoders))
 
-    def predict(self, fed: Federation, trained: Trained) -> torch.Tensor:
-        """Test logits of the trained model (split inference: passive parties send their embeddings)."""
-        return predict(fed, trained)
+    def predict(self, fed: Federation, trained: Trained, *, ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Test logits of the trained model (split inference: passive parties send their embeddings), or the logits
+        of the training rows ``ids`` (the active party's validation rows, ``finetune.validation``)."""
+        return predict(fed, trained, ids=ids)

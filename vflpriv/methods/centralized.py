@@ -83,8 +83,8 @@ class Centralized(Method):
         estimator = self.estimator(fed.generator.initial_seed() % (2**32)).fit(x, y)
         return Trained([], PooledEstimator(estimator, fed.num_classes))
 
-    def predict(self, fed: Federation, trained: Trained) -> torch.Tensor:
-        return trained.top(pooled(fed, "test"))
+    def predict(self, fed: Federation, trained: Trained, *, ids: torch.Tensor | None = None) -> torch.Tensor:
+        return trained.top(pooled(fed, "test") if ids is None else pooled(fed, "train", ids))
 
 
 class CentralizedLR(Centralized):

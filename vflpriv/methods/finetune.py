@@ -311,16 +311,18 @@ def backward_with(output: torch.Tensor, grad: torch.Tensor) -> None:
 
 
 @torch.no_grad()
-def predict(fed: Federation, trained: Trained, *, split: str = "test", batch_size: int = 4096) -> torch.Tensor:
-    """Logits of the federated model on the test rows (or ``train`` rows); passive parties send embeddings."""
+def predict(fed: Federation, trained: Trained, *, ids: torch.Tensor | None = None, batch_size: int = 4096
+            ) -> torch.Tensor:
+    """Logits of the federated model on the test rows, or on the training rows ``ids``; passive parties send
+    embeddings."""
     for module in (*trained.bottoms, trained.top):
         module.eval()
-    n = fed.active.x_test.shape[0] if split == "test" else fed.active.x_train.shape[0]
+    rows = torch.arange(fed.active.x_test.shape[0], device=fed.device) if ids is None else ids
     out = []
-    for batch in torch.arange(n, device=fed.device).split(batch_size):
+    for batch in rows.split(batch_size):
         reps = []
         for p in fed.parties:
-            x = (p.x_test if split == "test" else p.x_train)[batch]
+            x = (p.x_test if ids is None else p.x_train)[batch]
             h = trained.bottoms[p.index](x)
             if p.index != ACTIVE:
                 h = fed.hooks.receive(p.index, fed.channel.send(Message(EMBEDDING, INFERENCE, p.index, ACTIVE, h, None)))

@@ -79,5 +79,6 @@ class LocalA(Method):
         model = train_active_local_model(fed, self.options, stream="local-a")
         return Trained([model.encoder], model.head)
 
-    def predict(self, fed: Federation, trained: Trained) -> torch.Tensor:
-        return apply_in_batches(nn.Sequential(trained.bottoms[ACTIVE], trained.top), fed.active.x_test)
+    def predict(self, fed: Federation, trained: Trained, *, ids: torch.Tensor | None = None) -> torch.Tensor:
+        x = fed.active.x_test if ids is None else fed.active.x_train[ids]
+        return apply_in_batches(nn.Sequential(trained.bottoms[ACTIVE], trained.top), x)

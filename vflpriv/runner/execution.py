@@ -58,8 +58,17 @@ class TrainedFederation:
     metric: str
     seconds: float
     notes: list[str] = field(default_factory=list)
-    #: With ``finetune.curve``: per finetuning epoch, [epoch, MB sent so far, test utility] (:class:`UtilityCurve`).
+    #: With ``finetune.curve``: per finetuning epoch, [epoch, MB sent so far, test utility] and, with
+    #: ``finetune.validation``, the validation utility (:class:`UtilityCurve`).
     curve: list[list[float]] = field(default_factory=list)
+    #: With ``finetune.validation``: the trained model's utility on the active party's validation rows.
+    utility_val: float = float("nan")
+
+    @property
+    def utility_optimistic(self) -> float:
+        """The best test utility over the finetuning epochs and the final model: what the paper reports (its epoch
+        picked on the test set), so optimistic by name; NaN without the curve."""
+        return max([self.utility, *(point[2] for point in self.curve)]) if self.curve else float("nan")
 
     def encoder(self, phase: str, party: int) -> nn.Module | None:
         """The adversary's snapshot of ``phase``: its pretrained encoder, or its finetuned bottom model."""
@@ -120,6 +129,7 @@ def _execute(p: Plan) -> list[RunRecord]:
         record.epsilon_delta = delta if claims else float("nan")
         record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
         record.utility_curve = json.dumps(result.curve) if result.curve else ""
+        record.utility_val, record.utility_optimistic = result.utility_val, result.utility_optimistic
         if a.not_applicable:  # no federation to attack; the adversary's prior is still what it knows alone
             record.status, record.error = NOT_APPLICABLE, a.not_applicable
             if a.prior.kind != "none":
@@ -194,23 +204,38 @@ def train(p: Plan) -> TrainedFederation:
     logits = require_finite(p.method.predict(fed, trained), "the federated model's test logits")
     utility = metrics.utility(ds.metric, logits, truth)
     return TrainedFederation(fed, snapshot, trained, utility, ds.metric, time.perf_counter() - start, notes,
-                             curve.points if curve else [])
+                             curve.points if curve else [], validation_utility(p, fed, trained))
+
+
+def validation_utility(p: Plan, fed: Federation, trained: Trained) -> float:
+    """The trained model's utility on the active party's validation rows (``finetune.validation``; their embeddings
+    are sent as at inference), NaN without them."""
+    active = fed.active
+    if active.validation_ids.numel() == 0:
+        return float("nan")
+    logits = require_finite(p.method.predict(fed, trained, ids=active.validation_ids), "the validation logits")
+    return metrics.utility(p.scenario.dataset.metric, logits, active.validation_labels)
 
 
 class UtilityCurve:
     """The ``finetune.curve`` monitor (``Federation.monitor``): at each finetuning epoch's end, the test utility of
     the model as it stands (the method's own split inference, muted) and the MB the training has sent so far
-    (pretraining included, inference excluded): paper 003 reads the MB to reach a target accuracy off it."""
+    (pretraining included, inference excluded): paper 003 reads the MB to reach a target accuracy off it; with
+    ``finetune.validation``, the validation utility too (an epoch is chosen on it, not on the test set)."""
 
     def __init__(self, p: Plan, truth: torch.Tensor):
         self.method, self.metric, self.truth = p.method, p.scenario.dataset.metric, truth
         self.points: list[list[float]] = []
 
     def __call__(self, fed: Federation, epoch: int, bottoms: list[nn.Module], top: nn.Module) -> None:
-        utility = metrics.utility(self.metric, self.method.predict(fed, Trained(bottoms, top)), self.truth)
+        trained = Trained(bottoms, top)
+        utility = metrics.utility(self.metric, self.method.predict(fed, trained), self.truth)
         meter = fed.channel.meter
         sent = (meter.total_bytes(PRETRAIN) + meter.total_bytes(FINETUNE)) / 1e6
-        self.points.append([epoch, sent, utility])
+        active = fed.active
+        val = ([metrics.utility(self.metric, self.method.predict(fed, trained, ids=active.validation_ids),
+                                active.validation_labels)] if active.validation_ids.numel() else [])
+        self.points.append([epoch, sent, utility, *val])
 
 
 def _pretrain(p: Plan, fed: Federation, notes: list[str]) -> list | None:

@@ -6,6 +6,7 @@ training starts. Whatever cannot work, or would silently do nothing, is refused 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -114,7 +115,8 @@ def plan_training(config: TrainingConfig) -> Plan:
     for d in defenses:
         d.uncovered = d.covers(method)
     scenario = build_scenario(dataset, config.partition, seed=config.seed,
-                              active_labels_local=_active_labels_local(config, method))
+                              active_labels_local=_active_labels_local(config, method),
+                              validation=config.finetune.validation)
     return Plan(config.training(), scenario, method, defenses, device)
 
 
@@ -143,7 +145,8 @@ def built(kind: str, name: str, make: Callable[[], T]) -> T:
 
 
 def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
-    """``finetune.top`` and ``finetune.local_updates`` apply to methods that finetune with the shared loop."""
+    """``finetune.top`` and ``finetune.local_updates`` apply to methods that finetune with the shared loop;
+    ``finetune.validation`` to methods whose predict scores given training rows."""
     supported, name, ft = method.supported(), config.method.name, config.finetune
     if method.top is not None and ft.top not in (method.top, type(ft).model_fields["top"].default):  # set, not read
         raise IncompatibleError(f"finetune.top={ft.top}: method '{name}' has its own top ({method.top}), so "
@@ -161,6 +164,9 @@ def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
     if ft.curve and EPOCH_END not in supported:
         raise IncompatibleError(f"finetune.curve: method '{name}' trains in a loop without the epoch-end measurement "
                                 "point, so it has no learning curve; use false")
+    if ft.validation and "ids" not in inspect.signature(method.predict).parameters:
+        raise IncompatibleError(f"finetune.validation={ft.validation}: method '{name}' predicts on the test rows only "
+                                "(its predict takes no ids), so nothing scores its validation rows; use 0")
     if ft.local_updates > 1 and "local-updates" not in supported:
         raise IncompatibleError(f"finetune.local_updates={ft.local_updates}: method '{name}' does not finetune with "
                                 "the shared split-learning loop, so it has no exchanges to follow with local updates; "

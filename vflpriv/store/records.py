@@ -33,6 +33,11 @@ class RunRecord:
     num_classes: int = 0
     utility: float = float("nan")
     utility_metric: str = ""
+    #: With ``finetune.validation``: the utility on the active party's validation rows (lr and epoch are chosen on it).
+    utility_val: float = float("nan")
+    #: With ``finetune.curve``: the best test utility over the finetuning epochs, as the paper reports it (its epoch
+    #: chosen on the test set: an upper bound on what a user gets, never in CAP).
+    utility_optimistic: float = float("nan")
     attack_accuracy: float = float("nan")
     attack_target: str = "test"
     attack_accuracy_train: float = float("nan")

@@ -7,7 +7,8 @@ for settings that vary together, e.g. ``partition.labeled`` with ``partition.ali
 per part, all into one store), ``quick`` (settings for a few-minute version on bundled data), ``by`` (the setting
 that separates rows beside the method), ``targets`` (a target utility per ``by`` value: the runs then record their
 learning curve, ``finetune.curve``, and ``mb_to_target`` is the MB sent until the first epoch at or above it, inf
-if never), ``paper_numbers`` (rows of the paper's own table) and ``claims`` (see :mod:`vflpriv.workflows.reproductions.claims`).
+if never), ``select`` (a finetuning setting chosen per seed on a validation split:
+:mod:`vflpriv.workflows.reproductions.selection`), ``paper_numbers`` (rows of the paper's own table) and ``claims`` (see :mod:`vflpriv.workflows.reproductions.claims`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.parse import apply_override, merged, read_config_file
 from vflpriv.config.presets import load as load_preset
+from vflpriv.workflows.reproductions.selection import Selection
 
 FOLDER = Path(__file__).parent
 
@@ -40,12 +42,13 @@ class Analogue:
     paper_numbers: list[dict[str, Any]] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
     targets: dict[Any, float] = field(default_factory=dict)
+    select: Selection | None = None
 
     def grids(self, *, quick: bool, overrides: list[str] = ()) -> list[dict[str, Any]]:
         """Each part's grid as ``vflpriv sweep`` would read it: the preset, the grid over it, the part's settings,
         the quick ones (with ``quick``), then the user's ``--set``."""
         out = []
-        for part in self.parts or [{}]:
+        for part in self.select.parts(self.parts) if self.select else self.parts or [{}]:
             raw = copy.deepcopy(merged(load_preset(self.preset) if self.preset else {}, self.grid))
             for key, value in {**part, **(self.quick if quick else {})}.items():
                 _assign(raw, key, value)
@@ -81,4 +84,5 @@ def load(name: str) -> Analogue:
                     grid=data["grid"], preset=data.get("preset"), parts=data.get("parts", []),
                     quick=data.get("quick", {}), by=data["by"],
                     paper_numbers=data.get("paper_numbers", []), claims=data.get("claims", []),
-                    targets=data.get("targets", {}))
+                    targets=data.get("targets", {}),
+                    select=Selection.parse(data["select"]) if data.get("select") else None)

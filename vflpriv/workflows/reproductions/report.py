@@ -16,6 +16,7 @@ from vflpriv.reports.results import load_results
 from vflpriv.tradeoff.cap import seed_caps
 from vflpriv.workflows.reproductions import Analogue
 from vflpriv.workflows.reproductions.claims import Verdict, judge, same
+from vflpriv.workflows.reproductions.selection import choose
 
 COLUMNS = {"utility": "utility", "comm_messages_finetune": "finetune messages", "comm_mb_finetune": "finetune MB",
            "attack_accuracy": "attack", "prior_accuracy": "prior", "leakage": "leakage"}
@@ -42,7 +43,7 @@ def mb_to_target(curve: str, target: float) -> float:
     does; NaN without a curve or a target)."""
     if not isinstance(curve, str) or not curve or math.isnan(target):
         return math.nan
-    return next((mb for _, mb, utility in json.loads(curve) if utility >= target), math.inf)
+    return next((mb for _, mb, utility, *_ in json.loads(curve) if utility >= target), math.inf)
 
 
 def _get(config: dict, dotted: str):
@@ -51,6 +52,10 @@ def _get(config: dict, dotted: str):
         value = value.get(part) if isinstance(value, dict) else None
     return value
 
+
+#: Columns of a selection on validation (the analogue's ``select``).
+SELECTION_COLUMNS = {"selected": "chosen", "utility_val": "utility (validation)",
+                     "utility_optimistic": "utility optimistic", "attack_accuracy_selection": "attack over the selection"}
 
 #: Columns that count (the same on every seed of a setting): printed as their mean, without decimals.
 COUNTS = ("comm_messages_finetune",)
@@ -66,6 +71,16 @@ def _cell(values: pd.Series, *, count: bool = False) -> str:
     if count:
         return f"{x.mean():.0f}"
     return f"{x.mean():.3f} ± {x.std(ddof=1):.3f}" if len(x) > 1 else f"{x.mean():.3f}"
+
+
+def _column(group: pd.DataFrame, column: str) -> str:
+    """A table cell: the chosen values with their seed counts (``selected``), else the mean ± std of a number."""
+    if column not in group:
+        return "n/a"
+    if column == "selected":
+        counts = group[column].map(repr).value_counts()
+        return ", ".join(f"{v} ({n} seed{'s' if n > 1 else ''})" for v, n in counts.items())
+    return _cell(group[column], count=column in COUNTS)
 
 
 def _row_names(runs: pd.DataFrame) -> pd.Series:
@@ -90,9 +105,10 @@ def table(runs: pd.DataFrame, by: str) -> Table:
     """vflpriv's side: one row per (method and options, ``by`` value, and the defense strength where swept)."""
     keys = ["row", "value"] + (["strength"] if swept(runs) else [])
     runs = runs.assign(row=_row_names(runs), value=runs["by"].astype(str))
-    columns = {**COLUMNS, **({"mb_to_target": "MB to target"} if "mb_to_target" in runs else {})}
+    columns = {**COLUMNS, **{c: name for c, name in SELECTION_COLUMNS.items() if c in runs},
+               **({"mb_to_target": "MB to target"} if "mb_to_target" in runs else {})}
     rows = [[*map(str, k[:2]), *([f"{k[2]:g}"] if len(k) > 2 else []), str(g["seed"].nunique()),
-             *(_cell(g[c], count=c in COUNTS) if c in g else "n/a" for c in columns)] for k, g in _ordered(runs, keys)]
+             *(_column(g, c) for c in columns)] for k, g in _ordered(runs, keys)]
     note = "mean ± std over seeds; messages and MB of the finetuning phase (inference excluded)"
     if "mb_to_target" in runs:
         note += ("; MB to target: pretraining and finetuning MB sent until the first finetuning epoch whose test "
@@ -156,13 +172,27 @@ def claims_table(found: list[Verdict]) -> Table:
                       "below a bound, or a 90% interval of the difference within a margin (equivalence)")
 
 
+def chosen(analogue: Analogue, runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs the report and its claims read: with the analogue's ``select``, one per deployment, chosen on
+    validation (:func:`~vflpriv.workflows.reproductions.selection.choose`); else all of them."""
+    return runs if analogue.select is None else choose(runs, analogue.select, _row_names(runs))
+
+
 def write(analogue: Analogue, runs: pd.DataFrame, out: Path, *, command: str, quick: bool) -> list[Path]:
-    """``reproduction.md`` and ``reproduction.html`` in ``out``."""
+    """``reproduction.md`` and ``reproduction.html`` in ``out``; with the analogue's ``select``, of the runs chosen
+    on validation (:func:`~vflpriv.workflows.reproductions.selection.choose`)."""
+    runs = chosen(analogue, runs)
     per_seed = caps(runs)
     found = [judge(claim, runs, caps=per_seed) for claim in analogue.claims]
     tables = [t for t in (table(runs, analogue.by), cap_table(per_seed, analogue.by), paper_table(analogue),
                           claims_table(found)) if t is not None]
     context = {"paper": analogue.paper, "command": command, "how this analogue differs": analogue.setting}
+    if analogue.select is not None:
+        sel = analogue.select
+        context["selection"] = (f"{sel.setting} chosen per seed from {sel.values} on a validation split of "
+                                f"{sel.validation:.0%} of the labeled samples (held out of training); 'utility "
+                                "optimistic' is the paper's report (best value and epoch on the test set), 'attack over "
+                                "the selection' the strongest attack over every training the adversary took part in")
     if analogue.targets:
         context["target utility"] = ", ".join(f"{analogue.by} {k}: {v}" for k, v in analogue.targets.items())
     if quick:
