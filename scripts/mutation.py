@@ -93,7 +93,8 @@ GROUPS = {
     "engine": Group({
         "vflpriv/engine/channel.py": ["tests/engine/test_channel.py"],
         "vflpriv/data/scenario.py": ["tests/core/test_scenario.py", CANARIES],
-        "vflpriv/workflows/conformance.py": ["tests/audit/test_audit.py", "-k", "conformance or labels_reaching"],
+        "vflpriv/workflows/conformance.py": ["tests/audit/test_audit.py", "tests/docs/test_plugin_guide.py", "-k",
+                                             "conformance or labels_reaching or declared_top"],
     }),
     "keys": Group({"vflpriv/config/keys.py": KEY_TESTS, "vflpriv/config/schema.py": KEY_TESTS},
                   functions=["config_hash", "keyed", "_revision", "key", "training_key"]),

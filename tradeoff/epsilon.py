@@ -62,8 +62,8 @@ def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
             continue
         claimed, axis = float(setting["epsilon"].mean()), str(setting["strength_axis"].iloc[0])
         stronger = str(setting["strength_stronger"].iloc[0])
-        worst = max(((pooled_lower(r, alpha=ALPHA / len(attacks))[0], a) for a, r in attacks.items()),
-                    key=lambda t: (np.nan_to_num(t[0], nan=-1.0), t[1]))
+        # every attack kept guessed (a bound, never NaN); a tie goes to the last name, whatever the records' order
+        worst = max((pooled_lower(r, alpha=ALPHA / len(attacks))[0], a) for a, r in attacks.items())
         for attack, runs in attacks.items():
             bound, guesses, accuracy = pooled_lower(runs)
             rows.append({**dict(zip(GROUP, key)), "axis": axis, "stronger": stronger, "attack": attack,

@@ -104,6 +104,55 @@ def test_conformance_refuses_labels_reaching_a_passive_party_without_the_channel
         check_conformance(TrainingConfig.model_validate({**SMALL, "method": {"name": "test-labels-to-passive"}}))
 
 
+def test_conformance_refuses_labels_reaching_a_passive_party_on_two_classes():
+    """The altered run shifts every label to the next class: on a binary task too, where a shift by two would be none."""
+    METHODS.register("test-labels-to-passive", _LabelsToPassive)
+    binary = {**SMALL, "dataset": {"name": "breast-cancer"}, "partition": {"labeled": 60, "aux": 10}}
+    with pytest.raises(ConformanceError, match="lets the active party's data reach passive party 1's model"):
+        check_conformance(TrainingConfig.model_validate({**binary, "method": {"name": "test-labels-to-passive"}}))
+
+
+class _FeaturesToPassive(SplitNN):
+    """Hands the passive party the mean of the active party's features of its labeled samples outside the channel,
+    no labels."""
+
+    def finetune(self, fed, pretrained):
+        trained = super().finetune(fed, pretrained)
+        with torch.no_grad():
+            next(trained.bottoms[1].parameters()).add_(fed.active.x_train[fed.labeled_aligned()].float().mean())
+        return trained
+
+
+def test_conformance_refuses_the_active_party_s_features_reaching_a_passive_party():
+    """The feature half of the altered run on its own: the active party's features move, its labels are not read."""
+    METHODS.register("test-features-to-passive", _FeaturesToPassive)
+    with pytest.raises(ConformanceError, match="lets the active party's data reach passive party 1's model"):
+        check_conformance(TrainingConfig.model_validate({**SMALL, "method": {"name": "test-features-to-passive"}}))
+
+
+def test_conformance_refuses_a_side_path_of_the_passive_features():
+    """The rolled run moves each passive party's features to other samples: leaky-split's top reads them directly."""
+    METHODS.register("test-leaky-split", _example_method("leaky-split", "vflpriv_leaky_split", "LeakySplit"))
+    with pytest.raises(ConformanceError, match="lets the passive parties' features reach the active party's"):
+        check_conformance(TrainingConfig.model_validate({**SMALL, "method": {"name": "test-leaky-split"},
+                                                         "finetune": {"epochs": 1, "batch_size": 32}}))
+
+
+@pytest.mark.parametrize("returned", [None, "one", "not modules"])
+def test_conformance_refuses_a_pretraining_without_an_encoder_per_party(returned):
+    from vflpriv.methods.local_ssl import LocalSimSiam
+
+    class BadPretraining(LocalSimSiam):
+        def pretrain(self, fed):
+            encoders = super().pretrain(fed)
+            return {None: None, "one": encoders[:1], "not modules": [encoders[0], "encoder"]}[returned]
+
+    METHODS.register("test-bad-pretraining", BadPretraining)
+    config = {**SMALL, "method": {"name": "test-bad-pretraining", "options": {"epochs": 1}}}
+    with pytest.raises(ConformanceError, match="its pretrain\\(\\) returned no encoder per party"):
+        check_conformance(TrainingConfig.model_validate(config))
+
+
 #: One pass of every budget a method has: the checks train each method three times.
 QUICK = {"epochs": 1, "global_iterations": 1, "local_epochs": 1, "pretrain_epochs": 1, "ssl_epochs": 1,
          "client_epochs": 1, "server_epochs": 1, "kmeans_restarts": 1}

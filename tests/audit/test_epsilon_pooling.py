@@ -138,3 +138,17 @@ def test_the_menu_keeps_at_least_one_guess_and_drops_repeats():
     from vflpriv.common.empirical_epsilon import kept
 
     assert kept(1) == [1] and kept(2) == [2, 1] and kept(10) == [10, 5, 3, 1] and kept(40) == [40, 20, 10, 4]
+
+
+def test_a_training_with_one_canary_counts_and_an_attack_that_guessed_none_has_no_row():
+    runs = [_row("gc", 0, [[1, 1]], canaries=1), _row("mc", 0, None, canaries=1)]
+    table = epsilon_table(pd.DataFrame(runs)).set_index("attack")
+    assert set(table.index) == {"gc", "worst-case"}  # mc made no guess: no bound, no candidate for the worst case
+    assert table.loc["gc", "canary_guesses"] == 1 and table.loc["worst-case", "strongest"] == "gc"
+    assert table.loc["worst-case", "canary_guesses"] == 0 and math.isnan(table.loc["worst-case", "canary_accuracy"])
+
+
+def test_a_setting_with_an_empty_field_keeps_its_rows():
+    """A results.csv read back has NaN where a field was empty (a phase-less method's runs): still a setting."""
+    runs = [_row("gc", 0, [[50, 49]], strength=float("nan"))]
+    assert set(epsilon_table(pd.DataFrame(runs))["attack"]) == {"gc", "worst-case"}

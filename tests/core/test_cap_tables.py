@@ -173,3 +173,14 @@ def test_a_prior_that_scored_nothing_is_no_candidate_and_a_frame_without_attacks
                                              for a, acc in (("mc", 0.6), ("gc", 0.4))])).to_dict("records")
     assert (worst["strongest"], worst["attack_accuracy"]) == ("mc", 0.6)
     assert worst_case_runs(pd.DataFrame([{"method": "m", "utility": 0.5}, {"method": "n", "utility": 0.6}])).empty
+
+
+def test_records_that_hold_their_worst_case_already_get_no_second_one():
+    """with_worst_case on its own output (a report re-reading the rows it wrote) adds nothing."""
+    from vflpriv.tradeoff.cap import with_worst_case
+
+    runs = pd.DataFrame([_row(attack=a, attack_accuracy=acc, prior_accuracy=0.2) for a, acc in (("mc", 0.6), ("gc", 0.7))])
+    once = with_worst_case(runs)
+    assert (once["attack"] == WORST).sum() == 1 and once.loc[once["attack"] == WORST, "attack_accuracy"].item() == 0.7
+    assert len(with_worst_case(once)) == len(once)
+    assert with_worst_case(runs.iloc[:1]).equals(runs.iloc[:1])  # one attack: its own tables, no worst case
