@@ -152,3 +152,19 @@ def test_a_setting_with_an_empty_field_keeps_its_rows():
     """A results.csv read back has NaN where a field was empty (a phase-less method's runs): still a setting."""
     runs = [_row("gc", 0, [[50, 49]], strength=float("nan"))]
     assert set(epsilon_table(pd.DataFrame(runs))["attack"]) == {"gc", "worst-case"}
+
+
+def test_a_menu_of_one_entry_is_that_entry_s_bound_at_the_full_level_and_no_menu_is_no_bound():
+    from vflpriv.common.empirical_epsilon import epsilon_lower
+
+    single = epsilon_lower(guesses=50, right=48, canaries=50, classes=2)
+    assert menu_lower([[50, 48]], canaries=50, classes=2) == (single, 50) and single > 0
+    assert menu_lower([], canaries=50, classes=2) == (0.0, 0)
+
+
+def test_a_delta_of_one_rejects_nothing():
+    """(eps, 1)-DP holds for every mechanism: no count can reject it, at any epsilon."""
+    from vflpriv.common.empirical_epsilon import epsilon_lower, p_value
+
+    assert p_value(guesses=50, right=50, canaries=50, classes=2, epsilon=0.0, delta=1.0) == 1.0
+    assert epsilon_lower(guesses=50, right=50, canaries=50, classes=2, delta=1.0) == 0.0
