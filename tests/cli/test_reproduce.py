@@ -144,10 +144,15 @@ def test_every_analogue_runs_quick_writes_its_claims_and_resumes(name, tmp_path,
 
 
 def test_each_part_runs_its_own_settings_and_leaves_the_analogue_unchanged():
-    analogue = reproductions.load("fedhssl-table4")  # two parts, no preset: nothing shared between their grids
+    analogue = reproductions.load("fedhssl-table4")  # parts over a preset, each once per lr of its selection
     before = repr(analogue.grid)
     grids = analogue.grids(quick=False)
-    assert [(g["partition"]["labeled"], g["partition"]["aligned_fraction"]) for g in grids] == [(200, 0.2), (400, 0.4)]
+    lrs = len(analogue.select.values)
+    parts = [(g["partition"]["labeled"], g["partition"]["aligned_fraction"]) for g in grids[::lrs]]
+    assert parts[:2] == [(200, 0.2), (400, 0.4)] and len(grids) == len(analogue.parts) * lrs
+    assert grids[1]["methods"] == analogue.grid["methods"] and grids[-1]["methods"] == ["fedhssl-simsiam"]
+    assert grids[-1]["method_options"]["fedhssl-simsiam"] == {"gamma": 0.0}  # the ablation's own option
+    assert grids[0]["method_options"].get("fedhssl-simsiam") is None  # left out of the parts that do not set it
     assert repr(analogue.grid) == before
 
 
