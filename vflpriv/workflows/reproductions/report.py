@@ -16,7 +16,7 @@ from vflpriv.reports.results import load_results
 from vflpriv.tradeoff.cap import seed_caps
 from vflpriv.workflows.reproductions import Analogue
 from vflpriv.workflows.reproductions.claims import Verdict, judge, same
-from vflpriv.workflows.reproductions.selection import choose
+from vflpriv.workflows.reproductions.selection import choose, setting_of
 
 COLUMNS = {"utility": "utility", "comm_messages_finetune": "finetune messages", "comm_mb_finetune": "finetune MB",
            "attack_accuracy": "attack", "prior_accuracy": "prior", "leakage": "leakage"}
@@ -30,7 +30,7 @@ def records(store: Path, by: str, *, targets: dict | None = None) -> pd.DataFram
     runs = runs[runs["status"].isin(["ok", "n/a"])].copy()
     configs = runs["config"].map(json.loads)
     runs["options"] = configs.map(lambda c: c["method"].get("options") or {})
-    runs["by"] = configs.map(lambda c: _get(c, by))
+    runs["by"] = configs.map(lambda c: setting_of(c, by))
     if targets:
         runs["target"] = runs["by"].map(lambda v: next((t for k, t in targets.items() if same(k, v)), math.nan))
         curves = runs["utility_curve"] if "utility_curve" in runs else [""] * len(runs)
@@ -44,13 +44,6 @@ def mb_to_target(curve: str, target: float) -> float:
     if not isinstance(curve, str) or not curve or math.isnan(target):
         return math.nan
     return next((mb for _, mb, utility, *_ in json.loads(curve) if utility >= target), math.inf)
-
-
-def _get(config: dict, dotted: str):
-    value = config
-    for part in dotted.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
 
 
 #: Columns of a selection on validation (the analogue's ``select``).

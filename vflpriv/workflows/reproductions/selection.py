@@ -58,7 +58,7 @@ def choose(runs: pd.DataFrame, selection: Selection, rows: pd.Series) -> pd.Data
     runs lack a validation utility (a run made without ``finetune.validation``) is refused."""
     if runs.empty:
         return runs
-    runs = runs.assign(row=rows, selected=[_setting(c, selection.setting) for c in runs["config"]])
+    runs = runs.assign(row=rows, selected=[setting_of(c, selection.setting) for c in runs["config"]])
     if runs["utility_val"].isna().any():
         raise ConfigError(f"select: {int(runs['utility_val'].isna().sum())} runs have no validation utility (made "
                           "without finetune.validation); rerun them with it")
@@ -80,7 +80,8 @@ def _best_test(group: pd.DataFrame) -> float:
     return max([*found, *group["utility"]])
 
 
-def _setting(config: str | dict, dotted: str) -> Any:
+def setting_of(config: str | dict, dotted: str) -> Any:
+    """The value of the dotted setting in a run's config (a dict, or its JSON), None where it is not set."""
     value = json.loads(config) if isinstance(config, str) else config
     for part in dotted.split("."):
         value = value.get(part) if isinstance(value, dict) else None
