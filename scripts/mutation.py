@@ -92,7 +92,7 @@ GROUPS = {
     }),
     "engine": Group({
         "vflpriv/engine/channel.py": ["tests/engine/test_channel.py"],
-        "vflpriv/data/scenario.py": ["tests/core/test_scenario.py", CANARIES],
+        "vflpriv/data/scenario.py": ["tests/core/test_scenario.py", "tests/core/test_validation_split.py", CANARIES],
         "vflpriv/workflows/conformance.py": ["tests/audit/test_audit.py", "tests/docs/test_plugin_guide.py", "-k",
                                              "conformance or labels_reaching or declared_top"],
     }),

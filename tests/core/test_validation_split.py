@@ -134,3 +134,22 @@ def test_the_optimistic_utility_is_the_best_epoch_on_the_test_set_or_the_final_m
     assert best(0.5, [[0, 1.0, 0.7], [1, 2.0, 0.6], [2, 3.0, 0.5]]) == 0.7  # an early epoch was best on test
     assert best(0.8, [[0, 1.0, 0.7], [1, 2.0, 0.6]]) == 0.8  # re-estimated statistics after the last epoch
     assert math.isnan(best(0.5, []))
+
+
+@pytest.mark.parametrize("labeled, canaries, share, held", [(4, 0, 0.5, 2), (20, 10, 0.5, 10), (100, 0, 0.01, 1)])
+def test_a_split_at_each_limit_is_drawn(labeled, canaries, share, held):
+    """Exactly 2 labeled samples left to train on, every sample that may be held out held out, and one sample."""
+    data = load_digits(parties=2) if labeled >= 10 else _binary()
+    sc = build_scenario(data, PartitionConfig(labeled=labeled, aux=0, canaries=canaries), seed=0, validation=share)
+    assert sc.validation.numel() == held
+
+
+def test_a_split_leaving_one_sample_to_train_on_is_refused_naming_what_may_be_held_out():
+    with pytest.raises(ConfigError, match="holds out 2 of the 3 labeled samples, but only 1 can be held out"):
+        build_scenario(_binary(), PartitionConfig(labeled=3, aux=0), seed=0, validation=0.5)
+
+
+def _binary():
+    from vflpriv.data.embedded import load_breast_cancer
+
+    return load_breast_cancer(parties=2)
