@@ -34,7 +34,8 @@ from vflpriv.config.parse import (
     unmatched,
     validate,
 )
-from vflpriv.config.schema import ExperimentConfig, RunConfig
+from vflpriv.config.schema import RunConfig
+from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.runner.planning import plan
 
 PLURAL = ("methods", "datasets", "attacks", "axes")

@@ -20,7 +20,7 @@ moved.install()  # the module paths 0.1's plugin guide published, with a Depreca
 if TYPE_CHECKING:
     import pandas as pd
 
-    from vflpriv.config.schema import ExperimentConfig
+    from vflpriv.config.sweep import ExperimentConfig
 
 __all__ = ["cap_table", "evaluate", "load_results", "sweep"]
 
@@ -32,13 +32,13 @@ def evaluate(
     """Run (or resume) an experiment like ``vflpriv evaluate`` and return its runs, one row per record (the
     columns of :func:`load_results`).
 
-    ``config`` is an :class:`~vflpriv.config.schema.ExperimentConfig`, a dict of the same settings, or the path of a
+    ``config`` is an :class:`~vflpriv.config.sweep.ExperimentConfig`, a dict of the same settings, or the path of a
     YAML/TOML experiment file. Writes what the command writes into ``out``: ``results.csv``, ``cap.csv`` (with a
     swept defense), ``tradeoff.png`` and the store.
     """
     from vflpriv.common.console import make_console
     from vflpriv.config.parse import read_config_file, resolve_method_options, validate
-    from vflpriv.config.schema import ExperimentConfig
+    from vflpriv.config.sweep import ExperimentConfig
     from vflpriv.workflows.experiment import evaluate_experiment
 
     if isinstance(config, (str, Path)):

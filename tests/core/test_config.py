@@ -2,7 +2,8 @@ import pytest
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.parse import apply_override, read_config_file, validate
-from vflpriv.config.schema import ExperimentConfig, RunConfig
+from vflpriv.config.schema import RunConfig
+from vflpriv.config.sweep import ExperimentConfig
 
 
 def test_override_parses_values_as_yaml():

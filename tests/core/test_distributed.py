@@ -9,7 +9,7 @@ import importlib
 
 import pytest
 
-from vflpriv.config.schema import ExperimentConfig
+from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.executors import check_cluster
 from vflpriv.tradeoff.sweep import sweep

@@ -62,3 +62,15 @@ def test_a_revised_defense_s_runs_get_keys_of_their_own(monkeypatch):
     now = (run.key(), plain.key())
     monkeypatch.setattr(DEFENSES.get("dp-gaussian"), "revision", 0)  # as the per-message mechanism of 0.1
     assert run.key() != now[0] and plain.key() == now[1]
+
+
+def test_a_name_without_a_revision_keys_as_before_revisions_existed(monkeypatch):
+    """An unknown name (the planner refuses it later) and a component that declares no revision (a duck-typed
+    plugin) are keyed without a revision marker: their keys are what they were before revisions existed."""
+    from vflpriv.config.keys import keyed
+    from vflpriv.config.registry import METHODS
+
+    monkeypatch.setitem(METHODS._extra, "test-no-revision", type("NoRevision", (), {}))  # gone after the test
+    for name in ("no-such-method", "test-no-revision"):
+        dump = {"method": {"name": name}, "defenses": [{"name": "no-such-defense"}]}
+        assert keyed(dump) == {"method": {"name": name}, "defenses": [{"name": "no-such-defense"}]}

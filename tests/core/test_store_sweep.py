@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 import vflpriv.tradeoff.sweep as sweep_module
-from vflpriv.config.schema import ExperimentConfig
+from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store.sqlite import Store
 
 

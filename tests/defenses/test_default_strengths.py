@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from vflpriv.config.registry import DEFENSES
-from vflpriv.config.schema import ExperimentConfig, RunConfig
+from vflpriv.config.schema import RunConfig
+from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.runner.execution import run
 
 BUILT_IN = sorted(n for n in DEFENSES.names() if DEFENSES.get(n).__module__.startswith("vflpriv."))

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import vflpriv.tradeoff.sweep as sweep_module
 from vflpriv.cli import app
-from vflpriv.config.schema import ExperimentConfig
+from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.engine import Meter
 from vflpriv.runner.execution import build_federation, execute, pretrain_key
 from vflpriv.runner.planning import plan

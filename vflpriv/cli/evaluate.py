@@ -19,7 +19,7 @@ from vflpriv.config.parse import (
     validate,
 )
 from vflpriv.config.presets import settings, user_patterns
-from vflpriv.config.schema import ExperimentConfig
+from vflpriv.config.sweep import ExperimentConfig
 
 
 def numbers(text: str, kind: type, option: str) -> list[Any]:

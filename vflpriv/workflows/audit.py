@@ -24,13 +24,10 @@ from vflpriv.config.schema import (
     DefenseConfig,
     Phase,
     RunConfig,
-    RunsPerGpu,
-    Seed,
     TrainingConfig,
-    check_runs_per_gpu,
-    refuse_repeats,
     refuse_untuned,
 )
+from vflpriv.config.sweep import RunsPerGpu, Seed, check_runs_per_gpu, refuse_repeats
 from vflpriv.runner.prior import prior_pretraining
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real

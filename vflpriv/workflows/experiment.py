@@ -13,7 +13,8 @@ from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError, IncompatibleError, Interrupted
 from vflpriv.common.progress import RunProgress
 from vflpriv.config.registry import METHODS
-from vflpriv.config.schema import ExperimentConfig, RunConfig, TrainingConfig, dataset_partition_defaults
+from vflpriv.config.schema import RunConfig, TrainingConfig, dataset_partition_defaults
+from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store import cache
 from vflpriv.store.folders import creatable, writable_folder
 from vflpriv.store.sqlite import Store, check_store_path
