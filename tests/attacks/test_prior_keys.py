@@ -81,3 +81,36 @@ def test_a_prior_that_needs_auxiliary_labels_is_refused_without_any_and_planned_
                                         "finetune": {"top": "sum"}})])
     plan([RunConfig.model_validate({"partition": {"aux": 1}, "attack": {"name": "dli", "prior": "simsiam"},
                                      "finetune": {"top": "sum"}})])
+
+
+def test_the_aux_prior_learns_its_encoder_from_the_auxiliary_labels(monkeypatch):
+    """A_aux (Fu et al.'s baseline) trains a fresh bottom model end to end on the auxiliary labels: its encoder's
+    weights move, unlike A_SimSiam's, which fits a head on a frozen self-supervised encoder."""
+    import copy
+
+    import vflpriv.runner.prior as prior
+    from vflpriv.config.schema import PartitionConfig
+    from vflpriv.data.embedded import load_digits
+    from vflpriv.data.scenario import build_scenario
+    from vflpriv.engine import Channel, Federation, Inbox, make_parties
+    from vflpriv.runner.attacking import adversary_view
+
+    digits = load_digits(parties=2)
+    sc = build_scenario(digits, PartitionConfig(labeled=100, aux=40), seed=0)
+    cfg = RunConfig.model_validate({"model": {"hidden": 32, "out_dim": 16}})
+    fed = Federation(make_parties(sc, torch.device("cpu")), sc.aligned, Channel([], Inbox(owner=1)), 10, cfg.model,
+                     cfg.finetune, torch.Generator(), torch.device("cpu"))
+    view = adversary_view(fed, sc, None, "finetune", torch.Generator())
+    built, original = [], prior.build_encoder
+
+    def recorded(*args, **kwargs):
+        encoder = original(*args, **kwargs)
+        built.append((encoder, copy.deepcopy(encoder.state_dict())))
+        return encoder
+
+    monkeypatch.setattr(prior, "build_encoder", recorded)
+    guesses = prior.aux_prior(view, attack=None, model=cfg.model, own_encoder=None, epochs=5,
+                              generator=torch.Generator().manual_seed(0))
+    (encoder, before), = built
+    moved = [k for k, v in encoder.state_dict().items() if v.is_floating_point() and not torch.equal(v, before[k])]
+    assert moved and guesses["train"].shape == view.target_ids["train"].shape
