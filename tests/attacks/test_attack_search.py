@@ -209,3 +209,32 @@ def test_optuna_trials_run_whole_budgets_and_start_from_the_options_as_given():
     assert all(e == 3 for _, _, e in ToyAttack.calls)
     best = max(found.trials, key=lambda t: t.aux_accuracy)
     assert found.selected == best.options and all(v != {"skill": 0.2}.get(k) for k, v in found.selected.items())
+
+
+def test_a_whole_grid_without_a_budget_option_gives_ties_to_the_options_as_given():
+    class Whole(ToyAttack):
+        budget_option = None
+
+    found = search(Whole(ToyOptions(skill=0.5)), toy_view(), budget=8, seed=0, space={"noise": (0, 1, 2)},
+                   refit=lambda winner: {})
+    assert found.how.startswith("grid of 3;") and len(found.trials) == 3
+    assert found.selected == {} and len({t.aux_accuracy for t in found.trials}) == 1
+
+
+def test_optuna_ties_go_to_the_options_as_given_among_trials_that_differ():
+    pytest.importorskip("optuna")
+    flat = {"noise": (0, 1, 2), "epochs": (1, 2, 3, 4)}  # 12 candidates that all score alike, 4 asked
+    found = search(ToyAttack(ToyOptions(skill=0.5)), toy_view(), budget=4, seed=0, space=flat, refit=lambda w: {})
+    assert any(t.options for t in found.trials) and len({t.aux_accuracy for t in found.trials}) == 1
+    assert found.selected == {}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_optuna_explores_the_space_and_selects_its_first_best_trial(seed):
+    pytest.importorskip("optuna")
+    space = {"skill": (0.1, 0.2, 0.3, 0.5, 0.8, 1.0), "noise": (0, 1, 2)}
+    found = search(ToyAttack(ToyOptions(epochs=3, skill=0.2)), toy_view(), budget=6, seed=seed, space=space,
+                   refit=lambda winner: {})
+    assert len({json.dumps(t.options, sort_keys=True) for t in found.trials}) > 1  # other values than the given
+    top = max(t.aux_accuracy for t in found.trials)
+    assert found.selected == next(t.options for t in found.trials if t.aux_accuracy == top)
