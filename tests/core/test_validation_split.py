@@ -153,3 +153,21 @@ def _binary():
     from vflpriv.data.embedded import load_breast_cancer
 
     return load_breast_cancer(parties=2)
+
+
+@pytest.mark.parametrize("method", ["local-a", "centralized-lr", "oneshot"])
+def test_methods_with_their_own_prediction_score_the_validation_rows(tiny, method):
+    """Methods that do not predict through the shared split inference score exactly the held-out rows too."""
+    from vflpriv.runner.execution import build_federation
+    from vflpriv.runner.planning import plan
+
+    config = tiny(method={"name": method}, finetune={"epochs": 2, "batch_size": 32, "validation": 0.2})
+    p = plan(config)
+    fed = build_federation(p)
+    val = fed.active.validation_ids
+    assert val.numel() > 0 and not torch.isin(fed.active.label_ids, val).any()
+    logits = p.method.predict(fed, p.method.finetune(fed, p.method.pretrain(fed) if p.method.pretrains else None),
+                              ids=val)
+    assert logits.shape == (val.numel(), 10)
+    (record,) = run(config)
+    assert record.utility_val * val.numel() == pytest.approx(round(record.utility_val * val.numel()))
