@@ -90,10 +90,14 @@ def test_conformance_refuses_a_method_breaking_the_contract(cls, needle):
 class _LabelsToPassive(SplitNN):
     """Hands the passive party the labels' mean outside the channel, and nothing of the active party's features."""
 
+    @staticmethod
+    def leaked(fed):
+        return fed.active.labels[fed.active.label_ids].float().mean()
+
     def finetune(self, fed, pretrained):
         trained = super().finetune(fed, pretrained)
         with torch.no_grad():
-            next(trained.bottoms[1].parameters()).add_(fed.active.labels[fed.active.label_ids].float().mean())
+            next(trained.bottoms[1].parameters()).add_(self.leaked(fed))
         return trained
 
 
@@ -112,15 +116,13 @@ def test_conformance_refuses_labels_reaching_a_passive_party_on_two_classes():
         check_conformance(TrainingConfig.model_validate({**binary, "method": {"name": "test-labels-to-passive"}}))
 
 
-class _FeaturesToPassive(SplitNN):
+class _FeaturesToPassive(_LabelsToPassive):
     """Hands the passive party the mean of the active party's features of its labeled samples outside the channel,
     no labels."""
 
-    def finetune(self, fed, pretrained):
-        trained = super().finetune(fed, pretrained)
-        with torch.no_grad():
-            next(trained.bottoms[1].parameters()).add_(fed.active.x_train[fed.labeled_aligned()].float().mean())
-        return trained
+    @staticmethod
+    def leaked(fed):
+        return fed.active.x_train[fed.labeled_aligned()].float().mean()
 
 
 def test_conformance_refuses_the_active_party_s_features_reaching_a_passive_party():

@@ -158,7 +158,7 @@ def _binary():
 @pytest.mark.parametrize("method", ["local-a", "centralized-lr", "oneshot"])
 def test_methods_with_their_own_prediction_score_the_validation_rows(tiny, method):
     """Methods that do not predict through the shared split inference score exactly the held-out rows too."""
-    from vflpriv.runner.execution import build_federation
+    from vflpriv.runner.execution import build_federation, validation_utility
     from vflpriv.runner.planning import plan
 
     config = tiny(method={"name": method}, finetune={"epochs": 2, "batch_size": 32, "validation": 0.2})
@@ -166,8 +166,19 @@ def test_methods_with_their_own_prediction_score_the_validation_rows(tiny, metho
     fed = build_federation(p)
     val = fed.active.validation_ids
     assert val.numel() > 0 and not torch.isin(fed.active.label_ids, val).any()
-    logits = p.method.predict(fed, p.method.finetune(fed, p.method.pretrain(fed) if p.method.pretrains else None),
-                              ids=val)
+    trained = p.method.finetune(fed, p.method.pretrain(fed) if p.method.pretrains else None)
+    logits = p.method.predict(fed, trained, ids=val)
     assert logits.shape == (val.numel(), 10)
+    by_hand = (logits.argmax(1) == fed.active.validation_labels).double().mean().item()  # accuracy on every held row
+    assert validation_utility(p.method, "accuracy", fed, trained) == pytest.approx(by_hand)
     (record,) = run(config)
     assert record.utility_val * val.numel() == pytest.approx(round(record.utility_val * val.numel()))
+
+
+def test_a_utility_of_logits_for_other_rows_than_the_labels_is_refused():
+    from vflpriv.common import metrics
+
+    labels = torch.tensor([0, 1, 1, 0])
+    assert metrics.utility("accuracy", torch.eye(2)[labels], labels) == 1.0
+    with pytest.raises(ValueError, match="1 rows of logits for 4 labels"):
+        metrics.utility("accuracy", torch.eye(2)[labels[:1]], labels)

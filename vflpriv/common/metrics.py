@@ -48,5 +48,8 @@ UTILITIES: dict[str, Callable[[torch.Tensor, torch.Tensor], float]] = {
 
 
 def utility(metric: str, logits: torch.Tensor, labels: torch.Tensor) -> float:
-    """The task's utility (``UTILITIES[metric]``) of ``logits`` against ``labels``."""
+    """The task's utility (``UTILITIES[metric]``) of ``logits`` against ``labels``: one row of logits per label (a
+    mismatch would broadcast into a number about other rows)."""
+    if logits.shape[0] != labels.shape[0]:
+        raise ValueError(f"{logits.shape[0]} rows of logits for {labels.shape[0]} labels")
     return UTILITIES[metric](logits, labels)

@@ -11,6 +11,7 @@ import copy
 import hashlib
 import inspect
 import json
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -204,17 +205,17 @@ def train(p: Plan) -> TrainedFederation:
     logits = require_finite(p.method.predict(fed, trained), "the federated model's test logits")
     utility = metrics.utility(ds.metric, logits, truth)
     return TrainedFederation(fed, snapshot, trained, utility, ds.metric, time.perf_counter() - start, notes,
-                             curve.points if curve else [], validation_utility(p, fed, trained))
+                             curve.points if curve else [], validation_utility(p.method, ds.metric, fed, trained))
 
 
-def validation_utility(p: Plan, fed: Federation, trained: Trained) -> float:
-    """The trained model's utility on the active party's validation rows (``finetune.validation``; their embeddings
-    are sent as at inference), NaN without them."""
+def validation_utility(method, metric: str, fed: Federation, trained: Trained) -> float:
+    """The model's utility on the active party's validation rows (``finetune.validation``; their embeddings are sent
+    as at inference), NaN without them."""
     active = fed.active
     if active.validation_ids.numel() == 0:
         return float("nan")
-    logits = require_finite(p.method.predict(fed, trained, ids=active.validation_ids), "the validation logits")
-    return metrics.utility(p.scenario.dataset.metric, logits, active.validation_labels)
+    logits = require_finite(method.predict(fed, trained, ids=active.validation_ids), "the validation logits")
+    return metrics.utility(metric, logits, active.validation_labels)
 
 
 class UtilityCurve:
@@ -232,10 +233,8 @@ class UtilityCurve:
         utility = metrics.utility(self.metric, self.method.predict(fed, trained), self.truth)
         meter = fed.channel.meter
         sent = (meter.total_bytes(PRETRAIN) + meter.total_bytes(FINETUNE)) / 1e6
-        active = fed.active
-        val = ([metrics.utility(self.metric, self.method.predict(fed, trained, ids=active.validation_ids),
-                                active.validation_labels)] if active.validation_ids.numel() else [])
-        self.points.append([epoch, sent, utility, *val])
+        val = validation_utility(self.method, self.metric, fed, trained)
+        self.points.append([epoch, sent, utility, *([] if math.isnan(val) else [val])])
 
 
 def _pretrain(p: Plan, fed: Federation, notes: list[str]) -> list | None:
