@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, stack_module_state, vmap
 
-from vflpriv.attacks.mixmatch import MixMatchCompletion
+from vflpriv.attacks.labels.mixmatch import MixMatchCompletion
 from vflpriv.attacks.search import ETA
 from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec

@@ -22,8 +22,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from vflpriv.attacks.mixmatch import MixMatchCompletion, MixMatchOptions
-from vflpriv.attacks.model_completion import make_head
+from vflpriv.attacks.labels.mixmatch import MixMatchCompletion, MixMatchOptions
+from vflpriv.attacks.labels.model_completion import make_head
 from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.engine import Inbox

@@ -5,7 +5,7 @@ import pytest
 import torch
 from attack_helpers import blobs, gradient_view
 
-from vflpriv.attacks.gradient_clustering import GradientClustering, GradientClusteringOptions
+from vflpriv.attacks.labels.gradient_clustering import GradientClustering, GradientClusteringOptions
 from vflpriv.common import metrics
 from vflpriv.models.kmeans import kmeans
 from vflpriv.runner.scoring import hungarian_accuracy

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from vflpriv.attacks.base import AdversaryView
-from vflpriv.attacks.mixmatch import MixMatchCompletion, MixMatchOptions, beta_draw, ema_decay, sharpen
+from vflpriv.attacks.labels.mixmatch import MixMatchCompletion, MixMatchOptions, beta_draw, ema_decay, sharpen
 from vflpriv.data.base import PartySpec
 from vflpriv.engine import FINETUNE, Inbox
 from vflpriv.models.encoders import init_parameters

@@ -6,7 +6,7 @@ from attack_helpers import gradient_view
 from torch import nn
 
 from vflpriv.attacks.base import AdversaryView
-from vflpriv.attacks.gradient_scoring import DirectionOptions, DirectionScoring, NormOptions, NormScoring
+from vflpriv.attacks.labels.gradient_scoring import DirectionOptions, DirectionScoring, NormOptions, NormScoring
 from vflpriv.common import metrics
 from vflpriv.common.errors import IncompatibleError
 from vflpriv.config.schema import RunConfig

@@ -11,11 +11,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vflpriv.attacks.batch_reconstruction import BatchLabelInference, BatchLabelOptions
-from vflpriv.attacks.direct import sign_rule
-from vflpriv.attacks.gradient_clustering import spectral
-from vflpriv.attacks.malicious import MaliciousAdam, MaliciousSGD
-from vflpriv.attacks.similarity import kmeans_named, nearest_known
+from vflpriv.attacks.labels.batch_reconstruction import BatchLabelInference, BatchLabelOptions
+from vflpriv.attacks.labels.direct import sign_rule
+from vflpriv.attacks.labels.gradient_clustering import spectral
+from vflpriv.attacks.labels.malicious import MaliciousAdam, MaliciousSGD
+from vflpriv.attacks.labels.similarity import kmeans_named, nearest_known
 from vflpriv.engine.adversary import ObservedStep
 from vflpriv.runner.scoring import hungarian_accuracy
 
@@ -142,7 +142,7 @@ def test_spectral_gradient_clustering_separates_gradient_directions():
 def test_exploit_recovers_labels_from_the_gradients_of_a_logistic_top():
     """Gradients of a binary softmax top over the adversary's embedding (the other party's contribution folded in
     a per-sample offset): ExPLoit fits surrogate labels to them; its aux-trained proxy orients them."""
-    from vflpriv.attacks.exploit import ExPLoit, ExploitOptions
+    from vflpriv.attacks.labels.exploit import ExPLoit, ExploitOptions
 
     g = torch.Generator().manual_seed(7)
     n, d = 120, 8

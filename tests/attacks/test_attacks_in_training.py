@@ -58,7 +58,7 @@ def test_an_acting_attack_trains_its_own_federation_and_says_so():
 def test_the_malicious_optimiser_replaces_only_the_adversarys_own():
     p = plan(_config(attack={"name": "mc-active", "options": {"epochs": 1, "iterations": 5}},
                      partition={"parties": 4, "adversary": 2}, dataset={"name": "digits"}))
-    from vflpriv.attacks.malicious import MaliciousAdam
+    from vflpriv.attacks.labels.malicious import MaliciousAdam
     from vflpriv.models.optim import FusedAdam
     from vflpriv.runner.execution import build_federation
 

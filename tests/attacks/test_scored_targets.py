@@ -46,7 +46,7 @@ def test_bli_and_its_prior_are_scored_on_the_batch_it_covered_only(monkeypatch):
         out[primary] = torch.where(seen["covered"], truth[primary], out[primary])
         return out
 
-    from vflpriv.attacks.batch_reconstruction import BatchLabelInference
+    from vflpriv.attacks.labels.batch_reconstruction import BatchLabelInference
 
     bli_infer = BatchLabelInference.infer
 

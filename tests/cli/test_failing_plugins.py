@@ -18,7 +18,7 @@ from vflpriv.cli import app
 PLUGINS = textwrap.dedent('''
     import sys
 
-    from vflpriv.attacks.model_completion import ModelCompletion
+    from vflpriv.attacks.labels.model_completion import ModelCompletion
     from vflpriv.defenses.iso import IsotropicNoise
     from vflpriv.methods.splitnn import SplitNN
 

@@ -28,7 +28,7 @@ def test_attack_predictions_do_not_depend_on_target_labels(tiny, monkeypatch):
     cfg = tiny()
     original = load.load_dataset(cfg.dataset, parties=2)
     guesses = []
-    from vflpriv.attacks.model_completion import ModelCompletion
+    from vflpriv.attacks.labels.model_completion import ModelCompletion
 
     real_infer = ModelCompletion.infer
 
@@ -85,7 +85,7 @@ def test_same_attack_prior_reruns_the_attack_without_the_federation(tiny, monkey
     """same-attack: the attack on the adversary's own SimSiam encoder, inbox empty; so the prior does not
     depend on what the federation did (here: the defense strength), while the attack may."""
     import vflpriv.runner.prior as runner
-    from vflpriv.attacks.model_completion import ModelCompletion
+    from vflpriv.attacks.labels.model_completion import ModelCompletion
 
     views = []
     real_infer = ModelCompletion.infer

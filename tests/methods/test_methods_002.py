@@ -91,7 +91,7 @@ def test_gc_on_the_one_gradient_message_is_the_temporary_labelling_the_method_ge
     the party clustered: k-means on them with the party's own seed reproduces its temporary labels. gc, with its
     own k-means restarts on that message, scores what the temporary labels score on clean gradients (both
     exact); under noise the two restarts may settle in different local optima."""
-    import vflpriv.attacks.gradient_clustering as gc_module
+    import vflpriv.attacks.labels.gradient_clustering as gc_module
     from vflpriv.common.seeding import generator
     from vflpriv.models.kmeans import kmeans
 

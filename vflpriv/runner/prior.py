@@ -40,7 +40,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from vflpriv.attacks.model_completion import ModelCompletion, ModelCompletionOptions
+from vflpriv.attacks.labels.model_completion import ModelCompletion, ModelCompletionOptions
 from vflpriv.attacks.search import SearchResult, search
 from vflpriv.common.errors import IncompatibleError, ProtocolError
 from vflpriv.common.seeding import generator

@@ -40,8 +40,8 @@ from pydantic import Field
 from torch import nn
 
 from vflpriv.attacks.base import AdversaryView, Attack, Inference, Observation, labeled_targets
-from vflpriv.attacks.gradient_clustering import name_clusters
-from vflpriv.attacks.gradients import positions_in
+from vflpriv.attacks.labels.gradient_clustering import name_clusters
+from vflpriv.attacks.labels.gradients import positions_in
 from vflpriv.config.options import Options
 from vflpriv.engine import FINETUNE, GRADIENT
 from vflpriv.engine.adversary import ObservedStep

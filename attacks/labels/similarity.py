@@ -27,8 +27,8 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from vflpriv.attacks.base import AdversaryView, Attack, Inference
-from vflpriv.attacks.gradient_clustering import name_clusters
-from vflpriv.attacks.gradients import per_sample, positions_in, received_gradients
+from vflpriv.attacks.labels.gradient_clustering import name_clusters
+from vflpriv.attacks.labels.gradients import per_sample, positions_in, received_gradients
 from vflpriv.config.options import Options
 from vflpriv.engine import FINETUNE, GRADIENT
 from vflpriv.models.kmeans import kmeans_from

@@ -37,7 +37,7 @@ from pydantic import Field
 from scipy.optimize import linear_sum_assignment
 
 from vflpriv.attacks.base import AdversaryView, Inference, labeled_targets
-from vflpriv.attacks.gradients import EpochChoice, GradientAttack, per_sample, positions_in
+from vflpriv.attacks.labels.gradients import EpochChoice, GradientAttack, per_sample, positions_in
 from vflpriv.config.options import Options
 from vflpriv.engine.adversary import HOLDOUT
 from vflpriv.models.kmeans import Clustering, kmeans

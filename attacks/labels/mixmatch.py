@@ -35,7 +35,7 @@ from scipy.special import betaincinv
 from torch import nn
 
 from vflpriv.attacks.base import AdversaryView, Attack, Inference
-from vflpriv.attacks.model_completion import completed_model, guesses
+from vflpriv.attacks.labels.model_completion import completed_model, guesses
 from vflpriv.config.options import Options
 from vflpriv.models.ssl import make_augmenter, momentum_copy, momentum_updater
 from vflpriv.models.training import apply_in_batches, make_optimizer, require_finite

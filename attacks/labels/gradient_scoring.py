@@ -21,7 +21,7 @@ Learning", ICLR 2022; REFERENCE.md §10), binary tasks only.
 
 Each received batch gives the runner one (positions, scores) pair for Li et al.'s leak AUC (per batch,
 averaged over the batches holding both classes). One score per target (for accuracy, AUC, TPR at 1%
-FPR) comes from the chosen epoch(s) as in :mod:`vflpriv.attacks.gradients` (norm: last; direction: mean of
+FPR) comes from the chosen epoch(s) as in :mod:`vflpriv.attacks.labels.gradients` (norm: last; direction: mean of
 the cosines over epochs, scale-free).
 """
 
@@ -35,8 +35,8 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from vflpriv.attacks.base import AdversaryView, Inference
-from vflpriv.attacks.gradients import EpochChoice, GradientAttack, GradientBatch, per_sample, positions_in
-from vflpriv.attacks.model_completion import proxy_positive
+from vflpriv.attacks.labels.gradients import EpochChoice, GradientAttack, GradientBatch, per_sample, positions_in
+from vflpriv.attacks.labels.model_completion import proxy_positive
 from vflpriv.config.options import Options
 from vflpriv.models.kmeans import kmeans
 

@@ -25,7 +25,7 @@ import torch
 from pydantic import Field, model_validator
 from torch import Tensor, nn
 
-from vflpriv.attacks.mixmatch import MixMatchCompletion, MixMatchOptions
+from vflpriv.attacks.labels.mixmatch import MixMatchCompletion, MixMatchOptions
 
 
 class _Malicious:

@@ -27,7 +27,7 @@ import torch
 from pydantic import Field
 
 from vflpriv.attacks.base import AdversaryView, Inference
-from vflpriv.attacks.gradients import EpochChoice, GradientAttack, per_sample
+from vflpriv.attacks.labels.gradients import EpochChoice, GradientAttack, per_sample
 from vflpriv.config.options import Options
 
 
