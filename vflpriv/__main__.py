@@ -2,4 +2,5 @@
 
 from vflpriv.cli import main
 
-main()
+if __name__ == "__main__":  # importing the module (a documentation tool's inspection) runs nothing
+    main()

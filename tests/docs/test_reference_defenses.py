@@ -1,15 +1,15 @@
-"""The README's table of defenses lists every built-in defense with the strengths a sweep takes by default."""
+"""The reference's table of defenses (docs/reference/attacks-and-defenses.md) lists every built-in defense with the strengths a sweep takes by default."""
 
 import re
 from pathlib import Path
 
 from vflpriv.config.registry import DEFENSES
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+TABLE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "attacks-and-defenses.md"
 
 
 def test_every_defense_s_row_gives_its_default_strengths():
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([a-z-]+)` \|.* \| ([^|]+) \|$", README.read_text(),
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([a-z-]+)` \|.* \| ([^|]+) \|$", TABLE.read_text(),
                                                           re.MULTILINE) if m.group(1) in DEFENSES.names()}
     built_in = {n for n in DEFENSES.names() if DEFENSES.get(n).__module__.startswith("vflpriv.")}
     assert set(rows) == built_in
