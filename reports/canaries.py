@@ -8,6 +8,7 @@ below it, and violated (the defense's implementation or its accountant is wrong)
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
@@ -27,14 +28,26 @@ def _utility(rows: pd.DataFrame) -> dict:
     return {"mean": _num(values.mean()), "std": _num(values.std(ddof=0)), "trainings": int(len(values))}
 
 
+def without_prior(frame: pd.DataFrame) -> pd.Series:
+    """Whether each run's attack had no prior (``attack.prior: none``): such a run measures no leakage, as the audit's
+    canary-free control trainings, there for the utility the canaries cost."""
+    return pd.Series([isinstance(c, str) and bool(c) and json.loads(c).get("attack", {}).get("prior") == "none"
+                      for c in frame["config"]], index=frame.index, dtype=bool)
+
+
+def _cost_split(undefended: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The undefended trainings with canaries and those without (each counted once, :func:`_utility`), whatever the
+    attacked phase: a training is the same training for a pretraining and a finetuning attack."""
+    return undefended[undefended["canaries"] > 0], undefended[undefended["canaries"] == 0]
+
+
 def canary_summary(frame: pd.DataFrame) -> dict | None:
     """The canary part of an audit's summary (None when no run had canaries): ``frame`` holds every run, those with
-    canaries and, for the cost, the undefended finetuning without them."""
+    canaries and, for the cost, the undefended trainings without them."""
     planted = int(frame["canaries"].max()) if len(frame) else 0
     if planted == 0:
         return None
-    undefended = frame[(frame["defense"] == "none") & (frame["phase"] == "finetune")]
-    with_canaries, without = undefended[undefended["canaries"] > 0], undefended[undefended["canaries"] == 0]
+    with_canaries, without = _cost_split(frame[frame["defense"] == "none"])
     rows = [{k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()}
             for row in epsilon_table(frame[frame["canaries"] > 0]).to_dict("records")]
     for row in rows:
@@ -119,10 +132,10 @@ def _cost_tables(results: pd.DataFrame) -> list:
     """Per (method, dataset) whose undefended finetuning ran with and without canaries: the utility of each."""
     from vflpriv.reports.paper_tables import Table
 
-    runs = results[(results["defense"] == "none") & (results["phase"] == "finetune")] if "canaries" in results else []
+    runs = results[results["defense"] == "none"] if "canaries" in results else []
     out = []
     for (method, dataset), rows in (runs.groupby(["method", "dataset"], sort=False) if len(runs) else []):
-        planted, without = rows[rows["canaries"] > 0], rows[rows["canaries"] == 0]
+        planted, without = _cost_split(rows)
         if planted.empty or without.empty:
             continue
         cells = []

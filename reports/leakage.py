@@ -10,7 +10,8 @@ import pandas as pd
 
 from vflpriv.reports.paper_tables import Table, natural
 from vflpriv.tradeoff.cap import WORST, strength_label
-from vflpriv.tradeoff.leakage import MARGIN, leakage_test, verdict_rule
+from vflpriv.tradeoff.leakage import MARGIN, leakage_test, measured, verdict_rule
+from vflpriv.tradeoff.variants import with_variants
 
 CELL = ["method", "dataset", "attack", "defense", "phase"]
 
@@ -20,15 +21,19 @@ def _num(value: float, fmt: str = "{:.3f}") -> str:
 
 
 def leakage_rows(results: pd.DataFrame, *, margin: float = MARGIN) -> pd.DataFrame:
-    """One row per (method, dataset, attack, defense, phase, strength) whose successful records have a prior: the
-    means, the leakage, its interval and p, the verdict and the test's name."""
-    ok = results[(results["status"] == "ok") & results["prior_accuracy"].notna()] if len(results) else results
-    if ok.empty or (ok["attack"] == WORST).all():
+    """One row per (method, dataset, attack, defense, phase, variant, strength) whose successful records have a prior:
+    the means, the leakage, its interval and p, the verdict and the test's name. Variants are named among these
+    records (``tradeoff.variants``), so a run that measures no leakage (the audit's canary-free controls) neither
+    enters a test nor renames the others; each seed counts once in a row."""
+    ok = measured(results) if len(results) else results
+    ok = ok[ok["attack"] != WORST] if len(ok) else ok
+    if ok.empty:
         return pd.DataFrame()
+    ok = with_variants(ok.drop(columns=["variant"], errors="ignore"))
     rows = []
-    for keys, group in ok[ok["attack"] != WORST].groupby([*CELL, "strength"], sort=False):
+    for keys, group in ok.groupby([*CELL, "variant", "strength"], sort=False):
         test = leakage_test(group, margin=margin)
-        rows.append({**dict(zip([*CELL, "strength"], keys)), "axis": str(group["strength_axis"].iloc[0])
+        rows.append({**dict(zip([*CELL, "variant", "strength"], keys)), "axis": str(group["strength_axis"].iloc[0])
                      if "strength_axis" in group else "lambda", "attack_accuracy": test.attack_mean,
                      "prior_accuracy": test.prior_mean, "leakage": test.leakage, "ci_low": test.ci_low,
                      "ci_high": test.ci_high, "p_value": test.p_value, "verdict": test.verdict,

@@ -121,10 +121,22 @@ def sample_paired_leakage(attack_hits: list[str], prior_hits: list[str], *, marg
                        _verdict(low, high, margin), SAMPLE_TEST_NAME, sum(a.size for a, _ in pairs))
 
 
+def measured(records: pd.DataFrame) -> pd.DataFrame:
+    """The records that measure leakage: successful, with a prior to compare the attack with (a run without one, such
+    as the audit's canary-free control trainings, measures utility only)."""
+    return records[(records["status"] == "ok") & records["prior_accuracy"].notna()]
+
+
 def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN) -> LeakageTest:
-    """The test over the successful records of one (attack, phase, defense, strength), one per seed: per sample
-    where every record holds its per-target outcomes, else per seed."""
-    ok = records[records["status"] == "ok"].sort_values("seed")
+    """The test over the records of one setting (attack, phase, defense, strength and every other setting), one per
+    seed: per sample where every record holds its per-target outcomes, else per seed. Records without a prior are left
+    out (:func:`measured`); a seed that appears twice is refused: it would count one training's outcome twice and
+    narrow the interval."""
+    ok = measured(records).sort_values("seed")
+    repeated = sorted(set(ok.loc[ok["seed"].duplicated(), "seed"]))
+    if repeated:
+        raise ValueError(f"seed(s) {', '.join(map(str, repeated))} appear more than once among the records of one "
+                         "leakage test; each seed counts once (keep apart the settings that tell the records apart)")
     if len(ok) and {"attack_hits", "prior_hits"} <= set(ok) and all(
             isinstance(a, str) and isinstance(p, str) and a and len(a) == len(p)
             for a, p in zip(ok["attack_hits"], ok["prior_hits"])):
@@ -135,7 +147,7 @@ def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN) -> LeakageTes
 def falls_to_prior(records: pd.DataFrame, *, margin: float = MARGIN) -> dict | None:
     """The weakest strength of one defense sweep at which the mean leakage over seeds is at most ``margin``:
     {strength, axis, leakage, utility}, or None if no swept strength gets there."""
-    ok = records[records["status"] == "ok"]
+    ok = measured(records)
     if ok.empty:
         return None
     stronger_is_lower = (ok["strength_stronger"] == "lower").any()

@@ -175,6 +175,13 @@ def canaries(cfg: AuditConfig) -> int:
     return auto if METHODS.get(cfg.method.name).federated else 0
 
 
+def _control(attack: AttackConfig) -> AttackConfig:
+    """The attack block of a canary-free control training: untuned and without a prior, so that its records measure
+    the utility the canaries cost and never enter a leakage test (a record without a prior has no leakage: each seed
+    counts once in a verdict)."""
+    return AttackConfig(name=attack.name, phase=attack.phase, prior="none", options=attack.options)
+
+
 def _planted(base: dict, count: int, phase: str, method: str) -> dict:
     """``base`` with ``count`` canaries where the attacked phase reads labels (finetuning; a pretraining only if it
     reads them): a label-free snapshot holds nothing of a canary's label."""
@@ -198,6 +205,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     for adversary in adversaries:
         unplanted = cfg.training().model_dump()
         unplanted["partition"]["adversary"] = adversary
+        controlled = False  # one canary-free control training per seed, whatever the attacked phases
         for phase in _phases(cfg):
             base = _planted(unplanted, planted, phase, cfg.method.name)
             applicable = []
@@ -209,8 +217,10 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                 else:
                     applicable.append(attack)
                     runs += [_run(base, attack, None, s) for s in cfg.seeds]
-            if applicable and base["partition"]["canaries"]:  # what the canaries cost: the same training without
-                runs += [_run(unplanted, applicable[0], None, s) for s in cfg.seeds]
+            passive = [a for a in applicable if not ATTACKS.get(a.name).acts]  # one that leaves the training alone
+            if passive and base["partition"]["canaries"] and not controlled:  # what the canaries cost: the same
+                runs += [_run(unplanted, _control(passive[0]), None, s) for s in cfg.seeds]  # training without them
+                controlled = True
             for d in defenses:
                 strengths = d.strengths or DEFENSES.get(d.name).audit_strengths.get(phase)
                 unset = DefenseConfig(name=d.name, phase=phase, kinds=d.kinds, party=d.party, sweep=True,
