@@ -6,7 +6,10 @@ moves the one-hot vector by 2 in L1, so this is the Laplace mechanism at eps: ep
 posterior under a uniform prior, P(c | z) proportional to prod_j exp(-eps / 2 |z_j - [j = c]|), is proportional to
 exp(-eps / 2 (|z_c - 1| - |z_c|)) (the other coordinates cancel), and the active party trains with that probability
 row as its target (a post-processing of z: still eps-label-DP); any other use of its labels reads the posterior's
-argmax. Strength axis: epsilon (lower is stronger); +inf is the identity.
+argmax. Strength axis: epsilon (lower is stronger); +inf is the identity. At epsilon 0 the noise scale is infinite:
+the limit of the mechanism releases nothing of the label, so each posterior row is the uniform prior (1/C each) and
+its argmax, a tie over every class, is broken uniformly at random from the defense's stream (0-label-DP, as
+``label-dp`` at epsilon 0).
 """
 
 from __future__ import annotations
@@ -43,13 +46,22 @@ class Alibi(LabelDefense):
     anchor = "Malek et al. 2021 (ALIBI); facebookresearch/label_dp_antipodes"
 
     def relabel(self, labels: torch.Tensor, *, num_classes: int) -> torch.Tensor:
-        return self.soft(labels, num_classes=num_classes).argmax(1).to(labels.device)
+        return self._argmax(self.soft(labels, num_classes=num_classes)).to(labels.device)
 
     def soft(self, labels: torch.Tensor, *, num_classes: int) -> torch.Tensor:
         """The posterior rows of ``labels`` (drawn once from the defense's stream)."""
         onehot = torch.nn.functional.one_hot(labels.cpu(), num_classes).double()
+        if self.strength == 0:  # infinite noise: the posterior is the uniform prior (see the module)
+            return torch.full(onehot.shape, 1.0 / num_classes)
         noisy = onehot + laplace(tuple(onehot.shape), scale=2.0 / self.strength, generator=self.generator).cpu()
         return posterior(noisy, epsilon=self.strength).float()
+
+    def _argmax(self, rows: torch.Tensor) -> torch.Tensor:
+        """The posterior's most likely class; at epsilon 0, where every class ties, one drawn uniformly."""
+        if self.strength == 0:
+            return torch.randint(rows.shape[1], (rows.shape[0],), generator=self.generator,
+                                 device=self.generator.device).cpu()
+        return rows.argmax(1)
 
     def bind(self, federation: Federation) -> None:
         """The active party's known labels become the posterior's argmax, and its targets the posterior rows."""
@@ -59,7 +71,7 @@ class Alibi(LabelDefense):
         known = active.labels >= 0
         rows = self.soft(active.labels[known], num_classes=federation.num_classes).to(active.labels.device)
         labels = active.labels.clone()
-        labels[known] = rows.argmax(1)
+        labels[known] = self._argmax(rows.cpu()).to(labels.device)
         soft = torch.zeros(labels.numel(), federation.num_classes, device=labels.device)
         soft[known] = rows
         self.replace_labels(federation, labels, soft)

@@ -14,6 +14,7 @@ from vflpriv.reports.html import render_report
 from vflpriv.reports.leakage import leakage_rows, leakage_table, verdicts
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
 from vflpriv.reports.plots import tradeoff_figures
+from vflpriv.store.folders import kind_of, shown
 from vflpriv.store.provenance import versions
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import read_store
@@ -28,10 +29,10 @@ def load_results(store: Path | str) -> pd.DataFrame:
     left out and listed as (key, what is wrong) in ``frame.attrs["damaged"]``; a store with no run that checks
     out is a ConfigError."""
     path = Path(store)
-    if path.is_dir() and (path / "results.sqlite").is_file():
+    if kind_of(path, what="results store") == "folder" and (path / "results.sqlite").is_file():
         path = path / "results.sqlite"
-    if not path.is_file():
-        raise ConfigError(f"no results store at {path} (give results.sqlite or the directory that holds it)")
+    if kind_of(path, what="results store") != "file":
+        raise ConfigError(f"no results store at {shown(path)} (give results.sqlite or the directory that holds it)")
     found = read_store(path)
     if not found.records:
         if found.damaged:

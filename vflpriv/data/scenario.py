@@ -97,8 +97,22 @@ def build_scenario(
     aux = _draw_aux(dataset, pool, _aux_per_class(dataset, partition), partition.aux_source, g)
     canaries, canary_labels = _draw_canaries(dataset, labeled[~torch.isin(labeled, aux)], partition.canaries, g)
     held_out = _draw_validation(labeled, torch.cat([aux, canaries]), validation, g)
+    _check_scored(labeled, aux, canaries, held_out)
     return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local, canaries,
                     canary_labels, held_out)
+
+
+def _check_scored(labeled: torch.Tensor, aux: torch.Tensor, canaries: torch.Tensor, held_out: torch.Tensor) -> None:
+    """With canaries, at least one labeled training sample must be left to score the attacks on (the canaries are
+    scored apart, auxiliary samples are known, validation samples are not trained on): refused before training."""
+    if canaries.numel() == 0:
+        return
+    scored = labeled[~torch.isin(labeled, torch.cat([aux, canaries, held_out]))]
+    if scored.numel() == 0:
+        raise ConfigError(f"partition.canaries={canaries.numel()} leaves no labeled training sample to score the attacks "
+                          f"on: of the {labeled.numel()} labeled samples, {int(torch.isin(labeled, aux).sum())} are "
+                          f"auxiliary, {canaries.numel()} canaries and {held_out.numel()} held out for validation; lower "
+                          "partition.canaries or finetune.validation, or raise partition.labeled")
 
 
 def _draw_validation(labeled: torch.Tensor, kept: torch.Tensor, share: float, g: torch.Generator) -> torch.Tensor:

@@ -75,6 +75,9 @@ def resolve_device(name: str) -> torch.device:
     except (RuntimeError, ValueError):
         raise ConfigError(f"unknown device '{name}'; valid devices here: {valid}") from None
     if device.type == "cpu":
+        if device.index not in (None, 0):  # torch accepts cpu:1 and runs on the one CPU device: refused, not renamed
+            raise ConfigError(f"device '{name}': the CPU has no index (torch runs every cpu:N on the same device); "
+                              f"use cpu; valid devices here: {valid}")
         return torch.device("cpu")
     available = {"cuda": torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count(),
                  "mps": torch.backends.mps.is_available()}.get(device.type, False)

@@ -168,11 +168,24 @@ def _try(runs: list[RunConfig]) -> str:
 
 def canaries(cfg: AuditConfig) -> int:
     """``audit.canaries`` resolved: as given, else one in :data:`AUTO_SHARE` of the labels, at most
-    :data:`AUTO_CANARIES` (none for a non-federated method: no adversary guesses them)."""
+    :data:`AUTO_CANARIES` (none for a non-federated method, where no adversary guesses them, nor where no attacked
+    phase reads labels, where none could be planted). Given where none could be planted, it is refused."""
+    reads = any(_reads_labels(phase, cfg.method.name) for phase in _phases(cfg))
     if cfg.audit.canaries is not None:
+        if cfg.audit.canaries and not reads:
+            raise IncompatibleError(
+                f"audit.canaries={cfg.audit.canaries}: the attacked phase(s) {', '.join(_phases(cfg))} of method "
+                f"'{cfg.method.name}' read no labels, so no canary can be planted where an attack would guess it; "
+                "attack the finetune phase too (--phases finetune,pretrain), or give --canaries 0")
         return cfg.audit.canaries
     auto = min(AUTO_CANARIES, cfg.partition.labeled // AUTO_SHARE)
-    return auto if METHODS.get(cfg.method.name).federated else 0
+    return auto if METHODS.get(cfg.method.name).federated and reads else 0
+
+
+def _reads_labels(phase: str, method: str) -> bool:
+    """Whether the trainings attacked in ``phase`` read the labels a canary would change: finetuning does, a
+    pretraining only if it reads them."""
+    return phase == "finetune" or METHODS.get(method).pretrain_reads_labels
 
 
 def _control(attack: AttackConfig) -> AttackConfig:
@@ -185,8 +198,7 @@ def _control(attack: AttackConfig) -> AttackConfig:
 def _planted(base: dict, count: int, phase: str, method: str) -> dict:
     """``base`` with ``count`` canaries where the attacked phase reads labels (finetuning; a pretraining only if it
     reads them): a label-free snapshot holds nothing of a canary's label."""
-    reads = phase == "finetune" or METHODS.get(method).pretrain_reads_labels
-    return {**base, "partition": {**base["partition"], "canaries": count if reads else 0}}
+    return {**base, "partition": {**base["partition"], "canaries": count if _reads_labels(phase, method) else 0}}
 
 
 def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:

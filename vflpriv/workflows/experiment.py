@@ -293,7 +293,34 @@ def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: 
     caps.to_csv(out / "cap.csv", index=False)
     for table in cap_tables(caps):
         console.print(table.markdown())
+    written = [out / "results.csv", out / "cap.csv", *_lr_choice(results, out, console)]
     summary = strength_summary(results)
     figures = tradeoff_figures(summary, out, formats=("png",)) if not summary.empty else []
-    console.print(f"wrote {', '.join(str(p) for p in [out / 'results.csv', out / 'cap.csv', *figures])}")
+    console.print(f"wrote {', '.join(str(p) for p in [*written, *figures])}")
     return results
+
+
+def _lr_choice(results: pd.DataFrame, out: Path, console: Console) -> list[Path]:
+    """A grid over finetune.lr: the lr chosen per seed on the validation split (``lr_chosen.csv``) and the CAP of
+    those choices (``cap_lr_chosen.csv``); without a validation split, a note that nothing was chosen."""
+    from vflpriv.reports.paper_tables import cap_tables
+    from vflpriv.tradeoff.cap import cap_table
+    from vflpriv.workflows.lr_choice import chosen_on_validation, lr_grid
+
+    chosen = chosen_on_validation(results)
+    if chosen is None:
+        if len(lr_grid(results)) > 1:
+            console.print("note: finetune.lr takes several values but the runs hold no validation split, so no lr is "
+                          "chosen (each is its own row; choosing on the test utility would select on the test set); "
+                          "set finetune.validation (e.g. 0.2) to choose it per seed")
+        return []
+    console.print("finetune.lr chosen per seed (and strength) on the validation split (the highest utility_val):")
+    caps = cap_table(chosen)
+    for table in cap_tables(caps):
+        console.print(table.markdown())
+    columns = ["method", "variant", "dataset", "attack", "defense", "phase", "strength", "seed", "selected",
+               "utility_val", "utility", "utility_optimistic", "attack_accuracy", "prior_accuracy"]
+    chosen[[c for c in columns if c in chosen]].rename(columns={"selected": "lr"}).to_csv(out / "lr_chosen.csv",
+                                                                                         index=False)
+    caps.to_csv(out / "cap_lr_chosen.csv", index=False)
+    return [out / "lr_chosen.csv", out / "cap_lr_chosen.csv"]
