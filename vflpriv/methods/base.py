@@ -22,6 +22,7 @@ from vflpriv.engine import (
     passive_receives,
 )
 from vflpriv.methods.finetune import Trained, finetune, predict, split_model
+from vflpriv.methods.towers import build_local_encoder
 from vflpriv.models.encoders import build_encoder
 
 if TYPE_CHECKING:
@@ -114,6 +115,12 @@ class Method:
         samples ``x`` with no federation (the ``attack.prior_ssl=own`` prior), for the run seeded ``seed``; None
         (the default) when the method's pretraining has no such no-federation equivalent."""
         return None
+
+    def alone_skeleton(self, spec: PartySpec, *, party: int, model: ModelConfig, device: torch.device) -> nn.Module:
+        """An untrained module of the architecture :meth:`pretrain_alone` returns for ``party``, to load a cached one
+        into (a method whose alone encoder is not the split local encoder, f_l of REFERENCE §2, overrides it: a
+        mismatch would discard the cached encoder and recompute it on every reuse)."""
+        return build_local_encoder(spec, model, generator=torch.Generator()).to(device)
 
     def fresh_bottoms(self, fed: Federation) -> list[nn.Module]:
         return [build_encoder(p.spec, fed.model, generator=fed.generator).to(fed.device) for p in fed.parties]

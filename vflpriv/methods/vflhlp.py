@@ -188,6 +188,10 @@ class VFLHLP(Method):
             return self._fresh_encoder(spec, party, model, seed, device)
         return scarf_encoder(spec, x, index=party, model=model, options=self.options, seed=seed, device=device)
 
+    def alone_skeleton(self, spec: PartySpec, *, party: int, model: ModelConfig, device: torch.device) -> nn.Module:
+        """A passive party's alone encoder is a plain encoder (SCARF's, or a fresh one), not a split local encoder."""
+        return self._fresh_encoder(spec, party, model, 0, device)
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         local: ActiveLocalModel = pretrained[ACTIVE]
         bottoms = [self.fresh_active_encoder(fed), *(copy.deepcopy(m).train() for m in pretrained[1:])]
