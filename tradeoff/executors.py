@@ -44,12 +44,13 @@ _NOTHING = object()
 
 
 def _exit_with_parent(parent: int) -> None:
-    """Loky worker initializer: leave Ctrl-C to the parent (a terminal sends it to the whole process group;
-    the parent then stops the workers), one torch thread, and exit as soon as ``parent`` is no longer the parent.
-    Loky's leak check is off: a worker keeps its freed tensor buffers (``vflpriv.models.allocator``) and its
+    """Loky worker initializer: leave Ctrl-C and SIGTERM to the parent (a terminal, or ``kill`` of the process
+    group, sends them to every process; the parent then stops the workers), one torch thread, and exit as soon as
+    ``parent`` is no longer the parent. Loky's leak check is off: a worker keeps its freed tensor buffers (``vflpriv.models.allocator``) and its
     in-process caches on purpose, so its resident memory stays at its peak; loky read that as a leak of more
     than 300 MB after a full-data CNN training and restarted the worker, with a warning and a fresh import."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as Ctrl-C: the parent stops them (SIGKILL), or they follow it
     import torch
     from joblib.externals.loky import process_executor
 

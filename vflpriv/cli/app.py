@@ -12,6 +12,7 @@ from collections import Counter
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from vflpriv.common.console import silence
 from vflpriv.common.errors import ConfigError, Interrupted, VflprivError
 from vflpriv.store.provenance import own_version
 
@@ -61,6 +62,9 @@ class _ErrorLineGroup(TyperGroup):
             return super().invoke(ctx)
         except KeyboardInterrupt:  # before click prints a bare newline for it
             raise Interrupted("interrupted; finished runs are kept in the store") from None
+        except BrokenPipeError:  # a plain echo to a reader that went away (``| head -1``): it has read enough
+            silence(sys.stdout)
+            return None
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         try:
