@@ -134,7 +134,10 @@ def audit(
                       seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,
                       overrides=set_, preset=preset, tune_attacks=tune_attacks, search_budget=search_budget,
                       canaries=canaries)
-    console = make_console()
+    console, status = make_console(), make_console(stderr=True, quiet=quiet)
+    if not check_only:
+        status.print(f"audit of {cfg.method.name}: planning every attack x defense x strength (each pair checked "
+                     "before any training)", markup=False)
     with cache.held_back():  # planned (and refused) before any training, leaving the cache as it was
         runs, skipped = audit_grid(cfg) if not check_only else ([], [])
     if not check_only and not runs:
@@ -142,6 +145,8 @@ def audit(
             f"{s.attack} x {s.defense} ({s.phase}): {s.reason}" for s in skipped))
     if not check_only:  # before the conformance trainings
         check_destination(out, store_path=store, backend=cfg.backend, address=address)
+    status.print(f"conformance checks of {cfg.method.name}: a few short trainings (it sends only what it declares; no "
+                 "party's data reaches another around the channel)", markup=False)
     passed = check_conformance(cfg.training())
     console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))
     if check_only:

@@ -45,6 +45,7 @@ def run_into_store(
     overwrite: bool = False,
     owns: Callable[[str], bool] | None = None,
     write_csv: bool = True,
+    label: str = "runs",
 ) -> pd.DataFrame:
     """Validate everything (every training planned, ``out`` writable and holding no other experiment's results,
     the store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off);
@@ -52,12 +53,14 @@ def run_into_store(
     ``header()``: lines printed once everything checked out. ``warm``: workers spawned early
     (:func:`early_workers`). ``owns(key)``: whether a run already listed in
     ``out``'s results.csv belongs to this command (default: it is one of ``configs``); ``overwrite`` replaces
-    a results.csv that holds other runs."""
+    a results.csv that holds other runs. ``label`` names the progress count (``tune``: which strength of the
+    bisection)."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend, previous=warm)  # they start while this plans
     try:
-        from vflpriv.tradeoff.sweep import check, drop_damaged, sweep  # torch and the engine, while workers warm up
+        # torch and the engine, while the workers warm up
+        from vflpriv.tradeoff.sweep import check, describe, drop_damaged, sweep
 
         with cache.held_back():  # a refusal leaves no cache entry
             check(configs)
@@ -71,9 +74,16 @@ def run_into_store(
         raise
     notes: list[str] = []
     progress: RunProgress | None = None
+    flight: dict[str, str] = {}  # the trainings in progress, by key: what the progress line says is being done
+
+    def started(runs) -> None:
+        flight[runs[0].training_key()] = describe(runs)
+        progress.doing("; ".join(flight.values()))
 
     def done(records) -> None:
+        flight.pop(records[0].training_key, None)
         progress.advance(len(records))
+        progress.doing("; ".join(flight.values()))
         notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
 
     with Store(store_path) as store:
@@ -85,9 +95,10 @@ def run_into_store(
                       f"the store, {len(configs) - stored} to run")
         try:
             with RunProgress(len(configs), done=stored, console=make_console(stderr=True),
-                             quiet=not show_progress) as progress:
+                             quiet=not show_progress, label=label) as progress:
                 results = sweep(configs, store, jobs=jobs, backend=backend, address=address,
-                                runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append, checked=True)
+                                runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append, on_start=started,
+                                checked=True)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
