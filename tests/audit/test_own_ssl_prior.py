@@ -111,6 +111,7 @@ def test_the_cached_own_encoder_is_reused_without_a_warning(method, tmp_path, mo
     result = train(p)
     view = adversary_view(result.fed, p.scenario, result.encoder("pretrain", p.scenario.adversary), "pretrain",
                           torch.Generator())
+    monkeypatch.setattr(prior_module, "_ENCODERS", {})  # computed and stored here, whatever ran before
     first = own_encoder(p.attacks[0].prior, view)
     monkeypatch.setattr(prior_module, "_ENCODERS", {})  # as another process of the sweep
     monkeypatch.setattr(METHODS.get(method["name"]), "pretrain_alone",
