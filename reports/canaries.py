@@ -35,6 +35,14 @@ def without_prior(frame: pd.DataFrame) -> pd.Series:
                       for c in frame["config"]], index=frame.index, dtype=bool)
 
 
+def canary_controls(frame: pd.DataFrame) -> pd.Series:
+    """Whether each run is a canary-free control (the audit's): undefended, without canaries and without a prior, in
+    records where other runs have canaries. It measures what the canaries cost in utility, no attack."""
+    if frame.empty or "canaries" not in frame or not (frame["canaries"] > 0).any():
+        return pd.Series(False, index=frame.index, dtype=bool)
+    return (frame["defense"] == "none") & (frame["canaries"] == 0) & without_prior(frame)
+
+
 def _cost_split(undefended: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The undefended trainings with canaries and those without (each counted once, :func:`_utility`), whatever the
     attacked phase: a training is the same training for a pretraining and a finetuning attack."""

@@ -121,8 +121,10 @@ def _dataset_column(dataset: str, part: pd.DataFrame) -> str:
 
 def cap_tables(caps: pd.DataFrame) -> list[Table]:
     """One methods x datasets CAP table per (attack, defense, phase); each column names its utility metric (U) and
-    marks its best CAP and those tied with it within seed noise (:data:`BOLD_RULE`)."""
+    marks its best CAP and those tied with it within seed noise (:data:`BOLD_RULE`). No defense has no CAP (CAP
+    averages over a defense's strengths): no table for it."""
     caps = caps.assign(variant=caps["variant"] if "variant" in caps else "")
+    caps = caps[caps["defense"] != "none"]
     tables = []
     for (attack, defense, phase), part in caps.groupby(CONTEXT, sort=False):
         datasets = sorted(set(part["dataset"]), key=natural)
@@ -182,7 +184,7 @@ def t_dcs_tables(caps: pd.DataFrame) -> list[Table]:
     """VFLAIR's T-DCS per phase: rows = (method, defense), columns = datasets, the mean DCS over the attacks."""
     from vflpriv.tradeoff.cap import t_dcs
 
-    scores = t_dcs(caps.assign(variant=caps["variant"] if "variant" in caps else ""))
+    scores = t_dcs(caps[caps["defense"] != "none"].assign(variant=caps["variant"] if "variant" in caps else ""))
     tables = []
     for phase, part in scores.groupby("phase", sort=False):
         datasets = sorted(set(part["dataset"]), key=natural)
@@ -216,7 +218,8 @@ def reference_table(results: pd.DataFrame) -> Table | None:
 
 def cap_csv(caps: pd.DataFrame) -> pd.DataFrame:
     """The CAP tables in long form with a ``best`` flag per (attack, defense, phase, dataset): the bold cells of
-    :func:`cap_tables` (the best and those tied with it within seed noise)."""
+    :func:`cap_tables` (the best and those tied with it within seed noise); none for no defense."""
+    caps = caps[caps["defense"] != "none"] if len(caps) else caps
     caps = caps.assign(variant=caps["variant"] if "variant" in caps else "").reset_index(drop=True)
     best = pd.Series(False, index=caps.index)
     for _, part in caps[caps["cap"].notna()].groupby([*CONTEXT, "dataset"]):

@@ -43,7 +43,9 @@ SAMPLE_TEST_NAME = ("per-target paired differences of attack and prior (McNemar 
 def verdict_rule(margin: float) -> str:
     """The rule the verdicts follow, stated for a reader of the report (p is one-sided, for "leakage > 0")."""
     return (f"yes when the 95% interval of the leakage lies above 0; no when it lies below the margin +{margin:g}; "
-            f"attack failed when it lies below -{margin:g}; inconclusive otherwise. p is one-sided, for leakage > 0 "
+            f"below -{margin:g}: without a defense the attack failed (it did not reach the prior, so it says nothing "
+            "about leakage), with one the defense pushed the attack below the prior; inconclusive otherwise. p is "
+            "one-sided, for leakage > 0 "
             "(McNemar's on the targets, or the paired t-test over seeds where the records hold no per-target "
             "outcomes), and is reported beside the interval, which alone decides")
 

@@ -11,6 +11,7 @@ import typer
 from vflpriv.cli.app import QUIET, app, command_line
 from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
 from vflpriv.common.console import make_console
+from vflpriv.common.progress import stage
 from vflpriv.common.errors import ConfigError, IncompatibleError
 from vflpriv.config.parse import (
     DATASET_SETTINGS,
@@ -135,19 +136,17 @@ def audit(
                       overrides=set_, preset=preset, tune_attacks=tune_attacks, search_budget=search_budget,
                       canaries=canaries)
     console, status = make_console(), make_console(stderr=True, quiet=quiet)
-    if not check_only:
-        status.print(f"audit of {cfg.method.name}: planning every attack x defense x strength (each pair checked "
-                     "before any training)", markup=False)
-    with cache.held_back():  # planned (and refused) before any training, leaving the cache as it was
-        runs, skipped = audit_grid(cfg) if not check_only else ([], [])
+    with cache.held_back(), stage(status, f"audit of {cfg.method.name}: planning every attack x defense x strength "
+                                          "(each pair checked before any training)"):
+        runs, skipped = audit_grid(cfg) if not check_only else ([], [])  # refused before training, cache untouched
     if not check_only and not runs:
         raise IncompatibleError("nothing to audit: no attack applies; " + "; ".join(
             f"{s.attack} x {s.defense} ({s.phase}): {s.reason}" for s in skipped))
     if not check_only:  # before the conformance trainings
         check_destination(out, store_path=store, backend=cfg.backend, address=address)
-    status.print(f"conformance checks of {cfg.method.name}: a few short trainings (it sends only what it declares; no "
-                 "party's data reaches another around the channel)", markup=False)
-    passed = check_conformance(cfg.training())
+    with stage(status, f"conformance checks of {cfg.method.name}: a few short trainings (it sends only what it "
+                       "declares; no party's data reaches another around the channel)"):
+        passed = check_conformance(cfg.training())
     console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))
     if check_only:
         return
@@ -159,6 +158,9 @@ def audit(
     (out / "audit.md").write_text(audit_markdown(summary))
     for verdict in summary["verdicts"]:
         console.print(verdict["line"])
+    for s in skipped:
+        if s.left_out:
+            console.print(f"{s.attack} ({s.phase}): {s.reason}", markup=False)
     if skipped:
         console.print(f"{len(skipped)} pair(s) not applicable, listed with the reason in {out / 'audit.md'}")
     console.print(f"wrote {out / 'audit.md'}, {out / 'audit.json'}")

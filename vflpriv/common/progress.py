@@ -9,8 +9,9 @@ said at once on a plain stream, so a long first training does not read as ``0/88
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -83,3 +84,15 @@ class RunProgress:
         elif not self.quiet and self.done < self.total and self.clock() - self.last >= self.every:
             self.last = self.clock()
             self.console.print(self.line(), markup=False)
+
+
+@contextlib.contextmanager
+def stage(console: Console, text: str) -> Iterator[None]:
+    """A step before the runs (planning, conformance checks) named on a terminal while it lasts (a transient
+    spinner: a refusal after it still reads as one ``error:`` line); nothing on a plain stream, where the progress
+    line of the runs says what is computed."""
+    if console.is_terminal and not console.quiet:
+        with console.status(text):
+            yield
+    else:
+        yield

@@ -108,12 +108,14 @@ class AuditConfig(TrainingConfig):
 
 @dataclass(frozen=True)
 class Inapplicable:
-    """A pair the audit could not run, and why (the planner's own message)."""
+    """A pair the audit could not run, and why (the planner's own message); ``left_out``: an attack the default
+    battery leaves out where it is known to fail (``Attack.left_out_of_audit``)."""
 
     attack: str
     defense: str
     phase: str
     reason: str
+    left_out: bool = False
 
 
 def _phases(cfg: AuditConfig) -> list[str]:
@@ -153,17 +155,27 @@ def _run(base: dict, attack: AttackConfig, defense: DefenseConfig | None, seed: 
     return RunConfig.model_validate(data)
 
 
-def _try(runs: list[RunConfig]) -> str:
+def _try(runs: list[RunConfig], *, default_battery: bool = False) -> str:
     """'' when the runs plan, else the planner's reason why they cannot (IncompatibleError: the method, task or
     phase lacks what the attack or defense needs). Bad input (an unknown option, a party that does not exist)
-    is raised: the user fixes it; it is not a pair to set aside."""
+    is raised: the user fixes it; it is not a pair to set aside. ``default_battery``: also the reason an attack of the
+    default battery is left out there (:data:`LEFT_OUT` and ``Attack.left_out_of_audit``)."""
     from vflpriv.runner.planning import plan
 
     try:
-        plan(runs)
+        planned = plan(runs)
     except IncompatibleError as exc:
         return str(exc)
+    if default_battery:
+        a = planned.attacks[0]
+        declared = planned.method.declared(a.config, num_classes=planned.scenario.dataset.num_classes)
+        reason = a.attack.left_out_of_audit(declared)
+        return f"{LEFT_OUT}: {reason}" if reason else ""
     return ""
+
+
+#: How an attack the default battery leaves out is listed.
+LEFT_OUT = "left out of the default audit"
 
 
 def canaries(cfg: AuditConfig) -> int:
@@ -223,9 +235,9 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
             applicable = []
             for name in attacks:
                 attack = _attack(cfg, name, phase)
-                reason = _try([_run(base, attack, None, cfg.seeds[0])])
+                reason = _try([_run(base, attack, None, cfg.seeds[0])], default_battery=cfg.audit.attacks is None)
                 if reason:
-                    skipped.append(Inapplicable(name, "none", phase, reason))
+                    skipped.append(Inapplicable(name, "none", phase, reason, reason.startswith(LEFT_OUT)))
                 else:
                     applicable.append(attack)
                     runs += [_run(base, attack, None, s) for s in cfg.seeds]
