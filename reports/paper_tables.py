@@ -59,7 +59,8 @@ class Table:
             lines.append(f"\\par\\footnotesize {tex(self.note)}")
         return "\n".join(lines + ["\\end{table}"]) + "\n"
 
-    def html(self) -> str:
+    def html(self, *, title: bool = True) -> str:
+        """The table as HTML, under its title (``title`` off: a section that holds it names it)."""
         import html
 
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
@@ -67,7 +68,8 @@ class Table:
             "<tr>" + "".join(f"<td class='best'>{html.escape(c)}</td>" if (r, j) in self.best else f"<td>{html.escape(c)}</td>"
                              for j, c in enumerate(row)) + "</tr>" for r, row in enumerate(self.rows))
         note = f"<p class='note'>{html.escape(self.note)}</p>" if self.note else ""
-        return f"<h3>{html.escape(self.title)}</h3><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+        heading = f"<h3>{html.escape(self.title)}</h3>" if title else ""
+        return f"{heading}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
 
 
 def _row_label(method: str, variant: str) -> str:

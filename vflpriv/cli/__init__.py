@@ -28,6 +28,7 @@ def main() -> None:
     except BrokenPipeError:  # a plain print to a reader that went away: nothing more to say to it
         silence(sys.stdout)
         code = 0
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the work is over: a late SIGTERM just ends the process
     executors = sys.modules.get("vflpriv.tradeoff.executors")  # imported only by commands that train
     if executors is not None:
         executors.stop_workers()

@@ -48,13 +48,13 @@ class RunProgress:
             self.task = self.bar.add_task("runs", total=self.total, completed=self.done, now=self.now)
         return self
 
-    def doing(self, what: str) -> None:
+    def doing(self, what: str, *, say: bool = True) -> None:
         """What is being computed now; a plain stream hears of it at once while no run has finished here yet (the
-        first minutes of an audit), later with the next periodic line."""
+        first minutes of an audit) unless ``say`` is off, later with the next periodic line."""
         self.now = what
         if self.bar is not None:
             self.bar.update(self.task, now=what)
-        elif not self.quiet and self.done == self.start_done:
+        elif say and not self.quiet and self.done == self.start_done:
             self.console.print(self.line(), markup=False)
 
     def __exit__(self, *exc: object) -> None:

@@ -82,8 +82,8 @@ def run_into_store(
 
     def done(records) -> None:
         flight.pop(records[0].training_key, None)
+        progress.doing("; ".join(flight.values()), say=False)  # the line advance() may print says what is left
         progress.advance(len(records))
-        progress.doing("; ".join(flight.values()))
         notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
 
     with Store(store_path) as store:
