@@ -44,8 +44,11 @@ def canary_controls(frame: pd.DataFrame) -> pd.Series:
 
 
 def _cost_split(undefended: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The undefended trainings with canaries and those without (each counted once, :func:`_utility`), whatever the
-    attacked phase: a training is the same training for a pretraining and a finetuning attack."""
+    """The undefended honest trainings with canaries and those without (each counted once, :func:`_utility`), whatever
+    the attacked phase (a training is the same for a pretraining and a finetuning attack); a federation trained under
+    an acting attack (``mc-active``'s own) has another utility and is left out."""
+    if "training_under_attack" in undefended:
+        undefended = undefended[~undefended["training_under_attack"].astype(bool)]
     return undefended[undefended["canaries"] > 0], undefended[undefended["canaries"] == 0]
 
 

@@ -87,3 +87,27 @@ def test_audit_md_report_and_table_give_the_same_verdict_numbers_from_one_store(
         assert (f"{row['leakage'].iloc[0]:+.3f}", f"{row['ci_low'].iloc[0]:+.3f}",
                 f"{row['ci_high'].iloc[0]:+.3f}") == expected
         assert f"{v['leakage']:+.3f} [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}]" in audit_md
+
+
+def test_the_canaries_cost_compares_honest_trainings_once_each_and_the_controls_enter_no_verdict():
+    """With canaries: the honest undefended trainings (an acting attack's own federation, mc-active's, has another
+    utility); without: the canary-free controls (no prior, so no leakage); every training counted once."""
+    from vflpriv.reports.canaries import canary_controls, canary_summary
+
+    def row(seed, *, canaries, utility, attack="gc", under=False, prior="simsiam"):
+        return {"key": f"{attack}{seed}{canaries}{under}", "training_key": f"{seed}{canaries}{under}", "method": "splitnn",
+                "dataset": "digits", "attack": attack, "defense": "none", "phase": "finetune", "strength": 0.0,
+                "seed": seed, "status": "ok", "utility": utility, "canaries": canaries, "training_under_attack": under,
+                "attack_accuracy": 0.8, "prior_accuracy": 0.7 if prior != "none" else float("nan"),
+                "config": json.dumps({"seed": seed, "attack": {"prior": prior}}), "strength_axis": "lambda",
+                "strength_stronger": "higher", "epsilon": float("nan"), "canary_counts": "", "canary_guesses": 0,
+                "num_classes": 10}
+
+    frame = pd.DataFrame([row(s, canaries=25, utility=0.90) for s in (0, 1)]
+                         + [row(s, canaries=25, utility=0.90, attack="mc") for s in (0, 1)]
+                         + [row(s, canaries=25, utility=0.50, attack="mc-active", under=True) for s in (0, 1)]
+                         + [row(s, canaries=0, utility=0.94, prior="none") for s in (0, 1)])
+    cost = canary_summary(frame)
+    assert cost["utility_with"] == {"mean": 0.90, "std": 0.0, "trainings": 2}
+    assert cost["utility_without"]["mean"] == pytest.approx(0.94) and cost["utility_without"]["trainings"] == 2
+    assert canary_controls(frame).tolist() == [False] * 6 + [True] * 2
