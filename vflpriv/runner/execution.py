@@ -147,12 +147,13 @@ def _execute(p: Plan) -> list[RunRecord]:
 
 
 def build_federation(p: Plan, *, transforms: list | None = None) -> Federation:
-    """The planned parties, channel (defenses, meter, the adversary's inbox, the method's declared
+    """The planned parties, channel (defenses, meter, each adversary's inbox, the method's declared
     traffic) and settings, untrained; every defense bound to it. ``transforms`` replaces the defenses
     on the channel (the conformance check zeroes every payload this way)."""
     cfg, scenario = p.config, p.scenario
-    inbox = Inbox(owner=scenario.adversary, wanted=p.wanted)
-    channel = Channel(p.defenses if transforms is None else transforms, inbox, declared=p.method.sends)
+    inbox = Inbox(owner=scenario.adversary, wanted=set(p.wanted.get(scenario.adversary, ())))
+    taps = [Inbox(owner=party, wanted=set(wanted)) for party, wanted in p.wanted.items() if party != scenario.adversary]
+    channel = Channel(p.defenses if transforms is None else transforms, inbox, declared=p.method.sends, taps=taps)
     fed = Federation(
         parties=make_parties(scenario, p.device), aligned=scenario.aligned.to(p.device), channel=channel,
         num_classes=scenario.dataset.num_classes, model=cfg.model, finetune=cfg.finetune,
@@ -246,7 +247,7 @@ def _pretrain(p: Plan, fed: Federation, notes: list[str]) -> list | None:
     if not p.method.pretrains:
         return None
     skeleton = getattr(p.method, "skeleton", None)
-    if skeleton is None or any(phase == PRETRAIN for _, phase in fed.channel.inbox.wanted):
+    if skeleton is None or any(phase == PRETRAIN for inbox in fed.channel.inboxes.values() for _, phase in inbox.wanted):
         return p.method.pretrain(fed)
     key = pretrain_key(p.config, type(p.method))
     return cache.cached_modules(key, lambda: skeleton(fed), lambda: p.method.pretrain(fed),

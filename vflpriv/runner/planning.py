@@ -26,6 +26,7 @@ from vflpriv.engine import ACTIVE_BACKWARD, DEFENSE_POINTS, EPOCH_END, SOFT_LABE
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
+from vflpriv.runner.adversaries import READS, Adversary, resolve
 from vflpriv.runner.prior import PriorPlan, plan_prior
 from vflpriv.store import cache
 
@@ -34,21 +35,24 @@ T = TypeVar("T")
 
 @dataclass
 class AttackPlan:
-    """One attack on the planned training: its prior, and its search space when it is tuned (``space``);
-    ``not_applicable`` gives the reason it is recorded as n/a."""
+    """One attack on the planned training: its prior, its search space when it is tuned (``space``), who runs it
+    against whom and what its inbox keeps (``adversary``); ``not_applicable`` gives the reason it is recorded as
+    n/a."""
 
     config: RunConfig
     attack: Any
-    prior: PriorPlan
+    prior: PriorPlan | None
     space: dict[str, tuple] | None = None
     not_applicable: str = ""
+    adversary: Adversary | None = None
 
 
 @dataclass
 class Plan:
     """A training's resolved parts and the attacks evaluated on it, all validated: the run reads it, never asks
     the planner again. ``acting``: the attack that acts during this training, if any (its runs have a training of
-    their own); ``wanted``: the (kind, phase) pairs the adversary's inbox keeps, what any of the attacks reads."""
+    their own); ``wanted``: per receiver (an adversary: a party index or ``SERVER``), the (kind, phase) pairs its
+    inbox keeps, what any of the attacks it runs reads."""
 
     config: TrainingConfig
     scenario: Scenario
@@ -57,7 +61,7 @@ class Plan:
     device: torch.device
     attacks: list[AttackPlan] = field(default_factory=list)
     acting: AttackPlan | None = None
-    wanted: set[tuple[str, str]] = field(default_factory=set)
+    wanted: dict[int, set[tuple[str, str]]] = field(default_factory=dict)
 
 
 def available_devices() -> list[str]:
@@ -93,8 +97,8 @@ def plan(runs: RunConfig | Sequence[RunConfig]) -> Plan:
     p.attacks = [plan_attack(run, p) for run in runs]
     applicable = [a for a in p.attacks if not a.not_applicable]
     p.acting = next((a for a in applicable if a.attack.acts), None)
-    p.wanted = {pair for a in applicable
-                for pair in (*a.attack.needs_messages, *a.attack.required_messages(a.config.attack.phase))}
+    for a in applicable:
+        p.wanted.setdefault(a.adversary.party, set()).update(a.adversary.reads)
     return p
 
 
@@ -325,8 +329,9 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     cls = ATTACKS.get(cfg.name)
     options = parse_options(cls, cfg.options, where="attack.options")
     attack = built("attack", cfg.name, lambda: cls(options))
+    adversary = resolve(run, attack, parties=dataset.parties)
     if not method.federated:
-        return AttackPlan(run, attack, plan_prior(run, attack),
+        return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), adversary=adversary,
                           not_applicable=f"method '{run.method.name}' is not federated: no message crosses parties, "
                                          "so there is no adversary view to attack")
     if attack.binary_only and dataset.num_classes != 2:
@@ -335,17 +340,12 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         )
     if cfg.phase == "pretrain" and not method.pretrains:
         raise IncompatibleError(f"method '{run.method.name}' has no pretraining phase to attack; use --phase finetune")
-    if run.partition.canaries and cfg.phase == "pretrain" and not method.pretrain_reads_labels:
+    if (run.partition.canaries and cfg.phase == "pretrain" and not method.pretrain_reads_labels
+            and attack.secret == "labels"):
         raise IncompatibleError(f"partition.canaries: the pretraining of method '{run.method.name}' reads no labels, so "
                                 "its snapshot holds nothing of a canary's label; attack the finetune phase, or remove "
                                 "the canaries")
-    received = method.passive_receives()
-    for kind, phase in attack.required_messages(cfg.phase):
-        if (kind, phase) not in received:
-            raise IncompatibleError(
-                f"attack '{cfg.name}' needs the {kind} messages of the {phase} phase; "
-                f"method '{run.method.name}' sends the adversary none"
-            )
+    adversary = READS[attack.secret](attack, run, method, adversary)
     missing = attack.hook_points() - method.supported()
     if missing:
         raise IncompatibleError(
@@ -364,4 +364,8 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         raise IncompatibleError(f"attack '{cfg.name}': {reason}")
     if run.partition.aux == 0 and attack.needs_aux:
         raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")
-    return AttackPlan(run, attack, plan_prior(run, attack), space)
+    return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), space, adversary=adversary)
+
+
+#: How each secret's prior is planned (an attack's ``secret`` picks one).
+PRIOR_PLANS: dict[str, Callable[[RunConfig, Any], Any]] = {"labels": plan_prior}
