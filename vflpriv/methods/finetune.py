@@ -314,7 +314,7 @@ def backward_with(output: torch.Tensor, grad: torch.Tensor) -> None:
 def predict(fed: Federation, trained: Trained, *, ids: torch.Tensor | None = None, batch_size: int = 4096
             ) -> torch.Tensor:
     """Logits of the federated model on the test rows, or on the training rows ``ids``; passive parties send
-    embeddings."""
+    embeddings (of training rows with their ids; test rows carry none, and go in order)."""
     for module in (*trained.bottoms, trained.top):
         module.eval()
     rows = torch.arange(fed.active.x_test.shape[0], device=fed.device) if ids is None else ids
@@ -325,7 +325,8 @@ def predict(fed: Federation, trained: Trained, *, ids: torch.Tensor | None = Non
             x = (p.x_test if ids is None else p.x_train)[batch]
             h = trained.bottoms[p.index](x)
             if p.index != ACTIVE:
-                h = fed.hooks.receive(p.index, fed.channel.send(Message(EMBEDDING, INFERENCE, p.index, ACTIVE, h, None)))
+                sent = Message(EMBEDDING, INFERENCE, p.index, ACTIVE, h, None if ids is None else batch)
+                h = fed.hooks.receive(p.index, fed.channel.send(sent))
             reps.append(h)
         out.append(fed.hooks.predictions(trained.top(reps)))
     return torch.cat(out)

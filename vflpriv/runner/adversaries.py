@@ -44,8 +44,18 @@ def describe(party: int) -> str:
 def resolve(run: RunConfig, attack: Any, *, parties: int) -> Adversary:
     """The adversary of ``attack`` in ``run`` (and its victim), refused where the attack's roles exclude it or it
     names no party of the ``parties``."""
+    party, victim = parties_of(run, attack.secret, parties=parties)
+    if role(party) not in attack.roles:
+        raise IncompatibleError(f"attack '{run.attack.name}' infers {attack.secret} and may be run by "
+                                f"{' or '.join(_roles(attack.roles))}; its adversary here is {describe(party)}")
+    return Adversary(party, victim)
+
+
+def parties_of(run: RunConfig, secret: str, *, parties: int) -> tuple[int, int | None]:
+    """(adversary, victim) of an attack on ``secret`` in ``run``: the defaults of the module's docstring, refused
+    where they name no party of the ``parties`` or the adversary is its own victim."""
     cfg, name = run.attack, run.attack.name
-    if attack.secret == "labels":
+    if secret == "labels":
         if cfg.adversary is not None and cfg.adversary != run.partition.adversary:
             raise ConfigError(f"attack.adversary={cfg.adversary}: label attack '{name}' is run by partition.adversary "
                               f"(party {run.partition.adversary}), the passive party that holds the auxiliary labels; "
@@ -53,22 +63,18 @@ def resolve(run: RunConfig, attack: Any, *, parties: int) -> Adversary:
         if cfg.victim is not None:
             raise ConfigError(f"attack.victim names whose features a feature attack infers; '{name}' infers the "
                               "active party's labels: remove attack.victim")
-        party, victim = run.partition.adversary, None
-    else:
-        party = ACTIVE if cfg.adversary is None else SERVER if cfg.adversary == "server" else cfg.adversary
-        if party != SERVER and party >= parties:
-            raise ConfigError(f"attack.adversary={party}: there are {parties} parties (0..{parties - 1}) and the "
-                              "server ('server')")
-        victim = cfg.victim if cfg.victim is not None else 1 if party in (ACTIVE, SERVER) else ACTIVE
-        if victim >= parties:
-            raise ConfigError(f"attack.victim={victim}: there are {parties} parties (0..{parties - 1})")
-        if victim == party:
-            raise IncompatibleError(f"attack '{name}': the adversary, {describe(party)}, is its own victim (it holds "
-                                    "its features already); name another attack.victim or attack.adversary")
-    if role(party) not in attack.roles:
-        raise IncompatibleError(f"attack '{name}' infers {attack.secret} and may be run by "
-                                f"{' or '.join(_roles(attack.roles))}; its adversary here is {describe(party)}")
-    return Adversary(party, victim)
+        return run.partition.adversary, None
+    party = ACTIVE if cfg.adversary is None else SERVER if cfg.adversary == "server" else cfg.adversary
+    if party != SERVER and party >= parties:
+        raise ConfigError(f"attack.adversary={party}: there are {parties} parties (0..{parties - 1}) and the "
+                          "server ('server')")
+    victim = cfg.victim if cfg.victim is not None else 1 if party in (ACTIVE, SERVER) else ACTIVE
+    if victim >= parties:
+        raise ConfigError(f"attack.victim={victim}: there are {parties} parties (0..{parties - 1})")
+    if victim == party:
+        raise IncompatibleError(f"attack '{name}': the adversary, {describe(party)}, is its own victim (it holds "
+                                "its features already); name another attack.victim or attack.adversary")
+    return party, victim
 
 
 def _roles(roles: frozenset[str]) -> list[str]:
@@ -89,7 +95,8 @@ def label_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary) 
 def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary) -> Adversary:
     """A feature attack's adversary with the per-sample messages it reads from its victim: the first kind of the
     attack's ``observes`` that the victim's role sends the adversary's role in ``phase`` (and at inference, where the
-    method sends it then: the test targets). Refused where there is none (nothing feature-bearing reaches it)."""
+    method sends it then: the test targets, of the finetuned model, so for a finetuning attack only). Refused where
+    there is none (nothing feature-bearing reaches it)."""
     victim, phase = adversary.victim, run.attack.phase
     assert victim is not None
     got = received(method.sends, adversary.role, sender=role(victim))
@@ -100,7 +107,8 @@ def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary
             f"attack '{run.attack.name}' reconstructs {describe(victim)}'s features from the "
             f"{' or '.join(attack.observes)} messages it sends about each sample in {phase}; in method '{run.method.name}' "
             f"{describe(adversary.party)} receives none from it then (it receives: {', '.join(there) or 'nothing'})")
-    reads = [(kinds[0], phase)] + ([(kinds[0], INFERENCE)] if (kinds[0], INFERENCE) in got else [])
+    at_inference = phase == "finetune" and (kinds[0], INFERENCE) in got  # the model the test rows come from
+    reads = [(kinds[0], phase)] + ([(kinds[0], INFERENCE)] if at_inference else [])
     return Adversary(adversary.party, victim, tuple(reads))
 
 

@@ -27,6 +27,7 @@ from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
 from vflpriv.runner.adversaries import READS, Adversary, resolve
+from vflpriv.runner.feature_prior import FeaturePriorPlan, plan_feature_prior
 from vflpriv.runner.prior import PriorPlan, plan_prior
 from vflpriv.store import cache
 
@@ -41,7 +42,7 @@ class AttackPlan:
 
     config: RunConfig
     attack: Any
-    prior: PriorPlan | None
+    prior: PriorPlan | FeaturePriorPlan
     space: dict[str, tuple] | None = None
     not_applicable: str = ""
     adversary: Adversary | None = None
@@ -368,4 +369,4 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
 
 
 #: How each secret's prior is planned (an attack's ``secret`` picks one).
-PRIOR_PLANS: dict[str, Callable[[RunConfig, Any], Any]] = {"labels": plan_prior}
+PRIOR_PLANS: dict[str, Callable[[RunConfig, Any], Any]] = {"labels": plan_prior, "features": plan_feature_prior}
