@@ -93,7 +93,13 @@ def gaussian_window(size: int = SSIM_WINDOW, sigma: float = SSIM_SIGMA) -> torch
 
 
 def ssim(guess: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
-    """Per-image windowed SSIM (shape: images) of images (N, C, H, W) in [0, 1], as ``pytorch_ssim.ssim``."""
+    """Per-image windowed SSIM (shape: images) of images (N, C, H, W) in [0, 1], as ``pytorch_ssim.ssim``: the mean of
+    :func:`ssim_map` over each image's channels and pixels."""
+    return ssim_map(guess, truth).flatten(1).mean(1)
+
+
+def ssim_map(guess: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
+    """The SSIM of each pixel's window (N, C, H, W), zero-padded at the borders as pytorch_ssim's convolution is."""
     _check(guess, truth)
     if guess.dim() != 4:
         raise ValueError(f"SSIM needs images (N, C, H, W), got shape {tuple(guess.shape)}")
@@ -109,7 +115,7 @@ def ssim(guess: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
     cov = blur(a * b) - mu_a * mu_b
     num = (2 * mu_a * mu_b + SSIM_C1) * (2 * cov + SSIM_C2)
     den = (mu_a.pow(2) + mu_b.pow(2) + SSIM_C1) * (var_a + var_b + SSIM_C2)
-    return (num / den).flatten(1).mean(1)
+    return num / den
 
 
 def discrete_levels(x: torch.Tensor, *, categorical: int) -> dict[int, torch.Tensor]:
