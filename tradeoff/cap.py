@@ -2,6 +2,13 @@
 
 CAP = (1/v) * sum_lambda U(lambda) * (1 - A(lambda)) over a protection sweep lambda_1..lambda_v.
 Higher is better: useful models whose labels the attack cannot recover.
+
+For a feature attack, 1 - A is its privacy score P = min(1, attack MSE / prior MSE) on the same targets (``scored``):
+the share of the adversary's own error without the federation that the reconstruction keeps. P = 1 where the attack
+does no better than the feature prior (the federation told it nothing it could use), 0 for an exact reconstruction;
+clipped at 1, since an attack worse than the prior cannot make a defense better than no leak (the adversary falls back
+on its prior). An MSE has no scale of its own (it depends on the features' spread), hence the ratio to the prior's,
+which does not; the label score 1 - A is an accuracy, which has one. The worst case is taken per secret and victim.
 """
 
 from __future__ import annotations
@@ -21,6 +28,30 @@ _WORST_KEEP = ["variant", "strength", "seed", "status", "utility", "utility_metr
                "strength_stronger", "strength_identity", "config", "epsilon"]
 #: DCS's weight of the utility loss against the attack performance (VFLAIR: 0.5).
 DCS_BETA = 0.5
+
+
+#: Columns that tell a feature attack's records apart: the worst case over attacks never mixes secrets or victims.
+SECRET = ["secret", "victim"]
+
+
+def secret_columns(results: pd.DataFrame) -> list[str]:
+    """:data:`SECRET` where the results hold a feature attack's records (label-only results keep their columns)."""
+    return list(SECRET) if "secret" in results and (results["secret"] == "features").any() else []
+
+
+def scored(results: pd.DataFrame) -> pd.DataFrame:
+    """The records with each feature attack's ``attack_accuracy`` set to its performance relative to its prior,
+    A = 1 - min(1, feature MSE / prior MSE) (so 1 - A is the privacy score of the module's docstring), and its
+    ``prior_accuracy`` to 0 (the prior's own performance on that scale); label records unchanged."""
+    if "secret" not in results or not (results["secret"] == "features").any():
+        return results
+    features = results["secret"] == "features"
+    ratio = (pd.to_numeric(results["feature_mse"], errors="coerce") /
+             pd.to_numeric(results["prior_mse"], errors="coerce")).clip(lower=0, upper=1)
+    out = results.copy()
+    out.loc[features, "attack_accuracy"] = 1.0 - ratio[features]
+    out.loc[features, "prior_accuracy"] = 0.0
+    return out
 
 
 def dcs(attack: np.ndarray, utility: np.ndarray, reference: np.ndarray, *, classes: int,
@@ -77,7 +108,7 @@ def seed_caps(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """CAP per ``by`` group and seed, over the strengths the group's records name: the ``by`` columns, ``seed``,
     ``cap``. A seed missing a successful run at one of them gets no row (its CAP would cover another sweep)."""
     rows = []
-    for keys, group in results.groupby(by, sort=False):
+    for keys, group in scored(results).groupby(by, sort=False):
         expected = sorted(group["strength"].unique())
         ok = group[group["status"] == "ok"]
         for seed, runs in ok.groupby("seed", sort=True):
@@ -95,24 +126,38 @@ def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
     such run get no record."""
     if results.empty or "attack" not in results:
         return results.iloc[0:0]
-    scored = np.isfinite(pd.to_numeric(results["attack_accuracy"], errors="coerce").astype(float))
-    ok = results[(results["status"] == "ok") & (results["attack"] != WORST) & scored]
-    by = [c for c in GROUP if c != "attack"] + (["variant"] if "variant" in ok else []) + ["strength", "seed"]
+    results = scored(results)
+    finite = np.isfinite(pd.to_numeric(results["attack_accuracy"], errors="coerce").astype(float))
+    ok = results[(results["status"] == "ok") & (results["attack"] != WORST) & finite]
+    by = ([c for c in GROUP if c != "attack"] + [c for c in SECRET if c in ok] + (["variant"] if "variant" in ok else [])
+          + ["strength", "seed"])
+    several = ok.groupby("secret")["attack"].nunique() >= 2 if "secret" in ok else None
     rows = []
     for _, g in ok.groupby(by, sort=False):
+        if several is not None and not several[g["secret"].iloc[0]]:
+            continue  # the only attack on its secret: its own rows stand
         candidates = list(zip(g["attack"], g["attack_accuracy"]))
         if "prior_accuracy" in g and g["prior_accuracy"].notna().any():
-            candidates.append(("prior", float(g["prior_accuracy"].max())))
+            prior = ("prior", float(g["prior_accuracy"].max()))
+            # a feature attack no better than its prior (performance 0, clipped) does not beat it: the prior first
+            candidates = [prior, *candidates] if "secret" in g and g["secret"].iloc[0] == "features" \
+                else [*candidates, prior]
         name, accuracy = max(candidates, key=lambda c: c[1])
         honest = g[~g["training_under_attack"].astype(bool)] if "training_under_attack" in g else g
         first = (honest if len(honest) else g).iloc[0]
-        row = {c: first[c] for c in [*GROUP, *_WORST_KEEP] if c in g}
+        row = {c: first[c] for c in [*GROUP, *_WORST_KEEP, *SECRET] if c in g}
         row.update(attack=WORST, attack_accuracy=accuracy, strongest=name, training_under_attack=False,
                    prior_accuracy=float(g["prior_accuracy"].max()) if "prior_accuracy" in g else NAN)
         row["leakage"] = accuracy - row["prior_accuracy"]
+        if row.get("secret") == "features":  # errors, as a feature attack's record holds them
+            strongest = g.loc[g["attack_accuracy"].idxmax()] if name != "prior" else None
+            row["prior_mse"] = float(g["prior_mse"].min())
+            row["feature_mse"] = row["prior_mse"] if strongest is None else float(strongest["feature_mse"])
+            row["leakage"] = row["prior_mse"] - row["feature_mse"]
         rows.append(row)
-    return pd.DataFrame(rows, columns=list(dict.fromkeys([*GROUP, *_WORST_KEEP, "attack_accuracy", "prior_accuracy",
-                                                          "leakage", "strongest", "training_under_attack"])))
+    return pd.DataFrame(rows, columns=list(dict.fromkeys([*GROUP, *_WORST_KEEP, *SECRET, "attack_accuracy",
+                                                          "prior_accuracy", "leakage", "feature_mse", "prior_mse",
+                                                          "strongest", "training_under_attack"])))
 
 
 def with_worst_case(results: pd.DataFrame) -> pd.DataFrame:
@@ -150,8 +195,8 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
     ``report_best_epoch_on_targets`` option).
     """
     rows = []
-    by = GROUP + (["variant"] if "variant" in results else [])
-    results = with_worst_case(results)
+    by = GROUP + secret_columns(results) + (["variant"] if "variant" in results else [])
+    results = scored(with_worst_case(results))
     results = results.assign(reference_utility=reference_utility(results))
     for keys, group in results.groupby(by, sort=False):
         expected = sorted(group["strength"].unique())

@@ -18,7 +18,10 @@ partition, same auxiliary set). Two tests of it:
 A feature attack's leakage is the prior's reconstruction error minus the attack's (MSE on features scaled to [0, 1]),
 per target: the same per-sample test on those continuous paired differences (their variance in place of McNemar's;
 :func:`error_paired_leakage`), with a margin relative to the prior's error (``FEATURE_MARGIN`` of its mean MSE: an
-MSE has no scale of its own, as an accuracy has).
+MSE has no scale of its own, as an accuracy has). A feature attack has no "attack failed" verdict: a reconstruction
+significantly worse than the prior is what a decoder fitted on rows that carry nothing of the victim's features
+does (it fits their noise; a constant or noise bottom reads so), not a training that collapsed, so it reads "no"
+(the leakage is shown to be below the margin) and the audit says it fell below the prior.
 
 Verdicts, with a tolerance ``margin`` (default 0.02 accuracy):
 
@@ -95,8 +98,12 @@ def paired_leakage(attack: np.ndarray, prior: np.ndarray, *, margin: float = MAR
     return LeakageTest(n, float(attack.mean()), float(prior.mean()), mean, low, high, p, _verdict(low, high, margin))
 
 
-def _verdict(low: float, high: float, margin: float) -> str:
-    return "yes" if low > 0 else "attack failed" if high < -margin else "no" if high < margin else "inconclusive"
+def _verdict(low: float, high: float, margin: float, *, can_fail: bool = True) -> str:
+    if low > 0:
+        return "yes"
+    if can_fail and high < -margin:
+        return "attack failed"
+    return "no" if high < margin else "inconclusive"
 
 
 def _bits(text: str) -> np.ndarray:
@@ -123,11 +130,11 @@ def error_paired_leakage(attack_errors: list[np.ndarray], prior_errors: list[np.
         raise ValueError("each seed needs attack and prior errors of the same, non-empty target set")
     prior_mean = float(np.mean([p.mean() for _, p in pairs]))
     return _random_effects([p - a for a, p in pairs], [a.mean() for a, _ in pairs], [p.mean() for _, p in pairs],
-                           margin=margin * prior_mean, test=ERROR_TEST_NAME)
+                           margin=margin * prior_mean, test=ERROR_TEST_NAME, can_fail=False)
 
 
 def _random_effects(diffs: list[np.ndarray], attack: list[float], prior: list[float], *, margin: float,
-                    test: str) -> LeakageTest:
+                    test: str, can_fail: bool = True) -> LeakageTest:
     """Each seed's paired differences ``diffs`` combined by the random-effects model of the module's docstring."""
     means = np.array([d.mean() for d in diffs])
     within = np.array([d.var(ddof=1) / d.size if d.size > 1 else 0.0 for d in diffs])
@@ -146,7 +153,7 @@ def _random_effects(diffs: list[np.ndarray], attack: list[float], prior: list[fl
     low, high = pooled - 1.96 * se, pooled + 1.96 * se
     p_value = float(stats.norm.sf(pooled / se)) if se > 0 else (0.0 if pooled > 0 else 1.0)
     return LeakageTest(len(diffs), float(np.mean(attack)), float(np.mean(prior)), pooled, low, high, p_value,
-                       _verdict(low, high, margin), test, sum(d.size for d in diffs))
+                       _verdict(low, high, margin, can_fail=can_fail), test, sum(d.size for d in diffs))
 
 
 def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN, feature_margin: float = FEATURE_MARGIN
@@ -164,16 +171,22 @@ def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN, feature_margi
     return paired_leakage(ok["attack_accuracy"].to_numpy(), ok["prior_accuracy"].to_numpy(), margin=margin)
 
 
-def falls_to_prior(records: pd.DataFrame, *, margin: float = MARGIN) -> dict | None:
-    """The weakest strength of one defense sweep at which the mean leakage over seeds is at most ``margin``:
+def falls_to_prior(records: pd.DataFrame, *, margin: float = MARGIN, feature_margin: float = FEATURE_MARGIN
+                   ) -> dict | None:
+    """The weakest strength of one defense sweep at which the mean leakage over seeds is at most ``margin`` (a feature
+    attack's: ``feature_margin`` times the prior's MSE):
     {strength, axis, leakage, utility}, or None if no swept strength gets there."""
     ok = records[records["status"] == "ok"]
     if ok.empty:
         return None
     stronger_is_lower = (ok["strength_stronger"] == "lower").any()
-    means = ok.assign(leak=ok["attack_accuracy"] - ok["prior_accuracy"]).groupby("strength")[["leak", "utility"]].mean()
+    if is_features(ok):  # errors: prior - attack MSE, the margin a share of the prior's (FEATURE_MARGIN's reading)
+        ok = ok.assign(leak=ok["prior_mse"] - ok["feature_mse"], bound=feature_margin * ok["prior_mse"])
+    else:
+        ok = ok.assign(leak=ok["attack_accuracy"] - ok["prior_accuracy"], bound=margin)
+    means = ok.groupby("strength")[["leak", "utility", "bound"]].mean()
     for strength in sorted(means.index, reverse=bool(stronger_is_lower)):
-        if means.loc[strength, "leak"] <= margin:
+        if means.loc[strength, "leak"] <= means.loc[strength, "bound"]:
             return {"strength": float(strength), "axis": str(ok["strength_axis"].iloc[0]),
                     "leakage": float(means.loc[strength, "leak"]), "utility": float(means.loc[strength, "utility"])}
     return None
