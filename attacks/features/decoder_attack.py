@@ -17,13 +17,12 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from vflpriv.attacks.features.base import FeatureAttack, FeatureView, Reconstruction
+from vflpriv.attacks.features.base import FeatureAttack, FeatureOptions, FeatureView, Reconstruction
 from vflpriv.attacks.features.decoders import build_decoder, fit_regression
-from vflpriv.config.options import Options
 from vflpriv.models.training import apply_in_batches
 
 
-class DecoderOptions(Options):
+class DecoderOptions(FeatureOptions):
     decoder: Literal["auto", "mlp", "conv"] = Field(
         "auto", description="auto: conv for image victims of 16 px or more, else VFLAIR's MLP")
     epochs: int = Field(50, ge=1, description="decoder training epochs (VFLAIR: 50)")
@@ -39,6 +38,11 @@ class FeatureDecoder(FeatureAttack):
                              "examples/security/v_mia")
     search_space: ClassVar[dict[str, tuple]] = {"lr": (3e-4, 1e-3, 3e-3), "batch_size": (8, 32)}
     budget_option: ClassVar[str] = "epochs"
+
+    def victim_problem(self, spec) -> str:
+        if self.options.decoder == "conv" and not (spec.modality == "image" and len(spec.shape) == 3):
+            return "attack.options.decoder=conv decodes to images; the victim's features are tabular: use mlp or auto"
+        return super().victim_problem(spec)
 
     def infer(self, view: FeatureView) -> dict[str, Reconstruction]:
         o = self.options

@@ -30,16 +30,15 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from vflpriv.attacks.features.base import FeatureAttack, FeatureView, Reconstruction
+from vflpriv.attacks.features.base import FeatureAttack, FeatureOptions, FeatureView, Reconstruction
 from vflpriv.attacks.features.decoders import MLPDecoder
 from vflpriv.attacks.features.surrogate import fit_surrogate
-from vflpriv.config.options import Options
 from vflpriv.engine import EMBEDDING
 from vflpriv.models.encoders import init_parameters
 from vflpriv.models.training import apply_in_batches, index_batches, make_optimizer, require_finite
 
 
-class GRNOptions(Options):
+class GRNOptions(FeatureOptions):
     observe: Literal["logits", "probs", "rounded"] = Field(
         "probs", description="the model output observed per target: logits, probabilities, or rounded probabilities")
     precision: int = Field(1, ge=0, le=8, description="decimals of the rounded probabilities (Luo: 1)")

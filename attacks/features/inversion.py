@@ -21,14 +21,13 @@ from typing import ClassVar, Literal
 import torch
 from pydantic import Field
 
-from vflpriv.attacks.features.base import FeatureAttack, FeatureView, Reconstruction
+from vflpriv.attacks.features.base import FeatureAttack, FeatureOptions, FeatureView, Reconstruction
 from vflpriv.attacks.features.decoder_attack import DecoderOptions, FeatureDecoder
 from vflpriv.attacks.features.surrogate import fit_surrogate
-from vflpriv.config.options import Options
 from vflpriv.models.training import make_optimizer
 
 
-class InversionOptions(Options):
+class InversionOptions(FeatureOptions):
     steps: int = Field(200, ge=1, description="optimisation steps on the reconstructions")
     lr: float = Field(0.01, gt=0, description="Adam learning rate of the reconstructions")
     tv: float = Field(0.05, ge=0, description="total-variation weight (image victims; unused on tabular ones)")

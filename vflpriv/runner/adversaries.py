@@ -82,7 +82,7 @@ def _roles(roles: frozenset[str]) -> list[str]:
     return [words[r] for r in ("active", "passive", "server") if r in roles]
 
 
-def label_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary) -> Adversary:
+def label_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary, dataset: Any) -> Adversary:
     """A label attack's adversary with the messages it reads, each of which the method must send to its role."""
     got, phase = received(method.sends, adversary.role), run.attack.phase
     for kind, at in attack.required_messages(phase):
@@ -92,13 +92,16 @@ def label_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary) 
     return Adversary(adversary.party, None, (*attack.needs_messages, *attack.required_messages(phase)))
 
 
-def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary) -> Adversary:
+def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary, dataset: Any) -> Adversary:
     """A feature attack's adversary with the per-sample messages it reads from its victim: the first kind of the
     attack's ``observes`` that the victim's role sends the adversary's role in ``phase`` (and at inference, where the
     method sends it then: the test targets, of the finetuned model, so for a finetuning attack only). Refused where
-    there is none (nothing feature-bearing reaches it)."""
+    there is none (nothing feature-bearing reaches it), or where its options do not fit the victim's features."""
     victim, phase = adversary.victim, run.attack.phase
     assert victim is not None
+    problem = attack.victim_problem(dataset.specs[victim])
+    if problem:
+        raise IncompatibleError(f"attack '{run.attack.name}': {problem}")
     got = received(method.sends, adversary.role, sender=role(victim))
     kinds = [k for k in attack.observes if (k, phase) in got]
     if not kinds:

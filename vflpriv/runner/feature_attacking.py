@@ -143,7 +143,7 @@ def run_feature_attack(a, fed: Federation, scenario: Scenario, trained, record: 
     elif isinstance(found, str):
         record.notes = "; ".join(filter(None, [record.notes, f"attack {cfg.attack.name} not tuned: {found}"]))
     prior = feature_prior(a.prior, view)
-    score_features(record, guesses, truth, prior, view)
+    score_features(record, guesses, truth, prior, view, image_scores=a.attack.image_scores(view.victim_spec))
 
 
 def _checked(guesses: dict[str, Reconstruction], truth: Truth) -> dict[str, torch.Tensor]:
@@ -161,7 +161,7 @@ def _checked(guesses: dict[str, Reconstruction], truth: Truth) -> dict[str, torc
 
 
 def score_features(record: RunRecord, guesses: dict[str, Reconstruction], found: Truth, prior,
-                   view: FeatureView) -> None:
+                   view: FeatureView, *, image_scores: bool) -> None:
     """The reconstructions' scores and the prior's on the same targets (the primary set: ``test`` where there is one)."""
     truth = found.sets
     rec = _checked(guesses, found)
@@ -174,7 +174,7 @@ def score_features(record: RunRecord, guesses: dict[str, Reconstruction], found:
     record.feature_ap = fm.ap(record.feature_mse)
     record.feature_mse_per_feature = json.dumps(fm.per_feature_mse(guess, y).tolist())
     record.attack_errors = json.dumps(errors.tolist())
-    image = view.victim_spec.modality == "image" and y.dim() == 4
+    image = image_scores and y.dim() == 4
     if image:
         record.feature_psnr = fm.psnr(record.feature_mse)
         record.feature_ssim = float(fm.ssim(guess, y).mean())

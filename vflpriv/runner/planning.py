@@ -346,7 +346,7 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         raise IncompatibleError(f"partition.canaries: the pretraining of method '{run.method.name}' reads no labels, so "
                                 "its snapshot holds nothing of a canary's label; attack the finetune phase, or remove "
                                 "the canaries")
-    adversary = READS[attack.secret](attack, run, method, adversary)
+    adversary = READS[attack.secret](attack, run, method, adversary, dataset)
     missing = attack.hook_points() - method.supported()
     if missing:
         raise IncompatibleError(
