@@ -17,6 +17,7 @@ from vflpriv.engine import (
     PASSIVE_STEP,
     SOFT_LABELS,
     SPLIT_LEARNING,
+    VICTIM_POINTS,
     Federation,
     Traffic,
     passive_receives,
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 #: Everything the shared finetuning loop honours: each ``finetune.top``, FedBCD's ``finetune.local_updates``,
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
-                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, *DEFENSE_POINTS})
+                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, *DEFENSE_POINTS, *VICTIM_POINTS})
 
 
 class Method:

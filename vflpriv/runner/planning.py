@@ -22,7 +22,7 @@ from vflpriv.config.schema import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
 from vflpriv.data.scenario import Scenario, build_scenario
-from vflpriv.engine import ACTIVE_BACKWARD, DEFENSE_POINTS, EPOCH_END, SOFT_LABELS, role
+from vflpriv.engine import ACTIVE_BACKWARD, DEFENSE_POINTS, EPOCH_END, SOFT_LABELS, VICTIM_POINTS, role
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
@@ -238,6 +238,8 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     if SOFT_LABELS in cls.hook_points and SOFT_LABELS not in method.supported():
         raise IncompatibleError(f"defense '{d.name}' trains the active party on soft labels; method "
                                 f"'{config.method.name}' trains with a loop of its own that takes class indices only")
+    if cls.hook_points & VICTIM_POINTS:
+        return _victim_defense(config, index, cls, method)
     inside = cls.hook_points & DEFENSE_POINTS
     if inside:
         return _training_defense(config, index, cls, method, device)
@@ -294,6 +296,29 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
     return built("defense", name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=0, phase="finetune", kinds=kinds,
         options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
+
+
+def _victim_defense(config: TrainingConfig, index: int, cls, method: Method):
+    """A defense inside a victim's (a passive party's) finetuning computation, the feature attacks' counterpart of the
+    active party's points: the method's training must call its hook points, it acts in finetuning at the passive
+    party it protects (default party 1), and protects the messages that party sends where it also acts on them."""
+    d, name = config.defenses[index], config.defenses[index].name
+    missing = sorted((cls.hook_points & VICTIM_POINTS) - method.supported())
+    if missing:
+        raise IncompatibleError(f"defense '{name}' acts at {', '.join(missing)} inside a passive party's training; "
+                                f"method '{config.method.name}' trains with a loop of its own that does not call that "
+                                "point")
+    if d.phase != "finetune":
+        raise IncompatibleError(f"defense '{name}' acts in a passive party's finetuning; use phase finetune")
+    party = 1 if d.party is None else d.party
+    if not 1 <= party < config.partition.parties:
+        raise ConfigError(f"defense '{name}' protects a passive party's features: party must be one of "
+                          f"1..{config.partition.parties - 1}")
+    options = parse_options(cls, d.options, where=f"defenses[{index}].options")
+    return built("defense", name, lambda: cls(
+        strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase="finetune",
+        kinds=d.kinds if cls.supported_kinds else None, options=options,
+        generator=generator(config.seed, f"defense:{index}"), name=name))
 
 
 def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:
