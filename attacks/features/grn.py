@@ -64,7 +64,7 @@ class GenerativeRegression(FeatureAttack):
                              "fia_torch.py; VFLAIR GenerativeRegressionNetwork.py")
     search_space: ClassVar[dict[str, tuple]] = {"lr": (1e-4, 1e-3), "variance_weight": (0.0, 0.25)}
     budget_option: ClassVar[str] = "epochs"
-    audit_options: ClassVar[dict] = {"epochs": 10, "surrogate_epochs": 50}
+    audit_options: ClassVar[dict] = {"epochs": 5, "surrogate_epochs": 30}
 
     def incompatible(self, run, *, num_classes: int) -> str:
         if run.attack.phase != "finetune":

@@ -103,9 +103,10 @@ def ssim_map(guess: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
     _check(guess, truth)
     if guess.dim() != 4:
         raise ValueError(f"SSIM needs images (N, C, H, W), got shape {tuple(guess.shape)}")
-    a, b = guess.double(), truth.double()
+    dtype = torch.promote_types(torch.promote_types(guess.dtype, truth.dtype), torch.float32)
+    a, b = guess.to(dtype), truth.to(dtype)  # float32 for records (fast), float64 where given (the reference test)
     channels = a.shape[1]
-    window = gaussian_window().expand(channels, 1, SSIM_WINDOW, SSIM_WINDOW).contiguous()
+    window = gaussian_window().to(dtype).expand(channels, 1, SSIM_WINDOW, SSIM_WINDOW).contiguous()
 
     def blur(t: torch.Tensor) -> torch.Tensor:
         return F.conv2d(t, window, padding=SSIM_WINDOW // 2, groups=channels)

@@ -35,6 +35,7 @@ from vflpriv.config.schema import (
     refuse_untuned,
 )
 from vflpriv.config.sweep import RunsPerGpu, Seed, check_runs_per_gpu, refuse_repeats
+from vflpriv.engine import VICTIM_POINTS
 from vflpriv.runner.prior import prior_pretraining
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
@@ -168,11 +169,17 @@ def _attacks(cfg: AuditConfig, name: str, phase: str, adversary: int, first: boo
 
 def _defended_by(attack: AttackConfig, d: AuditDefense, cfg: AuditConfig) -> bool:
     """Whether the audit runs ``attack`` under defense ``d``: every label attack; a feature attack named in
-    ``audit.feature_defended`` under a defense that protects its victim's messages."""
+    ``audit.feature_defended`` under a feature defense of its victim: one that protects the embeddings its victim
+    sends, or acts inside its training (``VICTIM_POINTS``). The active party's gradient defenses are label defenses:
+    what they do to a passive adversary's reconstruction of the active party's features is a question for
+    ``evaluate`` (the audit's feature part stays cheap: the undefended verdicts, and the feature defenses)."""
     if getattr(ATTACKS.get(attack.name), "secret", "labels") == "labels":
         return True
     victim = attack.victim if attack.victim is not None else 1
-    return attack.name in cfg.audit.feature_defended and d.party == victim
+    cls = DEFENSES.get(d.name)
+    kinds = d.kinds or cls.default_kinds_for(attack.phase)
+    features = "embedding" in kinds or bool(getattr(cls, "hook_points", frozenset()) & VICTIM_POINTS)
+    return attack.name in cfg.audit.feature_defended and d.party == victim and features
 
 
 def resolved_options(cfg: AuditConfig) -> dict[str, dict]:
