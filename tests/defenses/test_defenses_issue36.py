@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from vflpriv.common.errors import IncompatibleError
+from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.alibi import laplace, posterior
 from vflpriv.defenses.label_dp import rr_with_prior, top_k_choice
@@ -95,12 +96,13 @@ def test_fedpass_draws_private_keys_once_per_party_at_its_scale_and_trains_its_l
     p = plan(_config(defenses=[{"name": "fedpass", "strength": 10.0, "sweep": True}]))
     fed = build_federation(p)
     defense = p.defenses[0]
-    z = torch.randn(32, 16)
+    z = torch.randn(32, 400)
     out = defense.receive(1, z)
     layer = defense.layers[1]
     assert out.shape == z.shape and defense.receive(1, z).shape == z.shape and len(defense.layers) == 1
-    assert layer.scale_key.std().item() == pytest.approx(10.0, rel=0.1)
-    assert layer.scale_key.mean().item() == pytest.approx(-1.0, abs=1.0)
+    assert layer.scale_key.shape == layer.bias_key.shape == (1, 400)  # one row: SecretFlow's and FATE's num_passport
+    assert layer.scale_key.std().item() == pytest.approx(10.0, rel=0.15)
+    assert layer.scale_key.mean().item() == pytest.approx(-1.0, abs=2.0)
     assert {id(q) for q in defense.active_parameters()} == {id(q) for q in layer.parameters()}
     assert all(not isinstance(b, nn.Parameter) for b in layer.buffers())  # the keys are not trained
     assert fed is not None
@@ -110,11 +112,24 @@ def test_potential_energy_by_hand_and_its_gradient_pushes_one_class_apart():
     h = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]], requires_grad=True)
     y = torch.tensor([0, 0, 1])
     energy = potential_energy(h, y, eps=0.0, normalize=True)
-    assert energy.item() == pytest.approx(1 / math.sqrt(2))  # one same-class pair at distance sqrt(2)
+    assert energy.item() == pytest.approx(1 / math.sqrt(2))  # (2 ordered pairs at distance sqrt(2)) / 2 members
     energy.backward()
     moved = (h - 0.1 * h.grad).detach()
     assert torch.dist(*torch.nn.functional.normalize(moved[:2], dim=1)) > math.sqrt(2)
     assert potential_energy(h, torch.tensor([0, 1, 2]), eps=0.0, normalize=True) is None
+
+
+def test_potential_energy_is_secretflow_s_sum_per_class_on_the_raw_embeddings():
+    """SecretFlow's PELoss: per class, the sum over its ordered pairs of 1 / distance, over the class's count, summed
+    over the classes; raw embeddings (a 3-4-5 triangle of class 0, two points 2 apart of class 1, a lone class 2)."""
+    h = torch.tensor([[0.0, 0.0, 1.0], [3.0, 0.0, 1.0], [0.0, 4.0, 1.0], [10.0, 10.0, 0.0], [10.0, 12.0, 0.0],
+                      [7.0, 7.0, 7.0]])
+    y = torch.tensor([0, 0, 0, 1, 1, 2])
+    by_hand = 2 * (1 / 3 + 1 / 4 + 1 / 5) / 3 + 2 * (1 / 2) / 2
+    assert potential_energy(h, y, eps=0.0, normalize=False).item() == pytest.approx(by_hand)
+    assert potential_energy(h[[0, 3, 1, 4, 2, 5]], y[[0, 3, 1, 4, 2, 5]], eps=0.0, normalize=False).item() == \
+        pytest.approx(by_hand)  # the rows' order does not matter
+    assert DEFENSES.get("peloss").Options().normalize is False  # the raw embeddings by default, as SecretFlow
 
 
 def test_top_depth_deepens_the_linear_top_and_depth_one_is_the_mlp_top_bit_for_bit():
