@@ -253,10 +253,13 @@ class LabelDefense(Protection):
         self.replace_labels(federation, labels)
 
     @staticmethod
-    def replace_labels(federation: Federation, labels: torch.Tensor, soft: torch.Tensor | None = None) -> None:
+    def replace_labels(federation: Federation, labels: torch.Tensor, soft: torch.Tensor | None = None, *,
+                       label_ids: torch.Tensor | None = None) -> None:
         """The active party trains with ``labels`` from now on (and, where given, the probability rows ``soft`` as
-        its targets: :data:`SOFT_LABELS`)."""
+        its targets: :data:`SOFT_LABELS`; ``label_ids``: the ids it keeps labeled, where it drops some)."""
         extra = {} if soft is None else {"soft_labels": soft}
+        if label_ids is not None:
+            extra["label_ids"] = label_ids
         federation.parties[ACTIVE] = dataclasses.replace(federation.active, labels=labels, **extra)
 
     @abstractmethod

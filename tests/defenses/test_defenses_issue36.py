@@ -76,6 +76,39 @@ def test_alibi_trains_on_its_posterior_rows_and_its_labels_are_their_argmax():
     assert torch.equal(active.soft_labels[known].argmax(1), active.labels[known])
 
 
+@pytest.mark.parametrize("prior", ["model", "uniform"])
+def test_alibi_s_update_is_the_reference_code_s_loss_under_its_prior_by_hand(prior):
+    """label_dp_antipodes' Ohm loss: the target is the Laplace posterior of the noisy one-hot (drawn once), under the
+    model's current softmax (mapwithprior, the default) or a uniform prior (map); the loss is the cross-entropy to it.
+    The top's gradient after one exchange of the shared loop equals that loss's, computed here from the noise."""
+    from vflpriv.methods.finetune import split_model, split_step
+
+    eps = 2.0
+    p = plan(_config(defenses=[{"name": "alibi", "strength": eps, "sweep": True, "options": {"prior": prior}}]))
+    fed = build_federation(p)
+    defense = p.defenses[0]
+    bottoms, top = split_model(fed, p.method.fresh_bottoms(fed))
+    batch = fed.labeled_aligned()[:16]
+    split_step(fed, bottoms, top, batch, fed.active.labels[batch], epoch=0)
+    got = top.linear.weight.grad.clone()
+    logits = top([bottoms[q.index](q.x_train[batch]) for q in fed.parties])
+    z = defense.noisy[batch].float()
+    likelihood = -(z[:, None, :] - torch.eye(fed.num_classes)).abs().sum(-1) / (2 / eps)  # the reference's _map_laplace
+    log_prior = torch.log(torch.softmax(logits.detach(), 1)) if prior == "model" else 0.0
+    pmf = torch.softmax(likelihood + log_prior, 1)
+    loss = (pmf * -torch.log(torch.softmax(logits, 1) + 1e-10)).sum(-1).mean()
+    expected = torch.autograd.grad(loss, top.linear.weight)[0]
+    assert torch.allclose(got, expected, atol=1e-5)
+    assert not torch.isnan(defense.noisy[batch]).any() and defense.noisy[fed.active.labels < 0].isnan().all()
+
+
+def test_alibi_s_model_prior_is_refused_beside_a_defense_that_mixes_the_batch_s_targets():
+    mixup = {"name": "mixup", "strength": 0.7}
+    with pytest.raises(IncompatibleError, match="prior=uniform"):
+        plan(_config(defenses=[{"name": "alibi", "strength": 2.0, "sweep": True}, mixup]))
+    plan(_config(defenses=[{"name": "alibi", "strength": 2.0, "sweep": True, "options": {"prior": "uniform"}}, mixup]))
+
+
 def test_soft_labels_are_refused_for_a_method_whose_loop_takes_class_indices():
     with pytest.raises(IncompatibleError, match="soft labels"):
         plan(_config(method={"name": "ssvfl-i", "options": {"epochs": 1}}, attack={"name": "similarity"},

@@ -19,6 +19,8 @@ The defenses of the active party (the label holder), inside its own computation:
 - ``sent_gradient``: how it computes the gradient it sends a passive party (GradPerturb);
 - ``backward``: how it backpropagates its loss: a defense that ``backpropagates`` gets the per-sample losses, sets its
   parameters' gradients and the received embeddings' ``.grad`` itself (DP-SGD: per-sample clipping and noise);
+- ``soft_targets``: its soft targets of a batch from its model's current outputs (``SOFT_TARGETS``: ALIBI's posterior
+  of each noisy label under the model's prediction as the prior, recomputed at every update);
 - ``predictions``: its test outputs (the autoencoder decodes them).
 
 A measurement, not a party's act:
@@ -50,6 +52,8 @@ GRADIENT_COMPUTATION = "defend:gradient-computation"
 ACTIVE_BACKWARD = "defend:active-backward"
 #: The loop trains with the active party's soft labels where a label defense set them (``ActiveParty.soft_labels``).
 SOFT_LABELS = "defend:soft-labels"
+#: The loop recomputes the active party's soft targets from its model's current outputs at every update (``soft_targets``).
+SOFT_TARGETS = "defend:soft-targets"
 PREDICTIONS = "defend:predictions"
 EPOCH_END = "measure:epoch-end"
 DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD, PREDICTIONS})
@@ -104,6 +108,11 @@ class DefensePoints:
         """The active party's test outputs (logits) from its model's."""
         return logits
 
+    def soft_targets(self, logits: torch.Tensor, targets: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """The training targets of batch ``ids`` given the active party's current ``logits`` for it (read, never
+        backpropagated through), from its targets so far."""
+        return targets
+
     def backpropagates(self) -> bool:
         """Whether :meth:`backward` replaces the active party's backward pass (the loop then hands it per-sample
         losses instead of backpropagating their mean)."""
@@ -157,6 +166,11 @@ class DefenseChain(DefensePoints):
         for d in reversed(self.defenses):  # the last applied to the targets undoes first
             logits = d.predictions(logits)
         return logits
+
+    def soft_targets(self, logits, targets, ids):
+        for d in self.defenses:
+            targets = d.soft_targets(logits, targets, ids)
+        return targets
 
     def backpropagates(self):
         return any(d.backpropagates() for d in self.defenses)
@@ -213,6 +227,9 @@ class CombinedHooks(TrainingHooks):
 
     def predictions(self, logits):
         return self.defenses.predictions(logits)
+
+    def soft_targets(self, logits, targets, ids):
+        return self.defenses.soft_targets(logits, targets, ids)
 
     def backpropagates(self):
         return self.defenses.backpropagates()

@@ -16,6 +16,7 @@ from vflpriv.engine import (
     PASSIVE_OPTIMIZER,
     PASSIVE_STEP,
     SOFT_LABELS,
+    SOFT_TARGETS,
     SPLIT_LEARNING,
     Federation,
     Traffic,
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
 #: Everything the shared finetuning loop honours: each ``finetune.top``, FedBCD's ``finetune.local_updates``,
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
-                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, *DEFENSE_POINTS})
+                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, SOFT_TARGETS,
+                                         *DEFENSE_POINTS})
 
 
 class Method:

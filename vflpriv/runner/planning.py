@@ -22,7 +22,7 @@ from vflpriv.config.schema import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
 from vflpriv.data.scenario import Scenario, build_scenario
-from vflpriv.engine import ACTIVE_BACKWARD, DEFENSE_POINTS, EPOCH_END, SOFT_LABELS, role
+from vflpriv.engine import ACTIVE_BACKWARD, ACTIVE_BATCH, DEFENSE_POINTS, EPOCH_END, SOFT_LABELS, SOFT_TARGETS, role
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
@@ -112,6 +112,7 @@ def plan_training(config: TrainingConfig) -> Plan:
     _check_model(config, dataset)
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
     _check_backward(config, defenses)
+    _check_soft_targets(config, defenses)
     for d in defenses:
         d.uncovered = d.covers(method)
     scenario = build_scenario(dataset, config.partition, seed=config.seed,
@@ -131,6 +132,18 @@ def _check_backward(config: TrainingConfig, defenses: list) -> None:
         raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' backpropagates the active party's per-sample "
                                 f"losses itself (DP-SGD); it cannot be combined with {', '.join(others)} at the active "
                                 "party's training")
+
+
+def _check_soft_targets(config: TrainingConfig, defenses: list) -> None:
+    """A defense that recomputes each sample's target from the model's outputs (``SOFT_TARGETS``: ALIBI's model prior)
+    reads its own per-sample state by row id: a defense that mixes or replaces the batch's targets before it would be
+    silently undone."""
+    follow = [i for i, d in enumerate(defenses) if SOFT_TARGETS in d.hook_points]
+    mixing = [config.defenses[i].name for i, d in enumerate(defenses) if ACTIVE_BATCH in d.hook_points]
+    if follow and mixing:
+        raise IncompatibleError(f"defense '{config.defenses[follow[0]].name}' recomputes each sample's target from the "
+                                f"model's predictions, which would undo {', '.join(mixing)} on the batch's targets; use "
+                                "its options.prior=uniform, or one of them")
 
 
 def built(kind: str, name: str, make: Callable[[], T]) -> T:
@@ -230,7 +243,7 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     if unsupported:
         raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
                           f"valid kinds: {', '.join(cls.supported_kinds)}")
-    if SOFT_LABELS in cls.hook_points and SOFT_LABELS not in method.supported():
+    if {SOFT_LABELS, SOFT_TARGETS} & cls.hook_points - method.supported():
         raise IncompatibleError(f"defense '{d.name}' trains the active party on soft labels; method "
                                 f"'{config.method.name}' trains with a loop of its own that takes class indices only")
     inside = cls.hook_points & DEFENSE_POINTS
