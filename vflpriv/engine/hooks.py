@@ -29,8 +29,17 @@ A measurement, not a party's act:
   epoch, where a monitor reads the model as it stands (paper 003's Table 1: utility per epoch with the MB sent
   so far) without sending, counting or drawing anything the training sees.
 
+An audit, not a party's act:
+
+- ``audit_update`` (``audit:active-update``): before each private update of the active party (a defense that
+  ``backpropagates``: DP-SGD), its state (:class:`ActiveUpdate`), handed to the auditor a run names
+  (``finetune.auditor``, ``vflpriv.auditors``) and to nothing else; what it returns is called once the update is released
+  (its parameters' ``.grad`` and the received embeddings' ``.grad`` hold the noisy update and rows). An auditor holds
+  privileges no party holds (the active party's state at every update), so it measures a DP claim and never enters an
+  attack's numbers.
+
 Message defenses act on the channel, not here. :class:`TrainingHooks` is the honest default: nothing
-observed, every party's default optimiser, the active party's computation unchanged.
+observed, every party's default optimiser, the active party's computation unchanged, nothing audited.
 """
 
 from __future__ import annotations
@@ -56,6 +65,7 @@ SOFT_LABELS = "defend:soft-labels"
 SOFT_TARGETS = "defend:soft-targets"
 PREDICTIONS = "defend:predictions"
 EPOCH_END = "measure:epoch-end"
+AUDIT_UPDATE = "audit:active-update"
 DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD, PREDICTIONS})
 
 
@@ -76,6 +86,19 @@ class PassiveStep:
     bottom: nn.Module
     embedding: torch.Tensor
     gradient: torch.Tensor
+
+
+@dataclass(frozen=True)
+class ActiveUpdate:
+    """One private update of the active party as an auditor sees it: the batch's global ids, the active party's outputs
+    for it (``logits``, their graph alive), the parameters the update reaches, and each passive party's received
+    embedding in the graph (``leaves``; none at FedBCD's local updates, which send no rows). Released, each parameter's
+    ``.grad`` and each leaf's ``.grad`` are the noisy update and rows, over the batch size."""
+
+    ids: torch.Tensor
+    logits: torch.Tensor
+    params: list[nn.Parameter]
+    leaves: dict[int, torch.Tensor]
 
 
 #: The gradient of the active party's loss with respect to one received embedding, had every label of the batch
@@ -190,7 +213,8 @@ class DefenseChain(DefensePoints):
 
 
 class TrainingHooks(DefensePoints):
-    """Every hook point: the adversary's (nothing observed, default optimisers) and the active party's (identity)."""
+    """Every hook point: the adversary's (nothing observed, default optimisers), the active party's (identity) and the
+    auditor's (none)."""
 
     def passive_step(self, step: PassiveStep) -> None:
         """Called by passive party ``step.party`` when it has received a gradient (before it applies it)."""
@@ -200,12 +224,20 @@ class TrainingHooks(DefensePoints):
         ``make()`` builds the default one."""
         return make()
 
+    def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
+        """Called before a private update of the active party; returns what to call once it is released, or None."""
+        return None
+
 
 class CombinedHooks(TrainingHooks):
-    """The adversary's points from ``adversary``, the active party's from ``defenses``: one ``fed.hooks``."""
+    """The adversary's points from ``adversary``, the active party's from ``defenses``, the audit's from ``auditor`` (an
+    object with ``audit_update``, or None): one ``fed.hooks``."""
 
-    def __init__(self, adversary: TrainingHooks, defenses: DefensePoints):
-        self.adversary, self.defenses = adversary, defenses
+    def __init__(self, adversary: TrainingHooks, defenses: DefensePoints, auditor: Any = None):
+        self.adversary, self.defenses, self.auditor = adversary, defenses, auditor
+
+    def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
+        return None if self.auditor is None else self.auditor.audit_update(update)
 
     def passive_step(self, step: PassiveStep) -> None:
         self.adversary.passive_step(step)

@@ -11,6 +11,7 @@ from torch import nn
 
 from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
+    AUDIT_UPDATE,
     DEFENSE_POINTS,
     EPOCH_END,
     PASSIVE_OPTIMIZER,
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
                                          PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, SOFT_TARGETS,
-                                         *DEFENSE_POINTS})
+                                         AUDIT_UPDATE, *DEFENSE_POINTS})
 
 
 class Method:

@@ -22,10 +22,19 @@ from vflpriv.config.schema import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
 from vflpriv.data.scenario import Scenario, build_scenario
-from vflpriv.engine import ACTIVE_BACKWARD, ACTIVE_BATCH, DEFENSE_POINTS, EPOCH_END, SOFT_LABELS, SOFT_TARGETS, role
+from vflpriv.engine import (
+    ACTIVE_BACKWARD,
+    ACTIVE_BATCH,
+    DEFENSE_POINTS,
+    EPOCH_END,
+    SOFT_LABELS,
+    SOFT_TARGETS,
+    role,
+)
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
+from vflpriv.runner.auditing import plan_auditor
 from vflpriv.runner.prior import PriorPlan, plan_prior
 from vflpriv.store import cache
 
@@ -48,7 +57,8 @@ class AttackPlan:
 class Plan:
     """A training's resolved parts and the attacks evaluated on it, all validated: the run reads it, never asks
     the planner again. ``acting``: the attack that acts during this training, if any (its runs have a training of
-    their own); ``wanted``: the (kind, phase) pairs the adversary's inbox keeps, what any of the attacks reads."""
+    their own); ``wanted``: the (kind, phase) pairs the adversary's inbox keeps, what any of the attacks reads;
+    ``auditor``: the auditor of ``audited`` (a defense of ``defenses``) the training runs with, if any."""
 
     config: TrainingConfig
     scenario: Scenario
@@ -58,6 +68,8 @@ class Plan:
     attacks: list[AttackPlan] = field(default_factory=list)
     acting: AttackPlan | None = None
     wanted: set[tuple[str, str]] = field(default_factory=set)
+    auditor: Any = None
+    audited: Any = None
 
 
 def available_devices() -> list[str]:
@@ -115,10 +127,14 @@ def plan_training(config: TrainingConfig) -> Plan:
     _check_soft_targets(config, defenses)
     for d in defenses:
         d.uncovered = d.covers(method)
+    auditor, audited = plan_auditor(config, method, defenses)
+    if auditor is not None:
+        auditor = built("auditor", config.finetune.auditor, lambda: auditor(auditor.Options()))
     scenario = build_scenario(dataset, config.partition, seed=config.seed,
                               active_labels_local=_active_labels_local(config, method),
                               validation=config.finetune.validation)
-    return Plan(config.training(), scenario, method, defenses, device)
+    return Plan(config.training(), scenario, method, defenses, device, auditor=auditor, audited=audited)
+
 
 
 def _check_backward(config: TrainingConfig, defenses: list) -> None:
