@@ -30,6 +30,7 @@ a valid guesser, so approximations cost power, never soundness.
 from __future__ import annotations
 
 from collections.abc import Callable
+
 import torch
 from torch import nn
 

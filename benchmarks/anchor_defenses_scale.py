@@ -76,10 +76,12 @@ def section(folder: Path, method: str, dataset: str) -> tuple[list[str], list[st
             default, attacked, claim = ANCHOR[defense]
             if strength == default:
                 theirs = per_attack.reindex(attacked)
-                held = bool((theirs <= MARGIN).all()) and cost.mean() <= COST
+                fell, cheap = bool((theirs <= MARGIN).all()), cost.mean() <= COST
+                why = "" if fell and cheap else f" ({'its attacks fell' if fell else 'its attacks still leak'}, " \
+                    f"{'at a cost within' if cheap else 'at a cost above'} {COST})"
                 leaking = [a for a, v in per_attack.items() if v > MARGIN]
                 claims.append(f"- {defense} at its anchor's default ({strength:g}) on {method}/{dataset}: "
-                              f"**{'held' if held else 'not held'}** ({claim}): "
+                              f"**{'held' if fell and cheap else 'not held'}**{why}. {claim}: "
                               + ", ".join(f"{a} leakage {v:+.3f}" for a, v in theirs.items())
                               + f", utility cost {cost.mean():+.3f}; worst case over the grid {worst.mean():+.3f}"
                               + (f"; still leaking: {', '.join(leaking)}" if leaking else ""))

@@ -90,6 +90,8 @@ class Protection(DefensePoints, ABC):
     hook_points: ClassVar[frozenset[str]] = frozenset({MESSAGE})
     #: The published defense it follows (``vflpriv describe`` prints it).
     anchor: ClassVar[str] = ""
+    #: Where it pays against its simpler alternative, as measured (``vflpriv describe`` prints it; '' unmeasured).
+    pays: ClassVar[str] = ""
     default_kinds: ClassVar[tuple[str, ...]] = ("gradient",)
     supported_kinds: ClassVar[tuple[str, ...]] = ("gradient",)
     axis: ClassVar[StrengthAxis] = StrengthAxis()

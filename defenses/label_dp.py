@@ -134,6 +134,11 @@ class LabelDP(LabelDefense):
     #: 1: LP-2ST takes its reference code's stage share, tempered prior and filter (0: halves, no temperature, no
     #: filter; its records do not resume).
     revision = 1
+    pays = ("prior: two-stage (LP-2ST) pays over plain randomised response where the first stage's prior is good and "
+            "the noise hides labels: splitnn on digits with 1200 labels, +0.14 and +0.20 test accuracy at epsilon 1 and "
+            "2 (5 seeds, all above), a tie at 8 (plain RR keeps 99.7% of ten-class labels there); with 200 labels (a "
+            "prior from 160 noisy labels on the active party's half image) a tie at every epsilon "
+            "(benchmarks/results/label_dp_claims.md)")
 
     def relabel(self, labels: torch.Tensor, *, num_classes: int) -> torch.Tensor:
         return randomised_response(labels, epsilon=self.strength, num_classes=num_classes, generator=self.generator)

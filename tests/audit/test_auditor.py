@@ -102,6 +102,18 @@ def test_the_auditor_stays_below_a_correct_claim_and_exceeds_a_broken_mechanism_
     assert right.attack == "gc" and right.epsilon_lower < broken.auditor_epsilon_lower  # the attack's own bound
 
 
+def test_the_auditor_changes_nothing_the_training_computes():
+    """It reads the graph and the releases and draws nothing: every trained parameter is the same, bit for bit, with
+    and without it."""
+    from vflpriv.runner.execution import train
+
+    plain, audited = (train(plan(_config(auditor=a, canaries=100))).trained for a in (None, "gradient-lrt"))
+    for a, b in zip([*plain.bottoms, plain.top], [*audited.bottoms, audited.top]):
+        assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    (record,) = run(_config(auditor=None, canaries=100))
+    assert record.auditor == "" and math.isnan(record.auditor_epsilon_lower)
+
+
 def test_huge_noise_certifies_nothing():
     data = _config(canaries=100).model_dump()
     data["defenses"] = [{"name": "dp-gaussian", "strength": 1e4, "sweep": True}]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import torch
+
 
 from vflpriv.common.empirical_epsilon import menu_lower
 from vflpriv.common.errors import IncompatibleError
@@ -61,6 +63,11 @@ def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: S
     """The auditor's guesses of every canary scored against their drawn labels (read here, never handed to it): its
     abstention menu's counts and the 95% lower bound they certify at ``delta``, on every record of the training."""
     guess, confidence = auditor.guesses()
+    if not bool(torch.isfinite(confidence).all()):
+        for record in records:
+            record.notes = "; ".join(filter(None, [record.notes, f"auditor {name}: its scores are not finite, so it "
+                                                   "certifies nothing here"]))
+        return
     counts = menu_counts(guess == scenario.canary_labels, confidence)
     classes, planted = scenario.dataset.num_classes, int(scenario.canaries.numel())
     bound, kept = menu_lower(counts, canaries=planted, classes=classes, delta=delta)

@@ -126,6 +126,8 @@ def _defense(name: str, cls: Any) -> Description:
              "binary tasks only": str(cls.binary_only),
              "audit strengths": "; ".join(f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.audit_strengths.items())
              or "none"}
+    if cls.pays:
+        facts["when it pays"] = cls.pays
     return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses[i].options.")
 
 
