@@ -92,6 +92,19 @@ def ideal(sigma: float, canaries: int, *, seed: int = 0) -> float:
     return menu_lower(counts, canaries=canaries, classes=CLASSES, delta=DELTA)[0]
 
 
+def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: int = 3) -> str:
+    """How many canaries a claim needs: the ideal test's bound (mean over ``draws`` simulations) by claim and count."""
+    from opacus.accountants.utils import get_noise_multiplier
+
+    lines = ["| claimed ε | " + " | ".join(f"{m} canaries" for m in sizes) + " |", "| --- |" + " --- |" * len(sizes)]
+    for claim in claims:
+        sigma = 2 * get_noise_multiplier(target_epsilon=claim, target_delta=DELTA, sample_rate=1.0, steps=EPOCHS,
+                                         accountant="rdp")
+        cells = [np.mean([ideal(sigma, m, seed=s) for s in range(draws)]) for m in sizes]
+        lines.append(f"| {claim:g} (σ {sigma:.1f}) | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    return "\n".join(lines)
+
+
 def markdown(frame: pd.DataFrame) -> str:
     lines = ["| setting | sigma | claimed ε (δ 1e-5) | auditor's ε ≥ (95%) | bound / claim | auditor's guesses kept, "
              "accuracy | gc's ε ≥ | ideal LRT's ε ≥ | canaries |", "| --- |" + " --- |" * 8]
@@ -117,7 +130,11 @@ def main() -> None:
     parser.add_argument("--record", type=Path, default=None)
     parser.add_argument("--csv", type=Path, default=None, help="also write the records here (reread with --from-csv)")
     parser.add_argument("--from-csv", type=Path, default=None)
+    parser.add_argument("--ceiling", action="store_true", help="only print the ideal test's bound by claim and canaries")
     args = parser.parse_args()
+    if args.ceiling:
+        print(ceiling())
+        return
     seeds = [int(s) for s in args.seeds.split(",")]
     frame = (pd.read_csv(args.from_csv, keep_default_na=False, na_values=["", "nan", "NaN"]) if args.from_csv
              else measure(args.settings.split(","), seeds, args.canaries))

@@ -163,3 +163,30 @@ def test_the_auditor_is_pooled_once_per_training_and_never_enters_the_attacks_wo
     without = frame.assign(auditor="", auditor_counts="")
     assert epsilon_table(frame).equals(epsilon_table(without))
     assert auditor_table(without).empty and math.isfinite(row["epsilon_claimed"])
+
+
+def test_the_audit_attaches_the_auditor_to_each_dp_gaussian_training_with_canaries_and_nowhere_else():
+    from vflpriv.workflows.audit import AuditConfig, audit_grid
+
+    small = {"model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2, "batch_size": 32},
+             "partition": {"labeled": 60, "aux": 20}, "method": {"name": "splitnn"}, "seeds": [0]}
+    audit = {"attacks": ["gc"], "defenses": [{"name": "dp-gaussian"}, {"name": "iso"}]}
+    runs, _ = audit_grid(AuditConfig.model_validate({**small, "audit": audit}))
+    audited = {(r.swept.name if r.swept else "none", r.partition.canaries > 0): r.finetune.auditor for r in runs}
+    assert audited == {("dp-gaussian", True): "gradient-lrt", ("iso", True): None, ("none", True): None,
+                       ("none", False): None}
+    for off in ({"auditor": "none"}, {"canaries": 0}):
+        runs, _ = audit_grid(AuditConfig.model_validate({**small, "audit": {**audit, **off}}))
+        assert {r.finetune.auditor for r in runs} == {None}
+
+
+def test_the_canary_report_says_the_auditor_s_bound_as_the_auditor_s_apart_from_the_attacks():
+    from vflpriv.reports.canaries import canary_markdown, canary_summary
+
+    frame = pd.DataFrame([{**_record(s, f"t{s}", "[[100, 90], [50, 50]]"), "utility": 0.5, "canary_guesses": 100}
+                          for s in (0, 1)])
+    summary = canary_summary(frame)
+    (line,) = [r["line"] for r in summary["auditor"]]
+    assert "auditor gradient-lrt (white box, not an attack)" in line and "the bound exceeds it" in line
+    assert all("gradient-lrt" not in r["line"] for r in summary["rows"])  # the attacks' rows and worst case
+    assert "### The auditor's empirical epsilon (white box, not an attack)" in "\n".join(canary_markdown(summary))
