@@ -65,7 +65,8 @@ class GaussianDPOptions(Options):
 
 class GaussianDP(TrainingDefense):
     """DP-SGD on the active party's label-dependent computation: per-sample joint clipping to C, noise sigma C on its
-    update and on every gradient row it sends; epsilon by Opacus' RDP accountant (label DP)."""
+    update and on every gradient row it sends; epsilon by Opacus' RDP accountant (label DP), checked with canaries by
+    the white-box auditor gradient-lrt (``finetune.auditor``)."""
 
     Options = GaussianDPOptions
     hook_points = frozenset({ACTIVE_BACKWARD})
