@@ -7,8 +7,8 @@ of the federated model under plain RR (``label-dp``), LP-2ST (``label-dp`` with 
 code's stage share, temperature and filter), ALIBI with the model's prior (its reference code's default) and with a
 uniform prior, at epsilon 1, 2 and 8, with the issue's 200 labels and with 1200 (every training row aligned: the
 closest this CPU gets to the papers' 50000), seeds 0-4, mean +- std. Per epsilon, the seeds' paired differences to RR
-(the same seed draws the same split and model), and ALIBI's to LP-2ST's: above or below where their mean is more than two standard errors from
-0, a tie otherwise. A paper's claim holds at a label budget where the mechanism is above RR at every epsilon.
+(the same seed draws the same split and model), and ALIBI's to LP-2ST's: above or below where their mean is more than
+two standard errors from 0, a tie otherwise. A paper's claim holds at a label budget where the mechanism is above RR at every epsilon.
 
     python benchmarks/label_dp_claims.py --record benchmarks/results/label_dp_claims.md
 """

@@ -57,7 +57,8 @@ def _auditor_line(row: dict) -> str:
             f"{row['canary_accuracy']:.3f})")
     claimed = row.get("epsilon_claimed")
     if claimed is not None:
-        text += f"; claimed epsilon {claimed:.2f}: the bound {'exceeds' if row['epsilon_lower'] > claimed else 'is below'} it"
+        relation = "exceeds" if row["epsilon_lower"] > claimed else "is below"
+        text += f"; claimed epsilon {claimed:.2f}: the bound {relation} it"
     return text
 
 

@@ -1,8 +1,8 @@
 """Name -> component registries, filled from entry points exactly like third-party plugins.
 
 Built-in methods, attacks, defenses, datasets and auditors are declared as entry points in ``pyproject.toml``
-(groups ``vflpriv.methods``, ``vflpriv.attacks``, ``vflpriv.defenses``, ``vflpriv.datasets``, ``vflpriv.auditors``), so the
-plugin path is exercised by every run. Unregistered code is reachable as ``package.module:Object``.
+(groups ``vflpriv.methods``, ``vflpriv.attacks``, ``vflpriv.defenses``, ``vflpriv.datasets``, ``vflpriv.auditors``),
+so the plugin path is exercised by every run. Unregistered code is reachable as ``package.module:Object``.
 """
 
 from __future__ import annotations

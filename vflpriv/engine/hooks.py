@@ -61,7 +61,7 @@ GRADIENT_COMPUTATION = "defend:gradient-computation"
 ACTIVE_BACKWARD = "defend:active-backward"
 #: The loop trains with the active party's soft labels where a label defense set them (``ActiveParty.soft_labels``).
 SOFT_LABELS = "defend:soft-labels"
-#: The loop recomputes the active party's soft targets from its model's current outputs at every update (``soft_targets``).
+#: The loop recomputes the active party's soft targets from its model's current outputs at each update (``soft_targets``).
 SOFT_TARGETS = "defend:soft-targets"
 PREDICTIONS = "defend:predictions"
 EPOCH_END = "measure:epoch-end"
