@@ -110,8 +110,6 @@ def test_the_auditor_changes_nothing_the_training_computes():
     plain, audited = (train(plan(_config(auditor=a, canaries=100))).trained for a in (None, "gradient-lrt"))
     for a, b in zip([*plain.bottoms, plain.top], [*audited.bottoms, audited.top]):
         assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
-    (record,) = run(_config(auditor=None, canaries=100))
-    assert record.auditor == "" and math.isnan(record.auditor_epsilon_lower)
 
 
 def test_huge_noise_certifies_nothing():
