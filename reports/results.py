@@ -10,6 +10,7 @@ import pandas as pd
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.reports.canaries import canary_controls, epsilon_tables
+from vflpriv.reports.features import feature_html
 from vflpriv.reports.html import Section, render_report
 from vflpriv.reports.leakage import leakage_rows, leakage_table
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
@@ -103,27 +104,45 @@ def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
 FIGURE_FORMATS = ("png", "svg", "pdf")
 #: One figure per (attack, phase) at this resolution keeps the page at a few hundred kB to a few MB.
 REPORT_DPI = 100
-#: The secrets a report has a section for, in the order of the page: each builds its section from the records.
-SECRETS: list = [labels_section]
+def labels_of(results: pd.DataFrame) -> pd.DataFrame:
+    """The label attacks' records (a store written before the feature attacks holds no other)."""
+    return results[results["secret"] != "features"] if "secret" in results else results
+
+
+def _labels(results: pd.DataFrame, out: Path, formats: tuple[str, ...]) -> Section | None:
+    """The labels' section, with one figure per (attack, phase) written in ``formats`` (PNG embedded)."""
+    labels = labels_of(results)
+    if labels.empty:
+        return None
+    runs = attack_runs(labels)
+    summary = strength_summary(runs)
+    written = tradeoff_figures(summary, out, formats=tuple(dict.fromkeys(("png", *formats))), by_defense=True,
+                               dpi=REPORT_DPI) if not summary.empty else []
+    figures = {_figure_key(path, summary): path for path in written if path.suffix == ".png"}
+    return labels_section(labels, leakage_rows(runs), cap_table(runs), figures)
+
+
+def _features(results: pd.DataFrame, out: Path, formats: tuple[str, ...]) -> Section | None:
+    body = feature_html(results, out)
+    return Section("features", "Secret: the victims' features", body) if body else None
+
+
+#: The secrets a report has a section for, in the order of the page: each builds its section from the records (None
+#: where the store holds none of its attacks).
+SECRETS = [_labels, _features]
 
 
 def write_report(results: pd.DataFrame, out: Path, *, store: Path, formats: tuple[str, ...] = ("png",)) -> Path:
     """report.html (self-contained), next to the tables and one figure per (attack, phase) in ``formats`` (PNG
     always: the page embeds it)."""
     write_tables(results, out)
-    runs = attack_runs(results)
-    summary = strength_summary(runs)
-    written = tradeoff_figures(summary, out, formats=tuple(dict.fromkeys(("png", *formats))), by_defense=True,
-                               dpi=REPORT_DPI) if not summary.empty else []
-    figures = {_figure_key(path, summary): path for path in written if path.suffix == ".png"}
     context = {"results store": str(store), "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                "versions": versions()}
     damaged = results.attrs.get("damaged", [])
     if damaged:
         context["damaged records left out"] = "; ".join(f"run {key}: {problem}" for key, problem in damaged)
-    rows, caps = leakage_rows(runs), cap_table(runs)
-    sections = [make(results, rows, caps, figures) for make in SECRETS]
-    reference = reference_table(runs)
+    sections = [section for make in SECRETS if (section := make(results, out, formats)) is not None]
+    reference = reference_table(attack_runs(results))
     if reference is not None:
         sections.append(Section("references", "Non-federated references", reference.html()))
     page = render_report(results, title="vflpriv results", context=context, sections=sections)

@@ -100,9 +100,12 @@ def test_audit_canaries_where_no_attacked_phase_reads_labels_are_refused(tmp_pat
     assert canaries(both) == 5
 
 
-def test_alibi_at_epsilon_zero_releases_nothing_of_the_labels():
-    """Its declared range includes 0 (ZeroDivisionError after training before): the posterior is the uniform prior,
-    and the relabelling a uniform draw, whatever the true labels."""
+def test_alibi_at_epsilon_zero_releases_nothing_of_the_labels(tmp_path, monkeypatch):
+    """Its declared range includes 0 (ZeroDivisionError after training before): the likelihood is flat, so the
+    targets are the prior's and the relabelling a uniform draw, whatever the true labels; a training at 0 runs."""
+    from vflpriv.config.schema import RunConfig
+    from vflpriv.runner.execution import run
+
     cls = DEFENSES.get("alibi")
     labels = torch.tensor([0, 1, 2, 3] * 500)
 
@@ -110,12 +113,18 @@ def test_alibi_at_epsilon_zero_releases_nothing_of_the_labels():
         return cls(strength=0.0, party=0, phase="finetune", kinds=None, options=cls.Options(),
                    generator=torch.Generator().manual_seed(seed), name="alibi")
 
-    rows = make(0).soft(labels, num_classes=4)
-    assert torch.equal(rows, torch.full((2000, 4), 0.25))
     relabelled = make(0).relabel(labels, num_classes=4)
     assert torch.equal(relabelled, make(0).relabel(torch.zeros_like(labels), num_classes=4))  # independent of y
     assert abs(float((relabelled == labels).float().mean()) - 0.25) < 0.04  # chance, not the argmax of a tie (0)
     assert make(0).privacy_spent() == 0.0
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path))
+    for prior in ("uniform", "model"):
+        (record,) = run(RunConfig.model_validate({
+            "finetune": {"epochs": 1}, "model": {"hidden": 16, "out_dim": 8},
+            "attack": {"name": "gc", "prior": "none"},
+            "defenses": [{"name": "alibi", "strength": 0.0, "sweep": True, "options": {"prior": prior}}]}))
+        assert record.status == "ok", record.error
+        assert record.epsilon == 0.0
 
 
 def test_a_sweep_over_the_lr_chooses_it_per_seed_on_the_validation_split(tmp_path, monkeypatch):

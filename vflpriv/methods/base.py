@@ -11,12 +11,15 @@ from torch import nn
 
 from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
+    AUDIT_UPDATE,
     DEFENSE_POINTS,
     EPOCH_END,
     PASSIVE_OPTIMIZER,
     PASSIVE_STEP,
     SOFT_LABELS,
+    SOFT_TARGETS,
     SPLIT_LEARNING,
+    VICTIM_POINTS,
     Federation,
     Traffic,
     passive_receives,
@@ -33,7 +36,8 @@ if TYPE_CHECKING:
 #: Everything the shared finetuning loop honours: each ``finetune.top``, FedBCD's ``finetune.local_updates``,
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
-                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, *DEFENSE_POINTS})
+                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, SOFT_TARGETS,
+                                         AUDIT_UPDATE, *DEFENSE_POINTS, *VICTIM_POINTS})
 
 
 class Method:
