@@ -100,6 +100,11 @@ class Protection(DefensePoints, ABC):
     #: Raised when the defense's mechanism changes under its name: the runs of each revision have keys of their own,
     #: so a store of an earlier revision's records is recomputed, not resumed (0: the first; left out of the keys).
     revision: ClassVar[int] = 0
+    #: Whether what it does depends on the active party's labels (Marvell's noise follows each batch's labels; dCor's
+    #: and PELoss's loss terms, mixup's and CAE's targets): it then releases them around a mechanism that bounds only
+    #: its own use of them (dp-gaussian), and the planner refuses the pair unless a label defense randomised the
+    #: labels first. A label defense's randomisation is its mechanism, not such a read.
+    reads_labels: ClassVar[bool] = False
 
     @classmethod
     def default_kinds_for(cls, phase: str) -> tuple[str, ...]:
@@ -198,6 +203,12 @@ class Protection(DefensePoints, ABC):
     def covers(self, method) -> str:
         """'' where the privacy claim (``privacy_spent``) holds for everything ``method`` does with the labels, else
         why it does not; a defense that claims nothing covers everything."""
+        return ""
+
+    def requested_claim(self) -> str:
+        """The option by which the configuration asks for the claim itself (dp-gaussian's ``options.target_epsilon``),
+        or ''. Where :meth:`covers` says the claim does not hold for the method, such a run is refused in planning
+        (the user asked for an epsilon it cannot have); without it the run goes on and records no epsilon."""
         return ""
 
 

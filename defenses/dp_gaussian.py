@@ -24,10 +24,16 @@ The argument (written for the README too):
   amplification by subsampling is claimed: a sample's label is charged for every update that reads it (epochs x
   FedBCD updates per exchange), each at sample rate 1, in Opacus' RDP accountant (``privacy_spent``; counted per
   sample as it really happens, so any loop is charged what it did). epsilon is reported at ``delta``.
-- What it covers: the shared finetuning loop's every label use. A method whose pretraining reads labels (VFLHLP's
-  supervised step) uses them outside this mechanism, so there no epsilon is recorded (the note says why); a label
-  defense before it (label-dp) composes (the epsilons add); a defense at another of the active party's points (its
-  batch, model, loss or gradient computation) is refused beside it.
+- What it covers: the shared finetuning loop's every label use, and nothing else. A method declares every place it
+  reads labels outside that loop (``Method.label_uses``: VFLHLP's supervised step 1 that finetuning starts from,
+  one-shot and few-shot VFL's gradient, server classifier and probabilities before their end-to-end loop, a plugin's
+  own loop); there the labels reach the passive parties around the mechanism, so no epsilon is recorded (the run's
+  notes say why), and a run that asks for one (``target_epsilon``) is refused in planning. A defense that reads the
+  labels itself (Marvell: ``reads_labels``) is refused beside it, as is one at another of the active party's points
+  (its batch, model, loss or gradient computation), unless a label defense (label-dp, alibi) randomised the labels
+  first: then every reader reads the randomised labels, a post-processing of that defense's mechanism, and the run's
+  epsilon, the sum of both claims (basic composition), still bounds the whole training (the label defense's alone
+  does).
 
 ``target_epsilon`` solves for the sigma that spends that epsilon over the run's updates (Opacus'
 ``get_noise_multiplier`` at sample rate 1). The per-message mechanism it replaces (each gradient row clipped and
@@ -96,11 +102,16 @@ class GaussianDP(TrainingDefense):
         return self.sigma
 
     def covers(self, method) -> str:
-        """'' where the argument covers ``method``'s every label use, else why not."""
-        if method.pretrain_reads_labels:
-            return ("its pretraining reads labels outside dp-gaussian's mechanism (only finetuning is private), so no "
-                    "epsilon bounds what the passive parties see")
+        """'' where the argument covers ``method``'s every label use (it declares none outside the shared loop), else
+        why not."""
+        uses = method.label_uses()
+        if uses:
+            return (f"{'; '.join(uses)}: outside dp-gaussian's mechanism (only the shared finetuning loop is private), "
+                    "so its epsilon does not bound what the passive parties see")
         return ""
+
+    def requested_claim(self) -> str:
+        return "options.target_epsilon" if self.options.target_epsilon is not None else ""
 
     def bind(self, federation: Federation) -> None:
         """Count label uses from here, and solve sigma for a target epsilon over the run's updates."""

@@ -40,6 +40,7 @@ class PELoss(TrainingDefense):
 
     Options = PELossOptions
     hook_points = frozenset({ACTIVE_LOSS})
+    reads_labels = True
     axis = StrengthAxis(name="alpha", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.01, 10.0), log=True)
     audit_strengths = {"finetune": (0.1, 1.0, 5.0)}
     anchor = "Zheng et al. IJCAI 2024 (potential energy loss); SecretFlow loss defenses"
