@@ -123,6 +123,19 @@ class Protection(DefensePoints, ABC):
         return tuple(points if cls.axis.stronger == "higher" else points[::-1])
 
     @classmethod
+    def audit_strengths_for(cls, phase: str, *, finetune, options: dict) -> tuple[float, ...] | None:
+        """The strengths the audit sweeps in ``phase`` for a run finetuned by ``finetune`` with the defense's
+        ``options`` (default: :attr:`audit_strengths`; dp-gaussian solves its noise for its audit claims), or None."""
+        found = cls.audit_strengths.get(phase)
+        return tuple(found) if found is not None else None
+
+    @classmethod
+    def claimed_epsilon(cls, strength: float, *, finetune, options: dict) -> tuple[float, float] | None:
+        """The (epsilon, delta) a run at ``strength`` will claim, where planning can know it (label DP: its strength;
+        dp-gaussian: its accountant over the run's updates), else None: the audit plants enough canaries to test it."""
+        return None
+
+    @classmethod
     def own_strength_option(cls, options: dict) -> str:
         """The option of ``options`` that sets the strength itself (a sweep then has nothing to sweep), or ''."""
         return ""

@@ -41,7 +41,8 @@ def test_finding_1_with_a_noise_multiplier_runs_and_records_no_claim_with_the_re
     assert "dp-gaussian: no epsilon recorded" in record.notes and "clean labels" in record.notes
     assert record.canary_counts  # the canaries are still guessed: an empirical bound, and nothing to check it against
     table = epsilon_table(pd.DataFrame([record.to_dict()]))
-    assert table["epsilon_claimed"].isna().all() and not table["violated"].any()
+    assert table["epsilon_claimed"].isna().all() and not table["testable"].any() and not table["rejected"].any()
+    assert table["claim_note"].str.startswith("dp-gaussian: no epsilon recorded").all()
 
 
 @pytest.mark.parametrize("method", ["oneshot", "fewshot"])

@@ -77,6 +77,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
 def _context(cfg: AuditConfig) -> dict:
     p = cfg.partition
     pretraining = "SimSiam" if prior_ssl(cfg) == "simsiam" else "the method's own pretraining"
+    planted = planted_canaries(cfg)
     return {
         "method": cfg.method.name, "dataset": cfg.dataset.name, "prior": cfg.audit.prior, "seeds": cfg.seeds,
         "tuned": cfg.audit.tune, "search_budget": cfg.audit.search_budget,
@@ -85,8 +86,8 @@ def _context(cfg: AuditConfig) -> dict:
             "parties": p.parties, "aligned fraction": p.aligned_fraction, "labeled": p.labeled, "aux": p.aux,
             "adversary": "every passive party" if cfg.audit.adversaries == "all" else f"party {p.adversary}",
             "seeds": ", ".join(map(str, cfg.seeds)),
-            "canaries": (f"{planted_canaries(cfg)} random-label canaries among the labeled training samples (the "
-                         "trainings whose labels the attacked phase reads)" if planted_canaries(cfg) else "none"),
+            "canaries": (f"{planted} random-label canaries among the labeled training samples (the trainings whose "
+                         "labels the attacked phase reads)" if planted else "none"),
             "attacks": (f"tuned on the adversary's auxiliary labels, search budget {cfg.audit.search_budget}"
                         if cfg.audit.tune else "untuned (their options as given)"),
             "prior": (f"{cfg.audit.prior}, over the encoder the adversary pretrains alone with {pretraining}"

@@ -32,8 +32,11 @@ from vflpriv.runner.prior import prior_pretraining
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
 #: label (splitnn on digits, 200 labels, tuned on nothing: 25 canaries cost 0.037 of test accuracy, 50 cost 0.10, 100
-#: cost 0.26), and 25 ten-class canaries, every one guessed right, already certify epsilon 3.8.
+#: cost 0.26), and 25 ten-class canaries a seed, pooled over 3 seeds and 10 attacks, cap the worst case at 4.57.
 AUTO_CANARIES, AUTO_SHARE = 50, 8
+#: Where a claim of the audit's DP strengths needs more canaries to be testable, the audit plants them, up to this
+#: share of the labels (beyond it the training is more canaries than task).
+MAX_SHARE = 4
 
 
 class AuditDefense(Options):
@@ -69,7 +72,8 @@ class AuditSettings(Options):
     canaries: int | None = Field(
         None, ge=0, description="random-label canaries in the trainings whose labels the attacked phase reads (an "
         f"empirical lower bound on each setting's label-DP epsilon); unset: one in {AUTO_SHARE} of partition.labeled, at "
-        f"most {AUTO_CANARIES} (0 for a non-federated method); 0: none")
+        f"most {AUTO_CANARIES}, raised (up to one in {MAX_SHARE}) to the fewest whose cap exceeds every epsilon the "
+        "audit's DP strengths claim (0 for a non-federated method); 0: none")
 
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AuditSettings:
@@ -168,11 +172,47 @@ def _try(runs: list[RunConfig]) -> str:
 
 def canaries(cfg: AuditConfig) -> int:
     """``audit.canaries`` resolved: as given, else one in :data:`AUTO_SHARE` of the labels, at most
-    :data:`AUTO_CANARIES` (none for a non-federated method: no adversary guesses them)."""
+    :data:`AUTO_CANARIES`, raised to :func:`canaries_for_claims` up to one in :data:`MAX_SHARE` of the labels (none
+    for a non-federated method: no adversary guesses them)."""
     if cfg.audit.canaries is not None:
         return cfg.audit.canaries
+    if not METHODS.get(cfg.method.name).federated:
+        return 0
     auto = min(AUTO_CANARIES, cfg.partition.labeled // AUTO_SHARE)
-    return auto if METHODS.get(cfg.method.name).federated else 0
+    return max(auto, min(canaries_for_claims(cfg), cfg.partition.labeled // MAX_SHARE))
+
+
+def canaries_for_claims(cfg: AuditConfig) -> int:
+    """Per training, the fewest canaries whose cap (every guess right, pooled over the seeds, each of the audit's
+    attacks at 5%/A with the full menu) exceeds every epsilon the audit's DP strengths claim; 0 without a claim."""
+    from vflpriv.common.empirical_epsilon import canaries_needed
+    from vflpriv.runner.planning import plan_training
+
+    claims = _audit_claims(cfg)
+    if not claims:
+        return 0
+    classes = plan_training(cfg.training()).scenario.dataset.num_classes
+    attacks = len(cfg.audit.attacks or ATTACKS.names())
+    pooled = [canaries_needed(eps, classes=classes, attacks=attacks, delta=delta) for eps, delta in claims]
+    return -(-max(pooled) // len(cfg.seeds))
+
+
+def _defenses(cfg: AuditConfig) -> list[AuditDefense]:
+    """The audit's defenses: as given, else every registered one."""
+    return cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
+
+
+def _audit_claims(cfg: AuditConfig) -> list[tuple[float, float]]:
+    """Every (epsilon, delta) a DP defense of the audit will claim at its strengths, where planning knows it."""
+    defenses = _defenses(cfg)
+    claims = []
+    for d in defenses:
+        cls = DEFENSES.get(d.name)
+        for phase in _phases(cfg):
+            strengths = d.strengths or cls.audit_strengths_for(phase, finetune=cfg.finetune, options=d.options) or ()
+            claims += [c for s in strengths if (c := cls.claimed_epsilon(s, finetune=cfg.finetune,
+                                                                         options=d.options)) is not None]
+    return claims
 
 
 def _planted(base: dict, count: int, phase: str, method: str) -> dict:
@@ -189,7 +229,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
 
     plan_training(cfg.training())
     attacks = cfg.audit.attacks or ATTACKS.names()
-    defenses = cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
+    defenses = _defenses(cfg)
     parties = cfg.partition.parties
     adversaries = range(1, parties) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
     runs: list[RunConfig] = []
@@ -212,7 +252,8 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
             if applicable and base["partition"]["canaries"]:  # what the canaries cost: the same training without
                 runs += [_run(unplanted, applicable[0], None, s) for s in cfg.seeds]
             for d in defenses:
-                strengths = d.strengths or DEFENSES.get(d.name).audit_strengths.get(phase)
+                strengths = d.strengths or DEFENSES.get(d.name).audit_strengths_for(phase, finetune=cfg.finetune,
+                                                                                    options=d.options)
                 unset = DefenseConfig(name=d.name, phase=phase, kinds=d.kinds, party=d.party, sweep=True,
                                       options=d.options)
                 reason = _try([_run(base, applicable[0], unset, cfg.seeds[0])]) if applicable else ""

@@ -137,6 +137,12 @@ def _defense(name: str, cls: Any) -> Description:
              "reads the active party's labels": str(cls.reads_labels),
              "audit strengths": "; ".join(f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.audit_strengths.items())
              or "none"}
+    claims = getattr(cls, "audit_epsilons", {})
+    if claims:
+        facts["audit strengths"] = "; ".join(
+            f"{p}: the {axis.name} that spends epsilon {', '.join(f'{e:g}' for e in s)} over the audited run's updates "
+            f"({', '.join(f'{v:g}' for v in cls.audit_strengths.get(p, ()))} at the default finetuning)"
+            for p, s in claims.items())
     return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses[i].options.")
 
 
