@@ -78,8 +78,8 @@ def _check(row: dict) -> str:
         return f"untestable with {int(row['canaries'])} canaries"
     if row.get("rejected"):
         return (f"**rejected at the 95% level** ({row['rejecting_attack']}: {row['rejecting_right']} of "
-                f"{row['rejecting_guesses']} right, p = {row['p_value']:.2g})")
-    return f"not rejected (p = {row['p_value']:.2g})"
+                f"{row['rejecting_guesses']} right, adjusted p = {row['p_value']:.2g})")
+    return f"not rejected (adjusted p = {row['p_value']:.2g})"
 
 
 def main() -> None:

@@ -28,7 +28,10 @@ The argument (written for the README too):
   reads labels outside that loop (``Method.label_uses``: VFLHLP's supervised step 1 that finetuning starts from,
   one-shot and few-shot VFL's gradient, server classifier and probabilities before their end-to-end loop, a plugin's
   own loop); there the labels reach the passive parties around the mechanism, so no epsilon is recorded (the run's
-  notes say why), and a run that asks for one (``target_epsilon``) is refused in planning. A defense that reads the
+  notes say why), and a run that asks for one (``target_epsilon``) is refused in planning. Why the two: a noise
+  multiplier is a mechanism one may still measure (its utility cost, the empirical epsilon of its canaries), and the
+  record says plainly that nothing is claimed; a target epsilon asks for the claim itself, which the method cannot
+  have, so such a run would deliver nothing that was asked for. A defense that reads the
   labels itself (Marvell: ``reads_labels``) is refused beside it, as is one at another of the active party's points
   (its batch, model, loss or gradient computation), unless a label defense (label-dp, alibi) randomised the labels
   first: then every reader reads the randomised labels, a post-processing of that defense's mechanism, and the run's

@@ -87,8 +87,8 @@ def _claim(row: dict) -> str:
         return text + (f"claim rejected at the 95% level ({holm}): {row['rejecting_attack']} guessed "
                        f"{int(row['rejecting_right'])} of {int(row['rejecting_guesses'])} canaries right "
                        f"({int(row['canaries'])} "
-                       f"pooled; p = {row['p_value']:.2g})")
-    return text + f"not rejected (p = {row['p_value']:.2g}, {holm}; cap {row.get('cap_at_claim'):.2f})"
+                       f"pooled; adjusted p = {row['p_value']:.2g})")
+    return text + f"not rejected (adjusted p = {row['p_value']:.2g}, {holm}; cap {row.get('cap_at_claim'):.2f})"
 
 
 def canary_markdown(summary: dict | None) -> list[str]:
@@ -108,8 +108,9 @@ def canary_markdown(summary: dict | None) -> list[str]:
              "bound on the training's label-DP epsilon (Steinke, Nasr & Jagielski 2023, for labels; pooled over the "
              "seeds). The worst case over the planned attacks (each at 5%/A) is the one to report; its cap is the most "
              "the canaries could certify with every guess right, so a claimed epsilon at or above it is untestable "
-             "with them. A claim is rejected at the 95% level only from the worst case, with Holm's correction over "
-             "the claims this report checks.", "",
+             "with them. A claim is rejected at the 95% level only from the worst case (adjusted p: its p-value, "
+             "Bonferroni over the attacks and the menu, at most 1), with Holm's correction over the claims this "
+             "report checks.", "",
              f"What the canaries cost (no defense): utility {utility(w)} with them, {utility(wo)} without.", ""]
     if summary["rejected"]:
         rejected = [f"- **{r['line']}**" for r in summary["rejected"]]
@@ -163,7 +164,7 @@ def _claim_cell(row) -> str:
     text = f"{row['epsilon_claimed']:.2f}" + (f" at δ {delta:.3g}" if delta else " (pure)")
     if not row["testable"]:
         return text + ": untestable"
-    return text + (": rejected" if row["rejected"] else ": not rejected") + f" (p = {row['p_value']:.2g})"
+    return text + (": rejected" if row["rejected"] else ": not rejected") + f" (adjusted p = {row['p_value']:.2g})"
 
 
 def _cost_tables(results: pd.DataFrame) -> list:
