@@ -64,7 +64,7 @@ def empirical(emp: dict) -> str:
     if claimed is None:
         return text
     cdelta = emp.get("epsilon_claimed_delta") or 0.0
-    claim = f"claimed {claimed:.2f}" + (f" at δ {cdelta:.0e}" if cdelta else "")
+    claim = f"claimed {claimed:.2f}" + (f" at δ {cdelta:.0e}" if cdelta else " (pure)")
     if not emp.get("testable"):
         return f"{text}; {claim}: untestable"
     return f"{text}; {claim}: " + ("**rejected at 95%**" if emp.get("rejected") else "not rejected")
@@ -95,6 +95,13 @@ def section(folder: Path, baselines: list[Path], elsewhere: list[str]) -> list[s
         lines.append(f"| {name} | {_fmt(d['cap'])} ± {_fmt(d['cap_std'])} | {_fmt(dcs)} | {_fmt(utility)} | "
                      f"{d['falls_to_prior_text']} | {empirical(emp)} |")
     lines += [f"| {name} | rerun under issue 48b | | | | |" for name in elsewhere]
+    claims = [r for r in (summary.get("canaries") or {}).get("rows", [])
+              if r["attack"] == "worst-case" and r.get("epsilon_claimed") is not None]
+    if claims:
+        lines += ["", "Every claimed epsilon of this audit, checked (worst case over the planned attacks, Holm over "
+                      f"these {len(claims)} claims):", ""]
+        lines += [f"- {r['defense']} {r['axis']}={r['strength']:g}: {empirical(r)}" + (
+            f" (adjusted p = {r['p_value']:.2g})" if r.get("testable") else "") for r in claims]
     lines += ["", "Without a defense, by the depth of the active party's top (worst case over the attacks):", "",
               "| top_depth | utility | worst-case leakage | strongest attack |", "| --- | --- | --- | --- |"]
     for depth, path in enumerate([folder, *baselines]):
