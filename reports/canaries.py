@@ -16,6 +16,7 @@ import pandas as pd
 
 from vflpriv.common.empirical_epsilon import KEEP, canaries_needed, claim_text
 from vflpriv.reports.tables import mean_std
+from vflpriv.tradeoff.auditing import auditor_table
 from vflpriv.tradeoff.cap import strength_label
 from vflpriv.tradeoff.epsilon import WORST, epsilon_table
 
@@ -42,13 +43,40 @@ def canary_summary(frame: pd.DataFrame) -> dict | None:
             for row in epsilon_table(frame[frame["canaries"] > 0]).to_dict("records")]
     for row in rows:
         row["line"] = _line(row)
+    audited = [{k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()}
+               for row in auditor_table(frame[frame["canaries"] > 0]).to_dict("records")]
+    for row in audited:
+        row["line"] = _auditor_line(row)
     return {"canaries": planted, "utility_with": _utility(with_canaries), "utility_without": _utility(without),
-            "rows": rows, "rejected": [r for r in rows if r.get("rejected")]}
+            "rows": rows, "rejected": [r for r in rows if r.get("rejected")], "auditor": audited}
 
 
 def empirical_text(bound: float, delta: float) -> str:
     """``empirical epsilon >= 3.20 (95%, pure)``, or ``(95%, at delta 1e-05)``."""
     return f"empirical epsilon >= {bound:.2f} (95%, " + (f"at delta {delta:.3g})" if delta else "pure)")
+
+
+def _auditor_line(row: dict) -> str:
+    """An auditor's pooled bound against the claim, said as the auditor's (white box), never as an attack's, and worded
+    by what its canaries can show (its cap, untestable at or above it, Holm over the auditor's claims)."""
+    where = f"{row['defense']} {strength_label(row.get('axis', 'strength'), row['strength'])}"
+    text = (f"{where}, {row['phase']}, auditor {row['auditor']} (white box, not an attack): "
+            f"{empirical_text(row['epsilon_lower'], row['delta'])} from {int(row['canaries'])} canaries over "
+            f"{row['seeds']} seed{'s' if row['seeds'] != 1 else ''} ({int(row['canary_guesses'])} guessed, accuracy "
+            f"{row['canary_accuracy']:.3f})")
+    claimed = row.get("epsilon_claimed")
+    if claimed is None:
+        return text
+    text += f"; claimed {claim_text(claimed, row['delta'])}: "
+    if not row.get("testable"):
+        return text + f"untestable with {int(row['canaries'])} canaries (at or above their cap {row['cap']:.2f})"
+    family = int(row.get("holm_family") or 1)
+    holm = f"Holm over the auditor's {family} claim{'s' if family != 1 else ''}"
+    if row.get("rejected"):
+        return text + (f"claim rejected at the 95% level ({holm}): {int(row['rejecting_right'])} of "
+                       f"{int(row['rejecting_guesses'])} guesses right, adjusted p = {row['p_value']:.2g}, cap "
+                       f"{row['cap']:.2f}")
+    return text + f"not rejected (adjusted p = {row['p_value']:.2g}, {holm}; cap {row['cap']:.2f})"
 
 
 def _line(row: dict) -> str:
@@ -116,6 +144,12 @@ def canary_markdown(summary: dict | None) -> list[str]:
         rejected = [f"- **{r['line']}**" for r in summary["rejected"]]
         lines += ["**Claims rejected at the 95% level:**", "", *rejected, ""]
     lines += [f"- {r['line']}" for r in summary["rows"]]
+    if summary.get("auditor"):
+        lines += ["", "### The auditor's empirical epsilon (white box, not an attack)", "",
+                  "An auditor holds what no party holds (every other label, the initial state, the active party's "
+                  "noisy update and rows at every step: Nasr et al. 2021's intermediate-model adversary) and tests the "
+                  "DP defense's claim with a likelihood-ratio test; its bound enters no leakage, CAP, verdict or worst "
+                  "case over the attacks above.", ""] + [f"- {r['line']}" for r in summary["auditor"]]
     return lines
 
 

@@ -11,11 +11,13 @@ from torch import nn
 
 from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
+    AUDIT_UPDATE,
     DEFENSE_POINTS,
     EPOCH_END,
     PASSIVE_OPTIMIZER,
     PASSIVE_STEP,
     SOFT_LABELS,
+    SOFT_TARGETS,
     SPLIT_LEARNING,
     Federation,
     Traffic,
@@ -32,7 +34,8 @@ if TYPE_CHECKING:
 #: Everything the shared finetuning loop honours: each ``finetune.top``, FedBCD's ``finetune.local_updates``,
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
-                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, *DEFENSE_POINTS})
+                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, SOFT_TARGETS,
+                                         AUDIT_UPDATE, *DEFENSE_POINTS})
 
 
 #: The label use of a pretraining that reads labels (``pretrain_reads_labels``).

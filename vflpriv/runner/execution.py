@@ -43,6 +43,7 @@ from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.training import require_finite
 from vflpriv.runner.attacking import prior_alone, run_attack
+from vflpriv.runner.auditing import bind_auditor, score_auditor
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
 from vflpriv.store.secrets import canary_key, fingerprint
@@ -118,6 +119,9 @@ def _execute(p: Plan) -> list[RunRecord]:
     result.notes += [f"{c.name}: no epsilon recorded: {d.uncovered}" for d, c in zip(p.defenses, p.config.defenses)
                      if d.uncovered and not d.is_identity]
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
+    if p.auditor is not None:
+        score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,
+                      delta=delta if claims else p.audited.privacy_delta())
     for a, record in zip(p.attacks, records):
         if swept is not None:  # where an option set it (dp-gaussian's target_epsilon), the strength it resolved to
             record.strength = swept.effective_strength
@@ -159,10 +163,13 @@ def build_federation(p: Plan, *, transforms: list | None = None) -> Federation:
         parties=make_parties(scenario, p.device), aligned=scenario.aligned.to(p.device), channel=channel,
         num_classes=scenario.dataset.num_classes, model=cfg.model, finetune=cfg.finetune,
         generator=generator(cfg.seed, "method"), device=p.device,
-        hooks=CombinedHooks(adversary_hooks(p), DefenseChain(p.defenses)) if transforms is None else TrainingHooks(),
+        hooks=CombinedHooks(adversary_hooks(p), DefenseChain(p.defenses), p.auditor) if transforms is None
+        else TrainingHooks(),
     )
     for defense in p.defenses if transforms is None else ():  # label defenses relabel now; Marvell keeps labels
         defense.bind(fed)
+    if p.auditor is not None and transforms is None:
+        bind_auditor(p.auditor, p.audited, fed, scenario)
     return fed
 
 

@@ -23,10 +23,19 @@ from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
 from vflpriv.data.scenario import Scenario, build_scenario
 from vflpriv.defenses.base import LABELS
-from vflpriv.engine import ACTIVE_BACKWARD, DEFENSE_POINTS, EPOCH_END, SOFT_LABELS, role
+from vflpriv.engine import (
+    ACTIVE_BACKWARD,
+    ACTIVE_BATCH,
+    DEFENSE_POINTS,
+    EPOCH_END,
+    SOFT_LABELS,
+    SOFT_TARGETS,
+    role,
+)
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
+from vflpriv.runner.auditing import plan_auditor
 from vflpriv.runner.prior import PriorPlan, plan_prior
 from vflpriv.store import cache
 
@@ -49,7 +58,8 @@ class AttackPlan:
 class Plan:
     """A training's resolved parts and the attacks evaluated on it, all validated: the run reads it, never asks
     the planner again. ``acting``: the attack that acts during this training, if any (its runs have a training of
-    their own); ``wanted``: the (kind, phase) pairs the adversary's inbox keeps, what any of the attacks reads."""
+    their own); ``wanted``: the (kind, phase) pairs the adversary's inbox keeps, what any of the attacks reads;
+    ``auditor``: the auditor of ``audited`` (a defense of ``defenses``) the training runs with, if any."""
 
     config: TrainingConfig
     scenario: Scenario
@@ -59,6 +69,8 @@ class Plan:
     attacks: list[AttackPlan] = field(default_factory=list)
     acting: AttackPlan | None = None
     wanted: set[tuple[str, str]] = field(default_factory=set)
+    auditor: Any = None
+    audited: Any = None
 
 
 def available_devices() -> list[str]:
@@ -114,16 +126,20 @@ def plan_training(config: TrainingConfig) -> Plan:
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
     _check_backward(config, defenses)
     _check_label_readers(config, defenses)
+    _check_soft_targets(config, defenses)
     for d, c in zip(defenses, config.defenses):
         d.uncovered = d.covers(method)
         if d.uncovered and d.requested_claim():
             raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
                                     f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
                                     "(the noise acts and no epsilon is recorded), or use another method")
+    auditor, audited = plan_auditor(config, method, defenses)
+    if auditor is not None:
+        auditor = built("auditor", config.finetune.auditor, lambda: auditor(auditor.Options()))
     scenario = build_scenario(dataset, config.partition, seed=config.seed,
                               active_labels_local=_active_labels_local(config, method),
                               validation=config.finetune.validation)
-    return Plan(config.training(), scenario, method, defenses, device)
+    return Plan(config.training(), scenario, method, defenses, device, auditor=auditor, audited=audited)
 
 
 def _check_backward(config: TrainingConfig, defenses: list) -> None:
@@ -151,6 +167,18 @@ def _check_label_readers(config: TrainingConfig, defenses: list) -> None:
         raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' bounds only the label uses of its own "
                                 f"mechanism, and {', '.join(readers)} reads the active party's labels around it; drop "
                                 f"{readers[0]}, or randomise the labels first with a label defense (label-dp, alibi)")
+
+
+def _check_soft_targets(config: TrainingConfig, defenses: list) -> None:
+    """A defense that recomputes each sample's target from the model's outputs (``SOFT_TARGETS``: ALIBI's model prior)
+    reads its own per-sample state by row id: a defense that mixes or replaces the batch's targets before it would be
+    silently undone."""
+    follow = [i for i, d in enumerate(defenses) if SOFT_TARGETS in d.hook_points]
+    mixing = [config.defenses[i].name for i, d in enumerate(defenses) if ACTIVE_BATCH in d.hook_points]
+    if follow and mixing:
+        raise IncompatibleError(f"defense '{config.defenses[follow[0]].name}' recomputes each sample's target from the "
+                                f"model's predictions, which would undo {', '.join(mixing)} on the batch's targets; use "
+                                "its options.prior=uniform, or one of them")
 
 
 def built(kind: str, name: str, make: Callable[[], T]) -> T:
@@ -250,7 +278,7 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     if unsupported:
         raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
                           f"valid kinds: {', '.join(cls.supported_kinds)}")
-    if SOFT_LABELS in cls.hook_points and SOFT_LABELS not in method.supported():
+    if {SOFT_LABELS, SOFT_TARGETS} & cls.hook_points - method.supported():
         raise IncompatibleError(f"defense '{d.name}' trains the active party on soft labels; method "
                                 f"'{config.method.name}' trains with a loop of its own that takes class indices only")
     inside = cls.hook_points & DEFENSE_POINTS

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from vflpriv.tradeoff.grid import Grid
 
 #: Columns of the store's records that stay out of results.csv (they are JSON blobs).
-STORE_ONLY = ["config", "traffic", "utility_curve", "attack_hits", "prior_hits", "attack_trials", "canary_counts"]
+STORE_ONLY = ["config", "traffic", "utility_curve", "attack_hits", "prior_hits", "attack_trials", "canary_counts",
+              "auditor_counts"]
 
 
 def run_into_store(
