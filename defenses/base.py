@@ -15,6 +15,11 @@ method's training has no such point):
   ``ACTIVE_LOSS`` (a term of its loss: dCor), ``GRADIENT_COMPUTATION`` (how it computes the gradient it sends:
   GradPerturb), ``PREDICTIONS`` (its decoded outputs: CAE). A defense may act at several (DCAE: the
   autoencoder's points and the gradient message).
+- inside a victim's (a passive party's) finetuning computation, against feature inference
+  (:class:`VictimDefense`): ``PASSIVE_EMBEDDING`` (the embedding it sends, in training and at inference: a
+  bottleneck at the sender) and ``PASSIVE_LOSS`` (a term of its own loss: NoPeek, attacker-aware training), at the
+  passive party it protects (its ``party``, default 1). The messages it sends are protected on the channel as any
+  party's are (``Defense`` with ``party`` and ``kinds: [embedding]``).
 
 Every defense is bound to the federation before training (``bind``): a defense that needs what the protecting
 party holds (Marvell, the labels of each batch; MID, the width of each embedding) takes it then; a defense's own
@@ -42,7 +47,10 @@ from vflpriv.engine.hooks import (
     ACTIVE_MODEL,
     DEFENSE_POINTS,
     GRADIENT_COMPUTATION,
+    PASSIVE_EMBEDDING,
+    PASSIVE_LOSS,
     PREDICTIONS,
+    VICTIM_POINTS,
     DefensePoints,
 )
 from vflpriv.engine.message import ACTIVE, Message, Payload
@@ -56,8 +64,8 @@ MESSAGE = "message"
 LABELS = "labels"
 
 __all__ = ["ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "DEFENSE_POINTS", "GRADIENT_COMPUTATION", "LABELS",
-           "MESSAGE", "PREDICTIONS", "Defense", "LabelDefense", "Protection", "StrengthAxis", "TrainingDefense",
-           "as_rows"]
+           "MESSAGE", "PASSIVE_EMBEDDING", "PASSIVE_LOSS", "PREDICTIONS", "VICTIM_POINTS", "Defense", "LabelDefense",
+           "Protection", "StrengthAxis", "TrainingDefense", "VictimDefense", "as_rows"]
 
 
 @dataclass(frozen=True)
@@ -327,6 +335,26 @@ class TrainingDefense(Protection):
     def transform(self, tensor: torch.Tensor, message: Message) -> torch.Tensor:
         """The gradient message as sent, for a defense with :data:`MESSAGE` among its points."""
         return tensor
+
+
+class VictimDefense(Protection):
+    """A defense of a passive party's features inside its own finetuning computation, at the points of
+    ``vflpriv.engine.hooks`` it lists in ``hook_points`` (``PASSIVE_EMBEDDING``, ``PASSIVE_LOSS``) and overrides for
+    its own ``party`` only (the hooks are called for every passive party). Its parameters (``passive_parameters``)
+    train with that party's optimiser."""
+
+    hook_points: ClassVar[frozenset[str]] = VICTIM_POINTS
+    default_kinds: ClassVar[tuple[str, ...]] = ()
+    supported_kinds: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if self.party == ACTIVE or self.phase != "finetune":
+            raise ConfigError(f"defense '{self.name}' acts inside a passive party's finetuning: a passive party, "
+                              "phase finetune")
+
+    def protects(self, message: Message) -> bool:
+        return False
 
 
 def as_rows(tensor: torch.Tensor) -> torch.Tensor:

@@ -126,6 +126,8 @@ def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
     attacks (at 5% / A) with its cap and, where a DP defense claims an epsilon, the claim's test (Holm over every
     testable claim of the table). Empty where no run had canaries."""
     results = results if "variant" in results else results.assign(variant="")
+    if "secret" in results:  # a feature attack guesses no label: not among the canaries' guessers
+        results = results[results["secret"].fillna("labels") != "features"]
     planned_frame = results[(results["canaries"] > 0) & (results["status"] != "n/a")]
     planned_by = {_key(k): int(n) for k, n in
                   planned_frame.groupby(GROUP, sort=False, dropna=False)["attack"].nunique().items()}

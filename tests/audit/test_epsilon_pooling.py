@@ -251,3 +251,10 @@ def test_a_true_claim_among_many_is_rejected_in_at_most_5_percent_of_tables():
     slack = 2 * math.sqrt(0.05 * 0.95 / tables)
     assert family / tables <= ALPHA + slack
     assert alone / tables > 2 * ALPHA  # the uncorrected per-setting rule flags a true claim somewhere far more often
+
+
+def test_a_feature_attack_of_the_same_training_is_not_a_planned_guesser_of_the_canaries():
+    runs = [_row("gc", 0, [[50, 49]]), _row("mc", 0, None), {**_row("fi-decoder", 0, None), "secret": "features"}]
+    runs[0]["secret"] = runs[1]["secret"] = "labels"
+    worst = epsilon_table(pd.DataFrame(runs)).set_index("attack").loc["worst-case"]
+    assert worst["planned_attacks"] == 2

@@ -12,6 +12,7 @@ from functools import cached_property
 import torch
 
 from vflpriv.common.errors import ConfigError
+from vflpriv.common.seeding import generator
 from vflpriv.config.schema import PartitionConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.store.secrets import canary_key, canary_stream, fingerprint
@@ -34,6 +35,10 @@ class Scenario:
     #: ``finetune.validation``: labeled aligned ids the active party holds out of finetuning to score the trained model
     #: on (never auxiliary ones, never canaries); it keeps their labels apart from the labels it trains with.
     validation: torch.Tensor = torch.empty(0, dtype=torch.long)
+    #: The feature attacks' auxiliary samples (``partition.aux_features``): aligned training ids the active party trains
+    #: on, never canaries or validation ids, whose victim features a feature adversary knows; drawn from a stream of
+    #: their own, so every other set is the one it would be without them.
+    aux_features: torch.Tensor = torch.empty(0, dtype=torch.long)
     #: The run's seed: with the canary key, it seeds the canaries' labels.
     seed: int = 0
 
@@ -116,8 +121,28 @@ def build_scenario(
     aux = _draw_aux(dataset, pool, _aux_per_class(dataset, partition), partition.aux_source, g)
     canaries = _draw_canaries(labeled[~torch.isin(labeled, aux)], partition.canaries, g)
     held_out = _draw_validation(labeled, torch.cat([aux, canaries]), validation, g)
+    trained_on = labeled if not active_labels_local else aligned
+    pool = trained_on[~torch.isin(trained_on, torch.cat([canaries, held_out]))]
+    known = _draw_aux_features(pool, n_aligned, partition.aux_features, generator(seed, "partition:aux-features"))
     return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local,
-                    canaries=canaries, validation=held_out, seed=seed)
+                    canaries=canaries, validation=held_out, aux_features=known, seed=seed)
+
+
+#: The share of the aligned training samples a feature adversary knows by default (VFLAIR's ``need_auxiliary``: 10%).
+AUX_FEATURES_SHARE = 0.1
+
+
+def _draw_aux_features(pool: torch.Tensor, aligned: int, count: int | None, g: torch.Generator) -> torch.Tensor:
+    """``count`` ids of ``pool`` (the aligned samples the active party trains on, less canaries and validation ids:
+    each is sent in every split-learning training), uniformly; unset: :data:`AUX_FEATURES_SHARE` of the ``aligned``
+    samples, at most half the pool (the rest are the training targets), at least one."""
+    if count is None:
+        count = min(max(1, round(AUX_FEATURES_SHARE * aligned)), pool.numel() // 2)
+    elif count > pool.numel():
+        raise ConfigError(f"partition.aux_features={count} exceeds the {pool.numel()} aligned training samples the "
+                          "active party trains on (canaries and validation samples left out), among which the feature "
+                          "adversary's known samples are drawn; lower it or raise partition.labeled")
+    return pool[torch.randperm(pool.numel(), generator=g, device=g.device)[:count]].sort().values
 
 
 def _draw_validation(labeled: torch.Tensor, kept: torch.Tensor, share: float, g: torch.Generator) -> torch.Tensor:

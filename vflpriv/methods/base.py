@@ -19,6 +19,7 @@ from vflpriv.engine import (
     SOFT_LABELS,
     SOFT_TARGETS,
     SPLIT_LEARNING,
+    VICTIM_POINTS,
     Federation,
     Traffic,
     passive_receives,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
                                          PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, SOFT_TARGETS,
-                                         AUDIT_UPDATE, *DEFENSE_POINTS})
+                                         AUDIT_UPDATE, *DEFENSE_POINTS, *VICTIM_POINTS})
 
 
 #: The label use of a pretraining that reads labels (``pretrain_reads_labels``).

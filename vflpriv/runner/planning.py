@@ -30,12 +30,15 @@ from vflpriv.engine import (
     EPOCH_END,
     SOFT_LABELS,
     SOFT_TARGETS,
+    VICTIM_POINTS,
     role,
 )
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
+from vflpriv.runner.adversaries import READS, Adversary, resolve
 from vflpriv.runner.auditing import plan_auditor
+from vflpriv.runner.feature_prior import FeaturePriorPlan, plan_feature_prior
 from vflpriv.runner.prior import PriorPlan, plan_prior
 from vflpriv.store import cache
 
@@ -44,22 +47,25 @@ T = TypeVar("T")
 
 @dataclass
 class AttackPlan:
-    """One attack on the planned training: its prior, and its search space when it is tuned (``space``);
-    ``not_applicable`` gives the reason it is recorded as n/a."""
+    """One attack on the planned training: its prior, its search space when it is tuned (``space``), who runs it
+    against whom and what its inbox keeps (``adversary``); ``not_applicable`` gives the reason it is recorded as
+    n/a."""
 
     config: RunConfig
     attack: Any
-    prior: PriorPlan
+    prior: PriorPlan | FeaturePriorPlan
     space: dict[str, tuple] | None = None
     not_applicable: str = ""
+    adversary: Adversary | None = None
 
 
 @dataclass
 class Plan:
     """A training's resolved parts and the attacks evaluated on it, all validated: the run reads it, never asks
     the planner again. ``acting``: the attack that acts during this training, if any (its runs have a training of
-    their own); ``wanted``: the (kind, phase) pairs the adversary's inbox keeps, what any of the attacks reads;
-    ``auditor``: the auditor of ``audited`` (a defense of ``defenses``) the training runs with, if any."""
+    their own); ``wanted``: per receiver (an adversary: a party index or ``SERVER``), the (kind, phase) pairs its
+    inbox keeps, what any of the attacks it runs reads; ``auditor``: the auditor of ``audited`` (a defense of
+    ``defenses``) the training runs with, if any."""
 
     config: TrainingConfig
     scenario: Scenario
@@ -68,7 +74,7 @@ class Plan:
     device: torch.device
     attacks: list[AttackPlan] = field(default_factory=list)
     acting: AttackPlan | None = None
-    wanted: set[tuple[str, str]] = field(default_factory=set)
+    wanted: dict[int, set[tuple[str, str]]] = field(default_factory=dict)
     auditor: Any = None
     audited: Any = None
 
@@ -106,8 +112,8 @@ def plan(runs: RunConfig | Sequence[RunConfig]) -> Plan:
     p.attacks = [plan_attack(run, p) for run in runs]
     applicable = [a for a in p.attacks if not a.not_applicable]
     p.acting = next((a for a in applicable if a.attack.acts), None)
-    p.wanted = {pair for a in applicable
-                for pair in (*a.attack.needs_messages, *a.attack.required_messages(a.config.attack.phase))}
+    for a in applicable:
+        p.wanted.setdefault(a.adversary.party, set()).update(a.adversary.reads)
     return p
 
 
@@ -281,6 +287,8 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     if {SOFT_LABELS, SOFT_TARGETS} & cls.hook_points - method.supported():
         raise IncompatibleError(f"defense '{d.name}' trains the active party on soft labels; method "
                                 f"'{config.method.name}' trains with a loop of its own that takes class indices only")
+    if cls.hook_points & VICTIM_POINTS:
+        return _victim_defense(config, index, cls, method)
     inside = cls.hook_points & DEFENSE_POINTS
     if inside:
         return _training_defense(config, index, cls, method, device)
@@ -339,6 +347,29 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
         options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
 
 
+def _victim_defense(config: TrainingConfig, index: int, cls, method: Method):
+    """A defense inside a victim's (a passive party's) finetuning computation, the feature attacks' counterpart of the
+    active party's points: the method's training must call its hook points, it acts in finetuning at the passive
+    party it protects (default party 1), and protects the messages that party sends where it also acts on them."""
+    d, name = config.defenses[index], config.defenses[index].name
+    missing = sorted((cls.hook_points & VICTIM_POINTS) - method.supported())
+    if missing:
+        raise IncompatibleError(f"defense '{name}' acts at {', '.join(missing)} inside a passive party's training; "
+                                f"method '{config.method.name}' trains with a loop of its own that does not call that "
+                                "point")
+    if d.phase != "finetune":
+        raise IncompatibleError(f"defense '{name}' acts in a passive party's finetuning; use phase finetune")
+    party = 1 if d.party is None else d.party
+    if not 1 <= party < config.partition.parties:
+        raise ConfigError(f"defense '{name}' protects a passive party's features: party must be one of "
+                          f"1..{config.partition.parties - 1}")
+    options = parse_options(cls, d.options, where=f"defenses[{index}].options")
+    return built("defense", name, lambda: cls(
+        strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase="finetune",
+        kinds=d.kinds if cls.supported_kinds else None, options=options,
+        generator=generator(config.seed, f"defense:{index}"), name=name))
+
+
 def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:
     """A tuned attack's space: its own, with the options ``attack.search_space`` names replaced."""
     return {**attack.space(), **{k: tuple(v) for k, v in given.items()}}
@@ -373,8 +404,9 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     cls = ATTACKS.get(cfg.name)
     options = parse_options(cls, cfg.options, where="attack.options")
     attack = built("attack", cfg.name, lambda: cls(options))
+    adversary = resolve(run, attack, parties=dataset.parties)
     if not method.federated:
-        return AttackPlan(run, attack, plan_prior(run, attack),
+        return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), adversary=adversary,
                           not_applicable=f"method '{run.method.name}' is not federated: no message crosses parties, "
                                          "so there is no adversary view to attack")
     if attack.binary_only and dataset.num_classes != 2:
@@ -383,17 +415,12 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         )
     if cfg.phase == "pretrain" and not method.pretrains:
         raise IncompatibleError(f"method '{run.method.name}' has no pretraining phase to attack; use --phase finetune")
-    if run.partition.canaries and cfg.phase == "pretrain" and not method.pretrain_reads_labels:
+    if (run.partition.canaries and cfg.phase == "pretrain" and not method.pretrain_reads_labels
+            and attack.secret == "labels"):
         raise IncompatibleError(f"partition.canaries: the pretraining of method '{run.method.name}' reads no labels, so "
                                 "its snapshot holds nothing of a canary's label; attack the finetune phase, or remove "
                                 "the canaries")
-    received = method.passive_receives()
-    for kind, phase in attack.required_messages(cfg.phase):
-        if (kind, phase) not in received:
-            raise IncompatibleError(
-                f"attack '{cfg.name}' needs the {kind} messages of the {phase} phase; "
-                f"method '{run.method.name}' sends the adversary none"
-            )
+    adversary = READS[attack.secret](attack, run, method, adversary, dataset)
     missing = attack.hook_points() - method.supported()
     if missing:
         raise IncompatibleError(
@@ -412,4 +439,8 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         raise IncompatibleError(f"attack '{cfg.name}': {reason}")
     if run.partition.aux == 0 and attack.needs_aux:
         raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")
-    return AttackPlan(run, attack, plan_prior(run, attack), space)
+    return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), space, adversary=adversary)
+
+
+#: How each secret's prior is planned (an attack's ``secret`` picks one).
+PRIOR_PLANS: dict[str, Callable[[RunConfig, Any], Any]] = {"labels": plan_prior, "features": plan_feature_prior}
