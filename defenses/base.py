@@ -110,6 +110,11 @@ class Protection(DefensePoints, ABC):
     #: Raised when the defense's mechanism changes under its name: the runs of each revision have keys of their own,
     #: so a store of an earlier revision's records is recomputed, not resumed (0: the first; left out of the keys).
     revision: ClassVar[int] = 0
+    #: Whether what it does depends on the active party's labels (Marvell's noise follows each batch's labels; dCor's
+    #: and PELoss's loss terms, mixup's and CAE's targets): it then releases them around a mechanism that bounds only
+    #: its own use of them (dp-gaussian), and the planner refuses the pair unless a label defense randomised the
+    #: labels first. A label defense's randomisation is its mechanism, not such a read.
+    reads_labels: ClassVar[bool] = False
 
     @classmethod
     def default_kinds_for(cls, phase: str) -> tuple[str, ...]:
@@ -126,6 +131,19 @@ class Protection(DefensePoints, ABC):
         lo, hi = cls.axis.search
         points = [lo, math.sqrt(lo * hi), hi] if cls.axis.log and lo > 0 else [lo, (lo + hi) / 2, hi]
         return tuple(points if cls.axis.stronger == "higher" else points[::-1])
+
+    @classmethod
+    def audit_strengths_for(cls, phase: str, *, finetune, options: dict) -> tuple[float, ...] | None:
+        """The strengths the audit sweeps in ``phase`` for a run finetuned by ``finetune`` with the defense's
+        ``options`` (default: :attr:`audit_strengths`; dp-gaussian solves its noise for its audit claims), or None."""
+        found = cls.audit_strengths.get(phase)
+        return tuple(found) if found is not None else None
+
+    @classmethod
+    def claimed_epsilon(cls, strength: float, *, finetune, options: dict) -> tuple[float, float] | None:
+        """The (epsilon, delta) a run at ``strength`` will claim, where planning can know it (label DP: its strength;
+        dp-gaussian: its accountant over the run's updates), else None: the audit plants enough canaries to test it."""
+        return None
 
     @classmethod
     def own_strength_option(cls, options: dict) -> str:
@@ -208,6 +226,12 @@ class Protection(DefensePoints, ABC):
     def covers(self, method) -> str:
         """'' where the privacy claim (``privacy_spent``) holds for everything ``method`` does with the labels, else
         why it does not; a defense that claims nothing covers everything."""
+        return ""
+
+    def requested_claim(self) -> str:
+        """The option by which the configuration asks for the claim itself (dp-gaussian's ``options.target_epsilon``),
+        or ''. Where :meth:`covers` says the claim does not hold for the method, such a run is refused in planning
+        (the user asked for an epsilon it cannot have); without it the run goes on and records no epsilon."""
         return ""
 
 

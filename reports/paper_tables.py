@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from vflpriv.reports.tables import mean_std
+from vflpriv.reports.tables import epsilon_cell, mean_std
 from vflpriv.tradeoff.cap import strength_label
 
 CONTEXT = ["attack", "defense", "phase"]
@@ -178,8 +178,8 @@ def _strength_cell(r) -> str:
     cell = f"{r.attack_accuracy_mean:.3f} / {r.utility_mean:.3f}"
     eps = getattr(r, "epsilon_mean", float("nan"))
     strongest = getattr(r, "strongest", "")
-    return cell + (f" (ε={eps:.3g})" if pd.notna(eps) else "") + (f" ({strongest})" if isinstance(strongest, str)
-                                                                  and strongest else "")
+    claim = f" (ε {epsilon_cell(eps, getattr(r, 'epsilon_delta_mean', float('nan')))})" if pd.notna(eps) else ""
+    return cell + claim + (f" ({strongest})" if isinstance(strongest, str) and strongest else "")
 
 
 def t_dcs_tables(caps: pd.DataFrame) -> list[Table]:

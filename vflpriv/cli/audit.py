@@ -78,6 +78,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
 def _context(cfg: AuditConfig) -> dict:
     p = cfg.partition
     pretraining = "SimSiam" if prior_ssl(cfg) == "simsiam" else "the method's own pretraining"
+    planted = planted_canaries(cfg)
     return {
         "method": cfg.method.name, "dataset": cfg.dataset.name, "prior": cfg.audit.prior, "seeds": cfg.seeds,
         "tuned": cfg.audit.tune, "search_budget": cfg.audit.search_budget,
@@ -90,8 +91,8 @@ def _context(cfg: AuditConfig) -> dict:
                                     + (f"{p.aux_features}" if p.aux_features else "10% of the") + " aligned training "
                                     "samples' victim features (partition.aux_features)"),
             "seeds": ", ".join(map(str, cfg.seeds)),
-            "canaries": (f"{planted_canaries(cfg)} random-label canaries among the labeled training samples (the "
-                         "trainings whose labels the attacked phase reads)" if planted_canaries(cfg) else "none"),
+            "canaries": (f"{planted} random-label canaries among the labeled training samples (the trainings whose "
+                         "labels the attacked phase reads)" if planted else "none"),
             "attacks": (f"tuned on the adversary's auxiliary labels, search budget {cfg.audit.search_budget}"
                         if cfg.audit.tune else "untuned (their options as given)"),
             "prior": (f"{cfg.audit.prior}, over the encoder the adversary pretrains alone with {pretraining}"

@@ -40,6 +40,18 @@ SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "lo
                                          AUDIT_UPDATE, *DEFENSE_POINTS, *VICTIM_POINTS})
 
 
+#: The label use of a pretraining that reads labels (``pretrain_reads_labels``).
+PRETRAINING_READS_LABELS = "its pretraining reads labels"
+
+
+def _defined_later(cls: type, name: str, than: str) -> bool:
+    """Whether ``cls`` gets ``name`` from a class below the one it gets ``than`` from (a method overriding
+    ``finetune`` without declaring its ``label_uses`` beside it)."""
+    mro = cls.__mro__
+    where = {n: next(i for i, k in enumerate(mro) if n in vars(k)) for n in (name, than)}
+    return where[name] < where[than]
+
+
 class Method:
     """Base of registered methods.
 
@@ -104,6 +116,19 @@ class Method:
     def supported(self) -> frozenset[str]:
         """``supports``, for this method's options (a method whose loop depends on an option overrides it)."""
         return self.supports
+
+    def label_uses(self) -> tuple[str, ...]:
+        """Every place the method reads the active party's labels outside the shared finetuning loop, one clause each
+        naming where and what (``()``: none). The shared loop reads a label only through the defenses' hook points, so
+        a mechanism there (``dp-gaussian``) bounds what the loop does and nothing else: any use declared here voids its
+        claim (the run records no epsilon and says why). A method that overrides ``finetune`` declares its uses, for
+        its options, by overriding this too; the default, for a ``finetune`` of its own that does not, is that what
+        it reads is unknown (never assumed to be nothing)."""
+        uses = [PRETRAINING_READS_LABELS] if self.pretrain_reads_labels else []
+        if _defined_later(type(self), "finetune", "label_uses"):
+            uses.append(f"its finetune() ({type(self).__name__}) is its own and declares no label uses "
+                        "(Method.label_uses), so what it reads outside the shared loop is unknown")
+        return tuple(uses)
 
     def pretrain(self, fed: Federation) -> list[nn.Module] | None:
         return None

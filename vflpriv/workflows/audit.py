@@ -40,8 +40,11 @@ from vflpriv.runner.prior import prior_pretraining
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
 #: label (splitnn on digits, 200 labels, tuned on nothing: 25 canaries cost 0.037 of test accuracy, 50 cost 0.10, 100
-#: cost 0.26), and 25 ten-class canaries, every one guessed right, already certify epsilon 3.8.
+#: cost 0.26), and 25 ten-class canaries a seed, pooled over 3 seeds and 10 attacks, cap the worst case at 4.57.
 AUTO_CANARIES, AUTO_SHARE = 50, 8
+#: Where a claim of the audit's DP strengths needs more canaries to be testable, the audit plants them, up to this
+#: share of the labels (beyond it the training is more canaries than task).
+MAX_SHARE = 4
 
 
 class AuditDefense(Options):
@@ -86,7 +89,8 @@ class AuditSettings(Options):
     canaries: int | None = Field(
         None, ge=0, description="random-label canaries in the trainings whose labels the attacked phase reads (an "
         f"empirical lower bound on each setting's label-DP epsilon); unset: one in {AUTO_SHARE} of partition.labeled, at "
-        f"most {AUTO_CANARIES} (0 for a non-federated method); 0: none")
+        f"most {AUTO_CANARIES}, raised (up to one in {MAX_SHARE}) to the fewest whose cap exceeds every epsilon the "
+        "audit's DP strengths claim (0 for a non-federated method); 0: none")
 
     auditor: str = Field(
         "auto", description="an auditor of each defended training's DP claim, beside the attacks (vflpriv list auditors): "
@@ -230,8 +234,9 @@ LEFT_OUT = "left out of the default audit"
 
 def canaries(cfg: AuditConfig) -> int:
     """``audit.canaries`` resolved: as given, else one in :data:`AUTO_SHARE` of the labels, at most
-    :data:`AUTO_CANARIES` (none for a non-federated method, where no adversary guesses them, nor where no attacked
-    phase reads labels, where none could be planted). Given where none could be planted, it is refused."""
+    :data:`AUTO_CANARIES`, raised to :func:`canaries_for_claims` up to one in :data:`MAX_SHARE` of the labels (none
+    for a non-federated method, where no adversary guesses them, nor where no attacked phase reads labels, where none
+    could be planted). Given where none could be planted, it is refused."""
     reads = any(_reads_labels(phase, cfg.method.name) for phase in _phases(cfg))
     if cfg.audit.canaries is not None:
         if cfg.audit.canaries and not reads:
@@ -240,9 +245,45 @@ def canaries(cfg: AuditConfig) -> int:
                 f"'{cfg.method.name}' read no labels, so no canary can be planted where an attack would guess it; "
                 "attack the finetune phase too (--phases finetune,pretrain), or give --canaries 0")
         return cfg.audit.canaries
+    if not METHODS.get(cfg.method.name).federated:
+        return 0
     auto = min(AUTO_CANARIES, cfg.partition.labeled // AUTO_SHARE)
-    return auto if METHODS.get(cfg.method.name).federated and reads else 0
+    if not reads:
+        return 0
+    return max(auto, min(canaries_for_claims(cfg), cfg.partition.labeled // MAX_SHARE))
 
+
+def canaries_for_claims(cfg: AuditConfig) -> int:
+    """Per training, the fewest canaries whose cap (every guess right, pooled over the seeds, each of the audit's
+    attacks at 5%/A with the full menu) exceeds every epsilon the audit's DP strengths claim; 0 without a claim."""
+    from vflpriv.common.empirical_epsilon import canaries_needed
+    from vflpriv.runner.planning import plan_training
+
+    claims = _audit_claims(cfg)
+    if not claims:
+        return 0
+    classes = plan_training(cfg.training()).scenario.dataset.num_classes
+    attacks = len(cfg.audit.attacks or ATTACKS.names())
+    pooled = [canaries_needed(eps, classes=classes, attacks=attacks, delta=delta) for eps, delta in claims]
+    return -(-max(pooled) // len(cfg.seeds))
+
+
+def _defenses(cfg: AuditConfig) -> list[AuditDefense]:
+    """The audit's defenses: as given, else every registered one."""
+    return cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
+
+
+def _audit_claims(cfg: AuditConfig) -> list[tuple[float, float]]:
+    """Every (epsilon, delta) a DP defense of the audit will claim at its strengths, where planning knows it."""
+    defenses = _defenses(cfg)
+    claims = []
+    for d in defenses:
+        cls = DEFENSES.get(d.name)
+        for phase in _phases(cfg):
+            strengths = d.strengths or cls.audit_strengths_for(phase, finetune=cfg.finetune, options=d.options) or ()
+            claims += [c for s in strengths if (c := cls.claimed_epsilon(s, finetune=cfg.finetune,
+                                                                         options=d.options)) is not None]
+    return claims
 
 def _reads_labels(phase: str, method: str) -> bool:
     """Whether the trainings attacked in ``phase`` read the labels a canary would change: finetuning does, a
@@ -281,7 +322,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
 
     plan_training(cfg.training())
     attacks = cfg.audit.attacks or ATTACKS.names()
-    defenses = cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
+    defenses = _defenses(cfg)
     parties = cfg.partition.parties
     adversaries = list(range(1, parties)) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
     runs: list[RunConfig] = []
@@ -308,7 +349,8 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                 runs += [_run(unplanted, _control(passive[0]), None, s) for s in cfg.seeds]  # training without them
                 controlled = True
             for d in defenses:
-                strengths = d.strengths or DEFENSES.get(d.name).audit_strengths.get(phase)
+                strengths = d.strengths or DEFENSES.get(d.name).audit_strengths_for(phase, finetune=cfg.finetune,
+                                                                                    options=d.options)
                 unset = DefenseConfig(name=d.name, phase=phase, kinds=d.kinds, party=d.party, sweep=True,
                                       options=d.options)
                 reason = _try([_run(base, applicable[0], unset, cfg.seeds[0])]) if applicable else ""
