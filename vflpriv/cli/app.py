@@ -134,3 +134,5 @@ def _root(ctx: typer.Context, version: bool = typer.Option(False, "--version", c
 
 #: ``--quiet`` of every command that trains: no progress on stderr (results and errors are still printed).
 QUIET = typer.Option(False, "--quiet", help="no progress lines (runs done, time left) on stderr")
+DRY_RUN = typer.Option(False, "--dry-run", help="check every setting and print the planned runs and trainings; "
+                       "train nothing, write nothing")

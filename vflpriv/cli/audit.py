@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from vflpriv.cli.app import QUIET, app, command_line
+from vflpriv.cli.app import DRY_RUN, QUIET, app, command_line
 from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
 from vflpriv.common.console import make_console
 from vflpriv.common.progress import stage
@@ -130,6 +130,7 @@ def audit(
     canaries: Optional[int] = typer.Option(None, help="random-label canaries for the empirical epsilon (audit.canaries; "
                                            f"default one in {AUTO_SHARE} of partition.labeled, at most {AUTO_CANARIES}; 0: none)"),
     quiet: bool = QUIET,
+    dry_run: bool = DRY_RUN,
 ) -> None:
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
     from vflpriv.reports.audit import audit_markdown, audit_summary
@@ -142,7 +143,7 @@ def audit(
                       overrides=set_, preset=preset, tune_attacks=tune_attacks, search_budget=search_budget,
                       canaries=canaries)
     console, status = make_console(), make_console(stderr=True, quiet=quiet)
-    with cache.held_back(), stage(status, f"audit of {cfg.method.name}: planning every attack x defense x strength "
+    with cache.held_back(keep=not dry_run), stage(status, f"audit of {cfg.method.name}: planning every attack x defense x strength "
                                           "(each pair checked before any training)"):
         runs, skipped = audit_grid(cfg) if not check_only else ([], [])  # refused before training, cache untouched
     if not check_only and not runs:
@@ -150,15 +151,22 @@ def audit(
             f"{s.attack} x {s.defense} ({s.phase}): {s.reason}" for s in skipped))
     if not check_only:  # before the conformance trainings
         check_destination(out, store_path=store, backend=cfg.backend, address=address)
-    with stage(status, f"conformance checks of {cfg.method.name}: a few short trainings (it sends only what it "
-                       "declares; no party's data reaches another around the channel)"):
-        passed = check_conformance(cfg.training())
-    console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))
+    if dry_run:  # the conformance checks train: named, not run
+        console.print(f"conformance of {cfg.method.name}: a few short trainings before the audit's (dry run: not run)")
+    else:
+        with stage(status, f"conformance checks of {cfg.method.name}: a few short trainings (it sends only what it "
+                           "declares; no party's data reaches another around the channel)"):
+            passed = check_conformance(cfg.training())
+        console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))
     if check_only:
         return
     results = run_into_store(runs, out, jobs=cfg.jobs, backend=cfg.backend, address=address,
                              runs_per_gpu=cfg.runs_per_gpu, store_path=store,
-                             console=console, overwrite=overwrite, show_progress=not quiet)
+                             console=console, overwrite=overwrite, show_progress=not quiet, dry_run=dry_run)
+    if results is None:
+        for s in skipped:
+            console.print(f"not run: {s.attack} x {s.defense} ({s.phase}): {s.reason}", markup=False)
+        return
     summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=_context(cfg),
                             feature_margin=cfg.audit.feature_margin)
     grids = example_grids(results, out)

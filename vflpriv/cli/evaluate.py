@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from vflpriv.cli.app import QUIET, app, fail
+from vflpriv.cli.app import DRY_RUN, QUIET, app, fail
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.parse import (
@@ -110,6 +110,7 @@ def evaluate(
     search_budget: Optional[int] = SEARCH_BUDGET,
     canaries: Optional[int] = CANARIES,
     quiet: bool = QUIET,
+    dry_run: bool = DRY_RUN,
 ) -> None:
     """Sweep a defense's strength x seeds for one method and attack; write results, CAP and a plot."""
     from vflpriv.workflows.experiment import early_workers, evaluate_experiment
@@ -119,14 +120,17 @@ def evaluate(
         seeds=seeds, phase=phase, jobs=jobs, backend=backend, device=device, overrides=set_, preset=preset,
         tune_attacks=tune_attacks, search_budget=search_budget, canaries=canaries,
     )
-    warm = early_workers(data)  # they import torch while this process validates the settings
+    warm = early_workers(data) if not dry_run else None  # they import torch while this process validates
     try:
         experiment = validate(ExperimentConfig, data)
     except BaseException:
-        warm.cancel()
+        if warm is not None:
+            warm.cancel()
         raise
     results = evaluate_experiment(experiment, out, store_path=store, address=address, console=make_console(),
-                                  warm=warm, overwrite=overwrite, show_progress=not quiet)
+                                  warm=warm, overwrite=overwrite, show_progress=not quiet, dry_run=dry_run)
+    if results is None:
+        return
     failed = int((results["status"] == "failed").sum())
     if failed:
         fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from vflpriv.cli.app import QUIET, app, command_line, fail
+from vflpriv.cli.app import DRY_RUN, QUIET, app, command_line, fail
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
 from vflpriv.store import cache
@@ -25,6 +25,7 @@ def reproduce(
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
     quiet: bool = QUIET,
+    dry_run: bool = DRY_RUN,
 ) -> None:
     """Run a table analogue (resumable) and write reproduction.md: vflpriv's numbers, the paper's, each claim."""
     from vflpriv.workflows import reproductions
@@ -45,12 +46,14 @@ def reproduce(
     out = out or Path(f"vflpriv-reproduce-{name}{'-quick' if quick else ''}")
     grids = analogue.grids(quick=quick, overrides=overrides)
     _require_data(name, grids)
-    with cache.held_back():  # a refusal leaves the cache as it was
+    with cache.held_back(keep=not dry_run):  # a refusal leaves the cache as it was
         runs = _runs(name, grids, list(set_))
     from vflpriv.workflows.experiment import run_into_store
 
     results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console, show_progress=not quiet,
-                               overwrite=overwrite)
+                               overwrite=overwrite, dry_run=dry_run)
+    if results is None:
+        return
     from vflpriv.workflows.reproductions.report import records, write
 
     paths = write(analogue, records(out / "results.sqlite", analogue.by, targets=analogue.targets), out,

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from vflpriv.cli.app import QUIET, app, fail
+from vflpriv.cli.app import DRY_RUN, QUIET, app, fail
 from vflpriv.cli.evaluate import CANARIES, SEARCH_BUDGET, TUNE_ATTACKS
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
@@ -27,7 +27,7 @@ FILTERS = {
 def sweep(
     config: Path = typer.Argument(..., metavar="GRID_FILE", help="grid file: an experiment file with methods, datasets, attacks, axes"),
     out: Path = typer.Option(Path("vflpriv-sweep"), help="output directory (results, CAP, store)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="plan the grid and print its size; train nothing"),
+    dry_run: bool = DRY_RUN,
     preset: Optional[str] = typer.Option(None, help="named settings under the grid file (vflpriv list presets)"),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="override a setting of the grid: key.path=value"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings (default: the grid's, else 2)"),
@@ -61,7 +61,7 @@ def sweep(
         from vflpriv.tradeoff.grid import expand
         from vflpriv.workflows.experiment import run_grid
 
-        with cache.held_back():  # a refusal leaves the cache as it was
+        with cache.held_back(keep=not dry_run):  # a refusal leaves the cache as it was
             grid = expand(raw, must_match=user_patterns(raw, preset))
     except BaseException:
         warm.cancel()
@@ -71,11 +71,10 @@ def sweep(
         console.print(f"{len(grid.skipped)} cell(s) of the grid set aside:")
     for cell in grid.skipped:
         console.print(f"  set aside: {cell.method} / {cell.dataset} / {cell.attack}: {cell.reason}")
-    if dry_run:
-        console.print(f"{len(grid.runs)} runs on {grid.trainings} trainings (dry run: nothing trained)")
-        return
     results = run_grid(grid, out, store_path=store, address=address, console=console, warm=warm, overwrite=overwrite,
-                       show_progress=not quiet)
+                       show_progress=not quiet, dry_run=dry_run)
+    if results is None:
+        return
     failed = int((results["status"] == "failed").sum())
     if failed:
         fail(f"{failed} run(s) failed; their errors are in {out / 'results.csv'} (rerun to retry them)", code=1)

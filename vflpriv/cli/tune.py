@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from vflpriv.cli.app import QUIET, app
+from vflpriv.cli.app import DRY_RUN, QUIET, app
 from vflpriv.cli.evaluate import build_experiment
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
@@ -41,6 +42,7 @@ def tune(
     device: Optional[str] = typer.Option(None, help="torch device"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
     quiet: bool = QUIET,
+    dry_run: bool = DRY_RUN,
 ) -> None:
     """Bisect a defense's strength (log scale) for the weakest at which an attack falls to the prior, over seeds."""
     import pandas as pd
@@ -49,7 +51,7 @@ def tune(
     from vflpriv.config.registry import DEFENSES
     from vflpriv.tradeoff.sweep import check
     from vflpriv.tradeoff.tune import tune as bisect
-    from vflpriv.workflows.experiment import STORE_ONLY, run_into_store
+    from vflpriv.workflows.experiment import STORE_ONLY, plural, run_into_store
 
     if defense == "none" or "," in (attack or ""):
         raise ConfigError("tune takes one attack and one defense (not none)")
@@ -71,25 +73,35 @@ def tune(
         raise ConfigError(f"--low/--high must satisfy {axis.low:g} <= low < high <= {axis.high:g}"
                           + (" and low > 0 (log scale)" if axis.log else ""))
     data = experiment.model_dump(exclude={"seed"})
-    with cache.held_back():  # the whole config checks out, leaving the cache as it was on a refusal
+    with cache.held_back(keep=not dry_run):  # the whole config checks out, leaving the cache as it was on a refusal
         check(validate(type(experiment), {**data, "strengths": [lo]}).runs())
     console = make_console()
     template = _without_strength(experiment.runs()[0])
-    owned: dict[str, bool] = {}
     frames = []
+
+    @functools.cache
+    def tuned_here() -> dict[str, bool]:
+        """Whether each run of the store is this experiment at some strength (read without writing, once: only the
+        first step guards --out; a damaged record is not known to be this tune's)."""
+        from vflpriv.store.sqlite import read_store
+
+        path = store or out / "results.sqlite"
+        records = read_store(path).records if path.is_file() and path.stat().st_size else []
+        return {r.key: _without_strength(json.loads(r.config)) == template for r in records}
 
     def owns(key: str) -> bool:
         """A run listed in --out belongs to this tune if it is this experiment at some strength."""
-        if key not in owned:
-            from vflpriv.store.sqlite import Store
+        return tuned_here().get(key, False)
 
-            with Store(store or out / "results.sqlite") as s:
-                try:
-                    record = s.get(key)
-                except ValueError:  # damaged: not known to be this tune's
-                    record = None
-            owned[key] = record is not None and _without_strength(json.loads(record.config)) == template
-        return owned[key]
+    if dry_run:  # both ends checked as the first step would; the steps between depend on what they measure
+        ends = [r for s in (lo, hi) for r in validate(type(experiment), {**data, "strengths": [s]}).runs()]
+        run_into_store(ends, out, jobs=experiment.jobs, backend=experiment.backend, store_path=store,
+                       console=console, overwrite=overwrite, owns=owns, dry_run=True)
+        each = len(ends) // 2
+        console.print(f"tune: {defense}'s {axis.name} bisected over [{lo:g}, {hi:g}]{' on a log scale' if axis.log else ''}"
+                      f": both ends, then at most {steps} step(s), {plural(each, 'run')} each: at most "
+                      f"{plural((steps + 2) * each, 'run')}")
+        return
 
     def evaluate(strength: float):
         point = validate(type(experiment), {**data, "strengths": [strength]})

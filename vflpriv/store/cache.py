@@ -102,17 +102,17 @@ _HELD: ContextVar[list | None] = ContextVar("vflpriv_cache_held", default=None)
 
 
 @contextmanager
-def held_back() -> Iterator[None]:
+def held_back(*, keep: bool = True) -> Iterator[None]:
     """Inside, :func:`cached` reads what is there but writes nothing (no entry, no lock file, no folder): a command
     refused while checking leaves the cache as it was. The entries computed inside are written when it ends without
-    an error."""
+    an error, unless ``keep`` is off (a dry run: the cache is left as it was whatever happens)."""
     held: list = []
     token = _HELD.set(held)
     try:
         yield
     finally:
         _HELD.reset(token)
-    for path, value, write, lock in held:
+    for path, value, write, lock in held if keep else []:
         try:
             cached(path, lambda v=value: v, read=lambda _p, v=value: v, write=write, lock=lock)
         except OSError:  # an unwritable cache only means the next command computes it again

@@ -16,7 +16,7 @@ from vflpriv.config.registry import METHODS
 from vflpriv.config.schema import RunConfig, TrainingConfig, dataset_partition_defaults
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store import cache
-from vflpriv.store.folders import creatable, writable_folder
+from vflpriv.store.folders import creatable, usable_folder, writable_folder
 from vflpriv.store.sqlite import Store, check_store_path
 from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
 
@@ -47,7 +47,8 @@ def run_into_store(
     owns: Callable[[str], bool] | None = None,
     write_csv: bool = True,
     label: str = "runs",
-) -> pd.DataFrame:
+    dry_run: bool = False,
+) -> pd.DataFrame | None:
     """Validate everything (every training planned, ``out`` writable and holding no other experiment's results,
     the store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off);
     notes (e.g. a recomputed cache entry) are printed. Ctrl-C raises :class:`Interrupted` naming the store.
@@ -55,24 +56,37 @@ def run_into_store(
     (:func:`early_workers`). ``owns(key)``: whether a run already listed in
     ``out``'s results.csv belongs to this command (default: it is one of ``configs``); ``overwrite`` replaces
     a results.csv that holds other runs. ``label`` names the progress count (``tune``: which strength of the
-    bisection)."""
+    bisection). ``dry_run``: check all of it, print the plan and return None, training and writing nothing (no
+    folder, store, cache entry or worker)."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
-    warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend, previous=warm)  # they start while this plans
+    if dry_run:
+        if warm is not None:
+            warm.cancel()
+        warm = Warm()
+    else:
+        warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend, previous=warm)  # they start while this plans
     try:
         # torch and the engine, while the workers warm up
         from vflpriv.tradeoff.sweep import check, describe, drop_damaged, sweep
 
-        with cache.held_back():  # a refusal leaves no cache entry
+        with cache.held_back(keep=not dry_run):  # a refusal (or a dry run) leaves no cache entry
             check(configs)
             store_path = check_destination(out, store_path=store_path, backend=backend, address=address)
-            writable_folder(out, what="--out")
+            (usable_folder if dry_run else writable_folder)(out, what="--out")
             if not overwrite:
                 keys = {c.key() for c in configs}
                 guard_outputs(out, owns=owns or keys.__contains__)
     except BaseException:
         warm.cancel()
         raise
+    if dry_run:
+        if header is not None:
+            console.print(header())
+        stored = stored_keys(store_path) & {c.key() for c in configs}
+        console.print(f"{plural(len(configs), 'run')} on {plural(n_trainings, 'training')}: {len(stored)} already in "
+                      f"the store, {len(configs) - len(stored)} to run (dry run: nothing trained, nothing written)")
+        return None
     notes: list[str] = []
     progress: RunProgress | None = None
     flight: dict[str, str] = {}  # the trainings in progress, by key: what the progress line says is being done
@@ -110,6 +124,16 @@ def run_into_store(
     if write_csv:
         console.print(f"wrote {out / 'results.csv'}")
     return results
+
+
+def stored_keys(store_path: Path) -> set[str]:
+    """The keys of the runs ``store_path`` holds final records of (``Store.done``), read without writing; none when
+    it does not exist yet. A damaged record is not final: the run would be recomputed."""
+    from vflpriv.store.sqlite import FINAL, read_store
+
+    if not store_path.is_file() or store_path.stat().st_size == 0:
+        return set()
+    return {r.key for r in read_store(store_path).records if r.status in FINAL}
 
 
 def check_destination(out: Path, *, store_path: Path | None, backend: str, address: str | None) -> Path:
@@ -219,15 +243,17 @@ def evaluate_experiment(
     show_progress: bool = True,
     warm: Warm | None = None,
     overwrite: bool = False,
-) -> pd.DataFrame:
+    dry_run: bool = False,
+) -> pd.DataFrame | None:
     """Run (or resume) the sweep and write ``results.csv``, ``cap.csv`` (with a swept defense) and
-    ``tradeoff.png`` (one per attack) into ``out``; returns the runs, one row per record, with their variants.
+    ``tradeoff.png`` (one per attack) into ``out``; returns the runs, one row per record, with their variants
+    (``dry_run``: prints the plan and returns None, :func:`run_into_store`).
 
     The console shows, per strength, utility, attack and prior accuracy and leakage (mean ± std over seeds), and
     CAP when a defense is swept (CAP averages over a defense's strengths; with no defense there is none).
     """
     console = console or make_console()
-    with cache.held_back():  # a refusal leaves the cache as it was
+    with cache.held_back(keep=not dry_run):  # a refusal leaves the cache as it was
         runs, set_aside = applicable_attacks(experiment.runs())
 
     def header() -> str:
@@ -237,7 +263,9 @@ def evaluate_experiment(
     results = run_into_store(runs, out, jobs=experiment.jobs, backend=experiment.backend, address=address,
                              runs_per_gpu=experiment.runs_per_gpu,
                              store_path=store_path, console=console, show_progress=show_progress, header=header,
-                             warm=warm, overwrite=overwrite)
+                             warm=warm, overwrite=overwrite, dry_run=dry_run)
+    if results is None:
+        return None
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
     from vflpriv.reports.tables import cap_rich_table, mean_std, strength_tables
     from vflpriv.tradeoff.cap import cap_table, strength_summary
@@ -297,10 +325,11 @@ def applicable_attacks(runs: list[RunConfig]) -> tuple[list[RunConfig], list[tup
 
 def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: str | None = None,
              console: Console | None = None, show_progress: bool = True, warm: Warm | None = None,
-             overwrite: bool = False) -> pd.DataFrame:
+             overwrite: bool = False, dry_run: bool = False) -> pd.DataFrame | None:
     """Run (or resume) an expanded grid (``vflpriv sweep``) and write ``results.csv``, ``skipped.csv`` (the cells
     set aside, with the reason), ``cap.csv`` and the privacy-utility plots (``tradeoff*.png``, one per attack,
-    defense and phase, one panel per dataset) into ``out``; returns the runs with their variants."""
+    defense and phase, one panel per dataset) into ``out``; returns the runs with their variants (``dry_run``:
+    prints the plan and returns None, :func:`run_into_store`)."""
     import pandas as pd
 
     from vflpriv.reports.paper_tables import cap_tables
@@ -312,7 +341,9 @@ def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: 
     results = run_into_store(grid.runs, out, jobs=grid.jobs, backend=grid.backend, address=address,
                              runs_per_gpu=grid.runs_per_gpu,
                              store_path=store_path, console=console, show_progress=show_progress, warm=warm,
-                             overwrite=overwrite)
+                             overwrite=overwrite, dry_run=dry_run)
+    if results is None:
+        return None
     pd.DataFrame([vars(c) for c in grid.skipped], columns=["method", "dataset", "attack", "reason"]).to_csv(
         out / "skipped.csv", index=False)
     results = with_variants(results)
