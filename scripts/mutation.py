@@ -144,12 +144,13 @@ def _retest(db: Path, jobs: list[list], group: Group, module: str, timeout: floa
 def run_module(name: str, group: Group, module: str, work: Path, timeout: float, *,
                execute: bool = True) -> list[list] | None:
     """Init (or resume) the module's session, filter it, execute it, retest its survivors: every mutant's job and
-    result. A session whose module changed since it was made is made again. Without ``execute``, what the session
-    holds now (None for a module never run, or changed since)."""
+    result. A session whose module, or what of it is mutated, changed since it was made is made again. Without
+    ``execute``, what the session holds now (None for a module never run, or changed since)."""
     session = f"{name}-{Path(module).stem}"
     config, db = _config(session, module, group, work, timeout), work / f"{session}.sqlite"
     stamp = db.with_suffix(".module")
-    current = record.digest((ROOT / module).read_text())
+    scope = json.dumps([lines(ROOT, module, group.functions.get(module, [])), KEPT, STRING_OPERATOR])
+    current = record.digest((ROOT / module).read_text() + scope)  # the module, and what of it is mutated how
     fresh = db.exists() and stamp.exists() and stamp.read_text() == current
     if not execute:
         if not fresh:

@@ -156,7 +156,7 @@ GROUPS = {
 
 def ranges(nodes: list[ast.stmt]) -> list[tuple[int, int]]:
     """Lines of ``nodes`` to mutate: functions and module-level statements whole, except the module's constants
-    (``NAME = ...`` in capitals: declared settings such as a head's recipe, as a class body's option defaults, bounds,
+    (``NAME = ...`` in capitals, without code: declared settings such as a head's recipe, as a class body's option defaults, bounds,
     audit strengths and strength axes are; of a class, only its methods are mutated)."""
     found = []
     for node in nodes:
@@ -169,9 +169,11 @@ def ranges(nodes: list[ast.stmt]) -> list[tuple[int, int]]:
 
 
 def _constant(node: ast.stmt) -> bool:
-    """Whether ``node`` declares a module constant: ``NAME = value`` or ``NAME: type = value``, NAME in capitals."""
+    """Whether ``node`` declares a module constant: ``NAME = value`` or ``NAME: type = value``, NAME in capitals, and
+    no code in the value (a table of lambdas, such as the metrics' ``UTILITIES``, is code)."""
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-    return bool(targets) and all(isinstance(t, ast.Name) and t.id.isupper() for t in targets)
+    return bool(targets) and all(isinstance(t, ast.Name) and t.id.isupper() for t in targets) \
+        and not any(isinstance(n, ast.Lambda) for n in ast.walk(node))
 
 
 def lines(root: Path, module: str, functions: list[str]) -> list[str]:
