@@ -124,7 +124,7 @@ GROUPS = {
     "auditors": Group({"auditors/base.py": ["tests/audit/test_auditor.py"],
                        "auditors/gradient_lrt.py": ["tests/audit/test_auditor.py"]}),
     "claims": Group({
-        "vflpriv/workflows/reproductions/claims.py": ["tests/cli/test_reproduce.py"],
+        "vflpriv/workflows/reproductions/claims.py": ["tests/core/test_claims_by_hand.py"],
         "vflpriv/workflows/reproductions/selection.py": ["tests/core/test_validation_split.py",
                                                          "tests/cli/test_reproduce.py"],
         "vflpriv/workflows/reproductions/report.py": ["tests/cli/test_reproduce.py"],
