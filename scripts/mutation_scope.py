@@ -71,7 +71,7 @@ GROUPS = {
         "tradeoff/epsilon.py": ["tests/audit/test_epsilon_pooling.py", CANARIES],
         "vflpriv/common/empirical_epsilon.py": ["tests/audit/test_epsilon_pooling.py", CANARIES,
                                                 "tests/attacks/test_scoring_by_hand.py"],
-        "tradeoff/auditing.py": ["tests/audit/test_auditor.py"],
+        "tradeoff/auditing.py": ["tests/audit/test_auditor_pooling.py", "tests/audit/test_auditor.py"],
         "tradeoff/tune.py": [GRID_REPORT, "tests/cli/test_cli.py", "-k", "tune"],
     }),
     "metrics": Group({"vflpriv/common/metrics.py": ["tests/core/test_metrics.py", "tests/attacks/test_attack_scoring.py",
