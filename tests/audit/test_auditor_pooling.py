@@ -52,3 +52,8 @@ def test_a_claim_without_a_delta_is_bounded_at_delta_zero():
     assert row["delta"] == 0.0
     assert row["epsilon_lower"] == pytest.approx(menu_lower([[50, 45]], canaries=50, classes=10, delta=0.0)[0])
     assert row["epsilon_lower"] > 0
+
+
+def test_records_without_an_auditor_column_or_without_records_give_an_empty_table():
+    plain = pd.DataFrame([_record(0, "[[50, 30]]")]).drop(columns=["auditor", "auditor_counts"])
+    assert auditor_table(plain).empty and auditor_table(pd.DataFrame(columns=["auditor", "status"])).empty
