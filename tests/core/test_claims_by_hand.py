@@ -153,3 +153,44 @@ def test_a_cap_claim_reads_the_caps_frame():
     caps = _runs(a=[0.3, 0.31, 0.32]).rename(columns={"m": "cap"})
     verdict = judge({"id": "x", "above": {"metric": "cap", "a": A, "value": 0.25}}, _runs(a=[0.0]), caps=caps)
     assert verdict.verdict == "held" and verdict.reason.startswith("cap of a:")
+
+
+def test_the_reason_names_the_runs_their_means_the_difference_and_the_test():
+    where = {"method": "a", "by": 0.2, "strength": 1.0}
+    a, b = [0.81, 0.84, 0.86, 0.83], [0.78, 0.80, 0.79]
+    p = stats.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue
+    verdict = judge(_claim("greater", a=where, b=B), _runs(a=a, b=b))
+    diff = np.mean(a) - np.mean(b)
+    assert verdict.reason == (f"m: a at 0.2 strength 1.0 {np.mean(a):.3f} vs b {np.mean(b):.3f} "
+                              f"({diff:+.3f}; one-sided Welch p = {p:.3g})")
+    with_margin = judge(_claim("greater", a=where, b=B, margin=0.01), _runs(a=a, b=b))
+    assert f"({diff:+.3f}, margin +0.01; one-sided Welch p = " in with_margin.reason
+
+
+def test_one_seed_on_either_side_is_no_test():
+    for a, b in (([0.5], [0.3, 0.35]), ([0.5, 0.55], [0.3])):
+        verdict = judge(_claim("greater", a=A, b=B), _runs(a=a, b=b))
+        assert verdict.verdict == "held" and verdict.reason.endswith("one seed: no test)")
+        assert judge(_claim("within", a=A, b=B, margin=0.5), _runs(a=a, b=b)).reason.endswith("one seed: no test)")
+
+
+def test_two_seeds_against_three_with_a_target_never_reached_is_never_held():
+    """The exact Mann-Whitney test of 2 against 3 seeds cannot reach 5% (its smallest p is 1/10), however far apart."""
+    inf = math.inf
+    verdict = judge(_claim("greater", a=A, b=B), _runs(a=[inf, inf], b=[1.0, 2.0, 3.0]))
+    assert verdict.verdict == "not held" and "p = 0.1" in verdict.reason
+
+
+def test_an_equivalence_interval_touching_the_margin_is_not_inside_it():
+    low = judge(_claim("within", a=A, b=B, margin=-(0.5 - 0.6)), _runs(a=[0.5, 0.5], b=[0.6, 0.6]))
+    high = judge(_claim("within", a=A, b=B, margin=0.6 - 0.5), _runs(a=[0.6, 0.6], b=[0.5, 0.5]))
+    assert low.verdict == high.verdict == "not held"
+    assert judge(_claim("within", a=A, b=B, margin=0.11), _runs(a=[0.6, 0.6], b=[0.5, 0.5])).verdict == "held"
+
+
+def test_a_claim_giving_no_kind_or_two_is_named_in_the_refusal():
+    runs = _runs(a=[0.5, 0.6])
+    with pytest.raises(ConfigError, match="claim 'x': give exactly one of"):
+        judge({"id": "x", "text": "", "above": {}, "below": {}}, runs)
+    with pytest.raises(ConfigError, match="claim 'a claim': give exactly one of"):
+        judge({"text": "a claim"}, runs)
