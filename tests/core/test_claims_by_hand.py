@@ -55,8 +55,8 @@ def test_greater_is_a_one_sided_welch_test_at_5_percent_with_its_margin():
     assert judge(_claim("greater", a=B, b=A), _runs(a=a, b=b)).verdict == "not held"
 
 
-def test_greater_at_the_level_is_not_held():
-    """p exactly at 5% is not below it: found by bisection on the shift of a."""
+def test_greater_holds_just_below_the_level_and_not_just_above():
+    """The shift of a at which Welch's p crosses 5%, found by bisection: held on one side, not on the other."""
     b = [0.0, 1.0, 2.0]
     low, high = 0.0, 5.0
     for _ in range(60):
@@ -80,7 +80,8 @@ def test_greater_of_constant_seeds_and_of_one_seed():
 def test_greater_with_a_target_never_reached_is_an_exact_mann_whitney_test():
     inf = math.inf
     b = [5.0, inf, 7.0]
-    for a, margin in (([1.0, 2.0, 3.0], 0.0), ([6.0, 2.0, 3.0], 0.0), ([inf, inf, inf], 0.0), ([1.0, 2.0, 3.0], 1.5)):
+    for a, margin in (([1.0, 2.0, 3.0], 0.0), ([6.0, 2.0, 3.0], 0.0), ([inf, inf, inf], 0.0), ([1.0, 2.0, 3.0], 1.5),
+                      ([6.0, 7.5, inf], 1.5)):  # the margin moves a's ranks
         p = stats.mannwhitneyu(np.array(a) - margin, b, alternative="greater", method="exact").pvalue
         verdict = judge(_claim("greater", a=A, b=B, margin=margin), _runs(a=a, b=b))
         assert verdict.verdict == ("held" if p <= 0.05 else "not held") and f"p = {p:.3g}" in verdict.reason
@@ -194,3 +195,41 @@ def test_a_claim_giving_no_kind_or_two_is_named_in_the_refusal():
         judge({"id": "x", "text": "", "above": {}, "below": {}}, runs)
     with pytest.raises(ConfigError, match="claim 'a claim': give exactly one of"):
         judge({"text": "a claim"}, runs)
+
+
+def test_above_holds_just_below_the_level_and_one_seed_is_no_test():
+    a = np.array([0.0, 1.0, 2.0])
+    low, high = 0.0, 5.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        p = stats.ttest_1samp(a + mid, 0.0, alternative="greater").pvalue
+        low, high = (low, mid) if p < 0.05 else (mid, high)
+    assert judge(_claim("above", a=A, value=0.0), _runs(a=list(a + high))).verdict == "held"
+    assert judge(_claim("above", a=A, value=0.0), _runs(a=list(a + low))).verdict == "not held"
+    assert judge(_claim("above", a=A, value=0.5), _runs(a=[0.51])).reason.endswith("one seed: no test)")
+
+
+def test_two_seeds_get_the_test_not_the_one_seed_rule():
+    """Two seeds far enough apart in mean but too spread for Welch's test: not held (the one-seed rule would hold)."""
+    a, b = [0.9, 0.5, 0.95, 0.55], [0.3, 0.8]
+    assert np.mean(a) > np.mean(b)
+    assert judge(_claim("greater", a=A, b=B), _runs(a=a, b=b)).verdict == "not held"
+    assert judge(_claim("greater", a=A, b=B), _runs(a=b, b=a)).verdict == "not held"
+    inf = math.inf
+    assert "p = 0.1" in judge(_claim("greater", a=A, b=B), _runs(a=[inf, inf, inf], b=[1.0, 2.0])).reason
+
+
+def test_one_seed_with_a_target_never_reached_subtracts_the_margin():
+    inf = math.inf
+    assert judge(_claim("greater", a=A, b=B, margin=1.5), _runs(a=[inf, 5.0], b=[4.0])).verdict == "not held"
+    assert judge(_claim("greater", a=A, b=B, margin=0.5), _runs(a=[inf, 5.0], b=[4.0])).verdict == "held"
+
+
+def test_one_seed_within_its_margin_exactly_is_not_within():
+    margin = -(0.5 - 0.6)
+    assert judge(_claim("within", a=A, b=B, margin=margin), _runs(a=[0.5], b=[0.6, 0.6])).verdict == "not held"
+
+
+def test_a_selector_without_a_method_reads_every_method():
+    verdict = judge(_claim("above", a={"by": 0.2}, value=0.0), _runs(a=[0.5, 0.6], b=[0.7]))
+    assert verdict.reason.startswith("m of every method at 0.2: ") and "3 runs" in verdict.reason
