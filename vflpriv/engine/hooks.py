@@ -23,6 +23,15 @@ The defenses of the active party (the label holder), inside its own computation:
   of each noisy label under the model's prediction as the prior, recomputed at every update);
 - ``predictions``: its test outputs (the autoencoder decodes them).
 
+The defenses of a victim (a passive party whose features a feature attack infers), inside its own computation, at
+the protecting party only (the defense's ``party``):
+
+- ``send_embedding``: the embedding a passive party sends, from its features and its bottom's output (a bottleneck
+  at the sender, MID's placement against feature inference), in training and at inference;
+- ``passive_loss_terms``: terms added to a passive party's loss besides the received gradient's (NoPeek's distance
+  correlation between its features and its embedding, an attacker-aware training's imagined decoder), with
+  ``passive_parameters``: what a defense adds to that party's model, trained by its optimiser.
+
 A measurement, not a party's act:
 
 - ``epoch_end`` (``measure:epoch-end``, :meth:`vflpriv.engine.Federation.epoch_end`): the end of each finetuning
@@ -67,6 +76,10 @@ PREDICTIONS = "defend:predictions"
 EPOCH_END = "measure:epoch-end"
 AUDIT_UPDATE = "audit:active-update"
 DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD, PREDICTIONS})
+#: A victim's (a passive party's) training: the embedding it sends, the terms of its own loss.
+PASSIVE_EMBEDDING = "defend:passive-embedding"
+PASSIVE_LOSS = "defend:passive-loss"
+VICTIM_POINTS = frozenset({PASSIVE_EMBEDDING, PASSIVE_LOSS})
 
 
 @dataclass(frozen=True)
@@ -159,6 +172,18 @@ class DefensePoints:
         """The random streams these points draw from (a measurement restores them); none by default."""
         return []
 
+    def send_embedding(self, party: int, x: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:
+        """What passive party ``party`` sends, from its features ``x`` and its bottom's output ``embedding``."""
+        return embedding
+
+    def passive_loss_terms(self, party: int, x: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor | None:
+        """A term added to passive party ``party``'s loss (from its features and the embedding it sent), or None."""
+        return None
+
+    def passive_parameters(self, party: int) -> list[nn.Parameter]:
+        """Parameters a defense adds to passive party ``party``'s model (trained by its optimiser)."""
+        return []
+
 
 class DefenseChain(DefensePoints):
     """Several defenses at the active party's points, applied in the order they are listed."""
@@ -210,6 +235,18 @@ class DefenseChain(DefensePoints):
 
     def generators(self):
         return [g for d in self.defenses for g in d.generators()]
+
+    def send_embedding(self, party, x, embedding):
+        for d in self.defenses:
+            embedding = d.send_embedding(party, x, embedding)
+        return embedding
+
+    def passive_loss_terms(self, party, x, embedding):
+        terms = [t for t in (d.passive_loss_terms(party, x, embedding) for d in self.defenses) if t is not None]
+        return sum(terms[1:], terms[0]) if terms else None
+
+    def passive_parameters(self, party):
+        return [p for d in self.defenses for p in d.passive_parameters(party)]
 
 
 class TrainingHooks(DefensePoints):
@@ -277,3 +314,12 @@ class CombinedHooks(TrainingHooks):
 
     def generators(self):
         return [*self.adversary.generators(), *self.defenses.generators()]
+
+    def send_embedding(self, party, x, embedding):
+        return self.defenses.send_embedding(party, x, embedding)
+
+    def passive_loss_terms(self, party, x, embedding):
+        return self.defenses.passive_loss_terms(party, x, embedding)
+
+    def passive_parameters(self, party):
+        return self.defenses.passive_parameters(party)
