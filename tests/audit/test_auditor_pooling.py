@@ -1,5 +1,6 @@
 """The auditor's table by hand (``tradeoff.auditing.auditor_table``): each row's fields from the pooled counts, failed
-runs left out, a setting with an empty field kept, a claim without a delta bounded at delta 0."""
+runs left out, a setting with an empty field kept, a claim without a delta bounded at delta 0, the weakest claim of
+the setting tested (its check by hand from ``claim_test``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from vflpriv.common.empirical_epsilon import menu_lower
 from vflpriv.tradeoff.auditing import auditor_table
+from vflpriv.tradeoff.epsilon import claim_test
 
 
 def _record(seed: int, counts: str, **changes) -> dict:
@@ -24,10 +26,14 @@ def test_a_row_is_the_pooled_bound_its_guesses_their_accuracy_and_the_setting_by
     (row,) = auditor_table(frame).to_dict("records")
     bound, guesses = menu_lower([[100, 56], [20, 19]], canaries=100, classes=10, delta=1e-5)
     right = {100: 56, 20: 19}[guesses]
-    assert row == {"method": "m", "dataset": "d", "defense": "dp-gaussian", "phase": "finetune", "strength": 4.0,
-                   "auditor": "gradient-lrt", "axis": "sigma", "epsilon_lower": bound, "delta": 1e-5,
+    test = claim_test({"gradient-lrt": ([[100, 56], [20, 19]], 100)}, planned=1, classes=10, claim=3.0, delta=1e-5)
+    assert test.testable
+    assert row == {"method": "m", "dataset": "d", "defense": "dp-gaussian", "phase": "finetune", "variant": "",
+                   "strength": 4.0, "auditor": "gradient-lrt", "axis": "sigma", "epsilon_lower": bound, "delta": 1e-5,
                    "canary_guesses": guesses, "canary_accuracy": right / guesses, "canaries": 100, "seeds": 2,
-                   "epsilon_claimed": 2.5}
+                   "epsilon_claimed": 3.0, "classes": 10, "cap": test.cap, "testable": True,
+                   "p_value": test.p_value, "rejected": test.p_value <= 0.05, "rejecting_guesses": test.guesses,
+                   "rejecting_right": test.right, "holm_family": 1}  # the weakest claim (seed 1's 3.0) is tested
 
 
 def test_the_accuracy_is_that_of_the_menu_entry_the_bound_chose():

@@ -34,6 +34,6 @@ def test_without_canaries_the_canary_step_draws_nothing_from_the_partition_s_str
     part = PartitionConfig(labeled=200, aux=40, aux_source="labeled")
     drawn = build_scenario(digits, part, seed=seed, validation=0.25)
     empty = torch.empty(0, dtype=torch.long)
-    monkeypatch.setattr(scenario, "_draw_canaries", lambda dataset, pool, count, g: (empty, empty))
+    monkeypatch.setattr(scenario, "_draw_canaries", lambda pool, count, g: empty)
     skipped = build_scenario(digits, part, seed=seed, validation=0.25)
     assert drawn.canaries.numel() == 0 and torch.equal(drawn.validation, skipped.validation)
