@@ -3,7 +3,8 @@
 The scope, by group: the trade-off statistics (CAP, DCS, leakage and its verdicts, the empirical epsilon and its
 pooling, the auditor's pooling, the tuned strength); the metrics every score is computed with; the attacks' scoring,
 search and prior, and every label attack; every defense (its mechanism is what a defended number measures); the
-auditors; the reproductions' claim statistics (their verdicts, the selection, the table's means); the numbers
+auditors; the feature attacks, their prior, metrics and scoring; the reproductions' claim statistics (their verdicts,
+the selection, the table's means) and the lr chosen on the validation split; the numbers
 ``reports/`` computes (verdict tables, canary bounds, the audit's summary, the paper tables, the console tables, the
 plotted means); the engine's channel, the partition and the conformance check (what an attack sees); the keys that
 decide which records a number is computed from. Left out, as they compute no number: the CLI, the stores' I/O, the
@@ -56,6 +57,7 @@ DEFENSE_ANCHORS = "tests/defenses/test_defenses_anchors.py"
 IN_TRAINING = "tests/defenses/test_defenses_in_training.py"
 ISSUE36 = "tests/defenses/test_defenses_issue36.py"
 GRID_REPORT = "tests/reports/test_grid_tables_report.py"
+FEATURES = "tests/features/"
 
 
 def _attack(own: list[str]) -> list[str]:
@@ -121,6 +123,19 @@ GROUPS = {
         "defenses/cae.py": [DEFENSE_ANCHORS, IN_TRAINING],
         "defenses/mixup.py": [DEFENSE_ANCHORS, IN_TRAINING, ISSUE36],
     }),
+    "features": Group({
+        "vflpriv/common/feature_metrics.py": ["tests/features/test_feature_metrics.py", FEATURES + "test_fi_decoder.py",
+                                              FEATURES + "test_grn_inversion.py"],
+        "vflpriv/runner/feature_prior.py": [FEATURES + "test_feature_prior.py", FEATURES + "test_fi_decoder.py"],
+        "vflpriv/runner/feature_attacking.py": [FEATURES + "test_known_samples_and_targets.py",
+                                                FEATURES + "test_fi_decoder.py", FEATURES + "test_feature_verdicts.py"],
+        "attacks/features/base.py": [FEATURES + "test_known_samples_and_targets.py", FEATURES + "test_fi_decoder.py"],
+        "attacks/features/decoder_attack.py": [FEATURES + "test_fi_decoder.py", FEATURES + "test_feature_verdicts.py"],
+        "attacks/features/decoders.py": [FEATURES + "test_fi_decoder.py", "tests/cli/test_feature_refusals.py"],
+        "attacks/features/inversion.py": [FEATURES + "test_grn_inversion.py"],
+        "attacks/features/grn.py": [FEATURES + "test_grn_inversion.py"],
+        "attacks/features/surrogate.py": [FEATURES + "test_grn_inversion.py", ANCHORS],
+    }),
     "auditors": Group({"auditors/base.py": ["tests/audit/test_auditor.py"],
                        "auditors/gradient_lrt.py": ["tests/audit/test_auditor.py"]}),
     "claims": Group({
@@ -128,6 +143,7 @@ GROUPS = {
         "vflpriv/workflows/reproductions/selection.py": ["tests/core/test_validation_split.py",
                                                          "tests/cli/test_reproduce.py"],
         "vflpriv/workflows/reproductions/report.py": ["tests/cli/test_reproduce.py"],
+        "vflpriv/workflows/lr_choice.py": ["tests/cli/test_settings_honoured.py", "-k", "lr"],
     }),
     "reports": Group({
         "reports/leakage.py": ["tests/audit/test_leakage_stats.py", "tests/core/test_published_numbers.py", GRID_REPORT,
@@ -138,6 +154,8 @@ GROUPS = {
         "reports/tables.py": ["tests/reports/test_one_seed.py", "tests/core/test_cap.py", GRID_REPORT],
         "reports/plots.py": ["tests/core/test_cap.py", GRID_REPORT],
         "reports/results.py": [GRID_REPORT],
+        "reports/features.py": [FEATURES + "test_feature_leakage.py", "tests/audit/test_feature_audit.py"],
+        "reports/secret_labels.py": [GRID_REPORT, "tests/reports/test_report_navigation.py"],
     }),
     "engine": Group({
         "vflpriv/engine/channel.py": ["tests/engine/test_channel.py"],
