@@ -100,6 +100,11 @@ class Protection(DefensePoints, ABC):
     #: Raised when the defense's mechanism changes under its name: the runs of each revision have keys of their own,
     #: so a store of an earlier revision's records is recomputed, not resumed (0: the first; left out of the keys).
     revision: ClassVar[int] = 0
+    #: The secrets it claims to protect (``labels``, ``features``): the audit runs it against the attacks on them,
+    #: and against a feature attack wherever it acts on the victim's embedding (:meth:`acts_on_embeddings`).
+    secrets: ClassVar[frozenset[str]] = frozenset({"labels"})
+    #: What it costs beside the utility it takes (the extra computation per training step), for ``describe``.
+    cost: ClassVar[str] = ""
 
     @classmethod
     def default_kinds_for(cls, phase: str) -> tuple[str, ...]:
@@ -195,9 +200,21 @@ class Protection(DefensePoints, ABC):
         """The delta of the claim :meth:`privacy_spent` makes (0: pure epsilon)."""
         return 0.0
 
+    @classmethod
+    def acts_on_embeddings(cls, kinds: tuple[str, ...]) -> bool:
+        """Whether, protecting messages of ``kinds``, it acts where a passive party's embedding is: on the embedding
+        messages themselves, or on each received embedding inside the active party's model or loss (MID, dCor,
+        PELoss, FedPass). The audit evaluates such a defense against the feature attacks too, whatever it claims."""
+        return "embedding" in kinds or bool(cls.hook_points & {ACTIVE_MODEL, ACTIVE_LOSS})
+
     def covers(self, method) -> str:
-        """'' where the privacy claim (``privacy_spent``) holds for everything ``method`` does with the labels, else
-        why it does not; a defense that claims nothing covers everything."""
+        """'' where the privacy claim (``privacy_spent``) holds for everything ``method`` does with the secret it
+        protects, else why it does not; a defense that claims nothing covers everything."""
+        return ""
+
+    def notes(self) -> str:
+        """What the run's notes say about its claim after training beyond the epsilon (a narrower claim that holds
+        where the training's does not), or ''."""
         return ""
 
 

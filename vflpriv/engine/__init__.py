@@ -13,9 +13,14 @@ from vflpriv.engine.hooks import (
     DEFENSE_POINTS,
     EPOCH_END,
     GRADIENT_COMPUTATION,
+    PASSIVE_BACKWARD,
+    PASSIVE_BOTTOM,
+    PASSIVE_LOSS,
     PASSIVE_OPTIMIZER,
+    PASSIVE_POINTS,
     PASSIVE_STEP,
     PREDICTIONS,
+    PRETRAIN_PASSIVE_LOSS,
     SOFT_LABELS,
     CombinedHooks,
     DefenseChain,
@@ -43,6 +48,7 @@ from vflpriv.engine.roles import SPLIT_LEARNING, Role, Traffic, passive_receives
 __all__ = [
     "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "HEAD_WEIGHTS", "INFERENCE", "PRETRAIN", "PROBABILITIES", "SERVER", "STATISTICS", "WEIGHTS",
     "ACTIVE_BACKWARD", "ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "CombinedHooks", "DEFENSE_POINTS", "EPOCH_END", "DefenseChain", "DefensePoints", "GRADIENT_COMPUTATION",
-    "PASSIVE_OPTIMIZER", "PASSIVE_STEP", "PREDICTIONS", "SOFT_LABELS", "PassiveStep", "SPLIT_LEARNING", "TrainingHooks", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
+    "PASSIVE_BACKWARD", "PASSIVE_BOTTOM", "PASSIVE_LOSS", "PASSIVE_OPTIMIZER", "PASSIVE_POINTS", "PASSIVE_STEP",
+    "PREDICTIONS", "PRETRAIN_PASSIVE_LOSS", "SOFT_LABELS", "PassiveStep", "SPLIT_LEARNING", "TrainingHooks", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
     "Traffic", "make_parties", "passive_receives", "role",
 ]

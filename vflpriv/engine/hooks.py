@@ -21,6 +21,20 @@ The defenses of the active party (the label holder), inside its own computation:
   parameters' gradients and the received embeddings' ``.grad`` itself (DP-SGD: per-sample clipping and noise);
 - ``predictions``: its test outputs (the autoencoder decodes them).
 
+The defenses of a passive party (the victim of a feature attack), on what it computes and sends:
+
+- ``passive_bottom``: the module it computes the embedding it sends with, once at the start of finetuning: a defense
+  wraps its bottom (MID's bottleneck at the sender, a narrow layer at the cut, per-row clipping and noise); the wrapped
+  module is what it trains, sends from and holds afterwards (its parameters train with the party's optimiser);
+- ``passive_loss``: terms added to its own loss, from its features of the batch and the embedding it sent (NoPeek's
+  distance correlation, an imagined decoder's reconstruction error); the shared loop backpropagates them beside the
+  gradient it received;
+- ``passive_backward``: how it turns the gradient it received into its update: a defense that
+  ``passive_backpropagates`` sets its parameters' gradients itself (DP-SGD on its bottom: per-sample clipping, noise);
+- in pretraining (``pretrain_passive_loss``, called by the SSL loops of ``vflpriv.methods.pretraining`` and
+  ``fedhssl``): ``passive_loss`` with phase ``pretrain``, from its views of a batch and its encoder's outputs (the cut
+  the finetuning embedding comes from), added to its SSL loss; no label is in reach there.
+
 A measurement, not a party's act:
 
 - ``epoch_end`` (``measure:epoch-end``, :meth:`vflpriv.engine.Federation.epoch_end`): the end of each finetuning
@@ -53,6 +67,13 @@ SOFT_LABELS = "defend:soft-labels"
 PREDICTIONS = "defend:predictions"
 EPOCH_END = "measure:epoch-end"
 DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD, PREDICTIONS})
+PASSIVE_BOTTOM = "defend:passive-bottom"
+PASSIVE_LOSS = "defend:passive-loss"
+PASSIVE_BACKWARD = "defend:passive-backward"
+#: The passive party's points the shared finetuning loop calls.
+PASSIVE_POINTS = frozenset({PASSIVE_BOTTOM, PASSIVE_LOSS, PASSIVE_BACKWARD})
+#: ``passive_loss`` in pretraining: the SSL loops that train a party's encoder call it (local, cross-party, guided).
+PRETRAIN_PASSIVE_LOSS = "defend:pretrain-passive-loss"
 
 
 @dataclass(frozen=True)
@@ -80,8 +101,9 @@ PerClass = Callable[[int], torch.Tensor]
 
 
 class DefensePoints:
-    """The active party's hook points, each the identity: a defense overrides those it acts at (and lists them in
-    its ``hook_points``); :class:`DefenseChain` applies several in order."""
+    """The defenses' hook points (the active party's and the passive parties'), each the identity: a defense
+    overrides those it acts at (and lists them in its ``hook_points``); :class:`DefenseChain` applies several in
+    order."""
 
     def active_batch(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The active party's inputs and training targets of a batch (class indices, or one probability row
@@ -126,6 +148,25 @@ class DefensePoints:
     def generators(self) -> list[torch.Generator]:
         """The random streams these points draw from (a measurement restores them); none by default."""
         return []
+
+    def passive_bottom(self, party: int, bottom: nn.Module) -> nn.Module:
+        """The module passive party ``party`` computes (and sends) its finetuning and inference embeddings with."""
+        return bottom
+
+    def passive_loss(self, party: int, phase: str, x: torch.Tensor, sent: torch.Tensor) -> torch.Tensor | None:
+        """A term passive party ``party`` adds to its own loss in ``phase`` from its features ``x`` of the batch and
+        the embedding ``sent`` it computed from them (in pretraining: its views and its encoder's outputs), or None."""
+        return None
+
+    def passive_backpropagates(self, party: int) -> bool:
+        """Whether :meth:`passive_backward` replaces passive party ``party``'s backward pass."""
+        return False
+
+    def passive_backward(self, party: int, bottom: nn.Module, sent: torch.Tensor, gradient: torch.Tensor,
+                         ids: torch.Tensor) -> None:
+        """Set the gradients of ``bottom``'s parameters from the ``gradient`` party ``party`` received for the rows
+        ``sent`` of batch ``ids`` (the default: backpropagate sum(sent * gradient))."""
+        (sent * gradient).sum().backward()
 
 
 class DefenseChain(DefensePoints):
@@ -173,6 +214,23 @@ class DefenseChain(DefensePoints):
 
     def generators(self):
         return [g for d in self.defenses for g in d.generators()]
+
+    def passive_bottom(self, party, bottom):
+        for d in self.defenses:
+            bottom = d.passive_bottom(party, bottom)
+        return bottom
+
+    def passive_loss(self, party, phase, x, sent):
+        terms = [t for t in (d.passive_loss(party, phase, x, sent) for d in self.defenses) if t is not None]
+        return sum(terms[1:], terms[0]) if terms else None
+
+    def passive_backpropagates(self, party):
+        return any(d.passive_backpropagates(party) for d in self.defenses)
+
+    def passive_backward(self, party, bottom, sent, gradient, ids):
+        """The one defense that backpropagates for ``party`` (the planner admits no other at its points)."""
+        next(d for d in self.defenses if d.passive_backpropagates(party)).passive_backward(party, bottom, sent,
+                                                                                             gradient, ids)
 
 
 class TrainingHooks(DefensePoints):
@@ -228,3 +286,15 @@ class CombinedHooks(TrainingHooks):
 
     def generators(self):
         return [*self.adversary.generators(), *self.defenses.generators()]
+
+    def passive_bottom(self, party, bottom):
+        return self.defenses.passive_bottom(party, bottom)
+
+    def passive_loss(self, party, phase, x, sent):
+        return self.defenses.passive_loss(party, phase, x, sent)
+
+    def passive_backpropagates(self, party):
+        return self.defenses.passive_backpropagates(party)
+
+    def passive_backward(self, party, bottom, sent, gradient, ids):
+        self.defenses.passive_backward(party, bottom, sent, gradient, ids)

@@ -8,7 +8,8 @@ an MLP over the concatenation, or the sum of per-party class logits: :func:`spli
 tensors (FedBCD-p, Liu et al. 2022; VFLAIR's FedBCD_p). The loop calls the adversary's hook points
 (``vflpriv.engine.hooks``): ``passive_step`` before a passive party applies a received gradient,
 ``passive_optimizer`` for each passive party's optimiser, and the measurement point ``fed.epoch_end`` after each
-epoch.
+epoch; and the passive parties' defense points: ``passive_bottom`` once (the module each sends from),
+``passive_loss`` and ``passive_backward`` at each update it makes from a received gradient.
 """
 
 from __future__ import annotations
@@ -181,7 +182,9 @@ def finetune(
     """Train on the active party's labeled aligned ids for ``fed.finetune.epochs`` epochs; ``penalty()`` is
     added to the active party's loss at every update (it must read only the active party's parameters).
     Messages carry epoch numbers from ``first_epoch`` (after a method's own earlier exchanges). Each exchange
-    is followed by ``fed.finetune.local_updates - 1`` local updates (FedBCD)."""
+    is followed by ``fed.finetune.local_updates - 1`` local updates (FedBCD). Each passive party trains, sends
+    from and returns its bottom as its defenses wrap it (``passive_bottom``)."""
+    bottoms = [b if k == ACTIVE else fed.hooks.passive_bottom(k, b) for k, b in enumerate(bottoms)]
     owned = [list(b.parameters()) if train_bottoms else [] for b in bottoms]
     owned[ACTIVE] += list(top.parameters())
     optimizers = PartyOptimizers(fed.finetune, owned, hooks=fed.hooks)
@@ -246,7 +249,7 @@ def split_step(
             grad = fed.channel.send(Message(GRADIENT, FINETUNE, ACTIVE, p.index, sent, batch, epoch))
             fed.hooks.passive_step(PassiveStep(p.index, epoch, step, batch, p.x_train[batch], bottoms[p.index],
                                                local[p.index], grad))
-            backward_with(local[p.index], grad)
+            passive_update(fed, p.index, bottoms[p.index], p.x_train[batch], local[p.index], grad, batch)
             gradients[p.index] = grad
     return Exchange(loss.detach(), {p.index: received[p.index].detach() for p in fed.passive}, gradients)
 
@@ -301,13 +304,28 @@ def local_update(
         active_loss(fed, logits, targets, stale, y, penalty).backward()
     for p in fed.passive:
         if p.index in exchange.gradients:
-            backward_with(bottoms[p.index](p.x_train[batch]), exchange.gradients[p.index])
+            x = p.x_train[batch]
+            passive_update(fed, p.index, bottoms[p.index], x, bottoms[p.index](x), exchange.gradients[p.index], batch)
 
 
-def backward_with(output: torch.Tensor, grad: torch.Tensor) -> None:
+def passive_update(fed: Federation, party: int, bottom: nn.Module, x: torch.Tensor, sent: torch.Tensor,
+                   gradient: torch.Tensor, ids: torch.Tensor) -> None:
+    """Passive party ``party``'s backward pass from the ``gradient`` it received for the rows ``sent`` (computed from
+    its features ``x`` of batch ``ids``): by the defense that backpropagates for it (``passive_backward``), else the
+    received gradient with its defenses' own loss terms (``passive_loss``)."""
+    hooks = fed.hooks
+    if hooks.passive_backpropagates(party):
+        hooks.passive_backward(party, bottom, sent, gradient, ids)
+    else:
+        backward_with(sent, gradient, hooks.passive_loss(party, FINETUNE, x, sent))
+
+
+def backward_with(output: torch.Tensor, grad: torch.Tensor, extra: torch.Tensor | None = None) -> None:
     """``output.backward(grad)``, bit for bit (d sum(output * grad) / d output = 1 * grad), without the
-    import of sympy (0.3 s per process) that ``Tensor.backward`` makes when given a gradient tensor."""
-    (output * grad).sum().backward()
+    import of sympy (0.3 s per process) that ``Tensor.backward`` makes when given a gradient tensor; ``extra``, a
+    term of the party's own loss, is backpropagated with it."""
+    objective = (output * grad).sum()
+    (objective if extra is None else objective + extra).backward()
 
 
 @torch.no_grad()
