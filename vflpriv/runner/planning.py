@@ -264,6 +264,8 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     reason = cls.incompatible(dataset=dataset)
     if reason:
         raise IncompatibleError(f"defense '{d.name}': {reason}")
+    if cls.hook_points & PASSIVE_POINTS:
+        return _passive_defense(config, index, cls, method)
     unsupported = sorted(set(d.kinds or ()) - set(cls.supported_kinds))
     if unsupported:
         raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
@@ -271,8 +273,6 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     if SOFT_LABELS in cls.hook_points and SOFT_LABELS not in method.supported():
         raise IncompatibleError(f"defense '{d.name}' trains the active party on soft labels; method "
                                 f"'{config.method.name}' trains with a loop of its own that takes class indices only")
-    if cls.hook_points & PASSIVE_POINTS:
-        return _passive_defense(config, index, cls, method)
     inside = cls.hook_points & DEFENSE_POINTS
     if inside:
         return _training_defense(config, index, cls, method, device)
