@@ -35,7 +35,7 @@ class PassiveDefense(Protection):
     default_kinds: ClassVar[tuple[str, ...]] = ()
     supported_kinds: ClassVar[tuple[str, ...]] = ()
     hook_points = frozenset({PASSIVE_LOSS})
-    #: The phases it acts in; ``phase_reason`` says why not in the others (the planner's refusal).
+    #: The phases it acts in; ``phase_reason`` says why not in the others (the planner refuses another phase).
     phases: ClassVar[tuple[str, ...]] = (FINETUNE,)
     phase_reason: ClassVar[str] = ""
 
@@ -44,8 +44,6 @@ class PassiveDefense(Protection):
         if self.party == ACTIVE:
             raise ConfigError(f"defense '{self.name}' protects a passive party's features at its own points: party must "
                               "be a passive party (1 or more), or unset for every passive party")
-        if self.phase not in self.phases:
-            raise ConfigError(f"defense '{self.name}' acts in {' and '.join(self.phases)} only: {self.phase_reason}")
 
     @classmethod
     def points_for(cls, phase: str) -> frozenset[str]:
