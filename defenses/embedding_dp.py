@@ -102,7 +102,7 @@ class EmbeddingDP(PassiveDefense):
     phase_reason = ("its claim is over the finetuning transcript from a bottom initialised from the seed; a pretraining "
                     "trains the bottom on the features outside it")
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.25, 16.0), log=True)
-    audit_strengths = {"finetune": (0.5, 1.0, 4.0)}
+    audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = "per-sample gradients of the victim's bottom (one vectorised backward per row) with private_bottom"

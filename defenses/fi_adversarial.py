@@ -22,7 +22,8 @@ where an 11 x 11 SSIM window has no meaning). Step 1 precedes step 2 as in ResSF
 step on the client model in eval mode, here on the embedding of the training forward (one forward, not two).
 
 ``bottleneck`` C > 0 is ResSFL's bottleneck layer at the cut (``norelu_C8S1``: a 1x1 convolution to C channels, no
-ReLU, the server's first layer expanding back): here the victim's bottom ends in Linear(d, C) -> Linear(C, d), no
+ReLU, the server's first layer expanding back; C = 8 in its defense, the default here in finetuning, 0 turns it off):
+here the victim's bottom ends in Linear(d, C) -> Linear(C, d), no
 ReLU, so what it sends lies in a C-dimensional subspace; the expansion sits at the sender (not the receiver) so the
 active party's top keeps its input width, and the receiver learns exactly what it could from the C-wide code.
 
@@ -52,6 +53,9 @@ from vflpriv.models.decoders import build_decoder, conv_victim
 from vflpriv.models.encoders import init_parameters
 from vflpriv.models.training import make_optimizer
 
+#: ResSFL's bottleneck at the cut (``norelu_C8S1``, its Table 6 and expert scripts).
+RESSFL_BOTTLENECK = 8
+
 
 class FIAdversarialOptions(Options):
     loss: Literal["auto", "mse", "ssim"] = Field(
@@ -59,8 +63,9 @@ class FIAdversarialOptions(Options):
     threshold: float | None = Field(
         None, ge=0, description="tau: ssim penalises only SSIM above tau (ResSFL 0.5, the default); mse stops pushing "
                                 "once the decoder's MSE exceeds tau (unset: ResSFL's unbounded -MSE)")
-    bottleneck: int = Field(0, ge=0, description="C > 0: a C-wide Linear layer at the cut, no ReLU (ResSFL C = 8); "
-                                                 "finetuning only")
+    bottleneck: int | None = Field(
+        None, ge=0, description="C > 0: a C-wide Linear layer at the cut, no ReLU, finetuning only; 0: none; unset: "
+                                "ResSFL's C = 8 in finetuning, none in pretraining")
     decoder: Literal["auto", "mlp", "conv"] = Field("auto", description="the imagined decoder (as fi-decoder's)")
     decoder_lr: float = Field(1e-3, gt=0, description="its Adam learning rate (ResSFL: 1e-3)")
     decoder_steps: int = Field(1, ge=1, le=100, description="its steps per update of the victim (ResSFL gan_num_step 1)")
@@ -86,15 +91,15 @@ class FIAdversarial(PassiveDefense):
     hook_points = frozenset({PASSIVE_BOTTOM, PASSIVE_LOSS})
     phases = (FINETUNE, PRETRAIN)
     axis = StrengthAxis(name="alpha", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.01, 10.0), log=True)
-    audit_strengths = {"finetune": (0.3, 1.0, 3.0), "pretrain": (0.3, 1.0, 3.0)}
+    audit_strengths = {"finetune": (1.0, 3.0, 10.0), "pretrain": (1.0, 3.0, 10.0)}
     anchor = "Li et al. CVPR 2022 (ResSFL); zlijingtao/ResSFL MIA_torch.py train_target_step, gan_train_step"
     cost = "the imagined decoder's Adam step and one more forward of it per update of the victim"
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        if self.options.bottleneck and self.phase != FINETUNE:
+        if self.phase != FINETUNE and self.options.bottleneck:
             raise ConfigError(f"defense '{self.name}': options.bottleneck is a layer at the cut of the split model, "
-                              "which finetuning trains; in pretraining use it without (bottleneck 0)")
+                              "which finetuning trains; in pretraining leave it unset or 0")
         self.scales: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.specs: dict[int, object] = {}
         self.decoders: dict[int, tuple[nn.Module, torch.optim.Optimizer]] = {}
@@ -112,11 +117,16 @@ class FIAdversarial(PassiveDefense):
         chosen = self.options.loss
         return chosen if chosen != "auto" else "ssim" if conv_victim(self.specs[party]) else "mse"
 
+    @property
+    def bottleneck(self) -> int:
+        """C of the layer at the cut (0: none): ResSFL's 8 unless set."""
+        return RESSFL_BOTTLENECK if self.options.bottleneck is None else self.options.bottleneck
+
     def passive_bottom(self, party: int, bottom: nn.Module) -> nn.Module:
-        if not self.options.bottleneck or not self.acts_for(party, FINETUNE):
+        if not self.bottleneck or not self.acts_for(party, FINETUNE):
             return bottom
         device = next(bottom.parameters()).device
-        return init_parameters(CutBottleneck(bottom, self.options.bottleneck), generator=self.generator).to(device)
+        return init_parameters(CutBottleneck(bottom, self.bottleneck), generator=self.generator).to(device)
 
     def _decoder(self, party: int, width: int, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer]:
         if party not in self.decoders:

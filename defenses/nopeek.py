@@ -36,7 +36,7 @@ class NoPeek(PassiveDefense):
     hook_points = frozenset({PASSIVE_LOSS})
     phases = (FINETUNE, PRETRAIN)
     axis = StrengthAxis(name="lambda", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.01, 10.0), log=True)
-    audit_strengths = {"finetune": (0.5, 1.0, 2.0), "pretrain": (0.5, 1.0, 2.0)}
+    audit_strengths = {"finetune": (0.5, 2.0, 8.0), "pretrain": (0.5, 2.0, 8.0)}
     anchor = "Vepakomma et al. 2020 (NoPeek); VFLAIR party.py + tf_distance_cov_cor on (x_b, h_b); ResSFL nopeek"
     cost = "two B x B distance matrices per update (O(B^2) in the batch size B)"
 
