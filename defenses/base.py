@@ -15,6 +15,11 @@ method's training has no such point):
   ``ACTIVE_LOSS`` (a term of its loss: dCor), ``GRADIENT_COMPUTATION`` (how it computes the gradient it sends:
   GradPerturb), ``PREDICTIONS`` (its decoded outputs: CAE). A defense may act at several (DCAE: the
   autoencoder's points and the gradient message).
+- at a passive party's own points, against feature inference (:class:`vflpriv.defenses.passive.PassiveDefense`):
+  ``PASSIVE_BOTTOM`` (the bottom it sends from, wrapped: a bottleneck at the sender, clipping and noise),
+  ``PASSIVE_LOSS`` (a term of its own loss: NoPeek, attacker-aware training; in pretraining too), ``PASSIVE_BACKWARD``
+  (its update: DP-SGD on its bottom). The messages it sends are protected on the channel as any party's are
+  (``Defense`` with ``party`` and ``kinds: [embedding]``).
 
 Every defense is bound to the federation before training (``bind``): a defense that needs what the protecting
 party holds (Marvell, the labels of each batch; MID, the width of each embedding) takes it then; a defense's own

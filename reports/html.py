@@ -110,10 +110,10 @@ def _image(path: Path) -> str:
 
 def render_report(
     results: pd.DataFrame, *, title: str, tables: list[Table], figures: list[Path], context: dict[str, str],
-    leakage: Table | None = None, verdicts: list[dict] | None = None,
+    leakage: Table | None = None, verdicts: list[dict] | None = None, features: str = "",
 ) -> str:
-    """The report page: context, what leaked (the undefended verdicts and the leakage per strength), tables,
-    figures (PNG files embedded), settings, failed runs."""
+    """The report page: context, what leaked of the labels (the undefended verdicts and the leakage per strength) and
+    of the features (``features``: its section's HTML), tables, figures (PNG files embedded), settings, failed runs."""
     shared, varying = _settings(results)
     counts = results["status"].value_counts().to_dict()
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -124,7 +124,9 @@ def render_report(
                  + ", ".join(f"{v} {html.escape(str(k))}" for k, v in counts.items())
                  + f"; methods {html.escape(', '.join(dict.fromkeys(results['method'])))}; datasets "
                  f"{html.escape(', '.join(dict.fromkeys(results['dataset'])))}.</p>")
-    parts.append("<h2 id='leakage'>What leaked</h2>" + _leakage(leakage, verdicts or []))
+    parts.append(f"<h2 id='leakage'>What leaked{': the labels' if features else ''}</h2>"
+                 + _leakage(leakage, verdicts or []))
+    parts.append(features)
     parts.append("<h2>Results</h2>" + "".join(t.html() for t in tables))
     parts.append("<h2>Privacy-utility trade-off</h2>" + "".join(_image(f) for f in figures if f.suffix == ".png"))
     parts.append("<h2>Configuration</h2><h3>Settings that differ between runs</h3>")

@@ -1,4 +1,5 @@
-"""Privacy-utility plots from records only (x: utility, y: attack accuracy, one line per method).
+"""Privacy-utility plots from records only (x: utility, y: attack accuracy, or a feature attack's MSE, one line per
+method).
 
 One figure per (attack, defense, phase), one panel per dataset: each method (and variant) is a line
 through its strengths, with error bars over seeds and each point labelled with its strength on the
@@ -59,7 +60,8 @@ def tradeoff_figures(
             if pd.notna(prior):
                 ax.axhline(prior, linestyle="--", color="grey", label="adversary prior")
             ax.set_xlabel(f"utility ({utility_label(panel['utility_metric'].iloc[0])})")
-            ax.set_ylabel(f"{attack} attack accuracy")
+            features = "secret" in panel and (panel["secret"] == "features").all()
+            ax.set_ylabel(f"{attack} reconstruction MSE (lower leaks more)" if features else f"{attack} attack accuracy")
             ax.set_title(f"{dataset}: {defense} ({phase})")
             ax.legend(fontsize=7)
             ax.grid(alpha=0.3)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.reports.canaries import epsilon_tables
+from vflpriv.reports.features import feature_html
 from vflpriv.reports.html import render_report
 from vflpriv.reports.leakage import leakage_rows, leakage_table, verdicts
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
@@ -90,7 +91,7 @@ def write_report(results: pd.DataFrame, out: Path, *, store: Path) -> Path:
         context["damaged records left out"] = "; ".join(f"run {key}: {problem}" for key, problem in damaged)
     rows = leakage_rows(results)
     page = render_report(results, title="vflpriv results", tables=found, figures=figures, context=context,
-                         leakage=leakage_table(rows), verdicts=verdicts(rows))
+                         leakage=leakage_table(rows), verdicts=verdicts(rows), features=feature_html(results, out))
     path = out / "report.html"
     path.write_text(page)
     return path

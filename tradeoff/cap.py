@@ -55,13 +55,14 @@ def scored(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def dcs(attack: np.ndarray, utility: np.ndarray, reference: np.ndarray, *, classes: int,
-        beta: float = DCS_BETA) -> np.ndarray:
+        beta: float = DCS_BETA, chance: float | None = None) -> np.ndarray:
     """VFLAIR's defense capability score, 1 / (1 + sqrt((1 - beta) dAP^2 + beta dMP^2)) (``src/metrics/
     data_process.py`` ``cal_dcs``): dMP = max(MP0 - MP, 0), the utility lost to the defense against the undefended
     ``reference``, and dAP = AP with AP the attack accuracy normalised by chance, max(0, (A - 1/C) / (1 - 1/C)).
     VFLAIR uses the raw accuracy, with which an attack at chance still costs 0.5 on a binary task and DCS barely
-    separates defenses there; normalised, an attack no better than guessing costs nothing."""
-    chance = 1.0 / classes
+    separates defenses there; normalised, an attack no better than guessing costs nothing. A feature attack's AP is
+    VFLAIR's max(0, 1 - MSE) as it is (``chance`` 0: a reconstruction has no chance level to normalise by)."""
+    chance = 1.0 / classes if chance is None else chance
     ap = np.clip((np.asarray(attack, float) - chance) / (1.0 - chance), 0.0, None)
     dmp = np.clip(np.asarray(reference, float) - np.asarray(utility, float), 0.0, None)
     return 1.0 / (1.0 + np.sqrt((1.0 - beta) * ap**2 + beta * dmp**2))
@@ -154,9 +155,11 @@ def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
             row["prior_mse"] = float(g["prior_mse"].min())
             row["feature_mse"] = row["prior_mse"] if strongest is None else float(strongest["feature_mse"])
             row["leakage"] = row["prior_mse"] - row["feature_mse"]
+            row["feature_ap"] = max(0.0, 1.0 - row["feature_mse"])  # VFLAIR's AP, DCS's input
         rows.append(row)
     return pd.DataFrame(rows, columns=list(dict.fromkeys([*GROUP, *_WORST_KEEP, *SECRET, "attack_accuracy",
                                                           "prior_accuracy", "leakage", "feature_mse", "prior_mse",
+                                                          "feature_ap",
                                                           "strongest", "training_under_attack"])))
 
 
@@ -216,7 +219,11 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
                 best = good.get("attack_accuracy_optimistic")
                 if best is not None and best.notna().all():
                     optimistic.append(cap(good["utility"], best))
-                if classes >= 2 and good["reference_utility"].notna().all():
+                features = "secret" in good and (good["secret"] == "features").all()
+                if features and "feature_ap" in good and good["reference_utility"].notna().all():
+                    scores.append(float(dcs(good["feature_ap"], good["utility"], good["reference_utility"],
+                                            classes=classes, chance=0.0).mean()))
+                elif not features and classes >= 2 and good["reference_utility"].notna().all():
                     scores.append(float(dcs(good["attack_accuracy"], good["utility"], good["reference_utility"],
                                             classes=classes).mean()))
             else:
@@ -256,11 +263,25 @@ def _metric(group: pd.DataFrame) -> str:
     return str(found[0]) if found else ""
 
 
+def shown(results: pd.DataFrame) -> pd.DataFrame:
+    """The records as tables and plots show them: a feature attack's ``attack_accuracy`` and ``prior_accuracy``
+    columns hold its and its prior's MSE (its ``leakage`` is already prior - attack MSE); label records unchanged."""
+    if "secret" not in results or not (results["secret"] == "features").any():
+        return results
+    features = results["secret"] == "features"
+    out = results.copy()
+    out.loc[features, "attack_accuracy"] = pd.to_numeric(results.loc[features, "feature_mse"], errors="coerce")
+    out.loc[features, "prior_accuracy"] = pd.to_numeric(results.loc[features, "prior_mse"], errors="coerce")
+    return out
+
+
 def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over seeds of utility, attack and prior accuracy, leakage (attack - prior accuracy, per seed) and
     the epsilon a DP defense spent, at each strength (and its axis name and direction); worst-case rows name the
-    strongest attack of each strength in ``strongest`` (several when seeds differ)."""
-    ok = with_worst_case(results)
+    strongest attack of each strength in ``strongest`` (several when seeds differ). Where the results hold feature
+    attacks, ``secret`` and ``victim`` tell the rows apart and a feature row's attack and prior numbers are MSEs
+    (:func:`shown`)."""
+    ok = shown(with_worst_case(results))
     ok = ok[ok["status"] == "ok"]
     if "strength_axis" not in ok:
         ok = ok.assign(strength_axis="lambda")
@@ -269,8 +290,8 @@ def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
     if "strength_stronger" not in ok:
         ok = ok.assign(strength_stronger="higher")
     cols = ["utility", "attack_accuracy", "prior_accuracy", "leakage"] + (["epsilon"] if "epsilon" in ok else [])
-    keys = GROUP + (["variant"] if "variant" in ok else []) + ["utility_metric", "strength_axis", "strength_stronger",
-                                                                "strength"]
+    keys = GROUP + secret_columns(ok) + (["variant"] if "variant" in ok else []) + [
+        "utility_metric", "strength_axis", "strength_stronger", "strength"]
     agg = ok.groupby(keys)[cols].agg(["mean", lambda c: c.std(ddof=0)])
     agg.columns = [f"{c}_{'mean' if s == 'mean' else 'std'}" for c, s in agg.columns]
     n = ok.groupby(keys)["seed"].count().rename("n_seeds")

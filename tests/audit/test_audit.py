@@ -39,8 +39,9 @@ def test_grid_lists_every_pair_that_cannot_run_with_the_reason():
     assert "needs a binary task" in reasons[("exploit", "none")]
     assert "one gradient entry per class" in reasons[("dli", "none")] and "finetune.top=sum" in reasons[("dli", "none")]
     attacks = {r.attack.name for r in runs}
-    assert attacks == {"mc", "mc-mixmatch", "gc", "bli", "similarity", "mc-active"}
-    # per seed: undefended + 3 ISO strengths, once for the passive attacks and once more for mc-active, which acts
+    assert attacks == {"mc", "mc-mixmatch", "gc", "bli", "similarity", "mc-active", "fi-decoder", "fi-inversion", "grn"}
+    # per seed: undefended + 3 ISO strengths, once for the passive attacks and once more for mc-active, which acts; the
+    # feature attacks share the passive attacks' trainings
     assert len({r.training_key() for r in runs}) == 2 * (1 + 3) * 2
     active = {r.training_key() for r in runs if r.attack.name == "mc-active"}
     assert not active & {r.training_key() for r in runs if r.attack.name != "mc-active"}

@@ -84,6 +84,10 @@ def _context(cfg: AuditConfig) -> dict:
             "command": command_line(),
             "parties": p.parties, "aligned fraction": p.aligned_fraction, "labeled": p.labeled, "aux": p.aux,
             "adversary": "every passive party" if cfg.audit.adversaries == "all" else f"party {p.adversary}",
+            "feature adversaries": (", ".join(cfg.audit.feature_adversaries) + " (the active party and the server "
+                                    "attack party 1's features, the passive adversary the active party's), knowing "
+                                    + (f"{p.aux_features}" if p.aux_features else "10% of the") + " aligned training "
+                                    "samples' victim features (partition.aux_features)"),
             "seeds": ", ".join(map(str, cfg.seeds)),
             "canaries": (f"{planted_canaries(cfg)} random-label canaries among the labeled training samples (the "
                          "trainings whose labels the attacked phase reads)" if planted_canaries(cfg) else "none"),
@@ -127,6 +131,7 @@ def audit(
 ) -> None:
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
     from vflpriv.reports.audit import audit_markdown, audit_summary
+    from vflpriv.reports.features import example_grids
     from vflpriv.workflows.conformance import check_conformance
     from vflpriv.workflows.experiment import check_destination, run_into_store
 
@@ -149,10 +154,13 @@ def audit(
     results = run_into_store(runs, out, jobs=cfg.jobs, backend=cfg.backend, address=address,
                              runs_per_gpu=cfg.runs_per_gpu, store_path=store,
                              console=console, overwrite=overwrite, show_progress=not quiet)
-    summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=_context(cfg))
+    summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=_context(cfg),
+                            feature_margin=cfg.audit.feature_margin)
+    grids = example_grids(results, out)
+    summary["features"]["grids"] = [p.name for p in grids]
     (out / "audit.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     (out / "audit.md").write_text(audit_markdown(summary))
-    for verdict in summary["verdicts"]:
+    for verdict in [*summary["verdicts"], *summary["features"]["verdicts"]]:
         console.print(verdict["line"])
     if skipped:
         console.print(f"{len(skipped)} pair(s) not applicable, listed with the reason in {out / 'audit.md'}")

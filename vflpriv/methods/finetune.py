@@ -144,7 +144,8 @@ class PartyOptimizers:
 
     def adopt(self) -> None:
         """Give the active party's optimiser the parameters its defenses created since (MID's bottleneck is built
-        at the first embedding it receives, when its width is known)."""
+        at the first embedding it receives, when its width is known). A passive party's defenses wrap its bottom
+        before its optimiser is made (``passive_bottom``), so their parameters are among its own."""
         if self.active is None:
             return
         new = [p for p in self.hooks.active_parameters() if p not in self.adopted]

@@ -192,6 +192,21 @@ def score_features(record: RunRecord, guesses: dict[str, Reconstruction], found:
         record.prior_ssim = float(fm.ssim(mine[prior.chosen], y).mean())
     record.prior_errors = json.dumps(prior_errors.tolist())
     record.leakage = record.prior_mse - record.feature_mse
+    if image:
+        record.feature_examples = examples(y, guess, mine[prior.chosen])
+
+
+#: How many targets an image victim's record keeps, for the report's grid.
+EXAMPLES = 8
+
+
+def examples(truth: torch.Tensor, attack: torch.Tensor, prior: torch.Tensor) -> str:
+    """The first :data:`EXAMPLES` targets' features and both guesses, rounded to 1e-4 (JSON)."""
+    def rows(t: torch.Tensor) -> list:
+        return [[round(v, 4) for v in r] for r in t[:EXAMPLES].flatten(1).clamp(0, 1).tolist()]
+
+    return json.dumps({"shape": list(truth.shape[1:]), "truth": rows(truth), "attack": rows(attack),
+                       "prior": rows(prior)})
 
 
 def record_feature_search(record: RunRecord, found: SearchResult, truth: Truth) -> None:

@@ -136,6 +136,9 @@ class RunRecord:
     attack_errors: str = field(default="", repr=False)
     prior_errors: str = field(default="", repr=False)
     feature_mse_per_feature: str = field(default="", repr=False)
+    #: Image victims: the first few primary targets' true features, the attack's and the chosen prior's guesses, on
+    #: the scores' scale (JSON {"shape", "truth", "attack", "prior"}), for the report's grid.
+    feature_examples: str = field(default="", repr=False)
     #: A tuned attack's every trial (JSON list of options, budget fraction, holdout accuracy).
     attack_trials: str = field(default="", repr=False)
     #: JSON [[guesses kept, right], ...]: each entry of the canary audit's abstention menu (summed over seeds to pool).

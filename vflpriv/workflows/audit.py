@@ -6,6 +6,13 @@ seed) with the defense acting in that phase, on which the attacks of that phase 
 at which the attack falls to the prior). Pairs that cannot run are listed with the planner's reason, not
 skipped in silence. Defaults are quick on the bundled data: every registered attack with its
 ``audit_options``, every registered defense at its ``audit_strengths`` for the phase.
+
+Both secrets: the label attacks run by each passive adversary (``partition.adversary``), the feature attacks by the
+roles of ``audit.feature_adversaries`` on the same trainings: the active party and the server against party 1, and
+the passive adversary against the active party, wherever the method sends that role anything about the victim's
+samples (elsewhere listed with the planner's reason). A feature attack runs under a defense that protects its victim's
+messages (the defense's ``party``): ``audit.feature_defended`` names which (default the decoder, the cheapest and on
+the bundled data the strongest; every feature attack gives its verdict without a defense).
 """
 
 from __future__ import annotations
@@ -66,6 +73,15 @@ class AuditSettings(Options):
     search_spaces: dict[str, dict[str, list[Any]]] = Field(
         default_factory=dict, description="search space per attack name, replacing the attack's own for the options "
                                           "it names")
+    feature_adversaries: list[Literal["active", "server", "passive"]] = Field(
+        default_factory=lambda: ["active", "server", "passive"],
+        description="who runs the feature attacks: the active party and the server (against party 1), the passive "
+                    "adversary (against the active party's features)")
+    feature_defended: list[str] = Field(
+        default_factory=lambda: ["fi-decoder"], description="feature attacks also run under each defense that "
+        "protects their victim's messages")
+    feature_margin: float = Field(0.05, ge=0, le=1, description="feature leakage tolerance of the verdicts, as a "
+                                                                "share of the prior's MSE")
     canaries: int | None = Field(
         None, ge=0, description="random-label canaries in the trainings whose labels the attacked phase reads (an "
         f"empirical lower bound on each setting's label-DP epsilon); unset: one in {AUTO_SHARE} of partition.labeled, at "
@@ -128,12 +144,35 @@ def prior_ssl(cfg: AuditConfig) -> str:
     return prior_pretraining(cfg.method.name, cfg.audit.prior_ssl)
 
 
-def _attack(cfg: AuditConfig, name: str, phase: str) -> AttackConfig:
+def _attack(cfg: AuditConfig, name: str, phase: str, *, adversary: int | str | None = None,
+            victim: int | None = None) -> AttackConfig:
     options = cfg.audit.attack_options.get(name, getattr(ATTACKS.get(name), "audit_options", {}))
     a = cfg.audit
     return AttackConfig(name=name, phase=phase, prior=a.prior, prior_epochs=a.prior_epochs, prior_ssl=a.prior_ssl,
                         options=options, tune=a.tune, search_budget=a.search_budget,
-                        search_space=a.search_spaces.get(name, {}))
+                        search_space=a.search_spaces.get(name, {}), adversary=adversary, victim=victim)
+
+
+def _attacks(cfg: AuditConfig, name: str, phase: str, adversary: int, first: bool) -> list[tuple[str, AttackConfig]]:
+    """The audit's runs of attack ``name`` against label adversary ``adversary``, each named for the lists: a label
+    attack once; a feature attack once per role of ``audit.feature_adversaries`` (the active party's and the
+    server's with the first label adversary only: they do not depend on it)."""
+    if getattr(ATTACKS.get(name), "secret", "labels") == "labels":
+        return [(name, _attack(cfg, name, phase))]
+    roles = {"active": (0, None), "server": ("server", None), "passive": (adversary, 0)}
+    return [(f"{name} by {'party ' + str(who) if isinstance(who, int) else who}", _attack(cfg, name, phase,
+                                                                                        adversary=who, victim=victim))
+            for role, (who, victim) in roles.items() if role in cfg.audit.feature_adversaries
+            and (first or role == "passive")]
+
+
+def _defended_by(attack: AttackConfig, d: AuditDefense, cfg: AuditConfig) -> bool:
+    """Whether the audit runs ``attack`` under defense ``d``: every label attack; a feature attack named in
+    ``audit.feature_defended`` under a defense that protects its victim's messages."""
+    if getattr(ATTACKS.get(attack.name), "secret", "labels") == "labels":
+        return True
+    victim = attack.victim if attack.victim is not None else 1
+    return attack.name in cfg.audit.feature_defended and d.party == victim
 
 
 def resolved_options(cfg: AuditConfig) -> dict[str, dict]:
@@ -191,7 +230,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     attacks = cfg.audit.attacks or ATTACKS.names()
     defenses = cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
     parties = cfg.partition.parties
-    adversaries = range(1, parties) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
+    adversaries = list(range(1, parties)) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
     runs: list[RunConfig] = []
     skipped: list[Inapplicable] = []
     planted = canaries(cfg)
@@ -201,11 +240,11 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
         for phase in _phases(cfg):
             base = _planted(unplanted, planted, phase, cfg.method.name)
             applicable = []
-            for name in attacks:
-                attack = _attack(cfg, name, phase)
+            for label, attack in [a for name in attacks for a in _attacks(cfg, name, phase, adversary,
+                                                                            adversary == adversaries[0])]:
                 reason = _try([_run(base, attack, None, cfg.seeds[0])])
                 if reason:
-                    skipped.append(Inapplicable(name, "none", phase, reason))
+                    skipped.append(Inapplicable(label, "none", phase, reason))
                 else:
                     applicable.append(attack)
                     runs += [_run(base, attack, None, s) for s in cfg.seeds]
@@ -220,7 +259,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     skipped.append(Inapplicable("*", d.name, phase, reason or f"defense '{d.name}' declares no audit "
                                                 f"strengths for the {phase} phase; give audit.defenses[].strengths"))
                     continue
-                for attack in applicable:
+                for attack in [a for a in applicable if _defended_by(a, d, cfg)]:
                     defended = [DefenseConfig(name=d.name, strength=s, phase=phase, kinds=d.kinds, party=d.party,
                                               sweep=True, options=d.options) for s in strengths]
                     reason = _try([_run(base, attack, defended[0], cfg.seeds[0])])

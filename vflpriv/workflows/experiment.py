@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 #: Columns of the store's records that stay out of results.csv (they are JSON blobs).
 STORE_ONLY = ["config", "traffic", "utility_curve", "attack_hits", "prior_hits", "attack_trials", "canary_counts",
-              "attack_errors", "prior_errors", "feature_mse_per_feature"]
+              "attack_errors", "prior_errors", "feature_mse_per_feature", "feature_examples"]
 
 
 def run_into_store(
@@ -162,6 +162,20 @@ def partition_line(config: TrainingConfig) -> str:
     return line + (f" ({', '.join(own)}: {config.dataset.name}'s defaults)" if own else "")
 
 
+def feature_lines(runs: list[RunConfig]) -> list[str]:
+    """Who attacks whose features, and what it knows, for each feature attack among ``runs``."""
+    from vflpriv.runner.execution import roles_of
+
+    seen = {}
+    for run in runs:
+        secret, adversary, victim = roles_of(run)
+        if secret == "features":
+            seen.setdefault((run.attack.name, adversary, victim), run.partition.aux_features)
+    return [f"feature attack {name}: {'the server' if who == 'server' else f'party {who}'} attacks party {victim}'s "
+            f"features, knowing them on {known if known else '10% of the'} aligned training samples "
+            "(partition.aux_features)" for (name, who, victim), known in seen.items()]
+
+
 def experiment_line(experiment: ExperimentConfig) -> str:
     """What is measured: method, dataset and its utility metric, attacks, the swept defense, seeds."""
     from vflpriv.reports.tables import utility_label
@@ -206,7 +220,7 @@ def evaluate_experiment(
         runs, set_aside = applicable_attacks(experiment.runs())
 
     def header() -> str:
-        return "\n".join([experiment_line(experiment), partition_line(experiment),
+        return "\n".join([experiment_line(experiment), partition_line(experiment), *feature_lines(runs),
                           *(f"set aside: attack {name}: {reason}" for name, reason in set_aside)])
 
     results = run_into_store(runs, out, jobs=experiment.jobs, backend=experiment.backend, address=address,
@@ -214,7 +228,7 @@ def evaluate_experiment(
                              store_path=store_path, console=console, show_progress=show_progress, header=header,
                              warm=warm, overwrite=overwrite)
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
-    from vflpriv.reports.tables import cap_rich_table, mean_std, strength_table
+    from vflpriv.reports.tables import cap_rich_table, mean_std, strength_tables
     from vflpriv.tradeoff.cap import cap_table, strength_summary
     from vflpriv.tradeoff.variants import with_variants
 
@@ -222,7 +236,8 @@ def evaluate_experiment(
     summary = strength_summary(results)
     figures = tradeoff_figures(summary, out, formats=("png",)) if not summary.empty else []
     if not summary.empty:
-        console.print(strength_table(summary))
+        for table in strength_tables(summary):
+            console.print(table)
     written = []
     if experiment.swept is not None:
         caps = cap_table(results)
