@@ -105,11 +105,15 @@ class Protection(DefensePoints, ABC):
     #: Raised when the defense's mechanism changes under its name: the runs of each revision have keys of their own,
     #: so a store of an earlier revision's records is recomputed, not resumed (0: the first; left out of the keys).
     revision: ClassVar[int] = 0
-    #: The secrets it claims to protect (``labels``, ``features``): the audit runs it against the attacks on them,
-    #: and against a feature attack wherever it acts on the victim's embedding (:meth:`acts_on_embeddings`).
+    #: The secrets it claims to protect (``labels``, ``features``): the audit runs it against the label attacks when
+    #: it claims labels, and against a feature attack wherever it acts on what that attack reads (:meth:`acts_on`).
     secrets: ClassVar[frozenset[str]] = frozenset({"labels"})
     #: What it costs beside the utility it takes (the extra computation per training step), for ``describe``.
     cost: ClassVar[str] = ""
+    #: Strengths the audit sweeps, per phase, weak to strong, for the defense on a passive party's embeddings
+    #: (``kinds: [embedding]``) against the feature attacks, where it supports that kind without defaulting to it
+    #: (ISO, gaussian-message, sparsify); none: the audit does not add that configuration.
+    embedding_audit_strengths: ClassVar[dict[str, tuple[float, ...]]] = {}
 
     @classmethod
     def default_kinds_for(cls, phase: str) -> tuple[str, ...]:
@@ -205,12 +209,16 @@ class Protection(DefensePoints, ABC):
         """The delta of the claim :meth:`privacy_spent` makes (0: pure epsilon)."""
         return 0.0
 
-    @classmethod
-    def acts_on_embeddings(cls, kinds: tuple[str, ...]) -> bool:
-        """Whether, protecting messages of ``kinds``, it acts where a passive party's embedding is: on the embedding
-        messages themselves, or on each received embedding inside the active party's model or loss (MID, dCor,
-        PELoss, FedPass). The audit evaluates such a defense against the feature attacks too, whatever it claims."""
-        return "embedding" in kinds or bool(cls.hook_points & {ACTIVE_MODEL, ACTIVE_LOSS})
+    def acts_on(self, kind: str, phase: str, victim: int) -> bool:
+        """Whether it acts on what a feature attack on party ``victim`` reads, the ``kind`` messages that party sends
+        in ``phase``: on those messages (the channel), or on each received embedding inside the active party's model
+        or loss (MID, dCor, PELoss, FedPass: the gradient the victim trains with passes through it). The audit runs a
+        feature attack under the defenses that act on what it reads, whatever secret they claim."""
+        receiver = ACTIVE if victim != ACTIVE else 1
+        if self.protects(Message(kind, phase, victim, receiver, torch.empty(0))):
+            return True
+        inside = self.hook_points & {ACTIVE_MODEL, ACTIVE_LOSS}
+        return bool(inside) and kind == "embedding" and victim != ACTIVE and phase == self.phase
 
     def covers(self, method) -> str:
         """'' where the privacy claim (``privacy_spent``) holds for everything ``method`` does with the secret it

@@ -22,7 +22,7 @@ from typing import ClassVar
 from vflpriv.common.errors import ConfigError
 from vflpriv.defenses.base import Protection
 from vflpriv.engine.hooks import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PASSIVE_LOSS, PRETRAIN_PASSIVE_LOSS
-from vflpriv.engine.message import ACTIVE, FINETUNE, INFERENCE, PRETRAIN, Message
+from vflpriv.engine.message import ACTIVE, EMBEDDING, FINETUNE, INFERENCE, PRETRAIN, Message
 from vflpriv.engine.roles import PASSIVE
 
 __all__ = ["PASSIVE_BACKWARD", "PASSIVE_BOTTOM", "PASSIVE_LOSS", "PRETRAIN_PASSIVE_LOSS", "PassiveDefense"]
@@ -50,16 +50,17 @@ class PassiveDefense(Protection):
         """The hook points a method's training must call for it to act in ``phase``."""
         return frozenset({PRETRAIN_PASSIVE_LOSS}) if phase == PRETRAIN else cls.hook_points
 
-    @classmethod
-    def acts_on_embeddings(cls, kinds: tuple[str, ...]) -> bool:
-        return True
-
     def protects(self, message: Message) -> bool:
         return False
 
-    def acts_for(self, party: int, phase: str) -> bool:
-        """Whether it acts for ``party`` in ``phase``: a party it protects, its own phase (inference belongs to
-        finetuning's model), and a strength other than the identity."""
+    def guards(self, party: int, phase: str) -> bool:
+        """Whether ``party`` is one it protects and ``phase`` its own (inference belongs to finetuning's model)."""
         mine = party != ACTIVE if self.party == PASSIVE else party == self.party
-        ours = phase == self.phase or (phase == INFERENCE and self.phase == FINETUNE)
-        return mine and ours and not self.is_identity
+        return mine and (phase == self.phase or (phase == INFERENCE and self.phase == FINETUNE))
+
+    def acts_for(self, party: int, phase: str) -> bool:
+        """Whether it acts for ``party`` in ``phase``: it guards them, at a strength other than the identity."""
+        return self.guards(party, phase) and not self.is_identity
+
+    def acts_on(self, kind: str, phase: str, victim: int) -> bool:
+        return kind == EMBEDDING and self.guards(victim, phase)

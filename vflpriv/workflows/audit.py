@@ -10,9 +10,17 @@ skipped in silence. Defaults are quick on the bundled data: every registered att
 Both secrets: the label attacks run by each passive adversary (``partition.adversary``), the feature attacks by the
 roles of ``audit.feature_adversaries`` on the same trainings: the active party and the server against party 1, and
 the passive adversary against the active party, wherever the method sends that role anything about the victim's
-samples (elsewhere listed with the planner's reason). A feature attack runs under a defense that protects its victim's
-messages (the defense's ``party``): ``audit.feature_defended`` names which (default the decoder, the cheapest and on
-the bundled data the strongest; every feature attack gives its verdict without a defense).
+samples (elsewhere listed with the planner's reason).
+
+Defenses meet attacks by what each declares, never by a list: a label attack runs under every defense that claims
+the labels (``Protection.secrets``); a feature attack under every defense that acts on what it reads
+(``Protection.acts_on``: the victim's messages of that kind on the channel, the victim's own points, or each received
+embedding inside the active party's model or loss), whatever that defense claims, so ISO or gaussian-message on the
+embeddings, MID at the receiver and dCor on the labels are measured against the feature attacks too; CAE, which
+touches no embedding, is not. ``audit.feature_defended`` names the feature attacks run under defenses (default the
+decoder, the cheapest and on the bundled data the strongest; every feature attack gives its verdict without a
+defense). The default defenses are every registered defense, and, for one that supports the embedding kind without
+defaulting to it and declares ``embedding_audit_strengths``, that defense on the passive parties' embeddings too.
 """
 
 from __future__ import annotations
@@ -49,8 +57,19 @@ class AuditDefense(Options):
     name: str
     strengths: list[NonNegativeFloat] | None = Field(None, min_length=1)
     kinds: list[str] | None = None
-    party: int = Field(0, ge=0)
+    party: int | None = Field(None, ge=0, description="the protecting party; unset: the planner's default (the active "
+                                                       "party; every passive party for what only they send or hold)")
     options: dict[str, Any] = Field(default_factory=dict)
+
+    def strengths_for(self, phase: str) -> tuple[float, ...] | None:
+        """Its strengths in ``phase``: as given, else the defense's own (on embeddings, its
+        ``embedding_audit_strengths``)."""
+        if self.strengths:
+            return tuple(self.strengths)
+        cls = DEFENSES.get(self.name)
+        if self.kinds == ["embedding"] and phase in cls.embedding_audit_strengths:
+            return cls.embedding_audit_strengths[phase]
+        return cls.audit_strengths.get(phase)
 
 
 class AuditSettings(Options):
@@ -166,13 +185,26 @@ def _attacks(cfg: AuditConfig, name: str, phase: str, adversary: int, first: boo
             and (first or role == "passive")]
 
 
-def _defended_by(attack: AttackConfig, d: AuditDefense, cfg: AuditConfig) -> bool:
-    """Whether the audit runs ``attack`` under defense ``d``: every label attack; a feature attack named in
-    ``audit.feature_defended`` under a defense that protects its victim's messages."""
-    if getattr(ATTACKS.get(attack.name), "secret", "labels") == "labels":
-        return True
-    victim = attack.victim if attack.victim is not None else 1
-    return attack.name in cfg.audit.feature_defended and d.party == victim
+def _paired(p) -> bool:
+    """Whether the planned run ``p`` (one attack, the audited defense last) belongs to the audit: a label attack under
+    a defense that claims the labels; a feature attack under one that acts on what the attack reads."""
+    a, d = p.attacks[0], p.defenses[-1]
+    if a.attack.secret == "labels":
+        return "labels" in d.secrets
+    kind = a.adversary.reads[0][0]
+    return d.acts_on(kind, a.config.attack.phase, a.adversary.victim)
+
+
+def default_defenses() -> list[AuditDefense]:
+    """Every registered defense as it defaults, and on the passive parties' embeddings where it declares strengths
+    for that (``embedding_audit_strengths``)."""
+    out = []
+    for name in DEFENSES.names():
+        cls = DEFENSES.get(name)
+        out.append(AuditDefense(name=name))
+        if cls.embedding_audit_strengths and "embedding" not in cls.default_kinds:
+            out.append(AuditDefense(name=name, kinds=["embedding"]))
+    return out
 
 
 def resolved_options(cfg: AuditConfig) -> dict[str, dict]:
@@ -196,13 +228,17 @@ def _try(runs: list[RunConfig]) -> str:
     """'' when the runs plan, else the planner's reason why they cannot (IncompatibleError: the method, task or
     phase lacks what the attack or defense needs). Bad input (an unknown option, a party that does not exist)
     is raised: the user fixes it; it is not a pair to set aside."""
+    return _planned(runs)[1]
+
+
+def _planned(runs: list[RunConfig]):
+    """(the plan, '') when the runs plan, else (None, the planner's reason) (see :func:`_try`)."""
     from vflpriv.runner.planning import plan
 
     try:
-        plan(runs)
+        return plan(runs), ""
     except IncompatibleError as exc:
-        return str(exc)
-    return ""
+        return None, str(exc)
 
 
 def canaries(cfg: AuditConfig) -> int:
@@ -228,7 +264,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
 
     plan_training(cfg.training())
     attacks = cfg.audit.attacks or ATTACKS.names()
-    defenses = cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
+    defenses = cfg.audit.defenses if cfg.audit.defenses is not None else default_defenses()
     parties = cfg.partition.parties
     adversaries = list(range(1, parties)) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
     runs: list[RunConfig] = []
@@ -251,7 +287,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
             if applicable and base["partition"]["canaries"]:  # what the canaries cost: the same training without
                 runs += [_run(unplanted, applicable[0], None, s) for s in cfg.seeds]
             for d in defenses:
-                strengths = d.strengths or DEFENSES.get(d.name).audit_strengths.get(phase)
+                strengths = d.strengths_for(phase)
                 unset = DefenseConfig(name=d.name, phase=phase, kinds=d.kinds, party=d.party, sweep=True,
                                       options=d.options)
                 reason = _try([_run(base, applicable[0], unset, cfg.seeds[0])]) if applicable else ""
@@ -259,12 +295,15 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     skipped.append(Inapplicable("*", d.name, phase, reason or f"defense '{d.name}' declares no audit "
                                                 f"strengths for the {phase} phase; give audit.defenses[].strengths"))
                     continue
-                for attack in [a for a in applicable if _defended_by(a, d, cfg)]:
+                for attack in applicable:
+                    if ATTACKS.get(attack.name).secret != "labels" and attack.name not in cfg.audit.feature_defended:
+                        continue
                     defended = [DefenseConfig(name=d.name, strength=s, phase=phase, kinds=d.kinds, party=d.party,
                                               sweep=True, options=d.options) for s in strengths]
-                    reason = _try([_run(base, attack, defended[0], cfg.seeds[0])])
+                    p, reason = _planned([_run(base, attack, defended[0], cfg.seeds[0])])
                     if reason:
                         skipped.append(Inapplicable(attack.name, d.name, phase, reason))
                         continue
-                    runs += [_run(base, attack, dc, s) for dc in defended for s in cfg.seeds]
+                    if _paired(p):
+                        runs += [_run(base, attack, dc, s) for dc in defended for s in cfg.seeds]
     return runs, skipped
