@@ -78,8 +78,18 @@ def _method(name: str, cls: Any) -> Description:
              "finetune.top": ", ".join(sorted(s.split(":")[1] for s in supports if s.startswith("top:"))),
              "finetune.local_updates > 1": str("local-updates" in supports),
              "hook points it calls": ", ".join(sorted(s for s in supports if ":" in s and not
-                                                      s.startswith("top:"))) or "none"}
+                                                      s.startswith("top:"))) or "none",
+             "feature uses outside the shared loop": _feature_uses(cls)}
     return Description("method", name, _summary(cls), facts, options_of(cls.Options), "method.options.")
+
+
+def _feature_uses(cls: Any) -> str:
+    """What a method declares of its feature uses outside the shared loop, at its default options."""
+    try:
+        method = cls(cls.Options())
+    except ValueError:  # options without defaults: what it declares depends on them
+        return "depends on its options (Method.feature_uses)"
+    return "; ".join(method.feature_uses()) or "none"
 
 
 def _attack(name: str, cls: Any) -> Description:
@@ -125,7 +135,15 @@ def _defense(name: str, cls: Any) -> Description:
              "protects": kinds,
              "binary tasks only": str(cls.binary_only),
              "audit strengths": "; ".join(f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.audit_strengths.items())
-             or "none"}
+             or "none",
+             "claims to protect": ", ".join(sorted(cls.secrets))}
+    if cls.embedding_audit_strengths:
+        facts["audit strengths on embeddings"] = "; ".join(
+            f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.embedding_audit_strengths.items())
+    if getattr(cls, "phases", None):  # a passive party's defense: where it acts, and why not elsewhere
+        facts["phases"] = " and ".join(cls.phases) + (f" ({cls.phase_reason})" if cls.phase_reason else "")
+    if cls.cost:
+        facts["extra cost per update"] = cls.cost
     return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses[i].options.")
 
 
