@@ -12,7 +12,7 @@ from vflpriv.common.errors import ConfigError
 from vflpriv.reports.canaries import epsilon_tables
 from vflpriv.reports.features import feature_html
 from vflpriv.reports.html import render_report
-from vflpriv.reports.leakage import leakage_rows, leakage_table, verdicts
+from vflpriv.reports.leakage import leakage_rows, leakage_table, prior_strength_tables, verdicts
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
 from vflpriv.reports.plots import tradeoff_figures
 from vflpriv.store.provenance import versions
@@ -57,7 +57,8 @@ def select(results: pd.DataFrame, *, attack: str | None, defense: str | None, ph
 
 def tables(results: pd.DataFrame) -> list[Table]:
     caps = cap_table(results)
-    found = [*cap_tables(caps), *t_dcs_tables(caps), *strength_tables(strength_summary(results))]
+    found = [*cap_tables(caps), *t_dcs_tables(caps), *strength_tables(strength_summary(results)),
+             *prior_strength_tables(results)]
     reference = reference_table(results)
     return found + ([reference] if reference is not None else []) + epsilon_tables(results)
 

@@ -1,5 +1,5 @@
 """The audit covers both secrets: the feature attacks by the active party, the server and the passive adversary on
-the label attacks' trainings, under the defenses that protect their victim's messages, reported per secret."""
+the label attacks' trainings, under the defenses that act on what they read, reported per secret."""
 
 from __future__ import annotations
 
