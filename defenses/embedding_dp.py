@@ -105,7 +105,7 @@ class EmbeddingDP(PassiveDefense):
     audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
-    cost = "per-sample gradients of the victim's bottom (one vectorised backward per row) with private_bottom"
+    cost = "per-sample gradients of the victim's bottom (a vectorised forward and backward) with private_bottom"
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -147,21 +147,28 @@ class EmbeddingDP(PassiveDefense):
     def passive_backpropagates(self, party: int) -> bool:
         return self.options.private_bottom and self.acts_for(party, FINETUNE)
 
-    def passive_backward(self, party: int, bottom: nn.Module, sent: torch.Tensor, gradient: torch.Tensor,
-                         ids: torch.Tensor) -> None:
-        """DP-SGD: per-sample gradients of sum_j sent_ij g_ij, clipped to C_g, summed, noised, over the batch size."""
-        params = [p for p in bottom.parameters() if p.requires_grad]
-        n, clip, device = sent.shape[0], self.options.bottom_clip, sent.device
-        losses = (sent.flatten(1) * gradient.flatten(1)).sum(1)
-        grads = torch.autograd.grad(losses, params, grad_outputs=torch.eye(n, device=device, dtype=losses.dtype),
-                                    is_grads_batched=True, allow_unused=True)
-        squares = sum((g.flatten(1).pow(2).sum(1) for g in grads if g is not None),
-                      torch.zeros(n, device=device, dtype=losses.dtype))
+    def passive_backward(self, party: int, bottom: nn.Module, x: torch.Tensor, sent: torch.Tensor,
+                         gradient: torch.Tensor, ids: torch.Tensor) -> None:
+        """DP-SGD: each sample's gradient of its own clipped row times the gradient it received, clipped to C_g,
+        summed, noised, over the batch size. Per-sample gradients by ``torch.func`` (one vectorised forward and
+        backward over the batch, the rows computed independently as the frozen statistics make them; the noise of the
+        sent rows carries no gradient)."""
+        inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
+        names = [k for k, p in inner.named_parameters() if p.requires_grad]
+        params = {k: p.detach() for k, p in inner.named_parameters() if p.requires_grad}
+        frozen = {k: p.detach() for k, p in inner.named_parameters() if not p.requires_grad}
+        buffers = dict(inner.named_buffers())
+
+        def objective(theta: dict, row: torch.Tensor, received: torch.Tensor) -> torch.Tensor:
+            h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
+            return (clip_rows(h, clip=bottom.clip) * received.unsqueeze(0)).sum()
+
+        grads = torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0))(params, x, gradient.detach())
+        squares = sum(grads[k].flatten(1).pow(2).sum(1) for k in names)
         scale = (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)
-        for p, g in zip(params, grads):
-            signal = torch.einsum("n,n...->...", scale, g) if g is not None else torch.zeros_like(p)
+        for k, p in zip(names, (dict(inner.named_parameters())[k] for k in names)):
             noise = torch.randn(p.shape, generator=self.generator, dtype=p.dtype, device=self.generator.device)
-            total = signal + self.strength * clip * noise.to(device)
+            total = torch.einsum("n,n...->...", scale, grads[k]) + self.strength * clip * noise.to(p.device)
             p.grad = total / n if p.grad is None else p.grad + total / n
         self.steps[ids.cpu()] += 1
 

@@ -5,21 +5,24 @@ Transfer Framework for Defending Model Inversion Attack in Split Federated Learn
 The victim imagines the adversary's inversion decoder and trains its bottom against it. Per update, on its own batch
 (its features x and the embedding z it sends; nothing else, no label, no other party's data):
 
-1. the imagined attacker's step (``gan_train_step``): its decoder D, Adam at lr 1e-3, takes ``decoder_steps`` steps on
-   (z detached, x) minimising MSE(D(z), x) or -SSIM(D(z), x);
-2. the victim's term (``train_target_step``), through the updated D (in eval mode, its weights held): with SSIM,
+1. the victim's term (``train_target_step``), through D as this batch meets it (its weights held): with SSIM,
    alpha * max(0, SSIM(D(z), x) - tau) (tau = ``threshold``, ResSFL's ``ssim_threshold`` 0.5; tau = 0:
    alpha * SSIM); with MSE, -alpha * MSE(D(z), x), ResSFL's ``gan_loss_type=MSE``. An unbounded -MSE term can push
    the embedding's scale without end (D5 of the anchors), so ``threshold`` caps it as vflpriv's analogue of the SSIM
    threshold: -alpha * min(MSE, tau), no push once the imagined decoder's error is above tau (unset: ResSFL's
-   unbounded term).
+   unbounded term);
+2. the imagined attacker's step (``gan_train_step``): its decoder D, Adam at lr 1e-3, takes ``decoder_steps`` steps on
+   (z detached, x) minimising MSE(D(z), x) or -SSIM(D(z), x).
 
 x is the victim's features min-max scaled on its own local training rows (the anchors' [0, 1] scale; ResSFL
 denormalises images to [0, 1]); D is the architecture the ``fi-decoder`` attack uses (``vflpriv.models.decoders``:
 VFLAIR's MLP, the conv decoder for images of 16 px or more; ResSFL's imagined decoder is its ``res_normN4C64``).
 ``loss=auto`` is SSIM for such images (ResSFL's default) and MSE otherwise (tabular features, the 8 x 4 digit halves,
-where an 11 x 11 SSIM window has no meaning). Step 1 precedes step 2 as in ResSFL's epoch schemes; ResSFL computes D's
-step on the client model in eval mode, here on the embedding of the training forward (one forward, not two).
+where an 11 x 11 SSIM window has no meaning). The order is ResSFL's batch schemes' (``orig_batch``: the client's step,
+then the decoder's), and one forward of D (in train mode) on the embedding of the victim's training forward serves both:
+the victim's gradient through D and D's own step come from one backward (ResSFL recomputes the embedding with the client
+in eval mode for D's step and runs D in eval mode for the client's term: two more forwards per update, for the same
+pair of updates on a model without batch-dependent layers, which VFLAIR's MLP decoder is).
 
 ``bottleneck`` C > 0 is ResSFL's bottleneck layer at the cut (``norelu_C8S1``: a 1x1 convolution to C channels, no
 ReLU, the server's first layer expanding back; C = 8 in its defense, the default here in finetuning, 0 turns it off):
@@ -93,7 +96,7 @@ class FIAdversarial(PassiveDefense):
     axis = StrengthAxis(name="alpha", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.01, 10.0), log=True)
     audit_strengths = {"finetune": (1.0, 3.0, 10.0), "pretrain": (1.0, 3.0, 10.0)}
     anchor = "Li et al. CVPR 2022 (ResSFL); zlijingtao/ResSFL MIA_torch.py train_target_step, gan_train_step"
-    cost = "the imagined decoder's Adam step and one more forward of it per update of the victim"
+    cost = "one forward and backward of the imagined decoder and its Adam step per update of the victim"
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -149,16 +152,32 @@ class FIAdversarial(PassiveDefense):
         net, opt = self._decoder(party, z.shape[1], z.device)
         ssim = self.measure(party) == "ssim"
         net.train()
-        for _ in range(self.options.decoder_steps):  # the imagined attacker's step(s), on detached embeddings
-            error = self._error(party, net(z.detach()), target)
-            opt.zero_grad(set_to_none=True)
-            (-error if ssim else error).backward()
-            opt.step()
-        net.eval().requires_grad_(False)
-        error = self._error(party, net(z), target)  # the victim's term: its gradient reaches z only
-        net.requires_grad_(True)
-        tau = self.options.threshold
+        leaf = z.detach().requires_grad_(True)
+        params = list(net.parameters())
+        error = self._error(party, net(leaf), target)  # one forward serves the attacker's step and the victim's term
+        toward_z, *toward_net = torch.autograd.grad(error, [leaf, *params])
+        self._step(opt, params, toward_net, ascend=ssim)
+        for _ in range(self.options.decoder_steps - 1):  # the imagined attacker's further steps, on detached rows
+            again = self._error(party, net(z.detach()), target)
+            self._step(opt, params, torch.autograd.grad(again, params), ascend=ssim)
+        value, slope = self._term(error.detach(), ssim=ssim)
+        push = (z * (slope * toward_z)).sum()  # its gradient: d term / d z through the decoder this batch met
+        return value + push - push.detach()
+
+    @staticmethod
+    def _step(opt: torch.optim.Optimizer, params: list[nn.Parameter], grads, *, ascend: bool) -> None:
+        """One step of the imagined decoder: down its MSE, up its SSIM."""
+        for p, g in zip(params, grads):
+            p.grad = -g if ascend else g
+        opt.step()
+
+    def _term(self, error: torch.Tensor, *, ssim: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """The victim's term at the decoder's ``error`` (MSE or SSIM) and its slope d term / d error: alpha * max(0,
+        SSIM - tau) (tau 0: alpha * SSIM), or -alpha * MSE, capped at tau when one is set."""
+        tau, alpha = self.options.threshold, self.strength
         if ssim:
             tau = 0.5 if tau is None else tau
-            return self.strength * ((error - tau).clamp_min(0.0) if tau > 0 else error)
-        return -self.strength * (error if tau is None else error.clamp(max=tau))
+            above = (error > tau) | (tau == 0)
+            return alpha * ((error - tau).clamp_min(0.0) if tau > 0 else error), alpha * above.to(error.dtype)
+        below = torch.ones_like(error) if tau is None else (error < tau).to(error.dtype)
+        return -alpha * (error if tau is None else error.clamp(max=tau)), -alpha * below

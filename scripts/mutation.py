@@ -87,6 +87,7 @@ GROUPS = {
                             "tests/defenses/test_defense_iso_channel.py"],
         "defenses/gaussian_message.py": ["tests/defenses/test_defenses_anchors.py"],
         "defenses/dp_gaussian.py": ["tests/defenses/test_dp_gaussian.py"],
+        "defenses/embedding_dp.py": ["tests/defenses/test_embedding_dp.py"],
         "defenses/label_dp.py": ["tests/defenses/test_label_dp_two_stage.py", "tests/defenses/test_defense_label_dp.py",
                                  "tests/defenses/test_defenses_issue36.py"],
     }),

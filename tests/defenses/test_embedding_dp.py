@@ -77,7 +77,7 @@ def test_dp_sgd_on_the_bottom_clips_each_sample_s_gradient_to_c_g_and_adds_noise
         row = clip(bottom(x[i:i + 1]), 1.0) + (sent[i:i + 1] - clip(bottom(x[i:i + 1]), 1.0)).detach()
         per_sample.append(torch.autograd.grad((row * grad[i:i + 1]).sum(), params))
     state = dp.generator.get_state()
-    dp.passive_backward(1, wrapped, sent, grad, torch.arange(7))
+    dp.passive_backward(1, wrapped, x, sent, grad, torch.arange(7))
     dp.generator.set_state(state)
     for k, p in enumerate(params):
         norms = [math.sqrt(sum(float(g.pow(2).sum()) for g in sample)) for sample in per_sample]

@@ -162,35 +162,49 @@ def _fi(**options) -> FIAdversarial:
 
 @pytest.mark.parametrize("threshold", [None, 0.01, 10.0])
 def test_fi_adversarial_s_mse_term_is_minus_alpha_times_the_imagined_decoder_s_error_capped_at_tau(threshold):
+    """Value and gradient of the victim's term: -alpha * min(MSE, tau) of the decoder as the batch meets it (before
+    its own step), with no push above tau; the decoder then takes its step, which the term does not change."""
     fi = _fi(threshold=threshold)
     g = torch.Generator().manual_seed(1)
     x = torch.rand(16, 1, 8, 4, generator=g)  # like digits' right halves
+    fi.passive_loss(1, FINETUNE, x, torch.randn(16, 32, generator=g))  # builds the decoder; its first step
+    net, _ = fi.decoders[1]
+    before = copy.deepcopy(net).train()
     sent = torch.randn(16, 32, generator=g, requires_grad=True)
     term = fi.passive_loss(1, FINETUNE, x, sent)
-    net, _ = fi.decoders[1]
     target = (x - fi.scales[1][0][0]) / fi.scales[1][1][0]
-    with torch.no_grad():
-        error = nn.functional.mse_loss(net.eval()(sent), target)
-    expected = error if threshold is None else min(float(error), threshold)
-    assert float(term) == pytest.approx(-2.0 * float(expected), rel=1e-5)
-    own = [q.grad.clone() for q in net.parameters()]  # from the imagined attacker's own step
+    error = nn.functional.mse_loss(before(sent), target)
+    expected = -2.0 * (error if threshold is None else error.clamp(max=threshold))
+    assert float(term.detach()) == pytest.approx(float(expected.detach()), rel=1e-5)
+    (want,) = torch.autograd.grad(expected, sent)
+    own = [q.grad.clone() for q in net.parameters()]  # from the imagined attacker's step
     term.backward()
-    assert (sent.grad.abs().sum() > 0) == (threshold is None or float(error) < threshold)  # no push above tau
-    assert all(torch.equal(q.grad, o) for q, o in zip(net.parameters(), own))  # the victim's term trains no decoder
+    assert torch.allclose(sent.grad, want, atol=1e-7)
+    assert (sent.grad.abs().sum() > 0) == (threshold is None or float(error.detach()) < threshold)  # none above tau
+    assert all(torch.equal(q.grad, o) for q, o in zip(net.parameters(), own))  # the term trains no decoder
+    with torch.no_grad():  # the imagined attacker's step lowered its MSE on the batch
+        assert nn.functional.mse_loss(net(sent), target) < nn.functional.mse_loss(before(sent), target)
 
 
 def test_fi_adversarial_s_ssim_term_is_alpha_times_the_ssim_above_tau():
+    from vflpriv.common import feature_metrics as fm
+
     fi = _fi(loss="ssim", threshold=0.0)
     g = torch.Generator().manual_seed(2)
     x = torch.rand(6, 1, 8, 4, generator=g)
-    sent = torch.randn(6, 32, generator=g)
+    fi.passive_loss(1, FINETUNE, x, torch.randn(6, 32, generator=g))
+    before = copy.deepcopy(fi.decoders[1][0]).train()
+    sent = torch.randn(6, 32, generator=g, requires_grad=True)
     term = fi.passive_loss(1, FINETUNE, x, sent)
-    from vflpriv.common import feature_metrics as fm
-
-    net, _ = fi.decoders[1]
-    with torch.no_grad():
-        ssim = fm.ssim(net.eval()(sent), fm.scaled(x, *fi.scales[1])).mean()
-    assert float(term) == pytest.approx(2.0 * float(ssim), rel=1e-5)
+    expected = 2.0 * fm.ssim(before(sent), fm.scaled(x, *fi.scales[1])).mean()
+    assert float(term.detach()) == pytest.approx(float(expected.detach()), rel=1e-5)
+    term.backward()
+    (want,) = torch.autograd.grad(expected, sent)
+    assert torch.allclose(sent.grad, want.float(), atol=1e-7)
+    net = fi.decoders[1][0]
+    with torch.no_grad():  # the imagined attacker's step raised its SSIM on the batch
+        truth = fm.scaled(x, *fi.scales[1])
+        assert fm.ssim(net(sent), truth).mean() > fm.ssim(before(sent), truth).mean()
 
 
 def test_the_imagined_decoder_learns_from_the_victim_s_own_training_rows_only(monkeypatch):

@@ -162,10 +162,11 @@ class DefensePoints:
         """Whether :meth:`passive_backward` replaces passive party ``party``'s backward pass."""
         return False
 
-    def passive_backward(self, party: int, bottom: nn.Module, sent: torch.Tensor, gradient: torch.Tensor,
-                         ids: torch.Tensor) -> None:
+    def passive_backward(self, party: int, bottom: nn.Module, x: torch.Tensor, sent: torch.Tensor,
+                         gradient: torch.Tensor, ids: torch.Tensor) -> None:
         """Set the gradients of ``bottom``'s parameters from the ``gradient`` party ``party`` received for the rows
-        ``sent`` of batch ``ids`` (the default: backpropagate sum(sent * gradient))."""
+        ``sent`` it computed from its features ``x`` of batch ``ids`` (the default: backpropagate sum(sent *
+        gradient))."""
         (sent * gradient).sum().backward()
 
 
@@ -227,9 +228,9 @@ class DefenseChain(DefensePoints):
     def passive_backpropagates(self, party):
         return any(d.passive_backpropagates(party) for d in self.defenses)
 
-    def passive_backward(self, party, bottom, sent, gradient, ids):
+    def passive_backward(self, party, bottom, x, sent, gradient, ids):
         """The one defense that backpropagates for ``party`` (the planner admits no other at its points)."""
-        next(d for d in self.defenses if d.passive_backpropagates(party)).passive_backward(party, bottom, sent,
+        next(d for d in self.defenses if d.passive_backpropagates(party)).passive_backward(party, bottom, x, sent,
                                                                                              gradient, ids)
 
 
@@ -296,5 +297,5 @@ class CombinedHooks(TrainingHooks):
     def passive_backpropagates(self, party):
         return self.defenses.passive_backpropagates(party)
 
-    def passive_backward(self, party, bottom, sent, gradient, ids):
-        self.defenses.passive_backward(party, bottom, sent, gradient, ids)
+    def passive_backward(self, party, bottom, x, sent, gradient, ids):
+        self.defenses.passive_backward(party, bottom, x, sent, gradient, ids)

@@ -316,7 +316,7 @@ def passive_update(fed: Federation, party: int, bottom: nn.Module, x: torch.Tens
     received gradient with its defenses' own loss terms (``passive_loss``)."""
     hooks = fed.hooks
     if hooks.passive_backpropagates(party):
-        hooks.passive_backward(party, bottom, sent, gradient, ids)
+        hooks.passive_backward(party, bottom, x, sent, gradient, ids)
     else:
         backward_with(sent, gradient, hooks.passive_loss(party, FINETUNE, x, sent))
 
