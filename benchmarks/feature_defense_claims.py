@@ -89,9 +89,13 @@ def ressfl_report(frame: pd.DataFrame, base: dict) -> list[str]:
         lines.append(f"| {label} | {_pm(part['utility'], '{:.3f}')} | {_pm(part['mse'])} | {_pm(part['ssim'], '{:.3f}')} "
                      f"| {_pm(part['prior_mse'])} |")
     verdict = "held" if held_mse and held_cost else "not held"
+    beaten = plain["mse"].mean() >= plain["prior_mse"].mean()
+    caveat = (f" The undefended decoder does not beat the adversary's prior here (MSE {plain['mse'].mean():.4f} against "
+              f"{plain['prior_mse'].mean():.4f}): the ratio measures a reconstruction already at the fallback, not "
+              "leakage removed." if beaten else "")
     lines += ["", f"MSE ratio (defended / undefended, per seed): {ratio.mean():.2f} ± {ratio.std():.2f}; accuracy cost "
               f"{cost.mean():+.3f} ± {cost.std():.3f}. ResSFL reports 10x at 1% (CIFAR-100, VGG-11, 200 epochs).", "",
-              f"**{verdict}**: " + _ressfl_reason(ratio.mean(), cost.mean(), held_mse, held_cost)]
+              f"**{verdict}**: " + _ressfl_reason(ratio.mean(), cost.mean(), held_mse, held_cost) + caveat]
     return lines
 
 
