@@ -47,7 +47,8 @@ ETA = 4
 @dataclass(frozen=True)
 class Trial:
     """One candidate evaluated: its settings (differences from the options as given), the share of the budget
-    option it ran with, its accuracy on the held-out auxiliary labels, and its guesses of every target set."""
+    option it ran with, its accuracy on the held-out auxiliary labels (a feature attack's: minus its MSE on the
+    held-out known samples; higher is better either way), and its guesses of every target set."""
 
     options: dict
     fraction: float
@@ -151,7 +152,8 @@ class FeatureHoldout:
         n = view.aux_victim.shape[0]
         self.split = None
         if n >= 3:
-            order = torch.randperm(n, generator=generator(seed, "attack:holdout"))
+            g = generator(seed, "attack:holdout")
+            order = torch.randperm(n, generator=g, device=g.device).cpu()
             k = max(1, math.floor(n * HOLDOUT_SHARE))
             fit, held = order[k:].sort().values, order[:k].sort().values
             self.split = (fit, held)

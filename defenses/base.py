@@ -95,6 +95,8 @@ class Protection(DefensePoints, ABC):
     hook_points: ClassVar[frozenset[str]] = frozenset({MESSAGE})
     #: The published defense it follows (``vflpriv describe`` prints it).
     anchor: ClassVar[str] = ""
+    #: Where it pays against its simpler alternative, as measured (``vflpriv describe`` prints it; '' unmeasured).
+    pays: ClassVar[str] = ""
     default_kinds: ClassVar[tuple[str, ...]] = ("gradient",)
     supported_kinds: ClassVar[tuple[str, ...]] = ("gradient",)
     axis: ClassVar[StrengthAxis] = StrengthAxis()
@@ -283,10 +285,13 @@ class LabelDefense(Protection):
         self.replace_labels(federation, labels)
 
     @staticmethod
-    def replace_labels(federation: Federation, labels: torch.Tensor, soft: torch.Tensor | None = None) -> None:
+    def replace_labels(federation: Federation, labels: torch.Tensor, soft: torch.Tensor | None = None, *,
+                       label_ids: torch.Tensor | None = None) -> None:
         """The active party trains with ``labels`` from now on (and, where given, the probability rows ``soft`` as
-        its targets: :data:`SOFT_LABELS`)."""
+        its targets: :data:`SOFT_LABELS`; ``label_ids``: the ids it keeps labeled, where it drops some)."""
         extra = {} if soft is None else {"soft_labels": soft}
+        if label_ids is not None:
+            extra["label_ids"] = label_ids
         federation.parties[ACTIVE] = dataclasses.replace(federation.active, labels=labels, **extra)
 
     @abstractmethod

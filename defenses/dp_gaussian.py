@@ -65,7 +65,8 @@ class GaussianDPOptions(Options):
 
 class GaussianDP(TrainingDefense):
     """DP-SGD on the active party's label-dependent computation: per-sample joint clipping to C, noise sigma C on its
-    update and on every gradient row it sends; epsilon by Opacus' RDP accountant (label DP)."""
+    update and on every gradient row it sends; epsilon by Opacus' RDP accountant (label DP), checked with canaries by
+    the white-box auditor gradient-lrt (``finetune.auditor``)."""
 
     Options = GaussianDPOptions
     hook_points = frozenset({ACTIVE_BACKWARD})
@@ -122,12 +123,8 @@ class GaussianDP(TrainingDefense):
     def backward(self, losses: torch.Tensor, params: list[nn.Parameter], leaves: dict[int, torch.Tensor],
                  ids: torch.Tensor) -> None:
         n, clip, device = losses.shape[0], self.options.clip, losses.device
-        grads = torch.autograd.grad(losses, params, grad_outputs=torch.eye(n, device=device), is_grads_batched=True,
-                                    retain_graph=bool(leaves), allow_unused=True)
-        rows = dict(zip(leaves, torch.autograd.grad(losses.sum(), list(leaves.values())))) if leaves else {}
-        squares = sum((g.flatten(1).pow(2).sum(1) for g in (*grads, *rows.values()) if g is not None),
-                      torch.zeros(n, device=device, dtype=losses.dtype))
-        scale = (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)  # joint clipping of each sample's vector
+        grads, rows = per_sample_gradients(losses, params, leaves)
+        scale = joint_scale(grads, rows, clip=clip)
         for p, g in zip(params, grads):  # a parameter the losses do not reach (g None) gets the noise alone
             signal = torch.einsum("n,n...->...", scale, g) if g is not None else torch.zeros_like(p)
             total = signal + self.sigma * clip * self._noise(p.shape, device)
@@ -153,6 +150,32 @@ class GaussianDP(TrainingDefense):
 
     def privacy_delta(self) -> float:
         return float(self.options.delta)
+
+
+def per_sample_gradients(losses: torch.Tensor, params: list[nn.Parameter], leaves: dict[int, torch.Tensor], *,
+                         owners: torch.Tensor | None = None, retain: bool = False
+                         ) -> tuple[tuple[torch.Tensor | None, ...], dict[int, torch.Tensor]]:
+    """Each loss's gradient with respect to every parameter (None where it does not reach one) and to its owner's row of
+    every received embedding (loss i owns row i unless ``owners`` says which; several losses may share a row, as an
+    auditor's candidate labels do). ``retain`` keeps the graph for later passes."""
+    eye = torch.eye(losses.shape[0], device=losses.device, dtype=losses.dtype)
+    grads = torch.autograd.grad(losses, params, grad_outputs=eye, is_grads_batched=True,
+                                retain_graph=retain or bool(leaves), allow_unused=True)
+    if not leaves:
+        return grads, {}
+    if owners is None:  # each loss reaches its own row only: one pass
+        return grads, dict(zip(leaves, torch.autograd.grad(losses.sum(), list(leaves.values()), retain_graph=retain)))
+    full = torch.autograd.grad(losses, list(leaves.values()), grad_outputs=eye, is_grads_batched=True,
+                               retain_graph=retain)
+    entries = torch.arange(losses.shape[0], device=losses.device)
+    return grads, {party: g[entries, owners] for party, g in zip(leaves, full)}
+
+
+def joint_scale(grads: tuple[torch.Tensor | None, ...], rows: dict[int, torch.Tensor], *, clip: float) -> torch.Tensor:
+    """min(1, C / ||v_i||) per loss, v_i its whole gradient: every parameter's and its rows (joint clipping)."""
+    parts = [g.flatten(1).pow(2).sum(1) for g in (*grads, *rows.values()) if g is not None]
+    squares = sum(parts[1:], parts[0])
+    return (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)
 
 
 @contextlib.contextmanager

@@ -20,11 +20,12 @@ from vflpriv.common.empirical_epsilon import ALPHA, menu_lower
 GROUP = ["method", "dataset", "defense", "phase", "strength"]
 
 
-def pooled_counts(rows: pd.DataFrame) -> tuple[list[list[int]], int]:
-    """(per menu entry [guesses, right] summed over the runs, canaries summed): the runs of one setting and attack."""
+def pooled_counts(rows: pd.DataFrame, *, column: str = "canary_counts") -> tuple[list[list[int]], int]:
+    """(per menu entry [guesses, right] summed over the runs, canaries summed): the runs of one setting and attack (or
+    of an auditor: ``column="auditor_counts"``)."""
     totals: list[list[int]] = []
     canaries = 0
-    for text, count in zip(rows["canary_counts"], rows["canaries"]):
+    for text, count in zip(rows[column], rows["canaries"]):
         counts = json.loads(text) if isinstance(text, str) and text else []
         if not counts:
             continue

@@ -36,7 +36,7 @@ class FeatureDecoder(FeatureAttack):
     Options = DecoderOptions
     anchor: ClassVar[str] = ("VFLAIR src/evaluates/attacks/ResSFL.py (TBM); ResSFL MIA_torch.py; SecretFlow "
                              "examples/security/v_mia")
-    search_space: ClassVar[dict[str, tuple]] = {"lr": (3e-4, 1e-3, 3e-3), "batch_size": (8, 32)}
+    search_space: ClassVar[dict[str, tuple]] = {"lr": (3e-4, 1e-3, 3e-3)}
     budget_option: ClassVar[str] = "epochs"
 
     def victim_problem(self, spec) -> str:

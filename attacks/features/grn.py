@@ -28,7 +28,6 @@ from typing import ClassVar, Literal
 
 import torch
 from pydantic import Field
-from torch import nn
 
 from vflpriv.attacks.features.base import FeatureAttack, FeatureOptions, FeatureView, Reconstruction
 from vflpriv.attacks.features.decoders import MLPDecoder
@@ -64,7 +63,7 @@ class GenerativeRegression(FeatureAttack):
                              "fia_torch.py; VFLAIR GenerativeRegressionNetwork.py")
     search_space: ClassVar[dict[str, tuple]] = {"lr": (1e-4, 1e-3), "variance_weight": (0.0, 0.25)}
     budget_option: ClassVar[str] = "epochs"
-    audit_options: ClassVar[dict] = {"epochs": 10, "surrogate_epochs": 50}
+    audit_options: ClassVar[dict] = {"epochs": 5, "surrogate_epochs": 30}
 
     def incompatible(self, run, *, num_classes: int) -> str:
         if run.attack.phase != "finetune":
@@ -110,7 +109,7 @@ class GenerativeRegression(FeatureAttack):
         for _ in range(o.epochs):
             for batch in index_batches(torch.arange(x_own.shape[0], device=view.device), batch_size=o.batch_size,
                                        generator=g):
-                z = torch.randn(batch.numel(), width, generator=g).to(view.device)
+                z = torch.randn(batch.numel(), width, generator=g, device=g.device).to(view.device)
                 guess = generator(torch.cat([x_own[batch], z], 1))
                 loss = (self._output_own(view, x_own[batch], surrogate(guess)) - y[batch]).pow(2).sum()
                 flat = guess.flatten(1)
@@ -124,7 +123,7 @@ class GenerativeRegression(FeatureAttack):
         require_finite(finite, "grn's generator loss")
         out = {}
         for name in view.targets:
-            z = torch.randn(own[name].shape[0], width, generator=g).to(view.device)
+            z = torch.randn(own[name].shape[0], width, generator=g, device=g.device).to(view.device)
             out[name] = Reconstruction(apply_in_batches(generator, torch.cat([own[name].flatten(1), z], 1)))
         return out
 

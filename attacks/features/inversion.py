@@ -52,7 +52,7 @@ class FeatureInversion(FeatureAttack):
     search_space: ClassVar[dict[str, tuple]] = {"lr": (0.003, 0.01, 0.03)}
     budget_option: ClassVar[str] = "steps"
     #: The audit's quick settings: many trainings, each with its inversion.
-    audit_options: ClassVar[dict] = {"steps": 50, "surrogate_epochs": 50}
+    audit_options: ClassVar[dict] = {"steps": 30, "surrogate_epochs": 30}
 
     def infer(self, view: FeatureView) -> dict[str, Reconstruction]:
         o = self.options

@@ -26,7 +26,9 @@ def test_feature_attacks_run_by_every_role_that_receives_something_on_the_label_
     assert "the server receives none from it" in reasons[("fi-decoder by server", "none")]
     assert "may be run by the active party" in reasons[("grn by party 1", "none")]
     defended = {(r.attack.name, r.attack.adversary, r.swept.party) for r in runs if r.defenses}
-    # each feature attack under the defense of its victim's messages, and only the decoder (audit.feature_defended)
+    # each feature attack under the defenses acting on what it reads (audit.feature_defended: the decoder only): the
+    # passive adversary's on the active party's gradients under ISO on them, the active party's on party 1's
+    # embeddings under ISO on those
     assert defended == {("mc", None, None), ("mc", None, 1), ("fi-decoder", 1, None), ("fi-decoder", 0, 1)}
     label_trainings = {r.training_key() for r in runs if r.attack.name == "mc"}
     assert {r.training_key() for r in runs} == label_trainings  # no training of their own

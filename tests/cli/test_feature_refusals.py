@@ -44,3 +44,13 @@ def test_a_feature_attack_that_cannot_run_is_refused_before_anything_is_written(
         result = CliRunner().invoke(app, argv)
     assert result.exit_code == 2, result.output
     one_error_line(result.output, needle)
+
+
+def test_tune_refuses_a_feature_attack(tmp_path, monkeypatch):
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, ["tune", "--method", "splitnn", "--attack", "fi-decoder", "--defense", "iso",
+                                          "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, "tune bisects a defense for a label attack's accuracy; 'fi-decoder' infers features")

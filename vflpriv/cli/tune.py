@@ -12,6 +12,7 @@ from vflpriv.cli.app import QUIET, app
 from vflpriv.cli.evaluate import build_experiment
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
+from vflpriv.config.registry import ATTACKS
 from vflpriv.reports.tables import mean_std
 from vflpriv.store import cache
 
@@ -57,6 +58,9 @@ def tune(
                                   overrides=set_, preset=preset)
     if experiment.attack.prior == "none":
         raise ConfigError("tune compares the attack with the adversary's prior; attack.prior cannot be none")
+    if getattr(ATTACKS.get(experiment.attack.names()[0]), "secret", "labels") != "labels":
+        raise ConfigError(f"tune bisects a defense for a label attack's accuracy; '{experiment.attack.names()[0]}' "
+                          "infers features: sweep the defense with evaluate, or read the audit's 'falls to the prior'")
     if not 0 <= tolerance <= 1:
         raise ConfigError(f"--tolerance must lie in [0, 1], got {tolerance:g}")
     if not 0 <= steps <= MAX_STEPS:

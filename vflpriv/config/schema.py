@@ -126,6 +126,10 @@ class FinetuneConfig(Options):
         0.0, ge=0, le=0.5, description="share of the labeled samples the active party holds out of finetuning as its "
         "validation set (never auxiliary samples or canaries): the run records the trained model's utility on it "
         "(utility_val, per epoch too with curve), so an lr or epoch is chosen on it, never on the test set; 0 = none")
+    auditor: str | None = Field(
+        None, description="an auditor of the training's DP defense (vflpriv list auditors; with partition.canaries): "
+        "it guesses the canaries with privileges no party holds, and its empirical epsilon is recorded apart from the "
+        "attacks' (auditor_*), never in leakage, CAP or verdicts")
     curve: bool = Field(
         False, description="record the test utility and the MB sent so far (pretraining and finetuning) at the end of "
         "every finetuning epoch (paper 003's Table 1: MB to reach a target accuracy): a measurement that sends, counts "

@@ -11,6 +11,7 @@ from torch import nn
 
 from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
+    AUDIT_UPDATE,
     DEFENSE_POINTS,
     EMBEDDING,
     EPOCH_END,
@@ -19,6 +20,7 @@ from vflpriv.engine import (
     PASSIVE_STEP,
     PRETRAIN,
     SOFT_LABELS,
+    SOFT_TARGETS,
     SPLIT_LEARNING,
     WEIGHTS,
     Federation,
@@ -36,7 +38,8 @@ if TYPE_CHECKING:
 #: Everything the shared finetuning loop honours: each ``finetune.top``, FedBCD's ``finetune.local_updates``,
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
-                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, *DEFENSE_POINTS, *PASSIVE_POINTS})
+                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, SOFT_TARGETS,
+                                         AUDIT_UPDATE, *DEFENSE_POINTS, *PASSIVE_POINTS})
 
 
 class Method:

@@ -23,6 +23,7 @@ from torch import nn
 from vflpriv.config.schema import FinetuneConfig
 from vflpriv.engine import (
     ACTIVE,
+    ActiveUpdate,
     EMBEDDING,
     FINETUNE,
     GRADIENT,
@@ -234,6 +235,7 @@ def split_step(
         h = fed.channel.send(Message(EMBEDDING, FINETUNE, p.index, ACTIVE, local[p.index], batch, epoch))
         received.append(h.requires_grad_(local[p.index].requires_grad))
     logits = top([received[ACTIVE], *(hooks.receive(p.index, received[p.index]) for p in fed.passive)])
+    targets = hooks.soft_targets(logits, targets, batch)
     per_class = hooks.needs_per_class()
     if hooks.backpropagates():  # per-sample clipping and noise (DP-SGD): the defense backpropagates
         leaves = {p.index: received[p.index] for p in fed.passive if received[p.index].requires_grad}
@@ -283,7 +285,10 @@ def private_backward(fed: Federation, active_bottom: nn.Module, top: nn.Module, 
     active party's parameters only, no labels) is added afterwards. Returns the mean loss (detached)."""
     losses = nn.functional.cross_entropy(logits, targets, reduction="none")
     params = [p for m in (active_bottom, top) for p in m.parameters() if p.requires_grad]
+    released = fed.hooks.audit_update(ActiveUpdate(batch, logits, params, leaves))
     fed.hooks.backward(losses, params, leaves, batch)
+    if released is not None:
+        released()
     if penalty is not None:
         penalty().backward()
     return losses.detach().mean()
@@ -299,6 +304,7 @@ def local_update(
     x_active, targets = fed.hooks.active_batch(fed.active.x_train[batch], first_targets(fed, batch, y))
     stale = {p.index: exchange.received[p.index] for p in fed.passive}
     logits = top([bottoms[ACTIVE](x_active), *(fed.hooks.receive(k, h) for k, h in stale.items())])
+    targets = fed.hooks.soft_targets(logits, targets, batch)
     if fed.hooks.backpropagates():
         private_backward(fed, bottoms[ACTIVE], top, logits, targets, {}, batch, penalty)
     else:

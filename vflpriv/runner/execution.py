@@ -45,6 +45,7 @@ from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.training import require_finite
 from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.attacking import prior_alone, run_attack
+from vflpriv.runner.auditing import bind_auditor, score_auditor
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
@@ -123,6 +124,9 @@ def _execute(p: Plan) -> list[RunRecord]:
                      if d.uncovered and not d.is_identity]
     result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
+    if p.auditor is not None:
+        score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,
+                      delta=delta if claims else p.audited.privacy_delta())
     for a, record in zip(p.attacks, records):
         if swept is not None:  # where an option set it (dp-gaussian's target_epsilon), the strength it resolved to
             record.strength = swept.effective_strength
@@ -187,10 +191,13 @@ def build_federation(p: Plan, *, transforms: list | None = None) -> Federation:
         parties=make_parties(scenario, p.device), aligned=scenario.aligned.to(p.device), channel=channel,
         num_classes=scenario.dataset.num_classes, model=cfg.model, finetune=cfg.finetune,
         generator=generator(cfg.seed, "method"), device=p.device,
-        hooks=CombinedHooks(adversary_hooks(p), DefenseChain(p.defenses)) if transforms is None else TrainingHooks(),
+        hooks=CombinedHooks(adversary_hooks(p), DefenseChain(p.defenses), p.auditor) if transforms is None
+        else TrainingHooks(),
     )
     for defense in p.defenses if transforms is None else ():  # label defenses relabel now; Marvell keeps labels
         defense.bind(fed)
+    if p.auditor is not None and transforms is None:
+        bind_auditor(p.auditor, p.audited, fed, scenario)
     return fed
 
 

@@ -94,7 +94,7 @@ def compute(view: FeatureView, seed: int) -> FeaturePrior:
     count = {name: view.received[name].shape[0] for name in names}
     guesses = {"mean": {name: y.mean(0, keepdim=True).expand(count[name], *shape).clone() for name in names}}
     rand = generator(seed, "prior:features:random")
-    guesses["random"] = {name: torch.rand(count[name], *shape, generator=rand) for name in names}
+    guesses["random"] = {name: torch.rand(count[name], *shape, generator=rand, device=rand.device) for name in names}
     if not view.own or y.shape[0] < 3:
         return FeaturePrior("mean", guesses)
     aux = view.own["aux"].cpu()

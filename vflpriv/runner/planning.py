@@ -24,6 +24,7 @@ from vflpriv.data.load import load_dataset
 from vflpriv.data.scenario import Scenario, build_scenario
 from vflpriv.engine import (
     ACTIVE_BACKWARD,
+    ACTIVE_BATCH,
     DEFENSE_POINTS,
     EMBEDDING,
     EPOCH_END,
@@ -31,12 +32,14 @@ from vflpriv.engine import (
     PASSIVE_POINTS,
     PRETRAIN,
     SOFT_LABELS,
+    SOFT_TARGETS,
     role,
 )
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
 from vflpriv.runner.adversaries import READS, Adversary, resolve
+from vflpriv.runner.auditing import plan_auditor
 from vflpriv.runner.feature_prior import FeaturePriorPlan, plan_feature_prior
 from vflpriv.runner.prior import PriorPlan, plan_prior
 from vflpriv.store import cache
@@ -63,7 +66,8 @@ class Plan:
     """A training's resolved parts and the attacks evaluated on it, all validated: the run reads it, never asks
     the planner again. ``acting``: the attack that acts during this training, if any (its runs have a training of
     their own); ``wanted``: per receiver (an adversary: a party index or ``SERVER``), the (kind, phase) pairs its
-    inbox keeps, what any of the attacks it runs reads."""
+    inbox keeps, what any of the attacks it runs reads; ``auditor``: the auditor of ``audited`` (a defense of
+    ``defenses``) the training runs with, if any."""
 
     config: TrainingConfig
     scenario: Scenario
@@ -73,6 +77,8 @@ class Plan:
     attacks: list[AttackPlan] = field(default_factory=list)
     acting: AttackPlan | None = None
     wanted: dict[int, set[tuple[str, str]]] = field(default_factory=dict)
+    auditor: Any = None
+    audited: Any = None
 
 
 def available_devices() -> list[str]:
@@ -128,12 +134,17 @@ def plan_training(config: TrainingConfig) -> Plan:
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
     _check_backward(config, defenses)
     _check_passive_backward(config, defenses)
+    _check_soft_targets(config, defenses)
     for d in defenses:
         d.uncovered = d.covers(method)
+    auditor, audited = plan_auditor(config, method, defenses)
+    if auditor is not None:
+        auditor = built("auditor", config.finetune.auditor, lambda: auditor(auditor.Options()))
     scenario = build_scenario(dataset, config.partition, seed=config.seed,
                               active_labels_local=_active_labels_local(config, method),
                               validation=config.finetune.validation)
-    return Plan(config.training(), scenario, method, defenses, device)
+    return Plan(config.training(), scenario, method, defenses, device, auditor=auditor, audited=audited)
+
 
 
 def _check_backward(config: TrainingConfig, defenses: list) -> None:
@@ -169,6 +180,18 @@ def _check_passive_backward(config: TrainingConfig, defenses: list) -> None:
 
 def _same_party(a, b) -> bool:
     return a == b or PASSIVE in (a, b)
+
+
+def _check_soft_targets(config: TrainingConfig, defenses: list) -> None:
+    """A defense that recomputes each sample's target from the model's outputs (``SOFT_TARGETS``: ALIBI's model prior)
+    reads its own per-sample state by row id: a defense that mixes or replaces the batch's targets before it would be
+    silently undone."""
+    follow = [i for i, d in enumerate(defenses) if SOFT_TARGETS in d.hook_points]
+    mixing = [config.defenses[i].name for i, d in enumerate(defenses) if ACTIVE_BATCH in d.hook_points]
+    if follow and mixing:
+        raise IncompatibleError(f"defense '{config.defenses[follow[0]].name}' recomputes each sample's target from the "
+                                f"model's predictions, which would undo {', '.join(mixing)} on the batch's targets; use "
+                                "its options.prior=uniform, or one of them")
 
 
 def built(kind: str, name: str, make: Callable[[], T]) -> T:
@@ -270,7 +293,7 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     if unsupported:
         raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
                           f"valid kinds: {', '.join(cls.supported_kinds)}")
-    if SOFT_LABELS in cls.hook_points and SOFT_LABELS not in method.supported():
+    if {SOFT_LABELS, SOFT_TARGETS} & cls.hook_points - method.supported():
         raise IncompatibleError(f"defense '{d.name}' trains the active party on soft labels; method "
                                 f"'{config.method.name}' trains with a loop of its own that takes class indices only")
     inside = cls.hook_points & DEFENSE_POINTS

@@ -79,6 +79,14 @@ class RunRecord:
     #: ``epsilon_lower_delta`` (the DP defense's delta, else 0): vflpriv.common.empirical_epsilon.
     epsilon_lower: float = float("nan")
     epsilon_lower_delta: float = float("nan")
+    #: The auditor the training ran with (``finetune.auditor``: a measurement of the DP defense's claim with privileges no
+    #: party holds, never an attack: in no leakage, CAP, verdict or worst case over the attacks), how many of the
+    #: canaries it guessed as its abstention menu kept them, their accuracy, and the 95% lower bound they certify on the
+    #: training's label-DP epsilon at the claim's delta (``epsilon_delta``). Every record of the training carries them.
+    auditor: str = ""
+    auditor_guesses: int = 0
+    auditor_accuracy: float = float("nan")
+    auditor_epsilon_lower: float = float("nan")
     comm_mb: float = 0.0
     comm_messages: int = 0
     comm_mb_pretrain: float = 0.0
@@ -143,6 +151,8 @@ class RunRecord:
     attack_trials: str = field(default="", repr=False)
     #: JSON [[guesses kept, right], ...]: each entry of the canary audit's abstention menu (summed over seeds to pool).
     canary_counts: str = field(default="", repr=False)
+    #: JSON [[guesses kept, right], ...]: the auditor's, per entry of the same menu.
+    auditor_counts: str = field(default="", repr=False)
     config: str = field(default="", repr=False)
 
     def to_dict(self) -> dict:

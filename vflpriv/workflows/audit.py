@@ -32,7 +32,7 @@ from pydantic import Field, NonNegativeFloat, model_validator
 
 from vflpriv.common.errors import IncompatibleError
 from vflpriv.config.options import Options
-from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
+from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES, METHODS
 from vflpriv.config.schema import (
     MAX_SEARCH_BUDGET,
     AttackConfig,
@@ -105,6 +105,10 @@ class AuditSettings(Options):
         None, ge=0, description="random-label canaries in the trainings whose labels the attacked phase reads (an "
         f"empirical lower bound on each setting's label-DP epsilon); unset: one in {AUTO_SHARE} of partition.labeled, at "
         f"most {AUTO_CANARIES} (0 for a non-federated method); 0: none")
+
+    auditor: str = Field(
+        "auto", description="an auditor of each defended training's DP claim, beside the attacks (vflpriv list auditors): "
+        "auto attaches the one that audits the defense, where there are canaries; none; or a name")
 
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AuditSettings:
@@ -257,6 +261,17 @@ def _planted(base: dict, count: int, phase: str, method: str) -> dict:
     return {**base, "partition": {**base["partition"], "canaries": count if reads else 0}}
 
 
+def auditor_for(cfg: AuditConfig, defense: str) -> str | None:
+    """``audit.auditor`` resolved for ``defense``'s trainings: auto, the first registered auditor that audits it; a
+    name, that auditor where it audits it (an unknown one is refused); none, None."""
+    choice = cfg.audit.auditor
+    if choice == "none":
+        return None
+    names = AUDITORS.names() if choice == "auto" else [choice]
+    cls = DEFENSES.get(defense)
+    return next((n for n in names if AUDITORS.get(n).audits(cls)), None)
+
+
 def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     """Every run of the audit, and every pair left out with its reason. A problem of the training itself (its
     dataset, device, method options) is raised once, not listed for every pair."""
@@ -295,15 +310,19 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     skipped.append(Inapplicable("*", d.name, phase, reason or f"defense '{d.name}' declares no audit "
                                                 f"strengths for the {phase} phase; give audit.defenses[].strengths"))
                     continue
+                auditor = auditor_for(cfg, d.name) if base["partition"]["canaries"] else None
+                audited = {**base, "finetune": {**base["finetune"], "auditor": auditor}} if auditor else base
                 for attack in applicable:
                     if ATTACKS.get(attack.name).secret != "labels" and attack.name not in cfg.audit.feature_defended:
                         continue
                     defended = [DefenseConfig(name=d.name, strength=s, phase=phase, kinds=d.kinds, party=d.party,
                                               sweep=True, options=d.options) for s in strengths]
-                    p, reason = _planned([_run(base, attack, defended[0], cfg.seeds[0])])
+                    if audited is not base and _try([_run(audited, attack, defended[0], cfg.seeds[0])]):
+                        audited = base  # the auditor cannot audit this training (the planner's reason): run without
+                    p, reason = _planned([_run(audited, attack, defended[0], cfg.seeds[0])])
                     if reason:
                         skipped.append(Inapplicable(attack.name, d.name, phase, reason))
                         continue
                     if _paired(p):
-                        runs += [_run(base, attack, dc, s) for dc in defended for s in cfg.seeds]
+                        runs += [_run(audited, attack, dc, s) for dc in defended for s in cfg.seeds]
     return runs, skipped

@@ -14,7 +14,7 @@ from pydantic_core import PydanticUndefined
 
 from vflpriv.common.errors import UnknownNameError, VflprivError
 from vflpriv.config import presets
-from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES, METHODS
+from vflpriv.config.registry import ATTACKS, AUDITORS, DATASETS, DEFENSES, METHODS
 
 
 @dataclass
@@ -144,7 +144,18 @@ def _defense(name: str, cls: Any) -> Description:
         facts["phases"] = " and ".join(cls.phases) + (f" ({cls.phase_reason})" if cls.phase_reason else "")
     if cls.cost:
         facts["extra cost per update"] = cls.cost
+    if cls.pays:
+        facts["when it pays"] = cls.pays
     return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses[i].options.")
+
+
+def _auditor(name: str, cls: Any) -> Description:
+    facts = {"threat model": cls.threat_model, "reads beyond a party's view": "; ".join(cls.privileges),
+             "audits": ", ".join(n for n in DEFENSES.names() if cls.audits(DEFENSES.get(n))) or "no registered defense",
+             "records": "auditor_* fields and the canary audit's auditor lines, never leakage, CAP, verdicts or the "
+                        "attacks' worst case",
+             "follows": cls.anchor or "vflpriv's own"}
+    return Description("auditor", name, _summary(cls), facts, options_of(cls.Options))
 
 
 def _dataset(name: str, loader: Any) -> Description:
@@ -194,7 +205,7 @@ def _unregistered(path: str) -> list[Description]:
 
 DESCRIBERS: dict[str, tuple[Any, Any]] = {
     "method": (METHODS, _method), "attack": (ATTACKS, _attack), "defense": (DEFENSES, _defense),
-    "dataset": (DATASETS, _dataset), "preset": (presets, _preset),
+    "dataset": (DATASETS, _dataset), "auditor": (AUDITORS, _auditor), "preset": (presets, _preset),
 }
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 #: Columns of the store's records that stay out of results.csv (they are JSON blobs).
 STORE_ONLY = ["config", "traffic", "utility_curve", "attack_hits", "prior_hits", "attack_trials", "canary_counts",
-              "attack_errors", "prior_errors", "feature_mse_per_feature", "feature_examples"]
+              "attack_errors", "prior_errors", "feature_mse_per_feature", "feature_examples", "auditor_counts"]
 
 
 def run_into_store(
