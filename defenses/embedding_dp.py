@@ -106,6 +106,8 @@ class EmbeddingDP(PassiveDefense):
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = "per-sample gradients of the victim's bottom (a vectorised forward and backward) with private_bottom"
+    pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
+            "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
