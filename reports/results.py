@@ -15,6 +15,7 @@ from vflpriv.reports.html import render_report
 from vflpriv.reports.leakage import leakage_rows, leakage_table, prior_strength_tables, verdicts
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
 from vflpriv.reports.plots import tradeoff_figures
+from vflpriv.reports.tables import strength_rows
 from vflpriv.store.provenance import versions
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import read_store
@@ -70,7 +71,7 @@ def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
     (out / "cap_tables.md").write_text("\n".join(t.markdown() for t in found))
     (out / "cap_tables.tex").write_text("\n".join(t.latex() for t in found))
     cap_csv(cap_table(results)).to_csv(out / "cap_tables.csv", index=False)
-    strength_summary(results).to_csv(out / "strength_rows.csv", index=False)
+    strength_rows(strength_summary(results)).to_csv(out / "strength_rows.csv", index=False)
     rows = leakage_rows(results)
     if not rows.empty:
         rows.to_csv(out / "leakage.csv", index=False)
