@@ -100,6 +100,12 @@ class Attack(ABC):
         base checks, or "" when it can: the planner refuses it with this reason (e.g. a setting it depends on)."""
         return ""
 
+    def left_out_of_audit(self, run) -> str:
+        """Why the audit's default battery leaves the attack out on ``run`` (as :meth:`Method.declared` gives it), or
+        "" to run it: a setting where it is known to fail, so that its failure would fill the report, not leakage.
+        Named in ``--attacks`` it runs anyway; the audit prints the reason."""
+        return ""
+
     @abstractmethod
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         """Guess the labels of (some of) ``view.targets``; keys are target set names."""

@@ -14,7 +14,10 @@ label as its target (the paper's Bayesian post-processing, Alg. 1), under a prio
 
 Both are post-processings of z and of the model (itself trained on post-processings of z): eps-label-DP. Any other
 use of the labels reads the uniform posterior's argmax. Strength axis: epsilon (lower is stronger); +inf is the
-identity.
+identity. At epsilon 0 the noise scale is infinite: the limit of the mechanism releases nothing of the label, so the
+log-likelihood is flat (the posterior is the prior: uniform, or the model's own prediction) and the argmax of the flat
+uniform posterior, a tie over every class, is broken uniformly at random from the defense's stream (0-label-DP, as
+``label-dp`` at epsilon 0).
 """
 
 from __future__ import annotations
@@ -62,7 +65,8 @@ class Alibi(LabelDefense):
     Options = AlibiOptions
     hook_points = frozenset({LABELS, SOFT_LABELS, SOFT_TARGETS})
     axis = StrengthAxis(name="epsilon", stronger="lower", identity=math.inf, search=(0.05, 20.0))
-    audit_strengths = {"finetune": (8.0, 2.0, 1.0)}
+    #: 8 is above what the audit's canaries can test (about 4.5 for 75 ten-class canaries); 4 is below it.
+    audit_strengths = {"finetune": (4.0, 2.0, 1.0)}
     anchor = "Malek et al. 2021 (ALIBI); facebookresearch/label_dp_antipodes (mapwithprior)"
     #: 1: the posterior under the model's prior by default (0: the uniform prior only; its records do not resume).
     revision = 1
@@ -76,17 +80,31 @@ class Alibi(LabelDefense):
         super().__init__(**kwargs)
         if self.options.prior == "uniform":  # the targets are fixed at binding: nothing to recompute
             self.hook_points = frozenset({LABELS, SOFT_LABELS})
-        #: The mechanism's output per training row (NaN where the active party knows no label), and its log-likelihoods.
+        #: The mechanism's output per training row (NaN where the active party knows no label, and everywhere at epsilon
+        #: 0), and its log-likelihoods (0 there).
         self.noisy: torch.Tensor | None = None
         self.loglik: torch.Tensor | None = None
 
     def relabel(self, labels: torch.Tensor, *, num_classes: int) -> torch.Tensor:
-        return posterior(self._noise(labels, num_classes=num_classes), epsilon=self.strength).argmax(1).to(labels.device)
+        return self._argmax(torch.softmax(self._loglik(labels, num_classes=num_classes), dim=1)).to(labels.device)
 
     def _noise(self, labels: torch.Tensor, *, num_classes: int) -> torch.Tensor:
         """onehot(labels) + Laplace(2 / eps), drawn from the defense's stream."""
         onehot = torch.nn.functional.one_hot(labels.cpu(), num_classes).double()
         return onehot + laplace(tuple(onehot.shape), scale=2.0 / self.strength, generator=self.generator).cpu()
+
+    def _loglik(self, labels: torch.Tensor, *, num_classes: int) -> torch.Tensor:
+        """The log-likelihood rows of the mechanism's output for ``labels``; flat at epsilon 0 (see the module)."""
+        if self.strength == 0:
+            return torch.zeros(labels.numel(), num_classes, dtype=torch.float64)
+        return log_likelihood(self._noise(labels, num_classes=num_classes), epsilon=self.strength)
+
+    def _argmax(self, rows: torch.Tensor) -> torch.Tensor:
+        """The posterior's most likely class; at epsilon 0, where every class ties, one drawn uniformly."""
+        if self.strength == 0:
+            return torch.randint(rows.shape[1], (rows.shape[0],), generator=self.generator,
+                                 device=self.generator.device).cpu()
+        return rows.argmax(1)
 
     def bind(self, federation: Federation) -> None:
         """Draw the noise once; the active party's known labels become the uniform posterior's argmax, and its targets
@@ -95,16 +113,20 @@ class Alibi(LabelDefense):
             return
         active, classes = federation.active, federation.num_classes
         known = active.labels >= 0
-        noisy = self._noise(active.labels[known], num_classes=classes)
         self.noisy = torch.full((active.labels.numel(), classes), math.nan, dtype=torch.float64)
-        self.noisy[known.cpu()] = noisy
+        if self.strength > 0:  # at epsilon 0 nothing is released: no output, a flat log-likelihood
+            self.noisy[known.cpu()] = self._noise(active.labels[known], num_classes=classes)
         self.loglik = log_likelihood(self.noisy, epsilon=self.strength).nan_to_num(0.0).float().to(active.labels.device)
         rows = torch.softmax(self.loglik[known], dim=1)
         labels = active.labels.clone()
-        labels[known] = rows.argmax(1)
+        labels[known] = self._argmax(rows.cpu()).to(labels.device)
         soft = torch.zeros(labels.numel(), classes, device=labels.device)
         soft[known] = rows
         self.replace_labels(federation, labels, soft)
+
+    @classmethod
+    def claimed_epsilon(cls, strength: float, *, finetune, options: dict) -> tuple[float, float] | None:
+        return None if math.isinf(strength) else (float(strength), 0.0)
 
     def soft_targets(self, logits: torch.Tensor, targets: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
         """With the model's prior: softmax(log-likelihood + log softmax(logits)) of each sample, the reference's

@@ -116,6 +116,11 @@ class Protection(DefensePoints, ABC):
     #: (``kinds: [embedding]``) against the feature attacks, where it supports that kind without defaulting to it
     #: (ISO, gaussian-message, sparsify); none: the audit does not add that configuration.
     embedding_audit_strengths: ClassVar[dict[str, tuple[float, ...]]] = {}
+    #: Whether what it does depends on the active party's labels (Marvell's noise follows each batch's labels; dCor's
+    #: and PELoss's loss terms, mixup's and CAE's targets): it then releases them around a mechanism that bounds only
+    #: its own use of them (dp-gaussian), and the planner refuses the pair unless a label defense randomised the
+    #: labels first. A label defense's randomisation is its mechanism, not such a read.
+    reads_labels: ClassVar[bool] = False
 
     @classmethod
     def default_kinds_for(cls, phase: str) -> tuple[str, ...]:
@@ -132,6 +137,19 @@ class Protection(DefensePoints, ABC):
         lo, hi = cls.axis.search
         points = [lo, math.sqrt(lo * hi), hi] if cls.axis.log and lo > 0 else [lo, (lo + hi) / 2, hi]
         return tuple(points if cls.axis.stronger == "higher" else points[::-1])
+
+    @classmethod
+    def audit_strengths_for(cls, phase: str, *, finetune, options: dict) -> tuple[float, ...] | None:
+        """The strengths the audit sweeps in ``phase`` for a run finetuned by ``finetune`` with the defense's
+        ``options`` (default: :attr:`audit_strengths`; dp-gaussian solves its noise for its audit claims), or None."""
+        found = cls.audit_strengths.get(phase)
+        return tuple(found) if found is not None else None
+
+    @classmethod
+    def claimed_epsilon(cls, strength: float, *, finetune, options: dict) -> tuple[float, float] | None:
+        """The (epsilon, delta) a run at ``strength`` will claim, where planning can know it (label DP: its strength;
+        dp-gaussian: its accountant over the run's updates), else None: the audit plants enough canaries to test it."""
+        return None
 
     @classmethod
     def own_strength_option(cls, options: dict) -> str:
@@ -230,6 +248,12 @@ class Protection(DefensePoints, ABC):
     def notes(self) -> str:
         """What the run's notes say about its claim after training beyond the epsilon (a narrower claim that holds
         where the training's does not), or ''."""
+        return ""
+
+    def requested_claim(self) -> str:
+        """The option by which the configuration asks for the claim itself (dp-gaussian's ``options.target_epsilon``),
+        or ''. Where :meth:`covers` says the claim does not hold for the method, such a run is refused in planning
+        (the user asked for an epsilon it cannot have); without it the run goes on and records no epsilon."""
         return ""
 
 

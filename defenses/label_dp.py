@@ -129,7 +129,8 @@ class LabelDP(LabelDefense):
 
     Options = LabelDPOptions
     axis = StrengthAxis(name="epsilon", stronger="lower", identity=math.inf, search=(0.05, 20.0))
-    audit_strengths = {"finetune": (8.0, 2.0, 1.0)}
+    #: 8 is above what the audit's canaries can test (about 4.5 for 75 ten-class canaries); 4 is below it.
+    audit_strengths = {"finetune": (4.0, 2.0, 1.0)}
     anchor = "Warner 1965 (randomised response); Ghazi et al. 2021 (RR-with-prior, LP-2ST; google-research/label-dp)"
     #: 1: LP-2ST takes its reference code's stage share, tempered prior and filter (0: halves, no temperature, no
     #: filter; its records do not resume).
@@ -178,6 +179,10 @@ class LabelDP(LabelDefense):
             labels[dropped] = -1
             label_ids = label_ids[~torch.isin(label_ids, dropped)]
         self.replace_labels(federation, labels, label_ids=label_ids)
+
+    @classmethod
+    def claimed_epsilon(cls, strength: float, *, finetune, options: dict) -> tuple[float, float] | None:
+        return None if math.isinf(strength) else (float(strength), 0.0)
 
     def privacy_spent(self) -> float | None:
         """epsilon: randomised response (with or without a prior) is epsilon-label-DP for each label, and every

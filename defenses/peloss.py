@@ -47,6 +47,7 @@ class PELoss(TrainingDefense):
 
     Options = PELossOptions
     hook_points = frozenset({ACTIVE_LOSS})
+    reads_labels = True
     axis = StrengthAxis(name="alpha", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.01, 10.0), log=True)
     audit_strengths = {"finetune": (0.5, 2.0, 8.0)}
     anchor = "Zheng et al. IJCAI 2024 (potential energy loss); SecretFlow loss defenses (PELoss, alpha 2)"

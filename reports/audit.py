@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pandas as pd
 
-from vflpriv.reports.canaries import canary_markdown, canary_summary
+from vflpriv.reports.canaries import canary_markdown, canary_summary, without_prior
 from vflpriv.reports.features import feature_defenses, feature_markdown, feature_verdicts, who
 from vflpriv.reports.tables import mean_std, utility_label
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
@@ -105,9 +105,7 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
     results = results[~features]
     frame = results.assign(adversary=results["config"].map(_adversary))
     canaries = canary_summary(frame)
-    if canaries is not None:  # the undefended finetuning without canaries is there for their cost alone
-        frame = frame[~((frame["defense"] == "none") & (frame["phase"] == "finetune") & (frame["canaries"] == 0))]
-    baseline = frame[frame["defense"] == "none"]
+    baseline = frame[(frame["defense"] == "none") & ~without_prior(frame)]  # the canary-free controls measure utility
     defended = frame[frame["defense"] != "none"]
     verdicts, defenses = [], []
     for (adversary, attack, phase), rows in baseline.groupby(["adversary", "attack", "phase"], sort=False):

@@ -145,7 +145,8 @@ def feature_markdown(summary: dict) -> list[str]:
 
 
 def feature_html(results: pd.DataFrame, out: Path, *, margin: float = FEATURE_MARGIN) -> str:
-    """The report's section on the victims' features: verdicts, the tables, the image grids (embedded)."""
+    """The body of the report's section on the victims' features (its title is the section's): verdicts, the tables,
+    the image grids (embedded)."""
     import base64
     import html
 
@@ -153,8 +154,7 @@ def feature_html(results: pd.DataFrame, out: Path, *, margin: float = FEATURE_MA
         return ""
     frame = results[results["secret"] == "features"]
     verdicts = feature_verdicts(frame[frame["defense"] == "none"], margin=margin)
-    parts = ["<h2 id='features'>What leaked: the victims' features</h2>",
-             "<ul>" + "".join(f"<li class='verdict'>{html.escape(v['line'])}</li>" for v in verdicts) + "</ul>"]
+    parts = ["<ul>" + "".join(f"<li class='verdict'>{html.escape(v['line'])}</li>" for v in verdicts) + "</ul>"]
     for table in (verdict_table(verdicts, margin=margin),
                                 defense_table(feature_defenses(frame[frame["defense"] != "none"], margin=margin, verdicts=verdicts))):
         if table is not None:

@@ -28,6 +28,13 @@ def _split_context(frame: pd.DataFrame) -> tuple[list[str], str]:
     return varying, fixed
 
 
+def epsilon_cell(epsilon: float, delta: float) -> str:
+    """A claimed epsilon with its delta (``0.998 at δ 1e-05``, ``2 (pure)``), n/a where none is claimed."""
+    if pd.isna(epsilon):
+        return "n/a"
+    return f"{epsilon:.3g} " + (f"at δ {delta:.3g}" if pd.notna(delta) and delta > 0 else "(pure)")
+
+
 def utility_label(metric: str) -> str:
     """What the utility number is: the federated model's metric on the test samples."""
     return "test " + {"accuracy": "accuracy", "auc": "AUC", "f1": "F1"}.get(metric, metric or "utility")
@@ -103,7 +110,8 @@ def strength_table(summary: pd.DataFrame, *, secret: str = "labels") -> Table:
     table = Table(title=f"{fixed} ({spread}; {leakage})")
     columns = (*varying, *(["adversary"] if adversary else []), *(["victim"] if victim else []),
                *(["strength"] if defended else []),
-               *(["ε spent"] if spent else []), f"utility ({utility_label(metric)})", attack, prior, "leakage", "seeds",
+               *(["ε spent (at δ)"] if spent else []), f"utility ({utility_label(metric)})", attack, prior, "leakage",
+               "seeds",
                *(["strongest attack"] if strongest else []))
     for col in columns:
         table.add_column(col, justify="right")
@@ -114,7 +122,7 @@ def strength_table(summary: pd.DataFrame, *, secret: str = "labels") -> Table:
             *(str(r[c]) for c in varying), *([who(str(r["adversary"]))] if adversary else []),
             *([f"party {r['victim']}"] if victim else []),
             *([strength_label(r["strength_axis"], r["strength"])] if defended else []),
-            *([f"{r['epsilon_mean']:.3g}" if pd.notna(r["epsilon_mean"]) else "n/a"] if spent else []),
+            *([epsilon_cell(r["epsilon_mean"], r.get("epsilon_delta_mean", float("nan")))] if spent else []),
             mean_std(r["utility_mean"], r["utility_std"], n=n),
             mean_std(r["attack_accuracy_mean"], r["attack_accuracy_std"], n=n, digits=digits),
             mean_std(r["prior_accuracy_mean"], r["prior_accuracy_std"], n=n, digits=digits),

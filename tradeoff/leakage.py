@@ -56,7 +56,9 @@ ERROR_TEST_NAME = ("per-target paired differences of prior and attack MSE combin
 def verdict_rule(margin: float) -> str:
     """The rule the verdicts follow, stated for a reader of the report (p is one-sided, for "leakage > 0")."""
     return (f"yes when the 95% interval of the leakage lies above 0; no when it lies below the margin +{margin:g}; "
-            f"attack failed when it lies below -{margin:g}; inconclusive otherwise. p is one-sided, for leakage > 0 "
+            f"below -{margin:g}: without a defense the attack failed (it did not reach the prior, so it says nothing "
+            "about leakage), with one the defense pushed the attack below the prior; inconclusive otherwise. p is "
+            "one-sided, for leakage > 0 "
             "(McNemar's on the targets, or the paired t-test over seeds where the records hold no per-target "
             "outcomes), and is reported beside the interval, which alone decides")
 
@@ -156,11 +158,26 @@ def _random_effects(diffs: list[np.ndarray], attack: list[float], prior: list[fl
                        _verdict(low, high, margin, can_fail=can_fail), test, sum(d.size for d in diffs))
 
 
+def measured(records: pd.DataFrame) -> pd.DataFrame:
+    """The records that measure leakage: successful, with a prior to compare the attack with (a feature attack's: its
+    prior's error); a run without one, such as the audit's canary-free control trainings, measures utility only."""
+    prior = records["prior_accuracy"].notna()
+    if "prior_mse" in records:
+        prior |= records["prior_mse"].notna()
+    return records[(records["status"] == "ok") & prior]
+
+
 def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN, feature_margin: float = FEATURE_MARGIN
                  ) -> LeakageTest:
-    """The test over the successful records of one (attack, phase, defense, strength), one per seed: per sample
-    where every record holds its per-target outcomes (a feature attack's: its per-target errors), else per seed."""
-    ok = records[records["status"] == "ok"].sort_values("seed")
+    """The test over the records of one setting (attack, phase, defense, strength and every other setting), one per
+    seed: per sample where every record holds its per-target outcomes (a feature attack's: its per-target errors), else
+    per seed. Records without a prior are left out (:func:`measured`); a seed that appears twice is refused: it would
+    count one training's outcome twice and narrow the interval."""
+    ok = measured(records).sort_values("seed")
+    repeated = sorted(set(ok.loc[ok["seed"].duplicated(), "seed"]))
+    if repeated:
+        raise ValueError(f"seed(s) {', '.join(map(str, repeated))} appear more than once among the records of one "
+                         "leakage test; each seed counts once (keep apart the settings that tell the records apart)")
     if len(ok) and is_features(ok):
         return error_paired_leakage([np.array(json.loads(a), float) for a in ok["attack_errors"]],
                                     [np.array(json.loads(p), float) for p in ok["prior_errors"]], margin=feature_margin)
@@ -176,7 +193,7 @@ def falls_to_prior(records: pd.DataFrame, *, margin: float = MARGIN, feature_mar
     """The weakest strength of one defense sweep at which the mean leakage over seeds is at most ``margin`` (a feature
     attack's: ``feature_margin`` times the prior's MSE):
     {strength, axis, leakage, utility}, or None if no swept strength gets there."""
-    ok = records[records["status"] == "ok"]
+    ok = measured(records)
     if ok.empty:
         return None
     stronger_is_lower = (ok["strength_stronger"] == "lower").any()

@@ -93,14 +93,15 @@ def tune(
 
     def evaluate(strength: float):
         point = validate(type(experiment), {**data, "strengths": [strength]})
+        step = f"strength {len(frames) + 1} of at most {steps + 2} ({axis.name}={strength:g})"  # both ends + steps
         frame = run_into_store(point.runs(), out, jobs=experiment.jobs, backend=experiment.backend,
                                runs_per_gpu=experiment.runs_per_gpu, store_path=store,
                                console=make_console(quiet=True), overwrite=overwrite or bool(frames), owns=owns,
-                               write_csv=False, show_progress=not quiet)
+                               write_csv=False, show_progress=not quiet, label=f"tune: {step}, runs")
         frames.append(frame)
         pd.concat(frames).drop_duplicates("key").drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
         ok = frame[frame["status"] == "ok"]
-        console.print(f"{axis.name}={strength:g}: attack {ok['attack_accuracy'].mean():.3f}, prior "
+        console.print(f"{step}: attack {ok['attack_accuracy'].mean():.3f}, prior "
                       f"{ok['prior_accuracy'].mean():.3f}, utility {ok['utility'].mean():.3f} ({len(ok)} seeds)")
         return frame
 

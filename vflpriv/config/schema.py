@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.keys import config_hash, keyed
-from vflpriv.config.options import Options
+from vflpriv.config.options import MAX_INT, Options
 from vflpriv.config.registry import ATTACKS, DATASETS
 
 Phase = Literal["pretrain", "finetune"]
@@ -254,7 +254,7 @@ class TrainingConfig(Options):
     method: MethodConfig = Field(default_factory=MethodConfig)
     finetune: FinetuneConfig = Field(default_factory=FinetuneConfig)
     defenses: list[DefenseConfig] = Field(default_factory=list)
-    seed: int = Field(0, ge=0, le=2**32 - 1)
+    seed: int = Field(0, ge=0, le=MAX_INT)
     device: str = "cpu"
 
     def training_key(self) -> str:

@@ -50,6 +50,10 @@ class SSVFLIndependent(SSVFLCoupled):
     #: Its pretraining is local SSL's, with a passive party's defenses there.
     supports = frozenset({"top:linear", EPOCH_END, PRETRAIN_PASSIVE_LOSS})
 
+    def label_uses(self) -> tuple[str, ...]:
+        return ("the active party trains its head on the labels in a loop of its own (SS-VFL Alg. 1), which calls no "
+                "defense hook point",)
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         encoders = [copy.deepcopy(m).eval().requires_grad_(False) for m in pretrained]
         ids = fed.labeled_aligned()

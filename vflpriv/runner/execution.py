@@ -49,6 +49,7 @@ from vflpriv.runner.auditing import bind_auditor, score_auditor
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
+from vflpriv.store.secrets import canary_key, fingerprint
 from vflpriv.store.records import FAILED, NOT_APPLICABLE, RunRecord
 
 
@@ -142,6 +143,7 @@ def _execute(p: Plan) -> list[RunRecord]:
             record.epsilon_features = sum(e for e, _ in features)
             record.epsilon_features_delta = sum(d for _, d in features)
         record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
+        record.canary_key = p.scenario.canary_key
         record.utility_curve = json.dumps(result.curve) if result.curve else ""
         record.utility_val, record.utility_optimistic = result.utility_val, result.utility_optimistic
         if a.not_applicable:  # no federation to attack; the adversary's prior is still what it knows alone
@@ -310,6 +312,8 @@ def pretrain_key(config: TrainingConfig, method: type) -> str:
         "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses
                      if d.phase == PRETRAIN or (reads_labels and "labels" in DEFENSES.get(d.name).supported_kinds)],
         "seed": config.seed,
+        # a pretraining that reads labels reads the canaries' too, drawn with the canary key
+        **({"canary_key": fingerprint(canary_key())} if reads_labels and config.partition.canaries else {}),
     }
     return config_hash(payload, 24)
 

@@ -22,6 +22,7 @@ from vflpriv.config.schema import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
 from vflpriv.data.scenario import Scenario, build_scenario
+from vflpriv.defenses.base import LABELS
 from vflpriv.engine import (
     ACTIVE_BACKWARD,
     ACTIVE_BATCH,
@@ -96,6 +97,9 @@ def resolve_device(name: str) -> torch.device:
     except (RuntimeError, ValueError):
         raise ConfigError(f"unknown device '{name}'; valid devices here: {valid}") from None
     if device.type == "cpu":
+        if device.index not in (None, 0):  # torch accepts cpu:1 and runs on the one CPU device: refused, not renamed
+            raise ConfigError(f"device '{name}': the CPU has no index (torch runs every cpu:N on the same device); "
+                              f"use cpu; valid devices here: {valid}")
         return torch.device("cpu")
     available = {"cuda": torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count(),
                  "mps": torch.backends.mps.is_available()}.get(device.type, False)
@@ -134,9 +138,14 @@ def plan_training(config: TrainingConfig) -> Plan:
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
     _check_backward(config, defenses)
     _check_passive_backward(config, defenses)
+    _check_label_readers(config, defenses)
     _check_soft_targets(config, defenses)
-    for d in defenses:
+    for d, c in zip(defenses, config.defenses):
         d.uncovered = d.covers(method)
+        if d.uncovered and d.requested_claim():
+            raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
+                                    f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
+                                    "(the noise acts and no epsilon is recorded), or use another method")
     auditor, audited = plan_auditor(config, method, defenses)
     if auditor is not None:
         auditor = built("auditor", config.finetune.auditor, lambda: auditor(auditor.Options()))
@@ -144,7 +153,6 @@ def plan_training(config: TrainingConfig) -> Plan:
                               active_labels_local=_active_labels_local(config, method),
                               validation=config.finetune.validation)
     return Plan(config.training(), scenario, method, defenses, device, auditor=auditor, audited=audited)
-
 
 
 def _check_backward(config: TrainingConfig, defenses: list) -> None:
@@ -180,6 +188,20 @@ def _check_passive_backward(config: TrainingConfig, defenses: list) -> None:
 
 def _same_party(a, b) -> bool:
     return a == b or PASSIVE in (a, b)
+
+
+def _check_label_readers(config: TrainingConfig, defenses: list) -> None:
+    """A defense that backpropagates the active party's per-sample losses itself (DP-SGD) bounds only what passes its
+    mechanism: a defense that reads the labels itself (``reads_labels``: Marvell's noise follows each batch's labels)
+    releases them around it and is refused beside it, unless a label defense randomised the labels first (then it reads
+    the randomised ones, a post-processing of that defense's mechanism, whose epsilon covers the whole training)."""
+    own = [i for i, d in enumerate(defenses) if ACTIVE_BACKWARD in d.hook_points]
+    randomised = any(LABELS in d.hook_points and not d.is_identity for d in defenses)
+    readers = [config.defenses[i].name for i, d in enumerate(defenses) if d.reads_labels]
+    if own and readers and not randomised:
+        raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' bounds only the label uses of its own "
+                                f"mechanism, and {', '.join(readers)} reads the active party's labels around it; drop "
+                                f"{readers[0]}, or randomise the labels first with a label defense (label-dp, alibi)")
 
 
 def _check_soft_targets(config: TrainingConfig, defenses: list) -> None:

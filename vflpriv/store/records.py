@@ -72,9 +72,13 @@ class RunRecord:
     #: Random-label canaries of the training (``partition.canaries``), how many the attack guessed (its most confident
     #: ones where it abstained) and how many of those it got right; the prior's accuracy on all of them (chance).
     canaries: int = 0
+    #: ``canary_accuracy`` is the accuracy of the ``canary_guesses`` of the menu entry selected for the best bound
+    #: (selected after scoring, so optimistic); ``canary_counts`` holds every entry's (the first: every guess).
     canary_guesses: int = 0
     canary_accuracy: float = float("nan")
     canary_prior_accuracy: float = float("nan")
+    #: The fingerprint of the canary key the canaries' labels were drawn with (``vflpriv.store.secrets``; '' without).
+    canary_key: str = ""
     #: The one-sided 95% lower bound on the training's label-DP epsilon these guesses certify, at delta
     #: ``epsilon_lower_delta`` (the DP defense's delta, else 0): vflpriv.common.empirical_epsilon.
     epsilon_lower: float = float("nan")

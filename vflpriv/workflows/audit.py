@@ -47,8 +47,11 @@ from vflpriv.runner.prior import prior_pretraining
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
 #: label (splitnn on digits, 200 labels, tuned on nothing: 25 canaries cost 0.037 of test accuracy, 50 cost 0.10, 100
-#: cost 0.26), and 25 ten-class canaries, every one guessed right, already certify epsilon 3.8.
+#: cost 0.26), and 25 ten-class canaries a seed, pooled over 3 seeds and 10 attacks, cap the worst case at 4.57.
 AUTO_CANARIES, AUTO_SHARE = 50, 8
+#: Where a claim of the audit's DP strengths needs more canaries to be testable, the audit plants them, up to this
+#: share of the labels (beyond it the training is more canaries than task).
+MAX_SHARE = 4
 
 
 class AuditDefense(Options):
@@ -61,15 +64,15 @@ class AuditDefense(Options):
                                                        "party; every passive party for what only they send or hold)")
     options: dict[str, Any] = Field(default_factory=dict)
 
-    def strengths_for(self, phase: str) -> tuple[float, ...] | None:
-        """Its strengths in ``phase``: as given, else the defense's own (on embeddings, its
-        ``embedding_audit_strengths``)."""
+    def strengths_for(self, phase: str, *, finetune) -> tuple[float, ...] | None:
+        """Its strengths in ``phase`` of a run finetuned by ``finetune``: as given, else the defense's own (on
+        embeddings, its ``embedding_audit_strengths``; else ``audit_strengths_for``)."""
         if self.strengths:
             return tuple(self.strengths)
         cls = DEFENSES.get(self.name)
         if self.kinds == ["embedding"] and phase in cls.embedding_audit_strengths:
             return cls.embedding_audit_strengths[phase]
-        return cls.audit_strengths.get(phase)
+        return cls.audit_strengths_for(phase, finetune=finetune, options=self.options)
 
 
 class AuditSettings(Options):
@@ -104,7 +107,8 @@ class AuditSettings(Options):
     canaries: int | None = Field(
         None, ge=0, description="random-label canaries in the trainings whose labels the attacked phase reads (an "
         f"empirical lower bound on each setting's label-DP epsilon); unset: one in {AUTO_SHARE} of partition.labeled, at "
-        f"most {AUTO_CANARIES} (0 for a non-federated method); 0: none")
+        f"most {AUTO_CANARIES}, raised (up to one in {MAX_SHARE}) to the fewest whose cap exceeds every epsilon the "
+        "audit's DP strengths claim (0 for a non-federated method); 0: none")
 
     auditor: str = Field(
         "auto", description="an auditor of each defended training's DP claim, beside the attacks (vflpriv list auditors): "
@@ -147,12 +151,14 @@ class AuditConfig(TrainingConfig):
 
 @dataclass(frozen=True)
 class Inapplicable:
-    """A pair the audit could not run, and why (the planner's own message)."""
+    """A pair the audit could not run, and why (the planner's own message); ``left_out``: an attack the default
+    battery leaves out where it is known to fail (``Attack.left_out_of_audit``)."""
 
     attack: str
     defense: str
     phase: str
     reason: str
+    left_out: bool = False
 
 
 def _phases(cfg: AuditConfig) -> list[str]:
@@ -228,11 +234,18 @@ def _run(base: dict, attack: AttackConfig, defense: DefenseConfig | None, seed: 
     return RunConfig.model_validate(data)
 
 
-def _try(runs: list[RunConfig]) -> str:
+def _try(runs: list[RunConfig], *, default_battery: bool = False) -> str:
     """'' when the runs plan, else the planner's reason why they cannot (IncompatibleError: the method, task or
     phase lacks what the attack or defense needs). Bad input (an unknown option, a party that does not exist)
-    is raised: the user fixes it; it is not a pair to set aside."""
-    return _planned(runs)[1]
+    is raised: the user fixes it; it is not a pair to set aside. ``default_battery``: also the reason an attack of the
+    default battery is left out there (:data:`LEFT_OUT` and ``Attack.left_out_of_audit``)."""
+    planned, reason = _planned(runs)
+    if reason or not default_battery:
+        return reason
+    a = planned.attacks[0]
+    declared = planned.method.declared(a.config, num_classes=planned.scenario.dataset.num_classes)
+    reason = getattr(a.attack, "left_out_of_audit", lambda run: "")(declared)
+    return f"{LEFT_OUT}: {reason}" if reason else ""
 
 
 def _planned(runs: list[RunConfig]):
@@ -245,20 +258,80 @@ def _planned(runs: list[RunConfig]):
         return None, str(exc)
 
 
+#: How an attack the default battery leaves out is listed.
+LEFT_OUT = "left out of the default audit"
+
+
 def canaries(cfg: AuditConfig) -> int:
     """``audit.canaries`` resolved: as given, else one in :data:`AUTO_SHARE` of the labels, at most
-    :data:`AUTO_CANARIES` (none for a non-federated method: no adversary guesses them)."""
+    :data:`AUTO_CANARIES`, raised to :func:`canaries_for_claims` up to one in :data:`MAX_SHARE` of the labels (none
+    for a non-federated method, where no adversary guesses them, nor where no attacked phase reads labels, where none
+    could be planted). Given where none could be planted, it is refused."""
+    reads = any(_reads_labels(phase, cfg.method.name) for phase in _phases(cfg))
     if cfg.audit.canaries is not None:
+        if cfg.audit.canaries and not reads:
+            raise IncompatibleError(
+                f"audit.canaries={cfg.audit.canaries}: the attacked phase(s) {', '.join(_phases(cfg))} of method "
+                f"'{cfg.method.name}' read no labels, so no canary can be planted where an attack would guess it; "
+                "attack the finetune phase too (--phases finetune,pretrain), or give --canaries 0")
         return cfg.audit.canaries
+    if not METHODS.get(cfg.method.name).federated:
+        return 0
     auto = min(AUTO_CANARIES, cfg.partition.labeled // AUTO_SHARE)
-    return auto if METHODS.get(cfg.method.name).federated else 0
+    if not reads:
+        return 0
+    return max(auto, min(canaries_for_claims(cfg), cfg.partition.labeled // MAX_SHARE))
+
+
+def canaries_for_claims(cfg: AuditConfig) -> int:
+    """Per training, the fewest canaries whose cap (every guess right, pooled over the seeds, each of the audit's
+    attacks at 5%/A with the full menu) exceeds every epsilon the audit's DP strengths claim; 0 without a claim."""
+    from vflpriv.common.empirical_epsilon import canaries_needed
+    from vflpriv.runner.planning import plan_training
+
+    claims = _audit_claims(cfg)
+    if not claims:
+        return 0
+    classes = plan_training(cfg.training()).scenario.dataset.num_classes
+    attacks = len(cfg.audit.attacks or ATTACKS.names())
+    pooled = [canaries_needed(eps, classes=classes, attacks=attacks, delta=delta) for eps, delta in claims]
+    return -(-max(pooled) // len(cfg.seeds))
+
+
+def _defenses(cfg: AuditConfig) -> list[AuditDefense]:
+    """The audit's defenses: as given, else every registered one (:func:`default_defenses`)."""
+    return cfg.audit.defenses if cfg.audit.defenses is not None else default_defenses()
+
+
+def _audit_claims(cfg: AuditConfig) -> list[tuple[float, float]]:
+    """Every (epsilon, delta) a DP defense of the audit will claim at its strengths, where planning knows it."""
+    defenses = _defenses(cfg)
+    claims = []
+    for d in defenses:
+        cls = DEFENSES.get(d.name)
+        for phase in _phases(cfg):
+            strengths = d.strengths_for(phase, finetune=cfg.finetune) or ()
+            claims += [c for s in strengths if (c := cls.claimed_epsilon(s, finetune=cfg.finetune,
+                                                                         options=d.options)) is not None]
+    return claims
+
+def _reads_labels(phase: str, method: str) -> bool:
+    """Whether the trainings attacked in ``phase`` read the labels a canary would change: finetuning does, a
+    pretraining only if it reads them."""
+    return phase == "finetune" or METHODS.get(method).pretrain_reads_labels
+
+
+def _control(attack: AttackConfig) -> AttackConfig:
+    """The attack block of a canary-free control training: untuned and without a prior, so that its records measure
+    the utility the canaries cost and never enter a leakage test (a record without a prior has no leakage: each seed
+    counts once in a verdict)."""
+    return AttackConfig(name=attack.name, phase=attack.phase, prior="none", options=attack.options)
 
 
 def _planted(base: dict, count: int, phase: str, method: str) -> dict:
     """``base`` with ``count`` canaries where the attacked phase reads labels (finetuning; a pretraining only if it
     reads them): a label-free snapshot holds nothing of a canary's label."""
-    reads = phase == "finetune" or METHODS.get(method).pretrain_reads_labels
-    return {**base, "partition": {**base["partition"], "canaries": count if reads else 0}}
+    return {**base, "partition": {**base["partition"], "canaries": count if _reads_labels(phase, method) else 0}}
 
 
 def auditor_for(cfg: AuditConfig, defense: str) -> str | None:
@@ -279,7 +352,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
 
     plan_training(cfg.training())
     attacks = cfg.audit.attacks or ATTACKS.names()
-    defenses = cfg.audit.defenses if cfg.audit.defenses is not None else default_defenses()
+    defenses = _defenses(cfg)
     parties = cfg.partition.parties
     adversaries = list(range(1, parties)) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
     runs: list[RunConfig] = []
@@ -288,21 +361,25 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     for adversary in adversaries:
         unplanted = cfg.training().model_dump()
         unplanted["partition"]["adversary"] = adversary
+        controlled = False  # one canary-free control training per seed, whatever the attacked phases
         for phase in _phases(cfg):
             base = _planted(unplanted, planted, phase, cfg.method.name)
             applicable = []
             for label, attack in [a for name in attacks for a in _attacks(cfg, name, phase, adversary,
                                                                             adversary == adversaries[0])]:
-                reason = _try([_run(base, attack, None, cfg.seeds[0])])
+                reason = _try([_run(base, attack, None, cfg.seeds[0])], default_battery=cfg.audit.attacks is None)
                 if reason:
-                    skipped.append(Inapplicable(label, "none", phase, reason))
+                    skipped.append(Inapplicable(label, "none", phase, reason, reason.startswith(LEFT_OUT)))
                 else:
                     applicable.append(attack)
                     runs += [_run(base, attack, None, s) for s in cfg.seeds]
-            if applicable and base["partition"]["canaries"]:  # what the canaries cost: the same training without
-                runs += [_run(unplanted, applicable[0], None, s) for s in cfg.seeds]
+            passive = [a for a in applicable if not ATTACKS.get(a.name).acts  # a label attack that leaves the
+                       and getattr(ATTACKS.get(a.name), "secret", "labels") == "labels"]  # training alone
+            if passive and base["partition"]["canaries"] and not controlled:  # what the canaries cost: the same
+                runs += [_run(unplanted, _control(passive[0]), None, s) for s in cfg.seeds]  # training without them
+                controlled = True
             for d in defenses:
-                strengths = d.strengths_for(phase)
+                strengths = d.strengths_for(phase, finetune=cfg.finetune)
                 unset = DefenseConfig(name=d.name, phase=phase, kinds=d.kinds, party=d.party, sweep=True,
                                       options=d.options)
                 reason = _try([_run(base, applicable[0], unset, cfg.seeds[0])]) if applicable else ""

@@ -75,21 +75,23 @@ def _method(name: str, cls: Any) -> Description:
     facts = {"pretrains": str(cls.pretrains), "federated": str(cls.federated),
              "sends": ", ".join("/".join(t) for t in sorted(cls.sends)) or "nothing",
              "pretraining reads labels": str(cls.pretrain_reads_labels),
+             "label uses outside the shared loop (default options)": _uses(cls, "label_uses"),
              "finetune.top": ", ".join(sorted(s.split(":")[1] for s in supports if s.startswith("top:"))),
              "finetune.local_updates > 1": str("local-updates" in supports),
              "hook points it calls": ", ".join(sorted(s for s in supports if ":" in s and not
                                                       s.startswith("top:"))) or "none",
-             "feature uses outside the shared loop": _feature_uses(cls)}
+             "feature uses outside the shared loop (default options)": _uses(cls, "feature_uses")}
     return Description("method", name, _summary(cls), facts, options_of(cls.Options), "method.options.")
 
 
-def _feature_uses(cls: Any) -> str:
-    """What a method declares of its feature uses outside the shared loop, at its default options."""
+def _uses(cls: Any, declared: str) -> str:
+    """What a method declares by ``declared`` (``label_uses``: what voids dp-gaussian's claim; ``feature_uses``:
+    embedding-dp's) under the default options, or why it cannot be said."""
     try:
-        method = cls(cls.Options())
-    except ValueError:  # options without defaults: what it declares depends on them
-        return "depends on its options (Method.feature_uses)"
-    return "; ".join(method.feature_uses()) or "none"
+        uses = getattr(cls(cls.Options()), declared)()
+    except Exception as exc:  # noqa: BLE001 - a plugin's constructor
+        return f"unknown ({type(exc).__name__} under the default options)"
+    return "; ".join(uses) or "none"
 
 
 def _attack(name: str, cls: Any) -> Description:
@@ -134,9 +136,16 @@ def _defense(name: str, cls: Any) -> Description:
                          f"identity {axis.identity:g}",
              "protects": kinds,
              "binary tasks only": str(cls.binary_only),
+             "reads the active party's labels": str(cls.reads_labels),
              "audit strengths": "; ".join(f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.audit_strengths.items())
              or "none",
              "claims to protect": ", ".join(sorted(cls.secrets))}
+    claims = getattr(cls, "audit_epsilons", {})
+    if claims:
+        facts["audit strengths"] = "; ".join(
+            f"{p}: the {axis.name} that spends epsilon {', '.join(f'{e:g}' for e in s)} over the audited run's updates "
+            f"({', '.join(f'{v:g}' for v in cls.audit_strengths.get(p, ()))} at the default finetuning)"
+            for p, s in claims.items())
     if cls.embedding_audit_strengths:
         facts["audit strengths on embeddings"] = "; ".join(
             f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.embedding_audit_strengths.items())

@@ -53,6 +53,11 @@ class AggVFL(Method):
         only at its hook points (declared because it overrides ``finetune``)."""
         return ()
 
+    def label_uses(self) -> tuple[str, ...]:
+        """None: it builds its models and trains them with the shared loop, which reads labels only at its hook
+        points (declared because it overrides ``finetune``)."""
+        return ()
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         models = [self._local_model(fed, p) for p in fed.parties]
         return finetune(fed, models, SumOfLogits().to(fed.device))
