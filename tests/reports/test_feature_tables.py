@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from vflpriv.reports import plots
+from vflpriv.reports.leakage import leakage_rows, leakage_tables, prior_strength_tables
 from vflpriv.reports.paper_tables import cap_tables, strength_tables
 from vflpriv.reports.tables import strength_rows
 from vflpriv.reports.tables import strength_tables as console_tables
@@ -99,3 +100,27 @@ def test_the_plot_draws_one_line_and_one_prior_per_adversary(results, tmp_path, 
     _, labels = figure.axes[0].get_legend_handles_labels()
     assert {"splitnn: party 0 → party 1", "splitnn: server → party 1", "prior: party 0 → party 1",
             "prior: server → party 1"} <= set(labels)
+
+
+def test_the_leakage_tables_keep_each_adversary_apart_and_read_mse(results):
+    rows = leakage_rows(results)
+    features = rows[rows["secret"] == "features"].set_index(["adversary", "strength"])
+    assert features.loc[("0", 1.0), "leakage"] == pytest.approx(0.08 - 0.0205)
+    assert features.loc[("server", 1.0), "leakage"] == pytest.approx(0.10 - 0.0705)
+    labels_table, features_table = leakage_tables(rows)
+    assert "attack accuracy" in labels_table.title and "attack accuracy" not in features_table.title
+    assert "prior MSE - attack MSE" in features_table.title
+    assert features_table.columns[3:5] == ["attack MSE", "prior MSE"]
+    server = [r for r in features_table.rows if "the server on party 1" in r[0]]
+    assert [r[1:6] for r in server] == [["λ=1", "0.850", "0.0705", "0.1000", "+0.0295"],
+                                        ["λ=4", "0.700", "0.0905", "0.1000", "+0.0095"]]
+
+
+def test_the_weakest_strength_that_falls_to_the_prior_is_per_adversary(results):
+    weak = (results["adversary"] == "server") & (results["strength"] == 4.0)
+    results = results.assign(feature_mse=results["feature_mse"].mask(weak, 0.098),
+                             leakage=results["leakage"].mask(weak, 0.002))
+    (_, features) = prior_strength_tables(results)
+    found = {r[features.columns.index("adversary")]: r[-1] for r in features.rows}
+    # within 5% of the prior's MSE: the server's leakage at λ=4 (0.002 < 0.005) falls; the active party's never does
+    assert found == {"0": "not within λ=1, λ=4", "server": "λ=4 (leakage +0.0020 MSE, utility 0.700)"}
