@@ -124,6 +124,7 @@ GROUPS = {
         "defenses/cae.py": [DEFENSE_ANCHORS, IN_TRAINING],
         "defenses/mixup.py": [DEFENSE_ANCHORS, IN_TRAINING, ISSUE36],
         "defenses/embedding_dp.py": ["tests/defenses/test_embedding_dp.py", FEATURE_DEFENSES],
+        "defenses/per_sample.py": ["tests/defenses/test_embedding_dp.py"],
         "defenses/nopeek.py": [FEATURE_DEFENSES],
         "defenses/fi_adversarial.py": [FEATURE_DEFENSES],
         "defenses/passive.py": ["tests/defenses/test_victim_hook_points.py", FEATURE_DEFENSES],
