@@ -124,7 +124,8 @@ GROUPS = {
         "defenses/mixup.py": [DEFENSE_ANCHORS, IN_TRAINING, ISSUE36],
     }),
     "features": Group({
-        "vflpriv/common/feature_metrics.py": ["tests/features/test_feature_metrics.py", FEATURES + "test_fi_decoder.py",
+        "vflpriv/common/feature_metrics.py": [FEATURES + "test_feature_metrics.py",
+                                              FEATURES + "test_feature_metrics_edges.py", FEATURES + "test_fi_decoder.py",
                                               FEATURES + "test_grn_inversion.py"],
         "vflpriv/runner/feature_prior.py": [FEATURES + "test_feature_prior.py", FEATURES + "test_fi_decoder.py"],
         "vflpriv/runner/feature_attacking.py": [FEATURES + "test_known_samples_and_targets.py",
