@@ -138,7 +138,7 @@ GROUPS = {
         "attacks/features/surrogate.py": [FEATURES + "test_grn_inversion.py", ANCHORS],
     }),
     "auditors": Group({"auditors/base.py": ["tests/audit/test_auditor.py"],
-                       "auditors/gradient_lrt.py": ["tests/audit/test_auditor.py"]}),
+                       "auditors/gradient_lrt.py": ["tests/audit/test_auditor_edges.py", "tests/audit/test_auditor.py"]}),
     "claims": Group({
         "vflpriv/workflows/reproductions/claims.py": ["tests/core/test_claims_by_hand.py"],
         "vflpriv/workflows/reproductions/selection.py": ["tests/core/test_validation_split.py",
