@@ -130,7 +130,8 @@ GROUPS = {
         "defenses/passive.py": ["tests/defenses/test_victim_hook_points.py", FEATURE_DEFENSES],
     }),
     "features": Group({
-        "vflpriv/common/feature_metrics.py": ["tests/features/test_feature_metrics.py", FEATURES + "test_fi_decoder.py",
+        "vflpriv/common/feature_metrics.py": [FEATURES + "test_feature_metrics.py",
+                                              FEATURES + "test_feature_metrics_edges.py", FEATURES + "test_fi_decoder.py",
                                               FEATURES + "test_grn_inversion.py"],
         "vflpriv/runner/feature_prior.py": [FEATURES + "test_feature_prior.py", FEATURES + "test_fi_decoder.py"],
         "vflpriv/runner/feature_attacking.py": [FEATURES + "test_known_samples_and_targets.py",
@@ -143,7 +144,7 @@ GROUPS = {
         "attacks/features/surrogate.py": [FEATURES + "test_grn_inversion.py", ANCHORS],
     }),
     "auditors": Group({"auditors/base.py": ["tests/audit/test_auditor.py"],
-                       "auditors/gradient_lrt.py": ["tests/audit/test_auditor.py"]}),
+                       "auditors/gradient_lrt.py": ["tests/audit/test_auditor_edges.py", "tests/audit/test_auditor.py"]}),
     "claims": Group({
         "vflpriv/workflows/reproductions/claims.py": ["tests/core/test_claims_by_hand.py"],
         "vflpriv/workflows/reproductions/selection.py": ["tests/core/test_validation_split.py",
