@@ -56,6 +56,7 @@ SCORED = "tests/attacks/test_scored_targets.py"
 DEFENSE_ANCHORS = "tests/defenses/test_defenses_anchors.py"
 IN_TRAINING = "tests/defenses/test_defenses_in_training.py"
 ISSUE36 = "tests/defenses/test_defenses_issue36.py"
+FEATURE_DEFENSES = "tests/defenses/test_feature_defenses.py"
 GRID_REPORT = "tests/reports/test_grid_tables_report.py"
 FEATURES = "tests/features/"
 
@@ -118,10 +119,15 @@ GROUPS = {
         "defenses/sparsify.py": ["tests/defenses/test_defense_sparsify.py", DEFENSE_ANCHORS],
         "defenses/discrete_sgd.py": [DEFENSE_ANCHORS, "tests/defenses/test_default_strengths.py"],
         "defenses/grad_perturb.py": [DEFENSE_ANCHORS, IN_TRAINING],
-        "defenses/mid.py": [DEFENSE_ANCHORS, IN_TRAINING],
+        "defenses/mid.py": [DEFENSE_ANCHORS, IN_TRAINING, FEATURE_DEFENSES],
         "defenses/dcor.py": [DEFENSE_ANCHORS, IN_TRAINING],
         "defenses/cae.py": [DEFENSE_ANCHORS, IN_TRAINING],
         "defenses/mixup.py": [DEFENSE_ANCHORS, IN_TRAINING, ISSUE36],
+        "defenses/embedding_dp.py": ["tests/defenses/test_embedding_dp.py", FEATURE_DEFENSES],
+        "defenses/per_sample.py": ["tests/defenses/test_embedding_dp.py"],
+        "defenses/nopeek.py": [FEATURE_DEFENSES],
+        "defenses/fi_adversarial.py": [FEATURE_DEFENSES],
+        "defenses/passive.py": ["tests/defenses/test_victim_hook_points.py", FEATURE_DEFENSES],
     }),
     "features": Group({
         "vflpriv/common/feature_metrics.py": [FEATURES + "test_feature_metrics.py",
