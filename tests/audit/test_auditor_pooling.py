@@ -63,3 +63,14 @@ def test_a_claim_without_a_delta_is_bounded_at_delta_zero():
 def test_records_without_an_auditor_column_or_without_records_give_an_empty_table():
     plain = pd.DataFrame([_record(0, "[[50, 30]]")]).drop(columns=["auditor", "auditor_counts"])
     assert auditor_table(plain).empty and auditor_table(pd.DataFrame(columns=["auditor", "status"])).empty
+
+
+def test_each_variant_of_a_setting_is_a_row_of_its_own():
+    frame = pd.DataFrame([_record(0, "[[50, 30]]", variant="a"), _record(1, "[[50, 26]]", variant="b")])
+    table = auditor_table(frame)
+    assert table["variant"].tolist() == ["a", "b"] and table["canaries"].tolist() == [50, 50]
+
+
+def test_a_setting_without_a_claim_is_neither_testable_nor_rejected():
+    (row,) = auditor_table(pd.DataFrame([_record(0, "[[50, 50]]", epsilon=math.nan)])).to_dict("records")
+    assert row["testable"] is False and row["rejected"] is False and row["holm_family"] == 0
