@@ -136,6 +136,20 @@ def test_one_training_per_cae_autoencoder_starts_first_and_its_other_users_last(
     assert sorted(order, key=runs.index) == runs
 
 
+def test_trainings_computing_more_runs_start_first_within_their_part():
+    """An audit's trainings with every passive attack (several runs) before those of an acting attack or the
+    canaries' control (one run): a parallel sweep ends on short trainings."""
+    passive = ExperimentConfig.model_validate({"method": {"name": "splitnn"}, "strengths": [1, 5], "seeds": [0],
+                                               "attack": {"name": ["mc", "gc"]}}).runs()
+    active = ExperimentConfig.model_validate({"method": {"name": "splitnn"}, "strengths": [1, 5], "seeds": [0],
+                                              "attack": {"name": "mc-active"}}).runs()
+    runs = active + passive
+    groups = sweep_module.trainings(runs)
+    order = [groups[k] for k in sweep_module.schedule(groups)]
+    assert [len(g) for g in order] == [2, 2, 1, 1]
+    assert [g[0].swept.strength for g in order] == [1.0, 5.0, 1.0, 5.0]  # ties keep the grid order
+
+
 
 def test_sweeps_creating_one_store_at_once_all_open_it(tmp_path):
     """Opening checks the file and creates the schema in one transaction: a sweep that opens a store another

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -23,8 +23,20 @@ from vflpriv.config.parse import (
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
 from vflpriv.store.provenance import versions
-from vflpriv.workflows.audit import AUTO_CANARIES, AUTO_SHARE, AuditConfig, audit_grid, prior_ssl, resolved_options
+from vflpriv.workflows.audit import (
+    AUTO_CANARIES,
+    AUTO_SHARE,
+    AuditConfig,
+    audit_grid,
+    prior_ssl,
+    profile_note,
+    resolved_options,
+)
 from vflpriv.workflows.audit import canaries as planted_canaries
+from vflpriv.workflows.audit_recipes import WEAKEST, active_summary, defer_active, escalate, mark_partial
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _names(text: str | None, option: str) -> list[str] | None:
@@ -42,7 +54,8 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
                 defenses: Optional[str], phases: Optional[str], seeds: Optional[str], jobs: Optional[int],
                 backend: Optional[str], device: Optional[str], all_adversaries: bool, overrides: list[str],
                 preset: Optional[str] = None, tune_attacks: Optional[bool] = None,
-                search_budget: Optional[int] = None, canaries: Optional[int] = None) -> AuditConfig:
+                search_budget: Optional[int] = None, canaries: Optional[int] = None,
+                quick: bool = False) -> AuditConfig:
     """defaults <- preset <- config file <- command-line options <- ``--set key=value``."""
     data = settings(preset=preset, config=config)
     per_dataset = data.pop(DATASET_SETTINGS, None)
@@ -56,6 +69,8 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
         section["defenses"] = [{"name": n} for n in _names(defenses, "--defenses") if n != "none"]
     if all_adversaries:
         section["adversaries"] = "all"
+    if quick:
+        section["profile"] = "quick"
     for key, value in (("tune", tune_attacks), ("search_budget", search_budget), ("canaries", canaries)):
         if value is not None:
             section[key] = value
@@ -85,6 +100,7 @@ def _context(cfg: AuditConfig) -> dict:
             "parties": p.parties, "aligned fraction": p.aligned_fraction, "labeled": p.labeled, "aux": p.aux,
             "adversary": "every passive party" if cfg.audit.adversaries == "all" else f"party {p.adversary}",
             "seeds": ", ".join(map(str, cfg.seeds)),
+            "profile": profile_note(cfg),
             "canaries": (f"{planted_canaries(cfg)} random-label canaries among the labeled training samples (the "
                          "trainings whose labels the attacked phase reads)" if planted_canaries(cfg) else "none"),
             "attacks": (f"tuned on the adversary's auxiliary labels, search budget {cfg.audit.search_budget}"
@@ -112,6 +128,8 @@ def audit(
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="override a setting: key.path=value (repeatable)"),
     all_adversaries: bool = typer.Option(False, "--all-adversaries", help="every passive party as the adversary in turn"),
     check_only: bool = typer.Option(False, "--check-only", help="only run the conformance checks of the method"),
+    quick: bool = typer.Option(False, "--quick", help="the development loop's smoke check: one seed, the strongest "
+                               "attack of each kind, each defense at its middle strength (audit.profile: quick)"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings"),
     backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
@@ -133,7 +151,7 @@ def audit(
     cfg = build_audit(config=config, method=method, dataset=dataset, attacks=attacks, defenses=defenses, phases=phases,
                       seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,
                       overrides=set_, preset=preset, tune_attacks=tune_attacks, search_budget=search_budget,
-                      canaries=canaries)
+                      canaries=canaries, quick=quick)
     console = make_console()
     with cache.held_back():  # planned (and refused) before any training, leaving the cache as it was
         runs, skipped = audit_grid(cfg) if not check_only else ([], [])
@@ -146,10 +164,22 @@ def audit(
     console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))
     if check_only:
         return
-    results = run_into_store(runs, out, jobs=cfg.jobs, backend=cfg.backend, address=address,
-                             runs_per_gpu=cfg.runs_per_gpu, store_path=store,
-                             console=console, overwrite=overwrite, show_progress=not quiet)
-    summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=_context(cfg))
+    now, deferred = defer_active(runs) if cfg.audit.active == WEAKEST else (runs, [])
+
+    def into_store(todo: list) -> pd.DataFrame:
+        return run_into_store(todo, out, jobs=cfg.jobs, backend=cfg.backend, address=address,
+                              runs_per_gpu=cfg.runs_per_gpu, store_path=store, console=console, overwrite=overwrite,
+                              show_progress=not quiet, owns={r.key() for r in runs}.__contains__)
+
+    results = into_store(now)
+    more, decisions = escalate(results, deferred, margin=cfg.audit.margin) if deferred else ([], [])
+    if more:
+        console.print(f"the active adversary beat the passive attacks of its kind at the weakest strength of "
+                      f"{len({d.defense for d in decisions if d.escalated})} defense(s): its runs at their other strengths")
+        results = into_store(now + more)
+    context = {**_context(cfg), "active": active_summary(cfg.audit.active, decisions, margin=cfg.audit.margin)}
+    summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=context)
+    mark_partial(summary["defenses"], decisions)
     (out / "audit.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     (out / "audit.md").write_text(audit_markdown(summary))
     for verdict in summary["verdicts"]:

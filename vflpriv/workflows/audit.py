@@ -29,6 +29,15 @@ from vflpriv.config.schema import (
 )
 from vflpriv.config.sweep import RunsPerGpu, Seed, check_runs_per_gpu, refuse_repeats
 from vflpriv.runner.prior import prior_pretraining
+from vflpriv.workflows.audit_recipes import (
+    FULL,
+    QUICK,
+    WEAKEST,
+    default_attacks,
+    default_strengths,
+    quick_note,
+    quick_seeds,
+)
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
 #: label (splitnn on digits, 200 labels, tuned on nothing: 25 canaries cost 0.037 of test accuracy, 50 cost 0.10, 100
@@ -66,6 +75,13 @@ class AuditSettings(Options):
     search_spaces: dict[str, dict[str, list[Any]]] = Field(
         default_factory=dict, description="search space per attack name, replacing the attack's own for the options "
                                           "it names")
+    active: Literal["weakest", "every"] = Field(
+        WEAKEST, description="where an attack that acts (mc-active: a training of its own per run) runs: weakest: with "
+                             "no defense and at each defense's weakest strength, at its other strengths only where it "
+                             "beat the passive attacks of its kind there by more than the margin; every: everywhere")
+    profile: Literal["full", "quick"] = Field(
+        FULL, description="quick: one seed, the strongest attack of each kind, each defense at its middle strength, "
+                          "for the development loop (audit.md says what it left out); full: the audit")
     canaries: int | None = Field(
         None, ge=0, description="random-label canaries in the trainings whose labels the attacked phase reads (an "
         f"empirical lower bound on each setting's label-DP epsilon); unset: one in {AUTO_SHARE} of partition.labeled, at "
@@ -85,6 +101,17 @@ class AuditConfig(TrainingConfig):
     jobs: int = Field(2, ge=1, le=1024)
     backend: Literal["loky", "threading", "dask", "ray"] = "loky"
     runs_per_gpu: RunsPerGpu = 1
+
+    @model_validator(mode="before")
+    @classmethod
+    def _quick_seeds(cls, data: Any) -> Any:
+        """The quick profile's one seed (``quick_seeds``), before the seeds are validated."""
+        audit = data.get("audit") if isinstance(data, dict) else None
+        if not isinstance(audit, dict) or audit.get("profile") != QUICK:
+            return data
+        given = "seeds" in data
+        seeds = data["seeds"] if given else cls.model_fields["seeds"].get_default(call_default_factory=True)
+        return {**data, "seeds": quick_seeds(seeds, given=given) if isinstance(seeds, list) else seeds}
 
     @model_validator(mode="after")
     def _no_repeats(self) -> AuditConfig:
@@ -141,7 +168,7 @@ def resolved_options(cfg: AuditConfig) -> dict[str, dict]:
     or the audit file's ``attack_options``), so a report records every value, not only those given."""
     method = METHODS.get(cfg.method.name).Options.model_validate(cfg.method.options).model_dump(mode="json")
     attacks = {}
-    for name in cfg.audit.attacks or ATTACKS.names():
+    for name in cfg.audit.attacks or default_attacks(cfg.audit.profile):
         cls = ATTACKS.get(name)
         attacks[name] = cls.Options.model_validate(_attack(cfg, name, "finetune").options).model_dump(mode="json")
     return {"method": method, "attacks": attacks}
@@ -175,6 +202,22 @@ def canaries(cfg: AuditConfig) -> int:
     return auto if METHODS.get(cfg.method.name).federated else 0
 
 
+def profile_note(cfg: AuditConfig) -> str:
+    """``audit.profile`` for the report: ``full``, or what the quick profile ran and left out."""
+    if cfg.audit.profile == FULL:
+        return FULL
+    defenses = {}
+    for d in cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]:
+        for phase in _phases(cfg):
+            own = DEFENSES.get(d.name).audit_strengths.get(phase) or ()
+            full = d.strengths or own
+            defenses[f"{d.name} ({phase})" if len(_phases(cfg)) > 1 else d.name] = (
+                full, d.strengths or default_strengths(QUICK, own) or ())
+    default_seeds = AuditConfig.model_fields["seeds"].get_default(call_default_factory=True)
+    return quick_note(default_seeds=default_seeds, seeds=cfg.seeds, attacks=cfg.audit.attacks or default_attacks(QUICK),
+                      given_attacks=cfg.audit.attacks is not None, defenses=defenses)
+
+
 def _planted(base: dict, count: int, phase: str, method: str) -> dict:
     """``base`` with ``count`` canaries where the attacked phase reads labels (finetuning; a pretraining only if it
     reads them): a label-free snapshot holds nothing of a canary's label."""
@@ -188,7 +231,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     from vflpriv.runner.planning import plan_training
 
     plan_training(cfg.training())
-    attacks = cfg.audit.attacks or ATTACKS.names()
+    attacks = cfg.audit.attacks or default_attacks(cfg.audit.profile)
     defenses = cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
     parties = cfg.partition.parties
     adversaries = range(1, parties) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
@@ -212,7 +255,8 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
             if applicable and base["partition"]["canaries"]:  # what the canaries cost: the same training without
                 runs += [_run(unplanted, applicable[0], None, s) for s in cfg.seeds]
             for d in defenses:
-                strengths = d.strengths or DEFENSES.get(d.name).audit_strengths.get(phase)
+                strengths = d.strengths or default_strengths(cfg.audit.profile,
+                                                             DEFENSES.get(d.name).audit_strengths.get(phase))
                 unset = DefenseConfig(name=d.name, phase=phase, kinds=d.kinds, party=d.party, sweep=True,
                                       options=d.options)
                 reason = _try([_run(base, applicable[0], unset, cfg.seeds[0])]) if applicable else ""

@@ -73,7 +73,7 @@ def run_into_store(
     progress: RunProgress | None = None
 
     def done(records) -> None:
-        progress.advance(len(records))
+        progress.finished(records)
         notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
 
     with Store(store_path) as store:
@@ -85,9 +85,10 @@ def run_into_store(
                       f"the store, {len(configs) - stored} to run")
         try:
             with RunProgress(len(configs), done=stored, console=make_console(stderr=True),
-                             quiet=not show_progress) as progress:
+                             quiet=not show_progress, jobs=jobs) as progress:
                 results = sweep(configs, store, jobs=jobs, backend=backend, address=address,
-                                runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append, checked=True)
+                                runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append,
+                                on_schedule=progress.plan, checked=True)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
