@@ -81,7 +81,7 @@ def _records(runs, accuracy: dict[str, float]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize(("active", "escalated"), [(0.80, set()), (0.83, {"iso", "label-dp"})])
+@pytest.mark.parametrize(("active", "escalated"), [(0.80, set()), (0.82, set()), (0.83, {"iso", "label-dp"})])
 def test_the_active_adversary_runs_at_the_other_strengths_only_where_it_beat_the_passive_attacks_of_its_kind(
         active, escalated):
     now, deferred = defer_active(_grid())
