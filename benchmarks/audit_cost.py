@@ -31,15 +31,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MAIN_COMMAND = ["evaluate", "--method", "fedhssl", "--attack", "mc", "--defense", "iso"]
-GRID = """\
-methods: [splitnn, local-simsiam, fedhssl]
-datasets: [digits]
-attacks: [mc]
-defenses: [{name: iso, phase: finetune, sweep: true}]
-strengths: [1, 5, 25]
-seeds: [0, 1, 2]
-"""
+sys.path.insert(0, str(HERE))
+from harness import GRID, MAIN_COMMAND  # noqa: E402 - the harness's grid and main command, measured the same way
+
 PROGRESS = re.compile(r"runs (\d+)/(\d+) \((\d+)%\), (?:(\d+):)?(\d+):(\d+) elapsed, about (?:(\d+):)?(\d+):(\d+) left")
 LINE = re.compile(r"runs (\d+)/(\d+) \((\d+)%\), (?:(\d+):)?(\d+):(\d+) elapsed")
 
