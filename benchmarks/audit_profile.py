@@ -13,7 +13,7 @@ It runs against whichever vflpriv the interpreter imports, so one script profile
     python benchmarks/audit_profile.py --method splitnn [--seeds 0] [--set audit.quick=true] > new.md
     /tmp/base/.venv/bin/python benchmarks/audit_profile.py --method splitnn > base.md
 
-``--json FILE`` also writes the buckets for :mod:`audit_profile_compare`-style tables.
+``--json FILE`` also writes the buckets; ``--compare BEFORE.json AFTER.json`` tables two of them side by side.
 """
 
 from __future__ import annotations
@@ -160,7 +160,41 @@ def report(clock: Clock, total: float, wall: float, argv: list[str]) -> str:
     return "\n".join(lines)
 
 
+def sums(buckets: list[list]) -> dict[str, dict[str, float]]:
+    """Per phase, per attack and per defense: CPU seconds (exclusive parts, as ``report`` tables them)."""
+    out: dict[str, dict[str, float]] = {"phase": collections.defaultdict(float), "attack": collections.defaultdict(float),
+                                        "defense": collections.defaultdict(float)}
+    for part, attack, defense, seconds in buckets:
+        out["phase"][part] += seconds
+        if attack != "-":
+            out["attack"][attack] += seconds
+        elif defense != "-":
+            out["defense"][defense] += seconds
+    return out
+
+
+def compare(before: Path, after: Path) -> str:
+    """Two profiles' JSON (``--json``) side by side: CPU seconds before, after, and the change."""
+    a, b = (json.loads(p.read_text()) for p in (before, after))
+    sa, sb = sums(a["buckets"]), sums(b["buckets"])
+    for s, total in ((sa, a["total"]), (sb, b["total"])):
+        s["phase"]["other (start-up, imports, the CLI, sweeping)"] = total - sum(s["phase"].values())
+    lines = [f"process CPU: {a['total']:.1f} s before, {b['total']:.1f} s after ({b['total'] / a['total']:.2f}x)", ""]
+    for what in ("phase", "attack", "defense"):
+        title = {"phase": "phase", "attack": "attack (tuning, attacking, priors, canaries)",
+                 "defense": "trainings under (defense)"}[what]
+        lines += [f"| {title} | before, CPU s | after, CPU s | after - before |", "| --- | --- | --- | --- |"]
+        for name in sorted(set(sa[what]) | set(sb[what]), key=lambda n: -sa[what].get(n, 0.0)):
+            x, y = sa[what].get(name, 0.0), sb[what].get(name, 0.0)
+            lines.append(f"| {name} | {x:.1f} | {y:.1f} | {y - x:+.1f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--compare":
+        print(compare(Path(sys.argv[2]), Path(sys.argv[3])))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", default="splitnn")
     parser.add_argument("--seeds", default=None, help="e.g. 0 (default: the audit's)")

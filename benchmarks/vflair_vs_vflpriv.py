@@ -10,7 +10,9 @@ names (MLP2_128 bottoms whose logits are summed), ``--set finetune.top=sum --set
 VFLAIR at its full budget costs hours of CPU here, so it is timed at 1 and 2 MixMatch epochs of one noise level
 (both with the 50-epoch training and its start-up), and the full experiment is extrapolated: 6 x (fixed + 10 x
 per epoch), fixed = t(1) - per epoch, per epoch = t(2) - t(1). CPU seconds (user + system, of the process and its
-children) are the figure on a shared machine; wall seconds are printed beside them.
+children) are the figure on a shared machine; wall seconds are printed beside them. VFLAIR runs on one thread, as
+each vflpriv worker does: with torch's default two threads on two busy cores its CPU seconds counted spinning (its
+second MixMatch epoch cost twice its first, training and start-up included).
 
 Setting VFLAIR up, once (nothing of it is committed; only PyPI is used):
 
@@ -139,7 +141,7 @@ def vflair(root: Path, say) -> float:
     src = root / "x" / "y" / "src"
     configs(src)
     env = {**os.environ, "PYTHONPATH": f"{root / 'stubs'}:{root / 'deps'}", "VFLAIR_STUBS": STUBBED,
-           "VFLAIR_CPU_CUDA": "1"}
+           "VFLAIR_CPU_CUDA": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # one thread, as a vflpriv worker
     cpu, wall = {}, {}
     for epochs in (1, 2):
         cpu[epochs], wall[epochs] = timed([sys.executable, "main_pipeline.py", "--device", "cpu", "--configs",
