@@ -52,11 +52,20 @@ INERT = {"fedpass": "a fixed private linear map of the embedding: gc's clusters 
                          "1 bin"}
 
 
+@pytest.fixture(scope="module")
+def shared_states(tmp_path_factory):
+    """One cache for the defenses' shared states (CAE's autoencoders at SecretFlow's budget, which DCAE reuses):
+    built once for the module, as a sweep builds them once for all its runs."""
+    return str(tmp_path_factory.mktemp("shared-states"))
+
+
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=INERT[n]))
                                   if n in INERT else n for n in BUILT_IN])
-def test_utility_or_attack_accuracy_moves_across_the_default_strengths(name):
+def test_utility_or_attack_accuracy_moves_across_the_default_strengths(name, shared_states, monkeypatch):
     cls = DEFENSES.get(name)
     weakest, strongest = cls.default_strengths("finetune")[0], cls.default_strengths("finetune")[-1]
+    if cls.shared_state(strength=strongest, options={}) is not None:
+        monkeypatch.setenv("VFLPRIV_CACHE", shared_states)
     dataset = "breast-cancer" if cls.binary_only else "digits"
     numbers = []
     for strength in (weakest, strongest):
