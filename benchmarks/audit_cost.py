@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,17 +53,20 @@ class Runner:
     def __init__(self, name: str, python: Path, tmp: Path):
         self.name, self.python, self.tmp = name, python, tmp
 
-    def run(self, args: list[str], *, tag: str, cwd: Path | None = None) -> tuple[float, str]:
-        """(wall seconds, stderr) of ``vflpriv ARGS`` with an empty cache of its own."""
+    def run(self, args: list[str], *, tag: str, cwd: Path | None = None) -> tuple[float, float, str]:
+        """(wall seconds, CPU seconds of the command and its workers, stderr) of ``vflpriv ARGS`` with an empty cache
+        of its own. On a shared machine the CPU seconds are the steadier figure."""
         cache = Path(tempfile.mkdtemp(prefix=f"cache-{self.name}-{tag}-", dir=self.tmp))
         env = {**os.environ, "VFLPRIV_CACHE": str(cache)}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run([str(self.python), "-m", "vflpriv", *args], env=env, cwd=cwd or self.tmp,
                               capture_output=True, text=True)
         wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise SystemExit(f"{self.name}: vflpriv {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-        return wall, done.stderr
+        return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, done.stderr
 
 
 def eta_check(stderr: str) -> str:
@@ -86,18 +90,21 @@ def eta_check(stderr: str) -> str:
 def audits(old: Runner, new: Runner, repeats: int, keep: Path, say) -> None:
     for method in ("splitnn", "fedhssl"):
         walls: dict[str, list[float]] = {"base": [], "new": []}
+        cpus: dict[str, list[float]] = {"base": [], "new": []}
         for r in range(repeats):
             for runner in ((old, new) if r % 2 == 0 else (new, old)):
                 out = keep / f"{method}-{runner.name}-{r}"
                 say(f"{method}, {runner.name}, repeat {r + 1}: starting ({load()})")
-                wall, err = runner.run(["audit", "--method", method, "--out", str(out)], tag=f"{method}{r}")
+                wall, cpu, err = runner.run(["audit", "--method", method, "--out", str(out)], tag=f"{method}{r}")
                 walls[runner.name].append(wall)
+                cpus[runner.name].append(cpu)
                 (keep / f"{method}-{runner.name}-{r}.stderr").write_text(err)
-                say(f"{method}, {runner.name}, repeat {r + 1}: {wall:.1f} s wall ({load()})")
+                say(f"{method}, {runner.name}, repeat {r + 1}: {wall:.1f} s wall, {cpu:.1f} CPU s ({load()})")
                 say(f"  its ETA, estimated against real time left: {eta_check(err)}")
         b, n = statistics.median(walls["base"]), statistics.median(walls["new"])
-        say(f"**{method}: default audit cold, 0c34d33 {b:.1f} s, this code {n:.1f} s: ratio {n / b:.2f} "
-            f"(goal: at most 0.5)**")
+        cb, cn = statistics.median(cpus["base"]), statistics.median(cpus["new"])
+        say(f"**{method}: default audit cold, 0c34d33 {b:.1f} s wall ({cb:.0f} CPU s), this code {n:.1f} s wall "
+            f"({cn:.0f} CPU s): ratio {n / b:.2f} in wall time, {cn / cb:.2f} in CPU seconds (goal: at most 0.5)**")
         say(f"  compare: python benchmarks/compare_audits.py {keep}/{method}-base-0 {keep}/{method}-new-0")
 
 
@@ -106,7 +113,7 @@ def main_command(old: Runner, new: Runner, repeats: int, say) -> None:
     for r in range(repeats):
         for runner in ((old, new) if r % 2 == 0 else (new, old)):
             out = runner.tmp / f"main-{runner.name}-{r}"
-            wall, _ = runner.run([*MAIN_COMMAND, "--out", str(out)], tag=f"main{r}")
+            wall, _, _ = runner.run([*MAIN_COMMAND, "--out", str(out)], tag=f"main{r}")
             walls[runner.name].append(wall)
     b, n = statistics.median(walls["base"]), statistics.median(walls["new"])
     say(f"README main command cold: 0c34d33 {b:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['base'])}), this "
@@ -121,7 +128,8 @@ def grid(old: Runner, new: Runner, repeats: int, say) -> None:
         for r in range(repeats):
             for jobs in ((1, 2) if r % 2 == 0 else (2, 1)):
                 out = runner.tmp / f"grid-{runner.name}-{jobs}-{r}"
-                wall, _ = runner.run(["sweep", str(spec), "--out", str(out), "--jobs", str(jobs)], tag=f"grid{jobs}{r}")
+                wall, _, _ = runner.run(["sweep", str(spec), "--out", str(out), "--jobs", str(jobs)],
+                                        tag=f"grid{jobs}{r}")
                 walls[jobs].append(wall)
         one, two = statistics.median(walls[1]), statistics.median(walls[2])
         say(f"{runner.name}: grid --jobs 1 {one:.1f} s, --jobs 2 {two:.1f} s: **speedup {one / two:.2f}x** "
