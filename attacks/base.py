@@ -20,6 +20,12 @@ The planner refuses an attack whose hook points the method's training loop does 
 A tuned attack (``attack.tune``) selects its own hyperparameters from ``search_space`` with the adversary's
 auxiliary labels only (``vflpriv.attacks.search``): an attack with a search space must also guess the
 ``holdout`` target set, auxiliary samples the search hides from its labels to score each candidate.
+
+Every attack declares the secret it infers (``secret``: ``labels``, the active party's labels; ``features``, a victim
+party's raw features: ``vflpriv.attacks.features``) and the roles that may run it (``roles``: ``active``, ``passive``,
+``server``). The run names the adversary (``attack.adversary``; a label attack's is ``partition.adversary``, the
+passive party holding the auxiliary labels), and the planner refuses a role the attack does not declare; the view
+holds what that role received through the channel, its own data and its own models, nothing else.
 """
 
 from __future__ import annotations
@@ -37,9 +43,13 @@ __all__ = ["AdversaryView", "Attack", "Behaviour", "Inference", "Observation"]
 
 
 class Attack(ABC):
-    """Base of registered label-inference attacks."""
+    """Base of registered attacks (label inference unless ``secret`` says otherwise)."""
 
     Options: ClassVar[type[BaseModel]] = NoOptions
+    #: The secret it infers: ``labels`` (the active party's) or ``features`` (the victim party's).
+    secret: ClassVar[str] = "labels"
+    #: The roles that may run it: a label attack is a passive party's (the active party holds the labels).
+    roles: ClassVar[frozenset[str]] = frozenset({"passive"})
     needs_encoder: ClassVar[bool] = False
     needs_messages: ClassVar[tuple[tuple[str, str], ...]] = ()
     binary_only: ClassVar[bool] = False
@@ -93,6 +103,12 @@ class Attack(ABC):
     def incompatible(self, run, *, num_classes: int) -> str:
         """Why the attack cannot run in ``run`` (a RunConfig, on a task of ``num_classes`` classes) beyond what the
         base checks, or "" when it can: the planner refuses it with this reason (e.g. a setting it depends on)."""
+        return ""
+
+    def left_out_of_audit(self, run) -> str:
+        """Why the audit's default battery leaves the attack out on ``run`` (as :meth:`Method.declared` gives it), or
+        "" to run it: a setting where it is known to fail, so that its failure would fill the report, not leakage.
+        Named in ``--attacks`` it runs anyway; the audit prints the reason."""
         return ""
 
     @abstractmethod

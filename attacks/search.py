@@ -4,7 +4,10 @@
   as given come first): the whole grid when it has at most ``budget`` points, else ``budget`` candidates proposed
   one after another by Optuna's TPE sampler (seeded; the optional ``search`` extra), the options as given first.
 - Score: accuracy on :data:`HOLDOUT`, a stratified quarter of the auxiliary samples whose labels the candidate is
-  not given (it trains on the other three quarters). The search never sees a target label: it has none.
+  not given (it trains on the other three quarters). The search never sees a target label: it has none. A feature
+  attack (``secret`` ``features``) is scored the same way on a quarter of its known samples, whose victim features
+  the candidate is not given: minus its MSE on them (:class:`FeatureHoldout`); its trials are not cached (they hold
+  reconstructions, not labels, and cost a decoder's training each).
 - Early stopping (grid with a ``budget_option``): successive halving (Jamieson & Talwalkar 2016) with eta =
   :data:`ETA` on that iteration count. Every candidate runs at ETA^-r of it (r = ceil(log_ETA n)), the best
   1/ETA of them at ETA times that, and so on; the best of the last round wins. Eight candidates: 8 at 1/16, the best
@@ -44,7 +47,8 @@ ETA = 4
 @dataclass(frozen=True)
 class Trial:
     """One candidate evaluated: its settings (differences from the options as given), the share of the budget
-    option it ran with, its accuracy on the held-out auxiliary labels, and its guesses of every target set."""
+    option it ran with, its accuracy on the held-out auxiliary labels (a feature attack's: minus its MSE on the
+    held-out known samples; higher is better either way), and its guesses of every target set."""
 
     options: dict
     fraction: float
@@ -114,20 +118,73 @@ def _from_labels(labels: dict[str, list[int]]) -> dict[str, Inference]:
             for name, v in labels.items() if not name.startswith("covered:")}
 
 
-class Search:
-    """One tuned attack on one view: trials are run (or read from the cache) and scored on the holdout."""
+class LabelHoldout:
+    """Candidates of a label attack scored by their accuracy on a stratified quarter of the auxiliary labels."""
 
-    def __init__(self, attack: Attack, view: AdversaryView, *, seed: int, key: str | None):
-        self.attack, self.view, self.seed, self.key = attack, view, seed, key
-        split = holdout_split(view.aux_y, generator=generator(seed, "attack:holdout"))
-        self.split = split
-        if split is not None:
-            fit, held = split
+    cacheable = True
+    unsplittable = "too few auxiliary labels to hold any out (a class needs at least 2)"
+
+    def __init__(self, view: AdversaryView, *, seed: int):
+        self.split = holdout_split(view.aux_y, generator=generator(seed, "attack:holdout"))
+        if self.split is not None:
+            fit, held = self.split
             self.fit_view = dataclasses.replace(
                 view, aux_x=view.aux_x[fit], aux_y=view.aux_y[fit], aux_ids=view.aux_ids[fit],
                 targets={**view.targets, HOLDOUT: view.aux_x[held]},
                 target_ids={**view.target_ids, HOLDOUT: view.aux_ids[held]})
             self.held_y = view.aux_y[held].cpu()
+
+    def score(self, inferences: dict) -> float:
+        held = inferences.pop(HOLDOUT).predictions
+        if held.numel() != self.held_y.numel():
+            raise ProtocolError("a cached trial's holdout guesses do not match the holdout")
+        return float((held == self.held_y).double().mean())
+
+
+class FeatureHoldout:
+    """Candidates of a feature attack scored by minus their MSE on a random quarter of the known samples (at least
+    one held out, at least two left to fit on)."""
+
+    cacheable = False
+    unsplittable = "too few known samples to hold any out (it needs at least 3)"
+
+    def __init__(self, view, *, seed: int):
+        n = view.aux_victim.shape[0]
+        self.split = None
+        if n >= 3:
+            g = generator(seed, "attack:holdout")
+            order = torch.randperm(n, generator=g, device=g.device).cpu()
+            k = max(1, math.floor(n * HOLDOUT_SHARE))
+            fit, held = order[k:].sort().values, order[:k].sort().values
+            self.split = (fit, held)
+            received = {**view.received, "aux": view.received["aux"][fit.to(view.device)],
+                        HOLDOUT: view.received["aux"][held.to(view.device)]}
+            own = {**view.own, "aux": view.own["aux"][fit.to(view.device)], HOLDOUT: view.own["aux"][held.to(view.device)]
+                   } if view.own else {}
+            self.fit_view = dataclasses.replace(view, received=received, own=own, aux_ids=view.aux_ids[fit],
+                                                aux_victim=view.aux_victim[fit.to(view.device)])
+            self.held = view.aux_victim[held.to(view.device)].cpu()
+
+    def score(self, inferences: dict) -> float:
+        guess = inferences.pop(HOLDOUT).features.cpu()
+        if guess.shape != self.held.shape:
+            raise ProtocolError("a trial's holdout reconstruction does not match the holdout")
+        return -float((guess.double() - self.held.double()).pow(2).mean())
+
+
+#: How a candidate is scored, by the secret the attack infers.
+HOLDOUTS = {"labels": LabelHoldout, "features": FeatureHoldout}
+
+
+class Search:
+    """One tuned attack on one view: trials are run (or read from the cache) and scored on the holdout."""
+
+    def __init__(self, attack: Attack, view: AdversaryView, *, seed: int, key: str | None):
+        self.attack, self.view, self.seed, self.key = attack, view, seed, key
+        self.holdout = HOLDOUTS[attack.secret](view, seed=seed)
+        self.split = self.holdout.split
+        if self.split is not None:
+            self.fit_view = self.holdout.fit_view
         self.trials: list[Trial] = []
 
     def trial(self, overrides: dict, fraction: float) -> Trial:
@@ -135,23 +192,21 @@ class Search:
         name = json.dumps([overrides, fraction], sort_keys=True)
         view = dataclasses.replace(self.fit_view, generator=generator(self.seed, f"attack:trial:{name}"))
 
-        def compute() -> dict[str, list[int]]:
+        def run() -> dict:
             inferences = _with(self.attack, overrides, fraction).infer(view)
             if HOLDOUT not in inferences:
                 raise ProtocolError(f"attack {type(self.attack).__name__} declares a search space but did not guess "
                                     f"the '{HOLDOUT}' target set")
-            return _to_labels(inferences)
+            return inferences
 
-        if self.key is None:
-            labels = compute()
+        if not self.holdout.cacheable:
+            inferences = run()
+        elif self.key is None:
+            inferences = _from_labels(_to_labels(run()))
         else:
-            labels = cache.cached_labels(config_hash({"code": cache.code_version(), "trial": [self.key, name]}, 24),
-                                         compute)
-        inferences = _from_labels(labels)
-        held = inferences.pop(HOLDOUT).predictions
-        if held.numel() != self.held_y.numel():
-            raise ProtocolError("a cached trial's holdout guesses do not match the holdout")
-        found = Trial(overrides, fraction, float((held == self.held_y).double().mean()), inferences)
+            inferences = _from_labels(cache.cached_labels(
+                config_hash({"code": cache.code_version(), "trial": [self.key, name]}, 24), lambda: _to_labels(run())))
+        found = Trial(overrides, fraction, self.holdout.score(inferences), inferences)
         self.trials.append(found)
         return found
 
@@ -206,7 +261,7 @@ def search(attack: Attack, view: AdversaryView, *, budget: int, seed: int, key: 
         return attack.untunable or f"{type(attack).__name__} declares no search space"
     s = Search(attack, view, seed=seed, key=key)
     if s.split is None:
-        return "too few auxiliary labels to hold any out (a class needs at least 2)"
+        return s.holdout.unsplittable
     candidates = grid(attack, space)
     if len(candidates) > budget:
         selected, how = s.optuna(space, budget), f"Optuna TPE, {budget} of {len(candidates)} candidates"

@@ -9,6 +9,12 @@ the strength at which the worst case falls to the prior, and the worst-case empi
 strength beside the claimed one; and the top_depth baselines' worst-case leakage and utility.
 
     python benchmarks/defense_grid_36.py --out /tmp/defense_grid_36 --record benchmarks/results/defense_grid_36.md
+        [--elsewhere fedpass,peloss]
+
+``--elsewhere`` leaves defenses out of the audits and marks their rows as rerun under another issue (FedPass's key and
+PELoss's normalisation change under issue 48b). The empirical column is the audit's check: the worst case's bound,
+its cap, and the claimed epsilon's check (untestable at or above the cap; rejected only from the worst case, Holm over
+the audit's claims).
 """
 
 from __future__ import annotations
@@ -26,6 +32,13 @@ import pandas as pd
 ATTACKS = "mc,mc-mixmatch,gc,similarity,dli"
 
 
+def defenses_but(elsewhere: list[str]) -> str:
+    """Every registered defense but ``elsewhere``, comma-separated (what the audits run)."""
+    from vflpriv.config.registry import DEFENSES
+
+    return ",".join(n for n in DEFENSES.names() if n not in elsewhere)
+
+
 def audit(method: str, dataset: str, out: Path, jobs: int, *extra: str) -> Path:
     command = [sys.executable, "-m", "vflpriv", "audit", "--method", method, "--dataset", dataset, "--attacks", ATTACKS,
                "--phases", "finetune", "--seeds", "0,1,2", "--no-tune-attacks", "--jobs", str(jobs), "--out", str(out),
@@ -40,7 +53,24 @@ def _fmt(value, spec: str = "{:.3f}") -> str:
     return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else spec.format(value)
 
 
-def section(folder: Path, baselines: list[Path]) -> list[str]:
+def empirical(emp: dict) -> str:
+    """The worst case's bound at the strongest strength, its cap, and the claim's check."""
+    if not emp:
+        return "n/a"
+    delta = emp.get("epsilon_lower_delta") or 0.0
+    text = f"{_fmt(emp.get('epsilon_lower'), '{:.2f}')} (cap {_fmt(emp.get('cap'), '{:.2f}')}"
+    text += f", at δ {delta:.0e})" if delta else ", pure)"
+    claimed = emp.get("epsilon_claimed")
+    if claimed is None:
+        return text
+    cdelta = emp.get("epsilon_claimed_delta") or 0.0
+    claim = f"claimed {claimed:.2f}" + (f" at δ {cdelta:.0e}" if cdelta else " (pure)")
+    if not emp.get("testable"):
+        return f"{text}; {claim}: untestable"
+    return f"{text}; {claim}: " + ("**rejected at 95%**" if emp.get("rejected") else "not rejected")
+
+
+def section(folder: Path, baselines: list[Path], elsewhere: list[str]) -> list[str]:
     summary = json.loads((folder / "audit.json").read_text())
     caps = pd.read_csv(folder / "tables" / "cap_tables.csv") if (folder / "tables" / "cap_tables.csv").exists() else None
     canaries = {(r["defense"], r["strength"]): r for r in (summary.get("canaries") or {}).get("rows", [])
@@ -62,10 +92,16 @@ def section(folder: Path, baselines: list[Path]) -> list[str]:
              "| defense | worst-case CAP | DCS | utility at the strongest strength | falls to the prior at | "
              "empirical ε at the strongest (claimed) |", "| --- | --- | --- | --- | --- | --- |"]
     for _, name, d, utility, dcs, emp in sorted(rows, key=lambda r: -r[0]):
-        claimed = emp.get("epsilon_claimed")
-        empirical = _fmt(emp.get("epsilon_lower"), "{:.2f}") + (f" ({claimed:.2f})" if claimed else "")
         lines.append(f"| {name} | {_fmt(d['cap'])} ± {_fmt(d['cap_std'])} | {_fmt(dcs)} | {_fmt(utility)} | "
-                     f"{d['falls_to_prior_text']} | {empirical} |")
+                     f"{d['falls_to_prior_text']} | {empirical(emp)} |")
+    lines += [f"| {name} | rerun under issue 48b | | | | |" for name in elsewhere]
+    claims = [r for r in (summary.get("canaries") or {}).get("rows", [])
+              if r["attack"] == "worst-case" and r.get("epsilon_claimed") is not None]
+    if claims:
+        lines += ["", "Every claimed epsilon of this audit, checked (worst case over the planned attacks, Holm over "
+                      f"these {len(claims)} claims):", ""]
+        lines += [f"- {r['defense']} {r['axis']}={r['strength']:g}: {empirical(r)}" + (
+            f" (adjusted p = {r['p_value']:.2g})" if r.get("testable") else "") for r in claims]
     lines += ["", "Without a defense, by the depth of the active party's top (worst case over the attacks):", "",
               "| top_depth | utility | worst-case leakage | strongest attack |", "| --- | --- | --- | --- |"]
     for depth, path in enumerate([folder, *baselines]):
@@ -83,16 +119,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/defense_grid_36"))
     parser.add_argument("--record", type=Path, default=None)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--elsewhere", default="", help="defenses rerun under another issue, comma-separated")
     args = parser.parse_args()
+    elsewhere = [n for n in args.elsewhere.split(",") if n]
+    extra = ["--defenses", defenses_but(elsewhere)] if elsewhere else []
     text = []
     for dataset in ("digits", "breast-cancer"):
         for method in ("splitnn", "fedhssl"):
-            main_audit = audit(method, dataset, args.out / f"{method}-{dataset}", args.jobs)
+            main_audit = audit(method, dataset, args.out / f"{method}-{dataset}", args.jobs, *extra)
             subprocess.run([sys.executable, "-m", "vflpriv", "table", str(main_audit), "--out", str(main_audit / "tables")],
                            check=True, stdout=subprocess.DEVNULL)
             deeper = [audit(method, dataset, args.out / f"{method}-{dataset}-depth{d}", args.jobs, "--defenses", "none",
                             "--set", f"finetune.top_depth={d}") for d in (1, 2)]
-            text += section(main_audit, deeper)
+            text += section(main_audit, deeper, elsewhere)
             print("\n".join(text), flush=True)
     if args.record:
         args.record.write_text("\n".join(text) + "\n")

@@ -15,6 +15,11 @@ method's training has no such point):
   ``ACTIVE_LOSS`` (a term of its loss: dCor), ``GRADIENT_COMPUTATION`` (how it computes the gradient it sends:
   GradPerturb), ``PREDICTIONS`` (its decoded outputs: CAE). A defense may act at several (DCAE: the
   autoencoder's points and the gradient message).
+- inside a victim's (a passive party's) finetuning computation, against feature inference
+  (:class:`VictimDefense`): ``PASSIVE_EMBEDDING`` (the embedding it sends, in training and at inference: a
+  bottleneck at the sender) and ``PASSIVE_LOSS`` (a term of its own loss: NoPeek, attacker-aware training), at the
+  passive party it protects (its ``party``, default 1). The messages it sends are protected on the channel as any
+  party's are (``Defense`` with ``party`` and ``kinds: [embedding]``).
 
 Every defense is bound to the federation before training (``bind``): a defense that needs what the protecting
 party holds (Marvell, the labels of each batch; MID, the width of each embedding) takes it then; a defense's own
@@ -42,7 +47,10 @@ from vflpriv.engine.hooks import (
     ACTIVE_MODEL,
     DEFENSE_POINTS,
     GRADIENT_COMPUTATION,
+    PASSIVE_EMBEDDING,
+    PASSIVE_LOSS,
     PREDICTIONS,
+    VICTIM_POINTS,
     DefensePoints,
 )
 from vflpriv.engine.message import ACTIVE, Message, Payload
@@ -56,8 +64,8 @@ MESSAGE = "message"
 LABELS = "labels"
 
 __all__ = ["ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "DEFENSE_POINTS", "GRADIENT_COMPUTATION", "LABELS",
-           "MESSAGE", "PREDICTIONS", "Defense", "LabelDefense", "Protection", "StrengthAxis", "TrainingDefense",
-           "as_rows"]
+           "MESSAGE", "PASSIVE_EMBEDDING", "PASSIVE_LOSS", "PREDICTIONS", "VICTIM_POINTS", "Defense", "LabelDefense",
+           "Protection", "StrengthAxis", "TrainingDefense", "VictimDefense", "as_rows"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,8 @@ class Protection(DefensePoints, ABC):
     hook_points: ClassVar[frozenset[str]] = frozenset({MESSAGE})
     #: The published defense it follows (``vflpriv describe`` prints it).
     anchor: ClassVar[str] = ""
+    #: Where it pays against its simpler alternative, as measured (``vflpriv describe`` prints it; '' unmeasured).
+    pays: ClassVar[str] = ""
     default_kinds: ClassVar[tuple[str, ...]] = ("gradient",)
     supported_kinds: ClassVar[tuple[str, ...]] = ("gradient",)
     axis: ClassVar[StrengthAxis] = StrengthAxis()
@@ -100,6 +110,11 @@ class Protection(DefensePoints, ABC):
     #: Raised when the defense's mechanism changes under its name: the runs of each revision have keys of their own,
     #: so a store of an earlier revision's records is recomputed, not resumed (0: the first; left out of the keys).
     revision: ClassVar[int] = 0
+    #: Whether what it does depends on the active party's labels (Marvell's noise follows each batch's labels; dCor's
+    #: and PELoss's loss terms, mixup's and CAE's targets): it then releases them around a mechanism that bounds only
+    #: its own use of them (dp-gaussian), and the planner refuses the pair unless a label defense randomised the
+    #: labels first. A label defense's randomisation is its mechanism, not such a read.
+    reads_labels: ClassVar[bool] = False
 
     @classmethod
     def default_kinds_for(cls, phase: str) -> tuple[str, ...]:
@@ -116,6 +131,19 @@ class Protection(DefensePoints, ABC):
         lo, hi = cls.axis.search
         points = [lo, math.sqrt(lo * hi), hi] if cls.axis.log and lo > 0 else [lo, (lo + hi) / 2, hi]
         return tuple(points if cls.axis.stronger == "higher" else points[::-1])
+
+    @classmethod
+    def audit_strengths_for(cls, phase: str, *, finetune, options: dict) -> tuple[float, ...] | None:
+        """The strengths the audit sweeps in ``phase`` for a run finetuned by ``finetune`` with the defense's
+        ``options`` (default: :attr:`audit_strengths`; dp-gaussian solves its noise for its audit claims), or None."""
+        found = cls.audit_strengths.get(phase)
+        return tuple(found) if found is not None else None
+
+    @classmethod
+    def claimed_epsilon(cls, strength: float, *, finetune, options: dict) -> tuple[float, float] | None:
+        """The (epsilon, delta) a run at ``strength`` will claim, where planning can know it (label DP: its strength;
+        dp-gaussian: its accountant over the run's updates), else None: the audit plants enough canaries to test it."""
+        return None
 
     @classmethod
     def own_strength_option(cls, options: dict) -> str:
@@ -200,6 +228,12 @@ class Protection(DefensePoints, ABC):
         why it does not; a defense that claims nothing covers everything."""
         return ""
 
+    def requested_claim(self) -> str:
+        """The option by which the configuration asks for the claim itself (dp-gaussian's ``options.target_epsilon``),
+        or ''. Where :meth:`covers` says the claim does not hold for the method, such a run is refused in planning
+        (the user asked for an epsilon it cannot have); without it the run goes on and records no epsilon."""
+        return ""
+
 
 class Defense(Protection):
     """A message defense; subclasses implement ``transform`` on one tensor."""
@@ -253,10 +287,13 @@ class LabelDefense(Protection):
         self.replace_labels(federation, labels)
 
     @staticmethod
-    def replace_labels(federation: Federation, labels: torch.Tensor, soft: torch.Tensor | None = None) -> None:
+    def replace_labels(federation: Federation, labels: torch.Tensor, soft: torch.Tensor | None = None, *,
+                       label_ids: torch.Tensor | None = None) -> None:
         """The active party trains with ``labels`` from now on (and, where given, the probability rows ``soft`` as
-        its targets: :data:`SOFT_LABELS`)."""
+        its targets: :data:`SOFT_LABELS`; ``label_ids``: the ids it keeps labeled, where it drops some)."""
         extra = {} if soft is None else {"soft_labels": soft}
+        if label_ids is not None:
+            extra["label_ids"] = label_ids
         federation.parties[ACTIVE] = dataclasses.replace(federation.active, labels=labels, **extra)
 
     @abstractmethod
@@ -298,6 +335,26 @@ class TrainingDefense(Protection):
     def transform(self, tensor: torch.Tensor, message: Message) -> torch.Tensor:
         """The gradient message as sent, for a defense with :data:`MESSAGE` among its points."""
         return tensor
+
+
+class VictimDefense(Protection):
+    """A defense of a passive party's features inside its own finetuning computation, at the points of
+    ``vflpriv.engine.hooks`` it lists in ``hook_points`` (``PASSIVE_EMBEDDING``, ``PASSIVE_LOSS``) and overrides for
+    its own ``party`` only (the hooks are called for every passive party). Its parameters (``passive_parameters``)
+    train with that party's optimiser."""
+
+    hook_points: ClassVar[frozenset[str]] = VICTIM_POINTS
+    default_kinds: ClassVar[tuple[str, ...]] = ()
+    supported_kinds: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if self.party == ACTIVE or self.phase != "finetune":
+            raise ConfigError(f"defense '{self.name}' acts inside a passive party's finetuning: a passive party, "
+                              "phase finetune")
+
+    def protects(self, message: Message) -> bool:
+        return False
 
 
 def as_rows(tensor: torch.Tensor) -> torch.Tensor:

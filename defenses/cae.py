@@ -116,6 +116,7 @@ class ConfusionalAutoencoder(TrainingDefense):
 
     Options = CAEOptions
     hook_points = frozenset({ACTIVE_BATCH, PREDICTIONS})
+    reads_labels = True
     axis = StrengthAxis(name="lambda", stronger="higher", identity=0.0, low=0.0, high=100.0, search=(0.05, 2.0), log=True)
     audit_strengths = {"finetune": (0.1, 0.5, 1.0)}
     anchor = "Zou et al. 2022; SecretFlow confusional_autoencoder.py; VFLAIR MainTaskVFL.py (CAE)"

@@ -42,6 +42,7 @@ class DistanceCorrelation(TrainingDefense):
 
     Options = DcorOptions
     hook_points = frozenset({ACTIVE_LOSS})
+    reads_labels = True
     axis = StrengthAxis(name="lambda", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.01, 10.0), log=True)
     audit_strengths = {"finetune": (0.1, 1.0, 4.0)}
     anchor = "NoPeek (Vepakomma et al.); Sun et al. 2022; SecretFlow loss_defense.py DcorLoss; VFLAIR tf_distance_cov_cor"

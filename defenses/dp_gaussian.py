@@ -24,10 +24,19 @@ The argument (written for the README too):
   amplification by subsampling is claimed: a sample's label is charged for every update that reads it (epochs x
   FedBCD updates per exchange), each at sample rate 1, in Opacus' RDP accountant (``privacy_spent``; counted per
   sample as it really happens, so any loop is charged what it did). epsilon is reported at ``delta``.
-- What it covers: the shared finetuning loop's every label use. A method whose pretraining reads labels (VFLHLP's
-  supervised step) uses them outside this mechanism, so there no epsilon is recorded (the note says why); a label
-  defense before it (label-dp) composes (the epsilons add); a defense at another of the active party's points (its
-  batch, model, loss or gradient computation) is refused beside it.
+- What it covers: the shared finetuning loop's every label use, and nothing else. A method declares every place it
+  reads labels outside that loop (``Method.label_uses``: VFLHLP's supervised step 1 that finetuning starts from,
+  one-shot and few-shot VFL's gradient, server classifier and probabilities before their end-to-end loop, a plugin's
+  own loop); there the labels reach the passive parties around the mechanism, so no epsilon is recorded (the run's
+  notes say why), and a run that asks for one (``target_epsilon``) is refused in planning. Why the two: a noise
+  multiplier is a mechanism one may still measure (its utility cost, the empirical epsilon of its canaries), and the
+  record says plainly that nothing is claimed; a target epsilon asks for the claim itself, which the method cannot
+  have, so such a run would deliver nothing that was asked for. A defense that reads the
+  labels itself (Marvell: ``reads_labels``) is refused beside it, as is one at another of the active party's points
+  (its batch, model, loss or gradient computation), unless a label defense (label-dp, alibi) randomised the labels
+  first: then every reader reads the randomised labels, a post-processing of that defense's mechanism, and the run's
+  epsilon, the sum of both claims (basic composition), still bounds the whole training (the label defense's alone
+  does).
 
 ``target_epsilon`` solves for the sigma that spends that epsilon over the run's updates (Opacus'
 ``get_noise_multiplier`` at sample rate 1). The per-message mechanism it replaces (each gradient row clipped and
@@ -65,12 +74,18 @@ class GaussianDPOptions(Options):
 
 class GaussianDP(TrainingDefense):
     """DP-SGD on the active party's label-dependent computation: per-sample joint clipping to C, noise sigma C on its
-    update and on every gradient row it sends; epsilon by Opacus' RDP accountant (label DP)."""
+    update and on every gradient row it sends; epsilon by Opacus' RDP accountant (label DP), checked with canaries by
+    the white-box auditor gradient-lrt (``finetune.auditor``)."""
 
     Options = GaussianDPOptions
     hook_points = frozenset({ACTIVE_BACKWARD})
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.5, 64.0), log=True)
-    audit_strengths = {"finetune": (0.1, 0.5, 4.0)}
+    #: The claims the audit tests: epsilon 4, 2 and 1, below the cap of its canaries (sigma 0.1, 0.5 and 4 claimed
+    #: about 4500, 240 and 12, which no audit of a few hundred canaries can test). The audit solves sigma for them at
+    #: the audited run's updates; :attr:`audit_strengths` (a sweep's default) are those sigmas at the default
+    #: finetuning (20 epochs, one update per exchange, delta 1e-5).
+    audit_epsilons = {"finetune": (4.0, 2.0, 1.0)}
+    audit_strengths = {"finetune": (10.37, 19.3, 36.25)}
     anchor = "Abadi et al. 2016 (DP-SGD) on the labels of split learning; Opacus RDP accountant"
     #: 1: the per-message mechanism of 0.1 became DP-SGD on the active party (records of 0.1 do not resume).
     revision = 1
@@ -90,17 +105,42 @@ class GaussianDP(TrainingDefense):
     def own_strength_option(cls, options: dict) -> str:
         return "target_epsilon" if options.get("target_epsilon") is not None else ""
 
+    @classmethod
+    def audit_strengths_for(cls, phase: str, *, finetune, options: dict) -> tuple[float, ...] | None:
+        """The sigma that spends each of :attr:`audit_epsilons` over a run of ``finetune``'s updates."""
+        targets = cls.audit_epsilons.get(phase)
+        if targets is None:
+            return super().audit_strengths_for(phase, finetune=finetune, options=options)
+        delta = cls.Options.model_validate(options).delta
+        uses = finetune.epochs * finetune.local_updates
+        return tuple(noise_for(target, delta=delta, uses=uses) for target in targets)
+
+    @classmethod
+    def claimed_epsilon(cls, strength: float, *, finetune, options: dict) -> tuple[float, float] | None:
+        """What the accountant will charge a label the shared loop reads every update (epochs x local updates)."""
+        o = cls.Options.model_validate(options)
+        if o.target_epsilon is not None:
+            return float(o.target_epsilon), float(o.delta)
+        if strength == cls.axis.identity:
+            return None
+        return spent(strength, delta=o.delta, uses=finetune.epochs * finetune.local_updates), float(o.delta)
+
     @property
     def effective_strength(self) -> float:
         """sigma: given, or solved for ``target_epsilon`` at ``bind``."""
         return self.sigma
 
     def covers(self, method) -> str:
-        """'' where the argument covers ``method``'s every label use, else why not."""
-        if method.pretrain_reads_labels:
-            return ("its pretraining reads labels outside dp-gaussian's mechanism (only finetuning is private), so no "
-                    "epsilon bounds what the passive parties see")
+        """'' where the argument covers ``method``'s every label use (it declares none outside the shared loop), else
+        why not."""
+        uses = method.label_uses()
+        if uses:
+            return (f"{'; '.join(uses)}: outside dp-gaussian's mechanism (only the shared finetuning loop is private), "
+                    "so its epsilon does not bound what the passive parties see")
         return ""
+
+    def requested_claim(self) -> str:
+        return "options.target_epsilon" if self.options.target_epsilon is not None else ""
 
     def bind(self, federation: Federation) -> None:
         """Count label uses from here, and solve sigma for a target epsilon over the run's updates."""
@@ -108,13 +148,8 @@ class GaussianDP(TrainingDefense):
         self.uses = torch.zeros(federation.active.labels.numel(), dtype=torch.long)
         target = self.options.target_epsilon
         if target is not None:
-            from opacus.accountants.utils import get_noise_multiplier
-
             ft = federation.finetune
-            with _accountant_notes_off():
-                self.sigma = 2.0 * float(get_noise_multiplier(target_epsilon=target, target_delta=self.options.delta,
-                                                              sample_rate=1.0, steps=ft.epochs * ft.local_updates,
-                                                              accountant="rdp"))
+            self.sigma = noise_for(target, delta=self.options.delta, uses=ft.epochs * ft.local_updates)
 
     def backpropagates(self) -> bool:
         return not self.is_identity
@@ -122,12 +157,8 @@ class GaussianDP(TrainingDefense):
     def backward(self, losses: torch.Tensor, params: list[nn.Parameter], leaves: dict[int, torch.Tensor],
                  ids: torch.Tensor) -> None:
         n, clip, device = losses.shape[0], self.options.clip, losses.device
-        grads = torch.autograd.grad(losses, params, grad_outputs=torch.eye(n, device=device), is_grads_batched=True,
-                                    retain_graph=bool(leaves), allow_unused=True)
-        rows = dict(zip(leaves, torch.autograd.grad(losses.sum(), list(leaves.values())))) if leaves else {}
-        squares = sum((g.flatten(1).pow(2).sum(1) for g in (*grads, *rows.values()) if g is not None),
-                      torch.zeros(n, device=device, dtype=losses.dtype))
-        scale = (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)  # joint clipping of each sample's vector
+        grads, rows = per_sample_gradients(losses, params, leaves)
+        scale = joint_scale(grads, rows, clip=clip)
         for p, g in zip(params, grads):  # a parameter the losses do not reach (g None) gets the noise alone
             signal = torch.einsum("n,n...->...", scale, g) if g is not None else torch.zeros_like(p)
             total = signal + self.sigma * clip * self._noise(p.shape, device)
@@ -143,16 +174,57 @@ class GaussianDP(TrainingDefense):
     def privacy_spent(self) -> float | None:
         if self.is_identity or self.uses is None or self.uncovered or int(self.uses.max()) == 0:
             return None
-        from opacus.accountants import RDPAccountant
-
-        accountant = RDPAccountant()
-        for _ in range(int(self.uses.max())):  # every use of a label: a Gaussian of multiplier sigma / 2, rate 1
-            accountant.step(noise_multiplier=self.sigma / 2.0, sample_rate=1.0)
-        with _accountant_notes_off():
-            return float(accountant.get_epsilon(delta=self.options.delta))
+        return spent(self.sigma, delta=self.options.delta, uses=int(self.uses.max()))
 
     def privacy_delta(self) -> float:
         return float(self.options.delta)
+
+
+def spent(sigma: float, *, delta: float, uses: int) -> float:
+    """Opacus' RDP epsilon at ``delta`` of ``uses`` uses of a label, each a Gaussian of multiplier sigma / 2, rate 1."""
+    from opacus.accountants import RDPAccountant
+
+    accountant = RDPAccountant()
+    for _ in range(uses):
+        accountant.step(noise_multiplier=sigma / 2.0, sample_rate=1.0)
+    with _accountant_notes_off():
+        return float(accountant.get_epsilon(delta=delta))
+
+
+def noise_for(target: float, *, delta: float, uses: int) -> float:
+    """The sigma whose ``uses`` uses spend ``target`` at ``delta`` (Opacus' ``get_noise_multiplier`` at rate 1, for
+    the changed label's sensitivity 2C: twice its multiplier)."""
+    from opacus.accountants.utils import get_noise_multiplier
+
+    with _accountant_notes_off():
+        return 2.0 * float(get_noise_multiplier(target_epsilon=target, target_delta=delta, sample_rate=1.0, steps=uses,
+                                                accountant="rdp"))
+
+
+def per_sample_gradients(losses: torch.Tensor, params: list[nn.Parameter], leaves: dict[int, torch.Tensor], *,
+                         owners: torch.Tensor | None = None, retain: bool = False
+                         ) -> tuple[tuple[torch.Tensor | None, ...], dict[int, torch.Tensor]]:
+    """Each loss's gradient with respect to every parameter (None where it does not reach one) and to its owner's row of
+    every received embedding (loss i owns row i unless ``owners`` says which; several losses may share a row, as an
+    auditor's candidate labels do). ``retain`` keeps the graph for later passes."""
+    eye = torch.eye(losses.shape[0], device=losses.device, dtype=losses.dtype)
+    grads = torch.autograd.grad(losses, params, grad_outputs=eye, is_grads_batched=True,
+                                retain_graph=retain or bool(leaves), allow_unused=True)
+    if not leaves:
+        return grads, {}
+    if owners is None:  # each loss reaches its own row only: one pass
+        return grads, dict(zip(leaves, torch.autograd.grad(losses.sum(), list(leaves.values()), retain_graph=retain)))
+    full = torch.autograd.grad(losses, list(leaves.values()), grad_outputs=eye, is_grads_batched=True,
+                               retain_graph=retain)
+    entries = torch.arange(losses.shape[0], device=losses.device)
+    return grads, {party: g[entries, owners] for party, g in zip(leaves, full)}
+
+
+def joint_scale(grads: tuple[torch.Tensor | None, ...], rows: dict[int, torch.Tensor], *, clip: float) -> torch.Tensor:
+    """min(1, C / ||v_i||) per loss, v_i its whole gradient: every parameter's and its rows (joint clipping)."""
+    parts = [g.flatten(1).pow(2).sum(1) for g in (*grads, *rows.values()) if g is not None]
+    squares = sum(parts[1:], parts[0])
+    return (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)
 
 
 @contextlib.contextmanager

@@ -5,10 +5,12 @@ from FATE 2.0's HeteroNN).
 Each received passive embedding z (width d) passes, inside the active party's model, through a passport layer the
 active party owns and trains: x = W2 W1 z (hidden width ``hidden``), then tanh(gamma) * x + tanh(beta), where the
 scale gamma and the bias beta come from two private passport keys, s and b, drawn once per party from
-N(``loc``, sigma^2) with the shape of a batch of embeddings: gamma = AE(mean over the key's rows of W2 W1 s) with AE a
-small bottleneck autoencoder (d -> d / 4 -> d, LeakyReLU, no bias), and beta likewise from b. The keys never leave the
-active party, so the passive party, and the top it trains against, see an obfuscation it cannot undo; the gradient it
-receives is taken through the passported layer. Strength: sigma, the keys' scale (the passport's randomness; higher is
+N(``loc``, sigma^2), each ``key_rows`` x d: gamma = AE(mean over the key's rows of W2 W1 s) with AE a small bottleneck
+autoencoder (d -> d / 4 -> d, LeakyReLU, no bias), and beta likewise from b. ``key_rows`` is 1 by default, the anchors'
+default (SecretFlow's and FATE's ``num_passport=1``: ``generate_key`` replaces the batch dimension by it); more rows
+average the key before it reaches gamma, so a key of 64 rows is about 8x less random than the anchors'. The keys never
+leave the active party, so the passive party, and the top it trains against, see an obfuscation it cannot undo; the
+gradient it receives is taken through the passported layer. Strength: sigma, the keys' scale (the passport's randomness; higher is
 stronger); 0 is the identity (no passport layer). The paper's "passports on passive bottoms" variant protects
 features, not labels, and is not built here.
 """
@@ -27,7 +29,8 @@ from vflpriv.models.encoders import init_parameters
 class FedPassOptions(Options):
     hidden: int = Field(128, ge=1, le=4096, description="width of the passport layer's first Linear (SecretFlow: 128)")
     loc: float = Field(-1.0, description="mean of the passport keys' normal distribution (SecretFlow: -1)")
-    key_rows: int = Field(64, ge=1, le=4096, description="rows of each passport key (a batch's worth of embeddings)")
+    key_rows: int = Field(1, ge=1, le=4096, description="rows of each passport key, averaged through the layer "
+                          "(SecretFlow's and FATE's num_passport: 1)")
 
 
 class PassportLayer(nn.Module):
@@ -57,6 +60,9 @@ class FedPass(TrainingDefense):
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.1, 100.0), log=True)
     audit_strengths = {"finetune": (1.0, 10.0, 50.0)}
     anchor = "Gu et al. 2023 (FedPass); SecretFlow fed_pass.py LinearPassportBlock; FATE 2.0 HeteroNN"
+    #: 1: the default key is one row, the anchors' (0's 64 rows averaged the key 8x less random; its records do not
+    #: resume).
+    revision = 1
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

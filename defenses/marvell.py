@@ -104,6 +104,7 @@ class Marvell(Defense):
     axis = StrengthAxis(name="power", stronger="higher", identity=0.0)
     binary_only = True
     audit_strengths = {"finetune": (0.1, 1.0, 4.0)}  # Li et al. sweep s in 0.1..4
+    reads_labels = True  # each gradient message's noise is solved from the batch's labels
 
     def bind(self, federation) -> None:
         """Keep the federation: the protecting active party reads its labels of each batch from it."""

@@ -35,6 +35,7 @@ class Mixup(TrainingDefense):
 
     Options = MixupOptions
     hook_points = frozenset({ACTIVE_BATCH})
+    reads_labels = True
     axis = StrengthAxis(name="lam", stronger="lower", identity=1.0, low=0.0, high=1.0, search=(0.5, 0.99), log=False)
     audit_strengths = {"finetune": (0.9, 0.75, 0.6)}
     anchor = "SecretFlow mixup.py (Mixuplayer, Mixuploss); Zhang et al. 2018"

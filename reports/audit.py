@@ -12,10 +12,18 @@ from collections import defaultdict
 
 import pandas as pd
 
-from vflpriv.reports.canaries import canary_markdown, canary_summary
+from vflpriv.reports.canaries import canary_markdown, canary_summary, without_prior
+from vflpriv.reports.features import feature_defenses, feature_markdown, feature_verdicts, who
 from vflpriv.reports.tables import mean_std, utility_label
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
-from vflpriv.tradeoff.leakage import SAMPLE_TEST_NAME, TEST_NAME, falls_to_prior, leakage_test, verdict_rule
+from vflpriv.tradeoff.leakage import (
+    FEATURE_MARGIN,
+    SAMPLE_TEST_NAME,
+    TEST_NAME,
+    falls_to_prior,
+    leakage_test,
+    verdict_rule,
+)
 
 
 def _adversary(config_json: str) -> int:
@@ -88,13 +96,16 @@ def _worst_verdicts(verdicts: list[dict]) -> list[dict]:
     return out
 
 
-def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: float, context: dict) -> dict:
-    """Everything the audit found, as plain JSON-able data."""
+def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: float, context: dict,
+                  feature_margin: float = FEATURE_MARGIN) -> dict:
+    """Everything the audit found, as plain JSON-able data: the label attacks' verdicts and defenses, and the feature
+    attacks' in ``features`` (``vflpriv.reports.features``)."""
+    features = results["secret"] == "features" if "secret" in results else pd.Series(False, index=results.index)
+    found = _features(results[features], margin=feature_margin)
+    results = results[~features]
     frame = results.assign(adversary=results["config"].map(_adversary))
     canaries = canary_summary(frame)
-    if canaries is not None:  # the undefended finetuning without canaries is there for their cost alone
-        frame = frame[~((frame["defense"] == "none") & (frame["phase"] == "finetune") & (frame["canaries"] == 0))]
-    baseline = frame[frame["defense"] == "none"]
+    baseline = frame[(frame["defense"] == "none") & ~without_prior(frame)]  # the canary-free controls measure utility
     defended = frame[frame["defense"] != "none"]
     verdicts, defenses = [], []
     for (adversary, attack, phase), rows in baseline.groupby(["adversary", "attack", "phase"], sort=False):
@@ -129,15 +140,47 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
                 f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.3f}, utility "
                 f"{falls['utility']:.3f})" if falls else f"not within {', '.join(strength_label(axis, s) for s in strengths)}"),
         })
-    failed = frame[frame["status"] == "failed"]
+    failed = pd.concat([frame, found.pop("frame")])
+    failed = failed[failed["status"] == "failed"]
     return {
         **context, "margin": margin, "verdict_rule": verdict_rule(margin),
         "test": " / ".join(sorted({v["test"] for v in verdicts})) or TEST_NAME,
         "verdicts": verdicts, "defenses": defenses, "canaries": canaries, "communication": _communication(baseline),
-        "inapplicable": inapplicable,
+        "features": found, "inapplicable": inapplicable,
         "failed": [{"attack": r.attack, "defense": r.defense, "phase": r.phase, "strength": float(r.strength),
                     "seed": int(r.seed), "error": r.error} for r in failed.itertuples()],
     }
+
+
+def _features(frame: pd.DataFrame, *, margin: float) -> dict:
+    """The feature attacks' part of the summary (their records kept in ``frame`` for the failed runs)."""
+    if frame.empty:
+        return {"verdicts": [], "defenses": [], "margin": margin, "frame": frame}
+    baseline, defended = frame[frame["defense"] == "none"], frame[frame["defense"] != "none"]
+    verdicts = feature_verdicts(baseline, margin=margin)
+    return {"verdicts": verdicts, "defenses": feature_defenses(defended, margin=margin, verdicts=verdicts),
+            "margin": margin, "frame": frame}
+
+
+def _strongest(verdicts: list[dict], keys: tuple[str, ...]) -> list[dict]:
+    """Per value of ``keys``, the worst-case verdict where there is one, else the one attack's."""
+    out = []
+    for key in dict.fromkeys(tuple(v[k] for k in keys) for v in verdicts):
+        mine = [v for v in verdicts if tuple(v[k] for k in keys) == key]
+        out.append(next((v for v in mine if v["attack"] == WORST), mine[0]))
+    return out
+
+
+def what_leaks(summary: dict) -> list[str]:
+    """The audit's answer first: per secret (and adversary or victim) and attacked phase, the worst verdict."""
+    lines = [f"- labels ({v['phase']}), adversary party {v['adversary']}: {v['verdict']} "
+             f"({v.get('strongest') or v['attack']}, leakage {_cell(v['leakage'], '{:+.3f}')})"
+             for v in _strongest(summary["verdicts"], ("adversary", "phase"))]
+    lines += [f"- party {v['victim']}'s features ({v['phase']}): {v['verdict']} "
+              f"({v.get('strongest') or v['attack'] + ' by ' + who(v['adversary'])}, leakage "
+              f"{_cell(v['leakage'], '{:+.4f}')} MSE)"
+              for v in _strongest(summary.get("features", {}).get("verdicts", []), ("victim", "phase"))]
+    return ["## What leaks", "", *lines] if lines else []
 
 
 def _options(values: dict) -> str:
@@ -164,10 +207,11 @@ def audit_markdown(summary: dict) -> str:
     if options:
         lines.append(f"- method options: {_options(options.get('method', {}))}")
         lines += [f"- {name} options: {_options(values)}" for name, values in options.get("attacks", {}).items()]
+    lines += ["", *what_leaks(summary)]
     lines += ["", f"Leakage = attack accuracy - adversary prior ({summary.get('prior', 'prior')}) on the same seed; "
               f"{summary['test']}; verdict margin {summary['margin']:g}.", "",
               f"Verdict rule: {summary.get('verdict_rule', verdict_rule(summary['margin']))}.", "",
-              "## Verdicts (no defense)", ""]
+              "## Labels: verdicts (no defense)", ""]
     lines += [f"- adversary party {v['adversary']}: {v['line']}" for v in summary["verdicts"]] or ["- no attack applies"]
     lines += ["", "attack acc: the tuned attack's settings selected on the adversary's auxiliary labels (what an adversary "
               "reaches); oracle: the best of everything the search trained, chosen on the targets' labels (an upper bound "
@@ -190,6 +234,7 @@ def audit_markdown(summary: dict) -> str:
                      f"{utility_label(d.get('utility_metric', ''))} | {cap} | {d['falls_to_prior_text']} |")
     lines += canary_markdown(summary.get("canaries"))
     lines += active_markdown(summary.get("active"))
+    lines += feature_markdown(summary.get("features", {}))
     lines += ["", "## Communication (no defense, per training)", "", "| phase | direction | kind | MB | messages |",
               "| --- | --- | --- | --- | --- |"]
     lines += [f"| {c['phase']} | {c['direction']} | {c['kind']} | {c['mb']:.3f} | {c['messages']:g} |"

@@ -1,20 +1,25 @@
 """The canary audit's part of a report, from records only: what the canaries cost in utility, each attack's and each
 defense strength's empirical epsilon (a 95% lower bound), and the check of every claimed epsilon against it.
 
-The empirical epsilon is a lower bound: a weak attack certifies little, so the worst case over the attacks is the
-number to report; an accountant's epsilon is an upper bound, so a claim is consistent while the empirical bound stays
-below it, and violated (the defense's implementation or its accountant is wrong) when it exceeds it.
+The empirical epsilon is a lower bound: a weak attack certifies little, so the worst case over the planned attacks is
+the number to report, beside its cap (what the canaries could certify if every guess were right). An accountant's
+epsilon is an upper bound: a claim at or above the cap is untestable with those canaries; below it, the claim is
+rejected at the 95% level only from the worst case, with Holm's correction over every claim the report checks
+(``vflpriv.tradeoff.epsilon``), and never from one attack's row.
 """
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
 
+from vflpriv.common.empirical_epsilon import KEEP, canaries_needed, claim_text
 from vflpriv.reports.tables import mean_std
+from vflpriv.tradeoff.auditing import auditor_table
 from vflpriv.tradeoff.cap import strength_label
-from vflpriv.tradeoff.epsilon import epsilon_table
+from vflpriv.tradeoff.epsilon import WORST, epsilon_table
 
 
 def _num(value) -> float | None:
@@ -27,35 +32,115 @@ def _utility(rows: pd.DataFrame) -> dict:
     return {"mean": _num(values.mean()), "std": _num(values.std(ddof=0)), "trainings": int(len(values))}
 
 
+def without_prior(frame: pd.DataFrame) -> pd.Series:
+    """Whether each run's attack had no prior (``attack.prior: none``): such a run measures no leakage, as the audit's
+    canary-free control trainings, there for the utility the canaries cost."""
+    return pd.Series([isinstance(c, str) and bool(c) and json.loads(c).get("attack", {}).get("prior") == "none"
+                      for c in frame["config"]], index=frame.index, dtype=bool)
+
+
+def canary_controls(frame: pd.DataFrame) -> pd.Series:
+    """Whether each run is a canary-free control (the audit's): undefended, without canaries and without a prior, in
+    records where other runs have canaries. It measures what the canaries cost in utility, no attack."""
+    if frame.empty or "canaries" not in frame or not (frame["canaries"] > 0).any():
+        return pd.Series(False, index=frame.index, dtype=bool)
+    return (frame["defense"] == "none") & (frame["canaries"] == 0) & without_prior(frame)
+
+
+def _cost_split(undefended: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The undefended honest trainings with canaries and those without (each counted once, :func:`_utility`), whatever
+    the attacked phase (a training is the same for a pretraining and a finetuning attack); a federation trained under
+    an acting attack (``mc-active``'s own) has another utility and is left out."""
+    if "training_under_attack" in undefended:
+        undefended = undefended[~undefended["training_under_attack"].astype(bool)]
+    return undefended[undefended["canaries"] > 0], undefended[undefended["canaries"] == 0]
+
+
 def canary_summary(frame: pd.DataFrame) -> dict | None:
     """The canary part of an audit's summary (None when no run had canaries): ``frame`` holds every run, those with
-    canaries and, for the cost, the undefended finetuning without them."""
+    canaries and, for the cost, the undefended trainings without them."""
     planted = int(frame["canaries"].max()) if len(frame) else 0
     if planted == 0:
         return None
-    undefended = frame[(frame["defense"] == "none") & (frame["phase"] == "finetune")]
-    with_canaries, without = undefended[undefended["canaries"] > 0], undefended[undefended["canaries"] == 0]
+    with_canaries, without = _cost_split(frame[frame["defense"] == "none"])
     rows = [{k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()}
             for row in epsilon_table(frame[frame["canaries"] > 0]).to_dict("records")]
     for row in rows:
         row["line"] = _line(row)
+    audited = [{k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()}
+               for row in auditor_table(frame[frame["canaries"] > 0]).to_dict("records")]
+    for row in audited:
+        row["line"] = _auditor_line(row)
     return {"canaries": planted, "utility_with": _utility(with_canaries), "utility_without": _utility(without),
-            "rows": rows, "violations": [r for r in rows if r.get("violated")]}
+            "rows": rows, "rejected": [r for r in rows if r.get("rejected")], "auditor": audited}
+
+
+def empirical_text(bound: float, delta: float) -> str:
+    """``empirical epsilon >= 3.20 (95%, pure)``, or ``(95%, at delta 1e-05)``."""
+    return f"empirical epsilon >= {bound:.2f} (95%, " + (f"at delta {delta:.3g})" if delta else "pure)")
+
+
+def _auditor_line(row: dict) -> str:
+    """An auditor's pooled bound against the claim, said as the auditor's (white box), never as an attack's, and worded
+    by what its canaries can show (its cap, untestable at or above it, Holm over the auditor's claims)."""
+    where = f"{row['defense']} {strength_label(row.get('axis', 'strength'), row['strength'])}"
+    text = (f"{where}, {row['phase']}, auditor {row['auditor']} (white box, not an attack): "
+            f"{empirical_text(row['epsilon_lower'], row['delta'])} from {int(row['canaries'])} canaries over "
+            f"{row['seeds']} seed{'s' if row['seeds'] != 1 else ''} ({int(row['canary_guesses'])} guessed, accuracy "
+            f"{row['canary_accuracy']:.3f})")
+    claimed = row.get("epsilon_claimed")
+    if claimed is None:
+        return text
+    text += f"; claimed {claim_text(claimed, row['delta'])}: "
+    if not row.get("testable"):
+        return text + f"untestable with {int(row['canaries'])} canaries (at or above their cap {row['cap']:.2f})"
+    family = int(row.get("holm_family") or 1)
+    holm = f"Holm over the auditor's {family} claim{'s' if family != 1 else ''}"
+    if row.get("rejected"):
+        return text + (f"claim rejected at the 95% level ({holm}): {int(row['rejecting_right'])} of "
+                       f"{int(row['rejecting_guesses'])} guesses right, adjusted p = {row['p_value']:.2g}, cap "
+                       f"{row['cap']:.2f}")
+    return text + f"not rejected (adjusted p = {row['p_value']:.2g}, {holm}; cap {row['cap']:.2f})"
 
 
 def _line(row: dict) -> str:
     where = "no defense" if row["defense"] == "none" else (
         f"{row['defense']} {strength_label(row.get('axis', 'strength'), row['strength'])}")
-    who = (f"worst case over the attacks ({row.get('strongest')})" if row["attack"] == "worst-case" else row["attack"])
-    bound = row["epsilon_lower"]
-    text = f"{where}, {row['phase']}, {who}: empirical epsilon >= {bound:.2f} (95%)" if bound is not None else (
-        f"{where}, {row['phase']}, {who}: no canary guessed")
+    where += f" [{row['variant']}]" if row.get("variant") else ""
+    bound, delta = row["epsilon_lower"], row.get("epsilon_lower_delta") or 0.0
+    if row["attack"] != WORST:
+        if bound is None:
+            return f"{where}, {row['phase']}, {row['attack']}: no canary guessed"
+        return (f"{where}, {row['phase']}, {row['attack']} alone (at 5%): {empirical_text(bound, delta)} from "
+                f"{int(row['canaries'])} canaries; the entry selected for it: {int(row['canary_guesses'])} guesses, "
+                f"{row['canary_accuracy_selected']:.2f} right (every guess: {row['canary_accuracy_all']:.2f})")
+    planned = int(row["planned_attacks"])
+    text = (f"{where}, {row['phase']}, worst case over the {planned} planned attack{'s' if planned != 1 else ''} "
+            f"({row['strongest']}, each at 5%/{planned}): {empirical_text(bound, delta)}; cap "
+            f"{row['cap']:.2f} with {int(row['canaries'])} canaries (every guess right)")
+    return text + "; " + _claim(row)
+
+
+def _claim(row: dict) -> str:
+    """The check of the setting's claim, worded by what its canaries can show."""
     claimed = row.get("epsilon_claimed")
-    if claimed is not None and bound is not None:
-        text += (f"; claimed epsilon {claimed:.2f}: VIOLATED: the empirical lower bound exceeds the claim, so the "
-                 f"defense's implementation or its accountant is wrong here" if row.get("violated")
-                 else f"; claimed epsilon {claimed:.2f}: consistent")
-    return text
+    if claimed is None:
+        return f"no claimed epsilon ({row['claim_note']})" if row.get("claim_note") else "no claimed epsilon"
+    text = f"claimed {claim_text(claimed, row.get('epsilon_claimed_delta') or 0.0)}: "
+    if not row.get("testable"):
+        needed = canaries_needed(claimed, classes=int(row["classes"]), menu=len(KEEP),
+                                 attacks=int(row["planned_attacks"]), delta=row.get("epsilon_claimed_delta") or 0.0)
+        return text + (f"untestable with {int(row['canaries'])} canaries (at or above their cap "
+                       f"{row.get('cap_at_claim') or row['cap']:.2f}; a claim of {claimed:.2f} needs {needed} canaries "
+                       f"pooled over the seeds)")
+    family = int(row.get("holm_family") or 1)
+    holm = f"Holm over {family} claim{'s' if family != 1 else ''}"
+    if row.get("rejected"):
+        return text + (f"claim rejected at the 95% level ({holm}): {row['rejecting_attack']} guessed "
+                       f"{int(row['rejecting_right'])} of {int(row['rejecting_guesses'])} canaries right "
+                       f"({int(row['canaries'])} "
+                       f"pooled; adjusted p = {row['p_value']:.2g})")
+    return text + f"not rejected (adjusted p = {row['p_value']:.2g}, {holm}; cap {row.get('cap_at_claim'):.2f})"
 
 
 def canary_markdown(summary: dict | None) -> list[str]:
@@ -69,60 +154,85 @@ def canary_markdown(summary: dict | None) -> list[str]:
             f"{u['trainings']} training{'s' if u['trainings'] != 1 else ''}"
 
     lines = ["", "## Empirical epsilon (random-label canaries)", "",
-             f"{summary['canaries']} labeled training samples train with a label drawn uniformly from the classes; each "
-             "attack guesses them (its most confident ones where it says how sure it is, the choice Bonferroni-"
-             "corrected), and the right guesses give a one-sided 95% lower bound on the training's label-DP epsilon "
-             "(Steinke, Nasr & Jagielski 2023, for labels; pooled over the seeds). It is a lower bound: the worst case "
-             "over the attacks is the one to report; an accountant's epsilon is an upper bound, and a claim below the "
-             "empirical bound is wrong.", "",
+             f"{summary['canaries']} labeled training samples train with a label drawn uniformly from the classes "
+             "(from a key the adversary does not hold); each attack guesses them (its most confident ones where it says how "
+             "sure it is, from a fixed menu, Bonferroni-corrected), and the right guesses give a one-sided 95% lower "
+             "bound on the training's label-DP epsilon (Steinke, Nasr & Jagielski 2023, for labels; pooled over the "
+             "seeds). The worst case over the planned attacks (each at 5%/A) is the one to report; its cap is the most "
+             "the canaries could certify with every guess right, so a claimed epsilon at or above it is untestable "
+             "with them. A claim is rejected at the 95% level only from the worst case (adjusted p: its p-value, "
+             "Bonferroni over the attacks and the menu, at most 1), with Holm's correction over the claims this "
+             "report checks.", "",
              f"What the canaries cost (no defense): utility {utility(w)} with them, {utility(wo)} without.", ""]
-    if summary["violations"]:
-        lines += ["**A claimed epsilon is violated:**", ""] + [f"- **{r['line']}**" for r in summary["violations"]] + [""]
+    if summary["rejected"]:
+        rejected = [f"- **{r['line']}**" for r in summary["rejected"]]
+        lines += ["**Claims rejected at the 95% level:**", "", *rejected, ""]
     lines += [f"- {r['line']}" for r in summary["rows"]]
+    if summary.get("auditor"):
+        lines += ["", "### The auditor's empirical epsilon (white box, not an attack)", "",
+                  "An auditor holds what no party holds (every other label, the initial state, the active party's "
+                  "noisy update and rows at every step: Nasr et al. 2021's intermediate-model adversary) and tests the "
+                  "DP defense's claim with a likelihood-ratio test; its bound enters no leakage, CAP, verdict or worst "
+                  "case over the attacks above.", ""] + [f"- {r['line']}" for r in summary["auditor"]]
     return lines
 
 
 def epsilon_tables(results: pd.DataFrame) -> list:
-    """Per (method, dataset, defense, phase) with canaries: rows = the attacks and their worst case, columns = the
-    defense's strengths, cells the pooled empirical epsilon (95% lower bound), with the claimed epsilon where the
-    defense has an accountant; a violated claim is bold."""
+    """Per (method, dataset, defense, phase, variant) with canaries: rows = the attacks and their worst case, columns =
+    the defense's strengths, cells the pooled empirical epsilon (95% lower bound), then the cap and the claimed
+    epsilon with its check where the defense has an accountant; a rejected claim is bold."""
     from vflpriv.reports.paper_tables import Table
 
     table = epsilon_table(results[results["canaries"] > 0]) if "canaries" in results else pd.DataFrame()
     out = []
-    for (method, dataset, defense, phase), rows in (table.groupby(["method", "dataset", "defense", "phase"], sort=False)
-                                                    if len(table) else []):
+    for (method, dataset, defense, phase, variant), rows in (
+            table.groupby(["method", "dataset", "defense", "phase", "variant"], sort=False) if len(table) else []):
         axis = str(rows["axis"].iloc[0])
         strengths = sorted(dict.fromkeys(rows["strength"]), reverse=rows["stronger"].iloc[0] == "lower")  # weak first
         columns = ["attack", *(strength_label(axis, s) if defense != "none" else "no defense" for s in strengths)]
+        worst = rows[rows["attack"] == WORST].set_index("strength")
         cells, best = [], set()
-        for r, attack in enumerate(dict.fromkeys(rows["attack"])):
-            row = [attack]
-            for j, s in enumerate(strengths, 1):
+        for attack in dict.fromkeys(rows["attack"]):
+            row = [attack if attack != WORST else f"worst case (each at 5%/{int(worst['planned_attacks'].max())})"]
+            for s in strengths:
                 hit = rows[(rows["attack"] == attack) & (rows["strength"] == s)]
                 value = hit["epsilon_lower"].iloc[0] if len(hit) else float("nan")
                 row.append("n/a" if not math.isfinite(value) else f"≥ {value:.2f}")
-                if len(hit) and bool(hit["violated"].iloc[0]):
-                    best.add((r, j))
             cells.append(row)
-        claimed = [rows.loc[rows["strength"] == s, "epsilon_claimed"].iloc[0] for s in strengths]
-        if any(math.isfinite(c) for c in claimed):
-            cells.append(["claimed ε", *(f"{c:.2f}" if math.isfinite(c) else "n/a" for c in claimed)])
-        out.append(Table(f"Empirical ε (95% lower bound from {int(results['canaries'].max())} canaries, pooled over "
-                         f"seeds): {method} on {dataset}, {defense} ({phase})", columns, cells, best,
-                         note="bold: the empirical lower bound exceeds the claimed ε (the claim is wrong); the worst "
-                              "case takes each attack's bound at 5%/A (Bonferroni over the A attacks)."))
+        cells.append(["cap (every guess right)", *(f"{worst.loc[s, 'cap']:.2f}" if s in worst.index else "n/a"
+                                                   for s in strengths)])
+        claims = [worst.loc[s] if s in worst.index else None for s in strengths]
+        if any(c is not None and math.isfinite(c["epsilon_claimed"]) for c in claims):
+            cells.append(["claimed ε", *(_claim_cell(c) for c in claims)])
+            best |= {(len(cells) - 1, j) for j, c in enumerate(claims, 1) if c is not None and bool(c["rejected"])}
+        delta = float(rows["epsilon_lower_delta"].max())
+        out.append(Table(f"Empirical ε (95% lower bound, {'pure' if not delta else f'at δ {delta:.3g}'}, from "
+                         f"{int(rows['canaries'].max())} canaries pooled over seeds): {method} on {dataset}, {defense} "
+                         f"({phase}){f' [{variant}]' if variant else ''}", columns, cells, best,
+                         note="bold: the claim is rejected at the 95% level (worst case over the planned attacks, Holm "
+                              "over every claim of these tables); untestable: the claim is at or above the cap, so no "
+                              "outcome of these canaries could reject it."))
     return out + _cost_tables(results)
+
+
+def _claim_cell(row) -> str:
+    if row is None or not math.isfinite(row["epsilon_claimed"]):
+        return "n/a"
+    delta = row["epsilon_claimed_delta"]
+    text = f"{row['epsilon_claimed']:.2f}" + (f" at δ {delta:.3g}" if delta else " (pure)")
+    if not row["testable"]:
+        return text + ": untestable"
+    return text + (": rejected" if row["rejected"] else ": not rejected") + f" (adjusted p = {row['p_value']:.2g})"
 
 
 def _cost_tables(results: pd.DataFrame) -> list:
     """Per (method, dataset) whose undefended finetuning ran with and without canaries: the utility of each."""
     from vflpriv.reports.paper_tables import Table
 
-    runs = results[(results["defense"] == "none") & (results["phase"] == "finetune")] if "canaries" in results else []
+    runs = results[results["defense"] == "none"] if "canaries" in results else []
     out = []
     for (method, dataset), rows in (runs.groupby(["method", "dataset"], sort=False) if len(runs) else []):
-        planted, without = rows[rows["canaries"] > 0], rows[rows["canaries"] == 0]
+        planted, without = _cost_split(rows)
         if planted.empty or without.empty:
             continue
         cells = []

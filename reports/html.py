@@ -1,5 +1,7 @@
-"""One self-contained HTML report from records: tables, figures (PNG embedded as data URIs), the settings
-shared by every run and those that vary, the versions, failed runs. No script, font or style is fetched."""
+"""One self-contained HTML report from records, read top-down: a section per secret (the labels first: verdicts,
+then each attack, then each defense), each a :class:`Section` with its tables and figures (PNG embedded as data
+URIs), a navigation of them, the settings shared by every run and those that vary, the versions, failed runs. No
+script, font or style is fetched. A secret's section comes from its own module (``reports.secret_labels``)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,13 @@ import base64
 import functools
 import html
 import json
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from vflpriv.reports.paper_tables import Table, natural
+from vflpriv.reports.paper_tables import natural
 from vflpriv.tradeoff.variants import OWN_AXES, flatten
 
 STYLE = """
@@ -23,6 +27,8 @@ td.best { font-weight: bold; }
 p.note { font-size: 0.85em; color: #555; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 code { background: #f4f4f4; padding: 0 0.2em; }
+nav ul { font-size: 0.9em; } nav li { margin: 0.1em 0; }
+li.verdict { margin: 0.2em 0; }
 """
 
 
@@ -89,31 +95,40 @@ def _seeds(results: pd.DataFrame) -> list[tuple[str, str]]:
     return [(" / ".join(map(str, key)), ", ".join(map(str, sorted(set(seeds))))) for key, seeds in cells]
 
 
-def _leakage(table: Table | None, verdicts: list[dict]) -> str:
-    """The undefended verdicts (the worst case marked) and the leakage table, or why there is none."""
-    if table is None:
-        return ("<p class='note'>No leakage: these records hold no prior (attack.prior none), so no attack is "
-                "compared with what the adversary knows without the federation.</p>")
-    items = "".join(
-        f"<li class='verdict'>{html.escape(v['setting'])}, {html.escape(v['attack'])}: leaks beyond the prior: "
-        f"<strong>{html.escape(v['verdict'])}</strong> (leakage {v['leakage']:+.3f}, 95% CI "
-        f"[{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}]){' (worst case: the largest leakage)' if v['worst'] else ''}</li>"
-        for v in verdicts)
-    head = f"<h3>Verdicts without a defense</h3><ul>{items}</ul>" if verdicts else ""
-    return head + table.html()
-
-
-def _image(path: Path) -> str:
+def image(path: Path) -> str:
+    """A PNG file embedded as a data URI (the page fetches nothing)."""
     data = base64.b64encode(path.read_bytes()).decode()
     return f"<img alt='{html.escape(path.stem)}' src='data:image/png;base64,{data}'>"
 
 
-def render_report(
-    results: pd.DataFrame, *, title: str, tables: list[Table], figures: list[Path], context: dict[str, str],
-    leakage: Table | None = None, verdicts: list[dict] | None = None,
-) -> str:
-    """The report page: context, what leaked (the undefended verdicts and the leakage per strength), tables,
-    figures (PNG files embedded), settings, failed runs."""
+@dataclass
+class Section:
+    """A part of the page: its anchor, title, HTML body and its own parts (the navigation lists them, nested)."""
+
+    id: str
+    title: str
+    body: str = ""
+    children: list[Section] = field(default_factory=list)
+
+    def html(self, depth: int = 2) -> str:
+        level = min(depth, 6)
+        return (f"<section id='{html.escape(self.id)}'><h{level}>{html.escape(self.title)}</h{level}>{self.body}"
+                + "".join(c.html(depth + 1) for c in self.children) + "</section>")
+
+    def nav(self) -> str:
+        inner = "".join(c.nav() for c in self.children)
+        return (f"<li><a href='#{html.escape(self.id)}'>{html.escape(self.title)}</a>"
+                + (f"<ul>{inner}</ul>" if inner else "") + "</li>")
+
+
+def anchor(*parts: str) -> str:
+    """An id for a section, from its names (letters, digits and dashes)."""
+    return "-".join(re.sub(r"[^a-z0-9]+", "-", p.lower()).strip("-") for p in parts)
+
+
+def render_report(results: pd.DataFrame, *, title: str, context: dict[str, str], sections: list[Section]) -> str:
+    """The report page, read top-down: what it covers, the contents, then ``sections`` (one per secret, the labels
+    first: verdicts, each attack, each defense), the non-federated references, the configuration and failed runs."""
     shared, varying = _settings(results)
     counts = results["status"].value_counts().to_dict()
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -124,10 +139,20 @@ def render_report(
                  + ", ".join(f"{v} {html.escape(str(k))}" for k, v in counts.items())
                  + f"; methods {html.escape(', '.join(dict.fromkeys(results['method'])))}; datasets "
                  f"{html.escape(', '.join(dict.fromkeys(results['dataset'])))}.</p>")
-    parts.append("<h2 id='leakage'>What leaked</h2>" + _leakage(leakage, verdicts or []))
-    parts.append("<h2>Results</h2>" + "".join(t.html() for t in tables))
-    parts.append("<h2>Privacy-utility trade-off</h2>" + "".join(_image(f) for f in figures if f.suffix == ".png"))
-    parts.append("<h2>Configuration</h2><h3>Settings that differ between runs</h3>")
+    configuration = Section("configuration", "Configuration", _configuration(results, shared, varying))
+    failed = results[results["status"] == "failed"]
+    tail = [configuration] + ([Section("failed", "Failed runs", "<ul>" + "".join(
+        f"<li>{html.escape(f'{r.method} / {r.dataset} / {r.attack} / {r.defense}={r.strength:g}, seed {r.seed}')}: "
+        f"{html.escape(r.error)}</li>" for r in failed.itertuples()) + "</ul>")] if not failed.empty else [])
+    everything = [*sections, *tail]
+    parts.append("<nav><h2>Contents</h2><ul>" + "".join(s.nav() for s in everything) + "</ul></nav>")
+    parts += [s.html() for s in everything]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _configuration(results: pd.DataFrame, shared: list[tuple[str, str]], varying: dict) -> str:
+    parts = ["<h3>Settings that differ between runs</h3>"]
     if varying:
         parts.append("<table><thead><tr><th>setting</th><th>value</th><th>runs (method / dataset / attack)</th></tr>"
                      "</thead><tbody>" + "".join(
@@ -142,10 +167,4 @@ def render_report(
     parts.append("<h3>Settings every run shares</h3><table><thead><tr><th>setting</th><th>value</th></tr></thead><tbody>"
                  + "".join(f"<tr><td><code>{html.escape(k)}</code></td><td>{html.escape(v)}</td></tr>" for k, v in shared)
                  + "</tbody></table>")
-    failed = results[results["status"] == "failed"]
-    if not failed.empty:
-        parts.append("<h2>Failed runs</h2><ul>" + "".join(
-            f"<li>{html.escape(f'{r.method} / {r.dataset} / {r.attack} / {r.defense}={r.strength:g}, seed {r.seed}')}: "
-            f"{html.escape(r.error)}</li>" for r in failed.itertuples()) + "</ul>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return "".join(parts)

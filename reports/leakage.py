@@ -1,6 +1,12 @@
 """What leaked, from records: per setting and strength the attack's and the prior's accuracy, the leakage (attack -
 prior) with its 95% interval and the verdict of the audit's test (``tradeoff.leakage``); and, from the undefended
-records, each attack's verdict, the worst case being the attack with the largest leakage."""
+records, each attack's verdict, the worst case being the attack with the largest leakage.
+
+Below the prior reads two ways: without a defense the attack failed (it did not reach what the adversary knows alone,
+so it says nothing about leakage); with one, the defense pushed the attack below the prior (unless the attack failed
+without the defense too). Rows come in one stable order: setting, attack, no defense first and then the defenses by
+name, strengths weak to strong.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +16,12 @@ import pandas as pd
 
 from vflpriv.reports.paper_tables import Table, natural
 from vflpriv.tradeoff.cap import WORST, strength_label
-from vflpriv.tradeoff.leakage import MARGIN, leakage_test, verdict_rule
+from vflpriv.tradeoff.leakage import MARGIN, leakage_test, measured, verdict_rule
+from vflpriv.tradeoff.variants import with_variants
 
 CELL = ["method", "dataset", "attack", "defense", "phase"]
+#: A defended attack below the prior: the defense pushed it there, or it failed without the defense too.
+PUSHED, BELOW_AS_UNDEFENDED = "below the prior", "below the prior (failed undefended too)"
 
 
 def _num(value: float, fmt: str = "{:.3f}") -> str:
@@ -20,49 +29,112 @@ def _num(value: float, fmt: str = "{:.3f}") -> str:
 
 
 def leakage_rows(results: pd.DataFrame, *, margin: float = MARGIN) -> pd.DataFrame:
-    """One row per (method, dataset, attack, defense, phase, strength) whose successful records have a prior: the
-    means, the leakage, its interval and p, the verdict and the test's name."""
-    ok = results[(results["status"] == "ok") & results["prior_accuracy"].notna()] if len(results) else results
-    if ok.empty or (ok["attack"] == WORST).all():
+    """One row per (method, dataset, attack, defense, phase, variant, strength) whose successful records have a prior:
+    the means (utility too), the leakage, its interval and p, the verdict (``reading`` says it in words) and the test's
+    name, in :func:`row_order`. Variants are named among these records (``tradeoff.variants``), so a run that measures
+    no leakage (the audit's canary-free controls) neither enters a test nor renames the others; each seed counts once
+    in a row."""
+    ok = measured(results) if len(results) else results
+    ok = ok[ok["attack"] != WORST] if len(ok) else ok
+    if ok.empty:
         return pd.DataFrame()
+    ok = with_variants(ok.drop(columns=["variant"], errors="ignore"))
     rows = []
-    for keys, group in ok[ok["attack"] != WORST].groupby([*CELL, "strength"], sort=False):
+    for keys, group in ok.groupby([*CELL, "variant", "strength"], sort=False):
         test = leakage_test(group, margin=margin)
-        rows.append({**dict(zip([*CELL, "strength"], keys)), "axis": str(group["strength_axis"].iloc[0])
-                     if "strength_axis" in group else "lambda", "attack_accuracy": test.attack_mean,
+        stronger = str(group["strength_stronger"].iloc[0]) if "strength_stronger" in group else "higher"
+        rows.append({**dict(zip([*CELL, "variant", "strength"], keys)), "axis": str(group["strength_axis"].iloc[0])
+                     if "strength_axis" in group else "lambda", "stronger": stronger,
+                     "utility": float(group["utility"].mean()), "attack_accuracy": test.attack_mean,
                      "prior_accuracy": test.prior_mean, "leakage": test.leakage, "ci_low": test.ci_low,
                      "ci_high": test.ci_high, "p_value": test.p_value, "verdict": test.verdict,
                      "seeds": test.n_seeds, "test": test.test})
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    frame["verdict"] = [_below_prior(r, frame) for r in frame.to_dict("records")]
+    frame["reading"] = frame["verdict"].map(READING)
+    return frame.iloc[sorted(range(len(frame)), key=lambda i: row_order(frame.iloc[i]))].reset_index(drop=True)
+
+
+#: What each verdict says, in words (the report's "leaks?" column).
+READING = {"yes": "yes: leaks beyond the prior", "no": "no: within the margin of the prior",
+           "inconclusive": "inconclusive", "attack failed": "attack failed: below the prior without a defense",
+           PUSHED: "no: the defense pushed the attack below the prior",
+           BELOW_AS_UNDEFENDED: "below the prior, as without the defense (the attack failed)"}
+
+
+def _below_prior(row: dict, frame: pd.DataFrame) -> str:
+    """A defended row below the prior: the defense pushed the attack there, unless the same attack failed without a
+    defense on the same setting (then the defense is not why)."""
+    if row["verdict"] != "attack failed" or row["defense"] == "none":
+        return row["verdict"]
+    same = frame[(frame["defense"] == "none") & (frame["method"] == row["method"]) & (frame["dataset"] == row["dataset"])
+                 & (frame["attack"] == row["attack"]) & (frame["phase"] == row["phase"])]
+    return BELOW_AS_UNDEFENDED if (same["verdict"] == "attack failed").any() else PUSHED
+
+
+def row_order(row) -> list:
+    """Setting, attack, no defense first then the defenses by name, variants, strengths weak to strong (epsilon: the
+    highest first)."""
+    strength = float(row["strength"])
+    return [natural(str(row["method"])), natural(str(row["dataset"])), str(row["phase"]), str(row["attack"]),
+            row["defense"] != "none", str(row["defense"]), natural(str(row["variant"])),
+            -strength if row.get("stronger", "higher") == "lower" else strength]
+
+
+def _setting(r: dict) -> str:
+    return f"{r['method']} / {r['dataset']} ({r['phase']})" + (f", {r['variant']}" if r.get("variant") else "")
+
+
+def attack_tables(rows: pd.DataFrame) -> dict[str, Table]:
+    """Per attack (by name), its leakage under every defense and strength: utility, attack and prior accuracy, the
+    leakage and its interval, what it reads as (the rule: :func:`~vflpriv.tradeoff.leakage.verdict_rule`), the
+    seeds."""
+    tables: dict[str, Table] = {}
+    if rows.empty:
+        return tables
+    several = rows[["method", "dataset", "phase", "variant"]].drop_duplicates().shape[0] > 1
+    for attack in sorted(set(rows["attack"])):
+        part = rows[rows["attack"] == attack].to_dict("records")
+        cells = [[*([_setting(r)] if several else []), "no defense" if r["defense"] == "none" else r["defense"],
+                  "" if r["defense"] == "none" else strength_label(r["axis"], r["strength"]), _num(r["utility"]),
+                  _num(r["attack_accuracy"]), _num(r["prior_accuracy"]), _num(r["leakage"], "{:+.3f}"),
+                  f"[{_num(r['ci_low'], '{:+.3f}')}, {_num(r['ci_high'], '{:+.3f}')}]", r["reading"], str(r["seeds"])]
+                 for r in part]
+        setting = "" if several else f": {_setting(part[0])}"
+        tables[attack] = Table(
+            f"{attack}{setting}: leakage beyond the adversary's prior (attack − prior accuracy on the same targets)",
+            [*(["setting"] if several else []), "defense", "strength", "utility", "attack", "prior", "leakage",
+             "95% CI", "leaks?", "seeds"], cells, set())
+    return tables
 
 
 def leakage_table(rows: pd.DataFrame, *, margin: float = MARGIN) -> Table | None:
-    """The rows as one table, settings in natural order, strengths in the order recorded."""
+    """Every row as one table (``vflpriv table``'s Markdown), in :func:`row_order`."""
     if rows.empty:
         return None
-    ordered = sorted(rows.to_dict("records"), key=lambda r: [natural(str(r[c])) for c in CELL])
-    cells = [[" / ".join(str(r[c]) for c in CELL),
+    cells = [[" / ".join(str(r[c]) for c in CELL) + (f" ({r['variant']})" if r["variant"] else ""),
               "undefended" if r["defense"] == "none" else strength_label(r["axis"], r["strength"]),
-              _num(r["attack_accuracy"]), _num(r["prior_accuracy"]), _num(r["leakage"], "{:+.3f}"),
-              f"[{_num(r['ci_low'], '{:+.3f}')}, {_num(r['ci_high'], '{:+.3f}')}]", r["verdict"], str(r["seeds"])]
-             for r in ordered]
+              _num(r["utility"]), _num(r["attack_accuracy"]), _num(r["prior_accuracy"]), _num(r["leakage"], "{:+.3f}"),
+              f"[{_num(r['ci_low'], '{:+.3f}')}, {_num(r['ci_high'], '{:+.3f}')}]", r["reading"], str(r["seeds"])]
+             for r in rows.to_dict("records")]
     return Table("Leakage beyond the adversary's prior (attack accuracy - prior accuracy on the same targets)",
-                 ["method / dataset / attack / defense / phase", "strength", "attack", "prior", "leakage", "95% CI",
-                  "leaks?", "seeds"], cells, set(), note=f"Verdicts: {verdict_rule(margin)}.")
+                 ["method / dataset / attack / defense / phase", "strength", "utility", "attack", "prior", "leakage",
+                  "95% CI", "leaks?", "seeds"], cells, set(), note=f"Verdicts: {verdict_rule(margin)}.")
 
 
 def verdicts(rows: pd.DataFrame) -> list[dict]:
-    """Per (method, dataset, phase), each attack's undefended verdict and the worst case: the attack with the largest
-    leakage among those that did not fail (chosen on the targets' labels: the auditor's worst case)."""
+    """Per setting (method, dataset, phase, variant), each attack's undefended verdict by attack name, and the worst
+    case: the attack with the largest leakage among those that did not fail (chosen on the targets' labels: the
+    auditor's worst case)."""
     if rows.empty:
         return []
     plain = rows[rows["defense"] == "none"]
     found = []
-    for (method, dataset, phase), part in plain.groupby(["method", "dataset", "phase"], sort=False):
+    for _, part in plain.groupby(["method", "dataset", "phase", "variant"], sort=False):
         trained = part[(part["verdict"] != "attack failed") & part["leakage"].notna()]
         worst = trained.loc[trained["leakage"].idxmax()] if len(trained) else None
-        for _, r in part.iterrows():
-            found.append({"setting": f"{method} / {dataset} ({phase})", "attack": r["attack"],
-                          "verdict": r["verdict"], "leakage": r["leakage"], "ci": (r["ci_low"], r["ci_high"]),
+        for r in sorted(part.to_dict("records"), key=lambda r: r["attack"]):
+            found.append({"setting": _setting(r), "attack": r["attack"], "verdict": r["verdict"],
+                          "leakage": r["leakage"], "ci": (r["ci_low"], r["ci_high"]),
                           "worst": worst is not None and r["attack"] == worst["attack"]})
     return found

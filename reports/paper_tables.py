@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from vflpriv.reports.tables import mean_std
+from vflpriv.reports.tables import epsilon_cell, mean_std
 from vflpriv.tradeoff.cap import strength_label
 
 CONTEXT = ["attack", "defense", "phase"]
@@ -59,7 +59,8 @@ class Table:
             lines.append(f"\\par\\footnotesize {tex(self.note)}")
         return "\n".join(lines + ["\\end{table}"]) + "\n"
 
-    def html(self) -> str:
+    def html(self, *, title: bool = True) -> str:
+        """The table as HTML, under its title (``title`` off: a section that holds it names it)."""
         import html
 
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
@@ -67,7 +68,8 @@ class Table:
             "<tr>" + "".join(f"<td class='best'>{html.escape(c)}</td>" if (r, j) in self.best else f"<td>{html.escape(c)}</td>"
                              for j, c in enumerate(row)) + "</tr>" for r, row in enumerate(self.rows))
         note = f"<p class='note'>{html.escape(self.note)}</p>" if self.note else ""
-        return f"<h3>{html.escape(self.title)}</h3><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+        heading = f"<h3>{html.escape(self.title)}</h3>" if title else ""
+        return f"{heading}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
 
 
 def _row_label(method: str, variant: str) -> str:
@@ -121,8 +123,10 @@ def _dataset_column(dataset: str, part: pd.DataFrame) -> str:
 
 def cap_tables(caps: pd.DataFrame) -> list[Table]:
     """One methods x datasets CAP table per (attack, defense, phase); each column names its utility metric (U) and
-    marks its best CAP and those tied with it within seed noise (:data:`BOLD_RULE`)."""
+    marks its best CAP and those tied with it within seed noise (:data:`BOLD_RULE`). No defense has no CAP (CAP
+    averages over a defense's strengths): no table for it."""
     caps = caps.assign(variant=caps["variant"] if "variant" in caps else "")
+    caps = caps[caps["defense"] != "none"]
     tables = []
     for (attack, defense, phase), part in caps.groupby(CONTEXT, sort=False):
         datasets = sorted(set(part["dataset"]), key=natural)
@@ -174,15 +178,15 @@ def _strength_cell(r) -> str:
     cell = f"{r.attack_accuracy_mean:.3f} / {r.utility_mean:.3f}"
     eps = getattr(r, "epsilon_mean", float("nan"))
     strongest = getattr(r, "strongest", "")
-    return cell + (f" (ε={eps:.3g})" if pd.notna(eps) else "") + (f" ({strongest})" if isinstance(strongest, str)
-                                                                  and strongest else "")
+    claim = f" (ε {epsilon_cell(eps, getattr(r, 'epsilon_delta_mean', float('nan')))})" if pd.notna(eps) else ""
+    return cell + claim + (f" ({strongest})" if isinstance(strongest, str) and strongest else "")
 
 
 def t_dcs_tables(caps: pd.DataFrame) -> list[Table]:
     """VFLAIR's T-DCS per phase: rows = (method, defense), columns = datasets, the mean DCS over the attacks."""
     from vflpriv.tradeoff.cap import t_dcs
 
-    scores = t_dcs(caps.assign(variant=caps["variant"] if "variant" in caps else ""))
+    scores = t_dcs(caps[caps["defense"] != "none"].assign(variant=caps["variant"] if "variant" in caps else ""))
     tables = []
     for phase, part in scores.groupby("phase", sort=False):
         datasets = sorted(set(part["dataset"]), key=natural)
@@ -216,7 +220,8 @@ def reference_table(results: pd.DataFrame) -> Table | None:
 
 def cap_csv(caps: pd.DataFrame) -> pd.DataFrame:
     """The CAP tables in long form with a ``best`` flag per (attack, defense, phase, dataset): the bold cells of
-    :func:`cap_tables` (the best and those tied with it within seed noise)."""
+    :func:`cap_tables` (the best and those tied with it within seed noise); none for no defense."""
+    caps = caps[caps["defense"] != "none"] if len(caps) else caps
     caps = caps.assign(variant=caps["variant"] if "variant" in caps else "").reset_index(drop=True)
     best = pd.Series(False, index=caps.index)
     for _, part in caps[caps["cap"].notna()].groupby([*CONTEXT, "dataset"]):

@@ -9,11 +9,14 @@ from pathlib import Path
 import pandas as pd
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.reports.canaries import epsilon_tables
-from vflpriv.reports.html import render_report
-from vflpriv.reports.leakage import leakage_rows, leakage_table, verdicts
+from vflpriv.reports.canaries import canary_controls, epsilon_tables
+from vflpriv.reports.features import feature_html
+from vflpriv.reports.html import Section, render_report
+from vflpriv.reports.leakage import leakage_rows, leakage_table
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
 from vflpriv.reports.plots import tradeoff_figures
+from vflpriv.reports.secret_labels import labels_section
+from vflpriv.store.folders import kind_of, shown
 from vflpriv.store.provenance import versions
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import read_store
@@ -28,10 +31,10 @@ def load_results(store: Path | str) -> pd.DataFrame:
     left out and listed as (key, what is wrong) in ``frame.attrs["damaged"]``; a store with no run that checks
     out is a ConfigError."""
     path = Path(store)
-    if path.is_dir() and (path / "results.sqlite").is_file():
+    if kind_of(path, what="results store") == "folder" and (path / "results.sqlite").is_file():
         path = path / "results.sqlite"
-    if not path.is_file():
-        raise ConfigError(f"no results store at {path} (give results.sqlite or the directory that holds it)")
+    if kind_of(path, what="results store") != "file":
+        raise ConfigError(f"no results store at {shown(path)} (give results.sqlite or the directory that holds it)")
     found = read_store(path)
     if not found.records:
         if found.damaged:
@@ -54,22 +57,41 @@ def select(results: pd.DataFrame, *, attack: str | None, defense: str | None, ph
     return results
 
 
+def attack_runs(results: pd.DataFrame) -> pd.DataFrame:
+    """The records the attack tables and figures are made of: the audit's canary-free controls (no prior, there for
+    what the canaries cost, :func:`~vflpriv.reports.canaries.canary_controls`) left out and the variants named
+    without them."""
+    controls = canary_controls(results)
+    if not controls.any():
+        return results
+    kept = with_variants(results[~controls].drop(columns=["variant"], errors="ignore"))
+    kept.attrs = results.attrs
+    return kept
+
+
 def tables(results: pd.DataFrame) -> list[Table]:
-    caps = cap_table(results)
-    found = [*cap_tables(caps), *t_dcs_tables(caps), *strength_tables(strength_summary(results))]
-    reference = reference_table(results)
-    return found + ([reference] if reference is not None else []) + epsilon_tables(results)
+    """The tables of ``vflpriv table``: CAP (methods x datasets per attack, defense and phase; none without a defense),
+    T-DCS, Table XI's strength rows, the leakage of every setting, the references, the empirical epsilon."""
+    runs = attack_runs(results)
+    caps = cap_table(runs)
+    found = [*cap_tables(caps), *t_dcs_tables(caps), *strength_tables(strength_summary(runs))]
+    leakage = leakage_table(leakage_rows(runs))
+    reference = reference_table(runs)
+    return (found + ([leakage] if leakage is not None else []) + ([reference] if reference is not None else [])
+            + epsilon_tables(results))
 
 
 def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
-    """cap_tables.{md,tex,csv}: the CAP tables, the Table XI rows and the references, in each format."""
+    """cap_tables.{md,tex,csv}: the CAP tables, the Table XI rows, the leakage and the references, in each format;
+    leakage.csv and epsilon_table.csv beside."""
     out.mkdir(parents=True, exist_ok=True)
     found = tables(results)
+    runs = attack_runs(results)
     (out / "cap_tables.md").write_text("\n".join(t.markdown() for t in found))
     (out / "cap_tables.tex").write_text("\n".join(t.latex() for t in found))
-    cap_csv(cap_table(results)).to_csv(out / "cap_tables.csv", index=False)
-    strength_summary(results).to_csv(out / "strength_rows.csv", index=False)
-    rows = leakage_rows(results)
+    cap_csv(cap_table(runs)).to_csv(out / "cap_tables.csv", index=False)
+    strength_summary(runs).to_csv(out / "strength_rows.csv", index=False)
+    rows = leakage_rows(runs)
     if not rows.empty:
         rows.to_csv(out / "leakage.csv", index=False)
     empirical = epsilon_table(results[results["canaries"] > 0])
@@ -78,19 +100,60 @@ def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
     return found
 
 
-def write_report(results: pd.DataFrame, out: Path, *, store: Path) -> Path:
-    """report.html (self-contained), next to the tables and the figures in PNG, SVG and PDF."""
-    found = write_tables(results, out)
-    summary = strength_summary(results)
-    figures = tradeoff_figures(summary, out) if not summary.empty else []
+#: Figure formats ``vflpriv report`` can write (PNG alone is embedded in the page).
+FIGURE_FORMATS = ("png", "svg", "pdf")
+#: One figure per (attack, phase) at this resolution keeps the page at a few hundred kB to a few MB.
+REPORT_DPI = 100
+def labels_of(results: pd.DataFrame) -> pd.DataFrame:
+    """The label attacks' records (a store written before the feature attacks holds no other)."""
+    return results[results["secret"] != "features"] if "secret" in results else results
+
+
+def _labels(results: pd.DataFrame, out: Path, formats: tuple[str, ...]) -> Section | None:
+    """The labels' section, with one figure per (attack, phase) written in ``formats`` (PNG embedded)."""
+    labels = labels_of(results)
+    if labels.empty:
+        return None
+    runs = attack_runs(labels)
+    summary = strength_summary(runs)
+    written = tradeoff_figures(summary, out, formats=tuple(dict.fromkeys(("png", *formats))), by_defense=True,
+                               dpi=REPORT_DPI) if not summary.empty else []
+    figures = {_figure_key(path, summary): path for path in written if path.suffix == ".png"}
+    return labels_section(labels, leakage_rows(runs), cap_table(runs), figures)
+
+
+def _features(results: pd.DataFrame, out: Path, formats: tuple[str, ...]) -> Section | None:
+    body = feature_html(results, out)
+    return Section("features", "Secret: the victims' features", body) if body else None
+
+
+#: The secrets a report has a section for, in the order of the page: each builds its section from the records (None
+#: where the store holds none of its attacks).
+SECRETS = [_labels, _features]
+
+
+def write_report(results: pd.DataFrame, out: Path, *, store: Path, formats: tuple[str, ...] = ("png",)) -> Path:
+    """report.html (self-contained), next to the tables and one figure per (attack, phase) in ``formats`` (PNG
+    always: the page embeds it)."""
+    write_tables(results, out)
     context = {"results store": str(store), "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                "versions": versions()}
     damaged = results.attrs.get("damaged", [])
     if damaged:
         context["damaged records left out"] = "; ".join(f"run {key}: {problem}" for key, problem in damaged)
-    rows = leakage_rows(results)
-    page = render_report(results, title="vflpriv results", tables=found, figures=figures, context=context,
-                         leakage=leakage_table(rows), verdicts=verdicts(rows))
+    sections = [section for make in SECRETS if (section := make(results, out, formats)) is not None]
+    reference = reference_table(attack_runs(results))
+    if reference is not None:
+        sections.append(Section("references", "Non-federated references", reference.html()))
+    page = render_report(results, title="vflpriv results", context=context, sections=sections)
     path = out / "report.html"
     path.write_text(page)
     return path
+
+
+def _figure_key(path: Path, summary: pd.DataFrame) -> tuple[str, str]:
+    """The (attack, phase) a figure file draws (its name ends with them, or it is the only one)."""
+    pairs = list(dict.fromkeys(zip(summary["attack"], summary["phase"])))
+    if len(pairs) == 1:
+        return pairs[0]
+    return next(pair for pair in pairs if path.stem.endswith(f"_{pair[0]}_{pair[1]}"))

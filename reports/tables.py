@@ -28,34 +28,59 @@ def _split_context(frame: pd.DataFrame) -> tuple[list[str], str]:
     return varying, fixed
 
 
+def epsilon_cell(epsilon: float, delta: float) -> str:
+    """A claimed epsilon with its delta (``0.998 at δ 1e-05``, ``2 (pure)``), n/a where none is claimed."""
+    if pd.isna(epsilon):
+        return "n/a"
+    return f"{epsilon:.3g} " + (f"at δ {delta:.3g}" if pd.notna(delta) and delta > 0 else "(pure)")
+
+
 def utility_label(metric: str) -> str:
     """What the utility number is: the federated model's metric on the test samples."""
     return "test " + {"accuracy": "accuracy", "auc": "AUC", "f1": "F1"}.get(metric, metric or "utility")
 
 
-def strength_table(summary: pd.DataFrame) -> Table:
-    """Per strength (none without a defense): utility, attack and prior accuracy, leakage, mean ± std over seeds."""
+#: How each secret's attack and prior numbers read in a table: (attack column, prior column, leakage's definition).
+SCORES = {"labels": ("attack acc", "prior acc", "leakage = attack − prior accuracy, per seed"),
+          "features": ("attack MSE", "prior MSE", "leakage = prior − attack MSE on features scaled to [0, 1], per seed")}
+
+
+def strength_tables(summary: pd.DataFrame) -> list[Table]:
+    """:func:`strength_table` per secret (label attacks' accuracies, feature attacks' MSEs)."""
+    if "secret" not in summary:
+        return [strength_table(summary)]
+    return [strength_table(part, secret=str(secret)) for secret, part in summary.groupby("secret", sort=True)]
+
+
+def strength_table(summary: pd.DataFrame, *, secret: str = "labels") -> Table:
+    """Per strength (none without a defense): utility, attack and prior accuracy (a feature attack's: MSE), leakage,
+    mean ± std over seeds."""
     varying, fixed = _split_context(summary)
     metric = summary["utility_metric"].iloc[0] if "utility_metric" in summary else ""
     defended = bool((summary["defense"] != "none").any())
     spent = "epsilon_mean" in summary and bool(summary["epsilon_mean"].notna().any())
     strongest = "strongest" in summary and bool((summary["strongest"].fillna("") != "").any())
     spread = "mean ± std over seeds" if (summary["n_seeds"] > 1).any() else "one seed"
-    table = Table(title=f"{fixed} ({spread}; leakage = attack − prior accuracy, per seed)")
-    columns = (*varying, *(["strength"] if defended else []), *(["ε spent"] if spent else []),
-               f"utility ({utility_label(metric)})", "attack acc", "prior acc", "leakage", "seeds",
+    attack, prior, leakage = SCORES[secret]
+    victim = secret == "features" and "victim" in summary
+    table = Table(title=f"{fixed} ({spread}; {leakage})")
+    columns = (*varying, *(["victim"] if victim else []), *(["strength"] if defended else []),
+               *(["ε spent (at δ)"] if spent else []), f"utility ({utility_label(metric)})", attack, prior, "leakage", "seeds",
                *(["strongest attack"] if strongest else []))
     for col in columns:
         table.add_column(col, justify="right")
+    digits = 4 if secret == "features" else 3
     for _, r in summary.iterrows():
         n = int(r["n_seeds"])
         table.add_row(
-            *(str(r[c]) for c in varying), *([strength_label(r["strength_axis"], r["strength"])] if defended else []),
-            *([f"{r['epsilon_mean']:.3g}" if pd.notna(r["epsilon_mean"]) else "n/a"] if spent else []),
+            *(str(r[c]) for c in varying), *([f"party {r['victim']}"] if victim else []),
+            *([strength_label(r["strength_axis"], r["strength"])] if defended else []),
+            *([epsilon_cell(r["epsilon_mean"], r.get("epsilon_delta_mean", float("nan")))] if spent else []),
             mean_std(r["utility_mean"], r["utility_std"], n=n),
-            mean_std(r["attack_accuracy_mean"], r["attack_accuracy_std"], n=n),
-            mean_std(r["prior_accuracy_mean"], r["prior_accuracy_std"], n=n),
-            mean_std(r["leakage_mean"], r["leakage_std"], n=n, sign=True), str(n), *([str(r["strongest"]) if isinstance(r["strongest"], str) else ""] if strongest else []),
+            mean_std(r["attack_accuracy_mean"], r["attack_accuracy_std"], n=n, digits=digits),
+            mean_std(r["prior_accuracy_mean"], r["prior_accuracy_std"], n=n, digits=digits),
+            mean_std(r["leakage_mean"], r["leakage_std"], n=n, sign=True, digits=digits), str(n),
+            *([str(r["strongest"]) if isinstance(r["strongest"], str) else ""] if strongest else []),
         )
     return table
 

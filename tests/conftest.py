@@ -35,8 +35,10 @@ def _one_thread():
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
-    """Every test gets its own pretraining cache: no hits from earlier runs or other tests."""
+    """Every test gets its own pretraining cache: no hits from earlier runs or other tests; and one fixed canary key,
+    so the canaries' labels, like every other draw, are the same from run to run."""
     monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("VFLPRIV_CANARY_KEY", "0123456789abcdef" * 4)
 
 
 @pytest.fixture

@@ -2,6 +2,13 @@
 
 CAP = (1/v) * sum_lambda U(lambda) * (1 - A(lambda)) over a protection sweep lambda_1..lambda_v.
 Higher is better: useful models whose labels the attack cannot recover.
+
+For a feature attack, 1 - A is its privacy score P = min(1, attack MSE / prior MSE) on the same targets (``scored``):
+the share of the adversary's own error without the federation that the reconstruction keeps. P = 1 where the attack
+does no better than the feature prior (the federation told it nothing it could use), 0 for an exact reconstruction;
+clipped at 1, since an attack worse than the prior cannot make a defense better than no leak (the adversary falls back
+on its prior). An MSE has no scale of its own (it depends on the features' spread), hence the ratio to the prior's,
+which does not; the label score 1 - A is an accuracy, which has one. The worst case is taken per secret and victim.
 """
 
 from __future__ import annotations
@@ -18,19 +25,44 @@ NAN = float("nan")
 WORST = "worst-case"
 #: What the worst case takes from one of its runs besides the accuracy (the rest of a record does not apply to it).
 _WORST_KEEP = ["variant", "strength", "seed", "status", "utility", "utility_metric", "num_classes", "strength_axis",
-               "strength_stronger", "strength_identity", "config", "epsilon"]
+               "strength_stronger", "strength_identity", "config", "epsilon", "epsilon_delta"]
 #: DCS's weight of the utility loss against the attack performance (VFLAIR: 0.5).
 DCS_BETA = 0.5
 
 
+#: Columns that tell a feature attack's records apart: the worst case over attacks never mixes secrets or victims.
+SECRET = ["secret", "victim"]
+
+
+def secret_columns(results: pd.DataFrame) -> list[str]:
+    """:data:`SECRET` where the results hold a feature attack's records (label-only results keep their columns)."""
+    return list(SECRET) if "secret" in results and (results["secret"] == "features").any() else []
+
+
+def scored(results: pd.DataFrame) -> pd.DataFrame:
+    """The records with each feature attack's ``attack_accuracy`` set to its performance relative to its prior,
+    A = 1 - min(1, feature MSE / prior MSE) (so 1 - A is the privacy score of the module's docstring), and its
+    ``prior_accuracy`` to 0 (the prior's own performance on that scale); label records unchanged."""
+    if "secret" not in results or not (results["secret"] == "features").any():
+        return results
+    features = results["secret"] == "features"
+    ratio = (pd.to_numeric(results["feature_mse"], errors="coerce") /
+             pd.to_numeric(results["prior_mse"], errors="coerce")).clip(lower=0, upper=1)
+    out = results.copy()
+    out.loc[features, "attack_accuracy"] = 1.0 - ratio[features]
+    out.loc[features, "prior_accuracy"] = 0.0
+    return out
+
+
 def dcs(attack: np.ndarray, utility: np.ndarray, reference: np.ndarray, *, classes: int,
-        beta: float = DCS_BETA) -> np.ndarray:
+        beta: float = DCS_BETA, chance: float | None = None) -> np.ndarray:
     """VFLAIR's defense capability score, 1 / (1 + sqrt((1 - beta) dAP^2 + beta dMP^2)) (``src/metrics/
     data_process.py`` ``cal_dcs``): dMP = max(MP0 - MP, 0), the utility lost to the defense against the undefended
     ``reference``, and dAP = AP with AP the attack accuracy normalised by chance, max(0, (A - 1/C) / (1 - 1/C)).
     VFLAIR uses the raw accuracy, with which an attack at chance still costs 0.5 on a binary task and DCS barely
-    separates defenses there; normalised, an attack no better than guessing costs nothing."""
-    chance = 1.0 / classes
+    separates defenses there; normalised, an attack no better than guessing costs nothing. A feature attack's AP is
+    VFLAIR's max(0, 1 - MSE) as it is (``chance`` 0: a reconstruction has no chance level to normalise by)."""
+    chance = 1.0 / classes if chance is None else chance
     ap = np.clip((np.asarray(attack, float) - chance) / (1.0 - chance), 0.0, None)
     dmp = np.clip(np.asarray(reference, float) - np.asarray(utility, float), 0.0, None)
     return 1.0 / (1.0 + np.sqrt((1.0 - beta) * ap**2 + beta * dmp**2))
@@ -77,7 +109,7 @@ def seed_caps(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """CAP per ``by`` group and seed, over the strengths the group's records name: the ``by`` columns, ``seed``,
     ``cap``. A seed missing a successful run at one of them gets no row (its CAP would cover another sweep)."""
     rows = []
-    for keys, group in results.groupby(by, sort=False):
+    for keys, group in scored(results).groupby(by, sort=False):
         expected = sorted(group["strength"].unique())
         ok = group[group["status"] == "ok"]
         for seed, runs in ok.groupby("seed", sort=True):
@@ -95,24 +127,40 @@ def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
     such run get no record."""
     if results.empty or "attack" not in results:
         return results.iloc[0:0]
-    scored = np.isfinite(pd.to_numeric(results["attack_accuracy"], errors="coerce").astype(float))
-    ok = results[(results["status"] == "ok") & (results["attack"] != WORST) & scored]
-    by = [c for c in GROUP if c != "attack"] + (["variant"] if "variant" in ok else []) + ["strength", "seed"]
+    results = scored(results)
+    finite = np.isfinite(pd.to_numeric(results["attack_accuracy"], errors="coerce").astype(float))
+    ok = results[(results["status"] == "ok") & (results["attack"] != WORST) & finite]
+    by = ([c for c in GROUP if c != "attack"] + [c for c in SECRET if c in ok] + (["variant"] if "variant" in ok else [])
+          + ["strength", "seed"])
+    several = ok.groupby("secret")["attack"].nunique() >= 2 if "secret" in ok else None
     rows = []
     for _, g in ok.groupby(by, sort=False):
+        if several is not None and not several[g["secret"].iloc[0]]:
+            continue  # the only attack on its secret: its own rows stand
         candidates = list(zip(g["attack"], g["attack_accuracy"]))
         if "prior_accuracy" in g and g["prior_accuracy"].notna().any():
-            candidates.append(("prior", float(g["prior_accuracy"].max())))
+            prior = ("prior", float(g["prior_accuracy"].max()))
+            # a feature attack no better than its prior (performance 0, clipped) does not beat it: the prior first
+            candidates = [prior, *candidates] if "secret" in g and g["secret"].iloc[0] == "features" \
+                else [*candidates, prior]
         name, accuracy = max(candidates, key=lambda c: c[1])
         honest = g[~g["training_under_attack"].astype(bool)] if "training_under_attack" in g else g
         first = (honest if len(honest) else g).iloc[0]
-        row = {c: first[c] for c in [*GROUP, *_WORST_KEEP] if c in g}
+        row = {c: first[c] for c in [*GROUP, *_WORST_KEEP, *SECRET] if c in g}
         row.update(attack=WORST, attack_accuracy=accuracy, strongest=name, training_under_attack=False,
                    prior_accuracy=float(g["prior_accuracy"].max()) if "prior_accuracy" in g else NAN)
         row["leakage"] = accuracy - row["prior_accuracy"]
+        if row.get("secret") == "features":  # errors, as a feature attack's record holds them
+            strongest = g.loc[g["attack_accuracy"].idxmax()] if name != "prior" else None
+            row["prior_mse"] = float(g["prior_mse"].min())
+            row["feature_mse"] = row["prior_mse"] if strongest is None else float(strongest["feature_mse"])
+            row["leakage"] = row["prior_mse"] - row["feature_mse"]
+            row["feature_ap"] = max(0.0, 1.0 - row["feature_mse"])  # VFLAIR's AP, DCS's input
         rows.append(row)
-    return pd.DataFrame(rows, columns=list(dict.fromkeys([*GROUP, *_WORST_KEEP, "attack_accuracy", "prior_accuracy",
-                                                          "leakage", "strongest", "training_under_attack"])))
+    return pd.DataFrame(rows, columns=list(dict.fromkeys([*GROUP, *_WORST_KEEP, *SECRET, "attack_accuracy",
+                                                          "prior_accuracy", "leakage", "feature_mse", "prior_mse",
+                                                          "feature_ap",
+                                                          "strongest", "training_under_attack"])))
 
 
 def with_worst_case(results: pd.DataFrame) -> pd.DataFrame:
@@ -150,8 +198,8 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
     ``report_best_epoch_on_targets`` option).
     """
     rows = []
-    by = GROUP + (["variant"] if "variant" in results else [])
-    results = with_worst_case(results)
+    by = GROUP + secret_columns(results) + (["variant"] if "variant" in results else [])
+    results = scored(with_worst_case(results))
     results = results.assign(reference_utility=reference_utility(results))
     for keys, group in results.groupby(by, sort=False):
         expected = sorted(group["strength"].unique())
@@ -171,7 +219,11 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
                 best = good.get("attack_accuracy_optimistic")
                 if best is not None and best.notna().all():
                     optimistic.append(cap(good["utility"], best))
-                if classes >= 2 and good["reference_utility"].notna().all():
+                features = "secret" in good and (good["secret"] == "features").all()
+                if features and "feature_ap" in good and good["reference_utility"].notna().all():
+                    scores.append(float(dcs(good["feature_ap"], good["utility"], good["reference_utility"],
+                                            classes=classes, chance=0.0).mean()))
+                elif not features and classes >= 2 and good["reference_utility"].notna().all():
                     scores.append(float(dcs(good["attack_accuracy"], good["utility"], good["reference_utility"],
                                             classes=classes).mean()))
             else:
@@ -211,11 +263,25 @@ def _metric(group: pd.DataFrame) -> str:
     return str(found[0]) if found else ""
 
 
+def shown(results: pd.DataFrame) -> pd.DataFrame:
+    """The records as tables and plots show them: a feature attack's ``attack_accuracy`` and ``prior_accuracy``
+    columns hold its and its prior's MSE (its ``leakage`` is already prior - attack MSE); label records unchanged."""
+    if "secret" not in results or not (results["secret"] == "features").any():
+        return results
+    features = results["secret"] == "features"
+    out = results.copy()
+    out.loc[features, "attack_accuracy"] = pd.to_numeric(results.loc[features, "feature_mse"], errors="coerce")
+    out.loc[features, "prior_accuracy"] = pd.to_numeric(results.loc[features, "prior_mse"], errors="coerce")
+    return out
+
+
 def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over seeds of utility, attack and prior accuracy, leakage (attack - prior accuracy, per seed) and
     the epsilon a DP defense spent, at each strength (and its axis name and direction); worst-case rows name the
-    strongest attack of each strength in ``strongest`` (several when seeds differ)."""
-    ok = with_worst_case(results)
+    strongest attack of each strength in ``strongest`` (several when seeds differ). Where the results hold feature
+    attacks, ``secret`` and ``victim`` tell the rows apart and a feature row's attack and prior numbers are MSEs
+    (:func:`shown`)."""
+    ok = shown(with_worst_case(results))
     ok = ok[ok["status"] == "ok"]
     if "strength_axis" not in ok:
         ok = ok.assign(strength_axis="lambda")
@@ -223,9 +289,10 @@ def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
         ok = ok.assign(leakage=ok["attack_accuracy"] - ok["prior_accuracy"])
     if "strength_stronger" not in ok:
         ok = ok.assign(strength_stronger="higher")
-    cols = ["utility", "attack_accuracy", "prior_accuracy", "leakage"] + (["epsilon"] if "epsilon" in ok else [])
-    keys = GROUP + (["variant"] if "variant" in ok else []) + ["utility_metric", "strength_axis", "strength_stronger",
-                                                                "strength"]
+    cols = ["utility", "attack_accuracy", "prior_accuracy", "leakage"] + (["epsilon"] if "epsilon" in ok else []) \
+        + (["epsilon_delta"] if "epsilon_delta" in ok else [])
+    keys = GROUP + secret_columns(ok) + (["variant"] if "variant" in ok else []) + [
+        "utility_metric", "strength_axis", "strength_stronger", "strength"]
     agg = ok.groupby(keys)[cols].agg(["mean", lambda c: c.std(ddof=0)])
     agg.columns = [f"{c}_{'mean' if s == 'mean' else 'std'}" for c, s in agg.columns]
     n = ok.groupby(keys)["seed"].count().rename("n_seeds")

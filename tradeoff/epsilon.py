@@ -1,30 +1,45 @@
 """Empirical epsilon over seeds: each attack's canary guesses pooled over the independent trainings of a setting, the
-worst case over attacks, and the check against the epsilon a DP defense claims.
+worst case over the attacks, and the check of the epsilon a DP defense claims against them.
 
 Pooling is sound: each training's right guesses are dominated by a binomial (``vflpriv.common.empirical_epsilon``)
-and the trainings are independent, so their sum is dominated by the binomial of the summed guesses. The worst case
-over A attacks is the largest of their bounds each computed at level 5% / A (Bonferroni), so it is still a 95% bound.
-A claim is violated when the pooled worst-case bound exceeds the claimed epsilon: then the defense's implementation,
-or its accountant, is wrong for this setting.
+and the trainings are independent, so their sum is dominated by the binomial of the summed guesses. A setting is a
+(method, dataset, defense, phase, variant, strength): a defense's option variants (label-dp uniform and two-stage)
+are settings of their own. The worst case over the A attacks planned in a setting (every attack with a record there,
+whether or not it guessed a canary) is the largest of their bounds, each at level 5% / A (Bonferroni), so it is
+still a 95% bound.
+
+The check of a claim (epsilon, delta), the largest over the setting's trainings (each must hold it):
+
+- its cap: the largest worst-case bound the canaries could give if every one were guessed right, with each attack's
+  menu and the 5% / A share (:func:`vflpriv.common.empirical_epsilon.cap`); a claim at or above it is untestable with
+  those canaries, whatever the attacks do;
+- its p-value: the worst case's, min over the attacks of A x their menu p-value (Bonferroni over attacks and menu);
+- a decision from those p-values with Holm's step-down correction over every testable claim the table checks (one
+  report, one ``vflpriv table``), so the chance of rejecting any true claim of the table is at most 5%: "claim rejected
+  at the 95% level" with the counts that reject it. No single attack's row rejects a claim.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from vflpriv.common.empirical_epsilon import ALPHA, menu_lower
+from vflpriv.common.empirical_epsilon import ALPHA, cap, menu_lower, menu_p_value
 
-GROUP = ["method", "dataset", "defense", "phase", "strength"]
+GROUP = ["method", "dataset", "defense", "phase", "variant", "strength"]
+#: The attack name of a setting's worst-case row.
+WORST = "worst-case"
 
 
-def pooled_counts(rows: pd.DataFrame) -> tuple[list[list[int]], int]:
-    """(per menu entry [guesses, right] summed over the runs, canaries summed): the runs of one setting and attack."""
+def pooled_counts(rows: pd.DataFrame, *, column: str = "canary_counts") -> tuple[list[list[int]], int]:
+    """(per menu entry [guesses, right] summed over the runs, canaries summed): the runs of one setting and attack (or
+    of an auditor: ``column="auditor_counts"``)."""
     totals: list[list[int]] = []
     canaries = 0
-    for text, count in zip(rows["canary_counts"], rows["canaries"]):
+    for text, count in zip(rows[column], rows["canaries"]):
         counts = json.loads(text) if isinstance(text, str) and text else []
         if not counts:
             continue
@@ -38,44 +53,135 @@ def pooled_counts(rows: pd.DataFrame) -> tuple[list[list[int]], int]:
     return totals, canaries
 
 
+def _delta(rows: pd.DataFrame) -> float:
+    return float(np.nan_to_num(rows["epsilon_lower_delta"].max(), nan=0.0))
+
+
 def pooled_lower(rows: pd.DataFrame, *, alpha: float = ALPHA) -> tuple[float, int, float]:
-    """(epsilon lower bound, guesses, accuracy of those guesses) of one attack's runs pooled; NaN where none guessed."""
+    """(epsilon lower bound, guesses of the menu entry selected for it, accuracy of those guesses) of one attack's runs
+    pooled; NaN where none guessed. The accuracy is the selected entry's (chosen for the best bound, so optimistic)."""
     counts, canaries = pooled_counts(rows)
     if not counts:
         return float("nan"), 0, float("nan")
     classes = int(rows["num_classes"].iloc[0])
-    delta = float(np.nan_to_num(rows["epsilon_lower_delta"].max(), nan=0.0))
-    bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=delta, alpha=alpha)
+    bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=_delta(rows), alpha=alpha)
     right = next(r for g, r in counts if g == guesses)  # every menu entry keeps at least one guess
     return bound, guesses, right / guesses
 
 
-def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per setting (method, dataset, defense, phase, strength): each attack's pooled empirical epsilon, the worst case
-    over the attacks (Bonferroni over them) naming the attack, the claimed epsilon (its accountant's, mean over seeds),
-    and whether the claim is violated. Empty where no run had canaries."""
-    frame = results[(results["status"] == "ok") & (results["canaries"] > 0)]
-    rows = []
-    for key, setting in frame.groupby(GROUP, sort=False, dropna=False):
-        attacks = {a: r for a, r in setting.groupby("attack", sort=False) if pooled_counts(r)[0]}
-        if not attacks:
+@dataclass(frozen=True)
+class ClaimTest:
+    """The worst case's test of one claim: its p-value (Bonferroni over the attacks and their menus), the attack and
+    the pooled counts behind it, and the cap the canaries allow (the claim is untestable at or above it)."""
+
+    claim: float
+    p_value: float
+    attack: str
+    guesses: int
+    right: int
+    canaries: int
+    cap: float
+
+    @property
+    def testable(self) -> bool:
+        return bool(self.claim < self.cap)
+
+
+def cap_of(attacks: dict[str, tuple[list[list[int]], int]], *, planned: int, classes: int, delta: float) -> float:
+    """The worst case's cap: the largest bound any attack's pooled canaries could give with every guess right, at its
+    menu's and the ``planned`` attacks' Bonferroni share; NaN where no attack guessed."""
+    return max((cap(canaries=m, classes=classes, menu=len(c), attacks=planned, delta=delta)
+                for c, m in attacks.values() if c), default=float("nan"))
+
+
+def claim_test(attacks: dict[str, tuple[list[list[int]], int]], *, planned: int, classes: int, claim: float,
+               delta: float) -> ClaimTest:
+    """Test "every training is (claim, delta)-label-DP" on each attack's pooled (counts, canaries), ``planned`` attacks
+    in all (one that guessed nothing still takes its Bonferroni share)."""
+    ceiling = cap_of(attacks, planned=planned, classes=classes, delta=delta)
+    best = ClaimTest(claim, 1.0, "", 0, 0, 0, ceiling)
+    for name, (counts, canaries) in attacks.items():
+        if not counts:
             continue
-        claimed, axis = float(setting["epsilon"].mean()), str(setting["strength_axis"].iloc[0])
-        stronger = str(setting["strength_stronger"].iloc[0])
-        # every attack kept guessed (a bound, never NaN); a tie goes to the last name, whatever the records' order
-        worst = max((pooled_lower(r, alpha=ALPHA / len(attacks))[0], a) for a, r in attacks.items())
-        for attack, runs in attacks.items():
+        p, (guesses, right) = menu_p_value(counts, canaries=canaries, classes=classes, epsilon=claim, delta=delta)
+        p = min(1.0, p * planned)
+        if p < best.p_value or not best.attack:
+            best = ClaimTest(claim, p, name, guesses, right, canaries, ceiling)
+    return best
+
+
+def holm(p_values: list[float], *, alpha: float = ALPHA) -> list[bool]:
+    """Holm's step-down rejections of the hypotheses with ``p_values``: the family-wise error rate is at most alpha."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    rejected = [False] * len(p_values)
+    for rank, i in enumerate(order):
+        if p_values[i] > alpha / (len(p_values) - rank):
+            break
+        rejected[i] = True
+    return rejected
+
+
+def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per setting: each attack's pooled empirical epsilon (at 5%, alone), and a worst-case row over the planned
+    attacks (at 5% / A) with its cap and, where a DP defense claims an epsilon, the claim's test (Holm over every
+    testable claim of the table). Empty where no run had canaries."""
+    results = results if "variant" in results else results.assign(variant="")
+    if "secret" in results:  # a feature attack guesses no label: not among the canaries' guessers
+        results = results[results["secret"].fillna("labels") != "features"]
+    planned_frame = results[(results["canaries"] > 0) & (results["status"] != "n/a")]
+    planned_by = {_key(k): int(n) for k, n in
+                  planned_frame.groupby(GROUP, sort=False, dropna=False)["attack"].nunique().items()}
+    frame = planned_frame[planned_frame["status"] == "ok"]
+    rows, tests = [], []
+    for key, setting in frame.groupby(GROUP, sort=False, dropna=False):
+        attacks = {a: pooled_counts(r) for a, r in setting.groupby("attack", sort=False)}
+        if not any(counts for counts, _ in attacks.values()):
+            continue
+        planned = planned_by[_key(key)]
+        classes, delta = int(setting["num_classes"].iloc[0]), _delta(setting)
+        claimed = float(setting["epsilon"].max())  # each training must hold its own claim: test the weakest
+        claimed_delta = float(np.nan_to_num(setting.get("epsilon_delta", pd.Series([0.0])).max(), nan=0.0)) \
+            if np.isfinite(claimed) else np.nan
+        base = {**dict(zip(GROUP, key)), "axis": str(setting["strength_axis"].iloc[0]),
+                "stronger": str(setting["strength_stronger"].iloc[0]), "classes": classes, "epsilon_claimed": claimed,
+                "epsilon_claimed_delta": claimed_delta, "epsilon_lower_delta": delta,
+                "claim_note": _claim_note(setting), "testable": False, "rejected": False}
+        worst = (-1.0, "")
+        for attack, runs in setting.groupby("attack", sort=False):
             bound, guesses, accuracy = pooled_lower(runs)
-            rows.append({**dict(zip(GROUP, key)), "axis": axis, "stronger": stronger, "attack": attack,
-                         "epsilon_lower": bound,
-                         "canary_guesses": guesses,
-                         "canary_accuracy": accuracy, "seeds": int(runs["seed"].nunique()),
-                         "epsilon_claimed": claimed})
-        rows.append({**dict(zip(GROUP, key)), "axis": axis, "stronger": stronger, "attack": "worst-case",
-                     "epsilon_lower": worst[0],
-                     "canary_guesses": 0, "canary_accuracy": float("nan"), "seeds": int(setting["seed"].nunique()),
-                     "epsilon_claimed": claimed, "strongest": worst[1]})
+            counts, canaries = attacks[attack]
+            rows.append({**base, "attack": attack, "epsilon_lower": bound, "canary_guesses": guesses,
+                         "canary_accuracy_selected": accuracy,
+                         "canary_accuracy_all": counts[0][1] / counts[0][0] if counts else float("nan"),
+                         "canaries": canaries, "seeds": int(runs["seed"].nunique())})
+            if counts:  # a tie goes to the last name, whatever the records' order
+                worst = max(worst, (pooled_lower(runs, alpha=ALPHA / planned)[0], attack))
+        row = {**base, "attack": WORST, "epsilon_lower": worst[0], "strongest": worst[1], "planned_attacks": planned,
+               "canaries": max(m for _, m in attacks.values()), "seeds": int(setting["seed"].nunique()),
+               "cap": cap_of(attacks, planned=planned, classes=classes, delta=delta)}
+        if np.isfinite(claimed):
+            test = claim_test(attacks, planned=planned, classes=classes, claim=claimed, delta=claimed_delta)
+            row |= {"testable": test.testable, "cap_at_claim": test.cap, "p_value": test.p_value,
+                    "rejecting_attack": test.attack, "rejecting_guesses": test.guesses,
+                    "rejecting_right": test.right}
+            if test.testable:
+                tests.append((len(rows), test.p_value))
+        rows.append(row)
     table = pd.DataFrame(rows)
+    for (i, _), rejected in zip(tests, holm([p for _, p in tests])):
+        table.at[i, "rejected"] = rejected
     if not table.empty:
-        table["violated"] = table["epsilon_lower"] > table["epsilon_claimed"]
+        table["holm_family"] = len(tests)
     return table
+
+
+def _key(key: tuple) -> tuple:
+    """A group key with its NaNs made comparable (two NaNs of two groupbys are not equal)."""
+    return tuple("<nan>" if isinstance(v, float) and np.isnan(v) else v for v in key)
+
+
+def _claim_note(setting: pd.DataFrame) -> str:
+    """Why a DP defense of the setting records no epsilon (its runs' notes), or ''."""
+    notes = [n for n in setting["notes"].dropna().astype(str) for n in n.split("; ") if "no epsilon recorded" in n] \
+        if "notes" in setting else []
+    return notes[0] if notes else ""

@@ -44,12 +44,13 @@ _NOTHING = object()
 
 
 def _exit_with_parent(parent: int) -> None:
-    """Loky worker initializer: leave Ctrl-C to the parent (a terminal sends it to the whole process group;
-    the parent then stops the workers), one torch thread, and exit as soon as ``parent`` is no longer the parent.
-    Loky's leak check is off: a worker keeps its freed tensor buffers (``vflpriv.models.allocator``) and its
+    """Loky worker initializer: leave Ctrl-C and SIGTERM to the parent (a terminal, or ``kill`` of the process
+    group, sends them to every process; the parent then stops the workers), one torch thread, and exit as soon as
+    ``parent`` is no longer the parent. Loky's leak check is off: a worker keeps its freed tensor buffers (``vflpriv.models.allocator``) and its
     in-process caches on purpose, so its resident memory stays at its peak; loky read that as a leak of more
     than 300 MB after a full-data CNN training and restarted the worker, with a warning and a fresh import."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as Ctrl-C: the parent stops them (SIGKILL), or they follow it
     import torch
     from joblib.externals.loky import process_executor
 
@@ -292,16 +293,20 @@ def prewarm(*, jobs: int, backend_name: str, previous: Warm | None = None) -> Wa
 def run_all(
     fn: Callable[[Any], Any], items: list[Any], *, jobs: int, on_result: Callable[[Any], None],
     backend_name: str = "loky", address: str | None = None, gpu_share: float | None = None,
+    on_start: Callable[[Any], None] | None = None,
 ) -> None:
     """Compute ``fn(item)`` for every item, handing each result to ``on_result`` as soon as it exists (on
     Ray, whose joblib backend has no result generator: as soon as its wave of ``jobs`` items ends). On a Dask or
-    Ray cluster, ``gpu_share`` is the share of a GPU each item asks the scheduler for (items that run on CUDA)."""
+    Ray cluster, ``gpu_share`` is the share of a GPU each item asks the scheduler for (items that run on CUDA).
+    ``on_start(item)``: locally, when an item starts (a cluster's scheduler decides that: not called there)."""
+    started = on_start or (lambda item: None)
     if jobs == 1 and backend_name in LOCAL_BACKENDS:
         for item in items:
+            started(item)
             on_result(fn(item))
         return
     if backend_name == "loky":
-        _share_with_workers(fn, items, workers=jobs - 1, on_result=on_result)
+        _share_with_workers(fn, items, workers=jobs - 1, on_result=on_result, on_start=started)
         return
     if backend_name not in _BACKENDS:
         raise ConfigError(f"unknown backend '{backend_name}'; valid backends: {', '.join(BACKENDS)}")
@@ -319,7 +324,8 @@ def run_all(
                     on_result(result)
 
 
-def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: int, on_result) -> None:
+def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: int, on_result,
+                        on_start: Callable[[Any], None]) -> None:
     """This process and ``workers`` loky workers take items from one queue until none is left; each worker
     gets its next item from the callback that delivers its last result."""
     todo = collections.deque(items)
@@ -329,7 +335,10 @@ def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: 
 
     def take() -> Any:
         with lock:
-            return todo.popleft() if todo and not failures else _NOTHING
+            item = todo.popleft() if todo and not failures else _NOTHING
+        if item is not _NOTHING:
+            on_start(item)
+        return item
 
     def submit() -> None:
         item = take()

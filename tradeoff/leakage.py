@@ -15,6 +15,14 @@ partition, same auxiliary set). Two tests of it:
 - per seed (records without per-target outcomes): the paired differences over seeds give a t-based 95% interval
   and a one-sided paired t-test of "leakage > 0" (Student 1908). With one seed there is no test.
 
+A feature attack's leakage is the prior's reconstruction error minus the attack's (MSE on features scaled to [0, 1]),
+per target: the same per-sample test on those continuous paired differences (their variance in place of McNemar's;
+:func:`error_paired_leakage`), with a margin relative to the prior's error (``FEATURE_MARGIN`` of its mean MSE: an
+MSE has no scale of its own, as an accuracy has). A feature attack has no "attack failed" verdict: a reconstruction
+significantly worse than the prior is what a decoder fitted on rows that carry nothing of the victim's features
+does (it fits their noise; a constant or noise bottom reads so), not a training that collapsed, so it reads "no"
+(the leakage is shown to be below the margin) and the audit says it fell below the prior.
+
 Verdicts, with a tolerance ``margin`` (default 0.02 accuracy):
 
 - ``yes``: the interval's lower bound is above 0 (the attack beats the prior, p < 0.025 one-sided);
@@ -27,6 +35,7 @@ Verdicts, with a tolerance ``margin`` (default 0.02 accuracy):
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
 
@@ -35,15 +44,21 @@ import pandas as pd
 from scipy import stats
 
 MARGIN = 0.02
+#: A feature attack's verdict margin, as a share of the prior's mean MSE on the targets.
+FEATURE_MARGIN = 0.05
 TEST_NAME = "paired t-test over seeds (attack vs prior accuracy on each seed), 95% interval"
 SAMPLE_TEST_NAME = ("per-target paired differences of attack and prior (McNemar variance) combined over seeds by a "
                     "DerSimonian-Laird random-effects model, 95% normal interval, one-sided z p")
+ERROR_TEST_NAME = ("per-target paired differences of prior and attack MSE combined over seeds by a DerSimonian-Laird "
+                   "random-effects model, 95% normal interval, one-sided z p")
 
 
 def verdict_rule(margin: float) -> str:
     """The rule the verdicts follow, stated for a reader of the report (p is one-sided, for "leakage > 0")."""
     return (f"yes when the 95% interval of the leakage lies above 0; no when it lies below the margin +{margin:g}; "
-            f"attack failed when it lies below -{margin:g}; inconclusive otherwise. p is one-sided, for leakage > 0 "
+            f"below -{margin:g}: without a defense the attack failed (it did not reach the prior, so it says nothing "
+            "about leakage), with one the defense pushed the attack below the prior; inconclusive otherwise. p is "
+            "one-sided, for leakage > 0 "
             "(McNemar's on the targets, or the paired t-test over seeds where the records hold no per-target "
             "outcomes), and is reported beside the interval, which alone decides")
 
@@ -85,8 +100,12 @@ def paired_leakage(attack: np.ndarray, prior: np.ndarray, *, margin: float = MAR
     return LeakageTest(n, float(attack.mean()), float(prior.mean()), mean, low, high, p, _verdict(low, high, margin))
 
 
-def _verdict(low: float, high: float, margin: float) -> str:
-    return "yes" if low > 0 else "attack failed" if high < -margin else "no" if high < margin else "inconclusive"
+def _verdict(low: float, high: float, margin: float, *, can_fail: bool = True) -> str:
+    if low > 0:
+        return "yes"
+    if can_fail and high < -margin:
+        return "attack failed"
+    return "no" if high < margin else "inconclusive"
 
 
 def _bits(text: str) -> np.ndarray:
@@ -99,7 +118,26 @@ def sample_paired_leakage(attack_hits: list[str], prior_hits: list[str], *, marg
     pairs = [(_bits(a), _bits(p)) for a, p in zip(attack_hits, prior_hits, strict=True)]
     if not pairs or any(a.size != p.size or a.size == 0 for a, p in pairs):
         raise ValueError("each seed needs attack and prior outcomes of the same, non-empty target set")
-    diffs = [(a - p).astype(float) for a, p in pairs]
+    return _random_effects([(a - p).astype(float) for a, p in pairs], [a.mean() for a, _ in pairs],
+                           [p.mean() for _, p in pairs], margin=margin, test=SAMPLE_TEST_NAME)
+
+
+def error_paired_leakage(attack_errors: list[np.ndarray], prior_errors: list[np.ndarray], *,
+                         margin: float = FEATURE_MARGIN) -> LeakageTest:
+    """The per-sample test of a feature attack from each seed's per-target errors (MSE), attack and prior aligned
+    target by target: leakage = prior error - attack error; the verdict margin is ``margin`` times the prior's mean
+    error (``attack_mean`` and ``prior_mean`` are mean errors)."""
+    pairs = [(np.asarray(a, float), np.asarray(p, float)) for a, p in zip(attack_errors, prior_errors, strict=True)]
+    if not pairs or any(a.size != p.size or a.size == 0 for a, p in pairs):
+        raise ValueError("each seed needs attack and prior errors of the same, non-empty target set")
+    prior_mean = float(np.mean([p.mean() for _, p in pairs]))
+    return _random_effects([p - a for a, p in pairs], [a.mean() for a, _ in pairs], [p.mean() for _, p in pairs],
+                           margin=margin * prior_mean, test=ERROR_TEST_NAME, can_fail=False)
+
+
+def _random_effects(diffs: list[np.ndarray], attack: list[float], prior: list[float], *, margin: float,
+                    test: str, can_fail: bool = True) -> LeakageTest:
+    """Each seed's paired differences ``diffs`` combined by the random-effects model of the module's docstring."""
     means = np.array([d.mean() for d in diffs])
     within = np.array([d.var(ddof=1) / d.size if d.size > 1 else 0.0 for d in diffs])
     if not within.any():  # every pair agrees within each seed: no sampling noise to speak of
@@ -116,15 +154,33 @@ def sample_paired_leakage(attack_hits: list[str], prior_hits: list[str], *, marg
         se = math.sqrt(1.0 / w.sum())
     low, high = pooled - 1.96 * se, pooled + 1.96 * se
     p_value = float(stats.norm.sf(pooled / se)) if se > 0 else (0.0 if pooled > 0 else 1.0)
-    return LeakageTest(len(pairs), float(np.mean([a.mean() for a, _ in pairs])),
-                       float(np.mean([p.mean() for _, p in pairs])), pooled, low, high, p_value,
-                       _verdict(low, high, margin), SAMPLE_TEST_NAME, sum(a.size for a, _ in pairs))
+    return LeakageTest(len(diffs), float(np.mean(attack)), float(np.mean(prior)), pooled, low, high, p_value,
+                       _verdict(low, high, margin, can_fail=can_fail), test, sum(d.size for d in diffs))
 
 
-def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN) -> LeakageTest:
-    """The test over the successful records of one (attack, phase, defense, strength), one per seed: per sample
-    where every record holds its per-target outcomes, else per seed."""
-    ok = records[records["status"] == "ok"].sort_values("seed")
+def measured(records: pd.DataFrame) -> pd.DataFrame:
+    """The records that measure leakage: successful, with a prior to compare the attack with (a feature attack's: its
+    prior's error); a run without one, such as the audit's canary-free control trainings, measures utility only."""
+    prior = records["prior_accuracy"].notna()
+    if "prior_mse" in records:
+        prior |= records["prior_mse"].notna()
+    return records[(records["status"] == "ok") & prior]
+
+
+def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN, feature_margin: float = FEATURE_MARGIN
+                 ) -> LeakageTest:
+    """The test over the records of one setting (attack, phase, defense, strength and every other setting), one per
+    seed: per sample where every record holds its per-target outcomes (a feature attack's: its per-target errors), else
+    per seed. Records without a prior are left out (:func:`measured`); a seed that appears twice is refused: it would
+    count one training's outcome twice and narrow the interval."""
+    ok = measured(records).sort_values("seed")
+    repeated = sorted(set(ok.loc[ok["seed"].duplicated(), "seed"]))
+    if repeated:
+        raise ValueError(f"seed(s) {', '.join(map(str, repeated))} appear more than once among the records of one "
+                         "leakage test; each seed counts once (keep apart the settings that tell the records apart)")
+    if len(ok) and is_features(ok):
+        return error_paired_leakage([np.array(json.loads(a), float) for a in ok["attack_errors"]],
+                                    [np.array(json.loads(p), float) for p in ok["prior_errors"]], margin=feature_margin)
     if len(ok) and {"attack_hits", "prior_hits"} <= set(ok) and all(
             isinstance(a, str) and isinstance(p, str) and a and len(a) == len(p)
             for a, p in zip(ok["attack_hits"], ok["prior_hits"])):
@@ -132,16 +188,27 @@ def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN) -> LeakageTes
     return paired_leakage(ok["attack_accuracy"].to_numpy(), ok["prior_accuracy"].to_numpy(), margin=margin)
 
 
-def falls_to_prior(records: pd.DataFrame, *, margin: float = MARGIN) -> dict | None:
-    """The weakest strength of one defense sweep at which the mean leakage over seeds is at most ``margin``:
+def falls_to_prior(records: pd.DataFrame, *, margin: float = MARGIN, feature_margin: float = FEATURE_MARGIN
+                   ) -> dict | None:
+    """The weakest strength of one defense sweep at which the mean leakage over seeds is at most ``margin`` (a feature
+    attack's: ``feature_margin`` times the prior's MSE):
     {strength, axis, leakage, utility}, or None if no swept strength gets there."""
-    ok = records[records["status"] == "ok"]
+    ok = measured(records)
     if ok.empty:
         return None
     stronger_is_lower = (ok["strength_stronger"] == "lower").any()
-    means = ok.assign(leak=ok["attack_accuracy"] - ok["prior_accuracy"]).groupby("strength")[["leak", "utility"]].mean()
+    if is_features(ok):  # errors: prior - attack MSE, the margin a share of the prior's (FEATURE_MARGIN's reading)
+        ok = ok.assign(leak=ok["prior_mse"] - ok["feature_mse"], bound=feature_margin * ok["prior_mse"])
+    else:
+        ok = ok.assign(leak=ok["attack_accuracy"] - ok["prior_accuracy"], bound=margin)
+    means = ok.groupby("strength")[["leak", "utility", "bound"]].mean()
     for strength in sorted(means.index, reverse=bool(stronger_is_lower)):
-        if means.loc[strength, "leak"] <= margin:
+        if means.loc[strength, "leak"] <= means.loc[strength, "bound"]:
             return {"strength": float(strength), "axis": str(ok["strength_axis"].iloc[0]),
                     "leakage": float(means.loc[strength, "leak"]), "utility": float(means.loc[strength, "utility"])}
     return None
+
+
+def is_features(records: pd.DataFrame) -> bool:
+    """Whether the records are a feature attack's (older stores hold label attacks' only, without the column)."""
+    return "secret" in records and bool((records["secret"] == "features").any())

@@ -99,6 +99,19 @@ def gpu_share(configs: Sequence[RunConfig], *, backend: str, runs_per_gpu: int) 
     return 1.0 / runs_per_gpu if cuda and backend not in LOCAL_BACKENDS else None
 
 
+def describe(runs: Sequence[RunConfig]) -> str:
+    """What one training computes, for a progress line: its defense and seed, its pretraining, and its attacks (tuned:
+    each selects among candidates; each scored beside the adversary's prior, computed once per seed and cached)."""
+    r = runs[0]
+    defenses = ", ".join(f"{d.name} {d.strength:g}" if d.strength is not None else d.name for d in r.defenses)
+    tuned = sum(run.attack.tune for run in runs)
+    steps = ["pretraining"] if METHODS.get(r.method.name).pretrains else []
+    steps.append("training")
+    steps.append(f"{len(runs)} attack{'s' if len(runs) != 1 else ''}" + (f" ({tuned} tuned)" if tuned else "")
+                 + (" and the prior" if any(run.attack.prior != "none" for run in runs) else ""))
+    return f"{r.method.name}, {defenses or 'no defense'}, seed {r.seed}: {', '.join(steps)}"
+
+
 def check(configs: Sequence[RunConfig]) -> int:
     """Plan every training and its attacks before any training: bad input fails fast, nothing half-done.
     Returns the number of trainings."""
@@ -128,6 +141,7 @@ def sweep(
     on_wait: Callable[[int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     on_schedule: Callable[[list[Planned]], None] | None = None,
+    on_start: Callable[[list[RunConfig]], None] | None = None,
     checked: bool = False,
 ) -> pd.DataFrame:
     """Validate every config and drop the damaged records of the store first (unless ``checked``: the caller
@@ -138,7 +152,8 @@ def sweep(
     sweep are retried; those written during this sweep (by it or by another sweep) are not. A stored record
     that does not check out (damaged) is deleted and recomputed, said through ``on_note``. ``on_schedule`` gets the
     trainings about to run, in dispatch order (``planned_work``), before they start. The returned
-    frame holds one row per config, in grid order, including runs found done in the store.
+    frame holds one row per config, in grid order, including runs found done in the store. ``on_start(runs)``: a
+    training (its runs) starts here or in a local worker.
     """
     if not checked:
         check(configs)
@@ -180,6 +195,6 @@ def sweep(
                     on_done(records)
 
             run_all(run_safely, on_gpus([todo[k] for k in mine], gpus), jobs=workers, on_result=commit,
-                    backend_name=backend, address=address, gpu_share=share)
+                    backend_name=backend, address=address, gpu_share=share, on_start=on_start)
     records = [store.get(c.key()) for c in configs]
     return pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())

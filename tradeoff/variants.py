@@ -1,8 +1,11 @@
 """Which settings tell apart runs of one (method, dataset, attack, defense, phase): a grid's axes.
 
-Every record stores its whole configuration. Within each group, the settings (flattened to dotted keys)
-that take more than one value, besides the swept strength and the seed, name the group's variants, e.g.
-``partition.labeled=400``; tables and CAP keep variants apart instead of averaging across them.
+Every record stores its whole configuration. The settings (flattened to dotted keys) that take more than one
+value, besides the swept strength and the seed, name the variants, e.g. ``partition.labeled=400``; tables, CAP and
+the leakage tests keep variants apart instead of averaging across them. A setting of the training or of the attack
+block as a whole (its prior, tuning) is compared across every attack of one (method, dataset, defense, phase), so
+that the attacks on one training carry the same name (the worst case takes the strongest of them, per variant); an
+attack's own options only within that attack's runs (attacks have different options).
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ import pandas as pd
 #: Keys that are the table's own axes (or cannot change results), never part of a variant.
 OWN_AXES = {"method.name", "dataset.name", "attack.name", "attack.phase", "seed", "device"}
 GROUP = ["method", "dataset", "attack", "defense", "phase"]
+#: The cell whose runs are compared for every setting but an attack's own (:data:`PER_ATTACK`).
+CELL = ["method", "dataset", "defense", "phase"]
+#: Settings that belong to one attack: compared only within that attack's runs.
+PER_ATTACK = ("attack.options.", "attack.search_space.")
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -40,10 +47,18 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
     flat = [flatten(json.loads(c)) if isinstance(c, str) and c else {} for c in results["config"]]
     variants = [""] * len(results)
     positions = pd.Series(range(len(results)), index=results.index)
-    for _, rows in results.groupby(GROUP, sort=False):
-        where = positions[rows.index].tolist()
-        keys = sorted(set().union(*(flat[i].keys() for i in where)) - OWN_AXES)
-        varying = [k for k in keys if len({repr(flat[i].get(k)) for i in where}) > 1]
-        for i in where:
-            variants[i] = ", ".join(f"{k}={flat[i].get(k)}" for k in varying)
+    for _, cell in results.groupby(CELL, sort=False):
+        shared = _varying(flat, positions[cell.index].tolist(), own=False)
+        for _, rows in cell.groupby("attack", sort=False):
+            where = positions[rows.index].tolist()
+            varying = sorted([*shared, *_varying(flat, where, own=True)])
+            for i in where:
+                variants[i] = ", ".join(f"{k}={flat[i].get(k)}" for k in varying)
     return results.assign(variant=variants)
+
+
+def _varying(flat: list[dict[str, Any]], where: list[int], *, own: bool) -> list[str]:
+    """The keys (an attack's own, or every other) that take more than one value among the runs ``where``."""
+    keys = set().union(*(flat[i].keys() for i in where)) - OWN_AXES
+    keys = {k for k in keys if k.startswith(PER_ATTACK) == own}
+    return [k for k in keys if len({repr(flat[i].get(k)) for i in where}) > 1]

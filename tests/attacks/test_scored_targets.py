@@ -123,7 +123,7 @@ def test_the_recorded_accuracy_is_the_refit_s_and_the_oracle_is_the_best_trial_o
     y_test = load_dataset(cfg.dataset, parties=2).y_test
     refit = {"test": Inference(predictions=torch.zeros_like(y_test))}
     perfect = Trial({"lr": 1.0}, 1.0, 0.1, {"test": Inference(predictions=y_test.clone())})
-    monkeypatch.setattr(attacking, "tuned", lambda a, view: SearchResult({}, refit, [perfect], "rigged"))
+    monkeypatch.setattr(attacking, "tuned", lambda a, view, **_: SearchResult({}, refit, [perfect], "rigged"))
     (record,) = run(cfg)
     assert record.status == "ok", record.error
     assert record.attack_accuracy == pytest.approx(float((y_test == 0).double().mean()))

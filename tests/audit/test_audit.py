@@ -39,12 +39,32 @@ def test_grid_lists_every_pair_that_cannot_run_with_the_reason():
     assert "needs a binary task" in reasons[("exploit", "none")]
     assert "one gradient entry per class" in reasons[("dli", "none")] and "finetune.top=sum" in reasons[("dli", "none")]
     attacks = {r.attack.name for r in runs}
-    assert attacks == {"mc", "mc-mixmatch", "gc", "bli", "similarity", "mc-active"}
-    # per seed: undefended + 3 ISO strengths, once for the passive attacks and once more for mc-active, which acts
+    assert attacks == {"mc", "mc-mixmatch", "gc", "similarity", "mc-active", "fi-decoder", "fi-inversion", "grn"}
+    assert "left out of the default audit: under a trained top" in reasons[("bli", "none")]
+    # per seed: undefended + 3 ISO strengths, once for the passive attacks and once more for mc-active, which acts; the
+    # feature attacks share the passive attacks' trainings
     assert len({r.training_key() for r in runs}) == 2 * (1 + 3) * 2
     active = {r.training_key() for r in runs if r.attack.name == "mc-active"}
     assert not active & {r.training_key() for r in runs if r.attack.name != "mc-active"}
     assert {r.attack.options.get("iterations") for r in runs if r.attack.name == "mc-mixmatch"} == {12}
+
+
+def test_bli_is_left_out_of_the_default_battery_under_a_trained_top_and_runs_when_named_or_under_a_sum_top():
+    """It scores below the prior in every default audit under a trained top: left out with the reason (the audit
+    prints it), run where its gradient matching recovers the labels (finetune.top=sum) or where the user names it."""
+    base = {**SMALL, "method": {"name": "splitnn"}, "seeds": [0]}
+
+    def grid(**changes) -> tuple[set[str], dict]:
+        runs, skipped = audit_grid(AuditConfig.model_validate({**base, **changes}))
+        return {r.attack.name for r in runs}, {s.attack: s for s in skipped}
+
+    attacks, skipped = grid(audit={"defenses": []})
+    assert "bli" not in attacks and skipped["bli"].left_out and "finetune.top=sum" in skipped["bli"].reason
+    assert not skipped["dli"].left_out  # inapplicable, not left out
+    attacks, _ = grid(audit={"defenses": []}, finetune={**SMALL["finetune"], "top": "sum"})
+    assert "bli" in attacks
+    attacks, skipped = grid(audit={"defenses": [], "attacks": ["bli", "gc"]})
+    assert attacks == {"bli", "gc"} and not skipped
 
 
 def test_canaries_go_where_the_attacked_phase_reads_labels_and_one_training_per_seed_measures_their_cost():

@@ -26,7 +26,8 @@ def test_each_kind_of_attack_has_exactly_one_strongest():
         cls = ATTACKS.get(name)
         assert cls.kind, f"attack {name} declares no kind"
         kinds.setdefault(cls.kind, []).extend([name] if cls.strongest_of_kind else [])
-    assert kinds == {"model completion": ["mc-mixmatch"], "gradients": ["gc"], "similarity": ["similarity"]}
+    assert kinds == {"model completion": ["mc-mixmatch"], "gradients": ["gc"], "similarity": ["similarity"],
+                     "feature reconstruction": ["fi-decoder"]}
 
 
 def test_quick_profile_runs_one_seed_the_strongest_attack_of_each_kind_and_each_defense_at_its_middle_strength():
@@ -34,11 +35,11 @@ def test_quick_profile_runs_one_seed_the_strongest_attack_of_each_kind_and_each_
                                                                                          "defenses": TWO}})
     runs, _ = audit_grid(cfg)
     assert {r.seed for r in runs} == {0}
-    assert {r.attack.name for r in runs} == {"mc-mixmatch", "gc", "similarity"}
+    assert {r.attack.name for r in runs} == {"mc-mixmatch", "gc", "similarity", "fi-decoder"}
     assert {(r.swept.name, r.swept.strength) for r in runs if r.swept} == {("iso", 5.0), ("label-dp", 2.0)}
     note = profile_note(cfg)
-    assert "seed 0 (the full audit's default: 0, 1, 2)" in note and "left out: bli, direction, dli, exploit, mc, mc-active" in note
-    assert "iso 1, 25" in note and "label-dp 8, 1" in note
+    assert "seed 0 (the full audit's default: 0, 1, 2)" in note and "left out: bli, direction, dli, exploit, fi-inversion, grn, mc, mc-active" in note
+    assert "iso 1, 25" in note and "label-dp 4, 1" in note
     full = AuditConfig.model_validate({**SMALL, "method": {"name": "splitnn"}, "audit": {"defenses": TWO}})
     assert profile_note(full) == "full" and full.seeds == [0, 1, 2]
     assert len(audit_grid(full)[0]) > 9 * len(runs)
@@ -68,7 +69,7 @@ def test_the_active_adversary_runs_at_each_defenses_weakest_strength_first():
     now, deferred = defer_active(runs)
     assert sorted(map(id, now + deferred)) == sorted(map(id, runs))
     acting = {(r.swept.name, r.swept.strength) for r in now if r.attack.name == "mc-active" and r.swept}
-    assert acting == {("iso", 1.0), ("label-dp", 8.0)}  # ISO: larger lambda is stronger; label DP: smaller epsilon
+    assert acting == {("iso", 1.0), ("label-dp", 4.0)}  # ISO: larger lambda is stronger; label DP: smaller epsilon
     assert {r.attack.name for r in deferred} == {"mc-active"} and len(deferred) == 2 * 2 * 2
     assert any(r.attack.name == "mc-active" and r.swept is None for r in now)  # its verdict, with no defense
 

@@ -149,10 +149,13 @@ def test_the_audit_reports_each_setting_s_empirical_epsilon_beside_its_claim_and
     assert summary["utility_with"]["trainings"] == 1 and summary["utility_without"]["trainings"] == 1
     rows = {(r["defense"], r["strength"], r["attack"]): r for r in summary["rows"]}
     assert rows[("none", 0.0, "gc")]["epsilon_lower"] > 2.0  # undefended split learning leaks its canaries
-    for eps in (8.0, 2.0, 1.0):
-        row = rows[("label-dp", eps, "gc")]
-        assert row["epsilon_claimed"] == eps and row["epsilon_lower"] <= eps and not row["violated"]
+    for eps in (4.0, 2.0, 1.0):  # the audit's label-DP claims, all below the cap of 60 ten-class canaries
+        row, worst = rows[("label-dp", eps, "gc")], rows[("label-dp", eps, "worst-case")]
+        assert row["epsilon_claimed"] == eps and row["epsilon_lower"] <= eps and not worst["rejected"]
+        assert worst["testable"] and eps < worst["cap"] and worst["planned_attacks"] == 1
     text = (out / "audit.md").read_text()
-    assert "## Empirical epsilon (random-label canaries)" in text and "claimed epsilon 1.00: consistent" in text
+    assert "## Empirical epsilon (random-label canaries)" in text
+    assert "claimed epsilon 1.00 (pure): not rejected" in text and f"cap {worst['cap']:.2f} with 60 canaries" in text
+    assert "VIOLATED" not in text and "consistent" not in text
     verdicts = json.loads((out / "audit.json").read_text())["verdicts"]
     assert [v["attack"] for v in verdicts] == ["gc"]  # the training without canaries measures cost, not leakage

@@ -90,3 +90,34 @@ def test_auto_is_own_where_the_method_pretrains_alone_and_simsiam_elsewhere():
     assert resolved == {"ssvfl-i": "own", "ssvfl-c": "own", "local-byol": "own", "vflhlp": "own", "vflhlp-p": "own",
                         "splitnn": "simsiam", "fedhssl": "simsiam", "oneshot": "simsiam"}
     assert prior_pretraining("ssvfl-i", "simsiam") == "simsiam"
+
+
+@pytest.mark.parametrize("method", [{"name": "ssvfl-i", "options": {"epochs": 2}},
+                                    {"name": "vflhlp", "options": {"supervised_epochs": 2, "scarf_epochs": 1}},
+                                    {"name": "vflhlp-a", "options": {"supervised_epochs": 2}}])
+def test_the_cached_own_encoder_is_reused_without_a_warning(method, tmp_path, monkeypatch):
+    """The stored modules match the skeleton they are loaded into: a second process (the in-process copy dropped)
+    reads the cached encoder, silently and bit for bit, instead of discarding it and pretraining again."""
+    import warnings
+
+    from vflpriv.config.registry import METHODS
+    from vflpriv.runner import prior as prior_module
+    from vflpriv.runner.attacking import adversary_view
+    from vflpriv.runner.execution import train
+
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path))
+    cfg = _run(phase="pretrain").model_copy(update={"method": RunConfig.model_validate({"method": method}).method})
+    p = plan(cfg)
+    result = train(p)
+    view = adversary_view(result.fed, p.scenario, result.encoder("pretrain", p.scenario.adversary), "pretrain",
+                          torch.Generator())
+    monkeypatch.setattr(prior_module, "_ENCODERS", {})  # computed and stored here, whatever ran before
+    first = own_encoder(p.attacks[0].prior, view)
+    monkeypatch.setattr(prior_module, "_ENCODERS", {})  # as another process of the sweep
+    monkeypatch.setattr(METHODS.get(method["name"]), "pretrain_alone",
+                        lambda *a, **k: pytest.fail("the cached encoder was recomputed"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = own_encoder(p.attacks[0].prior, view)
+    for a, b in zip(first.state_dict().values(), again.state_dict().values(), strict=True):
+        assert torch.equal(a, b)

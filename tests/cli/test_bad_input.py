@@ -150,6 +150,13 @@ EVALUATE = [
     (["--canaries", "x"], "--canaries"),
     (["--method", "centralized-lr", "--canaries", "5", "--defense", "none"], "is not federated, so no adversary"),
     (["--method", "fedhssl", "--phase", "pretrain", "--canaries", "5"], "reads no labels"),
+    # the auditor (issue 48)
+    (["--set", "finetune.auditor=nasr"], "unknown auditor 'nasr'; valid auditors: gradient-lrt"),
+    (["--defense", "dp-gaussian", "--strengths", "4", "--set", "finetune.auditor=gradient-lrt"],
+     "guesses the random-label canaries; set partition.canaries"),
+    (["--defense", "iso", "--canaries", "5", "--set", "finetune.auditor=gradient-lrt"], "audits dp-gaussian"),
+    (["--defense", "alibi", "--strengths", "1", "--set", "defenses=[{name: alibi, strength: 1, sweep: true}, "
+      "{name: mixup, strength: 0.8}]"], "options.prior=uniform"),
     # attack and prior
     (["--set", "attack.options.nope=1"], "unknown setting attack.options.nope; valid keys here: head"),
     (["--set", "attack.options.epochs=-5"], "attack.options.epochs"),

@@ -97,7 +97,7 @@ def test_time_left_comes_from_the_planned_work_per_kind_not_from_the_first_runs(
     truth = 95 * 3.5
     assert 1 / 1.2 < progress.remaining() / truth < 1.2
     assert clock.now / 10 * 190 / truth > 4  # the estimate this replaces
-    assert buffer.getvalue().splitlines()[-1].endswith("left; running: training 5")
+    assert buffer.getvalue().splitlines()[-1].endswith("left; now: training 5")
 
 
 def test_an_unseen_kind_costs_what_its_like_cost_and_nothing_is_estimated_before_a_common_training_finished():
@@ -116,3 +116,54 @@ def test_an_unseen_kind_costs_what_its_like_cost_and_nothing_is_estimated_before
     assert progress.estimate.cost(items[2]) == 2.0 + 4.0 + 3.0
     done, left = 36.0 + 8.0 + 9.0 / 2, 9.0 / 2  # the running training counts as half done
     assert progress.remaining() == pytest.approx(50.0 / done * left)
+
+
+def test_what_is_computed_is_said_at_once_until_the_first_run_finishes_then_with_the_periodic_line():
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=False, width=400)
+    clock = Clock()
+    with RunProgress(6, console=console, clock=clock, label="tune: strength 2 of at most 7, runs") as progress:
+        progress.doing("splitnn, iso 5, seed 0: training, 3 attacks (3 tuned) and the prior")
+        clock.now = 40.0
+        progress.advance(3)  # the periodic line names what is still in flight
+        progress.doing("splitnn, iso 5, seed 1: training")  # a run finished here: no extra line
+        clock.now = 80.0
+        progress.advance(3)
+    assert buffer.getvalue().splitlines() == [
+        "tune: strength 2 of at most 7, runs 0/6 (0%), 0:00 elapsed; now: splitnn, iso 5, seed 0: training, 3 attacks "
+        "(3 tuned) and the prior",
+        "tune: strength 2 of at most 7, runs 3/6 (50%), 0:40 elapsed, about 0:40 left; now: splitnn, iso 5, seed 0: "
+        "training, 3 attacks (3 tuned) and the prior",
+        "tune: strength 2 of at most 7, runs 6/6 (100%), 1:20 elapsed"]
+
+
+def test_tune_counts_the_strengths_of_its_bisection_and_the_audit_says_what_its_first_minutes_do(tmp_path,
+                                                                                                monkeypatch):
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
+    quick = ["--set", "finetune.epochs=2", "--set", "model.hidden=16", "--set", "model.out_dim=8", "--jobs", "1"]
+    tune = CliRunner().invoke(app, ["tune", "--method", "splitnn", "--attack", "gc", "--defense", "iso", "--seeds", "0",
+                                    "--steps", "1", "--tolerance", "1", "--out", str(tmp_path / "t"), "--set", "attack.prior=aux",
+                                    "--set", "attack.prior_epochs=5", *quick])
+    assert tune.exit_code == 0, tune.output
+    for k in (1, 2):  # the strongest end, the weakest: each its own count of at most steps + 2 strengths
+        assert f"tune: strength {k} of at most 3 (lambda=" in tune.stderr
+        assert f"runs 1/1 (100%)" in tune.stderr
+    audit = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--attacks", "gc", "--defenses", "none",
+                                     "--seeds", "0", "--no-tune-attacks", "--canaries", "0", "--out",
+                                     str(tmp_path / "a"), "--set", "audit.prior=aux", "--set", "audit.prior_epochs=5",
+                                     *quick])
+    assert audit.exit_code == 0, audit.output
+    # planning and conformance show a spinner on a terminal only (a refusal after them is one error line); then the
+    # runs say what they compute
+    lines = audit.stderr.splitlines()
+    assert lines[0] == "runs 0/1 (0%), 0:00 elapsed; now: splitnn, no defense, seed 0: training, 1 attack and the prior"
+
+
+def test_a_step_before_the_runs_is_named_on_a_terminal_only():
+    from vflpriv.common.progress import stage
+
+    for terminal in (True, False):
+        console, buffer = _console(terminal=terminal)
+        with stage(console, "conformance checks of splitnn"):
+            pass
+        assert ("conformance checks of splitnn" in buffer.getvalue()) == terminal

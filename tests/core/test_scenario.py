@@ -123,14 +123,16 @@ def test_aux_positive_ratio_draws_that_share_of_positives_on_binary_tasks_only(d
 
 
 def test_the_sizes_at_their_limits_are_accepted(digits):
-    """labeled = the classes, labeled = the aligned count, canaries = the labeled non-auxiliary samples, aux = every
-    candidate of a class: each exactly fits."""
+    """labeled = the classes, labeled = the aligned count, canaries = the labeled non-auxiliary samples but one (one
+    must be left to score the attacks on), aux = every candidate of a class: each exactly fits."""
     assert build_scenario(digits, PartitionConfig(labeled=10, aux=20), seed=0).labeled.numel() == 10
     assert build_scenario(digits, PartitionConfig(labeled=287), seed=0).labeled.numel() == 287
     with pytest.raises(ConfigError, match="fewer than the 10 classes"):
         build_scenario(digits, PartitionConfig(labeled=9), seed=0)
-    full = build_scenario(digits, PartitionConfig(aux_source="labeled", labeled=200, aux=50, canaries=150), seed=0)
-    assert full.canaries.numel() == 150 and full.canary_labels.numel() == 150
+    full = build_scenario(digits, PartitionConfig(aux_source="labeled", labeled=200, aux=50, canaries=149), seed=0)
+    assert full.canaries.numel() == 149 and full.canary_labels.numel() == 149
+    with pytest.raises(ConfigError, match="canaries=150 leaves no labeled training sample to score"):
+        build_scenario(digits, PartitionConfig(aux_source="labeled", labeled=200, aux=50, canaries=150), seed=0)
     with pytest.raises(ConfigError, match="canaries=151 exceeds the 150"):
         build_scenario(digits, PartitionConfig(aux_source="labeled", labeled=200, aux=50, canaries=151), seed=0)
     labeled = build_scenario(digits, PartitionConfig(labeled=200), seed=0).labeled

@@ -136,9 +136,11 @@ def test_the_optimistic_utility_is_the_best_epoch_on_the_test_set_or_the_final_m
     assert math.isnan(best(0.5, []))
 
 
-@pytest.mark.parametrize("labeled, canaries, share, held", [(4, 0, 0.5, 2), (20, 10, 0.5, 10), (100, 0, 0.01, 1)])
+@pytest.mark.parametrize("labeled, canaries, share, held", [(4, 0, 0.5, 2), (20, 9, 0.5, 10), (100, 0, 0.01, 1)])
 def test_a_split_at_each_limit_is_drawn(labeled, canaries, share, held):
-    """Exactly 2 labeled samples left to train on, every sample that may be held out held out, and one sample."""
+    """Exactly 2 labeled samples left to train on, every sample that may be held out held out (with canaries, one
+    sample left to score the attacks on: 10 canaries and 10 held out of 20 are refused,
+    ``tests/cli/test_settings_honoured.py``), and one sample."""
     data = load_digits(parties=2) if labeled >= 10 else _binary()
     sc = build_scenario(data, PartitionConfig(labeled=labeled, aux=0, canaries=canaries), seed=0, validation=share)
     assert sc.validation.numel() == held

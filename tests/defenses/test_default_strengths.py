@@ -45,10 +45,9 @@ def test_a_defense_without_audit_strengths_spans_its_search_range():
 
 
 #: Defenses that protect nothing against these attacks here, at any strength (measured, benchmarks/results/
-#: defense_grid_36.md): the test holds them to it, so that a change that makes them act is seen.
-INERT = {"fedpass": "a fixed private linear map of the embedding: gc's clusters and mc's completion survive it "
-                    "(gc 1.0, mc within 0.01 at sigma 1 to 5000 on digits)",
-         "discrete-sgd": "rounding to a grid of 2 std keeps each gradient's sign pattern: gc stays at 1.0 down to "
+#: defense_grid_36.md): the test holds them to it, so that a change that makes them act is seen. (FedPass left it with
+#: its one-row key, the anchors': its scale now moves gc and the utility, benchmarks/results/anchor_defenses_scale.md.)
+INERT = {"discrete-sgd": "rounding to a grid of 2 std keeps each gradient's sign pattern: gc stays at 1.0 down to "
                          "1 bin"}
 
 

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from vflpriv.common.errors import IncompatibleError
+from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.alibi import laplace, posterior
 from vflpriv.defenses.label_dp import rr_with_prior, top_k_choice
@@ -75,6 +76,39 @@ def test_alibi_trains_on_its_posterior_rows_and_its_labels_are_their_argmax():
     assert torch.equal(active.soft_labels[known].argmax(1), active.labels[known])
 
 
+@pytest.mark.parametrize("prior", ["model", "uniform"])
+def test_alibi_s_update_is_the_reference_code_s_loss_under_its_prior_by_hand(prior):
+    """label_dp_antipodes' Ohm loss: the target is the Laplace posterior of the noisy one-hot (drawn once), under the
+    model's current softmax (mapwithprior, the default) or a uniform prior (map); the loss is the cross-entropy to it.
+    The top's gradient after one exchange of the shared loop equals that loss's, computed here from the noise."""
+    from vflpriv.methods.finetune import split_model, split_step
+
+    eps = 2.0
+    p = plan(_config(defenses=[{"name": "alibi", "strength": eps, "sweep": True, "options": {"prior": prior}}]))
+    fed = build_federation(p)
+    defense = p.defenses[0]
+    bottoms, top = split_model(fed, p.method.fresh_bottoms(fed))
+    batch = fed.labeled_aligned()[:16]
+    split_step(fed, bottoms, top, batch, fed.active.labels[batch], epoch=0)
+    got = top.linear.weight.grad.clone()
+    logits = top([bottoms[q.index](q.x_train[batch]) for q in fed.parties])
+    z = defense.noisy[batch].float()
+    likelihood = -(z[:, None, :] - torch.eye(fed.num_classes)).abs().sum(-1) / (2 / eps)  # the reference's _map_laplace
+    log_prior = torch.log(torch.softmax(logits.detach(), 1)) if prior == "model" else 0.0
+    pmf = torch.softmax(likelihood + log_prior, 1)
+    loss = (pmf * -torch.log(torch.softmax(logits, 1) + 1e-10)).sum(-1).mean()
+    expected = torch.autograd.grad(loss, top.linear.weight)[0]
+    assert torch.allclose(got, expected, atol=1e-5)
+    assert not torch.isnan(defense.noisy[batch]).any() and defense.noisy[fed.active.labels < 0].isnan().all()
+
+
+def test_alibi_s_model_prior_is_refused_beside_a_defense_that_mixes_the_batch_s_targets():
+    mixup = {"name": "mixup", "strength": 0.7}
+    with pytest.raises(IncompatibleError, match="prior=uniform"):
+        plan(_config(defenses=[{"name": "alibi", "strength": 2.0, "sweep": True}, mixup]))
+    plan(_config(defenses=[{"name": "alibi", "strength": 2.0, "sweep": True, "options": {"prior": "uniform"}}, mixup]))
+
+
 def test_soft_labels_are_refused_for_a_method_whose_loop_takes_class_indices():
     with pytest.raises(IncompatibleError, match="soft labels"):
         plan(_config(method={"name": "ssvfl-i", "options": {"epochs": 1}}, attack={"name": "similarity"},
@@ -95,12 +129,13 @@ def test_fedpass_draws_private_keys_once_per_party_at_its_scale_and_trains_its_l
     p = plan(_config(defenses=[{"name": "fedpass", "strength": 10.0, "sweep": True}]))
     fed = build_federation(p)
     defense = p.defenses[0]
-    z = torch.randn(32, 16)
+    z = torch.randn(32, 400)
     out = defense.receive(1, z)
     layer = defense.layers[1]
     assert out.shape == z.shape and defense.receive(1, z).shape == z.shape and len(defense.layers) == 1
-    assert layer.scale_key.std().item() == pytest.approx(10.0, rel=0.1)
-    assert layer.scale_key.mean().item() == pytest.approx(-1.0, abs=1.0)
+    assert layer.scale_key.shape == layer.bias_key.shape == (1, 400)  # one row: SecretFlow's and FATE's num_passport
+    assert layer.scale_key.std().item() == pytest.approx(10.0, rel=0.15)
+    assert layer.scale_key.mean().item() == pytest.approx(-1.0, abs=2.0)
     assert {id(q) for q in defense.active_parameters()} == {id(q) for q in layer.parameters()}
     assert all(not isinstance(b, nn.Parameter) for b in layer.buffers())  # the keys are not trained
     assert fed is not None
@@ -110,11 +145,24 @@ def test_potential_energy_by_hand_and_its_gradient_pushes_one_class_apart():
     h = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]], requires_grad=True)
     y = torch.tensor([0, 0, 1])
     energy = potential_energy(h, y, eps=0.0, normalize=True)
-    assert energy.item() == pytest.approx(1 / math.sqrt(2))  # one same-class pair at distance sqrt(2)
+    assert energy.item() == pytest.approx(1 / math.sqrt(2))  # (2 ordered pairs at distance sqrt(2)) / 2 members
     energy.backward()
     moved = (h - 0.1 * h.grad).detach()
     assert torch.dist(*torch.nn.functional.normalize(moved[:2], dim=1)) > math.sqrt(2)
     assert potential_energy(h, torch.tensor([0, 1, 2]), eps=0.0, normalize=True) is None
+
+
+def test_potential_energy_is_secretflow_s_sum_per_class_on_the_raw_embeddings():
+    """SecretFlow's PELoss: per class, the sum over its ordered pairs of 1 / distance, over the class's count, summed
+    over the classes; raw embeddings (a 3-4-5 triangle of class 0, two points 2 apart of class 1, a lone class 2)."""
+    h = torch.tensor([[0.0, 0.0, 1.0], [3.0, 0.0, 1.0], [0.0, 4.0, 1.0], [10.0, 10.0, 0.0], [10.0, 12.0, 0.0],
+                      [7.0, 7.0, 7.0]])
+    y = torch.tensor([0, 0, 0, 1, 1, 2])
+    by_hand = 2 * (1 / 3 + 1 / 4 + 1 / 5) / 3 + 2 * (1 / 2) / 2
+    assert potential_energy(h, y, eps=0.0, normalize=False).item() == pytest.approx(by_hand)
+    assert potential_energy(h[[0, 3, 1, 4, 2, 5]], y[[0, 3, 1, 4, 2, 5]], eps=0.0, normalize=False).item() == \
+        pytest.approx(by_hand)  # the rows' order does not matter
+    assert DEFENSES.get("peloss").Options().normalize is False  # the raw embeddings by default, as SecretFlow
 
 
 def test_top_depth_deepens_the_linear_top_and_depth_one_is_the_mlp_top_bit_for_bit():

@@ -113,10 +113,46 @@ def test_ctrl_c_exits_130_with_one_line_and_leaves_no_workers(tmp_path):
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends: the whole foreground process group
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130
-    lines = [line for line in stderr.splitlines() if line.strip()]
+    lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("runs ")]  # progress aside
     assert len(lines) == 1 and lines[0].startswith("error: interrupted; the finished runs are kept in"), stderr
     assert _all_gone(workers, within=5)
     assert {status for _, status, _ in _rows(out / "results.sqlite")} == {"ok"}
+
+
+@pytest.mark.parametrize("to_group", [False, True], ids=["kill PID", "kill the process group"])
+def test_sigterm_ends_a_sweep_as_ctrl_c_does_and_the_rerun_resumes(to_group, tmp_path):
+    """``kill`` (a scheduler's stop) reads as Ctrl-C: one line, exit 130, workers gone, the finished runs kept."""
+    out = tmp_path / "out"
+    command = _command(out, "1,2,3,4,5,6", "--jobs", "2")
+    proc = _start(command, tmp_path)
+    before = _wait_for_rows(out / "results.sqlite", 1, proc)
+    workers = _children(proc.pid)
+    (os.killpg if to_group else os.kill)(proc.pid, signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("runs ")]
+    assert len(lines) == 1 and lines[0].startswith("error: interrupted; the finished runs are kept in"), stderr
+    assert _all_gone(workers, within=5)
+    kept = {key: updated for key, _, updated in _rows(out / "results.sqlite")}
+    assert all(kept[key] == updated for key, _, updated in before)
+    resumed = _run(command, tmp_path)
+    assert resumed.returncode == 0 and f"{len(kept)} already in the store" in resumed.stdout, resumed.stderr
+
+
+def test_a_reader_that_goes_away_silences_the_output_and_loses_nothing(tmp_path):
+    """``vflpriv evaluate ... | head -1``: the header is read, the pipe closed; the sweep goes on quietly (no
+    traceback, no "Exception ignored") and writes its store, results.csv, cap.csv and figure."""
+    out = tmp_path / "out"
+    proc = _start(_command(out, "1,2,3", "--jobs", "2"), tmp_path)
+    assert proc.stdout.readline().startswith("splitnn on digits")
+    proc.stdout.close()  # as head -1 exits
+    stderr = proc.stderr.read()
+    proc.wait(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr and "Exception" not in stderr and "Broken" not in stderr, stderr
+    assert {status for _, status, _ in _rows(out / "results.sqlite")} == {"ok"}
+    assert len(_rows(out / "results.sqlite")) == 3
+    assert all((out / name).is_file() for name in ("results.csv", "cap.csv", "tradeoff.png"))
 
 
 def test_two_concurrent_sweeps_on_one_store_each_list_their_own_runs(tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"vflpriv": "vflpriv", "vflpriv.attacks": "attacks", "vflpriv.defenses": "defenses",
-            "vflpriv.tradeoff": "tradeoff", "vflpriv.reports": "reports"}
+            "vflpriv.auditors": "auditors", "vflpriv.tradeoff": "tradeoff", "vflpriv.reports": "reports"}
 
 
 def _modules() -> dict[str, Path]:

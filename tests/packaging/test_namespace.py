@@ -17,8 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"vflpriv": "vflpriv", "attacks": "vflpriv/attacks", "defenses": "vflpriv/defenses",
-           "tradeoff": "vflpriv/tradeoff", "reports": "vflpriv/reports"}
-GENERIC = ("attacks", "defenses", "tradeoff", "reports")
+           "auditors": "vflpriv/auditors", "tradeoff": "vflpriv/tradeoff", "reports": "vflpriv/reports"}
+GENERIC = ("attacks", "defenses", "auditors", "tradeoff", "reports")
 
 PROBE = """
 import importlib.util, json, sys

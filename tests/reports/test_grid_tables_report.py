@@ -113,11 +113,12 @@ def test_the_html_report_is_self_contained_and_renders_in_chromium(store, tmp_pa
                                (tmp_path / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
 
     dom = chromium("--dump-dom").stdout
-    assert dom.count("<table") >= 4 and dom.count("data:image/png;base64,") == 1
+    assert dom.count("<table") >= 4 and dom.count("data:image/png;base64,") == 1  # one figure per (attack, phase)
     assert "splitnn" in dom and "centralized-lr" in dom and "non-federated" in dom
-    leaked = dom[dom.index("<h2 id=\"leakage\">What leaked</h2>"):dom.index("<h2>Results</h2>")]
-    assert "Leakage beyond the adversary's prior" in leaked and "<th>prior</th>" in leaked and "<th>95% CI</th>" in leaked
-    assert "splitnn / digits / mc / iso / finetune</td><td>λ=1</td>" in leaked and "Verdicts: yes when" in leaked
+    leaked = dom[dom.index('<section id="labels-attack-mc">'):dom.index('<section id="labels-defenses">')]
+    assert "leakage beyond the adversary's prior" in leaked and "<th>prior</th>" in leaked and "<th>95% CI</th>" in leaked
+    assert "splitnn / digits (finetune)</td><td>iso</td><td>λ=1</td>" in leaked
+    assert "Verdicts: yes when" in dom[dom.index('<section id="labels-verdicts">'):dom.index('id="labels-attacks"')]
     shot = tmp_path / "shot.png"
     chromium(f"--screenshot={shot}", "--window-size=1200,2400")
     from PIL import Image
@@ -142,10 +143,11 @@ def test_the_report_of_an_audit_s_records_says_what_leaked_with_each_verdict(tmp
     page = write_report(records, tmp_path, store=tmp_path / "results.sqlite")
     dom = subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
                           page.as_uri()], capture_output=True, text=True, timeout=120).stdout
-    verdicts = dom[dom.index("Verdicts without a defense"):]
+    verdicts = dom[dom.index('<section id="labels-verdicts">'):]
     assert "splitnn / digits (finetune), mc: leaks beyond the prior: <strong>yes</strong> (leakage +0.400, 95% CI [" \
         in verdicts
-    assert "(worst case: the largest leakage)" in verdicts.split("gc:")[0]  # mc's line, not gc's
+    mc = verdicts[verdicts.index("splitnn / digits (finetune), mc:"):]
+    assert "(worst case: the largest leakage)" in mc.split("</li>")[0]  # mc's line, not gc's
     assert "gc: leaks beyond the prior: <strong>no</strong> (leakage +0.000" in verdicts
     assert (tmp_path / "leakage.csv").exists()
 

@@ -7,11 +7,13 @@ import os
 import shlex
 import sys
 import traceback
+from collections import Counter
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from vflpriv.common.errors import Interrupted, VflprivError
+from vflpriv.common.console import silence
+from vflpriv.common.errors import ConfigError, Interrupted, VflprivError
 from vflpriv.store.provenance import own_version
 
 
@@ -27,6 +29,27 @@ class _Command(TyperCommand):
     def get_params(self, ctx):  # type: ignore[override]
         return _flags_without_type(super().get_params(ctx))
 
+    def parse_args(self, ctx, args):  # type: ignore[override]
+        _refuse_repeated_options(self.make_parser(ctx), list(args))
+        return super().parse_args(ctx, args)
+
+
+def _refuse_repeated_options(parser, args: list[str]) -> None:
+    """An option that takes one value, given twice (``--method splitnn --method local-a``, ``--seeds 0 --seeds 1``,
+    ``--tune-attacks --no-tune-attacks``), is refused: which one counts would be a guess (click keeps the last).
+    Repeatable options (``--set``) may repeat."""
+    try:
+        _, _, order = parser.parse_args(args=list(args))
+    except Exception:  # noqa: BLE001 - click's own parse, run next, says what is wrong
+        return
+    given = Counter(p for p in order if getattr(p, "param_type_name", "") == "option" and not p.multiple
+                    and not p.count)
+    twice = [p for p, n in given.items() if n > 1]
+    if twice:
+        names = ", ".join("/".join(p.opts + p.secondary_opts) for p in twice)
+        raise ConfigError(f"{names} given more than once; give each option once (a repeated option is not merged, "
+                          "and which one counts would be a guess)")
+
 
 class _ErrorLineGroup(TyperGroup):
     """Turns every usage or input error into one ``error:`` line and exit code 2 (130 for Ctrl-C), no traceback."""
@@ -39,6 +62,9 @@ class _ErrorLineGroup(TyperGroup):
             return super().invoke(ctx)
         except KeyboardInterrupt:  # before click prints a bare newline for it
             raise Interrupted("interrupted; finished runs are kept in the store") from None
+        except BrokenPipeError:  # a plain echo to a reader that went away (``| head -1``): it has read enough
+            silence(sys.stdout)
+            return None
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         try:

@@ -11,6 +11,7 @@ import typer
 from vflpriv.cli.app import QUIET, app, command_line
 from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
 from vflpriv.common.console import make_console
+from vflpriv.common.progress import stage
 from vflpriv.common.errors import ConfigError, IncompatibleError
 from vflpriv.config.parse import (
     DATASET_SETTINGS,
@@ -92,6 +93,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
 def _context(cfg: AuditConfig) -> dict:
     p = cfg.partition
     pretraining = "SimSiam" if prior_ssl(cfg) == "simsiam" else "the method's own pretraining"
+    planted = planted_canaries(cfg)
     return {
         "method": cfg.method.name, "dataset": cfg.dataset.name, "prior": cfg.audit.prior, "seeds": cfg.seeds,
         "tuned": cfg.audit.tune, "search_budget": cfg.audit.search_budget,
@@ -99,10 +101,14 @@ def _context(cfg: AuditConfig) -> dict:
             "command": command_line(),
             "parties": p.parties, "aligned fraction": p.aligned_fraction, "labeled": p.labeled, "aux": p.aux,
             "adversary": "every passive party" if cfg.audit.adversaries == "all" else f"party {p.adversary}",
+            "feature adversaries": (", ".join(cfg.audit.feature_adversaries) + " (the active party and the server "
+                                    "attack party 1's features, the passive adversary the active party's), knowing "
+                                    + (f"{p.aux_features}" if p.aux_features else "10% of the") + " aligned training "
+                                    "samples' victim features (partition.aux_features)"),
             "seeds": ", ".join(map(str, cfg.seeds)),
             "profile": profile_note(cfg),
-            "canaries": (f"{planted_canaries(cfg)} random-label canaries among the labeled training samples (the "
-                         "trainings whose labels the attacked phase reads)" if planted_canaries(cfg) else "none"),
+            "canaries": (f"{planted} random-label canaries among the labeled training samples (the trainings whose "
+                         "labels the attacked phase reads)" if planted else "none"),
             "attacks": (f"tuned on the adversary's auxiliary labels, search budget {cfg.audit.search_budget}"
                         if cfg.audit.tune else "untuned (their options as given)"),
             "prior": (f"{cfg.audit.prior}, over the encoder the adversary pretrains alone with {pretraining}"
@@ -145,6 +151,7 @@ def audit(
 ) -> None:
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
     from vflpriv.reports.audit import audit_markdown, audit_summary
+    from vflpriv.reports.features import example_grids
     from vflpriv.workflows.conformance import check_conformance
     from vflpriv.workflows.experiment import check_destination, run_into_store
 
@@ -152,15 +159,18 @@ def audit(
                       seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,
                       overrides=set_, preset=preset, tune_attacks=tune_attacks, search_budget=search_budget,
                       canaries=canaries, quick=quick)
-    console = make_console()
-    with cache.held_back():  # planned (and refused) before any training, leaving the cache as it was
-        runs, skipped = audit_grid(cfg) if not check_only else ([], [])
+    console, status = make_console(), make_console(stderr=True, quiet=quiet)
+    with cache.held_back(), stage(status, f"audit of {cfg.method.name}: planning every attack x defense x strength "
+                                          "(each pair checked before any training)"):
+        runs, skipped = audit_grid(cfg) if not check_only else ([], [])  # refused before training, cache untouched
     if not check_only and not runs:
         raise IncompatibleError("nothing to audit: no attack applies; " + "; ".join(
             f"{s.attack} x {s.defense} ({s.phase}): {s.reason}" for s in skipped))
     if not check_only:  # before the conformance trainings
         check_destination(out, store_path=store, backend=cfg.backend, address=address)
-    passed = check_conformance(cfg.training())
+    with stage(status, f"conformance checks of {cfg.method.name}: a few short trainings (it sends only what it "
+                       "declares; no party's data reaches another around the channel)"):
+        passed = check_conformance(cfg.training())
     console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))
     if check_only:
         return
@@ -178,12 +188,18 @@ def audit(
                       f"{len({d.defense for d in decisions if d.escalated})} defense(s): its runs at their other strengths")
         results = into_store(now + more)
     context = {**_context(cfg), "active": active_summary(cfg.audit.active, decisions, margin=cfg.audit.margin)}
-    summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=context)
+    summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=context,
+                            feature_margin=cfg.audit.feature_margin)
     mark_partial(summary["defenses"], decisions)
+    grids = example_grids(results, out)
+    summary["features"]["grids"] = [p.name for p in grids]
     (out / "audit.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     (out / "audit.md").write_text(audit_markdown(summary))
-    for verdict in summary["verdicts"]:
+    for verdict in [*summary["verdicts"], *summary["features"]["verdicts"]]:
         console.print(verdict["line"])
+    for s in skipped:
+        if s.left_out:
+            console.print(f"{s.attack} ({s.phase}): {s.reason}", markup=False)
     if skipped:
         console.print(f"{len(skipped)} pair(s) not applicable, listed with the reason in {out / 'audit.md'}")
     console.print(f"wrote {out / 'audit.md'}, {out / 'audit.json'}")

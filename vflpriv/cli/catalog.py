@@ -12,7 +12,8 @@ from vflpriv.config.registry import REGISTRIES
 
 
 @app.command("list")
-def list_(what: str = typer.Argument(..., metavar="WHAT", help="methods, attacks, defenses, datasets or presets")) -> None:
+def list_(what: str = typer.Argument(..., metavar="WHAT",
+                                     help="methods, attacks, defenses, datasets, auditors or presets")) -> None:
     """List registered names (built-ins and installed plugins), or the shipped presets with what they are."""
     if what == "presets":
         for name in presets.names():
@@ -47,7 +48,8 @@ def datasets() -> None:
 
 
 @app.command()
-def describe(name: str = typer.Argument(..., metavar="NAME", help="a method, attack, defense, dataset or preset name")) -> None:
+def describe(name: str = typer.Argument(..., metavar="NAME",
+                                        help="a method, attack, defense, dataset, auditor or preset name")) -> None:
     """Show what a component does and its options: type, default and description."""
     from rich.markup import escape
     from rich.table import Table

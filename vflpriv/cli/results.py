@@ -10,6 +10,7 @@ import typer
 from vflpriv.cli.app import QUIET, app, fail
 from vflpriv.cli.evaluate import CANARIES, SEARCH_BUDGET, TUNE_ATTACKS
 from vflpriv.common.console import make_console
+from vflpriv.common.errors import ConfigError
 from vflpriv.config.parse import apply_override
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
@@ -99,11 +100,19 @@ def table(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-tables"), 
 @app.command()
 def report(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-report"), help="output directory"),
            attack: Optional[str] = FILTERS["attack"], defense: Optional[str] = FILTERS["defense"],
-           phase: Optional[str] = FILTERS["phase"]) -> None:
+           phase: Optional[str] = FILTERS["phase"],
+           formats: str = typer.Option("png", help="figure files, comma-separated: png, svg, pdf (png is always "
+                                                    "written: the page embeds it)")) -> None:
     """One self-contained HTML report (tables, figures, configuration, versions), plus the tables and figures."""
-    from vflpriv.reports.results import write_report
+    from vflpriv.reports.results import FIGURE_FORMATS, write_report
 
-    path = write_report(_read(store, out, attack=attack, defense=defense, phase=phase), out, store=store)
+    chosen = tuple(dict.fromkeys(f.strip().lower() for f in formats.split(",") if f.strip()))
+    unknown = [f for f in chosen if f not in FIGURE_FORMATS]
+    if unknown or not chosen:
+        raise ConfigError(f"--formats {formats!r}: {'unknown ' + ', '.join(unknown) if unknown else 'empty'}; valid "
+                          f"formats: {', '.join(FIGURE_FORMATS)}")
+    path = write_report(_read(store, out, attack=attack, defense=defense, phase=phase), out, store=store,
+                        formats=chosen)
     make_console().print(f"wrote {path} (and the tables and figures beside it)")
 
 

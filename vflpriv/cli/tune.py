@@ -12,6 +12,7 @@ from vflpriv.cli.app import QUIET, app
 from vflpriv.cli.evaluate import build_experiment
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
+from vflpriv.config.registry import ATTACKS
 from vflpriv.reports.tables import mean_std
 from vflpriv.store import cache
 
@@ -57,6 +58,9 @@ def tune(
                                   overrides=set_, preset=preset)
     if experiment.attack.prior == "none":
         raise ConfigError("tune compares the attack with the adversary's prior; attack.prior cannot be none")
+    if getattr(ATTACKS.get(experiment.attack.names()[0]), "secret", "labels") != "labels":
+        raise ConfigError(f"tune bisects a defense for a label attack's accuracy; '{experiment.attack.names()[0]}' "
+                          "infers features: sweep the defense with evaluate, or read the audit's 'falls to the prior'")
     if not 0 <= tolerance <= 1:
         raise ConfigError(f"--tolerance must lie in [0, 1], got {tolerance:g}")
     if not 0 <= steps <= MAX_STEPS:
@@ -89,14 +93,15 @@ def tune(
 
     def evaluate(strength: float):
         point = validate(type(experiment), {**data, "strengths": [strength]})
+        step = f"strength {len(frames) + 1} of at most {steps + 2} ({axis.name}={strength:g})"  # both ends + steps
         frame = run_into_store(point.runs(), out, jobs=experiment.jobs, backend=experiment.backend,
                                runs_per_gpu=experiment.runs_per_gpu, store_path=store,
                                console=make_console(quiet=True), overwrite=overwrite or bool(frames), owns=owns,
-                               write_csv=False, show_progress=not quiet)
+                               write_csv=False, show_progress=not quiet, label=f"tune: {step}, runs")
         frames.append(frame)
         pd.concat(frames).drop_duplicates("key").drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
         ok = frame[frame["status"] == "ok"]
-        console.print(f"{axis.name}={strength:g}: attack {ok['attack_accuracy'].mean():.3f}, prior "
+        console.print(f"{step}: attack {ok['attack_accuracy'].mean():.3f}, prior "
                       f"{ok['prior_accuracy'].mean():.3f}, utility {ok['utility'].mean():.3f} ({len(ok)} seeds)")
         return frame
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import os
 import sys
 
 from rich.console import Console
@@ -11,13 +12,35 @@ from rich.console import Console
 UNWRAPPED = 4096
 
 
+class _Console(Console):
+    """A console whose reader may go away (``vflpriv sweep ... | head -1``): from then on it prints nothing, and the
+    command goes on to write its files and store (rich would exit at once, mid-sweep, with code 1 and no word)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        silence(self.file)
+
+
+def silence(stream) -> None:
+    """Point the file descriptor behind ``stream`` (a closed pipe) at /dev/null, so that later writes, the
+    interpreter's last flush included, go nowhere instead of raising BrokenPipeError."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def make_console(*, stderr: bool = False, quiet: bool = False) -> Console:
     """A console for output. Piped or redirected, rich would wrap at 80 columns, inside words
-    ("scripts/get-dat asets.sh"); there lines and table cells keep their whole width instead."""
-    console = Console(stderr=stderr, quiet=quiet)
+    ("scripts/get-dat asets.sh"); there lines and table cells keep their whole width instead. A closed pipe
+    silences it (:class:`_Console`)."""
+    console = _Console(stderr=stderr, quiet=quiet)
     if console.is_terminal:
         return console
-    return Console(stderr=stderr, quiet=quiet, width=UNWRAPPED, soft_wrap=True)
+    return _Console(stderr=stderr, quiet=quiet, width=UNWRAPPED, soft_wrap=True)
 
 
 #: ASCII spellings of the symbols vflpriv prints, for a stream whose encoding lacks them (others become "?").

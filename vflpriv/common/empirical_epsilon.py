@@ -14,22 +14,30 @@ dominated by Binomial(r, q) (Steinke et al.'s Theorem 3.1 argument, which needs 
 of one training). The p-value of "the training is epsilon-label-DP" is then P[Binomial(r, q) >= v].
 
 For an (epsilon, delta) claim the p-value gains Steinke et al.'s delta term (their Theorem 5.2): + delta * c * m *
-max_{1 <= i <= v} P[v - i <= Binomial(r, q) < v] / i, with c = 2 in their binary game. For C > 2 vflpriv uses c = C:
-the term charges each canary the delta mass it can add to a right guess, and one canary's is at most
-(C - 1) delta / (e^eps + C - 1) < delta (from P(out | y) <= e^eps P(out | y') + delta over its C equally likely
-labels), below the binary game's 2 delta per canary, so c = C >= 2 keeps the term conservative. For C = 2 it is theirs.
+max_{1 <= i <= v} P[v - i <= Binomial(r, q) < v] / i, with c = 2 in their binary game. For C > 2 vflpriv uses c = C,
+a conservative choice, not a new theorem: their term charges each canary the delta slack it can add to one right
+guess, and a C-ary canary's slack is at most delta. Proof: let a_y = P[guess = y | label y] and b_y(y') = P[guess = y
+| label y'] for a post-processing guess; (epsilon, delta)-label-DP gives a_y <= e^eps b_y(y') + delta for y' != y;
+averaging over the C - 1 values y' and summing over y, with sum_{y != y'} b_y(y') = 1 - a_{y'}, gives
+A (1 + e^eps / (C - 1)) <= C e^eps / (C - 1) + C delta for A = sum_y a_y, so the uniform label is guessed right with
+probability A / C <= q + (C - 1) delta / (e^eps + C - 1) < q + delta. The slack is below the binary game's (c = 2
+charges 2 delta per canary there), so charging C delta >= 2 delta scales their term up, never down; we have not
+re-derived Theorem 5.2 for C-ary labels, which would charge less. For C = 2 it is theirs exactly.
 
 The lower bound is the largest epsilon rejected at the 5% level (bisection on the p-value, which grows with
 epsilon): "the training is not epsilon-label-DP for any epsilon below it, with 95% confidence". An attack that
 abstains picks its most confident guesses; which k it keeps is chosen from a fixed menu (every canary, the most
 confident half, quarter and tenth), and the bound is Bonferroni-corrected over that menu, so picking the best k on the
 canaries' labels cannot inflate it. It is a lower bound: a weak attack certifies little, so the worst case over
-attacks is what to report, and the number of canaries caps it (every guess right: 100 binary canaries certify about
-3.5, 1000 about 5.8).
+attacks is what to report, and the number of canaries caps it: :func:`cap` is the largest bound any attack could
+certify with every canary guessed right, at the level the report really uses (the menu's and the attacks' Bonferroni
+shares; 100 binary canaries at 5% alone certify at most 3.5, 1000 at most 5.8; with the four-entry menu, 3.11 and
+5.43). A claim at or above the cap cannot be rejected by any outcome: it is untestable with those canaries.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -88,6 +96,58 @@ def kept(guessed: int) -> list[int]:
         if k not in out:
             out.append(k)
     return out if guessed else []
+
+
+def menu_p_value(counts: Sequence[Sequence[int]], *, canaries: int, classes: int, epsilon: float,
+                 delta: float = 0.0) -> tuple[float, tuple[int, int]]:
+    """The menu's p-value of "(epsilon, delta)-label-DP", Bonferroni-corrected over its entries (the smallest entry's
+    p-value times the menu's size, at most 1), and the (guesses, right) entry it comes from; (1, (0, 0)) without
+    counts. It is below alpha exactly where :func:`menu_lower` at alpha exceeds epsilon."""
+    best = (1.0, (0, 0))
+    for guesses, right in counts:
+        p = p_value(guesses=guesses, right=right, canaries=canaries, classes=classes, epsilon=epsilon, delta=delta)
+        best = min(best, (min(1.0, p * len(counts)), (int(guesses), int(right))))
+    return best
+
+
+@functools.lru_cache(maxsize=4096)
+def cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int = 1, delta: float = 0.0,
+        alpha: float = ALPHA) -> float:
+    """The largest empirical epsilon ``canaries`` canaries can certify when every one is guessed and every guess is
+    right, each of ``attacks`` attacks at alpha / attacks with a menu of ``menu`` entries (Bonferroni over both: the
+    level :func:`menu_lower` and the worst case use). A claim at or above it is untestable with these canaries."""
+    if canaries <= 0:
+        return 0.0
+    return epsilon_lower(guesses=canaries, right=canaries, canaries=canaries, classes=classes, delta=delta,
+                         alpha=alpha / (max(menu, 1) * max(attacks, 1)))
+
+
+#: The most canaries :func:`canaries_needed` considers (pooled over the seeds).
+MAX_CANARIES = 1_000_000
+
+
+def canaries_needed(claim: float, *, classes: int, menu: int = len(KEEP), attacks: int = 1, delta: float = 0.0,
+                    alpha: float = ALPHA) -> int:
+    """The fewest canaries (pooled over the seeds) whose :func:`cap` exceeds ``claim``: below them no outcome can
+    reject it. The cap grows with the count, so the count is found by doubling, then bisection."""
+    def enough(m: int) -> bool:
+        return cap(canaries=m, classes=classes, menu=menu, attacks=attacks, delta=delta, alpha=alpha) > claim
+
+    high = 1
+    while not enough(high):
+        if high >= MAX_CANARIES:
+            raise ValueError(f"no count up to {MAX_CANARIES} canaries can test a claim of {claim:g}")
+        high *= 2
+    low = high // 2  # not enough (or 0)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return high
+
+
+def claim_text(epsilon: float, delta: float) -> str:
+    """``epsilon 5.38 at delta 1e-05``, or ``epsilon 2.00 (pure)``: every printed epsilon says its delta."""
+    return f"epsilon {epsilon:.2f} " + (f"at delta {delta:.3g}" if delta > 0 else "(pure)")
 
 
 def menu_lower(counts: Sequence[Sequence[int]], *, canaries: int, classes: int, delta: float = 0.0,

@@ -12,14 +12,17 @@ acting attack, whether it builds a shared state) and each attack costs what its 
 what the attacks seen cost on average); the wall-clock rate at which planned work gets done (parallel workers, a
 loaded machine) is measured on the whole command so far. Until a training of the common kind (one that builds
 nothing) has finished, it says it is still estimating. Runs resumed from the store took no time and are not counted.
+What is being computed meanwhile (``doing``: the trainings in flight, or a step before them) is shown beside it, and
+said at once on a plain stream, so a long first training does not read as ``0/885`` and nothing else.
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -46,7 +49,7 @@ class Planned:
     kind: str  #: trainings of one kind cost alike (method, defense, acting attack)
     builds: bool  #: it builds a shared state (a pretraining, an autoencoder) that later trainings load
     attacks: tuple[str, ...]  #: the attack of each run it computes
-    label: str  #: what it is, for "running: ..."
+    label: str  #: what it is, for "now: ..." while no caller says what is in flight
 
 
 class WorkEstimate:
@@ -90,16 +93,17 @@ class RunProgress:
     the time left is the mean time per run finished here times the runs left."""
 
     def __init__(self, total: int, *, done: int = 0, console: Console, quiet: bool = False, every: float = EVERY,
-                 clock: Callable[[], float] = time.monotonic, jobs: int = 1):
+                 clock: Callable[[], float] = time.monotonic, jobs: int = 1, label: str = "runs"):
         self.total, self.done, self.start_done = total, done, done
         self.console, self.quiet, self.every, self.clock, self.jobs = console, quiet, every, clock, max(1, jobs)
+        self.label, self.now = label, ""
         self.started = self.last = clock()
         self.pending: list[Planned] = []
         self.finished_items: list[Planned] = []
         self.estimate = WorkEstimate()
         self.bar: Progress | None = None
         if not quiet and console.is_terminal:
-            self.bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            self.bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                 TextColumn("{task.fields[left]}"), console=console, transient=True)
 
     def __enter__(self) -> RunProgress:
@@ -108,11 +112,20 @@ class RunProgress:
             self.task = self.bar.add_task("runs", total=self.total, completed=self.done, left="")
         return self
 
+    def doing(self, what: str, *, say: bool = True) -> None:
+        """What is being computed now; a plain stream hears of it at once while no run has finished here yet (the
+        first minutes of an audit) unless ``say`` is off, later with the next periodic line."""
+        self.now = what
+        if self.bar is not None:
+            self.bar.update(self.task, left=self._left_text())
+        elif say and not self.quiet and self.done == self.start_done:
+            self.console.print(self.line(), markup=False)
+
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
         elif not self.quiet and self.done > self.start_done and exc[0] is None:
-            self.console.print(self.line())
+            self.console.print(self.line(), markup=False)
 
     def plan(self, items: list[Planned]) -> None:
         """The trainings still to run, in dispatch order (replacing an earlier plan)."""
@@ -144,18 +157,27 @@ class RunProgress:
 
     def line(self) -> str:
         share = self.done / self.total if self.total else 1.0
-        text = f"runs {self.done}/{self.total} ({share:.0%}), {clock_text(self.clock() - self.started)} elapsed"
-        return text + (f", {self._left_text()}" if self.done < self.total else "")
+        text = f"{self.label} {self.done}/{self.total} ({share:.0%}), {clock_text(self.clock() - self.started)} elapsed"
+        left = self._left_text()
+        return text + (("; " if left.startswith("now:") else ", ") + left if left and self.done < self.total else "")
 
     def _left_text(self) -> str:
+        """The time left (once a run finished here) and what is being computed: the trainings in flight as
+        ``doing`` names them, else the first ``jobs`` of the plan."""
         left = self.remaining()
-        text = f"about {clock_text(left)} left" if left is not None else "time left: estimating"
+        parts = []
+        if left is not None:
+            parts.append(f"about {clock_text(left)} left")
+        elif self.done > self.start_done:
+            parts.append("time left: estimating")
         running = self.running()
-        if running:
+        if self.now:
+            parts.append(f"now: {self.now}")
+        elif running:
             more = len(running) - SHOWN_RUNNING
-            text += "; running: " + ", ".join(r.label for r in running[:SHOWN_RUNNING]) + (
-                f" and {more} more" if more > 0 else "")
-        return text
+            parts.append("now: " + ", ".join(r.label for r in running[:SHOWN_RUNNING]) + (
+                f" and {more} more" if more > 0 else ""))
+        return "; ".join(parts)
 
     def finished(self, records: list) -> None:
         """A training's records arrived: count them, and learn what its kind and its attacks cost."""
@@ -175,4 +197,16 @@ class RunProgress:
             self.bar.update(self.task, advance=n, left=self._left_text() if self.done < self.total else "")
         elif not self.quiet and self.done < self.total and self.clock() - self.last >= self.every:
             self.last = self.clock()
-            self.console.print(self.line())
+            self.console.print(self.line(), markup=False)
+
+
+@contextlib.contextmanager
+def stage(console: Console, text: str) -> Iterator[None]:
+    """A step before the runs (planning, conformance checks) named on a terminal while it lasts (a transient
+    spinner: a refusal after it still reads as one ``error:`` line); nothing on a plain stream, where the progress
+    line of the runs says what is computed."""
+    if console.is_terminal and not console.quiet:
+        with console.status(text):
+            yield
+    else:
+        yield

@@ -1,8 +1,8 @@
 """Name -> component registries, filled from entry points exactly like third-party plugins.
 
-Built-in methods, attacks, defenses and datasets are declared as entry points in ``pyproject.toml``
-(groups ``vflpriv.methods``, ``vflpriv.attacks``, ``vflpriv.defenses``, ``vflpriv.datasets``), so the
-plugin path is exercised by every run. Unregistered code is reachable as ``package.module:Object``.
+Built-in methods, attacks, defenses, datasets and auditors are declared as entry points in ``pyproject.toml``
+(groups ``vflpriv.methods``, ``vflpriv.attacks``, ``vflpriv.defenses``, ``vflpriv.datasets``, ``vflpriv.auditors``),
+so the plugin path is exercised by every run. Unregistered code is reachable as ``package.module:Object``.
 """
 
 from __future__ import annotations
@@ -115,10 +115,12 @@ METHODS: Registry[Any] = Registry("method", "vflpriv.methods",
 ATTACKS: Registry[Any] = Registry("attack", "vflpriv.attacks", _has("infer", "required_messages", "needs_encoder"))
 DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses", _has("protects", "axis", "supported_kinds"))
 DATASETS: Registry[Any] = Registry("dataset", "vflpriv.datasets", _is_loader)
+AUDITORS: Registry[Any] = Registry("auditor", "vflpriv.auditors", _has("audits", "bind", "audit_update", "guesses"))
 
 REGISTRIES: dict[str, Registry[Any]] = {
     "methods": METHODS,
     "attacks": ATTACKS,
     "defenses": DEFENSES,
     "datasets": DATASETS,
+    "auditors": AUDITORS,
 }

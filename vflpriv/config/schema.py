@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.keys import config_hash, keyed
-from vflpriv.config.options import Options
+from vflpriv.config.options import MAX_INT, Options
 from vflpriv.config.registry import ATTACKS, DATASETS
 
 Phase = Literal["pretrain", "finetune"]
@@ -33,7 +33,8 @@ LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local", "canaries
 
 
 class PartitionConfig(Options):
-    """REFERENCE.md §1. Party 0 is the active party; ``adversary`` is a passive party."""
+    """REFERENCE.md §1. Party 0 is the active party; ``adversary`` is the passive party that holds the auxiliary
+    labels (the label attacks' adversary); a feature attack names its own adversary and victim (``attack``)."""
 
     parties: int = Field(2, ge=2, le=64)
     aligned_fraction: float = Field(0.2, gt=0, le=1)
@@ -53,7 +54,13 @@ class PartitionConfig(Options):
     aux_positive_ratio: float | None = Field(
         None, gt=0, lt=1, description="binary tasks: fraction of the aux samples that are positive (Kang et al.: "
         "BHI 0.3); unset = balanced per class")
-    adversary: int = Field(1, ge=1)
+    adversary: int = Field(1, ge=1, description="the passive party that holds the auxiliary labels and runs the "
+                            "label attacks")
+    aux_features: int | None = Field(
+        None, ge=1, description="the feature attacks' auxiliary knowledge: this many of the aligned training samples "
+        "the active party trains on (never canaries or validation samples), whose victim features the adversary knows "
+        "(with the messages it received about them); drawn from the seed, apart from every other draw; unset = 10% of "
+        "the aligned training samples (VFLAIR's share)")
     canaries: int = Field(
         0, ge=0, description="random-label canaries for the privacy audit: this many of the active party's labeled "
         "aligned training samples (never auxiliary ones) train with a label drawn uniformly from the classes, drawn "
@@ -119,6 +126,10 @@ class FinetuneConfig(Options):
         0.0, ge=0, le=0.5, description="share of the labeled samples the active party holds out of finetuning as its "
         "validation set (never auxiliary samples or canaries): the run records the trained model's utility on it "
         "(utility_val, per epoch too with curve), so an lr or epoch is chosen on it, never on the test set; 0 = none")
+    auditor: str | None = Field(
+        None, description="an auditor of the training's DP defense (vflpriv list auditors; with partition.canaries): "
+        "it guesses the canaries with privileges no party holds, and its empirical epsilon is recorded apart from the "
+        "attacks' (auditor_*), never in leakage, CAP or verdicts")
     curve: bool = Field(
         False, description="record the test utility and the MB sent so far (pretraining and finetuning) at the end of "
         "every finetuning epoch (paper 003's Table 1: MB to reach a target accuracy): a measurement that sends, counts "
@@ -150,6 +161,12 @@ def refuse_untuned(section: Any, *, tune: bool, budget: str, space: str, switch:
 class AttackConfig(Options):
     name: str = "mc"
     phase: Phase = "finetune"
+    adversary: int | Literal["server"] | None = Field(
+        None, description="who runs the attack: a party index or the server; unset = the attack's default role (a "
+        "label attack: partition.adversary; a feature attack: the active party, party 0)")
+    victim: int | None = Field(
+        None, ge=0, description="a feature attack's victim, whose features it infers; unset = party 1 when the "
+        "adversary is the active party or the server, the active party when a passive party attacks")
     prior: Literal["simsiam", "aux", "same-attack", "none"] = Field(
         "simsiam",
         description="adversary prior: head on aux labels over the adversary's own SimSiam encoder "
@@ -172,6 +189,8 @@ class AttackConfig(Options):
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AttackConfig:
         refuse_untuned(self, tune=self.tune, budget="search_budget", space="search_space", switch="attack.tune")
+        if isinstance(self.adversary, int) and self.adversary < 0:
+            raise ValueError(f"adversary {self.adversary} is neither a party index (0, 1, ...) nor 'server'")
         return self
 
 
@@ -235,7 +254,7 @@ class TrainingConfig(Options):
     method: MethodConfig = Field(default_factory=MethodConfig)
     finetune: FinetuneConfig = Field(default_factory=FinetuneConfig)
     defenses: list[DefenseConfig] = Field(default_factory=list)
-    seed: int = Field(0, ge=0, le=2**32 - 1)
+    seed: int = Field(0, ge=0, le=MAX_INT)
     device: str = "cpu"
 
     def training_key(self) -> str:

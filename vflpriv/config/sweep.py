@@ -11,6 +11,7 @@ from pydantic import Field, NonNegativeFloat, model_validator
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.registry import DEFENSES
+from vflpriv.config.options import MAX_INT
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig, TrainingConfig
 
 
@@ -71,7 +72,7 @@ def check_runs_per_gpu(config: Any) -> None:
 
 
 #: A run's seed: what ``torch.Generator.manual_seed`` and NumPy accept alike.
-Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+Seed = Annotated[int, Field(ge=0, le=MAX_INT)]  # the one limit of every integer setting
 
 
 def refuse_repeats(**lists: list | None) -> None:

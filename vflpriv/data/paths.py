@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vflpriv.common.errors import DataError
+from vflpriv.store.folders import kind_of
 
 ENV_VAR = "VFLPRIV_DATA"
 GET_SCRIPT = "bash scripts/get-datasets.sh"
@@ -65,9 +66,10 @@ def locate(dataset: str, root: Path | str | None, names: Sequence[str], layout: 
     Raises :class:`DataError` naming the wanted file, the directories searched and how to get it.
     """
     dirs = candidate_dirs(dataset, root)
+    where = "dataset.root" if root is not None else f"{dataset}'s folder"
     for directory in dirs:
         for name in names:
-            found = next(directory.glob(name), None) if directory.is_dir() else None
+            found = next(directory.glob(name), None) if kind_of(directory, what=where) == "folder" else None
             if found is not None:
                 return directory, found
     searched = ", ".join(str(d) for d in dirs)

@@ -7,12 +7,15 @@ passive party holding a small auxiliary labeled set, balanced per class.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
 from vflpriv.common.errors import ConfigError
+from vflpriv.common.seeding import generator
 from vflpriv.config.schema import PartitionConfig
 from vflpriv.data.base import VerticalDataset
+from vflpriv.store.secrets import canary_key, canary_stream, fingerprint
 
 
 @dataclass(frozen=True)
@@ -26,13 +29,34 @@ class Scenario:
     aux: torch.Tensor
     adversary: int
     active_labels_local: bool
-    #: Random-label canaries (``partition.canaries``): labeled aligned ids, never auxiliary ones, and the labels drawn
-    #: for them, uniform over the classes; the active party trains with these, only the runner scores with them.
+    #: Random-label canaries (``partition.canaries``): labeled aligned ids, never auxiliary ones (which samples are
+    #: canaries is public: the adversary knows it); their labels are :attr:`canary_labels`.
     canaries: torch.Tensor = torch.empty(0, dtype=torch.long)
-    canary_labels: torch.Tensor = torch.empty(0, dtype=torch.long)
     #: ``finetune.validation``: labeled aligned ids the active party holds out of finetuning to score the trained model
     #: on (never auxiliary ones, never canaries); it keeps their labels apart from the labels it trains with.
     validation: torch.Tensor = torch.empty(0, dtype=torch.long)
+    #: The feature attacks' auxiliary samples (``partition.aux_features``): aligned training ids the active party trains
+    #: on, never canaries or validation ids, whose victim features a feature adversary knows; drawn from a stream of
+    #: their own, so every other set is the one it would be without them.
+    aux_features: torch.Tensor = torch.empty(0, dtype=torch.long)
+    #: The run's seed: with the canary key, it seeds the canaries' labels.
+    seed: int = 0
+
+    @cached_property
+    def canary_labels(self) -> torch.Tensor:
+        """The canaries' labels, uniform over the classes, from the canary key's stream for this seed (never from the
+        public seed alone, so no attack can replay them: ``vflpriv.store.secrets``). Drawn when the run first reads
+        them (its training), never while planning: a refused command creates no key."""
+        if self.canaries.numel() == 0:
+            return torch.empty(0, dtype=torch.long)
+        stream = canary_stream(canary_key(), self.seed)
+        size = (self.canaries.numel(),)
+        return torch.randint(self.dataset.num_classes, size, generator=stream, device=stream.device)
+
+    @property
+    def canary_key(self) -> str:
+        """The fingerprint of the key the canaries' labels come from ('' without canaries): what records store."""
+        return fingerprint(canary_key()) if self.canaries.numel() else ""
 
     @property
     def parties(self) -> int:
@@ -95,10 +119,44 @@ def build_scenario(
         pool = torch.cat([aligned, unaligned[partition.adversary]])
         pool = pool[~torch.isin(pool, labeled)]
     aux = _draw_aux(dataset, pool, _aux_per_class(dataset, partition), partition.aux_source, g)
-    canaries, canary_labels = _draw_canaries(dataset, labeled[~torch.isin(labeled, aux)], partition.canaries, g)
+    canaries = _draw_canaries(labeled[~torch.isin(labeled, aux)], partition.canaries, g)
     held_out = _draw_validation(labeled, torch.cat([aux, canaries]), validation, g)
-    return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local, canaries,
-                    canary_labels, held_out)
+    _check_scored(labeled, aux, canaries, held_out)
+    trained_on = labeled if not active_labels_local else aligned
+    pool = trained_on[~torch.isin(trained_on, torch.cat([canaries, held_out]))]
+    known = _draw_aux_features(pool, n_aligned, partition.aux_features, generator(seed, "partition:aux-features"))
+    return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local,
+                    canaries=canaries, validation=held_out, aux_features=known, seed=seed)
+
+
+#: The share of the aligned training samples a feature adversary knows by default (VFLAIR's ``need_auxiliary``: 10%).
+AUX_FEATURES_SHARE = 0.1
+
+
+def _draw_aux_features(pool: torch.Tensor, aligned: int, count: int | None, g: torch.Generator) -> torch.Tensor:
+    """``count`` ids of ``pool`` (the aligned samples the active party trains on, less canaries and validation ids:
+    each is sent in every split-learning training), uniformly; unset: :data:`AUX_FEATURES_SHARE` of the ``aligned``
+    samples, at most half the pool (the rest are the training targets), at least one."""
+    if count is None:
+        count = min(max(1, round(AUX_FEATURES_SHARE * aligned)), pool.numel() // 2)
+    elif count > pool.numel():
+        raise ConfigError(f"partition.aux_features={count} exceeds the {pool.numel()} aligned training samples the "
+                          "active party trains on (canaries and validation samples left out), among which the feature "
+                          "adversary's known samples are drawn; lower it or raise partition.labeled")
+    return pool[torch.randperm(pool.numel(), generator=g, device=g.device)[:count]].sort().values
+
+
+def _check_scored(labeled: torch.Tensor, aux: torch.Tensor, canaries: torch.Tensor, held_out: torch.Tensor) -> None:
+    """With canaries, at least one labeled training sample must be left to score the attacks on (the canaries are
+    scored apart, auxiliary samples are known, validation samples are not trained on): refused before training."""
+    if canaries.numel() == 0:
+        return
+    scored = labeled[~torch.isin(labeled, torch.cat([aux, canaries, held_out]))]
+    if scored.numel() == 0:
+        raise ConfigError(f"partition.canaries={canaries.numel()} leaves no labeled training sample to score the attacks "
+                          f"on: of the {labeled.numel()} labeled samples, {int(torch.isin(labeled, aux).sum())} are "
+                          f"auxiliary, {canaries.numel()} canaries and {held_out.numel()} held out for validation; lower "
+                          "partition.canaries or finetune.validation, or raise partition.labeled")
 
 
 def _draw_validation(labeled: torch.Tensor, kept: torch.Tensor, share: float, g: torch.Generator) -> torch.Tensor:
@@ -118,18 +176,16 @@ def _draw_validation(labeled: torch.Tensor, kept: torch.Tensor, share: float, g:
     return pool[torch.randperm(pool.numel(), generator=g, device=g.device)[:count]].sort().values
 
 
-def _draw_canaries(dataset: VerticalDataset, pool: torch.Tensor, count: int,
-                   g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """``count`` ids of ``pool`` (the labeled aligned training samples that are not auxiliary) and a label for each
-    drawn uniformly from the classes, after every other draw of the partition's stream (so without canaries the
-    scenario is the one it always was, and a defense's stream never touches them)."""
+def _draw_canaries(pool: torch.Tensor, count: int, g: torch.Generator) -> torch.Tensor:
+    """``count`` ids of ``pool`` (the labeled aligned training samples that are not auxiliary), after every other draw
+    of the partition's stream but the validation split (so without canaries the scenario is the one it always was);
+    their labels come from the canary key's stream (:attr:`Scenario.canary_labels`), which no defense touches."""
     if count == 0:
-        return torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long)
+        return torch.empty(0, dtype=torch.long)
     if count > pool.numel():
         raise ConfigError(f"partition.canaries={count} exceeds the {pool.numel()} labeled aligned training samples that "
                           "are not auxiliary; lower partition.canaries or raise partition.labeled")
-    ids = pool[torch.randperm(pool.numel(), generator=g, device=g.device)[:count]].sort().values
-    return ids, torch.randint(dataset.num_classes, (count,), generator=g, device=g.device)
+    return pool[torch.randperm(pool.numel(), generator=g, device=g.device)[:count]].sort().values
 
 
 def _aux_per_class(dataset: VerticalDataset, partition: PartitionConfig) -> list[int]:

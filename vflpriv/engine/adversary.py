@@ -154,3 +154,49 @@ class Inference:
     clusters: torch.Tensor | None = None
     batch_scores: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
     confidence: torch.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class FeatureView:
+    """Everything a feature adversary (a party, or the server: ``party`` is ``SERVER``) holds about its victim's
+    features after the attacked phase, and nothing else.
+
+    ``received`` maps a target set name to the per-sample rows it received from the victim (``kind``: embeddings, or
+    the gradients a passive adversary receives about the active party), the latest row per sample of the attacked
+    phase: ``aux`` (its known samples), ``train`` (the victim's other aligned training samples it received rows of,
+    global ids in ``target_ids``) and ``test`` (the rows received at inference, in order). ``own`` holds its own
+    features of the same samples (none for the server), ``aux_victim`` the victim's features of its known samples,
+    min-max scaled to [0, 1] on the training data as every score is (the victim's schema, ``victim_spec``, is shared
+    knowledge in VFL). ``models`` are its own trained models (the active party: ``bottom`` and ``top``; a passive
+    party: ``bottom``; the server: none). A tuned attack's search adds :data:`HOLDOUT` to ``received`` and ``own``:
+    known samples whose victim features it withholds from the candidate.
+    """
+
+    party: int
+    victim: int
+    phase: str
+    kind: str
+    victim_spec: PartySpec
+    spec: PartySpec | None
+    received: dict[str, torch.Tensor]
+    own: dict[str, torch.Tensor]
+    aux_ids: torch.Tensor
+    aux_victim: torch.Tensor
+    target_ids: dict[str, torch.Tensor]
+    inbox: Inbox
+    models: dict[str, nn.Module]
+    generator: torch.Generator
+    device: torch.device
+
+    @property
+    def targets(self) -> list[str]:
+        """The target sets to reconstruct (every received set but the known samples)."""
+        return [name for name in self.received if name != "aux"]
+
+
+@dataclass
+class Reconstruction:
+    """A feature attack's guess of one target set: the victim's features of each target, scaled to [0, 1] (shape:
+    targets x the victim's sample shape)."""
+
+    features: torch.Tensor

@@ -1,4 +1,4 @@
-"""The one path between parties: defenses transform, the meter counts, the adversary's inbox records."""
+"""The one path between parties: defenses transform, the meter counts, the adversaries' inboxes record."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 
 from vflpriv.common.errors import ProtocolError
 from vflpriv.engine.message import Message, Payload, detached, payload_bytes
-from vflpriv.engine.roles import Traffic, role
+from vflpriv.engine.roles import Traffic, receivers, role
 
 
 class MessageTransform(Protocol):
@@ -66,7 +66,8 @@ class Received:
 
 @dataclass
 class Inbox:
-    """What the adversary party receives, kept only for the (kind, phase) pairs an attack asked for."""
+    """What one receiver (a party, or ``SERVER``) receives, kept only for the (kind, phase) pairs an attack run by
+    that receiver asked for."""
 
     owner: int
     wanted: set[tuple[str, str]] = field(default_factory=set)
@@ -85,19 +86,26 @@ class Inbox:
 class Channel:
     """``send(message)`` returns the payload as the receiver gets it; nothing crosses parties otherwise.
 
-    With ``declared`` (the method's traffic), a message outside it is refused: an attack or defense
-    planned against the declaration would otherwise miss it.
+    With ``declared`` (the method's traffic), a message outside it is refused, and so is one sent to a role that
+    the star topology does not route it to (``vflpriv.engine.roles.receivers``): an attack or defense planned
+    against the declaration would otherwise miss it. ``inbox`` records what the label adversary receives;
+    ``taps`` are the inboxes of the other receivers some attack listens as (the active party, the server).
     """
 
     def __init__(
         self, transforms: Iterable[MessageTransform], inbox: Inbox, meter: Meter | None = None,
-        *, declared: Traffic | None = None,
+        *, declared: Traffic | None = None, taps: Iterable[Inbox] = (),
     ):
         self.transforms = list(transforms)
         self.inbox = inbox
+        #: Every receiver's inbox by owner (the label adversary's is ``inbox``).
+        self.inboxes: dict[int, Inbox] = {tap.owner: tap for tap in taps}
+        if inbox.owner in self.inboxes:
+            raise ValueError(f"two inboxes for receiver {inbox.owner}: give one with both wanted sets")
+        self.inboxes[inbox.owner] = inbox
         self.meter = meter or Meter()
         self.declared = declared
-        self._routes: dict[tuple[int, str, str], list[MessageTransform]] = {}
+        self._routes: dict[tuple[int, str, str, int], list[MessageTransform]] = {}
         self.observers: list[Callable[[Message, Payload], None]] = []
         self._muted = False
 
@@ -112,7 +120,7 @@ class Channel:
             self._muted = before
 
     def _route(self, message: Message) -> list[MessageTransform]:
-        key = (message.sender, message.kind, message.phase)
+        key = (message.sender, message.kind, message.phase, message.receiver)
         route = self._routes.get(key)
         if route is None:
             triple = (role(message.sender), message.kind, message.phase)
@@ -121,6 +129,13 @@ class Channel:
                     f"the method sent a {message.kind} message from the {triple[0]} party in {message.phase}, "
                     f"which it does not declare in its `sends` ({', '.join('/'.join(t) for t in sorted(self.declared))})"
                 )
+            to, allowed = role(message.receiver), receivers(triple[0], message.kind)
+            if self.declared is not None and to not in allowed:
+                raise ProtocolError(
+                    f"the method sent a {message.kind} message from the {triple[0]} party to the {to} in "
+                    f"{message.phase}; such a message goes to the {' and the '.join(sorted(allowed))} (a party's "
+                    "weights, head-weights and statistics to the server, anything else across the split), which is "
+                    "where the planner looks for what each adversary receives")
             route = [t for t in self.transforms if t.protects(message)]
             self._routes[key] = route
         return route
@@ -132,8 +147,9 @@ class Channel:
         if self._muted:
             return payload
         self.meter.count(message, payload)
-        if message.receiver == self.inbox.owner:
-            self.inbox.record(message, payload)
+        inbox = self.inboxes.get(message.receiver)
+        if inbox is not None:
+            inbox.record(message, payload)
         for observe in self.observers:
             observe(message, payload)
         return payload

@@ -19,7 +19,18 @@ The defenses of the active party (the label holder), inside its own computation:
 - ``sent_gradient``: how it computes the gradient it sends a passive party (GradPerturb);
 - ``backward``: how it backpropagates its loss: a defense that ``backpropagates`` gets the per-sample losses, sets its
   parameters' gradients and the received embeddings' ``.grad`` itself (DP-SGD: per-sample clipping and noise);
+- ``soft_targets``: its soft targets of a batch from its model's current outputs (``SOFT_TARGETS``: ALIBI's posterior
+  of each noisy label under the model's prediction as the prior, recomputed at every update);
 - ``predictions``: its test outputs (the autoencoder decodes them).
+
+The defenses of a victim (a passive party whose features a feature attack infers), inside its own computation, at
+the protecting party only (the defense's ``party``):
+
+- ``send_embedding``: the embedding a passive party sends, from its features and its bottom's output (a bottleneck
+  at the sender, MID's placement against feature inference), in training and at inference;
+- ``passive_loss_terms``: terms added to a passive party's loss besides the received gradient's (NoPeek's distance
+  correlation between its features and its embedding, an attacker-aware training's imagined decoder), with
+  ``passive_parameters``: what a defense adds to that party's model, trained by its optimiser.
 
 A measurement, not a party's act:
 
@@ -27,8 +38,17 @@ A measurement, not a party's act:
   epoch, where a monitor reads the model as it stands (paper 003's Table 1: utility per epoch with the MB sent
   so far) without sending, counting or drawing anything the training sees.
 
+An audit, not a party's act:
+
+- ``audit_update`` (``audit:active-update``): before each private update of the active party (a defense that
+  ``backpropagates``: DP-SGD), its state (:class:`ActiveUpdate`), handed to the auditor a run names
+  (``finetune.auditor``, ``vflpriv.auditors``) and to nothing else; what it returns is called once the update is released
+  (its parameters' ``.grad`` and the received embeddings' ``.grad`` hold the noisy update and rows). An auditor holds
+  privileges no party holds (the active party's state at every update), so it measures a DP claim and never enters an
+  attack's numbers.
+
 Message defenses act on the channel, not here. :class:`TrainingHooks` is the honest default: nothing
-observed, every party's default optimiser, the active party's computation unchanged.
+observed, every party's default optimiser, the active party's computation unchanged, nothing audited.
 """
 
 from __future__ import annotations
@@ -50,9 +70,16 @@ GRADIENT_COMPUTATION = "defend:gradient-computation"
 ACTIVE_BACKWARD = "defend:active-backward"
 #: The loop trains with the active party's soft labels where a label defense set them (``ActiveParty.soft_labels``).
 SOFT_LABELS = "defend:soft-labels"
+#: The loop recomputes the active party's soft targets from its model's current outputs at each update (``soft_targets``).
+SOFT_TARGETS = "defend:soft-targets"
 PREDICTIONS = "defend:predictions"
 EPOCH_END = "measure:epoch-end"
+AUDIT_UPDATE = "audit:active-update"
 DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD, PREDICTIONS})
+#: A victim's (a passive party's) training: the embedding it sends, the terms of its own loss.
+PASSIVE_EMBEDDING = "defend:passive-embedding"
+PASSIVE_LOSS = "defend:passive-loss"
+VICTIM_POINTS = frozenset({PASSIVE_EMBEDDING, PASSIVE_LOSS})
 
 
 @dataclass(frozen=True)
@@ -72,6 +99,19 @@ class PassiveStep:
     bottom: nn.Module
     embedding: torch.Tensor
     gradient: torch.Tensor
+
+
+@dataclass(frozen=True)
+class ActiveUpdate:
+    """One private update of the active party as an auditor sees it: the batch's global ids, the active party's outputs
+    for it (``logits``, their graph alive), the parameters the update reaches, and each passive party's received
+    embedding in the graph (``leaves``; none at FedBCD's local updates, which send no rows). Released, each parameter's
+    ``.grad`` and each leaf's ``.grad`` are the noisy update and rows, over the batch size."""
+
+    ids: torch.Tensor
+    logits: torch.Tensor
+    params: list[nn.Parameter]
+    leaves: dict[int, torch.Tensor]
 
 
 #: The gradient of the active party's loss with respect to one received embedding, had every label of the batch
@@ -104,6 +144,11 @@ class DefensePoints:
         """The active party's test outputs (logits) from its model's."""
         return logits
 
+    def soft_targets(self, logits: torch.Tensor, targets: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """The training targets of batch ``ids`` given the active party's current ``logits`` for it (read, never
+        backpropagated through), from its targets so far."""
+        return targets
+
     def backpropagates(self) -> bool:
         """Whether :meth:`backward` replaces the active party's backward pass (the loop then hands it per-sample
         losses instead of backpropagating their mean)."""
@@ -125,6 +170,18 @@ class DefensePoints:
 
     def generators(self) -> list[torch.Generator]:
         """The random streams these points draw from (a measurement restores them); none by default."""
+        return []
+
+    def send_embedding(self, party: int, x: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:
+        """What passive party ``party`` sends, from its features ``x`` and its bottom's output ``embedding``."""
+        return embedding
+
+    def passive_loss_terms(self, party: int, x: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor | None:
+        """A term added to passive party ``party``'s loss (from its features and the embedding it sent), or None."""
+        return None
+
+    def passive_parameters(self, party: int) -> list[nn.Parameter]:
+        """Parameters a defense adds to passive party ``party``'s model (trained by its optimiser)."""
         return []
 
 
@@ -158,6 +215,11 @@ class DefenseChain(DefensePoints):
             logits = d.predictions(logits)
         return logits
 
+    def soft_targets(self, logits, targets, ids):
+        for d in self.defenses:
+            targets = d.soft_targets(logits, targets, ids)
+        return targets
+
     def backpropagates(self):
         return any(d.backpropagates() for d in self.defenses)
 
@@ -174,9 +236,22 @@ class DefenseChain(DefensePoints):
     def generators(self):
         return [g for d in self.defenses for g in d.generators()]
 
+    def send_embedding(self, party, x, embedding):
+        for d in self.defenses:
+            embedding = d.send_embedding(party, x, embedding)
+        return embedding
+
+    def passive_loss_terms(self, party, x, embedding):
+        terms = [t for t in (d.passive_loss_terms(party, x, embedding) for d in self.defenses) if t is not None]
+        return sum(terms[1:], terms[0]) if terms else None
+
+    def passive_parameters(self, party):
+        return [p for d in self.defenses for p in d.passive_parameters(party)]
+
 
 class TrainingHooks(DefensePoints):
-    """Every hook point: the adversary's (nothing observed, default optimisers) and the active party's (identity)."""
+    """Every hook point: the adversary's (nothing observed, default optimisers), the active party's (identity) and the
+    auditor's (none)."""
 
     def passive_step(self, step: PassiveStep) -> None:
         """Called by passive party ``step.party`` when it has received a gradient (before it applies it)."""
@@ -186,12 +261,20 @@ class TrainingHooks(DefensePoints):
         ``make()`` builds the default one."""
         return make()
 
+    def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
+        """Called before a private update of the active party; returns what to call once it is released, or None."""
+        return None
+
 
 class CombinedHooks(TrainingHooks):
-    """The adversary's points from ``adversary``, the active party's from ``defenses``: one ``fed.hooks``."""
+    """The adversary's points from ``adversary``, the active party's from ``defenses``, the audit's from ``auditor`` (an
+    object with ``audit_update``, or None): one ``fed.hooks``."""
 
-    def __init__(self, adversary: TrainingHooks, defenses: DefensePoints):
-        self.adversary, self.defenses = adversary, defenses
+    def __init__(self, adversary: TrainingHooks, defenses: DefensePoints, auditor: Any = None):
+        self.adversary, self.defenses, self.auditor = adversary, defenses, auditor
+
+    def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
+        return None if self.auditor is None else self.auditor.audit_update(update)
 
     def passive_step(self, step: PassiveStep) -> None:
         self.adversary.passive_step(step)
@@ -214,6 +297,9 @@ class CombinedHooks(TrainingHooks):
     def predictions(self, logits):
         return self.defenses.predictions(logits)
 
+    def soft_targets(self, logits, targets, ids):
+        return self.defenses.soft_targets(logits, targets, ids)
+
     def backpropagates(self):
         return self.defenses.backpropagates()
 
@@ -228,3 +314,12 @@ class CombinedHooks(TrainingHooks):
 
     def generators(self):
         return [*self.adversary.generators(), *self.defenses.generators()]
+
+    def send_embedding(self, party, x, embedding):
+        return self.defenses.send_embedding(party, x, embedding)
+
+    def passive_loss_terms(self, party, x, embedding):
+        return self.defenses.passive_loss_terms(party, x, embedding)
+
+    def passive_parameters(self, party):
+        return self.defenses.passive_parameters(party)

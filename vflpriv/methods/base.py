@@ -11,17 +11,21 @@ from torch import nn
 
 from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
+    AUDIT_UPDATE,
     DEFENSE_POINTS,
     EPOCH_END,
     PASSIVE_OPTIMIZER,
     PASSIVE_STEP,
     SOFT_LABELS,
+    SOFT_TARGETS,
     SPLIT_LEARNING,
+    VICTIM_POINTS,
     Federation,
     Traffic,
     passive_receives,
 )
 from vflpriv.methods.finetune import Trained, finetune, predict, split_model
+from vflpriv.methods.towers import build_local_encoder
 from vflpriv.models.encoders import build_encoder
 
 if TYPE_CHECKING:
@@ -32,7 +36,20 @@ if TYPE_CHECKING:
 #: Everything the shared finetuning loop honours: each ``finetune.top``, FedBCD's ``finetune.local_updates``,
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
-                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, *DEFENSE_POINTS})
+                                         PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, SOFT_TARGETS,
+                                         AUDIT_UPDATE, *DEFENSE_POINTS, *VICTIM_POINTS})
+
+
+#: The label use of a pretraining that reads labels (``pretrain_reads_labels``).
+PRETRAINING_READS_LABELS = "its pretraining reads labels"
+
+
+def _defined_later(cls: type, name: str, than: str) -> bool:
+    """Whether ``cls`` gets ``name`` from a class below the one it gets ``than`` from (a method overriding
+    ``finetune`` without declaring its ``label_uses`` beside it)."""
+    mro = cls.__mro__
+    where = {n: next(i for i, k in enumerate(mro) if n in vars(k)) for n in (name, than)}
+    return where[name] < where[than]
 
 
 class Method:
@@ -100,6 +117,19 @@ class Method:
         """``supports``, for this method's options (a method whose loop depends on an option overrides it)."""
         return self.supports
 
+    def label_uses(self) -> tuple[str, ...]:
+        """Every place the method reads the active party's labels outside the shared finetuning loop, one clause each
+        naming where and what (``()``: none). The shared loop reads a label only through the defenses' hook points, so
+        a mechanism there (``dp-gaussian``) bounds what the loop does and nothing else: any use declared here voids its
+        claim (the run records no epsilon and says why). A method that overrides ``finetune`` declares its uses, for
+        its options, by overriding this too; the default, for a ``finetune`` of its own that does not, is that what
+        it reads is unknown (never assumed to be nothing)."""
+        uses = [PRETRAINING_READS_LABELS] if self.pretrain_reads_labels else []
+        if _defined_later(type(self), "finetune", "label_uses"):
+            uses.append(f"its finetune() ({type(self).__name__}) is its own and declares no label uses "
+                        "(Method.label_uses), so what it reads outside the shared loop is unknown")
+        return tuple(uses)
+
     def pretrain(self, fed: Federation) -> list[nn.Module] | None:
         return None
 
@@ -114,6 +144,12 @@ class Method:
         samples ``x`` with no federation (the ``attack.prior_ssl=own`` prior), for the run seeded ``seed``; None
         (the default) when the method's pretraining has no such no-federation equivalent."""
         return None
+
+    def alone_skeleton(self, spec: PartySpec, *, party: int, model: ModelConfig, device: torch.device) -> nn.Module:
+        """An untrained module of the architecture :meth:`pretrain_alone` returns for ``party``, to load a cached one
+        into (a method whose alone encoder is not the split local encoder, f_l of REFERENCE §2, overrides it: a
+        mismatch would discard the cached encoder and recompute it on every reuse)."""
+        return build_local_encoder(spec, model, generator=torch.Generator()).to(device)
 
     def fresh_bottoms(self, fed: Federation) -> list[nn.Module]:
         return [build_encoder(p.spec, fed.model, generator=fed.generator).to(fed.device) for p in fed.parties]

@@ -76,6 +76,9 @@ class Centralized(Method):
     federated = False
     supports = frozenset({"top:linear"})  # no split learning: no top, no exchange, no hook point
 
+    def label_uses(self) -> tuple[str, ...]:
+        return ("not federated: the estimator fits the labels of the pooled features",)
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         ids = fed.labeled_aligned()
         x = pooled(fed, "train", ids).double().cpu().numpy()

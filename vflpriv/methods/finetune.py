@@ -8,7 +8,8 @@ an MLP over the concatenation, or the sum of per-party class logits: :func:`spli
 tensors (FedBCD-p, Liu et al. 2022; VFLAIR's FedBCD_p). The loop calls the adversary's hook points
 (``vflpriv.engine.hooks``): ``passive_step`` before a passive party applies a received gradient,
 ``passive_optimizer`` for each passive party's optimiser, and the measurement point ``fed.epoch_end`` after each
-epoch.
+epoch; and a victim's defense points: ``send_embedding`` on what each passive party sends (in training and at
+inference), ``passive_loss_terms`` in its own loss.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from torch import nn
 from vflpriv.config.schema import FinetuneConfig
 from vflpriv.engine import (
     ACTIVE,
+    ActiveUpdate,
     EMBEDDING,
     FINETUNE,
     GRADIENT,
@@ -120,7 +122,9 @@ class PartyOptimizers:
         parties = [(k, [p for p in params if p.requires_grad]) for k, params in enumerate(owned)]
         self.owned = [params for _, params in parties if params]
         self.optimizers = [self._optimizer(k, params, self.hooks) for k, params in parties if params]
-        self.active = next((i for i, (k, params) in enumerate((k, ps) for k, ps in parties if ps) if k == ACTIVE), None)
+        #: Each party's optimiser's position (parties without trainable parameters have none).
+        self.index = {k: i for i, k in enumerate(k for k, params in parties if params)}
+        self.active = self.index.get(ACTIVE)
         self.adopted: set[nn.Parameter] = set()
 
     def _optimizer(self, party: int, params: list[nn.Parameter], hooks: TrainingHooks):
@@ -142,15 +146,15 @@ class PartyOptimizers:
             opt.zero_grad(set_to_none=True)
 
     def adopt(self) -> None:
-        """Give the active party's optimiser the parameters its defenses created since (MID's bottleneck is built
-        at the first embedding it receives, when its width is known)."""
-        if self.active is None:
-            return
-        new = [p for p in self.hooks.active_parameters() if p not in self.adopted]
-        if new:
-            self.optimizers[self.active].add_param_group({"params": new})
-            self.owned[self.active] = self.owned[self.active] + new
-            self.adopted.update(new)
+        """Give each party's optimiser the parameters its defenses created since (MID's bottleneck is built at the
+        first embedding it receives, when its width is known): the active party's, and a victim's at its own points."""
+        for party, i in self.index.items():
+            found = self.hooks.active_parameters() if party == ACTIVE else self.hooks.passive_parameters(party)
+            new = [p for p in found if p not in self.adopted]
+            if new:
+                self.optimizers[i].add_param_group({"params": new})
+                self.owned[i] = self.owned[i] + new
+                self.adopted.update(new)
 
     def step(self) -> None:
         self.adopt()
@@ -224,12 +228,14 @@ def split_step(
     its model, its loss terms, the gradient it sends; each passive party's step before it applies its gradient."""
     hooks = fed.hooks
     x_active, targets = hooks.active_batch(fed.active.x_train[batch], first_targets(fed, batch, y))
-    local = [bottoms[p.index](x_active if p.index == ACTIVE else p.x_train[batch]) for p in fed.parties]
+    local = [bottoms[ACTIVE](x_active), *(hooks.send_embedding(p.index, p.x_train[batch], bottoms[p.index](
+        p.x_train[batch])) for p in fed.passive)]
     received = [local[ACTIVE]]
     for p in fed.passive:
         h = fed.channel.send(Message(EMBEDDING, FINETUNE, p.index, ACTIVE, local[p.index], batch, epoch))
         received.append(h.requires_grad_(local[p.index].requires_grad))
     logits = top([received[ACTIVE], *(hooks.receive(p.index, received[p.index]) for p in fed.passive)])
+    targets = hooks.soft_targets(logits, targets, batch)
     per_class = hooks.needs_per_class()
     if hooks.backpropagates():  # per-sample clipping and noise (DP-SGD): the defense backpropagates
         leaves = {p.index: received[p.index] for p in fed.passive if received[p.index].requires_grad}
@@ -246,7 +252,7 @@ def split_step(
             grad = fed.channel.send(Message(GRADIENT, FINETUNE, ACTIVE, p.index, sent, batch, epoch))
             fed.hooks.passive_step(PassiveStep(p.index, epoch, step, batch, p.x_train[batch], bottoms[p.index],
                                                local[p.index], grad))
-            backward_with(local[p.index], grad)
+            passive_backward(fed, p.index, p.x_train[batch], local[p.index], grad)
             gradients[p.index] = grad
     return Exchange(loss.detach(), {p.index: received[p.index].detach() for p in fed.passive}, gradients)
 
@@ -279,7 +285,10 @@ def private_backward(fed: Federation, active_bottom: nn.Module, top: nn.Module, 
     active party's parameters only, no labels) is added afterwards. Returns the mean loss (detached)."""
     losses = nn.functional.cross_entropy(logits, targets, reduction="none")
     params = [p for m in (active_bottom, top) for p in m.parameters() if p.requires_grad]
+    released = fed.hooks.audit_update(ActiveUpdate(batch, logits, params, leaves))
     fed.hooks.backward(losses, params, leaves, batch)
+    if released is not None:
+        released()
     if penalty is not None:
         penalty().backward()
     return losses.detach().mean()
@@ -295,13 +304,27 @@ def local_update(
     x_active, targets = fed.hooks.active_batch(fed.active.x_train[batch], first_targets(fed, batch, y))
     stale = {p.index: exchange.received[p.index] for p in fed.passive}
     logits = top([bottoms[ACTIVE](x_active), *(fed.hooks.receive(k, h) for k, h in stale.items())])
+    targets = fed.hooks.soft_targets(logits, targets, batch)
     if fed.hooks.backpropagates():
         private_backward(fed, bottoms[ACTIVE], top, logits, targets, {}, batch, penalty)
     else:
         active_loss(fed, logits, targets, stale, y, penalty).backward()
     for p in fed.passive:
         if p.index in exchange.gradients:
-            backward_with(bottoms[p.index](p.x_train[batch]), exchange.gradients[p.index])
+            x = p.x_train[batch]
+            h = fed.hooks.send_embedding(p.index, x, bottoms[p.index](x))
+            passive_backward(fed, p.index, x, h, exchange.gradients[p.index])
+
+
+def passive_backward(fed: Federation, party: int, x: torch.Tensor, embedding: torch.Tensor,
+                     grad: torch.Tensor) -> None:
+    """Passive party ``party`` backpropagates the gradient it received through the embedding it sent, with the
+    terms its defenses add to its own loss (hook point ``defend:passive-loss``)."""
+    terms = fed.hooks.passive_loss_terms(party, x, embedding)
+    if terms is None:
+        backward_with(embedding, grad)
+    else:
+        ((embedding * grad).sum() + terms).backward()
 
 
 def backward_with(output: torch.Tensor, grad: torch.Tensor) -> None:
@@ -314,7 +337,7 @@ def backward_with(output: torch.Tensor, grad: torch.Tensor) -> None:
 def predict(fed: Federation, trained: Trained, *, ids: torch.Tensor | None = None, batch_size: int = 4096
             ) -> torch.Tensor:
     """Logits of the federated model on the test rows, or on the training rows ``ids``; passive parties send
-    embeddings."""
+    embeddings (of training rows with their ids; test rows carry none, and go in order)."""
     for module in (*trained.bottoms, trained.top):
         module.eval()
     rows = torch.arange(fed.active.x_test.shape[0], device=fed.device) if ids is None else ids
@@ -325,7 +348,9 @@ def predict(fed: Federation, trained: Trained, *, ids: torch.Tensor | None = Non
             x = (p.x_test if ids is None else p.x_train)[batch]
             h = trained.bottoms[p.index](x)
             if p.index != ACTIVE:
-                h = fed.hooks.receive(p.index, fed.channel.send(Message(EMBEDDING, INFERENCE, p.index, ACTIVE, h, None)))
+                h = fed.hooks.send_embedding(p.index, x, h)
+                sent = Message(EMBEDDING, INFERENCE, p.index, ACTIVE, h, None if ids is None else batch)
+                h = fed.hooks.receive(p.index, fed.channel.send(sent))
             reps.append(h)
         out.append(fed.hooks.predictions(trained.top(reps)))
     return torch.cat(out)

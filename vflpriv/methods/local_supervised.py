@@ -75,6 +75,9 @@ class LocalA(Method):
     supports = frozenset({"top:linear"})  # no split learning: no top, no exchange, no hook point
     default_active_labels_local = True
 
+    def label_uses(self) -> tuple[str, ...]:
+        return ("not federated: the active party fits its own model on its labels alone",)
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         model = train_active_local_model(fed, self.options, stream="local-a")
         return Trained([model.encoder], model.head)

@@ -126,6 +126,16 @@ class OneShotVFL(Method):
             return SHARED_LOOP - {"top:mlp", "top:sum"}
         return self.supports
 
+    def label_uses(self) -> tuple[str, ...]:
+        """Its protocol, before any end-to-end loop (``finetune_end_to_end`` runs that loop after it, from its top)."""
+        uses = ["the gradient of the server's untrained classifier's loss on the clean labels is sent to every "
+                "passive party (Alg. 1 lines 5-7)",
+                "the server's classifier, the top the end-to-end loop starts from, is trained on the clean labels "
+                "(lines 22-27)"]
+        if self.options.server == "label-holder":
+            uses.append("party 0's extractor trains on the clean labels (server: label-holder)")
+        return tuple(uses)
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         o, seed = self.options, fed.generator.initial_seed()
         models = [self._local_model(fed, p.index, seed) for p in fed.parties]
@@ -221,6 +231,10 @@ class FewShotVFL(OneShotVFL):
 
     Options = FewShotOptions
     sends = SPLIT_LEARNING | {("active", PROBABILITIES, FINETUNE)}
+
+    def label_uses(self) -> tuple[str, ...]:
+        return (*super().label_uses(), "the pseudo-label probabilities sent to every passive party come from the "
+                "server's classifiers trained on the clean labels (Alg. 2, Eq. 8-9)")
 
     def _expand(self, fed, models, ids, y, top, unlabeled, seed) -> None:
         """Alg. 2: H_o and H_u up, the server's probabilities down, each party's SSL on its expanded labeled set."""

@@ -49,6 +49,10 @@ class SSVFLIndependent(SSVFLCoupled):
     #: Its own loop: frozen encoders, the active party's Linear head trained alone; passive parties never update.
     supports = frozenset({"top:linear", EPOCH_END})
 
+    def label_uses(self) -> tuple[str, ...]:
+        return ("the active party trains its head on the labels in a loop of its own (SS-VFL Alg. 1), which calls no "
+                "defense hook point",)
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         encoders = [copy.deepcopy(m).eval().requires_grad_(False) for m in pretrained]
         ids = fed.labeled_aligned()

@@ -51,7 +51,7 @@ from vflpriv.common.seeding import generator as seeded_generator
 from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.engine import ACTIVE, Federation, Party
-from vflpriv.methods.base import SHARED_LOOP, Method
+from vflpriv.methods.base import PRETRAINING_READS_LABELS, SHARED_LOOP, Method
 from vflpriv.methods.finetune import Trained, finetune, new_top
 from vflpriv.methods.local_supervised import (
     ActiveLocalModel,
@@ -187,6 +187,20 @@ class VFLHLP(Method):
         if not self.passive_step:
             return self._fresh_encoder(spec, party, model, seed, device)
         return scarf_encoder(spec, x, index=party, model=model, options=self.options, seed=seed, device=device)
+
+    def alone_skeleton(self, spec: PartySpec, *, party: int, model: ModelConfig, device: torch.device) -> nn.Module:
+        """A passive party's alone encoder is a plain encoder (SCARF's, or a fresh one), not a split local encoder."""
+        return self._fresh_encoder(spec, party, model, 0, device)
+
+    def label_uses(self) -> tuple[str, ...]:
+        """Step 1 trains the active party's local model on its labels; finetuning reads that model where it starts
+        from it (``init_active_from_pretrained``) or pulls toward it (the constraint, ``beta`` > 0). With neither, or
+        without step 1 (VFLHLP-P), only the shared loop reads labels."""
+        o = self.options
+        if not (self.active_step and (o.init_active_from_pretrained or o.beta > 0)):
+            return ()
+        return (f"{PRETRAINING_READS_LABELS} (the active party's supervised step 1, on the labels of all its local "
+                "samples), and finetuning starts from that model or is pulled toward it (Eq. 8)",)
 
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         local: ActiveLocalModel = pretrained[ACTIVE]

@@ -68,7 +68,7 @@ def run_attack(a: AttackPlan, fed: Federation, scenario: Scenario, encoder, reco
     view = adversary_view(fed, scenario, encoder, phase, generator(cfg.seed, "attack"), steps)
     if view.encoder is not None:
         require_finite(apply_in_batches(view.encoder, view.aux_x), f"the adversary's {phase} encoder outputs")
-    found = tuned(a, view) if a.space is not None else None
+    found = tuned(a, view, canary_key=scenario.canary_key) if a.space is not None else None
     inferences = found.inferences if isinstance(found, SearchResult) else attack.infer(view)
     truth = _truth(scenario, view)
     canary = torch.isin(view.target_ids["train"].cpu(), scenario.canaries)
@@ -99,12 +99,12 @@ def _canary_labels(scenario: Scenario, ids: torch.Tensor) -> torch.Tensor:
     return scenario.canary_labels[torch.searchsorted(scenario.canaries, ids)]
 
 
-def tuned(a: AttackPlan, view: AdversaryView) -> SearchResult | str:
+def tuned(a: AttackPlan, view: AdversaryView, *, canary_key: str = "") -> SearchResult | str:
     """The attack tuned on the adversary's auxiliary labels over its planned space (``attacks.search``), trials
-    cached per training."""
+    cached per training (and per canary key: the canaries' labels change the training)."""
     cfg, attack = a.config, a.attack
-    key = json.dumps([cfg.training_key(), cfg.attack.name, cfg.attack.phase, attack.options.model_dump(mode="json")],
-                     sort_keys=True)
+    key = json.dumps([cfg.training_key(), cfg.attack.name, cfg.attack.phase, attack.options.model_dump(mode="json"),
+                      *([canary_key] if canary_key else [])], sort_keys=True)
     return search(attack, view, budget=cfg.attack.search_budget, seed=cfg.seed, key=key, space=a.space)
 
 

@@ -24,12 +24,13 @@ from vflpriv.common import metrics
 from vflpriv.common.errors import DivergedError, VflprivError
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
-from vflpriv.config.registry import DEFENSES
+from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import LABEL_FIELDS, RunConfig, TrainingConfig
 from vflpriv.engine import (
     FINETUNE,
     INFERENCE,
     PRETRAIN,
+    SERVER,
     Channel,
     CombinedHooks,
     DefenseChain,
@@ -42,9 +43,13 @@ from vflpriv.engine.adversary import AdversaryHooks
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.training import require_finite
+from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.attacking import prior_alone, run_attack
+from vflpriv.runner.auditing import bind_auditor, score_auditor
+from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
+from vflpriv.store.secrets import canary_key, fingerprint
 from vflpriv.store.records import FAILED, NOT_APPLICABLE, RunRecord
 
 
@@ -124,6 +129,9 @@ def _execute(p: Plan) -> list[RunRecord]:
     result.notes += [f"{c.name}: no epsilon recorded: {d.uncovered}" for d, c in zip(p.defenses, p.config.defenses)
                      if d.uncovered and not d.is_identity]
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
+    if p.auditor is not None:
+        score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,
+                      delta=delta if claims else p.audited.privacy_delta())
     for a, record in zip(p.attacks, records):
         if swept is not None:  # where an option set it (dp-gaussian's target_epsilon), the strength it resolved to
             record.strength = swept.effective_strength
@@ -136,38 +144,63 @@ def _execute(p: Plan) -> list[RunRecord]:
         record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
         record.epsilon_delta = delta if claims else float("nan")
         record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
+        record.canary_key = p.scenario.canary_key
         record.utility_curve = json.dumps(result.curve) if result.curve else ""
         record.utility_val, record.utility_optimistic = result.utility_val, result.utility_optimistic
         if a.not_applicable:  # no federation to attack; the adversary's prior is still what it knows alone
             record.status, record.error = NOT_APPLICABLE, a.not_applicable
-            if a.prior.kind != "none":
-                record.prior_accuracy = prior_alone(a, result.fed, p.scenario)
+            ALONE[a.attack.secret](a, result, p.scenario, record)
             continue
         start = time.perf_counter()
         try:
-            encoder = result.encoder(a.config.attack.phase, p.scenario.adversary)
-            run_attack(a, result.fed, p.scenario, encoder, record, delta=delta)
+            RUNS[a.attack.secret](a, result, p.scenario, record, delta=delta)
         except DivergedError as exc:
             record.status, record.error = FAILED, str(exc)
         record.attack_seconds = time.perf_counter() - start
     return records
 
 
+def _run_label_attack(a, result: TrainedFederation, scenario, record: RunRecord, *, delta: float) -> None:
+    run_attack(a, result.fed, scenario, result.encoder(a.config.attack.phase, scenario.adversary), record, delta=delta)
+
+
+def _run_feature_attack(a, result: TrainedFederation, scenario, record: RunRecord, *, delta: float) -> None:
+    run_feature_attack(a, result.fed, scenario, result.trained, record)
+
+
+def _label_prior_alone(a, result: TrainedFederation, scenario, record: RunRecord) -> None:
+    if a.prior.kind != "none":
+        record.prior_accuracy = prior_alone(a, result.fed, scenario)
+
+
+def _nothing_alone(a, result: TrainedFederation, scenario, record: RunRecord) -> None:
+    """A feature prior needs the targets' received rows to say which targets there are: none without a federation."""
+
+
+#: How an attack on each secret runs on a trained federation, and what is recorded where there is none to attack.
+RUNS = {"labels": _run_label_attack, "features": _run_feature_attack}
+ALONE = {"labels": _label_prior_alone, "features": _nothing_alone}
+
+
 def build_federation(p: Plan, *, transforms: list | None = None) -> Federation:
-    """The planned parties, channel (defenses, meter, the adversary's inbox, the method's declared
+    """The planned parties, channel (defenses, meter, each adversary's inbox, the method's declared
     traffic) and settings, untrained; every defense bound to it. ``transforms`` replaces the defenses
     on the channel (the conformance check zeroes every payload this way)."""
     cfg, scenario = p.config, p.scenario
-    inbox = Inbox(owner=scenario.adversary, wanted=p.wanted)
-    channel = Channel(p.defenses if transforms is None else transforms, inbox, declared=p.method.sends)
+    inbox = Inbox(owner=scenario.adversary, wanted=set(p.wanted.get(scenario.adversary, ())))
+    taps = [Inbox(owner=party, wanted=set(wanted)) for party, wanted in p.wanted.items() if party != scenario.adversary]
+    channel = Channel(p.defenses if transforms is None else transforms, inbox, declared=p.method.sends, taps=taps)
     fed = Federation(
         parties=make_parties(scenario, p.device), aligned=scenario.aligned.to(p.device), channel=channel,
         num_classes=scenario.dataset.num_classes, model=cfg.model, finetune=cfg.finetune,
         generator=generator(cfg.seed, "method"), device=p.device,
-        hooks=CombinedHooks(adversary_hooks(p), DefenseChain(p.defenses)) if transforms is None else TrainingHooks(),
+        hooks=CombinedHooks(adversary_hooks(p), DefenseChain(p.defenses), p.auditor) if transforms is None
+        else TrainingHooks(),
     )
     for defense in p.defenses if transforms is None else ():  # label defenses relabel now; Marvell keeps labels
         defense.bind(fed)
+    if p.auditor is not None and transforms is None:
+        bind_auditor(p.auditor, p.audited, fed, scenario)
     return fed
 
 
@@ -253,7 +286,7 @@ def _pretrain(p: Plan, fed: Federation, notes: list[str]) -> list | None:
     if not p.method.pretrains:
         return None
     skeleton = getattr(p.method, "skeleton", None)
-    if skeleton is None or any(phase == PRETRAIN for _, phase in fed.channel.inbox.wanted):
+    if skeleton is None or any(phase == PRETRAIN for inbox in fed.channel.inboxes.values() for _, phase in inbox.wanted):
         return p.method.pretrain(fed)
     key = pretrain_key(p.config, type(p.method))
     return cache.cached_modules(key, lambda: skeleton(fed), lambda: p.method.pretrain(fed),
@@ -280,17 +313,32 @@ def pretrain_key(config: TrainingConfig, method: type) -> str:
         "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses
                      if d.phase == PRETRAIN or (reads_labels and "labels" in DEFENSES.get(d.name).supported_kinds)],
         "seed": config.seed,
+        # a pretraining that reads labels reads the canaries' too, drawn with the canary key
+        **({"canary_key": fingerprint(canary_key())} if reads_labels and config.partition.canaries else {}),
     }
     return config_hash(payload, 24)
 
 
 def blank_record(cfg: RunConfig) -> RunRecord:
-    """A record naming the run (its keys, method, dataset, attack, swept defense and strength, seed, config)."""
+    """A record naming the run (its keys, method, dataset, attack, its secret, adversary and victim, swept defense and
+    strength, seed, config)."""
     swept = cfg.swept
+    secret, adversary, victim = roles_of(cfg)
     return RunRecord(
         key=cfg.key(), training_key=cfg.training_key(), method=cfg.method.name, dataset=cfg.dataset.name,
+        secret=secret, adversary=adversary, victim=victim,
         attack=cfg.attack.name, defense=swept.name if swept else "+".join(d.name for d in cfg.defenses) or "none",
         phase=cfg.attack.phase, strength=swept.strength if swept and swept.strength is not None else 0.0, seed=cfg.seed,
         canaries=cfg.partition.canaries,
         config=json.dumps(cfg.model_dump(mode="json"), sort_keys=True),
     )
+
+
+def roles_of(cfg: RunConfig) -> tuple[str, str, str]:
+    """(secret, adversary, victim) of a run as its record names them ("server" for the server, "" for no victim)."""
+    try:
+        secret = getattr(ATTACKS.get(cfg.attack.name), "secret", "labels")
+        party, victim = parties_of(cfg, secret, parties=cfg.partition.parties)
+    except VflprivError:  # the planner says what is wrong; a record only names what it can
+        return "labels", str(cfg.partition.adversary), ""
+    return secret, "server" if party == SERVER else str(party), "" if victim is None else str(victim)

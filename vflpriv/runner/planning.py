@@ -22,10 +22,23 @@ from vflpriv.config.schema import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
 from vflpriv.data.scenario import Scenario, build_scenario
-from vflpriv.engine import ACTIVE_BACKWARD, DEFENSE_POINTS, EPOCH_END, SOFT_LABELS, role
+from vflpriv.defenses.base import LABELS
+from vflpriv.engine import (
+    ACTIVE_BACKWARD,
+    ACTIVE_BATCH,
+    DEFENSE_POINTS,
+    EPOCH_END,
+    SOFT_LABELS,
+    SOFT_TARGETS,
+    VICTIM_POINTS,
+    role,
+)
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
+from vflpriv.runner.adversaries import READS, Adversary, resolve
+from vflpriv.runner.auditing import plan_auditor
+from vflpriv.runner.feature_prior import FeaturePriorPlan, plan_feature_prior
 from vflpriv.runner.prior import PriorPlan, plan_prior
 from vflpriv.store import cache
 
@@ -34,21 +47,25 @@ T = TypeVar("T")
 
 @dataclass
 class AttackPlan:
-    """One attack on the planned training: its prior, and its search space when it is tuned (``space``);
-    ``not_applicable`` gives the reason it is recorded as n/a."""
+    """One attack on the planned training: its prior, its search space when it is tuned (``space``), who runs it
+    against whom and what its inbox keeps (``adversary``); ``not_applicable`` gives the reason it is recorded as
+    n/a."""
 
     config: RunConfig
     attack: Any
-    prior: PriorPlan
+    prior: PriorPlan | FeaturePriorPlan
     space: dict[str, tuple] | None = None
     not_applicable: str = ""
+    adversary: Adversary | None = None
 
 
 @dataclass
 class Plan:
     """A training's resolved parts and the attacks evaluated on it, all validated: the run reads it, never asks
     the planner again. ``acting``: the attack that acts during this training, if any (its runs have a training of
-    their own); ``wanted``: the (kind, phase) pairs the adversary's inbox keeps, what any of the attacks reads."""
+    their own); ``wanted``: per receiver (an adversary: a party index or ``SERVER``), the (kind, phase) pairs its
+    inbox keeps, what any of the attacks it runs reads; ``auditor``: the auditor of ``audited`` (a defense of
+    ``defenses``) the training runs with, if any."""
 
     config: TrainingConfig
     scenario: Scenario
@@ -57,7 +74,9 @@ class Plan:
     device: torch.device
     attacks: list[AttackPlan] = field(default_factory=list)
     acting: AttackPlan | None = None
-    wanted: set[tuple[str, str]] = field(default_factory=set)
+    wanted: dict[int, set[tuple[str, str]]] = field(default_factory=dict)
+    auditor: Any = None
+    audited: Any = None
 
 
 def available_devices() -> list[str]:
@@ -75,6 +94,9 @@ def resolve_device(name: str) -> torch.device:
     except (RuntimeError, ValueError):
         raise ConfigError(f"unknown device '{name}'; valid devices here: {valid}") from None
     if device.type == "cpu":
+        if device.index not in (None, 0):  # torch accepts cpu:1 and runs on the one CPU device: refused, not renamed
+            raise ConfigError(f"device '{name}': the CPU has no index (torch runs every cpu:N on the same device); "
+                              f"use cpu; valid devices here: {valid}")
         return torch.device("cpu")
     available = {"cuda": torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count(),
                  "mps": torch.backends.mps.is_available()}.get(device.type, False)
@@ -93,8 +115,8 @@ def plan(runs: RunConfig | Sequence[RunConfig]) -> Plan:
     p.attacks = [plan_attack(run, p) for run in runs]
     applicable = [a for a in p.attacks if not a.not_applicable]
     p.acting = next((a for a in applicable if a.attack.acts), None)
-    p.wanted = {pair for a in applicable
-                for pair in (*a.attack.needs_messages, *a.attack.required_messages(a.config.attack.phase))}
+    for a in applicable:
+        p.wanted.setdefault(a.adversary.party, set()).update(a.adversary.reads)
     return p
 
 
@@ -112,12 +134,21 @@ def plan_training(config: TrainingConfig) -> Plan:
     _check_model(config, dataset)
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
     _check_backward(config, defenses)
-    for d in defenses:
+    _check_label_readers(config, defenses)
+    _check_soft_targets(config, defenses)
+    for d, c in zip(defenses, config.defenses):
         d.uncovered = d.covers(method)
+        if d.uncovered and d.requested_claim():
+            raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
+                                    f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
+                                    "(the noise acts and no epsilon is recorded), or use another method")
+    auditor, audited = plan_auditor(config, method, defenses)
+    if auditor is not None:
+        auditor = built("auditor", config.finetune.auditor, lambda: auditor(auditor.Options()))
     scenario = build_scenario(dataset, config.partition, seed=config.seed,
                               active_labels_local=_active_labels_local(config, method),
                               validation=config.finetune.validation)
-    return Plan(config.training(), scenario, method, defenses, device)
+    return Plan(config.training(), scenario, method, defenses, device, auditor=auditor, audited=audited)
 
 
 def _check_backward(config: TrainingConfig, defenses: list) -> None:
@@ -131,6 +162,32 @@ def _check_backward(config: TrainingConfig, defenses: list) -> None:
         raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' backpropagates the active party's per-sample "
                                 f"losses itself (DP-SGD); it cannot be combined with {', '.join(others)} at the active "
                                 "party's training")
+
+
+def _check_label_readers(config: TrainingConfig, defenses: list) -> None:
+    """A defense that backpropagates the active party's per-sample losses itself (DP-SGD) bounds only what passes its
+    mechanism: a defense that reads the labels itself (``reads_labels``: Marvell's noise follows each batch's labels)
+    releases them around it and is refused beside it, unless a label defense randomised the labels first (then it reads
+    the randomised ones, a post-processing of that defense's mechanism, whose epsilon covers the whole training)."""
+    own = [i for i, d in enumerate(defenses) if ACTIVE_BACKWARD in d.hook_points]
+    randomised = any(LABELS in d.hook_points and not d.is_identity for d in defenses)
+    readers = [config.defenses[i].name for i, d in enumerate(defenses) if d.reads_labels]
+    if own and readers and not randomised:
+        raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' bounds only the label uses of its own "
+                                f"mechanism, and {', '.join(readers)} reads the active party's labels around it; drop "
+                                f"{readers[0]}, or randomise the labels first with a label defense (label-dp, alibi)")
+
+
+def _check_soft_targets(config: TrainingConfig, defenses: list) -> None:
+    """A defense that recomputes each sample's target from the model's outputs (``SOFT_TARGETS``: ALIBI's model prior)
+    reads its own per-sample state by row id: a defense that mixes or replaces the batch's targets before it would be
+    silently undone."""
+    follow = [i for i, d in enumerate(defenses) if SOFT_TARGETS in d.hook_points]
+    mixing = [config.defenses[i].name for i, d in enumerate(defenses) if ACTIVE_BATCH in d.hook_points]
+    if follow and mixing:
+        raise IncompatibleError(f"defense '{config.defenses[follow[0]].name}' recomputes each sample's target from the "
+                                f"model's predictions, which would undo {', '.join(mixing)} on the batch's targets; use "
+                                "its options.prior=uniform, or one of them")
 
 
 def built(kind: str, name: str, make: Callable[[], T]) -> T:
@@ -230,9 +287,11 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     if unsupported:
         raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
                           f"valid kinds: {', '.join(cls.supported_kinds)}")
-    if SOFT_LABELS in cls.hook_points and SOFT_LABELS not in method.supported():
+    if {SOFT_LABELS, SOFT_TARGETS} & cls.hook_points - method.supported():
         raise IncompatibleError(f"defense '{d.name}' trains the active party on soft labels; method "
                                 f"'{config.method.name}' trains with a loop of its own that takes class indices only")
+    if cls.hook_points & VICTIM_POINTS:
+        return _victim_defense(config, index, cls, method)
     inside = cls.hook_points & DEFENSE_POINTS
     if inside:
         return _training_defense(config, index, cls, method, device)
@@ -291,6 +350,29 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
         options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
 
 
+def _victim_defense(config: TrainingConfig, index: int, cls, method: Method):
+    """A defense inside a victim's (a passive party's) finetuning computation, the feature attacks' counterpart of the
+    active party's points: the method's training must call its hook points, it acts in finetuning at the passive
+    party it protects (default party 1), and protects the messages that party sends where it also acts on them."""
+    d, name = config.defenses[index], config.defenses[index].name
+    missing = sorted((cls.hook_points & VICTIM_POINTS) - method.supported())
+    if missing:
+        raise IncompatibleError(f"defense '{name}' acts at {', '.join(missing)} inside a passive party's training; "
+                                f"method '{config.method.name}' trains with a loop of its own that does not call that "
+                                "point")
+    if d.phase != "finetune":
+        raise IncompatibleError(f"defense '{name}' acts in a passive party's finetuning; use phase finetune")
+    party = 1 if d.party is None else d.party
+    if not 1 <= party < config.partition.parties:
+        raise ConfigError(f"defense '{name}' protects a passive party's features: party must be one of "
+                          f"1..{config.partition.parties - 1}")
+    options = parse_options(cls, d.options, where=f"defenses[{index}].options")
+    return built("defense", name, lambda: cls(
+        strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase="finetune",
+        kinds=d.kinds if cls.supported_kinds else None, options=options,
+        generator=generator(config.seed, f"defense:{index}"), name=name))
+
+
 def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:
     """A tuned attack's space: its own, with the options ``attack.search_space`` names replaced."""
     return {**attack.space(), **{k: tuple(v) for k, v in given.items()}}
@@ -325,8 +407,9 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     cls = ATTACKS.get(cfg.name)
     options = parse_options(cls, cfg.options, where="attack.options")
     attack = built("attack", cfg.name, lambda: cls(options))
+    adversary = resolve(run, attack, parties=dataset.parties)
     if not method.federated:
-        return AttackPlan(run, attack, plan_prior(run, attack),
+        return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), adversary=adversary,
                           not_applicable=f"method '{run.method.name}' is not federated: no message crosses parties, "
                                          "so there is no adversary view to attack")
     if attack.binary_only and dataset.num_classes != 2:
@@ -335,17 +418,12 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         )
     if cfg.phase == "pretrain" and not method.pretrains:
         raise IncompatibleError(f"method '{run.method.name}' has no pretraining phase to attack; use --phase finetune")
-    if run.partition.canaries and cfg.phase == "pretrain" and not method.pretrain_reads_labels:
+    if (run.partition.canaries and cfg.phase == "pretrain" and not method.pretrain_reads_labels
+            and attack.secret == "labels"):
         raise IncompatibleError(f"partition.canaries: the pretraining of method '{run.method.name}' reads no labels, so "
                                 "its snapshot holds nothing of a canary's label; attack the finetune phase, or remove "
                                 "the canaries")
-    received = method.passive_receives()
-    for kind, phase in attack.required_messages(cfg.phase):
-        if (kind, phase) not in received:
-            raise IncompatibleError(
-                f"attack '{cfg.name}' needs the {kind} messages of the {phase} phase; "
-                f"method '{run.method.name}' sends the adversary none"
-            )
+    adversary = READS[attack.secret](attack, run, method, adversary, dataset)
     missing = attack.hook_points() - method.supported()
     if missing:
         raise IncompatibleError(
@@ -364,4 +442,8 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         raise IncompatibleError(f"attack '{cfg.name}': {reason}")
     if run.partition.aux == 0 and attack.needs_aux:
         raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")
-    return AttackPlan(run, attack, plan_prior(run, attack), space)
+    return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), space, adversary=adversary)
+
+
+#: How each secret's prior is planned (an attack's ``secret`` picks one).
+PRIOR_PLANS: dict[str, Callable[[RunConfig, Any], Any]] = {"labels": plan_prior, "features": plan_feature_prior}

@@ -218,7 +218,11 @@ def own_encoder(prior: PriorPlan, view: AdversaryView) -> nn.Module:
             return [local_ssl_encoder(view.spec, view.local_x, model_config=cfg.model,
                                       options=LocalOptions.model_validate(prior.ssl), generator=gen, device=view.device)]
 
-        def skeleton() -> list[nn.Module]:
+        def skeleton() -> list[nn.Module]:  # the architecture compute() returns, so a cached encoder is reused
+            if prior.own:
+                method = METHODS.get(cfg.method.name)
+                alone = method(method.Options.model_validate(cfg.method.options))
+                return [alone.alone_skeleton(view.spec, party=view.party, model=cfg.model, device=view.device)]
             return [build_local_encoder(view.spec, cfg.model, generator=torch.Generator()).to(view.device)]
 
         (_ENCODERS[key],) = cache.cached_modules(key, skeleton, compute)

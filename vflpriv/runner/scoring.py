@@ -167,6 +167,15 @@ def odds_ratio(attack_hits: str, prior_hits: str) -> float:
     return math.log(a / (1 - a)) - math.log(b / (1 - b))
 
 
+def menu_counts(right: torch.Tensor, confidence: torch.Tensor | None) -> list[list[int]]:
+    """[kept, right] per entry of the canary audit's abstention menu (``empirical_epsilon.kept``): the most confident
+    guesses first; without a confidence, every guess at once."""
+    order = (confidence.argsort(descending=True, stable=True) if confidence is not None
+             else torch.arange(right.numel()))
+    sizes = kept(right.numel()) if confidence is not None else [right.numel()]
+    return [[k, int(right[order[:k]].sum())] for k in sizes]
+
+
 def score_canaries(record: RunRecord, inference: Inference, positions: torch.Tensor, labels: torch.Tensor, *,
                    classes: int, delta: float, prior: torch.Tensor | None) -> None:
     """The attack's guesses of the random-label canaries at ``positions`` of its train targets (``labels``: their
@@ -180,10 +189,7 @@ def score_canaries(record: RunRecord, inference: Inference, positions: torch.Ten
     if not bool(guessed.any()):
         return
     confidence = inference.confidence.cpu()[positions][guessed] if inference.confidence is not None else None
-    order = (confidence.argsort(descending=True, stable=True) if confidence is not None
-             else torch.arange(right.numel()))
-    sizes = kept(right.numel()) if confidence is not None else [right.numel()]
-    counts = [[k, int(right[order[:k]].sum())] for k in sizes]
+    counts = menu_counts(right, confidence)
     bound, guesses = menu_lower(counts, canaries=record.canaries, classes=classes, delta=delta)
     chosen = next(c for c in counts if c[0] == guesses)  # menu_lower returns one of the entries' guesses
     record.canary_counts = json.dumps(counts)

@@ -3,10 +3,43 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 from vflpriv.common.errors import ConfigError
+
+
+#: The longest path the system takes (Linux PATH_MAX, with its terminating NUL); longer ones fail every call.
+PATH_MAX = 4096
+#: Paths longer than this are shown shortened in messages (the whole would be the line).
+SHOWN = 120
+
+
+def shown(path: Path | str) -> str:
+    """``path`` for a message: as given, or its start and end around an ellipsis when it is very long."""
+    text = str(path)
+    return text if len(text) <= SHOWN else f"{text[:60]}...{text[-40:]} ({len(text)} characters)"
+
+
+def kind_of(path: Path, *, what: str) -> str:
+    """What is at ``path``: ``"folder"``, ``"file"``, or ``""`` when nothing is; a path the system refuses to look
+    at (a name or the whole path too long, a folder it may not enter) is one ConfigError naming ``what``."""
+    _short_enough(path, what=what)
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return ""
+    except OSError as exc:
+        raise ConfigError(f"{what} {shown(path)} is not a usable path ({exc.strerror})") from None
+    return "folder" if stat.S_ISDIR(mode) else "file"
+
+
+def _short_enough(path: Path, *, what: str) -> None:
+    size = len(os.fsencode(str(path.absolute())))
+    if size >= PATH_MAX:
+        raise ConfigError(f"{what} {shown(path)} is {size} bytes long; the system takes paths of at most "
+                          f"{PATH_MAX - 1}")
 
 
 def writable_folder(path: Path, *, what: str) -> Path:
@@ -24,7 +57,7 @@ def writable_folder(path: Path, *, what: str) -> Path:
 def usable_folder(path: Path, *, what: str) -> Path:
     """``path`` as a folder this process could write, checked without creating anything: an existing one must be a
     writable folder, a missing one creatable (:func:`creatable`); else one ConfigError naming ``what``."""
-    if path.is_dir():
+    if kind_of(path, what=what) == "folder":
         if not os.access(path, os.W_OK | os.X_OK):
             raise ConfigError(f"{what} {path} is not a writable folder (permission denied)")
         return path
@@ -36,6 +69,7 @@ def creatable(path: Path, *, what: str, folder: bool = False) -> None:
     """Refuse, without creating anything, a path that could not be created: a name longer than its file system
     allows, a component that is a file, or a missing part under a folder this process cannot write; with
     ``folder``, also an existing file where a folder is wanted."""
+    _short_enough(path, what=what)
     current = Path(path.absolute().anchor)
     parts = path.absolute().parts[1:]
     for depth, name in enumerate(parts):
@@ -65,4 +99,5 @@ def creatable(path: Path, *, what: str, folder: bool = False) -> None:
 def _fits(name: str, limit: int, *, path: Path, what: str) -> None:
     size = len(os.fsencode(name))
     if size > limit:
-        raise ConfigError(f"{what} {path}: the name '{name[:24]}...' is {size} bytes; the file system allows {limit}")
+        raise ConfigError(f"{what} {shown(path)}: the name '{name[:24]}...' is {size} bytes; the file system allows "
+                          f"{limit}")

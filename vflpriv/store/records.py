@@ -12,7 +12,12 @@ OK, FAILED, NOT_APPLICABLE = "ok", "failed", "n/a"
 
 @dataclass
 class RunRecord:
-    """One run's numbers. Attack accuracy is on the test samples unless the attack only targets train."""
+    """One run's numbers. Attack accuracy is on the test samples unless the attack only targets train.
+
+    A feature attack's record (``secret`` ``features``) scores reconstructions instead of guessed labels: the
+    ``feature_*`` fields (errors, lower is better) and the adversary's feature prior beside them (``prior_mse``);
+    its ``leakage`` is prior MSE - attack MSE on the same targets (positive: the attack reconstructs better than the
+    prior), and its accuracy fields stay NaN."""
 
     key: str
     method: str
@@ -23,6 +28,11 @@ class RunRecord:
     strength: float
     seed: int
     training_key: str = ""
+    #: The secret the attack infers: ``labels`` (the active party's) or ``features`` (``victim``'s).
+    secret: str = "labels"
+    #: Who ran the attack ("1": party 1; "server") and, for a feature attack, whose features it inferred ("" for labels).
+    adversary: str = ""
+    victim: str = ""
     #: The device the training ran on (``cpu``, ``cuda:0``). Keys leave it out: every draw is made on the CPU, so a
     #: seed is the same experiment on every device (numbers agree to float tolerance, not bit for bit).
     device: str = ""
@@ -62,13 +72,25 @@ class RunRecord:
     #: Random-label canaries of the training (``partition.canaries``), how many the attack guessed (its most confident
     #: ones where it abstained) and how many of those it got right; the prior's accuracy on all of them (chance).
     canaries: int = 0
+    #: ``canary_accuracy`` is the accuracy of the ``canary_guesses`` of the menu entry selected for the best bound
+    #: (selected after scoring, so optimistic); ``canary_counts`` holds every entry's (the first: every guess).
     canary_guesses: int = 0
     canary_accuracy: float = float("nan")
     canary_prior_accuracy: float = float("nan")
+    #: The fingerprint of the canary key the canaries' labels were drawn with (``vflpriv.store.secrets``; '' without).
+    canary_key: str = ""
     #: The one-sided 95% lower bound on the training's label-DP epsilon these guesses certify, at delta
     #: ``epsilon_lower_delta`` (the DP defense's delta, else 0): vflpriv.common.empirical_epsilon.
     epsilon_lower: float = float("nan")
     epsilon_lower_delta: float = float("nan")
+    #: The auditor the training ran with (``finetune.auditor``: a measurement of the DP defense's claim with privileges no
+    #: party holds, never an attack: in no leakage, CAP, verdict or worst case over the attacks), how many of the
+    #: canaries it guessed as its abstention menu kept them, their accuracy, and the 95% lower bound they certify on the
+    #: training's label-DP epsilon at the claim's delta (``epsilon_delta``). Every record of the training carries them.
+    auditor: str = ""
+    auditor_guesses: int = 0
+    auditor_accuracy: float = float("nan")
+    auditor_epsilon_lower: float = float("nan")
     comm_mb: float = 0.0
     comm_messages: int = 0
     comm_mb_pretrain: float = 0.0
@@ -85,6 +107,26 @@ class RunRecord:
     training_under_attack: bool = False
     #: How many targets the attack guessed and was scored on (an attack on one batch guesses that batch).
     n_targets: int = 0
+    #: A feature attack's scores on its primary targets (``attack_target``), features min-max scaled to [0, 1] on the
+    #: training data (vflpriv.common.feature_metrics): MSE over all elements (and on the train targets), PSNR and SSIM
+    #: for image victims, the exact-match rate of binary and categorical columns, VFLAIR's AP = max(0, 1 - MSE).
+    feature_mse: float = float("nan")
+    feature_mse_train: float = float("nan")
+    feature_psnr: float = float("nan")
+    feature_ssim: float = float("nan")
+    feature_exact_match: float = float("nan")
+    feature_ap: float = float("nan")
+    #: A tuned feature attack's lowest MSE on the targets of anything its search trained: a bound, never a verdict's.
+    feature_mse_oracle: float = float("nan")
+    #: The feature prior on the same targets: the one leakage is measured against (``prior_kind``: the known samples'
+    #: mean, or the regressor from the adversary's own features, chosen on its known samples), both, and U(0, 1) guesses.
+    prior_mse: float = float("nan")
+    prior_kind: str = ""
+    prior_mse_mean: float = float("nan")
+    prior_mse_regressor: float = float("nan")
+    prior_mse_random: float = float("nan")
+    prior_psnr: float = float("nan")
+    prior_ssim: float = float("nan")
     train_seconds: float = 0.0
     attack_seconds: float = 0.0
     status: str = OK
@@ -97,10 +139,20 @@ class RunRecord:
     #: for the per-sample paired test of the audit's verdicts.
     attack_hits: str = field(default="", repr=False)
     prior_hits: str = field(default="", repr=False)
+    #: A feature attack's per-target MSE (JSON list, in target order) and the prior's on the same targets (the paired
+    #: test's unit), and its per-feature MSE (JSON list over the flattened features).
+    attack_errors: str = field(default="", repr=False)
+    prior_errors: str = field(default="", repr=False)
+    feature_mse_per_feature: str = field(default="", repr=False)
+    #: Image victims: the first few primary targets' true features, the attack's and the chosen prior's guesses, on
+    #: the scores' scale (JSON {"shape", "truth", "attack", "prior"}), for the report's grid.
+    feature_examples: str = field(default="", repr=False)
     #: A tuned attack's every trial (JSON list of options, budget fraction, holdout accuracy).
     attack_trials: str = field(default="", repr=False)
     #: JSON [[guesses kept, right], ...]: each entry of the canary audit's abstention menu (summed over seeds to pool).
     canary_counts: str = field(default="", repr=False)
+    #: JSON [[guesses kept, right], ...]: the auditor's, per entry of the same menu.
+    auditor_counts: str = field(default="", repr=False)
     config: str = field(default="", repr=False)
 
     def to_dict(self) -> dict:

@@ -6,6 +6,13 @@ seed) with the defense acting in that phase, on which the attacks of that phase 
 at which the attack falls to the prior). Pairs that cannot run are listed with the planner's reason, not
 skipped in silence. Defaults are quick on the bundled data: every registered attack with its
 ``audit_options``, every registered defense at its ``audit_strengths`` for the phase.
+
+Both secrets: the label attacks run by each passive adversary (``partition.adversary``), the feature attacks by the
+roles of ``audit.feature_adversaries`` on the same trainings: the active party and the server against party 1, and
+the passive adversary against the active party, wherever the method sends that role anything about the victim's
+samples (elsewhere listed with the planner's reason). A feature attack runs under a defense that protects its victim's
+messages (the defense's ``party``): ``audit.feature_defended`` names which (default the decoder, the cheapest and on
+the bundled data the strongest; every feature attack gives its verdict without a defense).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from pydantic import Field, NonNegativeFloat, model_validator
 
 from vflpriv.common.errors import IncompatibleError
 from vflpriv.config.options import Options
-from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
+from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES, METHODS
 from vflpriv.config.schema import (
     MAX_SEARCH_BUDGET,
     AttackConfig,
@@ -28,6 +35,7 @@ from vflpriv.config.schema import (
     refuse_untuned,
 )
 from vflpriv.config.sweep import RunsPerGpu, Seed, check_runs_per_gpu, refuse_repeats
+from vflpriv.engine import VICTIM_POINTS
 from vflpriv.runner.prior import prior_pretraining
 from vflpriv.workflows.audit_recipes import (
     FULL,
@@ -41,8 +49,11 @@ from vflpriv.workflows.audit_recipes import (
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
 #: label (splitnn on digits, 200 labels, tuned on nothing: 25 canaries cost 0.037 of test accuracy, 50 cost 0.10, 100
-#: cost 0.26), and 25 ten-class canaries, every one guessed right, already certify epsilon 3.8.
+#: cost 0.26), and 25 ten-class canaries a seed, pooled over 3 seeds and 10 attacks, cap the worst case at 4.57.
 AUTO_CANARIES, AUTO_SHARE = 50, 8
+#: Where a claim of the audit's DP strengths needs more canaries to be testable, the audit plants them, up to this
+#: share of the labels (beyond it the training is more canaries than task).
+MAX_SHARE = 4
 
 
 class AuditDefense(Options):
@@ -82,10 +93,24 @@ class AuditSettings(Options):
     profile: Literal["full", "quick"] = Field(
         FULL, description="quick: one seed, the strongest attack of each kind, each defense at its middle strength, "
                           "for the development loop (audit.md says what it left out); full: the audit")
+    feature_adversaries: list[Literal["active", "server", "passive"]] = Field(
+        default_factory=lambda: ["active", "server", "passive"],
+        description="who runs the feature attacks: the active party and the server (against party 1), the passive "
+                    "adversary (against the active party's features)")
+    feature_defended: list[str] = Field(
+        default_factory=lambda: ["fi-decoder"], description="feature attacks also run under each defense that "
+        "protects their victim's messages")
+    feature_margin: float = Field(0.05, ge=0, le=1, description="feature leakage tolerance of the verdicts, as a "
+                                                                "share of the prior's MSE")
     canaries: int | None = Field(
         None, ge=0, description="random-label canaries in the trainings whose labels the attacked phase reads (an "
         f"empirical lower bound on each setting's label-DP epsilon); unset: one in {AUTO_SHARE} of partition.labeled, at "
-        f"most {AUTO_CANARIES} (0 for a non-federated method); 0: none")
+        f"most {AUTO_CANARIES}, raised (up to one in {MAX_SHARE}) to the fewest whose cap exceeds every epsilon the "
+        "audit's DP strengths claim (0 for a non-federated method); 0: none")
+
+    auditor: str = Field(
+        "auto", description="an auditor of each defended training's DP claim, beside the attacks (vflpriv list auditors): "
+        "auto attaches the one that audits the defense, where there are canaries; none; or a name")
 
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AuditSettings:
@@ -135,12 +160,14 @@ class AuditConfig(TrainingConfig):
 
 @dataclass(frozen=True)
 class Inapplicable:
-    """A pair the audit could not run, and why (the planner's own message)."""
+    """A pair the audit could not run, and why (the planner's own message); ``left_out``: an attack the default
+    battery leaves out where it is known to fail (``Attack.left_out_of_audit``)."""
 
     attack: str
     defense: str
     phase: str
     reason: str
+    left_out: bool = False
 
 
 def _phases(cfg: AuditConfig) -> list[str]:
@@ -155,12 +182,41 @@ def prior_ssl(cfg: AuditConfig) -> str:
     return prior_pretraining(cfg.method.name, cfg.audit.prior_ssl)
 
 
-def _attack(cfg: AuditConfig, name: str, phase: str) -> AttackConfig:
+def _attack(cfg: AuditConfig, name: str, phase: str, *, adversary: int | str | None = None,
+            victim: int | None = None) -> AttackConfig:
     options = cfg.audit.attack_options.get(name, getattr(ATTACKS.get(name), "audit_options", {}))
     a = cfg.audit
     return AttackConfig(name=name, phase=phase, prior=a.prior, prior_epochs=a.prior_epochs, prior_ssl=a.prior_ssl,
                         options=options, tune=a.tune, search_budget=a.search_budget,
-                        search_space=a.search_spaces.get(name, {}))
+                        search_space=a.search_spaces.get(name, {}), adversary=adversary, victim=victim)
+
+
+def _attacks(cfg: AuditConfig, name: str, phase: str, adversary: int, first: bool) -> list[tuple[str, AttackConfig]]:
+    """The audit's runs of attack ``name`` against label adversary ``adversary``, each named for the lists: a label
+    attack once; a feature attack once per role of ``audit.feature_adversaries`` (the active party's and the
+    server's with the first label adversary only: they do not depend on it)."""
+    if getattr(ATTACKS.get(name), "secret", "labels") == "labels":
+        return [(name, _attack(cfg, name, phase))]
+    roles = {"active": (0, None), "server": ("server", None), "passive": (adversary, 0)}
+    return [(f"{name} by {'party ' + str(who) if isinstance(who, int) else who}", _attack(cfg, name, phase,
+                                                                                        adversary=who, victim=victim))
+            for role, (who, victim) in roles.items() if role in cfg.audit.feature_adversaries
+            and (first or role == "passive")]
+
+
+def _defended_by(attack: AttackConfig, d: AuditDefense, cfg: AuditConfig) -> bool:
+    """Whether the audit runs ``attack`` under defense ``d``: every label attack; a feature attack named in
+    ``audit.feature_defended`` under a feature defense of its victim: one that protects the embeddings its victim
+    sends, or acts inside its training (``VICTIM_POINTS``). The active party's gradient defenses are label defenses:
+    what they do to a passive adversary's reconstruction of the active party's features is a question for
+    ``evaluate`` (the audit's feature part stays cheap: the undefended verdicts, and the feature defenses)."""
+    if getattr(ATTACKS.get(attack.name), "secret", "labels") == "labels":
+        return True
+    victim = attack.victim if attack.victim is not None else 1
+    cls = DEFENSES.get(d.name)
+    kinds = d.kinds or cls.default_kinds_for(attack.phase)
+    features = "embedding" in kinds or bool(getattr(cls, "hook_points", frozenset()) & VICTIM_POINTS)
+    return attack.name in cfg.audit.feature_defended and d.party == victim and features
 
 
 def resolved_options(cfg: AuditConfig) -> dict[str, dict]:
@@ -180,26 +236,93 @@ def _run(base: dict, attack: AttackConfig, defense: DefenseConfig | None, seed: 
     return RunConfig.model_validate(data)
 
 
-def _try(runs: list[RunConfig]) -> str:
+def _try(runs: list[RunConfig], *, default_battery: bool = False) -> str:
     """'' when the runs plan, else the planner's reason why they cannot (IncompatibleError: the method, task or
     phase lacks what the attack or defense needs). Bad input (an unknown option, a party that does not exist)
-    is raised: the user fixes it; it is not a pair to set aside."""
+    is raised: the user fixes it; it is not a pair to set aside. ``default_battery``: also the reason an attack of the
+    default battery is left out there (:data:`LEFT_OUT` and ``Attack.left_out_of_audit``)."""
     from vflpriv.runner.planning import plan
 
     try:
-        plan(runs)
+        planned = plan(runs)
     except IncompatibleError as exc:
         return str(exc)
+    if default_battery:
+        a = planned.attacks[0]
+        declared = planned.method.declared(a.config, num_classes=planned.scenario.dataset.num_classes)
+        reason = getattr(a.attack, "left_out_of_audit", lambda run: "")(declared)
+        return f"{LEFT_OUT}: {reason}" if reason else ""
     return ""
+
+
+#: How an attack the default battery leaves out is listed.
+LEFT_OUT = "left out of the default audit"
 
 
 def canaries(cfg: AuditConfig) -> int:
     """``audit.canaries`` resolved: as given, else one in :data:`AUTO_SHARE` of the labels, at most
-    :data:`AUTO_CANARIES` (none for a non-federated method: no adversary guesses them)."""
+    :data:`AUTO_CANARIES`, raised to :func:`canaries_for_claims` up to one in :data:`MAX_SHARE` of the labels (none
+    for a non-federated method, where no adversary guesses them, nor where no attacked phase reads labels, where none
+    could be planted). Given where none could be planted, it is refused."""
+    reads = any(_reads_labels(phase, cfg.method.name) for phase in _phases(cfg))
     if cfg.audit.canaries is not None:
+        if cfg.audit.canaries and not reads:
+            raise IncompatibleError(
+                f"audit.canaries={cfg.audit.canaries}: the attacked phase(s) {', '.join(_phases(cfg))} of method "
+                f"'{cfg.method.name}' read no labels, so no canary can be planted where an attack would guess it; "
+                "attack the finetune phase too (--phases finetune,pretrain), or give --canaries 0")
         return cfg.audit.canaries
+    if not METHODS.get(cfg.method.name).federated:
+        return 0
     auto = min(AUTO_CANARIES, cfg.partition.labeled // AUTO_SHARE)
-    return auto if METHODS.get(cfg.method.name).federated else 0
+    if not reads:
+        return 0
+    return max(auto, min(canaries_for_claims(cfg), cfg.partition.labeled // MAX_SHARE))
+
+
+def canaries_for_claims(cfg: AuditConfig) -> int:
+    """Per training, the fewest canaries whose cap (every guess right, pooled over the seeds, each of the audit's
+    attacks at 5%/A with the full menu) exceeds every epsilon the audit's DP strengths claim; 0 without a claim."""
+    from vflpriv.common.empirical_epsilon import canaries_needed
+    from vflpriv.runner.planning import plan_training
+
+    claims = _audit_claims(cfg)
+    if not claims:
+        return 0
+    classes = plan_training(cfg.training()).scenario.dataset.num_classes
+    attacks = len(cfg.audit.attacks or ATTACKS.names())
+    pooled = [canaries_needed(eps, classes=classes, attacks=attacks, delta=delta) for eps, delta in claims]
+    return -(-max(pooled) // len(cfg.seeds))
+
+
+def _defenses(cfg: AuditConfig) -> list[AuditDefense]:
+    """The audit's defenses: as given, else every registered one."""
+    return cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
+
+
+def _audit_claims(cfg: AuditConfig) -> list[tuple[float, float]]:
+    """Every (epsilon, delta) a DP defense of the audit will claim at its strengths, where planning knows it."""
+    defenses = _defenses(cfg)
+    claims = []
+    for d in defenses:
+        cls = DEFENSES.get(d.name)
+        for phase in _phases(cfg):
+            strengths = d.strengths or cls.audit_strengths_for(phase, finetune=cfg.finetune, options=d.options) or ()
+            claims += [c for s in strengths if (c := cls.claimed_epsilon(s, finetune=cfg.finetune,
+                                                                         options=d.options)) is not None]
+    return claims
+
+def _reads_labels(phase: str, method: str) -> bool:
+    """Whether the trainings attacked in ``phase`` read the labels a canary would change: finetuning does, a
+    pretraining only if it reads them."""
+    return phase == "finetune" or METHODS.get(method).pretrain_reads_labels
+
+
+def _control(attack: AttackConfig) -> AttackConfig:
+    """The attack block of a canary-free control training: untuned and without a prior, so that its records measure
+    the utility the canaries cost and never enter a leakage test (a record without a prior has no leakage: each seed
+    counts once in a verdict)."""
+    return AttackConfig(name=attack.name, phase=attack.phase, prior="none", options=attack.options)
 
 
 def profile_note(cfg: AuditConfig) -> str:
@@ -207,9 +330,9 @@ def profile_note(cfg: AuditConfig) -> str:
     if cfg.audit.profile == FULL:
         return FULL
     defenses = {}
-    for d in cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]:
+    for d in _defenses(cfg):
         for phase in _phases(cfg):
-            own = DEFENSES.get(d.name).audit_strengths.get(phase) or ()
+            own = DEFENSES.get(d.name).audit_strengths_for(phase, finetune=cfg.finetune, options=d.options) or ()
             full = d.strengths or own
             defenses[f"{d.name} ({phase})" if len(_phases(cfg)) > 1 else d.name] = (
                 full, d.strengths or default_strengths(QUICK, own) or ())
@@ -221,8 +344,18 @@ def profile_note(cfg: AuditConfig) -> str:
 def _planted(base: dict, count: int, phase: str, method: str) -> dict:
     """``base`` with ``count`` canaries where the attacked phase reads labels (finetuning; a pretraining only if it
     reads them): a label-free snapshot holds nothing of a canary's label."""
-    reads = phase == "finetune" or METHODS.get(method).pretrain_reads_labels
-    return {**base, "partition": {**base["partition"], "canaries": count if reads else 0}}
+    return {**base, "partition": {**base["partition"], "canaries": count if _reads_labels(phase, method) else 0}}
+
+
+def auditor_for(cfg: AuditConfig, defense: str) -> str | None:
+    """``audit.auditor`` resolved for ``defense``'s trainings: auto, the first registered auditor that audits it; a
+    name, that auditor where it audits it (an unknown one is refused); none, None."""
+    choice = cfg.audit.auditor
+    if choice == "none":
+        return None
+    names = AUDITORS.names() if choice == "auto" else [choice]
+    cls = DEFENSES.get(defense)
+    return next((n for n in names if AUDITORS.get(n).audits(cls)), None)
 
 
 def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
@@ -232,31 +365,35 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
 
     plan_training(cfg.training())
     attacks = cfg.audit.attacks or default_attacks(cfg.audit.profile)
-    defenses = cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
+    defenses = _defenses(cfg)
     parties = cfg.partition.parties
-    adversaries = range(1, parties) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
+    adversaries = list(range(1, parties)) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
     runs: list[RunConfig] = []
     skipped: list[Inapplicable] = []
     planted = canaries(cfg)
     for adversary in adversaries:
         unplanted = cfg.training().model_dump()
         unplanted["partition"]["adversary"] = adversary
+        controlled = False  # one canary-free control training per seed, whatever the attacked phases
         for phase in _phases(cfg):
             base = _planted(unplanted, planted, phase, cfg.method.name)
             applicable = []
-            for name in attacks:
-                attack = _attack(cfg, name, phase)
-                reason = _try([_run(base, attack, None, cfg.seeds[0])])
+            for label, attack in [a for name in attacks for a in _attacks(cfg, name, phase, adversary,
+                                                                            adversary == adversaries[0])]:
+                reason = _try([_run(base, attack, None, cfg.seeds[0])], default_battery=cfg.audit.attacks is None)
                 if reason:
-                    skipped.append(Inapplicable(name, "none", phase, reason))
+                    skipped.append(Inapplicable(label, "none", phase, reason, reason.startswith(LEFT_OUT)))
                 else:
                     applicable.append(attack)
                     runs += [_run(base, attack, None, s) for s in cfg.seeds]
-            if applicable and base["partition"]["canaries"]:  # what the canaries cost: the same training without
-                runs += [_run(unplanted, applicable[0], None, s) for s in cfg.seeds]
+            passive = [a for a in applicable if not ATTACKS.get(a.name).acts  # a label attack that leaves the
+                       and getattr(ATTACKS.get(a.name), "secret", "labels") == "labels"]  # training alone
+            if passive and base["partition"]["canaries"] and not controlled:  # what the canaries cost: the same
+                runs += [_run(unplanted, _control(passive[0]), None, s) for s in cfg.seeds]  # training without them
+                controlled = True
             for d in defenses:
-                strengths = d.strengths or default_strengths(cfg.audit.profile,
-                                                             DEFENSES.get(d.name).audit_strengths.get(phase))
+                strengths = d.strengths or default_strengths(cfg.audit.profile, DEFENSES.get(d.name).audit_strengths_for(
+                    phase, finetune=cfg.finetune, options=d.options))
                 unset = DefenseConfig(name=d.name, phase=phase, kinds=d.kinds, party=d.party, sweep=True,
                                       options=d.options)
                 reason = _try([_run(base, applicable[0], unset, cfg.seeds[0])]) if applicable else ""
@@ -264,12 +401,16 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     skipped.append(Inapplicable("*", d.name, phase, reason or f"defense '{d.name}' declares no audit "
                                                 f"strengths for the {phase} phase; give audit.defenses[].strengths"))
                     continue
-                for attack in applicable:
+                auditor = auditor_for(cfg, d.name) if base["partition"]["canaries"] else None
+                audited = {**base, "finetune": {**base["finetune"], "auditor": auditor}} if auditor else base
+                for attack in [a for a in applicable if _defended_by(a, d, cfg)]:
                     defended = [DefenseConfig(name=d.name, strength=s, phase=phase, kinds=d.kinds, party=d.party,
                                               sweep=True, options=d.options) for s in strengths]
-                    reason = _try([_run(base, attack, defended[0], cfg.seeds[0])])
+                    if audited is not base and _try([_run(audited, attack, defended[0], cfg.seeds[0])]):
+                        audited = base  # the auditor cannot audit this training (the planner's reason): run without
+                    reason = _try([_run(audited, attack, defended[0], cfg.seeds[0])])
                     if reason:
                         skipped.append(Inapplicable(attack.name, d.name, phase, reason))
                         continue
-                    runs += [_run(base, attack, dc, s) for dc in defended for s in cfg.seeds]
+                    runs += [_run(audited, attack, dc, s) for dc in defended for s in cfg.seeds]
     return runs, skipped

@@ -3,7 +3,7 @@
 The full audit (the default) runs every registered attack, every defense at its ``audit_strengths``, on every seed.
 The quick profile (``vflpriv audit --quick``, ``audit.profile: quick``) is the development loop's smoke check, under a
 minute on 2 cores for splitnn on digits: one seed (the first), the strongest attack of each kind
-(``Attack.strongest_of_kind``: mc-mixmatch, gc, similarity) and each defense at its middle audit strength. What a user
+(``Attack.strongest_of_kind``: mc-mixmatch, gc, similarity, fi-decoder) and each defense at its middle audit strength. What a user
 names (``--attacks``, a defense's ``strengths``) is kept as given; ``audit.md`` says what the profile left out.
 """
 

@@ -18,6 +18,11 @@ it. A method is refused when
    first and third. Passive -> active catches an active party reading passive features; active ->
    passive catches a passive party training on the gradient the active party computed instead of the
    payload it received (every gradient defense would then be silently off).
+   Every party may be an adversary (the active party and the server attack a passive party's features), so the
+   active party's own models (its pretrained encoder, its finetuned bottom and top) must be bit-identical in the
+   first two runs too, and with K > 2 parties each passive party's features are changed alone and every other
+   party's snapshots must stay bit-identical (passive -> passive). The server holds nothing but what it receives
+   (a method computes its aggregation from the channel's payloads), so its view is its inbox.
 
 The runs use the configuration as given, without the pretraining cache; non-federated methods (no
 channel at all) pass by definition. The check assumes, as every built-in method does, that how many
@@ -54,11 +59,13 @@ class ZeroPayloads:
 
 @dataclass
 class ZeroedRun:
-    """What a training through the zeroing channel produced: the active party's test logits, and each passive
-    party's snapshots (its pretrained encoder, if the method pretrains, and its finetuned bottom)."""
+    """What a training through the zeroing channel produced: the active party's test logits, each passive
+    party's snapshots (its pretrained encoder, if the method pretrains, and its finetuned bottom), and the active
+    party's own models (the same, and its top)."""
 
     logits: torch.Tensor
     passive: dict[int, dict[str, nn.Module]]
+    active: dict[str, nn.Module]
     #: The widths of the embeddings the passive parties sent in finetuning and inference (the method's declaration).
     widths: set[int]
 
@@ -72,10 +79,11 @@ def _roll(xs: tuple[torch.Tensor, ...], parties: set[int]) -> tuple[torch.Tensor
     return tuple(x.roll(x.shape[0] // 2, dims=0) if k in parties else x for k, x in enumerate(xs))
 
 
-def _rolled_passive_features(p: Plan) -> Plan:
-    """Each sample gets another sample's passive features; the active party's data is unchanged."""
+def _rolled_passive_features(p: Plan, parties: set[int] | None = None) -> Plan:
+    """Each sample gets another sample's features at the passive ``parties`` (default every passive party); the
+    other parties' data is unchanged."""
     ds = p.scenario.dataset
-    passive = set(range(1, ds.parties))
+    passive = set(range(1, ds.parties)) if parties is None else parties
     return _with_dataset(p, x_train=_roll(ds.x_train, passive), x_test=_roll(ds.x_test, passive))
 
 
@@ -105,7 +113,7 @@ def _zeroed_run(p: Plan) -> ZeroedRun:
         raise ProtocolError(f"method '{name}' declares pretraining but its pretrain() returned no encoder per party "
                             "(the adversary's pretraining snapshot)")
     # a copy: finetuning may go on training the pretrained modules in place
-    snapshots = {k: {"pretraining": copy.deepcopy(pretrained[k])} if pretrained else {} for k in range(1, len(fed.parties))}
+    snapshots = {k: {"pretraining": copy.deepcopy(pretrained[k])} if pretrained else {} for k in range(len(fed.parties))}
     trained = method.finetune(fed, pretrained)
     bottoms = getattr(trained, "bottoms", None)
     if not isinstance(bottoms, (list, tuple)) or len(bottoms) != len(fed.parties) \
@@ -114,8 +122,11 @@ def _zeroed_run(p: Plan) -> ZeroedRun:
                             "with one bottom model per party")
     for k in snapshots:
         snapshots[k]["finetuning"] = bottoms[k]
+    active = snapshots.pop(0)
+    if isinstance(getattr(trained, "top", None), nn.Module):
+        active["top"] = trained.top
     logits = method.predict(fed, trained).detach().nan_to_num()
-    return ZeroedRun(logits, snapshots, widths)
+    return ZeroedRun(logits, snapshots, active, widths)
 
 
 def _same_module(a: nn.Module, b: nn.Module) -> bool:
@@ -125,13 +136,18 @@ def _same_module(a: nn.Module, b: nn.Module) -> bool:
         sa[k].shape == sb[k].shape and torch.equal(sa[k].nan_to_num(), sb[k].nan_to_num()) for k in sa)
 
 
-def _passive_changed(real: ZeroedRun, altered: ZeroedRun) -> tuple[int, str] | None:
-    """The first (passive party, snapshot) that differs between the runs, or None."""
+def _passive_changed(real: ZeroedRun, altered: ZeroedRun, *, but: int | None = None) -> tuple[int, str] | None:
+    """The first (passive party, snapshot) that differs between the runs (party ``but`` left out), or None."""
     for k, snapshots in real.passive.items():
         for phase, module in snapshots.items():
-            if not _same_module(module, altered.passive[k][phase]):
+            if k != but and not _same_module(module, altered.passive[k][phase]):
                 return k, phase
     return None
+
+
+def _active_changed(real: ZeroedRun, altered: ZeroedRun) -> str | None:
+    """The first of the active party's own models that differs between the runs, or None."""
+    return next((name for name, module in real.active.items() if not _same_module(module, altered.active[name])), None)
 
 
 def check_conformance(config: TrainingConfig) -> list[str]:
@@ -147,6 +163,8 @@ def check_conformance(config: TrainingConfig) -> list[str]:
         real = _zeroed_run(p)
         rolled = _zeroed_run(_rolled_passive_features(p))
         altered = _zeroed_run(_altered_active_data(p))
+        alone = {j: _zeroed_run(_rolled_passive_features(p, {j})) for j in range(1, p.scenario.parties)
+                 if p.scenario.parties > 2}
     except ProtocolError as exc:
         raise ConformanceError(f"refused: {exc}") from None
     finally:
@@ -156,6 +174,18 @@ def check_conformance(config: TrainingConfig) -> list[str]:
             f"method '{name}' lets the passive parties' features reach the active party's predictions "
             "without the channel: with every payload zeroed, changing those features changed the test logits"
         )
+    model = _active_changed(real, rolled)
+    if model is not None:
+        raise ConformanceError("refused: "
+            f"method '{name}' lets the passive parties' features reach the active party's {model} model without the "
+            "channel: with every payload zeroed, changing those features changed it (an active adversary would see "
+            "more than it received)")
+    for j, run in alone.items():
+        other = _passive_changed(real, run, but=j)
+        if other is not None:
+            raise ConformanceError("refused: "
+                f"method '{name}' lets passive party {j}'s features reach passive party {other[0]}'s model without the "
+                f"channel: with every payload zeroed, changing them changed party {other[0]}'s {other[1]} snapshot")
     declared = p.method.declared(p.config, num_classes=p.scenario.dataset.num_classes).model.out_dim
     if real.widths - {declared}:
         raise ConformanceError("refused: "
@@ -171,7 +201,9 @@ def check_conformance(config: TrainingConfig) -> list[str]:
             f"{phase} snapshot (does it train on a tensor the active party computed instead of the payload "
             "fed.channel.send returned?)"
         )
-    return ["declared traffic only", "an adversary snapshot for each phase",
+    return ["declared traffic only, each message to the role it goes to", "an adversary snapshot for each phase",
             f"passive embeddings of the declared width ({declared} units)",
-            "passive features reach the active party only through the channel",
-            "the active party's features and labels reach the passive parties only through the channel"]
+            "passive features reach the active party (its predictions and its own models) only through the channel",
+            "the active party's features and labels reach the passive parties only through the channel",
+            *(["each passive party's features reach the other passive parties only through the channel"]
+              if alone else [])]

@@ -14,7 +14,7 @@ from pydantic_core import PydanticUndefined
 
 from vflpriv.common.errors import UnknownNameError, VflprivError
 from vflpriv.config import presets
-from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES, METHODS
+from vflpriv.config.registry import ATTACKS, AUDITORS, DATASETS, DEFENSES, METHODS
 
 
 @dataclass
@@ -75,11 +75,21 @@ def _method(name: str, cls: Any) -> Description:
     facts = {"pretrains": str(cls.pretrains), "federated": str(cls.federated),
              "sends": ", ".join("/".join(t) for t in sorted(cls.sends)) or "nothing",
              "pretraining reads labels": str(cls.pretrain_reads_labels),
+             "label uses outside the shared loop (default options)": _label_uses(cls),
              "finetune.top": ", ".join(sorted(s.split(":")[1] for s in supports if s.startswith("top:"))),
              "finetune.local_updates > 1": str("local-updates" in supports),
              "hook points it calls": ", ".join(sorted(s for s in supports if ":" in s and not
                                                       s.startswith("top:"))) or "none"}
     return Description("method", name, _summary(cls), facts, options_of(cls.Options), "method.options.")
+
+
+def _label_uses(cls: Any) -> str:
+    """``Method.label_uses`` under the default options (what voids dp-gaussian's claim), or why it cannot be said."""
+    try:
+        uses = cls(cls.Options()).label_uses()
+    except Exception as exc:  # noqa: BLE001 - a plugin's constructor
+        return f"unknown ({type(exc).__name__} under the default options)"
+    return "; ".join(uses) or "none"
 
 
 def _attack(name: str, cls: Any) -> Description:
@@ -126,9 +136,27 @@ def _defense(name: str, cls: Any) -> Description:
                          f"identity {axis.identity:g}",
              "protects": kinds,
              "binary tasks only": str(cls.binary_only),
+             "reads the active party's labels": str(cls.reads_labels),
              "audit strengths": "; ".join(f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.audit_strengths.items())
              or "none"}
+    claims = getattr(cls, "audit_epsilons", {})
+    if claims:
+        facts["audit strengths"] = "; ".join(
+            f"{p}: the {axis.name} that spends epsilon {', '.join(f'{e:g}' for e in s)} over the audited run's updates "
+            f"({', '.join(f'{v:g}' for v in cls.audit_strengths.get(p, ()))} at the default finetuning)"
+            for p, s in claims.items())
+    if cls.pays:
+        facts["when it pays"] = cls.pays
     return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses[i].options.")
+
+
+def _auditor(name: str, cls: Any) -> Description:
+    facts = {"threat model": cls.threat_model, "reads beyond a party's view": "; ".join(cls.privileges),
+             "audits": ", ".join(n for n in DEFENSES.names() if cls.audits(DEFENSES.get(n))) or "no registered defense",
+             "records": "auditor_* fields and the canary audit's auditor lines, never leakage, CAP, verdicts or the "
+                        "attacks' worst case",
+             "follows": cls.anchor or "vflpriv's own"}
+    return Description("auditor", name, _summary(cls), facts, options_of(cls.Options))
 
 
 def _dataset(name: str, loader: Any) -> Description:
@@ -178,7 +206,7 @@ def _unregistered(path: str) -> list[Description]:
 
 DESCRIBERS: dict[str, tuple[Any, Any]] = {
     "method": (METHODS, _method), "attack": (ATTACKS, _attack), "defense": (DEFENSES, _defense),
-    "dataset": (DATASETS, _dataset), "preset": (presets, _preset),
+    "dataset": (DATASETS, _dataset), "auditor": (AUDITORS, _auditor), "preset": (presets, _preset),
 }
 
 

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from vflpriv.tradeoff.grid import Grid
 
 #: Columns of the store's records that stay out of results.csv (they are JSON blobs).
-STORE_ONLY = ["config", "traffic", "utility_curve", "attack_hits", "prior_hits", "attack_trials", "canary_counts"]
+STORE_ONLY = ["config", "traffic", "utility_curve", "attack_hits", "prior_hits", "attack_trials", "canary_counts",
+              "attack_errors", "prior_errors", "feature_mse_per_feature", "feature_examples", "auditor_counts"]
 
 
 def run_into_store(
@@ -45,6 +46,7 @@ def run_into_store(
     overwrite: bool = False,
     owns: Callable[[str], bool] | None = None,
     write_csv: bool = True,
+    label: str = "runs",
 ) -> pd.DataFrame:
     """Validate everything (every training planned, ``out`` writable and holding no other experiment's results,
     the store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off);
@@ -52,12 +54,14 @@ def run_into_store(
     ``header()``: lines printed once everything checked out. ``warm``: workers spawned early
     (:func:`early_workers`). ``owns(key)``: whether a run already listed in
     ``out``'s results.csv belongs to this command (default: it is one of ``configs``); ``overwrite`` replaces
-    a results.csv that holds other runs."""
+    a results.csv that holds other runs. ``label`` names the progress count (``tune``: which strength of the
+    bisection)."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend, previous=warm)  # they start while this plans
     try:
-        from vflpriv.tradeoff.sweep import check, drop_damaged, sweep  # torch and the engine, while workers warm up
+        # torch and the engine, while the workers warm up
+        from vflpriv.tradeoff.sweep import check, describe, drop_damaged, sweep
 
         with cache.held_back():  # a refusal leaves no cache entry
             check(configs)
@@ -71,8 +75,15 @@ def run_into_store(
         raise
     notes: list[str] = []
     progress: RunProgress | None = None
+    flight: dict[str, str] = {}  # the trainings in progress, by key: what the progress line says is being done
+
+    def started(runs) -> None:
+        flight[runs[0].training_key()] = describe(runs)
+        progress.doing("; ".join(flight.values()))
 
     def done(records) -> None:
+        flight.pop(records[0].training_key, None)
+        progress.doing("; ".join(flight.values()), say=False)  # the line finished() may print says what is left
         progress.finished(records)
         notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
 
@@ -85,9 +96,9 @@ def run_into_store(
                       f"the store, {len(configs) - stored} to run")
         try:
             with RunProgress(len(configs), done=stored, console=make_console(stderr=True),
-                             quiet=not show_progress, jobs=jobs) as progress:
+                             quiet=not show_progress, jobs=jobs, label=label) as progress:
                 results = sweep(configs, store, jobs=jobs, backend=backend, address=address,
-                                runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append,
+                                runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append, on_start=started,
                                 on_schedule=progress.plan, checked=True)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
@@ -162,6 +173,20 @@ def partition_line(config: TrainingConfig) -> str:
     return line + (f" ({', '.join(own)}: {config.dataset.name}'s defaults)" if own else "")
 
 
+def feature_lines(runs: list[RunConfig]) -> list[str]:
+    """Who attacks whose features, and what it knows, for each feature attack among ``runs``."""
+    from vflpriv.runner.execution import roles_of
+
+    seen = {}
+    for run in runs:
+        secret, adversary, victim = roles_of(run)
+        if secret == "features":
+            seen.setdefault((run.attack.name, adversary, victim), run.partition.aux_features)
+    return [f"feature attack {name}: {'the server' if who == 'server' else f'party {who}'} attacks party {victim}'s "
+            f"features, knowing them on {known if known else '10% of the'} aligned training samples "
+            "(partition.aux_features)" for (name, who, victim), known in seen.items()]
+
+
 def experiment_line(experiment: ExperimentConfig) -> str:
     """What is measured: method, dataset and its utility metric, attacks, the swept defense, seeds."""
     from vflpriv.reports.tables import utility_label
@@ -206,7 +231,7 @@ def evaluate_experiment(
         runs, set_aside = applicable_attacks(experiment.runs())
 
     def header() -> str:
-        return "\n".join([experiment_line(experiment), partition_line(experiment),
+        return "\n".join([experiment_line(experiment), partition_line(experiment), *feature_lines(runs),
                           *(f"set aside: attack {name}: {reason}" for name, reason in set_aside)])
 
     results = run_into_store(runs, out, jobs=experiment.jobs, backend=experiment.backend, address=address,
@@ -214,7 +239,7 @@ def evaluate_experiment(
                              store_path=store_path, console=console, show_progress=show_progress, header=header,
                              warm=warm, overwrite=overwrite)
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
-    from vflpriv.reports.tables import cap_rich_table, mean_std, strength_table
+    from vflpriv.reports.tables import cap_rich_table, mean_std, strength_tables
     from vflpriv.tradeoff.cap import cap_table, strength_summary
     from vflpriv.tradeoff.variants import with_variants
 
@@ -222,7 +247,8 @@ def evaluate_experiment(
     summary = strength_summary(results)
     figures = tradeoff_figures(summary, out, formats=("png",)) if not summary.empty else []
     if not summary.empty:
-        console.print(strength_table(summary))
+        for table in strength_tables(summary):
+            console.print(table)
     written = []
     if experiment.swept is not None:
         caps = cap_table(results)
@@ -294,7 +320,34 @@ def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: 
     caps.to_csv(out / "cap.csv", index=False)
     for table in cap_tables(caps):
         console.print(table.markdown())
+    written = [out / "results.csv", out / "cap.csv", *_lr_choice(results, out, console)]
     summary = strength_summary(results)
     figures = tradeoff_figures(summary, out, formats=("png",)) if not summary.empty else []
-    console.print(f"wrote {', '.join(str(p) for p in [out / 'results.csv', out / 'cap.csv', *figures])}")
+    console.print(f"wrote {', '.join(str(p) for p in [*written, *figures])}")
     return results
+
+
+def _lr_choice(results: pd.DataFrame, out: Path, console: Console) -> list[Path]:
+    """A grid over finetune.lr: the lr chosen per seed on the validation split (``lr_chosen.csv``) and the CAP of
+    those choices (``cap_lr_chosen.csv``); without a validation split, a note that nothing was chosen."""
+    from vflpriv.reports.paper_tables import cap_tables
+    from vflpriv.tradeoff.cap import cap_table
+    from vflpriv.workflows.lr_choice import chosen_on_validation, lr_grid
+
+    chosen = chosen_on_validation(results)
+    if chosen is None:
+        if len(lr_grid(results)) > 1:
+            console.print("note: finetune.lr takes several values but the runs hold no validation split, so no lr is "
+                          "chosen (each is its own row; choosing on the test utility would select on the test set); "
+                          "set finetune.validation (e.g. 0.2) to choose it per seed")
+        return []
+    console.print("finetune.lr chosen per seed (and strength) on the validation split (the highest utility_val):")
+    caps = cap_table(chosen)
+    for table in cap_tables(caps):
+        console.print(table.markdown())
+    columns = ["method", "variant", "dataset", "attack", "defense", "phase", "strength", "seed", "selected",
+               "utility_val", "utility", "utility_optimistic", "attack_accuracy", "prior_accuracy"]
+    chosen[[c for c in columns if c in chosen]].rename(columns={"selected": "lr"}).to_csv(out / "lr_chosen.csv",
+                                                                                         index=False)
+    caps.to_csv(out / "cap_lr_chosen.csv", index=False)
+    return [out / "lr_chosen.csv", out / "cap_lr_chosen.csv"]

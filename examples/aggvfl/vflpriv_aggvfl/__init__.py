@@ -48,6 +48,11 @@ class AggVFL(Method):
         model.out_dim = fed.num_classes
         return model.to(fed.device)
 
+    def label_uses(self) -> tuple[str, ...]:
+        """None: it builds its models and trains them with the shared loop, which reads labels only at its hook
+        points (declared because it overrides ``finetune``)."""
+        return ()
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         models = [self._local_model(fed, p) for p in fed.parties]
         return finetune(fed, models, SumOfLogits().to(fed.device))

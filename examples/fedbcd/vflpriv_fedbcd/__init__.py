@@ -46,6 +46,9 @@ class FedBCD(Method):
     #: Its own loop: a Linear top, and both adversary hook points (so BLI can observe and mc-active act).
     supports = frozenset({"top:linear", PASSIVE_STEP, PASSIVE_OPTIMIZER})
 
+    def label_uses(self) -> tuple[str, ...]:
+        return ("its own loop reads the labels at every exchange and local update without the defenses' hook points",)
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         bottoms = [copy.deepcopy(m) for m in pretrained] if pretrained is not None else self.fresh_bottoms(fed)
         top = new_top(fed, bottoms)

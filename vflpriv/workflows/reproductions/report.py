@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vflpriv.reports.html import render_report
+from vflpriv.reports.html import Section, anchor, render_report
 from vflpriv.reports.paper_tables import Table
 from vflpriv.reports.results import load_results
 from vflpriv.tradeoff.cap import seed_caps
@@ -196,6 +196,7 @@ def write(analogue: Analogue, runs: pd.DataFrame, out: Path, *, command: str, qu
     lines += [t.markdown() for t in tables]
     md, page = out / "reproduction.md", out / "reproduction.html"
     md.write_text("\n".join(lines))
-    page.write_text(render_report(runs.drop(columns=["options", "by"]), title=analogue.title, tables=tables,
-                                  figures=[], context=context))
+    sections = [Section(anchor("table", str(i)), t.title, t.html(title=False)) for i, t in enumerate(tables)]
+    page.write_text(render_report(runs.drop(columns=["options", "by"]), title=analogue.title, context=context,
+                                  sections=sections))
     return [md, page]

@@ -1,0 +1,84 @@
+"""fi-inversion: optimisation-based inversion of the victim's bottom (model inversion by embedding matching: VFLAIR-LLM's
+VMI, generalised to image and tabular bottoms with BiSR's learned initialisation; ANCHORS-FEATURES.md §5 and §7.3).
+
+Threat model: the adversary that receives the victim's per-sample rows (the active party by default) and knows the
+victim features of its known samples. Algorithm: fit a surrogate of the victim's bottom on the known pairs
+(``surrogate.py``: no role holds the victim's whole bottom in vflpriv's methods), start each target from the
+fi-decoder's guess (BiSR: the learned inverter's output as the starting point), then minimise over x
+
+    || S(x) - h ||^2  +  tv * TV(x)   (images),   x projected on [0, 1] after every step (the range prior),
+
+with Adam, where h is the row received about the target and TV the anisotropic total variation (mean absolute
+difference of neighbouring pixels, rows and columns). The range is the adversary's own scale of the victim's features
+(fitted on its known samples). It is the attack that pretrained, shared encoders invite, and neither image/tabular
+anchor has it; its reconstructions are scored like every other feature attack's.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import torch
+from pydantic import Field
+
+from vflpriv.attacks.features.base import FeatureAttack, FeatureOptions, FeatureView, Reconstruction
+from vflpriv.attacks.features.decoder_attack import DecoderOptions, FeatureDecoder
+from vflpriv.attacks.features.surrogate import fit_surrogate
+from vflpriv.models.training import make_optimizer
+
+
+class InversionOptions(FeatureOptions):
+    steps: int = Field(200, ge=1, description="optimisation steps on the reconstructions")
+    lr: float = Field(0.01, gt=0, description="Adam learning rate of the reconstructions")
+    tv: float = Field(0.05, ge=0, description="total-variation weight (image victims; unused on tabular ones)")
+    init: Literal["decoder", "mean"] = Field("decoder", description="start: the fi-decoder's guess (BiSR) or the known samples' mean")
+    surrogate_epochs: int = Field(100, ge=1, description="training epochs of the surrogate bottom")
+    decoder_epochs: int = Field(50, ge=1, description="training epochs of the initialising decoder (VFLAIR: 50)")
+    fit_lr: float = Field(1e-3, gt=0, description="Adam learning rate of the surrogate and the decoder")
+    batch_size: int = Field(32, ge=2, description="batch of the surrogate's and the decoder's training")
+
+
+def total_variation(x: torch.Tensor) -> torch.Tensor:
+    """Mean absolute difference of vertically and horizontally neighbouring pixels of images (N, C, H, W), summed."""
+    return (x[..., 1:, :] - x[..., :-1, :]).abs().mean() + (x[..., :, 1:] - x[..., :, :-1]).abs().mean()
+
+
+class FeatureInversion(FeatureAttack):
+    """Reconstructions optimised until a surrogate bottom maps them to the received rows, from the decoder's guess."""
+
+    Options = InversionOptions
+    anchor: ClassVar[str] = ("VFLAIR-LLM src/evaluates/attacks/VanillaModelInversion_WhiteBox.py (VMI) and BiSR.py "
+                             "(learned initialisation); a surrogate bottom as SDAR/FORA")
+    search_space: ClassVar[dict[str, tuple]] = {"lr": (0.003, 0.01, 0.03)}
+    budget_option: ClassVar[str] = "steps"
+    #: The audit's quick settings: many trainings, each with its inversion.
+    audit_options: ClassVar[dict] = {"steps": 30, "surrogate_epochs": 30}
+
+    def infer(self, view: FeatureView) -> dict[str, Reconstruction]:
+        o = self.options
+        if o.init == "decoder":
+            decoder = FeatureDecoder(DecoderOptions(epochs=o.decoder_epochs, lr=o.fit_lr, batch_size=o.batch_size))
+            start = {name: r.features for name, r in decoder.infer(view).items()}
+        else:
+            start = {name: view.aux_victim.mean(0, keepdim=True).expand(view.received[name].shape[0],
+                                                                         *view.aux_victim.shape[1:])
+                     for name in view.targets}
+        surrogate = fit_surrogate(view, epochs=o.surrogate_epochs, lr=o.fit_lr, batch_size=o.batch_size)
+        image = view.victim_spec.modality == "image" and view.aux_victim.dim() == 4
+        return {name: Reconstruction(self._invert(surrogate, start[name], view.received[name].flatten(1), image))
+                for name in view.targets}
+
+    def _invert(self, surrogate, start: torch.Tensor, rows: torch.Tensor, image: bool) -> torch.Tensor:
+        o = self.options
+        x = start.detach().clone().clamp(0, 1).requires_grad_(True)
+        opt = make_optimizer([x], name="adam", lr=o.lr, weight_decay=0.0)
+        for _ in range(o.steps):
+            loss = (surrogate(x) - rows).pow(2).sum(1).mean()
+            if image and o.tv > 0:
+                loss = loss + o.tv * total_variation(x)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                x.clamp_(0, 1)
+        return x.detach()

@@ -1,0 +1,47 @@
+"""A surrogate of the victim's bottom model, fitted on the adversary's known pairs (victim features -> the row it
+received about them): what ``grn`` and ``fi-inversion`` differentiate through where the adversary holds no copy of the
+victim's bottom (black-box: SDAR's and FORA's substitute, ANCHORS-FEATURES.md §2 A1 "a black-box mode using a
+surrogate ... trained on aux data").
+
+White-box would need the victim's whole bottom: none of vflpriv's methods gives any role that. FedHSSL's partial model
+aggregation shares the top blocks of each party's local encoder with the server (and, averaged, with the other
+parties), whose inputs (the outputs of the private lower blocks) no adversary receives, and which finetuning moves
+on; so both attacks fit a surrogate, on the same known pairs the decoder learns from.
+
+The surrogate is a generic MLP on the flattened features, d -> 256 -> ReLU -> 256 -> ReLU -> rows (it need not know
+the victim's architecture), trained by MSE with Adam.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from vflpriv.attacks.features.decoders import fit_regression
+from vflpriv.engine.adversary import FeatureView
+from vflpriv.models.encoders import init_parameters
+
+WIDTH = 256
+
+
+class Surrogate(nn.Module):
+    """An MLP from one sample's features (any shape, flattened) to a received row."""
+
+    def __init__(self, shape: tuple[int, ...], out_dim: int, *, width: int = WIDTH):
+        super().__init__()
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(math.prod(shape), width), nn.ReLU(), nn.Linear(width, width),
+                                 nn.ReLU(), nn.Linear(width, out_dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+def fit_surrogate(view: FeatureView, *, epochs: int, lr: float, batch_size: int) -> nn.Module:
+    """The surrogate bottom fitted on ``view``'s known pairs, frozen in eval mode."""
+    rows = view.received["aux"].flatten(1)
+    net = init_parameters(Surrogate(view.victim_spec.shape, rows.shape[1]), generator=view.generator).to(view.device)
+    fit_regression(net, view.aux_victim, rows, epochs=epochs, lr=lr, batch_size=batch_size,
+                   generator=view.generator, what="surrogate bottom")
+    return net.eval().requires_grad_(False)

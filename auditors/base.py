@@ -1,0 +1,62 @@
+"""What an auditor is: the adversary of a DP audit, instantiated as in Nasr et al. 2021 ("Adversary Instantiation:
+Lower Bounds for Differentially Private Machine Learning", S&P 2021), to test a DP defense's claimed epsilon with the
+most power its threat model allows, not to measure what a party of the federation can infer.
+
+An attack gets a passive party's view and what it infers is leakage; an auditor holds what DP's guarantee is stated
+against and no party holds (``privileges``: every label but the canaries', the initial state, every intermediate state
+of the training), so its guesses bound the claim from below and nothing else: the runner binds it only to a run that
+names it (``finetune.auditor``; ``vflpriv audit`` attaches one to each defended training whose defense it audits, with
+canaries), hands it the active party's private updates through the engine's hook point ``audit:active-update``, scores
+its guesses of the random-label canaries against their drawn labels, and records them apart, in the records'
+``auditor_*`` fields: they enter no leakage, CAP, verdict or worst case over the attacks, only the canary audit's
+check of the claim (``vflpriv.tradeoff.auditing``).
+
+Extending it: subclass :class:`Auditor`, declare ``privileges``, ``threat_model`` and the defenses it ``audits``, and
+register it under the entry-point group ``vflpriv.auditors``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import ClassVar
+
+import torch
+from pydantic import BaseModel
+
+from vflpriv.config.options import NoOptions
+from vflpriv.engine.hooks import ActiveUpdate
+
+
+class Auditor(ABC):
+    """Guesses the canaries' labels of one training with the privileges it declares; the runner scores the guesses."""
+
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    #: What it reads beyond a passive party's view (``vflpriv describe`` prints them).
+    privileges: ClassVar[tuple[str, ...]] = ()
+    #: Which of Nasr et al.'s adversaries it instantiates, and against what.
+    threat_model: ClassVar[str] = ""
+    anchor: ClassVar[str] = ""
+
+    def __init__(self, options: BaseModel):
+        self.options = options
+
+    @classmethod
+    @abstractmethod
+    def audits(cls, defense: type) -> bool:
+        """Whether it can test the claim of the defense class ``defense``."""
+
+    @abstractmethod
+    def bind(self, defense, *, labels: torch.Tensor, canaries: torch.Tensor, classes: int) -> None:
+        """Called once before training: the audited ``defense`` (bound), the labels the active party trains with where
+        they are no canary's (-1 elsewhere; on the training's device), the canaries' global ids (sorted) and the number
+        of classes. Never the federation, whose active party holds the canaries' labels."""
+
+    def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
+        """Hook point ``audit:active-update``: read the active party's state before a private update; return what to
+        call once the update is released (None: nothing to read in this one)."""
+        return None
+
+    @abstractmethod
+    def guesses(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """After training: per canary (in the order of ``canaries``), its guessed label and how sure it is."""

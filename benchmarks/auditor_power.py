@@ -1,0 +1,152 @@
+"""Issue 48's record: what the white-box auditor (``gradient-lrt``) certifies against dp-gaussian's claims, how tight
+that is, and that it catches a broken mechanism.
+
+splitnn on digits, half the training rows aligned, 400 labels of which ``--canaries`` (default 330) are random-label
+canaries, 20 epochs, dp-gaussian at ``target_epsilon`` 1, 2, 4 and 8 (delta 1e-5), seeds 0-2 pooled (about 1000
+canaries: past that the ideal bound below barely grows, and the auditor's cost grows with the canaries); then, on seed 0
+alone, at sigma 10^4 (a claim of about 0) and a broken dp-gaussian (its noise 10x smaller than its accountant assumes)
+claiming 2.
+Per setting: the claim, the auditor's pooled 95% lower bound and the guesses it rests on, the attack gc's bound on the
+same canaries (what a passive party's attack certifies), and a reference: what a perfect likelihood-ratio test
+certifies with as many canaries when each canary's clipped gradients under the ten labels sit at the uniform-softmax
+geometry (pairwise sqrt(2 + 2/9) C apart, the regular simplex: softmax outputs near uniform, as under this much noise)
+and no other canary interferes (a simulation, seed 0; for the broken mechanism at the noise it really draws).
+
+    python benchmarks/auditor_power.py --record benchmarks/results/auditor_power.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from vflpriv.common.empirical_epsilon import kept, menu_lower
+from vflpriv.config.registry import DEFENSES
+from vflpriv.config.schema import RunConfig
+from vflpriv.defenses.dp_gaussian import GaussianDP
+from vflpriv.runner.execution import run
+from vflpriv.tradeoff.auditing import auditor_table
+from vflpriv.tradeoff.epsilon import epsilon_table
+
+EPOCHS, CLASSES, DELTA = 20, 10, 1e-5
+
+
+class TenfoldTooLittleNoise(GaussianDP):
+    """dp-gaussian with a bug an audit must catch: its noise is 10x smaller than its accountant assumes."""
+
+    def _noise(self, shape, device):
+        return super()._noise(shape, device) / 10
+
+
+SETTINGS = {  # label: (defense, strength, options)
+    "claim 1": ("dp-gaussian", None, {"target_epsilon": 1.0}),
+    "claim 2": ("dp-gaussian", None, {"target_epsilon": 2.0}),
+    "claim 4": ("dp-gaussian", None, {"target_epsilon": 4.0}),
+    "claim 8": ("dp-gaussian", None, {"target_epsilon": 8.0}),
+    "sigma 1e4": ("dp-gaussian", 1e4, {}),
+    "broken (claim 2)": ("dp-gaussian-broken", None, {"target_epsilon": 2.0}),
+}
+
+
+#: Settings run on the first seed only: their verdict is far from the claim either way.
+EXTREMES = ("sigma 1e4", "broken (claim 2)")
+
+
+def measure(settings: list[str], seeds: list[int], canaries: int, csv: Path | None) -> pd.DataFrame:
+    """Every (setting, seed)'s record, written to ``csv`` as it comes (a failure keeps what was measured)."""
+    DEFENSES.register("dp-gaussian-broken", TenfoldTooLittleNoise)
+    rows = []
+    for label in settings:
+        defense, strength, options = SETTINGS[label]
+        for seed in seeds[:1] if label in EXTREMES else seeds:
+            start = time.time()
+            (record,) = run(RunConfig.model_validate({
+                "partition": {"labeled": 400, "aligned_fraction": 0.5, "canaries": canaries}, "seed": seed,
+                "finetune": {"epochs": EPOCHS, "auditor": "gradient-lrt"}, "attack": {"name": "gc", "prior": "none"},
+                "defenses": [{"name": defense, "strength": strength, "sweep": True, "options": options}]}))
+            assert record.status == "ok", record.error
+            rows.append({**record.to_dict(), "setting": label})
+            if csv is not None:
+                pd.DataFrame(rows).to_csv(csv, index=False)
+            print(f"{label}, seed {seed}: {time.time() - start:.0f} s, auditor {record.auditor_epsilon_lower:.2f}",
+                  flush=True)
+    return pd.DataFrame(rows)
+
+
+def ideal(sigma: float, canaries: int, *, seed: int = 0) -> float:
+    """A perfect likelihood-ratio test's pooled bound on ``canaries`` ten-class canaries, each released EPOCHS times
+    with noise sigma C around its clipped gradient, the ten candidates at the uniform-softmax geometry."""
+    rng = np.random.default_rng(seed)
+    p = np.full(CLASSES, 1 / CLASSES)
+    vectors = p[None] - np.eye(CLASSES)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)  # each candidate clipped to C = 1
+    labels = rng.integers(0, CLASSES, canaries)
+    total = EPOCHS * vectors[labels] + sigma * math.sqrt(EPOCHS) * rng.standard_normal((canaries, CLASSES))
+    score = total @ vectors.T / sigma**2
+    posterior = np.exp(score - score.max(1, keepdims=True))
+    posterior /= posterior.sum(1, keepdims=True)
+    guess, order = posterior.argmax(1), np.argsort(-posterior.max(1), kind="stable")
+    counts = [[k, int((guess[order[:k]] == labels[order[:k]]).sum())] for k in kept(canaries)]
+    return menu_lower(counts, canaries=canaries, classes=CLASSES, delta=DELTA)[0]
+
+
+def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: int = 3) -> str:
+    """How many canaries a claim needs: the ideal test's bound (mean over ``draws`` simulations) by claim and count."""
+    from opacus.accountants.utils import get_noise_multiplier
+
+    lines = ["| claimed ε | " + " | ".join(f"{m} canaries" for m in sizes) + " |", "| --- |" + " --- |" * len(sizes)]
+    for claim in claims:
+        sigma = 2 * get_noise_multiplier(target_epsilon=claim, target_delta=DELTA, sample_rate=1.0, steps=EPOCHS,
+                                         accountant="rdp")
+        cells = [np.mean([ideal(sigma, m, seed=s) for s in range(draws)]) for m in sizes]
+        lines.append(f"| {claim:g} (σ {sigma:.1f}) | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    lines = ["| setting | sigma | claimed ε (δ 1e-5) | auditor's ε ≥ (95%) | bound / claim | auditor's guesses kept, "
+             "accuracy | gc's ε ≥ | perfect test, uniform geometry | canaries |", "| --- |" + " --- |" * 8]
+    for label in dict.fromkeys(frame["setting"]):
+        at = frame[frame["setting"] == label]
+        (audit,) = auditor_table(at).to_dict("records")
+        attacks = epsilon_table(at)
+        gc = attacks[attacks["attack"] == "gc"]["epsilon_lower"]
+        sigma, claimed = float(at["strength"].iloc[0]), audit["epsilon_claimed"]
+        real = sigma / 10 if label.startswith("broken") else sigma  # the noise it really draws
+        ratio = audit["epsilon_lower"] / claimed if claimed > 1e-9 else float("nan")
+        lines.append(f"| {label} | {sigma:.3g} | {claimed:.3g} | {audit['epsilon_lower']:.2f} | "
+                     f"{'n/a' if math.isnan(ratio) else f'{ratio:.2f}'} | {audit['canary_guesses']}, "
+                     f"{audit['canary_accuracy']:.3f} | {float(gc.iloc[0]) if len(gc) else float('nan'):.2f} | "
+                     f"{ideal(real, audit['canaries']):.2f} | {audit['canaries']} over {audit['seeds']} seed(s) |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--canaries", type=int, default=330)
+    parser.add_argument("--settings", default=";".join(SETTINGS), help="labels of SETTINGS, separated by ';'")
+    parser.add_argument("--record", type=Path, default=None)
+    parser.add_argument("--csv", type=Path, default=None, help="also write the records here (reread with --from-csv)")
+    parser.add_argument("--from-csv", type=Path, default=None)
+    parser.add_argument("--ceiling", action="store_true", help="only print the ideal test's bound by claim and canaries")
+    args = parser.parse_args()
+    if args.ceiling:
+        print(ceiling())
+        return
+    seeds = [int(s) for s in args.seeds.split(",")]
+    frame = (pd.read_csv(args.from_csv, keep_default_na=False, na_values=["", "nan", "NaN"]) if args.from_csv
+             else measure(args.settings.split(";"), seeds, args.canaries, args.csv))
+    text = markdown(frame)
+    print(text)
+    if args.record:
+        args.record.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""What leaked of the victims' features, from records only: per attack, adversary, victim and phase the attack's and
+the feature prior's reconstruction error, the leakage (prior - attack MSE on features scaled to [0, 1]) with the
+audit's per-target paired test and verdict, the worst case over the feature attacks (per victim and phase, every
+adversary), per defense the feature CAP and the strength at which the attack falls to the prior, and for image
+victims a grid of targets, the attack's reconstructions and the prior's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from vflpriv.reports.paper_tables import Table
+from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
+from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
+
+KEYS = ["adversary", "victim", "attack", "phase"]
+
+
+def _num(value) -> float | None:
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
+
+
+def who(adversary: str) -> str:
+    """A record's adversary in words."""
+    if adversary == "server":
+        return "the server"
+    return f"party {adversary} ({'the active party' if adversary == '0' else 'a passive party'})"
+
+
+def _mean(rows: pd.DataFrame, column: str) -> float | None:
+    return _num(pd.to_numeric(rows[column], errors="coerce").mean()) if column in rows else None
+
+
+def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) -> list[dict]:
+    """The undefended verdict of every (adversary, victim, feature attack, phase), then the worst case per (victim,
+    phase): the attack (and adversary) with the largest leakage."""
+    verdicts = []
+    for (adversary, victim, attack, phase), rows in baseline.groupby(KEYS, sort=False):
+        ok = rows[rows["status"] == "ok"]
+        if ok.empty:
+            continue
+        test = leakage_test(ok, feature_margin=margin)
+        kinds = ", ".join(sorted(set(ok["prior_kind"].astype(str))))
+        below = test.verdict == "no" and test.ci_high < -margin * test.prior_mean
+        line = (f"{attack} by {who(str(adversary))} on party {victim}'s features ({phase}): leaks beyond the prior: "
+                f"{test.verdict} (leakage {test.leakage:+.4f} MSE, 95% CI [{test.ci_low:+.4f}, {test.ci_high:+.4f}]; "
+                f"attack MSE {test.attack_mean:.4f}, prior ({kinds}) {test.prior_mean:.4f}; per-target paired test on "
+                f"{test.n_targets} targets, {test.n_seeds} seeds as random effects, one-sided p = {test.p_value:.3g})"
+                + ("; below the prior: its reconstruction is worse than the adversary's fallback" if below else ""))
+        verdicts.append({
+            "adversary": str(adversary), "victim": str(victim), "attack": attack, "phase": phase, **test.to_dict(),
+            "prior_kind": kinds, "prior_mse_mean": _mean(ok, "prior_mse_mean"),
+            "prior_mse_regressor": _mean(ok, "prior_mse_regressor"), "prior_mse_random": _mean(ok, "prior_mse_random"),
+            "psnr": _mean(ok, "feature_psnr"), "ssim": _mean(ok, "feature_ssim"),
+            "exact_match": _mean(ok, "feature_exact_match"), "oracle": _mean(ok, "feature_mse_oracle"),
+            "target": str(ok["attack_target"].iloc[0]), "utility": _mean(ok, "utility"), "line": line})
+    for (victim, phase) in dict.fromkeys((v["victim"], v["phase"]) for v in verdicts):
+        found = [v for v in verdicts if (v["victim"], v["phase"]) == (victim, phase) and v["leakage"] is not None]
+        if len(found) >= 2:
+            top = max(found, key=lambda v: v["leakage"])
+            verdicts.append({**top, "attack": WORST, "strongest": f"{top['attack']} by {who(top['adversary'])}",
+                             "line": f"{WORST} on party {victim}'s features ({phase}): the strongest attack is "
+                                     f"{top['line']}"})
+    return verdicts
+
+
+def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, verdicts: list[dict] = ()
+                     ) -> list[dict]:
+    """Per (adversary, victim, attack, phase, defense): the feature CAP over the strengths (utility x min(1, attack
+    MSE / prior MSE)) and the weakest strength at which the attack falls to the prior (n/a where the attack reads
+    "no" without a defense: there is nothing for the defense to bring down)."""
+    undefended = {(v["adversary"], v["victim"], v["attack"], v["phase"]): v["verdict"] for v in verdicts}
+    out = []
+    for (adversary, victim), part in defended.groupby(["adversary", "victim"], sort=False):
+        part = with_worst_case(part)
+        caps = cap_table(part)
+        for (attack, phase, defense), rows in part.groupby(["attack", "phase", "defense"], sort=False):
+            row = caps[(caps["attack"] == attack) & (caps["phase"] == phase) & (caps["defense"] == defense)]
+            quiet = undefended.get((str(adversary), str(victim), attack, phase)) == "no"
+            falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and not quiet else None
+            axis = str(rows["strength_axis"].iloc[0])
+            out.append({
+                "adversary": str(adversary), "victim": str(victim), "attack": attack, "phase": phase,
+                "defense": defense, "axis": axis, "strengths": sorted(float(s) for s in rows["strength"].unique()),
+                "cap": _num(row["cap"].iloc[0]) if len(row) else None,
+                "cap_std": _num(row["cap_std"].iloc[0]) if len(row) else None,
+                "seeds": int(row["n_seeds"].iloc[0]) if len(row) else 0,
+                "falls_to_prior_text": (f"{strength_label(falls['axis'], falls['strength'])} (leakage "
+                                        f"{falls['leakage']:+.4f} MSE, utility {falls['utility']:.3f})" if falls
+                                        else "n/a: no leakage beyond the prior without a defense" if quiet
+                                        else "n/a" if attack == WORST else "not within the strengths")})
+    return out
+
+
+NOTE = ("Leakage = prior MSE - attack MSE on the same targets (features min-max scaled to [0, 1] on the training "
+        "data); the prior is the better, on the adversary's own known samples, of their mean and a ridge regression "
+        "from its own features (U(0, 1) guesses for parity with the anchors). Verdict: yes when the 95% interval lies "
+        "above 0; no when it lies below the margin ({margin:g} of the prior's MSE); inconclusive otherwise. Feature "
+        "CAP = mean over the strengths of U x min(1, attack MSE / prior MSE).")
+
+
+def _cell(value, fmt: str = "{:.4f}") -> str:
+    return "n/a" if value is None else fmt.format(value)
+
+
+def verdict_table(verdicts: list[dict], *, margin: float = FEATURE_MARGIN) -> Table | None:
+    """The undefended feature verdicts as one table (the worst case naming its attack and adversary)."""
+    if not verdicts:
+        return None
+    rows = [[who(v["adversary"]), f"party {v['victim']}",
+             f"{v['attack']} ({v['strongest']})" if v.get("strongest") else v["attack"], v["phase"], v["target"],
+             _cell(v["attack_mean"]), _cell(v["oracle"]), f"{_cell(v['prior_mean'])} ({v['prior_kind']})",
+             _cell(v["prior_mse_mean"]), _cell(v["prior_mse_random"]),
+             f"{_cell(v['leakage'], '{:+.4f}')} [{_cell(v['ci_low'], '{:+.4f}')}, {_cell(v['ci_high'], '{:+.4f}')}]",
+             _cell(v["psnr"], "{:.2f}"), _cell(v["ssim"], "{:.3f}"), _cell(v["exact_match"], "{:.3f}"), v["verdict"]]
+            for v in verdicts]
+    return Table("Feature leakage beyond the adversary's prior (no defense)",
+                 ["adversary", "victim", "attack", "phase", "targets", "attack MSE", "oracle", "prior MSE (kind)",
+                  "mean", "U(0,1)", "leakage [95% CI]", "PSNR", "SSIM", "exact", "verdict"], rows, set(),
+                 note=NOTE.format(margin=margin))
+
+
+def defense_table(defenses: list[dict]) -> Table | None:
+    """Per defense, the feature CAP and where the attack falls to the prior."""
+    if not defenses:
+        return None
+    rows = [[who(d["adversary"]), f"party {d['victim']}", d["attack"], d["phase"], d["defense"],
+             ", ".join(strength_label(d["axis"], s) for s in d["strengths"]),
+             "n/a" if d["cap"] is None else f"{d['cap']:.3f}" + (f" ± {d['cap_std']:.3f}" if d["seeds"] > 1 and
+                                                                 d["cap_std"] is not None else ""),
+             d["falls_to_prior_text"]] for d in defenses]
+    return Table("Feature attacks under the defenses that protect their victim's messages",
+                 ["adversary", "victim", "attack", "phase", "defense", "strengths", "feature CAP",
+                  "falls to the prior at"], rows, set())
+
+
+def feature_markdown(summary: dict) -> list[str]:
+    """The audit's section on the victims' features."""
+    verdicts, margin = summary.get("verdicts", []), summary.get("margin", FEATURE_MARGIN)
+    lines = ["", "## Features: what leaks of each victim's features", "", NOTE.format(margin=margin), ""]
+    lines += [f"- {v['line']}" for v in verdicts] or ["- no feature attack applies"]
+    for table in (verdict_table(verdicts, margin=margin), defense_table(summary.get("defenses", []))):
+        if table is not None:
+            lines += ["", *table.markdown().splitlines()[2:]]
+    lines += ["", *(f"![reconstructions]({name})" for name in summary.get("grids", []))] if summary.get("grids") else []
+    return lines
+
+
+def feature_html(results: pd.DataFrame, out: Path, *, margin: float = FEATURE_MARGIN) -> str:
+    """The body of the report's section on the victims' features (its title is the section's): verdicts, the tables,
+    the image grids (embedded)."""
+    import base64
+    import html
+
+    if "secret" not in results or not (results["secret"] == "features").any():
+        return ""
+    frame = results[results["secret"] == "features"]
+    verdicts = feature_verdicts(frame[frame["defense"] == "none"], margin=margin)
+    parts = ["<ul>" + "".join(f"<li class='verdict'>{html.escape(v['line'])}</li>" for v in verdicts) + "</ul>"]
+    for table in (verdict_table(verdicts, margin=margin),
+                                defense_table(feature_defenses(frame[frame["defense"] != "none"], margin=margin, verdicts=verdicts))):
+        if table is not None:
+            parts.append(table.html())
+    for path in example_grids(frame, out):
+        data = base64.b64encode(path.read_bytes()).decode()
+        parts.append(f"<img alt='{html.escape(path.stem)}' src='data:image/png;base64,{data}'>")
+    return "".join(parts)
+
+
+def example_grids(results: pd.DataFrame, out: Path) -> list[Path]:
+    """For each image victim's (attack, adversary, phase) without a defense, a PNG grid from its first seed's record:
+    the targets, the attack's reconstructions and the prior's, one column per target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if "feature_examples" not in results:
+        return []
+    rows = results[(results["status"] == "ok") & (results["defense"] == "none")
+                   & results["feature_examples"].fillna("").astype(str).str.len().gt(0)]
+    written = []
+    for (method, dataset, attack, adversary, phase), part in rows.groupby(
+            ["method", "dataset", "attack", "adversary", "phase"], sort=False):
+        found = json.loads(part.sort_values("seed")["feature_examples"].iloc[0])
+        shape = found["shape"]
+        n = len(found["truth"])
+        fig, axes = plt.subplots(3, n, figsize=(1.1 * n, 3.6), squeeze=False)
+        for r, (label, key) in enumerate((("target", "truth"), (attack, "attack"), ("prior", "prior"))):
+            for c in range(n):
+                image = pd.Series(found[key][c]).to_numpy().reshape(shape)
+                axes[r][c].imshow(image[0] if shape[0] == 1 else image.transpose(1, 2, 0), cmap="gray", vmin=0, vmax=1)
+                axes[r][c].set_xticks([])
+                axes[r][c].set_yticks([])
+            axes[r][0].set_ylabel(label, fontsize=7)
+        fig.suptitle(f"{method} / {dataset}: {attack} by {who(str(adversary))} ({phase})", fontsize=8)
+        fig.tight_layout()
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"features_{method}_{dataset}_{attack}_{adversary}_{phase}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written

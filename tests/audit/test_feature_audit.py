@@ -1,0 +1,63 @@
+"""The audit covers both secrets: the feature attacks by the active party, the server and the passive adversary on
+the label attacks' trainings, under the defenses that protect their victim's messages, reported per secret."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from vflpriv.reports.audit import audit_markdown, audit_summary
+from vflpriv.workflows.audit import AuditConfig, audit_grid
+
+SMALL = {"model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2, "batch_size": 32},
+         "partition": {"labeled": 60, "aux": 20}}
+
+
+def test_feature_attacks_run_by_every_role_that_receives_something_on_the_label_attacks_trainings():
+    cfg = AuditConfig.model_validate({**SMALL, "method": {"name": "splitnn"}, "seeds": [0, 1],
+                                      "audit": {"attacks": ["mc", "fi-decoder", "grn"], "canaries": 0,
+                                                "defenses": [{"name": "iso"}, {"name": "iso", "party": 1,
+                                                                               "kinds": ["embedding"]}]}})
+    runs, skipped = audit_grid(cfg)
+    undefended = {(r.attack.name, r.attack.adversary, r.attack.victim) for r in runs if not r.defenses}
+    assert undefended == {("mc", None, None), ("fi-decoder", 0, None), ("fi-decoder", 1, 0), ("grn", 0, None)}
+    reasons = {(s.attack, s.defense): s.reason for s in skipped}
+    assert "the server receives none from it" in reasons[("fi-decoder by server", "none")]
+    assert "may be run by the active party" in reasons[("grn by party 1", "none")]
+    defended = {(r.attack.name, r.attack.adversary, r.swept.party) for r in runs if r.defenses}
+    # the decoder (audit.feature_defended) under the feature defense of its victim (its embeddings), not under the
+    # active party's gradient defense (a label defense)
+    assert defended == {("mc", None, 0), ("mc", None, 1), ("fi-decoder", 0, 1)}
+    label_trainings = {r.training_key() for r in runs if r.attack.name == "mc"}
+    assert {r.training_key() for r in runs} == label_trainings  # no training of their own
+
+
+def _record(attack, adversary, victim, seed, mse, prior, defense="none", strength=0.0):
+    return {"key": f"{attack}{adversary}{seed}{defense}{strength}", "training_key": f"t{seed}{defense}{strength}",
+            "method": "splitnn", "dataset": "digits", "attack": attack, "defense": defense, "phase": "finetune",
+            "strength": strength, "seed": seed, "status": "ok", "error": "", "utility": 0.9,
+            "utility_metric": "accuracy", "secret": "features", "adversary": adversary, "victim": victim,
+            "feature_mse": mse, "prior_mse": prior, "prior_mse_mean": prior + 0.01, "prior_mse_regressor": prior,
+            "prior_mse_random": 0.26, "prior_kind": "regressor", "feature_psnr": float("nan"),
+            "feature_ssim": float("nan"), "feature_exact_match": float("nan"), "feature_mse_oracle": mse,
+            "attack_target": "test", "attack_accuracy": float("nan"), "prior_accuracy": float("nan"),
+            "attack_errors": json.dumps([mse - 0.001, mse, mse + 0.001]), "prior_errors": json.dumps([prior] * 3),
+            "leakage": prior - mse, "canaries": 0, "num_classes": 10, "strength_axis": "lambda",
+            "strength_stronger": "higher", "strength_identity": 0.0, "traffic": "{}", "feature_ap": 1 - mse,
+            "config": json.dumps({"partition": {"adversary": 1}})}
+
+
+def test_the_report_says_what_leaks_per_secret_with_the_worst_case_over_the_feature_attacks():
+    frame = pd.DataFrame([_record("fi-decoder", "0", "1", s, 0.03, 0.08) for s in (0, 1)]
+                         + [_record("fi-inversion", "0", "1", s, 0.05, 0.08) for s in (0, 1)]
+                         + [_record("fi-decoder", "1", "0", s, 0.07, 0.06) for s in (0, 1)])
+    summary = audit_summary(frame, [], margin=0.02, context={"method": "splitnn", "dataset": "digits"})
+    found = {(v["attack"], v["adversary"], v["victim"]): v["verdict"] for v in summary["features"]["verdicts"]}
+    assert found[("fi-decoder", "0", "1")] == "yes" and found[("fi-decoder", "1", "0")] == "no"
+    worst = [v for v in summary["features"]["verdicts"] if v["attack"] == "worst-case"]
+    assert [w["strongest"] for w in worst] == ["fi-decoder by party 0 (the active party)"]
+    text = audit_markdown(summary)
+    assert "- party 1's features (finetune): yes (fi-decoder by party 0 (the active party), leakage +0.0500 MSE)" in text
+    assert "- party 0's features (finetune): no" in text
+    assert "## Features: what leaks of each victim's features" in text

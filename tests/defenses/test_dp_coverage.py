@@ -1,0 +1,94 @@
+"""No epsilon where labels bypass the mechanism: finding 1's configuration (one-shot / few-shot VFL finetuned end to
+end, whose protocol reads the clean labels before the private loop) with canaries, and a channel defense that reads
+the clean labels beside dp-gaussian."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+from vflpriv.common.errors import IncompatibleError
+from vflpriv.config.schema import RunConfig
+from vflpriv.runner.execution import build_federation, run
+from vflpriv.runner.planning import plan
+from vflpriv.tradeoff.epsilon import epsilon_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+from cli_helpers import one_error_line, wrote_nothing  # noqa: E402
+
+FAST = {"client_epochs": 1, "server_epochs": 2, "finetune_end_to_end": True}
+
+
+def _finding_1(method: str, dp: dict) -> RunConfig:
+    return RunConfig.model_validate({
+        "partition": {"labeled": 100, "aux": 40, "canaries": 30}, "model": {"hidden": 32, "out_dim": 16},
+        "finetune": {"epochs": 2}, "method": {"name": method, "options": FAST},
+        "defenses": [{"name": "dp-gaussian", "sweep": True, **dp}], "attack": {"name": "gc", "prior": "none"}})
+
+
+@pytest.mark.parametrize("method", ["oneshot", "fewshot"])
+def test_finding_1_with_a_noise_multiplier_runs_and_records_no_claim_with_the_reason(method):
+    (record,) = run(_finding_1(method, {"strength": 2.0}))
+    assert record.status == "ok", record.error
+    assert math.isnan(record.epsilon) and math.isnan(record.epsilon_delta)
+    assert "dp-gaussian: no epsilon recorded" in record.notes and "clean labels" in record.notes
+    assert record.canary_counts  # the canaries are still guessed: an empirical bound, and nothing to check it against
+    table = epsilon_table(pd.DataFrame([record.to_dict()]))
+    assert table["epsilon_claimed"].isna().all() and not table["testable"].any() and not table["rejected"].any()
+    assert table["claim_note"].str.startswith("dp-gaussian: no epsilon recorded").all()
+
+
+@pytest.mark.parametrize("method", ["oneshot", "fewshot"])
+def test_finding_1_asking_for_epsilon_1_is_refused_in_planning_and_prints_no_claim(method, tmp_path, monkeypatch):
+    with pytest.raises(IncompatibleError, match="target_epsilon"):
+        plan(_finding_1(method, {"options": {"target_epsilon": 1.0}}))
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path):
+        done = CliRunner().invoke(app, [
+            "evaluate", "--method", method, "--defense", "dp-gaussian", "--set", "defenses.0.options.target_epsilon=1",
+            "--canaries", "30", "--attack", "gc", "--seeds", "0", "--out", str(tmp_path / "out"),
+            *(x for k, v in FAST.items() for x in ("--set", f"method.options.{k}={str(v).lower()}"))])
+    assert done.exit_code == 2
+    one_error_line(done.output, "its argument does not cover")
+
+
+def _binary(*defenses: dict) -> RunConfig:
+    return RunConfig.model_validate({
+        "dataset": {"name": "breast-cancer"}, "partition": {"labeled": 80, "aux": 20},
+        "model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2}, "defenses": list(defenses),
+        "attack": {"name": "gc", "prior": "none"}})
+
+
+DP = {"name": "dp-gaussian", "strength": 2.0, "sweep": True}
+
+
+def test_a_channel_defense_reading_the_clean_labels_is_refused_beside_dp_gaussian():
+    with pytest.raises(IncompatibleError, match="marvell reads the active party's labels"):
+        plan(_binary(DP, {"name": "marvell", "strength": 1.0}))
+    plan(_binary(DP, {"name": "iso", "strength": 1.0}))  # ISO reads no label: post-processing of the noisy rows
+
+
+@pytest.mark.parametrize("marvell_first", [False, True])
+def test_after_a_label_defense_it_reads_the_randomised_labels_and_is_covered(marvell_first):
+    """Marvell reads each batch's labels as the active party holds them when it sends, whichever was bound first."""
+    label, marvell = {"name": "label-dp", "strength": 1.0}, {"name": "marvell", "strength": 1.0}
+    p = plan(_binary(DP, *((marvell, label) if marvell_first else (label, marvell))))
+    fed = build_federation(p)
+    marvell, label_dp = (p.defenses[1], p.defenses[2]) if marvell_first else (p.defenses[2], p.defenses[1])
+    known = fed.active.labels >= 0
+    clean = p.scenario.dataset.y_train[known.nonzero().flatten().cpu()]
+    read = marvell.federation.active.labels[known]
+    assert torch.equal(read, fed.active.labels[known]) and not torch.equal(read.cpu(), clean)  # randomised ones
+    assert label_dp.privacy_spent() == 1.0
+
+
+def test_a_label_defense_at_its_identity_randomises_nothing_so_marvell_is_still_refused():
+    with pytest.raises(IncompatibleError, match="marvell"):
+        plan(_binary(DP, {"name": "label-dp"}, {"name": "marvell", "strength": 1.0}))

@@ -1,0 +1,54 @@
+"""An auditor's empirical epsilon over seeds (``vflpriv.auditors``), apart from the attacks': per setting, its guesses
+of the canaries pooled over the independent trainings (each training once: every record of a training carries the
+same guesses), the 95% lower bound they certify at the claim's delta, and the claimed epsilon. Pooling is sound for the
+reason the attacks' is (``vflpriv.tradeoff.epsilon``); the auditor is one guesser, so no correction over attacks
+applies, and it never enters their worst case."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from vflpriv.common.empirical_epsilon import menu_lower
+from vflpriv.tradeoff.epsilon import GROUP, claim_test, holm, pooled_counts
+
+
+def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per setting (method, dataset, defense, phase, variant, strength) and auditor: the pooled bound, the guesses it
+    rests on and their accuracy, the canaries, seeds and delta, the claimed epsilon (the weakest of the setting's
+    trainings) and its check: the cap of the auditor's canaries (one guesser, its menu), testable below it, and rejected
+    at the 95% level with Holm over the auditor's testable claims of the table (a family of their own: the auditor
+    never enters the attacks' worst case). Empty without an auditor."""
+    if "auditor" not in results or results.empty:
+        return pd.DataFrame()
+    results = results if "variant" in results else results.assign(variant="")
+    frame = results[(results["status"] == "ok") & (results["auditor"].fillna("") != "")]
+    frame = frame.drop_duplicates("training_key")
+    rows, tests = [], []
+    for key, setting in frame.groupby([*GROUP, "auditor"], sort=False, dropna=False):
+        counts, canaries = pooled_counts(setting, column="auditor_counts")
+        if not counts:
+            continue
+        delta = float(np.nan_to_num(setting["epsilon_delta"].max(), nan=0.0))
+        classes = int(setting["num_classes"].iloc[0])
+        bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=delta)
+        right = next(r for g, r in counts if g == guesses)
+        claimed = float(setting["epsilon"].max())  # each training must hold its own claim: test the weakest
+        row = {**dict(zip([*GROUP, "auditor"], key)), "axis": str(setting["strength_axis"].iloc[0]),
+               "epsilon_lower": bound, "delta": delta, "canary_guesses": guesses, "canary_accuracy": right / guesses,
+               "canaries": canaries, "seeds": int(setting["seed"].nunique()), "epsilon_claimed": claimed,
+               "testable": False, "rejected": False, "classes": classes}
+        if np.isfinite(claimed):
+            test = claim_test({str(key[-1]): (counts, canaries)}, planned=1, classes=classes, claim=claimed,
+                              delta=delta)
+            row |= {"cap": test.cap, "testable": test.testable, "p_value": test.p_value,
+                    "rejecting_guesses": test.guesses, "rejecting_right": test.right}
+            if test.testable:
+                tests.append((len(rows), test.p_value))
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    for (i, _), rejected in zip(tests, holm([p for _, p in tests])):
+        table.at[i, "rejected"] = rejected
+    if not table.empty:
+        table["holm_family"] = len(tests)
+    return table

@@ -1,0 +1,77 @@
+"""The runner's side of an auditor (``vflpriv.auditors``): resolve and check ``finetune.auditor`` before training, bind
+the auditor to the federation with every label but the canaries', and score its guesses of the canaries into the
+records' ``auditor_*`` fields, apart from every attack's numbers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import torch
+
+
+from vflpriv.common.empirical_epsilon import menu_lower
+from vflpriv.common.errors import IncompatibleError
+from vflpriv.config.registry import AUDITORS, DEFENSES
+from vflpriv.config.schema import TrainingConfig
+from vflpriv.data.scenario import Scenario
+from vflpriv.engine import AUDIT_UPDATE, SOFT_LABELS, Federation
+from vflpriv.methods.base import Method
+from vflpriv.runner.scoring import menu_counts
+from vflpriv.store.records import RunRecord
+
+
+def plan_auditor(config: TrainingConfig, method: Method, defenses: list) -> tuple[Any, Any]:
+    """``finetune.auditor`` resolved: (the auditor's class, the defense it audits), or (None, None) when none is named. It
+    guesses the canaries from the private updates the shared loop hands it, so it needs both, and a defense it audits
+    that releases noisy updates (not its identity) beside no soft-label defense (it knows the labels by class)."""
+    name = config.finetune.auditor
+    if name is None:
+        return None, None
+    cls = AUDITORS.get(name)
+    if not config.partition.canaries:
+        raise IncompatibleError(f"finetune.auditor={name} guesses the random-label canaries; set partition.canaries "
+                                "(vflpriv audit: --canaries)")
+    if AUDIT_UPDATE not in method.supported():
+        raise IncompatibleError(f"finetune.auditor={name}: method '{config.method.name}' trains with a loop of its own "
+                                f"that does not hand an auditor its private updates ({AUDIT_UPDATE})")
+    audited = [(c.name, d) for c, d in zip(config.defenses, defenses) if cls.audits(type(d))]
+    if not audited:
+        valid = [n for n in DEFENSES.names() if cls.audits(DEFENSES.get(n))]
+        raise IncompatibleError(f"finetune.auditor={name} audits {', '.join(valid) or 'no registered defense'}; this "
+                                "training has none of them: add one, or remove finetune.auditor")
+    (audited_name, defense), soft = audited[0], [c.name for c, d in zip(config.defenses, defenses)
+                                                 if SOFT_LABELS in d.hook_points]
+    if defense.is_identity:
+        raise IncompatibleError(f"finetune.auditor={name}: defense '{audited_name}' at its identity strength releases "
+                                "exact gradients, nothing to audit; give it a strength")
+    if soft:
+        raise IncompatibleError(f"finetune.auditor={name} knows the labels the active party trains with by class; "
+                                f"{', '.join(soft)} trains it on soft labels: remove one of them")
+    return cls, defense
+
+
+def bind_auditor(auditor: Any, defense: Any, fed: Federation, scenario: Scenario) -> None:
+    """Hand the auditor the bound defense, the labels the active party trains with (a label defense's, where one ran)
+    with the canaries' hidden, and the canaries' ids."""
+    labels = fed.active.labels.clone()
+    labels[scenario.canaries.to(labels.device)] = -1
+    auditor.bind(defense, labels=labels, canaries=scenario.canaries, classes=fed.num_classes)
+
+
+def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: Scenario, *, delta: float) -> None:
+    """The auditor's guesses of every canary scored against their drawn labels (read here, never handed to it): its
+    abstention menu's counts and the 95% lower bound they certify at ``delta``, on every record of the training."""
+    guess, confidence = auditor.guesses()
+    if not bool(torch.isfinite(confidence).all()):
+        for record in records:
+            record.notes = "; ".join(filter(None, [record.notes, f"auditor {name}: its scores are not finite, so it "
+                                                   "certifies nothing here"]))
+        return
+    counts = menu_counts(guess == scenario.canary_labels, confidence)
+    classes, planted = scenario.dataset.num_classes, int(scenario.canaries.numel())
+    bound, kept = menu_lower(counts, canaries=planted, classes=classes, delta=delta)
+    right = next(r for g, r in counts if g == kept)
+    for record in records:
+        record.auditor, record.auditor_counts = name, json.dumps(counts)
+        record.auditor_guesses, record.auditor_accuracy, record.auditor_epsilon_lower = kept, right / kept, bound

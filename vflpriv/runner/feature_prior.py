@@ -1,0 +1,127 @@
+"""The feature prior: what a feature adversary infers about its victim's features without the federation, from its
+known samples (the victim features of ``partition.aux_features``) and its own features only (DESIGN.md, two secrets).
+
+- ``mean``: each victim feature's mean over the known samples, guessed for every target (the strongest trivial
+  guesser, which no anchor reports: ANCHORS-FEATURES.md §1.2);
+- ``regressor``: ridge regression from the adversary's own features (standardised on the known samples) to the
+  victim's, fitted on the known pairs: in VFL the parties' features are correlated (two halves of one image, columns
+  of one customer), so this is what the adversary's own data tell it. The server holds no features: its prior is the
+  mean. Ridge rather than a network: with the few known samples of the default (29 on digits) a linear map is what
+  they support, its leave-one-out error is exact in closed form (no training, no random stream: the audit's cost stays
+  the attack's), and the mean is its limit at infinite penalty, so one criterion chooses between them;
+- ``random``: U(0, 1) guesses, the anchors' baseline (Luo et al., SecretFlow), reported for parity only.
+
+Leakage is measured against the prior as the adversary would choose it, on its own known samples, never on a
+target: the ridge penalty (the mean included, as the infinite penalty; ties go to it) with the lowest exact
+leave-one-out squared error (Allen 1974's PRESS, with the unpenalised intercept in the hat matrix). Guesses are
+clipped to [0, 1], the range of the scaled features, which the adversary knows. Computed once per (training,
+adversary, victim, phase, targets) in a process and shared by every feature attack on them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+import torch
+
+from vflpriv.common.seeding import generator
+from vflpriv.engine.adversary import FeatureView
+
+#: Ridge penalties tried, as multiples of the mean squared singular value of the standardised known features.
+PENALTIES = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
+
+
+@dataclass(frozen=True)
+class FeaturePriorPlan:
+    """A feature attack's prior, resolved while planning (the seed of its U(0, 1) draws, the training it is shared
+    across)."""
+
+    seed: int
+    training: str
+
+
+def plan_feature_prior(run, attack) -> FeaturePriorPlan:
+    return FeaturePriorPlan(run.seed, run.training_key())
+
+
+@dataclass
+class FeaturePrior:
+    """The prior's guesses of every target set: ``chosen`` (``mean`` or ``regressor``, picked on the known samples),
+    each candidate's, the U(0, 1) guesses, and the ridge penalty chosen (inf: the mean)."""
+
+    chosen: str
+    guesses: dict[str, dict[str, torch.Tensor]]
+    penalty: float = math.inf
+
+    def of(self, kind: str) -> dict[str, torch.Tensor]:
+        return self.guesses[kind]
+
+
+def _standardised(x: torch.Tensor, fit: torch.Tensor) -> torch.Tensor:
+    """``x`` flattened, centred and scaled by the columns of ``fit`` (constant columns left unscaled)."""
+    f = fit.flatten(1).double()
+    std = f.std(0, unbiased=False)
+    return (x.flatten(1).double() - f.mean(0)) / torch.where(std > 0, std, torch.ones_like(std))
+
+
+def ridge_loo(x: torch.Tensor, y: torch.Tensor, penalty: float) -> float:
+    """Exact leave-one-out squared error (summed over samples and outputs) of ridge regression of ``y`` on the
+    centred ``x`` with an unpenalised intercept: residual_i / (1 - H_ii), H = J/n + X (X'X + a I)^-1 X'."""
+    n = x.shape[0]
+    yc = y.flatten(1).double() - y.flatten(1).double().mean(0)
+    hat = torch.full((n, n), 1.0 / n, dtype=torch.float64)
+    if math.isfinite(penalty):
+        u, s, _ = torch.linalg.svd(x, full_matrices=False)
+        hat = hat + (u * (s**2 / (s**2 + penalty))) @ u.T
+    residual = yc - (hat - torch.full_like(hat, 1.0 / n)) @ yc
+    return float((residual / (1 - hat.diagonal())[:, None]).pow(2).sum())
+
+
+def ridge_fit(x: torch.Tensor, y: torch.Tensor, penalty: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(weights, intercept) of ridge regression of ``y`` (flattened) on the centred ``x``."""
+    yf = y.flatten(1).double()
+    mean = yf.mean(0)
+    gram = x.T @ x + penalty * torch.eye(x.shape[1], dtype=torch.float64)
+    return torch.linalg.solve(gram, x.T @ (yf - mean)), mean
+
+
+def compute(view: FeatureView, seed: int) -> FeaturePrior:
+    """Every candidate's guesses of every target set of ``view``, and the chosen one."""
+    y = view.aux_victim.cpu()
+    shape, names = y.shape[1:], view.targets
+    count = {name: view.received[name].shape[0] for name in names}
+    guesses = {"mean": {name: y.mean(0, keepdim=True).expand(count[name], *shape).clone() for name in names}}
+    rand = generator(seed, "prior:features:random")
+    guesses["random"] = {name: torch.rand(count[name], *shape, generator=rand, device=rand.device) for name in names}
+    if not view.own or y.shape[0] < 3:
+        return FeaturePrior("mean", guesses)
+    aux = view.own["aux"].cpu()
+    x = _standardised(aux, aux)
+    scale = float((torch.linalg.svdvals(x) ** 2).mean()) or 1.0
+    errors = {a * scale: ridge_loo(x, y, a * scale) for a in PENALTIES}
+    best = min(errors, key=lambda a: (errors[a], a))
+    weights, intercept = ridge_fit(x, y, best)
+    guesses["regressor"] = {name: (_standardised(view.own[name].cpu(), aux) @ weights + intercept)
+                            .clamp(0, 1).float().reshape(count[name], *shape) for name in names}
+    mean_error = ridge_loo(x, y, math.inf)
+    chosen = "regressor" if errors[best] < mean_error else "mean"
+    return FeaturePrior(chosen, guesses, best if chosen == "regressor" else math.inf)
+
+
+_PRIORS: dict[str, FeaturePrior] = {}
+
+
+def feature_prior(plan: FeaturePriorPlan, view: FeatureView) -> FeaturePrior:
+    """The prior of ``view``'s adversary on its targets, once per process and key."""
+    digest = hashlib.sha256()
+    for name in ("aux", *view.targets):
+        digest.update(name.encode())
+        ids = view.aux_ids if name == "aux" else view.target_ids.get(name, torch.empty(0))
+        digest.update(ids.detach().cpu().long().numpy().tobytes())
+        digest.update(str(tuple(view.received[name].shape)).encode())
+    key = f"{plan.training}:{view.party}:{view.victim}:{view.phase}:{digest.hexdigest()[:16]}"
+    if key not in _PRIORS:
+        _PRIORS[key] = compute(view, plan.seed)
+    return _PRIORS[key]
