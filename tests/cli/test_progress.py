@@ -118,6 +118,26 @@ def test_an_unseen_kind_costs_what_its_like_cost_and_nothing_is_estimated_before
     assert progress.remaining() == pytest.approx(50.0 / done * left)
 
 
+def test_a_long_first_builder_counts_as_twice_its_elapsed_time_and_its_like_as_much_not_as_estimating():
+    """The quick audit's shape: CAE's autoencoder (a builder, 200 s) runs beside the common trainings (1 s + 3 s of
+    attacks); once a common one finished, the builder counts as twice its elapsed time, the next builder as much."""
+    items = [_item(0, kind="splitnn|cae|", builds=True), _item(1), _item(2), _item(3, kind="splitnn|cae|", builds=True)]
+    clock = Clock()
+    console, _ = _console(terminal=False)
+    progress = RunProgress(8, console=console, clock=clock, jobs=2)
+    progress.plan(items)
+    progress.start("0")
+    progress.start("1")
+    clock.now = 4.0
+    progress.finished([_Record(items[1], "mc", 1.0, 2.0), _Record(items[1], "gc", 1.0, 1.0)])
+    progress.start("2")
+    # done: the common training (4 s of work) and half of each running one (the builder: 2 x 4 s; the common: 4 s);
+    # left: their other halves and the next builder (8 s)
+    assert progress.remaining() == pytest.approx(4.0 / (4.0 + (8.0 + 4.0) / 2) * ((8.0 + 4.0) / 2 + 8.0))
+    clock.now = 100.0
+    assert progress.remaining() == pytest.approx(100.0 / (4.0 + 100.0 + 2.0) * (100.0 + 2.0 + 200.0))
+
+
 def test_what_is_computed_is_said_at_once_until_the_first_run_finishes_then_with_the_periodic_line():
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=False, width=400)

@@ -10,8 +10,10 @@ pretraining or a CAE autoencoder) and its runs differ tenfold in cost (a tuned M
 so a mean over the first runs was off by a factor of 20 at 1% of an audit. Each kind of training (method, defense,
 acting attack, whether it builds a shared state) and each attack costs what its finished ones cost (an unseen attack
 what the attacks seen cost on average); the wall-clock rate at which planned work gets done (parallel workers, a
-loaded machine) is measured on the whole command so far. Until a training of the common kind (one that builds
-nothing) has finished, it says it is still estimating. Runs resumed from the store took no time and are not counted.
+loaded machine) is measured on the whole command so far. A running training of a kind none has finished (the first
+CAE autoencoder) counts as twice its elapsed time (half done, as every running training), and the trainings of its
+kind still to run as much; until a training of the common kind (one that builds nothing) has finished, it says it is
+still estimating. Runs resumed from the store took no time and are not counted.
 What is being computed meanwhile (``doing``: the trainings in flight, or a step before them) is shown beside it, and
 said at once on a plain stream, so a long first training does not read as ``0/885`` and nothing else.
 """
@@ -99,6 +101,7 @@ class RunProgress:
         self.label, self.now = label, ""
         self.started = self.last = clock()
         self.pending: list[Planned] = []
+        self.starts: dict[str, float] = {}
         self.finished_items: list[Planned] = []
         self.estimate = WorkEstimate()
         self.bar: Progress | None = None
@@ -135,12 +138,27 @@ class RunProgress:
         """The trainings dispatched and not finished: the first ``jobs`` of the plan (dispatch follows it)."""
         return self.pending[:self.jobs]
 
+    def start(self, key: str) -> None:
+        """The training ``key`` started (how long it has run bounds its cost while none of its kind finished)."""
+        self.starts[key] = self.clock()
+
+    def _costs(self) -> list[float | None]:
+        """The estimated cost of each finished, then each planned training (see the module)."""
+        items = [*self.finished_items, *self.pending]
+        costs = [self.estimate.cost(item) for item in items]
+        running, guess = {p.key for p in self.running()}, {}
+        for i, item in enumerate(items):
+            if costs[i] is None and item.key in running and item.key in self.starts:
+                costs[i] = guess[item.builds] = max(guess.get(item.builds, 0.0),
+                                                    2 * (self.clock() - self.starts[item.key]))
+        return [guess.get(item.builds) if c is None else c for item, c in zip(items, costs)]
+
     def remaining(self) -> float | None:
         """Seconds left: the planned work left at the rate work got done so far (see the module); None before it
         can be estimated."""
         if not self.pending and not self.finished_items:
             return self._per_run()
-        costs = [self.estimate.cost(item) for item in [*self.finished_items, *self.pending]]
+        costs = self._costs()
         if not self.finished_items or any(c is None for c in costs):
             return None
         done, planned = costs[:len(self.finished_items)], costs[len(self.finished_items):]

@@ -79,6 +79,7 @@ def run_into_store(
 
     def started(runs) -> None:
         flight[runs[0].training_key()] = describe(runs)
+        progress.start(runs[0].training_key())
         progress.doing("; ".join(flight.values()))
 
     def done(records) -> None:
