@@ -37,6 +37,11 @@ def test_quick_profile_runs_one_seed_the_strongest_attack_of_each_kind_and_each_
     assert {r.seed for r in runs} == {0}
     assert {r.attack.name for r in runs} == {"mc-mixmatch", "gc", "similarity", "fi-decoder"}
     assert {(r.swept.name, r.swept.strength) for r in runs if r.swept} == {("iso", 5.0), ("label-dp", 2.0)}
+    assert not any(r.attack.tune for r in runs) and "untuned attacks" in profile_note(cfg)
+    tuned = AuditConfig.model_validate({**SMALL, "method": {"name": "splitnn"}, "audit": {
+        "profile": "quick", "defenses": TWO, "tune": True}})
+    assert all(r.attack.tune for r in audit_grid(tuned)[0] if r.attack.name == "gc" and r.swept)
+    assert "untuned" not in profile_note(tuned)
     note = profile_note(cfg)
     assert "seed 0 (the full audit's default: 0, 1, 2)" in note and "left out: bli, direction, dli, exploit, fi-inversion, grn, mc, mc-active" in note
     assert "iso 1, 25" in note and "label-dp 4, 1" in note

@@ -135,7 +135,8 @@ def audit(
     all_adversaries: bool = typer.Option(False, "--all-adversaries", help="every passive party as the adversary in turn"),
     check_only: bool = typer.Option(False, "--check-only", help="only run the conformance checks of the method"),
     quick: bool = typer.Option(False, "--quick", help="the development loop's smoke check: one seed, the strongest "
-                               "attack of each kind, each defense at its middle strength (audit.profile: quick)"),
+                               "attack of each kind (untuned unless --tune-attacks), each defense at its middle "
+                               "strength (audit.profile: quick)"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings"),
     backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),

@@ -129,14 +129,16 @@ class AuditConfig(TrainingConfig):
 
     @model_validator(mode="before")
     @classmethod
-    def _quick_seeds(cls, data: Any) -> Any:
-        """The quick profile's one seed (``quick_seeds``), before the seeds are validated."""
+    def _quick_profile(cls, data: Any) -> Any:
+        """The quick profile's one seed (``quick_seeds``), before the seeds are validated, and its untuned attacks
+        unless ``audit.tune`` is given (tuning is half of a quick audit's time: MixMatch's search and refit)."""
         audit = data.get("audit") if isinstance(data, dict) else None
         if not isinstance(audit, dict) or audit.get("profile") != QUICK:
             return data
         given = "seeds" in data
         seeds = data["seeds"] if given else cls.model_fields["seeds"].get_default(call_default_factory=True)
-        return {**data, "seeds": quick_seeds(seeds, given=given) if isinstance(seeds, list) else seeds}
+        return {**data, "audit": {"tune": False, **audit},
+                "seeds": quick_seeds(seeds, given=given) if isinstance(seeds, list) else seeds}
 
     @model_validator(mode="after")
     def _no_repeats(self) -> AuditConfig:
@@ -338,7 +340,7 @@ def profile_note(cfg: AuditConfig) -> str:
                 full, d.strengths or default_strengths(QUICK, own) or ())
     default_seeds = AuditConfig.model_fields["seeds"].get_default(call_default_factory=True)
     return quick_note(default_seeds=default_seeds, seeds=cfg.seeds, attacks=cfg.audit.attacks or default_attacks(QUICK),
-                      given_attacks=cfg.audit.attacks is not None, defenses=defenses)
+                      given_attacks=cfg.audit.attacks is not None, defenses=defenses, tuned=cfg.audit.tune)
 
 
 def _planted(base: dict, count: int, phase: str, method: str) -> dict:

@@ -3,8 +3,9 @@
 The full audit (the default) runs every registered attack, every defense at its ``audit_strengths``, on every seed.
 The quick profile (``vflpriv audit --quick``, ``audit.profile: quick``) is the development loop's smoke check, under a
 minute on 2 cores for splitnn on digits: one seed (the first), the strongest attack of each kind
-(``Attack.strongest_of_kind``: mc-mixmatch, gc, similarity, fi-decoder) and each defense at its middle audit strength. What a user
-names (``--attacks``, a defense's ``strengths``) is kept as given; ``audit.md`` says what the profile left out.
+(``Attack.strongest_of_kind``: mc-mixmatch, gc, similarity, fi-decoder), untuned unless ``audit.tune`` is given, and
+each defense at its middle audit strength. What a user names (``--attacks``, a defense's ``strengths``,
+``--tune-attacks``) is kept as given; ``audit.md`` says what the profile left out.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def quick_seeds(seeds: list[int], *, given: bool) -> list[int]:
 
 
 def quick_note(*, default_seeds: Sequence[int], seeds: Sequence[int], attacks: Sequence[str], given_attacks: bool,
-               defenses: dict[str, tuple[Sequence[float], Sequence[float]]]) -> str:
+               defenses: dict[str, tuple[Sequence[float], Sequence[float]]], tuned: bool) -> str:
     """The ``audit.md`` line of a quick audit: what it ran and what it left out. ``defenses``: per defense, (its audit
     strengths, those that ran)."""
     parts = [f"seed {', '.join(map(str, seeds))} (the full audit's default: {', '.join(map(str, default_seeds))})"]
@@ -58,6 +59,9 @@ def quick_note(*, default_seeds: Sequence[int], seeds: Sequence[int], attacks: S
     cut = {name: ", ".join(f"{s:g}" for s in full if s not in ran) for name, (full, ran) in defenses.items()}
     left_out = "; ".join(f"{name} {strengths}" for name, strengths in cut.items() if strengths)
     parts.append("each defense at its middle strength" + (f" (left out: {left_out})" if left_out else ""))
+    if not tuned:
+        parts.append("untuned attacks (the full audit tunes each on the adversary's auxiliary labels; "
+                     "--tune-attacks tunes them here too)")
     return ("quick: a smoke check for the development loop, not the audit (one seed, fewer attacks and strengths; "
             "run without --quick for the audit): " + "; ".join(parts))
 
