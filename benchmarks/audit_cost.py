@@ -1,21 +1,25 @@
 """The audit's cost against 0c34d33's, side by side in one run (issue 49): every figure a ratio of timings taken here.
 
-1. The default audits, ``vflpriv audit --method splitnn`` and ``--method fedhssl``, cold (empty cache, new output
-   folder), the old and the new code alternating; their outputs are kept and compared
-   (``compare_audits.py``), and the new audit's progress lines are checked against the time it really took (the
-   ETA's error after the first 5% of the runs).
+1. The default audits, ``vflpriv audit --method splitnn`` and ``--method fedhssl`` (``--methods``), cold (empty
+   cache, new output folder), the old and the new code alternating; their outputs are kept and compared
+   (``compare_audits.py``, its output written beside them), and the new audit's progress lines are checked against
+   the time it really took (the ETA's error after the first 5% of the runs).
 2. The README's main command (``vflpriv evaluate --method fedhssl --attack mc --defense iso``) cold, alternating.
 3. Two workers against one: a 3 methods x 3 strengths x 3 seeds grid on digits (``vflpriv sweep``, the harness's),
    cold, ``--jobs 1`` and ``--jobs 2`` alternating, for both checkouts.
-4. VFLAIR's breast-cancer MixMatch experiment against vflpriv's (``vflair_vs_vflpriv.py`` measures it; here only
+4. The quick profile (``vflpriv audit --method splitnn --quick``), this code only, cold.
+5. VFLAIR's breast-cancer MixMatch experiment against vflpriv's (``vflair_vs_vflpriv.py`` measures it; here only
    if ``--vflair`` names its command).
 
 The old code runs from a checkout of 0c34d33 with a venv of its own (never committed):
 
     git worktree add /tmp/base 0c34d33
     (cd /tmp/base && python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[search]')
-    python benchmarks/audit_cost.py --base /tmp/base [--only audits,main,grid] [--repeats 1] [--keep DIR] \
-        [--record benchmarks/results/audit_cost.md]
+    python benchmarks/audit_cost.py --base /tmp/base [--only audits,main,quick,grid] [--methods splitnn,fedhssl] \
+        [--repeats 1] [--keep DIR] [--new-python PYTHON] [--record benchmarks/results/audit_cost.md]
+
+CPU seconds (the command's and its workers') are printed beside each wall time: on a shared machine they are the
+steadier figure, and half of them is what the command needs at least on 2 quiet cores.
 """
 
 from __future__ import annotations
@@ -87,8 +91,8 @@ def eta_check(stderr: str) -> str:
     return f"{'; '.join(parts) or 'no line after 5%'}; worst factor {worst:.2f} (goal: at most 1.5)"
 
 
-def audits(old: Runner, new: Runner, repeats: int, keep: Path, say) -> None:
-    for method in ("splitnn", "fedhssl"):
+def audits(old: Runner, new: Runner, repeats: int, keep: Path, say, methods: list[str]) -> None:
+    for method in methods:
         walls: dict[str, list[float]] = {"base": [], "new": []}
         cpus: dict[str, list[float]] = {"base": [], "new": []}
         for r in range(repeats):
@@ -105,7 +109,18 @@ def audits(old: Runner, new: Runner, repeats: int, keep: Path, say) -> None:
         cb, cn = statistics.median(cpus["base"]), statistics.median(cpus["new"])
         say(f"**{method}: default audit cold, 0c34d33 {b:.1f} s wall ({cb:.0f} CPU s), this code {n:.1f} s wall "
             f"({cn:.0f} CPU s): ratio {n / b:.2f} in wall time, {cn / cb:.2f} in CPU seconds (goal: at most 0.5)**")
-        say(f"  compare: python benchmarks/compare_audits.py {keep}/{method}-base-0 {keep}/{method}-new-0")
+        record = keep / f"compare-{method}.md"
+        subprocess.run([str(new.python), str(HERE / "compare_audits.py"), str(keep / f"{method}-base-0"),
+                        str(keep / f"{method}-new-0"), "--record", str(record)], check=True, capture_output=True)
+        say(f"  compared: python benchmarks/compare_audits.py {keep}/{method}-base-0 {keep}/{method}-new-0 "
+            f"(written to {record}): " + next((line for line in record.read_text().splitlines()
+                                               if line.startswith("summary:")), ""))
+
+
+def quick(new: Runner, keep: Path, say) -> None:
+    wall, cpu, err = new.run(["audit", "--method", "splitnn", "--quick", "--out", str(keep / "quick")], tag="quick")
+    say(f"quick profile (splitnn): {wall:.1f} s wall, {cpu:.1f} CPU s (at least {cpu / 2:.1f} s on 2 quiet cores; "
+        f"goal: under a minute) ({load()})")
 
 
 def main_command(old: Runner, new: Runner, repeats: int, say) -> None:
@@ -139,7 +154,10 @@ def grid(old: Runner, new: Runner, repeats: int, say) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", type=Path, required=True, help="checkout of 0c34d33 with its venv in .venv")
-    parser.add_argument("--only", default="audits,main,grid", help="comma-separated: audits, main, grid")
+    parser.add_argument("--only", default="audits,main,quick,grid", help="comma-separated: audits, main, quick, grid")
+    parser.add_argument("--methods", default="splitnn,fedhssl", help="the audits' methods, comma-separated")
+    parser.add_argument("--new-python", type=Path, default=Path(sys.executable),
+                        help="the Python of the code measured against 0c34d33 (default: this one)")
     parser.add_argument("--repeats", type=int, default=1, help="of each audit (main command and grid: 3)")
     parser.add_argument("--keep", type=Path, default=None, help="where the audits' outputs go (default: a temp dir)")
     parser.add_argument("--record", type=Path, default=None, help="also write the output to this Markdown file")
@@ -148,7 +166,7 @@ def main() -> None:
     keep = args.keep or tmp / "audits"
     keep.mkdir(parents=True, exist_ok=True)
     old = Runner("base", args.base / ".venv" / "bin" / "python", tmp)
-    new = Runner("new", Path(sys.executable), tmp)
+    new = Runner("new", args.new_python, tmp)
     lines: list[str] = []
 
     def say(text: str) -> None:
@@ -158,13 +176,16 @@ def main() -> None:
     head = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True).stdout.strip()
     say(f"# The audit's cost: this code ({head}) against 0c34d33, side by side")
-    say(f"command: python benchmarks/audit_cost.py --base {args.base} --only {args.only} --repeats {args.repeats}")
+    say(f"command: python benchmarks/audit_cost.py --base {args.base} --only {args.only} --methods {args.methods} "
+        f"--repeats {args.repeats}")
     say(f"machine: {os.cpu_count()} CPUs; at the start {load()}")
     only = set(args.only.split(","))
     if "audits" in only:
-        audits(old, new, args.repeats, keep, say)
+        audits(old, new, args.repeats, keep, say, args.methods.split(","))
     if "main" in only:
         main_command(old, new, 3, say)
+    if "quick" in only:
+        quick(new, keep, say)
     if "grid" in only:
         grid(old, new, 3, say)
     say(f"at the end {load()}")

@@ -33,19 +33,25 @@ from vflpriv.tradeoff.leakage import sample_paired_leakage
 
 Z = 1.959963984540054
 
-#: What issue 49 changed that can move a number, and where (attack or defense names; "*" for every row).
+#: What changed between 0c34d33 and this branch that can move a number, and where (attack or defense names): issue
+#: 49's changes, and main's since 0c34d33 (issues 46, 48, 50), which changed some defaults of the audit.
 WHY = {
-    "mc-mixmatch": "MixMatch's audit recipe (fewer steps)",
-    "mc-active": "MixMatch's audit recipe (fewer steps); the active-adversary policy",
-    "cae": "CAE's autoencoder: its first layers' weight gradient computed as x^T g (float rounding)",
-    "dcae": "CAE's autoencoder: its first layers' weight gradient computed as x^T g (float rounding)",
-    "worst-case": "the worst case over the attacks, among them MixMatch's new recipe and mc-active where it ran",
+    "mc-active": "the active-adversary policy (issue 49: its CAP is not computed where it ran at the weakest "
+                 "strength only)",
+    "cae": "CAE's autoencoder: its first layers' weight gradient computed as x^T g (issue 49, float rounding)",
+    "dcae": "CAE's autoencoder: its first layers' weight gradient computed as x^T g (issue 49, float rounding)",
+    "label-dp": "label-dp's audit strengths eps 4, 2, 1 (were 8, 2, 1) and LP-2ST's stage share (issue 48)",
+    "alibi": "alibi's audit strengths eps 4, 2, 1 (were 8, 2, 1) and its model prior (issue 48)",
+    "dp-gaussian": "dp-gaussian's audit strengths: the sigma spending eps 4, 2, 1 (issue 48)",
+    "peloss": "PELoss's normalisation and audit strengths alpha 0.5, 2, 8 (issue 48)",
+    "fedpass": "FedPass's one-row key (issue 48)",
+    "bli": "bli left out of the default audit under a trained top (issue 50)",
+    "worst-case": "the worst case over the attacks, among them those changed here",
 }
-
 
 def why(*names: str) -> str:
     reasons = [WHY[n] for n in names if n in WHY]
-    return "; ".join(dict.fromkeys(reasons)) or "UNEXPECTED: nothing this change touched computes it"
+    return "; ".join(dict.fromkeys(reasons)) or "UNEXPECTED: nothing changed since 0c34d33 computes it"
 
 
 def wilson(k: float, n: int) -> tuple[float, float]:
@@ -120,6 +126,13 @@ def caps(base: dict, new: dict) -> list[dict]:
     return rows
 
 
+def accuracy(row: dict) -> float:
+    """A canary row's accuracy of the guesses its epsilon comes from (``canary_accuracy`` at 0c34d33, the selected
+    entry's since issue 48a)."""
+    value = row.get("canary_accuracy_selected", row.get("canary_accuracy"))
+    return 0.0 if value is None or value != value else value
+
+
 def epsilons(base: dict, new: dict) -> list[dict]:
     def index(summary):
         rows = (summary.get("canaries") or {}).get("rows", [])
@@ -132,8 +145,8 @@ def epsilons(base: dict, new: dict) -> list[dict]:
             rows.append({"what": key, "base": None, "new": r["epsilon_lower"], "status": "only one side",
                          "why": why(r["attack"], r["defense"])})
             continue
-        p1, n1 = r["canary_accuracy"] or 0.0, int(r["canary_guesses"] or 0)
-        p2, n2 = o["canary_accuracy"] or 0.0, int(o["canary_guesses"] or 0)
+        p1, n1 = accuracy(r), int(r["canary_guesses"] or 0)
+        p2, n2 = accuracy(o), int(o["canary_guesses"] or 0)
         st = status((o["epsilon_lower"], p2, n2), (r["epsilon_lower"], p1, n1), newcombe(p1, n1, p2, n2))
         rows.append({"what": key, "base": f"{o['epsilon_lower']:.2f} ({p2:.3f} of {n2})",
                      "new": f"{r['epsilon_lower']:.2f} ({p1:.3f} of {n1})", "status": st,
@@ -146,7 +159,7 @@ def records(path: Path) -> dict[tuple, dict]:
         found = {}
         for (text,) in db.execute("select record from runs"):
             r = json.loads(text)
-            if r["status"] == "ok":
+            if r["status"] == "ok" and r.get("secret", "labels") == "labels":  # features: their verdicts above
                 found[(r["attack"], r["defense"], r["phase"], r["strength"], r["canaries"], r["seed"])] = r
         return found
 
@@ -176,6 +189,16 @@ def per_training(base_store: Path, new_store: Path) -> list[dict]:
     return rows
 
 
+def tally(rows: list[dict]) -> str:
+    counts = defaultdict(int)
+    for r in rows:
+        counts[r.get("status", "n/a").split(" (")[0]] += 1
+    unexpected = sum("UNEXPECTED" in r.get("why", "") for r in rows
+                     if r.get("status", "").startswith(("DIFFERS", "LOWER")))
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + (f" ({unexpected} unexplained)" if unexpected
+                                                                          else "")
+
+
 def table(rows: list[dict], title: str) -> list[str]:
     lines = [f"## {title}", "", "| what | base | new | agreement | why |", "| --- | --- | --- | --- | --- |"]
     for r in rows:
@@ -194,10 +217,12 @@ def main() -> None:
     parser.add_argument("--record", type=Path, default=None, help="also write the comparison to this file")
     args = parser.parse_args()
     base, new = (json.loads((d / "audit.json").read_text()) for d in (args.base, args.new))
-    lines = [f"# {new['method']} on {new['dataset']}: {args.base} against {args.new}", ""]
-    lines += table(verdicts(base, new), "Verdicts (leakage, 95% CI)")
-    lines += table(caps(base, new), "CAP per defense (mean ± std over seeds; Welch 95% CI of the difference)")
-    lines += table(epsilons(base, new), "Empirical epsilon (canary accuracy; Newcombe 95% CI of the difference)")
+    v, c, e = verdicts(base, new), caps(base, new), epsilons(base, new)
+    lines = [f"# {new['method']} on {new['dataset']}: {args.base} against {args.new}", "",
+             f"summary: verdicts {tally(v)}; CAPs {tally(c)}; empirical epsilons {tally(e)}", ""]
+    lines += table(v, "Verdicts (leakage, 95% CI)")
+    lines += table(c, "CAP per defense (mean ± std over seeds; Welch 95% CI of the difference)")
+    lines += table(e, "Empirical epsilon (canary accuracy; Newcombe 95% CI of the difference)")
     lines += ["## Attack accuracy per training (new - base, per target on the same trainings, 95% CI)", "",
               "| attack | defense | phase | strength | seeds | same trainings | base | new | new - base [95% CI] | |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -210,6 +235,7 @@ def main() -> None:
     for r in rows:
         counts[(r["attack"], r.get("status", "n/a"))] += 1
     lines += ["", "per attack: " + "; ".join(f"{a} {s} {n}" for (a, s), n in sorted(counts.items())), ""]
+    lines[2] += f"; per-training attack accuracy {tally(rows)}"
     text = "\n".join(lines)
     print(text)
     if args.record:
