@@ -15,11 +15,11 @@ method's training has no such point):
   ``ACTIVE_LOSS`` (a term of its loss: dCor), ``GRADIENT_COMPUTATION`` (how it computes the gradient it sends:
   GradPerturb), ``PREDICTIONS`` (its decoded outputs: CAE). A defense may act at several (DCAE: the
   autoencoder's points and the gradient message).
-- inside a victim's (a passive party's) finetuning computation, against feature inference
-  (:class:`VictimDefense`): ``PASSIVE_EMBEDDING`` (the embedding it sends, in training and at inference: a
-  bottleneck at the sender) and ``PASSIVE_LOSS`` (a term of its own loss: NoPeek, attacker-aware training), at the
-  passive party it protects (its ``party``, default 1). The messages it sends are protected on the channel as any
-  party's are (``Defense`` with ``party`` and ``kinds: [embedding]``).
+- at a passive party's own points, against feature inference (:class:`vflpriv.defenses.passive.PassiveDefense`):
+  ``PASSIVE_BOTTOM`` (the bottom it sends from, wrapped: a bottleneck at the sender, clipping and noise),
+  ``PASSIVE_LOSS`` (a term of its own loss: NoPeek, attacker-aware training; in pretraining too), ``PASSIVE_BACKWARD``
+  (its update: DP-SGD on its bottom). The messages it sends are protected on the channel as any party's are
+  (``Defense`` with ``party`` and ``kinds: [embedding]``).
 
 Every defense is bound to the federation before training (``bind``): a defense that needs what the protecting
 party holds (Marvell, the labels of each batch; MID, the width of each embedding) takes it then; a defense's own
@@ -47,10 +47,7 @@ from vflpriv.engine.hooks import (
     ACTIVE_MODEL,
     DEFENSE_POINTS,
     GRADIENT_COMPUTATION,
-    PASSIVE_EMBEDDING,
-    PASSIVE_LOSS,
     PREDICTIONS,
-    VICTIM_POINTS,
     DefensePoints,
 )
 from vflpriv.engine.message import ACTIVE, Message, Payload
@@ -64,8 +61,8 @@ MESSAGE = "message"
 LABELS = "labels"
 
 __all__ = ["ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "DEFENSE_POINTS", "GRADIENT_COMPUTATION", "LABELS",
-           "MESSAGE", "PASSIVE_EMBEDDING", "PASSIVE_LOSS", "PREDICTIONS", "VICTIM_POINTS", "Defense", "LabelDefense",
-           "Protection", "StrengthAxis", "TrainingDefense", "VictimDefense", "as_rows"]
+           "MESSAGE", "PREDICTIONS", "Defense", "LabelDefense", "Protection", "StrengthAxis", "TrainingDefense",
+           "as_rows"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +107,15 @@ class Protection(DefensePoints, ABC):
     #: Raised when the defense's mechanism changes under its name: the runs of each revision have keys of their own,
     #: so a store of an earlier revision's records is recomputed, not resumed (0: the first; left out of the keys).
     revision: ClassVar[int] = 0
+    #: The secrets it claims to protect (``labels``, ``features``): the audit runs it against the label attacks when
+    #: it claims labels, and against a feature attack wherever it acts on what that attack reads (:meth:`acts_on`).
+    secrets: ClassVar[frozenset[str]] = frozenset({"labels"})
+    #: What it costs beside the utility it takes (the extra computation per training step), for ``describe``.
+    cost: ClassVar[str] = ""
+    #: Strengths the audit sweeps, per phase, weak to strong, for the defense on a passive party's embeddings
+    #: (``kinds: [embedding]``) against the feature attacks, where it supports that kind without defaulting to it
+    #: (ISO, gaussian-message, sparsify); none: the audit does not add that configuration.
+    embedding_audit_strengths: ClassVar[dict[str, tuple[float, ...]]] = {}
     #: Whether what it does depends on the active party's labels (Marvell's noise follows each batch's labels; dCor's
     #: and PELoss's loss terms, mixup's and CAE's targets): it then releases them around a mechanism that bounds only
     #: its own use of them (dp-gaussian), and the planner refuses the pair unless a label defense randomised the
@@ -223,9 +229,25 @@ class Protection(DefensePoints, ABC):
         """The delta of the claim :meth:`privacy_spent` makes (0: pure epsilon)."""
         return 0.0
 
+    def acts_on(self, kind: str, phase: str, victim: int) -> bool:
+        """Whether it acts on what a feature attack on party ``victim`` reads, the ``kind`` messages that party sends
+        in ``phase``: on those messages (the channel), or on each received embedding inside the active party's model
+        or loss (MID, dCor, PELoss, FedPass: the gradient the victim trains with passes through it). The audit runs a
+        feature attack under the defenses that act on what it reads, whatever secret they claim."""
+        receiver = ACTIVE if victim != ACTIVE else 1
+        if self.protects(Message(kind, phase, victim, receiver, torch.empty(0))):
+            return True
+        inside = self.hook_points & {ACTIVE_MODEL, ACTIVE_LOSS}
+        return bool(inside) and kind == "embedding" and victim != ACTIVE and phase == self.phase
+
     def covers(self, method) -> str:
-        """'' where the privacy claim (``privacy_spent``) holds for everything ``method`` does with the labels, else
-        why it does not; a defense that claims nothing covers everything."""
+        """'' where the privacy claim (``privacy_spent``) holds for everything ``method`` does with the secret it
+        protects, else why it does not; a defense that claims nothing covers everything."""
+        return ""
+
+    def notes(self) -> str:
+        """What the run's notes say about its claim after training beyond the epsilon (a narrower claim that holds
+        where the training's does not), or ''."""
         return ""
 
     def requested_claim(self) -> str:
@@ -335,26 +357,6 @@ class TrainingDefense(Protection):
     def transform(self, tensor: torch.Tensor, message: Message) -> torch.Tensor:
         """The gradient message as sent, for a defense with :data:`MESSAGE` among its points."""
         return tensor
-
-
-class VictimDefense(Protection):
-    """A defense of a passive party's features inside its own finetuning computation, at the points of
-    ``vflpriv.engine.hooks`` it lists in ``hook_points`` (``PASSIVE_EMBEDDING``, ``PASSIVE_LOSS``) and overrides for
-    its own ``party`` only (the hooks are called for every passive party). Its parameters (``passive_parameters``)
-    train with that party's optimiser."""
-
-    hook_points: ClassVar[frozenset[str]] = VICTIM_POINTS
-    default_kinds: ClassVar[tuple[str, ...]] = ()
-    supported_kinds: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        if self.party == ACTIVE or self.phase != "finetune":
-            raise ConfigError(f"defense '{self.name}' acts inside a passive party's finetuning: a passive party, "
-                              "phase finetune")
-
-    def protects(self, message: Message) -> bool:
-        return False
 
 
 def as_rows(tensor: torch.Tensor) -> torch.Tensor:

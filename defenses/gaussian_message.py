@@ -23,7 +23,7 @@ from vflpriv.engine.message import Message
 
 
 class GaussianMessageOptions(Options):
-    clip: float = Field(1.0, gt=0, description="C: every row of a gradient message is clipped to this L2 norm")
+    clip: float = Field(1.0, gt=0, description="C: every row of a protected message is clipped to this L2 norm")
 
 
 def clip_rows(tensor: torch.Tensor, *, clip: float) -> torch.Tensor:
@@ -38,11 +38,16 @@ class GaussianMessage(Defense):
 
     Options = GaussianMessageOptions
     default_kinds = ("gradient",)
-    supported_kinds = ("gradient",)
+    #: On embeddings (``kinds: [embedding]``, a passive party's): VFLAIR's ``GaussianDP_for_pred`` against feature
+    #: inference, per row clipped; the plain-noise baseline of the feature defenses, with no claim either.
+    supported_kinds = ("gradient", "embedding")
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.1, 10.0), log=True)
     #: With the default C = 1 above every row's norm (rows of a batch-mean loss are ~1e-3), sigma C is an absolute
     #: noise std: gc on digits still reads every label at sigma 0.001 and none at 0.01 (0.5 to 4 were all past it).
     audit_strengths = {"finetune": (0.001, 0.01, 0.1)}
+    #: On embeddings (rows of norm up to C = 1, unlike a gradient's ~1e-3): sigma 1 brings the decoder to the prior on
+    #: digits (benchmarks/results/feature_defense_grid.md).
+    embedding_audit_strengths = {"finetune": (0.1, 0.3, 1.0)}
     anchor = "VFLAIR GaussianDP (per-message clipping and noise)"
 
     def transform(self, tensor: torch.Tensor, message: Message) -> torch.Tensor:

@@ -35,6 +35,9 @@ class IsotropicNoise(Defense):
     pretrain_kinds = ("embedding", "weights")
     #: FedHSSL's lambda_f of Table VII in finetuning, its lambda_p of Table VI in pretraining.
     audit_strengths = {"finetune": (1.0, 5.0, 25.0), "pretrain": (0.1, 0.4, 1.0)}
+    #: On a passive party's finetuning embeddings, against the feature attacks: measured on digits, lambda 1 moves the
+    #: decoder's MSE a fifth of the way to the prior at 0.01 of accuracy (benchmarks/results/feature_defense_grid.md).
+    embedding_audit_strengths = {"finetune": (0.3, 1.0, 3.0)}
 
     @classmethod
     def default_kinds_for(cls, phase: str) -> tuple[str, ...]:

@@ -13,6 +13,17 @@ gradient through this noisy bottleneck. s = ``bottleneck_scale`` 1, decoder scal
 under the finetuning recipe (VFLAIR gives it an Adam of its own). Strength: lambda, higher is stronger; 0 is the
 identity (no bottleneck at all). SecretFlow's grid {0.1, 0.5, 1}; VFLAIR's configs 0 to 0.001 (their lambda 0
 keeps the noisy layer, which is not an identity).
+
+Which side: ``mid`` sits at the receiver, the active party. The passive embedding crosses the channel as the bottom
+computed it and enters the bottleneck in the active party's model, so what the active party receives is untouched:
+it protects the labels (the gradient a passive party receives comes through the noisy bottleneck; SecretFlow's
+"LIA defense when used in fuse model"), not a passive party's features from the active party. ``mid-sender``
+(:class:`MIDSender`) is the same bottleneck at the sender: the passive party's bottom ends in it, the party trains it
+and sends its noisy output, and lambda times its KL is a term of the party's own loss (VFLAIR's passive MID,
+``mid_model_rapper.py`` on the passive side; SecretFlow's "FIA defense when used in base model"). A name of its own,
+not an option: party, hook points, phase and the secret it claims differ, and the planner and the audit read those
+from the class. Its strength is lambda on VFLAIR's MID grid, {1e-4, 0.01, 0.1, 1} of the 0 to 1e4 grid in
+``data_process.py`` (VFLAIR's passive-side configs leave lambda 0, a placeholder).
 """
 
 from __future__ import annotations
@@ -24,6 +35,8 @@ from torch import nn
 
 from vflpriv.config.options import Options
 from vflpriv.defenses.base import ACTIVE_LOSS, ACTIVE_MODEL, StrengthAxis, TrainingDefense
+from vflpriv.defenses.passive import PASSIVE_BOTTOM, PASSIVE_LOSS, PassiveDefense
+from vflpriv.engine.message import FINETUNE
 from vflpriv.models.encoders import init_parameters
 
 
@@ -98,3 +111,58 @@ class MID(TrainingDefense):
 
     def active_parameters(self) -> list[nn.Parameter]:
         return [p for m in self.bottlenecks.values() for p in m.parameters()]
+
+
+class SentBottleneck(nn.Module):
+    """A passive party's bottom ending in MID's bottleneck: its output (a noisy decoded sample) is what it sends; the
+    KL of the last forward pass waits in ``kl`` for the party's loss."""
+
+    def __init__(self, bottom: nn.Module, bottleneck: Bottleneck, generator: torch.Generator):
+        super().__init__()
+        self.bottom, self.bottleneck, self.generator = bottom, bottleneck, generator
+        self.out_dim = getattr(bottom, "out_dim", None)
+        self.kl: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.bottom(x)
+        z = h.flatten(1)
+        noise = torch.randn((z.shape[0], self.bottleneck.inner), generator=self.generator, device=self.generator.device)
+        out, self.kl = self.bottleneck(z, noise.to(z.device, z.dtype))
+        return out.reshape(h.shape)
+
+
+class MIDSender(PassiveDefense):
+    """MID's variational bottleneck at the end of the passive party's bottom, before sending; lambda * KL in its loss."""
+
+    Options = MIDOptions
+    hook_points = frozenset({PASSIVE_BOTTOM, PASSIVE_LOSS})
+    phase_reason = ("the bottleneck is a layer of the bottom the split model trains; a pretraining trains SSL towers "
+                    "whose loss it is not part of (use nopeek or fi-adversarial in pretraining)")
+    axis = StrengthAxis(name="lambda", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(1e-4, 10.0), log=True)
+    audit_strengths = {"finetune": (0.01, 0.1, 1.0)}
+    anchor = ("Zou et al. 2023 at the sender; VFLAIR mid_model_rapper.py (passive MID); SecretFlow mid.py MIDModel "
+              "in the base model")
+    cost = "the bottleneck's three Linear layers (d -> 2ds -> 5ds -> d) in the victim's forward and backward"
+    pays = ("digits: fi-decoder at the prior at lambda 0.01 (accuracy 0.880 of 0.937), 0.81 from 0.03 on; plain noise "
+            "on the embeddings dominates it at every matched utility (benchmarks/results/feature_defense_claims)")
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.wrapped: dict[int, SentBottleneck] = {}
+
+    def passive_bottom(self, party: int, bottom: nn.Module) -> nn.Module:
+        if not self.acts_for(party, FINETUNE):
+            return bottom
+        o, width = self.options, bottom.out_dim
+        bottleneck = Bottleneck(width, scale=o.bottleneck_scale, decoder_scale=o.decoder_scale, std_shift=o.std_shift)
+        device = next(bottom.parameters()).device
+        self.wrapped[party] = SentBottleneck(bottom, init_parameters(bottleneck, generator=self.generator).to(device),
+                                             self.generator)
+        return self.wrapped[party]
+
+    def passive_loss(self, party: int, phase: str, x: torch.Tensor, sent: torch.Tensor) -> torch.Tensor | None:
+        wrapped = self.wrapped.get(party)
+        if wrapped is None or wrapped.kl is None or phase != FINETUNE:
+            return None
+        kl, wrapped.kl = wrapped.kl, None
+        return self.strength * kl

@@ -49,6 +49,7 @@ class Sparsify(Defense):
     axis = StrengthAxis(name="percentile", stronger="higher", identity=0.0, low=0.0, high=100.0,
                         search=(50.0, 99.9), log=False)
     audit_strengths = {"finetune": (90.0, 95.0, 99.0), "pretrain": (90.0, 95.0, 99.0)}
+    embedding_audit_strengths = {"finetune": (90.0, 95.0, 99.0)}
     Options = SparsifyOptions
     anchor = "Fu et al. 2022 (GS); Aji & Heafield 2017; VFLAIR GradientSparsification (error feedback)"
 

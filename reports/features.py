@@ -133,7 +133,7 @@ def defense_table(defenses: list[dict]) -> Table | None:
              "n/a" if d["cap"] is None else f"{d['cap']:.3f}" + (f" ± {d['cap_std']:.3f}" if d["seeds"] > 1 and
                                                                  d["cap_std"] is not None else ""),
              d["falls_to_prior_text"]] for d in defenses]
-    return Table("Feature attacks under the defenses that protect their victim's messages",
+    return Table("Feature attacks under the defenses that act on what they read",
                  ["adversary", "victim", "attack", "phase", "defense", "strengths", "feature CAP",
                   "falls to the prior at"], rows, set())
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from vflpriv.reports.paper_tables import Table, natural
 from vflpriv.tradeoff.cap import WORST, strength_label
-from vflpriv.tradeoff.leakage import MARGIN, leakage_test, measured, verdict_rule
+from vflpriv.tradeoff.leakage import FEATURE_MARGIN, MARGIN, falls_to_prior, leakage_test, measured, verdict_rule
 from vflpriv.tradeoff.variants import with_variants
 
 CELL = ["method", "dataset", "attack", "defense", "phase"]
@@ -138,3 +138,33 @@ def verdicts(rows: pd.DataFrame) -> list[dict]:
                           "leakage": r["leakage"], "ci": (r["ci_low"], r["ci_high"]),
                           "worst": worst is not None and r["attack"] == worst["attack"]})
     return found
+
+
+def prior_strength_tables(results: pd.DataFrame, *, margin: float = MARGIN,
+                          feature_margin: float = FEATURE_MARGIN) -> list[Table]:
+    """Per secret, the weakest strength of each swept defense at which each attack falls to the adversary's prior
+    (``tradeoff.leakage.falls_to_prior``: mean leakage over the seeds within the margin; for features within a share of
+    the prior's MSE), with the leakage and utility there; one table per secret present."""
+    ok = results[(results["status"] == "ok") & (results["defense"] != "none") & (results["attack"] != WORST)]
+    if ok.empty:
+        return []
+    secrets = ok["secret"] if "secret" in ok else pd.Series("labels", index=ok.index)
+    tables = []
+    for secret in ("labels", "features"):
+        part = ok[secrets == secret]
+        keys = [*CELL, *(["victim"] if secret == "features" else [])]
+        rows = []
+        for values, group in part.groupby(keys, sort=False):
+            falls = falls_to_prior(group, margin=margin, feature_margin=feature_margin)
+            axis = str(group["strength_axis"].iloc[0]) if "strength_axis" in group else "lambda"
+            unit = " MSE" if secret == "features" else ""
+            where = (f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.4f}{unit}, "
+                     f"utility {falls['utility']:.3f})" if falls else "not within " + ", ".join(
+                         strength_label(axis, s) for s in sorted(group["strength"].unique())))
+            rows.append([*(str(v) for v in values), where])
+        if rows:
+            rule = (f"mean leakage (prior MSE - attack MSE) within {feature_margin:g} of the prior's MSE"
+                    if secret == "features" else f"mean leakage (attack - prior accuracy) within {margin:g}")
+            tables.append(Table(f"{secret}: the weakest strength at which each attack falls to the adversary's prior",
+                                [*keys, "falls to the prior at"], rows, set(), note=f"Falls to the prior: {rule}."))
+    return tables

@@ -12,7 +12,7 @@ from vflpriv.common.errors import ConfigError
 from vflpriv.reports.canaries import canary_controls, epsilon_tables
 from vflpriv.reports.features import feature_html
 from vflpriv.reports.html import Section, render_report
-from vflpriv.reports.leakage import leakage_rows, leakage_table
+from vflpriv.reports.leakage import leakage_rows, leakage_table, prior_strength_tables
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
 from vflpriv.reports.plots import tradeoff_figures
 from vflpriv.reports.secret_labels import labels_section
@@ -71,10 +71,12 @@ def attack_runs(results: pd.DataFrame) -> pd.DataFrame:
 
 def tables(results: pd.DataFrame) -> list[Table]:
     """The tables of ``vflpriv table``: CAP (methods x datasets per attack, defense and phase; none without a defense),
-    T-DCS, Table XI's strength rows, the leakage of every setting, the references, the empirical epsilon."""
+    T-DCS, Table XI's strength rows, per secret the weakest strength at which each attack falls to the prior, the
+    leakage of every setting, the references, the empirical epsilon."""
     runs = attack_runs(results)
     caps = cap_table(runs)
-    found = [*cap_tables(caps), *t_dcs_tables(caps), *strength_tables(strength_summary(runs))]
+    found = [*cap_tables(caps), *t_dcs_tables(caps), *strength_tables(strength_summary(runs)),
+             *prior_strength_tables(runs)]
     leakage = leakage_table(leakage_rows(runs))
     reference = reference_table(runs)
     return (found + ([leakage] if leakage is not None else []) + ([reference] if reference is not None else [])

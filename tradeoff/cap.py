@@ -25,7 +25,7 @@ NAN = float("nan")
 WORST = "worst-case"
 #: What the worst case takes from one of its runs besides the accuracy (the rest of a record does not apply to it).
 _WORST_KEEP = ["variant", "strength", "seed", "status", "utility", "utility_metric", "num_classes", "strength_axis",
-               "strength_stronger", "strength_identity", "config", "epsilon", "epsilon_delta"]
+               "strength_stronger", "strength_identity", "config", "epsilon", "epsilon_delta", "epsilon_features"]
 #: DCS's weight of the utility loss against the attack performance (VFLAIR: 0.5).
 DCS_BETA = 0.5
 
@@ -289,8 +289,8 @@ def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
         ok = ok.assign(leakage=ok["attack_accuracy"] - ok["prior_accuracy"])
     if "strength_stronger" not in ok:
         ok = ok.assign(strength_stronger="higher")
-    cols = ["utility", "attack_accuracy", "prior_accuracy", "leakage"] + (["epsilon"] if "epsilon" in ok else []) \
-        + (["epsilon_delta"] if "epsilon_delta" in ok else [])
+    cols = ["utility", "attack_accuracy", "prior_accuracy", "leakage"] + [
+        c for c in ("epsilon", "epsilon_delta", "epsilon_features") if c in ok]
     keys = GROUP + secret_columns(ok) + (["variant"] if "variant" in ok else []) + [
         "utility_metric", "strength_axis", "strength_stronger", "strength"]
     agg = ok.groupby(keys)[cols].agg(["mean", lambda c: c.std(ddof=0)])

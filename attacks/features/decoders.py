@@ -1,72 +1,20 @@
 """Networks that map what an adversary holds to a victim's features, and how they are fitted.
 
-- :class:`MLPDecoder`: VFLAIR's TBM decoder (``src/evaluates/attacks/ResSFL.py``, used for every dataset there):
-  in -> 600 -> LayerNorm -> ReLU -> 200 -> LayerNorm -> ReLU -> 100 -> LayerNorm -> ReLU -> d -> Sigmoid.
-- :class:`ConvDecoder`: for image victims, in ResSFL's style (its ``conv_normN*C*`` decoders: transposed
-  convolutions doubling the resolution, Sigmoid output): Linear -> (C, H/4, W/4) -> ReLU -> ConvT(x2) -> BatchNorm ->
-  ReLU -> ConvT(x2) -> Sigmoid, cropped to the image (ResSFL starts from a conv feature map; vflpriv's embeddings are
-  vectors, hence the Linear).
-
-``decoder="auto"`` picks the conv decoder for images of at least 16 px a side (where vflpriv's encoder is a CNN too),
+The networks (:class:`MLPDecoder`, VFLAIR's TBM decoder; :class:`ConvDecoder`, ResSFL-style) live in
+``vflpriv.models.decoders``, shared with the victim's imagined decoder of ``fi-adversarial``. ``decoder="auto"`` picks the conv decoder for images of at least 16 px a side (where vflpriv's encoder is a CNN too),
 the MLP otherwise (the 8 x 4 digit halves, tabular data). :func:`fit_regression` is the anchors' recipe: Adam, MSE,
 shuffled minibatches, every epoch (VFLAIR: lr 1e-3, 50 epochs, batch 32).
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from vflpriv.data.base import PartySpec
-from vflpriv.models.encoders import init_parameters
+from vflpriv.models.decoders import ConvDecoder, MLPDecoder, build_decoder, conv_victim
 from vflpriv.models.training import index_batches, make_optimizer, require_finite
 
-
-class MLPDecoder(nn.Module):
-    """VFLAIR's TBM decoder, output reshaped to ``shape`` (one sample's)."""
-
-    def __init__(self, in_dim: int, shape: tuple[int, ...]):
-        super().__init__()
-        widths, layers = [in_dim, 600, 200, 100], []
-        for a, b in zip(widths, widths[1:]):
-            layers += [nn.Linear(a, b), nn.LayerNorm(b), nn.ReLU()]
-        self.net = nn.Sequential(*layers, nn.Linear(widths[-1], math.prod(shape)), nn.Sigmoid())
-        self.shape = shape
-
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        return self.net(h.flatten(1)).reshape(-1, *self.shape)
-
-
-class ConvDecoder(nn.Module):
-    """Transposed-convolution decoder to a (C, H, W) image, ResSFL-style."""
-
-    def __init__(self, in_dim: int, shape: tuple[int, ...], *, width: int = 64):
-        super().__init__()
-        channels, height, wide = shape
-        self.start = (width, math.ceil(height / 4), math.ceil(wide / 4))
-        self.shape = shape
-        self.project = nn.Sequential(nn.Linear(in_dim, math.prod(self.start)), nn.ReLU())
-        self.up = nn.Sequential(
-            nn.ConvTranspose2d(width, width // 2, 4, stride=2, padding=1), nn.BatchNorm2d(width // 2), nn.ReLU(),
-            nn.ConvTranspose2d(width // 2, channels, 4, stride=2, padding=1), nn.Sigmoid())
-
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        x = self.up(self.project(h.flatten(1)).reshape(-1, *self.start))
-        return x[:, :, : self.shape[1], : self.shape[2]]
-
-
-def conv_victim(spec: PartySpec) -> bool:
-    """Whether ``decoder=auto`` decodes to this victim's features with the conv decoder."""
-    return spec.modality == "image" and len(spec.shape) == 3 and min(spec.shape[-2:]) >= 16
-
-
-def build_decoder(kind: str, in_dim: int, spec: PartySpec, *, generator: torch.Generator) -> nn.Module:
-    """A freshly initialised decoder (``mlp``, ``conv`` or ``auto``) from ``in_dim`` inputs to ``spec``'s samples."""
-    use_conv = kind == "conv" or (kind == "auto" and conv_victim(spec))
-    net = ConvDecoder(in_dim, spec.shape) if use_conv else MLPDecoder(in_dim, spec.shape)
-    return init_parameters(net, generator=generator)
+__all__ = ["ConvDecoder", "MLPDecoder", "build_decoder", "conv_victim", "fit_regression"]
 
 
 def fit_regression(net: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, lr: float, batch_size: int,

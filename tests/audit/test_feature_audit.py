@@ -1,5 +1,5 @@
 """The audit covers both secrets: the feature attacks by the active party, the server and the passive adversary on
-the label attacks' trainings, under the defenses that protect their victim's messages, reported per secret."""
+the label attacks' trainings, under the defenses that act on what they read, reported per secret."""
 
 from __future__ import annotations
 
@@ -26,11 +26,42 @@ def test_feature_attacks_run_by_every_role_that_receives_something_on_the_label_
     assert "the server receives none from it" in reasons[("fi-decoder by server", "none")]
     assert "may be run by the active party" in reasons[("grn by party 1", "none")]
     defended = {(r.attack.name, r.attack.adversary, r.swept.party) for r in runs if r.defenses}
-    # the decoder (audit.feature_defended) under the feature defense of its victim (its embeddings), not under the
-    # active party's gradient defense (a label defense)
-    assert defended == {("mc", None, 0), ("mc", None, 1), ("fi-decoder", 0, 1)}
+    # each feature attack under the defenses acting on what it reads (audit.feature_defended: the decoder only): the
+    # passive adversary's on the active party's gradients under ISO on them, the active party's on party 1's
+    # embeddings under ISO on those
+    assert defended == {("mc", None, None), ("mc", None, 1), ("fi-decoder", 1, None), ("fi-decoder", 0, 1)}
     label_trainings = {r.training_key() for r in runs if r.attack.name == "mc"}
     assert {r.training_key() for r in runs} == label_trainings  # no training of their own
+
+
+def test_defenses_meet_the_attacks_by_the_secret_they_claim_and_by_what_they_act_on():
+    """A label attack under each defense that claims the labels; a feature attack under each that acts on what it
+    reads: the victim's embeddings (nopeek at its points, ISO on them, MID inside the active party's model), or, for
+    the active party's features, the gradients it sends (ISO on them); CAE touches neither."""
+    defenses = [{"name": "nopeek"}, {"name": "iso"}, {"name": "iso", "kinds": ["embedding"]}, {"name": "mid"},
+                {"name": "cae"}]
+    cfg = AuditConfig.model_validate({**SMALL, "method": {"name": "splitnn"}, "seeds": [0],
+                                      "audit": {"attacks": ["mc", "fi-decoder"], "canaries": 0, "defenses": defenses}})
+    runs, _ = audit_grid(cfg)
+    pairs = {(r.attack.name, r.attack.adversary, r.swept.name, tuple(r.swept.kinds or ())) for r in runs if r.defenses}
+    assert pairs == {
+        ("mc", None, "iso", ()), ("mc", None, "iso", ("embedding",)), ("mc", None, "mid", ()), ("mc", None, "cae", ()),
+        ("fi-decoder", 0, "nopeek", ()), ("fi-decoder", 0, "iso", ("embedding",)), ("fi-decoder", 0, "mid", ()),
+        ("fi-decoder", 1, "iso", ())}
+    strengths = {(r.swept.name, tuple(r.swept.kinds or ())): [] for r in runs if r.defenses}
+    for r in runs:
+        if r.defenses and r.attack.name == "fi-decoder":
+            strengths[(r.swept.name, tuple(r.swept.kinds or ()))].append(r.swept.strength)
+    assert sorted(set(strengths[("iso", ("embedding",))])) == [0.3, 1.0, 3.0]  # ISO's strengths on embeddings
+
+
+def test_the_default_audit_adds_the_embedding_configuration_of_a_defense_that_declares_its_strengths():
+    from vflpriv.workflows.audit import default_defenses
+
+    found = {(d.name, tuple(d.kinds or ())) for d in default_defenses()}
+    assert {("iso", ()), ("iso", ("embedding",)), ("gaussian-message", ("embedding",)), ("nopeek", ()),
+            ("embedding-dp", ())} <= found
+    assert ("mid", ("embedding",)) not in found and ("cae", ("embedding",)) not in found
 
 
 def _record(attack, adversary, victim, seed, mse, prior, defense="none", strength=0.0):

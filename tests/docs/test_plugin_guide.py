@@ -66,6 +66,22 @@ def test_the_guide_loss_defense_acts_at_the_active_partys_loss():
     assert shrunk.status == "ok" and shrunk.utility != plain.utility
 
 
+def test_the_guide_feature_defense_acts_at_the_victim_s_loss_in_both_phases():
+    found = _examples()
+    DEFENSES.register("guide-quiet", found["QuietEmbeddings"])
+    base = {"partition": {"labeled": 100, "aux": 20}, "model": {"hidden": 32, "out_dim": 16},
+            "finetune": {"epochs": 5, "batch_size": 32}, "attack": {"name": "fi-decoder", "options": {"epochs": 5}}}
+    plain, = run(RunConfig.model_validate(base))
+    same, = run(RunConfig.model_validate({**base, "defenses": [{"name": "guide-quiet"}]}))
+    quiet, = run(RunConfig.model_validate({**base, "defenses": [{"name": "guide-quiet", "strength": 10.0}]}))
+    assert same.utility == plain.utility and same.feature_mse == plain.feature_mse  # at its identity
+    assert quiet.status == "ok" and quiet.feature_mse != plain.feature_mse
+    pretrained, = run(RunConfig.model_validate({**base, "method": {"name": "local-simsiam", "options": {"epochs": 1}},
+                                                 "defenses": [{"name": "guide-quiet", "strength": 10.0,
+                                                               "phase": "pretrain"}]}))
+    assert pretrained.status == "ok", pretrained.error
+
+
 def test_the_guide_aggvfl_method_is_complete_and_runs():
     found = _examples()
     METHODS.register("guide-aggvfl", found["AggVFL"])

@@ -105,11 +105,15 @@ def ssim_map(guess: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"SSIM needs images (N, C, H, W), got shape {tuple(guess.shape)}")
     dtype = torch.promote_types(torch.promote_types(guess.dtype, truth.dtype), torch.float32)
     a, b = guess.to(dtype), truth.to(dtype)  # float32 for records (fast), float64 where given (the reference test)
-    channels = a.shape[1]
-    window = gaussian_window().to(dtype).expand(channels, 1, SSIM_WINDOW, SSIM_WINDOW).contiguous()
+    channels, half = a.shape[1], SSIM_WINDOW // 2
+    x = torch.arange(SSIM_WINDOW, dtype=torch.float64, device=a.device) - half
+    g = torch.exp(-x.pow(2) / (2 * SSIM_SIGMA**2))
+    g = (g / g.sum()).to(dtype)  # the window is g g^T: two 1-D passes (11 + 11 taps, not 121), same zero padding
+    rows, cols = g.view(1, 1, 1, -1).expand(channels, 1, 1, -1), g.view(1, 1, -1, 1).expand(channels, 1, -1, 1)
 
     def blur(t: torch.Tensor) -> torch.Tensor:
-        return F.conv2d(t, window, padding=SSIM_WINDOW // 2, groups=channels)
+        along = F.conv2d(t, rows, padding=(0, half), groups=channels)
+        return F.conv2d(along, cols, padding=(half, 0), groups=channels)
 
     mu_a, mu_b = blur(a), blur(b)
     var_a, var_b = blur(a * a) - mu_a.pow(2), blur(b * b) - mu_b.pow(2)

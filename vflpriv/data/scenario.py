@@ -98,7 +98,7 @@ def build_scenario(
         )
     g = torch.Generator().manual_seed(seed)
     n = dataset.y_train.shape[0]
-    n_aligned = max(1, round(partition.aligned_fraction * n))
+    n_aligned = round(partition.aligned_fraction * n)
     if partition.labeled > n_aligned:
         raise ConfigError(
             f"labeled={partition.labeled} exceeds the {n_aligned} aligned samples "

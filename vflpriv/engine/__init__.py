@@ -14,11 +14,14 @@ from vflpriv.engine.hooks import (
     DEFENSE_POINTS,
     EPOCH_END,
     GRADIENT_COMPUTATION,
-    PASSIVE_EMBEDDING,
+    PASSIVE_BACKWARD,
+    PASSIVE_BOTTOM,
     PASSIVE_LOSS,
     PASSIVE_OPTIMIZER,
+    PASSIVE_POINTS,
     PASSIVE_STEP,
     PREDICTIONS,
+    PRETRAIN_PASSIVE_LOSS,
     SOFT_LABELS,
     SOFT_TARGETS,
     ActiveUpdate,
@@ -27,7 +30,6 @@ from vflpriv.engine.hooks import (
     DefensePoints,
     PassiveStep,
     TrainingHooks,
-    VICTIM_POINTS,
 )
 from vflpriv.engine.message import (
     ACTIVE,
@@ -49,6 +51,7 @@ from vflpriv.engine.roles import SPLIT_LEARNING, Role, Traffic, passive_receives
 __all__ = [
     "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "HEAD_WEIGHTS", "INFERENCE", "PRETRAIN", "PROBABILITIES", "SERVER", "STATISTICS", "WEIGHTS",
     "ACTIVE_BACKWARD", "ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "AUDIT_UPDATE", "ActiveUpdate", "CombinedHooks", "DEFENSE_POINTS", "EPOCH_END", "DefenseChain", "DefensePoints", "GRADIENT_COMPUTATION",
-    "PASSIVE_EMBEDDING", "PASSIVE_LOSS", "PASSIVE_OPTIMIZER", "PASSIVE_STEP", "VICTIM_POINTS", "PREDICTIONS", "SOFT_LABELS", "SOFT_TARGETS", "PassiveStep", "SPLIT_LEARNING", "TrainingHooks", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
+    "PASSIVE_BACKWARD", "PASSIVE_BOTTOM", "PASSIVE_LOSS", "PASSIVE_OPTIMIZER", "PASSIVE_POINTS", "PASSIVE_STEP",
+    "PREDICTIONS", "PRETRAIN_PASSIVE_LOSS", "SOFT_LABELS", "SOFT_TARGETS", "PassiveStep", "SPLIT_LEARNING", "TrainingHooks", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
     "Traffic", "make_parties", "passive_receives", "role",
 ]

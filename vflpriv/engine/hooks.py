@@ -23,14 +23,19 @@ The defenses of the active party (the label holder), inside its own computation:
   of each noisy label under the model's prediction as the prior, recomputed at every update);
 - ``predictions``: its test outputs (the autoencoder decodes them).
 
-The defenses of a victim (a passive party whose features a feature attack infers), inside its own computation, at
-the protecting party only (the defense's ``party``):
+The defenses of a passive party (the victim of a feature attack), on what it computes and sends:
 
-- ``send_embedding``: the embedding a passive party sends, from its features and its bottom's output (a bottleneck
-  at the sender, MID's placement against feature inference), in training and at inference;
-- ``passive_loss_terms``: terms added to a passive party's loss besides the received gradient's (NoPeek's distance
-  correlation between its features and its embedding, an attacker-aware training's imagined decoder), with
-  ``passive_parameters``: what a defense adds to that party's model, trained by its optimiser.
+- ``passive_bottom``: the module it computes the embedding it sends with, once at the start of finetuning: a defense
+  wraps its bottom (MID's bottleneck at the sender, a narrow layer at the cut, per-row clipping and noise); the wrapped
+  module is what it trains, sends from and holds afterwards (its parameters train with the party's optimiser);
+- ``passive_loss``: terms added to its own loss, from its features of the batch and the embedding it sent (NoPeek's
+  distance correlation, an imagined decoder's reconstruction error); the shared loop backpropagates them beside the
+  gradient it received;
+- ``passive_backward``: how it turns the gradient it received into its update: a defense that
+  ``passive_backpropagates`` sets its parameters' gradients itself (DP-SGD on its bottom: per-sample clipping, noise);
+- in pretraining (``pretrain_passive_loss``, called by the SSL loops of ``vflpriv.methods.pretraining`` and
+  ``fedhssl``): ``passive_loss`` with phase ``pretrain``, from its views of a batch and its encoder's outputs (the cut
+  the finetuning embedding comes from), added to its SSL loss; no label is in reach there.
 
 A measurement, not a party's act:
 
@@ -76,10 +81,13 @@ PREDICTIONS = "defend:predictions"
 EPOCH_END = "measure:epoch-end"
 AUDIT_UPDATE = "audit:active-update"
 DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD, PREDICTIONS})
-#: A victim's (a passive party's) training: the embedding it sends, the terms of its own loss.
-PASSIVE_EMBEDDING = "defend:passive-embedding"
+PASSIVE_BOTTOM = "defend:passive-bottom"
 PASSIVE_LOSS = "defend:passive-loss"
-VICTIM_POINTS = frozenset({PASSIVE_EMBEDDING, PASSIVE_LOSS})
+PASSIVE_BACKWARD = "defend:passive-backward"
+#: The passive party's points the shared finetuning loop calls.
+PASSIVE_POINTS = frozenset({PASSIVE_BOTTOM, PASSIVE_LOSS, PASSIVE_BACKWARD})
+#: ``passive_loss`` in pretraining: the SSL loops that train a party's encoder call it (local, cross-party, guided).
+PRETRAIN_PASSIVE_LOSS = "defend:pretrain-passive-loss"
 
 
 @dataclass(frozen=True)
@@ -120,8 +128,9 @@ PerClass = Callable[[int], torch.Tensor]
 
 
 class DefensePoints:
-    """The active party's hook points, each the identity: a defense overrides those it acts at (and lists them in
-    its ``hook_points``); :class:`DefenseChain` applies several in order."""
+    """The defenses' hook points (the active party's and the passive parties'), each the identity: a defense
+    overrides those it acts at (and lists them in its ``hook_points``); :class:`DefenseChain` applies several in
+    order."""
 
     def active_batch(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The active party's inputs and training targets of a batch (class indices, or one probability row
@@ -172,17 +181,25 @@ class DefensePoints:
         """The random streams these points draw from (a measurement restores them); none by default."""
         return []
 
-    def send_embedding(self, party: int, x: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:
-        """What passive party ``party`` sends, from its features ``x`` and its bottom's output ``embedding``."""
-        return embedding
+    def passive_bottom(self, party: int, bottom: nn.Module) -> nn.Module:
+        """The module passive party ``party`` computes (and sends) its finetuning and inference embeddings with."""
+        return bottom
 
-    def passive_loss_terms(self, party: int, x: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor | None:
-        """A term added to passive party ``party``'s loss (from its features and the embedding it sent), or None."""
+    def passive_loss(self, party: int, phase: str, x: torch.Tensor, sent: torch.Tensor) -> torch.Tensor | None:
+        """A term passive party ``party`` adds to its own loss in ``phase`` from its features ``x`` of the batch and
+        the embedding ``sent`` it computed from them (in pretraining: its views and its encoder's outputs), or None."""
         return None
 
-    def passive_parameters(self, party: int) -> list[nn.Parameter]:
-        """Parameters a defense adds to passive party ``party``'s model (trained by its optimiser)."""
-        return []
+    def passive_backpropagates(self, party: int) -> bool:
+        """Whether :meth:`passive_backward` replaces passive party ``party``'s backward pass."""
+        return False
+
+    def passive_backward(self, party: int, bottom: nn.Module, x: torch.Tensor, sent: torch.Tensor,
+                         gradient: torch.Tensor, ids: torch.Tensor) -> None:
+        """Set the gradients of ``bottom``'s parameters from the ``gradient`` party ``party`` received for the rows
+        ``sent`` it computed from its features ``x`` of batch ``ids`` (the default: backpropagate sum(sent *
+        gradient))."""
+        (sent * gradient).sum().backward()
 
 
 class DefenseChain(DefensePoints):
@@ -236,17 +253,22 @@ class DefenseChain(DefensePoints):
     def generators(self):
         return [g for d in self.defenses for g in d.generators()]
 
-    def send_embedding(self, party, x, embedding):
+    def passive_bottom(self, party, bottom):
         for d in self.defenses:
-            embedding = d.send_embedding(party, x, embedding)
-        return embedding
+            bottom = d.passive_bottom(party, bottom)
+        return bottom
 
-    def passive_loss_terms(self, party, x, embedding):
-        terms = [t for t in (d.passive_loss_terms(party, x, embedding) for d in self.defenses) if t is not None]
+    def passive_loss(self, party, phase, x, sent):
+        terms = [t for t in (d.passive_loss(party, phase, x, sent) for d in self.defenses) if t is not None]
         return sum(terms[1:], terms[0]) if terms else None
 
-    def passive_parameters(self, party):
-        return [p for d in self.defenses for p in d.passive_parameters(party)]
+    def passive_backpropagates(self, party):
+        return any(d.passive_backpropagates(party) for d in self.defenses)
+
+    def passive_backward(self, party, bottom, x, sent, gradient, ids):
+        """The one defense that backpropagates for ``party`` (the planner admits no other at its points)."""
+        next(d for d in self.defenses if d.passive_backpropagates(party)).passive_backward(party, bottom, x, sent,
+                                                                                             gradient, ids)
 
 
 class TrainingHooks(DefensePoints):
@@ -315,11 +337,14 @@ class CombinedHooks(TrainingHooks):
     def generators(self):
         return [*self.adversary.generators(), *self.defenses.generators()]
 
-    def send_embedding(self, party, x, embedding):
-        return self.defenses.send_embedding(party, x, embedding)
+    def passive_bottom(self, party, bottom):
+        return self.defenses.passive_bottom(party, bottom)
 
-    def passive_loss_terms(self, party, x, embedding):
-        return self.defenses.passive_loss_terms(party, x, embedding)
+    def passive_loss(self, party, phase, x, sent):
+        return self.defenses.passive_loss(party, phase, x, sent)
 
-    def passive_parameters(self, party):
-        return self.defenses.passive_parameters(party)
+    def passive_backpropagates(self, party):
+        return self.defenses.passive_backpropagates(party)
+
+    def passive_backward(self, party, bottom, x, sent, gradient, ids):
+        self.defenses.passive_backward(party, bottom, x, sent, gradient, ids)

@@ -13,13 +13,16 @@ from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
     AUDIT_UPDATE,
     DEFENSE_POINTS,
+    EMBEDDING,
     EPOCH_END,
     PASSIVE_OPTIMIZER,
+    PASSIVE_POINTS,
     PASSIVE_STEP,
+    PRETRAIN,
     SOFT_LABELS,
     SOFT_TARGETS,
     SPLIT_LEARNING,
-    VICTIM_POINTS,
+    WEIGHTS,
     Federation,
     Traffic,
     passive_receives,
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
                                          PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, SOFT_TARGETS,
-                                         AUDIT_UPDATE, *DEFENSE_POINTS, *VICTIM_POINTS})
+                                         AUDIT_UPDATE, *DEFENSE_POINTS, *PASSIVE_POINTS})
 
 
 #: The label use of a pretraining that reads labels (``pretrain_reads_labels``).
@@ -116,6 +119,25 @@ class Method:
     def supported(self) -> frozenset[str]:
         """``supports``, for this method's options (a method whose loop depends on an option overrides it)."""
         return self.supports
+
+    def feature_uses(self) -> tuple[str, ...]:
+        """Every place the method uses a passive party's features outside the shared finetuning loop, one clause each
+        (``()``: none). The loop computes a passive party's embeddings and updates only at the passive defense points,
+        so a mechanism there (``embedding-dp``) bounds what the loop does and nothing else: a use declared here voids
+        its claim (no epsilon recorded, the note says why). Derived from the declared traffic and pretraining; a
+        method that overrides ``finetune`` declares its uses by overriding this too, else they are taken as unknown."""
+        uses = []
+        if self.pretrains:
+            uses.append("its pretraining trains each party's encoder on the party's features before finetuning starts "
+                        "from it")
+        if ("passive", EMBEDDING, PRETRAIN) in self.sends:
+            uses.append("a passive party sends projections of its features in pretraining")
+        if ("passive", WEIGHTS, PRETRAIN) in self.sends:
+            uses.append("a passive party sends parameters trained on its features to the server in pretraining")
+        if _defined_later(type(self), "finetune", "feature_uses"):
+            uses.append(f"its finetune() ({type(self).__name__}) is its own and declares no feature uses "
+                        "(Method.feature_uses), so what it does with them outside the shared loop is unknown")
+        return tuple(uses)
 
     def label_uses(self) -> tuple[str, ...]:
         """Every place the method reads the active party's labels outside the shared finetuning loop, one clause each

@@ -40,6 +40,7 @@ from vflpriv.engine import (
     EMBEDDING,
     HEAD_WEIGHTS,
     PRETRAIN,
+    PRETRAIN_PASSIVE_LOSS,
     SERVER,
     SPLIT_LEARNING,
     STATISTICS,
@@ -48,7 +49,7 @@ from vflpriv.engine import (
     Message,
     Traffic,
 )
-from vflpriv.methods.base import Method
+from vflpriv.methods.base import SHARED_LOOP, Method
 from vflpriv.methods.pretraining import (
     Flavour,
     LocalSSL,
@@ -59,6 +60,7 @@ from vflpriv.methods.pretraining import (
     mean_loss,
     pair_loss,
     party_augmenter,
+    with_defenses,
 )
 from vflpriv.methods.towers import PooledEncoder, Tower, build_local_encoder
 from vflpriv.models.encoders import build_encoder
@@ -139,6 +141,8 @@ class FederatedSSL(Method):
     aggregates: ClassVar[bool] = False
     #: Cross-party SSL exchanges z_c both ways in pretraining; then split learning.
     sends: ClassVar[Traffic] = SPLIT_LEARNING | {("active", EMBEDDING, PRETRAIN), ("passive", EMBEDDING, PRETRAIN)}
+    #: The shared finetuning loop, and a passive party's defenses in its cross-party and local SSL steps.
+    supports: ClassVar[frozenset[str]] = SHARED_LOOP | {PRETRAIN_PASSIVE_LOSS}
 
     def __init__(self, options: CrossOptions):
         super().__init__(options)
@@ -177,7 +181,7 @@ class FederatedSSL(Method):
         cross_opt = [make_pretrain_optimizer(t, opts) for t in cross]
         states = [
             LocalSSL.create(self.flavour, opts, t, p.x_train[p.local_ids], p.spec, seed=seed,
-                            stream=f"pretrain:local:{p.index}", device=fed.device)
+                            stream=f"pretrain:local:{p.index}", device=fed.device, party=p.index, hooks=fed.hooks)
             for p, t in zip(fed.parties, local)
         ]
         cross_views = None
@@ -234,25 +238,25 @@ class FederatedSSL(Method):
             xs = [p.x_train[batch] for p in parties]
             if views is not None:
                 xs = [aug(x, g) for x, (aug, g) in zip(xs, views)]
-            outs = [t(x) for t, x in zip(towers, xs)]
-            z_active = outs[ACTIVE][0]
+            outs = [t.stages(x) for t, x in zip(towers, xs)]
+            z_active = outs[ACTIVE][1]
             at_passive = {
                 p.index: fed.channel.send(Message(EMBEDDING, PRETRAIN, ACTIVE, p.index, z_active, batch, it))
                 for p in fed.passive
             }
             at_active = [
-                fed.channel.send(Message(EMBEDDING, PRETRAIN, p.index, ACTIVE, outs[p.index][0], batch, it))
+                fed.channel.send(Message(EMBEDDING, PRETRAIN, p.index, ACTIVE, outs[p.index][1], batch, it))
                 for p in fed.passive
             ]
             for update in range(opts.local_updates):
                 for k, (tower, opt) in enumerate(zip(towers, optimizers)):
-                    _, pred = outs[k] if update == 0 else tower(xs[k])
+                    h, _, pred = outs[k] if update == 0 else tower.stages(xs[k])
                     if k == ACTIVE:
                         loss = torch.stack([loss_fn(pred, z) for z in at_active]).mean()
                     else:
                         loss = loss_fn(pred, at_passive[k])
                     opt.zero_grad(set_to_none=True)
-                    loss.backward()
+                    with_defenses(loss, fed.hooks, k, xs[k], h).backward()
                     opt.step()
                     losses[k].append(loss.detach())
 

@@ -8,8 +8,8 @@ an MLP over the concatenation, or the sum of per-party class logits: :func:`spli
 tensors (FedBCD-p, Liu et al. 2022; VFLAIR's FedBCD_p). The loop calls the adversary's hook points
 (``vflpriv.engine.hooks``): ``passive_step`` before a passive party applies a received gradient,
 ``passive_optimizer`` for each passive party's optimiser, and the measurement point ``fed.epoch_end`` after each
-epoch; and a victim's defense points: ``send_embedding`` on what each passive party sends (in training and at
-inference), ``passive_loss_terms`` in its own loss.
+epoch; and the passive parties' defense points: ``passive_bottom`` once (the module each sends from),
+``passive_loss`` and ``passive_backward`` at each update it makes from a received gradient.
 """
 
 from __future__ import annotations
@@ -122,9 +122,7 @@ class PartyOptimizers:
         parties = [(k, [p for p in params if p.requires_grad]) for k, params in enumerate(owned)]
         self.owned = [params for _, params in parties if params]
         self.optimizers = [self._optimizer(k, params, self.hooks) for k, params in parties if params]
-        #: Each party's optimiser's position (parties without trainable parameters have none).
-        self.index = {k: i for i, k in enumerate(k for k, params in parties if params)}
-        self.active = self.index.get(ACTIVE)
+        self.active = next((i for i, (k, params) in enumerate((k, ps) for k, ps in parties if ps) if k == ACTIVE), None)
         self.adopted: set[nn.Parameter] = set()
 
     def _optimizer(self, party: int, params: list[nn.Parameter], hooks: TrainingHooks):
@@ -146,15 +144,16 @@ class PartyOptimizers:
             opt.zero_grad(set_to_none=True)
 
     def adopt(self) -> None:
-        """Give each party's optimiser the parameters its defenses created since (MID's bottleneck is built at the
-        first embedding it receives, when its width is known): the active party's, and a victim's at its own points."""
-        for party, i in self.index.items():
-            found = self.hooks.active_parameters() if party == ACTIVE else self.hooks.passive_parameters(party)
-            new = [p for p in found if p not in self.adopted]
-            if new:
-                self.optimizers[i].add_param_group({"params": new})
-                self.owned[i] = self.owned[i] + new
-                self.adopted.update(new)
+        """Give the active party's optimiser the parameters its defenses created since (MID's bottleneck is built
+        at the first embedding it receives, when its width is known). A passive party's defenses wrap its bottom
+        before its optimiser is made (``passive_bottom``), so their parameters are among its own."""
+        if self.active is None:
+            return
+        new = [p for p in self.hooks.active_parameters() if p not in self.adopted]
+        if new:
+            self.optimizers[self.active].add_param_group({"params": new})
+            self.owned[self.active] = self.owned[self.active] + new
+            self.adopted.update(new)
 
     def step(self) -> None:
         self.adopt()
@@ -185,7 +184,9 @@ def finetune(
     """Train on the active party's labeled aligned ids for ``fed.finetune.epochs`` epochs; ``penalty()`` is
     added to the active party's loss at every update (it must read only the active party's parameters).
     Messages carry epoch numbers from ``first_epoch`` (after a method's own earlier exchanges). Each exchange
-    is followed by ``fed.finetune.local_updates - 1`` local updates (FedBCD)."""
+    is followed by ``fed.finetune.local_updates - 1`` local updates (FedBCD). Each passive party trains, sends
+    from and returns its bottom as its defenses wrap it (``passive_bottom``)."""
+    bottoms = [b if k == ACTIVE else fed.hooks.passive_bottom(k, b) for k, b in enumerate(bottoms)]
     owned = [list(b.parameters()) if train_bottoms else [] for b in bottoms]
     owned[ACTIVE] += list(top.parameters())
     optimizers = PartyOptimizers(fed.finetune, owned, hooks=fed.hooks)
@@ -228,8 +229,7 @@ def split_step(
     its model, its loss terms, the gradient it sends; each passive party's step before it applies its gradient."""
     hooks = fed.hooks
     x_active, targets = hooks.active_batch(fed.active.x_train[batch], first_targets(fed, batch, y))
-    local = [bottoms[ACTIVE](x_active), *(hooks.send_embedding(p.index, p.x_train[batch], bottoms[p.index](
-        p.x_train[batch])) for p in fed.passive)]
+    local = [bottoms[p.index](x_active if p.index == ACTIVE else p.x_train[batch]) for p in fed.parties]
     received = [local[ACTIVE]]
     for p in fed.passive:
         h = fed.channel.send(Message(EMBEDDING, FINETUNE, p.index, ACTIVE, local[p.index], batch, epoch))
@@ -252,7 +252,7 @@ def split_step(
             grad = fed.channel.send(Message(GRADIENT, FINETUNE, ACTIVE, p.index, sent, batch, epoch))
             fed.hooks.passive_step(PassiveStep(p.index, epoch, step, batch, p.x_train[batch], bottoms[p.index],
                                                local[p.index], grad))
-            passive_backward(fed, p.index, p.x_train[batch], local[p.index], grad)
+            passive_update(fed, p.index, bottoms[p.index], p.x_train[batch], local[p.index], grad, batch)
             gradients[p.index] = grad
     return Exchange(loss.detach(), {p.index: received[p.index].detach() for p in fed.passive}, gradients)
 
@@ -312,25 +312,27 @@ def local_update(
     for p in fed.passive:
         if p.index in exchange.gradients:
             x = p.x_train[batch]
-            h = fed.hooks.send_embedding(p.index, x, bottoms[p.index](x))
-            passive_backward(fed, p.index, x, h, exchange.gradients[p.index])
+            passive_update(fed, p.index, bottoms[p.index], x, bottoms[p.index](x), exchange.gradients[p.index], batch)
 
 
-def passive_backward(fed: Federation, party: int, x: torch.Tensor, embedding: torch.Tensor,
-                     grad: torch.Tensor) -> None:
-    """Passive party ``party`` backpropagates the gradient it received through the embedding it sent, with the
-    terms its defenses add to its own loss (hook point ``defend:passive-loss``)."""
-    terms = fed.hooks.passive_loss_terms(party, x, embedding)
-    if terms is None:
-        backward_with(embedding, grad)
+def passive_update(fed: Federation, party: int, bottom: nn.Module, x: torch.Tensor, sent: torch.Tensor,
+                   gradient: torch.Tensor, ids: torch.Tensor) -> None:
+    """Passive party ``party``'s backward pass from the ``gradient`` it received for the rows ``sent`` (computed from
+    its features ``x`` of batch ``ids``): by the defense that backpropagates for it (``passive_backward``), else the
+    received gradient with its defenses' own loss terms (``passive_loss``)."""
+    hooks = fed.hooks
+    if hooks.passive_backpropagates(party):
+        hooks.passive_backward(party, bottom, x, sent, gradient, ids)
     else:
-        ((embedding * grad).sum() + terms).backward()
+        backward_with(sent, gradient, hooks.passive_loss(party, FINETUNE, x, sent))
 
 
-def backward_with(output: torch.Tensor, grad: torch.Tensor) -> None:
+def backward_with(output: torch.Tensor, grad: torch.Tensor, extra: torch.Tensor | None = None) -> None:
     """``output.backward(grad)``, bit for bit (d sum(output * grad) / d output = 1 * grad), without the
-    import of sympy (0.3 s per process) that ``Tensor.backward`` makes when given a gradient tensor."""
-    (output * grad).sum().backward()
+    import of sympy (0.3 s per process) that ``Tensor.backward`` makes when given a gradient tensor; ``extra``, a
+    term of the party's own loss, is backpropagated with it."""
+    objective = (output * grad).sum()
+    (objective if extra is None else objective + extra).backward()
 
 
 @torch.no_grad()
@@ -348,7 +350,6 @@ def predict(fed: Federation, trained: Trained, *, ids: torch.Tensor | None = Non
             x = (p.x_test if ids is None else p.x_train)[batch]
             h = trained.bottoms[p.index](x)
             if p.index != ACTIVE:
-                h = fed.hooks.send_embedding(p.index, x, h)
                 sent = Message(EMBEDDING, INFERENCE, p.index, ACTIVE, h, None if ids is None else batch)
                 h = fed.hooks.receive(p.index, fed.channel.send(sent))
             reps.append(h)

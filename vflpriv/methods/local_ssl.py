@@ -20,8 +20,8 @@ from torch import Tensor, nn
 from vflpriv.common.seeding import generator as seeded_generator
 from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec
-from vflpriv.engine import Federation, Party
-from vflpriv.methods.base import Method
+from vflpriv.engine import PRETRAIN_PASSIVE_LOSS, DefensePoints, Federation, Party
+from vflpriv.methods.base import SHARED_LOOP, Method
 from vflpriv.methods.pretraining import (
     Flavour,
     LocalSSL,
@@ -57,12 +57,16 @@ def _train_local(
     seed: int,
     stream: str,
     device: torch.device,
+    party: int = -1,
+    hooks: DefensePoints | None = None,
 ) -> tuple[nn.Module, list[Tensor]]:
-    """Pretrain one party's encoder on ``x[ids]``; returns it and the mean loss of each epoch."""
+    """Pretrain one party's encoder on ``x[ids]``; returns it and the mean loss of each epoch. ``party`` and ``hooks``:
+    the defense points of the party in a federation (none alone)."""
     init = seeded_generator(seed, f"{stream}:init")
     encoder = build_local_encoder(spec, model_config, generator=init)
     tower = build_tower(encoder, flavour, options, generator=init).to(device)
-    state = LocalSSL.create(flavour, options, tower, x[ids], spec, seed=seed, stream=stream, device=device)
+    state = LocalSSL.create(flavour, options, tower, x[ids], spec, seed=seed, stream=stream, device=device,
+                            party=party, hooks=hooks)
     history = []
     for epoch in range(options.epochs):
         set_cosine_lr(state.optimizer, epoch, options.epochs)
@@ -76,6 +80,8 @@ class LocalSSLMethod(Method):
     Options: ClassVar[type[LocalOptions]] = LocalOptions
     pretrains: ClassVar[bool] = True
     flavour: ClassVar[Flavour] = "simsiam"
+    #: The shared finetuning loop, and a passive party's defenses in its local SSL (``passive_loss``, pretrain).
+    supports: ClassVar[frozenset[str]] = SHARED_LOOP | {PRETRAIN_PASSIVE_LOSS}
 
     def __init__(self, options: LocalOptions):
         super().__init__(options)
@@ -92,7 +98,8 @@ class LocalSSLMethod(Method):
         for p in fed.parties:
             encoder, history = _train_local(
                 p.spec, p.x_train, p.local_ids, flavour=self.flavour, model_config=fed.model,
-                options=self.options, seed=seed, stream=_stream(p.index), device=fed.device,
+                options=self.options, seed=seed, stream=_stream(p.index), device=fed.device, party=p.index,
+                hooks=fed.hooks,
             )
             encoders.append(encoder)
             per_party.append(torch.stack(history))

@@ -52,6 +52,7 @@ from vflpriv.common.errors import ConfigError
 from vflpriv.common.seeding import generator as seeded_generator
 from vflpriv.config.options import Options
 from vflpriv.data.base import PartySpec
+from vflpriv.engine import PRETRAIN, DefensePoints
 from vflpriv.methods.towers import Tower
 from vflpriv.models.encoders import init_parameters
 from vflpriv.models.ssl import (
@@ -278,6 +279,10 @@ class LocalSSL:
     target: nn.Module | None = None
     queue: MemoryQueue | None = None
     clean_first: bool = False
+    #: The party it trains, and the hook points whose ``passive_loss`` (phase pretrain) it adds to its SSL loss
+    #: (``vflpriv.engine.hooks``: a passive party's defenses); None: none (a party pretraining alone, the prior).
+    party: int = -1
+    hooks: DefensePoints | None = None
     optimizer: Optimizer = field(init=False)
     online: nn.Module = field(init=False)
 
@@ -299,8 +304,11 @@ class LocalSSL:
         seed: int,
         stream: str,
         device: torch.device,
+        party: int = -1,
+        hooks: DefensePoints | None = None,
     ) -> LocalSSL:
-        """Named sub-streams ``stream:views|batches|queue`` of ``seed`` (views on ``device``)."""
+        """Named sub-streams ``stream:views|batches|queue`` of ``seed`` (views on ``device``); ``party`` and ``hooks``:
+        the defense points of the party it trains (none by default)."""
         queue = None
         if flavour == "moco":
             queue = MemoryQueue(
@@ -313,6 +321,7 @@ class LocalSSL:
             batch_generator=seeded_generator(seed, f"{stream}:batches"),
             queue=queue,
             clean_first=options.clean_view is True or (options.clean_view == "tabular" and spec.modality != "image"),
+            party=party, hooks=hooks,
         )
 
     def epoch(
@@ -339,7 +348,7 @@ class LocalSSL:
             v1, v2 = two_views(x[batch], self.augment, clean_first=self.clean_first, generator=self.aug_generator)
             n = v1.shape[0]
             views = torch.cat([v1, v2])
-            z, p = tower(views)
+            h, z, p = tower.stages(views)
             if self.target is not None:
                 with torch.no_grad():
                     t = self.target(views)
@@ -353,7 +362,7 @@ class LocalSSL:
                     c = cross.project(views)
                 loss = loss + gamma * (loss_fn(p[:n], c[:n]) + loss_fn(p[n:], c[n:]))
             self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            with_defenses(loss, self.hooks, self.party, views, h).backward()
             if opts.grad_clip > 0:
                 nn.utils.clip_grad_norm_(params, opts.grad_clip, foreach=True)
             self.optimizer.step()
@@ -365,6 +374,13 @@ class LocalSSL:
         if guide:
             cross.train()
         return losses
+
+
+def with_defenses(loss: Tensor, hooks: DefensePoints | None, party: int, views: Tensor, h: Tensor) -> Tensor:
+    """``loss`` plus the terms party ``party``'s defenses add to it in pretraining (``passive_loss``, phase pretrain)
+    from its ``views`` and its encoder's outputs ``h`` (``loss`` itself, bit for bit, where none does)."""
+    term = hooks.passive_loss(party, PRETRAIN, views, h) if hooks is not None else None
+    return loss if term is None else loss + term
 
 
 def mean_loss(losses: Sequence[Tensor]) -> Tensor:

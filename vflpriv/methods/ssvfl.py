@@ -21,7 +21,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from vflpriv.engine import ACTIVE, EMBEDDING, EPOCH_END, FINETUNE, INFERENCE, Federation, Message
+from vflpriv.engine import ACTIVE, EMBEDDING, EPOCH_END, FINETUNE, INFERENCE, PRETRAIN_PASSIVE_LOSS, Federation, Message
 from vflpriv.methods.finetune import PartyOptimizers, Trained, new_top
 from vflpriv.methods.local_ssl import LocalOptions, LocalSSLMethod
 from vflpriv.models.training import index_batches, require_finite
@@ -47,7 +47,8 @@ class SSVFLIndependent(SSVFLCoupled):
 
     sends = frozenset({("passive", EMBEDDING, FINETUNE), ("passive", EMBEDDING, INFERENCE)})
     #: Its own loop: frozen encoders, the active party's Linear head trained alone; passive parties never update.
-    supports = frozenset({"top:linear", EPOCH_END})
+    #: Its pretraining is local SSL's, with a passive party's defenses there.
+    supports = frozenset({"top:linear", EPOCH_END, PRETRAIN_PASSIVE_LOSS})
 
     def label_uses(self) -> tuple[str, ...]:
         return ("the active party trains its head on the labels in a loop of its own (SS-VFL Alg. 1), which calls no "

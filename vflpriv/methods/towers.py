@@ -95,5 +95,12 @@ class Tower(nn.Module):
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """(z, p): the projection and the prediction (p = z without a predictor)."""
-        z = self.project(x)
-        return z, (self.predictor(z) if self.predictor is not None else z)
+        _, z, p = self.stages(x)
+        return z, p
+
+    def stages(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(h, z, p): the encoder's output (the cut a finetuning embedding comes from), the projection, the
+        prediction."""
+        h = self.encoder(x)
+        z = self.projector(h)
+        return h, z, (self.predictor(z) if self.predictor is not None else z)

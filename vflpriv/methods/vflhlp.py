@@ -188,6 +188,14 @@ class VFLHLP(Method):
             return self._fresh_encoder(spec, party, model, seed, device)
         return scarf_encoder(spec, x, index=party, model=model, options=self.options, seed=seed, device=device)
 
+    def feature_uses(self) -> tuple[str, ...]:
+        """Step 2 (SCARF) trains each passive encoder on its party's features, and finetuning starts from it; without
+        step 2 (VFLHLP-A) the passive bottoms start fresh and only the shared loop uses their features."""
+        if not self.passive_step:
+            return ()
+        return ("the passive parties' SCARF pretraining (step 2) trains their encoders on their features before "
+                "finetuning starts from them",)
+
     def alone_skeleton(self, spec: PartySpec, *, party: int, model: ModelConfig, device: torch.device) -> nn.Module:
         """A passive party's alone encoder is a plain encoder (SCARF's, or a fresh one), not a split local encoder."""
         return self._fresh_encoder(spec, party, model, 0, device)

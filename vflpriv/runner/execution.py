@@ -125,9 +125,12 @@ def _execute(p: Plan) -> list[RunRecord]:
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
-    claims = [(e, d.privacy_delta()) for d in p.defenses if (e := d.privacy_spent()) is not None]
+    spent = [(d, e) for d in p.defenses if (e := d.privacy_spent()) is not None]
+    claims = [(e, d.privacy_delta()) for d, e in spent if "features" not in d.secrets]
+    features = [(e, d.privacy_delta()) for d, e in spent if "features" in d.secrets]  # another neighbouring relation
     result.notes += [f"{c.name}: no epsilon recorded: {d.uncovered}" for d, c in zip(p.defenses, p.config.defenses)
                      if d.uncovered and not d.is_identity]
+    result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     if p.auditor is not None:
         score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,
@@ -143,6 +146,9 @@ def _execute(p: Plan) -> list[RunRecord]:
         record.training_under_attack = under_attack
         record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
         record.epsilon_delta = delta if claims else float("nan")
+        if features:
+            record.epsilon_features = sum(e for e, _ in features)
+            record.epsilon_features_delta = sum(d for _, d in features)
         record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
         record.canary_key = p.scenario.canary_key
         record.utility_curve = json.dumps(result.curve) if result.curve else ""

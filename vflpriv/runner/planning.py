@@ -27,10 +27,13 @@ from vflpriv.engine import (
     ACTIVE_BACKWARD,
     ACTIVE_BATCH,
     DEFENSE_POINTS,
+    EMBEDDING,
     EPOCH_END,
+    PASSIVE_BACKWARD,
+    PASSIVE_POINTS,
+    PRETRAIN,
     SOFT_LABELS,
     SOFT_TARGETS,
-    VICTIM_POINTS,
     role,
 )
 from vflpriv.engine.roles import PASSIVE
@@ -134,6 +137,7 @@ def plan_training(config: TrainingConfig) -> Plan:
     _check_model(config, dataset)
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
     _check_backward(config, defenses)
+    _check_passive_backward(config, defenses)
     _check_label_readers(config, defenses)
     _check_soft_targets(config, defenses)
     for d, c in zip(defenses, config.defenses):
@@ -162,6 +166,28 @@ def _check_backward(config: TrainingConfig, defenses: list) -> None:
         raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' backpropagates the active party's per-sample "
                                 f"losses itself (DP-SGD); it cannot be combined with {', '.join(others)} at the active "
                                 "party's training")
+
+
+def _check_passive_backward(config: TrainingConfig, defenses: list) -> None:
+    """A defense that computes a passive party's update itself (embedding-dp's DP-SGD on its bottom) bounds what its
+    clipped per-sample gradients carry: another defense at that party's points in the same phase (a loss term, a
+    wrapped bottom) would change what it clips, and its argument would not hold."""
+    passive = [i for i, d in enumerate(defenses) if d.hook_points & PASSIVE_POINTS]
+    for i in passive:
+        d = defenses[i]
+        probe = 1 if d.party == PASSIVE else d.party  # a party it protects
+        if PASSIVE_BACKWARD not in d.hook_points or not d.passive_backpropagates(probe):
+            continue
+        others = [config.defenses[j].name for j in passive if j != i and defenses[j].phase == d.phase
+                  and _same_party(defenses[j].party, d.party)]
+        if others:
+            raise IncompatibleError(f"defense '{config.defenses[i].name}' computes the passive party's update itself "
+                                    f"(DP-SGD on its bottom); it cannot be combined with {', '.join(others)} at that "
+                                    "party's points in the same phase")
+
+
+def _same_party(a, b) -> bool:
+    return a == b or PASSIVE in (a, b)
 
 
 def _check_label_readers(config: TrainingConfig, defenses: list) -> None:
@@ -283,6 +309,8 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     reason = cls.incompatible(dataset=dataset)
     if reason:
         raise IncompatibleError(f"defense '{d.name}': {reason}")
+    if cls.hook_points & PASSIVE_POINTS:
+        return _passive_defense(config, index, cls, method)
     unsupported = sorted(set(d.kinds or ()) - set(cls.supported_kinds))
     if unsupported:
         raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
@@ -290,8 +318,6 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     if {SOFT_LABELS, SOFT_TARGETS} & cls.hook_points - method.supported():
         raise IncompatibleError(f"defense '{d.name}' trains the active party on soft labels; method "
                                 f"'{config.method.name}' trains with a loop of its own that takes class indices only")
-    if cls.hook_points & VICTIM_POINTS:
-        return _victim_defense(config, index, cls, method)
     inside = cls.hook_points & DEFENSE_POINTS
     if inside:
         return _training_defense(config, index, cls, method, device)
@@ -350,27 +376,30 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
         options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
 
 
-def _victim_defense(config: TrainingConfig, index: int, cls, method: Method):
-    """A defense inside a victim's (a passive party's) finetuning computation, the feature attacks' counterpart of the
-    active party's points: the method's training must call its hook points, it acts in finetuning at the passive
-    party it protects (default party 1), and protects the messages that party sends where it also acts on them."""
-    d, name = config.defenses[index], config.defenses[index].name
-    missing = sorted((cls.hook_points & VICTIM_POINTS) - method.supported())
+def _passive_defense(config: TrainingConfig, index: int, cls, method: Method):
+    """A defense at a passive party's own points: in a phase it acts in, on a method that sends passive embeddings,
+    whose training (pretraining, for that phase) calls its points; for a passive party (unset: every one)."""
+    d, name, what = config.defenses[index], config.defenses[index].name, config.method.name
+    if d.kinds:
+        raise ConfigError(f"defense '{name}' acts at the passive party's own points, not on messages; remove kinds")
+    if d.party == 0:
+        raise ConfigError(f"defense '{name}' protects a passive party's features: party must be 1..{config.partition.parties - 1}, "
+                          "or unset for every passive party")
+    if d.phase not in cls.phases:
+        raise IncompatibleError(f"defense '{name}' acts in {' and '.join(cls.phases)} only: {cls.phase_reason}")
+    if not any(who == PASSIVE and kind == EMBEDDING for who, kind, _ in method.sends):
+        raise IncompatibleError(f"defense '{name}' protects the embeddings a passive party sends; method '{what}' sends "
+                                "none (no passive party's features leave it), so it would change nothing")
+    if d.phase == PRETRAIN and not method.pretrains:
+        raise IncompatibleError(f"defense '{name}': method '{what}' has no pretraining phase; use phase finetune")
+    missing = sorted(cls.points_for(d.phase) - method.supported())
     if missing:
-        raise IncompatibleError(f"defense '{name}' acts at {', '.join(missing)} inside a passive party's training; "
-                                f"method '{config.method.name}' trains with a loop of its own that does not call that "
-                                "point")
-    if d.phase != "finetune":
-        raise IncompatibleError(f"defense '{name}' acts in a passive party's finetuning; use phase finetune")
-    party = 1 if d.party is None else d.party
-    if not 1 <= party < config.partition.parties:
-        raise ConfigError(f"defense '{name}' protects a passive party's features: party must be one of "
-                          f"1..{config.partition.parties - 1}")
+        raise IncompatibleError(f"defense '{name}' acts at {', '.join(missing)} in {d.phase}; method '{what}' trains there "
+                                "with a loop of its own that does not call that point")
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
     return built("defense", name, lambda: cls(
-        strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase="finetune",
-        kinds=d.kinds if cls.supported_kinds else None, options=options,
-        generator=generator(config.seed, f"defense:{index}"), name=name))
+        strength=cls.axis.identity if d.strength is None else d.strength, party=PASSIVE if d.party is None else d.party,
+        phase=d.phase, kinds=None, options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
 
 
 def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:

@@ -103,6 +103,10 @@ class RunRecord:
     #: delta ``epsilon_delta`` (0 for a pure-epsilon claim).
     epsilon: float = float("nan")
     epsilon_delta: float = float("nan")
+    #: The feature-DP epsilon a defense of a passive party's features spent (embedding-dp; neighbouring training sets
+    #: differ in one sample's features at the victim), at ``epsilon_features_delta``: never added to a label epsilon.
+    epsilon_features: float = float("nan")
+    epsilon_features_delta: float = float("nan")
     #: The attack acted during this training (its own training): utility is the federation's under attack.
     training_under_attack: bool = False
     #: How many targets the attack guessed and was scored on (an attack on one batch guesses that batch).

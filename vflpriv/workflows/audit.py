@@ -10,9 +10,17 @@ skipped in silence. Defaults are quick on the bundled data: every registered att
 Both secrets: the label attacks run by each passive adversary (``partition.adversary``), the feature attacks by the
 roles of ``audit.feature_adversaries`` on the same trainings: the active party and the server against party 1, and
 the passive adversary against the active party, wherever the method sends that role anything about the victim's
-samples (elsewhere listed with the planner's reason). A feature attack runs under a defense that protects its victim's
-messages (the defense's ``party``): ``audit.feature_defended`` names which (default the decoder, the cheapest and on
-the bundled data the strongest; every feature attack gives its verdict without a defense).
+samples (elsewhere listed with the planner's reason).
+
+Defenses meet attacks by what each declares, never by a list: a label attack runs under every defense that claims
+the labels (``Protection.secrets``); a feature attack under every defense that acts on what it reads
+(``Protection.acts_on``: the victim's messages of that kind on the channel, the victim's own points, or each received
+embedding inside the active party's model or loss), whatever that defense claims, so ISO or gaussian-message on the
+embeddings, MID at the receiver and dCor on the labels are measured against the feature attacks too; CAE, which
+touches no embedding, is not. ``audit.feature_defended`` names the feature attacks run under defenses (default the
+decoder, the cheapest and on the bundled data the strongest; every feature attack gives its verdict without a
+defense). The default defenses are every registered defense, and, for one that supports the embedding kind without
+defaulting to it and declares ``embedding_audit_strengths``, that defense on the passive parties' embeddings too.
 """
 
 from __future__ import annotations
@@ -35,7 +43,6 @@ from vflpriv.config.schema import (
     refuse_untuned,
 )
 from vflpriv.config.sweep import RunsPerGpu, Seed, check_runs_per_gpu, refuse_repeats
-from vflpriv.engine import VICTIM_POINTS
 from vflpriv.runner.prior import prior_pretraining
 from vflpriv.workflows.audit_recipes import (
     FULL,
@@ -62,8 +69,19 @@ class AuditDefense(Options):
     name: str
     strengths: list[NonNegativeFloat] | None = Field(None, min_length=1)
     kinds: list[str] | None = None
-    party: int = Field(0, ge=0)
+    party: int | None = Field(None, ge=0, description="the protecting party; unset: the planner's default (the active "
+                                                       "party; every passive party for what only they send or hold)")
     options: dict[str, Any] = Field(default_factory=dict)
+
+    def strengths_for(self, phase: str, *, finetune) -> tuple[float, ...] | None:
+        """Its strengths in ``phase`` of a run finetuned by ``finetune``: as given, else the defense's own (on
+        embeddings, its ``embedding_audit_strengths``; else ``audit_strengths_for``)."""
+        if self.strengths:
+            return tuple(self.strengths)
+        cls = DEFENSES.get(self.name)
+        if self.kinds == ["embedding"] and phase in cls.embedding_audit_strengths:
+            return cls.embedding_audit_strengths[phase]
+        return cls.audit_strengths_for(phase, finetune=finetune, options=self.options)
 
 
 class AuditSettings(Options):
@@ -206,19 +224,26 @@ def _attacks(cfg: AuditConfig, name: str, phase: str, adversary: int, first: boo
             and (first or role == "passive")]
 
 
-def _defended_by(attack: AttackConfig, d: AuditDefense, cfg: AuditConfig) -> bool:
-    """Whether the audit runs ``attack`` under defense ``d``: every label attack; a feature attack named in
-    ``audit.feature_defended`` under a feature defense of its victim: one that protects the embeddings its victim
-    sends, or acts inside its training (``VICTIM_POINTS``). The active party's gradient defenses are label defenses:
-    what they do to a passive adversary's reconstruction of the active party's features is a question for
-    ``evaluate`` (the audit's feature part stays cheap: the undefended verdicts, and the feature defenses)."""
-    if getattr(ATTACKS.get(attack.name), "secret", "labels") == "labels":
-        return True
-    victim = attack.victim if attack.victim is not None else 1
-    cls = DEFENSES.get(d.name)
-    kinds = d.kinds or cls.default_kinds_for(attack.phase)
-    features = "embedding" in kinds or bool(getattr(cls, "hook_points", frozenset()) & VICTIM_POINTS)
-    return attack.name in cfg.audit.feature_defended and d.party == victim and features
+def _paired(p) -> bool:
+    """Whether the planned run ``p`` (one attack, the audited defense last) belongs to the audit: a label attack under
+    a defense that claims the labels; a feature attack under one that acts on what the attack reads."""
+    a, d = p.attacks[0], p.defenses[-1]
+    if a.attack.secret == "labels":
+        return "labels" in d.secrets
+    kind = a.adversary.reads[0][0]
+    return d.acts_on(kind, a.config.attack.phase, a.adversary.victim)
+
+
+def default_defenses() -> list[AuditDefense]:
+    """Every registered defense as it defaults, and on the passive parties' embeddings where it declares strengths
+    for that (``embedding_audit_strengths``)."""
+    out = []
+    for name in DEFENSES.names():
+        cls = DEFENSES.get(name)
+        out.append(AuditDefense(name=name))
+        if cls.embedding_audit_strengths and "embedding" not in cls.default_kinds:
+            out.append(AuditDefense(name=name, kinds=["embedding"]))
+    return out
 
 
 def resolved_options(cfg: AuditConfig) -> dict[str, dict]:
@@ -243,18 +268,23 @@ def _try(runs: list[RunConfig], *, default_battery: bool = False) -> str:
     phase lacks what the attack or defense needs). Bad input (an unknown option, a party that does not exist)
     is raised: the user fixes it; it is not a pair to set aside. ``default_battery``: also the reason an attack of the
     default battery is left out there (:data:`LEFT_OUT` and ``Attack.left_out_of_audit``)."""
+    planned, reason = _planned(runs)
+    if reason or not default_battery:
+        return reason
+    a = planned.attacks[0]
+    declared = planned.method.declared(a.config, num_classes=planned.scenario.dataset.num_classes)
+    reason = getattr(a.attack, "left_out_of_audit", lambda run: "")(declared)
+    return f"{LEFT_OUT}: {reason}" if reason else ""
+
+
+def _planned(runs: list[RunConfig]):
+    """(the plan, '') when the runs plan, else (None, the planner's reason) (see :func:`_try`)."""
     from vflpriv.runner.planning import plan
 
     try:
-        planned = plan(runs)
+        return plan(runs), ""
     except IncompatibleError as exc:
-        return str(exc)
-    if default_battery:
-        a = planned.attacks[0]
-        declared = planned.method.declared(a.config, num_classes=planned.scenario.dataset.num_classes)
-        reason = getattr(a.attack, "left_out_of_audit", lambda run: "")(declared)
-        return f"{LEFT_OUT}: {reason}" if reason else ""
-    return ""
+        return None, str(exc)
 
 
 #: How an attack the default battery leaves out is listed.
@@ -298,8 +328,8 @@ def canaries_for_claims(cfg: AuditConfig) -> int:
 
 
 def _defenses(cfg: AuditConfig) -> list[AuditDefense]:
-    """The audit's defenses: as given, else every registered one."""
-    return cfg.audit.defenses if cfg.audit.defenses is not None else [AuditDefense(name=n) for n in DEFENSES.names()]
+    """The audit's defenses: as given, else every registered one (:func:`default_defenses`)."""
+    return cfg.audit.defenses if cfg.audit.defenses is not None else default_defenses()
 
 
 def _audit_claims(cfg: AuditConfig) -> list[tuple[float, float]]:
@@ -309,7 +339,7 @@ def _audit_claims(cfg: AuditConfig) -> list[tuple[float, float]]:
     for d in defenses:
         cls = DEFENSES.get(d.name)
         for phase in _phases(cfg):
-            strengths = d.strengths or cls.audit_strengths_for(phase, finetune=cfg.finetune, options=d.options) or ()
+            strengths = d.strengths_for(phase, finetune=cfg.finetune) or ()
             claims += [c for s in strengths if (c := cls.claimed_epsilon(s, finetune=cfg.finetune,
                                                                          options=d.options)) is not None]
     return claims
@@ -334,10 +364,10 @@ def profile_note(cfg: AuditConfig) -> str:
     defenses = {}
     for d in _defenses(cfg):
         for phase in _phases(cfg):
-            own = DEFENSES.get(d.name).audit_strengths_for(phase, finetune=cfg.finetune, options=d.options) or ()
-            full = d.strengths or own
-            defenses[f"{d.name} ({phase})" if len(_phases(cfg)) > 1 else d.name] = (
-                full, d.strengths or default_strengths(QUICK, own) or ())
+            own = d.strengths_for(phase, finetune=cfg.finetune) or ()
+            name = d.name + (" on embeddings" if d.kinds == ["embedding"] else "")
+            defenses[f"{name} ({phase})" if len(_phases(cfg)) > 1 else name] = (
+                own, d.strengths or default_strengths(QUICK, own) or ())
     default_seeds = AuditConfig.model_fields["seeds"].get_default(call_default_factory=True)
     return quick_note(default_seeds=default_seeds, seeds=cfg.seeds, attacks=cfg.audit.attacks or default_attacks(QUICK),
                       given_attacks=cfg.audit.attacks is not None, defenses=defenses, tuned=cfg.audit.tune)
@@ -394,8 +424,8 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                 runs += [_run(unplanted, _control(passive[0]), None, s) for s in cfg.seeds]  # training without them
                 controlled = True
             for d in defenses:
-                strengths = d.strengths or default_strengths(cfg.audit.profile, DEFENSES.get(d.name).audit_strengths_for(
-                    phase, finetune=cfg.finetune, options=d.options))
+                strengths = d.strengths or default_strengths(cfg.audit.profile,
+                                                             d.strengths_for(phase, finetune=cfg.finetune))
                 unset = DefenseConfig(name=d.name, phase=phase, kinds=d.kinds, party=d.party, sweep=True,
                                       options=d.options)
                 reason = _try([_run(base, applicable[0], unset, cfg.seeds[0])]) if applicable else ""
@@ -405,14 +435,17 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     continue
                 auditor = auditor_for(cfg, d.name) if base["partition"]["canaries"] else None
                 audited = {**base, "finetune": {**base["finetune"], "auditor": auditor}} if auditor else base
-                for attack in [a for a in applicable if _defended_by(a, d, cfg)]:
+                for attack in applicable:
+                    if ATTACKS.get(attack.name).secret != "labels" and attack.name not in cfg.audit.feature_defended:
+                        continue
                     defended = [DefenseConfig(name=d.name, strength=s, phase=phase, kinds=d.kinds, party=d.party,
                                               sweep=True, options=d.options) for s in strengths]
                     if audited is not base and _try([_run(audited, attack, defended[0], cfg.seeds[0])]):
                         audited = base  # the auditor cannot audit this training (the planner's reason): run without
-                    reason = _try([_run(audited, attack, defended[0], cfg.seeds[0])])
+                    p, reason = _planned([_run(audited, attack, defended[0], cfg.seeds[0])])
                     if reason:
                         skipped.append(Inapplicable(attack.name, d.name, phase, reason))
                         continue
-                    runs += [_run(audited, attack, dc, s) for dc in defended for s in cfg.seeds]
+                    if _paired(p):
+                        runs += [_run(audited, attack, dc, s) for dc in defended for s in cfg.seeds]
     return runs, skipped

@@ -75,18 +75,20 @@ def _method(name: str, cls: Any) -> Description:
     facts = {"pretrains": str(cls.pretrains), "federated": str(cls.federated),
              "sends": ", ".join("/".join(t) for t in sorted(cls.sends)) or "nothing",
              "pretraining reads labels": str(cls.pretrain_reads_labels),
-             "label uses outside the shared loop (default options)": _label_uses(cls),
+             "label uses outside the shared loop (default options)": _uses(cls, "label_uses"),
              "finetune.top": ", ".join(sorted(s.split(":")[1] for s in supports if s.startswith("top:"))),
              "finetune.local_updates > 1": str("local-updates" in supports),
              "hook points it calls": ", ".join(sorted(s for s in supports if ":" in s and not
-                                                      s.startswith("top:"))) or "none"}
+                                                      s.startswith("top:"))) or "none",
+             "feature uses outside the shared loop (default options)": _uses(cls, "feature_uses")}
     return Description("method", name, _summary(cls), facts, options_of(cls.Options), "method.options.")
 
 
-def _label_uses(cls: Any) -> str:
-    """``Method.label_uses`` under the default options (what voids dp-gaussian's claim), or why it cannot be said."""
+def _uses(cls: Any, declared: str) -> str:
+    """What a method declares by ``declared`` (``label_uses``: what voids dp-gaussian's claim; ``feature_uses``:
+    embedding-dp's) under the default options, or why it cannot be said."""
     try:
-        uses = cls(cls.Options()).label_uses()
+        uses = getattr(cls(cls.Options()), declared)()
     except Exception as exc:  # noqa: BLE001 - a plugin's constructor
         return f"unknown ({type(exc).__name__} under the default options)"
     return "; ".join(uses) or "none"
@@ -138,13 +140,21 @@ def _defense(name: str, cls: Any) -> Description:
              "binary tasks only": str(cls.binary_only),
              "reads the active party's labels": str(cls.reads_labels),
              "audit strengths": "; ".join(f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.audit_strengths.items())
-             or "none"}
+             or "none",
+             "claims to protect": ", ".join(sorted(cls.secrets))}
     claims = getattr(cls, "audit_epsilons", {})
     if claims:
         facts["audit strengths"] = "; ".join(
             f"{p}: the {axis.name} that spends epsilon {', '.join(f'{e:g}' for e in s)} over the audited run's updates "
             f"({', '.join(f'{v:g}' for v in cls.audit_strengths.get(p, ()))} at the default finetuning)"
             for p, s in claims.items())
+    if cls.embedding_audit_strengths:
+        facts["audit strengths on embeddings"] = "; ".join(
+            f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.embedding_audit_strengths.items())
+    if getattr(cls, "phases", None):  # a passive party's defense: where it acts, and why not elsewhere
+        facts["phases"] = " and ".join(cls.phases) + (f" ({cls.phase_reason})" if cls.phase_reason else "")
+    if cls.cost:
+        facts["extra cost per update"] = cls.cost
     if cls.pays:
         facts["when it pays"] = cls.pays
     return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses[i].options.")

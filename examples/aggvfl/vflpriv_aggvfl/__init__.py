@@ -48,6 +48,11 @@ class AggVFL(Method):
         model.out_dim = fed.num_classes
         return model.to(fed.device)
 
+    def feature_uses(self) -> tuple[str, ...]:
+        """None: it builds fresh models and trains them with the shared loop, which uses a passive party's features
+        only at its hook points (declared because it overrides ``finetune``)."""
+        return ()
+
     def label_uses(self) -> tuple[str, ...]:
         """None: it builds its models and trains them with the shared loop, which reads labels only at its hook
         points (declared because it overrides ``finetune``)."""

@@ -1,0 +1,190 @@
+"""embedding-dp: each sent row clipped to C with N(0, sigma^2 C^2) noise, DP-SGD on the victim's bottom (per-sample
+clipping to C_g, noise sigma C_g), rows computed independently, and a feature epsilon that equals an independent
+computation where the argument covers the run and is absent (with the reason) where it does not."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from vflpriv.config.schema import RunConfig
+from vflpriv.defenses.embedding_dp import PrivateRows
+from vflpriv.runner.execution import run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))
+from pretrain_helpers import TINY_MODEL, build_federation, tiny_options  # noqa: E402
+
+
+def _config(method: str = "splitnn", *, sigma: float = 2.0, epochs: int = 2, finetune=None, **options) -> RunConfig:
+    return RunConfig.model_validate({
+        "partition": {"labeled": 100, "aux": 40}, "model": TINY_MODEL,
+        "finetune": {"epochs": epochs, "batch_size": 32, **(finetune or {})},
+        "method": {"name": method, "options": tiny_options(method)},
+        "defenses": [{"name": "embedding-dp", "strength": sigma, "sweep": True, "options": options}],
+        "attack": {"name": "fi-decoder", "options": {"epochs": 3}}})
+
+
+def _defense(config: RunConfig):
+    p, fed = build_federation(config)
+    return p.defenses[0], fed, p
+
+
+class _Rows(nn.Module):
+    out_dim = 10
+
+    def forward(self, x):
+        return x
+
+
+def test_each_sent_row_is_clipped_to_c_and_gets_noise_of_std_sigma_c():
+    g = torch.Generator().manual_seed(0)
+    wrapped = PrivateRows(_Rows(), clip=1.5, sigma=0.7, frozen=True, generator=g)
+    x = torch.randn(6, 2, 5, generator=torch.Generator().manual_seed(1))  # rows of 2 x 5 entries
+    x[0] *= 0.01  # a row well inside the ball stays as it is
+    state = g.get_state()
+    out = wrapped(x)
+    g.set_state(state)
+    noise = torch.randn(x.shape, generator=g)
+    signal = out - 0.7 * 1.5 * noise
+    norms = x.flatten(1).norm(dim=1, keepdim=True)
+    expected = x.flatten(1) * torch.clamp(1.5 / norms, max=1.0)
+    assert torch.allclose(signal.flatten(1), expected, atol=1e-6)
+    assert torch.allclose(signal[0], x[0], atol=1e-7)
+    assert bool((signal.flatten(1).norm(dim=1) <= 1.5 + 1e-5).all())
+    many = PrivateRows(_Rows(), clip=0.5, sigma=3.0, frozen=True, generator=torch.Generator().manual_seed(2))
+    zero = many(torch.zeros(4000, 25))
+    assert float(zero.std()) == pytest.approx(3.0 * 0.5, rel=0.02)
+
+
+def test_dp_sgd_on_the_bottom_clips_each_sample_s_gradient_to_c_g_and_adds_noise_sigma_c_g():
+    dp, fed, _ = _defense(_config(sigma=0.8, bottom_clip=0.3))
+    torch.manual_seed(0)
+    bottom = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 5))
+    bottom.out_dim = 5
+    wrapped = dp.passive_bottom(1, bottom)
+    x, grad = torch.randn(7, 4), torch.randn(7, 5) * 3
+    grad[0] *= 1e-3  # one sample's gradient inside the ball: it is not scaled up
+    sent = wrapped(x)
+    params = list(wrapped.parameters())
+    per_sample = []
+    for i in range(7):  # one sample at a time: its own row's objective
+        row = clip(bottom(x[i:i + 1]), 1.0) + (sent[i:i + 1] - clip(bottom(x[i:i + 1]), 1.0)).detach()
+        per_sample.append(torch.autograd.grad((row * grad[i:i + 1]).sum(), params))
+    state = dp.generator.get_state()
+    dp.passive_backward(1, wrapped, x, sent, grad, torch.arange(7))
+    dp.generator.set_state(state)
+    for k, p in enumerate(params):
+        norms = [math.sqrt(sum(float(g.pow(2).sum()) for g in sample)) for sample in per_sample]
+        assert min(norms) < 0.3 < max(norms)
+        clipped = sum(sample[k] * min(1.0, 0.3 / n) for sample, n in zip(per_sample, norms))
+        noise = torch.randn(p.shape, generator=dp.generator)
+        assert torch.allclose(p.grad, (clipped + 0.8 * 0.3 * noise) / 7, atol=1e-6)
+    assert int(dp.steps[:7].sum()) == 7
+
+
+def clip(h: torch.Tensor, c: float) -> torch.Tensor:
+    return h * torch.clamp(c / h.norm(dim=1, keepdim=True), max=1.0)
+
+
+def test_rows_are_computed_independently_of_the_rest_of_their_batch():
+    """With the BatchNorm statistics frozen a sample's row depends on its own features only (what both bounds need);
+    the bottom's BatchNorm, trained normally, would move every row with any sample of the batch."""
+    dp, fed, _ = _defense(_config())
+    from vflpriv.models.encoders import build_encoder
+
+    bottom = build_encoder(fed.parties[1].spec, fed.model, generator=torch.Generator().manual_seed(0))
+    wrapped = dp.passive_bottom(1, bottom).train()
+    x = fed.parties[1].x_train[:16].clone()
+    state = dp.generator.get_state()
+    first = wrapped(x)
+    x[5:] = torch.rand_like(x[5:])
+    dp.generator.set_state(state)
+    assert torch.equal(wrapped(x)[:5], first[:5])
+    loose = PrivateRows(bottom, clip=1.0, sigma=1.0, frozen=False, generator=dp.generator).train()
+    dp.generator.set_state(state)
+    before = loose(fed.parties[1].x_train[:16])
+    dp.generator.set_state(state)
+    assert not torch.equal(loose(x)[:5], before[:5])
+
+
+#: Opacus' default RDP orders.
+ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
+
+
+def independent_epsilon(sigma: float, uses: int, delta: float) -> float:
+    """``uses`` Gaussian mechanisms of L2 sensitivity 2C and noise std sigma C (replace-one), composed: RDP
+    uses * alpha * (2C)^2 / (2 sigma^2 C^2) at each order, converted to (epsilon, delta) as Balle et al. 2020 (Opacus'
+    conversion), minimised over the orders."""
+    best = math.inf
+    for a in ORDERS:
+        rdp = uses * a * 4.0 / (2.0 * sigma**2)
+        eps = rdp + math.log((a - 1) / a) - (math.log(delta) + math.log(a)) / (a - 1)
+        best = min(best, eps)
+    return best
+
+
+def test_the_epsilon_of_a_small_covered_run_equals_an_independent_computation():
+    (record,) = run(_config(sigma=4.0, epochs=3))
+    assert record.status == "ok", record.error
+    # every labeled aligned sample: one row sent and one DP-SGD step per epoch, 3 epochs, nothing else
+    assert record.epsilon_features == pytest.approx(independent_epsilon(4.0, 6, 1e-5), rel=1e-9)
+    assert record.epsilon_features_delta == 1e-5
+    assert math.isnan(record.epsilon)  # no label-DP claim, and none mixed with this one
+    assert "test row" in record.notes and "not the training's epsilon" in record.notes
+
+
+def test_the_counts_are_one_release_and_one_step_per_epoch_and_fedbcd_s_local_updates_are_charged():
+    dp, fed, p = _defense(_config(epochs=2, finetune={"local_updates": 2}))
+    p.method.finetune(fed, None)
+    trained_on = fed.labeled_aligned().cpu()
+    assert bool((dp.releases[trained_on] == 2).all()) and int(dp.releases.sum()) == 2 * trained_on.numel()
+    assert bool((dp.steps[trained_on] == 4).all()) and int(dp.steps.sum()) == 4 * trained_on.numel()
+    assert dp.uses() == 6
+    assert dp.privacy_spent() == pytest.approx(independent_epsilon(2.0, 6, 1e-5), rel=1e-9)
+
+
+@pytest.mark.parametrize(("method", "options", "finetune", "reason"), [
+    ("local-simsiam", {}, None, "pretraining trains each party's encoder"),
+    ("fedhssl", {}, None, "sends parameters trained on its features to the server"),
+    ("splitnn", {"private_bottom": False}, None, "private_bottom=false"),
+    ("splitnn", {}, {"bn_recalibrate": True}, "bn_recalibrate"),
+])
+def test_an_uncovered_configuration_records_no_epsilon_and_says_why(method, options, finetune, reason):
+    (record,) = run(_config(method, finetune=finetune, **options))
+    assert record.status == "ok", record.error
+    assert math.isnan(record.epsilon_features) and math.isnan(record.epsilon)
+    assert "embedding-dp: no epsilon recorded" in record.notes and reason in record.notes
+    assert "test row" in record.notes  # what still holds: one release of a frozen bottom, per test sample
+
+
+def test_private_bottom_false_noises_the_rows_but_trains_the_bottom_normally():
+    dp, fed, p = _defense(_config(private_bottom=False))
+    assert not dp.passive_backpropagates(1)
+    trained = p.method.finetune(fed, None)
+    assert int(dp.steps.sum()) == 0 and int(dp.releases.sum()) > 0
+    bn = [m for m in trained.bottoms[1].modules() if isinstance(m, nn.BatchNorm1d)]
+    assert bn and all(int(m.num_batches_tracked) > 0 for m in bn)  # its statistics trained
+
+
+def test_an_independent_check_of_the_accountant_on_one_step():
+    """One Gaussian mechanism of multiplier 1 at delta 1e-5: the known analytic-free RDP value, minimised by hand."""
+    from vflpriv.defenses.embedding_dp import gaussian_epsilon
+
+    assert gaussian_epsilon(1.0, 1, delta=1e-5) == pytest.approx(independent_epsilon(2.0, 1, 1e-5), rel=1e-9)
+    values = [gaussian_epsilon(m, 10, delta=1e-5) for m in (0.5, 1.0, 2.0, 4.0)]
+    assert values == sorted(values, reverse=True)  # more noise, less epsilon
+    assert np.isfinite(values).all()
+
+
+def test_strength_zero_neither_wraps_nor_counts_nor_claims():
+    dp, fed, p = _defense(_config(sigma=0.0))
+    bottom = nn.Identity()
+    assert dp.passive_bottom(1, bottom) is bottom and not dp.passive_backpropagates(1)
+    p.method.finetune(fed, None)
+    assert int(dp.releases.sum()) == 0 and dp.privacy_spent() is None and dp.notes() == ""

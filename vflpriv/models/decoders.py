@@ -1,0 +1,69 @@
+"""Networks that map an embedding back to the features it was computed from: the decoders of a feature-inference
+adversary (``vflpriv.attacks.features``) and of a victim that imagines one (``fi-adversarial``'s attacker-aware
+training), so both use the same architectures.
+
+- :class:`MLPDecoder`: VFLAIR's TBM decoder (``src/evaluates/attacks/ResSFL.py``, used for every dataset there):
+  in -> 600 -> LayerNorm -> ReLU -> 200 -> LayerNorm -> ReLU -> 100 -> LayerNorm -> ReLU -> d -> Sigmoid.
+- :class:`ConvDecoder`: for image victims, in ResSFL's style (its ``conv_normN*C*`` decoders: transposed
+  convolutions doubling the resolution, Sigmoid output): Linear -> (C, H/4, W/4) -> ReLU -> ConvT(x2) -> BatchNorm ->
+  ReLU -> ConvT(x2) -> Sigmoid, cropped to the image (ResSFL starts from a conv feature map; vflpriv's embeddings are
+  vectors, hence the Linear).
+
+``build_decoder("auto", ...)`` picks the conv decoder for images of at least 16 px a side (where vflpriv's encoder is
+a CNN too), the MLP otherwise (the 8 x 4 digit halves, tabular data).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from vflpriv.data.base import PartySpec
+from vflpriv.models.encoders import init_parameters
+
+
+class MLPDecoder(nn.Module):
+    """VFLAIR's TBM decoder, output reshaped to ``shape`` (one sample's)."""
+
+    def __init__(self, in_dim: int, shape: tuple[int, ...]):
+        super().__init__()
+        widths, layers = [in_dim, 600, 200, 100], []
+        for a, b in zip(widths, widths[1:]):
+            layers += [nn.Linear(a, b), nn.LayerNorm(b), nn.ReLU()]
+        self.net = nn.Sequential(*layers, nn.Linear(widths[-1], math.prod(shape)), nn.Sigmoid())
+        self.shape = shape
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.net(h.flatten(1)).reshape(-1, *self.shape)
+
+
+class ConvDecoder(nn.Module):
+    """Transposed-convolution decoder to a (C, H, W) image, ResSFL-style."""
+
+    def __init__(self, in_dim: int, shape: tuple[int, ...], *, width: int = 64):
+        super().__init__()
+        channels, height, wide = shape
+        self.start = (width, math.ceil(height / 4), math.ceil(wide / 4))
+        self.shape = shape
+        self.project = nn.Sequential(nn.Linear(in_dim, math.prod(self.start)), nn.ReLU())
+        self.up = nn.Sequential(
+            nn.ConvTranspose2d(width, width // 2, 4, stride=2, padding=1), nn.BatchNorm2d(width // 2), nn.ReLU(),
+            nn.ConvTranspose2d(width // 2, channels, 4, stride=2, padding=1), nn.Sigmoid())
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        x = self.up(self.project(h.flatten(1)).reshape(-1, *self.start))
+        return x[:, :, : self.shape[1], : self.shape[2]]
+
+
+def conv_victim(spec: PartySpec) -> bool:
+    """Whether ``decoder=auto`` decodes to this victim's features with the conv decoder."""
+    return spec.modality == "image" and len(spec.shape) == 3 and min(spec.shape[-2:]) >= 16
+
+
+def build_decoder(kind: str, in_dim: int, spec: PartySpec, *, generator: torch.Generator) -> nn.Module:
+    """A freshly initialised decoder (``mlp``, ``conv`` or ``auto``) from ``in_dim`` inputs to ``spec``'s samples."""
+    use_conv = kind == "conv" or (kind == "auto" and conv_victim(spec))
+    net = ConvDecoder(in_dim, spec.shape) if use_conv else MLPDecoder(in_dim, spec.shape)
+    return init_parameters(net, generator=generator)
