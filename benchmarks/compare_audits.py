@@ -51,7 +51,8 @@ WHY = {
 
 def why(*names: str) -> str:
     reasons = [WHY[n] for n in names if n in WHY]
-    return "; ".join(dict.fromkeys(reasons)) or "UNEXPECTED: nothing changed since 0c34d33 computes it"
+    return "; ".join(dict.fromkeys(reasons)) or ("none of its defaults changed since 0c34d33, its trainings did "
+                                                 "(canary labels from a secret key, issue 48a): a new draw")
 
 
 def wilson(k: float, n: int) -> tuple[float, float]:
@@ -136,7 +137,8 @@ def accuracy(row: dict) -> float:
 def epsilons(base: dict, new: dict) -> list[dict]:
     def index(summary):
         rows = (summary.get("canaries") or {}).get("rows", [])
-        return {(r["defense"], r["strength"], r["phase"], r["attack"]): r for r in rows}
+        return {(r["defense"] + (f" {r['variant']}" if r.get("variant") else ""), r["strength"], r["phase"],
+                 r["attack"]): r for r in rows}
 
     old, rows = index(base), []
     for key, r in index(new).items():
@@ -160,7 +162,9 @@ def records(path: Path) -> dict[tuple, dict]:
         for (text,) in db.execute("select record from runs"):
             r = json.loads(text)
             if r["status"] == "ok" and r.get("secret", "labels") == "labels":  # features: their verdicts above
-                found[(r["attack"], r["defense"], r["phase"], r["strength"], r["canaries"], r["seed"])] = r
+                kinds = [",".join(d.get("kinds") or []) for d in json.loads(r["config"])["defenses"]]
+                defense = r["defense"] + "".join(f" on {k}" for k in kinds if k)  # a configuration of its own
+                found[(r["attack"], defense, r["phase"], r["strength"], r["canaries"], r["seed"])] = r
         return found
 
 
@@ -193,9 +197,9 @@ def tally(rows: list[dict]) -> str:
     counts = defaultdict(int)
     for r in rows:
         counts[r.get("status", "n/a").split(" (")[0]] += 1
-    unexpected = sum("UNEXPECTED" in r.get("why", "") for r in rows
+    unexpected = sum("a new draw" in r.get("why", "") for r in rows
                      if r.get("status", "").startswith(("DIFFERS", "LOWER")))
-    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + (f" ({unexpected} unexplained)" if unexpected
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + (f" ({unexpected} with no default changed)" if unexpected
                                                                           else "")
 
 
