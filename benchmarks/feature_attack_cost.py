@@ -2,10 +2,13 @@
 
 For each seed, one training with every feature attack on it (fi-decoder at VFLAIR's recipe, grn and fi-inversion at
 the audit's options, untuned and tuned as the audit runs them); the records' own clocks give the training's seconds
-and each attack's (the feature prior, computed once per training and shared, is in the first attack's). Seeds run
-one after another, so every attack and the training are measured on the same machine minutes apart; a warm-up run
-pays the one-off costs (imports). Prints, per attack, the median over seeds of attack seconds / training seconds (the
-issue's bound: at most 0.5 on the default dataset).
+and each attack's (the feature prior, computed once per training and shared, is in the first attack's; fi-inversion
+starts from fi-decoder's decoder, trained once per training: ``attacks/features/shared_fits.py``). A second training
+per seed runs fi-inversion alone, paying for its own decoder. Seeds run one after another, so every attack and the
+training are measured on the same machine minutes apart; a warm-up run pays the one-off costs (imports). Prints, per
+attack, the median over seeds of attack seconds / training seconds (the issue's bound: at most 0.5 on the default
+dataset), then the floating-point operations of one seed's training and attacks (torch's FlopCounterMode: matrix
+products and convolutions; a count no other process on the machine can move).
 
     python benchmarks/feature_attack_cost.py [--seeds 0,1,2,3,4]
 """
@@ -16,20 +19,53 @@ import argparse
 import statistics
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
+from vflpriv.attacks.features import shared_fits
 from vflpriv.attacks.features.grn import GenerativeRegression
 from vflpriv.attacks.features.inversion import FeatureInversion
 from vflpriv.config.schema import RunConfig
-from vflpriv.runner import feature_prior
+from vflpriv.runner import execution, feature_prior
 from vflpriv.runner.execution import run
 
 ATTACKS = {"fi-decoder": {}, "grn": GenerativeRegression.audit_options,
            "fi-inversion": FeatureInversion.audit_options}
 
 
-def configs(seed: int, *, tune: bool) -> list[RunConfig]:
+def configs(seed: int, *, tune: bool, only: str | None = None) -> list[RunConfig]:
     return [RunConfig.model_validate({"seed": seed, "attack": {"name": name, "options": options, "tune": tune}})
-            for name, options in ATTACKS.items()]
+            for name, options in ATTACKS.items() if only in (None, name)]
+
+
+def fresh_run(runs: list[RunConfig]):
+    """The runs with no prior or fit of an earlier training to reuse."""
+    feature_prior._PRIORS.clear()
+    shared_fits._FITS.clear()
+    records = run(runs)
+    assert all(r.status == "ok" for r in records), [r.error for r in records]
+    return records
+
+
+def flops(seed: int, *, tune: bool, only: str | None = None) -> dict[str, float]:
+    """GFLOP of one training and of each attack on it, counted around the runner's training and feature attacks."""
+    counted: dict[str, float] = {}
+    train, attack = execution.train, execution.RUNS["features"]
+
+    def counting(name, fn):
+        def wrapper(*args, **kwargs):
+            with FlopCounterMode(display=False) as counter:
+                out = fn(*args, **kwargs)
+            counted[name(args)] = counter.get_total_flops() / 1e9
+            return out
+        return wrapper
+
+    execution.train = counting(lambda args: "training", train)
+    execution.RUNS["features"] = counting(lambda args: args[0].config.attack.name, attack)
+    try:
+        fresh_run(configs(seed, tune=tune, only=only))
+    finally:
+        execution.train, execution.RUNS["features"] = train, attack
+    return counted
 
 
 def main() -> None:
@@ -43,18 +79,24 @@ def main() -> None:
     trainings = []
     for seed in seeds:
         for tune in (False, True):
-            feature_prior._PRIORS.clear()  # the prior is paid by the first attack of each training
-            records = run(configs(seed, tune=tune))
-            assert all(r.status == "ok" for r in records), [r.error for r in records]
+            tuned = " (tuned)" if tune else ""
+            records = fresh_run(configs(seed, tune=tune))
             trainings.append(records[0].train_seconds)
             for r in records:
-                ratios.setdefault(f"{r.attack}{' (tuned)' if tune else ''}", []).append(
-                    r.attack_seconds / r.train_seconds)
+                ratios.setdefault(f"{r.attack}{tuned}", []).append(r.attack_seconds / r.train_seconds)
+            (alone,) = fresh_run(configs(seed, tune=tune, only="fi-inversion"))
+            ratios.setdefault(f"fi-inversion alone{tuned}", []).append(alone.attack_seconds / alone.train_seconds)
     print(f"splitnn on digits, seeds {args.seeds}, 1 torch thread; training {statistics.median(trainings):.2f} s "
           "(median)")
     for name, values in ratios.items():
-        print(f"{name:24s} attack / training: median {statistics.median(values):.2f} "
+        print(f"{name:28s} attack / training: median {statistics.median(values):.2f} "
               f"(min {min(values):.2f}, max {max(values):.2f})")
+    for tune in (False, True):
+        counted = flops(seeds[0], tune=tune)
+        counted["fi-inversion alone"] = flops(seeds[0], tune=tune, only="fi-inversion")["fi-inversion"]
+        training = counted.pop("training")
+        print(f"GFLOP, seed {seeds[0]}{' (tuned)' if tune else ''}: training {training:.2f}; " + "; ".join(
+            f"{name} {value:.2f} ({value / training:.2f} x)" for name, value in counted.items()))
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
+from vflpriv.defenses.per_sample import ghost_applies, ghost_grads
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
@@ -103,9 +104,12 @@ class EmbeddingDP(PassiveDefense):
                     "trains the bottom on the features outside it")
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.25, 16.0), log=True)
     audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
+    revision = 1  # 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms (equal up to float rounding)
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
-    cost = "per-sample gradients of the victim's bottom (a vectorised forward and backward) with private_bottom"
+    cost = ("DP-SGD's per-sample norms of the victim's bottom with private_bottom (ghost clipping: one more forward "
+            "and backward for Linear / BatchNorm1d bottoms; torch.func otherwise); the training x2.30 on digits, x1.51 "
+            "with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
             "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")
 
@@ -152,25 +156,26 @@ class EmbeddingDP(PassiveDefense):
     def passive_backward(self, party: int, bottom: nn.Module, x: torch.Tensor, sent: torch.Tensor,
                          gradient: torch.Tensor, ids: torch.Tensor) -> None:
         """DP-SGD: each sample's gradient of its own clipped row times the gradient it received, clipped to C_g,
-        summed, noised, over the batch size. Per-sample gradients by ``torch.func`` (one vectorised forward and
-        backward over the batch, the rows computed independently as the frozen statistics make them; the noise of the
-        sent rows carries no gradient)."""
+        summed, noised, over the batch size. The rows are computed independently (the frozen statistics) and the noise
+        of the sent rows carries no gradient; a bottom of Linear and BatchNorm1d layers gets the norms and clipped sums
+        from one backward (ghost clipping), any other its per-sample gradients by ``torch.func``."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
-        names = [k for k, p in inner.named_parameters() if p.requires_grad]
-        params = {k: p.detach() for k, p in inner.named_parameters() if p.requires_grad}
-        frozen = {k: p.detach() for k, p in inner.named_parameters() if not p.requires_grad}
-        buffers = dict(inner.named_buffers())
-
-        def objective(theta: dict, row: torch.Tensor, received: torch.Tensor) -> torch.Tensor:
-            h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
-            return (clip_rows(h, clip=bottom.clip) * received.unsqueeze(0)).sum()
-
-        grads = torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0))(params, x, gradient.detach())
-        squares = sum(grads[k].flatten(1).pow(2).sum(1) for k in names)
-        scale = (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)
-        for k, p in zip(names, (dict(inner.named_parameters())[k] for k in names)):
+        trained = [(k, p) for k, p in inner.named_parameters() if p.requires_grad]
+        received = gradient.detach()
+        ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).sum(), x) \
+            if ghost_applies(inner) else None
+        if ghost is not None:  # Linear and frozen BatchNorm1d layers: from one backward (defenses/per_sample.py)
+            squares, clipped_sums = ghost
+            sums = clipped_sums(_scale(squares, clip))
+            totals = [sums[p] for _, p in trained]
+        else:
+            grads = _per_sample_grads(inner, bottom.clip, x, received)
+            squares = sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in trained)
+            scale = _scale(squares, clip)
+            totals = [torch.einsum("n,n...->...", scale, grads[k]) for k, _ in trained]
+        for (_, p), total in zip(trained, totals):
             noise = torch.randn(p.shape, generator=self.generator, dtype=p.dtype, device=self.generator.device)
-            total = torch.einsum("n,n...->...", scale, grads[k]) + self.strength * clip * noise.to(p.device)
+            total = total + self.strength * clip * noise.to(p.device)
             p.grad = total / n if p.grad is None else p.grad + total / n
         self.steps[ids.cpu()] += 1
 
@@ -195,6 +200,25 @@ class EmbeddingDP(PassiveDefense):
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
                 f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
                 "frozen bottom; not the training's epsilon)")
+
+
+def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:
+    """Each sample's factor min(1, C_g / |grad_i|) from its squared gradient norm."""
+    return (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)
+
+
+def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, received: torch.Tensor) -> dict:
+    """Each sample's gradient of its own clipped row times the gradient it received, for every trainable parameter of
+    ``inner``, by ``torch.func`` (one vectorised forward and backward over the batch)."""
+    params = {k: p.detach() for k, p in inner.named_parameters() if p.requires_grad}
+    frozen = {k: p.detach() for k, p in inner.named_parameters() if not p.requires_grad}
+    buffers = dict(inner.named_buffers())
+
+    def objective(theta: dict, row: torch.Tensor, got: torch.Tensor) -> torch.Tensor:
+        h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
+        return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
+
+    return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0))(params, x, received)
 
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from vflpriv.reports.paper_tables import Table
+from vflpriv.reports.tables import who
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
 
@@ -22,13 +23,6 @@ KEYS = ["adversary", "victim", "attack", "phase"]
 
 def _num(value) -> float | None:
     return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
-
-
-def who(adversary: str) -> str:
-    """A record's adversary in words."""
-    if adversary == "server":
-        return "the server"
-    return f"party {adversary} ({'the active party' if adversary == '0' else 'a passive party'})"
 
 
 def _mean(rows: pd.DataFrame, column: str) -> float | None:

@@ -14,7 +14,9 @@ import math
 
 import pandas as pd
 
+from vflpriv.reports.features import NOTE as FEATURE_NOTE
 from vflpriv.reports.paper_tables import Table, natural
+from vflpriv.reports.tables import roles, who
 from vflpriv.tradeoff.cap import WORST, strength_label
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, MARGIN, falls_to_prior, leakage_test, measured, verdict_rule
 from vflpriv.tradeoff.variants import with_variants
@@ -39,11 +41,12 @@ def leakage_rows(results: pd.DataFrame, *, margin: float = MARGIN) -> pd.DataFra
     if ok.empty:
         return pd.DataFrame()
     ok = with_variants(ok.drop(columns=["variant"], errors="ignore"))
+    who_keys = ["secret", *roles(ok)] if roles(ok) else []  # a feature attack by two adversaries: two rows
     rows = []
-    for keys, group in ok.groupby([*CELL, "variant", "strength"], sort=False):
+    for keys, group in ok.groupby([*CELL, *who_keys, "variant", "strength"], sort=False):
         test = leakage_test(group, margin=margin)
         stronger = str(group["strength_stronger"].iloc[0]) if "strength_stronger" in group else "higher"
-        rows.append({**dict(zip([*CELL, "variant", "strength"], keys)), "axis": str(group["strength_axis"].iloc[0])
+        rows.append({**dict(zip([*CELL, *who_keys, "variant", "strength"], keys)), "axis": str(group["strength_axis"].iloc[0])
                      if "strength_axis" in group else "lambda", "stronger": stronger,
                      "utility": float(group["utility"].mean()), "attack_accuracy": test.attack_mean,
                      "prior_accuracy": test.prior_mean, "leakage": test.leakage, "ci_low": test.ci_low,
@@ -69,6 +72,9 @@ def _below_prior(row: dict, frame: pd.DataFrame) -> str:
         return row["verdict"]
     same = frame[(frame["defense"] == "none") & (frame["method"] == row["method"]) & (frame["dataset"] == row["dataset"])
                  & (frame["attack"] == row["attack"]) & (frame["phase"] == row["phase"])]
+    for key in ("adversary", "victim"):
+        if key in frame:
+            same = same[same[key] == row[key]]
     return BELOW_AS_UNDEFENDED if (same["verdict"] == "attack failed").any() else PUSHED
 
 
@@ -108,18 +114,32 @@ def attack_tables(rows: pd.DataFrame) -> dict[str, Table]:
     return tables
 
 
-def leakage_table(rows: pd.DataFrame, *, margin: float = MARGIN) -> Table | None:
-    """Every row as one table (``vflpriv table``'s Markdown), in :func:`row_order`."""
+def leakage_tables(rows: pd.DataFrame, *, margin: float = MARGIN) -> list[Table]:
+    """Every row in tables (``vflpriv table``'s Markdown), in :func:`row_order`: the label attacks' accuracies, then
+    the feature attacks' MSEs in a table of their own, each row naming its adversary and victim."""
     if rows.empty:
-        return None
-    cells = [[" / ".join(str(r[c]) for c in CELL) + (f" ({r['variant']})" if r["variant"] else ""),
+        return []
+    features = rows["secret"] == "features" if "secret" in rows else pd.Series(False, index=rows.index)
+    return [_leakage_table(part, margin=margin, features=secret) for secret, part in
+            ((False, rows[~features]), (True, rows[features])) if len(part)]
+
+
+def _leakage_table(rows: pd.DataFrame, *, margin: float, features: bool) -> Table:
+    number, signed = ("{:.4f}", "{:+.4f}") if features else ("{:.3f}", "{:+.3f}")
+    cells = [[" / ".join(str(r[c]) for c in CELL) + (f" ({r['variant']})" if r["variant"] else "")
+              + (f": {who(str(r['adversary']))} on party {r['victim']}" if features else ""),
               "undefended" if r["defense"] == "none" else strength_label(r["axis"], r["strength"]),
-              _num(r["utility"]), _num(r["attack_accuracy"]), _num(r["prior_accuracy"]), _num(r["leakage"], "{:+.3f}"),
-              f"[{_num(r['ci_low'], '{:+.3f}')}, {_num(r['ci_high'], '{:+.3f}')}]", r["reading"], str(r["seeds"])]
+              _num(r["utility"]), _num(r["attack_accuracy"], number), _num(r["prior_accuracy"], number),
+              _num(r["leakage"], signed), f"[{_num(r['ci_low'], signed)}, {_num(r['ci_high'], signed)}]",
+              r["reading"], str(r["seeds"])]
              for r in rows.to_dict("records")]
-    return Table("Leakage beyond the adversary's prior (attack accuracy - prior accuracy on the same targets)",
-                 ["method / dataset / attack / defense / phase", "strength", "utility", "attack", "prior", "leakage",
-                  "95% CI", "leaks?", "seeds"], cells, set(), note=f"Verdicts: {verdict_rule(margin)}.")
+    what = ("prior MSE - attack MSE on the same targets, features scaled to [0, 1]" if features
+            else "attack accuracy - prior accuracy on the same targets")
+    return Table(f"{'Feature leakage' if features else 'Leakage'} beyond the adversary's prior ({what})",
+                 [f"method / dataset / attack / defense / phase{': adversary on victim' if features else ''}",
+                  "strength", "utility", "attack MSE" if features else "attack", "prior MSE" if features else "prior",
+                  "leakage", "95% CI", "leaks?", "seeds"], cells, set(),
+                 note=FEATURE_NOTE.format(margin=FEATURE_MARGIN) if features else f"Verdicts: {verdict_rule(margin)}.")
 
 
 def verdicts(rows: pd.DataFrame) -> list[dict]:
@@ -152,7 +172,7 @@ def prior_strength_tables(results: pd.DataFrame, *, margin: float = MARGIN,
     tables = []
     for secret in ("labels", "features"):
         part = ok[secrets == secret]
-        keys = [*CELL, *(["victim"] if secret == "features" else [])]
+        keys = [*CELL, *(roles(part) if secret == "features" else [])]  # a feature attack: per adversary and victim
         rows = []
         for values, group in part.groupby(keys, sort=False):
             falls = falls_to_prior(group, margin=margin, feature_margin=feature_margin)

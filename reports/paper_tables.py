@@ -5,7 +5,8 @@
   within seed noise marked (bold; ``best`` in the CSV; the rule is the table's note). A sweep without a CAP
   (incomplete, not applicable) shows its status instead of a number.
 - Strength tables (Table XI): per dataset, rows = methods, one column per strength holding
-  "A / U" (attack accuracy / utility, means over seeds).
+  "A / U" (attack accuracy / utility, means over seeds; a feature attack's: its MSE / utility, per adversary and
+  victim).
 - References: the utility of non-federated methods (attacks do not apply to them), marked as such.
 """
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from vflpriv.reports.tables import epsilon_cell, mean_std
+from vflpriv.reports.tables import attack_roles, epsilon_cell, mean_std, roles
 from vflpriv.tradeoff.cap import strength_label
 
 CONTEXT = ["attack", "defense", "phase"]
@@ -127,8 +128,11 @@ def cap_tables(caps: pd.DataFrame) -> list[Table]:
     averages over a defense's strengths): no table for it."""
     caps = caps.assign(variant=caps["variant"] if "variant" in caps else "")
     caps = caps[caps["defense"] != "none"]
+    extra = roles(caps)
     tables = []
-    for (attack, defense, phase), part in caps.groupby(CONTEXT, sort=False):
+    for keys, part in caps.groupby([*CONTEXT, *(["secret"] if extra else []), *extra], sort=False, dropna=False):
+        (attack, defense, phase), values = keys[:3], dict(zip(["secret", *extra], keys[3:]))
+        features = values.get("secret") == "features"
         datasets = sorted(set(part["dataset"]), key=natural)
         labels = sorted({_row_label(m, v) for m, v in zip(part["method"], part["variant"])}, key=natural)
         cells = {(_row_label(r.method, r.variant), r.dataset): r for r in part.itertuples()}
@@ -147,8 +151,9 @@ def cap_tables(caps: pd.DataFrame) -> list[Table]:
             best |= {(scored[k][0], j) for k in tied}
         several = bool((part["n_seeds"] > 1).any())
         notes = [BOLD_RULE if several else ONE_SEED_RULE] + (["† " + NON_FEDERATED] if any("n/a†" in c for row in rows for c in row) else [])
-        tables.append(Table(f"CAP = mean over the strengths of U × (1 − A); attack {attack}, defense {defense} "
-                            f"({phase}); {'mean ± std over seeds' if several else 'one seed'}",
+        score = "U × min(1, attack MSE / prior MSE)" if features else "U × (1 − A)"
+        tables.append(Table(f"CAP = mean over the strengths of {score}; attack {attack_roles(attack, values)}, "
+                            f"defense {defense} ({phase}); {'mean ± std over seeds' if several else 'one seed'}",
                             ["method", *(_dataset_column(d, part) for d in datasets)], rows, best, "; ".join(notes)))
     return tables
 
@@ -156,26 +161,31 @@ def cap_tables(caps: pd.DataFrame) -> list[Table]:
 def strength_tables(summary: pd.DataFrame) -> list[Table]:
     """Table XI: per (dataset, attack, defense, phase), "A / U" at each strength for each method."""
     summary = summary.assign(variant=summary["variant"] if "variant" in summary else "")
+    extra = roles(summary)
     tables = []
-    for (dataset, attack, defense, phase), part in sorted(summary.groupby(["dataset", *CONTEXT]),
-                                                          key=lambda g: [natural(str(k)) for k in g[0]]):
+    for keys, part in sorted(summary.groupby(["dataset", *CONTEXT, *(["secret"] if extra else []), *extra],
+                                             dropna=False), key=lambda g: [natural(str(k)) for k in g[0]]):
+        (dataset, attack, defense, phase), values = keys[:4], dict(zip(["secret", *extra], keys[4:]))
+        features = values.get("secret") == "features"
         lower = part["strength_stronger"] == "lower" if "strength_stronger" in part else part["strength_axis"] == "epsilon"
         strengths = sorted(part["strength"].unique(), reverse=bool(lower.any()))
         axis = str(part["strength_axis"].iloc[0])
         rows = []
         for (method, variant), rows_m in sorted(part.groupby(["method", "variant"]), key=lambda g: natural(_row_label(*g[0]))):
             by = {r.strength: r for r in rows_m.itertuples()}
-            rows.append([_row_label(method, variant)] + [_strength_cell(by[s]) if s in by else "" for s in strengths])
+            rows.append([_row_label(method, variant)] + [_strength_cell(by[s], digits=4 if features else 3)
+                                                         if s in by else "" for s in strengths])
         metric = str(part["utility_metric"].iloc[0])
-        tables.append(Table(f"{dataset}: attack accuracy A / utility U ({metric}) at each strength; attack {attack}, "
-                            f"defense {defense} ({phase}); means over seeds",
+        score = "attack MSE (features scaled to [0, 1]; lower leaks more)" if features else "attack accuracy A"
+        tables.append(Table(f"{dataset}: {score} / utility U ({metric}) at each strength; attack "
+                            f"{attack_roles(attack, values)}, defense {defense} ({phase}); means over seeds",
                             ["method", *(strength_label(axis, s) for s in strengths)], rows, set()))
     return tables
 
 
-def _strength_cell(r) -> str:
-    """"A / U", with the epsilon a DP defense spent there."""
-    cell = f"{r.attack_accuracy_mean:.3f} / {r.utility_mean:.3f}"
+def _strength_cell(r, *, digits: int = 3) -> str:
+    """"A / U" (a feature attack's: "MSE / U"), with the epsilon a DP defense spent there."""
+    cell = f"{r.attack_accuracy_mean:.{digits}f} / {r.utility_mean:.3f}"
     eps = getattr(r, "epsilon_mean", float("nan"))
     strongest = getattr(r, "strongest", "")
     claim = f" (ε {epsilon_cell(eps, getattr(r, 'epsilon_delta_mean', float('nan')))})" if pd.notna(eps) else ""
@@ -224,7 +234,7 @@ def cap_csv(caps: pd.DataFrame) -> pd.DataFrame:
     caps = caps[caps["defense"] != "none"] if len(caps) else caps
     caps = caps.assign(variant=caps["variant"] if "variant" in caps else "").reset_index(drop=True)
     best = pd.Series(False, index=caps.index)
-    for _, part in caps[caps["cap"].notna()].groupby([*CONTEXT, "dataset"]):
+    for _, part in caps[caps["cap"].notna()].groupby([*CONTEXT, *roles(caps), "dataset"], dropna=False):
         tied = tied_with_best([(r.cap, 0.0 if pd.isna(r.cap_std) else r.cap_std, int(r.n_seeds)) for r in part.itertuples()])
         best[part.index[sorted(tied)]] = True
     return caps.assign(best=best)

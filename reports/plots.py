@@ -1,5 +1,5 @@
 """Privacy-utility plots from records only (x: utility, y: attack accuracy, or a feature attack's MSE, one line per
-method).
+method, and for a feature attack per adversary and victim).
 
 One figure per (attack, defense, phase), one panel per dataset: each method (and variant) is a line
 through its strengths, with error bars over seeds and each point labelled with its strength on the
@@ -25,12 +25,24 @@ from vflpriv.tradeoff.cap import strength_label  # noqa: E402
 
 CONTEXT = ["attack", "defense", "phase"]
 FORMATS = ("png", "svg", "pdf")
+#: The priors' line styles, one per adversary and victim on a panel.
+PRIOR_STYLES = ("--", ":", "-.")
 #: Above this many lines in a panel the points are not labelled (the report's table beside gives each strength).
 MAX_LABELLED_LINES = 6
 
 
-def _line(method: str, variant: str) -> str:
-    return f"{method} ({variant})" if variant else method
+def _line(method: str, variant: str, role: str = "") -> str:
+    name = f"{method} ({variant})" if variant else method
+    return f"{name}: {role}" if role else name
+
+
+def _role(row) -> str:
+    """A feature attack's adversary and victim, as its line names them ("" for a label attack's)."""
+    if getattr(row, "secret", "labels") != "features" or not hasattr(row, "victim"):
+        return ""
+    adversary = str(getattr(row, "adversary", ""))
+    by = "server" if adversary == "server" else "any" if adversary == "any" else f"party {adversary}"
+    return f"{by} → party {row.victim}"
 
 
 def _weak_to_strong(rows: pd.DataFrame) -> pd.DataFrame:
@@ -49,10 +61,11 @@ def tradeoff_figures(
     ``{stem}_{attack}_{phase}``, one line per defense and method).
     """
     summary = summary.assign(variant=summary["variant"] if "variant" in summary else "")
+    summary = summary.assign(role=[_role(r) for r in summary.itertuples()])  # one line per adversary and victim
     context = ["attack", "phase"] if by_defense else CONTEXT
     groups = list(summary.groupby(context, sort=False))
-    names = [_name(m, v, d, summary, by_defense) for m, v, d in zip(summary["method"], summary["variant"],
-                                                                      summary["defense"])]
+    names = [_line(_name(m, v, d, summary, by_defense), "", role) for m, v, d, role in
+             zip(summary["method"], summary["variant"], summary["defense"], summary["role"])]
     lines = sorted(set(names))
     colours = sns.color_palette("colorblind" if len(lines) <= 10 else "husl", len(lines))
     palette = dict(zip(lines, colours))
@@ -78,9 +91,11 @@ def tradeoff_figures(
                 if not undefended and labelled:  # no defense: one point per method, no strength to name
                     labels[ax] += [Label(strength_label(r.strength_axis, r.strength), r.utility_mean,
                                          r.attack_accuracy_mean, palette[name]) for r in rows.itertuples()]
-            prior = panel["prior_accuracy_mean"].mean()
-            if pd.notna(prior):
-                ax.axhline(prior, linestyle="--", color="grey", label="adversary prior")
+            for i, (role, rows) in enumerate(panel.groupby("role", sort=False)):  # each adversary has its own prior
+                prior = rows["prior_accuracy_mean"].mean()
+                if pd.notna(prior):
+                    ax.axhline(prior, linestyle=PRIOR_STYLES[i % len(PRIOR_STYLES)], color="grey",
+                               label=f"prior: {role}" if role else "adversary prior")
             ax.set_xlabel(f"utility ({utility_label(panel['utility_metric'].iloc[0])})")
             features = "secret" in panel and (panel["secret"] == "features").all()
             ax.set_ylabel(f"{attack} reconstruction MSE (lower leaks more)" if features else f"{attack} attack accuracy")

@@ -12,10 +12,11 @@ from vflpriv.common.errors import ConfigError
 from vflpriv.reports.canaries import canary_controls, epsilon_tables
 from vflpriv.reports.features import feature_html
 from vflpriv.reports.html import Section, render_report
-from vflpriv.reports.leakage import leakage_rows, leakage_table, prior_strength_tables
+from vflpriv.reports.leakage import leakage_rows, leakage_tables, prior_strength_tables
 from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_table, strength_tables, t_dcs_tables
 from vflpriv.reports.plots import tradeoff_figures
 from vflpriv.reports.secret_labels import labels_section
+from vflpriv.reports.tables import strength_rows
 from vflpriv.store.folders import kind_of, shown
 from vflpriv.store.provenance import versions
 from vflpriv.store.records import RunRecord
@@ -77,9 +78,9 @@ def tables(results: pd.DataFrame) -> list[Table]:
     caps = cap_table(runs)
     found = [*cap_tables(caps), *t_dcs_tables(caps), *strength_tables(strength_summary(runs)),
              *prior_strength_tables(runs)]
-    leakage = leakage_table(leakage_rows(runs))
+    leakage = leakage_tables(leakage_rows(runs))
     reference = reference_table(runs)
-    return (found + ([leakage] if leakage is not None else []) + ([reference] if reference is not None else [])
+    return (found + leakage + ([reference] if reference is not None else [])
             + epsilon_tables(results))
 
 
@@ -92,7 +93,7 @@ def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
     (out / "cap_tables.md").write_text("\n".join(t.markdown() for t in found))
     (out / "cap_tables.tex").write_text("\n".join(t.latex() for t in found))
     cap_csv(cap_table(runs)).to_csv(out / "cap_tables.csv", index=False)
-    strength_summary(runs).to_csv(out / "strength_rows.csv", index=False)
+    strength_rows(strength_summary(runs)).to_csv(out / "strength_rows.csv", index=False)
     rows = leakage_rows(runs)
     if not rows.empty:
         rows.to_csv(out / "leakage.csv", index=False)

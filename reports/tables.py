@@ -40,9 +40,52 @@ def utility_label(metric: str) -> str:
     return "test " + {"accuracy": "accuracy", "auc": "AUC", "f1": "F1"}.get(metric, metric or "utility")
 
 
+def who(adversary: str) -> str:
+    """A record's adversary in words."""
+    if adversary == "server":
+        return "the server"
+    if adversary == "any":
+        return "any adversary"
+    return f"party {adversary} ({'the active party' if adversary == '0' else 'a passive party'})"
+
+
+def roles(frame: pd.DataFrame) -> list[str]:
+    """The columns that tell feature attacks' rows apart beyond the attack: who ran it and on whose features (one
+    attack run by the active party and by the server is two rows); none for label-only results."""
+    if "secret" not in frame or not (frame["secret"] == "features").any():
+        return []
+    return [c for c in ("adversary", "victim") if c in frame]
+
+
+def attack_roles(attack: str, values: dict) -> str:
+    """``attack``, and for a feature attack its adversary and victim in words."""
+    if values.get("secret") != "features" or "victim" not in values:
+        return attack
+    by = f" by {who(str(values['adversary']))}" if "adversary" in values else ""
+    return f"{attack}{by} on party {values['victim']}'s features"
+
+
 #: How each secret's attack and prior numbers read in a table: (attack column, prior column, leakage's definition).
 SCORES = {"labels": ("attack acc", "prior acc", "leakage = attack − prior accuracy, per seed"),
           "features": ("attack MSE", "prior MSE", "leakage = prior − attack MSE on features scaled to [0, 1], per seed")}
+
+
+#: ``strength_summary``'s columns a feature row holds as MSEs, and their names in ``strength_rows.csv``.
+MSE_COLUMNS = {f"{c}_{s}": f"{n}_{s}" for c, n in (("attack_accuracy", "attack_mse"), ("prior_accuracy", "prior_mse"),
+                                                   ("leakage", "leakage_mse")) for s in ("mean", "std")}
+
+
+def strength_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    """``strength_summary`` as ``strength_rows.csv`` holds it: a feature row's attack MSE, prior MSE and leakage
+    (prior - attack MSE) in columns of their own, its accuracy columns empty (a label row's the other way round)."""
+    if "secret" not in summary or not (summary["secret"] == "features").any():
+        return summary
+    features = summary["secret"] == "features"
+    out = summary.copy()
+    for accuracy, mse in MSE_COLUMNS.items():
+        out.insert(out.columns.get_loc(accuracy) + 1, mse, summary[accuracy].where(features))
+        out[accuracy] = summary[accuracy].where(~features)
+    return out
 
 
 def strength_tables(summary: pd.DataFrame) -> list[Table]:
@@ -63,9 +106,12 @@ def strength_table(summary: pd.DataFrame, *, secret: str = "labels") -> Table:
     spread = "mean ± std over seeds" if (summary["n_seeds"] > 1).any() else "one seed"
     attack, prior, leakage = SCORES[secret]
     victim = secret == "features" and "victim" in summary
+    adversary = secret == "features" and "adversary" in summary
     table = Table(title=f"{fixed} ({spread}; {leakage})")
-    columns = (*varying, *(["victim"] if victim else []), *(["strength"] if defended else []),
-               *(["ε spent (at δ)"] if spent else []), f"utility ({utility_label(metric)})", attack, prior, "leakage", "seeds",
+    columns = (*varying, *(["adversary"] if adversary else []), *(["victim"] if victim else []),
+               *(["strength"] if defended else []),
+               *(["ε spent (at δ)"] if spent else []), f"utility ({utility_label(metric)})", attack, prior, "leakage",
+               "seeds",
                *(["strongest attack"] if strongest else []))
     for col in columns:
         table.add_column(col, justify="right")
@@ -73,7 +119,8 @@ def strength_table(summary: pd.DataFrame, *, secret: str = "labels") -> Table:
     for _, r in summary.iterrows():
         n = int(r["n_seeds"])
         table.add_row(
-            *(str(r[c]) for c in varying), *([f"party {r['victim']}"] if victim else []),
+            *(str(r[c]) for c in varying), *([who(str(r["adversary"]))] if adversary else []),
+            *([f"party {r['victim']}"] if victim else []),
             *([strength_label(r["strength_axis"], r["strength"])] if defended else []),
             *([epsilon_cell(r["epsilon_mean"], r.get("epsilon_delta_mean", float("nan")))] if spent else []),
             mean_std(r["utility_mean"], r["utility_std"], n=n),
@@ -88,18 +135,22 @@ def strength_table(summary: pd.DataFrame, *, secret: str = "labels") -> Table:
 def cap_rich_table(caps: pd.DataFrame) -> Table:
     """CAP mean ± std over seeds per (method, dataset, attack, defense, phase), or why there is none."""
     no_reference = "dcs" in caps and caps["dcs"].isna().all()
-    table = Table(title="CAP = mean over the strengths of U × (1 − A); DCS = VFLAIR's defense capability score "
-                        "(chance-normalised A); both higher is better",
+    extra = roles(caps)
+    features = " (a feature attack's 1 − A: min(1, attack MSE / prior MSE))" if extra else ""
+    table = Table(title=f"CAP = mean over the strengths of U × (1 − A){features}; DCS = VFLAIR's defense capability "
+                        "score (chance-normalised A); both higher is better",
                   caption="DCS n/a: no undefended run of these settings among these results (DCS compares the "
                           "utility with it): run --defense none into the same store and read it with vflpriv table "
                           "(or sweep the identity strength 0, which CAP then includes)" if no_reference else None)
-    for col in (*CONTEXT, "U", "CAP", "DCS", "seeds"):
+    for col in (*CONTEXT, *extra, "U", "CAP", "DCS", "seeds"):
         table.add_column(col)
     for _, r in caps.iterrows():
         status = r.get("status", "ok")
         n = int(r["n_seeds"])
         shown = mean_std(r["cap"], r["cap_std"], n=n) if pd.notna(r["cap"]) else status
         score = mean_std(r["dcs"], r["dcs_std"], n=n) if pd.notna(r.get("dcs", float("nan"))) else "n/a"
-        table.add_row(*(str(r[c]) for c in CONTEXT), utility_label(r.get("utility_metric", "")), shown, score,
+        shown_roles = [who(str(r["adversary"])) if c == "adversary" else f"party {r[c]}" if r.get("secret") ==
+                       "features" else "" for c in extra]
+        table.add_row(*(str(r[c]) for c in CONTEXT), *shown_roles, utility_label(r.get("utility_metric", "")), shown, score,
                       str(int(r["n_seeds"])))
     return table

@@ -32,11 +32,16 @@ DCS_BETA = 0.5
 
 #: Columns that tell a feature attack's records apart: the worst case over attacks never mixes secrets or victims.
 SECRET = ["secret", "victim"]
+#: The worst case's adversary where its candidates came from several (it is the worst over every adversary).
+ANY_ADVERSARY = "any"
 
 
 def secret_columns(results: pd.DataFrame) -> list[str]:
-    """:data:`SECRET` where the results hold a feature attack's records (label-only results keep their columns)."""
-    return list(SECRET) if "secret" in results and (results["secret"] == "features").any() else []
+    """:data:`SECRET` and the adversary where the results hold a feature attack's records (one attack run by two
+    adversaries, e.g. the active party and the server, is two rows); label-only results keep their columns."""
+    if "secret" not in results or not (results["secret"] == "features").any():
+        return []
+    return ["secret", *(["adversary"] if "adversary" in results else []), "victim"]
 
 
 def scored(results: pd.DataFrame) -> pd.DataFrame:
@@ -137,7 +142,9 @@ def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
     for _, g in ok.groupby(by, sort=False):
         if several is not None and not several[g["secret"].iloc[0]]:
             continue  # the only attack on its secret: its own rows stand
-        candidates = list(zip(g["attack"], g["attack_accuracy"]))
+        several_adversaries = "adversary" in g and g["adversary"].nunique() > 1
+        names = g["attack"] + " by " + g["adversary"].astype(str) if several_adversaries else g["attack"]
+        candidates = list(zip(names, g["attack_accuracy"]))
         if "prior_accuracy" in g and g["prior_accuracy"].notna().any():
             prior = ("prior", float(g["prior_accuracy"].max()))
             # a feature attack no better than its prior (performance 0, clipped) does not beat it: the prior first
@@ -149,6 +156,8 @@ def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
         row = {c: first[c] for c in [*GROUP, *_WORST_KEEP, *SECRET] if c in g}
         row.update(attack=WORST, attack_accuracy=accuracy, strongest=name, training_under_attack=False,
                    prior_accuracy=float(g["prior_accuracy"].max()) if "prior_accuracy" in g else NAN)
+        if "adversary" in g:
+            row["adversary"] = ANY_ADVERSARY if several_adversaries else str(first["adversary"])
         row["leakage"] = accuracy - row["prior_accuracy"]
         if row.get("secret") == "features":  # errors, as a feature attack's record holds them
             strongest = g.loc[g["attack_accuracy"].idxmax()] if name != "prior" else None
@@ -157,7 +166,7 @@ def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
             row["leakage"] = row["prior_mse"] - row["feature_mse"]
             row["feature_ap"] = max(0.0, 1.0 - row["feature_mse"])  # VFLAIR's AP, DCS's input
         rows.append(row)
-    return pd.DataFrame(rows, columns=list(dict.fromkeys([*GROUP, *_WORST_KEEP, *SECRET, "attack_accuracy",
+    return pd.DataFrame(rows, columns=list(dict.fromkeys([*GROUP, *_WORST_KEEP, *SECRET, "adversary", "attack_accuracy",
                                                           "prior_accuracy", "leakage", "feature_mse", "prior_mse",
                                                           "feature_ap",
                                                           "strongest", "training_under_attack"])))

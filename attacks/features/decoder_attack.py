@@ -19,6 +19,7 @@ from pydantic import Field
 
 from vflpriv.attacks.features.base import FeatureAttack, FeatureOptions, FeatureView, Reconstruction
 from vflpriv.attacks.features.decoders import build_decoder, fit_regression
+from vflpriv.attacks.features.shared_fits import shared_fit
 from vflpriv.models.training import apply_in_batches
 
 
@@ -51,6 +52,6 @@ class FeatureDecoder(FeatureAttack):
         o = self.options
         x = view.received["aux"].flatten(1)
         net = build_decoder(o.decoder, x.shape[1], view.victim_spec, generator=view.generator).to(view.device)
-        fit_regression(net, x, view.aux_victim, epochs=o.epochs, lr=o.lr, batch_size=o.batch_size,
-                       generator=view.generator, what="fi-decoder's decoder")
+        shared_fit(fit_regression, net, x, view.aux_victim, epochs=o.epochs, lr=o.lr, batch_size=o.batch_size,
+                   generator=view.generator, what="fi-decoder's decoder")  # fi-inversion's starting decoder too
         return {name: Reconstruction(apply_in_batches(net, view.received[name].flatten(1))) for name in view.targets}

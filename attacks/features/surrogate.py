@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from vflpriv.attacks.features.decoders import fit_regression
+from vflpriv.attacks.features.shared_fits import shared_fit
 from vflpriv.engine.adversary import FeatureView
 from vflpriv.models.encoders import init_parameters
 
@@ -42,6 +43,6 @@ def fit_surrogate(view: FeatureView, *, epochs: int, lr: float, batch_size: int)
     """The surrogate bottom fitted on ``view``'s known pairs, frozen in eval mode."""
     rows = view.received["aux"].flatten(1)
     net = init_parameters(Surrogate(view.victim_spec.shape, rows.shape[1]), generator=view.generator).to(view.device)
-    fit_regression(net, view.aux_victim, rows, epochs=epochs, lr=lr, batch_size=batch_size,
-                   generator=view.generator, what="surrogate bottom")
+    shared_fit(fit_regression, net, view.aux_victim, rows, epochs=epochs, lr=lr, batch_size=batch_size,
+               generator=view.generator, what="surrogate bottom")
     return net.eval().requires_grad_(False)

@@ -50,7 +50,8 @@ def _per_sample(logits_of, params, leaf, i: int, label: int, clip: float):
     return scale * u, scale * r
 
 
-def test_the_statistic_is_the_gaussian_log_likelihood_of_the_released_update_and_rows_by_hand():
+@pytest.mark.parametrize("sigma", [3.0, 1.0])  # the noise sigma C above 1 and below it
+def test_the_statistic_is_the_gaussian_log_likelihood_of_the_released_update_and_rows_by_hand(sigma):
     """One exchange of the shared loop: per canary and candidate, (<U - known - other canaries' mean, u(c)> +
     <R_i, r(c)> - ||v(c)||^2 / 2) / (sigma C)^2, U and R_i the released update and row times the batch size."""
     from vflpriv.methods.finetune import split_model, split_step
@@ -58,10 +59,10 @@ def test_the_statistic_is_the_gaussian_log_likelihood_of_the_released_update_and
     cfg = RunConfig.model_validate({
         "partition": {"labeled": 60, "aux": 20, "canaries": 30}, "model": {"hidden": 6, "out_dim": 3},
         "finetune": {"epochs": 1, "batch_size": 12, "auditor": "gradient-lrt"}, "attack": {"name": "gc", "prior": "none"},
-        "defenses": [{"name": "dp-gaussian", "strength": 3.0, "sweep": True, "options": {"clip": 0.5}}]})
+        "defenses": [{"name": "dp-gaussian", "strength": sigma, "sweep": True, "options": {"clip": 0.5}}]})
     p = plan(cfg)
     fed = build_federation(p)
-    auditor, clip, sigma = p.auditor, 0.5, 3.0
+    auditor, clip = p.auditor, 0.5
     bottoms, top = split_model(fed, p.method.fresh_bottoms(fed))
     batch = fed.labeled_aligned()[:12]
     canary = torch.isin(batch, p.scenario.canaries)

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.workflows.reproductions.claims import judge, same, select
+from vflpriv.workflows.reproductions.claims import _nan_p, judge, same, select
 
 
 def _runs(**metric_by_method) -> pd.DataFrame:
@@ -233,3 +233,55 @@ def test_one_seed_within_its_margin_exactly_is_not_within():
 def test_a_selector_without_a_method_reads_every_method():
     verdict = judge(_claim("above", a={"by": 0.2}, value=0.0), _runs(a=[0.5, 0.6], b=[0.7]))
     assert verdict.reason.startswith("m of every method at 0.2: ") and "3 runs" in verdict.reason
+
+
+def test_a_not_comparable_claim_and_a_comparison_without_its_b_runs_read_not_comparable():
+    runs = _runs(a=[0.5, 0.6])
+    assert judge({"id": "x", "not_comparable": "another scale"}, runs).verdict == "not comparable"
+    assert judge(_claim("greater", a=A, b=B), runs).verdict == "not comparable"
+
+
+def test_a_claim_without_text_has_none_and_the_reason_names_the_selected_options():
+    runs = _runs(a=[0.5, 0.6]).assign(options=[{"k": 1}, {"k": 1}])
+    verdict = judge({"id": "x", "above": {"metric": "m", "a": {"method": "a", "options": {"k": 1}}, "value": 0.0}}, runs)
+    assert verdict.text == "" and verdict.reason.startswith("m of a k=1: ")
+
+
+def test_equals_prints_the_runs_values_to_six_decimals():
+    assert "[0.123457] (claim: 0.123457)" in judge(_claim("equals", a=A, value=0.1234567), _runs(a=[0.1234567])).reason
+
+
+def test_below_with_two_seeds_reads_the_interval_not_the_mean():
+    """Two seeds whose mean is below the value but whose 95% upper end (t with 1 degree of freedom) is not."""
+    assert judge(_claim("below", a=A, value=0.25), _runs(a=[0.1, 0.3])).verdict == "not held"
+
+
+def test_a_nan_p_value_is_0_for_a_positive_difference_and_1_otherwise():
+    """scipy versions that give NaN for constant samples with a difference are read as their sign says."""
+    assert _nan_p(math.nan, 0.1) == 0.0 and _nan_p(math.nan, -0.1) == 1.0 and _nan_p(math.nan, 0.0) == 1.0
+    assert _nan_p(0.3, 0.1) == 0.3
+
+
+def test_two_seeds_of_a_get_welch_s_test_and_one_seed_exactly_at_the_margin_is_not_greater():
+    assert judge(_claim("greater", a=A, b=B), _runs(a=[0.3, 0.8], b=[0.5, 0.52, 0.51])).verdict == "not held"
+    assert judge(_claim("greater", a=A, b=B, margin=0.25), _runs(a=[0.75], b=[0.5, 0.5])).verdict == "not held"
+
+
+def test_one_seed_each_that_never_reached_the_target_is_not_greater():
+    inf = math.inf
+    assert judge(_claim("greater", a=A, b=B), _runs(a=[inf], b=[inf])).verdict == "not held"
+
+
+def test_within_gives_two_seeds_on_either_side_the_two_one_sided_tests():
+    a, b = [0.5, 0.6], [0.55, 0.55, 0.56]  # |difference| well inside the margin, the interval far outside it
+    assert judge(_claim("within", a=A, b=B, margin=0.1), _runs(a=a, b=b)).verdict == "not held"
+    assert judge(_claim("within", a=A, b=B, margin=0.1), _runs(a=b, b=a)).verdict == "not held"
+
+
+def test_within_is_not_held_when_the_interval_crosses_the_lower_margin_only():
+    a, b = np.array([0.40, 0.43, 0.46, 0.41]), np.array([0.50, 0.50, 0.51])
+    va, vb = a.var(ddof=1) / 4, b.var(ddof=1) / 3
+    half = stats.t.ppf(0.95, (va + vb) ** 2 / (va**2 / 3 + vb**2 / 2)) * math.sqrt(va + vb)
+    diff = a.mean() - b.mean()
+    assert diff - half < -0.1 < diff + half < 0.1
+    assert judge(_claim("within", a=A, b=B, margin=0.1), _runs(a=list(a), b=list(b))).verdict == "not held"

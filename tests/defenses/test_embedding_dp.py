@@ -62,10 +62,11 @@ def test_each_sent_row_is_clipped_to_c_and_gets_noise_of_std_sigma_c():
     assert float(zero.std()) == pytest.approx(3.0 * 0.5, rel=0.02)
 
 
-def test_dp_sgd_on_the_bottom_clips_each_sample_s_gradient_to_c_g_and_adds_noise_sigma_c_g():
+@pytest.mark.parametrize("activation", [nn.ReLU, nn.PReLU], ids=["ghost clipping", "torch.func (a PReLU weight)"])
+def test_dp_sgd_on_the_bottom_clips_each_sample_s_gradient_to_c_g_and_adds_noise_sigma_c_g(activation):
     dp, fed, _ = _defense(_config(sigma=0.8, bottom_clip=0.3))
     torch.manual_seed(0)
-    bottom = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 5))
+    bottom = nn.Sequential(nn.Linear(4, 3), activation(), nn.Linear(3, 5))
     bottom.out_dim = 5
     wrapped = dp.passive_bottom(1, bottom)
     x, grad = torch.randn(7, 4), torch.randn(7, 5) * 3
@@ -86,6 +87,34 @@ def test_dp_sgd_on_the_bottom_clips_each_sample_s_gradient_to_c_g_and_adds_noise
         noise = torch.randn(p.shape, generator=dp.generator)
         assert torch.allclose(p.grad, (clipped + 0.8 * 0.3 * noise) / 7, atol=1e-6)
     assert int(dp.steps[:7].sum()) == 7
+
+
+def test_ghost_clipping_equals_torch_func_s_per_sample_gradients_clipped_and_summed():
+    """A bottom of Linear and frozen BatchNorm1d layers gets DP-SGD's per-sample norms and clipped sums from one
+    backward; they equal torch.func's per-sample gradients, clipped and summed (a frozen parameter left out of both)."""
+    from vflpriv.defenses.embedding_dp import _per_sample_grads, _scale
+    from vflpriv.defenses.gaussian_message import clip_rows
+    from vflpriv.defenses.per_sample import ghost_applies, ghost_grads
+
+    torch.manual_seed(0)
+    bottom = nn.Sequential(nn.Linear(6, 9), nn.BatchNorm1d(9), nn.ReLU(inplace=True), nn.Linear(9, 5),
+                           nn.BatchNorm1d(5), nn.ReLU(inplace=True))
+    bottom(torch.randn(50, 6) * 2 + 1)  # running statistics away from 0 and 1
+    assert not ghost_applies(bottom)  # BatchNorm on its batch's statistics couples the rows
+    bottom.eval()
+    bottom[0].bias.requires_grad_(False)
+    assert ghost_applies(bottom) and not ghost_applies(nn.Sequential(nn.Linear(6, 9), nn.PReLU()))
+    x, received = torch.randn(11, 6), torch.randn(11, 5) * 4
+    squares, clipped_sums = ghost_grads(bottom, lambda h: (clip_rows(h, clip=0.7) * received).sum(), x)
+    grads = _per_sample_grads(bottom, 0.7, x, received)
+    trained = [(k, p) for k, p in bottom.named_parameters() if p.requires_grad]
+    assert len(trained) == 7 and set(grads) == {k for k, _ in trained}
+    assert torch.allclose(squares, sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in trained), rtol=1e-5)
+    scale = _scale(squares, 0.4)
+    assert 0 < float(scale.min()) < float(scale.max()) <= 1
+    sums = clipped_sums(scale)
+    for k, p in trained:
+        assert torch.allclose(sums[p], torch.einsum("n,n...->...", scale, grads[k]), atol=1e-6), k
 
 
 def clip(h: torch.Tensor, c: float) -> torch.Tensor:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from feature_helpers import linear_view
-from vflpriv.runner.feature_prior import _standardised, compute, ridge_fit, ridge_loo
+from vflpriv.runner.feature_prior import PENALTIES, _standardised, compute, ridge_fit, ridge_loo
 
 
 @pytest.mark.parametrize("penalty", [0.5, 7.0, math.inf])
@@ -69,3 +69,18 @@ def test_standardising_uses_the_known_samples_only():
     fit = torch.tensor([[0.0, 1.0], [2.0, 1.0]])
     out = _standardised(torch.tensor([[4.0, 3.0]]), fit)  # mean (1, 1), std (1, 0 -> 1)
     assert out.tolist() == [[3.0, 2.0]]
+
+
+@pytest.mark.parametrize("noise", [0.3, 1.0, 3.0])
+def test_the_chosen_penalty_has_the_lowest_leave_one_out_error_of_the_grid(noise):
+    view, truth = linear_view(n_aux=30, dim=3)
+    g = torch.Generator().manual_seed(5)
+    own = {k: v @ torch.randn(3, 3, generator=g) for k, v in {"aux": view.aux_victim, **truth}.items()}
+    own = {k: v + noise * torch.randn(v.shape, generator=g) for k, v in own.items()}
+    prior = compute(dataclasses.replace(view, own=own), seed=0)
+    x = _standardised(own["aux"], own["aux"])
+    scale = float((torch.linalg.svdvals(x) ** 2).mean())
+    errors = {a * scale: ridge_loo(x, view.aux_victim, a * scale) for a in PENALTIES}  # one decomposition each
+    best = min(errors, key=lambda a: (errors[a], a))
+    expected = best if errors[best] < ridge_loo(x, view.aux_victim, math.inf) else math.inf
+    assert prior.penalty == pytest.approx(expected, rel=1e-9)

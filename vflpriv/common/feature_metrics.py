@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
 SSIM_WINDOW, SSIM_SIGMA = 11, 1.5
 SSIM_C1, SSIM_C2 = 0.01**2, 0.03**2
@@ -98,6 +97,16 @@ def ssim(guess: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
     return ssim_map(guess, truth).flatten(1).mean(1)
 
 
+def _blur_matrix(size: int, taps: torch.Tensor) -> torch.Tensor:
+    """The (size x size) matrix of a 1-D zero-padded convolution with the centred ``taps`` along one image axis:
+    entry (i, j) is the tap at offset j - i (zero beyond the window)."""
+    half = taps.numel() // 2
+    offset = torch.arange(size, device=taps.device)[None, :] - torch.arange(size, device=taps.device)[:, None] + half
+    inside = (offset >= 0) & (offset < taps.numel())
+    return torch.where(inside, taps[offset.clamp(0, taps.numel() - 1)], torch.zeros((), dtype=taps.dtype,
+                                                                                     device=taps.device))
+
+
 def ssim_map(guess: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
     """The SSIM of each pixel's window (N, C, H, W), zero-padded at the borders as pytorch_ssim's convolution is."""
     _check(guess, truth)
@@ -105,19 +114,15 @@ def ssim_map(guess: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"SSIM needs images (N, C, H, W), got shape {tuple(guess.shape)}")
     dtype = torch.promote_types(torch.promote_types(guess.dtype, truth.dtype), torch.float32)
     a, b = guess.to(dtype), truth.to(dtype)  # float32 for records (fast), float64 where given (the reference test)
-    channels, half = a.shape[1], SSIM_WINDOW // 2
-    x = torch.arange(SSIM_WINDOW, dtype=torch.float64, device=a.device) - half
+    x = torch.arange(SSIM_WINDOW, dtype=torch.float64, device=a.device) - SSIM_WINDOW // 2
     g = torch.exp(-x.pow(2) / (2 * SSIM_SIGMA**2))
-    g = (g / g.sum()).to(dtype)  # the window is g g^T: two 1-D passes (11 + 11 taps, not 121), same zero padding
-    rows, cols = g.view(1, 1, 1, -1).expand(channels, 1, 1, -1), g.view(1, 1, -1, 1).expand(channels, 1, -1, 1)
-
-    def blur(t: torch.Tensor) -> torch.Tensor:
-        along = F.conv2d(t, rows, padding=(0, half), groups=channels)
-        return F.conv2d(along, cols, padding=(half, 0), groups=channels)
-
-    mu_a, mu_b = blur(a), blur(b)
-    var_a, var_b = blur(a * a) - mu_a.pow(2), blur(b * b) - mu_b.pow(2)
-    cov = blur(a * b) - mu_a * mu_b
+    g = (g / g.sum()).to(dtype)
+    # the window is g g^T, so the zero-padded 2-D convolution of an image X is G_H X G_W^T with banded matrices:
+    # the five local moments in two batched matrix products (on small images 2-10x faster than conv2d's 11 taps)
+    rows, cols = _blur_matrix(a.shape[2], g), _blur_matrix(a.shape[3], g)
+    mu_a, mu_b, aa, bb, ab = rows @ torch.stack([a, b, a * a, b * b, a * b]) @ cols.T
+    var_a, var_b = aa - mu_a.pow(2), bb - mu_b.pow(2)
+    cov = ab - mu_a * mu_b
     num = (2 * mu_a * mu_b + SSIM_C1) * (2 * cov + SSIM_C2)
     den = (mu_a.pow(2) + mu_b.pow(2) + SSIM_C1) * (var_a + var_b + SSIM_C2)
     return num / den

@@ -8,7 +8,7 @@ read the one and return the other. The view has no field holding the targets' la
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -184,7 +184,7 @@ class FeatureView:
     aux_victim: torch.Tensor
     target_ids: dict[str, torch.Tensor]
     inbox: Inbox
-    models: dict[str, nn.Module]
+    models: Mapping[str, nn.Module]
     generator: torch.Generator
     device: torch.device
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -61,12 +62,30 @@ def _own(fed: Federation, party: int, ids: dict[str, torch.Tensor], test: bool) 
     return {**own, "test": p.x_test} if test else own
 
 
-def _models(trained, party: int, phase: str) -> dict[str, nn.Module]:
+class FrozenCopies(Mapping):
+    """Trained models, each deep-copied and frozen when an attack first reads it: the attack cannot change the
+    training's models, and one that reads none (fi-decoder, fi-inversion) pays for no copy."""
+
+    def __init__(self, models: dict[str, nn.Module]):
+        self._models, self._copies = models, {}
+
+    def __getitem__(self, name: str) -> nn.Module:
+        if name not in self._copies:
+            self._copies[name] = copy.deepcopy(self._models[name]).eval().requires_grad_(False)
+        return self._copies[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._models)
+
+    def __len__(self) -> int:
+        return len(self._models)
+
+
+def _models(trained, party: int, phase: str) -> Mapping[str, nn.Module]:
     """The adversary's own trained models after finetuning (its bottom; the active party's top too), frozen copies."""
     if party == SERVER or phase != "finetune":
         return {}
-    found = {"bottom": trained.bottoms[party], **({"top": trained.top} if party == ACTIVE else {})}
-    return {name: copy.deepcopy(m).eval().requires_grad_(False) for name, m in found.items()}
+    return FrozenCopies({"bottom": trained.bottoms[party], **({"top": trained.top} if party == ACTIVE else {})})
 
 
 @dataclass(frozen=True)

@@ -66,14 +66,16 @@ def _standardised(x: torch.Tensor, fit: torch.Tensor) -> torch.Tensor:
     return (x.flatten(1).double() - f.mean(0)) / torch.where(std > 0, std, torch.ones_like(std))
 
 
-def ridge_loo(x: torch.Tensor, y: torch.Tensor, penalty: float) -> float:
+def ridge_loo(x: torch.Tensor, y: torch.Tensor, penalty: float,
+              svd: tuple[torch.Tensor, torch.Tensor] | None = None) -> float:
     """Exact leave-one-out squared error (summed over samples and outputs) of ridge regression of ``y`` on the
-    centred ``x`` with an unpenalised intercept: residual_i / (1 - H_ii), H = J/n + X (X'X + a I)^-1 X'."""
+    centred ``x`` with an unpenalised intercept: residual_i / (1 - H_ii), H = J/n + X (X'X + a I)^-1 X'. ``svd``:
+    ``x``'s left singular vectors and values, when already computed (one decomposition serves every penalty)."""
     n = x.shape[0]
     yc = y.flatten(1).double() - y.flatten(1).double().mean(0)
     hat = torch.full((n, n), 1.0 / n, dtype=torch.float64)
     if math.isfinite(penalty):
-        u, s, _ = torch.linalg.svd(x, full_matrices=False)
+        u, s = svd if svd is not None else torch.linalg.svd(x, full_matrices=False)[:2]
         hat = hat + (u * (s**2 / (s**2 + penalty))) @ u.T
     residual = yc - (hat - torch.full_like(hat, 1.0 / n)) @ yc
     return float((residual / (1 - hat.diagonal())[:, None]).pow(2).sum())
@@ -99,8 +101,9 @@ def compute(view: FeatureView, seed: int) -> FeaturePrior:
         return FeaturePrior("mean", guesses)
     aux = view.own["aux"].cpu()
     x = _standardised(aux, aux)
-    scale = float((torch.linalg.svdvals(x) ** 2).mean()) or 1.0
-    errors = {a * scale: ridge_loo(x, y, a * scale) for a in PENALTIES}
+    u, sv, _ = torch.linalg.svd(x, full_matrices=False)
+    scale = float((sv**2).mean()) or 1.0
+    errors = {a * scale: ridge_loo(x, y, a * scale, svd=(u, sv)) for a in PENALTIES}
     best = min(errors, key=lambda a: (errors[a], a))
     weights, intercept = ridge_fit(x, y, best)
     guesses["regressor"] = {name: (_standardised(view.own[name].cpu(), aux) @ weights + intercept)

@@ -15,6 +15,7 @@ from pydantic_core import PydanticUndefined
 from vflpriv.common.errors import UnknownNameError, VflprivError
 from vflpriv.config import presets
 from vflpriv.config.registry import ATTACKS, AUDITORS, DATASETS, DEFENSES, METHODS
+from vflpriv.engine.hooks import PASSIVE_POINTS
 
 
 @dataclass
@@ -132,7 +133,9 @@ def _needs(attack: Any) -> str:
 def _defense(name: str, cls: Any) -> Description:
     axis = cls.axis
     kinds = (f"{', '.join(cls.default_kinds)} messages by default (supports {', '.join(cls.supported_kinds)})"
-             if cls.supported_kinds and "labels" not in cls.supported_kinds else "no message")
+             if cls.supported_kinds and "labels" not in cls.supported_kinds else
+             "no message in transit: what a passive party's embeddings carry, at that party's own points"
+             if cls.hook_points & PASSIVE_POINTS else "no message")
     facts = {"acts at": ", ".join(sorted(cls.hook_points)), "follows": cls.anchor or "vflpriv's own",
              "strength": f"{axis.name} in [{axis.low:g}, {axis.high:g}], {axis.stronger} protects more, "
                          f"identity {axis.identity:g}",

@@ -240,7 +240,7 @@ def evaluate_experiment(
                              store_path=store_path, console=console, show_progress=show_progress, header=header,
                              warm=warm, overwrite=overwrite)
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
-    from vflpriv.reports.tables import cap_rich_table, mean_std, strength_tables
+    from vflpriv.reports.tables import attack_roles, cap_rich_table, mean_std, strength_tables
     from vflpriv.tradeoff.cap import cap_table, strength_summary
     from vflpriv.tradeoff.variants import with_variants
 
@@ -257,7 +257,7 @@ def evaluate_experiment(
         written.append(out / "cap.csv")
         console.print(cap_rich_table(caps))
         for _, row in caps.iterrows():
-            what = f"CAP {row['method']} / {row['attack']} / {row['defense']} ({row['phase']}): "
+            what = f"CAP {row['method']} / {attack_roles(row['attack'], row)} / {row['defense']} ({row['phase']}): "
             if row["status"] == "ok" or row["status"].startswith("partial"):
                 extra = f" ({row['status']})" if row["status"] != "ok" else ""
                 n = int(row["n_seeds"])

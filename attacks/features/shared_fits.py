@@ -1,0 +1,66 @@
+"""Fits that several feature attacks on one training repeat, made once per process and reused.
+
+fi-inversion starts from fi-decoder's guess: the same decoder, recipe, known pairs and random stream (both start from
+the attack's seeded stream), so an audit that runs both by one adversary trains it twice; grn variants on one
+training fit the same surrogate bottom. :func:`shared_fit` trains a network once per key and hands later callers a
+copy of the result. The key fixes the result: a digest of the inputs and targets, the network's class and initial
+parameters, the recipe, the random stream's state, the device and torch's thread count. Before reuse, the stored
+weights are checked against their digest (a mismatch is refitted), and the stream is left where the fit left it, so
+a reused fit is bit-identical to a new one (``tests/features/test_shared_fits.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+#: How many fits a process keeps (least recently used dropped): an audit's attacks on one training run together.
+KEEP = 8
+
+
+@dataclass(frozen=True)
+class _Fit:
+    state: dict[str, torch.Tensor]
+    digest: str
+    stream_after: torch.Tensor
+
+
+_FITS: OrderedDict[str, _Fit] = OrderedDict()
+
+
+def _digest(tensors, *extra: object) -> str:
+    h = hashlib.sha256(repr(extra).encode())
+    for t in tensors:
+        t = t.detach().cpu().contiguous()
+        h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def _state_digest(state: dict[str, torch.Tensor]) -> str:
+    return _digest(state.values(), tuple(state))
+
+
+def shared_fit(fit: Callable[..., nn.Module], net: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
+               generator: torch.Generator, **recipe: object) -> nn.Module:
+    """``fit(net, x, y, generator=generator, **recipe)``, or the weights of an identical earlier fit loaded into
+    ``net`` (eval mode) with ``generator`` advanced as that fit advanced it."""
+    key = _digest([x, y, *net.state_dict().values(), generator.get_state()], type(net).__qualname__,
+                  tuple(net.state_dict()), sorted(recipe.items()), str(x.device), torch.get_num_threads(), fit.__name__)
+    found = _FITS.get(key)
+    if found is not None and _state_digest(found.state) == found.digest:
+        _FITS.move_to_end(key)
+        net.load_state_dict(found.state)
+        generator.set_state(found.stream_after)
+        return net.eval()
+    fit(net, x, y, generator=generator, **recipe)
+    state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    _FITS[key] = _Fit(state, _state_digest(state), generator.get_state())
+    while len(_FITS) > KEEP:
+        _FITS.popitem(last=False)
+    return net

@@ -1,0 +1,126 @@
+"""Feature attacks in the tables, CSVs, console and plots: their numbers are MSEs under MSE headers (never under
+"attack accuracy"), and one attack run by two adversaries (the active party and the server) is two rows, two CAPs
+and two lines, each naming its adversary and victim."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from vflpriv.reports import plots
+from vflpriv.reports.leakage import leakage_rows, leakage_tables, prior_strength_tables
+from vflpriv.reports.paper_tables import cap_tables, strength_tables
+from vflpriv.reports.tables import strength_rows
+from vflpriv.reports.tables import strength_tables as console_tables
+from vflpriv.tradeoff.cap import cap_table, strength_summary
+
+#: (adversary, attack MSE at strengths 1 and 4, prior MSE): the active party leaks, the server does not.
+ADVERSARIES = {"0": ((0.02, 0.05), 0.08), "server": ((0.07, 0.09), 0.10)}
+
+
+def _record(strength: float, seed: int, *, adversary: str, secret: str = "features") -> dict:
+    base = {"method": "splitnn", "dataset": "digits", "defense": "iso", "phase": "finetune", "strength": strength,
+            "seed": seed, "status": "ok", "utility": 0.9 - strength / 20, "utility_metric": "accuracy",
+            "num_classes": 10, "strength_axis": "lambda", "strength_stronger": "higher", "strength_identity": 0.0,
+            "secret": secret, "adversary": adversary}
+    if secret == "labels":
+        return {**base, "attack": "mc", "victim": "", "attack_accuracy": 0.6, "prior_accuracy": 0.5,
+                "leakage": 0.1, "feature_mse": math.nan, "prior_mse": math.nan}
+    (weak, strong), prior = ADVERSARIES[adversary]
+    mse = (weak if strength == 1.0 else strong) + seed * 0.001
+    return {**base, "attack": "fi-decoder", "victim": "1", "feature_mse": mse, "prior_mse": prior,
+            "attack_accuracy": math.nan, "prior_accuracy": math.nan, "leakage": prior - mse,
+            "attack_errors": json.dumps([mse] * 3), "prior_errors": json.dumps([prior] * 3)}
+
+
+@pytest.fixture
+def results() -> pd.DataFrame:
+    rows = [_record(s, seed, adversary=a) for a in ADVERSARIES for s in (1.0, 4.0) for seed in (0, 1)]
+    rows += [_record(s, seed, adversary="1", secret="labels") for s in (1.0, 4.0) for seed in (0, 1)]
+    return pd.DataFrame(rows)
+
+
+def test_strength_rows_csv_holds_each_adversary_s_mses_in_columns_of_their_own(results):
+    rows = strength_rows(strength_summary(results))
+    features = rows[(rows["secret"] == "features") & (rows["attack"] == "fi-decoder")].set_index(
+        ["adversary", "strength"])
+    assert features.loc[("0", 1.0), "attack_mse_mean"] == pytest.approx(0.0205)
+    assert features.loc[("server", 1.0), "attack_mse_mean"] == pytest.approx(0.0705)
+    assert features.loc[("server", 4.0), "prior_mse_mean"] == pytest.approx(0.10)
+    assert features.loc[("0", 4.0), "leakage_mse_mean"] == pytest.approx(0.08 - 0.0505)
+    assert features["attack_accuracy_mean"].isna().all() and features["leakage_mean"].isna().all()
+    labels = rows[rows["secret"] == "labels"]
+    assert labels["attack_accuracy_mean"].eq(0.6).all() and labels["attack_mse_mean"].isna().all()
+
+
+def test_table_xi_reads_a_feature_attack_s_mse_per_adversary_under_an_mse_title(results):
+    found = {t.title: t for t in strength_tables(strength_summary(results))}
+    features = {title: t for title, t in found.items() if "fi-decoder" in title}
+    assert len(features) == 2 and not any("attack accuracy" in title for title in features)
+    (active,) = [t for title, t in features.items() if "by party 0 (the active party) on party 1's features" in title]
+    (server,) = [t for title, t in features.items() if "by the server on party 1's features" in title]
+    assert "attack MSE" in next(iter(features))
+    assert active.rows == [["splitnn", "0.0205 / 0.850", "0.0505 / 0.700"]]
+    assert server.rows == [["splitnn", "0.0705 / 0.850", "0.0905 / 0.700"]]
+    assert any("attack accuracy A" in title and "attack mc" in title for title in found)
+
+
+def test_feature_cap_is_one_per_adversary_and_says_its_score(results):
+    caps = cap_table(results)
+    fi = caps[caps["attack"] == "fi-decoder"].set_index("adversary")
+    # CAP = mean over strengths of U x min(1, attack / prior MSE), mean over the two seeds
+    expected = {a: sum(((0.9 - s / 20) * min(1.0, ((w if s == 1 else st) + seed * 0.001) / p)
+                        for s in (1.0, 4.0) for seed in (0, 1))) / 4 for a, ((w, st), p) in ADVERSARIES.items()}
+    assert fi.loc["0", "cap"] == pytest.approx(expected["0"])
+    assert fi.loc["server", "cap"] == pytest.approx(expected["server"])
+    titles = [t.title for t in cap_tables(caps) if "fi-decoder" in t.title]
+    assert len(titles) == 2 and all("min(1, attack MSE / prior MSE)" in t for t in titles)
+
+
+def test_the_console_table_of_feature_attacks_has_mse_headers_and_the_adversary(results):
+    console = Console(record=True, width=250)
+    for table in console_tables(strength_summary(results)):
+        console.print(table)
+    text = console.export_text()
+    features = text[text.index("attack fi-decoder"):text.index("attack mc")]
+    assert "attack MSE" in features and "prior MSE" in features and "attack acc" not in features
+    assert "party 0 (the active party)" in features and "the server" in features
+
+
+def test_the_plot_draws_one_line_and_one_prior_per_adversary(results, tmp_path, monkeypatch):
+    shown = []
+    monkeypatch.setattr(plots.plt, "close", lambda fig: shown.append(fig))
+    feature_rows = strength_summary(results[results["secret"] == "features"])
+    plots.tradeoff_figures(feature_rows, tmp_path, formats=("png",))
+    (figure,) = shown
+    _, labels = figure.axes[0].get_legend_handles_labels()
+    assert {"splitnn: party 0 → party 1", "splitnn: server → party 1", "prior: party 0 → party 1",
+            "prior: server → party 1"} <= set(labels)
+
+
+def test_the_leakage_tables_keep_each_adversary_apart_and_read_mse(results):
+    rows = leakage_rows(results)
+    features = rows[rows["secret"] == "features"].set_index(["adversary", "strength"])
+    assert features.loc[("0", 1.0), "leakage"] == pytest.approx(0.08 - 0.0205)
+    assert features.loc[("server", 1.0), "leakage"] == pytest.approx(0.10 - 0.0705)
+    labels_table, features_table = leakage_tables(rows)
+    assert "attack accuracy" in labels_table.title and "attack accuracy" not in features_table.title
+    assert "prior MSE - attack MSE" in features_table.title
+    assert features_table.columns[3:5] == ["attack MSE", "prior MSE"]
+    server = [r for r in features_table.rows if "the server on party 1" in r[0]]
+    assert [r[1:6] for r in server] == [["λ=1", "0.850", "0.0705", "0.1000", "+0.0295"],
+                                        ["λ=4", "0.700", "0.0905", "0.1000", "+0.0095"]]
+
+
+def test_the_weakest_strength_that_falls_to_the_prior_is_per_adversary(results):
+    weak = (results["adversary"] == "server") & (results["strength"] == 4.0)
+    results = results.assign(feature_mse=results["feature_mse"].mask(weak, 0.098),
+                             leakage=results["leakage"].mask(weak, 0.002))
+    (_, features) = prior_strength_tables(results)
+    found = {r[features.columns.index("adversary")]: r[-1] for r in features.rows}
+    # within 5% of the prior's MSE: the server's leakage at λ=4 (0.002 < 0.005) falls; the active party's never does
+    assert found == {"0": "not within λ=1, λ=4", "server": "λ=4 (leakage +0.0020 MSE, utility 0.700)"}
