@@ -61,6 +61,11 @@ class Attack(ABC):
     acts: ClassVar[bool] = False
     #: The published attack it follows (``vflpriv describe`` prints it).
     anchor: ClassVar[str] = ""
+    #: What kind of attack it is (what it does with the view: ``model completion``, ``gradients``, ``similarity``),
+    #: and whether it is the strongest of its kind on vflpriv's recorded grids: a quick audit (``vflpriv audit
+    #: --quick``) runs only the strongest of each kind.
+    kind: ClassVar[str] = ""
+    strongest_of_kind: ClassVar[bool] = False
     #: Candidate values of its own options that a tuned attack selects among on auxiliary labels (the options it
     #: runs with are always a candidate); empty: nothing to select (``untunable`` says why).
     search_space: ClassVar[dict[str, tuple]] = {}

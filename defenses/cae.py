@@ -59,14 +59,24 @@ def sharpen(p: torch.Tensor, *, temperature: float) -> torch.Tensor:
     return q / q.sum(1, keepdim=True)
 
 
+class WideningLinear(nn.Linear):
+    """``nn.Linear`` (same parameters, init and outputs) for few inputs and many outputs, with its weight gradient
+    computed as x^T g instead of (g^T x)^T: autograd's ``addmm`` backward takes the second form for a transposed
+    weight, 4.9x slower for CAE's 10 -> 3844 layer on one core (the autoencoder's training took 2.3x the time of
+    its layer). The gradients agree to float rounding."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(self.bias, x, self.weight.t().contiguous())
+
+
 class LabelAutoencoder(nn.Module):
     """encode(y) = softmax(encoder(y)) (the fake soft label), decode(p) = softmax(decoder(p))."""
 
     def __init__(self, classes: int):
         super().__init__()
         hidden = (6 * classes + 2) ** 2
-        self.encoder = nn.Sequential(nn.Linear(classes, hidden), nn.ReLU(), nn.Linear(hidden, classes))
-        self.decoder = nn.Sequential(nn.Linear(classes, hidden), nn.ReLU(), nn.Linear(hidden, classes))
+        self.encoder = nn.Sequential(WideningLinear(classes, hidden), nn.ReLU(), nn.Linear(hidden, classes))
+        self.decoder = nn.Sequential(WideningLinear(classes, hidden), nn.ReLU(), nn.Linear(hidden, classes))
 
     def encode(self, y: torch.Tensor) -> torch.Tensor:
         return self.encoder(y).softmax(1)

@@ -191,6 +191,14 @@ def _cell(value, fmt: str = "{:.3f}") -> str:
     return "n/a" if value is None else fmt.format(value)
 
 
+def active_markdown(active: dict | None) -> list[str]:
+    """The report's section on the attacks that act (``audit.active``): which of their runs ran, and why."""
+    if not active:
+        return []
+    lines = ["", "## Active adversary", "", f"Policy `{active['policy']}`: {active['rule']}.", ""]
+    return lines + ([f"- {d['line']}" for d in active["decisions"]] or ["- no acting attack under a defense"])
+
+
 def audit_markdown(summary: dict) -> str:
     """``audit.md``: verdicts first, then what each defense costs, communication, and what could not run."""
     lines = [f"# Audit of `{summary['method']}` on {summary['dataset']}", ""]
@@ -225,6 +233,7 @@ def audit_markdown(summary: dict) -> str:
         lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {d['defense']} | {strengths} | "
                      f"{utility_label(d.get('utility_metric', ''))} | {cap} | {d['falls_to_prior_text']} |")
     lines += canary_markdown(summary.get("canaries"))
+    lines += active_markdown(summary.get("active"))
     lines += feature_markdown(summary.get("features", {}))
     lines += ["", "## Communication (no defense, per training)", "", "| phase | direction | kind | MB | messages |",
               "| --- | --- | --- | --- | --- |"]

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import torch
 
+from vflpriv.common.progress import Planned
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
 from vflpriv.runner.execution import pretrain_key, run_safely
@@ -48,16 +49,37 @@ def shared_states(config: RunConfig) -> set[str]:
 
 def schedule(groups: dict[str, list[RunConfig]]) -> list[str]:
     """Training keys in the order to run them: the first training of each shared state (a pretraining, a CAE
-    autoencoder) first, then the trainings that need no shared state, then the other users of the shared states,
-    each group in grid order. The longest trainings start early (less idle time at the end of a parallel sweep),
-    and the users of a state start late, when it is in the cache (a worker would otherwise wait for another's)."""
+    autoencoder) first, then the trainings that need no shared state, then the other users of the shared states;
+    within each, those computing more runs first (an audit's training with every passive attack before the trainings
+    of an acting attack or of the canaries' control, each with one), else in grid order. The longest trainings start
+    early (less idle time at the end of a parallel sweep: the last ones are short), and the users of a state start
+    late, when it is in the cache (a worker would otherwise wait for another's)."""
     seen: set[str] = set()
     first, free, users = [], [], []
     for key, runs in groups.items():
         states = shared_states(runs[0])
         (first if states - seen else users if states else free).append(key)
         seen |= states
-    return first + free + users
+    return [key for part in (first, free, users) for key in sorted(part, key=lambda k: -len(groups[k]))]
+
+
+def planned_work(groups: dict[str, list[RunConfig]], order: list[str]) -> list[Planned]:
+    """The trainings ``order`` names, as the progress estimate sees them: of one kind when method, swept defense and
+    acting attack agree, building a shared state when none before it in ``order`` needs that state."""
+    seen: set[str] = set()
+    items = []
+    for key in order:
+        runs = groups[key]
+        first, swept = runs[0], runs[0].swept
+        acting = next((r.attack.name for r in runs if r.attack_acts()), "")
+        states = shared_states(first)
+        defense = f"{swept.name} {swept.strength:g}" if swept and swept.strength is not None else (
+            swept.name if swept else "no defense")
+        label = f"{first.method.name} {defense} seed {first.seed}" + (f" ({acting} trains)" if acting else "")
+        items.append(Planned(key=key, kind=f"{first.method.name}|{swept.name if swept else ''}|{acting}",
+                             builds=bool(states - seen), attacks=tuple(r.attack.name for r in runs), label=label))
+        seen |= states
+    return items
 
 
 def on_gpus(groups: list[list[RunConfig]], count: int) -> list[list[RunConfig]]:
@@ -118,6 +140,7 @@ def sweep(
     on_done: Callable[[list[RunRecord]], None] | None = None,
     on_wait: Callable[[int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    on_schedule: Callable[[list[Planned]], None] | None = None,
     on_start: Callable[[list[RunConfig]], None] | None = None,
     checked: bool = False,
 ) -> pd.DataFrame:
@@ -127,7 +150,8 @@ def sweep(
 
     A training's records are committed together as soon as they arrive. Failed records from an earlier
     sweep are retried; those written during this sweep (by it or by another sweep) are not. A stored record
-    that does not check out (damaged) is deleted and recomputed, said through ``on_note``. The returned
+    that does not check out (damaged) is deleted and recomputed, said through ``on_note``. ``on_schedule`` gets the
+    trainings about to run, in dispatch order (``planned_work``), before they start. The returned
     frame holds one row per config, in grid order, including runs found done in the store. ``on_start(runs)``: a
     training (its runs) starts here or in a local worker.
     """
@@ -161,6 +185,8 @@ def sweep(
                 time.sleep(POLL_SECONDS)
                 continue
             workers = max(1, min(jobs, len(mine)))  # one pending training needs no worker pool
+            if on_schedule is not None:
+                on_schedule(planned_work(todo, mine))
 
             def commit(records: list[RunRecord]) -> None:  # at once, from whichever thread has the result
                 store.put_many(records)

@@ -38,6 +38,8 @@ class FeatureAttack(Attack):
     observes: ClassVar[tuple[str, ...]] = (EMBEDDING, GRADIENT)
     #: It needs no auxiliary labels (its auxiliary knowledge is ``partition.aux_features``).
     needs_aux: ClassVar[bool] = False
+    #: One kind for the quick audit: every feature attack reconstructs the victim's features from what it received.
+    kind: ClassVar[str] = "feature reconstruction"
 
     def victim_problem(self, spec: PartySpec) -> str:
         """Why these options cannot attack a victim of ``spec`` ("" when they can): the planner refuses it."""

@@ -39,6 +39,9 @@ class FeatureDecoder(FeatureAttack):
                              "examples/security/v_mia")
     search_space: ClassVar[dict[str, tuple]] = {"lr": (3e-4, 1e-3, 3e-3)}
     budget_option: ClassVar[str] = "epochs"
+    #: The quick audit's feature attack: the cheapest (benchmarks/results/feature_attack_cost.md) and the one the
+    #: audit also runs under the feature defenses (``audit.feature_defended``).
+    strongest_of_kind: ClassVar[bool] = True
 
     def victim_problem(self, spec) -> str:
         if self.options.decoder == "conv" and not (spec.modality == "image" and len(spec.shape) == 3):

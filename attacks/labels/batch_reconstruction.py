@@ -79,6 +79,7 @@ class BatchLabelInference(Attack):
     Options = BatchLabelOptions
     needs_encoder = True  # to name the recovered classes under a trained top
     anchor = "Zou et al. 2022; VFLAIR BatchLabelReconstruction.py; SecretFlow batch_level_lia_torch.py"
+    kind = "gradients"
     #: A quick audit: 50 iterations per batch.
     audit_options = {"iterations": 50}
     untunable = ("it guesses the labels of its observed batch, none of which the adversary knows: nothing to score a "

@@ -113,6 +113,8 @@ class GradientClustering(GradientAttack):
     """k-means on received gradients; clusters named by the adversary's auxiliary labels."""
 
     anchor = "one-shot VFL step 3 (Sun et al.); SecretFlow grad_lia_attack_torch.py (method=spectral)"
+    #: 1.000 on its targets with no defense, binary or not (benchmarks/results/anchor_attacks): the worst case.
+    strongest_of_kind = True
 
     Options = GradientClusteringOptions
     search_space = {"method": ("kmeans", "spectral"), "neighbours": (5, 15), "gradients_from": ("first", "mean")}

@@ -69,6 +69,8 @@ def per_sample(batches: list[GradientBatch], *, n: int, epochs: EpochChoice) -> 
 class GradientAttack(Attack):
     """Base of attacks on received gradients: the runner records (and requires) those of the attacked phase."""
 
+    kind = "gradients"
+
     def required_messages(self, phase: str) -> tuple[tuple[str, str], ...]:
         return ((GRADIENT, phase),)
 

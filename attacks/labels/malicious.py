@@ -137,6 +137,7 @@ class MaliciousCompletion(MixMatchCompletion):
 
     Options = MaliciousOptions
     acts = True
+    strongest_of_kind = False
     #: Tuning selects the completion's settings (MixMatch's space); the malicious optimiser acted in the one
     #: training and is not re-run per candidate.
     anchor = "Fu et al. 2022 §4.3, Code/my_optimizers.py MaliciousSGD; VFLAIR src/utils/optimizers.py MaliciousAdam"

@@ -85,6 +85,10 @@ class MixMatchCompletion(Attack):
     """Fu et al.'s model completion: bottom + BN-ReLU-Linear head trained with MixMatch, EMA predicts."""
 
     anchor = "Fu et al. 2022 §4.2 (passive model completion), MixMatch (Berthelot et al. 2019)"
+    kind = "model completion"
+    #: Tuned leakage +0.070 against mc's +0.030 (splitnn/digits, benchmarks/results/tuned_audit.md); mc-active is
+    #: no stronger (benchmarks/results/anchor_attacks) and trains a federation of its own.
+    strongest_of_kind = True
 
     Options = MixMatchOptions
     needs_encoder = True

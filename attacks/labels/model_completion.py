@@ -80,6 +80,7 @@ class ModelCompletion(Attack):
     """The adversary's bottom snapshot + a head fitted on its auxiliary labels."""
 
     anchor = "Kang et al. (FedHSSL pipeline), Fu et al. 2022 (supervised part)"
+    kind = "model completion"
 
     Options = ModelCompletionOptions
     needs_encoder = True

@@ -89,6 +89,8 @@ class SimilarityLabelInference(Attack):
 
     Options = SimilarityOptions
     anchor = "SecretFlow sim_lia_torch.py (Similarity-based Label Inference Attack, IEEE TIFS 2024)"
+    kind = "similarity"
+    strongest_of_kind = True
     search_space = {"metric": ("cosine", "euclidean"), "method": ("distance", "kmeans"), "known_per_class": (None, 5)}
 
     def space(self) -> dict[str, tuple]:

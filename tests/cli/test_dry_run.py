@@ -117,7 +117,8 @@ REFUSED = {
     "tune-steps": (["tune", "--steps", "99"], "--steps must lie in [0, 30]"),
     "tune-planning": (["tune", "--set", "partition.labeled=5000"], "exceeds the"),
     "reproduce-name": (["reproduce", "nope"], "nope"),
-    "reproduce-planning": (["reproduce", "oneshot-table1", "--quick", "--set", "partition.labeled=5000"], "exceeds the"),
+    "reproduce-planning": (["reproduce", "oneshot-table1", "--quick", "--set", "partition.labeled=5000"],
+                           "exceeds the"),
     "sweep-planning": (["sweep", "GRID", "--set", "partition.labeled=5000"], "exceeds the"),
 }
 
@@ -139,3 +140,22 @@ def test_a_dry_run_checks_the_output_folder_as_the_run_would(tmp_path, no_traini
     result = CliRunner().invoke(app, ["evaluate", *TINY, "--out", str(blocked / "out"), "--dry-run"])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, "is a file, not a folder")
+
+
+def test_the_audits_dry_run_checks_the_active_adversarys_deferred_runs_and_says_they_may_not_run(tmp_path, no_training):
+    from vflpriv.cli.audit import build_audit
+    from vflpriv.workflows.audit import audit_grid
+    from vflpriv.workflows.audit_recipes import defer_active
+
+    result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--attacks", "mc,mc-active", "--defenses", "iso",
+                                      "--seeds", "0", "--phases", "finetune", "--out", str(tmp_path / "out"),
+                                      "--dry-run"])
+    assert result.exit_code == 0, result.output
+    cfg = build_audit(config=None, method="splitnn", dataset=None, attacks="mc,mc-active", defenses="iso",
+                      phases="finetune", seeds="0", jobs=None, backend=None, device=None, all_adversaries=False,
+                      overrides=[])
+    runs, _ = audit_grid(cfg)
+    _, deferred = defer_active(runs)
+    assert deferred
+    assert f"{len(runs)} runs on {len({r.training_key() for r in runs})} trainings" in result.output
+    assert f"of them, {len(deferred)} run(s) of the active adversary at the defenses' other strengths" in result.output

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
 from vflpriv.cli import app
-from vflpriv.common.progress import RunProgress, clock_text
+from vflpriv.common.progress import Planned, RunProgress, clock_text
 
 
 class Clock:
@@ -69,6 +70,72 @@ def test_evaluate_reports_progress_unless_quiet(tmp_path):
     assert "runs 1/1 (100%)" in loud.output
     quiet = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "b"), "--quiet"])
     assert quiet.exit_code == 0 and "runs 1/1" not in quiet.output and "CAP" in quiet.output
+
+
+class _Record:
+    def __init__(self, item, attack: str, train: float, seconds: float):
+        self.training_key, self.attack, self.train_seconds, self.attack_seconds = item.key, attack, train, seconds
+
+
+def _item(i: int, *, kind: str = "splitnn|iso|", builds: bool = False, attacks=("mc", "gc")) -> Planned:
+    return Planned(key=str(i), kind=kind, builds=builds, attacks=tuple(attacks), label=f"training {i}")
+
+
+def test_time_left_comes_from_the_planned_work_per_kind_not_from_the_first_runs():
+    """Two trainings that build a shared state (30 s each) come first, then 98 of 1 s with a 2 s and a 0.5 s attack:
+    at 5% of the runs the mean time per run so far says 4.3 times the truth; the planned work per kind is right."""
+    items = [_item(i, kind="splitnn|cae|", builds=True) for i in range(2)] + [_item(i) for i in range(2, 100)]
+    cost = {True: 30.0, False: 1.0}
+    clock = Clock()
+    console, buffer = _console(terminal=False)
+    progress = RunProgress(200, console=console, clock=clock, every=0.0)
+    progress.plan(items)
+    for item in items[:5]:
+        assert progress.running() == [item]
+        clock.now += cost[item.builds] + 2.5
+        progress.finished([_Record(item, "mc", cost[item.builds], 2.0), _Record(item, "gc", cost[item.builds], 0.5)])
+    truth = 95 * 3.5
+    assert 1 / 1.2 < progress.remaining() / truth < 1.2
+    assert clock.now / 10 * 190 / truth > 4  # the estimate this replaces
+    assert buffer.getvalue().splitlines()[-1].endswith("left; now: training 5")
+
+
+def test_an_unseen_kind_costs_what_its_like_cost_and_nothing_is_estimated_before_a_common_training_finished():
+    items = [_item(0, kind="splitnn|cae|", builds=True), _item(1), _item(2, kind="splitnn|mid|", attacks=("mc", "bli"))]
+    clock = Clock()
+    console, _ = _console(terminal=False)
+    progress = RunProgress(6, console=console, clock=clock, jobs=2)
+    progress.plan(items)
+    assert progress.running() == items[:2]
+    clock.now = 40.0
+    progress.finished([_Record(items[0], "mc", 30.0, 4.0), _Record(items[0], "gc", 30.0, 2.0)])
+    assert progress.remaining() is None and "time left: estimating" in progress.line()  # only a builder has finished
+    clock.now = 50.0
+    progress.finished([_Record(items[1], "mc", 2.0, 4.0), _Record(items[1], "gc", 2.0, 2.0)])
+    # the mid training: a training that builds nothing costs 2 s, mc 4 s, and bli (unseen) the mean attack, 3 s
+    assert progress.estimate.cost(items[2]) == 2.0 + 4.0 + 3.0
+    done, left = 36.0 + 8.0 + 9.0 / 2, 9.0 / 2  # the running training counts as half done
+    assert progress.remaining() == pytest.approx(50.0 / done * left)
+
+
+def test_a_long_first_builder_counts_as_twice_its_elapsed_time_and_its_like_as_much_not_as_estimating():
+    """The quick audit's shape: CAE's autoencoder (a builder, 200 s) runs beside the common trainings (1 s + 3 s of
+    attacks); once a common one finished, the builder counts as twice its elapsed time, the next builder as much."""
+    items = [_item(0, kind="splitnn|cae|", builds=True), _item(1), _item(2), _item(3, kind="splitnn|cae|", builds=True)]
+    clock = Clock()
+    console, _ = _console(terminal=False)
+    progress = RunProgress(8, console=console, clock=clock, jobs=2)
+    progress.plan(items)
+    progress.start("0")
+    progress.start("1")
+    clock.now = 4.0
+    progress.finished([_Record(items[1], "mc", 1.0, 2.0), _Record(items[1], "gc", 1.0, 1.0)])
+    progress.start("2")
+    # done: the common training (4 s of work) and half of each running one (the builder: 2 x 4 s; the common: 4 s);
+    # left: their other halves and the next builder (8 s)
+    assert progress.remaining() == pytest.approx(4.0 / (4.0 + (8.0 + 4.0) / 2) * ((8.0 + 4.0) / 2 + 8.0))
+    clock.now = 100.0
+    assert progress.remaining() == pytest.approx(100.0 / (4.0 + 100.0 + 2.0) * (100.0 + 2.0 + 200.0))
 
 
 def test_what_is_computed_is_said_at_once_until_the_first_run_finishes_then_with_the_periodic_line():

@@ -1,6 +1,7 @@
 """One run end to end: reproducible, and the attack's answer cannot depend on its targets' labels."""
 
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -139,3 +140,24 @@ def test_the_priors_pretraining_budget_is_the_methods(tiny):
     options = LocalOptions.model_validate(prior_options(local))
     assert (options.epochs, options.optimizer, options.base_lr()) == (7, "adam", 0.003)
     assert prior_options(tiny()) == {}  # splitnn
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="with one CPU every native pool has one thread anyway")
+def test_a_training_and_its_attacks_run_every_native_thread_pool_on_one_thread(tiny, monkeypatch):
+    """scikit-learn's k-means and spectral clustering (OpenMP) and scipy's solvers (OpenBLAS) too, not only torch:
+    the numbers then do not depend on the process a sweep runs them in, and a busy worker's core is not shared."""
+    import threadpoolctl
+
+    import vflpriv.runner.execution as execution
+
+    seen, real = [], execution._execute
+
+    def spy(p):
+        seen.extend(pool["num_threads"] for pool in threadpoolctl.threadpool_info())
+        return real(p)
+
+    monkeypatch.setattr(execution, "_execute", spy)
+    with threadpoolctl.threadpool_limits(limits=2):
+        (rec,) = run(tiny())
+        after = [pool["num_threads"] for pool in threadpoolctl.threadpool_info()]
+    assert rec.status == "ok" and seen and set(seen) == {1} and max(after) == 2  # restored when it ends

@@ -136,6 +136,32 @@ def test_one_training_per_cae_autoencoder_starts_first_and_its_other_users_last(
     assert sorted(order, key=runs.index) == runs
 
 
+def test_the_progress_estimate_sees_each_trainings_kind_and_which_build_a_shared_state():
+    runs = [r for name in ("cae", "iso") for r in ExperimentConfig.model_validate({
+        "method": {"name": "splitnn"}, "defenses": [{"name": name, "sweep": True}], "strengths": [0.1, 0.5],
+        "seeds": [0, 1], "attack": {"name": ["mc", "gc"]}}).runs()]
+    groups = sweep_module.trainings(runs)
+    items = sweep_module.planned_work(groups, sweep_module.schedule(groups))
+    assert [(i.kind, i.builds) for i in items] == [("splitnn|cae|", True)] * 2 + [("splitnn|iso|", False)] * 4 + [
+        ("splitnn|cae|", False)] * 2  # one autoencoder per strength, built by its first training
+    assert items[0].label == "splitnn cae 0.1 seed 0" and all(i.attacks == ("mc", "gc") for i in items)
+    assert [i.key for i in items] == sweep_module.schedule(groups)
+
+
+def test_trainings_computing_more_runs_start_first_within_their_part():
+    """An audit's trainings with every passive attack (several runs) before those of an acting attack or the
+    canaries' control (one run): a parallel sweep ends on short trainings."""
+    passive = ExperimentConfig.model_validate({"method": {"name": "splitnn"}, "strengths": [1, 5], "seeds": [0],
+                                               "attack": {"name": ["mc", "gc"]}}).runs()
+    active = ExperimentConfig.model_validate({"method": {"name": "splitnn"}, "strengths": [1, 5], "seeds": [0],
+                                              "attack": {"name": "mc-active"}}).runs()
+    runs = active + passive
+    groups = sweep_module.trainings(runs)
+    order = [groups[k] for k in sweep_module.schedule(groups)]
+    assert [len(g) for g in order] == [2, 2, 1, 1]
+    assert [g[0].swept.strength for g in order] == [1.0, 5.0, 1.0, 5.0]  # ties keep the grid order
+
+
 
 def test_sweeps_creating_one_store_at_once_all_open_it(tmp_path):
     """Opening checks the file and creates the schema in one transaction: a sweep that opens a store another

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vflpriv.config.registry import DEFENSES
-from vflpriv.defenses.cae import CAEOptions, train_autoencoder
+from vflpriv.defenses.cae import CAEOptions, WideningLinear, train_autoencoder
 from vflpriv.defenses.dcor import distance_correlation
 from vflpriv.defenses.discrete_sgd import discretise, grid_step
 from vflpriv.defenses.grad_perturb import laplace
@@ -60,6 +60,22 @@ def test_cae_decodes_what_it_encodes_and_confuses_on_the_way():
     assert torch.equal(ae.decode(fake).argmax(1), y)
     assert (fake.argmax(1) == y).float().mean() < 0.5  # the fake labels are not the labels
     assert torch.allclose(fake.sum(1), torch.ones(100))
+
+
+def test_the_autoencoders_widening_layer_is_a_linear_layer_with_its_gradients():
+    """Same parameters, outputs bit for bit and gradients (to float rounding) as ``nn.Linear``: only the order of the
+    weight gradient's product differs."""
+    g = torch.Generator().manual_seed(0)
+    plain = torch.nn.Linear(3, 50)
+    wide = WideningLinear(3, 50)
+    wide.load_state_dict(plain.state_dict())
+    x, upstream = torch.randn(7, 3, generator=g, requires_grad=True), torch.randn(7, 50, generator=g)
+    x2 = x.detach().clone().requires_grad_(True)
+    assert torch.equal(wide(x2), plain(x))
+    plain(x).backward(upstream)
+    wide(x2).backward(upstream)
+    for a, b in [(plain.weight.grad, wide.weight.grad), (plain.bias.grad, wide.bias.grad), (x.grad, x2.grad)]:
+        assert a.shape == b.shape and torch.allclose(a, b, atol=1e-6)
 
 
 def test_discretisation_rounds_to_the_grid_set_by_the_first_message():

@@ -154,7 +154,8 @@ def check_options(args: list[str], **_: object) -> None:
         return
     command = root.commands.get(words[0])
     if command is None:
-        raise Broken(f"vflpriv {' '.join(args)}: no command '{words[0]}'; vflpriv's: {', '.join(sorted(root.commands))}")
+        raise Broken(f"vflpriv {' '.join(args)}: no command '{words[0]}'; vflpriv's: "
+                     f"{', '.join(sorted(root.commands))}")
     names = {o for p in command.params for o in (*p.opts, *p.secondary_opts)} | {"--help"}
     unknown = [w.split("=")[0] for w in words[1:] if w.startswith("--") and w.split("=")[0] not in names]
     if unknown:

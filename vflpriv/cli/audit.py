@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -24,8 +24,20 @@ from vflpriv.config.parse import (
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
 from vflpriv.store.provenance import versions
-from vflpriv.workflows.audit import AUTO_CANARIES, AUTO_SHARE, AuditConfig, audit_grid, prior_ssl, resolved_options
+from vflpriv.workflows.audit import (
+    AUTO_CANARIES,
+    AUTO_SHARE,
+    AuditConfig,
+    audit_grid,
+    prior_ssl,
+    profile_note,
+    resolved_options,
+)
 from vflpriv.workflows.audit import canaries as planted_canaries
+from vflpriv.workflows.audit_recipes import WEAKEST, active_summary, defer_active, escalate, mark_partial
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _names(text: str | None, option: str) -> list[str] | None:
@@ -43,7 +55,8 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
                 defenses: Optional[str], phases: Optional[str], seeds: Optional[str], jobs: Optional[int],
                 backend: Optional[str], device: Optional[str], all_adversaries: bool, overrides: list[str],
                 preset: Optional[str] = None, tune_attacks: Optional[bool] = None,
-                search_budget: Optional[int] = None, canaries: Optional[int] = None) -> AuditConfig:
+                search_budget: Optional[int] = None, canaries: Optional[int] = None,
+                quick: bool = False) -> AuditConfig:
     """defaults <- preset <- config file <- command-line options <- ``--set key=value``."""
     data = settings(preset=preset, config=config)
     per_dataset = data.pop(DATASET_SETTINGS, None)
@@ -57,6 +70,8 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
         section["defenses"] = [{"name": n} for n in _names(defenses, "--defenses") if n != "none"]
     if all_adversaries:
         section["adversaries"] = "all"
+    if quick:
+        section["profile"] = "quick"
     for key, value in (("tune", tune_attacks), ("search_budget", search_budget), ("canaries", canaries)):
         if value is not None:
             section[key] = value
@@ -91,6 +106,7 @@ def _context(cfg: AuditConfig) -> dict:
                                     + (f"{p.aux_features}" if p.aux_features else "10% of the") + " aligned training "
                                     "samples' victim features (partition.aux_features)"),
             "seeds": ", ".join(map(str, cfg.seeds)),
+            "profile": profile_note(cfg),
             "canaries": (f"{planted} random-label canaries among the labeled training samples (the trainings whose "
                          "labels the attacked phase reads)" if planted else "none"),
             "attacks": (f"tuned on the adversary's auxiliary labels, search budget {cfg.audit.search_budget}"
@@ -118,6 +134,9 @@ def audit(
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="override a setting: key.path=value (repeatable)"),
     all_adversaries: bool = typer.Option(False, "--all-adversaries", help="every passive party as the adversary in turn"),
     check_only: bool = typer.Option(False, "--check-only", help="only run the conformance checks of the method"),
+    quick: bool = typer.Option(False, "--quick", help="the development loop's smoke check: one seed, the strongest "
+                               "attack of each kind (untuned unless --tune-attacks), each defense at its middle "
+                               "strength (audit.profile: quick)"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings"),
     backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
@@ -141,10 +160,11 @@ def audit(
     cfg = build_audit(config=config, method=method, dataset=dataset, attacks=attacks, defenses=defenses, phases=phases,
                       seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,
                       overrides=set_, preset=preset, tune_attacks=tune_attacks, search_budget=search_budget,
-                      canaries=canaries)
+                      canaries=canaries, quick=quick)
     console, status = make_console(), make_console(stderr=True, quiet=quiet)
-    with cache.held_back(keep=not dry_run), stage(status, f"audit of {cfg.method.name}: planning every attack x defense x strength "
-                                          "(each pair checked before any training)"):
+    planning = (f"audit of {cfg.method.name}: planning every attack x defense x strength (each pair checked before any "
+                "training)")
+    with cache.held_back(keep=not dry_run), stage(status, planning):
         runs, skipped = audit_grid(cfg) if not check_only else ([], [])  # refused before training, cache untouched
     if not check_only and not runs:
         raise IncompatibleError("nothing to audit: no attack applies; " + "; ".join(
@@ -160,15 +180,31 @@ def audit(
         console.print(f"conformance of {cfg.method.name}: " + "; ".join(passed))
     if check_only:
         return
-    results = run_into_store(runs, out, jobs=cfg.jobs, backend=cfg.backend, address=address,
-                             runs_per_gpu=cfg.runs_per_gpu, store_path=store,
-                             console=console, overwrite=overwrite, show_progress=not quiet, dry_run=dry_run)
-    if results is None:
+    now, deferred = defer_active(runs) if cfg.audit.active == WEAKEST else (runs, [])
+
+    def into_store(todo: list, *, dry: bool = False) -> pd.DataFrame | None:
+        return run_into_store(todo, out, jobs=cfg.jobs, backend=cfg.backend, address=address,
+                              runs_per_gpu=cfg.runs_per_gpu, store_path=store, console=console, overwrite=overwrite,
+                              show_progress=not quiet, owns={r.key() for r in runs}.__contains__, dry_run=dry)
+
+    if dry_run:  # every run it may train is checked, the active adversary's deferred ones too
+        into_store(runs, dry=True)
+        if deferred:
+            console.print(f"of them, {len(deferred)} run(s) of the active adversary at the defenses' other strengths "
+                          "only where, at the weakest, it beats the passive attacks of its kind (audit.active)")
         for s in skipped:
             console.print(f"not run: {s.attack} x {s.defense} ({s.phase}): {s.reason}", markup=False)
         return
-    summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=_context(cfg),
+    results = into_store(now)
+    more, decisions = escalate(results, deferred, margin=cfg.audit.margin) if deferred else ([], [])
+    if more:
+        console.print(f"the active adversary beat the passive attacks of its kind at the weakest strength of "
+                      f"{len({d.defense for d in decisions if d.escalated})} defense(s): its runs at their other strengths")
+        results = into_store(now + more)
+    context = {**_context(cfg), "active": active_summary(cfg.audit.active, decisions, margin=cfg.audit.margin)}
+    summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=context,
                             feature_margin=cfg.audit.feature_margin)
+    mark_partial(summary["defenses"], decisions)
     grids = example_grids(results, out)
     summary["features"]["grids"] = [p.name for p in grids]
     (out / "audit.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")

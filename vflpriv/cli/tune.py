@@ -98,7 +98,8 @@ def tune(
         run_into_store(ends, out, jobs=experiment.jobs, backend=experiment.backend, store_path=store,
                        console=console, overwrite=overwrite, owns=owns, dry_run=True)
         each = len(ends) // 2
-        console.print(f"tune: {defense}'s {axis.name} bisected over [{lo:g}, {hi:g}]{' on a log scale' if axis.log else ''}"
+        scale = " on a log scale" if axis.log else ""
+        console.print(f"tune: {defense}'s {axis.name} bisected over [{lo:g}, {hi:g}]{scale}"
                       f": both ends, then at most {steps} step(s), {plural(each, 'run')} each: at most "
                       f"{plural((steps + 2) * each, 'run')}")
         return

@@ -1,8 +1,19 @@
-"""How far a long command is: runs done of the total and the time left, on stderr (results stay on stdout).
+"""How far a long command is: runs done of the total, the time left and what is running, on stderr (results stay on
+stdout).
 
 On a terminal a rich progress bar; piped or redirected, a plain line at most every :data:`EVERY` seconds (and one at
-the end), so a log shows progress without a line per run; nothing at all when quiet. The estimate is the mean time
-per run finished in this command times the runs left (runs resumed from the store took no time and are not counted).
+the end), so a log shows progress without a line per run; nothing at all when quiet.
+
+The time left is estimated from the planned work, kind by kind (:class:`WorkEstimate`), not from the mean time of
+the runs finished so far: a sweep runs its costly trainings first (those that build a shared state, such as a
+pretraining or a CAE autoencoder) and its runs differ tenfold in cost (a tuned MixMatch against a direction score),
+so a mean over the first runs was off by a factor of 20 at 1% of an audit. Each kind of training (method, defense,
+acting attack, whether it builds a shared state) and each attack costs what its finished ones cost (an unseen attack
+what the attacks seen cost on average); the wall-clock rate at which planned work gets done (parallel workers, a
+loaded machine) is measured on the whole command so far. A running training of a kind none has finished (the first
+CAE autoencoder) counts as twice its elapsed time (half done, as every running training), and the trainings of its
+kind still to run as much; until a training of the common kind (one that builds nothing) has finished, it says it is
+still estimating. Runs resumed from the store took no time and are not counted.
 What is being computed meanwhile (``doing``: the trainings in flight, or a step before them) is shown beside it, and
 said at once on a plain stream, so a long first training does not read as ``0/885`` and nothing else.
 """
@@ -10,14 +21,19 @@ said at once on a plain stream, so a long first training does not read as ``0/88
 from __future__ import annotations
 
 import contextlib
+import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 #: Seconds between two plain progress lines when stderr is not a terminal.
 EVERY = 30.0
+#: Trainings named on a progress line as running.
+SHOWN_RUNNING = 2
 
 
 def clock_text(seconds: float) -> str:
@@ -27,25 +43,76 @@ def clock_text(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
+@dataclass(frozen=True)
+class Planned:
+    """One training a command will run, as the estimate sees it (``vflpriv.tradeoff.sweep.planned_work``)."""
+
+    key: str  #: its training key, which its records carry
+    kind: str  #: trainings of one kind cost alike (method, defense, acting attack)
+    builds: bool  #: it builds a shared state (a pretraining, an autoencoder) that later trainings load
+    attacks: tuple[str, ...]  #: the attack of each run it computes
+    label: str  #: what it is, for "now: ..." while no caller says what is in flight
+
+
+class WorkEstimate:
+    """Seconds per kind of work, from what finished: a training its kind's mean (else the mean of the finished
+    trainings that build, or do not build, a shared state as it does), an attack its name's mean (else the mean of
+    every attack seen); None while nothing comparable has finished."""
+
+    def __init__(self) -> None:
+        self.trainings: dict[tuple[str, bool], list[float]] = defaultdict(list)
+        self.attacks: dict[str, list[float]] = defaultdict(list)
+
+    def observe(self, item: Planned, train_seconds: float, attack_seconds: Iterable[tuple[str, float]]) -> None:
+        self.trainings[(item.kind, item.builds)].append(train_seconds)
+        for name, seconds in attack_seconds:
+            self.attacks[name].append(seconds)
+
+    def training(self, item: Planned) -> float | None:
+        own = self.trainings.get((item.kind, item.builds))
+        if own:
+            return statistics.fmean(own)
+        alike = [s for (_, builds), seen in self.trainings.items() if builds == item.builds for s in seen]
+        return statistics.fmean(alike) if alike else None
+
+    def attack(self, name: str) -> float | None:
+        own = self.attacks.get(name)
+        if own:
+            return statistics.fmean(own)
+        every = [s for seen in self.attacks.values() for s in seen]
+        return statistics.fmean(every) if every else None
+
+    def cost(self, item: Planned) -> float | None:
+        parts = [self.training(item), *(self.attack(name) for name in item.attacks)]
+        return None if any(p is None for p in parts) else sum(parts)
+
+
 class RunProgress:
-    """Runs done / total with the elapsed and the estimated remaining time (see the module)."""
+    """Runs done / total, the elapsed time, the estimated time left and the trainings running (see the module).
+
+    ``plan(items)`` gives the trainings to run in the order they are dispatched to ``jobs`` workers;
+    ``finished(records)`` counts a training's records and learns their costs. Without a plan (``advance(n)`` only)
+    the time left is the mean time per run finished here times the runs left."""
 
     def __init__(self, total: int, *, done: int = 0, console: Console, quiet: bool = False, every: float = EVERY,
-                 clock: Callable[[], float] = time.monotonic, label: str = "runs"):
+                 clock: Callable[[], float] = time.monotonic, jobs: int = 1, label: str = "runs"):
         self.total, self.done, self.start_done = total, done, done
-        self.console, self.quiet, self.every, self.clock = console, quiet, every, clock
+        self.console, self.quiet, self.every, self.clock, self.jobs = console, quiet, every, clock, max(1, jobs)
         self.label, self.now = label, ""
         self.started = self.last = clock()
+        self.pending: list[Planned] = []
+        self.starts: dict[str, float] = {}
+        self.finished_items: list[Planned] = []
+        self.estimate = WorkEstimate()
         self.bar: Progress | None = None
         if not quiet and console.is_terminal:
             self.bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                TextColumn("left"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"),
-                                console=console, transient=True)
+                                TextColumn("{task.fields[left]}"), console=console, transient=True)
 
     def __enter__(self) -> RunProgress:
         if self.bar is not None:
             self.bar.start()
-            self.task = self.bar.add_task("runs", total=self.total, completed=self.done, now=self.now)
+            self.task = self.bar.add_task("runs", total=self.total, completed=self.done, left="")
         return self
 
     def doing(self, what: str, *, say: bool = True) -> None:
@@ -53,7 +120,7 @@ class RunProgress:
         first minutes of an audit) unless ``say`` is off, later with the next periodic line."""
         self.now = what
         if self.bar is not None:
-            self.bar.update(self.task, now=what)
+            self.bar.update(self.task, left=self._left_text())
         elif say and not self.quiet and self.done == self.start_done:
             self.console.print(self.line(), markup=False)
 
@@ -63,24 +130,89 @@ class RunProgress:
         elif not self.quiet and self.done > self.start_done and exc[0] is None:
             self.console.print(self.line(), markup=False)
 
+    def plan(self, items: list[Planned]) -> None:
+        """The trainings still to run, in dispatch order (replacing an earlier plan)."""
+        self.pending = list(items)
+
+    def running(self) -> list[Planned]:
+        """The trainings dispatched and not finished: the first ``jobs`` of the plan (dispatch follows it)."""
+        return self.pending[:self.jobs]
+
+    def start(self, key: str) -> None:
+        """The training ``key`` started (how long it has run bounds its cost while none of its kind finished)."""
+        self.starts[key] = self.clock()
+
+    def _costs(self) -> list[float | None]:
+        """The estimated cost of each finished, then each planned training (see the module)."""
+        items = [*self.finished_items, *self.pending]
+        costs = [self.estimate.cost(item) for item in items]
+        running, guess = {p.key for p in self.running()}, {}
+        for i, item in enumerate(items):
+            if costs[i] is None and item.key in running and item.key in self.starts:
+                costs[i] = guess[item.builds] = max(guess.get(item.builds, 0.0),
+                                                    2 * (self.clock() - self.starts[item.key]))
+        return [guess.get(item.builds) if c is None else c for item, c in zip(items, costs)]
+
     def remaining(self) -> float | None:
-        """Seconds left by the mean time of the runs finished here; None before the first."""
+        """Seconds left: the planned work left at the rate work got done so far (see the module); None before it
+        can be estimated."""
+        if not self.pending and not self.finished_items:
+            return self._per_run()
+        costs = self._costs()
+        if not self.finished_items or any(c is None for c in costs):
+            return None
+        done, planned = costs[:len(self.finished_items)], costs[len(self.finished_items):]
+        running = planned[:self.jobs]  # counted as half done
+        done_work = sum(done) + sum(running) / 2
+        left_work = sum(planned) - sum(running) / 2
+        return (self.clock() - self.started) / done_work * left_work if done_work > 0 else None
+
+    def _per_run(self) -> float | None:
         finished = self.done - self.start_done
         if finished <= 0:
             return None
         return (self.clock() - self.started) / finished * (self.total - self.done)
 
     def line(self) -> str:
-        left = self.remaining()
         share = self.done / self.total if self.total else 1.0
-        return (f"{self.label} {self.done}/{self.total} ({share:.0%}), {clock_text(self.clock() - self.started)} elapsed"
-                + (f", about {clock_text(left)} left" if left is not None and self.done < self.total else "")
-                + (f"; now: {self.now}" if self.now and self.done < self.total else ""))
+        text = f"{self.label} {self.done}/{self.total} ({share:.0%}), {clock_text(self.clock() - self.started)} elapsed"
+        left = self._left_text()
+        return text + (("; " if left.startswith("now:") else ", ") + left if left and self.done < self.total else "")
+
+    def _left_text(self) -> str:
+        """The time left (once a run finished here) and what is being computed: the trainings in flight as
+        ``doing`` names them, else the first ``jobs`` of the plan."""
+        left = self.remaining()
+        parts = []
+        if left is not None:
+            parts.append(f"about {clock_text(left)} left")
+        elif self.done > self.start_done:
+            parts.append("time left: estimating")
+        running = self.running()
+        if self.now:
+            parts.append(f"now: {self.now}")
+        elif running:
+            more = len(running) - SHOWN_RUNNING
+            parts.append("now: " + ", ".join(r.label for r in running[:SHOWN_RUNNING]) + (
+                f" and {more} more" if more > 0 else ""))
+        return "; ".join(parts)
+
+    def finished(self, records: list) -> None:
+        """A training's records arrived: count them, and learn what its kind and its attacks cost."""
+        if records:
+            key = records[0].training_key
+            item = next((p for p in self.pending if p.key == key), None)
+            if item is not None:
+                self.pending.remove(item)
+                self.finished_items.append(item)
+                self.estimate.observe(item, records[0].train_seconds,
+                                      [(r.attack, r.attack_seconds) for r in records])
+        self.advance(len(records))
 
     def advance(self, n: int) -> None:
         self.done += n
         if self.bar is not None:
-            self.bar.advance(self.task, n)
+            self.bar.update(self.task, advance=n, left=self._left_text() if self.done < self.total else "")
         elif not self.quiet and self.done < self.total and self.clock() - self.last >= self.every:
             self.last = self.clock()
             self.console.print(self.line(), markup=False)

@@ -82,17 +82,24 @@ class TrainedFederation:
 
 
 def execute(p: Plan) -> list[RunRecord]:
-    """Train once and run every attack of ``p`` on one intra-op thread.
+    """Train once and run every attack of ``p`` on one thread: torch's intra-op pool and every native pool the
+    process loaded (OpenBLAS, MKL, OpenMP: scikit-learn's k-means and spectral clustering, scipy's solvers).
 
     Float reductions depend on the thread count, and training amplifies the difference; one thread
-    per training makes the numbers independent of how a sweep is executed (``--jobs 1`` or ``--jobs N``).
+    per training makes the numbers independent of how a sweep is executed (``--jobs 1`` or ``--jobs N``: loky
+    workers start with one thread per pool, and the sweep's own process now runs its share like them). It is also
+    faster: beside a busy worker, the process's two-thread OpenMP and OpenBLAS pools made gc's spectral clustering
+    cost 2.6x the CPU seconds of one thread (spinning threads on shared cores).
     Freed tensor buffers are kept for reuse (``vflpriv.models.allocator``) in whatever process runs it.
     """
+    from threadpoolctl import threadpool_limits
+
     reuse_freed_memory()
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _execute(p)
+        with threadpool_limits(limits=1):
+            return _execute(p)
     finally:
         torch.set_num_threads(before)
 

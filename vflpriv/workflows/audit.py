@@ -44,6 +44,15 @@ from vflpriv.config.schema import (
 )
 from vflpriv.config.sweep import RunsPerGpu, Seed, check_runs_per_gpu, refuse_repeats
 from vflpriv.runner.prior import prior_pretraining
+from vflpriv.workflows.audit_recipes import (
+    FULL,
+    QUICK,
+    WEAKEST,
+    default_attacks,
+    default_strengths,
+    quick_note,
+    quick_seeds,
+)
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
 #: label (splitnn on digits, 200 labels, tuned on nothing: 25 canaries cost 0.037 of test accuracy, 50 cost 0.10, 100
@@ -95,6 +104,13 @@ class AuditSettings(Options):
     search_spaces: dict[str, dict[str, list[Any]]] = Field(
         default_factory=dict, description="search space per attack name, replacing the attack's own for the options "
                                           "it names")
+    active: Literal["weakest", "every"] = Field(
+        WEAKEST, description="where an attack that acts (mc-active: a training of its own per run) runs: weakest: with "
+                             "no defense and at each defense's weakest strength, at its other strengths only where it "
+                             "beat the passive attacks of its kind there by more than the margin; every: everywhere")
+    profile: Literal["full", "quick"] = Field(
+        FULL, description="quick: one seed, the strongest attack of each kind, each defense at its middle strength, "
+                          "for the development loop (audit.md says what it left out); full: the audit")
     feature_adversaries: list[Literal["active", "server", "passive"]] = Field(
         default_factory=lambda: ["active", "server", "passive"],
         description="who runs the feature attacks: the active party and the server (against party 1), the passive "
@@ -128,6 +144,19 @@ class AuditConfig(TrainingConfig):
     jobs: int = Field(2, ge=1, le=1024)
     backend: Literal["loky", "threading", "dask", "ray"] = "loky"
     runs_per_gpu: RunsPerGpu = 1
+
+    @model_validator(mode="before")
+    @classmethod
+    def _quick_profile(cls, data: Any) -> Any:
+        """The quick profile's one seed (``quick_seeds``), before the seeds are validated, and its untuned attacks
+        unless ``audit.tune`` is given (tuning is half of a quick audit's time: MixMatch's search and refit)."""
+        audit = data.get("audit") if isinstance(data, dict) else None
+        if not isinstance(audit, dict) or audit.get("profile") != QUICK:
+            return data
+        given = "seeds" in data
+        seeds = data["seeds"] if given else cls.model_fields["seeds"].get_default(call_default_factory=True)
+        return {**data, "audit": {"tune": False, **audit},
+                "seeds": quick_seeds(seeds, given=given) if isinstance(seeds, list) else seeds}
 
     @model_validator(mode="after")
     def _no_repeats(self) -> AuditConfig:
@@ -222,7 +251,7 @@ def resolved_options(cfg: AuditConfig) -> dict[str, dict]:
     or the audit file's ``attack_options``), so a report records every value, not only those given."""
     method = METHODS.get(cfg.method.name).Options.model_validate(cfg.method.options).model_dump(mode="json")
     attacks = {}
-    for name in cfg.audit.attacks or ATTACKS.names():
+    for name in cfg.audit.attacks or default_attacks(cfg.audit.profile):
         cls = ATTACKS.get(name)
         attacks[name] = cls.Options.model_validate(_attack(cfg, name, "finetune").options).model_dump(mode="json")
     return {"method": method, "attacks": attacks}
@@ -328,6 +357,22 @@ def _control(attack: AttackConfig) -> AttackConfig:
     return AttackConfig(name=attack.name, phase=attack.phase, prior="none", options=attack.options)
 
 
+def profile_note(cfg: AuditConfig) -> str:
+    """``audit.profile`` for the report: ``full``, or what the quick profile ran and left out."""
+    if cfg.audit.profile == FULL:
+        return FULL
+    defenses = {}
+    for d in _defenses(cfg):
+        for phase in _phases(cfg):
+            own = d.strengths_for(phase, finetune=cfg.finetune) or ()
+            name = d.name + (" on embeddings" if d.kinds == ["embedding"] else "")
+            defenses[f"{name} ({phase})" if len(_phases(cfg)) > 1 else name] = (
+                own, d.strengths or default_strengths(QUICK, own) or ())
+    default_seeds = AuditConfig.model_fields["seeds"].get_default(call_default_factory=True)
+    return quick_note(default_seeds=default_seeds, seeds=cfg.seeds, attacks=cfg.audit.attacks or default_attacks(QUICK),
+                      given_attacks=cfg.audit.attacks is not None, defenses=defenses, tuned=cfg.audit.tune)
+
+
 def _planted(base: dict, count: int, phase: str, method: str) -> dict:
     """``base`` with ``count`` canaries where the attacked phase reads labels (finetuning; a pretraining only if it
     reads them): a label-free snapshot holds nothing of a canary's label."""
@@ -351,7 +396,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     from vflpriv.runner.planning import plan_training
 
     plan_training(cfg.training())
-    attacks = cfg.audit.attacks or ATTACKS.names()
+    attacks = cfg.audit.attacks or default_attacks(cfg.audit.profile)
     defenses = _defenses(cfg)
     parties = cfg.partition.parties
     adversaries = list(range(1, parties)) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
@@ -379,7 +424,8 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                 runs += [_run(unplanted, _control(passive[0]), None, s) for s in cfg.seeds]  # training without them
                 controlled = True
             for d in defenses:
-                strengths = d.strengths_for(phase, finetune=cfg.finetune)
+                strengths = d.strengths or default_strengths(cfg.audit.profile,
+                                                             d.strengths_for(phase, finetune=cfg.finetune))
                 unset = DefenseConfig(name=d.name, phase=phase, kinds=d.kinds, party=d.party, sweep=True,
                                       options=d.options)
                 reason = _try([_run(base, applicable[0], unset, cfg.seeds[0])]) if applicable else ""

@@ -99,7 +99,9 @@ def _attack(name: str, cls: Any) -> Description:
     attack = cls(cls.Options())  # its declarations under the default options
     facts = {"follows": cls.anchor or "vflpriv's own", "needs": _needs(attack),
              "binary tasks only": str(cls.binary_only), "needs auxiliary labels": str(cls.needs_aux),
-             "audit options": repr(cls.audit_options), "search space (attack.tune)": _space(attack)}
+             "audit options": repr(cls.audit_options), "search space (attack.tune)": _space(attack),
+             "kind": (cls.kind or "none declared") + (" (the strongest: run by audit --quick)"
+                                                      if cls.strongest_of_kind else "")}
     return Description("attack", name, _summary(cls), facts, options_of(cls.Options), "attack.options.")
 
 

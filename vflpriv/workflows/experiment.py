@@ -93,12 +93,13 @@ def run_into_store(
 
     def started(runs) -> None:
         flight[runs[0].training_key()] = describe(runs)
+        progress.start(runs[0].training_key())
         progress.doing("; ".join(flight.values()))
 
     def done(records) -> None:
         flight.pop(records[0].training_key, None)
-        progress.doing("; ".join(flight.values()), say=False)  # the line advance() may print says what is left
-        progress.advance(len(records))
+        progress.doing("; ".join(flight.values()), say=False)  # the line finished() may print says what is left
+        progress.finished(records)
         notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
 
     with Store(store_path) as store:
@@ -110,10 +111,10 @@ def run_into_store(
                       f"the store, {len(configs) - stored} to run")
         try:
             with RunProgress(len(configs), done=stored, console=make_console(stderr=True),
-                             quiet=not show_progress, label=label) as progress:
+                             quiet=not show_progress, jobs=jobs, label=label) as progress:
                 results = sweep(configs, store, jobs=jobs, backend=backend, address=address,
                                 runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append, on_start=started,
-                                checked=True)
+                                on_schedule=progress.plan, checked=True)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None

@@ -1,0 +1,197 @@
+"""The audit's cost against 0c34d33's, side by side in one run (issue 49): every figure a ratio of timings taken here.
+
+1. The default audits, ``vflpriv audit --method splitnn`` and ``--method fedhssl`` (``--methods``), cold (empty
+   cache, new output folder), the old and the new code alternating; their outputs are kept and compared
+   (``compare_audits.py``, its output written beside them), and the new audit's progress lines are checked against
+   the time it really took (the ETA's error after the first 5% of the runs).
+2. The README's main command (``vflpriv evaluate --method fedhssl --attack mc --defense iso``) cold, alternating.
+3. Two workers against one: a 3 methods x 3 strengths x 3 seeds grid on digits (``vflpriv sweep``, the harness's),
+   cold, ``--jobs 1`` and ``--jobs 2`` alternating, for both checkouts.
+4. The quick profile (``vflpriv audit --method splitnn --quick``), this code only, cold.
+5. VFLAIR's breast-cancer MixMatch experiment against vflpriv's (``vflair_vs_vflpriv.py`` measures it; here only
+   if ``--vflair`` names its command).
+
+The old code runs from a checkout of 0c34d33 with a venv of its own (never committed):
+
+    git worktree add /tmp/base 0c34d33
+    (cd /tmp/base && python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[search]')
+    python benchmarks/audit_cost.py --base /tmp/base [--only audits,main,quick,grid] [--methods splitnn,fedhssl] \
+        [--repeats 1] [--keep DIR] [--new-python PYTHON] [--record benchmarks/results/audit_cost.md]
+
+CPU seconds (the command's and its workers') are printed beside each wall time: on a shared machine they are the
+steadier figure, and half of them is what the command needs at least on 2 quiet cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from harness import GRID, MAIN_COMMAND  # noqa: E402 - the harness's grid and main command, measured the same way
+
+PROGRESS = re.compile(r"runs (\d+)/(\d+) \((\d+)%\), (?:(\d+):)?(\d+):(\d+) elapsed, about (?:(\d+):)?(\d+):(\d+) left")
+LINE = re.compile(r"runs (\d+)/(\d+) \((\d+)%\), (?:(\d+):)?(\d+):(\d+) elapsed")
+
+
+def seconds(h: str | None, m: str, s: str) -> int:
+    return int(h or 0) * 3600 + int(m) * 60 + int(s)
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+class Runner:
+    """Runs one checkout's ``vflpriv`` cold and times it."""
+
+    def __init__(self, name: str, python: Path, tmp: Path):
+        self.name, self.python, self.tmp = name, python, tmp
+
+    def run(self, args: list[str], *, tag: str, cwd: Path | None = None) -> tuple[float, float, str]:
+        """(wall seconds, CPU seconds of the command and its workers, stderr) of ``vflpriv ARGS`` with an empty cache
+        of its own. On a shared machine the CPU seconds are the steadier figure."""
+        cache = Path(tempfile.mkdtemp(prefix=f"cache-{self.name}-{tag}-", dir=self.tmp))
+        env = {**os.environ, "VFLPRIV_CACHE": str(cache)}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run([str(self.python), "-m", "vflpriv", *args], env=env, cwd=cwd or self.tmp,
+                              capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode != 0:
+            raise SystemExit(f"{self.name}: vflpriv {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, done.stderr
+
+
+def eta_check(stderr: str) -> str:
+    """Each progress line after the first 5% of the runs: its estimate of the time left against the time the runs
+    really took from there (the last line, at 100%, gives the end); and the worst factor between the two."""
+    lines = [m for m in LINE.finditer(stderr)]
+    ends = [seconds(m[4], m[5], m[6]) for m in lines if m[1] == m[2]]
+    if not ends:
+        return "no progress lines"
+    end, parts, worst = ends[-1], [], 1.0
+    for m in PROGRESS.finditer(stderr):
+        done, n = int(m[1]), int(m[2])
+        elapsed, left = seconds(m[4], m[5], m[6]), seconds(m[7], m[8], m[9])
+        real = end - elapsed
+        if done >= 0.05 * n and real > 0 and left > 0:
+            worst = max(worst, left / real, real / left)
+            parts.append(f"{m[3]}%: {left} s vs {real} s")
+    return f"{'; '.join(parts) or 'no line after 5%'}; worst factor {worst:.2f} (goal: at most 1.5)"
+
+
+def audits(old: Runner, new: Runner, repeats: int, keep: Path, say, methods: list[str]) -> None:
+    for method in methods:
+        walls: dict[str, list[float]] = {"base": [], "new": []}
+        cpus: dict[str, list[float]] = {"base": [], "new": []}
+        for r in range(repeats):
+            for runner in ((old, new) if r % 2 == 0 else (new, old)):
+                out = keep / f"{method}-{runner.name}-{r}"
+                say(f"{method}, {runner.name}, repeat {r + 1}: starting ({load()})")
+                wall, cpu, err = runner.run(["audit", "--method", method, "--out", str(out)], tag=f"{method}{r}")
+                walls[runner.name].append(wall)
+                cpus[runner.name].append(cpu)
+                (keep / f"{method}-{runner.name}-{r}.stderr").write_text(err)
+                say(f"{method}, {runner.name}, repeat {r + 1}: {wall:.1f} s wall, {cpu:.1f} CPU s ({load()})")
+                say(f"  its ETA, estimated against real time left: {eta_check(err)}")
+        b, n = statistics.median(walls["base"]), statistics.median(walls["new"])
+        cb, cn = statistics.median(cpus["base"]), statistics.median(cpus["new"])
+        say(f"**{method}: default audit cold, 0c34d33 {b:.1f} s wall ({cb:.0f} CPU s), this code {n:.1f} s wall "
+            f"({cn:.0f} CPU s): ratio {n / b:.2f} in wall time, {cn / cb:.2f} in CPU seconds (goal: at most 0.5)**")
+        record = keep / f"compare-{method}.md"
+        subprocess.run([str(new.python), str(HERE / "compare_audits.py"), str(keep / f"{method}-base-0"),
+                        str(keep / f"{method}-new-0"), "--record", str(record)], check=True, capture_output=True)
+        say(f"  compared: python benchmarks/compare_audits.py {keep}/{method}-base-0 {keep}/{method}-new-0 "
+            f"(written to {record}): " + next((line for line in record.read_text().splitlines()
+                                               if line.startswith("summary:")), ""))
+
+
+def quick(new: Runner, keep: Path, say) -> None:
+    wall, cpu, err = new.run(["audit", "--method", "splitnn", "--quick", "--out", str(keep / "quick")], tag="quick")
+    say(f"quick profile (splitnn): {wall:.1f} s wall, {cpu:.1f} CPU s (at least {cpu / 2:.1f} s on 2 quiet cores; "
+        f"goal: under a minute) ({load()})")
+
+
+def main_command(old: Runner, new: Runner, repeats: int, say) -> None:
+    walls: dict[str, list[float]] = {"base": [], "new": []}
+    for r in range(repeats):
+        for runner in ((old, new) if r % 2 == 0 else (new, old)):
+            out = runner.tmp / f"main-{runner.name}-{r}"
+            wall, _, _ = runner.run([*MAIN_COMMAND, "--out", str(out)], tag=f"main{r}")
+            walls[runner.name].append(wall)
+    b, n = statistics.median(walls["base"]), statistics.median(walls["new"])
+    say(f"README main command cold: 0c34d33 {b:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['base'])}), this "
+        f"code {n:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['new'])}): **ratio {n / b:.2f}** (goal: 0.5)")
+
+
+def grid(old: Runner, new: Runner, repeats: int, say) -> None:
+    spec = new.tmp / "grid.yaml"
+    spec.write_text(GRID)
+    for runner in (old, new):
+        walls: dict[int, list[float]] = {1: [], 2: []}
+        for r in range(repeats):
+            for jobs in ((1, 2) if r % 2 == 0 else (2, 1)):
+                out = runner.tmp / f"grid-{runner.name}-{jobs}-{r}"
+                wall, _, _ = runner.run(["sweep", str(spec), "--out", str(out), "--jobs", str(jobs)],
+                                        tag=f"grid{jobs}{r}")
+                walls[jobs].append(wall)
+        one, two = statistics.median(walls[1]), statistics.median(walls[2])
+        say(f"{runner.name}: grid --jobs 1 {one:.1f} s, --jobs 2 {two:.1f} s: **speedup {one / two:.2f}x** "
+            f"(per repeat {', '.join(f'{a / b:.2f}' for a, b in zip(walls[1], walls[2]))}; goal for this code: 1.8x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", type=Path, required=True, help="checkout of 0c34d33 with its venv in .venv")
+    parser.add_argument("--only", default="audits,main,quick,grid", help="comma-separated: audits, main, quick, grid")
+    parser.add_argument("--methods", default="splitnn,fedhssl", help="the audits' methods, comma-separated")
+    parser.add_argument("--new-python", type=Path, default=Path(sys.executable),
+                        help="the Python of the code measured against 0c34d33 (default: this one)")
+    parser.add_argument("--repeats", type=int, default=1, help="of each audit (main command and grid: 3)")
+    parser.add_argument("--keep", type=Path, default=None, help="where the audits' outputs go (default: a temp dir)")
+    parser.add_argument("--record", type=Path, default=None, help="also write the output to this Markdown file")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="audit-cost-"))
+    keep = args.keep or tmp / "audits"
+    keep.mkdir(parents=True, exist_ok=True)
+    old = Runner("base", args.base / ".venv" / "bin" / "python", tmp)
+    new = Runner("new", args.new_python, tmp)
+    lines: list[str] = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    head = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    say(f"# The audit's cost: this code ({head}) against 0c34d33, side by side")
+    say(f"command: python benchmarks/audit_cost.py --base {args.base} --only {args.only} --methods {args.methods} "
+        f"--repeats {args.repeats}")
+    say(f"machine: {os.cpu_count()} CPUs; at the start {load()}")
+    only = set(args.only.split(","))
+    if "audits" in only:
+        audits(old, new, args.repeats, keep, say, args.methods.split(","))
+    if "main" in only:
+        main_command(old, new, 3, say)
+    if "quick" in only:
+        quick(new, keep, say)
+    if "grid" in only:
+        grid(old, new, 3, say)
+    say(f"at the end {load()}")
+    if args.record:
+        args.record.write_text("\n\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
