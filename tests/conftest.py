@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from vflpriv.config import registry
 from vflpriv.config.schema import RunConfig
 
 
@@ -39,6 +40,20 @@ def _private_cache(tmp_path_factory, monkeypatch):
     so the canaries' labels, like every other draw, are the same from run to run."""
     monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.setenv("VFLPRIV_CANARY_KEY", "0123456789abcdef" * 4)
+
+
+@pytest.fixture(autouse=True)
+def _registries_restored():
+    """A component a test registers at run time is gone after it: no test sees another's plugins (the docs tests
+    register the plugin guide's examples, and an audit's battery would then include them)."""
+    kept = {reg.kind: dict(reg._extra) for reg in _REGISTRIES}
+    yield
+    for reg in _REGISTRIES:
+        reg._extra.clear()
+        reg._extra.update(kept[reg.kind])
+
+
+_REGISTRIES = (registry.METHODS, registry.ATTACKS, registry.DEFENSES, registry.DATASETS, registry.AUDITORS)
 
 
 @pytest.fixture
