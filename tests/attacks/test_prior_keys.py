@@ -64,6 +64,8 @@ def test_a_head_prior_predicts_one_label_per_target_well_above_chance(prior):
 
 
 def test_a_tuned_prior_is_keyed_by_its_search_budget_and_an_untuned_one_is_not():
+    pytest.importorskip("optuna", reason="the search extra is not installed: budgets below mc's grid need Optuna")
+
     def key(tune: bool, budget: int) -> str:
         p = plan([RunConfig.model_validate({"attack": {"name": "mc", "prior": "simsiam", "tune": tune,
                                                        **({"search_budget": budget} if tune else {})}})])

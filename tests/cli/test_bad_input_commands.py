@@ -118,6 +118,8 @@ def _closed_port() -> int:
 def test_a_cluster_where_nothing_listens_is_refused_at_once_and_nothing_is_written(backend, tmp_path):
     import time
 
+    pytest.importorskip("dask.distributed" if backend == "dask" else "ray",
+                        reason=f"the {backend} extra is not installed: pip install 'vflpriv[{backend}]'")
     start = time.monotonic()
     _refused(["evaluate", "--method", "splitnn", "--backend", backend, "--address", f"127.0.0.1:{_closed_port()}",
               "--out", str(tmp_path / "o")], f"cannot reach a {backend} cluster at --address '127.0.0.1:")
