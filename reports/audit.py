@@ -12,10 +12,11 @@ from collections import defaultdict
 
 import pandas as pd
 
-from vflpriv.reports.canaries import canary_markdown, canary_summary, without_prior
+from vflpriv.reports.canaries import canary_controls, canary_markdown, canary_summary, without_prior
 from vflpriv.reports.features import feature_defenses, feature_markdown, feature_verdicts, who
 from vflpriv.reports.tables import mean_std, utility_label
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
+from vflpriv.tradeoff.variants import with_variants
 from vflpriv.tradeoff.leakage import (
     FEATURE_MARGIN,
     SAMPLE_TEST_NAME,
@@ -103,7 +104,7 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
     features = results["secret"] == "features" if "secret" in results else pd.Series(False, index=results.index)
     found = _features(results[features], margin=feature_margin)
     results = results[~features]
-    frame = results.assign(adversary=results["config"].map(_adversary))
+    frame = _named(results.assign(adversary=results["config"].map(_adversary)))
     canaries = canary_summary(frame)
     baseline = frame[(frame["defense"] == "none") & ~without_prior(frame)]  # the canary-free controls measure utility
     defended = frame[frame["defense"] != "none"]
@@ -118,10 +119,11 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
              for a, rows in defended.groupby("adversary", sort=False)]
     defended = pd.concat(parts, ignore_index=True) if parts else defended
     caps = {a: cap_table(rows.drop(columns=["adversary"])) for a, rows in defended.groupby("adversary", sort=False)}
-    for (adversary, attack, phase, defense), rows in defended.groupby(["adversary", "attack", "phase", "defense"],
-                                                                       sort=False):
+    for (adversary, attack, phase, defense, variant), rows in defended.groupby(
+            ["adversary", "attack", "phase", "defense", "variant"], sort=False):
         table = caps[adversary]
-        cap_row = table[(table["attack"] == attack) & (table["phase"] == phase) & (table["defense"] == defense)]
+        cap_row = table[(table["attack"] == attack) & (table["phase"] == phase) & (table["defense"] == defense)
+                        & (table["variant"] == variant)]
         undefended = next((v["verdict"] for v in verdicts if (v["adversary"], v["attack"], v["phase"])
                            == (int(adversary), attack, phase)), None)
         falls = falls_to_prior(rows, margin=margin) if undefended not in UNDEFENDED_AT_PRIOR else None
@@ -129,7 +131,7 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
         axis = str(rows["strength_axis"].iloc[0])
         strengths = sorted(rows["strength"].unique(), reverse=bool((rows["strength_stronger"] == "lower").any()))
         defenses.append({
-            "adversary": int(adversary), "attack": attack, "phase": phase, "defense": defense,
+            "adversary": int(adversary), "attack": attack, "phase": phase, "defense": defense, "variant": variant,
             "strengths": [float(s) for s in strengths], "axis": axis, "cap": cap_value,  # weak to strong
             "utility_metric": str(cap_row["utility_metric"].iloc[0]) if len(cap_row) else "",
             "cap_std": _num(cap_row["cap_std"].iloc[0]) if len(cap_row) else None,
@@ -150,6 +152,15 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
         "failed": [{"attack": r.attack, "defense": r.defense, "phase": r.phase, "strength": float(r.strength),
                     "seed": int(r.seed), "error": r.error} for r in failed.itertuples()],
     }
+
+
+def _named(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its variants named per adversary (``tradeoff.variants``: a defense's two configurations, e.g.
+    on the gradients and on the embeddings, are two settings), the canary-free controls left out of the naming."""
+    controls = canary_controls(frame)
+    parts = [with_variants(rows.drop(columns=["variant"], errors="ignore"))
+             for _, rows in frame[~controls].groupby("adversary", sort=False)]
+    return pd.concat([*parts, frame[controls].assign(variant="")]).loc[frame.index]
 
 
 def _features(frame: pd.DataFrame, *, margin: float) -> dict:
@@ -230,7 +241,8 @@ def audit_markdown(summary: dict) -> str:
     for d in summary["defenses"]:
         cap = mean_std(d["cap"], d["cap_std"], n=d["seeds"]) if d["cap"] is not None else d["cap_status"]
         strengths = ", ".join(strength_label(d["axis"], s) for s in d["strengths"])
-        lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {d['defense']} | {strengths} | "
+        defense = f"{d['defense']} ({d['variant']})" if d.get("variant") else d["defense"]
+        lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {defense} | {strengths} | "
                      f"{utility_label(d.get('utility_metric', ''))} | {cap} | {d['falls_to_prior_text']} |")
     lines += canary_markdown(summary.get("canaries"))
     lines += active_markdown(summary.get("active"))

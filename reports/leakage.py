@@ -172,7 +172,8 @@ def prior_strength_tables(results: pd.DataFrame, *, margin: float = MARGIN,
     tables = []
     for secret in ("labels", "features"):
         part = ok[secrets == secret]
-        keys = [*CELL, *(roles(part) if secret == "features" else [])]  # a feature attack: per adversary and victim
+        keys = [*CELL, *(roles(part) if secret == "features" else []),  # a feature attack: per adversary and victim
+                *(["variant"] if "variant" in part and (part["variant"] != "").any() else [])]  # configurations apart
         rows = []
         for values, group in part.groupby(keys, sort=False):
             falls = falls_to_prior(group, margin=margin, feature_margin=feature_margin)

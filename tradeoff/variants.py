@@ -11,6 +11,7 @@ attack's own options only within that attack's runs (attacks have different opti
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pandas as pd
@@ -53,8 +54,24 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
             where = positions[rows.index].tolist()
             varying = sorted([*shared, *_varying(flat, where, own=True)])
             for i in where:
-                variants[i] = ", ".join(f"{k}={flat[i].get(k)}" for k in varying)
+                variants[i] = ", ".join(shown(flat[i], k) for k in varying)
     return results.assign(variant=variants)
+
+
+def shown(flat: dict[str, Any], key: str) -> str:
+    """A variant's part for ``key``: ``key=value``; a defense's kinds as what it acts on (``on embedding``), unset
+    kinds resolved to the defense's default for its phase, so that its two configurations read apart."""
+    if not (match := re.fullmatch(r"defenses\.(\d+)\.kinds", key)):
+        return f"{key}={flat.get(key)}"
+    kinds = flat.get(key)
+    if kinds is None:
+        from vflpriv.config.registry import DEFENSES  # the registry imports the defenses: not at module import
+
+        name, phase = flat.get(f"defenses.{match[1]}.name"), flat.get(f"defenses.{match[1]}.phase")
+        kinds = DEFENSES.get(name).default_kinds_for(phase) if name in DEFENSES.names() else ("default",)
+    else:
+        kinds = json.loads(kinds) if isinstance(kinds, str) else kinds
+    return "on " + "+".join(kinds)
 
 
 def _varying(flat: list[dict[str, Any]], where: list[int], *, own: bool) -> list[str]:
