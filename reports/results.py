@@ -81,7 +81,7 @@ def tables(results: pd.DataFrame) -> list[Table]:
     leakage = leakage_tables(leakage_rows(runs))
     reference = reference_table(runs)
     return (found + leakage + ([reference] if reference is not None else [])
-            + epsilon_tables(results))
+            + epsilon_tables(runs))  # the variants named without the canary-free controls
 
 
 def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
@@ -97,7 +97,7 @@ def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
     rows = leakage_rows(runs)
     if not rows.empty:
         rows.to_csv(out / "leakage.csv", index=False)
-    empirical = epsilon_table(results[results["canaries"] > 0])
+    empirical = epsilon_table(runs[runs["canaries"] > 0])
     if not empirical.empty:
         empirical.to_csv(out / "epsilon_table.csv", index=False)
     return found

@@ -59,18 +59,22 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def shown(flat: dict[str, Any], key: str) -> str:
-    """A variant's part for ``key``: ``key=value``; a defense's kinds as what it acts on (``on embedding``), unset
-    kinds resolved to the defense's default for its phase, so that its two configurations read apart."""
+    """A variant's part for ``key``: ``key=value``; a defense's kinds as what it acts on (:func:`acts_on`), so that
+    its two configurations read apart."""
     if not (match := re.fullmatch(r"defenses\.(\d+)\.kinds", key)):
         return f"{key}={flat.get(key)}"
     kinds = flat.get(key)
+    return acts_on(flat.get(f"defenses.{match[1]}.name"), flat.get(f"defenses.{match[1]}.phase"),
+                   json.loads(kinds) if isinstance(kinds, str) else kinds)
+
+
+def acts_on(name: str, phase: str, kinds: list[str] | None) -> str:
+    """``on embedding``: the kinds of message a defense configuration acts on, unset kinds resolved to the defense's
+    default for its phase."""
     if kinds is None:
         from vflpriv.config.registry import DEFENSES  # the registry imports the defenses: not at module import
 
-        name, phase = flat.get(f"defenses.{match[1]}.name"), flat.get(f"defenses.{match[1]}.phase")
         kinds = DEFENSES.get(name).default_kinds_for(phase) if name in DEFENSES.names() else ("default",)
-    else:
-        kinds = json.loads(kinds) if isinstance(kinds, str) else kinds
     return "on " + "+".join(kinds)
 
 

@@ -33,4 +33,33 @@ def test_two_configurations_of_one_defense_at_one_strength_are_two_rows_with_the
     table = CliRunner().invoke(app, ["table", str(out)])
     assert table.exit_code == 0, table.output
     weakest = table.output.split("the weakest strength")[1].split("###")[0]
+    assert "iso (finetune) [on gradient]" in table.output and "iso (finetune) [on embedding]" in table.output
     assert weakest.count("| iso |") == 2 and "| on embedding |" in weakest and "| on gradient |" in weakest
+
+
+def test_the_active_adversary_s_decision_is_taken_per_configuration_of_a_defense():
+    import pandas as pd
+
+    from vflpriv.workflows.audit import AuditConfig, audit_grid
+    from vflpriv.workflows.audit_recipes import defer_active, escalate, mark_partial
+
+    cfg = AuditConfig.model_validate({**CONFIG, "method": {"name": "splitnn"}, "audit": {
+        "attacks": ["mc", "mc-active"], "canaries": 0, "defenses": [
+            {"name": "iso", "strengths": [1.0, 25.0]}, {"name": "iso", "kinds": ["embedding"], "strengths": [1.0, 25.0]}]}})
+    now, deferred = defer_active(audit_grid(cfg)[0])
+    passive = {None: 0.81, ("embedding",): 0.95}  # mc-active (0.83) beats mc on the gradient configuration only
+    results = pd.DataFrame([{
+        "config": json.dumps(r.model_dump(mode="json")), "attack": r.attack.name, "phase": r.attack.phase,
+        "defense": r.swept.name if r.swept else "none", "strength": r.swept.strength if r.swept else 0.0,
+        "seed": r.seed, "status": "ok", "train_seconds": 2.0, "attack_seconds": 1.0,
+        "attack_accuracy": 0.83 if r.attack.name == "mc-active" else passive[tuple(r.swept.kinds or ()) or None]
+        if r.swept else 0.81} for r in now])
+    more, decisions = escalate(results, deferred, margin=0.015)
+    assert {(d.on, d.passive_accuracy, d.escalated) for d in decisions} == {("on gradient", 0.81, True),
+                                                                          ("on embedding", 0.95, False)}
+    assert {tuple(r.swept.kinds or ()) for r in more} == {()}  # the gradient sweep's other strength only
+    rows = [{"adversary": 1, "attack": "mc-active", "phase": "finetune", "defense": "iso", "variant": v, "cap": 0.2,
+             "cap_std": None, "cap_status": "ok", "falls_to_prior_text": "not within λ=1"}
+            for v in ("on gradient", "on embedding")]
+    mark_partial(rows, decisions)
+    assert [r["cap"] for r in rows] == [0.2, None]  # the embedding sweep ran at its weakest strength only

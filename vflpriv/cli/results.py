@@ -91,7 +91,7 @@ def table(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-tables"), 
     found = write_tables(results, out)
     console = make_console()
     for t in found:
-        console.print(t.markdown())
+        console.print(t.markdown(), markup=False)  # a variant in brackets is text, not a style tag
     console.print(f"wrote {out / 'cap_tables.md'}, {out / 'cap_tables.tex'}, {out / 'cap_tables.csv'}, "
                   f"{out / 'strength_rows.csv'}")
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import RunConfig
+from vflpriv.tradeoff.variants import acts_on
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,6 +83,17 @@ def _group(run: RunConfig) -> str:
     return json.dumps([run.partition.adversary, run.attack.phase, run.attack.name, swept], sort_keys=True)
 
 
+def _sweep_key(defense: dict) -> str:
+    """A swept defense's configuration but its strength, as :func:`_group` names it."""
+    return json.dumps({k: v for k, v in defense.items() if k != "strength"}, sort_keys=True)
+
+
+def _sweep(config: str) -> str:
+    """The swept defense's configuration of a record (its strength left out; "" without one)."""
+    swept = next((d for d in json.loads(config).get("defenses", []) if d.get("sweep")), None)
+    return _sweep_key(swept) if swept else ""
+
+
 def weakest_strength(name: str, strengths: Sequence[float]) -> float:
     """The strength of ``strengths`` that protects least, by the defense's declared axis."""
     return (min if DEFENSES.get(name).axis.stronger == "higher" else max)(strengths)
@@ -118,6 +130,7 @@ class ActiveDecision:
     deferred: int  #: runs at the other strengths (run when escalated)
     seconds: float | None  #: per run: its own training and the attack
     passive_seconds: float | None  #: per run of the passive attack: the attack alone (it shares its training)
+    on: str = ""  #: what the defense's configuration acts on (``on embedding``): one defense's configurations apart
 
     def line(self, margin: float) -> str:
         if self.active is None or self.passive_accuracy is None:
@@ -130,7 +143,8 @@ class ActiveDecision:
             f"not run at the other strengths ({self.deferred} runs saved)")
         cost = "" if self.seconds is None else f"; {self.seconds:.1f} s per run (its own training and the attack)" + (
             f" against {self.passive_seconds:.1f} s for {self.passive}" if self.passive_seconds is not None else "")
-        return f"{self.attack} x {self.defense} ({self.phase}): {why}: {ran}{cost}"
+        on = f" {self.on}" if self.on else ""
+        return f"{self.attack} x {self.defense}{on} ({self.phase}): {why}: {ran}{cost}"
 
 
 def _mean(rows: pd.DataFrame) -> float | None:
@@ -143,7 +157,8 @@ def escalate(results: pd.DataFrame, deferred: list[RunConfig], *, margin: float
     """The deferred acting runs to run after all (those of the sweeps where, at the weakest strength, the acting
     attack beat the strongest passive attack of its kind by more than ``margin``, or could not be compared), and one
     decision per deferred sweep."""
-    frame = results.assign(adversary=results["config"].map(lambda c: json.loads(c)["partition"]["adversary"]))
+    frame = results.assign(adversary=results["config"].map(lambda c: json.loads(c)["partition"]["adversary"]),
+                           sweep=results["config"].map(_sweep))
     groups: dict[str, list[RunConfig]] = defaultdict(list)
     for run in deferred:
         groups[_group(run)].append(run)
@@ -152,7 +167,7 @@ def escalate(results: pd.DataFrame, deferred: list[RunConfig], *, margin: float
         first = runs[0]
         name, phase, defense = first.attack.name, first.attack.phase, first.swept.name
         here = frame[(frame["adversary"] == first.partition.adversary) & (frame["phase"] == phase)
-                     & (frame["defense"] == defense)]
+                     & (frame["sweep"] == _sweep_key(first.swept.model_dump(mode="json")))]  # this configuration
         ran = here[here["attack"] == name]
         weakest = float(ran["strength"].iloc[0]) if len(ran) else float("nan")
         at = here[here["strength"] == weakest]
@@ -168,7 +183,8 @@ def escalate(results: pd.DataFrame, deferred: list[RunConfig], *, margin: float
         theirs = at[(at["attack"] == best) & (at["status"] == "ok")]["attack_seconds"]
         decisions.append(ActiveDecision(int(first.partition.adversary), phase, name, defense, weakest, active, best,
                                         passive.get(best), escalated, len(runs), seconds,
-                                        float(theirs.mean()) if len(theirs) else None))
+                                        float(theirs.mean()) if len(theirs) else None,
+                                        acts_on(defense, first.swept.phase, first.swept.kinds)))
         if escalated:
             more += runs
     return more, decisions
@@ -188,9 +204,11 @@ def active_summary(policy: str, decisions: list[ActiveDecision], *, margin: floa
 
 def mark_partial(defenses: list[dict], decisions: list[ActiveDecision]) -> None:
     """No CAP for an acting attack's sweep that ran at its weakest strength only (CAP covers the whole sweep)."""
-    partial = {(d.adversary, d.attack, d.phase, d.defense) for d in decisions if not d.escalated}
+    partial = {(d.adversary, d.attack, d.phase, d.defense, d.on) for d in decisions if not d.escalated}
     for row in defenses:
-        if (row["adversary"], row["attack"], row["phase"], row["defense"]) in partial:
+        on = next((p for p in row.get("variant", "").split(", ") if p.startswith("on ")), None)  # of several
+        if any(key[:4] == (row["adversary"], row["attack"], row["phase"], row["defense"]) and on in (None, key[4])
+               for key in partial):
             text = row["falls_to_prior_text"]
             row.update(cap=None, cap_std=None, cap_status="not computed: run at the weakest strength only (see "
                        "Active adversary)", falls_to_prior_text=text if text.startswith("n/a") else
