@@ -2,7 +2,8 @@
 
 Every record stores its whole configuration. The settings (flattened to dotted keys) that take more than one
 value, besides the swept strength and the seed, name the variants, e.g. ``partition.labeled=400``; tables, CAP and
-the leakage tests keep variants apart instead of averaging across them. A setting of the training or of the attack
+the leakage tests keep variants apart instead of averaging across them (a defense's kinds read as what it acts on:
+ISO ``on gradient`` and ``on embedding`` are two settings). A setting of the training or of the attack
 block as a whole (its prior, tuning) is compared across every attack of one (method, dataset, defense, phase), so
 that the attacks on one training carry the same name (the worst case takes the strongest of them, per variant); an
 attack's own options only within that attack's runs (attacks have different options).
