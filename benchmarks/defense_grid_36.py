@@ -9,12 +9,13 @@ the strength at which the worst case falls to the prior, and the worst-case empi
 strength beside the claimed one; and the top_depth baselines' worst-case leakage and utility.
 
     python benchmarks/defense_grid_36.py --out /tmp/defense_grid_36 --record benchmarks/results/defense_grid_36.md
-        [--elsewhere fedpass,peloss]
+        [--elsewhere fedpass,peloss] [--skip nopeek,...] [--datasets breast-cancer]
 
 ``--elsewhere`` leaves defenses out of the audits and marks their rows as rerun under another issue (FedPass's key and
-PELoss's normalisation change under issue 48b). The empirical column is the audit's check: the worst case's bound,
-its cap, and the claimed epsilon's check (untestable at or above the cap; rejected only from the worst case, Holm over
-the audit's claims).
+PELoss's normalisation change under issue 48b); ``--skip`` leaves defenses out with no row (the feature defenses of
+issue 47, which defend no label); ``--datasets`` runs some of the halves. The empirical column is the audit's check:
+the worst case's bound, its cap, and the claimed epsilon's check (untestable at or above the cap; rejected only from
+the worst case, Holm over the audit's claims).
 """
 
 from __future__ import annotations
@@ -120,11 +121,14 @@ def main() -> None:
     parser.add_argument("--record", type=Path, default=None)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--elsewhere", default="", help="defenses rerun under another issue, comma-separated")
+    parser.add_argument("--skip", default="", help="defenses left out of the grid with no row, comma-separated")
+    parser.add_argument("--datasets", default="digits,breast-cancer", help="which halves to run, comma-separated")
     args = parser.parse_args()
     elsewhere = [n for n in args.elsewhere.split(",") if n]
-    extra = ["--defenses", defenses_but(elsewhere)] if elsewhere else []
+    skipped = [n for n in args.skip.split(",") if n]
+    extra = ["--defenses", defenses_but(elsewhere + skipped)] if elsewhere or skipped else []
     text = []
-    for dataset in ("digits", "breast-cancer"):
+    for dataset in args.datasets.split(","):
         for method in ("splitnn", "fedhssl"):
             main_audit = audit(method, dataset, args.out / f"{method}-{dataset}", args.jobs, *extra)
             subprocess.run([sys.executable, "-m", "vflpriv", "table", str(main_audit), "--out", str(main_audit / "tables")],
