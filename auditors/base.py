@@ -25,7 +25,7 @@ import torch
 from pydantic import BaseModel
 
 from vflpriv.config.options import NoOptions
-from vflpriv.engine.hooks import ActiveUpdate
+from vflpriv.engine.hooks import AUDIT_UPDATE, ActiveUpdate
 
 
 class Auditor(ABC):
@@ -51,6 +51,20 @@ class Auditor(ABC):
         """Called once before training: the audited ``defense`` (bound), the labels the active party trains with where
         they are no canary's (-1 elsewhere; on the training's device), the canaries' global ids (sorted) and the number
         of classes. Never the federation, whose active party holds the canaries' labels."""
+
+    def hook_points(self) -> frozenset[str]:
+        """The shared loop's audit points it needs (the planner refuses a method that does not call one)."""
+        return frozenset({AUDIT_UPDATE})
+
+    def refuses(self, config, *, classes: int) -> str:
+        """Why it cannot audit a training of ``config`` (a TrainingConfig; ``classes`` labels), '' where it can."""
+        return ""
+
+    def audit_embeddings(self, ids: torch.Tensor, local: list[torch.Tensor], top: torch.nn.Module
+                         ) -> list[torch.Tensor]:
+        """Hook point ``audit:passive-embeddings``: the parties' embeddings of the batch ``ids`` before they are sent;
+        returns what is sent (an auditor that crafts its canaries' inputs replaces their rows)."""
+        return local
 
     def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
         """Hook point ``audit:active-update``: read the active party's state before a private update; return what to

@@ -25,29 +25,66 @@ update and no row). Its guess is the candidate of largest summed log-likelihood;
 posterior under a uniform prior, orders the guesses for the canary audit's abstention menu. The other canaries' labels
 are unknown to it, so the mean field is an approximation; any guess computed from the releases and the public state is
 a valid guesser, so approximations cost power, never soundness.
+
+Crafted canaries (``canary_inputs: crafted``; Nasr et al.'s adversaries that craft the canary's input or gradient,
+such as their "dirac" gradient canary, moved to the label-DP game). The game: the auditor plays the DP adversary and a
+malicious passive party at once. Its canaries are still the canary audit's (real samples whose label is drawn
+uniformly from the K classes by the canary key, which the auditor never reads); what it adds is control of the rows the
+first passive party sends for them: at every exchange it replaces each canary's row by :func:`uniform_logit_rows`'s,
+a row of norm about 100 C that makes the canary's logits equal and whose large part lies in the null space of that
+party's block of the top (one direction per canary of the batch), computed from the active party's current top and
+the other parties' rows. So every candidate's joint gradient is clipped to norm exactly C and the ten candidates sit
+at the regular simplex, the most separated ten vectors of norm C can be, in directions no other canary shares.
+Why this is within the claim's threat model: dp-gaussian claims label DP against whoever sees its releases, whatever
+the other data are. Its neighbouring relation changes one label and holds every feature and every passive party's
+embedding fixed, so the passive parties' rows are part of the dataset DP quantifies over, chosen by the adversary; and
+the top it crafts from is a function of the earlier noisy releases and the initial state (adaptive composition: each
+update's input may be chosen from the earlier outputs). The claim is for any passive party, malicious ones included,
+so a row a malicious passive party may send is a valid canary. What it costs: the active party trains on rows of norm
+100 C for the canaries (the trained model is not the natural one, so this mode measures the mechanism only), and it
+needs the Linear top (``finetune.top: linear``, ``top_depth`` 0) and passive embeddings wider than the classes (a null
+direction); the planner refuses other settings. The statistic is unchanged: the likelihood of the releases under each
+candidate, computed from the graph the crafted rows went through.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import torch
+from pydantic import Field
 from torch import nn
 
 from vflpriv.auditors.base import Auditor
+from vflpriv.auditors.crafted import CRAFT_NORM, uniform_logit_rows
+from vflpriv.config.options import Options
 from vflpriv.defenses.dp_gaussian import GaussianDP, joint_scale, per_sample_gradients
-from vflpriv.engine.hooks import ActiveUpdate
+from vflpriv.engine.hooks import AUDIT_EMBEDDINGS, AUDIT_UPDATE, ActiveUpdate
+
+#: The passive party whose rows a crafting auditor controls: the first (one malicious passive party suffices).
+CRAFTING_PARTY = 1
+
+
+class GradientLRTOptions(Options):
+    canary_inputs: Literal["natural", "crafted"] = Field(
+        "natural", description="natural: the canaries' rows are what their features give; crafted: the first passive "
+        "party sends rows of norm 100 C with equal logits, so each candidate label's clipped gradient reaches C at the "
+        "simplex geometry (a malicious passive party; the trained model is not the natural one)")
 
 
 class GradientLRT(Auditor):
     """A likelihood-ratio test on every noisy update and row dp-gaussian releases, per canary and candidate label."""
 
+    Options = GradientLRTOptions
+
     privileges = ("every label the active party trains with but the canaries'",
                   "the initial state: every party's initialisation, the batches and the features",
                   "the active party's state at every private update, and the noisy update and rows each releases")
     threat_model = ("Nasr et al. 2021's intermediate-model (white-box) adversary of the label-DP game, with natural "
-                    "canaries (a real sample, a uniform random label) and a likelihood-ratio distinguisher; an auditor "
-                    "of dp-gaussian's claim, not a party's attack")
+                    "canaries (a real sample, a uniform random label) or, with canary_inputs: crafted, canaries whose "
+                    "rows a malicious passive party crafts, and a likelihood-ratio distinguisher; an auditor of "
+                    "dp-gaussian's claim, not a party's attack")
     anchor = "Nasr et al. 2021 (adversary instantiation); Steinke, Nasr & Jagielski 2023 (one training run)"
 
     def __init__(self, options):
@@ -58,6 +95,37 @@ class GradientLRT(Auditor):
     @classmethod
     def audits(cls, defense: type) -> bool:
         return issubclass(defense, GaussianDP)
+
+    @property
+    def crafted(self) -> bool:
+        return self.options.canary_inputs == "crafted"
+
+    def hook_points(self) -> frozenset[str]:
+        return frozenset({AUDIT_UPDATE, AUDIT_EMBEDDINGS} if self.crafted else {AUDIT_UPDATE})
+
+    def refuses(self, config, *, classes: int) -> str:
+        """Crafted rows need the Linear top (their null directions) and embeddings wider than the classes."""
+        if not self.crafted:
+            return ""
+        if (config.finetune.top, config.finetune.top_depth) != ("linear", 0):
+            return "canary_inputs: crafted crafts rows for the Linear top; set finetune.top=linear, top_depth=0"
+        if config.model.out_dim <= classes:
+            return (f"canary_inputs: crafted needs passive embeddings wider than the {classes} classes (a null "
+                    f"direction of the top); model.out_dim is {config.model.out_dim}")
+        return ""
+
+    def audit_embeddings(self, ids: torch.Tensor, local: list[torch.Tensor], top: nn.Module) -> list[torch.Tensor]:
+        """Crafted mode: the crafting party's canary rows replaced (:func:`uniform_logit_rows`); it trains on none of
+        them (they are constants in its graph)."""
+        if not self.crafted:
+            return local
+        mine = (self.canary[ids] >= 0).nonzero().flatten()
+        if mine.numel() == 0:
+            return local
+        rows = uniform_logit_rows(top.linear, local, mine, CRAFTING_PARTY,
+                                  norm=CRAFT_NORM * self.defense.options.clip)
+        sent = local[CRAFTING_PARTY].index_put((mine,), rows.to(local[CRAFTING_PARTY].dtype))
+        return [*local[:CRAFTING_PARTY], sent, *local[CRAFTING_PARTY + 1:]]
 
     def bind(self, defense, *, labels: torch.Tensor, canaries: torch.Tensor, classes: int) -> None:
         self.defense, self.classes, self.labels, device = defense, classes, labels, labels.device

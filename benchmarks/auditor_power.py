@@ -57,23 +57,26 @@ SETTINGS = {  # label: (defense, strength, options)
 EXTREMES = ("sigma 1e4", "broken (claim 2)")
 
 
-def measure(settings: list[str], seeds: list[int], canaries: int, csv: Path | None) -> pd.DataFrame:
-    """Every (setting, seed)'s record, written to ``csv`` as it comes (a failure keeps what was measured)."""
+def measure(settings: list[str], seeds: list[int], canaries: int, csv: Path | None, *, inputs: str = "natural",
+            rows: list[dict] | None = None) -> pd.DataFrame:
+    """Every (setting, seed)'s record with the auditor's ``inputs`` (natural or crafted canaries), appended to ``rows``
+    and written to ``csv`` as it comes (a failure keeps what was measured)."""
     DEFENSES.register("dp-gaussian-broken", TenfoldTooLittleNoise)
-    rows = []
+    rows = [] if rows is None else rows
     for label in settings:
         defense, strength, options = SETTINGS[label]
         for seed in seeds[:1] if label in EXTREMES else seeds:
             start = time.time()
             (record,) = run(RunConfig.model_validate({
                 "partition": {"labeled": 400, "aligned_fraction": 0.5, "canaries": canaries}, "seed": seed,
-                "finetune": {"epochs": EPOCHS, "auditor": "gradient-lrt"}, "attack": {"name": "gc", "prior": "none"},
+                "finetune": {"epochs": EPOCHS, "auditor": "gradient-lrt", "auditor_options": {"canary_inputs": inputs}},
+                "attack": {"name": "gc", "prior": "none"},
                 "defenses": [{"name": defense, "strength": strength, "sweep": True, "options": options}]}))
             assert record.status == "ok", record.error
-            rows.append({**record.to_dict(), "setting": label})
+            rows.append({**record.to_dict(), "setting": label, "canary_inputs": inputs})
             if csv is not None:
                 pd.DataFrame(rows).to_csv(csv, index=False)
-            print(f"{label}, seed {seed}: {time.time() - start:.0f} s, auditor {record.auditor_epsilon_lower:.2f}",
+            print(f"{label} ({inputs}), seed {seed}: {time.time() - start:.0f} s, auditor {record.auditor_epsilon_lower:.2f}",
                   flush=True)
     return pd.DataFrame(rows)
 
@@ -109,17 +112,20 @@ def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: 
 
 
 def markdown(frame: pd.DataFrame) -> str:
-    lines = ["| setting | sigma | claimed ε (δ 1e-5) | auditor's ε ≥ (95%) | bound / claim | auditor's guesses kept, "
-             "accuracy | gc's ε ≥ | perfect test, uniform geometry | canaries |", "| --- |" + " --- |" * 8]
-    for label in dict.fromkeys(frame["setting"]):
-        at = frame[frame["setting"] == label]
+    """One row per (setting, canary inputs): records without the column are natural canaries (recorded before it)."""
+    frame = frame.assign(canary_inputs=frame["canary_inputs"].fillna("natural") if "canary_inputs" in frame
+                         else "natural")
+    lines = ["| setting | canaries' inputs | sigma | claimed ε (δ 1e-5) | auditor's ε ≥ (95%) | bound / claim | "
+             "auditor's guesses kept, accuracy | gc's ε ≥ | perfect test, uniform geometry | canaries |",
+             "| --- |" + " --- |" * 9]
+    for (label, inputs), at in frame.groupby(["setting", "canary_inputs"], sort=False):
         (audit,) = auditor_table(at).to_dict("records")
         attacks = epsilon_table(at)
         gc = attacks[attacks["attack"] == "gc"]["epsilon_lower"]
         sigma, claimed = float(at["strength"].iloc[0]), audit["epsilon_claimed"]
         real = sigma / 10 if label.startswith("broken") else sigma  # the noise it really draws
         ratio = audit["epsilon_lower"] / claimed if claimed > 1e-9 else float("nan")
-        lines.append(f"| {label} | {sigma:.3g} | {claimed:.3g} | {audit['epsilon_lower']:.2f} | "
+        lines.append(f"| {label} | {inputs} | {sigma:.3g} | {claimed:.3g} | {audit['epsilon_lower']:.2f} | "
                      f"{'n/a' if math.isnan(ratio) else f'{ratio:.2f}'} | {audit['canary_guesses']}, "
                      f"{audit['canary_accuracy']:.3f} | {float(gc.iloc[0]) if len(gc) else float('nan'):.2f} | "
                      f"{ideal(real, audit['canaries']):.2f} | {audit['canaries']} over {audit['seeds']} seed(s) |")
@@ -134,14 +140,18 @@ def main() -> None:
     parser.add_argument("--record", type=Path, default=None)
     parser.add_argument("--csv", type=Path, default=None, help="also write the records here (reread with --from-csv)")
     parser.add_argument("--from-csv", type=Path, default=None)
+    parser.add_argument("--canary-inputs", default="natural", help="natural, crafted, or both (comma-separated)")
     parser.add_argument("--ceiling", action="store_true", help="only print the ideal test's bound by claim and canaries")
     args = parser.parse_args()
     if args.ceiling:
         print(ceiling())
         return
-    seeds = [int(s) for s in args.seeds.split(",")]
-    frame = (pd.read_csv(args.from_csv, keep_default_na=False, na_values=["", "nan", "NaN"]) if args.from_csv
-             else measure(args.settings.split(";"), seeds, args.canaries, args.csv))
+    seeds, rows = [int(s) for s in args.seeds.split(",")], []
+    if args.from_csv:
+        frame = pd.read_csv(args.from_csv, keep_default_na=False, na_values=["", "nan", "NaN"])
+    else:
+        for inputs in args.canary_inputs.split(","):
+            frame = measure(args.settings.split(";"), seeds, args.canaries, args.csv, inputs=inputs, rows=rows)
     text = markdown(frame)
     print(text)
     if args.record:

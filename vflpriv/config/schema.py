@@ -130,6 +130,9 @@ class FinetuneConfig(Options):
         None, description="an auditor of the training's DP defense (vflpriv list auditors; with partition.canaries): "
         "it guesses the canaries with privileges no party holds, and its empirical epsilon is recorded apart from the "
         "attacks' (auditor_*), never in leakage, CAP or verdicts")
+    auditor_options: dict[str, Any] = Field(
+        default_factory=dict, description="the auditor's options (vflpriv describe <auditor>), e.g. gradient-lrt's "
+        "canary_inputs: crafted")
     curve: bool = Field(
         False, description="record the test utility and the MB sent so far (pretraining and finetuning) at the end of "
         "every finetuning epoch (paper 003's Table 1: MB to reach a target accuracy): a measurement that sends, counts "

@@ -51,6 +51,10 @@ An audit, not a party's act:
   (its parameters' ``.grad`` and the received embeddings' ``.grad`` hold the noisy update and rows). An auditor holds
   privileges no party holds (the active party's state at every update), so it measures a DP claim and never enters an
   attack's numbers.
+- ``audit_embeddings`` (``audit:passive-embeddings``): each exchange's embeddings, as the parties computed them and
+  before a passive party sends its own, with the batch's ids and the active party's top: an auditor that instantiates
+  a malicious passive party (DP's adversary chooses every input but the secret label) may replace the rows of its
+  canaries; the shared loop sends, and trains the active party on, what it returns.
 
 Message defenses act on the channel, not here. :class:`TrainingHooks` is the honest default: nothing
 observed, every party's default optimiser, the active party's computation unchanged, nothing audited.
@@ -80,6 +84,7 @@ SOFT_TARGETS = "defend:soft-targets"
 PREDICTIONS = "defend:predictions"
 EPOCH_END = "measure:epoch-end"
 AUDIT_UPDATE = "audit:active-update"
+AUDIT_EMBEDDINGS = "audit:passive-embeddings"
 DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD, PREDICTIONS})
 PASSIVE_BOTTOM = "defend:passive-bottom"
 PASSIVE_LOSS = "defend:passive-loss"
@@ -287,6 +292,11 @@ class TrainingHooks(DefensePoints):
         """Called before a private update of the active party; returns what to call once it is released, or None."""
         return None
 
+    def audit_embeddings(self, ids: torch.Tensor, local: list[torch.Tensor], top: nn.Module) -> list[torch.Tensor]:
+        """Every party's embedding of the batch ``ids`` at an exchange (active first), before the passive ones are
+        sent; returns what is sent (unchanged unless an auditor crafts its canaries' rows)."""
+        return local
+
 
 class CombinedHooks(TrainingHooks):
     """The adversary's points from ``adversary``, the active party's from ``defenses``, the audit's from ``auditor`` (an
@@ -297,6 +307,9 @@ class CombinedHooks(TrainingHooks):
 
     def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
         return None if self.auditor is None else self.auditor.audit_update(update)
+
+    def audit_embeddings(self, ids, local, top):
+        return local if self.auditor is None else self.auditor.audit_embeddings(ids, local, top)
 
     def passive_step(self, step: PassiveStep) -> None:
         self.adversary.passive_step(step)

@@ -11,6 +11,7 @@ from torch import nn
 
 from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
+    AUDIT_EMBEDDINGS,
     AUDIT_UPDATE,
     DEFENSE_POINTS,
     EMBEDDING,
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 #: and every hook point it calls (``vflpriv.engine.hooks``: the adversary's and the defenses').
 SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "local-updates", PASSIVE_STEP,
                                          PASSIVE_OPTIMIZER, EPOCH_END, SOFT_LABELS, SOFT_TARGETS,
-                                         AUDIT_UPDATE, *DEFENSE_POINTS, *PASSIVE_POINTS})
+                                         AUDIT_UPDATE, AUDIT_EMBEDDINGS, *DEFENSE_POINTS, *PASSIVE_POINTS})
 
 
 #: The label use of a pretraining that reads labels (``pretrain_reads_labels``).

@@ -230,6 +230,7 @@ def split_step(
     hooks = fed.hooks
     x_active, targets = hooks.active_batch(fed.active.x_train[batch], first_targets(fed, batch, y))
     local = [bottoms[p.index](x_active if p.index == ACTIVE else p.x_train[batch]) for p in fed.parties]
+    local = hooks.audit_embeddings(batch, local, top)
     received = [local[ACTIVE]]
     for p in fed.passive:
         h = fed.channel.send(Message(EMBEDDING, FINETUNE, p.index, ACTIVE, local[p.index], batch, epoch))

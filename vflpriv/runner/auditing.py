@@ -27,6 +27,9 @@ def plan_auditor(config: TrainingConfig, method: Method, defenses: list) -> tupl
     that releases noisy updates (not its identity) beside no soft-label defense (it knows the labels by class)."""
     name = config.finetune.auditor
     if name is None:
+        if config.finetune.auditor_options:
+            raise IncompatibleError("finetune.auditor_options is set but finetune.auditor is not: name the auditor "
+                                    "(vflpriv list auditors), or remove its options")
         return None, None
     cls = AUDITORS.get(name)
     if not config.partition.canaries:
@@ -49,6 +52,19 @@ def plan_auditor(config: TrainingConfig, method: Method, defenses: list) -> tupl
         raise IncompatibleError(f"finetune.auditor={name} knows the labels the active party trains with by class; "
                                 f"{', '.join(soft)} trains it on soft labels: remove one of them")
     return cls, defense
+
+
+def check_auditor(auditor: Any, config: TrainingConfig, method: Method, *, classes: int) -> None:
+    """The auditor as its options make it: every audit point it needs is one ``method``'s loop calls, and it can audit
+    a training of ``config`` as the method really trains it (one ``error:`` line otherwise)."""
+    name = config.finetune.auditor
+    missing = sorted(auditor.hook_points() - method.supported())
+    if missing:
+        raise IncompatibleError(f"finetune.auditor={name} with these options needs {', '.join(missing)}, which method "
+                                f"'{config.method.name}' does not call")
+    reason = auditor.refuses(method.declared(config, num_classes=classes), classes=classes)
+    if reason:
+        raise IncompatibleError(f"finetune.auditor={name}: {reason}")
 
 
 def bind_auditor(auditor: Any, defense: Any, fed: Federation, scenario: Scenario) -> None:

@@ -40,7 +40,7 @@ from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
 from vflpriv.runner.adversaries import READS, Adversary, resolve
-from vflpriv.runner.auditing import plan_auditor
+from vflpriv.runner.auditing import check_auditor, plan_auditor
 from vflpriv.runner.feature_prior import FeaturePriorPlan, plan_feature_prior
 from vflpriv.runner.prior import PriorPlan, plan_prior
 from vflpriv.store import cache
@@ -148,7 +148,9 @@ def plan_training(config: TrainingConfig) -> Plan:
                                     "(the noise acts and no epsilon is recorded), or use another method")
     auditor, audited = plan_auditor(config, method, defenses)
     if auditor is not None:
-        auditor = built("auditor", config.finetune.auditor, lambda: auditor(auditor.Options()))
+        options = parse_options(auditor, config.finetune.auditor_options, where="finetune.auditor_options")
+        auditor = built("auditor", config.finetune.auditor, lambda: auditor(options))
+        check_auditor(auditor, config, method, classes=dataset.num_classes)
     scenario = build_scenario(dataset, config.partition, seed=config.seed,
                               active_labels_local=_active_labels_local(config, method),
                               validation=config.finetune.validation)

@@ -1,0 +1,47 @@
+"""Crafted canary inputs (``gradient-lrt``'s ``canary_inputs: crafted``): the rows a malicious passive party sends for
+its canaries so that each canary's clipped gradient is as distinguishable across labels as dp-gaussian allows.
+
+Why these rows. Under a Linear top z = W [h_1, ..., h_P] + b, every candidate label c gives the canary the joint
+gradient v(c) = J^T (p - e_c), J the Jacobian of its logits z with respect to everything dp-gaussian clips (the top,
+the active bottom, the received rows) and p = softmax(z). The top's weight block of the crafting party contributes
+(p - e_c) h^T, of norm ||p - e_c|| ||h||: a row h of norm t >> C makes it dominate v(c) and reach the clipping bound C
+(||p - e_c|| >= sqrt((K - 1) / K) for K classes), so every candidate is clipped to norm C exactly (the most any label
+may move the release); and the rest of J, of norm O(1), is negligible, so the candidates' geometry is that of
+p - e_c. Ten vectors of norm C are at best pairwise sqrt(2 + 2/9) C apart (the regular simplex), reached at p uniform:
+the row is b_i + t n_i, b_i the least-norm row that makes the canary's logits equal (W_p b_i = -(b + the other parties'
+W_k h_k)), n_i a unit vector of W_p's null space (so the large part leaves the logits unchanged), a different one for
+each canary of the batch, so that the canaries' parameter parts are orthogonal and do not interfere in the summed update.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+#: The crafted rows' norm in units of the clipping bound C: 100 C puts the canary's joint gradient at >= 70 C before
+#: clipping (two classes: ||p - e_c|| = 1/sqrt(2) at p uniform), so the clipped candidates are C long and the O(1)
+#: rest of its Jacobian is a 1e-4 share of their squared norm.
+CRAFT_NORM = 100.0
+
+
+@torch.no_grad()
+def uniform_logit_rows(linear: nn.Linear, local: list[torch.Tensor], canaries: torch.Tensor, party: int, *,
+                       norm: float) -> torch.Tensor:
+    """Party ``party``'s rows for the batch positions ``canaries`` (indices into ``local``'s rows): each makes its
+    canary's logits equal under ``linear`` (over the parties' concatenated ``local`` embeddings) and has a part of
+    norm ``norm`` in the null space of ``party``'s weight block, one null direction per canary (cycled when there are
+    fewer directions than canaries)."""
+    widths = [h.shape[1] for h in local]
+    start = sum(widths[:party])
+    weight = linear.weight.detach()
+    block = weight[:, start:start + widths[party]]
+    others = linear.bias.detach() + sum(h[canaries] @ weight[:, sum(widths[:k]):sum(widths[:k + 1])].T
+                                       for k, h in enumerate(local) if k != party)
+    u, s, vh = torch.linalg.svd(block, full_matrices=True)
+    rank = int((s > s.max() * max(block.shape) * torch.finfo(s.dtype).eps).sum())
+    least = -(others @ u[:, :rank]) / s[:rank] @ vh[:rank]  # W_p least = -others: every logit 0
+    null = vh[rank:]
+    if null.shape[0] == 0:
+        raise ValueError(f"party {party}'s {widths[party]} embedding units leave its weight block no null direction")
+    directions = null[torch.arange(canaries.numel(), device=null.device) % null.shape[0]]
+    return least + norm * directions
