@@ -1,0 +1,119 @@
+"""gradient-lrt with crafted canaries (``canary_inputs: crafted``): the crafted rows put every canary's joint gradient
+at the clipping bound with equal logits, the auditor guesses without the canaries' labels, it certifies nothing at
+huge noise, stays below a correct claim and catches the broken mechanism, and the planner refuses what it cannot
+craft for."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import vflpriv.defenses.dp_gaussian as dp_gaussian
+from vflpriv.common.errors import VflprivError
+from vflpriv.config.registry import DEFENSES
+from vflpriv.config.schema import RunConfig
+from vflpriv.defenses.dp_gaussian import GaussianDP
+from vflpriv.runner.execution import run, train
+from vflpriv.runner.planning import plan
+
+
+class TenfoldTooLittleNoise(GaussianDP):
+    """A broken dp-gaussian: its noise is 10x smaller than its accountant assumes."""
+
+    def _noise(self, shape, device):
+        return super()._noise(shape, device) / 10
+
+
+DEFENSES.register("dp-gaussian-broken-for-crafted-tests", TenfoldTooLittleNoise)
+
+
+def _config(defense: str = "dp-gaussian", *, canaries: int = 300, strength: float | None = None,
+            inputs: str = "crafted", **finetune) -> RunConfig:
+    options = {} if strength is not None else {"target_epsilon": 2.0}
+    return RunConfig.model_validate({
+        "partition": {"labeled": 400, "aux": 40, "canaries": canaries, "aligned_fraction": 0.5},
+        "model": {"hidden": 32, "out_dim": 16},
+        "finetune": {"epochs": 3, "batch_size": 32, "auditor": "gradient-lrt",
+                     "auditor_options": {"canary_inputs": inputs}, **finetune},
+        "attack": {"name": "gc", "prior": "none"},
+        "defenses": [{"name": defense, "strength": strength, "sweep": True, "options": options}]})
+
+
+def test_crafted_rows_put_every_canary_s_joint_gradient_at_the_clipping_bound_with_equal_logits(monkeypatch):
+    """dp-gaussian's own clipping factor min(1, C / ||v_i||) for each canary at every exchange is below 1 (its joint
+    gradient reaches C before clipping, about 100 C here), and the canaries' logits are equal (softmax uniform)."""
+    scales, logits = [], []
+    joint_scale, backward = dp_gaussian.joint_scale, GaussianDP.backward
+
+    def spy_backward(self, losses, params, leaves, ids):
+        def spy_scale(grads, rows, *, clip):
+            scale = joint_scale(grads, rows, clip=clip)
+            scales.append((ids.clone(), scale.detach().clone()))
+            return scale
+        monkeypatch.setattr(dp_gaussian, "joint_scale", spy_scale)
+        try:
+            backward(self, losses, params, leaves, ids)
+        finally:
+            monkeypatch.setattr(dp_gaussian, "joint_scale", joint_scale)
+
+    monkeypatch.setattr(GaussianDP, "backward", spy_backward)
+    p = plan(_config(canaries=100))
+    lrt_update = p.auditor.audit_update
+    p.auditor.audit_update = lambda update: (logits.append((update.ids, update.logits.detach())), lrt_update(update))[1]
+    train(p)
+    canaries = p.scenario.canaries
+    at_canaries = torch.cat([s[torch.isin(ids, canaries)] for ids, s in scales])
+    assert at_canaries.numel() == 3 * 100  # each canary once per epoch
+    assert float(at_canaries.max()) < 0.02  # ||v_i|| > 50 C: every canary is clipped to exactly C
+    spread = torch.cat([z[torch.isin(ids, canaries)] for ids, z in logits])
+    assert float((spread.max(1).values - spread.min(1).values).max()) < 1e-3
+
+
+def test_the_auditor_never_reads_the_canaries_labels(monkeypatch):
+    """The labels the runner binds it with hide the canaries' (-1); handed their true labels, or wrong ones, instead,
+    it crafts, scores and trains bit for bit the same: nothing it does reads them."""
+    import vflpriv.runner.execution as execution
+
+    bind = execution.bind_auditor
+    results = []
+    for poison in (None, "true", "wrong"):
+        def leaky_bind(auditor, defense, fed, scenario, poison=poison):
+            labels = fed.active.labels.clone()
+            at = scenario.canaries.to(labels.device)
+            labels[at] = -1 if poison is None else labels[at] if poison == "true" else (labels[at] + 1) % fed.num_classes
+            auditor.bind(defense, labels=labels, canaries=scenario.canaries, classes=fed.num_classes)
+        monkeypatch.setattr(execution, "bind_auditor", leaky_bind)
+        p = plan(_config(canaries=100))
+        trained = train(p).trained
+        results.append((p.auditor.scores.clone(), [t.clone() for t in trained.top.state_dict().values()]))
+    monkeypatch.setattr(execution, "bind_auditor", bind)
+    (scores, top), *others = results
+    for other_scores, other_top in others:
+        assert torch.equal(scores, other_scores)
+        assert all(torch.equal(a, b) for a, b in zip(top, other_top))
+
+
+def test_crafted_canaries_certify_nothing_at_huge_noise():
+    (quiet,) = run(_config(canaries=100, strength=1e4))
+    assert quiet.status == "ok" and quiet.auditor_epsilon_lower < 0.2
+
+
+def test_crafted_canaries_stay_below_a_correct_claim_and_catch_the_broken_mechanism():
+    """Claim 2 (3 epochs, 300 canaries): below it when the mechanism is right, above it with 10x too little noise."""
+    (right,), (broken,) = run(_config()), run(_config("dp-gaussian-broken-for-crafted-tests"))
+    assert right.epsilon == broken.epsilon == pytest.approx(2.0, rel=0.01)
+    assert right.auditor_epsilon_lower <= right.epsilon < broken.auditor_epsilon_lower
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    ({"finetune": {"top": "mlp"}}, "Linear top"),
+    ({"model": {"out_dim": 8}}, "wider than the 10 classes"),
+    ({"finetune": {"auditor": None}}, "auditor_options is set but finetune.auditor is not"),
+    ({"finetune": {"auditor_options": {"canary_inputs": "forged"}}}, "natural.*crafted"),
+])
+def test_the_planner_refuses_what_crafted_canaries_cannot_audit(change, match):
+    data = _config().model_dump()
+    for section, values in change.items():
+        data[section].update(values)
+    with pytest.raises(VflprivError, match=match):
+        plan(RunConfig.model_validate(data))
