@@ -142,9 +142,13 @@ def main() -> None:
     parser.add_argument("--from-csv", type=Path, default=None)
     parser.add_argument("--canary-inputs", default="natural", help="natural, crafted, or both (comma-separated)")
     parser.add_argument("--ceiling", action="store_true", help="only print the ideal test's bound by claim and canaries")
+    parser.add_argument("--claims", default="1,2,4,8", help="--ceiling's claimed epsilons")
+    parser.add_argument("--sizes", default="300,1000,3000,10000", help="--ceiling's canary counts")
+    parser.add_argument("--draws", type=int, default=3, help="--ceiling's simulations per cell")
     args = parser.parse_args()
     if args.ceiling:
-        print(ceiling())
+        print(ceiling(tuple(float(c) for c in args.claims.split(",")), tuple(int(m) for m in args.sizes.split(",")),
+                      args.draws))
         return
     seeds, rows = [int(s) for s in args.seeds.split(",")], []
     if args.from_csv:
