@@ -99,15 +99,17 @@ def ideal(sigma: float, canaries: int, *, seed: int = 0) -> float:
 
 
 def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: int = 3) -> str:
-    """How many canaries a claim needs: the ideal test's bound (mean over ``draws`` simulations) by claim and count."""
+    """How many canaries a claim needs: the ideal test's bound (mean +- std over ``draws`` simulations, seeds 0 to
+    draws - 1) by claim and count."""
     from opacus.accountants.utils import get_noise_multiplier
 
     lines = ["| claimed ε | " + " | ".join(f"{m} canaries" for m in sizes) + " |", "| --- |" + " --- |" * len(sizes)]
     for claim in claims:
         sigma = 2 * get_noise_multiplier(target_epsilon=claim, target_delta=DELTA, sample_rate=1.0, steps=EPOCHS,
                                          accountant="rdp")
-        cells = [np.mean([ideal(sigma, m, seed=s) for s in range(draws)]) for m in sizes]
-        lines.append(f"| {claim:g} (σ {sigma:.1f}) | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+        cells = [[ideal(sigma, m, seed=s) for s in range(draws)] for m in sizes]
+        lines.append(f"| {claim:g} (σ {sigma:.1f}) | " + " | ".join(
+            f"{np.mean(c):.2f}" + (f" ± {np.std(c, ddof=1):.2f}" if draws > 1 else "") for c in cells) + " |")
     return "\n".join(lines)
 
 

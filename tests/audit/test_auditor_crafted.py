@@ -117,3 +117,19 @@ def test_the_planner_refuses_what_crafted_canaries_cannot_audit(change, match):
         data[section].update(values)
     with pytest.raises(VflprivError, match=match):
         plan(RunConfig.model_validate(data))
+
+
+def test_the_audit_hands_its_auditor_options_to_the_audited_trainings_only():
+    """audit.auditor_options reach the dp-gaussian trainings the auditor is attached to, and no other training (where
+    the planner would refuse options without an auditor)."""
+    from vflpriv.workflows.audit import AuditConfig, audit_grid
+
+    small = {"model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2, "batch_size": 32},
+             "partition": {"labeled": 60, "aux": 20}, "method": {"name": "splitnn"}, "seeds": [0]}
+    audit = {"attacks": ["gc"], "defenses": [{"name": "dp-gaussian"}, {"name": "iso"}],
+             "auditor_options": {"canary_inputs": "crafted"}}
+    runs, _ = audit_grid(AuditConfig.model_validate({**small, "audit": audit}))
+    options = {(r.swept.name if r.swept else "none", r.partition.canaries > 0): r.finetune.auditor_options
+               for r in runs}
+    assert options == {("dp-gaussian", True): {"canary_inputs": "crafted"}, ("iso", True): {}, ("none", True): {},
+                       ("none", False): {}}

@@ -129,6 +129,9 @@ class AuditSettings(Options):
     auditor: str = Field(
         "auto", description="an auditor of each defended training's DP claim, beside the attacks (vflpriv list auditors): "
         "auto attaches the one that audits the defense, where there are canaries; none; or a name")
+    auditor_options: dict[str, Any] = Field(
+        default_factory=dict, description="the attached auditor's options (finetune.auditor_options of its trainings; "
+        "vflpriv describe <auditor>), e.g. canary_inputs: crafted for gradient-lrt")
 
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AuditSettings:
@@ -434,7 +437,8 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                                                 f"strengths for the {phase} phase; give audit.defenses[].strengths"))
                     continue
                 auditor = auditor_for(cfg, d.name) if base["partition"]["canaries"] else None
-                audited = {**base, "finetune": {**base["finetune"], "auditor": auditor}} if auditor else base
+                audited = {**base, "finetune": {**base["finetune"], "auditor": auditor,
+                                                "auditor_options": cfg.audit.auditor_options}} if auditor else base
                 for attack in applicable:
                     if ATTACKS.get(attack.name).secret != "labels" and attack.name not in cfg.audit.feature_defended:
                         continue
