@@ -144,7 +144,9 @@ GROUPS = {
         "attacks/features/surrogate.py": [FEATURES + "test_grn_inversion.py", ANCHORS],
     }),
     "auditors": Group({"auditors/base.py": ["tests/audit/test_auditor.py"],
-                       "auditors/gradient_lrt.py": ["tests/audit/test_auditor_edges.py", "tests/audit/test_auditor.py"]}),
+                       "auditors/gradient_lrt.py": ["tests/audit/test_auditor_edges.py", "tests/audit/test_auditor.py",
+                                                    "tests/audit/test_auditor_crafted.py"],
+                       "auditors/crafted.py": ["tests/audit/test_auditor_crafted.py"]}),
     "claims": Group({
         "vflpriv/workflows/reproductions/claims.py": ["tests/core/test_claims_by_hand.py"],
         "vflpriv/workflows/reproductions/selection.py": ["tests/core/test_validation_split.py",
