@@ -80,6 +80,14 @@ def configs(trainings: list[Training]) -> dict[str, list]:
     return groups
 
 
+def kind_of_run(training: Training, item: Planned) -> dict[str, str]:
+    """Each record's attack kind (by position where the estimate's plan names none: an older checkout's)."""
+    if getattr(item, "runs", ()):
+        return dict(zip(item.runs, item.attacks))
+    return {r.key: f"{r.attack}{' tuned' if json.loads(r.config)['attack']['tune'] else ''}"
+                   f"{' no prior' if json.loads(r.config)['attack']['prior'] == 'none' else ''}" for r in training.records}
+
+
 def steady(trainings: list[Training], items: list[Planned], jobs: int) -> list[Training]:
     """The trainings on a machine whose load never changes: each training of a kind costs its kind's median over
     the audit, each attack its kind's median (tuned or not, with a prior or not); records rewritten to match, the
@@ -88,12 +96,12 @@ def steady(trainings: list[Training], items: list[Planned], jobs: int) -> list[T
     attack: dict[str, list[float]] = {}
     for t, item in zip(trainings, items):
         train.setdefault(item.kind, []).append(t.records[0].train_seconds)
-        kinds = dict(zip(item.runs, item.attacks))
+        kinds = kind_of_run(t, item)
         for r in t.records:
             attack.setdefault(kinds[r.key], []).append(r.attack_seconds)
     free, out = [0.0] * jobs, []
     for t, item in zip(trainings, items):
-        seconds, kinds = statistics.median(train[item.kind]), dict(zip(item.runs, item.attacks))
+        seconds, kinds = statistics.median(train[item.kind]), kind_of_run(t, item)
         records = [SimpleNamespace(**{**vars(r), "train_seconds": seconds,
                                       "attack_seconds": statistics.median(attack[kinds[r.key]])}) for r in t.records]
         total = seconds + sum(r.attack_seconds for r in records)
