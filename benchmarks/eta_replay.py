@@ -84,8 +84,11 @@ def kind_of_run(training: Training, item: Planned) -> dict[str, str]:
     """Each record's attack kind (by position where the estimate's plan names none: an older checkout's)."""
     if getattr(item, "runs", ()):
         return dict(zip(item.runs, item.attacks))
-    return {r.key: f"{r.attack}{' tuned' if json.loads(r.config)['attack']['tune'] else ''}"
-                   f"{' no prior' if json.loads(r.config)['attack']['prior'] == 'none' else ''}" for r in training.records}
+    kinds = {}
+    for r in training.records:
+        attack = json.loads(r.config)["attack"]
+        kinds[r.key] = f"{r.attack}{' tuned' if attack['tune'] else ''}{' no prior' if attack['prior'] == 'none' else ''}"
+    return kinds
 
 
 def steady(trainings: list[Training], items: list[Planned], jobs: int) -> list[Training]:

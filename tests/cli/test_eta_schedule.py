@@ -66,15 +66,21 @@ def test_the_time_left_is_within_a_factor_of_1_5_after_5_percent_of_the_runs():
 def test_costing_every_training_at_the_mean_is_caught(monkeypatch):
     """The bug this estimate replaced: every kind of training (the active adversary's own under dp-gaussian
     included) at the mean of the trainings seen."""
-    monkeypatch.setattr(WorkEstimate, "training", lambda self, item: sum(
-        s for times in self.trainings.values() for s in times) / max(1, sum(map(len, self.trainings.values()))) or None)
+    def mean_of_all(self, item):
+        seen = [s for times in self.trainings.values() for s in times]
+        return sum(seen) / len(seen) if seen else None
+
+    monkeypatch.setattr(WorkEstimate, "training", mean_of_all)
     assert worst_factor() > 1.5
 
 
 def test_costing_an_attack_by_its_name_alone_is_caught(monkeypatch):
     """A canary control's untuned gc without a prior is not a tuned gc, nor is an unseen attack the mean of all."""
-    monkeypatch.setattr(WorkEstimate, "attack", lambda self, kind: (lambda seen: sum(seen) / len(seen) if seen else None)(
-        [s for k, times in self.attacks.items() for s in times]))
+    def mean_of_all(self, kind):
+        seen = [s for times in self.attacks.values() for s in times]
+        return sum(seen) / len(seen) if seen else None
+
+    monkeypatch.setattr(WorkEstimate, "attack", mean_of_all)
     assert worst_factor() > 1.5
 
 
