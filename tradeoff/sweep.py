@@ -71,17 +71,18 @@ def samples_first(part: list[str], groups: dict[str, list[RunConfig]]) -> list[s
     it has seen the active adversary's run, the canary controls and each defense, not only the passive attacks."""
     order = sorted(part, key=lambda k: -len(groups[k]))
     attacks = {k: {attack_kind(r) for r in groups[k]} for k in order}
+    kinds = {k: training_kind(groups[k]) for k in order}
     seen_attacks: set[str] = set()
     seen_kinds: set[str] = set()
     sampled: list[str] = []
     while order:
-        best = max(order, key=lambda k: (len(attacks[k] - seen_attacks), training_kind(groups[k]) not in seen_kinds))
-        if not attacks[best] - seen_attacks and training_kind(groups[best]) in seen_kinds:
+        best = max(order, key=lambda k: (len(attacks[k] - seen_attacks), kinds[k] not in seen_kinds))
+        if not attacks[best] - seen_attacks and kinds[best] in seen_kinds:
             break
         sampled.append(best)
         order.remove(best)
         seen_attacks |= attacks[best]
-        seen_kinds.add(training_kind(groups[best]))
+        seen_kinds.add(kinds[best])
     return sampled + order
 
 
