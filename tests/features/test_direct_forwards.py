@@ -3,6 +3,7 @@ gradients must be bit for bit those of running their layers as modules."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from vflpriv.attacks.features.surrogate import Surrogate
@@ -38,15 +39,18 @@ def test_the_surrogate_computes_what_its_layers_compute():
            lambda out: out)
 
 
-def test_the_decoder_s_written_out_backward_is_autograd_s_bit_for_bit():
+@pytest.mark.parametrize("make", [lambda: MLPDecoder(12, (1, 4, 2)), lambda: Surrogate((1, 4, 2), 12, width=16)],
+                         ids=["decoder", "surrogate"])
+def test_the_written_out_backward_is_autograd_s_bit_for_bit(make):
     g = torch.Generator().manual_seed(2)
-    net = init_parameters(MLPDecoder(12, (1, 4, 2)), generator=g)
+    net = init_parameters(make(), generator=g)
     for m in net.modules():
         if isinstance(m, torch.nn.LayerNorm):
             with torch.no_grad():
                 m.weight.uniform_(0.5, 1.5, generator=g)
                 m.bias.uniform_(-0.5, 0.5, generator=g)
-    x, y = torch.randn(9, 12, generator=g), torch.rand(9, 1, 4, 2, generator=g)
+    x = torch.randn(9, 12, generator=g) if isinstance(net, MLPDecoder) else torch.rand(9, 1, 4, 2, generator=g)
+    y = torch.rand(9, *((1, 4, 2) if isinstance(net, MLPDecoder) else (12,)), generator=g)
     loss, grads = net.mse_gradients(x, y)
     expected = torch.nn.functional.mse_loss(net(x), y)
     expected.backward()
