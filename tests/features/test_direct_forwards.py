@@ -1,5 +1,6 @@
-"""The attacks' networks call their layers' functions directly (no module-call overhead per step): their outputs and
-gradients must be bit for bit those of running their layers as modules."""
+"""The attacks' networks call their layers' functions directly and write out their MSE backward pass (no module
+calls, no autograd graph per step): their outputs and gradients must be bit for bit those of running their layers as
+modules under autograd, and fi-decoder's fit must take that path."""
 
 from __future__ import annotations
 
@@ -11,14 +12,19 @@ from vflpriv.models.decoders import MLPDecoder
 from vflpriv.models.encoders import init_parameters
 
 
-def _check(net: torch.nn.Module, x: torch.Tensor, reshape) -> None:
-    g = torch.Generator().manual_seed(0)
+def _initialised(net: torch.nn.Module, g: torch.Generator) -> torch.nn.Module:
+    """``net`` initialised from ``g``, LayerNorm's affine parameters moved off 1 and 0 so a skipped one shows."""
     init_parameters(net, generator=g)
-    for m in net.modules():  # LayerNorm's affine parameters start at 1 and 0: move them so a skipped one shows
+    for m in net.modules():
         if isinstance(m, torch.nn.LayerNorm):
             with torch.no_grad():
                 m.weight.uniform_(0.5, 1.5, generator=g)
                 m.bias.uniform_(-0.5, 0.5, generator=g)
+    return net
+
+
+def _check(net: torch.nn.Module, x: torch.Tensor, reshape) -> None:
+    _initialised(net, torch.Generator().manual_seed(0))
     direct = net(x)
     direct.square().sum().backward()
     grads = [p.grad.clone() for p in net.parameters()]
@@ -43,12 +49,7 @@ def test_the_surrogate_computes_what_its_layers_compute():
                          ids=["decoder", "surrogate"])
 def test_the_written_out_backward_is_autograd_s_bit_for_bit(make):
     g = torch.Generator().manual_seed(2)
-    net = init_parameters(make(), generator=g)
-    for m in net.modules():
-        if isinstance(m, torch.nn.LayerNorm):
-            with torch.no_grad():
-                m.weight.uniform_(0.5, 1.5, generator=g)
-                m.bias.uniform_(-0.5, 0.5, generator=g)
+    net = _initialised(make(), g)
     x = torch.randn(9, 12, generator=g) if isinstance(net, MLPDecoder) else torch.rand(9, 1, 4, 2, generator=g)
     y = torch.rand(9, *((1, 4, 2) if isinstance(net, MLPDecoder) else (12,)), generator=g)
     loss, grads = net.mse_gradients(x, y)
