@@ -75,17 +75,18 @@ def main() -> None:
     split: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     attack = execution.RUNS["features"]
 
-    def per_attack(a, *rest, **kwargs):
+    def per_attack(a, *args, **kwargs):
         clock.seconds.clear()
         start = time.process_time()
         try:
-            return attack(a, *rest, **kwargs)
+            return attack(a, *args, **kwargs)
         finally:
             pieces = split[a.config.attack.name]
             pieces["total"].append(time.process_time() - start)
             for piece, seconds in clock.seconds.items():
                 pieces[piece].append(seconds)
-            pieces["rest (the loops' losses, Adam, autograd)"].append(pieces["total"][-1] - sum(clock.seconds.values()))
+            other = pieces["total"][-1] - sum(clock.seconds.values())
+            pieces["the rest (grn's generator loop; elsewhere glue)"].append(other)
 
     with ExitStack() as stack:
         for module, name, piece in PIECES:
