@@ -52,7 +52,7 @@ class MLPDecoder(nn.Module):
     def mse_gradients(self, h: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """The mean squared error of its output on ``h`` against ``target``, and every parameter's gradient of it (in
         ``parameters()`` order): the backward pass written out with the kernels autograd calls for these layers, in
-        its order, so bit for bit autograd's gradients (tested), without building and walking a graph (a third of
+        its order, so bit for bit autograd's gradients (tested), without building and walking a graph (a quarter of
         the forward and backward's time on 29 known samples: ``benchmarks/results/feature_attack_cost.md``)."""
         aten, layers = torch.ops.aten, self.net
         blocks = [(layers[i], layers[i + 1]) for i in range(0, len(layers) - 2, 3)]
