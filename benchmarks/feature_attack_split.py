@@ -2,10 +2,10 @@
 
 For each seed, one training with every feature attack on it (as ``feature_attack_cost.py`` runs them); the runner's
 pieces are wrapped with CPU clocks (``time.process_time``, steadier than wall time on a shared machine), each piece's
-own time counted apart from the pieces it calls: the view, the feature prior, building and initialising networks,
-the fits (decoder, surrogate; by what they fit), the shared fits' digests and copies, the generator's and the
-inversion's loops, applying networks to targets, scoring, copies of the trained models. Prints, per attack, the
-median over seeds of each piece's seconds and its share of the training's CPU seconds.
+own time counted apart from the pieces it calls: the view, the feature prior, initialising networks, the fits
+(decoder, surrogate), the shared fits' digests, the inversion's loop, applying networks to targets, scoring, copies
+of the trained models; what is left is "the rest" (grn's generator loop, which is grn's own code; elsewhere glue).
+Prints, per attack, the median over seeds of each piece's seconds and its share of the training's CPU seconds.
 
     python benchmarks/feature_attack_split.py [--seeds 0,1,2]
 """
