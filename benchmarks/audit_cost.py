@@ -129,14 +129,18 @@ def quick(new: Runner, keep: Path, say) -> None:
 
 def main_command(old: Runner, new: Runner, repeats: int, say) -> None:
     walls: dict[str, list[float]] = {"base": [], "new": []}
+    cpus: dict[str, list[float]] = {"base": [], "new": []}
     for r in range(repeats):
         for runner in ((old, new) if r % 2 == 0 else (new, old)):
             out = runner.tmp / f"main-{runner.name}-{r}"
-            wall, _, _ = runner.run([*MAIN_COMMAND, "--out", str(out)], tag=f"main{r}")
+            wall, cpu, _ = runner.run([*MAIN_COMMAND, "--out", str(out)], tag=f"main{r}")
             walls[runner.name].append(wall)
+            cpus[runner.name].append(cpu)
     b, n = statistics.median(walls["base"]), statistics.median(walls["new"])
-    say(f"README main command cold: 0c34d33 {b:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['base'])}), this "
-        f"code {n:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['new'])}): **ratio {n / b:.2f}** (goal: 0.5)")
+    cb, cn = statistics.median(cpus["base"]), statistics.median(cpus["new"])
+    say(f"README main command cold: 0c34d33 {b:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['base'])}; "
+        f"{cb:.1f} CPU s), this code {n:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['new'])}; {cn:.1f} CPU s): "
+        f"**ratio {n / b:.2f}** in wall time, {cn / cb:.2f} in CPU seconds (goal: 0.5)")
 
 
 def grid(old: Runner, new: Runner, repeats: int, say) -> None:
