@@ -8,6 +8,8 @@
 3. Two workers against one: a 3 methods x 3 strengths x 3 seeds grid on digits (``vflpriv sweep``, the harness's),
    cold, ``--jobs 1`` and ``--jobs 2`` alternating, for both checkouts.
 4. The quick profile (``vflpriv audit --method splitnn --quick``), this code only, cold.
+   With ``replay``: the progress estimate of this code replayed on the kept audits' recorded timings
+   (``eta_replay.py``), beside the factors the new audit's own progress lines reached.
 5. VFLAIR's breast-cancer MixMatch experiment against vflpriv's (``vflair_vs_vflpriv.py`` measures it; here only
    if ``--vflair`` names its command).
 
@@ -15,7 +17,7 @@ The old code runs from a checkout of 0c34d33 with a venv of its own (never commi
 
     git worktree add /tmp/base 0c34d33
     (cd /tmp/base && python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[search]')
-    python benchmarks/audit_cost.py --base /tmp/base [--only audits,main,quick,grid] [--methods splitnn,fedhssl] \
+    python benchmarks/audit_cost.py --base /tmp/base [--only audits,main,quick,grid,replay] [--methods splitnn,fedhssl] \
         [--repeats 1] [--keep DIR] [--new-python PYTHON] [--record benchmarks/results/audit_cost.md]
 
 CPU seconds (the command's and its workers') are printed beside each wall time: on a shared machine they are the
@@ -37,6 +39,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from eta_replay import FLOOR  # noqa: E402 - the ETA's factors are counted alike live and replayed
 from harness import GRID, MAIN_COMMAND  # noqa: E402 - the harness's grid and main command, measured the same way
 
 PROGRESS = re.compile(r"runs (\d+)/(\d+) \((\d+)%\), (?:(\d+):)?(\d+):(\d+) elapsed, about (?:(\d+):)?(\d+):(\d+) left")
@@ -74,8 +77,9 @@ class Runner:
 
 
 def eta_check(stderr: str) -> str:
-    """Each progress line after the first 5% of the runs: its estimate of the time left against the time the runs
-    really took from there (the last line, at 100%, gives the end); and the worst factor between the two."""
+    """Each progress line after the first 5% of the runs with at least ``eta_replay.FLOOR`` seconds really left: its
+    estimate of the time left against the time the runs really took from there (the last line, at 100%, gives the
+    end); and the worst factor between the two (the replay of ``eta_replay.py`` counts the same lines)."""
     lines = [m for m in LINE.finditer(stderr)]
     ends = [seconds(m[4], m[5], m[6]) for m in lines if m[1] == m[2]]
     if not ends:
@@ -85,7 +89,7 @@ def eta_check(stderr: str) -> str:
         done, n = int(m[1]), int(m[2])
         elapsed, left = seconds(m[4], m[5], m[6]), seconds(m[7], m[8], m[9])
         real = end - elapsed
-        if done >= 0.05 * n and real > 0 and left > 0:
+        if done >= 0.05 * n and real >= FLOOR and left > 0:
             worst = max(worst, left / real, real / left)
             parts.append(f"{m[3]}%: {left} s vs {real} s")
     return f"{'; '.join(parts) or 'no line after 5%'}; worst factor {worst:.2f} (goal: at most 1.5)"
@@ -125,14 +129,18 @@ def quick(new: Runner, keep: Path, say) -> None:
 
 def main_command(old: Runner, new: Runner, repeats: int, say) -> None:
     walls: dict[str, list[float]] = {"base": [], "new": []}
+    cpus: dict[str, list[float]] = {"base": [], "new": []}
     for r in range(repeats):
         for runner in ((old, new) if r % 2 == 0 else (new, old)):
             out = runner.tmp / f"main-{runner.name}-{r}"
-            wall, _, _ = runner.run([*MAIN_COMMAND, "--out", str(out)], tag=f"main{r}")
+            wall, cpu, _ = runner.run([*MAIN_COMMAND, "--out", str(out)], tag=f"main{r}")
             walls[runner.name].append(wall)
+            cpus[runner.name].append(cpu)
     b, n = statistics.median(walls["base"]), statistics.median(walls["new"])
-    say(f"README main command cold: 0c34d33 {b:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['base'])}), this "
-        f"code {n:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['new'])}): **ratio {n / b:.2f}** (goal: 0.5)")
+    cb, cn = statistics.median(cpus["base"]), statistics.median(cpus["new"])
+    say(f"README main command cold: 0c34d33 {b:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['base'])}; "
+        f"{cb:.1f} CPU s), this code {n:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['new'])}; {cn:.1f} CPU s): "
+        f"**ratio {n / b:.2f}** in wall time, {cn / cb:.2f} in CPU seconds (goal: 0.5)")
 
 
 def grid(old: Runner, new: Runner, repeats: int, say) -> None:
@@ -140,21 +148,26 @@ def grid(old: Runner, new: Runner, repeats: int, say) -> None:
     spec.write_text(GRID)
     for runner in (old, new):
         walls: dict[int, list[float]] = {1: [], 2: []}
+        cpus: dict[int, list[float]] = {1: [], 2: []}
         for r in range(repeats):
             for jobs in ((1, 2) if r % 2 == 0 else (2, 1)):
                 out = runner.tmp / f"grid-{runner.name}-{jobs}-{r}"
-                wall, _, _ = runner.run(["sweep", str(spec), "--out", str(out), "--jobs", str(jobs)],
-                                        tag=f"grid{jobs}{r}")
+                wall, cpu, _ = runner.run(["sweep", str(spec), "--out", str(out), "--jobs", str(jobs)],
+                                          tag=f"grid{jobs}{r}")
                 walls[jobs].append(wall)
+                cpus[jobs].append(cpu)
         one, two = statistics.median(walls[1]), statistics.median(walls[2])
-        say(f"{runner.name}: grid --jobs 1 {one:.1f} s, --jobs 2 {two:.1f} s: **speedup {one / two:.2f}x** "
+        c1, c2 = statistics.median(cpus[1]), statistics.median(cpus[2])
+        say(f"{runner.name}: grid --jobs 1 {one:.1f} s ({c1:.1f} CPU s), --jobs 2 {two:.1f} s ({c2:.1f} CPU s: the "
+            f"second worker's start-up and repeated work {c2 - c1:+.1f}): **speedup {one / two:.2f}x** "
             f"(per repeat {', '.join(f'{a / b:.2f}' for a, b in zip(walls[1], walls[2]))}; goal for this code: 1.8x)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", type=Path, required=True, help="checkout of 0c34d33 with its venv in .venv")
-    parser.add_argument("--only", default="audits,main,quick,grid", help="comma-separated: audits, main, quick, grid")
+    parser.add_argument("--only", default="audits,main,quick,grid,replay",
+                        help="comma-separated: audits, main, quick, grid, replay (the ETA on the kept audits' timings)")
     parser.add_argument("--methods", default="splitnn,fedhssl", help="the audits' methods, comma-separated")
     parser.add_argument("--new-python", type=Path, default=Path(sys.executable),
                         help="the Python of the code measured against 0c34d33 (default: this one)")
@@ -188,6 +201,15 @@ def main() -> None:
         quick(new, keep, say)
     if "grid" in only:
         grid(old, new, 3, say)
+    if "replay" in only:  # the estimate replayed on the audits' recorded timings (``eta_replay.py``)
+        for method in args.methods.split(","):
+            for name in ("new", "base"):
+                folder = keep / f"{method}-{name}-0"
+                if (folder / "results.sqlite").is_file():
+                    done = subprocess.run([str(new.python), str(HERE / "eta_replay.py"), str(folder)],
+                                          capture_output=True, text=True)
+                    for line in (done.stdout + done.stderr).splitlines():
+                        say(f"ETA replayed: {line}")
     say(f"at the end {load()}")
     if args.record:
         args.record.write_text("\n\n".join(lines) + "\n")

@@ -327,7 +327,8 @@ def run_all(
 def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: int, on_result,
                         on_start: Callable[[Any], None]) -> None:
     """This process and ``workers`` loky workers take items from one queue until none is left; each worker
-    gets its next item from the callback that delivers its last result."""
+    gets its next item from the callback that delivers its last result, before that result is handed on (a store's
+    commit waits for the disk; the worker need not)."""
     todo = collections.deque(items)
     lock = threading.Lock()
     pending: set[Future] = set()
@@ -352,8 +353,9 @@ def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: 
         with lock:
             pending.discard(future)
         try:
-            on_result(future.result())
-            submit()
+            result = future.result()
+            submit()  # the worker's next item first: it computes while this thread commits the last result
+            on_result(result)
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
             failures.append(exc)
 

@@ -41,7 +41,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from vflpriv.common.lazy import Lazy
+
+stats = Lazy("scipy.stats")  # imported at the first test
 
 MARGIN = 0.02
 #: A feature attack's verdict margin, as a share of the prior's mean MSE on the targets.

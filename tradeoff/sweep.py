@@ -50,22 +50,53 @@ def shared_states(config: RunConfig) -> set[str]:
 def schedule(groups: dict[str, list[RunConfig]]) -> list[str]:
     """Training keys in the order to run them: the first training of each shared state (a pretraining, a CAE
     autoencoder) first, then the trainings that need no shared state, then the other users of the shared states;
-    within each, those computing more runs first (an audit's training with every passive attack before the trainings
-    of an acting attack or of the canaries' control, each with one), else in grid order. The longest trainings start
-    early (less idle time at the end of a parallel sweep: the last ones are short), and the users of a state start
-    late, when it is in the cache (a worker would otherwise wait for another's)."""
+    within each, one training of each kind of work first (:func:`samples_first`), then those computing more runs
+    first (an audit's training with every passive attack before the trainings of an acting attack or of the canaries'
+    control, each with one), else in grid order. The longest trainings start early (less idle time at the end of a
+    parallel sweep: the last ones are short), and the users of a state start late, when it is in the cache (a worker
+    would otherwise wait for another's)."""
     seen: set[str] = set()
     first, free, users = [], [], []
     for key, runs in groups.items():
         states = shared_states(runs[0])
         (first if states - seen else users if states else free).append(key)
         seen |= states
-    return [key for part in (first, free, users) for key in sorted(part, key=lambda k: -len(groups[k]))]
+    return [key for part in (first, free, users) for key in samples_first(part, groups)]
+
+
+def samples_first(part: list[str], groups: dict[str, list[RunConfig]]) -> list[str]:
+    """``part`` with more runs first, except that one training of each kind (method, defense, acting attack) and of
+    each attack kind (:func:`attack_kind`) comes before the rest, those bringing the most unseen attack kinds first:
+    the progress estimate prices each kind by what its first training cost, so within the first minutes of an audit
+    it has seen the active adversary's run, the canary controls and each defense, not only the passive attacks."""
+    order = sorted(part, key=lambda k: -len(groups[k]))
+    attacks = {k: {attack_kind(r) for r in groups[k]} for k in order}
+    kinds = {k: training_kind(groups[k]) for k in order}
+    seen_attacks: set[str] = set()
+    seen_kinds: set[str] = set()
+    sampled: list[str] = []
+    while order:
+        best = max(order, key=lambda k: (len(attacks[k] - seen_attacks), kinds[k] not in seen_kinds))
+        if not attacks[best] - seen_attacks and kinds[best] in seen_kinds:
+            break
+        sampled.append(best)
+        order.remove(best)
+        seen_attacks |= attacks[best]
+        seen_kinds.add(kinds[best])
+    return sampled + order
+
+
+def training_kind(runs: Sequence[RunConfig]) -> str:
+    """``method|swept defense|acting attack``: trainings that cost alike."""
+    swept = runs[0].swept
+    acting = next((r.attack.name for r in runs if r.attack_acts()), "")
+    return f"{runs[0].method.name}|{swept.name if swept else ''}|{acting}"
 
 
 def planned_work(groups: dict[str, list[RunConfig]], order: list[str]) -> list[Planned]:
     """The trainings ``order`` names, as the progress estimate sees them: of one kind when method, swept defense and
-    acting attack agree, building a shared state when none before it in ``order`` needs that state."""
+    acting attack agree, building a shared state when none before it in ``order`` needs that state; each run named by
+    its attack's cost class (:func:`attack_kind`)."""
     seen: set[str] = set()
     items = []
     for key in order:
@@ -76,10 +107,18 @@ def planned_work(groups: dict[str, list[RunConfig]], order: list[str]) -> list[P
         defense = f"{swept.name} {swept.strength:g}" if swept and swept.strength is not None else (
             swept.name if swept else "no defense")
         label = f"{first.method.name} {defense} seed {first.seed}" + (f" ({acting} trains)" if acting else "")
-        items.append(Planned(key=key, kind=f"{first.method.name}|{swept.name if swept else ''}|{acting}",
-                             builds=bool(states - seen), attacks=tuple(r.attack.name for r in runs), label=label))
+        items.append(Planned(key=key, kind=training_kind(runs),
+                             builds=bool(states - seen), attacks=tuple(attack_kind(r) for r in runs), label=label,
+                             runs=tuple(r.key() for r in runs)))
         seen |= states
     return items
+
+
+def attack_kind(run: RunConfig) -> str:
+    """An attack's cost class for the progress estimate: its name, tuned or not (a search of several candidates),
+    with its prior or without (a canary control runs untuned, without one)."""
+    attack = run.attack
+    return f"{attack.name}{' tuned' if attack.tune else ''}{' no prior' if attack.prior == 'none' else ''}"
 
 
 def on_gpus(groups: list[list[RunConfig]], count: int) -> list[list[RunConfig]]:

@@ -148,9 +148,10 @@ def test_the_progress_estimate_sees_each_trainings_kind_and_which_build_a_shared
     assert [i.key for i in items] == sweep_module.schedule(groups)
 
 
-def test_trainings_computing_more_runs_start_first_within_their_part():
-    """An audit's trainings with every passive attack (several runs) before those of an acting attack or the
-    canaries' control (one run): a parallel sweep ends on short trainings."""
+def test_one_training_of_each_kind_then_those_computing_more_runs_first():
+    """One training of each kind first (the progress estimate prices each kind by its first), then an audit's
+    trainings with every passive attack (several runs) before those of an acting attack or the canaries' control (one
+    run): a parallel sweep ends on short trainings."""
     passive = ExperimentConfig.model_validate({"method": {"name": "splitnn"}, "strengths": [1, 5], "seeds": [0],
                                                "attack": {"name": ["mc", "gc"]}}).runs()
     active = ExperimentConfig.model_validate({"method": {"name": "splitnn"}, "strengths": [1, 5], "seeds": [0],
@@ -158,8 +159,8 @@ def test_trainings_computing_more_runs_start_first_within_their_part():
     runs = active + passive
     groups = sweep_module.trainings(runs)
     order = [groups[k] for k in sweep_module.schedule(groups)]
-    assert [len(g) for g in order] == [2, 2, 1, 1]
-    assert [g[0].swept.strength for g in order] == [1.0, 5.0, 1.0, 5.0]  # ties keep the grid order
+    assert [len(g) for g in order] == [2, 1, 2, 1]  # the acting attack's first training is its kind's sample
+    assert [g[0].swept.strength for g in order] == [1.0, 1.0, 5.0, 5.0]  # ties keep the grid order
 
 
 

@@ -41,7 +41,9 @@ import functools
 import math
 from collections.abc import Sequence
 
-from scipy.stats import binom
+from vflpriv.common.lazy import Lazy
+
+binom = Lazy("scipy.stats", "binom")  # imported at the first p-value
 
 #: The confidence level of every bound (a one-sided 95% lower bound).
 ALPHA = 0.05

@@ -8,9 +8,13 @@ The time left is estimated from the planned work, kind by kind (:class:`WorkEsti
 the runs finished so far: a sweep runs its costly trainings first (those that build a shared state, such as a
 pretraining or a CAE autoencoder) and its runs differ tenfold in cost (a tuned MixMatch against a direction score),
 so a mean over the first runs was off by a factor of 20 at 1% of an audit. Each kind of training (method, defense,
-acting attack, whether it builds a shared state) and each attack costs what its finished ones cost (an unseen attack
-what the attacks seen cost on average); the wall-clock rate at which planned work gets done (parallel workers, a
-loaded machine) is measured on the whole command so far. A running training of a kind none has finished (the first
+acting attack, whether it builds a shared state) and each kind of attack run (tuned or not, with its prior or without,
+as a canary control) costs what its finished ones cost, an unseen kind what its nearest seen like costs
+(:class:`WorkEstimate`; the sweep runs one training of each kind early, ``vflpriv.tradeoff.sweep.samples_first``, so
+few stay unseen for long); the wall-clock rate at which planned work gets done (parallel workers, a loaded machine)
+is measured on the whole command so far. A window over the last minutes was tried and replayed on two recorded
+audits (``benchmarks/eta_replay.py``): on a machine whose load rose mid-audit it followed each lull and was worse
+(worst factor 4.7 against 2.7), so it is not used. A running training of a kind none has finished (the first
 CAE autoencoder) counts as twice its elapsed time (half done, as every running training), and the trainings of its
 kind still to run as much; until a training of the common kind (one that builds nothing) has finished, it says it is
 still estimating. Runs resumed from the store took no time and are not counted.
@@ -50,14 +54,20 @@ class Planned:
     key: str  #: its training key, which its records carry
     kind: str  #: trainings of one kind cost alike (method, defense, acting attack)
     builds: bool  #: it builds a shared state (a pretraining, an autoencoder) that later trainings load
-    attacks: tuple[str, ...]  #: the attack of each run it computes
+    attacks: tuple[str, ...]  #: the attack kind of each run it computes (``mc tuned``, ``gc no prior``, ``mc-active``)
     label: str  #: what it is, for "now: ..." while no caller says what is in flight
+    runs: tuple[str, ...] = ()  #: each run's key, beside ``attacks`` (a record's attack kind); none: by attack name
 
 
 class WorkEstimate:
-    """Seconds per kind of work, from what finished: a training its kind's mean (else the mean of the finished
-    trainings that build, or do not build, a shared state as it does), an attack its name's mean (else the mean of
-    every attack seen); None while nothing comparable has finished."""
+    """Seconds per kind of work, from what finished, each unseen kind priced from its nearest seen like.
+
+    A training: its kind's mean (method, defense, acting attack; building a shared state or not), else the mean of
+    its defense's trainings under another acting attack (the active adversary's own training costs what its
+    defense's passive training costs, not the mean of every defense), else of its acting attack's under other
+    defenses, else of every training that builds (or does not build) as it does. An attack: its kind's mean (tuned
+    or not, with a prior or without, as a canary control runs), else its name's under another kind, else the mean
+    of every attack seen. None while nothing comparable has finished."""
 
     def __init__(self) -> None:
         self.trainings: dict[tuple[str, bool], list[float]] = defaultdict(list)
@@ -65,25 +75,32 @@ class WorkEstimate:
 
     def observe(self, item: Planned, train_seconds: float, attack_seconds: Iterable[tuple[str, float]]) -> None:
         self.trainings[(item.kind, item.builds)].append(train_seconds)
-        for name, seconds in attack_seconds:
-            self.attacks[name].append(seconds)
+        for kind, seconds in attack_seconds:
+            self.attacks[kind].append(seconds)
 
     def training(self, item: Planned) -> float | None:
-        own = self.trainings.get((item.kind, item.builds))
-        if own:
-            return statistics.fmean(own)
-        alike = [s for (_, builds), seen in self.trainings.items() if builds == item.builds for s in seen]
-        return statistics.fmean(alike) if alike else None
+        method, defense, acting = (item.kind.split("|") + ["", ""])[:3]
+        likes = (lambda k: k == item.kind,
+                 lambda k: k.startswith(f"{method}|{defense}|"),
+                 lambda k: k.startswith(f"{method}|") and k.endswith(f"|{acting}"),
+                 lambda k: True)
+        for like in likes:
+            seen = [s for (kind, builds), times in self.trainings.items() if builds == item.builds and like(kind)
+                    for s in times]
+            if seen:
+                return statistics.fmean(seen)
+        return None
 
-    def attack(self, name: str) -> float | None:
-        own = self.attacks.get(name)
-        if own:
-            return statistics.fmean(own)
-        every = [s for seen in self.attacks.values() for s in seen]
-        return statistics.fmean(every) if every else None
+    def attack(self, kind: str) -> float | None:
+        name = kind.split(" ")[0]
+        for like in (lambda k: k == kind, lambda k: k.split(" ")[0] == name, lambda k: True):
+            seen = [s for k, times in self.attacks.items() if like(k) for s in times]
+            if seen:
+                return statistics.fmean(seen)
+        return None
 
     def cost(self, item: Planned) -> float | None:
-        parts = [self.training(item), *(self.attack(name) for name in item.attacks)]
+        parts = [self.training(item), *(self.attack(kind) for kind in item.attacks)]
         return None if any(p is None for p in parts) else sum(parts)
 
 
@@ -205,8 +222,10 @@ class RunProgress:
             if item is not None:
                 self.pending.remove(item)
                 self.finished_items.append(item)
+                kinds = dict(zip(item.runs, item.attacks))
                 self.estimate.observe(item, records[0].train_seconds,
-                                      [(r.attack, r.attack_seconds) for r in records])
+                                      [(kinds.get(getattr(r, "key", None), r.attack), r.attack_seconds)
+                                       for r in records])
         self.advance(len(records))
 
     def advance(self, n: int) -> None:
