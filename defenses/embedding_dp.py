@@ -58,7 +58,7 @@ from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
-from vflpriv.defenses.per_sample import ghost_applies, ghost_grads
+from vflpriv.defenses.per_sample import GhostTape, ghost_applies, ghost_grads
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
@@ -79,6 +79,7 @@ class PrivateRows(nn.Module):
         super().__init__()
         self.bottom, self.clip, self.sigma, self.frozen, self.generator = bottom, clip, sigma, frozen, generator
         self.out_dim = getattr(bottom, "out_dim", None)
+        self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
         self.train(bottom.training)
 
     def train(self, mode: bool = True) -> PrivateRows:
@@ -90,9 +91,22 @@ class PrivateRows(nn.Module):
         return self
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = clip_rows(self.bottom(x), clip=self.clip)
+        tape = GhostTape(self.bottom) if self.frozen and self.training and torch.is_grad_enabled() \
+            and ghost_applies(self.bottom) else None
+        if tape is None:
+            h = clip_rows(self.bottom(x), clip=self.clip)
+        else:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
+            with tape:
+                h = clip_rows(self.bottom(x), clip=self.clip)
         noise = torch.randn(h.shape, generator=self.generator, dtype=h.dtype, device=self.generator.device)
-        return h + self.sigma * self.clip * noise.to(h.device)
+        out = h + self.sigma * self.clip * noise.to(h.device)
+        self.taped = None if tape is None else (out, h, tape)
+        return out
+
+    def tape_of(self, sent: torch.Tensor) -> tuple[torch.Tensor, GhostTape] | None:
+        """(the clipped rows, the tape) of the forward that returned ``sent``, once; None for another tensor."""
+        taped, self.taped = self.taped, None
+        return taped[1:] if taped is not None and taped[0] is sent else None
 
 
 class EmbeddingDP(PassiveDefense):
@@ -158,12 +172,18 @@ class EmbeddingDP(PassiveDefense):
         """DP-SGD: each sample's gradient of its own clipped row times the gradient it received, clipped to C_g,
         summed, noised, over the batch size. The rows are computed independently (the frozen statistics) and the noise
         of the sent rows carries no gradient; a bottom of Linear and BatchNorm1d layers gets the norms and clipped sums
-        from one backward (ghost clipping), any other its per-sample gradients by ``torch.func``."""
+        from one backward through the forward that computed ``sent`` (ghost clipping on what its tape recorded; a
+        forward of its own for rows computed elsewhere), any other its per-sample gradients by ``torch.func``."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [(k, p) for k, p in inner.named_parameters() if p.requires_grad]
         received = gradient.detach()
-        ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).sum(), x) \
-            if ghost_applies(inner) else None
+        taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
+        if taped is not None:
+            clipped, tape = taped
+            ghost = tape.norms((clipped * received).sum())
+        else:
+            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).sum(), x) \
+                if ghost_applies(inner) else None
         if ghost is not None:  # Linear and frozen BatchNorm1d layers: from one backward (defenses/per_sample.py)
             squares, clipped_sums = ghost
             sums = clipped_sums(_scale(squares, clip))

@@ -3,8 +3,9 @@ running statistics, from one ordinary backward (ghost clipping, Goodfellow 2015;
 input row and g_i the gradient of its output row for sample i, sample i's Linear weight gradient is g_i a_i^T, of
 squared norm |g_i|^2 |a_i|^2, and sum_i s_i g_i a_i^T = (s * G)^T A; a frozen BatchNorm1d's are g_i * xhat_i and g_i.
 Exact where rows are computed independently (what embedding-dp's argument needs anyway); per-sample gradients are
-never materialised, so a step costs about one more forward and backward of the bottom (embedding-dp's other bottoms
-take ``torch.func``'s vectorised per-sample gradients)."""
+never materialised. A :class:`GhostTape` records the layers' inputs during the forward that computed the rows, so the
+norms cost one backward and no second forward (embedding-dp's other bottoms take ``torch.func``'s vectorised
+per-sample gradients)."""
 
 from __future__ import annotations
 
@@ -25,55 +26,73 @@ def ghost_applies(module: nn.Module) -> bool:
     return True
 
 
-def ghost_grads(module: nn.Module, objective, x: torch.Tensor):
-    """Per-sample squared gradient norms (n,) and a function of the per-sample scales s (n,) giving each trainable
-    parameter's sum_i s_i grad_i; None where a layer is called twice or on a row that is not a 2-D batch."""
-    seen: list[list] = []
-    handles = []
+class GhostTape:
+    """While entered, records each forward of ``module``'s trainable Linear / BatchNorm1d layers: the input rows, and
+    (by a hook on the output, registered at the forward, before an in-place activation can change that tensor) the
+    output's gradient rows once a backward reaches them."""
 
-    def record(m, inputs, output):
-        entry = [m, inputs[0].detach(), None]
-        seen.append(entry)
-        output.register_hook(lambda g, entry=entry: entry.__setitem__(2, g.detach()))
+    def __init__(self, module: nn.Module):
+        self.layers = [m for m in module.modules()
+                       if isinstance(m, LAYERS) and any(p.requires_grad for p in m.parameters(recurse=False))]
+        self.seen: list[list] = []
+        self.handles: list = []
 
-    layers = [m for m in module.modules() if isinstance(m, LAYERS) and any(p.requires_grad for p in
-                                                                            m.parameters(recurse=False))]
-    for m in layers:
-        handles.append(m.register_forward_hook(record))
-    try:
-        out = objective(module(x))
-    finally:
-        for h in handles:
+    def __enter__(self) -> GhostTape:
+        self.handles = [m.register_forward_hook(self._record) for m in self.layers]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self.handles:
             h.remove()
-    if len(seen) != len(layers) or any(e[1].dim() != 2 for e in seen):
-        return None
-    params = [p for m in layers for p in m.parameters(recurse=False) if p.requires_grad]
-    torch.autograd.grad(out, params, allow_unused=True)  # fires the output hooks: each layer's per-sample output gradient rows
-    squares = x.new_zeros(x.shape[0])
-    pieces = []  # (parameter, per-sample factor rows or None, gradient rows)
-    for m, a, g in seen:
-        if isinstance(m, nn.Linear):
-            if m.weight.requires_grad:
-                squares = squares + g.square().sum(1) * a.square().sum(1)
-                pieces.append((m.weight, a, g))
-        else:
-            a = (a - m.running_mean) / torch.sqrt(m.running_var + m.eps)
-            if m.weight is not None and m.weight.requires_grad:
-                squares = squares + (g * a).square().sum(1)
-                pieces.append((m.weight, a, g))
-        if m.bias is not None and m.bias.requires_grad:
-            squares = squares + g.square().sum(1)
-            pieces.append((m.bias, None, g))
+        self.handles = []
 
-    def clipped_sums(scale: torch.Tensor) -> dict:
-        sums = {}
-        for p, a, g in pieces:
-            if a is None:
-                sums[p] = scale @ g
-            elif p.dim() == 2:
-                sums[p] = (g * scale[:, None]).T @ a
+    def _record(self, m: nn.Module, inputs: tuple, output: torch.Tensor) -> None:
+        entry = [m, inputs[0].detach(), None]
+        self.seen.append(entry)
+        if output.requires_grad:
+            output.register_hook(lambda g, entry=entry: entry.__setitem__(2, g.detach()))
+
+    def norms(self, out: torch.Tensor):
+        """Per-sample squared gradient norms (n,) of the scalar ``out`` (computed from the recorded forward) and a
+        function of the per-sample scales s (n,) giving each trainable parameter's sum_i s_i grad_i; None where a
+        layer was called other than once or on a row that is not a 2-D batch."""
+        seen = self.seen
+        if len(seen) != len(self.layers) or any(e[1].dim() != 2 for e in seen) or not out.requires_grad:
+            return None
+        params = [p for m in self.layers for p in m.parameters(recurse=False) if p.requires_grad]
+        torch.autograd.grad(out, params, allow_unused=True)  # fires the output hooks: each layer's gradient rows
+        squares = seen[0][1].new_zeros(seen[0][1].shape[0])
+        pieces = []  # (parameter, per-sample factor rows or None, gradient rows)
+        for m, a, g in seen:
+            if isinstance(m, nn.Linear):
+                if m.weight.requires_grad:
+                    squares = squares + g.square().sum(1) * a.square().sum(1)
+                    pieces.append((m.weight, a, g))
             else:
-                sums[p] = scale @ (g * a)
-        return sums
+                a = (a - m.running_mean) / torch.sqrt(m.running_var + m.eps)
+                if m.weight is not None and m.weight.requires_grad:
+                    squares = squares + (g * a).square().sum(1)
+                    pieces.append((m.weight, a, g))
+            if m.bias is not None and m.bias.requires_grad:
+                squares = squares + g.square().sum(1)
+                pieces.append((m.bias, None, g))
 
-    return squares, clipped_sums
+        def clipped_sums(scale: torch.Tensor) -> dict:
+            sums = {}
+            for p, a, g in pieces:
+                if a is None:
+                    sums[p] = scale @ g
+                elif p.dim() == 2:
+                    sums[p] = (g * scale[:, None]).T @ a
+                else:
+                    sums[p] = scale @ (g * a)
+            return sums
+
+        return squares, clipped_sums
+
+
+def ghost_grads(module: nn.Module, objective, x: torch.Tensor):
+    """:meth:`GhostTape.norms` of ``objective(module(x))``, from a forward of its own."""
+    with GhostTape(module) as tape:
+        out = objective(module(x))
+    return tape.norms(out)
