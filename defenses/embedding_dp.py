@@ -80,19 +80,22 @@ class PrivateRows(nn.Module):
         self.bottom, self.clip, self.sigma, self.frozen, self.generator = bottom, clip, sigma, frozen, generator
         self.out_dim = getattr(bottom, "out_dim", None)
         self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
+        self.tape: GhostTape | None = None
         self.train(bottom.training)
 
     def train(self, mode: bool = True) -> PrivateRows:
+        """Set the mode (BatchNorm frozen in every mode with ``frozen``); with ``frozen``, a bottom that ghost clipping
+        covers gets the tape its training forwards are recorded on."""
         super().train(mode)
         if self.frozen:
             for m in self.bottom.modules():
                 if isinstance(m, nn.modules.batchnorm._BatchNorm):
                     m.eval()
+        self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
         return self
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        tape = GhostTape(self.bottom) if self.frozen and self.training and torch.is_grad_enabled() \
-            and ghost_applies(self.bottom) else None
+        tape = self.tape if self.training and torch.is_grad_enabled() else None
         if tape is None:
             h = clip_rows(self.bottom(x), clip=self.clip)
         else:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
@@ -175,10 +178,10 @@ class EmbeddingDP(PassiveDefense):
         from one backward through the forward that computed ``sent`` (ghost clipping on what its tape recorded; a
         forward of its own for rows computed elsewhere), any other its per-sample gradients by ``torch.func``."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
-        trained = [(k, p) for k, p in inner.named_parameters() if p.requires_grad]
+        trained = [p for p in inner.parameters() if p.requires_grad]
         received = gradient.detach()
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
-        if taped is not None:
+        if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
             ghost = tape.norms((clipped * received).sum())
         else:
@@ -187,13 +190,14 @@ class EmbeddingDP(PassiveDefense):
         if ghost is not None:  # Linear and frozen BatchNorm1d layers: from one backward (defenses/per_sample.py)
             squares, clipped_sums = ghost
             sums = clipped_sums(_scale(squares, clip))
-            totals = [sums[p] for _, p in trained]
+            totals = [sums[p] for p in trained]
         else:
             grads = _per_sample_grads(inner, bottom.clip, x, received)
-            squares = sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in trained)
+            names = [k for k, p in inner.named_parameters() if p.requires_grad]
+            squares = sum(grads[k].flatten(1).pow(2).sum(1) for k in names)
             scale = _scale(squares, clip)
-            totals = [torch.einsum("n,n...->...", scale, grads[k]) for k, _ in trained]
-        for (_, p), total in zip(trained, totals):
+            totals = [torch.einsum("n,n...->...", scale, grads[k]) for k in names]
+        for p, total in zip(trained, totals):
             noise = torch.randn(p.shape, generator=self.generator, dtype=p.dtype, device=self.generator.device)
             total = total + self.strength * clip * noise.to(p.device)
             p.grad = total / n if p.grad is None else p.grad + total / n
@@ -220,6 +224,11 @@ class EmbeddingDP(PassiveDefense):
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
                 f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
                 "frozen bottom; not the training's epsilon)")
+
+
+def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    """Whether two lists hold the same tensors (identity, in order)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:

@@ -34,10 +34,13 @@ class GhostTape:
     def __init__(self, module: nn.Module):
         self.layers = [m for m in module.modules()
                        if isinstance(m, LAYERS) and any(p.requires_grad for p in m.parameters(recurse=False))]
+        self.params = [p for m in self.layers for p in m.parameters(recurse=False) if p.requires_grad]
         self.seen: list[list] = []
         self.handles: list = []
 
     def __enter__(self) -> GhostTape:
+        """Record a new forward (what an earlier one recorded is dropped)."""
+        self.seen = []
         self.handles = [m.register_forward_hook(self._record) for m in self.layers]
         return self
 
@@ -59,8 +62,7 @@ class GhostTape:
         seen = self.seen
         if len(seen) != len(self.layers) or any(e[1].dim() != 2 for e in seen) or not out.requires_grad:
             return None
-        params = [p for m in self.layers for p in m.parameters(recurse=False) if p.requires_grad]
-        torch.autograd.grad(out, params, allow_unused=True)  # fires the output hooks: each layer's gradient rows
+        torch.autograd.grad(out, self.params, allow_unused=True)  # fires the output hooks: each layer's gradient rows
         squares = seen[0][1].new_zeros(seen[0][1].shape[0])
         pieces = []  # (parameter, per-sample factor rows or None, gradient rows)
         for m, a, g in seen:
