@@ -4,6 +4,7 @@ computation where the argument covers the run and is absent (with the reason) wh
 
 from __future__ import annotations
 
+import copy
 import math
 import sys
 from pathlib import Path
@@ -115,6 +116,42 @@ def test_ghost_clipping_equals_torch_func_s_per_sample_gradients_clipped_and_sum
     sums = clipped_sums(scale)
     for k, p in trained:
         assert torch.allclose(sums[p], torch.einsum("n,n...->...", scale, grads[k]), atol=1e-6), k
+
+
+def test_dp_sgd_reads_the_tape_of_the_forward_that_computed_the_rows_it_is_given_and_no_other():
+    """DP-SGD's norms come from what the forward that computed ``sent`` recorded (no second forward); after a later
+    forward (another batch) the earlier rows get a forward of their own, not the later batch's tape, and the sums equal
+    those of a fresh forward bit for bit either way."""
+    torch.manual_seed(0)
+    bottom = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(inplace=True), nn.Linear(6, 5))
+    bottom(torch.randn(40, 4))  # running statistics to freeze
+    bottom.out_dim = 5
+    x, other, grad = torch.randn(9, 4), torch.randn(9, 4) * 3, torch.randn(9, 5) * 2
+
+    def grads(order: str, *, frozen_bias: str = "") -> list[torch.Tensor]:
+        dp, _, _ = _defense(_config(sigma=0.5, bottom_clip=0.2))
+        inner = copy.deepcopy(bottom)
+        if frozen_bias == "before":
+            inner[0].bias.requires_grad_(False)
+        wrapped = dp.passive_bottom(1, inner)
+        if frozen_bias == "after":  # after the tape was made: it no longer covers what trains
+            inner[0].bias.requires_grad_(False)
+        sent = wrapped(x)
+        if order == "stale":
+            wrapped(other)  # a later forward: its tape is not sent's
+        elif order == "elsewhere":
+            sent = wrapped.bottom(x)  # rows computed without the wrapper's forward: no tape of theirs
+            sent = clip(sent, 1.0) + (wrapped(x) - clip(sent, 1.0)).detach()
+        dp.generator.manual_seed(7)  # the same DP-SGD noise in each (the extra forwards drew row noise)
+        dp.passive_backward(1, wrapped, x, sent, grad, torch.arange(9))
+        return [p.grad for p in wrapped.parameters() if p.requires_grad]
+
+    fresh = grads("tape")
+    for order in ("stale", "elsewhere"):
+        for a, b in zip(fresh, grads(order)):
+            assert torch.equal(a, b), order
+    for a, b in zip(grads("tape", frozen_bias="before"), grads("tape", frozen_bias="after"), strict=True):
+        assert torch.equal(a, b), "a parameter frozen after wrapping"
 
 
 def clip(h: torch.Tensor, c: float) -> torch.Tensor:
