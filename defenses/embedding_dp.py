@@ -121,11 +121,13 @@ class EmbeddingDP(PassiveDefense):
                     "trains the bottom on the features outside it")
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.25, 16.0), log=True)
     audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
-    revision = 1  # 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms (equal up to float rounding)
+    #: 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms; 2: on Conv2d / BatchNorm2d (the CNN bottom)
+    #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not)
+    revision = 2
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
-    cost = ("DP-SGD's per-sample norms of the victim's bottom with private_bottom (ghost clipping: one more forward "
-            "and backward for Linear / BatchNorm1d bottoms; torch.func otherwise); the training x2.30 on digits, x1.51 "
+    cost = ("DP-SGD's per-sample norms of the victim's bottom with private_bottom (ghost clipping: one more backward "
+            "of the bottom for Linear / Conv2d / BatchNorm bottoms; torch.func otherwise); the training x2.30 on digits, x1.51 "
             "with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
             "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")

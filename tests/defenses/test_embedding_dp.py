@@ -154,6 +154,37 @@ def test_dp_sgd_reads_the_tape_of_the_forward_that_computed_the_rows_it_is_given
         assert torch.equal(a, b), "a parameter frozen after wrapping"
 
 
+def test_ghost_clipping_of_a_cnn_equals_torch_func_s_per_sample_gradients_clipped_and_summed():
+    """A bottom of Conv2d, frozen BatchNorm2d, pooling, Linear and frozen BatchNorm1d layers (channels-last, as the CNN
+    bottom): norms and clipped sums by the unfold rules equal torch.func's per-sample gradients, clipped and summed.
+    The first convolution (30 positions, 4 x 18 weights) takes the materialised rule, the second (9 positions, 40 x 36
+    weights, with a bias) Li et al.'s Gram-matrix ghost norm."""
+    from vflpriv.defenses.embedding_dp import _per_sample_grads, _scale
+    from vflpriv.defenses.gaussian_message import clip_rows
+    from vflpriv.defenses.per_sample import ghost_applies, ghost_grads
+
+    torch.manual_seed(0)
+    bottom = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
+                           nn.Conv2d(4, 40, 3, stride=2, padding=1), nn.BatchNorm2d(40), nn.ReLU(inplace=True),
+                           nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(40, 5), nn.BatchNorm1d(5), nn.ReLU())
+    bottom(torch.randn(30, 2, 6, 5) * 2 + 1)  # running statistics away from 0 and 1
+    assert not ghost_applies(bottom)
+    bottom = bottom.eval().to(memory_format=torch.channels_last)
+    assert ghost_applies(bottom) and not ghost_applies(nn.Sequential(nn.Conv2d(4, 4, 3, groups=2)))
+    x = torch.randn(7, 2, 6, 5).contiguous(memory_format=torch.channels_last)
+    received = torch.randn(7, 5) * 4
+    squares, clipped_sums = ghost_grads(bottom, lambda h: (clip_rows(h, clip=0.7) * received).sum(), x)
+    grads = _per_sample_grads(bottom, 0.7, x, received)
+    trained = [(k, p) for k, p in bottom.named_parameters() if p.requires_grad]
+    assert len(trained) == 11
+    assert torch.allclose(squares, sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in trained), rtol=1e-5)
+    scale = _scale(squares, 0.4)
+    assert 0 < float(scale.min()) < float(scale.max()) <= 1
+    sums = clipped_sums(scale)
+    for k, p in trained:
+        assert torch.allclose(sums[p], torch.einsum("n,n...->...", scale, grads[k]), atol=1e-5), k
+
+
 def clip(h: torch.Tensor, c: float) -> torch.Tensor:
     return h * torch.clamp(c / h.norm(dim=1, keepdim=True), max=1.0)
 
