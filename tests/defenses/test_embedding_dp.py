@@ -93,9 +93,7 @@ def test_dp_sgd_on_the_bottom_clips_each_sample_s_gradient_to_c_g_and_adds_noise
 def test_ghost_clipping_equals_torch_func_s_per_sample_gradients_clipped_and_summed():
     """A bottom of Linear and frozen BatchNorm1d layers gets DP-SGD's per-sample norms and clipped sums from one
     backward; they equal torch.func's per-sample gradients, clipped and summed (a frozen parameter left out of both)."""
-    from vflpriv.defenses.embedding_dp import _per_sample_grads, _scale
-    from vflpriv.defenses.gaussian_message import clip_rows
-    from vflpriv.defenses.per_sample import ghost_applies, ghost_grads
+    from vflpriv.defenses.per_sample import ghost_applies
 
     torch.manual_seed(0)
     bottom = nn.Sequential(nn.Linear(6, 9), nn.BatchNorm1d(9), nn.ReLU(inplace=True), nn.Linear(9, 5),
@@ -105,17 +103,27 @@ def test_ghost_clipping_equals_torch_func_s_per_sample_gradients_clipped_and_sum
     bottom.eval()
     bottom[0].bias.requires_grad_(False)
     assert ghost_applies(bottom) and not ghost_applies(nn.Sequential(nn.Linear(6, 9), nn.PReLU()))
-    x, received = torch.randn(11, 6), torch.randn(11, 5) * 4
+    _assert_ghost_equals_torch_func(bottom, torch.randn(11, 6), torch.randn(11, 5) * 4, trained=7, atol=1e-6)
+
+
+def _assert_ghost_equals_torch_func(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *, trained: int,
+                                    atol: float) -> None:
+    """Ghost clipping's norms and clipped sums of ``bottom`` equal torch.func's per-sample gradients, clipped
+    (some samples scaled, some not) and summed, over its ``trained`` trainable parameters."""
+    from vflpriv.defenses.embedding_dp import _per_sample_grads, _scale
+    from vflpriv.defenses.gaussian_message import clip_rows
+    from vflpriv.defenses.per_sample import ghost_grads
+
     squares, clipped_sums = ghost_grads(bottom, lambda h: (clip_rows(h, clip=0.7) * received).sum(), x)
     grads = _per_sample_grads(bottom, 0.7, x, received)
-    trained = [(k, p) for k, p in bottom.named_parameters() if p.requires_grad]
-    assert len(trained) == 7 and set(grads) == {k for k, _ in trained}
-    assert torch.allclose(squares, sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in trained), rtol=1e-5)
+    params = [(k, p) for k, p in bottom.named_parameters() if p.requires_grad]
+    assert len(params) == trained and set(grads) == {k for k, _ in params}
+    assert torch.allclose(squares, sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in params), rtol=1e-5)
     scale = _scale(squares, 0.4)
     assert 0 < float(scale.min()) < float(scale.max()) <= 1
     sums = clipped_sums(scale)
-    for k, p in trained:
-        assert torch.allclose(sums[p], torch.einsum("n,n...->...", scale, grads[k]), atol=1e-6), k
+    for k, p in params:
+        assert torch.allclose(sums[p], torch.einsum("n,n...->...", scale, grads[k]), atol=atol), k
 
 
 def test_dp_sgd_reads_the_tape_of_the_forward_that_computed_the_rows_it_is_given_and_no_other():
@@ -159,9 +167,7 @@ def test_ghost_clipping_of_a_cnn_equals_torch_func_s_per_sample_gradients_clippe
     bottom): norms and clipped sums by the unfold rules equal torch.func's per-sample gradients, clipped and summed.
     The first convolution (30 positions, 4 x 18 weights) takes the materialised rule, the second (9 positions, 40 x 36
     weights, with a bias) Li et al.'s Gram-matrix ghost norm."""
-    from vflpriv.defenses.embedding_dp import _per_sample_grads, _scale
-    from vflpriv.defenses.gaussian_message import clip_rows
-    from vflpriv.defenses.per_sample import ghost_applies, ghost_grads
+    from vflpriv.defenses.per_sample import ghost_applies
 
     torch.manual_seed(0)
     bottom = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
@@ -172,17 +178,7 @@ def test_ghost_clipping_of_a_cnn_equals_torch_func_s_per_sample_gradients_clippe
     bottom = bottom.eval().to(memory_format=torch.channels_last)
     assert ghost_applies(bottom) and not ghost_applies(nn.Sequential(nn.Conv2d(4, 4, 3, groups=2)))
     x = torch.randn(7, 2, 6, 5).contiguous(memory_format=torch.channels_last)
-    received = torch.randn(7, 5) * 4
-    squares, clipped_sums = ghost_grads(bottom, lambda h: (clip_rows(h, clip=0.7) * received).sum(), x)
-    grads = _per_sample_grads(bottom, 0.7, x, received)
-    trained = [(k, p) for k, p in bottom.named_parameters() if p.requires_grad]
-    assert len(trained) == 11
-    assert torch.allclose(squares, sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in trained), rtol=1e-5)
-    scale = _scale(squares, 0.4)
-    assert 0 < float(scale.min()) < float(scale.max()) <= 1
-    sums = clipped_sums(scale)
-    for k, p in trained:
-        assert torch.allclose(sums[p], torch.einsum("n,n...->...", scale, grads[k]), atol=1e-5), k
+    _assert_ghost_equals_torch_func(bottom, x, torch.randn(7, 5) * 4, trained=11, atol=1e-5)
 
 
 def clip(h: torch.Tensor, c: float) -> torch.Tensor:
