@@ -1,15 +1,15 @@
 """DP-SGD's per-sample gradient norms and clipped sums for a bottom of Linear, Conv2d and BatchNorm1d/2d layers (the
 BatchNorms on their running statistics) from one ordinary backward (ghost clipping, Goodfellow 2015; Li et al. 2022;
-Opacus' unfold rule for convolutions): with a_i a layer's input row and g_i the gradient of its output row for sample
-i, sample i's Linear weight gradient is g_i a_i^T, of squared norm |g_i|^2 |a_i|^2, and sum_i s_i g_i a_i^T =
-(s * G)^T A; a frozen BatchNorm's are g_i * xhat_i and g_i (summed over the positions of a BatchNorm2d). A Conv2d's
-is G_i U_i^T, with U_i = unfold(a_i) (its kernel's patches, Cin k k x L positions) and G_i its output gradient (Cout x
-L): its squared norm is sum_{p,q} (G_i^T G_i)_{pq} (U_i^T U_i)_{pq} (Li et al.'s ghost norm, O(L^2 (Cout + Cin k
-k))) or, where that costs more than the gradient itself (L Cout Cin k k: early layers with many positions),
-|G_i U_i^T|^2 from the materialised per-sample gradient (Opacus). Exact where rows are computed independently (what
-embedding-dp's argument needs anyway). A :class:`GhostTape` records the layers' inputs during the forward that computed the rows, so
-the norms cost one backward and no second forward (embedding-dp's other bottoms take ``torch.func``'s vectorised
-per-sample gradients)."""
+Opacus' unfold rule for convolutions): with a_i a layer's input row and g_i the gradient of its output row for sample i,
+sample i's Linear weight gradient is g_i a_i^T, of squared norm |g_i|^2 |a_i|^2, and sum_i s_i g_i a_i^T = (s * G)^T A;
+a frozen BatchNorm's are g_i * xhat_i and g_i (summed over the positions of a BatchNorm2d). A Conv2d's is G_i U_i^T,
+with U_i = unfold(a_i) (its kernel's patches, Cin k k x L positions) and G_i its output gradient (Cout x L): its squared
+norm is sum_{p,q} (G_i^T G_i)_{pq} (U_i^T U_i)_{pq} (Li et al.'s ghost norm, O(L^2 (Cout + Cin k k))) or, where that
+costs more than the gradient itself (L Cout Cin k k: early layers with many positions), |G_i U_i^T|^2 from the
+materialised per-sample gradient (Opacus). Exact where rows are computed independently (what embedding-dp's argument
+needs anyway). A :class:`GhostTape` records the layers' inputs during the forward that computed the rows, so the norms
+cost one backward and no second forward (embedding-dp's other bottoms take ``torch.func``'s vectorised per-sample
+gradients)."""
 
 from __future__ import annotations
 
