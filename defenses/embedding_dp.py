@@ -106,6 +106,11 @@ class PrivateRows(nn.Module):
         self.taped = None if tape is None else (out, h, tape)
         return out
 
+    def __getstate__(self) -> dict:
+        """Copied or pickled without the last forward's tape (an adversary's snapshot between the forward and the
+        update: the taped rows are a non-leaf tensor, which cannot be deep-copied); a copy tapes after ``train()``."""
+        return {**self.__dict__, "taped": None, "tape": None}
+
     def tape_of(self, sent: torch.Tensor) -> tuple[torch.Tensor, GhostTape] | None:
         """(the clipped rows, the tape) of the forward that returned ``sent``, once; None for another tensor."""
         taped, self.taped = self.taped, None

@@ -162,6 +162,22 @@ def test_dp_sgd_reads_the_tape_of_the_forward_that_computed_the_rows_it_is_given
         assert torch.equal(a, b), "a parameter frozen after wrapping"
 
 
+def test_a_snapshot_between_the_forward_and_the_update_copies_the_bottom_without_its_tape():
+    """An adversary deep-copies the passive bottom after the forward that sent the rows and before DP-SGD's update
+    (``passive_step``): the copy works, computes the same clipped rows, and the update still reads the tape."""
+    dp, _, _ = _defense(_config(sigma=0.5))
+    bottom = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(inplace=True), nn.Linear(6, 5))
+    bottom.out_dim = 5
+    wrapped = dp.passive_bottom(1, bottom)
+    x, grad = torch.randn(9, 4), torch.randn(9, 5)
+    sent = wrapped(x)
+    snapshot = copy.deepcopy(wrapped)
+    assert snapshot.taped is None and wrapped.taped is not None
+    assert torch.equal(clip(snapshot.bottom(x), 1.0), clip(wrapped.bottom(x), 1.0))
+    dp.passive_backward(1, wrapped, x, sent, grad, torch.arange(9))
+    assert wrapped.taped is None and all(p.grad is not None for p in wrapped.parameters())
+
+
 def test_ghost_clipping_of_a_cnn_equals_torch_func_s_per_sample_gradients_clipped_and_summed():
     """A bottom of Conv2d, frozen BatchNorm2d, pooling, Linear and frozen BatchNorm1d layers (channels-last, as the CNN
     bottom): norms and clipped sums by the unfold rules equal torch.func's per-sample gradients, clipped and summed.
