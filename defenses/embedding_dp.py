@@ -133,7 +133,7 @@ class EmbeddingDP(PassiveDefense):
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms of the victim's bottom with private_bottom (ghost clipping: one more backward "
             "of the bottom for Linear / Conv2d / BatchNorm bottoms; torch.func otherwise) and noise on each of its "
-            "parameters; the training x1.92 on digits, x1.30 with Fashion-MNIST's CNN bottom "
+            "parameters; the training x1.92 on digits, x1.26 with Fashion-MNIST's CNN bottom "
             "(benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
             "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")
