@@ -7,16 +7,19 @@ starts from fi-decoder's decoder, trained once per training: ``attacks/features/
 per seed runs fi-inversion alone, paying for its own decoder. Seeds run one after another, so every attack and the
 training are measured on the same machine minutes apart; a warm-up run pays the one-off costs (imports). Prints, per
 attack, the median over seeds of attack seconds / training seconds (the issue's bound: at most 0.5 on the default
-dataset), then the floating-point operations of one seed's training and attacks (torch's FlopCounterMode: matrix
-products and convolutions; a count no other process on the machine can move).
+dataset), on the records' wall clocks and on CPU clocks (``time.process_time`` around the runner's training and
+each attack: steadier where other processes share the cores), then the floating-point operations of one seed's
+training and attacks (torch's FlopCounterMode: matrix products and convolutions; a count no other process on the
+machine can move). ``--untuned`` leaves out the tuned attacks (a quicker A/B).
 
-    python benchmarks/feature_attack_cost.py [--seeds 0,1,2,3,4]
+    python benchmarks/feature_attack_cost.py [--seeds 0,1,2,3,4] [--untuned]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import time
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -68,30 +71,64 @@ def flops(seed: int, *, tune: bool, only: str | None = None) -> dict[str, float]
     return counted
 
 
+CPU: dict[str, float] = {}
+
+
+def cpu_clocked() -> None:
+    """Put CPU clocks around the runner's training and feature attacks (seconds in :data:`CPU`, by attack name)."""
+    def clocked(fn, name):
+        def wrapper(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                CPU[name(args)] = time.process_time() - start
+        return wrapper
+
+    execution.train = clocked(execution.train, lambda args: "training")
+    execution.RUNS["features"] = clocked(execution.RUNS["features"], lambda args: args[0].config.attack.name)
+
+
+def summary(name: str, values: list[float]) -> str:
+    return f"{name:28s} median {statistics.median(values):.2f} (min {min(values):.2f}, max {max(values):.2f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser.add_argument("--untuned", action="store_true", help="leave out the tuned attacks")
     args = parser.parse_args()
     torch.set_num_threads(1)
     seeds = [int(s) for s in args.seeds.split(",")]
     run(configs(99, tune=False))  # warm-up
     ratios: dict[str, list[float]] = {}
-    trainings = []
+    cpu: dict[str, list[float]] = {}
+    trainings, cpu_trainings = [], []
+    tunes = (False,) if args.untuned else (False, True)
+    flops_unclocked = execution.train, execution.RUNS["features"]
+    cpu_clocked()
     for seed in seeds:
-        for tune in (False, True):
+        for tune in tunes:
             tuned = " (tuned)" if tune else ""
             records = fresh_run(configs(seed, tune=tune))
             trainings.append(records[0].train_seconds)
+            cpu_trainings.append(CPU["training"])
             for r in records:
                 ratios.setdefault(f"{r.attack}{tuned}", []).append(r.attack_seconds / r.train_seconds)
+                cpu.setdefault(f"{r.attack}{tuned}", []).append(CPU[r.attack] / CPU["training"])
             (alone,) = fresh_run(configs(seed, tune=tune, only="fi-inversion"))
             ratios.setdefault(f"fi-inversion alone{tuned}", []).append(alone.attack_seconds / alone.train_seconds)
-    print(f"splitnn on digits, seeds {args.seeds}, 1 torch thread; training {statistics.median(trainings):.2f} s "
-          "(median)")
+            cpu.setdefault(f"fi-inversion alone{tuned}", []).append(CPU["fi-inversion"] / CPU["training"])
+    execution.train, execution.RUNS["features"] = flops_unclocked
+    print(f"splitnn on digits, seeds {args.seeds}, 1 torch thread; training {statistics.median(trainings):.3f} s wall, "
+          f"{statistics.median(cpu_trainings):.3f} CPU s (median)")
+    print("attack / training, wall clocks (the records'):")
     for name, values in ratios.items():
-        print(f"{name:28s} attack / training: median {statistics.median(values):.2f} "
-              f"(min {min(values):.2f}, max {max(values):.2f})")
-    for tune in (False, True):
+        print("  " + summary(name, values))
+    print("attack / training, CPU clocks:")
+    for name, values in cpu.items():
+        print("  " + summary(name, values))
+    for tune in tunes:
         counted = flops(seeds[0], tune=tune)
         counted["fi-inversion alone"] = flops(seeds[0], tune=tune, only="fi-inversion")["fi-inversion"]
         training = counted.pop("training")

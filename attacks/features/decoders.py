@@ -20,17 +20,25 @@ __all__ = ["ConvDecoder", "MLPDecoder", "build_decoder", "conv_victim", "fit_reg
 def fit_regression(net: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, lr: float, batch_size: int,
                    generator: torch.Generator, what: str) -> nn.Module:
     """Train ``net`` to map ``x`` to ``y`` by MSE with Adam (no weight decay), shuffled minibatches; a non-finite loss
-    fails the attack (:class:`DivergedError` naming ``what``)."""
-    opt = make_optimizer(net.parameters(), name="adam", lr=lr, weight_decay=0.0)
+    fails the attack (:class:`DivergedError` naming ``what``). A network with an ``mse_gradients(x, y)`` method
+    (the loss and its parameters' gradients, bit for bit autograd's: :class:`MLPDecoder`'s) is stepped on those."""
+    params = list(net.parameters())
+    opt = make_optimizer(params, name="adam", lr=lr, weight_decay=0.0)
+    direct = getattr(net, "mse_gradients", None)
     ids = torch.arange(x.shape[0], device=x.device)
     finite = torch.ones((), dtype=torch.bool, device=x.device)
     net.train()
     for _ in range(epochs):
         for batch in index_batches(ids, batch_size=batch_size, generator=generator):
-            loss = nn.functional.mse_loss(net(x[batch]), y[batch])
+            if direct is not None:
+                loss, grads = direct(x[batch], y[batch])
+                for p, g in zip(params, grads):
+                    p.grad = g
+            else:
+                loss = nn.functional.mse_loss(net(x[batch]), y[batch])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
             finite &= torch.isfinite(loss)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
             opt.step()
     net.eval()
     require_finite(finite, f"the {what}'s training loss")

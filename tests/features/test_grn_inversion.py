@@ -63,3 +63,18 @@ def test_grn_does_no_better_than_the_mean_where_its_own_features_say_nothing():
     can only learn the victim's distribution (Luo et al.'s GRNA learns the correlation)."""
     view, truth, mean = _grn_view(determined=False)
     assert fm.mse(_grn(view), truth) > 0.9 * fm.mse(mean, truth)
+
+
+def test_each_target_set_is_inverted_as_if_alone_though_the_sets_share_each_step():
+    """The sets share one surrogate forward per step; each keeps its own loss, TV, Adam state and clamp, so its
+    reconstructions are bit for bit those of inverting it alone (a joint mean or a shared TV would couple them)."""
+    g = torch.Generator().manual_seed(3)
+    surrogate = nn.Sequential(nn.Flatten(), nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 5)).requires_grad_(False)
+    starts = [torch.rand(7, 1, 4, 2, generator=g), torch.rand(30, 1, 4, 2, generator=g)]
+    rows = [torch.randn(7, 5, generator=g), torch.randn(30, 5, generator=g)]
+    attack = FeatureInversion(InversionOptions(steps=20, lr=0.05, tv=0.3))
+    together = attack._invert(surrogate, starts, rows, image=True)
+    for i in range(2):
+        (alone,) = attack._invert(surrogate, [starts[i]], [rows[i]], image=True)
+        assert not torch.equal(alone, starts[i].clamp(0, 1))  # it moved
+        assert torch.equal(together[i], alone)
