@@ -157,10 +157,14 @@ class FIAdversarial(PassiveDefense):
         net, opt = self._decoder(party, z.shape[1], z.device)
         ssim = self.measure(party) == "ssim"
         net.train()
-        leaf = z.detach().requires_grad_(True)
         params = list(net.parameters())
-        error = self._error(party, net(leaf), target)  # one forward serves the attacker's step and the victim's term
-        toward_z, *toward_net = torch.autograd.grad(error, [leaf, *params])
+        direct = None if ssim else getattr(net, "mse_gradients", None)
+        if direct is not None:  # the MLP decoder's backward written out: autograd's gradients bit for bit, no graph
+            error, (toward_z, *toward_net) = direct(z.detach(), target, with_input=True)
+        else:
+            leaf = z.detach().requires_grad_(True)
+            error = self._error(party, net(leaf), target)  # one forward: the attacker's step and the victim's term
+            toward_z, *toward_net = torch.autograd.grad(error, [leaf, *params])
         self._step(opt, params, toward_net, ascend=ssim)
         for _ in range(self.options.decoder_steps - 1):  # the imagined attacker's further steps, on detached rows
             again = self._error(party, net(z.detach()), target)
