@@ -97,7 +97,7 @@ class FIAdversarial(PassiveDefense):
     audit_strengths = {"finetune": (1.0, 3.0, 10.0), "pretrain": (1.0, 3.0, 10.0)}
     anchor = "Li et al. CVPR 2022 (ResSFL); zlijingtao/ResSFL MIA_torch.py train_target_step, gan_train_step"
     cost = ("one forward and backward of the imagined decoder and its Adam step per update of the victim; the training "
-            "x3.04 on digits (the decoder is 10x the bottom), x1.07 with Fashion-MNIST's CNN bottom, pretraining "
+            "x2.85 on digits (the decoder is 10x the bottom), x1.07 with Fashion-MNIST's CNN bottom, pretraining "
             "x1.54 to x1.64 (benchmarks/results/feature_defense_overhead.md)")
     pays = ("digits: with the C = 8 cut, alpha 10 halves fi-decoder's leakage (0.034 to 0.020 MSE) at 0.03 of accuracy; "
             "without the cut it fools its imagined decoder, not a fresh one; in pretraining it left no resistance "
