@@ -10,14 +10,27 @@ prints per case the median over repetitions of defended seconds / undefended sec
     python benchmarks/feature_defense_overhead.py [--dataset digits] [--repeats 5] [--image]
 
 ``--image``: Fashion-MNIST halves (1500 rows, the CNN bottom) instead, finetuning only: a bottom large next to the
-defenses' own networks, where digits' (a 32 -> 128 -> 128 MLP) is small next to them.
+defenses' own networks, where digits' (a 32 -> 128 -> 128 MLP) is small next to them. ``--clock cpu``: the process's CPU
+seconds instead of wall seconds (steadier on a shared machine; the training runs on one thread). ``--only NAME``: those
+defenses' cases only (repeatable).
+
+``--against DIR``: A/B against another checkout's code (``git archive main | tar -x -C DIR``): each repetition runs
+this checkout's and DIR's code in turn, each in a fresh process of this interpreter (DIR imported first on its path,
+through a folder of links that lays it out as installed), and prints per case both medians and their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+import tomllib
+from pathlib import Path
 
 import torch
 
@@ -27,8 +40,18 @@ from vflpriv.runner.execution import build_federation, train
 from vflpriv.runner.planning import plan
 
 FINETUNE = ["nopeek", "mid-sender", "fi-adversarial", "embedding-dp"]
+#: Cheaper settings of a defense whose anchor's network outweighs digits' bottom, measured beside its default.
+CHEAPER = {"mid-sender": {"decoder_scale": 1}}
 PRETRAIN = ["nopeek", "fi-adversarial"]
 BOUND = {"fi-adversarial": 2.0}
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+clock = time.perf_counter
+
+
+def _bound(case: str) -> float:
+    """The issue's bound for a case ("finetune DEFENSE ..." or "pretrain METHOD DEFENSE")."""
+    words = case.split()
+    return BOUND.get(words[1] if words[0] == "finetune" else words[2], 1.5)
 
 
 def _middle(name: str, phase: str) -> float:
@@ -36,8 +59,9 @@ def _middle(name: str, phase: str) -> float:
     return strengths[len(strengths) // 2]
 
 
-def _config(base: dict, method: str, defense: str | None, phase: str) -> RunConfig:
-    defenses = [] if defense is None else [{"name": defense, "strength": _middle(defense, phase), "phase": phase}]
+def _config(base: dict, method: str, defense: str | None, phase: str, options: dict | None = None) -> RunConfig:
+    defenses = [] if defense is None else [{"name": defense, "strength": _middle(defense, phase), "phase": phase,
+                                            "options": options or {}}]
     options = {"epochs": 2} if method.startswith("local-") else {"global_iterations": 2} if method != "splitnn" else {}
     return RunConfig.model_validate({**base, "method": {"name": method, "options": options}, "defenses": defenses,
                                      "attack": {"name": "fi-decoder"}})
@@ -45,54 +69,117 @@ def _config(base: dict, method: str, defense: str | None, phase: str) -> RunConf
 
 def _finetune_seconds(config: RunConfig) -> float:
     p = plan(config)  # planning (the dataset's load, the checks) is not the training's time
-    start = time.perf_counter()
+    start = clock()
     train(p)
-    return time.perf_counter() - start
+    return clock() - start
 
 
 def _pretrain_seconds(config: RunConfig) -> float:
     p = plan(config)
     fed = build_federation(p)
-    start = time.perf_counter()
+    start = clock()
     p.method.pretrain(fed)
-    return time.perf_counter() - start
+    return clock() - start
 
 
-def measure(base: dict, repeats: int, *, pretraining: bool = True) -> list[tuple[str, float, float]]:
+def measure(base: dict, repeats: int, *, pretraining: bool = True, only: list[str] | None = None
+            ) -> list[tuple[str, float, float]]:
     """(case, median ratio, median undefended seconds) per case."""
-    cases = [(f"finetune {d}", "splitnn", d, "finetune", _finetune_seconds) for d in FINETUNE]
-    cases += [(f"pretrain {m} {d}", m, d, "pretrain", _pretrain_seconds) for m in ("local-simsiam", "fedhssl")
+    cases = [(f"finetune {d}", "splitnn", d, "finetune", _finetune_seconds, None) for d in FINETUNE]
+    cases += [(f"finetune {d} ({', '.join(f'{k} {v}' for k, v in o.items())})", "splitnn", d, "finetune",
+               _finetune_seconds, o) for d, o in CHEAPER.items()]
+    cases += [(f"pretrain {m} {d}", m, d, "pretrain", _pretrain_seconds, None) for m in ("local-simsiam", "fedhssl")
               for d in PRETRAIN] if pretraining else []
-    baselines = {(m, ph): (_config(base, m, None, ph), fn) for _, m, _, ph, fn in cases}
+    cases = [c for c in cases if not only or c[2] in only]
+    baselines = {(m, ph): (_config(base, m, None, ph), fn) for _, m, _, ph, fn, _ in cases}
     for config, fn in baselines.values():  # warm-up: imports, allocator, first-call costs
         fn(config)
     ratios: dict[str, list[float]] = {c[0]: [] for c in cases}
     seconds: dict[str, list[float]] = {c[0]: [] for c in cases}
     for _ in range(repeats):
         undefended = {key: fn(config) for key, (config, fn) in baselines.items()}
-        for name, method, defense, phase, fn in cases:
-            defended = fn(_config(base, method, defense, phase))
+        for name, method, defense, phase, fn, options in cases:
+            defended = fn(_config(base, method, defense, phase, options))
             ratios[name].append(defended / undefended[(method, phase)])
             seconds[name].append(undefended[(method, phase)])
     return [(name, statistics.median(ratios[name]), statistics.median(seconds[name])) for name, *_ in cases]
 
 
+def _layout(tree: Path, into: Path) -> Path:
+    """A folder where ``tree``'s code imports as installed: vflpriv's entries and its pyproject's other package
+    folders (defenses/, attacks/, ...) linked inside one ``vflpriv`` folder."""
+    package = into / "vflpriv"
+    package.mkdir()
+    for entry in (tree / "vflpriv").iterdir():
+        (package / entry.name).symlink_to(entry)
+    dirs = tomllib.loads((tree / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    for name, folder in dirs.items():
+        if name != "vflpriv":
+            (package / name.split(".", 1)[1]).symlink_to(tree / folder)
+    return into
+
+
+def _child(args: argparse.Namespace, path: Path | None) -> list[list]:
+    """One repetition in a fresh process (this checkout's code, or the one laid out at ``path``)."""
+    cmd = [sys.executable, __file__, "--repeats", "1", "--json", "--dataset", args.dataset, "--clock", args.clock]
+    cmd += ["--image"] * args.image + [a for d in args.only for a in ("--only", d)]
+    env = {**os.environ, "PYTHONPATH": str(path)} if path else os.environ
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def against(args: argparse.Namespace) -> None:
+    """This checkout's cases against ``args.against``'s, repetitions interleaved (ours, theirs, ours, ...)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _layout(Path(args.against).resolve(), Path(tmp))
+        runs: dict[str, list[list]] = {"this": [], "against": []}
+        for _ in range(args.repeats):
+            runs["this"].append(_child(args, None))
+            runs["against"].append(_child(args, path))
+    print(f"{args.dataset if not args.image else 'fashion-mnist'}: defended / undefended training {args.clock} "
+          f"seconds, median of {args.repeats} interleaved repetitions; this checkout against {args.against}")
+    print("| case | ratio here | ratio there | defended here / there | bound | undefended s here / there |")
+    print("|---|---|---|---|---|---|")
+    for i, (name, *_) in enumerate(runs["this"][0]):
+        here, there = ([r[i] for r in runs[k]] for k in ("this", "against"))
+        ratio = statistics.median(r[1] for r in here), statistics.median(r[1] for r in there)
+        base = statistics.median(r[2] for r in here), statistics.median(r[2] for r in there)
+        speed = statistics.median((a[1] * a[2]) / (b[1] * b[2]) for a, b in zip(here, there))
+        bound = _bound(name)
+        print(f"| {name} | {ratio[0]:.2f}x{'' if ratio[0] <= bound else ' (over)'} | {ratio[1]:.2f}x | {speed:.2f} | "
+              f"{bound:g}x | {base[0]:.3f} / {base[1]:.3f} |")
+
+
 def main() -> None:
+    global clock
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="digits")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--image", action="store_true", help="Fashion-MNIST halves, 1500 rows, CNN bottom, finetuning")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="wall or the process's CPU seconds")
+    parser.add_argument("--only", action="append", default=[], choices=sorted({*FINETUNE, *PRETRAIN}),
+                        help="only this defense's cases (repeatable)")
+    parser.add_argument("--against", help="another checkout's folder: A/B, repetitions interleaved")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.against:
+        against(args)
+        return
     torch.set_num_threads(1)
+    clock = CLOCKS[args.clock]
     base = {"dataset": {"name": args.dataset}}
     if args.image:
         base = {"dataset": {"name": "fashion-mnist", "max_samples": 1500}, "model": {"encoder": "cnn"}}
-    print(f"{base['dataset']['name']}: defended / undefended training seconds, median of {args.repeats} interleaved "
-          "repetitions")
+    rows = measure(base, args.repeats, pretraining=not args.image, only=args.only)
+    if args.json:
+        print(json.dumps(rows))
+        return
+    print(f"{base['dataset']['name']}: defended / undefended training {args.clock} seconds, median of {args.repeats} "
+          "interleaved repetitions")
     print("| case | ratio | bound | undefended s |")
     print("|---|---|---|---|")
-    for name, ratio, undefended in measure(base, args.repeats, pretraining=not args.image):
-        bound = BOUND.get(name.split()[-1], 1.5)
+    for name, ratio, undefended in rows:
+        bound = _bound(name)
         print(f"| {name} | {ratio:.2f}x | {bound:g}x{'' if ratio <= bound else ' (over)'} | {undefended:.2f} |")
 
 

@@ -58,7 +58,7 @@ from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
-from vflpriv.defenses.per_sample import ghost_applies, ghost_grads
+from vflpriv.defenses.per_sample import GhostTape, ghost_applies, ghost_grads
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
@@ -79,20 +79,42 @@ class PrivateRows(nn.Module):
         super().__init__()
         self.bottom, self.clip, self.sigma, self.frozen, self.generator = bottom, clip, sigma, frozen, generator
         self.out_dim = getattr(bottom, "out_dim", None)
+        self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
+        self.tape: GhostTape | None = None
         self.train(bottom.training)
 
     def train(self, mode: bool = True) -> PrivateRows:
+        """Set the mode (BatchNorm frozen in every mode with ``frozen``); with ``frozen``, a bottom that ghost clipping
+        covers gets the tape its training forwards are recorded on."""
         super().train(mode)
         if self.frozen:
             for m in self.bottom.modules():
                 if isinstance(m, nn.modules.batchnorm._BatchNorm):
                     m.eval()
+        self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
         return self
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = clip_rows(self.bottom(x), clip=self.clip)
+        tape = self.tape if self.training and torch.is_grad_enabled() else None
+        if tape is None:
+            h = clip_rows(self.bottom(x), clip=self.clip)
+        else:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
+            with tape:
+                h = clip_rows(self.bottom(x), clip=self.clip)
         noise = torch.randn(h.shape, generator=self.generator, dtype=h.dtype, device=self.generator.device)
-        return h + self.sigma * self.clip * noise.to(h.device)
+        out = h + self.sigma * self.clip * noise.to(h.device)
+        self.taped = None if tape is None else (out, h, tape)
+        return out
+
+    def __getstate__(self) -> dict:
+        """Copied or pickled without the last forward's tape (an adversary's snapshot between the forward and the
+        update: the taped rows are a non-leaf tensor, which cannot be deep-copied); a copy tapes after ``train()``."""
+        return {**self.__dict__, "taped": None, "tape": None}
+
+    def tape_of(self, sent: torch.Tensor) -> tuple[torch.Tensor, GhostTape] | None:
+        """(the clipped rows, the tape) of the forward that returned ``sent``, once; None for another tensor."""
+        taped, self.taped = self.taped, None
+        return taped[1:] if taped is not None and taped[0] is sent else None
 
 
 class EmbeddingDP(PassiveDefense):
@@ -104,12 +126,15 @@ class EmbeddingDP(PassiveDefense):
                     "trains the bottom on the features outside it")
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.25, 16.0), log=True)
     audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
-    revision = 1  # 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms (equal up to float rounding)
+    #: 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms; 2: on Conv2d / BatchNorm2d (the CNN bottom)
+    #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not)
+    revision = 2
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
-    cost = ("DP-SGD's per-sample norms of the victim's bottom with private_bottom (ghost clipping: one more forward "
-            "and backward for Linear / BatchNorm1d bottoms; torch.func otherwise); the training x2.30 on digits, x1.51 "
-            "with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
+    cost = ("DP-SGD's per-sample norms of the victim's bottom with private_bottom (ghost clipping: one more backward "
+            "of the bottom for Linear / Conv2d / BatchNorm bottoms; torch.func otherwise) and noise on each of its "
+            "parameters; the training x1.92 on digits, x1.26 with Fashion-MNIST's CNN bottom "
+            "(benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
             "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")
 
@@ -158,22 +183,29 @@ class EmbeddingDP(PassiveDefense):
         """DP-SGD: each sample's gradient of its own clipped row times the gradient it received, clipped to C_g,
         summed, noised, over the batch size. The rows are computed independently (the frozen statistics) and the noise
         of the sent rows carries no gradient; a bottom of Linear and BatchNorm1d layers gets the norms and clipped sums
-        from one backward (ghost clipping), any other its per-sample gradients by ``torch.func``."""
+        from one backward through the forward that computed ``sent`` (ghost clipping on what its tape recorded; a
+        forward of its own for rows computed elsewhere), any other its per-sample gradients by ``torch.func``."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
-        trained = [(k, p) for k, p in inner.named_parameters() if p.requires_grad]
+        trained = [p for p in inner.parameters() if p.requires_grad]
         received = gradient.detach()
-        ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).sum(), x) \
-            if ghost_applies(inner) else None
+        taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
+        if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
+            clipped, tape = taped
+            ghost = tape.norms((clipped * received).sum())
+        else:
+            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).sum(), x) \
+                if ghost_applies(inner) else None
         if ghost is not None:  # Linear and frozen BatchNorm1d layers: from one backward (defenses/per_sample.py)
             squares, clipped_sums = ghost
             sums = clipped_sums(_scale(squares, clip))
-            totals = [sums[p] for _, p in trained]
+            totals = [sums[p] for p in trained]
         else:
             grads = _per_sample_grads(inner, bottom.clip, x, received)
-            squares = sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in trained)
+            names = [k for k, p in inner.named_parameters() if p.requires_grad]
+            squares = sum(grads[k].flatten(1).pow(2).sum(1) for k in names)
             scale = _scale(squares, clip)
-            totals = [torch.einsum("n,n...->...", scale, grads[k]) for k, _ in trained]
-        for (_, p), total in zip(trained, totals):
+            totals = [torch.einsum("n,n...->...", scale, grads[k]) for k in names]
+        for p, total in zip(trained, totals):
             noise = torch.randn(p.shape, generator=self.generator, dtype=p.dtype, device=self.generator.device)
             total = total + self.strength * clip * noise.to(p.device)
             p.grad = total / n if p.grad is None else p.grad + total / n
@@ -200,6 +232,11 @@ class EmbeddingDP(PassiveDefense):
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
                 f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
                 "frozen bottom; not the training's epsilon)")
+
+
+def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    """Whether two lists hold the same tensors (identity, in order)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:

@@ -97,8 +97,8 @@ class FIAdversarial(PassiveDefense):
     audit_strengths = {"finetune": (1.0, 3.0, 10.0), "pretrain": (1.0, 3.0, 10.0)}
     anchor = "Li et al. CVPR 2022 (ResSFL); zlijingtao/ResSFL MIA_torch.py train_target_step, gan_train_step"
     cost = ("one forward and backward of the imagined decoder and its Adam step per update of the victim; the training "
-            "x3.13 on digits, x0.91 with Fashion-MNIST's CNN bottom, pretraining x1.84 "
-            "(benchmarks/results/feature_defense_overhead.md)")
+            "x2.85 on digits (the decoder is 10x the bottom), x1.07 with Fashion-MNIST's CNN bottom, pretraining "
+            "x1.54 to x1.64 (benchmarks/results/feature_defense_overhead.md)")
     pays = ("digits: with the C = 8 cut, alpha 10 halves fi-decoder's leakage (0.034 to 0.020 MSE) at 0.03 of accuracy; "
             "without the cut it fools its imagined decoder, not a fresh one; in pretraining it left no resistance "
             "(benchmarks/results/feature_defense_claims)")
@@ -157,10 +157,14 @@ class FIAdversarial(PassiveDefense):
         net, opt = self._decoder(party, z.shape[1], z.device)
         ssim = self.measure(party) == "ssim"
         net.train()
-        leaf = z.detach().requires_grad_(True)
         params = list(net.parameters())
-        error = self._error(party, net(leaf), target)  # one forward serves the attacker's step and the victim's term
-        toward_z, *toward_net = torch.autograd.grad(error, [leaf, *params])
+        direct = None if ssim else getattr(net, "mse_gradients", None)
+        if direct is not None:  # the MLP decoder's backward written out: autograd's gradients bit for bit, no graph
+            error, (toward_z, *toward_net) = direct(z.detach(), target, with_input=True)
+        else:
+            leaf = z.detach().requires_grad_(True)
+            error = self._error(party, net(leaf), target)  # one forward: the attacker's step and the victim's term
+            toward_z, *toward_net = torch.autograd.grad(error, [leaf, *params])
         self._step(opt, params, toward_net, ascend=ssim)
         for _ in range(self.options.decoder_steps - 1):  # the imagined attacker's further steps, on detached rows
             again = self._error(party, net(z.detach()), target)

@@ -143,7 +143,7 @@ class MIDSender(PassiveDefense):
     anchor = ("Zou et al. 2023 at the sender; VFLAIR mid_model_rapper.py (passive MID); SecretFlow mid.py MIDModel "
               "in the base model")
     cost = ("the bottleneck's three Linear layers (d -> 2ds -> 5ds -> d) in the victim's forward and backward; the "
-            "training x2.81 on digits, x1.29 with Fashion-MNIST's CNN bottom "
+            "training x2.49 on digits (x1.89 at decoder_scale 1), x1.33 with Fashion-MNIST's CNN bottom "
             "(benchmarks/results/feature_defense_overhead.md)")
     pays = ("digits: fi-decoder at the prior at lambda 0.01 (accuracy 0.880 of 0.937), 0.81 from 0.03 on; plain noise "
             "on the embeddings dominates it at every matched utility (benchmarks/results/feature_defense_claims)")

@@ -38,8 +38,9 @@ class NoPeek(PassiveDefense):
     axis = StrengthAxis(name="lambda", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.01, 10.0), log=True)
     audit_strengths = {"finetune": (0.5, 2.0, 8.0), "pretrain": (0.5, 2.0, 8.0)}
     anchor = "Vepakomma et al. 2020 (NoPeek); VFLAIR party.py + tf_distance_cov_cor on (x_b, h_b); ResSFL nopeek"
-    cost = ("two B x B distance matrices per update (O(B^2) in the batch size B); the training x1.60 on digits, x0.98 "
-            "with Fashion-MNIST's CNN bottom, pretraining x1.25 (benchmarks/results/feature_defense_overhead.md)")
+    cost = ("two B x B distance matrices per update (O(B^2) in the batch size B); the training x1.48 on digits, "
+            "x1.01 with Fashion-MNIST's CNN bottom, pretraining x1.14 to x1.20 "
+            "(benchmarks/results/feature_defense_overhead.md)")
     pays = ("digits: fi-decoder at the prior at lambda 8 (accuracy 0.871 of 0.937); plain noise on the embeddings gets "
             "there at 0.909 and dominates it at every matched utility (benchmarks/results/feature_defense_claims)")
 

@@ -1,10 +1,15 @@
-"""DP-SGD's per-sample gradient norms and clipped sums for a bottom of Linear layers and BatchNorm1d layers on their
-running statistics, from one ordinary backward (ghost clipping, Goodfellow 2015; Li et al. 2022): with a_i a layer's
-input row and g_i the gradient of its output row for sample i, sample i's Linear weight gradient is g_i a_i^T, of
-squared norm |g_i|^2 |a_i|^2, and sum_i s_i g_i a_i^T = (s * G)^T A; a frozen BatchNorm1d's are g_i * xhat_i and g_i.
-Exact where rows are computed independently (what embedding-dp's argument needs anyway); per-sample gradients are
-never materialised, so a step costs about one more forward and backward of the bottom (embedding-dp's other bottoms
-take ``torch.func``'s vectorised per-sample gradients)."""
+"""DP-SGD's per-sample gradient norms and clipped sums for a bottom of Linear, Conv2d and BatchNorm1d/2d layers (the
+BatchNorms on their running statistics) from one ordinary backward (ghost clipping, Goodfellow 2015; Li et al. 2022;
+Opacus' unfold rule for convolutions): with a_i a layer's input row and g_i the gradient of its output row for sample i,
+sample i's Linear weight gradient is g_i a_i^T, of squared norm |g_i|^2 |a_i|^2, and sum_i s_i g_i a_i^T = (s * G)^T A;
+a frozen BatchNorm's are g_i * xhat_i and g_i (summed over the positions of a BatchNorm2d). A Conv2d's is G_i U_i^T,
+with U_i = unfold(a_i) (its kernel's patches, Cin k k x L positions) and G_i its output gradient (Cout x L): its squared
+norm is sum_{p,q} (G_i^T G_i)_{pq} (U_i^T U_i)_{pq} (Li et al.'s ghost norm, O(L^2 (Cout + Cin k k))) or, where that
+costs more than the gradient itself (L Cout Cin k k: early layers with many positions), |G_i U_i^T|^2 from the
+materialised per-sample gradient (Opacus). Exact where rows are computed independently (what embedding-dp's argument
+needs anyway). A :class:`GhostTape` records the layers' inputs during the forward that computed the rows, so the norms
+cost one backward and no second forward (embedding-dp's other bottoms take ``torch.func``'s vectorised per-sample
+gradients)."""
 
 from __future__ import annotations
 
@@ -12,68 +17,134 @@ import torch
 from torch import nn
 
 #: The layers whose per-sample gradients follow from their input and output gradient rows.
-LAYERS = (nn.Linear, nn.BatchNorm1d)
+LAYERS = (nn.Linear, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d)
+#: The batch's dimensions per layer kind (rows of a Linear / BatchNorm1d, images of a Conv2d / BatchNorm2d).
+_DIMS = {nn.Linear: 2, nn.BatchNorm1d: 2, nn.Conv2d: 4, nn.BatchNorm2d: 4}
+
+
+def _covered(m: nn.Module) -> bool:
+    """A Linear; a Conv2d of one group, zero padding; a BatchNorm1d/2d on its running statistics."""
+    if isinstance(m, nn.Linear):
+        return True
+    if isinstance(m, nn.Conv2d):
+        return m.groups == 1 and m.padding_mode == "zeros" and not isinstance(m.padding, str)
+    return isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)) and not m.training and m.running_mean is not None
 
 
 def ghost_applies(module: nn.Module) -> bool:
-    """Whether every trainable parameter of ``module`` is a Linear's or a BatchNorm1d's on its running statistics."""
+    """Whether every trainable parameter of ``module`` is one of a layer the rules cover (:func:`_covered`)."""
     for m in module.modules():
         own = [p for p in m.parameters(recurse=False) if p.requires_grad]
-        if own and not (isinstance(m, nn.Linear) or (isinstance(m, nn.BatchNorm1d) and not m.training
-                                                     and m.running_mean is not None)):
+        if own and not (isinstance(m, LAYERS) and _covered(m)):
             return False
     return True
 
 
-def ghost_grads(module: nn.Module, objective, x: torch.Tensor):
-    """Per-sample squared gradient norms (n,) and a function of the per-sample scales s (n,) giving each trainable
-    parameter's sum_i s_i grad_i; None where a layer is called twice or on a row that is not a 2-D batch."""
-    seen: list[list] = []
-    handles = []
+class GhostTape:
+    """While entered, records each forward of ``module``'s trainable Linear / BatchNorm1d layers: the input rows, and
+    (by a hook on the output, registered at the forward, before an in-place activation can change that tensor) the
+    output's gradient rows once a backward reaches them."""
 
-    def record(m, inputs, output):
-        entry = [m, inputs[0].detach(), None]
-        seen.append(entry)
-        output.register_hook(lambda g, entry=entry: entry.__setitem__(2, g.detach()))
+    def __init__(self, module: nn.Module):
+        self.layers = [m for m in module.modules()
+                       if isinstance(m, LAYERS) and any(p.requires_grad for p in m.parameters(recurse=False))]
+        self.params = [p for m in self.layers for p in m.parameters(recurse=False) if p.requires_grad]
+        self.seen: list[list] = []
+        self.handles: list = []
 
-    layers = [m for m in module.modules() if isinstance(m, LAYERS) and any(p.requires_grad for p in
-                                                                            m.parameters(recurse=False))]
-    for m in layers:
-        handles.append(m.register_forward_hook(record))
-    try:
-        out = objective(module(x))
-    finally:
-        for h in handles:
+    def __enter__(self) -> GhostTape:
+        """Record a new forward (what an earlier one recorded is dropped)."""
+        self.seen = []
+        self.handles = [m.register_forward_hook(self._record) for m in self.layers]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self.handles:
             h.remove()
-    if len(seen) != len(layers) or any(e[1].dim() != 2 for e in seen):
-        return None
-    params = [p for m in layers for p in m.parameters(recurse=False) if p.requires_grad]
-    torch.autograd.grad(out, params, allow_unused=True)  # fires the output hooks: each layer's per-sample output gradient rows
-    squares = x.new_zeros(x.shape[0])
-    pieces = []  # (parameter, per-sample factor rows or None, gradient rows)
-    for m, a, g in seen:
-        if isinstance(m, nn.Linear):
-            if m.weight.requires_grad:
-                squares = squares + g.square().sum(1) * a.square().sum(1)
-                pieces.append((m.weight, a, g))
-        else:
-            a = (a - m.running_mean) / torch.sqrt(m.running_var + m.eps)
-            if m.weight is not None and m.weight.requires_grad:
-                squares = squares + (g * a).square().sum(1)
-                pieces.append((m.weight, a, g))
-        if m.bias is not None and m.bias.requires_grad:
-            squares = squares + g.square().sum(1)
-            pieces.append((m.bias, None, g))
+        self.handles = []
 
-    def clipped_sums(scale: torch.Tensor) -> dict:
-        sums = {}
-        for p, a, g in pieces:
-            if a is None:
-                sums[p] = scale @ g
-            elif p.dim() == 2:
-                sums[p] = (g * scale[:, None]).T @ a
+    def _record(self, m: nn.Module, inputs: tuple, output: torch.Tensor) -> None:
+        entry = [m, inputs[0].detach(), None]
+        self.seen.append(entry)
+        if output.requires_grad:
+            output.register_hook(lambda g, entry=entry: entry.__setitem__(2, g.detach()))
+
+    def norms(self, out: torch.Tensor):
+        """Per-sample squared gradient norms (n,) of the scalar ``out`` (computed from the recorded forward) and a
+        function of the per-sample scales s (n,) giving each trainable parameter's sum_i s_i grad_i; None where a
+        layer was called other than once or on an input of another rank than the rule's (2-D rows, 4-D images)."""
+        seen = self.seen
+        if len(seen) != len(self.layers) or any(e[1].dim() != _DIMS[type(e[0])] for e in seen) \
+                or not out.requires_grad:
+            return None
+        torch.autograd.grad(out, self.params, allow_unused=True)  # fires the output hooks: each layer's gradient rows
+        squares = seen[0][1].new_zeros(seen[0][1].shape[0])
+        pieces = []  # (parameter, rule, its operands): how its clipped sum is formed
+        for m, a, g in seen:
+            if isinstance(m, nn.Conv2d):
+                squares, pieces = _conv(m, a, g, squares, pieces)
+                continue
+            if isinstance(m, nn.BatchNorm2d):  # per-sample sums over the positions, then as a BatchNorm1d
+                xhat = (a - m.running_mean[:, None, None]) / torch.sqrt(m.running_var + m.eps)[:, None, None]
+                a, g = (g * xhat).sum((2, 3)), g.sum((2, 3))
+                if m.weight is not None and m.weight.requires_grad:
+                    squares = squares + a.square().sum(1)
+                    pieces.append((m.weight, "rows", a))
+            elif isinstance(m, nn.Linear):
+                if m.weight.requires_grad:
+                    squares = squares + g.square().sum(1) * a.square().sum(1)
+                    pieces.append((m.weight, "outer", (a, g)))
             else:
-                sums[p] = scale @ (g * a)
-        return sums
+                a = (a - m.running_mean) / torch.sqrt(m.running_var + m.eps)
+                if m.weight is not None and m.weight.requires_grad:
+                    squares = squares + (g * a).square().sum(1)
+                    pieces.append((m.weight, "rows", g * a))
+            if m.bias is not None and m.bias.requires_grad:
+                squares = squares + g.square().sum(1)
+                pieces.append((m.bias, "rows", g))
 
-    return squares, clipped_sums
+        def clipped_sums(scale: torch.Tensor) -> dict:
+            sums = {}
+            for p, rule, operands in pieces:
+                if rule == "rows":  # per-sample gradient rows (n, size)
+                    sums[p] = scale @ operands
+                elif rule == "outer":  # a Linear weight's: sum_i s_i g_i a_i^T
+                    a, g = operands
+                    sums[p] = (g * scale[:, None]).T @ a
+                elif rule == "sample":  # materialised per-sample gradients (a Conv2d's)
+                    sums[p] = torch.einsum("n,n...->...", scale, operands).reshape(p.shape)
+                else:  # "ghost": sum_i s_i G_i U_i^T of a Conv2d
+                    grads, patches = operands
+                    sums[p] = torch.bmm(grads * scale[:, None, None], patches.transpose(1, 2)).sum(0).reshape(p.shape)
+            return sums
+
+        return squares, clipped_sums
+
+
+def _conv(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, squares: torch.Tensor, pieces: list):
+    """A Conv2d's per-sample squared norms and clipped-sum pieces from its unfolded input (see the module's text)."""
+    n = a.shape[0]
+    grads = g.reshape(n, g.shape[1], -1)  # (n, Cout, L)
+    if m.weight.requires_grad:
+        patches = nn.functional.unfold(a, m.kernel_size, dilation=m.dilation, padding=m.padding, stride=m.stride)
+        positions, cout, width = grads.shape[2], grads.shape[1], patches.shape[1]
+        if positions * (cout + width) < cout * width:  # Li et al.'s ghost norm: the L x L Gram matrices
+            gram = torch.bmm(grads.transpose(1, 2), grads) * torch.bmm(patches.transpose(1, 2), patches)
+            squares = squares + gram.sum((1, 2))
+            pieces.append((m.weight, "ghost", (grads, patches)))
+        else:  # the per-sample gradients themselves, (n, Cout, Cin k k)
+            per_sample = torch.bmm(grads, patches.transpose(1, 2))
+            squares = squares + per_sample.flatten(1).square().sum(1)
+            pieces.append((m.weight, "sample", per_sample))
+    if m.bias is not None and m.bias.requires_grad:
+        rows = grads.sum(2)
+        squares = squares + rows.square().sum(1)
+        pieces.append((m.bias, "rows", rows))
+    return squares, pieces
+
+
+def ghost_grads(module: nn.Module, objective, x: torch.Tensor):
+    """:meth:`GhostTape.norms` of ``objective(module(x))``, from a forward of its own."""
+    with GhostTape(module) as tape:
+        out = objective(module(x))
+    return tape.norms(out)

@@ -4,6 +4,7 @@ computation where the argument covers the run and is absent (with the reason) wh
 
 from __future__ import annotations
 
+import copy
 import math
 import sys
 from pathlib import Path
@@ -92,9 +93,7 @@ def test_dp_sgd_on_the_bottom_clips_each_sample_s_gradient_to_c_g_and_adds_noise
 def test_ghost_clipping_equals_torch_func_s_per_sample_gradients_clipped_and_summed():
     """A bottom of Linear and frozen BatchNorm1d layers gets DP-SGD's per-sample norms and clipped sums from one
     backward; they equal torch.func's per-sample gradients, clipped and summed (a frozen parameter left out of both)."""
-    from vflpriv.defenses.embedding_dp import _per_sample_grads, _scale
-    from vflpriv.defenses.gaussian_message import clip_rows
-    from vflpriv.defenses.per_sample import ghost_applies, ghost_grads
+    from vflpriv.defenses.per_sample import ghost_applies
 
     torch.manual_seed(0)
     bottom = nn.Sequential(nn.Linear(6, 9), nn.BatchNorm1d(9), nn.ReLU(inplace=True), nn.Linear(9, 5),
@@ -104,17 +103,98 @@ def test_ghost_clipping_equals_torch_func_s_per_sample_gradients_clipped_and_sum
     bottom.eval()
     bottom[0].bias.requires_grad_(False)
     assert ghost_applies(bottom) and not ghost_applies(nn.Sequential(nn.Linear(6, 9), nn.PReLU()))
-    x, received = torch.randn(11, 6), torch.randn(11, 5) * 4
+    _assert_ghost_equals_torch_func(bottom, torch.randn(11, 6), torch.randn(11, 5) * 4, trained=7, atol=1e-6)
+
+
+def _assert_ghost_equals_torch_func(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *, trained: int,
+                                    atol: float) -> None:
+    """Ghost clipping's norms and clipped sums of ``bottom`` equal torch.func's per-sample gradients, clipped
+    (some samples scaled, some not) and summed, over its ``trained`` trainable parameters."""
+    from vflpriv.defenses.embedding_dp import _per_sample_grads, _scale
+    from vflpriv.defenses.gaussian_message import clip_rows
+    from vflpriv.defenses.per_sample import ghost_grads
+
     squares, clipped_sums = ghost_grads(bottom, lambda h: (clip_rows(h, clip=0.7) * received).sum(), x)
     grads = _per_sample_grads(bottom, 0.7, x, received)
-    trained = [(k, p) for k, p in bottom.named_parameters() if p.requires_grad]
-    assert len(trained) == 7 and set(grads) == {k for k, _ in trained}
-    assert torch.allclose(squares, sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in trained), rtol=1e-5)
+    params = [(k, p) for k, p in bottom.named_parameters() if p.requires_grad]
+    assert len(params) == trained and set(grads) == {k for k, _ in params}
+    assert torch.allclose(squares, sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in params), rtol=1e-5)
     scale = _scale(squares, 0.4)
     assert 0 < float(scale.min()) < float(scale.max()) <= 1
     sums = clipped_sums(scale)
-    for k, p in trained:
-        assert torch.allclose(sums[p], torch.einsum("n,n...->...", scale, grads[k]), atol=1e-6), k
+    for k, p in params:
+        assert torch.allclose(sums[p], torch.einsum("n,n...->...", scale, grads[k]), atol=atol), k
+
+
+def test_dp_sgd_reads_the_tape_of_the_forward_that_computed_the_rows_it_is_given_and_no_other():
+    """DP-SGD's norms come from what the forward that computed ``sent`` recorded (no second forward); after a later
+    forward (another batch) the earlier rows get a forward of their own, not the later batch's tape, and the sums equal
+    those of a fresh forward bit for bit either way."""
+    torch.manual_seed(0)
+    bottom = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(inplace=True), nn.Linear(6, 5))
+    bottom(torch.randn(40, 4))  # running statistics to freeze
+    bottom.out_dim = 5
+    x, other, grad = torch.randn(9, 4), torch.randn(9, 4) * 3, torch.randn(9, 5) * 2
+
+    def grads(order: str, *, frozen_bias: str = "") -> list[torch.Tensor]:
+        dp, _, _ = _defense(_config(sigma=0.5, bottom_clip=0.2))
+        inner = copy.deepcopy(bottom)
+        if frozen_bias == "before":
+            inner[0].bias.requires_grad_(False)
+        wrapped = dp.passive_bottom(1, inner)
+        if frozen_bias == "after":  # after the tape was made: it no longer covers what trains
+            inner[0].bias.requires_grad_(False)
+        sent = wrapped(x)
+        if order == "stale":
+            wrapped(other)  # a later forward: its tape is not sent's
+        elif order == "elsewhere":
+            sent = wrapped.bottom(x)  # rows computed without the wrapper's forward: no tape of theirs
+            sent = clip(sent, 1.0) + (wrapped(x) - clip(sent, 1.0)).detach()
+        dp.generator.manual_seed(7)  # the same DP-SGD noise in each (the extra forwards drew row noise)
+        dp.passive_backward(1, wrapped, x, sent, grad, torch.arange(9))
+        return [p.grad for p in wrapped.parameters() if p.requires_grad]
+
+    fresh = grads("tape")
+    for order in ("stale", "elsewhere"):
+        for a, b in zip(fresh, grads(order)):
+            assert torch.equal(a, b), order
+    for a, b in zip(grads("tape", frozen_bias="before"), grads("tape", frozen_bias="after"), strict=True):
+        assert torch.equal(a, b), "a parameter frozen after wrapping"
+
+
+def test_a_snapshot_between_the_forward_and_the_update_copies_the_bottom_without_its_tape():
+    """An adversary deep-copies the passive bottom after the forward that sent the rows and before DP-SGD's update
+    (``passive_step``): the copy works, computes the same clipped rows, and the update still reads the tape."""
+    dp, _, _ = _defense(_config(sigma=0.5))
+    bottom = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(inplace=True), nn.Linear(6, 5))
+    bottom.out_dim = 5
+    wrapped = dp.passive_bottom(1, bottom)
+    x, grad = torch.randn(9, 4), torch.randn(9, 5)
+    sent = wrapped(x)
+    snapshot = copy.deepcopy(wrapped)
+    assert snapshot.taped is None and wrapped.taped is not None
+    assert torch.equal(clip(snapshot.bottom(x), 1.0), clip(wrapped.bottom(x), 1.0))
+    dp.passive_backward(1, wrapped, x, sent, grad, torch.arange(9))
+    assert wrapped.taped is None and all(p.grad is not None for p in wrapped.parameters())
+
+
+def test_ghost_clipping_of_a_cnn_equals_torch_func_s_per_sample_gradients_clipped_and_summed():
+    """A bottom of Conv2d, frozen BatchNorm2d, pooling, Linear and frozen BatchNorm1d layers (channels-last, as the CNN
+    bottom): norms and clipped sums by the unfold rules equal torch.func's per-sample gradients, clipped and summed.
+    The first convolution (30 positions, 4 x 18 weights) takes the materialised rule, the second (9 positions, 40 x 36
+    weights, with a bias) Li et al.'s Gram-matrix ghost norm."""
+    from vflpriv.defenses.per_sample import ghost_applies
+
+    torch.manual_seed(0)
+    bottom = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
+                           nn.Conv2d(4, 40, 3, stride=2, padding=1), nn.BatchNorm2d(40), nn.ReLU(inplace=True),
+                           nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(40, 5), nn.BatchNorm1d(5), nn.ReLU())
+    bottom(torch.randn(30, 2, 6, 5) * 2 + 1)  # running statistics away from 0 and 1
+    assert not ghost_applies(bottom)
+    bottom = bottom.eval().to(memory_format=torch.channels_last)
+    assert ghost_applies(bottom) and not ghost_applies(nn.Sequential(nn.Conv2d(4, 4, 3, groups=2)))
+    x = torch.randn(7, 2, 6, 5).contiguous(memory_format=torch.channels_last)
+    _assert_ghost_equals_torch_func(bottom, x, torch.randn(7, 5) * 4, trained=11, atol=1e-5)
 
 
 def clip(h: torch.Tensor, c: float) -> torch.Tensor:

@@ -186,6 +186,32 @@ def test_fi_adversarial_s_mse_term_is_minus_alpha_times_the_imagined_decoder_s_e
         assert nn.functional.mse_loss(net(sent), target) < nn.functional.mse_loss(before(sent), target)
 
 
+def test_fi_adversarial_s_written_out_decoder_backward_is_autograd_s_bit_for_bit(monkeypatch):
+    """With the MLP decoder the victim's term, its gradient and the imagined decoder's step come from the decoder's
+    written-out backward (``mse_gradients(with_input=True)``): the same numbers, bit for bit, as autograd's graph."""
+    from vflpriv.models.decoders import MLPDecoder
+
+    def run() -> tuple:
+        fi = _fi()
+        g = torch.Generator().manual_seed(3)
+        x = torch.rand(16, 1, 8, 4, generator=g)
+        fi.passive_loss(1, FINETUNE, x, torch.randn(16, 32, generator=g))
+        sent = torch.randn(16, 32, generator=g, requires_grad=True)
+        term = fi.passive_loss(1, FINETUNE, x, sent)
+        term.backward()
+        return term.detach(), sent.grad, [q.detach().clone() for q in fi.decoders[1][0].parameters()]
+
+    calls = []
+    written_out = MLPDecoder.mse_gradients
+    monkeypatch.setattr(MLPDecoder, "mse_gradients", lambda *a, **k: calls.append(1) or written_out(*a, **k))
+    direct = run()
+    assert len(calls) == 2
+    monkeypatch.setattr(MLPDecoder, "mse_gradients", None)  # the graph's path
+    graph = run()
+    assert torch.equal(direct[0], graph[0]) and torch.equal(direct[1], graph[1])
+    assert all(torch.equal(a, b) for a, b in zip(direct[2], graph[2]))
+
+
 def test_fi_adversarial_s_ssim_term_is_alpha_times_the_ssim_above_tau():
     from vflpriv.common import feature_metrics as fm
 

@@ -49,11 +49,13 @@ class MLPDecoder(nn.Module):
         return torch.sigmoid(F.linear(h, last.weight, last.bias)).reshape(-1, *self.shape)
 
     @torch.no_grad()
-    def mse_gradients(self, h: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def mse_gradients(self, h: torch.Tensor, target: torch.Tensor, *, with_input: bool = False
+                      ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """The mean squared error of its output on ``h`` against ``target``, and every parameter's gradient of it (in
-        ``parameters()`` order): the backward pass written out with the kernels autograd calls for these layers, in
-        its order, so bit for bit autograd's gradients (tested), without building and walking a graph (a quarter of
-        the forward and backward's time on 29 known samples: ``benchmarks/results/feature_attack_cost.md``)."""
+        ``parameters()`` order; with ``with_input``, ``h``'s gradient first, as fi-adversarial's victim needs it): the
+        backward pass written out with the kernels autograd calls for these layers, in its order, so bit for bit
+        autograd's gradients (tested), without building and walking a graph (a quarter of the forward and backward's
+        time on 29 known samples: ``benchmarks/results/feature_attack_cost.md``)."""
         aten, layers = torch.ops.aten, self.net
         blocks = [(layers[i], layers[i + 1]) for i in range(0, len(layers) - 2, 3)]
         inputs, saved = [h.flatten(1)], []
@@ -76,6 +78,8 @@ class MLPDecoder(nn.Module):
             grad, g_norm, b_norm = aten.native_layer_norm_backward(
                 grad, z, list(norm.normalized_shape), mean, rstd, norm.weight, norm.bias, [True, True, True])
             grads = [grad.t().mm(inputs[k]), grad.sum(0), g_norm, b_norm, *grads]
+        if with_input:
+            grads = [grad.mm(blocks[0][0].weight).reshape(h.shape), *grads]
         return loss, grads
 
 
