@@ -16,7 +16,10 @@ The old code runs from a checkout of 0c34d33 with a venv of its own (never commi
     git worktree add /tmp/base 0c34d33
     (cd /tmp/base && python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[search]')
     python benchmarks/audit_cost.py --base /tmp/base [--only audits,main,quick,grid] [--methods splitnn,fedhssl] \
-        [--repeats 1] [--keep DIR] [--new-python PYTHON] [--record benchmarks/results/audit_cost.md]
+        [--repeats 1] [--keep DIR] [--new-python PYTHON] [--record benchmarks/results/audit_cost.md] [--together]
+
+``--together`` runs each method's two audits at the same time instead of one after the other: on a machine that
+others load unevenly, both then meet the same load (their wall ratio follows their CPU ratio; neither is alone).
 
 CPU seconds (the command's and its workers') are printed beside each wall time: on a shared machine they are the
 steadier figure, and half of them is what the command needs at least on 2 quiet cores.
