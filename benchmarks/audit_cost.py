@@ -18,7 +18,10 @@ The old code runs from a checkout of 0c34d33 with a venv of its own (never commi
     git worktree add /tmp/base 0c34d33
     (cd /tmp/base && python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[search]')
     python benchmarks/audit_cost.py --base /tmp/base [--only audits,main,quick,grid,replay] [--methods splitnn,fedhssl] \
-        [--repeats 1] [--keep DIR] [--new-python PYTHON] [--record benchmarks/results/audit_cost.md]
+        [--repeats 1] [--keep DIR] [--new-python PYTHON] [--record benchmarks/results/audit_cost.md] [--together]
+
+``--together`` runs each method's two audits at the same time instead of one after the other: on a machine that
+others load unevenly, both then meet the same load (their wall ratio follows their CPU ratio; neither is alone).
 
 CPU seconds (the command's and its workers') are printed beside each wall time: on a shared machine they are the
 steadier figure, and half of them is what the command needs at least on 2 quiet cores.
@@ -34,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -59,6 +63,15 @@ class Runner:
 
     def __init__(self, name: str, python: Path, tmp: Path):
         self.name, self.python, self.tmp = name, python, tmp
+
+    def start(self, args: list[str], *, tag: str, log: Path) -> tuple[subprocess.Popen, float]:
+        """``vflpriv ARGS`` started with an empty cache of its own, its output to ``log``: (process, start time)."""
+        cache = Path(tempfile.mkdtemp(prefix=f"cache-{self.name}-{tag}-", dir=self.tmp))
+        env = {**os.environ, "VFLPRIV_CACHE": str(cache)}
+        with log.open("w") as out:
+            process = subprocess.Popen([str(self.python), "-m", "vflpriv", *args], env=env, cwd=self.tmp,
+                                       stdout=subprocess.DEVNULL, stderr=out)
+        return process, time.perf_counter()
 
     def run(self, args: list[str], *, tag: str, cwd: Path | None = None) -> tuple[float, float, str]:
         """(wall seconds, CPU seconds of the command and its workers, stderr) of ``vflpriv ARGS`` with an empty cache
@@ -113,12 +126,51 @@ def audits(old: Runner, new: Runner, repeats: int, keep: Path, say, methods: lis
         cb, cn = statistics.median(cpus["base"]), statistics.median(cpus["new"])
         say(f"**{method}: default audit cold, 0c34d33 {b:.1f} s wall ({cb:.0f} CPU s), this code {n:.1f} s wall "
             f"({cn:.0f} CPU s): ratio {n / b:.2f} in wall time, {cn / cb:.2f} in CPU seconds (goal: at most 0.5)**")
-        record = keep / f"compare-{method}.md"
-        subprocess.run([str(new.python), str(HERE / "compare_audits.py"), str(keep / f"{method}-base-0"),
-                        str(keep / f"{method}-new-0"), "--record", str(record)], check=True, capture_output=True)
-        say(f"  compared: python benchmarks/compare_audits.py {keep}/{method}-base-0 {keep}/{method}-new-0 "
-            f"(written to {record}): " + next((line for line in record.read_text().splitlines()
-                                               if line.startswith("summary:")), ""))
+        compare(new, keep, method, say)
+
+
+def audits_together(old: Runner, new: Runner, keep: Path, say, methods: list[str]) -> None:
+    """Each method's two audits at the same time (``--together``): on a machine others load unevenly, both meet the
+    same load, so their wall times compare; each one's CPU seconds are its own (``wait4``: it and its workers)."""
+    for method in methods:
+        say(f"{method}, base and new together: starting ({load()})")
+        started = {r.name: r.start(["audit", "--method", method, "--out", str(keep / f"{method}-{r.name}-0")],
+                                   tag=f"{method}0", log=keep / f"{method}-{r.name}-0.stderr") for r in (old, new)}
+        result: dict[str, tuple[float, float]] = {}
+
+        def wait(name: str) -> None:
+            process, start = started[name]
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = os.waitstatus_to_exitcode(status)
+            result[name] = (time.perf_counter() - start, usage.ru_utime + usage.ru_stime)
+
+        threads = [threading.Thread(target=wait, args=(name,)) for name in started]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for name in ("base", "new"):
+            if started[name][0].returncode != 0:
+                raise SystemExit(f"{name}: the {method} audit failed; see {keep / f'{method}-{name}-0.stderr'}")
+            wall, cpu = result[name]
+            say(f"{method}, {name}: {wall:.1f} s wall, {cpu:.1f} CPU s ({load()})")
+        say(f"  the new audit's ETA, estimated against real time left: "
+            f"{eta_check((keep / f'{method}-new-0.stderr').read_text())}")
+        (b, cb), (n, cn) = result["base"], result["new"]
+        say(f"**{method}: default audit cold, both at once, 0c34d33 {b:.1f} s wall ({cb:.0f} CPU s), this code "
+            f"{n:.1f} s wall ({cn:.0f} CPU s): ratio {n / b:.2f} in wall time, {cn / cb:.2f} in CPU seconds (goal: at "
+            f"most 0.5)**")
+        compare(new, keep, method, say)
+
+
+def compare(new: Runner, keep: Path, method: str, say) -> None:
+    """compare_audits.py on the first pair of audits, its record beside them."""
+    record = keep / f"compare-{method}.md"
+    subprocess.run([str(new.python), str(HERE / "compare_audits.py"), str(keep / f"{method}-base-0"),
+                    str(keep / f"{method}-new-0"), "--record", str(record)], check=True, capture_output=True)
+    say(f"  compared: python benchmarks/compare_audits.py {keep}/{method}-base-0 {keep}/{method}-new-0 "
+        f"(written to {record}): " + next((line for line in record.read_text().splitlines()
+                                           if line.startswith("summary:")), ""))
 
 
 def quick(new: Runner, keep: Path, say) -> None:
@@ -174,6 +226,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="of each audit (main command and grid: 3)")
     parser.add_argument("--keep", type=Path, default=None, help="where the audits' outputs go (default: a temp dir)")
     parser.add_argument("--record", type=Path, default=None, help="also write the output to this Markdown file")
+    parser.add_argument("--together", action="store_true",
+                        help="run each method's two audits at the same time (one repeat), not one after the other")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="audit-cost-"))
     keep = args.keep or tmp / "audits"
@@ -190,10 +244,12 @@ def main() -> None:
                           text=True).stdout.strip()
     say(f"# The audit's cost: this code ({head}) against 0c34d33, side by side")
     say(f"command: python benchmarks/audit_cost.py --base {args.base} --only {args.only} --methods {args.methods} "
-        f"--repeats {args.repeats}")
+        f"--repeats {args.repeats}{' --together' if args.together else ''} --new-python {args.new_python}")
     say(f"machine: {os.cpu_count()} CPUs; at the start {load()}")
     only = set(args.only.split(","))
-    if "audits" in only:
+    if "audits" in only and args.together:
+        audits_together(old, new, keep, say, args.methods.split(","))
+    elif "audits" in only:
         audits(old, new, args.repeats, keep, say, args.methods.split(","))
     if "main" in only:
         main_command(old, new, 3, say)

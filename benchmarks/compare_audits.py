@@ -112,8 +112,11 @@ def caps(base: dict, new: dict) -> list[dict]:
     old = {(d["adversary"], d["attack"], d["phase"], d["defense"]): d for d in base["defenses"]}
     rows = []
     for d in new["defenses"]:
-        key = (d["adversary"], d["attack"], d["phase"], d["defense"])
-        o = old.get(key)
+        variant = d.get("variant") or ""
+        key = (d["adversary"], d["attack"], d["phase"], d["defense"] + (f" {variant}" if variant else ""))
+        # 0c34d33 ran each defense in its default configuration only (a configuration's rows were not named then):
+        # a variant on the embeddings is new, never its old namesake on the gradients
+        o = None if variant == "on embedding" else old.get((d["adversary"], d["attack"], d["phase"], d["defense"]))
         if o is None or o["cap"] is None or d["cap"] is None:
             rows.append({"what": key, "base": o and (o["cap"] if o["cap"] is not None else o["cap_status"]),
                          "new": d["cap"] if d["cap"] is not None else d["cap_status"],

@@ -37,7 +37,8 @@ from torch import nn
 from vflpriv.attacks.base import AdversaryView, Attack, Inference
 from vflpriv.attacks.labels.model_completion import completed_model, guesses
 from vflpriv.config.options import Options
-from vflpriv.models.ssl import make_augmenter, momentum_copy, momentum_updater
+from vflpriv.models.ssl import augment_images, make_augmenter, momentum_copy, momentum_updater
+from vflpriv.models.ssl.momentum import flat_ema
 from vflpriv.models.training import apply_in_batches, make_optimizer, require_finite
 
 
@@ -77,8 +78,41 @@ def ema_decay(step: int, *, ema: float, warmup: bool) -> float:
     return min(ema, (1 + step) / (10 + step)) if warmup else ema
 
 
-def _unchanged(x: torch.Tensor, _generator: torch.Generator) -> torch.Tensor:
-    return x
+def _unchanged(xs: list[torch.Tensor], _generator: torch.Generator) -> list[torch.Tensor]:
+    return xs
+
+
+def _batch_augmenter(view: AdversaryView, *, rate: float):
+    """A step's augmentations of its batches (the labeled one, then the K unlabeled views), drawn in that order: mild
+    crops of image halves in one resampling (:func:`augment_images`), else SCARF resampling batch by batch."""
+    if view.spec.modality == "image":
+        return lambda xs, g: augment_images(xs, generator=g, crop_scale=(0.8, 1.0), flip=False)
+    augment = make_augmenter(view.spec, view.local_x, tabular="scarf", rate=rate)
+    return lambda xs, g: [augment(x, g) for x in xs]
+
+
+def _per_step_updates(model: nn.Module, ema: nn.Module, *, decay: float):
+    """(decay_weights(), update_ema(m=...)): the weights' decay (each parameter times ``decay``) and the EMA, each one
+    kernel on a flat buffer holding the tensors (:func:`flat_ema`) where their dtypes allow, else tensor by tensor."""
+    flat = flat_ema(model, ema)
+    if flat is None:
+        params = list(model.parameters())
+
+        @torch.no_grad()
+        def decay_each() -> None:
+            for param in params:
+                param.mul_(decay)
+
+        return decay_each, momentum_updater(model, ema)
+    online, target = flat
+    n_params = sum(p.numel() for p in model.parameters())
+    weights = online[:n_params]
+
+    @torch.no_grad()
+    def update_ema(*, m: float) -> None:
+        target.lerp_(online, 1.0 - m)
+
+    return torch.no_grad()(lambda: weights.mul_(decay)), update_ema
 
 
 class MixMatchCompletion(Attack):
@@ -109,12 +143,10 @@ class MixMatchCompletion(Attack):
                     if isinstance(layer, nn.Linear):
                         layer.weight.fill_(1.0)
         ema = momentum_copy(model)
-        update_ema = momentum_updater(model, ema)
+        decay_weights, update_ema = _per_step_updates(model, ema, decay=1.0 - o.weight_decay * o.lr)
         augmenting = view.spec.modality == "image" or o.augment_rate > 0
-        augment = make_augmenter(view.spec, view.local_x, tabular="scarf", rate=o.augment_rate,
-                                 crop_scale=(0.8, 1.0), flip=False) if augmenting else _unchanged
         views = o.views if augmenting else 1
-        params = list(model.parameters())
+        augment = _batch_augmenter(view, rate=o.augment_rate) if augmenting else _unchanged
         opt = make_optimizer(model.parameters(), name="adam", lr=o.lr, weight_decay=0.0)
         n_lab, n_unl, total = view.aux_x.shape[0], view.local_x.shape[0], o.epochs * o.iterations
         aux_onehot = torch.eye(view.num_classes, device=view.device)[view.aux_y]
@@ -124,8 +156,8 @@ class MixMatchCompletion(Attack):
         for step in range(total):
             li = torch.randint(n_lab, (o.batch_size,), generator=g, device=g.device).to(view.device)
             ui = torch.randint(n_unl, (o.batch_size,), generator=g, device=g.device).to(view.device)
-            x, y = augment(view.aux_x[li], g), aux_onehot[li]
-            us = [augment(view.local_x[ui], g) for _ in range(views)]
+            x, *us = augment([view.aux_x[li], *[view.local_x[ui]] * views], g)
+            y = aux_onehot[li]
             with torch.inference_mode():
                 guess = model(us[0]).softmax(1) if views == 1 else sum(model(u).softmax(1) for u in us) / views
                 q = sharpen(guess, temperature=o.temperature)
@@ -146,9 +178,7 @@ class MixMatchCompletion(Attack):
             loss.backward()
             opt.step()
             if o.weight_decay:
-                with torch.no_grad():
-                    for param in params:
-                        param.mul_(1.0 - o.weight_decay * o.lr)
+                decay_weights()
             update_ema(m=ema_decay(step, ema=o.ema, warmup=o.ema_warmup))
             if o.report_best_epoch_on_targets and (step + 1) % o.iterations == 0:
                 per_epoch.append(apply_in_batches(ema, view.targets["test"]).argmax(1))

@@ -67,3 +67,19 @@ def test_ema_warmup_caps_the_decay_early_and_leaves_it_later():
     # what the warm-up is for: after the audit's 250 steps, the share of the random init left in the EMA
     left = {w: math.prod(ema_decay(t, ema=0.999, warmup=w) for t in range(250)) for w in (False, True)}
     assert left[False] > 0.7 and left[True] < 1e-3
+
+
+def test_flat_buffer_updates_equal_the_tensor_by_tensor_ones(monkeypatch):
+    """The weights' decay and the EMA run as one kernel each on flat buffers: the guesses are bit for bit those of
+    the per-tensor loops (the fallback), BN statistics and all."""
+    import vflpriv.attacks.labels.mixmatch as mixmatch
+
+    def guesses() -> tuple[torch.Tensor, torch.Tensor]:
+        out = MixMatchCompletion(MixMatchOptions(epochs=2, iterations=10, batch_size=16, ema_warmup=True,
+                                                 weight_decay=5.0)).infer(_tabular_view())["test"]
+        return out.predictions, out.confidence
+
+    flat = guesses()
+    monkeypatch.setattr(mixmatch, "flat_ema", lambda online, target: None)
+    per_tensor = guesses()
+    assert torch.equal(flat[0], per_tensor[0]) and torch.equal(flat[1], per_tensor[1])

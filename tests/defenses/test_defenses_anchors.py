@@ -180,3 +180,23 @@ def test_gaussian_message_clips_each_sample_s_row_alone(shape):
     assert torch.allclose(clipped[1], tensor[1] * 0.5 / tensor[1].norm())  # scaled, not reshaped
     others = [i for i in range(shape[0]) if i != 1]
     assert torch.equal(clipped[others], tensor[others])
+
+
+def test_label_autoencoder_in_place_relus_give_the_same_values_and_gradients():
+    """CAE's autoencoder applies its ReLUs in place: outputs and every gradient equal those of out-of-place ReLUs."""
+    from vflpriv.defenses.cae import LabelAutoencoder
+
+    g = torch.Generator().manual_seed(0)
+    fast = LabelAutoencoder(3)
+    plain = LabelAutoencoder(3)
+    plain.load_state_dict(fast.state_dict())
+    for part in (plain.encoder, plain.decoder):
+        part[1] = nn.ReLU()
+    y = torch.randn(9, 3, generator=g).softmax(1)
+    losses = [ae.decode(ae.encode(y)).log().sum() + ae.encode(y).square().sum() for ae in (fast, plain)]
+    assert torch.equal(losses[0], losses[1])
+    for loss in losses:
+        loss.backward()
+    for a, b in zip(fast.parameters(), plain.parameters()):
+        assert torch.equal(a.grad, b.grad)
+    assert all(isinstance(part[1], nn.ReLU) and part[1].inplace for part in (fast.encoder, fast.decoder))

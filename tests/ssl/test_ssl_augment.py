@@ -8,6 +8,7 @@ from vflpriv.data.base import PartySpec
 from vflpriv.models.ssl import (
     FeatureRanges,
     augment_image,
+    augment_images,
     corrupt_tabular,
     make_augmenter,
     scarf_corrupt,
@@ -138,3 +139,16 @@ def test_identical_seeds_identical_outputs_global_rng_untouched(name: str) -> No
     assert torch.equal(torch.get_rng_state(), state)
     assert torch.equal(a, b)
     assert not torch.equal(a, fn(_gen(6)))
+
+
+def test_augment_images_matches_one_call_per_batch_bit_for_bit() -> None:
+    """MixMatch augments its labeled batch and K unlabeled views in one resampling: the same draws in the same order
+    and the same pixels as one ``augment_image`` call per batch."""
+    g = torch.Generator().manual_seed(3)
+    batches = [torch.rand(n, 1, 8, 4, generator=g) for n in (16, 13, 13)]
+    g1 = torch.Generator().manual_seed(7)
+    one_by_one = [augment_image(b, generator=g1, crop_scale=(0.8, 1.0), flip=False) for b in batches]
+    together = augment_images(batches, generator=torch.Generator().manual_seed(7), crop_scale=(0.8, 1.0), flip=False)
+    assert [t.shape for t in together] == [b.shape for b in batches]
+    for a, b in zip(one_by_one, together):
+        assert torch.equal(a, b)

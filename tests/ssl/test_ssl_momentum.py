@@ -1,11 +1,14 @@
 """EMA target updates (FedHSSL Table II: BYOL and MoCo targets)."""
 
+import copy
+
 import pytest
 import torch
 from torch import nn
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.models.ssl import momentum_copy, update_momentum
+from vflpriv.models.ssl.momentum import flat_ema
 
 
 def _pair() -> tuple[nn.Module, nn.Module]:
@@ -63,3 +66,32 @@ def test_out_of_range_momentum_is_rejected() -> None:
     online, target = _pair()
     with pytest.raises(ConfigError):
         update_momentum(online, target, m=1.5)
+
+
+def test_flat_ema_keeps_values_and_one_lerp_is_the_per_tensor_update() -> None:
+    """After :func:`flat_ema` the modules hold the same values, an EMA step on the buffers equals update_momentum
+    bit for bit, and the online net still trains (gradients, in-place optimiser steps, BN statistics)."""
+    online, target = _pair()
+    ref_online, ref_target = copy.deepcopy(online), copy.deepcopy(target)
+    before = _state(online), _state(target)
+    flat_online, flat_target = flat_ema(online, target)
+    assert all(torch.equal(a, b) for a, b in zip(before[0].values(), _state(online).values()))
+    assert all(torch.equal(a, b) for a, b in zip(before[1].values(), _state(target).values()))
+    for m in (0.9, 0.3):
+        flat_target.lerp_(flat_online, 1.0 - m)
+        update_momentum(ref_online, ref_target, m=m)
+        for key, value in _state(ref_target).items():
+            assert torch.equal(_state(target)[key], value), key
+    x = torch.randn(8, 3, generator=torch.Generator().manual_seed(1))
+    for net in (online, ref_online):
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        net(x).square().sum().backward()
+        opt.step()
+    assert all(torch.equal(a, b) for a, b in zip(_state(online).values(), _state(ref_online).values()))
+    weight = online[0].weight
+    assert weight.data_ptr() == flat_online.data_ptr()  # the first parameter is the buffer's first slice
+
+
+def test_flat_ema_declines_mixed_dtypes() -> None:
+    online = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).double())
+    assert flat_ema(online, momentum_copy(online)) is None

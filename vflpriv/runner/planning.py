@@ -1,6 +1,7 @@
 """Planning: resolve every name and validate every setting of a training and its attacks, before any
 training starts. Whatever cannot work, or would silently do nothing, is refused here with one
-:class:`VflprivError` line naming the problem and the valid choices.
+:class:`VflprivError` line naming the problem and the valid choices. The defenses are planned in
+:mod:`vflpriv.runner.defense_planning`.
 """
 
 from __future__ import annotations
@@ -9,43 +10,28 @@ import importlib.util
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 
 from vflpriv.attacks.search import grid
-from vflpriv.common.errors import ConfigError, IncompatibleError, VflprivError
-from vflpriv.common.seeding import generator
+from vflpriv.common.errors import ConfigError, IncompatibleError
 from vflpriv.config.parse import parse_options
-from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
+from vflpriv.config.registry import ATTACKS, METHODS
 from vflpriv.config.schema import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
 from vflpriv.data.scenario import Scenario, build_scenario
-from vflpriv.defenses.base import LABELS
-from vflpriv.engine import (
-    ACTIVE_BACKWARD,
-    ACTIVE_BATCH,
-    DEFENSE_POINTS,
-    EMBEDDING,
-    EPOCH_END,
-    PASSIVE_BACKWARD,
-    PASSIVE_POINTS,
-    PRETRAIN,
-    SOFT_LABELS,
-    SOFT_TARGETS,
-    role,
-)
-from vflpriv.engine.roles import PASSIVE
+from vflpriv.engine import EPOCH_END
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
 from vflpriv.runner.adversaries import READS, Adversary, resolve
 from vflpriv.runner.auditing import check_auditor, plan_auditor
+from vflpriv.runner.components import built
+from vflpriv.runner.defense_planning import plan_defenses
 from vflpriv.runner.feature_prior import FeaturePriorPlan, plan_feature_prior
 from vflpriv.runner.prior import PriorPlan, plan_prior
 from vflpriv.store import cache
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -135,17 +121,7 @@ def plan_training(config: TrainingConfig) -> Plan:
                                 "guesses the canaries; remove them")
     dataset = _dataset(config)
     _check_model(config, dataset)
-    defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
-    _check_backward(config, defenses)
-    _check_passive_backward(config, defenses)
-    _check_label_readers(config, defenses)
-    _check_soft_targets(config, defenses)
-    for d, c in zip(defenses, config.defenses):
-        d.uncovered = d.covers(method)
-        if d.uncovered and d.requested_claim():
-            raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
-                                    f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
-                                    "(the noise acts and no epsilon is recorded), or use another method")
+    defenses = plan_defenses(config, method, dataset, device)
     auditor, audited = plan_auditor(config, method, defenses)
     if auditor is not None:
         options = parse_options(auditor, config.finetune.auditor_options, where="finetune.auditor_options")
@@ -155,78 +131,6 @@ def plan_training(config: TrainingConfig) -> Plan:
                               active_labels_local=_active_labels_local(config, method),
                               validation=config.finetune.validation)
     return Plan(config.training(), scenario, method, defenses, device, auditor=auditor, audited=audited)
-
-
-def _check_backward(config: TrainingConfig, defenses: list) -> None:
-    """A defense that backpropagates the active party's per-sample losses itself (DP-SGD) owns its whole label
-    computation: another defense at the active party's points (its batch, model, loss, gradient computation or
-    predictions) would change what it clips and noises, and its argument would not hold; two cannot share one pass."""
-    acting = [i for i, d in enumerate(defenses) if d.hook_points & DEFENSE_POINTS]
-    own = [i for i in acting if ACTIVE_BACKWARD in defenses[i].hook_points]
-    if own and len(acting) > 1:
-        others = [config.defenses[i].name for i in acting if i != own[0]]
-        raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' backpropagates the active party's per-sample "
-                                f"losses itself (DP-SGD); it cannot be combined with {', '.join(others)} at the active "
-                                "party's training")
-
-
-def _check_passive_backward(config: TrainingConfig, defenses: list) -> None:
-    """A defense that computes a passive party's update itself (embedding-dp's DP-SGD on its bottom) bounds what its
-    clipped per-sample gradients carry: another defense at that party's points in the same phase (a loss term, a
-    wrapped bottom) would change what it clips, and its argument would not hold."""
-    passive = [i for i, d in enumerate(defenses) if d.hook_points & PASSIVE_POINTS]
-    for i in passive:
-        d = defenses[i]
-        probe = 1 if d.party == PASSIVE else d.party  # a party it protects
-        if PASSIVE_BACKWARD not in d.hook_points or not d.passive_backpropagates(probe):
-            continue
-        others = [config.defenses[j].name for j in passive if j != i and defenses[j].phase == d.phase
-                  and _same_party(defenses[j].party, d.party)]
-        if others:
-            raise IncompatibleError(f"defense '{config.defenses[i].name}' computes the passive party's update itself "
-                                    f"(DP-SGD on its bottom); it cannot be combined with {', '.join(others)} at that "
-                                    "party's points in the same phase")
-
-
-def _same_party(a, b) -> bool:
-    return a == b or PASSIVE in (a, b)
-
-
-def _check_label_readers(config: TrainingConfig, defenses: list) -> None:
-    """A defense that backpropagates the active party's per-sample losses itself (DP-SGD) bounds only what passes its
-    mechanism: a defense that reads the labels itself (``reads_labels``: Marvell's noise follows each batch's labels)
-    releases them around it and is refused beside it, unless a label defense randomised the labels first (then it reads
-    the randomised ones, a post-processing of that defense's mechanism, whose epsilon covers the whole training)."""
-    own = [i for i, d in enumerate(defenses) if ACTIVE_BACKWARD in d.hook_points]
-    randomised = any(LABELS in d.hook_points and not d.is_identity for d in defenses)
-    readers = [config.defenses[i].name for i, d in enumerate(defenses) if d.reads_labels]
-    if own and readers and not randomised:
-        raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' bounds only the label uses of its own "
-                                f"mechanism, and {', '.join(readers)} reads the active party's labels around it; drop "
-                                f"{readers[0]}, or randomise the labels first with a label defense (label-dp, alibi)")
-
-
-def _check_soft_targets(config: TrainingConfig, defenses: list) -> None:
-    """A defense that recomputes each sample's target from the model's outputs (``SOFT_TARGETS``: ALIBI's model prior)
-    reads its own per-sample state by row id: a defense that mixes or replaces the batch's targets before it would be
-    silently undone."""
-    follow = [i for i, d in enumerate(defenses) if SOFT_TARGETS in d.hook_points]
-    mixing = [config.defenses[i].name for i, d in enumerate(defenses) if ACTIVE_BATCH in d.hook_points]
-    if follow and mixing:
-        raise IncompatibleError(f"defense '{config.defenses[follow[0]].name}' recomputes each sample's target from the "
-                                f"model's predictions, which would undo {', '.join(mixing)} on the batch's targets; use "
-                                "its options.prior=uniform, or one of them")
-
-
-def built(kind: str, name: str, make: Callable[[], T]) -> T:
-    """``make()``, a component's constructor: vflpriv's own refusals pass through; anything else its code raises is a
-    plugin failing, one error naming it (the original kept as the cause: ``vflpriv --debug`` shows its traceback)."""
-    try:
-        return make()
-    except VflprivError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a plugin's own code
-        raise ConfigError(f"{kind} '{name}' failed to start: {type(exc).__name__}: {exc}") from exc
 
 
 def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
@@ -290,118 +194,6 @@ def _active_labels_local(config: TrainingConfig, method: Method) -> bool:
             "the labels of all its local samples: the VFLHLP setting); leave it unset or set it true"
         )
     return value
-
-
-def _sent(method: Method, sender: str, phase: str) -> set[str]:
-    return {kind for who, kind, ph in method.sends if who == sender and ph == phase}
-
-
-def _defense(config: TrainingConfig, index: int, method: Method, dataset: VerticalDataset, device: torch.device):
-    """The defense, bound to the messages it protects. Unset ``party``: the active party, or every passive
-    party when the active party sends nothing the defense protects in the phase; unset ``kinds``: the
-    defense's defaults for the phase that the party sends, else the kinds it supports that the party sends.
-    A defense that would protect nothing the method sends is refused (it would change no number)."""
-    d = config.defenses[index]
-    cls = DEFENSES.get(d.name)
-    parties = config.partition.parties
-    if d.party is not None and d.party >= parties:
-        raise ConfigError(f"defense {d.name}: party {d.party} does not exist (0..{parties - 1})")
-    if cls.binary_only and dataset.num_classes != 2:
-        raise IncompatibleError(f"defense '{d.name}' needs a binary task; {dataset.name} has {dataset.num_classes} classes")
-    reason = cls.incompatible(dataset=dataset)
-    if reason:
-        raise IncompatibleError(f"defense '{d.name}': {reason}")
-    if cls.hook_points & PASSIVE_POINTS:
-        return _passive_defense(config, index, cls, method)
-    unsupported = sorted(set(d.kinds or ()) - set(cls.supported_kinds))
-    if unsupported:
-        raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
-                          f"valid kinds: {', '.join(cls.supported_kinds)}")
-    if {SOFT_LABELS, SOFT_TARGETS} & cls.hook_points - method.supported():
-        raise IncompatibleError(f"defense '{d.name}' trains the active party on soft labels; method "
-                                f"'{config.method.name}' trains with a loop of its own that takes class indices only")
-    inside = cls.hook_points & DEFENSE_POINTS
-    if inside:
-        return _training_defense(config, index, cls, method, device)
-    labels = "labels" in cls.supported_kinds
-    candidates = [d.party] if d.party is not None else [0] if labels or not method.federated else [0, PASSIVE]
-    tried = []
-    for party in candidates:
-        sent = _sent(method, PASSIVE if party == PASSIVE else role(party), d.phase)
-        kinds = d.kinds
-        if kinds is None and not labels:
-            kinds = sorted(set(cls.default_kinds_for(d.phase)) & sent) or sorted(set(cls.supported_kinds) & sent) or None
-        wanted = set(kinds or cls.default_kinds_for(d.phase))
-        if labels or not method.federated or wanted & sent:
-            break
-        who = "the passive parties send" if party == PASSIVE else f"party {party} sends"
-        tried.append(f"{who} {', '.join(sorted(sent)) or 'nothing'}")
-    else:
-        raise IncompatibleError(
-            f"defense '{d.name}' protects {'/'.join(sorted(wanted))} messages in {d.phase}, but in method "
-            f"'{config.method.name}' {' and '.join(tried)} there: it would change nothing"
-        )
-    options = parse_options(cls, d.options, where=f"defenses[{index}].options")
-    return built("defense", d.name, lambda: cls(
-        strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase=d.phase, kinds=kinds,
-        options=options, generator=generator(config.seed, f"defense:{index}"), name=d.name,
-    ))
-
-
-def _training_defense(config: TrainingConfig, index: int, cls, method: Method, device: torch.device):
-    """A defense inside the active party's finetuning computation: the method's training must call its hook points,
-    it acts in finetuning for the active party, and its message part (if any) protects gradients the active party
-    sends there."""
-    d, name = config.defenses[index], config.defenses[index].name
-    missing = sorted((cls.hook_points & DEFENSE_POINTS) - method.supported())
-    if missing:
-        raise IncompatibleError(
-            f"defense '{name}' acts at {', '.join(missing)} inside the active party's training; method "
-            f"'{config.method.name}' trains with a loop of its own that does not call that point")
-    if d.phase != "finetune":
-        raise IncompatibleError(f"defense '{name}' acts in finetuning, where the active party trains with its labels; "
-                                f"the {d.phase} phase has no labels to protect: use phase finetune")
-    if d.party not in (None, 0):
-        raise ConfigError(f"defense '{name}' acts inside the active party's training: party must be 0")
-    kinds = None
-    if cls.supported_kinds:
-        kinds = d.kinds or list(cls.default_kinds)
-        sent = _sent(method, "active", "finetune")
-        if not set(kinds) & sent:
-            raise IncompatibleError(f"defense '{name}' also protects {'/'.join(kinds)} messages the active party sends "
-                                    f"in finetuning; method '{config.method.name}' sends {', '.join(sorted(sent)) or 'none'}")
-    elif d.kinds:
-        raise ConfigError(f"defense '{name}' acts inside the active party's training, not on messages; remove kinds")
-    options = parse_options(cls, d.options, where=f"defenses[{index}].options")
-    return built("defense", name, lambda: cls(
-        strength=cls.axis.identity if d.strength is None else d.strength, party=0, phase="finetune", kinds=kinds,
-        options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
-
-
-def _passive_defense(config: TrainingConfig, index: int, cls, method: Method):
-    """A defense at a passive party's own points: in a phase it acts in, on a method that sends passive embeddings,
-    whose training (pretraining, for that phase) calls its points; for a passive party (unset: every one)."""
-    d, name, what = config.defenses[index], config.defenses[index].name, config.method.name
-    if d.kinds:
-        raise ConfigError(f"defense '{name}' acts at the passive party's own points, not on messages; remove kinds")
-    if d.party == 0:
-        raise ConfigError(f"defense '{name}' protects a passive party's features: party must be 1..{config.partition.parties - 1}, "
-                          "or unset for every passive party")
-    if d.phase not in cls.phases:
-        raise IncompatibleError(f"defense '{name}' acts in {' and '.join(cls.phases)} only: {cls.phase_reason}")
-    if not any(who == PASSIVE and kind == EMBEDDING for who, kind, _ in method.sends):
-        raise IncompatibleError(f"defense '{name}' protects the embeddings a passive party sends; method '{what}' sends "
-                                "none (no passive party's features leave it), so it would change nothing")
-    if d.phase == PRETRAIN and not method.pretrains:
-        raise IncompatibleError(f"defense '{name}': method '{what}' has no pretraining phase; use phase finetune")
-    missing = sorted(cls.points_for(d.phase) - method.supported())
-    if missing:
-        raise IncompatibleError(f"defense '{name}' acts at {', '.join(missing)} in {d.phase}; method '{what}' trains there "
-                                "with a loop of its own that does not call that point")
-    options = parse_options(cls, d.options, where=f"defenses[{index}].options")
-    return built("defense", name, lambda: cls(
-        strength=cls.axis.identity if d.strength is None else d.strength, party=PASSIVE if d.party is None else d.party,
-        phase=d.phase, kinds=None, options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
 
 
 def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:

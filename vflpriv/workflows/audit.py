@@ -21,165 +21,20 @@ touches no embedding, is not. ``audit.feature_defended`` names the feature attac
 decoder, the cheapest and on the bundled data the strongest; every feature attack gives its verdict without a
 defense). The default defenses are every registered defense, and, for one that supports the embedding kind without
 defaulting to it and declares ``embedding_audit_strengths``, that defense on the passive parties' embeddings too.
+
+The settings (``AuditConfig``, ``AuditSettings``, ``AuditDefense``) are in :mod:`vflpriv.workflows.audit_config`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from pydantic import Field, NonNegativeFloat, model_validator
 
 from vflpriv.common.errors import IncompatibleError
-from vflpriv.config.options import Options
 from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES, METHODS
-from vflpriv.config.schema import (
-    MAX_SEARCH_BUDGET,
-    AttackConfig,
-    DefenseConfig,
-    Phase,
-    RunConfig,
-    TrainingConfig,
-    refuse_untuned,
-)
-from vflpriv.config.sweep import RunsPerGpu, Seed, check_runs_per_gpu, refuse_repeats
+from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig
 from vflpriv.runner.prior import prior_pretraining
-from vflpriv.workflows.audit_recipes import (
-    FULL,
-    QUICK,
-    WEAKEST,
-    default_attacks,
-    default_strengths,
-    quick_note,
-    quick_seeds,
-)
-
-#: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
-#: label (splitnn on digits, 200 labels, tuned on nothing: 25 canaries cost 0.037 of test accuracy, 50 cost 0.10, 100
-#: cost 0.26), and 25 ten-class canaries a seed, pooled over 3 seeds and 10 attacks, cap the worst case at 4.57.
-AUTO_CANARIES, AUTO_SHARE = 50, 8
-#: Where a claim of the audit's DP strengths needs more canaries to be testable, the audit plants them, up to this
-#: share of the labels (beyond it the training is more canaries than task).
-MAX_SHARE = 4
-
-
-class AuditDefense(Options):
-    """A defense of the audit; unset ``strengths`` take the defense's ``audit_strengths`` for the phase."""
-
-    name: str
-    strengths: list[NonNegativeFloat] | None = Field(None, min_length=1)
-    kinds: list[str] | None = None
-    party: int | None = Field(None, ge=0, description="the protecting party; unset: the planner's default (the active "
-                                                       "party; every passive party for what only they send or hold)")
-    options: dict[str, Any] = Field(default_factory=dict)
-
-    def strengths_for(self, phase: str, *, finetune) -> tuple[float, ...] | None:
-        """Its strengths in ``phase`` of a run finetuned by ``finetune``: as given, else the defense's own (on
-        embeddings, its ``embedding_audit_strengths``; else ``audit_strengths_for``)."""
-        if self.strengths:
-            return tuple(self.strengths)
-        cls = DEFENSES.get(self.name)
-        if self.kinds == ["embedding"] and phase in cls.embedding_audit_strengths:
-            return cls.embedding_audit_strengths[phase]
-        return cls.audit_strengths_for(phase, finetune=finetune, options=self.options)
-
-
-class AuditSettings(Options):
-    attacks: list[str] | None = Field(None, description="attack names; default every registered attack")
-    attack_options: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="options per attack name; default the attack's audit_options")
-    defenses: list[AuditDefense] | None = Field(None, description="default every registered defense")
-    phases: list[Phase] | None = Field(None, description="attacked phases; default finetune, and pretrain when the "
-                                                         "method pretrains")
-    prior: Literal["simsiam", "aux", "same-attack"] = "simsiam"
-    prior_epochs: int = Field(300, ge=1)
-    prior_ssl: Literal["auto", "simsiam", "own"] = Field(
-        "auto", description="the adversary's own pretraining behind the prior (attack.prior_ssl); auto: the method's "
-                            "own where a party can do it alone (local-*, ssvfl-*, vflhlp*), else SimSiam")
-    margin: float = Field(0.02, ge=0, le=1, description="leakage tolerance of the verdicts and of 'falls to the prior'")
-    adversaries: Literal["one", "all"] = Field("one", description="all: every passive party is the adversary in turn")
-    tune: bool = Field(True, description="tune every attack that has a search space on the adversary's auxiliary "
-                                         "labels (the worst-case adversary)")
-    search_budget: int = Field(8, ge=1, le=MAX_SEARCH_BUDGET, description="candidates per tuned attack")
-    search_spaces: dict[str, dict[str, list[Any]]] = Field(
-        default_factory=dict, description="search space per attack name, replacing the attack's own for the options "
-                                          "it names")
-    active: Literal["weakest", "every"] = Field(
-        WEAKEST, description="where an attack that acts (mc-active: a training of its own per run) runs: weakest: with "
-                             "no defense and at each defense's weakest strength, at its other strengths only where it "
-                             "beat the passive attacks of its kind there by more than the margin; every: everywhere")
-    profile: Literal["full", "quick"] = Field(
-        FULL, description="quick: one seed, the strongest attack of each kind, each defense at its middle strength, "
-                          "for the development loop (audit.md says what it left out); full: the audit")
-    feature_adversaries: list[Literal["active", "server", "passive"]] = Field(
-        default_factory=lambda: ["active", "server", "passive"],
-        description="who runs the feature attacks: the active party and the server (against party 1), the passive "
-                    "adversary (against the active party's features)")
-    feature_defended: list[str] = Field(
-        default_factory=lambda: ["fi-decoder"], description="feature attacks also run under each defense that "
-        "protects their victim's messages")
-    feature_margin: float = Field(0.05, ge=0, le=1, description="feature leakage tolerance of the verdicts, as a "
-                                                                "share of the prior's MSE")
-    canaries: int | None = Field(
-        None, ge=0, description="random-label canaries in the trainings whose labels the attacked phase reads (an "
-        f"empirical lower bound on each setting's label-DP epsilon); unset: one in {AUTO_SHARE} of partition.labeled, at "
-        f"most {AUTO_CANARIES}, raised (up to one in {MAX_SHARE}) to the fewest whose cap exceeds every epsilon the "
-        "audit's DP strengths claim (0 for a non-federated method); 0: none")
-
-    auditor: str = Field(
-        "auto", description="an auditor of each defended training's DP claim, beside the attacks (vflpriv list auditors): "
-        "auto attaches the one that audits the defense, where there are canaries; none; or a name")
-    auditor_options: dict[str, Any] = Field(
-        default_factory=dict, description="the attached auditor's options (finetune.auditor_options of its trainings; "
-        "vflpriv describe <auditor>), e.g. canary_inputs: crafted for gradient-lrt")
-
-    @model_validator(mode="after")
-    def _tuning_settings_need_tuning(self) -> AuditSettings:
-        refuse_untuned(self, tune=self.tune, budget="search_budget", space="search_spaces", switch="audit.tune")
-        return self
-
-
-class AuditConfig(TrainingConfig):
-    """The method under audit (a training config) and what to throw at it."""
-
-    audit: AuditSettings = Field(default_factory=AuditSettings)
-    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
-    jobs: int = Field(2, ge=1, le=1024)
-    backend: Literal["loky", "threading", "dask", "ray"] = "loky"
-    runs_per_gpu: RunsPerGpu = 1
-
-    @model_validator(mode="before")
-    @classmethod
-    def _quick_profile(cls, data: Any) -> Any:
-        """The quick profile's one seed (``quick_seeds``), before the seeds are validated, and its untuned attacks
-        unless ``audit.tune`` is given (tuning is half of a quick audit's time: MixMatch's search and refit)."""
-        audit = data.get("audit") if isinstance(data, dict) else None
-        if not isinstance(audit, dict) or audit.get("profile") != QUICK:
-            return data
-        given = "seeds" in data
-        seeds = data["seeds"] if given else cls.model_fields["seeds"].get_default(call_default_factory=True)
-        return {**data, "audit": {"tune": False, **audit},
-                "seeds": quick_seeds(seeds, given=given) if isinstance(seeds, list) else seeds}
-
-    @model_validator(mode="after")
-    def _no_repeats(self) -> AuditConfig:
-        check_runs_per_gpu(self)
-        if self.partition.canaries:
-            raise ValueError("the audit plants its own canaries: give --canaries N (audit.canaries), not "
-                             "partition.canaries")
-        a = self.audit
-        refuse_repeats(seeds=self.seeds, attacks=a.attacks, phases=a.phases)
-        specs = [d.model_dump_json() for d in a.defenses or []]
-        refuse_repeats(defenses=[d.name for d, spec in zip(a.defenses or [], specs) if specs.count(spec) > 1])
-        for d in a.defenses or []:
-            refuse_repeats(**{f"strengths of {d.name}": d.strengths})
-        for what in ("attack_options", "search_spaces"):
-            stray = sorted(set(getattr(a, what)) - set(a.attacks or ATTACKS.names()))
-            if stray:
-                raise ValueError(f"audit.{what} names {', '.join(stray)}, not an attack of this audit; its attacks: "
-                                 f"{', '.join(a.attacks or ATTACKS.names())}")
-        return self
-
+from vflpriv.workflows.audit_config import AUTO_CANARIES, AUTO_SHARE, MAX_SHARE, AuditConfig, AuditDefense
+from vflpriv.workflows.audit_recipes import FULL, QUICK, default_attacks, default_strengths, quick_note
 
 @dataclass(frozen=True)
 class Inapplicable:

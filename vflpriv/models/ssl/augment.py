@@ -104,11 +104,25 @@ def augment_image(
     H x W by bilinear ``grid_sample`` over a per-sample affine grid, whose x-scale is negated to
     flip with probability 1/2. One batched op, so it also suits tiny images (1x8x4).
     """
+    return augment_images([x], generator=generator, crop_scale=crop_scale, flip=flip)[0]
+
+
+def augment_images(
+    xs: list[Tensor],
+    *,
+    generator: torch.Generator,
+    crop_scale: tuple[float, float] = (0.5, 1.0),
+    flip: bool = True,
+) -> list[Tensor]:
+    """:func:`augment_image` of each batch in ``xs`` (same image shape), in one resampling: the same draws, in the
+    same order, and the same values as one call per batch, for a loop that augments several batches per step."""
     lo, hi = crop_scale
     if not 0.0 < lo <= hi <= 1.0:
         raise ConfigError(f"crop_scale must satisfy 0 < low <= high <= 1, got {crop_scale}")
+    x = xs[0] if len(xs) == 1 else torch.cat(xs)
     n, _, h, w = x.shape
-    u = torch.rand(5, n, generator=generator, device=x.device, dtype=x.dtype)
+    draws = [torch.rand(5, b.shape[0], generator=generator, device=x.device, dtype=x.dtype) for b in xs]
+    u = draws[0] if len(draws) == 1 else torch.cat(draws, dim=1)
     area = lo + (hi - lo) * u[0]
     ratio = torch.exp(math.log(3 / 4) + math.log(16 / 9) * u[1])
     ratio = torch.minimum(torch.maximum(ratio, area * w / h), w / (area * h))  # box must fit
@@ -121,7 +135,8 @@ def augment_image(
     theta[:, 1, 1] = sh
     theta[:, 1, 2] = (1 - sh) * (2 * u[3] - 1)
     grid = F.affine_grid(theta, list(x.shape), align_corners=False)
-    return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    out = F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    return [out] if len(xs) == 1 else list(out.split([b.shape[0] for b in xs]))
 
 
 def two_views(

@@ -47,6 +47,30 @@ def momentum_updater(online: nn.Module, target: nn.Module) -> Callable[..., None
     return update
 
 
+def flat_ema(online: nn.Module, target: nn.Module) -> tuple[Tensor, Tensor] | None:
+    """(online, target): each module's EMA tensors (:func:`_ema_tensors`: parameters, then floating-point buffers)
+    re-pointed at slices of one contiguous buffer of their own, values unchanged, so that one in-place op on a buffer
+    updates them all (``target.lerp_(online, 1 - m)``: the EMA of :func:`update_momentum` in one kernel instead of one
+    per tensor). None when the tensors mix dtypes or devices (use :func:`momentum_updater` then). Optimisers and
+    autograd keep working on the same parameter objects; the modules' structure must not change afterwards."""
+    src, dst = _ema_tensors(online), _ema_tensors(target)
+    if len(src) != len(dst) or any(a.shape != b.shape for a, b in zip(src, dst)):
+        raise ValueError("online and target modules have different parameter/buffer layouts")
+    if not src or len({(t.dtype, t.device) for t in src + dst}) != 1:
+        return None
+    return _share_one_buffer(src), _share_one_buffer(dst)
+
+
+@torch.no_grad()
+def _share_one_buffer(tensors: list[Tensor]) -> Tensor:
+    flat = torch.cat([t.detach().reshape(-1) for t in tensors])
+    offset = 0
+    for t in tensors:
+        t.data = flat[offset:offset + t.numel()].view_as(t)
+        offset += t.numel()
+    return flat
+
+
 def momentum_copy(module: nn.Module) -> nn.Module:
     """A deep copy with ``requires_grad=False`` everywhere, to serve as an EMA target encoder."""
     target = copy.deepcopy(module)

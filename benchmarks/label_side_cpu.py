@@ -1,0 +1,103 @@
+"""The label side's per-step CPU, before and after issue 49's same-numbers changes, interleaved in one process.
+
+Each pair runs the same work both ways on one thread (process CPU seconds, medians of the repeats), and checks that
+both give the same numbers bit for bit:
+
+- mc-mixmatch's completion (``MixMatchCompletion.infer``, the audit's 240 steps, on a digits-shaped view: 1x8x4
+  image halves, the audit's 32-128-128 MLP bottom, 80 labeled and 1437 unlabeled samples): now, against the
+  previous step, restored by patching (one ``augment_image`` call per batch, the weights' decay and the EMA tensor by
+  tensor);
+- CAE's label autoencoder (``train_autoencoder``, 100 of its 4700 steps): ReLUs in place against out of place.
+
+    python benchmarks/label_side_cpu.py [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import time
+from unittest import mock
+
+import torch
+from torch import nn
+
+import vflpriv.attacks.labels.mixmatch as mixmatch
+import vflpriv.defenses.cae as cae
+from vflpriv.attacks.base import AdversaryView
+from vflpriv.config.schema import ModelConfig
+from vflpriv.data.base import PartySpec
+from vflpriv.engine import FINETUNE, Inbox
+from vflpriv.models.allocator import reuse_freed_memory
+from vflpriv.models.encoders import build_encoder
+from vflpriv.models.ssl import augment_image
+
+AUDIT = {"epochs": 20, "iterations": 12, "ema_warmup": True, "lr": 1e-2, "temperature": 0.5}
+
+
+def digits_view(seed: int) -> AdversaryView:
+    g = torch.Generator().manual_seed(seed)
+    spec = PartySpec("image", (1, 8, 4))
+    local = torch.rand(1437, 1, 8, 4, generator=g)
+    y = torch.randint(10, (80,), generator=g)
+    encoder = build_encoder(spec, ModelConfig(hidden=128, out_dim=128), generator=g)  # splitnn's audit bottom
+    return AdversaryView(
+        party=1, phase=FINETUNE, num_classes=10, spec=spec, encoder=encoder,
+        local_x=local, aux_x=local[:80], aux_y=y, aux_ids=torch.arange(80), targets={"test": local[:360]},
+        target_ids={}, inbox=Inbox(owner=1), generator=torch.Generator().manual_seed(seed + 1),
+        device=torch.device("cpu"))
+
+
+def previous_step():
+    """The step before issue 49's change: an ``augment_image`` call per batch, decay and EMA tensor by tensor."""
+    def per_batch(view, *, rate):
+        return lambda xs, g: [augment_image(x, generator=g, crop_scale=(0.8, 1.0), flip=False) for x in xs]
+
+    return mock.patch.multiple(mixmatch, _batch_augmenter=per_batch, flat_ema=lambda online, target: None)
+
+
+def mixmatch_run(seed: int, before: bool) -> tuple[float, torch.Tensor]:
+    attack = mixmatch.MixMatchCompletion(mixmatch.MixMatchOptions(**AUDIT))
+    view = digits_view(seed)
+    with previous_step() if before else contextlib.nullcontext():
+        start = time.process_time()
+        out = attack.infer(view)["test"]
+        return time.process_time() - start, out.confidence
+
+
+def cae_run(seed: int, before: bool) -> tuple[float, torch.Tensor]:
+    options = cae.CAEOptions(epochs=1, samples=12800)
+    relu = nn.ReLU
+    with mock.patch.object(cae.nn, "ReLU", (lambda *_a, **_k: relu()) if before else relu):
+        start = time.process_time()
+        model = cae.train_autoencoder(10, strength=0.5, options=options, generator=torch.Generator().manual_seed(seed),
+                                      device=torch.device("cpu"))
+        seconds = time.process_time() - start
+    return seconds, torch.cat([p.flatten() for p in model.parameters()])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    reuse_freed_memory()  # as in a training process
+    for name, fn in (("mc-mixmatch completion, 240 steps", mixmatch_run), ("CAE autoencoder, 100 steps", cae_run)):
+        times: dict[bool, list[float]] = {True: [], False: []}
+        same = True
+        for r in range(args.repeats + 1):  # the first round warms up
+            results = {}
+            for before in ((True, False) if r % 2 == 0 else (False, True)):
+                results[before] = fn(r, before)
+                if r:
+                    times[before].append(results[before][0])
+            same &= torch.equal(results[True][1], results[False][1])
+        b, a = statistics.median(times[True]), statistics.median(times[False])
+        print(f"{name}: before {b:.3f} CPU s, after {a:.3f} CPU s: **{a / b:.2f}x** (repeats before "
+              f"{', '.join(f'{t:.3f}' for t in times[True])}; after {', '.join(f'{t:.3f}' for t in times[False])}); "
+              f"same numbers bit for bit: {same}")
+
+
+if __name__ == "__main__":
+    main()
