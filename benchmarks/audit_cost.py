@@ -91,17 +91,26 @@ class Runner:
 
 def eta_check(stderr: str) -> str:
     """Each progress line after the first 5% of the runs with at least ``eta_replay.FLOOR`` seconds really left: its
-    estimate of the time left against the time the runs really took from there (the last line, at 100%, gives the
-    end); and the worst factor between the two (the replay of ``eta_replay.py`` counts the same lines)."""
-    lines = [m for m in LINE.finditer(stderr)]
-    ends = [seconds(m[4], m[5], m[6]) for m in lines if m[1] == m[2]]
-    if not ends:
+    estimate of the time left against the time the audit really took from there to its last line; and the worst
+    factor between the two (the replay of ``eta_replay.py`` counts the same lines). An audit prints a second progress
+    block when the active adversary escalates (its clock restarts at 0:00): each block's clock is offset by the blocks
+    before it, so the truth is the whole audit's end, not the first block's."""
+    offset, last, stamped = 0, 0, []
+    for m in LINE.finditer(stderr):
+        elapsed = seconds(m[4], m[5], m[6])
+        if elapsed < last:
+            offset += last
+        last = elapsed
+        stamped.append((m, offset + elapsed))
+    if not any(m[1] == m[2] for m, _ in stamped):
         return "no progress lines"
-    end, parts, worst = ends[-1], [], 1.0
-    for m in PROGRESS.finditer(stderr):
-        done, n = int(m[1]), int(m[2])
-        elapsed, left = seconds(m[4], m[5], m[6]), seconds(m[7], m[8], m[9])
-        real = end - elapsed
+    end, parts, worst = stamped[-1][1], [], 1.0
+    for m, at in stamped:
+        estimate = PROGRESS.match(stderr, m.start())
+        if estimate is None:
+            continue
+        done, n, left = int(m[1]), int(m[2]), seconds(estimate[7], estimate[8], estimate[9])
+        real = end - at
         if done >= 0.05 * n and real >= FLOOR and left > 0:
             worst = max(worst, left / real, real / left)
             parts.append(f"{m[3]}%: {left} s vs {real} s")
