@@ -76,3 +76,22 @@ def test_an_unwritable_cache_only_means_loading_the_slow_way(tmp_path, monkeypat
     blocked.write_text("a file where the cache folder should be")
     monkeypatch.setenv(cache.ENV_VAR, str(blocked))
     assert _fresh().x_train[0].shape[0] > 0
+
+
+def test_an_entry_of_another_data_file_is_not_used(tmp_path, monkeypatch):
+    """The entry is keyed by the digest of the file it was made from: where scikit-learn's file changes (another
+    release's data), the cached tensors of the old file are stale and the dataset is read again."""
+    import gzip
+
+    from vflpriv.data import bundled
+
+    first = _fresh()
+    changed = tmp_path / "digits.csv.gz"
+    with gzip.open(bundled.data_file("digits"), "rt") as f:
+        rows = f.read().splitlines()
+    rows = [",".join(["16"] * 64 + [r.split(",")[-1]]) for r in rows]  # every pixel at its maximum
+    changed.write_bytes(gzip.compress("\n".join(rows).encode()))
+    monkeypatch.setattr(bundled, "data_file", lambda name: changed)
+    again = _fresh()
+    assert not _same(again, first) and all(bool((x == 1.0).all()) for x in again.x_train)
+    assert len(_entries()) == 2

@@ -1,9 +1,9 @@
 """Resolve a dataset config through the registry; loaded datasets are kept per process, and those bundled
 with a package (``bundled`` loaders: scikit-learn's) in the cache across processes.
 
-A bundled dataset depends only on the loader's code, the providing package's version and the arguments,
-so its tensors are cached under a hash of those: a sweep's workers and every later command load them in
-milliseconds instead of importing scikit-learn (about 2 s) and splitting again. Entries are verified
+A bundled dataset depends only on the loader's code, the data file it reads (``vflpriv.data.bundled``) and the
+arguments, so its tensors are cached under a hash of those (the file's SHA-256: a changed file is another key): a
+sweep's workers and every later command load them in milliseconds instead of parsing and splitting again. Entries are verified
 (checksum, and the dataset's own consistency checks) and recomputed when they do not check out; a cache
 that cannot be written only means the dataset is loaded the slow way.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 from functools import lru_cache
-from importlib.metadata import version
 from pathlib import Path
 
 import torch
@@ -20,6 +19,7 @@ import torch
 from vflpriv.common.errors import CacheError
 from vflpriv.config.registry import DATASETS
 from vflpriv.config.schema import DatasetConfig, config_hash
+from vflpriv.data import bundled
 from vflpriv.data.base import VerticalDataset
 from vflpriv.store import cache
 
@@ -31,11 +31,12 @@ def _load(name: str, parties: int, root: Path | None, max_samples: int | None) -
     def load() -> VerticalDataset:
         return loader(parties=parties, root=root, max_samples=max_samples, seed=0)
 
-    provider = getattr(loader, "bundled_by", None)
-    if provider is None or root is not None:
+    name_in_package = getattr(loader, "bundled_as", None)
+    source = bundled.digest(name_in_package) if name_in_package is not None and root is None else None
+    if source is None:  # not bundled, or its file not found (scikit-learn's own loader reads it): no cache
         return load()
     key = config_hash({"code": cache.code_version(), "loader": f"{loader.__module__}.{loader.__qualname__}",
-                       "provider": [provider, version(provider)], "parties": parties, "max_samples": max_samples}, 24)
+                       "file": source, "parties": parties, "max_samples": max_samples}, 24)
     return cached_dataset(cache.cache_root() / "datasets" / f"{key}.entry", load)
 
 

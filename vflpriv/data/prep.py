@@ -35,13 +35,53 @@ def cap_rows(y: np.ndarray, max_samples: int | None, *, seed: int) -> np.ndarray
         raise ConfigError(f"max_samples must be a positive number of rows, not {max_samples}")
     if max_samples >= n:
         return np.arange(n)
-    from sklearn.model_selection import train_test_split
-
-    try:
-        idx, _ = train_test_split(np.arange(n), train_size=max_samples, stratify=y, random_state=seed)
+    try:  # scikit-learn's train_test_split(np.arange(n), train_size=max_samples, stratify=y, random_state=seed)
+        idx, _ = stratified_split(y, n_train=max_samples, n_test=n - max_samples, seed=seed)
     except ValueError:  # a class too small to stratify, or fewer rows than classes
         idx = np.random.default_rng(seed).choice(n, max_samples, replace=False)
     return np.sort(idx)
+
+
+def stratified_split(y: np.ndarray, *, n_train: int, n_test: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train indices, test indices) as scikit-learn's ``train_test_split(..., stratify=y, random_state=seed)``
+    draws them (its ``StratifiedShuffleSplit``, the same since scikit-learn 0.24): per class a permutation of its
+    rows, the first ``n_i`` to train and the next ``t_i`` to test (:func:`approximate_mode` of the class counts),
+    then each side permuted, all drawn from one ``RandomState(seed)`` in that order. Written out, it costs no
+    scikit-learn import (about 1.2 CPU s of a cold command) and depends on numpy's legacy ``RandomState`` alone, whose
+    streams numpy keeps fixed (NEP 19). ValueError where scikit-learn refuses: a class of one row, or fewer train or
+    test rows than classes. ``tests/data/test_bundled.py`` checks it against scikit-learn."""
+    _, y_indices, class_counts = np.unique(y, return_inverse=True, return_counts=True)
+    if class_counts.min() < 2 or min(n_train, n_test) < len(class_counts):
+        raise ValueError("too few rows per class to stratify")
+    class_indices = np.split(np.argsort(y_indices, kind="stable"), np.cumsum(class_counts)[:-1])
+    rng = np.random.RandomState(seed)
+    n_i = approximate_mode(class_counts, n_train, rng)
+    t_i = approximate_mode(class_counts - n_i, n_test, rng)
+    train: list[int] = []
+    test: list[int] = []
+    for i, rows in enumerate(class_indices):
+        drawn = rows.take(rng.permutation(class_counts[i]), mode="clip")
+        train.extend(drawn[: n_i[i]])
+        test.extend(drawn[n_i[i]: n_i[i] + t_i[i]])
+    return rng.permutation(train), rng.permutation(test)
+
+
+def approximate_mode(class_counts: np.ndarray, n_draws: int, rng: np.random.RandomState) -> np.ndarray:
+    """How many of ``n_draws`` rows each class gets (scikit-learn's ``_approximate_mode``): the floor of its share,
+    then one more for the classes with the largest remainders, ties broken by ``rng``."""
+    continuous = class_counts / class_counts.sum() * n_draws
+    floored = np.floor(continuous)
+    need_to_add = int(n_draws - floored.sum())
+    if need_to_add > 0:
+        remainder = continuous - floored
+        for value in np.sort(np.unique(remainder))[::-1]:
+            (inds,) = np.where(remainder == value)
+            add_now = min(len(inds), need_to_add)
+            floored[rng.choice(inds, size=add_now, replace=False)] += 1
+            need_to_add -= add_now
+            if need_to_add == 0:
+                break
+    return floored.astype(int)
 
 
 def fixed_split(
