@@ -32,15 +32,6 @@ import importlib.abc, os, sys, time
 LOG = os.environ.get("VFLPRIV_TIMELINE")
 
 
-def _started() -> float:
-    """This process's start (the kernel's clock ticks since boot, to the wall clock)."""
-    with open("/proc/self/stat") as f:
-        ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-    with open("/proc/stat") as f:
-        boot = next(int(line.split()[1]) for line in f if line.startswith("btime"))
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
-
-
 def note(event, at=None):
     with open(LOG, "a") as f:
         f.write(f"{os.getpid()} {os.getppid()} {event.replace(' ', '_')} {time.time() if at is None else at:.4f}\n")
@@ -108,7 +99,6 @@ class Hook(importlib.abc.MetaPathFinder):
 
 
 if LOG:
-    note("start", _started())
     note("python ready")
     sys.meta_path.insert(0, Hook())
     _exit = os._exit
@@ -122,34 +112,38 @@ if LOG:
 
 
 def run(command: list[str], folder: Path, tag: str) -> tuple[float, float, list[tuple[int, int, str, float]]]:
-    """(wall seconds, CPU seconds of the process tree, events) of one cold ``vflpriv COMMAND``."""
+    """(wall seconds, CPU seconds of the process tree, events) of one cold ``vflpriv COMMAND``; the parent's first
+    event, "launched", is when this script started it."""
     log = folder / f"{tag}.log"
     env = {**os.environ, "VFLPRIV_TIMELINE": str(log), "VFLPRIV_CACHE": str(folder / f"cache-{tag}"),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(folder / "site"), os.environ.get("PYTHONPATH")]))}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
+    log.write_text(f"0 0 launched {start:.4f}\n")
     subprocess.run([sys.executable, "-m", "vflpriv", *command, "--out", str(folder / f"out-{tag}")], env=env,
                    cwd=folder, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.time() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     events = []
-    for line in log.read_text().splitlines():
-        pid, ppid, event, at = line.split(" ")
-        events.append((int(pid), int(ppid), event.replace("_", " "), float(at)))
+    lines = [line.split(" ") for line in log.read_text().splitlines()]
+    parent = next(int(pid) for pid, ppid, _, _ in lines[1:] if int(ppid) == os.getpid())
+    for pid, ppid, event, at in lines:
+        events.append((int(pid) or parent, int(ppid), event.replace("_", " "), float(at)))
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return wall, cpu, events
 
 
 def show(events: list[tuple[int, int, str, float]], say) -> None:
-    """One block per process, its events in seconds since the parent's start (the parent: the first to start)."""
+    """One block per process, its events in seconds since the parent was launched."""
     by_pid: dict[int, list[tuple[str, float]]] = defaultdict(list)
     for pid, _, event, at in events:
         by_pid[pid].append((event, at))
-    origin = min(at for _, _, event, at in events if event == "start")
-    parent = min(by_pid, key=lambda p: min(at for e, at in by_pid[p] if e == "start"))
+    origin = next(at for _, _, event, at in events if event == "launched")
+    parent = next(pid for pid, _, event, _ in events if event == "launched")
     for pid, items in sorted(by_pid.items(), key=lambda kv: kv[1][0][1]):
         role = "parent" if pid == parent else "worker"
-        say(f"  {role} {pid}: " + "; ".join(f"{event} {at - origin:.2f}" for event, at in sorted(items, key=lambda x: x[1])))
+        say(f"  {role} {pid}: " + "; ".join(f"{event} {at - origin:.2f}" for event, at in sorted(items, key=lambda x: x[1])
+                                             if not event.startswith("vflpriv.tradeoff.executors.prewarm")))
 
 
 def main() -> None:
@@ -160,10 +154,11 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="timeline-"))
     (folder / "site").mkdir()
     (folder / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    print(f"vflpriv {' '.join(args.command)}, cold; load average {os.getloadavg()[0]:.1f}")
+    print(f"vflpriv {' '.join(args.command)}, cold; load average {os.getloadavg()[0]:.1f} (events: seconds since the "
+          "parent was launched; +/-: a call's start and end)")
     for r in range(args.repeats):
         wall, cpu, events = run(args.command, folder, f"r{r}")
-        print(f"repeat {r + 1}: {wall:.2f} s wall, {cpu:.2f} CPU s; seconds since the parent's start:")
+        print(f"repeat {r + 1}: {wall:.2f} s wall, {cpu:.2f} CPU s")
         show(events, print)
 
 

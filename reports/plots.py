@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+from matplotlib.colors import to_rgb  # noqa: E402
 
 from vflpriv.reports.labels import Label, place_labels  # noqa: E402
 from vflpriv.reports.tables import utility_label  # noqa: E402
@@ -27,6 +27,10 @@ CONTEXT = ["attack", "defense", "phase"]
 FORMATS = ("png", "svg", "pdf")
 #: The priors' line styles, one per adversary and victim on a panel.
 PRIOR_STYLES = ("--", ":", "-.")
+#: seaborn's "colorblind" palette (``seaborn.palettes.SEABORN_PALETTES``), the lines' colours up to 10 lines: seaborn
+#: itself (its import brings scipy.stats, about 0.9 CPU s of a command's report) only for husl beyond that.
+COLORBLIND = ("#0173B2", "#DE8F05", "#029E73", "#D55E00", "#CC78BC", "#CA9161", "#FBAFE4", "#949494", "#ECE133",
+              "#56B4E9")
 #: Above this many lines in a panel the points are not labelled (the report's table beside gives each strength).
 MAX_LABELLED_LINES = 6
 
@@ -67,7 +71,7 @@ def tradeoff_figures(
     names = [_line(_name(m, v, d, summary, by_defense), "", role) for m, v, d, role in
              zip(summary["method"], summary["variant"], summary["defense"], summary["role"])]
     lines = sorted(set(names))
-    colours = sns.color_palette("colorblind" if len(lines) <= 10 else "husl", len(lines))
+    colours = palette_of(len(lines))
     palette = dict(zip(lines, colours))
     summary = summary.assign(line=names)
     written = []
@@ -113,6 +117,15 @@ def tradeoff_figures(
             written.append(path)
         plt.close(fig)
     return written
+
+
+def palette_of(n: int) -> list[tuple[float, float, float]]:
+    """``n`` line colours: seaborn's ``color_palette("colorblind", n)`` up to 10, ``color_palette("husl", n)`` above."""
+    if n <= len(COLORBLIND):
+        return [to_rgb(c) for c in COLORBLIND[:n]]
+    import seaborn as sns
+
+    return sns.color_palette("husl", n)
 
 
 def _name(method: str, variant: str, defense: str, summary: pd.DataFrame, by_defense: bool) -> str:

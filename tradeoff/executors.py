@@ -293,12 +293,14 @@ def prewarm(*, jobs: int, backend_name: str, previous: Warm | None = None) -> Wa
 def run_all(
     fn: Callable[[Any], Any], items: list[Any], *, jobs: int, on_result: Callable[[Any], None],
     backend_name: str = "loky", address: str | None = None, gpu_share: float | None = None,
-    on_start: Callable[[Any], None] | None = None,
+    on_start: Callable[[Any], None] | None = None, on_idle: Callable[[], None] | None = None,
 ) -> None:
     """Compute ``fn(item)`` for every item, handing each result to ``on_result`` as soon as it exists (on
     Ray, whose joblib backend has no result generator: as soon as its wave of ``jobs`` items ends). On a Dask or
     Ray cluster, ``gpu_share`` is the share of a GPU each item asks the scheduler for (items that run on CUDA).
-    ``on_start(item)``: locally, when an item starts (a cluster's scheduler decides that: not called there)."""
+    ``on_start(item)``: locally, when an item starts (a cluster's scheduler decides that: not called there).
+    ``on_idle()``: locally with workers, once, in this process, when it has no item left to take while workers still
+    compute theirs: the caller's next work (a report's imports) then costs no time of its own."""
     started = on_start or (lambda item: None)
     if jobs == 1 and backend_name in LOCAL_BACKENDS:
         for item in items:
@@ -306,7 +308,8 @@ def run_all(
             on_result(fn(item))
         return
     if backend_name == "loky":
-        _share_with_workers(fn, items, workers=jobs - 1, on_result=on_result, on_start=started)
+        _share_with_workers(fn, items, workers=jobs - 1, on_result=on_result, on_start=started,
+                            on_idle=on_idle or (lambda: None))
         return
     if backend_name not in _BACKENDS:
         raise ConfigError(f"unknown backend '{backend_name}'; valid backends: {', '.join(BACKENDS)}")
@@ -325,10 +328,11 @@ def run_all(
 
 
 def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: int, on_result,
-                        on_start: Callable[[Any], None]) -> None:
+                        on_start: Callable[[Any], None], on_idle: Callable[[], None]) -> None:
     """This process and ``workers`` loky workers take items from one queue until none is left; each worker
     gets its next item from the callback that delivers its last result, before that result is handed on (a store's
-    commit waits for the disk; the worker need not)."""
+    commit waits for the disk; the worker need not). Once this process finds the queue empty, ``on_idle()`` runs
+    here while the workers finish."""
     todo = collections.deque(items)
     lock = threading.Lock()
     pending: set[Future] = set()
@@ -366,6 +370,10 @@ def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: 
     try:
         while not failures and (item := take()) is not _NOTHING:
             on_result(fn(item))
+        with lock:
+            busy = bool(pending) and not failures
+        if busy:
+            on_idle()
         while True:
             with lock:
                 waiting = set(pending)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import torch
 
 from vflpriv.common.progress import Planned
@@ -22,6 +22,9 @@ from vflpriv.runner.planning import plan
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
+
+if TYPE_CHECKING:  # the frame is made once the runs are done: the trainings need no pandas
+    import pandas as pd
 
 #: Seconds between looks at trainings another sweep holds.
 POLL_SECONDS = 1.0
@@ -181,6 +184,7 @@ def sweep(
     on_note: Callable[[str], None] | None = None,
     on_schedule: Callable[[list[Planned]], None] | None = None,
     on_start: Callable[[list[RunConfig]], None] | None = None,
+    on_idle: Callable[[], None] | None = None,
     checked: bool = False,
 ) -> pd.DataFrame:
     """Validate every config and drop the damaged records of the store first (unless ``checked``: the caller
@@ -192,7 +196,8 @@ def sweep(
     that does not check out (damaged) is deleted and recomputed, said through ``on_note``. ``on_schedule`` gets the
     trainings about to run, in dispatch order (``planned_work``), before they start. The returned
     frame holds one row per config, in grid order, including runs found done in the store. ``on_start(runs)``: a
-    training (its runs) starts here or in a local worker.
+    training (its runs) starts here or in a local worker; ``on_idle()``: this process has no training left to start
+    while local workers finish theirs (``run_all``).
     """
     if not checked:
         check(configs)
@@ -234,6 +239,8 @@ def sweep(
                     on_done(records)
 
             run_all(run_safely, on_gpus([todo[k] for k in mine], gpus), jobs=workers, on_result=commit,
-                    backend_name=backend, address=address, gpu_share=share, on_start=on_start)
+                    backend_name=backend, address=address, gpu_share=share, on_start=on_start, on_idle=on_idle)
+    import pandas as pd
+
     records = [store.get(c.key()) for c in configs]
     return pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # imported where a frame is made: the audit's planning imports this module for acts_on
+    import pandas as pd
 
 #: Keys that are the table's own axes (or cannot change results), never part of a variant.
 OWN_AXES = {"method.name", "dataset.name", "attack.name", "attack.phase", "seed", "device"}
@@ -48,6 +49,8 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
         return results.assign(variant="")
     flat = [flatten(json.loads(c)) if isinstance(c, str) and c else {} for c in results["config"]]
     variants = [""] * len(results)
+    import pandas as pd
+
     positions = pd.Series(range(len(results)), index=results.index)
     for _, cell in results.groupby(CELL, sort=False):
         shared = _varying(flat, positions[cell.index].tolist(), own=False)

@@ -21,3 +21,17 @@ def test_processes_started_after_the_pool_do_not_print_the_resource_trackers_exi
          "objects to clean up at shutdown'); warnings.warn('another warning')"],
         capture_output=True, text=True, check=True)
     assert "leaked semlock" not in child.stderr and "another warning" in child.stderr
+
+
+def test_the_parent_runs_on_idle_once_while_a_worker_still_computes():
+    """``run_all``'s ``on_idle``: once this process has no item left to take while a worker still computes (the
+    report's imports then cost no time of their own), never with one process (nothing to wait for)."""
+    import time
+
+    results, idle = [], []
+    executors.run_all(time.sleep, [1.5, 0.0], jobs=2, on_result=results.append,
+                      on_idle=lambda: idle.append(len(results)))
+    assert idle == [1] and len(results) == 2  # after its own item, before the worker's
+    idle.clear()
+    executors.run_all(time.sleep, [0.0, 0.0], jobs=1, on_result=results.append, on_idle=lambda: idle.append(0))
+    assert idle == []

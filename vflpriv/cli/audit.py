@@ -24,17 +24,7 @@ from vflpriv.config.parse import (
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
 from vflpriv.store.provenance import versions
-from vflpriv.workflows.audit import (
-    AUTO_CANARIES,
-    AUTO_SHARE,
-    AuditConfig,
-    audit_grid,
-    prior_ssl,
-    profile_note,
-    resolved_options,
-)
-from vflpriv.workflows.audit import canaries as planted_canaries
-from vflpriv.workflows.audit_recipes import WEAKEST, active_summary, defer_active, escalate, mark_partial
+from vflpriv.workflows.audit_config import AUTO_CANARIES, AUTO_SHARE, AuditConfig
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,6 +81,9 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
 
 
 def _context(cfg: AuditConfig) -> dict:
+    from vflpriv.workflows.audit import canaries as planted_canaries
+    from vflpriv.workflows.audit import prior_ssl, profile_note, resolved_options
+
     p = cfg.partition
     pretraining = "SimSiam" if prior_ssl(cfg) == "simsiam" else "the method's own pretraining"
     planted = planted_canaries(cfg)
@@ -154,6 +147,8 @@ def audit(
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
     from vflpriv.reports.audit import audit_markdown, audit_summary
     from vflpriv.reports.features import example_grids
+    from vflpriv.workflows.audit import audit_grid
+    from vflpriv.workflows.audit_recipes import WEAKEST, active_summary, defer_active, escalate, mark_partial
     from vflpriv.workflows.conformance import check_conformance
     from vflpriv.workflows.experiment import check_destination, run_into_store
 

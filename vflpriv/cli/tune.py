@@ -14,7 +14,6 @@ from vflpriv.cli.evaluate import build_experiment
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.registry import ATTACKS
-from vflpriv.reports.tables import mean_std
 from vflpriv.store import cache
 
 #: Bisection steps at most: 30 halvings narrow any strength interval below a billionth of it.
@@ -125,6 +124,8 @@ def tune(
         console.print(f"{defense}: the attack stays above the prior + {tolerance:g} up to {axis.name}="
                       f"{result.points[0].strength:g} (leakage {result.points[0].leakage:+.3f}); {result.runs} runs")
     else:
+        from vflpriv.reports.tables import mean_std
+
         f = result.found
         console.print(f"{defense}: weakest {axis.name} bringing {experiment.attack.names()[0]} within {tolerance:g} of "
                       f"the prior: {f.strength:g} (leakage {f.leakage:+.3f}); utility "

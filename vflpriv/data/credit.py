@@ -11,15 +11,18 @@ features are standardised with train statistics.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from vflpriv.common.errors import DataError
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.paths import corrupt, locate
 from vflpriv.data.prep import build, cap_rows, check_parties, fixed_split, standardize
 from vflpriv.data.readers import read_table
+
+if TYPE_CHECKING:  # imported where the files are read: every run\'s planning imports this module (the catalog)
+    import pandas as pd
 
 BEHAVIOUR = (
     "PAY_0", "PAY_2", "PAY_3", "PAY_4", "PAY_5", "PAY_6",
@@ -50,6 +53,8 @@ def _column_key(name: object) -> str:
 
 def _read(path: Path) -> pd.DataFrame:
     """The raw sheet/CSV as strings, with the row naming LIMIT_BAL promoted to the header."""
+    import pandas as pd
+
     if path.suffix.lower() == ".xls":
         try:
             raw = pd.read_excel(path, header=None, dtype=str, engine="calamine")
@@ -75,6 +80,8 @@ def load_credit_default(
     *, parties: int = 2, root: Path | None = None, max_samples: int | None = None, seed: int = 0
 ) -> VerticalDataset:
     """Credit card default (binary, AUC): repayment behaviour (active) | customer profile (passive)."""
+    import pandas as pd
+
     name = "credit-default"
     check_parties(name, parties, (2,))
     _, path = locate(name, root, CREDIT_FILES, CREDIT_LAYOUT)

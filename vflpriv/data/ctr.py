@@ -11,14 +11,17 @@ the test set is then capped in the papers' proportion (Avazu 100k/20k, Criteo 80
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.paths import corrupt, locate
 from vflpriv.data.prep import build, check_parties, encode_categories, minmax
 from vflpriv.data.readers import read_table
+
+if TYPE_CHECKING:  # imported where the files are read: every run\'s planning imports this module (the catalog)
+    import pandas as pd
 
 #: (sparse, dense) fields per party; party 0 is the active party (REFERENCE §13, FedHSSL's split).
 AVAZU_FIELDS = (
@@ -49,6 +52,8 @@ _CRITEO_TEST_RATIO = 8
 
 def _labels(frame: pd.DataFrame, column: str, path: Path, dataset: str, layout: str) -> np.ndarray:
     """The 0/1 label column as int64, or a DataError naming the file."""
+    import pandas as pd
+
     values = pd.to_numeric(frame[column], errors="coerce")
     if values.isna().any() or not values.isin([0, 1]).all():
         raise corrupt(dataset, path, f"column {column} must hold only 0 and 1", layout)

@@ -13,13 +13,15 @@ import struct
 import warnings
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from vflpriv.common.errors import DataError
 from vflpriv.data.paths import corrupt
+
+if TYPE_CHECKING:  # imported where a table is read: every run's planning imports this module (the dataset catalog)
+    import pandas as pd
 
 _PICKLE_ALLOWED = {  # what numpy arrays (and, under protocol 2, bytes) need to be rebuilt
     ("_codecs", "encode"),
@@ -58,6 +60,8 @@ def read_idx(path: Path, *, dataset: str, layout: str) -> np.ndarray:
 
 def read_rda(path: Path, name: str, *, dataset: str, layout: str) -> pd.DataFrame:
     """Read the data frame ``name`` from an R ``.rda`` file."""
+    import pandas as pd
+
     try:
         import rdata
     except ImportError:
@@ -127,6 +131,8 @@ def read_table(
     stays proportional to ``max_rows`` and the sample does not depend on the chunk size. Rows keep
     their file order.
     """
+    import pandas as pd
+
     try:
         if max_rows is None:
             return pd.read_csv(path, **read_kwargs)

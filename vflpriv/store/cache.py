@@ -28,14 +28,15 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-import torch
 from filelock import FileLock
-from torch import nn
 
 from vflpriv.common.errors import CacheError
 from vflpriv.store.folders import usable_folder
+
+if TYPE_CHECKING:  # torch is imported where an entry is written or read: the command line imports this module
+    from torch import nn
 
 ENV_VAR = "VFLPRIV_CACHE"
 FORMAT = 2
@@ -158,6 +159,8 @@ def _structure(modules: list[nn.Module]) -> list[list[list]]:
 
 def save(key: str, modules: list[nn.Module], meter: Traffic | None) -> None:
     """Store the modules and the meter's pretraining traffic under ``key`` (atomic rename)."""
+    import torch
+
     traffic = [] if meter is None else meter.rows(PRETRAIN)
     buffer = io.BytesIO()
     torch.save({"modules": [m.state_dict() for m in modules], "traffic": traffic}, buffer)
@@ -167,6 +170,8 @@ def save(key: str, modules: list[nn.Module], meter: Traffic | None) -> None:
 def load(key: str, skeleton: list[nn.Module], meter: Traffic | None) -> bool:
     """Fill ``skeleton`` and ``meter`` from the entry; False on a miss; :class:`CacheError` (nothing
     changed) when the entry does not check out."""
+    import torch
+
     path = entry_path(key)
     if not path.exists():
         return False

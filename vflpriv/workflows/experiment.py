@@ -48,6 +48,7 @@ def run_into_store(
     write_csv: bool = True,
     label: str = "runs",
     dry_run: bool = False,
+    prepare: Callable[[], None] | None = None,
 ) -> pd.DataFrame | None:
     """Validate everything (every training planned, ``out`` writable and holding no other experiment's results,
     the store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off);
@@ -57,7 +58,8 @@ def run_into_store(
     ``out``'s results.csv belongs to this command (default: it is one of ``configs``); ``overwrite`` replaces
     a results.csv that holds other runs. ``label`` names the progress count (``tune``: which strength of the
     bisection). ``dry_run``: check all of it, print the plan and return None, training and writing nothing (no
-    folder, store, cache entry or worker)."""
+    folder, store, cache entry or worker). ``prepare()``: what comes after (a report's imports), run in this process
+    while local workers finish the last trainings (the sweep's ``on_idle``)."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     if dry_run:
@@ -114,7 +116,7 @@ def run_into_store(
                              quiet=not show_progress, jobs=jobs, label=label) as progress:
                 results = sweep(configs, store, jobs=jobs, backend=backend, address=address,
                                 runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append, on_start=started,
-                                on_schedule=progress.plan, checked=True)
+                                on_schedule=progress.plan, on_idle=prepare, checked=True)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
@@ -125,6 +127,15 @@ def run_into_store(
     if write_csv:
         console.print(f"wrote {out / 'results.csv'}")
     return results
+
+
+def import_report() -> None:
+    """The modules a sweep's report imports (pandas, matplotlib, the tables and plots), for ``prepare``: imported while
+    the workers finish the last trainings, they are not waited for after."""
+    import vflpriv.reports.plots  # noqa: F401 - matplotlib and pandas
+    import vflpriv.reports.tables  # noqa: F401
+    import vflpriv.tradeoff.cap  # noqa: F401
+    import vflpriv.tradeoff.variants  # noqa: F401
 
 
 def stored_keys(store_path: Path) -> set[str]:
@@ -264,7 +275,7 @@ def evaluate_experiment(
     results = run_into_store(runs, out, jobs=experiment.jobs, backend=experiment.backend, address=address,
                              runs_per_gpu=experiment.runs_per_gpu,
                              store_path=store_path, console=console, show_progress=show_progress, header=header,
-                             warm=warm, overwrite=overwrite, dry_run=dry_run)
+                             warm=warm, overwrite=overwrite, dry_run=dry_run, prepare=import_report)
     if results is None:
         return None
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
@@ -342,7 +353,7 @@ def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: 
     results = run_into_store(grid.runs, out, jobs=grid.jobs, backend=grid.backend, address=address,
                              runs_per_gpu=grid.runs_per_gpu,
                              store_path=store_path, console=console, show_progress=show_progress, warm=warm,
-                             overwrite=overwrite, dry_run=dry_run)
+                             overwrite=overwrite, dry_run=dry_run, prepare=import_report)
     if results is None:
         return None
     pd.DataFrame([vars(c) for c in grid.skipped], columns=["method", "dataset", "attack", "reason"]).to_csv(
