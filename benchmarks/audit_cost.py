@@ -18,7 +18,11 @@ The old code runs from a checkout of 0c34d33 with a venv of its own (never commi
     git worktree add /tmp/base 0c34d33
     (cd /tmp/base && python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[search]')
     python benchmarks/audit_cost.py --base /tmp/base [--only audits,main,quick,grid,replay] [--methods splitnn,fedhssl] \
-        [--repeats 1] [--keep DIR] [--new-python PYTHON] [--record benchmarks/results/audit_cost.md] [--together]
+        [--repeats 1] [--keep DIR] [--new-python PYTHON] [--record benchmarks/results/audit_cost.md] [--together] \
+        [--main DIR --main-name NAME]
+
+``--main DIR`` measures a third checkout (main, with its own venv in DIR/.venv) beside the two in the main command
+and the grid, in the same rotation.
 
 ``--together`` runs each method's two audits at the same time instead of one after the other: on a machine that
 others load unevenly, both then meet the same load (their wall ratio follows their CPU ratio; neither is alone).
@@ -61,8 +65,8 @@ def load() -> str:
 class Runner:
     """Runs one checkout's ``vflpriv`` cold and times it."""
 
-    def __init__(self, name: str, python: Path, tmp: Path):
-        self.name, self.python, self.tmp = name, python, tmp
+    def __init__(self, name: str, python: Path, tmp: Path, label: str | None = None):
+        self.name, self.python, self.tmp, self.label = name, python, tmp, label or name
 
     def start(self, args: list[str], *, tag: str, log: Path) -> tuple[subprocess.Popen, float]:
         """``vflpriv ARGS`` started with an empty cache of its own, its output to ``log``: (process, start time)."""
@@ -188,26 +192,31 @@ def quick(new: Runner, keep: Path, say) -> None:
         f"goal: under a minute) ({load()})")
 
 
-def main_command(old: Runner, new: Runner, repeats: int, say) -> None:
-    walls: dict[str, list[float]] = {"base": [], "new": []}
-    cpus: dict[str, list[float]] = {"base": [], "new": []}
+def main_command(runners: list[Runner], repeats: int, say) -> None:
+    """The README's main command cold, ``repeats`` times each, the checkouts in turn (their order reversed every other
+    repeat); the last runner (this code) against each of the others."""
+    walls: dict[str, list[float]] = {r.name: [] for r in runners}
+    cpus: dict[str, list[float]] = {r.name: [] for r in runners}
     for r in range(repeats):
-        for runner in ((old, new) if r % 2 == 0 else (new, old)):
+        for runner in (runners if r % 2 == 0 else runners[::-1]):
             out = runner.tmp / f"main-{runner.name}-{r}"
             wall, cpu, _ = runner.run([*MAIN_COMMAND, "--out", str(out)], tag=f"main{r}")
             walls[runner.name].append(wall)
             cpus[runner.name].append(cpu)
-    b, n = statistics.median(walls["base"]), statistics.median(walls["new"])
-    cb, cn = statistics.median(cpus["base"]), statistics.median(cpus["new"])
-    say(f"README main command cold: 0c34d33 {b:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['base'])}; "
-        f"{cb:.1f} CPU s), this code {n:.1f} s (runs {', '.join(f'{w:.1f}' for w in walls['new'])}; {cn:.1f} CPU s): "
-        f"**ratio {n / b:.2f}** in wall time, {cn / cb:.2f} in CPU seconds (goal: 0.5)")
+    new = runners[-1].name
+    n, cn = statistics.median(walls[new]), statistics.median(cpus[new])
+    for runner in runners[:-1]:
+        b, cb = statistics.median(walls[runner.name]), statistics.median(cpus[runner.name])
+        say(f"README main command cold: {runner.label} {b:.1f} s (runs "
+            f"{', '.join(f'{w:.1f}' for w in walls[runner.name])}; {cb:.1f} CPU s), this code {n:.1f} s (runs "
+            f"{', '.join(f'{w:.1f}' for w in walls[new])}; {cn:.1f} CPU s): **ratio {n / b:.2f}** in wall time, "
+            f"{cn / cb:.2f} in CPU seconds (goal against 0c34d33: 0.5)")
 
 
-def grid(old: Runner, new: Runner, repeats: int, say) -> None:
-    spec = new.tmp / "grid.yaml"
+def grid(runners: list[Runner], repeats: int, say) -> None:
+    spec = runners[-1].tmp / "grid.yaml"
     spec.write_text(GRID)
-    for runner in (old, new):
+    for runner in runners:
         walls: dict[int, list[float]] = {1: [], 2: []}
         cpus: dict[int, list[float]] = {1: [], 2: []}
         for r in range(repeats):
@@ -219,7 +228,7 @@ def grid(old: Runner, new: Runner, repeats: int, say) -> None:
                 cpus[jobs].append(cpu)
         one, two = statistics.median(walls[1]), statistics.median(walls[2])
         c1, c2 = statistics.median(cpus[1]), statistics.median(cpus[2])
-        say(f"{runner.name}: grid --jobs 1 {one:.1f} s ({c1:.1f} CPU s), --jobs 2 {two:.1f} s ({c2:.1f} CPU s: the "
+        say(f"{runner.label}: grid --jobs 1 {one:.1f} s ({c1:.1f} CPU s), --jobs 2 {two:.1f} s ({c2:.1f} CPU s: the "
             f"second worker's start-up and repeated work {c2 - c1:+.1f}): **speedup {one / two:.2f}x** "
             f"(per repeat {', '.join(f'{a / b:.2f}' for a, b in zip(walls[1], walls[2]))}; goal for this code: 1.8x)")
 
@@ -235,14 +244,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="of each audit (main command and grid: 3)")
     parser.add_argument("--keep", type=Path, default=None, help="where the audits' outputs go (default: a temp dir)")
     parser.add_argument("--record", type=Path, default=None, help="also write the output to this Markdown file")
+    parser.add_argument("--main", type=Path, default=None,
+                        help="a third checkout with its venv in .venv (main, say), measured beside the two in the main "
+                        "command and the grid")
+    parser.add_argument("--main-name", default="main", help="how the output names --main's checkout")
     parser.add_argument("--together", action="store_true",
                         help="run each method's two audits at the same time (one repeat), not one after the other")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="audit-cost-"))
     keep = args.keep or tmp / "audits"
     keep.mkdir(parents=True, exist_ok=True)
-    old = Runner("base", args.base / ".venv" / "bin" / "python", tmp)
-    new = Runner("new", args.new_python, tmp)
+    old = Runner("base", args.base / ".venv" / "bin" / "python", tmp, label="0c34d33")
+    new = Runner("new", args.new_python, tmp, label="this code")
+    others = [old] + ([Runner("main", args.main / ".venv" / "bin" / "python", tmp, label=args.main_name)]
+                      if args.main else [])
     lines: list[str] = []
 
     def say(text: str) -> None:
@@ -253,7 +268,8 @@ def main() -> None:
                           text=True).stdout.strip()
     say(f"# The audit's cost: this code ({head}) against 0c34d33, side by side")
     say(f"command: python benchmarks/audit_cost.py --base {args.base} --only {args.only} --methods {args.methods} "
-        f"--repeats {args.repeats}{' --together' if args.together else ''} --new-python {args.new_python}")
+        f"--repeats {args.repeats}{' --together' if args.together else ''} --new-python {args.new_python}"
+        + (f" --main {args.main} --main-name {args.main_name}" if args.main else ""))
     say(f"machine: {os.cpu_count()} CPUs; at the start {load()}")
     only = set(args.only.split(","))
     if "audits" in only and args.together:
@@ -261,11 +277,11 @@ def main() -> None:
     elif "audits" in only:
         audits(old, new, args.repeats, keep, say, args.methods.split(","))
     if "main" in only:
-        main_command(old, new, 3, say)
+        main_command([*others, new], 3, say)
     if "quick" in only:
         quick(new, keep, say)
     if "grid" in only:
-        grid(old, new, 3, say)
+        grid([*others, new], 3, say)
     if "replay" in only:  # the estimate replayed on the audits' recorded timings (``eta_replay.py``)
         for method in args.methods.split(","):
             for name in ("new", "base"):

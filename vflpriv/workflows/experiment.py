@@ -132,6 +132,7 @@ def run_into_store(
 def import_report() -> None:
     """The modules a sweep's report imports (pandas, matplotlib, the tables and plots), for ``prepare``: imported while
     the workers finish the last trainings, they are not waited for after."""
+    import vflpriv.reports.paper_tables  # noqa: F401
     import vflpriv.reports.plots  # noqa: F401 - matplotlib and pandas
     import vflpriv.reports.tables  # noqa: F401
     import vflpriv.tradeoff.cap  # noqa: F401
@@ -342,13 +343,6 @@ def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: 
     set aside, with the reason), ``cap.csv`` and the privacy-utility plots (``tradeoff*.png``, one per attack,
     defense and phase, one panel per dataset) into ``out``; returns the runs with their variants (``dry_run``:
     prints the plan and returns None, :func:`run_into_store`)."""
-    import pandas as pd
-
-    from vflpriv.reports.paper_tables import cap_tables
-    from vflpriv.reports.plots import tradeoff_figures
-    from vflpriv.tradeoff.cap import cap_table, strength_summary
-    from vflpriv.tradeoff.variants import with_variants
-
     console = console or make_console()
     results = run_into_store(grid.runs, out, jobs=grid.jobs, backend=grid.backend, address=address,
                              runs_per_gpu=grid.runs_per_gpu,
@@ -356,6 +350,13 @@ def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: 
                              overwrite=overwrite, dry_run=dry_run, prepare=import_report)
     if results is None:
         return None
+    import pandas as pd  # the report's modules: imported once the runs are done (or while the last ones run)
+
+    from vflpriv.reports.paper_tables import cap_tables
+    from vflpriv.reports.plots import tradeoff_figures
+    from vflpriv.tradeoff.cap import cap_table, strength_summary
+    from vflpriv.tradeoff.variants import with_variants
+
     pd.DataFrame([vars(c) for c in grid.skipped], columns=["method", "dataset", "attack", "reason"]).to_csv(
         out / "skipped.csv", index=False)
     results = with_variants(results)
