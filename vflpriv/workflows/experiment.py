@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -129,14 +130,20 @@ def run_into_store(
     return results
 
 
-def import_report() -> None:
-    """The modules a sweep's report imports (pandas, matplotlib, the tables and plots), for ``prepare``: imported while
-    the workers finish the last trainings, they are not waited for after."""
-    import vflpriv.reports.paper_tables  # noqa: F401
-    import vflpriv.reports.plots  # noqa: F401 - matplotlib and pandas
-    import vflpriv.reports.tables  # noqa: F401
-    import vflpriv.tradeoff.cap  # noqa: F401
-    import vflpriv.tradeoff.variants  # noqa: F401
+#: What a sweep's report imports (pandas, matplotlib, the tables and plots).
+REPORT_MODULES = ("vflpriv.reports.paper_tables", "vflpriv.reports.plots", "vflpriv.reports.tables",
+                  "vflpriv.tradeoff.cap", "vflpriv.tradeoff.variants")
+
+
+def importing(*modules: str) -> Callable[[], None]:
+    """A ``prepare`` for :func:`run_into_store`: ``modules`` imported while the workers finish the last trainings,
+    so the report after them does not wait for its imports."""
+
+    def prepare() -> None:
+        for module in modules:
+            importlib.import_module(module)
+
+    return prepare
 
 
 def stored_keys(store_path: Path) -> set[str]:
@@ -276,7 +283,7 @@ def evaluate_experiment(
     results = run_into_store(runs, out, jobs=experiment.jobs, backend=experiment.backend, address=address,
                              runs_per_gpu=experiment.runs_per_gpu,
                              store_path=store_path, console=console, show_progress=show_progress, header=header,
-                             warm=warm, overwrite=overwrite, dry_run=dry_run, prepare=import_report)
+                             warm=warm, overwrite=overwrite, dry_run=dry_run, prepare=importing(*REPORT_MODULES))
     if results is None:
         return None
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
@@ -347,7 +354,8 @@ def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: 
     results = run_into_store(grid.runs, out, jobs=grid.jobs, backend=grid.backend, address=address,
                              runs_per_gpu=grid.runs_per_gpu,
                              store_path=store_path, console=console, show_progress=show_progress, warm=warm,
-                             overwrite=overwrite, dry_run=dry_run, prepare=import_report)
+                             overwrite=overwrite, dry_run=dry_run,
+                             prepare=importing(*REPORT_MODULES, "scipy.stats"))  # the tables' tests of ties
     if results is None:
         return None
     import pandas as pd  # the report's modules: imported once the runs are done (or while the last ones run)
