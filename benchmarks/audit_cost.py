@@ -214,23 +214,27 @@ def main_command(runners: list[Runner], repeats: int, say) -> None:
 
 
 def grid(runners: list[Runner], repeats: int, say) -> None:
+    """Each checkout's grid at ``--jobs 1`` and ``--jobs 2``, cold: within a repeat every checkout in turn, each with
+    both job counts (orders reversed every other repeat), so a change of the machine's load meets all of them."""
     spec = runners[-1].tmp / "grid.yaml"
     spec.write_text(GRID)
-    for runner in runners:
-        walls: dict[int, list[float]] = {1: [], 2: []}
-        cpus: dict[int, list[float]] = {1: [], 2: []}
-        for r in range(repeats):
-            for jobs in ((1, 2) if r % 2 == 0 else (2, 1)):
-                out = runner.tmp / f"grid-{runner.name}-{jobs}-{r}"
+    walls = {(r.name, jobs): [] for r in runners for jobs in (1, 2)}
+    cpus = {(r.name, jobs): [] for r in runners for jobs in (1, 2)}
+    for rep in range(repeats):
+        for runner in (runners if rep % 2 == 0 else runners[::-1]):
+            for jobs in ((1, 2) if rep % 2 == 0 else (2, 1)):
+                out = runner.tmp / f"grid-{runner.name}-{jobs}-{rep}"
                 wall, cpu, _ = runner.run(["sweep", str(spec), "--out", str(out), "--jobs", str(jobs)],
-                                          tag=f"grid{jobs}{r}")
-                walls[jobs].append(wall)
-                cpus[jobs].append(cpu)
-        one, two = statistics.median(walls[1]), statistics.median(walls[2])
-        c1, c2 = statistics.median(cpus[1]), statistics.median(cpus[2])
+                                          tag=f"grid{jobs}{rep}")
+                walls[runner.name, jobs].append(wall)
+                cpus[runner.name, jobs].append(cpu)
+    for runner in runners:
+        one, two = statistics.median(walls[runner.name, 1]), statistics.median(walls[runner.name, 2])
+        c1, c2 = statistics.median(cpus[runner.name, 1]), statistics.median(cpus[runner.name, 2])
         say(f"{runner.label}: grid --jobs 1 {one:.1f} s ({c1:.1f} CPU s), --jobs 2 {two:.1f} s ({c2:.1f} CPU s: the "
-            f"second worker's start-up and repeated work {c2 - c1:+.1f}): **speedup {one / two:.2f}x** "
-            f"(per repeat {', '.join(f'{a / b:.2f}' for a, b in zip(walls[1], walls[2]))}; goal for this code: 1.8x)")
+            f"second worker's start-up and repeated work {c2 - c1:+.1f}): **speedup {one / two:.2f}x** (per repeat "
+            f"{', '.join(f'{a / b:.2f}' for a, b in zip(walls[runner.name, 1], walls[runner.name, 2]))}; goal for "
+            "this code: 1.8x)")
 
 
 def main() -> None:
