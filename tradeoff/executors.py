@@ -293,14 +293,15 @@ def prewarm(*, jobs: int, backend_name: str, previous: Warm | None = None) -> Wa
 def run_all(
     fn: Callable[[Any], Any], items: list[Any], *, jobs: int, on_result: Callable[[Any], None],
     backend_name: str = "loky", address: str | None = None, gpu_share: float | None = None,
-    on_start: Callable[[Any], None] | None = None, on_idle: Callable[[], None] | None = None,
+    on_start: Callable[[Any], None] | None = None, on_tail: Callable[[], None] | None = None,
 ) -> None:
     """Compute ``fn(item)`` for every item, handing each result to ``on_result`` as soon as it exists (on
     Ray, whose joblib backend has no result generator: as soon as its wave of ``jobs`` items ends). On a Dask or
     Ray cluster, ``gpu_share`` is the share of a GPU each item asks the scheduler for (items that run on CUDA).
     ``on_start(item)``: locally, when an item starts (a cluster's scheduler decides that: not called there).
-    ``on_idle()``: locally with workers, once, in this process, when it has no item left to take while workers still
-    compute theirs: the caller's next work (a report's imports) then costs no time of its own."""
+    ``on_tail()``: locally with workers, once, in this process, as soon as no more items wait than workers compute
+    (each can take one when done): the caller's next work (a report's imports) then overlaps the workers' last items;
+    an item still waiting after it this process takes, as it would have before doing that work."""
     started = on_start or (lambda item: None)
     if jobs == 1 and backend_name in LOCAL_BACKENDS:
         for item in items:
@@ -309,7 +310,7 @@ def run_all(
         return
     if backend_name == "loky":
         _share_with_workers(fn, items, workers=jobs - 1, on_result=on_result, on_start=started,
-                            on_idle=on_idle or (lambda: None))
+                            on_tail=on_tail or (lambda: None))
         return
     if backend_name not in _BACKENDS:
         raise ConfigError(f"unknown backend '{backend_name}'; valid backends: {', '.join(BACKENDS)}")
@@ -328,11 +329,11 @@ def run_all(
 
 
 def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: int, on_result,
-                        on_start: Callable[[Any], None], on_idle: Callable[[], None]) -> None:
+                        on_start: Callable[[Any], None], on_tail: Callable[[], None]) -> None:
     """This process and ``workers`` loky workers take items from one queue until none is left; each worker
     gets its next item from the callback that delivers its last result, before that result is handed on (a store's
-    commit waits for the disk; the worker need not). Once this process finds the queue empty, ``on_idle()`` runs
-    here while the workers finish."""
+    commit waits for the disk; the worker need not). Once no more items wait than workers compute, ``on_tail()`` runs
+    here, then this process takes what is left."""
     todo = collections.deque(items)
     lock = threading.Lock()
     pending: set[Future] = set()
@@ -368,12 +369,16 @@ def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: 
         for _ in range(workers):
             submit()
     try:
-        while not failures and (item := take()) is not _NOTHING:
+        tail = False
+        while not failures:
+            with lock:
+                near_end = not tail and bool(pending) and len(todo) <= len(pending)
+            if near_end:
+                tail = True
+                on_tail()
+            if (item := take()) is _NOTHING:
+                break
             on_result(fn(item))
-        with lock:
-            busy = bool(pending) and not failures
-        if busy:
-            on_idle()
         while True:
             with lock:
                 waiting = set(pending)

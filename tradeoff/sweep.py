@@ -184,7 +184,7 @@ def sweep(
     on_note: Callable[[str], None] | None = None,
     on_schedule: Callable[[list[Planned]], None] | None = None,
     on_start: Callable[[list[RunConfig]], None] | None = None,
-    on_idle: Callable[[], None] | None = None,
+    on_tail: Callable[[], None] | None = None,
     checked: bool = False,
 ) -> pd.DataFrame:
     """Validate every config and drop the damaged records of the store first (unless ``checked``: the caller
@@ -196,8 +196,8 @@ def sweep(
     that does not check out (damaged) is deleted and recomputed, said through ``on_note``. ``on_schedule`` gets the
     trainings about to run, in dispatch order (``planned_work``), before they start. The returned
     frame holds one row per config, in grid order, including runs found done in the store. ``on_start(runs)``: a
-    training (its runs) starts here or in a local worker; ``on_idle()``: this process has no training left to start
-    while local workers finish theirs (``run_all``).
+    training (its runs) starts here or in a local worker; ``on_tail()``: locally, no more trainings wait than workers compute
+    (``run_all``).
     """
     if not checked:
         check(configs)
@@ -239,7 +239,7 @@ def sweep(
                     on_done(records)
 
             run_all(run_safely, on_gpus([todo[k] for k in mine], gpus), jobs=workers, on_result=commit,
-                    backend_name=backend, address=address, gpu_share=share, on_start=on_start, on_idle=on_idle)
+                    backend_name=backend, address=address, gpu_share=share, on_start=on_start, on_tail=on_tail)
     import pandas as pd
 
     records = [store.get(c.key()) for c in configs]

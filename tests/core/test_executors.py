@@ -23,15 +23,23 @@ def test_processes_started_after_the_pool_do_not_print_the_resource_trackers_exi
     assert "leaked semlock" not in child.stderr and "another warning" in child.stderr
 
 
-def test_the_parent_runs_on_idle_once_while_a_worker_still_computes():
-    """``run_all``'s ``on_idle``: once this process has no item left to take while a worker still computes (the
-    report's imports then cost no time of their own), never with one process (nothing to wait for)."""
+def test_the_parent_prepares_once_when_no_more_items_wait_than_workers_compute():
+    """``run_all``'s ``on_tail``: once, in this process, as soon as the items left are no more than the workers busy
+    (the report's imports then overlap the workers' last items); what is still left it then takes; never with one
+    process (no worker to overlap)."""
     import time
 
-    results, idle = [], []
+    results, tail = [], []
+    # the worker gets the first item; one waits, one worker computes: this process prepares, then takes it
     executors.run_all(time.sleep, [1.5, 0.0], jobs=2, on_result=results.append,
-                      on_idle=lambda: idle.append(len(results)))
-    assert idle == [1] and len(results) == 2  # after its own item, before the worker's
-    idle.clear()
-    executors.run_all(time.sleep, [0.0, 0.0], jobs=1, on_result=results.append, on_idle=lambda: idle.append(0))
-    assert idle == []
+                      on_tail=lambda: tail.append(len(results)))
+    assert tail == [0] and len(results) == 2
+    tail.clear()
+    results.clear()
+    # three wait while one worker computes: this process takes two first, then prepares once
+    executors.run_all(time.sleep, [1.5, 0.0, 0.0, 0.0], jobs=2, on_result=results.append,
+                      on_tail=lambda: tail.append(len(results)))
+    assert tail == [2] and len(results) == 4
+    tail.clear()
+    executors.run_all(time.sleep, [0.0, 0.0], jobs=1, on_result=results.append, on_tail=lambda: tail.append(0))
+    assert tail == []

@@ -60,7 +60,7 @@ def run_into_store(
     a results.csv that holds other runs. ``label`` names the progress count (``tune``: which strength of the
     bisection). ``dry_run``: check all of it, print the plan and return None, training and writing nothing (no
     folder, store, cache entry or worker). ``prepare()``: what comes after (a report's imports), run in this process
-    while local workers finish the last trainings (the sweep's ``on_idle``)."""
+    while local workers compute the last trainings (the sweep's ``on_tail``)."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     if dry_run:
@@ -117,7 +117,7 @@ def run_into_store(
                              quiet=not show_progress, jobs=jobs, label=label) as progress:
                 results = sweep(configs, store, jobs=jobs, backend=backend, address=address,
                                 runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append, on_start=started,
-                                on_schedule=progress.plan, on_idle=prepare, checked=True)
+                                on_schedule=progress.plan, on_tail=prepare, checked=True)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
