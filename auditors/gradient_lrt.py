@@ -57,7 +57,7 @@ from pydantic import Field
 from torch import nn
 
 from vflpriv.auditors.base import Auditor
-from vflpriv.auditors.crafted import CRAFT_NORM, uniform_logit_rows
+from vflpriv.auditors.crafted import CRAFT_NORM, pair_targets, uniform_logit_rows
 from vflpriv.config.options import Options
 from vflpriv.defenses.dp_gaussian import GaussianDP, joint_scale, per_sample_gradients
 from vflpriv.engine.hooks import AUDIT_EMBEDDINGS, AUDIT_UPDATE, ActiveUpdate
@@ -122,16 +122,23 @@ class GradientLRT(Auditor):
         mine = (self.canary[ids] >= 0).nonzero().flatten()
         if mine.numel() == 0:
             return local
-        rows = uniform_logit_rows(top.linear, local, mine, CRAFTING_PARTY,
-                                  norm=CRAFT_NORM * self.defense.options.clip)
+        pairs = self.candidates[self.canary[ids[mine]]] if self.candidates.shape[1] == 2 else None
+        rows = uniform_logit_rows(top.linear, local, mine, CRAFTING_PARTY, norm=CRAFT_NORM * self.defense.options.clip,
+                                  targets=None if pairs is None else pair_targets(pairs, self.classes))
         sent = local[CRAFTING_PARTY].index_put((mine,), rows.to(local[CRAFTING_PARTY].dtype))
         return [*local[:CRAFTING_PARTY], sent, *local[CRAFTING_PARTY + 1:]]
 
-    def bind(self, defense, *, labels: torch.Tensor, canaries: torch.Tensor, classes: int) -> None:
+    def bind(self, defense, *, labels: torch.Tensor, canaries: torch.Tensor, classes: int,
+             candidates: torch.Tensor | None = None) -> None:
+        """The scores start at the log prior: uniform over each canary's candidates, -inf elsewhere."""
         self.defense, self.classes, self.labels, device = defense, classes, labels, labels.device
         self.canary = torch.full_like(labels, -1)  # each training row's canary index, -1 for the others
         self.canary[canaries.to(device)] = torch.arange(canaries.numel(), device=device)
-        self.scores = torch.zeros(canaries.numel(), classes, device=device, dtype=torch.float64)
+        if candidates is None:
+            candidates = torch.arange(classes, device=device).expand(canaries.numel(), -1)
+        self.candidates = candidates.to(device)
+        self.scores = torch.full((canaries.numel(), classes), -torch.inf, device=device, dtype=torch.float64)
+        self.scores.scatter_(1, self.candidates, 0.0)
 
     def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
         index = self.canary[update.ids]
@@ -139,9 +146,11 @@ class GradientLRT(Auditor):
         if not bool(inside.any()):
             return None
         known, mine = (~inside).nonzero().flatten(), inside.nonzero().flatten()
-        c, k = self.classes, mine.numel()
+        n, canaries = update.ids.numel(), index[mine]
+        options = self.candidates[canaries]  # each canary's candidate labels (public): only theirs are computed
+        c, k = options.shape[1], mine.numel()
         owners = torch.cat([known, mine.repeat_interleave(c)])
-        targets = torch.cat([self.labels[update.ids[known]], torch.arange(c, device=owners.device).repeat(k)])
+        targets = torch.cat([self.labels[update.ids[known]], options.flatten()])
         losses = nn.functional.cross_entropy(update.logits[owners], targets, reduction="none")
         grads, rows = per_sample_gradients(losses, update.params, update.leaves, owners=owners, retain=True)
         scale = joint_scale(grads, rows, clip=self.defense.options.clip)
@@ -150,12 +159,11 @@ class GradientLRT(Auditor):
         r = torch.cat([rows[p] for p in update.leaves], dim=1) * scale[:, None] if update.leaves else None
         known_sum, candidates = u[: known.numel()].sum(0), u[known.numel():].view(k, c, -1)
         own_rows = r[known.numel():].view(k, c, -1) if r is not None else None
-        n, canaries = update.ids.numel(), index[mine]
 
         def released() -> None:
             noise = self.defense.sigma * self.defense.options.clip
             release = torch.cat([update.params[i].grad.flatten() for i in reached]) * n - known_sum
-            belief = torch.softmax(self.scores[canaries], dim=1).to(candidates.dtype)
+            belief = torch.softmax(self.scores[canaries].gather(1, options), dim=1).to(candidates.dtype)
             expected = torch.einsum("kc,kcp->kp", belief, candidates)
             observed = release[None] - (expected.sum(0, keepdim=True) - expected)  # less the other canaries' mean
             linear = torch.einsum("kp,kcp->kc", observed, candidates)
@@ -164,7 +172,8 @@ class GradientLRT(Auditor):
                 sent = torch.cat([leaf.grad[mine] for leaf in update.leaves.values()], dim=1) * n
                 linear = linear + torch.einsum("kr,kcr->kc", sent, own_rows)
                 square = square + own_rows.pow(2).sum(-1)
-            self.scores[canaries] += ((linear - square / 2) / max(noise, 1e-12) ** 2).double()
+            step = ((linear - square / 2) / max(noise, 1e-12) ** 2).double()
+            self.scores[canaries] = self.scores[canaries].scatter_add(1, options, step)
 
         return released
 

@@ -59,7 +59,7 @@ EXTREMES = ("sigma 1e4", "broken (claim 2)")
 
 
 def measure(settings: list[str], seeds: list[int], canaries: int, csv: Path | None, *, inputs: str = "natural",
-            rows: list[dict] | None = None) -> pd.DataFrame:
+            rows: list[dict] | None = None, labels: str = "uniform") -> pd.DataFrame:
     """Every (setting, seed)'s record with the auditor's ``inputs`` (natural or crafted canaries), appended to ``rows``
     and written to ``csv`` as it comes (a failure keeps what was measured)."""
     DEFENSES.register("dp-gaussian-broken", TenfoldTooLittleNoise)
@@ -69,16 +69,18 @@ def measure(settings: list[str], seeds: list[int], canaries: int, csv: Path | No
         for seed in seeds[:1] if label in EXTREMES else seeds:
             start = time.time()
             (record,) = run(RunConfig.model_validate({
-                "partition": {"labeled": 400, "aligned_fraction": 0.5, "canaries": canaries}, "seed": seed,
+                "partition": {"labeled": 400, "aligned_fraction": 0.5, "canaries": canaries, "canary_labels": labels},
+                "seed": seed,
                 "finetune": {"epochs": EPOCHS, "auditor": "gradient-lrt", "auditor_options": {"canary_inputs": inputs}},
                 "attack": {"name": "gc", "prior": "none"},
                 "defenses": [{"name": defense, "strength": strength, "sweep": True, "options": options}]}))
             assert record.status == "ok", record.error
-            rows.append({**record.to_dict(), "setting": label, "canary_inputs": inputs})
+            rows.append({**record.to_dict(), "setting": label, "canary_inputs": inputs, "canary_labels": labels})
             if csv is not None:
                 pd.DataFrame(rows).to_csv(csv, index=False)
-            print(f"{label} ({inputs}), seed {seed}: {time.time() - start:.0f} s, auditor {record.auditor_epsilon_lower:.2f}",
-                  flush=True)
+            print(f"{label} ({inputs}, {labels}), seed {seed}: {time.time() - start:.0f} s, auditor "
+                  f"{record.auditor_epsilon_lower:.2f} (f-DP {record.auditor_epsilon_fdp:.2f}, mu "
+                  f"{record.auditor_mu_lower:.3f})", flush=True)
     return pd.DataFrame(rows)
 
 
@@ -158,6 +160,8 @@ def main() -> None:
     parser.add_argument("--csv", type=Path, default=None, help="also write the records here (reread with --from-csv)")
     parser.add_argument("--from-csv", type=Path, nargs="+", default=None, help="render the records of these files")
     parser.add_argument("--canary-inputs", default="natural", help="natural, crafted, or both (comma-separated)")
+    parser.add_argument("--canary-labels", default="uniform", help="partition.canary_labels: uniform (ten classes) or "
+                        "pair (two public candidates per canary: the binary game, with the f-DP bounds)")
     parser.add_argument("--ceiling", action="store_true", help="only print the ideal test's bound by claim and canaries")
     parser.add_argument("--claims", default="1,2,4,8", help="--ceiling's claimed epsilons")
     parser.add_argument("--sizes", default="300,1000,3000,10000", help="--ceiling's canary counts")
@@ -173,7 +177,8 @@ def main() -> None:
                           ignore_index=True)
     else:
         for inputs in args.canary_inputs.split(","):
-            frame = measure(args.settings.split(";"), seeds, args.canaries, args.csv, inputs=inputs, rows=rows)
+            frame = measure(args.settings.split(";"), seeds, args.canaries, args.csv, inputs=inputs, rows=rows,
+                            labels=args.canary_labels)
     text = markdown(frame)
     print(text)
     if args.record:
