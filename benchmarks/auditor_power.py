@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 from vflpriv.common.empirical_epsilon import kept, menu_lower
+from vflpriv.common.fdp_one_run import gdp_epsilon
+from vflpriv.common.fdp_one_run import menu_lower as fdp_lower
 from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.dp_gaussian import GaussianDP
@@ -101,6 +103,34 @@ def ideal(sigma: float, canaries: int, *, seed: int = 0) -> float:
     return menu_lower(counts, canaries=canaries, classes=CLASSES, delta=DELTA)[0]
 
 
+def ideal_pair(sigma: float, canaries: int, *, seed: int = 0) -> tuple[float, float, float, float]:
+    """A perfect likelihood-ratio test on ``canaries`` pair canaries whose two candidates are antipodal (2C apart) and
+    released EPOCHS times with noise sigma C: each canary's statistic is N(+-mu/2, 1), mu = 2 sqrt(EPOCHS) / sigma,
+    exactly mu-GDP. Its (Steinke et al.'s bound at C = 2, the f-DP bound at delta, the mu bound, the GDP estimate)."""
+    rng = np.random.default_rng(seed)
+    mu = 2 * math.sqrt(EPOCHS) / sigma
+    bits = rng.integers(0, 2, canaries)
+    score = (2 * bits - 1) * mu / 2 + rng.standard_normal(canaries)
+    right = ((score > 0) == bits)[np.argsort(-np.abs(score), kind="stable")]
+    counts = [[k, int(right[:k].sum())] for k in kept(canaries)]
+    eps, mu_hat, _ = fdp_lower(counts, canaries=canaries, delta=DELTA)
+    return menu_lower(counts, canaries=canaries, classes=2, delta=DELTA)[0], eps, mu_hat, gdp_epsilon(mu_hat, DELTA)
+
+
+def ceiling_pair(claims=(2.0,), sizes=(990, 3300, 10000), draws: int = 3) -> str:
+    """The pair game's perfect test by claim and count: Steinke / f-DP / mu / GDP estimate, mean over ``draws``."""
+    from opacus.accountants.utils import get_noise_multiplier
+
+    lines = ["| claimed ε | " + " | ".join(f"{m} canaries" for m in sizes) + " |", "| --- |" + " --- |" * len(sizes)]
+    for claim in claims:
+        sigma = 2 * get_noise_multiplier(target_epsilon=claim, target_delta=DELTA, sample_rate=1.0, steps=EPOCHS,
+                                         accountant="rdp")
+        cells = [np.mean([ideal_pair(sigma, m, seed=s) for s in range(draws)], axis=0) for m in sizes]
+        lines.append(f"| {claim:g} (σ {sigma:.1f}, μ {2 * math.sqrt(EPOCHS) / sigma:.3f}) | " + " | ".join(
+            " / ".join(f"{v:.2f}" for v in cell) for cell in cells) + " |")
+    return "\n".join(lines)
+
+
 def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: int = 3) -> str:
     """How many canaries a claim needs: the ideal test's bound (mean +- std over ``draws`` simulations, seeds 0 to
     draws - 1) by claim and count."""
@@ -126,10 +156,40 @@ def reference(sigma: float, canaries: int) -> str:
     return f"{np.mean(draws):.2f} ± {np.std(draws, ddof=1):.2f}"
 
 
+#: Simulations per pair reference cell (each computes the f-DP bounds, slower than Steinke's).
+PAIR_DRAWS = 20
+
+
+def pair_markdown(frame: pd.DataFrame) -> str:
+    """The pair canaries' rows: every bound the binary game gives, against the claim in its own terms (epsilon at
+    delta; mu, dp-gaussian's exact GDP claim 2 sqrt(updates) / sigma), and the perfect test's at the same geometry."""
+    lines = ["| setting | sigma | claimed ε (δ 1e-5) | claimed μ | ε ≥ Steinke (C = 2) | ε ≥ f-DP (f_ε,δ) | f-DP / claim | "
+             "μ ≥ (GDP) | μ ≥ / claimed μ | ε estimate from μ (assumes a Gaussian curve) | guesses kept, accuracy | "
+             f"perfect test: Steinke / f-DP / μ / estimate (mean ± std, {PAIR_DRAWS} simulations) | canaries |",
+             "| --- |" + " --- |" * 12]
+    groups = frame.groupby("setting", sort=False)
+    for label in sorted(groups.groups, key=list(SETTINGS).index):
+        at = groups.get_group(label)
+        (audit,) = auditor_table(at).to_dict("records")
+        sigma, claimed = float(at["strength"].iloc[0]), audit["epsilon_claimed"]
+        real = sigma / 10 if label.startswith("broken") else sigma
+        mu = 2 * math.sqrt(EPOCHS) / sigma
+        draws = np.array([ideal_pair(real, audit["canaries"], seed=s) for s in range(PAIR_DRAWS)])
+        ideal_text = " / ".join(f"{m:.2f} ± {d:.2f}" for m, d in zip(draws.mean(0), draws.std(0, ddof=1)))
+        ratio = f"{audit['epsilon_fdp'] / claimed:.2f}" if claimed > 1e-9 else "n/a"
+        lines.append(f"| {label} | {sigma:.3g} | {claimed:.3g} | {mu:.3g} | {audit['epsilon_lower']:.2f} | "
+                     f"{audit['epsilon_fdp']:.2f} | {ratio} | {audit['mu_lower']:.3f} | {audit['mu_lower'] / mu:.2f} | "
+                     f"{audit['epsilon_gdp_estimate']:.2f} | {audit['canary_guesses']}, {audit['canary_accuracy']:.3f} | "
+                     f"{ideal_text} | {audit['canaries']} over {audit['seeds']} seed(s) |")
+    return "\n".join(lines)
+
+
 def markdown(frame: pd.DataFrame) -> str:
     """One row per (setting, canary inputs): records without the column are natural canaries (recorded before it)."""
     frame = frame.assign(canary_inputs=frame["canary_inputs"].fillna("natural") if "canary_inputs" in frame
                          else "natural")
+    if frame.empty:
+        return ""
     lines = ["| setting | canaries' inputs | sigma | claimed ε (δ 1e-5) | auditor's ε ≥ (95%) | bound / claim | "
              "auditor's guesses kept, accuracy | gc's ε ≥ | perfect test, uniform geometry (mean ± std of "
              f"{DRAWS} simulations) | canaries |",
@@ -167,6 +227,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="300,1000,3000,10000", help="--ceiling's canary counts")
     parser.add_argument("--draws", type=int, default=3, help="--ceiling's simulations per cell")
     args = parser.parse_args()
+    if args.ceiling and args.canary_labels == "pair":
+        print(ceiling_pair(tuple(float(c) for c in args.claims.split(",")), tuple(int(m) for m in args.sizes.split(",")),
+                           args.draws))
+        return
     if args.ceiling:
         print(ceiling(tuple(float(c) for c in args.claims.split(",")), tuple(int(m) for m in args.sizes.split(",")),
                       args.draws))
@@ -179,7 +243,8 @@ def main() -> None:
         for inputs in args.canary_inputs.split(","):
             frame = measure(args.settings.split(";"), seeds, args.canaries, args.csv, inputs=inputs, rows=rows,
                             labels=args.canary_labels)
-    text = markdown(frame)
+    pair = frame["canary_labels"].fillna("uniform").eq("pair") if "canary_labels" in frame else frame["seed"] < -1
+    text = "\n\n".join(filter(None, [markdown(frame[~pair]), pair_markdown(frame[pair]) if pair.any() else ""]))
     print(text)
     if args.record:
         args.record.write_text(text + "\n")

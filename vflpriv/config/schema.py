@@ -69,7 +69,8 @@ class PartitionConfig(Options):
     canary_labels: Literal["uniform", "pair"] = Field(
         "uniform", description="uniform: a canary's label is drawn from every class; pair: from two classes drawn per "
         "canary from the partition's seed (public), so each canary hides one bit and every bound uses C = 2 (the game "
-        "an auditor's two-candidate crafted canaries need; the f-DP one-run bound is computed for it)")
+        "an auditor's two-candidate crafted canaries need; the f-DP one-run bound is computed for it; read only with "
+        "partition.canaries)")
     active_labels_local: bool | None = Field(
         None, description="VFLHLP: the active party knows the labels of all its local samples (every aligned one "
         "included, whatever labeled says); unset = the method's default"
