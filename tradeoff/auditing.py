@@ -6,6 +6,8 @@ applies, and it never enters their worst case."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
@@ -40,6 +42,7 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
                "epsilon_lower": bound, "delta": delta, "canary_guesses": guesses, "canary_accuracy": right / guesses,
                "canaries": canaries, "seeds": int(setting["seed"].nunique()), "epsilon_claimed": claimed,
                "testable": False, "rejected": False, "classes": classes}
+        row["auditor_options"] = _options(setting)
         if classes == 2:  # binary canaries: the f-DP one-run bounds too (vflpriv.common.fdp_one_run)
             eps_fdp, mu, _ = fdp_lower(counts, canaries=canaries, delta=delta)
             row |= {"epsilon_fdp": eps_fdp, "mu_lower": mu, "epsilon_gdp_estimate": gdp_epsilon(mu, delta)}
@@ -57,3 +60,17 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
     if not table.empty:
         table["holm_family"] = len(tests)
     return table
+
+
+def _options(setting: pd.DataFrame) -> str:
+    """The auditor's options the setting's trainings ran with, and their canaries' label game where it is not the
+    default (``canary_inputs: crafted; canary_labels: pair``); '' for defaults or records without a config."""
+    try:
+        config = json.loads(str(setting["config"].iloc[0])) if "config" in setting else {}
+    except ValueError:
+        return ""
+    options = dict((config.get("finetune") or {}).get("auditor_options") or {})
+    labels = (config.get("partition") or {}).get("canary_labels", "uniform")
+    if labels != "uniform":
+        options["canary_labels"] = labels
+    return "; ".join(f"{k}: {v}" for k, v in sorted(options.items()))

@@ -105,6 +105,19 @@ def test_at_huge_noise_pair_canaries_are_guessed_at_chance_and_certify_nothing()
     assert quiet.auditor_epsilon_lower < 0.2 and quiet.auditor_epsilon_fdp < 0.2 and quiet.auditor_mu_lower < 0.1
 
 
+def test_the_audit_report_s_auditor_line_names_the_options_and_the_game_it_ran_with():
+    """audit.md's auditor line says which canaries the bound rests on (crafted, pair) and gives the f-DP bounds, the
+    GDP epsilon labelled as an estimate."""
+    import pandas as pd
+
+    from vflpriv.reports.canaries import canary_summary
+
+    (record,) = run(_config(strength=1e4, canaries=60))
+    (audited,) = canary_summary(pd.DataFrame([record.to_dict()]))["auditor"]
+    assert "auditor gradient-lrt (canary_inputs: crafted; canary_labels: pair; white box" in audited["line"]
+    assert "f-DP one run: epsilon >= " in audited["line"] and "(an estimate, not a bound)" in audited["line"]
+
+
 def test_the_f_dp_bounds_hold_a_correct_claim_and_reject_a_broken_one():
     """Claim 2 (3 epochs, 300 pair canaries): the f-DP epsilon bound stays below the claim and the mu bound below
     dp-gaussian's exact GDP mu = 2 sqrt(3) / sigma; with 10x too little noise both exceed them."""
