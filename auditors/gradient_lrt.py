@@ -45,6 +45,21 @@ so a row a malicious passive party may send is a valid canary. What it costs: th
 needs the Linear top (``finetune.top: linear``, ``top_depth`` 0) and passive embeddings wider than the classes (a null
 direction); the planner refuses other settings. The statistic is unchanged: the likelihood of the releases under each
 candidate, computed from the graph the crafted rows went through.
+
+Pair canaries (``partition.canary_labels: pair``, with crafted inputs: the two-candidate game). Each canary's label is
+drawn uniformly from two classes (a, b): the pair is public (drawn from the partition's seed), the choice is the secret
+(the canary key's stream, which no attack can replay). The crafted row then makes the logits equal on a and b and 30
+lower on every other class (:func:`pair_targets`), so p = (e_a + e_b) / 2 and the two candidates' joint gradients are
+exactly antipodal, each clipped to C: 2C apart, the sensitivity dp-gaussian's accountant charges for every update (it
+claims no subsampling amplification, so that the auditor knows which updates read its canary costs the claim nothing).
+Under the exact Gaussian releases each canary's log-likelihood ratio is then N(+-mu / 2, 1) with mu = 2 sqrt(U) / sigma
+over its U updates (the canaries' parameter parts lie in different null directions; the shared rest is O(1 / 100) of
+them and handled by the mean field): the game is tight for the mechanism's exact GDP curve, which is what the f-DP
+one-run bound (``vflpriv.common.fdp_one_run``) tests. Why within the claim: label DP's neighbouring relation is any one
+label changed, and a <-> b is one label changed; restricting a canary's prior to two classes is the audit's own
+randomisation (DP holds for every pair of neighbouring label sets, so for these), and the adversary's knowledge of the
+pair is knowledge of the rest of the dataset, which DP allows it. The auditor computes and scores only each canary's
+candidates (its posterior is uniform over them at the start, -inf elsewhere), and every bound uses C = 2.
 """
 
 from __future__ import annotations
@@ -70,7 +85,8 @@ class GradientLRTOptions(Options):
     canary_inputs: Literal["natural", "crafted"] = Field(
         "natural", description="natural: the canaries' rows are what their features give; crafted: the first passive "
         "party sends rows of norm 100 C with equal logits, so each candidate label's clipped gradient reaches C at the "
-        "simplex geometry (a malicious passive party; the trained model is not the natural one)")
+        "simplex geometry (a malicious passive party; the trained model is not the natural one); with "
+        "partition.canary_labels: pair, the two candidates' gradients are antipodal, 2 C apart")
 
 
 class GradientLRT(Auditor):
@@ -83,9 +99,11 @@ class GradientLRT(Auditor):
                   "the active party's state at every private update, and the noisy update and rows each releases")
     threat_model = ("Nasr et al. 2021's intermediate-model (white-box) adversary of the label-DP game, with natural "
                     "canaries (a real sample, a uniform random label) or, with canary_inputs: crafted, canaries whose "
-                    "rows a malicious passive party crafts, and a likelihood-ratio distinguisher; an auditor of "
+                    "rows a malicious passive party crafts (with partition.canary_labels: pair, each canary's two "
+                    "candidate gradients antipodal at C), and a likelihood-ratio distinguisher; an auditor of "
                     "dp-gaussian's claim, not a party's attack")
-    anchor = "Nasr et al. 2021 (adversary instantiation); Steinke, Nasr & Jagielski 2023 (one training run)"
+    anchor = ("Nasr et al. 2021 (adversary instantiation); Steinke, Nasr & Jagielski 2023 (one training run); "
+              "Mahloujifar, Melis & Chaudhuri 2024 (f-DP in one run, pair canaries)")
 
     def __init__(self, options):
         super().__init__(options)
