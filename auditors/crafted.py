@@ -34,6 +34,11 @@ CRAFT_NORM = 100.0
 PAIR_GAP = 30.0
 
 
+#: With explicit targets, the least-norm part's largest share of the null part's norm (1%: the canaries' parameter
+#: parts, (p - e_c) h^T, then overlap by at most about 1e-4 of their squared norm through the shared row space).
+LEAST_SHARE = 0.01
+
+
 def pair_targets(pairs: torch.Tensor, classes: int) -> torch.Tensor:
     """Logits for canaries with candidate ``pairs`` (k x 2): 0 on both candidates, -:data:`PAIR_GAP` elsewhere."""
     targets = torch.full((pairs.shape[0], classes), -PAIR_GAP, device=pairs.device)
@@ -61,4 +66,8 @@ def uniform_logit_rows(linear: nn.Linear, local: list[torch.Tensor], canaries: t
     if null.shape[0] == 0:
         raise ValueError(f"party {party}'s {widths[party]} embedding units leave its weight block no null direction")
     directions = null[torch.arange(canaries.numel(), device=null.device) % null.shape[0]]
-    return least + norm * directions
+    if targets is None:
+        return least + norm * directions
+    # Targets far from equal logits make the least part large (about twice 100 C at the pair game's gap): the null
+    # part is raised to LEAST_SHARE^-1 times it, so the canaries' parameter parts stay in their own null directions.
+    return least + torch.clamp(least.norm(dim=1, keepdim=True) / LEAST_SHARE, min=norm) * directions
