@@ -13,7 +13,15 @@ geometry (pairwise sqrt(2 + 2/9) C apart, the regular simplex: softmax outputs n
 and no other canary interferes (mean +- std of 30 simulations; for the broken mechanism at the noise it really draws):
 what crafted canaries (``--canary-inputs crafted``, gradient-lrt's ``canary_inputs: crafted``) are made to reach.
 
+With ``--canary-labels pair`` the canaries' labels come from a public pair of classes each (the binary game, where
+crafted rows make the two candidates antipodal, 2C apart) and the table gives every bound the game allows: Steinke et
+al.'s at C = 2, the f-DP one-run bound against (epsilon, delta) (proven), the bound on mu against mu-GDP (proven,
+against dp-gaussian's exact GDP mu = 2 sqrt(updates) / sigma) and the epsilon at delta of that mu (an estimate under
+the Gaussian-curve assumption); the perfect test's reference is then the binary game's (each canary's statistic
+N(+-mu/2, 1)), mean +- std of PAIR_DRAWS simulations; ``--ceiling --canary-labels pair`` prints it by claim and count.
+
     python benchmarks/auditor_power.py --record benchmarks/results/auditor_power.md [--canary-inputs natural,crafted]
+    python benchmarks/auditor_power.py --canary-inputs crafted --canary-labels pair --csv pair.csv --seeds 0,1,2
 """
 
 from __future__ import annotations

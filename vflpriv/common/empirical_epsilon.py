@@ -33,6 +33,10 @@ attacks is what to report, and the number of canaries caps it: :func:`cap` is th
 certify with every canary guessed right, at the level the report really uses (the menu's and the attacks' Bonferroni
 shares; 100 binary canaries at 5% alone certify at most 3.5, 1000 at most 5.8; with the four-entry menu, 3.11 and
 5.43). A claim at or above the cap cannot be rejected by any outcome: it is untestable with those canaries.
+
+For binary canaries (``partition.canary_labels: pair``) :mod:`vflpriv.common.fdp_one_run` gives Mahloujifar et al.'s
+f-DP one-run bounds beside this one: the same (epsilon, delta) statement without the delta * m term, and a bound on
+mu-GDP, which tests a Gaussian mechanism's whole curve.
 """
 
 from __future__ import annotations
