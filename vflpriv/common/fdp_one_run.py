@@ -1,13 +1,16 @@
 """An empirical lower bound from binary canaries by f-DP auditing in one run (Mahloujifar, Melis & Chaudhuri 2024,
-"Auditing f-Differential Privacy in One Run", arXiv 2410.22235, ICML 2025): tighter than Steinke et al.'s for the
-same guesses, because it tests the claim's whole trade-off curve instead of one (epsilon, delta) point's posterior.
+"Auditing f-Differential Privacy in One Run", arXiv 2410.22235, ICML 2025). It tests a whole trade-off curve: against
+the (epsilon, delta) curve it certifies about what Steinke et al.'s test does (the same with every guess right at
+delta 0, without their delta * m term, a few percent lower with abstention); against a Gaussian (GDP) curve it
+certifies a mu, which tests the mechanism's whole profile where a point (epsilon, delta) test cannot.
 
 The game. m canaries, each with a secret bit drawn uniformly and independently (here: a canary's label is one of a
 public pair of classes); one run of the mechanism; the adversary sees the output and makes k guesses of bits (it
 abstains on the others); T of them are right. The neighbouring relation is the mechanism's (label DP: one canary's
 label changed, a <-> b); the hypothesis H0 is "the mechanism is f-DP" for a symmetric trade-off function f.
 
-The theorem (their one-run bound for f-DP, the ``audit_rh`` recursion; the statement as implemented here). Write
+The theorem (their one-run bound for f-DP in the guessing game, the recursion over the masses of right and wrong
+guesses r and h; stated here as implemented, without their equation numbers, which we could not check). Write
 fbar(x) = 1 - f(x) and fbar^-1(r) = min {x : fbar(x) >= r}. Start from r = alpha v / m, h = alpha (k - v) / m and for
 i = v - 1, ..., 0 set h' = max(h, fbar^-1(r)), r = min(1, r + i / (k - i) (h' - h)), h = h'. If r + h > k / m at the
 end, then under H0 P[T >= v] <= alpha: H0 is rejected at level alpha by v right of k guesses.
@@ -22,14 +25,19 @@ h_i = E[(k - T) 1{T >= i}] / m (fbar is concave, so the average of the canaries'
 average). (3) If P[T >= v] > alpha, the mass above v makes r_v and h_v at least the start values (the least total
 is when that mass sits at T = v); each level i below v must then hold enough wrong guesses to make h_i >= fbar^-1
 (r_{i+1}), and the least mass that does it sits at level i, adding i / (k - i) right guesses per wrong one: the
-recursion computes the least total r_0 + h_0 any such distribution of T can have. The total is E[T + (k - T)] / m =
-k / m, so a least total above it is impossible: P[T >= v] <= alpha. Assumptions: the bits are independent and uniform
-(drawn from the canary key's stream, never seen by the adversary), the guesses depend on the output only, k is fixed
-before the guesses are scored (the menu, Bonferroni over its entries), f is symmetric (both families here are).
+recursion computes the least total r_0 + h_0 any such distribution of T can have (that putting the mass at T = v
+and each level's deficit at that level is the least is their lemma; ours is only the reading). The total is
+E[T + (k - T)] / m = k / m, so a least total above it is impossible: P[T >= v] <= alpha. Checked here
+(``tests/audit/test_fdp_one_run.py``): on exact randomised response it rejects only where the binomial tail is <= alpha
+and within two counts of the exact test; on simulated exact Gaussian mechanisms it exceeds the true mu or epsilon in
+at most alpha of the runs; with every guess right and delta 0 it is Steinke et al.'s bound exactly. Assumptions: the
+bits are independent and uniform (drawn from the canary key's stream, never seen by the adversary), the guesses
+depend on the output only, k is fixed before the guesses are scored (the menu, Bonferroni over its entries), f is
+symmetric (both families here are).
 
 What each family certifies (the project's rule: a proven bound, or an estimate, labelled):
 
-- f = f_{eps, delta} (the trade-off curve of (eps, delta)-DP, their Eq. for approximate DP:
+- f = f_{eps, delta} (the trade-off curve of (eps, delta)-DP, Dong, Roth & Su's f_{eps,delta}:
   max(0, 1 - delta - e^eps x, e^-eps (1 - delta - x))): :func:`epsilon_lower` is the largest eps whose
   (eps, delta)-DP is rejected, an assumption-free lower bound on the mechanism's epsilon at delta, comparable with
   Steinke et al.'s (:mod:`vflpriv.common.empirical_epsilon`) and with any (eps, delta) claim.
