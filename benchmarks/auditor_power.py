@@ -223,7 +223,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="0,1,2", help="the seeds run, or with --from-csv the seeds pooled")
     parser.add_argument("--canaries", type=int, default=330)
-    parser.add_argument("--settings", default=";".join(SETTINGS), help="labels of SETTINGS, separated by ';'")
+    parser.add_argument("--settings", default=";".join(SETTINGS), help="labels of SETTINGS, separated by ';' (run, or "
+                        "with --from-csv rendered)")
     parser.add_argument("--record", type=Path, default=None)
     parser.add_argument("--csv", type=Path, default=None, help="also write the records here (reread with --from-csv)")
     parser.add_argument("--from-csv", type=Path, nargs="+", default=None, help="render the records of these files")
@@ -247,7 +248,7 @@ def main() -> None:
     if args.from_csv:
         frame = pd.concat([pd.read_csv(f, keep_default_na=False, na_values=["", "nan", "NaN"]) for f in args.from_csv],
                           ignore_index=True)
-        frame = frame[frame["seed"].isin(seeds)]  # the seeds pooled: --seeds
+        frame = frame[frame["seed"].isin(seeds) & frame["setting"].isin(args.settings.split(";"))]  # what is pooled
     else:
         for inputs in args.canary_inputs.split(","):
             frame = measure(args.settings.split(";"), seeds, args.canaries, args.csv, inputs=inputs, rows=rows,
