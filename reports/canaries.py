@@ -15,7 +15,7 @@ import math
 
 import pandas as pd
 
-from vflpriv.common.empirical_epsilon import KEEP, MAX_CANARIES, canaries_needed, claim_text
+from vflpriv.common.empirical_epsilon import KEEP, canaries_needed, claim_text
 from vflpriv.reports.tables import mean_std
 from vflpriv.tradeoff.auditing import auditor_table
 from vflpriv.tradeoff.cap import strength_label
@@ -137,8 +137,8 @@ def _claim(row: dict) -> str:
             needed = canaries_needed(claimed, classes=int(row["classes"]), menu=len(KEEP),
                                      attacks=int(row["planned_attacks"]), delta=row.get("epsilon_claimed_delta") or 0.0)
             needs = f"a claim of {claimed:.2f} needs {needed} canaries pooled over the seeds"
-        except ValueError:  # the delta term grows with the canaries: binary canaries at delta > 0 cap out
-            needs = f"no count up to {MAX_CANARIES} canaries can test a claim of {claimed:.2f} in this game"
+        except ValueError as peak:  # the delta term grows with the canaries: the cap peaks below the claim
+            needs = str(peak)
         return text + (f"untestable with {int(row['canaries'])} canaries (at or above their cap "
                        f"{row.get('cap_at_claim') or row['cap']:.2f}; {needs})")
     family = int(row.get("holm_family") or 1)

@@ -114,3 +114,14 @@ def test_an_unknown_canary_labels_value_is_one_error_line(tmp_path):
     assert lines[0].startswith("error: ") and "partition.canary_labels" in lines[0]
     assert "'uniform'" in lines[0] and "'pair'" in lines[0] and "Traceback" not in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_claim_no_count_of_binary_canaries_can_test_is_said_so_not_a_crash():
+    """Binary canaries at delta 1e-5: Steinke et al.'s delta term grows with the canaries, so their cap peaks (about
+    6.8) below a claim of 8; the report's line says so at once instead of raising (it did, on the pair record's claim
+    8, after a minute of doubling to a million canaries)."""
+    from vflpriv.reports.canaries import _claim
+
+    row = {"epsilon_claimed": 7.99, "epsilon_claimed_delta": 1e-5, "testable": False, "classes": 2,
+           "planned_attacks": 1, "canaries": 990, "cap": 5.36, "cap_at_claim": 5.36}
+    assert "no count of canaries can test a claim of 7.99: their cap peaks below it (at 6.8" in _claim(row)
