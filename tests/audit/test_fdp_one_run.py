@@ -78,3 +78,42 @@ def test_the_gdp_epsilon_is_the_curve_s_own(mu):
     sigma = 1 / mu
     exact = stats.norm.cdf(1 / (2 * sigma) - eps * sigma) - math.exp(eps) * stats.norm.cdf(-1 / (2 * sigma) - eps * sigma)
     assert exact == pytest.approx(1e-5, rel=1e-6)
+
+
+def _largest_tail(fbar, *, canaries: int, guesses: int, right: int) -> float:
+    """max P[T >= right] over distributions p of T on 0..guesses meeting the per-level f-DP constraints the module's
+    argument derives (r_i <= fbar(h_{i-1}) for i >= 1), by SLSQP from 12 random starts."""
+    from scipy.optimize import minimize
+
+    rng, j = np.random.default_rng(0), np.arange(guesses + 1)
+
+    def slack(p, i):
+        return fbar(((guesses - j[i - 1:]) * p[i - 1:]).sum() / canaries) - (j[i:] * p[i:]).sum() / canaries
+
+    constraints = [{"type": "eq", "fun": lambda p: p.sum() - 1}] + [
+        {"type": "ineq", "fun": lambda p, i=i: slack(p, i)} for i in range(1, guesses + 1)]
+    best = 0.0
+    for _ in range(12):
+        found = minimize(lambda p: -p[right:].sum(), rng.dirichlet(np.ones(guesses + 1)), method="SLSQP",
+                         bounds=[(0, 1)] * (guesses + 1), constraints=constraints, options={"ftol": 1e-12})
+        if found.success and min(slack(found.x, i) for i in range(1, guesses + 1)) > -1e-7:
+            best = max(best, float(found.x[right:].sum()))
+    return best
+
+
+@pytest.mark.parametrize(("canaries", "guesses", "right", "epsilon"), [(8, 8, 8, 1.0), (10, 6, 6, 1.0),
+                                                                       (12, 8, 7, 1.5)])
+def test_the_recursion_s_level_is_the_largest_tail_the_f_dp_constraints_allow(canaries, guesses, right, epsilon):
+    """The step the module takes from the paper (the least mass sits at T = v, each level's deficit at that level):
+    the smallest alpha at which the recursion rejects v right of k is the largest P[T >= v] of any distribution of T
+    that meets the per-level constraints, found by numerical optimisation on small games (sound: never below it;
+    exact: equal to it)."""
+    inverse = fdp_one_run.inverse_eps_delta(epsilon, 0.0)
+    low, high = 0.0, 1.0
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (low, mid) if fdp_one_run.rejects(inverse, guesses=guesses, right=right, canaries=canaries,
+                                                      alpha=mid) else (mid, high)
+    tail = _largest_tail(lambda x: min(1.0, math.exp(epsilon) * x, 1 - math.exp(-epsilon) * (1 - x)),
+                         canaries=canaries, guesses=guesses, right=right)
+    assert tail == pytest.approx(high, abs=1e-3)

@@ -26,7 +26,9 @@ average). (3) If P[T >= v] > alpha, the mass above v makes r_v and h_v at least 
 is when that mass sits at T = v); each level i below v must then hold enough wrong guesses to make h_i >= fbar^-1
 (r_{i+1}), and the least mass that does it sits at level i, adding i / (k - i) right guesses per wrong one: the
 recursion computes the least total r_0 + h_0 any such distribution of T can have (that putting the mass at T = v
-and each level's deficit at that level is the least is their lemma; ours is only the reading). The total is
+and each level's deficit at that level is the least is their lemma; checked here on small games: the recursion's
+smallest rejecting alpha equals the largest P[T >= v] that numerical optimisation finds over every distribution of T
+meeting (2)'s constraints). The total is
 E[T + (k - T)] / m = k / m, so a least total above it is impossible: P[T >= v] <= alpha. Checked here
 (``tests/audit/test_fdp_one_run.py``): on exact randomised response it rejects only where the binomial tail is <= alpha
 and within two counts of the exact test; on simulated exact Gaussian mechanisms it exceeds the true mu or epsilon in
