@@ -47,10 +47,12 @@ class Auditor(ABC):
         """Whether it can test the claim of the defense class ``defense``."""
 
     @abstractmethod
-    def bind(self, defense, *, labels: torch.Tensor, canaries: torch.Tensor, classes: int) -> None:
+    def bind(self, defense, *, labels: torch.Tensor, canaries: torch.Tensor, classes: int,
+             candidates: torch.Tensor | None = None) -> None:
         """Called once before training: the audited ``defense`` (bound), the labels the active party trains with where
-        they are no canary's (-1 elsewhere; on the training's device), the canaries' global ids (sorted) and the number
-        of classes. Never the federation, whose active party holds the canaries' labels."""
+        they are no canary's (-1 elsewhere; on the training's device), the canaries' global ids (sorted), the number
+        of classes and, per canary, the public classes its label was drawn from (canaries x C; None: every class).
+        Never the federation, whose active party holds the canaries' labels."""
 
     def hook_points(self) -> frozenset[str]:
         """The shared loop's audit points it needs (the planner refuses a method that does not call one)."""

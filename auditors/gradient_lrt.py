@@ -45,6 +45,21 @@ so a row a malicious passive party may send is a valid canary. What it costs: th
 needs the Linear top (``finetune.top: linear``, ``top_depth`` 0) and passive embeddings wider than the classes (a null
 direction); the planner refuses other settings. The statistic is unchanged: the likelihood of the releases under each
 candidate, computed from the graph the crafted rows went through.
+
+Pair canaries (``partition.canary_labels: pair``, with crafted inputs: the two-candidate game). Each canary's label is
+drawn uniformly from two classes (a, b): the pair is public (drawn from the partition's seed), the choice is the secret
+(the canary key's stream, which no attack can replay). The crafted row then makes the logits equal on a and b and 30
+lower on every other class (:func:`pair_targets`), so p = (e_a + e_b) / 2 and the two candidates' joint gradients are
+exactly antipodal, each clipped to C: 2C apart, the sensitivity dp-gaussian's accountant charges for every update (it
+claims no subsampling amplification, so that the auditor knows which updates read its canary costs the claim nothing).
+Under the exact Gaussian releases each canary's log-likelihood ratio is then N(+-mu / 2, 1) with mu = 2 sqrt(U) / sigma
+over its U updates (the canaries' parameter parts lie in different null directions; the shared rest is O(1 / 100) of
+them and handled by the mean field): the game is tight for the mechanism's exact GDP curve, which is what the f-DP
+one-run bound (``vflpriv.common.fdp_one_run``) tests. Why within the claim: label DP's neighbouring relation is any one
+label changed, and a <-> b is one label changed; restricting a canary's prior to two classes is the audit's own
+randomisation (DP holds for every pair of neighbouring label sets, so for these), and the adversary's knowledge of the
+pair is knowledge of the rest of the dataset, which DP allows it. The auditor computes and scores only each canary's
+candidates (its posterior is uniform over them at the start, -inf elsewhere), and every bound uses C = 2.
 """
 
 from __future__ import annotations
@@ -57,7 +72,7 @@ from pydantic import Field
 from torch import nn
 
 from vflpriv.auditors.base import Auditor
-from vflpriv.auditors.crafted import CRAFT_NORM, uniform_logit_rows
+from vflpriv.auditors.crafted import CRAFT_NORM, pair_targets, uniform_logit_rows
 from vflpriv.config.options import Options
 from vflpriv.defenses.dp_gaussian import GaussianDP, joint_scale, per_sample_gradients
 from vflpriv.engine.hooks import AUDIT_EMBEDDINGS, AUDIT_UPDATE, ActiveUpdate
@@ -70,7 +85,8 @@ class GradientLRTOptions(Options):
     canary_inputs: Literal["natural", "crafted"] = Field(
         "natural", description="natural: the canaries' rows are what their features give; crafted: the first passive "
         "party sends rows of norm 100 C with equal logits, so each candidate label's clipped gradient reaches C at the "
-        "simplex geometry (a malicious passive party; the trained model is not the natural one)")
+        "simplex geometry (a malicious passive party; the trained model is not the natural one); with "
+        "partition.canary_labels: pair, the two candidates' gradients are antipodal, 2 C apart")
 
 
 class GradientLRT(Auditor):
@@ -83,9 +99,11 @@ class GradientLRT(Auditor):
                   "the active party's state at every private update, and the noisy update and rows each releases")
     threat_model = ("Nasr et al. 2021's intermediate-model (white-box) adversary of the label-DP game, with natural "
                     "canaries (a real sample, a uniform random label) or, with canary_inputs: crafted, canaries whose "
-                    "rows a malicious passive party crafts, and a likelihood-ratio distinguisher; an auditor of "
+                    "rows a malicious passive party crafts (with partition.canary_labels: pair, each canary's two "
+                    "candidate gradients antipodal at C), and a likelihood-ratio distinguisher; an auditor of "
                     "dp-gaussian's claim, not a party's attack")
-    anchor = "Nasr et al. 2021 (adversary instantiation); Steinke, Nasr & Jagielski 2023 (one training run)"
+    anchor = ("Nasr et al. 2021 (adversary instantiation); Steinke, Nasr & Jagielski 2023 (one training run); "
+              "Mahloujifar, Melis & Chaudhuri 2024 (f-DP in one run, pair canaries)")
 
     def __init__(self, options):
         super().__init__(options)
@@ -122,16 +140,23 @@ class GradientLRT(Auditor):
         mine = (self.canary[ids] >= 0).nonzero().flatten()
         if mine.numel() == 0:
             return local
-        rows = uniform_logit_rows(top.linear, local, mine, CRAFTING_PARTY,
-                                  norm=CRAFT_NORM * self.defense.options.clip)
+        pairs = self.candidates[self.canary[ids[mine]]] if self.candidates.shape[1] == 2 else None
+        rows = uniform_logit_rows(top.linear, local, mine, CRAFTING_PARTY, norm=CRAFT_NORM * self.defense.options.clip,
+                                  targets=None if pairs is None else pair_targets(pairs, self.classes))
         sent = local[CRAFTING_PARTY].index_put((mine,), rows.to(local[CRAFTING_PARTY].dtype))
         return [*local[:CRAFTING_PARTY], sent, *local[CRAFTING_PARTY + 1:]]
 
-    def bind(self, defense, *, labels: torch.Tensor, canaries: torch.Tensor, classes: int) -> None:
+    def bind(self, defense, *, labels: torch.Tensor, canaries: torch.Tensor, classes: int,
+             candidates: torch.Tensor | None = None) -> None:
+        """The scores start at the log prior: uniform over each canary's candidates, -inf elsewhere."""
         self.defense, self.classes, self.labels, device = defense, classes, labels, labels.device
         self.canary = torch.full_like(labels, -1)  # each training row's canary index, -1 for the others
         self.canary[canaries.to(device)] = torch.arange(canaries.numel(), device=device)
-        self.scores = torch.zeros(canaries.numel(), classes, device=device, dtype=torch.float64)
+        if candidates is None:
+            candidates = torch.arange(classes, device=device).expand(canaries.numel(), -1)
+        self.candidates = candidates.to(device)
+        self.scores = torch.full((canaries.numel(), classes), -torch.inf, device=device, dtype=torch.float64)
+        self.scores.scatter_(1, self.candidates, 0.0)
 
     def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
         index = self.canary[update.ids]
@@ -139,9 +164,11 @@ class GradientLRT(Auditor):
         if not bool(inside.any()):
             return None
         known, mine = (~inside).nonzero().flatten(), inside.nonzero().flatten()
-        c, k = self.classes, mine.numel()
+        n, canaries = update.ids.numel(), index[mine]
+        options = self.candidates[canaries]  # each canary's candidate labels (public): only theirs are computed
+        c, k = options.shape[1], mine.numel()
         owners = torch.cat([known, mine.repeat_interleave(c)])
-        targets = torch.cat([self.labels[update.ids[known]], torch.arange(c, device=owners.device).repeat(k)])
+        targets = torch.cat([self.labels[update.ids[known]], options.flatten()])
         losses = nn.functional.cross_entropy(update.logits[owners], targets, reduction="none")
         grads, rows = per_sample_gradients(losses, update.params, update.leaves, owners=owners, retain=True)
         scale = joint_scale(grads, rows, clip=self.defense.options.clip)
@@ -150,12 +177,11 @@ class GradientLRT(Auditor):
         r = torch.cat([rows[p] for p in update.leaves], dim=1) * scale[:, None] if update.leaves else None
         known_sum, candidates = u[: known.numel()].sum(0), u[known.numel():].view(k, c, -1)
         own_rows = r[known.numel():].view(k, c, -1) if r is not None else None
-        n, canaries = update.ids.numel(), index[mine]
 
         def released() -> None:
             noise = self.defense.sigma * self.defense.options.clip
             release = torch.cat([update.params[i].grad.flatten() for i in reached]) * n - known_sum
-            belief = torch.softmax(self.scores[canaries], dim=1).to(candidates.dtype)
+            belief = torch.softmax(self.scores[canaries].gather(1, options), dim=1).to(candidates.dtype)
             expected = torch.einsum("kc,kcp->kp", belief, candidates)
             observed = release[None] - (expected.sum(0, keepdim=True) - expected)  # less the other canaries' mean
             linear = torch.einsum("kp,kcp->kc", observed, candidates)
@@ -164,7 +190,8 @@ class GradientLRT(Auditor):
                 sent = torch.cat([leaf.grad[mine] for leaf in update.leaves.values()], dim=1) * n
                 linear = linear + torch.einsum("kr,kcr->kc", sent, own_rows)
                 square = square + own_rows.pow(2).sum(-1)
-            self.scores[canaries] += ((linear - square / 2) / max(noise, 1e-12) ** 2).double()
+            step = ((linear - square / 2) / max(noise, 1e-12) ** 2).double()
+            self.scores[canaries] = self.scores[canaries].scatter_add(1, options, step)
 
         return released
 

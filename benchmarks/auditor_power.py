@@ -13,7 +13,15 @@ geometry (pairwise sqrt(2 + 2/9) C apart, the regular simplex: softmax outputs n
 and no other canary interferes (mean +- std of 30 simulations; for the broken mechanism at the noise it really draws):
 what crafted canaries (``--canary-inputs crafted``, gradient-lrt's ``canary_inputs: crafted``) are made to reach.
 
+With ``--canary-labels pair`` the canaries' labels come from a public pair of classes each (the binary game, where
+crafted rows make the two candidates antipodal, 2C apart) and the table gives every bound the game allows: Steinke et
+al.'s at C = 2, the f-DP one-run bound against (epsilon, delta) (proven), the bound on mu against mu-GDP (proven,
+against dp-gaussian's exact GDP mu = 2 sqrt(updates) / sigma) and the epsilon at delta of that mu (an estimate under
+the Gaussian-curve assumption); the perfect test's reference is then the binary game's (each canary's statistic
+N(+-mu/2, 1)), mean +- std of PAIR_DRAWS simulations; ``--ceiling --canary-labels pair`` prints it by claim and count.
+
     python benchmarks/auditor_power.py --record benchmarks/results/auditor_power.md [--canary-inputs natural,crafted]
+    python benchmarks/auditor_power.py --canary-inputs crafted --canary-labels pair --csv pair.csv --seeds 0,1,2
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ import numpy as np
 import pandas as pd
 
 from vflpriv.common.empirical_epsilon import kept, menu_lower
+from vflpriv.common.fdp_one_run import gdp_epsilon
+from vflpriv.common.fdp_one_run import menu_lower as fdp_lower
 from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.dp_gaussian import GaussianDP
@@ -59,7 +69,7 @@ EXTREMES = ("sigma 1e4", "broken (claim 2)")
 
 
 def measure(settings: list[str], seeds: list[int], canaries: int, csv: Path | None, *, inputs: str = "natural",
-            rows: list[dict] | None = None) -> pd.DataFrame:
+            rows: list[dict] | None = None, labels: str = "uniform") -> pd.DataFrame:
     """Every (setting, seed)'s record with the auditor's ``inputs`` (natural or crafted canaries), appended to ``rows``
     and written to ``csv`` as it comes (a failure keeps what was measured)."""
     DEFENSES.register("dp-gaussian-broken", TenfoldTooLittleNoise)
@@ -69,16 +79,18 @@ def measure(settings: list[str], seeds: list[int], canaries: int, csv: Path | No
         for seed in seeds[:1] if label in EXTREMES else seeds:
             start = time.time()
             (record,) = run(RunConfig.model_validate({
-                "partition": {"labeled": 400, "aligned_fraction": 0.5, "canaries": canaries}, "seed": seed,
+                "partition": {"labeled": 400, "aligned_fraction": 0.5, "canaries": canaries, "canary_labels": labels},
+                "seed": seed,
                 "finetune": {"epochs": EPOCHS, "auditor": "gradient-lrt", "auditor_options": {"canary_inputs": inputs}},
                 "attack": {"name": "gc", "prior": "none"},
                 "defenses": [{"name": defense, "strength": strength, "sweep": True, "options": options}]}))
             assert record.status == "ok", record.error
-            rows.append({**record.to_dict(), "setting": label, "canary_inputs": inputs})
+            rows.append({**record.to_dict(), "setting": label, "canary_inputs": inputs, "canary_labels": labels})
             if csv is not None:
                 pd.DataFrame(rows).to_csv(csv, index=False)
-            print(f"{label} ({inputs}), seed {seed}: {time.time() - start:.0f} s, auditor {record.auditor_epsilon_lower:.2f}",
-                  flush=True)
+            print(f"{label} ({inputs}, {labels}), seed {seed}: {time.time() - start:.0f} s, auditor "
+                  f"{record.auditor_epsilon_lower:.2f} (f-DP {record.auditor_epsilon_fdp:.2f}, mu "
+                  f"{record.auditor_mu_lower:.3f})", flush=True)
     return pd.DataFrame(rows)
 
 
@@ -97,6 +109,34 @@ def ideal(sigma: float, canaries: int, *, seed: int = 0) -> float:
     guess, order = posterior.argmax(1), np.argsort(-posterior.max(1), kind="stable")
     counts = [[k, int((guess[order[:k]] == labels[order[:k]]).sum())] for k in kept(canaries)]
     return menu_lower(counts, canaries=canaries, classes=CLASSES, delta=DELTA)[0]
+
+
+def ideal_pair(sigma: float, canaries: int, *, seed: int = 0) -> tuple[float, float, float, float]:
+    """A perfect likelihood-ratio test on ``canaries`` pair canaries whose two candidates are antipodal (2C apart) and
+    released EPOCHS times with noise sigma C: each canary's statistic is N(+-mu/2, 1), mu = 2 sqrt(EPOCHS) / sigma,
+    exactly mu-GDP. Its (Steinke et al.'s bound at C = 2, the f-DP bound at delta, the mu bound, the GDP estimate)."""
+    rng = np.random.default_rng(seed)
+    mu = 2 * math.sqrt(EPOCHS) / sigma
+    bits = rng.integers(0, 2, canaries)
+    score = (2 * bits - 1) * mu / 2 + rng.standard_normal(canaries)
+    right = ((score > 0) == bits)[np.argsort(-np.abs(score), kind="stable")]
+    counts = [[k, int(right[:k].sum())] for k in kept(canaries)]
+    eps, mu_hat, _ = fdp_lower(counts, canaries=canaries, delta=DELTA)
+    return menu_lower(counts, canaries=canaries, classes=2, delta=DELTA)[0], eps, mu_hat, gdp_epsilon(mu_hat, DELTA)
+
+
+def ceiling_pair(claims=(2.0,), sizes=(990, 3300, 10000), draws: int = 3) -> str:
+    """The pair game's perfect test by claim and count: Steinke / f-DP / mu / GDP estimate, mean over ``draws``."""
+    from opacus.accountants.utils import get_noise_multiplier
+
+    lines = ["| claimed ε | " + " | ".join(f"{m} canaries" for m in sizes) + " |", "| --- |" + " --- |" * len(sizes)]
+    for claim in claims:
+        sigma = 2 * get_noise_multiplier(target_epsilon=claim, target_delta=DELTA, sample_rate=1.0, steps=EPOCHS,
+                                         accountant="rdp")
+        cells = [np.mean([ideal_pair(sigma, m, seed=s) for s in range(draws)], axis=0) for m in sizes]
+        lines.append(f"| {claim:g} (σ {sigma:.1f}, μ {2 * math.sqrt(EPOCHS) / sigma:.3f}) | " + " | ".join(
+            " / ".join(f"{v:.2f}" for v in cell) for cell in cells) + " |")
+    return "\n".join(lines)
 
 
 def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: int = 3) -> str:
@@ -124,10 +164,40 @@ def reference(sigma: float, canaries: int) -> str:
     return f"{np.mean(draws):.2f} ± {np.std(draws, ddof=1):.2f}"
 
 
+#: Simulations per pair reference cell (each computes the f-DP bounds, slower than Steinke's).
+PAIR_DRAWS = 20
+
+
+def pair_markdown(frame: pd.DataFrame) -> str:
+    """The pair canaries' rows: every bound the binary game gives, against the claim in its own terms (epsilon at
+    delta; mu, dp-gaussian's exact GDP claim 2 sqrt(updates) / sigma), and the perfect test's at the same geometry."""
+    lines = ["| setting | sigma | claimed ε (δ 1e-5) | claimed μ | ε ≥ Steinke (C = 2) | ε ≥ f-DP (f_ε,δ) | f-DP / claim | "
+             "μ ≥ (GDP) | μ ≥ / claimed μ | ε estimate from μ (assumes a Gaussian curve) | guesses kept, accuracy | "
+             f"perfect test: Steinke / f-DP / μ / estimate (mean ± std, {PAIR_DRAWS} simulations) | canaries |",
+             "| --- |" + " --- |" * 12]
+    groups = frame.groupby("setting", sort=False)
+    for label in sorted(groups.groups, key=list(SETTINGS).index):
+        at = groups.get_group(label)
+        (audit,) = auditor_table(at).to_dict("records")
+        sigma, claimed = float(at["strength"].iloc[0]), audit["epsilon_claimed"]
+        real = sigma / 10 if label.startswith("broken") else sigma
+        mu = 2 * math.sqrt(EPOCHS) / sigma
+        draws = np.array([ideal_pair(real, audit["canaries"], seed=s) for s in range(PAIR_DRAWS)])
+        ideal_text = " / ".join(f"{m:.2f} ± {d:.2f}" for m, d in zip(draws.mean(0), draws.std(0, ddof=1)))
+        ratio = f"{audit['epsilon_fdp'] / claimed:.2f}" if claimed > 1e-9 else "n/a"
+        lines.append(f"| {label} | {sigma:.3g} | {claimed:.3g} | {mu:.3g} | {audit['epsilon_lower']:.2f} | "
+                     f"{audit['epsilon_fdp']:.2f} | {ratio} | {audit['mu_lower']:.3f} | {audit['mu_lower'] / mu:.2f} | "
+                     f"{audit['epsilon_gdp_estimate']:.2f} | {audit['canary_guesses']}, {audit['canary_accuracy']:.3f} | "
+                     f"{ideal_text} | {audit['canaries']} over {audit['seeds']} seed(s) |")
+    return "\n".join(lines)
+
+
 def markdown(frame: pd.DataFrame) -> str:
     """One row per (setting, canary inputs): records without the column are natural canaries (recorded before it)."""
     frame = frame.assign(canary_inputs=frame["canary_inputs"].fillna("natural") if "canary_inputs" in frame
                          else "natural")
+    if frame.empty:
+        return ""
     lines = ["| setting | canaries' inputs | sigma | claimed ε (δ 1e-5) | auditor's ε ≥ (95%) | bound / claim | "
              "auditor's guesses kept, accuracy | gc's ε ≥ | perfect test, uniform geometry (mean ± std of "
              f"{DRAWS} simulations) | canaries |",
@@ -151,18 +221,25 @@ def markdown(frame: pd.DataFrame) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--seeds", default="0,1,2", help="the seeds run, or with --from-csv the seeds pooled")
     parser.add_argument("--canaries", type=int, default=330)
-    parser.add_argument("--settings", default=";".join(SETTINGS), help="labels of SETTINGS, separated by ';'")
+    parser.add_argument("--settings", default=";".join(SETTINGS), help="labels of SETTINGS, separated by ';' (run, or "
+                        "with --from-csv rendered)")
     parser.add_argument("--record", type=Path, default=None)
     parser.add_argument("--csv", type=Path, default=None, help="also write the records here (reread with --from-csv)")
     parser.add_argument("--from-csv", type=Path, nargs="+", default=None, help="render the records of these files")
     parser.add_argument("--canary-inputs", default="natural", help="natural, crafted, or both (comma-separated)")
+    parser.add_argument("--canary-labels", default="uniform", help="partition.canary_labels: uniform (ten classes) or "
+                        "pair (two public candidates per canary: the binary game, with the f-DP bounds)")
     parser.add_argument("--ceiling", action="store_true", help="only print the ideal test's bound by claim and canaries")
     parser.add_argument("--claims", default="1,2,4,8", help="--ceiling's claimed epsilons")
     parser.add_argument("--sizes", default="300,1000,3000,10000", help="--ceiling's canary counts")
     parser.add_argument("--draws", type=int, default=3, help="--ceiling's simulations per cell")
     args = parser.parse_args()
+    if args.ceiling and args.canary_labels == "pair":
+        print(ceiling_pair(tuple(float(c) for c in args.claims.split(",")), tuple(int(m) for m in args.sizes.split(",")),
+                           args.draws))
+        return
     if args.ceiling:
         print(ceiling(tuple(float(c) for c in args.claims.split(",")), tuple(int(m) for m in args.sizes.split(",")),
                       args.draws))
@@ -171,10 +248,13 @@ def main() -> None:
     if args.from_csv:
         frame = pd.concat([pd.read_csv(f, keep_default_na=False, na_values=["", "nan", "NaN"]) for f in args.from_csv],
                           ignore_index=True)
+        frame = frame[frame["seed"].isin(seeds) & frame["setting"].isin(args.settings.split(";"))]  # what is pooled
     else:
         for inputs in args.canary_inputs.split(","):
-            frame = measure(args.settings.split(";"), seeds, args.canaries, args.csv, inputs=inputs, rows=rows)
-    text = markdown(frame)
+            frame = measure(args.settings.split(";"), seeds, args.canaries, args.csv, inputs=inputs, rows=rows,
+                            labels=args.canary_labels)
+    pair = frame["canary_labels"].fillna("uniform").eq("pair") if "canary_labels" in frame else frame["seed"] < -1
+    text = "\n\n".join(filter(None, [markdown(frame[~pair]), pair_markdown(frame[pair]) if pair.any() else ""]))
     print(text)
     if args.record:
         args.record.write_text(text + "\n")

@@ -1,4 +1,4 @@
-"""What a feature attack adds to its training, on the default dataset (splitnn on digits), in one process.
+"""What a feature attack adds to its training, on the default dataset (splitnn on digits; ``--method`` another), in one process.
 
 For each seed, one training with every feature attack on it (fi-decoder at VFLAIR's recipe, grn and fi-inversion at
 the audit's options, untuned and tuned as the audit runs them); the records' own clocks give the training's seconds
@@ -12,13 +12,15 @@ each attack: steadier where other processes share the cores), then the floating-
 training and attacks (torch's FlopCounterMode: matrix products and convolutions; a count no other process on the
 machine can move). ``--untuned`` leaves out the tuned attacks (a quicker A/B).
 
-    python benchmarks/feature_attack_cost.py [--seeds 0,1,2,3,4] [--untuned]
+    python benchmarks/feature_attack_cost.py [--seeds 0,1,2,3,4] [--untuned] [--method fedhssl]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import tempfile
 import time
 
 import torch
@@ -30,18 +32,25 @@ from vflpriv.attacks.features.inversion import FeatureInversion
 from vflpriv.config.schema import RunConfig
 from vflpriv.runner import execution, feature_prior
 from vflpriv.runner.execution import run
+from vflpriv.store import cache
 
 ATTACKS = {"fi-decoder": {}, "grn": GenerativeRegression.audit_options,
            "fi-inversion": FeatureInversion.audit_options}
 
 
+METHOD = {"name": "splitnn"}
+
+
 def configs(seed: int, *, tune: bool, only: str | None = None) -> list[RunConfig]:
-    return [RunConfig.model_validate({"seed": seed, "attack": {"name": name, "options": options, "tune": tune}})
+    return [RunConfig.model_validate({"seed": seed, "method": METHOD,
+                                      "attack": {"name": name, "options": options, "tune": tune}})
             for name, options in ATTACKS.items() if only in (None, name)]
 
 
 def fresh_run(runs: list[RunConfig]):
-    """The runs with no prior or fit of an earlier training to reuse."""
+    """The runs with no prior, fit or pretraining of an earlier training to reuse (an empty cache of their own: a
+    pretraining method's training pays for its pretraining, as in a cold audit)."""
+    os.environ[cache.ENV_VAR] = tempfile.mkdtemp(prefix="feature-attack-cost-")
     feature_prior._PRIORS.clear()
     shared_fits._FITS.clear()
     records = run(runs)
@@ -97,7 +106,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--untuned", action="store_true", help="leave out the tuned attacks")
+    parser.add_argument("--method", default="splitnn", help="the VFL method trained (the audit's default: splitnn)")
     args = parser.parse_args()
+    METHOD["name"] = args.method
     torch.set_num_threads(1)
     seeds = [int(s) for s in args.seeds.split(",")]
     run(configs(99, tune=False))  # warm-up
@@ -120,7 +131,7 @@ def main() -> None:
             ratios.setdefault(f"fi-inversion alone{tuned}", []).append(alone.attack_seconds / alone.train_seconds)
             cpu.setdefault(f"fi-inversion alone{tuned}", []).append(CPU["fi-inversion"] / CPU["training"])
     execution.train, execution.RUNS["features"] = flops_unclocked
-    print(f"splitnn on digits, seeds {args.seeds}, 1 torch thread; training {statistics.median(trainings):.3f} s wall, "
+    print(f"{args.method} on digits, seeds {args.seeds}, 1 torch thread; training {statistics.median(trainings):.3f} s wall, "
           f"{statistics.median(cpu_trainings):.3f} CPU s (median)")
     print("attack / training, wall clocks (the records'):")
     for name, values in ratios.items():

@@ -29,7 +29,7 @@ AUDIT = "benchmarks/results/feature_defense_grid/audit.yaml"
 COMMANDS = [f"VFLPRIV_CACHE=... vflpriv audit --method splitnn --config {AUDIT} --dataset D --out OUT/audit-D "
             "--store OUT/feature_defense_grid.sqlite --jobs 2   (D in digits, breast-cancer)",
             f"VFLPRIV_CACHE=... vflpriv audit --method splitnn --config {AUDIT} --dataset fashion-mnist --set "
-            "dataset.max_samples=3000 --attacks fi-decoder --set 'audit.feature_defended=[fi-decoder]' "
+            "dataset.max_samples=3000 --attacks fi-decoder,grn,fi-inversion "
             "--defenses nopeek,mid-sender,fi-adversarial,embedding-dp --out OUT/audit-fashion "
             "--store OUT/feature_defense_grid.sqlite --jobs 2",
             "python benchmarks/feature_defense_grid.py --store OUT/feature_defense_grid.sqlite"]

@@ -84,10 +84,15 @@ def _auditor_line(row: dict) -> str:
     """An auditor's pooled bound against the claim, said as the auditor's (white box), never as an attack's, and worded
     by what its canaries can show (its cap, untestable at or above it, Holm over the auditor's claims)."""
     where = f"{row['defense']} {strength_label(row.get('axis', 'strength'), row['strength'])}"
-    text = (f"{where}, {row['phase']}, auditor {row['auditor']} (white box, not an attack): "
+    options = f"{row['auditor_options']}; " if row.get("auditor_options") else ""
+    text = (f"{where}, {row['phase']}, auditor {row['auditor']} ({options}white box, not an attack): "
             f"{empirical_text(row['epsilon_lower'], row['delta'])} from {int(row['canaries'])} canaries over "
             f"{row['seeds']} seed{'s' if row['seeds'] != 1 else ''} ({int(row['canary_guesses'])} guessed, accuracy "
             f"{row['canary_accuracy']:.3f})")
+    if row.get("mu_lower") is not None and row.get("epsilon_fdp") is not None:  # binary canaries: the f-DP bounds
+        text += (f"; f-DP one run: epsilon >= {row['epsilon_fdp']:.2f} at delta {row['delta']:.3g} (95%), not "
+                 f"mu-GDP for mu < {row['mu_lower']:.3f} (95%), epsilon {row['epsilon_gdp_estimate']:.2f} estimated "
+                 "from that mu if the mechanism's curve is Gaussian (an estimate, not a bound)")
     claimed = row.get("epsilon_claimed")
     if claimed is None:
         return text
@@ -128,11 +133,14 @@ def _claim(row: dict) -> str:
         return f"no claimed epsilon ({row['claim_note']})" if row.get("claim_note") else "no claimed epsilon"
     text = f"claimed {claim_text(claimed, row.get('epsilon_claimed_delta') or 0.0)}: "
     if not row.get("testable"):
-        needed = canaries_needed(claimed, classes=int(row["classes"]), menu=len(KEEP),
-                                 attacks=int(row["planned_attacks"]), delta=row.get("epsilon_claimed_delta") or 0.0)
+        try:
+            needed = canaries_needed(claimed, classes=int(row["classes"]), menu=len(KEEP),
+                                     attacks=int(row["planned_attacks"]), delta=row.get("epsilon_claimed_delta") or 0.0)
+            needs = f"a claim of {claimed:.2f} needs {needed} canaries pooled over the seeds"
+        except ValueError as peak:  # the delta term grows with the canaries: the cap peaks below the claim
+            needs = str(peak)
         return text + (f"untestable with {int(row['canaries'])} canaries (at or above their cap "
-                       f"{row.get('cap_at_claim') or row['cap']:.2f}; a claim of {claimed:.2f} needs {needed} canaries "
-                       f"pooled over the seeds)")
+                       f"{row.get('cap_at_claim') or row['cap']:.2f}; {needs})")
     family = int(row.get("holm_family") or 1)
     holm = f"Holm over {family} claim{'s' if family != 1 else ''}"
     if row.get("rejected"):

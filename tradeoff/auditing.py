@@ -6,11 +6,15 @@ applies, and it never enters their worst case."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
 from vflpriv.common.empirical_epsilon import menu_lower
-from vflpriv.tradeoff.epsilon import GROUP, claim_test, holm, pooled_counts
+from vflpriv.common.fdp_one_run import gdp_epsilon
+from vflpriv.common.fdp_one_run import menu_lower as fdp_lower
+from vflpriv.tradeoff.epsilon import GROUP, canary_classes, claim_test, holm, pooled_counts
 
 
 def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
@@ -30,7 +34,7 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
         if not counts:
             continue
         delta = float(np.nan_to_num(setting["epsilon_delta"].max(), nan=0.0))
-        classes = int(setting["num_classes"].iloc[0])
+        classes = canary_classes(setting)
         bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=delta)
         right = next(r for g, r in counts if g == guesses)
         claimed = float(setting["epsilon"].max())  # each training must hold its own claim: test the weakest
@@ -38,6 +42,10 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
                "epsilon_lower": bound, "delta": delta, "canary_guesses": guesses, "canary_accuracy": right / guesses,
                "canaries": canaries, "seeds": int(setting["seed"].nunique()), "epsilon_claimed": claimed,
                "testable": False, "rejected": False, "classes": classes}
+        row["auditor_options"] = _options(setting)
+        if classes == 2:  # binary canaries: the f-DP one-run bounds too (vflpriv.common.fdp_one_run)
+            eps_fdp, mu, _ = fdp_lower(counts, canaries=canaries, delta=delta)
+            row |= {"epsilon_fdp": eps_fdp, "mu_lower": mu, "epsilon_gdp_estimate": gdp_epsilon(mu, delta)}
         if np.isfinite(claimed):
             test = claim_test({str(key[-1]): (counts, canaries)}, planned=1, classes=classes, claim=claimed,
                               delta=delta)
@@ -52,3 +60,17 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
     if not table.empty:
         table["holm_family"] = len(tests)
     return table
+
+
+def _options(setting: pd.DataFrame) -> str:
+    """The auditor's options the setting's trainings ran with, and their canaries' label game where it is not the
+    default (``canary_inputs: crafted; canary_labels: pair``); '' for defaults or records without a config."""
+    try:
+        config = json.loads(str(setting["config"].iloc[0])) if "config" in setting else {}
+    except ValueError:
+        return ""
+    options = dict((config.get("finetune") or {}).get("auditor_options") or {})
+    labels = (config.get("partition") or {}).get("canary_labels", "uniform")
+    if labels != "uniform":
+        options["canary_labels"] = labels
+    return "; ".join(f"{k}: {v}" for k, v in sorted(options.items()))

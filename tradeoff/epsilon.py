@@ -63,7 +63,7 @@ def pooled_lower(rows: pd.DataFrame, *, alpha: float = ALPHA) -> tuple[float, in
     counts, canaries = pooled_counts(rows)
     if not counts:
         return float("nan"), 0, float("nan")
-    classes = int(rows["num_classes"].iloc[0])
+    classes = canary_classes(rows)
     bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=_delta(rows), alpha=alpha)
     right = next(r for g, r in counts if g == guesses)  # every menu entry keeps at least one guess
     return bound, guesses, right / guesses
@@ -85,6 +85,16 @@ class ClaimTest:
     @property
     def testable(self) -> bool:
         return bool(self.claim < self.cap)
+
+
+def canary_classes(rows: pd.DataFrame) -> int:
+    """The canary audit's C of these records: how many classes a canary's label was drawn from (``canary_classes``;
+    records written before it, or with 0 there, drew from every class: ``num_classes``)."""
+    if "canary_classes" in rows:
+        drawn = pd.to_numeric(rows["canary_classes"], errors="coerce").fillna(0)
+        if (drawn > 0).any():
+            return int(drawn[drawn > 0].iloc[0])
+    return int(rows["num_classes"].iloc[0])
 
 
 def cap_of(attacks: dict[str, tuple[list[list[int]], int]], *, planned: int, classes: int, delta: float) -> float:
@@ -138,7 +148,7 @@ def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
         if not any(counts for counts, _ in attacks.values()):
             continue
         planned = planned_by[_key(key)]
-        classes, delta = int(setting["num_classes"].iloc[0]), _delta(setting)
+        classes, delta = canary_classes(setting), _delta(setting)
         claimed = float(setting["epsilon"].max())  # each training must hold its own claim: test the weakest
         claimed_delta = float(np.nan_to_num(setting.get("epsilon_delta", pd.Series([0.0])).max(), nan=0.0)) \
             if np.isfinite(claimed) else np.nan

@@ -28,10 +28,11 @@ DEFENSES.register("dp-gaussian-broken-for-crafted-tests", TenfoldTooLittleNoise)
 
 
 def _config(defense: str = "dp-gaussian", *, canaries: int = 300, strength: float | None = None,
-            inputs: str = "crafted", **finetune) -> RunConfig:
+            inputs: str = "crafted", labels: str = "uniform", **finetune) -> RunConfig:
     options = {} if strength is not None else {"target_epsilon": 2.0}
     return RunConfig.model_validate({
-        "partition": {"labeled": 400, "aux": 40, "canaries": canaries, "aligned_fraction": 0.5},
+        "partition": {"labeled": 400, "aux": 40, "canaries": canaries, "aligned_fraction": 0.5,
+                      "canary_labels": labels},
         "model": {"hidden": 32, "out_dim": 16},
         "finetune": {"epochs": 3, "batch_size": 32, "auditor": "gradient-lrt",
                      "auditor_options": {"canary_inputs": inputs}, **finetune},
@@ -69,9 +70,10 @@ def test_crafted_rows_put_every_canary_s_joint_gradient_at_the_clipping_bound_wi
     assert float((spread.max(1).values - spread.min(1).values).max()) < 1e-3
 
 
-def test_the_auditor_never_reads_the_canaries_labels(monkeypatch):
+@pytest.mark.parametrize("labels", ["uniform", "pair"])
+def test_the_auditor_never_reads_the_canaries_labels(monkeypatch, labels):
     """The labels the runner binds it with hide the canaries' (-1); handed their true labels, or wrong ones, instead,
-    it crafts, scores and trains bit for bit the same: nothing it does reads them."""
+    it crafts, scores and trains bit for bit the same: nothing it does reads them (ten-class and pair canaries)."""
     import vflpriv.runner.execution as execution
 
     bind = execution.bind_auditor
@@ -81,9 +83,10 @@ def test_the_auditor_never_reads_the_canaries_labels(monkeypatch):
             labels = fed.active.labels.clone()
             at = scenario.canaries.to(labels.device)
             labels[at] = -1 if poison is None else labels[at] if poison == "true" else (labels[at] + 1) % fed.num_classes
-            auditor.bind(defense, labels=labels, canaries=scenario.canaries, classes=fed.num_classes)
+            auditor.bind(defense, labels=labels, canaries=scenario.canaries, classes=fed.num_classes,
+                         candidates=scenario.canary_candidates)
         monkeypatch.setattr(execution, "bind_auditor", leaky_bind)
-        p = plan(_config(canaries=100))
+        p = plan(_config(canaries=100, labels=labels))
         trained = train(p).trained
         results.append((p.auditor.scores.clone(), [t.clone() for t in trained.top.state_dict().values()]))
     monkeypatch.setattr(execution, "bind_auditor", bind)

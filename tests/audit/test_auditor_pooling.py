@@ -33,7 +33,7 @@ def test_a_row_is_the_pooled_bound_its_guesses_their_accuracy_and_the_setting_by
                    "canary_guesses": guesses, "canary_accuracy": right / guesses, "canaries": 100, "seeds": 2,
                    "epsilon_claimed": 3.0, "classes": 10, "cap": test.cap, "testable": True,
                    "p_value": test.p_value, "rejected": test.p_value <= 0.05, "rejecting_guesses": test.guesses,
-                   "rejecting_right": test.right, "holm_family": 1}  # the weakest claim (seed 1's 3.0) is tested
+                   "rejecting_right": test.right, "holm_family": 1, "auditor_options": ""}  # the weakest claim (seed 1's 3.0) is tested
 
 
 def test_the_accuracy_is_that_of_the_menu_entry_the_bound_chose():

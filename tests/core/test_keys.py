@@ -35,7 +35,7 @@ def test_every_setting_added_later_changes_the_keys_only_away_from_its_neutral_v
     config = RunConfig.model_validate(_recorded()[0]["config"])
     changed = {"curve": True, "canaries": 10, "top_depth": 2, "bn_recalibrate": True, "validation": 0.2,
                "auditor": "gradient-lrt", "auditor_options": {"canary_inputs": "crafted"}, "aux_features": 12,
-               "adversary": 0, "victim": 1}
+               "adversary": 0, "victim": 1, "canary_labels": "pair"}
     assert {name for _, name, _ in ADDED_LATER} == set(changed)
     for section, name, neutral in ADDED_LATER:
         part = getattr(config, section)

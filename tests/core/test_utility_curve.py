@@ -54,6 +54,7 @@ def test_the_curve_off_leaves_the_keys_as_they_were_before_it_existed(tiny):
     del dump["finetune"]["bn_recalibrate"], dump["finetune"]["validation"]  # and later still, left out when off
     del dump["partition"]["aux_features"], dump["attack"]["adversary"], dump["attack"]["victim"]  # the feature attacks'
     del dump["finetune"]["auditor"], dump["finetune"]["auditor_options"]  # issue 48, left out when unset
+    del dump["partition"]["canary_labels"]  # issue 48's pair canaries, left out when uniform
     assert plain.key() == config_hash(dump)
     curved = tiny(finetune={"epochs": 2, "batch_size": 32, "curve": True})
     assert curved.key() != plain.key() and curved.training_key() != plain.training_key()

@@ -33,6 +33,10 @@ attacks is what to report, and the number of canaries caps it: :func:`cap` is th
 certify with every canary guessed right, at the level the report really uses (the menu's and the attacks' Bonferroni
 shares; 100 binary canaries at 5% alone certify at most 3.5, 1000 at most 5.8; with the four-entry menu, 3.11 and
 5.43). A claim at or above the cap cannot be rejected by any outcome: it is untestable with those canaries.
+
+For binary canaries (``partition.canary_labels: pair``) :mod:`vflpriv.common.fdp_one_run` gives Mahloujifar et al.'s
+f-DP one-run bounds beside this one: the same (epsilon, delta) statement without the delta * m term, and a bound on
+mu-GDP, which tests a Gaussian mechanism's whole curve.
 """
 
 from __future__ import annotations
@@ -131,14 +135,20 @@ MAX_CANARIES = 1_000_000
 def canaries_needed(claim: float, *, classes: int, menu: int = len(KEEP), attacks: int = 1, delta: float = 0.0,
                     alpha: float = ALPHA) -> int:
     """The fewest canaries (pooled over the seeds) whose :func:`cap` exceeds ``claim``: below them no outcome can
-    reject it. The cap grows with the count, so the count is found by doubling, then bisection."""
+    reject it. The cap grows with the count up to a peak (with delta > 0 the delta term, delta C m, then makes it fall:
+    about 6.8 for binary canaries at delta 1e-5, 7.4 for ten classes), so the count is found by doubling, then
+    bisection; past the peak (the cap fell from one doubling to the next) or past MAX_CANARIES, ValueError."""
+    def ceiling(m: int) -> float:
+        return cap(canaries=m, classes=classes, menu=menu, attacks=attacks, delta=delta, alpha=alpha)
+
     def enough(m: int) -> bool:
-        return cap(canaries=m, classes=classes, menu=menu, attacks=attacks, delta=delta, alpha=alpha) > claim
+        return ceiling(m) > claim
 
     high = 1
     while not enough(high):
-        if high >= MAX_CANARIES:
-            raise ValueError(f"no count up to {MAX_CANARIES} canaries can test a claim of {claim:g}")
+        if high >= MAX_CANARIES or (high > 1 and ceiling(high) < ceiling(high // 2)):
+            raise ValueError(f"no count of canaries can test a claim of {claim:g}: their cap peaks below it (at "
+                             f"{max(ceiling(high), ceiling(high // 2)):.2f}) and falls beyond")
         high *= 2
     low = high // 2  # not enough (or 0)
     while high - low > 1:

@@ -23,11 +23,13 @@ def config_hash(payload: dict[str, Any], length: int = 20) -> str:
 #: with; ``finetune.top_depth`` the active party's top; ``finetune.bn_recalibrate`` the BatchNorm statistics evaluated;
 #: ``finetune.validation`` the labeled samples trained on; ``finetune.auditor`` only measures, but its records carry it
 #: (``finetune.auditor_options`` may craft its canaries' inputs); ``partition.aux_features``, ``attack.adversary`` and
-#: ``attack.victim`` what a feature attack knows and who runs it against whom.
+#: ``attack.victim`` what a feature attack knows and who runs it against whom; ``partition.canary_labels`` the labels
+#: the canaries are drawn from.
 ADDED_LATER = (("finetune", "curve", False), ("partition", "canaries", 0), ("finetune", "top_depth", 0),
                ("finetune", "bn_recalibrate", False), ("finetune", "validation", 0.0), ("finetune", "auditor", None),
                ("finetune", "auditor_options", {}),
-               ("partition", "aux_features", None), ("attack", "adversary", None), ("attack", "victim", None))
+               ("partition", "aux_features", None), ("attack", "adversary", None), ("attack", "victim", None),
+               ("partition", "canary_labels", "uniform"))
 
 
 def keyed(dump: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ class DatasetConfig(Options):
 
 #: Partition fields that only choose labeled samples: the aligned and local sets are drawn before them, so what
 #: reads no labels (a label-free pretraining, the adversary's own encoder) does not depend on them.
-LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local", "canaries"}
+LABEL_FIELDS = {"labeled", "aux", "aux_source", "active_labels_local", "canaries", "canary_labels"}
 
 
 class PartitionConfig(Options):
@@ -66,6 +66,11 @@ class PartitionConfig(Options):
         "aligned training samples (never auxiliary ones) train with a label drawn uniformly from the classes, drawn "
         "from the partition's seed; attacks guess them and each run gets an empirical lower bound on its label-DP "
         "epsilon (epsilon_lower)")
+    canary_labels: Literal["uniform", "pair"] = Field(
+        "uniform", description="uniform: a canary's label is drawn from every class; pair: from two classes drawn per "
+        "canary from the partition's seed (public), so each canary hides one bit and every bound uses C = 2 (the game "
+        "an auditor's two-candidate crafted canaries need; the f-DP one-run bound is computed for it; read only with "
+        "partition.canaries)")
     active_labels_local: bool | None = Field(
         None, description="VFLHLP: the active party knows the labels of all its local samples (every aligned one "
         "included, whatever labeled says); unset = the method's default"

@@ -41,17 +41,30 @@ class Scenario:
     aux_features: torch.Tensor = torch.empty(0, dtype=torch.long)
     #: The run's seed: with the canary key, it seeds the canaries' labels.
     seed: int = 0
+    #: ``partition.canary_labels: pair``: each canary's two public candidate classes (canaries x 2, drawn from the
+    #: public seed: the pair is known to everyone, the canary's choice between them is the secret); None: the canaries'
+    #: labels are uniform over every class.
+    canary_pairs: torch.Tensor | None = None
 
     @cached_property
     def canary_labels(self) -> torch.Tensor:
-        """The canaries' labels, uniform over the classes, from the canary key's stream for this seed (never from the
-        public seed alone, so no attack can replay them: ``vflpriv.store.secrets``). Drawn when the run first reads
-        them (its training), never while planning: a refused command creates no key."""
+        """The canaries' labels, uniform over :attr:`canary_candidates`, from the canary key's stream for this seed
+        (never from the public seed alone, so no attack can replay them: ``vflpriv.store.secrets``). Drawn when the run
+        first reads them (its training), never while planning: a refused command creates no key."""
         if self.canaries.numel() == 0:
             return torch.empty(0, dtype=torch.long)
         stream = canary_stream(canary_key(), self.seed)
         size = (self.canaries.numel(),)
-        return torch.randint(self.dataset.num_classes, size, generator=stream, device=stream.device)
+        choice = torch.randint(self.canary_candidates.shape[1], size, generator=stream, device=stream.device)
+        return self.canary_candidates.gather(1, choice[:, None].to(self.canary_candidates.device)).flatten()
+
+    @property
+    def canary_candidates(self) -> torch.Tensor:
+        """Per canary, the classes its label is drawn from uniformly (public; canaries x C): every class, or its pair.
+        C is the canary audit's number of classes (``empirical_epsilon``'s C; 2 for pairs)."""
+        if self.canary_pairs is not None:
+            return self.canary_pairs
+        return torch.arange(self.dataset.num_classes).expand(self.canaries.numel(), -1)
 
     @property
     def canary_key(self) -> str:
@@ -125,8 +138,17 @@ def build_scenario(
     trained_on = labeled if not active_labels_local else aligned
     pool = trained_on[~torch.isin(trained_on, torch.cat([canaries, held_out]))]
     known = _draw_aux_features(pool, n_aligned, partition.aux_features, generator(seed, "partition:aux-features"))
+    pairs = (_draw_pairs(canaries.numel(), dataset.num_classes, generator(seed, "partition:canary-pairs"))
+             if partition.canary_labels == "pair" else None)
     return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local,
-                    canaries=canaries, validation=held_out, aux_features=known, seed=seed)
+                    canaries=canaries, validation=held_out, aux_features=known, seed=seed, canary_pairs=pairs)
+
+
+def _draw_pairs(count: int, classes: int, g: torch.Generator) -> torch.Tensor:
+    """``count`` pairs of distinct classes (count x 2), uniform over the ordered pairs, from the public stream ``g``."""
+    first = torch.randint(classes, (count,), generator=g, device=g.device)
+    second = (first + torch.randint(1, classes, (count,), generator=g, device=g.device)) % classes
+    return torch.stack([first, second], dim=1)
 
 
 #: The share of the aligned training samples a feature adversary knows by default (VFLAIR's ``need_auxiliary``: 10%).

@@ -90,7 +90,7 @@ def run_attack(a: AttackPlan, fed: Federation, scenario: Scenario, encoder, reco
     if bool(canary.any()) and "train" in inferences:
         positions = canary.nonzero().flatten()
         labels = _canary_labels(scenario, view.target_ids["train"].cpu()[positions])
-        score_canaries(record, inferences["train"], positions, labels, classes=fed.num_classes, delta=delta,
+        score_canaries(record, inferences["train"], positions, labels, classes=record.canary_classes, delta=delta,
                        prior=prior["train"][positions] if prior is not None else None)
 
 

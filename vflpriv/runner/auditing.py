@@ -11,6 +11,8 @@ import torch
 
 
 from vflpriv.common.empirical_epsilon import menu_lower
+from vflpriv.common.fdp_one_run import gdp_epsilon
+from vflpriv.common.fdp_one_run import menu_lower as fdp_lower
 from vflpriv.common.errors import IncompatibleError
 from vflpriv.config.registry import AUDITORS, DEFENSES
 from vflpriv.config.schema import TrainingConfig
@@ -72,7 +74,8 @@ def bind_auditor(auditor: Any, defense: Any, fed: Federation, scenario: Scenario
     with the canaries' hidden, and the canaries' ids."""
     labels = fed.active.labels.clone()
     labels[scenario.canaries.to(labels.device)] = -1
-    auditor.bind(defense, labels=labels, canaries=scenario.canaries, classes=fed.num_classes)
+    auditor.bind(defense, labels=labels, canaries=scenario.canaries, classes=fed.num_classes,
+                 candidates=scenario.canary_candidates.to(labels.device))
 
 
 def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: Scenario, *, delta: float) -> None:
@@ -85,9 +88,13 @@ def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: S
                                                    "certifies nothing here"]))
         return
     counts = menu_counts(guess == scenario.canary_labels, confidence)
-    classes, planted = scenario.dataset.num_classes, int(scenario.canaries.numel())
+    classes, planted = int(scenario.canary_candidates.shape[1]), int(scenario.canaries.numel())
     bound, kept = menu_lower(counts, canaries=planted, classes=classes, delta=delta)
     right = next(r for g, r in counts if g == kept)
+    fdp = fdp_lower(counts, canaries=planted, delta=delta) if classes == 2 else None
     for record in records:
         record.auditor, record.auditor_counts = name, json.dumps(counts)
         record.auditor_guesses, record.auditor_accuracy, record.auditor_epsilon_lower = kept, right / kept, bound
+        if fdp is not None:
+            record.auditor_epsilon_fdp, record.auditor_mu_lower = fdp[0], fdp[1]
+            record.auditor_epsilon_gdp_estimate = gdp_epsilon(fdp[1], delta)

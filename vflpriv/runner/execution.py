@@ -151,6 +151,7 @@ def _execute(p: Plan) -> list[RunRecord]:
             record.epsilon_features_delta = sum(d for _, d in features)
         record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
         record.canary_key = p.scenario.canary_key
+        record.canary_classes = int(p.scenario.canary_candidates.shape[1]) if record.canaries else 0
         record.utility_curve = json.dumps(result.curve) if result.curve else ""
         record.utility_val, record.utility_optimistic = result.utility_val, result.utility_optimistic
         if a.not_applicable:  # no federation to attack; the adversary's prior is still what it knows alone

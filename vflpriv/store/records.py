@@ -79,6 +79,9 @@ class RunRecord:
     canary_prior_accuracy: float = float("nan")
     #: The fingerprint of the canary key the canaries' labels were drawn with (``vflpriv.store.secrets``; '' without).
     canary_key: str = ""
+    #: How many classes each canary's label is drawn from (the canary audit's C: every class, or 2 with
+    #: ``partition.canary_labels: pair``); 0 in records written before it (read as ``num_classes``).
+    canary_classes: int = 0
     #: The one-sided 95% lower bound on the training's label-DP epsilon these guesses certify, at delta
     #: ``epsilon_lower_delta`` (the DP defense's delta, else 0): vflpriv.common.empirical_epsilon.
     epsilon_lower: float = float("nan")
@@ -91,6 +94,12 @@ class RunRecord:
     auditor_guesses: int = 0
     auditor_accuracy: float = float("nan")
     auditor_epsilon_lower: float = float("nan")
+    #: Binary canaries only (``canary_classes`` 2): the auditor's f-DP one-run bounds (``vflpriv.common.fdp_one_run``):
+    #: a proven lower bound on epsilon at the claim's delta (against f_{eps,delta}), a proven lower bound on mu
+    #: (against mu-GDP), and the epsilon at delta of that mu, an estimate under the Gaussian-curve assumption.
+    auditor_epsilon_fdp: float = float("nan")
+    auditor_mu_lower: float = float("nan")
+    auditor_epsilon_gdp_estimate: float = float("nan")
     comm_mb: float = 0.0
     comm_messages: int = 0
     comm_mb_pretrain: float = 0.0

@@ -179,7 +179,7 @@ def canaries_for_claims(cfg: AuditConfig) -> int:
     claims = _audit_claims(cfg)
     if not claims:
         return 0
-    classes = plan_training(cfg.training()).scenario.dataset.num_classes
+    classes = 2 if cfg.partition.canary_labels == "pair" else plan_training(cfg.training()).scenario.dataset.num_classes
     attacks = len(cfg.audit.attacks or ATTACKS.names())
     pooled = [canaries_needed(eps, classes=classes, attacks=attacks, delta=delta) for eps, delta in claims]
     return -(-max(pooled) // len(cfg.seeds))

@@ -1,0 +1,127 @@
+"""Pair canaries (``partition.canary_labels: pair``) and gradient-lrt's two-candidate crafted rows: each canary's two
+candidate gradients are antipodal at the clipping bound, every bound uses C = 2 (chance accuracy certifies nothing),
+the f-DP bounds hold a correct claim and reject a broken one, and a bad value is one ``error:`` line. That the
+auditor never reads the pair canaries' labels is ``test_auditor_crafted.py``'s test, run with pairs too."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import vflpriv.auditors.gradient_lrt as gradient_lrt
+from vflpriv.cli import app
+from vflpriv.config.registry import DEFENSES
+from vflpriv.config.schema import RunConfig
+from vflpriv.defenses.dp_gaussian import GaussianDP
+from vflpriv.runner.execution import run, train
+from vflpriv.runner.planning import plan
+
+
+class TenfoldTooLittleNoise(GaussianDP):
+    """A broken dp-gaussian: its noise is 10x smaller than its accountant assumes."""
+
+    def _noise(self, shape, device):
+        return super()._noise(shape, device) / 10
+
+
+DEFENSES.register("dp-gaussian-broken-for-pair-tests", TenfoldTooLittleNoise)
+
+
+def _config(defense: str = "dp-gaussian", *, canaries: int = 300, strength: float | None = None,
+            inputs: str = "crafted") -> RunConfig:
+    options = {} if strength is not None else {"target_epsilon": 2.0}
+    return RunConfig.model_validate({
+        "partition": {"labeled": 400, "aux": 40, "canaries": canaries, "aligned_fraction": 0.5,
+                      "canary_labels": "pair"},
+        "model": {"hidden": 32, "out_dim": 16},
+        "finetune": {"epochs": 3, "batch_size": 32, "auditor": "gradient-lrt",
+                     "auditor_options": {"canary_inputs": inputs}},
+        "attack": {"name": "gc", "prior": "none"},
+        "defenses": [{"name": defense, "strength": strength, "sweep": True, "options": options}]})
+
+
+def test_pair_canaries_draw_their_label_from_their_public_pair():
+    p = plan(_config(canaries=100))
+    pairs, labels = p.scenario.canary_pairs, p.scenario.canary_labels
+    assert pairs.shape == (100, 2) and bool((pairs[:, 0] != pairs[:, 1]).all())
+    assert bool(((labels == pairs[:, 0]) | (labels == pairs[:, 1])).all())
+    assert 20 < int((labels == pairs[:, 0]).sum()) < 80  # the bit is drawn, not the pair's first class
+
+
+def test_two_candidate_crafted_rows_give_antipodal_clipped_gradients_of_norm_c(monkeypatch):
+    """The auditor's per-canary candidates (what dp-gaussian computes for each label of the pair: the joint gradient
+    of parameters and sent row, clipped to C = 1) satisfy v(a) = -v(b) and ||v|| = C at every exchange."""
+    seen, counts = [], []
+    joint_scale, audit_update = gradient_lrt.joint_scale, gradient_lrt.GradientLRT.audit_update
+
+    def spy_scale(grads, rows, *, clip):
+        scale = joint_scale(grads, rows, clip=clip)
+        parts = [g.flatten(1) for g in grads if g is not None] + list(rows.values())
+        seen.append((torch.cat(parts, dim=1) * scale[:, None]).detach())
+        return scale
+
+    def spy_update(self, update):
+        counts.append(int((self.canary[update.ids] >= 0).sum()))
+        return audit_update(self, update)
+
+    monkeypatch.setattr(gradient_lrt, "joint_scale", spy_scale)
+    monkeypatch.setattr(gradient_lrt.GradientLRT, "audit_update", spy_update)
+    train(plan(_config(canaries=100)))
+    joint = torch.cat([v[v.shape[0] - 2 * k:].view(k, 2, -1) for v, k in zip(seen, [c for c in counts if c])])
+    assert joint.shape[0] == 3 * 100  # each canary once per epoch
+    torch.testing.assert_close(joint.norm(dim=-1), torch.ones(300, 2), atol=1e-4, rtol=0)
+    assert float((joint[:, 0] + joint[:, 1]).norm(dim=-1).max()) < 1e-4  # antipodal: 2C apart
+
+
+def test_at_huge_noise_pair_canaries_are_guessed_at_chance_and_certify_nothing():
+    """Half its guesses right is chance for a pair: every bound (Steinke's at C = 2, the f-DP ones) is about 0; scored
+    as ten-class canaries the same guesses would certify about 2 (measured 1.96)."""
+    (quiet,) = run(_config(strength=1e4))
+    assert quiet.status == "ok" and quiet.canary_classes == 2
+    assert 0.35 < quiet.auditor_accuracy < 0.65
+    assert quiet.auditor_epsilon_lower < 0.2 and quiet.auditor_epsilon_fdp < 0.2 and quiet.auditor_mu_lower < 0.1
+
+
+def test_the_audit_report_s_auditor_line_names_the_options_and_the_game_it_ran_with():
+    """audit.md's auditor line says which canaries the bound rests on (crafted, pair) and gives the f-DP bounds, the
+    GDP epsilon labelled as an estimate."""
+    import pandas as pd
+
+    from vflpriv.reports.canaries import canary_summary
+
+    (record,) = run(_config(strength=1e4, canaries=60))
+    (audited,) = canary_summary(pd.DataFrame([record.to_dict()]))["auditor"]
+    assert "auditor gradient-lrt (canary_inputs: crafted; canary_labels: pair; white box" in audited["line"]
+    assert "f-DP one run: epsilon >= " in audited["line"] and "(an estimate, not a bound)" in audited["line"]
+
+
+def test_the_f_dp_bounds_hold_a_correct_claim_and_reject_a_broken_one():
+    """Claim 2 (3 epochs, 300 pair canaries): the f-DP epsilon bound stays below the claim and the mu bound below
+    dp-gaussian's exact GDP mu = 2 sqrt(3) / sigma; with 10x too little noise both exceed them."""
+    (right,), (broken,) = run(_config()), run(_config("dp-gaussian-broken-for-pair-tests"))
+    mu = 2 * 3 ** 0.5 / right.strength
+    assert right.epsilon == broken.epsilon == pytest.approx(2.0, rel=0.01)
+    assert right.auditor_epsilon_fdp <= right.epsilon < broken.auditor_epsilon_fdp
+    assert right.auditor_mu_lower <= mu < broken.auditor_mu_lower
+
+
+def test_an_unknown_canary_labels_value_is_one_error_line(tmp_path):
+    result = CliRunner().invoke(app, ["evaluate", "--set", "partition.canary_labels=triple", "--set",
+                                      "partition.canaries=10", "--out", str(tmp_path / "out")])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].startswith("error: ") and "partition.canary_labels" in lines[0]
+    assert "'uniform'" in lines[0] and "'pair'" in lines[0] and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_claim_no_count_of_binary_canaries_can_test_is_said_so_not_a_crash():
+    """Binary canaries at delta 1e-5: Steinke et al.'s delta term grows with the canaries, so their cap peaks (about
+    6.8) below a claim of 8; the report's line says so at once instead of raising (it did, on the pair record's claim
+    8, after a minute of doubling to a million canaries)."""
+    from vflpriv.reports.canaries import _claim
+
+    row = {"epsilon_claimed": 7.99, "epsilon_claimed_delta": 1e-5, "testable": False, "classes": 2,
+           "planned_attacks": 1, "canaries": 990, "cap": 5.36, "cap_at_claim": 5.36}
+    assert "no count of canaries can test a claim of 7.99: their cap peaks below it (at 6.8" in _claim(row)

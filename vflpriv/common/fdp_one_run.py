@@ -1,0 +1,156 @@
+"""An empirical lower bound from binary canaries by f-DP auditing in one run (Mahloujifar, Melis & Chaudhuri 2024,
+"Auditing f-Differential Privacy in One Run", arXiv 2410.22235, ICML 2025). It tests a whole trade-off curve: against
+the (epsilon, delta) curve it certifies about what Steinke et al.'s test does (the same with every guess right at
+delta 0, without their delta * m term, a few percent lower with abstention); against a Gaussian (GDP) curve it
+certifies a mu, which tests the mechanism's whole profile where a point (epsilon, delta) test cannot.
+
+The game. m canaries, each with a secret bit drawn uniformly and independently (here: a canary's label is one of a
+public pair of classes); one run of the mechanism; the adversary sees the output and makes k guesses of bits (it
+abstains on the others); T of them are right. The neighbouring relation is the mechanism's (label DP: one canary's
+label changed, a <-> b); the hypothesis H0 is "the mechanism is f-DP" for a symmetric trade-off function f.
+
+The theorem (their one-run bound for f-DP in the guessing game, the recursion over the masses of right and wrong
+guesses r and h; stated here as implemented, without their equation numbers, which we could not check). Write
+fbar(x) = 1 - f(x) and fbar^-1(r) = min {x : fbar(x) >= r}. Start from r = alpha v / m, h = alpha (k - v) / m and for
+i = v - 1, ..., 0 set h' = max(h, fbar^-1(r)), r = min(1, r + i / (k - i) (h' - h)), h = h'. If r + h > k / m at the
+end, then under H0 P[T >= v] <= alpha: H0 is rejected at level alpha by v right of k guesses.
+
+The argument (ours, in their terms). (1) Per canary j, fix every other bit: a guess of bit j made on an event that is
+a post-processing of the output (and of the other bits, which are fixed) is a test of S_j = 0 against S_j = 1, so its
+rates obey f: averaging over the uniform bit and using the concavity of fbar, P[right] <= fbar(P[wrong]). (2) The
+events "the guess of j is made and T_{-j} >= i - 1" are such post-processings (T_{-j}, the right guesses of the other
+canaries, is a function of the output and the other bits). When the guess of j is right T = T_{-j} + 1, when wrong
+T = T_{-j}; so summing (1) over the canaries, r_i <= fbar(h_{i-1}) with r_i = E[T 1{T >= i}] / m and
+h_i = E[(k - T) 1{T >= i}] / m (fbar is concave, so the average of the canaries' bounds is below fbar of the
+average). (3) If P[T >= v] > alpha, the mass above v makes r_v and h_v at least the start values (the least total
+is when that mass sits at T = v); each level i below v must then hold enough wrong guesses to make h_i >= fbar^-1
+(r_{i+1}), and the least mass that does it sits at level i, adding i / (k - i) right guesses per wrong one: the
+recursion computes the least total r_0 + h_0 any such distribution of T can have (that putting the mass at T = v
+and each level's deficit at that level is the least is their lemma; checked here on small games: the recursion's
+smallest rejecting alpha equals the largest P[T >= v] that numerical optimisation finds over every distribution of T
+meeting (2)'s constraints). The total is
+E[T + (k - T)] / m = k / m, so a least total above it is impossible: P[T >= v] <= alpha. Checked here
+(``tests/audit/test_fdp_one_run.py``): on exact randomised response it rejects only where the binomial tail is <= alpha
+and within two counts of the exact test; on simulated exact Gaussian mechanisms it exceeds the true mu or epsilon in
+at most alpha of the runs; with every guess right and delta 0 it is Steinke et al.'s bound exactly. Assumptions: the
+bits are independent and uniform (drawn from the canary key's stream, never seen by the adversary), the guesses
+depend on the output only, k is fixed before the guesses are scored (the menu, Bonferroni over its entries), f is
+symmetric (both families here are).
+
+What each family certifies (the project's rule: a proven bound, or an estimate, labelled):
+
+- f = f_{eps, delta} (the trade-off curve of (eps, delta)-DP, Dong, Roth & Su's f_{eps,delta}:
+  max(0, 1 - delta - e^eps x, e^-eps (1 - delta - x))): :func:`epsilon_lower` is the largest eps whose
+  (eps, delta)-DP is rejected, an assumption-free lower bound on the mechanism's epsilon at delta, comparable with
+  Steinke et al.'s (:mod:`vflpriv.common.empirical_epsilon`) and with any (eps, delta) claim.
+- f = G_mu (mu-Gaussian DP, Dong, Roth & Su 2019): :func:`mu_lower` is the largest mu whose mu-GDP is rejected, a
+  proven "not mu-GDP for any mu below it", comparable with a GDP claim (a Gaussian mechanism's exact one).
+  :func:`gdp_epsilon` of it is an empirical *estimate* of epsilon at delta: "not mu-GDP" does not imply "not
+  (eps(mu), delta)-DP", so it holds only under the assumption that the mechanism's curve is a Gaussian one.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+
+from vflpriv.common.empirical_epsilon import ALPHA, EPS_MAX
+from vflpriv.common.lazy import Lazy
+
+special = Lazy("scipy.special")  # imported at the first Gaussian curve (ndtr, ndtri: Phi and Phi^-1)
+
+#: The largest mu the bisection considers (mu-GDP with mu 40 is as good as no privacy at any count used here).
+MU_MAX = 40.0
+
+
+def inverse_eps_delta(epsilon: float, delta: float) -> Callable[[float], float]:
+    """fbar^-1 for f_{eps, delta}: the fewest wrong guesses (as a rate) an (eps, delta)-DP test needs for ``r`` right:
+    max(0, (r - delta) e^-eps, 1 - delta - e^eps (1 - r))."""
+    def inverse(r: float) -> float:
+        return max(0.0, (r - delta) * math.exp(-epsilon), 1.0 - delta - math.exp(epsilon) * (1.0 - r))
+    return inverse
+
+
+def inverse_gdp(mu: float) -> Callable[[float], float]:
+    """fbar^-1 for G_mu: Phi(Phi^-1(r) - mu)."""
+    def inverse(r: float) -> float:
+        return 0.0 if r <= 0 else 1.0 if r >= 1 else float(special.ndtr(special.ndtri(r) - mu))
+    return inverse
+
+
+def rejects(inverse: Callable[[float], float], *, guesses: int, right: int, canaries: int,
+            alpha: float = ALPHA) -> bool:
+    """Whether ``right`` of ``guesses`` guesses (of ``canaries`` binary canaries) reject "f-DP" at level ``alpha``, f
+    given by its ``inverse`` fbar^-1 (the module's recursion)."""
+    if not 0 <= right <= guesses <= canaries:
+        raise ValueError(f"need 0 <= right <= guesses <= canaries, got {right}, {guesses}, {canaries}")
+    if right == 0:
+        return False
+    r, h = alpha * right / canaries, alpha * (guesses - right) / canaries
+    for i in range(right - 1, -1, -1):
+        lifted = max(h, inverse(r))
+        if lifted == h:  # no level below needs more wrong guesses: r and h stay
+            break
+        r, h = min(1.0, r + i / (guesses - i) * (lifted - h)), lifted
+    return r + h > guesses / canaries
+
+
+def _largest(rejected: Callable[[float], bool], high: float) -> float:
+    """The largest parameter in [0, high] that ``rejected`` (monotone: true below a point) holds for, by bisection."""
+    if not rejected(0.0):
+        return 0.0
+    if rejected(high):
+        return high
+    low = 0.0
+    for _ in range(50):
+        mid = (low + high) / 2
+        low, high = (mid, high) if rejected(mid) else (low, mid)
+    return low
+
+
+@functools.lru_cache(maxsize=4096)
+def epsilon_lower(*, guesses: int, right: int, canaries: int, delta: float, alpha: float = ALPHA) -> float:
+    """The largest epsilon whose (epsilon, delta)-DP the counts reject at ``alpha`` (0 where none is): a proven lower
+    bound at ``delta``."""
+    return _largest(lambda eps: rejects(inverse_eps_delta(eps, delta), guesses=guesses, right=right,
+                                        canaries=canaries, alpha=alpha), EPS_MAX)
+
+
+@functools.lru_cache(maxsize=4096)
+def mu_lower(*, guesses: int, right: int, canaries: int, alpha: float = ALPHA) -> float:
+    """The largest mu whose mu-GDP the counts reject at ``alpha`` (0 where none is)."""
+    return _largest(lambda mu: rejects(inverse_gdp(mu), guesses=guesses, right=right, canaries=canaries,
+                                       alpha=alpha), MU_MAX)
+
+
+def gdp_delta(mu: float, epsilon: float) -> float:
+    """delta(eps) of mu-GDP (Dong, Roth & Su 2019, Corollary 2.13): Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+    if mu <= 0:
+        return 0.0
+    return float(special.ndtr(-epsilon / mu + mu / 2) - math.exp(epsilon) * special.ndtr(-epsilon / mu - mu / 2))
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """The epsilon at ``delta`` of mu-GDP (0 where delta(0) <= ``delta``): for a measured mu, an estimate under the
+    Gaussian-curve assumption, never a bound."""
+    if gdp_delta(mu, 0.0) <= delta:
+        return 0.0
+    low, high = 0.0, EPS_MAX
+    for _ in range(60):  # delta(eps) falls with eps
+        mid = (low + high) / 2
+        low, high = (mid, high) if gdp_delta(mu, mid) > delta else (low, mid)
+    return high
+
+
+def menu_lower(counts: Sequence[Sequence[int]], *, canaries: int, delta: float, alpha: float = ALPHA
+               ) -> tuple[float, float, int]:
+    """Over a menu of (kept guesses, right) counts fixed before scoring, each at alpha / len(counts) (Bonferroni):
+    (the best epsilon lower bound at ``delta``, the best mu lower bound, the guesses of the epsilon's entry)."""
+    level = alpha / max(len(counts), 1)
+    best, mu = (0.0, 0), 0.0
+    for guesses, right in counts:
+        bound = epsilon_lower(guesses=int(guesses), right=int(right), canaries=canaries, delta=delta, alpha=level)
+        best = max(best, (bound, int(guesses)))
+        mu = max(mu, mu_lower(guesses=int(guesses), right=int(right), canaries=canaries, alpha=level))
+    return best[0], mu, best[1]
