@@ -5,6 +5,7 @@ time for functions a command may never call."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 
@@ -19,3 +20,14 @@ class Lazy:
             target = importlib.import_module(self._module)
             self._target = getattr(target, self._attr) if self._attr else target
         return getattr(self._target, name)
+
+
+def importing(*modules: str) -> Callable[[], None]:
+    """A callable that imports ``modules``: a run's ``prepare`` (``run_into_store``) imports its report's modules
+    while the workers finish the last trainings, so the report after them does not wait for its imports."""
+
+    def prepare() -> None:
+        for module in modules:
+            importlib.import_module(module)
+
+    return prepare

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from rich.console import Console
 
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError, IncompatibleError, Interrupted
+from vflpriv.common.lazy import importing
 from vflpriv.common.progress import RunProgress
 from vflpriv.config.registry import METHODS
 from vflpriv.config.schema import RunConfig, TrainingConfig, dataset_partition_defaults
@@ -133,17 +133,6 @@ def run_into_store(
 #: What a sweep's report imports (pandas, matplotlib, the tables and plots).
 REPORT_MODULES = ("vflpriv.reports.paper_tables", "vflpriv.reports.plots", "vflpriv.reports.tables",
                   "vflpriv.tradeoff.cap", "vflpriv.tradeoff.variants")
-
-
-def importing(*modules: str) -> Callable[[], None]:
-    """A ``prepare`` for :func:`run_into_store`: ``modules`` imported while the workers finish the last trainings,
-    so the report after them does not wait for its imports."""
-
-    def prepare() -> None:
-        for module in modules:
-            importlib.import_module(module)
-
-    return prepare
 
 
 def stored_keys(store_path: Path) -> set[str]:
