@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 
 from vflpriv.common.empirical_epsilon import menu_lower
-from vflpriv.common.fdp_one_run import gdp_epsilon
-from vflpriv.common.fdp_one_run import menu_lower as fdp_lower
+from vflpriv.common.fdp_one_run import binary_bounds
 from vflpriv.tradeoff.epsilon import GROUP, canary_classes, claim_test, holm, pooled_counts
 
 
@@ -44,8 +43,8 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
                "testable": False, "rejected": False, "classes": classes}
         row["auditor_options"] = _options(setting)
         if classes == 2:  # binary canaries: the f-DP one-run bounds too (vflpriv.common.fdp_one_run)
-            eps_fdp, mu, _ = fdp_lower(counts, canaries=canaries, delta=delta)
-            row |= {"epsilon_fdp": eps_fdp, "mu_lower": mu, "epsilon_gdp_estimate": gdp_epsilon(mu, delta)}
+            fdp = binary_bounds(counts, canaries=canaries, delta=delta)
+            row |= {"epsilon_fdp": fdp.epsilon, "mu_lower": fdp.mu, "epsilon_gdp_estimate": fdp.epsilon_gdp_estimate}
         if np.isfinite(claimed):
             test = claim_test({str(key[-1]): (counts, canaries)}, planned=1, classes=classes, claim=claimed,
                               delta=delta)

@@ -125,3 +125,17 @@ def test_a_claim_no_count_of_binary_canaries_can_test_is_said_so_not_a_crash():
     row = {"epsilon_claimed": 7.99, "epsilon_claimed_delta": 1e-5, "testable": False, "classes": 2,
            "planned_attacks": 1, "canaries": 990, "cap": 5.36, "cap_at_claim": 5.36}
     assert "no count of canaries can test a claim of 7.99: their cap peaks below it (at 6.8" in _claim(row)
+
+
+def test_an_auditor_line_of_ten_class_canaries_beside_pair_ones_gives_no_f_dp_bounds():
+    """In a table with pair and ten-class settings the ten-class rows hold NaN for the f-DP columns: their line must
+    not print them ("epsilon >= nan")."""
+    from vflpriv.reports.canaries import _auditor_line
+
+    row = {"defense": "dp-gaussian", "axis": "sigma", "strength": 1.0, "phase": "finetune", "auditor": "gradient-lrt",
+           "epsilon_lower": 0.1, "delta": 1e-5, "canaries": 30, "seeds": 1, "canary_guesses": 30,
+           "canary_accuracy": 0.2, "mu_lower": float("nan"), "epsilon_fdp": float("nan"),
+           "epsilon_gdp_estimate": float("nan")}
+    assert "f-DP" not in _auditor_line(row)
+    assert "f-DP one run: epsilon >= 0.30" in _auditor_line(row | {"mu_lower": 0.2, "epsilon_fdp": 0.3,
+                                                                    "epsilon_gdp_estimate": 0.4})

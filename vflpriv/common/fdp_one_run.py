@@ -54,6 +54,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from vflpriv.common.empirical_epsilon import ALPHA, EPS_MAX
 from vflpriv.common.lazy import Lazy
@@ -154,3 +155,19 @@ def menu_lower(counts: Sequence[Sequence[int]], *, canaries: int, delta: float, 
         best = max(best, (bound, int(guesses)))
         mu = max(mu, mu_lower(guesses=int(guesses), right=int(right), canaries=canaries, alpha=level))
     return best[0], mu, best[1]
+
+
+class BinaryBounds(NamedTuple):
+    """What binary canaries' menu of counts certifies: epsilon at delta (proven), mu (proven "not mu-GDP below it")
+    and the epsilon at delta of that mu (an estimate under the Gaussian-curve assumption)."""
+
+    epsilon: float
+    mu: float
+    epsilon_gdp_estimate: float
+
+
+def binary_bounds(counts: Sequence[Sequence[int]], *, canaries: int, delta: float, alpha: float = ALPHA
+                  ) -> BinaryBounds:
+    """:func:`menu_lower`'s two bounds and :func:`gdp_epsilon` of its mu, as the records and the reports carry them."""
+    epsilon, mu, _ = menu_lower(counts, canaries=canaries, delta=delta, alpha=alpha)
+    return BinaryBounds(epsilon, mu, gdp_epsilon(mu, delta))
