@@ -18,7 +18,7 @@ import torch
 
 from vflpriv.common.errors import CacheError
 from vflpriv.config.registry import DATASETS
-from vflpriv.config.schema import DatasetConfig, config_hash
+from vflpriv.config.schema import DatasetConfig, TrainingConfig, config_hash
 from vflpriv.data import bundled
 from vflpriv.data.base import VerticalDataset
 from vflpriv.store import cache
@@ -65,3 +65,21 @@ def _read(path: Path) -> VerticalDataset:
 def load_dataset(config: DatasetConfig, *, parties: int) -> VerticalDataset:
     """The dataset named in ``config``, split for ``parties`` parties (cached: sweeps load it once)."""
     return _load(config.name, parties, config.root, config.max_samples)
+
+
+def data_fingerprint(config: DatasetConfig, *, parties: int) -> str:
+    """What every cached state and stored record derived from the dataset names its data by: '' for a bundled dataset
+    read from the file vflpriv pins (``bundled.PINNED``: its tensors are then a function of the loader's code, which
+    the caches' keys hold, and of the arguments, which every key holds), else the loaded tensors' SHA-256
+    (``VerticalDataset.digest``). '' is what records written before the fingerprint read as, so their stores resume
+    where the data is the pinned file and recompute where it is anything else."""
+    name_in_package = getattr(DATASETS.get(config.name), "bundled_as", None)
+    if name_in_package is not None and config.root is None and bundled.digest(name_in_package) == bundled.PINNED.get(
+            name_in_package):
+        return ""
+    return load_dataset(config, parties=parties).digest
+
+
+def data_of(config: TrainingConfig) -> str:
+    """:func:`data_fingerprint` of a training's dataset, as its parties split it."""
+    return data_fingerprint(config.dataset, parties=config.partition.parties)

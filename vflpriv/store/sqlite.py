@@ -140,6 +140,24 @@ class Store:
         self.forget([key for key, _ in damaged])
         return damaged
 
+    def drop_other_data(self, expected: dict[str, str]) -> list[tuple[str, str]]:
+        """Delete each stored record of ``expected``'s keys whose data fingerprint (``RunRecord.data_fingerprint``) is
+        not the one given for its key (so the sweep recomputes it on this data, rather than resume a result of other
+        data); returns (key, what it was computed on) for each one deleted. Call after :meth:`drop_damaged`."""
+        keys, other = list(expected), []
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            with self._lock:
+                rows = self._db.execute(f"SELECT key, record FROM runs WHERE key IN ({','.join('?' * len(chunk))})",
+                                        chunk).fetchall()
+            for key, text in rows:
+                found = RunRecord.from_json(text).data_fingerprint
+                if found != expected[key]:
+                    other.append((key, f"computed on data {found[:16] or 'as bundled'}, this data is "
+                                       f"{expected[key][:16] or 'as bundled'}"))
+        self.forget([key for key, _ in other])
+        return other
+
     def settled(self, keys: list[str], *, since: float) -> set[str]:
         """Keys whose record is final (``ok``, ``n/a``), or was written (by any sweep) at or after ``since``."""
         out: set[str] = set()
