@@ -49,7 +49,8 @@ def digits_file(tmp_path, monkeypatch):
             with gzip.open(shipped("digits"), "rt") as f:
                 rows = [r.split(",") for r in f.read().splitlines()]
             path = tmp_path / f"digits-{change}.csv.gz"
-            path.write_bytes(gzip.compress("\n".join(",".join([str(change)] * 64 + [r[-1]]) for r in rows).encode()))
+            path.write_bytes(gzip.compress("\n".join(",".join([str(change)] * 64 + [r[-1]]) for r in rows).encode(),
+                                           mtime=0))  # the same bytes whenever it is written
             monkeypatch.setattr(bundled, "data_file", lambda name: path)
         _as_new_process()
 
@@ -150,3 +151,37 @@ def test_the_digest_changes_with_any_value_dtype_or_shape():
     assert dataset(x.t().contiguous().t()).digest == base  # non-contiguous storage, same tensor
     assert dataset(x, torch.tensor([1, 0])).digest != base
     assert dataclasses.replace(dataset(x), name="e").digest != base
+
+
+def test_a_loader_naming_its_files_is_fingerprinted_by_them(tmp_path):
+    """A loader with ``files_read`` is named by those files' digest (cheaper than its tensors'): a changed file is
+    another fingerprint, the same bytes the same one."""
+    import numpy as np
+
+    from vflpriv.config.registry import DATASETS
+    from vflpriv.config.schema import DatasetConfig
+    from vflpriv.data.base import PartySpec, VerticalDataset
+
+    def toy(*, parties=2, root=None, max_samples=None, seed=0):
+        x = torch.from_numpy(np.load(root / "x.npy"))
+        y = torch.arange(len(x)) % 2
+        return VerticalDataset("toy", (x[:, :2], x[:, 2:]), y, (x[:, :2], x[:, 2:]), y, 2,
+                               (PartySpec("tabular", (2,)), PartySpec("tabular", (2,))))
+
+    toy.files_read = lambda root: [root / "x.npy"]
+    DATASETS.register("toy-files", toy)
+    config = DatasetConfig(name="toy-files", root=tmp_path)
+
+    def fingerprint(values):
+        np.save(tmp_path / "x.npy", np.asarray(values, dtype=np.float32))
+        load._load.cache_clear()
+        return load.data_fingerprint(config, parties=2)
+
+    first = fingerprint([[0, 1, 2, 3], [4, 5, 6, 7]])
+    assert first == "files:" + load.files_digest([tmp_path / "x.npy"])
+    assert fingerprint([[0, 1, 2, 3], [4, 5, 6, 8]]) != first
+    assert fingerprint([[0, 1, 2, 3], [4, 5, 6, 7]]) == first
+    del toy.files_read  # the same loader without it: named by its tensors
+    load._load.cache_clear()
+    assert load.data_fingerprint(config, parties=2) == load.load_dataset(config, parties=2).digest
+    load._load.cache_clear()
