@@ -121,6 +121,13 @@ class AuditConfig(TrainingConfig):
         return {**data, "audit": {"tune": False, **audit},
                 "seeds": quick_seeds(seeds, given=given) if isinstance(seeds, list) else seeds}
 
+    def training(self) -> TrainingConfig:
+        """The audited training without canaries: ``partition.canary_labels`` is applied where the audit plants them
+        (``vflpriv.workflows.audit``), and a training without canaries draws none."""
+        training = super().training()
+        return training.model_copy(update={"partition": training.partition.model_copy(
+            update={"canary_labels": "uniform"})})
+
     @model_validator(mode="after")
     def _no_repeats(self) -> AuditConfig:
         check_runs_per_gpu(self)
