@@ -24,6 +24,20 @@ REFUSED = [
     (["--defense", "iso", "--set", "finetune.epochs=true"], "finetune.epochs: got true/false"),
     # canary labels that no canary reads
     (["--set", "partition.canary_labels=pair"], "partition.canary_labels=pair is set but partition.canaries is 0"),
+    # known samples a feature attack cannot learn from (it failed after the training), or that leave no target
+    (["--attack", "fi-decoder", "--set", "partition.aux_features=1"], "at least 2 known samples; use 2 to 199"),
+    (["--attack", "grn", "--set", "partition.aux_features=200"], "leaving none to attack; use at most 199"),
+]
+
+AUDIT_REFUSED = [
+    (["--set", "audit.feature_adversaries=[]"], "audit.feature_adversaries is empty, so the feature attacks"),
+    (["--set", "audit.feature_adversaries=[active,active]"], "audit.feature_adversaries repeat: active"),
+    (["--set", "audit.feature_defended=[bogus]"], "audit.feature_defended names bogus, not a feature attack of this "
+                                                  "audit; its feature attacks: fi-decoder, fi-inversion, grn"),
+    (["--set", "audit.feature_defended=[mc]"], "audit.feature_defended names mc, not a feature attack"),
+    (["--attacks", "fi-decoder", "--set", "audit.feature_defended=[grn]"], "its feature attacks: fi-decoder"),
+    (["--set", "audit.auditor=none", "--set", "audit.auditor_options.canary_inputs=crafted"],
+     "audit.auditor_options is set but audit.auditor is none"),
 ]
 
 
@@ -35,6 +49,22 @@ def test_evaluate_refuses_in_planning(args, needle, tmp_path, monkeypatch):
         result = CliRunner().invoke(app, ["evaluate", *args, "--out", str(tmp_path / "out"), "--dry-run"])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, needle)
+
+
+@pytest.mark.parametrize(("args", "needle"), AUDIT_REFUSED, ids=[" ".join(a)[:60] for a, _ in AUDIT_REFUSED])
+def test_audit_refuses_in_planning(args, needle, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--quick", *args, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)
+
+
+def test_the_default_feature_defended_needs_no_feature_attack_in_the_audit(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--quick", "--attacks", "mc", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "judged under none" not in result.output  # the default battery's feature defenses: expected, not listed
 
 
 def test_a_bool_is_still_a_bool():

@@ -315,8 +315,9 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     if _paired(p):
                         paired = True
                         runs += [_run(audited, attack, dc, s) for dc in defended for s in cfg.seeds]
-                if not paired and not any(s.defense == d.name and s.phase == phase for s in skipped):
-                    # a defense none of the attacks is judged under: said, not silently dropped
+                named = cfg.audit.defenses is not None  # the default battery's defenses of the other secret are not
+                if named and not paired and not any(s.defense == d.name and s.phase == phase for s in skipped):
+                    # a defense the user named that none of the attacks is judged under: said, not silently dropped
                     skipped.append(Inapplicable("*", d.name, phase, _unpaired(d.name, applicable, phase)))
     return runs, skipped
 
