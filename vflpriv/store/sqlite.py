@@ -130,31 +130,29 @@ class Store:
     def drop_damaged(self, keys: list[str]) -> list[tuple[str, str]]:
         """Verify the stored records of ``keys`` and delete each that does not check out (so the sweep
         recomputes it); returns (key, what was wrong) for each one deleted."""
-        damaged = []
+        damaged = [(key, problem) for key, text in self._stored(keys) if (problem := _problem(key, text))]
+        self.forget([key for key, _ in damaged])
+        return damaged
+
+    def _stored(self, keys: list[str]) -> Iterator[tuple[str, str]]:
+        """(key, record text) of each of ``keys`` the store holds, read 500 keys at a time."""
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
             with self._lock:
                 rows = self._db.execute(f"SELECT key, record FROM runs WHERE key IN ({','.join('?' * len(chunk))})",
                                         chunk).fetchall()
-            damaged += [(key, problem) for key, text in rows if (problem := _problem(key, text))]
-        self.forget([key for key, _ in damaged])
-        return damaged
+            yield from rows  # outside the lock: a sweep's helper thread may commit meanwhile
 
     def drop_other_data(self, expected: dict[str, str]) -> list[tuple[str, str]]:
         """Delete each stored record of ``expected``'s keys whose data fingerprint (``RunRecord.data_fingerprint``) is
         not the one given for its key (so the sweep recomputes it on this data, rather than resume a result of other
         data); returns (key, what it was computed on) for each one deleted. Call after :meth:`drop_damaged`."""
-        keys, other = list(expected), []
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            with self._lock:
-                rows = self._db.execute(f"SELECT key, record FROM runs WHERE key IN ({','.join('?' * len(chunk))})",
-                                        chunk).fetchall()
-            for key, text in rows:
-                found = RunRecord.from_json(text).data_fingerprint
-                if found != expected[key]:
-                    other.append((key, f"computed on data {found[:16] or 'as bundled'}, this data is "
-                                       f"{expected[key][:16] or 'as bundled'}"))
+        other = []
+        for key, text in self._stored(list(expected)):
+            found = RunRecord.from_json(text).data_fingerprint
+            if found != expected[key]:
+                other.append((key, f"computed on data {found[:16] or 'as bundled'}, this data is "
+                                   f"{expected[key][:16] or 'as bundled'}"))
         self.forget([key for key, _ in other])
         return other
 

@@ -158,7 +158,8 @@ def _check_feature_settings(a: AuditSettings) -> None:
     if features and not a.feature_adversaries:
         raise ValueError(f"audit.feature_adversaries is empty, so the feature attacks ({', '.join(features)}) would run "
                          "nowhere; name who runs them (active, server, passive), or leave them out of --attacks")
-    given = "feature_defended" in a.model_fields_set  # its default names fi-decoder, whatever --attacks says
+    # its default names fi-decoder whatever --attacks says (and a config dumped and read again holds the default)
+    given = a.feature_defended != type(a).model_fields["feature_defended"].get_default(call_default_factory=True)
     stray = [n for n in a.feature_defended if n not in features and (given or _secret(n) != "features")]
     if stray:
         raise ValueError(f"audit.feature_defended names {', '.join(stray)}, not a feature attack of this audit; its "
