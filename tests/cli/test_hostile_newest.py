@@ -127,3 +127,28 @@ def test_a_table_of_runs_on_different_data_warns(tmp_path):
         assert result.exit_code == 0, result.output
         warned = "the runs of digits were computed on 2 different data" in result.output
         assert warned == (name == "other"), result.output
+
+
+@pytest.mark.parametrize("labels", ["uniform", "pair"])
+def test_canaries_on_a_one_class_dataset_are_refused_in_planning(labels, tiny):
+    """A plugin's dataset of one class: a canary's label (of every class, or of a pair) would be no random draw."""
+    import dataclasses
+
+    from vflpriv.common.errors import IncompatibleError
+    from vflpriv.config.registry import DATASETS
+    from vflpriv.config.schema import DatasetConfig
+    from vflpriv.data.load import load_dataset
+    from vflpriv.runner.planning import plan
+
+    digits = load_dataset(DatasetConfig(), parties=2)
+
+    def one_class(*, parties=2, root=None, max_samples=None, seed=0):
+        return dataclasses.replace(digits, name="one-class", y_train=digits.y_train * 0, y_test=digits.y_test * 0,
+                                   num_classes=1)
+
+    DATASETS.register("one-class", one_class)
+    config = tiny(dataset={"name": "one-class"}, partition={"labeled": 100, "aux": 10, "canaries": 10,
+                                                            "canary_labels": labels},
+                  attack={"prior": "aux", "options": {"epochs": 2}})
+    with pytest.raises(IncompatibleError, match="one-class has 1 class, so a canary's random label is no secret"):
+        plan(config)

@@ -123,6 +123,9 @@ def plan_training(config: TrainingConfig) -> Plan:
         raise IncompatibleError(f"partition.canaries: method '{config.method.name}' is not federated, so no adversary "
                                 "guesses the canaries; remove them")
     dataset = _dataset(config)
+    if config.partition.canaries and dataset.num_classes < 2:  # a label drawn from one class is no secret
+        raise IncompatibleError(f"partition.canaries: {dataset.name} has {dataset.num_classes} class, so a canary's "
+                                "random label is no secret and no attack can be scored on it; remove them")
     _check_model(config, dataset)
     defenses = plan_defenses(config, method, dataset, device)
     auditor, audited = plan_auditor(config, method, defenses)
