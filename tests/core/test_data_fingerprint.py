@@ -185,3 +185,19 @@ def test_a_loader_naming_its_files_is_fingerprinted_by_them(tmp_path):
     load._load.cache_clear()
     assert load.data_fingerprint(config, parties=2) == load.load_dataset(config, parties=2).digest
     load._load.cache_clear()
+
+
+def test_the_tuning_trials_and_the_feature_prior_are_keyed_by_the_data(tiny, monkeypatch):
+    """The two keys the end-to-end tests above do not reach (a tuned attack's trials, cached; the feature prior, kept
+    per process): another data fingerprint is another key."""
+    from vflpriv.runner import attacking, feature_prior
+
+    cfg = tiny(attack={"tune": True})
+    attack = plan(cfg).attacks[0]
+    monkeypatch.setattr(attacking, "search", lambda *a, key, **k: key)
+    keys = {}
+    for data in ("a", "b"):
+        monkeypatch.setattr(attacking, "data_of", lambda config, data=data: data)
+        monkeypatch.setattr(feature_prior, "data_of", lambda config, data=data: data)
+        keys[data] = (attacking.tuned(attack, None), feature_prior.plan_feature_prior(cfg, None).training)
+    assert keys["a"][0] != keys["b"][0] and keys["a"][1] != keys["b"][1]
