@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from vflpriv.common.empirical_epsilon import menu_lower
-from vflpriv.common.fdp_one_run import binary_bounds
+from vflpriv.common.fdp_one_run import fdp_bounds
 from vflpriv.tradeoff.epsilon import GROUP, canary_classes, claim_test, holm, pooled_counts
 
 
@@ -42,9 +42,8 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
                "canaries": canaries, "seeds": int(setting["seed"].nunique()), "epsilon_claimed": claimed,
                "testable": False, "rejected": False, "classes": classes}
         row["auditor_options"] = _options(setting)
-        if classes == 2:  # binary canaries: the f-DP one-run bounds too (vflpriv.common.fdp_one_run)
-            fdp = binary_bounds(counts, canaries=canaries, delta=delta)
-            row |= {"epsilon_fdp": fdp.epsilon, "mu_lower": fdp.mu, "epsilon_gdp_estimate": fdp.epsilon_gdp_estimate}
+        fdp = fdp_bounds(counts, canaries=canaries, classes=classes, delta=delta)  # vflpriv.common.fdp_one_run
+        row |= {"epsilon_fdp": fdp.epsilon, "mu_lower": fdp.mu, "epsilon_gdp_estimate": fdp.epsilon_gdp_estimate}
         if np.isfinite(claimed):
             test = claim_test({str(key[-1]): (counts, canaries)}, planned=1, classes=classes, claim=claimed,
                               delta=delta)
