@@ -38,23 +38,26 @@ bits are independent and uniform (drawn from the canary key's stream, never seen
 depend on the output only, k is fixed before the guesses are scored (the menu, Bonferroni over its entries), f is
 symmetric (both families here are).
 
-k candidates (their reconstruction game: each canary's secret is one of k values, here a ten-class canary's label,
-k = C = 10; the adversary guesses one value or abstains). The recursion is the same with fbar^-1(r) replaced by
-(k - 1) fbar^-1(r): h' = max(h, (k - 1) fbar^-1(r)); for k = 2 it is the binary one. The per-canary constraint, derived
-here (the paper's statement of it we could not read; the factor k - 1 is the one the authors' released analysis,
-PrivacyGuard's ``FDPAnalysisNode``, applies with k its "alphabet size"): fix the other canaries and an event E that is
-a post-processing of the output and the other secrets; write x_{s,t} = P_s[guess t and E] (the secret is s). For
-t != s the region "guess t and E" is a test of s against t (neighbours: one label changed), so P_t[guess t and E] <=
-fbar(x_{s,t}); averaging over the k - 1 values s != t and then over t (fbar is concave, twice) gives
-    r_j <= fbar(h_j / (k - 1)),  r_j = (1/k) sum_t P_t[guess t, E],  h_j = (1/k) sum_t sum_{s != t} x_{s,t},
-the chance that a uniform secret is guessed right on E against the chance it is guessed wrong there. For (eps, 0)-DP
-(fbar(x) = e^eps x near 0) it is r_j <= e^eps h_j / (k - 1): a guess is right with probability at most
-e^eps / (e^eps + k - 1), Steinke et al.'s C-ary q (:mod:`vflpriv.common.empirical_epsilon`), and exact k-ary
-randomised response meets it with equality; for (eps, delta) it gives r_j <= q + (k - 1) delta / (e^eps + k - 1) on
-every guess, the slack empirical_epsilon's docstring derives. Steps (2) and (3) above use only this constraint's shape
-(h_{i-1} >= g(r_i) for an increasing g), so they carry over with g = (k - 1) fbar^-1. Sound, not tight: a k-ary test
-may be unable to meet every pair's curve at once (k Gaussian candidates at the simplex cannot), so for k > 2 the bound
-can sit below what the mechanism really leaks; with every guess right at delta 0 it is the exact binomial test (tested).
+c candidates (their reconstruction game, "k" there; c here, since k counts the guesses above: each canary's secret is
+one of c values drawn uniformly, here a ten-class canary's label, c = C = 10; the adversary guesses one value or
+abstains). The recursion is the same with fbar^-1(r) replaced by (c - 1) fbar^-1(r): h' = max(h, (c - 1) fbar^-1(r));
+for c = 2 it is the binary one. The per-canary constraint, derived here (we could not read the paper's statement of
+it; the factor c - 1 is the one the authors' released analysis, PrivacyGuard's ``FDPAnalysisNode``, applies with c its
+"alphabet size"): fix the other canaries' secrets and an event E that is a post-processing of the output and of them;
+write x_{s,t} = P_s[guess t and E] (canary j's secret is s). For t != s the region "guess t and E" is a test of s
+against t (neighbours: one label changed) with type I error x_{s,t}, so its power P_t[guess t and E] <= fbar(x_{s,t});
+averaging over the c - 1 values s != t and then over t (fbar is concave, twice) gives
+    r_j <= fbar(h_j / (c - 1)),  r_j = (1/c) sum_t P_t[guess t and E],  h_j = (1/c) sum_t sum_{s != t} x_{s,t},
+the chances that the uniform secret is guessed right, and guessed wrong, on E: (1) with fbar(h / (c - 1)) for
+fbar(h). For (eps, 0)-DP (fbar(x) = e^eps x near 0) it is r_j <= e^eps h_j / (c - 1): a guess is right with
+probability at most e^eps / (e^eps + c - 1), Steinke et al.'s C-ary q (:mod:`vflpriv.common.empirical_epsilon`), met
+with equality by exact c-ary randomised response; for (eps, delta), with every guess made, r_j <= q + (c - 1) delta /
+(e^eps + c - 1), the slack empirical_epsilon's docstring derives. Steps (2) and (3) use only the constraint's shape
+(h_{i-1} >= g(r_i) for an increasing g), so they carry over with g = (c - 1) fbar^-1. Sound, not tight: a c-ary test
+may be unable to meet every pair's curve at once (c Gaussian candidates at the simplex cannot), so for c > 2 the bound
+can sit well below what the mechanism leaks (its mu most). Checked (``tests/audit/test_fdp_k_candidates.py``): c = 2
+is the binary recursion; on exact c-ary randomised response it rejects a true epsilon with probability <= alpha,
+within two counts of the exact binomial test; with every guess right at delta 0 it is that exact test.
 
 What each family certifies (the project's rule: a proven bound, or an estimate, labelled):
 
