@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import sqlite3
 
 import pytest
 import torch
@@ -105,6 +106,7 @@ def test_the_same_data_hits_every_cache(tiny, digits_file, computed):
 
 def test_a_stored_run_of_other_data_is_recomputed_not_resumed(tiny, digits_file, tmp_path):
     from vflpriv.tradeoff.sweep import sweep
+    from vflpriv.workflows.experiment import stored_keys
 
     cfg = tiny(attack={"options": {"epochs": 5}, "prior": "aux", "prior_epochs": 5})
     notes: list[str] = []
@@ -113,9 +115,13 @@ def test_a_stored_run_of_other_data_is_recomputed_not_resumed(tiny, digits_file,
         sweep([cfg], store)
         (shipped,) = store.all()
         assert shipped.data_fingerprint == ""  # the pinned file: as records written before the field read
+        with sqlite3.connect(tmp_path / "s.sqlite") as db:  # as a store written before the field
+            db.execute("UPDATE runs SET record = json_remove(record, '$.data_fingerprint')")
         sweep([cfg], store, on_note=notes.append)  # the same data: resumed
         assert notes == [] and store.all()[0].to_json() == shipped.to_json()
+        assert stored_keys(tmp_path / "s.sqlite", [cfg]) == {cfg.key()}  # what a dry run counts as stored
         digits_file(7)
+        assert stored_keys(tmp_path / "s.sqlite", [cfg]) == set()
         sweep([cfg], store, on_note=notes.append)
         (changed,) = store.all()
     assert changed.data_fingerprint == load.load_dataset(cfg.dataset, parties=2).digest
