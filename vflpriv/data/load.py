@@ -1,5 +1,6 @@
 """Resolve a dataset config through the registry; loaded datasets are kept per process, and those bundled
-with a package (``bundled`` loaders: scikit-learn's) in the cache across processes.
+with a package (``bundled`` loaders: scikit-learn's) in the cache across processes. :func:`data_fingerprint` names the
+data every cached state and stored record derived from a dataset is keyed by.
 
 A bundled dataset depends only on the loader's code, the data file it reads (``vflpriv.data.bundled``) and the
 arguments, so its tensors are cached under a hash of those (the file's SHA-256: a changed file is another key): a
