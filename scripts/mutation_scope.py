@@ -173,7 +173,8 @@ GROUPS = {
     "engine": Group({
         "vflpriv/engine/channel.py": ["tests/engine/test_channel.py"],
         "vflpriv/data/scenario.py": ["tests/core/test_scenario.py", "tests/core/test_scenario_draw_edges.py",
-                                     "tests/core/test_validation_split.py", CANARIES],
+                                     "tests/core/test_validation_split.py", CANARIES,
+                                     FEATURES + "test_known_samples_and_targets.py"],
         "vflpriv/workflows/conformance.py": ["tests/audit/test_conformance_edges.py", "tests/audit/test_audit.py",
                                              "tests/docs/test_plugin_guide.py", "-k",
                                              "conformance or labels_reaching or declared_top or roll or test_features "

@@ -18,6 +18,7 @@ from vflpriv.common.progress import Planned
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
 from vflpriv.runner.execution import pretrain_key, run_safely
+from vflpriv.runner import data_of
 from vflpriv.runner.planning import plan
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import Store
@@ -164,11 +165,14 @@ def check(configs: Sequence[RunConfig]) -> int:
 
 
 def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None) -> None:
-    """Delete the stored records of ``configs`` that do not check out, so they are recomputed; say so."""
+    """Delete the stored records of ``configs`` that do not check out, or that were computed on other data than the
+    dataset holds now (``data_of``: a changed data file), so they are recomputed; say so."""
     damaged = store.drop_damaged([c.key() for c in configs])
-    if damaged and on_note is not None:
-        on_note(f"{len(damaged)} damaged record(s) in the store deleted and recomputed (the first, run "
-                f"{damaged[0][0]}: {damaged[0][1]})")
+    other = store.drop_other_data({c.key(): data_of(c) for c in configs})
+    for found, what in ((damaged, "damaged record(s)"), (other, "record(s) of other data")):
+        if found and on_note is not None:
+            on_note(f"{len(found)} {what} in the store deleted and recomputed (the first, run {found[0][0]}: "
+                    f"{found[0][1]})")
 
 
 def sweep(

@@ -38,9 +38,14 @@ def test_drawing_them_moves_no_other_set_and_their_count_is_the_setting():
 
 def test_more_known_samples_than_the_trained_on_aligned_samples_are_refused():
     labeled = _scenario(labeled=100, canaries=10).labeled.numel()
-    assert _scenario(labeled=100, canaries=10, aux_features=labeled - 10).aux_features.numel() == labeled - 10
+    assert _scenario(labeled=100, canaries=10, aux_features=labeled - 11).aux_features.numel() == labeled - 11
+    with pytest.raises(ConfigError, match="every one of the 90 aligned training samples .* leaving none to attack"):
+        _scenario(labeled=100, canaries=10, aux_features=labeled - 10)  # no target left: refused, not failed later
     with pytest.raises(ConfigError, match="exceeds the 90 aligned training samples the active party trains on"):
         _scenario(labeled=100, canaries=10, aux_features=labeled - 9)
+    assert _scenario(labeled=100, canaries=10, aux_features=2).aux_features.numel() == 2
+    with pytest.raises(ConfigError, match="at least 2 known samples; use 2 to 89"):
+        _scenario(labeled=100, canaries=10, aux_features=1)
 
 
 def test_the_record_names_its_targets_and_the_train_targets_leave_the_known_samples_out(tiny, monkeypatch):

@@ -128,5 +128,12 @@ def _read(store: Path, out: Path, **filters: str | None):
         warn.print(f"warning: damaged record left out: run {key}: {problem}", markup=False)
     if len(damaged) > 5:
         warn.print(f"warning: {len(damaged) - 5} more damaged record(s) left out", markup=False)
+    if "data_fingerprint" in results.columns:  # a data file changed between the runs of one store
+        for dataset, rows in results.groupby("dataset"):
+            found = sorted(set(rows["data_fingerprint"]))
+            if len(found) > 1:
+                warn.print(f"warning: the runs of {dataset} were computed on {len(found)} different data "
+                           f"(data_fingerprint {', '.join(f[:12] or 'as bundled' for f in found)}), pooled here; "
+                           "rerun them into this store and the runs of the other data are recomputed", markup=False)
     writable_folder(out, what="--out")
     return results

@@ -1,16 +1,17 @@
 """The strict base of every settings model: the run configuration and each component's ``Options``.
 
 One rule set for every number a user can type: unknown keys are refused, floats must be finite
-(``inf``, ``nan`` and overflowing literals such as ``1e400`` are refused with "finite number"), and
+(``inf``, ``nan`` and overflowing literals such as ``1e400`` are refused with "finite number"),
 integers must fit a C ``int`` (a larger count cannot be a sensible epoch count or batch size, and
-would only fail deep inside torch).
+would only fail deep inside torch), and true / false is not a number (pydantic would read ``canaries: true``
+as one canary and ``adversary: true`` as party 1).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 #: The largest integer any setting accepts.
 MAX_INT = 2**31 - 1
@@ -25,10 +26,44 @@ def _check_int(value: Any) -> Any:
     return value
 
 
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a field typed ``annotation`` may hold true / false (a bool, Any, or a Literal of them, anywhere)."""
+    if annotation is bool or annotation is Any:
+        return True
+    if get_origin(annotation) is Literal:
+        return any(isinstance(a, bool) for a in get_args(annotation))
+    return any(_takes_bool(a) for a in get_args(annotation))
+
+
+def _takes_number(annotation: Any) -> bool:
+    """Whether a field typed ``annotation`` holds an int or a float anywhere (what pydantic would read true into)."""
+    return annotation in (int, float) or any(_takes_number(a) for a in get_args(annotation))
+
+
+def _names(annotation: Any) -> list[str]:
+    """The names a field typed ``annotation`` takes (its Literal strings, anywhere)."""
+    if get_origin(annotation) is Literal:
+        return [repr(a) for a in get_args(annotation) if isinstance(a, str)]
+    return [name for a in get_args(annotation) for name in _names(a)]
+
+
+def _has_bool(value: Any) -> bool:
+    return isinstance(value, bool) or (isinstance(value, (list, tuple)) and any(_has_bool(v) for v in value))
+
+
 class Options(BaseModel):
     """Base of a component's options and of every config section: strict keys, finite numbers."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        annotation = cls.model_fields[info.field_name].annotation
+        if _has_bool(value) and _takes_number(annotation) and not _takes_bool(annotation):
+            names = _names(annotation)
+            raise ValueError(f"got true/false where a number{' or ' + ', '.join(names) if names else ''} is expected")
+        return value
 
     @field_validator("*", mode="after")
     @classmethod

@@ -9,7 +9,10 @@ for an unsupported number of parties.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import torch
@@ -80,6 +83,21 @@ class VerticalDataset:
             raise TypeError("dataset payload holds something other than tensors")
         return cls(data["name"], tuple(data["x_train"]), data["y_train"], tuple(data["x_test"]), data["y_test"],
                    int(data["num_classes"]), specs, data["utility_metric"])
+
+    @cached_property
+    def digest(self) -> str:
+        """SHA-256 of everything the dataset holds (its name, classes, specs, metric, and every tensor's dtype, shape
+        and bytes), computed once per loaded dataset: what cached states and records derived from it are keyed by, so a
+        changed data file is another key whatever loader read it (a plugin's included). The tensors are hashed rather
+        than a loader's files because a loader need not say which files it read; SHA-256 through hashlib runs at
+        memory-copy speed (Fashion-MNIST's 70000 x 784 floats: ``benchmarks/data_digest_cost.py``)."""
+        head = [self.name, self.num_classes, self.utility_metric,
+                [[s.modality, list(s.shape), list(s.cardinalities)] for s in self.specs]]
+        digest = hashlib.sha256(json.dumps(head).encode())
+        for t in [*self.x_train, self.y_train, *self.x_test, self.y_test]:
+            digest.update(f"|{t.dtype}{list(t.shape)}|".encode())
+            digest.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+        return digest.hexdigest()
 
     @property
     def metric(self) -> str:

@@ -44,6 +44,12 @@ _SATELLITE_TRAIN_ROWS = 4435  # UCI statlog sat.trn; the remaining 2000 rows are
 _SATELLITE_BANDS = {1: ((0, 1, 2, 3),), 2: ((0, 1), (2, 3)), 4: ((0,), (1,), (2,), (3,))}
 
 
+def _fashion_files(root: Path | None) -> list[Path]:
+    """The four files a Fashion-MNIST load reads (``vflpriv.data.load`` names the data by their digest)."""
+    directory, _ = locate("fashion-mnist", root, FASHION_FILES[:1], FASHION_LAYOUT)
+    return [require("fashion-mnist", directory / f, FASHION_LAYOUT) for f in FASHION_FILES]
+
+
 def load_fashion_mnist(
     *, parties: int = 2, root: Path | None = None, max_samples: int | None = None, seed: int = 0
 ) -> VerticalDataset:
@@ -76,6 +82,9 @@ def load_fashion_mnist(
     return build(name, parts(x_tr), parts(x_te), y_tr, y_te, num_classes=10, modality="image")
 
 
+load_fashion_mnist.files_read = _fashion_files
+
+
 def load_fashion_mnist_views(
     *, parties: int = 2, root: Path | None = None, max_samples: int | None = None, seed: int = 0
 ) -> VerticalDataset:
@@ -86,6 +95,9 @@ def load_fashion_mnist_views(
     views = [image_views(x, parties, seed=index) for index, x in enumerate((halves.x_train[0], halves.x_test[0]))]
     return build("fashion-mnist-views", *views, halves.y_train.numpy(), halves.y_test.numpy(), num_classes=10,
                  modality="image")
+
+
+load_fashion_mnist_views.files_read = _fashion_files
 
 
 def load_letter(

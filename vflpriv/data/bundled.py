@@ -23,6 +23,11 @@ import numpy as np
 #: The files of each bundled dataset in scikit-learn's ``datasets/data`` folder.
 FILES = {"digits": "digits.csv.gz", "breast-cancer": "breast_cancer.csv"}
 
+#: SHA-256 of the files scikit-learn ships (those of 1.9.1, unchanged for years): data read from one of them is
+#: named by it, so records and stores made before keys held the data's digest stay valid (``vflpriv.data.load``).
+PINNED = {"digits": "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22",
+          "breast-cancer": "fed3eb72d0575ef6192293f5093c6e801b1476b577d0386bf4455504522172ed"}
+
 
 def data_file(name: str) -> Path | None:
     """The file scikit-learn ships for ``name`` (found without importing scikit-learn), or None."""

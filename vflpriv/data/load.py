@@ -1,5 +1,6 @@
 """Resolve a dataset config through the registry; loaded datasets are kept per process, and those bundled
-with a package (``bundled`` loaders: scikit-learn's) in the cache across processes.
+with a package (``bundled`` loaders: scikit-learn's) in the cache across processes. :func:`data_fingerprint` names the
+data every cached state and stored record derived from a dataset is keyed by.
 
 A bundled dataset depends only on the loader's code, the data file it reads (``vflpriv.data.bundled``) and the
 arguments, so its tensors are cached under a hash of those (the file's SHA-256: a changed file is another key): a
@@ -10,6 +11,7 @@ that cannot be written only means the dataset is loaded the slow way.
 
 from __future__ import annotations
 
+import hashlib
 import io
 from functools import lru_cache
 from pathlib import Path
@@ -18,16 +20,34 @@ import torch
 
 from vflpriv.common.errors import CacheError
 from vflpriv.config.registry import DATASETS
-from vflpriv.config.schema import DatasetConfig, config_hash
+from vflpriv.config.schema import DatasetConfig, TrainingConfig, config_hash
 from vflpriv.data import bundled
 from vflpriv.data.base import VerticalDataset
 from vflpriv.store import cache
 
 
 @lru_cache(maxsize=4)
-def _load(name: str, parties: int, root: Path | None, max_samples: int | None) -> VerticalDataset:
+def _load(name: str, parties: int, root: Path | None, max_samples: int | None) -> tuple[VerticalDataset, str | None]:
+    """The dataset, and the digest of the files it was read from where its loader names them (``files_read``)."""
     loader = DATASETS.get(name)
+    dataset = _loaded(loader, parties, root, max_samples)  # first: the loader's own errors come first
+    reads = getattr(loader, "files_read", None)
+    return dataset, None if reads is None else files_digest(reads(root))
 
+
+def files_digest(paths: list[Path]) -> str:
+    """SHA-256 over the files' names and SHA-256s, in the order given."""
+    digest = hashlib.sha256()
+    for path in paths:
+        one = hashlib.sha256()
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                one.update(chunk)
+        digest.update(f"{path.name}|{one.hexdigest()}|".encode())
+    return digest.hexdigest()
+
+
+def _loaded(loader, parties: int, root: Path | None, max_samples: int | None) -> VerticalDataset:
     def load() -> VerticalDataset:
         return loader(parties=parties, root=root, max_samples=max_samples, seed=0)
 
@@ -64,4 +84,26 @@ def _read(path: Path) -> VerticalDataset:
 
 def load_dataset(config: DatasetConfig, *, parties: int) -> VerticalDataset:
     """The dataset named in ``config``, split for ``parties`` parties (cached: sweeps load it once)."""
-    return _load(config.name, parties, config.root, config.max_samples)
+    return _load(config.name, parties, config.root, config.max_samples)[0]
+
+
+def data_fingerprint(config: DatasetConfig, *, parties: int) -> str:
+    """What every cached state and stored record derived from the dataset names its data by: '' for a bundled dataset
+    read from the file vflpriv pins (``bundled.PINNED``), the digest of the files read where the loader names them
+    (``files_read``: the tensors are then a function of those files, of the loader's code, which the caches' keys
+    hold, and of the arguments, which every key holds), else the loaded tensors' SHA-256 (``VerticalDataset.digest``,
+    whatever loader, a plugin's included, made them). The files' digest is the cheaper where a loader expands its
+    files (Fashion-MNIST's 30 MB of gzip are 220 MB of float tensors: ``benchmarks/data_digest_cost.py``). '' is
+    what records written before the fingerprint read as, so their stores resume where the data is the pinned file
+    and recompute where it is anything else."""
+    name_in_package = getattr(DATASETS.get(config.name), "bundled_as", None)
+    if name_in_package is not None and config.root is None and bundled.digest(name_in_package) == bundled.PINNED.get(
+            name_in_package):
+        return ""
+    dataset, files = _load(config.name, parties, config.root, config.max_samples)
+    return f"files:{files}" if files is not None else dataset.digest
+
+
+def data_of(config: TrainingConfig) -> str:
+    """:func:`data_fingerprint` of a training's dataset, as its parties split it."""
+    return data_fingerprint(config.dataset, parties=config.partition.parties)

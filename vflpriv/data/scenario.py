@@ -165,6 +165,13 @@ def _draw_aux_features(pool: torch.Tensor, aligned: int, count: int | None, g: t
         raise ConfigError(f"partition.aux_features={count} exceeds the {pool.numel()} aligned training samples the "
                           "active party trains on (canaries and validation samples left out), among which the feature "
                           "adversary's known samples are drawn; lower it or raise partition.labeled")
+    elif count == pool.numel():  # refused here, not after the training, where the attack would find no target
+        raise ConfigError(f"partition.aux_features={count} makes every one of the {pool.numel()} aligned training "
+                          "samples the active party trains on known to the feature adversary, leaving none to attack; "
+                          f"use at most {pool.numel() - 1}")
+    elif count < 2:  # a reconstruction is learnt from known (message, features) pairs: one is no training set
+        raise ConfigError(f"partition.aux_features={count}: a feature attack learns its reconstruction from at least 2 "
+                          f"known samples; use 2 to {pool.numel() - 1}")
     return pool[torch.randperm(pool.numel(), generator=g, device=g.device)[:count]].sort().values
 
 

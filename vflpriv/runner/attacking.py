@@ -16,6 +16,7 @@ from vflpriv.attacks.search import SearchResult, search
 from vflpriv.common import metrics
 from vflpriv.common.errors import ProtocolError
 from vflpriv.common.seeding import generator
+from vflpriv.data.load import data_of
 from vflpriv.data.scenario import Scenario
 from vflpriv.engine import Federation
 from vflpriv.engine.adversary import AdversaryHooks, AdversaryView, ObservedStep
@@ -101,9 +102,9 @@ def _canary_labels(scenario: Scenario, ids: torch.Tensor) -> torch.Tensor:
 
 def tuned(a: AttackPlan, view: AdversaryView, *, canary_key: str = "") -> SearchResult | str:
     """The attack tuned on the adversary's auxiliary labels over its planned space (``attacks.search``), trials
-    cached per training (and per canary key: the canaries' labels change the training)."""
+    cached per training and its data (``data_of``), and per canary key (the canaries' labels change the training)."""
     cfg, attack = a.config, a.attack
-    key = json.dumps([cfg.training_key(), cfg.attack.name, cfg.attack.phase, attack.options.model_dump(mode="json"),
+    key = json.dumps([cfg.training_key(), data_of(cfg), cfg.attack.name, cfg.attack.phase, attack.options.model_dump(mode="json"),
                       *([canary_key] if canary_key else [])], sort_keys=True)
     return search(attack, view, budget=cfg.attack.search_budget, seed=cfg.seed, key=key, space=a.space)
 

@@ -39,6 +39,7 @@ from vflpriv.engine import (
     TrainingHooks,
     make_parties,
 )
+from vflpriv.data.load import data_of
 from vflpriv.engine.adversary import AdversaryHooks
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
@@ -113,6 +114,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     swept = next((d for d, c in zip(p.defenses, p.config.defenses) if c.sweep), None)
     for record in records:
         record.num_classes, record.device = p.scenario.dataset.num_classes, str(p.device)
+        record.data_fingerprint = data_of(p.config)
         if swept is not None:
             record.strength_axis, record.strength_stronger = swept.axis.name, swept.axis.stronger
             record.strength_identity = swept.axis.identity
@@ -301,7 +303,8 @@ def _pretrain(p: Plan, fed: Federation, notes: list[str]) -> list | None:
 
 
 def pretrain_key(config: TrainingConfig, method: type) -> str:
-    """Hash of what pretraining can depend on: config parts, the method's code and vflpriv's code.
+    """Hash of what pretraining can depend on: config parts, the data (``data_of``), the method's code and vflpriv's
+    code.
 
     A method whose pretraining reads no labels shares one pretraining across label budgets; one that
     reads them (supervised pretraining) is keyed by the label budget and by every label defense too
@@ -313,7 +316,7 @@ def pretrain_key(config: TrainingConfig, method: type) -> str:
         "code": cache.code_version(),
         "method_code": hashlib.sha256(method_file.read_bytes()).hexdigest()[:16],
         "method_class": f"{method.__module__}.{method.__qualname__}",
-        "dataset": config.dataset.model_dump(mode="json"),
+        "dataset": config.dataset.model_dump(mode="json"), "data": data_of(config),
         "partition": config.partition.model_dump(mode="json", exclude=None if reads_labels else LABEL_FIELDS),
         "model": config.model.model_dump(mode="json"),
         "method": config.method.model_dump(mode="json"),

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from vflpriv.common.seeding import generator
+from vflpriv.data.load import data_of
 from vflpriv.engine.adversary import FeatureView
 
 #: Ridge penalties tried, as multiples of the mean squared singular value of the standardised known features.
@@ -36,14 +37,14 @@ PENALTIES = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 @dataclass(frozen=True)
 class FeaturePriorPlan:
     """A feature attack's prior, resolved while planning (the seed of its U(0, 1) draws, the training it is shared
-    across)."""
+    across and its data: ``data_of``)."""
 
     seed: int
     training: str
 
 
 def plan_feature_prior(run, attack) -> FeaturePriorPlan:
-    return FeaturePriorPlan(run.seed, run.training_key())
+    return FeaturePriorPlan(run.seed, f"{run.training_key()}:{data_of(run)}")
 
 
 @dataclass

@@ -47,6 +47,7 @@ from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
 from vflpriv.config.registry import METHODS
 from vflpriv.config.schema import LABEL_FIELDS, RunConfig
+from vflpriv.data.load import data_of
 from vflpriv.engine.adversary import AdversaryView
 from vflpriv.engine.channel import Inbox
 from vflpriv.methods.local_ssl import LocalOptions, local_ssl_encoder
@@ -187,11 +188,13 @@ _ENCODERS: dict[str, nn.Module] = {}
 
 
 def encoder_key(prior: PriorPlan) -> str:
-    """Hash of what the adversary's own encoder depends on: its local data (dataset, the partition's aligned/local
-    draw, which party it is), the model, its pretraining's settings, the seed, and vflpriv's code."""
+    """Hash of what the adversary's own encoder depends on: its local data (dataset and its data, ``data_of``; the
+    partition's aligned/local draw, which party it is), the model, its pretraining's settings, the seed, and vflpriv's
+    code."""
     cfg = prior.config
     payload = {
         "code": cache.code_version(), "prior": "simsiam-encoder", "dataset": cfg.dataset.model_dump(mode="json"),
+        "data": data_of(cfg),
         "partition": cfg.partition.model_dump(mode="json", exclude=LABEL_FIELDS),
         "model": cfg.model.model_dump(mode="json"), "options": prior.ssl, "seed": cfg.seed,
     }
@@ -236,14 +239,14 @@ def ids_digest(ids: torch.Tensor) -> str:
 
 
 def prior_key(prior: PriorPlan, view: AdversaryView) -> str:
-    """What the prior's predictions depend on: its kind and epochs, the seed, the adversary's data and the samples it
-    trains on and guesses, its encoder's pretraining, and only for ``same-attack`` the attack's own settings (so
+    """What the prior's predictions depend on: its kind and epochs, the seed, the adversary's data (``data_of``) and the
+    samples it trains on and guesses, its encoder's pretraining, and only for ``same-attack`` the attack's own settings (so
     every attack of a training shares one ``simsiam`` or ``aux`` prior); the search budget where it is tuned."""
     cfg = prior.config
     attack_part = cfg.attack.model_dump(mode="json", exclude={"phase"}) if prior.kind == "same-attack" else None
     search_part = cfg.attack.model_dump(mode="json", include={"search_budget"}) if prior.tuned else None
     return json.dumps(
-        [prior.kind, cfg.attack.prior_epochs, cfg.seed, attack_part, search_part, prior.ssl,
+        [prior.kind, cfg.attack.prior_epochs, cfg.seed, attack_part, search_part, prior.ssl, data_of(cfg),
          *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model)),
          {name: ids_digest(ids) for name, ids in [*view.target_ids.items(), ("aux", view.aux_ids)]}],
         sort_keys=True,

@@ -130,15 +130,31 @@ class Store:
     def drop_damaged(self, keys: list[str]) -> list[tuple[str, str]]:
         """Verify the stored records of ``keys`` and delete each that does not check out (so the sweep
         recomputes it); returns (key, what was wrong) for each one deleted."""
-        damaged = []
+        damaged = [(key, problem) for key, text in self._stored(keys) if (problem := _problem(key, text))]
+        self.forget([key for key, _ in damaged])
+        return damaged
+
+    def _stored(self, keys: list[str], column: str = "record") -> Iterator[tuple[str, object]]:
+        """(key, ``column``) of each of ``keys`` the store holds, read 500 keys at a time."""
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
             with self._lock:
-                rows = self._db.execute(f"SELECT key, record FROM runs WHERE key IN ({','.join('?' * len(chunk))})",
+                rows = self._db.execute(f"SELECT key, {column} FROM runs WHERE key IN ({','.join('?' * len(chunk))})",
                                         chunk).fetchall()
-            damaged += [(key, problem) for key, text in rows if (problem := _problem(key, text))]
-        self.forget([key for key, _ in damaged])
-        return damaged
+            yield from rows  # outside the lock: a sweep's helper thread may commit meanwhile
+
+    def drop_other_data(self, expected: dict[str, str]) -> list[tuple[str, str]]:
+        """Delete each stored record of ``expected``'s keys whose data fingerprint (``RunRecord.data_fingerprint``) is
+        not the one given for its key (so the sweep recomputes it on this data, rather than resume a result of other
+        data); returns (key, what it was computed on) for each one deleted. Call after :meth:`drop_damaged`."""
+        other = []  # records are strict JSON: SQLite reads the one field, without parsing every record in Python
+        for key, found in self._stored(list(expected), "json_extract(record, '$.data_fingerprint')"):
+            found = found if isinstance(found, str) else ""  # written before the field: the pinned bundled data
+            if found != expected[key]:
+                other.append((key, f"computed on data {found[:16] or 'as bundled'}, this data is "
+                                   f"{expected[key][:16] or 'as bundled'}"))
+        self.forget([key for key, _ in other])
+        return other
 
     def settled(self, keys: list[str], *, since: float) -> set[str]:
         """Keys whose record is final (``ok``, ``n/a``), or was written (by any sweep) at or after ``since``."""

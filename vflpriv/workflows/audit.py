@@ -231,10 +231,13 @@ def profile_note(cfg: AuditConfig) -> str:
                       given_attacks=cfg.audit.attacks is not None, defenses=defenses, tuned=cfg.audit.tune)
 
 
-def _planted(base: dict, count: int, phase: str, method: str) -> dict:
-    """``base`` with ``count`` canaries where the attacked phase reads labels (finetuning; a pretraining only if it
-    reads them): a label-free snapshot holds nothing of a canary's label."""
-    return {**base, "partition": {**base["partition"], "canaries": count if _reads_labels(phase, method) else 0}}
+def _planted(base: dict, count: int, phase: str, method: str, labels: str) -> dict:
+    """``base`` with ``count`` canaries, their labels drawn as ``labels`` says (``partition.canary_labels``), where
+    the attacked phase reads labels (finetuning; a pretraining only if it reads them): a label-free snapshot holds
+    nothing of a canary's label."""
+    count = count if _reads_labels(phase, method) else 0
+    return {**base, "partition": {**base["partition"], "canaries": count,
+                                  "canary_labels": labels if count else "uniform"}}
 
 
 def auditor_for(cfg: AuditConfig, defense: str) -> str | None:
@@ -261,12 +264,15 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     runs: list[RunConfig] = []
     skipped: list[Inapplicable] = []
     planted = canaries(cfg)
+    if cfg.partition.canary_labels != "uniform" and not planted:
+        raise IncompatibleError(f"partition.canary_labels={cfg.partition.canary_labels}: this audit plants no canaries "
+                                "(audit.canaries resolved to 0); give --canaries N, or remove it")
     for adversary in adversaries:
         unplanted = cfg.training().model_dump()
         unplanted["partition"]["adversary"] = adversary
         controlled = False  # one canary-free control training per seed, whatever the attacked phases
         for phase in _phases(cfg):
-            base = _planted(unplanted, planted, phase, cfg.method.name)
+            base = _planted(unplanted, planted, phase, cfg.method.name, cfg.partition.canary_labels)
             applicable = []
             for label, attack in [a for name in attacks for a in _attacks(cfg, name, phase, adversary,
                                                                             adversary == adversaries[0])]:
@@ -291,6 +297,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     skipped.append(Inapplicable("*", d.name, phase, reason or f"defense '{d.name}' declares no audit "
                                                 f"strengths for the {phase} phase; give audit.defenses[].strengths"))
                     continue
+                paired = False
                 auditor = auditor_for(cfg, d.name) if base["partition"]["canaries"] else None
                 audited = {**base, "finetune": {**base["finetune"], "auditor": auditor,
                                                 "auditor_options": cfg.audit.auditor_options}} if auditor else base
@@ -306,5 +313,20 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                         skipped.append(Inapplicable(attack.name, d.name, phase, reason))
                         continue
                     if _paired(p):
+                        paired = True
                         runs += [_run(audited, attack, dc, s) for dc in defended for s in cfg.seeds]
+                named = cfg.audit.defenses is not None  # the default battery's defenses of the other secret are not
+                if named and not paired and not any(s.defense == d.name and s.phase == phase for s in skipped):
+                    # a defense the user named that none of the attacks is judged under: said, not silently dropped
+                    skipped.append(Inapplicable("*", d.name, phase, _unpaired(d.name, applicable, phase)))
     return runs, skipped
+
+
+def _unpaired(defense: str, attacks: list[AttackConfig], phase: str) -> str:
+    """Why ``defense`` runs under none of ``attacks`` (``_paired``: the secret it claims, what it acts on)."""
+    secrets = ", ".join(sorted(getattr(DEFENSES.get(defense), "secrets", ())))
+    names = ", ".join(dict.fromkeys(a.name for a in attacks)) or "none applies"
+    return (f"defense '{defense}' is judged under none of this audit's attacks in {phase} ({names}): a label attack "
+            f"runs under a defense that claims the labels (it claims: {secrets or 'nothing'}), a feature attack of "
+            "audit.feature_defended under one that acts on the messages it reads; add such an attack, or leave the "
+            "defense out")

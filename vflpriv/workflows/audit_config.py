@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, NonNegativeFloat, model_validator
 
+from vflpriv.common.errors import VflprivError
 from vflpriv.config.options import Options
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import MAX_SEARCH_BUDGET, Phase, TrainingConfig, refuse_untuned
@@ -121,6 +122,13 @@ class AuditConfig(TrainingConfig):
         return {**data, "audit": {"tune": False, **audit},
                 "seeds": quick_seeds(seeds, given=given) if isinstance(seeds, list) else seeds}
 
+    def training(self) -> TrainingConfig:
+        """The audited training without canaries: ``partition.canary_labels`` is applied where the audit plants them
+        (``vflpriv.workflows.audit``), and a training without canaries draws none."""
+        training = super().training()
+        return training.model_copy(update={"partition": training.partition.model_copy(
+            update={"canary_labels": "uniform"})})
+
     @model_validator(mode="after")
     def _no_repeats(self) -> AuditConfig:
         check_runs_per_gpu(self)
@@ -138,4 +146,31 @@ class AuditConfig(TrainingConfig):
             if stray:
                 raise ValueError(f"audit.{what} names {', '.join(stray)}, not an attack of this audit; its attacks: "
                                  f"{', '.join(a.attacks or ATTACKS.names())}")
+        _check_feature_settings(a)
         return self
+
+
+def _check_feature_settings(a: AuditSettings) -> None:
+    """The feature-attack settings name what the audit runs: its feature attacks, roles given once, an auditor's
+    options only beside an auditor (ValueError naming the valid choices)."""
+    features = [n for n in a.attacks or ATTACKS.names() if _secret(n) == "features"]
+    refuse_repeats(**{"audit.feature_adversaries": a.feature_adversaries, "audit.feature_defended": a.feature_defended})
+    if features and not a.feature_adversaries:
+        raise ValueError(f"audit.feature_adversaries is empty, so the feature attacks ({', '.join(features)}) would run "
+                         "nowhere; name who runs them (active, server, passive), or leave them out of --attacks")
+    # its default names fi-decoder whatever --attacks says (and a config dumped and read again holds the default)
+    given = a.feature_defended != type(a).model_fields["feature_defended"].get_default(call_default_factory=True)
+    stray = [n for n in a.feature_defended if n not in features and (given or _secret(n) != "features")]
+    if stray:
+        raise ValueError(f"audit.feature_defended names {', '.join(stray)}, not a feature attack of this audit; its "
+                         f"feature attacks: {', '.join(features) or 'none'}")
+    if a.auditor == "none" and a.auditor_options:
+        raise ValueError("audit.auditor_options is set but audit.auditor is none: name the auditor (or auto), or "
+                         "remove its options")
+
+
+def _secret(name: str) -> str:
+    try:
+        return getattr(ATTACKS.get(name), "secret", "labels")
+    except VflprivError:
+        return "labels"  # an unknown name: refused with the valid ones where the attacks are resolved

@@ -86,7 +86,7 @@ def run_into_store(
     if dry_run:
         if header is not None:
             console.print(header())
-        stored = stored_keys(store_path) & {c.key() for c in configs}
+        stored = stored_keys(store_path, configs)
         console.print(f"{plural(len(configs), 'run')} on {plural(n_trainings, 'training')}: {len(stored)} already in "
                       f"the store, {len(configs) - len(stored)} to run (dry run: nothing trained, nothing written)")
         return None
@@ -135,14 +135,18 @@ REPORT_MODULES = ("vflpriv.reports.paper_tables", "vflpriv.reports.plots", "vflp
                   "vflpriv.tradeoff.cap", "vflpriv.tradeoff.variants")
 
 
-def stored_keys(store_path: Path) -> set[str]:
-    """The keys of the runs ``store_path`` holds final records of (``Store.done``), read without writing; none when
-    it does not exist yet. A damaged record is not final: the run would be recomputed."""
+def stored_keys(store_path: Path, configs: list[RunConfig]) -> set[str]:
+    """The keys of ``configs`` whose runs ``store_path`` holds final records of (``Store.done``) on the data the
+    configs read now (``data_of``), read without writing; none when it does not exist yet. A damaged record, or one
+    of other data, is not final: the run would be recomputed."""
+    from vflpriv.data.load import data_of
     from vflpriv.store.sqlite import FINAL, read_store
 
     if not store_path.is_file() or store_path.stat().st_size == 0:
         return set()
-    return {r.key for r in read_store(store_path).records if r.status in FINAL}
+    data = {c.key(): data_of(c) for c in configs}
+    return {r.key for r in read_store(store_path).records if r.status in FINAL and data.get(r.key, None) ==
+            r.data_fingerprint}
 
 
 def check_destination(out: Path, *, store_path: Path | None, backend: str, address: str | None) -> Path:
