@@ -1,0 +1,135 @@
+"""FedHSSL-SimSiam's pretraining at the README's main command settings, before and after issue 49's same-numbers
+changes, interleaved in one process; and its profile.
+
+The work is the main command's first training's (digits, seed 0, ``vflpriv evaluate --method fedhssl --attack mc
+--defense iso``): ``FedHSSL.pretrain`` (4 global iterations: 24 cross-party steps and 96 guided local steps), then
+the adversary's prior encoder (plain SimSiam alone on party 1's 1437 samples, 4 epochs: 48 steps). Each repeat
+runs both once before and once after (alternating which goes first; the first repeat warms up), on one thread,
+process CPU seconds, medians; and checks that both give the same numbers bit for bit (every pretrained tensor,
+parameters and BatchNorm statistics, and the loss history). "Before" restores the previous code by patching:
+
+- the two views of a local SSL batch made by two ``augment_image`` calls and concatenated (now one resampling of
+  both, ``stacked_views``);
+
+    python benchmarks/pretrain_cpu.py [--repeats 5]
+    python benchmarks/pretrain_cpu.py --profile        # cProfile and torch.profiler of one pretraining, after
+
+Prints the medians, the ratio after / before and whether the numbers are the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import pstats
+import statistics
+import time
+from unittest import mock
+
+import torch
+
+import vflpriv.methods.pretraining as pretraining
+from vflpriv.cli.evaluate import build_experiment
+from vflpriv.methods.local_ssl import LocalOptions, _train_local
+from vflpriv.models.allocator import reuse_freed_memory
+from vflpriv.models.ssl import two_views
+from vflpriv.runner.execution import build_federation
+from vflpriv.runner.planning import plan
+
+MAIN = dict(config=None, method="fedhssl", attack="mc", defense="iso", dataset=None, strengths=None, seeds=None,
+            phase=None, jobs=None, backend=None, device=None, overrides=[])
+
+
+def previous_code():
+    """The code before this session's changes, restored by patching."""
+
+    def two_calls(x, augment, *, clean_first=False, generator):
+        return torch.cat(two_views(x, augment, clean_first=clean_first, generator=generator))
+
+    return mock.patch.multiple(pretraining, stacked_views=two_calls)
+
+
+def main_training():
+    return build_experiment(**MAIN).runs()[0]
+
+
+def pretrain_both(run) -> tuple[float, list[torch.Tensor]]:
+    """(CPU seconds, every number): FedHSSL's pretraining, then the prior's encoder on party 1's local samples."""
+    p = plan(run)
+    fed = build_federation(p)
+    party = fed.parties[run.partition.adversary]
+    start = time.process_time()
+    encoders = p.method.pretrain(fed)
+    prior, _ = _train_local(party.spec, party.x_train, party.local_ids, flavour="simsiam", model_config=run.model,
+                            options=LocalOptions(epochs=p.method.options.ssl_epochs()), seed=run.seed,
+                            stream="local-ssl", device=fed.device)
+    seconds = time.process_time() - start
+    numbers = [t.detach().clone() for m in [*encoders, prior] for t in m.state_dict().values()]
+    numbers.append(torch.tensor([v for row in p.method.history for values in row.values() for v in values]))
+    return seconds, numbers
+
+
+def compare(run, repeats: int) -> None:
+    times: dict[bool, list[float]] = {True: [], False: []}
+    same = True
+    for r in range(repeats + 1):  # the first round warms up
+        results = {}
+        for before in ((True, False) if r % 2 == 0 else (False, True)):
+            with previous_code() if before else contextlib.nullcontext():
+                results[before] = pretrain_both(run)
+            if r:
+                times[before].append(results[before][0])
+        same &= len(results[True][1]) == len(results[False][1]) and all(
+            torch.equal(a, b) for a, b in zip(results[True][1], results[False][1]))
+    b, a = statistics.median(times[True]), statistics.median(times[False])
+    print(f"FedHSSL-SimSiam pretraining + the prior's encoder (main command, seed 0), {torch.get_num_threads()} "
+          f"thread: before {b:.3f} CPU s, after {a:.3f} CPU s: **{a / b:.2f}x** (before "
+          f"{', '.join(f'{t:.3f}' for t in times[True])}; after {', '.join(f'{t:.3f}' for t in times[False])}); "
+          f"same numbers bit for bit: {same}")
+
+
+def profile(run) -> None:
+    """cProfile (Python calls) and torch.profiler (operators) of FedHSSL's pretraining alone, after a warm-up."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    def fresh():
+        p = plan(run)
+        return p.method, build_federation(p)
+
+    method, fed = fresh()
+    method.pretrain(fed)
+    method, fed = fresh()
+    start = time.process_time()
+    method.pretrain(fed)
+    print(f"one pretraining, unprofiled: {time.process_time() - start:.3f} CPU s")
+    method, fed = fresh()
+    prof = cProfile.Profile()
+    prof.enable()
+    method.pretrain(fed)
+    prof.disable()
+    stats = pstats.Stats(prof)
+    print(f"Python calls: {stats.total_calls} ({stats.prim_calls} primitive)")
+    stats.sort_stats("tottime").print_stats(25)
+    method, fed = fresh()
+    with torch_profile(activities=[ProfilerActivity.CPU]) as ops:
+        method.pretrain(fed)
+    table = ops.key_averages()
+    print(f"operators: {sum(e.count for e in table if e.key.startswith('aten::'))} aten calls")
+    print(table.table(sort_by="self_cpu_time_total", row_limit=30))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="profile one pretraining instead of comparing")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    reuse_freed_memory()  # as in a training process
+    run = main_training()
+    profile(run) if args.profile else compare(run, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
