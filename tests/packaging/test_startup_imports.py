@@ -82,6 +82,25 @@ print('pandas' in sys.modules)
     assert out[-1] == "False"
 
 
+def test_the_audit_imports_its_report_only_after_planning(tmp_path):
+    """The audit's report modules (and pandas with them) are imported while the last trainings run (``prepare``), not
+    before the first: a dry run, which plans every run and stops there, imports none of them."""
+    code = """
+import sys
+from vflpriv.cli import app
+sys.argv = ['vflpriv', 'audit', '--method', 'splitnn', '--quick', '--dry-run', '--out', sys.argv[1]]
+try:
+    app()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(' '.join(m for m in ('pandas', 'vflpriv.reports.audit', 'vflpriv.reports.features') if m in sys.modules) or 'none')
+"""
+    env = {**os.environ, "VFLPRIV_CACHE": str(tmp_path / "cold")}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
+                         check=True, env=env).stdout.splitlines()
+    assert out[-1] == "none"
+
+
 def test_a_lazy_module_is_the_module_once_used():
     binom = Lazy("scipy.stats", "binom")
     from scipy.stats import binom as real
