@@ -211,6 +211,33 @@ def main_command(runners: list[Runner], repeats: int, say) -> None:
             f"{', '.join(f'{w:.1f}' for w in walls[runner.name])}; {cb:.1f} CPU s), this code {n:.1f} s (runs "
             f"{', '.join(f'{w:.1f}' for w in walls[new])}; {cn:.1f} CPU s): **ratio {n / b:.2f}** in wall time, "
             f"{cn / cb:.2f} in CPU seconds (goal against 0c34d33: 0.5)")
+    reference = runners[-1].tmp / f"main-{new}-0"
+    for runner in runners:
+        for r in range(repeats):
+            say(f"{runner.label}, repeat {r}, against this code's first: "
+                + same_outputs(runner.tmp / f"main-{runner.name}-{r}", reference))
+
+
+#: What a results.csv may differ in between two runs of the same command: how long each part took.
+TIMINGS = ("train_seconds", "attack_seconds")
+
+
+def same_outputs(folder: Path, reference: Path) -> str:
+    """Whether ``folder`` holds the numbers of ``reference``: every column of results.csv the two share but the
+    timings, cap.csv and tradeoff.png byte for byte; the columns only one side has are named (a newer record)."""
+    import pandas as pd
+
+    def rows(path: Path) -> pd.DataFrame:
+        frame = pd.read_csv(path / "results.csv")
+        return frame.drop(columns=[c for c in TIMINGS if c in frame]).sort_values(["seed", "strength"], ignore_index=True)
+
+    a, b = rows(folder), rows(reference)
+    shared = [c for c in a.columns if c in b.columns]
+    differ = [c for c in shared if not a[c].equals(b[c])] if len(a) == len(b) else ["(row count)"]
+    files = {name: (folder / name).read_bytes() == (reference / name).read_bytes() for name in ("cap.csv", "tradeoff.png")}
+    return (f"results.csv {len(shared)} shared columns, differing: {', '.join(differ) or 'none'}"
+            f" ({len(set(a.columns) ^ set(b.columns))} columns on one side only); "
+            + "; ".join(f"{name} {'same bytes' if same else 'DIFFERENT'}" for name, same in files.items()))
 
 
 def grid(runners: list[Runner], repeats: int, say) -> None:

@@ -13,6 +13,7 @@ parameters and BatchNorm statistics, and the loss history). "Before" restores th
 
     python benchmarks/pretrain_cpu.py [--repeats 5]
     python benchmarks/pretrain_cpu.py --profile        # cProfile and torch.profiler of one pretraining, after
+    python benchmarks/pretrain_cpu.py --parts          # CPU microseconds of each part of one guided local step
 
 Prints the medians, the ratio after / before and whether the numbers are the same.
 """
@@ -120,15 +121,92 @@ def profile(run) -> None:
     print(table.table(sort_by="self_cpu_time_total", row_limit=30))
 
 
+def parts(run, repeats: int = 300) -> None:
+    """Each part of one guided local SSL step of party 0 (FedHSSL's step 2: its first batch of 128 rows, 256 with both
+    views) and of one cross-party step, timed alone ``repeats`` times (process CPU microseconds, median of 5 rounds).
+    The parts run on the same modules over and over, so the weights drift; the times do not depend on them."""
+    from torch import nn
+
+    from vflpriv.methods.fedhssl import cross_loss
+    from vflpriv.methods.pretraining import LocalSSL, make_pretrain_optimizer
+    from vflpriv.models.ssl import negative_cosine, stacked_views, symmetrized
+
+    p = plan(run)
+    fed = build_federation(p)
+    method, opts, party = p.method, p.method.options, fed.parties[0]
+    cross, local = method._towers(fed, run.seed)
+    state = LocalSSL.create("simsiam", opts, local[0], party.x_train[party.local_ids], party.spec, seed=run.seed,
+                            stream="pretrain:local:0", device=fed.device)
+    tower, c, x = state.tower, cross[0], party.x_train[party.local_ids[:opts.batch_size]]
+    params = [q for q in tower.parameters() if q.requires_grad]
+    n = x.shape[0]
+    views = stacked_views(x, state.augment, generator=state.aug_generator)
+
+    def loss_of(h_z_p, guide):
+        _, z, pred = h_z_p
+        loss = symmetrized(negative_cosine, pred[:n], z[n:], pred[n:], z[:n])
+        return loss + opts.gamma * (negative_cosine(pred[:n], guide[:n]) + negative_cosine(pred[n:], guide[n:]))
+
+    def guidance():
+        with torch.no_grad():
+            return c.project(views)
+
+    guide = guidance()
+
+    def backward():
+        state.optimizer.zero_grad(set_to_none=True)
+        loss_of(tower.stages(views), guide).backward()
+
+    backward()
+    cross_opt = make_pretrain_optimizer(cross[0], opts)
+    aligned = [q.x_train[fed.aligned[:opts.batch_size]] for q in fed.parties]
+    received = cross[1].stages(aligned[1])[1].detach()
+
+    def cross_step():
+        _, _, pred = cross[0].stages(aligned[0])
+        cross_opt.zero_grad(set_to_none=True)
+        cross_loss("simsiam", opts)(pred, received).backward()
+        cross_opt.step()
+
+    steps = {
+        "two views, two resamplings (before)": lambda: torch.cat(two_views(x, state.augment, generator=state.aug_generator)),
+        "two views, one resampling (after)": lambda: stacked_views(x, state.augment, generator=state.aug_generator),
+        "online tower forward (f_l, g_l, h_l; 256 rows)": lambda: tower.stages(views),
+        "guidance target (cross g_c(f_c), no grad, train mode)": guidance,
+        "forward + Eq. 6 loss": lambda: loss_of(tower.stages(views), guide),
+        "forward + loss + backward": backward,
+        "gradient clipping (norm 5)": lambda: nn.utils.clip_grad_norm_(params, opts.grad_clip, foreach=True),
+        "optimizer step (fused SGD, 2 groups)": state.optimizer.step,
+        "a cross-party step of the active party (forward, loss, backward, step; 128 rows)": cross_step,
+        "PMA (both parties' shared modules up and down the channel)": lambda: method._aggregate(fed, [state, state], 0),
+    }
+    tower.train()
+    c.train()
+    for name, fn in steps.items():
+        rounds = []
+        for _ in range(6):
+            start = time.process_time()
+            for _ in range(repeats):
+                fn()
+            rounds.append((time.process_time() - start) / repeats * 1e6)
+        print(f"{name}: {statistics.median(rounds[1:]):.0f} us")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="profile one pretraining instead of comparing")
+    parser.add_argument("--parts", action="store_true", help="time each part of one local step instead of comparing")
     args = parser.parse_args()
     torch.set_num_threads(1)
     reuse_freed_memory()  # as in a training process
     run = main_training()
-    profile(run) if args.profile else compare(run, args.repeats)
+    if args.profile:
+        profile(run)
+    elif args.parts:
+        parts(run)
+    else:
+        compare(run, args.repeats)
 
 
 if __name__ == "__main__":
