@@ -12,7 +12,7 @@ parameters and BatchNorm statistics, and the loss history). "Before" restores th
   both, ``stacked_views``);
 
     python benchmarks/pretrain_cpu.py [--repeats 5]
-    python benchmarks/pretrain_cpu.py --profile        # cProfile and torch.profiler of one pretraining, after
+    python benchmarks/pretrain_cpu.py --profile [--before]   # cProfile and torch.profiler of one pretraining
     python benchmarks/pretrain_cpu.py --parts          # CPU microseconds of each part of one guided local step
 
 Prints the medians, the ratio after / before and whether the numbers are the same.
@@ -90,14 +90,21 @@ def compare(run, repeats: int) -> None:
           f"same numbers bit for bit: {same}")
 
 
-def profile(run) -> None:
-    """cProfile (Python calls) and torch.profiler (operators) of FedHSSL's pretraining alone, after a warm-up."""
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as torch_profile
+def profile(run, before: bool) -> None:
+    """cProfile (Python calls) and torch.profiler (operators) of FedHSSL's pretraining alone, after a warm-up, with the
+    previous code (``before``) or this one."""
 
     def fresh():
         p = plan(run)
         return p.method, build_federation(p)
+
+    with previous_code() if before else contextlib.nullcontext():
+        _profiled(fresh)
+
+
+def _profiled(fresh) -> None:
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
 
     method, fed = fresh()
     method.pretrain(fed)
@@ -196,13 +203,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="profile one pretraining instead of comparing")
+    parser.add_argument("--before", action="store_true", help="profile the previous code (with --profile)")
     parser.add_argument("--parts", action="store_true", help="time each part of one local step instead of comparing")
     args = parser.parse_args()
     torch.set_num_threads(1)
     reuse_freed_memory()  # as in a training process
     run = main_training()
     if args.profile:
-        profile(run)
+        profile(run, args.before)
     elif args.parts:
         parts(run)
     else:
