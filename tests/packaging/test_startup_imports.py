@@ -88,7 +88,8 @@ def test_the_audit_imports_its_report_only_after_planning(tmp_path):
     code = """
 import sys
 from vflpriv.cli import app
-sys.argv = ['vflpriv', 'audit', '--method', 'splitnn', '--quick', '--dry-run', '--out', sys.argv[1]]
+sys.argv = ['vflpriv', 'audit', '--method', 'splitnn', '--attacks', 'mc', '--defenses', 'iso', '--seeds', '0',
+            '--canaries', '0', '--dry-run', '--out', sys.argv[1]]
 try:
     app()
 except SystemExit as exc:
