@@ -19,7 +19,7 @@ The old code runs from a checkout of 0c34d33 with a venv of its own (never commi
     (cd /tmp/base && python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[search]')
     python benchmarks/audit_cost.py --base /tmp/base [--only audits,main,quick,grid,replay] [--methods splitnn,fedhssl] \
         [--repeats 1] [--keep DIR] [--new-python PYTHON] [--record benchmarks/results/audit_cost.md] [--together] \
-        [--main DIR --main-name NAME]
+        [--main DIR --main-name NAME] [--main-repeats 3]
 
 ``--main DIR`` measures a third checkout (main, with its own venv in DIR/.venv) beside the two in the main command
 and the grid, in the same rotation.
@@ -273,6 +273,7 @@ def main() -> None:
     parser.add_argument("--new-python", type=Path, default=Path(sys.executable),
                         help="the Python of the code measured against 0c34d33 (default: this one)")
     parser.add_argument("--repeats", type=int, default=1, help="of each audit (main command and grid: 3)")
+    parser.add_argument("--main-repeats", type=int, default=3, help="of the main command (on a loaded machine: more)")
     parser.add_argument("--keep", type=Path, default=None, help="where the audits' outputs go (default: a temp dir)")
     parser.add_argument("--record", type=Path, default=None, help="also write the output to this Markdown file")
     parser.add_argument("--main", type=Path, default=None,
@@ -300,6 +301,7 @@ def main() -> None:
     say(f"# The audit's cost: this code ({head}) against 0c34d33, side by side")
     say(f"command: python benchmarks/audit_cost.py --base {args.base} --only {args.only} --methods {args.methods} "
         f"--repeats {args.repeats}{' --together' if args.together else ''} --new-python {args.new_python}"
+        + (f" --main-repeats {args.main_repeats}" if args.main_repeats != 3 else "")
         + (f" --main {args.main} --main-name {args.main_name}" if args.main else ""))
     say(f"machine: {os.cpu_count()} CPUs; at the start {load()}")
     only = set(args.only.split(","))
@@ -308,7 +310,7 @@ def main() -> None:
     elif "audits" in only:
         audits(old, new, args.repeats, keep, say, args.methods.split(","))
     if "main" in only:
-        main_command([*others, new], 3, say)
+        main_command([*others, new], args.main_repeats, say)
     if "quick" in only:
         quick(new, keep, say)
     if "grid" in only:
