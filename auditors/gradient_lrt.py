@@ -103,7 +103,7 @@ class GradientLRT(Auditor):
                     "candidate gradients antipodal at C), and a likelihood-ratio distinguisher; an auditor of "
                     "dp-gaussian's claim, not a party's attack")
     anchor = ("Nasr et al. 2021 (adversary instantiation); Steinke, Nasr & Jagielski 2023 (one training run); "
-              "Mahloujifar, Melis & Chaudhuri 2024 (f-DP in one run, pair canaries)")
+              "Mahloujifar, Melis & Chaudhuri 2024 (f-DP in one run: pair canaries, and k candidates for ten-class ones)")
 
     def __init__(self, options):
         super().__init__(options)

@@ -6,19 +6,20 @@ canaries, 20 epochs, dp-gaussian at ``target_epsilon`` 1, 2, 4 and 8 (delta 1e-5
 canaries: past that the ideal bound below barely grows, and the auditor's cost grows with the canaries); then, on seed 0
 alone, at sigma 10^4 (a claim of about 0) and a broken dp-gaussian (its noise 10x smaller than its accountant assumes)
 claiming 2.
-Per setting: the claim, the auditor's pooled 95% lower bound and the guesses it rests on, the attack gc's bound on the
-same canaries (what a passive party's attack certifies), and a reference: what a perfect likelihood-ratio test
-certifies with as many canaries when each canary's clipped gradients under the ten labels sit at the uniform-softmax
-geometry (pairwise sqrt(2 + 2/9) C apart, the regular simplex: softmax outputs near uniform, as under this much noise)
-and no other canary interferes (mean +- std of 30 simulations; for the broken mechanism at the noise it really draws):
-what crafted canaries (``--canary-inputs crafted``, gradient-lrt's ``canary_inputs: crafted``) are made to reach.
+Per setting: the claim, the auditor's pooled 95% lower bounds and the guesses they rest on (Steinke et al.'s; the
+f-DP one-run bound against (epsilon, delta), proven; the bound on mu against mu-GDP, proven, beside dp-gaussian's
+exact GDP mu = 2 sqrt(updates) / sigma; the epsilon at delta of that mu, an estimate under the Gaussian-curve
+assumption; all with k = the canaries' classes), the attack gc's bound on the same canaries (what a passive party's
+attack certifies), and a reference: what a perfect likelihood-ratio test certifies with as many canaries when each
+canary's clipped gradients under the ten labels sit at the uniform-softmax geometry (pairwise sqrt(2 + 2/9) C apart,
+the regular simplex: softmax outputs near uniform, as under this much noise) and no other canary interferes (mean +-
+std of DRAWS simulations; for the broken mechanism at the noise it really draws): what crafted canaries
+(``--canary-inputs crafted``, gradient-lrt's ``canary_inputs: crafted``) are made to reach.
 
 With ``--canary-labels pair`` the canaries' labels come from a public pair of classes each (the binary game, where
-crafted rows make the two candidates antipodal, 2C apart) and the table gives every bound the game allows: Steinke et
-al.'s at C = 2, the f-DP one-run bound against (epsilon, delta) (proven), the bound on mu against mu-GDP (proven,
-against dp-gaussian's exact GDP mu = 2 sqrt(updates) / sigma) and the epsilon at delta of that mu (an estimate under
-the Gaussian-curve assumption); the perfect test's reference is then the binary game's (each canary's statistic
-N(+-mu/2, 1)), mean +- std of PAIR_DRAWS simulations; ``--ceiling --canary-labels pair`` prints it by claim and count.
+crafted rows make the two candidates antipodal, 2C apart), every bound uses C = 2, and the perfect test's reference is
+the binary game's (each canary's statistic N(+-mu/2, 1)), mean +- std of PAIR_DRAWS simulations. ``--ceiling`` prints
+the perfect test's bounds by claim and count (``--canary-labels pair``: the pair game's).
 
     python benchmarks/auditor_power.py --record benchmarks/results/auditor_power.md [--canary-inputs natural,crafted]
     python benchmarks/auditor_power.py --canary-inputs crafted --canary-labels pair --csv pair.csv --seeds 0,1,2
@@ -94,9 +95,17 @@ def measure(settings: list[str], seeds: list[int], canaries: int, csv: Path | No
     return pd.DataFrame(rows)
 
 
-def ideal(sigma: float, canaries: int, *, seed: int = 0) -> float:
-    """A perfect likelihood-ratio test's pooled bound on ``canaries`` ten-class canaries, each released EPOCHS times
-    with noise sigma C around its clipped gradient, the ten candidates at the uniform-softmax geometry."""
+def _bounds(counts: list[list[int]], canaries: int, classes: int) -> tuple[float, float, float, float]:
+    """(Steinke et al.'s bound, the f-DP bound at delta, the mu bound, the GDP estimate) of a menu's counts."""
+    eps, mu_hat, _ = fdp_lower(counts, canaries=canaries, delta=DELTA, classes=classes)
+    steinke = menu_lower(counts, canaries=canaries, classes=classes, delta=DELTA)[0]
+    return steinke, eps, mu_hat, gdp_epsilon(mu_hat, DELTA)
+
+
+def ideal(sigma: float, canaries: int, *, seed: int = 0) -> tuple[float, float, float, float]:
+    """A perfect likelihood-ratio test's pooled bounds (:func:`_bounds`, k = 10) on ``canaries`` ten-class canaries,
+    each released EPOCHS times with noise sigma C around its clipped gradient, the ten candidates at the uniform-softmax
+    geometry (the regular simplex)."""
     rng = np.random.default_rng(seed)
     p = np.full(CLASSES, 1 / CLASSES)
     vectors = p[None] - np.eye(CLASSES)
@@ -108,100 +117,63 @@ def ideal(sigma: float, canaries: int, *, seed: int = 0) -> float:
     posterior /= posterior.sum(1, keepdims=True)
     guess, order = posterior.argmax(1), np.argsort(-posterior.max(1), kind="stable")
     counts = [[k, int((guess[order[:k]] == labels[order[:k]]).sum())] for k in kept(canaries)]
-    return menu_lower(counts, canaries=canaries, classes=CLASSES, delta=DELTA)[0]
+    return _bounds(counts, canaries, CLASSES)
 
 
 def ideal_pair(sigma: float, canaries: int, *, seed: int = 0) -> tuple[float, float, float, float]:
     """A perfect likelihood-ratio test on ``canaries`` pair canaries whose two candidates are antipodal (2C apart) and
     released EPOCHS times with noise sigma C: each canary's statistic is N(+-mu/2, 1), mu = 2 sqrt(EPOCHS) / sigma,
-    exactly mu-GDP. Its (Steinke et al.'s bound at C = 2, the f-DP bound at delta, the mu bound, the GDP estimate)."""
+    exactly mu-GDP. Its :func:`_bounds` at C = 2."""
     rng = np.random.default_rng(seed)
     mu = 2 * math.sqrt(EPOCHS) / sigma
     bits = rng.integers(0, 2, canaries)
     score = (2 * bits - 1) * mu / 2 + rng.standard_normal(canaries)
     right = ((score > 0) == bits)[np.argsort(-np.abs(score), kind="stable")]
-    counts = [[k, int(right[:k].sum())] for k in kept(canaries)]
-    eps, mu_hat, _ = fdp_lower(counts, canaries=canaries, delta=DELTA)
-    return menu_lower(counts, canaries=canaries, classes=2, delta=DELTA)[0], eps, mu_hat, gdp_epsilon(mu_hat, DELTA)
+    return _bounds([[k, int(right[:k].sum())] for k in kept(canaries)], canaries, 2)
 
 
-def ceiling_pair(claims=(2.0,), sizes=(990, 3300, 10000), draws: int = 3) -> str:
-    """The pair game's perfect test by claim and count: Steinke / f-DP / mu / GDP estimate, mean over ``draws``."""
+def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: int = 3, *, pair: bool = False
+            ) -> str:
+    """A perfect test's bounds by claim and count (:func:`ideal`, or :func:`ideal_pair` with ``pair``): Steinke / f-DP
+    / mu / GDP estimate, mean +- std over ``draws`` simulations (seeds 0 to draws - 1)."""
     from opacus.accountants.utils import get_noise_multiplier
 
+    perfect = ideal_pair if pair else ideal
     lines = ["| claimed ε | " + " | ".join(f"{m} canaries" for m in sizes) + " |", "| --- |" + " --- |" * len(sizes)]
     for claim in claims:
         sigma = 2 * get_noise_multiplier(target_epsilon=claim, target_delta=DELTA, sample_rate=1.0, steps=EPOCHS,
                                          accountant="rdp")
-        cells = [np.mean([ideal_pair(sigma, m, seed=s) for s in range(draws)], axis=0) for m in sizes]
-        lines.append(f"| {claim:g} (σ {sigma:.1f}, μ {2 * math.sqrt(EPOCHS) / sigma:.3f}) | " + " | ".join(
-            " / ".join(f"{v:.2f}" for v in cell) for cell in cells) + " |")
+        cells = [_spread(np.array([perfect(sigma, m, seed=s) for s in range(draws)])) for m in sizes]
+        lines.append(f"| {claim:g} (σ {sigma:.1f}, μ {2 * math.sqrt(EPOCHS) / sigma:.3f}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: int = 3) -> str:
-    """How many canaries a claim needs: the ideal test's bound (mean +- std over ``draws`` simulations, seeds 0 to
-    draws - 1) by claim and count."""
-    from opacus.accountants.utils import get_noise_multiplier
-
-    lines = ["| claimed ε | " + " | ".join(f"{m} canaries" for m in sizes) + " |", "| --- |" + " --- |" * len(sizes)]
-    for claim in claims:
-        sigma = 2 * get_noise_multiplier(target_epsilon=claim, target_delta=DELTA, sample_rate=1.0, steps=EPOCHS,
-                                         accountant="rdp")
-        cells = [[ideal(sigma, m, seed=s) for s in range(draws)] for m in sizes]
-        lines.append(f"| {claim:g} (σ {sigma:.1f}) | " + " | ".join(
-            f"{np.mean(c):.2f}" + (f" ± {np.std(c, ddof=1):.2f}" if draws > 1 else "") for c in cells) + " |")
-    return "\n".join(lines)
+def _spread(draws: np.ndarray) -> str:
+    """Each column's mean +- std (the std only over more than one draw), joined by ' / '."""
+    return " / ".join(f"{m:.2f}" + (f" ± {d:.2f}" if len(draws) > 1 else "")
+                      for m, d in zip(draws.mean(0), draws.std(0, ddof=1) if len(draws) > 1 else draws.mean(0)))
 
 
 #: Simulations per reference cell: one draw's bound spreads widely (std 0.14 at a claim of 2 and 990 canaries).
 DRAWS = 30
-
-
-def reference(sigma: float, canaries: int) -> str:
-    """The ideal test's bound at noise ``sigma``: mean +- std over :data:`DRAWS` simulations (seeds 0 to DRAWS - 1)."""
-    draws = [ideal(sigma, canaries, seed=s) for s in range(DRAWS)]
-    return f"{np.mean(draws):.2f} ± {np.std(draws, ddof=1):.2f}"
-
-
-#: Simulations per pair reference cell (each computes the f-DP bounds, slower than Steinke's).
+#: Simulations per pair reference cell.
 PAIR_DRAWS = 20
 
 
-def pair_markdown(frame: pd.DataFrame) -> str:
-    """The pair canaries' rows: every bound the binary game gives, against the claim in its own terms (epsilon at
-    delta; mu, dp-gaussian's exact GDP claim 2 sqrt(updates) / sigma), and the perfect test's at the same geometry."""
-    lines = ["| setting | sigma | claimed ε (δ 1e-5) | claimed μ | ε ≥ Steinke (C = 2) | ε ≥ f-DP (f_ε,δ) | f-DP / claim | "
-             "μ ≥ (GDP) | μ ≥ / claimed μ | ε estimate from μ (assumes a Gaussian curve) | guesses kept, accuracy | "
-             f"perfect test: Steinke / f-DP / μ / estimate (mean ± std, {PAIR_DRAWS} simulations) | canaries |",
-             "| --- |" + " --- |" * 12]
-    groups = frame.groupby("setting", sort=False)
-    for label in sorted(groups.groups, key=list(SETTINGS).index):
-        at = groups.get_group(label)
-        (audit,) = auditor_table(at).to_dict("records")
-        sigma, claimed = float(at["strength"].iloc[0]), audit["epsilon_claimed"]
-        real = sigma / 10 if label.startswith("broken") else sigma
-        mu = 2 * math.sqrt(EPOCHS) / sigma
-        draws = np.array([ideal_pair(real, audit["canaries"], seed=s) for s in range(PAIR_DRAWS)])
-        ideal_text = " / ".join(f"{m:.2f} ± {d:.2f}" for m, d in zip(draws.mean(0), draws.std(0, ddof=1)))
-        ratio = f"{audit['epsilon_fdp'] / claimed:.2f}" if claimed > 1e-9 else "n/a"
-        lines.append(f"| {label} | {sigma:.3g} | {claimed:.3g} | {mu:.3g} | {audit['epsilon_lower']:.2f} | "
-                     f"{audit['epsilon_fdp']:.2f} | {ratio} | {audit['mu_lower']:.3f} | {audit['mu_lower'] / mu:.2f} | "
-                     f"{audit['epsilon_gdp_estimate']:.2f} | {audit['canary_guesses']}, {audit['canary_accuracy']:.3f} | "
-                     f"{ideal_text} | {audit['canaries']} over {audit['seeds']} seed(s) |")
-    return "\n".join(lines)
-
-
-def markdown(frame: pd.DataFrame) -> str:
-    """One row per (setting, canary inputs): records without the column are natural canaries (recorded before it)."""
+def markdown(frame: pd.DataFrame, *, pair: bool = False) -> str:
+    """One row per (setting, canary inputs) (records without the column are natural canaries, recorded before it):
+    every bound the game gives (Steinke et al.'s, the f-DP one-run bound against (epsilon, delta), the bound on mu
+    against dp-gaussian's exact GDP claim 2 sqrt(updates) / sigma, and the GDP estimate), gc's bound on the same
+    canaries and the perfect test's at the game's geometry (ten classes at the simplex, or ``pair``: antipodal)."""
     frame = frame.assign(canary_inputs=frame["canary_inputs"].fillna("natural") if "canary_inputs" in frame
                          else "natural")
     if frame.empty:
         return ""
-    lines = ["| setting | canaries' inputs | sigma | claimed ε (δ 1e-5) | auditor's ε ≥ (95%) | bound / claim | "
-             "auditor's guesses kept, accuracy | gc's ε ≥ | perfect test, uniform geometry (mean ± std of "
-             f"{DRAWS} simulations) | canaries |",
-             "| --- |" + " --- |" * 9]
+    classes, perfect, draws = (2, ideal_pair, PAIR_DRAWS) if pair else (CLASSES, ideal, DRAWS)
+    lines = [f"| setting | canaries' inputs | sigma | claimed ε (δ 1e-5) | claimed μ | ε ≥ Steinke (C = {classes}) | "
+             f"ε ≥ f-DP (f_ε,δ, k = {classes}) | f-DP / claim | μ ≥ (GDP) | μ ≥ / claimed μ | ε estimate from μ "
+             "(assumes a Gaussian curve) | guesses kept, accuracy | gc's ε ≥ | perfect test: Steinke / f-DP / μ / "
+             f"estimate (mean ± std, {draws} simulations) | canaries |", "| --- |" + " --- |" * 14]
     groups = frame.groupby(["setting", "canary_inputs"], sort=False)
     order = sorted(groups.groups, key=lambda g: (g[1] != "natural", list(SETTINGS).index(g[0])))
     for label, inputs in order:
@@ -211,11 +183,14 @@ def markdown(frame: pd.DataFrame) -> str:
         gc = attacks[attacks["attack"] == "gc"]["epsilon_lower"]
         sigma, claimed = float(at["strength"].iloc[0]), audit["epsilon_claimed"]
         real = sigma / 10 if label.startswith("broken") else sigma  # the noise it really draws
-        ratio = audit["epsilon_lower"] / claimed if claimed > 1e-9 else float("nan")
-        lines.append(f"| {label} | {inputs} | {sigma:.3g} | {claimed:.3g} | {audit['epsilon_lower']:.2f} | "
-                     f"{'n/a' if math.isnan(ratio) else f'{ratio:.2f}'} | {audit['canary_guesses']}, "
-                     f"{audit['canary_accuracy']:.3f} | {float(gc.iloc[0]) if len(gc) else float('nan'):.2f} | "
-                     f"{reference(real, audit['canaries'])} | {audit['canaries']} over {audit['seeds']} seed(s) |")
+        mu = 2 * math.sqrt(EPOCHS) / sigma
+        reference = _spread(np.array([perfect(real, audit["canaries"], seed=s) for s in range(draws)]))
+        ratio = f"{audit['epsilon_fdp'] / claimed:.2f}" if claimed > 1e-9 else "n/a"
+        lines.append(f"| {label} | {inputs} | {sigma:.3g} | {claimed:.3g} | {mu:.3g} | {audit['epsilon_lower']:.2f} | "
+                     f"{audit['epsilon_fdp']:.2f} | {ratio} | {audit['mu_lower']:.3f} | {audit['mu_lower'] / mu:.2f} | "
+                     f"{audit['epsilon_gdp_estimate']:.2f} | {audit['canary_guesses']}, {audit['canary_accuracy']:.3f} | "
+                     f"{float(gc.iloc[0]) if len(gc) else float('nan'):.2f} | {reference} | "
+                     f"{audit['canaries']} over {audit['seeds']} seed(s) |")
     return "\n".join(lines)
 
 
@@ -236,13 +211,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="300,1000,3000,10000", help="--ceiling's canary counts")
     parser.add_argument("--draws", type=int, default=3, help="--ceiling's simulations per cell")
     args = parser.parse_args()
-    if args.ceiling and args.canary_labels == "pair":
-        print(ceiling_pair(tuple(float(c) for c in args.claims.split(",")), tuple(int(m) for m in args.sizes.split(",")),
-                           args.draws))
-        return
     if args.ceiling:
         print(ceiling(tuple(float(c) for c in args.claims.split(",")), tuple(int(m) for m in args.sizes.split(",")),
-                      args.draws))
+                      args.draws, pair=args.canary_labels == "pair"))
         return
     seeds, rows = [int(s) for s in args.seeds.split(",")], []
     if args.from_csv:
@@ -254,7 +225,7 @@ def main() -> None:
             frame = measure(args.settings.split(";"), seeds, args.canaries, args.csv, inputs=inputs, rows=rows,
                             labels=args.canary_labels)
     pair = frame["canary_labels"].fillna("uniform").eq("pair") if "canary_labels" in frame else frame["seed"] < -1
-    text = "\n\n".join(filter(None, [markdown(frame[~pair]), pair_markdown(frame[pair]) if pair.any() else ""]))
+    text = "\n\n".join(filter(None, [markdown(frame[~pair]), markdown(frame[pair], pair=True) if pair.any() else ""]))
     print(text)
     if args.record:
         args.record.write_text(text + "\n")

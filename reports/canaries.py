@@ -89,7 +89,7 @@ def _auditor_line(row: dict) -> str:
             f"{empirical_text(row['epsilon_lower'], row['delta'])} from {int(row['canaries'])} canaries over "
             f"{row['seeds']} seed{'s' if row['seeds'] != 1 else ''} ({int(row['canary_guesses'])} guessed, accuracy "
             f"{row['canary_accuracy']:.3f})")
-    if _num(row.get("mu_lower")) is not None:  # binary canaries: the f-DP bounds (NaN in a table's other rows)
+    if _num(row.get("mu_lower")) is not None:  # the f-DP bounds (NaN in rows read from records without them)
         text += (f"; f-DP one run: epsilon >= {row['epsilon_fdp']:.2f} at delta {row['delta']:.3g} (95%), not "
                  f"mu-GDP for mu < {row['mu_lower']:.3f} (95%), epsilon {row['epsilon_gdp_estimate']:.2f} estimated "
                  "from that mu if the mechanism's curve is Gaussian (an estimate, not a bound)")

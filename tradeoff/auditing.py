@@ -1,6 +1,7 @@
 """An auditor's empirical epsilon over seeds (``vflpriv.auditors``), apart from the attacks': per setting, its guesses
 of the canaries pooled over the independent trainings (each training once: every record of a training carries the
-same guesses), the 95% lower bound they certify at the claim's delta, and the claimed epsilon. Pooling is sound for the
+same guesses), the 95% lower bound they certify at the claim's delta (Steinke et al.'s, and the f-DP one-run bounds with
+k = the canaries' classes: ``vflpriv.common.fdp_one_run``), and the claimed epsilon. Pooling is sound for the
 reason the attacks' is (``vflpriv.tradeoff.epsilon``); the auditor is one guesser, so no correction over attacks
 applies, and it never enters their worst case."""
 
@@ -12,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from vflpriv.common.empirical_epsilon import menu_lower
-from vflpriv.common.fdp_one_run import binary_bounds
+from vflpriv.common.fdp_one_run import fdp_bounds
 from vflpriv.tradeoff.epsilon import GROUP, canary_classes, claim_test, holm, pooled_counts
 
 
@@ -42,9 +43,8 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
                "canaries": canaries, "seeds": int(setting["seed"].nunique()), "epsilon_claimed": claimed,
                "testable": False, "rejected": False, "classes": classes}
         row["auditor_options"] = _options(setting)
-        if classes == 2:  # binary canaries: the f-DP one-run bounds too (vflpriv.common.fdp_one_run)
-            fdp = binary_bounds(counts, canaries=canaries, delta=delta)
-            row |= {"epsilon_fdp": fdp.epsilon, "mu_lower": fdp.mu, "epsilon_gdp_estimate": fdp.epsilon_gdp_estimate}
+        fdp = fdp_bounds(counts, canaries=canaries, classes=classes, delta=delta)  # vflpriv.common.fdp_one_run
+        row |= {"epsilon_fdp": fdp.epsilon, "mu_lower": fdp.mu, "epsilon_gdp_estimate": fdp.epsilon_gdp_estimate}
         if np.isfinite(claimed):
             test = claim_test({str(key[-1]): (counts, canaries)}, planned=1, classes=classes, claim=claimed,
                               delta=delta)

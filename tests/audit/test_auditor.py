@@ -101,6 +101,9 @@ def test_the_auditor_stays_below_a_correct_claim_and_exceeds_a_broken_mechanism_
     assert broken.auditor_epsilon_lower > broken.epsilon > right.auditor_epsilon_lower
     assert broken.auditor_accuracy > 0.8 and right.auditor_accuracy < 0.5
     assert right.attack == "gc" and right.epsilon_lower < broken.auditor_epsilon_lower  # the attack's own bound
+    # the k-candidate f-DP bound (ten classes) sits beside Steinke et al.'s, on the same side of each claim
+    assert right.canary_classes == 10 and right.auditor_epsilon_fdp <= right.epsilon < broken.auditor_epsilon_fdp
+    assert 0 <= right.auditor_mu_lower < broken.auditor_mu_lower and math.isfinite(right.auditor_epsilon_gdp_estimate)
 
 
 def test_the_auditor_changes_nothing_the_training_computes():
@@ -155,10 +158,13 @@ def test_the_auditor_is_pooled_once_per_training_and_never_enters_the_attacks_wo
     frame = pd.DataFrame([_record(s, f"t{s}", strong, attack=a) for s in (0, 1) for a in ("gc", "mc")])
     (row,) = auditor_table(frame).to_dict("records")
     from vflpriv.common.empirical_epsilon import menu_lower
+    from vflpriv.common.fdp_one_run import fdp_bounds
 
     assert row["canaries"] == 200 and row["seeds"] == 2
     assert row["epsilon_lower"] == menu_lower([[200, 180], [100, 100]], canaries=200, classes=10, delta=1e-5)[0]
     assert row["epsilon_lower"] > 2.0
+    fdp = fdp_bounds([[200, 180], [100, 100]], canaries=200, classes=10, delta=1e-5)  # ten classes: the f-DP bounds
+    assert (row["epsilon_fdp"], row["mu_lower"], row["epsilon_gdp_estimate"]) == tuple(fdp) and fdp.epsilon > 2.0
     without = frame.assign(auditor="", auditor_counts="")
     assert epsilon_table(frame).equals(epsilon_table(without))
     assert auditor_table(without).empty and math.isfinite(row["epsilon_claimed"])
@@ -188,5 +194,6 @@ def test_the_canary_report_says_the_auditor_s_bound_as_the_auditor_s_apart_from_
     (line,) = [r["line"] for r in summary["auditor"]]
     assert "auditor gradient-lrt (white box, not an attack)" in line
     assert "claim rejected at the 95% level (Holm over the auditor's 1 claim): 180 of 200 guesses right" in line
+    assert "f-DP one run: epsilon >= " in line and "not mu-GDP for mu < " in line  # ten classes: the k-ary bounds
     assert all("gradient-lrt" not in r["line"] for r in summary["rows"])  # the attacks' rows and worst case
     assert "### The auditor's empirical epsilon (white box, not an attack)" in "\n".join(canary_markdown(summary))

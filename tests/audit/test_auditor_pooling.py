@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from vflpriv.common.empirical_epsilon import menu_lower
+from vflpriv.common.fdp_one_run import fdp_bounds
 from vflpriv.tradeoff.auditing import auditor_table
 from vflpriv.tradeoff.epsilon import claim_test
 
@@ -28,12 +29,14 @@ def test_a_row_is_the_pooled_bound_its_guesses_their_accuracy_and_the_setting_by
     right = {100: 56, 20: 19}[guesses]
     test = claim_test({"gradient-lrt": ([[100, 56], [20, 19]], 100)}, planned=1, classes=10, claim=3.0, delta=1e-5)
     assert test.testable
+    fdp = fdp_bounds([[100, 56], [20, 19]], canaries=100, classes=10, delta=1e-5)  # ten classes: the k-ary f-DP bounds
     assert row == {"method": "m", "dataset": "d", "defense": "dp-gaussian", "phase": "finetune", "variant": "",
                    "strength": 4.0, "auditor": "gradient-lrt", "axis": "sigma", "epsilon_lower": bound, "delta": 1e-5,
                    "canary_guesses": guesses, "canary_accuracy": right / guesses, "canaries": 100, "seeds": 2,
                    "epsilon_claimed": 3.0, "classes": 10, "cap": test.cap, "testable": True,
                    "p_value": test.p_value, "rejected": test.p_value <= 0.05, "rejecting_guesses": test.guesses,
-                   "rejecting_right": test.right, "holm_family": 1, "auditor_options": ""}  # the weakest claim (seed 1's 3.0) is tested
+                   "rejecting_right": test.right, "holm_family": 1, "auditor_options": "",
+                   **dict(zip(("epsilon_fdp", "mu_lower", "epsilon_gdp_estimate"), fdp))}  # the weakest claim (seed 1's 3.0) is tested
 
 
 def test_the_accuracy_is_that_of_the_menu_entry_the_bound_chose():

@@ -34,9 +34,10 @@ certify with every canary guessed right, at the level the report really uses (th
 shares; 100 binary canaries at 5% alone certify at most 3.5, 1000 at most 5.8; with the four-entry menu, 3.11 and
 5.43). A claim at or above the cap cannot be rejected by any outcome: it is untestable with those canaries.
 
-For binary canaries (``partition.canary_labels: pair``) :mod:`vflpriv.common.fdp_one_run` gives Mahloujifar et al.'s
-f-DP one-run bounds beside this one: the same (epsilon, delta) statement without the delta * m term, and a bound on
-mu-GDP, which tests a Gaussian mechanism's whole curve.
+:mod:`vflpriv.common.fdp_one_run` gives Mahloujifar et al.'s f-DP one-run bounds beside this one, for binary canaries
+(``partition.canary_labels: pair``) and C-ary ones (their reconstruction game, whose per-canary constraint gives the
+same q and the same per-guess slack as above): the same (epsilon, delta) statement without the delta * m term, and a
+bound on mu-GDP, which tests a Gaussian mechanism's whole curve.
 """
 
 from __future__ import annotations

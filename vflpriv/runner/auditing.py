@@ -12,7 +12,7 @@ import torch
 
 from vflpriv.common.empirical_epsilon import menu_lower
 from vflpriv.common.errors import IncompatibleError
-from vflpriv.common.fdp_one_run import binary_bounds
+from vflpriv.common.fdp_one_run import fdp_bounds
 from vflpriv.config.registry import AUDITORS, DEFENSES
 from vflpriv.config.schema import TrainingConfig
 from vflpriv.data.scenario import Scenario
@@ -90,9 +90,8 @@ def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: S
     classes, planted = int(scenario.canary_candidates.shape[1]), int(scenario.canaries.numel())
     bound, kept = menu_lower(counts, canaries=planted, classes=classes, delta=delta)
     right = next(r for g, r in counts if g == kept)
-    fdp = binary_bounds(counts, canaries=planted, delta=delta) if classes == 2 else None
+    fdp = fdp_bounds(counts, canaries=planted, classes=classes, delta=delta)
     for record in records:
         record.auditor, record.auditor_counts = name, json.dumps(counts)
         record.auditor_guesses, record.auditor_accuracy, record.auditor_epsilon_lower = kept, right / kept, bound
-        if fdp is not None:
-            record.auditor_epsilon_fdp, record.auditor_mu_lower, record.auditor_epsilon_gdp_estimate = fdp
+        record.auditor_epsilon_fdp, record.auditor_mu_lower, record.auditor_epsilon_gdp_estimate = fdp

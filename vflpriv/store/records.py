@@ -94,7 +94,7 @@ class RunRecord:
     auditor_guesses: int = 0
     auditor_accuracy: float = float("nan")
     auditor_epsilon_lower: float = float("nan")
-    #: Binary canaries only (``canary_classes`` 2): the auditor's f-DP one-run bounds (``vflpriv.common.fdp_one_run``):
+    #: The auditor's f-DP one-run bounds (``vflpriv.common.fdp_one_run``, k = ``canary_classes`` candidates per canary):
     #: a proven lower bound on epsilon at the claim's delta (against f_{eps,delta}), a proven lower bound on mu
     #: (against mu-GDP), and the epsilon at delta of that mu, an estimate under the Gaussian-curve assumption.
     auditor_epsilon_fdp: float = float("nan")
