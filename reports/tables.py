@@ -11,7 +11,7 @@ from rich.table import Table
 from vflpriv.common.lazy import Lazy
 
 pd = Lazy("pandas")  # imported at the first table: a command's header (utility_label) runs before its sweep
-cap = Lazy("vflpriv.tradeoff.cap")  # numpy and pandas
+cap = Lazy("vflpriv.tradeoff.cap")  # strength_label; the module imports numpy and pandas
 
 CONTEXT = ["method", "dataset", "attack", "defense", "phase"]
 
