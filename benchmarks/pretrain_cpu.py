@@ -3,7 +3,8 @@ changes, interleaved in one process; and its profile.
 
 The work is the main command's first training's (digits, seed 0, ``vflpriv evaluate --method fedhssl --attack mc
 --defense iso``): ``FedHSSL.pretrain`` (4 global iterations: 24 cross-party steps and 96 guided local steps), then
-the adversary's prior encoder (plain SimSiam alone on party 1's 1437 samples, 4 epochs: 48 steps). Each repeat
+an encoder as the adversary's prior pretrains it (plain SimSiam alone on party 1's 1437 samples, 4 epochs: 48
+steps; the same work, from a seed of its own). Each repeat
 runs both once before and once after (alternating which goes first; the first repeat warms up), on one thread,
 process CPU seconds, medians; and checks that both give the same numbers bit for bit (every pretrained tensor,
 parameters and BatchNorm statistics, and the loss history). "Before" restores the previous code by patching:
