@@ -19,7 +19,7 @@ The old code runs from a checkout of 0c34d33 with a venv of its own (never commi
     (cd /tmp/base && python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[search]')
     python benchmarks/audit_cost.py --base /tmp/base [--only audits,main,quick,grid,replay] [--methods splitnn,fedhssl] \
         [--repeats 1] [--keep DIR] [--new-python PYTHON] [--record benchmarks/results/audit_cost.md] [--together] \
-        [--main DIR --main-name NAME]
+        [--main DIR --main-name NAME] [--main-repeats 3]
 
 ``--main DIR`` measures a third checkout (main, with its own venv in DIR/.venv) beside the two in the main command
 and the grid, in the same rotation.
@@ -211,6 +211,33 @@ def main_command(runners: list[Runner], repeats: int, say) -> None:
             f"{', '.join(f'{w:.1f}' for w in walls[runner.name])}; {cb:.1f} CPU s), this code {n:.1f} s (runs "
             f"{', '.join(f'{w:.1f}' for w in walls[new])}; {cn:.1f} CPU s): **ratio {n / b:.2f}** in wall time, "
             f"{cn / cb:.2f} in CPU seconds (goal against 0c34d33: 0.5)")
+    reference = runners[-1].tmp / f"main-{new}-0"
+    for runner in runners:
+        for r in range(repeats):
+            say(f"{runner.label}, repeat {r}, against this code's first: "
+                + same_outputs(runner.tmp / f"main-{runner.name}-{r}", reference))
+
+
+#: What a results.csv may differ in between two runs of the same command: how long each part took.
+TIMINGS = ("train_seconds", "attack_seconds")
+
+
+def same_outputs(folder: Path, reference: Path) -> str:
+    """Whether ``folder`` holds the numbers of ``reference``: every column of results.csv the two share but the
+    timings, cap.csv and tradeoff.png byte for byte; the columns only one side has are named (a newer record)."""
+    import pandas as pd
+
+    def rows(path: Path) -> pd.DataFrame:
+        frame = pd.read_csv(path / "results.csv")
+        return frame.drop(columns=[c for c in TIMINGS if c in frame]).sort_values(["seed", "strength"], ignore_index=True)
+
+    a, b = rows(folder), rows(reference)
+    shared = [c for c in a.columns if c in b.columns]
+    differ = [c for c in shared if not a[c].equals(b[c])] if len(a) == len(b) else ["(row count)"]
+    files = {name: (folder / name).read_bytes() == (reference / name).read_bytes() for name in ("cap.csv", "tradeoff.png")}
+    return (f"results.csv {len(shared)} shared columns, differing: {', '.join(differ) or 'none'}"
+            f" ({len(set(a.columns) ^ set(b.columns))} columns on one side only); "
+            + "; ".join(f"{name} {'same bytes' if same else 'DIFFERENT'}" for name, same in files.items()))
 
 
 def grid(runners: list[Runner], repeats: int, say) -> None:
@@ -246,6 +273,7 @@ def main() -> None:
     parser.add_argument("--new-python", type=Path, default=Path(sys.executable),
                         help="the Python of the code measured against 0c34d33 (default: this one)")
     parser.add_argument("--repeats", type=int, default=1, help="of each audit (main command and grid: 3)")
+    parser.add_argument("--main-repeats", type=int, default=3, help="of the main command (on a loaded machine: more)")
     parser.add_argument("--keep", type=Path, default=None, help="where the audits' outputs go (default: a temp dir)")
     parser.add_argument("--record", type=Path, default=None, help="also write the output to this Markdown file")
     parser.add_argument("--main", type=Path, default=None,
@@ -273,6 +301,7 @@ def main() -> None:
     say(f"# The audit's cost: this code ({head}) against 0c34d33, side by side")
     say(f"command: python benchmarks/audit_cost.py --base {args.base} --only {args.only} --methods {args.methods} "
         f"--repeats {args.repeats}{' --together' if args.together else ''} --new-python {args.new_python}"
+        + (f" --main-repeats {args.main_repeats}" if args.main_repeats != 3 else "")
         + (f" --main {args.main} --main-name {args.main_name}" if args.main else ""))
     say(f"machine: {os.cpu_count()} CPUs; at the start {load()}")
     only = set(args.only.split(","))
@@ -281,7 +310,7 @@ def main() -> None:
     elif "audits" in only:
         audits(old, new, args.repeats, keep, say, args.methods.split(","))
     if "main" in only:
-        main_command([*others, new], 3, say)
+        main_command([*others, new], args.main_repeats, say)
     if "quick" in only:
         quick(new, keep, say)
     if "grid" in only:

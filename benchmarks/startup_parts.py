@@ -1,7 +1,7 @@
 """What each start-up cut of issue 49 buys: the CPU seconds of one part of a cold command in a fresh process, two
 checkouts interleaved (CPU seconds of the child: steadier than wall time on a shared machine).
 
-    python benchmarks/startup_parts.py --base-python /tmp/m49e/.venv/bin/python [--repeats 5]
+    python benchmarks/startup_parts.py --base-python /tmp/m49e/.venv/bin/python [--repeats 5] [--parts cli,header]
 
 Parts (each a fresh interpreter, with an empty cache of its own):
 
@@ -10,7 +10,9 @@ Parts (each a fresh interpreter, with an empty cache of its own):
 - ``worker``: what a loky worker imports and does before its first training: its warm-up imports and the planning of
   one training of the main command (dataset from the cache);
 - ``report``: the modules the main command's report imports (``vflpriv.reports.plots``, ``vflpriv.reports.tables``)
-  with torch imported first.
+  with torch imported first;
+- ``header``: the main command's header lines (what is measured, the partition), printed after planning and before
+  the first training, with the command's experiment built first.
 
 Each figure is the median over ``--repeats`` of the child's CPU seconds minus those of a child that only imports
 what the part starts from (torch, or nothing), so it is the part's own cost.
@@ -41,6 +43,11 @@ PARTS = {
                "'defenses': [{'name': 'iso', 'phase': 'finetune', 'sweep': True}], 'strengths': [1], 'seeds': [0]})\n"
                "plan(e.runs())"),
     "report": ("import torch", "import vflpriv.reports.plots, vflpriv.reports.tables"),
+    "header": ("import torch\nfrom vflpriv.cli.evaluate import build_experiment\n"
+               "from vflpriv.workflows.experiment import experiment_line, partition_line\n"
+               "e = build_experiment(config=None, method='fedhssl', attack='mc', defense='iso', dataset=None, "
+               "strengths=None, seeds=None, phase=None, jobs=None, backend=None, device=None, overrides=[])",
+               "experiment_line(e), partition_line(e)"),
 }
 
 
@@ -59,11 +66,13 @@ def main() -> None:
     parser.add_argument("--base-python", required=True, help="the other checkout's Python (its venv)")
     parser.add_argument("--new-python", default=sys.executable)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     args = parser.parse_args()
     pythons = {"base": args.base_python, "new": args.new_python}
     tmp = Path(tempfile.mkdtemp(prefix="startup-parts-"))
     print(f"base {args.base_python}, new {args.new_python}; load average {os.getloadavg()[0]:.1f}")
-    for part, (start, body) in PARTS.items():
+    for part in args.parts.split(","):
+        start, body = PARTS[part]
         own: dict[str, list[float]] = {"base": [], "new": []}
         for r in range(args.repeats):
             for name in (("base", "new") if r % 2 == 0 else ("new", "base")):

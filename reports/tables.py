@@ -6,10 +6,12 @@ table stays readable in an 80-column terminal.
 
 from __future__ import annotations
 
-import pandas as pd
 from rich.table import Table
 
-from vflpriv.tradeoff.cap import strength_label
+from vflpriv.common.lazy import Lazy
+
+pd = Lazy("pandas")  # imported at the first table: a command's header (utility_label) runs before its sweep
+cap = Lazy("vflpriv.tradeoff.cap")  # strength_label; the module imports numpy and pandas
 
 CONTEXT = ["method", "dataset", "attack", "defense", "phase"]
 
@@ -121,7 +123,7 @@ def strength_table(summary: pd.DataFrame, *, secret: str = "labels") -> Table:
         table.add_row(
             *(str(r[c]) for c in varying), *([who(str(r["adversary"]))] if adversary else []),
             *([f"party {r['victim']}"] if victim else []),
-            *([strength_label(r["strength_axis"], r["strength"])] if defended else []),
+            *([cap.strength_label(r["strength_axis"], r["strength"])] if defended else []),
             *([epsilon_cell(r["epsilon_mean"], r.get("epsilon_delta_mean", float("nan")))] if spent else []),
             mean_std(r["utility_mean"], r["utility_std"], n=n),
             mean_std(r["attack_accuracy_mean"], r["attack_accuracy_std"], n=n, digits=digits),

@@ -62,6 +62,46 @@ print('command:', ' '.join(m for m in ('sklearn', 'seaborn', 'scipy') if m in sy
     assert (tmp_path / "out" / "tradeoff.png").is_file()
 
 
+def test_the_main_command_plans_and_prints_its_header_without_pandas(tmp_path):
+    """Everything the parent does before its first training (planning every training, the header's lines: a dry run
+    does just that) imports no pandas (0.2-0.5 s on that path; the report imports it while the last trainings run)."""
+    code = """
+import sys
+from vflpriv.cli import app
+sys.argv = ['vflpriv', 'evaluate', '--method', 'fedhssl', '--attack', 'mc', '--defense', 'iso', '--dry-run',
+            '--out', sys.argv[1]]
+try:
+    app()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print('pandas' in sys.modules)
+"""
+    env = {**os.environ, "VFLPRIV_CACHE": str(tmp_path / "cold")}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
+                         check=True, env=env).stdout.splitlines()
+    assert out[-1] == "False"
+
+
+def test_the_audit_imports_its_report_only_after_planning(tmp_path):
+    """The audit's report modules (and pandas with them) are imported while the last trainings run (``prepare``), not
+    before the first: a dry run, which plans every run and stops there, imports none of them."""
+    code = """
+import sys
+from vflpriv.cli import app
+sys.argv = ['vflpriv', 'audit', '--method', 'splitnn', '--attacks', 'mc', '--defenses', 'iso', '--seeds', '0',
+            '--canaries', '0', '--dry-run', '--out', sys.argv[1]]
+try:
+    app()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(' '.join(m for m in ('pandas', 'vflpriv.reports.audit', 'vflpriv.reports.features') if m in sys.modules) or 'none')
+"""
+    env = {**os.environ, "VFLPRIV_CACHE": str(tmp_path / "cold")}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
+                         check=True, env=env).stdout.splitlines()
+    assert out[-1] == "none"
+
+
 def test_a_lazy_module_is_the_module_once_used():
     binom = Lazy("scipy.stats", "binom")
     from scipy.stats import binom as real

@@ -12,6 +12,7 @@ from vflpriv.models.ssl import (
     corrupt_tabular,
     make_augmenter,
     scarf_corrupt,
+    stacked_views,
     two_views,
 )
 
@@ -152,3 +153,34 @@ def test_augment_images_matches_one_call_per_batch_bit_for_bit() -> None:
     assert [t.shape for t in together] == [b.shape for b in batches]
     for a, b in zip(one_by_one, together):
         assert torch.equal(a, b)
+
+
+IMAGE = PartySpec("image", (1, 8, 4))
+VIEW_OPTIONS = {
+    "crop and flip (one resampling)": {},
+    "no flip, tight crops": {"crop_scale": (0.8, 1.0), "flip": False},
+    "jitter (a draw between the crops)": {"jitter": (0.4, 0.4, 0.0, 0.0)},
+    "blur": {"blur_sigma": (0.1, 2.0)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_OPTIONS))
+@pytest.mark.parametrize("clean_first", [False, True])
+@pytest.mark.parametrize("n", [128, 29])
+def test_stacked_views_are_the_two_views_concatenated_bit_for_bit(name: str, clean_first: bool, n: int) -> None:
+    """Local SSL feeds [v1; v2] from one resampling: the pixels of ``two_views`` (one ``augment_image`` per view),
+    and the generator left where two calls leave it (the next batch's views are the same too)."""
+    images = torch.rand(n, 1, 8, 4, generator=_gen(4))
+    aug = make_augmenter(IMAGE, images, **VIEW_OPTIONS[name])
+    g_two, g_stacked = _gen(9), _gen(9)
+    for _ in range(2):
+        expected = torch.cat(two_views(images, aug, clean_first=clean_first, generator=g_two))
+        stacked = stacked_views(images, aug, clean_first=clean_first, generator=g_stacked)
+        assert stacked.shape == (2 * n, 1, 8, 4)
+        assert torch.equal(stacked, expected)
+
+
+def test_stacked_views_of_a_table_are_the_two_views_concatenated() -> None:
+    x = _tabular()
+    aug = make_augmenter(SPEC, x)
+    assert torch.equal(stacked_views(x, aug, generator=_gen(2)), torch.cat(two_views(x, aug, generator=_gen(2))))

@@ -13,6 +13,7 @@ from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
 from vflpriv.common.console import make_console
 from vflpriv.common.progress import stage
 from vflpriv.common.errors import ConfigError, IncompatibleError
+from vflpriv.common.lazy import importing
 from vflpriv.config.parse import (
     DATASET_SETTINGS,
     apply_override,
@@ -113,6 +114,11 @@ def _context(cfg: AuditConfig) -> dict:
     }
 
 
+#: What the audit's report imports after its runs (pandas, scipy.stats for its tests and epsilons, matplotlib with its
+#: Agg backend for the feature grids): the parent imports them while its workers compute the last trainings.
+REPORT_MODULES = ("vflpriv.reports.audit", "vflpriv.reports.features", "vflpriv.reports.plots", "scipy.stats")
+
+
 @app.command()
 def audit(
     method: str = typer.Option(..., help="method to audit: a registered name or package.module:Class"),
@@ -145,8 +151,6 @@ def audit(
     dry_run: bool = DRY_RUN,
 ) -> None:
     """Audit a VFL method: conformance, then every applicable attack x defense x strength x seed, and a report."""
-    from vflpriv.reports.audit import audit_markdown, audit_summary
-    from vflpriv.reports.features import example_grids
     from vflpriv.workflows.audit import audit_grid
     from vflpriv.workflows.audit_recipes import WEAKEST, active_summary, defer_active, escalate, mark_partial
     from vflpriv.workflows.conformance import check_conformance
@@ -180,7 +184,8 @@ def audit(
     def into_store(todo: list, *, dry: bool = False) -> pd.DataFrame | None:
         return run_into_store(todo, out, jobs=cfg.jobs, backend=cfg.backend, address=address,
                               runs_per_gpu=cfg.runs_per_gpu, store_path=store, console=console, overwrite=overwrite,
-                              show_progress=not quiet, owns={r.key() for r in runs}.__contains__, dry_run=dry)
+                              show_progress=not quiet, owns={r.key() for r in runs}.__contains__, dry_run=dry,
+                              prepare=importing(*REPORT_MODULES))
 
     if dry_run:  # every run it may train is checked, the active adversary's deferred ones too
         into_store(runs, dry=True)
@@ -196,6 +201,9 @@ def audit(
         console.print(f"the active adversary beat the passive attacks of its kind at the weakest strength of "
                       f"{len({d.defense for d in decisions if d.escalated})} defense(s): its runs at their other strengths")
         results = into_store(now + more)
+    from vflpriv.reports.audit import audit_markdown, audit_summary  # imported while the last trainings ran
+    from vflpriv.reports.features import example_grids
+
     context = {**_context(cfg), "active": active_summary(cfg.audit.active, decisions, margin=cfg.audit.margin)}
     summary = audit_summary(results, [vars(s) for s in skipped], margin=cfg.audit.margin, context=context,
                             feature_margin=cfg.audit.feature_margin)

@@ -68,8 +68,8 @@ from vflpriv.models.ssl import (
     predictor,
     projector,
     scarf_corrupt,
+    stacked_views,
     symmetrized,
-    two_views,
 )
 from vflpriv.models.ssl.augment import Augment
 from vflpriv.models.training import Optimizer, index_batches, make_optimizer
@@ -345,9 +345,8 @@ class LocalSSL:
         update_target = momentum_updater(self.online, self.target) if self.target is not None else None
         losses = []
         for batch in index_batches(ids, batch_size=opts.batch_size, generator=self.batch_generator):
-            v1, v2 = two_views(x[batch], self.augment, clean_first=self.clean_first, generator=self.aug_generator)
-            n = v1.shape[0]
-            views = torch.cat([v1, v2])
+            n = batch.numel()
+            views = stacked_views(x[batch], self.augment, clean_first=self.clean_first, generator=self.aug_generator)
             h, z, p = tower.stages(views)
             if self.target is not None:
                 with torch.no_grad():

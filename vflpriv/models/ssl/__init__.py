@@ -6,11 +6,13 @@ Small pieces in the Lightly style; the pretraining methods (FedHSSL, VFLHLP, SS-
 from vflpriv.models.ssl.augment import (
     Augment,
     FeatureRanges,
+    ImageViews,
     augment_image,
     augment_images,
     corrupt_tabular,
     make_augmenter,
     scarf_corrupt,
+    stacked_views,
     two_views,
 )
 from vflpriv.models.ssl.heads import predictor, projector
@@ -21,6 +23,7 @@ from vflpriv.models.ssl.queue import MemoryQueue
 __all__ = [
     "Augment",
     "FeatureRanges",
+    "ImageViews",
     "MemoryQueue",
     "augment_image",
     "augment_images",
@@ -35,6 +38,7 @@ __all__ = [
     "predictor",
     "projector",
     "scarf_corrupt",
+    "stacked_views",
     "symmetrized",
     "two_views",
     "update_momentum",

@@ -116,6 +116,12 @@ def augment_images(
 ) -> list[Tensor]:
     """:func:`augment_image` of each batch in ``xs`` (same image shape), in one resampling: the same draws, in the
     same order, and the same values as one call per batch, for a loop that augments several batches per step."""
+    out = _resampled(xs, generator=generator, crop_scale=crop_scale, flip=flip)
+    return [out] if len(xs) == 1 else list(out.split([b.shape[0] for b in xs]))
+
+
+def _resampled(xs: list[Tensor], *, generator: torch.Generator, crop_scale: tuple[float, float], flip: bool) -> Tensor:
+    """The batches of :func:`augment_images` augmented and concatenated."""
     lo, hi = crop_scale
     if not 0.0 < lo <= hi <= 1.0:
         raise ConfigError(f"crop_scale must satisfy 0 < low <= high <= 1, got {crop_scale}")
@@ -135,8 +141,7 @@ def augment_images(
     theta[:, 1, 1] = sh
     theta[:, 1, 2] = (1 - sh) * (2 * u[3] - 1)
     grid = F.affine_grid(theta, list(x.shape), align_corners=False)
-    out = F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
-    return [out] if len(xs) == 1 else list(out.split([b.shape[0] for b in xs]))
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
 def two_views(
@@ -145,6 +150,48 @@ def two_views(
     """The pair (v1, v2) = (T(x), T(x)); with ``clean_first`` v1 = x (FedHSSL code option)."""
     v1 = x if clean_first else augment(x, generator)
     return v1, augment(x, generator)
+
+
+def stacked_views(x: Tensor, augment: Augment, *, clean_first: bool = False, generator: torch.Generator) -> Tensor:
+    """``torch.cat(two_views(...))``: [v1; v2], 2n rows, the same values from the same draws in the same order; both
+    views in one resampling where ``augment`` can (an :class:`ImageViews`), which SSL steps then feed as one batch."""
+    if clean_first:
+        return torch.cat([x, augment(x, generator)])
+    stacked = getattr(augment, "stacked", None)
+    if stacked is not None:
+        return stacked([x, x], generator)
+    return torch.cat([augment(x, generator), augment(x, generator)])
+
+
+@dataclass(frozen=True)
+class ImageViews:
+    """An image party's view function (``Augment``): :func:`augment_image`, then :func:`color_jitter` when a jitter
+    strength is positive and :func:`gaussian_blur` when ``blur_sigma`` is; ``stacked`` augments several batches."""
+
+    crop_scale: tuple[float, float] = (0.5, 1.0)
+    flip: bool = True
+    jitter: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    jitter_p: float = 0.8
+    blur_sigma: tuple[float, float] = (0.0, 0.0)
+    blur_p: float = 0.5
+
+    def __call__(self, x: Tensor, generator: torch.Generator) -> Tensor:
+        x = augment_image(x, generator=generator, crop_scale=self.crop_scale, flip=self.flip)
+        return self._photometric(x, generator)
+
+    def stacked(self, xs: list[Tensor], generator: torch.Generator) -> Tensor:
+        """``torch.cat([self(x, generator) for x in xs])``, the same draws in the same order: the crops in one
+        resampling (:func:`augment_images`) where no photometric step draws between one batch's crop and the next's."""
+        if any(s > 0 for s in self.jitter) or self.blur_sigma[1] > 0:
+            return torch.cat([self(x, generator) for x in xs])
+        return _resampled(xs, generator=generator, crop_scale=self.crop_scale, flip=self.flip)
+
+    def _photometric(self, x: Tensor, generator: torch.Generator) -> Tensor:
+        if any(s > 0 for s in self.jitter):
+            x = color_jitter(x, strengths=self.jitter, p=self.jitter_p, generator=generator)
+        if self.blur_sigma[1] > 0:
+            x = gaussian_blur(x, sigma=self.blur_sigma, p=self.blur_p, generator=generator)
+        return x
 
 
 def make_augmenter(
@@ -162,22 +209,14 @@ def make_augmenter(
 ) -> Augment:
     """One party's ``aug(x, generator)``, fitted on its training tensor.
 
-    Image parties get ``augment_image``, then ``color_jitter`` when a jitter strength is positive and
-    ``gaussian_blur`` when ``blur_sigma`` is (the FedHSSL code's order: crop, jitter, blur, flip; the flip
+    Image parties get an :class:`ImageViews`: ``augment_image``, then ``color_jitter`` when a jitter strength is
+    positive and ``gaussian_blur`` when ``blur_sigma`` is (the FedHSSL code's order: crop, jitter, blur, flip; the flip
     commutes with both). Tabular parties get ``corrupt_tabular`` with ranges fitted
     on ``x_train`` (``tabular="uniform"``, FedHSSL, default rate 0.3) or ``scarf_corrupt`` with
     ``x_train`` as the pool (``tabular="scarf"``, VFLHLP, default rate 0.6).
     """
     if spec.modality == "image":
-        def image_aug(x: Tensor, generator: torch.Generator) -> Tensor:
-            x = augment_image(x, generator=generator, crop_scale=crop_scale, flip=flip)
-            if any(s > 0 for s in jitter):
-                x = color_jitter(x, strengths=jitter, p=jitter_p, generator=generator)
-            if blur_sigma[1] > 0:
-                x = gaussian_blur(x, sigma=blur_sigma, p=blur_p, generator=generator)
-            return x
-
-        return image_aug
+        return ImageViews(crop_scale, flip, jitter, jitter_p, blur_sigma, blur_p)
     if tabular not in ("uniform", "scarf"):
         raise ConfigError(f"unknown tabular augmentation {tabular!r}; choose 'uniform' or 'scarf'")
     r = (0.3 if tabular == "uniform" else 0.6) if rate is None else rate
