@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from vflpriv.common.errors import ConfigError
 from vflpriv.common.progress import Planned
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
@@ -164,15 +165,29 @@ def check(configs: Sequence[RunConfig]) -> int:
     return len(groups)
 
 
-def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None) -> None:
-    """Delete the stored records of ``configs`` that do not check out, or that were computed on other data than the
-    dataset holds now (``data_of``: a changed data file), so they are recomputed; say so."""
-    damaged = store.drop_damaged([c.key() for c in configs])
-    other = store.drop_other_data({c.key(): data_of(c) for c in configs})
+def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None,
+                 replace_other_data: bool = False) -> None:
+    """Delete the stored records of ``configs`` that do not check out, so they are recomputed; say so. Records
+    computed on other data than the dataset holds now (``data_of``: a changed data file) are deleted and recomputed
+    too where ``replace_other_data`` (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted."""
+    expected = {c.key(): data_of(c) for c in configs}
+    if not replace_other_data:
+        refuse_other_data(store.other_data(expected), where=str(store.path))
+    damaged = store.drop_damaged(list(expected))
+    other = store.drop_other_data(expected)
     for found, what in ((damaged, "damaged record(s)"), (other, "record(s) of other data")):
         if found and on_note is not None:
             on_note(f"{len(found)} {what} in the store deleted and recomputed (the first, run {found[0][0]}: "
                     f"{found[0][1]})")
+
+
+def refuse_other_data(other: Sequence[tuple[str, str]], *, where: str) -> None:
+    """ConfigError where a store holds runs of these configs computed on other data: the stored results are not
+    deleted by mistake (a data folder pointed elsewhere); the user says to recompute them, or gives another store."""
+    if other:
+        raise ConfigError(f"results store {where} holds {len(other)} of these runs computed on other data than the "
+                          f"dataset holds now (the first, run {other[0][0]}: {other[0][1]}); give another --out or "
+                          "--store to keep them, or --overwrite to recompute them on the data as it is now")
 
 
 def sweep(
@@ -190,6 +205,7 @@ def sweep(
     on_start: Callable[[list[RunConfig]], None] | None = None,
     on_tail: Callable[[], None] | None = None,
     checked: bool = False,
+    replace_other_data: bool = False,
 ) -> pd.DataFrame:
     """Validate every config and drop the damaged records of the store first (unless ``checked``: the caller
     did both), then run the trainings the store lacks: locally spread over the visible GPUs (``on_gpus``), on a
@@ -197,7 +213,8 @@ def sweep(
 
     A training's records are committed together as soon as they arrive. Failed records from an earlier
     sweep are retried; those written during this sweep (by it or by another sweep) are not. A stored record
-    that does not check out (damaged) is deleted and recomputed, said through ``on_note``. ``on_schedule`` gets the
+    that does not check out (damaged) is deleted and recomputed, said through ``on_note``; one computed on other
+    data is refused unless ``replace_other_data`` (:func:`drop_damaged`). ``on_schedule`` gets the
     trainings about to run, in dispatch order (``planned_work``), before they start. The returned
     frame holds one row per config, in grid order, including runs found done in the store. ``on_start(runs)``: a
     training (its runs) starts here or in a local worker; ``on_tail()``: locally, no more trainings wait than workers compute
@@ -205,7 +222,7 @@ def sweep(
     """
     if not checked:
         check(configs)
-        drop_damaged(store, configs, on_note=on_note)
+        drop_damaged(store, configs, on_note=on_note, replace_other_data=replace_other_data)
     groups = trainings(configs)
     share = gpu_share(configs, backend=backend, runs_per_gpu=runs_per_gpu)
     gpus = torch.cuda.device_count() if backend in LOCAL_BACKENDS else 0

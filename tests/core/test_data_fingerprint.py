@@ -104,7 +104,10 @@ def test_the_same_data_hits_every_cache(tiny, digits_file, computed):
         first.utility, first.attack_accuracy, first.prior_accuracy)
 
 
-def test_a_stored_run_of_other_data_is_recomputed_not_resumed(tiny, digits_file, tmp_path):
+def test_a_stored_run_of_other_data_is_refused_then_recomputed_on_request(tiny, digits_file, tmp_path):
+    """A store holding a run computed on other data is refused (nothing deleted: a data folder pointed elsewhere by
+    mistake loses no result); with ``replace_other_data`` (``--overwrite``) the run is recomputed on this data."""
+    from vflpriv.common.errors import ConfigError
     from vflpriv.tradeoff.sweep import sweep
     from vflpriv.workflows.experiment import stored_keys
 
@@ -122,7 +125,10 @@ def test_a_stored_run_of_other_data_is_recomputed_not_resumed(tiny, digits_file,
         assert stored_keys(tmp_path / "s.sqlite", [cfg]) == {cfg.key()}  # what a dry run counts as stored
         digits_file(7)
         assert stored_keys(tmp_path / "s.sqlite", [cfg]) == set()
-        sweep([cfg], store, on_note=notes.append)
+        with pytest.raises(ConfigError, match="1 of these runs computed on other data.*--overwrite"):
+            sweep([cfg], store, on_note=notes.append)
+        assert [r.to_json() for r in store.all()] == [shipped.to_json()]  # kept
+        sweep([cfg], store, on_note=notes.append, replace_other_data=True)
         (changed,) = store.all()
     assert changed.data_fingerprint == load.load_dataset(cfg.dataset, parties=2).digest
     assert changed.utility != shipped.utility
@@ -207,3 +213,26 @@ def test_the_tuning_trials_and_the_feature_prior_are_keyed_by_the_data(tiny, mon
         monkeypatch.setattr(feature_prior, "data_of", lambda config, data=data: data)
         keys[data] = (attacking.tuned(attack, None), feature_prior.plan_feature_prior(cfg, None).training)
     assert keys["a"][0] != keys["b"][0] and keys["a"][1] != keys["b"][1]
+
+
+def test_the_command_refuses_a_store_of_other_data_in_planning(digits_file, tmp_path):
+    """``vflpriv evaluate`` into a store of runs computed on other data: one error line, exit 2, the store untouched
+    (refused in planning, before any training); ``--overwrite`` recomputes them."""
+    from typer.testing import CliRunner
+
+    from vflpriv.cli import app
+
+    args = ["evaluate", "--method", "splitnn", "--attack", "mc", "--defense", "none", "--seeds", "0",
+            "--set", "finetune.epochs=1", "--set", "partition.labeled=40", "--out", str(tmp_path / "out")]
+    runner = CliRunner()
+    digits_file(None)
+    assert runner.invoke(app, args).exit_code == 0
+    store = tmp_path / "out" / "results.sqlite"
+    before = store.read_bytes()
+    digits_file(3)
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "computed on other data" in result.output and "--overwrite" in result.output
+    assert result.output.strip().count("\n") == 0  # one line: refused in planning, before the run's header
+    assert "Traceback" not in result.output and store.read_bytes() == before
+    assert runner.invoke(app, [*args, "--overwrite"]).exit_code == 0
+    assert store.read_bytes() != before

@@ -141,7 +141,7 @@ def audit(
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out; recompute stored runs of other data"),
     tune_attacks: Optional[bool] = typer.Option(None, "--tune-attacks/--no-tune-attacks", help="select each attack's "
                                                 "settings on the adversary's auxiliary labels (default: on)"),
     search_budget: Optional[int] = SEARCH_BUDGET,

@@ -23,7 +23,7 @@ def reproduce(
                                    help="override a setting of every part, e.g. seeds=[0,1,2,3,4] or a budget"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings (default 2)"),
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out; recompute stored runs of other data"),
     quiet: bool = QUIET,
     dry_run: bool = DRY_RUN,
 ) -> None:

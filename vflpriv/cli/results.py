@@ -36,7 +36,7 @@ def sweep(
     device: Optional[str] = typer.Option(None, help="torch device of every run, e.g. cpu, cuda (spread over the "
                                                     "visible GPUs) or cuda:1"),
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out; recompute stored runs of other data"),
     tune_attacks: Optional[bool] = TUNE_ATTACKS,
     search_budget: Optional[int] = SEARCH_BUDGET,
     canaries: Optional[int] = CANARIES,

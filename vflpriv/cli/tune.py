@@ -39,7 +39,7 @@ def tune(
     jobs: Optional[int] = typer.Option(None, help="parallel trainings"),
     store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
     device: Optional[str] = typer.Option(None, help="torch device"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out; recompute stored runs of other data"),
     quiet: bool = QUIET,
     dry_run: bool = DRY_RUN,
 ) -> None:

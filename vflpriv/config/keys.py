@@ -3,8 +3,8 @@ earlier version resumes where nothing changed and recomputes where a mechanism d
 defenses and methods). The configurations themselves are in :mod:`vflpriv.config.schema`.
 
 The data a run read is not in its key: its record carries the data's fingerprint (``RunRecord.data_fingerprint``), and
-a stored record of other data is deleted and recomputed under the same key (``Store.drop_other_data``), so a store
-holds one result per configuration, never two of different data that a table would pool as two seeds; records
+a stored record of other data is refused, or with ``--overwrite`` deleted and recomputed under the same key
+(``tradeoff.sweep.drop_damaged``), so a store holds one result per configuration, never two of different data that a table would pool as two seeds; records
 written before the fingerprint read as the bundled data vflpriv pins, so their stores resume unchanged."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ class RunRecord:
     training_key: str = ""
     #: What the data the run read is named by (``vflpriv.data.load.data_fingerprint``): '' for a bundled dataset read
     #: from the file vflpriv pins (and in records written before the field), else the loaded tensors' SHA-256. A
-    #: stored record of other data is recomputed, not resumed (``Store.drop_damaged``).
+    #: stored record of other data is never resumed: refused, or recomputed with ``--overwrite`` (``drop_damaged``).
     data_fingerprint: str = ""
     #: The secret the attack infers: ``labels`` (the active party's) or ``features`` (``victim``'s).
     secret: str = "labels"

@@ -143,16 +143,16 @@ class Store:
                                         chunk).fetchall()
             yield from rows  # outside the lock: a sweep's helper thread may commit meanwhile
 
+    def other_data(self, expected: dict[str, str]) -> list[tuple[str, str]]:
+        """(key, what it was computed on) for each stored record of ``expected``'s keys whose data fingerprint
+        (``RunRecord.data_fingerprint``) is not the one given for its key: a result of other data than the data
+        as it is now (a changed data file)."""
+        return _other_data(self._stored(list(expected), _FINGERPRINT), expected)
+
     def drop_other_data(self, expected: dict[str, str]) -> list[tuple[str, str]]:
-        """Delete each stored record of ``expected``'s keys whose data fingerprint (``RunRecord.data_fingerprint``) is
-        not the one given for its key (so the sweep recomputes it on this data, rather than resume a result of other
-        data); returns (key, what it was computed on) for each one deleted. Call after :meth:`drop_damaged`."""
-        other = []  # records are strict JSON: SQLite reads the one field, without parsing every record in Python
-        for key, found in self._stored(list(expected), "json_extract(record, '$.data_fingerprint')"):
-            found = found if isinstance(found, str) else ""  # written before the field: the pinned bundled data
-            if found != expected[key]:
-                other.append((key, f"computed on data {found[:16] or 'as bundled'}, this data is "
-                                   f"{expected[key][:16] or 'as bundled'}"))
+        """Delete the records :meth:`other_data` finds (so the sweep recomputes them on this data: what
+        ``--overwrite`` asks for); returns them. Call after :meth:`drop_damaged`."""
+        other = self.other_data(expected)
         self.forget([key for key, _ in other])
         return other
 
@@ -279,6 +279,40 @@ def read_store(path: Path | str) -> StoreContents:
         else:
             records.append(RunRecord.from_json(text))
     return StoreContents(records=records, damaged=damaged)
+
+
+#: The stored records' data fingerprint, read by SQLite (records are strict JSON) without parsing each record in Python:
+#: '' for a record written before the field, NULL for a damaged one (not JSON: :meth:`Store.drop_damaged`'s to judge).
+_FINGERPRINT = ("CASE WHEN json_valid(record) AND json_type(record) = 'object' "
+                "THEN coalesce(json_extract(record, '$.data_fingerprint'), '') END")
+
+
+def _other_data(rows: Iterable[tuple[str, object]], expected: dict[str, str]) -> list[tuple[str, str]]:
+    other = []
+    for key, found in rows:
+        if found is None:  # damaged: deleted and recomputed as such, whatever data it was of
+            continue
+        found = found if isinstance(found, str) else ""
+        if found != expected[key]:
+            other.append((key, f"computed on data {found[:16] or 'as bundled'}, this data is "
+                               f"{expected[key][:16] or 'as bundled'}"))
+    return other
+
+
+def stored_other_data(path: Path | str, expected: dict[str, str]) -> list[tuple[str, str]]:
+    """:meth:`Store.other_data` of the store at ``path``, read without writing (none where it does not exist or holds
+    no runs yet): what a command checks in planning, before it opens the store to write."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return []
+    keys = list(expected)
+    with _read_only(path) as db:
+        if "runs" not in _identity(db)[1]:
+            return []
+        rows = [row for start in range(0, len(keys), 500) for row in db.execute(
+            f"SELECT key, {_FINGERPRINT} FROM runs WHERE key IN ({','.join('?' * len(keys[start:start + 500]))})",
+            keys[start:start + 500]).fetchall()]
+    return _other_data(rows, expected)
 
 
 def check_store_path(path: Path | str) -> None:

@@ -18,7 +18,7 @@ from vflpriv.config.schema import RunConfig, TrainingConfig, dataset_partition_d
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store import cache
 from vflpriv.store.folders import creatable, usable_folder, writable_folder
-from vflpriv.store.sqlite import Store, check_store_path
+from vflpriv.store.sqlite import Store, check_store_path, stored_other_data
 from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
 
 if TYPE_CHECKING:
@@ -57,10 +57,10 @@ def run_into_store(
     ``header()``: lines printed once everything checked out. ``warm``: workers spawned early
     (:func:`early_workers`). ``owns(key)``: whether a run already listed in
     ``out``'s results.csv belongs to this command (default: it is one of ``configs``); ``overwrite`` replaces
-    a results.csv that holds other runs. ``label`` names the progress count (``tune``: which strength of the
-    bisection). ``dry_run``: check all of it, print the plan and return None, training and writing nothing (no
-    folder, store, cache entry or worker). ``prepare()``: what comes after (a report's imports), run in this process
-    while local workers compute the last trainings (the sweep's ``on_tail``)."""
+    a results.csv of other runs and recomputes stored runs of other data (else refused). ``label`` names the
+    progress count (``tune``: which strength of the bisection). ``dry_run``: check all of it, print the plan and
+    return None, training and writing nothing (no folder, store, cache entry or worker). ``prepare()``: what comes
+    after (a report's imports), run here while local workers compute the last trainings (the sweep's ``on_tail``)."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     if dry_run:
@@ -71,7 +71,8 @@ def run_into_store(
         warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend, previous=warm)  # they start while this plans
     try:
         # torch and the engine, while the workers warm up
-        from vflpriv.tradeoff.sweep import check, describe, drop_damaged, sweep
+        from vflpriv.data.load import data_of
+        from vflpriv.tradeoff.sweep import check, describe, drop_damaged, refuse_other_data, sweep
 
         with cache.held_back(keep=not dry_run):  # a refusal (or a dry run) leaves no cache entry
             check(configs)
@@ -80,6 +81,8 @@ def run_into_store(
             if not overwrite:
                 keys = {c.key() for c in configs}
                 guard_outputs(out, owns=owns or keys.__contains__)
+                refuse_other_data(stored_other_data(store_path, {c.key(): data_of(c) for c in configs}),
+                                  where=str(store_path))
     except BaseException:
         warm.cancel()
         raise
@@ -108,7 +111,7 @@ def run_into_store(
     with Store(store_path) as store:
         if header is not None:  # everything checked: from here on, output is results
             console.print(header())
-        drop_damaged(store, configs, on_note=notes.append)
+        drop_damaged(store, configs, on_note=notes.append, replace_other_data=overwrite)
         stored = sum(store.done(c.key()) for c in configs)
         console.print(f"{plural(len(configs), 'run')} on {plural(n_trainings, 'training')}: {stored} already in "
                       f"the store, {len(configs) - stored} to run")
@@ -136,9 +139,8 @@ REPORT_MODULES = ("vflpriv.reports.paper_tables", "vflpriv.reports.plots", "vflp
 
 
 def stored_keys(store_path: Path, configs: list[RunConfig]) -> set[str]:
-    """The keys of ``configs`` whose runs ``store_path`` holds final records of (``Store.done``) on the data the
-    configs read now (``data_of``), read without writing; none when it does not exist yet. A damaged record, or one
-    of other data, is not final: the run would be recomputed."""
+    """The keys of ``configs`` whose runs ``store_path`` holds final records of on the data the configs read now
+    (``data_of``), read without writing (none where it does not exist); a damaged record, or one of other data: not."""
     from vflpriv.data.load import data_of
     from vflpriv.store.sqlite import FINAL, read_store
 
