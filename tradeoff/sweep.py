@@ -159,10 +159,20 @@ def describe(runs: Sequence[RunConfig]) -> str:
 def check(configs: Sequence[RunConfig]) -> int:
     """Plan every training and its attacks before any training: bad input fails fast, nothing half-done.
     Returns the number of trainings."""
+    _check_canary_labels(configs)
     groups = trainings(configs)
     for runs in groups.values():
         plan(runs)
     return len(groups)
+
+
+def _check_canary_labels(configs: Sequence[RunConfig]) -> None:
+    """``partition.canary_labels`` says how planted canaries' labels are drawn: refused where no run plants any. A
+    grid's control cell (canaries 0) beside planted ones is the same training as without it (``config.keys``)."""
+    named = next((c.partition.canary_labels for c in configs if c.partition.canary_labels != "uniform"), None)
+    if named is not None and not any(c.partition.canaries for c in configs):
+        raise ConfigError(f"partition.canary_labels={named} is set but partition.canaries is 0: plant canaries "
+                          "(partition.canaries=N; vflpriv audit: --canaries N), or remove it")
 
 
 def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None,

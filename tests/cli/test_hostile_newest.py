@@ -4,6 +4,7 @@ not an error, said rather than silently dropped."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -127,6 +128,11 @@ def test_a_table_of_runs_on_different_data_warns(tmp_path):
         assert result.exit_code == 0, result.output
         warned = "the runs of digits were computed on 2 different data" in result.output
         assert warned == (name == "other"), result.output
+    with Store(tmp_path / "parties.sqlite") as store:  # other parties, other fingerprint by design: no warning
+        store.put_many([dataclasses.replace(record(seed, "ab" * seed), config=json.dumps(
+            {"dataset": {"name": "digits"}, "partition": {"parties": 2 + seed}})) for seed in (0, 1)])
+    result = CliRunner().invoke(app, ["table", str(tmp_path / "parties.sqlite"), "--out", str(tmp_path / "p")])
+    assert result.exit_code == 0 and "different data" not in result.output, result.output
 
 
 @pytest.mark.parametrize("labels", ["uniform", "pair"])
@@ -152,3 +158,22 @@ def test_canaries_on_a_one_class_dataset_are_refused_in_planning(labels, tiny):
                   attack={"prior": "aux", "options": {"epochs": 2}})
     with pytest.raises(IncompatibleError, match="one-class has 1 class, so a canary's random label is no secret"):
         plan(config)
+
+
+def test_a_grid_whose_control_cell_plants_no_canary_is_accepted(tmp_path, monkeypatch):
+    """``partition.canary_labels: pair`` with a canaries axis holding 0 (the control) beside planted canaries is a valid
+    grid: accepted, and its control cell is the same training as one without canary labels (one key)."""
+    from vflpriv.config.schema import RunConfig
+
+    monkeypatch.chdir(tmp_path)
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("methods: [splitnn]\ndatasets: [digits]\nattack: {name: mc}\npartition: {canary_labels: pair}\n"
+                    "axes:\n  partition.canaries: [0, 50]\nseeds: [0]\n")
+    result = CliRunner().invoke(app, ["sweep", str(grid), "--out", str(tmp_path / "out"), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    base = {"method": {"name": "splitnn"}, "dataset": {"name": "digits"}, "attack": {"name": "mc"}}
+    control = RunConfig.model_validate({**base, "partition": {"canary_labels": "pair"}})
+    assert control.key() == RunConfig.model_validate(base).key()
+    planted = {"partition": {"canary_labels": "pair", "canaries": 50}}
+    assert RunConfig.model_validate({**base, **planted}).key() != RunConfig.model_validate(
+        {**base, "partition": {"canaries": 50}}).key()

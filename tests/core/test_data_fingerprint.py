@@ -117,13 +117,15 @@ def test_a_stored_run_of_other_data_is_refused_then_recomputed_on_request(tiny, 
     with Store(tmp_path / "s.sqlite") as store:
         sweep([cfg], store)
         (shipped,) = store.all()
-        assert shipped.data_fingerprint == ""  # the pinned file: as records written before the field read
-        with sqlite3.connect(tmp_path / "s.sqlite") as db:  # as a store written before the field
-            db.execute("UPDATE runs SET record = json_remove(record, '$.data_fingerprint')")
-        sweep([cfg], store, on_note=notes.append)  # the same data: resumed
-        assert notes == [] and store.all()[0].to_json() == shipped.to_json()
+        assert shipped.data_fingerprint == ""  # the pinned file
         assert stored_keys(tmp_path / "s.sqlite", [cfg]) == {cfg.key()}  # what a dry run counts as stored
         digits_file(7)
+        with sqlite3.connect(tmp_path / "s.sqlite") as db:  # as a store written before the field: its data unknown
+            db.execute("UPDATE runs SET record = json_remove(record, '$.data_fingerprint')")
+        assert stored_keys(tmp_path / "s.sqlite", [cfg]) == {cfg.key()}
+        sweep([cfg], store, on_note=notes.append)  # kept and resumed, neither refused nor recomputed
+        assert notes == [] and store.all()[0].to_json() == shipped.to_json()
+        store.put(shipped)  # the field back: now known to be of other data
         assert stored_keys(tmp_path / "s.sqlite", [cfg]) == set()
         with pytest.raises(ConfigError, match="1 of these runs computed on other data.*--overwrite"):
             sweep([cfg], store, on_note=notes.append)

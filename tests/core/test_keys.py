@@ -37,11 +37,15 @@ def test_every_setting_added_later_changes_the_keys_only_away_from_its_neutral_v
                "auditor": "gradient-lrt", "auditor_options": {"canary_inputs": "crafted"}, "aux_features": 12,
                "adversary": 0, "victim": 1, "canary_labels": "pair"}
     assert {name for _, name, _ in ADDED_LATER} == set(changed)
+    planted = {"canary_labels": {"canaries": 10}}  # how canaries' labels are drawn matters only where they are planted
     for section, name, neutral in ADDED_LATER:
-        part = getattr(config, section)
-        at_neutral = config.model_copy(update={section: part.model_copy(update={name: neutral})})
-        moved = config.model_copy(update={section: part.model_copy(update={name: changed[name]})})
-        assert at_neutral.key() == config.key() and moved.key() != config.key(), name
+        part = getattr(config, section).model_copy(update=planted.get(name, {}))
+        base = config.model_copy(update={section: part})
+        at_neutral = base.model_copy(update={section: part.model_copy(update={name: neutral})})
+        moved = base.model_copy(update={section: part.model_copy(update={name: changed[name]})})
+        assert at_neutral.key() == base.key() and moved.key() != base.key(), name
+    unplanted = config.partition.model_copy(update={"canaries": 0, "canary_labels": "pair"})
+    assert config.model_copy(update={"partition": unplanted}).key() == config.key()  # no canary: pair is moot
 
 
 def test_a_revised_method_s_runs_get_keys_of_their_own_and_other_methods_keep_theirs(monkeypatch):

@@ -129,7 +129,7 @@ def _read(store: Path, out: Path, **filters: str | None):
     if len(damaged) > 5:
         warn.print(f"warning: {len(damaged) - 5} more damaged record(s) left out", markup=False)
     if "data_fingerprint" in results.columns:  # a data file changed between the runs of one store
-        for dataset, rows in results.groupby("dataset"):
+        for dataset, rows in results.groupby(results["dataset"] + results["config"].map(_data_setting), sort=False):
             found = sorted(set(rows["data_fingerprint"]))
             if len(found) > 1:
                 warn.print(f"warning: the runs of {dataset} were computed on {len(found)} different data "
@@ -137,3 +137,18 @@ def _read(store: Path, out: Path, **filters: str | None):
                            "rerun them into this store and the runs of the other data are recomputed", markup=False)
     writable_folder(out, what="--out")
     return results
+
+
+def _data_setting(config: object) -> str:
+    """Besides the dataset's name, what sets one data set apart in a stored run's config (its folder, ``max_samples``,
+    its parties): runs that differ there read other data by design, which is no change of the data file."""
+    import json
+
+    try:
+        parsed = json.loads(config) if isinstance(config, str) and config else {}
+    except ValueError:
+        parsed = {}
+    dataset, partition = (parsed.get(k) if isinstance(parsed.get(k), dict) else {} for k in ("dataset", "partition"))
+    found = [f"{k} {v}" for k, v in sorted(dataset.items()) if k != "name" and v is not None]
+    found += [f"{partition['parties']} parties"] if partition.get("parties") is not None else []
+    return f" ({', '.join(found)})" if found else ""

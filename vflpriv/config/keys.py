@@ -4,8 +4,9 @@ defenses and methods). The configurations themselves are in :mod:`vflpriv.config
 
 The data a run read is not in its key: its record carries the data's fingerprint (``RunRecord.data_fingerprint``), and
 a stored record of other data is refused, or with ``--overwrite`` deleted and recomputed under the same key
-(``tradeoff.sweep.drop_damaged``), so a store holds one result per configuration, never two of different data that a table would pool as two seeds; records
-written before the fingerprint read as the bundled data vflpriv pins, so their stores resume unchanged."""
+(``tradeoff.sweep.drop_damaged``), so a store holds one result per configuration, never two of different data that a
+table would pool as two seeds; records written before the fingerprint are kept (their data is unknown), so every
+store resumes unchanged after the upgrade."""
 
 from __future__ import annotations
 
@@ -38,12 +39,15 @@ ADDED_LATER = (("finetune", "curve", False), ("partition", "canaries", 0), ("fin
 
 
 def keyed(dump: dict[str, Any]) -> dict[str, Any]:
-    """``dump`` as the keys hash it: the settings of :data:`ADDED_LATER` at their neutral value left out, and each
-    defense whose mechanism was revised under its name (``Protection.revision``) marked with its revision, so that the
-    runs of an earlier revision are recomputed rather than resumed; a method revised so (``Method.revision``) too."""
+    """``dump`` as the keys hash it: the settings of :data:`ADDED_LATER` at their neutral value left out (and
+    ``partition.canary_labels`` where no canary is planted), and each defense whose mechanism was revised under its
+    name (``Protection.revision``) marked with its revision, so that the runs of an earlier revision are recomputed
+    rather than resumed; a method revised so (``Method.revision``) too."""
     for section, name, neutral in ADDED_LATER:
         if section in dump and dump[section].get(name, neutral) == neutral:
             dump[section] = {k: v for k, v in dump[section].items() if k != name}
+    if "partition" in dump and not dump["partition"].get("canaries"):  # no canary: how their labels are drawn is moot
+        dump["partition"] = {k: v for k, v in dump["partition"].items() if k != "canary_labels"}
     if dump.get("defenses"):
         dump["defenses"] = [{**d, "revision": _revision(DEFENSES, d["name"])} if _revision(DEFENSES, d["name"]) else d
                             for d in dump["defenses"]]

@@ -93,9 +93,7 @@ def data_fingerprint(config: DatasetConfig, *, parties: int) -> str:
     (``files_read``: the tensors are then a function of those files, of the loader's code, which the caches' keys
     hold, and of the arguments, which every key holds), else the loaded tensors' SHA-256 (``VerticalDataset.digest``,
     whatever loader, a plugin's included, made them). The files' digest is the cheaper where a loader expands its
-    files (Fashion-MNIST's 30 MB of gzip are 220 MB of float tensors: ``benchmarks/data_digest_cost.py``). '' is
-    what records written before the fingerprint read as, so their stores resume where the data is the pinned file
-    and recompute where it is anything else."""
+    files (Fashion-MNIST's 30 MB of gzip are 220 MB of float tensors: ``benchmarks/data_digest_cost.py``)."""
     name_in_package = getattr(DATASETS.get(config.name), "bundled_as", None)
     if name_in_package is not None and config.root is None and bundled.digest(name_in_package) == bundled.PINNED.get(
             name_in_package):

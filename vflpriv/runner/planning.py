@@ -116,9 +116,6 @@ def plan_training(config: TrainingConfig) -> Plan:
     method = built("method", config.method.name, lambda: method_cls(options))
     cache.check_writable()  # every run may cache (pretraining, the adversary's prior, labels)
     _check_finetune_loop(config, method)
-    if config.partition.canary_labels != "uniform" and not config.partition.canaries:
-        raise ConfigError(f"partition.canary_labels={config.partition.canary_labels} is set but partition.canaries is 0: "
-                          "plant canaries (partition.canaries=N; vflpriv audit: --canaries N), or remove it")
     if config.partition.canaries and not method.federated:
         raise IncompatibleError(f"partition.canaries: method '{config.method.name}' is not federated, so no adversary "
                                 "guesses the canaries; remove them")

@@ -29,8 +29,9 @@ class RunRecord:
     seed: int
     training_key: str = ""
     #: What the data the run read is named by (``vflpriv.data.load.data_fingerprint``): '' for a bundled dataset read
-    #: from the file vflpriv pins (and in records written before the field), else the loaded tensors' SHA-256. A
-    #: stored record of other data is never resumed: refused, or recomputed with ``--overwrite`` (``drop_damaged``).
+    #: from the file vflpriv pins, ``files:`` and their digest where the loader names its files, else the loaded
+    #: tensors' SHA-256. A stored record of other data is never resumed: refused, or recomputed with ``--overwrite``
+    #: (``tradeoff.sweep.drop_damaged``); one written before the field (read as '') is kept, its data unknown.
     data_fingerprint: str = ""
     #: The secret the attack infers: ``labels`` (the active party's) or ``features`` (``victim``'s).
     secret: str = "labels"

@@ -281,16 +281,18 @@ def read_store(path: Path | str) -> StoreContents:
     return StoreContents(records=records, damaged=damaged)
 
 
-#: The stored records' data fingerprint, read by SQLite (records are strict JSON) without parsing each record in Python:
-#: '' for a record written before the field, NULL for a damaged one (not JSON: :meth:`Store.drop_damaged`'s to judge).
+#: The stored records' data fingerprint, read by SQLite (records are strict JSON) without parsing each record in Python;
+#: NULL for a damaged record (:meth:`Store.drop_damaged` judges it) and for one written before the field.
 _FINGERPRINT = ("CASE WHEN json_valid(record) AND json_type(record) = 'object' "
-                "THEN coalesce(json_extract(record, '$.data_fingerprint'), '') END")
+                "THEN json_extract(record, '$.data_fingerprint') END")
 
 
 def _other_data(rows: Iterable[tuple[str, object]], expected: dict[str, str]) -> list[tuple[str, str]]:
+    """The rows whose fingerprint is known and differs. A record written before the field is kept as it is: which
+    data it read is unknown, and an upgrade must not recompute (nor refuse) every store of a non-bundled dataset."""
     other = []
     for key, found in rows:
-        if found is None:  # damaged: deleted and recomputed as such, whatever data it was of
+        if found is None:
             continue
         found = found if isinstance(found, str) else ""
         if found != expected[key]:

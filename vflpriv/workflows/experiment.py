@@ -147,8 +147,8 @@ def stored_keys(store_path: Path, configs: list[RunConfig]) -> set[str]:
     if not store_path.is_file() or store_path.stat().st_size == 0:
         return set()
     data = {c.key(): data_of(c) for c in configs}
-    return {r.key for r in read_store(store_path).records if r.status in FINAL and data.get(r.key, None) ==
-            r.data_fingerprint}
+    other = {key for key, _ in stored_other_data(store_path, data)}
+    return {r.key for r in read_store(store_path).records if r.status in FINAL and r.key in data and r.key not in other}
 
 
 def check_destination(out: Path, *, store_path: Path | None, backend: str, address: str | None) -> Path:
