@@ -18,8 +18,8 @@ from vflpriv.common.errors import ConfigError
 from vflpriv.common.progress import Planned
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
+from vflpriv.data.load import data_by_key
 from vflpriv.runner.execution import pretrain_key, run_safely
-from vflpriv.runner import data_of
 from vflpriv.runner.planning import plan
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import Store
@@ -178,9 +178,9 @@ def _check_canary_labels(configs: Sequence[RunConfig]) -> None:
 def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None,
                  replace_other_data: bool = False) -> None:
     """Delete the stored records of ``configs`` that do not check out, so they are recomputed; say so. Records
-    computed on other data than the dataset holds now (``data_of``: a changed data file) are deleted and recomputed
+    computed on other data than the dataset holds now (``data_by_key``: a changed data file) are deleted and recomputed
     too where ``replace_other_data`` (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted."""
-    expected = {c.key(): data_of(c) for c in configs}
+    expected = data_by_key(configs)
     if not replace_other_data:
         refuse_other_data(store.other_data(expected), where=str(store.path))
     damaged = store.drop_damaged(list(expected))

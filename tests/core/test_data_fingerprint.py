@@ -238,3 +238,17 @@ def test_the_command_refuses_a_store_of_other_data_in_planning(digits_file, tmp_
     assert "Traceback" not in result.output and store.read_bytes() == before
     assert runner.invoke(app, [*args, "--overwrite"]).exit_code == 0
     assert store.read_bytes() != before
+
+
+def test_each_dataset_of_a_grid_is_fingerprinted_once(monkeypatch):
+    """A grid interleaving more datasets than the load cache keeps (4): each distinct one is fingerprinted once, not
+    reloaded and hashed again per run."""
+    from vflpriv.config.schema import RunConfig
+
+    calls: list[tuple] = []
+    monkeypatch.setattr(load, "data_of", lambda c: calls.append((c.dataset.max_samples, c.seed)) or
+                        f"fp{c.dataset.max_samples}")
+    configs = [RunConfig.model_validate({"dataset": {"name": "digits", "max_samples": 100 * (1 + i % 6)}, "seed": s})
+               for s in range(3) for i in range(6)]
+    found = load.data_by_key(configs)
+    assert len(calls) == 6 and found == {c.key(): f"fp{c.dataset.max_samples}" for c in configs}

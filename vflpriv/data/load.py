@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import torch
 
 from vflpriv.common.errors import CacheError
 from vflpriv.config.registry import DATASETS
-from vflpriv.config.schema import DatasetConfig, TrainingConfig, config_hash
+from vflpriv.config.schema import DatasetConfig, RunConfig, TrainingConfig, config_hash
 from vflpriv.data import bundled
 from vflpriv.data.base import VerticalDataset
 from vflpriv.store import cache
@@ -105,3 +106,16 @@ def data_fingerprint(config: DatasetConfig, *, parties: int) -> str:
 def data_of(config: TrainingConfig) -> str:
     """:func:`data_fingerprint` of a training's dataset, as its parties split it."""
     return data_fingerprint(config.dataset, parties=config.partition.parties)
+
+
+def data_by_key(configs: Iterable[RunConfig]) -> dict[str, str]:
+    """:func:`data_of` of each run, by its key, each distinct dataset (name, folder, cap, parties) fingerprinted once: a
+    grid interleaving more datasets than the load cache keeps would otherwise load and hash them again per run."""
+    seen: dict[tuple, str] = {}
+    found = {}
+    for c in configs:
+        data = (c.dataset.name, c.dataset.root, c.dataset.max_samples, c.partition.parties)
+        if data not in seen:
+            seen[data] = data_of(c)
+        found[c.key()] = seen[data]
+    return found

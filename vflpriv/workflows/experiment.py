@@ -71,7 +71,7 @@ def run_into_store(
         warm = prewarm(jobs=min(jobs, n_trainings), backend_name=backend, previous=warm)  # they start while this plans
     try:
         # torch and the engine, while the workers warm up
-        from vflpriv.data.load import data_of
+        from vflpriv.data.load import data_by_key
         from vflpriv.tradeoff.sweep import check, describe, drop_damaged, refuse_other_data, sweep
 
         with cache.held_back(keep=not dry_run):  # a refusal (or a dry run) leaves no cache entry
@@ -81,7 +81,7 @@ def run_into_store(
             if not overwrite:
                 keys = {c.key() for c in configs}
                 guard_outputs(out, owns=owns or keys.__contains__)
-                refuse_other_data(stored_other_data(store_path, {c.key(): data_of(c) for c in configs}),
+                refuse_other_data(stored_other_data(store_path, data_by_key(configs)),
                                   where=str(store_path))
     except BaseException:
         warm.cancel()
@@ -141,12 +141,12 @@ REPORT_MODULES = ("vflpriv.reports.paper_tables", "vflpriv.reports.plots", "vflp
 def stored_keys(store_path: Path, configs: list[RunConfig]) -> set[str]:
     """The keys of ``configs`` whose runs ``store_path`` holds final records of on the data the configs read now
     (``data_of``), read without writing (none where it does not exist); a damaged record, or one of other data: not."""
-    from vflpriv.data.load import data_of
+    from vflpriv.data.load import data_by_key
     from vflpriv.store.sqlite import FINAL, read_store
 
     if not store_path.is_file() or store_path.stat().st_size == 0:
         return set()
-    data = {c.key(): data_of(c) for c in configs}
+    data = data_by_key(configs)
     other = {key for key, _ in stored_other_data(store_path, data)}
     return {r.key for r in read_store(store_path).records if r.status in FINAL and r.key in data and r.key not in other}
 
