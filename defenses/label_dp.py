@@ -90,8 +90,9 @@ def randomised_response(labels: torch.Tensor, *, epsilon: float, num_classes: in
     """Keep each label w.p. keep_probability, else draw one of the other classes uniformly."""
     device = generator.device
     n = labels.numel()
-    keep = torch.rand(n, generator=generator, device=device) < keep_probability(epsilon=epsilon, num_classes=num_classes)
-    shift = torch.randint(1, num_classes, (n,), generator=generator, device=device)
+    keep = torch.rand(n, generator=generator, device=generator.device) < keep_probability(epsilon=epsilon,
+                                                                                         num_classes=num_classes)
+    shift = torch.randint(1, num_classes, (n,), generator=generator, device=generator.device)
     other = (labels.to(device) + shift) % num_classes
     return torch.where(keep, labels.to(device), other).to(labels.device)
 

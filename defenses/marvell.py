@@ -138,8 +138,8 @@ class Marvell(Defense):
         n, d = y.numel(), direction.numel()
         lam_par = torch.where(y, noise.lam11, noise.lam10).double()
         lam_perp = torch.where(y, noise.lam21, noise.lam20).double()
-        dev = self.generator.device
-        xi = torch.randn(n, generator=self.generator, dtype=torch.float64, device=dev).to(y.device)
-        iso = torch.randn(n, d, generator=self.generator, dtype=torch.float64, device=dev).to(y.device)
+        g = self.generator
+        xi = torch.randn(n, generator=g, dtype=torch.float64, device=g.device).to(y.device)
+        iso = torch.randn(n, d, generator=g, dtype=torch.float64, device=g.device).to(y.device)
         along = (lam_par - lam_perp).clamp_min(0).sqrt() * xi
         return along[:, None] * direction.to(y.device)[None] + lam_perp.sqrt()[:, None] * iso

@@ -62,3 +62,13 @@ def test_moco_step_enqueue_after_backward() -> None:
     q.enqueue(keys)
     assert query.grad is not None and query.grad.abs().sum() > 0
     assert torch.allclose(q.negatives()[:3], F.normalize(keys, dim=1))
+
+
+def test_the_queue_draws_on_its_generator_s_device_and_lives_on_the_run_s():
+    """The keys are drawn by the CPU stream (the same on every machine) and kept on the run's device: a queue left on
+    the CPU failed MoCo's first step on CUDA (its negatives against CUDA queries)."""
+    from vflpriv.models.ssl.queue import MemoryQueue
+
+    kept = MemoryQueue(8, size=16, generator=torch.Generator().manual_seed(0), device="meta")
+    here = MemoryQueue(8, size=16, generator=torch.Generator().manual_seed(0))
+    assert kept.negatives().device.type == "meta" and here.negatives().device.type == "cpu"

@@ -256,7 +256,7 @@ class FewShotVFL(OneShotVFL):
                 prob = fed.channel.send(Message(PROBABILITIES, FINETUNE, ACTIVE, k, prob, None))
             self.pseudo_probabilities[k] = prob
             draw = seeded_generator(seed, f"client:{k}:pseudo")
-            chosen = torch.rand(prob.shape, generator=draw, device=fed.device) < prob.to(fed.device)
+            chosen = torch.rand(prob.shape, generator=draw, device=draw.device).to(fed.device) < prob.to(fed.device)
             x_u = p.x_train[unlabeled[k]]
             with torch.no_grad():
                 pseudo = models[k].eval()(x_u[chosen]).argmax(1)  # the party's own prediction (Alg. 2 line 11)

@@ -313,7 +313,7 @@ class LocalSSL:
         if flavour == "moco":
             queue = MemoryQueue(
                 options.out_dim(flavour, tower.encoder.out_dim), size=options.queue_size,
-                generator=seeded_generator(seed, f"{stream}:queue"),
+                generator=seeded_generator(seed, f"{stream}:queue"), device=device,
             )
         return cls(
             flavour, options, tower, party_augmenter(spec, x_local, options),

@@ -51,7 +51,7 @@ def _choose(x: Tensor, rate: float, generator: torch.Generator) -> Tensor:
     """Boolean mask [n, d] with exactly round(rate * d) True entries in each row."""
     n, d = x.shape
     k = math.floor(rate * d + 0.5)
-    scores = torch.rand(n, d, generator=generator, device=x.device)
+    scores = torch.rand(n, d, generator=generator, device=generator.device).to(x.device)
     chosen = scores.topk(k, dim=1).indices
     return torch.zeros(n, d, dtype=torch.bool, device=x.device).scatter_(1, chosen, True)
 
@@ -69,7 +69,7 @@ def corrupt_tabular(
         fitted = c + ranges.low.shape[0]
         raise ValueError(f"x has {x.shape[1]} columns, ranges were fitted on {fitted}")
     mask = _choose(x, rate, generator)
-    u = torch.rand(x.shape[0], x.shape[1] - c, generator=generator, device=x.device, dtype=x.dtype)
+    u = torch.rand(x.shape[0], x.shape[1] - c, generator=generator, device=generator.device, dtype=x.dtype).to(x.device)
     numeric = ranges.low + u * (ranges.high - ranges.low)
     replacement = torch.cat([torch.zeros_like(x[:, :c]), numeric], dim=1)
     return torch.where(mask, replacement, x)
@@ -86,7 +86,7 @@ def scarf_corrupt(
     if pool.shape[1:] != x.shape[1:]:
         raise ValueError(f"pool rows {tuple(pool.shape[1:])} != x rows {tuple(x.shape[1:])}")
     mask = _choose(x, rate, generator)
-    rows = torch.randint(pool.shape[0], x.shape, generator=generator, device=x.device)
+    rows = torch.randint(pool.shape[0], x.shape, generator=generator, device=generator.device).to(x.device)
     return torch.where(mask, pool.gather(0, rows), x)
 
 
@@ -127,8 +127,8 @@ def _resampled(xs: list[Tensor], *, generator: torch.Generator, crop_scale: tupl
         raise ConfigError(f"crop_scale must satisfy 0 < low <= high <= 1, got {crop_scale}")
     x = xs[0] if len(xs) == 1 else torch.cat(xs)
     n, _, h, w = x.shape
-    draws = [torch.rand(5, b.shape[0], generator=generator, device=x.device, dtype=x.dtype) for b in xs]
-    u = draws[0] if len(draws) == 1 else torch.cat(draws, dim=1)
+    draws = [torch.rand(5, b.shape[0], generator=generator, device=generator.device, dtype=x.dtype) for b in xs]
+    u = (draws[0] if len(draws) == 1 else torch.cat(draws, dim=1)).to(x.device)  # drawn on the CPU stream, moved
     area = lo + (hi - lo) * u[0]
     ratio = torch.exp(math.log(3 / 4) + math.log(16 / 9) * u[1])
     ratio = torch.minimum(torch.maximum(ratio, area * w / h), w / (area * h))  # box must fit

@@ -76,8 +76,8 @@ def color_jitter(
     factors ~ U[max(0, 1 - s), 1 + s], hue shift ~ U[-s, s], applied in a random order per sample
     (torchvision draws the order per call, i.e. per image). Saturation and hue skip 1-channel images."""
     n = x.shape[0]
-    u = torch.rand(6, n, generator=generator, device=x.device, dtype=x.dtype)
-    order = torch.rand(n, 4, generator=generator, device=x.device).argsort(dim=1)
+    u = torch.rand(6, n, generator=generator, device=generator.device, dtype=x.dtype).to(x.device)
+    order = torch.rand(n, 4, generator=generator, device=generator.device).argsort(dim=1).to(x.device)
     applied = u[5] < p
     factors = []
     for k, s in enumerate(strengths):
@@ -98,7 +98,7 @@ def gaussian_blur(x: Tensor, *, sigma: tuple[float, float], p: float, generator:
     """``RandomApply([GaussianBlur(sigma ~ U[sigma])], p)`` on each sample: a separable Gaussian of
     radius ceil(3 * sigma_max) pixels, edges replicated (PIL extends the border, as the code's PIL blur)."""
     n, c, h, w = x.shape
-    u = torch.rand(2, n, generator=generator, device=x.device, dtype=x.dtype)
+    u = torch.rand(2, n, generator=generator, device=generator.device, dtype=x.dtype).to(x.device)
     rows = torch.nonzero(u[1] < p).squeeze(1)
     if rows.numel() == 0:
         return x

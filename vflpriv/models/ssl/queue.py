@@ -10,16 +10,18 @@ from torch import Tensor
 class MemoryQueue:
     """Fixed-size FIFO ring buffer of L2-normalised keys; the oldest keys are overwritten first.
 
-    Starts filled with random unit vectors drawn from ``generator`` (on the generator's device).
+    Starts filled with random unit vectors drawn from ``generator`` (on the generator's device, so a seed draws the
+    same keys everywhere) and kept on ``device`` (the keys' and queries' device: default the generator's).
     ``negatives()`` returns the live buffer without copying, so call ``enqueue`` only after the
     backward pass of any loss that used it (autograd saved the buffer and would see it modified).
     """
 
-    def __init__(self, dim: int, *, size: int = 4096, generator: torch.Generator) -> None:
+    def __init__(self, dim: int, *, size: int = 4096, generator: torch.Generator,
+                 device: torch.device | str | None = None) -> None:
         if dim < 1 or size < 1:
             raise ValueError(f"dim and size must be positive, got dim={dim}, size={size}")
         init = torch.randn(size, dim, generator=generator, device=generator.device)
-        self._buffer = F.normalize(init, dim=1)
+        self._buffer = F.normalize(init, dim=1).to(device or generator.device)
         self._ptr = 0
 
     @property
