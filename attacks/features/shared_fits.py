@@ -38,7 +38,7 @@ def _digest(tensors, *extra: object) -> str:
     for t in tensors:
         t = t.detach().cpu().contiguous()
         h.update(f"{t.dtype}{tuple(t.shape)}".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")  # 0-dim: BN's counter
     return h.hexdigest()
 
 

@@ -65,3 +65,12 @@ def test_a_tampered_stored_fit_is_refitted(decoder_fits):
     again = FeatureDecoder(DecoderOptions(epochs=4)).infer(_view())["test"].features
     assert len(decoder_fits) == 2
     assert torch.equal(again, fresh)
+
+
+def test_a_network_with_batchnorm_is_keyed_by_its_whole_state():
+    """A decoder with BatchNorm holds a 0-dim counter (``num_batches_tracked``) in its state: the key reads it (a view
+    of a 0-dim tensor as bytes failed, so the conv decoder's fit crashed) and tells two states apart."""
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    before = shared_fits._state_digest(net.state_dict())
+    net.train()(torch.randn(5, 3, generator=torch.Generator().manual_seed(0)))
+    assert shared_fits._state_digest(net.state_dict()) != before
