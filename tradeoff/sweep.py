@@ -18,7 +18,7 @@ from vflpriv.common.errors import ConfigError
 from vflpriv.common.progress import Planned
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
-from vflpriv.data.load import data_by_key
+from vflpriv.runner import data_by_key
 from vflpriv.runner.execution import pretrain_key, run_safely
 from vflpriv.runner.planning import plan
 from vflpriv.store.records import RunRecord

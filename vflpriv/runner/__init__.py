@@ -5,8 +5,8 @@ yielding one record per attack.
 May import: common, config, store, data, models, engine, methods, attacks, defenses.
 """
 
-from vflpriv.data.load import data_of
+from vflpriv.data.load import data_by_key, data_of
 from vflpriv.runner.execution import run
 from vflpriv.runner.planning import Plan, plan
 
-__all__ = ["Plan", "data_of", "plan", "run"]
+__all__ = ["Plan", "data_by_key", "data_of", "plan", "run"]
