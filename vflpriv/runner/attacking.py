@@ -104,8 +104,8 @@ def tuned(a: AttackPlan, view: AdversaryView, *, canary_key: str = "") -> Search
     """The attack tuned on the adversary's auxiliary labels over its planned space (``attacks.search``), trials
     cached per training and its data (``data_of``), and per canary key (the canaries' labels change the training)."""
     cfg, attack = a.config, a.attack
-    key = json.dumps([cfg.training_key(), data_of(cfg), cfg.attack.name, cfg.attack.phase, attack.options.model_dump(mode="json"),
-                      *([canary_key] if canary_key else [])], sort_keys=True)
+    key = json.dumps([cfg.training_key(), data_of(cfg), cfg.attack.name, cfg.attack.phase,
+                      attack.options.model_dump(mode="json"), *([canary_key] if canary_key else [])], sort_keys=True)
     return search(attack, view, budget=cfg.attack.search_budget, seed=cfg.seed, key=key, space=a.space)
 
 

@@ -26,6 +26,7 @@ from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import LABEL_FIELDS, RunConfig, TrainingConfig
+from vflpriv.data.load import data_of
 from vflpriv.engine import (
     FINETUNE,
     INFERENCE,
@@ -39,7 +40,6 @@ from vflpriv.engine import (
     TrainingHooks,
     make_parties,
 )
-from vflpriv.data.load import data_of
 from vflpriv.engine.adversary import AdversaryHooks
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
