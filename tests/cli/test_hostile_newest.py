@@ -28,6 +28,10 @@ REFUSED = [
     # known samples a feature attack cannot learn from (it failed after the training), or that leave no target
     (["--attack", "fi-decoder", "--set", "partition.aux_features=1"], "at least 2 known samples; use 2 to 199"),
     (["--attack", "grn", "--set", "partition.aux_features=200"], "leaving none to attack; use at most 199"),
+    # the default share leaving one known sample on a tiny partition (it failed after the training)
+    (["--attack", "fi-decoder", "--set", "dataset.name=breast-cancer", "--set", "dataset.max_samples=60", "--set",
+      "partition.aligned_fraction=0.2", "--set", "partition.labeled=10", "--set", "partition.aux=2"],
+     "at least 2 known samples; this partition leaves the adversary 1"),
 ]
 
 AUDIT_REFUSED = [
