@@ -136,11 +136,9 @@ class Store:
 
     def _stored(self, keys: list[str], column: str = "record") -> Iterator[tuple[str, object]]:
         """(key, ``column``) of each of ``keys`` the store holds, read 500 keys at a time."""
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
+        for chunk, marks in _in_chunks(keys):
             with self._lock:
-                rows = self._db.execute(f"SELECT key, {column} FROM runs WHERE key IN ({','.join('?' * len(chunk))})",
-                                        chunk).fetchall()
+                rows = self._db.execute(f"SELECT key, {column} FROM runs WHERE key IN ({marks})", chunk).fetchall()
             yield from rows  # outside the lock: a sweep's helper thread may commit meanwhile
 
     def other_data(self, expected: dict[str, str]) -> list[tuple[str, str]]:
@@ -159,9 +157,7 @@ class Store:
     def settled(self, keys: list[str], *, since: float) -> set[str]:
         """Keys whose record is final (``ok``, ``n/a``), or was written (by any sweep) at or after ``since``."""
         out: set[str] = set()
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _in_chunks(keys):
             with self._lock:
                 rows = self._db.execute(f"SELECT key, status, updated FROM runs WHERE key IN ({marks})", chunk).fetchall()
             out.update(k for k, status, updated in rows if status in FINAL or updated >= since)
@@ -281,6 +277,13 @@ def read_store(path: Path | str) -> StoreContents:
     return StoreContents(records=records, damaged=damaged)
 
 
+def _in_chunks(keys: list[str]) -> Iterator[tuple[list[str], str]]:
+    """``keys`` 500 at a time, each chunk with its placeholders (SQLite bounds the parameters of one statement)."""
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        yield chunk, ",".join("?" * len(chunk))
+
+
 #: The stored records' data fingerprint, read by SQLite (records are strict JSON) without parsing each record in Python;
 #: NULL for a damaged record (:meth:`Store.drop_damaged` judges it) and for one written before the field.
 _FINGERPRINT = ("CASE WHEN json_valid(record) AND json_type(record) = 'object' "
@@ -307,13 +310,11 @@ def stored_other_data(path: Path | str, expected: dict[str, str]) -> list[tuple[
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:
         return []
-    keys = list(expected)
     with _read_only(path) as db:
         if "runs" not in _identity(db)[1]:
             return []
-        rows = [row for start in range(0, len(keys), 500) for row in db.execute(
-            f"SELECT key, {_FINGERPRINT} FROM runs WHERE key IN ({','.join('?' * len(keys[start:start + 500]))})",
-            keys[start:start + 500]).fetchall()]
+        rows = [row for chunk, marks in _in_chunks(list(expected))
+                for row in db.execute(f"SELECT key, {_FINGERPRINT} FROM runs WHERE key IN ({marks})", chunk)]
     return _other_data(rows, expected)
 
 
