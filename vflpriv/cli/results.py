@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -133,8 +134,9 @@ def _read(store: Path, out: Path, **filters: str | None):
             found = sorted(set(rows["data_fingerprint"]))
             if len(found) > 1:
                 warn.print(f"warning: the runs of {dataset} were computed on {len(found)} different data "
-                           f"(data_fingerprint {', '.join(f[:12] or 'as bundled' for f in found)}), pooled here; "
-                           "rerun them into this store and the runs of the other data are recomputed", markup=False)
+                           f"(data_fingerprint {', '.join(f[:12] or 'as bundled or unrecorded' for f in found)}), "
+                           "pooled here; rerun them into this store with --overwrite to recompute the runs of the "
+                           "other data", markup=False)
     writable_folder(out, what="--out")
     return results
 
@@ -142,8 +144,6 @@ def _read(store: Path, out: Path, **filters: str | None):
 def _data_setting(config: object) -> str:
     """Besides the dataset's name, what sets one data set apart in a stored run's config (its folder, ``max_samples``,
     its parties): runs that differ there read other data by design, which is no change of the data file."""
-    import json
-
     try:
         parsed = json.loads(config) if isinstance(config, str) and config else {}
     except ValueError:
