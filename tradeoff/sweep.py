@@ -181,10 +181,11 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     computed on other data than the dataset holds now (``data_by_key``: a changed data file) are deleted and recomputed
     too where ``replace_other_data`` (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted."""
     expected = data_by_key(configs)
+    other = store.other_data(expected)  # damaged records are not among them: drop_damaged's
     if not replace_other_data:
-        refuse_other_data(store.other_data(expected), where=str(store.path))
+        refuse_other_data(other, where=str(store.path))
     damaged = store.drop_damaged(list(expected))
-    other = store.drop_other_data(expected)
+    store.forget([key for key, _ in other])
     for found, what in ((damaged, "damaged record(s)"), (other, "record(s) of other data")):
         if found and on_note is not None:
             on_note(f"{len(found)} {what} in the store deleted and recomputed (the first, run {found[0][0]}: "

@@ -147,13 +147,6 @@ class Store:
         as it is now (a changed data file)."""
         return _other_data(self._stored(list(expected), _FINGERPRINT), expected)
 
-    def drop_other_data(self, expected: dict[str, str]) -> list[tuple[str, str]]:
-        """Delete the records :meth:`other_data` finds (so the sweep recomputes them on this data: what
-        ``--overwrite`` asks for); returns them. Call after :meth:`drop_damaged`."""
-        other = self.other_data(expected)
-        self.forget([key for key, _ in other])
-        return other
-
     def settled(self, keys: list[str], *, since: float) -> set[str]:
         """Keys whose record is final (``ok``, ``n/a``), or was written (by any sweep) at or after ``since``."""
         out: set[str] = set()
