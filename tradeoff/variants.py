@@ -4,8 +4,9 @@ Every record stores its whole configuration. The settings (flattened to dotted k
 value, besides the swept strength and the seed, name the variants, e.g. ``partition.labeled=400``; tables, CAP and
 the leakage tests keep variants apart instead of averaging across them (a defense's kinds read as what it acts on:
 ISO ``on gradient`` and ``on embedding`` are two settings). A setting of the training or of the attack
-block as a whole (its prior, tuning) is compared across every attack of one (method, dataset, defense, phase), so
-that the attacks on one training carry the same name (the worst case takes the strongest of them, per variant); an
+block as a whole (its prior, tuning) is compared across every attack on one secret of one (method, dataset, defense,
+phase), so that the attacks on one training carry the same name (the worst case takes the strongest of them, per
+variant; the secrets apart, so that a label attack is not named by the roles of the feature attacks beside it); an
 attack's own options only within that attack's runs (attacks have different options).
 """
 
@@ -23,6 +24,9 @@ OWN_AXES = {"method.name", "dataset.name", "attack.name", "attack.phase", "seed"
 GROUP = ["method", "dataset", "attack", "defense", "phase"]
 #: The cell whose runs are compared for every setting but an attack's own (:data:`PER_ATTACK`).
 CELL = ["method", "dataset", "defense", "phase"]
+#: A feature attack's roles: never a variant of its records, which name them in their own columns (``adversary``,
+#: ``victim``) that every table keeps apart (a label record's adversary is a variant: ``--all-adversaries``).
+ROLES = ("attack.adversary", "attack.victim")
 #: Settings that belong to one attack: compared only within that attack's runs.
 PER_ATTACK = ("attack.options.", "attack.search_space.")
 
@@ -52,8 +56,11 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     positions = pd.Series(range(len(results)), index=results.index)
-    for _, cell in results.groupby(CELL, sort=False):
+    by = [*CELL, *(["secret"] if "secret" in results else [])]
+    for _, cell in results.groupby(by, sort=False, dropna=False):
         shared = _varying(flat, positions[cell.index].tolist(), own=False)
+        if "secret" in cell and (cell["secret"] == "features").all():
+            shared = [k for k in shared if k not in ROLES]
         for _, rows in cell.groupby("attack", sort=False):
             where = positions[rows.index].tolist()
             varying = sorted([*shared, *_varying(flat, where, own=True)])
