@@ -74,18 +74,26 @@ def shown(flat: dict[str, Any], key: str) -> str:
     its two configurations read apart."""
     if not (match := re.fullmatch(r"defenses\.(\d+)\.kinds", key)):
         return f"{key}={flat.get(key)}"
-    kinds = flat.get(key)
-    return acts_on(flat.get(f"defenses.{match[1]}.name"), flat.get(f"defenses.{match[1]}.phase"),
-                   json.loads(kinds) if isinstance(kinds, str) else kinds)
+    kinds, i = flat.get(key), match[1]
+    return acts_on(flat.get(f"defenses.{i}.name"), flat.get(f"defenses.{i}.phase"),
+                   json.loads(kinds) if isinstance(kinds, str) else kinds, method=flat.get("method.name"),
+                   party=flat.get(f"defenses.{i}.party"))
 
 
-def acts_on(name: str, phase: str, kinds: list[str] | None) -> str:
-    """``on embedding``: the kinds of message a defense configuration acts on, unset kinds resolved to the defense's
-    default for its phase."""
+def acts_on(name: str, phase: str, kinds: list[str] | None, *, method: str | None = None,
+            party: int | None = None) -> str:
+    """``on embedding``: the kinds of message a defense configuration acts on, unset kinds resolved as the planner
+    resolves them for ``method`` (the defense's defaults for its phase that the protecting party sends, else the kinds
+    it supports that the party sends: sparsify in FedHSSL's pretraining acts on embeddings and weights, not on the
+    gradients it defaults to), or, without a method, to the defense's default for its phase."""
     if kinds is None:
         from vflpriv.config.registry import DEFENSES  # the registry imports the defenses: not at module import
+        from vflpriv.runner.defense_planning import unset_kinds
 
-        kinds = DEFENSES.get(name).default_kinds_for(phase) if name in DEFENSES.names() else ("default",)
+        if name not in DEFENSES.names():
+            return "on default"
+        found = unset_kinds(name, method, party=party, phase=phase) if method is not None else None
+        kinds = found or DEFENSES.get(name).default_kinds_for(phase)
     return "on " + "+".join(kinds)
 
 
