@@ -45,7 +45,7 @@ def test_each_claim_s_line_says_its_cap_and_what_the_canaries_can_show():
     assert "claimed epsilon 1.00 (pure): claim rejected at the 95% level (Holm over 2 claims): gc guessed 60 of 60" \
         in lines[(1.0, "worst-case")]
     assert "claimed epsilon 2.00 (pure): not rejected" in lines[(2.0, "worst-case")]
-    assert "worst case over the 2 planned attacks (gc, each at 5%/2)" in lines[(1.0, "worst-case")]
+    assert "worst case over the 2 planned attacks (gc, Steinke's bound; each attack at 5%/2)" in lines[(1.0, "worst-case")]
     assert all("claim" not in line for (s, a), line in lines.items() if a != "worst-case")  # one attack rejects nothing
     assert [r["strength"] for r in summary["rejected"]] == [1.0]
 
