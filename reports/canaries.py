@@ -250,7 +250,7 @@ def _claim_cell(row) -> str:
     delta = row["epsilon_claimed_delta"]
     text = f"{row['epsilon_claimed']:.2f}" + (f" at δ {delta:.3g}" if delta else " (pure)")
     if not row["testable"]:
-        return text + ": untestable"
+        return text + f": untestable with {int(row['canaries'])} canaries"
     return text + (": rejected" if row["rejected"] else ": not rejected") + f" (adjusted p = {row['p_value']:.2g})"
 
 

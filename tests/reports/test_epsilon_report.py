@@ -62,7 +62,7 @@ def test_the_table_has_a_cap_row_a_claim_row_with_its_check_and_bold_only_for_a_
     cells = {row[0]: row[1:] for row in table.rows}
     assert table.columns[1:] == ["epsilon=8", "epsilon=2", "epsilon=1"]  # weak to strong
     assert set(cells) == {"gc", "mc", "worst case (each at 5%/2)", "cap (every guess right)", "claimed ε"}
-    assert cells["claimed ε"][0] == "8.00 (pure): untestable" and cells["claimed ε"][2].startswith(
+    assert cells["claimed ε"][0] == "8.00 (pure): untestable with 60 canaries" and cells["claimed ε"][2].startswith(
         "1.00 (pure): rejected")
     claim_row = len(table.rows) - 1
     assert table.best == {(claim_row, 3)}
