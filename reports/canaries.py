@@ -88,8 +88,8 @@ def _auditor_line(row: dict) -> str:
     options = f"{row['auditor_options']}; " if row.get("auditor_options") else ""
     text = (f"{where}, {row['phase']}, auditor {row['auditor']} ({options}white box, not an attack): "
             f"{empirical_text(row['epsilon_lower'], row['delta'])} from {int(row['canaries'])} canaries over "
-            f"{row['seeds']} seed{'s' if row['seeds'] != 1 else ''} ({int(row['canary_guesses'])} guessed, accuracy "
-            f"{row['canary_accuracy']:.3f})")
+            f"{row['seeds']} seed{'s' if row['seeds'] != 1 else ''} (the menu entry selected for it: its "
+            f"{int(row['canary_guesses'])} most confident guesses, accuracy {row['canary_accuracy']:.3f})")
     if _num(row.get("mu_lower")) is not None:  # the f-DP bounds (NaN in rows read from records without them)
         text += (f"; f-DP one run: epsilon >= {row['epsilon_fdp']:.2f} at delta {row['delta']:.3g} (95%), not "
                  f"mu-GDP for mu < {row['mu_lower']:.3f} (95%), epsilon {row['epsilon_gdp_estimate']:.2f} estimated "

@@ -150,3 +150,14 @@ def test_an_auditor_line_of_ten_class_canaries_beside_pair_ones_gives_no_f_dp_bo
     assert "f-DP" not in _auditor_line(row)
     assert "f-DP one run: epsilon >= 0.30" in _auditor_line(row | {"mu_lower": 0.2, "epsilon_fdp": 0.3,
                                                                     "epsilon_gdp_estimate": 0.4})
+
+
+def test_an_auditor_line_says_its_accuracy_is_the_selected_menu_entry_s():
+    """The auditor's accuracy is that of the menu entry its bound was selected from (after scoring, so optimistic):
+    the line says so, not "12 guessed" as if the auditor had abstained on the rest by itself."""
+    from vflpriv.reports.canaries import _auditor_line
+
+    row = {"defense": "dp-gaussian", "axis": "sigma", "strength": 1.0, "phase": "finetune", "auditor": "gradient-lrt",
+           "epsilon_lower": 0.1, "delta": 1e-5, "canaries": 100, "seeds": 2, "canary_guesses": 12,
+           "canary_accuracy": 0.417}
+    assert "(the menu entry selected for it: its 12 most confident guesses, accuracy 0.417)" in _auditor_line(row)
