@@ -175,11 +175,10 @@ def canary_markdown(summary: dict | None) -> list[str]:
              "seeds), and the f-DP one-run bound beside it (Mahloujifar, Melis & Chaudhuri 2024). The worst case over "
              "the planned attacks (each at 5%/A, with the better of the two bounds: Steinke et al.'s alone for a pure "
              "claim, where the f-DP one never exceeds it, each at half the share at delta > 0) is the one to report; "
-             "its cap is the most "
-             "the canaries could certify with every guess right, so a claimed epsilon at or above it is untestable "
-             "with them. A claim is rejected at the 95% level only from the worst case (adjusted p: its p-value, "
-             "Bonferroni over the attacks and the menu, at most 1), with Holm's correction over the claims this "
-             "report checks.", "",
+             "its cap is the most the canaries could certify with every guess right, so a claimed epsilon at or above "
+             "it is untestable with them. A claim is rejected at the 95% level only from the worst case (adjusted p: "
+             "its p-value, Bonferroni over the attacks, the menu and at delta > 0 the two bounds, at most 1), with "
+             "Holm's correction over the claims this report checks.", "",
              f"What the canaries cost (no defense): utility {utility(w)} with them, {utility(wo)} without.", ""]
     if summary["rejected"]:
         rejected = [f"- **{r['line']}**" for r in summary["rejected"]]
