@@ -160,8 +160,11 @@ def _defense(name: str, cls: Any) -> Description:
              "claims to protect": ", ".join(sorted(cls.secrets))}
     claims = getattr(cls, "audit_epsilons", {})
     if claims:
+        delta = getattr(cls.Options.model_validate({}), "delta", 0.0)  # the claims' delta (its option's default)
+        at = f" at delta {delta:g}" if delta else " (pure)"
         facts["audit strengths"] = "; ".join(
-            f"{p}: the {axis.name} that spends epsilon {', '.join(f'{e:g}' for e in s)} over the audited run's updates "
+            f"{p}: the {axis.name} that spends epsilon {', '.join(f'{e:g}' for e in s)}{at} over the audited run's "
+            "updates "
             f"({', '.join(f'{v:g}' for v in cls.audit_strengths.get(p, ()))} at the default finetuning)"
             for p, s in claims.items())
     if cls.embedding_audit_strengths:
