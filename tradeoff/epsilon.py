@@ -32,7 +32,6 @@ import pandas as pd
 
 from vflpriv.common import canary_bound, fdp_one_run
 from vflpriv.common.empirical_epsilon import ALPHA, menu_lower
-from vflpriv.tradeoff.variants import with_variants
 
 GROUP = ["method", "dataset", "defense", "phase", "variant", "strength"]
 #: The attack name of a setting's worst-case row.
@@ -145,12 +144,9 @@ def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per setting: each attack's pooled empirical epsilon (at 5%, alone), and a worst-case row over the planned
     attacks (at 5% / A) with its cap and, where a DP defense claims an epsilon, the claim's test (Holm over every
     testable claim of the table). Empty where no run had canaries."""
-    if "secret" in results:  # a feature attack guesses no label: not among the canaries' guessers
-        features = results["secret"].fillna("labels") == "features"
-        results = results[~features]
-        if features.any() and "config" in results:  # nor do its settings (by whom, on whose features) name variants
-            results = with_variants(results.drop(columns=["variant"], errors="ignore"))
     results = results if "variant" in results else results.assign(variant="")
+    if "secret" in results:  # a feature attack guesses no label: not among the canaries' guessers
+        results = results[results["secret"].fillna("labels") != "features"]
     planned_frame = results[(results["canaries"] > 0) & (results["status"] != "n/a")]
     planned_by = {_key(k): int(n) for k, n in
                   planned_frame.groupby(GROUP, sort=False, dropna=False)["attack"].nunique().items()}
