@@ -128,3 +128,36 @@ def test_one_shot_s_end_to_end_finetuning_keeps_the_bottom_its_protocol_wrapped_
     p, fed = build_federation(config)
     trained = p.method.finetune(fed, None)
     assert isinstance(trained.bottoms[1], PrivateRows) and not isinstance(trained.bottoms[1].bottom, PrivateRows)
+
+
+def test_one_shot_s_observe_point_holds_the_rows_the_passive_party_really_sent_through_its_defense():
+    p, fed = build_federation(_config("oneshot", _defended("embedding-dp", 1.0)))
+    delivered, observed = [], []
+    fed.channel.observers.append(lambda m, payload: delivered.append(payload) if m.kind == EMBEDDING else None)
+    fed.hooks.passive_step = observed.append
+    p.method.finetune(fed, None)
+    (step,) = observed
+    assert torch.equal(step.embedding, delivered[0])  # the noisy upload (1), not a fresh draw of the mechanism
+
+
+def test_fixmatch_with_a_term_that_adds_nothing_is_the_plain_loss_bit_for_bit():
+    from torch import nn
+
+    from vflpriv.methods.oneshot import LocalModel
+    from vflpriv.models.ssl.fixmatch import TabularViews, fixmatch_loss
+
+    class Extractor(nn.Sequential):
+        out_dim = 8
+
+    torch.manual_seed(0)
+    model = LocalModel(Extractor(nn.Linear(5, 8), nn.BatchNorm1d(8), nn.ReLU()), 3)
+    x, u, y = torch.randn(6, 5), torch.randn(6, 5), torch.randint(0, 3, (6,))
+    views = TabularViews(torch.zeros(1, 5), 0)
+    losses = []
+    for term in (None, lambda inputs, h: None):
+        loss = fixmatch_loss(model, x, y, u, views, threshold=0.0, lambda_u=1.0, generator=torch.Generator().manual_seed(1),
+                             term=term)
+        grads = torch.autograd.grad(loss, list(model.parameters()))
+        losses.append((loss, grads))
+    (plain, g0), (termed, g1) = losses
+    assert torch.equal(plain, termed) and all(torch.equal(a, b) for a, b in zip(g0, g1))
