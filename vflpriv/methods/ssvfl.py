@@ -71,7 +71,7 @@ class SSVFLIndependent(SSVFLCoupled):
 
     def label_uses(self) -> tuple[str, ...]:
         return ("the active party trains its head on the labels in a loop of its own (SS-VFL Alg. 1), which calls no "
-                "defense hook point",)
+                "label defense's hook point",)
 
     def feature_uses(self) -> tuple[str, ...]:
         """Its pretraining's alone (each encoder trains on its party's features): its finetuning's one use, the
