@@ -161,3 +161,20 @@ def test_fixmatch_with_a_term_that_adds_nothing_is_the_plain_loss_bit_for_bit():
         losses.append((loss, grads))
     (plain, g0), (termed, g1) = losses
     assert torch.equal(plain, termed) and all(torch.equal(a, b) for a, b in zip(g0, g1))
+
+
+@pytest.mark.parametrize(("method", "paired"), [("oneshot", set(FEATURE_DEFENSES)), ("fewshot", set(FEATURE_DEFENSES)),
+                                                ("ssvfl-i", {"embedding-dp"})])
+def test_the_audit_pairs_the_feature_defenses_that_act_there_with_the_feature_attack_and_says_why_not_the_others(
+        method, paired):
+    from vflpriv.workflows.audit import AuditConfig, audit_grid
+
+    cfg = AuditConfig.model_validate({
+        "model": TINY_MODEL, "partition": {"labeled": 100, "aux": 40}, "seeds": [0],
+        "method": {"name": method, "options": tiny_options(method)},
+        "audit": {"attacks": ["fi-decoder"], "canaries": 0, "phases": ["finetune"], "defenses": [{"name": d} for d in FEATURE_DEFENSES]}})
+    runs, skipped = audit_grid(cfg)
+    assert {r.swept.name for r in runs if r.defenses and r.attack.adversary == 0} == paired
+    reasons = {s.defense: s.reason for s in skipped}
+    for name in set(FEATURE_DEFENSES) - paired:
+        assert "has no passive training in finetuning" in reasons[name], reasons
