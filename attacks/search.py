@@ -148,25 +148,25 @@ class FeatureHoldout:
     cacheable = False
     unsplittable = "too few known samples to hold any out (it needs at least 3)"
 
-    def __init__(self, view, *, seed: int):
+    def __init__(self, view, *, seed: int, name: str = HOLDOUT):
         n = view.aux_victim.shape[0]
-        self.split = None
+        self.split, self.name = None, name
         if n >= 3:
-            g = generator(seed, "attack:holdout")
+            g = generator(seed, "attack:holdout" if name == HOLDOUT else f"attack:{name}")
             order = torch.randperm(n, generator=g, device=g.device).cpu()
             k = max(1, math.floor(n * HOLDOUT_SHARE))
             fit, held = order[k:].sort().values, order[:k].sort().values
             self.split = (fit, held)
             received = {**view.received, "aux": view.received["aux"][fit.to(view.device)],
-                        HOLDOUT: view.received["aux"][held.to(view.device)]}
-            own = {**view.own, "aux": view.own["aux"][fit.to(view.device)], HOLDOUT: view.own["aux"][held.to(view.device)]
+                        name: view.received["aux"][held.to(view.device)]}
+            own = {**view.own, "aux": view.own["aux"][fit.to(view.device)], name: view.own["aux"][held.to(view.device)]
                    } if view.own else {}
             self.fit_view = dataclasses.replace(view, received=received, own=own, aux_ids=view.aux_ids[fit],
                                                 aux_victim=view.aux_victim[fit.to(view.device)])
             self.held = view.aux_victim[held.to(view.device)].cpu()
 
     def score(self, inferences: dict) -> float:
-        guess = inferences.pop(HOLDOUT).features.cpu()
+        guess = inferences.pop(self.name).features.cpu()
         if guess.shape != self.held.shape:
             raise ProtocolError("a trial's holdout reconstruction does not match the holdout")
         return -float((guess.double() - self.held.double()).pow(2).mean())

@@ -12,7 +12,9 @@ prints per case the median over repetitions of defended seconds / undefended sec
 ``--image``: Fashion-MNIST halves (1500 rows, the CNN bottom) instead, finetuning only: a bottom large next to the
 defenses' own networks, where digits' (a 32 -> 128 -> 128 MLP) is small next to them. ``--clock cpu``: the process's CPU
 seconds instead of wall seconds (steadier on a shared machine; the training runs on one thread). ``--only NAME``: those
-defenses' cases only (repeatable).
+defenses' cases only (repeatable). ``--method NAME``: the finetuning cases on that method's training instead of
+splitnn's (``oneshot``, ``fewshot``: the defenses in their local semi-supervised training; ``ssvfl-i``: embedding-dp
+on its one release); ``--finetune-only``: no pretraining cases.
 
 ``--against DIR``: A/B against another checkout's code (``git archive main | tar -x -C DIR``): each repetition runs
 this checkout's and DIR's code in turn, each in a fresh process of this interpreter (DIR imported first on its path,
@@ -62,7 +64,8 @@ def _middle(name: str, phase: str) -> float:
 def _config(base: dict, method: str, defense: str | None, phase: str, options: dict | None = None) -> RunConfig:
     defenses = [] if defense is None else [{"name": defense, "strength": _middle(defense, phase), "phase": phase,
                                             "options": options or {}}]
-    options = {"epochs": 2} if method.startswith("local-") else {"global_iterations": 2} if method != "splitnn" else {}
+    options = {"epochs": 2} if method.startswith("local-") else {"global_iterations": 2} if method.startswith(
+        ("cssl-", "gssl-", "fedhssl")) else {}
     return RunConfig.model_validate({**base, "method": {"name": method, "options": options}, "defenses": defenses,
                                      "attack": {"name": "fi-decoder"}})
 
@@ -82,11 +85,11 @@ def _pretrain_seconds(config: RunConfig) -> float:
     return clock() - start
 
 
-def measure(base: dict, repeats: int, *, pretraining: bool = True, only: list[str] | None = None
-            ) -> list[tuple[str, float, float]]:
-    """(case, median ratio, median undefended seconds) per case."""
-    cases = [(f"finetune {d}", "splitnn", d, "finetune", _finetune_seconds, None) for d in FINETUNE]
-    cases += [(f"finetune {d} ({', '.join(f'{k} {v}' for k, v in o.items())})", "splitnn", d, "finetune",
+def measure(base: dict, repeats: int, *, pretraining: bool = True, only: list[str] | None = None,
+            method: str = "splitnn") -> list[tuple[str, float, float]]:
+    """(case, median ratio, median undefended seconds) per case; the finetuning cases on ``method``'s training."""
+    cases = [(f"finetune {d}", method, d, "finetune", _finetune_seconds, None) for d in FINETUNE]
+    cases += [(f"finetune {d} ({', '.join(f'{k} {v}' for k, v in o.items())})", method, d, "finetune",
                _finetune_seconds, o) for d, o in CHEAPER.items()]
     cases += [(f"pretrain {m} {d}", m, d, "pretrain", _pretrain_seconds, None) for m in ("local-simsiam", "fedhssl")
               for d in PRETRAIN] if pretraining else []
@@ -121,7 +124,8 @@ def _layout(tree: Path, into: Path) -> Path:
 
 def _child(args: argparse.Namespace, path: Path | None) -> list[list]:
     """One repetition in a fresh process (this checkout's code, or the one laid out at ``path``)."""
-    cmd = [sys.executable, __file__, "--repeats", "1", "--json", "--dataset", args.dataset, "--clock", args.clock]
+    cmd = [sys.executable, __file__, "--repeats", "1", "--json", "--dataset", args.dataset, "--clock", args.clock,
+           "--method", args.method] + ["--finetune-only"] * args.finetune_only
     cmd += ["--image"] * args.image + [a for d in args.only for a in ("--only", d)]
     env = {**os.environ, "PYTHONPATH": str(path)} if path else os.environ
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
@@ -160,6 +164,8 @@ def main() -> None:
     parser.add_argument("--only", action="append", default=[], choices=sorted({*FINETUNE, *PRETRAIN}),
                         help="only this defense's cases (repeatable)")
     parser.add_argument("--against", help="another checkout's folder: A/B, repetitions interleaved")
+    parser.add_argument("--method", default="splitnn", help="the finetuning cases' method (default splitnn)")
+    parser.add_argument("--finetune-only", action="store_true", help="no pretraining cases")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.against:
@@ -170,12 +176,13 @@ def main() -> None:
     base = {"dataset": {"name": args.dataset}}
     if args.image:
         base = {"dataset": {"name": "fashion-mnist", "max_samples": 1500}, "model": {"encoder": "cnn"}}
-    rows = measure(base, args.repeats, pretraining=not args.image, only=args.only)
+    rows = measure(base, args.repeats, pretraining=not (args.image or args.finetune_only), only=args.only,
+                   method=args.method)
     if args.json:
         print(json.dumps(rows))
         return
-    print(f"{base['dataset']['name']}: defended / undefended training {args.clock} seconds, median of {args.repeats} "
-          "interleaved repetitions")
+    print(f"{base['dataset']['name']}, {args.method}: defended / undefended training {args.clock} seconds, median of "
+          f"{args.repeats} interleaved repetitions")
     print("| case | ratio | bound | undefended s |")
     print("|---|---|---|---|")
     for name, ratio, undefended in rows:

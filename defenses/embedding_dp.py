@@ -33,6 +33,11 @@ The argument (``privacy_spent``; written for the README too):
   without DP-SGD (``private_bottom=false``: every later row depends on every sample's features through its
   parameters), or BatchNorm statistics re-estimated on the training rows (``finetune.bn_recalibrate``). There no
   epsilon is recorded and the run's notes say why.
+- A method whose finetuning makes no update of the victim's bottom from a received gradient calls no
+  ``passive_backward`` (SS-VFL-I's frozen encoders released once; one-shot VFL's local semi-supervised training):
+  that point is optional (``optional_points``), the rows are the whole mechanism there, and with nothing to make
+  private no BatchNorm layer is frozen (DP-SGD and the freezing act only where the point is called). Where the bottom
+  trains or was trained on the features anyway (both methods: ``feature_uses``), no training epsilon is recorded.
 - What still holds then: one release of a frozen bottom. At inference each test sample's row passes the mechanism
   through a bottom that never saw it, in eval mode (rows independent): a Gaussian mechanism of multiplier sigma / 2 per
   release for that sample, whatever trained the bottom. The note gives that epsilon; it is not the training's.
@@ -122,6 +127,8 @@ class EmbeddingDP(PassiveDefense):
 
     Options = EmbeddingDPOptions
     hook_points = frozenset({PASSIVE_BOTTOM, PASSIVE_BACKWARD})
+    #: DP-SGD needs an update from a received gradient; a training without one gets the rows alone.
+    optional_points = frozenset({PASSIVE_BACKWARD})
     phase_reason = ("its claim is over the finetuning transcript from a bottom initialised from the seed; a pretraining "
                     "trains the bottom on the features outside it")
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.25, 16.0), log=True)
@@ -172,11 +179,16 @@ class EmbeddingDP(PassiveDefense):
     def passive_bottom(self, party: int, bottom: nn.Module) -> nn.Module:
         if not self.acts_for(party, FINETUNE):
             return bottom
-        return PrivateRows(bottom, clip=self.options.clip, sigma=self.strength, frozen=self.options.private_bottom,
+        return PrivateRows(bottom, clip=self.options.clip, sigma=self.strength, frozen=self.dp_sgd,
                            generator=self.generator)
 
+    @property
+    def dp_sgd(self) -> bool:
+        """Whether DP-SGD runs on the victim's bottom: ``private_bottom``, in a training that calls its backward."""
+        return self.options.private_bottom and PASSIVE_BACKWARD in self.called
+
     def passive_backpropagates(self, party: int) -> bool:
-        return self.options.private_bottom and self.acts_for(party, FINETUNE)
+        return self.dp_sgd and self.acts_for(party, FINETUNE)
 
     def passive_backward(self, party: int, bottom: nn.Module, x: torch.Tensor, sent: torch.Tensor,
                          gradient: torch.Tensor, ids: torch.Tensor) -> None:

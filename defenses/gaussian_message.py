@@ -14,6 +14,8 @@ empirical epsilon. Strength: the noise multiplier sigma (higher is stronger); 0 
 
 from __future__ import annotations
 
+import math
+
 import torch
 from pydantic import Field
 
@@ -28,7 +30,7 @@ class GaussianMessageOptions(Options):
 
 def clip_rows(tensor: torch.Tensor, *, clip: float) -> torch.Tensor:
     """Each row scaled down to L2 norm at most ``clip``."""
-    rows = tensor.reshape(tensor.shape[0], -1)
+    rows = tensor.reshape(tensor.shape[0], math.prod(tensor.shape[1:]))  # reshape(n, -1), defined for no rows too
     factor = (rows.norm(dim=1, keepdim=True) / clip).clamp_min(1.0)
     return (rows / factor).reshape(tensor.shape)
 

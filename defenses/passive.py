@@ -12,7 +12,10 @@ attack), and it acts at that party's own hook points (``vflpriv.engine.hooks``),
 
 ``party`` unset protects every passive party. A defense lists the phases it acts in (``phases``, and why not in the
 others); the planner refuses it in another phase, on a method that sends no passive embedding, and on a method whose
-training does not call its points (``points_for``).
+training does not call its points (``points_for``), except its ``optional_points``: points it acts at where a
+method's training calls them, and whose absence leaves it nothing to act on there (``embedding-dp``'s DP-SGD of the
+victim's updates from a received gradient, in a training that makes none). The planner tells each defense the points
+the method's training calls (``called``).
 """
 
 from __future__ import annotations
@@ -38,9 +41,13 @@ class PassiveDefense(Protection):
     #: The phases it acts in; ``phase_reason`` says why not in the others (the planner refuses another phase).
     phases: ClassVar[tuple[str, ...]] = (FINETUNE,)
     phase_reason: ClassVar[str] = ""
+    #: Hook points it acts at where the method's training calls them, and needs not otherwise (in finetuning).
+    optional_points: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        #: Its hook points the method's training calls (the planner sets them; all of them until then).
+        self.called: frozenset[str] = self.hook_points
         if self.party == ACTIVE:
             raise ConfigError(f"defense '{self.name}' protects a passive party's features at its own points: party must "
                               "be a passive party (1 or more), or unset for every passive party")
@@ -48,7 +55,7 @@ class PassiveDefense(Protection):
     @classmethod
     def points_for(cls, phase: str) -> frozenset[str]:
         """The hook points a method's training must call for it to act in ``phase``."""
-        return frozenset({PRETRAIN_PASSIVE_LOSS}) if phase == PRETRAIN else cls.hook_points
+        return frozenset({PRETRAIN_PASSIVE_LOSS}) if phase == PRETRAIN else cls.hook_points - cls.optional_points
 
     def protects(self, message: Message) -> bool:
         return False

@@ -27,8 +27,9 @@ CASES = [
     # methods that send no embedding, or train without the defense's points
     (["--defense", "embedding-dp", "--method", "local-a"], "method 'local-a' sends none"),
     (["--defense", "nopeek", "--method", "centralized-lr"], "method 'centralized-lr' sends none"),
-    (["--defense", "fi-adversarial", "--method", "oneshot"], "trains there with a loop of its own"),
-    (["--defense", "mid-sender", "--method", "ssvfl-i"], "trains there with a loop of its own"),
+    (["--defense", "mid-sender", "--method", "ssvfl-i"], "has no passive training in finetuning (frozen encoders"),
+    (["--defense", "nopeek", "--method", "ssvfl-i"], "no passive loss or update exists there; it acts in pretraining too: "
+                                                     "use phase pretrain"),
     # who protects what
     (["--defense", "nopeek", "--set", "defenses.0.party=0"], "party must be 1..1, or unset"),
     (["--defense", "mid-sender", "--set", "defenses.0.kinds=[embedding]"], "not on messages; remove kinds"),

@@ -26,13 +26,22 @@ BUILT_IN = ["centralized-gbdt", "centralized-lr", "cssl-byol", "cssl-moco", "css
 #: loops of their own, and the references send nothing.
 SHARED_FINETUNING = ("splitnn", "local-simsiam", "local-byol", "local-moco", "cssl-", "gssl-", "fedhssl", "ssvfl-c",
                      "vflhlp")
+#: One-shot and few-shot VFL: each passive party's local semi-supervised training has a loss on its own features and
+#: an extractor it sends from (paper 002, Alg. 1 lines 29-34), so every feature defense acts there.
+LOCAL_SSL_FINETUNING = ("oneshot", "fewshot")
+#: SS-VFL-I releases each passive party's frozen encoder's representations once (paper 003, Alg. 1): only a mechanism
+#: on the rows sent (embedding-dp's) has something to act on; no passive loss exists there.
+ONE_RELEASE = ("ssvfl-i",)
 #: The pretrainings that train a passive encoder by the shared SSL loops (VFLHLP's SCARF is a loop of its own).
 SHARED_PRETRAINING = ("local-simsiam", "local-byol", "local-moco", "cssl-", "gssl-", "fedhssl", "ssvfl-c", "ssvfl-i")
-WHERE = {("nopeek", "finetune"): SHARED_FINETUNING, ("mid-sender", "finetune"): SHARED_FINETUNING,
-         ("fi-adversarial", "finetune"): SHARED_FINETUNING, ("embedding-dp", "finetune"): SHARED_FINETUNING,
+WHERE = {("nopeek", "finetune"): SHARED_FINETUNING + LOCAL_SSL_FINETUNING,
+         ("mid-sender", "finetune"): SHARED_FINETUNING + LOCAL_SSL_FINETUNING,
+         ("fi-adversarial", "finetune"): SHARED_FINETUNING + LOCAL_SSL_FINETUNING,
+         ("embedding-dp", "finetune"): SHARED_FINETUNING + LOCAL_SSL_FINETUNING + ONE_RELEASE,
          ("nopeek", "pretrain"): SHARED_PRETRAINING, ("fi-adversarial", "pretrain"): SHARED_PRETRAINING,
          ("mid-sender", "pretrain"): (), ("embedding-dp", "pretrain"): ()}
-REASONS = ("sends none", "a loop of its own", "has no pretraining phase", "acts in finetune only")
+REASONS = ("sends none", "a loop of its own", "has no passive training in finetuning", "has no pretraining phase",
+           "acts in finetune only")
 
 
 def _planned(defense: str, phase: str, method: str) -> str:

@@ -88,6 +88,9 @@ class Method:
     #: ``top:linear|mlp|sum``, ``local-updates``, and the hook points its training calls; the planner refuses
     #: a setting or an attack needing anything else. A method with its own loop declares what it calls.
     supports: ClassVar[frozenset[str]] = SHARED_LOOP
+    #: Why its training calls no such point, for a hook point it lacks (the planner's refusal says it); a point not
+    #: listed: a loop of its own that does not call it.
+    absent_points: ClassVar[dict[str, str]] = {}
     #: The active party's top when the method has its own (``sum``: the parties' class logits summed, no parameters,
     #: as aggVFL), not ``finetune.top``: the planner refuses a ``finetune.top`` set to another, and attacks are judged
     #: by this one. None: the shared loop's ``finetune.top``.

@@ -179,14 +179,15 @@ class Exchange:
 
 def finetune(
     fed: Federation, bottoms: list[nn.Module], top: nn.Module, *, train_bottoms: bool = True,
-    penalty: Penalty | None = None, first_epoch: int = 0,
+    penalty: Penalty | None = None, first_epoch: int = 0, wrapped: bool = False,
 ) -> Trained:
     """Train on the active party's labeled aligned ids for ``fed.finetune.epochs`` epochs; ``penalty()`` is
     added to the active party's loss at every update (it must read only the active party's parameters).
     Messages carry epoch numbers from ``first_epoch`` (after a method's own earlier exchanges). Each exchange
     is followed by ``fed.finetune.local_updates - 1`` local updates (FedBCD). Each passive party trains, sends
-    from and returns its bottom as its defenses wrap it (``passive_bottom``)."""
-    bottoms = [b if k == ACTIVE else fed.hooks.passive_bottom(k, b) for k, b in enumerate(bottoms)]
+    from and returns its bottom as its defenses wrap it (``passive_bottom``; ``wrapped``: they already do, wrapped by
+    the method's own earlier exchanges, as one-shot VFL's)."""
+    bottoms = [b if k == ACTIVE or wrapped else fed.hooks.passive_bottom(k, b) for k, b in enumerate(bottoms)]
     owned = [list(b.parameters()) if train_bottoms else [] for b in bottoms]
     owned[ACTIVE] += list(top.parameters())
     optimizers = PartyOptimizers(fed.finetune, owned, hooks=fed.hooks)

@@ -28,6 +28,15 @@ attack normalises by default); batch 32, learning rates 0.01 (§5.1), SGD with m
 decay 5e-4, tau 0.95 and lambda_u 1 (FixMatch's); r_m 0.2 and sigma 0.1 (§5.1); the client and server
 epochs E_c = 10, E_s = 20 and the threshold t = 0.95 of Eq. 9 are not given in the paper. Optional
 end-to-end split learning afterwards (§5, "Few-shot VFL +finetune") with ``finetune_end_to_end``.
+
+A passive party's feature defenses (``nopeek``, ``mid-sender``, ``fi-adversarial``, ``embedding-dp``) act where its
+own loop has their points: ``passive_bottom`` wraps each passive extractor once, before the first upload (1), so every
+upload (1), (5), few-shot's H_u and the test embeddings are sent from the wrapped module, which the local SSL (4)
+trains; ``passive_loss`` (phase finetune) adds its terms to the local SSL loss, from the loop's inputs of the batch
+(its weak and strong views) and the extractor's outputs on them, as a pretraining's SSL loss does. The loop has no
+``passive_backward``: a passive party never updates from a received gradient (the one it receives is clustered into
+temporary labels, line 28), so ``embedding-dp`` acts here by its rows alone, and with no training epsilon: the local
+SSL trains the extractor on the party's features outside its mechanism (``feature_uses``).
 """
 
 from __future__ import annotations
@@ -46,6 +55,8 @@ from vflpriv.engine import (
     EMBEDDING,
     FINETUNE,
     GRADIENT,
+    PASSIVE_BOTTOM,
+    PASSIVE_LOSS,
     PASSIVE_STEP,
     PROBABILITIES,
     SPLIT_LEARNING,
@@ -118,7 +129,9 @@ class OneShotVFL(Method):
     sends: ClassVar[Traffic] = SPLIT_LEARNING  # embeddings up, gradients down, test embeddings up
     #: Its own protocol: the server's Linear classifier. A passive party receives one gradient (for the batch of
     #: every labeled aligned sample) and clusters it instead of applying it: the observe hook point is called then.
-    supports: ClassVar[frozenset[str]] = frozenset({"top:linear", PASSIVE_STEP})
+    #: A passive party's defenses wrap its extractor and add to its local SSL loss (no ``passive_backward``: no
+    #: update is made from a received gradient).
+    supports: ClassVar[frozenset[str]] = frozenset({"top:linear", PASSIVE_STEP, PASSIVE_BOTTOM, PASSIVE_LOSS})
 
     def supported(self) -> frozenset[str]:
         """With ``finetune_end_to_end`` the shared loop runs afterwards, with its hook points (Linear top kept)."""
@@ -136,15 +149,23 @@ class OneShotVFL(Method):
             uses.append("party 0's extractor trains on the clean labels (server: label-holder)")
         return tuple(uses)
 
+    def feature_uses(self) -> tuple[str, ...]:
+        """Its protocol trains every extractor on its party's features outside the defenses' mechanisms."""
+        return ("each passive party trains its extractor on its own features by local semi-supervised learning (Alg. 1 "
+                "lines 29-34; few-shot: with its pseudo-labeled unaligned samples, Alg. 2), with no DP-SGD",)
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         o, seed = self.options, fed.generator.initial_seed()
         models = [self._local_model(fed, p.index, seed) for p in fed.parties]
+        for p in fed.passive:  # its defenses wrap the extractor it sends from and trains (once, before any upload)
+            models[p.index].extractor = fed.hooks.passive_bottom(p.index, models[p.index].extractor)
         ids = fed.labeled_aligned()
         y = fed.active.labels[ids]
         top = init_parameters(new_top(fed, [m.extractor for m in models]), generator=seeded_generator(seed, "server:init"))
-        grads = self._gradients(fed, self._upload(fed, models, ids), top, ids, y)  # (1) up, (2) down
+        sent: list[Tensor] = []
+        grads = self._gradients(fed, self._upload(fed, models, ids, sent=sent), top, ids, y)  # (1) up, (2) down
         own = grads.pop(ACTIVE)  # party 0's gradient of its own H_o: it never crosses the channel
-        self._observe(fed, models, ids, grads)
+        self._observe(fed, models, ids, grads, sent)
         clustered = grads if o.server == "label-holder" else {ACTIVE: own, **grads}
         self.temporary_labels = {ACTIVE: y, **{k: kmeans(g, k=fed.num_classes, n_init=o.kmeans_restarts,  # (3)
                                                          generator=seeded_generator(seed, f"client:{k}:kmeans")).labels
@@ -158,7 +179,7 @@ class OneShotVFL(Method):
         self._train_server(top, reps, y, seed=seed, stream="server:train")  # (6)
         bottoms = [m.extractor for m in models]
         if o.finetune_end_to_end:
-            return finetune(fed, bottoms, top, first_epoch=1)
+            return finetune(fed, bottoms, top, first_epoch=1, wrapped=True)
         return Trained(bottoms, top)
 
     # ------------------------------------------------------------------------------------------ steps
@@ -168,15 +189,19 @@ class OneShotVFL(Method):
         extractor = build_encoder(fed.parties[party].spec, fed.model, generator=g)
         return init_parameters(LocalModel(extractor, fed.num_classes), generator=g).to(fed.device)
 
-    def _upload(self, fed: Federation, models: list[LocalModel], ids: Tensor, *, unaligned: list | None = None) -> list:
+    def _upload(self, fed: Federation, models: list[LocalModel], ids: Tensor, *, unaligned: list | None = None,
+                sent: list | None = None) -> list:
         """Every party's H_o as the server holds it: its own, and each passive party's through the channel
-        (with H_u in the same message when ``unaligned`` is given: few-shot's second upload)."""
+        (with H_u in the same message when ``unaligned`` is given: few-shot's second upload); ``sent`` gets each
+        party's H_o as it computed it, before the channel."""
         out = []
         with torch.no_grad():
             for p, model in zip(fed.parties, models):
                 model.eval()
                 h_o = model.extractor(p.x_train[ids])
                 h_u = model.extractor(p.x_train[unaligned[p.index]]) if unaligned is not None else None
+                if sent is not None:
+                    sent.append(h_o)
                 if p.index != ACTIVE:
                     payload = h_o if h_u is None else {"aligned": h_o, "unaligned": h_u}
                     received = fed.channel.send(Message(EMBEDDING, FINETUNE, p.index, ACTIVE, payload,
@@ -196,22 +221,21 @@ class OneShotVFL(Method):
                    for p in fed.passive}}
 
     @staticmethod
-    def _observe(fed: Federation, models: list[LocalModel], ids: Tensor, grads: dict) -> None:
+    def _observe(fed: Federation, models: list[LocalModel], ids: Tensor, grads: dict, sent: list[Tensor]) -> None:
         """The observe hook point: each passive party holds the gradient of the embedding it sent (epoch 0, step 0)."""
         for p in fed.passive:
-            extractor = models[p.index].extractor
-            with torch.no_grad():
-                sent = extractor(p.x_train[ids])  # as in the upload: eval mode
-            fed.hooks.passive_step(PassiveStep(p.index, 0, 0, ids, p.x_train[ids], extractor, sent, grads[p.index]))
+            fed.hooks.passive_step(PassiveStep(p.index, 0, 0, ids, p.x_train[ids], models[p.index].extractor,
+                                               sent[p.index], grads[p.index]))
 
     def _local_ssl(self, fed, model, party, x, y, u, *, seed: int, round_: int) -> None:
         o = self.options
         p = fed.parties[party]
         views = party_views(p.spec, p.x_train[p.local_ids], mask_rate=o.mask_rate, sigma=o.sigma)
+        term = None if party == ACTIVE else lambda inputs, h: fed.hooks.passive_loss(party, FINETUNE, inputs, h)
         train_fixmatch(model, x, y, u, views, epochs=o.client_epochs, batch_size=o.batch_size, lr=o.client_lr,
                        momentum=o.momentum, weight_decay=o.weight_decay, threshold=o.threshold, lambda_u=o.lambda_u,
                        batches=seeded_generator(seed, f"client:{party}:ssl:{round_}:batches"),
-                       augment=seeded_generator(seed, f"client:{party}:ssl:{round_}:views"))
+                       augment=seeded_generator(seed, f"client:{party}:ssl:{round_}:views"), term=term)
 
     def _train_server(self, model: nn.Module, reps: list[Tensor], y: Tensor, *, seed: int, stream: str) -> None:
         """SGD on received representations (Alg. 1 lines 22-27; Alg. 2 line 2 for the auxiliary classifiers)."""

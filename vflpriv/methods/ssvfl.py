@@ -8,7 +8,10 @@ negatives (the SSL building blocks of ``vflpriv.methods.pretraining``; other set
   representations of the aligned labeled samples once (one ``embedding`` message per passive party,
   through the channel) and the active party, in the server's role, trains its head on them with no
   further communication (``finetune`` epochs, lr and batch). No gradient ever goes down, so gradient
-  attacks do not apply; the passive parties' one message is what ISO on embeddings protects.
+  attacks do not apply; the passive parties' one message is what ISO on embeddings protects. A passive party's
+  feature defense acts at the one point this phase has, the module it releases from (``passive_bottom``:
+  ``embedding-dp``'s clipped, noised rows, for the release and for inference); no passive party trains here, so the
+  defenses that add to a passive loss (``nopeek``, ``mid-sender``, ``fi-adversarial``) act in its pretraining only.
 - ``ssvfl-c`` (SS-VFL-Coupled, Algorithm 2): the same start, then end-to-end split learning (the shared
   finetuning loop), encoders updated.
 """
@@ -21,7 +24,19 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from vflpriv.engine import ACTIVE, EMBEDDING, EPOCH_END, FINETUNE, INFERENCE, PRETRAIN_PASSIVE_LOSS, Federation, Message
+from vflpriv.engine import (
+    ACTIVE,
+    EMBEDDING,
+    EPOCH_END,
+    FINETUNE,
+    INFERENCE,
+    PASSIVE_BACKWARD,
+    PASSIVE_BOTTOM,
+    PASSIVE_LOSS,
+    PRETRAIN_PASSIVE_LOSS,
+    Federation,
+    Message,
+)
 from vflpriv.methods.finetune import PartyOptimizers, Trained, new_top
 from vflpriv.methods.local_ssl import LocalOptions, LocalSSLMethod
 from vflpriv.models.training import index_batches, require_finite
@@ -46,16 +61,26 @@ class SSVFLIndependent(SSVFLCoupled):
     """SS-VFL-I: local MoCo pretraining, frozen encoders, one round of representations, the head trained alone."""
 
     sends = frozenset({("passive", EMBEDDING, FINETUNE), ("passive", EMBEDDING, INFERENCE)})
-    #: Its own loop: frozen encoders, the active party's Linear head trained alone; passive parties never update.
-    #: Its pretraining is local SSL's, with a passive party's defenses there.
-    supports = frozenset({"top:linear", EPOCH_END, PRETRAIN_PASSIVE_LOSS})
+    #: Its own loop: frozen encoders, the active party's Linear head trained alone; passive parties never update, and
+    #: each releases from its encoder as its defenses wrap it. Its pretraining is local SSL's, with their defenses there.
+    supports = frozenset({"top:linear", EPOCH_END, PASSIVE_BOTTOM, PRETRAIN_PASSIVE_LOSS})
+    absent_points = dict.fromkeys(
+        (PASSIVE_LOSS, PASSIVE_BACKWARD),
+        "has no passive training in finetuning (frozen encoders, one release of each passive party's representations: "
+        "SS-VFL Alg. 1), so no passive loss or update exists there")
 
     def label_uses(self) -> tuple[str, ...]:
         return ("the active party trains its head on the labels in a loop of its own (SS-VFL Alg. 1), which calls no "
-                "defense hook point",)
+                "label defense's hook point",)
+
+    def feature_uses(self) -> tuple[str, ...]:
+        """Its pretraining's alone (each encoder trains on its party's features): its finetuning's one use, the
+        release, passes ``passive_bottom``."""
+        return super().feature_uses()
 
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         encoders = [copy.deepcopy(m).eval().requires_grad_(False) for m in pretrained]
+        encoders = [e if k == ACTIVE else fed.hooks.passive_bottom(k, e) for k, e in enumerate(encoders)]
         ids = fed.labeled_aligned()
         with torch.no_grad():
             reps = [encoders[ACTIVE](fed.active.x_train[ids])]

@@ -21,6 +21,7 @@ from vflpriv.engine import (
     PASSIVE_BACKWARD,
     PASSIVE_POINTS,
     PRETRAIN,
+    PRETRAIN_PASSIVE_LOSS,
     SOFT_LABELS,
     SOFT_TARGETS,
     role,
@@ -231,9 +232,15 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method):
         raise IncompatibleError(f"defense '{name}': method '{what}' has no pretraining phase; use phase finetune")
     missing = sorted(cls.points_for(d.phase) - method.supported())
     if missing:
-        raise IncompatibleError(f"defense '{name}' acts at {', '.join(missing)} in {d.phase}; method '{what}' trains there "
-                                "with a loop of its own that does not call that point")
+        pretrain = "; it acts in pretraining too: use phase pretrain" if PRETRAIN in cls.phases and method.pretrains \
+            and PRETRAIN_PASSIVE_LOSS in method.supported() else ""
+        why = dict.fromkeys(method.absent_points.get(p, "trains there with a loop of its own that does not call that "
+                                                        "point") for p in missing)
+        raise IncompatibleError(f"defense '{name}' acts at {', '.join(missing)} in {d.phase}; method '{what}' "
+                                f"{'; '.join(why)}{pretrain}")
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
-    return built("defense", name, lambda: cls(
+    defense = built("defense", name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=PASSIVE if d.party is None else d.party,
         phase=d.phase, kinds=None, options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
+    defense.called = cls.hook_points & method.supported()  # its optional points too, where the training calls them
+    return defense

@@ -149,7 +149,10 @@ def _defense(name: str, cls: Any) -> Description:
              if cls.supported_kinds and "labels" not in cls.supported_kinds else
              "no message in transit: what a passive party's embeddings carry, at that party's own points"
              if cls.hook_points & PASSIVE_POINTS else "no message")
-    facts = {"acts at": ", ".join(sorted(cls.hook_points)), "follows": cls.anchor or "vflpriv's own",
+    optional = getattr(cls, "optional_points", frozenset())
+    acts = ", ".join(sorted(cls.hook_points)) + (f" ({', '.join(sorted(optional))} where the method's training calls "
+                                                 "it)" if optional else "")
+    facts = {"acts at": acts, "follows": cls.anchor or "vflpriv's own",
              "strength": f"{axis.name} in [{axis.low:g}, {axis.high:g}], {axis.stronger} protects more, "
                          f"identity {axis.identity:g}",
              "protects": kinds,

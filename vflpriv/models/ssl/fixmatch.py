@@ -32,6 +32,10 @@ from vflpriv.models.ssl.augment import augment_image
 Views = Callable[[Tensor, torch.Generator], tuple[Tensor, Tensor]]
 """``views(x, generator) -> (weak(x), strong(x))``."""
 
+Term = Callable[[Tensor, Tensor], "Tensor | None"]
+"""``term(inputs, h) -> a term added to the loss, or None``: from a step's inputs (every view of the batch) and the
+model's extractor's outputs on them (a passive party's feature defenses, ``passive_loss``)."""
+
 
 @dataclass(frozen=True)
 class TabularViews:
@@ -81,12 +85,20 @@ def party_views(spec: PartySpec, x_local: Tensor, *, mask_rate: float, sigma: fl
 
 def fixmatch_loss(
     model: nn.Module, x: Tensor, y: Tensor, u: Tensor, views: Views, *, threshold: float, lambda_u: float,
-    generator: torch.Generator,
+    generator: torch.Generator, term: Term | None = None,
 ) -> Tensor:
-    """l_s + lambda_u l_u on one labeled and one unlabeled batch, all views through the model at once."""
+    """l_s + lambda_u l_u on one labeled and one unlabeled batch, all views through the model at once; with ``term``,
+    plus ``term(views, model.extractor(views))`` (the model then runs as its extractor and its head: the same
+    operations)."""
     weak_x, _ = views(x, generator)
     weak_u, strong_u = views(u, generator) if u.shape[0] else (u, u)
-    logits = model(torch.cat([weak_x, weak_u, strong_u]))
+    inputs = torch.cat([weak_x, weak_u, strong_u])
+    extra = None
+    if term is None:
+        logits = model(inputs)
+    else:
+        h = model.extractor(inputs)
+        logits, extra = model.head(h), term(inputs, h)
     n, m = x.shape[0], u.shape[0]
     loss = F.cross_entropy(logits[:n], y)
     if m:
@@ -94,17 +106,18 @@ def fixmatch_loss(
             confidence, pseudo = logits[n : n + m].softmax(1).max(1)
         kept = (confidence >= threshold).float()
         loss = loss + lambda_u * (F.cross_entropy(logits[n + m :], pseudo, reduction="none") * kept).mean()
-    return loss
+    return loss if extra is None else loss + extra
 
 
 def train_fixmatch(
     model: nn.Module, x: Tensor, y: Tensor, u: Tensor, views: Views, *, epochs: int, batch_size: int, lr: float,
     momentum: float, weight_decay: float, threshold: float, lambda_u: float, batches: torch.Generator,
-    augment: torch.Generator,
+    augment: torch.Generator, term: Term | None = None,
 ) -> nn.Module:
     """Local SSL of paper 002 (Alg. 1 lines 29-34): each epoch passes over the unlabeled samples ``u`` in
     batches, each paired with a labeled batch of the same size drawn in turn from (x, y) (reshuffled when
-    used up); SGD with momentum (FixMatch's optimiser). With no unlabeled sample, an epoch passes over (x, y)."""
+    used up); SGD with momentum (FixMatch's optimiser). With no unlabeled sample, an epoch passes over (x, y).
+    ``term`` is added to each step's loss (:func:`fixmatch_loss`)."""
     from vflpriv.models.training import index_batches, make_optimizer, require_finite
 
     opt = make_optimizer(model.parameters(), name="sgd", lr=lr, weight_decay=weight_decay, momentum=momentum)
@@ -122,7 +135,7 @@ def train_fixmatch(
             lab = queue.pop(0)
             unl = step if u.shape[0] else unlabeled[:0]
             loss = fixmatch_loss(model, x[lab], y[lab], u[unl], views, threshold=threshold, lambda_u=lambda_u,
-                                 generator=augment)
+                                 generator=augment, term=term)
             finite &= torch.isfinite(loss)
             opt.zero_grad(set_to_none=True)
             loss.backward()
