@@ -261,8 +261,11 @@ class DefenseChain(DefensePoints):
         return any(d.backpropagates() for d in self.defenses)
 
     def backward(self, losses, params, leaves, ids, *, known=None):
-        """The one defense that backpropagates (the planner admits one; it refuses any other at the active party)."""
-        return next(d for d in self.defenses if d.backpropagates()).backward(losses, params, leaves, ids, known=known)
+        """The one defense that backpropagates (the planner admits one; it refuses any other at the active party);
+        ``known`` only where an auditor asks (a plugin's ``backward`` written without it still runs unaudited)."""
+        own = next(d for d in self.defenses if d.backpropagates())
+        return own.backward(losses, params, leaves, ids) if known is None else own.backward(losses, params, leaves,
+                                                                                             ids, known=known)
 
     def active_parameters(self):
         return [p for d in self.defenses for p in d.active_parameters()]
