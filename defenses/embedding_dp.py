@@ -231,7 +231,7 @@ class EmbeddingDP(PassiveDefense):
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
                 f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
-                "frozen bottom; not the training's epsilon)")
+                "frozen bottom, not the training's epsilon)")
 
 
 def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:

@@ -167,6 +167,8 @@ def _features(frame: pd.DataFrame, *, margin: float) -> dict:
     """The feature attacks' part of the summary (their records kept in ``frame`` for the failed runs)."""
     if frame.empty:
         return {"verdicts": [], "defenses": [], "margin": margin, "frame": frame}
+    frame = pd.concat([with_variants(rows.drop(columns=["variant"], errors="ignore"))  # a defense's configurations
+                       for _, rows in frame.groupby(["adversary", "victim"], sort=False)]).loc[frame.index]
     baseline, defended = frame[frame["defense"] == "none"], frame[frame["defense"] != "none"]
     verdicts = feature_verdicts(baseline, margin=margin)
     return {"verdicts": verdicts, "defenses": feature_defenses(defended, margin=margin, verdicts=verdicts),

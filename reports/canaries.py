@@ -15,7 +15,8 @@ import math
 
 import pandas as pd
 
-from vflpriv.common.empirical_epsilon import KEEP, canaries_needed, claim_text
+from vflpriv.common.canary_bound import canaries_needed
+from vflpriv.common.empirical_epsilon import KEEP, claim_text
 from vflpriv.reports.tables import mean_std
 from vflpriv.tradeoff.auditing import auditor_table
 from vflpriv.tradeoff.cap import strength_label
@@ -87,8 +88,8 @@ def _auditor_line(row: dict) -> str:
     options = f"{row['auditor_options']}; " if row.get("auditor_options") else ""
     text = (f"{where}, {row['phase']}, auditor {row['auditor']} ({options}white box, not an attack): "
             f"{empirical_text(row['epsilon_lower'], row['delta'])} from {int(row['canaries'])} canaries over "
-            f"{row['seeds']} seed{'s' if row['seeds'] != 1 else ''} ({int(row['canary_guesses'])} guessed, accuracy "
-            f"{row['canary_accuracy']:.3f})")
+            f"{row['seeds']} seed{'s' if row['seeds'] != 1 else ''} (the menu entry selected for it: its "
+            f"{int(row['canary_guesses'])} most confident guesses, accuracy {row['canary_accuracy']:.3f})")
     if _num(row.get("mu_lower")) is not None:  # the f-DP bounds (NaN in rows read from records without them)
         text += (f"; f-DP one run: epsilon >= {row['epsilon_fdp']:.2f} at delta {row['delta']:.3g} (95%), not "
                  f"mu-GDP for mu < {row['mu_lower']:.3f} (95%), epsilon {row['epsilon_gdp_estimate']:.2f} estimated "
@@ -116,12 +117,16 @@ def _line(row: dict) -> str:
     if row["attack"] != WORST:
         if bound is None:
             return f"{where}, {row['phase']}, {row['attack']}: no canary guessed"
+        fdp = _num(row.get("epsilon_fdp"))  # NaN in rows of tables written before it
         return (f"{where}, {row['phase']}, {row['attack']} alone (at 5%): {empirical_text(bound, delta)} from "
-                f"{int(row['canaries'])} canaries; the entry selected for it: {int(row['canary_guesses'])} guesses, "
+                f"{int(row['canaries'])} canaries" + ("" if fdp is None else f" (f-DP one run: >= {fdp:.2f})") +
+                f"; the entry selected for it: {int(row['canary_guesses'])} guesses, "
                 f"{row['canary_accuracy_selected']:.2f} right (every guess: {row['canary_accuracy_all']:.2f})")
     planned = int(row["planned_attacks"])
+    test = f", {row['bound_test']}'s bound" if row.get("bound_test") else ""
+    shares = " over the two bounds, each at half that" if delta else ""
     text = (f"{where}, {row['phase']}, worst case over the {planned} planned attack{'s' if planned != 1 else ''} "
-            f"({row['strongest']}, each at 5%/{planned}): {empirical_text(bound, delta)}; cap "
+            f"({row['strongest']}{test}; each attack at 5%/{planned}{shares}): {empirical_text(bound, delta)}; cap "
             f"{row['cap']:.2f} with {int(row['canaries'])} canaries (every guess right)")
     return text + "; " + _claim(row)
 
@@ -144,10 +149,11 @@ def _claim(row: dict) -> str:
     family = int(row.get("holm_family") or 1)
     holm = f"Holm over {family} claim{'s' if family != 1 else ''}"
     if row.get("rejected"):
+        by = f", {row['rejecting_test']}'s test" if row.get("rejecting_test") else ""
         return text + (f"claim rejected at the 95% level ({holm}): {row['rejecting_attack']} guessed "
                        f"{int(row['rejecting_right'])} of {int(row['rejecting_guesses'])} canaries right "
                        f"({int(row['canaries'])} "
-                       f"pooled; adjusted p = {row['p_value']:.2g})")
+                       f"pooled{by}; adjusted p = {row['p_value']:.2g})")
     return text + f"not rejected (adjusted p = {row['p_value']:.2g}, {holm}; cap {row.get('cap_at_claim'):.2f})"
 
 
@@ -166,11 +172,13 @@ def canary_markdown(summary: dict | None) -> list[str]:
              "(from a key the adversary does not hold); each attack guesses them (its most confident ones where it says how "
              "sure it is, from a fixed menu, Bonferroni-corrected), and the right guesses give a one-sided 95% lower "
              "bound on the training's label-DP epsilon (Steinke, Nasr & Jagielski 2023, for labels; pooled over the "
-             "seeds). The worst case over the planned attacks (each at 5%/A) is the one to report; its cap is the most "
-             "the canaries could certify with every guess right, so a claimed epsilon at or above it is untestable "
-             "with them. A claim is rejected at the 95% level only from the worst case (adjusted p: its p-value, "
-             "Bonferroni over the attacks and the menu, at most 1), with Holm's correction over the claims this "
-             "report checks.", "",
+             "seeds), and the f-DP one-run bound beside it (Mahloujifar, Melis & Chaudhuri 2024). The worst case over "
+             "the planned attacks (each at 5%/A, with the better of the two bounds: Steinke et al.'s alone for a pure "
+             "claim, where the f-DP one never exceeds it, each at half the share at delta > 0) is the one to report; "
+             "its cap is the most the canaries could certify with every guess right, so a claimed epsilon at or above "
+             "it is untestable with them. A claim is rejected at the 95% level only from the worst case (adjusted p: "
+             "its p-value, Bonferroni over the attacks, the menu and at delta > 0 the two bounds, at most 1), with "
+             "Holm's correction over the claims this report checks.", "",
              f"What the canaries cost (no defense): utility {utility(w)} with them, {utility(wo)} without.", ""]
     if summary["rejected"]:
         rejected = [f"- **{r['line']}**" for r in summary["rejected"]]
@@ -204,8 +212,7 @@ def epsilon_tables(results: pd.DataFrame) -> list:
             row = [attack if attack != WORST else f"worst case (each at 5%/{int(worst['planned_attacks'].max())})"]
             for s in strengths:
                 hit = rows[(rows["attack"] == attack) & (rows["strength"] == s)]
-                value = hit["epsilon_lower"].iloc[0] if len(hit) else float("nan")
-                row.append("n/a" if not math.isfinite(value) else f"≥ {value:.2f}")
+                row.append(_bound_cell(hit.iloc[0]) if len(hit) else "n/a")
             cells.append(row)
         cells.append(["cap (every guess right)", *(f"{worst.loc[s, 'cap']:.2f}" if s in worst.index else "n/a"
                                                    for s in strengths)])
@@ -217,10 +224,23 @@ def epsilon_tables(results: pd.DataFrame) -> list:
         out.append(Table(f"Empirical ε (95% lower bound, {'pure' if not delta else f'at δ {delta:.3g}'}, from "
                          f"{int(rows['canaries'].max())} canaries pooled over seeds): {method} on {dataset}, {defense} "
                          f"({phase}){f' [{variant}]' if variant else ''}", columns, cells, best,
-                         note="bold: the claim is rejected at the 95% level (worst case over the planned attacks, Holm "
+                         note="an attack's cell: Steinke et al.'s bound at 5% alone (the f-DP one-run bound beside "
+                              "it); the worst case: the better of the two per attack at its share, and its test. "
+                              "bold: the claim is rejected at the 95% level (worst case over the planned attacks, Holm "
                               "over every claim of these tables); untestable: the claim is at or above the cap, so no "
                               "outcome of these canaries could reject it."))
     return out + _cost_tables(results)
+
+
+def _bound_cell(row) -> str:
+    """``≥ 3.70`` and the f-DP bound beside it for an attack (``≥ 3.70 (f-DP 3.61)``), the test for the worst case."""
+    value = row["epsilon_lower"]
+    if not math.isfinite(value):
+        return "n/a"
+    fdp, test = _num(row.get("epsilon_fdp")), row.get("bound_test")
+    note = f" (f-DP {fdp:.2f})" if row["attack"] != WORST and fdp is not None else (
+        f" ({test})" if row["attack"] == WORST and isinstance(test, str) and test else "")
+    return f"≥ {value:.2f}{note}"
 
 
 def _claim_cell(row) -> str:
@@ -229,7 +249,7 @@ def _claim_cell(row) -> str:
     delta = row["epsilon_claimed_delta"]
     text = f"{row['epsilon_claimed']:.2f}" + (f" at δ {delta:.3g}" if delta else " (pure)")
     if not row["testable"]:
-        return text + ": untestable"
+        return text + f": untestable with {int(row['canaries'])} canaries"
     return text + (": rejected" if row["rejected"] else ": not rejected") + f" (adjusted p = {row['p_value']:.2g})"
 
 

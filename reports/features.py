@@ -64,22 +64,27 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
 
 def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, verdicts: list[dict] = ()
                      ) -> list[dict]:
-    """Per (adversary, victim, attack, phase, defense): the feature CAP over the strengths (utility x min(1, attack
-    MSE / prior MSE)) and the weakest strength at which the attack falls to the prior (n/a where the attack reads
-    "no" without a defense: there is nothing for the defense to bring down)."""
+    """Per (adversary, victim, attack, phase, defense and its configuration, e.g. ISO on the embeddings and on the
+    embeddings and weights): the feature CAP over the strengths (utility x min(1, attack MSE / prior MSE)) and the
+    weakest strength at which the attack falls to the prior (n/a where the attack reads "no" without a defense: there
+    is nothing for the defense to bring down)."""
     undefended = {(v["adversary"], v["victim"], v["attack"], v["phase"]): v["verdict"] for v in verdicts}
     out = []
     for (adversary, victim), part in defended.groupby(["adversary", "victim"], sort=False):
         part = with_worst_case(part)
         caps = cap_table(part)
-        for (attack, phase, defense), rows in part.groupby(["attack", "phase", "defense"], sort=False):
-            row = caps[(caps["attack"] == attack) & (caps["phase"] == phase) & (caps["defense"] == defense)]
+        by = ["attack", "phase", "defense", *(["variant"] if "variant" in part else [])]
+        for keys, rows in part.groupby(by, sort=False):
+            (attack, phase, defense), variant = keys[:3], (keys[3] if len(keys) > 3 else "")
+            row = caps[(caps["attack"] == attack) & (caps["phase"] == phase) & (caps["defense"] == defense)
+                       & ((caps["variant"] == variant) if "variant" in caps else True)]
             quiet = undefended.get((str(adversary), str(victim), attack, phase)) == "no"
             falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and not quiet else None
             axis = str(rows["strength_axis"].iloc[0])
             out.append({
                 "adversary": str(adversary), "victim": str(victim), "attack": attack, "phase": phase,
-                "defense": defense, "axis": axis, "strengths": sorted(float(s) for s in rows["strength"].unique()),
+                "defense": defense, "variant": variant, "axis": axis,
+                "strengths": sorted(float(s) for s in rows["strength"].unique()),
                 "cap": _num(row["cap"].iloc[0]) if len(row) else None,
                 "cap_std": _num(row["cap_std"].iloc[0]) if len(row) else None,
                 "seeds": int(row["n_seeds"].iloc[0]) if len(row) else 0,
@@ -122,7 +127,8 @@ def defense_table(defenses: list[dict]) -> Table | None:
     """Per defense, the feature CAP and where the attack falls to the prior."""
     if not defenses:
         return None
-    rows = [[who(d["adversary"]), f"party {d['victim']}", d["attack"], d["phase"], d["defense"],
+    rows = [[who(d["adversary"]), f"party {d['victim']}", d["attack"], d["phase"],
+             f"{d['defense']} ({d['variant']})" if d.get("variant") else d["defense"],
              ", ".join(strength_label(d["axis"], s) for s in d["strengths"]),
              "n/a" if d["cap"] is None else f"{d['cap']:.3f}" + (f" ± {d['cap_std']:.3f}" if d["seeds"] > 1 and
                                                                  d["cap_std"] is not None else ""),

@@ -198,16 +198,19 @@ def t_dcs_tables(caps: pd.DataFrame) -> list[Table]:
 
     scores = t_dcs(caps[caps["defense"] != "none"].assign(variant=caps["variant"] if "variant" in caps else ""))
     tables = []
-    for phase, part in scores.groupby("phase", sort=False):
+    keys = ["phase", *[c for c in ("secret", "adversary", "victim") if c in scores]]  # one secret and victim a table
+    for values, part in scores.groupby(keys, sort=False, dropna=False):
+        phase, who = values[0], dict(zip(keys, values))
+        on = f"; {attack_roles('attacks', who)}" if who.get("secret") == "features" else ""
         datasets = sorted(set(part["dataset"]), key=natural)
         labels = sorted({(_row_label(m, v), d) for m, v, d in zip(part["method"], part["variant"], part["defense"])},
                         key=lambda k: (natural(k[0]), k[1]))
         cells = {(_row_label(r.method, r.variant), r.defense, r.dataset): r for r in part.itertuples()}
         rows = [[f"{m} / {d}", *(f"{cells[(m, d, ds)].t_dcs:.3f}" if (m, d, ds) in cells else "" for ds in datasets)]
                 for m, d in labels]
-        tables.append(Table(f"T-DCS ({phase}): mean over the attacks of VFLAIR's DCS (chance-normalised attack "
+        tables.append(Table(f"T-DCS ({phase}{on}): mean over the attacks of VFLAIR's DCS (chance-normalised attack "
                             "accuracy, beta 0.5), higher is better", ["method / defense", *datasets], rows, set(),
-                            "attacks averaged: " + "; ".join(sorted(set(part["attacks"])))))
+                            "attacks averaged: " + "; ".join(sorted({", ".join(sorted(a.split(", "))) for a in part["attacks"]}))))
     return tables
 
 

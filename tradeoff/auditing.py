@@ -22,7 +22,8 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
     rests on and their accuracy, the canaries, seeds and delta, the claimed epsilon (the weakest of the setting's
     trainings) and its check: the cap of the auditor's canaries (one guesser, its menu), testable below it, and rejected
     at the 95% level with Holm over the auditor's testable claims of the table (a family of their own: the auditor
-    never enters the attacks' worst case). Empty without an auditor."""
+    never enters the attacks' worst case); the check, as the attacks', takes the better of Steinke et al.'s and the
+    f-DP test (``vflpriv.common.canary_bound``: each at half the level at delta > 0). Empty without an auditor."""
     if "auditor" not in results or results.empty:
         return pd.DataFrame()
     results = results if "variant" in results else results.assign(variant="")

@@ -256,11 +256,11 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def t_dcs(caps: pd.DataFrame) -> pd.DataFrame:
-    """VFLAIR's T-DCS: per (method, dataset, defense, phase), the mean DCS over the attacks (all label inference
-    here, one attack type), with the attacks it averages."""
-    by = ["method", "dataset", "defense", "phase"] + (["variant"] if "variant" in caps else [])
+    """VFLAIR's T-DCS: per (method, dataset, defense, phase), the mean DCS over the attacks on one secret (and, for
+    features, by one adversary on one victim: VFLAIR averages one attack type), with the attacks it averages."""
+    by = ["method", "dataset", "defense", "phase"] + secret_columns(caps) + (["variant"] if "variant" in caps else [])
     scored = caps[caps["dcs"].notna() & (caps["attack"] != WORST)]
-    return (scored.groupby(by, sort=False).agg(t_dcs=("dcs", "mean"), attacks=("attack", lambda a: ", ".join(a)))
+    return (scored.groupby(by, sort=False, dropna=False).agg(t_dcs=("dcs", "mean"), attacks=("attack", lambda a: ", ".join(a)))
             .reset_index())
 
 

@@ -6,14 +6,17 @@ and the trainings are independent, so their sum is dominated by the binomial of 
 (method, dataset, defense, phase, variant, strength): a defense's option variants (label-dp uniform and two-stage)
 are settings of their own. The worst case over the A attacks planned in a setting (every attack with a record there,
 whether or not it guessed a canary) is the largest of their bounds, each at level 5% / A (Bonferroni), so it is
-still a 95% bound.
+still a 95% bound. Each attack's bound there is the better of Steinke et al.'s and the f-DP one-run bound on its pooled
+counts (:mod:`vflpriv.common.canary_bound`: at delta 0 the f-DP test never rejects more, so Steinke et al.'s decides
+alone; at delta > 0 each test at half the attack's share). An attack's own row carries both at 5% alone.
 
 The check of a claim (epsilon, delta), the largest over the setting's trainings (each must hold it):
 
 - its cap: the largest worst-case bound the canaries could give if every one were guessed right, with each attack's
   menu and the 5% / A share (:func:`vflpriv.common.empirical_epsilon.cap`); a claim at or above it is untestable with
   those canaries, whatever the attacks do;
-- its p-value: the worst case's, min over the attacks of A x their menu p-value (Bonferroni over attacks and menu);
+- its p-value: the worst case's, min over the attacks of A x their menu p-value (Bonferroni over attacks and menu,
+  and over the two tests where delta > 0: :func:`vflpriv.common.canary_bound.menu_p_value`);
 - a decision from those p-values with Holm's step-down correction over every testable claim the table checks (one
   report, one ``vflpriv table``), so the chance of rejecting any true claim of the table is at most 5%: "claim rejected
   at the 95% level" with the counts that reject it. No single attack's row rejects a claim.
@@ -27,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from vflpriv.common.empirical_epsilon import ALPHA, cap, menu_lower, menu_p_value
+from vflpriv.common import canary_bound, fdp_one_run
+from vflpriv.common.empirical_epsilon import ALPHA, menu_lower
 
 GROUP = ["method", "dataset", "defense", "phase", "variant", "strength"]
 #: The attack name of a setting's worst-case row.
@@ -57,22 +61,25 @@ def _delta(rows: pd.DataFrame) -> float:
     return float(np.nan_to_num(rows["epsilon_lower_delta"].max(), nan=0.0))
 
 
-def pooled_lower(rows: pd.DataFrame, *, alpha: float = ALPHA) -> tuple[float, int, float]:
-    """(epsilon lower bound, guesses of the menu entry selected for it, accuracy of those guesses) of one attack's runs
-    pooled; NaN where none guessed. The accuracy is the selected entry's (chosen for the best bound, so optimistic)."""
+def pooled_lower(rows: pd.DataFrame, *, alpha: float = ALPHA) -> tuple[float, int, float, float]:
+    """(Steinke et al.'s epsilon lower bound, guesses of the menu entry selected for it, accuracy of those guesses, the
+    f-DP one-run bound of the same menu) of one attack's runs pooled, each at ``alpha``; NaN where none guessed. The
+    accuracy is the selected entry's (chosen for the best bound, so optimistic)."""
     counts, canaries = pooled_counts(rows)
     if not counts:
-        return float("nan"), 0, float("nan")
-    classes = canary_classes(rows)
-    bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=_delta(rows), alpha=alpha)
+        return float("nan"), 0, float("nan"), float("nan")
+    classes, delta = canary_classes(rows), _delta(rows)
+    bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=delta, alpha=alpha)
     right = next(r for g, r in counts if g == guesses)  # every menu entry keeps at least one guess
-    return bound, guesses, right / guesses
+    fdp = fdp_one_run.menu_epsilon(counts, canaries=canaries, delta=delta, classes=classes, alpha=alpha)[0]
+    return bound, guesses, right / guesses, fdp
 
 
 @dataclass(frozen=True)
 class ClaimTest:
-    """The worst case's test of one claim: its p-value (Bonferroni over the attacks and their menus), the attack and
-    the pooled counts behind it, and the cap the canaries allow (the claim is untestable at or above it)."""
+    """The worst case's test of one claim: its p-value (Bonferroni over the attacks and their menus, and the two tests
+    where delta > 0), the attack, test and pooled counts behind it, and the cap the canaries allow (the claim is
+    untestable at or above it)."""
 
     claim: float
     p_value: float
@@ -81,6 +88,7 @@ class ClaimTest:
     right: int
     canaries: int
     cap: float
+    test: str = canary_bound.STEINKE
 
     @property
     def testable(self) -> bool:
@@ -100,7 +108,7 @@ def canary_classes(rows: pd.DataFrame) -> int:
 def cap_of(attacks: dict[str, tuple[list[list[int]], int]], *, planned: int, classes: int, delta: float) -> float:
     """The worst case's cap: the largest bound any attack's pooled canaries could give with every guess right, at its
     menu's and the ``planned`` attacks' Bonferroni share; NaN where no attack guessed."""
-    return max((cap(canaries=m, classes=classes, menu=len(c), attacks=planned, delta=delta)
+    return max((canary_bound.cap(canaries=m, classes=classes, menu=len(c), attacks=planned, delta=delta)
                 for c, m in attacks.values() if c), default=float("nan"))
 
 
@@ -113,10 +121,11 @@ def claim_test(attacks: dict[str, tuple[list[list[int]], int]], *, planned: int,
     for name, (counts, canaries) in attacks.items():
         if not counts:
             continue
-        p, (guesses, right) = menu_p_value(counts, canaries=canaries, classes=classes, epsilon=claim, delta=delta)
+        p, (guesses, right), test = canary_bound.menu_p_value(counts, canaries=canaries, classes=classes,
+                                                              epsilon=claim, delta=delta)
         p = min(1.0, p * planned)
         if p < best.p_value or not best.attack:
-            best = ClaimTest(claim, p, name, guesses, right, canaries, ceiling)
+            best = ClaimTest(claim, p, name, guesses, right, canaries, ceiling, test)
     return best
 
 
@@ -156,24 +165,27 @@ def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
                 "stronger": str(setting["strength_stronger"].iloc[0]), "classes": classes, "epsilon_claimed": claimed,
                 "epsilon_claimed_delta": claimed_delta, "epsilon_lower_delta": delta,
                 "claim_note": _claim_note(setting), "testable": False, "rejected": False}
-        worst = (-1.0, "")
+        worst = (-1.0, "", "")
         for attack, runs in setting.groupby("attack", sort=False):
-            bound, guesses, accuracy = pooled_lower(runs)
+            bound, guesses, accuracy, fdp = pooled_lower(runs)
             counts, canaries = attacks[attack]
-            rows.append({**base, "attack": attack, "epsilon_lower": bound, "canary_guesses": guesses,
-                         "canary_accuracy_selected": accuracy,
+            rows.append({**base, "attack": attack, "epsilon_lower": bound, "epsilon_fdp": fdp,
+                         "canary_guesses": guesses, "canary_accuracy_selected": accuracy,
                          "canary_accuracy_all": counts[0][1] / counts[0][0] if counts else float("nan"),
                          "canaries": canaries, "seeds": int(runs["seed"].nunique())})
-            if counts:  # a tie goes to the last name, whatever the records' order
-                worst = max(worst, (pooled_lower(runs, alpha=ALPHA / planned)[0], attack))
-        row = {**base, "attack": WORST, "epsilon_lower": worst[0], "strongest": worst[1], "planned_attacks": planned,
+            if counts:  # the better of the two tests at the attack's share; a tie goes to the last name
+                better = canary_bound.menu_lower(counts, canaries=canaries, classes=classes, delta=delta,
+                                                 alpha=ALPHA / planned)
+                worst = max(worst, (better.epsilon, attack, better.test))
+        row = {**base, "attack": WORST, "epsilon_lower": worst[0], "strongest": worst[1], "bound_test": worst[2],
+               "planned_attacks": planned,
                "canaries": max(m for _, m in attacks.values()), "seeds": int(setting["seed"].nunique()),
                "cap": cap_of(attacks, planned=planned, classes=classes, delta=delta)}
         if np.isfinite(claimed):
             test = claim_test(attacks, planned=planned, classes=classes, claim=claimed, delta=claimed_delta)
             row |= {"testable": test.testable, "cap_at_claim": test.cap, "p_value": test.p_value,
                     "rejecting_attack": test.attack, "rejecting_guesses": test.guesses,
-                    "rejecting_right": test.right}
+                    "rejecting_right": test.right, "rejecting_test": test.test}
             if test.testable:
                 tests.append((len(rows), test.p_value))
         rows.append(row)

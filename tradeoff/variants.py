@@ -4,8 +4,9 @@ Every record stores its whole configuration. The settings (flattened to dotted k
 value, besides the swept strength and the seed, name the variants, e.g. ``partition.labeled=400``; tables, CAP and
 the leakage tests keep variants apart instead of averaging across them (a defense's kinds read as what it acts on:
 ISO ``on gradient`` and ``on embedding`` are two settings). A setting of the training or of the attack
-block as a whole (its prior, tuning) is compared across every attack of one (method, dataset, defense, phase), so
-that the attacks on one training carry the same name (the worst case takes the strongest of them, per variant); an
+block as a whole (its prior, tuning) is compared across every attack on one secret of one (method, dataset, defense,
+phase), so that the attacks on one training carry the same name (the worst case takes the strongest of them, per
+variant; the secrets apart, so that a label attack is not named by the roles of the feature attacks beside it); an
 attack's own options only within that attack's runs (attacks have different options).
 """
 
@@ -23,6 +24,9 @@ OWN_AXES = {"method.name", "dataset.name", "attack.name", "attack.phase", "seed"
 GROUP = ["method", "dataset", "attack", "defense", "phase"]
 #: The cell whose runs are compared for every setting but an attack's own (:data:`PER_ATTACK`).
 CELL = ["method", "dataset", "defense", "phase"]
+#: A feature attack's roles: never a variant of its records, which name them in their own columns (``adversary``,
+#: ``victim``) that every table keeps apart (a label record's adversary is a variant: ``--all-adversaries``).
+ROLES = ("attack.adversary", "attack.victim")
 #: Settings that belong to one attack: compared only within that attack's runs.
 PER_ATTACK = ("attack.options.", "attack.search_space.")
 
@@ -52,8 +56,11 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     positions = pd.Series(range(len(results)), index=results.index)
-    for _, cell in results.groupby(CELL, sort=False):
+    secret = results["secret"].fillna("labels") if "secret" in results else pd.Series("labels", index=results.index)
+    for (*_, which), cell in results.groupby([*(results[c] for c in CELL), secret], sort=False, dropna=False):
         shared = _varying(flat, positions[cell.index].tolist(), own=False)
+        if which == "features":
+            shared = [k for k in shared if k not in ROLES]
         for _, rows in cell.groupby("attack", sort=False):
             where = positions[rows.index].tolist()
             varying = sorted([*shared, *_varying(flat, where, own=True)])
@@ -67,18 +74,26 @@ def shown(flat: dict[str, Any], key: str) -> str:
     its two configurations read apart."""
     if not (match := re.fullmatch(r"defenses\.(\d+)\.kinds", key)):
         return f"{key}={flat.get(key)}"
-    kinds = flat.get(key)
-    return acts_on(flat.get(f"defenses.{match[1]}.name"), flat.get(f"defenses.{match[1]}.phase"),
-                   json.loads(kinds) if isinstance(kinds, str) else kinds)
+    kinds, i = flat.get(key), match[1]
+    return acts_on(flat.get(f"defenses.{i}.name"), flat.get(f"defenses.{i}.phase"),
+                   json.loads(kinds) if isinstance(kinds, str) else kinds, method=flat.get("method.name"),
+                   party=flat.get(f"defenses.{i}.party"))
 
 
-def acts_on(name: str, phase: str, kinds: list[str] | None) -> str:
-    """``on embedding``: the kinds of message a defense configuration acts on, unset kinds resolved to the defense's
-    default for its phase."""
+def acts_on(name: str, phase: str, kinds: list[str] | None, *, method: str | None = None,
+            party: int | None = None) -> str:
+    """``on embedding``: the kinds of message a defense configuration acts on, unset kinds resolved as the planner
+    resolves them for ``method`` (the defense's defaults for its phase that the protecting party sends, else the kinds
+    it supports that the party sends: sparsify in FedHSSL's pretraining acts on embeddings and weights, not on the
+    gradients it defaults to), or, without a method, to the defense's default for its phase."""
     if kinds is None:
         from vflpriv.config.registry import DEFENSES  # the registry imports the defenses: not at module import
+        from vflpriv.runner.defense_planning import unset_kinds
 
-        kinds = DEFENSES.get(name).default_kinds_for(phase) if name in DEFENSES.names() else ("default",)
+        if name not in DEFENSES.names():
+            return "on default"
+        found = unset_kinds(name, method, party=party, phase=phase) if method is not None else None
+        kinds = found or DEFENSES.get(name).default_kinds_for(phase)
     return "on " + "+".join(kinds)
 
 

@@ -116,15 +116,26 @@ def test_an_unknown_canary_labels_value_is_one_error_line(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_claim_no_count_of_binary_canaries_can_test_is_said_so_not_a_crash():
+def test_a_claim_beyond_steinke_s_peak_is_testable_by_the_f_dp_cap_and_one_beyond_every_count_is_said_so(monkeypatch):
     """Binary canaries at delta 1e-5: Steinke et al.'s delta term grows with the canaries, so their cap peaks (about
-    6.8) below a claim of 8; the report's line says so at once instead of raising (it did, on the pair record's claim
-    8, after a minute of doubling to a million canaries)."""
+    6.8) below a claim of 7.99, but the f-DP one-run bound has no such term, so the better of the two reaches it: the
+    report names the fewest canaries whose cap exceeds it. Past the counts considered, the line says so at once instead
+    of raising (it did, on the pair record's claim 8, after a minute of doubling to a million canaries)."""
+    from vflpriv.common import canary_bound
+    from vflpriv.common.empirical_epsilon import cap as steinke_cap
     from vflpriv.reports.canaries import _claim
 
     row = {"epsilon_claimed": 7.99, "epsilon_claimed_delta": 1e-5, "testable": False, "classes": 2,
            "planned_attacks": 1, "canaries": 990, "cap": 5.36, "cap_at_claim": 5.36}
-    assert "no count of canaries can test a claim of 7.99: their cap peaks below it (at 6.8" in _claim(row)
+    needed = canary_bound.canaries_needed(7.99, classes=2, delta=1e-5)
+    assert f"a claim of 7.99 needs {needed} canaries pooled over the seeds" in _claim(row)
+    assert canary_bound.cap(canaries=needed, classes=2, delta=1e-5) > 7.99 >= \
+        canary_bound.cap(canaries=needed - 1, classes=2, delta=1e-5)
+    assert max(steinke_cap(canaries=m, classes=2, delta=1e-5, attacks=2) for m in (needed // 4, needed)) < 7.0
+    monkeypatch.setattr(canary_bound, "MAX_CANARIES", 1024)
+    canary_bound.canaries_needed.cache_clear()
+    assert "no count of canaries up to 1024 can test a claim of 7.99 (their cap reaches" in _claim(row)
+    canary_bound.canaries_needed.cache_clear()
 
 
 def test_an_auditor_line_of_ten_class_canaries_beside_pair_ones_gives_no_f_dp_bounds():
@@ -139,3 +150,14 @@ def test_an_auditor_line_of_ten_class_canaries_beside_pair_ones_gives_no_f_dp_bo
     assert "f-DP" not in _auditor_line(row)
     assert "f-DP one run: epsilon >= 0.30" in _auditor_line(row | {"mu_lower": 0.2, "epsilon_fdp": 0.3,
                                                                     "epsilon_gdp_estimate": 0.4})
+
+
+def test_an_auditor_line_says_its_accuracy_is_the_selected_menu_entry_s():
+    """The auditor's accuracy is that of the menu entry its bound was selected from (after scoring, so optimistic):
+    the line says so, not "12 guessed" as if the auditor had abstained on the rest by itself."""
+    from vflpriv.reports.canaries import _auditor_line
+
+    row = {"defense": "dp-gaussian", "axis": "sigma", "strength": 1.0, "phase": "finetune", "auditor": "gradient-lrt",
+           "epsilon_lower": 0.1, "delta": 1e-5, "canaries": 100, "seeds": 2, "canary_guesses": 12,
+           "canary_accuracy": 0.417}
+    assert "(the menu entry selected for it: its 12 most confident guesses, accuracy 0.417)" in _auditor_line(row)

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -63,3 +64,20 @@ def test_the_active_adversary_s_decision_is_taken_per_configuration_of_a_defense
             for v in ("on gradient", "on embedding")]
     mark_partial(rows, decisions)
     assert [r["cap"] for r in rows] == [0.2, None]  # the embedding sweep ran at its weakest strength only
+
+
+@pytest.mark.parametrize(("method", "defense", "phase"), [
+    ("fedhssl", "sparsify", "pretrain"), ("fedhssl", "iso", "pretrain"), ("fedhssl", "gaussian-message", "pretrain"),
+    ("splitnn", "sparsify", "finetune"), ("splitnn", "gaussian-message", "finetune"),
+])
+def test_a_configuration_without_kinds_is_named_by_the_kinds_the_planner_gives_it(method, defense, phase):
+    """Sparsify in FedHSSL's pretraining, kinds unset, protects embeddings and weights (no gradient is sent there);
+    the tables named it "on gradient", its default."""
+    from vflpriv.config.schema import RunConfig
+    from vflpriv.runner.planning import plan_training
+    from vflpriv.tradeoff.variants import flatten, shown
+
+    config = RunConfig.model_validate({"method": {"name": method}, "attack": {"name": "fi-decoder"},
+                                       "defenses": [{"name": defense, "phase": phase, "strength": 1.0}]})
+    (built,) = plan_training(config).defenses
+    assert shown(flatten(config.model_dump(mode="json")), "defenses.0.kinds") == "on " + "+".join(sorted(built.kinds))

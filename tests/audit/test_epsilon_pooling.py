@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from vflpriv.common.empirical_epsilon import ALPHA, menu_lower
+from vflpriv.common.fdp_one_run import menu_epsilon
 from vflpriv.tradeoff.epsilon import epsilon_table, pooled_counts, pooled_lower
 
 
@@ -32,7 +33,8 @@ def test_counts_are_summed_entry_by_entry_over_the_runs_that_guessed():
 def test_the_pooled_bound_is_the_menu_bound_of_the_summed_counts_with_its_own_guesses():
     rows = pd.DataFrame([_row("gc", 0, [[50, 40], [25, 24]]), _row("gc", 1, [[50, 41], [25, 25]])])
     bound, guesses = menu_lower([[100, 81], [50, 49]], canaries=100, classes=2)
-    assert pooled_lower(rows) == (bound, guesses, {100: 81 / 100, 50: 49 / 50}[guesses])
+    fdp = menu_epsilon([[100, 81], [50, 49]], canaries=100, classes=2, delta=0.0)[0]
+    assert pooled_lower(rows) == (bound, guesses, {100: 81 / 100, 50: 49 / 50}[guesses], fdp)
     assert bound > 0 and guesses == 50  # the confident half certifies more than every guess
     tighter = pooled_lower(rows, alpha=ALPHA / 4)[0]
     assert tighter == menu_lower([[100, 81], [50, 49]], canaries=100, classes=2, alpha=ALPHA / 4)[0] < bound
@@ -46,12 +48,12 @@ def test_the_delta_of_the_runs_enters_the_bound():
 
 
 def test_nothing_guessed_is_no_bound():
-    bound, guesses, accuracy = pooled_lower(pd.DataFrame([_row("gc", 0, None)]))
-    assert math.isnan(bound) and guesses == 0 and math.isnan(accuracy)
+    bound, guesses, accuracy, fdp = pooled_lower(pd.DataFrame([_row("gc", 0, None)]))
+    assert math.isnan(bound) and guesses == 0 and math.isnan(accuracy) and math.isnan(fdp)
 
 
 def test_a_bound_of_zero_reports_every_guess_and_their_accuracy():
-    bound, guesses, accuracy = pooled_lower(pd.DataFrame([_row("gc", 0, [[40, 20], [20, 10]])]))
+    bound, guesses, accuracy, _ = pooled_lower(pd.DataFrame([_row("gc", 0, [[40, 20], [20, 10]])]))
     assert bound == 0.0 and guesses == 40 and accuracy == 0.5
 
 
@@ -193,7 +195,8 @@ def test_the_cap_is_every_canary_right_at_the_menu_and_attack_shares_by_hand():
 
 
 def test_a_claim_of_two_needs_the_fewest_canaries_whose_cap_exceeds_it():
-    from vflpriv.common.empirical_epsilon import canaries_needed, cap
+    from vflpriv.common.canary_bound import canaries_needed
+    from vflpriv.common.empirical_epsilon import cap
 
     for classes, attacks in ((10, 10), (2, 10), (2, 1)):
         n = canaries_needed(2.0, classes=classes, attacks=attacks)

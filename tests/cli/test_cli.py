@@ -195,3 +195,16 @@ def test_version_and_help_follow_command_line_conventions(runner):
         help_text = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"}).output
         assert "<bool>" not in help_text and "list[str]" not in help_text, help_text
     assert "KEY=VALUE" in runner.invoke(app, ["evaluate", "--help"], env={"COLUMNS": "200"}).output
+
+
+def test_a_feature_only_evaluate_names_its_own_adversary_and_not_the_label_adversary(runner, tmp_path):
+    """The header's label adversary (party 1 and its auxiliary labels) is no part of a feature attack's run: the
+    active party attacks there, and the header said party 1 was the adversary."""
+    base = ["evaluate", "--method", "splitnn", "--defense", "none", "--seeds", "0", "--dry-run", "--out", str(tmp_path)]
+    features = runner.invoke(app, [*base, "--attack", "fi-decoder"])
+    assert features.exit_code == 0, features.output
+    assert "feature attack fi-decoder: party 0 attacks party 1's features" in features.output
+    assert "partition: 2 parties" in features.output and "auxiliary labels" not in features.output
+    both = runner.invoke(app, [*base, "--attack", "mc,fi-decoder"])
+    assert both.exit_code == 0, both.output
+    assert "adversary: party 1, which knows 80 auxiliary labels" in both.output

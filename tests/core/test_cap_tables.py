@@ -184,3 +184,43 @@ def test_records_that_hold_their_worst_case_already_get_no_second_one():
     assert (once["attack"] == WORST).sum() == 1 and once.loc[once["attack"] == WORST, "attack_accuracy"].item() == 0.7
     assert len(with_worst_case(once)) == len(once)
     assert with_worst_case(runs.iloc[:1]).equals(runs.iloc[:1])  # one attack: its own tables, no worst case
+
+
+def _roles_config(attack: str, adversary=None, victim=None) -> str:
+    return json.dumps({"seed": 0, "attack": {"name": attack, "adversary": adversary, "victim": victim},
+                       "defenses": [{"name": "iso"}]})
+
+
+def test_a_label_attack_is_not_named_by_the_roles_of_the_feature_attacks_beside_it():
+    """An audit's cell holds label attacks (no attack.adversary set) and feature attacks by two adversaries: the
+    tables named every label row "(attack.adversary=None, attack.victim=None)"."""
+    from vflpriv.tradeoff.variants import with_variants
+
+    runs = pd.DataFrame([_row(attack="mc", secret="labels", config=_roles_config("mc")),
+                         _row(attack="gc", secret="labels", config=_roles_config("gc")),
+                         _row(attack="fi-decoder", secret="features", config=_roles_config("fi-decoder", 0)),
+                         _row(attack="fi-decoder", secret="features", config=_roles_config("fi-decoder", 1, 0))])
+    variants = with_variants(runs)["variant"].tolist()
+    assert variants[:2] == ["", ""]
+    assert variants[2:] == ["", ""]  # a feature record names its roles in its adversary and victim columns
+
+
+def test_label_records_written_before_the_secret_column_share_a_cell_with_the_new_ones():
+    """A store read across versions: label records without ``secret`` (NaN) are label records; grouped apart, an old
+    and a new run of one cell got no shared settings compared and lost their variant names."""
+    from vflpriv.tradeoff.variants import with_variants
+
+    old = json.dumps({"seed": 0, "attack": {"name": "mc"}, "defenses": [{"name": "iso"}], "partition": {"aux": 40}})
+    new = json.dumps({"seed": 0, "attack": {"name": "mc"}, "defenses": [{"name": "iso"}], "partition": {"aux": 80}})
+    runs = pd.DataFrame([_row(attack="mc", secret=float("nan"), config=old), _row(attack="mc", secret="labels",
+                                                                                   config=new)])
+    assert with_variants(runs)["variant"].tolist() == ["partition.aux=40", "partition.aux=80"]
+
+
+def test_t_dcs_never_averages_a_feature_attack_with_the_label_attacks():
+    caps = pd.DataFrame([dict(**SETTING, defense="iso", attack="mc", dcs=0.8, secret="labels", adversary="1",
+                              victim=""),
+                         dict(**SETTING, defense="iso", attack="fi-decoder", dcs=0.2, secret="features",
+                              adversary="0", victim="1")])
+    scores = t_dcs(caps)
+    assert sorted(zip(scores["attacks"], scores["t_dcs"])) == [("fi-decoder", 0.2), ("mc", 0.8)]

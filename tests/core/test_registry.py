@@ -34,3 +34,16 @@ def test_runtime_registration():
     reg: Registry[int] = Registry("widget", "vflpriv.no-such-group")
     reg.register("one", 1)
     assert reg.get("one") == 1 and reg.names() == ["one"]
+
+
+def test_installed_entry_points_are_read_once(monkeypatch):
+    """Every name lookup scanned every installed distribution's metadata (6 ms): the tables did it per configuration."""
+    import vflpriv.config.registry as registry
+
+    reads = []
+    real = registry.entry_points
+    monkeypatch.setattr(registry, "entry_points", lambda **kw: reads.append(kw) or real(**kw))
+    reg: Registry[object] = Registry("defense", "vflpriv.defenses")
+    for _ in range(3):
+        assert "iso" in reg.names()
+    assert reg.get("iso") is DEFENSES.get("iso") and len(reads) == 1

@@ -250,3 +250,13 @@ def test_target_epsilon_counts_every_local_update():
                             defenses=[{"name": "dp-gaussian", "options": {"target_epsilon": 3.0}}]))
     assert record.status == "ok", record.error
     assert 0.97 * 3.0 <= record.epsilon <= 3.0  # solved for epochs x local updates uses, and spends no more
+
+
+def test_describe_says_the_delta_of_the_epsilons_its_audit_strengths_spend():
+    """Every epsilon is printed with its delta: describe's audit strengths name the claims' delta (the option's)."""
+    from typer.testing import CliRunner
+
+    from vflpriv.cli import app
+
+    result = CliRunner().invoke(app, ["describe", "dp-gaussian"])
+    assert result.exit_code == 0 and "spends epsilon 4, 2, 1 at delta 1e-05 over" in " ".join(result.output.split())

@@ -246,6 +246,8 @@ def test_the_epsilon_of_a_small_covered_run_equals_an_independent_computation():
     assert record.epsilon_features_delta == 1e-5
     assert math.isnan(record.epsilon)  # no label-DP claim, and none mixed with this one
     assert "test row" in record.notes and "not the training's epsilon" in record.notes
+    for note in record.notes.split("; "):  # a record's notes are "; "-joined, and the commands print one per line
+        assert note.count("(") == note.count(")"), note
 
 
 def test_the_counts_are_one_release_and_one_step_per_epoch_and_fedbcd_s_local_updates_are_charged():

@@ -45,7 +45,7 @@ def test_each_claim_s_line_says_its_cap_and_what_the_canaries_can_show():
     assert "claimed epsilon 1.00 (pure): claim rejected at the 95% level (Holm over 2 claims): gc guessed 60 of 60" \
         in lines[(1.0, "worst-case")]
     assert "claimed epsilon 2.00 (pure): not rejected" in lines[(2.0, "worst-case")]
-    assert "worst case over the 2 planned attacks (gc, each at 5%/2)" in lines[(1.0, "worst-case")]
+    assert "worst case over the 2 planned attacks (gc, Steinke's bound; each attack at 5%/2)" in lines[(1.0, "worst-case")]
     assert all("claim" not in line for (s, a), line in lines.items() if a != "worst-case")  # one attack rejects nothing
     assert [r["strength"] for r in summary["rejected"]] == [1.0]
 
@@ -62,7 +62,7 @@ def test_the_table_has_a_cap_row_a_claim_row_with_its_check_and_bold_only_for_a_
     cells = {row[0]: row[1:] for row in table.rows}
     assert table.columns[1:] == ["epsilon=8", "epsilon=2", "epsilon=1"]  # weak to strong
     assert set(cells) == {"gc", "mc", "worst case (each at 5%/2)", "cap (every guess right)", "claimed ε"}
-    assert cells["claimed ε"][0] == "8.00 (pure): untestable" and cells["claimed ε"][2].startswith(
+    assert cells["claimed ε"][0] == "8.00 (pure): untestable with 60 canaries" and cells["claimed ε"][2].startswith(
         "1.00 (pure): rejected")
     claim_row = len(table.rows) - 1
     assert table.best == {(claim_row, 3)}
@@ -75,3 +75,16 @@ def test_label_dp_s_uniform_and_two_stage_variants_are_rows_of_their_own():
     tables = epsilon_tables(with_variants(pd.concat([runs, two_stage], ignore_index=True)))
     titles = [t.title for t in tables if t.title.startswith("Empirical")]
     assert len(titles) == 2 and any("prior=two-stage" in t for t in titles) and any("prior=uniform" in t for t in titles)
+
+
+def test_a_feature_attack_of_the_audit_names_no_variant_of_the_label_attacks_epsilon_table():
+    """An audit runs feature attacks on the same trainings: their settings (attack.adversary, attack.victim) vary across
+    the cell, but they guess no canary and their roles name no label attack's variant (``with_variants`` per secret), so
+    the label attacks' epsilon table is not titled by them."""
+    runs = _runs()
+    feature = runs.iloc[:2].assign(attack="fi-decoder", secret="features", canary_counts="", config=[
+        json.dumps(json.loads(c) | {"attack": {"name": "fi-decoder", "adversary": 0, "victim": 1}})
+        for c in runs["config"].iloc[:2]])
+    frame = with_variants(pd.concat([runs.assign(secret="labels"), feature], ignore_index=True))
+    (table, *_) = [t for t in epsilon_tables(frame) if t.title.startswith("Empirical")]
+    assert table.title.endswith("label-dp (finetune)"), table.title

@@ -124,3 +124,18 @@ def test_the_weakest_strength_that_falls_to_the_prior_is_per_adversary(results):
     found = {r[features.columns.index("adversary")]: r[-1] for r in features.rows}
     # within 5% of the prior's MSE: the server's leakage at λ=4 (0.002 < 0.005) falls; the active party's never does
     assert found == {"0": "not within λ=1, λ=4", "server": "λ=4 (leakage +0.0020 MSE, utility 0.700)"}
+
+
+def test_a_defense_s_two_configurations_are_two_feature_rows_each_with_its_cap():
+    """ISO on the embeddings and on the embeddings and weights both act on what a passive adversary reads in
+    FedHSSL's pretraining: the audit's feature table merged them into one row with no CAP ("n/a", 0 seeds)."""
+    from vflpriv.reports.features import defense_table, feature_defenses
+
+    rows = [{**_record(s, seed, adversary="0"), "variant": variant, "utility": utility}
+            for variant, utility in (("on embedding", 0.9), ("on embedding+weights", 0.7))
+            for s in (1.0, 4.0) for seed in (0, 1)]
+    found = {d["variant"]: d for d in feature_defenses(pd.DataFrame(rows))}
+    assert set(found) == {"on embedding", "on embedding+weights"}
+    assert [found[v]["seeds"] for v in found] == [2, 2]
+    assert found["on embedding"]["cap"] > found["on embedding+weights"]["cap"] > 0  # same MSEs, lower utility
+    assert "iso (on embedding+weights)" in defense_table(list(found.values())).markdown()

@@ -230,6 +230,11 @@ def test_bold_marks_the_best_and_only_what_seed_noise_cannot_tell_from_it():
     ("dli", ["received gradient/<phase> messages", "DirectLabelScoring"]),
     ("similarity", ["the adversary's bottom snapshot", "known_per_class"]),
     ("exploit", ["binary tasks only: True", "alpha_grad"]),
+    ("mc", ["infers: the active party's labels", "needs auxiliary labels: True"]),
+    ("fi-decoder", ["infers: a victim party's features", "run by: the active party, a passive party, the server",
+                    "the rows it received from the victim about each sample (of the kinds embedding, gradient:",
+                    "knows: the victim's features of partition.aux_features"]),
+    ("grn", ["run by: the active party (attack.adversary)", "(of the kinds embedding: the first"]),
 ])
 def test_describe_says_what_each_new_attack_needs_and_follows(name, needles):
     result = CliRunner().invoke(app, ["describe", name])

@@ -89,7 +89,7 @@ CANARIES = typer.Option(None, help="random-label canaries among the labeled trai
 @app.command()
 def evaluate(
     method: Optional[str] = typer.Option(None, help="VFL method (vflpriv list methods); default splitnn"),
-    attack: Optional[str] = typer.Option(None, help="label-inference attack(s), comma-separated, all on one training "
+    attack: Optional[str] = typer.Option(None, help="attack(s) on the labels or on a party's features, comma-separated, all on one training "
                                          "per (strength, seed) (vflpriv list attacks); default mc"),
     defense: Optional[str] = typer.Option(None, help="defense whose strength is swept, or 'none'"),
     dataset: Optional[str] = typer.Option(None, help="dataset (vflpriv list datasets); default digits"),

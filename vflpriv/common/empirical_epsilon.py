@@ -33,6 +33,9 @@ attacks is what to report, and the number of canaries caps it: :func:`cap` is th
 certify with every canary guessed right, at the level the report really uses (the menu's and the attacks' Bonferroni
 shares; 100 binary canaries at 5% alone certify at most 3.5, 1000 at most 5.8; with the four-entry menu, 3.11 and
 5.43). A claim at or above the cap cannot be rejected by any outcome: it is untestable with those canaries.
+A claim is tested with the better of this bound and the f-DP one below (:mod:`vflpriv.common.canary_bound`, which
+argues why that needs no correction at delta 0 and halves the level of each at delta > 0), and its cap and the
+canaries a claim needs are that module's.
 
 :mod:`vflpriv.common.fdp_one_run` gives Mahloujifar et al.'s f-DP one-run bounds beside this one, for binary canaries
 (``partition.canary_labels: pair``) and C-ary ones (their reconstruction game, whose per-canary constraint gives the
@@ -73,8 +76,8 @@ def p_value(*, guesses: int, right: int, canaries: int, classes: int, epsilon: f
     if delta == 0.0 or right == 0:
         return min(tail, 1.0)
     below = binom.pmf(range(right - 1, -1, -1), guesses, q).cumsum()  # P[right - i <= B < right], i = 1..right
-    shift = max(below[i - 1] / i for i in range(1, right + 1))
-    return min(tail + delta * max(2, classes) * canaries * float(shift), 1.0)
+    shift = float((below / range(1, right + 1)).max())
+    return min(tail + delta * max(2, classes) * canaries * shift, 1.0)
 
 
 def epsilon_lower(*, guesses: int, right: int, canaries: int, classes: int, delta: float = 0.0,
@@ -127,35 +130,6 @@ def cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int = 1,
         return 0.0
     return epsilon_lower(guesses=canaries, right=canaries, canaries=canaries, classes=classes, delta=delta,
                          alpha=alpha / (max(menu, 1) * max(attacks, 1)))
-
-
-#: The most canaries :func:`canaries_needed` considers (pooled over the seeds).
-MAX_CANARIES = 1_000_000
-
-
-def canaries_needed(claim: float, *, classes: int, menu: int = len(KEEP), attacks: int = 1, delta: float = 0.0,
-                    alpha: float = ALPHA) -> int:
-    """The fewest canaries (pooled over the seeds) whose :func:`cap` exceeds ``claim``: below them no outcome can
-    reject it. The cap grows with the count up to a peak (with delta > 0 the delta term, delta C m, then makes it fall:
-    about 6.8 for binary canaries at delta 1e-5, 7.4 for ten classes), so the count is found by doubling, then
-    bisection; past the peak (the cap fell from one doubling to the next) or past MAX_CANARIES, ValueError."""
-    def ceiling(m: int) -> float:
-        return cap(canaries=m, classes=classes, menu=menu, attacks=attacks, delta=delta, alpha=alpha)
-
-    def enough(m: int) -> bool:
-        return ceiling(m) > claim
-
-    high = 1
-    while not enough(high):
-        if high >= MAX_CANARIES or (high > 1 and ceiling(high) < ceiling(high // 2)):
-            raise ValueError(f"no count of canaries can test a claim of {claim:g}: their cap peaks below it (at "
-                             f"{max(ceiling(high), ceiling(high // 2)):.2f}) and falls beyond")
-        high *= 2
-    low = high // 2  # not enough (or 0)
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (low, mid) if enough(mid) else (mid, high)
-    return high
 
 
 def claim_text(epsilon: float, delta: float) -> str:

@@ -169,19 +169,56 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     return high
 
 
+def menu_epsilon(counts: Sequence[Sequence[int]], *, canaries: int, delta: float, classes: int = 2,
+                 alpha: float = ALPHA) -> tuple[float, int]:
+    """Over a menu of (kept guesses, right) counts fixed before scoring, each at alpha / len(counts) (Bonferroni): the
+    best epsilon lower bound at ``delta`` and its entry's guesses; (0, 0) without counts."""
+    level = alpha / max(len(counts), 1)
+    return max(((epsilon_lower(guesses=int(g), right=int(r), canaries=canaries, delta=delta, classes=classes,
+                               alpha=level), int(g)) for g, r in counts), default=(0.0, 0))
+
+
 def menu_lower(counts: Sequence[Sequence[int]], *, canaries: int, delta: float, classes: int = 2,
                alpha: float = ALPHA) -> tuple[float, float, int]:
-    """Over a menu of (kept guesses, right) counts fixed before scoring, each at alpha / len(counts) (Bonferroni):
-    (the best epsilon lower bound at ``delta``, the best mu lower bound, the guesses of the epsilon's entry)."""
+    """:func:`menu_epsilon` and the best mu lower bound of the same menu at the same level: (epsilon, mu, the guesses
+    of the epsilon's entry)."""
     level = alpha / max(len(counts), 1)
-    best, mu = (0.0, 0), 0.0
+    epsilon, guesses = menu_epsilon(counts, canaries=canaries, delta=delta, classes=classes, alpha=alpha)
+    mu = max((mu_lower(guesses=int(g), right=int(r), canaries=canaries, classes=classes, alpha=level)
+              for g, r in counts), default=0.0)
+    return epsilon, mu, guesses
+
+
+@functools.lru_cache(maxsize=4096)
+def p_value(*, guesses: int, right: int, canaries: int, classes: int, epsilon: float, delta: float) -> float:
+    """The smallest level at which the counts reject (epsilon, delta)-DP (1 where none does), found by bisection on
+    log10 of the level to 1% and rounded up, so a p-value below a level means the recursion rejects at that level
+    (it rejects at every level above one it rejects at: its start values grow with the level)."""
+    def rejected(log_level: float) -> bool:
+        return rejects(inverse_eps_delta(epsilon, delta), guesses=guesses, right=right, canaries=canaries,
+                       classes=classes, alpha=10.0 ** log_level)
+
+    low, high = -300.0, 0.0
+    if not rejected(high):
+        return 1.0
+    if rejected(low):
+        return 10.0 ** low
+    while high - low > 0.004:  # keep rejected(high), not rejected(low)
+        mid = (low + high) / 2
+        low, high = (low, mid) if rejected(mid) else (mid, high)
+    return 10.0 ** high
+
+
+def menu_p_value(counts: Sequence[Sequence[int]], *, canaries: int, classes: int, epsilon: float,
+                 delta: float) -> tuple[float, tuple[int, int]]:
+    """The menu's f-DP p-value of "(epsilon, delta)-DP", Bonferroni over its entries (the smallest entry's times the
+    menu's size, at most 1), and the (guesses, right) entry it comes from; (1, (0, 0)) without counts."""
+    best = (1.0, (0, 0))
     for guesses, right in counts:
-        bound = epsilon_lower(guesses=int(guesses), right=int(right), canaries=canaries, delta=delta,
-                              classes=classes, alpha=level)
-        best = max(best, (bound, int(guesses)))
-        mu = max(mu, mu_lower(guesses=int(guesses), right=int(right), canaries=canaries, classes=classes,
-                              alpha=level))
-    return best[0], mu, best[1]
+        p = p_value(guesses=int(guesses), right=int(right), canaries=canaries, classes=classes, epsilon=epsilon,
+                    delta=delta)
+        best = min(best, (min(1.0, p * len(counts)), (int(guesses), int(right))))
+    return best
 
 
 class FdpBounds(NamedTuple):

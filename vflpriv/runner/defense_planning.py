@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from vflpriv.common.errors import ConfigError, IncompatibleError
+from vflpriv.common.errors import ConfigError, IncompatibleError, VflprivError
 from vflpriv.common.seeding import generator
 from vflpriv.config.parse import parse_options
-from vflpriv.config.registry import DEFENSES
+from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.defenses.base import LABELS
@@ -111,6 +111,42 @@ def _sent(method: Method, sender: str, phase: str) -> set[str]:
     return {kind for who, kind, ph in method.sends if who == sender and ph == phase}
 
 
+def message_kinds(cls, method: Method, *, party: int | None, phase: str, kinds: list[str] | None, name: str,
+                  method_name: str) -> tuple[int | str, list[str] | None]:
+    """The party a message defense protects and the kinds it protects (:func:`_defense`'s rule for unset ones; the
+    tables name a configuration by them), or IncompatibleError where it would protect nothing the method sends."""
+    labels = LABELS in cls.supported_kinds
+    candidates = [party] if party is not None else [0] if labels or not method.federated else [0, PASSIVE]
+    tried = []
+    for candidate in candidates:
+        sent = _sent(method, PASSIVE if candidate == PASSIVE else role(candidate), phase)
+        chosen = kinds
+        if chosen is None and not labels:
+            chosen = sorted(set(cls.default_kinds_for(phase)) & sent) or sorted(set(cls.supported_kinds) & sent) or None
+        wanted = set(chosen or cls.default_kinds_for(phase))
+        if labels or not method.federated or wanted & sent:
+            return candidate, chosen
+        who = "the passive parties send" if candidate == PASSIVE else f"party {candidate} sends"
+        tried.append(f"{who} {', '.join(sorted(sent)) or 'nothing'}")
+    raise IncompatibleError(
+        f"defense '{name}' protects {'/'.join(sorted(wanted))} messages in {phase}, but in method "
+        f"'{method_name}' {' and '.join(tried)} there: it would change nothing"
+    )
+
+
+def unset_kinds(name: str, method: str, *, party: int | None, phase: str) -> list[str] | None:
+    """The kinds message defense ``name`` protects in ``method``'s ``phase`` when none are given (what the tables
+    name its configuration by); None for a defense of another kind, or one the planner refuses there."""
+    cls = DEFENSES.get(name)
+    if cls.hook_points & (DEFENSE_POINTS | PASSIVE_POINTS) or LABELS in cls.supported_kinds:
+        return None
+    try:
+        return message_kinds(cls, METHODS.get(method), party=party, phase=phase, kinds=None, name=name,
+                             method_name=method)[1]
+    except VflprivError:
+        return None
+
+
 def _defense(config: TrainingConfig, index: int, method: Method, dataset: VerticalDataset, device: torch.device):
     """The defense, bound to the messages it protects. Unset ``party``: the active party, or every passive
     party when the active party sends nothing the defense protects in the phase; unset ``kinds``: the
@@ -138,24 +174,8 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     inside = cls.hook_points & DEFENSE_POINTS
     if inside:
         return _training_defense(config, index, cls, method, device)
-    labels = "labels" in cls.supported_kinds
-    candidates = [d.party] if d.party is not None else [0] if labels or not method.federated else [0, PASSIVE]
-    tried = []
-    for party in candidates:
-        sent = _sent(method, PASSIVE if party == PASSIVE else role(party), d.phase)
-        kinds = d.kinds
-        if kinds is None and not labels:
-            kinds = sorted(set(cls.default_kinds_for(d.phase)) & sent) or sorted(set(cls.supported_kinds) & sent) or None
-        wanted = set(kinds or cls.default_kinds_for(d.phase))
-        if labels or not method.federated or wanted & sent:
-            break
-        who = "the passive parties send" if party == PASSIVE else f"party {party} sends"
-        tried.append(f"{who} {', '.join(sorted(sent)) or 'nothing'}")
-    else:
-        raise IncompatibleError(
-            f"defense '{d.name}' protects {'/'.join(sorted(wanted))} messages in {d.phase}, but in method "
-            f"'{config.method.name}' {' and '.join(tried)} there: it would change nothing"
-        )
+    party, kinds = message_kinds(cls, method, party=d.party, phase=d.phase, kinds=d.kinds, name=d.name,
+                                 method_name=config.method.name)
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
     return built("defense", d.name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase=d.phase, kinds=kinds,

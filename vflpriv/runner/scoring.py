@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from vflpriv.attacks.search import SearchResult
-from vflpriv.common import metrics
+from vflpriv.common import fdp_one_run, metrics
 from vflpriv.common.empirical_epsilon import kept, menu_lower
 from vflpriv.common.errors import ProtocolError
 from vflpriv.engine.adversary import Inference
@@ -195,3 +195,4 @@ def score_canaries(record: RunRecord, inference: Inference, positions: torch.Ten
     record.canary_counts = json.dumps(counts)
     record.canary_guesses, record.canary_accuracy = chosen[0], chosen[1] / chosen[0]
     record.epsilon_lower, record.epsilon_lower_delta = bound, delta
+    record.epsilon_fdp = fdp_one_run.menu_epsilon(counts, canaries=record.canaries, delta=delta, classes=classes)[0]

@@ -91,6 +91,9 @@ class RunRecord:
     #: ``epsilon_lower_delta`` (the DP defense's delta, else 0): vflpriv.common.empirical_epsilon.
     epsilon_lower: float = float("nan")
     epsilon_lower_delta: float = float("nan")
+    #: The f-DP one-run bound of the same guesses and menu at the same delta (``vflpriv.common.fdp_one_run``, k =
+    #: ``canary_classes`` candidates): a proven lower bound on epsilon, as ``auditor_epsilon_fdp`` is the auditor's.
+    epsilon_fdp: float = float("nan")
     #: The auditor the training ran with (``finetune.auditor``: a measurement of the DP defense's claim with privileges no
     #: party holds, never an attack: in no leakage, CAP, verdict or worst case over the attacks), how many of the
     #: canaries it guessed as its abstention menu kept them, their accuracy, and the 95% lower bound they certify on the

@@ -173,7 +173,7 @@ def canaries(cfg: AuditConfig) -> int:
 def canaries_for_claims(cfg: AuditConfig) -> int:
     """Per training, the fewest canaries whose cap (every guess right, pooled over the seeds, each of the audit's
     attacks at 5%/A with the full menu) exceeds every epsilon the audit's DP strengths claim; 0 without a claim."""
-    from vflpriv.common.empirical_epsilon import canaries_needed
+    from vflpriv.common.canary_bound import canaries_needed
     from vflpriv.runner.planning import plan_training
 
     claims = _audit_claims(cfg)

@@ -97,12 +97,22 @@ def _uses(cls: Any, declared: str) -> str:
 
 def _attack(name: str, cls: Any) -> Description:
     attack = cls(cls.Options())  # its declarations under the default options
+    features = getattr(cls, "secret", "labels") == "features"
+    knows = ({"infers": "a victim party's features (attack.victim)",
+              "run by": ", ".join(ROLE_WORDS[r] for r in sorted(cls.roles)) + " (attack.adversary)",
+              "knows": "the victim's features of partition.aux_features aligned training samples (default 10%)"}
+             if features else {"infers": "the active party's labels",
+                               "needs auxiliary labels": str(cls.needs_aux)})
     facts = {"follows": cls.anchor or "vflpriv's own", "needs": _needs(attack),
-             "binary tasks only": str(cls.binary_only), "needs auxiliary labels": str(cls.needs_aux),
+             "binary tasks only": str(cls.binary_only), **knows,
              "audit options": repr(cls.audit_options), "search space (attack.tune)": _space(attack),
              "kind": (cls.kind or "none declared") + (" (the strongest: run by audit --quick)"
                                                       if cls.strongest_of_kind else "")}
     return Description("attack", name, _summary(cls), facts, options_of(cls.Options), "attack.options.")
+
+
+#: An adversary role in words (a feature attack's ``roles``).
+ROLE_WORDS = {"active": "the active party", "passive": "a passive party", "server": "the server"}
 
 
 def _space(attack: Any) -> str:
@@ -120,6 +130,9 @@ def _needs(attack: Any) -> str:
     pairs = [*attack.needs_messages, *attack.required_messages("<phase>")]
     if pairs:
         needs.append("received " + ", ".join("/".join(p) for p in pairs) + " messages")
+    if getattr(attack, "secret", "labels") == "features":
+        needs.append("the rows it received from the victim about each sample (of the kinds "
+                     + ", ".join(attack.observes) + ": the first the method sends that role in the attacked phase)")
     observation = attack.observation()
     if observation is not None:
         steps = "every exchange" if observation.steps is None else f"the first {observation.steps} exchange(s)"
@@ -147,8 +160,11 @@ def _defense(name: str, cls: Any) -> Description:
              "claims to protect": ", ".join(sorted(cls.secrets))}
     claims = getattr(cls, "audit_epsilons", {})
     if claims:
+        delta = getattr(cls.Options.model_validate({}), "delta", 0.0)  # the claims' delta (its option's default)
+        at = f" at delta {delta:g}" if delta else " (pure)"
         facts["audit strengths"] = "; ".join(
-            f"{p}: the {axis.name} that spends epsilon {', '.join(f'{e:g}' for e in s)} over the audited run's updates "
+            f"{p}: the {axis.name} that spends epsilon {', '.join(f'{e:g}' for e in s)}{at} over the audited run's "
+            "updates "
             f"({', '.join(f'{v:g}' for v in cls.audit_strengths.get(p, ()))} at the default finetuning)"
             for p, s in claims.items())
     if cls.embedding_audit_strengths:

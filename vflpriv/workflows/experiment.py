@@ -196,8 +196,9 @@ def early_workers(data: dict[str, Any]) -> Warm:
     return prewarm(jobs=jobs, backend_name=backend)
 
 
-def partition_line(config: TrainingConfig) -> str:
-    """The partition in use, naming the fields that came from the dataset's own defaults."""
+def partition_line(config: TrainingConfig, *, labels: bool = True) -> str:
+    """The partition in use, naming the fields that came from the dataset's own defaults; the label adversary and its
+    auxiliary labels only where a label attack runs (``labels``: a feature attack names its own roles)."""
     p = config.partition
     defaults = dataset_partition_defaults(config.dataset.name)
     own = [k for k, v in defaults.items() if getattr(p, k) == v]
@@ -207,9 +208,17 @@ def partition_line(config: TrainingConfig) -> str:
     every = p.active_labels_local if p.active_labels_local is not None else method.default_active_labels_local
     labeled = ("every aligned and unaligned sample labeled at the active party (party 0; the VFLHLP setting)"
                if every else f"{p.labeled} labeled at the active party (party 0)")
-    line = (f"partition: {p.parties} parties, {p.aligned_fraction:.0%} of the training samples aligned, {labeled}; "
-            f"adversary: party {p.adversary}, which knows {p.aux} auxiliary labels ({source})")
+    line = f"partition: {p.parties} parties, {p.aligned_fraction:.0%} of the training samples aligned, {labeled}"
+    if labels:
+        line += f"; adversary: party {p.adversary}, which knows {p.aux} auxiliary labels ({source})"
     return line + (f" ({', '.join(own)}: {config.dataset.name}'s defaults)" if own else "")
+
+
+def secrets_of(runs: list[RunConfig]) -> set[str]:
+    """The secrets ``runs`` attack: ``labels`` (the active party's) and ``features`` (a party's)."""
+    from vflpriv.runner.execution import roles_of
+
+    return {roles_of(run)[0] for run in runs}
 
 
 def feature_lines(runs: list[RunConfig]) -> list[str]:
@@ -272,7 +281,8 @@ def evaluate_experiment(
         runs, set_aside = applicable_attacks(experiment.runs())
 
     def header() -> str:
-        return "\n".join([experiment_line(experiment), partition_line(experiment), *feature_lines(runs),
+        return "\n".join([experiment_line(experiment), partition_line(experiment, labels="labels" in secrets_of(runs)),
+                          *feature_lines(runs),
                           *(f"set aside: attack {name}: {reason}" for name, reason in set_aside)])
 
     results = run_into_store(runs, out, jobs=experiment.jobs, backend=experiment.backend, address=address,
@@ -308,8 +318,11 @@ def evaluate_experiment(
             else:
                 console.print(what + row["status"])
     else:
-        console.print("no defense swept, so no CAP (the mean over a defense's strengths of utility × (1 − attack "
-                      "accuracy)); --defense NAME sweeps one")
+        score = {frozenset({"features"}): "min(1, attack MSE / prior MSE)",
+                 frozenset({"labels", "features"}): "1 − attack accuracy; a feature attack's min(1, attack MSE / prior "
+                                                    "MSE)"}.get(frozenset(secrets_of(runs)), "1 − attack accuracy")
+        console.print(f"no defense swept, so no CAP (the mean over a defense's strengths of utility × ({score})); "
+                      "--defense NAME sweeps one")
     if written or figures:
         console.print(f"wrote {', '.join(str(p) for p in [*written, *figures])}")
     return results
