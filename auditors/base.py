@@ -18,14 +18,13 @@ register it under the entry-point group ``vflpriv.auditors``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from typing import ClassVar
 
 import torch
 from pydantic import BaseModel
 
 from vflpriv.config.options import NoOptions
-from vflpriv.engine.hooks import AUDIT_UPDATE, ActiveUpdate
+from vflpriv.engine.hooks import AUDIT_UPDATE, ActiveUpdate, AuditRead
 
 
 class Auditor(ABC):
@@ -68,9 +67,10 @@ class Auditor(ABC):
         returns what is sent (an auditor that crafts its canaries' inputs replaces their rows)."""
         return local
 
-    def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
+    def audit_update(self, update: ActiveUpdate) -> AuditRead | None:
         """Hook point ``audit:active-update``: read the active party's state before a private update; return what to
-        call once the update is released (None: nothing to read in this one)."""
+        call once the update is released and the rows whose clipped sum it wants from the defense (None: nothing to
+        read in this one)."""
         return None
 
     @abstractmethod

@@ -15,8 +15,10 @@ cross-entropy with respect to the active party's parameters and the sample's row
 state the update starts from: v_i(c) = (u_i(c), r_i(c)), its parameter part and its row. The release is
 U = sum over the batch of u_j(y_j) + N(0, (sigma C)^2 I) (the update times the batch size) and, per sample,
 R_i = r_i(y_i) + N(0, (sigma C)^2 I) (the row it is sent, times the batch size). The auditor subtracts the known
-samples' u_j(y_j) from U, and the other canaries' expected u_k under its current belief about their labels (a mean
-field: their posterior from the earlier updates), and adds, per candidate, the Gaussian log-likelihood
+samples' u_j(y_j) from U (their sum as dp-gaussian computed it for its update, handed over at the hook point,
+``AuditRead``: the same numbers, not computed twice), and the other canaries' expected u_k under its current belief
+about their labels (a mean field: their posterior from the earlier updates), and adds, per candidate, the Gaussian
+log-likelihood
 
     log p(U, R_i | y_i = c) = (<U - others, u_i(c)> + <R_i, r_i(c)> - ||v_i(c)||^2 / 2) / (sigma C)^2 + const,
 
@@ -64,7 +66,6 @@ candidates (its posterior is uniform over them at the start, -inf elsewhere), an
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal
 
 import torch
@@ -75,7 +76,7 @@ from vflpriv.auditors.base import Auditor
 from vflpriv.auditors.crafted import CRAFT_NORM, pair_targets, uniform_logit_rows
 from vflpriv.config.options import Options
 from vflpriv.defenses.dp_gaussian import GaussianDP, joint_scale, per_sample_gradients
-from vflpriv.engine.hooks import AUDIT_EMBEDDINGS, AUDIT_UPDATE, ActiveUpdate
+from vflpriv.engine.hooks import AUDIT_EMBEDDINGS, AUDIT_UPDATE, ActiveUpdate, AuditRead
 
 #: The passive party whose rows a crafting auditor controls: the first (one malicious passive party suffices).
 CRAFTING_PARTY = 1
@@ -158,7 +159,10 @@ class GradientLRT(Auditor):
         self.scores = torch.full((canaries.numel(), classes), -torch.inf, device=device, dtype=torch.float64)
         self.scores.scatter_(1, self.candidates, 0.0)
 
-    def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
+    def audit_update(self, update: ActiveUpdate) -> AuditRead | None:
+        """Each canary's candidates (what dp-gaussian would compute for each of its labels); the known samples' part of
+        the release is dp-gaussian's own clipped sum over them (``AuditRead``: the same per-sample gradients, computed
+        once), subtracted when the update is released."""
         index = self.canary[update.ids]
         inside = index >= 0
         if not bool(inside.any()):
@@ -167,19 +171,18 @@ class GradientLRT(Auditor):
         n, canaries = update.ids.numel(), index[mine]
         options = self.candidates[canaries]  # each canary's candidate labels (public): only theirs are computed
         c, k = options.shape[1], mine.numel()
-        owners = torch.cat([known, mine.repeat_interleave(c)])
-        targets = torch.cat([self.labels[update.ids[known]], options.flatten()])
-        losses = nn.functional.cross_entropy(update.logits[owners], targets, reduction="none")
+        owners = mine.repeat_interleave(c)
+        losses = nn.functional.cross_entropy(update.logits[owners], options.flatten(), reduction="none")
         grads, rows = per_sample_gradients(losses, update.params, update.leaves, owners=owners, retain=True)
         scale = joint_scale(grads, rows, clip=self.defense.options.clip)
         reached = [i for i, g in enumerate(grads) if g is not None]
-        u = torch.cat([grads[i].flatten(1) for i in reached], dim=1) * scale[:, None]
-        r = torch.cat([rows[p] for p in update.leaves], dim=1) * scale[:, None] if update.leaves else None
-        known_sum, candidates = u[: known.numel()].sum(0), u[known.numel():].view(k, c, -1)
-        own_rows = r[known.numel():].view(k, c, -1) if r is not None else None
+        candidates = (torch.cat([grads[i].flatten(1) for i in reached], dim=1) * scale[:, None]).view(k, c, -1)
+        own_rows = (torch.cat([rows[p] for p in update.leaves], dim=1) * scale[:, None]).view(k, c, -1) \
+            if update.leaves else None
 
-        def released() -> None:
+        def released(known_sums: list[torch.Tensor | None]) -> None:
             noise = self.defense.sigma * self.defense.options.clip
+            known_sum = torch.cat([known_sums[i] for i in reached])
             release = torch.cat([update.params[i].grad.flatten() for i in reached]) * n - known_sum
             belief = torch.softmax(self.scores[canaries].gather(1, options), dim=1).to(candidates.dtype)
             expected = torch.einsum("kc,kcp->kp", belief, candidates)
@@ -193,7 +196,7 @@ class GradientLRT(Auditor):
             step = ((linear - square / 2) / max(noise, 1e-12) ** 2).double()
             self.scores[canaries] = self.scores[canaries].scatter_add(1, options, step)
 
-        return released
+        return AuditRead(known, released)
 
     def guesses(self) -> tuple[torch.Tensor, torch.Tensor]:
         posterior = torch.softmax(self.scores, dim=1)

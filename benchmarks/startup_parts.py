@@ -11,6 +11,9 @@ Parts (each a fresh interpreter, with an empty cache of its own):
   one training of the main command (dataset from the cache);
 - ``report``: the modules the main command's report imports (``vflpriv.reports.plots``, ``vflpriv.reports.tables``)
   with torch imported first;
+- ``audit-plan``: planning the default ``vflpriv audit --method splitnn`` (``audit_grid``: every run, its canaries
+  sized for the DP claims, the dataset loaded cold), with the command line imported and the audit's settings built
+  first;
 - ``header``: the main command's header lines (what is measured, the partition), printed after planning and before
   the first training, with the command's experiment built first.
 
@@ -43,6 +46,11 @@ PARTS = {
                "'defenses': [{'name': 'iso', 'phase': 'finetune', 'sweep': True}], 'strengths': [1], 'seeds': [0]})\n"
                "plan(e.runs())"),
     "report": ("import torch", "import vflpriv.reports.plots, vflpriv.reports.tables"),
+    "audit-plan": ("import torch, vflpriv.cli\nfrom vflpriv.cli.audit import build_audit\n"
+                   "from vflpriv.workflows.audit import audit_grid\n"
+                   "cfg = build_audit(config=None, method='splitnn', dataset=None, attacks=None, defenses=None, "
+                   "phases=None, seeds=None, jobs=None, backend=None, device=None, all_adversaries=False, overrides=[])",
+                   "audit_grid(cfg)"),
     "header": ("import torch\nfrom vflpriv.cli.evaluate import build_experiment\n"
                "from vflpriv.workflows.experiment import experiment_line, partition_line\n"
                "e = build_experiment(config=None, method='fedhssl', attack='mc', defense='iso', dataset=None, "

@@ -46,14 +46,14 @@ def test_crafted_rows_put_every_canary_s_joint_gradient_at_the_clipping_bound_wi
     scales, logits = [], []
     joint_scale, backward = dp_gaussian.joint_scale, GaussianDP.backward
 
-    def spy_backward(self, losses, params, leaves, ids):
+    def spy_backward(self, losses, params, leaves, ids, **kwargs):
         def spy_scale(grads, rows, *, clip):
             scale = joint_scale(grads, rows, clip=clip)
             scales.append((ids.clone(), scale.detach().clone()))
             return scale
         monkeypatch.setattr(dp_gaussian, "joint_scale", spy_scale)
         try:
-            backward(self, losses, params, leaves, ids)
+            return backward(self, losses, params, leaves, ids, **kwargs)
         finally:
             monkeypatch.setattr(dp_gaussian, "joint_scale", joint_scale)
 

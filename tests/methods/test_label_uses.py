@@ -72,7 +72,7 @@ def signal_off(monkeypatch):
     """dp-gaussian's backward on zeroed losses: the clipped signal is 0, the noise (and the use count) as always."""
     cls = DEFENSES.get("dp-gaussian")
     original = cls.backward
-    monkeypatch.setattr(cls, "backward", lambda self, losses, *rest: original(self, losses * 0.0, *rest))
+    monkeypatch.setattr(cls, "backward", lambda self, losses, *rest, **kw: original(self, losses * 0.0, *rest, **kw))
 
 
 def _check(cfg: RunConfig) -> None:

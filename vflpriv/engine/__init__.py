@@ -26,6 +26,7 @@ from vflpriv.engine.hooks import (
     SOFT_LABELS,
     SOFT_TARGETS,
     ActiveUpdate,
+    AuditRead,
     CombinedHooks,
     DefenseChain,
     DefensePoints,
@@ -51,7 +52,7 @@ from vflpriv.engine.roles import SPLIT_LEARNING, Role, Traffic, passive_receives
 
 __all__ = [
     "ACTIVE", "EMBEDDING", "FINETUNE", "GRADIENT", "HEAD_WEIGHTS", "INFERENCE", "PRETRAIN", "PROBABILITIES", "SERVER", "STATISTICS", "WEIGHTS",
-    "ACTIVE_BACKWARD", "ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "AUDIT_EMBEDDINGS", "AUDIT_UPDATE", "ActiveUpdate", "CombinedHooks", "DEFENSE_POINTS", "EPOCH_END", "DefenseChain", "DefensePoints", "GRADIENT_COMPUTATION",
+    "ACTIVE_BACKWARD", "ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "AUDIT_EMBEDDINGS", "AUDIT_UPDATE", "ActiveUpdate", "AuditRead", "CombinedHooks", "DEFENSE_POINTS", "EPOCH_END", "DefenseChain", "DefensePoints", "GRADIENT_COMPUTATION",
     "PASSIVE_BACKWARD", "PASSIVE_BOTTOM", "PASSIVE_LOSS", "PASSIVE_OPTIMIZER", "PASSIVE_POINTS", "PASSIVE_STEP",
     "PREDICTIONS", "PRETRAIN_PASSIVE_LOSS", "SOFT_LABELS", "SOFT_TARGETS", "PassiveStep", "SPLIT_LEARNING", "TrainingHooks", "ActiveParty", "Channel", "Federation", "Inbox", "Message", "Meter", "Party", "Received", "Role",
     "Traffic", "make_parties", "passive_receives", "role",

@@ -47,10 +47,11 @@ An audit, not a party's act:
 
 - ``audit_update`` (``audit:active-update``): before each private update of the active party (a defense that
   ``backpropagates``: DP-SGD), its state (:class:`ActiveUpdate`), handed to the auditor a run names
-  (``finetune.auditor``, ``vflpriv.auditors``) and to nothing else; what it returns is called once the update is released
-  (its parameters' ``.grad`` and the received embeddings' ``.grad`` hold the noisy update and rows). An auditor holds
-  privileges no party holds (the active party's state at every update), so it measures a DP claim and never enters an
-  attack's numbers.
+  (``finetune.auditor``, ``vflpriv.auditors``) and to nothing else; what it returns (:class:`AuditRead`) is called once
+  the update is released (its parameters' ``.grad`` and the received embeddings' ``.grad`` hold the noisy update and
+  rows), with the defense's clipped per-sample gradients summed over the rows whose labels the auditor knows (the
+  defense computes them anyway: ``backward``'s ``known``). An auditor holds privileges no party holds (the active
+  party's state at every update), so it measures a DP claim and never enters an attack's numbers.
 - ``audit_embeddings`` (``audit:passive-embeddings``): each exchange's embeddings, as the parties computed them and
   before a passive party sends its own, with the batch's ids and the active party's top: an auditor that instantiates
   a malicious passive party (DP's adversary chooses every input but the secret label) may replace the rows of its
@@ -127,6 +128,17 @@ class ActiveUpdate:
     leaves: dict[int, torch.Tensor]
 
 
+@dataclass(frozen=True)
+class AuditRead:
+    """What an auditor reads of one private update: ``known``, the batch positions whose labels it knows (never a
+    canary's), and ``released``, called once the update is released with each parameter's sum over ``known`` of the
+    defense's clipped per-sample gradients (None where the losses do not reach it; ``DefensePoints.backward``): the
+    part of the release the auditor subtracts, which the defense has computed, so the auditor does not again."""
+
+    known: torch.Tensor
+    released: Callable[[list[torch.Tensor | None]], None]
+
+
 #: The gradient of the active party's loss with respect to one received embedding, had every label of the batch
 #: been class ``c`` (GradPerturb's per-class gradients): ``per_class(c)``.
 PerClass = Callable[[int], torch.Tensor]
@@ -169,10 +181,13 @@ class DefensePoints:
         return False
 
     def backward(self, losses: torch.Tensor, params: list[nn.Parameter], leaves: dict[int, torch.Tensor],
-                 ids: torch.Tensor) -> None:
+                 ids: torch.Tensor, *, known: torch.Tensor | None = None) -> list[torch.Tensor | None] | None:
         """Backpropagate the per-sample losses ``losses`` of batch ``ids``: set the gradients of the active party's
-        ``params`` (as those of their mean) and the ``.grad`` of each received embedding in ``leaves`` (by party)."""
+        ``params`` (as those of their mean) and the ``.grad`` of each received embedding in ``leaves`` (by party).
+        With ``known`` (batch positions; an auditor's, :class:`AuditRead`), a defense that clips per sample returns
+        each parameter's sum of its clipped per-sample gradients over them (None where no loss reaches it)."""
         losses.mean().backward()
+        return None
 
     def active_parameters(self) -> list[nn.Parameter]:
         """Parameters a defense adds to the active party's model (trained by its optimiser)."""
@@ -245,9 +260,12 @@ class DefenseChain(DefensePoints):
     def backpropagates(self):
         return any(d.backpropagates() for d in self.defenses)
 
-    def backward(self, losses, params, leaves, ids):
-        """The one defense that backpropagates (the planner admits one; it refuses any other at the active party)."""
-        next(d for d in self.defenses if d.backpropagates()).backward(losses, params, leaves, ids)
+    def backward(self, losses, params, leaves, ids, *, known=None):
+        """The one defense that backpropagates (the planner admits one; it refuses any other at the active party);
+        ``known`` only where an auditor asks (a plugin's ``backward`` written without it still runs unaudited)."""
+        own = next(d for d in self.defenses if d.backpropagates())
+        return own.backward(losses, params, leaves, ids) if known is None else own.backward(losses, params, leaves,
+                                                                                             ids, known=known)
 
     def active_parameters(self):
         return [p for d in self.defenses for p in d.active_parameters()]
@@ -288,7 +306,7 @@ class TrainingHooks(DefensePoints):
         ``make()`` builds the default one."""
         return make()
 
-    def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
+    def audit_update(self, update: ActiveUpdate) -> AuditRead | None:
         """Called before a private update of the active party; returns what to call once it is released, or None."""
         return None
 
@@ -305,7 +323,7 @@ class CombinedHooks(TrainingHooks):
     def __init__(self, adversary: TrainingHooks, defenses: DefensePoints, auditor: Any = None):
         self.adversary, self.defenses, self.auditor = adversary, defenses, auditor
 
-    def audit_update(self, update: ActiveUpdate) -> Callable[[], None] | None:
+    def audit_update(self, update: ActiveUpdate) -> AuditRead | None:
         return None if self.auditor is None else self.auditor.audit_update(update)
 
     def audit_embeddings(self, ids, local, top):
@@ -338,8 +356,8 @@ class CombinedHooks(TrainingHooks):
     def backpropagates(self):
         return self.defenses.backpropagates()
 
-    def backward(self, losses, params, leaves, ids):
-        self.defenses.backward(losses, params, leaves, ids)
+    def backward(self, losses, params, leaves, ids, *, known=None):
+        return self.defenses.backward(losses, params, leaves, ids, known=known)
 
     def active_parameters(self):
         return self.defenses.active_parameters()

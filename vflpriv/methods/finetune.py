@@ -287,10 +287,10 @@ def private_backward(fed: Federation, active_bottom: nn.Module, top: nn.Module, 
     active party's parameters only, no labels) is added afterwards. Returns the mean loss (detached)."""
     losses = nn.functional.cross_entropy(logits, targets, reduction="none")
     params = [p for m in (active_bottom, top) for p in m.parameters() if p.requires_grad]
-    released = fed.hooks.audit_update(ActiveUpdate(batch, logits, params, leaves))
-    fed.hooks.backward(losses, params, leaves, batch)
-    if released is not None:
-        released()
+    read = fed.hooks.audit_update(ActiveUpdate(batch, logits, params, leaves))
+    known = fed.hooks.backward(losses, params, leaves, batch, known=None if read is None else read.known)
+    if read is not None:
+        read.released(known)
     if penalty is not None:
         penalty().backward()
     return losses.detach().mean()

@@ -1,0 +1,56 @@
+"""gradient-lrt subtracts the known samples' part of each release as dp-gaussian hands it (``AuditRead``: the
+defense's clipped per-sample gradients summed over the rows the auditor knows): that sum is what the auditor would
+compute itself, and never holds a canary's row."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import vflpriv.auditors.gradient_lrt as gradient_lrt
+from vflpriv.config.schema import RunConfig
+from vflpriv.defenses.dp_gaussian import joint_scale, per_sample_gradients
+from vflpriv.runner.execution import train
+from vflpriv.runner.planning import plan
+
+
+def _config(local_updates: int) -> RunConfig:
+    return RunConfig.model_validate({
+        "partition": {"labeled": 200, "aux": 40, "canaries": 60, "aligned_fraction": 0.5},
+        "model": {"hidden": 32, "out_dim": 16},
+        "finetune": {"epochs": 2, "batch_size": 32, "auditor": "gradient-lrt", "local_updates": local_updates},
+        "attack": {"name": "gc", "prior": "none"},
+        "defenses": [{"name": "dp-gaussian", "strength": 2.0, "sweep": True}]})
+
+
+@pytest.mark.parametrize("local_updates", [1, 2])
+def test_the_known_rows_sum_the_defense_hands_the_auditor_is_theirs_alone(monkeypatch, local_updates):
+    """At every update with a canary (exchanges, and FedBCD's local updates, which send no rows), the sum the auditor
+    receives equals the known rows' clipped gradients recomputed from their labels, to float rounding."""
+    audit_update, checked = gradient_lrt.GradientLRT.audit_update, []
+
+    def spy(self, update):
+        read = audit_update(self, update)
+        if read is None:
+            return None
+        known = read.known
+        assert not bool((self.canary[update.ids[known]] >= 0).any())  # never a canary's row
+        losses = nn.functional.cross_entropy(update.logits[known], self.labels[update.ids[known]], reduction="none")
+        grads, rows = per_sample_gradients(losses, update.params, update.leaves, owners=known, retain=True)
+        scale = joint_scale(grads, rows, clip=self.defense.options.clip)
+        expected = [None if g is None else (g.flatten(1) * scale[:, None]).sum(0) for g in grads]
+
+        def released(sums):
+            for got, want in zip(sums, expected, strict=True):
+                assert (got is None) == (want is None)
+                if got is not None:
+                    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+            checked.append(known.numel())
+            read.released(sums)
+
+        return gradient_lrt.AuditRead(known, released)
+
+    monkeypatch.setattr(gradient_lrt.GradientLRT, "audit_update", spy)
+    train(plan(_config(local_updates)))
+    assert len(checked) >= 2 * 5 * local_updates - 2 and sum(checked) > 0  # nearly every update holds a canary
