@@ -46,7 +46,6 @@ noised on the channel, the top training on clean labels) is ``gaussian-message``
 from __future__ import annotations
 
 import contextlib
-import math
 import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -186,48 +185,23 @@ class GaussianDP(TrainingDefense):
 
 def spent(sigma: float, *, delta: float, uses: int) -> float:
     """Opacus' RDP epsilon at ``delta`` of ``uses`` uses of a label, each a Gaussian of multiplier sigma / 2, rate 1."""
-    return rdp_epsilon(sigma / 2.0, uses, delta=delta)
+    from opacus.accountants import RDPAccountant
 
-
-#: Opacus' ``RDPAccountant.DEFAULT_ALPHAS``: the RDP orders its conversion to (epsilon, delta) minimises over.
-RDP_ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
-#: Opacus' ``get_noise_multiplier``: the largest multiplier it tries, and the epsilon its search stops within.
-MAX_MULTIPLIER, EPSILON_TOLERANCE = 1e6, 0.01
-
-
-def rdp_epsilon(multiplier: float, steps: int, *, delta: float) -> float:
-    """Opacus' RDP accountant (``RDPAccountant.get_epsilon``) after ``steps`` Gaussian mechanisms of noise multiplier
-    ``multiplier`` at sample rate 1: RDP alpha / (2 multiplier^2) per step at each of :data:`RDP_ORDERS` (its
-    ``_compute_rdp`` at q = 1, Mironov 2017), converted by Balle et al. 2020's Theorem 21 (its ``get_privacy_spent``).
-    Written out, the same float operations in the same order (``tests/defenses/test_dp_accounting.py`` checks it
-    against Opacus bit for bit), so that planning an audit does not import opacus: the package imports its privacy
-    engine, torch.distributed and scipy.stats, 1.3 CPU s in every process that plans or trains a dp-gaussian run."""
-    import numpy as np
-
-    orders = np.atleast_1d(RDP_ORDERS)
-    rdp = np.array([math.inf if multiplier == 0 else a / (2 * multiplier**2) for a in RDP_ORDERS]) * steps
-    eps = rdp - (np.log(delta) + np.log(orders)) / (orders - 1) + np.log((orders - 1) / orders)
-    return math.inf if bool(np.isnan(eps).all()) else float(eps[np.nanargmin(eps)])
+    accountant = RDPAccountant()
+    for _ in range(uses):
+        accountant.step(noise_multiplier=sigma / 2.0, sample_rate=1.0)
+    with _accountant_notes_off():
+        return float(accountant.get_epsilon(delta=delta))
 
 
 def noise_for(target: float, *, delta: float, uses: int) -> float:
-    """The sigma whose ``uses`` uses spend ``target`` at ``delta``: Opacus' ``get_noise_multiplier`` at rate 1 (its
-    doubling, then bisection to within :data:`EPSILON_TOLERANCE` below the target, on :func:`rdp_epsilon`), for the
-    changed label's sensitivity 2C: twice its multiplier."""
-    eps_high, low, high = math.inf, 0.0, 10.0
-    while eps_high > target:
-        high = 2 * high
-        eps_high = rdp_epsilon(high, uses, delta=delta)
-        if high > MAX_MULTIPLIER:
-            raise ValueError("The privacy budget is too low.")
-    while target - eps_high > EPSILON_TOLERANCE:
-        sigma = (low + high) / 2
-        eps = rdp_epsilon(sigma, uses, delta=delta)
-        if eps < target:
-            high, eps_high = sigma, eps
-        else:
-            low = sigma
-    return 2.0 * float(high)
+    """The sigma whose ``uses`` uses spend ``target`` at ``delta`` (Opacus' ``get_noise_multiplier`` at rate 1, for
+    the changed label's sensitivity 2C: twice its multiplier)."""
+    from opacus.accountants.utils import get_noise_multiplier
+
+    with _accountant_notes_off():
+        return 2.0 * float(get_noise_multiplier(target_epsilon=target, target_delta=delta, sample_rate=1.0, steps=uses,
+                                                accountant="rdp"))
 
 
 def per_sample_gradients(losses: torch.Tensor, params: list[nn.Parameter], leaves: dict[int, torch.Tensor], *,
