@@ -81,3 +81,22 @@ def test_a_configuration_without_kinds_is_named_by_the_kinds_the_planner_gives_i
                                        "defenses": [{"name": defense, "phase": phase, "strength": 1.0}]})
     (built,) = plan_training(config).defenses
     assert shown(flatten(config.model_dump(mode="json")), "defenses.0.kinds") == "on " + "+".join(sorted(built.kinds))
+
+
+def test_a_plugin_method_whose_traffic_is_set_per_instance_gets_the_default_name_not_a_crash():
+    """``vflpriv table`` names a configuration by the planner's kinds from the method's class; a plugin whose ``sends``
+    is a property (set per instance) has none there: the defense's default names it (it crashed the tables)."""
+    from vflpriv.config.registry import METHODS
+    from vflpriv.tradeoff.variants import acts_on
+
+    class PerInstance(METHODS.get("splitnn")):
+        @property
+        def sends(self):
+            return super().sends
+
+    METHODS.register("per-instance-traffic", PerInstance)
+    try:
+        assert acts_on("sparsify", "finetune", None, method="per-instance-traffic") == acts_on("sparsify", "finetune",
+                                                                                              None)
+    finally:
+        METHODS._extra.pop("per-instance-traffic")
