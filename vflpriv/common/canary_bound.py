@@ -110,14 +110,17 @@ def canaries_needed(claim: float, *, classes: int, menu: int = len(KEEP), attack
         raise ValueError(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap is at "
                          f"most {ceiling:.2f} there)")
 
+    def at(m: int) -> float:
+        return cap(canaries=m, classes=classes, menu=menu, attacks=attacks, delta=delta, alpha=alpha)
+
     def enough(m: int) -> bool:
-        return cap(canaries=m, classes=classes, menu=menu, attacks=attacks, delta=delta, alpha=alpha) > claim
+        return at(m) > claim
 
     high = 1
     while not enough(high):
         if high >= MAX_CANARIES:
             raise ValueError(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap "
-                             f"reaches {cap(canaries=high, classes=classes, menu=menu, attacks=attacks, delta=delta, alpha=alpha):.2f} there)")
+                             f"reaches {at(high):.2f} there)")
         high *= 2
     low = high // 2  # not enough (or 0)
     while high - low > 1:
