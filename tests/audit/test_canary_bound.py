@@ -136,7 +136,7 @@ def test_an_absurd_claim_is_refused_at_once_by_the_closed_form_cap():
         assert time.process_time() - start < 0.5
 
 
-def test_the_combined_p_value_is_below_a_level_where_the_combined_bound_exceeds_the_claim():
+def test_the_chosen_test_s_p_value_is_below_a_level_where_its_bound_exceeds_the_claim():
     counts = [[300, 290], [150, 150], [75, 75], [30, 30]]
     for delta in (0.0, 1e-5, 1e-3):
         bound = canary_bound.menu_lower(counts, canaries=300, classes=10, delta=delta)
@@ -152,7 +152,7 @@ def _row(attack: str, counts, *, canaries: int, delta: float, epsilon: float = f
                 strength_stronger="higher")
 
 
-def test_the_pooled_worst_case_takes_the_better_bound_per_attack_over_the_planned_attacks():
+def test_the_pooled_worst_case_takes_the_chosen_test_per_attack_over_the_planned_attacks():
     """gc guessed 280 of 300 ten-class canaries at delta 1e-3, where Steinke et al.'s delta term certifies nothing and
     the f-DP bound a lot; mc and similarity were planned and guessed none: the worst case is gc's f-DP bound (the test
     at delta > 0) at 5% / 3 attacks, its row says which test, its cap is the f-DP recursion's with every canary right
