@@ -56,10 +56,10 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     positions = pd.Series(range(len(results)), index=results.index)
-    by = [*CELL, *(["secret"] if "secret" in results else [])]
-    for _, cell in results.groupby(by, sort=False, dropna=False):
+    secret = results["secret"].fillna("labels") if "secret" in results else pd.Series("labels", index=results.index)
+    for (*_, which), cell in results.groupby([*(results[c] for c in CELL), secret], sort=False, dropna=False):
         shared = _varying(flat, positions[cell.index].tolist(), own=False)
-        if "secret" in cell and (cell["secret"] == "features").all():
+        if which == "features":
             shared = [k for k in shared if k not in ROLES]
         for _, rows in cell.groupby("attack", sort=False):
             where = positions[rows.index].tolist()

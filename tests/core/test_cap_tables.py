@@ -205,6 +205,18 @@ def test_a_label_attack_is_not_named_by_the_roles_of_the_feature_attacks_beside_
     assert variants[2:] == ["", ""]  # a feature record names its roles in its adversary and victim columns
 
 
+def test_label_records_written_before_the_secret_column_share_a_cell_with_the_new_ones():
+    """A store read across versions: label records without ``secret`` (NaN) are label records; grouped apart, an old
+    and a new run of one cell got no shared settings compared and lost their variant names."""
+    from vflpriv.tradeoff.variants import with_variants
+
+    old = json.dumps({"seed": 0, "attack": {"name": "mc"}, "defenses": [{"name": "iso"}], "partition": {"aux": 40}})
+    new = json.dumps({"seed": 0, "attack": {"name": "mc"}, "defenses": [{"name": "iso"}], "partition": {"aux": 80}})
+    runs = pd.DataFrame([_row(attack="mc", secret=float("nan"), config=old), _row(attack="mc", secret="labels",
+                                                                                   config=new)])
+    assert with_variants(runs)["variant"].tolist() == ["partition.aux=40", "partition.aux=80"]
+
+
 def test_t_dcs_never_averages_a_feature_attack_with_the_label_attacks():
     caps = pd.DataFrame([dict(**SETTING, defense="iso", attack="mc", dcs=0.8, secret="labels", adversary="1",
                               victim=""),

@@ -184,7 +184,8 @@ def escalate(results: pd.DataFrame, deferred: list[RunConfig], *, margin: float
         decisions.append(ActiveDecision(int(first.partition.adversary), phase, name, defense, weakest, active, best,
                                         passive.get(best), escalated, len(runs), seconds,
                                         float(theirs.mean()) if len(theirs) else None,
-                                        acts_on(defense, first.swept.phase, first.swept.kinds)))
+                                        acts_on(defense, first.swept.phase, first.swept.kinds,
+                                                method=first.method.name, party=first.swept.party)))
         if escalated:
             more += runs
     return more, decisions
