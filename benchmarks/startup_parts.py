@@ -52,7 +52,7 @@ PARTS = {
                    "phases=None, seeds=None, jobs=None, backend=None, device=None, all_adversaries=False, overrides=[])",
                    "audit_grid(cfg)"),
     "header": ("import torch\nfrom vflpriv.cli.evaluate import build_experiment\n"
-               "from vflpriv.workflows.experiment import experiment_line, partition_line\n"
+               "from vflpriv.workflows.headers import experiment_line, partition_line\n"
                "e = build_experiment(config=None, method='fedhssl', attack='mc', defense='iso', dataset=None, "
                "strengths=None, seeds=None, phase=None, jobs=None, backend=None, device=None, overrides=[])",
                "experiment_line(e), partition_line(e)"),

@@ -15,7 +15,7 @@ import math
 
 import pandas as pd
 
-from vflpriv.common.canary_bound import canaries_needed
+from vflpriv.common.canary_bound import canaries_needed, chosen_test
 from vflpriv.common.empirical_epsilon import KEEP, claim_text
 from vflpriv.reports.tables import mean_std
 from vflpriv.tradeoff.auditing import auditor_table
@@ -103,8 +103,9 @@ def _auditor_line(row: dict) -> str:
     family = int(row.get("holm_family") or 1)
     holm = f"Holm over the auditor's {family} claim{'s' if family != 1 else ''}"
     if row.get("rejected"):
+        by = f" ({row['rejecting_test']}'s test)" if isinstance(row.get("rejecting_test"), str) else ""
         return text + (f"claim rejected at the 95% level ({holm}): {int(row['rejecting_right'])} of "
-                       f"{int(row['rejecting_guesses'])} guesses right, adjusted p = {row['p_value']:.2g}, cap "
+                       f"{int(row['rejecting_guesses'])} guesses right{by}, adjusted p = {row['p_value']:.2g}, cap "
                        f"{row['cap']:.2f}")
     return text + f"not rejected (adjusted p = {row['p_value']:.2g}, {holm}; cap {row['cap']:.2f})"
 
@@ -119,14 +120,14 @@ def _line(row: dict) -> str:
             return f"{where}, {row['phase']}, {row['attack']}: no canary guessed"
         fdp = _num(row.get("epsilon_fdp"))  # NaN in rows of tables written before it
         return (f"{where}, {row['phase']}, {row['attack']} alone (at 5%): {empirical_text(bound, delta)} from "
-                f"{int(row['canaries'])} canaries" + ("" if fdp is None else f" (f-DP one run: >= {fdp:.2f})") +
+                f"{int(row['canaries'])} canaries" + ("" if fdp is None else f" (f-DP one run: >= {fdp:.2f}; each "
+                                                      f"bound at 5% alone, {chosen_test(delta)}'s is the test)") +
                 f"; the entry selected for it: {int(row['canary_guesses'])} guesses, "
                 f"{row['canary_accuracy_selected']:.2f} right (every guess: {row['canary_accuracy_all']:.2f})")
     planned = int(row["planned_attacks"])
     test = f", {row['bound_test']}'s bound" if row.get("bound_test") else ""
-    shares = " over the two bounds, each at half that" if delta else ""
     text = (f"{where}, {row['phase']}, worst case over the {planned} planned attack{'s' if planned != 1 else ''} "
-            f"({row['strongest']}{test}; each attack at 5%/{planned}{shares}): {empirical_text(bound, delta)}; cap "
+            f"({row['strongest']}{test}; each attack at 5%/{planned}): {empirical_text(bound, delta)}; cap "
             f"{row['cap']:.2f} with {int(row['canaries'])} canaries (every guess right)")
     return text + "; " + _claim(row)
 
@@ -173,11 +174,11 @@ def canary_markdown(summary: dict | None) -> list[str]:
              "sure it is, from a fixed menu, Bonferroni-corrected), and the right guesses give a one-sided 95% lower "
              "bound on the training's label-DP epsilon (Steinke, Nasr & Jagielski 2023, for labels; pooled over the "
              "seeds), and the f-DP one-run bound beside it (Mahloujifar, Melis & Chaudhuri 2024). The worst case over "
-             "the planned attacks (each at 5%/A, with the better of the two bounds: Steinke et al.'s alone for a pure "
-             "claim, where the f-DP one never exceeds it, each at half the share at delta > 0) is the one to report; "
+             "the planned attacks (each at 5%/A, with one test chosen by delta before any data: Steinke et al.'s for a "
+             "pure claim, where the f-DP one never rejects more, the f-DP one at delta > 0) is the one to report; "
              "its cap is the most the canaries could certify with every guess right, so a claimed epsilon at or above "
              "it is untestable with them. A claim is rejected at the 95% level only from the worst case (adjusted p: "
-             "its p-value, Bonferroni over the attacks, the menu and at delta > 0 the two bounds, at most 1), with "
+             "its p-value, Bonferroni over the attacks and the menu, at most 1), with "
              "Holm's correction over the claims this report checks.", "",
              f"What the canaries cost (no defense): utility {utility(w)} with them, {utility(wo)} without.", ""]
     if summary["rejected"]:
@@ -225,7 +226,8 @@ def epsilon_tables(results: pd.DataFrame) -> list:
                          f"{int(rows['canaries'].max())} canaries pooled over seeds): {method} on {dataset}, {defense} "
                          f"({phase}){f' [{variant}]' if variant else ''}", columns, cells, best,
                          note="an attack's cell: Steinke et al.'s bound at 5% alone (the f-DP one-run bound beside "
-                              "it); the worst case: the better of the two per attack at its share, and its test. "
+                              "it, at 5% alone: at δ > 0 their larger is not a 95% bound); the worst case: the test "
+                              "chosen by δ (Steinke et al.'s at 0, f-DP above) per attack at its share, and its name. "
                               "bold: the claim is rejected at the 95% level (worst case over the planned attacks, Holm "
                               "over every claim of these tables); untestable: the claim is at or above the cap, so no "
                               "outcome of these canaries could reject it."))

@@ -22,8 +22,9 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
     rests on and their accuracy, the canaries, seeds and delta, the claimed epsilon (the weakest of the setting's
     trainings) and its check: the cap of the auditor's canaries (one guesser, its menu), testable below it, and rejected
     at the 95% level with Holm over the auditor's testable claims of the table (a family of their own: the auditor
-    never enters the attacks' worst case); the check, as the attacks', takes the better of Steinke et al.'s and the
-    f-DP test (``vflpriv.common.canary_bound``: each at half the level at delta > 0). Empty without an auditor."""
+    never enters the attacks' worst case); the check, as the attacks', is the test chosen by delta
+    (``vflpriv.common.canary_bound``: Steinke et al.'s at delta 0, the f-DP one above, at the full level), named in
+    ``rejecting_test``. Empty without an auditor."""
     if "auditor" not in results or results.empty:
         return pd.DataFrame()
     results = results if "variant" in results else results.assign(variant="")
@@ -50,7 +51,7 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
             test = claim_test({str(key[-1]): (counts, canaries)}, planned=1, classes=classes, claim=claimed,
                               delta=delta)
             row |= {"cap": test.cap, "testable": test.testable, "p_value": test.p_value,
-                    "rejecting_guesses": test.guesses, "rejecting_right": test.right}
+                    "rejecting_guesses": test.guesses, "rejecting_right": test.right, "rejecting_test": test.test}
             if test.testable:
                 tests.append((len(rows), test.p_value))
         rows.append(row)

@@ -1,22 +1,28 @@
 """Empirical epsilon over seeds: each attack's canary guesses pooled over the independent trainings of a setting, the
 worst case over the attacks, and the check of the epsilon a DP defense claims against them.
 
-Pooling is sound: each training's right guesses are dominated by a binomial (``vflpriv.common.empirical_epsilon``)
-and the trainings are independent, so their sum is dominated by the binomial of the summed guesses. A setting is a
+Pooling is sound for both tests. Steinke et al.'s: each training's right guesses are dominated by a binomial
+(``vflpriv.common.empirical_epsilon``) and the trainings are independent, so their sum is dominated by the binomial of
+the summed guesses. The f-DP one (``vflpriv.common.fdp_one_run``): its per-canary constraint needs only that a canary's
+guess is a post-processing of an output of a mechanism that is f-DP in that canary's secret, given every other
+canary's; pooled over seeds, each canary's guess is a post-processing of its own training, which is f-DP in it, and the
+other trainings, independent of it, are post-processing randomness, so the pooled canaries are one game of m canaries
+summed over the seeds. A setting is a
 (method, dataset, defense, phase, variant, strength): a defense's option variants (label-dp uniform and two-stage)
 are settings of their own. The worst case over the A attacks planned in a setting (every attack with a record there,
 whether or not it guessed a canary) is the largest of their bounds, each at level 5% / A (Bonferroni), so it is
-still a 95% bound. Each attack's bound there is the better of Steinke et al.'s and the f-DP one-run bound on its pooled
-counts (:mod:`vflpriv.common.canary_bound`: at delta 0 the f-DP test never rejects more, so Steinke et al.'s decides
-alone; at delta > 0 each test at half the attack's share). An attack's own row carries both at 5% alone.
+still a 95% bound. Each attack's bound there is the one test chosen by delta before any data on its pooled counts
+(:mod:`vflpriv.common.canary_bound`: Steinke et al.'s at delta 0, where the f-DP test never rejects more; the f-DP one
+at delta > 0), at the attack's full share. An attack's own row carries both bounds, each at 5% alone: only the
+chosen one is the test (at delta > 0 their larger is not a 95% bound).
 
 The check of a claim (epsilon, delta), the largest over the setting's trainings (each must hold it):
 
 - its cap: the largest worst-case bound the canaries could give if every one were guessed right, with each attack's
-  menu and the 5% / A share (:func:`vflpriv.common.empirical_epsilon.cap`); a claim at or above it is untestable with
-  those canaries, whatever the attacks do;
-- its p-value: the worst case's, min over the attacks of A x their menu p-value (Bonferroni over attacks and menu,
-  and over the two tests where delta > 0: :func:`vflpriv.common.canary_bound.menu_p_value`);
+  menu and the 5% / A share, by the chosen test (:func:`vflpriv.common.canary_bound.cap`); a claim at or above it is
+  untestable with those canaries, whatever the attacks do;
+- its p-value: the worst case's, min over the attacks of A x their menu p-value (Bonferroni over attacks and menu;
+  the chosen test's: :func:`vflpriv.common.canary_bound.menu_p_value`);
 - a decision from those p-values with Holm's step-down correction over every testable claim the table checks (one
   report, one ``vflpriv table``), so the chance of rejecting any true claim of the table is at most 5%: "claim rejected
   at the 95% level" with the counts that reject it. No single attack's row rejects a claim.
@@ -77,9 +83,9 @@ def pooled_lower(rows: pd.DataFrame, *, alpha: float = ALPHA) -> tuple[float, in
 
 @dataclass(frozen=True)
 class ClaimTest:
-    """The worst case's test of one claim: its p-value (Bonferroni over the attacks and their menus, and the two tests
-    where delta > 0), the attack, test and pooled counts behind it, and the cap the canaries allow (the claim is
-    untestable at or above it)."""
+    """The worst case's test of one claim: its p-value (the test chosen by delta, Bonferroni over the attacks and their
+    menus), the attack, test and pooled counts behind it, and the cap the canaries allow (the claim is untestable at or
+    above it)."""
 
     claim: float
     p_value: float
@@ -173,10 +179,10 @@ def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
                          "canary_guesses": guesses, "canary_accuracy_selected": accuracy,
                          "canary_accuracy_all": counts[0][1] / counts[0][0] if counts else float("nan"),
                          "canaries": canaries, "seeds": int(runs["seed"].nunique())})
-            if counts:  # the better of the two tests at the attack's share; a tie goes to the last name
-                better = canary_bound.menu_lower(counts, canaries=canaries, classes=classes, delta=delta,
+            if counts:  # the test chosen by delta at the attack's share; a tie goes to the last name
+                chosen = canary_bound.menu_lower(counts, canaries=canaries, classes=classes, delta=delta,
                                                  alpha=ALPHA / planned)
-                worst = max(worst, (better.epsilon, attack, better.test))
+                worst = max(worst, (chosen.epsilon, attack, chosen.test))
         row = {**base, "attack": WORST, "epsilon_lower": worst[0], "strongest": worst[1], "bound_test": worst[2],
                "planned_attacks": planned,
                "canaries": max(m for _, m in attacks.values()), "seeds": int(setting["seed"].nunique()),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from vflpriv.common.empirical_epsilon import cap
+from vflpriv.common.canary_bound import canaries_needed, cap
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.defenses.dp_gaussian import noise_for, spent
 from vflpriv.workflows.audit import AUTO_SHARE, MAX_SHARE, AuditConfig, audit_grid, canaries, canaries_for_claims
@@ -28,9 +28,10 @@ def test_dp_gaussian_s_audit_noise_spends_its_claims_over_the_audited_updates():
 
 
 def test_on_digits_the_default_canaries_can_test_every_claim_of_the_default_dp_strengths():
-    """Ten classes: 25 canaries a seed over 3 seeds cap the worst case of every registered attack above 4."""
+    """Ten classes: 25 canaries a seed over 3 seeds cap the worst case of every registered label attack above 4 (the
+    cap of the test the audit uses at the claim's delta)."""
     cfg = AuditConfig.model_validate({"method": {"name": "splitnn"}})
-    attacks = len(ATTACKS.names())
+    attacks = sum(ATTACKS.get(n).secret == "labels" for n in ATTACKS.names())
     planted = canaries(cfg)
     for name in ("dp-gaussian", "label-dp", "alibi"):
         cls = DEFENSES.get(name)
@@ -54,6 +55,18 @@ def test_a_binary_task_gets_more_canaries_where_its_claims_need_them_up_to_a_qua
     assert canaries(told) == 5  # as given: never raised
     none = AuditConfig.model_validate({**base, "audit": {"attacks": ["gc"], "defenses": [{"name": "iso"}]}})
     assert canaries_for_claims(none) == 0 and canaries(none) == 88 // AUTO_SHARE
+
+
+def test_the_canaries_for_claims_are_sized_at_the_planned_label_attacks_share():
+    """The claim test divides the level by the label attacks planned (a feature attack guesses no canary; the quick
+    profile plans fewer): the canaries are sized at that share, not at every registered attack's."""
+    base = {**SMALL, "dataset": {"name": "breast-cancer"}, "method": {"name": "splitnn"}, "seeds": [0, 1, 2],
+            "partition": {"labeled": 88, "aux": 10, "aux_source": "labeled"}}
+    claim = {"defenses": [{"name": "label-dp", "strengths": [2.0]}]}
+    named = AuditConfig.model_validate({**base, "audit": {**claim, "attacks": ["gc", "grn"]}})
+    assert canaries_for_claims(named) == -(-canaries_needed(2.0, classes=2, attacks=1) // 3)
+    quick = AuditConfig.model_validate({**base, "seeds": [0], "audit": {**claim, "profile": "quick"}})
+    assert canaries_for_claims(quick) == canaries_needed(2.0, classes=2, attacks=3)  # gc, mc-mixmatch, similarity
 
 
 @pytest.mark.parametrize("name", ["label-dp", "alibi"])

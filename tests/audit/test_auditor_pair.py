@@ -118,9 +118,10 @@ def test_an_unknown_canary_labels_value_is_one_error_line(tmp_path):
 
 def test_a_claim_beyond_steinke_s_peak_is_testable_by_the_f_dp_cap_and_one_beyond_every_count_is_said_so(monkeypatch):
     """Binary canaries at delta 1e-5: Steinke et al.'s delta term grows with the canaries, so their cap peaks (about
-    6.8) below a claim of 7.99, but the f-DP one-run bound has no such term, so the better of the two reaches it: the
-    report names the fewest canaries whose cap exceeds it. Past the counts considered, the line says so at once instead
-    of raising (it did, on the pair record's claim 8, after a minute of doubling to a million canaries)."""
+    6.8) below a claim of 7.99, but the f-DP one-run bound, the test at delta > 0, has no such term and reaches it:
+    the report names the fewest canaries whose cap exceeds it. Past the counts considered, the line says so at once,
+    with the closed-form cap that bounds every count up to there, instead of raising (it did, on the pair record's
+    claim 8, after a minute of doubling to a million canaries)."""
     from vflpriv.common import canary_bound
     from vflpriv.common.empirical_epsilon import cap as steinke_cap
     from vflpriv.reports.canaries import _claim
@@ -134,7 +135,7 @@ def test_a_claim_beyond_steinke_s_peak_is_testable_by_the_f_dp_cap_and_one_beyon
     assert max(steinke_cap(canaries=m, classes=2, delta=1e-5, attacks=2) for m in (needed // 4, needed)) < 7.0
     monkeypatch.setattr(canary_bound, "MAX_CANARIES", 1024)
     canary_bound.canaries_needed.cache_clear()
-    assert "no count of canaries up to 1024 can test a claim of 7.99 (their cap reaches" in _claim(row)
+    assert "no count of canaries up to 1024 can test a claim of 7.99 (their cap is at most" in _claim(row)
     canary_bound.canaries_needed.cache_clear()
 
 

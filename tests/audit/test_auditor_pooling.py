@@ -35,7 +35,7 @@ def test_a_row_is_the_pooled_bound_its_guesses_their_accuracy_and_the_setting_by
                    "canary_guesses": guesses, "canary_accuracy": right / guesses, "canaries": 100, "seeds": 2,
                    "epsilon_claimed": 3.0, "classes": 10, "cap": test.cap, "testable": True,
                    "p_value": test.p_value, "rejected": test.p_value <= 0.05, "rejecting_guesses": test.guesses,
-                   "rejecting_right": test.right, "holm_family": 1, "auditor_options": "",
+                   "rejecting_right": test.right, "rejecting_test": "f-DP", "holm_family": 1, "auditor_options": "",
                    **dict(zip(("epsilon_fdp", "mu_lower", "epsilon_gdp_estimate"), fdp))}  # the weakest claim (seed 1's 3.0) is tested
 
 

@@ -1,6 +1,7 @@
 """The attacks' canary bounds in f-DP (vflpriv.common.canary_bound): a perfect guesser's f-DP bound is the exact
-test's, randomised response at a true epsilon is rejected at most at the level by the combined test, and the pooled
-worst case takes the better bound per attack at its share of the planned attacks."""
+test's, one test chosen by delta decides a claim at the full level (exactly at most it on a tight mechanism), the cap
+is where every guess right starts to reject, and the pooled worst case takes the chosen test per attack at its share
+of the planned attacks."""
 
 from __future__ import annotations
 
@@ -48,30 +49,94 @@ def test_at_delta_0_the_f_dp_bound_never_exceeds_steinke_s():
                 assert fdp <= steinke + 1e-6, (classes, guesses, right)
 
 
-def _rr_counts(rng: np.random.Generator, *, epsilon: float, classes: int, canaries: int) -> list[list[int]]:
-    """An exact reader of C-ary randomised response at ``epsilon`` (each guess right with probability q), with an
-    uninformative confidence: the menu's entries are nested prefixes of one random order."""
-    right = rng.random(canaries) < right_guess_bound(epsilon, classes)
-    return [[k, int(right[:k].sum())] for k in kept(canaries)]
+def _tight_rejection_rate(*, epsilon: float, delta: float, classes: int, canaries: int, alpha: float) -> float:
+    """The exact chance that the claim test (every canary guessed, one menu entry) rejects a true (epsilon, delta)
+    claim of the tight mechanism: each canary's label revealed with probability delta, else C-ary randomised response
+    at epsilon, so the right guesses are F + Binomial(m - F, q) with F ~ Binomial(m, delta)."""
+    from scipy.stats import binom
+
+    q, m = right_guess_bound(epsilon, classes), canaries
+    mass = np.zeros(m + 1)
+    for revealed in range(m + 1):
+        mass[revealed:] += binom.pmf(revealed, m, delta) * binom.pmf(np.arange(m - revealed + 1), m - revealed, q)
+    return sum(mass[v] for v in range(m + 1) if mass[v] > 1e-12 and canary_bound.menu_p_value(
+        [[m, v]], canaries=m, classes=classes, epsilon=epsilon, delta=delta)[0] < alpha)
 
 
-@pytest.mark.parametrize("delta", [0.0, 1e-3])
-def test_randomised_response_at_its_epsilon_is_rejected_at_most_at_the_level(delta):
-    """Simulated: the combined test (the better of the two, Bonferroni over the menu and, at delta > 0, the two tests)
-    rejects a true claim in at most alpha of the runs (plus Monte Carlo slack), at a count where the f-DP test is the
-    one that can reject (at delta 1e-3 Steinke et al.'s delta term swamps 150 canaries)."""
-    rng = np.random.default_rng(48)
-    runs, rejected, by_fdp = 500, 0, 0
-    for _ in range(runs):
-        counts = _rr_counts(rng, epsilon=2.0, classes=2, canaries=150)
-        p, _, test = canary_bound.menu_p_value(counts, canaries=150, classes=2, epsilon=2.0, delta=delta)
-        rejected += p < ALPHA
-        by_fdp += p < ALPHA and test == canary_bound.FDP
-    assert rejected / runs <= ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / runs)
-    assert by_fdp == rejected if delta else by_fdp == 0  # the f-DP test decides at delta > 0, never at 0
+@pytest.mark.parametrize("classes, delta, canaries", [(2, 0.0, 200), (2, 1e-3, 200), (10, 1e-3, 50)])
+def test_the_claim_test_is_at_its_level_on_a_tight_mechanism_and_a_doubled_level_breaks_it(classes, delta, canaries):
+    """Computed exactly, not simulated: the chosen test (Steinke et al.'s at delta 0, f-DP above) rejects the tight
+    mechanism's true claim in at most 5%, and close enough to it that a test at twice the level would reject it in
+    more than 5% (so a wrong level, as the old split's, cannot pass)."""
+    at_level = _tight_rejection_rate(epsilon=2.0, delta=delta, classes=classes, canaries=canaries, alpha=ALPHA)
+    doubled = _tight_rejection_rate(epsilon=2.0, delta=delta, classes=classes, canaries=canaries, alpha=2 * ALPHA)
+    assert at_level <= ALPHA < doubled, (at_level, doubled)
 
 
-def test_the_combined_p_value_is_below_a_level_where_the_combined_bound_exceeds_the_claim():
+def test_one_test_decides_each_claim_at_the_full_level_chosen_by_delta_alone():
+    """Steinke et al.'s at delta 0, the f-DP one above, each at 5% (no share for the other): the bound and p-value are
+    that module's own."""
+    counts = [[300, 280], [150, 150], [75, 75], [30, 30]]
+    assert canary_bound.menu_lower(counts, canaries=300, classes=10, delta=0.0) == \
+        (*empirical_epsilon.menu_lower(counts, canaries=300, classes=10), canary_bound.STEINKE)
+    for delta in (1e-5, 1e-3):
+        assert canary_bound.menu_lower(counts, canaries=300, classes=10, delta=delta) == \
+            (*fdp_one_run.menu_epsilon(counts, canaries=300, classes=10, delta=delta), canary_bound.FDP)
+        p, _, test = canary_bound.menu_p_value(counts, canaries=300, classes=10, epsilon=4.0, delta=delta)
+        assert test == canary_bound.FDP and p == fdp_one_run.menu_p_value(counts, canaries=300, classes=10,
+                                                                          epsilon=4.0, delta=delta)[0]
+
+
+def test_the_f_dp_p_value_is_rounded_up_so_it_rejects_at_its_own_value():
+    """A p-value below a level must mean the recursion rejects there: rounded up (rejects at p), to within 1% (not at
+    p / 1.01)."""
+    for guesses, right in ((300, 280), (150, 150), (75, 60)):
+        for epsilon in (1.0, 3.0):
+            p = fdp_one_run.p_value(guesses=guesses, right=right, canaries=300, classes=10, epsilon=epsilon,
+                                    delta=1e-3)
+            if not 1e-300 < p < 1:
+                continue
+            inverse = fdp_one_run.inverse_eps_delta(epsilon, 1e-3)
+            assert fdp_one_run.rejects(inverse, guesses=guesses, right=right, canaries=300, classes=10, alpha=p)
+            assert not fdp_one_run.rejects(inverse, guesses=guesses, right=right, canaries=300, classes=10,
+                                           alpha=p / 1.01)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-5, 1e-3])
+def test_every_guess_right_rejects_a_claim_at_the_canaries_it_needs_and_not_one_fewer(delta):
+    """The cap's correction, checked by the claim test the audit uses (tradeoff.epsilon.claim_test, A attacks, the
+    full menu, every guess right): at canaries_needed the claim is rejected at 5%, one canary fewer it is not."""
+    from vflpriv.tradeoff.epsilon import claim_test
+
+    for classes in (2, 10):
+        for attacks in (1, 3):
+            for claim in (1.0, 2.5, 4.0):
+                needed = canary_bound.canaries_needed(claim, classes=classes, attacks=attacks, delta=delta)
+                for m, rejected in ((needed, True), (needed - 1, False)):
+                    full = [max(1, math.ceil(share * m)) for share in empirical_epsilon.KEEP]  # repeats kept
+                    perfect = {f"a{i}": ([[k, k] for k in full], m) for i in range(attacks)}
+                    test = claim_test(perfect, planned=attacks, classes=classes, claim=claim, delta=delta)
+                    assert (test.p_value < ALPHA) is rejected and test.testable is rejected, \
+                        (classes, attacks, claim, m, test)
+
+
+def test_an_absurd_claim_is_refused_at_once_by_the_closed_form_cap():
+    """The pure cap at MAX_CANARIES bounds every cap up to there: a claim at or above it raises without a search
+    (binary canaries, delta 1e-5, five attacks: claims of 12.3 and 244 took 30 CPU s each before)."""
+    import time
+
+    ceiling = canary_bound.pure_cap(canaries=canary_bound.MAX_CANARIES, classes=2, attacks=5)
+    assert canary_bound.cap(canaries=canary_bound.MAX_CANARIES, classes=2, attacks=5, delta=1e-5) <= ceiling
+    assert canary_bound.pure_cap(canaries=300, classes=10, attacks=3) == pytest.approx(
+        canary_bound.cap(canaries=300, classes=10, attacks=3), abs=1e-6)
+    for claim in (12.3, 244.0):
+        start = time.process_time()
+        with pytest.raises(ValueError, match=r"no count of canaries up to 1000000 .*their cap is at most 12.0"):
+            canary_bound.canaries_needed(claim, classes=2, attacks=5, delta=1e-5)
+        assert time.process_time() - start < 0.5
+
+
+def test_the_chosen_test_s_p_value_is_below_a_level_where_its_bound_exceeds_the_claim():
     counts = [[300, 290], [150, 150], [75, 75], [30, 30]]
     for delta in (0.0, 1e-5, 1e-3):
         bound = canary_bound.menu_lower(counts, canaries=300, classes=10, delta=delta)
@@ -87,21 +152,23 @@ def _row(attack: str, counts, *, canaries: int, delta: float, epsilon: float = f
                 strength_stronger="higher")
 
 
-def test_the_pooled_worst_case_takes_the_better_bound_per_attack_over_the_planned_attacks():
+def test_the_pooled_worst_case_takes_the_chosen_test_per_attack_over_the_planned_attacks():
     """gc guessed 280 of 300 ten-class canaries at delta 1e-3, where Steinke et al.'s delta term certifies nothing and
-    the f-DP bound a lot; mc and similarity were planned and guessed none: the worst case is gc's better bound, each
-    test at 5% / (3 attacks x 2 tests), its row says which test, and gc's own row carries both at 5%."""
+    the f-DP bound a lot; mc and similarity were planned and guessed none: the worst case is gc's f-DP bound (the test
+    at delta > 0) at 5% / 3 attacks, its row says which test, its cap is the f-DP recursion's with every canary right
+    at 5% / (3 attacks x 4 menu entries), and gc's own row carries both at 5%."""
     gc = [[300, 280], [150, 150], [75, 75], [30, 30]]
     runs = [_row("gc", gc, canaries=300, delta=1e-3), _row("mc", None, canaries=300, delta=1e-3),
             _row("similarity", None, canaries=300, delta=1e-3)]
     table = epsilon_table(pd.DataFrame(runs)).set_index("attack")
     worst, alone = table.loc["worst-case"], table.loc["gc"]
-    level = ALPHA / (3 * 2)
+    level = ALPHA / 3
     fdp = fdp_one_run.menu_epsilon(gc, canaries=300, delta=1e-3, classes=10, alpha=level)[0]
     steinke = empirical_epsilon.menu_lower(gc, canaries=300, classes=10, delta=1e-3, alpha=level)[0]
     assert steinke < 1.0 < fdp and worst["planned_attacks"] == 3
     assert worst["epsilon_lower"] == pytest.approx(fdp) and worst["bound_test"] == canary_bound.FDP
-    assert worst["cap"] == pytest.approx(canary_bound.cap(canaries=300, classes=10, attacks=3, delta=1e-3))
+    assert worst["cap"] == pytest.approx(fdp_one_run.epsilon_lower(guesses=300, right=300, canaries=300, delta=1e-3,
+                                                                    classes=10, alpha=ALPHA / (3 * 4)))
     assert alone["epsilon_fdp"] == pytest.approx(fdp_one_run.menu_epsilon(gc, canaries=300, delta=1e-3,
                                                                           classes=10)[0])
     assert alone["epsilon_lower"] == empirical_epsilon.menu_lower(gc, canaries=300, classes=10, delta=1e-3)[0]
@@ -115,3 +182,5 @@ def test_at_delta_0_the_worst_case_is_steinke_s_at_the_attack_share_alone():
     worst = epsilon_table(pd.DataFrame(runs)).set_index("attack").loc["worst-case"]
     assert worst["epsilon_lower"] == empirical_epsilon.menu_lower(gc, canaries=300, classes=10, alpha=ALPHA / 2)[0]
     assert worst["bound_test"] == canary_bound.STEINKE
+    q = (ALPHA / (2 * 2)) ** (1 / 300)  # the exact test's cap, every canary right, 2 attacks x gc's 2 entries
+    assert worst["cap"] == pytest.approx(math.log(9 * q / (1 - q)), abs=1e-6)

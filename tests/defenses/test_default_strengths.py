@@ -27,7 +27,7 @@ def test_a_sweep_without_strengths_takes_the_defense_s_own_weak_to_strong(name):
 
 @pytest.mark.parametrize("data", [{}, {"method": {"name": "splitnn"}}, {"seeds": [0]}])
 def test_the_default_threat_model_sweeps_iso_s_defaults_when_no_defense_is_named(data):
-    from vflpriv.workflows.experiment import experiment_line
+    from vflpriv.workflows.headers import experiment_line
 
     experiment = ExperimentConfig.model_validate(data)  # `vflpriv evaluate --method X`: ISO, swept, no strengths
     assert experiment.swept.name == "iso" and experiment.strengths == [1.0, 5.0, 25.0]

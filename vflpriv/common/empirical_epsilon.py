@@ -33,8 +33,8 @@ attacks is what to report, and the number of canaries caps it: :func:`cap` is th
 certify with every canary guessed right, at the level the report really uses (the menu's and the attacks' Bonferroni
 shares; 100 binary canaries at 5% alone certify at most 3.5, 1000 at most 5.8; with the four-entry menu, 3.11 and
 5.43). A claim at or above the cap cannot be rejected by any outcome: it is untestable with those canaries.
-A claim is tested with the better of this bound and the f-DP one below (:mod:`vflpriv.common.canary_bound`, which
-argues why that needs no correction at delta 0 and halves the level of each at delta > 0), and its cap and the
+A claim is tested with this bound at delta 0 and with the f-DP one below at delta > 0, one test chosen by delta
+before any data, at the full level (:mod:`vflpriv.common.canary_bound`, which argues the choice), and its cap and the
 canaries a claim needs are that module's.
 
 :mod:`vflpriv.common.fdp_one_run` gives Mahloujifar et al.'s f-DP one-run bounds beside this one, for binary canaries

@@ -192,8 +192,9 @@ def menu_lower(counts: Sequence[Sequence[int]], *, canaries: int, delta: float, 
 @functools.lru_cache(maxsize=4096)
 def p_value(*, guesses: int, right: int, canaries: int, classes: int, epsilon: float, delta: float) -> float:
     """The smallest level at which the counts reject (epsilon, delta)-DP (1 where none does), found by bisection on
-    log10 of the level to 1% and rounded up, so a p-value below a level means the recursion rejects at that level
-    (it rejects at every level above one it rejects at: its start values grow with the level)."""
+    log10 of the level to a factor 1 + 3e-6 and rounded up, so a p-value below a level means the recursion rejects at
+    that level (it rejects at every level above one it rejects at: its start values grow with the level); so fine
+    that the cap, where the recursion starts to reject, and this p-value agree on claims a 1e-4 below it."""
     def rejected(log_level: float) -> bool:
         return rejects(inverse_eps_delta(epsilon, delta), guesses=guesses, right=right, canaries=canaries,
                        classes=classes, alpha=10.0 ** log_level)
@@ -203,7 +204,7 @@ def p_value(*, guesses: int, right: int, canaries: int, classes: int, epsilon: f
         return 1.0
     if rejected(low):
         return 10.0 ** low
-    while high - low > 0.004:  # keep rejected(high), not rejected(low)
+    while high - low > 1e-6:  # keep rejected(high), not rejected(low)
         mid = (low + high) / 2
         low, high = (low, mid) if rejected(mid) else (mid, high)
     return 10.0 ** high

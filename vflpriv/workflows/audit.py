@@ -172,7 +172,8 @@ def canaries(cfg: AuditConfig) -> int:
 
 def canaries_for_claims(cfg: AuditConfig) -> int:
     """Per training, the fewest canaries whose cap (every guess right, pooled over the seeds, each of the audit's
-    attacks at 5%/A with the full menu) exceeds every epsilon the audit's DP strengths claim; 0 without a claim."""
+    planned label attacks at 5%/A with the full menu: the share the claim test gives them) exceeds every epsilon the
+    audit's DP strengths claim; 0 without a claim."""
     from vflpriv.common.canary_bound import canaries_needed
     from vflpriv.runner.planning import plan_training
 
@@ -180,7 +181,8 @@ def canaries_for_claims(cfg: AuditConfig) -> int:
     if not claims:
         return 0
     classes = 2 if cfg.partition.canary_labels == "pair" else plan_training(cfg.training()).scenario.dataset.num_classes
-    attacks = len(cfg.audit.attacks or ATTACKS.names())
+    attacks = sum(getattr(ATTACKS.get(n), "secret", "labels") == "labels"  # feature attacks guess no canary
+                  for n in cfg.audit.attacks or default_attacks(cfg.audit.profile))
     pooled = [canaries_needed(eps, classes=classes, attacks=attacks, delta=delta) for eps, delta in claims]
     return -(-max(pooled) // len(cfg.seeds))
 
