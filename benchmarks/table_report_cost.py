@@ -7,13 +7,14 @@ process, and takes the children's CPU seconds (steadier than wall time on a shar
 is compared byte for byte; in ``report.html`` the ``generated`` time and the vflpriv version (the base's export has no
 git metadata) are masked, nothing else.
 
-    python benchmarks/table_report_cost.py STORE [--base main] [--repeats 3]
+    python benchmarks/table_report_cost.py STORE [--base main] [--new HEAD] [--repeats 3]
     python benchmarks/table_report_cost.py STORE --profile table      # this checkout in-process under cProfile
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import resource
 import subprocess
@@ -52,8 +53,8 @@ def run(path: Path, command: str, store: Path, out: Path) -> tuple[float, float]
     """(CPU seconds, wall seconds) of ``vflpriv COMMAND STORE --out OUT`` importing vflpriv from ``path``."""
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "vflpriv", command, str(store), "--out", str(out)],
-                          env={"PYTHONPATH": str(path), "PATH": "/usr/bin:/bin", "HOME": str(out.parent),
-                               "MPLCONFIGDIR": str(out.parent / "mpl"), "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}, capture_output=True, text=True)
+                          env={**os.environ, "PYTHONPATH": str(path), "MPLBACKEND": "Agg"}, capture_output=True,
+                          text=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
@@ -81,6 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("store", type=Path)
     parser.add_argument("--base", default="main", help="git revision to compare with (default main)")
+    parser.add_argument("--new", help="git revision to measure (default: this checkout's working tree)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", choices=COMMANDS, help="profile one command of this checkout instead")
     args = parser.parse_args()
@@ -89,7 +91,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="table-cost-") as tmp:
         tmp = Path(tmp)
         sides = {"base": assemble(export(args.base, tmp / "base"), tmp / "base" / "path"),
-                 "new": assemble(ROOT, tmp / "new" / "path")}
+                 "new": assemble(export(args.new, tmp / "new") if args.new else ROOT, tmp / "new" / "path")}
         cpu: dict[tuple[str, str], list[float]] = {(s, c): [] for s in sides for c in COMMANDS}
         wall: dict[tuple[str, str], list[float]] = {(s, c): [] for s in sides for c in COMMANDS}
         differ: set[str] = set()
@@ -103,8 +105,8 @@ def main() -> None:
                     cpu[side, command].append(seconds)
                     wall[side, command].append(elapsed)
                 differ |= {f"{command}: {d}" for d in differences(outs["base"], outs["new"])}
-        print(f"# vflpriv table / report on {args.store}: {args.base} against this checkout, {args.repeats} repeats "
-              "interleaved\n")
+        print(f"# vflpriv table / report on {args.store}: {args.base} against {args.new or 'this checkout'}, "
+              f"{args.repeats} repeats interleaved\n")
         print("| command | base CPU s | new CPU s | CPU ratio new/base | base wall s | new wall s |")
         print("|---|---|---|---|---|---|")
         for command in COMMANDS:
