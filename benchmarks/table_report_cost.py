@@ -51,10 +51,14 @@ def export(revision: str, into: Path) -> Path:
 
 def run(path: Path, command: str, store: Path, out: Path) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of ``vflpriv COMMAND STORE --out OUT`` importing vflpriv from ``path``."""
+    check = subprocess.run([sys.executable, "-c", "import vflpriv.reports.results as r; print(r.__file__)"],
+                           env={**os.environ, "PYTHONPATH": str(path)}, capture_output=True, text=True, cwd=out.parent)
+    if not check.stdout.startswith(str(path)):
+        sys.exit(f"error: vflpriv under {path} imports {check.stdout.strip() or check.stderr[-500:]} instead")
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "vflpriv", command, str(store), "--out", str(out)],
                           env={**os.environ, "PYTHONPATH": str(path), "MPLBACKEND": "Agg"}, capture_output=True,
-                          text=True)
+                          text=True, cwd=out.parent)  # not a checkout: ``-m`` puts the working directory first
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
@@ -120,7 +124,7 @@ def main() -> None:
 
 
 def profile(command: str, store: Path, top: int = 40) -> None:
-    """Print the functions ``vflpriv COMMAND STORE`` spends most cumulative time in (typer's CliRunner, this process)."""
+    """Print where ``vflpriv COMMAND STORE`` spends its time, by cumulative time (typer's CliRunner, this process)."""
     import cProfile
     import io
     import pstats
