@@ -74,3 +74,20 @@ def test_an_auditor_that_asks_for_a_canary_s_row_is_refused_by_the_engine():
     assert CombinedHooks(TrainingHooks(), DefensePoints(), Asking([0, 1, 3]), hidden=hidden).audit_update(update)
     with pytest.raises(ProtocolError, match="canary"):
         CombinedHooks(TrainingHooks(), DefensePoints(), Asking([1, 2]), hidden=hidden).audit_update(update)
+
+
+def test_a_plugin_defense_whose_backward_takes_no_known_still_runs_where_no_auditor_asks():
+    """``known`` is passed only where an auditor asks: a plugin's ``backward`` written before it keeps working."""
+    from vflpriv.engine.hooks import DefenseChain
+
+    class WrittenBefore:
+        calls = 0
+
+        def backpropagates(self):
+            return True
+
+        def backward(self, losses, params, leaves, ids):
+            WrittenBefore.calls += 1
+
+    DefenseChain([WrittenBefore()]).backward(torch.ones(2), [], {}, torch.arange(2))
+    assert WrittenBefore.calls == 1
