@@ -12,7 +12,8 @@ update, the defense's release (every parameter's ``.grad`` and every received em
 and, after it, the auditor's scores and the canary audit's fields of the record (counts, guesses, every bound).
 Before the clock starts, each child imports what the first per-sample gradient of a process imports (torch's
 ``autograd.grad`` with ``grad_outputs`` imports sympy, 0.27 CPU s; the old code had imported it with opacus in its
-planning, the new imports no opacus), so that the figure is the training's own, not a one-off import's.
+planning; the branch measured here imported no opacus, a change withdrawn at its merge), so that the figure is the
+training's own, not a one-off import's.
 The parent compares the two checkouts' saves: the released gradients' largest absolute difference and the scores'
 (0 where bit for bit), and whether every auditor field is identical.
 """

@@ -174,6 +174,9 @@ class EmbeddingDP(PassiveDefense):
         if not self.options.private_bottom:
             uses.append("options.private_bottom=false: the victim's bottom trains on its features without DP-SGD, so "
                         "every later row depends on every sample's features through its parameters")
+        elif PASSIVE_BACKWARD not in self.called:  # the claim needs every update of the bottom inside the mechanism
+            uses.append("its finetuning calls no passive-backward point, so any update of the victim's bottom there "
+                        "runs without DP-SGD")
         return "; ".join(uses) + (": outside embedding-dp's mechanism, so no training epsilon" if uses else "")
 
     def passive_bottom(self, party: int, bottom: nn.Module) -> nn.Module:

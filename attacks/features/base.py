@@ -47,6 +47,10 @@ class FeatureAttack(Attack):
             return "attack.options.image_metrics: PSNR and SSIM score images; the victim's features are tabular"
         return ""
 
+    def known_needed(self, *, tuned: bool) -> tuple[int, str]:
+        """The fewest known samples these options learn from, and why (the planner refuses a partition with fewer)."""
+        return 2, "it learns its reconstruction from at least 2 known samples"
+
     def image_scores(self, spec: PartySpec) -> bool:
         """Whether its records get PSNR and SSIM."""
         wanted = getattr(self.options, "image_metrics", None)

@@ -70,6 +70,14 @@ class FeatureInversion(FeatureAttack):
     #: The audit's quick settings: many trainings, each with its inversion.
     audit_options: ClassVar[dict] = {"steps": 30, "surrogate_epochs": 30}
 
+    def known_needed(self, *, tuned: bool) -> tuple[int, str]:
+        """``stop: held-out`` withholds a quarter of the known samples (at least 1) and fits on at least 2; tuned, each
+        trial sees the known samples less the search's own quarter: 4 known samples leave a trial the 3 it needs."""
+        if self.options.stop != "held-out":
+            return super().known_needed(tuned=tuned)
+        return (4 if tuned else 3), ("stop: held-out withholds at least 1 known sample and fits on at least 2"
+                                     + (", in every tuning trial (which sees three quarters of them)" if tuned else ""))
+
     def infer(self, view: FeatureView) -> dict[str, Reconstruction]:
         held = None
         if self.options.stop == "held-out":

@@ -54,3 +54,40 @@ def test_the_known_rows_sum_the_defense_hands_the_auditor_is_theirs_alone(monkey
     monkeypatch.setattr(gradient_lrt.GradientLRT, "audit_update", spy)
     train(plan(_config(local_updates)))
     assert len(checked) >= 2 * 5 * local_updates - 2 and sum(checked) > 0  # nearly every update holds a canary
+
+
+def test_an_auditor_that_asks_for_a_canary_s_row_is_refused_by_the_engine():
+    """The defense computes the asked rows' gradients from their true labels: an auditor asking for a canary's row
+    would read the label it is to infer (a plugin did: 19 of 19 canaries at sigma 1000). The engine refuses it."""
+    from vflpriv.common.errors import ProtocolError
+    from vflpriv.engine.hooks import ActiveUpdate, AuditRead, CombinedHooks, DefensePoints, TrainingHooks
+
+    class Asking:
+        def __init__(self, positions):
+            self.positions = torch.tensor(positions)
+
+        def audit_update(self, update):
+            return AuditRead(known=self.positions, released=lambda sums: None)
+
+    update = ActiveUpdate(ids=torch.tensor([10, 11, 12, 13]), logits=torch.zeros(4, 3), params=[], leaves={})
+    hidden = torch.tensor([12, 40])
+    assert CombinedHooks(TrainingHooks(), DefensePoints(), Asking([0, 1, 3]), hidden=hidden).audit_update(update)
+    with pytest.raises(ProtocolError, match="canary"):
+        CombinedHooks(TrainingHooks(), DefensePoints(), Asking([1, 2]), hidden=hidden).audit_update(update)
+
+
+def test_a_plugin_defense_whose_backward_takes_no_known_still_runs_where_no_auditor_asks():
+    """``known`` is passed only where an auditor asks: a plugin's ``backward`` written before it keeps working."""
+    from vflpriv.engine.hooks import DefenseChain
+
+    class WrittenBefore:
+        calls = 0
+
+        def backpropagates(self):
+            return True
+
+        def backward(self, losses, params, leaves, ids):
+            WrittenBefore.calls += 1
+
+    DefenseChain([WrittenBefore()]).backward(torch.ones(2), [], {}, torch.arange(2))
+    assert WrittenBefore.calls == 1

@@ -100,3 +100,10 @@ def test_a_plugin_method_whose_traffic_is_set_per_instance_gets_the_default_name
                                                                                               None)
     finally:
         METHODS._extra.pop("per-instance-traffic")
+
+
+def test_a_stored_run_of_a_method_not_installed_here_is_named_by_its_defense_s_default():
+    """``vflpriv table`` reads method names from stored records: a plugin uninstalled since must not fail it."""
+    from vflpriv.tradeoff.variants import acts_on
+
+    assert acts_on("sparsify", "finetune", None, method="no-such-plugin") == acts_on("sparsify", "finetune", None)

@@ -32,6 +32,11 @@ REFUSED = [
     (["--attack", "fi-decoder", "--set", "dataset.name=breast-cancer", "--set", "dataset.max_samples=60", "--set",
       "partition.aligned_fraction=0.2", "--set", "partition.labeled=10", "--set", "partition.aux=2"],
      "at least 2 known samples; this partition leaves the adversary 1"),
+    # fi-inversion's held-out step with too few known samples to withhold any (it ran the last step silently)
+    (["--attack", "fi-inversion", "--set", "attack.options.stop=held-out", "--set", "partition.aux_features=2"],
+     "fits on at least 2; this partition leaves the adversary 2; set partition.aux_features=3"),
+    (["--attack", "fi-inversion", "--set", "attack.options.stop=held-out", "--set", "attack.tune=true", "--set",
+      "partition.aux_features=3"], "in every tuning trial (which sees three quarters of them); this partition leaves"),
 ]
 
 AUDIT_REFUSED = [

@@ -178,3 +178,22 @@ def test_the_audit_pairs_the_feature_defenses_that_act_there_with_the_feature_at
     reasons = {s.defense: s.reason for s in skipped}
     for name in set(FEATURE_DEFENSES) - paired:
         assert "has no passive training in finetuning" in reasons[name], reasons
+
+
+def test_embedding_dp_claims_no_training_epsilon_where_the_loop_calls_no_dp_sgd_point_even_if_no_feature_use_is_declared():
+    """A plugin built on one-shot VFL that declares no feature use (its FixMatch training goes through the passive loss
+    point, which the guide says need not be declared): its bottom trains without DP-SGD, so no training epsilon (the
+    review measured 16.51 printed)."""
+    from vflpriv.config.registry import METHODS
+
+    class Undeclared(METHODS.get("oneshot")):
+        def feature_uses(self):
+            return ()
+
+    METHODS.register("oneshot-undeclared", Undeclared)
+    try:
+        p, _ = build_federation(_config("oneshot-undeclared", _defended("embedding-dp", 1.0)))
+        (defense,) = p.defenses
+        assert "calls no passive-backward point" in defense.uncovered
+    finally:
+        METHODS._extra.pop("oneshot-undeclared")

@@ -70,6 +70,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from vflpriv.common.errors import ProtocolError
+
 #: Hook point names, as methods declare them in ``supports`` and attacks and defenses in what they need.
 PASSIVE_STEP = "observe:passive-step"
 PASSIVE_OPTIMIZER = "act:passive-optimizer"
@@ -307,7 +309,8 @@ class TrainingHooks(DefensePoints):
         return make()
 
     def audit_update(self, update: ActiveUpdate) -> AuditRead | None:
-        """Called before a private update of the active party; returns what to call once it is released, or None."""
+        """Called before a private update of the active party; returns what the auditor reads of it (:class:`AuditRead`:
+        the known rows whose clipped sum it wants, and what to call once the update is released), or None."""
         return None
 
     def audit_embeddings(self, ids: torch.Tensor, local: list[torch.Tensor], top: nn.Module) -> list[torch.Tensor]:
@@ -318,13 +321,21 @@ class TrainingHooks(DefensePoints):
 
 class CombinedHooks(TrainingHooks):
     """The adversary's points from ``adversary``, the active party's from ``defenses``, the audit's from ``auditor`` (an
-    object with ``audit_update``, or None): one ``fed.hooks``."""
+    object with ``audit_update``, or None): one ``fed.hooks``. ``hidden``: the training ids whose labels the auditor
+    must not read (its canaries'), which no :class:`AuditRead` may ask the defense's gradients of."""
 
-    def __init__(self, adversary: TrainingHooks, defenses: DefensePoints, auditor: Any = None):
-        self.adversary, self.defenses, self.auditor = adversary, defenses, auditor
+    def __init__(self, adversary: TrainingHooks, defenses: DefensePoints, auditor: Any = None,
+                 hidden: torch.Tensor | None = None):
+        self.adversary, self.defenses, self.auditor, self.hidden = adversary, defenses, auditor, hidden
 
     def audit_update(self, update: ActiveUpdate) -> AuditRead | None:
-        return None if self.auditor is None else self.auditor.audit_update(update)
+        """The auditor's read, refused where it names a hidden row: the defense computes the rows' gradients from
+        their true labels, so a canary's clipped sum would hand the auditor the label it is to infer."""
+        read = None if self.auditor is None else self.auditor.audit_update(update)
+        if read is not None and self.hidden is not None and bool(torch.isin(update.ids[read.known], self.hidden).any()):
+            raise ProtocolError("the auditor asked for the defense's clipped gradients of a canary's row, whose label "
+                                "is hidden from it")
+        return read
 
     def audit_embeddings(self, ids, local, top):
         return local if self.auditor is None else self.auditor.audit_embeddings(ids, local, top)

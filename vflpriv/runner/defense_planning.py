@@ -138,12 +138,13 @@ def message_kinds(cls, method: Method, *, party: int | None, phase: str, kinds: 
 def unset_kinds(name: str, method: str, *, party: int | None, phase: str) -> list[str] | None:
     """The kinds message defense ``name`` protects in ``method``'s ``phase`` when none are given (what the tables
     name its configuration by); None for a defense of another kind, or one the planner refuses there."""
-    cls, plugin = DEFENSES.get(name), METHODS.get(method)
+    cls = DEFENSES.get(name)
     if cls.hook_points & (DEFENSE_POINTS | PASSIVE_POINTS) or LABELS in cls.supported_kinds:
         return None
-    if not isinstance(getattr(plugin, "sends", None), (set, frozenset)):  # set per instance (a property): unknown here
-        return None
-    try:
+    try:  # a stored run's method may be a plugin not installed here
+        plugin = METHODS.get(method)
+        if not isinstance(getattr(plugin, "sends", None), (set, frozenset)):  # set per instance: unknown here
+            return None
         return message_kinds(cls, plugin, party=party, phase=phase, kinds=None, name=name, method_name=method)[1]
     except VflprivError:
         return None

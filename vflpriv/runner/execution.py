@@ -203,7 +203,8 @@ def build_federation(p: Plan, *, transforms: list | None = None) -> Federation:
         parties=make_parties(scenario, p.device), aligned=scenario.aligned.to(p.device), channel=channel,
         num_classes=scenario.dataset.num_classes, model=cfg.model, finetune=cfg.finetune,
         generator=generator(cfg.seed, "method"), device=p.device,
-        hooks=CombinedHooks(adversary_hooks(p), DefenseChain(p.defenses), p.auditor) if transforms is None
+        hooks=CombinedHooks(adversary_hooks(p), DefenseChain(p.defenses), p.auditor,
+                            hidden=None if p.auditor is None else scenario.canaries.to(p.device)) if transforms is None
         else TrainingHooks(),
     )
     for defense in p.defenses if transforms is None else ():  # label defenses relabel now; Marvell keeps labels

@@ -266,11 +266,13 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     reason = attack.incompatible(method.declared(run, num_classes=dataset.num_classes), num_classes=dataset.num_classes)
     if reason:
         raise IncompatibleError(f"attack '{cfg.name}': {reason}")
-    if attack.secret == "features" and (known := p.scenario.aux_features.numel()) < 2:  # failed after the training
-        raise IncompatibleError(f"attack '{cfg.name}' learns its reconstruction from at least 2 known samples; this "
-                                f"partition leaves the adversary {known} (partition.aux_features unset: 10% of the "
-                                "aligned samples, at most half of those the active party trains on); set "
-                                "partition.aux_features=2 or more, or raise partition.aligned_fraction")
+    if attack.secret == "features":  # too few known samples failed (or silently did less) after the training
+        needed, why = attack.known_needed(tuned=cfg.tune)
+        if (known := p.scenario.aux_features.numel()) < needed:
+            unset = (" (partition.aux_features unset: 10% of the aligned samples, at most half of those the active "
+                     "party trains on)") if run.partition.aux_features is None else ""
+            raise IncompatibleError(f"attack '{cfg.name}': {why}; this partition leaves the adversary {known}{unset}; "
+                                    f"set partition.aux_features={needed} or more, or raise partition.aligned_fraction")
     if run.partition.aux == 0 and attack.needs_aux:
         raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")
     return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), space, adversary=adversary)

@@ -150,8 +150,8 @@ def _defense(name: str, cls: Any) -> Description:
              "no message in transit: what a passive party's embeddings carry, at that party's own points"
              if cls.hook_points & PASSIVE_POINTS else "no message")
     optional = getattr(cls, "optional_points", frozenset())
-    acts = ", ".join(sorted(cls.hook_points)) + (f" ({', '.join(sorted(optional))} where the method's training calls "
-                                                 "it)" if optional else "")
+    acts = ", ".join(f"{p} (where the method's training calls it)" if p in optional else p
+                     for p in sorted(cls.hook_points))
     facts = {"acts at": acts, "follows": cls.anchor or "vflpriv's own",
              "strength": f"{axis.name} in [{axis.low:g}, {axis.high:g}], {axis.stronger} protects more, "
                          f"identity {axis.identity:g}",
