@@ -49,14 +49,14 @@ def export(revision: str, into: Path) -> Path:
     return src
 
 
-def run(path: Path, command: str, store: Path, out: Path) -> tuple[float, float]:
+def run(path: Path, command: str, store: Path, out: Path, *extra: str) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of ``vflpriv COMMAND STORE --out OUT`` importing vflpriv from ``path``."""
     check = subprocess.run([sys.executable, "-c", "import vflpriv.reports.results as r; print(r.__file__)"],
                            env={**os.environ, "PYTHONPATH": str(path)}, capture_output=True, text=True, cwd=out.parent)
     if not check.stdout.startswith(str(path)):
         sys.exit(f"error: vflpriv under {path} imports {check.stdout.strip() or check.stderr[-500:]} instead")
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "vflpriv", command, str(store), "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "vflpriv", command, str(store), "--out", str(out), *extra],
                           env={**os.environ, "PYTHONPATH": str(path), "MPLBACKEND": "Agg"}, capture_output=True,
                           text=True, cwd=out.parent)  # not a checkout: ``-m`` puts the working directory first
     wall = time.perf_counter() - start
@@ -88,6 +88,7 @@ def main() -> None:
     parser.add_argument("--base", default="main", help="git revision to compare with (default main)")
     parser.add_argument("--new", help="git revision to measure (default: this checkout's working tree)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", metavar="ATTACK", help="both commands with --attack ATTACK (one secret's records)")
     parser.add_argument("--profile", choices=COMMANDS, help="profile one command of this checkout instead")
     args = parser.parse_args()
     if args.profile:
@@ -105,7 +106,8 @@ def main() -> None:
                 outs = {}
                 for side in order:
                     outs[side] = tmp / f"{side}-{command}-{repeat}"
-                    seconds, elapsed = run(sides[side], command, args.store.resolve(), outs[side])
+                    seconds, elapsed = run(sides[side], command, args.store.resolve(), outs[side],
+                                           *(["--attack", args.only] if args.only else []))
                     cpu[side, command].append(seconds)
                     wall[side, command].append(elapsed)
                 differ |= {f"{command}: {d}" for d in differences(outs["base"], outs["new"])}

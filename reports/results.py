@@ -102,11 +102,11 @@ def tables(results: pd.DataFrame, computed: Computed | None = None) -> list[Tabl
             + epsilon_tables(runs))  # the variants named without the canary-free controls
 
 
-def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
+def write_tables(results: pd.DataFrame, out: Path, computed: Computed | None = None) -> list[Table]:
     """cap_tables.{md,tex,csv}: the CAP tables, the Table XI rows, the leakage and the references, in each format;
-    leakage.csv and epsilon_table.csv beside."""
+    leakage.csv and epsilon_table.csv beside (from ``computed``, the records' :class:`Computed`, where given)."""
     out.mkdir(parents=True, exist_ok=True)
-    done = Computed.of(results)
+    done = computed or Computed.of(results)
     found = tables(results, done)
     runs = done.runs
     (out / "cap_tables.md").write_text("\n".join(t.markdown() for t in found))
@@ -130,12 +130,13 @@ def labels_of(results: pd.DataFrame) -> pd.DataFrame:
     return results[results["secret"] != "features"] if "secret" in results else results
 
 
-def _labels(results: pd.DataFrame, out: Path, formats: tuple[str, ...]) -> Section | None:
-    """The labels' section, with one figure per (attack, phase) written in ``formats`` (PNG embedded)."""
+def _labels(results: pd.DataFrame, out: Path, formats: tuple[str, ...], computed: Computed) -> Section | None:
+    """The labels' section, with one figure per (attack, phase) written in ``formats`` (PNG embedded); ``computed``
+    (the records') serves where every record is a label attack's."""
     labels = labels_of(results)
     if labels.empty:
         return None
-    done = Computed.of(labels)
+    done = computed if len(labels) == len(results) else Computed.of(labels)
     summary = done.summary
     written = tradeoff_figures(summary, out, formats=tuple(dict.fromkeys(("png", *formats))), by_defense=True,
                                dpi=REPORT_DPI) if not summary.empty else []
@@ -143,27 +144,29 @@ def _labels(results: pd.DataFrame, out: Path, formats: tuple[str, ...]) -> Secti
     return labels_section(labels, done.rows, done.caps, figures)
 
 
-def _features(results: pd.DataFrame, out: Path, formats: tuple[str, ...]) -> Section | None:
+def _features(results: pd.DataFrame, out: Path, formats: tuple[str, ...], computed: Computed) -> Section | None:
+    """The features' section (``reports.features``: it reads the records, not ``computed``)."""
     body = feature_html(results, out)
     return Section("features", "Secret: the victims' features", body) if body else None
 
 
-#: The secrets a report has a section for, in the order of the page: each builds its section from the records (None
-#: where the store holds none of its attacks).
+#: The secrets a report has a section for, in the order of the page: each builds its section from the records and
+#: their :class:`Computed` (None where the store holds none of its attacks).
 SECRETS = [_labels, _features]
 
 
 def write_report(results: pd.DataFrame, out: Path, *, store: Path, formats: tuple[str, ...] = ("png",)) -> Path:
     """report.html (self-contained), next to the tables and one figure per (attack, phase) in ``formats`` (PNG
     always: the page embeds it)."""
-    write_tables(results, out)
+    done = Computed.of(results)
+    write_tables(results, out, done)
     context = {"results store": str(store), "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                "versions": versions()}
     damaged = results.attrs.get("damaged", [])
     if damaged:
         context["damaged records left out"] = "; ".join(f"run {key}: {problem}" for key, problem in damaged)
-    sections = [section for make in SECRETS if (section := make(results, out, formats)) is not None]
-    reference = reference_table(attack_runs(results))
+    sections = [section for make in SECRETS if (section := make(results, out, formats, done)) is not None]
+    reference = reference_table(done.runs)
     if reference is not None:
         sections.append(Section("references", "Non-federated references", reference.html()))
     page = render_report(results, title="vflpriv results", context=context, sections=sections)
