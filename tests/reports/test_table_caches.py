@@ -54,3 +54,20 @@ def test_two_stores_read_in_one_process_each_get_their_own_tables(tmp_path):
     for folder, leaked in (("read", 0.9), ("chance", 0.0)):  # gc's own leakage, 27 or 0 of 30 targets beyond the prior
         rows = pd.read_csv(tmp_path / folder / "leakage.csv")
         assert rows.loc[rows["attack"] == "gc", "leakage"].tolist() == [leaked] * 2
+
+
+def test_the_report_s_labels_section_is_made_of_the_label_records_alone(tmp_path):
+    """Where the records hold a feature attack too, the records' computed tables are not the labels section's: it is
+    the same as the label records' own report gives."""
+    from vflpriv.reports.results import Computed, _labels
+
+    labels = _records(30)
+    errors = json.dumps([0.05] * 30)
+    features = labels[labels["attack"] == "gc"].assign(
+        attack="fi-decoder", secret="features", adversary="active", victim=1, key=lambda f: "f" + f["key"],
+        attack_accuracy=float("nan"), prior_accuracy=float("nan"), attack_hits="", prior_hits="", canaries=0,
+        canary_counts="", feature_mse=0.05, prior_mse=0.1, attack_errors=errors, prior_errors=json.dumps([0.1] * 30))
+    both = with_variants(pd.concat([labels, features], ignore_index=True).drop(columns=["variant"]))
+    mixed = _labels(both, tmp_path, ("png",), Computed.of(both))
+    alone = _labels(labels, tmp_path, ("png",), Computed.of(labels))
+    assert mixed.html() == alone.html() and "fi-decoder" not in mixed.html()
