@@ -17,8 +17,9 @@ import pandas as pd
 from vflpriv.reports.features import NOTE as FEATURE_NOTE
 from vflpriv.reports.paper_tables import Table, natural
 from vflpriv.reports.tables import roles, who
-from vflpriv.tradeoff.cap import WORST, strength_label
-from vflpriv.tradeoff.leakage import FEATURE_MARGIN, MARGIN, falls_to_prior, leakage_test, measured, verdict_rule
+from vflpriv.tradeoff.cap import WORST, narrowed, strength_label
+from vflpriv.tradeoff.leakage import (FEATURE_MARGIN, MARGIN, TEST_COLUMNS, falls_to_prior, leakage_test, measured,
+                                      verdict_rule)
 from vflpriv.tradeoff.variants import with_variants
 
 CELL = ["method", "dataset", "attack", "defense", "phase"]
@@ -42,6 +43,8 @@ def leakage_rows(results: pd.DataFrame, *, margin: float = MARGIN) -> pd.DataFra
         return pd.DataFrame()
     ok = with_variants(ok.drop(columns=["variant"], errors="ignore"))
     who_keys = ["secret", *roles(ok)] if roles(ok) else []  # a feature attack by two adversaries: two rows
+    ok = narrowed(ok, [*CELL, *who_keys, "variant", "strength", "strength_stronger", "strength_axis", "utility",
+                       *TEST_COLUMNS])
     rows = []
     for keys, group in ok.groupby([*CELL, *who_keys, "variant", "strength"], sort=False):
         test = leakage_test(group, margin=margin)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from vflpriv.store.folders import kind_of, shown
 from vflpriv.store.provenance import versions
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import read_store
-from vflpriv.tradeoff.cap import cap_table, strength_summary
+from vflpriv.tradeoff.cap import cap_table, strength_summary, with_worst_case
 from vflpriv.tradeoff.epsilon import epsilon_table
 from vflpriv.tradeoff.variants import with_variants
 
@@ -70,33 +71,50 @@ def attack_runs(results: pd.DataFrame) -> pd.DataFrame:
     return kept
 
 
-def tables(results: pd.DataFrame) -> list[Table]:
+@dataclass(frozen=True)
+class Computed:
+    """What the tables of one set of records are made of, computed once: the attack runs (:func:`attack_runs`) with
+    their worst case (``tradeoff.cap.with_worst_case``), CAP, the per-strength summary and the leakage rows."""
+
+    runs: pd.DataFrame
+    caps: pd.DataFrame
+    summary: pd.DataFrame
+    rows: pd.DataFrame
+
+    @classmethod
+    def of(cls, results: pd.DataFrame) -> Computed:
+        runs = attack_runs(results)
+        worst = with_worst_case(runs)  # cap_table and strength_summary add it where absent: once here
+        return cls(runs, cap_table(worst), strength_summary(worst), leakage_rows(runs))
+
+
+def tables(results: pd.DataFrame, computed: Computed | None = None) -> list[Table]:
     """The tables of ``vflpriv table``: CAP (methods x datasets per attack, defense and phase; none without a defense),
     T-DCS, Table XI's strength rows, per secret the weakest strength at which each attack falls to the prior, the
     leakage of every setting, the references, the empirical epsilon."""
-    runs = attack_runs(results)
-    caps = cap_table(runs)
-    found = [*cap_tables(caps), *t_dcs_tables(caps), *strength_tables(strength_summary(runs)),
+    done = computed or Computed.of(results)
+    runs = done.runs
+    found = [*cap_tables(done.caps), *t_dcs_tables(done.caps), *strength_tables(done.summary),
              *prior_strength_tables(runs)]
-    leakage = leakage_tables(leakage_rows(runs))
+    leakage = leakage_tables(done.rows)
     reference = reference_table(runs)
     return (found + leakage + ([reference] if reference is not None else [])
             + epsilon_tables(runs))  # the variants named without the canary-free controls
 
 
-def write_tables(results: pd.DataFrame, out: Path) -> list[Table]:
+def write_tables(results: pd.DataFrame, out: Path, computed: Computed | None = None) -> list[Table]:
     """cap_tables.{md,tex,csv}: the CAP tables, the Table XI rows, the leakage and the references, in each format;
-    leakage.csv and epsilon_table.csv beside."""
+    leakage.csv and epsilon_table.csv beside (from ``computed``, the records' :class:`Computed`, where given)."""
     out.mkdir(parents=True, exist_ok=True)
-    found = tables(results)
-    runs = attack_runs(results)
+    done = computed or Computed.of(results)
+    found = tables(results, done)
+    runs = done.runs
     (out / "cap_tables.md").write_text("\n".join(t.markdown() for t in found))
     (out / "cap_tables.tex").write_text("\n".join(t.latex() for t in found))
-    cap_csv(cap_table(runs)).to_csv(out / "cap_tables.csv", index=False)
-    strength_rows(strength_summary(runs)).to_csv(out / "strength_rows.csv", index=False)
-    rows = leakage_rows(runs)
-    if not rows.empty:
-        rows.to_csv(out / "leakage.csv", index=False)
+    cap_csv(done.caps).to_csv(out / "cap_tables.csv", index=False)
+    strength_rows(done.summary).to_csv(out / "strength_rows.csv", index=False)
+    if not done.rows.empty:
+        done.rows.to_csv(out / "leakage.csv", index=False)
     empirical = epsilon_table(runs[runs["canaries"] > 0])
     if not empirical.empty:
         empirical.to_csv(out / "epsilon_table.csv", index=False)
@@ -112,40 +130,43 @@ def labels_of(results: pd.DataFrame) -> pd.DataFrame:
     return results[results["secret"] != "features"] if "secret" in results else results
 
 
-def _labels(results: pd.DataFrame, out: Path, formats: tuple[str, ...]) -> Section | None:
-    """The labels' section, with one figure per (attack, phase) written in ``formats`` (PNG embedded)."""
+def _labels(results: pd.DataFrame, out: Path, formats: tuple[str, ...], computed: Computed) -> Section | None:
+    """The labels' section, with one figure per (attack, phase) written in ``formats`` (PNG embedded); ``computed``
+    (the records') serves where every record is a label attack's."""
     labels = labels_of(results)
     if labels.empty:
         return None
-    runs = attack_runs(labels)
-    summary = strength_summary(runs)
+    done = computed if len(labels) == len(results) else Computed.of(labels)
+    summary = done.summary
     written = tradeoff_figures(summary, out, formats=tuple(dict.fromkeys(("png", *formats))), by_defense=True,
                                dpi=REPORT_DPI) if not summary.empty else []
     figures = {_figure_key(path, summary): path for path in written if path.suffix == ".png"}
-    return labels_section(labels, leakage_rows(runs), cap_table(runs), figures)
+    return labels_section(labels, done.rows, done.caps, figures)
 
 
-def _features(results: pd.DataFrame, out: Path, formats: tuple[str, ...]) -> Section | None:
+def _features(results: pd.DataFrame, out: Path, formats: tuple[str, ...], computed: Computed) -> Section | None:
+    """The features' section (``reports.features``: it reads the records, not ``computed``)."""
     body = feature_html(results, out)
     return Section("features", "Secret: the victims' features", body) if body else None
 
 
-#: The secrets a report has a section for, in the order of the page: each builds its section from the records (None
-#: where the store holds none of its attacks).
+#: The secrets a report has a section for, in the order of the page: each builds its section from the records and
+#: their :class:`Computed` (None where the store holds none of its attacks).
 SECRETS = [_labels, _features]
 
 
 def write_report(results: pd.DataFrame, out: Path, *, store: Path, formats: tuple[str, ...] = ("png",)) -> Path:
     """report.html (self-contained), next to the tables and one figure per (attack, phase) in ``formats`` (PNG
     always: the page embeds it)."""
-    write_tables(results, out)
+    done = Computed.of(results)
+    write_tables(results, out, done)
     context = {"results store": str(store), "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                "versions": versions()}
     damaged = results.attrs.get("damaged", [])
     if damaged:
         context["damaged records left out"] = "; ".join(f"run {key}: {problem}" for key, problem in damaged)
-    sections = [section for make in SECRETS if (section := make(results, out, formats)) is not None]
-    reference = reference_table(attack_runs(results))
+    sections = [section for make in SECRETS if (section := make(results, out, formats, done)) is not None]
+    reference = reference_table(done.runs)
     if reference is not None:
         sections.append(Section("references", "Non-federated references", reference.html()))
     page = render_report(results, title="vflpriv results", context=context, sections=sections)

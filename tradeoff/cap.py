@@ -134,7 +134,9 @@ def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
         return results.iloc[0:0]
     results = scored(results)
     finite = np.isfinite(pd.to_numeric(results["attack_accuracy"], errors="coerce").astype(float))
-    ok = results[(results["status"] == "ok") & (results["attack"] != WORST) & finite]
+    ok = narrowed(results[(results["status"] == "ok") & (results["attack"] != WORST) & finite], [
+        *GROUP, *SECRET, "adversary", "variant", *_WORST_KEEP, "attack_accuracy", "prior_accuracy",
+        "training_under_attack", "prior_mse", "feature_mse"])
     by = ([c for c in GROUP if c != "attack"] + [c for c in SECRET if c in ok] + (["variant"] if "variant" in ok else [])
           + ["strength", "seed"])
     several = ok.groupby("secret")["attack"].nunique() >= 2 if "secret" in ok else None
@@ -170,6 +172,12 @@ def worst_case_runs(results: pd.DataFrame) -> pd.DataFrame:
                                                           "prior_accuracy", "leakage", "feature_mse", "prior_mse",
                                                           "feature_ap",
                                                           "strongest", "training_under_attack"])))
+
+
+def narrowed(results: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``results`` with only those of ``columns`` it has: a loop over groups then copies what it reads, not every
+    column of a record (a feature attack's per-target errors among them)."""
+    return results[[c for c in dict.fromkeys(columns) if c in results]]
 
 
 def with_worst_case(results: pd.DataFrame) -> pd.DataFrame:
@@ -209,7 +217,9 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
     rows = []
     by = GROUP + secret_columns(results) + (["variant"] if "variant" in results else [])
     results = scored(with_worst_case(results))
-    results = results.assign(reference_utility=reference_utility(results))
+    results = narrowed(results.assign(reference_utility=reference_utility(results)), [
+        *by, "strength", "status", "error", "num_classes", "seed", "utility", "utility_metric", "attack_accuracy",
+        "attack_accuracy_optimistic", "secret", "feature_ap", "reference_utility"])
     for keys, group in results.groupby(by, sort=False):
         expected = sorted(group["strength"].unique())
         metric = _metric(group)

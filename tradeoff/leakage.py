@@ -170,6 +170,11 @@ def measured(records: pd.DataFrame) -> pd.DataFrame:
     return records[(records["status"] == "ok") & prior]
 
 
+#: The columns of a record :func:`leakage_test` reads.
+TEST_COLUMNS = ["status", "seed", "secret", "attack_accuracy", "prior_accuracy", "prior_mse", "attack_errors",
+                "prior_errors", "attack_hits", "prior_hits"]
+
+
 def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN, feature_margin: float = FEATURE_MARGIN
                  ) -> LeakageTest:
     """The test over the records of one setting (attack, phase, defense, strength and every other setting), one per

@@ -57,7 +57,8 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
 
     positions = pd.Series(range(len(results)), index=results.index)
     secret = results["secret"].fillna("labels") if "secret" in results else pd.Series("labels", index=results.index)
-    for (*_, which), cell in results.groupby([*(results[c] for c in CELL), secret], sort=False, dropna=False):
+    keys = results[["attack"]]  # the groups' rows are all a loop reads: not every column copied per group
+    for (*_, which), cell in keys.groupby([*(results[c] for c in CELL), secret], sort=False, dropna=False):
         shared = _varying(flat, positions[cell.index].tolist(), own=False)
         if which == "features":
             shared = [k for k in shared if k not in ROLES]

@@ -80,9 +80,11 @@ def p_value(*, guesses: int, right: int, canaries: int, classes: int, epsilon: f
     return min(tail + delta * max(2, classes) * canaries * shift, 1.0)
 
 
+@functools.lru_cache(maxsize=65536)
 def epsilon_lower(*, guesses: int, right: int, canaries: int, classes: int, delta: float = 0.0,
                   alpha: float = ALPHA) -> float:
-    """The largest epsilon whose (epsilon, delta)-label-DP is rejected at level ``alpha`` (0 where none is)."""
+    """The largest epsilon whose (epsilon, delta)-label-DP is rejected at level ``alpha`` (0 where none is); cached,
+    a pure function of its numbers (a table's settings repeat counts: 60 bisection steps each)."""
     def rejected(eps: float) -> bool:
         return p_value(guesses=guesses, right=right, canaries=canaries, classes=classes, epsilon=eps,
                        delta=delta) < alpha
