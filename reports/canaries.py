@@ -194,13 +194,15 @@ def canary_markdown(summary: dict | None) -> list[str]:
     return lines
 
 
-def epsilon_tables(results: pd.DataFrame) -> list:
+def epsilon_tables(results: pd.DataFrame, table: pd.DataFrame | None = None) -> list:
     """Per (method, dataset, defense, phase, variant) with canaries: rows = the attacks and their worst case, columns =
     the defense's strengths, cells the pooled empirical epsilon (95% lower bound), then the cap and the claimed
-    epsilon with its check where the defense has an accountant; a rejected claim is bold."""
+    epsilon with its check where the defense has an accountant; a rejected claim is bold. ``table``: the records'
+    ``epsilon_table`` where the caller computed it already."""
     from vflpriv.reports.paper_tables import Table
 
-    table = epsilon_table(results[results["canaries"] > 0]) if "canaries" in results else pd.DataFrame()
+    if table is None:
+        table = epsilon_table(results[results["canaries"] > 0]) if "canaries" in results else pd.DataFrame()
     out = []
     for (method, dataset, defense, phase, variant), rows in (
             table.groupby(["method", "dataset", "defense", "phase", "variant"], sort=False) if len(table) else []):

@@ -74,18 +74,21 @@ def attack_runs(results: pd.DataFrame) -> pd.DataFrame:
 @dataclass(frozen=True)
 class Computed:
     """What the tables of one set of records are made of, computed once: the attack runs (:func:`attack_runs`) with
-    their worst case (``tradeoff.cap.with_worst_case``), CAP, the per-strength summary and the leakage rows."""
+    their worst case (``tradeoff.cap.with_worst_case``), CAP, the per-strength summary, the leakage rows and the
+    pooled empirical epsilons of the runs with canaries (``tradeoff.epsilon.epsilon_table``)."""
 
     runs: pd.DataFrame
     caps: pd.DataFrame
     summary: pd.DataFrame
     rows: pd.DataFrame
+    empirical: pd.DataFrame
 
     @classmethod
     def of(cls, results: pd.DataFrame) -> Computed:
         runs = attack_runs(results)
         worst = with_worst_case(runs)  # cap_table and strength_summary add it where absent: once here
-        return cls(runs, cap_table(worst), strength_summary(worst), leakage_rows(runs))
+        empirical = epsilon_table(runs[runs["canaries"] > 0]) if "canaries" in runs else None
+        return cls(runs, cap_table(worst), strength_summary(worst), leakage_rows(runs), empirical)
 
 
 def tables(results: pd.DataFrame, computed: Computed | None = None) -> list[Table]:
@@ -99,7 +102,7 @@ def tables(results: pd.DataFrame, computed: Computed | None = None) -> list[Tabl
     leakage = leakage_tables(done.rows)
     reference = reference_table(runs)
     return (found + leakage + ([reference] if reference is not None else [])
-            + epsilon_tables(runs))  # the variants named without the canary-free controls
+            + epsilon_tables(runs, done.empirical))  # the variants named without the canary-free controls
 
 
 def write_tables(results: pd.DataFrame, out: Path, computed: Computed | None = None) -> list[Table]:
@@ -115,9 +118,8 @@ def write_tables(results: pd.DataFrame, out: Path, computed: Computed | None = N
     strength_rows(done.summary).to_csv(out / "strength_rows.csv", index=False)
     if not done.rows.empty:
         done.rows.to_csv(out / "leakage.csv", index=False)
-    empirical = epsilon_table(runs[runs["canaries"] > 0])
-    if not empirical.empty:
-        empirical.to_csv(out / "epsilon_table.csv", index=False)
+    if done.empirical is not None and not done.empirical.empty:
+        done.empirical.to_csv(out / "epsilon_table.csv", index=False)
     return found
 
 
