@@ -13,6 +13,12 @@ check of the claim (``vflpriv.tradeoff.auditing``).
 
 Extending it: subclass :class:`Auditor`, declare ``privileges``, ``threat_model`` and the defenses it ``audits``, and
 register it under the entry-point group ``vflpriv.auditors``.
+
+Trust: an auditor is measurement code the user installs, like the runner, not an adversary held at arm's length. It
+is bound to the live defense (its sigma, clip and options; also its noise stream, which a dishonest auditor could
+replay to audit at sigma 0). The engine checks what it can (an :class:`AuditRead` naming a canary's row is refused,
+since the defense would compute that row's gradient from the hidden label); the rest is the auditor's own code, whose
+errors can only make a correct mechanism look broken (a claim rejected), never a broken one look correct.
 """
 
 from __future__ import annotations

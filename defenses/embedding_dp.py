@@ -36,8 +36,10 @@ The argument (``privacy_spent``; written for the README too):
 - A method whose finetuning makes no update of the victim's bottom from a received gradient calls no
   ``passive_backward`` (SS-VFL-I's frozen encoders released once; one-shot VFL's local semi-supervised training):
   that point is optional (``optional_points``), the rows are the whole mechanism there, and with nothing to make
-  private no BatchNorm layer is frozen (DP-SGD and the freezing act only where the point is called). Where the bottom
-  trains or was trained on the features anyway (both methods: ``feature_uses``), no training epsilon is recorded.
+  private no BatchNorm layer is frozen (DP-SGD and the freezing act only where the point is called). No training
+  epsilon is recorded there: the planner cannot see whether such a loop updates the bottom some other way (both
+  built-in methods do, and say so in ``feature_uses``), so a frozen-bottom plugin loses a claim that would hold; the
+  per-release note for the test rows below still holds.
 - What still holds then: one release of a frozen bottom. At inference each test sample's row passes the mechanism
   through a bottom that never saw it, in eval mode (rows independent): a Gaussian mechanism of multiplier sigma / 2 per
   release for that sample, whatever trained the bottom. The note gives that epsilon; it is not the training's.

@@ -143,7 +143,7 @@ def _claim(row: dict) -> str:
             needed = canaries_needed(claimed, classes=int(row["classes"]), menu=len(KEEP),
                                      attacks=int(row["planned_attacks"]), delta=row.get("epsilon_claimed_delta") or 0.0)
             needs = f"a claim of {claimed:.2f} needs {needed} canaries pooled over the seeds"
-        except ValueError as peak:  # the delta term grows with the canaries: the cap peaks below the claim
+        except ValueError as peak:  # no count up to MAX_CANARIES reaches the claim
             needs = str(peak)
         return text + (f"untestable with {int(row['canaries'])} canaries (at or above their cap "
                        f"{row.get('cap_at_claim') or row['cap']:.2f}; {needs})")

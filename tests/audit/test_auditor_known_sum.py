@@ -91,3 +91,28 @@ def test_a_plugin_defense_whose_backward_takes_no_known_still_runs_where_no_audi
 
     DefenseChain([WrittenBefore()]).backward(torch.ones(2), [], {}, torch.arange(2))
     assert WrittenBefore.calls == 1
+
+
+def test_a_plugin_auditor_asking_for_a_canary_s_row_stops_its_run():
+    """The runner hands the engine the canaries' ids (``hidden``): without them the check above never fires in a run."""
+    from vflpriv.config.registry import AUDITORS
+    from vflpriv.engine.hooks import AuditRead
+    from vflpriv.runner.execution import run
+
+    class Leaky(gradient_lrt.GradientLRT):
+        def audit_update(self, update):
+            read = super().audit_update(update)
+            if read is None:
+                return None
+            return AuditRead(known=torch.arange(update.ids.numel(), device=update.ids.device), released=read.released)
+
+    from vflpriv.common.errors import ProtocolError
+
+    AUDITORS.register("leaky-test", Leaky)
+    try:
+        config = _config(1).model_copy(deep=True)
+        config.finetune.auditor = "leaky-test"
+        with pytest.raises(ProtocolError, match="canary's row"):
+            run(config)
+    finally:
+        AUDITORS._extra.pop("leaky-test")

@@ -88,11 +88,12 @@ def cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int = 1,
 
 def pure_cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int = 1, alpha: float = ALPHA) -> float:
     """The closed-form cap at delta 0, an upper bound of :func:`cap` at every delta: every guess right rejects epsilon
-    exactly where q^m < level, q = e^eps / (e^eps + C - 1), so the cap is log((C - 1) / (level^(-1/m) - 1)) (at most
-    EPS_MAX). It bounds the f-DP cap at delta > 0 since fbar^-1 of f_{eps, delta} falls with delta, so the recursion's
-    r and h, and its rejections, do too; and at delta 0 the f-DP cap is this exact test's (its module's check)."""
+    exactly where q^m < level, q = e^eps / (e^eps + C - 1), so the cap is log((C - 1) / (level^(-1/m) - 1)) (at least
+    0, at most EPS_MAX). It bounds the f-DP cap at delta > 0: exact C-ary randomised response at eps is (eps, delta)-DP
+    for every delta and makes m fixed guesses all right with probability q^m, so a valid test that rejects (eps, delta)
+    with every guess right has q^m <= level, and this test rejects eps too (the step of the delta-0 proof above)."""
     level = alpha / (max(menu, 1) * max(attacks, 1))
-    return min(EPS_MAX, math.log((classes - 1) / math.expm1(-math.log(level) / canaries)))
+    return max(0.0, min(EPS_MAX, math.log((classes - 1) / math.expm1(-math.log(level) / canaries))))
 
 
 #: The most canaries :func:`canaries_needed` considers (pooled over the seeds).
@@ -118,7 +119,7 @@ def canaries_needed(claim: float, *, classes: int, menu: int = len(KEEP), attack
 
     high = 1
     while not enough(high):
-        if high >= MAX_CANARIES:
+        if high >= MAX_CANARIES:  # doubling stops at 2^20 > MAX_CANARIES: the bisection below stays within it
             raise ValueError(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap "
                              f"reaches {at(high):.2f} there)")
         high *= 2
@@ -126,4 +127,7 @@ def canaries_needed(claim: float, *, classes: int, menu: int = len(KEEP), attack
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (low, mid) if enough(mid) else (mid, high)
+    if high > MAX_CANARIES:
+        raise ValueError(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap "
+                         f"reaches {at(MAX_CANARIES):.2f} there)")
     return high
