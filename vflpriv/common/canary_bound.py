@@ -76,12 +76,12 @@ def cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int = 1,
     """The largest bound ``canaries`` canaries can certify when every one is guessed right, by the chosen test, each
     of ``attacks`` attacks at alpha / attacks with a menu of ``menu`` entries: the level :func:`menu_lower` and the
     worst case use. A claim at or above it is untestable with these canaries."""
+    if chosen_test(delta) == STEINKE:
+        return empirical_epsilon.cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, delta=delta,
+                                     alpha=alpha)
     if canaries <= 0:
         return 0.0
     level = alpha / (max(menu, 1) * max(attacks, 1))
-    if chosen_test(delta) == STEINKE:
-        return empirical_epsilon.epsilon_lower(guesses=canaries, right=canaries, canaries=canaries, classes=classes,
-                                               delta=delta, alpha=level)
     return fdp_one_run.epsilon_lower(guesses=canaries, right=canaries, canaries=canaries, delta=delta,
                                      classes=classes, alpha=level)
 
