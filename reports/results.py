@@ -81,7 +81,7 @@ class Computed:
     caps: pd.DataFrame
     summary: pd.DataFrame
     rows: pd.DataFrame
-    empirical: pd.DataFrame
+    empirical: pd.DataFrame | None  #: None where the records carry no canary column
 
     @classmethod
     def of(cls, results: pd.DataFrame) -> Computed:

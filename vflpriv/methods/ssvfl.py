@@ -73,11 +73,6 @@ class SSVFLIndependent(SSVFLCoupled):
         return ("the active party trains its head on the labels in a loop of its own (SS-VFL Alg. 1), which calls no "
                 "label defense's hook point",)
 
-    def feature_uses(self) -> tuple[str, ...]:
-        """Its pretraining's alone (each encoder trains on its party's features): its finetuning's one use, the
-        release, passes ``passive_bottom``."""
-        return super().feature_uses()
-
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         encoders = [copy.deepcopy(m).eval().requires_grad_(False) for m in pretrained]
         encoders = [e if k == ACTIVE else fed.hooks.passive_bottom(k, e) for k, e in enumerate(encoders)]
