@@ -149,14 +149,14 @@ class EmbeddingDP(PassiveDefense):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.releases: torch.Tensor | None = None  # per training row: rows of it sent through the mechanism
-        self.steps: torch.Tensor | None = None  # per training row: DP-SGD steps that included it
+        self.released: Counts | None = None  # per training row: rows of it sent through the mechanism
+        self.stepped: Counts | None = None  # per training row: DP-SGD steps that included it
         self.test_rows, self.n_test = 0, 0
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
         n = federation.active.labels.numel()
-        self.releases, self.steps = torch.zeros(n, dtype=torch.long), torch.zeros(n, dtype=torch.long)
+        self.released, self.stepped = Counts(n), Counts(n)
         self.n_test = int(federation.active.x_test.shape[0])
         if federation.finetune.bn_recalibrate and not self.uncovered:
             self.uncovered = ("finetune.bn_recalibrate re-estimates the bottom's BatchNorm statistics on the training "
@@ -169,7 +169,7 @@ class EmbeddingDP(PassiveDefense):
         if message.sample_ids is None:
             self.test_rows += int(payload.shape[0]) if message.phase == INFERENCE else 0
         else:
-            self.releases[message.sample_ids.cpu()] += 1
+            self.released.add(message.sample_ids)
 
     def covers(self, method) -> str:
         uses = [*method.feature_uses()]
@@ -212,21 +212,34 @@ class EmbeddingDP(PassiveDefense):
         else:
             ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).sum(), x) \
                 if ghost_applies(inner) else None
+        sums = trained[0].new_empty(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
+        views = dict(zip(trained, sums.split([p.numel() for p in trained])))
         if ghost is not None:  # Linear and frozen BatchNorm1d layers: from one backward (defenses/per_sample.py)
             squares, clipped_sums = ghost
-            sums = clipped_sums(_scale(squares, clip))
-            totals = [sums[p] for p in trained]
+            clipped_sums(_scale(squares, clip), views)
         else:
             grads = _per_sample_grads(inner, bottom.clip, x, received)
             names = [k for k, p in inner.named_parameters() if p.requires_grad]
             squares = sum(grads[k].flatten(1).pow(2).sum(1) for k in names)
             scale = _scale(squares, clip)
-            totals = [torch.einsum("n,n...->...", scale, grads[k]) for k in names]
-        for p, total in zip(trained, totals):
-            noise = torch.randn(p.shape, generator=self.generator, dtype=p.dtype, device=self.generator.device)
-            total = total + self.strength * clip * noise.to(p.device)
-            p.grad = total / n if p.grad is None else p.grad + total / n
-        self.steps[ids.cpu()] += 1
+            for k, p in zip(names, trained):
+                views[p].copy_(torch.einsum("n,n...->...", scale, grads[k]).reshape(-1))
+        noise = _noise(trained, self.generator)
+        update = noise.mul_(self.strength * clip).add_(sums).div_(n)  # (sum + sigma C_g noise) / n, as one buffer
+        for p, g in zip(trained, update.split([p.numel() for p in trained])):
+            g = g.view(p.shape)
+            p.grad = g if p.grad is None else p.grad + g
+        self.stepped.add(ids)
+
+    @property
+    def releases(self) -> torch.Tensor | None:
+        """Per training row, the rows of it sent through the mechanism."""
+        return None if self.released is None else self.released.counts()
+
+    @property
+    def steps(self) -> torch.Tensor | None:
+        """Per training row, the DP-SGD steps that included it."""
+        return None if self.stepped is None else self.stepped.counts()
 
     def uses(self) -> int:
         """The most mechanisms any training row passed (its releases plus its DP-SGD steps)."""
@@ -251,9 +264,36 @@ class EmbeddingDP(PassiveDefense):
                 "frozen bottom, not the training's epsilon)")
 
 
+class Counts:
+    """Per training row, how many times its id was added; the ids are kept as added and counted when read (no
+    indexed write per step in the training's hot loop)."""
+
+    def __init__(self, n: int):
+        self.total, self.pending = torch.zeros(n, dtype=torch.long), []
+
+    def add(self, ids: torch.Tensor) -> None:
+        self.pending.append(ids.clone())  # a copy: the caller may reuse its index buffer
+
+    def counts(self) -> torch.Tensor:
+        if self.pending:
+            ids = torch.cat([i.cpu() for i in self.pending])
+            self.total.index_put_((ids,), torch.ones_like(ids), accumulate=True)
+            self.pending = []
+        return self.total
+
+
 def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
     """Whether two lists hold the same tensors (identity, in order)."""
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _noise(params: list[torch.Tensor], generator: torch.Generator) -> torch.Tensor:
+    """N(0, 1) for every entry of ``params``, one flat buffer, drawn parameter by parameter in their order (each
+    parameter's own ``torch.randn`` of its size: the same stream and values as separate draws)."""
+    flat = params[0].new_empty(sum(p.numel() for p in params), device=generator.device)
+    for view in flat.split([p.numel() for p in params]):
+        torch.randn(view.shape, generator=generator, out=view)
+    return flat.to(params[0].device)
 
 
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:
