@@ -105,8 +105,9 @@ class GhostTape:
             else:
                 a = (a - m.running_mean) / self._std(m)
                 if m.weight is not None and m.weight.requires_grad:
-                    squares = _plus(squares, (g * a).square().sum(1))
-                    pieces.append((m.weight, "rows", g * a))
+                    rows = g * a
+                    squares = _plus(squares, rows.square().sum(1))
+                    pieces.append((m.weight, "rows", rows))
             if m.bias is not None and m.bias.requires_grad:
                 squares = _plus(squares, g_squares if isinstance(m, nn.Linear) else g.square().sum(1))
                 pieces.append((m.bias, "rows", g))

@@ -80,13 +80,13 @@ def test_dp_sgd_on_the_bottom_clips_each_sample_s_gradient_to_c_g_and_adds_noise
         per_sample.append(torch.autograd.grad((row * grad[i:i + 1]).sum(), params))
     state = dp.generator.get_state()
     dp.passive_backward(1, wrapped, x, sent, grad, torch.arange(7))
-    dp.generator.set_state(state)
+    dp.generator.set_state(state)  # the noise: one draw for every parameter, in their order
+    noises = torch.randn(sum(p.numel() for p in params), generator=dp.generator).split([p.numel() for p in params])
     for k, p in enumerate(params):
         norms = [math.sqrt(sum(float(g.pow(2).sum()) for g in sample)) for sample in per_sample]
         assert min(norms) < 0.3 < max(norms)
         clipped = sum(sample[k] * min(1.0, 0.3 / n) for sample, n in zip(per_sample, norms))
-        noise = torch.randn(p.shape, generator=dp.generator)
-        assert torch.allclose(p.grad, (clipped + 0.8 * 0.3 * noise) / 7, atol=1e-6)
+        assert torch.allclose(p.grad, (clipped + 0.8 * 0.3 * noises[k].view(p.shape)) / 7, atol=1e-6)
     assert int(dp.steps[:7].sum()) == 7
 
 
