@@ -127,7 +127,8 @@ class GhostTape:
                     target.view(-1).copy_(torch.einsum("n,n...->...", scale, operands).reshape(-1))
                 else:  # "ghost": sum_i s_i G_i U_i^T of a Conv2d
                     grads, patches = operands
-                    target.view(-1).copy_(torch.bmm(grads * scale[:, None, None], patches.transpose(1, 2)).sum(0).reshape(-1))
+                    summed = torch.bmm(grads * scale[:, None, None], patches.transpose(1, 2)).sum(0)
+                    target.view(-1).copy_(summed.reshape(-1))
 
         return squares, clipped_sums
 
