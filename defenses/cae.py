@@ -11,8 +11,8 @@ The federation then trains on y~ = enc(y) instead of y, so every gradient the pa
 labels, and the active party decodes its predictions: p = dec(softmax(pred)). Like VFLAIR's shipped autoencoders
 (one per number of classes and lambda), there is one autoencoder per (classes, lambda, options), drawn from a
 fixed seeded stream and cached like a pretraining, shared by every run and seed (it reads no data; training one
-takes about 30 s for 10 classes on two CPU cores). DCAE adds DiscreteSGD (12 bins, VFLAIR) on the gradients the
-active party sends.
+takes about 13 CPU s for 10 classes on one thread, its gradients written out: ``benchmarks/cae_autoencoder.py``).
+DCAE adds DiscreteSGD (12 bins, VFLAIR) on the gradients the active party sends.
 
 Strength: lambda (the entropy weight), higher confuses more; 0 is the identity (no autoencoder). VFLAIR ships
 autoencoders at lambda 0, 0.1, 0.5, 1 (their lambda 0 still confuses through its -CE(y~, y) term; here it is off).
@@ -184,6 +184,9 @@ class ConfusionalAutoencoder(TrainingDefense):
     reads_labels = True
     axis = StrengthAxis(name="lambda", stronger="higher", identity=0.0, low=0.0, high=100.0, search=(0.05, 2.0), log=True)
     audit_strengths = {"finetune": (0.1, 0.5, 1.0)}
+    #: 1: the autoencoder's gradients written out (the same recipe and loss; float rounding, carried through its 4700
+    #: Adam steps, makes another autoencoder than autograd's: benchmarks/results/audit_profile.md)
+    revision = 1
     anchor = "Zou et al. 2022; SecretFlow confusional_autoencoder.py; VFLAIR MainTaskVFL.py (CAE)"
 
     def __init__(self, **kwargs):

@@ -136,8 +136,10 @@ class EmbeddingDP(PassiveDefense):
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.25, 16.0), log=True)
     audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
     #: 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms; 2: on Conv2d / BatchNorm2d (the CNN bottom)
-    #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not)
-    revision = 2
+    #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not); 3: the
+    #: bottom's noise in one draw (the same values where every parameter's size is a multiple of 16, as in every
+    #: built-in bottom; other values, equally distributed, elsewhere)
+    revision = 3
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms of the victim's bottom with private_bottom (ghost clipping: one more backward "

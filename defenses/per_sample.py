@@ -9,7 +9,8 @@ costs more than the gradient itself (L Cout Cin k k: early layers with many posi
 materialised per-sample gradient (Opacus). Exact where rows are computed independently (what embedding-dp's argument
 needs anyway). A :class:`GhostTape` records the layers' inputs during the forward that computed the rows, so the norms
 cost one backward and no second forward (embedding-dp's other bottoms take ``torch.func``'s vectorised per-sample
-gradients)."""
+gradients); that backward forms no weight gradient (Bu et al. 2023's book-keeping: each layer's input A and output
+gradient G are kept, and the clipped sum is formed once from them, A^T diag(s) G for a Linear)."""
 
 from __future__ import annotations
 
