@@ -54,7 +54,7 @@ class GhostTape:
         self.reached = [next(p for p in (m.bias, m.weight) if p is not None and p.requires_grad) for m in self.layers]
         self.seen: list[list] = []
         self.handles: list = []
-        self.stds: dict = {}  # per frozen BatchNorm: sqrt(running_var + eps), and the statistics' versions it is of
+        self.stds: dict = {}  # per frozen BatchNorm: the variance tensor, its version and eps, sqrt(var + eps)
 
     def __enter__(self) -> GhostTape:
         """Record a new forward (what an earlier one recorded is dropped)."""
@@ -134,12 +134,13 @@ class GhostTape:
         return squares, clipped_sums
 
     def _std(self, m: nn.Module) -> torch.Tensor:
-        """sqrt(running_var + eps) of a frozen BatchNorm, computed again only when its statistics changed."""
-        versions = (m.running_var._version, m.running_mean._version, m.running_var.data_ptr())
+        """sqrt(running_var + eps) of a frozen BatchNorm, computed again when its variance tensor was replaced or
+        changed in place (its version counter) or its eps changed."""
+        var = m.running_var
         cached = self.stds.get(m)
-        if cached is None or cached[0] != versions:
-            cached = self.stds[m] = (versions, torch.sqrt(m.running_var + m.eps))
-        return cached[1]
+        if cached is None or cached[0] is not var or cached[1] != (var._version, m.eps):
+            cached = self.stds[m] = (var, (var._version, m.eps), torch.sqrt(var + m.eps))
+        return cached[2]
 
 
 def _plus(total: torch.Tensor | None, term: torch.Tensor) -> torch.Tensor:
