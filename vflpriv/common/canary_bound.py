@@ -30,7 +30,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from vflpriv.common import empirical_epsilon, fdp_one_run
+from vflpriv.common import bound_args, empirical_epsilon, fdp_one_run
 from vflpriv.common.empirical_epsilon import ALPHA, EPS_MAX, KEEP
 
 #: The names of the two tests, as records and reports print them.
@@ -38,7 +38,9 @@ STEINKE, FDP = "Steinke", "f-DP"
 
 
 def chosen_test(delta: float) -> str:
-    """The one test of a claim at ``delta``: Steinke et al.'s for a pure claim, the f-DP one above it."""
+    """The one test of a claim at ``delta``: Steinke et al.'s for a pure claim, the f-DP one above it (ValueError
+    where delta is no number in [0, 1))."""
+    bound_args.delta(delta)
     return STEINKE if delta == 0 else FDP
 
 
@@ -64,6 +66,7 @@ def menu_p_value(counts: Sequence[Sequence[int]], *, canaries: int, classes: int
     """The chosen test's menu p-value of "(epsilon, delta)-label-DP", with the (guesses, right) entry it comes from and
     the test's name. Below a level exactly where :func:`menu_lower` at that level exceeds epsilon (the f-DP p-value
     is rounded up, by a factor of at most 1 + 3e-6)."""
+    bound_args.epsilon(epsilon)
     test = chosen_test(delta)
     module = empirical_epsilon if test == STEINKE else fdp_one_run
     p, entry = module.menu_p_value(counts, canaries=canaries, classes=classes, epsilon=epsilon, delta=delta)
@@ -79,9 +82,10 @@ def cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int = 1,
     if chosen_test(delta) == STEINKE:
         return empirical_epsilon.cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, delta=delta,
                                      alpha=alpha)
-    if canaries <= 0:
+    _check_cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, alpha=alpha)
+    if canaries == 0:
         return 0.0
-    level = alpha / (max(menu, 1) * max(attacks, 1))
+    level = alpha / (menu * attacks)
     return fdp_one_run.epsilon_lower(guesses=canaries, right=canaries, canaries=canaries, delta=delta,
                                      classes=classes, alpha=level)
 
@@ -91,9 +95,21 @@ def pure_cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int
     exactly where q^m < level, q = e^eps / (e^eps + C - 1), so the cap is log((C - 1) / (level^(-1/m) - 1)) (at least
     0, at most EPS_MAX). It bounds the f-DP cap at delta > 0: exact C-ary randomised response at eps is (eps, delta)-DP
     for every delta and makes m fixed guesses all right with probability q^m, so a valid test that rejects (eps, delta)
-    with every guess right has q^m <= level, and this test rejects eps too (the step of the delta-0 proof above)."""
-    level = alpha / (max(menu, 1) * max(attacks, 1))
+    with every guess right has q^m <= level, and this test rejects eps too (the step of the delta-0 proof above).
+    0 without canaries."""
+    _check_cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, alpha=alpha)
+    if canaries == 0:
+        return 0.0
+    level = alpha / (menu * attacks)
     return max(0.0, min(EPS_MAX, math.log((classes - 1) / math.expm1(-math.log(level) / canaries))))
+
+
+def _check_cap(*, canaries: int, classes: int, menu: int, attacks: int, alpha: float) -> None:
+    """A cap's numbers (ValueError naming the one out of range)."""
+    bound_args.count("canaries", canaries)
+    bound_args.classes(classes)
+    bound_args.share(menu=menu, attacks=attacks)
+    bound_args.alpha(alpha)
 
 
 #: The most canaries :func:`canaries_needed` considers (pooled over the seeds).
@@ -105,7 +121,10 @@ def canaries_needed(claim: float, *, classes: int, menu: int = len(KEEP), attack
                     alpha: float = ALPHA) -> int:
     """The fewest canaries (pooled over the seeds) whose :func:`cap` exceeds ``claim``: below them no outcome can
     reject it. Found by doubling, then bisection (the chosen test's all-right cap grows with the count); ValueError
-    at once where the claim is at or above :func:`pure_cap` at MAX_CANARIES, which bounds every cap up to there."""
+    at once where the claim is at or above :func:`pure_cap` at MAX_CANARIES, which bounds every cap up to there, or
+    where an argument is out of range (a NaN, infinite or negative claim; delta outside [0, 1))."""
+    bound_args.epsilon(claim, name="claim")
+    bound_args.delta(delta, below_one=True)
     ceiling = pure_cap(canaries=MAX_CANARIES, classes=classes, menu=menu, attacks=attacks, alpha=alpha)
     if claim >= ceiling + 1e-9:
         raise ValueError(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap is at "
