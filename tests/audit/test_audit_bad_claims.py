@@ -48,3 +48,28 @@ def test_a_target_epsilon_in_an_audit_is_refused_naming_the_strengths_to_give(tm
     assert result.exit_code == 2
     assert result.output.startswith("error: audit.defenses[0].options.target_epsilon sets dp-gaussian's strength")
     assert "audit.defenses[0].strengths" in result.output
+
+
+def test_canaries_given_to_an_audit_without_a_label_attack_are_refused(tmp_path):
+    """No attack of a feature-only audit guesses a canary: --canaries N would cost N labels for no bound."""
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--attacks", "fi-decoder", "--defenses", "none",
+                                      "--canaries", "10", "--seeds", "0,1", "--dry-run", "--out", str(out)])
+    assert result.exit_code == 2
+    assert result.output.startswith("error: audit.canaries=10: no attack of this audit guesses a canary")
+    assert not out.exists()
+
+
+def test_an_auditor_that_cannot_audit_a_training_is_listed_not_dropped_in_silence():
+    """Crafted canary inputs need the Linear top: with an MLP top the auditor's trainings run without it, and the
+    audit says so with the auditor's reason (it ran without a word)."""
+    from vflpriv.workflows.audit import audit_grid
+
+    cfg = AuditConfig.model_validate({"method": {"name": "splitnn"}, "finetune": {"top": "mlp"}, "seeds": [0, 1],
+                                      "audit": {"attacks": ["gc"], "defenses": [{"name": "dp-gaussian"}],
+                                                "auditor": "gradient-lrt",
+                                                "auditor_options": {"canary_inputs": "crafted"}}})
+    runs, skipped = audit_grid(cfg)
+    assert runs and not any(r.finetune.auditor for r in runs)
+    assert [(s.attack, s.defense) for s in skipped] == [("auditor gradient-lrt", "dp-gaussian")]
+    assert "finetune.top=linear" in skipped[0].reason

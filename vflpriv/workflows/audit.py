@@ -162,6 +162,12 @@ def canaries(cfg: AuditConfig) -> int:
                 f"audit.canaries={cfg.audit.canaries}: the attacked phase(s) {', '.join(_phases(cfg))} of method "
                 f"'{cfg.method.name}' read no labels, so no canary can be planted where an attack would guess it; "
                 "attack the finetune phase too (--phases finetune,pretrain), or give --canaries 0")
+        names = cfg.audit.attacks or default_attacks(cfg.audit.profile)
+        if cfg.audit.canaries and not any(_guesses_labels(n) for n in names):
+            raise IncompatibleError(
+                f"audit.canaries={cfg.audit.canaries}: no attack of this audit guesses a canary (its attacks: "
+                f"{', '.join(names)} reconstruct features), so they would cost labels for no bound; add a label "
+                "attack to --attacks (vflpriv list attacks), or give --canaries 0")
         return cfg.audit.canaries
     if not METHODS.get(cfg.method.name).federated:
         return 0
@@ -182,8 +188,7 @@ def canaries_for_claims(cfg: AuditConfig) -> int:
     if not claims:
         return 0
     classes = 2 if cfg.partition.canary_labels == "pair" else plan_training(cfg.training()).scenario.dataset.num_classes
-    attacks = sum(getattr(ATTACKS.get(n), "secret", "labels") == "labels"  # feature attacks guess no canary
-                  for n in cfg.audit.attacks or default_attacks(cfg.audit.profile))
+    attacks = sum(_guesses_labels(n) for n in cfg.audit.attacks or default_attacks(cfg.audit.profile))
     pooled = [_needed(eps, classes=classes, attacks=attacks, delta=delta) for eps, delta in claims]
     return -(-max(pooled) // len(cfg.seeds))
 
@@ -199,6 +204,11 @@ def _needed(claim: float, *, classes: int, attacks: int, delta: float) -> int:
         if claim >= 0 and claim == claim:  # a claim beyond every cap, not a malformed one (refused in planning)
             return MAX_CANARIES + 1
         raise
+
+
+def _guesses_labels(attack: str) -> bool:
+    """Whether attack ``attack`` guesses labels, so canaries too (a feature attack guesses none)."""
+    return getattr(ATTACKS.get(attack), "secret", "labels") == "labels"
 
 
 def _defenses(cfg: AuditConfig) -> list[AuditDefense]:
@@ -329,8 +339,11 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                         continue
                     defended = [DefenseConfig(name=d.name, strength=s, phase=phase, kinds=d.kinds, party=d.party,
                                               sweep=True, options=d.options) for s in strengths]
-                    if audited is not base and _try([_run(audited, attack, defended[0], cfg.seeds[0])]):
-                        audited = base  # the auditor cannot audit this training (the planner's reason): run without
+                    refused = _try([_run(audited, attack, defended[0], cfg.seeds[0])]) if audited is not base else ""
+                    if refused:  # run without the auditor; where the training plans without it, say why
+                        if not _try([_run(base, attack, defended[0], cfg.seeds[0])]):
+                            skipped.append(Inapplicable(f"auditor {auditor}", d.name, phase, refused))
+                        audited = base
                     p, reason = _planned([_run(audited, attack, defended[0], cfg.seeds[0])])
                     if reason:
                         skipped.append(Inapplicable(attack.name, d.name, phase, reason))
