@@ -179,8 +179,8 @@ def canaries(cfg: AuditConfig) -> int:
 
 def canaries_for_claims(cfg: AuditConfig) -> int:
     """Per training, the fewest canaries whose cap (every guess right, pooled over the seeds, each of the audit's
-    planned label attacks at 5%/A with the full menu: the share the claim test gives them) exceeds every epsilon the
-    audit's DP strengths claim; 0 without a claim. Without a label attack it sizes them as for one (as it always
+    planned label attacks at 5%/A with the menu its counts carry: the share the claim test gives them) exceeds every
+    epsilon the audit's DP strengths claim; 0 without a claim. Without a label attack it sizes them as for one (as it always
     has: a feature-only audit's canaries are guessed by none)."""
     from vflpriv.runner.planning import plan_training
 
@@ -189,17 +189,17 @@ def canaries_for_claims(cfg: AuditConfig) -> int:
         return 0
     classes = 2 if cfg.partition.canary_labels == "pair" else plan_training(cfg.training()).scenario.dataset.num_classes
     attacks = sum(_guesses_labels(n) for n in cfg.audit.attacks or default_attacks(cfg.audit.profile))
-    pooled = [_needed(eps, classes=classes, attacks=attacks, delta=delta) for eps, delta in claims]
+    pooled = [_needed(eps, classes=classes, attacks=attacks, delta=delta, seeds=len(cfg.seeds)) for eps, delta in claims]
     return -(-max(pooled) // len(cfg.seeds))
 
 
-def _needed(claim: float, *, classes: int, attacks: int, delta: float) -> int:
+def _needed(claim: float, *, classes: int, attacks: int, delta: float, seeds: int) -> int:
     """:func:`canaries_needed`, or one more than its largest count where no count up to it can test the claim (the
     audit then plants its largest share, and the report calls the claim untestable with them)."""
     from vflpriv.common.canary_bound import MAX_CANARIES, canaries_needed
 
     try:
-        return canaries_needed(claim, classes=classes, attacks=max(attacks, 1), delta=delta)
+        return canaries_needed(claim, classes=classes, attacks=max(attacks, 1), delta=delta, seeds=seeds)
     except ValueError:
         if claim >= 0 and claim == claim:  # a claim beyond every cap, not a malformed one (refused in planning)
             return MAX_CANARIES + 1
