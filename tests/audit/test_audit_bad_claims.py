@@ -73,3 +73,11 @@ def test_an_auditor_that_cannot_audit_a_training_is_listed_not_dropped_in_silenc
     assert runs and not any(r.finetune.auditor for r in runs)
     assert [(s.attack, s.defense) for s in skipped] == [("auditor gradient-lrt", "dp-gaussian")]
     assert "finetune.top=linear" in skipped[0].reason
+
+
+def test_canaries_on_a_label_free_phase_suggest_only_phases_the_method_has(tmp_path):
+    """splitnn does not pretrain: the refusal names --phases finetune, not finetune,pretrain."""
+    result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--phases", "pretrain", "--attacks", "gc",
+                                      "--defenses", "none", "--seeds", "0", "--canaries", "5", "--dry-run",
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "(--phases finetune)" in result.output, result.output

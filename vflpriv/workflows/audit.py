@@ -161,7 +161,9 @@ def canaries(cfg: AuditConfig) -> int:
             raise IncompatibleError(
                 f"audit.canaries={cfg.audit.canaries}: the attacked phase(s) {', '.join(_phases(cfg))} of method "
                 f"'{cfg.method.name}' read no labels, so no canary can be planted where an attack would guess it; "
-                "attack the finetune phase too (--phases finetune,pretrain), or give --canaries 0")
+                "attack the finetune phase too (--phases "
+                + ("finetune,pretrain" if METHODS.get(cfg.method.name).pretrains else "finetune")
+                + "), or give --canaries 0")
         names = cfg.audit.attacks or default_attacks(cfg.audit.profile)
         if cfg.audit.canaries and not any(_guesses_labels(n) for n in names):
             raise IncompatibleError(
