@@ -93,3 +93,15 @@ def test_a_valid_bound_is_unchanged_by_the_checks():
     assert canary_bound.canaries_needed(0.0, classes=10) >= 1
     assert canary_bound.cap(canaries=0, classes=10, delta=1e-5) == canary_bound.pure_cap(canaries=0, classes=10) == 0.0
     assert claims.holm([0.01, 0.2]) == [True, False]
+
+
+@pytest.mark.parametrize("claim", [709.0, 710.0, 1e4, 1e300])
+@pytest.mark.parametrize("delta", [0.0, 1e-5])
+def test_a_huge_finite_claim_is_untestable_at_once_at_every_delta(claim, delta):
+    """dp-gaussian at a tiny sigma claims thousands: its check says untestable (p 1) at once; at delta > 0 the f-DP
+    curve overflowed math.exp above 709.78 and failed the table."""
+    start = time.process_time()
+    test = claims.claim_test({"gc": ([[300, 300], [150, 150], [75, 75], [30, 30]], 300)}, planned=3, classes=10,
+                             claim=claim, delta=delta)
+    assert test.p_value == 1.0 and not test.testable
+    assert time.process_time() - start < 0.5

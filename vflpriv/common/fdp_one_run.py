@@ -84,15 +84,21 @@ from vflpriv.common.lazy import Lazy
 
 special = Lazy("scipy.special")  # imported at the first Gaussian curve (ndtr, ndtri: Phi and Phi^-1)
 
+#: The largest exponent math.exp takes without overflow (e^709 is about 8e307).
+EXP_MAX = 709.0
 #: The largest mu the bisection considers (mu-GDP with mu 40 is as good as no privacy at any count used here).
 MU_MAX = 40.0
 
 
 def inverse_eps_delta(epsilon: float, delta: float) -> Callable[[float], float]:
     """fbar^-1 for f_{eps, delta}: the fewest wrong guesses (as a rate) an (eps, delta)-DP test needs for ``r`` right:
-    max(0, (r - delta) e^-eps, 1 - delta - e^eps (1 - r))."""
+    max(0, (r - delta) e^-eps, 1 - delta - e^eps (1 - r)). e^eps is taken at min(eps, EXP_MAX), the same below it and
+    above it where the third term is 1 - delta at r = 1 and far below 0 elsewhere (an overflow otherwise: a claim of
+    thousands, dp-gaussian's at a tiny sigma)."""
+    grow = math.exp(min(epsilon, EXP_MAX))
+
     def inverse(r: float) -> float:
-        return max(0.0, (r - delta) * math.exp(-epsilon), 1.0 - delta - math.exp(epsilon) * (1.0 - r))
+        return max(0.0, (r - delta) * math.exp(-epsilon), 1.0 - delta - grow * (1.0 - r))
     return inverse
 
 
