@@ -147,8 +147,10 @@ def cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int = 1,
 
 
 def claim_text(epsilon: float, delta: float) -> str:
-    """``epsilon 5.38 at delta 1e-05``, or ``epsilon 2.00 (pure)``: every printed epsilon says its delta."""
-    return f"epsilon {epsilon:.2f} " + (f"at delta {delta:.3g}" if delta > 0 else "(pure)")
+    """``epsilon 5.38 at delta 1e-05``, or ``epsilon 2.00 (pure)``: every printed epsilon says its delta (a claim of
+    10^4 or more in three digits: ``epsilon 6.6e+18``)."""
+    value = f"{epsilon:.2f}" if abs(epsilon) < 1e4 else f"{epsilon:.3g}"
+    return f"epsilon {value} " + (f"at delta {delta:.3g}" if delta > 0 else "(pure)")
 
 
 def menu_lower(counts: Sequence[Sequence[int]], *, canaries: int, classes: int, delta: float = 0.0,
