@@ -141,7 +141,7 @@ def _claim(row: dict) -> str:
     if not row.get("testable"):
         try:
             needed = canaries_needed(claimed, classes=int(row["classes"]), attacks=int(row["planned_attacks"]),
-                                     delta=row.get("epsilon_claimed_delta") or 0.0, seeds=max(1, int(row["seeds"])))
+                                     delta=row.get("epsilon_claimed_delta") or 0.0, seeds=max(1, int(row.get("seeds") or 1)))
             needs = f"a claim of {claimed:.2f} needs {needed} canaries pooled over the seeds"
         except ValueError as peak:  # no count up to MAX_CANARIES reaches the claim
             needs = str(peak)
