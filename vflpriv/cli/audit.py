@@ -165,9 +165,9 @@ def audit(
                 "training)")
     with cache.held_back(keep=not dry_run), stage(status, planning):
         runs, skipped = audit_grid(cfg) if not check_only else ([], [])  # refused before training, cache untouched
-    if not check_only and not runs:
-        raise IncompatibleError("nothing to audit: no attack applies; " + "; ".join(
-            f"{s.attack} x {s.defense} ({s.phase}): {s.reason}" for s in skipped))
+        if not check_only and not runs:  # inside: the dataset planning loaded is not kept either
+            raise IncompatibleError("nothing to audit: no attack applies; " + "; ".join(
+                f"{s.attack} x {s.defense} ({s.phase}): {s.reason}" for s in skipped))
     if not check_only:  # before the conformance trainings
         check_destination(out, store_path=store, backend=cfg.backend, address=address)
         if not overwrite:  # another experiment's results.csv in --out: refused before minutes of conformance
