@@ -182,8 +182,8 @@ def canaries(cfg: AuditConfig) -> int:
 def canaries_for_claims(cfg: AuditConfig) -> int:
     """Per training, the fewest canaries whose cap (every guess right, pooled over the seeds, each of the audit's
     planned label attacks at 5%/A with the menu its counts carry: the share the claim test gives them) exceeds every
-    epsilon the audit's DP strengths claim; 0 without a claim. Without a label attack it sizes them as for one (as it always
-    has: a feature-only audit's canaries are guessed by none)."""
+    epsilon the audit's DP strengths claim; 0 without a claim. Without a label attack it sizes them as for one (as it
+    always has: a feature-only audit's canaries are guessed by none)."""
     from vflpriv.runner.planning import plan_training
 
     claims = _audit_claims(cfg)
@@ -191,7 +191,8 @@ def canaries_for_claims(cfg: AuditConfig) -> int:
         return 0
     classes = 2 if cfg.partition.canary_labels == "pair" else plan_training(cfg.training()).scenario.dataset.num_classes
     attacks = sum(_guesses_labels(n) for n in cfg.audit.attacks or default_attacks(cfg.audit.profile))
-    pooled = [_needed(eps, classes=classes, attacks=attacks, delta=delta, seeds=len(cfg.seeds)) for eps, delta in claims]
+    pooled = [_needed(eps, classes=classes, attacks=attacks, delta=delta, seeds=len(cfg.seeds))
+              for eps, delta in claims]
     return -(-max(pooled) // len(cfg.seeds))
 
 
