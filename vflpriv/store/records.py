@@ -6,6 +6,8 @@ import json
 import math
 from dataclasses import MISSING, asdict, dataclass, field, fields
 
+from vflpriv.store import canary_fields
+
 #: Run outcomes: scored, failed with its reason, or not applicable (a non-federated method has no adversary).
 OK, FAILED, NOT_APPLICABLE = "ok", "failed", "n/a"
 
@@ -187,7 +189,8 @@ class RunRecord:
     @classmethod
     def from_json(cls, text: str) -> RunRecord:
         """The record ``to_json`` wrote; ValueError naming what is wrong with a damaged one (not JSON, a field
-        missing or of the wrong type). Unknown fields (a newer vflpriv's) are ignored."""
+        missing or of the wrong type, canary or claim fields no audit writes: ``canary_fields``). Unknown fields (a
+        newer vflpriv's) are ignored."""
         try:
             data = json.loads(text)
         except (TypeError, ValueError) as exc:
@@ -206,6 +209,9 @@ class RunRecord:
                 kept[name] = float("nan")
             elif not isinstance(value, _TYPES[kind]) or (kind != "bool" and isinstance(value, bool)):
                 raise ValueError(f"field {name} holds {value!r:.40}; expected {kind}")
+        impossible = canary_fields.problem(kept)
+        if impossible:
+            raise ValueError(impossible)
         return cls(**kept)
 
     @classmethod
