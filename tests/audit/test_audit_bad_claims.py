@@ -60,6 +60,23 @@ def test_canaries_given_to_an_audit_without_a_label_attack_are_refused(tmp_path)
     assert not out.exists()
 
 
+@pytest.mark.parametrize("defenses", [[{"name": "iso"}], [{"name": "label-dp"}], None])
+def test_a_feature_only_audit_plants_no_canaries_by_default(defenses):
+    """No attack of it guesses a canary: planted by default they cost labels (and a control training per seed) for no
+    bound; with a label attack beside, the same audit plants them."""
+    from vflpriv.workflows.audit import audit_grid
+
+    audit = {"attacks": ["fi-decoder"], **({"defenses": defenses} if defenses is not None else {})}
+    cfg = AuditConfig.model_validate({"method": {"name": "splitnn"}, "seeds": [0, 1], "audit": audit})
+    assert canaries(cfg) == 0
+    if defenses is not None:
+        runs, _ = audit_grid(cfg)
+        assert runs and all(r.partition.canaries == 0 for r in runs)
+    labels = AuditConfig.model_validate({"method": {"name": "splitnn"}, "seeds": [0, 1],
+                                         "audit": {**audit, "attacks": ["fi-decoder", "gc"]}})
+    assert canaries(labels) > 0
+
+
 def test_an_auditor_that_cannot_audit_a_training_is_listed_not_dropped_in_silence():
     """Crafted canary inputs need the Linear top: with an MLP top the auditor's trainings run without it, and the
     audit says so with the auditor's reason (it ran without a word)."""

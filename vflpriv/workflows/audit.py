@@ -153,9 +153,12 @@ LEFT_OUT = "left out of the default audit"
 def canaries(cfg: AuditConfig) -> int:
     """``audit.canaries`` resolved: as given, else one in :data:`AUTO_SHARE` of the labels, at most
     :data:`AUTO_CANARIES`, raised to :func:`canaries_for_claims` up to one in :data:`MAX_SHARE` of the labels (none
-    for a non-federated method, where no adversary guesses them, nor where no attacked phase reads labels, where none
-    could be planted). Given where none could be planted, it is refused."""
+    for a non-federated method, where no adversary guesses them, where no attacked phase reads labels, where none
+    could be planted, nor where no planned attack guesses labels: a feature-only audit's canaries would cost labels
+    for no bound). Given where none could be planted or guessed, it is refused."""
     reads = any(_reads_labels(phase, cfg.method.name) for phase in _phases(cfg))
+    names = cfg.audit.attacks or default_attacks(cfg.audit.profile)
+    guessed = any(_guesses_labels(n) for n in names)
     if cfg.audit.canaries is not None:
         if cfg.audit.canaries and not reads:
             raise IncompatibleError(
@@ -164,14 +167,13 @@ def canaries(cfg: AuditConfig) -> int:
                 "attack the finetune phase too (--phases "
                 + ("finetune,pretrain" if METHODS.get(cfg.method.name).pretrains else "finetune")
                 + "), or give --canaries 0")
-        names = cfg.audit.attacks or default_attacks(cfg.audit.profile)
-        if cfg.audit.canaries and not any(_guesses_labels(n) for n in names):
+        if cfg.audit.canaries and not guessed:
             raise IncompatibleError(
                 f"audit.canaries={cfg.audit.canaries}: no attack of this audit guesses a canary (its attacks: "
                 f"{', '.join(names)} reconstruct features), so they would cost labels for no bound; add a label "
                 "attack to --attacks (vflpriv list attacks), or give --canaries 0")
         return cfg.audit.canaries
-    if not METHODS.get(cfg.method.name).federated:
+    if not METHODS.get(cfg.method.name).federated or not guessed:
         return 0
     auto = min(AUTO_CANARIES, cfg.partition.labeled // AUTO_SHARE)
     if not reads:
@@ -182,8 +184,7 @@ def canaries(cfg: AuditConfig) -> int:
 def canaries_for_claims(cfg: AuditConfig) -> int:
     """Per training, the fewest canaries whose cap (every guess right, pooled over the seeds, each of the audit's
     planned label attacks at 5%/A with the menu its counts carry: the share the claim test gives them) exceeds every
-    epsilon the audit's DP strengths claim; 0 without a claim. Without a label attack it sizes them as for one (as it
-    always has: a feature-only audit's canaries are guessed by none)."""
+    epsilon the audit's DP strengths claim; 0 without a claim (a feature-only audit plants none: :func:`canaries`)."""
     from vflpriv.runner.planning import plan_training
 
     claims = _audit_claims(cfg)
