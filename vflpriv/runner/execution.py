@@ -165,6 +165,10 @@ def _execute(p: Plan) -> list[RunRecord]:
             RUNS[a.attack.secret](a, result, p.scenario, record, delta=delta)
         except DivergedError as exc:
             record.status, record.error = FAILED, str(exc)
+        except VflprivError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one attack's failure (a plugin's broken reply) keeps the others' runs
+            record.status, record.error = FAILED, f"{type(exc).__name__}: {exc}"
         record.attack_seconds = time.perf_counter() - start
     return records
 
