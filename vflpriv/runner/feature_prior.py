@@ -114,18 +114,39 @@ def compute(view: FeatureView, seed: int) -> FeaturePrior:
     return FeaturePrior(chosen, guesses, best if chosen == "regressor" else math.inf)
 
 
-_PRIORS: dict[str, FeaturePrior] = {}
+#: The priors computed in this process: key -> (the prior, its digest).
+_PRIORS: dict[str, tuple[FeaturePrior, str]] = {}
+
+
+def _digest_of(key: str, prior: FeaturePrior) -> str:
+    """What a stored prior is checked against before reuse: its choice, penalty and every guess, and its own key."""
+    digest = hashlib.sha256(f"{key}:{prior.chosen}:{prior.penalty!r}".encode())
+    for kind in sorted(prior.guesses):
+        for name in sorted(prior.guesses[kind]):
+            t = prior.guesses[kind][name].detach().cpu().contiguous()
+            digest.update(f"{kind}:{name}:{tuple(t.shape)}".encode())
+            digest.update(t.numpy().tobytes())
+    return digest.hexdigest()
 
 
 def feature_prior(plan: FeaturePriorPlan, view: FeatureView) -> FeaturePrior:
-    """The prior of ``view``'s adversary on its targets, once per process and key."""
+    """The prior of ``view``'s adversary on its targets, once per process and key. The key holds what the prior is
+    computed from (the known samples' victim features, the adversary's own features of every set, the ids and the
+    received sets' sizes); a stored prior is reused only while its digest checks out, else computed again."""
     digest = hashlib.sha256()
     for name in ("aux", *view.targets):
         digest.update(name.encode())
         ids = view.aux_ids if name == "aux" else view.target_ids.get(name, torch.empty(0))
         digest.update(ids.detach().cpu().long().numpy().tobytes())
         digest.update(str(tuple(view.received[name].shape)).encode())
+        inputs = ([view.aux_victim] if name == "aux" else []) + ([view.own[name]] if name in view.own else [])
+        for t in inputs:
+            t = t.detach().cpu().contiguous()
+            digest.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            digest.update(t.numpy().tobytes())
     key = f"{plan.training}:{view.party}:{view.victim}:{view.phase}:{digest.hexdigest()[:16]}"
-    if key not in _PRIORS:
-        _PRIORS[key] = compute(view, plan.seed)
-    return _PRIORS[key]
+    stored = _PRIORS.get(key)
+    if stored is None or _digest_of(key, stored[0]) != stored[1]:
+        prior = compute(view, plan.seed)
+        _PRIORS[key] = stored = (prior, _digest_of(key, prior))
+    return stored[0]
