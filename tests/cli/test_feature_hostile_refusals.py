@@ -34,3 +34,31 @@ def test_a_feature_defense_option_the_victim_s_data_cannot_take_is_refused_befor
                                           *args, "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, needle)
+
+
+def test_a_dataset_with_a_nan_victim_feature_is_refused_in_one_line_before_training(tmp_path, monkeypatch):
+    """A plugin dataset (a user's CSV) with a NaN in the victim's features: every feature score would be NaN."""
+    import math
+
+    import torch
+
+    from vflpriv.config.registry import DATASETS
+    from vflpriv.data.base import PartySpec, VerticalDataset
+
+    def load(**_):
+        g = torch.Generator().manual_seed(0)
+        x = [torch.rand(1000, 4, generator=g) for _ in range(2)]
+        t = [torch.rand(100, 4, generator=g) for _ in range(2)]
+        x[1][5, 2] = math.nan
+        spec = PartySpec("tabular", (4,))
+        return VerticalDataset("nan-csv", tuple(x), (x[0].sum(1) > 2).long(), tuple(t), (t[0].sum(1) > 2).long(), 2,
+                               (spec, spec))
+
+    DATASETS.register("test-nan-csv", load)
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, ["evaluate", "--dataset", "test-nan-csv", "--attack", "fi-decoder", "--seeds",
+                                          "0", "--set", "partition.labeled=150", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, "party 1's training features hold 1 non-finite value (NaN or inf; the first in row 5)")
