@@ -63,3 +63,19 @@ def test_constant_columns_and_a_single_victim_feature_are_scored_finite(kind, ti
     assert all(math.isfinite(v) for v in numbers), numbers
     if kind == "constant-victim":  # scaled to 0 everywhere: the known samples' mean guesses every target exactly
         assert record.prior_mse == 0.0 and record.leakage <= 0.0
+
+
+def test_a_feature_prior_with_non_finite_guesses_fails_its_run_instead_of_being_scored(tiny, monkeypatch):
+    from vflpriv.runner import feature_prior
+
+    real = feature_prior.compute
+
+    def broken(view, seed):
+        prior = real(view, seed)
+        prior.guesses[prior.chosen]["test"][0].fill_(math.nan)  # a prior that could not be fitted
+        return prior
+
+    monkeypatch.setattr(feature_prior, "_PRIORS", {})
+    monkeypatch.setattr(feature_prior, "compute", broken)
+    (record,) = run(tiny(attack={"name": "fi-decoder", "options": {"epochs": 3}}))
+    assert record.status == "failed" and "feature prior" in record.error and "non-finite" in record.error

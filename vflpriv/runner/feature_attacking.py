@@ -225,7 +225,8 @@ def score_features(record: RunRecord, guesses: dict[str, Reconstruction], found:
         record.feature_ssim = float(fm.ssim(guess, y).mean())
     else:
         record.feature_exact_match = fm.exact_match(guess, y, found.levels)[0]
-    mine = {kind: found.scored(prior.of(kind)[primary]) for kind in prior.guesses}
+    mine = {kind: found.scored(require_finite(prior.of(kind)[primary], f"the feature prior's {kind} guesses"))
+            for kind in prior.guesses}
     prior_errors = fm.per_target_mse(mine[prior.chosen], y)
     record.prior_kind = prior.chosen
     record.prior_mse = float(prior_errors.mean())
