@@ -215,3 +215,51 @@ class RunRecord:
 
 #: What each annotated field type of :class:`RunRecord` accepts from JSON (an int is a valid float).
 _TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "float": (int, float), "int": int, "bool": bool}
+
+
+#: The secrets a record may infer.
+SECRETS = ("labels", "features")
+
+
+def _finite_list(text: str) -> list[float] | None:
+    """The JSON list of finite numbers ``text`` holds, or None."""
+    try:
+        values = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    ok = isinstance(values, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                          for v in values)
+    return values if ok else None
+
+
+def inconsistency(record: RunRecord) -> str:
+    """What a well-typed record says that no run writes ('' if nothing): an unknown secret, a victim on a label record,
+    or a scored feature record whose MSEs are not the means of its per-target errors (one finite number per target)
+    or whose image grid does not parse. The store's readers set such a record aside as damaged (a hand edit)."""
+    if record.secret not in SECRETS:
+        return f"its secret is {record.secret!r:.40}; a record's secret is {' or '.join(SECRETS)}"
+    if record.secret == "labels":
+        return f"a label record names a victim ({record.victim!r:.20})" if record.victim else ""
+    if record.status != OK:
+        return ""
+    errors = {}
+    for name in ("attack_errors", "prior_errors"):
+        values = _finite_list(getattr(record, name))
+        if values is None:
+            return f"its {name} is not a JSON list of finite numbers"
+        if len(values) != record.n_targets or not values:
+            return f"its {name} holds {len(values)} values for {record.n_targets} targets"
+        errors[name] = math.fsum(values) / len(values)
+    for name, source in (("feature_mse", "attack_errors"), ("prior_mse", "prior_errors")):
+        value = getattr(record, name)
+        if not math.isclose(value, errors[source], rel_tol=1e-9, abs_tol=1e-15):  # False for NaN
+            return f"its {name} ({value:.6g}) is not the mean of its {source} ({errors[source]:.6g})"
+    if record.feature_examples:
+        try:
+            grid = json.loads(record.feature_examples)
+        except ValueError:
+            grid = None
+        if not isinstance(grid, dict) or not all(isinstance(grid.get(k), list) for k in ("shape", "truth", "attack",
+                                                                                        "prior")):
+            return "its feature_examples is not the image grid's JSON (shape, truth, attack, prior)"
+    return ""
