@@ -16,14 +16,16 @@ from typer.testing import CliRunner
 from vflpriv.cli import app
 
 
+EVALUATE = ["evaluate", "--method", "splitnn", "--attack", "mc,fi-decoder", "--strengths", "0,5", "--seeds", "0",
+            "--set", "partition.labeled=60", "--set", "partition.aux=20", "--set", "finetune.epochs=1",
+            "--set", "attack.prior=none", "--set", "attack.options.fi-decoder.epochs=3"]
+
+
 @pytest.fixture(scope="module")
 def both_secrets(tmp_path_factory) -> Path:
     """A real store of 4 runs: mc and fi-decoder on one training per strength (0, 5), seed 0, digits halves."""
     out = tmp_path_factory.mktemp("both")
-    result = CliRunner().invoke(app, [
-        "evaluate", "--method", "splitnn", "--attack", "mc,fi-decoder", "--strengths", "0,5", "--seeds", "0",
-        "--set", "partition.labeled=60", "--set", "partition.aux=20", "--set", "finetune.epochs=1",
-        "--set", "attack.prior=none", "--set", "attack.options.fi-decoder.epochs=3", "--out", str(out)])
+    result = CliRunner().invoke(app, [*EVALUATE, "--out", str(out)])
     assert result.exit_code == 0, result.output
     return out / "results.sqlite"
 
@@ -80,3 +82,20 @@ def test_an_edited_feature_record_is_left_out_with_a_warning_and_the_rest_report
     assert f"warning: damaged record left out: run {key}: {needle}" in result.output, result.output
     rows = (tmp_path / "o" / "strength_rows.csv").read_text()
     assert "mc" in rows and "fi-decoder" in rows  # the other runs of both secrets are reported
+
+
+def test_a_resumed_sweep_recomputes_an_edited_feature_record_to_its_true_numbers(tmp_path, both_secrets):
+    out = tmp_path / "out"
+    out.mkdir()
+    store = out / "results.sqlite"
+    store.write_bytes(both_secrets.read_bytes())
+    with sqlite3.connect(store) as db:
+        key, text = next((k, r) for k, r in db.execute("SELECT key, record FROM runs ORDER BY key")
+                         if json.loads(r)["secret"] == "features")
+        true = json.loads(text)
+        db.execute("UPDATE runs SET record = ? WHERE key = ?", (json.dumps({**true, "feature_mse": 0.5}), key))
+    result = CliRunner().invoke(app, [*EVALUATE, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    with sqlite3.connect(store) as db:
+        (again,) = db.execute("SELECT record FROM runs WHERE key = ?", (key,)).fetchone()
+    assert json.loads(again)["feature_mse"] == true["feature_mse"]
