@@ -5,6 +5,7 @@ constant (the prior guesses it exactly; no attack leaks beyond it)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -79,3 +80,37 @@ def test_a_feature_prior_with_non_finite_guesses_fails_its_run_instead_of_being_
     monkeypatch.setattr(feature_prior, "compute", broken)
     (record,) = run(tiny(attack={"name": "fi-decoder", "options": {"epochs": 3}}))
     assert record.status == "failed" and "feature prior" in record.error and "non-finite" in record.error
+
+
+def test_a_tuning_candidate_that_diverges_is_discarded_and_the_others_are_searched(tiny):
+    """A search space with a learning rate that makes the decoder diverge: the adversary sees the candidate's
+    non-finite training or holdout score on its own known samples and discards it (a NaN score sorted anywhere in the
+    successive halving, and a diverged training failed the whole attack)."""
+    attack = {"name": "fi-decoder", "options": {"epochs": 8}, "tune": True, "search_space": {"lr": [1e30, 3e-3]}}
+    (record,) = run(tiny(partition={"labeled": 100, "aux": 40, "aux_features": 24}, attack=attack))
+    assert record.status == "ok", record.error
+    assert json.loads(record.attack_selected) == {"lr": 3e-3}
+    trials = json.loads(record.attack_trials)["trials"]
+    assert any(t["options"] == {"lr": 1e30} and t["aux_accuracy"] is None and t["diverged"] for t in trials), trials
+
+
+def test_a_candidate_whose_training_raises_diverged_is_discarded_with_its_reason(monkeypatch):
+    from feature_helpers import linear_view
+    from vflpriv.attacks.features.decoder_attack import DecoderOptions, FeatureDecoder
+    from vflpriv.attacks.search import search
+    from vflpriv.common.errors import DivergedError
+
+    real = FeatureDecoder.infer
+
+    def infer(self, view):
+        if self.options.lr > 1:
+            raise DivergedError("the decoder's loss became non-finite (training diverged); not scored")
+        return real(self, view)
+
+    monkeypatch.setattr(FeatureDecoder, "infer", infer)
+    found = search(FeatureDecoder(DecoderOptions(epochs=2)), linear_view(n_aux=40, n_test=10)[0], budget=8, seed=0,
+                   space={"lr": (1e30, 3e-3)})
+    assert found.selected == {"lr": 3e-3}
+    (bad,) = [t for t in found.trials if t.options == {"lr": 1e30}]
+    assert bad.aux_accuracy == -math.inf and "non-finite" in bad.summary()["diverged"]
+    assert bad.summary()["aux_accuracy"] is None
