@@ -52,6 +52,8 @@ EDITS = {
                                 "its attack_errors is not a JSON list of finite numbers"),
     "image grid unreadable": (_features, lambda r: r.update(feature_examples="{oops"),
                               "its feature_examples is not the image grid's JSON"),
+    "image grid of another shape": (_features, lambda r: r.update(feature_examples=json.dumps(
+        {**json.loads(r["feature_examples"]), "shape": [1, 8, 5]})), "its feature_examples is not the image grid's"),
 }
 
 
@@ -61,6 +63,7 @@ def _digest(path: Path) -> str:
 
 #: Every edit through ``table``; through ``report`` (slower, it reads the same records) those that crashed it.
 CASES = [(edit, "table") for edit in sorted(EDITS)] + [("image grid unreadable", "report"),
+                                                       ("image grid of another shape", "report"),
                                                        ("attack_errors not JSON", "report")]
 
 

@@ -254,12 +254,23 @@ def inconsistency(record: RunRecord) -> str:
         value = getattr(record, name)
         if not math.isclose(value, errors[source], rel_tol=1e-9, abs_tol=1e-15):  # False for NaN
             return f"its {name} ({value:.6g}) is not the mean of its {source} ({errors[source]:.6g})"
-    if record.feature_examples:
-        try:
-            grid = json.loads(record.feature_examples)
-        except ValueError:
-            grid = None
-        if not isinstance(grid, dict) or not all(isinstance(grid.get(k), list) for k in ("shape", "truth", "attack",
-                                                                                        "prior")):
-            return "its feature_examples is not the image grid's JSON (shape, truth, attack, prior)"
+    if record.feature_examples and not _grid_ok(record.feature_examples):
+        return ("its feature_examples is not the image grid's JSON (shape C, H, W; truth, attack and prior: as many "
+                "rows each, of C x H x W finite numbers)")
     return ""
+
+
+def _grid_ok(text: str) -> bool:
+    """Whether ``text`` is an image grid as the runner writes it (``runner.feature_attacking.examples``)."""
+    try:
+        grid = json.loads(text)
+    except ValueError:
+        return False
+    shape = grid.get("shape") if isinstance(grid, dict) else None
+    if not (isinstance(shape, list) and len(shape) == 3 and all(isinstance(v, int) and v > 0 for v in shape)):
+        return False
+    sets = [grid.get(k) for k in ("truth", "attack", "prior")]
+    if not all(isinstance(rows, list) and rows and len(rows) == len(sets[0]) for rows in sets):
+        return False
+    return all(_finite_list(json.dumps(row)) is not None and len(row) == math.prod(shape) for rows in sets
+               for row in rows)
