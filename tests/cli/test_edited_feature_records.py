@@ -52,6 +52,10 @@ EDITS = {
                                 "its attack_errors is not a JSON list of finite numbers"),
     "image grid unreadable": (_features, lambda r: r.update(feature_examples="{oops"),
                               "its feature_examples is not the image grid's JSON"),
+    "config not JSON": (_features, lambda r: r.update(config="{oops"), "its config is not a JSON object"),
+    "status unknown": (_features, lambda r: r.update(status="weird"), "its status is 'weird'; a record's status is ok"),
+    "phase unknown": (_features, lambda r: r.update(phase="midtrain"), "its phase is 'midtrain'; a record's phase is"),
+    "victim not a party": (_features, lambda r: r.update(victim="bob"), "its adversary '0' or victim 'bob' is not a"),
     "image grid of another shape": (_features, lambda r: r.update(feature_examples=json.dumps(
         {**json.loads(r["feature_examples"]), "shape": [1, 8, 5]})), "its feature_examples is not the image grid's"),
 }
@@ -64,7 +68,8 @@ def _digest(path: Path) -> str:
 #: Every edit through ``table``; through ``report`` (slower, it reads the same records) those that crashed it.
 CASES = [(edit, "table") for edit in sorted(EDITS)] + [("image grid unreadable", "report"),
                                                        ("image grid of another shape", "report"),
-                                                       ("attack_errors not JSON", "report")]
+                                                       ("attack_errors not JSON", "report"),
+                                                       ("config not JSON", "report")]
 
 
 @pytest.mark.parametrize(("edit", "command"), CASES)

@@ -221,25 +221,42 @@ _TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "float": (int, float),
 SECRETS = ("labels", "features")
 
 
-def _finite_list(text: str) -> list[float] | None:
-    """The JSON list of finite numbers ``text`` holds, or None."""
+def _json(text: str) -> object:
+    """What the JSON ``text`` holds (None where it is not JSON)."""
     try:
-        values = json.loads(text)
+        return json.loads(text)
     except (TypeError, ValueError):
         return None
+
+
+def _finite_list(text: str) -> list[float] | None:
+    """The JSON list of finite numbers ``text`` holds, or None."""
+    values = _json(text)
     ok = isinstance(values, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                                           for v in values)
     return values if ok else None
 
 
+#: The phases a record's attack may attack.
+PHASES = ("pretrain", "finetune")
+
+
 def inconsistency(record: RunRecord) -> str:
-    """What a well-typed record says that no run writes ('' if nothing): an unknown secret, a victim on a label record,
-    or a scored feature record whose MSEs are not the means of its per-target errors (one finite number per target)
-    or whose image grid does not parse. The store's readers set such a record aside as damaged (a hand edit)."""
-    if record.secret not in SECRETS:
-        return f"its secret is {record.secret!r:.40}; a record's secret is {' or '.join(SECRETS)}"
+    """What a well-typed record says that no run writes ('' if nothing): an unknown status, phase or secret, a config
+    that is not a JSON object, a victim on a label record, a feature record whose roles are not party indices (or the
+    server), or a scored feature record whose MSEs are not the means of its per-target errors (one finite number per
+    target) or whose image grid does not parse. The store's readers set such a record aside as damaged (a hand edit)."""
+    for name, value, valid in (("status", record.status, (OK, FAILED, NOT_APPLICABLE)), ("phase", record.phase, PHASES),
+                               ("secret", record.secret, SECRETS)):
+        if value not in valid:
+            return f"its {name} is {value!r:.40}; a record's {name} is {' or '.join(valid)}"
+    if record.config and not isinstance(_json(record.config), dict):
+        return "its config is not a JSON object"
     if record.secret == "labels":
         return f"a label record names a victim ({record.victim!r:.20})" if record.victim else ""
+    if not record.victim.isdigit() or not (record.adversary.isdigit() or record.adversary == "server"):
+        return (f"its adversary {record.adversary!r:.20} or victim {record.victim!r:.20} is not a party index (the "
+                "adversary: or 'server')")
     if record.status != OK:
         return ""
     errors = {}
@@ -262,10 +279,7 @@ def inconsistency(record: RunRecord) -> str:
 
 def _grid_ok(text: str) -> bool:
     """Whether ``text`` is an image grid as the runner writes it (``runner.feature_attacking.examples``)."""
-    try:
-        grid = json.loads(text)
-    except ValueError:
-        return False
+    grid = _json(text)
     shape = grid.get("shape") if isinstance(grid, dict) else None
     if not (isinstance(shape, list) and len(shape) == 3 and all(isinstance(v, int) and v > 0 for v in shape)):
         return False
