@@ -62,3 +62,23 @@ def test_a_dataset_with_a_nan_victim_feature_is_refused_in_one_line_before_train
                                           "0", "--set", "partition.labeled=150", "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, "party 1's training features hold 1 non-finite value (NaN or inf; the first in row 5)")
+
+
+@pytest.mark.parametrize(("module", "body", "needle"), [
+    ("hostile_secret", "secret = 'weights'", "its secret is 'weights'; an attack infers 'labels' or 'features'"),
+    ("hostile_roles", "roles = frozenset({'boss'})",
+     "its roles are frozenset({'boss'}); they must be some of 'active', 'passive'"),
+])
+def test_an_attack_plugin_with_an_unknown_secret_or_role_is_refused_naming_it(module, body, needle, tmp_path,
+                                                                                monkeypatch):
+    """An unknown secret failed deep in planning with a KeyError (no prior and no scores exist for it); unknown roles
+    with a sentence naming none."""
+    (tmp_path / f"{module}.py").write_text("from vflpriv.attacks.features.decoder_attack import FeatureDecoder\n\n"
+                                               f"class Hostile(FeatureDecoder):\n    {body}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, ["evaluate", "--attack", f"{module}:Hostile", "--seeds", "0",
+                                          "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, f"'{module}:Hostile' is not a vflpriv attack: {needle}")
