@@ -192,17 +192,10 @@ def _reply(guesses, view: FeatureView, truth: Truth, name: str, attack) -> dict[
 
 
 def _checked(guesses: dict[str, Reconstruction], truth: Truth) -> dict[str, torch.Tensor]:
-    """The reconstructions on the scores' scale, each checked: finite, of the victim's shape."""
-    out = {}
-    for name, y in truth.sets.items():
-        if name not in guesses:
-            raise ValueError(f"the feature attack returned no reconstruction of its {name} targets")
-        found = require_finite(guesses[name].features, f"the attack's reconstruction of its {name} targets")
-        if found.shape != y.shape:
-            raise ValueError(f"the feature attack reconstructed its {name} targets as shape {tuple(found.shape)}; "
-                             f"the victim's features have shape {tuple(y.shape)}")
-        out[name] = truth.scored(found)
-    return out
+    """The reconstructions (of the contract :func:`_reply` checked) on the scores' scale, each checked finite."""
+    return {name: truth.scored(require_finite(guesses[name].features,
+                                              f"the attack's reconstruction of its {name} targets"))
+            for name in truth.sets}
 
 
 def score_features(record: RunRecord, guesses: dict[str, Reconstruction], found: Truth, prior,
