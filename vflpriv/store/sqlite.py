@@ -25,7 +25,7 @@ from pathlib import Path
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.store.folders import creatable
-from vflpriv.store.records import NOT_APPLICABLE, OK, RunRecord
+from vflpriv.store.records import NOT_APPLICABLE, OK, RunRecord, inconsistency
 
 #: Statuses of records a rerun keeps: a failed run is retried.
 FINAL = (OK, NOT_APPLICABLE)
@@ -389,7 +389,9 @@ def _problem(key: object, text: object) -> str:
         record = RunRecord.from_json(text)
     except ValueError as exc:
         return str(exc)
-    return "" if record.key == key else f"it holds the record of another run ({record.key[:16]})"
+    if record.key != key:
+        return f"it holds the record of another run ({record.key[:16]})"
+    return inconsistency(record)
 
 
 def _identity(db: sqlite3.Connection) -> tuple[int, list[str]]:
