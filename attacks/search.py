@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from vflpriv.attacks.base import Attack
-from vflpriv.common.errors import ConfigError, ProtocolError
+from vflpriv.common.errors import ConfigError, DivergedError, ProtocolError
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
 from vflpriv.engine.adversary import HOLDOUT, AdversaryView, Inference
@@ -54,9 +54,13 @@ class Trial:
     fraction: float
     aux_accuracy: float
     inferences: dict[str, Inference]
+    #: Why the candidate was discarded ('' if it was not): its training diverged, or its holdout score is not finite.
+    diverged: str = ""
 
     def summary(self) -> dict:
-        return {"options": self.options, "fraction": self.fraction, "aux_accuracy": self.aux_accuracy}
+        score = self.aux_accuracy if math.isfinite(self.aux_accuracy) else None
+        return {"options": self.options, "fraction": self.fraction, "aux_accuracy": score,
+                **({"diverged": self.diverged} if self.diverged else {})}
 
 
 @dataclass(frozen=True)
@@ -199,14 +203,23 @@ class Search:
                                     f"the '{HOLDOUT}' target set")
             return inferences
 
-        if not self.holdout.cacheable:
-            inferences = run()
-        elif self.key is None:
-            inferences = _from_labels(_to_labels(run()))
-        else:
-            inferences = _from_labels(cache.cached_labels(
-                config_hash({"code": cache.code_version(), "trial": [self.key, name]}, 24), lambda: _to_labels(run())))
-        found = Trial(overrides, fraction, self.holdout.score(inferences), inferences)
+        try:
+            if not self.holdout.cacheable:
+                inferences = run()
+            elif self.key is None:
+                inferences = _from_labels(_to_labels(run()))
+            else:
+                inferences = _from_labels(cache.cached_labels(
+                    config_hash({"code": cache.code_version(), "trial": [self.key, name]}, 24),
+                    lambda: _to_labels(run())))
+            score, why = self.holdout.score(inferences), ""
+            if not math.isfinite(score):
+                why = "its holdout score is not finite"
+        except DivergedError as exc:
+            inferences, score, why = {}, -math.inf, str(exc)
+        # the adversary sees a diverged candidate on its own holdout and discards it: the lowest score, never chosen
+        # over a finite one (a NaN score would have sorted anywhere)
+        found = Trial(overrides, fraction, score if not why else -math.inf, inferences if not why else {}, why)
         self.trials.append(found)
         return found
 

@@ -16,8 +16,10 @@ register it under the entry-point group ``vflpriv.auditors``.
 
 Trust: an auditor is measurement code the user installs, like the runner, not an adversary held at arm's length. It
 is bound to the live defense (its sigma, clip and options; also its noise stream, which a dishonest auditor could
-replay to audit at sigma 0). The engine checks what it can (an :class:`AuditRead` naming a canary's row is refused,
-since the defense would compute that row's gradient from the hidden label); the rest is the auditor's own code, whose
+replay to audit at sigma 0). The engine checks what it can: an :class:`AuditRead` naming a canary's row is refused,
+since the defense would compute that row's gradient from the hidden label, and so is one naming rows outside the
+batch, negative, repeated or non-integer, or handed back from an earlier update (``vflpriv.engine.audit_guard``),
+each with the auditor's class named; the rest is the auditor's own code, whose
 errors can only make a correct mechanism look broken (a claim rejected), never a broken one look correct.
 """
 

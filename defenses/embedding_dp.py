@@ -319,11 +319,14 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:
     """epsilon at ``delta`` of ``steps`` adaptive Gaussian mechanisms of noise multiplier ``multiplier`` (sample rate 1),
-    by Opacus' RDP accountant."""
+    by Opacus' RDP accountant; inf where the multiplier is so small that the accountant overflows (no finite claim)."""
     from opacus.accountants import RDPAccountant
 
     accountant = RDPAccountant()
     accountant.history.append((multiplier, 1.0, steps))
     with _accountant_notes_off():
-        return float(accountant.get_epsilon(delta=delta))
+        try:
+            return float(accountant.get_epsilon(delta=delta))
+        except (ZeroDivisionError, OverflowError):  # a multiplier so small that every RDP order overflows: no bound
+            return math.inf
 

@@ -58,6 +58,9 @@ from vflpriv.models.training import make_optimizer
 
 #: ResSFL's bottleneck at the cut (``norelu_C8S1``, its Table 6 and expert scripts).
 RESSFL_BOTTLENECK = 8
+#: The widest layer at the cut accepted: far past any embedding vflpriv's bottoms send (a wider layer is no
+#: bottleneck, and 2^31 - 1 would fail in the allocator, inside the training).
+MAX_BOTTLENECK = 4096
 
 
 class FIAdversarialOptions(Options):
@@ -67,7 +70,7 @@ class FIAdversarialOptions(Options):
         None, ge=0, description="tau: ssim penalises only SSIM above tau (ResSFL 0.5, the default); mse stops pushing "
                                 "once the decoder's MSE exceeds tau (unset: ResSFL's unbounded -MSE)")
     bottleneck: int | None = Field(
-        None, ge=0, description="C > 0: a C-wide Linear layer at the cut, no ReLU, finetuning only; 0: none; unset: "
+        None, ge=0, le=MAX_BOTTLENECK, description="C > 0: a C-wide Linear layer at the cut, no ReLU, finetuning only; 0: none; unset: "
                                 "ResSFL's C = 8 in finetuning, none in pretraining")
     decoder: Literal["auto", "mlp", "conv"] = Field("auto", description="the imagined decoder (as fi-decoder's)")
     decoder_lr: float = Field(1e-3, gt=0, description="its Adam learning rate (ResSFL: 1e-3)")
@@ -119,6 +122,16 @@ class FIAdversarial(PassiveDefense):
                 image = p.spec.modality == "image"
                 self.scales[p.index] = fm.fit_scale(p.x_train[p.local_ids], image=image)
                 self.specs[p.index] = p.spec
+
+    def victim_problem(self, party: int, spec) -> str:
+        """The SSIM measure and the conv decoder need an image victim (C, H, W); on tabular features they would fail
+        inside the training."""
+        image = spec.modality == "image" and len(spec.shape) == 3
+        if self.options.loss == "ssim" and not image:
+            return f"options.loss=ssim scores images; party {party}'s features are tabular: use mse or auto"
+        if self.options.decoder == "conv" and not image:
+            return f"options.decoder=conv decodes to images; party {party}'s features are tabular: use mlp or auto"
+        return ""
 
     def measure(self, party: int) -> str:
         """mse or ssim for ``party``'s features (``loss=auto``: ssim for images of 16 px or more)."""

@@ -60,6 +60,11 @@ class PassiveDefense(Protection):
     def protects(self, message: Message) -> bool:
         return False
 
+    def victim_problem(self, party: int, spec) -> str:
+        """Why these options cannot protect ``party``'s features of ``spec`` ("" when they can): the planner refuses
+        it, before any training."""
+        return ""
+
     def guards(self, party: int, phase: str) -> bool:
         """Whether ``party`` is one it protects and ``phase`` its own (inference belongs to finetuning's model)."""
         mine = party != ACTIVE if self.party == PASSIVE else party == self.party

@@ -16,7 +16,7 @@ import math
 import pandas as pd
 
 from vflpriv.common.canary_bound import canaries_needed, chosen_test
-from vflpriv.common.empirical_epsilon import KEEP, claim_text
+from vflpriv.common.empirical_epsilon import claim_text
 from vflpriv.reports.tables import mean_std
 from vflpriv.tradeoff.auditing import auditor_table
 from vflpriv.tradeoff.cap import strength_label
@@ -140,8 +140,8 @@ def _claim(row: dict) -> str:
     text = f"claimed {claim_text(claimed, row.get('epsilon_claimed_delta') or 0.0)}: "
     if not row.get("testable"):
         try:
-            needed = canaries_needed(claimed, classes=int(row["classes"]), menu=len(KEEP),
-                                     attacks=int(row["planned_attacks"]), delta=row.get("epsilon_claimed_delta") or 0.0)
+            needed = canaries_needed(claimed, classes=int(row["classes"]), attacks=int(row["planned_attacks"]),
+                                     delta=row.get("epsilon_claimed_delta") or 0.0, seeds=max(1, int(row.get("seeds") or 1)))
             needs = f"a claim of {claimed:.2f} needs {needed} canaries pooled over the seeds"
         except ValueError as peak:  # no count up to MAX_CANARIES reaches the claim
             needs = str(peak)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from vflpriv.common import canary_bound, fdp_one_run
+from vflpriv.common import bound_args, canary_bound, fdp_one_run
 from vflpriv.common.empirical_epsilon import ALPHA, menu_lower
 
 GROUP = ["method", "dataset", "defense", "phase", "variant", "strength"]
@@ -121,7 +121,10 @@ def cap_of(attacks: dict[str, tuple[list[list[int]], int]], *, planned: int, cla
 def claim_test(attacks: dict[str, tuple[list[list[int]], int]], *, planned: int, classes: int, claim: float,
                delta: float) -> ClaimTest:
     """Test "every training is (claim, delta)-label-DP" on each attack's pooled (counts, canaries), ``planned`` attacks
-    in all (one that guessed nothing still takes its Bonferroni share)."""
+    in all (one that guessed nothing still takes its Bonferroni share; ValueError where fewer are planned than given,
+    or the claim is no finite number >= 0)."""
+    bound_args.epsilon(claim, name="claim")
+    bound_args.count("planned", planned, least=max(1, len(attacks)))
     ceiling = cap_of(attacks, planned=planned, classes=classes, delta=delta)
     best = ClaimTest(claim, 1.0, "", 0, 0, 0, ceiling)
     for name, (counts, canaries) in attacks.items():
@@ -136,7 +139,12 @@ def claim_test(attacks: dict[str, tuple[list[list[int]], int]], *, planned: int,
 
 
 def holm(p_values: list[float], *, alpha: float = ALPHA) -> list[bool]:
-    """Holm's step-down rejections of the hypotheses with ``p_values``: the family-wise error rate is at most alpha."""
+    """Holm's step-down rejections of the hypotheses with ``p_values``: the family-wise error rate is at most alpha
+    (ValueError for a p-value outside [0, 1], a NaN one included: it would sort anywhere and reject)."""
+    bad = [p for p in p_values if not 0 <= p <= 1]
+    if bad:
+        raise ValueError(f"p_values must be numbers in [0, 1], got {bad[0]!r}")
+    bound_args.alpha(alpha)
     order = sorted(range(len(p_values)), key=lambda i: p_values[i])
     rejected = [False] * len(p_values)
     for rank, i in enumerate(order):

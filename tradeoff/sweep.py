@@ -22,6 +22,7 @@ from vflpriv.runner import data_by_key
 from vflpriv.runner.execution import pretrain_key, run_safely
 from vflpriv.runner.planning import plan
 from vflpriv.store.records import RunRecord
+from vflpriv.store.secrets import ENV_VAR, current_fingerprint
 from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
 
@@ -182,11 +183,14 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     too where ``replace_other_data`` (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted."""
     expected = data_by_key(configs)
     other = store.other_data(expected)  # damaged records are not among them: drop_damaged's
+    other_key = store.other_canary_key(list(expected), current_fingerprint())
     if not replace_other_data:
         refuse_other_data(other, where=str(store.path))
+        refuse_other_canary_key(other_key, where=str(store.path))
     damaged = store.drop_damaged(list(expected))
-    store.forget([key for key, _ in other])
-    for found, what in ((damaged, "damaged record(s)"), (other, "record(s) of other data")):
+    store.forget([key for key, _ in other + other_key])
+    for found, what in ((damaged, "damaged record(s)"), (other, "record(s) of other data"),
+                        (other_key, "record(s) of another canary key")):
         if found and on_note is not None:
             on_note(f"{len(found)} {what} in the store deleted and recomputed (the first, run {found[0][0]}: "
                     f"{found[0][1]})")
@@ -199,6 +203,16 @@ def refuse_other_data(other: Sequence[tuple[str, str]], *, where: str) -> None:
         raise ConfigError(f"results store {where} holds {len(other)} of these runs computed on other data than the "
                           f"dataset holds now (the first, run {other[0][0]}: {other[0][1]}); give another --out or "
                           "--store to keep them, or --overwrite to recompute them on the data as it is now")
+
+
+def refuse_other_canary_key(other: Sequence[tuple[str, str]], *, where: str) -> None:
+    """ConfigError where a store holds runs of these configs whose canaries were drawn with another canary key (a
+    key rotated, another cache root): their guesses were scored against other labels than this key draws."""
+    if other:
+        raise ConfigError(f"results store {where} holds {len(other)} of these runs with canaries drawn from another "
+                          f"canary key (the first, run {other[0][0]}: {other[0][1]}); set ${ENV_VAR} to the key they "
+                          "used (vflpriv.store.secrets), give another --out or --store to keep them, or --overwrite "
+                          "to recompute them with the key now")
 
 
 def sweep(

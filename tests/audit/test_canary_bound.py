@@ -104,20 +104,42 @@ def test_the_f_dp_p_value_is_rounded_up_so_it_rejects_at_its_own_value():
 
 @pytest.mark.parametrize("delta", [0.0, 1e-5, 1e-3])
 def test_every_guess_right_rejects_a_claim_at_the_canaries_it_needs_and_not_one_fewer(delta):
-    """The cap's correction, checked by the claim test the audit uses (tradeoff.epsilon.claim_test, A attacks, the
-    full menu, every guess right): at canaries_needed the claim is rejected at 5%, one canary fewer it is not."""
+    """The cap's correction, checked by the claim test the audit uses (tradeoff.epsilon.claim_test, A attacks, every
+    guess right, the menu each run's counts carry: ``kept(n)``, repeats dropped below FULL_MENU_FROM canaries, pooled
+    over the seeds): at canaries_needed the claim is rejected at 5%, at every count fewer it is not (one fewer, and
+    every smaller count where the menu changes with the count)."""
     from vflpriv.tradeoff.epsilon import claim_test
+
+    def rejected(n: int, *, seeds: int, classes: int, attacks: int, claim: float) -> bool:
+        pooled = [[seeds * k, seeds * k] for k in kept(n)]
+        perfect = {f"a{i}": (pooled, seeds * n) for i in range(attacks)}
+        test = claim_test(perfect, planned=attacks, classes=classes, claim=claim, delta=delta)
+        assert (test.p_value < ALPHA) is test.testable, (n, seeds, classes, attacks, claim, test)
+        return test.testable
 
     for classes in (2, 10):
         for attacks in (1, 3):
-            for claim in (1.0, 2.5, 4.0):
-                needed = canary_bound.canaries_needed(claim, classes=classes, attacks=attacks, delta=delta)
-                for m, rejected in ((needed, True), (needed - 1, False)):
-                    full = [max(1, math.ceil(share * m)) for share in empirical_epsilon.KEEP]  # repeats kept
-                    perfect = {f"a{i}": ([[k, k] for k in full], m) for i in range(attacks)}
-                    test = claim_test(perfect, planned=attacks, classes=classes, claim=claim, delta=delta)
-                    assert (test.p_value < ALPHA) is rejected and test.testable is rejected, \
-                        (classes, attacks, claim, m, test)
+            for claim in (0.3, 1.0, 2.5, 4.0):
+                for seeds in (1, 3):
+                    needed = canary_bound.canaries_needed(claim, classes=classes, attacks=attacks, delta=delta,
+                                                          seeds=seeds)
+                    n = needed // seeds
+                    assert n * seeds == needed
+                    fewer = range(1, n) if n <= canary_bound.FULL_MENU_FROM + 1 else [n - 1]
+                    assert rejected(n, seeds=seeds, classes=classes, attacks=attacks, claim=claim)
+                    assert not any(rejected(f, seeds=seeds, classes=classes, attacks=attacks, claim=claim)
+                                   for f in fewer), (classes, attacks, claim, seeds, n)
+
+
+def test_the_test_s_menu_needs_fewer_canaries_than_the_full_one_only_at_tiny_counts():
+    """Below FULL_MENU_FROM canaries a run the claim test corrects over fewer menu entries: a pure claim of 0.3 with
+    ten classes needs 2 canaries, where the full four-entry menu asked 3; from FULL_MENU_FROM on both agree."""
+    assert canary_bound.canaries_needed(0.3, classes=10) == 2
+    assert canary_bound.canaries_needed(0.3, classes=10, menu=len(empirical_epsilon.KEEP)) == 3
+    for claim, classes in ((2.5, 10), (4.0, 2), (1.0, 2)):
+        full = canary_bound.canaries_needed(claim, classes=classes, menu=len(empirical_epsilon.KEEP))
+        assert full >= canary_bound.FULL_MENU_FROM
+        assert canary_bound.canaries_needed(claim, classes=classes) == full
 
 
 def test_an_absurd_claim_is_refused_at_once_by_the_closed_form_cap(monkeypatch):

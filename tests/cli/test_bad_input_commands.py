@@ -79,7 +79,7 @@ def test_a_method_options_pattern_of_the_user_must_match_but_a_presets_need_not(
      "audit.attack_options names mcc, not an attack of this audit; its attacks: mc"),
     # bad input is refused, not set aside as "not applicable"
     (["--attacks", "mc", "--defenses", "iso", "--set", "audit.defenses.0.options.x=3"],
-     "unknown setting defenses[0].options.x"),
+     "unknown setting audit.defenses[0].options.x"),
     (["--attacks", "mc", "--defenses", "iso", "--set", "audit.defenses.0.party=7"], "party 7 does not exist (0..1)"),
     (["--attacks", "mc", "--defenses", "iso", "--set", "audit.defenses.0.kinds=[nope]"],
      "defense 'iso' cannot protect nope messages; valid kinds:"),

@@ -67,10 +67,35 @@ def test_a_tampered_stored_fit_is_refitted(decoder_fits):
     assert torch.equal(again, fresh)
 
 
+@pytest.mark.parametrize("damage", ["swapped", "truncated", "stream"])
+def test_a_swapped_truncated_or_restreamed_stored_fit_is_refitted_and_gives_a_cold_run_s_numbers(decoder_fits, damage):
+    """Each stored fit is verified as the fit of its own key: another key's weights (a swap), a state missing a
+    tensor, or a stream position not the one its fit left are refitted, never loaded."""
+    view = _view
+    cold = FeatureInversion(SMALL).infer(view())
+    shared_fits._FITS.clear()
+    FeatureDecoder(DecoderOptions(epochs=4)).infer(view())  # the decoder fi-inversion will look up
+    FeatureDecoder(DecoderOptions(epochs=4, lr=2e-3)).infer(view())  # another key's decoder, of the same shapes
+    mine, other = list(shared_fits._FITS)
+    fits = shared_fits._FITS
+    if damage == "swapped":
+        fits[mine] = fits[other]
+    elif damage == "truncated":
+        fits[mine] = dataclasses.replace(fits[mine], state=dict(list(fits[mine].state.items())[:-1]))
+    else:
+        fits[mine] = dataclasses.replace(fits[mine], stream_after=torch.Generator().manual_seed(123).get_state())
+    made = len(decoder_fits)
+    again = FeatureInversion(SMALL).infer(view())
+    assert decoder_fits[made:].count("fi-decoder's decoder") == 1  # refitted
+    for name in ("train", "test"):
+        assert torch.equal(again[name].features, cold[name].features)
+
+
 def test_a_network_with_batchnorm_is_keyed_by_its_whole_state():
     """A decoder with BatchNorm holds a 0-dim counter (``num_batches_tracked``) in its state: the key reads it (a view
     of a 0-dim tensor as bytes failed, so the conv decoder's fit crashed) and tells two states apart."""
     net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
-    before = shared_fits._state_digest(net.state_dict())
+    stream = torch.Generator().get_state()
+    before = shared_fits._fit_digest("key", net.state_dict(), stream)
     net.train()(torch.randn(5, 3, generator=torch.Generator().manual_seed(0)))
-    assert shared_fits._state_digest(net.state_dict()) != before
+    assert shared_fits._fit_digest("key", net.state_dict(), stream) != before

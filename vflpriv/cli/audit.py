@@ -154,7 +154,7 @@ def audit(
     from vflpriv.workflows.audit import audit_grid
     from vflpriv.workflows.audit_recipes import WEAKEST, active_summary, defer_active, escalate, mark_partial
     from vflpriv.workflows.conformance import check_conformance
-    from vflpriv.workflows.experiment import check_destination, run_into_store
+    from vflpriv.workflows.experiment import check_destination, guard_outputs, run_into_store
 
     cfg = build_audit(config=config, method=method, dataset=dataset, attacks=attacks, defenses=defenses, phases=phases,
                       seeds=seeds, jobs=jobs, backend=backend, device=device, all_adversaries=all_adversaries,
@@ -165,11 +165,13 @@ def audit(
                 "training)")
     with cache.held_back(keep=not dry_run), stage(status, planning):
         runs, skipped = audit_grid(cfg) if not check_only else ([], [])  # refused before training, cache untouched
-    if not check_only and not runs:
-        raise IncompatibleError("nothing to audit: no attack applies; " + "; ".join(
-            f"{s.attack} x {s.defense} ({s.phase}): {s.reason}" for s in skipped))
+        if not check_only and not runs:  # inside: the dataset planning loaded is not kept either
+            raise IncompatibleError("nothing to audit: no attack applies; " + "; ".join(
+                f"{s.attack} x {s.defense} ({s.phase}): {s.reason}" for s in skipped))
     if not check_only:  # before the conformance trainings
         check_destination(out, store_path=store, backend=cfg.backend, address=address)
+        if not overwrite:  # another experiment's results.csv in --out: refused before minutes of conformance
+            guard_outputs(out, owns={r.key() for r in runs}.__contains__)
     if dry_run:  # the conformance checks train: named, not run
         console.print(f"conformance of {cfg.method.name}: a few short trainings before the audit's (dry run: not run)")
     else:

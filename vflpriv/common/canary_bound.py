@@ -30,7 +30,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from vflpriv.common import empirical_epsilon, fdp_one_run
+from vflpriv.common import bound_args, empirical_epsilon, fdp_one_run
 from vflpriv.common.empirical_epsilon import ALPHA, EPS_MAX, KEEP
 
 #: The names of the two tests, as records and reports print them.
@@ -38,7 +38,9 @@ STEINKE, FDP = "Steinke", "f-DP"
 
 
 def chosen_test(delta: float) -> str:
-    """The one test of a claim at ``delta``: Steinke et al.'s for a pure claim, the f-DP one above it."""
+    """The one test of a claim at ``delta``: Steinke et al.'s for a pure claim, the f-DP one above it (ValueError
+    where delta is no number in [0, 1))."""
+    bound_args.delta(delta)
     return STEINKE if delta == 0 else FDP
 
 
@@ -64,6 +66,7 @@ def menu_p_value(counts: Sequence[Sequence[int]], *, canaries: int, classes: int
     """The chosen test's menu p-value of "(epsilon, delta)-label-DP", with the (guesses, right) entry it comes from and
     the test's name. Below a level exactly where :func:`menu_lower` at that level exceeds epsilon (the f-DP p-value
     is rounded up, by a factor of at most 1 + 3e-6)."""
+    bound_args.epsilon(epsilon)
     test = chosen_test(delta)
     module = empirical_epsilon if test == STEINKE else fdp_one_run
     p, entry = module.menu_p_value(counts, canaries=canaries, classes=classes, epsilon=epsilon, delta=delta)
@@ -79,9 +82,10 @@ def cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int = 1,
     if chosen_test(delta) == STEINKE:
         return empirical_epsilon.cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, delta=delta,
                                      alpha=alpha)
-    if canaries <= 0:
+    _check_cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, alpha=alpha)
+    if canaries == 0:
         return 0.0
-    level = alpha / (max(menu, 1) * max(attacks, 1))
+    level = alpha / (menu * attacks)
     return fdp_one_run.epsilon_lower(guesses=canaries, right=canaries, canaries=canaries, delta=delta,
                                      classes=classes, alpha=level)
 
@@ -91,43 +95,78 @@ def pure_cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int
     exactly where q^m < level, q = e^eps / (e^eps + C - 1), so the cap is log((C - 1) / (level^(-1/m) - 1)) (at least
     0, at most EPS_MAX). It bounds the f-DP cap at delta > 0: exact C-ary randomised response at eps is (eps, delta)-DP
     for every delta and makes m fixed guesses all right with probability q^m, so a valid test that rejects (eps, delta)
-    with every guess right has q^m <= level, and this test rejects eps too (the step of the delta-0 proof above)."""
-    level = alpha / (max(menu, 1) * max(attacks, 1))
+    with every guess right has q^m <= level, and this test rejects eps too (the step of the delta-0 proof above).
+    0 without canaries."""
+    _check_cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, alpha=alpha)
+    if canaries == 0:
+        return 0.0
+    level = alpha / (menu * attacks)
     return max(0.0, min(EPS_MAX, math.log((classes - 1) / math.expm1(-math.log(level) / canaries))))
+
+
+def _check_cap(*, canaries: int, classes: int, menu: int, attacks: int, alpha: float) -> None:
+    """A cap's numbers (ValueError naming the one out of range)."""
+    bound_args.count("canaries", canaries)
+    bound_args.classes(classes)
+    bound_args.share(menu=menu, attacks=attacks)
+    bound_args.alpha(alpha)
 
 
 #: The most canaries :func:`canaries_needed` considers (pooled over the seeds).
 MAX_CANARIES = 1_000_000
 
 
+#: The fewest canaries a run must guess for the abstention menu to hold every entry of KEEP (below, ``kept`` drops
+#: repeated entries and the test corrects over fewer).
+FULL_MENU_FROM = next(m for m in range(1, 100) if len(empirical_epsilon.kept(m)) == len(KEEP))
+
+
 @functools.lru_cache(maxsize=256)
-def canaries_needed(claim: float, *, classes: int, menu: int = len(KEEP), attacks: int = 1, delta: float = 0.0,
-                    alpha: float = ALPHA) -> int:
-    """The fewest canaries (pooled over the seeds) whose :func:`cap` exceeds ``claim``: below them no outcome can
-    reject it. Found by doubling, then bisection (the chosen test's all-right cap grows with the count); ValueError
-    at once where the claim is at or above :func:`pure_cap` at MAX_CANARIES, which bounds every cap up to there."""
-    ceiling = pure_cap(canaries=MAX_CANARIES, classes=classes, menu=menu, attacks=attacks, alpha=alpha)
+def canaries_needed(claim: float, *, classes: int, menu: int | None = None, attacks: int = 1, delta: float = 0.0,
+                    alpha: float = ALPHA, seeds: int = 1) -> int:
+    """The fewest canaries, pooled over ``seeds`` runs that each guess as many, whose :func:`cap` exceeds ``claim``:
+    below them no outcome can reject it. The cap is taken at the menu the claim test uses at each count (``menu``
+    None: ``len(kept(n))`` for n a run, as the pooled counts carry it; fewer entries below FULL_MENU_FROM a run,
+    where the full menu's correction overstated the count by a canary or two), or at a fixed ``menu``. Below
+    FULL_MENU_FROM each count is tried in turn (the menu changes there, so the cap need not grow with the count);
+    from it on, doubling then bisection (the chosen test's all-right cap grows with the count at a fixed menu).
+    ValueError at once where the claim is at or above :func:`pure_cap` at MAX_CANARIES (and at every smaller menu
+    tried), which bounds every cap up to there, or where an argument is out of range (a NaN, infinite or negative
+    claim; delta outside [0, 1); seeds below 1)."""
+    bound_args.epsilon(claim, name="claim")
+    bound_args.delta(delta, below_one=True)
+    bound_args.count("seeds", seeds, least=1)
+
+    def menu_at(n: int) -> int:
+        return menu if menu is not None else len(empirical_epsilon.kept(n))
+
+    ceiling = max(pure_cap(canaries=MAX_CANARIES, classes=classes, menu=menu_at(FULL_MENU_FROM), attacks=attacks,
+                           alpha=alpha),
+                  *(pure_cap(canaries=n * seeds, classes=classes, menu=menu_at(n), attacks=attacks, alpha=alpha)
+                    for n in range(1, FULL_MENU_FROM)))
     if claim >= ceiling + 1e-9:
         raise ValueError(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap is at "
                          f"most {ceiling:.2f} there)")
 
-    def at(m: int) -> float:
-        return cap(canaries=m, classes=classes, menu=menu, attacks=attacks, delta=delta, alpha=alpha)
+    def at(n: int) -> float:
+        return cap(canaries=n * seeds, classes=classes, menu=menu_at(n), attacks=attacks, delta=delta, alpha=alpha)
 
-    def enough(m: int) -> bool:
-        return at(m) > claim
+    def enough(n: int) -> bool:
+        return at(n) > claim
 
-    high = 1
+    small = next((n for n in range(1, FULL_MENU_FROM) if n * seeds <= MAX_CANARIES and enough(n)), None)
+    if small is not None:
+        return small * seeds
+    low, high = FULL_MENU_FROM - 1, FULL_MENU_FROM  # per run; not enough(low)
     while not enough(high):
-        if high >= MAX_CANARIES:  # doubling stops at 2^20 > MAX_CANARIES: the bisection below stays within it
+        if high * seeds >= MAX_CANARIES:  # doubling stops past MAX_CANARIES: the bisection below stays within 2x it
             raise ValueError(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap "
                              f"reaches {at(high):.2f} there)")
-        high *= 2
-    low = high // 2  # not enough (or 0)
+        low, high = high, high * 2
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (low, mid) if enough(mid) else (mid, high)
-    if high > MAX_CANARIES:
+    if high * seeds > MAX_CANARIES:
         raise ValueError(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap "
-                         f"reaches {at(MAX_CANARIES):.2f} there)")
-    return high
+                         f"reaches {at(MAX_CANARIES // seeds):.2f} there)")
+    return high * seeds

@@ -49,6 +49,7 @@ import functools
 import math
 from collections.abc import Sequence
 
+from vflpriv.common import bound_args
 from vflpriv.common.lazy import Lazy
 
 binom = Lazy("scipy.stats", "binom")  # imported at the first p-value
@@ -69,8 +70,10 @@ def right_guess_bound(epsilon: float, classes: int) -> float:
 def p_value(*, guesses: int, right: int, canaries: int, classes: int, epsilon: float, delta: float = 0.0) -> float:
     """P-value of "the training is (epsilon, delta)-label-DP" given ``right`` of ``guesses`` guesses were right (of
     ``canaries`` canaries, the delta term's m)."""
-    if not 0 <= right <= guesses <= canaries:
-        raise ValueError(f"need 0 <= right <= guesses <= canaries, got {right}, {guesses}, {canaries}")
+    bound_args.counts(guesses=guesses, right=right, canaries=canaries)
+    bound_args.classes(classes)
+    bound_args.epsilon(epsilon)
+    bound_args.delta(delta)
     q = right_guess_bound(epsilon, classes)
     tail = float(binom.sf(right - 1, guesses, q))  # P[Binomial(guesses, q) >= right]
     if delta == 0.0 or right == 0:
@@ -85,6 +88,8 @@ def epsilon_lower(*, guesses: int, right: int, canaries: int, classes: int, delt
                   alpha: float = ALPHA) -> float:
     """The largest epsilon whose (epsilon, delta)-label-DP is rejected at level ``alpha`` (0 where none is); cached,
     a pure function of its numbers (a table's settings repeat counts: 60 bisection steps each)."""
+    bound_args.alpha(alpha)
+
     def rejected(eps: float) -> bool:
         return p_value(guesses=guesses, right=right, canaries=canaries, classes=classes, epsilon=eps,
                        delta=delta) < alpha
@@ -102,6 +107,7 @@ def epsilon_lower(*, guesses: int, right: int, canaries: int, classes: int, delt
 
 def kept(guessed: int) -> list[int]:
     """How many of ``guessed`` guesses each entry of :data:`KEEP` keeps (at least one; repeats dropped)."""
+    bound_args.count("guessed", guessed)
     out: list[int] = []
     for share in KEEP:
         k = max(1, math.ceil(share * guessed))
@@ -115,6 +121,7 @@ def menu_p_value(counts: Sequence[Sequence[int]], *, canaries: int, classes: int
     """The menu's p-value of "(epsilon, delta)-label-DP", Bonferroni-corrected over its entries (the smallest entry's
     p-value times the menu's size, at most 1), and the (guesses, right) entry it comes from; (1, (0, 0)) without
     counts. It is below alpha exactly where :func:`menu_lower` at alpha exceeds epsilon."""
+    bound_args.epsilon(epsilon)
     best = (1.0, (0, 0))
     for guesses, right in counts:
         p = p_value(guesses=guesses, right=right, canaries=canaries, classes=classes, epsilon=epsilon, delta=delta)
@@ -128,15 +135,22 @@ def cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int = 1,
     """The largest empirical epsilon ``canaries`` canaries can certify when every one is guessed and every guess is
     right, each of ``attacks`` attacks at alpha / attacks with a menu of ``menu`` entries (Bonferroni over both: the
     level :func:`menu_lower` and the worst case use). A claim at or above it is untestable with these canaries."""
-    if canaries <= 0:
+    bound_args.count("canaries", canaries)
+    bound_args.classes(classes)
+    bound_args.share(menu=menu, attacks=attacks)
+    bound_args.delta(delta)
+    bound_args.alpha(alpha)
+    if canaries == 0:
         return 0.0
     return epsilon_lower(guesses=canaries, right=canaries, canaries=canaries, classes=classes, delta=delta,
-                         alpha=alpha / (max(menu, 1) * max(attacks, 1)))
+                         alpha=alpha / (menu * attacks))
 
 
 def claim_text(epsilon: float, delta: float) -> str:
-    """``epsilon 5.38 at delta 1e-05``, or ``epsilon 2.00 (pure)``: every printed epsilon says its delta."""
-    return f"epsilon {epsilon:.2f} " + (f"at delta {delta:.3g}" if delta > 0 else "(pure)")
+    """``epsilon 5.38 at delta 1e-05``, or ``epsilon 2.00 (pure)``: every printed epsilon says its delta (a claim of
+    10^4 or more in three digits: ``epsilon 6.6e+18``)."""
+    value = f"{epsilon:.2f}" if abs(epsilon) < 1e4 else f"{epsilon:.3g}"
+    return f"epsilon {value} " + (f"at delta {delta:.3g}" if delta > 0 else "(pure)")
 
 
 def menu_lower(counts: Sequence[Sequence[int]], *, canaries: int, classes: int, delta: float = 0.0,

@@ -78,20 +78,27 @@ import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from vflpriv.common import bound_args
 from vflpriv.common.empirical_epsilon import ALPHA, EPS_MAX
 from vflpriv.common.lazy import Lazy
 
 special = Lazy("scipy.special")  # imported at the first Gaussian curve (ndtr, ndtri: Phi and Phi^-1)
 
+#: The largest exponent math.exp takes without overflow (e^709 is about 8e307).
+EXP_MAX = 709.0
 #: The largest mu the bisection considers (mu-GDP with mu 40 is as good as no privacy at any count used here).
 MU_MAX = 40.0
 
 
 def inverse_eps_delta(epsilon: float, delta: float) -> Callable[[float], float]:
     """fbar^-1 for f_{eps, delta}: the fewest wrong guesses (as a rate) an (eps, delta)-DP test needs for ``r`` right:
-    max(0, (r - delta) e^-eps, 1 - delta - e^eps (1 - r))."""
+    max(0, (r - delta) e^-eps, 1 - delta - e^eps (1 - r)). e^eps is taken at min(eps, EXP_MAX), the same below it and
+    above it where the third term is 1 - delta at r = 1 and far below 0 elsewhere (an overflow otherwise: a claim of
+    thousands, dp-gaussian's at a tiny sigma)."""
+    grow = math.exp(min(epsilon, EXP_MAX))
+
     def inverse(r: float) -> float:
-        return max(0.0, (r - delta) * math.exp(-epsilon), 1.0 - delta - math.exp(epsilon) * (1.0 - r))
+        return max(0.0, (r - delta) * math.exp(-epsilon), 1.0 - delta - grow * (1.0 - r))
     return inverse
 
 
@@ -106,10 +113,9 @@ def rejects(inverse: Callable[[float], float], *, guesses: int, right: int, cana
             alpha: float = ALPHA) -> bool:
     """Whether ``right`` of ``guesses`` guesses (of ``canaries`` canaries with ``classes`` uniform candidates each)
     reject "f-DP" at level ``alpha``, f given by its ``inverse`` fbar^-1 (the module's recursion)."""
-    if not 0 <= right <= guesses <= canaries:
-        raise ValueError(f"need 0 <= right <= guesses <= canaries, got {right}, {guesses}, {canaries}")
-    if classes < 2:
-        raise ValueError(f"need at least 2 candidates per canary, got {classes}")
+    bound_args.counts(guesses=guesses, right=right, canaries=canaries)
+    bound_args.classes(classes)
+    bound_args.alpha(alpha)
     if right == 0:
         return False
     r, h = alpha * right / canaries, alpha * (guesses - right) / canaries
@@ -139,6 +145,7 @@ def epsilon_lower(*, guesses: int, right: int, canaries: int, delta: float, clas
                   alpha: float = ALPHA) -> float:
     """The largest epsilon whose (epsilon, delta)-DP the counts reject at ``alpha`` (0 where none is): a proven lower
     bound at ``delta``."""
+    bound_args.delta(delta)
     return _largest(lambda eps: rejects(inverse_eps_delta(eps, delta), guesses=guesses, right=right,
                                         canaries=canaries, classes=classes, alpha=alpha), EPS_MAX)
 
@@ -152,6 +159,8 @@ def mu_lower(*, guesses: int, right: int, canaries: int, classes: int = 2, alpha
 
 def gdp_delta(mu: float, epsilon: float) -> float:
     """delta(eps) of mu-GDP (Dong, Roth & Su 2019, Corollary 2.13): Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+    bound_args.epsilon(mu, name="mu")
+    bound_args.epsilon(epsilon)
     if mu <= 0:
         return 0.0
     return float(special.ndtr(-epsilon / mu + mu / 2) - math.exp(epsilon) * special.ndtr(-epsilon / mu - mu / 2))
@@ -160,6 +169,7 @@ def gdp_delta(mu: float, epsilon: float) -> float:
 def gdp_epsilon(mu: float, delta: float) -> float:
     """The epsilon at ``delta`` of mu-GDP (0 where delta(0) <= ``delta``): for a measured mu, an estimate under the
     Gaussian-curve assumption, never a bound."""
+    bound_args.delta(delta)
     if gdp_delta(mu, 0.0) <= delta:
         return 0.0
     low, high = 0.0, EPS_MAX
@@ -195,6 +205,9 @@ def p_value(*, guesses: int, right: int, canaries: int, classes: int, epsilon: f
     log10 of the level to a factor 1 + 3e-6 and rounded up, so a p-value below a level means the recursion rejects at
     that level (it rejects at every level above one it rejects at: its start values grow with the level); so fine
     that the cap, where the recursion starts to reject, and this p-value agree on claims a 1e-4 below it."""
+    bound_args.epsilon(epsilon)
+    bound_args.delta(delta)
+
     def rejected(log_level: float) -> bool:
         return rejects(inverse_eps_delta(epsilon, delta), guesses=guesses, right=right, canaries=canaries,
                        classes=classes, alpha=10.0 ** log_level)
@@ -214,6 +227,7 @@ def menu_p_value(counts: Sequence[Sequence[int]], *, canaries: int, classes: int
                  delta: float) -> tuple[float, tuple[int, int]]:
     """The menu's f-DP p-value of "(epsilon, delta)-DP", Bonferroni over its entries (the smallest entry's times the
     menu's size, at most 1), and the (guesses, right) entry it comes from; (1, (0, 0)) without counts."""
+    bound_args.epsilon(epsilon)
     best = (1.0, (0, 0))
     for guesses, right in counts:
         p = p_value(guesses=int(guesses), right=int(right), canaries=canaries, classes=classes, epsilon=epsilon,

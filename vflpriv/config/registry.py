@@ -111,13 +111,27 @@ def _has(*members: str) -> Callable[[Any], str | None]:
     return check
 
 
+def _is_attack(obj: Any) -> str | None:
+    """An attack class that infers a secret vflpriv scores (``labels`` or ``features``) and names roles that exist: an
+    unknown secret failed deep in planning (no prior, no scores for it)."""
+    problem = _has("infer", "required_messages", "needs_encoder")(obj)
+    if problem is not None:
+        return problem
+    secret, roles = getattr(obj, "secret", "labels"), getattr(obj, "roles", frozenset({"passive"}))
+    if secret not in ("labels", "features"):
+        return f"its secret is {secret!r:.40}; an attack infers 'labels' or 'features'"
+    if isinstance(roles, str) or not roles or not set(roles) <= {"active", "passive", "server"}:
+        return f"its roles are {roles!r:.60}; they must be some of 'active', 'passive', 'server'"
+    return None
+
+
 def _is_loader(obj: Any) -> str | None:
     return None if callable(obj) and not isinstance(obj, type) else "expected a loader function returning a VerticalDataset"
 
 
 METHODS: Registry[Any] = Registry("method", "vflpriv.methods",
                                   _has("pretrain", "finetune", "predict", "sends", "pretrains", "federated"))
-ATTACKS: Registry[Any] = Registry("attack", "vflpriv.attacks", _has("infer", "required_messages", "needs_encoder"))
+ATTACKS: Registry[Any] = Registry("attack", "vflpriv.attacks", _is_attack)
 DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses", _has("protects", "axis", "supported_kinds"))
 DATASETS: Registry[Any] = Registry("dataset", "vflpriv.datasets", _is_loader)
 AUDITORS: Registry[Any] = Registry("auditor", "vflpriv.auditors", _has("audits", "bind", "audit_update", "guesses"))

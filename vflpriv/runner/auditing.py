@@ -81,10 +81,11 @@ def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: S
     """The auditor's guesses of every canary scored against their drawn labels (read here, never handed to it): its
     abstention menu's counts and the 95% lower bound they certify at ``delta``, on every record of the training."""
     guess, confidence = auditor.guesses()
-    if not bool(torch.isfinite(confidence).all()):
+    problem = _guesses_problem(guess, confidence, int(scenario.canaries.numel()))
+    if problem:
         for record in records:
-            record.notes = "; ".join(filter(None, [record.notes, f"auditor {name}: its scores are not finite, so it "
-                                                   "certifies nothing here"]))
+            record.notes = "; ".join(filter(None, [record.notes, f"auditor {name}: its {problem}, so it certifies "
+                                                   "nothing here"]))
         return
     counts = menu_counts(guess == scenario.canary_labels, confidence)
     classes, planted = int(scenario.canary_candidates.shape[1]), int(scenario.canaries.numel())
@@ -95,3 +96,17 @@ def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: S
         record.auditor, record.auditor_counts = name, json.dumps(counts)
         record.auditor_guesses, record.auditor_accuracy, record.auditor_epsilon_lower = kept, right / kept, bound
         record.auditor_epsilon_fdp, record.auditor_mu_lower, record.auditor_epsilon_gdp_estimate = fdp
+
+
+def _guesses_problem(guess: Any, confidence: Any, canaries: int) -> str:
+    """Why an auditor's guesses cannot be scored ('' where they can): one integer label and one finite confidence
+    per canary (a single guess would broadcast over every canary, a shorter confidence would sort another menu)."""
+    if not (isinstance(guess, torch.Tensor) and isinstance(confidence, torch.Tensor)) or guess.shape != (canaries,) \
+            or confidence.shape != (canaries,):
+        shapes = [tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in (guess, confidence)]
+        return f"guesses are not one guess per canary ({canaries}; got guesses {shapes[0]}, confidences {shapes[1]})"
+    if guess.is_floating_point() or guess.is_complex() or guess.dtype == torch.bool:
+        return f"guesses are {guess.dtype}, not integer labels"
+    if not bool(torch.isfinite(confidence).all()):
+        return "scores are not finite"
+    return ""

@@ -166,7 +166,7 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     if reason:
         raise IncompatibleError(f"defense '{d.name}': {reason}")
     if cls.hook_points & PASSIVE_POINTS:
-        return _passive_defense(config, index, cls, method)
+        return _passive_defense(config, index, cls, method, dataset)
     unsupported = sorted(set(d.kinds or ()) - set(cls.supported_kinds))
     if unsupported:
         raise ConfigError(f"defense '{d.name}' cannot protect {', '.join(unsupported)} messages; "
@@ -216,9 +216,10 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
         options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
 
 
-def _passive_defense(config: TrainingConfig, index: int, cls, method: Method):
+def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, dataset: VerticalDataset):
     """A defense at a passive party's own points: in a phase it acts in, on a method that sends passive embeddings,
-    whose training (pretraining, for that phase) calls its points; for a passive party (unset: every one)."""
+    whose training (pretraining, for that phase) calls its points; for a passive party (unset: every one) whose
+    features its options can take (``victim_problem``)."""
     d, name, what = config.defenses[index], config.defenses[index].name, config.method.name
     if d.kinds:
         raise ConfigError(f"defense '{name}' acts at the passive party's own points, not on messages; remove kinds")
@@ -245,4 +246,7 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method):
         strength=cls.axis.identity if d.strength is None else d.strength, party=PASSIVE if d.party is None else d.party,
         phase=d.phase, kinds=None, options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
     defense.called = cls.hook_points & method.supported()  # its optional points too, where the training calls them
+    for party in range(1, config.partition.parties) if d.party is None else (d.party,):
+        if reason := defense.victim_problem(party, dataset.specs[party]):
+            raise IncompatibleError(f"defense '{name}': {reason}")
     return defense

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from vflpriv.common import metrics
-from vflpriv.common.errors import DivergedError, VflprivError
+from vflpriv.common.errors import DivergedError, ProtocolError, VflprivError
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
 from vflpriv.config.registry import ATTACKS, DEFENSES
@@ -124,6 +124,8 @@ def _execute(p: Plan) -> list[RunRecord]:
         for record in records:
             record.status, record.error = FAILED, str(exc)
         return records
+    except ProtocolError as exc:  # the method broke its declared protocol: named, with its class (a plugin's)
+        raise ProtocolError(f"{method_named(p)}: {exc}") from None
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
@@ -165,8 +167,18 @@ def _execute(p: Plan) -> list[RunRecord]:
             RUNS[a.attack.secret](a, result, p.scenario, record, delta=delta)
         except DivergedError as exc:
             record.status, record.error = FAILED, str(exc)
+        except VflprivError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one attack's failure (a plugin's broken reply) keeps the others' runs
+            record.status, record.error = FAILED, f"{type(exc).__name__}: {exc}"
         record.attack_seconds = time.perf_counter() - start
     return records
+
+
+def method_named(p: Plan) -> str:
+    """The planned method as a protocol error names it: its registered name and its class."""
+    cls = type(p.method)
+    return f"method '{p.config.method.name}' ({cls.__module__}.{cls.__qualname__})"
 
 
 def _run_label_attack(a, result: TrainedFederation, scenario, record: RunRecord, *, delta: float) -> None:

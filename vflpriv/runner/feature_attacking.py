@@ -22,6 +22,7 @@ from torch import nn
 
 from vflpriv.attacks.search import SearchResult
 from vflpriv.common import feature_metrics as fm
+from vflpriv.common.errors import ProtocolError
 from vflpriv.common.seeding import generator
 from vflpriv.data.scenario import Scenario
 from vflpriv.engine import ACTIVE, INFERENCE, SERVER, Federation
@@ -155,28 +156,46 @@ def run_feature_attack(a, fed: Federation, scenario: Scenario, trained, record: 
     except Unscorable as exc:
         record.status, record.error = FAILED, str(exc)
         return
+    prior = feature_prior(a.prior, view)  # before the attack reads the view: nothing it does there reaches the prior
     found = tuned(a, view) if a.space is not None else None
     guesses = found.inferences if isinstance(found, SearchResult) else a.attack.infer(view)
+    guesses = _reply(guesses, view, truth, cfg.attack.name, a.attack)
     if isinstance(found, SearchResult):
         record_feature_search(record, found, truth)
     elif isinstance(found, str):
         record.notes = "; ".join(filter(None, [record.notes, f"attack {cfg.attack.name} not tuned: {found}"]))
-    prior = feature_prior(a.prior, view)
     score_features(record, guesses, truth, prior, view, image_scores=a.attack.image_scores(view.victim_spec))
 
 
+def _reply(guesses, view: FeatureView, truth: Truth, name: str, attack) -> dict[str, Reconstruction]:
+    """``guesses`` if they keep :meth:`FeatureAttack.infer`'s contract: a :class:`Reconstruction` of every target set
+    of the view and of no other set, each a tensor with one row per target of the victim's shape; else
+    :class:`ProtocolError` naming the attack and its class (a plugin's reply fails its run, not the training's)."""
+    who = f"attack '{name}' ({type(attack).__module__}.{type(attack).__qualname__})"
+    if not isinstance(guesses, Mapping):
+        raise ProtocolError(f"{who} returned {type(guesses).__name__}, not a mapping of target set names to "
+                            f"Reconstructions ({', '.join(view.targets)})")
+    asked, given = set(view.targets), set(guesses)
+    if given != asked:
+        raise ProtocolError(f"{who} returned reconstructions of {', '.join(sorted(given)) or 'no target set'}; it was "
+                            f"given {', '.join(view.targets)}")
+    for set_name, y in truth.sets.items():
+        found = guesses[set_name]
+        features = getattr(found, "features", None)
+        if not isinstance(found, Reconstruction) or not isinstance(features, torch.Tensor):
+            raise ProtocolError(f"{who} returned {type(found).__name__} for its {set_name} targets, not a "
+                                "Reconstruction of a tensor")
+        if tuple(features.shape) != tuple(y.shape):
+            raise ProtocolError(f"{who} reconstructed its {y.shape[0]} {set_name} targets as shape "
+                                f"{tuple(features.shape)}; the victim's features have shape {tuple(y.shape)}")
+    return guesses
+
+
 def _checked(guesses: dict[str, Reconstruction], truth: Truth) -> dict[str, torch.Tensor]:
-    """The reconstructions on the scores' scale, each checked: finite, of the victim's shape."""
-    out = {}
-    for name, y in truth.sets.items():
-        if name not in guesses:
-            raise ValueError(f"the feature attack returned no reconstruction of its {name} targets")
-        found = require_finite(guesses[name].features, f"the attack's reconstruction of its {name} targets")
-        if found.shape != y.shape:
-            raise ValueError(f"the feature attack reconstructed its {name} targets as shape {tuple(found.shape)}; "
-                             f"the victim's features have shape {tuple(y.shape)}")
-        out[name] = truth.scored(found)
-    return out
+    """The reconstructions (of the contract :func:`_reply` checked) on the scores' scale, each checked finite."""
+    return {name: truth.scored(require_finite(guesses[name].features,
+                                              f"the attack's reconstruction of its {name} targets"))
+            for name in truth.sets}
 
 
 def score_features(record: RunRecord, guesses: dict[str, Reconstruction], found: Truth, prior,
@@ -199,7 +218,8 @@ def score_features(record: RunRecord, guesses: dict[str, Reconstruction], found:
         record.feature_ssim = float(fm.ssim(guess, y).mean())
     else:
         record.feature_exact_match = fm.exact_match(guess, y, found.levels)[0]
-    mine = {kind: found.scored(prior.of(kind)[primary]) for kind in prior.guesses}
+    mine = {kind: found.scored(require_finite(prior.of(kind)[primary], f"the feature prior's {kind} guesses"))
+            for kind in prior.guesses}
     prior_errors = fm.per_target_mse(mine[prior.chosen], y)
     record.prior_kind = prior.chosen
     record.prior_mse = float(prior_errors.mean())

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import math
+import weakref
 from dataclasses import dataclass
 
 import torch
 
+from vflpriv.common.errors import DataError
 from vflpriv.common.seeding import generator
 from vflpriv.data.load import data_of
 from vflpriv.engine.adversary import FeatureView
@@ -45,6 +47,30 @@ class FeaturePriorPlan:
 
 def plan_feature_prior(run, attack) -> FeaturePriorPlan:
     return FeaturePriorPlan(run.seed, f"{run.training_key()}:{data_of(run)}")
+
+
+#: Tensors already found finite (by id, with a weak reference that tells a reused id apart): a sweep plans many runs
+#: on one loaded dataset, and each check reads every feature.
+_FINITE: dict[int, weakref.ref] = {}
+
+
+def check_finite_features(dataset, parties) -> None:
+    """Refuse (:class:`DataError`, while planning) features of the victim or the adversary (``parties``; the server,
+    a negative index, holds none) that are NaN or infinite: the min-max scale, the prior and every score would be NaN
+    or meaningless (one inf makes the scale's span infinite), and such a run was recorded as scored."""
+    for party in sorted({p for p in parties if p >= 0}):
+        for where, x in (("training", dataset.x_train[party]), ("test", dataset.x_test[party])):
+            ref = _FINITE.get(id(x))
+            if ref is not None and ref() is x:
+                continue
+            bad = ~torch.isfinite(x.flatten(1)).all(1)
+            if bool(bad.any()):
+                count = int((~torch.isfinite(x)).sum())
+                raise DataError(f"dataset '{dataset.name}': party {party}'s {where} features hold {count} non-finite "
+                                f"value{'s' if count > 1 else ''} (NaN or inf; the first in row "
+                                f"{int(bad.nonzero()[0])}); a feature attack's scale, prior and scores need finite "
+                                "features: drop or impute them in the dataset's loader")
+            _FINITE[id(x)] = weakref.ref(x)
 
 
 @dataclass
@@ -114,18 +140,39 @@ def compute(view: FeatureView, seed: int) -> FeaturePrior:
     return FeaturePrior(chosen, guesses, best if chosen == "regressor" else math.inf)
 
 
-_PRIORS: dict[str, FeaturePrior] = {}
+#: The priors computed in this process: key -> (the prior, its digest).
+_PRIORS: dict[str, tuple[FeaturePrior, str]] = {}
+
+
+def _digest_of(key: str, prior: FeaturePrior) -> str:
+    """What a stored prior is checked against before reuse: its choice, penalty and every guess, and its own key."""
+    digest = hashlib.sha256(f"{key}:{prior.chosen}:{prior.penalty!r}".encode())
+    for kind in sorted(prior.guesses):
+        for name in sorted(prior.guesses[kind]):
+            t = prior.guesses[kind][name].detach().cpu().contiguous()
+            digest.update(f"{kind}:{name}:{tuple(t.shape)}".encode())
+            digest.update(t.numpy().tobytes())
+    return digest.hexdigest()
 
 
 def feature_prior(plan: FeaturePriorPlan, view: FeatureView) -> FeaturePrior:
-    """The prior of ``view``'s adversary on its targets, once per process and key."""
+    """The prior of ``view``'s adversary on its targets, once per process and key. The key holds what the prior is
+    computed from (the known samples' victim features, the adversary's own features of every set, the ids and the
+    received sets' sizes); a stored prior is reused only while its digest checks out, else computed again."""
     digest = hashlib.sha256()
     for name in ("aux", *view.targets):
         digest.update(name.encode())
         ids = view.aux_ids if name == "aux" else view.target_ids.get(name, torch.empty(0))
         digest.update(ids.detach().cpu().long().numpy().tobytes())
         digest.update(str(tuple(view.received[name].shape)).encode())
+        inputs = ([view.aux_victim] if name == "aux" else []) + ([view.own[name]] if name in view.own else [])
+        for t in inputs:
+            t = t.detach().cpu().contiguous()
+            digest.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            digest.update(t.numpy().tobytes())
     key = f"{plan.training}:{view.party}:{view.victim}:{view.phase}:{digest.hexdigest()[:16]}"
-    if key not in _PRIORS:
-        _PRIORS[key] = compute(view, plan.seed)
-    return _PRIORS[key]
+    stored = _PRIORS.get(key)
+    if stored is None or _digest_of(key, stored[0]) != stored[1]:
+        prior = compute(view, plan.seed)
+        _PRIORS[key] = stored = (prior, _digest_of(key, prior))
+    return stored[0]

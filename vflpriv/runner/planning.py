@@ -29,7 +29,7 @@ from vflpriv.runner.adversaries import READS, Adversary, resolve
 from vflpriv.runner.auditing import check_auditor, plan_auditor
 from vflpriv.runner.components import built
 from vflpriv.runner.defense_planning import plan_defenses
-from vflpriv.runner.feature_prior import FeaturePriorPlan, plan_feature_prior
+from vflpriv.runner.feature_prior import FeaturePriorPlan, check_finite_features, plan_feature_prior
 from vflpriv.runner.prior import PriorPlan, plan_prior
 from vflpriv.store import cache
 
@@ -267,6 +267,7 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     if reason:
         raise IncompatibleError(f"attack '{cfg.name}': {reason}")
     if attack.secret == "features":  # too few known samples failed (or silently did less) after the training
+        check_finite_features(dataset, (adversary.victim, adversary.party))
         needed, why = attack.known_needed(tuned=cfg.tune)
         if (known := p.scenario.aux_features.numel()) < needed:
             unset = (" (partition.aux_features unset: 10% of the aligned samples, at most half of those the active "

@@ -8,8 +8,8 @@ every module: names, shapes, dtypes) followed by the payload (module state dicts
 traffic the meter counted, so a cached run reports the same communication as a fresh one), read back
 with ``torch.load(weights_only=True)``.
 
-Every entry is verified before use: the checksum, the structure against the method's ``skeleton``, the
-traffic rows. One that does not check out (truncated, not an entry, bytes overwritten, modules missing
+Every entry is verified before use: the checksum, the key it was written under (its file name), the structure
+against the method's ``skeleton``, the traffic rows. One that does not check out (truncated, not an entry, bytes overwritten, modules missing
 or of another shape) is reported with a warning, deleted and recomputed: never used, never fatal.
 Files are written to a temporary name and renamed, so a reader never sees half a file, and a per-key
 file lock makes a parallel run wait for a pretraining in progress rather than repeat it.
@@ -121,9 +121,10 @@ def held_back(*, keep: bool = True) -> Iterator[None]:
 
 
 def write_entry(path: Path, payload: bytes, **manifest) -> None:
-    """An entry file: a JSON manifest line (``manifest`` + format + the payload's SHA-256), then the payload;
-    written to a temporary name and renamed, so a reader never sees half a file."""
-    head = {"format": FORMAT, "sha256": hashlib.sha256(payload).hexdigest(), **manifest}
+    """An entry file: a JSON manifest line (``manifest`` + format + the payload's SHA-256 + the entry's own file name,
+    which holds its key), then the payload; written to a temporary name and renamed, so a reader never sees half a
+    file."""
+    head = {"format": FORMAT, "sha256": hashlib.sha256(payload).hexdigest(), "entry": path.name, **manifest}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(json.dumps(head).encode() + b"\n" + payload)
@@ -131,7 +132,8 @@ def write_entry(path: Path, payload: bytes, **manifest) -> None:
 
 
 def read_entry(path: Path) -> tuple[dict, bytes]:
-    """(manifest, payload) of an entry file; :class:`CacheError` unless its manifest and checksum check out."""
+    """(manifest, payload) of an entry file; :class:`CacheError` unless its manifest and checksum check out and it
+    was written under this name (another key's entry copied here is not this key's value)."""
     head, sep, payload = path.read_bytes().partition(b"\n")
     try:
         manifest = json.loads(head) if sep else None
@@ -141,6 +143,8 @@ def read_entry(path: Path) -> tuple[dict, bytes]:
         raise CacheError("not a vflpriv cache entry (no manifest line)")
     if hashlib.sha256(payload).hexdigest() != manifest.get("sha256"):
         raise CacheError("checksum mismatch (truncated or overwritten)")
+    if manifest.get("entry") != path.name:  # its key is its name: a whole entry copied or moved under another key
+        raise CacheError(f"it was written as {manifest.get('entry')!r}, not as {path.name} (another key's entry)")
     return manifest, payload
 
 

@@ -10,7 +10,8 @@ Where it comes from: ``$VFLPRIV_CANARY_KEY`` (64 hex digits) if set, else the fi
 together all read the one that was written first). Runs record its fingerprint (``canary_key``, a hash that reveals
 nothing of it): reproduce them elsewhere by copying the file or setting the variable to it, and give a cluster's
 workers the same key (the variable, or a shared cache root). A key file that does not check out is reported with a
-warning, replaced by a fresh key and never used; a malformed variable is refused.
+warning, replaced by a fresh key and never used; a malformed variable is refused. Stored runs whose canaries another
+key drew are refused by a command that would resume them (``tradeoff.sweep.refuse_other_canary_key``), never reused.
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ def canary_key() -> bytes:
         _write_new(path)
         key = _parse(path.read_text(errors="replace"))
     return key
+
+
+def current_fingerprint() -> str:
+    """The fingerprint of the key a run would draw its canaries with now, '' where none is made yet; read without
+    creating or replacing one (a planning check, a dry run)."""
+    if os.environ.get(ENV_VAR) is not None:
+        return fingerprint(canary_key())  # the variable: checked, nothing written
+    path = cache_root() / FILE
+    key = _parse(path.read_text(errors="replace")) if path.is_file() else None
+    return fingerprint(key) if key is not None else ""
 
 
 def fingerprint(key: bytes) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.store.folders import creatable
-from vflpriv.store.records import NOT_APPLICABLE, OK, RunRecord
+from vflpriv.store.records import NOT_APPLICABLE, OK, RunRecord, inconsistency
 
 #: Statuses of records a rerun keeps: a failed run is retried.
 FINAL = (OK, NOT_APPLICABLE)
@@ -146,6 +146,11 @@ class Store:
         (``RunRecord.data_fingerprint``) is not the one given for its key: a result of other data than the data
         as it is now (a changed data file)."""
         return _other_data(self._stored(list(expected), _FINGERPRINT), expected)
+
+    def other_canary_key(self, keys: list[str], current: str) -> list[tuple[str, str]]:
+        """(key, what) for each stored record of ``keys`` whose canaries were drawn with another canary key than the
+        one of fingerprint ``current`` (``RunRecord.canary_key``; '' in a record without canaries: none)."""
+        return _other_canary_key(self._stored(keys, _CANARY_KEY), current)
 
     def settled(self, keys: list[str], *, since: float) -> set[str]:
         """Keys whose record is final (``ok``, ``n/a``), or was written (by any sweep) at or after ``since``."""
@@ -283,6 +288,36 @@ _FINGERPRINT = ("CASE WHEN json_valid(record) AND json_type(record) = 'object' "
                 "THEN json_extract(record, '$.data_fingerprint') END")
 
 
+#: The stored records' canary key fingerprint, read by SQLite as :data:`_FINGERPRINT` is.
+_CANARY_KEY = ("CASE WHEN json_valid(record) AND json_type(record) = 'object' "
+               "THEN json_extract(record, '$.canary_key') END")
+
+
+def _other_canary_key(rows: Iterable[tuple[str, object]], current: str) -> list[tuple[str, str]]:
+    """The rows whose canaries were drawn with a key other than ``current`` (a record without canaries has none)."""
+    now = current[:16] or "not made yet"
+    return [(key, f"its canaries were drawn with canary key {found[:16]}, the key now is {now}")
+            for key, found in rows if isinstance(found, str) and found and found != current]
+
+
+def stored_other_canary_key(path: Path | str, keys: list[str], current: str) -> list[tuple[str, str]]:
+    """:meth:`Store.other_canary_key` of the store at ``path``, read without writing (none where it holds no runs)."""
+    return _other_canary_key(_read_column(path, keys, _CANARY_KEY), current)
+
+
+def _read_column(path: Path | str, keys: list[str], column: str) -> list[tuple[str, object]]:
+    """(key, ``column``) of each of ``keys`` the store at ``path`` holds, read without writing (none where it does not
+    exist or holds no runs yet)."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return []
+    with _read_only(path) as db:
+        if "runs" not in _identity(db)[1]:
+            return []
+        return [row for chunk, marks in _in_chunks(keys)
+                for row in db.execute(f"SELECT key, {column} FROM runs WHERE key IN ({marks})", chunk)]
+
+
 def _other_data(rows: Iterable[tuple[str, object]], expected: dict[str, str]) -> list[tuple[str, str]]:
     """The rows whose fingerprint is known and differs. A record written before the field is kept as it is: which
     data it read is unknown, and an upgrade must not recompute (nor refuse) every store of a non-bundled dataset."""
@@ -300,15 +335,7 @@ def _other_data(rows: Iterable[tuple[str, object]], expected: dict[str, str]) ->
 def stored_other_data(path: Path | str, expected: dict[str, str]) -> list[tuple[str, str]]:
     """:meth:`Store.other_data` of the store at ``path``, read without writing (none where it does not exist or holds
     no runs yet): what a command checks in planning, before it opens the store to write."""
-    path = Path(path)
-    if not path.is_file() or path.stat().st_size == 0:
-        return []
-    with _read_only(path) as db:
-        if "runs" not in _identity(db)[1]:
-            return []
-        rows = [row for chunk, marks in _in_chunks(list(expected))
-                for row in db.execute(f"SELECT key, {_FINGERPRINT} FROM runs WHERE key IN ({marks})", chunk)]
-    return _other_data(rows, expected)
+    return _other_data(_read_column(path, list(expected), _FINGERPRINT), expected)
 
 
 def check_store_path(path: Path | str) -> None:
@@ -362,7 +389,9 @@ def _problem(key: object, text: object) -> str:
         record = RunRecord.from_json(text)
     except ValueError as exc:
         return str(exc)
-    return "" if record.key == key else f"it holds the record of another run ({record.key[:16]})"
+    if record.key != key:
+        return f"it holds the record of another run ({record.key[:16]})"
+    return inconsistency(record)
 
 
 def _identity(db: sqlite3.Connection) -> tuple[int, list[str]]:

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vflpriv.common.errors import IncompatibleError
+from vflpriv.common.errors import ConfigError, IncompatibleError
+from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES, METHODS
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig
 from vflpriv.runner.prior import prior_pretraining
@@ -152,17 +153,27 @@ LEFT_OUT = "left out of the default audit"
 def canaries(cfg: AuditConfig) -> int:
     """``audit.canaries`` resolved: as given, else one in :data:`AUTO_SHARE` of the labels, at most
     :data:`AUTO_CANARIES`, raised to :func:`canaries_for_claims` up to one in :data:`MAX_SHARE` of the labels (none
-    for a non-federated method, where no adversary guesses them, nor where no attacked phase reads labels, where none
-    could be planted). Given where none could be planted, it is refused."""
+    for a non-federated method, where no adversary guesses them, where no attacked phase reads labels, where none
+    could be planted, nor where no planned attack guesses labels: a feature-only audit's canaries would cost labels
+    for no bound). Given where none could be planted or guessed, it is refused."""
     reads = any(_reads_labels(phase, cfg.method.name) for phase in _phases(cfg))
+    names = cfg.audit.attacks or default_attacks(cfg.audit.profile)
+    guessed = any(_guesses_labels(n) for n in names)
     if cfg.audit.canaries is not None:
         if cfg.audit.canaries and not reads:
             raise IncompatibleError(
                 f"audit.canaries={cfg.audit.canaries}: the attacked phase(s) {', '.join(_phases(cfg))} of method "
                 f"'{cfg.method.name}' read no labels, so no canary can be planted where an attack would guess it; "
-                "attack the finetune phase too (--phases finetune,pretrain), or give --canaries 0")
+                "attack the finetune phase too (--phases "
+                + ("finetune,pretrain" if METHODS.get(cfg.method.name).pretrains else "finetune")
+                + "), or give --canaries 0")
+        if cfg.audit.canaries and not guessed:
+            raise IncompatibleError(
+                f"audit.canaries={cfg.audit.canaries}: no attack of this audit guesses a canary (its attacks: "
+                f"{', '.join(names)} reconstruct features), so they would cost labels for no bound; add a label "
+                "attack to --attacks (vflpriv list attacks), or give --canaries 0")
         return cfg.audit.canaries
-    if not METHODS.get(cfg.method.name).federated:
+    if not METHODS.get(cfg.method.name).federated or not guessed:
         return 0
     auto = min(AUTO_CANARIES, cfg.partition.labeled // AUTO_SHARE)
     if not reads:
@@ -172,19 +183,36 @@ def canaries(cfg: AuditConfig) -> int:
 
 def canaries_for_claims(cfg: AuditConfig) -> int:
     """Per training, the fewest canaries whose cap (every guess right, pooled over the seeds, each of the audit's
-    planned label attacks at 5%/A with the full menu: the share the claim test gives them) exceeds every epsilon the
-    audit's DP strengths claim; 0 without a claim."""
-    from vflpriv.common.canary_bound import canaries_needed
+    planned label attacks at 5%/A with the menu its counts carry: the share the claim test gives them) exceeds every
+    epsilon the audit's DP strengths claim; 0 without a claim (a feature-only audit plants none: :func:`canaries`)."""
     from vflpriv.runner.planning import plan_training
 
     claims = _audit_claims(cfg)
     if not claims:
         return 0
     classes = 2 if cfg.partition.canary_labels == "pair" else plan_training(cfg.training()).scenario.dataset.num_classes
-    attacks = sum(getattr(ATTACKS.get(n), "secret", "labels") == "labels"  # feature attacks guess no canary
-                  for n in cfg.audit.attacks or default_attacks(cfg.audit.profile))
-    pooled = [canaries_needed(eps, classes=classes, attacks=attacks, delta=delta) for eps, delta in claims]
+    attacks = sum(_guesses_labels(n) for n in cfg.audit.attacks or default_attacks(cfg.audit.profile))
+    pooled = [_needed(eps, classes=classes, attacks=attacks, delta=delta, seeds=len(cfg.seeds))
+              for eps, delta in claims]
     return -(-max(pooled) // len(cfg.seeds))
+
+
+def _needed(claim: float, *, classes: int, attacks: int, delta: float, seeds: int) -> int:
+    """:func:`canaries_needed`, or one more than its largest count where no count up to it can test the claim (the
+    audit then plants its largest share, and the report calls the claim untestable with them)."""
+    from vflpriv.common.canary_bound import MAX_CANARIES, canaries_needed
+
+    try:
+        return canaries_needed(claim, classes=classes, attacks=max(attacks, 1), delta=delta, seeds=seeds)
+    except ValueError:
+        if claim >= 0 and claim == claim:  # a claim beyond every cap, not a malformed one (refused in planning)
+            return MAX_CANARIES + 1
+        raise
+
+
+def _guesses_labels(attack: str) -> bool:
+    """Whether attack ``attack`` guesses labels, so canaries too (a feature attack guesses none)."""
+    return getattr(ATTACKS.get(attack), "secret", "labels") == "labels"
 
 
 def _defenses(cfg: AuditConfig) -> list[AuditDefense]:
@@ -261,6 +289,13 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     plan_training(cfg.training())
     attacks = cfg.audit.attacks or default_attacks(cfg.audit.profile)
     defenses = _defenses(cfg)
+    for i, d in enumerate(defenses):  # before their strengths and claims are read (the canaries' sizing reads them)
+        cls = DEFENSES.get(d.name)
+        parse_options(cls, d.options, where=f"audit.defenses[{i}].options")
+        if option := cls.own_strength_option(d.options):
+            raise ConfigError(f"audit.defenses[{i}].options.{option} sets {d.name}'s strength to one setting, but the "
+                              f"audit sweeps its strengths; remove it and give audit.defenses[{i}].strengths (on its "
+                              f"axis, {cls.axis.name}), or leave them out for its audit strengths")
     parties = cfg.partition.parties
     adversaries = list(range(1, parties)) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
     runs: list[RunConfig] = []
@@ -308,8 +343,11 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                         continue
                     defended = [DefenseConfig(name=d.name, strength=s, phase=phase, kinds=d.kinds, party=d.party,
                                               sweep=True, options=d.options) for s in strengths]
-                    if audited is not base and _try([_run(audited, attack, defended[0], cfg.seeds[0])]):
-                        audited = base  # the auditor cannot audit this training (the planner's reason): run without
+                    refused = _try([_run(audited, attack, defended[0], cfg.seeds[0])]) if audited is not base else ""
+                    if refused:  # run without the auditor; where the training plans without it, say why
+                        if not _try([_run(base, attack, defended[0], cfg.seeds[0])]):
+                            skipped.append(Inapplicable(f"auditor {auditor}", d.name, phase, refused))
+                        audited = base
                     p, reason = _planned([_run(audited, attack, defended[0], cfg.seeds[0])])
                     if reason:
                         skipped.append(Inapplicable(attack.name, d.name, phase, reason))

@@ -41,7 +41,7 @@ from torch import nn
 from vflpriv.common.errors import ConformanceError, ProtocolError
 from vflpriv.config.schema import TrainingConfig
 from vflpriv.engine import EMBEDDING, PRETRAIN, Message
-from vflpriv.runner.execution import build_federation
+from vflpriv.runner.execution import build_federation, method_named
 from vflpriv.runner.planning import Plan, plan_training
 
 
@@ -165,8 +165,8 @@ def check_conformance(config: TrainingConfig) -> list[str]:
         altered = _zeroed_run(_altered_active_data(p))
         alone = {j: _zeroed_run(_rolled_passive_features(p, {j})) for j in range(1, p.scenario.parties)
                  if p.scenario.parties > 2}
-    except ProtocolError as exc:
-        raise ConformanceError(f"refused: {exc}") from None
+    except ProtocolError as exc:  # the channel names the message; the plugin is named here
+        raise ConformanceError(f"refused: {method_named(p)}: {exc}") from None
     finally:
         torch.set_num_threads(before)
     if real.logits.shape != rolled.logits.shape or not torch.equal(real.logits, rolled.logits):

@@ -17,7 +17,8 @@ from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store import cache
 from vflpriv.store.folders import creatable, usable_folder, writable_folder
-from vflpriv.store.sqlite import Store, check_store_path, stored_other_data
+from vflpriv.store.secrets import current_fingerprint
+from vflpriv.store.sqlite import Store, check_store_path, stored_other_canary_key, stored_other_data
 from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
 from vflpriv.workflows.headers import experiment_line, feature_lines, partition_line, secrets_of
 
@@ -72,7 +73,8 @@ def run_into_store(
     try:
         # torch and the engine, while the workers warm up
         from vflpriv.data.load import data_by_key
-        from vflpriv.tradeoff.sweep import check, describe, drop_damaged, refuse_other_data, sweep
+        from vflpriv.tradeoff.sweep import (check, describe, drop_damaged, refuse_other_canary_key, refuse_other_data,
+                                            sweep)
 
         with cache.held_back(keep=not dry_run):  # a refusal (or a dry run) leaves no cache entry
             check(configs)
@@ -83,6 +85,8 @@ def run_into_store(
                 guard_outputs(out, owns=owns or keys.__contains__)
                 refuse_other_data(stored_other_data(store_path, data_by_key(configs)),
                                   where=str(store_path))
+                refuse_other_canary_key(stored_other_canary_key(store_path, list(keys), current_fingerprint()),
+                                        where=str(store_path))
     except BaseException:
         warm.cancel()
         raise
@@ -147,7 +151,8 @@ def stored_keys(store_path: Path, configs: list[RunConfig]) -> set[str]:
     if not store_path.is_file() or store_path.stat().st_size == 0:
         return set()
     data = data_by_key(configs)
-    other = {key for key, _ in stored_other_data(store_path, data)}
+    other = {key for key, _ in [*stored_other_data(store_path, data),
+                                *stored_other_canary_key(store_path, list(data), current_fingerprint())]}
     return {r.key for r in read_store(store_path).records if r.status in FINAL and r.key in data and r.key not in other}
 
 

@@ -1,0 +1,65 @@
+"""The engine's guard on an auditor plugin's ``AuditRead``: the defense sums its clipped gradients over the rows the
+read names, so a read that names rows out of the batch, negative ones (which index from the end), one twice (which
+counts it twice), float or 2-D positions, or that is handed back at a later update (the positions of another batch)
+is refused at that update with the plugin named, as a read naming a canary's row is."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vflpriv.common.errors import ProtocolError
+from vflpriv.engine.hooks import ActiveUpdate, AuditRead, CombinedHooks, DefensePoints, TrainingHooks
+
+UPDATE = ActiveUpdate(ids=torch.tensor([10, 11, 12, 13]), logits=torch.zeros(4, 3), params=[], leaves={})
+HIDDEN = torch.tensor([12, 40])
+
+
+class PluginAuditor:
+    """Asks for ``known`` at every update (the same read each time where ``stale``)."""
+
+    def __init__(self, known, *, stale: bool = False, released=lambda sums: None):
+        self.known, self.stale, self.released, self.last = known, stale, released, None
+
+    def audit_update(self, update):
+        if self.stale and self.last is not None:
+            return self.last
+        self.last = AuditRead(known=self.known, released=self.released)
+        return self.last
+
+
+def _hooks(auditor) -> CombinedHooks:
+    return CombinedHooks(TrainingHooks(), DefensePoints(), auditor, hidden=HIDDEN)
+
+
+def test_a_valid_read_passes_every_update():
+    hooks = _hooks(PluginAuditor(torch.tensor([0, 1, 3])))
+    for _ in range(3):
+        assert hooks.audit_update(UPDATE).known.tolist() == [0, 1, 3]
+    assert _hooks(PluginAuditor(torch.tensor([], dtype=torch.long))).audit_update(UPDATE) is not None
+
+
+@pytest.mark.parametrize("known, problem", [
+    (torch.tensor([0, 4]), "outside the batch"), (torch.tensor([-1]), "outside the batch"),
+    (torch.tensor([0, 1, 1]), "twice"), (torch.tensor([0.0, 1.0]), "integer"), (torch.tensor([[0, 1]]), "1-D"),
+    ([0, 1], "tensor"), (torch.tensor([True, False, False, True]), "integer")])
+def test_a_read_of_impossible_rows_is_refused_naming_the_plugin(known, problem):
+    with pytest.raises(ProtocolError, match=rf"auditor .*PluginAuditor.*{problem}"):
+        _hooks(PluginAuditor(known)).audit_update(UPDATE)
+
+
+def test_a_read_handed_back_at_a_later_update_is_refused():
+    hooks = _hooks(PluginAuditor(torch.tensor([0, 1]), stale=True))
+    hooks.audit_update(UPDATE)
+    with pytest.raises(ProtocolError, match="PluginAuditor.*an earlier update"):
+        hooks.audit_update(UPDATE)
+
+
+def test_a_read_whose_released_is_not_callable_is_refused():
+    with pytest.raises(ProtocolError, match="PluginAuditor.*released"):
+        _hooks(PluginAuditor(torch.tensor([0]), released=None)).audit_update(UPDATE)
+
+
+def test_a_read_of_a_canary_s_row_is_still_refused_naming_the_plugin():
+    with pytest.raises(ProtocolError, match="PluginAuditor.*canary's row"):
+        _hooks(PluginAuditor(torch.tensor([1, 2]))).audit_update(UPDATE)

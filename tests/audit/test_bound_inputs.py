@@ -1,0 +1,107 @@
+"""The canary bounds' API as a plugin calls it: numbers no audit can produce (counts out of order, negative or
+fractional, one class, delta outside [0, 1], a NaN, infinite or negative claim, a level outside (0, 1), a
+menu or an attack count below 1; delta 1 holds for every mechanism, so a bound at it is 0, but no count of
+canaries can test a claim at it) raise a ValueError naming the argument at once, never a bound computed from them."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from vflpriv.common import canary_bound, empirical_epsilon, fdp_one_run
+from vflpriv.tradeoff import epsilon as claims
+
+NAN, INF = math.nan, math.inf
+COUNTS = dict(guesses=5, right=5, canaries=5)
+
+
+def _calls():
+    """(call, the argument its ValueError must name): one bad argument each, the others valid."""
+    ee, fd, cb = empirical_epsilon, fdp_one_run, canary_bound
+    yield lambda: ee.epsilon_lower(guesses=5, right=5, canaries=5, classes=1), "classes"
+    yield lambda: ee.epsilon_lower(guesses=5, right=5, canaries=5, classes=0), "classes"
+    yield lambda: ee.epsilon_lower(guesses=5.5, right=5, canaries=6, classes=10), "guesses"
+    yield lambda: ee.epsilon_lower(**COUNTS, classes=10, delta=-1e-3), "delta"
+    yield lambda: ee.epsilon_lower(**COUNTS, classes=10, delta=1.5), "delta"
+    yield lambda: ee.epsilon_lower(**COUNTS, classes=10, delta=NAN), "delta"
+    yield lambda: ee.epsilon_lower(**COUNTS, classes=10, alpha=0.0), "alpha"
+    yield lambda: ee.epsilon_lower(**COUNTS, classes=10, alpha=2.0), "alpha"
+    yield lambda: ee.p_value(**COUNTS, classes=10, epsilon=NAN), "epsilon"
+    yield lambda: ee.p_value(**COUNTS, classes=10, epsilon=-1.0), "epsilon"
+    yield lambda: ee.cap(canaries=-5, classes=10), "canaries"
+    yield lambda: ee.cap(canaries=5, classes=1), "classes"
+    yield lambda: ee.cap(canaries=5, classes=10, menu=0), "menu"
+    yield lambda: ee.cap(canaries=5, classes=10, attacks=-1), "attacks"
+    yield lambda: ee.kept(-3), "guessed"
+    yield lambda: fd.epsilon_lower(**COUNTS, delta=-1.0, classes=10), "delta"
+    yield lambda: fd.epsilon_lower(**COUNTS, delta=NAN, classes=10), "delta"
+    yield lambda: fd.epsilon_lower(**COUNTS, delta=1.5, classes=10), "delta"
+    yield lambda: fd.epsilon_lower(**COUNTS, delta=1e-5, classes=10, alpha=-0.1), "alpha"
+    yield lambda: fd.p_value(**COUNTS, classes=10, epsilon=NAN, delta=1e-5), "epsilon"
+    yield lambda: fd.p_value(**COUNTS, classes=10, epsilon=INF, delta=1e-5), "epsilon"
+    yield lambda: fd.gdp_epsilon(NAN, 1e-5), "mu"
+    yield lambda: fd.gdp_epsilon(1.0, NAN), "delta"
+    yield lambda: fd.mu_lower(guesses=5.0, right=5, canaries=5), "guesses"
+    yield lambda: cb.cap(canaries=5, classes=10, delta=-1.0), "delta"
+    yield lambda: cb.cap(canaries=5, classes=10, delta=NAN), "delta"
+    yield lambda: cb.cap(canaries=5, classes=10, delta=1e-5, menu=0), "menu"
+    yield lambda: cb.pure_cap(canaries=-1, classes=10), "canaries"
+    yield lambda: cb.pure_cap(canaries=5, classes=1), "classes"
+    yield lambda: cb.canaries_needed(NAN, classes=10), "claim"
+    yield lambda: cb.canaries_needed(INF, classes=10, delta=1e-5), "claim"
+    yield lambda: cb.canaries_needed(-1.0, classes=10), "claim"
+    yield lambda: cb.canaries_needed(1.0, classes=1), "classes"
+    yield lambda: cb.canaries_needed(1.0, classes=10, delta=NAN), "delta"
+    yield lambda: cb.canaries_needed(1.0, classes=10, delta=1.0), "delta"
+    yield lambda: cb.canaries_needed(1.0, classes=10, attacks=0), "attacks"
+    yield lambda: cb.menu_p_value([[5, 5]], canaries=5, classes=10, epsilon=NAN, delta=1e-5), "epsilon"
+    yield lambda: cb.menu_p_value([[5, 5]], canaries=5, classes=10, epsilon=NAN, delta=0.0), "epsilon"
+    yield lambda: cb.menu_p_value([[5, 5]], canaries=5, classes=10, epsilon=INF, delta=1e-5), "epsilon"
+    yield lambda: cb.menu_p_value([[5, 5]], canaries=5, classes=10, epsilon=-1.0, delta=1e-5), "epsilon"
+    yield lambda: cb.menu_lower([[9, 9]], canaries=5, classes=10, delta=1e-5), "canaries"
+    yield lambda: cb.menu_lower([[5, 6]], canaries=9, classes=10, delta=0.0), "right"
+    yield lambda: claims.claim_test({"gc": ([[5, 5]], 5)}, planned=1, classes=10, claim=NAN, delta=1e-5), "claim"
+    yield lambda: claims.claim_test({"gc": ([[5, 5]], 5)}, planned=1, classes=10, claim=INF, delta=1e-5), "claim"
+    yield lambda: claims.claim_test({"gc": ([[5, 5]], 5)}, planned=0, classes=10, claim=1.0, delta=1e-5), "planned"
+    yield lambda: claims.claim_test({"gc": ([[5, 5]], 5), "mc": ([[5, 5]], 5)}, planned=1, classes=10, claim=1.0,
+                                    delta=1e-5), "planned"
+    yield lambda: claims.holm([NAN, 0.01]), "p_values"
+    yield lambda: claims.holm([1.5, 0.01]), "p_values"
+
+
+@pytest.mark.parametrize("call, argument", list(_calls()))
+def test_a_bound_refuses_numbers_no_audit_produces_naming_the_argument(call, argument):
+    with pytest.raises(ValueError, match=rf"\b{argument}\b"):
+        call()
+
+
+@pytest.mark.parametrize("claim, delta", [(1e300, 1e-5), (NAN, 0.0), (14.5, 0.0), (40.0, 0.3)])
+def test_an_absurd_claim_or_delta_returns_at_once(claim, delta):
+    """No search where no count up to MAX_CANARIES can test the claim (or the claim is no number)."""
+    start = time.process_time()
+    with pytest.raises(ValueError):
+        canary_bound.canaries_needed(claim, classes=10, attacks=3, delta=delta)
+    assert time.process_time() - start < 0.5
+
+
+def test_a_valid_bound_is_unchanged_by_the_checks():
+    """The checks only refuse: valid numbers give the bounds they gave (values as computed before the checks)."""
+    assert empirical_epsilon.epsilon_lower(guesses=25, right=25, canaries=25, classes=10) == pytest.approx(
+        math.log(9 * (0.05 ** (1 / 25)) / (1 - 0.05 ** (1 / 25))), abs=1e-9)
+    assert canary_bound.canaries_needed(0.0, classes=10) >= 1
+    assert canary_bound.cap(canaries=0, classes=10, delta=1e-5) == canary_bound.pure_cap(canaries=0, classes=10) == 0.0
+    assert claims.holm([0.01, 0.2]) == [True, False]
+
+
+@pytest.mark.parametrize("claim", [709.0, 710.0, 1e4, 1e300])
+@pytest.mark.parametrize("delta", [0.0, 1e-5])
+def test_a_huge_finite_claim_is_untestable_at_once_at_every_delta(claim, delta):
+    """dp-gaussian at a tiny sigma claims thousands: its check says untestable (p 1) at once; at delta > 0 the f-DP
+    curve overflowed math.exp above 709.78 and failed the table."""
+    start = time.process_time()
+    test = claims.claim_test({"gc": ([[300, 300], [150, 150], [75, 75], [30, 30]], 300)}, planned=3, classes=10,
+                             claim=claim, delta=delta)
+    assert test.p_value == 1.0 and not test.testable
+    assert time.process_time() - start < 0.5
