@@ -18,7 +18,9 @@ on its one release); ``--finetune-only``: no pretraining cases.
 
 ``--against DIR``: A/B against another checkout's code (``git archive main | tar -x -C DIR``): each repetition runs
 this checkout's and DIR's code in turn, each in a fresh process of this interpreter (DIR imported first on its path,
-through a folder of links that lays it out as installed), and prints per case both medians and their ratio.
+through a folder of links that lays it out as installed), and prints per case both medians and their ratio;
+``--per-process N``: each of those processes runs N interleaved repetitions and reports their medians (steadier on a
+shared machine than one defended training per process).
 """
 
 from __future__ import annotations
@@ -124,8 +126,8 @@ def _layout(tree: Path, into: Path) -> Path:
 
 def _child(args: argparse.Namespace, path: Path | None) -> list[list]:
     """One repetition in a fresh process (this checkout's code, or the one laid out at ``path``)."""
-    cmd = [sys.executable, __file__, "--repeats", "1", "--json", "--dataset", args.dataset, "--clock", args.clock,
-           "--method", args.method] + ["--finetune-only"] * args.finetune_only
+    cmd = [sys.executable, __file__, "--repeats", str(args.per_process), "--json", "--dataset", args.dataset,
+           "--clock", args.clock, "--method", args.method] + ["--finetune-only"] * args.finetune_only
     cmd += ["--image"] * args.image + [a for d in args.only for a in ("--only", d)]
     env = {**os.environ, "PYTHONPATH": str(path)} if path else os.environ
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
@@ -166,6 +168,8 @@ def main() -> None:
     parser.add_argument("--against", help="another checkout's folder: A/B, repetitions interleaved")
     parser.add_argument("--method", default="splitnn", help="the finetuning cases' method (default splitnn)")
     parser.add_argument("--finetune-only", action="store_true", help="no pretraining cases")
+    parser.add_argument("--per-process", type=int, default=1, metavar="N",
+                        help="with --against: N interleaved repetitions in each fresh process, their medians")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.against:

@@ -11,8 +11,8 @@ The federation then trains on y~ = enc(y) instead of y, so every gradient the pa
 labels, and the active party decodes its predictions: p = dec(softmax(pred)). Like VFLAIR's shipped autoencoders
 (one per number of classes and lambda), there is one autoencoder per (classes, lambda, options), drawn from a
 fixed seeded stream and cached like a pretraining, shared by every run and seed (it reads no data; training one
-takes about 30 s for 10 classes on two CPU cores). DCAE adds DiscreteSGD (12 bins, VFLAIR) on the gradients the
-active party sends.
+takes about 13 CPU s for 10 classes on one thread, its gradients written out: ``benchmarks/cae_autoencoder.py``).
+DCAE adds DiscreteSGD (12 bins, VFLAIR) on the gradients the active party sends.
 
 Strength: lambda (the entropy weight), higher confuses more; 0 is the identity (no autoencoder). VFLAIR ships
 autoencoders at lambda 0, 0.1, 0.5, 1 (their lambda 0 still confuses through its -CE(y~, y) term; here it is off).
@@ -35,7 +35,7 @@ from vflpriv.config.options import Options
 from vflpriv.defenses.base import ACTIVE_BATCH, MESSAGE, PREDICTIONS, StrengthAxis, TrainingDefense
 from vflpriv.defenses.discrete_sgd import discretise, grid_step
 from vflpriv.engine.message import Message
-from vflpriv.models.training import make_optimizer
+from vflpriv.models.optim import FusedAdam
 from vflpriv.store import cache
 
 if TYPE_CHECKING:
@@ -59,25 +59,16 @@ def sharpen(p: torch.Tensor, *, temperature: float) -> torch.Tensor:
     return q / q.sum(1, keepdim=True)
 
 
-class WideningLinear(nn.Linear):
-    """``nn.Linear`` (same parameters, init and outputs) for few inputs and many outputs, with its weight gradient
-    computed as x^T g instead of (g^T x)^T: autograd's ``addmm`` backward takes the second form for a transposed
-    weight, 4.9x slower for CAE's 10 -> 3844 layer on one core (the autoencoder's training took 2.3x the time of
-    its layer). The gradients agree to float rounding."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.addmm(self.bias, x, self.weight.t().contiguous())
-
-
 class LabelAutoencoder(nn.Module):
     """encode(y) = softmax(encoder(y)) (the fake soft label), decode(p) = softmax(decoder(p)). The ReLUs work in
-    place (same values and gradients; 0.93x the CPU of its training: no second 128 x 3844 activation per layer)."""
+    place (same values; no second activation per layer). Trained by :func:`train_autoencoder`'s written-out
+    gradients, not through these modules."""
 
     def __init__(self, classes: int):
         super().__init__()
         hidden = (6 * classes + 2) ** 2
-        self.encoder = nn.Sequential(WideningLinear(classes, hidden), nn.ReLU(True), nn.Linear(hidden, classes))
-        self.decoder = nn.Sequential(WideningLinear(classes, hidden), nn.ReLU(True), nn.Linear(hidden, classes))
+        self.encoder = nn.Sequential(nn.Linear(classes, hidden), nn.ReLU(True), nn.Linear(hidden, classes))
+        self.decoder = nn.Sequential(nn.Linear(classes, hidden), nn.ReLU(True), nn.Linear(hidden, classes))
 
     def encode(self, y: torch.Tensor) -> torch.Tensor:
         return self.encoder(y).softmax(1)
@@ -88,28 +79,101 @@ class LabelAutoencoder(nn.Module):
 
 def train_autoencoder(classes: int, *, strength: float, options: CAEOptions, generator: torch.Generator,
                       device: torch.device) -> LabelAutoencoder:
-    """SecretFlow's ``AutoEncoderTrainer.train``, drawn from ``generator`` (its init: normal(0, 0.01), zero bias)."""
+    """SecretFlow's ``AutoEncoderTrainer.train``, drawn from ``generator`` (its init: normal(0, 0.01), zero bias): the
+    loss as written, its gradients written out (:class:`_Pair`, :func:`_loss_gradients`) on one flat buffer of
+    parameters that one fused Adam step updates. The same autoencoder as autograd's training of the modules, to
+    float rounding (tested; ``benchmarks/cae_autoencoder.py`` measures both)."""
     model = LabelAutoencoder(classes)
+    draws = [torch.randn(m.weight.shape, generator=generator, device=generator.device) * 0.01
+             for m in model.modules() if isinstance(m, nn.Linear)]  # the modules' order: as their own init drew
+    y = sharpen(torch.rand(options.samples, classes, generator=generator, device=generator.device).softmax(1),
+                temperature=options.temperature).to(device)
+    hidden = model.encoder[0].out_features
+    flat = torch.zeros(2 * _Pair.size(classes, hidden), device=device)
+    flat.grad = torch.zeros_like(flat)  # every entry written at each step
+    encoder, decoder = (_Pair(flat, flat.grad, k, classes, hidden) for k in range(2))
     with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.Linear):
-                m.weight.copy_(torch.randn(m.weight.shape, generator=generator, device=generator.device) * 0.01)
-                m.bias.zero_()
-    model = model.to(device)
-    y = sharpen(torch.rand(options.samples, classes, generator=generator, device=generator.device).softmax(1), temperature=options.temperature)
-    y = y.to(device)
-    opt = make_optimizer(model.parameters(), name="adam", lr=options.lr, weight_decay=0.0)
+        for pair, first, second in ((encoder, *draws[:2]), (decoder, *draws[2:])):
+            pair.first[:classes].copy_(first.t())
+            pair.second.copy_(second)
+    opt = FusedAdam([flat], lr=options.lr, weight_decay=0.0)  # make_optimizer's Adam (it keeps trainable tensors only)
     for _ in range(options.epochs):
         for start in range(0, options.samples, options.batch_size):
-            batch = y[start:start + options.batch_size]
-            fake = model.encode(batch)
-            decoded = model.decode(fake)
-            entropy = (-fake * (fake + 1e-6).log()).mean()
-            loss = 10 * F.cross_entropy(decoded, batch) - strength * entropy - F.cross_entropy(fake, batch)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
+            batch = y[start:start + options.batch_size].t()  # (C, N): one column per sample
+            fake = encoder.forward(batch)
+            decoded = decoder.forward(fake)
+            entropy, upstream, cross = _loss_gradients(batch, fake, decoded, strength)
+            upstream = entropy + decoder.backward(upstream, inputs=True) - cross  # d loss / d fake
+            encoder.backward(fake * (upstream - (upstream * fake).sum(0, keepdim=True)), inputs=False)  # its softmax
             opt.step()
-    return model.eval().requires_grad_(False)
+    with torch.no_grad():
+        for pair, sequential in ((encoder, model.encoder), (decoder, model.decoder)):
+            sequential[0].weight.copy_(pair.first[:classes].t())
+            sequential[0].bias.copy_(pair.first[classes])
+            sequential[2].weight.copy_(pair.second)
+            sequential[2].bias.copy_(pair.bias)
+    return model.to(device).eval().requires_grad_(False)
+
+
+class _Pair:
+    """One Linear(C, H) - ReLU - Linear(H, C) - softmax of the autoencoder on views of the flat parameters: the first
+    layer as a (C + 1) x H block (its weight transposed, then its bias: one product with the input and a row of ones
+    gives the layer's output, and one the weight's and the bias's gradients), the second as its C x H weight and C
+    bias. Samples are columns (C x N, H x N), the layout in which these products with C = 10 run fastest on the CPU
+    (``benchmarks/cae_autoencoder.py``); activations live in buffers kept per batch size."""
+
+    @staticmethod
+    def size(classes: int, hidden: int) -> int:
+        return (classes + 1) * hidden + classes * hidden + classes
+
+    def __init__(self, flat: torch.Tensor, grad: torch.Tensor, index: int, classes: int, hidden: int):
+        size, c, h = self.size(classes, hidden), classes, hidden
+        self.first, self.second, self.bias = _views(flat[index * size:(index + 1) * size], c, h)
+        self.grads = _views(grad[index * size:(index + 1) * size], c, h)
+        self.buffers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """softmax over the classes of each column of ``x`` (C x N) through the pair."""
+        n = x.shape[1]
+        if n not in self.buffers:  # (the input with a row of ones, the ReLU's output), reused at every step
+            self.buffers[n] = (x.new_ones(x.shape[0] + 1, n), x.new_empty(self.first.shape[1], n))
+        ones, hidden = self.buffers[n]
+        ones[:-1].copy_(x)
+        torch.mm(self.first.t(), ones, out=hidden).relu_()
+        return torch.addmm(self.bias[:, None], self.second, hidden).softmax(0)
+
+    def backward(self, upstream: torch.Tensor, *, inputs: bool) -> torch.Tensor | None:
+        """Given the loss's gradient for the second layer's output (C x N), write every parameter's gradient; with
+        ``inputs``, return the gradient for the input (C x N)."""
+        ones, hidden = self.buffers[upstream.shape[1]]
+        first, second, bias = self.grads
+        torch.mm(upstream, hidden.t(), out=second)
+        torch.sum(upstream, 1, out=bias)
+        back = torch.mm(self.second.t(), upstream)
+        back = torch.ops.aten.threshold_backward.grad_input(back, hidden, 0, grad_input=back)  # the ReLU's gradient
+        torch.mm(ones, back.t(), out=first)
+        return torch.mm(self.first[:-1], back) if inputs else None
+
+
+def _views(flat: torch.Tensor, c: int, h: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A pair's (first layer (C + 1) x H, second layer's weight C x H, its bias C) in its slice of the flat buffer."""
+    first, second, bias = flat.split([(c + 1) * h, c * h, c])
+    return first.view(c + 1, h), second.view(c, h), bias
+
+
+def _loss_gradients(y: torch.Tensor, fake: torch.Tensor, decoded: torch.Tensor, strength: float
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For the loss 10 CE(decoded, y) - lambda H(fake) - CE(fake, y) (``CrossEntropyLoss`` on the softmax outputs as
+    logits, mean over the N columns; H the mean of -f log(f + 1e-6) over the N C entries), with d/dx CE(x, y) =
+    (softmax(x) sum(y) - y) / N: the entropy's term of d loss / d fake, the gradient for the decoder's last layer
+    (through its softmax) and the cross-entropy's term of d loss / d fake, each C x N."""
+    n = y.shape[1]
+    total = y.sum(0, keepdim=True)
+    grad = (decoded.softmax(0) * total - y) * (10.0 / n)
+    grad = decoded * (grad - (grad * decoded).sum(0, keepdim=True))
+    shifted = fake + 1e-6
+    entropy = (shifted.log() + fake / shifted) * (strength / fake.numel())
+    return entropy, grad, (fake.softmax(0) * total - y) * (1.0 / n)
 
 
 class ConfusionalAutoencoder(TrainingDefense):
@@ -120,6 +184,9 @@ class ConfusionalAutoencoder(TrainingDefense):
     reads_labels = True
     axis = StrengthAxis(name="lambda", stronger="higher", identity=0.0, low=0.0, high=100.0, search=(0.05, 2.0), log=True)
     audit_strengths = {"finetune": (0.1, 0.5, 1.0)}
+    #: 1: the autoencoder's gradients written out (the same recipe and loss; float rounding, carried through its 4700
+    #: Adam steps, makes another autoencoder than autograd's: benchmarks/results/audit_profile.md)
+    revision = 1
     anchor = "Zou et al. 2022; SecretFlow confusional_autoencoder.py; VFLAIR MainTaskVFL.py (CAE)"
 
     def __init__(self, **kwargs):

@@ -9,7 +9,8 @@ costs more than the gradient itself (L Cout Cin k k: early layers with many posi
 materialised per-sample gradient (Opacus). Exact where rows are computed independently (what embedding-dp's argument
 needs anyway). A :class:`GhostTape` records the layers' inputs during the forward that computed the rows, so the norms
 cost one backward and no second forward (embedding-dp's other bottoms take ``torch.func``'s vectorised per-sample
-gradients)."""
+gradients); that backward forms no weight gradient (Bu et al. 2023's book-keeping: each layer's input A and output
+gradient G are kept, and the clipped sum is formed once from them, A^T diag(s) G for a Linear)."""
 
 from __future__ import annotations
 
@@ -49,8 +50,11 @@ class GhostTape:
         self.layers = [m for m in module.modules()
                        if isinstance(m, LAYERS) and any(p.requires_grad for p in m.parameters(recurse=False))]
         self.params = [p for m in self.layers for p in m.parameters(recurse=False) if p.requires_grad]
+        #: Per layer the one parameter whose gradient the backward asks for (the bias where it trains: a row sum).
+        self.reached = [next(p for p in (m.bias, m.weight) if p is not None and p.requires_grad) for m in self.layers]
         self.seen: list[list] = []
         self.handles: list = []
+        self.stds: dict = {}  # per frozen BatchNorm: the variance tensor, its version and eps, sqrt(var + eps)
 
     def __enter__(self) -> GhostTape:
         """Record a new forward (what an earlier one recorded is dropped)."""
@@ -71,57 +75,80 @@ class GhostTape:
 
     def norms(self, out: torch.Tensor):
         """Per-sample squared gradient norms (n,) of the scalar ``out`` (computed from the recorded forward) and a
-        function of the per-sample scales s (n,) giving each trainable parameter's sum_i s_i grad_i; None where a
-        layer was called other than once or on an input of another rank than the rule's (2-D rows, 4-D images)."""
+        function ``clipped_sums(scale, into)`` writing each trainable parameter's sum_i s_i grad_i (per-sample scales
+        s, (n,)) into ``into[parameter]`` (a tensor of its size); None where a layer was called other than once or on an
+        input of another rank than the rule's (2-D rows, 4-D images). The one backward asks autograd for one cheap
+        parameter gradient per layer (its bias where it trains): it must reach every layer's output, whose gradient
+        rows the hooks record, and no layer's weight gradient is formed there (Bu et al. 2023's book-keeping: the
+        clipped sums are formed once, from the recorded rows)."""
         seen = self.seen
         if len(seen) != len(self.layers) or any(e[1].dim() != _DIMS[type(e[0])] for e in seen) \
                 or not out.requires_grad:
             return None
-        torch.autograd.grad(out, self.params, allow_unused=True)  # fires the output hooks: each layer's gradient rows
-        squares = seen[0][1].new_zeros(seen[0][1].shape[0])
+        torch.autograd.grad(out, self.reached, allow_unused=True)  # fires the output hooks: each layer's gradient rows
+        squares = None
         pieces = []  # (parameter, rule, its operands): how its clipped sum is formed
         for m, a, g in seen:
             if isinstance(m, nn.Conv2d):
                 squares, pieces = _conv(m, a, g, squares, pieces)
                 continue
             if isinstance(m, nn.BatchNorm2d):  # per-sample sums over the positions, then as a BatchNorm1d
-                xhat = (a - m.running_mean[:, None, None]) / torch.sqrt(m.running_var + m.eps)[:, None, None]
+                xhat = (a - m.running_mean[:, None, None]) / self._std(m)[:, None, None]
                 a, g = (g * xhat).sum((2, 3)), g.sum((2, 3))
                 if m.weight is not None and m.weight.requires_grad:
-                    squares = squares + a.square().sum(1)
+                    squares = _plus(squares, a.square().sum(1))
                     pieces.append((m.weight, "rows", a))
             elif isinstance(m, nn.Linear):
+                g_squares = g.square().sum(1)
                 if m.weight.requires_grad:
-                    squares = squares + g.square().sum(1) * a.square().sum(1)
+                    squares = _plus(squares, g_squares * a.square().sum(1))
                     pieces.append((m.weight, "outer", (a, g)))
             else:
-                a = (a - m.running_mean) / torch.sqrt(m.running_var + m.eps)
+                a = (a - m.running_mean) / self._std(m)
                 if m.weight is not None and m.weight.requires_grad:
-                    squares = squares + (g * a).square().sum(1)
-                    pieces.append((m.weight, "rows", g * a))
+                    rows = g * a
+                    squares = _plus(squares, rows.square().sum(1))
+                    pieces.append((m.weight, "rows", rows))
             if m.bias is not None and m.bias.requires_grad:
-                squares = squares + g.square().sum(1)
+                squares = _plus(squares, g_squares if isinstance(m, nn.Linear) else g.square().sum(1))
                 pieces.append((m.bias, "rows", g))
+        if squares is None:
+            squares = seen[0][1].new_zeros(seen[0][1].shape[0])
 
-        def clipped_sums(scale: torch.Tensor) -> dict:
-            sums = {}
+        def clipped_sums(scale: torch.Tensor, into: dict) -> None:
+            row = scale.unsqueeze(0)
             for p, rule, operands in pieces:
-                if rule == "rows":  # per-sample gradient rows (n, size)
-                    sums[p] = scale @ operands
+                target = into[p]
+                if rule == "rows":  # per-sample gradient rows (n, size): the (1, n) x (n, size) product
+                    torch.mm(row, operands, out=target.view(1, -1))
                 elif rule == "outer":  # a Linear weight's: sum_i s_i g_i a_i^T
                     a, g = operands
-                    sums[p] = (g * scale[:, None]).T @ a
+                    torch.mm((g * scale[:, None]).T, a, out=target.view(p.shape))
                 elif rule == "sample":  # materialised per-sample gradients (a Conv2d's)
-                    sums[p] = torch.einsum("n,n...->...", scale, operands).reshape(p.shape)
+                    target.view(-1).copy_(torch.einsum("n,n...->...", scale, operands).reshape(-1))
                 else:  # "ghost": sum_i s_i G_i U_i^T of a Conv2d
                     grads, patches = operands
-                    sums[p] = torch.bmm(grads * scale[:, None, None], patches.transpose(1, 2)).sum(0).reshape(p.shape)
-            return sums
+                    summed = torch.bmm(grads * scale[:, None, None], patches.transpose(1, 2)).sum(0)
+                    target.view(-1).copy_(summed.reshape(-1))
 
         return squares, clipped_sums
 
+    def _std(self, m: nn.Module) -> torch.Tensor:
+        """sqrt(running_var + eps) of a frozen BatchNorm, computed again when its variance tensor was replaced or
+        changed in place (its version counter) or its eps changed."""
+        var = m.running_var
+        cached = self.stds.get(m)
+        if cached is None or cached[0] is not var or cached[1] != (var._version, m.eps):
+            cached = self.stds[m] = (var, (var._version, m.eps), torch.sqrt(var + m.eps))
+        return cached[2]
 
-def _conv(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, squares: torch.Tensor, pieces: list):
+
+def _plus(total: torch.Tensor | None, term: torch.Tensor) -> torch.Tensor:
+    """``total + term``, or ``term`` for the first term (0 + x is x: the same values as a sum started from zeros)."""
+    return term if total is None else total + term
+
+
+def _conv(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, squares: torch.Tensor | None, pieces: list):
     """A Conv2d's per-sample squared norms and clipped-sum pieces from its unfolded input (see the module's text)."""
     n = a.shape[0]
     grads = g.reshape(n, g.shape[1], -1)  # (n, Cout, L)
@@ -130,15 +157,15 @@ def _conv(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, squares: torch.Tensor,
         positions, cout, width = grads.shape[2], grads.shape[1], patches.shape[1]
         if positions * (cout + width) < cout * width:  # Li et al.'s ghost norm: the L x L Gram matrices
             gram = torch.bmm(grads.transpose(1, 2), grads) * torch.bmm(patches.transpose(1, 2), patches)
-            squares = squares + gram.sum((1, 2))
+            squares = _plus(squares, gram.sum((1, 2)))
             pieces.append((m.weight, "ghost", (grads, patches)))
         else:  # the per-sample gradients themselves, (n, Cout, Cin k k)
             per_sample = torch.bmm(grads, patches.transpose(1, 2))
-            squares = squares + per_sample.flatten(1).square().sum(1)
+            squares = _plus(squares, per_sample.flatten(1).square().sum(1))
             pieces.append((m.weight, "sample", per_sample))
     if m.bias is not None and m.bias.requires_grad:
         rows = grads.sum(2)
-        squares = squares + rows.square().sum(1)
+        squares = _plus(squares, rows.square().sum(1))
         pieces.append((m.bias, "rows", rows))
     return squares, pieces
 

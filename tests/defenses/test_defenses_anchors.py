@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vflpriv.config.registry import DEFENSES
-from vflpriv.defenses.cae import CAEOptions, WideningLinear, train_autoencoder
+from vflpriv.defenses.cae import CAEOptions, train_autoencoder
 from vflpriv.defenses.dcor import distance_correlation
 from vflpriv.defenses.discrete_sgd import discretise, grid_step
 from vflpriv.defenses.grad_perturb import laplace
@@ -62,20 +62,85 @@ def test_cae_decodes_what_it_encodes_and_confuses_on_the_way():
     assert torch.allclose(fake.sum(1), torch.ones(100))
 
 
-def test_the_autoencoders_widening_layer_is_a_linear_layer_with_its_gradients():
-    """Same parameters, outputs bit for bit and gradients (to float rounding) as ``nn.Linear``: only the order of the
-    weight gradient's product differs."""
-    g = torch.Generator().manual_seed(0)
-    plain = torch.nn.Linear(3, 50)
-    wide = WideningLinear(3, 50)
-    wide.load_state_dict(plain.state_dict())
-    x, upstream = torch.randn(7, 3, generator=g, requires_grad=True), torch.randn(7, 50, generator=g)
-    x2 = x.detach().clone().requires_grad_(True)
-    assert torch.equal(wide(x2), plain(x))
-    plain(x).backward(upstream)
-    wide(x2).backward(upstream)
-    for a, b in [(plain.weight.grad, wide.weight.grad), (plain.bias.grad, wide.bias.grad), (x.grad, x2.grad)]:
-        assert a.shape == b.shape and torch.allclose(a, b, atol=1e-6)
+def _autograd_autoencoder(classes: int, *, strength: float, options: CAEOptions, generator: torch.Generator):
+    """The reference: SecretFlow's training of the modules by autograd, the loss as written (the training before its
+    gradients were written out)."""
+    from vflpriv.defenses.cae import LabelAutoencoder, sharpen
+    from vflpriv.models.training import make_optimizer
+
+    model = LabelAutoencoder(classes)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.Linear):
+                m.weight.copy_(torch.randn(m.weight.shape, generator=generator) * 0.01)
+                m.bias.zero_()
+    y = sharpen(torch.rand(options.samples, classes, generator=generator).softmax(1), temperature=options.temperature)
+    opt = make_optimizer(model.parameters(), name="adam", lr=options.lr, weight_decay=0.0)
+    for _ in range(options.epochs):
+        for start in range(0, options.samples, options.batch_size):
+            batch = y[start:start + options.batch_size]
+            fake = model.encode(batch)
+            entropy = (-fake * (fake + 1e-6).log()).mean()
+            loss = 10 * F.cross_entropy(model.decode(fake), batch) - strength * entropy - F.cross_entropy(fake, batch)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    return model.eval()
+
+
+def test_the_autoencoders_written_out_gradients_are_autograds_of_the_loss_as_written():
+    """One step's gradients of every parameter, written out (``_Pair``, ``_loss_gradients``), equal autograd's of
+    10 CE(dec(enc(y)), y) - lambda H(enc(y)) - CE(enc(y), y) on the modules, to float rounding (biases non-zero)."""
+    from vflpriv.defenses.cae import LabelAutoencoder, _loss_gradients, _Pair, sharpen
+
+    torch.manual_seed(0)
+    classes, rows, strength = 4, 7, 0.7
+    y = sharpen(torch.rand(rows, classes).softmax(1), temperature=0.3)
+    model = LabelAutoencoder(classes)
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            m.bias.data.normal_(0, 0.1)
+    hidden = model.encoder[0].out_features
+    flat = torch.zeros(2 * _Pair.size(classes, hidden))
+    flat.grad = torch.full_like(flat, float("nan"))  # every entry must be written
+    pairs = [_Pair(flat, flat.grad, k, classes, hidden) for k in range(2)]
+    with torch.no_grad():
+        for pair, seq in zip(pairs, (model.encoder, model.decoder)):
+            pair.first[:classes].copy_(seq[0].weight.t())
+            pair.first[classes].copy_(seq[0].bias)
+            pair.second.copy_(seq[2].weight)
+            pair.bias.copy_(seq[2].bias)
+    fake = model.encode(y)
+    entropy = (-fake * (fake + 1e-6).log()).mean()
+    (10 * F.cross_entropy(model.decode(fake), y) - strength * entropy - F.cross_entropy(fake, y)).backward()
+    encoded = pairs[0].forward(y.t())
+    decoded = pairs[1].forward(encoded)
+    assert torch.allclose(encoded.t(), fake, atol=1e-6) and torch.allclose(decoded.t(), model.decode(fake), atol=1e-6)
+    entropy, upstream, cross = _loss_gradients(y.t(), encoded, decoded, strength)
+    upstream = entropy + pairs[1].backward(upstream, inputs=True) - cross
+    pairs[0].backward(encoded * (upstream - (upstream * encoded).sum(0, keepdim=True)), inputs=False)
+    for pair, seq in zip(pairs, (model.encoder, model.decoder)):
+        first, second, bias = pair.grads
+        for written, reference in ((first[:classes].t(), seq[0].weight.grad), (first[classes], seq[0].bias.grad),
+                                   (second, seq[2].weight.grad), (bias, seq[2].bias.grad)):
+            assert float(reference.abs().max()) > 1e-5  # a gradient that is there to check
+            assert torch.allclose(written, reference, rtol=1e-4, atol=1e-8)
+
+
+def test_the_autoencoders_training_is_autograds_training_to_float_rounding():
+    """The same draws, the same steps: its outputs on the one-hot rows and on random rows equal the autograd
+    reference's to float rounding."""
+    options = CAEOptions(samples=300, epochs=3, batch_size=32)
+    ours = train_autoencoder(3, strength=0.5, options=options, generator=torch.Generator().manual_seed(0),
+                             device=torch.device("cpu"))
+    reference = _autograd_autoencoder(3, strength=0.5, options=options, generator=torch.Generator().manual_seed(0))
+    rows = torch.cat([torch.eye(3), torch.rand(50, 3, generator=torch.Generator().manual_seed(1)).softmax(1)])
+    with torch.no_grad():
+        assert float(reference.encoder[0].bias.abs().max()) > 1e-4  # it trained (the biases start at 0)
+        for ae in (ours, reference):
+            assert not ae.training
+        assert torch.allclose(ours.encode(rows), reference.encode(rows), atol=1e-5)
+        assert torch.allclose(ours.decode(rows), reference.decode(rows), atol=1e-5)
 
 
 def test_discretisation_rounds_to_the_grid_set_by_the_first_message():

@@ -80,13 +80,13 @@ def test_dp_sgd_on_the_bottom_clips_each_sample_s_gradient_to_c_g_and_adds_noise
         per_sample.append(torch.autograd.grad((row * grad[i:i + 1]).sum(), params))
     state = dp.generator.get_state()
     dp.passive_backward(1, wrapped, x, sent, grad, torch.arange(7))
-    dp.generator.set_state(state)
+    dp.generator.set_state(state)  # the noise: one draw for every parameter, in their order
+    noises = torch.randn(sum(p.numel() for p in params), generator=dp.generator).split([p.numel() for p in params])
     for k, p in enumerate(params):
         norms = [math.sqrt(sum(float(g.pow(2).sum()) for g in sample)) for sample in per_sample]
         assert min(norms) < 0.3 < max(norms)
         clipped = sum(sample[k] * min(1.0, 0.3 / n) for sample, n in zip(per_sample, norms))
-        noise = torch.randn(p.shape, generator=dp.generator)
-        assert torch.allclose(p.grad, (clipped + 0.8 * 0.3 * noise) / 7, atol=1e-6)
+        assert torch.allclose(p.grad, (clipped + 0.8 * 0.3 * noises[k].view(p.shape)) / 7, atol=1e-6)
     assert int(dp.steps[:7].sum()) == 7
 
 
@@ -121,9 +121,77 @@ def _assert_ghost_equals_torch_func(bottom: nn.Module, x: torch.Tensor, received
     assert torch.allclose(squares, sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in params), rtol=1e-5)
     scale = _scale(squares, 0.4)
     assert 0 < float(scale.min()) < float(scale.max()) <= 1
-    sums = clipped_sums(scale)
+    sums = {p: torch.full(p.shape, float("nan")) for _, p in params}  # every entry must be written
+    clipped_sums(scale, sums)
     for k, p in params:
         assert torch.allclose(sums[p], torch.einsum("n,n...->...", scale, grads[k]), atol=atol), k
+
+
+def test_the_taped_update_is_torch_func_s_per_sample_gradients_clipped_summed_and_noised():
+    """Book-keeping on the path digits' finetuning takes (the wrapper's own forward taped, one backward that forms no
+    weight gradient, the clipped sums from the recorded rows, the noise in one flat draw): each parameter's update
+    equals (sum_i min(1, C_g / |g_i|) g_i + sigma C_g noise) / n with g_i from torch.func's per-sample gradients of
+    sample i's own clipped row times what it received, to float rounding (a digits-shaped bottom, BatchNorm frozen)."""
+    from vflpriv.defenses.embedding_dp import _per_sample_grads
+
+    dp, _, _ = _defense(_config(sigma=0.6, bottom_clip=0.05))
+    torch.manual_seed(0)
+    bottom = nn.Sequential(nn.Linear(5, 8), nn.BatchNorm1d(8), nn.ReLU(inplace=True), nn.Linear(8, 6),
+                           nn.BatchNorm1d(6), nn.ReLU(inplace=True))
+    bottom(torch.randn(60, 5) * 2 + 1)  # running statistics away from 0 and 1, then frozen by the wrapper
+    bottom.out_dim = 6
+    wrapped = dp.passive_bottom(1, bottom)
+    x, received = torch.randn(12, 5), torch.randn(12, 6) * 3
+    sent = wrapped(x)
+    state = dp.generator.get_state()
+    dp.passive_backward(1, wrapped, x, sent, received, torch.arange(12))
+    dp.generator.set_state(state)
+    names = [k for k, p in bottom.named_parameters() if p.requires_grad]
+    params = [p for p in bottom.parameters() if p.requires_grad]
+    assert len(params) == 8 and all(p.grad is not None for p in params)
+    grads = _per_sample_grads(bottom, 1.0, x, received)  # the wrapper's row clip C is 1 (the config's default)
+    norms = sum(grads[k].flatten(1).square().sum(1) for k in names).sqrt()
+    scale = (0.05 / norms).clamp(max=1.0)
+    assert 0 < float(scale.min()) < 1 and float(scale.max()) <= 1  # most samples clipped
+    noise = torch.randn(sum(p.numel() for p in params), generator=dp.generator).split([p.numel() for p in params])
+    for k, p, n in zip(names, params, noise):
+        expected = (torch.einsum("n,n...->...", scale, grads[k]) + 0.6 * 0.05 * n.view(p.shape)) / 12
+        assert torch.allclose(p.grad, expected, atol=1e-6, rtol=1e-5), k
+
+
+def test_a_frozen_batchnorm_s_statistics_changed_in_place_are_read_again():
+    """The tape keeps a frozen BatchNorm's sqrt(running_var + eps) between updates; statistics changed in place (or
+    replaced) after one update are read again at the next: its sums equal those of a fresh tape bit for bit."""
+    torch.manual_seed(0)
+    bottom = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(inplace=True), nn.Linear(6, 5))
+    bottom(torch.randn(40, 4))
+    bottom.out_dim = 5
+    x, grad = torch.randn(9, 4), torch.randn(9, 5) * 2
+
+    def update(wrapped, dp) -> list[torch.Tensor]:
+        for p in wrapped.parameters():
+            p.grad = None
+        dp.generator.manual_seed(3)
+        dp.passive_backward(1, wrapped, x, wrapped(x), grad, torch.arange(9))
+        return [p.grad.clone() for p in wrapped.parameters() if p.requires_grad]
+
+    dp, _, _ = _defense(_config(sigma=0.5, bottom_clip=0.2))
+    wrapped = dp.passive_bottom(1, bottom)
+    before = update(wrapped, dp)
+    def replaced(bn):  # another tensor at the same version counter as the one it replaces
+        new = bn.running_var + 1
+        while new._version < bn.running_var._version:
+            new.mul_(1.0)
+        bn.running_var = new
+
+    for change in (lambda bn: bn.running_var.mul_(3.0), replaced, lambda bn: setattr(bn, "eps", 0.5)):
+        change(bottom[1])
+        again = update(wrapped, dp)
+        fresh_dp, _, _ = _defense(_config(sigma=0.5, bottom_clip=0.2))
+        fresh = update(fresh_dp.passive_bottom(1, copy.deepcopy(bottom)), fresh_dp)
+        assert any(not torch.equal(a, b) for a, b in zip(before, again))
+        for a, b in zip(again, fresh, strict=True):
+            assert torch.equal(a, b)
 
 
 def test_dp_sgd_reads_the_tape_of_the_forward_that_computed_the_rows_it_is_given_and_no_other():

@@ -1,0 +1,100 @@
+"""Where embedding-dp's time goes per update on digits' passive bottom (32 -> 128 -> 128, Linear - BatchNorm - ReLU
+twice, batch 64; issue 47's speed line): each part of its finetuning step timed alone, in one process on one thread,
+CPU milliseconds per update (medians of the repeats), against the undefended bottom's forward and backward.
+
+    python benchmarks/embedding_dp_parts.py [--repeats 5]
+
+The parts: the wrapped bottom's forward (the BatchNorms frozen, the layers' inputs taped, each row clipped and noised:
+``PrivateRows``), the one backward that records each layer's output gradient, the per-sample norms and clipped sums
+(``GhostTape.norms``; book-keeping: no weight gradient formed in the backward), the noise of every parameter (one
+draw), and the whole DP-SGD update (``EmbeddingDP.passive_backward``: all of these, the update and its counts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+from torch import nn
+
+from vflpriv.defenses.embedding_dp import Counts, EmbeddingDP, EmbeddingDPOptions, _noise, _scale
+from vflpriv.methods.finetune import backward_with
+from vflpriv.models.allocator import reuse_freed_memory
+from vflpriv.models.encoders import mlp_block
+
+
+def _ms(fn, repeats: int, calls: int = 200) -> float:
+    """CPU milliseconds per call of ``fn``: the median of ``repeats`` timings of ``calls`` calls, after a warm-up."""
+    for _ in range(calls // 4):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        for _ in range(calls):
+            fn()
+        times.append((time.process_time() - start) / calls * 1e3)
+    return statistics.median(times)
+
+
+def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
+    g = torch.Generator().manual_seed(0)
+    x, received = torch.rand(batch, features, generator=g), torch.randn(batch, width, generator=g) * 0.01
+    ids = torch.arange(batch)
+    plain = nn.Sequential(mlp_block(features, width), mlp_block(width, width)).train()
+    dp = EmbeddingDP(strength=0.1, party=1, phase="finetune", kinds=None, options=EmbeddingDPOptions(),
+                     generator=torch.Generator().manual_seed(1))
+    dp.released, dp.stepped = Counts(batch), Counts(batch)  # what bind() sets from a federation
+    wrapped = dp.passive_bottom(1, nn.Sequential(mlp_block(features, width), mlp_block(width, width))).train()
+    trained = [p for p in wrapped.parameters() if p.requires_grad]
+
+    def taped():
+        sent = wrapped(x)
+        return sent, *wrapped.tape_of(sent)
+
+    def backward():
+        _, clipped, tape = taped()
+        torch.autograd.grad((clipped * received).sum(), tape.reached, allow_unused=True)
+
+    def norms_and_sums():
+        _, clipped, tape = taped()
+        squares, clipped_sums = tape.norms((clipped * received).sum())
+        flat = torch.empty(sum(p.numel() for p in trained))
+        clipped_sums(_scale(squares, 1.0), dict(zip(trained, flat.split([p.numel() for p in trained]))))
+
+    def update():
+        sent = wrapped(x)
+        dp.passive_backward(1, wrapped, x, sent, received, ids)
+        for p in trained:
+            p.grad = None
+
+    def forward():
+        wrapped.tape_of(wrapped(x))
+
+    return {
+        "the undefended bottom's forward": lambda: plain(x),
+        "the undefended bottom's forward and backward": lambda: backward_with(plain(x), received),
+        "embedding-dp: the forward (frozen BatchNorm, tape, rows clipped and noised)": forward,
+        "embedding-dp: the forward and the one backward (output gradients recorded)": backward,
+        "embedding-dp: the forward, the backward, per-sample norms and clipped sums": norms_and_sums,
+        "embedding-dp: the noise of every parameter of the bottom (one draw)": lambda: _noise(trained, dp.generator),
+        "embedding-dp: the whole step (forward, passive_backward)": update,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    reuse_freed_memory()
+    timings = {name: _ms(fn, args.repeats) for name, fn in parts().items()}
+    print("| part (per update) | CPU ms |")
+    print("|---|---|")
+    for name, ms in timings.items():
+        print(f"| {name} | {ms:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
