@@ -35,11 +35,13 @@ Z = 1.959963984540054
 
 #: What changed between 0c34d33 and this branch that can move a number, and where (attack or defense names): issue
 #: 49's changes, and main's since 0c34d33 (issues 46, 48, 50), which changed some defaults of the audit.
+CAE_WHY = ("CAE's autoencoder: its gradients written out (issue 49; float rounding, carried through its 4700 Adam "
+           "steps: another autoencoder of the same recipe)")
 WHY = {
     "mc-active": "the active-adversary policy (issue 49: its CAP is not computed where it ran at the weakest "
                  "strength only)",
-    "cae": "CAE's autoencoder: its first layers' weight gradient computed as x^T g (issue 49, float rounding)",
-    "dcae": "CAE's autoencoder: its first layers' weight gradient computed as x^T g (issue 49, float rounding)",
+    "cae": CAE_WHY,
+    "dcae": CAE_WHY,
     "label-dp": "label-dp's audit strengths eps 4, 2, 1 (were 8, 2, 1) and LP-2ST's stage share (issue 48)",
     "alibi": "alibi's audit strengths eps 4, 2, 1 (were 8, 2, 1) and its model prior (issue 48)",
     "dp-gaussian": "dp-gaussian's audit strengths: the sigma spending eps 4, 2, 1 (issue 48)",
