@@ -1,6 +1,6 @@
 """An auditor's empirical epsilon over seeds (``vflpriv.auditors``), apart from the attacks': per setting, its guesses
 of the canaries pooled over the independent trainings (each training once: every record of a training carries the
-same guesses), the 95% lower bound they certify at the claim's delta (Steinke et al.'s, and the f-DP one-run bounds with
+same guesses; one training per seed: a seed's trainings share their canaries), the 95% lower bound they certify at the claim's delta (Steinke et al.'s, and the f-DP one-run bounds with
 k = the canaries' classes: ``vflpriv.common.fdp_one_run``), and the claimed epsilon. Pooling is sound for the
 reason the attacks' is (``vflpriv.tradeoff.epsilon``); the auditor is one guesser, so no correction over attacks
 applies, and it never enters their worst case."""
@@ -29,7 +29,7 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     results = results if "variant" in results else results.assign(variant="")
     frame = results[(results["status"] == "ok") & (results["auditor"].fillna("") != "")]
-    frame = frame.drop_duplicates("training_key")
+    frame = _one_training_per_seed(frame.drop_duplicates("training_key"), results)
     rows, tests = [], []
     for key, setting in frame.groupby([*GROUP, "auditor"], sort=False, dropna=False):
         counts, canaries = pooled_counts(setting, column="auditor_counts")
@@ -61,6 +61,16 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
     if not table.empty:
         table["holm_family"] = len(tests)
     return table
+
+
+def _one_training_per_seed(frame: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+    """One training per (setting, auditor, seed): two trainings of a seed (an acting attack's own federation, another
+    adversary's) plant the same canaries with the same labels, so their guesses are not independent and are never
+    pooled twice. The training that most records share (the passive attacks') is kept; ties by its key."""
+    shared = results["training_key"].value_counts()
+    order = frame.assign(_records=-frame["training_key"].map(shared).fillna(0)).sort_values(["_records",
+                                                                                           "training_key"])
+    return order.drop_duplicates([*GROUP, "auditor", "seed"]).drop(columns="_records").sort_index()
 
 
 def _options(setting: pd.DataFrame) -> str:

@@ -7,7 +7,8 @@ the summed guesses. The f-DP one (``vflpriv.common.fdp_one_run``): its per-canar
 guess is a post-processing of an output of a mechanism that is f-DP in that canary's secret, given every other
 canary's; pooled over seeds, each canary's guess is a post-processing of its own training, which is f-DP in it, and the
 other trainings, independent of it, are post-processing randomness, so the pooled canaries are one game of m canaries
-summed over the seeds. A setting is a
+summed over the seeds (one training per seed and guesser: several adversaries of a seed are guessers of their own,
+:func:`_guessers`). A setting is a
 (method, dataset, defense, phase, variant, strength): a defense's option variants (label-dp uniform and two-stage)
 are settings of their own. The worst case over the A attacks planned in a setting (every attack with a record there,
 whether or not it guessed a canary) is the largest of their bounds, each at level 5% / A (Bonferroni), so it is
@@ -98,7 +99,7 @@ class ClaimTest:
 
     @property
     def testable(self) -> bool:
-        return bool(self.claim < self.cap)
+        return canary_bound.testable(self.claim, self.cap)
 
 
 def canary_classes(rows: pd.DataFrame) -> int:
@@ -161,6 +162,7 @@ def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
     results = results if "variant" in results else results.assign(variant="")
     if "secret" in results:  # a feature attack guesses no label: not among the canaries' guessers
         results = results[results["secret"].fillna("labels") != "features"]
+    results = results.assign(attack=_guessers(results))
     planned_frame = results[(results["canaries"] > 0) & (results["status"] != "n/a")]
     planned_by = {_key(k): int(n) for k, n in
                   planned_frame.groupby(GROUP, sort=False, dropna=False)["attack"].nunique().items()}
@@ -209,6 +211,16 @@ def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
     if not table.empty:
         table["holm_family"] = len(tests)
     return table
+
+
+def _guessers(results: pd.DataFrame) -> pd.Series:
+    """Each record's guesser: its attack, named with its adversary where the label records come from several
+    (``--all-adversaries``): the adversaries of one seed guess the same canaries, so each is a guesser of its own,
+    pooled over seeds only and counted among the planned attacks, never pooled with another's."""
+    adversary = results["adversary"].fillna("").astype(str) if "adversary" in results else None
+    if adversary is None or adversary.nunique() <= 1:
+        return results["attack"]
+    return results["attack"].astype(str) + " by party " + adversary
 
 
 def _key(key: tuple) -> tuple:

@@ -170,6 +170,19 @@ def test_the_auditor_is_pooled_once_per_training_and_never_enters_the_attacks_wo
     assert auditor_table(without).empty and math.isfinite(row["epsilon_claimed"])
 
 
+def test_a_seed_s_second_training_with_the_same_canaries_is_never_pooled_again():
+    """mc-active's own federation (or another adversary's) plants the seed's canaries with the same labels: its
+    guesses are not independent of the shared training's, so the auditor pools one training per seed, the one the
+    passive attacks share (it pooled 150 canaries from 75 at the weakest dp-gaussian strength)."""
+    shared = [_record(s, f"t{s}", "[[100, 60], [50, 40]]", attack=a) for s in (0, 1) for a in ("gc", "mc")]
+    acting = [_record(s, f"own{s}", "[[100, 90], [50, 50]]", attack="mc-active") for s in (0, 1)]
+    (row,) = auditor_table(pd.DataFrame(acting + shared)).to_dict("records")
+    from vflpriv.common.empirical_epsilon import menu_lower
+
+    assert row["canaries"] == 200 and row["seeds"] == 2
+    assert row["epsilon_lower"] == menu_lower([[200, 120], [100, 80]], canaries=200, classes=10, delta=1e-5)[0]
+
+
 def test_the_audit_attaches_the_auditor_to_each_dp_gaussian_training_with_canaries_and_nowhere_else():
     from vflpriv.workflows.audit import AuditConfig, audit_grid
 
@@ -180,6 +193,10 @@ def test_the_audit_attaches_the_auditor_to_each_dp_gaussian_training_with_canari
     audited = {(r.swept.name if r.swept else "none", r.partition.canaries > 0): r.finetune.auditor for r in runs}
     assert audited == {("dp-gaussian", True): "gradient-lrt", ("iso", True): None, ("none", True): None,
                        ("none", False): None}
+    acting = {"attacks": ["gc", "mc-active"], "defenses": [{"name": "dp-gaussian"}]}  # its own federation: none
+    runs, _ = audit_grid(AuditConfig.model_validate({**small, "audit": acting}))
+    assert {(r.attack.name, r.finetune.auditor) for r in runs if r.swept} == {("gc", "gradient-lrt"),
+                                                                             ("mc-active", None)}
     for off in ({"auditor": "none"}, {"canaries": 0}):
         runs, _ = audit_grid(AuditConfig.model_validate({**small, "audit": {**audit, **off}}))
         assert {r.finetune.auditor for r in runs} == {None}

@@ -130,8 +130,8 @@ def test_a_claim_beyond_steinke_s_peak_is_testable_by_the_f_dp_cap_and_one_beyon
            "planned_attacks": 1, "canaries": 990, "cap": 5.36, "cap_at_claim": 5.36}
     needed = canary_bound.canaries_needed(7.99, classes=2, delta=1e-5)
     assert f"a claim of 7.99 needs {needed} canaries pooled over the seeds" in _claim(row)
-    assert canary_bound.cap(canaries=needed, classes=2, delta=1e-5) > 7.99 >= \
-        canary_bound.cap(canaries=needed - 1, classes=2, delta=1e-5)
+    assert canary_bound.testable(7.99, canary_bound.cap(canaries=needed, classes=2, delta=1e-5))
+    assert not canary_bound.testable(7.99, canary_bound.cap(canaries=needed - 1, classes=2, delta=1e-5))
     assert max(steinke_cap(canaries=m, classes=2, delta=1e-5, attacks=2) for m in (needed // 4, needed)) < 7.0
     monkeypatch.setattr(canary_bound, "MAX_CANARIES", 1024)
     canary_bound.canaries_needed.cache_clear()

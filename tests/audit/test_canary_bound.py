@@ -206,3 +206,20 @@ def test_at_delta_0_the_worst_case_is_steinke_s_at_the_attack_share_alone():
     assert worst["bound_test"] == canary_bound.STEINKE
     q = (ALPHA / (2 * 2)) ** (1 / 300)  # the exact test's cap, every canary right, 2 attacks x gc's 2 entries
     assert worst["cap"] == pytest.approx(math.log(9 * q / (1 - q)), abs=1e-6)
+
+
+@pytest.mark.parametrize("canaries, classes", [(200, 2), (300, 10)])
+def test_a_claim_called_testable_is_rejected_by_every_guess_right_and_one_at_its_cap_is_not_called_so(canaries,
+                                                                                                     classes):
+    """At delta > 0 the f-DP p-value is rounded up: a claim 1e-8 below the cap was "testable" yet every guess right
+    gave p 0.0500000x, not rejected. Testable now means below the cap by CAP_MARGIN, where every guess right rejects."""
+    from vflpriv.common import canary_bound
+
+    at = canary_bound.cap(canaries=canaries, classes=classes, delta=1e-5)
+    right = [[n, n] for n in canary_bound.empirical_epsilon.kept(canaries)]
+    for below in (1e-8, 1e-7):
+        assert not canary_bound.testable(at - below, at)
+    claim = at - 2 * canary_bound.CAP_MARGIN
+    assert canary_bound.testable(claim, at)
+    p, _, _ = canary_bound.menu_p_value(right, canaries=canaries, classes=classes, epsilon=claim, delta=1e-5)
+    assert p < 0.05

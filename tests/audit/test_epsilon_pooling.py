@@ -261,3 +261,17 @@ def test_a_feature_attack_of_the_same_training_is_not_a_planned_guesser_of_the_c
     runs[0]["secret"] = runs[1]["secret"] = "labels"
     worst = epsilon_table(pd.DataFrame(runs)).set_index("attack").loc["worst-case"]
     assert worst["planned_attacks"] == 2
+
+
+def test_several_adversaries_of_one_seed_are_guessers_of_their_own_never_pooled_together():
+    """--all-adversaries: parties 1 and 2 guess the same canaries of a seed; each is a guesser of its own (pooled over
+    seeds, its own Bonferroni share), so two of them never make 100 canaries of one seed's 50."""
+    counts = [[50, 40], [25, 24]]
+    runs = [{**_row("gc", s, counts), "adversary": a} for s in (0, 1) for a in ("1", "2")]
+    by = {r["attack"]: r for r in epsilon_table(pd.DataFrame(runs)).to_dict("records")}
+    assert set(by) == {"gc by party 1", "gc by party 2", "worst-case"}
+    assert by["gc by party 1"]["canaries"] == 100 and by["worst-case"]["planned_attacks"] == 2
+    alone = pooled_lower(pd.DataFrame(runs[0::2]), alpha=ALPHA / 2)[0]
+    assert by["worst-case"]["epsilon_lower"] == alone
+    one = [{**r, "adversary": "1"} for r in runs[0::2]]  # a single adversary: named by its attack, as before
+    assert set(epsilon_table(pd.DataFrame(one))["attack"]) == {"gc", "worst-case"}
