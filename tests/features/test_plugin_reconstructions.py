@@ -41,6 +41,8 @@ def _plugin(reply):
         def infer(self, view):
             view.aux_victim.fill_(1.0)  # it reads (and spoils) its view; the prior was computed before
             view.received["aux"].fill_(0.0)
+            for own in view.own.values():  # its own features too (the test split was the dataset's own tensor)
+                own.add_(100.0)
             return reply(view)
 
     return Hostile
@@ -51,14 +53,16 @@ def test_a_plugin_reply_that_breaks_the_contract_fails_its_run_naming_it_and_kee
     reply, needle = REPLIES[case]
     ATTACKS.register("hostile", _plugin(reply))
     honest = {"name": "fi-decoder", "options": {"epochs": 5}}
+    (before,) = run(tiny(attack=honest)) if case == "wrong-shape" else (None,)
     ok, bad = run([tiny(attack=honest), tiny(attack={"name": "hostile", "options": {"epochs": 5}})])
     assert ok.status == "ok" and math.isfinite(ok.feature_mse)
     assert bad.status == "failed" and needle in bad.error, bad.error
     if case != "nan":
         assert "attack 'hostile' (" in bad.error and "Hostile" in bad.error  # the plugin named, with its class
-    if case == "wrong-shape":  # the honest attack's numbers are those of a run without the plugin beside it
-        (alone,) = run(tiny(attack=honest))
-        assert (ok.feature_mse, ok.prior_mse) == (alone.feature_mse, alone.prior_mse)
+    if case == "wrong-shape":  # the honest attack's numbers are those of a run without the plugin, before or after it
+        (alone,) = run(tiny(attack=honest))  # (the plugin spoiled its own features: the dataset's test split was them)
+        for other in (before, alone):
+            assert (ok.feature_mse, ok.prior_mse, ok.utility) == (other.feature_mse, other.prior_mse, other.utility)
 
 
 def test_a_plugin_that_spoils_its_view_moves_no_prior(tiny, monkeypatch):
@@ -70,3 +74,17 @@ def test_a_plugin_that_spoils_its_view_moves_no_prior(tiny, monkeypatch):
     assert spoiled.status == "ok"
     assert (spoiled.prior_mse, spoiled.prior_mse_mean, spoiled.prior_kind) == (
         alone.prior_mse, alone.prior_mse_mean, alone.prior_kind)
+
+
+def test_a_plugin_that_spoils_its_own_features_leaves_the_dataset_and_later_runs_alone(tiny):
+    """The view's own test split was the loaded dataset's tensor (kept in memory for later runs): a plugin adding to it
+    in place moved every later run's utility and prior (0.189 -> 0.100). The view gets a copy."""
+    from vflpriv.data.load import load_dataset
+
+    config = tiny()
+    dataset = load_dataset(config.dataset, parties=config.partition.parties)
+    kept = [x.clone() for x in dataset.x_test]
+    ATTACKS.register("hostile", _plugin(lambda v: {n: Reconstruction(_zeros(v, n)) for n in v.targets}))
+    (spoiled,) = run(tiny(attack={"name": "hostile", "options": {"epochs": 5}}))
+    assert spoiled.status == "ok"
+    assert all(torch.equal(x, k) for x, k in zip(dataset.x_test, kept))

@@ -60,7 +60,7 @@ def _own(fed: Federation, party: int, ids: dict[str, torch.Tensor], test: bool) 
         return {}
     p = fed.parties[party]
     own = {name: p.x_train[i.to(fed.device)] for name, i in ids.items()}
-    return {**own, "test": p.x_test} if test else own
+    return {**own, "test": p.x_test.clone()} if test else own  # a copy: x_test is the loaded dataset's own tensor
 
 
 class FrozenCopies(Mapping):
