@@ -1,9 +1,10 @@
 """An auditor's empirical epsilon over seeds (``vflpriv.auditors``), apart from the attacks': per setting, its guesses
 of the canaries pooled over the independent trainings (each training once: every record of a training carries the
-same guesses; one training per seed: a seed's trainings share their canaries), the 95% lower bound they certify at the claim's delta (Steinke et al.'s, and the f-DP one-run bounds with
-k = the canaries' classes: ``vflpriv.common.fdp_one_run``), and the claimed epsilon. Pooling is sound for the
-reason the attacks' is (``vflpriv.tradeoff.epsilon``); the auditor is one guesser, so no correction over attacks
-applies, and it never enters their worst case."""
+same guesses; one training per seed: a seed's trainings share their canaries), the 95% lower bound they certify at
+the claim's delta (Steinke et al.'s, and the f-DP one-run bounds with k = the canaries' classes:
+``vflpriv.common.fdp_one_run``), and the claimed epsilon. Pooling is sound for the reason the attacks' is
+(``vflpriv.tradeoff.epsilon``); the auditor is one guesser, so no correction over attacks applies, and it never
+enters their worst case."""
 
 from __future__ import annotations
 
