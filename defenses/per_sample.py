@@ -134,14 +134,16 @@ class GhostTape:
             squares = seen[0][1].new_zeros(seen[0][1].shape[0])
 
         def clipped_sums(scale: torch.Tensor, into: dict) -> None:
-            row = scale.unsqueeze(0)
+            # Each product into a tensor of its own, then copied: written in place (``out=``) at an offset of the flat
+            # buffer that is not a multiple of 16 entries, the CPU kernels round differently (issue-p47's sums moved in
+            # their last digit on a bottom whose sizes are not multiples of 16).
             for p, rule, operands in pieces:
                 target = into[p]
-                if rule == "rows":  # per-sample gradient rows (n, size): the (1, n) x (n, size) product
-                    torch.mm(row, operands, out=target.view(1, -1))
+                if rule == "rows":  # per-sample gradient rows (n, size): sum_i s_i row_i
+                    target.view(-1).copy_(scale @ operands)
                 elif rule == "outer":  # a Linear weight's: sum_i s_i g_i a_i^T
                     a, g = operands
-                    torch.mm((g * scale[:, None]).T, a, out=target.view(p.shape))
+                    target.view(p.shape).copy_((g * scale[:, None]).T @ a)
                 elif rule == "sample":  # materialised per-sample gradients (a Conv2d's)
                     target.view(-1).copy_(torch.einsum("n,n...->...", scale, operands).reshape(-1))
                 else:  # "ghost": sum_i s_i G_i U_i^T of a Conv2d

@@ -173,3 +173,23 @@ def test_noise_on_sizes_not_a_multiple_of_16_is_one_draw_per_parameter():
     generator.set_state(state)
     for p in bottom.parameters():
         assert torch.equal(p.grad, torch.randn(p.shape, generator=generator).div_(6))
+
+
+def test_the_update_is_bit_for_bit_the_sums_formed_in_tensors_of_their_own():
+    """Sizes not multiples of 16 put parameters at unaligned offsets of the one flat buffer: the update (sigma 0) is
+    still, bit for bit, the clipped sums each formed in a tensor of its own, over n (revision 2's values)."""
+    from vflpriv.defenses.embedding_dp import _scale
+    from vflpriv.defenses.per_sample import ghost_grads
+
+    torch.manual_seed(0)
+    bottom = nn.Sequential(nn.Linear(19, 37), nn.BatchNorm1d(37), nn.ReLU(), nn.Linear(37, 11), nn.Tanh(),
+                           nn.Linear(11, 13))
+    bottom(torch.randn(50, 19) * 2 + 1)
+    bottom.eval()
+    x, received = torch.randn(23, 19), torch.randn(23, 13) * 3
+    squares, clipped_sums = ghost_grads(bottom, lambda h: (clip_rows(h, clip=1.0) * received).sum(), x)
+    alone = {p: torch.empty(p.shape) for p in bottom.parameters()}
+    clipped_sums(_scale(squares, 0.05), alone)
+    _step(bottom, x, received, sigma=0.0, clip=0.05)
+    for p in bottom.parameters():
+        assert torch.equal(p.grad, alone[p] / 23)
