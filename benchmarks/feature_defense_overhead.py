@@ -165,8 +165,8 @@ def count(text: str) -> int:
     return value
 
 
-def main() -> None:
-    global clock
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked: ``--per-process`` only with ``--against``, a whole number of at least 1."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="digits")
     parser.add_argument("--repeats", type=int, default=5)
@@ -180,10 +180,16 @@ def main() -> None:
     parser.add_argument("--per-process", type=count, default=None, metavar="N",
                         help="with --against: N interleaved repetitions in each fresh process, their medians (1)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.per_process is not None and not args.against:
         parser.error("--per-process N needs --against DIR (without it every repetition already runs in this process)")
     args.per_process = args.per_process or 1
+    return args
+
+
+def main() -> None:
+    global clock
+    args = arguments()
     if args.against:
         against(args)
         return

@@ -153,6 +153,7 @@ class EmbeddingDP(PassiveDefense):
         self.released: Counts | None = None  # per training row: rows of it sent through the mechanism
         self.stepped: Counts | None = None  # per training row: DP-SGD steps that included it
         self.test_rows, self.n_test = 0, 0
+        self.idle_updates = 0  # DP-SGD updates of a bottom with no trainable parameter: nothing to privatise
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
@@ -206,6 +207,7 @@ class EmbeddingDP(PassiveDefense):
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [p for p in inner.parameters() if p.requires_grad]
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
+            self.idle_updates += 1
             return
         received = gradient.detach()
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
@@ -257,14 +259,17 @@ class EmbeddingDP(PassiveDefense):
         return float(self.options.delta)
 
     def notes(self) -> str:
-        """The claim that holds for the test rows at inference whatever trained the bottom, or ''."""
+        """The claim that holds for the test rows at inference whatever trained the bottom, and that DP-SGD had nothing
+        to privatise where the bottom has no trainable parameter; or ''."""
+        idle = (f"the victim's bottom has no trainable parameter: embedding-dp's DP-SGD had nothing to privatise in "
+                f"{self.idle_updates} update(s) and charged no step for them" if self.idle_updates else "")
         if self.is_identity or self.n_test == 0 or self.test_rows == 0:
-            return ""
+            return idle
         times = math.ceil(self.test_rows / self.n_test)
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
                 f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
-                "frozen bottom, not the training's epsilon)")
+                "frozen bottom, not the training's epsilon)") + (f"; {idle}" if idle else "")
 
 
 class Counts:

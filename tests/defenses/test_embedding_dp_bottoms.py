@@ -19,6 +19,7 @@ class _Fake:
 
     def __init__(self, *, sigma: float, clip: float, n: int):
         self.strength, self.generator, self.stepped = sigma, torch.Generator().manual_seed(7), Counts(n)
+        self.idle_updates = 0
         self.options = type("O", (), {"bottom_clip": clip})()
 
 
@@ -138,11 +139,14 @@ def test_a_module_reached_twice_keeps_training_after_an_update():
     assert not torch.equal(bottom(x).detach(), before)
 
 
-def test_a_frozen_bottom_gets_no_update_and_no_step_is_charged():
-    """A bottom with nothing that trains: nothing of the features is released by an update, none is charged."""
+def test_a_frozen_bottom_gets_no_update_and_no_step_is_charged_and_the_notes_say_so():
+    """A bottom with nothing that trains: nothing of the features is released by an update, none is charged, and the
+    run's notes say that DP-SGD had nothing to privatise."""
     bottom = nn.Sequential(nn.Linear(5, 4)).requires_grad_(False)
     fake, _ = _step(bottom, torch.randn(8, 5), torch.randn(8, 4), sigma=1.0, clip=1.0)
     assert bottom[0].weight.grad is None and int(fake.stepped.counts().sum()) == 0
+    fake.is_identity, fake.n_test, fake.test_rows = False, 0, 0
+    assert "nothing to privatise in 1 update(s)" in EmbeddingDP.notes(fake)
 
 
 def test_two_steps_on_zero_gradients_are_the_generator_s_next_draws_each():
