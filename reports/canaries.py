@@ -4,8 +4,9 @@ defense strength's empirical epsilon (a 95% lower bound), and the check of every
 The empirical epsilon is a lower bound: a weak attack certifies little, so the worst case over the planned attacks is
 the number to report, beside its cap (what the canaries could certify if every guess were right). An accountant's
 epsilon is an upper bound: a claim at or above the cap is untestable with those canaries; below it, the claim is
-rejected at the 95% level only from the worst case, with Holm's correction over every claim the report checks
-(``vflpriv.tradeoff.epsilon``), and never from one attack's row.
+rejected at the 95% level only from the worst case, with Holm's correction over every claim the report checks, the
+attacks' and the auditor's together (``vflpriv.tradeoff.epsilon.holm_over``: one family, so the chance of rejecting
+any true claim of the report is at most 5%), and never from one attack's row.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import math
 
 import pandas as pd
 
-from vflpriv.common.canary_bound import canaries_needed, chosen_test
+from vflpriv.common.canary_bound import Untestable, canaries_needed, chosen_test
 from vflpriv.common.empirical_epsilon import claim_text
 from vflpriv.reports.tables import mean_std
 from vflpriv.tradeoff.auditing import auditor_table
 from vflpriv.tradeoff.cap import strength_label
-from vflpriv.tradeoff.epsilon import WORST, epsilon_table
+from vflpriv.tradeoff.epsilon import WORST, epsilon_table, holm_over
 
 
 def _num(value) -> float | None:
@@ -64,12 +65,13 @@ def canary_summary(frame: pd.DataFrame) -> dict | None:
     if planted == 0:
         return None
     with_canaries, without = _cost_split(frame[frame["defense"] == "none"])
-    rows = [{k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()}
-            for row in epsilon_table(frame[frame["canaries"] > 0]).to_dict("records")]
+    planted_runs = frame[frame["canaries"] > 0]
+    attacks, auditor = holm_over(epsilon_table(planted_runs), auditor_table(planted_runs))  # one family, one 5%
+    rows = [{k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()} for row in attacks.to_dict("records")]
     for row in rows:
         row["line"] = _line(row)
     audited = [{k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()}
-               for row in auditor_table(frame[frame["canaries"] > 0]).to_dict("records")]
+               for row in auditor.to_dict("records")]
     for row in audited:
         row["line"] = _auditor_line(row)
     return {"canaries": planted, "utility_with": _utility(with_canaries), "utility_without": _utility(without),
@@ -83,7 +85,8 @@ def empirical_text(bound: float, delta: float) -> str:
 
 def _auditor_line(row: dict) -> str:
     """An auditor's pooled bound against the claim, said as the auditor's (white box), never as an attack's, and worded
-    by what its canaries can show (its cap, untestable at or above it, Holm over the auditor's claims)."""
+    by what its canaries can show (its cap, untestable at or above it, Holm over the report's claims, the attacks'
+    with them)."""
     where = f"{row['defense']} {strength_label(row.get('axis', 'strength'), row['strength'])}"
     options = f"{row['auditor_options']}; " if row.get("auditor_options") else ""
     text = (f"{where}, {row['phase']}, auditor {row['auditor']} ({options}white box, not an attack): "
@@ -101,7 +104,7 @@ def _auditor_line(row: dict) -> str:
     if not row.get("testable"):
         return text + f"untestable with {int(row['canaries'])} canaries (at or above their cap {row['cap']:.2f})"
     family = int(row.get("holm_family") or 1)
-    holm = f"Holm over the auditor's {family} claim{'s' if family != 1 else ''}"
+    holm = f"Holm over the report's {family} claim{'s' if family != 1 else ''}, the attacks' and the auditor's"
     if row.get("rejected"):
         by = f" ({row['rejecting_test']}'s test)" if isinstance(row.get("rejecting_test"), str) else ""
         return text + (f"claim rejected at the 95% level ({holm}): {int(row['rejecting_right'])} of "
@@ -141,14 +144,14 @@ def _claim(row: dict) -> str:
     if not row.get("testable"):
         try:
             needed = canaries_needed(claimed, classes=int(row["classes"]), attacks=int(row["planned_attacks"]),
-                                     delta=row.get("epsilon_claimed_delta") or 0.0, seeds=max(1, int(row.get("seeds") or 1)))
+                                     delta=row.get("epsilon_claimed_delta") or 0.0, seeds=int(row["seeds"]))
             needs = f"a claim of {claimed:.2f} needs {needed} canaries pooled over the seeds"
-        except ValueError as peak:  # no count up to MAX_CANARIES reaches the claim
+        except Untestable as peak:  # no count up to MAX_CANARIES reaches the claim
             needs = str(peak)
         return text + (f"untestable with {int(row['canaries'])} canaries (at or above their cap "
                        f"{row.get('cap_at_claim') or row['cap']:.2f}; {needs})")
     family = int(row.get("holm_family") or 1)
-    holm = f"Holm over {family} claim{'s' if family != 1 else ''}"
+    holm = f"Holm over the report's {family} claim{'s' if family != 1 else ''}"
     if row.get("rejected"):
         by = f", {row['rejecting_test']}'s test" if row.get("rejecting_test") else ""
         return text + (f"claim rejected at the 95% level ({holm}): {row['rejecting_attack']} guessed "
@@ -179,7 +182,8 @@ def canary_markdown(summary: dict | None) -> list[str]:
              "its cap is the most the canaries could certify with every guess right, so a claimed epsilon at or above "
              "it is untestable with them. A claim is rejected at the 95% level only from the worst case (adjusted p: "
              "its p-value, Bonferroni over the attacks and the menu, at most 1), with "
-             "Holm's correction over the claims this report checks.", "",
+             "Holm's correction over every claim this report checks, the attacks' and the auditor's together, so the "
+             "chance of rejecting any true claim here is at most 5%.", "",
              f"What the canaries cost (no defense): utility {utility(w)} with them, {utility(wo)} without.", ""]
     if summary["rejected"]:
         rejected = [f"- **{r['line']}**" for r in summary["rejected"]]

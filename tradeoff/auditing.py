@@ -15,23 +15,23 @@ import pandas as pd
 
 from vflpriv.common.empirical_epsilon import menu_lower
 from vflpriv.common.fdp_one_run import fdp_bounds
-from vflpriv.tradeoff.epsilon import GROUP, canary_classes, claim_test, holm, pooled_counts
+from vflpriv.tradeoff.epsilon import GROUP, canary_classes, claim_test, holm_over, pooled_counts
 
 
 def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per setting (method, dataset, defense, phase, variant, strength) and auditor: the pooled bound, the guesses it
     rests on and their accuracy, the canaries, seeds and delta, the claimed epsilon (the weakest of the setting's
     trainings) and its check: the cap of the auditor's canaries (one guesser, its menu), testable below it, and rejected
-    at the 95% level with Holm over the auditor's testable claims of the table (a family of their own: the auditor
-    never enters the attacks' worst case); the check, as the attacks', is the test chosen by delta
-    (``vflpriv.common.canary_bound``: Steinke et al.'s at delta 0, the f-DP one above, at the full level), named in
-    ``rejecting_test``. Empty without an auditor."""
+    at the 95% level with Holm over the auditor's testable claims of the table (the auditor never enters the attacks'
+    worst case; a report that prints both decides them with one Holm over the union: ``holm_over``); the check, as
+    the attacks', is the test chosen by delta (``vflpriv.common.canary_bound``: Steinke et al.'s at delta 0, the f-DP
+    one above, at the full level), named in ``rejecting_test``. Empty without an auditor."""
     if "auditor" not in results or results.empty:
         return pd.DataFrame()
     results = results if "variant" in results else results.assign(variant="")
     frame = results[(results["status"] == "ok") & (results["auditor"].fillna("") != "")]
     frame = _one_training_per_seed(frame.drop_duplicates("training_key"), results)
-    rows, tests = [], []
+    rows = []
     for key, setting in frame.groupby([*GROUP, "auditor"], sort=False, dropna=False):
         counts, canaries = pooled_counts(setting, column="auditor_counts")
         if not counts:
@@ -53,15 +53,8 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
                               delta=delta)
             row |= {"cap": test.cap, "testable": test.testable, "p_value": test.p_value,
                     "rejecting_guesses": test.guesses, "rejecting_right": test.right, "rejecting_test": test.test}
-            if test.testable:
-                tests.append((len(rows), test.p_value))
         rows.append(row)
-    table = pd.DataFrame(rows)
-    for (i, _), rejected in zip(tests, holm([p for _, p in tests])):
-        table.at[i, "rejected"] = rejected
-    if not table.empty:
-        table["holm_family"] = len(tests)
-    return table
+    return holm_over(pd.DataFrame(rows))[0]
 
 
 def _one_training_per_seed(frame: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:

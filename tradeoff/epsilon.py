@@ -25,8 +25,10 @@ The check of a claim (epsilon, delta), the largest over the setting's trainings 
 - its p-value: the worst case's, min over the attacks of A x their menu p-value (Bonferroni over attacks and menu;
   the chosen test's: :func:`vflpriv.common.canary_bound.menu_p_value`);
 - a decision from those p-values with Holm's step-down correction over every testable claim the table checks (one
-  report, one ``vflpriv table``), so the chance of rejecting any true claim of the table is at most 5%: "claim rejected
-  at the 95% level" with the counts that reject it. No single attack's row rejects a claim.
+  ``vflpriv table``), so the chance of rejecting any true claim of the table is at most 5%: "claim rejected at the
+  95% level" with the counts that reject it. No single attack's row rejects a claim. A report that prints the
+  auditor's claims beside them (the audit's, ``vflpriv.reports.canaries``) decides both with one Holm over their
+  union (:func:`holm_over`), so its 5% covers every claim it prints.
 """
 
 from __future__ import annotations
@@ -167,7 +169,7 @@ def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
     planned_by = {_key(k): int(n) for k, n in
                   planned_frame.groupby(GROUP, sort=False, dropna=False)["attack"].nunique().items()}
     frame = planned_frame[planned_frame["status"] == "ok"]
-    rows, tests = [], []
+    rows = []
     for key, setting in frame.groupby(GROUP, sort=False, dropna=False):
         attacks = {a: pooled_counts(r) for a, r in setting.groupby("attack", sort=False)}
         if not any(counts for counts, _ in attacks.values()):
@@ -202,15 +204,24 @@ def epsilon_table(results: pd.DataFrame) -> pd.DataFrame:
             row |= {"testable": test.testable, "cap_at_claim": test.cap, "p_value": test.p_value,
                     "rejecting_attack": test.attack, "rejecting_guesses": test.guesses,
                     "rejecting_right": test.right, "rejecting_test": test.test}
-            if test.testable:
-                tests.append((len(rows), test.p_value))
         rows.append(row)
-    table = pd.DataFrame(rows)
-    for (i, _), rejected in zip(tests, holm([p for _, p in tests])):
-        table.at[i, "rejected"] = rejected
-    if not table.empty:
-        table["holm_family"] = len(tests)
-    return table
+    return holm_over(pd.DataFrame(rows))[0]
+
+
+def holm_over(*tables: pd.DataFrame) -> list[pd.DataFrame]:
+    """The tables with ``rejected`` decided by Holm's step-down over the union of their testable claims (the rows with
+    ``testable`` true, by their ``p_value``) and ``holm_family`` their number: one family, so the chance that any true
+    claim of the tables is rejected is at most 5%. A report that prints the attacks' claims and the auditor's passes
+    both (two families at 5% each would reach about 10% together); copies, the given tables are unchanged."""
+    tables = [t.copy() for t in tables]
+    tested = [(k, i, float(t.at[i, "p_value"])) for k, t in enumerate(tables) if "testable" in t
+              for i in t.index[t["testable"].astype(bool)]]
+    for (k, i, _), rejected in zip(tested, holm([p for _, _, p in tested])):
+        tables[k].at[i, "rejected"] = rejected
+    for table in tables:
+        if not table.empty:
+            table["holm_family"] = len(tested)
+    return tables
 
 
 def _guessers(results: pd.DataFrame) -> pd.Series:

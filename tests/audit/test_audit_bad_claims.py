@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from vflpriv.cli import app
 from vflpriv.workflows.audit import AuditConfig, canaries
-from vflpriv.workflows.audit_config import MAX_SHARE
+from vflpriv.workflows.audit_config import AUTO_CANARIES, AUTO_SHARE, MAX_SHARE
 
 BASE = ["audit", "--method", "splitnn", "--attacks", "gc", "--seeds", "0,1", "--dry-run"]
 
@@ -29,12 +29,13 @@ def test_a_dp_defense_s_bad_option_is_one_error_line_in_planning(option, value, 
 
 @pytest.mark.parametrize("defense", [{"name": "label-dp", "strengths": [1e9]},
                                      {"name": "dp-gaussian", "strengths": [0.01]}])
-def test_a_claim_no_count_of_canaries_can_test_plans_at_the_largest_share(defense, tmp_path):
-    """As a claim that needs more than a quarter of the labels: the audit plants that share and the report calls the
-    claim untestable (it failed the whole audit with canaries_needed's ValueError)."""
+def test_a_claim_no_count_of_canaries_can_test_plans_the_default_share(defense, tmp_path):
+    """As a claim that needs more than a quarter of the labels: no canary is planted for it (the default share stays:
+    more would cost labels and test no claim) and the report calls the claim untestable (it failed the whole audit
+    with canaries_needed's ValueError)."""
     cfg = AuditConfig.model_validate({"method": {"name": "splitnn"}, "audit": {"attacks": ["gc"],
                                                                                 "defenses": [defense]}})
-    assert canaries(cfg) == cfg.partition.labeled // MAX_SHARE
+    assert canaries(cfg) == min(AUTO_CANARIES, cfg.partition.labeled // AUTO_SHARE) < cfg.partition.labeled // MAX_SHARE
     result = CliRunner().invoke(app, [*BASE, "--out", str(tmp_path / "out"), "--set",
                                       f"audit.defenses=[{defense}]".replace("'", "")])
     assert result.exit_code == 0, result.output

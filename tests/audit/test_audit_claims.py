@@ -65,8 +65,26 @@ def test_the_canaries_for_claims_are_sized_at_the_planned_label_attacks_share():
     claim = {"defenses": [{"name": "label-dp", "strengths": [2.0]}]}
     named = AuditConfig.model_validate({**base, "audit": {**claim, "attacks": ["gc", "grn"]}})
     assert canaries_for_claims(named) == -(-canaries_needed(2.0, classes=2, attacks=1) // 3)
-    quick = AuditConfig.model_validate({**base, "seeds": [0], "audit": {**claim, "profile": "quick"}})
-    assert canaries_for_claims(quick) == canaries_needed(2.0, classes=2, attacks=3)  # gc, mc-mixmatch, similarity
+    quick = {**base, "seeds": [0], "audit": {**claim, "profile": "quick"}}
+    larger = AuditConfig.model_validate({**quick, "partition": {**base["partition"], "labeled": 200,
+                                                                "aligned_fraction": 0.5}})
+    needed = canaries_needed(2.0, classes=2, attacks=3)  # gc, mc-mixmatch, similarity
+    assert canaries_for_claims(larger) == needed <= 200 // MAX_SHARE
+
+
+def test_a_claim_the_largest_share_cannot_test_plants_no_canaries_for_it():
+    """One seed of 88 labels: the quick profile's claim 2.0 needs 44 binary canaries, more than a quarter of the labels
+    (22), so none are planted for it (the default share stays; the claim is untestable and the report says it needs
+    44); planting the quarter bought no test of it, only labels spent."""
+    base = {**SMALL, "dataset": {"name": "breast-cancer"}, "method": {"name": "splitnn"}, "seeds": [0],
+            "partition": {"labeled": 88, "aux": 10, "aux_source": "labeled"}}
+    cfg = AuditConfig.model_validate({**base, "audit": {"profile": "quick",
+                                                        "defenses": [{"name": "label-dp", "strengths": [2.0]}]}})
+    assert canaries_needed(2.0, classes=2, attacks=3) > 88 // MAX_SHARE
+    assert canaries_for_claims(cfg) == 0 and canaries(cfg) == 88 // AUTO_SHARE
+    both = AuditConfig.model_validate({**base, "audit": {"profile": "quick", "defenses": [
+        {"name": "label-dp", "strengths": [2.0, 4.0]}, {"name": "label-dp", "strengths": [0.5]}]}})
+    assert canaries_for_claims(both) == canaries_needed(0.5, classes=2, attacks=3)  # sized by the testable one only
 
 
 @pytest.mark.parametrize("name", ["label-dp", "alibi"])

@@ -63,3 +63,22 @@ def test_a_read_whose_released_is_not_callable_is_refused():
 def test_a_read_of_a_canary_s_row_is_still_refused_naming_the_plugin():
     with pytest.raises(ProtocolError, match="PluginAuditor.*canary's row"):
         _hooks(PluginAuditor(torch.tensor([1, 2]))).audit_update(UPDATE)
+
+
+def test_the_guard_keeps_no_earlier_read_alive_and_still_refuses_a_stale_one():
+    """The stale-read check holds no previous read: a read (its released closure holds the update's graph and the
+    candidate gradients) the auditor dropped is freed at once, and one it hands back is still refused."""
+    import gc
+    import weakref
+
+    hooks = _hooks(PluginAuditor(torch.tensor([0, 1])))
+    hooks.auditor.last = None  # the auditor keeps nothing either
+    ref = weakref.ref(hooks.audit_update(UPDATE))
+    hooks.auditor.last = None
+    gc.collect()
+    assert ref() is None
+    stale = _hooks(PluginAuditor(torch.tensor([0, 1]), stale=True))
+    stale.audit_update(UPDATE)
+    gc.collect()
+    with pytest.raises(ProtocolError, match="an earlier update"):
+        stale.audit_update(UPDATE)

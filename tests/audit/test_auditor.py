@@ -210,8 +210,8 @@ def test_the_canary_report_says_the_auditor_s_bound_as_the_auditor_s_apart_from_
     summary = canary_summary(frame)
     (line,) = [r["line"] for r in summary["auditor"]]
     assert "auditor gradient-lrt (white box, not an attack)" in line
-    assert "claim rejected at the 95% level (Holm over the auditor's 1 claim): 180 of 200 guesses right (f-DP's " \
-        "test)" in line  # at delta 1e-5: the test that decided, named
+    assert "claim rejected at the 95% level (Holm over the report's 2 claims, the attacks' and the auditor's): 180 of " \
+        "200 guesses right (f-DP's test)" in line  # at delta 1e-5: the test that decided, named
     assert "f-DP one run: epsilon >= " in line and "not mu-GDP for mu < " in line  # ten classes: the k-ary bounds
     assert all("gradient-lrt" not in r["line"] for r in summary["rows"])  # the attacks' rows and worst case
     assert "### The auditor's empirical epsilon (white box, not an attack)" in "\n".join(canary_markdown(summary))

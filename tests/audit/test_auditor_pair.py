@@ -127,7 +127,7 @@ def test_a_claim_beyond_steinke_s_peak_is_testable_by_the_f_dp_cap_and_one_beyon
     from vflpriv.reports.canaries import _claim
 
     row = {"epsilon_claimed": 7.99, "epsilon_claimed_delta": 1e-5, "testable": False, "classes": 2,
-           "planned_attacks": 1, "canaries": 990, "cap": 5.36, "cap_at_claim": 5.36}
+           "planned_attacks": 1, "canaries": 990, "seeds": 1, "cap": 5.36, "cap_at_claim": 5.36}
     needed = canary_bound.canaries_needed(7.99, classes=2, delta=1e-5)
     assert f"a claim of 7.99 needs {needed} canaries pooled over the seeds" in _claim(row)
     assert canary_bound.testable(7.99, canary_bound.cap(canaries=needed, classes=2, delta=1e-5))

@@ -50,7 +50,15 @@ def epsilon(value: object, *, name: str = "epsilon") -> None:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
-def share(*, menu: object, attacks: object) -> None:
-    """The Bonferroni shares of a cap: at least one menu entry and one attack."""
+#: The checks under names that :func:`cap`'s keywords (the bounds' own argument names) do not shadow.
+_check_classes, _check_alpha = classes, alpha
+
+
+def cap(*, canaries: object, classes: object, menu: object, attacks: object, alpha: object) -> None:
+    """A cap's numbers, as both tests' caps take them: a count of canaries, at least two classes, at least one menu
+    entry and one attack (the Bonferroni shares), a level in (0, 1]."""
+    count("canaries", canaries)
+    _check_classes(classes)
     count("menu", menu, least=1)
     count("attacks", attacks, least=1)
+    _check_alpha(alpha)

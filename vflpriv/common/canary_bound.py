@@ -94,7 +94,7 @@ def cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int = 1,
     if chosen_test(delta) == STEINKE:
         return empirical_epsilon.cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, delta=delta,
                                      alpha=alpha)
-    _check_cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, alpha=alpha)
+    bound_args.cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, alpha=alpha)
     if canaries == 0:
         return 0.0
     level = alpha / (menu * attacks)
@@ -109,23 +109,20 @@ def pure_cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int
     for every delta and makes m fixed guesses all right with probability q^m, so a valid test that rejects (eps, delta)
     with every guess right has q^m <= level, and this test rejects eps too (the step of the delta-0 proof above).
     0 without canaries."""
-    _check_cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, alpha=alpha)
+    bound_args.cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, alpha=alpha)
     if canaries == 0:
         return 0.0
     level = alpha / (menu * attacks)
     return max(0.0, min(EPS_MAX, math.log((classes - 1) / math.expm1(-math.log(level) / canaries))))
 
 
-def _check_cap(*, canaries: int, classes: int, menu: int, attacks: int, alpha: float) -> None:
-    """A cap's numbers (ValueError naming the one out of range)."""
-    bound_args.count("canaries", canaries)
-    bound_args.classes(classes)
-    bound_args.share(menu=menu, attacks=attacks)
-    bound_args.alpha(alpha)
-
-
 #: The most canaries :func:`canaries_needed` considers (pooled over the seeds).
 MAX_CANARIES = 1_000_000
+
+
+class Untestable(ValueError):
+    """No count of canaries up to :data:`MAX_CANARIES` can test the claim (a claim beyond every cap there, not a
+    malformed one: :func:`canaries_needed` raises a plain ValueError for those)."""
 
 
 #: The fewest canaries a run must guess for the abstention menu to hold every entry of KEEP (below, ``kept`` drops
@@ -142,9 +139,9 @@ def canaries_needed(claim: float, *, classes: int, menu: int | None = None, atta
     where the full menu's correction overstated the count by a canary or two), or at a fixed ``menu``. Below
     FULL_MENU_FROM each count is tried in turn (the menu changes there, so the cap need not grow with the count);
     from it on, doubling then bisection (the chosen test's all-right cap grows with the count at a fixed menu).
-    ValueError at once where the claim is at or above :func:`pure_cap` at MAX_CANARIES (and at every smaller menu
-    tried), which bounds every cap up to there, or where an argument is out of range (a NaN, infinite or negative
-    claim; delta outside [0, 1); seeds below 1)."""
+    :class:`Untestable` at once where the claim is at or above :func:`pure_cap` at MAX_CANARIES (and at every smaller
+    menu tried), which bounds every cap up to there, or where the search finds no count up to there; ValueError where
+    an argument is out of range (a NaN, infinite or negative claim; delta outside [0, 1); seeds below 1)."""
     bound_args.epsilon(claim, name="claim")
     bound_args.delta(delta, below_one=True)
     bound_args.count("seeds", seeds, least=1)
@@ -157,7 +154,7 @@ def canaries_needed(claim: float, *, classes: int, menu: int | None = None, atta
                   *(pure_cap(canaries=n * seeds, classes=classes, menu=menu_at(n), attacks=attacks, alpha=alpha)
                     for n in range(1, FULL_MENU_FROM)))
     if claim >= ceiling + 1e-9:
-        raise ValueError(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap is at "
+        raise Untestable(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap is at "
                          f"most {ceiling:.2f} there)")
 
     def at(n: int) -> float:
@@ -172,13 +169,13 @@ def canaries_needed(claim: float, *, classes: int, menu: int | None = None, atta
     low, high = FULL_MENU_FROM - 1, FULL_MENU_FROM  # per run; not enough(low)
     while not enough(high):
         if high * seeds >= MAX_CANARIES:  # doubling stops past MAX_CANARIES: the bisection below stays within 2x it
-            raise ValueError(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap "
+            raise Untestable(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap "
                              f"reaches {at(high):.2f} there)")
         low, high = high, high * 2
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (low, mid) if enough(mid) else (mid, high)
     if high * seeds > MAX_CANARIES:
-        raise ValueError(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap "
+        raise Untestable(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap "
                          f"reaches {at(MAX_CANARIES // seeds):.2f} there)")
     return high * seeds

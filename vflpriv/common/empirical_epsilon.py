@@ -135,11 +135,8 @@ def cap(*, canaries: int, classes: int, menu: int = len(KEEP), attacks: int = 1,
     """The largest empirical epsilon ``canaries`` canaries can certify when every one is guessed and every guess is
     right, each of ``attacks`` attacks at alpha / attacks with a menu of ``menu`` entries (Bonferroni over both: the
     level :func:`menu_lower` and the worst case use). A claim at or above it is untestable with these canaries."""
-    bound_args.count("canaries", canaries)
-    bound_args.classes(classes)
-    bound_args.share(menu=menu, attacks=attacks)
+    bound_args.cap(canaries=canaries, classes=classes, menu=menu, attacks=attacks, alpha=alpha)
     bound_args.delta(delta)
-    bound_args.alpha(alpha)
     if canaries == 0:
         return 0.0
     return epsilon_lower(guesses=canaries, right=canaries, canaries=canaries, classes=classes, delta=delta,

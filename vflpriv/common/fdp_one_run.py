@@ -158,12 +158,15 @@ def mu_lower(*, guesses: int, right: int, canaries: int, classes: int = 2, alpha
 
 
 def gdp_delta(mu: float, epsilon: float) -> float:
-    """delta(eps) of mu-GDP (Dong, Roth & Su 2019, Corollary 2.13): Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+    """delta(eps) of mu-GDP (Dong, Roth & Su 2019, Corollary 2.13): Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).
+    The second term is exp(eps + log Phi(-eps/mu - mu/2)), finite at every finite epsilon (e^eps alone overflows above
+    709: a claim of thousands, dp-gaussian's at a tiny sigma); at least 0 (the two terms can round past each other)."""
     bound_args.epsilon(mu, name="mu")
     bound_args.epsilon(epsilon)
     if mu <= 0:
         return 0.0
-    return float(special.ndtr(-epsilon / mu + mu / 2) - math.exp(epsilon) * special.ndtr(-epsilon / mu - mu / 2))
+    tail = math.exp(epsilon + float(special.log_ndtr(-epsilon / mu - mu / 2)))
+    return max(0.0, float(special.ndtr(-epsilon / mu + mu / 2)) - tail)
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:

@@ -70,8 +70,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from vflpriv.common.errors import ProtocolError
-from vflpriv.engine.audit_guard import rows_problem
+from vflpriv.engine.audit_guard import AuditRead, ReadGuard
 
 #: Hook point names, as methods declare them in ``supports`` and attacks and defenses in what they need.
 PASSIVE_STEP = "observe:passive-step"
@@ -129,17 +128,6 @@ class ActiveUpdate:
     logits: torch.Tensor
     params: list[nn.Parameter]
     leaves: dict[int, torch.Tensor]
-
-
-@dataclass(frozen=True)
-class AuditRead:
-    """What an auditor reads of one private update: ``known``, the batch positions whose labels it knows (never a
-    canary's), and ``released``, called once the update is released with each parameter's sum over ``known`` of the
-    defense's clipped per-sample gradients (None where the losses do not reach it; ``DefensePoints.backward``): the
-    part of the release the auditor subtracts, which the defense has computed, so the auditor does not again."""
-
-    known: torch.Tensor
-    released: Callable[[list[torch.Tensor | None]], None]
 
 
 #: The gradient of the active party's loss with respect to one received embedding, had every label of the batch
@@ -328,29 +316,14 @@ class CombinedHooks(TrainingHooks):
     def __init__(self, adversary: TrainingHooks, defenses: DefensePoints, auditor: Any = None,
                  hidden: torch.Tensor | None = None):
         self.adversary, self.defenses, self.auditor, self.hidden = adversary, defenses, auditor, hidden
-        self._last_read: AuditRead | None = None
+        self._guard = ReadGuard(hidden)
 
     def audit_update(self, update: ActiveUpdate) -> AuditRead | None:
-        """The auditor's read, refused (ProtocolError naming the auditor's class) where it names a hidden row (the
-        defense computes the rows' gradients from their true labels, so a canary's clipped sum would hand the auditor
-        the label it is to infer), or that is no read of this update's rows the defense can sum once each
-        (:func:`vflpriv.engine.audit_guard.rows_problem`)."""
+        """The auditor's read, refused by :class:`vflpriv.engine.audit_guard.ReadGuard` (ProtocolError naming the
+        auditor's class) where it names a hidden row or is no read of this update's rows the defense can serve."""
         read = None if self.auditor is None else self.auditor.audit_update(update)
-        if read is None:
-            return None
-        if not isinstance(read, AuditRead):
-            problem = f"audit_update returned {type(read).__name__}, not an AuditRead or None"
-        elif read is self._last_read:
-            problem = "it handed back its AuditRead of an earlier update (each read names its own update's rows)"
-        else:
-            problem = rows_problem(read.known, read.released, batch=update.ids.numel())
-        if not problem and self.hidden is not None and bool(torch.isin(update.ids[read.known], self.hidden).any()):
-            problem = ("asked for the defense's clipped gradients of a canary's row, whose label is hidden from "
-                       "it")
-        if problem:
-            kind = type(self.auditor)
-            raise ProtocolError(f"auditor {kind.__module__}.{kind.__qualname__}: {problem}")
-        self._last_read = read
+        if read is not None:
+            self._guard.check(self.auditor, read, update.ids)
         return read
 
     def audit_embeddings(self, ids, local, top):

@@ -152,7 +152,7 @@ LEFT_OUT = "left out of the default audit"
 
 def canaries(cfg: AuditConfig) -> int:
     """``audit.canaries`` resolved: as given, else one in :data:`AUTO_SHARE` of the labels, at most
-    :data:`AUTO_CANARIES`, raised to :func:`canaries_for_claims` up to one in :data:`MAX_SHARE` of the labels (none
+    :data:`AUTO_CANARIES`, raised to :func:`canaries_for_claims` (at most one in :data:`MAX_SHARE` of the labels; none
     for a non-federated method, where no adversary guesses them, where no attacked phase reads labels, where none
     could be planted, nor where no planned attack guesses labels: a feature-only audit's canaries would cost labels
     for no bound). Given where none could be planted or guessed, it is refused."""
@@ -178,13 +178,17 @@ def canaries(cfg: AuditConfig) -> int:
     auto = min(AUTO_CANARIES, cfg.partition.labeled // AUTO_SHARE)
     if not reads:
         return 0
-    return max(auto, min(canaries_for_claims(cfg), cfg.partition.labeled // MAX_SHARE))
+    return max(auto, canaries_for_claims(cfg))
 
 
 def canaries_for_claims(cfg: AuditConfig) -> int:
     """Per training, the fewest canaries whose cap (every guess right, pooled over the seeds, each of the audit's
     planned label attacks at 5%/A with the menu its counts carry: the share the claim test gives them) exceeds every
-    epsilon the audit's DP strengths claim; 0 without a claim (a feature-only audit plants none: :func:`canaries`)."""
+    epsilon the audit's DP strengths claim that one in :data:`MAX_SHARE` of the labels can test; 0 without such a
+    claim (a feature-only audit plants none: :func:`canaries`). A claim that needs more stays untestable, and the
+    report says how many canaries it would need: planting the largest share for it would cost labels for no test
+    (more canaries raise the cap, so the most the worst case could certify, but a higher certified bound tests no
+    claim, and the :data:`AUTO_SHARE` canaries already give the empirical bound)."""
     from vflpriv.runner.planning import plan_training
 
     claims = _audit_claims(cfg)
@@ -192,22 +196,19 @@ def canaries_for_claims(cfg: AuditConfig) -> int:
         return 0
     classes = 2 if cfg.partition.canary_labels == "pair" else plan_training(cfg.training()).scenario.dataset.num_classes
     attacks = sum(_guesses_labels(n) for n in cfg.audit.attacks or default_attacks(cfg.audit.profile))
-    pooled = [_needed(eps, classes=classes, attacks=attacks, delta=delta, seeds=len(cfg.seeds))
-              for eps, delta in claims]
-    return -(-max(pooled) // len(cfg.seeds))
+    seeds, largest = len(cfg.seeds), cfg.partition.labeled // MAX_SHARE
+    pooled = [_needed(eps, classes=classes, attacks=attacks, delta=delta, seeds=seeds) for eps, delta in claims]
+    return max((need for n in pooled if n is not None and (need := -(-n // seeds)) <= largest), default=0)
 
 
-def _needed(claim: float, *, classes: int, attacks: int, delta: float, seeds: int) -> int:
-    """:func:`canaries_needed`, or one more than its largest count where no count up to it can test the claim (the
-    audit then plants its largest share, and the report calls the claim untestable with them)."""
-    from vflpriv.common.canary_bound import MAX_CANARIES, canaries_needed
+def _needed(claim: float, *, classes: int, attacks: int, delta: float, seeds: int) -> int | None:
+    """:func:`canaries_needed` pooled over the seeds, or None where no count up to its largest can test the claim."""
+    from vflpriv.common.canary_bound import Untestable, canaries_needed
 
     try:
         return canaries_needed(claim, classes=classes, attacks=max(attacks, 1), delta=delta, seeds=seeds)
-    except ValueError:
-        if claim >= 0 and claim == claim:  # a claim beyond every cap, not a malformed one (refused in planning)
-            return MAX_CANARIES + 1
-        raise
+    except Untestable:
+        return None
 
 
 def _guesses_labels(attack: str) -> bool:
