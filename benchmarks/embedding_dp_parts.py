@@ -1,13 +1,14 @@
 """Where embedding-dp's time goes per update on digits' passive bottom (32 -> 128 -> 128, Linear - BatchNorm - ReLU
 twice, batch 64; issue 47's speed line): each part of its finetuning step timed alone, in one process on one thread,
-CPU milliseconds per update (medians of the repeats), against the undefended bottom's forward and backward.
+as a ratio to the undefended bottom's forward and backward timed in the same repeat (the parts interleaved in each
+repeat; CPU seconds; medians of the repeats' ratios).
 
     python benchmarks/embedding_dp_parts.py [--repeats 5]
 
 The parts: the wrapped bottom's forward (the BatchNorms frozen, the layers' inputs taped, each row clipped and noised:
 ``PrivateRows``), the one backward that records each layer's output gradient, the per-sample norms and clipped sums
-(``GhostTape.norms``; book-keeping: no weight gradient formed in the backward), the noise of every parameter (one
-draw), and the whole DP-SGD update (``EmbeddingDP.passive_backward``: all of these, the update and its counts).
+(``GhostTape.norms``; book-keeping: no weight gradient formed in the backward), the noise of every parameter (drawn
+per parameter into one buffer), and the whole DP-SGD update (``EmbeddingDP.passive_backward``: all of these, the update and its counts).
 """
 
 from __future__ import annotations
@@ -25,17 +26,26 @@ from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.encoders import mlp_block
 
 
-def _ms(fn, repeats: int, calls: int = 200) -> float:
-    """CPU milliseconds per call of ``fn``: the median of ``repeats`` timings of ``calls`` calls, after a warm-up."""
-    for _ in range(calls // 4):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        for _ in range(calls):
+#: The part every other is divided by.
+BASELINE = "the undefended bottom's forward and backward"
+
+
+def _ratios(fns: dict, repeats: int, calls: int = 200) -> tuple[dict, float]:
+    """Per part, the median over ``repeats`` of its CPU time over :data:`BASELINE`'s in the same repeat (every part
+    timed for ``calls`` calls in each repeat, in turn, after a warm-up); and the baseline's median CPU ms per call."""
+    for fn in fns.values():
+        for _ in range(calls // 4):
             fn()
-        times.append((time.process_time() - start) / calls * 1e3)
-    return statistics.median(times)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.process_time()
+            for _ in range(calls):
+                fn()
+            times[name].append((time.process_time() - start) / calls * 1e3)
+    base = times[BASELINE]
+    ratios = {name: statistics.median(t / b for t, b in zip(ts, base)) for name, ts in times.items()}
+    return ratios, statistics.median(base)
 
 
 def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
@@ -74,11 +84,11 @@ def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
 
     return {
         "the undefended bottom's forward": lambda: plain(x),
-        "the undefended bottom's forward and backward": lambda: backward_with(plain(x), received),
+        BASELINE: lambda: backward_with(plain(x), received),
         "embedding-dp: the forward (frozen BatchNorm, tape, rows clipped and noised)": forward,
         "embedding-dp: the forward and the one backward (output gradients recorded)": backward,
         "embedding-dp: the forward, the backward, per-sample norms and clipped sums": norms_and_sums,
-        "embedding-dp: the noise of every parameter of the bottom (one draw)": lambda: _noise(trained, dp.generator),
+        "embedding-dp: the noise of every parameter of the bottom (per parameter, one buffer)": lambda: _noise(trained, dp.generator),
         "embedding-dp: the whole step (forward, passive_backward)": update,
     }
 
@@ -89,11 +99,12 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     reuse_freed_memory()
-    timings = {name: _ms(fn, args.repeats) for name, fn in parts().items()}
-    print("| part (per update) | CPU ms |")
+    ratios, base = _ratios(parts(), args.repeats)
+    print(f"CPU time per update over {BASELINE}'s ({base:.3f} ms here), median of {args.repeats} interleaved repeats")
+    print("| part (per update) | ratio |")
     print("|---|---|")
-    for name, ms in timings.items():
-        print(f"| {name} | {ms:.3f} |")
+    for name, ratio in ratios.items():
+        print(f"| {name} | {ratio:.2f} |")
 
 
 if __name__ == "__main__":

@@ -143,7 +143,8 @@ def against(args: argparse.Namespace) -> None:
             runs["this"].append(_child(args, None))
             runs["against"].append(_child(args, path))
     print(f"{args.dataset if not args.image else 'fashion-mnist'}: defended / undefended training {args.clock} "
-          f"seconds, median of {args.repeats} interleaved repetitions; this checkout against {args.against}")
+          f"seconds, median of {args.repeats} interleaved repetitions (each a fresh process, the median of its "
+          f"{args.per_process} interleaved repetitions); this checkout against {args.against}")
     print("| case | ratio here | ratio there | defended here / there | bound | undefended s here / there |")
     print("|---|---|---|---|---|---|")
     for i, (name, *_) in enumerate(runs["this"][0]):
@@ -156,8 +157,16 @@ def against(args: argparse.Namespace) -> None:
               f"{bound:g}x | {base[0]:.3f} / {base[1]:.3f} |")
 
 
-def main() -> None:
-    global clock
+def count(text: str) -> int:
+    """A whole number of at least 1 (argparse turns the ValueError into one ``error:`` line)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number of at least 1")
+    return value
+
+
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked: ``--per-process`` only with ``--against``, a whole number of at least 1."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="digits")
     parser.add_argument("--repeats", type=int, default=5)
@@ -168,10 +177,19 @@ def main() -> None:
     parser.add_argument("--against", help="another checkout's folder: A/B, repetitions interleaved")
     parser.add_argument("--method", default="splitnn", help="the finetuning cases' method (default splitnn)")
     parser.add_argument("--finetune-only", action="store_true", help="no pretraining cases")
-    parser.add_argument("--per-process", type=int, default=1, metavar="N",
-                        help="with --against: N interleaved repetitions in each fresh process, their medians")
+    parser.add_argument("--per-process", type=count, default=None, metavar="N",
+                        help="with --against: N interleaved repetitions in each fresh process, their medians (1)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.per_process is not None and not args.against:
+        parser.error("--per-process N needs --against DIR (without it every repetition already runs in this process)")
+    args.per_process = args.per_process or 1
+    return args
+
+
+def main() -> None:
+    global clock
+    args = arguments()
     if args.against:
         against(args)
         return

@@ -136,10 +136,9 @@ class EmbeddingDP(PassiveDefense):
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.25, 16.0), log=True)
     audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
     #: 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms; 2: on Conv2d / BatchNorm2d (the CNN bottom)
-    #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not); 3: the
-    #: bottom's noise in one draw (the same values where every parameter's size is a multiple of 16, as in every
-    #: built-in bottom; other values, equally distributed, elsewhere)
-    revision = 3
+    #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
+    #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values.
+    revision = 2
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
@@ -154,6 +153,7 @@ class EmbeddingDP(PassiveDefense):
         self.released: Counts | None = None  # per training row: rows of it sent through the mechanism
         self.stepped: Counts | None = None  # per training row: DP-SGD steps that included it
         self.test_rows, self.n_test = 0, 0
+        self.idle_updates = 0  # DP-SGD updates of a bottom with no trainable parameter: nothing to privatise
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
@@ -206,6 +206,9 @@ class EmbeddingDP(PassiveDefense):
         forward of its own for rows computed elsewhere), any other its per-sample gradients by ``torch.func``."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [p for p in inner.parameters() if p.requires_grad]
+        if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
+            self.idle_updates += 1
+            return
         received = gradient.detach()
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
@@ -256,32 +259,41 @@ class EmbeddingDP(PassiveDefense):
         return float(self.options.delta)
 
     def notes(self) -> str:
-        """The claim that holds for the test rows at inference whatever trained the bottom, or ''."""
+        """The claim that holds for the test rows at inference whatever trained the bottom, and that DP-SGD had nothing
+        to privatise where the bottom has no trainable parameter; or ''."""
+        idle = (f"the victim's bottom has no trainable parameter: embedding-dp's DP-SGD had nothing to privatise in "
+                f"{self.idle_updates} update(s) and charged no step for them" if self.idle_updates else "")
         if self.is_identity or self.n_test == 0 or self.test_rows == 0:
-            return ""
+            return idle
         times = math.ceil(self.test_rows / self.n_test)
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
                 f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
-                "frozen bottom, not the training's epsilon)")
+                "frozen bottom, not the training's epsilon)") + (f"; {idle}" if idle else "")
 
 
 class Counts:
-    """Per training row, how many times its id was added; the ids are kept as added and counted when read (no
-    indexed write per step in the training's hot loop)."""
+    """Per training row, how many times its id was added; the ids are kept as added and folded into the totals every
+    ``fold`` adds and when read (no indexed write per step in the training's hot loop, and memory bounded by ``fold``
+    batches, not the training's)."""
 
-    def __init__(self, n: int):
-        self.total, self.pending = torch.zeros(n, dtype=torch.long), []
+    def __init__(self, n: int, *, fold: int = 64):
+        self.total, self.pending, self.fold = torch.zeros(n, dtype=torch.long), [], fold
 
     def add(self, ids: torch.Tensor) -> None:
         self.pending.append(ids.clone())  # a copy: the caller may reuse its index buffer
+        if len(self.pending) >= self.fold:
+            self._fold()
 
     def counts(self) -> torch.Tensor:
+        self._fold()
+        return self.total
+
+    def _fold(self) -> None:
         if self.pending:
             ids = torch.cat([i.cpu() for i in self.pending])
             self.total.index_put_((ids,), torch.ones_like(ids), accumulate=True)
             self.pending = []
-        return self.total
 
 
 def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
@@ -290,11 +302,13 @@ def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
 
 
 def _noise(params: list[torch.Tensor], generator: torch.Generator) -> torch.Tensor:
-    """N(0, 1) for every entry of ``params``, in their order, as one flat draw. The same values as one draw per
-    parameter where every parameter's size is a multiple of 16 (torch's CPU sampler fills 16 entries at a time from
-    the stream: true of every built-in bottom); otherwise other, equally distributed, values."""
-    flat = torch.randn(sum(p.numel() for p in params), generator=generator, dtype=params[0].dtype,
-                       device=generator.device)
+    """N(0, 1) for every entry of ``params``, in their order, in one flat buffer, drawn per parameter into its view:
+    the values of one draw per parameter whatever the sizes (one flat draw differs where a size is not a multiple of
+    16: torch's CPU sampler fills 16 entries at a time from the stream)."""
+    sizes = [p.numel() for p in params]
+    flat = torch.empty(sum(sizes), dtype=params[0].dtype, device=generator.device)
+    for view in flat.split(sizes):
+        torch.randn(view.shape, generator=generator, out=view)
     return flat.to(params[0].device)
 
 
@@ -305,7 +319,8 @@ def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:
 
 def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, received: torch.Tensor) -> dict:
     """Each sample's gradient of its own clipped row times the gradient it received, for every trainable parameter of
-    ``inner``, by ``torch.func`` (one vectorised forward and backward over the batch)."""
+    ``inner``, by ``torch.func`` (one vectorised forward and backward over the batch); ``inner`` keeps its own
+    parameter objects (what the optimizer updates)."""
     params = {k: p.detach() for k, p in inner.named_parameters() if p.requires_grad}
     frozen = {k: p.detach() for k, p in inner.named_parameters() if not p.requires_grad}
     buffers = dict(inner.named_buffers())
@@ -314,7 +329,12 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
         h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
         return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
 
-    return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0))(params, x, received)
+    held = [(m, dict(m._parameters)) for m in inner.modules()]
+    try:
+        return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0))(params, x, received)
+    finally:  # functional_call leaves a module reached twice holding the plain tensors it swapped in: put them back
+        for m, own in held:
+            m._parameters.update(own)
 
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:

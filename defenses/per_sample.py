@@ -17,27 +17,46 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-#: The layers whose per-sample gradients follow from their input and output gradient rows.
-LAYERS = (nn.Linear, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d)
-#: The batch's dimensions per layer kind (rows of a Linear / BatchNorm1d, images of a Conv2d / BatchNorm2d).
+#: The layers whose per-sample gradients follow from their input and output gradient rows, and the batch's dimensions
+#: each rule reads (rows of a Linear / BatchNorm1d, images of a Conv2d / BatchNorm2d).
 _DIMS = {nn.Linear: 2, nn.BatchNorm1d: 2, nn.Conv2d: 4, nn.BatchNorm2d: 4}
+LAYERS = tuple(_DIMS)
+#: The parameters a rule knows: a layer with any other trainable parameter is not covered.
+_RULED = frozenset({"weight", "bias"})
+
+
+def _rule(m: nn.Module) -> type | None:
+    """The layer kind whose rule applies to ``m``: its class or a subclass that keeps its forward (a subclass computing
+    something else from the same weight would get another layer's gradient); None otherwise."""
+    for kind in LAYERS:
+        if isinstance(m, kind) and type(m).forward is kind.forward:
+            return kind
+    return None
 
 
 def _covered(m: nn.Module) -> bool:
-    """A Linear; a Conv2d of one group, zero padding; a BatchNorm1d/2d on its running statistics."""
-    if isinstance(m, nn.Linear):
-        return True
-    if isinstance(m, nn.Conv2d):
+    """A Linear; a Conv2d of one group, zero padding; a BatchNorm1d/2d on its running statistics; none with a
+    trainable parameter other than its ``weight`` and ``bias``."""
+    kind = _rule(m)
+    if kind is None or not {k for k, p in m.named_parameters(recurse=False) if p.requires_grad} <= _RULED:
+        return False
+    if kind is nn.Conv2d:
         return m.groups == 1 and m.padding_mode == "zeros" and not isinstance(m.padding, str)
-    return isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)) and not m.training and m.running_mean is not None
+    return kind is nn.Linear or (not m.training and m.running_mean is not None)
 
 
 def ghost_applies(module: nn.Module) -> bool:
-    """Whether every trainable parameter of ``module`` is one of a layer the rules cover (:func:`_covered`)."""
-    for m in module.modules():
+    """Whether the rules cover exactly ``module``'s trainable parameters: each in a layer :func:`_covered` accepts, each
+    in one layer only (a weight tied across two layers gets one gradient of their sum, and its per-sample norm is that
+    sum's: the rules would write two and add their squares), and no layer reached twice (each rule reads one call)."""
+    seen: set[int] = set()
+    for m in module.modules(remove_duplicate=False):
         own = [p for p in m.parameters(recurse=False) if p.requires_grad]
-        if own and not (isinstance(m, LAYERS) and _covered(m)):
+        if not own:
+            continue
+        if not _covered(m) or any(id(p) in seen for p in own):
             return False
+        seen.update(id(p) for p in own)
     return True
 
 
@@ -48,13 +67,12 @@ class GhostTape:
 
     def __init__(self, module: nn.Module):
         self.layers = [m for m in module.modules()
-                       if isinstance(m, LAYERS) and any(p.requires_grad for p in m.parameters(recurse=False))]
+                       if _rule(m) is not None and any(p.requires_grad for p in m.parameters(recurse=False))]
         self.params = [p for m in self.layers for p in m.parameters(recurse=False) if p.requires_grad]
         #: Per layer the one parameter whose gradient the backward asks for (the bias where it trains: a row sum).
         self.reached = [next(p for p in (m.bias, m.weight) if p is not None and p.requires_grad) for m in self.layers]
         self.seen: list[list] = []
         self.handles: list = []
-        self.stds: dict = {}  # per frozen BatchNorm: the variance tensor, its version and eps, sqrt(var + eps)
 
     def __enter__(self) -> GhostTape:
         """Record a new forward (what an earlier one recorded is dropped)."""
@@ -82,7 +100,7 @@ class GhostTape:
         rows the hooks record, and no layer's weight gradient is formed there (Bu et al. 2023's book-keeping: the
         clipped sums are formed once, from the recorded rows)."""
         seen = self.seen
-        if len(seen) != len(self.layers) or any(e[1].dim() != _DIMS[type(e[0])] for e in seen) \
+        if len(seen) != len(self.layers) or any(e[1].dim() != _DIMS[_rule(e[0])] for e in seen) \
                 or not out.requires_grad:
             return None
         torch.autograd.grad(out, self.reached, allow_unused=True)  # fires the output hooks: each layer's gradient rows
@@ -93,7 +111,7 @@ class GhostTape:
                 squares, pieces = _conv(m, a, g, squares, pieces)
                 continue
             if isinstance(m, nn.BatchNorm2d):  # per-sample sums over the positions, then as a BatchNorm1d
-                xhat = (a - m.running_mean[:, None, None]) / self._std(m)[:, None, None]
+                xhat = (a - m.running_mean[:, None, None]) / _std(m)[:, None, None]
                 a, g = (g * xhat).sum((2, 3)), g.sum((2, 3))
                 if m.weight is not None and m.weight.requires_grad:
                     squares = _plus(squares, a.square().sum(1))
@@ -104,7 +122,7 @@ class GhostTape:
                     squares = _plus(squares, g_squares * a.square().sum(1))
                     pieces.append((m.weight, "outer", (a, g)))
             else:
-                a = (a - m.running_mean) / self._std(m)
+                a = (a - m.running_mean) / _std(m)
                 if m.weight is not None and m.weight.requires_grad:
                     rows = g * a
                     squares = _plus(squares, rows.square().sum(1))
@@ -116,14 +134,16 @@ class GhostTape:
             squares = seen[0][1].new_zeros(seen[0][1].shape[0])
 
         def clipped_sums(scale: torch.Tensor, into: dict) -> None:
-            row = scale.unsqueeze(0)
+            # Each product into a tensor of its own, then copied: written in place (``out=``) at an offset of the flat
+            # buffer that is not a multiple of 16 entries, the CPU kernels round differently (issue-p47's sums moved in
+            # their last digit on a bottom whose sizes are not multiples of 16).
             for p, rule, operands in pieces:
                 target = into[p]
-                if rule == "rows":  # per-sample gradient rows (n, size): the (1, n) x (n, size) product
-                    torch.mm(row, operands, out=target.view(1, -1))
+                if rule == "rows":  # per-sample gradient rows (n, size): sum_i s_i row_i
+                    target.view(-1).copy_(scale @ operands)
                 elif rule == "outer":  # a Linear weight's: sum_i s_i g_i a_i^T
                     a, g = operands
-                    torch.mm((g * scale[:, None]).T, a, out=target.view(p.shape))
+                    target.view(p.shape).copy_((g * scale[:, None]).T @ a)
                 elif rule == "sample":  # materialised per-sample gradients (a Conv2d's)
                     target.view(-1).copy_(torch.einsum("n,n...->...", scale, operands).reshape(-1))
                 else:  # "ghost": sum_i s_i G_i U_i^T of a Conv2d
@@ -133,14 +153,11 @@ class GhostTape:
 
         return squares, clipped_sums
 
-    def _std(self, m: nn.Module) -> torch.Tensor:
-        """sqrt(running_var + eps) of a frozen BatchNorm, computed again when its variance tensor was replaced or
-        changed in place (its version counter) or its eps changed."""
-        var = m.running_var
-        cached = self.stds.get(m)
-        if cached is None or cached[0] is not var or cached[1] != (var._version, m.eps):
-            cached = self.stds[m] = (var, (var._version, m.eps), torch.sqrt(var + m.eps))
-        return cached[2]
+
+def _std(m: nn.Module) -> torch.Tensor:
+    """sqrt(running_var + eps) of a frozen BatchNorm, computed at each update (no cache: BatchNorm's own train-mode
+    forward, ``.data`` writes and numpy views change the statistics without a version a cache could key on)."""
+    return torch.sqrt(m.running_var + m.eps)
 
 
 def _plus(total: torch.Tensor | None, term: torch.Tensor) -> torch.Tensor:

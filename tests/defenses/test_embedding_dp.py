@@ -80,8 +80,8 @@ def test_dp_sgd_on_the_bottom_clips_each_sample_s_gradient_to_c_g_and_adds_noise
         per_sample.append(torch.autograd.grad((row * grad[i:i + 1]).sum(), params))
     state = dp.generator.get_state()
     dp.passive_backward(1, wrapped, x, sent, grad, torch.arange(7))
-    dp.generator.set_state(state)  # the noise: one draw for every parameter, in their order
-    noises = torch.randn(sum(p.numel() for p in params), generator=dp.generator).split([p.numel() for p in params])
+    dp.generator.set_state(state)  # the noise: one draw per parameter, in their order (sizes not multiples of 16)
+    noises = [torch.randn(p.shape, generator=dp.generator) for p in params]
     for k, p in enumerate(params):
         norms = [math.sqrt(sum(float(g.pow(2).sum()) for g in sample)) for sample in per_sample]
         assert min(norms) < 0.3 < max(norms)
@@ -129,7 +129,8 @@ def _assert_ghost_equals_torch_func(bottom: nn.Module, x: torch.Tensor, received
 
 def test_the_taped_update_is_torch_func_s_per_sample_gradients_clipped_summed_and_noised():
     """Book-keeping on the path digits' finetuning takes (the wrapper's own forward taped, one backward that forms no
-    weight gradient, the clipped sums from the recorded rows, the noise in one flat draw): each parameter's update
+    weight gradient, the clipped sums from the recorded rows, the noise drawn per parameter into one buffer): each
+    parameter's update
     equals (sum_i min(1, C_g / |g_i|) g_i + sigma C_g noise) / n with g_i from torch.func's per-sample gradients of
     sample i's own clipped row times what it received, to float rounding (a digits-shaped bottom, BatchNorm frozen)."""
     from vflpriv.defenses.embedding_dp import _per_sample_grads
@@ -153,15 +154,16 @@ def test_the_taped_update_is_torch_func_s_per_sample_gradients_clipped_summed_an
     norms = sum(grads[k].flatten(1).square().sum(1) for k in names).sqrt()
     scale = (0.05 / norms).clamp(max=1.0)
     assert 0 < float(scale.min()) < 1 and float(scale.max()) <= 1  # most samples clipped
-    noise = torch.randn(sum(p.numel() for p in params), generator=dp.generator).split([p.numel() for p in params])
+    noise = [torch.randn(p.shape, generator=dp.generator) for p in params]  # sizes 40 and 8: not multiples of 16
     for k, p, n in zip(names, params, noise):
         expected = (torch.einsum("n,n...->...", scale, grads[k]) + 0.6 * 0.05 * n.view(p.shape)) / 12
         assert torch.allclose(p.grad, expected, atol=1e-6, rtol=1e-5), k
 
 
 def test_a_frozen_batchnorm_s_statistics_changed_in_place_are_read_again():
-    """The tape keeps a frozen BatchNorm's sqrt(running_var + eps) between updates; statistics changed in place (or
-    replaced) after one update are read again at the next: its sums equal those of a fresh tape bit for bit."""
+    """A frozen BatchNorm's statistics changed after one update (in place, replaced, its eps, or by a train-mode forward
+    of its own, which bumps no version counter) are read again at the next: its sums equal those of a fresh tape bit
+    for bit."""
     torch.manual_seed(0)
     bottom = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(inplace=True), nn.Linear(6, 5))
     bottom(torch.randn(40, 4))
@@ -184,7 +186,12 @@ def test_a_frozen_batchnorm_s_statistics_changed_in_place_are_read_again():
             new.mul_(1.0)
         bn.running_var = new
 
-    for change in (lambda bn: bn.running_var.mul_(3.0), replaced, lambda bn: setattr(bn, "eps", 0.5)):
+    def trained(bn):  # BatchNorm's native kernel updates the statistics without bumping their version
+        bn.train()
+        bn(torch.randn(8, 6) * 5)
+        bn.eval()
+
+    for change in (lambda bn: bn.running_var.mul_(3.0), replaced, lambda bn: setattr(bn, "eps", 0.5), trained):
         change(bottom[1])
         again = update(wrapped, dp)
         fresh_dp, _, _ = _defense(_config(sigma=0.5, bottom_clip=0.2))
