@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from vflpriv.common import metrics
-from vflpriv.common.errors import DivergedError, ProtocolError, VflprivError
+from vflpriv.common.errors import ChannelViolation, DivergedError, VflprivError
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
 from vflpriv.config.registry import ATTACKS, DEFENSES
@@ -124,8 +124,8 @@ def _execute(p: Plan) -> list[RunRecord]:
         for record in records:
             record.status, record.error = FAILED, str(exc)
         return records
-    except ProtocolError as exc:  # the method broke its declared protocol: named, with its class (a plugin's)
-        raise ProtocolError(f"{method_named(p)}: {exc}") from None
+    except ChannelViolation as exc:  # the method broke its declared protocol: named, with its class (a plugin's)
+        raise ChannelViolation(f"{method_named(p)}: {exc}") from None
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None

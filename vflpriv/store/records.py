@@ -182,8 +182,11 @@ class RunRecord:
         return asdict(self)
 
     def to_json(self) -> str:
-        """Strict JSON (no bare NaN or Infinity): non-finite numbers are stored as null."""
-        data = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
+        """Strict JSON (no bare NaN or Infinity): NaN ("none") is stored as null, an infinity as the string ``"inf"``
+        or ``"-inf"`` (embedding-dp's epsilon where the accountant finds no finite one), so a reloaded record says what
+        the written one said."""
+        data = {k: (_non_finite(v) if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in asdict(self).items()}
         return json.dumps(data, allow_nan=False)
 
     @classmethod
@@ -205,8 +208,8 @@ class RunRecord:
             raise ValueError(f"field(s) {', '.join(missing)} missing")
         for name, value in kept.items():
             kind = known[name].type
-            if value is None and kind == "float":
-                kept[name] = float("nan")
+            if kind == "float" and (value is None or value in _INFINITIES):
+                kept[name] = float("nan") if value is None else float(value)
             elif not isinstance(value, _TYPES[kind]) or (kind != "bool" and isinstance(value, bool)):
                 raise ValueError(f"field {name} holds {value!r:.40}; expected {kind}")
         impossible = canary_fields.problem(kept)
@@ -217,6 +220,15 @@ class RunRecord:
     @classmethod
     def columns(cls) -> list[str]:
         return [f.name for f in fields(cls)]
+
+
+#: How :meth:`RunRecord.to_json` writes an infinite number (strict JSON has none).
+_INFINITIES = ("inf", "-inf")
+
+
+def _non_finite(value: float) -> str | None:
+    """A non-finite float as stored: None for NaN, else its string in :data:`_INFINITIES`."""
+    return None if math.isnan(value) else _INFINITIES[value < 0]
 
 
 #: What each annotated field type of :class:`RunRecord` accepts from JSON (an int is a valid float).
