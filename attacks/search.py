@@ -33,6 +33,7 @@ import torch
 
 from vflpriv.attacks.base import Attack
 from vflpriv.common.errors import ConfigError, DivergedError, ProtocolError
+from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
 from vflpriv.engine.adversary import HOLDOUT, AdversaryView, Inference
@@ -177,7 +178,7 @@ class FeatureHoldout:
 
 
 #: How a candidate is scored, by the secret the attack infers.
-HOLDOUTS = {"labels": LabelHoldout, "features": FeatureHoldout}
+HOLDOUTS = {LABELS: LabelHoldout, FEATURES: FeatureHoldout}
 
 
 class Search:

@@ -42,6 +42,11 @@ class ChannelViolation(ProtocolError):
     method in front of it; any other ProtocolError (an auditor's, an attack's reply) already names its author."""
 
 
+class DamagedRecordError(VflprivError, ValueError):
+    """A stored record no run writes (a hand edit), found where its per-target errors are parsed (a store read checks
+    only what is cheap): one error line naming the run, which ``--overwrite`` recomputes."""
+
+
 class ConformanceError(VflprivError):
     """A method that does not keep the engine's contract is refused before an audit (one error line)."""
 

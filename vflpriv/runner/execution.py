@@ -22,6 +22,7 @@ from torch import nn
 
 from vflpriv.common import metrics
 from vflpriv.common.errors import ChannelViolation, DivergedError, VflprivError
+from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
 from vflpriv.config.registry import ATTACKS, DEFENSES
@@ -199,7 +200,7 @@ def _nothing_alone(a, result: TrainedFederation, scenario, record: RunRecord) ->
 
 
 #: How an attack on each secret runs on a trained federation, and what is recorded where there is none to attack.
-RUNS = {"labels": _run_label_attack, "features": _run_feature_attack}
+RUNS = {LABELS: _run_label_attack, FEATURES: _run_feature_attack}
 ALONE = {"labels": _label_prior_alone, "features": _nothing_alone}
 
 
