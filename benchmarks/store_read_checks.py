@@ -3,7 +3,9 @@ feature records, with the checks as they are (``store.feature_fields``: the text
 grid, each record parsed once) against the checks h46 merged (every record's lists and grid parsed and checked value
 by value, each record parsed twice), interleaved in one run; CPU seconds (``time.process_time``) and their ratio.
 
-    python benchmarks/store_read_checks.py --records 1000 --targets 10000 --rounds 3
+    python benchmarks/store_read_checks.py --records 1000 --targets 10000 --rounds 3 [--keep r.sqlite]
+
+``--keep`` writes the store there too, to time ``vflpriv table`` on it (``/usr/bin/time vflpriv table r.sqlite``).
 
 The merged checks are reproduced here (``_merged_problem``), the lists' mean check included, which moved to where
 the lists are parsed (``tradeoff.leakage.per_target``) and to a sweep resuming its runs (``records.stored``)."""
@@ -92,7 +94,10 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--targets", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="also write the synthetic store here")
     args = parser.parse_args()
+    if args.keep is not None:
+        _store(args.keep, records=args.records, targets=args.targets, shape=(3, 32, 32))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "r.sqlite"
         _store(path, records=args.records, targets=args.targets, shape=(3, 32, 32))
