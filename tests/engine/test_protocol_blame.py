@@ -47,7 +47,8 @@ def test_an_auditor_s_forbidden_read_is_not_blamed_on_the_method():
     try:
         config = RunConfig.model_validate({
             **SMALL, "partition": {"labeled": 200, "aux": 40, "canaries": 60, "aligned_fraction": 0.5},
-            "finetune": {"epochs": 1, "batch_size": 32, "auditor": "test-blame-leaky"}, "attack": {"name": "gc", "prior": "none"},
+            "finetune": {"epochs": 1, "batch_size": 32, "auditor": "test-blame-leaky"},
+            "attack": {"name": "gc", "prior": "none"},
             "defenses": [{"name": "dp-gaussian", "strength": 2.0, "sweep": True}]})
         with pytest.raises(ProtocolError) as caught:
             run(config)

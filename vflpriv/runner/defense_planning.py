@@ -228,7 +228,8 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
                           "or unset for every passive party")
     phases = getattr(cls, "phases", ("finetune",))  # a duck-typed plugin (not a PassiveDefense): finetuning's points
     if d.phase not in phases:
-        raise IncompatibleError(f"defense '{name}' acts in {' and '.join(phases)} only: {getattr(cls, 'phase_reason', '')}")
+        raise IncompatibleError(f"defense '{name}' acts in {' and '.join(phases)} only: "
+                                f"{getattr(cls, 'phase_reason', '')}")
     if not any(who == PASSIVE and kind == EMBEDDING for who, kind, _ in method.sends):
         raise IncompatibleError(f"defense '{name}' protects the embeddings a passive party sends; method '{what}' sends "
                                 "none (no passive party's features leave it), so it would change nothing")
