@@ -33,6 +33,7 @@ import torch
 
 from vflpriv.attacks.base import Attack
 from vflpriv.common.errors import ConfigError, DivergedError, ProtocolError
+from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
 from vflpriv.engine.adversary import HOLDOUT, AdversaryView, Inference
@@ -177,14 +178,14 @@ class FeatureHoldout:
 
 
 #: How a candidate is scored, by the secret the attack infers.
-HOLDOUTS = {"labels": LabelHoldout, "features": FeatureHoldout}
+HOLDOUTS = {LABELS: LabelHoldout, FEATURES: FeatureHoldout}
 
 
 class Search:
     """One tuned attack on one view: trials are run (or read from the cache) and scored on the holdout."""
 
-    def __init__(self, attack: Attack, view: AdversaryView, *, seed: int, key: str | None):
-        self.attack, self.view, self.seed, self.key = attack, view, seed, key
+    def __init__(self, attack: Attack, view: AdversaryView, *, seed: int, key: str | None, reply=None):
+        self.attack, self.view, self.seed, self.key, self.reply = attack, view, seed, key, reply
         self.holdout = HOLDOUTS[attack.secret](view, seed=seed)
         self.split = self.holdout.split
         if self.split is not None:
@@ -198,6 +199,8 @@ class Search:
 
         def run() -> dict:
             inferences = _with(self.attack, overrides, fraction).infer(view)
+            if self.reply is not None:  # the runner's contract check of a reply, on the trial's own view
+                inferences = dict(self.reply(inferences, view))
             if HOLDOUT not in inferences:
                 raise ProtocolError(f"attack {type(self.attack).__name__} declares a search space but did not guess "
                                     f"the '{HOLDOUT}' target set")
@@ -266,13 +269,14 @@ class Search:
 
 
 def search(attack: Attack, view: AdversaryView, *, budget: int, seed: int, key: str | None = None,
-           space: dict[str, tuple] | None = None, refit: Callable[[Attack], dict[str, Inference]] | None = None
-           ) -> SearchResult | str:
-    """Tune ``attack`` on ``view`` (see the module): the result, or why it cannot be tuned (a string)."""
+           space: dict[str, tuple] | None = None, refit: Callable[[Attack], dict[str, Inference]] | None = None,
+           reply: Callable[[dict, AdversaryView], dict] | None = None) -> SearchResult | str:
+    """Tune ``attack`` on ``view`` (see the module): the result, or why it cannot be tuned (a string). ``reply``
+    checks each trial's reply on the trial's view (ProtocolError naming the plugin) before it is scored or kept."""
     space = attack.space() if space is None else space
     if not space:
         return attack.untunable or f"{type(attack).__name__} declares no search space"
-    s = Search(attack, view, seed=seed, key=key)
+    s = Search(attack, view, seed=seed, key=key, reply=reply)
     if s.split is None:
         return s.holdout.unsplittable
     candidates = grid(attack, space)

@@ -42,7 +42,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from vflpriv.common.errors import DamagedRecordError
 from vflpriv.common.lazy import Lazy
+from vflpriv.store.feature_fields import errors_of, errors_problem
 
 stats = Lazy("scipy.stats")  # imported at the first test
 
@@ -172,7 +174,7 @@ def measured(records: pd.DataFrame) -> pd.DataFrame:
 
 #: The columns of a record :func:`leakage_test` reads.
 TEST_COLUMNS = ["status", "seed", "secret", "attack_accuracy", "prior_accuracy", "prior_mse", "attack_errors",
-                "prior_errors", "attack_hits", "prior_hits"]
+                "prior_errors", "attack_hits", "prior_hits", "key", "n_targets", "feature_mse"]
 
 
 def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN, feature_margin: float = FEATURE_MARGIN
@@ -187,13 +189,28 @@ def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN, feature_margi
         raise ValueError(f"seed(s) {', '.join(map(str, repeated))} appear more than once among the records of one "
                          "leakage test; each seed counts once (keep apart the settings that tell the records apart)")
     if len(ok) and is_features(ok):
-        return error_paired_leakage([np.array(json.loads(a), float) for a in ok["attack_errors"]],
-                                    [np.array(json.loads(p), float) for p in ok["prior_errors"]], margin=feature_margin)
+        return error_paired_leakage(*per_target(ok), margin=feature_margin)
     if len(ok) and {"attack_hits", "prior_hits"} <= set(ok) and all(
             isinstance(a, str) and isinstance(p, str) and a and len(a) == len(p)
             for a, p in zip(ok["attack_hits"], ok["prior_hits"])):
         return sample_paired_leakage(list(ok["attack_hits"]), list(ok["prior_hits"]), margin=margin)
     return paired_leakage(ok["attack_accuracy"].to_numpy(), ok["prior_accuracy"].to_numpy(), margin=margin)
+
+
+def per_target(records: pd.DataFrame) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The records' per-target attack and prior errors, parsed once, each checked as no store read checks them (it
+    checks only their length: ``vflpriv.store.feature_fields``): finite numbers, one per target, whose mean is the
+    record's MSE; else :class:`DamagedRecordError` naming the run (a hand edit, which ``--overwrite`` recomputes)."""
+    found: dict[str, list[np.ndarray]] = {"attack_errors": [], "prior_errors": []}
+    for row in records.to_dict("records"):
+        for name, mse in (("attack_errors", "feature_mse"), ("prior_errors", "prior_mse")):
+            values = errors_of(row[name])
+            problem = errors_problem(values, name, n_targets=row.get("n_targets"), mse=mse, mean=row.get(mse))
+            if problem:
+                raise DamagedRecordError(f"the stored record of run {row.get('key', '?')} is damaged: {problem}; "
+                                         "rerun its command with --overwrite to recompute it")
+            found[name].append(values)
+    return found["attack_errors"], found["prior_errors"]
 
 
 def falls_to_prior(records: pd.DataFrame, *, margin: float = MARGIN, feature_margin: float = FEATURE_MARGIN

@@ -1,7 +1,8 @@
 """``vflpriv table`` and ``vflpriv report`` on a store whose feature records were edited by hand: a record that no run
-writes (a NaN or edited MSE, per-target errors that are not a list of one finite number per target, an unknown
-secret, a victim on a label record, a label record relabelled as a feature one, an unreadable image grid) is left
-out with a warning naming it, the rest is reported, no traceback, and the store is not written."""
+writes (a NaN MSE, per-target errors that are not a list of one number per target, an unknown secret, a victim on a
+label record, a label record relabelled as a feature one, an unreadable image grid) is left out with a warning naming
+it, the rest is reported, no traceback, and the store is not written. An edit only parsing the per-target errors finds
+(an MSE that is not their mean, an error that overflows) is one error line naming the run where they are parsed."""
 
 from __future__ import annotations
 
@@ -36,7 +37,6 @@ def _features(r: dict) -> bool:
 
 EDITS = {
     "feature_mse NaN": (_features, lambda r: r.update(feature_mse=None), "its feature_mse (nan) is not the mean"),
-    "feature_mse edited": (_features, lambda r: r.update(feature_mse=r["feature_mse"] / 2), "its feature_mse (0.0"),
     "feature_mse removed": (_features, lambda r: r.pop("feature_mse"), "its feature_mse (nan) is not the mean"),
     "attack_errors not JSON": (_features, lambda r: r.update(attack_errors="[oops"),
                                "its attack_errors is not a JSON list of finite numbers"),
@@ -107,3 +107,32 @@ def test_a_resumed_sweep_recomputes_an_edited_feature_record_to_its_true_numbers
     with sqlite3.connect(store) as db:
         (again,) = db.execute("SELECT record FROM runs WHERE key = ?", (key,)).fetchone()
     assert json.loads(again)["feature_mse"] == true["feature_mse"]
+
+
+#: Edits only parsing the per-target errors finds: found where the leakage test parses them (a store read checks what
+#: is cheap), one error line naming the run, nothing written.
+DEEP_EDITS = {
+    "feature_mse edited": (lambda r: r.update(feature_mse=r["feature_mse"] / 2),
+                           "its feature_mse (0.0"),
+    "an attack error edited": (lambda r: r.update(attack_errors=json.dumps([0.5] + json.loads(r["attack_errors"])[1:])),
+                               "its feature_mse ("),
+    "a prior error overflowing": (lambda r: r.update(prior_errors="[1e999" + r["prior_errors"][
+        r["prior_errors"].index(","):]), "its prior_errors is not a JSON list of finite numbers"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(DEEP_EDITS))
+def test_a_deep_edit_of_a_feature_record_is_one_error_naming_the_run(edit, tmp_path, both_secrets):
+    change, needle = DEEP_EDITS[edit]
+    store = tmp_path / "r.sqlite"
+    store.write_bytes(both_secrets.read_bytes())
+    with sqlite3.connect(store) as db:
+        key, record = next((k, json.loads(r)) for k, r in db.execute("SELECT key, record FROM runs ORDER BY key")
+                           if _features(json.loads(r)) and json.loads(r)["status"] == "ok")
+        change(record)
+        db.execute("UPDATE runs SET record = ? WHERE key = ?", (json.dumps(record), key))
+    before = _digest(store)
+    result = CliRunner().invoke(app, ["table", str(store), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "Traceback" not in result.output and _digest(store) == before
+    assert f"error: the stored record of run {key} is damaged: {needle}" in result.output, result.output
+    assert "--overwrite" in result.output

@@ -1,4 +1,5 @@
-"""The feature prior computed once per process and key is verified before each reuse: a stored prior whose guesses
+"""The feature prior computed once per process and key is verified before each reuse (its key and its guesses' version
+counters, no hash of them): a stored prior whose guesses
 changed, another key's prior under this key, or a view whose inputs differ behind the same ids are recomputed, and
 the numbers equal a cold computation's."""
 
@@ -59,3 +60,15 @@ def test_a_stored_prior_that_does_not_check_out_is_recomputed(computed, damage):
     made = len(computed)
     found = feature_prior.feature_prior(PLAN, view)
     assert len(computed) == made + 1 and _same(found, cold)
+
+
+def test_a_reuse_reads_no_stored_guess(computed, monkeypatch):
+    """The check before a reuse is the key and the guesses' version counters: hashing every guess cost as much as
+    computing them (0.42 against 0.40 CPU s for 369 MB of image guesses)."""
+    view = linear_view(n_aux=40, n_test=20)[0]
+    first = feature_prior.feature_prior(PLAN, view)
+    stored = {t.data_ptr() for kind in first.guesses.values() for t in kind.values()}
+    read, numpy = [], torch.Tensor.numpy
+    monkeypatch.setattr(torch.Tensor, "numpy", lambda self, *a, **k: read.append(self.data_ptr()) or numpy(self, *a, **k))
+    again = feature_prior.feature_prior(PLAN, view)
+    assert len(computed) == 1 and again is first and not stored & set(read)

@@ -88,3 +88,27 @@ def test_a_plugin_that_spoils_its_own_features_leaves_the_dataset_and_later_runs
     (spoiled,) = run(tiny(attack={"name": "hostile", "options": {"epochs": 5}}))
     assert spoiled.status == "ok"
     assert all(torch.equal(x, k) for x, k in zip(dataset.x_test, kept))
+
+
+TRIAL_REPLIES = {
+    "wrong-shape": (lambda v: {n: Reconstruction(torch.zeros(v.received[n].shape[0], 3)) for n in v.targets},
+                    "the victim's features have shape"),
+    "not-a-reconstruction": (lambda v: {n: _zeros(v, n) for n in v.targets}, "not a Reconstruction of a tensor"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRIAL_REPLIES))
+def test_a_tuned_plugin_s_trial_reply_is_checked_as_its_last_reply_is(case, tiny):
+    """A trial (on the fit part of the auxiliary set, scored on the holdout) that breaks the contract fails the run
+    naming the plugin; the refit's reply is honest, so only the per-trial check can catch it."""
+    reply, needle = TRIAL_REPLIES[case]
+
+    class HostileTrials(FeatureDecoder):
+        def infer(self, view):
+            return reply(view) if "holdout" in view.received else super().infer(view)
+
+    ATTACKS.register("hostile-trials", HostileTrials)
+    (bad,) = run(tiny(attack={"name": "hostile-trials", "options": {"epochs": 2}, "tune": True,
+                              "search_space": {"lr": [1e-3, 3e-3]}}))
+    assert bad.status == "failed" and needle in bad.error and "attack 'hostile-trials' (" in bad.error, bad.error
+    assert "HostileTrials" in bad.error

@@ -66,7 +66,8 @@ def test_the_report_s_labels_section_is_made_of_the_label_records_alone(tmp_path
     features = labels[labels["attack"] == "gc"].assign(
         attack="fi-decoder", secret="features", adversary="active", victim=1, key=lambda f: "f" + f["key"],
         attack_accuracy=float("nan"), prior_accuracy=float("nan"), attack_hits="", prior_hits="", canaries=0,
-        canary_counts="", feature_mse=0.05, prior_mse=0.1, attack_errors=errors, prior_errors=json.dumps([0.1] * 30))
+        canary_counts="", feature_mse=0.05, prior_mse=0.1, attack_errors=errors, prior_errors=json.dumps([0.1] * 30),
+        n_targets=30)
     both = with_variants(pd.concat([labels, features], ignore_index=True).drop(columns=["variant"]))
     mixed = _labels(both, tmp_path, ("png",), Computed.of(both))
     alone = _labels(labels, tmp_path, ("png",), Computed.of(labels))

@@ -37,6 +37,16 @@ class ProtocolError(RuntimeError):
     channel): the run fails with the reason, and ``vflpriv audit --check-only`` refuses the method."""
 
 
+class ChannelViolation(ProtocolError):
+    """The method itself sent a message its protocol does not declare (``engine.channel``): the runner names the
+    method in front of it; any other ProtocolError (an auditor's, an attack's reply) already names its author."""
+
+
+class DamagedRecordError(VflprivError, ValueError):
+    """A stored record no run writes (a hand edit), found where its per-target errors are parsed (a store read checks
+    only what is cheap): one error line naming the run, which ``--overwrite`` recomputes."""
+
+
 class ConformanceError(VflprivError):
     """A method that does not keep the engine's contract is refused before an audit (one error line)."""
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
 from vflpriv.common.errors import UnknownNameError
+from vflpriv.common.secret_kinds import SECRETS
 
 T = TypeVar("T")
 
@@ -118,8 +119,8 @@ def _is_attack(obj: Any) -> str | None:
     if problem is not None:
         return problem
     secret, roles = getattr(obj, "secret", "labels"), getattr(obj, "roles", frozenset({"passive"}))
-    if secret not in ("labels", "features"):
-        return f"its secret is {secret!r:.40}; an attack infers 'labels' or 'features'"
+    if secret not in SECRETS:
+        return f"its secret is {secret!r:.40}; an attack infers {' or '.join(map(repr, SECRETS))}"
     if isinstance(roles, str) or not roles or not set(roles) <= {"active", "passive", "server"}:
         return f"its roles are {roles!r:.60}; they must be some of 'active', 'passive', 'server'"
     return None

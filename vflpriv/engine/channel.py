@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Protocol
 
 import torch
 
-from vflpriv.common.errors import ProtocolError
+from vflpriv.common.errors import ChannelViolation
 from vflpriv.engine.message import Message, Payload, detached, payload_bytes
 from vflpriv.engine.roles import Traffic, receivers, role
 
@@ -125,13 +125,13 @@ class Channel:
         if route is None:
             triple = (role(message.sender), message.kind, message.phase)
             if self.declared is not None and triple not in self.declared:
-                raise ProtocolError(
+                raise ChannelViolation(
                     f"the method sent a {message.kind} message from the {triple[0]} party in {message.phase}, "
                     f"which it does not declare in its `sends` ({', '.join('/'.join(t) for t in sorted(self.declared))})"
                 )
             to, allowed = role(message.receiver), receivers(triple[0], message.kind)
             if self.declared is not None and to not in allowed:
-                raise ProtocolError(
+                raise ChannelViolation(
                     f"the method sent a {message.kind} message from the {triple[0]} party to the {to} in "
                     f"{message.phase}; such a message goes to the {' and the '.join(sorted(allowed))} (a party's "
                     "weights, head-weights and statistics to the server, anything else across the split), which is "

@@ -100,13 +100,14 @@ def _canary_labels(scenario: Scenario, ids: torch.Tensor) -> torch.Tensor:
     return scenario.canary_labels[torch.searchsorted(scenario.canaries, ids)]
 
 
-def tuned(a: AttackPlan, view: AdversaryView, *, canary_key: str = "") -> SearchResult | str:
+def tuned(a: AttackPlan, view: AdversaryView, *, canary_key: str = "", reply=None) -> SearchResult | str:
     """The attack tuned on the adversary's auxiliary labels over its planned space (``attacks.search``), trials
-    cached per training and its data (``data_of``), and per canary key (the canaries' labels change the training)."""
+    cached per training and its data (``data_of``), and per canary key (the canaries' labels change the training);
+    ``reply`` checks each trial's reply (``attacks.search.search``)."""
     cfg, attack = a.config, a.attack
     key = json.dumps([cfg.training_key(), data_of(cfg), cfg.attack.name, cfg.attack.phase,
                       attack.options.model_dump(mode="json"), *([canary_key] if canary_key else [])], sort_keys=True)
-    return search(attack, view, budget=cfg.attack.search_budget, seed=cfg.seed, key=key, space=a.space)
+    return search(attack, view, budget=cfg.attack.search_budget, seed=cfg.seed, key=key, space=a.space, reply=reply)
 
 
 def prior_alone(a: AttackPlan, fed: Federation, scenario: Scenario) -> float:

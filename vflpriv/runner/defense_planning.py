@@ -226,14 +226,17 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
     if d.party == 0:
         raise ConfigError(f"defense '{name}' protects a passive party's features: party must be 1..{config.partition.parties - 1}, "
                           "or unset for every passive party")
-    if d.phase not in cls.phases:
-        raise IncompatibleError(f"defense '{name}' acts in {' and '.join(cls.phases)} only: {cls.phase_reason}")
+    phases = getattr(cls, "phases", ("finetune",))  # a duck-typed plugin (not a PassiveDefense): finetuning's points
+    if d.phase not in phases:
+        raise IncompatibleError(f"defense '{name}' acts in {' and '.join(phases)} only: "
+                                f"{getattr(cls, 'phase_reason', '')}")
     if not any(who == PASSIVE and kind == EMBEDDING for who, kind, _ in method.sends):
         raise IncompatibleError(f"defense '{name}' protects the embeddings a passive party sends; method '{what}' sends "
                                 "none (no passive party's features leave it), so it would change nothing")
     if d.phase == PRETRAIN and not method.pretrains:
         raise IncompatibleError(f"defense '{name}': method '{what}' has no pretraining phase; use phase finetune")
-    missing = sorted(cls.points_for(d.phase) - method.supported())
+    needed = cls.points_for(d.phase) if hasattr(cls, "points_for") else cls.hook_points
+    missing = sorted(needed - method.supported())
     if missing:
         pretrain = "; it acts in pretraining too: use phase pretrain" if PRETRAIN in cls.phases and method.pretrains \
             and PRETRAIN_PASSIVE_LOSS in method.supported() else ""
@@ -247,6 +250,6 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
         phase=d.phase, kinds=None, options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
     defense.called = cls.hook_points & method.supported()  # its optional points too, where the training calls them
     for party in range(1, config.partition.parties) if d.party is None else (d.party,):
-        if reason := defense.victim_problem(party, dataset.specs[party]):
+        if reason := getattr(defense, "victim_problem", lambda *_: "")(party, dataset.specs[party]):
             raise IncompatibleError(f"defense '{name}': {reason}")
     return defense

@@ -21,7 +21,8 @@ import torch
 from torch import nn
 
 from vflpriv.common import metrics
-from vflpriv.common.errors import DivergedError, ProtocolError, VflprivError
+from vflpriv.common.errors import ChannelViolation, DivergedError, VflprivError
+from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
 from vflpriv.config.registry import ATTACKS, DEFENSES
@@ -124,8 +125,8 @@ def _execute(p: Plan) -> list[RunRecord]:
         for record in records:
             record.status, record.error = FAILED, str(exc)
         return records
-    except ProtocolError as exc:  # the method broke its declared protocol: named, with its class (a plugin's)
-        raise ProtocolError(f"{method_named(p)}: {exc}") from None
+    except ChannelViolation as exc:  # the method broke its declared protocol: named, with its class (a plugin's)
+        raise ChannelViolation(f"{method_named(p)}: {exc}") from None
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
@@ -199,7 +200,7 @@ def _nothing_alone(a, result: TrainedFederation, scenario, record: RunRecord) ->
 
 
 #: How an attack on each secret runs on a trained federation, and what is recorded where there is none to attack.
-RUNS = {"labels": _run_label_attack, "features": _run_feature_attack}
+RUNS = {LABELS: _run_label_attack, FEATURES: _run_feature_attack}
 ALONE = {"labels": _label_prior_alone, "features": _nothing_alone}
 
 

@@ -157,9 +157,9 @@ def run_feature_attack(a, fed: Federation, scenario: Scenario, trained, record: 
         record.status, record.error = FAILED, str(exc)
         return
     prior = feature_prior(a.prior, view)  # before the attack reads the view: nothing it does there reaches the prior
-    found = tuned(a, view) if a.space is not None else None
+    found = tuned(a, view, reply=_trial_reply(cfg.attack.name, a.attack)) if a.space is not None else None
     guesses = found.inferences if isinstance(found, SearchResult) else a.attack.infer(view)
-    guesses = _reply(guesses, view, truth, cfg.attack.name, a.attack)
+    guesses = _reply(guesses, view, {k: tuple(y.shape) for k, y in truth.sets.items()}, cfg.attack.name, a.attack)
     if isinstance(found, SearchResult):
         record_feature_search(record, found, truth)
     elif isinstance(found, str):
@@ -167,10 +167,21 @@ def run_feature_attack(a, fed: Federation, scenario: Scenario, trained, record: 
     score_features(record, guesses, truth, prior, view, image_scores=a.attack.image_scores(view.victim_spec))
 
 
-def _reply(guesses, view: FeatureView, truth: Truth, name: str, attack) -> dict[str, Reconstruction]:
+def _trial_reply(name: str, attack):
+    """The check of a tuned attack's trial reply on its own (fit) view: :func:`_reply`, each set one row per target it
+    received, of the victim's sample shape; so a trial's wrong reply fails the run naming the plugin, as its last does."""
+    def check(guesses, view: FeatureView) -> dict[str, Reconstruction]:
+        sample = tuple(view.aux_victim.shape[1:])
+        return _reply(guesses, view, {s: (view.received[s].shape[0], *sample) for s in view.targets}, name, attack)
+
+    return check
+
+
+def _reply(guesses, view: FeatureView, shapes: dict[str, tuple], name: str, attack) -> dict[str, Reconstruction]:
     """``guesses`` if they keep :meth:`FeatureAttack.infer`'s contract: a :class:`Reconstruction` of every target set
-    of the view and of no other set, each a tensor with one row per target of the victim's shape; else
-    :class:`ProtocolError` naming the attack and its class (a plugin's reply fails its run, not the training's)."""
+    of the view and of no other set, each a tensor of its set's shape in ``shapes`` (one row per target of the victim's
+    shape); else :class:`ProtocolError` naming the attack and its class (a plugin's reply fails its run, not the
+    training's)."""
     who = f"attack '{name}' ({type(attack).__module__}.{type(attack).__qualname__})"
     if not isinstance(guesses, Mapping):
         raise ProtocolError(f"{who} returned {type(guesses).__name__}, not a mapping of target set names to "
@@ -179,15 +190,15 @@ def _reply(guesses, view: FeatureView, truth: Truth, name: str, attack) -> dict[
     if given != asked:
         raise ProtocolError(f"{who} returned reconstructions of {', '.join(sorted(given)) or 'no target set'}; it was "
                             f"given {', '.join(view.targets)}")
-    for set_name, y in truth.sets.items():
+    for set_name, shape in shapes.items():
         found = guesses[set_name]
         features = getattr(found, "features", None)
         if not isinstance(found, Reconstruction) or not isinstance(features, torch.Tensor):
             raise ProtocolError(f"{who} returned {type(found).__name__} for its {set_name} targets, not a "
                                 "Reconstruction of a tensor")
-        if tuple(features.shape) != tuple(y.shape):
-            raise ProtocolError(f"{who} reconstructed its {y.shape[0]} {set_name} targets as shape "
-                                f"{tuple(features.shape)}; the victim's features have shape {tuple(y.shape)}")
+        if tuple(features.shape) != shape:
+            raise ProtocolError(f"{who} reconstructed its {shape[0]} {set_name} targets as shape "
+                                f"{tuple(features.shape)}; the victim's features have shape {shape}")
     return guesses
 
 

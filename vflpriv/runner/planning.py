@@ -16,6 +16,7 @@ import torch
 
 from vflpriv.attacks.search import grid
 from vflpriv.common.errors import ConfigError, IncompatibleError
+from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import ATTACKS, METHODS
 from vflpriv.config.schema import RunConfig, TrainingConfig
@@ -280,4 +281,4 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
 
 
 #: How each secret's prior is planned (an attack's ``secret`` picks one).
-PRIOR_PLANS: dict[str, Callable[[RunConfig, Any], Any]] = {"labels": plan_prior, "features": plan_feature_prior}
+PRIOR_PLANS: dict[str, Callable[[RunConfig, Any], Any]] = {LABELS: plan_prior, FEATURES: plan_feature_prior}

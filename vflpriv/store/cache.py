@@ -3,7 +3,7 @@ the CAE autoencoders and bundled datasets' tensors are stored in the same verifi
 ``cached_labels`` and ``vflpriv.data.load``).
 
 Each caller keys its entries by a hash of everything the value depends on, vflpriv's source code included
-(``code_version``); a pretraining's key is ``vflpriv.runner.execution.pretrain_key``. An entry is one file: a JSON manifest line (format, SHA-256 of the payload, the state-dict structure of
+(``code_version``); a pretraining's key is ``vflpriv.runner.execution.pretrain_key``. An entry is one file: a JSON manifest line (format, its name, SHA-256 of the manifest and payload, the state-dict structure of
 every module: names, shapes, dtypes) followed by the payload (module state dicts and the pretraining
 traffic the meter counted, so a cached run reports the same communication as a fresh one), read back
 with ``torch.load(weights_only=True)``.
@@ -121,14 +121,22 @@ def held_back(*, keep: bool = True) -> Iterator[None]:
 
 
 def write_entry(path: Path, payload: bytes, **manifest) -> None:
-    """An entry file: a JSON manifest line (``manifest`` + format + the payload's SHA-256 + the entry's own file name,
-    which holds its key), then the payload; written to a temporary name and renamed, so a reader never sees half a
+    """An entry file: a JSON manifest line (``manifest`` + format + the entry's own file name, which holds its key +
+    the SHA-256 of all of them and the payload: :func:`_checksum`), then the payload; written to a temporary name and renamed, so a reader never sees half a
     file."""
-    head = {"format": FORMAT, "sha256": hashlib.sha256(payload).hexdigest(), "entry": path.name, **manifest}
+    head = {"format": FORMAT, "entry": path.name, **manifest}
+    head["sha256"] = _checksum(head, payload)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(json.dumps(head).encode() + b"\n" + payload)
     tmp.replace(path)
+
+
+def _checksum(manifest: dict, payload: bytes) -> str:
+    """SHA-256 of the manifest (all but the checksum: its entry name, so an entry copied under another key with its
+    name edited does not check out) and the payload."""
+    head = json.dumps({k: v for k, v in manifest.items() if k != "sha256"}, sort_keys=True).encode()
+    return hashlib.sha256(head + b"\n" + payload).hexdigest()
 
 
 def read_entry(path: Path) -> tuple[dict, bytes]:
@@ -141,8 +149,8 @@ def read_entry(path: Path) -> tuple[dict, bytes]:
         manifest = None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise CacheError("not a vflpriv cache entry (no manifest line)")
-    if hashlib.sha256(payload).hexdigest() != manifest.get("sha256"):
-        raise CacheError("checksum mismatch (truncated or overwritten)")
+    if _checksum(manifest, payload) != manifest.get("sha256"):
+        raise CacheError("checksum mismatch (truncated or overwritten, or its manifest edited)")
     if manifest.get("entry") != path.name:  # its key is its name: a whole entry copied or moved under another key
         raise CacheError(f"it was written as {manifest.get('entry')!r}, not as {path.name} (another key's entry)")
     return manifest, payload

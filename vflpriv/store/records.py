@@ -6,10 +6,10 @@ import json
 import math
 from dataclasses import MISSING, asdict, dataclass, field, fields
 
-from vflpriv.store import canary_fields
+from vflpriv.store import canary_fields, feature_fields
 
 #: Run outcomes: scored, failed with its reason, or not applicable (a non-federated method has no adversary).
-OK, FAILED, NOT_APPLICABLE = "ok", "failed", "n/a"
+OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
 
 
 @dataclass
@@ -182,15 +182,18 @@ class RunRecord:
         return asdict(self)
 
     def to_json(self) -> str:
-        """Strict JSON (no bare NaN or Infinity): non-finite numbers are stored as null."""
-        data = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
+        """Strict JSON (no bare NaN or Infinity): NaN ("none") is stored as null, an infinity as the string ``"inf"``
+        or ``"-inf"`` (embedding-dp's epsilon where the accountant finds no finite one), so a reloaded record says what
+        the written one said."""
+        data = {k: (_non_finite(v) if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in asdict(self).items()}
         return json.dumps(data, allow_nan=False)
 
     @classmethod
     def from_json(cls, text: str) -> RunRecord:
         """The record ``to_json`` wrote; ValueError naming what is wrong with a damaged one (not JSON, a field
-        missing or of the wrong type, canary or claim fields no audit writes: ``canary_fields``). Unknown fields (a
-        newer vflpriv's) are ignored."""
+        missing or of the wrong type, canary or claim fields no audit writes: ``canary_fields``, run or feature fields
+        no run writes: ``feature_fields``). Unknown fields (a newer vflpriv's) are ignored."""
         try:
             data = json.loads(text)
         except (TypeError, ValueError) as exc:
@@ -205,92 +208,46 @@ class RunRecord:
             raise ValueError(f"field(s) {', '.join(missing)} missing")
         for name, value in kept.items():
             kind = known[name].type
-            if value is None and kind == "float":
-                kept[name] = float("nan")
+            if kind == "float" and (value is None or value in _INFINITIES):
+                kept[name] = float("nan") if value is None else float(value)
             elif not isinstance(value, _TYPES[kind]) or (kind != "bool" and isinstance(value, bool)):
                 raise ValueError(f"field {name} holds {value!r:.40}; expected {kind}")
-        impossible = canary_fields.problem(kept)
+        record = cls(**kept)
+        impossible = canary_fields.problem(kept) or feature_fields.problem(record)  # every field no run writes
         if impossible:
             raise ValueError(impossible)
-        return cls(**kept)
+        return record
 
     @classmethod
     def columns(cls) -> list[str]:
         return [f.name for f in fields(cls)]
 
 
+#: How :meth:`RunRecord.to_json` writes an infinite number (strict JSON has none).
+_INFINITIES = ("inf", "-inf")
+
+
+def _non_finite(value: float) -> str | None:
+    """A non-finite float as stored: None for NaN, else its string in :data:`_INFINITIES`."""
+    return None if math.isnan(value) else _INFINITIES[value < 0]
+
+
 #: What each annotated field type of :class:`RunRecord` accepts from JSON (an int is a valid float).
 _TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "float": (int, float), "int": int, "bool": bool}
 
 
-#: The secrets a record may infer.
-SECRETS = ("labels", "features")
-
-
-def _json(text: str) -> object:
-    """What the JSON ``text`` holds (None where it is not JSON)."""
+def stored(key: object, text: object, *, lists: bool = False) -> tuple[RunRecord | None, str]:
+    """The record a store row holds under ``key`` and '', or None and what is wrong with it: it must parse, hold no
+    field no run writes (``canary_fields``, ``feature_fields``) and be the record of ``key``; with ``lists``, its
+    per-target errors are parsed and checked too (``feature_fields.lists_problem``: a sweep resuming its runs, where
+    that is a training's fraction; a read command leaves it to where it parses them)."""
+    if not isinstance(text, str):
+        return None, f"its record is {type(text).__name__}, not JSON text"
     try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return None
-
-
-def _finite_list(text: str) -> list[float] | None:
-    """The JSON list of finite numbers ``text`` holds, or None."""
-    values = _json(text)
-    ok = isinstance(values, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                                          for v in values)
-    return values if ok else None
-
-
-#: The phases a record's attack may attack.
-PHASES = ("pretrain", "finetune")
-
-
-def inconsistency(record: RunRecord) -> str:
-    """What a well-typed record says that no run writes ('' if nothing): an unknown status, phase or secret, a config
-    that is not a JSON object, a victim on a label record, a feature record whose roles are not party indices (or the
-    server), or a scored feature record whose MSEs are not the means of its per-target errors (one finite number per
-    target) or whose image grid does not parse. The store's readers set such a record aside as damaged (a hand edit)."""
-    for name, value, valid in (("status", record.status, (OK, FAILED, NOT_APPLICABLE)), ("phase", record.phase, PHASES),
-                               ("secret", record.secret, SECRETS)):
-        if value not in valid:
-            return f"its {name} is {value!r:.40}; a record's {name} is {' or '.join(valid)}"
-    if record.config and not isinstance(_json(record.config), dict):
-        return "its config is not a JSON object"
-    if record.secret == "labels":
-        return f"a label record names a victim ({record.victim!r:.20})" if record.victim else ""
-    if not record.victim.isdigit() or not (record.adversary.isdigit() or record.adversary == "server"):
-        return (f"its adversary {record.adversary!r:.20} or victim {record.victim!r:.20} is not a party index (the "
-                "adversary: or 'server')")
-    if record.status != OK:
-        return ""
-    errors = {}
-    for name in ("attack_errors", "prior_errors"):
-        values = _finite_list(getattr(record, name))
-        if values is None:
-            return f"its {name} is not a JSON list of finite numbers"
-        if len(values) != record.n_targets or not values:
-            return f"its {name} holds {len(values)} values for {record.n_targets} targets"
-        errors[name] = math.fsum(values) / len(values)
-    for name, source in (("feature_mse", "attack_errors"), ("prior_mse", "prior_errors")):
-        value = getattr(record, name)
-        if not math.isclose(value, errors[source], rel_tol=1e-9, abs_tol=1e-15):  # False for NaN
-            return f"its {name} ({value:.6g}) is not the mean of its {source} ({errors[source]:.6g})"
-    if record.feature_examples and not _grid_ok(record.feature_examples):
-        return ("its feature_examples is not the image grid's JSON (shape C, H, W; truth, attack and prior: as many "
-                "rows each, of C x H x W finite numbers)")
-    return ""
-
-
-def _grid_ok(text: str) -> bool:
-    """Whether ``text`` is an image grid as the runner writes it (``runner.feature_attacking.examples``)."""
-    grid = _json(text)
-    shape = grid.get("shape") if isinstance(grid, dict) else None
-    if not (isinstance(shape, list) and len(shape) == 3 and all(isinstance(v, int) and v > 0 for v in shape)):
-        return False
-    sets = [grid.get(k) for k in ("truth", "attack", "prior")]
-    if not all(isinstance(rows, list) and rows and len(rows) == len(sets[0]) for rows in sets):
-        return False
-    return all(_finite_list(json.dumps(row)) is not None and len(row) == math.prod(shape) for rows in sets
-               for row in rows)
+        record = RunRecord.from_json(text)
+    except ValueError as exc:
+        return None, str(exc)
+    if record.key != key:
+        return None, f"it holds the record of another run ({record.key[:16]})"
+    problem = feature_fields.lists_problem(record) if lists else ""
+    return (None, problem) if problem else (record, "")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.store.folders import creatable
-from vflpriv.store.records import NOT_APPLICABLE, OK, RunRecord, inconsistency
+from vflpriv.store.records import NOT_APPLICABLE, OK, RunRecord, stored
 
 #: Statuses of records a rerun keeps: a failed run is retried.
 FINAL = (OK, NOT_APPLICABLE)
@@ -130,7 +130,7 @@ class Store:
     def drop_damaged(self, keys: list[str]) -> list[tuple[str, str]]:
         """Verify the stored records of ``keys`` and delete each that does not check out (so the sweep
         recomputes it); returns (key, what was wrong) for each one deleted."""
-        damaged = [(key, problem) for key, text in self._stored(keys) if (problem := _problem(key, text))]
+        damaged = [(key, problem) for key, text in self._stored(keys) if (problem := stored(key, text, lists=True)[1])]
         self.forget([key for key, _ in damaged])
         return damaged
 
@@ -267,11 +267,11 @@ def read_store(path: Path | str) -> StoreContents:
         rows = db.execute("SELECT key, record FROM runs ORDER BY key").fetchall()
     records, damaged = [], []
     for key, text in rows:
-        problem = _problem(key, text)
+        record, problem = stored(key, text)  # each record parsed once
         if problem:
             damaged.append((str(key), problem))
         else:
-            records.append(RunRecord.from_json(text))
+            records.append(record)
     return StoreContents(records=records, damaged=damaged)
 
 
@@ -375,23 +375,10 @@ def _unusable(path: Path, exc: sqlite3.DatabaseError, *, waited: float, verb: st
 
 def checked_record(key: str, text: str) -> RunRecord:
     """The record stored under ``key``, or ValueError saying what is wrong with it."""
-    problem = _problem(key, text)
+    record, problem = stored(key, text, lists=True)
     if problem:
         raise ValueError(f"the stored record of run {key} is damaged: {problem}")
-    return RunRecord.from_json(text)
-
-
-def _problem(key: object, text: object) -> str:
-    """What is wrong with a stored row ('' if nothing): the record must parse and be the record of ``key``."""
-    if not isinstance(text, str):
-        return f"its record is {type(text).__name__}, not JSON text"
-    try:
-        record = RunRecord.from_json(text)
-    except ValueError as exc:
-        return str(exc)
-    if record.key != key:
-        return f"it holds the record of another run ({record.key[:16]})"
-    return inconsistency(record)
+    return record
 
 
 def _identity(db: sqlite3.Connection) -> tuple[int, list[str]]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from vflpriv.common.errors import ConformanceError, ProtocolError
+from vflpriv.common.errors import ChannelViolation, ConformanceError, ProtocolError
 from vflpriv.config.schema import TrainingConfig
 from vflpriv.engine import EMBEDDING, PRETRAIN, Message
 from vflpriv.runner.execution import build_federation, method_named
@@ -165,8 +165,9 @@ def check_conformance(config: TrainingConfig) -> list[str]:
         altered = _zeroed_run(_altered_active_data(p))
         alone = {j: _zeroed_run(_rolled_passive_features(p, {j})) for j in range(1, p.scenario.parties)
                  if p.scenario.parties > 2}
-    except ProtocolError as exc:  # the channel names the message; the plugin is named here
-        raise ConformanceError(f"refused: {method_named(p)}: {exc}") from None
+    except ProtocolError as exc:  # the channel names the message, the method is named here; others name their author
+        who = f"{method_named(p)}: " if isinstance(exc, ChannelViolation) else ""
+        raise ConformanceError(f"refused: {who}{exc}") from None
     finally:
         torch.set_num_threads(before)
     if real.logits.shape != rolled.logits.shape or not torch.equal(real.logits, rolled.logits):
