@@ -16,7 +16,7 @@ import math
 
 import pandas as pd
 
-from vflpriv.common.canary_bound import Untestable, canaries_needed, chosen_test
+from vflpriv.common.canary_bound import CAP_MARGIN, Untestable, canaries_needed, chosen_test
 from vflpriv.common.empirical_epsilon import claim_text
 from vflpriv.reports.tables import mean_std
 from vflpriv.tradeoff.auditing import auditor_table
@@ -102,9 +102,10 @@ def _auditor_line(row: dict) -> str:
         return text
     text += f"; claimed {claim_text(claimed, row['delta'])}: "
     if not row.get("testable"):
-        return text + f"untestable with {int(row['canaries'])} canaries (at or above their cap {row['cap']:.2f})"
+        cap, count = row["cap"], int(row["canaries"])
+        return text + f"untestable with {count} canaries (not below their cap {cap:.2f} by {CAP_MARGIN:g})"
     family = int(row.get("holm_family") or 1)
-    holm = f"Holm over the report's {family} claim{'s' if family != 1 else ''}, the attacks' and the auditor's"
+    holm = f"Holm over the report's {family} claim test{'s' if family != 1 else ''}, the attacks' and the auditor's"
     if row.get("rejected"):
         by = f" ({row['rejecting_test']}'s test)" if isinstance(row.get("rejecting_test"), str) else ""
         return text + (f"claim rejected at the 95% level ({holm}): {int(row['rejecting_right'])} of "
@@ -148,10 +149,10 @@ def _claim(row: dict) -> str:
             needs = f"a claim of {claimed:.2f} needs {needed} canaries pooled over the seeds"
         except Untestable as peak:  # no count up to MAX_CANARIES reaches the claim
             needs = str(peak)
-        return text + (f"untestable with {int(row['canaries'])} canaries (at or above their cap "
+        return text + (f"untestable with {int(row['canaries'])} canaries (not below their cap by {CAP_MARGIN:g}: "
                        f"{row.get('cap_at_claim') or row['cap']:.2f}; {needs})")
     family = int(row.get("holm_family") or 1)
-    holm = f"Holm over the report's {family} claim{'s' if family != 1 else ''}"
+    holm = f"Holm over the report's {family} claim test{'s' if family != 1 else ''}"
     if row.get("rejected"):
         by = f", {row['rejecting_test']}'s test" if row.get("rejecting_test") else ""
         return text + (f"claim rejected at the 95% level ({holm}): {row['rejecting_attack']} guessed "
@@ -180,7 +181,8 @@ def canary_markdown(summary: dict | None) -> list[str]:
              "the planned attacks (each at 5%/A, with one test chosen by delta before any data: Steinke et al.'s for a "
              "pure claim, where the f-DP one never rejects more, the f-DP one at delta > 0) is the one to report; "
              "its cap is the most the canaries could certify with every guess right, so a claimed epsilon at or above "
-             "it is untestable with them. A claim is rejected at the 95% level only from the worst case (adjusted p: "
+             "it (or within 1e-4 below it) is untestable with them. A claim is rejected at the 95% level only from the "
+             "worst case (adjusted p: "
              "its p-value, Bonferroni over the attacks and the menu, at most 1), with "
              "Holm's correction over every claim this report checks, the attacks' and the auditor's together, so the "
              "chance of rejecting any true claim here is at most 5%.", "",
@@ -235,8 +237,8 @@ def epsilon_tables(results: pd.DataFrame, table: pd.DataFrame | None = None) -> 
                               "it, at 5% alone: at δ > 0 their larger is not a 95% bound); the worst case: the test "
                               "chosen by δ (Steinke et al.'s at 0, f-DP above) per attack at its share, and its name. "
                               "bold: the claim is rejected at the 95% level (worst case over the planned attacks, Holm "
-                              "over every claim of these tables); untestable: the claim is at or above the cap, so no "
-                              "outcome of these canaries could reject it."))
+                              "over every claim of these tables); untestable: the claim is at or above the cap (or "
+                              "within 1e-4 below it), so no outcome of these canaries could reject it."))
     return out + _cost_tables(results)
 
 

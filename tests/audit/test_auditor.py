@@ -197,6 +197,9 @@ def test_the_audit_attaches_the_auditor_to_each_dp_gaussian_training_with_canari
     runs, _ = audit_grid(AuditConfig.model_validate({**small, "audit": acting}))
     assert {(r.attack.name, r.finetune.auditor) for r in runs if r.swept} == {("gc", "gradient-lrt"),
                                                                              ("mc-active", None)}
+    alone = {**acting, "attacks": ["mc-active"]}  # no passive attack's training: the acting one's carries it
+    runs, _ = audit_grid(AuditConfig.model_validate({**small, "audit": alone}))
+    assert {r.finetune.auditor for r in runs if r.swept} == {"gradient-lrt"}
     for off in ({"auditor": "none"}, {"canaries": 0}):
         runs, _ = audit_grid(AuditConfig.model_validate({**small, "audit": {**audit, **off}}))
         assert {r.finetune.auditor for r in runs} == {None}
@@ -210,7 +213,7 @@ def test_the_canary_report_says_the_auditor_s_bound_as_the_auditor_s_apart_from_
     summary = canary_summary(frame)
     (line,) = [r["line"] for r in summary["auditor"]]
     assert "auditor gradient-lrt (white box, not an attack)" in line
-    assert "claim rejected at the 95% level (Holm over the report's 2 claims, the attacks' and the auditor's): 180 of " \
+    assert "claim rejected at the 95% level (Holm over the report's 2 claim tests, the attacks' and the auditor's): 180 of " \
         "200 guesses right (f-DP's test)" in line  # at delta 1e-5: the test that decided, named
     assert "f-DP one run: epsilon >= " in line and "not mu-GDP for mu < " in line  # ten classes: the k-ary bounds
     assert all("gradient-lrt" not in r["line"] for r in summary["rows"])  # the attacks' rows and worst case

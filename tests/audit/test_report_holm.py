@@ -42,6 +42,6 @@ def test_the_audit_report_rejects_no_claim_that_only_two_separate_families_would
     summary = canary_summary(frame)
     assert summary["rejected"] == [] and not any(r["rejected"] for r in summary["auditor"])
     (line,) = [r["line"] for r in summary["auditor"]]
-    assert "not rejected" in line and "Holm over the report's 2 claims, the attacks' and the auditor's" in line
+    assert "not rejected" in line and "Holm over the report's 2 claim tests, the attacks' and the auditor's" in line
     assert "every claim this report checks, the attacks' and the auditor's together" in "\n".join(
         canary_markdown(summary))

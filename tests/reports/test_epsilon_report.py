@@ -42,7 +42,7 @@ def test_each_claim_s_line_says_its_cap_and_what_the_canaries_can_show():
     assert 4 < ceiling < 8
     assert f"cap {ceiling:.2f} with 60 canaries" in lines[(8.0, "worst-case")]
     assert "claimed epsilon 8.00 (pure): untestable with 60 canaries" in lines[(8.0, "worst-case")]
-    assert "claimed epsilon 1.00 (pure): claim rejected at the 95% level (Holm over the report's 2 claims): gc guessed " \
+    assert "claimed epsilon 1.00 (pure): claim rejected at the 95% level (Holm over the report's 2 claim tests): gc guessed " \
         "60 of 60" in lines[(1.0, "worst-case")]
     assert "claimed epsilon 2.00 (pure): not rejected" in lines[(2.0, "worst-case")]
     assert "worst case over the 2 planned attacks (gc, Steinke's bound; each attack at 5%/2)" in lines[(1.0, "worst-case")]

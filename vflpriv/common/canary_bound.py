@@ -153,7 +153,7 @@ def canaries_needed(claim: float, *, classes: int, menu: int | None = None, atta
                            alpha=alpha),
                   *(pure_cap(canaries=n * seeds, classes=classes, menu=menu_at(n), attacks=attacks, alpha=alpha)
                     for n in range(1, FULL_MENU_FROM)))
-    if claim >= ceiling + 1e-9:
+    if not testable(claim, ceiling):
         raise Untestable(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap is at "
                          f"most {ceiling:.2f} there)")
 

@@ -196,6 +196,7 @@ def canaries_for_claims(cfg: AuditConfig) -> int:
         return 0
     classes = 2 if cfg.partition.canary_labels == "pair" else plan_training(cfg.training()).scenario.dataset.num_classes
     attacks = sum(_guesses_labels(n) for n in cfg.audit.attacks or default_attacks(cfg.audit.profile))
+    attacks *= len(_adversaries(cfg))  # each adversary a guesser of its own in the claim test (tradeoff.epsilon)
     seeds, largest = len(cfg.seeds), cfg.partition.labeled // MAX_SHARE
     pooled = [_needed(eps, classes=classes, attacks=attacks, delta=delta, seeds=seeds) for eps, delta in claims]
     return max((need for n in pooled if n is not None and (need := -(-n // seeds)) <= largest), default=0)
@@ -209,6 +210,11 @@ def _needed(claim: float, *, classes: int, attacks: int, delta: float, seeds: in
         return canaries_needed(claim, classes=classes, attacks=max(attacks, 1), delta=delta, seeds=seeds)
     except Untestable:
         return None
+
+
+def _adversaries(cfg: AuditConfig) -> list[int]:
+    """The passive parties the label attacks run as: every one with ``--all-adversaries``, else the partition's."""
+    return list(range(1, cfg.partition.parties)) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
 
 
 def _guesses_labels(attack: str) -> bool:
@@ -297,8 +303,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
             raise ConfigError(f"audit.defenses[{i}].options.{option} sets {d.name}'s strength to one setting, but the "
                               f"audit sweeps its strengths; remove it and give audit.defenses[{i}].strengths (on its "
                               f"axis, {cls.axis.name}), or leave them out for its audit strengths")
-    parties = cfg.partition.parties
-    adversaries = list(range(1, parties)) if cfg.audit.adversaries == "all" else [cfg.partition.adversary]
+    adversaries = _adversaries(cfg)
     runs: list[RunConfig] = []
     skipped: list[Inapplicable] = []
     planted = canaries(cfg)
@@ -349,9 +354,9 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                         if not _try([_run(base, attack, defended[0], cfg.seeds[0])]):
                             skipped.append(Inapplicable(f"auditor {auditor}", d.name, phase, refused))
                         audited = base
-                    # the auditor on the shared training only: an attack that acts trains its own federation with
-                    # the same canaries, whose second guesses are not independent of the first (never pooled twice)
-                    own = base if ATTACKS.get(attack.name).acts else audited
+                    # the auditor on the shared training where a passive attack has one: an attack that acts trains
+                    # its own federation with the same canaries, whose guesses are not independent (never pooled twice)
+                    own = base if ATTACKS.get(attack.name).acts and passive else audited
                     p, reason = _planned([_run(own, attack, defended[0], cfg.seeds[0])])
                     if reason:
                         skipped.append(Inapplicable(attack.name, d.name, phase, reason))
