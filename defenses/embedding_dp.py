@@ -308,7 +308,7 @@ def _noise(params: list[torch.Tensor], generator: torch.Generator) -> torch.Tens
     sizes = [p.numel() for p in params]
     flat = torch.empty(sum(sizes), dtype=params[0].dtype, device=generator.device)
     for view in flat.split(sizes):
-        torch.randn(view.shape, generator=generator, out=view)
+        torch.randn(view.shape, generator=generator, out=view, device=generator.device)
     return flat.to(params[0].device)
 
 
