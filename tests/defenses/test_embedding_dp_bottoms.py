@@ -209,6 +209,7 @@ REVIEWED = {
     "(d) a Conv2d subclass overriding _conv_forward": (lambda: nn.Sequential(_StandardisedConv(2, 3, 3), nn.Flatten()),
                                                        (9, 2, 4, 4), 12),
     "(e) a layer looped, another never called": (_Looped, (9, 6), 6),
+    "a softmax over the batch (rows coupled)": (lambda: nn.Sequential(nn.Linear(6, 6), nn.Softmax(dim=0)), (9, 6), 6),
 }
 
 
@@ -217,6 +218,18 @@ def test_the_review_s_bottoms_get_the_naive_loop_s_update(build, shape, out_dim)
     """Each bottom on which the tape read wrong norms or sums (one sample's clipped contribution up to 3.4 C_g in (a),
     squared norms 43x too small in (d), uninitialised memory in (e)) now gets the naive loop's update (torch.func)."""
     _assert_naive(build, shape, out_dim)
+
+
+def test_the_tape_applies_only_to_modules_of_known_forward_by_exact_type():
+    """Covered layers, row-wise modules and known containers, by exact type: a subclass of any (its forward may
+    differ), a module coupling the rows (a softmax over the batch, BatchNorm on its batch's statistics) or a Flatten
+    folding the batch into the rows is not."""
+    class _ReLU(nn.ReLU):
+        pass
+
+    assert per_sample.ghost_applies(nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Flatten()))
+    for odd in (_ReLU(), nn.Softmax(dim=0), nn.BatchNorm1d(4, affine=False), nn.Flatten(0), _Plain(4, 4)):
+        assert not per_sample.ghost_applies(nn.Sequential(nn.Linear(4, 4), odd)), odd
 
 
 @pytest.mark.parametrize("where", ["on a layer", "global"])
