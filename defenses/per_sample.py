@@ -15,15 +15,17 @@ When the tape applies (:func:`ghost_applies`): the rules are exact only where ea
 the batch's own rows, and its parameters enter the objective through that call alone. Neither is visible from outside
 a module whose forward is unknown (a plugin's ``F.linear(h, enc.weight.t())`` reuses a weight outside its layer; a
 ``fc(x.reshape(n * k, d))`` makes k rows of each sample), so the tape runs only on a bottom built wholly of modules of
-known forward, by exact type (a subclass may change its forward or ``_conv_forward``): the covered layers, parameter-free
-modules that map row i to row i (activations, pooling, ``Flatten`` from dim 1), ``nn.Sequential`` and vflpriv's own
-encoders (``models/encoders.py``, read: each child called once, in order, on per-sample rows), with no forward, pre or
-backward hook on any of them (a hook may change an output); any other bottom takes ``torch.func``'s vectorised
-per-sample gradients. At run time :meth:`GhostTape.norms` checks that the recorded calls are each covered layer once,
-on a first dimension of the batch's n, and raises :class:`ProtocolError` otherwise (never a wrong norm)."""
+known forward, by exact type (a subclass may change its forward or ``_conv_forward``): the covered layers,
+parameter-free modules that map row i to row i (activations, pooling, ``Flatten`` from dim 1), ``nn.Sequential`` and
+vflpriv's own encoders (``models/encoders.py`` and the SSL towers; read: each child called once, on per-sample rows),
+with no forward, pre or backward hook on any of them (a hook may change an output); any other bottom takes
+``torch.func``'s vectorised per-sample gradients. At run time :meth:`GhostTape.norms` checks that the recorded calls
+are each covered layer once, on a first dimension of the batch's n, and raises :class:`ProtocolError` otherwise
+(never a wrong norm)."""
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 
 import torch
@@ -46,6 +48,10 @@ _ROWWISE = frozenset({nn.Identity, nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.G
 #: Containers whose forward calls each child at most once, in order, on the batch's rows (``nn.ModuleList`` has none:
 #: its parent calls the children) and uses no parameter of theirs outside those calls: vflpriv's own encoders, read.
 _COMPOSITES = frozenset({nn.Sequential, nn.ModuleList, TabularInput, MLPEncoder, CNNEncoder})
+#: The SSL methods' encoders (``methods/towers.py``, read: ``LocalEncoder`` is top(bottom(x)), ``PooledEncoder`` the
+#: mean or the concatenation of cross(x) and local(x)), matched by identity once their module is loaded: defenses may
+#: not import methods, and no bottom of theirs exists before it is (torch.func is about 28x slower on them).
+_TOWERS = ("vflpriv.methods.towers", ("LocalEncoder", "PooledEncoder"))
 _BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d)
 
 
@@ -72,7 +78,13 @@ def _known(m: nn.Module) -> bool:
         return _covered(m)
     if any(p.requires_grad for p in m.parameters(recurse=False)):
         return False
-    return kind in _COMPOSITES or (kind in _ROWWISE and (kind is not nn.Flatten or m.start_dim >= 1))
+    return _composite(kind) or (kind in _ROWWISE and (kind is not nn.Flatten or m.start_dim >= 1))
+
+
+def _composite(kind: type) -> bool:
+    """Whether ``kind`` is a known container (:data:`_COMPOSITES`, or one of :data:`_TOWERS` where loaded)."""
+    towers = sys.modules.get(_TOWERS[0])
+    return kind in _COMPOSITES or (towers is not None and any(kind is getattr(towers, k, None) for k in _TOWERS[1]))
 
 
 def _hooked(module: nn.Module) -> bool:

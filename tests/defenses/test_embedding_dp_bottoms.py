@@ -1,8 +1,8 @@
 """embedding-dp's DP-SGD on bottoms its ghost-clipping rules do not cover exactly (an extra parameter, a tied weight,
-a module reached twice, a subclass, a frozen bottom; the review's five: reshaped rows, a weight used outside its layer, a
-hook, an overridden ``_conv_forward``, a layer looped while another is never called) and its noise: each update equals
-a naive per-sample autograd loop, clipped to C_g, summed, plus sigma C_g times the generator's next draws (one per
-parameter), over n; the built-in bottoms keep the tape."""
+a module reached twice, a subclass, a frozen bottom; the review's five: reshaped rows, a weight used outside its layer,
+a hook, an overridden ``_conv_forward``, a layer looped while another is never called) and its noise: each update
+equals a naive per-sample autograd loop, clipped to C_g, summed, plus sigma C_g times the generator's next draws (one
+per parameter), over n; the built-in bottoms keep the tape."""
 
 from __future__ import annotations
 
@@ -263,18 +263,37 @@ def test_a_bottom_the_rules_would_misread_fails_with_its_reason_not_wrong_norms(
         _step(build(), torch.randn(*shape), torch.randn(shape[0], 6), sigma=0.4, clip=0.05)
 
 
-@pytest.mark.parametrize("spec", [PartySpec(modality="tabular", shape=(12,)),
-                                  PartySpec(modality="image", shape=(1, 16, 16))], ids=["digits MLP", "image CNN"])
-def test_the_built_in_bottoms_take_the_tape_and_get_the_naive_loop_s_update(spec, monkeypatch):
+def _pooled(spec: PartySpec, config: ModelConfig, *, generator: torch.Generator) -> nn.Module:
+    from vflpriv.methods.towers import PooledEncoder, build_local_encoder
+
+    cross, local = (build_local_encoder(spec, config, generator=generator) for _ in range(2))
+    return PooledEncoder(cross, local, "concat")
+
+
+def _local(spec: PartySpec, config: ModelConfig, *, generator: torch.Generator) -> nn.Module:
+    from vflpriv.methods.towers import build_local_encoder
+
+    return build_local_encoder(spec, config, generator=generator)
+
+
+BUILT_IN = {"digits MLP": (PartySpec(modality="tabular", shape=(12,)), build_encoder, 5),
+            "image CNN": (PartySpec(modality="image", shape=(1, 16, 16)), build_encoder, 5),
+            "SSL local encoder": (PartySpec(modality="tabular", shape=(12,)), _local, 5),
+            "SSL pooled encoder (concat)": (PartySpec(modality="image", shape=(1, 16, 16)), _pooled, 10)}
+
+
+@pytest.mark.parametrize(("spec", "build", "out_dim"), BUILT_IN.values(), ids=BUILT_IN.keys())
+def test_the_built_in_bottoms_take_the_tape_and_get_the_naive_loop_s_update(spec, build, out_dim, monkeypatch):
     """vflpriv's own encoders keep the one-backward book-keeping path (every update from the tape's norms), and its
     update is the naive loop's to float rounding."""
     taped = []
     norms = per_sample.GhostTape.norms
-    monkeypatch.setattr(per_sample.GhostTape, "norms", lambda self, *a, **k: taped.append(norms(self, *a, **k)) or taped[-1])
+    monkeypatch.setattr(per_sample.GhostTape, "norms",
+                        lambda self, *a, **k: taped.append(norms(self, *a, **k)) or taped[-1])
     torch.manual_seed(0)
-    bottom = build_encoder(spec, ModelConfig(hidden=8, out_dim=5), generator=torch.Generator().manual_seed(0))
+    bottom = build(spec, ModelConfig(hidden=8, out_dim=5), generator=torch.Generator().manual_seed(0))
     reference = copy.deepcopy(bottom).eval()  # the wrapper freezes the BatchNorm layers on their running statistics
-    x, received = torch.randn(6, *spec.shape), torch.randn(6, 5) * 3
+    x, received = torch.randn(6, *spec.shape), torch.randn(6, out_dim) * 3
     _, state = _step(bottom, x, received, sigma=0.4, clip=0.05)
     assert len(taped) == 1 and taped[0] is not None
     expected = _naive(reference, x, received, sigma=0.4, clip=0.05, state=state)
