@@ -40,11 +40,11 @@ _DIMS = {nn.Linear: 2, nn.BatchNorm1d: 2, nn.Conv2d: 4, nn.BatchNorm2d: 4}
 LAYERS = tuple(_DIMS)
 #: The parameters a rule knows: a layer with any other trainable parameter is not covered.
 _RULED = frozenset({"weight", "bias"})
-#: Parameter-free modules whose output row i is a function of input row i alone (pointwise, or pooling within a
-#: sample's own channels; ``Flatten`` only from dim 1 on, checked in :func:`_known`).
+#: Modules without a trainable parameter whose output row i is a function of input row i alone (pointwise, pooling
+#: within a sample's own channels, a frozen embedding's lookup; ``Flatten`` only from dim 1 on, see :func:`_known`).
 _ROWWISE = frozenset({nn.Identity, nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid,
                       nn.Softplus, nn.Dropout, nn.Flatten, nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d,
-                      nn.AdaptiveMaxPool2d})
+                      nn.AdaptiveMaxPool2d, nn.Embedding})
 #: Containers whose forward calls each child at most once, in order, on the batch's rows (``nn.ModuleList`` has none:
 #: its parent calls the children) and uses no parameter of theirs outside those calls: vflpriv's own encoders, read.
 _COMPOSITES = frozenset({nn.Sequential, nn.ModuleList, TabularInput, MLPEncoder, CNNEncoder})

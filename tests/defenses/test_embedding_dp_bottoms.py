@@ -228,6 +228,11 @@ def test_the_tape_applies_only_to_modules_of_known_forward_by_exact_type():
         pass
 
     assert per_sample.ghost_applies(nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Flatten()))
+    spec = PartySpec(modality="tabular", shape=(6,), cardinalities=(3, 4))
+    tabular = build_encoder(spec, ModelConfig(hidden=8, out_dim=4, cat_embedding=2), generator=torch.Generator()).eval()
+    assert not per_sample.ghost_applies(tabular)  # a trainable embedding: no rule
+    tabular.input.embeddings.requires_grad_(False)
+    assert per_sample.ghost_applies(tabular)  # a frozen one: a lookup per row
     for odd in (_ReLU(), nn.Softmax(dim=0), nn.BatchNorm1d(4, affine=False), nn.Flatten(0), _Plain(4, 4)):
         assert not per_sample.ghost_applies(nn.Sequential(nn.Linear(4, 4), odd)), odd
 
