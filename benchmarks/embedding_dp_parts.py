@@ -69,7 +69,7 @@ def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
 
     def norms_and_sums():
         _, clipped, tape = taped()
-        squares, clipped_sums = tape.norms((clipped * received).sum())
+        squares, clipped_sums = tape.norms((clipped * received).sum(), n=x.shape[0])
         flat = torch.empty(sum(p.numel() for p in trained))
         clipped_sums(_scale(squares, 1.0), dict(zip(trained, flat.split([p.numel() for p in trained]))))
 

@@ -142,7 +142,8 @@ class EmbeddingDP(PassiveDefense):
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
-            "from its one backward, which forms no weight gradient, for Linear / Conv2d / BatchNorm bottoms; "
+            "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / "
+            "BatchNorm layers and modules of known forward, no plugin class; "
             "torch.func otherwise) and noise on each of its parameters; the training x1.7 to x1.9 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
@@ -201,9 +202,11 @@ class EmbeddingDP(PassiveDefense):
                          gradient: torch.Tensor, ids: torch.Tensor) -> None:
         """DP-SGD: each sample's gradient of its own clipped row times the gradient it received, clipped to C_g,
         summed, noised, over the batch size. The rows are computed independently (the frozen statistics) and the noise
-        of the sent rows carries no gradient; a bottom of Linear and BatchNorm1d layers gets the norms and clipped sums
-        from one backward through the forward that computed ``sent`` (ghost clipping on what its tape recorded; a
-        forward of its own for rows computed elsewhere), any other its per-sample gradients by ``torch.func``."""
+        of the sent rows carries no gradient; a bottom the tape provably covers (``per_sample.ghost_applies``: built
+        wholly of Linear / Conv2d / frozen BatchNorm layers, row-wise modules, ``nn.Sequential`` and vflpriv's own
+        encoders, by exact type, with no hooks) gets the norms and clipped sums from one backward through the forward
+        that computed ``sent`` (book-keeping on what its tape recorded; a forward of its own for rows computed
+        elsewhere), any other (a plugin's module, a subclass, a hook) its per-sample gradients by ``torch.func``."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [p for p in inner.parameters() if p.requires_grad]
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
@@ -213,13 +216,13 @@ class EmbeddingDP(PassiveDefense):
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
-            ghost = tape.norms((clipped * received).sum())
+            ghost = tape.norms((clipped * received).sum(), n=n)
         else:
             ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).sum(), x) \
                 if ghost_applies(inner) else None
-        sums = trained[0].new_empty(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
+        sums = trained[0].new_zeros(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
         views = dict(zip(trained, sums.split([p.numel() for p in trained])))
-        if ghost is not None:  # Linear and frozen BatchNorm1d layers: from one backward (defenses/per_sample.py)
+        if ghost is not None:  # a bottom the tape provably covers: from one backward (defenses/per_sample.py)
             squares, clipped_sums = ghost
             clipped_sums(_scale(squares, clip), views)
         else:

@@ -6,16 +6,33 @@ a frozen BatchNorm's are g_i * xhat_i and g_i (summed over the positions of a Ba
 with U_i = unfold(a_i) (its kernel's patches, Cin k k x L positions) and G_i its output gradient (Cout x L): its squared
 norm is sum_{p,q} (G_i^T G_i)_{pq} (U_i^T U_i)_{pq} (Li et al.'s ghost norm, O(L^2 (Cout + Cin k k))) or, where that
 costs more than the gradient itself (L Cout Cin k k: early layers with many positions), |G_i U_i^T|^2 from the
-materialised per-sample gradient (Opacus). Exact where rows are computed independently (what embedding-dp's argument
-needs anyway). A :class:`GhostTape` records the layers' inputs during the forward that computed the rows, so the norms
-cost one backward and no second forward (embedding-dp's other bottoms take ``torch.func``'s vectorised per-sample
-gradients); that backward forms no weight gradient (Bu et al. 2023's book-keeping: each layer's input A and output
-gradient G are kept, and the clipped sum is formed once from them, A^T diag(s) G for a Linear)."""
+materialised per-sample gradient (Opacus). A :class:`GhostTape` records the layers' inputs during the forward that
+computed the rows, so the norms cost one backward and no second forward; that backward forms no weight gradient (Bu et
+al. 2023's book-keeping: each layer's input A and output gradient G are kept, and the clipped sum is formed once from
+them, A^T diag(s) G for a Linear).
+
+When the tape applies (:func:`ghost_applies`): the rules are exact only where each covered layer is called once, on
+the batch's own rows, and its parameters enter the objective through that call alone. Neither is visible from outside
+a module whose forward is unknown (a plugin's ``F.linear(h, enc.weight.t())`` reuses a weight outside its layer; a
+``fc(x.reshape(n * k, d))`` makes k rows of each sample), so the tape runs only on a bottom built wholly of modules of
+known forward, by exact type (a subclass may change its forward or ``_conv_forward``): the covered layers,
+parameter-free modules that map row i to row i (activations, pooling, ``Flatten`` from dim 1), ``nn.Sequential`` and
+vflpriv's own encoders (``models/encoders.py`` and the SSL towers; read: each child called once, on per-sample rows),
+with no forward, pre or backward hook on any of them (a hook may change an output); any other bottom takes
+``torch.func``'s vectorised per-sample gradients. At run time :meth:`GhostTape.norms` checks that the recorded calls
+are each covered layer once, on a first dimension of the batch's n, and raises :class:`ProtocolError` otherwise
+(never a wrong norm)."""
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
+
 import torch
 from torch import nn
+
+from vflpriv.common.errors import ProtocolError
+from vflpriv.models.encoders import CNNEncoder, MLPEncoder, TabularInput
 
 #: The layers whose per-sample gradients follow from their input and output gradient rows, and the batch's dimensions
 #: each rule reads (rows of a Linear / BatchNorm1d, images of a Conv2d / BatchNorm2d).
@@ -23,61 +40,103 @@ _DIMS = {nn.Linear: 2, nn.BatchNorm1d: 2, nn.Conv2d: 4, nn.BatchNorm2d: 4}
 LAYERS = tuple(_DIMS)
 #: The parameters a rule knows: a layer with any other trainable parameter is not covered.
 _RULED = frozenset({"weight", "bias"})
-
-
-def _rule(m: nn.Module) -> type | None:
-    """The layer kind whose rule applies to ``m``: its class or a subclass that keeps its forward (a subclass computing
-    something else from the same weight would get another layer's gradient); None otherwise."""
-    for kind in LAYERS:
-        if isinstance(m, kind) and type(m).forward is kind.forward:
-            return kind
-    return None
+#: Modules without a trainable parameter whose output row i is a function of input row i alone (pointwise, pooling
+#: within a sample's own channels, a frozen embedding's lookup; ``Flatten`` only from dim 1 on, see :func:`_known`).
+_ROWWISE = frozenset({nn.Identity, nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid,
+                      nn.Softplus, nn.Dropout, nn.Flatten, nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d,
+                      nn.AdaptiveMaxPool2d, nn.Embedding})
+#: Containers whose forward calls each child at most once, in order, on the batch's rows (``nn.ModuleList`` has none:
+#: its parent calls the children) and uses no parameter of theirs outside those calls: vflpriv's own encoders, read.
+_COMPOSITES = frozenset({nn.Sequential, nn.ModuleList, TabularInput, MLPEncoder, CNNEncoder})
+#: The SSL methods' encoders (``methods/towers.py``, read: ``LocalEncoder`` is top(bottom(x)), ``PooledEncoder`` the
+#: mean or the concatenation of cross(x) and local(x)), matched by identity once their module is loaded: defenses may
+#: not import methods, and no bottom of theirs exists before it is (torch.func is about 28x slower on them).
+_TOWERS = ("vflpriv.methods.towers", ("LocalEncoder", "PooledEncoder"))
+_BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d)
 
 
 def _covered(m: nn.Module) -> bool:
-    """A Linear; a Conv2d of one group, zero padding; a BatchNorm1d/2d on its running statistics; none with a
-    trainable parameter other than its ``weight`` and ``bias``."""
-    kind = _rule(m)
-    if kind is None or not {k for k, p in m.named_parameters(recurse=False) if p.requires_grad} <= _RULED:
+    """A layer of the rules' table by exact type (a subclass may compute something else from the same weight): a
+    Linear; a Conv2d of one group, zero padding; a BatchNorm1d/2d on its running statistics (in any case: batch
+    statistics couple the rows); none with a trainable parameter other than its ``weight`` and ``bias``."""
+    kind = type(m)
+    if kind in _BATCHNORMS and (m.training or m.running_mean is None):
         return False
-    if kind is nn.Conv2d:
+    trained = {k for k, p in m.named_parameters(recurse=False) if p.requires_grad}
+    if kind not in _DIMS or not trained <= _RULED:
+        return False
+    if kind is nn.Conv2d and trained:
         return m.groups == 1 and m.padding_mode == "zeros" and not isinstance(m.padding, str)
-    return kind is nn.Linear or (not m.training and m.running_mean is not None)
+    return True
+
+
+def _known(m: nn.Module) -> bool:
+    """Whether ``m``'s own forward is one the tape reads right: a covered layer, a row-wise module without trainable
+    parameters, or a known container."""
+    kind = type(m)
+    if kind in _DIMS:
+        return _covered(m)
+    if any(p.requires_grad for p in m.parameters(recurse=False)):
+        return False
+    return _composite(kind) or (kind in _ROWWISE and (kind is not nn.Flatten or m.start_dim >= 1))
+
+
+def _composite(kind: type) -> bool:
+    """Whether ``kind`` is a known container (:data:`_COMPOSITES`, or one of :data:`_TOWERS` where loaded)."""
+    towers = sys.modules.get(_TOWERS[0])
+    return kind in _COMPOSITES or (towers is not None and any(kind is getattr(towers, k, None) for k in _TOWERS[1]))
+
+
+def _hooked(module: nn.Module) -> bool:
+    """Whether a forward, forward-pre or backward hook is registered on any module of ``module`` or globally (each
+    may change what a layer receives or returns, which the rules read as its plain call)."""
+    from torch.nn.modules import module as registry
+
+    names = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    return any(getattr(registry, "_global" + k, None) for k in names) \
+        or any(getattr(m, k, None) for m in module.modules() for k in names)
 
 
 def ghost_applies(module: nn.Module) -> bool:
-    """Whether the rules cover exactly ``module``'s trainable parameters: each in a layer :func:`_covered` accepts, each
-    in one layer only (a weight tied across two layers gets one gradient of their sum, and its per-sample norm is that
-    sum's: the rules would write two and add their squares), and no layer reached twice (each rule reads one call)."""
+    """Whether the tape is provably right on ``module`` (see the module's text): every module of it :func:`_known`,
+    no hook on any, and each trainable parameter in one layer only, reached once (a weight tied across two layers
+    gets one gradient of their sum, and its per-sample norm is that sum's: the rules would write two and add their
+    squares; a layer reached twice is two calls, and each rule reads one)."""
+    if _hooked(module):
+        return False
     seen: set[int] = set()
     for m in module.modules(remove_duplicate=False):
+        if not _known(m):
+            return False
         own = [p for p in m.parameters(recurse=False) if p.requires_grad]
-        if not own:
-            continue
-        if not _covered(m) or any(id(p) in seen for p in own):
+        if any(id(p) in seen for p in own):
             return False
         seen.update(id(p) for p in own)
     return True
 
 
 class GhostTape:
-    """While entered, records each forward of ``module``'s trainable Linear / BatchNorm1d layers: the input rows, and
-    (by a hook on the output, registered at the forward, before an in-place activation can change that tensor) the
-    output's gradient rows once a backward reaches them."""
+    """While entered, records each forward of ``module``'s trainable covered layers: the input rows, and (by a hook on
+    the output, registered at the forward, before an in-place activation can change that tensor) the output's gradient
+    rows once a backward reaches them. It records nothing where :func:`ghost_applies` no longer holds when entered (a
+    hook or module added since): :meth:`norms` is then None, and the caller takes ``torch.func``."""
 
     def __init__(self, module: nn.Module):
+        self.module = module
+        self.names = {id(m): k or "(the bottom)" for k, m in module.named_modules()}
         self.layers = [m for m in module.modules()
-                       if _rule(m) is not None and any(p.requires_grad for p in m.parameters(recurse=False))]
+                       if type(m) in _DIMS and any(p.requires_grad for p in m.parameters(recurse=False))]
         self.params = [p for m in self.layers for p in m.parameters(recurse=False) if p.requires_grad]
         #: Per layer the one parameter whose gradient the backward asks for (the bias where it trains: a row sum).
         self.reached = [next(p for p in (m.bias, m.weight) if p is not None and p.requires_grad) for m in self.layers]
-        self.seen: list[list] = []
+        self.seen: list[list] | None = []
         self.handles: list = []
 
     def __enter__(self) -> GhostTape:
-        """Record a new forward (what an earlier one recorded is dropped)."""
-        self.seen = []
-        self.handles = [m.register_forward_hook(self._record) for m in self.layers]
+        """Record a new forward (what an earlier one recorded is dropped), where the tape still applies: checked
+        before its own hooks go in."""
+        self.seen = [] if ghost_applies(self.module) else None
+        self.handles = [m.register_forward_hook(self._record) for m in self.layers] if self.seen is not None else []
         return self
 
     def __exit__(self, *exc) -> None:
@@ -91,19 +150,34 @@ class GhostTape:
         if output.requires_grad:
             output.register_hook(lambda g, entry=entry: entry.__setitem__(2, g.detach()))
 
-    def norms(self, out: torch.Tensor):
-        """Per-sample squared gradient norms (n,) of the scalar ``out`` (computed from the recorded forward) and a
-        function ``clipped_sums(scale, into)`` writing each trainable parameter's sum_i s_i grad_i (per-sample scales
-        s, (n,)) into ``into[parameter]`` (a tensor of its size); None where a layer was called other than once or on an
-        input of another rank than the rule's (2-D rows, 4-D images). The one backward asks autograd for one cheap
-        parameter gradient per layer (its bias where it trains): it must reach every layer's output, whose gradient
-        rows the hooks record, and no layer's weight gradient is formed there (Bu et al. 2023's book-keeping: the
-        clipped sums are formed once, from the recorded rows)."""
+    def norms(self, out: torch.Tensor, *, n: int):
+        """Per-sample squared gradient norms (n,) of the scalar ``out`` (computed from the recorded forward of a batch
+        of ``n`` rows) and a function ``clipped_sums(scale, into)`` writing each trainable parameter's sum_i s_i grad_i
+        (per-sample scales s, (n,)) into ``into[parameter]`` (a tensor of its size); None where the tape did not
+        record or a layer's input has another rank than its rule's (2-D rows, 4-D images: ``torch.func`` is right
+        there). Raises :class:`ProtocolError` where the recorded calls are not each covered layer once on n rows (the
+        norms would be wrong). The one backward asks autograd for one cheap parameter gradient per layer (its bias
+        where it trains): it must reach every layer's output, whose gradient rows the hooks record, and no layer's
+        weight gradient is formed there (Bu et al. 2023's book-keeping: the clipped sums are formed once, from the
+        recorded rows)."""
         seen = self.seen
-        if len(seen) != len(self.layers) or any(e[1].dim() != _DIMS[_rule(e[0])] for e in seen) \
-                or not out.requires_grad:
+        if seen is None or not out.requires_grad:
+            return None
+        calls = Counter(id(e[0]) for e in seen)
+        for m in self.layers:
+            if calls[id(m)] != 1:
+                self._refuse(f"{type(m).__name__} {self.names[id(m)]!r} was called {calls[id(m)]} time(s) in the "
+                             "forward; each covered layer must be called once")
+        for m, a, _ in seen:
+            if a.dim() == 0 or a.shape[0] != n:
+                self._refuse(f"{type(m).__name__} {self.names[id(m)]!r} was called on {tuple(a.shape)}, not on the "
+                             f"batch's {n} rows")
+        if any(e[1].dim() != _DIMS[type(e[0])] for e in seen):
             return None
         torch.autograd.grad(out, self.reached, allow_unused=True)  # fires the output hooks: each layer's gradient rows
+        for m, _, g in seen:
+            if g is None:
+                self._refuse(f"the output of {type(m).__name__} {self.names[id(m)]!r} does not reach the rows sent")
         squares = None
         pieces = []  # (parameter, rule, its operands): how its clipped sum is formed
         for m, a, g in seen:
@@ -153,6 +227,11 @@ class GhostTape:
 
         return squares, clipped_sums
 
+    def _refuse(self, why: str) -> None:
+        raise ProtocolError(f"embedding-dp's DP-SGD tape on the bottom {type(self.module).__name__}: {why}, so its "
+                            "per-sample gradient norms would be wrong (the bottom's forward is not the plain calls "
+                            "defenses/per_sample.py reads)")
+
 
 def _std(m: nn.Module) -> torch.Tensor:
     """sqrt(running_var + eps) of a frozen BatchNorm, computed at each update (no cache: BatchNorm's own train-mode
@@ -191,4 +270,4 @@ def ghost_grads(module: nn.Module, objective, x: torch.Tensor):
     """:meth:`GhostTape.norms` of ``objective(module(x))``, from a forward of its own."""
     with GhostTape(module) as tape:
         out = objective(module(x))
-    return tape.norms(out)
+    return tape.norms(out, n=x.shape[0])

@@ -1,17 +1,26 @@
 """embedding-dp's DP-SGD on bottoms its ghost-clipping rules do not cover exactly (an extra parameter, a tied weight,
-a module reached twice, a subclass, a frozen bottom) and its noise: each update equals a naive per-sample autograd loop,
-clipped to C_g, summed, plus sigma C_g times the generator's next draws (one per parameter), over n."""
+a module reached twice, a subclass, a frozen bottom; the review's five: reshaped rows, a weight used outside its layer,
+a hook, an overridden ``_conv_forward``, a layer looped while another is never called) and its noise: each update
+equals a naive per-sample autograd loop, clipped to C_g, summed, plus sigma C_g times the generator's next draws (one
+per parameter), over n; the built-in bottoms keep the tape."""
 
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
+from vflpriv.common.errors import ProtocolError
+from vflpriv.config.schema import ModelConfig
+from vflpriv.data.base import PartySpec
+from vflpriv.defenses import embedding_dp, per_sample
 from vflpriv.defenses.embedding_dp import Counts, EmbeddingDP, PrivateRows
 from vflpriv.defenses.gaussian_message import clip_rows
+from vflpriv.models.encoders import build_encoder
 
 
 class _Fake:
@@ -23,11 +32,14 @@ class _Fake:
         self.options = type("O", (), {"bottom_clip": clip})()
 
 
-def _step(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *, sigma: float, clip: float, fake=None):
-    """One DP-SGD update of ``bottom`` through its wrapper's taped forward; the defense state and the noise stream's
-    state before it."""
+def _step(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *, sigma: float, clip: float, fake=None,
+          hooked=None):
+    """One DP-SGD update of ``bottom`` through its wrapper's taped forward (``hooked(bottom)`` called between the
+    wrapping and the forward); the defense state and the noise stream's state before it."""
     fake = fake or _Fake(sigma=sigma, clip=clip, n=x.shape[0])
     wrapped = PrivateRows(bottom, clip=1.0, sigma=0.3, frozen=True, generator=torch.Generator().manual_seed(3)).train()
+    if hooked is not None:
+        hooked(bottom)
     sent = wrapped(x)
     state = fake.generator.get_state()
     EmbeddingDP.passive_backward(fake, 1, wrapped, x, sent, received, torch.arange(x.shape[0]))
@@ -105,14 +117,22 @@ BOTTOMS = {
 def test_every_trainable_parameter_gets_the_naive_loop_s_clipped_noised_update(build):
     """Whatever the bottom, every trainable parameter's update is the naive loop's (so the clipping is joint over all
     of them and the noise is the one epsilon describes), and the bottom keeps its own parameter objects."""
+    _assert_naive(build, (9, 6), 6)
+
+
+def _assert_naive(build, shape: tuple, out_dim: int, *, hooked=None) -> None:
+    """One update of ``build()`` on a batch of ``shape`` (after ``hooked(bottom)``, where given, between the wrapping
+    and the forward) equals :func:`_naive`'s, in float64."""
     torch.set_default_dtype(torch.float64)
     try:
         torch.manual_seed(0)
         bottom = build()
         own = list(bottom.parameters())
         reference = copy.deepcopy(bottom)
-        x, received = torch.randn(9, 6), torch.randn(9, 6) * 3
-        _, state = _step(bottom, x, received, sigma=0.4, clip=0.05)
+        x, received = torch.randn(*shape) * 3, torch.randn(shape[0], out_dim) * 3
+        _, state = _step(bottom, x, received, sigma=0.4, clip=0.05, hooked=hooked)
+        if hooked is not None:
+            hooked(reference)
         expected = _naive(reference, x, received, sigma=0.4, clip=0.05, state=state)
     finally:
         torch.set_default_dtype(torch.float32)
@@ -120,6 +140,170 @@ def test_every_trainable_parameter_gets_the_naive_loop_s_clipped_noised_update(b
     assert all(type(p) is nn.Parameter for m in bottom.modules() for p in m._parameters.values() if p is not None)
     for p, e in zip(bottom.parameters(), expected, strict=True):
         assert torch.allclose(p.grad, e, rtol=1e-9, atol=1e-12)
+
+
+class _Tokenwise(nn.Module):
+    """(a) One Linear applied to each of k tokens of a sample: its input has n k rows, not n."""
+
+    def __init__(self, k: int = 3, d: int = 2):
+        super().__init__()
+        self.k, self.d, self.fc = k, d, nn.Linear(d, 2)
+
+    def forward(self, x):
+        return self.fc(x.reshape(x.shape[0] * self.k, self.d)).reshape(x.shape[0], -1)
+
+
+class _TiedAutoencoder(nn.Module):
+    """(b) The encoder's weight reused, transposed, as the decoder's, outside the Linear's call."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        return F.linear(torch.tanh(self.enc(x)), self.enc.weight.t())
+
+
+class _Residual(nn.Module):
+    """(b) A residual projection through the same weight: fc(x) + x W^T... as x @ W."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+
+    def forward(self, x):
+        return self.fc(x) + x @ self.fc.weight
+
+
+class _StandardisedConv(nn.Conv2d):
+    """(d) Weight standardisation by ``_conv_forward``, ``forward`` kept: the unfold rule reads the raw weight."""
+
+    def _conv_forward(self, x, w, b):
+        w = (w - w.mean((1, 2, 3), keepdim=True)) / (w.std((1, 2, 3), keepdim=True) + 1e-5)
+        return super()._conv_forward(x, w, b)
+
+
+class _Looped(nn.Module):
+    """(e) One block applied twice; a head kept (for pretraining), never called in this forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.block, self.head = nn.Linear(6, 6), nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.block(torch.tanh(self.block(x)))
+
+
+def _tripled():
+    """(c) A parameterless forward hook that changes a covered layer's output."""
+    bottom = nn.Sequential(nn.Linear(6, 6), nn.Tanh(), nn.Linear(6, 6))
+    bottom[2].register_forward_hook(lambda m, i, out: out * 3)
+    return bottom
+
+
+REVIEWED = {
+    "(a) a Linear on reshaped rows": (_Tokenwise, (9, 6), 6),
+    "(b) a tied autoencoder": (_TiedAutoencoder, (9, 6), 6),
+    "(b) a residual projection through the layer's weight": (_Residual, (9, 6), 6),
+    "(c) a forward hook tripling a covered layer's output": (_tripled, (9, 6), 6),
+    "(d) a Conv2d subclass overriding _conv_forward": (lambda: nn.Sequential(_StandardisedConv(2, 3, 3), nn.Flatten()),
+                                                       (9, 2, 4, 4), 12),
+    "(e) a layer looped, another never called": (_Looped, (9, 6), 6),
+    "a softmax over the batch (rows coupled)": (lambda: nn.Sequential(nn.Linear(6, 6), nn.Softmax(dim=0)), (9, 6), 6),
+}
+
+
+@pytest.mark.parametrize(("build", "shape", "out_dim"), REVIEWED.values(), ids=REVIEWED.keys())
+def test_the_review_s_bottoms_get_the_naive_loop_s_update(build, shape, out_dim):
+    """Each bottom on which the tape read wrong norms or sums (one sample's clipped contribution up to 3.4 C_g in (a),
+    squared norms 43x too small in (d), uninitialised memory in (e)) now gets the naive loop's update (torch.func)."""
+    _assert_naive(build, shape, out_dim)
+
+
+def test_the_tape_applies_only_to_modules_of_known_forward_by_exact_type():
+    """Covered layers, row-wise modules and known containers, by exact type: a subclass of any (its forward may
+    differ), a module coupling the rows (a softmax over the batch, BatchNorm on its batch's statistics) or a Flatten
+    folding the batch into the rows is not."""
+    class _ReLU(nn.ReLU):
+        pass
+
+    assert per_sample.ghost_applies(nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Flatten()))
+    spec = PartySpec(modality="tabular", shape=(6,), cardinalities=(3, 4))
+    tabular = build_encoder(spec, ModelConfig(hidden=8, out_dim=4, cat_embedding=2), generator=torch.Generator()).eval()
+    assert not per_sample.ghost_applies(tabular)  # a trainable embedding: no rule
+    tabular.input.embeddings.requires_grad_(False)
+    assert per_sample.ghost_applies(tabular)  # a frozen one: a lookup per row
+    for odd in (_ReLU(), nn.Softmax(dim=0), nn.BatchNorm1d(4, affine=False), nn.Flatten(0), _Plain(4, 4)):
+        assert not per_sample.ghost_applies(nn.Sequential(nn.Linear(4, 4), odd)), odd
+
+
+@pytest.mark.parametrize("where", ["on a layer", "global"])
+def test_a_hook_added_after_the_wrapper_built_its_tape_sends_the_update_to_torch_func(where):
+    """A hook registered once the wrapper holds a tape (at ``train()``) is seen when the tape is entered: the update is
+    still the naive loop's, which sees the hook."""
+    handles = []
+
+    def hooked(bottom):
+        hook = lambda m, i, out: out * 3 if m is bottom[2] else out  # noqa: E731
+        register = bottom[2].register_forward_hook if where == "on a layer" else \
+            nn.modules.module.register_module_forward_hook
+        handles.append(register(hook))
+
+    try:
+        _assert_naive(lambda: nn.Sequential(nn.Linear(6, 6), nn.Tanh(), nn.Linear(6, 6)), (9, 6), 6, hooked=hooked)
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@pytest.mark.parametrize(("build", "shape", "why"), [(_Tokenwise, (5, 6), "on (15, 2), not on the batch's 5 rows"),
+                                                     (_Looped, (5, 6), "'block' was called 2 time")],
+                         ids=["reshaped rows", "a layer looped"])
+def test_a_bottom_the_rules_would_misread_fails_with_its_reason_not_wrong_norms(build, shape, why, monkeypatch):
+    """Should the structural check ever admit such a bottom, the tape's run-time check refuses it: a ProtocolError
+    naming the bottom and the layer, never the wrong norms."""
+    monkeypatch.setattr(per_sample, "ghost_applies", lambda module: True)
+    monkeypatch.setattr(embedding_dp, "ghost_applies", lambda module: True)
+    with pytest.raises(ProtocolError, match=f"bottom {build.__name__}: .*{re.escape(why)}"):
+        _step(build(), torch.randn(*shape), torch.randn(shape[0], 6), sigma=0.4, clip=0.05)
+
+
+def _pooled(spec: PartySpec, config: ModelConfig, *, generator: torch.Generator) -> nn.Module:
+    from vflpriv.methods.towers import PooledEncoder, build_local_encoder
+
+    cross, local = (build_local_encoder(spec, config, generator=generator) for _ in range(2))
+    return PooledEncoder(cross, local, "concat")
+
+
+def _local(spec: PartySpec, config: ModelConfig, *, generator: torch.Generator) -> nn.Module:
+    from vflpriv.methods.towers import build_local_encoder
+
+    return build_local_encoder(spec, config, generator=generator)
+
+
+BUILT_IN = {"digits MLP": (PartySpec(modality="tabular", shape=(12,)), build_encoder, 5),
+            "image CNN": (PartySpec(modality="image", shape=(1, 16, 16)), build_encoder, 5),
+            "SSL local encoder": (PartySpec(modality="tabular", shape=(12,)), _local, 5),
+            "SSL pooled encoder (concat)": (PartySpec(modality="image", shape=(1, 16, 16)), _pooled, 10)}
+
+
+@pytest.mark.parametrize(("spec", "build", "out_dim"), BUILT_IN.values(), ids=BUILT_IN.keys())
+def test_the_built_in_bottoms_take_the_tape_and_get_the_naive_loop_s_update(spec, build, out_dim, monkeypatch):
+    """vflpriv's own encoders keep the one-backward book-keeping path (every update from the tape's norms), and its
+    update is the naive loop's to float rounding."""
+    taped = []
+    norms = per_sample.GhostTape.norms
+    monkeypatch.setattr(per_sample.GhostTape, "norms",
+                        lambda self, *a, **k: taped.append(norms(self, *a, **k)) or taped[-1])
+    torch.manual_seed(0)
+    bottom = build(spec, ModelConfig(hidden=8, out_dim=5), generator=torch.Generator().manual_seed(0))
+    reference = copy.deepcopy(bottom).eval()  # the wrapper freezes the BatchNorm layers on their running statistics
+    x, received = torch.randn(6, *spec.shape), torch.randn(6, out_dim) * 3
+    _, state = _step(bottom, x, received, sigma=0.4, clip=0.05)
+    assert len(taped) == 1 and taped[0] is not None
+    expected = _naive(reference, x, received, sigma=0.4, clip=0.05, state=state)
+    for p, e in zip(bottom.parameters(), expected, strict=True):
+        assert torch.allclose(p.grad, e, rtol=1e-4, atol=1e-6)
 
 
 def test_a_module_reached_twice_keeps_training_after_an_update():
