@@ -137,8 +137,10 @@ class EmbeddingDP(PassiveDefense):
     audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
     #: 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms; 2: on Conv2d / BatchNorm2d (the CNN bottom)
     #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
-    #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values.
-    revision = 2
+    #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values; 3:
+    #: the tape only on bottoms of known modules (a plugin bottom that took it before may have had wrong sums: its
+    #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit).
+    revision = 3
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
