@@ -60,6 +60,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from vflpriv.common.errors import ProtocolError
 from vflpriv.config.options import Options
 from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.dp_gaussian import _accountant_notes_off
@@ -335,8 +336,13 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
         return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
 
     held = [(m, dict(m._parameters)) for m in inner.modules()]
-    try:
-        return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0))(params, x, received)
+    try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
+        return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
+            params, x, received)
+    except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
+        raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
+                            f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); write its "
+                            "forward without data-dependent Python control flow") from error
     finally:  # functional_call leaves a module reached twice holding the plain tensors it swapped in: put them back
         for m, own in held:
             m._parameters.update(own)

@@ -72,8 +72,11 @@ def _covered(m: nn.Module) -> bool:
 
 def _known(m: nn.Module) -> bool:
     """Whether ``m``'s own forward is one the tape reads right: a covered layer, a row-wise module without trainable
-    parameters, or a known container."""
+    parameters, or a known container; never one whose instance carries its own method (``m.forward = ...``,
+    ``m._conv_forward = ...``: the type stays, the forward does not)."""
     kind = type(m)
+    if any(callable(v) and callable(getattr(kind, k, None)) for k, v in vars(m).items()):
+        return False
     if kind in _DIMS:
         return _covered(m)
     if any(p.requires_grad for p in m.parameters(recurse=False)):

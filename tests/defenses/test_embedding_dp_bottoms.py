@@ -381,3 +381,43 @@ def test_the_update_is_bit_for_bit_the_sums_formed_in_tensors_of_their_own():
     _step(bottom, x, received, sigma=0.0, clip=0.05)
     for p in bottom.parameters():
         assert torch.equal(p.grad, alone[p] / 23)
+
+
+def test_an_instance_s_own_forward_keeps_its_layer_off_the_tape():
+    """``lin.forward = ...`` keeps the type nn.Linear but not its forward (the tape read the plain call: an update
+    off the naive loop's by 5.9e-3); such a module is not known, and the bottom goes to torch.func."""
+    import types
+
+    lin = nn.Linear(4, 3)
+    lin.forward = types.MethodType(lambda self, x: F.linear(x, 10 * self.weight, self.bias), lin)
+    assert not per_sample.ghost_applies(nn.Sequential(lin, nn.ReLU()))
+    conv = nn.Conv2d(1, 2, 3)
+    conv._conv_forward = lambda x, w, b: F.conv2d(x, 4 * w, b)
+    assert not per_sample.ghost_applies(nn.Sequential(conv, nn.Flatten()))
+    assert per_sample.ghost_applies(nn.Sequential(nn.Linear(4, 3), nn.ReLU()))
+
+
+def test_a_plugin_bottom_with_dropout_gets_a_clipped_update_from_torch_func():
+    """A bottom of the plugin's own class goes to torch.func, whose vmap refused Dropout's random draws by default (the
+    run crashed): each sample draws its own mask, and its clipped contribution stays within C."""
+    class Plugin(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(5, 8), nn.Dropout(0.3), nn.Linear(8, 3))
+
+        def forward(self, x):
+            return self.net(x)
+
+    torch.manual_seed(0)
+    bottom, x, received = Plugin(), torch.randn(6, 5), torch.randn(6, 3)
+    grads = embedding_dp._per_sample_grads(bottom.train(), 1.0, x, received)
+    assert all(torch.isfinite(g).all() for g in grads.values())
+
+    class Branchy(Plugin):
+        def forward(self, x):
+            if x.sum() > 1e9:  # data-dependent control flow: torch.func cannot trace it
+                return x
+            return self.net(x)
+
+    with pytest.raises(ProtocolError, match="Branchy cannot be computed by torch.func"):
+        embedding_dp._per_sample_grads(Branchy(), 1.0, x, received)
