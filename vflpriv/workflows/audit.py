@@ -354,16 +354,13 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                         if not _try([_run(base, attack, defended[0], cfg.seeds[0])]):
                             skipped.append(Inapplicable(f"auditor {auditor}", d.name, phase, refused))
                         audited = base
-                    # the auditor on the shared training where a passive attack has one: an attack that acts trains
-                    # its own federation with the same canaries, whose guesses are not independent (never pooled twice)
-                    own = base if ATTACKS.get(attack.name).acts and passive else audited
-                    p, reason = _planned([_run(own, attack, defended[0], cfg.seeds[0])])
+                    p, reason = _planned([_run(audited, attack, defended[0], cfg.seeds[0])])
                     if reason:
                         skipped.append(Inapplicable(attack.name, d.name, phase, reason))
                         continue
                     if _paired(p):
                         paired = True
-                        runs += [_run(own, attack, dc, s) for dc in defended for s in cfg.seeds]
+                        runs += [_run(audited, attack, dc, s) for dc in defended for s in cfg.seeds]
                 named = cfg.audit.defenses is not None  # the default battery's defenses of the other secret are not
                 if named and not paired and not any(s.defense == d.name and s.phase == phase for s in skipped):
                     # a defense the user named that none of the attacks is judged under: said, not silently dropped
