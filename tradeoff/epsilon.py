@@ -225,13 +225,15 @@ def holm_over(*tables: pd.DataFrame) -> list[pd.DataFrame]:
 
 
 def _guessers(results: pd.DataFrame) -> pd.Series:
-    """Each record's guesser: its attack, named with its adversary where the label records come from several
-    (``--all-adversaries``): the adversaries of one seed guess the same canaries, so each is a guesser of its own,
+    """Each record's guesser: its attack, named with its adversary where one setting's label records come from several
+    (records without their variants: an audit's report keeps ``--all-adversaries``' adversaries apart as variants,
+    ``partition.adversary=2``): the adversaries of one seed guess the same canaries, so each is a guesser of its own,
     pooled over seeds only and counted among the planned attacks, never pooled with another's."""
-    adversary = results["adversary"].fillna("").astype(str) if "adversary" in results else None
-    if adversary is None or adversary.nunique() <= 1:
+    if "adversary" not in results:
         return results["attack"]
-    return results["attack"].astype(str) + " by party " + adversary
+    adversary = results["adversary"].fillna("").astype(str)
+    several = adversary.groupby([results[c] for c in GROUP], sort=False, dropna=False).transform("nunique") > 1
+    return results["attack"].where(~several, results["attack"].astype(str) + " by party " + adversary)
 
 
 def _key(key: tuple) -> tuple:

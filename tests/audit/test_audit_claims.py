@@ -70,9 +70,9 @@ def test_the_canaries_for_claims_are_sized_at_the_planned_label_attacks_share():
                                                                 "aligned_fraction": 0.5}})
     needed = canaries_needed(2.0, classes=2, attacks=3)  # gc, mc-mixmatch, similarity
     assert canaries_for_claims(larger) == needed <= 200 // MAX_SHARE
-    every = {**quick, "partition": {**larger.partition.model_dump(), "parties": 3}}  # two adversaries: two guessers
-    every["audit"] = {**every["audit"], "adversaries": "all"}
-    assert canaries_for_claims(AuditConfig.model_validate(every)) == canaries_needed(2.0, classes=2, attacks=6)
+    every = {**quick, "partition": {**larger.partition.model_dump(), "parties": 3}}  # two adversaries: each its own
+    every["audit"] = {**every["audit"], "adversaries": "all"}  # variant (partition.adversary), tested at its own A
+    assert canaries_for_claims(AuditConfig.model_validate(every)) == canaries_needed(2.0, classes=2, attacks=3)
 
 
 def test_a_claim_the_largest_share_cannot_test_plants_no_canaries_for_it():

@@ -275,3 +275,13 @@ def test_several_adversaries_of_one_seed_are_guessers_of_their_own_never_pooled_
     assert by["worst-case"]["epsilon_lower"] == alone
     one = [{**r, "adversary": "1"} for r in runs[0::2]]  # a single adversary: named by its attack, as before
     assert set(epsilon_table(pd.DataFrame(one))["attack"]) == {"gc", "worst-case"}
+
+
+def test_adversaries_kept_apart_as_variants_are_named_by_their_attack_alone():
+    """An audit's report gives each --all-adversaries adversary its own variant (setting): one adversary per setting,
+    so each setting's guessers are its attacks, at its own Bonferroni share."""
+    runs = [{**_row("gc", s, [[50, 40]]), "adversary": a, "variant": f"partition.adversary={a}"}
+            for s in (0, 1) for a in ("1", "2")]
+    table = epsilon_table(pd.DataFrame(runs))
+    assert set(table["attack"]) == {"gc", "worst-case"}
+    assert set(table.loc[table["attack"] == "worst-case", "planned_attacks"]) == {1}

@@ -196,7 +196,6 @@ def canaries_for_claims(cfg: AuditConfig) -> int:
         return 0
     classes = 2 if cfg.partition.canary_labels == "pair" else plan_training(cfg.training()).scenario.dataset.num_classes
     attacks = sum(_guesses_labels(n) for n in cfg.audit.attacks or default_attacks(cfg.audit.profile))
-    attacks *= len(_adversaries(cfg))  # each adversary a guesser of its own in the claim test (tradeoff.epsilon)
     seeds, largest = len(cfg.seeds), cfg.partition.labeled // MAX_SHARE
     pooled = [_needed(eps, classes=classes, attacks=attacks, delta=delta, seeds=seeds) for eps, delta in claims]
     return max((need for n in pooled if n is not None and (need := -(-n // seeds)) <= largest), default=0)
