@@ -12,7 +12,8 @@ import torch
 from torch import nn
 
 from vflpriv.common.errors import IncompatibleError, UnknownNameError
-from vflpriv.config.registry import DEFENSES
+from vflpriv.attacks.labels.gradient_clustering import GradientClustering
+from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.dp_gaussian import GaussianDP
 from vflpriv.runner.execution import build_federation, run
@@ -217,3 +218,27 @@ def test_the_canary_report_says_the_auditor_s_bound_as_the_auditor_s_apart_from_
     assert "f-DP one run: epsilon >= " in line and "not mu-GDP for mu < " in line  # ten classes: the k-ary bounds
     assert all("gradient-lrt" not in r["line"] for r in summary["rows"])  # the attacks' rows and worst case
     assert "### The auditor's empirical epsilon (white box, not an attack)" in "\n".join(canary_markdown(summary))
+
+
+class _RefusedUnderDP(GradientClustering):
+    """gc, except that it refuses any run with dp-gaussian (a plugin attack's own reason, not the auditor's)."""
+
+    def incompatible(self, run, *, num_classes: int) -> str:
+        if any(d.name == "dp-gaussian" for d in run.defenses):
+            return "it refuses dp-gaussian"
+        return super().incompatible(run, num_classes=num_classes)
+
+
+def test_an_attack_refused_under_a_defense_leaves_the_auditor_on_the_defense_s_other_attacks(monkeypatch):
+    """The first attack cannot run under dp-gaussian for a reason of its own: it is set aside with that reason, and
+    the next attack's trainings still carry the auditor (they lost it to the first attack's refusal before)."""
+    from vflpriv.workflows.audit import AuditConfig, audit_grid
+
+    monkeypatch.setitem(ATTACKS._extra, "gc-no-dp", _RefusedUnderDP)
+    small = {"model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 2, "batch_size": 32},
+             "partition": {"labeled": 60, "aux": 20}, "method": {"name": "splitnn"}, "seeds": [0]}
+    audit = {"attacks": ["gc-no-dp", "gc"], "defenses": [{"name": "dp-gaussian"}]}
+    runs, skipped = audit_grid(AuditConfig.model_validate({**small, "audit": audit}))
+    assert {(r.attack.name, r.finetune.auditor) for r in runs if r.swept} == {("gc", "gradient-lrt")}
+    assert [(s.attack, s.defense) for s in skipped] == [("gc-no-dp", "dp-gaussian")]
+    assert "it refuses dp-gaussian" in skipped[0].reason

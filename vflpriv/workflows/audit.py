@@ -334,7 +334,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                                                              d.strengths_for(phase, finetune=cfg.finetune))
                 unset = DefenseConfig(name=d.name, phase=phase, kinds=d.kinds, party=d.party, sweep=True,
                                       options=d.options)
-                reason = _try([_run(base, applicable[0], unset, cfg.seeds[0])]) if applicable else ""
+                reason = _defense_refused(base, applicable, unset, cfg.seeds[0])
                 if reason or not strengths:
                     skipped.append(Inapplicable("*", d.name, phase, reason or f"defense '{d.name}' declares no audit "
                                                 f"strengths for the {phase} phase; give audit.defenses[].strengths"))
@@ -349,11 +349,10 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     defended = [DefenseConfig(name=d.name, strength=s, phase=phase, kinds=d.kinds, party=d.party,
                                               sweep=True, options=d.options) for s in strengths]
                     refused = _try([_run(audited, attack, defended[0], cfg.seeds[0])]) if audited is not base else ""
-                    if refused:  # run without the auditor; where the training plans without it, say why
-                        if not _try([_run(base, attack, defended[0], cfg.seeds[0])]):
-                            skipped.append(Inapplicable(f"auditor {auditor}", d.name, phase, refused))
-                        audited = base
-                    p, reason = _planned([_run(audited, attack, defended[0], cfg.seeds[0])])
+                    if refused and not _try([_run(base, attack, defended[0], cfg.seeds[0])]):
+                        skipped.append(Inapplicable(f"auditor {auditor}", d.name, phase, refused))  # the auditor's
+                        audited = base  # refusal: this defense's trainings go without it, said once
+                    p, reason = _planned([_run(base if refused else audited, attack, defended[0], cfg.seeds[0])])
                     if reason:
                         skipped.append(Inapplicable(attack.name, d.name, phase, reason))
                         continue
@@ -365,6 +364,18 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     # a defense the user named that none of the attacks is judged under: said, not silently dropped
                     skipped.append(Inapplicable("*", d.name, phase, _unpaired(d.name, applicable, phase)))
     return runs, skipped
+
+
+def _defense_refused(base: dict, attacks: list[AttackConfig], unset: DefenseConfig, seed: int) -> str:
+    """Why ``unset`` plans with none of ``attacks`` (the first's reason: a problem of the defense itself, said once),
+    or '' where one plans; an attack refused only under this defense is set aside with its own reason later."""
+    reasons = []
+    for attack in attacks:
+        reason = _try([_run(base, attack, unset, seed)])
+        if not reason:
+            return ""
+        reasons.append(reason)
+    return reasons[0] if reasons else ""
 
 
 def _unpaired(defense: str, attacks: list[AttackConfig], phase: str) -> str:
