@@ -14,6 +14,7 @@ import math
 
 import pandas as pd
 
+from vflpriv.common.secret_kinds import FEATURES, LABELS, SECRETS
 from vflpriv.reports.features import NOTE as FEATURE_NOTE
 from vflpriv.reports.paper_tables import Table, natural
 from vflpriv.reports.tables import roles, who
@@ -122,7 +123,7 @@ def leakage_tables(rows: pd.DataFrame, *, margin: float = MARGIN) -> list[Table]
     the feature attacks' MSEs in a table of their own, each row naming its adversary and victim."""
     if rows.empty:
         return []
-    features = rows["secret"] == "features" if "secret" in rows else pd.Series(False, index=rows.index)
+    features = rows["secret"] == FEATURES if "secret" in rows else pd.Series(False, index=rows.index)
     return [_leakage_table(part, margin=margin, features=secret) for secret, part in
             ((False, rows[~features]), (True, rows[features])) if len(part)]
 
@@ -171,24 +172,24 @@ def prior_strength_tables(results: pd.DataFrame, *, margin: float = MARGIN,
     ok = results[(results["status"] == "ok") & (results["defense"] != "none") & (results["attack"] != WORST)]
     if ok.empty:
         return []
-    secrets = ok["secret"] if "secret" in ok else pd.Series("labels", index=ok.index)
+    secrets = ok["secret"] if "secret" in ok else pd.Series(LABELS, index=ok.index)
     tables = []
-    for secret in ("labels", "features"):
+    for secret in SECRETS:
         part = ok[secrets == secret]
-        keys = [*CELL, *(roles(part) if secret == "features" else []),  # a feature attack: per adversary and victim
+        keys = [*CELL, *(roles(part) if secret == FEATURES else []),  # a feature attack: per adversary and victim
                 *(["variant"] if "variant" in part and (part["variant"] != "").any() else [])]  # configurations apart
         rows = []
         for values, group in part.groupby(keys, sort=False):
             falls = falls_to_prior(group, margin=margin, feature_margin=feature_margin)
             axis = str(group["strength_axis"].iloc[0]) if "strength_axis" in group else "lambda"
-            unit = " MSE" if secret == "features" else ""
+            unit = " MSE" if secret == FEATURES else ""
             where = (f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.4f}{unit}, "
                      f"utility {falls['utility']:.3f})" if falls else "not within " + ", ".join(
                          strength_label(axis, s) for s in sorted(group["strength"].unique())))
             rows.append([*(str(v) for v in values), where])
         if rows:
             rule = (f"mean leakage (prior MSE - attack MSE) within {feature_margin:g} of the prior's MSE"
-                    if secret == "features" else f"mean leakage (attack - prior accuracy) within {margin:g}")
+                    if secret == FEATURES else f"mean leakage (attack - prior accuracy) within {margin:g}")
             tables.append(Table(f"{secret}: the weakest strength at which each attack falls to the adversary's prior",
                                 [*keys, "falls to the prior at"], rows, set(), note=f"Falls to the prior: {rule}."))
     return tables

@@ -13,6 +13,7 @@ from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError, IncompatibleError, Interrupted
 from vflpriv.common.lazy import importing
 from vflpriv.common.progress import RunProgress
+from vflpriv.common.secret_kinds import FEATURES, SECRETS
 from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store import cache
@@ -262,8 +263,8 @@ def evaluate_experiment(
             else:
                 console.print(what + row["status"])
     else:
-        score = {frozenset({"features"}): "min(1, attack MSE / prior MSE)",
-                 frozenset({"labels", "features"}): "1 − attack accuracy; a feature attack's min(1, attack MSE / prior "
+        score = {frozenset({FEATURES}): "min(1, attack MSE / prior MSE)",
+                 frozenset(SECRETS): "1 − attack accuracy; a feature attack's min(1, attack MSE / prior "
                                                     "MSE)"}.get(frozenset(secrets_of(runs)), "1 − attack accuracy")
         console.print(f"no defense swept, so no CAP (the mean over a defense's strengths of utility × ({score})); "
                       "--defense NAME sweeps one")
