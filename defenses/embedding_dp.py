@@ -70,6 +70,11 @@ from vflpriv.defenses.per_sample import GhostTape, ghost_applies, ghost_grads
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
+#: torch's BatchNorm layers, by their public classes (the lazy ones before their first forward).
+_BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.LazyBatchNorm1d,
+               nn.LazyBatchNorm2d, nn.LazyBatchNorm3d)
+
+
 class EmbeddingDPOptions(Options):
     clip: float = Field(1.0, gt=0, description="C: each sent row is clipped to this L2 norm (SecretFlow l2_norm_clip 1)")
     private_bottom: bool = Field(True, description="DP-SGD on the victim's bottom, BatchNorm frozen: what the claim over "
@@ -97,7 +102,7 @@ class PrivateRows(nn.Module):
         super().train(mode)
         if self.frozen:
             for m in self.bottom.modules():
-                if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                if isinstance(m, _BATCHNORMS):
                     m.eval()
         self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
         return self
@@ -126,7 +131,13 @@ class PrivateRows(nn.Module):
 
 
 class EmbeddingDP(PassiveDefense):
-    """Per-row clipping and Gaussian noise on the victim's embeddings, DP-SGD on its bottom; feature-DP epsilon."""
+    """Per-row clipping and Gaussian noise on the victim's embeddings, DP-SGD on its bottom (whose gradients the
+    mechanism forms itself: the bottom's parameter hooks do not run); feature-DP epsilon.
+
+    DP-SGD forms each update of the bottom from per-sample gradients it computes (the tape's recorded rows, or
+    torch.func): autograd never computes a parameter's gradient there, so a hook registered on a parameter
+    (``p.register_hook``) is not called and cannot change the update; one that must act can act on ``p.grad`` after
+    the update (post-processing of the noised sum: the claim still holds)."""
 
     Options = EmbeddingDPOptions
     hook_points = frozenset({PASSIVE_BOTTOM, PASSIVE_BACKWARD})
@@ -205,11 +216,13 @@ class EmbeddingDP(PassiveDefense):
                          gradient: torch.Tensor, ids: torch.Tensor) -> None:
         """DP-SGD: each sample's gradient of its own clipped row times the gradient it received, clipped to C_g,
         summed, noised, over the batch size. The rows are computed independently (the frozen statistics) and the noise
-        of the sent rows carries no gradient; a bottom the tape provably covers (``per_sample.ghost_applies``: built
-        wholly of Linear / Conv2d / frozen BatchNorm layers, row-wise modules, ``nn.Sequential`` and vflpriv's own
-        encoders, by exact type, with no hooks) gets the norms and clipped sums from one backward through the forward
-        that computed ``sent`` (book-keeping on what its tape recorded; a forward of its own for rows computed
-        elsewhere), any other (a plugin's module, a subclass, a hook) its per-sample gradients by ``torch.func``."""
+        of the sent rows carries no gradient; a bottom the tape covers (``per_sample.ghost_applies``: built wholly of
+        Linear / Conv2d / frozen BatchNorm layers, row-wise modules, ``nn.Sequential`` and vflpriv's own encoders, by
+        exact type) gets the norms and clipped sums from one backward through the forward that computed ``sent``
+        (book-keeping on what its tape recorded; a forward of its own for rows computed elsewhere), where the tape's
+        run-time checks hold (``GhostTape.norms``: hooks included); any other bottom or update (a plugin's module, a
+        subclass, a weight reused by a hook, a layer on another number of rows) its per-sample gradients by
+        ``torch.func``."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [p for p in inner.parameters() if p.requires_grad]
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
@@ -335,7 +348,7 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
         h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
         return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
 
-    held = [(m, dict(m._parameters)) for m in inner.modules()]
+    held = [(m, list(m.named_parameters(recurse=False, remove_duplicate=False))) for m in inner.modules()]
     try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
         return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
             params, x, received)
@@ -345,7 +358,8 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
                             "forward without data-dependent Python control flow") from error
     finally:  # functional_call leaves a module reached twice holding the plain tensors it swapped in: put them back
         for m, own in held:
-            m._parameters.update(own)
+            for k, p in own:
+                setattr(m, k, p)
 
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:

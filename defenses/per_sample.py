@@ -16,12 +16,25 @@ the batch's own rows, and its parameters enter the objective through that call a
 a module whose forward is unknown (a plugin's ``F.linear(h, enc.weight.t())`` reuses a weight outside its layer; a
 ``fc(x.reshape(n * k, d))`` makes k rows of each sample), so the tape runs only on a bottom built wholly of modules of
 known forward, by exact type (a subclass may change its forward or ``_conv_forward``): the covered layers,
-parameter-free modules that map row i to row i (activations, pooling, ``Flatten`` from dim 1), ``nn.Sequential`` and
-vflpriv's own encoders (``models/encoders.py`` and the SSL towers; read: each child called once, on per-sample rows),
-with no forward, pre or backward hook on any of them (a hook may change an output); any other bottom takes
-``torch.func``'s vectorised per-sample gradients. At run time :meth:`GhostTape.norms` checks that the recorded calls
-are each covered layer once, on a first dimension of the batch's n, and raises :class:`ProtocolError` otherwise
-(never a wrong norm)."""
+parameter-free modules that map row i to row i (activations, pooling, ``Flatten``/``Unflatten`` from dim 1),
+``nn.Sequential`` and vflpriv's own encoders (``models/encoders.py`` and the SSL towers; read: each child called once,
+on per-sample rows); any other bottom takes ``torch.func``'s vectorised per-sample gradients.
+
+Hooks (module, global, forward, pre, full backward; public APIs only: torch lists no hooks publicly). While entered,
+the tape stands in for each covered layer's ``forward`` (an attribute of the instance, removed at exit): it records
+the rows the layer's own computation received and the gradient that reaches the node of its output (a node pre-hook,
+run after every tensor hook on that output), so a hook that rescales, replaces or wraps a layer's input, output or
+gradients row by row changes what is recorded exactly as it changes the layer's true gradient, and the rules stay
+exact (the naive per-sample loop with the hooks). At run time :meth:`GhostTape.norms` checks, where a hook could break
+a rule: every covered layer (frozen ones too: their input's rank and rows) called on a first dimension of the batch's
+n, each trainable one once; every output reached; and, on the autograd graph of the objective, each trainable
+parameter reached by exactly one edge (a hook or module reusing a weight outside its layer's call adds one). Where any
+check fails the update goes to ``torch.func``, which recomputes it from x and the received gradient (it fails the run
+only where it cannot trace the bottom either). Outside what the tape can check: a hook that mixes the batch's rows
+(the sent rows then depend on other samples, as with a plugin layer coupling rows: no claim holds there, whichever
+path computes the update), and a hook on the node of a layer's output that rewrites its parameter gradients (the
+deprecated non-full ``register_backward_hook``). Parameter hooks (``p.register_hook``) never run: embedding-dp forms
+the bottom's gradients itself."""
 
 from __future__ import annotations
 
@@ -30,8 +43,8 @@ from collections import Counter
 
 import torch
 from torch import nn
+from torch.autograd.graph import get_gradient_edge
 
-from vflpriv.common.errors import ProtocolError
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, TabularInput
 
 #: The layers whose per-sample gradients follow from their input and output gradient rows, and the batch's dimensions
@@ -41,10 +54,11 @@ LAYERS = tuple(_DIMS)
 #: The parameters a rule knows: a layer with any other trainable parameter is not covered.
 _RULED = frozenset({"weight", "bias"})
 #: Modules without a trainable parameter whose output row i is a function of input row i alone (pointwise, pooling
-#: within a sample's own channels, a frozen embedding's lookup; ``Flatten`` only from dim 1 on, see :func:`_known`).
+#: within a sample's own channels, a frozen embedding's lookup; ``Flatten``/``Unflatten`` only from dim 1 on, see
+#: :func:`_known`).
 _ROWWISE = frozenset({nn.Identity, nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid,
-                      nn.Softplus, nn.Dropout, nn.Flatten, nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d,
-                      nn.AdaptiveMaxPool2d, nn.Embedding})
+                      nn.Softplus, nn.Dropout, nn.Flatten, nn.Unflatten, nn.MaxPool2d, nn.AvgPool2d,
+                      nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.Embedding})
 #: Containers whose forward calls each child at most once, in order, on the batch's rows (``nn.ModuleList`` has none:
 #: its parent calls the children) and uses no parameter of theirs outside those calls: vflpriv's own encoders, read.
 _COMPOSITES = frozenset({nn.Sequential, nn.ModuleList, TabularInput, MLPEncoder, CNNEncoder})
@@ -81,7 +95,9 @@ def _known(m: nn.Module) -> bool:
         return _covered(m)
     if any(p.requires_grad for p in m.parameters(recurse=False)):
         return False
-    return _composite(kind) or (kind in _ROWWISE and (kind is not nn.Flatten or m.start_dim >= 1))
+    if kind is nn.Flatten:
+        return m.start_dim >= 1
+    return _composite(kind) or (kind in _ROWWISE and (kind is not nn.Unflatten or m.dim >= 1))
 
 
 def _composite(kind: type) -> bool:
@@ -90,23 +106,12 @@ def _composite(kind: type) -> bool:
     return kind in _COMPOSITES or (towers is not None and any(kind is getattr(towers, k, None) for k in _TOWERS[1]))
 
 
-def _hooked(module: nn.Module) -> bool:
-    """Whether a forward, forward-pre or backward hook is registered on any module of ``module`` or globally (each
-    may change what a layer receives or returns, which the rules read as its plain call)."""
-    from torch.nn.modules import module as registry
-
-    names = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-    return any(getattr(registry, "_global" + k, None) for k in names) \
-        or any(getattr(m, k, None) for m in module.modules() for k in names)
-
-
 def ghost_applies(module: nn.Module) -> bool:
-    """Whether the tape is provably right on ``module`` (see the module's text): every module of it :func:`_known`,
-    no hook on any, and each trainable parameter in one layer only, reached once (a weight tied across two layers
-    gets one gradient of their sum, and its per-sample norm is that sum's: the rules would write two and add their
-    squares; a layer reached twice is two calls, and each rule reads one)."""
-    if _hooked(module):
-        return False
+    """Whether the tape's rules read ``module`` right (see the module's text): every module of it :func:`_known`, and
+    each trainable parameter in one layer only, reached once (a weight tied across two layers gets one gradient of
+    their sum, and its per-sample norm is that sum's: the rules would write two and add their squares; a layer reached
+    twice is two calls, and each rule reads one). Hooks are checked on what they did, at run time
+    (:meth:`GhostTape.norms`)."""
     seen: set[int] = set()
     for m in module.modules(remove_duplicate=False):
         if not _known(m):
@@ -119,121 +124,162 @@ def ghost_applies(module: nn.Module) -> bool:
 
 
 class GhostTape:
-    """While entered, records each forward of ``module``'s trainable covered layers: the input rows, and (by a hook on
-    the output, registered at the forward, before an in-place activation can change that tensor) the output's gradient
-    rows once a backward reaches them. It records nothing where :func:`ghost_applies` no longer holds when entered (a
-    hook or module added since): :meth:`norms` is then None, and the caller takes ``torch.func``."""
+    """While entered, stands in for the ``forward`` of each covered layer of ``module`` (an instance attribute, removed
+    at exit) and records each call: the rows its computation received and, for a trainable layer, the gradient edge of
+    its output, whose gradient a node pre-hook records once a backward reaches it. It records nothing where
+    :func:`ghost_applies` no longer holds when entered (a module added since): :meth:`norms` is then None, and the
+    caller takes ``torch.func``."""
 
     def __init__(self, module: nn.Module):
         self.module = module
         self.names = {id(m): k or "(the bottom)" for k, m in module.named_modules()}
-        self.layers = [m for m in module.modules()
-                       if type(m) in _DIMS and any(p.requires_grad for p in m.parameters(recurse=False))]
+        self.watched = [m for m in module.modules() if type(m) in _DIMS]  # frozen ones too: their rows are checked
+        self.layers = [m for m in self.watched if any(p.requires_grad for p in m.parameters(recurse=False))]
         self.params = [p for m in self.layers for p in m.parameters(recurse=False) if p.requires_grad]
-        #: Per layer the one parameter whose gradient the backward asks for (the bias where it trains: a row sum).
-        self.reached = [next(p for p in (m.bias, m.weight) if p is not None and p.requires_grad) for m in self.layers]
         self.seen: list[list] | None = []
-        self.handles: list = []
+        self.edges: list[tuple] = []  # (entry, gradient edge of its output) per call of a trainable layer
+        self.why = ""  # why the last norms() left the update to torch.func
+        self.recorders = [(m, self._recorder(m)) for m in self.watched]
+        self.entered: list[nn.Module] = []
 
     def __enter__(self) -> GhostTape:
-        """Record a new forward (what an earlier one recorded is dropped), where the tape still applies: checked
-        before its own hooks go in."""
-        self.seen = [] if ghost_applies(self.module) else None
-        self.handles = [m.register_forward_hook(self._record) for m in self.layers] if self.seen is not None else []
+        """Record a new forward (what an earlier one recorded is dropped), where the tape still applies."""
+        self.seen, self.edges = ([], []) if ghost_applies(self.module) else (None, [])
+        if self.seen is not None:
+            for m, record in self.recorders:
+                m.forward = record
+            self.entered = self.watched
         return self
 
     def __exit__(self, *exc) -> None:
-        for h in self.handles:
-            h.remove()
-        self.handles = []
+        for m in self.entered:
+            del m.forward  # the instance attribute: the class's forward again
+        self.entered = []
 
-    def _record(self, m: nn.Module, inputs: tuple, output: torch.Tensor) -> None:
-        entry = [m, inputs[0].detach(), None]
-        self.seen.append(entry)
-        if output.requires_grad:
-            output.register_hook(lambda g, entry=entry: entry.__setitem__(2, g.detach()))
+    def _recorder(self, m: nn.Module):
+        """``m``'s own forward, recording its call: [layer, input rows, output gradient] (and, apart: the hook holds
+        no reference to the node, its output's gradient edge)."""
+        forward, trains = type(m).forward, m in self.layers
+
+        def record(*args, **kwargs):
+            out = forward(m, *args, **kwargs)
+            entry = [m, (args[0] if args else next(iter(kwargs.values()))).detach(), None]
+            self.seen.append(entry)
+            if trains and out.requires_grad:  # the node of the layer's own output, taken before any in-place change
+                self.edges.append((entry, get_gradient_edge(out)))
+                out.grad_fn.register_prehook(lambda grads, entry=entry: entry.__setitem__(2, grads[0]))
+            return out
+
+        return record
 
     def norms(self, out: torch.Tensor, *, n: int):
         """Per-sample squared gradient norms (n,) of the scalar ``out`` (computed from the recorded forward of a batch
         of ``n`` rows) and a function ``clipped_sums(scale, into)`` writing each trainable parameter's sum_i s_i grad_i
-        (per-sample scales s, (n,)) into ``into[parameter]`` (a tensor of its size); None where the tape did not
-        record or a layer's input has another rank than its rule's (2-D rows, 4-D images: ``torch.func`` is right
-        there). Raises :class:`ProtocolError` where the recorded calls are not each covered layer once on n rows (the
-        norms would be wrong). The one backward asks autograd for one cheap parameter gradient per layer (its bias
-        where it trains): it must reach every layer's output, whose gradient rows the hooks record, and no layer's
-        weight gradient is formed there (Bu et al. 2023's book-keeping: the clipped sums are formed once, from the
-        recorded rows)."""
+        (per-sample scales s, (n,)) into ``into[parameter]`` (a tensor of its size); None where the tape did not record
+        or a run-time check fails (:attr:`why` says which; ``torch.func`` is exact there). The one backward asks
+        autograd for the gradients of the recorded outputs only (their edges): it forms no parameter gradient (Bu et
+        al. 2023's book-keeping: the clipped sums are formed once, from the recorded rows)."""
         seen = self.seen
         if seen is None or not out.requires_grad:
             return None
-        calls = Counter(id(e[0]) for e in seen)
+        self.why = self._misread(n) or self._reused(out)
+        if self.why:
+            return None
+        if len(self.edges) != len(self.layers):
+            self.why = "a trainable layer's output does not require a gradient"
+            return None
+        captured = torch.autograd.grad(out, [edge for _, edge in self.edges], allow_unused=True)
+        for (entry, _), g in zip(self.edges, captured):
+            entry[2] = g if entry[2] is None else entry[2]  # the node's pre-hook where it ran (after tensor hooks)
+            if entry[2] is None:
+                m = entry[0]
+                self.why = f"the output of {type(m).__name__} {self.names[id(m)]!r} does not reach the rows sent"
+                return None
+        return _sums([(m, a, g.detach()) for (m, a, g), _ in self.edges])
+
+    def _misread(self, n: int) -> str:
+        """Why the recorded calls are not what the rules read (each trainable covered layer once; every covered layer,
+        frozen or not, on its rule's rank with a first dimension of the batch's n: a frozen Conv2d given a 3-D batch
+        reads it as channels), or ''."""
+        calls = Counter(id(e[0]) for e in self.seen)
         for m in self.layers:
             if calls[id(m)] != 1:
-                self._refuse(f"{type(m).__name__} {self.names[id(m)]!r} was called {calls[id(m)]} time(s) in the "
-                             "forward; each covered layer must be called once")
-        for m, a, _ in seen:
-            if a.dim() == 0 or a.shape[0] != n:
-                self._refuse(f"{type(m).__name__} {self.names[id(m)]!r} was called on {tuple(a.shape)}, not on the "
-                             f"batch's {n} rows")
-        if any(e[1].dim() != _DIMS[type(e[0])] for e in seen):
-            return None
-        torch.autograd.grad(out, self.reached, allow_unused=True)  # fires the output hooks: each layer's gradient rows
-        for m, _, g in seen:
-            if g is None:
-                self._refuse(f"the output of {type(m).__name__} {self.names[id(m)]!r} does not reach the rows sent")
-        squares = None
-        pieces = []  # (parameter, rule, its operands): how its clipped sum is formed
-        for m, a, g in seen:
-            if isinstance(m, nn.Conv2d):
-                squares, pieces = _conv(m, a, g, squares, pieces)
-                continue
-            if isinstance(m, nn.BatchNorm2d):  # per-sample sums over the positions, then as a BatchNorm1d
-                xhat = (a - m.running_mean[:, None, None]) / _std(m)[:, None, None]
-                a, g = (g * xhat).sum((2, 3)), g.sum((2, 3))
-                if m.weight is not None and m.weight.requires_grad:
-                    squares = _plus(squares, a.square().sum(1))
-                    pieces.append((m.weight, "rows", a))
-            elif isinstance(m, nn.Linear):
-                g_squares = g.square().sum(1)
-                if m.weight.requires_grad:
-                    squares = _plus(squares, g_squares * a.square().sum(1))
-                    pieces.append((m.weight, "outer", (a, g)))
-            else:
-                a = (a - m.running_mean) / _std(m)
-                if m.weight is not None and m.weight.requires_grad:
-                    rows = g * a
-                    squares = _plus(squares, rows.square().sum(1))
-                    pieces.append((m.weight, "rows", rows))
-            if m.bias is not None and m.bias.requires_grad:
-                squares = _plus(squares, g_squares if isinstance(m, nn.Linear) else g.square().sum(1))
-                pieces.append((m.bias, "rows", g))
-        if squares is None:
-            squares = seen[0][1].new_zeros(seen[0][1].shape[0])
+                return f"{type(m).__name__} {self.names[id(m)]!r} was called {calls[id(m)]} time(s), not once"
+        for m, a, _ in self.seen:
+            if a.dim() != _DIMS[type(m)] or a.shape[0] != n:
+                return (f"{type(m).__name__} {self.names[id(m)]!r} was called on {tuple(a.shape)}, not on the "
+                        f"batch's {n} rows of rank {_DIMS[type(m)]}")
+        return ""
 
-        def clipped_sums(scale: torch.Tensor, into: dict) -> None:
-            # Each product into a tensor of its own, then copied: written in place (``out=``) at an offset of the flat
-            # buffer that is not a multiple of 16 entries, the CPU kernels round differently (issue-p47's sums moved in
-            # their last digit on a bottom whose sizes are not multiples of 16).
-            for p, rule, operands in pieces:
-                target = into[p]
-                if rule == "rows":  # per-sample gradient rows (n, size): sum_i s_i row_i
-                    target.view(-1).copy_(scale @ operands)
-                elif rule == "outer":  # a Linear weight's: sum_i s_i g_i a_i^T
-                    a, g = operands
-                    target.view(p.shape).copy_((g * scale[:, None]).T @ a)
-                elif rule == "sample":  # materialised per-sample gradients (a Conv2d's)
-                    target.view(-1).copy_(torch.einsum("n,n...->...", scale, operands).reshape(-1))
-                else:  # "ghost": sum_i s_i G_i U_i^T of a Conv2d
-                    grads, patches = operands
-                    summed = torch.bmm(grads * scale[:, None, None], patches.transpose(1, 2)).sum(0)
-                    target.view(-1).copy_(summed.reshape(-1))
+    def _reused(self, out: torch.Tensor) -> str:
+        """Which trainable parameter the autograd graph of ``out`` reaches by more than one edge (a hook or module
+        using it outside its layer's call: its gradient is more than the rule's), or ''; a walk of the graph's nodes
+        (about 7 microseconds for digits' bottom)."""
+        accumulators = {get_gradient_edge(p).node: 0 for p in self.params}
+        seen, stack = {out.grad_fn}, [out.grad_fn]
+        while stack:
+            for node, _ in stack.pop().next_functions:
+                if node in accumulators:
+                    accumulators[node] += 1
+                elif node is not None and node not in seen:
+                    seen.add(node)
+                    stack.append(node)
+        twice = [i for i, c in enumerate(accumulators.values()) if c > 1]
+        return f"a trainable parameter ({tuple(self.params[twice[0]].shape)}) is used outside its layer's call" \
+            if twice else ""
 
-        return squares, clipped_sums
 
-    def _refuse(self, why: str) -> None:
-        raise ProtocolError(f"embedding-dp's DP-SGD tape on the bottom {type(self.module).__name__}: {why}, so its "
-                            "per-sample gradient norms would be wrong (the bottom's forward is not the plain calls "
-                            "defenses/per_sample.py reads)")
+def _sums(recorded: list):
+    """The per-sample squared norms and ``clipped_sums`` (see :meth:`GhostTape.norms`) from each trainable layer's
+    (layer, input rows, output gradient rows)."""
+    squares = None
+    pieces = []  # (parameter, rule, its operands): how its clipped sum is formed
+    for m, a, g in recorded:
+        if isinstance(m, nn.Conv2d):
+            squares, pieces = _conv(m, a, g, squares, pieces)
+            continue
+        if isinstance(m, nn.BatchNorm2d):  # per-sample sums over the positions, then as a BatchNorm1d
+            xhat = (a - m.running_mean[:, None, None]) / _std(m)[:, None, None]
+            a, g = (g * xhat).sum((2, 3)), g.sum((2, 3))
+            if m.weight is not None and m.weight.requires_grad:
+                squares = _plus(squares, a.square().sum(1))
+                pieces.append((m.weight, "rows", a))
+        elif isinstance(m, nn.Linear):
+            g_squares = g.square().sum(1)
+            if m.weight.requires_grad:
+                squares = _plus(squares, g_squares * a.square().sum(1))
+                pieces.append((m.weight, "outer", (a, g)))
+        else:
+            a = (a - m.running_mean) / _std(m)
+            if m.weight is not None and m.weight.requires_grad:
+                rows = g * a
+                squares = _plus(squares, rows.square().sum(1))
+                pieces.append((m.weight, "rows", rows))
+        if m.bias is not None and m.bias.requires_grad:
+            squares = _plus(squares, g_squares if isinstance(m, nn.Linear) else g.square().sum(1))
+            pieces.append((m.bias, "rows", g))
+    if squares is None:
+        squares = seen[0][1].new_zeros(seen[0][1].shape[0])
+
+    def clipped_sums(scale: torch.Tensor, into: dict) -> None:
+        # Each product into a tensor of its own, then copied: written in place (``out=``) at an offset of the flat
+        # buffer that is not a multiple of 16 entries, the CPU kernels round differently (issue-p47's sums moved in
+        # their last digit on a bottom whose sizes are not multiples of 16).
+        for p, rule, operands in pieces:
+            target = into[p]
+            if rule == "rows":  # per-sample gradient rows (n, size): sum_i s_i row_i
+                target.view(-1).copy_(scale @ operands)
+            elif rule == "outer":  # a Linear weight's: sum_i s_i g_i a_i^T
+                a, g = operands
+                target.view(p.shape).copy_((g * scale[:, None]).T @ a)
+            elif rule == "sample":  # materialised per-sample gradients (a Conv2d's)
+                target.view(-1).copy_(torch.einsum("n,n...->...", scale, operands).reshape(-1))
+            else:  # "ghost": sum_i s_i G_i U_i^T of a Conv2d
+                grads, patches = operands
+                summed = torch.bmm(grads * scale[:, None, None], patches.transpose(1, 2)).sum(0)
+                target.view(-1).copy_(summed.reshape(-1))
+
+    return squares, clipped_sums
 
 
 def _std(m: nn.Module) -> torch.Tensor:
