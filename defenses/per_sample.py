@@ -43,7 +43,7 @@ from collections import Counter
 
 import torch
 from torch import nn
-from torch.autograd.graph import get_gradient_edge
+from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, TabularInput
 
@@ -136,6 +136,8 @@ class GhostTape:
         self.watched = [m for m in module.modules() if type(m) in _DIMS]  # frozen ones too: their rows are checked
         self.layers = [m for m in self.watched if any(p.requires_grad for p in m.parameters(recurse=False))]
         self.params = [p for m in self.layers for p in m.parameters(recurse=False) if p.requires_grad]
+        #: Each trainable parameter's gradient accumulator (held: autograd then keeps using this one).
+        self.accumulators = [get_gradient_edge(p).node for p in self.params]
         self.seen: list[list] | None = []
         self.edges: list[tuple] = []  # (entry, gradient edge of its output) per call of a trainable layer
         self.why = ""  # why the last norms() left the update to torch.func
@@ -147,13 +149,13 @@ class GhostTape:
         self.seen, self.edges = ([], []) if ghost_applies(self.module) else (None, [])
         if self.seen is not None:
             for m, record in self.recorders:
-                m.forward = record
+                vars(m)["forward"] = record  # found before the class's forward by the module's call
             self.entered = self.watched
         return self
 
     def __exit__(self, *exc) -> None:
         for m in self.entered:
-            del m.forward  # the instance attribute: the class's forward again
+            del vars(m)["forward"]  # the class's forward again
         self.entered = []
 
     def _recorder(self, m: nn.Module):
@@ -166,7 +168,7 @@ class GhostTape:
             entry = [m, (args[0] if args else next(iter(kwargs.values()))).detach(), None]
             self.seen.append(entry)
             if trains and out.requires_grad:  # the node of the layer's own output, taken before any in-place change
-                self.edges.append((entry, get_gradient_edge(out)))
+                self.edges.append((entry, GradientEdge(out.grad_fn, out.output_nr)))  # (the objective holds the graph)
                 out.grad_fn.register_prehook(lambda grads, entry=entry: entry.__setitem__(2, grads[0]))
             return out
 
@@ -215,7 +217,7 @@ class GhostTape:
         """Which trainable parameter the autograd graph of ``out`` reaches by more than one edge (a hook or module
         using it outside its layer's call: its gradient is more than the rule's), or ''; a walk of the graph's nodes
         (about 7 microseconds for digits' bottom)."""
-        accumulators = {get_gradient_edge(p).node: 0 for p in self.params}
+        accumulators = dict.fromkeys(self.accumulators, 0)
         seen, stack = {out.grad_fn}, [out.grad_fn]
         while stack:
             for node, _ in stack.pop().next_functions:
