@@ -151,8 +151,11 @@ class EmbeddingDP(PassiveDefense):
     #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
     #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values; 3:
     #: the tape only on bottoms of known modules (a plugin bottom that took it before may have had wrong sums: its
-    #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit).
-    revision = 3
+    #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs,
+    #: hooks checked by what they did: a bottom with row-wise hooks, torch.func's before, now takes the tape (the same
+    #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
+    #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit.
+    revision = 4
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "

@@ -57,6 +57,7 @@ ROW_WISE = {  # each acts on every row alone and uses no parameter
     "(c) a forward hook tripling the second Linear's output": (2, "register_forward_hook", lambda b: _triple),
     "a forward pre-hook tripling its input": (2, "register_forward_pre_hook", lambda b: lambda m, i: (3 * i[0],)),
     "a forward hook on the activation": (1, "register_forward_hook", lambda b: _triple),
+    "a forward hook on the whole bottom": ("bottom", "register_forward_hook", lambda b: _triple),
     "a straight-through forward hook (gradient x3, value kept)": (2, "register_forward_hook",
                                                                   lambda b: _straight_through),
     "a forward hook adding a tensor hook on the first layer's output": (0, "register_forward_hook",
@@ -87,7 +88,7 @@ REUSED = {  # each uses a trainable weight outside its layer's call
 def _hooked(where, register: str, hook, handles: list):
     """``hooked(bottom)`` for :func:`_assert_naive`: registers the case's hook on that bottom, keeping its handle."""
     def hooked(bottom):
-        owner = registry if where == "global" else bottom[where]
+        owner = registry if where == "global" else bottom if where == "bottom" else bottom[where]
         handles.append(getattr(owner, register)(hook(bottom)))
     return hooked
 
@@ -115,7 +116,16 @@ def test_a_hook_reusing_a_weight_outside_its_layer_sends_the_update_to_torch_fun
     """A weight entering the objective outside its layer's call has a gradient the rules do not write: the graph's
     check sees the second edge, and the update is torch.func's, the naive loop's."""
     _assert_naive(_mlp, (9, 6), 6, hooked=_hooked(where, register, hook, handles))
-    assert [result for _, result in taped] == [None] and "used outside its layer's call" in taped[0][0].why
+    assert [result for _, result in taped] == [None] and "not by its layer's call alone" in taped[0][0].why
+
+
+@pytest.mark.xfail(strict=True, reason="outside what the tape can check: a hook mixing the batch's rows (the sent rows "
+                   "then depend on other samples: outside embedding-dp's premise, whichever path computes the update); "
+                   "torch lists no hooks publicly")
+def test_a_hook_mixing_the_rows_is_not_seen_by_the_tape(taped, handles):
+    """Pinned as a known limit: the tape takes the update and differs from the naive loop's (one sample alone)."""
+    _assert_naive(_mlp, (9, 6), 6,
+                  hooked=_hooked(2, "register_forward_hook", lambda b: lambda m, i, out: out - out.mean(0), handles))
 
 
 @pytest.mark.parametrize(("build", "shape", "out_dim", "why"), [
