@@ -119,6 +119,23 @@ def test_a_hook_reusing_a_weight_outside_its_layer_sends_the_update_to_torch_fun
     assert [result for _, result in taped] == [None] and "not by its layer's call alone" in taped[0][0].why
 
 
+@pytest.mark.parametrize("reused", [False, True], ids=["no hook", "a weight reused by a hook"])
+def test_the_edge_check_holds_after_the_parameters_change_dtype_under_a_built_tape(reused, taped, handles):
+    """Converting the bottom after its wrapper built the tape gives its parameters new gradient accumulators (torch
+    drops the old on a dtype or device change): the check counts the edges into the graph's own, so the plain bottom
+    keeps the tape and a reused weight is still seen (accumulators held by the tape went stale: they counted no edge,
+    which a check for "more than one" passed open)."""
+    reuse = _hooked(2, "register_forward_hook", lambda b: lambda m, i, out: out + i[0] @ m.weight, handles)
+
+    def hooked(bottom):
+        bottom.float().double()
+        if reused:
+            reuse(bottom)
+
+    _assert_naive(_mlp, (9, 6), 6, hooked=hooked)
+    assert [result is None for _, result in taped] == [reused]
+
+
 @pytest.mark.xfail(strict=True, reason="outside what the tape can check: a hook mixing the batch's rows (the sent rows "
                    "then depend on other samples: outside embedding-dp's premise, whichever path computes the update); "
                    "torch lists no hooks publicly")
