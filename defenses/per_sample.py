@@ -185,17 +185,20 @@ class GhostTape:
         self.why = self._misread(n) or self._reused(out)
         if self.why:
             return None
-        if len(self.edges) != len(self.layers):
+        edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
+        if len(edges) != len(self.layers):
             self.why = "a trainable layer's output does not require a gradient"
             return None
-        captured = torch.autograd.grad(out, [edge for _, edge in self.edges], allow_unused=True)
-        for (entry, _), g in zip(self.edges, captured):
+        for entry, _ in edges:
+            entry[2] = None  # what an earlier backward through these outputs (another loss's) recorded
+        captured = torch.autograd.grad(out, [edge for _, edge in edges], allow_unused=True)
+        for (entry, _), g in zip(edges, captured):
             entry[2] = g if entry[2] is None else entry[2]  # the node's pre-hook where it ran (after tensor hooks)
             if entry[2] is None:
                 m = entry[0]
                 self.why = f"the output of {type(m).__name__} {self.names[id(m)]!r} does not reach the rows sent"
                 return None
-        return _sums([(m, a, g.detach()) for (m, a, g), _ in self.edges])
+        return _sums([(m, a, g.detach()) for (m, a, g), _ in edges])
 
     def _misread(self, n: int) -> str:
         """Why the recorded calls are not what the rules read (each trainable covered layer once; every covered layer,

@@ -218,3 +218,30 @@ def test_neither_file_reads_a_private_attribute_of_a_dependency():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("_") \
                     and not node.value.startswith("__"):
                 pytest.fail(f"{name}:{node.lineno} names {node.value!r}")
+
+
+def test_an_earlier_backward_through_the_taped_outputs_leaves_no_stale_gradient(taped):
+    """Another loss's backward through the sent rows (retaining the graph, reaching the first layer's bias) before the
+    update runs the first layer's output node with its own gradient: that is dropped, and the update is the naive
+    loop's, from the tape."""
+    from test_embedding_dp_bottoms import _Fake, _naive
+
+    torch.set_default_dtype(torch.float64)
+    try:
+        torch.manual_seed(0)
+        bottom = _mlp()
+        reference = copy.deepcopy(bottom)
+        x, received = torch.randn(9, 6) * 3, torch.randn(9, 6) * 3
+        fake = _Fake(sigma=0.4, clip=0.05, n=9)
+        wrapped = embedding_dp.PrivateRows(bottom, clip=1.0, sigma=0.3, frozen=True,
+                                           generator=torch.Generator().manual_seed(3)).train()
+        sent = wrapped(x)
+        torch.autograd.grad((sent * 5).sum(), bottom[0].bias, retain_graph=True)  # another loss's backward
+        state = fake.generator.get_state()
+        embedding_dp.EmbeddingDP.passive_backward(fake, 1, wrapped, x, sent, received, torch.arange(9))
+        expected = _naive(reference, x, received, sigma=0.4, clip=0.05, state=state)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert taped[0][1] is not None
+    for p, e in zip(bottom.parameters(), expected, strict=True):
+        assert torch.allclose(p.grad, e, rtol=1e-9, atol=1e-12)
