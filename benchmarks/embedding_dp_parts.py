@@ -4,7 +4,7 @@ as a ratio to the undefended bottom's forward and backward timed in the same rep
 repeat; CPU seconds; medians of the repeats' ratios).
 
     python benchmarks/embedding_dp_parts.py [--repeats 5]
-    python benchmarks/embedding_dp_parts.py --against DIR [--repeats 9]   # the whole step, this code vs DIR's
+    python benchmarks/embedding_dp_parts.py --against DIR [--bottom cnn] [--repeats 9]   # the step, this code vs DIR's
 
 With ``--against DIR`` (another checkout, e.g. main's worktree): its ``defenses/per_sample.py`` and
 ``defenses/embedding_dp.py`` loaded beside this checkout's, and the whole DP-SGD step of each (same bottom, same data,
@@ -77,19 +77,34 @@ def _against(tree: Path):
     return loaded[1]
 
 
-def steps(tree: Path, *, batch: int = 64, features: int = 32, width: int = 128) -> dict:
+def _bottoms(kind: str, batch: int, features: int, width: int):
+    """A bottom of ``kind`` (digits' MLP blocks, or vflpriv's CNN encoder on 28 x 28 images), its input rows and its
+    output width."""
+    if kind == "digits":
+        return (lambda: nn.Sequential(mlp_block(features, width), mlp_block(width, width))), (features,), width
+    from vflpriv.config.schema import ModelConfig
+    from vflpriv.data.base import PartySpec
+    from vflpriv.models.encoders import build_encoder
+
+    spec, config = PartySpec(modality="image", shape=(1, 28, 28)), ModelConfig(hidden=width, out_dim=width)
+    return (lambda: build_encoder(spec, config, generator=torch.Generator().manual_seed(0))), spec.shape, width
+
+
+def steps(tree: Path, *, bottom: str = "digits", batch: int = 64, features: int = 32, width: int = 128) -> dict:
     """The baseline and the whole DP-SGD step by this checkout's code and by ``tree``'s, on equal bottoms and data."""
+    build, shape, width = _bottoms(bottom, batch, features, width)
     g = torch.Generator().manual_seed(0)
-    x, received = torch.rand(batch, features, generator=g), torch.randn(batch, width, generator=g) * 0.01
+    x, received = torch.rand(batch, *shape, generator=g), torch.randn(batch, width, generator=g) * 0.01
     ids = torch.arange(batch)
-    plain = nn.Sequential(mlp_block(features, width), mlp_block(width, width)).train()
+    torch.manual_seed(0)
+    plain = build().train()
     fns = {"marker": lambda: None, BASELINE: lambda: backward_with(plain(x), received)}
     for label, module in (("this checkout", sys.modules[EmbeddingDP.__module__]), (str(tree), _against(tree))):
         torch.manual_seed(0)
         dp = module.EmbeddingDP(strength=0.1, party=1, phase="finetune", kinds=None, options=EmbeddingDPOptions(),
                                 generator=torch.Generator().manual_seed(1))
         dp.released, dp.stepped = module.Counts(batch), module.Counts(batch)
-        wrapped = dp.passive_bottom(1, nn.Sequential(mlp_block(features, width), mlp_block(width, width))).train()
+        wrapped = dp.passive_bottom(1, build()).train()
 
         def update(dp=dp, wrapped=wrapped):
             sent = wrapped(x)
@@ -151,15 +166,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--against", type=Path, metavar="DIR", help="another checkout: its whole step beside this one's")
+    parser.add_argument("--bottom", choices=("digits", "cnn"), default="digits",
+                        help="with --against: digits' MLP bottom or vflpriv's CNN encoder on 28 x 28 images")
     args = parser.parse_args()
     torch.set_num_threads(1)
     reuse_freed_memory()
     if args.against is not None:
-        fns = steps(args.against)
+        fns = steps(args.against, bottom=args.bottom)
         mine, theirs = (name for name in fns if name != BASELINE)
         ratios, base = _ratios(fns, args.repeats, pairs=(mine, theirs))
         print(f"CPU time per update over {BASELINE}'s ({base:.3f} ms here), median of {args.repeats} interleaved "
-              f"repeats; this checkout's step over {args.against}'s: {ratios['pair']:.3f}")
+              f"repeats ({args.bottom} bottom); this checkout's step over {args.against}'s: {ratios['pair']:.3f}")
         for name in (mine, theirs):
             print(f"| {name} | {ratios[name]:.3f} |")
         return

@@ -32,8 +32,8 @@ parameter reached by exactly one edge (a hook or module reusing a weight outside
 check fails the update goes to ``torch.func``, which recomputes it from x and the received gradient (it fails the run
 only where it cannot trace the bottom either). Outside what the tape can check: a hook that mixes the batch's rows
 (the sent rows then depend on other samples, as with a plugin layer coupling rows: no claim holds there, whichever
-path computes the update), and a hook on the node of a layer's output that rewrites its parameter gradients (the
-deprecated non-full ``register_backward_hook``). Parameter hooks (``p.register_hook``) never run: embedding-dp forms
+path computes the update), and a hook on the autograd node of a layer's output (``out.grad_fn.register_prehook`` or
+``register_hook``, or the deprecated non-full ``register_backward_hook``, which rewrites its parameter gradients). Parameter hooks (``p.register_hook``) never run: embedding-dp forms
 the bottom's gradients itself."""
 
 from __future__ import annotations
