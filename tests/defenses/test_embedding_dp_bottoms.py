@@ -238,9 +238,9 @@ def test_the_tape_applies_only_to_modules_of_known_forward_by_exact_type():
 
 
 @pytest.mark.parametrize("where", ["on a layer", "global"])
-def test_a_hook_added_after_the_wrapper_built_its_tape_sends_the_update_to_torch_func(where):
-    """A hook registered once the wrapper holds a tape (at ``train()``) is seen when the tape is entered: the update is
-    still the naive loop's, which sees the hook."""
+def test_a_hook_added_after_the_wrapper_built_its_tape_still_gives_the_naive_loop_s_update(where):
+    """A hook registered once the wrapper holds a tape (at ``train()``): the tape records what the hooked forward
+    computed, so the update is still the naive loop's, which sees the hook."""
     handles = []
 
     def hooked(bottom):
