@@ -97,7 +97,9 @@ def _known(m: nn.Module) -> bool:
         return False
     if kind is nn.Flatten:
         return m.start_dim >= 1
-    return _composite(kind) or (kind in _ROWWISE and (kind is not nn.Unflatten or m.dim >= 1))
+    if kind is nn.Unflatten:
+        return isinstance(m.dim, int) and m.dim >= 1
+    return _composite(kind) or kind in _ROWWISE
 
 
 def _composite(kind: type) -> bool:
@@ -179,13 +181,12 @@ class GhostTape:
         or a run-time check fails (:attr:`why` says which; ``torch.func`` is exact there). The one backward asks
         autograd for the gradients of the recorded outputs only (their edges): it forms no parameter gradient (Bu et
         al. 2023's book-keeping: the clipped sums are formed once, from the recorded rows)."""
-        seen = self.seen
-        if seen is None or not out.requires_grad:
+        edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
+        if self.seen is None or not out.requires_grad:
             return None
         self.why = self._misread(n) or self._reused(out)
         if self.why:
             return None
-        edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
         if len(edges) != len(self.layers):
             self.why = "a trainable layer's output does not require a gradient"
             return None

@@ -233,7 +233,11 @@ def test_the_tape_applies_only_to_modules_of_known_forward_by_exact_type():
     assert not per_sample.ghost_applies(tabular)  # a trainable embedding: no rule
     tabular.input.embeddings.requires_grad_(False)
     assert per_sample.ghost_applies(tabular)  # a frozen one: a lookup per row
-    for odd in (_ReLU(), nn.Softmax(dim=0), nn.BatchNorm1d(4, affine=False), nn.Flatten(0), _Plain(4, 4)):
+    assert per_sample.ghost_applies(nn.Sequential(nn.Linear(4, 4), nn.Unflatten(1, (2, 2))))
+    named = nn.Unflatten(1, (2, 2))
+    named.dim = "features"  # a named dimension: not known to be a sample's own
+    for odd in (_ReLU(), nn.Softmax(dim=0), nn.BatchNorm1d(4, affine=False), nn.Flatten(0), _Plain(4, 4),
+                nn.Unflatten(0, (2, 2)), named):
         assert not per_sample.ghost_applies(nn.Sequential(nn.Linear(4, 4), odd)), odd
 
 
