@@ -33,7 +33,8 @@ check fails the update goes to ``torch.func``, which recomputes it from x and th
 only where it cannot trace the bottom either). Outside what the tape can check: a hook that mixes the batch's rows
 (the sent rows then depend on other samples, as with a plugin layer coupling rows: no claim holds there, whichever
 path computes the update), and a hook on the autograd node of a layer's output (``out.grad_fn.register_prehook`` or
-``register_hook``, or the deprecated non-full ``register_backward_hook``, which rewrites its parameter gradients). Parameter hooks (``p.register_hook``) never run: embedding-dp forms
+``register_hook``, or the deprecated non-full ``register_backward_hook``, which rewrites its parameter gradients): the
+update then stays private, each sample's clipped part computed from its own row, but is not the hooked gradient. Parameter hooks (``p.register_hook``) never run: embedding-dp forms
 the bottom's gradients itself."""
 
 from __future__ import annotations

@@ -136,6 +136,22 @@ def test_the_edge_check_holds_after_the_parameters_change_dtype_under_a_built_ta
     assert [result is None for _, result in taped] == [reused]
 
 
+@pytest.mark.xfail(strict=True, reason="outside what the tape can check: a hook on the autograd node of a layer's "
+                   "output rewriting its parameter gradients (the deprecated non-full register_backward_hook): the "
+                   "update stays private (each sample's clipped part from its own row) but is not the hooked "
+                   "gradient; an alias of each output putting such hooks before the layer's node cost 5% of the step")
+def test_a_deprecated_non_full_backward_hook_is_not_seen_by_the_tape(taped, handles):
+    """Pinned as a known limit: torch registers it on the node of the layer's output, after the layer's gradients."""
+    def doubled(m, grad_input, grad_output):
+        return tuple(None if g is None else 2 * g for g in grad_input)
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _assert_naive(_mlp, (9, 6), 6, hooked=_hooked(2, "register_backward_hook", lambda b: doubled, handles))
+
+
 @pytest.mark.xfail(strict=True, reason="outside what the tape can check: a hook mixing the batch's rows (the sent rows "
                    "then depend on other samples: outside embedding-dp's premise, whichever path computes the update); "
                    "torch lists no hooks publicly")
