@@ -20,22 +20,24 @@ parameter-free modules that map row i to row i (activations, pooling, ``Flatten`
 ``nn.Sequential`` and vflpriv's own encoders (``models/encoders.py`` and the SSL towers; read: each child called once,
 on per-sample rows); any other bottom takes ``torch.func``'s vectorised per-sample gradients.
 
-Hooks (module, global, forward, pre, full backward; public APIs only: torch lists no hooks publicly). While entered,
-the tape stands in for each covered layer's ``forward`` (an attribute of the instance, removed at exit): it records
-the rows the layer's own computation received and the gradient that reaches the node of its output (a node pre-hook,
-run after every tensor hook on that output), so a hook that rescales, replaces or wraps a layer's input, output or
-gradients row by row changes what is recorded exactly as it changes the layer's true gradient, and the rules stay
-exact (the naive per-sample loop with the hooks). At run time :meth:`GhostTape.norms` checks, where a hook could break
-a rule: every covered layer (frozen ones too: their input's rank and rows) called on a first dimension of the batch's
-n, each trainable one once; every output reached; and, on the autograd graph of the objective, each trainable
-parameter reached by exactly one edge (a hook or module reusing a weight outside its layer's call adds one). Where any
-check fails the update goes to ``torch.func``, which recomputes it from x and the received gradient (it fails the run
-only where it cannot trace the bottom either). Outside what the tape can check: a hook that mixes the batch's rows
-(the sent rows then depend on other samples, as with a plugin layer coupling rows: no claim holds there, whichever
-path computes the update), and a hook on the autograd node of a layer's output (``out.grad_fn.register_prehook`` or
-``register_hook``, or the deprecated non-full ``register_backward_hook``, which rewrites its parameter gradients): the
-update then stays private, each sample's clipped part computed from its own row, but is not the hooked gradient. Parameter hooks (``p.register_hook``) never run: embedding-dp forms
-the bottom's gradients itself."""
+Hooks (module or global; public APIs only: torch lists no hooks publicly). While entered, the tape stands in for
+each covered layer's ``forward`` (an attribute of the instance, removed at exit): it records the rows the layer's own
+computation received and the gradient that reaches the node of its output (a node pre-hook, run after every tensor
+hook on that output), so a forward or pre-hook that rescales, replaces or wraps a layer's input or output row by row
+(or adds a tensor hook on it) changes what is recorded exactly as it changes the layer's true gradient, and the rules
+stay exact (the naive per-sample loop with the hooks). At run time :meth:`GhostTape.norms` checks where a hook could
+break a rule: every covered layer (frozen ones too: their input's rank and rows) called on a first dimension of the
+batch's n, each trainable one once; every output reached; and, on the autograd graph of the objective, each trainable
+parameter reached by exactly one edge (a hook or module reusing a weight outside its layer's call adds one) and no
+custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
+gradients). Where any check fails the update goes to ``torch.func``, which recomputes it from x and the received
+gradient (it fails the run only where it cannot trace the bottom either: a full backward hook, as before the tape
+took hooked bottoms). Outside what the tape can check: a forward hook that mixes the batch's rows (the sent rows then
+depend on other samples, as with a plugin layer coupling rows: no claim holds there, whichever path computes the
+update) or a tensor hook that mixes their gradients, and a hook on the autograd node of a layer's output
+(``out.grad_fn.register_hook``, the deprecated non-full ``register_backward_hook``, which rewrites its parameter
+gradients: the update then stays private, each sample's clipped part computed from its own row, but is not the hooked
+gradient). Parameter hooks (``p.register_hook``) never run: embedding-dp forms the bottom's gradients itself."""
 
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ from collections import Counter
 
 import torch
 from torch import nn
+from torch.autograd.function import BackwardCFunction
 from torch.autograd.graph import GradientEdge
 
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, TabularInput
@@ -217,10 +220,11 @@ class GhostTape:
         return ""
 
     def _reused(self, out: torch.Tensor) -> str:
-        """Which trainable parameter the autograd graph of ``out`` reaches by other than exactly one edge (a hook or
-        module using it outside its layer's call adds one: its gradient is more than the rule's), or ''; a walk of the
-        graph's nodes, each parameter's accumulator known by its ``variable`` (about 10 microseconds on digits'
-        bottom; no accumulator is held between updates: moving a parameter to another device replaces its own)."""
+        """Why the autograd graph of ``out`` is not the rules' (a walk of its nodes, about 10 microseconds on digits'
+        bottom), or '': a trainable parameter reached by other than exactly one edge (a hook or module using it outside
+        its layer's call adds one: its gradient is more than the rule's; each parameter's accumulator known by its
+        ``variable``, none held between updates: a device or dtype change replaces it), or a custom autograd Function
+        (a full backward hook's, any hook's own), whose backward may mix the rows' gradients."""
         edges = dict.fromkeys(map(id, self.params), 0)
         seen, stack = {out.grad_fn}, [out.grad_fn]
         while stack:
@@ -230,6 +234,8 @@ class GhostTape:
                     if id(variable) in edges:
                         edges[id(variable)] += 1
                 elif node is not None and node not in seen:
+                    if isinstance(node, BackwardCFunction):
+                        return f"the objective's graph holds a custom autograd Function ({node.name()}: a hook's)"
                     seen.add(node)
                     stack.append(node)
         odd = [p for p in self.params if edges[id(p)] != 1]

@@ -64,15 +64,20 @@ ROW_WISE = {  # each acts on every row alone and uses no parameter
                                                                         lambda b: _gradient_hook),
     "a forward hook adding a tensor hook on the last layer's output": (2, "register_forward_hook",
                                                                        lambda b: _gradient_hook),
+    "a global forward hook": ("global", "register_module_forward_hook", lambda b: _only(b[2], _triple)),
+    "a global forward pre-hook": ("global", "register_module_forward_pre_hook",
+                                  lambda b: _only(b[2], lambda m, i: (3 * i[0],))),
+}
+
+BACKWARD = {  # each may rewrite the gradients of all rows together: torch.func's per-sample pass cannot run them
+    "a full backward hook normalising the input's gradient over the batch": (
+        2, "register_full_backward_hook", lambda b: lambda m, gin, gout: (gin[0] / gin[0].norm(),)),
     "a full backward hook doubling the gradient to the input": (
         2, "register_full_backward_hook", lambda b: lambda m, gin, gout: (2 * gin[0],)),
     "a full backward pre-hook doubling the output's gradient": (
         2, "register_full_backward_pre_hook", lambda b: lambda m, gout: (2 * gout[0],)),
-    "a global forward hook": ("global", "register_module_forward_hook", lambda b: _only(b[2], _triple)),
-    "a global forward pre-hook": ("global", "register_module_forward_pre_hook",
-                                  lambda b: _only(b[2], lambda m, i: (3 * i[0],))),
-    "a global full backward hook": ("global", "register_module_full_backward_hook",
-                                    lambda b: _only(b[2], lambda m, gin, gout: (2 * gin[0],))),
+    "a global full backward hook logging": ("global", "register_module_full_backward_hook",
+                                            lambda b: _only(b[2], lambda m, gin, gout: None)),
 }
 
 REUSED = {  # each uses a trainable weight outside its layer's call
@@ -108,6 +113,24 @@ def test_a_row_wise_hook_keeps_the_tape_and_its_update_is_the_naive_loop_s(where
     changes the true gradient: the update stays the naive loop's (with the hooks), from the tape."""
     _assert_naive(_mlp, (9, 6), 6, hooked=_hooked(where, register, hook, handles))
     assert [result is not None for _, result in taped] == [True], taped[0][0].why
+
+
+@pytest.mark.parametrize(("where", "register", "hook"), BACKWARD.values(), ids=BACKWARD.keys())
+def test_a_full_backward_hook_leaves_the_update_to_torch_func_which_fails_the_run(where, register, hook, taped,
+                                                                                   handles):
+    """A full backward hook (module or global, pre or not) puts a custom autograd Function in the objective's graph,
+    whose backward may mix the rows' gradients (normalising over the batch would make each sample's part depend on
+    every other's): the tape's check leaves the update to torch.func, which cannot run it per sample, so the run fails
+    with its reason (as it did before the tape took hooked bottoms), never a tape update whose sensitivity is
+    unbounded."""
+    wrapped = embedding_dp.PrivateRows(_mlp(), clip=1.0, sigma=0.3, frozen=True,
+                                       generator=torch.Generator().manual_seed(3)).train()
+    _hooked(where, register, hook, handles)(wrapped.bottom)
+    fake = __import__("test_embedding_dp_bottoms")._Fake(sigma=0.4, clip=0.05, n=9)
+    x = torch.randn(9, 6)
+    with pytest.raises(ProtocolError, match="cannot be computed by torch.func"):
+        embedding_dp.EmbeddingDP.passive_backward(fake, 1, wrapped, x, wrapped(x), torch.randn(9, 6), torch.arange(9))
+    assert [result for _, result in taped] == [None] and "custom autograd Function" in taped[0][0].why
 
 
 @pytest.mark.parametrize(("where", "register", "hook"), REUSED.values(), ids=REUSED.keys())
