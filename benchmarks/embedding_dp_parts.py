@@ -134,11 +134,11 @@ def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
 
     def backward():
         _, clipped, tape = taped()
-        torch.autograd.grad((clipped * received).sum(), tape.reached, allow_unused=True)
+        torch.autograd.grad((clipped * received).sum(), [edge for _, edge in tape.edges], allow_unused=True)
 
     def norms_and_sums():
         _, clipped, tape = taped()
-        squares, clipped_sums = tape.norms((clipped * received).sum(), n=x.shape[0])
+        squares, clipped_sums = tape.norms((clipped * received).sum(1), n=x.shape[0])
         flat = torch.empty(sum(p.numel() for p in trained))
         clipped_sums(_scale(squares, 1.0), dict(zip(trained, flat.split([p.numel() for p in trained]))))
 

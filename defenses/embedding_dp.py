@@ -235,9 +235,9 @@ class EmbeddingDP(PassiveDefense):
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
-            ghost = tape.norms((clipped * received).sum(), n=n)
+            ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n)
         else:
-            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).sum(), x) \
+            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1), x) \
                 if ghost_applies(inner) else None
         sums = trained[0].new_zeros(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
         views = dict(zip(trained, sums.split([p.numel() for p in trained])))

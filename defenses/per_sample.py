@@ -145,6 +145,7 @@ class GhostTape:
         self.seen: list[list] | None = []
         self.edges: list[tuple] = []  # (entry, gradient edge of its output) per call of a trainable layer
         self.why = ""  # why the last norms() left the update to torch.func
+        self.checked = False  # whether an update checked that the rows' gradients are the samples' own
         self.recorders = [(m, self._recorder(m)) for m in self.watched]
         self.entered: list[nn.Module] = []
 
@@ -178,32 +179,59 @@ class GhostTape:
 
         return record
 
-    def norms(self, out: torch.Tensor, *, n: int):
-        """Per-sample squared gradient norms (n,) of the scalar ``out`` (computed from the recorded forward of a batch
-        of ``n`` rows) and a function ``clipped_sums(scale, into)`` writing each trainable parameter's sum_i s_i grad_i
-        (per-sample scales s, (n,)) into ``into[parameter]`` (a tensor of its size); None where the tape did not record
-        or a run-time check fails (:attr:`why` says which; ``torch.func`` is exact there). The one backward asks
-        autograd for the gradients of the recorded outputs only (their edges): it forms no parameter gradient (Bu et
-        al. 2023's book-keeping: the clipped sums are formed once, from the recorded rows)."""
+    def norms(self, rows: torch.Tensor, *, n: int):
+        """Per-sample squared gradient norms (n,) of ``rows`` (each sample's objective, (n,), computed from the recorded
+        forward of a batch of ``n`` rows) and a function ``clipped_sums(scale, into)`` writing each trainable
+        parameter's sum_i s_i grad_i (per-sample scales s, (n,)) into ``into[parameter]`` (a tensor of its size); None
+        where the tape did not record or a run-time check fails (:attr:`why` says which; ``torch.func`` is exact
+        there). The one backward (of rows.sum()) asks autograd for the gradients of the recorded outputs only (their
+        edges): it forms no parameter gradient (Bu et al. 2023's book-keeping: the clipped sums are formed once, from
+        the recorded rows). A tape's first update also checks that the rows' gradients are the samples' own
+        (:meth:`_mixed`)."""
         edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
-        if self.seen is None or not out.requires_grad:
+        if self.seen is None or not rows.requires_grad:
             return None
+        out = rows.sum()
         self.why = self._misread(n) or self._reused(out)
         if self.why:
             return None
         if len(edges) != len(self.layers):
             self.why = "a trainable layer's output does not require a gradient"
             return None
+        weights = None if self.checked else _weights(n, rows)
+        weighted = None if weights is None else self._gradients((rows * weights).sum(), edges, retain=True)
+        self.checked = True
+        grads = self._gradients(out, edges)
+        missing = next((e[0] for (e, _), g in zip(edges, grads) if g is None), None)
+        if missing is not None:
+            name = f"{type(missing).__name__} {self.names[id(missing)]!r}"
+            self.why = f"the output of {name} does not reach the rows sent"
+            return None
+        self.why = "" if weighted is None else self._mixed(edges, grads, weighted, weights)
+        return None if self.why else _sums([(m, a, g) for ((m, a, _), _), g in zip(edges, grads)])
+
+    @staticmethod
+    def _gradients(out: torch.Tensor, edges: list, *, retain: bool = False) -> list:
+        """The gradient of ``out`` reaching each recorded output's node (its pre-hook's, after the tensor hooks, where
+        the node ran; autograd's captured one where it did not), or None where it does not reach it."""
         for entry, _ in edges:
             entry[2] = None  # what an earlier backward through these outputs (another loss's) recorded
-        captured = torch.autograd.grad(out, [edge for _, edge in edges], allow_unused=True)
-        for (entry, _), g in zip(edges, captured):
-            entry[2] = g if entry[2] is None else entry[2]  # the node's pre-hook where it ran (after tensor hooks)
-            if entry[2] is None:
-                m = entry[0]
-                self.why = f"the output of {type(m).__name__} {self.names[id(m)]!r} does not reach the rows sent"
-                return None
-        return _sums([(m, a, g.detach()) for (m, a, g), _ in edges])
+        captured = torch.autograd.grad(out, [edge for _, edge in edges], allow_unused=True, retain_graph=retain)
+        return [(g if entry[2] is None else entry[2]) for (entry, _), g in zip(edges, captured)]
+
+    def _mixed(self, edges: list, grads: list, weighted: list, weights: torch.Tensor) -> str:
+        """Why the rows' gradients are not each sample's own (a hook mixing rows, in the forward or the backward: each
+        sample's part of the update would depend on the others), or '': with rows independent, the gradient of
+        sum_i w_i rows_i at a layer's output row i is w_i times that of sum_i rows_i, to float rounding (relative 1e-3
+        here; a mixing hook moves it by its own size). Once per tape (per ``train()``: about one backward an epoch)."""
+        for (entry, _), g, got in zip(edges, grads, weighted):
+            if got is None:
+                return f"the weighted rows do not reach {type(entry[0]).__name__} {self.names[id(entry[0])]!r}"
+            expected = g * weights.view(-1, *[1] * (g.dim() - 1))
+            if (got - expected).abs().max() > 1e-3 * expected.abs().max() + 1e-30:
+                return (f"the gradient at {type(entry[0]).__name__} {self.names[id(entry[0])]!r} mixes the batch's "
+                        "rows (a hook's?): a sample's part of the update would depend on the others")
+        return ""
 
     def _misread(self, n: int) -> str:
         """Why the recorded calls are not what the rules read (each trainable covered layer once; every covered layer,
@@ -330,7 +358,15 @@ def _conv(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, squares: torch.Tensor 
 
 
 def ghost_grads(module: nn.Module, objective, x: torch.Tensor):
-    """:meth:`GhostTape.norms` of ``objective(module(x))``, from a forward of its own."""
+    """:meth:`GhostTape.norms` of ``objective(module(x))`` (each sample's objective, (n,)), from a forward of its
+    own."""
     with GhostTape(module) as tape:
-        out = objective(module(x))
-    return tape.norms(out, n=x.shape[0])
+        rows = objective(module(x))
+    return tape.norms(rows, n=x.shape[0])
+
+
+def _weights(n: int, like: torch.Tensor) -> torch.Tensor:
+    """Per-sample weights in [0.5, 1.5) for :meth:`GhostTape._mixed`, from a stream of their own (no training draw
+    moves)."""
+    generator = torch.Generator().manual_seed(n)
+    return torch.rand(n, generator=generator, device=generator.device, dtype=like.dtype).add_(0.5).to(like.device)

@@ -382,7 +382,7 @@ def test_the_update_is_bit_for_bit_the_sums_formed_in_tensors_of_their_own():
     bottom(torch.randn(50, 19) * 2 + 1)
     bottom.eval()
     x, received = torch.randn(23, 19), torch.randn(23, 13) * 3
-    squares, clipped_sums = ghost_grads(bottom, lambda h: (clip_rows(h, clip=1.0) * received).sum(), x)
+    squares, clipped_sums = ghost_grads(bottom, lambda h: (clip_rows(h, clip=1.0) * received).sum(1), x)
     alone = {p: torch.empty(p.shape) for p in bottom.parameters()}
     clipped_sums(_scale(squares, 0.05), alone)
     _step(bottom, x, received, sigma=0.0, clip=0.05)

@@ -175,13 +175,23 @@ def test_a_deprecated_non_full_backward_hook_is_not_seen_by_the_tape(taped, hand
         _assert_naive(_mlp, (9, 6), 6, hooked=_hooked(2, "register_backward_hook", lambda b: doubled, handles))
 
 
-@pytest.mark.xfail(strict=True, reason="outside what the tape can check: a hook mixing the batch's rows (the sent rows "
-                   "then depend on other samples: outside embedding-dp's premise, whichever path computes the update); "
-                   "torch lists no hooks publicly")
-def test_a_hook_mixing_the_rows_is_not_seen_by_the_tape(taped, handles):
-    """Pinned as a known limit: the tape takes the update and differs from the naive loop's (one sample alone)."""
-    _assert_naive(_mlp, (9, 6), 6,
-                  hooked=_hooked(2, "register_forward_hook", lambda b: lambda m, i, out: out - out.mean(0), handles))
+MIXING = {  # each makes a sample's row or gradient depend on the others'
+    "a forward hook centring the last layer's output over the batch": (
+        2, "register_forward_hook", lambda b: lambda m, i, out: out - out.mean(0)),
+    "a forward hook adding a tensor hook normalising the gradient over the batch": (
+        1, "register_forward_hook", lambda b: lambda m, i, out: out.register_hook(lambda g: g / g.norm()) and None),
+}
+
+
+@pytest.mark.parametrize(("where", "register", "hook"), MIXING.values(), ids=MIXING.keys())
+def test_a_hook_mixing_the_rows_is_seen_at_the_tape_s_first_update_and_left_to_torch_func(where, register, hook,
+                                                                                         taped, handles):
+    """A tape's first update checks that the gradient of sum_i w_i rows_i at each layer's output is w times that of
+    sum_i rows_i (what rows computed independently give): a hook mixing the rows fails it, and the update is
+    torch.func's, one sample at a time, the naive loop's (the tape's would have let every sample's part depend on the
+    others: unbounded sensitivity)."""
+    _assert_naive(_mlp, (9, 6), 6, hooked=_hooked(where, register, hook, handles))
+    assert [result for _, result in taped] == [None] and "mixes the batch's rows" in taped[0][0].why
 
 
 @pytest.mark.parametrize(("build", "shape", "out_dim", "why"), [
