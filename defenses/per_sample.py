@@ -30,14 +30,15 @@ break a rule: every covered layer (frozen ones too: their input's rank and rows)
 batch's n, each trainable one once; every output reached; and, on the autograd graph of the objective, each trainable
 parameter reached by exactly one edge (a hook or module reusing a weight outside its layer's call adds one) and no
 custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
-gradients). Where any check fails the update goes to ``torch.func``, which recomputes it from x and the received
-gradient (it fails the run only where it cannot trace the bottom either: a full backward hook, as before the tape
-took hooked bottoms). Outside what the tape can check: a forward hook that mixes the batch's rows (the sent rows then
-depend on other samples, as with a plugin layer coupling rows: no claim holds there, whichever path computes the
-update) or a tensor hook that mixes their gradients, and a hook on the autograd node of a layer's output
-(``out.grad_fn.register_hook``, the deprecated non-full ``register_backward_hook``, which rewrites its parameter
-gradients: the update then stays private, each sample's clipped part computed from its own row, but is not the hooked
-gradient). Parameter hooks (``p.register_hook``) never run: embedding-dp forms the bottom's gradients itself."""
+gradients); and, at a tape's first update (one a ``train()``, about one an epoch: one more backward), that the rows'
+gradients are the samples' own (a forward hook mixing the batch's rows, or a tensor hook mixing their gradients,
+fails it). Where any check fails the update goes to ``torch.func``, which recomputes it from x and the received
+gradient, one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook,
+as before the tape took hooked bottoms). Outside what the tape checks: a hook that starts mixing rows after a tape's
+first update, and a hook on the autograd node of a layer's output (``out.grad_fn.register_hook``, the deprecated
+non-full ``register_backward_hook``, which rewrites its parameter gradients: the update then stays private, each
+sample's clipped part computed from its own row, but is not the hooked gradient). Parameter hooks
+(``p.register_hook``) never run: embedding-dp forms the bottom's gradients itself."""
 
 from __future__ import annotations
 
@@ -146,6 +147,7 @@ class GhostTape:
         self.edges: list[tuple] = []  # (entry, gradient edge of its output) per call of a trainable layer
         self.why = ""  # why the last norms() left the update to torch.func
         self.checked = False  # whether an update checked that the rows' gradients are the samples' own
+        self.mixing = ""  # why they were not: every later update of this tape goes to torch.func too
         self.recorders = [(m, self._recorder(m)) for m in self.watched]
         self.entered: list[nn.Module] = []
 
@@ -192,7 +194,7 @@ class GhostTape:
         if self.seen is None or not rows.requires_grad:
             return None
         out = rows.sum()
-        self.why = self._misread(n) or self._reused(out)
+        self.why = self.mixing or self._misread(n) or self._reused(out)
         if self.why:
             return None
         if len(edges) != len(self.layers):
@@ -207,7 +209,7 @@ class GhostTape:
             name = f"{type(missing).__name__} {self.names[id(missing)]!r}"
             self.why = f"the output of {name} does not reach the rows sent"
             return None
-        self.why = "" if weighted is None else self._mixed(edges, grads, weighted, weights)
+        self.why = self.mixing = "" if weighted is None else self._mixed(edges, grads, weighted, weights)
         return None if self.why else _sums([(m, a, g) for ((m, a, _), _), g in zip(edges, grads)])
 
     @staticmethod

@@ -194,6 +194,24 @@ def test_a_hook_mixing_the_rows_is_seen_at_the_tape_s_first_update_and_left_to_t
     assert [result for _, result in taped] == [None] and "mixes the batch's rows" in taped[0][0].why
 
 
+def test_a_tape_that_saw_mixed_rows_leaves_every_later_update_to_torch_func(taped, handles):
+    """The check runs at a tape's first update only: once it failed, the tape's later updates go to torch.func too
+    (the second update took the tape, unchecked, with the hook still there)."""
+    from test_embedding_dp_bottoms import _Fake
+
+    torch.manual_seed(0)
+    bottom = _mlp()
+    _hooked(2, "register_forward_hook", lambda b: lambda m, i, out: out - out.mean(0), handles)(bottom)
+    wrapped = embedding_dp.PrivateRows(bottom, clip=1.0, sigma=0.3, frozen=True,
+                                       generator=torch.Generator().manual_seed(3)).train()
+    fake = _Fake(sigma=0.4, clip=0.05, n=9)
+    for _ in range(2):
+        x = torch.randn(9, 6)
+        embedding_dp.EmbeddingDP.passive_backward(fake, 1, wrapped, x, wrapped(x), torch.randn(9, 6), torch.arange(9))
+    assert [result for _, result in taped] == [None, None]
+    assert all("mixes the batch's rows" in tape.why for tape, _ in taped)
+
+
 @pytest.mark.parametrize(("build", "shape", "out_dim", "why"), [
     (lambda: nn.Sequential(nn.Linear(8, 64), nn.Unflatten(1, (8, 8)), nn.Linear(8, 4), nn.Flatten()), (7, 8), 32,
      "called on (7, 8, 8)"),
