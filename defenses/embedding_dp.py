@@ -159,9 +159,10 @@ class EmbeddingDP(PassiveDefense):
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
-            "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / "
-            "BatchNorm layers and modules of known forward, no plugin class; "
-            "torch.func otherwise) and noise on each of its parameters; the training x1.7 to x1.9 on digits (over "
+            "from its one backward, which forms no weight gradient, plus one more backward an epoch that checks the "
+            "rows' gradients are the samples' own, for bottoms built of Linear / Conv2d / BatchNorm layers and "
+            "modules of known forward, no plugin class; torch.func otherwise, and where the tape's run-time checks "
+            "fail) and noise on each of its parameters; the training x1.7 to x1.9 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
             "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")
