@@ -1,8 +1,9 @@
-"""embedding-dp's DP-SGD tape under hooks, on public APIs only (issue 47): every kind of module hook that acts row by
-row keeps the tape, exact (its update equals the naive per-sample loop's, which runs the hooks); a hook reusing a weight
-outside its layer, a layer on rows the rules do not read, and a frozen layer misreading the batch send the update to
-torch.func (or fail the run where torch.func fails too); parameter hooks never run and no parameter gradient is
-formed; neither file reads a private attribute of torch."""
+"""embedding-dp's DP-SGD tape under hooks, on public APIs only (issue 47): a forward or pre-hook (module or global)
+acting row by row keeps the tape, exact (its update equals the naive per-sample loop's, which runs the hooks); a full
+backward hook, a weight reused outside its layer, rows mixed by a hook, a layer on rows the rules do not read and a
+frozen layer misreading the batch send the update to torch.func (which fails the run where it cannot take a sample
+alone); parameter hooks never run and no parameter gradient is formed; neither file reads a private attribute of
+torch."""
 
 from __future__ import annotations
 
