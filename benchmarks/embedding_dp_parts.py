@@ -4,6 +4,12 @@ as a ratio to the undefended bottom's forward and backward timed in the same rep
 repeat; CPU seconds; medians of the repeats' ratios).
 
     python benchmarks/embedding_dp_parts.py [--repeats 5]
+    python benchmarks/embedding_dp_parts.py --against DIR [--bottom cnn] [--repeats 9]   # the step, this code vs DIR's
+
+With ``--against DIR`` (another checkout, e.g. main's worktree): its ``defenses/per_sample.py`` and
+``defenses/embedding_dp.py`` loaded beside this checkout's, and the whole DP-SGD step of each (same bottom, same data,
+same seeds) timed interleaved in every repeat, with the undefended baseline: each step's ratio to the baseline, and
+this code's over DIR's (medians of the repeats' ratios; CPU seconds).
 
 The parts: the wrapped bottom's forward (the BatchNorms frozen, the layers' inputs taped, each row clipped and noised:
 ``PrivateRows``), the one backward that records each layer's output gradient, the per-sample norms and clipped sums
@@ -14,8 +20,11 @@ per parameter into one buffer), and the whole DP-SGD update (``EmbeddingDP.passi
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -30,9 +39,10 @@ from vflpriv.models.encoders import mlp_block
 BASELINE = "the undefended bottom's forward and backward"
 
 
-def _ratios(fns: dict, repeats: int, calls: int = 200) -> tuple[dict, float]:
+def _ratios(fns: dict, repeats: int, calls: int = 200, pairs: tuple | None = None) -> tuple[dict, float]:
     """Per part, the median over ``repeats`` of its CPU time over :data:`BASELINE`'s in the same repeat (every part
-    timed for ``calls`` calls in each repeat, in turn, after a warm-up); and the baseline's median CPU ms per call."""
+    timed for ``calls`` calls in each repeat, in turn, after a warm-up), and with ``pairs`` (two parts) under "pair"
+    the median of the first's time over the second's in the same repeat; and the baseline's median CPU ms per call."""
     for fn in fns.values():
         for _ in range(calls // 4):
             fn()
@@ -45,7 +55,66 @@ def _ratios(fns: dict, repeats: int, calls: int = 200) -> tuple[dict, float]:
             times[name].append((time.process_time() - start) / calls * 1e3)
     base = times[BASELINE]
     ratios = {name: statistics.median(t / b for t, b in zip(ts, base)) for name, ts in times.items()}
+    if pairs is not None:
+        ratios["pair"] = statistics.median(a / b for a, b in zip(times[pairs[0]], times[pairs[1]]))
     return ratios, statistics.median(base)
+
+
+def _against(tree: Path):
+    """DIR's ``defenses/embedding_dp.py`` as a module of its own, importing DIR's ``per_sample.py`` (loaded under the
+    package's name only while it executes)."""
+    loaded = []
+    for name in ("per_sample", "embedding_dp"):
+        spec = importlib.util.spec_from_file_location(f"against_{name}", tree / "defenses" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        held = sys.modules.get("vflpriv.defenses.per_sample")
+        sys.modules["vflpriv.defenses.per_sample"] = loaded[0] if loaded else held
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.modules["vflpriv.defenses.per_sample"] = held
+        loaded.append(module)
+    return loaded[1]
+
+
+def _bottoms(kind: str, batch: int, features: int, width: int):
+    """A bottom of ``kind`` (digits' MLP blocks, or vflpriv's CNN encoder on 28 x 28 images), its input rows and its
+    output width."""
+    if kind == "digits":
+        return (lambda: nn.Sequential(mlp_block(features, width), mlp_block(width, width))), (features,), width
+    from vflpriv.config.schema import ModelConfig
+    from vflpriv.data.base import PartySpec
+    from vflpriv.models.encoders import build_encoder
+
+    spec, config = PartySpec(modality="image", shape=(1, 28, 28)), ModelConfig(hidden=width, out_dim=width)
+    return (lambda: build_encoder(spec, config, generator=torch.Generator().manual_seed(0))), spec.shape, width
+
+
+def steps(tree: Path, *, bottom: str = "digits", batch: int = 64, features: int = 32, width: int = 128) -> dict:
+    """The baseline and the whole DP-SGD step by this checkout's code and by ``tree``'s, on equal bottoms and data."""
+    build, shape, width = _bottoms(bottom, batch, features, width)
+    g = torch.Generator().manual_seed(0)
+    x, received = torch.rand(batch, *shape, generator=g), torch.randn(batch, width, generator=g) * 0.01
+    ids = torch.arange(batch)
+    torch.manual_seed(0)
+    plain = build().train()
+    fns = {"marker": lambda: None, BASELINE: lambda: backward_with(plain(x), received)}
+    for label, module in (("this checkout", sys.modules[EmbeddingDP.__module__]), (str(tree), _against(tree))):
+        torch.manual_seed(0)
+        dp = module.EmbeddingDP(strength=0.1, party=1, phase="finetune", kinds=None, options=EmbeddingDPOptions(),
+                                generator=torch.Generator().manual_seed(1))
+        dp.released, dp.stepped = module.Counts(batch), module.Counts(batch)
+        wrapped = dp.passive_bottom(1, build()).train()
+
+        def update(dp=dp, wrapped=wrapped):
+            sent = wrapped(x)
+            dp.passive_backward(1, wrapped, x, sent, received, ids)
+            for p in wrapped.parameters():
+                p.grad = None
+
+        fns[f"the whole step, {label}'s code"] = update
+    del fns["marker"]
+    return fns
 
 
 def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
@@ -65,11 +134,11 @@ def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
 
     def backward():
         _, clipped, tape = taped()
-        torch.autograd.grad((clipped * received).sum(), tape.reached, allow_unused=True)
+        torch.autograd.grad((clipped * received).sum(), [edge for _, edge in tape.edges], allow_unused=True)
 
     def norms_and_sums():
         _, clipped, tape = taped()
-        squares, clipped_sums = tape.norms((clipped * received).sum(), n=x.shape[0])
+        squares, clipped_sums = tape.norms((clipped * received).sum(1), n=x.shape[0])
         flat = torch.empty(sum(p.numel() for p in trained))
         clipped_sums(_scale(squares, 1.0), dict(zip(trained, flat.split([p.numel() for p in trained]))))
 
@@ -96,9 +165,21 @@ def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--against", type=Path, metavar="DIR", help="another checkout: its whole step beside this one's")
+    parser.add_argument("--bottom", choices=("digits", "cnn"), default="digits",
+                        help="with --against: digits' MLP bottom or vflpriv's CNN encoder on 28 x 28 images")
     args = parser.parse_args()
     torch.set_num_threads(1)
     reuse_freed_memory()
+    if args.against is not None:
+        fns = steps(args.against, bottom=args.bottom)
+        mine, theirs = (name for name in fns if name != BASELINE)
+        ratios, base = _ratios(fns, args.repeats, pairs=(mine, theirs))
+        print(f"CPU time per update over {BASELINE}'s ({base:.3f} ms here), median of {args.repeats} interleaved "
+              f"repeats ({args.bottom} bottom); this checkout's step over {args.against}'s: {ratios['pair']:.3f}")
+        for name in (mine, theirs):
+            print(f"| {name} | {ratios[name]:.3f} |")
+        return
     ratios, base = _ratios(parts(), args.repeats)
     print(f"CPU time per update over {BASELINE}'s ({base:.3f} ms here), median of {args.repeats} interleaved repeats")
     print("| part (per update) | ratio |")

@@ -70,6 +70,11 @@ from vflpriv.defenses.per_sample import GhostTape, ghost_applies, ghost_grads
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
+#: torch's BatchNorm layers, by their public classes (the lazy ones before their first forward).
+_BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.LazyBatchNorm1d,
+               nn.LazyBatchNorm2d, nn.LazyBatchNorm3d)
+
+
 class EmbeddingDPOptions(Options):
     clip: float = Field(1.0, gt=0, description="C: each sent row is clipped to this L2 norm (SecretFlow l2_norm_clip 1)")
     private_bottom: bool = Field(True, description="DP-SGD on the victim's bottom, BatchNorm frozen: what the claim over "
@@ -97,7 +102,7 @@ class PrivateRows(nn.Module):
         super().train(mode)
         if self.frozen:
             for m in self.bottom.modules():
-                if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                if isinstance(m, _BATCHNORMS):
                     m.eval()
         self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
         return self
@@ -126,7 +131,13 @@ class PrivateRows(nn.Module):
 
 
 class EmbeddingDP(PassiveDefense):
-    """Per-row clipping and Gaussian noise on the victim's embeddings, DP-SGD on its bottom; feature-DP epsilon."""
+    """Per-row clipping and Gaussian noise on the victim's embeddings, DP-SGD on its bottom (whose gradients the
+    mechanism forms itself: the bottom's parameter hooks do not run); feature-DP epsilon.
+
+    DP-SGD forms each update of the bottom from per-sample gradients it computes (the tape's recorded rows, or
+    torch.func): autograd never computes a parameter's gradient there, so a hook registered on a parameter
+    (``p.register_hook``) is not called and cannot change the update; one that must act can act on ``p.grad`` after
+    the update (post-processing of the noised sum: the claim still holds)."""
 
     Options = EmbeddingDPOptions
     hook_points = frozenset({PASSIVE_BOTTOM, PASSIVE_BACKWARD})
@@ -140,14 +151,18 @@ class EmbeddingDP(PassiveDefense):
     #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
     #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values; 3:
     #: the tape only on bottoms of known modules (a plugin bottom that took it before may have had wrong sums: its
-    #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit).
-    revision = 3
+    #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs,
+    #: hooks checked by what they did: a bottom with row-wise hooks, torch.func's before, now takes the tape (the same
+    #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
+    #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit.
+    revision = 4
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
-            "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / "
-            "BatchNorm layers and modules of known forward, no plugin class; "
-            "torch.func otherwise) and noise on each of its parameters; the training x1.7 to x1.9 on digits (over "
+            "from its one backward, which forms no weight gradient, plus one more backward an epoch that checks the "
+            "rows' gradients are the samples' own, for bottoms built of Linear / Conv2d / BatchNorm layers and "
+            "modules of known forward, no plugin class; torch.func otherwise, and where the tape's run-time checks "
+            "fail) and noise on each of its parameters; the training x1.7 to x1.9 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
             "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")
@@ -205,11 +220,13 @@ class EmbeddingDP(PassiveDefense):
                          gradient: torch.Tensor, ids: torch.Tensor) -> None:
         """DP-SGD: each sample's gradient of its own clipped row times the gradient it received, clipped to C_g,
         summed, noised, over the batch size. The rows are computed independently (the frozen statistics) and the noise
-        of the sent rows carries no gradient; a bottom the tape provably covers (``per_sample.ghost_applies``: built
-        wholly of Linear / Conv2d / frozen BatchNorm layers, row-wise modules, ``nn.Sequential`` and vflpriv's own
-        encoders, by exact type, with no hooks) gets the norms and clipped sums from one backward through the forward
-        that computed ``sent`` (book-keeping on what its tape recorded; a forward of its own for rows computed
-        elsewhere), any other (a plugin's module, a subclass, a hook) its per-sample gradients by ``torch.func``."""
+        of the sent rows carries no gradient; a bottom the tape covers (``per_sample.ghost_applies``: built wholly of
+        Linear / Conv2d / frozen BatchNorm layers, row-wise modules, ``nn.Sequential`` and vflpriv's own encoders, by
+        exact type) gets the norms and clipped sums from one backward through the forward that computed ``sent``
+        (book-keeping on what its tape recorded; a forward of its own for rows computed elsewhere), where the tape's
+        run-time checks hold (``GhostTape.norms``: hooks included); any other bottom or update (a plugin's module, a
+        subclass, a weight reused by a hook, a layer on another number of rows) its per-sample gradients by
+        ``torch.func``."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [p for p in inner.parameters() if p.requires_grad]
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
@@ -219,9 +236,9 @@ class EmbeddingDP(PassiveDefense):
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
-            ghost = tape.norms((clipped * received).sum(), n=n)
+            ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n)
         else:
-            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).sum(), x) \
+            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1), x) \
                 if ghost_applies(inner) else None
         sums = trained[0].new_zeros(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
         views = dict(zip(trained, sums.split([p.numel() for p in trained])))
@@ -335,7 +352,7 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
         h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
         return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
 
-    held = [(m, dict(m._parameters)) for m in inner.modules()]
+    held = [(m, list(m.named_parameters(recurse=False, remove_duplicate=False))) for m in inner.modules()]
     try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
         return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
             params, x, received)
@@ -345,7 +362,8 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
                             "forward without data-dependent Python control flow") from error
     finally:  # functional_call leaves a module reached twice holding the plain tensors it swapped in: put them back
         for m, own in held:
-            m._parameters.update(own)
+            for k, p in own:
+                setattr(m, k, p)
 
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:

@@ -16,12 +16,29 @@ the batch's own rows, and its parameters enter the objective through that call a
 a module whose forward is unknown (a plugin's ``F.linear(h, enc.weight.t())`` reuses a weight outside its layer; a
 ``fc(x.reshape(n * k, d))`` makes k rows of each sample), so the tape runs only on a bottom built wholly of modules of
 known forward, by exact type (a subclass may change its forward or ``_conv_forward``): the covered layers,
-parameter-free modules that map row i to row i (activations, pooling, ``Flatten`` from dim 1), ``nn.Sequential`` and
-vflpriv's own encoders (``models/encoders.py`` and the SSL towers; read: each child called once, on per-sample rows),
-with no forward, pre or backward hook on any of them (a hook may change an output); any other bottom takes
-``torch.func``'s vectorised per-sample gradients. At run time :meth:`GhostTape.norms` checks that the recorded calls
-are each covered layer once, on a first dimension of the batch's n, and raises :class:`ProtocolError` otherwise
-(never a wrong norm)."""
+parameter-free modules that map row i to row i (activations, pooling, ``Flatten``/``Unflatten`` from dim 1),
+``nn.Sequential`` and vflpriv's own encoders (``models/encoders.py`` and the SSL towers; read: each child called once,
+on per-sample rows); any other bottom takes ``torch.func``'s vectorised per-sample gradients.
+
+Hooks (module or global; public APIs only: torch lists no hooks publicly). While entered, the tape stands in for
+each covered layer's ``forward`` (an attribute of the instance, removed at exit): it records the rows the layer's own
+computation received and the gradient that reaches the node of its output (a node pre-hook, run after every tensor
+hook on that output), so a forward or pre-hook that rescales, replaces or wraps a layer's input or output row by row
+(or adds a tensor hook on it) changes what is recorded exactly as it changes the layer's true gradient, and the rules
+stay exact (the naive per-sample loop with the hooks). At run time :meth:`GhostTape.norms` checks where a hook could
+break a rule: every covered layer (frozen ones too: their input's rank and rows) called on a first dimension of the
+batch's n, each trainable one once; every output reached; and, on the autograd graph of the objective, each trainable
+parameter reached by exactly one edge (a hook or module reusing a weight outside its layer's call adds one) and no
+custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
+gradients); and, at a tape's first update (one a ``train()``, about one an epoch: one more backward), that the rows'
+gradients are the samples' own (a forward hook mixing the batch's rows, or a tensor hook mixing their gradients,
+fails it). Where any check fails the update goes to ``torch.func``, which recomputes it from x and the received
+gradient, one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook,
+as before the tape took hooked bottoms). Outside what the tape checks: a hook that starts mixing rows after a tape's
+first update, and a hook on the autograd node of a layer's output (``out.grad_fn.register_hook``, the deprecated
+non-full ``register_backward_hook``, which rewrites its parameter gradients: the update then stays private, each
+sample's clipped part computed from its own row, but is not the hooked gradient). Parameter hooks
+(``p.register_hook``) never run: embedding-dp forms the bottom's gradients itself."""
 
 from __future__ import annotations
 
@@ -30,8 +47,9 @@ from collections import Counter
 
 import torch
 from torch import nn
+from torch.autograd.function import BackwardCFunction
+from torch.autograd.graph import GradientEdge
 
-from vflpriv.common.errors import ProtocolError
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, TabularInput
 
 #: The layers whose per-sample gradients follow from their input and output gradient rows, and the batch's dimensions
@@ -41,10 +59,11 @@ LAYERS = tuple(_DIMS)
 #: The parameters a rule knows: a layer with any other trainable parameter is not covered.
 _RULED = frozenset({"weight", "bias"})
 #: Modules without a trainable parameter whose output row i is a function of input row i alone (pointwise, pooling
-#: within a sample's own channels, a frozen embedding's lookup; ``Flatten`` only from dim 1 on, see :func:`_known`).
+#: within a sample's own channels, a frozen embedding's lookup; ``Flatten``/``Unflatten`` only from dim 1 on, see
+#: :func:`_known`).
 _ROWWISE = frozenset({nn.Identity, nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid,
-                      nn.Softplus, nn.Dropout, nn.Flatten, nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d,
-                      nn.AdaptiveMaxPool2d, nn.Embedding})
+                      nn.Softplus, nn.Dropout, nn.Flatten, nn.Unflatten, nn.MaxPool2d, nn.AvgPool2d,
+                      nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.Embedding})
 #: Containers whose forward calls each child at most once, in order, on the batch's rows (``nn.ModuleList`` has none:
 #: its parent calls the children) and uses no parameter of theirs outside those calls: vflpriv's own encoders, read.
 _COMPOSITES = frozenset({nn.Sequential, nn.ModuleList, TabularInput, MLPEncoder, CNNEncoder})
@@ -81,7 +100,11 @@ def _known(m: nn.Module) -> bool:
         return _covered(m)
     if any(p.requires_grad for p in m.parameters(recurse=False)):
         return False
-    return _composite(kind) or (kind in _ROWWISE and (kind is not nn.Flatten or m.start_dim >= 1))
+    if kind is nn.Flatten:
+        return m.start_dim >= 1
+    if kind is nn.Unflatten:
+        return isinstance(m.dim, int) and m.dim >= 1
+    return _composite(kind) or kind in _ROWWISE
 
 
 def _composite(kind: type) -> bool:
@@ -90,23 +113,12 @@ def _composite(kind: type) -> bool:
     return kind in _COMPOSITES or (towers is not None and any(kind is getattr(towers, k, None) for k in _TOWERS[1]))
 
 
-def _hooked(module: nn.Module) -> bool:
-    """Whether a forward, forward-pre or backward hook is registered on any module of ``module`` or globally (each
-    may change what a layer receives or returns, which the rules read as its plain call)."""
-    from torch.nn.modules import module as registry
-
-    names = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-    return any(getattr(registry, "_global" + k, None) for k in names) \
-        or any(getattr(m, k, None) for m in module.modules() for k in names)
-
-
 def ghost_applies(module: nn.Module) -> bool:
-    """Whether the tape is provably right on ``module`` (see the module's text): every module of it :func:`_known`,
-    no hook on any, and each trainable parameter in one layer only, reached once (a weight tied across two layers
-    gets one gradient of their sum, and its per-sample norm is that sum's: the rules would write two and add their
-    squares; a layer reached twice is two calls, and each rule reads one)."""
-    if _hooked(module):
-        return False
+    """Whether the tape's rules read ``module`` right (see the module's text): every module of it :func:`_known`, and
+    each trainable parameter in one layer only, reached once (a weight tied across two layers gets one gradient of
+    their sum, and its per-sample norm is that sum's: the rules would write two and add their squares; a layer reached
+    twice is two calls, and each rule reads one). Hooks are checked on what they did, at run time
+    (:meth:`GhostTape.norms`)."""
     seen: set[int] = set()
     for m in module.modules(remove_duplicate=False):
         if not _known(m):
@@ -119,121 +131,199 @@ def ghost_applies(module: nn.Module) -> bool:
 
 
 class GhostTape:
-    """While entered, records each forward of ``module``'s trainable covered layers: the input rows, and (by a hook on
-    the output, registered at the forward, before an in-place activation can change that tensor) the output's gradient
-    rows once a backward reaches them. It records nothing where :func:`ghost_applies` no longer holds when entered (a
-    hook or module added since): :meth:`norms` is then None, and the caller takes ``torch.func``."""
+    """While entered, stands in for the ``forward`` of each covered layer of ``module`` (an instance attribute, removed
+    at exit) and records each call: the rows its computation received and, for a trainable layer, the gradient edge of
+    its output, whose gradient a node pre-hook records once a backward reaches it. It records nothing where
+    :func:`ghost_applies` no longer holds when entered (a module added since): :meth:`norms` is then None, and the
+    caller takes ``torch.func``."""
 
     def __init__(self, module: nn.Module):
         self.module = module
         self.names = {id(m): k or "(the bottom)" for k, m in module.named_modules()}
-        self.layers = [m for m in module.modules()
-                       if type(m) in _DIMS and any(p.requires_grad for p in m.parameters(recurse=False))]
+        self.watched = [m for m in module.modules() if type(m) in _DIMS]  # frozen ones too: their rows are checked
+        self.layers = [m for m in self.watched if any(p.requires_grad for p in m.parameters(recurse=False))]
         self.params = [p for m in self.layers for p in m.parameters(recurse=False) if p.requires_grad]
-        #: Per layer the one parameter whose gradient the backward asks for (the bias where it trains: a row sum).
-        self.reached = [next(p for p in (m.bias, m.weight) if p is not None and p.requires_grad) for m in self.layers]
         self.seen: list[list] | None = []
-        self.handles: list = []
+        self.edges: list[tuple] = []  # (entry, gradient edge of its output) per call of a trainable layer
+        self.why = ""  # why the last norms() left the update to torch.func
+        self.checked = False  # whether an update checked that the rows' gradients are the samples' own
+        self.mixing = ""  # why they were not: every later update of this tape goes to torch.func too
+        self.recorders = [(m, self._recorder(m)) for m in self.watched]
+        self.entered: list[nn.Module] = []
 
     def __enter__(self) -> GhostTape:
-        """Record a new forward (what an earlier one recorded is dropped), where the tape still applies: checked
-        before its own hooks go in."""
-        self.seen = [] if ghost_applies(self.module) else None
-        self.handles = [m.register_forward_hook(self._record) for m in self.layers] if self.seen is not None else []
+        """Record a new forward (what an earlier one recorded is dropped), where the tape still applies."""
+        self.seen, self.edges = ([], []) if ghost_applies(self.module) else (None, [])
+        if self.seen is not None:
+            for m, record in self.recorders:
+                vars(m)["forward"] = record  # found before the class's forward by the module's call
+            self.entered = self.watched
         return self
 
     def __exit__(self, *exc) -> None:
-        for h in self.handles:
-            h.remove()
-        self.handles = []
+        for m in self.entered:
+            del vars(m)["forward"]  # the class's forward again
+        self.entered = []
 
-    def _record(self, m: nn.Module, inputs: tuple, output: torch.Tensor) -> None:
-        entry = [m, inputs[0].detach(), None]
-        self.seen.append(entry)
-        if output.requires_grad:
-            output.register_hook(lambda g, entry=entry: entry.__setitem__(2, g.detach()))
+    def _recorder(self, m: nn.Module):
+        """``m``'s own forward, recording its call: [layer, input rows, output gradient] (and, apart: the hook holds
+        no reference to the node, its output's gradient edge)."""
+        forward, trains = type(m).forward, m in self.layers
 
-    def norms(self, out: torch.Tensor, *, n: int):
-        """Per-sample squared gradient norms (n,) of the scalar ``out`` (computed from the recorded forward of a batch
-        of ``n`` rows) and a function ``clipped_sums(scale, into)`` writing each trainable parameter's sum_i s_i grad_i
-        (per-sample scales s, (n,)) into ``into[parameter]`` (a tensor of its size); None where the tape did not
-        record or a layer's input has another rank than its rule's (2-D rows, 4-D images: ``torch.func`` is right
-        there). Raises :class:`ProtocolError` where the recorded calls are not each covered layer once on n rows (the
-        norms would be wrong). The one backward asks autograd for one cheap parameter gradient per layer (its bias
-        where it trains): it must reach every layer's output, whose gradient rows the hooks record, and no layer's
-        weight gradient is formed there (Bu et al. 2023's book-keeping: the clipped sums are formed once, from the
-        recorded rows)."""
-        seen = self.seen
-        if seen is None or not out.requires_grad:
+        def record(*args, **kwargs):
+            out = forward(m, *args, **kwargs)
+            entry = [m, (args[0] if args else next(iter(kwargs.values()))).detach(), None]
+            self.seen.append(entry)
+            if trains and out.requires_grad:  # the node of the layer's own output, taken before any in-place change
+                self.edges.append((entry, GradientEdge(out.grad_fn, out.output_nr)))  # (the objective holds the graph)
+                out.grad_fn.register_prehook(lambda grads, entry=entry: entry.__setitem__(2, grads[0]))
+            return out
+
+        return record
+
+    def norms(self, rows: torch.Tensor, *, n: int):
+        """Per-sample squared gradient norms (n,) of ``rows`` (each sample's objective, (n,), computed from the recorded
+        forward of a batch of ``n`` rows) and a function ``clipped_sums(scale, into)`` writing each trainable
+        parameter's sum_i s_i grad_i (per-sample scales s, (n,)) into ``into[parameter]`` (a tensor of its size); None
+        where the tape did not record or a run-time check fails (:attr:`why` says which; ``torch.func`` is exact
+        there). The one backward (of rows.sum()) asks autograd for the gradients of the recorded outputs only (their
+        edges): it forms no parameter gradient (Bu et al. 2023's book-keeping: the clipped sums are formed once, from
+        the recorded rows). A tape's first update also checks that the rows' gradients are the samples' own
+        (:meth:`_mixed`)."""
+        edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
+        if self.seen is None or not rows.requires_grad:
             return None
-        calls = Counter(id(e[0]) for e in seen)
+        out = rows.sum()
+        self.why = self.mixing or self._misread(n) or self._reused(out)
+        if self.why:
+            return None
+        if len(edges) != len(self.layers):
+            self.why = "a trainable layer's output does not require a gradient"
+            return None
+        weights = None if self.checked else _weights(n, rows)
+        weighted = None if weights is None else self._gradients((rows * weights).sum(), edges, retain=True)
+        self.checked = True
+        grads = self._gradients(out, edges)
+        missing = next((e[0] for (e, _), g in zip(edges, grads) if g is None), None)
+        if missing is not None:
+            name = f"{type(missing).__name__} {self.names[id(missing)]!r}"
+            self.why = f"the output of {name} does not reach the rows sent"
+            return None
+        self.why = self.mixing = "" if weighted is None else self._mixed(edges, grads, weighted, weights)
+        return None if self.why else _sums([(m, a, g) for ((m, a, _), _), g in zip(edges, grads)])
+
+    @staticmethod
+    def _gradients(out: torch.Tensor, edges: list, *, retain: bool = False) -> list:
+        """The gradient of ``out`` reaching each recorded output's node (its pre-hook's, after the tensor hooks, where
+        the node ran; autograd's captured one where it did not), or None where it does not reach it."""
+        for entry, _ in edges:
+            entry[2] = None  # what an earlier backward through these outputs (another loss's) recorded
+        captured = torch.autograd.grad(out, [edge for _, edge in edges], allow_unused=True, retain_graph=retain)
+        return [(g if entry[2] is None else entry[2]) for (entry, _), g in zip(edges, captured)]
+
+    def _mixed(self, edges: list, grads: list, weighted: list, weights: torch.Tensor) -> str:
+        """Why the rows' gradients are not each sample's own (a hook mixing rows, in the forward or the backward: each
+        sample's part of the update would depend on the others), or '': with rows independent, the gradient of
+        sum_i w_i rows_i at a layer's output row i is w_i times that of sum_i rows_i, to float rounding (relative 1e-3
+        here; a mixing hook moves it by its own size). Once per tape (per ``train()``: about one backward an epoch)."""
+        for (entry, _), g, got in zip(edges, grads, weighted):
+            if got is None:
+                return f"the weighted rows do not reach {type(entry[0]).__name__} {self.names[id(entry[0])]!r}"
+            expected = g * weights.view(-1, *[1] * (g.dim() - 1))
+            if (got - expected).abs().max() > 1e-3 * expected.abs().max() + 1e-30:
+                return (f"the gradient at {type(entry[0]).__name__} {self.names[id(entry[0])]!r} mixes the batch's "
+                        "rows (a hook's?): a sample's part of the update would depend on the others")
+        return ""
+
+    def _misread(self, n: int) -> str:
+        """Why the recorded calls are not what the rules read (each trainable covered layer once; every covered layer,
+        frozen or not, on its rule's rank with a first dimension of the batch's n: a frozen Conv2d given a 3-D batch
+        reads it as channels), or ''."""
+        calls = Counter(id(e[0]) for e in self.seen)
         for m in self.layers:
             if calls[id(m)] != 1:
-                self._refuse(f"{type(m).__name__} {self.names[id(m)]!r} was called {calls[id(m)]} time(s) in the "
-                             "forward; each covered layer must be called once")
-        for m, a, _ in seen:
-            if a.dim() == 0 or a.shape[0] != n:
-                self._refuse(f"{type(m).__name__} {self.names[id(m)]!r} was called on {tuple(a.shape)}, not on the "
-                             f"batch's {n} rows")
-        if any(e[1].dim() != _DIMS[type(e[0])] for e in seen):
-            return None
-        torch.autograd.grad(out, self.reached, allow_unused=True)  # fires the output hooks: each layer's gradient rows
-        for m, _, g in seen:
-            if g is None:
-                self._refuse(f"the output of {type(m).__name__} {self.names[id(m)]!r} does not reach the rows sent")
-        squares = None
-        pieces = []  # (parameter, rule, its operands): how its clipped sum is formed
-        for m, a, g in seen:
-            if isinstance(m, nn.Conv2d):
-                squares, pieces = _conv(m, a, g, squares, pieces)
-                continue
-            if isinstance(m, nn.BatchNorm2d):  # per-sample sums over the positions, then as a BatchNorm1d
-                xhat = (a - m.running_mean[:, None, None]) / _std(m)[:, None, None]
-                a, g = (g * xhat).sum((2, 3)), g.sum((2, 3))
-                if m.weight is not None and m.weight.requires_grad:
-                    squares = _plus(squares, a.square().sum(1))
-                    pieces.append((m.weight, "rows", a))
-            elif isinstance(m, nn.Linear):
-                g_squares = g.square().sum(1)
-                if m.weight.requires_grad:
-                    squares = _plus(squares, g_squares * a.square().sum(1))
-                    pieces.append((m.weight, "outer", (a, g)))
-            else:
-                a = (a - m.running_mean) / _std(m)
-                if m.weight is not None and m.weight.requires_grad:
-                    rows = g * a
-                    squares = _plus(squares, rows.square().sum(1))
-                    pieces.append((m.weight, "rows", rows))
-            if m.bias is not None and m.bias.requires_grad:
-                squares = _plus(squares, g_squares if isinstance(m, nn.Linear) else g.square().sum(1))
-                pieces.append((m.bias, "rows", g))
-        if squares is None:
-            squares = seen[0][1].new_zeros(seen[0][1].shape[0])
+                return f"{type(m).__name__} {self.names[id(m)]!r} was called {calls[id(m)]} time(s), not once"
+        for m, a, _ in self.seen:
+            if a.dim() != _DIMS[type(m)] or a.shape[0] != n:
+                return (f"{type(m).__name__} {self.names[id(m)]!r} was called on {tuple(a.shape)}, not on the "
+                        f"batch's {n} rows of rank {_DIMS[type(m)]}")
+        return ""
 
-        def clipped_sums(scale: torch.Tensor, into: dict) -> None:
-            # Each product into a tensor of its own, then copied: written in place (``out=``) at an offset of the flat
-            # buffer that is not a multiple of 16 entries, the CPU kernels round differently (issue-p47's sums moved in
-            # their last digit on a bottom whose sizes are not multiples of 16).
-            for p, rule, operands in pieces:
-                target = into[p]
-                if rule == "rows":  # per-sample gradient rows (n, size): sum_i s_i row_i
-                    target.view(-1).copy_(scale @ operands)
-                elif rule == "outer":  # a Linear weight's: sum_i s_i g_i a_i^T
-                    a, g = operands
-                    target.view(p.shape).copy_((g * scale[:, None]).T @ a)
-                elif rule == "sample":  # materialised per-sample gradients (a Conv2d's)
-                    target.view(-1).copy_(torch.einsum("n,n...->...", scale, operands).reshape(-1))
-                else:  # "ghost": sum_i s_i G_i U_i^T of a Conv2d
-                    grads, patches = operands
-                    summed = torch.bmm(grads * scale[:, None, None], patches.transpose(1, 2)).sum(0)
-                    target.view(-1).copy_(summed.reshape(-1))
+    def _reused(self, out: torch.Tensor) -> str:
+        """Why the autograd graph of ``out`` is not the rules' (a walk of its nodes, about 10 microseconds on digits'
+        bottom), or '': a trainable parameter reached by other than exactly one edge (a hook or module using it outside
+        its layer's call adds one: its gradient is more than the rule's; each parameter's accumulator known by its
+        ``variable``, none held between updates: a device or dtype change replaces it), or a custom autograd Function
+        (a full backward hook's, any hook's own), whose backward may mix the rows' gradients."""
+        edges = dict.fromkeys(map(id, self.params), 0)
+        seen, stack = {out.grad_fn}, [out.grad_fn]
+        while stack:
+            for node, _ in stack.pop().next_functions:
+                variable = getattr(node, "variable", None)  # an accumulator's parameter (None for other nodes)
+                if variable is not None:
+                    if id(variable) in edges:
+                        edges[id(variable)] += 1
+                elif node is not None and node not in seen:
+                    if isinstance(node, BackwardCFunction):
+                        return f"the objective's graph holds a custom autograd Function ({node.name()}: a hook's)"
+                    seen.add(node)
+                    stack.append(node)
+        odd = [p for p in self.params if edges[id(p)] != 1]
+        return f"a trainable parameter {tuple(odd[0].shape)} is reached by {edges[id(odd[0])]} edges of the " \
+            "objective's graph, not by its layer's call alone" if odd else ""
 
-        return squares, clipped_sums
 
-    def _refuse(self, why: str) -> None:
-        raise ProtocolError(f"embedding-dp's DP-SGD tape on the bottom {type(self.module).__name__}: {why}, so its "
-                            "per-sample gradient norms would be wrong (the bottom's forward is not the plain calls "
-                            "defenses/per_sample.py reads)")
+def _sums(recorded: list):
+    """The per-sample squared norms and ``clipped_sums`` (see :meth:`GhostTape.norms`) from each trainable layer's
+    (layer, input rows, output gradient rows)."""
+    squares = None
+    pieces = []  # (parameter, rule, its operands): how its clipped sum is formed
+    for m, a, g in recorded:
+        if isinstance(m, nn.Conv2d):
+            squares, pieces = _conv(m, a, g, squares, pieces)
+            continue
+        if isinstance(m, nn.BatchNorm2d):  # per-sample sums over the positions, then as a BatchNorm1d
+            xhat = (a - m.running_mean[:, None, None]) / _std(m)[:, None, None]
+            a, g = (g * xhat).sum((2, 3)), g.sum((2, 3))
+            if m.weight is not None and m.weight.requires_grad:
+                squares = _plus(squares, a.square().sum(1))
+                pieces.append((m.weight, "rows", a))
+        elif isinstance(m, nn.Linear):
+            g_squares = g.square().sum(1)
+            if m.weight.requires_grad:
+                squares = _plus(squares, g_squares * a.square().sum(1))
+                pieces.append((m.weight, "outer", (a, g)))
+        else:
+            a = (a - m.running_mean) / _std(m)
+            if m.weight is not None and m.weight.requires_grad:
+                rows = g * a
+                squares = _plus(squares, rows.square().sum(1))
+                pieces.append((m.weight, "rows", rows))
+        if m.bias is not None and m.bias.requires_grad:
+            squares = _plus(squares, g_squares if isinstance(m, nn.Linear) else g.square().sum(1))
+            pieces.append((m.bias, "rows", g))
+    if squares is None:
+        squares = seen[0][1].new_zeros(seen[0][1].shape[0])
+
+    def clipped_sums(scale: torch.Tensor, into: dict) -> None:
+        # Each product into a tensor of its own, then copied: written in place (``out=``) at an offset of the flat
+        # buffer that is not a multiple of 16 entries, the CPU kernels round differently (issue-p47's sums moved in
+        # their last digit on a bottom whose sizes are not multiples of 16).
+        for p, rule, operands in pieces:
+            target = into[p]
+            if rule == "rows":  # per-sample gradient rows (n, size): sum_i s_i row_i
+                target.view(-1).copy_(scale @ operands)
+            elif rule == "outer":  # a Linear weight's: sum_i s_i g_i a_i^T
+                a, g = operands
+                target.view(p.shape).copy_((g * scale[:, None]).T @ a)
+            elif rule == "sample":  # materialised per-sample gradients (a Conv2d's)
+                target.view(-1).copy_(torch.einsum("n,n...->...", scale, operands).reshape(-1))
+            else:  # "ghost": sum_i s_i G_i U_i^T of a Conv2d
+                grads, patches = operands
+                summed = torch.bmm(grads * scale[:, None, None], patches.transpose(1, 2)).sum(0)
+                target.view(-1).copy_(summed.reshape(-1))
+
+    return squares, clipped_sums
 
 
 def _std(m: nn.Module) -> torch.Tensor:
@@ -270,7 +360,15 @@ def _conv(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, squares: torch.Tensor 
 
 
 def ghost_grads(module: nn.Module, objective, x: torch.Tensor):
-    """:meth:`GhostTape.norms` of ``objective(module(x))``, from a forward of its own."""
+    """:meth:`GhostTape.norms` of ``objective(module(x))`` (each sample's objective, (n,)), from a forward of its
+    own."""
     with GhostTape(module) as tape:
-        out = objective(module(x))
-    return tape.norms(out, n=x.shape[0])
+        rows = objective(module(x))
+    return tape.norms(rows, n=x.shape[0])
+
+
+def _weights(n: int, like: torch.Tensor) -> torch.Tensor:
+    """Per-sample weights in [0.5, 1.5) for :meth:`GhostTape._mixed`, from a stream of their own (no training draw
+    moves)."""
+    generator = torch.Generator().manual_seed(n)
+    return torch.rand(n, generator=generator, device=generator.device, dtype=like.dtype).add_(0.5).to(like.device)

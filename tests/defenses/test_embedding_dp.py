@@ -114,7 +114,7 @@ def _assert_ghost_equals_torch_func(bottom: nn.Module, x: torch.Tensor, received
     from vflpriv.defenses.gaussian_message import clip_rows
     from vflpriv.defenses.per_sample import ghost_grads
 
-    squares, clipped_sums = ghost_grads(bottom, lambda h: (clip_rows(h, clip=0.7) * received).sum(), x)
+    squares, clipped_sums = ghost_grads(bottom, lambda h: (clip_rows(h, clip=0.7) * received).sum(1), x)
     grads = _per_sample_grads(bottom, 0.7, x, received)
     params = [(k, p) for k, p in bottom.named_parameters() if p.requires_grad]
     assert len(params) == trained and set(grads) == {k for k, _ in params}

@@ -80,3 +80,20 @@ def test_the_a_b_header_states_the_repetitions_per_process(monkeypatch, capsys, 
     overhead.against(overhead.arguments(["--against", str(tmp_path), "--per-process", "7", "--repeats", "2"]))
     header = capsys.readouterr().out.splitlines()[0]
     assert "median of 2 interleaved repetitions" in header and "median of its 7 interleaved repetitions" in header
+
+
+def test_the_a_b_steps_do_the_same_work_with_each_tree_s_own_code():
+    """``--against DIR`` times this checkout's step beside DIR's on equal bottoms, data and seeds: with DIR this
+    checkout, both steps give the same gradients, and DIR's step runs DIR's own module, not this one's."""
+    parts = _load("embedding_dp_parts")
+    fns = parts.steps(BENCHMARKS.parent, batch=8, features=6, width=5)
+    mine, theirs = (fns[k] for k in fns if k != parts.BASELINE)
+    assert mine.__defaults__[0].__class__.__module__ == "vflpriv.defenses.embedding_dp"
+    assert theirs.__defaults__[0].__class__.__module__ == "against_embedding_dp"
+    grads = []
+    for step in (mine, theirs):
+        wrapped = step.__defaults__[1]
+        sent = wrapped(torch.ones(8, 6))
+        step.__defaults__[0].passive_backward(1, wrapped, torch.ones(8, 6), sent, torch.ones(8, 5), torch.arange(8))
+        grads.append([p.grad.clone() for p in wrapped.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*grads, strict=True))
