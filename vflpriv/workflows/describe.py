@@ -55,8 +55,12 @@ def options_of(model: type[BaseModel]) -> list[tuple[str, str, str, str]]:
 
 
 def _summary(obj: Any) -> str:
-    doc = inspect.getdoc(obj) or ""
-    return doc.split("\n\n")[0].replace("\n", " ")
+    """The first paragraph of ``obj``'s own docstring: a class without one does not borrow its base class's (a plugin
+    method would read "Base of registered methods"), it says it has none."""
+    own = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+    if not own:
+        return f"{getattr(obj, '__name__', obj)} (no docstring)"
+    return inspect.cleandoc(own).split("\n\n")[0].replace("\n", " ")
 
 
 def one_line(kind: str, name: str) -> str:
