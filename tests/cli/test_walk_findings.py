@@ -28,3 +28,38 @@ def test_a_plugin_without_a_docstring_is_not_described_by_its_base_class(runner,
     assert result.exit_code == 0, result.output
     first = result.output.splitlines()[0]
     assert "Base of registered methods" not in result.output and "Undocumented (no docstring)" in first, first
+
+
+def _report_summary():
+    """The report's worst-case panel of `vflpriv audit --method splitnn --seeds 0 --attacks mc,gc --defenses iso`:
+    the utilities span 0.02, where matplotlib's own locator wrote 0.87000, 0.87250, ... over each other."""
+    import pandas as pd
+
+    rows = [("none", 0.0, 0.8889, 1.0), ("iso", 1.0, 0.8806, 1.0), ("iso", 5.0, 0.8694, 0.8),
+            ("iso", 25.0, 0.8694, 0.8)]
+    return pd.DataFrame([{"method": "splitnn", "variant": "", "dataset": "digits", "attack": "worst-case",
+                          "defense": d, "phase": "finetune", "strength": s, "strength_axis": "lambda",
+                          "strength_stronger": "higher", "utility_mean": u, "utility_std": 0.0,
+                          "attack_accuracy_mean": a, "attack_accuracy_std": 0.0, "prior_accuracy_mean": 0.8,
+                          "utility_metric": "accuracy"} for d, s, u, a in rows])
+
+
+@pytest.mark.parametrize("by_defense", [True, False])
+def test_the_tick_labels_of_a_narrow_utility_range_do_not_overlap(tmp_path, monkeypatch, by_defense):
+    from vflpriv.reports import plots
+
+    figures = []
+    monkeypatch.setattr(plots.plt, "close", figures.append)  # keep the figure to measure its labels
+    summary = _report_summary()
+    if not by_defense:
+        summary = summary[summary["defense"] == "iso"]
+    plots.tradeoff_figures(summary, tmp_path, formats=("png",), by_defense=by_defense, dpi=100)
+    (fig,) = figures
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        for labels in (ax.get_xticklabels(), ax.get_yticklabels()):
+            boxes = [t.get_window_extent(renderer) for t in labels if t.get_text() and t.get_visible()]
+            assert len(boxes) >= 2
+            assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]), \
+                [t.get_text() for t in labels]
