@@ -63,3 +63,30 @@ def test_the_tick_labels_of_a_narrow_utility_range_do_not_overlap(tmp_path, monk
             assert len(boxes) >= 2
             assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]), \
                 [t.get_text() for t in labels]
+
+
+def _tiny_store(runner, out, *more):
+    result = runner.invoke(app, ["evaluate", "--method", "splitnn", "--attack", "mc", "--defense", "label-dp",
+                                 "--strengths", "2", "--seeds", "0", "--set", "partition.labeled=60", "--set",
+                                 "partition.aux=20", "--set", "finetune.epochs=1", "--set", "attack.options.epochs=5",
+                                 "--set", "attack.prior_epochs=5", "--jobs", "1", "--out", str(out), *more])
+    assert result.exit_code == 0, result.output
+    return out / "results.sqlite"
+
+
+def test_table_names_every_file_it_wrote_and_leaves_no_earlier_store_s_table_beside_them(runner, tmp_path):
+    """`vflpriv table` wrote leakage.csv and epsilon_table.csv without saying so, and a second store's tables into
+    the same folder kept the first store's epsilon_table.csv beside them."""
+    with_canaries = _tiny_store(runner, tmp_path / "a", "--canaries", "10")
+    without = _tiny_store(runner, tmp_path / "b")
+    out = tmp_path / "tables"
+    first = runner.invoke(app, ["table", str(with_canaries), "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    wrote = first.output.splitlines()[-1]
+    assert {p.name for p in out.iterdir()} == {"cap_tables.md", "cap_tables.tex", "cap_tables.csv",
+                                              "strength_rows.csv", "leakage.csv", "epsilon_table.csv"}
+    assert all(str(p) in wrote for p in out.iterdir()), wrote
+    second = runner.invoke(app, ["table", str(without), "--out", str(out)])
+    assert second.exit_code == 0, second.output
+    assert not (out / "epsilon_table.csv").exists()
+    assert all(str(p) in second.output.splitlines()[-1] for p in out.iterdir())
