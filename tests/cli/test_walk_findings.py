@@ -90,3 +90,18 @@ def test_table_names_every_file_it_wrote_and_leaves_no_earlier_store_s_table_bes
     assert second.exit_code == 0, second.output
     assert not (out / "epsilon_table.csv").exists()
     assert all(str(p) in second.output.splitlines()[-1] for p in out.iterdir())
+
+
+def test_the_audit_console_names_the_adversary_of_each_label_verdict_where_there_are_several():
+    """`vflpriv audit --all-adversaries` printed three "gc (finetune): ..." lines, one per passive party, unnamed."""
+    from vflpriv.cli.audit import verdict_lines
+
+    def summary(adversaries):
+        return {"verdicts": [{"adversary": a, "line": f"gc (finetune): leaks: yes ({a})"} for a in adversaries],
+                "features": {"verdicts": [{"line": "fi-decoder by party 0 (the active party) on party 1's features"}]}}
+
+    assert verdict_lines(summary([1, 2, 3])) == [
+        "adversary party 1: gc (finetune): leaks: yes (1)", "adversary party 2: gc (finetune): leaks: yes (2)",
+        "adversary party 3: gc (finetune): leaks: yes (3)",
+        "fi-decoder by party 0 (the active party) on party 1's features"]
+    assert verdict_lines(summary([1, 1]))[:2] == ["gc (finetune): leaks: yes (1)"] * 2  # one adversary: as before
