@@ -43,7 +43,7 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
         line = (f"{attack} by {who(str(adversary))} on party {victim}'s features ({phase}): leaks beyond the prior: "
                 f"{test.verdict} (leakage {test.leakage:+.4f} MSE, 95% CI [{test.ci_low:+.4f}, {test.ci_high:+.4f}]; "
                 f"attack MSE {test.attack_mean:.4f}, prior ({kinds}) {test.prior_mean:.4f}; per-target paired test on "
-                f"{test.n_targets} targets, {test.n_seeds} seeds as random effects, one-sided p = {test.p_value:.3g})"
+                f"{test.n_targets} targets, {test.n_seeds} seed{'s' * (test.n_seeds != 1)} as random effects, one-sided p = {test.p_value:.3g})"
                 + ("; below the prior: its reconstruction is worse than the adversary's fallback" if below else ""))
         verdicts.append({
             "adversary": str(adversary), "victim": str(victim), "attack": attack, "phase": phase, **test.to_dict(),

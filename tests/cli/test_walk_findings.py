@@ -105,3 +105,18 @@ def test_the_audit_console_names_the_adversary_of_each_label_verdict_where_there
         "adversary party 3: gc (finetune): leaks: yes (3)",
         "fi-decoder by party 0 (the active party) on party 1's features"]
     assert verdict_lines(summary([1, 1]))[:2] == ["gc (finetune): leaks: yes (1)"] * 2  # one adversary: as before
+
+
+def test_a_verdict_on_one_seed_says_one_seed():
+    """audit.md and the console read "1 seeds as random effects" on every `--seeds 0` audit."""
+    from types import SimpleNamespace
+
+    from vflpriv.reports.audit import _verdict_line
+    from vflpriv.tradeoff.leakage import SAMPLE_TEST_NAME
+
+    def test(seeds):
+        return SimpleNamespace(test=SAMPLE_TEST_NAME, n_targets=175, n_seeds=seeds, verdict="yes", leakage=0.2,
+                               ci_low=0.1, ci_high=0.3, p_value=1e-5)
+
+    assert "175 targets, 1 seed as random effects" in _verdict_line("gc", "finetune", test(1))
+    assert "175 targets, 3 seeds as random effects" in _verdict_line("gc", "finetune", test(3))
