@@ -142,7 +142,7 @@ def feature_markdown(summary: dict) -> list[str]:
     """The audit's section on the victims' features."""
     verdicts, margin = summary.get("verdicts", []), summary.get("margin", FEATURE_MARGIN)
     lines = ["", "## Features: what leaks of each victim's features", "", NOTE.format(margin=margin), ""]
-    lines += [f"- {v['line']}" for v in verdicts] or ["- no feature attack applies"]
+    lines += [f"- {v['line']}" for v in verdicts] or ["- no feature attack ran (none of the audit's attacks infers features, or none applied: see Not applicable)"]
     for table in (verdict_table(verdicts, margin=margin), defense_table(summary.get("defenses", []))):
         if table is not None:
             lines += ["", *table.markdown().splitlines()[2:]]

@@ -120,3 +120,22 @@ def test_a_verdict_on_one_seed_says_one_seed():
 
     assert "175 targets, 1 seed as random effects" in _verdict_line("gc", "finetune", test(1))
     assert "175 targets, 3 seeds as random effects" in _verdict_line("gc", "finetune", test(3))
+
+
+def test_a_label_budget_beyond_the_aligned_samples_names_the_dataset(runner, tmp_path):
+    """In a grid over digits and breast-cancer, "labeled=100 exceeds the 91 aligned samples" did not say which."""
+    from cli_helpers import one_error_line, wrote_nothing
+
+    with wrote_nothing(tmp_path):
+        result = runner.invoke(app, ["evaluate", "--dataset", "breast-cancer", "--set", "partition.labeled=100",
+                                     "--dry-run", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    one_error_line(result.output, "breast-cancer: labeled=100 exceeds the 91 aligned samples")
+
+
+def test_an_audit_without_feature_attacks_does_not_say_none_applies():
+    """`audit --attacks mc,gc` said "no feature attack applies" of splitnn, which the feature attacks do apply to."""
+    from vflpriv.reports.features import feature_markdown
+
+    text = "\n".join(feature_markdown({}))
+    assert "no feature attack applies" not in text and "no feature attack ran" in text
