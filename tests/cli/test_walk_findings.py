@@ -139,3 +139,20 @@ def test_an_audit_without_feature_attacks_does_not_say_none_applies():
 
     text = "\n".join(feature_markdown({}))
     assert "no feature attack applies" not in text and "no feature attack ran" in text
+
+
+def test_datasets_does_not_call_letter_present_where_its_reader_is_not_installed(runner, tmp_path, monkeypatch):
+    """Without the data extra, `vflpriv datasets` said letter and satellite were present; `--dataset letter` then
+    failed for want of the rdata package."""
+    from vflpriv.data.catalog import status
+
+    folder = tmp_path / "usr/lib/R/site-library/mlbench/data"
+    folder.mkdir(parents=True)
+    (folder / "LetterRecognition.rda").write_bytes(b"")
+    monkeypatch.setenv("VFLPRIV_DATA", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "rdata", None)  # as if the data extra were not installed
+    present, where, how = status("letter")
+    assert not present and where == str(folder) and "pip install 'vflpriv[data]'" in how
+    result = runner.invoke(app, ["datasets"])
+    row = next(line for line in result.output.splitlines() if "│ letter" in line)
+    assert "│ no " in row, row
