@@ -172,3 +172,12 @@ def test_every_column_of_results_csv_is_named_in_the_evaluate_guide():
     assert len(columns) > 60
     unnamed = [c for c in columns if not re.search(rf"(?<![\w-]){re.escape(c)}(?![\w-])", guide)]
     assert not unnamed, unnamed
+
+
+def test_describe_of_a_dataset_without_partition_defaults_says_which_apply(runner):
+    """`vflpriv describe digits` printed "default partition: {}"."""
+    result = runner.invoke(app, ["describe", "digits"])
+    assert result.exit_code == 0, result.output
+    assert "default partition: {}" not in result.output
+    assert "none of its own (vflpriv's: aligned_fraction 0.2, labeled 200, aux 80)" in result.output
+    assert "default partition: {'labeled': 80, 'aux': 20}" in runner.invoke(app, ["describe", "breast-cancer"]).output

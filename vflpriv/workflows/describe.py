@@ -199,7 +199,12 @@ def _dataset(name: str, loader: Any) -> Description:
     from vflpriv.data.catalog import DATASET_INFO, status
 
     info = DATASET_INFO.get(name)
-    facts = {"default partition": repr(getattr(loader, "default_partition", {})) or "{}"}
+    from vflpriv.config.schema import PartitionConfig
+
+    own = getattr(loader, "default_partition", {})
+    base = PartitionConfig()
+    facts = {"default partition": repr(own) if own else (
+        f"none of its own (vflpriv's: aligned_fraction {base.aligned_fraction}, labeled {base.labeled}, aux {base.aux})")}
     if info is not None:
         present, where, how = status(name)
         facts |= {"kind": info.kind, "files": where if present else f"missing; {how}"}
