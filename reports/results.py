@@ -116,11 +116,17 @@ def write_tables(results: pd.DataFrame, out: Path, computed: Computed | None = N
     (out / "cap_tables.tex").write_text("\n".join(t.latex() for t in found))
     cap_csv(done.caps).to_csv(out / "cap_tables.csv", index=False)
     strength_rows(done.summary).to_csv(out / "strength_rows.csv", index=False)
-    if not done.rows.empty:
-        done.rows.to_csv(out / "leakage.csv", index=False)
-    if done.empirical is not None and not done.empirical.empty:
-        done.empirical.to_csv(out / "epsilon_table.csv", index=False)
+    for name, frame in (("leakage.csv", done.rows), ("epsilon_table.csv", done.empirical)):
+        if frame is not None and not frame.empty:
+            frame.to_csv(out / name, index=False)
+        else:  # an earlier store's table would stand beside these as if it were theirs
+            (out / name).unlink(missing_ok=True)
     return found
+
+
+#: What :func:`write_tables` writes into its folder, the last two only where the records give them.
+TABLE_FILES = ("cap_tables.md", "cap_tables.tex", "cap_tables.csv", "strength_rows.csv", "leakage.csv",
+               "epsilon_table.csv")
 
 
 #: Figure formats ``vflpriv report`` can write (PNG alone is embedded in the page).
