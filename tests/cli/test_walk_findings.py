@@ -74,9 +74,9 @@ def _tiny_store(runner, out, *more):
     return out / "results.sqlite"
 
 
-def test_table_names_every_file_it_wrote_and_leaves_no_earlier_store_s_table_beside_them(runner, tmp_path):
-    """`vflpriv table` wrote leakage.csv and epsilon_table.csv without saying so, and a second store's tables into
-    the same folder kept the first store's epsilon_table.csv beside them."""
+def test_table_names_every_file_it_wrote_and_the_earlier_tables_it_left_alone(runner, tmp_path):
+    """`vflpriv table` wrote leakage.csv and epsilon_table.csv without saying so; a second store's tables into the same
+    folder neither claim the first store's epsilon_table.csv as written nor delete it (it may be the user's)."""
     with_canaries = _tiny_store(runner, tmp_path / "a", "--canaries", "10")
     without = _tiny_store(runner, tmp_path / "b")
     out = tmp_path / "tables"
@@ -86,10 +86,13 @@ def test_table_names_every_file_it_wrote_and_leaves_no_earlier_store_s_table_bes
     assert {p.name for p in out.iterdir()} == {"cap_tables.md", "cap_tables.tex", "cap_tables.csv",
                                               "strength_rows.csv", "leakage.csv", "epsilon_table.csv"}
     assert all(str(p) in wrote for p in out.iterdir()), wrote
+    earlier = (out / "epsilon_table.csv").read_bytes()
     second = runner.invoke(app, ["table", str(without), "--out", str(out)])
     assert second.exit_code == 0, second.output
-    assert not (out / "epsilon_table.csv").exists()
-    assert all(str(p) in second.output.splitlines()[-1] for p in out.iterdir())
+    wrote, left = second.output.splitlines()[-2:]
+    assert str(out / "epsilon_table.csv") not in wrote and str(out / "cap_tables.md") in wrote
+    assert left.startswith("left as they were") and str(out / "epsilon_table.csv") in left
+    assert (out / "epsilon_table.csv").read_bytes() == earlier
 
 
 def test_the_audit_console_names_the_adversary_of_each_label_verdict_where_there_are_several():
@@ -149,6 +152,7 @@ def test_datasets_does_not_call_letter_present_where_its_reader_is_not_installed
     folder = tmp_path / "usr/lib/R/site-library/mlbench/data"
     folder.mkdir(parents=True)
     (folder / "LetterRecognition.rda").write_bytes(b"")
+    (folder / "Satellite.rda").write_bytes(b"")
     monkeypatch.setenv("VFLPRIV_DATA", str(tmp_path))
     monkeypatch.setitem(sys.modules, "rdata", None)  # as if the data extra were not installed
     present, where, how = status("letter")
@@ -156,6 +160,10 @@ def test_datasets_does_not_call_letter_present_where_its_reader_is_not_installed
     result = runner.invoke(app, ["datasets"])
     row = next(line for line in result.output.splitlines() if "│ letter" in line)
     assert "│ no " in row, row
+    described = runner.invoke(app, ["describe", "letter"])  # neither 'missing' nor 'not here': unreadable
+    assert "present but unreadable here" in described.output and "missing" not in described.output
+    refused = runner.invoke(app, ["reproduce", "fedhssl-table6"])
+    assert refused.exit_code == 2 and "whose files are here but cannot be read" in refused.output
 
 
 def test_every_column_of_results_csv_is_named_in_the_evaluate_guide():

@@ -207,7 +207,8 @@ def _dataset(name: str, loader: Any) -> Description:
         f"none of its own (vflpriv's: aligned_fraction {base.aligned_fraction}, labeled {base.labeled}, aux {base.aux})")}
     if info is not None:
         present, where, how = status(name)
-        facts |= {"kind": info.kind, "files": where if present else f"missing; {how}"}
+        facts |= {"kind": info.kind, "files": where if present else (f"present but unreadable here; {how}" if where
+                                                                      else f"missing; {how}")}
         if info.layout:
             facts["layout"] = info.layout
     summary = info.description if info is not None else _summary(loader)
