@@ -50,6 +50,7 @@ class Group:
 
 
 CANARIES = "tests/audit/test_canaries.py"
+BOUND_EDGES = "tests/audit/test_canary_bound_edges.py"
 KEY_TESTS = ["tests/core/test_keys.py", "tests/core/test_published_numbers.py", "tests/core/test_config.py"]
 ANCHORS = "tests/attacks/test_attacks_anchors.py"
 SCORED = "tests/attacks/test_scored_targets.py"
@@ -73,11 +74,12 @@ GROUPS = {
                                 "tests/core/test_published_numbers.py"],
         "tradeoff/epsilon.py": ["tests/audit/test_epsilon_pooling.py", "tests/audit/test_canary_bound.py", CANARIES],
         "vflpriv/common/canary_bound.py": ["tests/audit/test_canary_bound.py", "tests/audit/test_epsilon_pooling.py",
-                                           "tests/audit/test_auditor_pair.py"],
+                                           "tests/audit/test_auditor_pair.py", BOUND_EDGES],
         "vflpriv/common/empirical_epsilon.py": ["tests/audit/test_epsilon_pooling.py", CANARIES,
-                                                "tests/attacks/test_scoring_by_hand.py"],
+                                                "tests/attacks/test_scoring_by_hand.py", BOUND_EDGES],
         "vflpriv/common/fdp_one_run.py": ["tests/audit/test_fdp_one_run.py", "tests/audit/test_fdp_k_candidates.py",
-                                          "tests/audit/test_canary_bound.py", "tests/audit/test_auditor_pair.py"],
+                                          "tests/audit/test_canary_bound.py", "tests/audit/test_auditor_pair.py",
+                                          BOUND_EDGES],
         "tradeoff/auditing.py": ["tests/audit/test_auditor_pooling.py", "tests/audit/test_auditor.py"],
         "tradeoff/tune.py": [GRID_REPORT, "tests/cli/test_cli.py", "-k", "tune"],
     }),

@@ -1,0 +1,66 @@
+"""The canary bounds' edges (``vflpriv.common``: ``empirical_epsilon``, ``fdp_one_run``, ``canary_bound``), each
+written for a mutant the mutation scheme left alive: the binary default, no counts and no canaries certify nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from vflpriv.common import canary_bound, empirical_epsilon, fdp_one_run
+
+COUNTS = [[100, 90], [50, 50], [25, 25], [10, 10]]
+
+
+def test_the_f_dp_bounds_default_to_binary_canaries():
+    """Without ``classes`` every f-DP bound is the binary game's, and ten classes certify more from the same counts
+    (so the default is seen)."""
+    mu2 = fdp_one_run.mu_lower(guesses=100, right=90, canaries=100, classes=2)
+    assert fdp_one_run.mu_lower(guesses=100, right=90, canaries=100) == mu2
+    assert fdp_one_run.mu_lower(guesses=100, right=90, canaries=100, classes=10) > mu2 > 0
+    binary = fdp_one_run.menu_epsilon(COUNTS, canaries=100, delta=1e-5, classes=2)
+    assert fdp_one_run.menu_epsilon(COUNTS, canaries=100, delta=1e-5) == binary
+    assert fdp_one_run.menu_epsilon(COUNTS, canaries=100, delta=1e-5, classes=10)[0] > binary[0] > 0
+    assert fdp_one_run.menu_lower(COUNTS, canaries=100, delta=1e-5) == fdp_one_run.menu_lower(
+        COUNTS, canaries=100, delta=1e-5, classes=2)
+
+
+def test_no_counts_certify_nothing_and_reject_nothing():
+    """A menu without entries (no canary guessed): bounds 0 and p-value 1 with the (0, 0) entry, in both tests."""
+    assert fdp_one_run.menu_lower([], canaries=100, delta=1e-5) == (0.0, 0.0, 0)
+    assert fdp_one_run.fdp_bounds([], canaries=100, classes=10, delta=1e-5) == (0.0, 0.0, 0.0)
+    assert fdp_one_run.menu_p_value([], canaries=100, classes=10, epsilon=1.0, delta=1e-5) == (1.0, (0, 0))
+    assert empirical_epsilon.menu_p_value([], canaries=100, classes=10, epsilon=1.0) == (1.0, (0, 0))
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-5])
+def test_no_canaries_cap_nothing(delta):
+    """Zero canaries: every cap is 0 (nothing is testable), while one canary of a coin-flip level is not."""
+    for cap in (empirical_epsilon.cap, canary_bound.cap):
+        assert cap(canaries=0, classes=10, delta=delta) == 0.0
+    assert canary_bound.pure_cap(canaries=0, classes=10) == 0.0
+    assert canary_bound.cap(canaries=1, classes=10, menu=1, alpha=0.5, delta=delta) > 2.0
+
+
+@pytest.mark.parametrize(("m", "epsilon", "classes"), [(2, 1.0, 2), (3, 0.5, 2), (2, 1.0, 10), (20, 2.0, 10)])
+def test_the_f_dp_p_value_of_every_guess_right_at_delta_0_is_the_exact_tail(m, epsilon, classes):
+    """m guesses all right, delta 0: the f-DP test is the exact one (its p-value q^m, q = e^eps / (e^eps + C - 1)),
+    rounded up by at most its 1 + 3e-6 factor, at large p-values (0.53) as at small ones (1.2e-7)."""
+    exact = empirical_epsilon.right_guess_bound(epsilon, classes) ** m
+    p = fdp_one_run.p_value(guesses=m, right=m, canaries=m, classes=classes, epsilon=epsilon, delta=0.0)
+    assert exact <= p <= exact * (1 + 1e-5)
+
+
+def test_a_claim_is_printed_with_two_decimals_below_ten_thousand_and_three_digits_from_it():
+    assert empirical_epsilon.claim_text(9999.5, 1e-5) == "epsilon 9999.50 at delta 1e-05"
+    assert empirical_epsilon.claim_text(1e4, 0.0) == "epsilon 1e+04 (pure)"
+
+
+@pytest.mark.parametrize("mu", [0.5, 2.0])
+def test_the_gdp_inverse_undoes_the_gaussian_curve_and_holds_its_ends(mu):
+    """fbar^-1 of G_mu: fbar(x) = 1 - G_mu(x) = Phi(Phi^-1(x) + mu) (scipy's normal), so fbar(fbar^-1(r)) = r; no
+    right guess needs no wrong one, and every guess right needs every wrong one."""
+    from scipy.stats import norm
+
+    inverse = fdp_one_run.inverse_gdp(mu)
+    assert inverse(0.0) == 0.0 and inverse(1.0) == 1.0
+    for r in (0.05, 0.3, 0.7, 0.95):
+        assert norm.cdf(norm.ppf(inverse(r)) + mu) == pytest.approx(r, rel=1e-9)
