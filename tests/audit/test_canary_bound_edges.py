@@ -64,3 +64,39 @@ def test_the_gdp_inverse_undoes_the_gaussian_curve_and_holds_its_ends(mu):
     assert inverse(0.0) == 0.0 and inverse(1.0) == 1.0
     for r in (0.05, 0.3, 0.7, 0.95):
         assert norm.cdf(norm.ppf(inverse(r)) + mu) == pytest.approx(r, rel=1e-9)
+
+
+def test_zero_gdp_is_perfect_privacy():
+    """0-GDP: delta(eps) = 0 at every eps (the formula divides by mu, so mu 0 is its own case), while 1-GDP at eps 0
+    has delta 2 Phi(1/2) - 1 (scipy's normal)."""
+    from scipy.stats import norm
+
+    assert fdp_one_run.gdp_delta(0.0, 0.0) == 0.0 and fdp_one_run.gdp_delta(0.0, 2.0) == 0.0
+    assert fdp_one_run.gdp_delta(1.0, 0.0) == pytest.approx(2 * norm.cdf(0.5) - 1, rel=1e-9)
+
+
+def test_a_menu_of_one_entry_is_tested_at_the_full_level():
+    """One entry, no Bonferroni share: the f-DP menu's bounds are that entry's at alpha itself."""
+    epsilon = fdp_one_run.epsilon_lower(guesses=100, right=90, canaries=100, delta=1e-5)
+    mu = fdp_one_run.mu_lower(guesses=100, right=90, canaries=100)
+    assert fdp_one_run.menu_epsilon([[100, 90]], canaries=100, delta=1e-5) == (epsilon, 100)
+    assert fdp_one_run.menu_lower([[100, 90]], canaries=100, delta=1e-5) == (epsilon, mu, 100)
+    assert epsilon > fdp_one_run.epsilon_lower(guesses=100, right=90, canaries=100, delta=1e-5, alpha=0.025)
+
+
+def test_steinke_s_menu_p_value_defaults_to_a_pure_claim():
+    pure = empirical_epsilon.menu_p_value(COUNTS, canaries=100, classes=2, epsilon=1.0, delta=0.0)
+    assert empirical_epsilon.menu_p_value(COUNTS, canaries=100, classes=2, epsilon=1.0) == pure
+    assert empirical_epsilon.menu_p_value(COUNTS, canaries=100, classes=2, epsilon=1.0, delta=1e-2)[0] > pure[0]
+
+
+def test_the_canaries_a_claim_needs_may_reach_max_canaries_exactly_and_no_further():
+    """250000 seeds of 3 binary canaries cap below a claim that 4 a run (1e6 pooled, MAX_CANARIES itself) cap above:
+    the search returns MAX_CANARIES; a claim above the cap there is untestable."""
+    seeds, limit = 250_000, canary_bound.MAX_CANARIES
+    three, four = (canary_bound.cap(canaries=n * seeds, classes=2, menu=len(empirical_epsilon.kept(n)))
+                   for n in (3, 4))
+    assert 4 * seeds == limit and three + 0.01 < four
+    assert canary_bound.canaries_needed((three + four) / 2, classes=2, seeds=seeds) == limit
+    with pytest.raises(canary_bound.Untestable):
+        canary_bound.canaries_needed(four + 0.01, classes=2, seeds=seeds)
