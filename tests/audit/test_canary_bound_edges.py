@@ -100,3 +100,30 @@ def test_the_canaries_a_claim_needs_may_reach_max_canaries_exactly_and_no_furthe
     assert canary_bound.canaries_needed((three + four) / 2, classes=2, seeds=seeds) == limit
     with pytest.raises(canary_bound.Untestable):
         canary_bound.canaries_needed(four + 0.01, classes=2, seeds=seeds)
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 0.0), (1.0, 1e-5), (3.0, 1e-3)])
+def test_the_eps_delta_inverse_undoes_its_trade_off_curve_near_every_guess_right(epsilon, delta):
+    """fbar^-1 of f_{eps, delta} (Dong, Roth & Su's curve max(0, 1 - delta - e^eps x, e^-eps (1 - delta - x))): with
+    fbar = 1 - f written out, fbar(fbar^-1(r)) = r wherever r > delta, up to r near 1, where the curve's third piece
+    binds."""
+    import math
+
+    inverse = fdp_one_run.inverse_eps_delta(epsilon, delta)
+
+    def fbar(x: float) -> float:
+        return 1 - max(0.0, 1 - delta - math.exp(epsilon) * x, math.exp(-epsilon) * (1 - delta - x))
+
+    for r in (0.05, 0.3, 0.7, 0.95, 0.99, 0.999):
+        assert fbar(inverse(r)) == pytest.approx(r, abs=1e-12)
+
+
+@pytest.mark.parametrize("mu", [0.0, 1e-6, 1e-4, 0.01])
+def test_the_gdp_epsilon_of_a_tiny_mu_is_tiny_and_never_negative(mu):
+    """Below delta(0) <= delta (mu 0, 1e-6) the epsilon at delta is 0; just above it, a small positive epsilon whose
+    delta is the asked one (9e-5 at mu 1e-4: the bisection must not leave [0, EPS_MAX])."""
+    epsilon = fdp_one_run.gdp_epsilon(mu, 1e-5)
+    if fdp_one_run.gdp_delta(mu, 0.0) <= 1e-5:
+        assert epsilon == 0.0
+    else:
+        assert 0 < epsilon < 0.05 and fdp_one_run.gdp_delta(mu, epsilon) == pytest.approx(1e-5, rel=1e-6)
