@@ -102,6 +102,13 @@ def test_the_canaries_a_claim_needs_may_reach_max_canaries_exactly_and_no_furthe
         canary_bound.canaries_needed(four + 0.01, classes=2, seeds=seeds)
 
 
+def test_the_doubling_search_may_end_at_max_canaries_exactly():
+    """100000 seeds: a claim between the caps of 9 and 10 canaries a run (9e5 and 1e6 pooled) is found by doubling and
+    bisection at MAX_CANARIES itself, not refused."""
+    nine, ten = (canary_bound.cap(canaries=n * 100_000, classes=2) for n in (9, 10))
+    assert canary_bound.canaries_needed((nine + ten) / 2, classes=2, seeds=100_000) == canary_bound.MAX_CANARIES
+
+
 @pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 0.0), (1.0, 1e-5), (3.0, 1e-3)])
 def test_the_eps_delta_inverse_undoes_its_trade_off_curve_near_every_guess_right(epsilon, delta):
     """fbar^-1 of f_{eps, delta} (Dong, Roth & Su's curve max(0, 1 - delta - e^eps x, e^-eps (1 - delta - x))): with
@@ -127,3 +134,16 @@ def test_the_gdp_epsilon_of_a_tiny_mu_is_tiny_and_never_negative(mu):
         assert epsilon == 0.0
     else:
         assert 0 < epsilon < 0.05 and fdp_one_run.gdp_delta(mu, epsilon) == pytest.approx(1e-5, rel=1e-6)
+
+
+@pytest.mark.parametrize("module", [empirical_epsilon, fdp_one_run])
+def test_a_menu_s_p_value_is_its_smallest_entry_s_times_the_menu_s_size(module):
+    """Bonferroni by hand: two entries, the smaller of their p-values doubled, and the entry it comes from."""
+    menu = [[100, 90], [50, 50]]
+    alone = [module.p_value(guesses=g, right=r, canaries=100, classes=2, epsilon=1.0, delta=1e-5) for g, r in menu]
+    assert module.menu_p_value(menu, canaries=100, classes=2, epsilon=1.0, delta=1e-5) == (2 * min(alone), (50, 50))
+
+
+def test_the_menu_names_a_bad_count_of_guesses():
+    with pytest.raises(ValueError, match=r"^guessed must be an integer >= 0, got -1$"):
+        empirical_epsilon.kept(-1)
