@@ -147,3 +147,33 @@ def test_a_menu_s_p_value_is_its_smallest_entry_s_times_the_menu_s_size(module):
 def test_the_menu_names_a_bad_count_of_guesses():
     with pytest.raises(ValueError, match=r"^guessed must be an integer >= 0, got -1$"):
         empirical_epsilon.kept(-1)
+
+
+def test_a_claim_exactly_the_margin_below_its_cap_is_not_testable():
+    cap = 3.0
+    assert not canary_bound.testable(cap - canary_bound.CAP_MARGIN, cap)
+    assert canary_bound.testable(cap - 2 * canary_bound.CAP_MARGIN, cap)
+
+
+def test_a_count_past_max_canaries_is_never_returned_even_where_its_cap_would_do():
+    """300000 seeds: 4 canaries a run (1.2e6 pooled) would test a claim that 3 (9e5) cannot, but 4 is past
+    MAX_CANARIES: the claim is untestable within it."""
+    seeds = 300_000
+    three, four = (canary_bound.cap(canaries=n * seeds, classes=2, menu=3) for n in (3, 4))
+    with pytest.raises(canary_bound.Untestable):
+        canary_bound.canaries_needed.__wrapped__((three + four) / 2, classes=2, seeds=seeds)
+
+
+def test_the_search_stops_at_max_canaries_when_the_cap_there_is_below_the_claim(monkeypatch):
+    """At delta 1e-5 the f-DP cap of 1e6 binary canaries (12.33782) is just below the closed-form ceiling (12.33800):
+    a claim between them passes the ceiling, the doubling reaches 5 canaries x 200000 seeds = MAX_CANARIES exactly
+    and is refused there, never evaluating a cap past it."""
+    seen = []
+    cap = canary_bound.cap
+    monkeypatch.setattr(canary_bound, "cap", lambda **kw: seen.append(kw["canaries"]) or cap(**kw))
+    at_max = cap(canaries=canary_bound.MAX_CANARIES, classes=2, delta=1e-5)
+    claim = at_max + 4e-5
+    assert canary_bound.testable(claim, canary_bound.pure_cap(canaries=canary_bound.MAX_CANARIES, classes=2))
+    with pytest.raises(canary_bound.Untestable):
+        canary_bound.canaries_needed.__wrapped__(claim, classes=2, delta=1e-5, seeds=200_000)
+    assert max(seen) == canary_bound.MAX_CANARIES
