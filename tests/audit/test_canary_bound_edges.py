@@ -177,3 +177,30 @@ def test_the_search_stops_at_max_canaries_when_the_cap_there_is_below_the_claim(
     with pytest.raises(canary_bound.Untestable):
         canary_bound.canaries_needed.__wrapped__(claim, classes=2, delta=1e-5, seeds=200_000)
     assert max(seen) == canary_bound.MAX_CANARIES
+
+
+def test_the_chosen_test_s_name_is_the_one_records_print():
+    assert canary_bound.chosen_test(0.0) == "Steinke" and canary_bound.chosen_test(1e-5) == "f-DP"
+
+
+def test_the_closed_form_cap_defaults_to_one_attack():
+    """attacks=1 by default: log((C - 1) / (level^(-1/m) - 1)) at level alpha / 4 (the menu's four entries)."""
+    import math
+
+    level = empirical_epsilon.ALPHA / 4
+    expected = math.log(9 / (level ** (-1 / 300) - 1))
+    assert canary_bound.pure_cap(canaries=300, classes=10) == pytest.approx(expected, rel=1e-12)
+
+
+def test_canaries_needed_names_a_bad_claim_and_refuses_delta_1():
+    with pytest.raises(ValueError, match=r"^claim must be a finite number >= 0, got nan$"):
+        canary_bound.canaries_needed(float("nan"), classes=2)
+    with pytest.raises(ValueError, match=r"^delta must be a number in \[0, 1\), got 1.0$"):
+        canary_bound.canaries_needed(1.0, classes=2, delta=1.0)
+
+
+def test_a_p_value_below_every_level_searched_is_still_a_tiny_probability():
+    """1000 ten-class canaries all right at epsilon 0: the exact tail is 1e-1000; the f-DP p-value stays in (0, 1e-250],
+    far below any level a report uses, never negative."""
+    p = fdp_one_run.p_value(guesses=1000, right=1000, canaries=1000, classes=10, epsilon=0.0, delta=0.0)
+    assert 0 < p <= 1e-250

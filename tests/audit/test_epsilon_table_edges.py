@@ -46,3 +46,14 @@ def test_a_defense_s_reason_for_no_epsilon_is_the_note_that_says_so():
     rows = [_row("gc", [[100, 60]], notes=f"tuned on validation; {note}"), _row("gc", [[100, 61]], seed=1)]
     table = epsilon_table(pd.DataFrame(rows))
     assert set(table["claim_note"]) == {note}
+
+
+def test_pair_canaries_are_scored_with_their_two_candidates_and_the_rejecting_counts_are_recorded():
+    """canary_classes 2 on a ten-class dataset (pair canaries): the table's C is 2, not num_classes; a claim of 0.5
+    against 95 of 100 binary guesses is rejected by those counts, one family of one claim."""
+    rows = [_row("gc", [[100, 95]]) | {"canary_classes": 2, "epsilon": 0.5, "epsilon_delta": 0.0}]
+    table = epsilon_table(pd.DataFrame(rows)).set_index("attack")
+    worst = table.loc["worst-case"]
+    assert (table["classes"] == 2).all()
+    assert bool(worst["rejected"]) and (worst["rejecting_guesses"], worst["rejecting_right"]) == (100, 95)
+    assert (table["holm_family"] == 1).all()
