@@ -57,3 +57,9 @@ def test_pair_canaries_are_scored_with_their_two_candidates_and_the_rejecting_co
     assert (table["classes"] == 2).all()
     assert bool(worst["rejected"]) and (worst["rejecting_guesses"], worst["rejecting_right"]) == (100, 95)
     assert (table["holm_family"] == 1).all()
+
+
+def test_two_stacked_defenses_without_an_epsilon_name_the_first_in_the_stack():
+    first, second = "dp-gaussian: no epsilon recorded: x", "label-dp: no epsilon recorded: y"
+    table = epsilon_table(pd.DataFrame([_row("gc", [[100, 60]], notes=f"{first}; {second}")]))
+    assert set(table["claim_note"]) == {first}
