@@ -204,3 +204,10 @@ def test_a_p_value_below_every_level_searched_is_still_a_tiny_probability():
     far below any level a report uses, never negative."""
     p = fdp_one_run.p_value(guesses=1000, right=1000, canaries=1000, classes=10, epsilon=0.0, delta=0.0)
     assert 0 < p <= 1e-250
+
+
+def test_more_runs_than_the_most_canaries_is_untestable_not_an_argument_error():
+    """More seeds than MAX_CANARIES: even one canary a run is past the most, so no count can test the claim (the
+    message once asked for the cap at 0 canaries a run and raised the menu's argument error instead)."""
+    with pytest.raises(canary_bound.Untestable, match="at one a run"):
+        canary_bound.canaries_needed(1.0, classes=2, seeds=canary_bound.MAX_CANARIES + 1)
