@@ -165,7 +165,8 @@ def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--against", type=Path, metavar="DIR", help="another checkout: its whole step beside this one's")
+    parser.add_argument("--against", type=Path, metavar="DIR",
+                        help="another checkout: its whole step beside this one's")
     parser.add_argument("--bottom", choices=("digits", "cnn"), default="digits",
                         help="with --against: digits' MLP bottom or vflpriv's CNN encoder on 28 x 28 images")
     args = parser.parse_args()

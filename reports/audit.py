@@ -12,6 +12,7 @@ from collections import defaultdict
 
 import pandas as pd
 
+from vflpriv.common.console import plural
 from vflpriv.reports.canaries import canary_controls, canary_markdown, canary_summary, without_prior
 from vflpriv.reports.features import feature_defenses, feature_markdown, feature_verdicts, who
 from vflpriv.reports.tables import mean_std, utility_label
@@ -53,7 +54,7 @@ def _communication(baseline: pd.DataFrame) -> list[dict]:
 
 def _verdict_line(attack: str, phase: str, test) -> str:
     per_sample = test.test == SAMPLE_TEST_NAME
-    over = (f"per-target paired test on {test.n_targets} targets, {test.n_seeds} seed{'s' * (test.n_seeds != 1)} as random effects"
+    over = (f"per-target paired test on {test.n_targets} targets, {plural(test.n_seeds, 'seed')} as random effects"
             if per_sample
             else f"paired t-test over {test.n_seeds} seeds")
     if not per_sample and test.n_seeds < 2:

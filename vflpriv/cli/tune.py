@@ -11,7 +11,7 @@ import typer
 
 from vflpriv.cli.app import DRY_RUN, QUIET, app
 from vflpriv.cli.evaluate import build_experiment
-from vflpriv.common.console import make_console
+from vflpriv.common.console import make_console, plural
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.registry import ATTACKS
 from vflpriv.store import cache
@@ -50,7 +50,7 @@ def tune(
     from vflpriv.config.registry import DEFENSES
     from vflpriv.tradeoff.sweep import check
     from vflpriv.tradeoff.tune import tune as bisect
-    from vflpriv.workflows.experiment import STORE_ONLY, plural, run_into_store
+    from vflpriv.workflows.experiment import STORE_ONLY, run_into_store
 
     if defense == "none" or "," in (attack or ""):
         raise ConfigError("tune takes one attack and one defense (not none)")
@@ -114,7 +114,8 @@ def tune(
         pd.concat(frames).drop_duplicates("key").drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
         ok = frame[frame["status"] == "ok"]
         console.print(f"{step}: attack {ok['attack_accuracy'].mean():.3f}, prior "
-                      f"{ok['prior_accuracy'].mean():.3f}, utility {ok['utility'].mean():.3f} ({len(ok)} seed{'s' * (len(ok) != 1)})")
+                      f"{ok['prior_accuracy'].mean():.3f}, utility {ok['utility'].mean():.3f} "
+                      f"({plural(len(ok), 'seed')})")
         return frame
 
     result = bisect(evaluate, axis=axis.name, stronger_is_lower=axis.stronger == "lower", low=lo, high=hi,

@@ -8,6 +8,11 @@ import sys
 
 from rich.console import Console
 
+def plural(n: int, noun: str) -> str:
+    """``n`` and ``noun``, in the plural unless ``n`` is 1 ("1 seed", "3 seeds")."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 #: Width of a console that is not a terminal: wide enough that rich never wraps a line or a table cell.
 UNWRAPPED = 4096
 

@@ -55,12 +55,18 @@ def options_of(model: type[BaseModel]) -> list[tuple[str, str, str, str]]:
 
 
 def _summary(obj: Any) -> str:
-    """The first paragraph of ``obj``'s own docstring: a class without one does not borrow its base class's (a plugin
-    method would read "Base of registered methods"), it says it has none."""
-    own = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+    """The first paragraph of ``obj``'s docstring: a class without one borrows its nearest base's from outside vflpriv
+    (a plugin's own base class), never vflpriv's (a plugin method would read "Base of registered methods")."""
+    own = next((c.__dict__["__doc__"] for c in obj.__mro__ if (c is obj or not _vflprivs(c))
+                and c.__dict__.get("__doc__")), None) if isinstance(obj, type) else obj.__doc__
     if not own:
         return f"{getattr(obj, '__name__', obj)} (no docstring)"
     return inspect.cleandoc(own).split("\n\n")[0].replace("\n", " ")
+
+
+def _vflprivs(cls: type) -> bool:
+    """Whether ``cls`` is one of vflpriv's own classes, or Python's ``object``."""
+    return cls is object or cls.__module__.split(".")[0] == "vflpriv"
 
 
 def one_line(kind: str, name: str) -> str:
@@ -196,15 +202,16 @@ def _auditor(name: str, cls: Any) -> Description:
 
 
 def _dataset(name: str, loader: Any) -> Description:
+    from vflpriv.config.schema import PartitionConfig
     from vflpriv.data.catalog import DATASET_INFO, status
 
     info = DATASET_INFO.get(name)
-    from vflpriv.config.schema import PartitionConfig
 
     own = getattr(loader, "default_partition", {})
     base = PartitionConfig()
     facts = {"default partition": repr(own) if own else (
-        f"none of its own (vflpriv's: aligned_fraction {base.aligned_fraction}, labeled {base.labeled}, aux {base.aux})")}
+        f"none of its own (vflpriv's: aligned_fraction {base.aligned_fraction}, labeled {base.labeled}, "
+        f"aux {base.aux})")}
     if info is not None:
         present, where, how = status(name)
         facts |= {"kind": info.kind, "files": where if present else (f"present but unreadable here; {how}" if where

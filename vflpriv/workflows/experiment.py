@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from vflpriv.common.console import make_console
+from vflpriv.common.console import make_console, plural
 from vflpriv.common.errors import ConfigError, IncompatibleError, Interrupted
 from vflpriv.common.lazy import importing
 from vflpriv.common.progress import RunProgress
@@ -167,10 +167,6 @@ def check_destination(out: Path, *, store_path: Path | None, backend: str, addre
     return store_path
 
 
-def plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def guard_outputs(out: Path, *, owns: Callable[[str], bool]) -> None:
     """Refuse to replace another experiment's results: a ``results.csv`` in ``out`` listing runs this command does
     not own would be replaced (with ``cap.csv`` and the plots) by one without them. Resuming or widening the same
@@ -187,7 +183,8 @@ def guard_outputs(out: Path, *, owns: Callable[[str], bool]) -> None:
     foreign = [k for k in keys if not owns(k)]
     if foreign:
         raise ConfigError(
-            f"--out {out} holds another experiment's results: its results.csv lists {len(keys)} runs, {len(foreign)} "
+            f"--out {out} holds another experiment's results: its results.csv lists {plural(len(keys), 'run')}, "
+            f"{len(foreign)} "
             "of them not part of this one, and would be replaced (with cap.csv and the plots); give another --out, "
             "or --overwrite to replace them (runs in a store stay there)")
 
@@ -258,8 +255,8 @@ def evaluate_experiment(
             if row["status"] == "ok" or row["status"].startswith("partial"):
                 extra = f" ({row['status']})" if row["status"] != "ok" else ""
                 n = int(row["n_seeds"])
-                console.print(what + f"{mean_std(row['cap'], row['cap_std'], n=n, digits=4)} over {n} "
-                              f"seed{'s' if n != 1 else ''}{extra}")
+                console.print(what + f"{mean_std(row['cap'], row['cap_std'], n=n, digits=4)} over "
+                              f"{plural(n, 'seed')}{extra}")
             else:
                 console.print(what + row["status"])
     else:
