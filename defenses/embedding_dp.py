@@ -67,6 +67,7 @@ from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
 from vflpriv.defenses.per_sample import GhostTape, ghost_applies, ghost_grads
+from vflpriv.defenses.row_checks import forward_mixing, kept_parameters
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
@@ -94,6 +95,7 @@ class PrivateRows(nn.Module):
         self.out_dim = getattr(bottom, "out_dim", None)
         self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
         self.tape: GhostTape | None = None
+        self.unchecked: int | None = None  # rows stepped since the rows were last checked (None: never, since train())
         self.train(bottom.training)
 
     def train(self, mode: bool = True) -> PrivateRows:
@@ -105,7 +107,16 @@ class PrivateRows(nn.Module):
                 if isinstance(m, _BATCHNORMS):
                     m.eval()
         self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
+        self.unchecked = None
         return self
+
+    def check_due(self, n: int, *, epoch: int) -> bool:
+        """Whether the update of a batch of ``n`` rows checks that the rows are the samples' own: the first update
+        after each ``train()`` (a tape rebuilt), then the first once ``epoch`` rows (the training's) were stepped since
+        the last check: once an epoch where each update takes its batch once."""
+        due = self.unchecked is None or self.unchecked >= epoch
+        self.unchecked = n + (0 if due else self.unchecked)
+        return due
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         tape = self.tape if self.training and torch.is_grad_enabled() else None
@@ -122,7 +133,7 @@ class PrivateRows(nn.Module):
     def __getstate__(self) -> dict:
         """Copied or pickled without the last forward's tape (an adversary's snapshot between the forward and the
         update: the taped rows are a non-leaf tensor, which cannot be deep-copied); a copy tapes after ``train()``."""
-        return {**self.__dict__, "taped": None, "tape": None}
+        return {**self.__dict__, "taped": None, "tape": None, "unchecked": None}
 
     def tape_of(self, sent: torch.Tensor) -> tuple[torch.Tensor, GhostTape] | None:
         """(the clipped rows, the tape) of the forward that returned ``sent``, once; None for another tensor."""
@@ -226,20 +237,32 @@ class EmbeddingDP(PassiveDefense):
         (book-keeping on what its tape recorded; a forward of its own for rows computed elsewhere), where the tape's
         run-time checks hold (``GhostTape.norms``: hooks included); any other bottom or update (a plugin's module, a
         subclass, a weight reused by a hook, a layer on another number of rows) its per-sample gradients by
-        ``torch.func``."""
+        ``torch.func``.
+
+        On both paths the rows must be each a function of their own sample (the argument's premise): the first update
+        after each ``train()`` and then the first of each epoch's worth of rows (:meth:`PrivateRows.check_due`; about
+        3 forwards in float64 and, on the tape, one backward) checks the forward (``row_checks.forward_mixing``) and
+        the tape's gradients (``GhostTape._mixed``), and fails the run with :class:`ProtocolError` where they mix (no
+        epsilon is recorded). A bottom that starts mixing between two checks is outside what is checked."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [p for p in inner.parameters() if p.requires_grad]
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
             self.idle_updates += 1
             return
+        check = bottom.check_due(n, epoch=self.stepped.total.shape[0])
+        mixing = forward_mixing(inner, x) if check else ""
+        if mixing:
+            raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row a function of its own sample, "
+                                "sensitivity 2C per row, DP-SGD per sample) covers bottoms whose rows depend on their "
+                                "own sample only: the run fails, no epsilon is recorded")
         received = gradient.detach()
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
-            ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n)
+            ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n, check=check)
         else:
-            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1), x) \
-                if ghost_applies(inner) else None
+            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1), x,
+                                check=check) if ghost_applies(inner) else None
         sums = trained[0].new_zeros(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
         views = dict(zip(trained, sums.split([p.numel() for p in trained])))
         if ghost is not None:  # a bottom the tape provably covers: from one backward (defenses/per_sample.py)
@@ -352,18 +375,14 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
         h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
         return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
 
-    held = [(m, list(m.named_parameters(recurse=False, remove_duplicate=False))) for m in inner.modules()]
     try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
-        return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
-            params, x, received)
+        with kept_parameters(inner):
+            return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
+                params, x, received)
     except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
         raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
                             f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); write its "
                             "forward without data-dependent Python control flow") from error
-    finally:  # functional_call leaves a module reached twice holding the plain tensors it swapped in: put them back
-        for m, own in held:
-            for k, p in own:
-                setattr(m, k, p)
 
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:

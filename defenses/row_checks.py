@@ -1,0 +1,99 @@
+"""embedding-dp's check that a bottom's rows are each a function of their own sample (issue 47): its argument (each
+sent row a function of its own sample, sensitivity 2C per row; DP-SGD's per-sample gradients) holds for no other
+bottom, on the tape's path or torch.func's. A hook or plugin forward that mixes the batch's rows (centring over the
+batch, a softmax over dim 0) is seen by what it does, not by what it is: the bottom is run on the batch and on two
+probes that keep some of its rows in place and replace the others (:func:`forward_mixing`)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from torch import nn
+
+#: Modules drawing a random mask in training mode: put in eval for the check only (their per-row masks would differ
+#: between the batch and a probe); any other draw in a forward reads as mixing.
+_DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+#: Per row: |batch row - probe row| <= this times the row's largest entry (plus a floor of the same times 1e-6 of the
+#: batch's largest, for rows near 0), in float64 (where the bottom runs in it; 64 ulps of its own dtype otherwise).
+RTOL64 = 1e-10
+
+
+def forward_mixing(bottom: nn.Module, x: torch.Tensor) -> str:
+    """Why ``bottom``'s output rows on ``x`` are not each a function of their own row of ``x``, or ''.
+
+    The bottom runs (its parameters detached, its Dropout-type modules in eval, the global random state restored after) on x and on
+    two probes of the same n rows: a random half A of x's rows kept in place and the others replaced by rows of A, and
+    the same for the other half B (a stream of its own, seeded by n: no training draw moves). Each kept row's output
+    must equal its output in x, per row, in float64 (parameters and buffers cast by ``functional_call``, the module's
+    own untouched; the bottom's own dtype, with 64 of its ulps, where it cannot run in float64). A forward that
+    depends on the batch only through its size (the probes keep n) passes; one that draws random numbers outside a
+    Dropout module reads as mixing, and the reason says so."""
+    n = x.shape[0]
+    if n < 2:
+        return ""
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(n)).to(x.device)
+    halves = (order[: n // 2], order[n // 2:])
+    probes = []
+    for kept, other in (halves, halves[::-1]):
+        probe = x.clone()
+        probe[other] = x[kept.repeat(-(-other.numel() // kept.numel()))[: other.numel()]]
+        probes.append((kept, probe))
+    try:
+        outputs, tolerance = _run(bottom, [x] + [p for _, p in probes], dtype=torch.float64), RTOL64
+    except RuntimeError:  # a forward that cannot run in float64 (a tensor of its own dtype it holds outside its state)
+        outputs = _run(bottom, [x] + [p for _, p in probes], dtype=None)
+        tolerance = 64 * torch.finfo(outputs[0].dtype).eps
+    name = type(bottom).__qualname__
+    whole = outputs[0]
+    if not isinstance(whole, torch.Tensor) or whole.dim() == 0 or whole.shape[0] != n:
+        return f"the bottom {name} returns {getattr(whole, 'shape', type(whole).__name__)} for a batch of {n} rows"
+    whole = whole.reshape(n, -1).double()
+    floor = tolerance * 1e-6 * float(whole.abs().max())
+    for (kept, _), out in zip(probes, outputs[1:]):
+        ref, got = whole[kept], out.reshape(n, -1)[kept].double()
+        bound = tolerance * ref.abs().amax(1) + floor
+        off = ((got - ref).abs().amax(1) > bound) | ~torch.isfinite(got).all(1)
+        if bool(off.any()):
+            row = int(kept[off.nonzero()[0, 0]])
+            return (f"the bottom {name}'s output row {row} changed when other rows of its batch were replaced (a hook "
+                    "or forward mixing the batch's rows, e.g. centring over the batch, or a random draw outside a "
+                    "Dropout module, which reads the same)")
+    return ""
+
+
+def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype | None) -> list:
+    """``bottom`` on each batch, in ``dtype`` where given (its floating parameters, buffers and the batch cast), without
+    gradients, its Dropout-type modules in eval, the global random state as before."""
+    dropouts = [m for m in bottom.modules() if isinstance(m, _DROPOUTS) and m.training]
+    devices = [b.device.index or 0 for b in batches if b.is_cuda][:1]
+    with torch.random.fork_rng(devices=devices), kept_parameters(bottom):
+        try:
+            for m in dropouts:
+                m.training = False
+            state = {k: _cast(p.detach(), dtype) for k, p in bottom.named_parameters()}
+            state.update((k, _cast(b, dtype).clone()) for k, b in bottom.named_buffers())  # a copy: none is updated
+            # Each batch plus a zero leaf: a fresh tensor (an in-place module writes no caller's) requiring a gradient
+            # (none is computed; a hook registering a tensor hook on an output needs one).
+            leaf = torch.zeros((), dtype=dtype or batches[0].dtype, device=batches[0].device, requires_grad=True)
+            return [torch.func.functional_call(bottom, state, (b.to(leaf.dtype) + leaf,)).detach() for b in batches]
+        finally:
+            for m in dropouts:
+                m.training = True
+
+
+def _cast(t: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+    return t.to(dtype) if dtype is not None and t.is_floating_point() else t
+
+
+@contextlib.contextmanager
+def kept_parameters(module: nn.Module):
+    """``module``'s own parameter objects put back on exit: ``functional_call`` leaves a module reached twice holding
+    the tensors it swapped in."""
+    held = [(m, list(m.named_parameters(recurse=False, remove_duplicate=False))) for m in module.modules()]
+    try:
+        yield
+    finally:
+        for m, own in held:
+            for k, p in own:
+                setattr(m, k, p)
