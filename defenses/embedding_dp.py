@@ -165,15 +165,18 @@ class EmbeddingDP(PassiveDefense):
     #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs,
     #: hooks checked by what they did: a bottom with row-wise hooks, torch.func's before, now takes the tape (the same
     #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
-    #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit.
-    revision = 4
+    #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit;
+    #: 5: a bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an epsilon,
+    #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit).
+    revision = 5
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
-            "from its one backward, which forms no weight gradient, plus one more backward an epoch that checks the "
-            "rows' gradients are the samples' own, for bottoms built of Linear / Conv2d / BatchNorm layers and "
-            "modules of known forward, no plugin class; torch.func otherwise, and where the tape's run-time checks "
-            "fail) and noise on each of its parameters; the training x1.7 to x1.9 on digits (over "
+            "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / BatchNorm "
+            "layers and modules of known forward, no plugin class; torch.func otherwise, and where the tape's "
+            "run-time checks fail), noise on each of its parameters, and at the first update after train() and then "
+            "once an epoch, the rows check (three forwards in float64, one more backward on the tape); the training "
+            "x1.7 to x1.9 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
             "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")
@@ -230,20 +233,16 @@ class EmbeddingDP(PassiveDefense):
     def passive_backward(self, party: int, bottom: nn.Module, x: torch.Tensor, sent: torch.Tensor,
                          gradient: torch.Tensor, ids: torch.Tensor) -> None:
         """DP-SGD: each sample's gradient of its own clipped row times the gradient it received, clipped to C_g,
-        summed, noised, over the batch size. The rows are computed independently (the frozen statistics) and the noise
-        of the sent rows carries no gradient; a bottom the tape covers (``per_sample.ghost_applies``: built wholly of
-        Linear / Conv2d / frozen BatchNorm layers, row-wise modules, ``nn.Sequential`` and vflpriv's own encoders, by
-        exact type) gets the norms and clipped sums from one backward through the forward that computed ``sent``
-        (book-keeping on what its tape recorded; a forward of its own for rows computed elsewhere), where the tape's
-        run-time checks hold (``GhostTape.norms``: hooks included); any other bottom or update (a plugin's module, a
-        subclass, a weight reused by a hook, a layer on another number of rows) its per-sample gradients by
-        ``torch.func``.
-
-        On both paths the rows must be each a function of their own sample (the argument's premise): the first update
-        after each ``train()`` and then the first of each epoch's worth of rows (:meth:`PrivateRows.check_due`; about
-        3 forwards in float64 and, on the tape, one backward) checks the forward (``row_checks.forward_mixing``) and
-        the tape's gradients (``GhostTape._mixed``), and fails the run with :class:`ProtocolError` where they mix (no
-        epsilon is recorded). A bottom that starts mixing between two checks is outside what is checked."""
+        summed, noised, over the batch size. A bottom the tape covers (``per_sample.ghost_applies``: Linear / Conv2d /
+        frozen BatchNorm layers, row-wise modules, ``nn.Sequential`` and vflpriv's own encoders, by exact type) gets the
+        norms and clipped sums from one backward through the forward that computed ``sent`` (a forward of its own for
+        rows computed elsewhere), where the tape's run-time checks hold (``GhostTape.norms``); any other bottom or
+        update (a plugin's module, a subclass, a weight reused by a hook) its per-sample gradients by ``torch.func``.
+        On both paths each row must be a function of its own sample (the argument's premise): the first update after
+        each ``train()`` and then the first of each epoch's rows (:meth:`PrivateRows.check_due`) checks the forward
+        (``row_checks.forward_mixing``) and the tape's gradients (``row_checks.gradient_mixing``), and fails the run
+        with :class:`ProtocolError` where they mix (no epsilon recorded); a bottom that starts mixing between two
+        checks is outside what is checked."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [p for p in inner.parameters() if p.requires_grad]
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge

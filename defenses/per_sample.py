@@ -28,17 +28,19 @@ hook on that output), so a forward or pre-hook that rescales, replaces or wraps 
 stay exact (the naive per-sample loop with the hooks). At run time :meth:`GhostTape.norms` checks where a hook could
 break a rule: every covered layer (frozen ones too: their input's rank and rows) called on a first dimension of the
 batch's n, each trainable one once; every output reached; and, on the autograd graph of the objective, each trainable
-parameter reached by exactly one edge (a hook or module reusing a weight outside its layer's call adds one) and no
-custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
-gradients); and, at a tape's first update (one a ``train()``, about one an epoch: one more backward), that the rows'
-gradients are the samples' own (a forward hook mixing the batch's rows, or a tensor hook mixing their gradients,
-fails it). Where any check fails the update goes to ``torch.func``, which recomputes it from x and the received
-gradient, one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook,
-as before the tape took hooked bottoms). Outside what the tape checks: a hook that starts mixing rows after a tape's
-first update, and a hook on the autograd node of a layer's output (``out.grad_fn.register_hook``, the deprecated
-non-full ``register_backward_hook``, which rewrites its parameter gradients: the update then stays private, each
-sample's clipped part computed from its own row, but is not the hooked gradient). Parameter hooks
-(``p.register_hook``) never run: embedding-dp forms the bottom's gradients itself."""
+parameter reached by no more than one edge (a hook or module reusing a weight outside its layer's call adds one) and
+no custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
+gradients). Where one fails the update goes to ``torch.func``, which recomputes it from x and the received gradient,
+one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook). On a
+checked update (``check``: embedding-dp's first after each ``train()``, then once an epoch's rows; one more backward)
+it also checks that the rows' gradients are the samples' own, and fails the run where they mix (a tensor hook mixing
+them; embedding-dp checks the forward on both paths: ``row_checks.py``). Outside what the tape checks: a hook that
+starts mixing between two checked updates; a hook writing in place to a layer's recorded input after its call
+(in-place modules are refused where they may: :func:`_writes_input`); and a hook on the autograd node of a layer's
+output (``out.grad_fn.register_hook``, the deprecated non-full ``register_backward_hook``, which rewrites its
+parameter gradients: the update then stays private, each sample's clipped part computed from its own row, but is not
+the hooked gradient). Parameter hooks (``p.register_hook``) never run: embedding-dp forms the bottom's gradients
+itself."""
 
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ from torch.autograd.function import BackwardCFunction
 from torch.autograd.graph import GradientEdge
 
 from vflpriv.common.errors import ProtocolError
+from vflpriv.defenses.row_checks import gradient_mixing, gradient_weights
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, TabularInput
 
 #: The layers whose per-sample gradients follow from their input and output gradient rows, and the batch's dimensions
@@ -206,7 +209,7 @@ class GhostTape:
         there). The one backward (of rows.sum()) asks autograd for the gradients of the recorded outputs only (their
         edges): it forms no parameter gradient (Bu et al. 2023's book-keeping: the clipped sums are formed once, from
         the recorded rows). With ``check``, one more backward checks that the rows' gradients are the samples' own
-        (:meth:`_mixed`); where they are not, :class:`ProtocolError` (no update, on either path, is private then)."""
+        (``row_checks.gradient_mixing``); where they are not, :class:`ProtocolError` (no update, on either path, is private then)."""
         edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
         self.why = "the tape recorded no forward" if self.seen is None else \
             "" if rows.requires_grad else "the rows do not require a gradient"
@@ -219,7 +222,7 @@ class GhostTape:
         if len(edges) != len(self.layers):
             self.why = "a trainable layer's output does not require a gradient"
             return None
-        weights = _weights(n, rows) if check else None
+        weights = gradient_weights(n, rows) if check else None
         weighted = None if weights is None else self._gradients((rows * weights).sum(), edges, retain=True)
         grads = self._gradients(out, edges)
         missing = next((e[0] for (e, _), g in zip(edges, grads) if g is None), None)
@@ -227,7 +230,8 @@ class GhostTape:
             name = f"{type(missing).__name__} {self.names[id(missing)]!r}"
             self.why = f"the output of {name} does not reach the rows sent"
             return None
-        mixed = "" if weighted is None else self._mixed(edges, grads, weighted, weights)
+        layers = [f"{type(e[0]).__name__} {self.names[id(e[0])]!r}" for e, _ in edges]
+        mixed = "" if weighted is None else gradient_mixing(layers, grads, weighted, weights)
         if mixed:
             raise ProtocolError(f"embedding-dp: {mixed}; its argument covers bottoms whose rows depend on their own "
                                 "sample only, in the forward and the backward (the tape cannot tell which mixed): the "
@@ -242,23 +246,6 @@ class GhostTape:
             entry[2] = None  # what an earlier backward through these outputs (another loss's) recorded
         captured = torch.autograd.grad(out, [edge for _, edge in edges], allow_unused=True, retain_graph=retain)
         return [(g if entry[2] is None else entry[2]) for (entry, _), g in zip(edges, captured)]
-
-    def _mixed(self, edges: list, grads: list, weighted: list, weights: torch.Tensor) -> str:
-        """Why the rows' gradients are not each sample's own (a hook mixing rows, in the forward or the backward: each
-        sample's part of the update would depend on the others), or '': with rows independent, the gradient of
-        sum_i w_i rows_i at a layer's output row i is w_i times that of sum_i rows_i, to float rounding: compared per
-        row in float64, within 64 ulps of the gradients' dtype of the row's largest entry (plus 1e-6 of that of the
-        layer's largest, for rows near 0; a mixing hook moves a row by its own size times its weight)."""
-        for (entry, _), g, got in zip(edges, grads, weighted):
-            if got is None:
-                return f"the weighted rows do not reach {type(entry[0]).__name__} {self.names[id(entry[0])]!r}"
-            expected = (g.double() * weights.double().view(-1, *[1] * (g.dim() - 1))).flatten(1)
-            ulps = 64 * torch.finfo(g.dtype).eps
-            bound = ulps * expected.abs().amax(1) + ulps * 1e-6 * expected.abs().max()
-            if bool(((got.double().flatten(1) - expected).abs().amax(1) > bound).any()):
-                return (f"the gradient at {type(entry[0]).__name__} {self.names[id(entry[0])]!r} mixes the batch's "
-                        "rows (a hook's?): a sample's part of the update would depend on the others")
-        return ""
 
     def _misread(self, n: int) -> str:
         """Why the recorded calls are not what the rules read (each trainable covered layer once; every covered layer,
@@ -389,9 +376,3 @@ def ghost_grads(module: nn.Module, objective, x: torch.Tensor, *, check: bool = 
         rows = objective(module(x))
     return tape.norms(rows, n=x.shape[0], check=check)
 
-
-def _weights(n: int, like: torch.Tensor) -> torch.Tensor:
-    """Per-sample weights in [0.5, 1.5) for :meth:`GhostTape._mixed`, from a stream of their own (no training draw
-    moves)."""
-    generator = torch.Generator().manual_seed(n)
-    return torch.rand(n, generator=generator, device=generator.device, dtype=like.dtype).add_(0.5).to(like.device)

@@ -1,8 +1,9 @@
-"""embedding-dp's check that a bottom's rows are each a function of their own sample (issue 47): its argument (each
+"""embedding-dp's checks that a bottom's rows are each a function of their own sample (issue 47): its argument (each
 sent row a function of its own sample, sensitivity 2C per row; DP-SGD's per-sample gradients) holds for no other
 bottom, on the tape's path or torch.func's. A hook or plugin forward that mixes the batch's rows (centring over the
 batch, a softmax over dim 0) is seen by what it does, not by what it is: the bottom is run on the batch and on two
-probes that keep some of its rows in place and replace the others (:func:`forward_mixing`)."""
+probes that keep some of its rows in place and replace the others (:func:`forward_mixing`); on the tape, the rows'
+gradients are compared with those of a weighted objective (:func:`gradient_mixing`: a tensor hook mixing them)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,32 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor) -> str:
             return (f"the bottom {name}'s output row {row} changed when other rows of its batch were replaced (a hook "
                     "or forward mixing the batch's rows, e.g. centring over the batch, or a random draw outside a "
                     "Dropout module, which reads the same)")
+    return ""
+
+
+def gradient_weights(n: int, like: torch.Tensor) -> torch.Tensor:
+    """Per-sample weights in [0.5, 1.5) for :func:`gradient_mixing`, from a stream of their own (no training draw
+    moves)."""
+    generator = torch.Generator().manual_seed(n)
+    return torch.rand(n, generator=generator, device=generator.device, dtype=like.dtype).add_(0.5).to(like.device)
+
+
+def gradient_mixing(layers: list[str], grads: list, weighted: list, weights: torch.Tensor) -> str:
+    """Why the rows' gradients at the named layers' outputs are not each sample's own (a hook mixing rows, in the
+    forward or the backward: each sample's part of the update would depend on the others), or '': with rows
+    independent, the gradient of sum_i w_i rows_i at a layer's output row i is w_i times that of sum_i rows_i (``grads``
+    and ``weighted``), to float rounding: compared per row in float64, within 64 ulps of the gradients' dtype of the
+    row's largest entry (plus 1e-6 of that of the layer's largest, for rows near 0; a mixing hook moves a row by its
+    own size times its weight)."""
+    for layer, g, got in zip(layers, grads, weighted):
+        if got is None:
+            return f"the weighted rows do not reach {layer}"
+        expected = (g.double() * weights.double().view(-1, *[1] * (g.dim() - 1))).flatten(1)
+        ulps = 64 * torch.finfo(g.dtype).eps
+        bound = ulps * expected.abs().amax(1) + ulps * 1e-6 * expected.abs().max()
+        if bool(((got.double().flatten(1) - expected).abs().amax(1) > bound).any()):
+            return (f"the gradient at {layer} mixes the batch's rows (a hook's?): a sample's part of the update would "
+                    "depend on the others")
     return ""
 
 
