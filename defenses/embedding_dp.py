@@ -95,7 +95,7 @@ class PrivateRows(nn.Module):
         self.out_dim = getattr(bottom, "out_dim", None)
         self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
         self.tape: GhostTape | None = None
-        self.unchecked: int | None = None  # rows stepped since the rows were last checked (None: never, since train())
+        self.checked = False  # whether an update since the last train() checked that the rows are the samples' own
         self.train(bottom.training)
 
     def train(self, mode: bool = True) -> PrivateRows:
@@ -107,15 +107,14 @@ class PrivateRows(nn.Module):
                 if isinstance(m, _BATCHNORMS):
                     m.eval()
         self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
-        self.unchecked = None
+        self.checked = False
         return self
 
-    def check_due(self, n: int, *, epoch: int) -> bool:
-        """Whether the update of a batch of ``n`` rows checks that the rows are the samples' own: the first update
-        after each ``train()`` (a tape rebuilt), then the first once ``epoch`` rows (the training's) were stepped since
-        the last check: once an epoch where each update takes its batch once."""
-        due = self.unchecked is None or self.unchecked >= epoch
-        self.unchecked = n + (0 if due else self.unchecked)
+    def check_due(self) -> bool:
+        """Whether this update checks that the rows are the samples' own: the first after each ``train()`` (the tape
+        rebuilt; vflpriv's loop calls it once a training: one check, about 3.5 updates' time on digits' bottom,
+        benchmarks/embedding_dp_parts.py --check)."""
+        due, self.checked = not self.checked, True
         return due
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -133,7 +132,7 @@ class PrivateRows(nn.Module):
     def __getstate__(self) -> dict:
         """Copied or pickled without the last forward's tape (an adversary's snapshot between the forward and the
         update: the taped rows are a non-leaf tensor, which cannot be deep-copied); a copy tapes after ``train()``."""
-        return {**self.__dict__, "taped": None, "tape": None, "unchecked": None}
+        return {**self.__dict__, "taped": None, "tape": None, "checked": False}
 
     def tape_of(self, sent: torch.Tensor) -> tuple[torch.Tensor, GhostTape] | None:
         """(the clipped rows, the tape) of the forward that returned ``sent``, once; None for another tensor."""
@@ -174,8 +173,8 @@ class EmbeddingDP(PassiveDefense):
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
             "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / BatchNorm "
             "layers and modules of known forward, no plugin class; torch.func otherwise, and where the tape's "
-            "run-time checks fail), noise on each of its parameters, and at the first update after train() and then "
-            "once an epoch, the rows check (three forwards in float64, one more backward on the tape); the training "
+            "run-time checks fail), noise on each of its parameters, and at the first update after train() (once a "
+            "training) the rows check (three forwards in float64, one more backward on the tape); the training "
             "x1.7 to x1.9 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
@@ -239,16 +238,16 @@ class EmbeddingDP(PassiveDefense):
         rows computed elsewhere), where the tape's run-time checks hold (``GhostTape.norms``); any other bottom or
         update (a plugin's module, a subclass, a weight reused by a hook) its per-sample gradients by ``torch.func``.
         On both paths each row must be a function of its own sample (the argument's premise): the first update after
-        each ``train()`` and then the first of each epoch's rows (:meth:`PrivateRows.check_due`) checks the forward
+        each ``train()`` (:meth:`PrivateRows.check_due`: once a training in vflpriv's loop) checks the forward
         (``row_checks.forward_mixing``) and the tape's gradients (``row_checks.gradient_mixing``), and fails the run
-        with :class:`ProtocolError` where they mix (no epsilon recorded); a bottom that starts mixing between two
-        checks is outside what is checked."""
+        with :class:`ProtocolError` where they mix (no epsilon recorded); a bottom that starts mixing after that update
+        (a hook added or changing its behaviour later) is outside what is checked."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [p for p in inner.parameters() if p.requires_grad]
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
             self.idle_updates += 1
             return
-        check = bottom.check_due(n, epoch=self.stepped.total.shape[0])
+        check = bottom.check_due()
         mixing = forward_mixing(inner, x) if check else ""
         if mixing:
             raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row a function of its own sample, "

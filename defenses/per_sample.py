@@ -32,10 +32,10 @@ parameter reached by no more than one edge (a hook or module reusing a weight ou
 no custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
 gradients). Where one fails the update goes to ``torch.func``, which recomputes it from x and the received gradient,
 one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook). On a
-checked update (``check``: embedding-dp's first after each ``train()``, then once an epoch's rows; one more backward)
+checked update (``check``: embedding-dp's first after each ``train()``, once a training in its loop; one more backward)
 it also checks that the rows' gradients are the samples' own, and fails the run where they mix (a tensor hook mixing
 them; embedding-dp checks the forward on both paths: ``row_checks.py``). Outside what the tape checks: a hook that
-starts mixing between two checked updates; a hook writing in place to a layer's recorded input after its call
+starts mixing after the checked update; a hook writing in place to a layer's recorded input after its call
 (in-place modules are refused where they may: :func:`_writes_input`); and a hook on the autograd node of a layer's
 output (``out.grad_fn.register_hook``, the deprecated non-full ``register_backward_hook``, which rewrites its
 parameter gradients: the update then stays private, each sample's clipped part computed from its own row, but is not

@@ -40,11 +40,7 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor) -> str:
         probe = x.clone()
         probe[other] = x[kept.repeat(-(-other.numel() // kept.numel()))[: other.numel()]]
         probes.append((kept, probe))
-    try:
-        outputs, tolerance = _run(bottom, [x] + [p for _, p in probes], dtype=torch.float64), RTOL64
-    except RuntimeError:  # a forward that cannot run in float64 (a tensor of its own dtype it holds outside its state)
-        outputs = _run(bottom, [x] + [p for _, p in probes], dtype=None)
-        tolerance = 64 * torch.finfo(outputs[0].dtype).eps
+    outputs, tolerance = _outputs(bottom, [x] + [p for _, p in probes])
     name = type(bottom).__qualname__
     whole = outputs[0]
     if not isinstance(whole, torch.Tensor) or whole.dim() == 0 or whole.shape[0] != n:
@@ -89,24 +85,49 @@ def gradient_mixing(layers: list[str], grads: list, weighted: list, weights: tor
     return ""
 
 
-def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype | None) -> list:
-    """``bottom`` on each batch, in ``dtype`` where given (its floating parameters, buffers and the batch cast), without
-    gradients, its Dropout-type modules in eval, the global random state as before."""
+def _outputs(bottom: nn.Module, batches: list[torch.Tensor]) -> tuple[list, float]:
+    """``bottom``'s outputs on ``batches`` and the relative tolerance to compare them with: in float64 without
+    gradients; where that raises, with a batch requiring a gradient (a hook registering a tensor hook on an output
+    needs one; none is computed); where that raises too, in the bottom's own dtype (a tensor it holds outside its
+    state), 64 of its ulps."""
+    for dtype, grad in ((torch.float64, False), (torch.float64, True)):
+        try:
+            return _run(bottom, batches, dtype=dtype, grad=grad), RTOL64
+        except RuntimeError:
+            pass
+    outputs = _run(bottom, batches, dtype=None, grad=True)
+    return outputs, 64 * torch.finfo(outputs[0].dtype).eps
+
+
+def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype | None, grad: bool) -> list:
+    """``bottom`` on a copy of each batch, in ``dtype`` where given (its floating parameters, buffers and the batch
+    cast), its Dropout-type modules in eval, the global random state as before."""
     dropouts = [m for m in bottom.modules() if isinstance(m, _DROPOUTS) and m.training]
     devices = [b.device.index or 0 for b in batches if b.is_cuda][:1]
-    with torch.random.fork_rng(devices=devices), kept_parameters(bottom):
+    with torch.random.fork_rng(devices=devices), kept_parameters(bottom), torch.set_grad_enabled(grad):
         try:
             for m in dropouts:
                 m.training = False
-            state = {k: _cast(p.detach(), dtype) for k, p in bottom.named_parameters()}
-            state.update((k, _cast(b, dtype).clone()) for k, b in bottom.named_buffers())  # a copy: none is updated
-            # Each batch plus a zero leaf: a fresh tensor (an in-place module writes no caller's) requiring a gradient
-            # (none is computed; a hook registering a tensor hook on an output needs one).
-            leaf = torch.zeros((), dtype=dtype or batches[0].dtype, device=batches[0].device, requires_grad=True)
-            return [torch.func.functional_call(bottom, state, (b.to(leaf.dtype) + leaf,)).detach() for b in batches]
+            state = {f"bottom.{k}": _cast(p.detach(), dtype) for k, p in bottom.named_parameters()}
+            state.update((f"bottom.{k}", _cast(b, dtype).clone()) for k, b in bottom.named_buffers())  # none updated
+            # Each batch plus a zero (a leaf requiring a gradient with ``grad``): a fresh tensor, so that an in-place
+            # module writes no caller's.
+            zero = torch.zeros((), dtype=dtype or batches[0].dtype, device=batches[0].device, requires_grad=grad)
+            return torch.func.functional_call(_Each(bottom), state, ([b.to(zero.dtype) + zero for b in batches],))
         finally:
             for m in dropouts:
                 m.training = True
+
+
+class _Each(nn.Module):
+    """The bottom on each of a list of batches, under one ``functional_call`` (its state swapped in once)."""
+
+    def __init__(self, bottom: nn.Module):
+        super().__init__()
+        self.bottom = bottom
+
+    def forward(self, batches: list[torch.Tensor]) -> list:
+        return [(out.detach() if isinstance(out, torch.Tensor) else out) for out in map(self.bottom, batches)]
 
 
 def _cast(t: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
