@@ -81,7 +81,8 @@ def test_a_backward_mixing_the_rows_gradients_fails_the_run_and_records_no_epsil
 
     def hooked(self, party, bottom):
         first = next(m for m in bottom.modules() if isinstance(m, nn.Linear))
-        first.register_forward_hook(lambda m, i, o: o.register_hook(lambda g: g / g.norm()) and None)
+        first.register_forward_hook(lambda m, i, o: o.register_hook(lambda g: g / g.norm()) and None
+                                    if o.requires_grad else None)
         return wrap(self, party, bottom)
 
     monkeypatch.setattr(EmbeddingDP, "passive_bottom", hooked)
