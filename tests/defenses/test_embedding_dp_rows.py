@@ -99,6 +99,14 @@ def test_a_gradient_mixed_by_1e_4_of_the_batch_s_mean_is_seen():
         step(bottom, torch.randn(9, 6), torch.randn(9, 6), sigma=0.4, clip=0.05)
 
 
+@pytest.mark.parametrize("size", [1e-6, 1e-8])
+def test_the_forward_check_sees_a_detached_mean_moving_rows_by_a_small_fraction(size):
+    """A detached mixing changes no gradient, so only the forward check can see it: per row, in float64, a move of
+    1e-8 of the batch's mean is seen (a relative 1e-3 of the largest entry passed 1e-4)."""
+    bottom = _hooked("register_forward_hook", 0, lambda m, i, o: o - size * o.mean(0).detach())()
+    assert "changed when other rows of its batch were replaced" in row_checks.forward_mixing(bottom, torch.randn(9, 6))
+
+
 def test_a_random_draw_outside_a_dropout_module_reads_as_mixing_and_a_dropout_does_not():
     """Dropout-type modules run in eval for the check (and are put back); any other draw makes a row differ between
     the batch and a probe, and the reason says so; the global random state is the same after the check."""
