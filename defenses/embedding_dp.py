@@ -380,7 +380,8 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
     except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
         raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
                             f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); write its "
-                            "forward without data-dependent Python control flow") from error
+                            "forward without data-dependent Python control flow or in-place writes to an input "
+                            "another module reads") from error
 
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:
