@@ -93,14 +93,18 @@ def _bottoms(kind: str, batch: int, features: int, width: int):
     return (lambda: build_encoder(spec, config, generator=torch.Generator().manual_seed(0))), spec.shape, width
 
 
-def steps(tree: Path, *, bottom: str = "digits", batch: int = 64, features: int = 32, width: int = 128) -> dict:
-    """The baseline and the whole DP-SGD step by this checkout's code and by ``tree``'s, on equal bottoms and data."""
+def _setting(bottom: str, batch: int, features: int, width: int):
+    """The bottom's builder, a batch, the gradient it receives, its ids, and an undefended bottom (the baseline's)."""
     build, shape, width = _bottoms(bottom, batch, features, width)
     g = torch.Generator().manual_seed(0)
     x, received = torch.rand(batch, *shape, generator=g), torch.randn(batch, width, generator=g) * 0.01
-    ids = torch.arange(batch)
     torch.manual_seed(0)
-    plain = build().train()
+    return build, x, received, torch.arange(batch), build().train()
+
+
+def steps(tree: Path, *, bottom: str = "digits", batch: int = 64, features: int = 32, width: int = 128) -> dict:
+    """The baseline and the whole DP-SGD step by this checkout's code and by ``tree``'s, on equal bottoms and data."""
+    build, x, received, ids, plain = _setting(bottom, batch, features, width)
     fns = {"marker": lambda: None, BASELINE: lambda: backward_with(plain(x), received)}
     for label, module in (("this checkout", sys.modules[EmbeddingDP.__module__]), (str(tree), _against(tree))):
         torch.manual_seed(0)
@@ -122,12 +126,7 @@ def steps(tree: Path, *, bottom: str = "digits", batch: int = 64, features: int 
 
 def checked(*, bottom: str = "digits", batch: int = 64, features: int = 32, width: int = 128) -> dict:
     """The baseline, the DP-SGD step, and the step preceded by ``train()`` (so it checks the rows), on one bottom."""
-    build, shape, width = _bottoms(bottom, batch, features, width)
-    g = torch.Generator().manual_seed(0)
-    x, received = torch.rand(batch, *shape, generator=g), torch.randn(batch, width, generator=g) * 0.01
-    ids = torch.arange(batch)
-    torch.manual_seed(0)
-    plain = build().train()
+    build, x, received, ids, plain = _setting(bottom, batch, features, width)
     dp = EmbeddingDP(strength=0.1, party=1, phase="finetune", kinds=None, options=EmbeddingDPOptions(),
                      generator=torch.Generator().manual_seed(1))
     dp.released, dp.stepped = Counts(batch), Counts(batch)
