@@ -126,8 +126,10 @@ def ghost_applies(module: nn.Module) -> bool:
     (:func:`_writes_input`: a layer's recorded input, read again at the update, would be the written one). Hooks are
     checked on what they did, at run time (:meth:`GhostTape.norms`)."""
     seen: set[int] = set()
+    if getattr(module, "inplace", False) is True:  # it would write the caller's batch
+        return False
     for m in module.modules(remove_duplicate=False):
-        if not _known(m) or (_composite(type(m)) and _writes_input(m)):
+        if not _known(m) or _writes_input(m):
             return False
         own = [p for p in m.parameters(recurse=False) if p.requires_grad]
         if any(id(p) in seen for p in own):
@@ -137,16 +139,12 @@ def ghost_applies(module: nn.Module) -> bool:
 
 
 def _writes_input(m: nn.Module) -> bool:
-    """Whether ``m`` may write its input in place before another module reads it: an ``inplace=True`` module (a
-    ``ReLU(inplace=True)`` first in ``PooledEncoder``'s local tower rewrote the input its cross tower's Linear had
-    recorded: the tape read relu(x), where autograd raises), the first child of an ``nn.Sequential``, any child of
-    another container (its forward may hand its input to each)."""
-    if getattr(m, "inplace", False) is True:
-        return True
+    """Whether a child of ``m`` may write ``m``'s input in place, which another module may read after it: an
+    ``inplace=True`` first child of an ``nn.Sequential``, or any child of another container (its forward may hand its
+    input to each: a ``ReLU(inplace=True)`` first in ``PooledEncoder``'s local tower rewrote the input its cross
+    tower's Linear had recorded, and the tape read relu(x), where autograd raises)."""
     children = list(m.children())
-    if type(m) is nn.Sequential:
-        return bool(children) and _writes_input(children[0])
-    return any(_writes_input(c) for c in children)
+    return any(getattr(c, "inplace", False) is True for c in (children[:1] if type(m) is nn.Sequential else children))
 
 
 class GhostTape:
@@ -230,8 +228,8 @@ class GhostTape:
             name = f"{type(missing).__name__} {self.names[id(missing)]!r}"
             self.why = f"the output of {name} does not reach the rows sent"
             return None
-        layers = [f"{type(e[0]).__name__} {self.names[id(e[0])]!r}" for e, _ in edges]
-        mixed = "" if weighted is None else gradient_mixing(layers, grads, weighted, weights)
+        mixed = "" if weighted is None else gradient_mixing(
+            [f"{type(e[0]).__name__} {self.names[id(e[0])]!r}" for e, _ in edges], grads, weighted, weights)
         if mixed:
             raise ProtocolError(f"embedding-dp: {mixed}; its argument covers bottoms whose rows depend on their own "
                                 "sample only, in the forward and the backward (the tape cannot tell which mixed): the "
