@@ -207,7 +207,8 @@ class GhostTape:
         there). The one backward (of rows.sum()) asks autograd for the gradients of the recorded outputs only (their
         edges): it forms no parameter gradient (Bu et al. 2023's book-keeping: the clipped sums are formed once, from
         the recorded rows). With ``check``, one more backward checks that the rows' gradients are the samples' own
-        (``row_checks.gradient_mixing``); where they are not, :class:`ProtocolError` (no update, on either path, is private then)."""
+        (``row_checks.gradient_mixing``); where they are not, :class:`ProtocolError` (no update on either path is
+        private then)."""
         edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
         self.why = "the tape recorded no forward" if self.seen is None else \
             "" if rows.requires_grad else "the rows do not require a gradient"
