@@ -53,7 +53,7 @@ def _communication(baseline: pd.DataFrame) -> list[dict]:
 
 def _verdict_line(attack: str, phase: str, test) -> str:
     per_sample = test.test == SAMPLE_TEST_NAME
-    over = (f"per-target paired test on {test.n_targets} targets, {test.n_seeds} seeds as random effects"
+    over = (f"per-target paired test on {test.n_targets} targets, {test.n_seeds} seed{'s' * (test.n_seeds != 1)} as random effects"
             if per_sample
             else f"paired t-test over {test.n_seeds} seeds")
     if not per_sample and test.n_seeds < 2:

@@ -43,7 +43,7 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
         line = (f"{attack} by {who(str(adversary))} on party {victim}'s features ({phase}): leaks beyond the prior: "
                 f"{test.verdict} (leakage {test.leakage:+.4f} MSE, 95% CI [{test.ci_low:+.4f}, {test.ci_high:+.4f}]; "
                 f"attack MSE {test.attack_mean:.4f}, prior ({kinds}) {test.prior_mean:.4f}; per-target paired test on "
-                f"{test.n_targets} targets, {test.n_seeds} seeds as random effects, one-sided p = {test.p_value:.3g})"
+                f"{test.n_targets} targets, {test.n_seeds} seed{'s' * (test.n_seeds != 1)} as random effects, one-sided p = {test.p_value:.3g})"
                 + ("; below the prior: its reconstruction is worse than the adversary's fallback" if below else ""))
         verdicts.append({
             "adversary": str(adversary), "victim": str(victim), "attack": attack, "phase": phase, **test.to_dict(),
@@ -142,7 +142,7 @@ def feature_markdown(summary: dict) -> list[str]:
     """The audit's section on the victims' features."""
     verdicts, margin = summary.get("verdicts", []), summary.get("margin", FEATURE_MARGIN)
     lines = ["", "## Features: what leaks of each victim's features", "", NOTE.format(margin=margin), ""]
-    lines += [f"- {v['line']}" for v in verdicts] or ["- no feature attack applies"]
+    lines += [f"- {v['line']}" for v in verdicts] or ["- no feature attack ran (none of the audit's attacks infers features, or none applied: see Not applicable)"]
     for table in (verdict_table(verdicts, margin=margin), defense_table(summary.get("defenses", []))):
         if table is not None:
             lines += ["", *table.markdown().splitlines()[2:]]

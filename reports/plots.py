@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from vflpriv.reports.labels import Label, place_labels  # noqa: E402
 from vflpriv.reports.tables import utility_label  # noqa: E402
@@ -101,6 +102,7 @@ def tradeoff_figures(
                     ax.axhline(prior, linestyle=PRIOR_STYLES[i % len(PRIOR_STYLES)], color="grey",
                                label=f"prior: {role}" if role else "adversary prior")
             ax.set_xlabel(f"utility ({utility_label(panel['utility_metric'].iloc[0])})")
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # a narrow range's 0.87250-wide labels ran together
             features = "secret" in panel and (panel["secret"] == "features").all()
             ax.set_ylabel(f"{attack} reconstruction MSE (lower leaks more)" if features else f"{attack} attack accuracy")
             ax.set_title(f"{dataset}: {attack} ({phase})" if by_defense else f"{dataset}: {keys[1]} ({phase})")

@@ -105,22 +105,35 @@ def tables(results: pd.DataFrame, computed: Computed | None = None) -> list[Tabl
             + epsilon_tables(runs, done.empirical))  # the variants named without the canary-free controls
 
 
-def write_tables(results: pd.DataFrame, out: Path, computed: Computed | None = None) -> list[Table]:
+def write_tables(results: pd.DataFrame, out: Path,
+                 computed: Computed | None = None) -> tuple[list[Table], list[Path]]:
     """cap_tables.{md,tex,csv}: the CAP tables, the Table XI rows, the leakage and the references, in each format;
-    leakage.csv and epsilon_table.csv beside (from ``computed``, the records' :class:`Computed`, where given)."""
+    leakage.csv and epsilon_table.csv beside where the records give them (from ``computed``, the records'
+    :class:`Computed`, where given). Returns the tables and the files written; nothing else in ``out`` is touched."""
     out.mkdir(parents=True, exist_ok=True)
     done = computed or Computed.of(results)
     found = tables(results, done)
-    runs = done.runs
     (out / "cap_tables.md").write_text("\n".join(t.markdown() for t in found))
     (out / "cap_tables.tex").write_text("\n".join(t.latex() for t in found))
     cap_csv(done.caps).to_csv(out / "cap_tables.csv", index=False)
     strength_rows(done.summary).to_csv(out / "strength_rows.csv", index=False)
-    if not done.rows.empty:
-        done.rows.to_csv(out / "leakage.csv", index=False)
-    if done.empirical is not None and not done.empirical.empty:
-        done.empirical.to_csv(out / "epsilon_table.csv", index=False)
-    return found
+    written = [out / name for name in TABLE_FILES[:4]]
+    for name, frame in (("leakage.csv", done.rows), ("epsilon_table.csv", done.empirical)):
+        if frame is not None and not frame.empty:
+            frame.to_csv(out / name, index=False)
+            written.append(out / name)
+    return found, written
+
+
+def not_written(out: Path, written: list[Path]) -> list[Path]:
+    """The table files in ``out`` that this write did not produce (an earlier write's, from other records): named to
+    the user, never removed (they may be the user's)."""
+    return [out / name for name in TABLE_FILES if out / name not in written and (out / name).exists()]
+
+
+#: What :func:`write_tables` writes into its folder, the last two only where the records give them.
+TABLE_FILES = ("cap_tables.md", "cap_tables.tex", "cap_tables.csv", "strength_rows.csv", "leakage.csv",
+               "epsilon_table.csv")
 
 
 #: Figure formats ``vflpriv report`` can write (PNG alone is embedded in the page).

@@ -1,15 +1,16 @@
 """What ``scripts/mutation.py`` mutates, and with which operators: every module whose output reaches a published number.
 
 The scope, by group: the trade-off statistics (CAP, DCS, leakage and its verdicts, the empirical epsilon and its
-pooling, the auditor's pooling, the tuned strength); the metrics every score is computed with; the attacks' scoring,
-search and prior, and every label attack; every defense (its mechanism is what a defended number measures); the
-auditors; the feature attacks, their prior, metrics and scoring; the reproductions' claim statistics (their verdicts,
-the selection, the table's means) and the lr chosen on the validation split; the numbers
-``reports/`` computes (verdict tables, canary bounds, the audit's summary, the paper tables, the console tables, the
-plotted means); the engine's channel, the partition and the conformance check (what an attack sees); the keys that
-decide which records a number is computed from. Left out, as they compute no number: the CLI, the stores' I/O, the
-HTML page's layout (``reports/html.py``) and the label placement of plots (``reports/labels.py``), the methods'
-training loops (their output is a model, measured through the attacks' numbers on it).
+pooling, the canary bounds' argument checks, the auditor's pooling, the tuned strength); the metrics every score is
+computed with; the attacks' scoring, search and prior, and every label attack; every defense (its mechanism is what a
+defended number measures); the auditors and the engine's guard on their reads; the feature attacks, their prior, metrics
+and scoring; the reproductions' claim statistics (their verdicts, the selection, the table's means) and the lr chosen on
+the validation split; the numbers ``reports/`` computes (verdict tables, canary bounds, the audit's summary, the paper
+tables, the console tables, the plotted means); the engine's channel, the partition and the conformance check (what an
+attack sees); the keys that decide which records a number is computed from, and the check that leaves out a record with
+impossible canary fields. Left out, as they compute no number: the CLI, the stores' I/O, the HTML page's layout
+(``reports/html.py``) and the label placement of plots (``reports/labels.py``), the methods' training loops (their
+output is a model, measured through the attacks' numbers on it).
 
 Each module is mutated with the tests that must kill its mutants (pytest arguments, targeted and fast first: ``-x``
 stops at the first failure), optionally in some functions only.
@@ -50,6 +51,7 @@ class Group:
 
 
 CANARIES = "tests/audit/test_canaries.py"
+BOUND_EDGES = "tests/audit/test_canary_bound_edges.py"
 KEY_TESTS = ["tests/core/test_keys.py", "tests/core/test_published_numbers.py", "tests/core/test_config.py"]
 ANCHORS = "tests/attacks/test_attacks_anchors.py"
 SCORED = "tests/attacks/test_scored_targets.py"
@@ -71,13 +73,17 @@ GROUPS = {
                             "tests/core/test_cap.py", "tests/core/test_cap_worst_case_without_prior.py"],
         "tradeoff/leakage.py": ["tests/audit/test_leakage_stats.py", "tests/audit/test_leakage_one_seed.py",
                                 "tests/core/test_published_numbers.py"],
-        "tradeoff/epsilon.py": ["tests/audit/test_epsilon_pooling.py", "tests/audit/test_canary_bound.py", CANARIES],
-        "vflpriv/common/canary_bound.py": ["tests/audit/test_canary_bound.py", "tests/audit/test_epsilon_pooling.py",
-                                           "tests/audit/test_auditor_pair.py"],
-        "vflpriv/common/empirical_epsilon.py": ["tests/audit/test_epsilon_pooling.py", CANARIES,
+        "tradeoff/epsilon.py": ["tests/audit/test_epsilon_table_edges.py", "tests/audit/test_epsilon_pooling.py",
+                                "tests/audit/test_canary_bound.py", CANARIES, "tests/audit/test_report_holm.py",
+                                "tests/defenses/test_dp_coverage.py"],
+        "vflpriv/common/canary_bound.py": [BOUND_EDGES, "tests/audit/test_canary_bound.py",
+                                           "tests/audit/test_epsilon_pooling.py", "tests/audit/test_auditor_pair.py"],
+        "vflpriv/common/empirical_epsilon.py": [BOUND_EDGES, "tests/audit/test_epsilon_pooling.py", CANARIES,
                                                 "tests/attacks/test_scoring_by_hand.py"],
-        "vflpriv/common/fdp_one_run.py": ["tests/audit/test_fdp_one_run.py", "tests/audit/test_fdp_k_candidates.py",
-                                          "tests/audit/test_canary_bound.py", "tests/audit/test_auditor_pair.py"],
+        "vflpriv/common/fdp_one_run.py": [BOUND_EDGES, "tests/audit/test_fdp_one_run.py",
+                                          "tests/audit/test_fdp_k_candidates.py", "tests/audit/test_canary_bound.py",
+                                          "tests/audit/test_auditor_pair.py"],
+        "vflpriv/common/bound_args.py": ["tests/audit/test_bound_inputs.py", BOUND_EDGES],
         "tradeoff/auditing.py": ["tests/audit/test_auditor_pooling.py", "tests/audit/test_auditor.py"],
         "tradeoff/tune.py": [GRID_REPORT, "tests/cli/test_cli.py", "-k", "tune"],
     }),
@@ -152,7 +158,8 @@ GROUPS = {
                                                     "tests/audit/test_auditor_crafted.py",
                                                     "tests/audit/test_auditor_pair.py"],
                        "auditors/crafted.py": ["tests/audit/test_auditor_crafted.py",
-                                               "tests/audit/test_auditor_pair.py"]}),
+                                               "tests/audit/test_auditor_pair.py"],
+                       "vflpriv/engine/audit_guard.py": ["tests/audit/test_audit_read_guard.py"]}),
     "claims": Group({
         "vflpriv/workflows/reproductions/claims.py": ["tests/core/test_claims_by_hand.py"],
         "vflpriv/workflows/reproductions/selection.py": ["tests/core/test_validation_split.py",
@@ -182,7 +189,8 @@ GROUPS = {
                                              "conformance or labels_reaching or declared_top or roll or test_features "
                                              "or embedding"],
     }),
-    "keys": Group({"vflpriv/config/keys.py": KEY_TESTS, "vflpriv/config/schema.py": KEY_TESTS},
+    "keys": Group({"vflpriv/config/keys.py": KEY_TESTS, "vflpriv/config/schema.py": KEY_TESTS,
+                   "vflpriv/store/canary_fields.py": ["tests/reports/test_canary_records.py"]},
                   functions={"vflpriv/config/keys.py": ["config_hash", "keyed", "_revision"],
                              "vflpriv/config/schema.py": ["key", "training_key"]}),
 }

@@ -1,7 +1,7 @@
 """Fixtures writing tiny dataset files in the real formats, and an isolated data root.
 
-Unless a test is marked ``real_data``, ``$VFLPRIV_DATA`` points at an empty temporary directory so the
-loaders only see the files a test writes.
+Unless a test is marked ``real_data``, ``$VFLPRIV_DATA`` points at an empty temporary directory, and the Debian
+packages' folders at missing ones, so the loaders only see the files a test writes.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ def _isolated_data_root(
 ) -> None:
     if request.node.get_closest_marker("real_data") is None:
         monkeypatch.setenv("VFLPRIV_DATA", str(tmp_path / "empty-data-root"))
+        # the Debian packages' folders too: a machine with r-cran-mlbench but no rdata reads 'present, unreadable'
+        from vflpriv.data import paths
+
+        monkeypatch.setattr(paths, "SYSTEM_ROOT", tmp_path / "empty-system-root")
 
 
 def write_idx(path: Path, array: np.ndarray) -> Path:

@@ -23,7 +23,8 @@ def test_data_root_follows_the_environment(monkeypatch, tmp_path):
     assert paths.data_root() == Path.home() / ".local" / "share" / "vflpriv"
 
 
-def test_search_order_data_root_then_unpacked_then_system_and_a_given_root_alone(tmp_path):
+def test_search_order_data_root_then_unpacked_then_system_and_a_given_root_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "SYSTEM_ROOT", Path("/"))  # the machine's own (the fixture hides it from the loaders)
     root = paths.data_root()
     assert paths.candidate_dirs("fashion-mnist") == [
         root / "fashion-mnist",
@@ -48,6 +49,7 @@ def test_locate_finds_globs_and_names_the_missing_file(tmp_path, monkeypatch):
 
 def test_a_given_root_without_the_files_is_refused_even_where_the_dataset_is_installed(tmp_path, monkeypatch):
     monkeypatch.setitem(paths.SYSTEM_DIRS, "letter", (tmp_path / "installed",))
+    monkeypatch.setattr(paths, "SYSTEM_ROOT", Path("/"))
     (tmp_path / "installed").mkdir()
     (tmp_path / "installed" / "LetterRecognition.rda").write_bytes(b"")
     assert paths.locate("letter", None, ("LetterRecognition.rda",), "L")[0] == tmp_path / "installed"

@@ -214,11 +214,21 @@ def audit(
     summary["features"]["grids"] = [p.name for p in grids]
     (out / "audit.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     (out / "audit.md").write_text(audit_markdown(summary))
-    for verdict in [*summary["verdicts"], *summary["features"]["verdicts"]]:
-        console.print(verdict["line"])
+    for line in verdict_lines(summary):
+        console.print(line)
     for s in skipped:
         if s.left_out:
             console.print(f"{s.attack} ({s.phase}): {s.reason}", markup=False)
     if skipped:
         console.print(f"{len(skipped)} pair(s) not applicable, listed with the reason in {out / 'audit.md'}")
     console.print(f"wrote {out / 'audit.md'}, {out / 'audit.json'}")
+
+
+def verdict_lines(summary: dict) -> list[str]:
+    """The console's verdict lines: the label verdicts name their adversary where several were audited
+    (``--all-adversaries``: three "gc (finetune)" lines could not be told apart), as ``audit.md`` does; the feature
+    verdicts name theirs always."""
+    labels = summary["verdicts"]
+    several = len({v["adversary"] for v in labels}) > 1
+    return [*(f"adversary party {v['adversary']}: {v['line']}" if several else v["line"] for v in labels),
+            *(v["line"] for v in summary["features"]["verdicts"])]

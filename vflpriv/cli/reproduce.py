@@ -97,7 +97,10 @@ def _require_data(name: str, grids: list[dict]) -> None:
     from vflpriv.data.catalog import DATASET_INFO, status
 
     for dataset in sorted(set().union(*map(_datasets, grids)) & set(DATASET_INFO)):
-        present, _, how = status(dataset)
+        present, where, how = status(dataset)
+        if not present and where is not None:  # its files are here; the reader is not installed
+            raise ConfigError(f"analogue '{name}' needs dataset {dataset}, whose files are here but cannot be read "
+                              f"({how}); --quick runs on bundled data")
         if not present:
             raise ConfigError(f"analogue '{name}' needs dataset {dataset}, whose files are not here ({how}); "
                               f"`vflpriv datasets` checks them, --set 'datasets=[{{name: {dataset}, root: DIR}}]' "

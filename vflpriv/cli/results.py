@@ -86,15 +86,17 @@ def table(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-tables"), 
           attack: Optional[str] = FILTERS["attack"], defense: Optional[str] = FILTERS["defense"],
           phase: Optional[str] = FILTERS["phase"]) -> None:
     """CAP tables (methods x datasets) and per-strength rows as Markdown, CSV and LaTeX (booktabs)."""
-    from vflpriv.reports.results import write_tables
+    from vflpriv.reports.results import not_written, write_tables
 
     results = _read(store, out, attack=attack, defense=defense, phase=phase)
-    found = write_tables(results, out)
+    found, written = write_tables(results, out)
     console = make_console()
     for t in found:
         console.print(t.markdown(), markup=False)  # a variant in brackets is text, not a style tag
-    console.print(f"wrote {out / 'cap_tables.md'}, {out / 'cap_tables.tex'}, {out / 'cap_tables.csv'}, "
-                  f"{out / 'strength_rows.csv'}")
+    console.print("wrote " + ", ".join(map(str, written)))
+    stale = not_written(out, written)
+    if stale:
+        console.print(f"left as they were, not from these records: {', '.join(map(str, stale))}")
 
 
 @app.command()

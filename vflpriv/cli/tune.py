@@ -114,7 +114,7 @@ def tune(
         pd.concat(frames).drop_duplicates("key").drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
         ok = frame[frame["status"] == "ok"]
         console.print(f"{step}: attack {ok['attack_accuracy'].mean():.3f}, prior "
-                      f"{ok['prior_accuracy'].mean():.3f}, utility {ok['utility'].mean():.3f} ({len(ok)} seeds)")
+                      f"{ok['prior_accuracy'].mean():.3f}, utility {ok['utility'].mean():.3f} ({len(ok)} seed{'s' * (len(ok) != 1)})")
         return frame
 
     result = bisect(evaluate, axis=axis.name, stronger_is_lower=axis.stronger == "lower", low=lo, high=hi,

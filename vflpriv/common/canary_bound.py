@@ -145,6 +145,9 @@ def canaries_needed(claim: float, *, classes: int, menu: int | None = None, atta
     bound_args.epsilon(claim, name="claim")
     bound_args.delta(delta, below_one=True)
     bound_args.count("seeds", seeds, least=1)
+    if seeds > MAX_CANARIES:  # one canary a run is already past the most any count may reach
+        raise Untestable(f"{seeds} runs plant more than {MAX_CANARIES} canaries at one a run: no count of canaries up "
+                         f"to {MAX_CANARIES} can test a claim of {claim:g}")
 
     def menu_at(n: int) -> int:
         return menu if menu is not None else len(empirical_epsilon.kept(n))

@@ -5,6 +5,7 @@ Presence is checked by looking for one marker file where the loader would look, 
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import Literal
 
@@ -17,12 +18,14 @@ Kind = Literal["embedded", "benchmark", "user-supplied"]
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """One dataset: a one-line description, where it comes from, its file layout and marker files."""
+    """One dataset: a one-line description, where it comes from, its file layout and marker files, and the package its
+    files are read with where that is an extra's (``reader``)."""
 
     description: str
     kind: Kind
     layout: str = ""
     markers: tuple[str, ...] = ()
+    reader: str = ""
 
 
 DATASET_INFO: dict[str, DatasetInfo] = {
@@ -45,12 +48,14 @@ DATASET_INFO: dict[str, DatasetInfo] = {
         "benchmark",
         benchmark.LETTER_LAYOUT,
         ("LetterRecognition.rda",),
+        "rdata",
     ),
     "satellite": DatasetInfo(
         "Statlog Landsat Satellite, 6435 x 36, 6 classes; split by spectral band (2 or 4 parties)",
         "benchmark",
         benchmark.SATELLITE_LAYOUT,
         ("Satellite.rda",),
+        "rdata",
     ),
     "nus-wide": DatasetInfo(
         "NUS-WIDE, 634 image features | 1000 tags, 10 single-concept classes",
@@ -115,6 +120,9 @@ def status(name: str) -> tuple[bool, str | None, str]:
         directory, _ = locate(name, None, info.markers, info.layout)
     except DataError:
         return False, None, hint
+    if info.reader and importlib.util.find_spec(info.reader) is None:  # files here, but no reader: not usable yet
+        return False, str(directory), (f"its files are in {directory}, but reading them needs the '{info.reader}' "
+                                       "package: pip install 'vflpriv[data]'")
     return True, str(directory), hint
 
 

@@ -28,6 +28,9 @@ SYSTEM_DIRS: dict[str, tuple[Path, ...]] = {
 }
 
 
+#: Where the Debian packages' folders are read from: the machine's root (the tests of the loaders point it elsewhere).
+SYSTEM_ROOT = Path("/")
+
 #: Datasets made from another dataset's files (searched, and got, as that one).
 FILES_OF = {"fashion-mnist-views": "fashion-mnist"}
 
@@ -46,7 +49,7 @@ def candidate_dirs(dataset: str, root: Path | str | None = None) -> list[Path]:
     dataset = FILES_OF.get(dataset, dataset)
     dirs = [data_root() / dataset]
     for system in SYSTEM_DIRS.get(dataset, ()):
-        dirs += [data_root() / system.relative_to("/"), system]
+        dirs += [data_root() / system.relative_to("/"), SYSTEM_ROOT / system.relative_to("/")]
     return dirs
 
 

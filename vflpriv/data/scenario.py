@@ -114,7 +114,7 @@ def build_scenario(
     n_aligned = round(partition.aligned_fraction * n)
     if partition.labeled > n_aligned:
         raise ConfigError(
-            f"labeled={partition.labeled} exceeds the {n_aligned} aligned samples "
+            f"{dataset.name}: labeled={partition.labeled} exceeds the {n_aligned} aligned samples "
             f"(aligned_fraction={partition.aligned_fraction} of {n}); lower labeled or raise aligned_fraction"
         )
     order = torch.randperm(n, generator=g, device=g.device)

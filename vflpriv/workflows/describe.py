@@ -55,8 +55,12 @@ def options_of(model: type[BaseModel]) -> list[tuple[str, str, str, str]]:
 
 
 def _summary(obj: Any) -> str:
-    doc = inspect.getdoc(obj) or ""
-    return doc.split("\n\n")[0].replace("\n", " ")
+    """The first paragraph of ``obj``'s own docstring: a class without one does not borrow its base class's (a plugin
+    method would read "Base of registered methods"), it says it has none."""
+    own = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+    if not own:
+        return f"{getattr(obj, '__name__', obj)} (no docstring)"
+    return inspect.cleandoc(own).split("\n\n")[0].replace("\n", " ")
 
 
 def one_line(kind: str, name: str) -> str:
@@ -195,10 +199,16 @@ def _dataset(name: str, loader: Any) -> Description:
     from vflpriv.data.catalog import DATASET_INFO, status
 
     info = DATASET_INFO.get(name)
-    facts = {"default partition": repr(getattr(loader, "default_partition", {})) or "{}"}
+    from vflpriv.config.schema import PartitionConfig
+
+    own = getattr(loader, "default_partition", {})
+    base = PartitionConfig()
+    facts = {"default partition": repr(own) if own else (
+        f"none of its own (vflpriv's: aligned_fraction {base.aligned_fraction}, labeled {base.labeled}, aux {base.aux})")}
     if info is not None:
         present, where, how = status(name)
-        facts |= {"kind": info.kind, "files": where if present else f"missing; {how}"}
+        facts |= {"kind": info.kind, "files": where if present else (f"present but unreadable here; {how}" if where
+                                                                      else f"missing; {how}")}
         if info.layout:
             facts["layout"] = info.layout
     summary = info.description if info is not None else _summary(loader)

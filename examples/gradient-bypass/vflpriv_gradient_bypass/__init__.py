@@ -19,6 +19,8 @@ from vflpriv.models.training import index_batches, make_optimizer
 
 
 class GradientBypass(Method):
+    """Split learning whose passive party trains on the active party's clean gradient, not the channel's (refused)."""
+
     def finetune(self, fed: Federation, pretrained) -> Trained:
         bottoms = [build_encoder(p.spec, fed.model, generator=fed.generator).to(fed.device) for p in fed.parties]
         top = new_top(fed, bottoms)

@@ -33,6 +33,8 @@ def _side(fed: Federation, rows: torch.Tensor, split: str) -> torch.Tensor:
 
 
 class LeakySplit(Method):
+    """Split learning whose active party also reads party 1's raw features around the channel (refused by the audit)."""
+
     def finetune(self, fed: Federation, pretrained) -> Trained:
         bottoms = [build_encoder(p.spec, fed.model, generator=fed.generator).to(fed.device) for p in fed.parties]
         top = LeakyTop(sum(b.out_dim for b in bottoms), fed.num_classes).to(fed.device)
