@@ -5,11 +5,14 @@ repeat; CPU seconds; medians of the repeats' ratios).
 
     python benchmarks/embedding_dp_parts.py [--repeats 5]
     python benchmarks/embedding_dp_parts.py --against DIR [--bottom cnn] [--repeats 9]   # the step, this code vs DIR's
+    python benchmarks/embedding_dp_parts.py --check [--bottom cnn]   # the rows check's cost, in steps
 
 With ``--against DIR`` (another checkout, e.g. main's worktree): its ``defenses/per_sample.py`` and
 ``defenses/embedding_dp.py`` loaded beside this checkout's, and the whole DP-SGD step of each (same bottom, same data,
 same seeds) timed interleaved in every repeat, with the undefended baseline: each step's ratio to the baseline, and
-this code's over DIR's (medians of the repeats' ratios; CPU seconds).
+this code's over DIR's (medians of the repeats' ratios; CPU seconds). With ``--check``: the step that checks the rows
+(the first after each ``train()``: ``row_checks.py``) over the step that does not, interleaved (its cost in steps; a
+training checks once).
 
 The parts: the wrapped bottom's forward (the BatchNorms frozen, the layers' inputs taped, each row clipped and noised:
 ``PrivateRows``), the one backward that records each layer's output gradient, the per-sample norms and clipped sums
@@ -90,14 +93,18 @@ def _bottoms(kind: str, batch: int, features: int, width: int):
     return (lambda: build_encoder(spec, config, generator=torch.Generator().manual_seed(0))), spec.shape, width
 
 
-def steps(tree: Path, *, bottom: str = "digits", batch: int = 64, features: int = 32, width: int = 128) -> dict:
-    """The baseline and the whole DP-SGD step by this checkout's code and by ``tree``'s, on equal bottoms and data."""
+def _setting(bottom: str, batch: int, features: int, width: int):
+    """The bottom's builder, a batch, the gradient it receives, its ids, and an undefended bottom (the baseline's)."""
     build, shape, width = _bottoms(bottom, batch, features, width)
     g = torch.Generator().manual_seed(0)
     x, received = torch.rand(batch, *shape, generator=g), torch.randn(batch, width, generator=g) * 0.01
-    ids = torch.arange(batch)
     torch.manual_seed(0)
-    plain = build().train()
+    return build, x, received, torch.arange(batch), build().train()
+
+
+def steps(tree: Path, *, bottom: str = "digits", batch: int = 64, features: int = 32, width: int = 128) -> dict:
+    """The baseline and the whole DP-SGD step by this checkout's code and by ``tree``'s, on equal bottoms and data."""
+    build, x, received, ids, plain = _setting(bottom, batch, features, width)
     fns = {"marker": lambda: None, BASELINE: lambda: backward_with(plain(x), received)}
     for label, module in (("this checkout", sys.modules[EmbeddingDP.__module__]), (str(tree), _against(tree))):
         torch.manual_seed(0)
@@ -115,6 +122,25 @@ def steps(tree: Path, *, bottom: str = "digits", batch: int = 64, features: int 
         fns[f"the whole step, {label}'s code"] = update
     del fns["marker"]
     return fns
+
+
+def checked(*, bottom: str = "digits", batch: int = 64, features: int = 32, width: int = 128) -> dict:
+    """The baseline, the DP-SGD step, and the step preceded by ``train()`` (so it checks the rows), on one bottom."""
+    build, x, received, ids, plain = _setting(bottom, batch, features, width)
+    dp = EmbeddingDP(strength=0.1, party=1, phase="finetune", kinds=None, options=EmbeddingDPOptions(),
+                     generator=torch.Generator().manual_seed(1))
+    dp.released, dp.stepped = Counts(batch), Counts(batch)
+    wrapped = dp.passive_bottom(1, build()).train()
+
+    def update(check: bool):
+        if check:
+            wrapped.train()
+        dp.passive_backward(1, wrapped, x, wrapped(x), received, ids)
+        for p in wrapped.parameters():
+            p.grad = None
+
+    return {BASELINE: lambda: backward_with(plain(x), received), "the step checking the rows": lambda: update(True),
+            "the step": lambda: update(False)}
 
 
 def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
@@ -168,10 +194,17 @@ def main() -> None:
     parser.add_argument("--against", type=Path, metavar="DIR",
                         help="another checkout: its whole step beside this one's")
     parser.add_argument("--bottom", choices=("digits", "cnn"), default="digits",
-                        help="with --against: digits' MLP bottom or vflpriv's CNN encoder on 28 x 28 images")
+                        help="with --against or --check: digits' MLP bottom or vflpriv's CNN encoder on 28 x 28 images")
+    parser.add_argument("--check", action="store_true", help="the rows check's cost: the step with it over without")
     args = parser.parse_args()
     torch.set_num_threads(1)
     reuse_freed_memory()
+    if args.check:
+        fns = checked(bottom=args.bottom)
+        ratios, base = _ratios(fns, args.repeats, pairs=("the step checking the rows", "the step"))
+        print(f"CPU time per update over {BASELINE}'s ({base:.3f} ms here), median of {args.repeats} interleaved "
+              f"repeats ({args.bottom} bottom); the step checking the rows over the step: {ratios['pair']:.3f}")
+        return
     if args.against is not None:
         fns = steps(args.against, bottom=args.bottom)
         mine, theirs = (name for name in fns if name != BASELINE)

@@ -67,6 +67,7 @@ from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
 from vflpriv.defenses.per_sample import GhostTape, ghost_applies, ghost_grads
+from vflpriv.defenses.row_checks import forward_mixing, kept_parameters
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
@@ -94,6 +95,7 @@ class PrivateRows(nn.Module):
         self.out_dim = getattr(bottom, "out_dim", None)
         self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
         self.tape: GhostTape | None = None
+        self.checked = False  # whether an update since the last train() checked that the rows are the samples' own
         self.train(bottom.training)
 
     def train(self, mode: bool = True) -> PrivateRows:
@@ -105,7 +107,15 @@ class PrivateRows(nn.Module):
                 if isinstance(m, _BATCHNORMS):
                     m.eval()
         self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
+        self.checked = False
         return self
+
+    def check_due(self) -> bool:
+        """Whether this update checks that the rows are the samples' own: the first after each ``train()`` (the tape
+        rebuilt; vflpriv's loop calls it once a training: one check, about 1.5 more steps' time on digits' bottom,
+        benchmarks/embedding_dp_parts.py --check)."""
+        due, self.checked = not self.checked, True
+        return due
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         tape = self.tape if self.training and torch.is_grad_enabled() else None
@@ -122,7 +132,7 @@ class PrivateRows(nn.Module):
     def __getstate__(self) -> dict:
         """Copied or pickled without the last forward's tape (an adversary's snapshot between the forward and the
         update: the taped rows are a non-leaf tensor, which cannot be deep-copied); a copy tapes after ``train()``."""
-        return {**self.__dict__, "taped": None, "tape": None}
+        return {**self.__dict__, "taped": None, "tape": None, "checked": False}
 
     def tape_of(self, sent: torch.Tensor) -> tuple[torch.Tensor, GhostTape] | None:
         """(the clipped rows, the tape) of the forward that returned ``sent``, once; None for another tensor."""
@@ -154,15 +164,18 @@ class EmbeddingDP(PassiveDefense):
     #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs,
     #: hooks checked by what they did: a bottom with row-wise hooks, torch.func's before, now takes the tape (the same
     #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
-    #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit.
-    revision = 4
+    #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit;
+    #: 5: a bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an epsilon,
+    #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit).
+    revision = 5
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
-            "from its one backward, which forms no weight gradient, plus one more backward an epoch that checks the "
-            "rows' gradients are the samples' own, for bottoms built of Linear / Conv2d / BatchNorm layers and "
-            "modules of known forward, no plugin class; torch.func otherwise, and where the tape's run-time checks "
-            "fail) and noise on each of its parameters; the training x1.7 to x1.9 on digits (over "
+            "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / BatchNorm "
+            "layers and modules of known forward, no plugin class; torch.func otherwise, and where the tape's "
+            "run-time checks fail), noise on each of its parameters, and at the first update after train() (once a "
+            "training) the rows check (three forwards in float64, one more backward on the tape); the training "
+            "x1.7 to x1.9 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
             "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")
@@ -219,27 +232,35 @@ class EmbeddingDP(PassiveDefense):
     def passive_backward(self, party: int, bottom: nn.Module, x: torch.Tensor, sent: torch.Tensor,
                          gradient: torch.Tensor, ids: torch.Tensor) -> None:
         """DP-SGD: each sample's gradient of its own clipped row times the gradient it received, clipped to C_g,
-        summed, noised, over the batch size. The rows are computed independently (the frozen statistics) and the noise
-        of the sent rows carries no gradient; a bottom the tape covers (``per_sample.ghost_applies``: built wholly of
-        Linear / Conv2d / frozen BatchNorm layers, row-wise modules, ``nn.Sequential`` and vflpriv's own encoders, by
-        exact type) gets the norms and clipped sums from one backward through the forward that computed ``sent``
-        (book-keeping on what its tape recorded; a forward of its own for rows computed elsewhere), where the tape's
-        run-time checks hold (``GhostTape.norms``: hooks included); any other bottom or update (a plugin's module, a
-        subclass, a weight reused by a hook, a layer on another number of rows) its per-sample gradients by
-        ``torch.func``."""
+        summed, noised, over the batch size. A bottom the tape covers (``per_sample.ghost_applies``: Linear / Conv2d /
+        frozen BatchNorm layers, row-wise modules, ``nn.Sequential`` and vflpriv's own encoders, by exact type) gets the
+        norms and clipped sums from one backward through the forward that computed ``sent`` (a forward of its own for
+        rows computed elsewhere), where the tape's run-time checks hold (``GhostTape.norms``); any other bottom or
+        update (a plugin's module, a subclass, a weight reused by a hook) its per-sample gradients by ``torch.func``.
+        On both paths each row must be a function of its own sample (the argument's premise): the first update after
+        each ``train()`` (:meth:`PrivateRows.check_due`: once a training in vflpriv's loop) checks the forward
+        (``row_checks.forward_mixing``) and the tape's gradients (``row_checks.gradient_mixing``), and fails the run
+        with :class:`ProtocolError` where they mix (no epsilon recorded); a bottom that starts mixing after that update
+        (a hook added or changing its behaviour later) is outside what is checked."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [p for p in inner.parameters() if p.requires_grad]
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
             self.idle_updates += 1
             return
+        check = bottom.check_due()
+        mixing = forward_mixing(inner, x) if check else ""
+        if mixing:
+            raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row a function of its own sample, "
+                                "sensitivity 2C per row, DP-SGD per sample) covers bottoms whose rows depend on their "
+                                "own sample only: the run fails, no epsilon is recorded")
         received = gradient.detach()
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
-            ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n)
+            ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n, check=check)
         else:
-            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1), x) \
-                if ghost_applies(inner) else None
+            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1), x,
+                                check=check) if ghost_applies(inner) else None
         sums = trained[0].new_zeros(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
         views = dict(zip(trained, sums.split([p.numel() for p in trained])))
         if ghost is not None:  # a bottom the tape provably covers: from one backward (defenses/per_sample.py)
@@ -352,18 +373,15 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
         h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
         return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
 
-    held = [(m, list(m.named_parameters(recurse=False, remove_duplicate=False))) for m in inner.modules()]
     try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
-        return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
-            params, x, received)
+        with kept_parameters(inner):
+            return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
+                params, x, received)
     except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
         raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
                             f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); write its "
-                            "forward without data-dependent Python control flow") from error
-    finally:  # functional_call leaves a module reached twice holding the plain tensors it swapped in: put them back
-        for m, own in held:
-            for k, p in own:
-                setattr(m, k, p)
+                            "forward without data-dependent Python control flow or in-place writes to an input "
+                            "another module reads") from error
 
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:

@@ -28,21 +28,24 @@ hook on that output), so a forward or pre-hook that rescales, replaces or wraps 
 stay exact (the naive per-sample loop with the hooks). At run time :meth:`GhostTape.norms` checks where a hook could
 break a rule: every covered layer (frozen ones too: their input's rank and rows) called on a first dimension of the
 batch's n, each trainable one once; every output reached; and, on the autograd graph of the objective, each trainable
-parameter reached by exactly one edge (a hook or module reusing a weight outside its layer's call adds one) and no
-custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
-gradients); and, at a tape's first update (one a ``train()``, about one an epoch: one more backward), that the rows'
-gradients are the samples' own (a forward hook mixing the batch's rows, or a tensor hook mixing their gradients,
-fails it). Where any check fails the update goes to ``torch.func``, which recomputes it from x and the received
-gradient, one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook,
-as before the tape took hooked bottoms). Outside what the tape checks: a hook that starts mixing rows after a tape's
-first update, and a hook on the autograd node of a layer's output (``out.grad_fn.register_hook``, the deprecated
-non-full ``register_backward_hook``, which rewrites its parameter gradients: the update then stays private, each
-sample's clipped part computed from its own row, but is not the hooked gradient). Parameter hooks
-(``p.register_hook``) never run: embedding-dp forms the bottom's gradients itself."""
+parameter reached by no more than one edge (a hook or module reusing a weight outside its layer's call adds one) and
+no custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
+gradients). Where one fails the update goes to ``torch.func``, which recomputes it from x and the received gradient,
+one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook). On a
+checked update (``check``: embedding-dp's first after each ``train()``, once a training in its loop; one more backward)
+it also checks that the rows' gradients are the samples' own, and fails the run where they mix (a tensor hook mixing
+them; embedding-dp checks the forward on both paths: ``row_checks.py``). Outside what the tape checks: a hook that
+starts mixing after the checked update; a hook writing in place to a layer's recorded input after its call
+(in-place modules are refused where they may: :func:`_writes_input`); and a hook on the autograd node of a layer's
+output (``out.grad_fn.register_hook``, the deprecated non-full ``register_backward_hook``, which rewrites its
+parameter gradients: the update then stays private, each sample's clipped part computed from its own row, but is not
+the hooked gradient). Parameter hooks (``p.register_hook``) never run: embedding-dp forms the bottom's gradients
+itself."""
 
 from __future__ import annotations
 
 import sys
+import types
 from collections import Counter
 
 import torch
@@ -50,6 +53,8 @@ from torch import nn
 from torch.autograd.function import BackwardCFunction
 from torch.autograd.graph import GradientEdge
 
+from vflpriv.common.errors import ProtocolError
+from vflpriv.defenses.row_checks import gradient_mixing, gradient_weights
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, TabularInput
 
 #: The layers whose per-sample gradients follow from their input and output gradient rows, and the batch's dimensions
@@ -117,17 +122,29 @@ def ghost_applies(module: nn.Module) -> bool:
     """Whether the tape's rules read ``module`` right (see the module's text): every module of it :func:`_known`, and
     each trainable parameter in one layer only, reached once (a weight tied across two layers gets one gradient of
     their sum, and its per-sample norm is that sum's: the rules would write two and add their squares; a layer reached
-    twice is two calls, and each rule reads one). Hooks are checked on what they did, at run time
-    (:meth:`GhostTape.norms`)."""
+    twice is two calls, and each rule reads one); and no container whose input an in-place module may write
+    (:func:`_writes_input`: a layer's recorded input, read again at the update, would be the written one). Hooks are
+    checked on what they did, at run time (:meth:`GhostTape.norms`)."""
     seen: set[int] = set()
+    if getattr(module, "inplace", False) is True:  # it would write the caller's batch
+        return False
     for m in module.modules(remove_duplicate=False):
-        if not _known(m):
+        if not _known(m) or _writes_input(m):
             return False
         own = [p for p in m.parameters(recurse=False) if p.requires_grad]
         if any(id(p) in seen for p in own):
             return False
         seen.update(id(p) for p in own)
     return True
+
+
+def _writes_input(m: nn.Module) -> bool:
+    """Whether a child of ``m`` may write ``m``'s input in place, which another module may read after it: an
+    ``inplace=True`` first child of an ``nn.Sequential``, or any child of another container (its forward may hand its
+    input to each: a ``ReLU(inplace=True)`` first in ``PooledEncoder``'s local tower rewrote the input its cross
+    tower's Linear had recorded, and the tape read relu(x), where autograd raises)."""
+    children = list(m.children())
+    return any(getattr(c, "inplace", False) is True for c in (children[:1] if type(m) is nn.Sequential else children))
 
 
 class GhostTape:
@@ -146,8 +163,6 @@ class GhostTape:
         self.seen: list[list] | None = []
         self.edges: list[tuple] = []  # (entry, gradient edge of its output) per call of a trainable layer
         self.why = ""  # why the last norms() left the update to torch.func
-        self.checked = False  # whether an update checked that the rows' gradients are the samples' own
-        self.mixing = ""  # why they were not: every later update of this tape goes to torch.func too
         self.recorders = [(m, self._recorder(m)) for m in self.watched]
         self.entered: list[nn.Module] = []
 
@@ -167,11 +182,14 @@ class GhostTape:
 
     def _recorder(self, m: nn.Module):
         """``m``'s own forward, recording its call: [layer, input rows, output gradient] (and, apart: the hook holds
-        no reference to the node, its output's gradient edge)."""
+        no reference to the node, its output's gradient edge). Bound to ``m`` as a method, so a copy made while entered
+        (``copy.deepcopy``) binds it to the copy, whose calls run the copy's own forward and are not recorded."""
         forward, trains = type(m).forward, m in self.layers
 
-        def record(*args, **kwargs):
-            out = forward(m, *args, **kwargs)
+        def record(layer, *args, **kwargs):
+            out = forward(layer, *args, **kwargs)
+            if layer is not m or self.seen is None:  # a copy of the layer: its own computation, not this tape's
+                return out
             entry = [m, (args[0] if args else next(iter(kwargs.values()))).detach(), None]
             self.seen.append(entry)
             if trains and out.requires_grad:  # the node of the layer's own output, taken before any in-place change
@@ -179,38 +197,45 @@ class GhostTape:
                 out.grad_fn.register_prehook(lambda grads, entry=entry: entry.__setitem__(2, grads[0]))
             return out
 
-        return record
+        return types.MethodType(record, m)
 
-    def norms(self, rows: torch.Tensor, *, n: int):
+    def norms(self, rows: torch.Tensor, *, n: int, check: bool = False):
         """Per-sample squared gradient norms (n,) of ``rows`` (each sample's objective, (n,), computed from the recorded
         forward of a batch of ``n`` rows) and a function ``clipped_sums(scale, into)`` writing each trainable
         parameter's sum_i s_i grad_i (per-sample scales s, (n,)) into ``into[parameter]`` (a tensor of its size); None
         where the tape did not record or a run-time check fails (:attr:`why` says which; ``torch.func`` is exact
         there). The one backward (of rows.sum()) asks autograd for the gradients of the recorded outputs only (their
         edges): it forms no parameter gradient (Bu et al. 2023's book-keeping: the clipped sums are formed once, from
-        the recorded rows). A tape's first update also checks that the rows' gradients are the samples' own
-        (:meth:`_mixed`)."""
+        the recorded rows). With ``check``, one more backward checks that the rows' gradients are the samples' own
+        (``row_checks.gradient_mixing``); where they are not, :class:`ProtocolError` (no update on either path is
+        private then)."""
         edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
-        if self.seen is None or not rows.requires_grad:
+        self.why = "the tape recorded no forward" if self.seen is None else \
+            "" if rows.requires_grad else "the rows do not require a gradient"
+        if self.why:
             return None
         out = rows.sum()
-        self.why = self.mixing or self._misread(n) or self._reused(out)
+        self.why = self._misread(n) or self._reused(out)
         if self.why:
             return None
         if len(edges) != len(self.layers):
             self.why = "a trainable layer's output does not require a gradient"
             return None
-        weights = None if self.checked else _weights(n, rows)
+        weights = gradient_weights(n, rows) if check else None
         weighted = None if weights is None else self._gradients((rows * weights).sum(), edges, retain=True)
-        self.checked = True
         grads = self._gradients(out, edges)
         missing = next((e[0] for (e, _), g in zip(edges, grads) if g is None), None)
         if missing is not None:
             name = f"{type(missing).__name__} {self.names[id(missing)]!r}"
             self.why = f"the output of {name} does not reach the rows sent"
             return None
-        self.why = self.mixing = "" if weighted is None else self._mixed(edges, grads, weighted, weights)
-        return None if self.why else _sums([(m, a, g) for ((m, a, _), _), g in zip(edges, grads)])
+        mixed = "" if weighted is None else gradient_mixing(
+            [f"{type(e[0]).__name__} {self.names[id(e[0])]!r}" for e, _ in edges], grads, weighted, weights)
+        if mixed:
+            raise ProtocolError(f"embedding-dp: {mixed}; its argument covers bottoms whose rows depend on their own "
+                                "sample only, in the forward and the backward (the tape cannot tell which mixed): the "
+                                "run fails, no epsilon is recorded")
+        return _sums([(m, a, g) for ((m, a, _), _), g in zip(edges, grads)])
 
     @staticmethod
     def _gradients(out: torch.Tensor, edges: list, *, retain: bool = False) -> list:
@@ -220,20 +245,6 @@ class GhostTape:
             entry[2] = None  # what an earlier backward through these outputs (another loss's) recorded
         captured = torch.autograd.grad(out, [edge for _, edge in edges], allow_unused=True, retain_graph=retain)
         return [(g if entry[2] is None else entry[2]) for (entry, _), g in zip(edges, captured)]
-
-    def _mixed(self, edges: list, grads: list, weighted: list, weights: torch.Tensor) -> str:
-        """Why the rows' gradients are not each sample's own (a hook mixing rows, in the forward or the backward: each
-        sample's part of the update would depend on the others), or '': with rows independent, the gradient of
-        sum_i w_i rows_i at a layer's output row i is w_i times that of sum_i rows_i, to float rounding (relative 1e-3
-        here; a mixing hook moves it by its own size). Once per tape (per ``train()``: about one backward an epoch)."""
-        for (entry, _), g, got in zip(edges, grads, weighted):
-            if got is None:
-                return f"the weighted rows do not reach {type(entry[0]).__name__} {self.names[id(entry[0])]!r}"
-            expected = g * weights.view(-1, *[1] * (g.dim() - 1))
-            if (got - expected).abs().max() > 1e-3 * expected.abs().max() + 1e-30:
-                return (f"the gradient at {type(entry[0]).__name__} {self.names[id(entry[0])]!r} mixes the batch's "
-                        "rows (a hook's?): a sample's part of the update would depend on the others")
-        return ""
 
     def _misread(self, n: int) -> str:
         """Why the recorded calls are not what the rules read (each trainable covered layer once; every covered layer,
@@ -268,7 +279,7 @@ class GhostTape:
                         return f"the objective's graph holds a custom autograd Function ({node.name()}: a hook's)"
                     seen.add(node)
                     stack.append(node)
-        odd = [p for p in self.params if edges[id(p)] != 1]
+        odd = [p for p in self.params if edges[id(p)] > 1]  # none: the rows do not reach the layer (checked after)
         return f"a trainable parameter {tuple(odd[0].shape)} is reached by {edges[id(odd[0])]} edges of the " \
             "objective's graph, not by its layer's call alone" if odd else ""
 
@@ -302,8 +313,6 @@ def _sums(recorded: list):
         if m.bias is not None and m.bias.requires_grad:
             squares = _plus(squares, g_squares if isinstance(m, nn.Linear) else g.square().sum(1))
             pieces.append((m.bias, "rows", g))
-    if squares is None:
-        squares = seen[0][1].new_zeros(seen[0][1].shape[0])
 
     def clipped_sums(scale: torch.Tensor, into: dict) -> None:
         # Each product into a tensor of its own, then copied: written in place (``out=``) at an offset of the flat
@@ -359,16 +368,10 @@ def _conv(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, squares: torch.Tensor 
     return squares, pieces
 
 
-def ghost_grads(module: nn.Module, objective, x: torch.Tensor):
+def ghost_grads(module: nn.Module, objective, x: torch.Tensor, *, check: bool = False):
     """:meth:`GhostTape.norms` of ``objective(module(x))`` (each sample's objective, (n,)), from a forward of its
     own."""
     with GhostTape(module) as tape:
         rows = objective(module(x))
-    return tape.norms(rows, n=x.shape[0])
+    return tape.norms(rows, n=x.shape[0], check=check)
 
-
-def _weights(n: int, like: torch.Tensor) -> torch.Tensor:
-    """Per-sample weights in [0.5, 1.5) for :meth:`GhostTape._mixed`, from a stream of their own (no training draw
-    moves)."""
-    generator = torch.Generator().manual_seed(n)
-    return torch.rand(n, generator=generator, device=generator.device, dtype=like.dtype).add_(0.5).to(like.device)

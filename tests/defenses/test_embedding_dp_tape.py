@@ -1,9 +1,10 @@
 """embedding-dp's DP-SGD tape under hooks, on public APIs only (issue 47): a forward or pre-hook (module or global)
 acting row by row keeps the tape, exact (its update equals the naive per-sample loop's, which runs the hooks); a full
-backward hook, a weight reused outside its layer, rows mixed by a hook, a layer on rows the rules do not read and a
-frozen layer misreading the batch send the update to torch.func (which fails the run where it cannot take a sample
-alone); parameter hooks never run and no parameter gradient is formed; neither file reads a private attribute of
-torch."""
+backward hook, a weight reused outside its layer, a layer on rows the rules do not read and a layer whose output does
+not reach the rows send the update to torch.func (which fails the run where it cannot take a sample alone); an
+in-place module that may write a recorded input keeps a bottom off the tape; a copy made while the tape is entered
+runs its own forward; parameter hooks never run and no parameter gradient is formed; neither file reads a private
+attribute of torch. Rows mixed: test_embedding_dp_rows.py."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from torch.nn.modules import module as registry
 from vflpriv.common.errors import ProtocolError
 from vflpriv.defenses import embedding_dp, per_sample
 
-from test_embedding_dp_bottoms import _assert_naive, _step  # noqa: E402  (tests/defenses is on the path)
+from dp_sgd_helpers import Fake, assert_naive, naive, step  # noqa: E402  (tests/defenses is on the path)
 
 
 @pytest.fixture
@@ -92,7 +93,7 @@ REUSED = {  # each uses a trainable weight outside its layer's call
 
 
 def _hooked(where, register: str, hook, handles: list):
-    """``hooked(bottom)`` for :func:`_assert_naive`: registers the case's hook on that bottom, keeping its handle."""
+    """``hooked(bottom)`` for :func:`assert_naive`: registers the case's hook on that bottom, keeping its handle."""
     def hooked(bottom):
         owner = registry if where == "global" else bottom if where == "bottom" else bottom[where]
         handles.append(getattr(owner, register)(hook(bottom)))
@@ -112,7 +113,7 @@ def test_a_row_wise_hook_keeps_the_tape_and_its_update_is_the_naive_loop_s(where
     """The tape records what the layer's own computation received and the gradient reaching its output's node, so a
     hook changing a covered layer's input, output or gradients (module or global) changes the recorded rows as it
     changes the true gradient: the update stays the naive loop's (with the hooks), from the tape."""
-    _assert_naive(_mlp, (9, 6), 6, hooked=_hooked(where, register, hook, handles))
+    assert_naive(_mlp, (9, 6), 6, hooked=_hooked(where, register, hook, handles))
     assert [result is not None for _, result in taped] == [True], taped[0][0].why
 
 
@@ -127,7 +128,7 @@ def test_a_full_backward_hook_leaves_the_update_to_torch_func_which_fails_the_ru
     wrapped = embedding_dp.PrivateRows(_mlp(), clip=1.0, sigma=0.3, frozen=True,
                                        generator=torch.Generator().manual_seed(3)).train()
     _hooked(where, register, hook, handles)(wrapped.bottom)
-    fake = __import__("test_embedding_dp_bottoms")._Fake(sigma=0.4, clip=0.05, n=9)
+    fake = Fake(sigma=0.4, clip=0.05, n=9)
     x = torch.randn(9, 6)
     with pytest.raises(ProtocolError, match="cannot be computed by torch.func"):
         embedding_dp.EmbeddingDP.passive_backward(fake, 1, wrapped, x, wrapped(x), torch.randn(9, 6), torch.arange(9))
@@ -139,7 +140,7 @@ def test_a_hook_reusing_a_weight_outside_its_layer_sends_the_update_to_torch_fun
                                                                                   handles):
     """A weight entering the objective outside its layer's call has a gradient the rules do not write: the graph's
     check sees the second edge, and the update is torch.func's, the naive loop's."""
-    _assert_naive(_mlp, (9, 6), 6, hooked=_hooked(where, register, hook, handles))
+    assert_naive(_mlp, (9, 6), 6, hooked=_hooked(where, register, hook, handles))
     assert [result for _, result in taped] == [None] and "not by its layer's call alone" in taped[0][0].why
 
 
@@ -156,7 +157,7 @@ def test_the_edge_check_holds_after_the_parameters_change_dtype_under_a_built_ta
         if reused:
             reuse(bottom)
 
-    _assert_naive(_mlp, (9, 6), 6, hooked=hooked)
+    assert_naive(_mlp, (9, 6), 6, hooked=hooked)
     assert [result is None for _, result in taped] == [reused]
 
 
@@ -173,44 +174,7 @@ def test_a_deprecated_non_full_backward_hook_is_not_seen_by_the_tape(taped, hand
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _assert_naive(_mlp, (9, 6), 6, hooked=_hooked(2, "register_backward_hook", lambda b: doubled, handles))
-
-
-MIXING = {  # each makes a sample's row or gradient depend on the others'
-    "a forward hook centring the last layer's output over the batch": (
-        2, "register_forward_hook", lambda b: lambda m, i, out: out - out.mean(0)),
-    "a forward hook adding a tensor hook normalising the gradient over the batch": (
-        1, "register_forward_hook", lambda b: lambda m, i, out: out.register_hook(lambda g: g / g.norm()) and None),
-}
-
-
-@pytest.mark.parametrize(("where", "register", "hook"), MIXING.values(), ids=MIXING.keys())
-def test_a_hook_mixing_the_rows_is_seen_at_the_tape_s_first_update_and_left_to_torch_func(where, register, hook,
-                                                                                         taped, handles):
-    """A tape's first update checks that the gradient of sum_i w_i rows_i at each layer's output is w times that of
-    sum_i rows_i (what rows computed independently give): a hook mixing the rows fails it, and the update is
-    torch.func's, one sample at a time, the naive loop's (the tape's would have let every sample's part depend on the
-    others: unbounded sensitivity)."""
-    _assert_naive(_mlp, (9, 6), 6, hooked=_hooked(where, register, hook, handles))
-    assert [result for _, result in taped] == [None] and "mixes the batch's rows" in taped[0][0].why
-
-
-def test_a_tape_that_saw_mixed_rows_leaves_every_later_update_to_torch_func(taped, handles):
-    """The check runs at a tape's first update only: once it failed, the tape's later updates go to torch.func too
-    (the second update took the tape, unchecked, with the hook still there)."""
-    from test_embedding_dp_bottoms import _Fake
-
-    torch.manual_seed(0)
-    bottom = _mlp()
-    _hooked(2, "register_forward_hook", lambda b: lambda m, i, out: out - out.mean(0), handles)(bottom)
-    wrapped = embedding_dp.PrivateRows(bottom, clip=1.0, sigma=0.3, frozen=True,
-                                       generator=torch.Generator().manual_seed(3)).train()
-    fake = _Fake(sigma=0.4, clip=0.05, n=9)
-    for _ in range(2):
-        x = torch.randn(9, 6)
-        embedding_dp.EmbeddingDP.passive_backward(fake, 1, wrapped, x, wrapped(x), torch.randn(9, 6), torch.arange(9))
-    assert [result for _, result in taped] == [None, None]
-    assert all("mixes the batch's rows" in tape.why for tape, _ in taped)
+        assert_naive(_mlp, (9, 6), 6, hooked=_hooked(2, "register_backward_hook", lambda b: doubled, handles))
 
 
 @pytest.mark.parametrize(("build", "shape", "out_dim", "why"), [
@@ -221,19 +185,9 @@ def test_a_tape_that_saw_mixed_rows_leaves_every_later_update_to_torch_func(tape
 def test_a_layer_on_rows_the_rules_do_not_read_falls_back_to_torch_func(build, shape, out_dim, why, taped):
     """An allowlisted bottom whose second Linear sees each sample's 8 rows: the tape's run-time check leaves the update
     to torch.func (the run trained, where it failed with a ProtocolError), equal to the naive loop's."""
-    _assert_naive(build, shape, out_dim)
+    assert_naive(build, shape, out_dim)
     tape, result = taped[0]
     assert (result is None) == (why is not None) and (why or "") in tape.why
-
-
-def test_a_frozen_conv_reading_the_batch_as_channels_fails_the_run_as_torch_func_does():
-    """A frozen Conv2d given a 3-D batch (n = 5 = its channels) mixes every sample into each row: the rows check on
-    frozen layers leaves it to torch.func, which cannot take a sample alone there either, so the run fails with its
-    reason (the tape gave an update in which one sample moved the sum by up to 2nC)."""
-    torch.manual_seed(0)
-    bottom = nn.Sequential(nn.Conv2d(5, 5, 3).requires_grad_(False), nn.Flatten(1), nn.Linear(4, 3))
-    with pytest.raises(ProtocolError, match="cannot be computed by torch.func"):
-        _step(bottom, torch.randn(5, 4, 4), torch.randn(5, 3), sigma=0.4, clip=0.05)
 
 
 @pytest.mark.parametrize("build", [
@@ -254,10 +208,8 @@ def test_no_parameter_gradient_is_formed_and_parameter_hooks_never_run(build, ta
             p.register_hook(lambda g: ran.append(1) or g * 100)
         shape = (6, 2, 4, 4) if isinstance(bottom[0], nn.Conv2d) else (6, 6)
         x, received = torch.randn(*shape) * 3, torch.randn(6, 4) * 3
-        _, state = _step(bottom, x, received, sigma=0.4, clip=0.05)
-        from test_embedding_dp_bottoms import _naive
-
-        expected = _naive(reference, x, received, sigma=0.4, clip=0.05, state=state)
+        _, state = step(bottom, x, received, sigma=0.4, clip=0.05)
+        expected = naive(reference, x, received, sigma=0.4, clip=0.05, state=state)
     finally:
         torch.set_default_dtype(torch.float32)
     assert ran == [] and taped[0][1] is not None
@@ -292,24 +244,74 @@ def test_an_earlier_backward_through_the_taped_outputs_leaves_no_stale_gradient(
     """Another loss's backward through the sent rows (retaining the graph, reaching the first layer's bias) before the
     update runs the first layer's output node with its own gradient: that is dropped, and the update is the naive
     loop's, from the tape."""
-    from test_embedding_dp_bottoms import _Fake, _naive
-
     torch.set_default_dtype(torch.float64)
     try:
         torch.manual_seed(0)
         bottom = _mlp()
         reference = copy.deepcopy(bottom)
         x, received = torch.randn(9, 6) * 3, torch.randn(9, 6) * 3
-        fake = _Fake(sigma=0.4, clip=0.05, n=9)
+        fake = Fake(sigma=0.4, clip=0.05, n=9)
         wrapped = embedding_dp.PrivateRows(bottom, clip=1.0, sigma=0.3, frozen=True,
                                            generator=torch.Generator().manual_seed(3)).train()
         sent = wrapped(x)
         torch.autograd.grad((sent * 5).sum(), bottom[0].bias, retain_graph=True)  # another loss's backward
         state = fake.generator.get_state()
         embedding_dp.EmbeddingDP.passive_backward(fake, 1, wrapped, x, sent, received, torch.arange(9))
-        expected = _naive(reference, x, received, sigma=0.4, clip=0.05, state=state)
+        expected = naive(reference, x, received, sigma=0.4, clip=0.05, state=state)
     finally:
         torch.set_default_dtype(torch.float32)
     assert taped[0][1] is not None
     for p, e in zip(bottom.parameters(), expected, strict=True):
         assert torch.allclose(p.grad, e, rtol=1e-9, atol=1e-12)
+
+
+def test_an_in_place_module_that_may_write_a_recorded_input_keeps_the_bottom_off_the_tape():
+    """``PooledEncoder(cross=Seq(Linear), local=Seq(ReLU(inplace=True), Linear))``: the local tower's ReLU rewrote the
+    input the cross tower's Linear had recorded (the tape read relu(x), where autograd raises); such a bottom goes to
+    torch.func, which fails the run as autograd does. An in-place module after a layer (vflpriv's blocks) keeps it."""
+    from vflpriv.methods.towers import PooledEncoder
+
+    cross, local = nn.Sequential(nn.Linear(5, 3)), nn.Sequential(nn.ReLU(inplace=True), nn.Linear(5, 3))
+    cross.out_dim = local.out_dim = 3
+    pooled = PooledEncoder(cross, local)
+    assert not per_sample.ghost_applies(pooled)
+    assert not per_sample.ghost_applies(nn.Sequential(nn.ReLU(inplace=True), nn.Linear(5, 3)))
+    assert per_sample.ghost_applies(nn.Sequential(nn.Linear(5, 3), nn.ReLU(inplace=True), nn.Linear(3, 3)))
+    with pytest.raises(ProtocolError, match="modified by an inplace operation"):
+        step(pooled, torch.randn(6, 5), torch.randn(6, 3), sigma=0.0, clip=100.0)
+
+
+def test_a_copy_made_while_the_tape_is_entered_runs_its_own_weights_and_is_not_recorded():
+    """The tape's forward is bound to its layer as a method: a deepcopy binds it to the copy (the copy ran the
+    original's weights, as a plain function closed over the original)."""
+    bottom = nn.Sequential(nn.Linear(4, 3))
+    tape = per_sample.GhostTape(bottom)
+    x = torch.randn(5, 4)
+    with tape:
+        twin = copy.deepcopy(bottom)
+        with torch.no_grad():
+            twin[0].weight.zero_()
+            twin[0].bias.zero_()
+        assert torch.equal(twin(x), torch.zeros(5, 3))
+    assert tape.seen == [] and not per_sample.ghost_applies(twin)
+
+
+def test_a_layer_whose_output_does_not_reach_the_rows_is_named_so(taped):
+    """A hook replacing the first layer's output: its weight reaches the objective by no edge, and the reason is that
+    its output does not reach the rows sent (the edge check counts only parameters reached more than once)."""
+    bottom = _mlp()
+    bottom[0].register_forward_hook(lambda m, i, out: torch.zeros_like(out))
+    step(bottom, torch.randn(9, 6), torch.randn(9, 6), sigma=0.4, clip=0.05)
+    assert [result for _, result in taped] == [None]
+    assert taped[0][0].why == "the output of Linear '0' does not reach the rows sent"
+
+
+def test_an_update_the_tape_did_not_record_says_so_not_an_earlier_reason():
+    """``norms`` returning early resets :attr:`why` (it kept an earlier update's reason)."""
+    bottom = _mlp()
+    tape = per_sample.GhostTape(bottom)
+    tape.why = "an earlier update's reason"
+    with tape:
+        rows = bottom(torch.randn(4, 6)).detach().sum(1)
+    assert tape.norms(rows, n=4) is None and tape.why == "the rows do not require a gradient"
+
