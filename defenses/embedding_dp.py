@@ -67,7 +67,7 @@ from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
 from vflpriv.defenses.per_sample import GhostTape, ghost_applies, ghost_grads
-from vflpriv.defenses.row_checks import forward_mixing, kept_parameters
+from vflpriv.defenses.row_checks import forward_mixing, kept_state, writes_input
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
@@ -100,14 +100,15 @@ class PrivateRows(nn.Module):
 
     def train(self, mode: bool = True) -> PrivateRows:
         """Set the mode (BatchNorm frozen in every mode with ``frozen``); with ``frozen``, a bottom that ghost clipping
-        covers gets the tape its training forwards are recorded on."""
+        covers gets the tape its training forwards are recorded on; one computing in place gets copies of its batches
+        (torch.func's update reads the caller's batch again)."""
         super().train(mode)
         if self.frozen:
             for m in self.bottom.modules():
                 if isinstance(m, _BATCHNORMS):
                     m.eval()
         self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
-        self.checked = False
+        self.checked, self.copies = False, writes_input(self.bottom)
         return self
 
     def check_due(self) -> bool:
@@ -118,7 +119,7 @@ class PrivateRows(nn.Module):
         return due
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        tape = self.tape if self.training and torch.is_grad_enabled() else None
+        tape, x = self.tape if self.training and torch.is_grad_enabled() else None, x.clone() if self.copies else x
         if tape is None:
             h = clip_rows(self.bottom(x), clip=self.clip)
         else:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
@@ -374,9 +375,9 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
         return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
 
     try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
-        with kept_parameters(inner):
+        with kept_state(inner):
             return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
-                params, x, received)
+                params, x.clone(), received)  # a copy: an in-place module would write the caller's batch
     except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
         raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
                             f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); write its "
