@@ -32,7 +32,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from vflpriv.defenses.embedding_dp import Counts, EmbeddingDP, EmbeddingDPOptions, _noise, _scale
+from vflpriv.defenses.embedding_dp import Counts, EmbeddingDP, EmbeddingDPOptions, _scale
+from vflpriv.defenses.per_sample import flat_noise
 from vflpriv.methods.finetune import backward_with
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.encoders import mlp_block
@@ -183,7 +184,7 @@ def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
         "embedding-dp: the forward (frozen BatchNorm, tape, rows clipped and noised)": forward,
         "embedding-dp: the forward and the one backward (output gradients recorded)": backward,
         "embedding-dp: the forward, the backward, per-sample norms and clipped sums": norms_and_sums,
-        "embedding-dp: the noise of every parameter of the bottom (per parameter, one buffer)": lambda: _noise(trained, dp.generator),
+        "embedding-dp: the noise of every parameter of the bottom (per parameter, one buffer)": lambda: flat_noise(trained, dp.generator),
         "embedding-dp: the whole step (forward, passive_backward)": update,
     }
 

@@ -16,8 +16,11 @@ The argument (``privacy_spent``; written for the README too):
 
 - Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels,
   the other parties' features, alignment and batches are the same.
-- Sensitivity: with rows computed independently (BatchNorm frozen; the bottom has no other layer coupling rows),
-  sample i's features enter an exchange only through its own row and its own per-sample gradient. Replacing them moves
+- Sensitivity: the premise is that each row is a function of its own sample (rows computed independently: BatchNorm
+  frozen, no other layer coupling rows). vflpriv's own bottoms hold it by construction; for any other it is checked by
+  probes (``row_checks``) at the first update of each training only: not at inference, not in a training that runs
+  no update (rows only), not after. Then sample i's features enter an exchange only through its own row and its own
+  per-sample gradient. Replacing them moves
   its clipped row by at most 2C and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step
   that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
@@ -66,7 +69,7 @@ from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
-from vflpriv.defenses.per_sample import GhostTape, ghost_applies, ghost_grads
+from vflpriv.defenses.per_sample import GhostTape, flat_noise, ghost_applies, ghost_grads
 from vflpriv.defenses.row_checks import forward_mixing, kept_state, writes_input
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
@@ -167,8 +170,10 @@ class EmbeddingDP(PassiveDefense):
     #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
     #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit;
     #: 5: a bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an epsilon,
-    #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit).
-    revision = 5
+    #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit); 6: a bottom
+    #: computing in place gets copies of its batch (torch.func read the one its forward overwrote: updates change), and
+    #: spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's own: bit for bit.
+    revision = 6
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
@@ -274,7 +279,7 @@ class EmbeddingDP(PassiveDefense):
             scale = _scale(squares, clip)
             for k, p in zip(names, trained):
                 views[p].copy_(torch.einsum("n,n...->...", scale, grads[k]).reshape(-1))
-        noise = _noise(trained, self.generator)
+        noise = flat_noise(trained, self.generator)
         update = noise.mul_(self.strength * clip).add_(sums).div_(n)  # (sum + sigma C_g noise) / n, as one buffer
         for p, g in zip(trained, update.split([p.numel() for p in trained])):
             g = g.view(p.shape)
@@ -314,7 +319,9 @@ class EmbeddingDP(PassiveDefense):
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
                 f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
-                "frozen bottom, not the training's epsilon)") + (f"; {idle}" if idle else "")
+                "frozen bottom, not the training's epsilon), where each row is a function of its own sample: true of "
+                "vflpriv's own bottoms, for another checked at the first update of a training only (not at inference, "
+                "not in a training without one)") + (f"; {idle}" if idle else "")
 
 
 class Counts:
@@ -344,17 +351,6 @@ class Counts:
 def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
     """Whether two lists hold the same tensors (identity, in order)."""
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-
-
-def _noise(params: list[torch.Tensor], generator: torch.Generator) -> torch.Tensor:
-    """N(0, 1) for every entry of ``params``, in their order, in one flat buffer, drawn per parameter into its view:
-    the values of one draw per parameter whatever the sizes (one flat draw differs where a size is not a multiple of
-    16: torch's CPU sampler fills 16 entries at a time from the stream)."""
-    sizes = [p.numel() for p in params]
-    flat = torch.empty(sum(sizes), dtype=params[0].dtype, device=generator.device)
-    for view in flat.split(sizes):
-        torch.randn(view.shape, generator=generator, out=view, device=generator.device)
-    return flat.to(params[0].device)
 
 
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:
