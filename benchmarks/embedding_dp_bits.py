@@ -123,7 +123,7 @@ def hashes() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--code", type=Path, metavar="DIR", help="DIR's row_checks.py, per_sample.py and embedding_dp.py instead")
+    parser.add_argument("--code", type=Path, metavar="DIR", help="DIR's three files instead")
     parser.add_argument("--against", type=Path, metavar="DIR", help="this code and DIR's, each in a fresh process")
     args = parser.parse_args()
     torch.set_num_threads(1)

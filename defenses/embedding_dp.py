@@ -170,9 +170,10 @@ class EmbeddingDP(PassiveDefense):
     #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
     #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit;
     #: 5: a bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an epsilon,
-    #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit); 6: a bottom
-    #: computing in place gets copies of its batch (torch.func read the one its forward overwrote: updates change), and
-    #: spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's own: bit for bit.
+    #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit); 6: a
+    #: bottom computing in place gets copies of its batch (torch.func read the one its forward overwrote: updates
+    #: change), and spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's own: bit for
+    #: bit.
     revision = 6
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")

@@ -86,12 +86,24 @@ class _Dropped(nn.Module):
         return nn.functional.dropout(self.lin(x), 0.5, self.training)
 
 
+class _Held(nn.Module):
+    """A product with a float32 matrix held outside the module's state: the check cannot run in float64."""
+
+    def __init__(self):
+        super().__init__()
+        self.matrix = torch.randn(6, 3)
+
+    def forward(self, x):
+        return torch.mm(x, self.matrix)
+
+
 RANDOM = {
     "RReLU in train mode": lambda: nn.Sequential(nn.Linear(6, 6), nn.RReLU()).train(),
     "F.dropout in a plugin's forward": lambda: _Dropped().train(),
     "Dropout": lambda: nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5), nn.Linear(6, 3)).train(),
     "spectral_norm (power iteration on buffers)": lambda: nn.Sequential(
         nn.utils.spectral_norm(nn.Linear(6, 6)), nn.Tanh(), nn.Linear(6, 3)).train(),
+    "spectral_norm, checked in float32": lambda: nn.Sequential(nn.utils.spectral_norm(nn.Linear(6, 6)), _Held()),
 }
 
 
