@@ -4,10 +4,10 @@ of every update and the final parameters of the victim's bottom in digits splitn
 with how many updates took the tape (the SSL tower is the CNN encoder's layers in another container: the same hash).
 
     python benchmarks/embedding_dp_bits.py --against DIR   # each in a fresh process, the lines compared
-    python benchmarks/embedding_dp_bits.py [--code DIR]    # the hashes alone (--code: DIR's two files loaded instead)
+    python benchmarks/embedding_dp_bits.py [--code DIR]    # the hashes alone (--code: DIR's three files loaded instead)
 
-Only ``defenses/per_sample.py`` and ``defenses/embedding_dp.py`` are taken from DIR (loaded under the package's names
-before anything imports them); every other module is this checkout's.
+Only ``defenses/row_checks.py`` (where DIR has it), ``per_sample.py`` and ``embedding_dp.py`` are taken from DIR (loaded
+under the package's names before anything imports them); every other module is this checkout's.
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ import torch
 
 
 def _load(tree: Path) -> None:
-    """DIR's two files as ``vflpriv.defenses.per_sample`` and ``vflpriv.defenses.embedding_dp``."""
+    """DIR's three files as ``vflpriv.defenses.row_checks``, ``.per_sample`` and ``.embedding_dp``."""
     import vflpriv.defenses  # noqa: F401  (the package, so its submodules can be registered)
 
-    for name in ("per_sample", "embedding_dp"):
+    for name in ("row_checks", "per_sample", "embedding_dp"):
+        if not (tree / "defenses" / f"{name}.py").exists():  # before issue 47's row checks
+            continue
         spec = importlib.util.spec_from_file_location(f"vflpriv.defenses.{name}", tree / "defenses" / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
@@ -121,7 +123,7 @@ def hashes() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--code", type=Path, metavar="DIR", help="DIR's per_sample.py and embedding_dp.py instead")
+    parser.add_argument("--code", type=Path, metavar="DIR", help="DIR's three files instead")
     parser.add_argument("--against", type=Path, metavar="DIR", help="this code and DIR's, each in a fresh process")
     args = parser.parse_args()
     torch.set_num_threads(1)

@@ -7,8 +7,8 @@ repeat; CPU seconds; medians of the repeats' ratios).
     python benchmarks/embedding_dp_parts.py --against DIR [--bottom cnn] [--repeats 9]   # the step, this code vs DIR's
     python benchmarks/embedding_dp_parts.py --check [--bottom cnn]   # the rows check's cost, in steps
 
-With ``--against DIR`` (another checkout, e.g. main's worktree): its ``defenses/per_sample.py`` and
-``defenses/embedding_dp.py`` loaded beside this checkout's, and the whole DP-SGD step of each (same bottom, same data,
+With ``--against DIR`` (another checkout, e.g. main's worktree): its ``defenses/row_checks.py``, ``per_sample.py`` and
+``embedding_dp.py`` loaded beside this checkout's, and the whole DP-SGD step of each (same bottom, same data,
 same seeds) timed interleaved in every repeat, with the undefended baseline: each step's ratio to the baseline, and
 this code's over DIR's (medians of the repeats' ratios; CPU seconds). With ``--check``: the step that checks the rows
 (the first after each ``train()``: ``row_checks.py``) over the step that does not, interleaved (its cost in steps; a
@@ -32,7 +32,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from vflpriv.defenses.embedding_dp import Counts, EmbeddingDP, EmbeddingDPOptions, _noise, _scale
+from vflpriv.defenses.embedding_dp import Counts, EmbeddingDP, EmbeddingDPOptions, _scale
+from vflpriv.defenses.per_sample import flat_noise
 from vflpriv.methods.finetune import backward_with
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.encoders import mlp_block
@@ -64,20 +65,22 @@ def _ratios(fns: dict, repeats: int, calls: int = 200, pairs: tuple | None = Non
 
 
 def _against(tree: Path):
-    """DIR's ``defenses/embedding_dp.py`` as a module of its own, importing DIR's ``per_sample.py`` (loaded under the
-    package's name only while it executes)."""
-    loaded = []
-    for name in ("per_sample", "embedding_dp"):
+    """DIR's ``defenses/embedding_dp.py`` as a module of its own, importing DIR's ``row_checks.py`` (where DIR has it)
+    and ``per_sample.py`` (loaded under the package's names only while they execute)."""
+    loaded: dict[str, object] = {}
+    for name in ("row_checks", "per_sample", "embedding_dp"):
+        if not (tree / "defenses" / f"{name}.py").exists():  # before issue 47's row checks
+            continue
         spec = importlib.util.spec_from_file_location(f"against_{name}", tree / "defenses" / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
-        held = sys.modules.get("vflpriv.defenses.per_sample")
-        sys.modules["vflpriv.defenses.per_sample"] = loaded[0] if loaded else held
+        held = {k: sys.modules.get(f"vflpriv.defenses.{k}") for k in loaded}
+        sys.modules.update({f"vflpriv.defenses.{k}": m for k, m in loaded.items()})
         try:
             spec.loader.exec_module(module)
         finally:
-            sys.modules["vflpriv.defenses.per_sample"] = held
-        loaded.append(module)
-    return loaded[1]
+            sys.modules.update({f"vflpriv.defenses.{k}": m for k, m in held.items()})
+        loaded[name] = module
+    return loaded["embedding_dp"]
 
 
 def _bottoms(kind: str, batch: int, features: int, width: int):
@@ -183,7 +186,7 @@ def parts(batch: int = 64, features: int = 32, width: int = 128) -> dict:
         "embedding-dp: the forward (frozen BatchNorm, tape, rows clipped and noised)": forward,
         "embedding-dp: the forward and the one backward (output gradients recorded)": backward,
         "embedding-dp: the forward, the backward, per-sample norms and clipped sums": norms_and_sums,
-        "embedding-dp: the noise of every parameter of the bottom (per parameter, one buffer)": lambda: _noise(trained, dp.generator),
+        "embedding-dp: the noise of every parameter of the bottom (per parameter, one buffer)": lambda: flat_noise(trained, dp.generator),
         "embedding-dp: the whole step (forward, passive_backward)": update,
     }
 

@@ -16,8 +16,11 @@ The argument (``privacy_spent``; written for the README too):
 
 - Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels,
   the other parties' features, alignment and batches are the same.
-- Sensitivity: with rows computed independently (BatchNorm frozen; the bottom has no other layer coupling rows),
-  sample i's features enter an exchange only through its own row and its own per-sample gradient. Replacing them moves
+- Sensitivity: the premise is that each row is a function of its own sample (rows computed independently: BatchNorm
+  frozen, no other layer coupling rows). vflpriv's own bottoms hold it by construction; for any other it is checked by
+  probes (``row_checks``) at the first update of each training only: not at inference, not in a training that runs
+  no update (rows only), not after. Then sample i's features enter an exchange only through its own row and its own
+  per-sample gradient. Replacing them moves
   its clipped row by at most 2C and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step
   that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
@@ -66,8 +69,8 @@ from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
-from vflpriv.defenses.per_sample import GhostTape, ghost_applies, ghost_grads
-from vflpriv.defenses.row_checks import forward_mixing, kept_parameters
+from vflpriv.defenses.per_sample import GhostTape, flat_noise, ghost_applies, ghost_grads
+from vflpriv.defenses.row_checks import forward_mixing, kept_state, writes_input
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
@@ -100,25 +103,26 @@ class PrivateRows(nn.Module):
 
     def train(self, mode: bool = True) -> PrivateRows:
         """Set the mode (BatchNorm frozen in every mode with ``frozen``); with ``frozen``, a bottom that ghost clipping
-        covers gets the tape its training forwards are recorded on."""
+        covers gets the tape its training forwards are recorded on; one computing in place gets copies of its batches
+        (torch.func's update reads the caller's batch again)."""
         super().train(mode)
         if self.frozen:
             for m in self.bottom.modules():
                 if isinstance(m, _BATCHNORMS):
                     m.eval()
         self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
-        self.checked = False
+        self.checked, self.copies = False, writes_input(self.bottom)
         return self
 
     def check_due(self) -> bool:
         """Whether this update checks that the rows are the samples' own: the first after each ``train()`` (the tape
-        rebuilt; vflpriv's loop calls it once a training: one check, about 1.5 more steps' time on digits' bottom,
+        rebuilt; vflpriv's loop calls it once a training: one check, about 1.8 more steps' time on digits' bottom,
         benchmarks/embedding_dp_parts.py --check)."""
         due, self.checked = not self.checked, True
         return due
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        tape = self.tape if self.training and torch.is_grad_enabled() else None
+        tape, x = self.tape if self.training and torch.is_grad_enabled() else None, x.clone() if self.copies else x
         if tape is None:
             h = clip_rows(self.bottom(x), clip=self.clip)
         else:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
@@ -166,8 +170,11 @@ class EmbeddingDP(PassiveDefense):
     #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
     #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit;
     #: 5: a bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an epsilon,
-    #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit).
-    revision = 5
+    #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit); 6: a
+    #: bottom computing in place gets copies of its batch (torch.func read the one its forward overwrote: updates
+    #: change), and spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's own: bit for
+    #: bit.
+    revision = 6
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
@@ -273,7 +280,7 @@ class EmbeddingDP(PassiveDefense):
             scale = _scale(squares, clip)
             for k, p in zip(names, trained):
                 views[p].copy_(torch.einsum("n,n...->...", scale, grads[k]).reshape(-1))
-        noise = _noise(trained, self.generator)
+        noise = flat_noise(trained, self.generator)
         update = noise.mul_(self.strength * clip).add_(sums).div_(n)  # (sum + sigma C_g noise) / n, as one buffer
         for p, g in zip(trained, update.split([p.numel() for p in trained])):
             g = g.view(p.shape)
@@ -313,7 +320,9 @@ class EmbeddingDP(PassiveDefense):
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
                 f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
-                "frozen bottom, not the training's epsilon)") + (f"; {idle}" if idle else "")
+                "frozen bottom, not the training's epsilon), where each row is a function of its own sample: true of "
+                "vflpriv's own bottoms, for another checked at the first update of a training only (not at inference, "
+                "not in a training without one)") + (f"; {idle}" if idle else "")
 
 
 class Counts:
@@ -345,17 +354,6 @@ def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
-def _noise(params: list[torch.Tensor], generator: torch.Generator) -> torch.Tensor:
-    """N(0, 1) for every entry of ``params``, in their order, in one flat buffer, drawn per parameter into its view:
-    the values of one draw per parameter whatever the sizes (one flat draw differs where a size is not a multiple of
-    16: torch's CPU sampler fills 16 entries at a time from the stream)."""
-    sizes = [p.numel() for p in params]
-    flat = torch.empty(sum(sizes), dtype=params[0].dtype, device=generator.device)
-    for view in flat.split(sizes):
-        torch.randn(view.shape, generator=generator, out=view, device=generator.device)
-    return flat.to(params[0].device)
-
-
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:
     """Each sample's factor min(1, C_g / |grad_i|) from its squared gradient norm."""
     return (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)
@@ -374,9 +372,9 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
         return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
 
     try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
-        with kept_parameters(inner):
+        with kept_state(inner):
             return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
-                params, x, received)
+                params, x.clone(), received)  # a copy: an in-place module would write the caller's batch
     except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
         raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
                             f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); write its "

@@ -375,3 +375,13 @@ def ghost_grads(module: nn.Module, objective, x: torch.Tensor, *, check: bool = 
         rows = objective(module(x))
     return tape.norms(rows, n=x.shape[0], check=check)
 
+
+def flat_noise(params: list[torch.Tensor], generator: torch.Generator) -> torch.Tensor:
+    """DP-SGD's N(0, 1) for every entry of ``params``, in their order, in one flat buffer, drawn per parameter into its
+    view: the values of one draw per parameter whatever the sizes (one flat draw differs where a size is not a multiple
+    of 16: torch's CPU sampler fills 16 entries at a time from the stream)."""
+    sizes = [p.numel() for p in params]
+    flat = torch.empty(sum(sizes), dtype=params[0].dtype, device=generator.device)
+    for view in flat.split(sizes):
+        torch.randn(view.shape, generator=generator, out=view, device=generator.device)
+    return flat.to(params[0].device)

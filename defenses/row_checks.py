@@ -12,9 +12,13 @@ import contextlib
 import torch
 from torch import nn
 
-#: Modules drawing a random mask in training mode: put in eval for the check only (their per-row masks would differ
-#: between the batch and a probe); any other draw in a forward reads as mixing.
-_DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+from vflpriv.common.errors import ProtocolError
+
+#: Modules drawing per row whose draws a kept row does not get alike from one seed (RReLU's CPU kernel draws for the
+#: negative entries only, so a row's draws depend on the other rows' signs): in eval for the check only.
+_ROW_DRAWS = (nn.RReLU,)
+#: The random stream each of the check's forwards starts from (kept rows draw the same numbers in each).
+_SEED = 0x5EED
 #: Per row: |batch row - probe row| <= this times the row's largest entry (plus a floor of the same times 1e-6 of the
 #: batch's largest, for rows near 0), in float64 (where the bottom runs in it; 64 ulps of its own dtype otherwise).
 RTOL64 = 1e-10
@@ -23,15 +27,16 @@ RTOL64 = 1e-10
 def forward_mixing(bottom: nn.Module, x: torch.Tensor) -> str:
     """Why ``bottom``'s output rows on ``x`` are not each a function of their own row of ``x``, or ''.
 
-    The bottom runs (its parameters detached, its Dropout-type modules in eval, the global random state restored after)
-    on x and on two probes of the same n rows: a random half A of x's rows kept in place and the others replaced by
-    rows of A, and the same for the other half B (a stream of its own, seeded by n: no training draw moves). Each kept
-    row's output must equal its output in x, per row, in float64 (parameters and buffers cast by ``functional_call``,
-    the module's own untouched; the bottom's own dtype, with 64 of its ulps, where it cannot run in float64). A
-    forward that depends on the batch only through its size (the probes keep n) passes; one that draws random numbers
-    outside a Dropout module reads as mixing, and the reason says so. Non-finite entries are not judged here (the
-    training's own check fails a run whose rows are not finite). A mixing confined to rows of the same half, or that
-    the probes' repeated rows leave unchanged, is not seen."""
+    The bottom runs (its parameters detached, the global random state restored after) on x and on two probes of the
+    same n rows: a random half A of x's rows kept in place and the others replaced by rows of A, and the same for the
+    other half B (a stream of its own, seeded by n: no training draw moves). Each kept row's output must equal its
+    output in x, per row, in float64 (parameters and buffers cast by ``functional_call``, the module's own untouched;
+    the bottom's own dtype, with 64 of its ulps, where it cannot run in float64; an integer batch as it is). Each
+    forward starts from fresh clones of the buffers and the same random stream: a forward that depends on the batch
+    only through its size (the probes keep n), draws its random numbers per row (Dropout; RReLU runs in eval) or
+    updates a buffer (spectral_norm's power iteration) passes; a draw that moves rows (a shuffle) is mixing. Non-finite
+    entries are not judged here (the training's own check fails a run whose rows are not finite). A mixing confined to
+    rows of the same half, or that the probes' repeated rows leave unchanged, is not seen."""
     n = x.shape[0]
     if n < 2:
         return ""
@@ -56,8 +61,7 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor) -> str:
         if bool(off.any()):
             row = int(kept[off.nonzero()[0, 0]])
             return (f"the bottom {name}'s output row {row} changed when other rows of its batch were replaced (a hook "
-                    "or forward mixing the batch's rows, e.g. centring over the batch, or a random draw outside a "
-                    "Dropout module, which reads the same)")
+                    "or forward mixing the batch's rows, e.g. centring over the batch)")
     return ""
 
 
@@ -91,45 +95,58 @@ def _outputs(bottom: nn.Module, batches: list[torch.Tensor]) -> tuple[list, floa
     """``bottom``'s outputs on ``batches`` and the relative tolerance to compare them with: in float64 without
     gradients; where that raises, with a batch requiring a gradient (a hook registering a tensor hook on an output
     needs one; none is computed); where that raises too, in the bottom's own dtype (a tensor it holds outside its
-    state), 64 of its ulps."""
+    state), 64 of its ulps; where that raises, a :class:`ProtocolError` naming the bottom."""
     for dtype, grad in ((torch.float64, False), (torch.float64, True)):
         try:
             return _run(bottom, batches, dtype=dtype, grad=grad), RTOL64
-        except RuntimeError:
+        except Exception:  # noqa: BLE001  (a plugin's forward may raise anything; the last try reports it)
             pass
-    outputs = _run(bottom, batches, dtype=None, grad=True)
+    try:
+        outputs = _run(bottom, batches, dtype=None, grad=True)
+    except Exception as error:  # noqa: BLE001
+        raise ProtocolError(f"embedding-dp: the rows check could not run the bottom {type(bottom).__qualname__} on its "
+                            f"batch ({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
+                            ) from error
     return outputs, 64 * torch.finfo(outputs[0].dtype).eps
 
 
 def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype | None, grad: bool) -> list:
-    """``bottom`` on a copy of each batch, in ``dtype`` where given (its floating parameters, buffers and the batch
-    cast), its Dropout-type modules in eval, the global random state as before."""
-    dropouts = [m for m in bottom.modules() if isinstance(m, _DROPOUTS) and m.training]
-    devices = [b.device.index or 0 for b in batches if b.is_cuda][:1]
-    with torch.random.fork_rng(devices=devices), kept_parameters(bottom), torch.set_grad_enabled(grad):
-        try:
-            for m in dropouts:
-                m.training = False
-            state = {f"bottom.{k}": _cast(p.detach(), dtype) for k, p in bottom.named_parameters()}
-            state.update((f"bottom.{k}", _cast(b, dtype).clone()) for k, b in bottom.named_buffers())  # none updated
-            # Each batch plus a zero (a leaf requiring a gradient with ``grad``): a fresh tensor, so that an in-place
-            # module writes no caller's.
-            zero = torch.zeros((), dtype=dtype or batches[0].dtype, device=batches[0].device, requires_grad=grad)
-            return torch.func.functional_call(_Each(bottom), state, ([b.to(zero.dtype) + zero for b in batches],))
-        finally:
-            for m in dropouts:
-                m.training = True
+    """``bottom`` on a copy of each batch, in ``dtype`` where given (its floating parameters, buffers and a floating
+    batch cast), each forward from fresh clones of its buffers and the random stream seeded alike, the global random
+    state as before."""
+    devices = sorted({b.device.index or 0 for b in batches if b.is_cuda})
+    params = {k: _cast(p.detach(), dtype) for k, p in bottom.named_parameters()}
+    outputs, drawing = [], [m for m in bottom.modules() if isinstance(m, _ROW_DRAWS) and m.training]
+    with torch.random.fork_rng(devices=devices), kept_state(bottom), torch.set_grad_enabled(grad), _eval(drawing):
+        for batch in batches:
+            state = {**params, **{k: _cast(b, dtype).clone() for k, b in bottom.named_buffers()}}
+            torch.default_generator.manual_seed(_SEED)
+            for d in devices:
+                torch.cuda.default_generators[d].manual_seed(_SEED)
+            out = torch.func.functional_call(bottom, state, (_fresh(batch, dtype, grad),))
+            outputs.append(out.detach() if isinstance(out, torch.Tensor) else out)
+    return outputs
 
 
-class _Each(nn.Module):
-    """The bottom on each of a list of batches, under one ``functional_call`` (its state swapped in once)."""
+@contextlib.contextmanager
+def _eval(modules: list[nn.Module]):
+    """``modules`` in eval inside, back in training mode on exit."""
+    try:
+        for m in modules:
+            m.training = False
+        yield
+    finally:
+        for m in modules:
+            m.training = True
 
-    def __init__(self, bottom: nn.Module):
-        super().__init__()
-        self.bottom = bottom
 
-    def forward(self, batches: list[torch.Tensor]) -> list:
-        return [(out.detach() if isinstance(out, torch.Tensor) else out) for out in map(self.bottom, batches)]
+def _fresh(batch: torch.Tensor, dtype: torch.dtype | None, grad: bool) -> torch.Tensor:
+    """A new tensor of ``batch`` (an in-place module writes no caller's), floating ones cast to ``dtype`` and, with
+    ``grad``, from a leaf requiring a gradient (none is computed)."""
+    if not batch.is_floating_point():
+        return batch.clone()
+    zero = torch.zeros((), dtype=dtype or batch.dtype, device=batch.device, requires_grad=grad)
+    return batch.to(zero.dtype) + zero
 
 
 def _cast(t: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
@@ -137,13 +154,19 @@ def _cast(t: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
 
 
 @contextlib.contextmanager
-def kept_parameters(module: nn.Module):
-    """``module``'s own parameter objects put back on exit: ``functional_call`` leaves a module reached twice holding
-    the tensors it swapped in."""
-    held = [(m, list(m.named_parameters(recurse=False, remove_duplicate=False))) for m in module.modules()]
+def kept_state(module: nn.Module):
+    """``module``'s own parameter and buffer objects put back on exit: ``functional_call`` leaves a module reached
+    twice holding the tensors it swapped in."""
+    held = [(m, [*m.named_parameters(recurse=False, remove_duplicate=False),
+                 *m.named_buffers(recurse=False, remove_duplicate=False)]) for m in module.modules()]
     try:
         yield
     finally:
         for m, own in held:
-            for k, p in own:
-                setattr(m, k, p)
+            for k, t in own:
+                setattr(m, k, t)
+
+
+def writes_input(bottom: nn.Module) -> bool:
+    """Whether a module of ``bottom`` computes in place (``inplace=True``): it may write the batch it was given."""
+    return any(getattr(m, "inplace", False) is True for m in bottom.modules())

@@ -107,18 +107,24 @@ def test_the_forward_check_sees_a_detached_mean_moving_rows_by_a_small_fraction(
     assert "changed when other rows of its batch were replaced" in row_checks.forward_mixing(bottom, torch.randn(9, 6))
 
 
-def test_a_random_draw_outside_a_dropout_module_reads_as_mixing_and_a_dropout_does_not():
-    """Dropout-type modules run in eval for the check (and are put back); any other draw makes a row differ between
-    the batch and a probe, and the reason says so; the global random state is the same after the check."""
+def test_a_random_draw_per_row_is_not_mixing_and_one_moving_rows_is():
+    """Each of the check's forwards draws from the same seeded stream: a per-row jitter draws the same numbers for a
+    kept row (no mixing: each row still a function of its own sample and its own noise), a Dropout too (kept in
+    training mode); a draw that picks another row's values is mixing; the global random state is as before."""
     class Jitter(nn.Module):
         def forward(self, x):
             return x + 0.1 * torch.randn_like(x)
 
-    x, jittered = torch.randn(8, 6), nn.Sequential(_mlp(), Jitter())
-    dropped = nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5), nn.Linear(6, 3)).train()
+    class Swap(nn.Module):
+        def forward(self, x):
+            return x[torch.randperm(x.shape[0])]
+
+    x, dropped = torch.randn(8, 6), nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5), nn.Linear(6, 3)).train()
+    jittered, swapped = nn.Sequential(_mlp(), Jitter()), nn.Sequential(_mlp(), Swap())
     state = torch.get_rng_state()
-    assert "random draw outside a Dropout module" in row_checks.forward_mixing(jittered, x)
+    assert row_checks.forward_mixing(jittered, x) == ""
     assert row_checks.forward_mixing(dropped, x) == "" and dropped[1].training
+    assert "changed when other rows" in row_checks.forward_mixing(swapped, x)
     assert torch.equal(torch.get_rng_state(), state)
 
 
