@@ -40,7 +40,8 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor) -> str:
     n = x.shape[0]
     if n < 2:
         return ""
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(n)).to(x.device)
+    generator = torch.Generator().manual_seed(n)
+    order = torch.randperm(n, generator=generator, device=generator.device).to(x.device)
     halves = (order[: n // 2], order[n // 2:])
     probes = []
     for kept, other in (halves, halves[::-1]):
