@@ -369,13 +369,13 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
 def _defense_refused(base: dict, attacks: list[AttackConfig], unset: DefenseConfig, seed: int) -> str:
     """Why ``unset`` plans with none of ``attacks`` (the first's reason: a problem of the defense itself, said once),
     or '' where one plans; an attack refused only under this defense is set aside with its own reason later."""
-    reasons = []
+    first = ""
     for attack in attacks:
         reason = _try([_run(base, attack, unset, seed)])
         if not reason:
             return ""
-        reasons.append(reason)
-    return reasons[0] if reasons else ""
+        first = first or reason
+    return first
 
 
 def _unpaired(defense: str, attacks: list[AttackConfig], phase: str) -> str:
