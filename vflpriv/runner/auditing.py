@@ -87,7 +87,7 @@ def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: S
             record.notes = "; ".join(filter(None, [record.notes, f"auditor {name}: its {problem}, so it certifies "
                                                    "nothing here"]))
         return
-    counts = menu_counts(guess == scenario.canary_labels, confidence)
+    counts = menu_counts(guess == scenario.canary_labels, confidence, shares=auditor.menu())
     classes, planted = int(scenario.canary_candidates.shape[1]), int(scenario.canaries.numel())
     bound, kept = menu_lower(counts, canaries=planted, classes=classes, delta=delta)
     right = next(r for g, r in counts if g == kept)
