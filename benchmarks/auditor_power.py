@@ -107,8 +107,8 @@ def _bounds(counts: list[list[int]], canaries: int, classes: int) -> tuple[float
 
 def ideal(sigma: float, canaries: int, *, seed: int = 0, epochs: int = EPOCHS) -> tuple[float, float, float, float]:
     """A perfect likelihood-ratio test's pooled bounds (:func:`_bounds`, k = 10) on ``canaries`` ten-class canaries,
-    each released ``epochs`` times with noise sigma C around its clipped gradient, the ten candidates at the uniform-softmax
-    geometry (the regular simplex)."""
+    each released ``epochs`` times with noise sigma C around its clipped gradient, the ten candidates at the
+    uniform-softmax geometry (the regular simplex)."""
     rng = np.random.default_rng(seed)
     p = np.full(CLASSES, 1 / CLASSES)
     vectors = p[None] - np.eye(CLASSES)
