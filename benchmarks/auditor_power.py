@@ -141,18 +141,19 @@ def ideal_pair(sigma: float, canaries: int, *, seed: int = 0, epochs: int = EPOC
 
 
 def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: int = 3, *, pair: bool = False,
-            shares: tuple = KEEP) -> str:
-    """A perfect test's bounds by claim and count (:func:`ideal`, or :func:`ideal_pair` with ``pair`` and the menu
-    ``shares``, one training): Steinke / f-DP / mu / GDP estimate, mean +- std over ``draws`` simulations (seeds 0 to
-    draws - 1)."""
+            shares: tuple = KEEP, per_run: int = 0) -> str:
+    """A perfect test's bounds by claim and count (:func:`ideal`, or :func:`ideal_pair` with ``pair``, the menu
+    ``shares`` and, with ``per_run``, trainings of that many canaries pooled entry by entry; else one training):
+    Steinke / f-DP / mu / GDP estimate, mean +- std over ``draws`` simulations (seeds 0 to draws - 1)."""
     from opacus.accountants.utils import get_noise_multiplier
 
     lines = ["| claimed ε | " + " | ".join(f"{m} canaries" for m in sizes) + " |", "| --- |" + " --- |" * len(sizes)]
     for claim in claims:
         sigma = 2 * get_noise_multiplier(target_epsilon=claim, target_delta=DELTA, sample_rate=1.0, steps=EPOCHS,
                                          accountant="rdp")
-        cells = [_spread(np.array([ideal_pair(sigma, m, seed=s, shares=shares) if pair else ideal(sigma, m, seed=s)
-                                   for s in range(draws)])) for m in sizes]
+        cells = [_spread(np.array([ideal_pair(sigma, m, seed=s, shares=shares, runs=max(1, m // per_run) if per_run
+                                              else 1) if pair else ideal(sigma, m, seed=s) for s in range(draws)]))
+                 for m in sizes]
         lines.append(f"| {claim:g} (σ {sigma:.1f}, μ {2 * math.sqrt(EPOCHS) / sigma:.3f}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -223,6 +224,8 @@ def main() -> None:
     parser.add_argument("--claims", default="1,2,4,8", help="--ceiling's claimed epsilons")
     parser.add_argument("--sizes", default="300,1000,3000,10000", help="--ceiling's canary counts")
     parser.add_argument("--draws", type=int, default=3, help="--ceiling's simulations per cell")
+    parser.add_argument("--per-run", type=int, default=0, help="--ceiling --canary-labels pair: pool trainings of this "
+                        "many canaries each, entry by entry, as the auditor's table does (0: one training)")
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="finetuning epochs (a canary's updates; the claim's "
                         "sigma is solved for them, so mu and the game stay the claim's at any count)")
     parser.add_argument("--menu", default="standard", choices=("standard", "fine"), help="gradient-lrt's abstention "
@@ -230,7 +233,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.ceiling:
         print(ceiling(tuple(float(c) for c in args.claims.split(",")), tuple(int(m) for m in args.sizes.split(",")),
-                      args.draws, pair=args.canary_labels == "pair", shares=FINE_KEEP if args.menu == "fine" else KEEP))
+                      args.draws, pair=args.canary_labels == "pair", shares=FINE_KEEP if args.menu == "fine" else KEEP,
+                      per_run=args.per_run))
         return
     seeds, rows = [int(s) for s in args.seeds.split(",")], []
     if args.from_csv:
