@@ -195,9 +195,9 @@ def markdown(frame: pd.DataFrame, *, pair: bool = False) -> str:
         sigma, claimed = float(at["strength"].iloc[0]), audit["epsilon_claimed"]
         real = sigma / 10 if label.startswith("broken") else sigma  # the noise it really draws
         mu = 2 * math.sqrt(epochs) / sigma
-        shares, runs = FINE_KEEP if menu == "fine" else KEEP, audit["seeds"]
+        shares = FINE_KEEP if menu == "fine" else KEEP  # one training of every canary, as recorded since 68b0582
         reference = _spread(np.array([
-            ideal_pair(real, audit["canaries"], seed=s, epochs=epochs, shares=shares, runs=runs) if pair
+            ideal_pair(real, audit["canaries"], seed=s, epochs=epochs, shares=shares) if pair
             else ideal(real, audit["canaries"], seed=s, epochs=epochs) for s in range(draws)]))
         ratio = f"{audit['epsilon_fdp'] / claimed:.2f}" if claimed > 1e-9 else "n/a"
         lines.append(f"| {label} | {inputs} | {sigma:.3g} | {claimed:.3g} | {mu:.3g} | {audit['epsilon_lower']:.2f} | "
