@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 
-from vflpriv.common.empirical_epsilon import menu_lower
+from vflpriv.common.empirical_epsilon import KEEP, menu_lower
 from vflpriv.common.errors import IncompatibleError
 from vflpriv.common.fdp_one_run import fdp_bounds
 from vflpriv.config.registry import AUDITORS, DEFENSES
@@ -87,7 +87,8 @@ def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: S
             record.notes = "; ".join(filter(None, [record.notes, f"auditor {name}: its {problem}, so it certifies "
                                                    "nothing here"]))
         return
-    counts = menu_counts(guess == scenario.canary_labels, confidence, shares=auditor.menu())
+    menu = getattr(auditor, "menu", None)  # the registry's protocol does not require it: the standard menu then
+    counts = menu_counts(guess == scenario.canary_labels, confidence, shares=menu() if callable(menu) else KEEP)
     classes, planted = int(scenario.canary_candidates.shape[1]), int(scenario.canaries.numel())
     bound, kept = menu_lower(counts, canaries=planted, classes=classes, delta=delta)
     right = next(r for g, r in counts if g == kept)
