@@ -31,6 +31,7 @@ from typing import ClassVar
 import torch
 from pydantic import BaseModel
 
+from vflpriv.common.empirical_epsilon import KEEP
 from vflpriv.config.options import NoOptions
 from vflpriv.engine.hooks import AUDIT_UPDATE, ActiveUpdate, AuditRead
 
@@ -80,6 +81,11 @@ class Auditor(ABC):
         call once the update is released and the rows whose clipped sum it wants from the defense (None: nothing to
         read in this one)."""
         return None
+
+    def menu(self) -> tuple[float, ...]:
+        """The shares of its most confident guesses its scoring keeps, fixed before any guess is scored (the
+        abstention menu, Bonferroni-corrected over its entries: ``vflpriv.common.empirical_epsilon``)."""
+        return KEEP
 
     @abstractmethod
     def guesses(self) -> tuple[torch.Tensor, torch.Tensor]:

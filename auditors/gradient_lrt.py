@@ -74,6 +74,7 @@ from torch import nn
 
 from vflpriv.auditors.base import Auditor
 from vflpriv.auditors.crafted import CRAFT_NORM, pair_targets, uniform_logit_rows
+from vflpriv.common.empirical_epsilon import FINE_KEEP, KEEP
 from vflpriv.config.options import Options
 from vflpriv.defenses.dp_gaussian import GaussianDP, joint_scale, per_sample_gradients
 from vflpriv.engine.hooks import AUDIT_EMBEDDINGS, AUDIT_UPDATE, ActiveUpdate, AuditRead
@@ -88,6 +89,10 @@ class GradientLRTOptions(Options):
         "party sends rows of norm 100 C with equal logits, so each candidate label's clipped gradient reaches C at the "
         "simplex geometry (a malicious passive party; the trained model is not the natural one); with "
         "partition.canary_labels: pair, the two candidates' gradients are antipodal, 2 C apart")
+    menu: Literal["standard", "fine"] = Field(
+        "standard", description="the abstention menu its guesses are scored with: standard keeps every guess, the "
+        "most confident half, quarter and tenth; fine adds the most confident 3% and 1% (for audits pooling tens of "
+        "thousands of canaries, where the tenth caps the bound; a Bonferroni factor 6/4 at small counts)")
 
 
 class GradientLRT(Auditor):
@@ -114,6 +119,9 @@ class GradientLRT(Auditor):
     @classmethod
     def audits(cls, defense: type) -> bool:
         return issubclass(defense, GaussianDP)
+
+    def menu(self) -> tuple[float, ...]:
+        return FINE_KEEP if self.options.menu == "fine" else KEEP
 
     @property
     def crafted(self) -> bool:

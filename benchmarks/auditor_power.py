@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from vflpriv.common.empirical_epsilon import kept, menu_lower
+from vflpriv.common.empirical_epsilon import FINE_KEEP, KEEP, kept, menu_lower
 from vflpriv.common.fdp_one_run import gdp_epsilon
 from vflpriv.common.fdp_one_run import menu_lower as fdp_lower
 from vflpriv.config.registry import DEFENSES
@@ -70,7 +70,8 @@ EXTREMES = ("sigma 1e4", "broken (claim 2)")
 
 
 def measure(settings: list[str], seeds: list[int], canaries: int, csv: Path | None, *, inputs: str = "natural",
-            rows: list[dict] | None = None, labels: str = "uniform") -> pd.DataFrame:
+            rows: list[dict] | None = None, labels: str = "uniform", epochs: int = EPOCHS, menu: str = "standard"
+            ) -> pd.DataFrame:
     """Every (setting, seed)'s record with the auditor's ``inputs`` (natural or crafted canaries), appended to ``rows``
     and written to ``csv`` as it comes (a failure keeps what was measured)."""
     DEFENSES.register("dp-gaussian-broken", TenfoldTooLittleNoise)
@@ -82,11 +83,13 @@ def measure(settings: list[str], seeds: list[int], canaries: int, csv: Path | No
             (record,) = run(RunConfig.model_validate({
                 "partition": {"labeled": 400, "aligned_fraction": 0.5, "canaries": canaries, "canary_labels": labels},
                 "seed": seed,
-                "finetune": {"epochs": EPOCHS, "auditor": "gradient-lrt", "auditor_options": {"canary_inputs": inputs}},
+                "finetune": {"epochs": epochs, "auditor": "gradient-lrt",
+                             "auditor_options": {"canary_inputs": inputs, "menu": menu}},
                 "attack": {"name": "gc", "prior": "none"},
                 "defenses": [{"name": defense, "strength": strength, "sweep": True, "options": options}]}))
             assert record.status == "ok", record.error
-            rows.append({**record.to_dict(), "setting": label, "canary_inputs": inputs, "canary_labels": labels})
+            rows.append({**record.to_dict(), "setting": label, "canary_inputs": inputs, "canary_labels": labels,
+                         "epochs": epochs, "menu": menu})
             if csv is not None:
                 pd.DataFrame(rows).to_csv(csv, index=False)
             print(f"{label} ({inputs}, {labels}), seed {seed}: {time.time() - start:.0f} s, auditor "
@@ -102,16 +105,16 @@ def _bounds(counts: list[list[int]], canaries: int, classes: int) -> tuple[float
     return steinke, eps, mu_hat, gdp_epsilon(mu_hat, DELTA)
 
 
-def ideal(sigma: float, canaries: int, *, seed: int = 0) -> tuple[float, float, float, float]:
+def ideal(sigma: float, canaries: int, *, seed: int = 0, epochs: int = EPOCHS) -> tuple[float, float, float, float]:
     """A perfect likelihood-ratio test's pooled bounds (:func:`_bounds`, k = 10) on ``canaries`` ten-class canaries,
-    each released EPOCHS times with noise sigma C around its clipped gradient, the ten candidates at the uniform-softmax
-    geometry (the regular simplex)."""
+    each released ``epochs`` times with noise sigma C around its clipped gradient, the ten candidates at the
+    uniform-softmax geometry (the regular simplex)."""
     rng = np.random.default_rng(seed)
     p = np.full(CLASSES, 1 / CLASSES)
     vectors = p[None] - np.eye(CLASSES)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)  # each candidate clipped to C = 1
     labels = rng.integers(0, CLASSES, canaries)
-    total = EPOCHS * vectors[labels] + sigma * math.sqrt(EPOCHS) * rng.standard_normal((canaries, CLASSES))
+    total = epochs * vectors[labels] + sigma * math.sqrt(epochs) * rng.standard_normal((canaries, CLASSES))
     score = total @ vectors.T / sigma**2
     posterior = np.exp(score - score.max(1, keepdims=True))
     posterior /= posterior.sum(1, keepdims=True)
@@ -120,30 +123,37 @@ def ideal(sigma: float, canaries: int, *, seed: int = 0) -> tuple[float, float, 
     return _bounds(counts, canaries, CLASSES)
 
 
-def ideal_pair(sigma: float, canaries: int, *, seed: int = 0) -> tuple[float, float, float, float]:
+def ideal_pair(sigma: float, canaries: int, *, seed: int = 0, epochs: int = EPOCHS, shares: tuple = KEEP,
+               runs: int = 1) -> tuple[float, float, float, float]:
     """A perfect likelihood-ratio test on ``canaries`` pair canaries whose two candidates are antipodal (2C apart) and
-    released EPOCHS times with noise sigma C: each canary's statistic is N(+-mu/2, 1), mu = 2 sqrt(EPOCHS) / sigma,
-    exactly mu-GDP. Its :func:`_bounds` at C = 2."""
+    released ``epochs`` times with noise sigma C: each canary's statistic is N(+-mu/2, 1), mu = 2 sqrt(epochs) / sigma,
+    exactly mu-GDP. Its :func:`_bounds` at C = 2, the menu ``shares`` taken in each of ``runs`` equal trainings and
+    pooled entry by entry, as the auditor's table pools its seeds."""
     rng = np.random.default_rng(seed)
-    mu = 2 * math.sqrt(EPOCHS) / sigma
-    bits = rng.integers(0, 2, canaries)
-    score = (2 * bits - 1) * mu / 2 + rng.standard_normal(canaries)
-    right = ((score > 0) == bits)[np.argsort(-np.abs(score), kind="stable")]
-    return _bounds([[k, int(right[:k].sum())] for k in kept(canaries)], canaries, 2)
+    mu = 2 * math.sqrt(epochs) / sigma
+    totals = np.zeros((len(kept(canaries // runs, shares=shares)), 2), dtype=np.int64)
+    for _ in range(runs):
+        bits = rng.integers(0, 2, canaries // runs)
+        score = (2 * bits - 1) * mu / 2 + rng.standard_normal(canaries // runs)
+        right = ((score > 0) == bits)[np.argsort(-np.abs(score), kind="stable")]
+        totals += [[k, int(right[:k].sum())] for k in kept(canaries // runs, shares=shares)]
+    return _bounds(totals.tolist(), canaries // runs * runs, 2)
 
 
-def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: int = 3, *, pair: bool = False
-            ) -> str:
-    """A perfect test's bounds by claim and count (:func:`ideal`, or :func:`ideal_pair` with ``pair``): Steinke / f-DP
-    / mu / GDP estimate, mean +- std over ``draws`` simulations (seeds 0 to draws - 1)."""
+def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: int = 3, *, pair: bool = False,
+            shares: tuple = KEEP, per_run: int = 0) -> str:
+    """A perfect test's bounds by claim and count (:func:`ideal`, or :func:`ideal_pair` with ``pair``, the menu
+    ``shares`` and, with ``per_run``, trainings of that many canaries pooled entry by entry; else one training):
+    Steinke / f-DP / mu / GDP estimate, mean +- std over ``draws`` simulations (seeds 0 to draws - 1)."""
     from opacus.accountants.utils import get_noise_multiplier
 
-    perfect = ideal_pair if pair else ideal
     lines = ["| claimed ε | " + " | ".join(f"{m} canaries" for m in sizes) + " |", "| --- |" + " --- |" * len(sizes)]
     for claim in claims:
         sigma = 2 * get_noise_multiplier(target_epsilon=claim, target_delta=DELTA, sample_rate=1.0, steps=EPOCHS,
                                          accountant="rdp")
-        cells = [_spread(np.array([perfect(sigma, m, seed=s) for s in range(draws)])) for m in sizes]
+        cells = [_spread(np.array([ideal_pair(sigma, m, seed=s, shares=shares, runs=max(1, m // per_run) if per_run
+                                              else 1) if pair else ideal(sigma, m, seed=s) for s in range(draws)]))
+                 for m in sizes]
         lines.append(f"| {claim:g} (σ {sigma:.1f}, μ {2 * math.sqrt(EPOCHS) / sigma:.3f}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -166,25 +176,29 @@ def markdown(frame: pd.DataFrame, *, pair: bool = False) -> str:
     against dp-gaussian's exact GDP claim 2 sqrt(updates) / sigma, and the GDP estimate), gc's bound on the same
     canaries and the perfect test's at the game's geometry (ten classes at the simplex, or ``pair``: antipodal)."""
     frame = frame.assign(canary_inputs=frame["canary_inputs"].fillna("natural") if "canary_inputs" in frame
-                         else "natural")
+                         else "natural", menu=frame["menu"].fillna("standard") if "menu" in frame else "standard",
+                         epochs=frame["epochs"].fillna(EPOCHS).astype(int) if "epochs" in frame else EPOCHS)
     if frame.empty:
         return ""
-    classes, perfect, draws = (2, ideal_pair, PAIR_DRAWS) if pair else (CLASSES, ideal, DRAWS)
+    classes, draws = (2, PAIR_DRAWS) if pair else (CLASSES, DRAWS)
     lines = [f"| setting | canaries' inputs | sigma | claimed ε (δ 1e-5) | claimed μ | ε ≥ Steinke (C = {classes}) | "
              f"ε ≥ f-DP (f_ε,δ, k = {classes}) | f-DP / claim | μ ≥ (GDP) | μ ≥ / claimed μ | ε estimate from μ "
              "(assumes a Gaussian curve) | guesses kept, accuracy | gc's ε ≥ | perfect test: Steinke / f-DP / μ / "
              f"estimate (mean ± std, {draws} simulations) | canaries |", "| --- |" + " --- |" * 14]
-    groups = frame.groupby(["setting", "canary_inputs"], sort=False)
-    order = sorted(groups.groups, key=lambda g: (g[1] != "natural", list(SETTINGS).index(g[0])))
-    for label, inputs in order:
-        at = groups.get_group((label, inputs))
+    groups = frame.groupby(["setting", "canary_inputs", "menu", "epochs"], sort=False)
+    order = sorted(groups.groups, key=lambda g: (g[1] != "natural", list(SETTINGS).index(g[0]), g[2], -g[3]))
+    for label, inputs, menu, epochs in order:
+        at = groups.get_group((label, inputs, menu, epochs))
         (audit,) = auditor_table(at).to_dict("records")
         attacks = epsilon_table(at)
         gc = attacks[attacks["attack"] == "gc"]["epsilon_lower"]
         sigma, claimed = float(at["strength"].iloc[0]), audit["epsilon_claimed"]
         real = sigma / 10 if label.startswith("broken") else sigma  # the noise it really draws
-        mu = 2 * math.sqrt(EPOCHS) / sigma
-        reference = _spread(np.array([perfect(real, audit["canaries"], seed=s) for s in range(draws)]))
+        mu = 2 * math.sqrt(epochs) / sigma
+        shares = FINE_KEEP if menu == "fine" else KEEP  # one training of every canary, as recorded since 68b0582
+        reference = _spread(np.array([
+            ideal_pair(real, audit["canaries"], seed=s, epochs=epochs, shares=shares) if pair
+            else ideal(real, audit["canaries"], seed=s, epochs=epochs) for s in range(draws)]))
         ratio = f"{audit['epsilon_fdp'] / claimed:.2f}" if claimed > 1e-9 else "n/a"
         lines.append(f"| {label} | {inputs} | {sigma:.3g} | {claimed:.3g} | {mu:.3g} | {audit['epsilon_lower']:.2f} | "
                      f"{audit['epsilon_fdp']:.2f} | {ratio} | {audit['mu_lower']:.3f} | {audit['mu_lower'] / mu:.2f} | "
@@ -210,10 +224,17 @@ def main() -> None:
     parser.add_argument("--claims", default="1,2,4,8", help="--ceiling's claimed epsilons")
     parser.add_argument("--sizes", default="300,1000,3000,10000", help="--ceiling's canary counts")
     parser.add_argument("--draws", type=int, default=3, help="--ceiling's simulations per cell")
+    parser.add_argument("--per-run", type=int, default=0, help="--ceiling --canary-labels pair: pool trainings of this "
+                        "many canaries each, entry by entry, as the auditor's table does (0: one training)")
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help="finetuning epochs (a canary's updates; the claim's "
+                        "sigma is solved for them, so mu and the game stay the claim's at any count)")
+    parser.add_argument("--menu", default="standard", choices=("standard", "fine"), help="gradient-lrt's abstention "
+                        "menu (fine: also the most confident 3%% and 1%%); with --ceiling, the perfect test's")
     args = parser.parse_args()
     if args.ceiling:
         print(ceiling(tuple(float(c) for c in args.claims.split(",")), tuple(int(m) for m in args.sizes.split(",")),
-                      args.draws, pair=args.canary_labels == "pair"))
+                      args.draws, pair=args.canary_labels == "pair", shares=FINE_KEEP if args.menu == "fine" else KEEP,
+                      per_run=args.per_run))
         return
     seeds, rows = [int(s) for s in args.seeds.split(",")], []
     if args.from_csv:
@@ -223,7 +244,7 @@ def main() -> None:
     else:
         for inputs in args.canary_inputs.split(","):
             frame = measure(args.settings.split(";"), seeds, args.canaries, args.csv, inputs=inputs, rows=rows,
-                            labels=args.canary_labels)
+                            labels=args.canary_labels, epochs=args.epochs, menu=args.menu)
     pair = frame["canary_labels"].fillna("uniform").eq("pair") if "canary_labels" in frame else frame["seed"] < -1
     text = "\n\n".join(filter(None, [markdown(frame[~pair]), markdown(frame[pair], pair=True) if pair.any() else ""]))
     print(text)

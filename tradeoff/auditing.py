@@ -15,6 +15,7 @@ import pandas as pd
 
 from vflpriv.common.empirical_epsilon import menu_lower
 from vflpriv.common.fdp_one_run import fdp_bounds
+from vflpriv.config.registry import AUDITORS
 from vflpriv.tradeoff.epsilon import GROUP, canary_classes, claim_test, holm_over, pooled_counts
 
 
@@ -32,7 +33,7 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
     frame = results[(results["status"] == "ok") & (results["auditor"].fillna("") != "")]
     frame = _one_training_per_seed(frame.drop_duplicates("training_key"), results)
     rows = []
-    for key, setting in frame.groupby([*GROUP, "auditor"], sort=False, dropna=False):
+    for key, setting in frame.groupby([*GROUP, "auditor", "auditor_options"], sort=False, dropna=False):
         counts, canaries = pooled_counts(setting, column="auditor_counts")
         if not counts:
             continue
@@ -41,15 +42,14 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
         bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=delta)
         right = next(r for g, r in counts if g == guesses)
         claimed = float(setting["epsilon"].max())  # each training must hold its own claim: test the weakest
-        row = {**dict(zip([*GROUP, "auditor"], key)), "axis": str(setting["strength_axis"].iloc[0]),
+        row = {**dict(zip([*GROUP, "auditor", "auditor_options"], key)), "axis": str(setting["strength_axis"].iloc[0]),
                "epsilon_lower": bound, "delta": delta, "canary_guesses": guesses, "canary_accuracy": right / guesses,
                "canaries": canaries, "seeds": int(setting["seed"].nunique()), "epsilon_claimed": claimed,
                "testable": False, "rejected": False, "classes": classes}
-        row["auditor_options"] = _options(setting)
         fdp = fdp_bounds(counts, canaries=canaries, classes=classes, delta=delta)  # vflpriv.common.fdp_one_run
         row |= {"epsilon_fdp": fdp.epsilon, "mu_lower": fdp.mu, "epsilon_gdp_estimate": fdp.epsilon_gdp_estimate}
         if np.isfinite(claimed):
-            test = claim_test({str(key[-1]): (counts, canaries)}, planned=1, classes=classes, claim=claimed,
+            test = claim_test({str(key[-2]): (counts, canaries)}, planned=1, classes=classes, claim=claimed,
                               delta=delta)
             row |= {"cap": test.cap, "testable": test.testable, "p_value": test.p_value,
                     "rejecting_guesses": test.guesses, "rejecting_right": test.right, "rejecting_test": test.test}
@@ -62,19 +62,27 @@ def _one_training_per_seed(frame: pd.DataFrame, results: pd.DataFrame) -> pd.Dat
     adversary's) plant the same canaries with the same labels, so their guesses are not independent and are never
     pooled twice. The training that most records share (the passive attacks') is kept; ties by its key."""
     shared = results["training_key"].value_counts()
+    frame = frame.assign(auditor_options=[_options(c, a) for c, a in zip(frame["config"], frame["auditor"])]
+                         if "config" in frame else "")
     order = frame.assign(_records=-frame["training_key"].map(shared).fillna(0)).sort_values(["_records",
                                                                                            "training_key"])
-    return order.drop_duplicates([*GROUP, "auditor", "seed"]).drop(columns="_records").sort_index()
+    return order.drop_duplicates([*GROUP, "auditor", "auditor_options", "seed"]).drop(columns="_records").sort_index()
 
 
-def _options(setting: pd.DataFrame) -> str:
-    """The auditor's options the setting's trainings ran with, and their canaries' label game where it is not the
-    default (``canary_inputs: crafted; canary_labels: pair``); '' for defaults or records without a config."""
+def _options(config_text: object, auditor: str) -> str:
+    """The options ``auditor`` ran with where they are not its defaults, and its canaries' label game where it is not
+    the default (``canary_inputs: crafted; canary_labels: pair``); '' for defaults or records without a config.
+    Trainings with other options play another game (or score another menu), so they are never pooled together."""
     try:
-        config = json.loads(str(setting["config"].iloc[0])) if "config" in setting else {}
+        config = json.loads(str(config_text)) if isinstance(config_text, str) and config_text else {}
     except ValueError:
         return ""
     options = dict((config.get("finetune") or {}).get("auditor_options") or {})
+    if auditor in AUDITORS.names():  # spelled-out defaults are the defaults' game; an auditor not installed here (or
+        try:                          # named by a path, never imported from a record) keeps its options as written
+            options = AUDITORS.get(auditor).Options.model_validate(options).model_dump(exclude_defaults=True)
+        except ValueError:
+            pass
     labels = (config.get("partition") or {}).get("canary_labels", "uniform")
     if labels != "uniform":
         options["canary_labels"] = labels

@@ -47,3 +47,25 @@ def test_guesses_that_are_not_one_per_canary_certify_nothing(guess, confidence, 
     score_auditor([record], "plugin", Plugin(guess, confidence), SCENARIO, delta=0.0)
     assert record.auditor_counts == "" and record.auditor_guesses == 0
     assert f"auditor plugin: its" in record.notes and problem in record.notes and "certifies nothing" in record.notes
+
+
+class MenuPlugin(Plugin):
+    def __init__(self, menu):
+        super().__init__(LABELS.clone(), torch.linspace(1, 0, 8))
+        self.shares = menu
+
+    def menu(self):
+        return self.shares
+
+
+@pytest.mark.parametrize("menu", [(), (1.0, 2.0), (1.0, 0.0), (1.0, float("nan")), [1.0, 0.5], (True,), ("0.5",)])
+def test_an_auditor_menu_that_is_no_tuple_of_shares_in_0_1_certifies_nothing(menu):
+    record = _record()
+    score_auditor([record], "plugin", MenuPlugin(menu), SCENARIO, delta=0.0)
+    assert record.auditor_counts == "" and "menu" in record.notes and "certifies nothing" in record.notes
+
+
+def test_an_auditor_menu_is_the_one_its_guesses_are_scored_with():
+    record = _record()
+    score_auditor([record], "plugin", MenuPlugin((1.0, 0.25)), SCENARIO, delta=0.0)
+    assert record.auditor_counts == "[[8, 8], [2, 2]]"

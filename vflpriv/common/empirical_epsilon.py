@@ -58,6 +58,11 @@ binom = Lazy("scipy.stats", "binom")  # imported at the first p-value
 ALPHA = 0.05
 #: Shares of the guessed canaries an abstaining attack may keep (its most confident ones), fixed before scoring.
 KEEP = (1.0, 0.5, 0.25, 0.1)
+#: A finer menu for audits that pool tens of thousands of canaries (an auditor's ``menu: fine``): KEEP plus the most
+#: confident 3% and 1%. With KEEP the most confident tenth caps what any test can certify whatever the count (a perfect
+#: test of the pair game at a claim of 2 (mu 0.464): about 0.93 from 3e4 to 1e6 canaries, its tenth about 72% right);
+#: the finer entries pay a Bonferroni factor 6/4 at small counts for a reach that grows with the count.
+FINE_KEEP = (*KEEP, 0.03, 0.01)
 #: The largest epsilon the bisection considers (beyond it every count's p-value is below any level used here).
 EPS_MAX = 64.0
 
@@ -105,11 +110,12 @@ def epsilon_lower(*, guesses: int, right: int, canaries: int, classes: int, delt
     return low
 
 
-def kept(guessed: int) -> list[int]:
-    """How many of ``guessed`` guesses each entry of :data:`KEEP` keeps (at least one; repeats dropped)."""
+def kept(guessed: int, *, shares: tuple[float, ...] = KEEP) -> list[int]:
+    """How many of ``guessed`` guesses each entry of the menu ``shares`` (:data:`KEEP` or :data:`FINE_KEEP`) keeps
+    (at least one; repeats dropped)."""
     bound_args.count("guessed", guessed)
     out: list[int] = []
-    for share in KEEP:
+    for share in shares:
         k = max(1, math.ceil(share * guessed))
         if k not in out:
             out.append(k)

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 
-from vflpriv.common.empirical_epsilon import menu_lower
+from vflpriv.common.empirical_epsilon import KEEP, menu_lower
 from vflpriv.common.errors import IncompatibleError
 from vflpriv.common.fdp_one_run import fdp_bounds
 from vflpriv.config.registry import AUDITORS, DEFENSES
@@ -81,13 +81,15 @@ def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: S
     """The auditor's guesses of every canary scored against their drawn labels (read here, never handed to it): its
     abstention menu's counts and the 95% lower bound they certify at ``delta``, on every record of the training."""
     guess, confidence = auditor.guesses()
-    problem = _guesses_problem(guess, confidence, int(scenario.canaries.numel()))
+    menu = getattr(auditor, "menu", None)  # the registry's protocol does not require it: the standard menu then
+    shares = menu() if callable(menu) else KEEP
+    problem = _guesses_problem(guess, confidence, int(scenario.canaries.numel())) or _menu_problem(shares)
     if problem:
         for record in records:
             record.notes = "; ".join(filter(None, [record.notes, f"auditor {name}: its {problem}, so it certifies "
                                                    "nothing here"]))
         return
-    counts = menu_counts(guess == scenario.canary_labels, confidence)
+    counts = menu_counts(guess == scenario.canary_labels, confidence, shares=shares)
     classes, planted = int(scenario.canary_candidates.shape[1]), int(scenario.canaries.numel())
     bound, kept = menu_lower(counts, canaries=planted, classes=classes, delta=delta)
     right = next(r for g, r in counts if g == kept)
@@ -96,6 +98,14 @@ def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: S
         record.auditor, record.auditor_counts = name, json.dumps(counts)
         record.auditor_guesses, record.auditor_accuracy, record.auditor_epsilon_lower = kept, right / kept, bound
         record.auditor_epsilon_fdp, record.auditor_mu_lower, record.auditor_epsilon_gdp_estimate = fdp
+
+
+def _menu_problem(shares: Any) -> str:
+    """Why an auditor's abstention menu cannot score its guesses ('' where it can): a tuple of shares in (0, 1]."""
+    if isinstance(shares, tuple) and shares and all(
+            isinstance(x, float | int) and not isinstance(x, bool) and 0 < x <= 1 for x in shares):
+        return ""
+    return f"menu {shares!r:.60} is not a tuple of shares in (0, 1]"
 
 
 def _guesses_problem(guess: Any, confidence: Any, canaries: int) -> str:

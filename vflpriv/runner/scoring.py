@@ -19,7 +19,7 @@ import torch
 
 from vflpriv.attacks.search import SearchResult
 from vflpriv.common import fdp_one_run, metrics
-from vflpriv.common.empirical_epsilon import kept, menu_lower
+from vflpriv.common.empirical_epsilon import KEEP, kept, menu_lower
 from vflpriv.common.errors import ProtocolError
 from vflpriv.engine.adversary import Inference
 from vflpriv.models.training import require_finite
@@ -167,12 +167,13 @@ def odds_ratio(attack_hits: str, prior_hits: str) -> float:
     return math.log(a / (1 - a)) - math.log(b / (1 - b))
 
 
-def menu_counts(right: torch.Tensor, confidence: torch.Tensor | None) -> list[list[int]]:
-    """[kept, right] per entry of the canary audit's abstention menu (``empirical_epsilon.kept``): the most confident
-    guesses first; without a confidence, every guess at once."""
+def menu_counts(right: torch.Tensor, confidence: torch.Tensor | None, *, shares: tuple[float, ...] = KEEP
+                ) -> list[list[int]]:
+    """[kept, right] per entry of the canary audit's abstention menu ``shares`` (``empirical_epsilon.kept``): the most
+    confident guesses first; without a confidence, every guess at once."""
     order = (confidence.argsort(descending=True, stable=True) if confidence is not None
              else torch.arange(right.numel()))
-    sizes = kept(right.numel()) if confidence is not None else [right.numel()]
+    sizes = kept(right.numel(), shares=shares) if confidence is not None else [right.numel()]
     return [[k, int(right[order[:k]].sum())] for k in sizes]
 
 
