@@ -377,9 +377,11 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
                 params, x.clone(), received)  # a copy: an in-place module would write the caller's batch
     except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
         raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
-                            f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); write its "
-                            "forward without data-dependent Python control flow or in-place writes to an input "
-                            "another module reads") from error
+                            f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); build it "
+                            "of modules the tape covers (Linear, Conv2d, frozen BatchNorm, row-wise activations "
+                            "including RReLU and Dropout, nn.Sequential: `vflpriv describe embedding-dp`) or write its "
+                            "forward of operations torch.func can vectorise (no data-dependent Python control flow, no "
+                            "in-place write to an input another module reads)") from error
 
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:

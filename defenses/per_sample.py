@@ -65,10 +65,12 @@ LAYERS = tuple(_DIMS)
 _RULED = frozenset({"weight", "bias"})
 #: Modules without a trainable parameter whose output row i is a function of input row i alone (pointwise, pooling
 #: within a sample's own channels, a frozen embedding's lookup; ``Flatten``/``Unflatten`` only from dim 1 on, see
-#: :func:`_known`).
+#: :func:`_known`), and of draws of its own: Dropout's mask, RReLU's slopes, independent per entry (RReLU's CPU kernel
+#: draws for the negative entries only, so which numbers a row gets depends on the others' signs, not their law: the
+#: rows stay independent given their samples, and the tape's update is the gradient of the draws its forward made).
 _ROWWISE = frozenset({nn.Identity, nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid,
                       nn.Softplus, nn.Dropout, nn.Flatten, nn.Unflatten, nn.MaxPool2d, nn.AvgPool2d,
-                      nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.Embedding})
+                      nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.Embedding, nn.RReLU})
 #: Containers whose forward calls each child at most once, in order, on the batch's rows (``nn.ModuleList`` has none:
 #: its parent calls the children) and uses no parameter of theirs outside those calls: vflpriv's own encoders, read.
 _COMPOSITES = frozenset({nn.Sequential, nn.ModuleList, TabularInput, MLPEncoder, CNNEncoder})
@@ -163,16 +165,18 @@ class GhostTape:
         self.seen: list[list] | None = []
         self.edges: list[tuple] = []  # (entry, gradient edge of its output) per call of a trainable layer
         self.why = ""  # why the last norms() left the update to torch.func
-        self.recorders = [(m, self._recorder(m)) for m in self.watched]
+        self.writes: list[tuple] = []  # (calls recorded before it, storage written, module) per in-place call
+        writers = [m for m in module.modules() if getattr(m, "inplace", False) is True]
+        self.recorders = [(m, self._recorder(m)) for m in self.watched] + [(m, self._writer(m)) for m in writers]
         self.entered: list[nn.Module] = []
 
     def __enter__(self) -> GhostTape:
         """Record a new forward (what an earlier one recorded is dropped), where the tape still applies."""
-        self.seen, self.edges = ([], []) if ghost_applies(self.module) else (None, [])
+        self.seen, self.edges, self.writes = ([], [], []) if ghost_applies(self.module) else (None, [], [])
         if self.seen is not None:
             for m, record in self.recorders:
                 vars(m)["forward"] = record  # found before the class's forward by the module's call
-            self.entered = self.watched
+            self.entered = [m for m, _ in self.recorders]
         return self
 
     def __exit__(self, *exc) -> None:
@@ -199,6 +203,19 @@ class GhostTape:
 
         return types.MethodType(record, m)
 
+    def _writer(self, m: nn.Module):
+        """``m``'s own forward (an ``inplace=True`` module), recording the storage it writes: its input's (a public
+        ``untyped_storage().data_ptr()``; a module returning its input unchanged, ``Identity`` or a view, may hand it
+        another module's input), after how many recorded calls, for :meth:`_overwritten`."""
+        forward = type(m).forward
+
+        def write(layer, *args, **kwargs):
+            if layer is m and self.seen is not None and args and isinstance(args[0], torch.Tensor):
+                self.writes.append((len(self.seen), args[0].untyped_storage().data_ptr(), m))
+            return forward(layer, *args, **kwargs)
+
+        return types.MethodType(write, m)
+
     def norms(self, rows: torch.Tensor, *, n: int, check: bool = False):
         """Per-sample squared gradient norms (n,) of ``rows`` (each sample's objective, (n,), computed from the recorded
         forward of a batch of ``n`` rows) and a function ``clipped_sums(scale, into)`` writing each trainable
@@ -215,21 +232,21 @@ class GhostTape:
         if self.why:
             return None
         out = rows.sum()
-        self.why = self._misread(n) or self._reused(out)
+        self.why = self._misread(n) or self._overwritten() or self._reused(out)
         if self.why:
             return None
         if len(edges) != len(self.layers):
             self.why = "a trainable layer's output does not require a gradient"
             return None
-        weights = gradient_weights(n, rows) if check else None
-        weighted = None if weights is None else self._gradients((rows * weights).sum(), edges, retain=True)
+        weights = gradient_weights(n, rows) if check and n > 1 else []
+        weighted = [self._gradients((rows * w).sum(), edges, retain=True) for w in weights]
         grads = self._gradients(out, edges)
         missing = next((e[0] for (e, _), g in zip(edges, grads) if g is None), None)
         if missing is not None:
             name = f"{type(missing).__name__} {self.names[id(missing)]!r}"
             self.why = f"the output of {name} does not reach the rows sent"
             return None
-        mixed = "" if weighted is None else gradient_mixing(
+        mixed = "" if not weights else gradient_mixing(
             [f"{type(e[0]).__name__} {self.names[id(e[0])]!r}" for e, _ in edges], grads, weighted, weights)
         if mixed:
             raise ProtocolError(f"embedding-dp: {mixed}; its argument covers bottoms whose rows depend on their own "
@@ -258,6 +275,22 @@ class GhostTape:
             if a.dim() != _DIMS[type(m)] or a.shape[0] != n:
                 return (f"{type(m).__name__} {self.names[id(m)]!r} was called on {tuple(a.shape)}, not on the "
                         f"batch's {n} rows of rank {_DIMS[type(m)]}")
+        return ""
+
+    def _overwritten(self) -> str:
+        """Why a trainable layer's recorded input is not what it computed with, or '': an in-place module called after
+        it wrote that input's storage (the container rule :func:`_writes_input` sees an in-place first child, not one
+        behind a module passing its input through: ``Seq(Identity(), ReLU(inplace=True), Linear)`` beside another
+        tower rewrote the input that tower's Linear had recorded). The recorded inputs hold their storage, so a pointer
+        is not reused while compared; a write to another region of a shared storage is read as one too (torch.func is
+        exact there)."""
+        trained = {id(m) for m in self.layers}
+        for k, (m, a, _) in enumerate(self.seen):
+            ptr = a.untyped_storage().data_ptr() if id(m) in trained else 0
+            writer = next((w for after, at, w in self.writes if after > k and at == ptr != 0), None)
+            if writer is not None:
+                return (f"{type(writer).__name__} {self.names[id(writer)]!r} wrote in place the input "
+                        f"{type(m).__name__} {self.names[id(m)]!r} had recorded")
         return ""
 
     def _reused(self, out: torch.Tensor) -> str:
