@@ -31,12 +31,14 @@ batch's n, each trainable one once; every output reached; and, on the autograd g
 parameter reached by no more than one edge (a hook or module reusing a weight outside its layer's call adds one) and
 no custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
 gradients). Where one fails the update goes to ``torch.func``, which recomputes it from x and the received gradient,
-one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook). On a
-checked update (``check``: embedding-dp's first after each ``train()``, once a training in its loop; one more backward)
-it also checks that the rows' gradients are the samples' own, and fails the run where they mix (a tensor hook mixing
-them; embedding-dp checks the forward on both paths: ``row_checks.py``). Outside what the tape checks: a hook that
-starts mixing after the checked update; a hook writing in place to a layer's recorded input after its call
-(in-place modules are refused where they may: :func:`_writes_input`); and a hook on the autograd node of a layer's
+one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook). An
+in-place module (``inplace=True``) writing a trainable layer's recorded input after its call sends the update to
+``torch.func`` too (:meth:`GhostTape._overwritten`, by the written storage: one behind a pass-through module, which
+the container rule :func:`_writes_input` cannot see). On a checked update (``check``: embedding-dp's first after each
+``train()``, once a training in its loop; two more backwards) it also checks that the rows' gradients are the samples'
+own, and fails the run where they mix (a tensor hook mixing them; embedding-dp checks the forward on both paths:
+``row_checks.py``). Outside what the tape checks: a hook that starts mixing after the checked update; a hook writing
+in place to a layer's recorded input after its call; and a hook on the autograd node of a layer's
 output (``out.grad_fn.register_hook``, the deprecated non-full ``register_backward_hook``, which rewrites its
 parameter gradients: the update then stays private, each sample's clipped part computed from its own row, but is not
 the hooked gradient). Parameter hooks (``p.register_hook``) never run: embedding-dp forms the bottom's gradients
@@ -152,7 +154,8 @@ def _writes_input(m: nn.Module) -> bool:
 class GhostTape:
     """While entered, stands in for the ``forward`` of each covered layer of ``module`` (an instance attribute, removed
     at exit) and records each call: the rows its computation received and, for a trainable layer, the gradient edge of
-    its output, whose gradient a node pre-hook records once a backward reaches it. It records nothing where
+    its output, whose gradient a node pre-hook records once a backward reaches it; and, standing in for each in-place
+    module's, the storage it writes (:meth:`_overwritten`). It records nothing where
     :func:`ghost_applies` no longer holds when entered (a module added since): :meth:`norms` is then None, and the
     caller takes ``torch.func``."""
 
@@ -223,7 +226,7 @@ class GhostTape:
         where the tape did not record or a run-time check fails (:attr:`why` says which; ``torch.func`` is exact
         there). The one backward (of rows.sum()) asks autograd for the gradients of the recorded outputs only (their
         edges): it forms no parameter gradient (Bu et al. 2023's book-keeping: the clipped sums are formed once, from
-        the recorded rows). With ``check``, one more backward checks that the rows' gradients are the samples' own
+        the recorded rows). With ``check``, two more backwards check that the rows' gradients are the samples' own
         (``row_checks.gradient_mixing``); where they are not, :class:`ProtocolError` (no update on either path is
         private then)."""
         edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
