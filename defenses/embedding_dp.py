@@ -273,8 +273,8 @@ class EmbeddingDP(PassiveDefense):
             clipped, tape = taped
             ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n, check=check)
         else:
-            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1), x,
-                                check=check) if ghost_applies(inner) else None
+            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1),
+                                x.clone() if bottom.copies else x, check=check) if ghost_applies(inner) else None
         sums = trained[0].new_zeros(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
         views = dict(zip(trained, sums.split([p.numel() for p in trained])))
         if ghost is not None:  # a bottom the tape provably covers: from one backward (defenses/per_sample.py)

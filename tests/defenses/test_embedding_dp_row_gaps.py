@@ -191,3 +191,18 @@ def test_a_plugin_rrelu_bottom_fails_its_run_with_one_reason_and_no_epsilon(monk
     assert record.status == "failed" and "rrelu" in record.error and "Plugin" in record.error
     assert "modules the tape covers" in record.error and "Traceback" not in record.error
     assert math.isnan(record.epsilon_features)
+
+
+def test_rows_computed_elsewhere_are_recomputed_from_a_copy_of_the_batch_behind_a_pass_through():
+    """Where the update's rows are not its wrapper's last forward, the tape runs a forward of its own on the batch: a
+    ReLU(inplace=True) behind an Identity wrote the caller's batch there (the container rule did not see it)."""
+    from dp_sgd_helpers import Fake
+    from vflpriv.defenses.embedding_dp import PrivateRows
+
+    bottom = nn.Sequential(nn.Identity(), nn.ReLU(inplace=True), nn.Linear(5, 3))
+    wrapped = PrivateRows(bottom, clip=1.0, sigma=0.3, frozen=True, generator=torch.Generator().manual_seed(3)).train()
+    x = torch.randn(6, 5)
+    before = x.clone()
+    EmbeddingDP.passive_backward(Fake(sigma=0.4, clip=0.05, n=6), 1, wrapped, x, torch.randn(6, 3), torch.randn(6, 3),
+                                 torch.arange(6))
+    assert torch.equal(x, before)
