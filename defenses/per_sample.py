@@ -151,6 +151,14 @@ def _writes_input(m: nn.Module) -> bool:
     return any(getattr(c, "inplace", False) is True for c in (children[:1] if type(m) is nn.Sequential else children))
 
 
+def _after_a_layer(module: nn.Module) -> set[int]:
+    """The in-place modules whose input is always a covered layer's new output, which no other module reads: each
+    reached once, right after such a layer in an ``nn.Sequential`` (vflpriv's blocks): the tape need not watch them."""
+    reached = Counter(id(m) for m in module.modules(remove_duplicate=False))
+    return {id(c) for m in module.modules() if type(m) is nn.Sequential
+            for before, c in zip(list(m), list(m)[1:]) if type(before) in _DIMS and reached[id(c)] == 1}
+
+
 class GhostTape:
     """While entered, stands in for the ``forward`` of each covered layer of ``module`` (an instance attribute, removed
     at exit) and records each call: the rows its computation received and, for a trainable layer, the gradient edge of
@@ -169,7 +177,8 @@ class GhostTape:
         self.edges: list[tuple] = []  # (entry, gradient edge of its output) per call of a trainable layer
         self.why = ""  # why the last norms() left the update to torch.func
         self.writes: list[tuple] = []  # (calls recorded before it, storage written, module) per in-place call
-        writers = [m for m in module.modules() if getattr(m, "inplace", False) is True]
+        fresh = _after_a_layer(module)
+        writers = [m for m in module.modules() if getattr(m, "inplace", False) is True and id(m) not in fresh]
         self.recorders = [(m, self._recorder(m)) for m in self.watched] + [(m, self._writer(m)) for m in writers]
         self.entered: list[nn.Module] = []
 
@@ -207,9 +216,8 @@ class GhostTape:
         return types.MethodType(record, m)
 
     def _writer(self, m: nn.Module):
-        """``m``'s own forward (an ``inplace=True`` module), recording the storage it writes: its input's (a public
-        ``untyped_storage().data_ptr()``; a module returning its input unchanged, ``Identity`` or a view, may hand it
-        another module's input), after how many recorded calls, for :meth:`_overwritten`."""
+        """``m``'s own forward (``inplace=True``), recording the storage it writes (its input's, public
+        ``untyped_storage().data_ptr()``) and after how many recorded calls, for :meth:`_overwritten`."""
         forward = type(m).forward
 
         def write(layer, *args, **kwargs):
@@ -282,11 +290,8 @@ class GhostTape:
 
     def _overwritten(self) -> str:
         """Why a trainable layer's recorded input is not what it computed with, or '': an in-place module called after
-        it wrote that input's storage (the container rule :func:`_writes_input` sees an in-place first child, not one
-        behind a module passing its input through: ``Seq(Identity(), ReLU(inplace=True), Linear)`` beside another
-        tower rewrote the input that tower's Linear had recorded). The recorded inputs hold their storage, so a pointer
-        is not reused while compared; a write to another region of a shared storage is read as one too (torch.func is
-        exact there)."""
+        it wrote that input's storage (held by the record, so no pointer is reused; :func:`_writes_input` cannot see
+        one behind a pass-through: ``Seq(Identity(), ReLU(inplace=True), Linear)`` beside another tower)."""
         trained = {id(m) for m in self.layers}
         for k, (m, a, _) in enumerate(self.seen):
             ptr = a.untyped_storage().data_ptr() if id(m) in trained else 0
