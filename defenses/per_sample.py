@@ -292,6 +292,8 @@ class GhostTape:
         """Why a trainable layer's recorded input is not what it computed with, or '': an in-place module called after
         it wrote that input's storage (held by the record, so no pointer is reused; :func:`_writes_input` cannot see
         one behind a pass-through: ``Seq(Identity(), ReLU(inplace=True), Linear)`` beside another tower)."""
+        if not self.writes:  # vflpriv's own bottoms: no in-place module the tape watches
+            return ""
         trained = {id(m) for m in self.layers}
         for k, (m, a, _) in enumerate(self.seen):
             ptr = a.untyped_storage().data_ptr() if id(m) in trained else 0
