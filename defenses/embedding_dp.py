@@ -117,7 +117,7 @@ class PrivateRows(nn.Module):
 
     def check_due(self) -> bool:
         """Whether this update checks that the rows are the samples' own: the first after each ``train()`` (the tape
-        rebuilt; vflpriv's loop calls it once a training: one check, about 1.8 more steps' time on digits' bottom,
+        rebuilt; vflpriv's loop calls it once a training: one check, about 3 more steps' time on digits' bottom,
         benchmarks/embedding_dp_parts.py --check)."""
         due, self.checked = not self.checked, True
         return due

@@ -2,8 +2,9 @@
 sent row a function of its own sample, sensitivity 2C per row; DP-SGD's per-sample gradients) holds for no other
 bottom, on the tape's path or torch.func's. A hook or plugin forward that mixes the batch's rows (centring over the
 batch, a softmax over dim 0) is seen by what it does, not by what it is: the bottom is run on the batch and on two
-probes that keep some of its rows in place and replace the others (:func:`forward_mixing`); on the tape, the rows'
-gradients are compared with those of a weighted objective (:func:`gradient_mixing`: a tensor hook mixing them)."""
+probes that keep some of its rows in place and replace the others, in float64 and as the training runs it
+(:func:`forward_mixing`); on the tape, the rows' gradients are compared with those of two objectives weighting either
+half of the batch 0 (:func:`gradient_mixing`: a tensor hook mixing them)."""
 
 from __future__ import annotations
 
