@@ -20,10 +20,10 @@ The argument (``privacy_spent``; written for the README too):
   frozen, no other layer coupling rows). vflpriv's own bottoms hold it by construction; for any other it is checked by
   probes (``row_checks``: the forward in float64 and as the training runs it, on the batch and with half its rows
   replaced; on the tape, the rows' gradients under weights 0 on either half) at the first update of each training
-  only: not at inference, not in a training that runs no update (rows only), not after. Then sample i's features enter an exchange only through its own row and its own
-  per-sample gradient. Replacing them moves
-  its clipped row by at most 2C and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step
-  that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
+  only: not at inference, not in a training that runs no update (rows only), not after. Then sample i's features
+  enter an exchange only through its own row and its own per-sample gradient. Replacing them moves its clipped row by
+  at most 2C and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it
+  is a Gaussian mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
   function of those noisy outputs, of a bottom initialised independently of the data, and of the other parties'
   data (the gradients the active party sends are computed from noisy rows): adaptive composition. Batches are not

@@ -110,11 +110,11 @@ def gradient_weights(n: int, like: torch.Tensor) -> list[torch.Tensor]:
 def gradient_mixing(layers: list[str], grads: list, weighted: list, weights: list) -> str:
     """Why the rows' gradients at the named layers' outputs are not each sample's own (a hook mixing rows, in the
     forward or the backward: each sample's part of the update would depend on the others), or '': with rows
-    independent, the gradient of sum_i w_i rows_i at a layer's output row i is w_i times that of sum_i rows_i (``grads``;
-    ``weighted[k]`` per layer for ``weights[k]``), to float rounding, exactly 0 where w_i is 0: compared per row in
-    float64, within 64 ulps of the gradients' dtype of the row's largest entry (plus 1e-6 of that of the layer's
-    largest, for rows near 0; a mixing hook moves a row by its own size times its weight). A row-wise hook that is not
-    a scaling (a clamp, a per-row normalisation) is read as mixing too: a refusal, never a false claim."""
+    independent, the gradient of sum_i w_i rows_i at a layer's output row i is w_i times that of sum_i rows_i
+    (``grads``; ``weighted[k]`` per layer for ``weights[k]``), to float rounding, exactly 0 where w_i is 0: compared
+    per row in float64, within 64 ulps of the gradients' dtype of the row's largest entry (plus 1e-6 of that of the
+    layer's largest, for rows near 0; a mixing hook moves a row by its own size times its weight). A row-wise hook
+    that is not a scaling (a clamp, a per-row normalisation) is read as mixing too: a refusal, never a false claim."""
     for w, got_layers in zip(weights, weighted):
         for layer, g, got in zip(layers, grads, got_layers):
             if got is None:
