@@ -6,13 +6,14 @@ repeat; CPU seconds; medians of the repeats' ratios).
     python benchmarks/embedding_dp_parts.py [--repeats 5]
     python benchmarks/embedding_dp_parts.py --against DIR [--bottom cnn] [--repeats 9]   # the step, this code vs DIR's
     python benchmarks/embedding_dp_parts.py --check [--bottom cnn]   # the rows check's cost, in steps
+    python benchmarks/embedding_dp_parts.py --check --against DIR   # the step that checks, this code vs DIR's
 
 With ``--against DIR`` (another checkout, e.g. main's worktree): its ``defenses/row_checks.py``, ``per_sample.py`` and
 ``embedding_dp.py`` loaded beside this checkout's, and the whole DP-SGD step of each (same bottom, same data,
 same seeds) timed interleaved in every repeat, with the undefended baseline: each step's ratio to the baseline, and
 this code's over DIR's (medians of the repeats' ratios; CPU seconds). With ``--check``: the step that checks the rows
 (the first after each ``train()``: ``row_checks.py``) over the step that does not, interleaved (its cost in steps; a
-training checks once).
+training checks once); with both, the step that checks by this code and by DIR's.
 
 The parts: the wrapped bottom's forward (the BatchNorms frozen, the layers' inputs taped, each row clipped and noised:
 ``PrivateRows``), the one backward that records each layer's output gradient, the per-sample norms and clipped sums
@@ -105,8 +106,10 @@ def _setting(bottom: str, batch: int, features: int, width: int):
     return build, x, received, torch.arange(batch), build().train()
 
 
-def steps(tree: Path, *, bottom: str = "digits", batch: int = 64, features: int = 32, width: int = 128) -> dict:
-    """The baseline and the whole DP-SGD step by this checkout's code and by ``tree``'s, on equal bottoms and data."""
+def steps(tree: Path, *, bottom: str = "digits", batch: int = 64, features: int = 32, width: int = 128,
+          check: bool = False) -> dict:
+    """The baseline and the whole DP-SGD step by this checkout's code and by ``tree``'s, on equal bottoms and data; with
+    ``check``, each step preceded by ``train()`` (so it checks the rows)."""
     build, x, received, ids, plain = _setting(bottom, batch, features, width)
     fns = {"marker": lambda: None, BASELINE: lambda: backward_with(plain(x), received)}
     for label, module in (("this checkout", sys.modules[EmbeddingDP.__module__]), (str(tree), _against(tree))):
@@ -117,6 +120,8 @@ def steps(tree: Path, *, bottom: str = "digits", batch: int = 64, features: int 
         wrapped = dp.passive_bottom(1, build()).train()
 
         def update(dp=dp, wrapped=wrapped):
+            if check:
+                wrapped.train()
             sent = wrapped(x)
             dp.passive_backward(1, wrapped, x, sent, received, ids)
             for p in wrapped.parameters():
@@ -202,18 +207,19 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     reuse_freed_memory()
-    if args.check:
+    if args.check and args.against is None:
         fns = checked(bottom=args.bottom)
         ratios, base = _ratios(fns, args.repeats, pairs=("the step checking the rows", "the step"))
         print(f"CPU time per update over {BASELINE}'s ({base:.3f} ms here), median of {args.repeats} interleaved "
               f"repeats ({args.bottom} bottom); the step checking the rows over the step: {ratios['pair']:.3f}")
         return
     if args.against is not None:
-        fns = steps(args.against, bottom=args.bottom)
+        fns = steps(args.against, bottom=args.bottom, check=args.check)
         mine, theirs = (name for name in fns if name != BASELINE)
         ratios, base = _ratios(fns, args.repeats, pairs=(mine, theirs))
         print(f"CPU time per update over {BASELINE}'s ({base:.3f} ms here), median of {args.repeats} interleaved "
-              f"repeats ({args.bottom} bottom); this checkout's step over {args.against}'s: {ratios['pair']:.3f}")
+              f"repeats ({args.bottom} bottom); this checkout's {'checking ' * args.check}step over "
+              f"{args.against}'s: {ratios['pair']:.3f}")
         for name in (mine, theirs):
             print(f"| {name} | {ratios[name]:.3f} |")
         return

@@ -18,11 +18,12 @@ The argument (``privacy_spent``; written for the README too):
   the other parties' features, alignment and batches are the same.
 - Sensitivity: the premise is that each row is a function of its own sample (rows computed independently: BatchNorm
   frozen, no other layer coupling rows). vflpriv's own bottoms hold it by construction; for any other it is checked by
-  probes (``row_checks``) at the first update of each training only: not at inference, not in a training that runs
-  no update (rows only), not after. Then sample i's features enter an exchange only through its own row and its own
-  per-sample gradient. Replacing them moves
-  its clipped row by at most 2C and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step
-  that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
+  probes (``row_checks``: the forward in float64 and as the training runs it, on the batch and with half its rows
+  replaced; on the tape, the rows' gradients under weights 0 on either half) at the first update of each training
+  only: not at inference, not in a training that runs no update (rows only), not after. Then sample i's features
+  enter an exchange only through its own row and its own per-sample gradient. Replacing them moves its clipped row by
+  at most 2C and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it
+  is a Gaussian mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
   function of those noisy outputs, of a bottom initialised independently of the data, and of the other parties'
   data (the gradients the active party sends are computed from noisy rows): adaptive composition. Batches are not
@@ -116,7 +117,7 @@ class PrivateRows(nn.Module):
 
     def check_due(self) -> bool:
         """Whether this update checks that the rows are the samples' own: the first after each ``train()`` (the tape
-        rebuilt; vflpriv's loop calls it once a training: one check, about 1.8 more steps' time on digits' bottom,
+        rebuilt; vflpriv's loop calls it once a training: one check, about 3 more steps' time on digits' bottom,
         benchmarks/embedding_dp_parts.py --check)."""
         due, self.checked = not self.checked, True
         return due
@@ -173,15 +174,20 @@ class EmbeddingDP(PassiveDefense):
     #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit); 6: a
     #: bottom computing in place gets copies of its batch (torch.func read the one its forward overwrote: updates
     #: change), and spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's own: bit for
-    #: bit.
-    revision = 6
+    #: bit. 7: an in-place module writing a recorded input behind a pass-through module (Identity, a view, Dropout(0))
+    #: leaves the tape (its sums were wrong; torch.func fails the run as autograd does); a forward mixing only with
+    #: gradients on or only in its own dtype, and a gradient hook rescaling rows by a statistic of their directions,
+    #: fail the run (an epsilon was recorded); RReLU bottoms train on the tape (their runs failed); vflpriv's own: bit
+    #: for bit.
+    revision = 7
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
             "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / BatchNorm "
             "layers and modules of known forward, no plugin class; torch.func otherwise, and where the tape's "
             "run-time checks fail), noise on each of its parameters, and at the first update after train() (once a "
-            "training) the rows check (three forwards in float64, one more backward on the tape); the training "
+            "training) the rows check (three forwards in float64 and three as trained, two more backwards on the "
+            "tape); the training "
             "x1.7 to x1.9 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
@@ -246,7 +252,8 @@ class EmbeddingDP(PassiveDefense):
         update (a plugin's module, a subclass, a weight reused by a hook) its per-sample gradients by ``torch.func``.
         On both paths each row must be a function of its own sample (the argument's premise): the first update after
         each ``train()`` (:meth:`PrivateRows.check_due`: once a training in vflpriv's loop) checks the forward
-        (``row_checks.forward_mixing``) and the tape's gradients (``row_checks.gradient_mixing``), and fails the run
+        (``row_checks.forward_mixing``: in float64 and as the training runs it) and the tape's gradients
+        (``row_checks.gradient_mixing``: under weights 0 on either half of the batch), and fails the run
         with :class:`ProtocolError` where they mix (no epsilon recorded); a bottom that starts mixing after that update
         (a hook added or changing its behaviour later) is outside what is checked."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
@@ -266,8 +273,8 @@ class EmbeddingDP(PassiveDefense):
             clipped, tape = taped
             ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n, check=check)
         else:
-            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1), x,
-                                check=check) if ghost_applies(inner) else None
+            ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1),
+                                x.clone() if bottom.copies else x, check=check) if ghost_applies(inner) else None
         sums = trained[0].new_zeros(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
         views = dict(zip(trained, sums.split([p.numel() for p in trained])))
         if ghost is not None:  # a bottom the tape provably covers: from one backward (defenses/per_sample.py)
@@ -377,9 +384,11 @@ def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, receiv
                 params, x.clone(), received)  # a copy: an in-place module would write the caller's batch
     except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
         raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
-                            f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); write its "
-                            "forward without data-dependent Python control flow or in-place writes to an input "
-                            "another module reads") from error
+                            f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); build it "
+                            "of modules the tape covers (Linear, Conv2d, frozen BatchNorm, row-wise activations "
+                            "including RReLU and Dropout, nn.Sequential) or write its "
+                            "forward of operations torch.func can vectorise (no data-dependent Python control flow, no "
+                            "in-place write to an input another module reads)") from error
 
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:

@@ -31,12 +31,14 @@ batch's n, each trainable one once; every output reached; and, on the autograd g
 parameter reached by no more than one edge (a hook or module reusing a weight outside its layer's call adds one) and
 no custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
 gradients). Where one fails the update goes to ``torch.func``, which recomputes it from x and the received gradient,
-one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook). On a
-checked update (``check``: embedding-dp's first after each ``train()``, once a training in its loop; one more backward)
-it also checks that the rows' gradients are the samples' own, and fails the run where they mix (a tensor hook mixing
-them; embedding-dp checks the forward on both paths: ``row_checks.py``). Outside what the tape checks: a hook that
-starts mixing after the checked update; a hook writing in place to a layer's recorded input after its call
-(in-place modules are refused where they may: :func:`_writes_input`); and a hook on the autograd node of a layer's
+one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook). An
+in-place module (``inplace=True``) writing a trainable layer's recorded input after its call sends the update to
+``torch.func`` too (:meth:`GhostTape._overwritten`, by the written storage: one behind a pass-through module, which
+the container rule :func:`_writes_input` cannot see). On a checked update (``check``: embedding-dp's first after each
+``train()``, once a training in its loop; two more backwards) it also checks that the rows' gradients are the samples'
+own, and fails the run where they mix (a tensor hook mixing them; embedding-dp checks the forward on both paths:
+``row_checks.py``). Outside what the tape checks: a hook that starts mixing after the checked update; a hook writing
+in place to a layer's recorded input after its call; and a hook on the autograd node of a layer's
 output (``out.grad_fn.register_hook``, the deprecated non-full ``register_backward_hook``, which rewrites its
 parameter gradients: the update then stays private, each sample's clipped part computed from its own row, but is not
 the hooked gradient). Parameter hooks (``p.register_hook``) never run: embedding-dp forms the bottom's gradients
@@ -65,10 +67,12 @@ LAYERS = tuple(_DIMS)
 _RULED = frozenset({"weight", "bias"})
 #: Modules without a trainable parameter whose output row i is a function of input row i alone (pointwise, pooling
 #: within a sample's own channels, a frozen embedding's lookup; ``Flatten``/``Unflatten`` only from dim 1 on, see
-#: :func:`_known`).
+#: :func:`_known`), and of draws of its own: Dropout's mask, RReLU's slopes, independent per entry (RReLU's CPU kernel
+#: draws for the negative entries only, so which numbers a row gets depends on the others' signs, not their law: the
+#: rows stay independent given their samples, and the tape's update is the gradient of the draws its forward made).
 _ROWWISE = frozenset({nn.Identity, nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid,
                       nn.Softplus, nn.Dropout, nn.Flatten, nn.Unflatten, nn.MaxPool2d, nn.AvgPool2d,
-                      nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.Embedding})
+                      nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.Embedding, nn.RReLU})
 #: Containers whose forward calls each child at most once, in order, on the batch's rows (``nn.ModuleList`` has none:
 #: its parent calls the children) and uses no parameter of theirs outside those calls: vflpriv's own encoders, read.
 _COMPOSITES = frozenset({nn.Sequential, nn.ModuleList, TabularInput, MLPEncoder, CNNEncoder})
@@ -147,10 +151,19 @@ def _writes_input(m: nn.Module) -> bool:
     return any(getattr(c, "inplace", False) is True for c in (children[:1] if type(m) is nn.Sequential else children))
 
 
+def _after_a_layer(module: nn.Module) -> set[int]:
+    """The in-place modules whose input is always a covered layer's new output, which no other module reads: each
+    reached once, right after such a layer in an ``nn.Sequential`` (vflpriv's blocks): the tape need not watch them."""
+    reached = Counter(id(m) for m in module.modules(remove_duplicate=False))
+    return {id(c) for m in module.modules() if type(m) is nn.Sequential
+            for before, c in zip(list(m), list(m)[1:]) if type(before) in _DIMS and reached[id(c)] == 1}
+
+
 class GhostTape:
     """While entered, stands in for the ``forward`` of each covered layer of ``module`` (an instance attribute, removed
     at exit) and records each call: the rows its computation received and, for a trainable layer, the gradient edge of
-    its output, whose gradient a node pre-hook records once a backward reaches it. It records nothing where
+    its output, whose gradient a node pre-hook records once a backward reaches it; and, standing in for each in-place
+    module's, the storage it writes (:meth:`_overwritten`). It records nothing where
     :func:`ghost_applies` no longer holds when entered (a module added since): :meth:`norms` is then None, and the
     caller takes ``torch.func``."""
 
@@ -163,16 +176,19 @@ class GhostTape:
         self.seen: list[list] | None = []
         self.edges: list[tuple] = []  # (entry, gradient edge of its output) per call of a trainable layer
         self.why = ""  # why the last norms() left the update to torch.func
-        self.recorders = [(m, self._recorder(m)) for m in self.watched]
+        self.writes: list[tuple] = []  # (calls recorded before it, storage written, module) per in-place call
+        fresh = _after_a_layer(module)
+        writers = [m for m in module.modules() if getattr(m, "inplace", False) is True and id(m) not in fresh]
+        self.recorders = [(m, self._recorder(m)) for m in self.watched] + [(m, self._writer(m)) for m in writers]
         self.entered: list[nn.Module] = []
 
     def __enter__(self) -> GhostTape:
         """Record a new forward (what an earlier one recorded is dropped), where the tape still applies."""
-        self.seen, self.edges = ([], []) if ghost_applies(self.module) else (None, [])
+        self.seen, self.edges, self.writes = ([], [], []) if ghost_applies(self.module) else (None, [], [])
         if self.seen is not None:
             for m, record in self.recorders:
                 vars(m)["forward"] = record  # found before the class's forward by the module's call
-            self.entered = self.watched
+            self.entered = [m for m, _ in self.recorders]
         return self
 
     def __exit__(self, *exc) -> None:
@@ -199,6 +215,18 @@ class GhostTape:
 
         return types.MethodType(record, m)
 
+    def _writer(self, m: nn.Module):
+        """``m``'s own forward (``inplace=True``), recording the storage it writes (its input's, public
+        ``untyped_storage().data_ptr()``) and after how many recorded calls, for :meth:`_overwritten`."""
+        forward = type(m).forward
+
+        def write(layer, *args, **kwargs):
+            if layer is m and self.seen is not None and args and isinstance(args[0], torch.Tensor):
+                self.writes.append((len(self.seen), args[0].untyped_storage().data_ptr(), m))
+            return forward(layer, *args, **kwargs)
+
+        return types.MethodType(write, m)
+
     def norms(self, rows: torch.Tensor, *, n: int, check: bool = False):
         """Per-sample squared gradient norms (n,) of ``rows`` (each sample's objective, (n,), computed from the recorded
         forward of a batch of ``n`` rows) and a function ``clipped_sums(scale, into)`` writing each trainable
@@ -206,7 +234,7 @@ class GhostTape:
         where the tape did not record or a run-time check fails (:attr:`why` says which; ``torch.func`` is exact
         there). The one backward (of rows.sum()) asks autograd for the gradients of the recorded outputs only (their
         edges): it forms no parameter gradient (Bu et al. 2023's book-keeping: the clipped sums are formed once, from
-        the recorded rows). With ``check``, one more backward checks that the rows' gradients are the samples' own
+        the recorded rows). With ``check``, two more backwards check that the rows' gradients are the samples' own
         (``row_checks.gradient_mixing``); where they are not, :class:`ProtocolError` (no update on either path is
         private then)."""
         edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
@@ -215,21 +243,21 @@ class GhostTape:
         if self.why:
             return None
         out = rows.sum()
-        self.why = self._misread(n) or self._reused(out)
+        self.why = self._misread(n) or self._overwritten() or self._reused(out)
         if self.why:
             return None
         if len(edges) != len(self.layers):
             self.why = "a trainable layer's output does not require a gradient"
             return None
-        weights = gradient_weights(n, rows) if check else None
-        weighted = None if weights is None else self._gradients((rows * weights).sum(), edges, retain=True)
+        weights = gradient_weights(n, rows) if check and n > 1 else []
+        weighted = [self._gradients((rows * w).sum(), edges, retain=True) for w in weights]
         grads = self._gradients(out, edges)
         missing = next((e[0] for (e, _), g in zip(edges, grads) if g is None), None)
         if missing is not None:
             name = f"{type(missing).__name__} {self.names[id(missing)]!r}"
             self.why = f"the output of {name} does not reach the rows sent"
             return None
-        mixed = "" if weighted is None else gradient_mixing(
+        mixed = "" if not weights else gradient_mixing(
             [f"{type(e[0]).__name__} {self.names[id(e[0])]!r}" for e, _ in edges], grads, weighted, weights)
         if mixed:
             raise ProtocolError(f"embedding-dp: {mixed}; its argument covers bottoms whose rows depend on their own "
@@ -258,6 +286,21 @@ class GhostTape:
             if a.dim() != _DIMS[type(m)] or a.shape[0] != n:
                 return (f"{type(m).__name__} {self.names[id(m)]!r} was called on {tuple(a.shape)}, not on the "
                         f"batch's {n} rows of rank {_DIMS[type(m)]}")
+        return ""
+
+    def _overwritten(self) -> str:
+        """Why a trainable layer's recorded input is not what it computed with, or '': an in-place module called after
+        it wrote that input's storage (held by the record, so no pointer is reused; :func:`_writes_input` cannot see
+        one behind a pass-through: ``Seq(Identity(), ReLU(inplace=True), Linear)`` beside another tower)."""
+        if not self.writes:  # vflpriv's own bottoms: no in-place module the tape watches
+            return ""
+        trained = {id(m) for m in self.layers}
+        for k, (m, a, _) in enumerate(self.seen):
+            ptr = a.untyped_storage().data_ptr() if id(m) in trained else 0
+            writer = next((w for after, at, w in self.writes if after > k and at == ptr != 0), None)
+            if writer is not None:
+                return (f"{type(writer).__name__} {self.names[id(writer)]!r} wrote in place the input "
+                        f"{type(m).__name__} {self.names[id(m)]!r} had recorded")
         return ""
 
     def _reused(self, out: torch.Tensor) -> str:

@@ -2,8 +2,9 @@
 sent row a function of its own sample, sensitivity 2C per row; DP-SGD's per-sample gradients) holds for no other
 bottom, on the tape's path or torch.func's. A hook or plugin forward that mixes the batch's rows (centring over the
 batch, a softmax over dim 0) is seen by what it does, not by what it is: the bottom is run on the batch and on two
-probes that keep some of its rows in place and replace the others (:func:`forward_mixing`); on the tape, the rows'
-gradients are compared with those of a weighted objective (:func:`gradient_mixing`: a tensor hook mixing them)."""
+probes that keep some of its rows in place and replace the others, in float64 and as the training runs it
+(:func:`forward_mixing`); on the tape, the rows' gradients are compared with those of two objectives weighting either
+half of the batch 0 (:func:`gradient_mixing`: a tensor hook mixing them)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,19 @@ _SEED = 0x5EED
 #: Per row: |batch row - probe row| <= this times the row's largest entry (plus a floor of the same times 1e-6 of the
 #: batch's largest, for rows near 0), in float64 (where the bottom runs in it; 64 ulps of its own dtype otherwise).
 RTOL64 = 1e-10
+#: Per row, as the training runs the bottom (its own dtype, gradients on): |batch row - probe row| <= this many ulps of
+#: that dtype times the row's largest entry (plus the same floor). The same rows at the same shapes run the same
+#: kernels, so a kept row's entries agree to their accumulation order (bit for bit on CPU); 8 ulps is about 1e-6 in
+#: float32, 0.8% in float16, 6% in bfloat16 (the float64 forwards see a smaller mixing where it is not gated on them).
+OWN_ULPS = 8
+
+
+def halves(n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """A random split of a batch's n row indices into two halves, from a stream of its own seeded by n (no training
+    draw moves; the forward and the gradient checks split alike)."""
+    generator = torch.Generator().manual_seed(n)
+    order = torch.randperm(n, generator=generator, device=generator.device).to(device)
+    return order[: n // 2], order[n // 2:]
 
 
 def forward_mixing(bottom: nn.Module, x: torch.Tensor) -> str:
@@ -29,26 +43,38 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor) -> str:
 
     The bottom runs (its parameters detached, the global random state restored after) on x and on two probes of the
     same n rows: a random half A of x's rows kept in place and the others replaced by rows of A, and the same for the
-    other half B (a stream of its own, seeded by n: no training draw moves). Each kept row's output must equal its
-    output in x, per row, in float64 (parameters and buffers cast by ``functional_call``, the module's own untouched;
-    the bottom's own dtype, with 64 of its ulps, where it cannot run in float64; an integer batch as it is). Each
-    forward starts from fresh clones of the buffers and the same random stream: a forward that depends on the batch
-    only through its size (the probes keep n), draws its random numbers per row (Dropout; RReLU runs in eval) or
+    other half B (:func:`halves`). Each kept row's output must equal its output in x, per row, in two settings:
+    (1) in float64 (parameters and buffers cast by ``functional_call``, the module's own untouched; the bottom's own
+    dtype where it cannot run in float64; an integer batch as it is), within :data:`RTOL64`: a small mixing is seen;
+    (2) as the training runs it: in the bottom's own dtype, gradients enabled, parameters requiring a gradient as they
+    do and the batch as given, within :data:`OWN_ULPS` of that dtype: a forward mixing only with gradients on, only in
+    its own dtype or only for a batch that requires no gradient is seen (skipped where (1) already ran so).
+    Each forward starts from fresh clones of the buffers and the same random stream: a forward that depends on the
+    batch only through its size (the probes keep n), draws its random numbers per row (Dropout; RReLU runs in eval) or
     updates a buffer (spectral_norm's power iteration) passes; a draw that moves rows (a shuffle) is mixing. Non-finite
     entries are not judged here (the training's own check fails a run whose rows are not finite). A mixing confined to
     rows of the same half, or that the probes' repeated rows leave unchanged, is not seen."""
     n = x.shape[0]
     if n < 2:
         return ""
-    generator = torch.Generator().manual_seed(n)
-    order = torch.randperm(n, generator=generator, device=generator.device).to(x.device)
-    halves = (order[: n // 2], order[n // 2:])
+    split = halves(n, x.device)
     probes = []
-    for kept, other in (halves, halves[::-1]):
+    for kept, other in (split, split[::-1]):
         probe = x.clone()
         probe[other] = x[kept.repeat(-(-other.numel() // kept.numel()))[: other.numel()]]
         probes.append((kept, probe))
-    outputs, tolerance = _outputs(bottom, [x] + [p for _, p in probes])
+    batches = [x] + [p for _, p in probes]
+    (outputs, tolerance), as_trained = _outputs(bottom, batches)
+    why = _compare(bottom, n, probes, outputs, tolerance)
+    if not why and not as_trained:
+        outputs = _run(bottom, batches, dtype=None, grad=True, leaf=False)
+        why = _compare(bottom, n, probes, outputs, OWN_ULPS * torch.finfo(outputs[0].dtype).eps)
+    return why
+
+
+def _compare(bottom: nn.Module, n: int, probes: list, outputs: list, tolerance: float) -> str:
+    """Why a kept row's output in a probe differs from its output in the batch by more than ``tolerance`` times the
+    row's largest entry (plus 1e-6 of that times the batch's largest, for rows near 0), or ''."""
     name = type(bottom).__qualname__
     whole = outputs[0]
     if not isinstance(whole, torch.Tensor) or whole.dim() == 0 or whole.shape[0] != n:
@@ -66,57 +92,70 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor) -> str:
     return ""
 
 
-def gradient_weights(n: int, like: torch.Tensor) -> torch.Tensor:
-    """Per-sample weights in [0.5, 1.5) for :func:`gradient_mixing`, from a stream of their own (no training draw
-    moves)."""
+def gradient_weights(n: int, like: torch.Tensor) -> list[torch.Tensor]:
+    """The per-sample weights of :func:`gradient_mixing`'s two weighted objectives: w on the forward check's half A
+    and 0 on B, then 0 on A and w on B (w in [0.5, 1.5), from a stream of its own: no training draw moves). A weight
+    0 moves a row's direction (to none), so a hook rescaling rows by a statistic of the batch's directions, which any
+    positive weights leave as it was, is seen; the random w on each half sees a linear mixing within it."""
     generator = torch.Generator().manual_seed(n)
-    return torch.rand(n, generator=generator, device=generator.device, dtype=like.dtype).add_(0.5).to(like.device)
+    w = torch.rand(n, generator=generator, device=generator.device, dtype=like.dtype).add_(0.5).to(like.device)
+    weights = []
+    for kept in halves(n, like.device):
+        on = torch.zeros_like(w)
+        on[kept] = w[kept]
+        weights.append(on)
+    return weights
 
 
-def gradient_mixing(layers: list[str], grads: list, weighted: list, weights: torch.Tensor) -> str:
+def gradient_mixing(layers: list[str], grads: list, weighted: list, weights: list) -> str:
     """Why the rows' gradients at the named layers' outputs are not each sample's own (a hook mixing rows, in the
     forward or the backward: each sample's part of the update would depend on the others), or '': with rows
-    independent, the gradient of sum_i w_i rows_i at a layer's output row i is w_i times that of sum_i rows_i (``grads``
-    and ``weighted``), to float rounding: compared per row in float64, within 64 ulps of the gradients' dtype of the
-    row's largest entry (plus 1e-6 of that of the layer's largest, for rows near 0; a mixing hook moves a row by its
-    own size times its weight)."""
-    for layer, g, got in zip(layers, grads, weighted):
-        if got is None:
-            return f"the weighted rows do not reach {layer}"
-        expected = (g.double() * weights.double().view(-1, *[1] * (g.dim() - 1))).flatten(1)
-        ulps = 64 * torch.finfo(g.dtype).eps
-        bound = ulps * expected.abs().amax(1) + ulps * 1e-6 * expected.abs().max()
-        if bool(((got.double().flatten(1) - expected).abs().amax(1) > bound).any()):
-            return (f"the gradient at {layer} mixes the batch's rows (a hook's?): a sample's part of the update would "
-                    "depend on the others")
+    independent, the gradient of sum_i w_i rows_i at a layer's output row i is w_i times that of sum_i rows_i
+    (``grads``; ``weighted[k]`` per layer for ``weights[k]``), to float rounding, exactly 0 where w_i is 0: compared
+    per row in float64, within 64 ulps of the gradients' dtype of the row's largest entry (plus 1e-6 of that of the
+    layer's largest, for rows near 0; a mixing hook moves a row by its own size times its weight). A row-wise hook
+    that is not a scaling (a clamp, a per-row normalisation) is read as mixing too: a refusal, never a false claim."""
+    for w, got_layers in zip(weights, weighted):
+        for layer, g, got in zip(layers, grads, got_layers):
+            if got is None:
+                return f"the weighted rows do not reach {layer}"
+            expected = (g.double() * w.double().view(-1, *[1] * (g.dim() - 1))).flatten(1)
+            ulps = 64 * torch.finfo(g.dtype).eps
+            bound = ulps * expected.abs().amax(1) + ulps * 1e-6 * expected.abs().max()
+            if bool(((got.double().flatten(1) - expected).abs().amax(1) > bound).any()):
+                return (f"the gradient at {layer} mixes the batch's rows (a hook's?): a sample's part of the update "
+                        "would depend on the others")
     return ""
 
 
-def _outputs(bottom: nn.Module, batches: list[torch.Tensor]) -> tuple[list, float]:
-    """``bottom``'s outputs on ``batches`` and the relative tolerance to compare them with: in float64 without
-    gradients; where that raises, with a batch requiring a gradient (a hook registering a tensor hook on an output
-    needs one; none is computed); where that raises too, in the bottom's own dtype (a tensor it holds outside its
-    state), 64 of its ulps; where that raises, a :class:`ProtocolError` naming the bottom."""
+def _outputs(bottom: nn.Module, batches: list[torch.Tensor]) -> tuple[tuple[list, float], bool]:
+    """``bottom``'s outputs on ``batches`` with the relative tolerance to compare them with, and whether they were
+    computed as the training computes them: in float64 without gradients; where that raises, with a batch requiring a
+    gradient (a hook registering a tensor hook on an output needs one; none is computed); where that raises too, as
+    the training runs it (a tensor it holds outside its state), :data:`OWN_ULPS` of its dtype; where that raises, a
+    :class:`ProtocolError` naming the bottom."""
     for dtype, grad in ((torch.float64, False), (torch.float64, True)):
         try:
-            return _run(bottom, batches, dtype=dtype, grad=grad), RTOL64
+            return (_run(bottom, batches, dtype=dtype, grad=grad, leaf=True), RTOL64), False
         except Exception:  # noqa: BLE001  (a plugin's forward may raise anything; the last try reports it)
             pass
     try:
-        outputs = _run(bottom, batches, dtype=None, grad=True)
+        outputs = _run(bottom, batches, dtype=None, grad=True, leaf=False)
     except Exception as error:  # noqa: BLE001
         raise ProtocolError(f"embedding-dp: the rows check could not run the bottom {type(bottom).__qualname__} on its "
                             f"batch ({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
                             ) from error
-    return outputs, 64 * torch.finfo(outputs[0].dtype).eps
+    return (outputs, OWN_ULPS * torch.finfo(outputs[0].dtype).eps), True
 
 
-def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype | None, grad: bool) -> list:
+def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype | None, grad: bool, leaf: bool) -> list:
     """``bottom`` on a copy of each batch, in ``dtype`` where given (its floating parameters, buffers and a floating
     batch cast), each forward from fresh clones of its buffers and the random stream seeded alike, the global random
-    state as before."""
+    state as before; with ``grad``, from a batch requiring a gradient (``leaf``) or from parameters requiring one as
+    the bottom's do (none is computed)."""
     devices = sorted({b.device.index or 0 for b in batches if b.is_cuda})
-    params = {k: _cast(p.detach(), dtype) for k, p in bottom.named_parameters()}
+    params = {k: _cast(p.detach(), dtype).requires_grad_(grad and not leaf and p.requires_grad)
+              for k, p in bottom.named_parameters()}
     outputs, drawing = [], [m for m in bottom.modules() if isinstance(m, _ROW_DRAWS) and m.training]
     with torch.random.fork_rng(devices=devices), kept_state(bottom), torch.set_grad_enabled(grad), _eval(drawing):
         for batch in batches:
@@ -124,7 +163,7 @@ def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype |
             torch.default_generator.manual_seed(_SEED)
             for d in devices:
                 torch.cuda.default_generators[d].manual_seed(_SEED)
-            out = torch.func.functional_call(bottom, state, (_fresh(batch, dtype, grad),))
+            out = torch.func.functional_call(bottom, state, (_fresh(batch, dtype, grad and leaf),))
             outputs.append(out.detach() if isinstance(out, torch.Tensor) else out)
     return outputs
 
