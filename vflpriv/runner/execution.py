@@ -139,7 +139,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     if p.auditor is not None:
         score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,
-                      delta=delta if claims else p.audited.privacy_delta())
+                      delta=delta if claims else p.audited.privacy_delta(), shares=p.auditor_menu)
     for a, record in zip(p.attacks, records):
         if swept is not None:  # where an option set it (dp-gaussian's target_epsilon), the strength it resolved to
             record.strength = swept.effective_strength
