@@ -58,7 +58,18 @@ EDITS = {
     "victim not a party": (_features, lambda r: r.update(victim="bob"), "its adversary '0' or victim 'bob' is not a"),
     "image grid of another shape": (_features, lambda r: r.update(feature_examples=json.dumps(
         {**json.loads(r["feature_examples"]), "shape": [1, 8, 5]})), "its feature_examples is not the image grid's"),
+    "a negative squared error, the means kept": (_features, lambda r: _negated_first_error(r),
+                                                 "its attack_errors holds a negative number"),
 }
+
+
+def _negated_first_error(r: dict) -> None:
+    """The first target's squared error made negative, with the MSE and leakage that mean implies (a consistent edit
+    that a mean check alone cannot see)."""
+    errors = json.loads(r["attack_errors"])
+    errors[0] = -errors[0] - 1.0
+    r.update(attack_errors=json.dumps(errors), feature_mse=sum(errors) / len(errors))
+    r.update(leakage=r["prior_mse"] - r["feature_mse"])
 
 
 def _digest(path: Path) -> str:

@@ -1,8 +1,9 @@
 """What no run writes into a record's run and feature fields (:class:`vflpriv.store.records.RunRecord`): an unknown
-status, phase or secret, a config that is not a JSON object, a victim on a label record, roles that are not party
-indices, and on a scored feature record a non-finite MSE or per-target errors or an image grid that are not what the
-runner writes. Checked beside ``canary_fields`` on every record read (``RunRecord.from_json``), so a store read sets
-such a record aside as damaged (a hand edit).
+status, phase or secret, a config that is not a JSON object, a victim on a label record,
+roles that are not party indices, and on a scored feature record a non-finite MSE, per-target errors that are not one
+squared error (a number >= 0) per target, or an image grid that is not what the runner writes. Checked beside
+``canary_fields`` on every record read (``RunRecord.from_json``), so a store read sets such a record aside as damaged
+(a hand edit).
 
 Only what is cheap is checked here, on the text, without parsing the long lists (a store read parsed every feature
 record's per-target errors and image grid before: 1000 image records of 10,000 targets took 11.0 CPU s instead of
@@ -49,6 +50,8 @@ def problem(record) -> str:
         raw = text.encode("ascii", "replace")  # a non-ASCII character reads "?": no number
         if not raw.startswith(b"[") or raw.translate(None, _NUMBER) != b"[]":
             return f"its {name} is not a JSON list of finite numbers"
+        if b"-" in raw.replace(b"e-", b"").replace(b"E-", b""):  # a minus outside an exponent: a negative number
+            return f"its {name} holds a negative number (each is a target's squared error)"
         values = raw.count(b",") + 1 if raw.strip(b"[] ") else 0
         if values != record.n_targets or not values:
             return f"its {name} holds {values} values for {record.n_targets} targets"
