@@ -60,6 +60,8 @@ EDITS = {
         {**json.loads(r["feature_examples"]), "shape": [1, 8, 5]})), "its feature_examples is not the image grid's"),
     "a negative squared error, the means kept": (_features, lambda r: _negated_first_error(r),
                                                  "its attack_errors holds a negative number"),
+    "utility above 1": (_features, lambda r: r.update(utility=1.7), "its utility (1.7) is not an accuracy, AUC or F1"),
+    "utility infinite": (_features, lambda r: r.update(utility="-inf"), "its utility (-inf) is not"),
 }
 
 

@@ -1,5 +1,5 @@
 """What no run writes into a record's run and feature fields (:class:`vflpriv.store.records.RunRecord`): an unknown
-status, phase or secret, a config that is not a JSON object, a victim on a label record,
+status, phase or secret, a config that is not a JSON object, a utility outside [0, 1], a victim on a label record,
 roles that are not party indices, and on a scored feature record a non-finite MSE, per-target errors that are not one
 squared error (a number >= 0) per target, or an image grid that is not what the runner writes. Checked beside
 ``canary_fields`` on every record read (``RunRecord.from_json``), so a store read sets such a record aside as damaged
@@ -38,6 +38,8 @@ def problem(record) -> str:
             return f"its {name} is {value!r:.40}; a record's {name} is {' or '.join(valid)}"
     if record.config and not isinstance(_json(record.config), dict):
         return "its config is not a JSON object"
+    if record.utility_metric and not (math.isnan(record.utility) or 0 <= record.utility <= 1):
+        return f"its utility ({record.utility:.6g}) is not an accuracy, AUC or F1 (a number in [0, 1]; NaN: none)"
     if record.secret == LABELS:
         return f"a label record names a victim ({record.victim!r:.20})" if record.victim else ""
     if not record.victim.isdigit() or not (record.adversary.isdigit() or record.adversary == "server"):
