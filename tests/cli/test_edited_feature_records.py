@@ -62,6 +62,10 @@ EDITS = {
                                                  "its attack_errors holds a negative number"),
     "utility above 1": (_features, lambda r: r.update(utility=1.7), "its utility (1.7) is not an accuracy, AUC or F1"),
     "utility infinite": (_features, lambda r: r.update(utility="-inf"), "its utility (-inf) is not"),
+    "epsilon_features negative": (_features, lambda r: r.update(epsilon_features=-3.0),
+                                  "epsilon_features is -3.0, below 0"),
+    "epsilon_features_delta above 1": (_features, lambda r: r.update(epsilon_features_delta=7.0),
+                                       "epsilon_features_delta is 7.0, outside [0, 1]"),
 }
 
 
