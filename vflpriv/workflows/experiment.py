@@ -130,6 +130,8 @@ def run_into_store(
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
     if write_csv:
+        if not overwrite:  # again: another command writing this --out may have finished while this one ran
+            guard_outputs(out, owns=owns or {c.key() for c in configs}.__contains__)
         results.drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
     for note in notes:
         console.print(f"note: {note}")
