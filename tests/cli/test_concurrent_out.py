@@ -16,6 +16,7 @@ from vflpriv.tradeoff import sweep as sweeping
 EVALUATE = ["evaluate", "--method", "splitnn", "--attack", "mc", "--defense", "none", "--seeds", "0",
             "--set", "partition.labeled=60", "--set", "partition.aux=20", "--set", "finetune.epochs=1",
             "--set", "attack.prior=none"]
+WIDER = [*EVALUATE[:8], "0,1", *EVALUATE[9:]]  # the same experiment widened to seeds 0, 1
 
 
 def test_a_results_csv_written_by_another_command_while_this_one_trained_is_not_replaced(tmp_path, monkeypatch):
@@ -35,3 +36,26 @@ def test_a_results_csv_written_by_another_command_while_this_one_trained_is_not_
         assert [row["key"] for row in csv.DictReader(f)] == ["feedfacefeedfacefeed"]  # the other's, kept
     again = CliRunner().invoke(app, [*EVALUATE, "--out", str(out), "--overwrite"])
     assert again.exit_code == 0 and "1 already in the store, 0 to run" in again.output, again.output
+
+
+def test_a_results_csv_write_interrupted_halfway_leaves_the_last_one_and_the_same_command_resumes(tmp_path, monkeypatch):
+    """Ctrl-C while results.csv was written left half a file, which the same command then read as another
+    experiment's results and refused without --overwrite; it is written to a temporary name and renamed."""
+    import pandas as pd
+
+    out = tmp_path / "o"
+    assert CliRunner().invoke(app, [*EVALUATE, "--out", str(out)]).exit_code == 0
+    first = (out / "results.csv").read_text()
+    real = pd.DataFrame.to_csv
+
+    def interrupted(self, path, *args, **kwargs):
+        text = real(self, None, *args, **kwargs)
+        Path(path).write_text(text[: len(text) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", interrupted)
+    CliRunner().invoke(app, [*WIDER, "--out", str(out)])
+    monkeypatch.setattr(pd.DataFrame, "to_csv", real)
+    assert (out / "results.csv").read_text() == first and [p.name for p in out.iterdir() if ".tmp" in p.name] == []
+    again = CliRunner().invoke(app, [*WIDER, "--out", str(out)])
+    assert again.exit_code == 0 and "2 already in the store, 0 to run" in again.output, again.output
