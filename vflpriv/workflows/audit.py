@@ -287,6 +287,21 @@ def auditor_for(cfg: AuditConfig, defense: str) -> str | None:
     return next((n for n in names if AUDITORS.get(n).audits(cls)), None)
 
 
+def _check_named_auditor(cfg: AuditConfig, planted: int, defenses: list[AuditDefense]) -> None:
+    """IncompatibleError where a named auditor (or its options) would be dropped silently: no canaries, or none of
+    the audit's defenses audited by it."""
+    name = cfg.audit.auditor if cfg.audit.auditor not in ("auto", "none") else ""
+    if not planted and (name or cfg.audit.auditor_options):
+        given = (f"audit.auditor={name} guesses the random-label canaries, but this audit plants none" if name
+                 else "audit.auditor_options is set, but this audit plants no canaries")
+        raise IncompatibleError(f"{given} (audit.canaries resolved to 0); give --canaries N, or remove it")
+    if name and not any(auditor_for(cfg, d.name) for d in defenses):
+        audited = ", ".join(n for n in DEFENSES.names() if AUDITORS.get(name).audits(DEFENSES.get(n)))
+        ours = ", ".join(dict.fromkeys(d.name for d in defenses)) or "none"
+        raise IncompatibleError(f"audit.auditor={name} audits none of this audit's defenses ({ours}); it audits: "
+                                f"{audited or 'none registered'}; add one to --defenses, or audit.auditor auto")
+
+
 def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     """Every run of the audit, and every pair left out with its reason. A problem of the training itself (its
     dataset, device, method options) is raised once, not listed for every pair."""
@@ -309,6 +324,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     if cfg.partition.canary_labels != "uniform" and not planted:
         raise IncompatibleError(f"partition.canary_labels={cfg.partition.canary_labels}: this audit plants no canaries "
                                 "(audit.canaries resolved to 0); give --canaries N, or remove it")
+    _check_named_auditor(cfg, planted, defenses)
     for adversary in adversaries:
         unplanted = cfg.training().model_dump()
         unplanted["partition"]["adversary"] = adversary
