@@ -37,3 +37,16 @@ def test_the_default_auditor_without_canaries_is_no_error(tmp_path, monkeypatch)
     result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--quick", "--attacks", "mc", "--defenses",
                                       "dp-gaussian,iso", "--canaries", "0", "--dry-run"])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("setting", "needle"), [
+    ("audit.attack_options.fi-decoder.epochs=0", "invalid audit.attack_options.fi-decoder.epochs=0: "),
+    ("audit.attack_options.grn.observe=foo", "invalid audit.attack_options.grn.observe='foo': "),
+])
+def test_a_bad_attack_option_of_the_audit_is_named_as_the_user_gave_it(setting, needle, tmp_path, monkeypatch):
+    """It read ``invalid attack.options.epochs=0``: a key the audit file does not have."""
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--quick", "--set", setting, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)

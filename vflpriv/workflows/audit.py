@@ -317,6 +317,8 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
             raise ConfigError(f"audit.defenses[{i}].options.{option} sets {d.name}'s strength to one setting, but the "
                               f"audit sweeps its strengths; remove it and give audit.defenses[{i}].strengths (on its "
                               f"axis, {cls.axis.name}), or leave them out for its audit strengths")
+    for name, options in cfg.audit.attack_options.items():  # named as the user gave them, before each run's planner
+        parse_options(ATTACKS.get(name), options, where=f"audit.attack_options.{name}")
     adversaries = _adversaries(cfg)
     runs: list[RunConfig] = []
     skipped: list[Inapplicable] = []
