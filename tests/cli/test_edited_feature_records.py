@@ -48,7 +48,7 @@ EDITS = {
                        "its secret is 'passwords'; a record's secret is labels or features"),
     "victim on a label record": (lambda r: not _features(r), lambda r: r.update(victim="1"),
                                  "a label record names a victim ('1')"),
-    "label record relabelled": (lambda r: not _features(r), lambda r: r.update(secret="features", victim="1"),
+    "label record relabelled": (lambda r: not _features(r), lambda r: r.update(secret="features", victim="0"),
                                 "its attack_errors is not a JSON list of finite numbers"),
     "image grid unreadable": (_features, lambda r: r.update(feature_examples="{oops"),
                               "its feature_examples is not the image grid's JSON"),
@@ -56,6 +56,7 @@ EDITS = {
     "status unknown": (_features, lambda r: r.update(status="weird"), "its status is 'weird'; a record's status is ok"),
     "phase unknown": (_features, lambda r: r.update(phase="midtrain"), "its phase is 'midtrain'; a record's phase is"),
     "victim not a party": (_features, lambda r: r.update(victim="bob"), "its adversary '0' or victim 'bob' is not a"),
+    "victim the adversary": (_features, lambda r: r.update(victim="0"), "its adversary is its victim (party 0)"),
     "image grid of another shape": (_features, lambda r: r.update(feature_examples=json.dumps(
         {**json.loads(r["feature_examples"]), "shape": [1, 8, 5]})), "its feature_examples is not the image grid's"),
     "a negative squared error, the means kept": (_features, lambda r: _negated_first_error(r),

@@ -1,9 +1,9 @@
 """What no run writes into a record's run and feature fields (:class:`vflpriv.store.records.RunRecord`): an unknown
 status, phase or secret, a config that is not a JSON object, a utility outside [0, 1], a victim on a label record,
-roles that are not party indices, and on a scored feature record a non-finite MSE, per-target errors that are not one
-squared error (a number >= 0) per target, or an image grid that is not what the runner writes. Checked beside
-``canary_fields`` on every record read (``RunRecord.from_json``), so a store read sets such a record aside as damaged
-(a hand edit).
+roles that are not party indices or an adversary that is its own victim, and on a scored feature record a non-finite
+MSE, per-target errors that are not one squared error (a number >= 0) per target, or an image grid that is not what
+the runner writes. Checked beside ``canary_fields`` on every record read (``RunRecord.from_json``), so a store read
+sets such a record aside as damaged (a hand edit).
 
 Only what is cheap is checked here, on the text, without parsing the long lists (a store read parsed every feature
 record's per-target errors and image grid before: 1000 image records of 10,000 targets took 11.0 CPU s instead of
@@ -45,6 +45,8 @@ def problem(record) -> str:
     if not record.victim.isdigit() or not (record.adversary.isdigit() or record.adversary == "server"):
         return (f"its adversary {record.adversary!r:.20} or victim {record.victim!r:.20} is not a party index (the "
                 "adversary: or 'server')")
+    if record.adversary == record.victim:
+        return f"its adversary is its victim (party {record.victim:.20}), which holds its features already"
     if record.status != "ok":
         return ""
     for name, mse in (("attack_errors", "feature_mse"), ("prior_errors", "prior_mse")):
