@@ -56,6 +56,10 @@ EDITS = {
     "status unknown": (_features, lambda r: r.update(status="weird"), "its status is 'weird'; a record's status is ok"),
     "phase unknown": (_features, lambda r: r.update(phase="midtrain"), "its phase is 'midtrain'; a record's phase is"),
     "victim not a party": (_features, lambda r: r.update(victim="bob"), "its adversary '0' or victim 'bob' is not a"),
+    "label hits not 0 or 1": (lambda r: not _features(r), lambda r: r.update(attack_hits="2" * len(r["attack_hits"])),
+                              "its attack_hits is not one 0 or 1 per target"),
+    "label hits of another length": (lambda r: not _features(r), lambda r: r.update(attack_hits=r["attack_hits"][:-3]),
+                                     "its attack_hits holds"),
     "victim the adversary": (_features, lambda r: r.update(victim="0"), "its adversary is its victim (party 0)"),
     "image grid of another shape": (_features, lambda r: r.update(feature_examples=json.dumps(
         {**json.loads(r["feature_examples"]), "shape": [1, 8, 5]})), "its feature_examples is not the image grid's"),

@@ -41,7 +41,7 @@ def problem(record) -> str:
     if record.utility_metric and not (math.isnan(record.utility) or 0 <= record.utility <= 1):
         return f"its utility ({record.utility:.6g}) is not an accuracy, AUC or F1 (a number in [0, 1]; NaN: none)"
     if record.secret == LABELS:
-        return f"a label record names a victim ({record.victim!r:.20})" if record.victim else ""
+        return f"a label record names a victim ({record.victim!r:.20})" if record.victim else _hits_problem(record)
     if not record.victim.isdigit() or not (record.adversary.isdigit() or record.adversary == "server"):
         return (f"its adversary {record.adversary!r:.20} or victim {record.victim!r:.20} is not a party index (the "
                 "adversary: or 'server')")
@@ -64,6 +64,18 @@ def problem(record) -> str:
     if record.feature_examples and not _grid_ok(record.feature_examples):
         return ("its feature_examples is not the image grid's JSON (shape C, H, W; truth, attack and prior: as many "
                 "rows each, of C x H x W finite numbers)")
+    return ""
+
+
+def _hits_problem(record) -> str:
+    """What is wrong with a label record's per-target outcomes ('' if nothing): each a string of one 0 or 1 per
+    target (the paired test reads them; '' where none were recorded)."""
+    for name in ("attack_hits", "prior_hits"):
+        text = getattr(record, name)
+        if text and text.strip("01"):
+            return f"its {name} is not one 0 or 1 per target"
+        if text and record.n_targets and len(text) != record.n_targets:
+            return f"its {name} holds {len(text)} outcomes for {record.n_targets} targets"
     return ""
 
 
