@@ -85,12 +85,12 @@ def _attacks(cfg: AuditConfig, name: str, phase: str, adversary: int, first: boo
 
 def _paired(p) -> bool:
     """Whether the planned run ``p`` (one attack, the audited defense last) belongs to the audit: a label attack under
-    a defense that claims the labels; a feature attack under one that acts on what the attack reads."""
+    a defense that claims the labels; a feature attack under one that acts on what the attack reads (nothing, on a
+    method that is not federated)."""
     a, d = p.attacks[0], p.defenses[-1]
     if a.attack.secret == "labels":
         return "labels" in d.secrets
-    kind = a.adversary.reads[0][0]
-    return d.acts_on(kind, a.config.attack.phase, a.adversary.victim)
+    return bool(a.adversary.reads) and d.acts_on(a.adversary.reads[0][0], a.config.attack.phase, a.adversary.victim)
 
 
 def default_defenses() -> list[AuditDefense]:
