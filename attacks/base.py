@@ -73,6 +73,9 @@ class Attack(ABC):
     budget_option: ClassVar[str] = ""
     #: Why the attack has no search space (``vflpriv describe`` prints it).
     untunable: ClassVar[str] = ""
+    #: Raised when the attack's algorithm changes under its name: each revision's runs have keys of their own, so a
+    #: store of an earlier revision's records is recomputed, not resumed (0: the first; left out of the keys).
+    revision: ClassVar[int] = 0
 
     def __init__(self, options: BaseModel):
         self.options = options

@@ -115,6 +115,8 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
         verdicts.append({"adversary": int(adversary), "attack": attack, "phase": phase, **test.to_dict(),
                          "utility": _num(rows.loc[rows["status"] == "ok", "utility"].mean()), **_tuning(rows),
                          "line": _verdict_line(attack, phase, test)})
+        if (rows["status"] == "n/a").all():  # nothing to attack (a method that is not federated): not "inconclusive"
+            verdicts[-1].update(verdict="n/a", line=f"{attack} ({phase}): not applicable: {rows['error'].iloc[0]}")
     verdicts += _worst_verdicts(verdicts)
     parts = [with_worst_case(rows.drop(columns=["adversary"])).assign(adversary=a)
              for a, rows in defended.groupby("adversary", sort=False)]

@@ -48,7 +48,7 @@ EDITS = {
                        "its secret is 'passwords'; a record's secret is labels or features"),
     "victim on a label record": (lambda r: not _features(r), lambda r: r.update(victim="1"),
                                  "a label record names a victim ('1')"),
-    "label record relabelled": (lambda r: not _features(r), lambda r: r.update(secret="features", victim="1"),
+    "label record relabelled": (lambda r: not _features(r), lambda r: r.update(secret="features", victim="0"),
                                 "its attack_errors is not a JSON list of finite numbers"),
     "image grid unreadable": (_features, lambda r: r.update(feature_examples="{oops"),
                               "its feature_examples is not the image grid's JSON"),
@@ -56,9 +56,33 @@ EDITS = {
     "status unknown": (_features, lambda r: r.update(status="weird"), "its status is 'weird'; a record's status is ok"),
     "phase unknown": (_features, lambda r: r.update(phase="midtrain"), "its phase is 'midtrain'; a record's phase is"),
     "victim not a party": (_features, lambda r: r.update(victim="bob"), "its adversary '0' or victim 'bob' is not a"),
+    "attack accuracy above 1": (lambda r: not _features(r), lambda r: r.update(attack_accuracy=1.5),
+                                "its attack_accuracy (1.5) is outside [0, 1]"),
+    "label hits not 0 or 1": (lambda r: not _features(r), lambda r: r.update(attack_hits="2" * len(r["attack_hits"])),
+                              "its attack_hits is not one 0 or 1 per target"),
+    "label hits of another length": (lambda r: not _features(r), lambda r: r.update(attack_hits=r["attack_hits"][:-3]),
+                                     "its attack_hits holds"),
+    "victim the adversary": (_features, lambda r: r.update(victim="0"), "its adversary is its victim (party 0)"),
     "image grid of another shape": (_features, lambda r: r.update(feature_examples=json.dumps(
         {**json.loads(r["feature_examples"]), "shape": [1, 8, 5]})), "its feature_examples is not the image grid's"),
+    "a negative squared error, the means kept": (_features, lambda r: _negated_first_error(r),
+                                                 "its attack_errors holds a negative number"),
+    "utility above 1": (_features, lambda r: r.update(utility=1.7), "its utility (1.7) is outside [0, 1]"),
+    "utility infinite": (_features, lambda r: r.update(utility="-inf"), "its utility (-inf) is outside [0, 1]"),
+    "epsilon_features negative": (_features, lambda r: r.update(epsilon_features=-3.0),
+                                  "epsilon_features is -3.0, below 0"),
+    "epsilon_features_delta above 1": (_features, lambda r: r.update(epsilon_features_delta=7.0),
+                                       "epsilon_features_delta is 7.0, outside [0, 1]"),
 }
+
+
+def _negated_first_error(r: dict) -> None:
+    """The first target's squared error made negative, with the MSE and leakage that mean implies (a consistent edit
+    that a mean check alone cannot see)."""
+    errors = json.loads(r["attack_errors"])
+    errors[0] = -errors[0] - 1.0
+    r.update(attack_errors=json.dumps(errors), feature_mse=sum(errors) / len(errors))
+    r.update(leakage=r["prior_mse"] - r["feature_mse"])
 
 
 def _digest(path: Path) -> str:

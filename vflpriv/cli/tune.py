@@ -15,6 +15,7 @@ from vflpriv.common.console import make_console, plural
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.registry import ATTACKS
 from vflpriv.store import cache
+from vflpriv.store.folders import write_csv_atomically
 
 #: Bisection steps at most: 30 halvings narrow any strength interval below a billionth of it.
 MAX_STEPS = 30
@@ -111,7 +112,7 @@ def tune(
                                console=make_console(quiet=True), overwrite=overwrite or bool(frames), owns=owns,
                                write_csv=False, show_progress=not quiet, label=f"tune: {step}, runs")
         frames.append(frame)
-        pd.concat(frames).drop_duplicates("key").drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
+        write_csv_atomically(pd.concat(frames).drop_duplicates("key").drop(columns=STORE_ONLY), out / "results.csv")
         ok = frame[frame["status"] == "ok"]
         console.print(f"{step}: attack {ok['attack_accuracy'].mean():.3f}, prior "
                       f"{ok['prior_accuracy'].mean():.3f}, utility {ok['utility'].mean():.3f} "

@@ -1,6 +1,6 @@
 """Store keys: the hash of a configuration, and what of it the hash leaves out or marks so that a store made by an
 earlier version resumes where nothing changed and recomputes where a mechanism did (settings added later, revised
-defenses and methods). The configurations themselves are in :mod:`vflpriv.config.schema`.
+defenses, methods and attacks). The configurations themselves are in :mod:`vflpriv.config.schema`.
 
 The data a run read is not in its key: its record carries the data's fingerprint (``RunRecord.data_fingerprint``), and
 a stored record of other data is refused, or with ``--overwrite`` deleted and recomputed under the same key
@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from vflpriv.common.errors import VflprivError
-from vflpriv.config.registry import DEFENSES, METHODS
+from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 
 
 def config_hash(payload: dict[str, Any], length: int = 20) -> str:
@@ -42,7 +42,7 @@ def keyed(dump: dict[str, Any]) -> dict[str, Any]:
     """``dump`` as the keys hash it: the settings of :data:`ADDED_LATER` at their neutral value left out (and
     ``partition.canary_labels`` where no canary is planted), and each defense whose mechanism was revised under its
     name (``Protection.revision``) marked with its revision, so that the runs of an earlier revision are recomputed
-    rather than resumed; a method revised so (``Method.revision``) too."""
+    rather than resumed; a method and an attack revised so (``Method.revision``, ``Attack.revision``) too."""
     for section, name, neutral in ADDED_LATER:
         if section in dump and dump[section].get(name, neutral) == neutral:
             dump[section] = {k: v for k, v in dump[section].items() if k != name}
@@ -51,9 +51,10 @@ def keyed(dump: dict[str, Any]) -> dict[str, Any]:
     if dump.get("defenses"):
         dump["defenses"] = [{**d, "revision": _revision(DEFENSES, d["name"])} if _revision(DEFENSES, d["name"]) else d
                             for d in dump["defenses"]]
-    method = dump.get("method")
-    if isinstance(method, dict) and _revision(METHODS, method.get("name")):
-        dump["method"] = {**method, "revision": _revision(METHODS, method["name"])}
+    for section, registry in (("method", METHODS), ("attack", ATTACKS)):
+        part = dump.get(section)
+        if isinstance(part, dict) and _revision(registry, part.get("name")):
+            dump[section] = {**part, "revision": _revision(registry, part["name"])}
     return dump
 
 

@@ -10,8 +10,8 @@ import math
 
 #: The epsilons a record may carry (NaN: none), each a number >= 0, and the deltas, each NaN or in [0, 1].
 EPSILONS = ("epsilon", "epsilon_lower", "epsilon_fdp", "auditor_epsilon_lower", "auditor_epsilon_fdp",
-            "auditor_mu_lower", "auditor_epsilon_gdp_estimate")
-DELTAS = ("epsilon_delta", "epsilon_lower_delta")
+            "auditor_mu_lower", "auditor_epsilon_gdp_estimate", "epsilon_features")
+DELTAS = ("epsilon_delta", "epsilon_lower_delta", "epsilon_features_delta")
 
 
 def problem(fields: dict) -> str:

@@ -1,8 +1,10 @@
 """What no run writes into a record's run and feature fields (:class:`vflpriv.store.records.RunRecord`): an unknown
-status, phase or secret, a config that is not a JSON object, a victim on a label record, roles that are not party
-indices, and on a scored feature record a non-finite MSE or per-target errors or an image grid that are not what the
-runner writes. Checked beside ``canary_fields`` on every record read (``RunRecord.from_json``), so a store read sets
-such a record aside as damaged (a hand edit).
+status, phase or secret, a config that is not a JSON object, a utility or accuracy outside [0, 1], a victim on a label
+record, roles that are not party indices or an adversary that is its own victim, per-target outcomes that are not
+one 0 or 1 per target, and on a scored feature record a non-finite MSE, per-target errors that are not one squared
+error (a number >= 0) per target, or an image grid that is not what the runner writes. Checked beside
+``canary_fields`` on every record read (``RunRecord.from_json``), so a store read sets such a record aside as damaged
+(a hand edit).
 
 Only what is cheap is checked here, on the text, without parsing the long lists (a store read parsed every feature
 record's per-target errors and image grid before: 1000 image records of 10,000 targets took 11.0 CPU s instead of
@@ -21,6 +23,11 @@ from vflpriv.common.secret_kinds import LABELS, SECRETS
 #: Run outcomes (``records.OK`` and the others) and the phases a record's attack may attack.
 STATUSES = ("ok", "failed", "n/a")
 PHASES = ("pretrain", "finetune")
+#: The fields that hold an accuracy, AUC, F1 or share: each NaN (none) or in [0, 1].
+RATES = ("utility", "utility_val", "utility_optimistic", "attack_accuracy", "attack_accuracy_train", "attack_auc",
+         "attack_tpr_at_1fpr", "attack_accuracy_optimistic", "attack_accuracy_hungarian", "attack_leak_auc",
+         "attack_accuracy_best_threshold", "attack_accuracy_oracle", "attack_precision_top", "prior_accuracy",
+         "canary_accuracy", "canary_prior_accuracy", "auditor_accuracy", "feature_exact_match")
 #: The bytes of a JSON list of numbers, brackets aside: removed, a list written by the runner leaves ``[]``.
 _NUMBER = b"0123456789.eE+-, "
 #: The head of an image grid as ``runner.feature_attacking.examples`` writes it (``json.dumps``).
@@ -37,11 +44,17 @@ def problem(record) -> str:
             return f"its {name} is {value!r:.40}; a record's {name} is {' or '.join(valid)}"
     if record.config and not isinstance(_json(record.config), dict):
         return "its config is not a JSON object"
+    for name in RATES:
+        value = getattr(record, name)
+        if not (math.isnan(value) or 0 <= value <= 1):
+            return f"its {name} ({value:.6g}) is outside [0, 1] (an accuracy, AUC, F1 or share; NaN: none)"
     if record.secret == LABELS:
-        return f"a label record names a victim ({record.victim!r:.20})" if record.victim else ""
+        return f"a label record names a victim ({record.victim!r:.20})" if record.victim else _hits_problem(record)
     if not record.victim.isdigit() or not (record.adversary.isdigit() or record.adversary == "server"):
         return (f"its adversary {record.adversary!r:.20} or victim {record.victim!r:.20} is not a party index (the "
                 "adversary: or 'server')")
+    if record.adversary == record.victim:
+        return f"its adversary is its victim (party {record.victim:.20}), which holds its features already"
     if record.status != "ok":
         return ""
     for name, mse in (("attack_errors", "feature_mse"), ("prior_errors", "prior_mse")):
@@ -49,6 +62,8 @@ def problem(record) -> str:
         raw = text.encode("ascii", "replace")  # a non-ASCII character reads "?": no number
         if not raw.startswith(b"[") or raw.translate(None, _NUMBER) != b"[]":
             return f"its {name} is not a JSON list of finite numbers"
+        if b"-" in raw.replace(b"e-", b"").replace(b"E-", b""):  # a minus outside an exponent: a negative number
+            return f"its {name} holds a negative number (each is a target's squared error)"
         values = raw.count(b",") + 1 if raw.strip(b"[] ") else 0
         if values != record.n_targets or not values:
             return f"its {name} holds {values} values for {record.n_targets} targets"
@@ -57,6 +72,18 @@ def problem(record) -> str:
     if record.feature_examples and not _grid_ok(record.feature_examples):
         return ("its feature_examples is not the image grid's JSON (shape C, H, W; truth, attack and prior: as many "
                 "rows each, of C x H x W finite numbers)")
+    return ""
+
+
+def _hits_problem(record) -> str:
+    """What is wrong with a label record's per-target outcomes ('' if nothing): each a string of one 0 or 1 per
+    target (the paired test reads them; '' where none were recorded)."""
+    for name in ("attack_hits", "prior_hits"):
+        text = getattr(record, name)
+        if text and text.strip("01"):
+            return f"its {name} is not one 0 or 1 per target"
+        if text and record.n_targets and len(text) != record.n_targets:
+            return f"its {name} holds {len(text)} outcomes for {record.n_targets} targets"
     return ""
 
 

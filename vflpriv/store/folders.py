@@ -101,3 +101,14 @@ def _fits(name: str, limit: int, *, path: Path, what: str) -> None:
     if size > limit:
         raise ConfigError(f"{what} {shown(path)}: the name '{name[:24]}...' is {size} bytes; the file system allows "
                           f"{limit}")
+
+
+def write_csv_atomically(frame, path: Path) -> None:
+    """``frame`` as CSV at ``path``, written to a temporary name beside it and renamed: an interrupted write (Ctrl-C)
+    leaves the file that was there, never half of one, which the next command would read as another's results."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        frame.to_csv(tmp, index=False)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)

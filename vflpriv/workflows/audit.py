@@ -85,12 +85,12 @@ def _attacks(cfg: AuditConfig, name: str, phase: str, adversary: int, first: boo
 
 def _paired(p) -> bool:
     """Whether the planned run ``p`` (one attack, the audited defense last) belongs to the audit: a label attack under
-    a defense that claims the labels; a feature attack under one that acts on what the attack reads."""
+    a defense that claims the labels; a feature attack under one that acts on what the attack reads (nothing, on a
+    method that is not federated)."""
     a, d = p.attacks[0], p.defenses[-1]
     if a.attack.secret == "labels":
         return "labels" in d.secrets
-    kind = a.adversary.reads[0][0]
-    return d.acts_on(kind, a.config.attack.phase, a.adversary.victim)
+    return bool(a.adversary.reads) and d.acts_on(a.adversary.reads[0][0], a.config.attack.phase, a.adversary.victim)
 
 
 def default_defenses() -> list[AuditDefense]:
@@ -287,6 +287,21 @@ def auditor_for(cfg: AuditConfig, defense: str) -> str | None:
     return next((n for n in names if AUDITORS.get(n).audits(cls)), None)
 
 
+def _check_named_auditor(cfg: AuditConfig, planted: int, defenses: list[AuditDefense]) -> None:
+    """IncompatibleError where a named auditor (or its options) would be dropped silently: no canaries, or none of
+    the audit's defenses audited by it."""
+    name = cfg.audit.auditor if cfg.audit.auditor not in ("auto", "none") else ""
+    if not planted and (name or cfg.audit.auditor_options):
+        given = (f"audit.auditor={name} guesses the random-label canaries, but this audit plants none" if name
+                 else "audit.auditor_options is set, but this audit plants no canaries")
+        raise IncompatibleError(f"{given} (audit.canaries resolved to 0); give --canaries N, or remove it")
+    if name and not any(auditor_for(cfg, d.name) for d in defenses):
+        audited = ", ".join(n for n in DEFENSES.names() if AUDITORS.get(name).audits(DEFENSES.get(n)))
+        ours = ", ".join(dict.fromkeys(d.name for d in defenses)) or "none"
+        raise IncompatibleError(f"audit.auditor={name} audits none of this audit's defenses ({ours}); it audits: "
+                                f"{audited or 'none registered'}; add one to --defenses, or audit.auditor auto")
+
+
 def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     """Every run of the audit, and every pair left out with its reason. A problem of the training itself (its
     dataset, device, method options) is raised once, not listed for every pair."""
@@ -302,6 +317,8 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
             raise ConfigError(f"audit.defenses[{i}].options.{option} sets {d.name}'s strength to one setting, but the "
                               f"audit sweeps its strengths; remove it and give audit.defenses[{i}].strengths (on its "
                               f"axis, {cls.axis.name}), or leave them out for its audit strengths")
+    for name, options in cfg.audit.attack_options.items():  # named as the user gave them, before each run's planner
+        parse_options(ATTACKS.get(name), options, where=f"audit.attack_options.{name}")
     adversaries = _adversaries(cfg)
     runs: list[RunConfig] = []
     skipped: list[Inapplicable] = []
@@ -309,6 +326,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     if cfg.partition.canary_labels != "uniform" and not planted:
         raise IncompatibleError(f"partition.canary_labels={cfg.partition.canary_labels}: this audit plants no canaries "
                                 "(audit.canaries resolved to 0); give --canaries N, or remove it")
+    _check_named_auditor(cfg, planted, defenses)
     for adversary in adversaries:
         unplanted = cfg.training().model_dump()
         unplanted["partition"]["adversary"] = adversary

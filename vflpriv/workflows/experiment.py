@@ -17,7 +17,7 @@ from vflpriv.common.secret_kinds import FEATURES, SECRETS
 from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store import cache
-from vflpriv.store.folders import creatable, usable_folder, writable_folder
+from vflpriv.store.folders import creatable, usable_folder, writable_folder, write_csv_atomically
 from vflpriv.store.secrets import current_fingerprint
 from vflpriv.store.sqlite import Store, check_store_path, stored_other_canary_key, stored_other_data
 from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
@@ -130,7 +130,9 @@ def run_into_store(
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
     if write_csv:
-        results.drop(columns=STORE_ONLY).to_csv(out / "results.csv", index=False)
+        if not overwrite:  # again: another command writing this --out may have finished while this one ran
+            guard_outputs(out, owns=owns or {c.key() for c in configs}.__contains__)
+        write_csv_atomically(results.drop(columns=STORE_ONLY), out / "results.csv")
     for note in notes:
         console.print(f"note: {note}")
     if write_csv:

@@ -1,0 +1,31 @@
+"""The audit of a method that is not federated (``local-a``, ``centralized-*``: no message crosses parties) plans its
+runs: it crashed with an IndexError (a feature attack there reads nothing, and the pairing read its first message
+kind) since the feature attacks joined the default audit."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+
+
+@pytest.mark.parametrize("method", ["local-a", "centralized-lr"])
+def test_the_default_audit_of_a_method_that_is_not_federated_plans_without_a_traceback(method, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["audit", "--method", method, "--quick", "--dry-run"])
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert "to run (dry run: nothing trained, nothing written)" in result.output
+    assert "not run: * x nopeek (finetune): defense 'nopeek' protects the embeddings a passive party sends" in result.output
+
+
+def test_its_verdict_says_not_applicable_not_inconclusive(tmp_path):
+    """Every run of it is not applicable (no adversary view): the verdict read 'inconclusive (leakage +nan on 0 seed; a
+    paired test needs at least 2)', as if more seeds could tell."""
+    out = tmp_path / "audit"
+    result = CliRunner().invoke(app, ["audit", "--method", "local-a", "--quick", "--attacks", "gc", "--defenses", "none",
+                                      "--set", "audit.prior=aux", "--set", "audit.prior_epochs=5", "--set",
+                                      "method.options.supervised_epochs=1", "--out", str(out), "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    assert "gc (finetune): not applicable: method 'local-a' is not federated" in result.output
+    assert "- labels (finetune), adversary party 1: n/a (gc" in (out / "audit.md").read_text()
