@@ -1,6 +1,6 @@
 """What the feature prior's check before a reuse costs (issue h46's review): h46's SHA-256 digest of every guess against
 the SHA-1 digest checked now (``runner.feature_prior.feature_prior``; the version counters checked before it were a
-private torch attribute and missed writes through ``.data``),, on 369 MB of CIFAR-sized guesses (3 candidates
+private torch attribute and missed writes through ``.data``), on 369 MB of CIFAR-sized guesses (3 candidates
 x 10,000 targets x 3x32x32, float32), interleaved; CPU seconds (``time.process_time``).
 
     python benchmarks/feature_prior_reuse.py
