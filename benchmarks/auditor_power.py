@@ -28,6 +28,7 @@ the perfect test's bounds by claim and count (``--canary-labels pair``: the pair
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 from pathlib import Path
@@ -105,7 +106,8 @@ def _bounds(counts: list[list[int]], canaries: int, classes: int) -> tuple[float
     return steinke, eps, mu_hat, gdp_epsilon(mu_hat, DELTA)
 
 
-def ideal(sigma: float, canaries: int, *, seed: int = 0, epochs: int = EPOCHS) -> tuple[float, float, float, float]:
+def ideal(sigma: float, canaries: int, *, seed: int = 0, epochs: int = EPOCHS, shares: tuple = KEEP
+          ) -> tuple[float, float, float, float]:
     """A perfect likelihood-ratio test's pooled bounds (:func:`_bounds`, k = 10) on ``canaries`` ten-class canaries,
     each released ``epochs`` times with noise sigma C around its clipped gradient, the ten candidates at the
     uniform-softmax geometry (the regular simplex)."""
@@ -119,7 +121,7 @@ def ideal(sigma: float, canaries: int, *, seed: int = 0, epochs: int = EPOCHS) -
     posterior = np.exp(score - score.max(1, keepdims=True))
     posterior /= posterior.sum(1, keepdims=True)
     guess, order = posterior.argmax(1), np.argsort(-posterior.max(1), kind="stable")
-    counts = [[k, int((guess[order[:k]] == labels[order[:k]]).sum())] for k in kept(canaries)]
+    counts = [[k, int((guess[order[:k]] == labels[order[:k]]).sum())] for k in kept(canaries, shares=shares)]
     return _bounds(counts, canaries, CLASSES)
 
 
@@ -141,7 +143,7 @@ def ideal_pair(sigma: float, canaries: int, *, seed: int = 0, epochs: int = EPOC
 
 
 def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: int = 3, *, pair: bool = False,
-            shares: tuple = KEEP, per_run: int = 0) -> str:
+            shares: tuple = KEEP, per_run: int = 0, epochs: int = EPOCHS) -> str:
     """A perfect test's bounds by claim and count (:func:`ideal`, or :func:`ideal_pair` with ``pair``, the menu
     ``shares`` and, with ``per_run``, trainings of that many canaries pooled entry by entry; else one training):
     Steinke / f-DP / mu / GDP estimate, mean +- std over ``draws`` simulations (seeds 0 to draws - 1)."""
@@ -149,12 +151,13 @@ def ceiling(claims=(1.0, 2.0, 4.0, 8.0), sizes=(300, 1000, 3000, 10000), draws: 
 
     lines = ["| claimed ε | " + " | ".join(f"{m} canaries" for m in sizes) + " |", "| --- |" + " --- |" * len(sizes)]
     for claim in claims:
-        sigma = 2 * get_noise_multiplier(target_epsilon=claim, target_delta=DELTA, sample_rate=1.0, steps=EPOCHS,
+        sigma = 2 * get_noise_multiplier(target_epsilon=claim, target_delta=DELTA, sample_rate=1.0, steps=epochs,
                                          accountant="rdp")
-        cells = [_spread(np.array([ideal_pair(sigma, m, seed=s, shares=shares, runs=max(1, m // per_run) if per_run
-                                              else 1) if pair else ideal(sigma, m, seed=s) for s in range(draws)]))
+        cells = [_spread(np.array([ideal_pair(sigma, m, seed=s, epochs=epochs, shares=shares, runs=max(1, m // per_run)
+                                              if per_run else 1) if pair
+                                   else ideal(sigma, m, seed=s, epochs=epochs, shares=shares) for s in range(draws)]))
                  for m in sizes]
-        lines.append(f"| {claim:g} (σ {sigma:.1f}, μ {2 * math.sqrt(EPOCHS) / sigma:.3f}) | " + " | ".join(cells) + " |")
+        lines.append(f"| {claim:g} (σ {sigma:.1f}, μ {2 * math.sqrt(epochs) / sigma:.3f}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -198,14 +201,28 @@ def markdown(frame: pd.DataFrame, *, pair: bool = False) -> str:
         shares = FINE_KEEP if menu == "fine" else KEEP  # one training of every canary, as recorded since 68b0582
         reference = _spread(np.array([
             ideal_pair(real, audit["canaries"], seed=s, epochs=epochs, shares=shares) if pair
-            else ideal(real, audit["canaries"], seed=s, epochs=epochs) for s in range(draws)]))
+            else ideal(real, audit["canaries"], seed=s, epochs=epochs, shares=shares) for s in range(draws)]))
         ratio = f"{audit['epsilon_fdp'] / claimed:.2f}" if claimed > 1e-9 else "n/a"
-        lines.append(f"| {label} | {inputs} | {sigma:.3g} | {claimed:.3g} | {mu:.3g} | {audit['epsilon_lower']:.2f} | "
+        game = "; ".join([inputs, *([f"menu {menu}"] if menu != "standard" else []),
+                          *([f"{epochs} epochs"] if epochs != EPOCHS else [])])
+        lines.append(f"| {label} | {game} | {sigma:.3g} | {claimed:.3g} | {mu:.3g} | {audit['epsilon_lower']:.2f} | "
                      f"{audit['epsilon_fdp']:.2f} | {ratio} | {audit['mu_lower']:.3f} | {audit['mu_lower'] / mu:.2f} | "
                      f"{audit['epsilon_gdp_estimate']:.2f} | {audit['canary_guesses']}, {audit['canary_accuracy']:.3f} | "
                      f"{float(gc.iloc[0]) if len(gc) else float('nan'):.2f} | {reference} | "
                      f"{audit['canaries']} over {audit['seeds']} seed(s) |")
     return "\n".join(lines)
+
+
+def rescored_standard(frame: pd.DataFrame) -> pd.DataFrame:
+    """The records of ``menu: fine`` scored with the standard menu: a run's fine counts begin with the standard
+    menu's entries for its count (``kept`` drops only later repeats), so the standard menu's are their first ones."""
+    if "menu" not in frame:
+        return frame
+    fine = frame["menu"].eq("fine")
+    counts = [json.dumps(json.loads(c)[:len(kept(int(n)))]) if f else c
+              for c, n, f in zip(frame["auditor_counts"], frame["canaries"], fine)]
+    return frame.assign(auditor_counts=counts, menu=frame["menu"].where(~fine, "standard"),
+                        config=frame["config"].str.replace('"menu": "fine"', '"menu": "standard"', regex=False))
 
 
 def main() -> None:
@@ -226,21 +243,28 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=3, help="--ceiling's simulations per cell")
     parser.add_argument("--per-run", type=int, default=0, help="--ceiling --canary-labels pair: pool trainings of this "
                         "many canaries each, entry by entry, as the auditor's table does (0: one training)")
+    parser.add_argument("--rescore-standard", action="store_true", help="with --from-csv: score fine-menu records "
+                        "with the standard menu (their first entries are its entries)")
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="finetuning epochs (a canary's updates; the claim's "
                         "sigma is solved for them, so mu and the game stay the claim's at any count)")
     parser.add_argument("--menu", default="standard", choices=("standard", "fine"), help="gradient-lrt's abstention "
                         "menu (fine: also the most confident 3%% and 1%%); with --ceiling, the perfect test's")
     args = parser.parse_args()
     if args.ceiling:
+        sizes = [int(m) for m in args.sizes.split(",")]
+        if args.per_run and any(m % args.per_run for m in sizes):
+            parser.error(f"--sizes must be multiples of --per-run {args.per_run} (each column pools whole trainings)")
         print(ceiling(tuple(float(c) for c in args.claims.split(",")), tuple(int(m) for m in args.sizes.split(",")),
                       args.draws, pair=args.canary_labels == "pair", shares=FINE_KEEP if args.menu == "fine" else KEEP,
-                      per_run=args.per_run))
+                      per_run=args.per_run, epochs=args.epochs))
         return
     seeds, rows = [int(s) for s in args.seeds.split(",")], []
     if args.from_csv:
         frame = pd.concat([pd.read_csv(f, keep_default_na=False, na_values=["", "nan", "NaN"]) for f in args.from_csv],
                           ignore_index=True)
         frame = frame[frame["seed"].isin(seeds) & frame["setting"].isin(args.settings.split(";"))]  # what is pooled
+        if args.rescore_standard:
+            frame = rescored_standard(frame)
     else:
         for inputs in args.canary_inputs.split(","):
             frame = measure(args.settings.split(";"), seeds, args.canaries, args.csv, inputs=inputs, rows=rows,

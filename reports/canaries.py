@@ -89,12 +89,15 @@ def _auditor_line(row: dict) -> str:
     with them)."""
     where = f"{row['defense']} {strength_label(row.get('axis', 'strength'), row['strength'])}"
     options = f"{row['auditor_options']}; " if row.get("auditor_options") else ""
+    fdp_tests = row["delta"] > 0 and _num(row.get("mu_lower")) is not None  # the claim's test: canary_bound's choice
     text = (f"{where}, {row['phase']}, auditor {row['auditor']} ({options}white box, not an attack): "
-            f"{empirical_text(row['epsilon_lower'], row['delta'])} from {int(row['canaries'])} canaries over "
+            f"{'Steinke et al. ' if fdp_tests else ''}{empirical_text(row['epsilon_lower'], row['delta'])} from "
+            f"{int(row['canaries'])} canaries over "
             f"{row['seeds']} seed{'s' if row['seeds'] != 1 else ''} (the menu entry selected for it: its "
             f"{int(row['canary_guesses'])} most confident guesses, accuracy {row['canary_accuracy']:.3f})")
     if _num(row.get("mu_lower")) is not None:  # the f-DP bounds (NaN in rows read from records without them)
-        text += (f"; f-DP one run: epsilon >= {row['epsilon_fdp']:.2f} at delta {row['delta']:.3g} (95%), not "
+        test = ", the claim's test at this delta" if fdp_tests else ""
+        text += (f"; f-DP one run: epsilon >= {row['epsilon_fdp']:.2f} at delta {row['delta']:.3g} (95%{test}), not "
                  f"mu-GDP for mu < {row['mu_lower']:.3f} (95%), epsilon {row['epsilon_gdp_estimate']:.2f} estimated "
                  "from that mu if the mechanism's curve is Gaussian (an estimate, not a bound)")
     claimed = row.get("epsilon_claimed")

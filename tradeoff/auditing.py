@@ -33,7 +33,7 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
     frame = results[(results["status"] == "ok") & (results["auditor"].fillna("") != "")]
     frame = _one_training_per_seed(frame.drop_duplicates("training_key"), results)
     rows = []
-    for key, setting in frame.groupby([*GROUP, "auditor", "auditor_options"], sort=False, dropna=False):
+    for key, setting in frame.groupby([*GROUP, "auditor", "auditor_options", "_classes"], sort=False, dropna=False):
         counts, canaries = pooled_counts(setting, column="auditor_counts")
         if not counts:
             continue
@@ -42,14 +42,15 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
         bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=delta)
         right = next(r for g, r in counts if g == guesses)
         claimed = float(setting["epsilon"].max())  # each training must hold its own claim: test the weakest
-        row = {**dict(zip([*GROUP, "auditor", "auditor_options"], key)), "axis": str(setting["strength_axis"].iloc[0]),
+        row = {**dict(zip([*GROUP, "auditor", "auditor_options"], key[:-1])),
+               "axis": str(setting["strength_axis"].iloc[0]),
                "epsilon_lower": bound, "delta": delta, "canary_guesses": guesses, "canary_accuracy": right / guesses,
                "canaries": canaries, "seeds": int(setting["seed"].nunique()), "epsilon_claimed": claimed,
                "testable": False, "rejected": False, "classes": classes}
         fdp = fdp_bounds(counts, canaries=canaries, classes=classes, delta=delta)  # vflpriv.common.fdp_one_run
         row |= {"epsilon_fdp": fdp.epsilon, "mu_lower": fdp.mu, "epsilon_gdp_estimate": fdp.epsilon_gdp_estimate}
         if np.isfinite(claimed):
-            test = claim_test({str(key[-2]): (counts, canaries)}, planned=1, classes=classes, claim=claimed,
+            test = claim_test({str(key[-3]): (counts, canaries)}, planned=1, classes=classes, claim=claimed,
                               delta=delta)
             row |= {"cap": test.cap, "testable": test.testable, "p_value": test.p_value,
                     "rejecting_guesses": test.guesses, "rejecting_right": test.right, "rejecting_test": test.test}
@@ -63,10 +64,18 @@ def _one_training_per_seed(frame: pd.DataFrame, results: pd.DataFrame) -> pd.Dat
     pooled twice. The training that most records share (the passive attacks') is kept; ties by its key."""
     shared = results["training_key"].value_counts()
     frame = frame.assign(auditor_options=[_options(c, a) for c, a in zip(frame["config"], frame["auditor"])]
-                         if "config" in frame else "")
+                         if "config" in frame else "",  # another game or menu, and another C, is another row
+                         _classes=_drawn_classes(frame))
     order = frame.assign(_records=-frame["training_key"].map(shared).fillna(0)).sort_values(["_records",
                                                                                            "training_key"])
-    return order.drop_duplicates([*GROUP, "auditor", "auditor_options", "seed"]).drop(columns="_records").sort_index()
+    return order.drop_duplicates([*GROUP, "auditor", "auditor_options", "_classes", "seed"]).drop(
+        columns="_records").sort_index()
+
+
+def _drawn_classes(frame: pd.DataFrame) -> pd.Series:
+    """Each record's C, as :func:`vflpriv.tradeoff.epsilon.canary_classes` reads it for a group."""
+    drawn = pd.to_numeric(frame["canary_classes"], errors="coerce").fillna(0) if "canary_classes" in frame else 0
+    return pd.Series(drawn, index=frame.index).where(lambda c: c > 0, frame["num_classes"]).astype(int)
 
 
 def _options(config_text: object, auditor: str) -> str:

@@ -38,6 +38,21 @@ class ZeroesTheMessages(FeatureDecoder):
         return super().infer(view)
 
 
+class ZeroesTheMessagesThroughData(FeatureDecoder):
+    """The same through ``.data``, which no version counter sees: the bytes' digest does."""
+
+    def infer(self, view):
+        for received in view.inbox.received:
+            received.payload.data.mul_(0.0)
+        return super().infer(view)
+
+
+def test_a_plugin_zeroing_the_shared_messages_through_data_fails_its_run(tiny):
+    ATTACKS.register("zeroes-messages-data", ZeroesTheMessagesThroughData)
+    (bad,) = run(tiny(attack={"name": "zeroes-messages-data", "options": {"epochs": 5}}))
+    assert bad.status == "failed" and "attack 'zeroes-messages-data' (" in bad.error and "changed in place" in bad.error
+
+
 def test_a_label_plugin_zeroing_its_test_features_leaves_the_dataset_and_the_other_attacks_alone(tiny):
     """mc after it on the same training scored 0.099 (the passive party's test split was the dataset's own tensor,
     zeroed), and so did every later training of the process; the view now gets a copy."""

@@ -9,7 +9,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from vflpriv.runner.auditing import score_auditor
+from vflpriv.common.empirical_epsilon import KEEP
+from vflpriv.common.errors import IncompatibleError
+from vflpriv.runner.auditing import auditor_menu, score_auditor
 from vflpriv.store.records import RunRecord
 
 LABELS = torch.tensor([3, 1, 4, 1, 5, 9, 2, 6])
@@ -49,23 +51,34 @@ def test_guesses_that_are_not_one_per_canary_certify_nothing(guess, confidence, 
     assert f"auditor plugin: its" in record.notes and problem in record.notes and "certifies nothing" in record.notes
 
 
+
 class MenuPlugin(Plugin):
-    def __init__(self, menu):
+    def __init__(self, menu, *, method: bool = True):
         super().__init__(LABELS.clone(), torch.linspace(1, 0, 8))
         self.shares = menu
+        if not method:
+            self.menu = menu
 
     def menu(self):
         return self.shares
 
 
 @pytest.mark.parametrize("menu", [(), (1.0, 2.0), (1.0, 0.0), (1.0, float("nan")), [1.0, 0.5], (True,), ("0.5",)])
-def test_an_auditor_menu_that_is_no_tuple_of_shares_in_0_1_certifies_nothing(menu):
-    record = _record()
-    score_auditor([record], "plugin", MenuPlugin(menu), SCENARIO, delta=0.0)
-    assert record.auditor_counts == "" and "menu" in record.notes and "certifies nothing" in record.notes
+def test_an_auditor_menu_that_is_no_tuple_of_shares_in_0_1_is_refused_in_planning(menu):
+    with pytest.raises(IncompatibleError, match="finetune.auditor=plugin: its menu must be a method returning"):
+        auditor_menu(MenuPlugin(menu), "plugin")
 
 
-def test_an_auditor_menu_is_the_one_its_guesses_are_scored_with():
+def test_a_menu_that_is_an_attribute_not_a_method_is_refused_not_scored_with_the_standard_menu():
+    with pytest.raises(IncompatibleError, match="its menu must be a method"):
+        auditor_menu(MenuPlugin((1.0, 0.01), method=False), "plugin")
+
+
+def test_a_plugin_without_a_menu_is_scored_with_the_standard_one_and_a_menu_is_read_once_in_planning():
+    assert auditor_menu(Plugin(LABELS.clone(), torch.ones(8)), "plugin") == KEEP
+    plugin = MenuPlugin((1.0, 0.25))
+    shares = auditor_menu(plugin, "plugin")
+    plugin.shares = (1.0, 0.125)  # what it says after training is not what it is scored with
     record = _record()
-    score_auditor([record], "plugin", MenuPlugin((1.0, 0.25)), SCENARIO, delta=0.0)
+    score_auditor([record], "plugin", plugin, SCENARIO, delta=0.0, shares=shares)
     assert record.auditor_counts == "[[8, 8], [2, 2]]"

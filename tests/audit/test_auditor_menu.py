@@ -81,3 +81,10 @@ def test_a_gradient_lrt_training_with_the_fine_menu_records_its_six_entries():
     counts = json.loads(record.auditor_counts)
     assert [k for k, _ in counts] == [150, 75, 38, 15, 5, 2]
     assert all(0 <= r <= k for k, r in counts) and math.isfinite(record.auditor_epsilon_fdp)
+
+
+def test_records_of_another_canary_game_are_another_row_even_without_a_config():
+    pair = {**_record(0, [[330, 200]], {}), "config": ""}  # a config-less record of the pair game (C = 2)
+    uniform = {**_record(1, [[330, 60]], {}), "config": "", "canary_classes": 0}  # drew from every class (C = 10)
+    rows = auditor_table(pd.DataFrame([uniform, pair])).to_dict("records")
+    assert sorted((r["classes"], r["canaries"]) for r in rows) == [(2, 330), (10, 330)]

@@ -21,7 +21,7 @@ from vflpriv.data.scenario import Scenario
 from vflpriv.engine import Federation
 from vflpriv.engine.adversary import AdversaryHooks, AdversaryView, ObservedStep
 from vflpriv.models.training import apply_in_batches, require_finite
-from vflpriv.runner.handed import changed_in_place, versions
+from vflpriv.runner.handed import changed_in_place, tensors_digest
 from vflpriv.runner.planning import AttackPlan
 from vflpriv.runner.prior import prior_predictions
 from vflpriv.runner.scoring import hits, odds_ratio, record_search, score_attack, score_canaries
@@ -71,10 +71,10 @@ def run_attack(a: AttackPlan, fed: Federation, scenario: Scenario, encoder, reco
     if view.encoder is not None:
         require_finite(apply_in_batches(view.encoder, view.aux_x), f"the adversary's {phase} encoder outputs")
     read = (view.local_x, view.aux_x, view.aux_y, view.aux_ids, view.targets, view.target_ids, view.inbox)
-    before = versions(*read)
+    before = tensors_digest(*read)
     found = tuned(a, view, canary_key=scenario.canary_key) if a.space is not None else None
     inferences = found.inferences if isinstance(found, SearchResult) else attack.infer(view)
-    if versions(*read) != before:  # its prior reads the view after it, and the inbox is every attack's
+    if tensors_digest(*read) != before:  # its prior reads the view after it, and the inbox is every attack's
         raise ProtocolError(changed_in_place(attack, cfg.attack.name, "its view (its features, auxiliary labels, ids "
                                              "or received messages), which its prior and the other attacks read"))
     truth = _truth(scenario, view)

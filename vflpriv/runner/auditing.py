@@ -77,13 +77,13 @@ def bind_auditor(auditor: Any, defense: Any, fed: Federation, scenario: Scenario
                  candidates=scenario.canary_candidates.to(labels.device))
 
 
-def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: Scenario, *, delta: float) -> None:
-    """The auditor's guesses of every canary scored against their drawn labels (read here, never handed to it): its
-    abstention menu's counts and the 95% lower bound they certify at ``delta``, on every record of the training."""
+def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: Scenario, *, delta: float,
+                  shares: tuple[float, ...] = KEEP) -> None:
+    """The auditor's guesses of every canary scored against their drawn labels (read here, never handed to it): the
+    counts of its abstention menu ``shares`` (:func:`auditor_menu`, read in planning) and the 95% lower bound they
+    certify at ``delta``, on every record of the training."""
     guess, confidence = auditor.guesses()
-    menu = getattr(auditor, "menu", None)  # the registry's protocol does not require it: the standard menu then
-    shares = menu() if callable(menu) else KEEP
-    problem = _guesses_problem(guess, confidence, int(scenario.canaries.numel())) or _menu_problem(shares)
+    problem = _guesses_problem(guess, confidence, int(scenario.canaries.numel()))
     if problem:
         for record in records:
             record.notes = "; ".join(filter(None, [record.notes, f"auditor {name}: its {problem}, so it certifies "
@@ -100,12 +100,20 @@ def score_auditor(records: list[RunRecord], name: str, auditor: Any, scenario: S
         record.auditor_epsilon_fdp, record.auditor_mu_lower, record.auditor_epsilon_gdp_estimate = fdp
 
 
-def _menu_problem(shares: Any) -> str:
-    """Why an auditor's abstention menu cannot score its guesses ('' where it can): a tuple of shares in (0, 1]."""
-    if isinstance(shares, tuple) and shares and all(
-            isinstance(x, float | int) and not isinstance(x, bool) and 0 < x <= 1 for x in shares):
-        return ""
-    return f"menu {shares!r:.60} is not a tuple of shares in (0, 1]"
+def auditor_menu(auditor: Any, name: str) -> tuple[float, ...]:
+    """The shares of its most confident guesses ``auditor`` is scored with, read once in planning, before any
+    training, so that the menu (and the Bonferroni correction over it) is fixed before the run whatever the auditor
+    does later (the f-DP and Steinke bounds need each entry's count fixed in advance); the standard menu for a plugin
+    without ``menu``. One error where it is not a method returning a tuple of shares in (0, 1]."""
+    menu = getattr(auditor, "menu", None)
+    if menu is None:
+        return KEEP
+    shares = menu() if callable(menu) else menu
+    if not callable(menu) or not (isinstance(shares, tuple) and shares and all(
+            isinstance(x, float | int) and not isinstance(x, bool) and 0 < x <= 1 for x in shares)):
+        raise IncompatibleError(f"finetune.auditor={name}: its menu must be a method returning a tuple of shares in "
+                                f"(0, 1] (the abstention menu its guesses are scored with), got {shares!r:.60}")
+    return tuple(float(x) for x in shares)
 
 
 def _guesses_problem(guess: Any, confidence: Any, canaries: int) -> str:

@@ -49,7 +49,7 @@ from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
 from vflpriv.runner.feature_attacking import run_feature_attack
-from vflpriv.runner.handed import changed_in_place, versions
+from vflpriv.runner.handed import changed_in_place, tensors_digest
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
 from vflpriv.store.secrets import canary_key, fingerprint
@@ -140,9 +140,9 @@ def _execute(p: Plan) -> list[RunRecord]:
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     if p.auditor is not None:
         score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,
-                      delta=delta if claims else p.audited.privacy_delta())
+                      delta=delta if claims else p.audited.privacy_delta(), shares=p.auditor_menu)
     inboxes = list(result.fed.channel.inboxes.values())
-    received, spoiled = versions(inboxes), ""
+    received, spoiled = tensors_digest(inboxes), ""
     for a, record in zip(p.attacks, records):
         if swept is not None:  # where an option set it (dp-gaussian's target_epsilon), the strength it resolved to
             record.strength = swept.effective_strength
@@ -180,7 +180,7 @@ def _execute(p: Plan) -> list[RunRecord]:
         except Exception as exc:  # noqa: BLE001 - one attack's failure (a plugin's broken reply) keeps the others' runs
             record.status, record.error = FAILED, f"{type(exc).__name__}: {exc}"
         record.attack_seconds = time.perf_counter() - start
-        if versions(inboxes) != received:
+        if tensors_digest(inboxes) != received:
             if record.status != FAILED:
                 what = "the messages it received, which every attack of the training reads"
                 record.status, record.error = FAILED, f"ProtocolError: {changed_in_place(a.attack, name, what)}"

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from vflpriv.attacks.search import grid
+from vflpriv.common.empirical_epsilon import KEEP
 from vflpriv.common.errors import ConfigError, IncompatibleError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.config.parse import parse_options
@@ -27,7 +28,7 @@ from vflpriv.engine import EPOCH_END
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
 from vflpriv.runner.adversaries import READS, Adversary, resolve
-from vflpriv.runner.auditing import check_auditor, plan_auditor
+from vflpriv.runner.auditing import auditor_menu, check_auditor, plan_auditor
 from vflpriv.runner.components import built
 from vflpriv.runner.defense_planning import plan_defenses
 from vflpriv.runner.feature_prior import FeaturePriorPlan, check_finite_features, plan_feature_prior
@@ -55,7 +56,8 @@ class Plan:
     the planner again. ``acting``: the attack that acts during this training, if any (its runs have a training of
     their own); ``wanted``: per receiver (an adversary: a party index or ``SERVER``), the (kind, phase) pairs its
     inbox keeps, what any of the attacks it runs reads; ``auditor``: the auditor of ``audited`` (a defense of
-    ``defenses``) the training runs with, if any."""
+    ``defenses``) the training runs with, if any, and ``auditor_menu`` the abstention menu its guesses are scored
+    with (read here, before training)."""
 
     config: TrainingConfig
     scenario: Scenario
@@ -67,6 +69,7 @@ class Plan:
     wanted: dict[int, set[tuple[str, str]]] = field(default_factory=dict)
     auditor: Any = None
     audited: Any = None
+    auditor_menu: tuple[float, ...] = KEEP
 
 
 def available_devices() -> list[str]:
@@ -131,10 +134,12 @@ def plan_training(config: TrainingConfig) -> Plan:
         options = parse_options(auditor, config.finetune.auditor_options, where="finetune.auditor_options")
         auditor = built("auditor", config.finetune.auditor, lambda: auditor(options))
         check_auditor(auditor, config, method, classes=dataset.num_classes)
+        menu = auditor_menu(auditor, config.finetune.auditor)
     scenario = build_scenario(dataset, config.partition, seed=config.seed,
                               active_labels_local=_active_labels_local(config, method),
                               validation=config.finetune.validation)
-    return Plan(config.training(), scenario, method, defenses, device, auditor=auditor, audited=audited)
+    return Plan(config.training(), scenario, method, defenses, device, auditor=auditor, audited=audited,
+                auditor_menu=menu if auditor is not None else KEEP)
 
 
 def _check_finetune_loop(config: TrainingConfig, method: Method) -> None:
