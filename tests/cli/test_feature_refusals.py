@@ -21,6 +21,11 @@ FAST = ["--method", "splitnn", "--seeds", "0", "--strengths", "1", "--set", "fin
      "in method 'ssvfl-i' party 1 (the passive party) receives none from it then (it receives: nothing)"),
     (["--attack", "fi-decoder", "--set", "attack.adversary=1", "--set", "attack.victim=1"],
      "the adversary, party 1 (the passive party), is its own victim"),
+    (["--attack", "fi-decoder", "--set", "attack.adversary=srv"],
+     "invalid attack.adversary='srv': 'srv' is no role; give a party index (0: the active party, 1 and up: the passive "
+     "parties) or 'server'"),
+    (["--attack", "grn", "--set", "attack.adversary=Server"],  # any case: the server, refused for grn as 'server' is
+     "attack 'grn' infers features and may be run by the active party; its adversary here is the server"),
     (["--attack", "grn", "--set", "attack.adversary=server"],
      "attack 'grn' infers features and may be run by the active party; its adversary here is the server"),
     (["--attack", "mc", "--set", "attack.adversary=0"], "label attack 'mc' is run by partition.adversary"),

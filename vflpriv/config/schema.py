@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.keys import config_hash, keyed
@@ -193,6 +193,17 @@ class AttackConfig(Options):
     search_budget: int = Field(8, ge=1, le=MAX_SEARCH_BUDGET, description="candidates a tuned attack evaluates")
     search_space: dict[str, list[Any]] = Field(
         default_factory=dict, description="candidate values per option, replacing the attack's own for those options")
+
+    @field_validator("adversary", mode="before")
+    @classmethod
+    def _a_role(cls, value: Any) -> Any:
+        """A party index or 'server' (any case); another string is named with the valid choices, not as a union."""
+        if isinstance(value, str) and not value.strip().lstrip("-").isdigit():
+            if value.strip().lower() == "server":
+                return "server"
+            raise ValueError(f"{value!r} is no role; give a party index (0: the active party, 1 and up: the passive "
+                             "parties) or 'server'")
+        return value
 
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AttackConfig:

@@ -210,23 +210,30 @@ def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:
     return {**attack.space(), **{k: tuple(v) for k, v in given.items()}}
 
 
+def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dict,
+                       where: str = "attack.search_space") -> None:
+    """Refuse a search space naming options attack ``name`` (class ``cls``) does not have, an empty list of values,
+    or a value its options refuse beside ``base`` (the options given), each named as ``where`` (how the user gave it)."""
+    fields = cls.Options.model_fields
+    stray = sorted(set(given) - set(fields))
+    if stray:
+        raise ConfigError(f"{where} names {', '.join(stray)}, not an option of attack '{name}'; its options: "
+                          f"{', '.join(fields) or 'none'}")
+    for option, values in given.items():
+        if not values:
+            raise ConfigError(f"{where}.{option} is empty; give at least one value")
+        for value in values:
+            parse_options(cls, {**base, option: value}, where=where)
+
+
 def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:
     """Refuse, before training, a search the attack cannot run: options it does not have, values they refuse, an
     attack with nothing to select on auxiliary labels, a space past the budget without Optuna installed."""
     cfg = run.attack
-    given, fields = cfg.search_space, cls.Options.model_fields
-    stray = sorted(set(given) - set(fields))
-    if stray:
-        raise ConfigError(f"attack.search_space names {', '.join(stray)}, not an option of attack '{cfg.name}'; its "
-                          f"options: {', '.join(fields) or 'none'}")
+    given = cfg.search_space
+    check_space_values(cls, cfg.name, given, base=cfg.options)
     if given and not attack.space():
         raise ConfigError(f"attack '{cfg.name}' cannot be tuned: {attack.untunable or 'it declares no search space'}")
-    base = attack.options.model_dump(mode="json")
-    for name, values in given.items():
-        if not values:
-            raise ConfigError(f"attack.search_space.{name} is empty; give at least one value")
-        for value in values:
-            parse_options(cls, {**base, name: value}, where="attack.search_space")
     points = len(grid(attack, search_space(attack, given)))  # the candidates the search will enumerate
     if points > cfg.search_budget and importlib.util.find_spec("optuna") is None:
         raise ConfigError(f"attack '{cfg.name}': its search space has {points} candidates, more than "

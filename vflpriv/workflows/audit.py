@@ -31,9 +31,10 @@ from dataclasses import dataclass
 
 from vflpriv.common.errors import ConfigError, IncompatibleError
 from vflpriv.config.parse import parse_options
-from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES, METHODS
+from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig
 from vflpriv.runner.prior import prior_pretraining
+from vflpriv.workflows.audit_checks import auditor_for, check_attack_settings, check_named_auditor
 from vflpriv.workflows.audit_config import AUTO_CANARIES, AUTO_SHARE, MAX_SHARE, AuditConfig, AuditDefense
 from vflpriv.workflows.audit_recipes import FULL, QUICK, default_attacks, default_strengths, quick_note
 
@@ -276,32 +277,6 @@ def _planted(base: dict, count: int, phase: str, method: str, labels: str) -> di
                                   "canary_labels": labels if count else "uniform"}}
 
 
-def auditor_for(cfg: AuditConfig, defense: str) -> str | None:
-    """``audit.auditor`` resolved for ``defense``'s trainings: auto, the first registered auditor that audits it; a
-    name, that auditor where it audits it (an unknown one is refused); none, None."""
-    choice = cfg.audit.auditor
-    if choice == "none":
-        return None
-    names = AUDITORS.names() if choice == "auto" else [choice]
-    cls = DEFENSES.get(defense)
-    return next((n for n in names if AUDITORS.get(n).audits(cls)), None)
-
-
-def _check_named_auditor(cfg: AuditConfig, planted: int, defenses: list[AuditDefense]) -> None:
-    """IncompatibleError where a named auditor (or its options) would be dropped silently: no canaries, or none of
-    the audit's defenses audited by it."""
-    name = cfg.audit.auditor if cfg.audit.auditor not in ("auto", "none") else ""
-    if not planted and (name or cfg.audit.auditor_options):
-        given = (f"audit.auditor={name} guesses the random-label canaries, but this audit plants none" if name
-                 else "audit.auditor_options is set, but this audit plants no canaries")
-        raise IncompatibleError(f"{given} (audit.canaries resolved to 0); give --canaries N, or remove it")
-    if name and not any(auditor_for(cfg, d.name) for d in defenses):
-        audited = ", ".join(n for n in DEFENSES.names() if AUDITORS.get(name).audits(DEFENSES.get(n)))
-        ours = ", ".join(dict.fromkeys(d.name for d in defenses)) or "none"
-        raise IncompatibleError(f"audit.auditor={name} audits none of this audit's defenses ({ours}); it audits: "
-                                f"{audited or 'none registered'}; add one to --defenses, or audit.auditor auto")
-
-
 def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     """Every run of the audit, and every pair left out with its reason. A problem of the training itself (its
     dataset, device, method options) is raised once, not listed for every pair."""
@@ -317,8 +292,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
             raise ConfigError(f"audit.defenses[{i}].options.{option} sets {d.name}'s strength to one setting, but the "
                               f"audit sweeps its strengths; remove it and give audit.defenses[{i}].strengths (on its "
                               f"axis, {cls.axis.name}), or leave them out for its audit strengths")
-    for name, options in cfg.audit.attack_options.items():  # named as the user gave them, before each run's planner
-        parse_options(ATTACKS.get(name), options, where=f"audit.attack_options.{name}")
+    check_attack_settings(cfg)
     adversaries = _adversaries(cfg)
     runs: list[RunConfig] = []
     skipped: list[Inapplicable] = []
@@ -326,7 +300,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     if cfg.partition.canary_labels != "uniform" and not planted:
         raise IncompatibleError(f"partition.canary_labels={cfg.partition.canary_labels}: this audit plants no canaries "
                                 "(audit.canaries resolved to 0); give --canaries N, or remove it")
-    _check_named_auditor(cfg, planted, defenses)
+    check_named_auditor(cfg, planted, defenses)
     for adversary in adversaries:
         unplanted = cfg.training().model_dump()
         unplanted["partition"]["adversary"] = adversary

@@ -13,7 +13,7 @@ from vflpriv.config.options import Options
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import MAX_SEARCH_BUDGET, Phase, TrainingConfig, refuse_untuned
 from vflpriv.config.sweep import RunsPerGpu, Seed, check_runs_per_gpu, refuse_repeats
-from vflpriv.workflows.audit_recipes import FULL, QUICK, WEAKEST, quick_seeds
+from vflpriv.workflows.audit_recipes import FULL, QUICK, WEAKEST, default_attacks, quick_seeds
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
 #: label (splitnn on digits, 200 labels, tuned on nothing: 25 canaries cost 0.037 of test accuracy, 50 cost 0.10, 100
@@ -141,11 +141,12 @@ class AuditConfig(TrainingConfig):
         refuse_repeats(defenses=[d.name for d, spec in zip(a.defenses or [], specs) if specs.count(spec) > 1])
         for d in a.defenses or []:
             refuse_repeats(**{f"strengths of {d.name}": d.strengths})
+        attacks = a.attacks or default_attacks(a.profile)  # --quick runs the strongest of each kind only
         for what in ("attack_options", "search_spaces"):
-            stray = sorted(set(getattr(a, what)) - set(a.attacks or ATTACKS.names()))
+            stray = sorted(set(getattr(a, what)) - set(attacks))
             if stray:
                 raise ValueError(f"audit.{what} names {', '.join(stray)}, not an attack of this audit; its attacks: "
-                                 f"{', '.join(a.attacks or ATTACKS.names())}")
+                                 f"{', '.join(attacks)}")
         _check_feature_settings(a)
         return self
 
