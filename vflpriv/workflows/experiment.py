@@ -132,10 +132,8 @@ def run_into_store(
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
     if write_csv:
-        if not overwrite:  # again: another command writing this --out may have finished while this one ran
-            guard_outputs(out, owns=owns or {c.key() for c in configs}.__contains__, kept_in=store_path,
-                          store_option=store_option)
-        write_csv_atomically(results.drop(columns=STORE_ONLY), out / "results.csv")
+        write_results(results, out, owns=None if overwrite else owns or {c.key() for c in configs}.__contains__,
+                      store_path=store_path, store_option=store_option)
     for note in notes:
         console.print(f"note: {note}")
     if write_csv:
@@ -199,6 +197,21 @@ def guard_outputs(out: Path, *, owns: Callable[[str], bool], kept_in: Path | Non
             f"--out {out} holds another experiment's results: its results.csv lists {plural(len(keys), 'run')}, "
             f"{len(foreign)} of them not part of this one, and would be replaced (with cap.csv and the plots); "
             + (way.format("them") + " (runs in a store stay there)" if kept_in is None else way.format("them")))
+
+
+def write_results(results: pd.DataFrame, out: Path, *, owns: Callable[[str], bool] | None, store_path: Path,
+                  store_option: bool = True) -> None:
+    """``out``/results.csv from the runs in ``store_path``, checked again first unless ``owns`` is None (--overwrite):
+    another command writing this --out may have finished while this one ran; a write the system refuses is one error
+    naming the store that keeps the runs."""
+    if owns is not None:
+        guard_outputs(out, owns=owns, kept_in=store_path, store_option=store_option)
+    path = out / "results.csv"
+    try:
+        write_csv_atomically(results.drop(columns=STORE_ONLY), path)
+    except OSError as exc:
+        raise ConfigError(f"could not write {path} ({exc.strerror or exc}); the runs are kept in {store_path}: run the "
+                          "same command again once it can be written (nothing is trained again)") from None
 
 
 def early_workers(data: dict[str, Any]) -> Warm:
