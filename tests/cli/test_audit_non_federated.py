@@ -38,3 +38,16 @@ def test_its_verdict_says_not_applicable_not_inconclusive(tmp_path):
     not_applicable = report.split("## Not applicable")[1]
     for attack in ("gc", "fi-decoder"):
         assert f"- {attack} x none (finetune): method 'local-a' is not federated" in not_applicable
+
+
+def test_evaluate_says_on_the_console_that_its_attack_is_not_applicable(tmp_path):
+    """`evaluate` of a method that is not federated trained, recorded n/a and exited 0 without a word of it on the
+    console where no defense is swept (review s10, finding 8). Its runs still record the utility (and a label
+    attack's the prior: the local baseline a table compares with), so it runs and says so rather than being refused."""
+    result = CliRunner().invoke(app, ["evaluate", "--method", "local-a", "--attack", "fi-decoder", "--defense", "none",
+                                      "--seeds", "0", "--set", "attack.options.epochs=1", "--set",
+                                      "method.options.supervised_epochs=1", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output
+    assert ("not applicable: fi-decoder (finetune), 1 run: method 'local-a' is not federated: no message crosses "
+            "parties, so there is no adversary view to attack; its records hold the utility only") in " ".join(
+        result.output.split())

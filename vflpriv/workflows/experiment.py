@@ -258,6 +258,8 @@ def evaluate_experiment(
                              warm=warm, overwrite=overwrite, dry_run=dry_run, prepare=importing(*REPORT_MODULES))
     if results is None:
         return None
+    for line in not_applicable_lines(results):
+        console.print(line)
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
     from vflpriv.reports.tables import attack_roles, cap_rich_table, mean_std, strength_tables
     from vflpriv.tradeoff.cap import cap_table, strength_summary
@@ -293,6 +295,17 @@ def evaluate_experiment(
     if written or figures:
         console.print(f"wrote {', '.join(str(p) for p in [*written, *figures])}")
     return results
+
+
+def not_applicable_lines(results: pd.DataFrame) -> list[str]:
+    """One console line per attack, phase and reason whose runs were recorded not applicable (a method that is not
+    federated): they ran, for the utility and the prior a table compares with (so they are not refused in planning),
+    but nothing else would say so where no defense is swept."""
+    runs = results[results["status"] == "n/a"]
+    held = {"labels": "the utility and the adversary's prior only"}  # a label prior is what it learns alone
+    return [f"not applicable: {attack} ({phase}), {plural(len(rows), 'run')}: {reason}; its records hold "
+            f"{held.get(secret, 'the utility only')}"
+            for (attack, phase, reason, secret), rows in runs.groupby(["attack", "phase", "error", "secret"], sort=False)]
 
 
 def applicable_attacks(runs: list[RunConfig]) -> tuple[list[RunConfig], list[tuple[str, str]]]:
@@ -340,6 +353,8 @@ def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: 
     from vflpriv.tradeoff.cap import cap_table, strength_summary
     from vflpriv.tradeoff.variants import with_variants
 
+    for line in not_applicable_lines(results):
+        console.print(line)
     pd.DataFrame([vars(c) for c in grid.skipped], columns=["method", "dataset", "attack", "reason"]).to_csv(
         out / "skipped.csv", index=False)
     results = with_variants(results)
