@@ -85,3 +85,25 @@ def test_a_plugin_attack_s_code_is_in_its_cached_results_keys(monkeypatch, tmp_p
     load(source + "    # the plugin's code edited\n")
     after = _cache_keys("test-plugin")
     assert all(a != b for a, b in zip(after, before))
+
+
+def test_a_revised_attack_tunes_and_fits_its_prior_again_instead_of_reading_revision_0_s(tmp_path, monkeypatch):
+    """The reviewer's case: at revision 1 the tuned run made 1 infer call (the refit), reading revision 0's trials and
+    same-attack prior; it makes as many as revision 0 did."""
+    from typer.testing import CliRunner
+
+    from vflpriv.cli import app
+
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
+    mc, calls = ATTACKS.get("mc"), []
+    real = mc.infer
+    monkeypatch.setattr(mc, "infer", lambda self, *a, **k: calls.append(mc.revision) or real(self, *a, **k))
+    args = ["evaluate", "--method", "splitnn", "--attack", "mc", "--defense", "none", "--seeds", "0", "--set",
+            "partition.labeled=60", "--set", "partition.aux=20", "--set", "finetune.epochs=1", "--set", "attack.tune=true",
+            "--set", "attack.search_budget=3", "--set", "attack.prior=same-attack", "--set", "attack.options.epochs=2",
+            "--out", str(tmp_path / "o"), "--overwrite"]
+    for revision in (0, 1):
+        monkeypatch.setattr(mc, "revision", revision)
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+    assert calls.count(0) > 2 and calls.count(1) == calls.count(0)
