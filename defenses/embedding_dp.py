@@ -72,6 +72,7 @@ from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
 from vflpriv.defenses.per_sample import GhostTape, flat_noise, ghost_applies, ghost_grads
 from vflpriv.defenses.row_checks import forward_mixing, kept_state, writes_input
+from vflpriv.defenses.tape_checks import record_mixing
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
@@ -100,6 +101,7 @@ class PrivateRows(nn.Module):
         self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
         self.tape: GhostTape | None = None
         self.checked = False  # whether an update since the last train() checked that the rows are the samples' own
+        self.seed = generator.initial_seed()  # the run's (its stream's seed): the checks' probes, no draw moved
         self.train(bottom.training)
 
     def train(self, mode: bool = True) -> PrivateRows:
@@ -115,11 +117,12 @@ class PrivateRows(nn.Module):
         self.checked, self.copies = False, writes_input(self.bottom)
         return self
 
-    def check_due(self) -> bool:
-        """Whether this update checks that the rows are the samples' own: the first after each ``train()`` (the tape
-        rebuilt; vflpriv's loop calls it once a training: one check, about 3 more steps' time on digits' bottom,
-        benchmarks/embedding_dp_parts.py --check)."""
-        due, self.checked = not self.checked, True
+    def check_due(self, n: int) -> bool:
+        """Whether this update, of a batch of ``n`` rows, checks that the rows are the samples' own: the first after
+        each ``train()`` (the tape rebuilt; vflpriv's loop calls it once a training) with n >= 2 (one row has no other
+        to compare with: the check waits for the next update). Its cost: benchmarks/embedding_dp_parts.py --check."""
+        due = not self.checked and n >= 2
+        self.checked = self.checked or due
         return due
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -261,8 +264,8 @@ class EmbeddingDP(PassiveDefense):
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
             self.idle_updates += 1
             return
-        check = bottom.check_due()
-        mixing = forward_mixing(inner, x) if check else ""
+        check = bottom.check_due(n)
+        mixing = forward_mixing(inner, x, seed=bottom.seed) if check else ""
         if mixing:
             raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row a function of its own sample, "
                                 "sensitivity 2C per row, DP-SGD per sample) covers bottoms whose rows depend on their "
@@ -271,10 +274,16 @@ class EmbeddingDP(PassiveDefense):
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
-            ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n, check=check)
+            ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n, check=check, seed=bottom.seed)
         else:
             ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1),
-                                x.clone() if bottom.copies else x, check=check) if ghost_applies(inner) else None
+                                x.clone() if bottom.copies else x, check=check, seed=bottom.seed) \
+                if ghost_applies(inner) else None
+        mixing = record_mixing(inner, x, received, clip=bottom.clip, seed=bottom.seed) if check and ghost else ""
+        if mixing:
+            raise ProtocolError(f"embedding-dp: {mixing}; its argument (DP-SGD per sample: sample i's part of the "
+                                "update from its own records) covers bottoms whose rows depend on their own sample "
+                                "only: the run fails, no epsilon is recorded")
         sums = trained[0].new_zeros(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
         views = dict(zip(trained, sums.split([p.numel() for p in trained])))
         if ghost is not None:  # a bottom the tape provably covers: from one backward (defenses/per_sample.py)

@@ -151,14 +151,6 @@ def _writes_input(m: nn.Module) -> bool:
     return any(getattr(c, "inplace", False) is True for c in (children[:1] if type(m) is nn.Sequential else children))
 
 
-def _after_a_layer(module: nn.Module) -> set[int]:
-    """The in-place modules whose input is always a covered layer's new output, which no other module reads: each
-    reached once, right after such a layer in an ``nn.Sequential`` (vflpriv's blocks): the tape need not watch them."""
-    reached = Counter(id(m) for m in module.modules(remove_duplicate=False))
-    return {id(c) for m in module.modules() if type(m) is nn.Sequential
-            for before, c in zip(list(m), list(m)[1:]) if type(before) in _DIMS and reached[id(c)] == 1}
-
-
 class GhostTape:
     """While entered, stands in for the ``forward`` of each covered layer of ``module`` (an instance attribute, removed
     at exit) and records each call: the rows its computation received and, for a trainable layer, the gradient edge of
@@ -177,8 +169,8 @@ class GhostTape:
         self.edges: list[tuple] = []  # (entry, gradient edge of its output) per call of a trainable layer
         self.why = ""  # why the last norms() left the update to torch.func
         self.writes: list[tuple] = []  # (calls recorded before it, storage written, module) per in-place call
-        fresh = _after_a_layer(module)
-        writers = [m for m in module.modules() if getattr(m, "inplace", False) is True and id(m) not in fresh]
+        writers = [m for m in module.modules() if getattr(m, "inplace", False) is True]  # each watched: a hook may
+        # hand an in-place module a recorded input where a layer's new output was (the review's frozen gate)
         self.recorders = [(m, self._recorder(m)) for m in self.watched] + [(m, self._writer(m)) for m in writers]
         self.entered: list[nn.Module] = []
 
@@ -227,7 +219,7 @@ class GhostTape:
 
         return types.MethodType(write, m)
 
-    def norms(self, rows: torch.Tensor, *, n: int, check: bool = False):
+    def norms(self, rows: torch.Tensor, *, n: int, check: bool = False, seed: int = 0):
         """Per-sample squared gradient norms (n,) of ``rows`` (each sample's objective, (n,), computed from the recorded
         forward of a batch of ``n`` rows) and a function ``clipped_sums(scale, into)`` writing each trainable
         parameter's sum_i s_i grad_i (per-sample scales s, (n,)) into ``into[parameter]`` (a tensor of its size); None
@@ -249,7 +241,7 @@ class GhostTape:
         if len(edges) != len(self.layers):
             self.why = "a trainable layer's output does not require a gradient"
             return None
-        weights = gradient_weights(n, rows) if check and n > 1 else []
+        weights = gradient_weights(n, rows, seed=seed) if check and n > 1 else []
         weighted = [self._gradients((rows * w).sum(), edges, retain=True) for w in weights]
         grads = self._gradients(out, edges)
         missing = next((e[0] for (e, _), g in zip(edges, grads) if g is None), None)
@@ -264,6 +256,20 @@ class GhostTape:
                                 "sample only, in the forward and the backward (the tape cannot tell which mixed): the "
                                 "run fails, no epsilon is recorded")
         return _sums([(m, a, g) for ((m, a, _), _), g in zip(edges, grads)])
+
+    def recorded(self, rows: torch.Tensor, *, n: int) -> list | None:
+        """Each trainable layer's (name, input rows, output gradient rows or None) of the recorded forward, from one
+        backward of ``rows.sum()``; None where the tape did not record or the records are not what the rules read
+        (:attr:`why` says which). For ``tape_checks.record_mixing``: what the update reads, compared across batches."""
+        edges, self.edges = self.edges, []
+        self.why = "the tape recorded no forward" if self.seen is None else \
+            "" if rows.requires_grad else "the rows do not require a gradient"
+        self.why = self.why or self._misread(n) or self._overwritten() or (
+            "" if len(edges) == len(self.layers) else "a trainable layer's output does not require a gradient")
+        if self.why:
+            return None
+        grads = self._gradients(rows.sum(), edges)
+        return [(f"{type(m).__name__} {self.names[id(m)]!r}", a, g) for ((m, a, _), _), g in zip(edges, grads)]
 
     @staticmethod
     def _gradients(out: torch.Tensor, edges: list, *, retain: bool = False) -> list:
@@ -292,7 +298,7 @@ class GhostTape:
         """Why a trainable layer's recorded input is not what it computed with, or '': an in-place module called after
         it wrote that input's storage (held by the record, so no pointer is reused; :func:`_writes_input` cannot see
         one behind a pass-through: ``Seq(Identity(), ReLU(inplace=True), Linear)`` beside another tower)."""
-        if not self.writes:  # vflpriv's own bottoms: no in-place module the tape watches
+        if not self.writes:
             return ""
         trained = {id(m) for m in self.layers}
         for k, (m, a, _) in enumerate(self.seen):
@@ -411,12 +417,12 @@ def _conv(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, squares: torch.Tensor 
     return squares, pieces
 
 
-def ghost_grads(module: nn.Module, objective, x: torch.Tensor, *, check: bool = False):
+def ghost_grads(module: nn.Module, objective, x: torch.Tensor, *, check: bool = False, seed: int = 0):
     """:meth:`GhostTape.norms` of ``objective(module(x))`` (each sample's objective, (n,)), from a forward of its
     own."""
     with GhostTape(module) as tape:
         rows = objective(module(x))
-    return tape.norms(rows, n=x.shape[0], check=check)
+    return tape.norms(rows, n=x.shape[0], check=check, seed=seed)
 
 
 def flat_noise(params: list[torch.Tensor], generator: torch.Generator) -> torch.Tensor:

@@ -1,0 +1,66 @@
+"""embedding-dp's check that the tape's records are each sample's own (issue 47): the tape's update reads, at every
+trainable layer, each row's recorded input a_i and output gradient g_i, so a hook that mixes rows into either (a
+pre-hook centring a layer's input, a backward scaled by a statistic of the forward batch, a hook writing its layer's
+input in place after the call) changes sample i's part of the update while the rows sent, and their gradients, can
+look the samples' own at the checked update. Here the tape's forward and backward run on the batch and on the
+:func:`row_checks.probes` (the received rows copied like the features), and each kept row's records must equal the
+batch's."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from vflpriv.defenses.gaussian_message import clip_rows
+from vflpriv.defenses.per_sample import GhostTape
+from vflpriv.defenses.row_checks import (_ROW_DRAWS, _SEED, OWN_ULPS, _eval, kept_state, probe_batches, probes,
+                                         rows_off)
+
+
+def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *, clip: float, seed: int) -> str:
+    """Why the tape's per-sample records of ``bottom`` (each trainable layer's input rows and output gradient rows,
+    for the objective sum_i <clip_rows(h)_i, received_i>) on a kept row of a probe differ from the batch's by more than
+    :data:`row_checks.OWN_ULPS` of their dtype times the row's largest entry (plus 1e-6 of that of the layer's largest),
+    or ''. Each of the 1 + 2 ceil(log2 n) forwards and backwards runs as the training runs it (own dtype, gradients
+    on), from fresh clones of the buffers and the random stream seeded alike (RReLU in eval), the bottom's state and the
+    global random state as before; no parameter gradient is formed."""
+    n = x.shape[0]
+    if n < 2:
+        return ""
+    kept = probes(n, seed=seed, device=x.device)
+    batches = zip([x, *probe_batches(x, kept)], [received, *probe_batches(received, kept)])
+    devices = sorted({x.device.index or 0} if x.is_cuda else set())
+    drawing = [m for m in bottom.modules() if isinstance(m, _ROW_DRAWS) and m.training]
+    tape, records = GhostTape(bottom), []
+    with torch.random.fork_rng(devices=devices), kept_state(bottom), torch.enable_grad(), _eval(drawing):
+        for xb, rb in batches:
+            buffers = {k: b.clone() for k, b in bottom.named_buffers()}
+            torch.default_generator.manual_seed(_SEED)
+            for d in devices:
+                torch.cuda.default_generators[d].manual_seed(_SEED)
+            with tape:
+                h = torch.func.functional_call(bottom, buffers, (xb.clone(),), strict=False)
+            got = tape.recorded((clip_rows(h, clip=clip) * rb).flatten(1).sum(1), n=n)
+            if got is None:
+                return f"the tape's records of a probe batch are not the batch's ({tape.why})"
+            records.append(got)
+    return _differ(records[0], records[1:], kept)
+
+
+def _differ(batch: list, probed: list, kept: list) -> str:
+    """Why a kept row's record in a probe is not the batch's, or ''."""
+    for rows, got in zip(kept, probed):
+        for (name, a, g), (_, pa, pg) in zip(batch, got):
+            for what, ref, new in (("input", a, pa), ("output gradient", g, pg)):
+                if (ref is None) != (new is None):
+                    return f"the {what} recorded at {name} reaches the rows in one batch and not in another"
+                if ref is None:
+                    continue
+                tolerance = OWN_ULPS * torch.finfo(ref.dtype).eps
+                floor = tolerance * 1e-6 * float(ref.abs().nan_to_num(nan=0.0, posinf=0.0).max())
+                off = rows_off(ref[rows], new[rows], tolerance, floor)
+                if bool(off.any()):
+                    return (f"the {what} recorded at {name} for row {int(rows[off.nonzero()[0, 0]])} changed when "
+                            "other rows of its batch were replaced (a hook mixing the rows into what the tape's update "
+                            "reads)")
+    return ""
