@@ -69,9 +69,10 @@ from vflpriv.config.options import Options
 from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
+from vflpriv.defenses.ghost_sums import flat_noise
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
-from vflpriv.defenses.per_sample import GhostTape, flat_noise, ghost_applies, ghost_grads
-from vflpriv.defenses.row_checks import forward_mixing, kept_state, writes_input
+from vflpriv.defenses.per_sample import GhostTape, func_grads, ghost_applies, ghost_grads
+from vflpriv.defenses.row_checks import forward_mixing, writes_input
 from vflpriv.defenses.tape_checks import record_mixing
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
@@ -290,7 +291,7 @@ class EmbeddingDP(PassiveDefense):
             squares, clipped_sums = ghost
             clipped_sums(_scale(squares, clip), views)
         else:
-            grads = _per_sample_grads(inner, bottom.clip, x, received)
+            grads = func_grads(inner, bottom.clip, x, received)
             names = [k for k, p in inner.named_parameters() if p.requires_grad]
             squares = sum(grads[k].flatten(1).pow(2).sum(1) for k in names)
             scale = _scale(squares, clip)
@@ -373,31 +374,6 @@ def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:
     """Each sample's factor min(1, C_g / |grad_i|) from its squared gradient norm."""
     return (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)
-
-
-def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, received: torch.Tensor) -> dict:
-    """Each sample's gradient of its own clipped row times the gradient it received, for every trainable parameter of
-    ``inner``, by ``torch.func`` (one vectorised forward and backward over the batch); ``inner`` keeps its own
-    parameter objects (what the optimizer updates)."""
-    params = {k: p.detach() for k, p in inner.named_parameters() if p.requires_grad}
-    frozen = {k: p.detach() for k, p in inner.named_parameters() if not p.requires_grad}
-    buffers = dict(inner.named_buffers())
-
-    def objective(theta: dict, row: torch.Tensor, got: torch.Tensor) -> torch.Tensor:
-        h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
-        return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
-
-    try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
-        with kept_state(inner):
-            return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
-                params, x.clone(), received)  # a copy: an in-place module would write the caller's batch
-    except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
-        raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
-                            f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); build it "
-                            "of modules the tape covers (Linear, Conv2d, frozen BatchNorm, row-wise activations "
-                            "including RReLU and Dropout, nn.Sequential) or write its "
-                            "forward of operations torch.func can vectorise (no data-dependent Python control flow, no "
-                            "in-place write to an input another module reads)") from error
 
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:

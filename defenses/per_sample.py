@@ -1,15 +1,7 @@
 """DP-SGD's per-sample gradient norms and clipped sums for a bottom of Linear, Conv2d and BatchNorm1d/2d layers (the
-BatchNorms on their running statistics) from one ordinary backward (ghost clipping, Goodfellow 2015; Li et al. 2022;
-Opacus' unfold rule for convolutions): with a_i a layer's input row and g_i the gradient of its output row for sample i,
-sample i's Linear weight gradient is g_i a_i^T, of squared norm |g_i|^2 |a_i|^2, and sum_i s_i g_i a_i^T = (s * G)^T A;
-a frozen BatchNorm's are g_i * xhat_i and g_i (summed over the positions of a BatchNorm2d). A Conv2d's is G_i U_i^T,
-with U_i = unfold(a_i) (its kernel's patches, Cin k k x L positions) and G_i its output gradient (Cout x L): its squared
-norm is sum_{p,q} (G_i^T G_i)_{pq} (U_i^T U_i)_{pq} (Li et al.'s ghost norm, O(L^2 (Cout + Cin k k))) or, where that
-costs more than the gradient itself (L Cout Cin k k: early layers with many positions), |G_i U_i^T|^2 from the
-materialised per-sample gradient (Opacus). A :class:`GhostTape` records the layers' inputs during the forward that
-computed the rows, so the norms cost one backward and no second forward; that backward forms no weight gradient (Bu et
-al. 2023's book-keeping: each layer's input A and output gradient G are kept, and the clipped sum is formed once from
-them, A^T diag(s) G for a Linear).
+BatchNorms on their running statistics) from one ordinary backward (ghost clipping; the rules: ``ghost_sums.py``). A
+:class:`GhostTape` records the layers' inputs during the forward that computed the rows, so the norms cost one backward
+and no second forward; that backward forms no weight gradient (Bu et al. 2023's book-keeping).
 
 When the tape applies (:func:`ghost_applies`): the rules are exact only where each covered layer is called once, on
 the batch's own rows, and its parameters enter the objective through that call alone. Neither is visible from outside
@@ -56,13 +48,14 @@ from torch.autograd.function import BackwardCFunction
 from torch.autograd.graph import GradientEdge
 
 from vflpriv.common.errors import ProtocolError
-from vflpriv.defenses.row_checks import gradient_mixing, gradient_weights
+from vflpriv.defenses.gaussian_message import clip_rows
+from vflpriv.defenses.ghost_sums import sums
+from vflpriv.defenses.row_checks import gradient_mixing, gradient_weights, kept_state
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, TabularInput
 
 #: The layers whose per-sample gradients follow from their input and output gradient rows, and the batch's dimensions
 #: each rule reads (rows of a Linear / BatchNorm1d, images of a Conv2d / BatchNorm2d).
 _DIMS = {nn.Linear: 2, nn.BatchNorm1d: 2, nn.Conv2d: 4, nn.BatchNorm2d: 4}
-LAYERS = tuple(_DIMS)
 #: The parameters a rule knows: a layer with any other trainable parameter is not covered.
 _RULED = frozenset({"weight", "bias"})
 #: Modules without a trainable parameter whose output row i is a function of input row i alone (pointwise, pooling
@@ -255,7 +248,7 @@ class GhostTape:
             raise ProtocolError(f"embedding-dp: {mixed}; its argument covers bottoms whose rows depend on their own "
                                 "sample only, in the forward and the backward (the tape cannot tell which mixed): the "
                                 "run fails, no epsilon is recorded")
-        return _sums([(m, a, g) for ((m, a, _), _), g in zip(edges, grads)])
+        return sums([(m, a, g) for ((m, a, _), _), g in zip(edges, grads)])
 
     def recorded(self, rows: torch.Tensor, *, n: int) -> list | None:
         """Each trainable layer's (name, input rows, output gradient rows or None) of the recorded forward, from one
@@ -333,90 +326,6 @@ class GhostTape:
             "objective's graph, not by its layer's call alone" if odd else ""
 
 
-def _sums(recorded: list):
-    """The per-sample squared norms and ``clipped_sums`` (see :meth:`GhostTape.norms`) from each trainable layer's
-    (layer, input rows, output gradient rows)."""
-    squares = None
-    pieces = []  # (parameter, rule, its operands): how its clipped sum is formed
-    for m, a, g in recorded:
-        if isinstance(m, nn.Conv2d):
-            squares, pieces = _conv(m, a, g, squares, pieces)
-            continue
-        if isinstance(m, nn.BatchNorm2d):  # per-sample sums over the positions, then as a BatchNorm1d
-            xhat = (a - m.running_mean[:, None, None]) / _std(m)[:, None, None]
-            a, g = (g * xhat).sum((2, 3)), g.sum((2, 3))
-            if m.weight is not None and m.weight.requires_grad:
-                squares = _plus(squares, a.square().sum(1))
-                pieces.append((m.weight, "rows", a))
-        elif isinstance(m, nn.Linear):
-            g_squares = g.square().sum(1)
-            if m.weight.requires_grad:
-                squares = _plus(squares, g_squares * a.square().sum(1))
-                pieces.append((m.weight, "outer", (a, g)))
-        else:
-            a = (a - m.running_mean) / _std(m)
-            if m.weight is not None and m.weight.requires_grad:
-                rows = g * a
-                squares = _plus(squares, rows.square().sum(1))
-                pieces.append((m.weight, "rows", rows))
-        if m.bias is not None and m.bias.requires_grad:
-            squares = _plus(squares, g_squares if isinstance(m, nn.Linear) else g.square().sum(1))
-            pieces.append((m.bias, "rows", g))
-
-    def clipped_sums(scale: torch.Tensor, into: dict) -> None:
-        # Each product into a tensor of its own, then copied: written in place (``out=``) at an offset of the flat
-        # buffer that is not a multiple of 16 entries, the CPU kernels round differently (issue-p47's sums moved in
-        # their last digit on a bottom whose sizes are not multiples of 16).
-        for p, rule, operands in pieces:
-            target = into[p]
-            if rule == "rows":  # per-sample gradient rows (n, size): sum_i s_i row_i
-                target.view(-1).copy_(scale @ operands)
-            elif rule == "outer":  # a Linear weight's: sum_i s_i g_i a_i^T
-                a, g = operands
-                target.view(p.shape).copy_((g * scale[:, None]).T @ a)
-            elif rule == "sample":  # materialised per-sample gradients (a Conv2d's)
-                target.view(-1).copy_(torch.einsum("n,n...->...", scale, operands).reshape(-1))
-            else:  # "ghost": sum_i s_i G_i U_i^T of a Conv2d
-                grads, patches = operands
-                summed = torch.bmm(grads * scale[:, None, None], patches.transpose(1, 2)).sum(0)
-                target.view(-1).copy_(summed.reshape(-1))
-
-    return squares, clipped_sums
-
-
-def _std(m: nn.Module) -> torch.Tensor:
-    """sqrt(running_var + eps) of a frozen BatchNorm, computed at each update (no cache: BatchNorm's own train-mode
-    forward, ``.data`` writes and numpy views change the statistics without a version a cache could key on)."""
-    return torch.sqrt(m.running_var + m.eps)
-
-
-def _plus(total: torch.Tensor | None, term: torch.Tensor) -> torch.Tensor:
-    """``total + term``, or ``term`` for the first term (0 + x is x: the same values as a sum started from zeros)."""
-    return term if total is None else total + term
-
-
-def _conv(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, squares: torch.Tensor | None, pieces: list):
-    """A Conv2d's per-sample squared norms and clipped-sum pieces from its unfolded input (see the module's text)."""
-    n = a.shape[0]
-    grads = g.reshape(n, g.shape[1], -1)  # (n, Cout, L)
-    if m.weight.requires_grad:
-        patches = nn.functional.unfold(a, m.kernel_size, dilation=m.dilation, padding=m.padding, stride=m.stride)
-        positions, cout, width = grads.shape[2], grads.shape[1], patches.shape[1]
-        if positions * (cout + width) < cout * width:  # Li et al.'s ghost norm: the L x L Gram matrices
-            gram = torch.bmm(grads.transpose(1, 2), grads) * torch.bmm(patches.transpose(1, 2), patches)
-            squares = _plus(squares, gram.sum((1, 2)))
-            pieces.append((m.weight, "ghost", (grads, patches)))
-        else:  # the per-sample gradients themselves, (n, Cout, Cin k k)
-            per_sample = torch.bmm(grads, patches.transpose(1, 2))
-            squares = _plus(squares, per_sample.flatten(1).square().sum(1))
-            pieces.append((m.weight, "sample", per_sample))
-    if m.bias is not None and m.bias.requires_grad:
-        rows = grads.sum(2)
-        squares = _plus(squares, rows.square().sum(1))
-        pieces.append((m.bias, "rows", rows))
-    return squares, pieces
-
-
 def ghost_grads(module: nn.Module, objective, x: torch.Tensor, *, check: bool = False, seed: int = 0):
     """:meth:`GhostTape.norms` of ``objective(module(x))`` (each sample's objective, (n,)), from a forward of its
     own."""
@@ -425,12 +334,26 @@ def ghost_grads(module: nn.Module, objective, x: torch.Tensor, *, check: bool = 
     return tape.norms(rows, n=x.shape[0], check=check, seed=seed)
 
 
-def flat_noise(params: list[torch.Tensor], generator: torch.Generator) -> torch.Tensor:
-    """DP-SGD's N(0, 1) for every entry of ``params``, in their order, in one flat buffer, drawn per parameter into its
-    view: the values of one draw per parameter whatever the sizes (one flat draw differs where a size is not a multiple
-    of 16: torch's CPU sampler fills 16 entries at a time from the stream)."""
-    sizes = [p.numel() for p in params]
-    flat = torch.empty(sum(sizes), dtype=params[0].dtype, device=generator.device)
-    for view in flat.split(sizes):
-        torch.randn(view.shape, generator=generator, out=view, device=generator.device)
-    return flat.to(params[0].device)
+def func_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, received: torch.Tensor) -> dict:
+    """Each sample's gradient of its own clipped row times the gradient it received, for every trainable parameter of
+    ``inner``, by ``torch.func`` (one vectorised forward and backward over the batch); ``inner`` keeps its own
+    parameter objects (what the optimizer updates)."""
+    params = {k: p.detach() for k, p in inner.named_parameters() if p.requires_grad}
+    frozen = {k: p.detach() for k, p in inner.named_parameters() if not p.requires_grad}
+    buffers = dict(inner.named_buffers())
+
+    def objective(theta: dict, row: torch.Tensor, got: torch.Tensor) -> torch.Tensor:
+        h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
+        return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
+
+    try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
+        with kept_state(inner):
+            return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
+                params, x.clone(), received)  # a copy: an in-place module would write the caller's batch
+    except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
+        raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
+                            f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); build it "
+                            "of modules the tape covers (Linear, Conv2d, frozen BatchNorm, row-wise activations "
+                            "including RReLU and Dropout, nn.Sequential) or write its "
+                            "forward of operations torch.func can vectorise (no data-dependent Python control flow, no "
+                            "in-place write to an input another module reads)") from error
