@@ -25,16 +25,19 @@ no custom autograd Function (a full backward hook or backward pre-hook puts one 
 gradients). Where one fails the update goes to ``torch.func``, which recomputes it from x and the received gradient,
 one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook). An
 in-place module (``inplace=True``) writing a trainable layer's recorded input after its call sends the update to
-``torch.func`` too (:meth:`GhostTape._overwritten`, by the written storage: one behind a pass-through module, which
-the container rule :func:`_writes_input` cannot see). On a checked update (``check``: embedding-dp's first after each
-``train()``, once a training in its loop; two more backwards) it also checks that the rows' gradients are the samples'
-own, and fails the run where they mix (a tensor hook mixing them; embedding-dp checks the forward on both paths:
-``row_checks.py``). Outside what the tape checks: a hook that starts mixing after the checked update; a hook writing
-in place to a layer's recorded input after its call; and a hook on the autograd node of a layer's
-output (``out.grad_fn.register_hook``, the deprecated non-full ``register_backward_hook``, which rewrites its
-parameter gradients: the update then stays private, each sample's clipped part computed from its own row, but is not
-the hooked gradient). Parameter hooks (``p.register_hook``) never run: embedding-dp forms the bottom's gradients
-itself."""
+``torch.func`` too (:meth:`GhostTape._overwritten`, by the written storage, every in-place module watched: one behind
+a pass-through module or after a layer whose output a hook replaced by a recorded input). On a checked update
+(``check``: embedding-dp's first after each ``train()``, once a training in its loop; two more backwards) it also
+checks that the rows' gradients are the samples' own, and fails the run where they mix (a tensor hook mixing them);
+embedding-dp then checks the forward on both paths (``row_checks.py``) and, on the tape, that each row's records
+(input and output gradient at every trainable layer: what the update reads) are its sample's own on probes that
+replace the other rows (``tape_checks.py``): a pre-hook centring a layer's input, a backward scaled by a statistic of
+the forward batch, or a hook writing its layer's input in place after the call fails the run there. Outside what the
+tape checks: mixing that starts after the checked update (a hook added later, a plugin written to behave only at its
+first update); and a hook on the autograd node of a layer's output (``out.grad_fn.register_hook``, the deprecated
+non-full ``register_backward_hook``, which rewrites its parameter gradients: the update then stays private, each
+sample's clipped part computed from its own row, but is not the hooked gradient). Parameter hooks (``p.register_hook``)
+never run: embedding-dp forms the bottom's gradients itself."""
 
 from __future__ import annotations
 
@@ -136,12 +139,12 @@ def ghost_applies(module: nn.Module) -> bool:
 
 
 def _writes_input(m: nn.Module) -> bool:
-    """Whether a child of ``m`` may write ``m``'s input in place, which another module may read after it: an
-    ``inplace=True`` first child of an ``nn.Sequential``, or any child of another container (its forward may hand its
-    input to each: a ``ReLU(inplace=True)`` first in ``PooledEncoder``'s local tower rewrote the input its cross
-    tower's Linear had recorded, and the tape read relu(x), where autograd raises)."""
-    children = list(m.children())
-    return any(getattr(c, "inplace", False) is True for c in (children[:1] if type(m) is nn.Sequential else children))
+    """Whether an ``inplace=True`` child of a container other than ``nn.Sequential`` may write the container's input,
+    which another child may read after it (its forward may hand its input to each). An ``nn.Sequential``'s first
+    child writes an input no sibling reads: where another tower recorded it (``PooledEncoder``'s cross tower beside a
+    local tower starting with ``ReLU(inplace=True)``), the storage rule (:meth:`GhostTape._overwritten`, every in-place
+    module watched) sees the write, as it does behind a pass-through module."""
+    return type(m) is not nn.Sequential and any(getattr(c, "inplace", False) is True for c in m.children())
 
 
 class GhostTape:
@@ -289,8 +292,9 @@ class GhostTape:
 
     def _overwritten(self) -> str:
         """Why a trainable layer's recorded input is not what it computed with, or '': an in-place module called after
-        it wrote that input's storage (held by the record, so no pointer is reused; :func:`_writes_input` cannot see
-        one behind a pass-through: ``Seq(Identity(), ReLU(inplace=True), Linear)`` beside another tower)."""
+        it wrote that input's storage (held by the record, so no pointer is reused): ``Seq(Identity(), ReLU(inplace=True),
+        Linear)`` beside another tower; a frozen layer whose forward hook returns its input, then ``ReLU(inplace=True)``
+        (the third review: an exemption for modules right after a layer trusted the layer's output to be new)."""
         if not self.writes:
             return ""
         trained = {id(m) for m in self.layers}

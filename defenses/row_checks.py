@@ -201,21 +201,33 @@ def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype |
     in-place write in a forward touches no real one) and the random stream seeded alike, the global random state as
     before; with ``grad``, from a batch requiring a gradient (``leaf``) or from parameters requiring one as the
     bottom's do (none is computed)."""
-    devices = sorted({b.device.index or 0 for b in batches if b.is_cuda})
-    outputs, drawing = [], [m for m in bottom.modules() if isinstance(m, _ROW_DRAWS) and m.training]
-    with torch.random.fork_rng(devices=devices), kept_state(bottom), torch.set_grad_enabled(grad), _eval(drawing), \
-            new_buffers(bottom) as moved:
+    devices, outputs = sorted({b.device.index or 0 for b in batches if b.is_cuda}), []
+    with check_forwards(bottom, devices), torch.set_grad_enabled(grad), new_buffers(bottom) as moved:
         for batch in batches:
             state = {**{k: _cast(p.detach(), dtype).clone().requires_grad_(grad and not leaf and p.requires_grad)
                         for k, p in bottom.named_parameters()},
                      **{k: _cast(b, dtype).clone() for k, b in bottom.named_buffers()}}
-            torch.default_generator.manual_seed(_SEED)
-            for d in devices:
-                torch.cuda.default_generators[d].manual_seed(_SEED)
+            reseed(devices)
             moved.clear()
             out = torch.func.functional_call(bottom, state, (_fresh(batch, dtype, grad and leaf),))
             outputs.append((out.detach() if isinstance(out, torch.Tensor) else out, dict(moved)))
     return outputs
+
+
+@contextlib.contextmanager
+def check_forwards(bottom: nn.Module, devices: list[int]):
+    """Inside, the check's forwards of ``bottom``: the global random state (CPU and ``devices``) and the bottom's own
+    parameter and buffer objects as before on exit, its per-row drawing modules (:data:`_ROW_DRAWS`) in eval."""
+    drawing = [m for m in bottom.modules() if isinstance(m, _ROW_DRAWS) and m.training]
+    with torch.random.fork_rng(devices=devices), kept_state(bottom), _eval(drawing):
+        yield
+
+
+def reseed(devices: list[int]) -> None:
+    """The random stream each check forward starts from (:data:`_SEED`): kept rows draw the same numbers in each."""
+    torch.default_generator.manual_seed(_SEED)
+    for d in devices:
+        torch.cuda.default_generators[d].manual_seed(_SEED)
 
 
 @contextlib.contextmanager

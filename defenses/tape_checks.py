@@ -13,8 +13,7 @@ from torch import nn
 
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.per_sample import GhostTape
-from vflpriv.defenses.row_checks import (_ROW_DRAWS, _SEED, OWN_ULPS, _eval, kept_state, probe_batches, probes,
-                                         rows_off)
+from vflpriv.defenses.row_checks import OWN_ULPS, check_forwards, probe_batches, probes, reseed, rows_off
 
 
 def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *, clip: float, seed: int) -> str:
@@ -29,15 +28,12 @@ def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *,
         return ""
     kept = probes(n, seed=seed, device=x.device)
     batches = zip([x, *probe_batches(x, kept)], [received, *probe_batches(received, kept)])
-    devices = sorted({x.device.index or 0} if x.is_cuda else set())
-    drawing = [m for m in bottom.modules() if isinstance(m, _ROW_DRAWS) and m.training]
+    devices = [x.device.index or 0] if x.is_cuda else []
     tape, records = GhostTape(bottom), []
-    with torch.random.fork_rng(devices=devices), kept_state(bottom), torch.enable_grad(), _eval(drawing):
+    with check_forwards(bottom, devices), torch.enable_grad():
         for xb, rb in batches:
             buffers = {k: b.clone() for k, b in bottom.named_buffers()}
-            torch.default_generator.manual_seed(_SEED)
-            for d in devices:
-                torch.cuda.default_generators[d].manual_seed(_SEED)
+            reseed(devices)
             with tape:
                 h = torch.func.functional_call(bottom, buffers, (xb.clone(),), strict=False)
             got = tape.recorded((clip_rows(h, clip=clip) * rb).flatten(1).sum(1), n=n)
