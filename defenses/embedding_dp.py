@@ -16,14 +16,19 @@ The argument (``privacy_spent``; written for the README too):
 
 - Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels,
   the other parties' features, alignment and batches are the same.
-- Sensitivity: the premise is that each row is a function of its own sample (rows computed independently: BatchNorm
-  frozen, no other layer coupling rows). vflpriv's own bottoms hold it by construction; for any other it is checked by
-  probes (``row_checks``: the forward in float64 and as the training runs it, on the batch and with half its rows
-  replaced; on the tape, the rows' gradients under weights 0 on either half) at the first update of each training
-  only: not at inference, not in a training that runs no update (rows only), not after. Then sample i's features
-  enter an exchange only through its own row and its own per-sample gradient. Replacing them moves its clipped row by
-  at most 2C and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it
-  is a Gaussian mechanism of noise multiplier sigma / 2 for it.
+- Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own
+  sample (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold
+  it by construction; any other is checked on probes (``row_checks``: copies of the batch keeping some rows and
+  replacing the others, every pair of rows kept apart in one, from the run's seed): its rows in float64 and as trained,
+  its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each row's records at every
+  trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the first update
+  of each training with two rows or more, and only there: not at inference, not in a training without an update, not
+  later (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not seen); nor is
+  a mixing the probes' repeated rows leave unchanged, or one within the checks' tolerances (1e-10 relative in float64,
+  8 ulps of the bottom's dtype as trained, per row): the bound holds up to those. Then sample i's features enter an
+  exchange only through its own row and its own per-sample gradient. Replacing them moves its clipped row by at most 2C
+  and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it is a Gaussian
+  mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
   function of those noisy outputs, of a bottom initialised independently of the data, and of the other parties'
   data (the gradients the active party sends are computed from noisy rows): adaptive composition. Batches are not
@@ -182,16 +187,19 @@ class EmbeddingDP(PassiveDefense):
     #: leaves the tape (its sums were wrong; torch.func fails the run as autograd does); a forward mixing only with
     #: gradients on or only in its own dtype, and a gradient hook rescaling rows by a statistic of their directions,
     #: fail the run (an epsilon was recorded); RReLU bottoms train on the tape (their runs failed); vflpriv's own: bit
-    #: for bit.
-    revision = 7
+    #: for bit. 8: a bottom mixing into the tape's records only, carrying features in a buffer, or mixing a pair of rows
+    #: the fixed halves kept together fails its run (an epsilon was recorded); a hook handing an in-place module a
+    #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for bit.
+    revision = 8
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
             "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / BatchNorm "
             "layers and modules of known forward, no plugin class; torch.func otherwise, and where the tape's "
             "run-time checks fail), noise on each of its parameters, and at the first update after train() (once a "
-            "training) the rows check (three forwards in float64 and three as trained, two more backwards on the "
-            "tape); the training "
+            "training) the rows check (1 + 2 ceil(log2 n) forwards in float64 and as many as trained, and on the tape "
+            "two weighted backwards and as many forwards and backwards recording the probes; ROWCHECK_COST); the "
+            "training "
             "x1.7 to x1.9 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
@@ -265,13 +273,15 @@ class EmbeddingDP(PassiveDefense):
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
             self.idle_updates += 1
             return
-        check = bottom.check_due(n)
-        mixing = forward_mixing(inner, x, seed=bottom.seed) if check else ""
-        if mixing:
-            raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row a function of its own sample, "
-                                "sensitivity 2C per row, DP-SGD per sample) covers bottoms whose rows depend on their "
-                                "own sample only: the run fails, no epsilon is recorded")
-        received = gradient.detach()
+        check, received = bottom.check_due(n), gradient.detach()
+        if check:  # on probes: the rows, the buffers and, where the tape records the bottom, its records (as trained)
+            records = record_mixing(inner, x, received, clip=bottom.clip, seed=bottom.seed) \
+                if ghost_applies(inner) else None
+            mixing = forward_mixing(inner, x, seed=bottom.seed, as_trained=records is None) or records
+            if mixing:
+                raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row and each sample's part of "
+                                    "an update a function of its own sample) covers bottoms whose rows depend on their "
+                                    "own sample only: the run fails, no epsilon is recorded")
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
@@ -280,11 +290,6 @@ class EmbeddingDP(PassiveDefense):
             ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1),
                                 x.clone() if bottom.copies else x, check=check, seed=bottom.seed) \
                 if ghost_applies(inner) else None
-        mixing = record_mixing(inner, x, received, clip=bottom.clip, seed=bottom.seed) if check and ghost else ""
-        if mixing:
-            raise ProtocolError(f"embedding-dp: {mixing}; its argument (DP-SGD per sample: sample i's part of the "
-                                "update from its own records) covers bottoms whose rows depend on their own sample "
-                                "only: the run fails, no epsilon is recorded")
         sums = trained[0].new_zeros(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
         views = dict(zip(trained, sums.split([p.numel() for p in trained])))
         if ghost is not None:  # a bottom the tape provably covers: from one backward (defenses/per_sample.py)
@@ -338,8 +343,9 @@ class EmbeddingDP(PassiveDefense):
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
                 f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
                 "frozen bottom, not the training's epsilon), where each row is a function of its own sample: true of "
-                "vflpriv's own bottoms, for another checked at the first update of a training only (not at inference, "
-                "not in a training without one)") + (f"; {idle}" if idle else "")
+                "vflpriv's own bottoms, for another checked by probes at the first update of a training only (not at "
+                "inference, not in a training without one, not after it), to the checks' tolerances"
+                ) + (f"; {idle}" if idle else "")
 
 
 class Counts:

@@ -21,8 +21,8 @@ from torch import nn
 
 
 def sums(recorded: list):
-    """The per-sample squared norms and ``clipped_sums`` (see ``per_sample.GhostTape.norms``) from each trainable layer's
-    (layer, input rows, output gradient rows)."""
+    """The per-sample squared norms and ``clipped_sums`` (see ``per_sample.GhostTape.norms``) from each trainable
+    layer's (layer, input rows, output gradient rows)."""
     squares = None
     pieces = []  # (parameter, rule, its operands): how its clipped sum is formed
     for m, a, g in recorded:

@@ -292,9 +292,10 @@ class GhostTape:
 
     def _overwritten(self) -> str:
         """Why a trainable layer's recorded input is not what it computed with, or '': an in-place module called after
-        it wrote that input's storage (held by the record, so no pointer is reused): ``Seq(Identity(), ReLU(inplace=True),
-        Linear)`` beside another tower; a frozen layer whose forward hook returns its input, then ``ReLU(inplace=True)``
-        (the third review: an exemption for modules right after a layer trusted the layer's output to be new)."""
+        it wrote that input's storage (held by the record, so no pointer is reused): ``Seq(Identity(),
+        ReLU(inplace=True), Linear)`` beside another tower; a frozen layer whose forward hook returns its input, then
+        ``ReLU(inplace=True)`` (the third review: an exemption for in-place modules right after a layer trusted the
+        layer's output to be new)."""
         if not self.writes:
             return ""
         trained = {id(m) for m in self.layers}

@@ -67,7 +67,7 @@ def probe_batches(x: torch.Tensor, kept: list[torch.Tensor]) -> list[torch.Tenso
     return out
 
 
-def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0) -> str:
+def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0, as_trained: bool = True) -> str:
     """Why ``bottom``'s output rows on ``x`` are not each a function of their own row of ``x``, or ''.
 
     The bottom runs (its parameters detached and copied, the global random state restored after) on x and on the
@@ -78,7 +78,8 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0) -> str:
     mixing is seen; (2) as the training runs it: in the bottom's own dtype, gradients enabled, parameters requiring a
     gradient as they do and the batch as given, within :data:`OWN_ULPS` of that dtype: a forward mixing only with
     gradients on, only in its own dtype or only for a batch that requires no gradient is seen (skipped where (1) already
-    ran so). Each forward starts from fresh clones of the buffers and the same random stream: a forward that depends on
+    ran so, or without ``as_trained``: the caller checks the outputs as trained, ``tape_checks.record_mixing``). Each
+    forward starts from fresh clones of the buffers and the same random stream: a forward that depends on
     the batch only through its size (the probes keep n) or draws its random numbers per row (Dropout; RReLU runs in
     eval) passes; a draw that moves rows (a shuffle) is mixing. The buffers' new values after each forward (a forward
     hook on the bottom sees rebound ones) must equal the batch's: spectral_norm's power iteration (a function of the
@@ -90,9 +91,9 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0) -> str:
         return ""
     kept = probes(n, seed=seed, device=x.device)
     batches = [x, *probe_batches(x, kept)]
-    (outputs, tolerance), as_trained = _outputs(bottom, batches)
+    (outputs, tolerance), ran_as_trained = _outputs(bottom, batches)
     why = _compare(bottom, n, kept, outputs, tolerance)
-    if not why and not as_trained:
+    if not why and not ran_as_trained and as_trained:
         outputs = _run(bottom, batches, dtype=None, grad=True, leaf=False)
         why = _compare(bottom, n, kept, outputs, OWN_ULPS * torch.finfo(outputs[0][0].dtype).eps)
     return why
@@ -106,14 +107,13 @@ def _compare(bottom: nn.Module, n: int, kept: list, outputs: list, tolerance: fl
     whole, buffers = outputs[0]
     if not isinstance(whole, torch.Tensor) or whole.dim() == 0 or whole.shape[0] != n:
         return f"the bottom {name} returns {getattr(whole, 'shape', type(whole).__name__)} for a batch of {n} rows"
-    whole = whole.reshape(n, -1).double()
-    floor = tolerance * 1e-6 * float(whole.abs().nan_to_num(nan=0.0, posinf=0.0).max())
-    for rows, (out, moved) in zip(kept, outputs[1:]):
-        off = rows_off(whole[rows], out.reshape(n, -1)[rows], tolerance, floor)
-        if bool(off.any()):
-            row = int(rows[off.nonzero()[0, 0]])
-            return (f"the bottom {name}'s output row {row} changed when other rows of its batch were replaced (a hook "
-                    "or forward mixing the batch's rows, e.g. centring over the batch)")
+    if any(not isinstance(out, torch.Tensor) or out.shape != whole.shape for out, _ in outputs[1:]):
+        return f"the bottom {name} returns another shape when other rows of its batch are replaced"
+    row = first_off(whole, [out for out, _ in outputs[1:]], kept_mask(kept, n), tolerance)
+    if row is not None:
+        return (f"the bottom {name}'s output row {row} changed when other rows of its batch were replaced (a hook "
+                "or forward mixing the batch's rows, e.g. centring over the batch)")
+    for _, moved in outputs[1:]:
         for k, value in buffers.items():
             if not _alike(value, moved.get(k), tolerance):
                 return (f"the bottom {name}'s buffer {k!r} took a new value that depends on the batch's rows (a "
@@ -121,11 +121,30 @@ def _compare(bottom: nn.Module, n: int, kept: list, outputs: list, tolerance: fl
     return ""
 
 
-def rows_off(ref: torch.Tensor, got: torch.Tensor, tolerance: float, floor: float) -> torch.Tensor:
-    """Per row (flattened), whether ``got`` differs from ``ref`` by more than ``tolerance`` times the row's largest
-    entry plus ``floor``, in float64 (NaN compares False: the training's own check fails non-finite rows)."""
-    ref, got = ref.flatten(1).double(), got.flatten(1).double()
-    return (got - ref).abs().amax(1) > tolerance * ref.abs().amax(1) + floor
+def kept_mask(kept: list[torch.Tensor], n: int) -> torch.Tensor:
+    """(probes, n): whether each probe keeps each row."""
+    mask = torch.zeros(len(kept), n, dtype=torch.bool, device=kept[0].device)
+    for j, rows in enumerate(kept):
+        mask[j, rows] = True
+    return mask
+
+
+def first_off(ref: torch.Tensor, probed: list[torch.Tensor], mask: torch.Tensor, tolerance: float) -> int | None:
+    """The first row kept by a probe (``mask``) whose entries there differ from ``ref``'s by more than ``tolerance``
+    times the row's largest entry (plus 1e-6 of that times ``ref``'s largest, for rows near 0), all probes at once, in
+    the rows' own floating dtype (a difference of two entries within a factor 2 is exact there; ``tolerance`` is 8 ulps
+    or more of it) or float64; or None. NaN compares False (the training's own check fails non-finite rows)."""
+    n = ref.shape[0]
+    ref = ref.reshape(n, -1)
+    ref = ref if ref.is_floating_point() and ref.dtype in (torch.float32, torch.float64) else ref.double()
+    if not ref.shape[1]:
+        return None
+    size = ref.abs()
+    floor = tolerance * 1e-6 * float(size.nan_to_num(nan=0.0, posinf=0.0).max())
+    got = torch.stack([p.reshape(n, -1).to(ref.dtype) for p in probed])
+    off = ((got - ref).abs_().amax(2) > size.amax(1).mul_(tolerance).add_(floor)) & mask
+    hit = off.nonzero()
+    return int(hit[0, 1]) if hit.numel() else None
 
 
 def _alike(a: torch.Tensor, b: torch.Tensor | None, tolerance: float) -> bool:

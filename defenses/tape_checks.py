@@ -13,16 +13,17 @@ from torch import nn
 
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.per_sample import GhostTape
-from vflpriv.defenses.row_checks import OWN_ULPS, check_forwards, probe_batches, probes, reseed, rows_off
+from vflpriv.defenses.row_checks import OWN_ULPS, check_forwards, first_off, kept_mask, probe_batches, probes, reseed
 
 
-def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *, clip: float, seed: int) -> str:
-    """Why the tape's per-sample records of ``bottom`` (each trainable layer's input rows and output gradient rows,
-    for the objective sum_i <clip_rows(h)_i, received_i>) on a kept row of a probe differ from the batch's by more than
-    :data:`row_checks.OWN_ULPS` of their dtype times the row's largest entry (plus 1e-6 of that of the layer's largest),
-    or ''. Each of the 1 + 2 ceil(log2 n) forwards and backwards runs as the training runs it (own dtype, gradients
-    on), from fresh clones of the buffers and the random stream seeded alike (RReLU in eval), the bottom's state and the
-    global random state as before; no parameter gradient is formed."""
+def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *, clip: float, seed: int) -> str | None:
+    """Why ``bottom``'s outputs or the tape's per-sample records (each trainable layer's input rows and output
+    gradient rows, for the objective sum_i <clip_rows(h)_i, received_i>) on a kept row of a probe differ from the
+    batch's by more than :data:`row_checks.OWN_ULPS` of their dtype times the row's largest entry (plus 1e-6 of that
+    of the batch's largest), or ''; None where the tape cannot record the batch (the caller checks the outputs as
+    trained by ``row_checks.forward_mixing``). Each of the 1 + 2 ceil(log2 n) forwards and backwards runs as the
+    training runs it (own dtype, gradients on), from fresh clones of the buffers and the random stream seeded alike
+    (RReLU in eval), the bottom's state and the global random state as before; no parameter gradient is formed."""
     n = x.shape[0]
     if n < 2:
         return ""
@@ -35,28 +36,27 @@ def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *,
             buffers = {k: b.clone() for k, b in bottom.named_buffers()}
             reseed(devices)
             with tape:
-                h = torch.func.functional_call(bottom, buffers, (xb.clone(),), strict=False)
+                h = torch.func.functional_call(bottom, buffers, (xb.clone(),), strict=False) if buffers else \
+                    bottom(xb.clone())
             got = tape.recorded((clip_rows(h, clip=clip) * rb).flatten(1).sum(1), n=n)
             if got is None:
-                return f"the tape's records of a probe batch are not the batch's ({tape.why})"
-            records.append(got)
-    return _differ(records[0], records[1:], kept)
+                return None if not records else f"the tape's records of a probe batch are not the batch's ({tape.why})"
+            records.append([(f"the bottom {type(bottom).__qualname__}'s output", h.detach(), None), *got])
+    return _differ(records, kept_mask(kept, n))
 
 
-def _differ(batch: list, probed: list, kept: list) -> str:
-    """Why a kept row's record in a probe is not the batch's, or ''."""
-    for rows, got in zip(kept, probed):
-        for (name, a, g), (_, pa, pg) in zip(batch, got):
-            for what, ref, new in (("input", a, pa), ("output gradient", g, pg)):
-                if (ref is None) != (new is None):
-                    return f"the {what} recorded at {name} reaches the rows in one batch and not in another"
-                if ref is None:
-                    continue
-                tolerance = OWN_ULPS * torch.finfo(ref.dtype).eps
-                floor = tolerance * 1e-6 * float(ref.abs().nan_to_num(nan=0.0, posinf=0.0).max())
-                off = rows_off(ref[rows], new[rows], tolerance, floor)
-                if bool(off.any()):
-                    return (f"the {what} recorded at {name} for row {int(rows[off.nonzero()[0, 0]])} changed when "
-                            "other rows of its batch were replaced (a hook mixing the rows into what the tape's update "
-                            "reads)")
+def _differ(records: list, mask: torch.Tensor) -> str:
+    """Why a kept row's output or record in a probe (``records[1:]``) is not the batch's (``records[0]``), or ''."""
+    for k, (name, a, g) in enumerate(records[0]):
+        for what, ref, index in (("input", a, 1), ("output gradient", g, 2)):
+            probed = [r[k][index] for r in records[1:]]
+            if any((p is None) != (ref is None) for p in probed):
+                return f"the {what} recorded at {name} reaches the rows in one batch and not in another"
+            if ref is None:
+                continue
+            row = first_off(ref, probed, mask, OWN_ULPS * torch.finfo(ref.dtype).eps)
+            if row is not None:
+                where = name if k == 0 else f"the {what} recorded at {name}"
+                return (f"{where} mixes the batch's rows: row {row}'s changed when other rows were replaced (a hook "
+                        "mixing the rows into what the tape's update reads)")
     return ""

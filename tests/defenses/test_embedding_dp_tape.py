@@ -130,9 +130,12 @@ def test_a_full_backward_hook_leaves_the_update_to_torch_func_which_fails_the_ru
     _hooked(where, register, hook, handles)(wrapped.bottom)
     fake = Fake(sigma=0.4, clip=0.05, n=9)
     x = torch.randn(9, 6)
-    with pytest.raises(ProtocolError, match="cannot be computed by torch.func"):
+    with pytest.raises(ProtocolError, match="cannot be computed by torch.func|mixes the batch's rows") as error:
         embedding_dp.EmbeddingDP.passive_backward(fake, 1, wrapped, x, wrapped(x), torch.randn(9, 6), torch.arange(9))
-    assert [result for _, result in taped] == [None] and "custom autograd Function" in taped[0][0].why
+    if "mixes the batch's rows" in str(error.value):  # the records check saw it first (the normalising hook)
+        assert "output gradient recorded at" in str(error.value) and not taped
+    else:
+        assert [result for _, result in taped] == [None] and "custom autograd Function" in taped[0][0].why
 
 
 @pytest.mark.parametrize(("where", "register", "hook"), REUSED.values(), ids=REUSED.keys())
