@@ -263,11 +263,11 @@ class EmbeddingDP(PassiveDefense):
         rows computed elsewhere), where the tape's run-time checks hold (``GhostTape.norms``); any other bottom or
         update (a plugin's module, a subclass, a weight reused by a hook) its per-sample gradients by ``torch.func``.
         On both paths each row must be a function of its own sample (the argument's premise): the first update after
-        each ``train()`` (:meth:`PrivateRows.check_due`: once a training in vflpriv's loop) checks the forward
-        (``row_checks.forward_mixing``: in float64 and as the training runs it) and the tape's gradients
-        (``row_checks.gradient_mixing``: under weights 0 on either half of the batch), and fails the run
-        with :class:`ProtocolError` where they mix (no epsilon recorded); a bottom that starts mixing after that update
-        (a hook added or changing its behaviour later) is outside what is checked."""
+        each ``train()`` with two rows or more (:meth:`PrivateRows.check_due`: once a training in vflpriv's loop)
+        checks, on probes, the rows and buffers (``row_checks.forward_mixing``) and, where the tape records the
+        bottom, its records as trained (``tape_checks.record_mixing``) and gradients (``row_checks.gradient_mixing``),
+        and fails the run with :class:`ProtocolError` where they mix (no epsilon recorded); a bottom that starts
+        mixing after that update is outside what is checked."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [p for p in inner.parameters() if p.requires_grad]
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
@@ -298,7 +298,7 @@ class EmbeddingDP(PassiveDefense):
         else:
             grads = func_grads(inner, bottom.clip, x, received)
             names = [k for k, p in inner.named_parameters() if p.requires_grad]
-            squares = sum(grads[k].flatten(1).pow(2).sum(1) for k in names)
+            squares = sum(grads[k].reshape(n, -1).pow(2).sum(1) for k in names)
             scale = _scale(squares, clip)
             for k, p in zip(names, trained):
                 views[p].copy_(torch.einsum("n,n...->...", scale, grads[k]).reshape(-1))

@@ -5,7 +5,8 @@ batch, a softmax over dim 0) is seen by what it does, not by what it is: the bot
 that keep some of its rows in place and replace the others (:func:`probes`: every pair of rows kept apart in one), in
 float64 and as the training runs it (:func:`forward_mixing`: the rows, and the buffers' new values); on the tape, the
 rows' gradients are compared with those of two objectives weighting either half of the batch 0
-(:func:`gradient_mixing`) and each kept row's records with the batch's (``tape_checks.record_mixing``)."""
+(:func:`gradient_mixing`) and each kept row's output and records with the batch's, as trained
+(``tape_checks.record_mixing``)."""
 
 from __future__ import annotations
 

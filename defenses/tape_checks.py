@@ -22,8 +22,9 @@ def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *,
     batch's by more than :data:`row_checks.OWN_ULPS` of their dtype times the row's largest entry (plus 1e-6 of that
     of the batch's largest), or ''; None where the tape cannot record the batch (the caller checks the outputs as
     trained by ``row_checks.forward_mixing``). Each of the 1 + 2 ceil(log2 n) forwards and backwards runs as the
-    training runs it (own dtype, gradients on), from fresh clones of the buffers and the random stream seeded alike
-    (RReLU in eval), the bottom's state and the global random state as before; no parameter gradient is formed."""
+    training runs it (own dtype, gradients on), from fresh copies of the parameters and buffers and the random stream
+    seeded alike (RReLU in eval), the bottom's state and the global random state as before; no parameter gradient is
+    formed."""
     n = x.shape[0]
     if n < 2:
         return ""
@@ -33,11 +34,11 @@ def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *,
     tape, records = GhostTape(bottom), []
     with check_forwards(bottom, devices), torch.enable_grad():
         for xb, rb in batches:
-            buffers = {k: b.clone() for k, b in bottom.named_buffers()}
+            state = {**{k: p.detach().clone().requires_grad_(p.requires_grad) for k, p in bottom.named_parameters()},
+                     **{k: b.clone() for k, b in bottom.named_buffers()}}  # a forward's in-place write: on copies
             reseed(devices)
             with tape:
-                h = torch.func.functional_call(bottom, buffers, (xb.clone(),), strict=False) if buffers else \
-                    bottom(xb.clone())
+                h = torch.func.functional_call(bottom, state, (xb.clone(),))
             got = tape.recorded((clip_rows(h, clip=clip) * rb).flatten(1).sum(1), n=n)
             if got is None:
                 return None if not records else f"the tape's records of a probe batch are not the batch's ({tape.why})"

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from vflpriv.common.errors import ProtocolError
-from vflpriv.defenses import per_sample, row_checks
+from vflpriv.defenses import per_sample, row_checks, tape_checks
 from vflpriv.defenses.embedding_dp import PrivateRows
 
 from dp_sgd_helpers import naive, step  # noqa: E402  (tests/defenses is on the path)
@@ -177,3 +177,33 @@ def test_a_batch_of_one_row_does_not_use_up_the_training_s_check():
                           generator=torch.Generator().manual_seed(3)).train()
     assert not wrapped.check_due(1)
     assert wrapped.check_due(8) and not wrapped.check_due(8)
+
+
+class _Counting(nn.Module):
+    """A plugin whose forward writes its parameter in place (a counter): the checks' forwards must not move it."""
+
+    def __init__(self):
+        super().__init__()
+        self.net, self.count = nn.Linear(6, 3), nn.Parameter(torch.zeros(()))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.count.add_(1)
+        return self.net(x) + 0 * self.count
+
+
+def test_the_checks_forwards_write_no_real_parameter():
+    """The as-trained forwards ran on the real parameters' storage: an in-place write in a forward ran once per check
+    forward (3 to 6 extra times) on the parameter the training updates."""
+    torch.manual_seed(0)
+    bottom = _Counting()
+    x = torch.randn(8, 6)
+    for as_trained in (True, False):
+        row_checks.forward_mixing(bottom, x, seed=1, as_trained=as_trained)
+    assert float(bottom.count.detach()) == 0
+    step(bottom, x, torch.randn(8, 3), sigma=0.4, clip=0.5)
+    assert float(bottom.count.detach()) == 2  # the training's forward and torch.func's recompute, none of the checks'
+    taped = nn.Sequential(nn.Linear(6, 3))
+    taped[0].register_forward_hook(lambda m, i, o: [m.bias.data.add_(1)] and None)  # on the tape: writing its bias
+    assert tape_checks.record_mixing(taped, x, torch.randn(8, 3), clip=1.0, seed=1) == ""
+    assert float(taped[0].bias.detach().abs().max()) < 1

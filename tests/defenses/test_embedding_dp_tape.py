@@ -124,7 +124,7 @@ def test_a_full_backward_hook_leaves_the_update_to_torch_func_which_fails_the_ru
     whose backward may mix the rows' gradients (normalising over the batch would make each sample's part depend on
     every other's): the tape's check leaves the update to torch.func, which cannot run it per sample, so the run fails
     with its reason (as it did before the tape took hooked bottoms), never a tape update whose sensitivity is
-    unbounded."""
+    unbounded; a hook that does mix them is seen first by the records check (``tape_checks``), which fails the run."""
     wrapped = embedding_dp.PrivateRows(_mlp(), clip=1.0, sigma=0.3, frozen=True,
                                        generator=torch.Generator().manual_seed(3)).train()
     _hooked(where, register, hook, handles)(wrapped.bottom)
