@@ -24,8 +24,9 @@ The argument (``privacy_spent``; written for the README too):
   trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the first update
   of each training with two rows or more, and only there: not at inference, not in a training without an update, not
   later (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not seen); nor is
-  a mixing the probes' repeated rows leave unchanged, or one within the checks' tolerances (1e-10 relative in float64,
-  8 ulps of the bottom's dtype as trained, per row): the bound holds up to those. Then sample i's features enter an
+  a mixing the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within the checks'
+  tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it larger).
+  Where the premise holds, sample i's features enter an
   exchange only through its own row and its own per-sample gradient. Replacing them moves its clipped row by at most 2C
   and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it is a Gaussian
   mechanism of noise multiplier sigma / 2 for it.
@@ -197,10 +198,10 @@ class EmbeddingDP(PassiveDefense):
             "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / BatchNorm "
             "layers and modules of known forward, no plugin class; torch.func otherwise, and where the tape's "
             "run-time checks fail), noise on each of its parameters, and at the first update after train() (once a "
-            "training) the rows check (1 + 2 ceil(log2 n) forwards in float64 and as many as trained, and on the tape "
-            "two weighted backwards and as many forwards and backwards recording the probes; ROWCHECK_COST); the "
-            "training "
-            "x1.7 to x1.9 on digits (over "
+            "training) the rows check (1 + 2 ceil(log2 n) forwards in float64 and as many as trained: on the tape, "
+            "forwards and backwards recording each probe, and two weighted backwards; about 16 steps on digits' bottom, "
+            "4x 4184f3a's check); the training "
+            "x1.7 to x2.3 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
             "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")
