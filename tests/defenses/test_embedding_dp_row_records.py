@@ -207,3 +207,27 @@ def test_the_checks_forwards_write_no_real_parameter():
     taped[0].register_forward_hook(lambda m, i, o: [m.bias.data.add_(1)] and None)  # on the tape: writing its bias
     assert tape_checks.record_mixing(taped, x, torch.randn(8, 3), clip=1.0, seed=1) == ""
     assert float(taped[0].bias.detach().abs().max()) < 1
+
+
+def test_a_run_whose_bottom_mixes_only_into_the_tape_s_records_fails_with_no_epsilon(monkeypatch):
+    """The review's end to end case: a tiny splitnn run whose bottom ends in a zero-initialised head behind a centring
+    pre-hook ended ``ok`` with epsilon_features 3.19, every update on the tape; now it fails with the reason."""
+    import math
+
+    from test_embedding_dp import _config  # noqa: E402  (a tiny splitnn run under embedding-dp)
+    from vflpriv.defenses.embedding_dp import EmbeddingDP
+    from vflpriv.runner.execution import run_safely
+
+    def headed(self, party, bottom):
+        head = nn.Linear(bottom.out_dim, bottom.out_dim)
+        nn.init.zeros_(head.weight)
+        head.register_forward_pre_hook(lambda m, a: (a[0] - a[0].mean(0),))
+        seq = nn.Sequential(bottom, head)
+        seq.out_dim = bottom.out_dim
+        return wrap(self, party, seq)
+
+    wrap = EmbeddingDP.passive_bottom
+    monkeypatch.setattr(EmbeddingDP, "passive_bottom", headed)
+    (record,) = run_safely([_config(sigma=4.0, epochs=1)])
+    assert record.status == "failed" and "mixes the batch's rows" in record.error and PREMISE in record.error
+    assert "Traceback" not in record.error and math.isnan(record.epsilon_features)
