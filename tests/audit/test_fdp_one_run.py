@@ -144,3 +144,14 @@ def test_gdp_delta_names_a_bad_mu():
         fdp_one_run.gdp_delta(math.nan, 1.0)
     with pytest.raises(ValueError, match=r"\bmu\b"):
         fdp_one_run.gdp_delta(-1.0, 1.0)
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 0.5), (0.5, 0.1), (3.0, 1e-5)])
+def test_the_eps_delta_inverse_is_a_rate_and_0_up_to_delta(epsilon, delta):
+    """fbar^-1 of (eps, delta)-DP is a rate in [0, 1]; a rate of right guesses up to delta needs no wrong ones (the
+    delta slack alone allows it), so there it is 0, never below."""
+    inverse = fdp_one_run.inverse_eps_delta(epsilon, delta)
+    rates = np.linspace(0.0, 1.0, 201)
+    values = np.array([inverse(r) for r in rates])
+    assert ((values >= 0) & (values <= 1)).all()
+    assert (values[rates <= delta] == 0.0).all()
