@@ -155,3 +155,10 @@ def test_the_eps_delta_inverse_is_a_rate_and_0_up_to_delta(epsilon, delta):
     values = np.array([inverse(r) for r in rates])
     assert ((values >= 0) & (values <= 1)).all()
     assert (values[rates <= delta] == 0.0).all()
+
+
+@pytest.mark.parametrize(("mu", "epsilon"), [(0.1, 3.8), (0.3, 11.4), (1.0, 38.2), (1.0, 38.5)])
+def test_gdp_delta_is_never_negative_where_its_two_terms_round_past_each_other(mu, epsilon):
+    """Far in the tail both terms of delta(eps) are subnormal and their difference rounds below 0 (-2.4e-311 at mu 1,
+    eps 38.2): the delta returned is a probability, 0 there."""
+    assert fdp_one_run.gdp_delta(mu, epsilon) == 0.0
