@@ -219,3 +219,12 @@ def test_no_right_guess_certifies_nothing_even_at_level_1():
     assert empirical_epsilon.p_value(guesses=10, right=0, canaries=10, classes=10, epsilon=0.0) == 1.0
     for alpha in (0.05, 1.0):
         assert empirical_epsilon.epsilon_lower(guesses=10, right=0, canaries=10, classes=10, alpha=alpha) == 0.0
+
+
+def test_a_p_value_at_the_search_s_floor_is_a_level_the_recursion_rejects_at():
+    """305 ten-class canaries all right at epsilon 0: the exact tail is 1e-305, below the floor 1e-300 the search
+    starts from, so the p-value is the floor, a level at which the counts reject (sound), and not one below the tail."""
+    p = fdp_one_run.p_value(guesses=305, right=305, canaries=305, classes=10, epsilon=0.0, delta=0.0)
+    assert p == pytest.approx(1e-300, rel=1e-9)
+    assert fdp_one_run.rejects(fdp_one_run.inverse_eps_delta(0.0, 0.0), guesses=305, right=305, canaries=305,
+                               classes=10, alpha=p)
