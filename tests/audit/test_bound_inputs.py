@@ -153,3 +153,14 @@ def test_delta_1_is_a_valid_bound_s_delta_and_certifies_nothing():
 def test_a_count_of_right_guesses_outside_0_to_guesses_is_refused(right):
     with pytest.raises(ValueError, match=rf"right={right}\b"):
         empirical_epsilon.p_value(guesses=5, right=right, canaries=5, classes=10, epsilon=1.0)
+
+
+@pytest.mark.parametrize("value", [True, 2.0, 2.5])
+def test_a_count_given_as_a_float_or_a_boolean_is_refused(value):
+    """The canaries, menu entries and attacks a cap is computed for, and the guesses a menu keeps, are integers: 2.0
+    and True name a count no audit writes as one."""
+    for call, argument in ((lambda: empirical_epsilon.cap(canaries=value, classes=10), "canaries"),
+                           (lambda: canary_bound.cap(canaries=5, classes=10, menu=value), "menu"),
+                           (lambda: empirical_epsilon.kept(value), "guessed")):
+        with pytest.raises(ValueError, match=rf"\b{argument}\b"):
+            call()
