@@ -164,3 +164,9 @@ def test_a_count_given_as_a_float_or_a_boolean_is_refused(value):
                            (lambda: empirical_epsilon.kept(value), "guessed")):
         with pytest.raises(ValueError, match=rf"\b{argument}\b"):
             call()
+
+
+@pytest.mark.parametrize("value", [10.0, 2.5])
+def test_classes_given_as_a_float_are_refused(value):
+    with pytest.raises(ValueError, match=r"\bclasses\b"):
+        empirical_epsilon.cap(canaries=5, classes=value)
