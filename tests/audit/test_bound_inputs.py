@@ -170,3 +170,10 @@ def test_a_count_given_as_a_float_or_a_boolean_is_refused(value):
 def test_classes_given_as_a_float_are_refused(value):
     with pytest.raises(ValueError, match=r"\bclasses\b"):
         empirical_epsilon.cap(canaries=5, classes=value)
+
+
+@pytest.mark.parametrize("argument", ["right", "canaries"])
+def test_a_fractional_count_is_refused_naming_it(argument):
+    values = dict(guesses=5, right=5, canaries=5) | {argument: 5.5}
+    with pytest.raises(ValueError, match=rf"^{argument} must be an integer"):
+        empirical_epsilon.p_value(**values, classes=10, epsilon=1.0)
