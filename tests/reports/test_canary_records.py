@@ -92,8 +92,12 @@ EDGES = {
     "a claim just below 0": ({"epsilon": -0.5}, "epsilon is -0.5"),
     "a bound just below 0": ({"auditor_epsilon_fdp": -1e-9}, "auditor_epsilon_fdp is -1e-09"),
     "a delta just above 1": ({"epsilon_delta": 1.5}, "epsilon_delta is 1.5"),
-    "a right count of -1": ({"canary_counts": json.dumps([[25, -1]])}, r"canary_counts entry \[25, -1\]"),
+    "a right count of -1": ({"canary_counts": json.dumps([[25, -1]])},
+                            r"canary_counts entry \[25, -1\] is impossible with 25 canaries \(need 0 <= right <= "
+                            r"guesses <= canaries\)$"),
     "guesses -1": ({"canary_guesses": -1}, "canary_guesses is -1"),
+    "the auditor's guesses above the canaries": ({"auditor": "gradient-lrt", "auditor_guesses": 30},
+                                                 r"auditor_guesses is 30, outside 0\.\.25"),
 }
 
 
