@@ -15,8 +15,9 @@ mutant that does not compile is recorded as such and not run. ``--report-only`` 
 running anything: a module whose session is missing or out of date (its source changed since) is "not measured", with
 the command that measures it. ``--retest-only`` runs no pending mutant of an existing session, only its survivors
 against the tests as they are (a kill counts only under the tests' digest it was found with, so after new tests every
-survivor of the first pass is rerun). ``--stamp`` writes, for each equivalent of ``scripts/mutation_equivalents.toml`` without
-a ``source``, its function and that function's source digest (after its reason was checked against the code as it is).
+survivor of the first pass is rerun). ``--stamp`` writes, for each equivalent of ``scripts/mutation_equivalents.toml``
+without a ``source``, its function and that function's source digest (after its reason was checked against the code as
+it is).
 """
 
 from __future__ import annotations
