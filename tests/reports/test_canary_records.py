@@ -124,3 +124,12 @@ def test_a_record_written_before_the_canary_fields_still_reads():
                  "epsilon", "epsilon_delta", "epsilon_lower", "epsilon_lower_delta", "epsilon_fdp"):
         data.pop(name, None)
     assert RunRecord.from_json(json.dumps(data)).canaries == 0
+
+
+def test_a_record_without_its_canaries_field_has_none_so_its_guesses_are_impossible():
+    """An absent field takes the record's default (no canaries): a record that lost its canaries but says 1 guess is
+    damaged, as it would be with canaries 0 written out."""
+    data = json.loads(_record(0, canary_counts="").to_json()) | {"canary_guesses": 1}
+    data.pop("canaries")
+    with pytest.raises(ValueError, match=r"^canary_guesses is 1, outside 0\.\.0"):
+        RunRecord.from_json(json.dumps(data))
