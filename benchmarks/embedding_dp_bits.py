@@ -6,7 +6,7 @@ with how many updates took the tape (the SSL tower is the CNN encoder's layers i
     python benchmarks/embedding_dp_bits.py --against DIR   # each in a fresh process, the lines compared
     python benchmarks/embedding_dp_bits.py [--code DIR]    # the hashes alone (--code: DIR's three files loaded instead)
 
-Only ``defenses/row_checks.py`` (where DIR has it), ``per_sample.py`` and ``embedding_dp.py`` are taken from DIR (loaded
+Only ``defenses/row_checks.py``, ``ghost_sums.py``, ``tape_checks.py`` (where DIR has them), ``per_sample.py`` and ``embedding_dp.py`` are taken from DIR (loaded
 under the package's names before anything imports them); every other module is this checkout's.
 """
 
@@ -23,10 +23,11 @@ import torch
 
 
 def _load(tree: Path) -> None:
-    """DIR's three files as ``vflpriv.defenses.row_checks``, ``.per_sample`` and ``.embedding_dp``."""
+    """DIR's files as ``vflpriv.defenses.row_checks``, ``.ghost_sums``, ``.per_sample``, ``.tape_checks`` and
+    ``.embedding_dp`` (each where DIR has it)."""
     import vflpriv.defenses  # noqa: F401  (the package, so its submodules can be registered)
 
-    for name in ("row_checks", "per_sample", "embedding_dp"):
+    for name in ("row_checks", "ghost_sums", "per_sample", "tape_checks", "embedding_dp"):
         if not (tree / "defenses" / f"{name}.py").exists():  # before issue 47's row checks
             continue
         spec = importlib.util.spec_from_file_location(f"vflpriv.defenses.{name}", tree / "defenses" / f"{name}.py")

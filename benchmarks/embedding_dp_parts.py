@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from vflpriv.defenses.embedding_dp import Counts, EmbeddingDP, EmbeddingDPOptions, _scale
-from vflpriv.defenses.per_sample import flat_noise
+from vflpriv.defenses.ghost_sums import flat_noise
 from vflpriv.methods.finetune import backward_with
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.encoders import mlp_block
@@ -69,7 +69,7 @@ def _against(tree: Path):
     """DIR's ``defenses/embedding_dp.py`` as a module of its own, importing DIR's ``row_checks.py`` (where DIR has it)
     and ``per_sample.py`` (loaded under the package's names only while they execute)."""
     loaded: dict[str, object] = {}
-    for name in ("row_checks", "per_sample", "embedding_dp"):
+    for name in ("row_checks", "ghost_sums", "per_sample", "tape_checks", "embedding_dp"):
         if not (tree / "defenses" / f"{name}.py").exists():  # before issue 47's row checks
             continue
         spec = importlib.util.spec_from_file_location(f"against_{name}", tree / "defenses" / f"{name}.py")

@@ -16,14 +16,20 @@ The argument (``privacy_spent``; written for the README too):
 
 - Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels,
   the other parties' features, alignment and batches are the same.
-- Sensitivity: the premise is that each row is a function of its own sample (rows computed independently: BatchNorm
-  frozen, no other layer coupling rows). vflpriv's own bottoms hold it by construction; for any other it is checked by
-  probes (``row_checks``: the forward in float64 and as the training runs it, on the batch and with half its rows
-  replaced; on the tape, the rows' gradients under weights 0 on either half) at the first update of each training
-  only: not at inference, not in a training that runs no update (rows only), not after. Then sample i's features
-  enter an exchange only through its own row and its own per-sample gradient. Replacing them moves its clipped row by
-  at most 2C and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it
-  is a Gaussian mechanism of noise multiplier sigma / 2 for it.
+- Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own
+  sample (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold
+  it by construction; any other is checked on probes (``row_checks``: copies of the batch keeping some rows and
+  replacing the others, every pair of rows kept apart in one, from the run's seed): its rows in float64 and as trained,
+  its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each row's records at every
+  trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the first update
+  of each training with two rows or more, and only there: not at inference, not in a training without an update, not
+  later (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not seen); nor is
+  a mixing the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within the checks'
+  tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it larger).
+  Where the premise holds, sample i's features enter an
+  exchange only through its own row and its own per-sample gradient. Replacing them moves its clipped row by at most 2C
+  and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it is a Gaussian
+  mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
   function of those noisy outputs, of a bottom initialised independently of the data, and of the other parties'
   data (the gradients the active party sends are computed from noisy rows): adaptive composition. Batches are not
@@ -69,9 +75,11 @@ from vflpriv.config.options import Options
 from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
+from vflpriv.defenses.ghost_sums import flat_noise
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
-from vflpriv.defenses.per_sample import GhostTape, flat_noise, ghost_applies, ghost_grads
-from vflpriv.defenses.row_checks import forward_mixing, kept_state, writes_input
+from vflpriv.defenses.per_sample import GhostTape, func_grads, ghost_applies, ghost_grads
+from vflpriv.defenses.row_checks import forward_mixing, writes_input
+from vflpriv.defenses.tape_checks import record_mixing
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
@@ -100,6 +108,7 @@ class PrivateRows(nn.Module):
         self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
         self.tape: GhostTape | None = None
         self.checked = False  # whether an update since the last train() checked that the rows are the samples' own
+        self.seed = generator.initial_seed()  # the run's (its stream's seed): the checks' probes, no draw moved
         self.train(bottom.training)
 
     def train(self, mode: bool = True) -> PrivateRows:
@@ -115,11 +124,12 @@ class PrivateRows(nn.Module):
         self.checked, self.copies = False, writes_input(self.bottom)
         return self
 
-    def check_due(self) -> bool:
-        """Whether this update checks that the rows are the samples' own: the first after each ``train()`` (the tape
-        rebuilt; vflpriv's loop calls it once a training: one check, about 3 more steps' time on digits' bottom,
-        benchmarks/embedding_dp_parts.py --check)."""
-        due, self.checked = not self.checked, True
+    def check_due(self, n: int) -> bool:
+        """Whether this update, of a batch of ``n`` rows, checks that the rows are the samples' own: the first after
+        each ``train()`` (the tape rebuilt; vflpriv's loop calls it once a training) with n >= 2 (one row has no other
+        to compare with: the check waits for the next update). Its cost: benchmarks/embedding_dp_parts.py --check."""
+        due = not self.checked and n >= 2
+        self.checked = self.checked or due
         return due
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -178,17 +188,20 @@ class EmbeddingDP(PassiveDefense):
     #: leaves the tape (its sums were wrong; torch.func fails the run as autograd does); a forward mixing only with
     #: gradients on or only in its own dtype, and a gradient hook rescaling rows by a statistic of their directions,
     #: fail the run (an epsilon was recorded); RReLU bottoms train on the tape (their runs failed); vflpriv's own: bit
-    #: for bit.
-    revision = 7
+    #: for bit. 8: a bottom mixing into the tape's records only, carrying features in a buffer, or mixing a pair of rows
+    #: the fixed halves kept together fails its run (an epsilon was recorded); a hook handing an in-place module a
+    #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for bit.
+    revision = 8
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
             "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / BatchNorm "
             "layers and modules of known forward, no plugin class; torch.func otherwise, and where the tape's "
             "run-time checks fail), noise on each of its parameters, and at the first update after train() (once a "
-            "training) the rows check (three forwards in float64 and three as trained, two more backwards on the "
-            "tape); the training "
-            "x1.7 to x1.9 on digits (over "
+            "training) the rows check (1 + 2 ceil(log2 n) forwards in float64 and as many as trained: on the tape, "
+            "forwards and backwards recording each probe, and two weighted backwards; about 16 steps on digits' bottom, "
+            "4x 4184f3a's check); the training "
+            "x1.7 to x2.3 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
             "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")
@@ -251,39 +264,42 @@ class EmbeddingDP(PassiveDefense):
         rows computed elsewhere), where the tape's run-time checks hold (``GhostTape.norms``); any other bottom or
         update (a plugin's module, a subclass, a weight reused by a hook) its per-sample gradients by ``torch.func``.
         On both paths each row must be a function of its own sample (the argument's premise): the first update after
-        each ``train()`` (:meth:`PrivateRows.check_due`: once a training in vflpriv's loop) checks the forward
-        (``row_checks.forward_mixing``: in float64 and as the training runs it) and the tape's gradients
-        (``row_checks.gradient_mixing``: under weights 0 on either half of the batch), and fails the run
-        with :class:`ProtocolError` where they mix (no epsilon recorded); a bottom that starts mixing after that update
-        (a hook added or changing its behaviour later) is outside what is checked."""
+        each ``train()`` with two rows or more (:meth:`PrivateRows.check_due`: once a training in vflpriv's loop)
+        checks, on probes, the rows and buffers (``row_checks.forward_mixing``) and, where the tape records the
+        bottom, its records as trained (``tape_checks.record_mixing``) and gradients (``row_checks.gradient_mixing``),
+        and fails the run with :class:`ProtocolError` where they mix (no epsilon recorded); a bottom that starts
+        mixing after that update is outside what is checked."""
         inner, clip, n = bottom.bottom, self.options.bottom_clip, x.shape[0]
         trained = [p for p in inner.parameters() if p.requires_grad]
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
             self.idle_updates += 1
             return
-        check = bottom.check_due()
-        mixing = forward_mixing(inner, x) if check else ""
-        if mixing:
-            raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row a function of its own sample, "
-                                "sensitivity 2C per row, DP-SGD per sample) covers bottoms whose rows depend on their "
-                                "own sample only: the run fails, no epsilon is recorded")
-        received = gradient.detach()
+        check, received = bottom.check_due(n), gradient.detach()
+        if check:  # on probes: the rows, the buffers and, where the tape records the bottom, its records (as trained)
+            records = record_mixing(inner, x, received, clip=bottom.clip, seed=bottom.seed) \
+                if ghost_applies(inner) else None
+            mixing = forward_mixing(inner, x, seed=bottom.seed, as_trained=records is None) or records
+            if mixing:
+                raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row and each sample's part of "
+                                    "an update a function of its own sample) covers bottoms whose rows depend on their "
+                                    "own sample only: the run fails, no epsilon is recorded")
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
-            ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n, check=check)
+            ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n, check=check, seed=bottom.seed)
         else:
             ghost = ghost_grads(inner, lambda h: (clip_rows(h, clip=bottom.clip) * received).flatten(1).sum(1),
-                                x.clone() if bottom.copies else x, check=check) if ghost_applies(inner) else None
+                                x.clone() if bottom.copies else x, check=check, seed=bottom.seed) \
+                if ghost_applies(inner) else None
         sums = trained[0].new_zeros(sum(p.numel() for p in trained))  # the clipped sums, then the update, flat
         views = dict(zip(trained, sums.split([p.numel() for p in trained])))
         if ghost is not None:  # a bottom the tape provably covers: from one backward (defenses/per_sample.py)
             squares, clipped_sums = ghost
             clipped_sums(_scale(squares, clip), views)
         else:
-            grads = _per_sample_grads(inner, bottom.clip, x, received)
+            grads = func_grads(inner, bottom.clip, x, received)
             names = [k for k, p in inner.named_parameters() if p.requires_grad]
-            squares = sum(grads[k].flatten(1).pow(2).sum(1) for k in names)
+            squares = sum(grads[k].reshape(n, -1).pow(2).sum(1) for k in names)
             scale = _scale(squares, clip)
             for k, p in zip(names, trained):
                 views[p].copy_(torch.einsum("n,n...->...", scale, grads[k]).reshape(-1))
@@ -328,8 +344,9 @@ class EmbeddingDP(PassiveDefense):
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
                 f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
                 "frozen bottom, not the training's epsilon), where each row is a function of its own sample: true of "
-                "vflpriv's own bottoms, for another checked at the first update of a training only (not at inference, "
-                "not in a training without one)") + (f"; {idle}" if idle else "")
+                "vflpriv's own bottoms, for another checked by probes at the first update of a training only (not at "
+                "inference, not in a training without one, not after it), to the checks' tolerances"
+                ) + (f"; {idle}" if idle else "")
 
 
 class Counts:
@@ -364,31 +381,6 @@ def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:
     """Each sample's factor min(1, C_g / |grad_i|) from its squared gradient norm."""
     return (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)
-
-
-def _per_sample_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, received: torch.Tensor) -> dict:
-    """Each sample's gradient of its own clipped row times the gradient it received, for every trainable parameter of
-    ``inner``, by ``torch.func`` (one vectorised forward and backward over the batch); ``inner`` keeps its own
-    parameter objects (what the optimizer updates)."""
-    params = {k: p.detach() for k, p in inner.named_parameters() if p.requires_grad}
-    frozen = {k: p.detach() for k, p in inner.named_parameters() if not p.requires_grad}
-    buffers = dict(inner.named_buffers())
-
-    def objective(theta: dict, row: torch.Tensor, got: torch.Tensor) -> torch.Tensor:
-        h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
-        return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
-
-    try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
-        with kept_state(inner):
-            return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
-                params, x.clone(), received)  # a copy: an in-place module would write the caller's batch
-    except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
-        raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
-                            f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); build it "
-                            "of modules the tape covers (Linear, Conv2d, frozen BatchNorm, row-wise activations "
-                            "including RReLU and Dropout, nn.Sequential) or write its "
-                            "forward of operations torch.func can vectorise (no data-dependent Python control flow, no "
-                            "in-place write to an input another module reads)") from error
 
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:

@@ -1,15 +1,7 @@
 """DP-SGD's per-sample gradient norms and clipped sums for a bottom of Linear, Conv2d and BatchNorm1d/2d layers (the
-BatchNorms on their running statistics) from one ordinary backward (ghost clipping, Goodfellow 2015; Li et al. 2022;
-Opacus' unfold rule for convolutions): with a_i a layer's input row and g_i the gradient of its output row for sample i,
-sample i's Linear weight gradient is g_i a_i^T, of squared norm |g_i|^2 |a_i|^2, and sum_i s_i g_i a_i^T = (s * G)^T A;
-a frozen BatchNorm's are g_i * xhat_i and g_i (summed over the positions of a BatchNorm2d). A Conv2d's is G_i U_i^T,
-with U_i = unfold(a_i) (its kernel's patches, Cin k k x L positions) and G_i its output gradient (Cout x L): its squared
-norm is sum_{p,q} (G_i^T G_i)_{pq} (U_i^T U_i)_{pq} (Li et al.'s ghost norm, O(L^2 (Cout + Cin k k))) or, where that
-costs more than the gradient itself (L Cout Cin k k: early layers with many positions), |G_i U_i^T|^2 from the
-materialised per-sample gradient (Opacus). A :class:`GhostTape` records the layers' inputs during the forward that
-computed the rows, so the norms cost one backward and no second forward; that backward forms no weight gradient (Bu et
-al. 2023's book-keeping: each layer's input A and output gradient G are kept, and the clipped sum is formed once from
-them, A^T diag(s) G for a Linear).
+BatchNorms on their running statistics) from one ordinary backward (ghost clipping; the rules: ``ghost_sums.py``). A
+:class:`GhostTape` records the layers' inputs during the forward that computed the rows, so the norms cost one backward
+and no second forward; that backward forms no weight gradient (Bu et al. 2023's book-keeping).
 
 When the tape applies (:func:`ghost_applies`): the rules are exact only where each covered layer is called once, on
 the batch's own rows, and its parameters enter the objective through that call alone. Neither is visible from outside
@@ -33,16 +25,19 @@ no custom autograd Function (a full backward hook or backward pre-hook puts one 
 gradients). Where one fails the update goes to ``torch.func``, which recomputes it from x and the received gradient,
 one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook). An
 in-place module (``inplace=True``) writing a trainable layer's recorded input after its call sends the update to
-``torch.func`` too (:meth:`GhostTape._overwritten`, by the written storage: one behind a pass-through module, which
-the container rule :func:`_writes_input` cannot see). On a checked update (``check``: embedding-dp's first after each
-``train()``, once a training in its loop; two more backwards) it also checks that the rows' gradients are the samples'
-own, and fails the run where they mix (a tensor hook mixing them; embedding-dp checks the forward on both paths:
-``row_checks.py``). Outside what the tape checks: a hook that starts mixing after the checked update; a hook writing
-in place to a layer's recorded input after its call; and a hook on the autograd node of a layer's
-output (``out.grad_fn.register_hook``, the deprecated non-full ``register_backward_hook``, which rewrites its
-parameter gradients: the update then stays private, each sample's clipped part computed from its own row, but is not
-the hooked gradient). Parameter hooks (``p.register_hook``) never run: embedding-dp forms the bottom's gradients
-itself."""
+``torch.func`` too (:meth:`GhostTape._overwritten`, by the written storage, every in-place module watched: one behind
+a pass-through module or after a layer whose output a hook replaced by a recorded input). On a checked update
+(``check``: embedding-dp's first after each ``train()``, once a training in its loop; two more backwards) it also
+checks that the rows' gradients are the samples' own, and fails the run where they mix (a tensor hook mixing them);
+embedding-dp then checks the forward on both paths (``row_checks.py``) and, on the tape, that each row's records
+(input and output gradient at every trainable layer: what the update reads) are its sample's own on probes that
+replace the other rows (``tape_checks.py``): a pre-hook centring a layer's input, a backward scaled by a statistic of
+the forward batch, or a hook writing its layer's input in place after the call fails the run there. Outside what the
+tape checks: mixing that starts after the checked update (a hook added later, a plugin written to behave only at its
+first update); and a hook on the autograd node of a layer's output (``out.grad_fn.register_hook``, the deprecated
+non-full ``register_backward_hook``, which rewrites its parameter gradients: the update then stays private, each
+sample's clipped part computed from its own row, but is not the hooked gradient). Parameter hooks (``p.register_hook``)
+never run: embedding-dp forms the bottom's gradients itself."""
 
 from __future__ import annotations
 
@@ -56,13 +51,14 @@ from torch.autograd.function import BackwardCFunction
 from torch.autograd.graph import GradientEdge
 
 from vflpriv.common.errors import ProtocolError
-from vflpriv.defenses.row_checks import gradient_mixing, gradient_weights
+from vflpriv.defenses.gaussian_message import clip_rows
+from vflpriv.defenses.ghost_sums import sums
+from vflpriv.defenses.row_checks import gradient_mixing, gradient_weights, kept_state
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, TabularInput
 
 #: The layers whose per-sample gradients follow from their input and output gradient rows, and the batch's dimensions
 #: each rule reads (rows of a Linear / BatchNorm1d, images of a Conv2d / BatchNorm2d).
 _DIMS = {nn.Linear: 2, nn.BatchNorm1d: 2, nn.Conv2d: 4, nn.BatchNorm2d: 4}
-LAYERS = tuple(_DIMS)
 #: The parameters a rule knows: a layer with any other trainable parameter is not covered.
 _RULED = frozenset({"weight", "bias"})
 #: Modules without a trainable parameter whose output row i is a function of input row i alone (pointwise, pooling
@@ -143,20 +139,12 @@ def ghost_applies(module: nn.Module) -> bool:
 
 
 def _writes_input(m: nn.Module) -> bool:
-    """Whether a child of ``m`` may write ``m``'s input in place, which another module may read after it: an
-    ``inplace=True`` first child of an ``nn.Sequential``, or any child of another container (its forward may hand its
-    input to each: a ``ReLU(inplace=True)`` first in ``PooledEncoder``'s local tower rewrote the input its cross
-    tower's Linear had recorded, and the tape read relu(x), where autograd raises)."""
-    children = list(m.children())
-    return any(getattr(c, "inplace", False) is True for c in (children[:1] if type(m) is nn.Sequential else children))
-
-
-def _after_a_layer(module: nn.Module) -> set[int]:
-    """The in-place modules whose input is always a covered layer's new output, which no other module reads: each
-    reached once, right after such a layer in an ``nn.Sequential`` (vflpriv's blocks): the tape need not watch them."""
-    reached = Counter(id(m) for m in module.modules(remove_duplicate=False))
-    return {id(c) for m in module.modules() if type(m) is nn.Sequential
-            for before, c in zip(list(m), list(m)[1:]) if type(before) in _DIMS and reached[id(c)] == 1}
+    """Whether an ``inplace=True`` child of a container other than ``nn.Sequential`` may write the container's input,
+    which another child may read after it (its forward may hand its input to each). An ``nn.Sequential``'s first
+    child writes an input no sibling reads: where another tower recorded it (``PooledEncoder``'s cross tower beside a
+    local tower starting with ``ReLU(inplace=True)``), the storage rule (:meth:`GhostTape._overwritten`, every in-place
+    module watched) sees the write, as it does behind a pass-through module."""
+    return type(m) is not nn.Sequential and any(getattr(c, "inplace", False) is True for c in m.children())
 
 
 class GhostTape:
@@ -177,8 +165,8 @@ class GhostTape:
         self.edges: list[tuple] = []  # (entry, gradient edge of its output) per call of a trainable layer
         self.why = ""  # why the last norms() left the update to torch.func
         self.writes: list[tuple] = []  # (calls recorded before it, storage written, module) per in-place call
-        fresh = _after_a_layer(module)
-        writers = [m for m in module.modules() if getattr(m, "inplace", False) is True and id(m) not in fresh]
+        writers = [m for m in module.modules() if getattr(m, "inplace", False) is True]  # each watched: a hook may
+        # hand an in-place module a recorded input where a layer's new output was (the review's frozen gate)
         self.recorders = [(m, self._recorder(m)) for m in self.watched] + [(m, self._writer(m)) for m in writers]
         self.entered: list[nn.Module] = []
 
@@ -227,7 +215,7 @@ class GhostTape:
 
         return types.MethodType(write, m)
 
-    def norms(self, rows: torch.Tensor, *, n: int, check: bool = False):
+    def norms(self, rows: torch.Tensor, *, n: int, check: bool = False, seed: int = 0):
         """Per-sample squared gradient norms (n,) of ``rows`` (each sample's objective, (n,), computed from the recorded
         forward of a batch of ``n`` rows) and a function ``clipped_sums(scale, into)`` writing each trainable
         parameter's sum_i s_i grad_i (per-sample scales s, (n,)) into ``into[parameter]`` (a tensor of its size); None
@@ -249,7 +237,7 @@ class GhostTape:
         if len(edges) != len(self.layers):
             self.why = "a trainable layer's output does not require a gradient"
             return None
-        weights = gradient_weights(n, rows) if check and n > 1 else []
+        weights = gradient_weights(n, rows, seed=seed) if check and n > 1 else []
         weighted = [self._gradients((rows * w).sum(), edges, retain=True) for w in weights]
         grads = self._gradients(out, edges)
         missing = next((e[0] for (e, _), g in zip(edges, grads) if g is None), None)
@@ -263,7 +251,21 @@ class GhostTape:
             raise ProtocolError(f"embedding-dp: {mixed}; its argument covers bottoms whose rows depend on their own "
                                 "sample only, in the forward and the backward (the tape cannot tell which mixed): the "
                                 "run fails, no epsilon is recorded")
-        return _sums([(m, a, g) for ((m, a, _), _), g in zip(edges, grads)])
+        return sums([(m, a, g) for ((m, a, _), _), g in zip(edges, grads)])
+
+    def recorded(self, rows: torch.Tensor, *, n: int) -> list | None:
+        """Each trainable layer's (name, input rows, output gradient rows or None) of the recorded forward, from one
+        backward of ``rows.sum()``; None where the tape did not record or the records are not what the rules read
+        (:attr:`why` says which). For ``tape_checks.record_mixing``: what the update reads, compared across batches."""
+        edges, self.edges = self.edges, []
+        self.why = "the tape recorded no forward" if self.seen is None else \
+            "" if rows.requires_grad else "the rows do not require a gradient"
+        self.why = self.why or self._misread(n) or self._overwritten() or (
+            "" if len(edges) == len(self.layers) else "a trainable layer's output does not require a gradient")
+        if self.why:
+            return None
+        grads = self._gradients(rows.sum(), edges)
+        return [(f"{type(m).__name__} {self.names[id(m)]!r}", a, g) for ((m, a, _), _), g in zip(edges, grads)]
 
     @staticmethod
     def _gradients(out: torch.Tensor, edges: list, *, retain: bool = False) -> list:
@@ -290,9 +292,11 @@ class GhostTape:
 
     def _overwritten(self) -> str:
         """Why a trainable layer's recorded input is not what it computed with, or '': an in-place module called after
-        it wrote that input's storage (held by the record, so no pointer is reused; :func:`_writes_input` cannot see
-        one behind a pass-through: ``Seq(Identity(), ReLU(inplace=True), Linear)`` beside another tower)."""
-        if not self.writes:  # vflpriv's own bottoms: no in-place module the tape watches
+        it wrote that input's storage (held by the record, so no pointer is reused): ``Seq(Identity(),
+        ReLU(inplace=True), Linear)`` beside another tower; a frozen layer whose forward hook returns its input, then
+        ``ReLU(inplace=True)`` (the third review: an exemption for in-place modules right after a layer trusted the
+        layer's output to be new)."""
+        if not self.writes:
             return ""
         trained = {id(m) for m in self.layers}
         for k, (m, a, _) in enumerate(self.seen):
@@ -327,104 +331,34 @@ class GhostTape:
             "objective's graph, not by its layer's call alone" if odd else ""
 
 
-def _sums(recorded: list):
-    """The per-sample squared norms and ``clipped_sums`` (see :meth:`GhostTape.norms`) from each trainable layer's
-    (layer, input rows, output gradient rows)."""
-    squares = None
-    pieces = []  # (parameter, rule, its operands): how its clipped sum is formed
-    for m, a, g in recorded:
-        if isinstance(m, nn.Conv2d):
-            squares, pieces = _conv(m, a, g, squares, pieces)
-            continue
-        if isinstance(m, nn.BatchNorm2d):  # per-sample sums over the positions, then as a BatchNorm1d
-            xhat = (a - m.running_mean[:, None, None]) / _std(m)[:, None, None]
-            a, g = (g * xhat).sum((2, 3)), g.sum((2, 3))
-            if m.weight is not None and m.weight.requires_grad:
-                squares = _plus(squares, a.square().sum(1))
-                pieces.append((m.weight, "rows", a))
-        elif isinstance(m, nn.Linear):
-            g_squares = g.square().sum(1)
-            if m.weight.requires_grad:
-                squares = _plus(squares, g_squares * a.square().sum(1))
-                pieces.append((m.weight, "outer", (a, g)))
-        else:
-            a = (a - m.running_mean) / _std(m)
-            if m.weight is not None and m.weight.requires_grad:
-                rows = g * a
-                squares = _plus(squares, rows.square().sum(1))
-                pieces.append((m.weight, "rows", rows))
-        if m.bias is not None and m.bias.requires_grad:
-            squares = _plus(squares, g_squares if isinstance(m, nn.Linear) else g.square().sum(1))
-            pieces.append((m.bias, "rows", g))
-
-    def clipped_sums(scale: torch.Tensor, into: dict) -> None:
-        # Each product into a tensor of its own, then copied: written in place (``out=``) at an offset of the flat
-        # buffer that is not a multiple of 16 entries, the CPU kernels round differently (issue-p47's sums moved in
-        # their last digit on a bottom whose sizes are not multiples of 16).
-        for p, rule, operands in pieces:
-            target = into[p]
-            if rule == "rows":  # per-sample gradient rows (n, size): sum_i s_i row_i
-                target.view(-1).copy_(scale @ operands)
-            elif rule == "outer":  # a Linear weight's: sum_i s_i g_i a_i^T
-                a, g = operands
-                target.view(p.shape).copy_((g * scale[:, None]).T @ a)
-            elif rule == "sample":  # materialised per-sample gradients (a Conv2d's)
-                target.view(-1).copy_(torch.einsum("n,n...->...", scale, operands).reshape(-1))
-            else:  # "ghost": sum_i s_i G_i U_i^T of a Conv2d
-                grads, patches = operands
-                summed = torch.bmm(grads * scale[:, None, None], patches.transpose(1, 2)).sum(0)
-                target.view(-1).copy_(summed.reshape(-1))
-
-    return squares, clipped_sums
-
-
-def _std(m: nn.Module) -> torch.Tensor:
-    """sqrt(running_var + eps) of a frozen BatchNorm, computed at each update (no cache: BatchNorm's own train-mode
-    forward, ``.data`` writes and numpy views change the statistics without a version a cache could key on)."""
-    return torch.sqrt(m.running_var + m.eps)
-
-
-def _plus(total: torch.Tensor | None, term: torch.Tensor) -> torch.Tensor:
-    """``total + term``, or ``term`` for the first term (0 + x is x: the same values as a sum started from zeros)."""
-    return term if total is None else total + term
-
-
-def _conv(m: nn.Conv2d, a: torch.Tensor, g: torch.Tensor, squares: torch.Tensor | None, pieces: list):
-    """A Conv2d's per-sample squared norms and clipped-sum pieces from its unfolded input (see the module's text)."""
-    n = a.shape[0]
-    grads = g.reshape(n, g.shape[1], -1)  # (n, Cout, L)
-    if m.weight.requires_grad:
-        patches = nn.functional.unfold(a, m.kernel_size, dilation=m.dilation, padding=m.padding, stride=m.stride)
-        positions, cout, width = grads.shape[2], grads.shape[1], patches.shape[1]
-        if positions * (cout + width) < cout * width:  # Li et al.'s ghost norm: the L x L Gram matrices
-            gram = torch.bmm(grads.transpose(1, 2), grads) * torch.bmm(patches.transpose(1, 2), patches)
-            squares = _plus(squares, gram.sum((1, 2)))
-            pieces.append((m.weight, "ghost", (grads, patches)))
-        else:  # the per-sample gradients themselves, (n, Cout, Cin k k)
-            per_sample = torch.bmm(grads, patches.transpose(1, 2))
-            squares = _plus(squares, per_sample.flatten(1).square().sum(1))
-            pieces.append((m.weight, "sample", per_sample))
-    if m.bias is not None and m.bias.requires_grad:
-        rows = grads.sum(2)
-        squares = _plus(squares, rows.square().sum(1))
-        pieces.append((m.bias, "rows", rows))
-    return squares, pieces
-
-
-def ghost_grads(module: nn.Module, objective, x: torch.Tensor, *, check: bool = False):
+def ghost_grads(module: nn.Module, objective, x: torch.Tensor, *, check: bool = False, seed: int = 0):
     """:meth:`GhostTape.norms` of ``objective(module(x))`` (each sample's objective, (n,)), from a forward of its
     own."""
     with GhostTape(module) as tape:
         rows = objective(module(x))
-    return tape.norms(rows, n=x.shape[0], check=check)
+    return tape.norms(rows, n=x.shape[0], check=check, seed=seed)
 
 
-def flat_noise(params: list[torch.Tensor], generator: torch.Generator) -> torch.Tensor:
-    """DP-SGD's N(0, 1) for every entry of ``params``, in their order, in one flat buffer, drawn per parameter into its
-    view: the values of one draw per parameter whatever the sizes (one flat draw differs where a size is not a multiple
-    of 16: torch's CPU sampler fills 16 entries at a time from the stream)."""
-    sizes = [p.numel() for p in params]
-    flat = torch.empty(sum(sizes), dtype=params[0].dtype, device=generator.device)
-    for view in flat.split(sizes):
-        torch.randn(view.shape, generator=generator, out=view, device=generator.device)
-    return flat.to(params[0].device)
+def func_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, received: torch.Tensor) -> dict:
+    """Each sample's gradient of its own clipped row times the gradient it received, for every trainable parameter of
+    ``inner``, by ``torch.func`` (one vectorised forward and backward over the batch); ``inner`` keeps its own
+    parameter objects (what the optimizer updates)."""
+    params = {k: p.detach() for k, p in inner.named_parameters() if p.requires_grad}
+    frozen = {k: p.detach() for k, p in inner.named_parameters() if not p.requires_grad}
+    buffers = dict(inner.named_buffers())
+
+    def objective(theta: dict, row: torch.Tensor, got: torch.Tensor) -> torch.Tensor:
+        h = torch.func.functional_call(inner, ({**theta, **frozen}, buffers), (row.unsqueeze(0),))
+        return (clip_rows(h, clip=row_clip) * got.unsqueeze(0)).sum()
+
+    try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
+        with kept_state(inner):
+            return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
+                params, x.clone(), received)  # a copy: an in-place module would write the caller's batch
+    except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
+        raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
+                            f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); build it "
+                            "of modules the tape covers (Linear, Conv2d, frozen BatchNorm, row-wise activations "
+                            "including RReLU and Dropout, nn.Sequential) or write its "
+                            "forward of operations torch.func can vectorise (no data-dependent Python control flow, no "
+                            "in-place write to an input another module reads)") from error

@@ -1,10 +1,12 @@
 """embedding-dp's checks that a bottom's rows are each a function of their own sample (issue 47): its argument (each
 sent row a function of its own sample, sensitivity 2C per row; DP-SGD's per-sample gradients) holds for no other
 bottom, on the tape's path or torch.func's. A hook or plugin forward that mixes the batch's rows (centring over the
-batch, a softmax over dim 0) is seen by what it does, not by what it is: the bottom is run on the batch and on two
-probes that keep some of its rows in place and replace the others, in float64 and as the training runs it
-(:func:`forward_mixing`); on the tape, the rows' gradients are compared with those of two objectives weighting either
-half of the batch 0 (:func:`gradient_mixing`: a tensor hook mixing them)."""
+batch, a softmax over dim 0) is seen by what it does, not by what it is: the bottom is run on the batch and on probes
+that keep some of its rows in place and replace the others (:func:`probes`: every pair of rows kept apart in one), in
+float64 and as the training runs it (:func:`forward_mixing`: the rows, and the buffers' new values); on the tape, the
+rows' gradients are compared with those of two objectives weighting either half of the batch 0
+(:func:`gradient_mixing`) and each kept row's output and records with the batch's, as trained
+(``tape_checks.record_mixing``)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ _ROW_DRAWS = (nn.RReLU,)
 #: The random stream each of the check's forwards starts from (kept rows draw the same numbers in each).
 _SEED = 0x5EED
 #: Per row: |batch row - probe row| <= this times the row's largest entry (plus a floor of the same times 1e-6 of the
-#: batch's largest, for rows near 0), in float64 (where the bottom runs in it; 64 ulps of its own dtype otherwise).
+#: batch's largest, for rows near 0), in float64 (where the bottom runs in it; :data:`OWN_ULPS` of its own dtype
+#: otherwise).
 RTOL64 = 1e-10
 #: Per row, as the training runs the bottom (its own dtype, gradients on): |batch row - probe row| <= this many ulps of
 #: that dtype times the row's largest entry (plus the same floor). The same rows at the same shapes run the same
@@ -30,69 +33,133 @@ RTOL64 = 1e-10
 OWN_ULPS = 8
 
 
-def halves(n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """A random split of a batch's n row indices into two halves, from a stream of its own seeded by n (no training
-    draw moves; the forward and the gradient checks split alike)."""
-    generator = torch.Generator().manual_seed(n)
-    order = torch.randperm(n, generator=generator, device=generator.device).to(device)
-    return order[: n // 2], order[n // 2:]
+def probes(n: int, *, seed: int, device: torch.device) -> list[torch.Tensor]:
+    """The rows each probe keeps (sorted): rank the n rows by a permutation drawn from ``seed`` (the run's: a stream
+    of its own, no training draw moves), then for each bit b of the rank (ceil(log2 n) bits) the rows whose bit b is 0,
+    and those whose bit b is 1. Two rows differ in some bit of their ranks, so every pair is kept apart in some probe
+    (one kept, the other replaced): a mixing confined to any pair is seen. 2 ceil(log2 n) probes (14 at n = 128)."""
+    generator = torch.Generator().manual_seed(seed)
+    rank = torch.empty(n, dtype=torch.long)
+    rank[torch.randperm(n, generator=generator, device=generator.device)] = torch.arange(n)
+    kept = []
+    for b in range(max(1, (n - 1).bit_length())):
+        bit = (rank >> b) & 1
+        kept += [(bit == 0).nonzero().flatten().to(device), (bit == 1).nonzero().flatten().to(device)]
+    return kept
 
 
-def forward_mixing(bottom: nn.Module, x: torch.Tensor) -> str:
+def halves(n: int, device: torch.device, *, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first two :func:`probes` (the lowest bit of the rank): a split of the n rows into two halves, for the
+    gradient check's weights."""
+    first, second = probes(n, seed=seed, device=device)[:2]
+    return first, second
+
+
+def probe_batches(x: torch.Tensor, kept: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Per probe, a copy of ``x`` whose rows not in its kept set are replaced by copies of kept rows (cycled)."""
+    n, out = x.shape[0], []
+    for rows in kept:
+        other = torch.ones(n, dtype=torch.bool, device=rows.device)
+        other[rows] = False
+        other = other.nonzero().flatten()
+        probe = x.clone()
+        probe[other] = x[rows.repeat(-(-other.numel() // rows.numel()))[: other.numel()]]
+        out.append(probe)
+    return out
+
+
+def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0, as_trained: bool = True) -> str:
     """Why ``bottom``'s output rows on ``x`` are not each a function of their own row of ``x``, or ''.
 
-    The bottom runs (its parameters detached, the global random state restored after) on x and on two probes of the
-    same n rows: a random half A of x's rows kept in place and the others replaced by rows of A, and the same for the
-    other half B (:func:`halves`). Each kept row's output must equal its output in x, per row, in two settings:
-    (1) in float64 (parameters and buffers cast by ``functional_call``, the module's own untouched; the bottom's own
-    dtype where it cannot run in float64; an integer batch as it is), within :data:`RTOL64`: a small mixing is seen;
-    (2) as the training runs it: in the bottom's own dtype, gradients enabled, parameters requiring a gradient as they
-    do and the batch as given, within :data:`OWN_ULPS` of that dtype: a forward mixing only with gradients on, only in
-    its own dtype or only for a batch that requires no gradient is seen (skipped where (1) already ran so).
-    Each forward starts from fresh clones of the buffers and the same random stream: a forward that depends on the
-    batch only through its size (the probes keep n), draws its random numbers per row (Dropout; RReLU runs in eval) or
-    updates a buffer (spectral_norm's power iteration) passes; a draw that moves rows (a shuffle) is mixing. Non-finite
-    entries are not judged here (the training's own check fails a run whose rows are not finite). A mixing confined to
-    rows of the same half, or that the probes' repeated rows leave unchanged, is not seen."""
+    The bottom runs (its parameters detached and copied, the global random state restored after) on x and on the
+    :func:`probes` of the same n rows (``seed`` the run's; 2 ceil(log2 n) of them, each keeping some rows in place and
+    replacing the others by copies of kept rows). Each kept row's output must equal its output in x, per row, in two
+    settings: (1) in float64 (parameters and buffers cast by ``functional_call``, the module's own untouched; the
+    bottom's own dtype where it cannot run in float64; an integer batch as it is), within :data:`RTOL64`: a small
+    mixing is seen; (2) as the training runs it: in the bottom's own dtype, gradients enabled, parameters requiring a
+    gradient as they do and the batch as given, within :data:`OWN_ULPS` of that dtype: a forward mixing only with
+    gradients on, only in its own dtype or only for a batch that requires no gradient is seen (skipped where (1) already
+    ran so, or without ``as_trained``: the caller checks the outputs as trained, ``tape_checks.record_mixing``). Each
+    forward starts from fresh clones of the buffers and the same random stream: a forward that depends on
+    the batch only through its size (the probes keep n) or draws its random numbers per row (Dropout; RReLU runs in
+    eval) passes; a draw that moves rows (a shuffle) is mixing. The buffers' new values after each forward (a forward
+    hook on the bottom sees rebound ones) must equal the batch's: spectral_norm's power iteration (a function of the
+    weight) passes, a running statistic of the features (later rows would depend on earlier samples) fails. Non-finite
+    entries are not judged here (the training's own check fails a run whose rows are not finite). A mixing that the
+    probes' repeated rows leave unchanged is not seen. Cost: 2 (1 + 2 ceil(log2 n)) forwards, once per training."""
     n = x.shape[0]
     if n < 2:
         return ""
-    split = halves(n, x.device)
-    probes = []
-    for kept, other in (split, split[::-1]):
-        probe = x.clone()
-        probe[other] = x[kept.repeat(-(-other.numel() // kept.numel()))[: other.numel()]]
-        probes.append((kept, probe))
-    batches = [x] + [p for _, p in probes]
-    (outputs, tolerance), as_trained = _outputs(bottom, batches)
-    why = _compare(bottom, n, probes, outputs, tolerance)
-    if not why and not as_trained:
+    kept = probes(n, seed=seed, device=x.device)
+    batches = [x, *probe_batches(x, kept)]
+    (outputs, tolerance), ran_as_trained = _outputs(bottom, batches)
+    why = _compare(bottom, n, kept, outputs, tolerance)
+    if not why and not ran_as_trained and as_trained:
         outputs = _run(bottom, batches, dtype=None, grad=True, leaf=False)
-        why = _compare(bottom, n, probes, outputs, OWN_ULPS * torch.finfo(outputs[0].dtype).eps)
+        why = _compare(bottom, n, kept, outputs, OWN_ULPS * torch.finfo(outputs[0][0].dtype).eps)
     return why
 
 
-def _compare(bottom: nn.Module, n: int, probes: list, outputs: list, tolerance: float) -> str:
+def _compare(bottom: nn.Module, n: int, kept: list, outputs: list, tolerance: float) -> str:
     """Why a kept row's output in a probe differs from its output in the batch by more than ``tolerance`` times the
-    row's largest entry (plus 1e-6 of that times the batch's largest, for rows near 0), or ''."""
+    row's largest entry (plus 1e-6 of that times the batch's largest, for rows near 0), or a buffer's new value from
+    the batch's, or ''."""
     name = type(bottom).__qualname__
-    whole = outputs[0]
+    whole, buffers = outputs[0]
     if not isinstance(whole, torch.Tensor) or whole.dim() == 0 or whole.shape[0] != n:
         return f"the bottom {name} returns {getattr(whole, 'shape', type(whole).__name__)} for a batch of {n} rows"
-    whole = whole.reshape(n, -1).double()
-    floor = tolerance * 1e-6 * float(whole.abs().nan_to_num(nan=0.0, posinf=0.0).max())
-    for (kept, _), out in zip(probes, outputs[1:]):
-        ref, got = whole[kept], out.reshape(n, -1)[kept].double()
-        bound = tolerance * ref.abs().amax(1) + floor
-        off = (got - ref).abs().amax(1) > bound  # NaN compares False
-        if bool(off.any()):
-            row = int(kept[off.nonzero()[0, 0]])
-            return (f"the bottom {name}'s output row {row} changed when other rows of its batch were replaced (a hook "
-                    "or forward mixing the batch's rows, e.g. centring over the batch)")
+    if any(not isinstance(out, torch.Tensor) or out.shape != whole.shape for out, _ in outputs[1:]):
+        return f"the bottom {name} returns another shape when other rows of its batch are replaced"
+    row = first_off(whole, [out for out, _ in outputs[1:]], kept_mask(kept, n), tolerance)
+    if row is not None:
+        return (f"the bottom {name}'s output row {row} changed when other rows of its batch were replaced (a hook "
+                "or forward mixing the batch's rows, e.g. centring over the batch)")
+    for _, moved in outputs[1:]:
+        for k, value in buffers.items():
+            if not _alike(value, moved.get(k), tolerance):
+                return (f"the bottom {name}'s buffer {k!r} took a new value that depends on the batch's rows (a "
+                        "running statistic of the features: later rows would depend on earlier samples)")
     return ""
 
 
-def gradient_weights(n: int, like: torch.Tensor) -> list[torch.Tensor]:
+def kept_mask(kept: list[torch.Tensor], n: int) -> torch.Tensor:
+    """(probes, n): whether each probe keeps each row."""
+    mask = torch.zeros(len(kept), n, dtype=torch.bool, device=kept[0].device)
+    for j, rows in enumerate(kept):
+        mask[j, rows] = True
+    return mask
+
+
+def first_off(ref: torch.Tensor, probed: list[torch.Tensor], mask: torch.Tensor, tolerance: float) -> int | None:
+    """The first row kept by a probe (``mask``) whose entries there differ from ``ref``'s by more than ``tolerance``
+    times the row's largest entry (plus 1e-6 of that times ``ref``'s largest, for rows near 0), all probes at once, in
+    the rows' own floating dtype (a difference of two entries within a factor 2 is exact there; ``tolerance`` is 8 ulps
+    or more of it) or float64; or None. NaN compares False (the training's own check fails non-finite rows)."""
+    n = ref.shape[0]
+    ref = ref.reshape(n, -1)
+    ref = ref if ref.is_floating_point() and ref.dtype in (torch.float32, torch.float64) else ref.double()
+    if not ref.shape[1]:
+        return None
+    size = ref.abs()
+    floor = tolerance * 1e-6 * float(size.nan_to_num(nan=0.0, posinf=0.0).max())
+    got = torch.stack([p.reshape(n, -1).to(ref.dtype) for p in probed])
+    off = ((got - ref).abs_().amax(2) > size.amax(1).mul_(tolerance).add_(floor)) & mask
+    hit = off.nonzero()
+    return int(hit[0, 1]) if hit.numel() else None
+
+
+def _alike(a: torch.Tensor, b: torch.Tensor | None, tolerance: float) -> bool:
+    """Whether a buffer's two new values agree (shapes and, within ``tolerance`` of the largest entry, values)."""
+    if b is None or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if not a.is_floating_point():
+        return torch.equal(a, b)
+    a, b = a.double(), b.double()
+    scale = float(a.abs().nan_to_num(nan=0.0, posinf=0.0).max()) if a.numel() else 0.0
+    return bool((((a - b).abs() <= tolerance * scale) | (a.isnan() & b.isnan()) | (a == b)).all())
+
+
+def gradient_weights(n: int, like: torch.Tensor, *, seed: int = 0) -> list[torch.Tensor]:
     """The per-sample weights of :func:`gradient_mixing`'s two weighted objectives: w on the forward check's half A
     and 0 on B, then 0 on A and w on B (w in [0.5, 1.5), from a stream of its own: no training draw moves). A weight
     0 moves a row's direction (to none), so a hook rescaling rows by a statistic of the batch's directions, which any
@@ -100,7 +167,7 @@ def gradient_weights(n: int, like: torch.Tensor) -> list[torch.Tensor]:
     generator = torch.Generator().manual_seed(n)
     w = torch.rand(n, generator=generator, device=generator.device, dtype=like.dtype).add_(0.5).to(like.device)
     weights = []
-    for kept in halves(n, like.device):
+    for kept in halves(n, like.device, seed=seed):
         on = torch.zeros_like(w)
         on[kept] = w[kept]
         weights.append(on)
@@ -145,27 +212,55 @@ def _outputs(bottom: nn.Module, batches: list[torch.Tensor]) -> tuple[tuple[list
         raise ProtocolError(f"embedding-dp: the rows check could not run the bottom {type(bottom).__qualname__} on its "
                             f"batch ({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
                             ) from error
-    return (outputs, OWN_ULPS * torch.finfo(outputs[0].dtype).eps), True
+    return (outputs, OWN_ULPS * torch.finfo(outputs[0][0].dtype).eps), True
 
 
 def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype | None, grad: bool, leaf: bool) -> list:
-    """``bottom`` on a copy of each batch, in ``dtype`` where given (its floating parameters, buffers and a floating
-    batch cast), each forward from fresh clones of its buffers and the random stream seeded alike, the global random
-    state as before; with ``grad``, from a batch requiring a gradient (``leaf``) or from parameters requiring one as
-    the bottom's do (none is computed)."""
-    devices = sorted({b.device.index or 0 for b in batches if b.is_cuda})
-    params = {k: _cast(p.detach(), dtype).requires_grad_(grad and not leaf and p.requires_grad)
-              for k, p in bottom.named_parameters()}
-    outputs, drawing = [], [m for m in bottom.modules() if isinstance(m, _ROW_DRAWS) and m.training]
-    with torch.random.fork_rng(devices=devices), kept_state(bottom), torch.set_grad_enabled(grad), _eval(drawing):
+    """(output, buffers' new values) of ``bottom`` on a copy of each batch, in ``dtype`` where given (its floating
+    parameters, buffers and a floating batch cast), each forward from fresh clones of its parameters and buffers (an
+    in-place write in a forward touches no real one) and the random stream seeded alike, the global random state as
+    before; with ``grad``, from a batch requiring a gradient (``leaf``) or from parameters requiring one as the
+    bottom's do (none is computed)."""
+    devices, outputs = sorted({b.device.index or 0 for b in batches if b.is_cuda}), []
+    with check_forwards(bottom, devices), torch.set_grad_enabled(grad), new_buffers(bottom) as moved:
         for batch in batches:
-            state = {**params, **{k: _cast(b, dtype).clone() for k, b in bottom.named_buffers()}}
-            torch.default_generator.manual_seed(_SEED)
-            for d in devices:
-                torch.cuda.default_generators[d].manual_seed(_SEED)
+            state = {**{k: _cast(p.detach(), dtype).clone().requires_grad_(grad and not leaf and p.requires_grad)
+                        for k, p in bottom.named_parameters()},
+                     **{k: _cast(b, dtype).clone() for k, b in bottom.named_buffers()}}
+            reseed(devices)
+            moved.clear()
             out = torch.func.functional_call(bottom, state, (_fresh(batch, dtype, grad and leaf),))
-            outputs.append(out.detach() if isinstance(out, torch.Tensor) else out)
+            outputs.append((out.detach() if isinstance(out, torch.Tensor) else out, dict(moved)))
     return outputs
+
+
+@contextlib.contextmanager
+def check_forwards(bottom: nn.Module, devices: list[int]):
+    """Inside, the check's forwards of ``bottom``: the global random state (CPU and ``devices``) and the bottom's own
+    parameter and buffer objects as before on exit, its per-row drawing modules (:data:`_ROW_DRAWS`) in eval."""
+    drawing = [m for m in bottom.modules() if isinstance(m, _ROW_DRAWS) and m.training]
+    with torch.random.fork_rng(devices=devices), kept_state(bottom), _eval(drawing):
+        yield
+
+
+def reseed(devices: list[int]) -> None:
+    """The random stream each check forward starts from (:data:`_SEED`): kept rows draw the same numbers in each."""
+    torch.default_generator.manual_seed(_SEED)
+    for d in devices:
+        torch.cuda.default_generators[d].manual_seed(_SEED)
+
+
+@contextlib.contextmanager
+def new_buffers(bottom: nn.Module):
+    """Inside, a dict that each forward of ``bottom`` fills with its buffers' values at the forward's end (a forward
+    hook: the values swapped in, updated in place or rebound), cloned; no hook after."""
+    moved: dict = {}
+    handle = bottom.register_forward_hook(
+        lambda m, i, o: moved.update({k: b.detach().clone() for k, b in m.named_buffers()}))
+    try:
+        yield moved
+    finally:
+        handle.remove()
 
 
 @contextlib.contextmanager

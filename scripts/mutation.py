@@ -13,8 +13,11 @@ interrupted run resumes from its sessions in ``--work``. Groups and modules run 
 ``scripts/mutation_scope.py``; the outcomes, the score and the equivalents' keys: ``scripts/mutation_record.py``. A
 mutant that does not compile is recorded as such and not run. ``--report-only`` records what the sessions hold without
 running anything: a module whose session is missing or out of date (its source changed since) is "not measured", with
-the command that measures it. ``--stamp`` writes, for each equivalent of ``scripts/mutation_equivalents.toml`` without
-a ``source``, its function and that function's source digest (after its reason was checked against the code as it is).
+the command that measures it. ``--retest-only`` runs no pending mutant of an existing session, only its survivors
+against the tests as they are (a kill counts only under the tests' digest it was found with, so after new tests every
+survivor of the first pass is rerun). ``--stamp`` writes, for each equivalent of ``scripts/mutation_equivalents.toml``
+without a ``source``, its function and that function's source digest (after its reason was checked against the code as
+it is).
 """
 
 from __future__ import annotations
@@ -142,10 +145,12 @@ def _retest(db: Path, jobs: list[list], group: Group, module: str, timeout: floa
 
 
 def run_module(name: str, group: Group, module: str, work: Path, timeout: float, *,
-               execute: bool = True) -> list[list] | None:
+               execute: bool = True, pending: bool = True) -> list[list] | None:
     """Init (or resume) the module's session, filter it, execute it, retest its survivors: every mutant's job and
     result. A session whose module, or what of it is mutated, changed since it was made is made again. Without
-    ``execute``, what the session holds now (None for a module never run, or changed since)."""
+    ``execute``, what the session holds now (None for a module never run, or changed since); without ``pending``, a
+    fresh session's pending mutants are left for later and only its survivors are retested (a sampled session's
+    survivors, or a retest after new tests, without waiting for the rest)."""
     session = f"{name}-{Path(module).stem}"
     config, db = _config(session, module, group, work, timeout), work / f"{session}.sqlite"
     stamp = db.with_suffix(".module")
@@ -167,7 +172,8 @@ def run_module(name: str, group: Group, module: str, work: Path, timeout: float,
         _skip_not_compiling(db, module)
         stamp.write_text(current)
     start = time.time()
-    subprocess.run([str(BIN / "cosmic-ray"), "exec", str(config), str(db)], check=True, cwd=ROOT)
+    if pending or not fresh:
+        subprocess.run([str(BIN / "cosmic-ray"), "exec", str(config), str(db)], check=True, cwd=ROOT)
     found = _retest(db, [json.loads(line) for line in _run(str(BIN / "cosmic-ray"), "dump", str(db)).splitlines()],
                     group, module, timeout)
     print(f"{session}: {time.time() - start:.0f} s", flush=True)
@@ -213,6 +219,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant's tests")
     parser.add_argument("--record", type=Path, help="write the Markdown record here")
     parser.add_argument("--report-only", action="store_true", help="run nothing: record what the sessions hold now")
+    parser.add_argument("--retest-only", action="store_true",
+                        help="run no pending mutant of an existing session: only retest its survivors")
     parser.add_argument("--stamp", action="store_true", help="stamp the unstamped equivalents the sessions hold")
     args = parser.parse_args()
     names = args.groups.split(",")
@@ -235,7 +243,8 @@ def main() -> None:
     for name, group in GROUPS.items():  # the record covers the whole scope; only the chosen modules run
         for module in group.modules:
             execute = not args.report_only and name in names and (not chosen or module in chosen)
-            jobs = run_module(name, group, module, args.work, args.timeout, execute=execute)
+            jobs = run_module(name, group, module, args.work, args.timeout, execute=execute,
+                              pending=not args.retest_only)
             if jobs is None:
                 unmeasured.append(f"| {name} | {module} | `python scripts/mutation.py --groups {name} --modules "
                                   f"{module}` |")

@@ -82,3 +82,29 @@ def test_the_guard_keeps_no_earlier_read_alive_and_still_refuses_a_stale_one():
     gc.collect()
     with pytest.raises(ProtocolError, match="an earlier update"):
         stale.audit_update(UPDATE)
+
+
+def test_a_read_of_one_row_passes():
+    assert _hooks(PluginAuditor(torch.tensor([3]))).audit_update(UPDATE).known.tolist() == [3]
+
+
+#: Each refusal's reason as the error states it after the plugin's name (the batch has 4 rows: positions 0..3).
+REASONS = [
+    (PluginAuditor(torch.tensor([0, 4])), r"its AuditRead\.known names positions outside the batch \(0\.\.3\)$"),
+    (PluginAuditor(torch.tensor([0, 1, 1])), r"its AuditRead\.known names a row twice \("),
+    (PluginAuditor(torch.tensor([0]), released=None), r"its AuditRead\.released is not callable$"),
+    (PluginAuditor(torch.tensor([1, 2])), r"asked for the defense's clipped gradients of a canary's row, whose label"),
+]
+
+
+@pytest.mark.parametrize("auditor, reason", REASONS)
+def test_each_refusal_states_its_reason_right_after_the_plugin_s_name(auditor, reason):
+    with pytest.raises(ProtocolError, match=rf"^auditor [\w.]*PluginAuditor: {reason}"):
+        _hooks(auditor).audit_update(UPDATE)
+
+
+def test_a_stale_read_s_refusal_states_its_reason_right_after_the_plugin_s_name():
+    hooks = _hooks(PluginAuditor(torch.tensor([0, 1]), stale=True))
+    hooks.audit_update(UPDATE)
+    with pytest.raises(ProtocolError, match=r"^auditor [\w.]*PluginAuditor: it handed back its AuditRead of an earlier"):
+        hooks.audit_update(UPDATE)

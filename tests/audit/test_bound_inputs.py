@@ -125,3 +125,55 @@ def test_gdp_delta_is_finite_and_falls_with_epsilon_past_the_exp_overflow(mu):
     assert all(0.0 <= d <= 1.0 for d in deltas) and deltas == sorted(deltas, reverse=True)
     assert fdp_one_run.gdp_delta(40.0, 710.0) > 0.9  # mu 40 still leaks almost surely at eps 710
     assert fdp_one_run.gdp_delta(1.0, 1.0) == pytest.approx(0.3085375387 - math.e * 0.0668072013, abs=1e-9)
+
+
+@pytest.mark.parametrize("argument", ["guesses", "right", "canaries", "classes", "delta", "alpha", "epsilon"])
+def test_a_boolean_is_no_number_for_any_argument(argument):
+    """True is an int and a Real to Python, and 1 would be a valid count, class, delta, level or claim: a bound
+    refuses it all the same, naming the argument (a flag passed in the wrong place, not a number an audit wrote)."""
+    values = dict(guesses=5, right=5, canaries=5, classes=10, delta=0.0, alpha=0.05, epsilon=1.0) | {argument: True}
+    with pytest.raises(ValueError, match=rf"\b{argument}\b"):
+        if argument == "alpha":
+            empirical_epsilon.epsilon_lower(guesses=5, right=5, canaries=5, classes=10, alpha=True)
+        else:
+            empirical_epsilon.p_value(**{k: v for k, v in values.items() if k != "alpha"})
+
+
+def test_delta_1_is_a_valid_bound_s_delta_and_certifies_nothing():
+    """(eps, 1)-DP holds for every mechanism: a bound at delta 1 is 0 (not a refusal), while a claim must be testable,
+    so canaries_needed refuses delta 1 (its ``below_one``)."""
+    assert empirical_epsilon.epsilon_lower(**COUNTS, classes=10, delta=1.0) == 0.0
+    assert fdp_one_run.epsilon_lower(**COUNTS, classes=10, delta=1.0) == 0.0
+    assert canary_bound.cap(canaries=5, classes=10, delta=1.0) == 0.0
+    with pytest.raises(ValueError, match=r"\bdelta\b"):
+        canary_bound.canaries_needed(1.0, classes=10, delta=1.0)
+
+
+@pytest.mark.parametrize("right", [-1, 6])
+def test_a_count_of_right_guesses_outside_0_to_guesses_is_refused(right):
+    with pytest.raises(ValueError, match=rf"right={right}\b"):
+        empirical_epsilon.p_value(guesses=5, right=right, canaries=5, classes=10, epsilon=1.0)
+
+
+@pytest.mark.parametrize("value", [True, 2.0, 2.5])
+def test_a_count_given_as_a_float_or_a_boolean_is_refused(value):
+    """The canaries, menu entries and attacks a cap is computed for, and the guesses a menu keeps, are integers: 2.0
+    and True name a count no audit writes as one."""
+    for call, argument in ((lambda: empirical_epsilon.cap(canaries=value, classes=10), "canaries"),
+                           (lambda: canary_bound.cap(canaries=5, classes=10, menu=value), "menu"),
+                           (lambda: empirical_epsilon.kept(value), "guessed")):
+        with pytest.raises(ValueError, match=rf"\b{argument}\b"):
+            call()
+
+
+@pytest.mark.parametrize("value", [10.0, 2.5])
+def test_classes_given_as_a_float_are_refused(value):
+    with pytest.raises(ValueError, match=r"\bclasses\b"):
+        empirical_epsilon.cap(canaries=5, classes=value)
+
+
+@pytest.mark.parametrize("argument", ["right", "canaries"])
+def test_a_fractional_count_is_refused_naming_it(argument):
+    values = dict(guesses=5, right=5, canaries=5) | {argument: 5.5}
+    with pytest.raises(ValueError, match=rf"^{argument} must be an integer"):
+        empirical_epsilon.p_value(**values, classes=10, epsilon=1.0)

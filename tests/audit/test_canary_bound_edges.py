@@ -211,3 +211,20 @@ def test_more_runs_than_the_most_canaries_is_untestable_not_an_argument_error():
     message once asked for the cap at 0 canaries a run and raised the menu's argument error instead)."""
     with pytest.raises(canary_bound.Untestable, match="at one a run"):
         canary_bound.canaries_needed(1.0, classes=2, seeds=canary_bound.MAX_CANARIES + 1)
+
+
+def test_no_right_guess_certifies_nothing_even_at_level_1():
+    """Steinke et al.'s p-value of 0 right guesses is 1 whatever the claim, so no epsilon is rejected at any level up
+    to 1 (a p-value of 1 is not below the level 1): the bound is 0, not the search's ceiling."""
+    assert empirical_epsilon.p_value(guesses=10, right=0, canaries=10, classes=10, epsilon=0.0) == 1.0
+    for alpha in (0.05, 1.0):
+        assert empirical_epsilon.epsilon_lower(guesses=10, right=0, canaries=10, classes=10, alpha=alpha) == 0.0
+
+
+def test_a_p_value_at_the_search_s_floor_is_a_level_the_recursion_rejects_at():
+    """305 ten-class canaries all right at epsilon 0: the exact tail is 1e-305, below the floor 1e-300 the search
+    starts from, so the p-value is the floor, a level at which the counts reject (sound), and not one below the tail."""
+    p = fdp_one_run.p_value(guesses=305, right=305, canaries=305, classes=10, epsilon=0.0, delta=0.0)
+    assert p == pytest.approx(1e-300, rel=1e-9)
+    assert fdp_one_run.rejects(fdp_one_run.inverse_eps_delta(0.0, 0.0), guesses=305, right=305, canaries=305,
+                               classes=10, alpha=p)

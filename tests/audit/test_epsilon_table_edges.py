@@ -63,3 +63,37 @@ def test_two_stacked_defenses_without_an_epsilon_name_the_first_in_the_stack():
     first, second = "dp-gaussian: no epsilon recorded: x", "label-dp: no epsilon recorded: y"
     table = epsilon_table(pd.DataFrame([_row("gc", [[100, 60]], notes=f"{first}; {second}")]))
     assert set(table["claim_note"]) == {first}
+
+
+def test_a_claim_test_with_no_attack_planned_is_refused_naming_planned():
+    """No attack planned, none given: no Bonferroni share to test a claim at (planned must be at least 1)."""
+    with pytest.raises(ValueError, match=r"\bplanned\b"):
+        claim_test({}, planned=0, classes=10, claim=1.0, delta=0.0)
+
+
+def test_a_tie_between_attacks_names_the_first_given():
+    """Two attacks with the same counts reject a claim with the same p-value: the test names the first given (the
+    records' order in a table), so the same records always print the same rejecting attack."""
+    attacks = {"mc": ([[100, 95]], 100), "gc": ([[100, 95]], 100)}
+    test = claim_test(attacks, planned=2, classes=2, claim=0.1, delta=0.0)
+    assert test.p_value < 0.05 and (test.attack, test.guesses, test.right) == ("mc", 100, 95)
+    rows = [_row(a, [[100, 95]]) | {"canary_classes": 2, "epsilon": 0.1, "epsilon_delta": 0.0} for a in ("mc", "gc")]
+    worst = epsilon_table(pd.DataFrame(rows)).set_index("attack").loc["worst-case"]
+    assert worst["rejecting_attack"] == "mc" and bool(worst["rejected"])
+
+
+def test_the_table_carries_the_bounds_delta_and_the_worst_case_s_seeds():
+    rows = [_row("gc", [[100, 60]], seed=s) | {"epsilon_lower_delta": 1e-5} for s in range(3)]
+    table = epsilon_table(pd.DataFrame(rows)).set_index("attack")
+    assert (table["epsilon_lower_delta"] == 1e-5).all()
+    assert table.loc["worst-case", "seeds"] == 3 and table.loc["gc", "seeds"] == 3
+
+
+def test_adversaries_are_kept_apart_in_a_setting_without_a_strength():
+    """A setting whose strength is NaN (no defense): its two adversaries' records are still two guessers, never
+    pooled (a NaN group key is a group like any other)."""
+    rows = [_row("gc", [[100, 60]]) | {"defense": "none", "strength": float("nan"), "adversary": str(p)}
+            for p in (1, 2)]
+    table = epsilon_table(pd.DataFrame(rows))
+    assert set(table["attack"]) == {"gc by party 1", "gc by party 2", "worst-case"}
+    assert (table.set_index("attack").loc[["gc by party 1", "gc by party 2"], "canaries"] == 100).all()

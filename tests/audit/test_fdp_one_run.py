@@ -117,3 +117,48 @@ def test_the_recursion_s_level_is_the_largest_tail_the_f_dp_constraints_allow(ca
     tail = _largest_tail(lambda x: min(1.0, math.exp(epsilon) * x, 1 - math.exp(-epsilon) * (1 - x)),
                          canaries=canaries, guesses=guesses, right=right)
     assert tail == pytest.approx(high, abs=1e-3)
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 1.0, 5.0])
+def test_a_claim_at_delta_1_holds_for_every_mechanism_so_no_counts_reject_it_even_at_level_1(epsilon):
+    """(eps, 1)-DP constrains nothing (its trade-off curve is 0): every guess right is still no evidence against it,
+    so its p-value is 1 and its bound 0, at every level up to 1 (the p-value's search starts at level 1)."""
+    for m in (5, 50):
+        assert fdp_one_run.p_value(guesses=m, right=m, canaries=m, classes=10, epsilon=epsilon, delta=1.0) == 1.0
+        assert not fdp_one_run.rejects(lambda r: 0.0, guesses=m, right=m, canaries=m, alpha=1.0)
+        assert fdp_one_run.epsilon_lower(guesses=m, right=m, canaries=m, delta=1.0, classes=10) == 0.0
+
+
+@pytest.mark.parametrize("mu", [0.5, 2.0])
+def test_the_gdp_epsilon_at_delta_0_s_own_value_is_exactly_0(mu):
+    """At delta = delta(0) of mu-GDP, epsilon 0 already meets it: 0 exactly, not a bisection's last midpoint; just
+    below it a positive epsilon."""
+    at_zero = fdp_one_run.gdp_delta(mu, 0.0)
+    assert at_zero == pytest.approx(2 * stats.norm.cdf(mu / 2) - 1, rel=1e-12)
+    assert fdp_one_run.gdp_epsilon(mu, at_zero) == 0.0
+    assert fdp_one_run.gdp_epsilon(mu, at_zero * 0.999) > 0.0
+
+
+def test_gdp_delta_names_a_bad_mu():
+    with pytest.raises(ValueError, match=r"\bmu\b"):
+        fdp_one_run.gdp_delta(math.nan, 1.0)
+    with pytest.raises(ValueError, match=r"\bmu\b"):
+        fdp_one_run.gdp_delta(-1.0, 1.0)
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 0.5), (0.5, 0.1), (3.0, 1e-5)])
+def test_the_eps_delta_inverse_is_a_rate_and_0_up_to_delta(epsilon, delta):
+    """fbar^-1 of (eps, delta)-DP is a rate in [0, 1]; a rate of right guesses up to delta needs no wrong ones (the
+    delta slack alone allows it), so there it is 0, never below."""
+    inverse = fdp_one_run.inverse_eps_delta(epsilon, delta)
+    rates = np.linspace(0.0, 1.0, 201)
+    values = np.array([inverse(r) for r in rates])
+    assert ((values >= 0) & (values <= 1)).all()
+    assert (values[rates <= delta] == 0.0).all()
+
+
+@pytest.mark.parametrize(("mu", "epsilon"), [(0.1, 3.8), (0.3, 11.4), (1.0, 38.2), (1.0, 38.5)])
+def test_gdp_delta_is_never_negative_where_its_two_terms_round_past_each_other(mu, epsilon):
+    """Far in the tail both terms of delta(eps) are subnormal and their difference rounds below 0 (-2.4e-311 at mu 1,
+    eps 38.2): the delta returned is a probability, 0 there."""
+    assert fdp_one_run.gdp_delta(mu, epsilon) == 0.0

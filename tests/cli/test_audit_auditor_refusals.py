@@ -14,11 +14,13 @@ from vflpriv.cli import app
 
 REFUSED = [
     (["--defenses", "dp-gaussian", "--set", "audit.auditor=gradient-lrt", "--canaries", "0"],
-     "audit.auditor=gradient-lrt guesses the random-label canaries, but this audit plants none"),
+     "audit.auditor=gradient-lrt needs the random-label canaries, but this audit plants none"),
     (["--defenses", "dp-gaussian", "--set", "audit.auditor_options.canary_inputs=crafted", "--canaries", "0"],
-     "audit.auditor_options is set, but this audit plants no canaries"),
+     "audit.auditor_options needs the random-label canaries, but this audit plants none"),
     (["--defenses", "iso", "--set", "audit.auditor=gradient-lrt"],
      "audit.auditor=gradient-lrt audits none of this audit's defenses (iso); it audits: dp-gaussian"),
+    (["--defenses", "nopeek", "--canaries", "20", "--set", "audit.auditor_options.canary_inputs=crafted"],
+     "audit.auditor_options is set, but no auditor audits any of this audit's defenses (nopeek)"),
 ]
 
 

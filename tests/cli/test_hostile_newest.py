@@ -90,7 +90,8 @@ def test_an_audit_that_plants_no_canaries_refuses_canary_labels(tmp_path, monkey
         result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--quick", "--set",
                                           "partition.canary_labels=pair", "--set", "audit.canaries=0", "--dry-run"])
     assert result.exit_code == 2, result.output
-    one_error_line(result.output, "partition.canary_labels=pair: this audit plants no canaries")
+    one_error_line(result.output,
+                   "partition.canary_labels=pair needs the random-label canaries, but this audit plants none")
 
 
 def test_the_audit_draws_pair_labels_where_it_plants_canaries_and_none_elsewhere():

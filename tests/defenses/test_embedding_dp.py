@@ -110,12 +110,13 @@ def _assert_ghost_equals_torch_func(bottom: nn.Module, x: torch.Tensor, received
                                     atol: float) -> None:
     """Ghost clipping's norms and clipped sums of ``bottom`` equal torch.func's per-sample gradients, clipped
     (some samples scaled, some not) and summed, over its ``trained`` trainable parameters."""
-    from vflpriv.defenses.embedding_dp import _per_sample_grads, _scale
+    from vflpriv.defenses.embedding_dp import _scale
+    from vflpriv.defenses.per_sample import func_grads
     from vflpriv.defenses.gaussian_message import clip_rows
     from vflpriv.defenses.per_sample import ghost_grads
 
     squares, clipped_sums = ghost_grads(bottom, lambda h: (clip_rows(h, clip=0.7) * received).sum(1), x)
-    grads = _per_sample_grads(bottom, 0.7, x, received)
+    grads = func_grads(bottom, 0.7, x, received)
     params = [(k, p) for k, p in bottom.named_parameters() if p.requires_grad]
     assert len(params) == trained and set(grads) == {k for k, _ in params}
     assert torch.allclose(squares, sum(grads[k].flatten(1).pow(2).sum(1) for k, _ in params), rtol=1e-5)
@@ -133,7 +134,7 @@ def test_the_taped_update_is_torch_func_s_per_sample_gradients_clipped_summed_an
     parameter's update
     equals (sum_i min(1, C_g / |g_i|) g_i + sigma C_g noise) / n with g_i from torch.func's per-sample gradients of
     sample i's own clipped row times what it received, to float rounding (a digits-shaped bottom, BatchNorm frozen)."""
-    from vflpriv.defenses.embedding_dp import _per_sample_grads
+    from vflpriv.defenses.per_sample import func_grads
 
     dp, _, _ = _defense(_config(sigma=0.6, bottom_clip=0.05))
     torch.manual_seed(0)
@@ -150,7 +151,7 @@ def test_the_taped_update_is_torch_func_s_per_sample_gradients_clipped_summed_an
     names = [k for k, p in bottom.named_parameters() if p.requires_grad]
     params = [p for p in bottom.parameters() if p.requires_grad]
     assert len(params) == 8 and all(p.grad is not None for p in params)
-    grads = _per_sample_grads(bottom, 1.0, x, received)  # the wrapper's row clip C is 1 (the config's default)
+    grads = func_grads(bottom, 1.0, x, received)  # the wrapper's row clip C is 1 (the config's default)
     norms = sum(grads[k].flatten(1).square().sum(1) for k in names).sqrt()
     scale = (0.05 / norms).clamp(max=1.0)
     assert 0 < float(scale.min()) < 1 and float(scale.max()) <= 1  # most samples clipped

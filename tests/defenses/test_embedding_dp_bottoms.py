@@ -274,7 +274,7 @@ def test_a_plugin_bottom_with_dropout_gets_a_clipped_update_from_torch_func():
 
     torch.manual_seed(0)
     bottom, x, received = Plugin(), torch.randn(6, 5), torch.randn(6, 3)
-    grads = embedding_dp._per_sample_grads(bottom.train(), 1.0, x, received)
+    grads = per_sample.func_grads(bottom.train(), 1.0, x, received)
     assert all(torch.isfinite(g).all() for g in grads.values())
 
     class Branchy(Plugin):
@@ -284,4 +284,4 @@ def test_a_plugin_bottom_with_dropout_gets_a_clipped_update_from_torch_func():
             return self.net(x)
 
     with pytest.raises(ProtocolError, match="Branchy cannot be computed by torch.func"):
-        embedding_dp._per_sample_grads(Branchy(), 1.0, x, received)
+        per_sample.func_grads(Branchy(), 1.0, x, received)

@@ -145,7 +145,7 @@ def test_the_check_runs_at_the_first_update_after_each_train(monkeypatch):
     checked, and the texts say so."""
     checked, calls = [], []
     forward_mixing = row_checks.forward_mixing
-    monkeypatch.setattr(embedding_dp, "forward_mixing", lambda b, x: checked.append(len(calls)) or forward_mixing(b, x))
+    monkeypatch.setattr(embedding_dp, "forward_mixing", lambda b, x, **k: checked.append(len(calls)) or forward_mixing(b, x, **k))
     wrapped = PrivateRows(_mlp(), clip=1.0, sigma=0.3, frozen=True, generator=torch.Generator().manual_seed(3)).train()
     fake = Fake(sigma=0.4, clip=0.05, n=20)
     for update in range(1, 8):

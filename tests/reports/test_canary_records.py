@@ -83,3 +83,53 @@ def test_table_and_report_leave_an_edited_record_out_with_one_line(command, tmp_
     table = pd.read_csv(tmp_path / "o" / "epsilon_table.csv")
     gc = table[table["attack"] == "gc"].iloc[0]
     assert gc["canaries"] == 50 and gc["epsilon_lower"] == 0.0  # seeds 1 and 2 only, 6 of 50 right
+
+
+#: Edits just past a field's valid range, and the field the reason must start with (the first check that fails).
+EDGES = {
+    "canaries -1": ({"canaries": -1}, "canaries is -1"),
+    "classes -1": ({"canary_classes": -1}, "canary_classes is -1"),
+    "a claim just below 0": ({"epsilon": -0.5}, "epsilon is -0.5"),
+    "a bound just below 0": ({"auditor_epsilon_fdp": -1e-9}, "auditor_epsilon_fdp is -1e-09"),
+    "a delta just above 1": ({"epsilon_delta": 1.5}, "epsilon_delta is 1.5"),
+    "a right count of -1": ({"canary_counts": json.dumps([[25, -1]])},
+                            r"canary_counts entry \[25, -1\] is impossible with 25 canaries \(need 0 <= right <= "
+                            r"guesses <= canaries\)$"),
+    "guesses -1": ({"canary_guesses": -1}, "canary_guesses is -1"),
+    "the auditor's guesses above the canaries": ({"auditor": "gradient-lrt", "auditor_guesses": 30},
+                                                 r"auditor_guesses is 30, outside 0\.\.25"),
+}
+
+
+@pytest.mark.parametrize("edit", list(EDGES))
+def test_a_field_just_past_its_range_is_the_one_named(edit):
+    fields, reason = EDGES[edit]
+    with pytest.raises(ValueError, match=rf"^{reason}"):
+        RunRecord.from_json(json.dumps(json.loads(_record(0).to_json()) | fields))
+
+
+@pytest.mark.parametrize("fields", [{"canary_counts": json.dumps([[25, 0], [13, 13], [7, 7]])},
+                                    {"canary_guesses": 0, "canary_counts": ""}, {"canary_classes": 2},
+                                    {"epsilon_delta": 0.0, "epsilon_lower_delta": 1.0}, {"epsilon": 0.0}])
+def test_records_at_the_ends_of_each_range_still_read(fields):
+    """No right guess, every kept guess right, no guess at all, two classes, delta 0 and 1, a claim of 0."""
+    record = _record(0, **fields)
+    assert RunRecord.from_json(record.to_json()).to_json() == record.to_json()
+
+
+def test_a_record_written_before_the_canary_fields_still_reads():
+    """A record without any canary or claim field (an older vflpriv's): their defaults are no canaries, no claim."""
+    data = json.loads(_record(0).to_json())
+    for name in ("canaries", "canary_guesses", "canary_classes", "canary_counts", "auditor_counts", "auditor_guesses",
+                 "epsilon", "epsilon_delta", "epsilon_lower", "epsilon_lower_delta", "epsilon_fdp"):
+        data.pop(name, None)
+    assert RunRecord.from_json(json.dumps(data)).canaries == 0
+
+
+def test_a_record_without_its_canaries_field_has_none_so_its_guesses_are_impossible():
+    """An absent field takes the record's default (no canaries): a record that lost its canaries but says 1 guess is
+    damaged, as it would be with canaries 0 written out."""
+    data = json.loads(_record(0, canary_counts="").to_json()) | {"canary_guesses": 1}
+    data.pop("canaries")
+    with pytest.raises(ValueError, match=r"^canary_guesses is 1, outside 0\.\.0"):
+        RunRecord.from_json(json.dumps(data))

@@ -72,13 +72,13 @@ def run_attack(a: AttackPlan, fed: Federation, scenario: Scenario, encoder, reco
     view = adversary_view(fed, scenario, encoder, phase, generator(cfg.seed, "attack"), steps)
     if view.encoder is not None:
         require_finite(apply_in_batches(view.encoder, view.aux_x), f"the adversary's {phase} encoder outputs")
-    read = (view.local_x, view.aux_x, view.aux_y, view.aux_ids, view.targets, view.target_ids, view.inbox)
+    read = (view.local_x, view.aux_x, view.aux_y, view.aux_ids, view.targets, view.target_ids)  # the inbox: run()'s
     before = tensors_digest(*read)
     found = tuned(a, view, canary_key=scenario.canary_key) if a.space is not None else None
     inferences = found.inferences if isinstance(found, SearchResult) else attack.infer(view)
     if tensors_digest(*read) != before:  # its prior reads the view after it, and the inbox is every attack's
-        raise ProtocolError(changed_in_place(attack, cfg.attack.name, "its view (its features, auxiliary labels, ids "
-                                             "or received messages), which its prior and the other attacks read"))
+        raise ProtocolError(changed_in_place(attack, cfg.attack.name, "its view (its features, auxiliary labels or "
+                                             "ids), which its prior reads after it"))
     truth = _truth(scenario, view)
     canary = torch.isin(view.target_ids["train"].cpu(), scenario.canaries)
     hidden = {"train": canary}

@@ -36,7 +36,7 @@ def tensors_digest(*values: object) -> bytes:
     digest = hashlib.sha1(usedforsecurity=False)
     for value in values:
         for t in _tensors(value):
-            t = t.detach()
+            t = t.detach().to_dense() if t.layout != torch.strided else t.detach()  # a sparse payload: its values
             digest.update(f"{t.dtype}{tuple(t.shape)}".encode())
             digest.update(t.reshape(-1).contiguous().view(torch.uint8).cpu().numpy())
     return digest.digest()

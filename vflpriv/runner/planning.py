@@ -213,7 +213,8 @@ def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:
 def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dict,
                        where: str = "attack.search_space") -> None:
     """Refuse a search space naming options attack ``name`` (class ``cls``) does not have, an empty list of values,
-    or a value its options refuse beside ``base`` (the options given), each named as ``where`` (how the user gave it)."""
+    or a value its options refuse beside ``base`` (the options given), each named as ``where`` (as the user gave
+    it)."""
     fields = cls.Options.model_fields
     stray = sorted(set(given) - set(fields))
     if stray:

@@ -34,7 +34,7 @@ from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig
 from vflpriv.runner.prior import prior_pretraining
-from vflpriv.workflows.audit_checks import auditor_for, check_attack_settings, check_named_auditor
+from vflpriv.workflows.audit_checks import auditor_for, check_attack_settings, check_canary_settings
 from vflpriv.workflows.audit_config import AUTO_CANARIES, AUTO_SHARE, MAX_SHARE, AuditConfig, AuditDefense
 from vflpriv.workflows.audit_recipes import FULL, QUICK, default_attacks, default_strengths, quick_note
 
@@ -297,10 +297,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     runs: list[RunConfig] = []
     skipped: list[Inapplicable] = []
     planted = canaries(cfg)
-    if cfg.partition.canary_labels != "uniform" and not planted:
-        raise IncompatibleError(f"partition.canary_labels={cfg.partition.canary_labels}: this audit plants no canaries "
-                                "(audit.canaries resolved to 0); give --canaries N, or remove it")
-    check_named_auditor(cfg, planted, defenses)
+    check_canary_settings(cfg, planted, defenses)
     for adversary in adversaries:
         unplanted = cfg.training().model_dump()
         unplanted["partition"]["adversary"] = adversary

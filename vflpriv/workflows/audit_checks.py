@@ -22,17 +22,22 @@ def auditor_for(cfg: AuditConfig, defense: str) -> str | None:
     return next((n for n in names if AUDITORS.get(n).audits(cls)), None)
 
 
-def check_named_auditor(cfg: AuditConfig, planted: int, defenses: list[AuditDefense]) -> None:
-    """IncompatibleError where a named auditor (or its options) would be dropped silently: no canaries, or none of
-    the audit's defenses audited by it."""
+def check_canary_settings(cfg: AuditConfig, planted: int, defenses: list[AuditDefense]) -> None:
+    """IncompatibleError where a setting about canaries would be dropped silently: canary labels from pairs, a named
+    auditor or auditor options in an audit that plants none; a named auditor, or auditor options, beside no defense
+    an auditor audits."""
     name = cfg.audit.auditor if cfg.audit.auditor not in ("auto", "none") else ""
-    if not planted and (name or cfg.audit.auditor_options):
-        given = (f"audit.auditor={name} guesses the random-label canaries, but this audit plants none" if name
-                 else "audit.auditor_options is set, but this audit plants no canaries")
-        raise IncompatibleError(f"{given} (audit.canaries resolved to 0); give --canaries N, or remove it")
-    if name and not any(auditor_for(cfg, d.name) for d in defenses):
-        audited = ", ".join(n for n in DEFENSES.names() if AUDITORS.get(name).audits(DEFENSES.get(n)))
+    needs = [f"partition.canary_labels={cfg.partition.canary_labels}"] * (cfg.partition.canary_labels != "uniform")
+    needs += [f"audit.auditor={name}"] * bool(name) + ["audit.auditor_options"] * bool(cfg.audit.auditor_options)
+    if not planted and needs:
+        raise IncompatibleError(f"{needs[0]} needs the random-label canaries, but this audit plants none "
+                                "(audit.canaries resolved to 0); give --canaries N, or remove it")
+    if (name or cfg.audit.auditor_options) and not any(auditor_for(cfg, d.name) for d in defenses):
         ours = ", ".join(dict.fromkeys(d.name for d in defenses)) or "none"
+        if not name:
+            raise IncompatibleError(f"audit.auditor_options is set, but no auditor audits any of this audit's defenses "
+                                    f"({ours}); remove it, or add a defense an auditor audits (vflpriv list auditors)")
+        audited = ", ".join(n for n in DEFENSES.names() if AUDITORS.get(name).audits(DEFENSES.get(n)))
         raise IncompatibleError(f"audit.auditor={name} audits none of this audit's defenses ({ours}); it audits: "
                                 f"{audited or 'none registered'}; add one to --defenses, or audit.auditor auto")
 
