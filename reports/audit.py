@@ -146,6 +146,7 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
                 f"{falls['utility']:.3f})" if falls else f"not within {', '.join(strength_label(axis, s) for s in strengths)}"),
         })
     failed = pd.concat([frame, found.pop("frame")])
+    inapplicable = inapplicable + _not_applicable_runs(failed, inapplicable)
     failed = failed[failed["status"] == "failed"]
     return {
         **context, "margin": margin, "verdict_rule": verdict_rule(margin),
@@ -155,6 +156,15 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
         "failed": [{"attack": r.attack, "defense": r.defense, "phase": r.phase, "strength": float(r.strength),
                     "seed": int(r.seed), "error": r.error} for r in failed.itertuples()],
     }
+
+
+def _not_applicable_runs(frame: pd.DataFrame, planned: list[dict]) -> list[dict]:
+    """The pairs whose runs were recorded not applicable (an attack on a method that is not federated), for the
+    report's "Not applicable" beside those left out in planning (``planned``)."""
+    known = {(i["attack"], i["defense"], i["phase"]) for i in planned}
+    runs = frame[frame["status"] == "n/a"].drop_duplicates(["attack", "defense", "phase"])
+    return [{"attack": r.attack, "defense": r.defense, "phase": r.phase, "reason": r.error} for r in runs.itertuples()
+            if (r.attack, r.defense, r.phase) not in known]
 
 
 def _named(frame: pd.DataFrame) -> pd.DataFrame:

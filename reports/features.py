@@ -36,12 +36,15 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
     verdicts = []
     for (adversary, victim, attack, phase), rows in baseline.groupby(KEYS, sort=False):
         ok = rows[rows["status"] == "ok"]
-        if ok.empty:
-            continue
+        inapplicable = (rows["status"] == "n/a").all()  # nothing to attack (a method that is not federated)
+        if ok.empty and not inapplicable:
+            continue  # every run failed: the report lists them
         test = leakage_test(ok, feature_margin=margin)
         kinds = ", ".join(sorted(set(ok["prior_kind"].astype(str))))
         below = test.verdict == "no" and test.ci_high < -margin * test.prior_mean
-        line = (f"{attack} by {who(str(adversary))} on party {victim}'s features ({phase}): leaks beyond the prior: "
+        line = (f"{attack} by {who(str(adversary))} on party {victim}'s features ({phase}): "
+                f"not applicable: {rows['error'].iloc[0]}" if inapplicable else
+                f"{attack} by {who(str(adversary))} on party {victim}'s features ({phase}): leaks beyond the prior: "
                 f"{test.verdict} (leakage {test.leakage:+.4f} MSE, 95% CI [{test.ci_low:+.4f}, {test.ci_high:+.4f}]; "
                 f"attack MSE {test.attack_mean:.4f}, prior ({kinds}) {test.prior_mean:.4f}; per-target paired test on "
                 f"{test.n_targets} targets, {plural(test.n_seeds, 'seed')} as random effects, "
@@ -49,11 +52,13 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
                 + ("; below the prior: its reconstruction is worse than the adversary's fallback" if below else ""))
         verdicts.append({
             "adversary": str(adversary), "victim": str(victim), "attack": attack, "phase": phase, **test.to_dict(),
+            **({"verdict": "n/a"} if inapplicable else {}),
             "prior_kind": kinds, "prior_mse_mean": _mean(ok, "prior_mse_mean"),
             "prior_mse_regressor": _mean(ok, "prior_mse_regressor"), "prior_mse_random": _mean(ok, "prior_mse_random"),
             "psnr": _mean(ok, "feature_psnr"), "ssim": _mean(ok, "feature_ssim"),
             "exact_match": _mean(ok, "feature_exact_match"), "oracle": _mean(ok, "feature_mse_oracle"),
-            "target": str(ok["attack_target"].iloc[0]), "utility": _mean(ok, "utility"), "line": line})
+            "target": str(ok["attack_target"].iloc[0]) if len(ok) else "", "utility": _mean(ok, "utility"),
+            "line": line})
     for (victim, phase) in dict.fromkeys((v["victim"], v["phase"]) for v in verdicts):
         found = [v for v in verdicts if (v["victim"], v["phase"]) == (victim, phase) and v["leakage"] is not None]
         if len(found) >= 2:
@@ -114,7 +119,7 @@ def verdict_table(verdicts: list[dict], *, margin: float = FEATURE_MARGIN) -> Ta
         return None
     rows = [[who(v["adversary"]), f"party {v['victim']}",
              f"{v['attack']} ({v['strongest']})" if v.get("strongest") else v["attack"], v["phase"], v["target"],
-             _cell(v["attack_mean"]), _cell(v["oracle"]), f"{_cell(v['prior_mean'])} ({v['prior_kind']})",
+             _cell(v["attack_mean"]), _cell(v["oracle"]), _cell(v["prior_mean"]) + (f" ({v['prior_kind']})" if v["prior_kind"] else ""),
              _cell(v["prior_mse_mean"]), _cell(v["prior_mse_random"]),
              f"{_cell(v['leakage'], '{:+.4f}')} [{_cell(v['ci_low'], '{:+.4f}')}, {_cell(v['ci_high'], '{:+.4f}')}]",
              _cell(v["psnr"], "{:.2f}"), _cell(v["ssim"], "{:.3f}"), _cell(v["exact_match"], "{:.3f}"), v["verdict"]]

@@ -59,3 +59,24 @@ def test_a_results_csv_write_interrupted_halfway_leaves_the_last_one_and_the_sam
     assert (out / "results.csv").read_text() == first and [p.name for p in out.iterdir() if ".tmp" in p.name] == []
     again = CliRunner().invoke(app, [*WIDER, "--out", str(out)])
     assert again.exit_code == 0 and "2 already in the store, 0 to run" in again.output, again.output
+
+
+def test_the_check_after_training_names_the_store_and_how_to_report_its_runs(tmp_path, monkeypatch):
+    """It said "give another --out", but the store defaults to OUT/results.sqlite: a new --out is an empty store that
+    trains everything again (review s10, finding 3). It names the store, and --store with another --out resumes."""
+    out, other = tmp_path / "o", tmp_path / "other"
+    real = sweeping.sweep
+
+    def meanwhile(*args, **kwargs):
+        (out / "results.csv").write_text("key,method\nfeedfacefeedfacefeed,splitnn\n")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweeping, "sweep", meanwhile)
+    result = CliRunner().invoke(app, [*EVALUATE, "--out", str(out)])
+    monkeypatch.setattr(sweeping, "sweep", real)
+    store = out / "results.sqlite"
+    line = result.output[result.output.index("error: "):]
+    one_error_line(line, f"this command's runs are kept in {store}")
+    assert f"--out OTHER --store {store}" in line and "--overwrite" in line and "give another --out" not in line
+    again = CliRunner().invoke(app, [*EVALUATE, "--out", str(other), "--store", str(store)])
+    assert again.exit_code == 0 and "1 already in the store, 0 to run" in again.output, again.output

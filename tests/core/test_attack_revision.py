@@ -4,6 +4,10 @@ does, so a store of the earlier algorithm's records is recomputed rather than re
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
+
 from vflpriv.config.registry import ATTACKS
 from vflpriv.config.schema import RunConfig
 
@@ -19,3 +23,87 @@ def test_a_revised_attack_s_runs_get_keys_of_their_own_on_the_same_training(monk
     assert fi.key() not in (now[0], revised)
     monkeypatch.setattr(ATTACKS.get("fi-decoder"), "revision", 0)
     assert fi.key() == now[0]
+
+
+def _cache_keys(name: str) -> tuple[str, str, str]:
+    """The keys a cached result of attack ``name`` is found under: its tuned trials' (``runner.attacking.tuned``), its
+    same-attack prior's (``runner.prior.prior_key``, also the in-process priors') and its training's."""
+    import torch
+
+    from vflpriv.runner import attacking
+    from vflpriv.runner.planning import AttackPlan
+    from vflpriv.runner.prior import PriorPlan, prior_key
+
+    cfg = RunConfig.model_validate({"attack": {"name": name}})
+    seen = {}
+    attacking.search = lambda attack, view, **kw: seen.setdefault("key", kw["key"])  # restored by the caller
+    plan = AttackPlan(config=cfg, attack=SimpleNamespace(options=ATTACKS.get(name).Options()), prior=None)
+    attacking.tuned(plan, None)
+    ids = torch.arange(4)
+    view = SimpleNamespace(target_ids={"test": ids}, aux_ids=ids)
+    return seen["key"], prior_key(PriorPlan(cfg, "same-attack", False, {}, False), view), cfg.training_key()
+
+
+@pytest.mark.parametrize("name", ["mc", "mc-active"])
+def test_a_revised_attack_s_cached_trials_prior_and_acting_training_are_keyed_anew(monkeypatch, name):
+    """Finding 1 of the s10 review: the tuned trials and the same-attack prior of revision 1 were revision 0's."""
+    from vflpriv.runner import attacking
+
+    monkeypatch.setattr(attacking, "search", attacking.search)
+    before = _cache_keys(name)
+    monkeypatch.setattr(ATTACKS.get(name), "revision", 1)
+    after = _cache_keys(name)
+    assert after[0] != before[0] and after[1] != before[1]
+    assert (after[2] != before[2]) == ATTACKS.get(name).acts  # only an acting attack's training is its own
+    monkeypatch.setattr(ATTACKS.get(name), "revision", 0)
+    assert _cache_keys(name) == before  # revision 0 keys as before: every cache and store resumes
+
+
+def test_a_plugin_attack_s_code_is_in_its_cached_results_keys(monkeypatch, tmp_path):
+    """vflpriv's code version does not see a plugin's source: its file is hashed into the keys, as a method's is into
+    its pretraining's (``pretrain_key``)."""
+    import importlib.util
+    import sys
+
+    from vflpriv.runner import attacking
+
+    monkeypatch.setattr(attacking, "search", attacking.search)
+    source = "from vflpriv.attacks.labels.model_completion import ModelCompletion\n" \
+             "class Plugin(ModelCompletion):\n    acts = True\n"
+
+    def load(text: str):
+        path = tmp_path / "plugin_attack.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location("plugin_attack", path)
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, "plugin_attack", module)
+        spec.loader.exec_module(module)
+        monkeypatch.setitem(ATTACKS._extra, "test-plugin", module.Plugin)
+
+    load(source)
+    before = _cache_keys("test-plugin")
+    load(source + "    # the plugin's code edited\n")
+    after = _cache_keys("test-plugin")
+    assert all(a != b for a, b in zip(after, before))
+
+
+def test_a_revised_attack_tunes_and_fits_its_prior_again_instead_of_reading_revision_0_s(tmp_path, monkeypatch):
+    """The reviewer's case: at revision 1 the tuned run made 1 infer call (the refit), reading revision 0's trials and
+    same-attack prior; it makes as many as revision 0 did."""
+    from typer.testing import CliRunner
+
+    from vflpriv.cli import app
+
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
+    mc, calls = ATTACKS.get("mc"), []
+    real = mc.infer
+    monkeypatch.setattr(mc, "infer", lambda self, *a, **k: calls.append(mc.revision) or real(self, *a, **k))
+    args = ["evaluate", "--method", "splitnn", "--attack", "mc", "--defense", "none", "--seeds", "0", "--set",
+            "partition.labeled=60", "--set", "partition.aux=20", "--set", "finetune.epochs=1", "--set", "attack.tune=true",
+            "--set", "attack.search_budget=3", "--set", "attack.prior=same-attack", "--set", "attack.options.epochs=2",
+            "--out", str(tmp_path / "o"), "--overwrite"]
+    for revision in (0, 1):
+        monkeypatch.setattr(mc, "revision", revision)
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+    assert calls.count(0) > 2 and calls.count(1) == calls.count(0)

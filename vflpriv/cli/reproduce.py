@@ -51,7 +51,7 @@ def reproduce(
     from vflpriv.workflows.experiment import run_into_store
 
     results = run_into_store(runs, out, jobs=jobs or 2, backend="loky", console=console, show_progress=not quiet,
-                               overwrite=overwrite, dry_run=dry_run)
+                               overwrite=overwrite, dry_run=dry_run, store_option=False)
     if results is None:
         return
     from vflpriv.workflows.reproductions.report import records, write

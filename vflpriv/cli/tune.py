@@ -15,7 +15,6 @@ from vflpriv.common.console import make_console, plural
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.registry import ATTACKS
 from vflpriv.store import cache
-from vflpriv.store.folders import write_csv_atomically
 
 #: Bisection steps at most: 30 halvings narrow any strength interval below a billionth of it.
 MAX_STEPS = 30
@@ -51,7 +50,7 @@ def tune(
     from vflpriv.config.registry import DEFENSES
     from vflpriv.tradeoff.sweep import check
     from vflpriv.tradeoff.tune import tune as bisect
-    from vflpriv.workflows.experiment import STORE_ONLY, run_into_store
+    from vflpriv.workflows.experiment import run_into_store, write_results
 
     if defense == "none" or "," in (attack or ""):
         raise ConfigError("tune takes one attack and one defense (not none)")
@@ -112,7 +111,9 @@ def tune(
                                console=make_console(quiet=True), overwrite=overwrite or bool(frames), owns=owns,
                                write_csv=False, show_progress=not quiet, label=f"tune: {step}, runs")
         frames.append(frame)
-        write_csv_atomically(pd.concat(frames).drop_duplicates("key").drop(columns=STORE_ONLY), out / "results.csv")
+        mine = set(pd.concat(frames)["key"])  # this tune's results.csv lists its earlier steps' runs
+        write_results(pd.concat(frames).drop_duplicates("key"), out, store_path=store or out / "results.sqlite",
+                      owns=None if overwrite else lambda key: key in mine or owns(key))
         ok = frame[frame["status"] == "ok"]
         console.print(f"{step}: attack {ok['attack_accuracy'].mean():.3f}, prior "
                       f"{ok['prior_accuracy'].mean():.3f}, utility {ok['utility'].mean():.3f} "

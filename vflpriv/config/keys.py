@@ -11,7 +11,9 @@ store resumes unchanged after the upgrade."""
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
+from pathlib import Path
 from typing import Any
 
 from vflpriv.common.errors import VflprivError
@@ -56,6 +58,21 @@ def keyed(dump: dict[str, Any]) -> dict[str, Any]:
         if isinstance(part, dict) and _revision(registry, part.get("name")):
             dump[section] = {**part, "revision": _revision(registry, part["name"])}
     return dump
+
+
+def code_mark(registry, name: str) -> dict[str, Any]:
+    """What of component ``name``'s code its cached results are keyed by beyond its settings: its revision where revised,
+    and a plugin's source file (``cache.code_version`` hashes only vflpriv's own packages), as ``pretrain_key`` does with
+    a method's; empty for vflpriv's own at revision 0, whose keys stay what they were."""
+    revision = _revision(registry, name)
+    try:
+        cls = registry.get(name)
+    except VflprivError:
+        return {}  # an unknown name: the planner says so
+    mark = {"revision": revision} if revision else {}
+    if not cls.__module__.startswith("vflpriv."):
+        mark["code"] = hashlib.sha256(Path(inspect.getfile(cls)).read_bytes()).hexdigest()[:16]
+    return mark
 
 
 def _revision(registry, name: str) -> int:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from vflpriv.common.errors import VflprivError
-from vflpriv.config.keys import config_hash, keyed
+from vflpriv.config.keys import code_mark, config_hash, keyed
 from vflpriv.config.options import MAX_INT, Options
 from vflpriv.config.registry import ATTACKS, DATASETS
 
@@ -309,8 +309,8 @@ class RunConfig(TrainingConfig):
         key = super().training_key()
         if not self.attack_acts():
             return key
-        return config_hash({"training": key, "acting attack": self.attack.model_dump(
-            mode="json", exclude=NOT_TRAINING)})
+        acting = {**self.attack.model_dump(mode="json", exclude=NOT_TRAINING), **code_mark(ATTACKS, self.attack.name)}
+        return config_hash({"training": key, "acting attack": acting})
 
     def key(self) -> str:
         """Stable hash of the whole configuration (device excluded): the record's key in the store."""

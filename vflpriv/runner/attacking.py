@@ -16,6 +16,8 @@ from vflpriv.attacks.search import SearchResult, search
 from vflpriv.common import metrics
 from vflpriv.common.errors import ProtocolError
 from vflpriv.common.seeding import generator
+from vflpriv.config.keys import code_mark
+from vflpriv.config.registry import ATTACKS
 from vflpriv.data.load import data_of
 from vflpriv.data.scenario import Scenario
 from vflpriv.engine import Federation
@@ -108,11 +110,13 @@ def _canary_labels(scenario: Scenario, ids: torch.Tensor) -> torch.Tensor:
 
 def tuned(a: AttackPlan, view: AdversaryView, *, canary_key: str = "", reply=None) -> SearchResult | str:
     """The attack tuned on the adversary's auxiliary labels over its planned space (``attacks.search``), trials
-    cached per training and its data (``data_of``), and per canary key (the canaries' labels change the training);
-    ``reply`` checks each trial's reply (``attacks.search.search``)."""
+    cached per training and its data (``data_of``), per canary key (the canaries' labels change the training) and per
+    revision and plugin code (``code_mark``); ``reply`` checks each trial's reply (``attacks.search.search``)."""
     cfg, attack = a.config, a.attack
+    mark = code_mark(ATTACKS, cfg.attack.name)
     key = json.dumps([cfg.training_key(), data_of(cfg), cfg.attack.name, cfg.attack.phase,
-                      attack.options.model_dump(mode="json"), *([canary_key] if canary_key else [])], sort_keys=True)
+                      attack.options.model_dump(mode="json"), *([canary_key] if canary_key else []),
+                      *([mark] if mark else [])], sort_keys=True)
     return search(attack, view, budget=cfg.attack.search_budget, seed=cfg.seed, key=key, space=a.space, reply=reply)
 
 

@@ -44,8 +44,8 @@ from vflpriv.attacks.labels.model_completion import ModelCompletion, ModelComple
 from vflpriv.attacks.search import SearchResult, search
 from vflpriv.common.errors import IncompatibleError, ProtocolError
 from vflpriv.common.seeding import generator
-from vflpriv.config.keys import config_hash
-from vflpriv.config.registry import METHODS
+from vflpriv.config.keys import code_mark, config_hash
+from vflpriv.config.registry import ATTACKS, METHODS
 from vflpriv.config.schema import LABEL_FIELDS, RunConfig
 from vflpriv.data.load import data_of
 from vflpriv.engine.adversary import AdversaryView
@@ -240,10 +240,12 @@ def ids_digest(ids: torch.Tensor) -> str:
 
 def prior_key(prior: PriorPlan, view: AdversaryView) -> str:
     """What the prior's predictions depend on: its kind and epochs, the seed, the adversary's data (``data_of``) and the
-    samples it trains on and guesses, its encoder's pretraining, and only for ``same-attack`` the attack's own settings (so
+    samples it trains on and guesses, its encoder's pretraining, and only for ``same-attack`` the attack's own settings,
+    revision and plugin code (``code_mark``) (so
     every attack of a training shares one ``simsiam`` or ``aux`` prior); the search budget where it is tuned."""
     cfg = prior.config
-    attack_part = cfg.attack.model_dump(mode="json", exclude={"phase"}) if prior.kind == "same-attack" else None
+    attack_part = ({**cfg.attack.model_dump(mode="json", exclude={"phase"}), **code_mark(ATTACKS, cfg.attack.name)}
+                   if prior.kind == "same-attack" else None)
     search_part = cfg.attack.model_dump(mode="json", include={"search_budget"}) if prior.tuned else None
     return json.dumps(
         [prior.kind, cfg.attack.prior_epochs, cfg.seed, attack_part, search_part, prior.ssl, data_of(cfg),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 from vflpriv.common.errors import ConfigError
@@ -103,12 +104,36 @@ def _fits(name: str, limit: int, *, path: Path, what: str) -> None:
                           f"{limit}")
 
 
+#: A temporary file of :func:`write_csv_atomically` older than this (seconds) was left by a hard kill: it is removed.
+STALE_TMP_S = 600
+
+
 def write_csv_atomically(frame, path: Path) -> None:
-    """``frame`` as CSV at ``path``, written to a temporary name beside it and renamed: an interrupted write (Ctrl-C)
-    leaves the file that was there, never half of one, which the next command would read as another's results."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """``frame`` as CSV at ``path``, written to a temporary file of its own beside it (``mkstemp``: two writers never
+    share one) and renamed: an interrupted write (Ctrl-C) leaves the file that was there, never half of one, which the
+    next command would read as another's results; the temporary files a hard kill left are removed. An OSError (the
+    file open in another program on Windows) is the caller's to name."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # as a file written in place (mkstemp's are the owner's alone)
         frame.to_csv(tmp, index=False)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+    for left in path.parent.glob(f".{path.name}.*.tmp"):
+        try:
+            if left.stat().st_mtime < time.time() - STALE_TMP_S:  # a live writer's is younger
+                left.unlink()
+        except OSError:
+            pass  # another cleaner took it, or it is not ours to remove: it is never read
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()  # read once, at import (setting it to read it is not thread-safe)

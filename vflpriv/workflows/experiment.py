@@ -52,6 +52,7 @@ def run_into_store(
     label: str = "runs",
     dry_run: bool = False,
     prepare: Callable[[], None] | None = None,
+    store_option: bool = True,
 ) -> pd.DataFrame | None:
     """Validate everything (every training planned, ``out`` writable and holding no other experiment's results,
     the store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off);
@@ -62,7 +63,8 @@ def run_into_store(
     a results.csv of other runs and recomputes stored runs of other data (else refused). ``label`` names the
     progress count (``tune``: which strength of the bisection). ``dry_run``: check all of it, print the plan and
     return None, training and writing nothing (no folder, store, cache entry or worker). ``prepare()``: what comes
-    after (a report's imports), run here while local workers compute the last trainings (the sweep's ``on_tail``)."""
+    after (a report's imports), run here while local workers compute the last trainings (the sweep's ``on_tail``).
+    ``store_option``: the command takes ``--store`` (a refusal after training suggests it)."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     if dry_run:
@@ -130,9 +132,8 @@ def run_into_store(
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
     if write_csv:
-        if not overwrite:  # again: another command writing this --out may have finished while this one ran
-            guard_outputs(out, owns=owns or {c.key() for c in configs}.__contains__)
-        write_csv_atomically(results.drop(columns=STORE_ONLY), out / "results.csv")
+        write_results(results, out, owns=None if overwrite else owns or {c.key() for c in configs}.__contains__,
+                      store_path=store_path, store_option=store_option)
     for note in notes:
         console.print(f"note: {note}")
     if write_csv:
@@ -169,26 +170,48 @@ def check_destination(out: Path, *, store_path: Path | None, backend: str, addre
     return store_path
 
 
-def guard_outputs(out: Path, *, owns: Callable[[str], bool]) -> None:
+def guard_outputs(out: Path, *, owns: Callable[[str], bool], kept_in: Path | None = None,
+                  store_option: bool = True) -> None:
     """Refuse to replace another experiment's results: a ``results.csv`` in ``out`` listing runs this command does
     not own would be replaced (with ``cap.csv`` and the plots) by one without them. Resuming or widening the same
-    experiment (more seeds, another attack) owns every listed run and passes."""
+    experiment (more seeds, another attack) owns every listed run and passes. ``kept_in``: the store this command's
+    runs are already in (the check after training), which the error names with how to report them without training
+    (another ``--out`` alone would be an empty store, OUT/results.sqlite); ``store_option``: the command takes
+    ``--store``."""
     path = out / "results.csv"
     if not path.is_file():
         return
+    way = "give another --out, or --overwrite to replace {}"
+    if kept_in is not None:
+        way = (f"this command's runs are kept in {kept_in}: give --overwrite to replace {{}} with theirs"
+               + (f", or --out OTHER --store {kept_in} to write them to OTHER without training" if store_option
+                  else ""))
     try:
         with path.open(newline="", encoding="utf-8") as f:
             keys = [row["key"] for row in csv.DictReader(f)]
     except (OSError, KeyError, TypeError, UnicodeDecodeError, csv.Error):
-        raise ConfigError(f"--out {out} holds a results.csv that vflpriv did not write; give another --out, or "
-                          "--overwrite to replace it") from None
+        raise ConfigError(f"--out {out} holds a results.csv that vflpriv did not write; {way.format('it')}") from None
     foreign = [k for k in keys if not owns(k)]
     if foreign:
         raise ConfigError(
             f"--out {out} holds another experiment's results: its results.csv lists {plural(len(keys), 'run')}, "
-            f"{len(foreign)} "
-            "of them not part of this one, and would be replaced (with cap.csv and the plots); give another --out, "
-            "or --overwrite to replace them (runs in a store stay there)")
+            f"{len(foreign)} of them not part of this one, and would be replaced (with cap.csv and the plots); "
+            + (way.format("them") + " (runs in a store stay there)" if kept_in is None else way.format("them")))
+
+
+def write_results(results: pd.DataFrame, out: Path, *, owns: Callable[[str], bool] | None, store_path: Path,
+                  store_option: bool = True) -> None:
+    """``out``/results.csv from the runs in ``store_path``, checked again first unless ``owns`` is None (--overwrite):
+    another command writing this --out may have finished while this one ran; a write the system refuses is one error
+    naming the store that keeps the runs."""
+    if owns is not None:
+        guard_outputs(out, owns=owns, kept_in=store_path, store_option=store_option)
+    path = out / "results.csv"
+    try:
+        write_csv_atomically(results.drop(columns=STORE_ONLY), path)
+    except OSError as exc:
+        raise ConfigError(f"could not write {path} ({exc.strerror or exc}); the runs are kept in {store_path}: run the "
+                          "same command again once it can be written (nothing is trained again)") from None
 
 
 def early_workers(data: dict[str, Any]) -> Warm:
@@ -235,6 +258,8 @@ def evaluate_experiment(
                              warm=warm, overwrite=overwrite, dry_run=dry_run, prepare=importing(*REPORT_MODULES))
     if results is None:
         return None
+    for line in not_applicable_lines(results):
+        console.print(line)
     from vflpriv.reports.plots import tradeoff_figures  # matplotlib: once there is something to draw
     from vflpriv.reports.tables import attack_roles, cap_rich_table, mean_std, strength_tables
     from vflpriv.tradeoff.cap import cap_table, strength_summary
@@ -270,6 +295,17 @@ def evaluate_experiment(
     if written or figures:
         console.print(f"wrote {', '.join(str(p) for p in [*written, *figures])}")
     return results
+
+
+def not_applicable_lines(results: pd.DataFrame) -> list[str]:
+    """One console line per attack, phase and reason whose runs were recorded not applicable (a method that is not
+    federated): they ran, for the utility and the prior a table compares with (so they are not refused in planning),
+    but nothing else would say so where no defense is swept."""
+    runs = results[results["status"] == "n/a"]
+    held = {"labels": "the utility and the adversary's prior only"}  # a label prior is what it learns alone
+    return [f"not applicable: {attack} ({phase}), {plural(len(rows), 'run')}: {reason}; its records hold "
+            f"{held.get(secret, 'the utility only')}"
+            for (attack, phase, reason, secret), rows in runs.groupby(["attack", "phase", "error", "secret"], sort=False)]
 
 
 def applicable_attacks(runs: list[RunConfig]) -> tuple[list[RunConfig], list[tuple[str, str]]]:
@@ -317,6 +353,8 @@ def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: 
     from vflpriv.tradeoff.cap import cap_table, strength_summary
     from vflpriv.tradeoff.variants import with_variants
 
+    for line in not_applicable_lines(results):
+        console.print(line)
     pd.DataFrame([vars(c) for c in grid.skipped], columns=["method", "dataset", "attack", "reason"]).to_csv(
         out / "skipped.csv", index=False)
     results = with_variants(results)
