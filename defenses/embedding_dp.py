@@ -18,7 +18,10 @@ The argument (``privacy_spent``; written for the README too):
   the other parties' features, alignment and batches are the same.
 - Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own
   sample (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold
-  it by construction; any other is checked on probes (``row_checks``: copies of the batch keeping some rows and
+  it by construction (``own_modules``: every module's class from vflpriv or torch.nn, no instance method, no hook);
+  for any other the checks below test it on the batch's values and cannot prove it (replace-one allows any value: a
+  mixing gated on values the batch lacks, e.g. batch-mean imputation where a NaN appears, passes), so such a bottom
+  records no training epsilon (the run's notes say why). Any other is checked on probes (``row_checks``: copies of the batch keeping some rows and
   replacing the others, every pair of rows kept apart in one, from the run's seed): its rows in float64 and as trained,
   its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each row's records at every
   trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the first update
@@ -76,6 +79,7 @@ from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
+from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
 from vflpriv.defenses.per_sample import GhostTape, func_grads, ghost_applies, ghost_grads
 from vflpriv.defenses.row_checks import forward_mixing, writes_input
@@ -190,8 +194,10 @@ class EmbeddingDP(PassiveDefense):
     #: fail the run (an epsilon was recorded); RReLU bottoms train on the tape (their runs failed); vflpriv's own: bit
     #: for bit. 8: a bottom mixing into the tape's records only, carrying features in a buffer, or mixing a pair of rows
     #: the fixed halves kept together fails its run (an epsilon was recorded); a hook handing an in-place module a
-    #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for bit.
-    revision = 8
+    #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for bit. 9: a bottom not
+    #: built only of vflpriv's and torch.nn's modules (or hooked) records no training epsilon (one was recorded on a
+    #: premise the checks test, not prove); its updates, and vflpriv's own bottoms' numbers, unchanged.
+    revision = 9
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
@@ -212,6 +218,7 @@ class EmbeddingDP(PassiveDefense):
         self.stepped: Counts | None = None  # per training row: DP-SGD steps that included it
         self.test_rows, self.n_test = 0, 0
         self.idle_updates = 0  # DP-SGD updates of a bottom with no trainable parameter: nothing to privatise
+        self.foreign = ""  # what makes the victim's bottom not vflpriv's own ('' where it is): the premise only tested
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
@@ -244,8 +251,19 @@ class EmbeddingDP(PassiveDefense):
     def passive_bottom(self, party: int, bottom: nn.Module) -> nn.Module:
         if not self.acts_for(party, FINETUNE):
             return bottom
+        self._foreign(bottom)
         return PrivateRows(bottom, clip=self.options.clip, sigma=self.strength, frozen=self.dp_sgd,
                            generator=self.generator)
+
+    def _foreign(self, bottom: nn.Module) -> None:
+        """Where ``bottom`` is not built only of vflpriv's and torch.nn's modules (``own_modules``), no training
+        epsilon: the checks test the premise on the batch's values, they cannot prove it for a forward vflpriv has not
+        read (a mixing gated on values the batch lacks passes them)."""
+        self.foreign = self.foreign or foreign_part(bottom)
+        if self.foreign and not self.uncovered:
+            self.uncovered = (f"the victim's bottom is not built only of vflpriv's and torch.nn's modules "
+                              f"({self.foreign}): the premise that each row is a function of its own sample is tested "
+                              "on the batch's values there, not proven")
 
     @property
     def dp_sgd(self) -> bool:
@@ -275,7 +293,8 @@ class EmbeddingDP(PassiveDefense):
             self.idle_updates += 1
             return
         check, received = bottom.check_due(n), gradient.detach()
-        if check:  # on probes: the rows, the buffers and, where the tape records the bottom, its records (as trained)
+        if check:  # a hook added since the wrap makes the bottom foreign; then, on probes, the rows, buffers, records
+            self._foreign(inner)
             records = record_mixing(inner, x, received, clip=bottom.clip, seed=bottom.seed) \
                 if ghost_applies(inner) else None
             mixing = forward_mixing(inner, x, seed=bottom.seed, as_trained=records is None) or records
@@ -333,8 +352,9 @@ class EmbeddingDP(PassiveDefense):
         return float(self.options.delta)
 
     def notes(self) -> str:
-        """The claim that holds for the test rows at inference whatever trained the bottom, and that DP-SGD had nothing
-        to privatise where the bottom has no trainable parameter; or ''."""
+        """The claim that holds for the test rows at inference whatever trained the bottom (labelled as resting on a
+        tested premise for a bottom not vflpriv's own), and that DP-SGD had nothing to privatise where the bottom has no
+        trainable parameter; or ''."""
         idle = (f"the victim's bottom has no trainable parameter: embedding-dp's DP-SGD had nothing to privatise in "
                 f"{self.idle_updates} update(s) and charged no step for them" if self.idle_updates else "")
         if self.is_identity or self.n_test == 0 or self.test_rows == 0:
@@ -346,7 +366,8 @@ class EmbeddingDP(PassiveDefense):
                 "frozen bottom, not the training's epsilon), where each row is a function of its own sample: true of "
                 "vflpriv's own bottoms, for another checked by probes at the first update of a training only (not at "
                 "inference, not in a training without one, not after it), to the checks' tolerances"
-                ) + (f"; {idle}" if idle else "")
+                ) + (f"; this bottom is not vflpriv's own ({self.foreign}): that epsilon rests on a premise tested on "
+                     "the batch's values, not proven" if self.foreign else "") + (f"; {idle}" if idle else "")
 
 
 class Counts:
