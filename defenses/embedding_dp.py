@@ -34,8 +34,9 @@ The argument (``privacy_spent``; written for the README too):
   and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it is a Gaussian
   mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
-  function of those noisy outputs, of a bottom initialised independently of the data, and of the other parties'
-  data (the gradients the active party sends are computed from noisy rows): adaptive composition. Batches are not
+  function of those noisy outputs, of a bottom initialised independently of the data (checked where it could fail: a
+  bottom whose first training forward changes a parameter, a data-dependent initialisation such as Glow's ActNorm,
+  fails its run), and of the other parties' data (the gradients the active party sends are computed from noisy rows): adaptive composition. Batches are not
   Poisson-sampled (each epoch shuffles the labeled aligned samples and uses each once), so no amplification by
   subsampling is claimed: sample i is charged every row of it released (one per epoch, and one per release at
   inference of a training row: ``finetune.validation``) and every DP-SGD step including it (one per exchange and per
@@ -72,6 +73,7 @@ import math
 import torch
 from pydantic import Field
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from vflpriv.common.errors import ProtocolError
 from vflpriv.config.options import Options
@@ -125,7 +127,7 @@ class PrivateRows(nn.Module):
                 if isinstance(m, _BATCHNORMS):
                     m.eval()
         self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
-        self.checked, self.copies = False, writes_input(self.bottom)
+        self.checked, self.copies, self.forwarded = False, writes_input(self.bottom), False
         return self
 
     def check_due(self, n: int) -> bool:
@@ -138,11 +140,20 @@ class PrivateRows(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         tape, x = self.tape if self.training and torch.is_grad_enabled() else None, x.clone() if self.copies else x
+        first = self.training and self.frozen and not self.forwarded  # DP-SGD's first training forward since train()
+        before = [(k, p.detach().clone()) for k, p in self.bottom.named_parameters() if not is_lazy(p)] if first else []
         if tape is None:
             h = clip_rows(self.bottom(x), clip=self.clip)
         else:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
             with tape:
                 h = clip_rows(self.bottom(x), clip=self.clip)
+        if first:  # a data-dependent initialisation (Glow's ActNorm) writes the batch into the weights before any check
+            self.forwarded = True
+            changed = [k for k, v in before if not torch.equal(v, self.bottom.get_parameter(k))]
+            if changed:
+                raise ProtocolError(f"embedding-dp: the victim's bottom changed its parameters ({', '.join(changed)}) "
+                                    "in its first training forward (a data-dependent initialisation): they would carry "
+                                    "that batch's features outside DP-SGD; the run fails, no epsilon is recorded")
         noise = torch.randn(h.shape, generator=self.generator, dtype=h.dtype, device=self.generator.device)
         out = h + self.sigma * self.clip * noise.to(h.device)
         self.taped = None if tape is None else (out, h, tape)
@@ -196,7 +207,8 @@ class EmbeddingDP(PassiveDefense):
     #: the fixed halves kept together fails its run (an epsilon was recorded); a hook handing an in-place module a
     #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for bit. 9: a bottom not
     #: built only of vflpriv's and torch.nn's modules (or hooked) records no training epsilon (one was recorded on a
-    #: premise the checks test, not prove); its updates, and vflpriv's own bottoms' numbers, unchanged.
+    #: premise the checks test, not prove); a bottom whose first training forward changes a parameter (data-dependent
+    #: initialisation) fails its run; other updates, and vflpriv's own bottoms' numbers, unchanged.
     revision = 9
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")

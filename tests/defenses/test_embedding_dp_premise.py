@@ -11,9 +11,10 @@ import pytest
 import torch
 from torch import nn
 
-from vflpriv.defenses.embedding_dp import EmbeddingDP
+from vflpriv.common.errors import ProtocolError
+from vflpriv.defenses.embedding_dp import EmbeddingDP, PrivateRows
 from vflpriv.defenses.own_modules import foreign_part
-from vflpriv.runner.execution import run
+from vflpriv.runner.execution import run, run_safely
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_embedding_dp import _config  # noqa: E402
@@ -66,3 +67,37 @@ def test_what_makes_a_bottom_foreign():
         assert "hook" in foreign_part(nn.Linear(3, 3))
     finally:
         handle.remove()
+
+
+class _ActNorm(nn.Module):
+    """Glow's ActNorm: its first forward sets its parameters from the batch's statistics (the review's a_actnorm.py)."""
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.loc, self.logs = nn.Parameter(torch.zeros(d)), nn.Parameter(torch.zeros(d))
+        self.register_buffer("inited", torch.tensor(0, dtype=torch.uint8))
+
+    def forward(self, x):
+        y = x.flatten(1)
+        if not self.inited:
+            with torch.no_grad():
+                self.loc.copy_(-y.mean(0))
+                self.logs.copy_(-torch.log(y.std(0) + 1e-6))
+                self.inited.fill_(1)
+        return ((y + self.loc) * self.logs.exp()).view(x.shape)
+
+
+def test_a_bottom_setting_its_parameters_from_the_first_training_batch_fails_its_run(monkeypatch):
+    _prepend(monkeypatch, lambda bottom: _ActNorm(next(m for m in bottom.modules() if isinstance(m, nn.Linear))
+                                                  .in_features))
+    (record,) = run_safely([_config(sigma=4.0, epochs=1)])
+    assert record.status == "failed" and "changed its parameters" in record.error
+
+
+def test_a_forward_that_changes_no_parameter_passes_the_first_forward_check():
+    wrapped = PrivateRows(nn.Sequential(nn.Linear(4, 3), nn.ReLU()), clip=1.0, sigma=0.5, frozen=True,
+                          generator=torch.Generator().manual_seed(0)).train()
+    assert wrapped(torch.randn(5, 4)).shape == (5, 3)
+    with pytest.raises(ProtocolError, match="changed its parameters"):
+        PrivateRows(_ActNorm(4), clip=1.0, sigma=0.5, frozen=True, generator=torch.Generator().manual_seed(0)
+                    ).train()(torch.randn(5, 4))
