@@ -208,7 +208,8 @@ class EmbeddingDP(PassiveDefense):
     #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for bit. 9: a bottom not
     #: built only of vflpriv's and torch.nn's modules (or hooked) records no training epsilon (one was recorded on a
     #: premise the checks test, not prove); a bottom whose first training forward changes a parameter (data-dependent
-    #: initialisation) fails its run; other updates, and vflpriv's own bottoms' numbers, unchanged.
+    #: initialisation) fails its run, as does one whose hook writes a statistic of the batch into a buffer in the
+    #: backward (on the tape); other updates, and vflpriv's own bottoms' numbers, unchanged.
     revision = 9
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")

@@ -84,7 +84,8 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0, as_trai
     the batch only through its size (the probes keep n) or draws its random numbers per row (Dropout; RReLU runs in
     eval) passes; a draw that moves rows (a shuffle) is mixing. The buffers' new values after each forward (a forward
     hook on the bottom sees rebound ones) must equal the batch's: spectral_norm's power iteration (a function of the
-    weight) passes, a running statistic of the features (later rows would depend on earlier samples) fails. Non-finite
+    weight) passes, a running statistic of the features (later rows would depend on earlier samples) fails (one written
+    in the backward: ``tape_checks.record_mixing``, on the tape's path only). Non-finite
     entries are not judged here (the training's own check fails a run whose rows are not finite). A mixing that the
     probes' repeated rows leave unchanged is not seen. Cost: 2 (1 + 2 ceil(log2 n)) forwards, once per training."""
     n = x.shape[0]
@@ -116,7 +117,7 @@ def _compare(bottom: nn.Module, n: int, kept: list, outputs: list, tolerance: fl
                 "or forward mixing the batch's rows, e.g. centring over the batch)")
     for _, moved in outputs[1:]:
         for k, value in buffers.items():
-            if not _alike(value, moved.get(k), tolerance):
+            if not alike(value, moved.get(k), tolerance):
                 return (f"the bottom {name}'s buffer {k!r} took a new value that depends on the batch's rows (a "
                         "running statistic of the features: later rows would depend on earlier samples)")
     return ""
@@ -148,7 +149,7 @@ def first_off(ref: torch.Tensor, probed: list[torch.Tensor], mask: torch.Tensor,
     return int(hit[0, 1]) if hit.numel() else None
 
 
-def _alike(a: torch.Tensor, b: torch.Tensor | None, tolerance: float) -> bool:
+def alike(a: torch.Tensor, b: torch.Tensor | None, tolerance: float) -> bool:
     """Whether a buffer's two new values agree (shapes and, within ``tolerance`` of the largest entry, values)."""
     if b is None or a.shape != b.shape or a.dtype != b.dtype:
         return False

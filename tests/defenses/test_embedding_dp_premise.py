@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from vflpriv.common.errors import ProtocolError
+from vflpriv.defenses import tape_checks
 from vflpriv.defenses.embedding_dp import EmbeddingDP, PrivateRows
 from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.runner.execution import run, run_safely
@@ -101,3 +102,30 @@ def test_a_forward_that_changes_no_parameter_passes_the_first_forward_check():
     with pytest.raises(ProtocolError, match="changed its parameters"):
         PrivateRows(_ActNorm(4), clip=1.0, sigma=0.5, frozen=True, generator=torch.Generator().manual_seed(0)
                     ).train()(torch.randn(5, 4))
+
+
+def _backward_written_buffer() -> nn.Module:
+    """A forward hook registering a tensor hook that writes the batch's feature mean into the buffer the next forward
+    subtracts (the review's c_bwdbuf.py): the buffer moves in the backward, after the forward checks looked."""
+    torch.manual_seed(0)
+    bottom = nn.Sequential(nn.Linear(6, 6), nn.Tanh(), nn.Linear(6, 3))
+    bottom.register_buffer("ema", torch.zeros(6))
+
+    def centre(m, args):
+        return (args[0] - bottom.ema,)
+
+    def store(m, args, out):
+        buf, stat = bottom.ema, args[0].detach().mean(0)
+        if out.requires_grad:
+            out.register_hook(lambda g: (buf.mul_(0.9).add_(0.1 * stat), g)[1])
+
+    bottom[0].register_forward_pre_hook(centre)
+    bottom[0].register_forward_hook(store)
+    return bottom
+
+
+def test_a_buffer_written_in_the_backward_from_the_batch_is_mixing():
+    x, received = torch.randn(8, 6) + 5, torch.randn(8, 3)
+    assert "ema" in tape_checks.record_mixing(_backward_written_buffer(), x, received, clip=1.0, seed=3)
+    plain = nn.Sequential(nn.Linear(6, 6), nn.BatchNorm1d(6).eval(), nn.ReLU(inplace=True), nn.Linear(6, 3))
+    assert tape_checks.record_mixing(plain, x, received, clip=1.0, seed=3) == ""
