@@ -145,6 +145,7 @@ class PrivateRows(nn.Module):
         if tape is None:
             h = clip_rows(self.bottom(x), clip=self.clip)
         else:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
+            tape.keep = not self.checked  # the checked update's forward keeps copies of them (GhostTape._rewritten)
             with tape:
                 h = clip_rows(self.bottom(x), clip=self.clip)
         if first:  # a data-dependent initialisation (Glow's ActNorm) writes the batch into the weights before any check
@@ -209,7 +210,8 @@ class EmbeddingDP(PassiveDefense):
     #: built only of vflpriv's and torch.nn's modules (or hooked) records no training epsilon (one was recorded on a
     #: premise the checks test, not prove); a bottom whose first training forward changes a parameter (data-dependent
     #: initialisation) fails its run, as does one whose hook writes a statistic of the batch into a buffer in the
-    #: backward (on the tape); other updates, and vflpriv's own bottoms' numbers, unchanged.
+    #: backward (on the tape), one whose hook writes a layer's recorded input after the call (a wrong update before)
+    #: or reaches a parameter through a captured tensor; other updates, and vflpriv's own bottoms' numbers, unchanged.
     revision = 9
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")

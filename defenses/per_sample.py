@@ -32,7 +32,10 @@ checks that the rows' gradients are the samples' own, and fails the run where th
 embedding-dp then checks the forward on both paths (``row_checks.py``) and, on the tape, that each row's records
 (input and output gradient at every trainable layer: what the update reads) are its sample's own on probes that
 replace the other rows (``tape_checks.py``): a pre-hook centring a layer's input, a backward scaled by a statistic of
-the forward batch, or a hook writing its layer's input in place after the call fails the run there. Outside what the
+the forward batch, or a hook writing its layer's input in place after the call fails the run there (the checked
+update's forward keeps copies of the trainable layers' inputs, :meth:`GhostTape._rewritten`: a write row by row, which
+mixes nothing, sends that update to ``torch.func``, which fails the run on it). A trainable parameter reached outside
+the bottom's attributes (a tensor a hook captured) fails the run on the ``torch.func`` path with its reason. Outside what the
 tape checks: mixing that starts after the checked update (a hook added later, a plugin written to behave only at its
 first update); and a hook on the autograd node of a layer's output (``out.grad_fn.register_hook``, the deprecated
 non-full ``register_backward_hook``, which rewrites its parameter gradients: the update then stays private, each
@@ -169,10 +172,13 @@ class GhostTape:
         # hand an in-place module a recorded input where a layer's new output was (the review's frozen gate)
         self.recorders = [(m, self._recorder(m)) for m in self.watched] + [(m, self._writer(m)) for m in writers]
         self.entered: list[nn.Module] = []
+        self.keep = False  # whether the next forward keeps copies of the trainable layers' inputs (a checked update's)
+        self.inputs: list[tuple] = []  # (entry, a copy of its input as the layer received it) where ``keep``
 
     def __enter__(self) -> GhostTape:
         """Record a new forward (what an earlier one recorded is dropped), where the tape still applies."""
         self.seen, self.edges, self.writes = ([], [], []) if ghost_applies(self.module) else (None, [], [])
+        self.inputs = []
         if self.seen is not None:
             for m, record in self.recorders:
                 vars(m)["forward"] = record  # found before the class's forward by the module's call
@@ -196,6 +202,8 @@ class GhostTape:
                 return out
             entry = [m, (args[0] if args else next(iter(kwargs.values()))).detach(), None]
             self.seen.append(entry)
+            if self.keep and trains:  # compared at the checked update: a hook writing this input after the call
+                self.inputs.append((entry, entry[1].clone()))
             if trains and out.requires_grad:  # the node of the layer's own output, taken before any in-place change
                 self.edges.append((entry, GradientEdge(out.grad_fn, out.output_nr)))  # (the objective holds the graph)
                 out.grad_fn.register_prehook(lambda grads, entry=entry: entry.__setitem__(2, grads[0]))
@@ -231,7 +239,7 @@ class GhostTape:
         if self.why:
             return None
         out = rows.sum()
-        self.why = self._misread(n) or self._overwritten() or self._reused(out)
+        self.why = self._misread(n) or self._overwritten() or (self._rewritten() if check else "") or self._reused(out)
         if self.why:
             return None
         if len(edges) != len(self.layers):
@@ -307,6 +315,14 @@ class GhostTape:
                         f"{type(m).__name__} {self.names[id(m)]!r} had recorded")
         return ""
 
+    def _rewritten(self) -> str:
+        """Why a trainable layer's recorded input is not the one it computed with, or '': written in place after its
+        call (a forward hook's ``inp[0].mul_(3)``: the rules would read the written rows). Compared on the copies a
+        forward with ``keep`` made (the checked update's; later forwards keep none)."""
+        m = next((e[0] for e, copy in self.inputs if not torch.equal(e[1], copy)), None)
+        return "" if m is None else \
+            f"the input {type(m).__name__} {self.names[id(m)]!r} had recorded was written in place after its call"
+
     def _reused(self, out: torch.Tensor) -> str:
         """Why the autograd graph of ``out`` is not the rules' (a walk of its nodes, about 10 microseconds on digits'
         bottom), or '': a trainable parameter reached by other than exactly one edge (a hook or module using it outside
@@ -334,7 +350,9 @@ class GhostTape:
 def ghost_grads(module: nn.Module, objective, x: torch.Tensor, *, check: bool = False, seed: int = 0):
     """:meth:`GhostTape.norms` of ``objective(module(x))`` (each sample's objective, (n,)), from a forward of its
     own."""
-    with GhostTape(module) as tape:
+    tape = GhostTape(module)
+    tape.keep = check
+    with tape:
         rows = objective(module(x))
     return tape.norms(rows, n=x.shape[0], check=check, seed=seed)
 
@@ -353,7 +371,7 @@ def func_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, received: tor
 
     try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
         with kept_state(inner):
-            return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
+            grads = torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
                 params, x.clone(), received)  # a copy: an in-place module would write the caller's batch
     except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
         raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
@@ -362,3 +380,8 @@ def func_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, received: tor
                             "including RReLU and Dropout, nn.Sequential) or write its "
                             "forward of operations torch.func can vectorise (no data-dependent Python control flow, no "
                             "in-place write to an input another module reads)") from error
+    if any(g.requires_grad for g in grads.values()):  # a real parameter entered: torch.func took it for a constant
+        raise ProtocolError(f"embedding-dp: a trainable parameter of the bottom {type(inner).__qualname__} is reached "
+                            "outside the bottom's own attributes (a tensor a hook or closure captured): torch.func's "
+                            "per-sample gradients miss its use there; reach it through its module")
+    return grads

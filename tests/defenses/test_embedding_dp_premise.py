@@ -18,6 +18,7 @@ from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.runner.execution import run, run_safely
 
 sys.path.insert(0, str(Path(__file__).parent))
+from dp_sgd_helpers import step  # noqa: E402
 from test_embedding_dp import _config  # noqa: E402
 
 
@@ -129,3 +130,25 @@ def test_a_buffer_written_in_the_backward_from_the_batch_is_mixing():
     assert "ema" in tape_checks.record_mixing(_backward_written_buffer(), x, received, clip=1.0, seed=3)
     plain = nn.Sequential(nn.Linear(6, 6), nn.BatchNorm1d(6).eval(), nn.ReLU(inplace=True), nn.Linear(6, 3))
     assert tape_checks.record_mixing(plain, x, received, clip=1.0, seed=3) == ""
+
+
+def test_a_hook_writing_its_layer_s_recorded_input_after_the_call_fails_the_run_not_the_update():
+    """The review's f_rowwrite.py: the tape read the written input, an update 103% off the true gradient, silently."""
+    bottom = nn.Sequential(nn.Linear(6, 6), nn.Tanh(), nn.Linear(6, 3))
+
+    def triple(m, inp, out):
+        with torch.no_grad():
+            inp[0].mul_(3.0)
+
+    bottom[0].register_forward_hook(triple)
+    with pytest.raises(ProtocolError, match="cannot be computed by torch.func"):
+        step(bottom, torch.randn(8, 6), torch.randn(8, 3), sigma=0.0, clip=100.0)
+
+
+def test_a_weight_reached_through_a_captured_tensor_is_a_protocol_error_naming_it():
+    """The review's b_closure.py: torch.func took the captured weight for a constant; the run died in a RuntimeError."""
+    bottom = nn.Sequential(nn.Linear(6, 6), nn.Tanh(), nn.Linear(6, 3))
+    weight = bottom[0].weight
+    bottom[2].register_forward_pre_hook(lambda m, a: (a[0] + 0.5 * a[0] @ weight.t(),))
+    with pytest.raises(ProtocolError, match="outside the bottom's own attributes"):
+        step(bottom, torch.randn(8, 6), torch.randn(8, 3), sigma=0.0, clip=100.0)
