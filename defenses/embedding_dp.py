@@ -173,7 +173,8 @@ class PrivateRows(nn.Module):
 
 class EmbeddingDP(PassiveDefense):
     """Per-row clipping and Gaussian noise on the victim's embeddings, DP-SGD on its bottom (whose gradients the
-    mechanism forms itself: the bottom's parameter hooks do not run); feature-DP epsilon.
+    mechanism forms itself: the bottom's parameter hooks do not run); feature-DP epsilon for a bottom built of vflpriv's
+    and torch.nn's modules (another's premise is tested on the batch, not proven: no epsilon recorded).
 
     DP-SGD forms each update of the bottom from per-sample gradients it computes (the tape's recorded rows, or
     torch.func): autograd never computes a parameter's gradient there, so a hook registered on a parameter
@@ -220,8 +221,8 @@ class EmbeddingDP(PassiveDefense):
             "layers and modules of known forward, no plugin class; torch.func otherwise, and where the tape's "
             "run-time checks fail), noise on each of its parameters, and at the first update after train() (once a "
             "training) the rows check (1 + 2 ceil(log2 n) forwards in float64 and as many as trained: on the tape, "
-            "forwards and backwards recording each probe, and two weighted backwards; about 16 steps on digits' bottom, "
-            "4x 4184f3a's check); the training "
+            "forwards and backwards recording each probe, and two weighted backwards; about 16 steps on digits' "
+            "bottom); the training "
             "x1.7 to x2.3 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
