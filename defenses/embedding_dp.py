@@ -16,31 +16,31 @@ The argument (``privacy_spent``; written for the README too):
 
 - Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels,
   the other parties' features, alignment and batches are the same.
-- Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own
-  sample (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold
-  it by construction (``own_modules``: every module's class from vflpriv or torch.nn, no instance method, no hook);
-  for any other the checks below test it on the batch's values and cannot prove it (replace-one allows any value: a
-  mixing gated on values the batch lacks, e.g. batch-mean imputation where a NaN appears, passes), so such a bottom
-  records no training epsilon (the run's notes say why). Any other is checked on probes (``row_checks``: copies of the batch keeping some rows and
-  replacing the others, every pair of rows kept apart in one, from the run's seed): its rows in float64 and as trained,
-  its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each row's records at every
-  trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the first update
-  of each training with two rows or more, and only there: not at inference, not in a training without an update, not
-  later (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not seen); nor is
-  a mixing the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within the checks'
-  tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it larger).
-  Where the premise holds, sample i's features enter an
-  exchange only through its own row and its own per-sample gradient. Replacing them moves its clipped row by at most 2C
-  and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it is a Gaussian
-  mechanism of noise multiplier sigma / 2 for it.
+- Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own sample
+  (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
+  construction (``own_modules``: every module vflpriv's or a row-wise torch.nn layer, no instance method, no hook); for
+  any other the checks below test it on the batch's values and cannot prove it (replace-one allows any value: a mixing
+  gated on values the batch lacks, e.g. batch-mean imputation where a NaN appears, passes), so such a bottom records no
+  training epsilon (the run's notes say why). Any other is checked on probes (``row_checks``: copies of the batch
+  keeping some rows and replacing the others, every pair of rows kept apart in one, from the run's seed): its rows in
+  float64 and as trained, its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each row's
+  records at every trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the
+  first update of each training with two rows or more, and only there: not at inference, not in a training without an
+  update, not later (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not
+  seen); nor is a mixing the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within
+  the checks' tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it
+  larger). Where the premise holds, sample i's features enter an exchange only through its own row and its own
+  per-sample gradient. Replacing them moves its clipped row by at most 2C and its clipped gradient by at most 2C_g: each
+  release of its row and each DP-SGD step that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
   function of those noisy outputs, of a bottom initialised independently of the data (checked where it could fail: a
-  bottom whose first training forward changes a parameter, a data-dependent initialisation such as Glow's ActNorm,
-  fails its run), and of the other parties' data (the gradients the active party sends are computed from noisy rows): adaptive composition. Batches are not
-  Poisson-sampled (each epoch shuffles the labeled aligned samples and uses each once), so no amplification by
-  subsampling is claimed: sample i is charged every row of it released (one per epoch, and one per release at
-  inference of a training row: ``finetune.validation``) and every DP-SGD step including it (one per exchange and per
-  FedBCD local update), each at sample rate 1, in Opacus' RDP accountant; epsilon is the worst sample's, at ``delta``.
+  bottom whose first training forward changes a parameter, a data-dependent initialisation such as Glow's ActNorm, fails
+  its run), and of the other parties' data (the gradients the active party sends are computed from noisy rows): adaptive
+  composition. Batches are not Poisson-sampled (each epoch shuffles the labeled aligned samples and uses each once), so
+  no amplification by subsampling is claimed: sample i is charged every row of it released (one per epoch, and one per
+  release at inference of a training row: ``finetune.validation``) and every DP-SGD step including it (one per exchange
+  and per FedBCD local update), each at sample rate 1, in Opacus' RDP accountant; epsilon is the worst sample's, at
+  ``delta``.
 - What it covers: the shared finetuning loop, from a bottom initialised from the seed alone. It does not cover a
   method that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on
   them; FedCSSL and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained
@@ -174,7 +174,7 @@ class PrivateRows(nn.Module):
 class EmbeddingDP(PassiveDefense):
     """Per-row clipping and Gaussian noise on the victim's embeddings, DP-SGD on its bottom (whose gradients the
     mechanism forms itself: the bottom's parameter hooks do not run); feature-DP epsilon for a bottom built of vflpriv's
-    and torch.nn's modules (another's premise is tested on the batch, not proven: no epsilon recorded).
+    and torch.nn's row-wise modules (another's premise is tested on the batch, not proven: no epsilon recorded).
 
     DP-SGD forms each update of the bottom from per-sample gradients it computes (the tape's recorded rows, or
     torch.func): autograd never computes a parameter's gradient there, so a hook registered on a parameter
@@ -190,29 +190,30 @@ class EmbeddingDP(PassiveDefense):
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.25, 16.0), log=True)
     audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
     #: 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms; 2: on Conv2d / BatchNorm2d (the CNN bottom)
-    #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
-    #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values; 3:
-    #: the tape only on bottoms of known modules (a plugin bottom that took it before may have had wrong sums: its
-    #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs,
+    #: #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
+    #: #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values; 3:
+    #: #: the tape only on bottoms of known modules (a plugin bottom that took it before may have had wrong sums: its #:
+    #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs, #:
     #: hooks checked by what they did: a bottom with row-wise hooks, torch.func's before, now takes the tape (the same
-    #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
-    #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit;
-    #: 5: a bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an epsilon,
-    #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit); 6: a
-    #: bottom computing in place gets copies of its batch (torch.func read the one its forward overwrote: updates
-    #: change), and spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's own: bit for
-    #: bit. 7: an in-place module writing a recorded input behind a pass-through module (Identity, a view, Dropout(0))
-    #: leaves the tape (its sums were wrong; torch.func fails the run as autograd does); a forward mixing only with
-    #: gradients on or only in its own dtype, and a gradient hook rescaling rows by a statistic of their directions,
-    #: fail the run (an epsilon was recorded); RReLU bottoms train on the tape (their runs failed); vflpriv's own: bit
-    #: for bit. 8: a bottom mixing into the tape's records only, carrying features in a buffer, or mixing a pair of rows
-    #: the fixed halves kept together fails its run (an epsilon was recorded); a hook handing an in-place module a
-    #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for bit. 9: a bottom not
-    #: built only of vflpriv's and torch.nn's modules (or hooked) records no training epsilon (one was recorded on a
-    #: premise the checks test, not prove); a bottom whose first training forward changes a parameter (data-dependent
-    #: initialisation) fails its run, as does one whose hook writes a statistic of the batch into a buffer in the
-    #: backward (on the tape), one whose hook writes a layer's recorded input after the call (a wrong update before)
-    #: or reaches a parameter through a captured tensor; other updates, and vflpriv's own bottoms' numbers, unchanged.
+    #: #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
+    #: #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for
+    #: bit; #: 5: a bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an
+    #: epsilon, #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for
+    #: bit); 6: a #: bottom computing in place gets copies of its batch (torch.func read the one its forward overwrote:
+    #: updates #: change), and spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's
+    #: own: bit for #: bit. 7: an in-place module writing a recorded input behind a pass-through module (Identity, a
+    #: view, Dropout(0)) #: leaves the tape (its sums were wrong; torch.func fails the run as autograd does); a forward
+    #: mixing only with #: gradients on or only in its own dtype, and a gradient hook rescaling rows by a statistic of
+    #: their directions, #: fail the run (an epsilon was recorded); RReLU bottoms train on the tape (their runs failed);
+    #: vflpriv's own: bit #: for bit. 8: a bottom mixing into the tape's records only, carrying features in a buffer, or
+    #: mixing a pair of rows #: the fixed halves kept together fails its run (an epsilon was recorded); a hook handing
+    #: an in-place module a #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for
+    #: bit. 9: a bottom not #: built only of vflpriv's and row-wise torch.nn modules (or hooked) records no training
+    #: epsilon (one was recorded #: on a premise the checks test, not prove); a bottom whose first training forward
+    #: changes a parameter (data-dependent #: initialisation) fails its run, as does one whose hook writes a statistic
+    #: of the batch into a buffer in the #: backward (on the tape), one whose hook writes a layer's recorded input after
+    #: the call (a wrong update before) #: or reaches a parameter through a captured tensor; other updates, and
+    #: vflpriv's own bottoms' numbers, unchanged.
     revision = 9
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
@@ -272,12 +273,12 @@ class EmbeddingDP(PassiveDefense):
                            generator=self.generator)
 
     def _foreign(self, bottom: nn.Module) -> None:
-        """Where ``bottom`` is not built only of vflpriv's and torch.nn's modules (``own_modules``), no training
+        """Where ``bottom`` is not built only of vflpriv's and row-wise torch.nn modules (``own_modules``), no training
         epsilon: the checks test the premise on the batch's values, they cannot prove it for a forward vflpriv has not
         read (a mixing gated on values the batch lacks passes them)."""
         self.foreign = self.foreign or foreign_part(bottom)
         if self.foreign and not self.uncovered:
-            self.uncovered = (f"the victim's bottom is not built only of vflpriv's and torch.nn's modules "
+            self.uncovered = (f"the victim's bottom is not built only of vflpriv's and row-wise torch.nn modules "
                               f"({self.foreign}): the premise that each row is a function of its own sample is tested "
                               "on the batch's values there, not proven")
 

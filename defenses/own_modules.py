@@ -3,9 +3,11 @@ function of its own sample) is proven for those, and only tested for any other (
 
 The probes (``row_checks``, ``tape_checks``) test the premise on the batch's own values; replace-one allows any value,
 so a mixing gated on values the batch lacks passes them (batch-mean imputation that mixes only where a NaN appears).
-The rule: every module's class is defined in vflpriv or in torch.nn (their forwards are read, or are torch's layers,
-whose rows are independent once embedding-dp freezes BatchNorm), no instance carries its own method (``m.forward =``),
-and no forward or backward hook is registered, on a module or globally. torch lists hooks through no public API, so
+The rule: every module's class is defined in vflpriv (its forwards are read) or is one of torch.nn's layers listed in
+:data:`_TORCH_ROWWISE`, whose rows are independent (BatchNorm once embedding-dp freezes it; not every torch.nn module:
+``MultiheadAttention`` with ``batch_first=False`` attends across dim 0, ``Embedding(max_norm=...)`` renormalises its
+weight in the forward from the indices it sees); no instance carries its own method (``m.forward =``), and no forward or
+backward hook is registered, on a module or globally. torch lists hooks through no public API, so
 their dictionaries are read by name, failing closed: where torch keeps none by that name, the bottom counts as foreign.
 """
 
@@ -14,25 +16,33 @@ from __future__ import annotations
 import torch.nn.modules.module as _torch_module
 from torch import nn
 
-#: Where a module's class may be defined for its forward to be known (its ``__module__``, this or below it).
-_OWN_PACKAGES = ("vflpriv", "torch.nn")
+#: torch.nn's layers whose output row i depends on input row i alone (BatchNorm on frozen statistics), by exact type.
+_TORCH_ROWWISE = frozenset({
+    nn.Linear, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.Identity, nn.ReLU, nn.ReLU6, nn.LeakyReLU,
+    nn.ELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid, nn.Softplus, nn.RReLU, nn.Dropout, nn.Flatten, nn.Unflatten,
+    nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.Embedding, nn.LayerNorm, nn.Sequential,
+    nn.ModuleList, nn.ModuleDict})
 #: The hook dictionaries a module (and torch's module globally, with ``_global``) keeps, torch 2.x.
 _HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
 def foreign_part(module: nn.Module) -> str:
-    """'' for a bottom built only of vflpriv's and torch.nn's modules, without instance methods or hooks; otherwise
-    what makes it foreign, for the run's notes."""
+    """'' for a bottom built only of vflpriv's modules and torch.nn's row-wise layers, without instance methods or
+    hooks; otherwise what makes it foreign, for the run's notes."""
     hooked = [k for k in _HOOKS if getattr(_torch_module, f"_global{k}", None) != {}]
     if hooked:
         return f"a global module hook ({', '.join(hooked)})"
     for name, m in module.named_modules(remove_duplicate=False):
         kind, where = type(m), f"'{name or 'the bottom'}'"
-        if not any(kind.__module__ == p or kind.__module__.startswith(p + ".") for p in _OWN_PACKAGES):
-            return f"{where} is a {kind.__module__}.{kind.__qualname__}, a class outside vflpriv and torch.nn"
+        own = kind.__module__ == "vflpriv" or kind.__module__.startswith("vflpriv.")
+        if not own and kind not in _TORCH_ROWWISE:
+            return (f"{where} is a {kind.__module__}.{kind.__qualname__}, neither vflpriv's nor a row-wise torch.nn "
+                    "layer")
+        if kind is nn.Embedding and m.max_norm is not None:
+            return f"{where} is an Embedding with max_norm (it renormalises its weight from the indices it sees)"
         own = [k for k, v in vars(m).items() if callable(v) and callable(getattr(kind, k, None))]
         if own:
-            return f"{where} carries its own {', '.join(own)} (an instance method: its class's forward is not what runs)"
+            return f"{where} carries its own {', '.join(own)} (an instance method: not its class's forward)"
         hooked = [k for k in _HOOKS if getattr(m, k, None) != {}]
         if hooked:
             return f"{where} has a hook ({', '.join(hooked)})"

@@ -12,35 +12,34 @@ parameter-free modules that map row i to row i (activations, pooling, ``Flatten`
 ``nn.Sequential`` and vflpriv's own encoders (``models/encoders.py`` and the SSL towers; read: each child called once,
 on per-sample rows); any other bottom takes ``torch.func``'s vectorised per-sample gradients.
 
-Hooks (module or global; public APIs only: torch lists no hooks publicly). While entered, the tape stands in for
-each covered layer's ``forward`` (an attribute of the instance, removed at exit): it records the rows the layer's own
-computation received and the gradient that reaches the node of its output (a node pre-hook, run after every tensor
-hook on that output), so a forward or pre-hook that rescales, replaces or wraps a layer's input or output row by row
-(or adds a tensor hook on it) changes what is recorded exactly as it changes the layer's true gradient, and the rules
-stay exact (the naive per-sample loop with the hooks). At run time :meth:`GhostTape.norms` checks where a hook could
-break a rule: every covered layer (frozen ones too: their input's rank and rows) called on a first dimension of the
-batch's n, each trainable one once; every output reached; and, on the autograd graph of the objective, each trainable
-parameter reached by no more than one edge (a hook or module reusing a weight outside its layer's call adds one) and
-no custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
-gradients). Where one fails the update goes to ``torch.func``, which recomputes it from x and the received gradient,
-one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook). An
-in-place module (``inplace=True``) writing a trainable layer's recorded input after its call sends the update to
-``torch.func`` too (:meth:`GhostTape._overwritten`, by the written storage, every in-place module watched: one behind
-a pass-through module or after a layer whose output a hook replaced by a recorded input). On a checked update
-(``check``: embedding-dp's first after each ``train()``, once a training in its loop; two more backwards) it also
-checks that the rows' gradients are the samples' own, and fails the run where they mix (a tensor hook mixing them);
-embedding-dp then checks the forward on both paths (``row_checks.py``) and, on the tape, that each row's records
-(input and output gradient at every trainable layer: what the update reads) are its sample's own on probes that
-replace the other rows (``tape_checks.py``): a pre-hook centring a layer's input, a backward scaled by a statistic of
-the forward batch, or a hook writing its layer's input in place after the call fails the run there (the checked
-update's forward keeps copies of the trainable layers' inputs, :meth:`GhostTape._rewritten`: a write row by row, which
-mixes nothing, sends that update to ``torch.func``, which fails the run on it). A trainable parameter reached outside
-the bottom's attributes (a tensor a hook captured) fails the run on the ``torch.func`` path with its reason. Outside what the
-tape checks: mixing that starts after the checked update (a hook added later, a plugin written to behave only at its
-first update); and a hook on the autograd node of a layer's output (``out.grad_fn.register_hook``, the deprecated
-non-full ``register_backward_hook``, which rewrites its parameter gradients: the update then stays private, each
-sample's clipped part computed from its own row, but is not the hooked gradient). Parameter hooks (``p.register_hook``)
-never run: embedding-dp forms the bottom's gradients itself."""
+Hooks (module or global; public APIs only: torch lists no hooks publicly). While entered, the tape stands in for each
+covered layer's ``forward`` (an attribute of the instance, removed at exit): it records the rows the layer's own
+computation received and the gradient that reaches the node of its output (a node pre-hook, run after every tensor hook
+on that output), so a forward or pre-hook that rescales, replaces or wraps a layer's input or output row by row (or adds
+a tensor hook on it) changes what is recorded exactly as it changes the layer's true gradient, and the rules stay exact
+(the naive per-sample loop with the hooks). At run time :meth:`GhostTape.norms` checks where a hook could break a rule:
+every covered layer (frozen ones too: their input's rank and rows) called on a first dimension of the batch's n, each
+trainable one once; every output reached; and, on the autograd graph of the objective, each trainable parameter reached
+by no more than one edge (a hook or module reusing a weight outside its layer's call adds one) and no custom autograd
+Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows' gradients). Where one
+fails the update goes to ``torch.func``, which recomputes it from x and the received gradient, one sample at a time (it
+fails the run only where it cannot trace the bottom either: a full backward hook). An in-place module (``inplace=True``)
+writing a trainable layer's recorded input after its call sends the update to ``torch.func`` too
+(:meth:`GhostTape._overwritten`, by the written storage, every in-place module watched: one behind a pass-through module
+or after a layer whose output a hook replaced by a recorded input). On a checked update (``check``: embedding-dp's first
+after each ``train()``, once a training in its loop; two more backwards) it also checks that the rows' gradients are the
+samples' own, and fails the run where they mix (a tensor hook mixing them); embedding-dp then checks the forward on both
+paths (``row_checks.py``) and, on the tape, that each row's records (input and output gradient at every trainable layer:
+what the update reads) are its sample's own on probes that replace the other rows (``tape_checks.py``): a pre-hook
+centring a layer's input, a backward scaled by a statistic of the forward batch, or a hook writing its layer's input in
+place after the call fails the run there (the checked update's forward keeps copies of the trainable layers' inputs,
+:meth:`GhostTape._rewritten`: a write row by row, which mixes nothing, sends that update to ``torch.func``, which fails
+the run on it). A trainable parameter reached outside the bottom's attributes (a tensor a hook captured) fails the run
+on the ``torch.func`` path with its reason. Outside what the tape checks: mixing that starts after the checked update (a
+hook added later, a plugin written to behave only at its first update); and a hook on the autograd node of a layer's
+output (``out.grad_fn.register_hook``, the deprecated non-full ``register_backward_hook``, which rewrites its parameter
+gradients: the update then stays private, each sample's clipped part computed from its own row, but is not the hooked
+gradient). Parameter hooks (``p.register_hook``) never run: embedding-dp forms the bottom's gradients itself."""
 
 from __future__ import annotations
 

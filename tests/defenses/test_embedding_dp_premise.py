@@ -152,3 +152,9 @@ def test_a_weight_reached_through_a_captured_tensor_is_a_protocol_error_naming_i
     bottom[2].register_forward_pre_hook(lambda m, a: (a[0] + 0.5 * a[0] @ weight.t(),))
     with pytest.raises(ProtocolError, match="outside the bottom's own attributes"):
         step(bottom, torch.randn(8, 6), torch.randn(8, 3), sigma=0.0, clip=100.0)
+
+
+def test_a_torch_nn_module_that_can_mix_rows_is_foreign():
+    assert "MultiheadAttention" in foreign_part(nn.Sequential(nn.MultiheadAttention(4, 1), nn.Linear(4, 3)))
+    assert "max_norm" in foreign_part(nn.Sequential(nn.Embedding(5, 3, max_norm=1.0)))
+    assert foreign_part(nn.Sequential(nn.Embedding(5, 3), nn.LayerNorm(3), nn.Linear(3, 2))) == ""
