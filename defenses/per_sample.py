@@ -233,16 +233,9 @@ class GhostTape:
         (``row_checks.gradient_mixing``); where they are not, :class:`ProtocolError` (no update on either path is
         private then)."""
         edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
-        self.why = "the tape recorded no forward" if self.seen is None else \
-            "" if rows.requires_grad else "the rows do not require a gradient"
-        if self.why:
-            return None
         out = rows.sum()
-        self.why = self._misread(n) or self._overwritten() or (self._rewritten() if check else "") or self._reused(out)
+        self.why = self._unread(rows, n, edges, check=check, out=out)
         if self.why:
-            return None
-        if len(edges) != len(self.layers):
-            self.why = "a trainable layer's output does not require a gradient"
             return None
         weights = gradient_weights(n, rows, seed=seed) if check and n > 1 else []
         weighted = [self._gradients((rows * w).sum(), edges, retain=True) for w in weights]
@@ -265,14 +258,23 @@ class GhostTape:
         backward of ``rows.sum()``; None where the tape did not record or the records are not what the rules read
         (:attr:`why` says which). For ``tape_checks.record_mixing``: what the update reads, compared across batches."""
         edges, self.edges = self.edges, []
-        self.why = "the tape recorded no forward" if self.seen is None else \
-            "" if rows.requires_grad else "the rows do not require a gradient"
-        self.why = self.why or self._misread(n) or self._overwritten() or (
-            "" if len(edges) == len(self.layers) else "a trainable layer's output does not require a gradient")
+        self.why = self._unread(rows, n, edges)
         if self.why:
             return None
         grads = self._gradients(rows.sum(), edges)
         return [(f"{type(m).__name__} {self.names[id(m)]!r}", a, g) for ((m, a, _), _), g in zip(edges, grads)]
+
+    def _unread(self, rows: torch.Tensor, n: int, edges: list, *, check: bool = False, out=None) -> str:
+        """Why the recorded forward is not what the rules read, or '': nothing recorded, rows without a gradient,
+        the calls misread or an input overwritten (with ``check``, rewritten by a hook; with ``out``, a parameter
+        reused on its graph), or a trainable layer's output outside the graph."""
+        if self.seen is None:
+            return "the tape recorded no forward"
+        if not rows.requires_grad:
+            return "the rows do not require a gradient"
+        return (self._misread(n) or self._overwritten() or (self._rewritten() if check else "")
+                or (self._reused(out) if out is not None else "")
+                or ("" if len(edges) == len(self.layers) else "a trainable layer's output does not require a gradient"))
 
     @staticmethod
     def _gradients(out: torch.Tensor, edges: list, *, retain: bool = False) -> list:
