@@ -221,7 +221,7 @@ class EmbeddingDP(PassiveDefense):
             "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / BatchNorm "
             "layers and modules of known forward, no plugin class; torch.func otherwise, and where the tape's "
             "run-time checks fail), noise on each of its parameters, and at the first update after train() (once a "
-            "training) the rows check (1 + 2 ceil(log2 n) forwards in float64 and as many as trained: on the tape, "
+            "training) the rows check (2 + 2 ceil(log2 n) forwards in float64 and as many as trained: on the tape, "
             "forwards and backwards recording each probe, and two weighted backwards; about 16 steps on digits' "
             "bottom); the training "
             "x1.7 to x2.3 on digits (over "

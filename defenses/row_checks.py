@@ -87,12 +87,14 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0, as_trai
     weight) passes, a running statistic of the features (later rows would depend on earlier samples) fails (one written
     in the backward: ``tape_checks.record_mixing``, on the tape's path only). Non-finite
     entries are not judged here (the training's own check fails a run whose rows are not finite). A mixing that the
-    probes' repeated rows leave unchanged is not seen. Cost: 2 (1 + 2 ceil(log2 n)) forwards, once per training."""
+    probes' repeated rows leave unchanged is not seen. The batch runs again after the probes: a forward that is not a
+    function of its input and state (a schedule in a Python attribute) is refused as such, not as mixing; its Python
+    state has moved by the checks' forwards then. Cost: 2 (2 + 2 ceil(log2 n)) forwards, once per training."""
     n = x.shape[0]
     if n < 2:
         return ""
     kept = probes(n, seed=seed, device=x.device)
-    batches = [x, *probe_batches(x, kept)]
+    batches = [x, *probe_batches(x, kept), x]  # the batch again last: a forward that is not a function of its input
     (outputs, tolerance), ran_as_trained = _outputs(bottom, batches)
     why = _compare(bottom, n, kept, outputs, tolerance)
     if not why and not ran_as_trained and as_trained:
@@ -106,11 +108,16 @@ def _compare(bottom: nn.Module, n: int, kept: list, outputs: list, tolerance: fl
     row's largest entry (plus 1e-6 of that times the batch's largest, for rows near 0), or a buffer's new value from
     the batch's, or ''."""
     name = type(bottom).__qualname__
-    whole, buffers = outputs[0]
+    (whole, buffers), (again, _), outputs = outputs[0], outputs[-1], outputs[:-1]
     if not isinstance(whole, torch.Tensor) or whole.dim() == 0 or whole.shape[0] != n:
         return f"the bottom {name} returns {getattr(whole, 'shape', type(whole).__name__)} for a batch of {n} rows"
     if any(not isinstance(out, torch.Tensor) or out.shape != whole.shape for out, _ in outputs[1:]):
         return f"the bottom {name} returns another shape when other rows of its batch are replaced"
+    if not isinstance(again, torch.Tensor) or again.shape != whole.shape or first_off(
+            whole, [again], torch.ones(1, n, dtype=torch.bool, device=whole.device), tolerance) is not None:
+        return (f"the bottom {name}'s forward is not a function of its input and state: the same batch gave other "
+                "rows in a later forward (a counter or schedule kept in a Python attribute?); the checks cannot "
+                "judge it")
     row = first_off(whole, [out for out, _ in outputs[1:]], kept_mask(kept, n), tolerance)
     if row is not None:
         return (f"the bottom {name}'s output row {row} changed when other rows of its batch were replaced (a hook "

@@ -158,3 +158,21 @@ def test_a_torch_nn_module_that_can_mix_rows_is_foreign():
     assert "MultiheadAttention" in foreign_part(nn.Sequential(nn.MultiheadAttention(4, 1), nn.Linear(4, 3)))
     assert "max_norm" in foreign_part(nn.Sequential(nn.Embedding(5, 3, max_norm=1.0)))
     assert foreign_part(nn.Sequential(nn.Embedding(5, 3), nn.LayerNorm(3), nn.Linear(3, 2))) == ""
+
+
+class _Annealed(nn.Module):
+    """A temperature annealed per training forward in a Python attribute: each row its own sample's (the review's
+    j_sched.py), but two forwards of one batch differ."""
+
+    def __init__(self):
+        super().__init__()
+        self.net, self.calls = nn.Linear(6, 3), 0
+
+    def forward(self, x):
+        self.calls += self.training
+        return self.net(x) / max(0.5, 0.99 ** self.calls)
+
+
+def test_a_forward_with_a_python_schedule_is_refused_as_not_a_function_of_its_input_not_as_mixing():
+    with pytest.raises(ProtocolError, match="not a function of its input and state"):
+        step(_Annealed(), torch.randn(8, 6), torch.randn(8, 3), sigma=0.0, clip=0.5)
