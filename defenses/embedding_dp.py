@@ -84,7 +84,7 @@ from vflpriv.defenses.ghost_sums import flat_noise
 from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
 from vflpriv.defenses.per_sample import GhostTape, func_grads, ghost_applies, ghost_grads
-from vflpriv.defenses.row_checks import forward_mixing, writes_input
+from vflpriv.defenses.row_checks import computes_in_place, forward_mixing
 from vflpriv.defenses.tape_checks import record_mixing
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
@@ -127,7 +127,7 @@ class PrivateRows(nn.Module):
                 if isinstance(m, _BATCHNORMS):
                     m.eval()
         self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
-        self.checked, self.copies, self.forwarded = False, writes_input(self.bottom), False
+        self.checked, self.copies, self.forwarded = False, computes_in_place(self.bottom), False
         return self
 
     def check_due(self, n: int) -> bool:

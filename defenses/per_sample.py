@@ -125,13 +125,13 @@ def ghost_applies(module: nn.Module) -> bool:
     each trainable parameter in one layer only, reached once (a weight tied across two layers gets one gradient of
     their sum, and its per-sample norm is that sum's: the rules would write two and add their squares; a layer reached
     twice is two calls, and each rule reads one); and no container whose input an in-place module may write
-    (:func:`_writes_input`: a layer's recorded input, read again at the update, would be the written one). Hooks are
-    checked on what they did, at run time (:meth:`GhostTape.norms`)."""
+    (:func:`_child_writes_shared_input`: a layer's recorded input, read again at the update, would be the written
+    one). Hooks are checked on what they did, at run time (:meth:`GhostTape.norms`)."""
     seen: set[int] = set()
     if getattr(module, "inplace", False) is True:  # it would write the caller's batch
         return False
     for m in module.modules(remove_duplicate=False):
-        if not _known(m) or _writes_input(m):
+        if not _known(m) or _child_writes_shared_input(m):
             return False
         own = [p for p in m.parameters(recurse=False) if p.requires_grad]
         if any(id(p) in seen for p in own):
@@ -140,7 +140,7 @@ def ghost_applies(module: nn.Module) -> bool:
     return True
 
 
-def _writes_input(m: nn.Module) -> bool:
+def _child_writes_shared_input(m: nn.Module) -> bool:
     """Whether an ``inplace=True`` child of a container other than ``nn.Sequential`` may write the container's input,
     which another child may read after it (its forward may hand its input to each). An ``nn.Sequential``'s first
     child writes an input no sibling reads: where another tower recorded it (``PooledEncoder``'s cross tower beside a

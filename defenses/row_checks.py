@@ -310,6 +310,6 @@ def kept_state(module: nn.Module):
                 setattr(m, k, t)
 
 
-def writes_input(bottom: nn.Module) -> bool:
+def computes_in_place(bottom: nn.Module) -> bool:
     """Whether a module of ``bottom`` computes in place (``inplace=True``): it may write the batch it was given."""
     return any(getattr(m, "inplace", False) is True for m in bottom.modules())
