@@ -18,7 +18,8 @@ The argument (``privacy_spent``; written for the README too):
   the other parties' features, alignment and batches are the same.
 - Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own sample
   (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
-  construction (``own_modules``: every module vflpriv's or a row-wise torch.nn layer, no instance method, no hook); for
+  construction (``own_modules``: every module vflpriv's or a row-wise torch.nn layer, no instance method; a hook a
+  user's code registers on them is not listable through a public torch API and is seen only by the probes); for
   any other the checks below test it on the batch's values and cannot prove it (replace-one allows any value: a mixing
   gated on values the batch lacks, e.g. batch-mean imputation where a NaN appears, passes), so such a bottom records no
   training epsilon (the run's notes say why). Any other is checked on probes (``row_checks``: copies of the batch
@@ -73,7 +74,6 @@ import math
 import torch
 from pydantic import Field
 from torch import nn
-from torch.nn.parameter import is_lazy
 
 from vflpriv.common.errors import ProtocolError
 from vflpriv.config.options import Options
@@ -83,15 +83,11 @@ from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
 from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
-from vflpriv.defenses.per_sample import GhostTape, func_grads, ghost_applies, ghost_grads
-from vflpriv.defenses.row_checks import computes_in_place, forward_mixing
+from vflpriv.defenses.private_rows import PrivateRows
+from vflpriv.defenses.per_sample import func_grads, ghost_applies, ghost_grads
+from vflpriv.defenses.row_checks import forward_mixing
 from vflpriv.defenses.tape_checks import record_mixing
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
-
-
-#: torch's BatchNorm layers, by their public classes (the lazy ones before their first forward).
-_BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.LazyBatchNorm1d,
-               nn.LazyBatchNorm2d, nn.LazyBatchNorm3d)
 
 
 class EmbeddingDPOptions(Options):
@@ -101,74 +97,6 @@ class EmbeddingDPOptions(Options):
     bottom_clip: float = Field(1.0, gt=0, description="C_g: each sample's gradient of the bottom is clipped to this "
                                                       "L2 norm (private_bottom)")
     delta: float = Field(1e-5, gt=0, lt=1, description="delta of the (epsilon, delta) the accountant reports")
-
-
-class PrivateRows(nn.Module):
-    """The bottom followed by per-row clipping to C and N(0, sigma^2 C^2) noise; with ``frozen``, its BatchNorm layers
-    stay on their running statistics in every mode (rows computed independently)."""
-
-    def __init__(self, bottom: nn.Module, *, clip: float, sigma: float, frozen: bool, generator: torch.Generator):
-        super().__init__()
-        self.bottom, self.clip, self.sigma, self.frozen, self.generator = bottom, clip, sigma, frozen, generator
-        self.out_dim = getattr(bottom, "out_dim", None)
-        self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
-        self.tape: GhostTape | None = None
-        self.checked = False  # whether an update since the last train() checked that the rows are the samples' own
-        self.seed = generator.initial_seed()  # the run's (its stream's seed): the checks' probes, no draw moved
-        self.train(bottom.training)
-
-    def train(self, mode: bool = True) -> PrivateRows:
-        """Set the mode (BatchNorm frozen in every mode with ``frozen``); with ``frozen``, a bottom that ghost clipping
-        covers gets the tape its training forwards are recorded on; one computing in place gets copies of its batches
-        (torch.func's update reads the caller's batch again)."""
-        super().train(mode)
-        if self.frozen:
-            for m in self.bottom.modules():
-                if isinstance(m, _BATCHNORMS):
-                    m.eval()
-        self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
-        self.checked, self.copies, self.forwarded = False, computes_in_place(self.bottom), False
-        return self
-
-    def check_due(self, n: int) -> bool:
-        """Whether this update, of a batch of ``n`` rows, checks that the rows are the samples' own: the first after
-        each ``train()`` (the tape rebuilt; vflpriv's loop calls it once a training) with n >= 2 (one row has no other
-        to compare with: the check waits for the next update). Its cost: benchmarks/embedding_dp_parts.py --check."""
-        due = not self.checked and n >= 2
-        self.checked = self.checked or due
-        return due
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        tape, x = self.tape if self.training and torch.is_grad_enabled() else None, x.clone() if self.copies else x
-        first = self.training and self.frozen and not self.forwarded  # DP-SGD's first training forward since train()
-        before = [(k, p.detach().clone()) for k, p in self.bottom.named_parameters() if not is_lazy(p)] if first else []
-        if tape is None:
-            h = clip_rows(self.bottom(x), clip=self.clip)
-        else:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
-            tape.keep = not self.checked  # the checked update's forward keeps copies of them (GhostTape._rewritten)
-            with tape:
-                h = clip_rows(self.bottom(x), clip=self.clip)
-        if first:  # a data-dependent initialisation (Glow's ActNorm) writes the batch into the weights before any check
-            self.forwarded = True
-            changed = [k for k, v in before if not torch.equal(v, self.bottom.get_parameter(k))]
-            if changed:
-                raise ProtocolError(f"embedding-dp: the victim's bottom changed its parameters ({', '.join(changed)}) "
-                                    "in its first training forward (a data-dependent initialisation): they would carry "
-                                    "that batch's features outside DP-SGD; the run fails, no epsilon is recorded")
-        noise = torch.randn(h.shape, generator=self.generator, dtype=h.dtype, device=self.generator.device)
-        out = h + self.sigma * self.clip * noise.to(h.device)
-        self.taped = None if tape is None else (out, h, tape)
-        return out
-
-    def __getstate__(self) -> dict:
-        """Copied or pickled without the last forward's tape (an adversary's snapshot between the forward and the
-        update: the taped rows are a non-leaf tensor, which cannot be deep-copied); a copy tapes after ``train()``."""
-        return {**self.__dict__, "taped": None, "tape": None, "checked": False}
-
-    def tape_of(self, sent: torch.Tensor) -> tuple[torch.Tensor, GhostTape] | None:
-        """(the clipped rows, the tape) of the forward that returned ``sent``, once; None for another tensor."""
-        taped, self.taped = self.taped, None
-        return taped[1:] if taped is not None and taped[0] is sent else None
 
 
 class EmbeddingDP(PassiveDefense):
@@ -310,7 +238,7 @@ class EmbeddingDP(PassiveDefense):
             self.idle_updates += 1
             return
         check, received = bottom.check_due(n), gradient.detach()
-        if check:  # a hook added since the wrap makes the bottom foreign; then, on probes, the rows, buffers, records
+        if check:  # an instance method added since the wrap makes it foreign; then the probes (rows, buffers, records)
             self._foreign(inner)
             records = record_mixing(inner, x, received, clip=bottom.clip, seed=bottom.seed) \
                 if ghost_applies(inner) else None

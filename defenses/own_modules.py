@@ -6,14 +6,14 @@ so a mixing gated on values the batch lacks passes them (batch-mean imputation t
 The rule: every module's class is defined in vflpriv (its forwards are read) or is one of torch.nn's layers listed in
 :data:`_TORCH_ROWWISE`, whose rows are independent (BatchNorm once embedding-dp freezes it; not every torch.nn module:
 ``MultiheadAttention`` with ``batch_first=False`` attends across dim 0, ``Embedding(max_norm=...)`` renormalises its
-weight in the forward from the indices it sees); no instance carries its own method (``m.forward =``), and no forward or
-backward hook is registered, on a module or globally. torch lists hooks through no public API, so
-their dictionaries are read by name, failing closed: where torch keeps none by that name, the bottom counts as foreign.
+weight in the forward from the indices it sees); no instance carries its own method (``m.forward =``). Hooks are not
+part of the rule: torch lists a module's hooks through no public API, and vflpriv reads no private one, so a hook
+registered on a vflpriv module by a user's own code is seen only where the probes see its effect (a hook that mixes
+rows on the batch's values fails the run; one gated on values the batch lacks is not seen: the texts say so).
 """
 
 from __future__ import annotations
 
-import torch.nn.modules.module as _torch_module
 from torch import nn
 
 #: torch.nn's layers whose output row i depends on input row i alone (BatchNorm on frozen statistics), by exact type.
@@ -22,16 +22,11 @@ _TORCH_ROWWISE = frozenset({
     nn.ELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid, nn.Softplus, nn.RReLU, nn.Dropout, nn.Flatten, nn.Unflatten,
     nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.Embedding, nn.LayerNorm, nn.Sequential,
     nn.ModuleList, nn.ModuleDict})
-#: The hook dictionaries a module (and torch's module globally, with ``_global``) keeps, torch 2.x.
-_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
 def foreign_part(module: nn.Module) -> str:
-    """'' for a bottom built only of vflpriv's modules and torch.nn's row-wise layers, without instance methods or
-    hooks; otherwise what makes it foreign, for the run's notes."""
-    hooked = [k for k in _HOOKS if getattr(_torch_module, f"_global{k}", None) != {}]
-    if hooked:
-        return f"a global module hook ({', '.join(hooked)})"
+    """'' for a bottom built only of vflpriv's modules and torch.nn's row-wise layers, without instance methods;
+    otherwise what makes it foreign, for the run's notes."""
     for name, m in module.named_modules(remove_duplicate=False):
         kind, where = type(m), f"'{name or 'the bottom'}'"
         own = kind.__module__ == "vflpriv" or kind.__module__.startswith("vflpriv.")
@@ -43,7 +38,4 @@ def foreign_part(module: nn.Module) -> str:
         own = [k for k, v in vars(m).items() if callable(v) and callable(getattr(kind, k, None))]
         if own:
             return f"{where} carries its own {', '.join(own)} (an instance method: not its class's forward)"
-        hooked = [k for k in _HOOKS if getattr(m, k, None) != {}]
-        if hooked:
-            return f"{where} has a hook ({', '.join(hooked)})"
     return ""

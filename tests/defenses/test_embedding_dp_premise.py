@@ -61,14 +61,6 @@ def test_what_makes_a_bottom_foreign():
     own = nn.Linear(3, 3)
     own.forward = lambda x: x  # an instance method: the class's forward is not what runs
     assert "forward" in foreign_part(nn.Sequential(own))
-    hooked = nn.Linear(3, 3)
-    hooked.register_forward_pre_hook(lambda m, a: a)
-    assert "hook" in foreign_part(hooked)
-    handle = nn.modules.module.register_module_forward_hook(lambda m, a, o: o)
-    try:
-        assert "hook" in foreign_part(nn.Linear(3, 3))
-    finally:
-        handle.remove()
 
 
 class _ActNorm(nn.Module):
