@@ -16,27 +16,32 @@ The argument (``privacy_spent``; written for the README too):
 
 - Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels,
   the other parties' features, alignment and batches are the same.
-- Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own
-  sample (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold
-  it by construction; any other is checked on probes (``row_checks``: copies of the batch keeping some rows and
-  replacing the others, every pair of rows kept apart in one, from the run's seed): its rows in float64 and as trained,
-  its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each row's records at every
-  trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the first update
-  of each training with two rows or more, and only there: not at inference, not in a training without an update, not
-  later (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not seen); nor is
-  a mixing the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within the checks'
-  tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it larger).
-  Where the premise holds, sample i's features enter an
-  exchange only through its own row and its own per-sample gradient. Replacing them moves its clipped row by at most 2C
-  and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it is a Gaussian
-  mechanism of noise multiplier sigma / 2 for it.
+- Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own sample
+  (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
+  construction (``own_modules``: every module vflpriv's or a row-wise torch.nn layer, no instance method; a hook a
+  user's code registers on them is not listable through a public torch API and is seen only by the probes); for
+  any other the checks below test it on the batch's values and cannot prove it (replace-one allows any value: a mixing
+  gated on values the batch lacks, e.g. batch-mean imputation where a NaN appears, passes), so such a bottom records no
+  training epsilon (the run's notes say why). Any other is checked on probes (``row_checks``: copies of the batch
+  keeping some rows and replacing the others, every pair of rows kept apart in one, from the run's seed): its rows in
+  float64 and as trained, its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each row's
+  records at every trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the
+  first update of each training with two rows or more, and only there: not at inference, not in a training without an
+  update, not later (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not
+  seen); nor is a mixing the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within
+  the checks' tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it
+  larger). Where the premise holds, sample i's features enter an exchange only through its own row and its own
+  per-sample gradient. Replacing them moves its clipped row by at most 2C and its clipped gradient by at most 2C_g: each
+  release of its row and each DP-SGD step that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
-  function of those noisy outputs, of a bottom initialised independently of the data, and of the other parties'
-  data (the gradients the active party sends are computed from noisy rows): adaptive composition. Batches are not
-  Poisson-sampled (each epoch shuffles the labeled aligned samples and uses each once), so no amplification by
-  subsampling is claimed: sample i is charged every row of it released (one per epoch, and one per release at
-  inference of a training row: ``finetune.validation``) and every DP-SGD step including it (one per exchange and per
-  FedBCD local update), each at sample rate 1, in Opacus' RDP accountant; epsilon is the worst sample's, at ``delta``.
+  function of those noisy outputs, of a bottom initialised independently of the data (checked where it could fail: a
+  bottom whose first training forward changes a parameter, a data-dependent initialisation such as Glow's ActNorm, fails
+  its run), and of the other parties' data (the gradients the active party sends are computed from noisy rows): adaptive
+  composition. Batches are not Poisson-sampled (each epoch shuffles the labeled aligned samples and uses each once), so
+  no amplification by subsampling is claimed: sample i is charged every row of it released (one per epoch, and one per
+  release at inference of a training row: ``finetune.validation``) and every DP-SGD step including it (one per exchange
+  and per FedBCD local update), each at sample rate 1, in Opacus' RDP accountant; epsilon is the worst sample's, at
+  ``delta``.
 - What it covers: the shared finetuning loop, from a bottom initialised from the seed alone. It does not cover a
   method that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on
   them; FedCSSL and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained
@@ -76,16 +81,13 @@ from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.dp_gaussian import _accountant_notes_off
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
+from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
-from vflpriv.defenses.per_sample import GhostTape, func_grads, ghost_applies, ghost_grads
-from vflpriv.defenses.row_checks import forward_mixing, writes_input
+from vflpriv.defenses.private_rows import PrivateRows
+from vflpriv.defenses.per_sample import func_grads, ghost_applies, ghost_grads
+from vflpriv.defenses.row_checks import forward_mixing
 from vflpriv.defenses.tape_checks import record_mixing
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
-
-
-#: torch's BatchNorm layers, by their public classes (the lazy ones before their first forward).
-_BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.LazyBatchNorm1d,
-               nn.LazyBatchNorm2d, nn.LazyBatchNorm3d)
 
 
 class EmbeddingDPOptions(Options):
@@ -97,67 +99,10 @@ class EmbeddingDPOptions(Options):
     delta: float = Field(1e-5, gt=0, lt=1, description="delta of the (epsilon, delta) the accountant reports")
 
 
-class PrivateRows(nn.Module):
-    """The bottom followed by per-row clipping to C and N(0, sigma^2 C^2) noise; with ``frozen``, its BatchNorm layers
-    stay on their running statistics in every mode (rows computed independently)."""
-
-    def __init__(self, bottom: nn.Module, *, clip: float, sigma: float, frozen: bool, generator: torch.Generator):
-        super().__init__()
-        self.bottom, self.clip, self.sigma, self.frozen, self.generator = bottom, clip, sigma, frozen, generator
-        self.out_dim = getattr(bottom, "out_dim", None)
-        self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
-        self.tape: GhostTape | None = None
-        self.checked = False  # whether an update since the last train() checked that the rows are the samples' own
-        self.seed = generator.initial_seed()  # the run's (its stream's seed): the checks' probes, no draw moved
-        self.train(bottom.training)
-
-    def train(self, mode: bool = True) -> PrivateRows:
-        """Set the mode (BatchNorm frozen in every mode with ``frozen``); with ``frozen``, a bottom that ghost clipping
-        covers gets the tape its training forwards are recorded on; one computing in place gets copies of its batches
-        (torch.func's update reads the caller's batch again)."""
-        super().train(mode)
-        if self.frozen:
-            for m in self.bottom.modules():
-                if isinstance(m, _BATCHNORMS):
-                    m.eval()
-        self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
-        self.checked, self.copies = False, writes_input(self.bottom)
-        return self
-
-    def check_due(self, n: int) -> bool:
-        """Whether this update, of a batch of ``n`` rows, checks that the rows are the samples' own: the first after
-        each ``train()`` (the tape rebuilt; vflpriv's loop calls it once a training) with n >= 2 (one row has no other
-        to compare with: the check waits for the next update). Its cost: benchmarks/embedding_dp_parts.py --check."""
-        due = not self.checked and n >= 2
-        self.checked = self.checked or due
-        return due
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        tape, x = self.tape if self.training and torch.is_grad_enabled() else None, x.clone() if self.copies else x
-        if tape is None:
-            h = clip_rows(self.bottom(x), clip=self.clip)
-        else:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
-            with tape:
-                h = clip_rows(self.bottom(x), clip=self.clip)
-        noise = torch.randn(h.shape, generator=self.generator, dtype=h.dtype, device=self.generator.device)
-        out = h + self.sigma * self.clip * noise.to(h.device)
-        self.taped = None if tape is None else (out, h, tape)
-        return out
-
-    def __getstate__(self) -> dict:
-        """Copied or pickled without the last forward's tape (an adversary's snapshot between the forward and the
-        update: the taped rows are a non-leaf tensor, which cannot be deep-copied); a copy tapes after ``train()``."""
-        return {**self.__dict__, "taped": None, "tape": None, "checked": False}
-
-    def tape_of(self, sent: torch.Tensor) -> tuple[torch.Tensor, GhostTape] | None:
-        """(the clipped rows, the tape) of the forward that returned ``sent``, once; None for another tensor."""
-        taped, self.taped = self.taped, None
-        return taped[1:] if taped is not None and taped[0] is sent else None
-
-
 class EmbeddingDP(PassiveDefense):
     """Per-row clipping and Gaussian noise on the victim's embeddings, DP-SGD on its bottom (whose gradients the
-    mechanism forms itself: the bottom's parameter hooks do not run); feature-DP epsilon.
+    mechanism forms itself: the bottom's parameter hooks do not run); feature-DP epsilon for a bottom built of vflpriv's
+    and torch.nn's row-wise modules (another's premise is tested on the batch, not proven: no epsilon recorded).
 
     DP-SGD forms each update of the bottom from per-sample gradients it computes (the tape's recorded rows, or
     torch.func): autograd never computes a parameter's gradient there, so a hook registered on a parameter
@@ -173,34 +118,40 @@ class EmbeddingDP(PassiveDefense):
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.25, 16.0), log=True)
     audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
     #: 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms; 2: on Conv2d / BatchNorm2d (the CNN bottom)
-    #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
-    #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values; 3:
-    #: the tape only on bottoms of known modules (a plugin bottom that took it before may have had wrong sums: its
-    #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs,
+    #: #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
+    #: #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values; 3:
+    #: #: the tape only on bottoms of known modules (a plugin bottom that took it before may have had wrong sums: its #:
+    #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs, #:
     #: hooks checked by what they did: a bottom with row-wise hooks, torch.func's before, now takes the tape (the same
-    #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
-    #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit;
-    #: 5: a bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an epsilon,
-    #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit); 6: a
-    #: bottom computing in place gets copies of its batch (torch.func read the one its forward overwrote: updates
-    #: change), and spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's own: bit for
-    #: bit. 7: an in-place module writing a recorded input behind a pass-through module (Identity, a view, Dropout(0))
-    #: leaves the tape (its sums were wrong; torch.func fails the run as autograd does); a forward mixing only with
-    #: gradients on or only in its own dtype, and a gradient hook rescaling rows by a statistic of their directions,
-    #: fail the run (an epsilon was recorded); RReLU bottoms train on the tape (their runs failed); vflpriv's own: bit
-    #: for bit. 8: a bottom mixing into the tape's records only, carrying features in a buffer, or mixing a pair of rows
-    #: the fixed halves kept together fails its run (an epsilon was recorded); a hook handing an in-place module a
-    #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for bit.
-    revision = 8
+    #: #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
+    #: #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for
+    #: bit; #: 5: a bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an
+    #: epsilon, #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for
+    #: bit); 6: a #: bottom computing in place gets copies of its batch (torch.func read the one its forward overwrote:
+    #: updates #: change), and spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's
+    #: own: bit for #: bit. 7: an in-place module writing a recorded input behind a pass-through module (Identity, a
+    #: view, Dropout(0)) #: leaves the tape (its sums were wrong; torch.func fails the run as autograd does); a forward
+    #: mixing only with #: gradients on or only in its own dtype, and a gradient hook rescaling rows by a statistic of
+    #: their directions, #: fail the run (an epsilon was recorded); RReLU bottoms train on the tape (their runs failed);
+    #: vflpriv's own: bit #: for bit. 8: a bottom mixing into the tape's records only, carrying features in a buffer, or
+    #: mixing a pair of rows #: the fixed halves kept together fails its run (an epsilon was recorded); a hook handing
+    #: an in-place module a #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for
+    #: bit. 9: a bottom not #: built only of vflpriv's and row-wise torch.nn modules (or hooked) records no training
+    #: epsilon (one was recorded #: on a premise the checks test, not prove); a bottom whose first training forward
+    #: changes a parameter (data-dependent #: initialisation) fails its run, as does one whose hook writes a statistic
+    #: of the batch into a buffer in the #: backward (on the tape), one whose hook writes a layer's recorded input after
+    #: the call (a wrong update before) #: or reaches a parameter through a captured tensor; other updates, and
+    #: vflpriv's own bottoms' numbers, unchanged.
+    revision = 9
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
             "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / BatchNorm "
             "layers and modules of known forward, no plugin class; torch.func otherwise, and where the tape's "
             "run-time checks fail), noise on each of its parameters, and at the first update after train() (once a "
-            "training) the rows check (1 + 2 ceil(log2 n) forwards in float64 and as many as trained: on the tape, "
-            "forwards and backwards recording each probe, and two weighted backwards; about 16 steps on digits' bottom, "
-            "4x 4184f3a's check); the training "
+            "training) the rows check (2 + 2 ceil(log2 n) forwards in float64 and as many as trained: on the tape, "
+            "forwards and backwards recording each probe, and two weighted backwards; about 16 steps on digits' "
+            "bottom); the training "
             "x1.7 to x2.3 on digits (over "
             "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
@@ -212,6 +163,7 @@ class EmbeddingDP(PassiveDefense):
         self.stepped: Counts | None = None  # per training row: DP-SGD steps that included it
         self.test_rows, self.n_test = 0, 0
         self.idle_updates = 0  # DP-SGD updates of a bottom with no trainable parameter: nothing to privatise
+        self.foreign = ""  # what makes the victim's bottom not vflpriv's own ('' where it is): the premise only tested
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
@@ -244,8 +196,19 @@ class EmbeddingDP(PassiveDefense):
     def passive_bottom(self, party: int, bottom: nn.Module) -> nn.Module:
         if not self.acts_for(party, FINETUNE):
             return bottom
+        self._foreign(bottom)
         return PrivateRows(bottom, clip=self.options.clip, sigma=self.strength, frozen=self.dp_sgd,
                            generator=self.generator)
+
+    def _foreign(self, bottom: nn.Module) -> None:
+        """Where ``bottom`` is not built only of vflpriv's and row-wise torch.nn modules (``own_modules``), no training
+        epsilon: the checks test the premise on the batch's values, they cannot prove it for a forward vflpriv has not
+        read (a mixing gated on values the batch lacks passes them)."""
+        self.foreign = self.foreign or foreign_part(bottom)
+        if self.foreign and not self.uncovered:
+            self.uncovered = (f"the victim's bottom is not built only of vflpriv's and row-wise torch.nn modules "
+                              f"({self.foreign}): the premise that each row is a function of its own sample is tested "
+                              "on the batch's values there, not proven")
 
     @property
     def dp_sgd(self) -> bool:
@@ -275,7 +238,8 @@ class EmbeddingDP(PassiveDefense):
             self.idle_updates += 1
             return
         check, received = bottom.check_due(n), gradient.detach()
-        if check:  # on probes: the rows, the buffers and, where the tape records the bottom, its records (as trained)
+        if check:  # an instance method added since the wrap makes it foreign; then the probes (rows, buffers, records)
+            self._foreign(inner)
             records = record_mixing(inner, x, received, clip=bottom.clip, seed=bottom.seed) \
                 if ghost_applies(inner) else None
             mixing = forward_mixing(inner, x, seed=bottom.seed, as_trained=records is None) or records
@@ -333,8 +297,9 @@ class EmbeddingDP(PassiveDefense):
         return float(self.options.delta)
 
     def notes(self) -> str:
-        """The claim that holds for the test rows at inference whatever trained the bottom, and that DP-SGD had nothing
-        to privatise where the bottom has no trainable parameter; or ''."""
+        """The claim that holds for the test rows at inference whatever trained the bottom (labelled as resting on a
+        tested premise for a bottom not vflpriv's own), and that DP-SGD had nothing to privatise where the bottom has no
+        trainable parameter; or ''."""
         idle = (f"the victim's bottom has no trainable parameter: embedding-dp's DP-SGD had nothing to privatise in "
                 f"{self.idle_updates} update(s) and charged no step for them" if self.idle_updates else "")
         if self.is_identity or self.n_test == 0 or self.test_rows == 0:
@@ -346,7 +311,8 @@ class EmbeddingDP(PassiveDefense):
                 "frozen bottom, not the training's epsilon), where each row is a function of its own sample: true of "
                 "vflpriv's own bottoms, for another checked by probes at the first update of a training only (not at "
                 "inference, not in a training without one, not after it), to the checks' tolerances"
-                ) + (f"; {idle}" if idle else "")
+                ) + (f"; this bottom is not vflpriv's own ({self.foreign}): that epsilon rests on a premise tested on "
+                     "the batch's values, not proven" if self.foreign else "") + (f"; {idle}" if idle else "")
 
 
 class Counts:

@@ -12,32 +12,34 @@ parameter-free modules that map row i to row i (activations, pooling, ``Flatten`
 ``nn.Sequential`` and vflpriv's own encoders (``models/encoders.py`` and the SSL towers; read: each child called once,
 on per-sample rows); any other bottom takes ``torch.func``'s vectorised per-sample gradients.
 
-Hooks (module or global; public APIs only: torch lists no hooks publicly). While entered, the tape stands in for
-each covered layer's ``forward`` (an attribute of the instance, removed at exit): it records the rows the layer's own
-computation received and the gradient that reaches the node of its output (a node pre-hook, run after every tensor
-hook on that output), so a forward or pre-hook that rescales, replaces or wraps a layer's input or output row by row
-(or adds a tensor hook on it) changes what is recorded exactly as it changes the layer's true gradient, and the rules
-stay exact (the naive per-sample loop with the hooks). At run time :meth:`GhostTape.norms` checks where a hook could
-break a rule: every covered layer (frozen ones too: their input's rank and rows) called on a first dimension of the
-batch's n, each trainable one once; every output reached; and, on the autograd graph of the objective, each trainable
-parameter reached by no more than one edge (a hook or module reusing a weight outside its layer's call adds one) and
-no custom autograd Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows'
-gradients). Where one fails the update goes to ``torch.func``, which recomputes it from x and the received gradient,
-one sample at a time (it fails the run only where it cannot trace the bottom either: a full backward hook). An
-in-place module (``inplace=True``) writing a trainable layer's recorded input after its call sends the update to
-``torch.func`` too (:meth:`GhostTape._overwritten`, by the written storage, every in-place module watched: one behind
-a pass-through module or after a layer whose output a hook replaced by a recorded input). On a checked update
-(``check``: embedding-dp's first after each ``train()``, once a training in its loop; two more backwards) it also
-checks that the rows' gradients are the samples' own, and fails the run where they mix (a tensor hook mixing them);
-embedding-dp then checks the forward on both paths (``row_checks.py``) and, on the tape, that each row's records
-(input and output gradient at every trainable layer: what the update reads) are its sample's own on probes that
-replace the other rows (``tape_checks.py``): a pre-hook centring a layer's input, a backward scaled by a statistic of
-the forward batch, or a hook writing its layer's input in place after the call fails the run there. Outside what the
-tape checks: mixing that starts after the checked update (a hook added later, a plugin written to behave only at its
-first update); and a hook on the autograd node of a layer's output (``out.grad_fn.register_hook``, the deprecated
-non-full ``register_backward_hook``, which rewrites its parameter gradients: the update then stays private, each
-sample's clipped part computed from its own row, but is not the hooked gradient). Parameter hooks (``p.register_hook``)
-never run: embedding-dp forms the bottom's gradients itself."""
+Hooks (module or global; public APIs only: torch lists no hooks publicly). While entered, the tape stands in for each
+covered layer's ``forward`` (an attribute of the instance, removed at exit): it records the rows the layer's own
+computation received and the gradient that reaches the node of its output (a node pre-hook, run after every tensor hook
+on that output), so a forward or pre-hook that rescales, replaces or wraps a layer's input or output row by row (or adds
+a tensor hook on it) changes what is recorded exactly as it changes the layer's true gradient, and the rules stay exact
+(the naive per-sample loop with the hooks). At run time :meth:`GhostTape.norms` checks where a hook could break a rule:
+every covered layer (frozen ones too: their input's rank and rows) called on a first dimension of the batch's n, each
+trainable one once; every output reached; and, on the autograd graph of the objective, each trainable parameter reached
+by no more than one edge (a hook or module reusing a weight outside its layer's call adds one) and no custom autograd
+Function (a full backward hook or backward pre-hook puts one there; its backward may mix the rows' gradients). Where one
+fails the update goes to ``torch.func``, which recomputes it from x and the received gradient, one sample at a time (it
+fails the run only where it cannot trace the bottom either: a full backward hook). An in-place module (``inplace=True``)
+writing a trainable layer's recorded input after its call sends the update to ``torch.func`` too
+(:meth:`GhostTape._overwritten`, by the written storage, every in-place module watched: one behind a pass-through module
+or after a layer whose output a hook replaced by a recorded input). On a checked update (``check``: embedding-dp's first
+after each ``train()``, once a training in its loop; two more backwards) it also checks that the rows' gradients are the
+samples' own, and fails the run where they mix (a tensor hook mixing them); embedding-dp then checks the forward on both
+paths (``row_checks.py``) and, on the tape, that each row's records (input and output gradient at every trainable layer:
+what the update reads) are its sample's own on probes that replace the other rows (``tape_checks.py``): a pre-hook
+centring a layer's input, a backward scaled by a statistic of the forward batch, or a hook writing its layer's input in
+place after the call fails the run there (the checked update's forward keeps copies of the trainable layers' inputs,
+:meth:`GhostTape._rewritten`: a write row by row, which mixes nothing, sends that update to ``torch.func``, which fails
+the run on it). A trainable parameter reached outside the bottom's attributes (a tensor a hook captured) fails the run
+on the ``torch.func`` path with its reason. Outside what the tape checks: mixing that starts after the checked update (a
+hook added later, a plugin written to behave only at its first update); and a hook on the autograd node of a layer's
+output (``out.grad_fn.register_hook``, the deprecated non-full ``register_backward_hook``, which rewrites its parameter
+gradients: the update then stays private, each sample's clipped part computed from its own row, but is not the hooked
+gradient). Parameter hooks (``p.register_hook``) never run: embedding-dp forms the bottom's gradients itself."""
 
 from __future__ import annotations
 
@@ -123,13 +125,13 @@ def ghost_applies(module: nn.Module) -> bool:
     each trainable parameter in one layer only, reached once (a weight tied across two layers gets one gradient of
     their sum, and its per-sample norm is that sum's: the rules would write two and add their squares; a layer reached
     twice is two calls, and each rule reads one); and no container whose input an in-place module may write
-    (:func:`_writes_input`: a layer's recorded input, read again at the update, would be the written one). Hooks are
-    checked on what they did, at run time (:meth:`GhostTape.norms`)."""
+    (:func:`_child_writes_shared_input`: a layer's recorded input, read again at the update, would be the written
+    one). Hooks are checked on what they did, at run time (:meth:`GhostTape.norms`)."""
     seen: set[int] = set()
     if getattr(module, "inplace", False) is True:  # it would write the caller's batch
         return False
     for m in module.modules(remove_duplicate=False):
-        if not _known(m) or _writes_input(m):
+        if not _known(m) or _child_writes_shared_input(m):
             return False
         own = [p for p in m.parameters(recurse=False) if p.requires_grad]
         if any(id(p) in seen for p in own):
@@ -138,7 +140,7 @@ def ghost_applies(module: nn.Module) -> bool:
     return True
 
 
-def _writes_input(m: nn.Module) -> bool:
+def _child_writes_shared_input(m: nn.Module) -> bool:
     """Whether an ``inplace=True`` child of a container other than ``nn.Sequential`` may write the container's input,
     which another child may read after it (its forward may hand its input to each). An ``nn.Sequential``'s first
     child writes an input no sibling reads: where another tower recorded it (``PooledEncoder``'s cross tower beside a
@@ -169,10 +171,13 @@ class GhostTape:
         # hand an in-place module a recorded input where a layer's new output was (the review's frozen gate)
         self.recorders = [(m, self._recorder(m)) for m in self.watched] + [(m, self._writer(m)) for m in writers]
         self.entered: list[nn.Module] = []
+        self.keep = False  # whether the next forward keeps copies of the trainable layers' inputs (a checked update's)
+        self.inputs: list[tuple] = []  # (entry, a copy of its input as the layer received it) where ``keep``
 
     def __enter__(self) -> GhostTape:
         """Record a new forward (what an earlier one recorded is dropped), where the tape still applies."""
         self.seen, self.edges, self.writes = ([], [], []) if ghost_applies(self.module) else (None, [], [])
+        self.inputs = []
         if self.seen is not None:
             for m, record in self.recorders:
                 vars(m)["forward"] = record  # found before the class's forward by the module's call
@@ -196,6 +201,8 @@ class GhostTape:
                 return out
             entry = [m, (args[0] if args else next(iter(kwargs.values()))).detach(), None]
             self.seen.append(entry)
+            if self.keep and trains:  # compared at the checked update: a hook writing this input after the call
+                self.inputs.append((entry, entry[1].clone()))
             if trains and out.requires_grad:  # the node of the layer's own output, taken before any in-place change
                 self.edges.append((entry, GradientEdge(out.grad_fn, out.output_nr)))  # (the objective holds the graph)
                 out.grad_fn.register_prehook(lambda grads, entry=entry: entry.__setitem__(2, grads[0]))
@@ -226,16 +233,9 @@ class GhostTape:
         (``row_checks.gradient_mixing``); where they are not, :class:`ProtocolError` (no update on either path is
         private then)."""
         edges, self.edges = self.edges, []  # the graph's nodes are not held past this update
-        self.why = "the tape recorded no forward" if self.seen is None else \
-            "" if rows.requires_grad else "the rows do not require a gradient"
-        if self.why:
-            return None
         out = rows.sum()
-        self.why = self._misread(n) or self._overwritten() or self._reused(out)
+        self.why = self._unread(rows, n, edges, check=check, out=out)
         if self.why:
-            return None
-        if len(edges) != len(self.layers):
-            self.why = "a trainable layer's output does not require a gradient"
             return None
         weights = gradient_weights(n, rows, seed=seed) if check and n > 1 else []
         weighted = [self._gradients((rows * w).sum(), edges, retain=True) for w in weights]
@@ -258,14 +258,23 @@ class GhostTape:
         backward of ``rows.sum()``; None where the tape did not record or the records are not what the rules read
         (:attr:`why` says which). For ``tape_checks.record_mixing``: what the update reads, compared across batches."""
         edges, self.edges = self.edges, []
-        self.why = "the tape recorded no forward" if self.seen is None else \
-            "" if rows.requires_grad else "the rows do not require a gradient"
-        self.why = self.why or self._misread(n) or self._overwritten() or (
-            "" if len(edges) == len(self.layers) else "a trainable layer's output does not require a gradient")
+        self.why = self._unread(rows, n, edges)
         if self.why:
             return None
         grads = self._gradients(rows.sum(), edges)
         return [(f"{type(m).__name__} {self.names[id(m)]!r}", a, g) for ((m, a, _), _), g in zip(edges, grads)]
+
+    def _unread(self, rows: torch.Tensor, n: int, edges: list, *, check: bool = False, out=None) -> str:
+        """Why the recorded forward is not what the rules read, or '': nothing recorded, rows without a gradient,
+        the calls misread or an input overwritten (with ``check``, rewritten by a hook; with ``out``, a parameter
+        reused on its graph), or a trainable layer's output outside the graph."""
+        if self.seen is None:
+            return "the tape recorded no forward"
+        if not rows.requires_grad:
+            return "the rows do not require a gradient"
+        return (self._misread(n) or self._overwritten() or (self._rewritten() if check else "")
+                or (self._reused(out) if out is not None else "")
+                or ("" if len(edges) == len(self.layers) else "a trainable layer's output does not require a gradient"))
 
     @staticmethod
     def _gradients(out: torch.Tensor, edges: list, *, retain: bool = False) -> list:
@@ -307,6 +316,14 @@ class GhostTape:
                         f"{type(m).__name__} {self.names[id(m)]!r} had recorded")
         return ""
 
+    def _rewritten(self) -> str:
+        """Why a trainable layer's recorded input is not the one it computed with, or '': written in place after its
+        call (a forward hook's ``inp[0].mul_(3)``: the rules would read the written rows). Compared on the copies a
+        forward with ``keep`` made (the checked update's; later forwards keep none)."""
+        m = next((e[0] for e, copy in self.inputs if not torch.equal(e[1], copy)), None)
+        return "" if m is None else \
+            f"the input {type(m).__name__} {self.names[id(m)]!r} had recorded was written in place after its call"
+
     def _reused(self, out: torch.Tensor) -> str:
         """Why the autograd graph of ``out`` is not the rules' (a walk of its nodes, about 10 microseconds on digits'
         bottom), or '': a trainable parameter reached by other than exactly one edge (a hook or module using it outside
@@ -334,7 +351,9 @@ class GhostTape:
 def ghost_grads(module: nn.Module, objective, x: torch.Tensor, *, check: bool = False, seed: int = 0):
     """:meth:`GhostTape.norms` of ``objective(module(x))`` (each sample's objective, (n,)), from a forward of its
     own."""
-    with GhostTape(module) as tape:
+    tape = GhostTape(module)
+    tape.keep = check
+    with tape:
         rows = objective(module(x))
     return tape.norms(rows, n=x.shape[0], check=check, seed=seed)
 
@@ -353,7 +372,7 @@ def func_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, received: tor
 
     try:  # randomness "different": a Dropout draws each sample's mask afresh (a per-row mask, as in the forward)
         with kept_state(inner):
-            return torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
+            grads = torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
                 params, x.clone(), received)  # a copy: an in-place module would write the caller's batch
     except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
         raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
@@ -362,3 +381,8 @@ def func_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, received: tor
                             "including RReLU and Dropout, nn.Sequential) or write its "
                             "forward of operations torch.func can vectorise (no data-dependent Python control flow, no "
                             "in-place write to an input another module reads)") from error
+    if any(g.requires_grad for g in grads.values()):  # a real parameter entered: torch.func took it for a constant
+        raise ProtocolError(f"embedding-dp: a trainable parameter of the bottom {type(inner).__qualname__} is reached "
+                            "outside the bottom's own attributes (a tensor a hook or closure captured): torch.func's "
+                            "per-sample gradients miss its use there; reach it through its module")
+    return grads

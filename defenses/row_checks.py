@@ -84,14 +84,17 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0, as_trai
     the batch only through its size (the probes keep n) or draws its random numbers per row (Dropout; RReLU runs in
     eval) passes; a draw that moves rows (a shuffle) is mixing. The buffers' new values after each forward (a forward
     hook on the bottom sees rebound ones) must equal the batch's: spectral_norm's power iteration (a function of the
-    weight) passes, a running statistic of the features (later rows would depend on earlier samples) fails. Non-finite
+    weight) passes, a running statistic of the features (later rows would depend on earlier samples) fails (one written
+    in the backward: ``tape_checks.record_mixing``, on the tape's path only). Non-finite
     entries are not judged here (the training's own check fails a run whose rows are not finite). A mixing that the
-    probes' repeated rows leave unchanged is not seen. Cost: 2 (1 + 2 ceil(log2 n)) forwards, once per training."""
+    probes' repeated rows leave unchanged is not seen. The batch runs again after the probes: a forward that is not a
+    function of its input and state (a schedule in a Python attribute) is refused as such, not as mixing; its Python
+    state has moved by the checks' forwards then. Cost: 2 (2 + 2 ceil(log2 n)) forwards, once per training."""
     n = x.shape[0]
     if n < 2:
         return ""
     kept = probes(n, seed=seed, device=x.device)
-    batches = [x, *probe_batches(x, kept)]
+    batches = [x, *probe_batches(x, kept), x]  # the batch again last: a forward that is not a function of its input
     (outputs, tolerance), ran_as_trained = _outputs(bottom, batches)
     why = _compare(bottom, n, kept, outputs, tolerance)
     if not why and not ran_as_trained and as_trained:
@@ -105,18 +108,23 @@ def _compare(bottom: nn.Module, n: int, kept: list, outputs: list, tolerance: fl
     row's largest entry (plus 1e-6 of that times the batch's largest, for rows near 0), or a buffer's new value from
     the batch's, or ''."""
     name = type(bottom).__qualname__
-    whole, buffers = outputs[0]
+    (whole, buffers), (again, _), outputs = outputs[0], outputs[-1], outputs[:-1]
     if not isinstance(whole, torch.Tensor) or whole.dim() == 0 or whole.shape[0] != n:
         return f"the bottom {name} returns {getattr(whole, 'shape', type(whole).__name__)} for a batch of {n} rows"
     if any(not isinstance(out, torch.Tensor) or out.shape != whole.shape for out, _ in outputs[1:]):
         return f"the bottom {name} returns another shape when other rows of its batch are replaced"
+    if not isinstance(again, torch.Tensor) or again.shape != whole.shape or first_off(
+            whole, [again], torch.ones(1, n, dtype=torch.bool, device=whole.device), tolerance) is not None:
+        return (f"the bottom {name}'s forward is not a function of its input and state: the same batch gave other "
+                "rows in a later forward (a counter or schedule kept in a Python attribute?); the checks cannot "
+                "judge it")
     row = first_off(whole, [out for out, _ in outputs[1:]], kept_mask(kept, n), tolerance)
     if row is not None:
         return (f"the bottom {name}'s output row {row} changed when other rows of its batch were replaced (a hook "
                 "or forward mixing the batch's rows, e.g. centring over the batch)")
     for _, moved in outputs[1:]:
         for k, value in buffers.items():
-            if not _alike(value, moved.get(k), tolerance):
+            if not alike(value, moved.get(k), tolerance):
                 return (f"the bottom {name}'s buffer {k!r} took a new value that depends on the batch's rows (a "
                         "running statistic of the features: later rows would depend on earlier samples)")
     return ""
@@ -148,7 +156,7 @@ def first_off(ref: torch.Tensor, probed: list[torch.Tensor], mask: torch.Tensor,
     return int(hit[0, 1]) if hit.numel() else None
 
 
-def _alike(a: torch.Tensor, b: torch.Tensor | None, tolerance: float) -> bool:
+def alike(a: torch.Tensor, b: torch.Tensor | None, tolerance: float) -> bool:
     """Whether a buffer's two new values agree (shapes and, within ``tolerance`` of the largest entry, values)."""
     if b is None or a.shape != b.shape or a.dtype != b.dtype:
         return False
@@ -302,6 +310,6 @@ def kept_state(module: nn.Module):
                 setattr(m, k, t)
 
 
-def writes_input(bottom: nn.Module) -> bool:
+def computes_in_place(bottom: nn.Module) -> bool:
     """Whether a module of ``bottom`` computes in place (``inplace=True``): it may write the batch it was given."""
     return any(getattr(m, "inplace", False) is True for m in bottom.modules())

@@ -13,7 +13,8 @@ from torch import nn
 
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.per_sample import GhostTape
-from vflpriv.defenses.row_checks import OWN_ULPS, check_forwards, first_off, kept_mask, probe_batches, probes, reseed
+from vflpriv.defenses.row_checks import (OWN_ULPS, alike, check_forwards, first_off, kept_mask, probe_batches, probes,
+                                         reseed)
 
 
 def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *, clip: float, seed: int) -> str | None:
@@ -24,14 +25,15 @@ def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *,
     trained by ``row_checks.forward_mixing``). Each of the 1 + 2 ceil(log2 n) forwards and backwards runs as the
     training runs it (own dtype, gradients on), from fresh copies of the parameters and buffers and the random stream
     seeded alike (RReLU in eval), the bottom's state and the global random state as before; no parameter gradient is
-    formed."""
+    formed. The buffers' values after each backward must agree too (a hook's write there; the forwards' own writes
+    are ``forward_mixing``'s)."""
     n = x.shape[0]
     if n < 2:
         return ""
     kept = probes(n, seed=seed, device=x.device)
     batches = zip([x, *probe_batches(x, kept)], [received, *probe_batches(received, kept)])
     devices = [x.device.index or 0] if x.is_cuda else []
-    tape, records = GhostTape(bottom), []
+    tape, records, written = GhostTape(bottom), [], []
     with check_forwards(bottom, devices), torch.enable_grad():
         for xb, rb in batches:
             state = {**{k: p.detach().clone().requires_grad_(p.requires_grad) for k, p in bottom.named_parameters()},
@@ -43,7 +45,19 @@ def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *,
             if got is None:
                 return None if not records else f"the tape's records of a probe batch are not the batch's ({tape.why})"
             records.append([(f"the bottom {type(bottom).__qualname__}'s output", h.detach(), None), *got])
-    return _differ(records, kept_mask(kept, n))
+            written.append({k: state[k] for k, _ in bottom.named_buffers()})  # after the backward: a hook's writes
+    return _differ(records, kept_mask(kept, n)) or _written(written)
+
+
+def _written(buffers: list[dict]) -> str:
+    """Why a buffer's value after a probe's backward is not its value after the batch's (a hook writing a statistic
+    of the batch into it in the backward: the next forward reads the features), or ''."""
+    for k, ref in buffers[0].items():
+        tolerance = OWN_ULPS * torch.finfo(ref.dtype).eps if ref.is_floating_point() else 0.0
+        if not all(alike(ref, b[k], tolerance) for b in buffers[1:]):
+            return (f"the buffer '{k}' holds other values after a probe batch's backward than after the batch's (a "
+                    "statistic of the batch written in the backward carries its features into later forwards)")
+    return ""
 
 
 def _differ(records: list, mask: torch.Tensor) -> str:

@@ -16,9 +16,11 @@ from vflpriv.defenses.gaussian_message import clip_rows
 class Fake:
     """The defense's state ``passive_backward`` reads, without a federation."""
 
+    _foreign = EmbeddingDP._foreign
+
     def __init__(self, *, sigma: float, clip: float, n: int):
         self.strength, self.generator, self.stepped = sigma, torch.Generator().manual_seed(7), Counts(n)
-        self.idle_updates = 0
+        self.idle_updates, self.foreign, self.uncovered = 0, "", ""
         self.options = type("O", (), {"bottom_clip": clip})()
 
 

@@ -201,8 +201,9 @@ def test_the_checks_forwards_write_no_real_parameter():
     for as_trained in (True, False):
         row_checks.forward_mixing(bottom, x, seed=1, as_trained=as_trained)
     assert float(bottom.count.detach()) == 0
-    step(bottom, x, torch.randn(8, 3), sigma=0.4, clip=0.5)
-    assert float(bottom.count.detach()) == 2  # the training's forward and torch.func's recompute, none of the checks'
+    with pytest.raises(ProtocolError, match="changed its parameters"):  # a parameter written in a forward: refused
+        step(bottom, x, torch.randn(8, 3), sigma=0.4, clip=0.5)
+    assert float(bottom.count.detach()) == 1  # the training's forward, none of the checks'
     taped = nn.Sequential(nn.Linear(6, 3))
     taped[0].register_forward_hook(lambda m, i, o: [m.bias.data.add_(1)] and None)  # on the tape: writing its bias
     assert tape_checks.record_mixing(taped, x, torch.randn(8, 3), clip=1.0, seed=1) == ""

@@ -1,0 +1,41 @@
+"""Whether a bottom is built only of modules whose forward vflpriv knows: embedding-dp's premise (each sent row a
+function of its own sample) is proven for those, and only tested for any other (issue 47).
+
+The probes (``row_checks``, ``tape_checks``) test the premise on the batch's own values; replace-one allows any value,
+so a mixing gated on values the batch lacks passes them (batch-mean imputation that mixes only where a NaN appears).
+The rule: every module's class is defined in vflpriv (its forwards are read) or is one of torch.nn's layers listed in
+:data:`_TORCH_ROWWISE`, whose rows are independent (BatchNorm once embedding-dp freezes it; not every torch.nn module:
+``MultiheadAttention`` with ``batch_first=False`` attends across dim 0, ``Embedding(max_norm=...)`` renormalises its
+weight in the forward from the indices it sees); no instance carries its own method (``m.forward =``). Hooks are not
+part of the rule: torch lists a module's hooks through no public API, and vflpriv reads no private one, so a hook
+registered on a vflpriv module by a user's own code is seen only where the probes see its effect (a hook that mixes
+rows on the batch's values fails the run; one gated on values the batch lacks is not seen: the texts say so).
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+#: torch.nn's layers whose output row i depends on input row i alone (BatchNorm on frozen statistics), by exact type.
+_TORCH_ROWWISE = frozenset({
+    nn.Linear, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.Identity, nn.ReLU, nn.ReLU6, nn.LeakyReLU,
+    nn.ELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid, nn.Softplus, nn.RReLU, nn.Dropout, nn.Flatten, nn.Unflatten,
+    nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.Embedding, nn.LayerNorm, nn.Sequential,
+    nn.ModuleList, nn.ModuleDict})
+
+
+def foreign_part(module: nn.Module) -> str:
+    """'' for a bottom built only of vflpriv's modules and torch.nn's row-wise layers, without instance methods;
+    otherwise what makes it foreign, for the run's notes."""
+    for name, m in module.named_modules(remove_duplicate=False):
+        kind, where = type(m), f"'{name or 'the bottom'}'"
+        own = kind.__module__ == "vflpriv" or kind.__module__.startswith("vflpriv.")
+        if not own and kind not in _TORCH_ROWWISE:
+            return (f"{where} is a {kind.__module__}.{kind.__qualname__}, neither vflpriv's nor a row-wise torch.nn "
+                    "layer")
+        if kind is nn.Embedding and m.max_norm is not None:
+            return f"{where} is an Embedding with max_norm (it renormalises its weight from the indices it sees)"
+        own = [k for k, v in vars(m).items() if callable(v) and callable(getattr(kind, k, None))]
+        if own:
+            return f"{where} carries its own {', '.join(own)} (an instance method: not its class's forward)"
+    return ""

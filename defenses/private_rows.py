@@ -1,0 +1,86 @@
+"""embedding-dp's wrapper of the victim's bottom (:class:`PrivateRows`): each sent row clipped to C with N(0, sigma^2 C^2)
+noise, the BatchNorm statistics frozen, the tape its DP-SGD update reads, and the checks due once a training
+(``defenses/embedding_dp.py`` holds the argument; ``row_checks``, ``tape_checks`` the checks)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.parameter import is_lazy
+
+from vflpriv.common.errors import ProtocolError
+from vflpriv.defenses.gaussian_message import clip_rows
+from vflpriv.defenses.per_sample import GhostTape, ghost_applies
+from vflpriv.defenses.row_checks import computes_in_place
+
+#: torch's BatchNorm layers, by their public classes (the lazy ones before their first forward).
+_BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.LazyBatchNorm1d,
+               nn.LazyBatchNorm2d, nn.LazyBatchNorm3d)
+
+
+class PrivateRows(nn.Module):
+    """The bottom followed by per-row clipping to C and N(0, sigma^2 C^2) noise; with ``frozen``, its BatchNorm layers
+    stay on their running statistics in every mode (rows computed independently)."""
+
+    def __init__(self, bottom: nn.Module, *, clip: float, sigma: float, frozen: bool, generator: torch.Generator):
+        super().__init__()
+        self.bottom, self.clip, self.sigma, self.frozen, self.generator = bottom, clip, sigma, frozen, generator
+        self.out_dim = getattr(bottom, "out_dim", None)
+        self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
+        self.tape: GhostTape | None = None
+        self.checked = False  # whether an update since the last train() checked that the rows are the samples' own
+        self.seed = generator.initial_seed()  # the run's (its stream's seed): the checks' probes, no draw moved
+        self.train(bottom.training)
+
+    def train(self, mode: bool = True) -> PrivateRows:
+        """Set the mode (BatchNorm frozen in every mode with ``frozen``); with ``frozen``, a bottom that ghost clipping
+        covers gets the tape its training forwards are recorded on; one computing in place gets copies of its batches
+        (torch.func's update reads the caller's batch again)."""
+        super().train(mode)
+        if self.frozen:
+            for m in self.bottom.modules():
+                if isinstance(m, _BATCHNORMS):
+                    m.eval()
+        self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
+        self.checked, self.copies, self.forwarded = False, computes_in_place(self.bottom), False
+        return self
+
+    def check_due(self, n: int) -> bool:
+        """Whether this update, of a batch of ``n`` rows, checks that the rows are the samples' own: the first after
+        each ``train()`` (the tape rebuilt; vflpriv's loop calls it once a training) with n >= 2 (one row has no other
+        to compare with: the check waits for the next update). Its cost: benchmarks/embedding_dp_parts.py --check."""
+        due = not self.checked and n >= 2
+        self.checked = self.checked or due
+        return due
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tape, x = self.tape if self.training and torch.is_grad_enabled() else None, x.clone() if self.copies else x
+        first = self.training and self.frozen and not self.forwarded  # DP-SGD's first training forward since train()
+        before = [(k, p.detach().clone()) for k, p in self.bottom.named_parameters() if not is_lazy(p)] if first else []
+        if tape is None:
+            h = clip_rows(self.bottom(x), clip=self.clip)
+        else:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
+            tape.keep = not self.checked  # the checked update's forward keeps copies of them (GhostTape._rewritten)
+            with tape:
+                h = clip_rows(self.bottom(x), clip=self.clip)
+        if first:  # a data-dependent initialisation (Glow's ActNorm) writes the batch into the weights before any check
+            self.forwarded = True
+            changed = [k for k, v in before if not torch.equal(v, self.bottom.get_parameter(k))]
+            if changed:
+                raise ProtocolError(f"embedding-dp: the victim's bottom changed its parameters ({', '.join(changed)}) "
+                                    "in its first training forward (a data-dependent initialisation): they would carry "
+                                    "that batch's features outside DP-SGD; the run fails, no epsilon is recorded")
+        noise = torch.randn(h.shape, generator=self.generator, dtype=h.dtype, device=self.generator.device)
+        out = h + self.sigma * self.clip * noise.to(h.device)
+        self.taped = None if tape is None else (out, h, tape)
+        return out
+
+    def __getstate__(self) -> dict:
+        """Copied or pickled without the last forward's tape (an adversary's snapshot between the forward and the
+        update: the taped rows are a non-leaf tensor, which cannot be deep-copied); a copy tapes after ``train()``."""
+        return {**self.__dict__, "taped": None, "tape": None, "checked": False}
+
+    def tape_of(self, sent: torch.Tensor) -> tuple[torch.Tensor, GhostTape] | None:
+        """(the clipped rows, the tape) of the forward that returned ``sent``, once; None for another tensor."""
+        taped, self.taped = self.taped, None
+        return taped[1:] if taped is not None and taped[0] is sent else None
