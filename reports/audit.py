@@ -80,7 +80,8 @@ def _tuning(rows: pd.DataFrame) -> dict:
 
 #: Undefended verdicts with nothing for a defense to bring down, and what the Defenses table says instead.
 UNDEFENDED_AT_PRIOR = {"attack failed": "n/a: below the prior without a defense (attack failed)",
-                       "no": "n/a: no leakage beyond the prior without a defense"}
+                       "no": "n/a: no leakage beyond the prior without a defense",
+                       "n/a": "n/a: the attack does not apply (see Not applicable)"}
 
 
 def _worst_verdicts(verdicts: list[dict]) -> list[dict]:

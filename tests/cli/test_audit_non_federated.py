@@ -25,11 +25,13 @@ def test_its_verdict_says_not_applicable_not_inconclusive(tmp_path):
     read "no feature attack ran" and "Not applicable: - none" (review s10, finding 2)."""
     out = tmp_path / "audit"
     result = CliRunner().invoke(app, ["audit", "--method", "local-a", "--quick", "--attacks", "gc,fi-decoder",
-                                      "--defenses", "none", "--set", "audit.attack_options.fi-decoder.epochs=1",
+                                      "--defenses", "none,iso", "--set", "audit.attack_options.fi-decoder.epochs=1",
                                       "--set", "audit.prior=aux", "--set", "audit.prior_epochs=5", "--set",
                                       "method.options.supervised_epochs=1", "--out", str(out), "--jobs", "1"])
     assert result.exit_code == 0, result.output
     assert "gc (finetune): not applicable: method 'local-a' is not federated" in result.output
+    assert "| 1 | gc | finetune | iso | λ=5 |" in (out / "audit.md").read_text()  # its defended row: not "not within"
+    assert "n/a: the attack does not apply (see Not applicable) |" in (out / "audit.md").read_text()
     report = (out / "audit.md").read_text()
     assert "- labels (finetune), adversary party 1: n/a (gc" in report
     assert "- party 1's features (finetune): n/a (fi-decoder by party 0 (the active party)" in report

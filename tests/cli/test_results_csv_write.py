@@ -57,6 +57,25 @@ def test_a_temporary_file_a_hard_kill_left_is_cleaned_and_a_live_one_kept(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, "results.csv"]
 
 
+def test_an_old_file_of_the_user_named_alike_is_never_removed(tmp_path):
+    """Only vflpriv's own temporary names (mkstemp's eight characters, or a pid) are cleaned, never a user's file."""
+    path = tmp_path / "results.csv"
+    notes = tmp_path / ".results.csv.my-notes.tmp"
+    notes.write_text("mine")
+    hour_ago = time.time() - 3600
+    os.utime(notes, (hour_ago, hour_ago))
+    folders.write_csv_atomically(pd.DataFrame({"key": ["a"]}), path)
+    assert notes.read_text() == "mine"
+
+
+def test_results_csv_gets_the_mode_a_file_written_in_place_would(tmp_path, monkeypatch):
+    """mkstemp's files are the owner's alone (0600): results.csv is read by others as any file the umask allows."""
+    monkeypatch.setattr(folders, "_UMASK", 0o022)
+    path = tmp_path / "results.csv"
+    folders.write_csv_atomically(pd.DataFrame({"key": ["a"]}), path)
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
 def test_a_refused_write_is_one_error_line_naming_the_store_and_the_runs_stay(tmp_path, monkeypatch):
     out = tmp_path / "o"
 

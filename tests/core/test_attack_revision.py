@@ -82,9 +82,31 @@ def test_a_plugin_attack_s_code_is_in_its_cached_results_keys(monkeypatch, tmp_p
 
     load(source)
     before = _cache_keys("test-plugin")
-    load(source + "    # the plugin's code edited\n")
+    load(source + "    # a comment: the same code\n")
+    assert _cache_keys("test-plugin") == before
+    load(source + "    def infer(self, view):\n        return super().infer(view)\n")  # the plugin's code edited
     after = _cache_keys("test-plugin")
     assert all(a != b for a, b in zip(after, before))
+
+
+def test_a_plugin_attack_without_a_source_file_is_keyed_by_its_loaded_code(monkeypatch):
+    """A class of a notebook, ``python -c`` or a zip has no file: keying it by its file's bytes raised OSError (an
+    acting plugin failed in planning with a traceback, a tuned one failed its run); its compiled code keys it."""
+    import sys
+    import types
+
+    def load(text: str):
+        module = types.ModuleType("plugin_without_file")
+        exec(compile(text, "<notebook cell>", "exec"), module.__dict__)
+        monkeypatch.setitem(sys.modules, "plugin_without_file", module)
+        monkeypatch.setitem(ATTACKS._extra, "test-plugin", module.Plugin)
+
+    source = "from vflpriv.attacks.labels.model_completion import ModelCompletion\n" \
+             "class Plugin(ModelCompletion):\n    acts = True\n"
+    load(source)
+    before = _cache_keys("test-plugin")
+    load(source.replace("acts = True", "acts = True\n    lr_scale = 2.0"))
+    assert all(a != b for a, b in zip(_cache_keys("test-plugin"), before))
 
 
 def test_a_revised_attack_tunes_and_fits_its_prior_again_instead_of_reading_revision_0_s(tmp_path, monkeypatch):

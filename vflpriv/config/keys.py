@@ -11,9 +11,9 @@ store resumes unchanged after the upgrade."""
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
-from pathlib import Path
+import marshal
+import types
 from typing import Any
 
 from vflpriv.common.errors import VflprivError
@@ -71,8 +71,39 @@ def code_mark(registry, name: str) -> dict[str, Any]:
         return {}  # an unknown name: the planner says so
     mark = {"revision": revision} if revision else {}
     if not cls.__module__.startswith("vflpriv."):
-        mark["code"] = hashlib.sha256(Path(inspect.getfile(cls)).read_bytes()).hexdigest()[:16]
+        mark["code"] = loaded_code(cls)
     return mark
+
+
+def loaded_code(cls: type) -> str:
+    """A digest of the code class ``cls`` runs as loaded, with every base of its that is not vflpriv's or a library's:
+    each function's compiled code (file names left out, so the digest is the same wherever the plugin lives) and each
+    plain class constant. It needs no source file (a class of a notebook, ``python -c`` or a zip has none), sees a
+    base class edited in another module, and the code as loaded, not a file edited since (keyed anew only on reload)."""
+    digest = hashlib.sha256()
+    for klass in cls.__mro__:
+        if klass.__module__.split(".")[0] in _LIBRARIES:
+            continue
+        digest.update(f"{klass.__qualname__}\0".encode())
+        for name, value in sorted(vars(klass).items()):
+            value = getattr(value, "__func__", value)  # classmethod, staticmethod
+            value = getattr(value, "fget", value)  # property
+            code = getattr(value, "__code__", None)
+            if isinstance(code, types.CodeType):
+                digest.update(name.encode() + marshal.dumps(_portable(code)))
+            elif isinstance(value, (int, float, str, bytes, bool, tuple, frozenset, type(None))):
+                digest.update(f"{name}={value!r}\0".encode())
+    return digest.hexdigest()[:16]
+
+
+#: The top-level packages whose classes a plugin's digest leaves out (their code is versioned elsewhere).
+_LIBRARIES = frozenset({"vflpriv", "builtins", "abc", "typing", "torch", "pydantic", "numpy"})
+
+
+def _portable(code: types.CodeType) -> types.CodeType:
+    """``code`` and the code objects it holds (lambdas, comprehensions) without their file name."""
+    consts = tuple(_portable(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename="", co_consts=consts)
 
 
 def _revision(registry, name: str) -> int:

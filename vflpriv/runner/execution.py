@@ -24,7 +24,7 @@ from vflpriv.common import metrics
 from vflpriv.common.errors import ChannelViolation, DivergedError, VflprivError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.common.seeding import generator
-from vflpriv.config.keys import config_hash
+from vflpriv.config.keys import config_hash, loaded_code
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import LABEL_FIELDS, RunConfig, TrainingConfig
 from vflpriv.data.load import data_of
@@ -328,6 +328,15 @@ def _pretrain(p: Plan, fed: Federation, notes: list[str]) -> list | None:
                                 meter=fed.channel.meter, notes=notes)
 
 
+def _method_code(method: type) -> str:
+    """A digest of the method's source file; a class without one (a notebook's, ``python -c``'s, a zip's): of its code
+    as loaded (:func:`vflpriv.config.keys.loaded_code`)."""
+    try:
+        return hashlib.sha256(Path(inspect.getfile(method)).read_bytes()).hexdigest()[:16]
+    except (OSError, TypeError):
+        return loaded_code(method)
+
+
 def pretrain_key(config: TrainingConfig, method: type) -> str:
     """Hash of what pretraining can depend on: config parts, the data (``data_of``), the method's code and vflpriv's
     code.
@@ -336,11 +345,10 @@ def pretrain_key(config: TrainingConfig, method: type) -> str:
     reads them (supervised pretraining) is keyed by the label budget and by every label defense too
     (a label defense such as label DP changes the labels of every phase, whatever its ``phase``).
     """
-    method_file = Path(inspect.getfile(method))
     reads_labels = method.pretrain_reads_labels
     payload = {
         "code": cache.code_version(),
-        "method_code": hashlib.sha256(method_file.read_bytes()).hexdigest()[:16],
+        "method_code": _method_code(method),
         "method_class": f"{method.__module__}.{method.__qualname__}",
         "dataset": config.dataset.model_dump(mode="json"), "data": data_of(config),
         "partition": config.partition.model_dump(mode="json", exclude=None if reads_labels else LABEL_FIELDS),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 import time
@@ -122,9 +123,11 @@ def write_csv_atomically(frame, path: Path) -> None:
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+    ours = re.compile(rf"\.{re.escape(path.name)}\.([a-z0-9_]{{8}}|\d+)\.tmp")  # mkstemp's, or the pid of before
     for left in path.parent.glob(f".{path.name}.*.tmp"):
         try:
-            if left.stat().st_mtime < time.time() - STALE_TMP_S:  # a live writer's is younger
+            if ours.fullmatch(left.name) and left.is_file() and not left.is_symlink() \
+                    and left.stat().st_mtime < time.time() - STALE_TMP_S:  # a live writer's is younger
                 left.unlink()
         except OSError:
             pass  # another cleaner took it, or it is not ours to remove: it is never read
