@@ -25,7 +25,7 @@ def test_a_revised_attack_s_runs_get_keys_of_their_own_on_the_same_training(monk
     assert fi.key() == now[0]
 
 
-def _cache_keys(name: str) -> tuple[str, str, str]:
+def _cache_keys(name: str, monkeypatch) -> tuple[str, str, str]:
     """The keys a cached result of attack ``name`` is found under: its tuned trials' (``runner.attacking.tuned``), its
     same-attack prior's (``runner.prior.prior_key``, also the in-process priors') and its training's."""
     import torch
@@ -36,7 +36,7 @@ def _cache_keys(name: str) -> tuple[str, str, str]:
 
     cfg = RunConfig.model_validate({"attack": {"name": name}})
     seen = {}
-    attacking.search = lambda attack, view, **kw: seen.setdefault("key", kw["key"])  # restored by the caller
+    monkeypatch.setattr(attacking, "search", lambda attack, view, **kw: seen.setdefault("key", kw["key"]))
     plan = AttackPlan(config=cfg, attack=SimpleNamespace(options=ATTACKS.get(name).Options()), prior=None)
     attacking.tuned(plan, None)
     ids = torch.arange(4)
@@ -47,27 +47,21 @@ def _cache_keys(name: str) -> tuple[str, str, str]:
 @pytest.mark.parametrize("name", ["mc", "mc-active"])
 def test_a_revised_attack_s_cached_trials_prior_and_acting_training_are_keyed_anew(monkeypatch, name):
     """Finding 1 of the s10 review: the tuned trials and the same-attack prior of revision 1 were revision 0's."""
-    from vflpriv.runner import attacking
-
-    monkeypatch.setattr(attacking, "search", attacking.search)
-    before = _cache_keys(name)
+    before = _cache_keys(name, monkeypatch)
     monkeypatch.setattr(ATTACKS.get(name), "revision", 1)
-    after = _cache_keys(name)
+    after = _cache_keys(name, monkeypatch)
     assert after[0] != before[0] and after[1] != before[1]
     assert (after[2] != before[2]) == ATTACKS.get(name).acts  # only an acting attack's training is its own
     monkeypatch.setattr(ATTACKS.get(name), "revision", 0)
-    assert _cache_keys(name) == before  # revision 0 keys as before: every cache and store resumes
+    assert _cache_keys(name, monkeypatch) == before  # revision 0 keys as before: every cache and store resumes
 
 
 def test_a_plugin_attack_s_code_is_in_its_cached_results_keys(monkeypatch, tmp_path):
-    """vflpriv's code version does not see a plugin's source: its file is hashed into the keys, as a method's is into
-    its pretraining's (``pretrain_key``)."""
+    """vflpriv's code version does not see a plugin's code: its loaded code is hashed into the keys (a method's file is
+    into its pretraining's, ``pretrain_key``)."""
     import importlib.util
     import sys
 
-    from vflpriv.runner import attacking
-
-    monkeypatch.setattr(attacking, "search", attacking.search)
     source = "from vflpriv.attacks.labels.model_completion import ModelCompletion\n" \
              "class Plugin(ModelCompletion):\n    acts = True\n"
 
@@ -81,11 +75,11 @@ def test_a_plugin_attack_s_code_is_in_its_cached_results_keys(monkeypatch, tmp_p
         monkeypatch.setitem(ATTACKS._extra, "test-plugin", module.Plugin)
 
     load(source)
-    before = _cache_keys("test-plugin")
+    before = _cache_keys("test-plugin", monkeypatch)
     load(source + "    # a comment: the same code\n")
-    assert _cache_keys("test-plugin") == before
+    assert _cache_keys("test-plugin", monkeypatch) == before
     load(source + "    def infer(self, view):\n        return super().infer(view)\n")  # the plugin's code edited
-    after = _cache_keys("test-plugin")
+    after = _cache_keys("test-plugin", monkeypatch)
     assert all(a != b for a, b in zip(after, before))
 
 
@@ -104,9 +98,9 @@ def test_a_plugin_attack_without_a_source_file_is_keyed_by_its_loaded_code(monke
     source = "from vflpriv.attacks.labels.model_completion import ModelCompletion\n" \
              "class Plugin(ModelCompletion):\n    acts = True\n"
     load(source)
-    before = _cache_keys("test-plugin")
+    before = _cache_keys("test-plugin", monkeypatch)
     load(source.replace("acts = True", "acts = True\n    lr_scale = 2.0"))
-    assert all(a != b for a, b in zip(_cache_keys("test-plugin"), before))
+    assert all(a != b for a, b in zip(_cache_keys("test-plugin", monkeypatch), before))
 
 
 def test_a_revised_attack_tunes_and_fits_its_prior_again_instead_of_reading_revision_0_s(tmp_path, monkeypatch):
