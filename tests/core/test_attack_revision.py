@@ -116,7 +116,7 @@ def test_a_revised_attack_tunes_and_fits_its_prior_again_instead_of_reading_revi
     monkeypatch.setattr(mc, "infer", lambda self, *a, **k: calls.append(mc.revision) or real(self, *a, **k))
     args = ["evaluate", "--method", "splitnn", "--attack", "mc", "--defense", "none", "--seeds", "0", "--set",
             "partition.labeled=60", "--set", "partition.aux=20", "--set", "finetune.epochs=1", "--set", "attack.tune=true",
-            "--set", "attack.search_budget=3", "--set", "attack.prior=same-attack", "--set", "attack.options.epochs=2",
+            "--set", "attack.search_budget=8", "--set", "attack.prior=same-attack", "--set", "attack.options.epochs=2",
             "--out", str(tmp_path / "o"), "--overwrite"]
     for revision in (0, 1):
         monkeypatch.setattr(mc, "revision", revision)
