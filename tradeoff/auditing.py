@@ -16,7 +16,7 @@ import pandas as pd
 from vflpriv.common.empirical_epsilon import menu_lower
 from vflpriv.common.fdp_one_run import fdp_bounds
 from vflpriv.config.registry import AUDITORS
-from vflpriv.tradeoff.epsilon import GROUP, canary_classes, claim_test, holm_over, pooled_counts
+from vflpriv.tradeoff.epsilon import GROUP, claim_test, holm_over, pooled_counts
 
 
 def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
@@ -38,7 +38,7 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
         if not counts:
             continue
         delta = float(np.nan_to_num(setting["epsilon_delta"].max(), nan=0.0))
-        classes = canary_classes(setting)
+        classes = int(key[-1])  # the group's C (``_drawn_classes``)
         bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=delta)
         right = next(r for g, r in counts if g == guesses)
         claimed = float(setting["epsilon"].max())  # each training must hold its own claim: test the weakest
@@ -73,7 +73,8 @@ def _one_training_per_seed(frame: pd.DataFrame, results: pd.DataFrame) -> pd.Dat
 
 
 def _drawn_classes(frame: pd.DataFrame) -> pd.Series:
-    """Each record's C, as :func:`vflpriv.tradeoff.epsilon.canary_classes` reads it for a group."""
+    """Each record's C: its ``canary_classes`` (records before the field, or with 0 there, drew from every class:
+    ``num_classes``), as :func:`vflpriv.tradeoff.epsilon.canary_classes` reads it for a group."""
     drawn = pd.to_numeric(frame["canary_classes"], errors="coerce").fillna(0) if "canary_classes" in frame else 0
     return pd.Series(drawn, index=frame.index).where(lambda c: c > 0, frame["num_classes"]).astype(int)
 
