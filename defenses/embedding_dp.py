@@ -46,8 +46,9 @@ The argument (``privacy_spent``; written for the README too):
   method that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on
   them; FedCSSL and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained
   without DP-SGD (``private_bottom=false``: every later row depends on every sample's features through its
-  parameters), or BatchNorm statistics re-estimated on the training rows (``finetune.bn_recalibrate``). There no
-  epsilon is recorded and the run's notes say why.
+  parameters), BatchNorm statistics re-estimated on the training rows (``finetune.bn_recalibrate``), or a release of
+  the victim's rows without sample ids other than inference's (test rows: no training sample can be charged with it;
+  fail closed). There no epsilon is recorded and the run's notes say why.
 - A method whose finetuning makes no update of the victim's bottom from a received gradient calls no
   ``passive_backward`` (SS-VFL-I's frozen encoders released once; one-shot VFL's local semi-supervised training):
   that point is optional (``optional_points``), the rows are the whole mechanism there, and with nothing to make
@@ -178,10 +179,13 @@ class EmbeddingDP(PassiveDefense):
     def _released(self, message: Message, payload: Payload) -> None:
         if message.kind != EMBEDDING or not self.acts_for(message.sender, message.phase):
             return
-        if message.sample_ids is None:
-            self.test_rows += int(payload.shape[0]) if message.phase == INFERENCE else 0
-        else:
+        if message.sample_ids is not None:
             self.released.add(message.sample_ids)
+        elif message.phase == INFERENCE:  # ``finetune.predict``'s test rows: they carry no training id
+            self.test_rows += int(payload.shape[0])
+        elif not self.uncovered:  # fail closed: rows of the victim no training sample's count is charged with
+            self.uncovered = (f"the victim sent an embedding message in {message.phase} without sample ids (a release "
+                              "not attributable to samples): no training row's count can be charged with it")
 
     def covers(self, method) -> str:
         uses = [*method.feature_uses()]
