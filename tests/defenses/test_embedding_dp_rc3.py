@@ -7,7 +7,11 @@ import math
 import sys
 from pathlib import Path
 
+import torch
+from torch import nn
+
 from vflpriv.config.schema import RunConfig
+from vflpriv.defenses.private_rows import PrivateRows
 from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, Message
 from vflpriv.runner.execution import run
 
@@ -36,3 +40,14 @@ def test_a_finetuning_release_without_sample_ids_voids_the_training_epsilon():
     x = fed.parties[1].x_train[:5].flatten(1)
     fed.channel.send(Message(EMBEDDING, FINETUNE, 1, ACTIVE, x, None, 9))
     assert dp.privacy_spent() is None and "without sample ids" in dp.uncovered
+
+
+def test_a_16_bit_bottom_is_noised_in_float32_so_its_output_grid_does_not_reveal_the_row():
+    """F6: noise added in bfloat16 lands on a grid that depends on the signal: an output in (0, 2^-12) came only from
+    row 0, never from row 0.5 (Mironov 2012). Noised in float32 and rounded back, both rows produce such outputs."""
+    def fine(signal: float) -> int:
+        rows = PrivateRows(nn.Identity(), clip=1.0, sigma=1.0, frozen=True, generator=torch.Generator().manual_seed(1))
+        y = rows.eval()(torch.full((200_000, 1), signal, dtype=torch.bfloat16))
+        assert y.dtype == torch.bfloat16  # what is sent keeps the bottom's dtype
+        return int(((y != 0) & (y.float().abs() < 2.0 ** -12)).sum())
+    assert fine(0.0) > 10 and fine(0.5) > 10
