@@ -28,7 +28,7 @@ The argument (``privacy_spent``; written for the README too):
   float64 and as trained, its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each row's
   records at every trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the
   first update of each training with two rows or more, and only there: not at inference, not in a training without an
-  update, not later (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not
+  update (its releases then get no epsilon: fail closed), not later (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not
   seen); nor is a mixing the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within
   the checks' tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it
   larger). Where the premise holds, sample i's features enter an exchange only through its own row and its own
@@ -166,6 +166,7 @@ class EmbeddingDP(PassiveDefense):
         self.test_rows, self.n_test = 0, 0
         self.idle_updates = 0  # DP-SGD updates of a bottom with no trainable parameter: nothing to privatise
         self.foreign = ""  # what makes the victim's bottom not vflpriv's own ('' where it is): the premise only tested
+        self.rows_checked = False  # whether an update ran the rows check (no release is claimed before one has)
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
@@ -252,6 +253,7 @@ class EmbeddingDP(PassiveDefense):
                 raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row and each sample's part of "
                                     "an update a function of its own sample) covers bottoms whose rows depend on their "
                                     "own sample only: the run fails, no epsilon is recorded")
+            self.rows_checked = True
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
@@ -294,7 +296,14 @@ class EmbeddingDP(PassiveDefense):
         return int((self.releases + self.steps).max()) if self.releases is not None else 0
 
     def privacy_spent(self) -> float | None:
-        if self.is_identity or self.uncovered or self.uses() == 0:
+        """The worst training row's epsilon; None where uncovered, and (fail closed) where no update ran the rows check
+        (a frozen bottom: nothing tested that its releases' rows are their samples' own)."""
+        if self.is_identity or self.uses() == 0:
+            return None
+        if not self.rows_checked and not self.uncovered:
+            self.uncovered = ("no update of the victim's bottom ran the rows check (no trainable parameter, or no "
+                              "batch of two rows or more): its releases' premise was never tested")
+        if self.uncovered:
             return None
         return gaussian_epsilon(self.strength / 2.0, self.uses(), delta=self.options.delta)
 
@@ -309,6 +318,9 @@ class EmbeddingDP(PassiveDefense):
                 f"{self.idle_updates} update(s) and charged no step for them" if self.idle_updates else "")
         if self.is_identity or self.n_test == 0 or self.test_rows == 0:
             return idle
+        if self.foreign and not self.rows_checked:  # neither proven nor tested: no per-release claim either
+            return "; ".join(filter(None, [f"no epsilon for the test rows either: the victim's bottom is not vflpriv's "
+                                           f"own ({self.foreign}) and no update ran the rows check", idle]))
         times = math.ceil(self.test_rows / self.n_test)
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "

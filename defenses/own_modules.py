@@ -16,12 +16,17 @@ from __future__ import annotations
 
 from torch import nn
 
-#: torch.nn's layers whose output row i depends on input row i alone (BatchNorm on frozen statistics), by exact type.
+#: torch.nn's layers whose output row i depends on input row i alone (BatchNorm on frozen running statistics), by
+#: exact type.
 _TORCH_ROWWISE = frozenset({
     nn.Linear, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.Identity, nn.ReLU, nn.ReLU6, nn.LeakyReLU,
     nn.ELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid, nn.Softplus, nn.RReLU, nn.Dropout, nn.Flatten, nn.Unflatten,
     nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.Embedding, nn.LayerNorm, nn.Sequential,
     nn.ModuleList, nn.ModuleDict})
+
+#: The admitted BatchNorms: row-wise only on running statistics (``track_running_stats=True``), which embedding-dp
+#: freezes.
+_BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 
 
 def foreign_part(module: nn.Module) -> str:
@@ -33,6 +38,9 @@ def foreign_part(module: nn.Module) -> str:
         if not own and kind not in _TORCH_ROWWISE:
             return (f"{where} is a {kind.__module__}.{kind.__qualname__}, neither vflpriv's nor a row-wise torch.nn "
                     "layer")
+        if kind in _BATCHNORMS and m.running_mean is None:
+            return (f"{where} is a BatchNorm without running statistics (it normalises with each batch's, in eval "
+                    "mode too: every row depends on its batch)")
         if kind is nn.Embedding and m.max_norm is not None:
             return f"{where} is an Embedding with max_norm (it renormalises its weight from the indices it sees)"
         own = [k for k, v in vars(m).items() if callable(v) and callable(getattr(kind, k, None))]

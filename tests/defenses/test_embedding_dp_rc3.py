@@ -11,6 +11,8 @@ import torch
 from torch import nn
 
 from vflpriv.config.schema import RunConfig
+from vflpriv.defenses.embedding_dp import EmbeddingDP
+from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.defenses.private_rows import PrivateRows
 from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, Message
 from vflpriv.runner.execution import run
@@ -51,3 +53,20 @@ def test_a_16_bit_bottom_is_noised_in_float32_so_its_output_grid_does_not_reveal
         assert y.dtype == torch.bfloat16  # what is sent keeps the bottom's dtype
         return int(((y != 0) & (y.float().abs() < 2.0 ** -12)).sum())
     assert fine(0.0) > 10 and fine(0.5) > 10
+
+
+def test_batchnorm_without_running_statistics_is_not_admitted():
+    """F3: it normalises with the batch's statistics in eval mode too (embedding-dp's freezing is eval())."""
+    assert foreign_part(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))) == ""
+    assert "without running statistics" in foreign_part(nn.Sequential(nn.BatchNorm1d(4, track_running_stats=False)))
+
+
+def test_releases_no_update_checked_get_no_epsilon(monkeypatch):
+    """F3: a frozen bottom makes no update, so the rows check never ran; its releases were charged at sensitivity 2C
+    on an untested premise."""
+    wrap = EmbeddingDP.passive_bottom
+    monkeypatch.setattr(EmbeddingDP, "passive_bottom", lambda self, party, b: wrap(self, party, b.requires_grad_(False)))
+    p, fed = build_federation(_config(sigma=4.0, epochs=1))
+    dp = p.defenses[0]
+    p.method.finetune(fed, None)
+    assert dp.uses() > 0 and dp.privacy_spent() is None and "rows check" in dp.uncovered
