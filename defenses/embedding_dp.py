@@ -5,8 +5,8 @@ torch/layers.py`` ``GaussianEmbeddingDP`` is the anchor for the rows; ../shared/
 The mechanism. The victim's bottom ends in a layer (``passive_bottom``) that clips each row of the embedding to L2
 norm C (h <- h min(1, C / ||h||)) and adds N(0, sigma^2 C^2) to every entry, in float32 at least (a 16-bit bottom's
 rows are rounded back after: post-processing; noise added in 16 bits reveals the row by its grid, Mironov 2012): what
-it sends in finetuning and at inference. With ``private_bottom`` (the default), its bottom also trains by DP-SGD (``passive_backward``): each
-sample's gradient of its own row's objective (the clipped row times the gradient the active party sent for it), over
+it sends in finetuning and at inference. With ``private_bottom`` (the default), its bottom also trains by DP-SGD
+(``passive_backward``): each sample's gradient of its own row's objective (the clipped row times the gradient the active party sent for it), over
 every parameter of the bottom, is clipped to L2 norm C_g (``bottom_clip``) and N(0, sigma^2 C_g^2) is added to their
 sum before the mean over the batch; and the bottom's BatchNorm layers run on their running statistics, frozen (a
 batch's statistics couple its rows: one sample's features would move every row of the message and every sample's
@@ -28,8 +28,8 @@ The argument (``privacy_spent``; written for the README too):
   float64 and as trained, its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each row's
   records at every trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the
   first update of each training with two rows or more, and only there: not at inference, not in a training without an
-  update (its releases then get no epsilon: fail closed), not later (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not
-  seen); nor is a mixing the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within
+  update (its releases then get no epsilon: fail closed), not later (mixing that starts after it, e.g. a plugin
+  written to behave only at its first update, is not seen); nor is a mixing the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within
   the checks' tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it
   larger). Where the premise holds, sample i's features enter an exchange only through its own row and its own
   per-sample gradient. Replacing them moves its clipped row by at most 2C and its clipped gradient by at most 2C_g: each

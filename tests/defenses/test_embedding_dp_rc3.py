@@ -65,7 +65,8 @@ def test_releases_no_update_checked_get_no_epsilon(monkeypatch):
     """F3: a frozen bottom makes no update, so the rows check never ran; its releases were charged at sensitivity 2C
     on an untested premise."""
     wrap = EmbeddingDP.passive_bottom
-    monkeypatch.setattr(EmbeddingDP, "passive_bottom", lambda self, party, b: wrap(self, party, b.requires_grad_(False)))
+    monkeypatch.setattr(EmbeddingDP, "passive_bottom",
+                        lambda self, party, b: wrap(self, party, b.requires_grad_(False)))
     p, fed = build_federation(_config(sigma=4.0, epochs=1))
     dp = p.defenses[0]
     p.method.finetune(fed, None)
