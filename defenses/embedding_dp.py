@@ -2,16 +2,16 @@
 and, by default, DP-SGD on its bottom, with an RDP accountant (SecretFlow ``secretflow_fl/security/privacy/mechanism/
 torch/layers.py`` ``GaussianEmbeddingDP`` is the anchor for the rows; ../shared/ANCHORS-FEATURES.md D2).
 
-The mechanism. The victim's bottom ends in a layer (``passive_bottom``) that clips each row of the embedding to L2
-norm C (h <- h min(1, C / ||h||)) and adds N(0, sigma^2 C^2) to every entry, in float32 at least (a 16-bit bottom's
-rows are rounded back after: post-processing; noise added in 16 bits reveals the row by its grid, Mironov 2012): what
-it sends in finetuning and at inference. With ``private_bottom`` (the default), its bottom also trains by DP-SGD
-(``passive_backward``): each sample's gradient of its own row's objective (the clipped row times the gradient the active party sent for it), over
-every parameter of the bottom, is clipped to L2 norm C_g (``bottom_clip``) and N(0, sigma^2 C_g^2) is added to their
-sum before the mean over the batch; and the bottom's BatchNorm layers run on their running statistics, frozen (a
-batch's statistics couple its rows: one sample's features would move every row of the message and every sample's
-gradient, so neither bound below would hold; Opacus refuses BatchNorm for the same reason). Strength: the noise
-multiplier sigma (higher is stronger); 0 is the identity (no clipping, no freezing, no DP-SGD), bit for bit.
+The mechanism. The victim's bottom ends in a layer (``passive_bottom``) that clips each row of the embedding to L2 norm
+C (h <- h min(1, C / ||h||)) and adds N(0, sigma^2 C^2) to every entry, in float32 at least (a 16-bit bottom's rows are
+rounded back after: post-processing; noise added in 16 bits reveals the row by its grid, Mironov 2012): what it sends in
+finetuning and at inference. With ``private_bottom`` (the default), its bottom also trains by DP-SGD
+(``passive_backward``): each sample's gradient of its own row's objective (the clipped row times the gradient the active
+party sent for it), over every parameter of the bottom, is clipped to L2 norm C_g (``bottom_clip``) and N(0, sigma^2
+C_g^2) is added to their sum before the mean over the batch; and the bottom's BatchNorm layers run on their running
+statistics, frozen (a batch's statistics couple its rows: one sample's features would move every row of the message and
+every sample's gradient, so neither bound below would hold; Opacus refuses BatchNorm for the same reason). Strength: the
+noise multiplier sigma (higher is stronger); 0 is the identity (no clipping, no freezing, no DP-SGD), bit for bit.
 
 The argument (``privacy_spent``; written for the README too):
 
