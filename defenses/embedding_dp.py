@@ -29,8 +29,8 @@ The argument (``privacy_spent``; written for the README too):
   records at every trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the
   first update of each training with two rows or more, and only there: not at inference, not in a training without an
   update (its releases then get no epsilon: fail closed), not later (mixing that starts after it, e.g. a plugin
-  written to behave only at its first update, is not seen); nor is a mixing the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within
-  the checks' tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it
+  written to behave only at its first update, is not seen); nor is a mixing the probes' repeated rows leave unchanged, or one
+  whose effect on the batch's rows is within the checks' tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it
   larger). Where the premise holds, sample i's features enter an exchange only through its own row and its own
   per-sample gradient. Replacing them moves its clipped row by at most 2C and its clipped gradient by at most 2C_g: each
   release of its row and each DP-SGD step that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
