@@ -3,8 +3,10 @@ function of its own sample) is proven for those, and only tested for any other (
 
 The probes (``row_checks``, ``tape_checks``) test the premise on the batch's own values; replace-one allows any value,
 so a mixing gated on values the batch lacks passes them (batch-mean imputation that mixes only where a NaN appears).
-The rule: every module's class is defined in vflpriv (its forwards are read) or is one of torch.nn's layers listed in
-:data:`_TORCH_ROWWISE`, whose rows are independent (BatchNorm once embedding-dp freezes it; not every torch.nn module:
+The rule: every module's class is one of vflpriv's whose forward was read (:data:`_READ`, by identity: not any class
+of a ``vflpriv.`` module, e.g. ``PooledEstimator``'s fitted lookup) or one of torch.nn's layers listed in
+:data:`_TORCH_ROWWISE`, whose rows are independent (BatchNorm on running statistics, which embedding-dp freezes; not
+every torch.nn module:
 ``MultiheadAttention`` with ``batch_first=False`` attends across dim 0, ``Embedding(max_norm=...)`` renormalises its
 weight in the forward from the indices it sees); no instance carries its own method (``m.forward =``). Hooks are not
 part of the rule: torch lists a module's hooks through no public API, and vflpriv reads no private one, so a hook
@@ -13,6 +15,8 @@ rows on the batch's values fails the run; one gated on values the batch lacks is
 """
 
 from __future__ import annotations
+
+import sys
 
 from torch import nn
 
@@ -24,6 +28,12 @@ _TORCH_ROWWISE = frozenset({
     nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.Embedding, nn.LayerNorm, nn.Sequential,
     nn.ModuleList, nn.ModuleDict})
 
+#: vflpriv's classes whose forwards were read (each child called once, on the batch's rows, row by row): by identity,
+#: once their module is loaded (a module name is a string any class can set; defenses import no method).
+_READ = (("vflpriv.models.encoders", ("TabularInput", "MLPEncoder", "CNNEncoder")),
+         ("vflpriv.methods.towers", ("LocalEncoder", "PooledEncoder")),
+         ("vflpriv.methods.finetune", ("WithLogits",)),
+         ("vflpriv.defenses.fi_adversarial", ("CutBottleneck",)))
 #: The admitted BatchNorms: row-wise only on running statistics (``track_running_stats=True``), which embedding-dp
 #: freezes.
 _BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
@@ -34,10 +44,9 @@ def foreign_part(module: nn.Module) -> str:
     otherwise what makes it foreign, for the run's notes."""
     for name, m in module.named_modules(remove_duplicate=False):
         kind, where = type(m), f"'{name or 'the bottom'}'"
-        own = kind.__module__ == "vflpriv" or kind.__module__.startswith("vflpriv.")
-        if not own and kind not in _TORCH_ROWWISE:
-            return (f"{where} is a {kind.__module__}.{kind.__qualname__}, neither vflpriv's nor a row-wise torch.nn "
-                    "layer")
+        if not read_class(kind) and kind not in _TORCH_ROWWISE:
+            return (f"{where} is a {kind.__module__}.{kind.__qualname__}, neither one of vflpriv's bottoms whose "
+                    "forward was read nor a row-wise torch.nn layer")
         if kind in _BATCHNORMS and m.running_mean is None:
             return (f"{where} is a BatchNorm without running statistics (it normalises with each batch's, in eval "
                     "mode too: every row depends on its batch)")
@@ -47,3 +56,8 @@ def foreign_part(module: nn.Module) -> str:
         if own:
             return f"{where} carries its own {', '.join(own)} (an instance method: not its class's forward)"
     return ""
+
+
+def read_class(kind: type) -> bool:
+    """Whether ``kind`` is one of vflpriv's classes whose forward was read (:data:`_READ`)."""
+    return any(kind is getattr(sys.modules.get(module), name, None) for module, names in _READ for name in names)

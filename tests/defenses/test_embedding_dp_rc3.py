@@ -15,6 +15,7 @@ from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.defenses.private_rows import PrivateRows
 from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, Message
+from vflpriv.methods.splitnn import SplitNN
 from vflpriv.runner.execution import run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -71,3 +72,28 @@ def test_releases_no_update_checked_get_no_epsilon(monkeypatch):
     dp = p.defenses[0]
     p.method.finetune(fed, None)
     assert dp.uses() > 0 and dp.privacy_spent() is None and "rows check" in dp.uncovered
+
+
+def test_only_vflpriv_classes_whose_forward_was_read_are_admitted():
+    """F5: PooledEstimator is vflpriv's, but its forward is a lookup fitted on the training set: not admitted."""
+    from vflpriv.methods.centralized import PooledEstimator
+    from vflpriv.models.encoders import MLPEncoder  # noqa: F401  (loaded: the allowlist matches it by identity)
+
+    assert "PooledEstimator" in foreign_part(nn.Sequential(nn.Flatten(1), PooledEstimator(None, 4)))
+
+
+class _CentredInit(SplitNN):
+    def fresh_bottoms(self, fed):
+        return super().fresh_bottoms(fed)
+
+
+class _Declared(_CentredInit):
+    def feature_uses(self):
+        return ()
+
+
+def test_an_overridden_bottom_builder_is_an_unknown_feature_use():
+    """F5: a plugin overriding only fresh_bottoms (a bias centred on the victim's features) kept the epsilon."""
+    assert SplitNN(None).feature_uses() == ()
+    assert "fresh_bottoms()" in _CentredInit(None).feature_uses()[0]
+    assert _Declared(None).feature_uses() == ()
