@@ -8,7 +8,8 @@ of a ``vflpriv.`` module, e.g. ``PooledEstimator``'s fitted lookup) or one of to
 :data:`_TORCH_ROWWISE`, whose rows are independent (BatchNorm on running statistics, which embedding-dp freezes; not
 every torch.nn module:
 ``MultiheadAttention`` with ``batch_first=False`` attends across dim 0, ``Embedding(max_norm=...)`` renormalises its
-weight in the forward from the indices it sees); no instance carries its own method (``m.forward =``). Hooks are not
+weight in the forward from the indices it sees); no instance holds a callable of its own (``m.forward =``, a function
+given as ``LocalEncoder``'s bottom, a module hidden from ``named_modules``). Hooks are not
 part of the rule: torch lists a module's hooks through no public API, and vflpriv reads no private one, so a hook
 registered on a vflpriv module by a user's own code is seen only where the probes see its effect (a hook that mixes
 rows on the batch's values fails the run; one gated on values the batch lacks is not seen: the texts say so).
@@ -52,12 +53,19 @@ def foreign_part(module: nn.Module) -> str:
                     "mode too: every row depends on its batch)")
         if kind is nn.Embedding and m.max_norm is not None:
             return f"{where} is an Embedding with max_norm (it renormalises its weight from the indices it sees)"
-        own = [k for k, v in vars(m).items() if callable(v) and callable(getattr(kind, k, None))]
+        own = carried(m)
         if own:
-            return f"{where} carries its own {', '.join(own)} (an instance method: not its class's forward)"
+            return (f"{where} carries its own callable {', '.join(own)} (a function or module outside its class's "
+                    "forward and registered children: code no one read)")
     return ""
 
 
 def read_class(kind: type) -> bool:
     """Whether ``kind`` is one of vflpriv's classes whose forward was read (:data:`_READ`)."""
     return any(kind is getattr(sys.modules.get(module), name, None) for module, names in _READ for name in names)
+
+
+def carried(m: nn.Module) -> list[str]:
+    """The callables ``m``'s instance holds itself (``vars(m)``: a function, a method, a module set with
+    ``object.__setattr__``); torch's own layers and vflpriv's read ones hold none (their children are registered)."""
+    return [k for k, v in vars(m).items() if callable(v)]

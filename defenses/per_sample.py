@@ -55,6 +55,7 @@ from torch.autograd.graph import GradientEdge
 from vflpriv.common.errors import ProtocolError
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import sums
+from vflpriv.defenses.own_modules import carried
 from vflpriv.defenses.row_checks import gradient_mixing, gradient_weights, kept_state
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, TabularInput
 
@@ -98,10 +99,11 @@ def _covered(m: nn.Module) -> bool:
 
 def _known(m: nn.Module) -> bool:
     """Whether ``m``'s own forward is one the tape reads right: a covered layer, a row-wise module without trainable
-    parameters, or a known container; never one whose instance carries its own method (``m.forward = ...``,
-    ``m._conv_forward = ...``: the type stays, the forward does not)."""
+    parameters, or a known container; never one whose instance holds a callable of its own (``m.forward = ...``, a
+    function given as ``LocalEncoder``'s bottom, a module hidden from ``named_modules``: the type stays, the forward
+    does not)."""
     kind = type(m)
-    if any(callable(v) and callable(getattr(kind, k, None)) for k, v in vars(m).items()):
+    if carried(m):  # a function or an unregistered module in its attributes: code the tape has not read
         return False
     if kind in _DIMS:
         return _covered(m)

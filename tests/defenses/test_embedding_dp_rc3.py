@@ -13,6 +13,7 @@ from torch import nn
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.own_modules import foreign_part
+from vflpriv.defenses.per_sample import ghost_applies
 from vflpriv.defenses.private_rows import PrivateRows
 from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, Message
 from vflpriv.methods.splitnn import SplitNN
@@ -97,3 +98,15 @@ def test_an_overridden_bottom_builder_is_an_unknown_feature_use():
     assert SplitNN(None).feature_uses() == ()
     assert "fresh_bottoms()" in _CentredInit(None).feature_uses()[0]
     assert _Declared(None).feature_uses() == ()
+
+
+def test_a_callable_an_admitted_module_holds_itself_is_foreign_to_the_rule_and_the_tape():
+    """F2: a function given as LocalEncoder's bottom, or a module hidden from named_modules, was never looked at."""
+    from vflpriv.methods.towers import LocalEncoder
+
+    gate = LocalEncoder(lambda x: x - x.mean(0), nn.Identity(), 4)
+    hidden = nn.Sequential(nn.Linear(4, 4))
+    object.__setattr__(hidden, "centre", nn.Identity())
+    assert foreign_part(LocalEncoder(nn.Linear(4, 4), nn.Identity(), 4)) == ""
+    for bottom, name in ((gate, "bottom"), (hidden, "centre")):
+        assert name in foreign_part(bottom) and not ghost_applies(bottom)
