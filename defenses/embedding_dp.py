@@ -19,8 +19,11 @@ The argument (``privacy_spent``; written for the README too):
   the other parties' features, alignment and batches are the same.
 - Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own sample
   (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
-  construction (``own_modules``: every module vflpriv's or a row-wise torch.nn layer, no instance method; a hook a
-  user's code registers on them is not listable through a public torch API and is seen only by the probes); for
+  construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer,
+  no callable held by an instance, BatchNorm only on running statistics, and every call of an admitted layer, in
+  training and at inference, on the batch's rows at the rank its rule needs (``calls_checked``: a Conv2d on a 3-D
+  tensor takes the batch for channels; such a call voids the claim, the test rows' too); a hook a user's code
+  registers on them is not listable through a public torch API and is seen only by the probes); for
   any other the checks below test it on the batch's values and cannot prove it (replace-one allows any value: a mixing
   gated on values the batch lacks, e.g. batch-mean imputation where a NaN appears, passes), so such a bottom records no
   training epsilon (the run's notes say why). Any other is checked on probes (``row_checks``: copies of the batch
@@ -167,6 +170,7 @@ class EmbeddingDP(PassiveDefense):
         self.idle_updates = 0  # DP-SGD updates of a bottom with no trainable parameter: nothing to privatise
         self.foreign = ""  # what makes the victim's bottom not vflpriv's own ('' where it is): the premise only tested
         self.rows_checked = False  # whether an update ran the rows check (no release is claimed before one has)
+        self.wrapped: list[PrivateRows] = []  # the bottoms it wrapped (each records a call off its layer's rule)
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
@@ -203,8 +207,14 @@ class EmbeddingDP(PassiveDefense):
         if not self.acts_for(party, FINETUNE):
             return bottom
         self._foreign(bottom)
-        return PrivateRows(bottom, clip=self.options.clip, sigma=self.strength, frozen=self.dp_sgd,
-                           generator=self.generator)
+        self.wrapped.append(PrivateRows(bottom, clip=self.options.clip, sigma=self.strength, frozen=self.dp_sgd,
+                                        generator=self.generator))
+        return self.wrapped[-1]
+
+    @property
+    def misread(self) -> str:
+        """The first call of an admitted layer off its row-wise rule in any forward of a wrapped bottom, or ''."""
+        return next((w.misread for w in self.wrapped if w.misread), "")
 
     def _foreign(self, bottom: nn.Module) -> None:
         """Where ``bottom`` is not built only of vflpriv's and row-wise torch.nn modules (``own_modules``), no training
@@ -300,6 +310,8 @@ class EmbeddingDP(PassiveDefense):
         (a frozen bottom: nothing tested that its releases' rows are their samples' own)."""
         if self.is_identity or self.uses() == 0:
             return None
+        if self.misread and not self.uncovered:
+            self.uncovered = f"a layer of the victim's bottom was not called row-wise: {self.misread}"
         if not self.rows_checked and not self.uncovered:
             self.uncovered = ("no update of the victim's bottom ran the rows check (no trainable parameter, or no "
                               "batch of two rows or more): its releases' premise was never tested")
@@ -318,6 +330,8 @@ class EmbeddingDP(PassiveDefense):
                 f"{self.idle_updates} update(s) and charged no step for them" if self.idle_updates else "")
         if self.is_identity or self.n_test == 0 or self.test_rows == 0:
             return idle
+        if self.misread:  # the premise fails by construction: no per-release claim either
+            return "; ".join(filter(None, [f"no epsilon for the test rows either: {self.misread}", idle]))
         if self.foreign and not self.rows_checked:  # neither proven nor tested: no per-release claim either
             return "; ".join(filter(None, [f"no epsilon for the test rows either: the victim's bottom is not vflpriv's "
                                            f"own ({self.foreign}) and no update ran the rows check", idle]))

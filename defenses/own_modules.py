@@ -17,8 +17,10 @@ rows on the batch's values fails the run; one gated on values the batch lacks is
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
+import torch
 from torch import nn
 
 #: torch.nn's layers whose output row i depends on input row i alone (BatchNorm on frozen running statistics), by
@@ -69,3 +71,42 @@ def carried(m: nn.Module) -> list[str]:
     """The callables ``m``'s instance holds itself (``vars(m)``: a function, a method, a module set with
     ``object.__setattr__``); torch's own layers and vflpriv's read ones hold none (their children are registered)."""
     return [k for k, v in vars(m).items() if callable(v)]
+
+
+def _rank(*ranks: int):
+    return lambda m, a: a.dim() in ranks
+
+
+#: Per admitted torch.nn layer whose rows stay apart only on some inputs, the condition on each call's input (besides
+#: dim 0 being the batch's n): a Conv2d or pool on a 3-D tensor takes the batch for channels, a Flatten / Unflatten
+#: from dim 0 or a LayerNorm over every dim spans the batch axis. Elementwise layers hold on any shape.
+_CALL_RULES = {
+    nn.Linear: lambda m, a: a.dim() >= 2,
+    nn.Conv2d: _rank(4), nn.BatchNorm2d: _rank(4), nn.MaxPool2d: _rank(4), nn.AvgPool2d: _rank(4),
+    nn.AdaptiveAvgPool2d: _rank(4), nn.AdaptiveMaxPool2d: _rank(4), nn.BatchNorm1d: _rank(2, 3),
+    nn.BatchNorm3d: _rank(5),
+    nn.Flatten: lambda m, a: m.start_dim % a.dim() >= 1,
+    nn.Unflatten: lambda m, a: isinstance(m.dim, int) and m.dim % a.dim() >= 1,
+    nn.LayerNorm: lambda m, a: len(m.normalized_shape) < a.dim(),
+}
+
+
+@contextlib.contextmanager
+def calls_checked(module: nn.Module, n: int, report):
+    """Inside, each call of an admitted layer of ``module`` with a rule (:data:`_CALL_RULES`) checks its input (dim 0
+    the batch's ``n``, and the rule): row-wise is a property of the call, not the type; ``report(why)`` on the first
+    one off, each forward (a pre-hook, public API, removed on exit)."""
+    names = {id(m): k or "the bottom" for k, m in module.named_modules()}
+
+    def check(m, args):
+        a = args[0] if args else None
+        if not (isinstance(a, torch.Tensor) and a.dim() >= 1 and a.shape[0] == n and _CALL_RULES[type(m)](m, a)):
+            report(f"'{names[id(m)]}' ({type(m).__name__}) was called on {tuple(getattr(a, 'shape', ()))}, not on "
+                   f"the batch's {n} rows as a row-wise layer (its rows would mix)")
+
+    handles = [m.register_forward_pre_hook(check) for m in module.modules() if type(m) in _CALL_RULES]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()

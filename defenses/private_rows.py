@@ -4,12 +4,15 @@ noise, the BatchNorm statistics frozen, the tape its DP-SGD update reads, and th
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
 from vflpriv.common.errors import ProtocolError
 from vflpriv.defenses.gaussian_message import clip_rows
+from vflpriv.defenses.own_modules import calls_checked
 from vflpriv.defenses.per_sample import GhostTape, ghost_applies
 from vflpriv.defenses.row_checks import computes_in_place
 
@@ -31,6 +34,7 @@ class PrivateRows(nn.Module):
         self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
         self.tape: GhostTape | None = None
         self.checked = False  # whether an update since the last train() checked that the rows are the samples' own
+        self.misread = ""  # the first call of an admitted layer that was not row-wise (no claim then), or ''
         self.seed = generator.initial_seed()  # the run's (its stream's seed): the checks' probes, no draw moved
         self.train(bottom.training)
 
@@ -59,12 +63,10 @@ class PrivateRows(nn.Module):
         tape, x = self.tape if self.training and torch.is_grad_enabled() else None, x.clone() if self.copies else x
         first = self.training and self.frozen and not self.forwarded  # DP-SGD's first training forward since train()
         before = [(k, p.detach().clone()) for k, p in self.bottom.named_parameters() if not is_lazy(p)] if first else []
-        if tape is None:
-            raw = self.bottom(x)
-        else:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
+        if tape is not None:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
             tape.keep = not self.checked  # the checked update's forward keeps copies of them (GhostTape._rewritten)
-            with tape:
-                raw = self.bottom(x)
+        with calls_checked(self.bottom, x.shape[0], self._misread), tape if tape else contextlib.nullcontext():
+            raw = self.bottom(x)
         h = clip_rows(raw if raw.dtype.itemsize >= 4 else raw.float(), clip=self.clip)  # float32 at least
         if first:  # a data-dependent initialisation (Glow's ActNorm) writes the batch into the weights before any check
             self.forwarded = True
@@ -77,6 +79,10 @@ class PrivateRows(nn.Module):
         out = (h + self.sigma * self.clip * noise.to(h.device)).to(raw.dtype)  # a 16-bit bottom's: post-processing
         self.taped = None if tape is None else (out, h, tape)
         return out
+
+    def _misread(self, why: str) -> None:
+        """Keep the first call of an admitted layer off its row-wise rule (``own_modules.calls_checked``)."""
+        self.misread = self.misread or why
 
     def __getstate__(self) -> dict:
         """Copied or pickled without the last forward's tape (an adversary's snapshot between the forward and the

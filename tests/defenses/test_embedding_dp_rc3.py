@@ -7,6 +7,7 @@ import math
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 
@@ -23,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))
 from pretrain_helpers import build_federation  # noqa: E402
 from test_embedding_dp import _config  # noqa: E402
+from test_embedding_dp_premise import _prepend  # noqa: E402
 
 
 def test_a_victim_the_defense_does_not_guard_gets_no_feature_epsilon():
@@ -110,3 +112,36 @@ def test_a_callable_an_admitted_module_holds_itself_is_foreign_to_the_rule_and_t
     assert foreign_part(LocalEncoder(nn.Linear(4, 4), nn.Identity(), 4)) == ""
     for bottom, name in ((gate, "bottom"), (hidden, "centre")):
         assert name in foreign_part(bottom) and not ghost_applies(bottom)
+
+
+@pytest.mark.parametrize(("bottom", "off"), [
+    (nn.Sequential(nn.Unflatten(0, (1, -1)), nn.Conv2d(1, 1, (3, 1), padding=(1, 0)), nn.Flatten(0, 1)), "Unflatten"),
+    (nn.Sequential(nn.Unflatten(1, (1, 4)), nn.Conv2d(5, 5, 1), nn.Flatten(1)), "Conv2d"),  # the batch as channels
+    (nn.Sequential(nn.Flatten(-2), nn.Unflatten(0, (5, 4))), "Flatten"),  # start_dim -2: 0 on (5, 4)
+    (nn.LayerNorm((5, 4)), "LayerNorm"),  # over the batch axis too
+    (nn.Sequential(nn.Unflatten(1, (1, 2, 2)), nn.Conv2d(1, 2, 1), nn.BatchNorm2d(2), nn.Flatten(1)), None),
+])
+def test_admitted_layers_are_checked_per_call_not_per_type(bottom, off):
+    """F1: each layer on the list, called so that the batch axis becomes a channel, a spatial axis or a normalised
+    one, mixed rows for values the batch lacks; the type alone admitted it."""
+    rows = PrivateRows(bottom, clip=1.0, sigma=1.0, frozen=True, generator=torch.Generator().manual_seed(0)).eval()
+    rows(torch.rand(5, 4))
+    assert (off in rows.misread) if off else rows.misread == ""
+
+
+def test_a_bottom_calling_an_admitted_layer_across_the_batch_gets_no_epsilon(monkeypatch):
+    """F1 end to end: digits' half image read as one unbatched image whose height is the batch; an epsilon was
+    printed."""
+    def make(bottom):  # row i gets relu(x[i-1] + x[i+1] - 50): mixing only for values the batch lacks
+        conv1, conv2 = nn.Conv2d(1, 3, (3, 1), padding=(1, 0)), nn.Conv2d(3, 1, 1, bias=False)
+        with torch.no_grad():
+            conv1.weight.zero_(), conv1.bias.copy_(torch.tensor([0.0, 0.0, -50.0]))
+            conv1.weight[:2, 0, 1, 0] = torch.tensor([1.0, -1.0])  # relu(x) - relu(-x) = x
+            conv1.weight[2, 0, [0, 2], 0] = 1.0
+            conv2.weight.copy_(torch.tensor([1.0, -1.0, 1.0]).view(1, 3, 1, 1))
+        return nn.Sequential(nn.Flatten(1), nn.Unflatten(0, (1, -1)), conv1.requires_grad_(False), nn.ReLU(),
+                             conv2.requires_grad_(False), nn.Flatten(0, 1), nn.Unflatten(1, (1, 8, 4)))
+    _prepend(monkeypatch, make)
+    p, fed = build_federation(_config(sigma=4.0, epochs=1))
+    p.method.finetune(fed, None)
+    assert p.defenses[0].privacy_spent() is None and "Unflatten" in p.defenses[0].uncovered
