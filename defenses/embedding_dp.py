@@ -19,24 +19,27 @@ The argument (``privacy_spent``; written for the README too):
   the other parties' features, alignment and batches are the same.
 - Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own sample
   (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
-  construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer,
-  no callable held by an instance, BatchNorm only on running statistics, and every call of an admitted layer, in
-  training and at inference, on the batch's rows at the rank its rule needs (``calls_checked``: a Conv2d on a 3-D
-  tensor takes the batch for channels; such a call voids the claim, the test rows' too); a hook a user's code
-  registers on them is not listable through a public torch API and is seen only by the probes); for
-  any other the checks below test it on the batch's values and cannot prove it (replace-one allows any value: a mixing
-  gated on values the batch lacks, e.g. batch-mean imputation where a NaN appears, passes), so such a bottom records no
-  training epsilon (the run's notes say why). Any other is checked on probes (``row_checks``: copies of the batch
-  keeping some rows and replacing the others, every pair of rows kept apart in one, from the run's seed): its rows in
-  float64 and as trained, its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each row's
-  records at every trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the
-  first update of each training with two rows or more, and only there: not at inference, not in a training without an
-  update (its releases then get no epsilon: fail closed), not later (mixing that starts after it, e.g. a plugin
-  written to behave only at its first update, is not seen); nor is a mixing the probes' repeated rows leave unchanged, or one
-  whose effect on the batch's rows is within the checks' tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it
-  larger). Where the premise holds, sample i's features enter an exchange only through its own row and its own
-  per-sample gradient. Replacing them moves its clipped row by at most 2C and its clipped gradient by at most 2C_g: each
-  release of its row and each DP-SGD step that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
+  construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer, no
+  callable held by an instance, BatchNorm only on running statistics, and every call of an admitted layer, in training
+  and at inference, on the batch's rows at the rank its rule needs (``calls_checked``: a Conv2d on a 3-D tensor takes
+  the batch for channels; such a call voids the claim, the test rows' too). The claim assumes no hooks registered by
+  other code (torch lists hooks through no public API): the probes run with real ``nn.Parameter`` weights and the
+  wrapper's input is compared with the batch at each update, so a hook mixing rows on the batch's values at the checked
+  update fails the run, but one gated on values the batch lacks, on what only the probes do, or acting only at inference
+  or after the checked update is not seen); for any other the checks below test it on the batch's values and cannot
+  prove it (replace-one allows any value: a mixing gated on values the batch lacks, e.g. batch-mean imputation where a
+  NaN appears, passes), so such a bottom records no training epsilon (the run's notes say why). Any other is checked on
+  probes (``row_checks``: copies of the batch keeping some rows and replacing the others, every pair of rows kept apart
+  in one, from the run's seed): its rows in float64 and as trained, its buffers' new values and, on the tape, the rows'
+  gradients under 0/w weights and each row's records at every trainable layer (input and output gradient: what the
+  update reads; ``tape_checks``). They run at the first update of each training with two rows or more, and only there:
+  not at inference, not in a training without an update (its releases then get no epsilon: fail closed), not later
+  (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not seen); nor is a mixing
+  the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within the checks' tolerances
+  (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it larger). Where the
+  premise holds, sample i's features enter an exchange only through its own row and its own per-sample gradient.
+  Replacing them moves its clipped row by at most 2C and its clipped gradient by at most 2C_g: each release of its row
+  and each DP-SGD step that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
   function of those noisy outputs, of a bottom initialised independently of the data (checked where it could fail: a
   bottom whose first training forward changes a parameter, a data-dependent initialisation such as Glow's ActNorm, fails
@@ -123,31 +126,36 @@ class EmbeddingDP(PassiveDefense):
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.25, 16.0), log=True)
     audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
     #: 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms; 2: on Conv2d / BatchNorm2d (the CNN bottom)
-    #: #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
-    #: #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values; 3:
-    #: #: the tape only on bottoms of known modules (a plugin bottom that took it before may have had wrong sums: its #:
-    #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs, #:
-    #: hooks checked by what they did: a bottom with row-wise hooks, torch.func's before, now takes the tape (the same
-    #: #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
-    #: #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for
-    #: bit; #: 5: a bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an
-    #: epsilon, #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for
-    #: bit); 6: a #: bottom computing in place gets copies of its batch (torch.func read the one its forward overwrote:
-    #: updates #: change), and spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's
-    #: own: bit for #: bit. 7: an in-place module writing a recorded input behind a pass-through module (Identity, a
-    #: view, Dropout(0)) #: leaves the tape (its sums were wrong; torch.func fails the run as autograd does); a forward
-    #: mixing only with #: gradients on or only in its own dtype, and a gradient hook rescaling rows by a statistic of
-    #: their directions, #: fail the run (an epsilon was recorded); RReLU bottoms train on the tape (their runs failed);
-    #: vflpriv's own: bit #: for bit. 8: a bottom mixing into the tape's records only, carrying features in a buffer, or
-    #: mixing a pair of rows #: the fixed halves kept together fails its run (an epsilon was recorded); a hook handing
-    #: an in-place module a #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for
-    #: bit. 9: a bottom not #: built only of vflpriv's and row-wise torch.nn modules (or hooked) records no training
-    #: epsilon (one was recorded #: on a premise the checks test, not prove); a bottom whose first training forward
-    #: changes a parameter (data-dependent #: initialisation) fails its run, as does one whose hook writes a statistic
-    #: of the batch into a buffer in the #: backward (on the tape), one whose hook writes a layer's recorded input after
-    #: the call (a wrong update before) #: or reaches a parameter through a captured tensor; other updates, and
-    #: vflpriv's own bottoms' numbers, unchanged.
-    revision = 9
+    #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
+    #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values; 3: the
+    #: tape only on bottoms of known modules (a plugin bottom that took it before may have had wrong sums: its stored
+    #: runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs, hooks
+    #: checked by what they did: a bottom with row-wise hooks, torch.func's before, now takes the tape (the same update
+    #: to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its run, a
+    #: layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit; 5: a
+    #: bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an epsilon, and one
+    #: whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit); 6: a bottom
+    #: computing in place gets copies of its batch (torch.func read the one its forward overwrote: updates change), and
+    #: spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's own: bit for bit. 7: an
+    #: in-place module writing a recorded input behind a pass-through module (Identity, a view, Dropout(0)) leaves the
+    #: tape (its sums were wrong; torch.func fails the run as autograd does); a forward mixing only with gradients on or
+    #: only in its own dtype, and a gradient hook rescaling rows by a statistic of their directions, fail the run (an
+    #: epsilon was recorded); RReLU bottoms train on the tape (their runs failed); vflpriv's own: bit for bit. 8: a
+    #: bottom mixing into the tape's records only, carrying features in a buffer, or mixing a pair of rows the fixed
+    #: halves kept together fails its run (an epsilon was recorded); a hook handing an in-place module a recorded input
+    #: sends the update to torch.func (wrong sums before); vflpriv's own: bit for bit. 9: a bottom not built only of
+    #: vflpriv's and row-wise torch.nn modules records no training epsilon (one was recorded on a premise the checks
+    #: test, not prove); a bottom whose first training forward changes a parameter (data-dependent initialisation) fails
+    #: its run, as does one whose hook writes a statistic of the batch into a buffer in the backward (on the tape), one
+    #: whose hook writes a layer's recorded input after the call (a wrong update before) or reaches a parameter through
+    #: a captured tensor; other updates, and vflpriv's own bottoms' numbers, unchanged. 10 (review rc3): an epsilon only
+    #: at a victim the defense guards; none where a layer on the list is called across the batch (a Conv2d on a 3-D
+    #: tensor, Flatten/Unflatten from dim 0, LayerNorm over the batch axis), a module holds a callable of its own, a
+    #: vflpriv class whose forward was not read is in the bottom, BatchNorm keeps no running statistics, a method
+    #: overrides a bottom builder, a release carries no sample ids outside inference, or no update ran the rows check (a
+    #: frozen bottom); a pre-hook on the wrapper or a hook acting on real nn.Parameter weights only fails the run; a
+    #: 16-bit bottom is noised in float32 (its sent rows change); vflpriv's own float32 bottoms: bit for bit.
+    revision = 10
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
@@ -253,6 +261,11 @@ class EmbeddingDP(PassiveDefense):
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
             self.idle_updates += 1
             return
+        given = bottom.input_of(sent)
+        if given is not None and given is not x and not _same_rows(given, x):
+            raise ProtocolError("embedding-dp: the victim's bottom computed the rows it sent from another input than "
+                                "its batch (a pre-hook on embedding-dp's wrapper?): the sent rows and the update would "
+                                "not be the samples' own; the run fails, no epsilon is recorded")
         check, received = bottom.check_due(n), gradient.detach()
         if check:  # an instance method added since the wrap makes it foreign; then the probes (rows, buffers, records)
             self._foreign(inner)
@@ -328,6 +341,8 @@ class EmbeddingDP(PassiveDefense):
         trainable parameter; or ''."""
         idle = (f"the victim's bottom has no trainable parameter: embedding-dp's DP-SGD had nothing to privatise in "
                 f"{self.idle_updates} update(s) and charged no step for them" if self.idle_updates else "")
+        if not self.is_identity and self.rows_checked and not self.uncovered and not self.misread:  # an epsilon's
+            idle = "; ".join(filter(None, [idle, HOOKS_ASSUMED]))
         if self.is_identity or self.n_test == 0 or self.test_rows == 0:
             return idle
         if self.misread:  # the premise fails by construction: no per-release claim either
@@ -344,6 +359,12 @@ class EmbeddingDP(PassiveDefense):
                 "inference, not in a training without one, not after it), to the checks' tolerances"
                 ) + (f"; this bottom is not vflpriv's own ({self.foreign}): that epsilon rests on a premise tested on "
                      "the batch's values, not proven" if self.foreign else "") + (f"; {idle}" if idle else "")
+
+
+#: What every epsilon embedding-dp records assumes and cannot check (issue 47, review rc3 F4).
+HOOKS_ASSUMED = ("the feature epsilon assumes no hooks registered by other code on the victim's bottom or "
+                 "embedding-dp's wrapper (torch lists hooks through no public API, and the probes see a hook only "
+                 "where it mixes the batch's rows at the checked update)")
 
 
 class Counts:
@@ -368,6 +389,11 @@ class Counts:
             ids = torch.cat([i.cpu() for i in self.pending])
             self.total.index_put_((ids,), torch.ones_like(ids), accumulate=True)
             self.pending = []
+
+
+def _same_rows(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two batches hold the same values (NaN where the other has NaN)."""
+    return a.shape == b.shape and a.dtype == b.dtype and bool(((a == b) | (a != a) & (b != b)).all())
 
 
 def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:

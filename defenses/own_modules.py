@@ -3,16 +3,16 @@ function of its own sample) is proven for those, and only tested for any other (
 
 The probes (``row_checks``, ``tape_checks``) test the premise on the batch's own values; replace-one allows any value,
 so a mixing gated on values the batch lacks passes them (batch-mean imputation that mixes only where a NaN appears).
-The rule: every module's class is one of vflpriv's whose forward was read (:data:`_READ`, by identity: not any class
-of a ``vflpriv.`` module, e.g. ``PooledEstimator``'s fitted lookup) or one of torch.nn's layers listed in
+The rule: every module's class is one of vflpriv's whose forward was read (:data:`_READ`, by identity: not any class of
+a ``vflpriv.`` module, e.g. ``PooledEstimator``'s fitted lookup) or one of torch.nn's layers listed in
 :data:`_TORCH_ROWWISE`, whose rows are independent (BatchNorm on running statistics, which embedding-dp freezes; not
-every torch.nn module:
-``MultiheadAttention`` with ``batch_first=False`` attends across dim 0, ``Embedding(max_norm=...)`` renormalises its
-weight in the forward from the indices it sees); no instance holds a callable of its own (``m.forward =``, a function
-given as ``LocalEncoder``'s bottom, a module hidden from ``named_modules``). Hooks are not
-part of the rule: torch lists a module's hooks through no public API, and vflpriv reads no private one, so a hook
-registered on a vflpriv module by a user's own code is seen only where the probes see its effect (a hook that mixes
-rows on the batch's values fails the run; one gated on values the batch lacks is not seen: the texts say so).
+every torch.nn module: ``MultiheadAttention`` with ``batch_first=False`` attends across dim 0,
+``Embedding(max_norm=...)`` renormalises its weight in the forward from the indices it sees); no instance holds a
+callable of its own (``m.forward =``, a function given as ``LocalEncoder``'s bottom, a module hidden from
+``named_modules``), and each call of an admitted layer is row-wise (:func:`calls_checked`). Hooks are not part of the
+rule: torch lists a module's hooks through no public API, and vflpriv reads no private one, so the claim assumes no hook
+registered by other code (the epsilon's note says so); the probes see a hook only where it mixes the batch's rows at the
+checked update.
 """
 
 from __future__ import annotations

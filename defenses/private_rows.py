@@ -32,6 +32,7 @@ class PrivateRows(nn.Module):
         self.bottom, self.clip, self.sigma, self.frozen, self.generator = bottom, clip, sigma, frozen, generator
         self.out_dim = getattr(bottom, "out_dim", None)
         self.taped: tuple[torch.Tensor, torch.Tensor, GhostTape] | None = None
+        self.given: tuple[torch.Tensor, torch.Tensor] | None = None  # (rows sent, the input they were computed from)
         self.tape: GhostTape | None = None
         self.checked = False  # whether an update since the last train() checked that the rows are the samples' own
         self.misread = ""  # the first call of an admitted layer that was not row-wise (no claim then), or ''
@@ -60,6 +61,7 @@ class PrivateRows(nn.Module):
         return due
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        given = x  # what a pre-hook on this wrapper left of the caller's batch: compared at the update (input_of)
         tape, x = self.tape if self.training and torch.is_grad_enabled() else None, x.clone() if self.copies else x
         first = self.training and self.frozen and not self.forwarded  # DP-SGD's first training forward since train()
         before = [(k, p.detach().clone()) for k, p in self.bottom.named_parameters() if not is_lazy(p)] if first else []
@@ -78,6 +80,7 @@ class PrivateRows(nn.Module):
         noise = torch.randn(h.shape, generator=self.generator, dtype=h.dtype, device=self.generator.device)
         out = (h + self.sigma * self.clip * noise.to(h.device)).to(raw.dtype)  # a 16-bit bottom's: post-processing
         self.taped = None if tape is None else (out, h, tape)
+        self.given = (out, given) if self.training and torch.is_grad_enabled() else None
         return out
 
     def _misread(self, why: str) -> None:
@@ -87,7 +90,13 @@ class PrivateRows(nn.Module):
     def __getstate__(self) -> dict:
         """Copied or pickled without the last forward's tape (an adversary's snapshot between the forward and the
         update: the taped rows are a non-leaf tensor, which cannot be deep-copied); a copy tapes after ``train()``."""
-        return {**self.__dict__, "taped": None, "tape": None, "checked": False}
+        return {**self.__dict__, "taped": None, "tape": None, "given": None, "checked": False}
+
+    def input_of(self, sent: torch.Tensor) -> torch.Tensor | None:
+        """The input this wrapper's forward received for the rows ``sent`` (after any pre-hook on it), or None for
+        rows of another forward."""
+        given = getattr(self, "given", None)
+        return given[1] if given is not None and given[0] is sent else None
 
     def tape_of(self, sent: torch.Tensor) -> tuple[torch.Tensor, GhostTape] | None:
         """(the clipped rows, the tape) of the forward that returned ``sent``, once; None for another tensor."""

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 from torch import nn
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
+from vflpriv.common.errors import ProtocolError
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.own_modules import foreign_part
@@ -145,3 +147,29 @@ def test_a_bottom_calling_an_admitted_layer_across_the_batch_gets_no_epsilon(mon
     p, fed = build_federation(_config(sigma=4.0, epochs=1))
     p.method.finetune(fed, None)
     assert p.defenses[0].privacy_spent() is None and "Unflatten" in p.defenses[0].uncovered
+
+
+def _centre_wrapper_input(module, args):
+    if isinstance(module, PrivateRows) and module.training:
+        return (args[0] - args[0].mean(0, keepdim=True),)
+
+
+def _mix_real_weights_only(module, args, out):
+    if isinstance(module, nn.Linear) and type(module.weight) is nn.Parameter and out.dim() == 2 and out.shape[0] > 1:
+        return out + out.mean(0, keepdim=True).detach()
+
+
+@pytest.mark.parametrize(("register", "hook", "why"), [
+    (register_module_forward_pre_hook, _centre_wrapper_input, "another input than its batch"),
+    (register_module_forward_hook, _mix_real_weights_only, "changed when other rows"),
+])
+def test_an_ungated_hook_the_probes_did_not_run_through_fails_the_run(register, hook, why):
+    """F4b: a pre-hook on embedding-dp's wrapper (the probes ran the inner bottom); F4c: a hook acting only on real
+    nn.Parameter weights (the probes handed plain tensors). Both printed the epsilon."""
+    p, fed = build_federation(_config(sigma=4.0, epochs=1))
+    handle = register(hook)
+    try:
+        with pytest.raises(ProtocolError, match=why):
+            p.method.finetune(fed, None)
+    finally:
+        handle.remove()
