@@ -86,7 +86,7 @@ from torch import nn
 from vflpriv.common.errors import ProtocolError
 from vflpriv.config.options import Options
 from vflpriv.defenses.base import StrengthAxis
-from vflpriv.defenses.dp_gaussian import _accountant_notes_off
+from vflpriv.defenses.embedding_dp_accounting import Counts, gaussian_epsilon
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
 from vflpriv.defenses.own_modules import foreign_part
@@ -367,30 +367,6 @@ HOOKS_ASSUMED = ("the feature epsilon assumes no hooks registered by other code 
                  "where it mixes the batch's rows at the checked update)")
 
 
-class Counts:
-    """Per training row, how many times its id was added; the ids are kept as added and folded into the totals every
-    ``fold`` adds and when read (no indexed write per step in the training's hot loop, and memory bounded by ``fold``
-    batches, not the training's)."""
-
-    def __init__(self, n: int, *, fold: int = 64):
-        self.total, self.pending, self.fold = torch.zeros(n, dtype=torch.long), [], fold
-
-    def add(self, ids: torch.Tensor) -> None:
-        self.pending.append(ids.clone())  # a copy: the caller may reuse its index buffer
-        if len(self.pending) >= self.fold:
-            self._fold()
-
-    def counts(self) -> torch.Tensor:
-        self._fold()
-        return self.total
-
-    def _fold(self) -> None:
-        if self.pending:
-            ids = torch.cat([i.cpu() for i in self.pending])
-            self.total.index_put_((ids,), torch.ones_like(ids), accumulate=True)
-            self.pending = []
-
-
 def _same_rows(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether two batches hold the same values (NaN where the other has NaN)."""
     return a.shape == b.shape and a.dtype == b.dtype and bool(((a == b) | (a != a) & (b != b)).all())
@@ -404,18 +380,3 @@ def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:
     """Each sample's factor min(1, C_g / |grad_i|) from its squared gradient norm."""
     return (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)
-
-
-def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:
-    """epsilon at ``delta`` of ``steps`` adaptive Gaussian mechanisms of noise multiplier ``multiplier`` (sample rate 1),
-    by Opacus' RDP accountant; inf where the multiplier is so small that the accountant overflows (no finite claim)."""
-    from opacus.accountants import RDPAccountant
-
-    accountant = RDPAccountant()
-    accountant.history.append((multiplier, 1.0, steps))
-    with _accountant_notes_off():
-        try:
-            return float(accountant.get_epsilon(delta=delta))
-        except (ZeroDivisionError, OverflowError):  # a multiplier so small that every RDP order overflows: no bound
-            return math.inf
-
