@@ -16,7 +16,7 @@ from vflpriv.common.errors import ProtocolError
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.own_modules import foreign_part
-from vflpriv.defenses.per_sample import ghost_applies
+from vflpriv.defenses.per_sample import GhostTape, ghost_applies
 from vflpriv.defenses.private_rows import PrivateRows
 from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, Message
 from vflpriv.methods.splitnn import SplitNN
@@ -173,3 +173,14 @@ def test_an_ungated_hook_the_probes_did_not_run_through_fails_the_run(register, 
             p.method.finetune(fed, None)
     finally:
         handle.remove()
+
+
+def test_a_weight_used_outside_its_layer_call_is_found_on_the_graph():
+    """GhostTape._reused finds each parameter's accumulator by the public get_gradient_edge (node.variable is not
+    documented): a second use of the weight adds an edge, and the tape leaves the update to torch.func."""
+    bottom = nn.Sequential(nn.Linear(3, 3))
+    tape, x = GhostTape(bottom), torch.randn(4, 3)
+    with tape:
+        rows = bottom(x)
+    assert tape._reused(rows.sum()) == ""
+    assert "reached by 2 edges" in tape._reused((rows + x @ bottom[0].weight.t()).sum())
