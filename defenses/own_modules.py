@@ -96,12 +96,11 @@ def calls_checked(module: nn.Module, n: int, report):
     """Inside, each call of an admitted layer of ``module`` with a rule (:data:`_CALL_RULES`) checks its input (dim 0
     the batch's ``n``, and the rule): row-wise is a property of the call, not the type; ``report(why)`` on the first
     one off, each forward (a pre-hook, public API, removed on exit)."""
-    names = {id(m): k or "the bottom" for k, m in module.named_modules()}
-
     def check(m, args):
         a = args[0] if args else None
         if not (isinstance(a, torch.Tensor) and a.dim() >= 1 and a.shape[0] == n and _CALL_RULES[type(m)](m, a)):
-            report(f"'{names[id(m)]}' ({type(m).__name__}) was called on {tuple(getattr(a, 'shape', ()))}, not on "
+            name = next((k for k, c in module.named_modules() if c is m), "?") or "the bottom"
+            report(f"'{name}' ({type(m).__name__}) was called on {tuple(getattr(a, 'shape', ()))}, not on "
                    f"the batch's {n} rows as a row-wise layer (its rows would mix)")
 
     handles = [m.register_forward_pre_hook(check) for m in module.modules() if type(m) in _CALL_RULES]
