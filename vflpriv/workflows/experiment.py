@@ -211,7 +211,8 @@ def write_results(results: pd.DataFrame, out: Path, *, owns: Callable[[str], boo
         write_csv_atomically(results.drop(columns=STORE_ONLY), path)
     except OSError as exc:
         raise ConfigError(f"could not write {path} ({exc.strerror or exc}); the runs are kept in {store_path}: run the "
-                          "same command again once it can be written (nothing is trained again)") from None
+                          "same command again once it can be written (the runs kept there are not trained again)"
+                          ) from None
 
 
 def early_workers(data: dict[str, Any]) -> Warm:
