@@ -219,8 +219,9 @@ def audit(
     for s in skipped:
         if s.left_out:
             console.print(f"{s.attack} ({s.phase}): {s.reason}", markup=False)
-    if skipped:
-        console.print(f"{len(skipped)} pair(s) not applicable, listed with the reason in {out / 'audit.md'}")
+    if summary["inapplicable"]:  # planning's and those the runs found, as audit.md lists them
+        console.print(f"{len(summary['inapplicable'])} pair(s) not applicable, listed with the reason in "
+                      f"{out / 'audit.md'}")
     console.print(f"wrote {out / 'audit.md'}, {out / 'audit.json'}")
 
 
