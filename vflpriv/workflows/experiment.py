@@ -17,7 +17,8 @@ from vflpriv.common.secret_kinds import FEATURES, SECRETS
 from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store import cache
-from vflpriv.store.folders import creatable, usable_folder, writable_folder, write_csv_atomically
+from vflpriv.store.folders import (creatable, default_store, usable_folder, writable_folder,
+                                   write_csv_atomically)
 from vflpriv.store.secrets import current_fingerprint
 from vflpriv.store.sqlite import Store, check_store_path, stored_other_canary_key, stored_other_data
 from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
@@ -165,7 +166,7 @@ def check_destination(out: Path, *, store_path: Path | None, backend: str, addre
     cannot be created, a store path that cannot be (or is another program's file); returns the store path."""
     check_cluster(backend, address)
     creatable(out, what="--out", folder=True)
-    store_path = store_path or out / "results.sqlite"
+    store_path = store_path or default_store(out)
     check_store_path(store_path)
     return store_path
 
