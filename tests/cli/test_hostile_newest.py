@@ -20,6 +20,10 @@ REFUSED = [
     # true/false read as 1 by pydantic: one canary, party 1, one epoch, one known sample
     (["--set", "partition.canaries=true"], "partition.canaries: got true/false where a number is expected"),
     (["--attack", "fi-decoder", "--set", "attack.adversary=true"], "got true/false where a number or 'server'"),
+    # no party index nor 'server': named with the valid roles, not as pydantic's union branch "attack.adversary.int"
+    (["--attack", "fi-decoder", "--set", "attack.adversary=1.5"],
+     "attack.adversary=1.5: 1.5 is no role; give a party index (0: the active party, 1 and up: the passive parties)"),
+    (["--attack", "fi-decoder", "--set", "attack.adversary=[1]"], "[1] is no role; give a party index (0: the active"),
     (["--attack", "fi-decoder", "--set", "partition.aux_features=true"], "partition.aux_features: got true/false"),
     (["--attack", "fi-decoder", "--set", "attack.options.epochs=false"], "attack.options.epochs: got true/false"),
     (["--defense", "iso", "--set", "finetune.epochs=true"], "finetune.epochs: got true/false"),
