@@ -44,6 +44,10 @@ REFUSED = [
 ]
 
 AUDIT_REFUSED = [
+    # empty lists: read as every registered attack (more than the default battery) and as the default phases, where
+    # --attacks "" and --phases "" are refused
+    (["--set", "audit.attacks=[]"], "audit.attacks is empty; name attacks (bli, direction,"),
+    (["--set", "audit.phases=[]"], "audit.phases is empty; name finetune, pretrain or both"),
     (["--set", "audit.feature_adversaries=[]"], "audit.feature_adversaries is empty, so the feature attacks"),
     (["--set", "audit.feature_adversaries=[active,active]"], "audit.feature_adversaries repeat: active"),
     (["--set", "audit.feature_defended=[bogus]"], "audit.feature_defended names bogus, not a feature attack of this "
