@@ -56,6 +56,11 @@ AUDIT_REFUSED = [
     (["--attacks", "fi-decoder", "--set", "audit.feature_defended=[grn]"], "its feature attacks: fi-decoder"),
     (["--set", "audit.auditor=none", "--set", "audit.auditor_options.canary_inputs=crafted"],
      "audit.auditor_options is set but audit.auditor is none"),
+    # the auditor's options named as the user gave them, not as the runs' finetune.auditor_options
+    (["--set", "audit.auditor_options.menu=bogus"],
+     "invalid audit.auditor_options.menu='bogus': Input should be 'standard' or 'fine'"),
+    (["--set", "audit.auditor_options.bogus=1"],
+     "unknown setting audit.auditor_options.bogus; valid keys here: canary_inputs, menu"),
 ]
 
 
