@@ -27,6 +27,10 @@ REFUSED = [
     (["--attack", "fi-decoder", "--set", "partition.aux_features=true"], "partition.aux_features: got true/false"),
     (["--attack", "fi-decoder", "--set", "attack.options.epochs=false"], "attack.options.epochs: got true/false"),
     (["--defense", "iso", "--set", "finetune.epochs=true"], "finetune.epochs: got true/false"),
+    # known victim features no attack reads: a label attack's trainings keyed anew (trained again) for nothing
+    (["--attack", "mc", "--set", "partition.aux_features=5"],
+     "partition.aux_features=5 is set, but no attack here reads it (mc infers labels; the feature attacks do: "),
+    (["--attack", "mc,gc", "--set", "partition.aux_features=1"], "no attack here reads it (gc, mc infer labels;"),
     # canary labels that no canary reads
     (["--set", "partition.canary_labels=pair"], "partition.canary_labels=pair is set but partition.canaries is 0"),
     # known samples a feature attack cannot learn from (it failed after the training), or that leave no target
@@ -48,6 +52,7 @@ AUDIT_REFUSED = [
     # --attacks "" and --phases "" are refused
     (["--set", "audit.attacks=[]"], "audit.attacks is empty; name attacks (bli, direction,"),
     (["--set", "audit.phases=[]"], "audit.phases is empty; name finetune, pretrain or both"),
+    (["--attacks", "mc,gc", "--set", "partition.aux_features=1"], "partition.aux_features=1 is set, but no attack"),
     (["--set", "audit.feature_adversaries=[]"], "audit.feature_adversaries is empty, so the feature attacks"),
     (["--set", "audit.feature_adversaries=[active,active]"], "audit.feature_adversaries repeat: active"),
     (["--set", "audit.feature_defended=[bogus]"], "audit.feature_defended names bogus, not a feature attack of this "
@@ -200,3 +205,4 @@ def test_a_grid_whose_control_cell_plants_no_canary_is_accepted(tmp_path, monkey
     planted = {"partition": {"canary_labels": "pair", "canaries": 50}}
     assert RunConfig.model_validate({**base, **planted}).key() != RunConfig.model_validate(
         {**base, "partition": {"canaries": 50}}).key()
+

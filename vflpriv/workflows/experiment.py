@@ -246,8 +246,12 @@ def evaluate_experiment(
     CAP when a defense is swept (CAP averages over a defense's strengths; with no defense there is none).
     """
     console = console or make_console()
+    from vflpriv.runner.planning import refuse_unread_aux_features
+
+    runs = experiment.runs()
+    refuse_unread_aux_features(experiment.partition.aux_features, [r.attack.name for r in runs])
     with cache.held_back(keep=not dry_run):  # a refusal leaves the cache as it was
-        runs, set_aside = applicable_attacks(experiment.runs())
+        runs, set_aside = applicable_attacks(runs)
 
     def header() -> str:
         return "\n".join([experiment_line(experiment), partition_line(experiment, labels="labels" in secrets_of(runs)),
