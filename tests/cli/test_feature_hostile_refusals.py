@@ -82,3 +82,26 @@ def test_an_attack_plugin_with_an_unknown_secret_or_role_is_refused_naming_it(mo
                                           "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, f"'{module}:Hostile' is not a vflpriv attack: {needle}")
+
+
+@pytest.mark.parametrize(("command", "secret"), [
+    (["evaluate", "--attack"], ""), (["evaluate", "--attack"], "secret = 'labels'"),
+    (["audit", "--method", "splitnn", "--quick", "--attacks"], "secret = 'labels'"),
+    (["evaluate", "--set", "partition.aux_features=4", "--attack"], ""),
+])
+def test_an_attack_plugin_that_is_no_attack_subclass_is_refused_naming_the_base(command, secret, tmp_path,
+                                                                                  monkeypatch):
+    """A class with infer, required_messages and needs_encoder passed the registry and failed in planning with an
+    AttributeError traceback on the first of the Attack base's attributes it lacked (secret, then binary_only)."""
+    module = f"duck_attack_{len(secret)}"
+    (tmp_path / f"{module}.py").write_text(
+        f"class Duck:\n    required_messages = frozenset({{'gradient'}})\n    needs_encoder = False\n    {secret}\n\n"
+        "    def __init__(self, options=None):\n        self.options = options\n\n"
+        "    def infer(self, view):\n        raise NotImplementedError\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, [*command, f"{module}:Duck", "--out", str(tmp_path / "out"), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, f"'{module}:Duck' is not a vflpriv attack: expected a subclass of "
+                                  "vflpriv.attacks.base.Attack")
