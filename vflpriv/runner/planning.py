@@ -14,7 +14,6 @@ from typing import Any
 
 import torch
 
-from vflpriv.attacks.base import Attack
 from vflpriv.attacks.search import grid
 from vflpriv.common.empirical_epsilon import KEEP
 from vflpriv.common.errors import ConfigError, IncompatibleError
@@ -243,19 +242,9 @@ def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:
                           "'vflpriv[search]', or raise attack.search_budget to the grid's size")
 
 
-def attack_class(name: str) -> type[Attack]:
-    """The attack ``name`` resolves to; a class that is no subclass of vflpriv's Attack is refused (the registry checks
-    the members it can without importing the attacks; planning reads the base's others: secret, binary_only, ...)."""
-    cls = ATTACKS.get(name)
-    if not issubclass(cls, Attack):
-        raise ConfigError(f"'{name}' is not a vflpriv attack: expected a subclass of vflpriv.attacks.base.Attack "
-                          "(docs/plugins.md)")
-    return cls
-
-
 def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     cfg, method, dataset = run.attack, p.method, p.scenario.dataset
-    cls = attack_class(cfg.name)
+    cls = ATTACKS.get(cfg.name)
     options = parse_options(cls, cfg.options, where="attack.options")
     attack = built("attack", cfg.name, lambda: cls(options))
     adversary = resolve(run, attack, parties=dataset.parties)
@@ -312,7 +301,7 @@ def refuse_unread_aux_features(count: int | None, attacks: Sequence[str]) -> Non
     """``partition.aux_features`` is what a feature attack knows of its victim: refused where none of ``attacks``
     infers features (a label attack's trainings would be keyed, and trained, anew for nothing)."""
     def infers_features(name: str) -> bool:
-        return attack_class(name).secret == FEATURES
+        return ATTACKS.get(name).secret == FEATURES
 
     if count is None or any(map(infers_features, attacks)):
         return
