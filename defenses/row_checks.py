@@ -11,6 +11,8 @@ rows' gradients are compared with those of two objectives weighting either half 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import math
 
 import torch
 from torch import nn
@@ -33,26 +35,43 @@ RTOL64 = 1e-10
 OWN_ULPS = 8
 
 
-def probes(n: int, *, seed: int, device: torch.device) -> list[torch.Tensor]:
-    """The rows each probe keeps (sorted): rank the n rows by a permutation drawn from ``seed`` (the run's: a stream
-    of its own, no training draw moves), then for each bit b of the rank (ceil(log2 n) bits) the rows whose bit b is 0,
-    and those whose bit b is 1. Two rows differ in some bit of their ranks, so every pair is kept apart in some probe
-    (one kept, the other replaced): a mixing confined to any pair is seen. 2 ceil(log2 n) probes (14 at n = 128)."""
+def _ranks(n: int, *, seed: int) -> torch.Tensor:
+    """Each row's rank, 0 to n - 1, by a permutation drawn from ``seed`` (the run's: a stream of its own, no training
+    draw moves)."""
     generator = torch.Generator().manual_seed(seed)
     rank = torch.empty(n, dtype=torch.long)
     rank[torch.randperm(n, generator=generator, device=generator.device)] = torch.arange(n)
-    kept = []
-    for b in range(max(1, (n - 1).bit_length())):
-        bit = (rank >> b) & 1
-        kept += [(bit == 0).nonzero().flatten().to(device), (bit == 1).nonzero().flatten().to(device)]
-    return kept
+    return rank
+
+
+def probe_count(n: int) -> int:
+    """m, the fewest probes that keep every ordered pair of n rows apart: the least m with C(m, floor(m/2)) >= n
+    (Sperner: n codes none of which contains another need that many positions); 8 at n = 64, 10 at n = 128."""
+    m = 2
+    while math.comb(m, m // 2) < n:
+        m += 1
+    return m
+
+
+def probes(n: int, *, seed: int, device: torch.device) -> list[torch.Tensor]:
+    """The rows each probe keeps (sorted): the row of rank r (:func:`_ranks`) gets the r-th code of weight floor(m/2)
+    among m positions (m = :func:`probe_count`, ``itertools.combinations`` order), and probe p keeps the rows whose
+    code holds p. Distinct codes of one weight never contain one another, so for every ordered pair of rows (i, j)
+    some probe keeps i and replaces j: a mixing confined to any pair is seen (the rank's bits and their complements,
+    2 ceil(log2 n) probes, were such codes too). A position no row's code holds, or every row's, separates no pair."""
+    m, rank = probe_count(n), _ranks(n, seed=seed)
+    codes = torch.zeros(n, m, dtype=torch.bool)
+    for r, positions in zip(range(n), itertools.combinations(range(m), m // 2)):
+        codes[r, list(positions)] = True
+    held = codes[rank]  # (row, position): the row's code
+    return [column.nonzero().flatten().to(device) for column in held.t() if 0 < int(column.sum()) < n]
 
 
 def halves(n: int, device: torch.device, *, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """The first two :func:`probes` (the lowest bit of the rank): a split of the n rows into two halves, for the
-    gradient check's weights."""
-    first, second = probes(n, seed=seed, device=device)[:2]
-    return first, second
+    """A split of the n rows into two halves by the lowest bit of their rank (:func:`_ranks`), for the gradient
+    check's weights."""
+    low = _ranks(n, seed=seed) & 1
+    return (low == 0).nonzero().flatten().to(device), (low == 1).nonzero().flatten().to(device)
 
 
 def probe_batches(x: torch.Tensor, kept: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -72,7 +91,7 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0, as_trai
     """Why ``bottom``'s output rows on ``x`` are not each a function of their own row of ``x``, or ''.
 
     The bottom runs (its parameters detached and copied, the global random state restored after) on x and on the
-    :func:`probes` of the same n rows (``seed`` the run's; 2 ceil(log2 n) of them, each keeping some rows in place and
+    :func:`probes` of the same n rows (``seed`` the run's; m of them, 8 at n = 64, each keeping some rows in place and
     replacing the others by copies of kept rows). Each kept row's output must equal its output in x, per row, in two
     settings: (1) in float64 (parameters and buffers cast by ``functional_call``, the module's own untouched; the
     bottom's own dtype where it cannot run in float64; an integer batch as it is), within :data:`RTOL64`: a small
@@ -89,7 +108,7 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0, as_trai
     entries are not judged here (the training's own check fails a run whose rows are not finite). A mixing that the
     probes' repeated rows leave unchanged is not seen. The batch runs again after the probes: a forward that is not a
     function of its input and state (a schedule in a Python attribute) is refused as such, not as mixing; its Python
-    state has moved by the checks' forwards then. Cost: 2 (2 + 2 ceil(log2 n)) forwards, once per training."""
+    state has moved by the checks' forwards then. Cost: 2 (2 + m) forwards, once per training."""
     n = x.shape[0]
     if n < 2:
         return ""
