@@ -60,10 +60,8 @@ def probes(n: int, *, seed: int, device: torch.device) -> list[torch.Tensor]:
     some probe keeps i and replaces j: a mixing confined to any pair is seen (the rank's bits and their complements,
     2 ceil(log2 n) probes, were such codes too). A position no row's code holds, or every row's, separates no pair."""
     m, rank = probe_count(n), _ranks(n, seed=seed)
-    codes = torch.zeros(n, m, dtype=torch.bool)
-    for r, positions in zip(range(n), itertools.combinations(range(m), m // 2)):
-        codes[r, list(positions)] = True
-    held = codes[rank]  # (row, position): the row's code
+    positions = torch.tensor(list(itertools.islice(itertools.combinations(range(m), m // 2), n)))
+    held = torch.zeros(n, m, dtype=torch.bool).scatter_(1, positions, True)[rank]  # (row, position): the row's code
     return [column.nonzero().flatten().to(device) for column in held.t() if 0 < int(column.sum()) < n]
 
 
@@ -141,9 +139,10 @@ def _compare(bottom: nn.Module, n: int, kept: list, outputs: list, tolerance: fl
     if row is not None:
         return (f"the bottom {name}'s output row {row} changed when other rows of its batch were replaced (a hook "
                 "or forward mixing the batch's rows, e.g. centring over the batch)")
-    for _, moved in outputs[1:]:
-        for k, value in buffers.items():
-            if not alike(value, moved.get(k), tolerance):
+    agree = {k: alike(value, [moved.get(k) for _, moved in outputs[1:]], tolerance) for k, value in buffers.items()}
+    for j in range(len(outputs) - 1):
+        for k in buffers:
+            if not agree[k][j]:
                 return (f"the bottom {name}'s buffer {k!r} took a new value that depends on the batch's rows (a "
                         "running statistic of the features: later rows would depend on earlier samples)")
     return ""
@@ -175,15 +174,20 @@ def first_off(ref: torch.Tensor, probed: list[torch.Tensor], mask: torch.Tensor,
     return int(hit[0, 1]) if hit.numel() else None
 
 
-def alike(a: torch.Tensor, b: torch.Tensor | None, tolerance: float) -> bool:
-    """Whether a buffer's two new values agree (shapes and, within ``tolerance`` of the largest entry, values)."""
-    if b is None or a.shape != b.shape or a.dtype != b.dtype:
-        return False
+def alike(a: torch.Tensor, others: list[torch.Tensor | None], tolerance: float) -> list[bool]:
+    """Per value of ``others``, whether it agrees with a buffer's value ``a`` (shapes, dtypes and, within ``tolerance``
+    of ``a``'s largest entry, values; NaN where ``a`` has NaN), the floating ones compared in one stacked pass."""
+    same = [b is not None and a.shape == b.shape and a.dtype == b.dtype for b in others]
     if not a.is_floating_point():
-        return torch.equal(a, b)
-    a, b = a.double(), b.double()
+        return [ok and torch.equal(a, b) for ok, b in zip(same, others)]
+    if not any(same):
+        return same
+    a = a.double()
     scale = float(a.abs().nan_to_num(nan=0.0, posinf=0.0).max()) if a.numel() else 0.0
-    return bool((((a - b).abs() <= tolerance * scale) | (a.isnan() & b.isnan()) | (a == b)).all())
+    b = torch.stack([b.double() for ok, b in zip(same, others) if ok])
+    close = ((a - b).abs() <= tolerance * scale) | (a.isnan() & b.isnan()) | (a == b)
+    held = iter((close.flatten(1) if close.dim() > 1 else close[:, None]).all(1).tolist())
+    return [ok and next(held) for ok in same]
 
 
 def gradient_weights(n: int, like: torch.Tensor, *, seed: int = 0) -> list[torch.Tensor]:
@@ -251,9 +255,9 @@ def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype |
     devices, outputs = sorted({b.device.index or 0 for b in batches if b.is_cuda}), []
     with check_forwards(bottom, devices), torch.set_grad_enabled(grad), new_buffers(bottom) as moved:
         for batch in batches:
-            state = {**{k: _cast(p.detach(), dtype).clone().requires_grad_(grad and not leaf and p.requires_grad)
+            state = {**{k: _copy(p.detach(), dtype).requires_grad_(grad and not leaf and p.requires_grad)
                         for k, p in bottom.named_parameters()},
-                     **{k: _cast(b, dtype).clone() for k, b in bottom.named_buffers()}}
+                     **{k: _copy(b, dtype) for k, b in bottom.named_buffers()}}
             reseed(devices)
             moved.clear()
             out = torch.func.functional_call(bottom, state, (_fresh(batch, dtype, grad and leaf),))
@@ -311,8 +315,10 @@ def _fresh(batch: torch.Tensor, dtype: torch.dtype | None, grad: bool) -> torch.
     return batch.to(zero.dtype) + zero
 
 
-def _cast(t: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
-    return t.to(dtype) if dtype is not None and t.is_floating_point() else t
+def _copy(t: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+    """A new tensor of ``t``'s values, cast to ``dtype`` where given and ``t`` is floating (one copy, not a cast and a
+    clone)."""
+    return t.to(dtype, copy=True) if dtype is not None and t.is_floating_point() else t.clone()
 
 
 @contextlib.contextmanager

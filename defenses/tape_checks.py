@@ -54,7 +54,7 @@ def _written(buffers: list[dict]) -> str:
     of the batch into it in the backward: the next forward reads the features), or ''."""
     for k, ref in buffers[0].items():
         tolerance = OWN_ULPS * torch.finfo(ref.dtype).eps if ref.is_floating_point() else 0.0
-        if not all(alike(ref, b[k], tolerance) for b in buffers[1:]):
+        if not all(alike(ref, [b[k] for b in buffers[1:]], tolerance)):
             return (f"the buffer '{k}' holds other values after a probe batch's backward than after the batch's (a "
                     "statistic of the batch written in the backward carries its features into later forwards)")
     return ""
