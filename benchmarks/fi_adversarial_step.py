@@ -28,6 +28,7 @@ from vflpriv.runner.planning import plan
 
 
 def _their_class(tree: Path) -> type:
+    """DIR's ``FIAdversarial``, from its ``defenses/fi_adversarial.py`` loaded as a module of its own."""
     spec = importlib.util.spec_from_file_location("their_fi_adversarial", tree / "defenses" / "fi_adversarial.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -35,18 +36,29 @@ def _their_class(tree: Path) -> type:
 
 
 def _step(defense, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """One update's term and decoder step on embedding ``z``; the term and its gradient into the rows, flat."""
     sent = z.clone().requires_grad_(True)
     term = defense.passive_loss(1, FINETUNE, x, sent)
     term.backward()
     return torch.cat([term.detach().reshape(1), sent.grad.flatten()])
 
 
+def _repeats(text: str) -> int:
+    """A whole number of at least 2 (the quartiles need two; argparse turns the error into one ``error:`` line)."""
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number of at least 2")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", required=True, help="another checkout's folder")
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--calls", type=int, default=80, help="updates per repeat (digits' finetuning: 80)")
+    parser.add_argument("--repeats", type=_repeats, default=15)
+    parser.add_argument("--calls", type=_repeats, default=80, help="updates per repeat (digits' finetuning: 80)")
     args = parser.parse_args()
+    if not (Path(args.against) / "defenses" / "fi_adversarial.py").is_file():
+        parser.error(f"--against {args.against}: no defenses/fi_adversarial.py there (a checkout's folder)")
     torch.set_num_threads(1)
     config = RunConfig.model_validate({"dataset": {"name": "digits"}, "attack": {"name": "fi-decoder"},
                                        "defenses": [{"name": "fi-adversarial", "strength": 3.0}]})
