@@ -24,6 +24,9 @@ REFUSED = [
     (["--attack", "fi-decoder", "--set", "attack.adversary=1.5"],
      "attack.adversary=1.5: 1.5 is no role; give a party index (0: the active party, 1 and up: the passive parties)"),
     (["--attack", "fi-decoder", "--set", "attack.adversary=[1]"], "[1] is no role; give a party index (0: the active"),
+    # a digit that is not ASCII ('²', Arabic-Indic) is no index: str.isdigit() alone took it, then pydantic's int branch
+    (["--attack", "fi-decoder", "--set", "attack.adversary=\u00b2"], "is no role; give a party index (0: the active"),
+    (["--attack", "fi-decoder", "--set", "attack.adversary=\u0661"], "is no role; give a party index (0: the active"),
     (["--attack", "fi-decoder", "--set", "partition.aux_features=true"], "partition.aux_features: got true/false"),
     (["--attack", "fi-decoder", "--set", "attack.options.epochs=false"], "attack.options.epochs: got true/false"),
     (["--defense", "iso", "--set", "finetune.epochs=true"], "finetune.epochs: got true/false"),
@@ -205,4 +208,3 @@ def test_a_grid_whose_control_cell_plants_no_canary_is_accepted(tmp_path, monkey
     planted = {"partition": {"canary_labels": "pair", "canaries": 50}}
     assert RunConfig.model_validate({**base, **planted}).key() != RunConfig.model_validate(
         {**base, "partition": {"canaries": 50}}).key()
-

@@ -201,7 +201,8 @@ class AttackConfig(Options):
         valid choices, not as a union's branches."""
         if isinstance(value, str) and value.strip().lower() == "server":
             return "server"
-        index = isinstance(value, str) and value.strip().lstrip("-").isdigit()
+        digits = value.strip().lstrip("-") if isinstance(value, str) else ""
+        index = digits.isascii() and digits.isdigit()  # '²' and other Unicode digits are no index
         if value is None or index or isinstance(value, int) or isinstance(value, float) and value.is_integer():
             return value
         raise ValueError(f"{value!r} is no role; give a party index (0: the active party, 1 and up: the passive "

@@ -17,8 +17,7 @@ from vflpriv.common.secret_kinds import FEATURES, SECRETS
 from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store import cache
-from vflpriv.store.folders import (creatable, default_store, usable_folder, writable_folder,
-                                   write_csv_atomically)
+from vflpriv.store.folders import creatable, default_store, usable_folder, writable_folder, write_csv_atomically
 from vflpriv.store.secrets import current_fingerprint
 from vflpriv.store.sqlite import Store, check_store_path, stored_other_canary_key, stored_other_data
 from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
