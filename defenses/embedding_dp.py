@@ -162,11 +162,10 @@ class EmbeddingDP(PassiveDefense):
             "from its one backward, which forms no weight gradient, for bottoms built of Linear / Conv2d / BatchNorm "
             "layers and modules of known forward, no plugin class; torch.func otherwise, and where the tape's "
             "run-time checks fail), noise on each of its parameters, and at the first update after train() (once a "
-            "training) the rows check (2 + 2 ceil(log2 n) forwards in float64 and as many as trained: on the tape, "
-            "forwards and backwards recording each probe, and two weighted backwards; about 16 steps on digits' "
-            "bottom); the training "
-            "x1.7 to x2.3 on digits (over "
-            "issue 47's 1.5x), x1.3 with Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
+            "training) the rows check (2 + m forwards in float64, m probes, 8 at a batch of 64, and as many as "
+            "trained: on the tape, forwards and backwards recording each probe, and two weighted backwards; about 14 "
+            "steps on digits' bottom); the training x1.7 to x2.3 on digits (over issue 47's 1.5x), x1.3 with "
+            "Fashion-MNIST's CNN bottom (benchmarks/results/feature_defense_overhead.md)")
     pays = ("where a bound is required: the only feature defense with one; digits: fi-decoder at the prior at sigma 0.1 "
             "(accuracy 0.818 of 0.937: clipping, frozen statistics and DP-SGD cost 0.12 at any sigma), epsilon 8900")
 

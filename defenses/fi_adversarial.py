@@ -113,7 +113,7 @@ class FIAdversarial(PassiveDefense):
                               "which finetuning trains; in pretraining leave it unset or 0")
         self.scales: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.specs: dict[int, object] = {}
-        self.decoders: dict[int, tuple[nn.Module, torch.optim.Optimizer]] = {}
+        self.decoders: dict[int, tuple[nn.Module, torch.optim.Optimizer, list[nn.Parameter]]] = {}
 
     def bind(self, federation) -> None:
         """Each protected party's own min-max scale, fitted on its local training rows (it holds them)."""
@@ -149,11 +149,15 @@ class FIAdversarial(PassiveDefense):
         device = next(bottom.parameters()).device
         return init_parameters(CutBottleneck(bottom, self.bottleneck), generator=self.generator).to(device)
 
-    def _decoder(self, party: int, width: int, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer]:
+    def _decoder(self, party: int, width: int, device: torch.device
+                 ) -> tuple[nn.Module, torch.optim.Optimizer, list[nn.Parameter]]:
+        """``party``'s imagined decoder (built at its first embedding, in train mode: nothing else holds it to change
+        that), its Adam and its parameters."""
         if party not in self.decoders:
             net = build_decoder(self.options.decoder, width, self.specs[party], generator=self.generator).to(device)
-            self.decoders[party] = net, make_optimizer(net.parameters(), name="adam", lr=self.options.decoder_lr,
-                                                       weight_decay=0.0)
+            params = list(net.train().parameters())
+            self.decoders[party] = net, make_optimizer(params, name="adam", lr=self.options.decoder_lr,
+                                                       weight_decay=0.0), params
         return self.decoders[party]
 
     def _error(self, party: int, guess: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -167,10 +171,8 @@ class FIAdversarial(PassiveDefense):
             return None
         target = fm.scaled(x, *self.scales[party]).reshape(-1, *self.specs[party].shape)
         z = sent.flatten(1)
-        net, opt = self._decoder(party, z.shape[1], z.device)
+        net, opt, params = self._decoder(party, z.shape[1], z.device)
         ssim = self.measure(party) == "ssim"
-        net.train()
-        params = list(net.parameters())
         direct = None if ssim else getattr(net, "mse_gradients", None)
         if direct is not None:  # the MLP decoder's backward written out: autograd's gradients bit for bit, no graph
             error, (toward_z, *toward_net) = direct(z.detach(), target, with_input=True)

@@ -82,14 +82,15 @@ _TOWERS = ("vflpriv.methods.towers", ("LocalEncoder", "PooledEncoder"))
 _BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d)
 
 
-def _covered(m: nn.Module) -> bool:
+def _covered(m: nn.Module, own: list[tuple[str, nn.Parameter]]) -> bool:
     """A layer of the rules' table by exact type (a subclass may compute something else from the same weight): a
     Linear; a Conv2d of one group, zero padding; a BatchNorm1d/2d on its running statistics (in any case: batch
-    statistics couple the rows); none with a trainable parameter other than its ``weight`` and ``bias``."""
+    statistics couple the rows); none with a trainable parameter other than its ``weight`` and ``bias`` (``own``: its
+    ``named_parameters(recurse=False)``)."""
     kind = type(m)
     if kind in _BATCHNORMS and (m.training or m.running_mean is None):
         return False
-    trained = {k for k, p in m.named_parameters(recurse=False) if p.requires_grad}
+    trained = {k for k, p in own if p.requires_grad}
     if kind not in _DIMS or not trained <= _RULED:
         return False
     if kind is nn.Conv2d and trained:
@@ -97,17 +98,17 @@ def _covered(m: nn.Module) -> bool:
     return True
 
 
-def _known(m: nn.Module) -> bool:
+def _known(m: nn.Module, own: list[tuple[str, nn.Parameter]]) -> bool:
     """Whether ``m``'s own forward is one the tape reads right: a covered layer, a row-wise module without trainable
-    parameters, or a known container; never one whose instance holds a callable of its own (``m.forward = ...``, a
-    function given as ``LocalEncoder``'s bottom, a module hidden from ``named_modules``: the type stays, the forward
-    does not)."""
+    parameters (``own``: its ``named_parameters(recurse=False)``), or a known container; never one whose instance
+    holds a callable of its own (``m.forward = ...``, a function given as ``LocalEncoder``'s bottom, a module hidden
+    from ``named_modules``: the type stays, the forward does not)."""
     kind = type(m)
     if carried(m):  # a function or an unregistered module in its attributes: code the tape has not read
         return False
     if kind in _DIMS:
-        return _covered(m)
-    if any(p.requires_grad for p in m.parameters(recurse=False)):
+        return _covered(m, own)
+    if any(p.requires_grad for _, p in own):
         return False
     if kind is nn.Flatten:
         return m.start_dim >= 1
@@ -133,9 +134,10 @@ def ghost_applies(module: nn.Module) -> bool:
     if getattr(module, "inplace", False) is True:  # it would write the caller's batch
         return False
     for m in module.modules(remove_duplicate=False):
-        if not _known(m) or _child_writes_shared_input(m):
+        named = list(m.named_parameters(recurse=False))  # once a module: this runs at every training forward
+        if not _known(m, named) or _child_writes_shared_input(m):
             return False
-        own = [p for p in m.parameters(recurse=False) if p.requires_grad]
+        own = [p for _, p in named if p.requires_grad]
         if any(id(p) in seen for p in own):
             return False
         seen.update(id(p) for p in own)

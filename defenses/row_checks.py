@@ -11,6 +11,8 @@ rows' gradients are compared with those of two objectives weighting either half 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import math
 
 import torch
 from torch import nn
@@ -33,26 +35,41 @@ RTOL64 = 1e-10
 OWN_ULPS = 8
 
 
-def probes(n: int, *, seed: int, device: torch.device) -> list[torch.Tensor]:
-    """The rows each probe keeps (sorted): rank the n rows by a permutation drawn from ``seed`` (the run's: a stream
-    of its own, no training draw moves), then for each bit b of the rank (ceil(log2 n) bits) the rows whose bit b is 0,
-    and those whose bit b is 1. Two rows differ in some bit of their ranks, so every pair is kept apart in some probe
-    (one kept, the other replaced): a mixing confined to any pair is seen. 2 ceil(log2 n) probes (14 at n = 128)."""
+def _ranks(n: int, *, seed: int) -> torch.Tensor:
+    """Each row's rank, 0 to n - 1, by a permutation drawn from ``seed`` (the run's: a stream of its own, no training
+    draw moves)."""
     generator = torch.Generator().manual_seed(seed)
     rank = torch.empty(n, dtype=torch.long)
     rank[torch.randperm(n, generator=generator, device=generator.device)] = torch.arange(n)
-    kept = []
-    for b in range(max(1, (n - 1).bit_length())):
-        bit = (rank >> b) & 1
-        kept += [(bit == 0).nonzero().flatten().to(device), (bit == 1).nonzero().flatten().to(device)]
-    return kept
+    return rank
+
+
+def probe_count(n: int) -> int:
+    """m, the fewest probes that keep every ordered pair of n rows apart: the least m with C(m, floor(m/2)) >= n
+    (Sperner: n codes none of which contains another need that many positions); 8 at n = 64, 10 at n = 128."""
+    m = 2
+    while math.comb(m, m // 2) < n:
+        m += 1
+    return m
+
+
+def probes(n: int, *, seed: int, device: torch.device) -> list[torch.Tensor]:
+    """The rows each probe keeps (sorted): the row of rank r (:func:`_ranks`) gets the r-th code of weight floor(m/2)
+    among m positions (m = :func:`probe_count`, ``itertools.combinations`` order), and probe p keeps the rows whose
+    code holds p. Distinct codes of one weight never contain one another, so for every ordered pair of rows (i, j)
+    some probe keeps i and replaces j: a mixing confined to any pair is seen (the rank's bits and their complements,
+    2 ceil(log2 n) probes, were such codes too). A position no row's code holds, or every row's, separates no pair."""
+    m, rank = probe_count(n), _ranks(n, seed=seed)
+    positions = torch.tensor(list(itertools.islice(itertools.combinations(range(m), m // 2), n)))
+    held = torch.zeros(n, m, dtype=torch.bool).scatter_(1, positions, True)[rank]  # (row, position): the row's code
+    return [column.nonzero().flatten().to(device) for column in held.t() if 0 < int(column.sum()) < n]
 
 
 def halves(n: int, device: torch.device, *, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """The first two :func:`probes` (the lowest bit of the rank): a split of the n rows into two halves, for the
-    gradient check's weights."""
-    first, second = probes(n, seed=seed, device=device)[:2]
-    return first, second
+    """A split of the n rows into two halves by the lowest bit of their rank (:func:`_ranks`), for the gradient
+    check's weights."""
+    low = _ranks(n, seed=seed) & 1
+    return (low == 0).nonzero().flatten().to(device), (low == 1).nonzero().flatten().to(device)
 
 
 def probe_batches(x: torch.Tensor, kept: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -72,7 +89,7 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0, as_trai
     """Why ``bottom``'s output rows on ``x`` are not each a function of their own row of ``x``, or ''.
 
     The bottom runs (its parameters detached and copied, the global random state restored after) on x and on the
-    :func:`probes` of the same n rows (``seed`` the run's; 2 ceil(log2 n) of them, each keeping some rows in place and
+    :func:`probes` of the same n rows (``seed`` the run's; m of them, 8 at n = 64, each keeping some rows in place and
     replacing the others by copies of kept rows). Each kept row's output must equal its output in x, per row, in two
     settings: (1) in float64 (parameters and buffers cast by ``functional_call``, the module's own untouched; the
     bottom's own dtype where it cannot run in float64; an integer batch as it is), within :data:`RTOL64`: a small
@@ -89,7 +106,7 @@ def forward_mixing(bottom: nn.Module, x: torch.Tensor, *, seed: int = 0, as_trai
     entries are not judged here (the training's own check fails a run whose rows are not finite). A mixing that the
     probes' repeated rows leave unchanged is not seen. The batch runs again after the probes: a forward that is not a
     function of its input and state (a schedule in a Python attribute) is refused as such, not as mixing; its Python
-    state has moved by the checks' forwards then. Cost: 2 (2 + 2 ceil(log2 n)) forwards, once per training."""
+    state has moved by the checks' forwards then. Cost: 2 (2 + m) forwards, once per training."""
     n = x.shape[0]
     if n < 2:
         return ""
@@ -122,9 +139,10 @@ def _compare(bottom: nn.Module, n: int, kept: list, outputs: list, tolerance: fl
     if row is not None:
         return (f"the bottom {name}'s output row {row} changed when other rows of its batch were replaced (a hook "
                 "or forward mixing the batch's rows, e.g. centring over the batch)")
-    for _, moved in outputs[1:]:
-        for k, value in buffers.items():
-            if not alike(value, moved.get(k), tolerance):
+    agree = {k: alike(value, [moved.get(k) for _, moved in outputs[1:]], tolerance) for k, value in buffers.items()}
+    for j in range(len(outputs) - 1):
+        for k in buffers:
+            if not agree[k][j]:
                 return (f"the bottom {name}'s buffer {k!r} took a new value that depends on the batch's rows (a "
                         "running statistic of the features: later rows would depend on earlier samples)")
     return ""
@@ -156,15 +174,20 @@ def first_off(ref: torch.Tensor, probed: list[torch.Tensor], mask: torch.Tensor,
     return int(hit[0, 1]) if hit.numel() else None
 
 
-def alike(a: torch.Tensor, b: torch.Tensor | None, tolerance: float) -> bool:
-    """Whether a buffer's two new values agree (shapes and, within ``tolerance`` of the largest entry, values)."""
-    if b is None or a.shape != b.shape or a.dtype != b.dtype:
-        return False
+def alike(a: torch.Tensor, others: list[torch.Tensor | None], tolerance: float) -> list[bool]:
+    """Per value of ``others``, whether it agrees with a buffer's value ``a`` (shapes, dtypes and, within ``tolerance``
+    of ``a``'s largest entry, values; NaN where ``a`` has NaN), the floating ones compared in one stacked pass."""
+    same = [b is not None and a.shape == b.shape and a.dtype == b.dtype for b in others]
     if not a.is_floating_point():
-        return torch.equal(a, b)
-    a, b = a.double(), b.double()
+        return [ok and torch.equal(a, b) for ok, b in zip(same, others)]
+    if not any(same):
+        return same
+    a = a.double()
     scale = float(a.abs().nan_to_num(nan=0.0, posinf=0.0).max()) if a.numel() else 0.0
-    return bool((((a - b).abs() <= tolerance * scale) | (a.isnan() & b.isnan()) | (a == b)).all())
+    b = torch.stack([b.double() for ok, b in zip(same, others) if ok])
+    close = ((a - b).abs() <= tolerance * scale) | (a.isnan() & b.isnan()) | (a == b)
+    held = iter((close.flatten(1) if close.dim() > 1 else close[:, None]).all(1).tolist())
+    return [ok and next(held) for ok in same]
 
 
 def gradient_weights(n: int, like: torch.Tensor, *, seed: int = 0) -> list[torch.Tensor]:
@@ -232,9 +255,9 @@ def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype |
     devices, outputs = sorted({b.device.index or 0 for b in batches if b.is_cuda}), []
     with check_forwards(bottom, devices), torch.set_grad_enabled(grad), new_buffers(bottom) as moved:
         for batch in batches:
-            state = {**{k: as_parameter(_cast(p.detach(), dtype).clone(), grad and not leaf and p.requires_grad)
+            state = {**{k: as_parameter(_copy(p.detach(), dtype), grad and not leaf and p.requires_grad)
                         for k, p in bottom.named_parameters()},
-                     **{k: _cast(b, dtype).clone() for k, b in bottom.named_buffers()}}
+                     **{k: _copy(b, dtype) for k, b in bottom.named_buffers()}}
             reseed(devices)
             moved.clear()
             out = torch.func.functional_call(bottom, state, (_fresh(batch, dtype, grad and leaf),))
@@ -298,8 +321,10 @@ def as_parameter(t: torch.Tensor, requires_grad: bool) -> nn.Parameter:
     return nn.Parameter(t, requires_grad=requires_grad)
 
 
-def _cast(t: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
-    return t.to(dtype) if dtype is not None and t.is_floating_point() else t
+def _copy(t: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+    """A new tensor of ``t``'s values, cast to ``dtype`` where given and ``t`` is floating (one copy, not a cast and a
+    clone)."""
+    return t.to(dtype, copy=True) if dtype is not None and t.is_floating_point() else t.clone()
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *,
     gradient rows, for the objective sum_i <clip_rows(h)_i, received_i>) on a kept row of a probe differ from the
     batch's by more than :data:`row_checks.OWN_ULPS` of their dtype times the row's largest entry (plus 1e-6 of that
     of the batch's largest), or ''; None where the tape cannot record the batch (the caller checks the outputs as
-    trained by ``row_checks.forward_mixing``). Each of the 1 + 2 ceil(log2 n) forwards and backwards runs as the
+    trained by ``row_checks.forward_mixing``). Each of the 1 + m forwards and backwards runs as the
     training runs it (own dtype, gradients on), from fresh copies of the parameters and buffers and the random stream
     seeded alike (RReLU in eval), the bottom's state and the global random state as before; no parameter gradient is
     formed. The buffers' values after each backward must agree too (a hook's write there; the forwards' own writes
@@ -54,7 +54,7 @@ def _written(buffers: list[dict]) -> str:
     of the batch into it in the backward: the next forward reads the features), or ''."""
     for k, ref in buffers[0].items():
         tolerance = OWN_ULPS * torch.finfo(ref.dtype).eps if ref.is_floating_point() else 0.0
-        if not all(alike(ref, b[k], tolerance) for b in buffers[1:]):
+        if not all(alike(ref, [b[k] for b in buffers[1:]], tolerance)):
             return (f"the buffer '{k}' holds other values after a probe batch's backward than after the batch's (a "
                     "statistic of the batch written in the backward carries its features into later forwards)")
     return ""

@@ -18,7 +18,7 @@ from vflpriv.reports.paper_tables import Table, cap_csv, cap_tables, reference_t
 from vflpriv.reports.plots import tradeoff_figures
 from vflpriv.reports.secret_labels import labels_section
 from vflpriv.reports.tables import strength_rows
-from vflpriv.store.folders import kind_of, shown
+from vflpriv.store.folders import STORE_NAME, default_store, kind_of, shown
 from vflpriv.store.provenance import versions
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import read_store
@@ -33,10 +33,10 @@ def load_results(store: Path | str) -> pd.DataFrame:
     left out and listed as (key, what is wrong) in ``frame.attrs["damaged"]``; a store with no run that checks
     out is a ConfigError."""
     path = Path(store)
-    if kind_of(path, what="results store") == "folder" and (path / "results.sqlite").is_file():
-        path = path / "results.sqlite"
+    if kind_of(path, what="results store") == "folder" and default_store(path).is_file():
+        path = default_store(path)
     if kind_of(path, what="results store") != "file":
-        raise ConfigError(f"no results store at {shown(path)} (give results.sqlite or the directory that holds it)")
+        raise ConfigError(f"no results store at {shown(path)} (give {STORE_NAME} or the directory that holds it)")
     found = read_store(path)
     if not found.records:
         if found.damaged:

@@ -20,7 +20,7 @@ from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
 from vflpriv.runner import data_by_key
 from vflpriv.runner.execution import pretrain_key, run_safely
-from vflpriv.runner.planning import plan
+from vflpriv.runner.planning import plan, refuse_unread_aux_features
 from vflpriv.store.records import RunRecord
 from vflpriv.store.secrets import ENV_VAR, current_fingerprint
 from vflpriv.store.sqlite import Store
@@ -161,6 +161,8 @@ def check(configs: Sequence[RunConfig]) -> int:
     """Plan every training and its attacks before any training: bad input fails fast, nothing half-done.
     Returns the number of trainings."""
     _check_canary_labels(configs)
+    known = next((c.partition.aux_features for c in configs if c.partition.aux_features is not None), None)
+    refuse_unread_aux_features(known, [c.attack.name for c in configs])
     groups = trainings(configs)
     for runs in groups.values():
         plan(runs)

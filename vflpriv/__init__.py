@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vflpriv.common import moved
+from vflpriv.store.folders import DEFAULT_OUT
 
 moved.install()  # the module paths 0.1's plugin guide published, with a DeprecationWarning (vflpriv.common.moved)
 
@@ -26,7 +27,7 @@ __all__ = ["cap_table", "evaluate", "load_results", "sweep"]
 
 
 def evaluate(
-    config: ExperimentConfig | dict[str, Any] | str | Path, *, out: str | Path = "vflpriv-out",
+    config: ExperimentConfig | dict[str, Any] | str | Path, *, out: str | Path = DEFAULT_OUT["evaluate"],
     store: str | Path | None = None, jobs: int | None = None, address: str | None = None, overwrite: bool = False,
 ) -> pd.DataFrame:
     """Run (or resume) an experiment like ``vflpriv evaluate`` and return its runs, one row per record (the
@@ -53,7 +54,7 @@ def evaluate(
                                console=make_console(quiet=True), show_progress=False, overwrite=overwrite)
 
 
-def sweep(grid: dict[str, Any] | str | Path, *, out: str | Path = "vflpriv-sweep", store: str | Path | None = None,
+def sweep(grid: dict[str, Any] | str | Path, *, out: str | Path = DEFAULT_OUT["sweep"], store: str | Path | None = None,
           jobs: int | None = None, overwrite: bool = False) -> pd.DataFrame:
     """Run (or resume) a grid like ``vflpriv sweep`` (a dict or a grid file) and return its runs (the columns of
     :func:`load_results`); writes ``results.csv``, ``skipped.csv``, ``cap.csv`` and the store into ``out``."""

@@ -22,12 +22,14 @@ def test_the_default_audit_of_a_method_that_is_not_federated_plans_without_a_tra
 def test_its_verdict_says_not_applicable_not_inconclusive(tmp_path):
     """Every run of it is not applicable (no adversary view): the verdict read 'inconclusive (leakage +nan on 0 seed; a
     paired test needs at least 2)', as if more seeds could tell; a feature attack's was dropped from the report, which
-    read "no feature attack ran" and "Not applicable: - none" (review s10, finding 2)."""
+    read "no feature attack ran" and "Not applicable: - none" (review s10, finding 2). The console's count of pairs not
+    applicable counted planning's only (nopeek's), not the three the runs found."""
     out = tmp_path / "audit"
     result = CliRunner().invoke(app, ["audit", "--method", "local-a", "--quick", "--attacks", "gc,fi-decoder",
-                                      "--defenses", "none,iso", "--set", "audit.attack_options.fi-decoder.epochs=1",
-                                      "--set", "audit.prior=aux", "--set", "audit.prior_epochs=5", "--set",
-                                      "method.options.supervised_epochs=1", "--out", str(out), "--jobs", "1"])
+                                      "--defenses", "none,iso,nopeek",
+                                      "--set", "audit.attack_options.fi-decoder.epochs=1", "--set", "audit.prior=aux",
+                                      "--set", "audit.prior_epochs=5", "--set", "method.options.supervised_epochs=1",
+                                      "--out", str(out), "--jobs", "1"])
     assert result.exit_code == 0, result.output
     assert "gc (finetune): not applicable: method 'local-a' is not federated" in result.output
     assert "| 1 | gc | finetune | iso | λ=5 |" in (out / "audit.md").read_text()  # its defended row: not "not within"
@@ -40,6 +42,9 @@ def test_its_verdict_says_not_applicable_not_inconclusive(tmp_path):
     not_applicable = report.split("## Not applicable")[1]
     for attack in ("gc", "fi-decoder"):
         assert f"- {attack} x none (finetune): method 'local-a' is not federated" in not_applicable
+    listed = [line for line in not_applicable.split("\n## ")[0].splitlines() if line.startswith("- ")]
+    assert len(listed) == 4 and "- * x nopeek (finetune): defense 'nopeek' protects" in not_applicable  # planning's
+    assert f"4 pair(s) not applicable, listed with the reason in {out / 'audit.md'}" in " ".join(result.output.split())
 
 
 def test_evaluate_says_on_the_console_that_its_attack_is_not_applicable(tmp_path):

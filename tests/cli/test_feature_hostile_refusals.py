@@ -82,3 +82,51 @@ def test_an_attack_plugin_with_an_unknown_secret_or_role_is_refused_naming_it(mo
                                           "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, f"'{module}:Hostile' is not a vflpriv attack: {needle}")
+
+
+@pytest.mark.parametrize(("command", "secret"), [
+    (["evaluate", "--attack"], ""), (["evaluate", "--attack"], "secret = 'labels'"),
+    (["audit", "--method", "splitnn", "--quick", "--attacks"], "secret = 'labels'"),
+    (["evaluate", "--set", "partition.aux_features=4", "--attack"], ""),
+])
+def test_an_attack_plugin_that_is_no_attack_subclass_is_refused_naming_the_base(command, secret, tmp_path,
+                                                                                  monkeypatch):
+    """A class with infer, required_messages and needs_encoder passed the registry and failed in planning with an
+    AttributeError traceback on the first of the Attack base's attributes it lacked (secret, then binary_only)."""
+    module = f"duck_attack_{len(secret)}"
+    (tmp_path / f"{module}.py").write_text(
+        f"class Duck:\n    required_messages = frozenset({{'gradient'}})\n    needs_encoder = False\n    {secret}\n\n"
+        "    def __init__(self, options=None):\n        self.options = options\n\n"
+        "    def infer(self, view):\n        raise NotImplementedError\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, [*command, f"{module}:Duck", "--out", str(tmp_path / "out"), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, f"'{module}:Duck' is not a vflpriv attack: expected a subclass of "
+                                  "vflpriv.attacks.base.Attack")
+
+
+DUCK_DEFENSE = "protects = frozenset({'labels'})\n    axis = None\n    supported_kinds = ()"
+DUCK_METHOD = "pretrain = finetune = predict = sends = None\n    pretrains = False\n    federated = True"
+
+
+@pytest.mark.parametrize(("command", "body", "needle"), [
+    (["evaluate", "--defense"], DUCK_DEFENSE, "defense: expected a subclass of vflpriv.defenses.base.Protection"),
+    (["audit", "--method", "splitnn", "--quick", "--defenses"], DUCK_DEFENSE,
+     "defense: expected a subclass of vflpriv.defenses.base.Protection"),
+    (["evaluate", "--method"], DUCK_METHOD, "method: expected a subclass of vflpriv.methods.base.Method"),
+])
+def test_a_defense_or_method_plugin_that_is_no_subclass_of_its_base_is_refused_naming_it(command, body, needle,
+                                                                                           tmp_path, monkeypatch):
+    """As for attacks: the members the registry checked passed, and planning failed on the first of the base's
+    attributes it lacked (a defense's own_strength_option) with an AttributeError traceback."""
+    module = f"duck_{len(command)}_{len(body)}"
+    (tmp_path / f"{module}.py").write_text(f"class Duck:\n    {body}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, [*command, f"{module}:Duck", "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, f"'{module}:Duck' is not a vflpriv {needle}")
+    assert CliRunner().invoke(app, ["describe", f"{module}:Duck"]).exit_code == 2  # it read default_kinds: a traceback

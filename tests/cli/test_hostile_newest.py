@@ -20,9 +20,20 @@ REFUSED = [
     # true/false read as 1 by pydantic: one canary, party 1, one epoch, one known sample
     (["--set", "partition.canaries=true"], "partition.canaries: got true/false where a number is expected"),
     (["--attack", "fi-decoder", "--set", "attack.adversary=true"], "got true/false where a number or 'server'"),
+    # no party index nor 'server': named with the valid roles, not as pydantic's union branch "attack.adversary.int"
+    (["--attack", "fi-decoder", "--set", "attack.adversary=1.5"],
+     "attack.adversary=1.5: 1.5 is no role; give a party index (0: the active party, 1 and up: the passive parties)"),
+    (["--attack", "fi-decoder", "--set", "attack.adversary=[1]"], "[1] is no role; give a party index (0: the active"),
+    # a digit that is not ASCII ('²', Arabic-Indic) is no index: str.isdigit() alone took it, then pydantic's int branch
+    (["--attack", "fi-decoder", "--set", "attack.adversary=\u00b2"], "is no role; give a party index (0: the active"),
+    (["--attack", "fi-decoder", "--set", "attack.adversary=\u0661"], "is no role; give a party index (0: the active"),
     (["--attack", "fi-decoder", "--set", "partition.aux_features=true"], "partition.aux_features: got true/false"),
     (["--attack", "fi-decoder", "--set", "attack.options.epochs=false"], "attack.options.epochs: got true/false"),
     (["--defense", "iso", "--set", "finetune.epochs=true"], "finetune.epochs: got true/false"),
+    # known victim features no attack reads: a label attack's trainings keyed anew (trained again) for nothing
+    (["--attack", "mc", "--set", "partition.aux_features=5"],
+     "partition.aux_features=5 is set, but no attack here reads it (mc infers labels; the feature attacks do: "),
+    (["--attack", "mc,gc", "--set", "partition.aux_features=1"], "no attack here reads it (gc, mc infer labels;"),
     # canary labels that no canary reads
     (["--set", "partition.canary_labels=pair"], "partition.canary_labels=pair is set but partition.canaries is 0"),
     # known samples a feature attack cannot learn from (it failed after the training), or that leave no target
@@ -40,6 +51,11 @@ REFUSED = [
 ]
 
 AUDIT_REFUSED = [
+    # empty lists: read as every registered attack (more than the default battery) and as the default phases, where
+    # --attacks "" and --phases "" are refused
+    (["--set", "audit.attacks=[]"], "audit.attacks is empty; name attacks (bli, direction,"),
+    (["--set", "audit.phases=[]"], "audit.phases is empty; name finetune, pretrain or both"),
+    (["--attacks", "mc,gc", "--set", "partition.aux_features=1"], "partition.aux_features=1 is set, but no attack"),
     (["--set", "audit.feature_adversaries=[]"], "audit.feature_adversaries is empty, so the feature attacks"),
     (["--set", "audit.feature_adversaries=[active,active]"], "audit.feature_adversaries repeat: active"),
     (["--set", "audit.feature_defended=[bogus]"], "audit.feature_defended names bogus, not a feature attack of this "
@@ -48,6 +64,11 @@ AUDIT_REFUSED = [
     (["--attacks", "fi-decoder", "--set", "audit.feature_defended=[grn]"], "its feature attacks: fi-decoder"),
     (["--set", "audit.auditor=none", "--set", "audit.auditor_options.canary_inputs=crafted"],
      "audit.auditor_options is set but audit.auditor is none"),
+    # the auditor's options named as the user gave them, not as the runs' finetune.auditor_options
+    (["--set", "audit.auditor_options.menu=bogus"],
+     "invalid audit.auditor_options.menu='bogus': Input should be 'standard' or 'fine'"),
+    (["--set", "audit.auditor_options.bogus=1"],
+     "unknown setting audit.auditor_options.bogus; valid keys here: canary_inputs, menu"),
 ]
 
 

@@ -1,13 +1,15 @@
 """``vflpriv reproduce``: the shipped analogues listed with their claims, each one's --quick run end to end (resumable),
-and the claims judged on constructed records."""
+its store (OUT/results.sqlite, no --store), and the claims judged on constructed records."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
+from cli_helpers import one_error_line
 from typer.testing import CliRunner
 
 from vflpriv.cli import app
+from vflpriv.tradeoff import sweep as sweeping
 from vflpriv.workflows import reproductions
 from vflpriv.workflows.reproductions.claims import judge
 from vflpriv.workflows.reproductions.report import caps, chosen, records
@@ -193,3 +195,27 @@ def test_an_analogue_runs_on_files_a_user_points_to(tmp_path, monkeypatch):
     runs = pd.read_csv(out / "results.csv")
     assert set(runs["dataset"]) == {"criteo"} and set(runs["status"]) == {"ok"}
     assert set(runs["utility_metric"]) == {"auc"}  # a CTR task: AUC, as the paper's tables
+
+
+def test_a_reproduction_s_store_is_its_out_s_and_the_check_after_training_offers_no_store_option(tmp_path, monkeypatch):
+    """reproduce takes no --store (``store_option`` off): its runs go to OUT/results.sqlite, which its report reads,
+    and the check after training names that store with --overwrite alone, not evaluate's "--out OTHER --store STORE"
+    (an option reproduce refuses)."""
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
+    out, store = tmp_path / "out", tmp_path / "out" / "results.sqlite"
+    args = ["reproduce", "fedhssl-table6", "--quick", "--out", str(out), "--jobs", "1"]
+    real = sweeping.sweep
+
+    def meanwhile(*a, **k):  # another command writes its results.csv into --out while this one trains
+        (out / "results.csv").write_text("key,method\nfeedfacefeedfacefeed,splitnn\n")
+        return real(*a, **k)
+
+    monkeypatch.setattr(sweeping, "sweep", meanwhile)
+    result = CliRunner().invoke(app, args)
+    monkeypatch.setattr(sweeping, "sweep", real)
+    line = result.output[result.output.index("error: "):]
+    one_error_line(line, f"this command's runs are kept in {store}: give --overwrite to replace them with theirs")
+    assert result.exit_code == 2 and "--store" not in line and not (out / "reproduction.md").exists()
+    again = CliRunner().invoke(app, [*args, "--overwrite"])
+    assert again.exit_code == 0 and "2 already in the store, 0 to run" in " ".join(again.output.split()), again.output
+    assert len(records(store, "partition.aligned_fraction")) == 2 and (out / "reproduction.md").is_file()

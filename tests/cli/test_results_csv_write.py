@@ -111,3 +111,26 @@ def test_tune_does_not_replace_a_results_csv_another_command_wrote_while_it_trai
     assert result.exit_code == 2, result.output
     one_error_line(result.output[result.output.index("error: "):], "holds another experiment's results")
     assert (out / "results.csv").read_text() == "key,method\nfeedfacefeedfacefeed,splitnn\n"
+
+
+def test_an_audit_s_refused_write_says_what_its_rerun_trains_again(tmp_path, monkeypatch):
+    """It said "nothing is trained again", but an audit's rerun runs its conformance checks, which train: the stored
+    runs are what is not trained again."""
+    from vflpriv.workflows import experiment
+
+    out = tmp_path / "a"
+    audit = ["audit", "--method", "splitnn", "--attacks", "gc", "--defenses", "none", "--seeds", "0", "--canaries", "0",
+             "--no-tune-attacks", "--set", "finetune.epochs=1", "--set", "partition.labeled=60", "--set",
+             "audit.prior=aux", "--set", "audit.prior_epochs=2", "--out", str(out), "--jobs", "1"]
+
+    def locked(frame, path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(experiment, "write_csv_atomically", locked)
+    result = CliRunner().invoke(app, audit)
+    monkeypatch.undo()
+    line = result.output[result.output.index("error: "):]
+    one_error_line(line, f"the runs are kept in {out / 'results.sqlite'}")
+    assert line.rstrip().endswith("(the runs kept there are not trained again)") and "nothing is" not in line
+    again = " ".join(CliRunner().invoke(app, audit).output.split())
+    assert "conformance of splitnn: declared traffic" in again and "1 already in the store, 0 to run" in again, again

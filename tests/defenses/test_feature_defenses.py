@@ -168,7 +168,7 @@ def test_fi_adversarial_s_mse_term_is_minus_alpha_times_the_imagined_decoder_s_e
     g = torch.Generator().manual_seed(1)
     x = torch.rand(16, 1, 8, 4, generator=g)  # like digits' right halves
     fi.passive_loss(1, FINETUNE, x, torch.randn(16, 32, generator=g))  # builds the decoder; its first step
-    net, _ = fi.decoders[1]
+    net, *_ = fi.decoders[1]
     before = copy.deepcopy(net).train()
     sent = torch.randn(16, 32, generator=g, requires_grad=True)
     term = fi.passive_loss(1, FINETUNE, x, sent)

@@ -14,6 +14,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from vflpriv.common.console import silence
 from vflpriv.common.errors import ConfigError, Interrupted, VflprivError
+from vflpriv.store.folders import STORE_NAME
 from vflpriv.store.provenance import own_version
 
 
@@ -132,6 +133,8 @@ def _root(ctx: typer.Context, version: bool = typer.Option(False, "--version", c
         typer.echo(ctx.get_help())
 
 
+#: ``--store`` of every command that trains into a store of the user's choice (``reproduce`` keeps OUT's).
+STORE_PATH = typer.Option(None, "--store", help=f"SQLite results store (default OUT/{STORE_NAME})")
 #: ``--quiet`` of every command that trains: no progress on stderr (results and errors are still printed).
 QUIET = typer.Option(False, "--quiet", help="no progress lines (runs done, time left) on stderr")
 DRY_RUN = typer.Option(False, "--dry-run", help="check every setting and print the planned runs and trainings; "

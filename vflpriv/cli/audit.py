@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from vflpriv.cli.app import DRY_RUN, QUIET, app, command_line
+from vflpriv.cli.app import DRY_RUN, QUIET, STORE_PATH, app, command_line
 from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
 from vflpriv.common.console import make_console
 from vflpriv.common.progress import stage
@@ -24,6 +24,7 @@ from vflpriv.config.parse import (
 )
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
+from vflpriv.store.folders import DEFAULT_OUT
 from vflpriv.store.provenance import versions
 from vflpriv.workflows.audit_config import AUTO_CANARIES, AUTO_SHARE, AuditConfig
 
@@ -127,7 +128,7 @@ def audit(
     defenses: Optional[str] = typer.Option(None, help="defenses, comma-separated (or none); default every registered one"),
     phases: Optional[str] = typer.Option(None, help="attacked phases: finetune,pretrain; default both when the method pretrains"),
     seeds: Optional[str] = typer.Option(None, help="seeds, e.g. 0,1,2 (the paired test needs at least 2)"),
-    out: Path = typer.Option(Path("vflpriv-audit"), help="output directory (audit.md, audit.json, results.csv)"),
+    out: Path = typer.Option(Path(DEFAULT_OUT["audit"]), help="output directory (audit.md, audit.json, results.csv)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML audit file"),
     preset: Optional[str] = typer.Option(None, help="named settings under --config (vflpriv list presets)"),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="override a setting: key.path=value (repeatable)"),
@@ -139,7 +140,7 @@ def audit(
     jobs: Optional[int] = typer.Option(None, help="parallel trainings"),
     backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
-    store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
+    store: Optional[Path] = STORE_PATH,
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out; recompute stored runs of other data"),
     tune_attacks: Optional[bool] = typer.Option(None, "--tune-attacks/--no-tune-attacks", help="select each attack's "
@@ -219,8 +220,9 @@ def audit(
     for s in skipped:
         if s.left_out:
             console.print(f"{s.attack} ({s.phase}): {s.reason}", markup=False)
-    if skipped:
-        console.print(f"{len(skipped)} pair(s) not applicable, listed with the reason in {out / 'audit.md'}")
+    if summary["inapplicable"]:  # planning's and those the runs found, as audit.md lists them
+        console.print(f"{len(summary['inapplicable'])} pair(s) not applicable, listed with the reason in "
+                      f"{out / 'audit.md'}")
     console.print(f"wrote {out / 'audit.md'}, {out / 'audit.json'}")
 
 

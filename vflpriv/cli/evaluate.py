@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from vflpriv.cli.app import DRY_RUN, QUIET, app, fail
+from vflpriv.cli.app import DRY_RUN, QUIET, STORE_PATH, app, fail
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.parse import (
@@ -20,6 +20,7 @@ from vflpriv.config.parse import (
 )
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.config.sweep import ExperimentConfig
+from vflpriv.store.folders import DEFAULT_OUT
 
 
 def numbers(text: str, kind: type, option: str) -> list[Any]:
@@ -96,14 +97,15 @@ def evaluate(
     strengths: Optional[str] = typer.Option(None, help="swept defense strengths, e.g. 1,5,25"),
     seeds: Optional[str] = typer.Option(None, help="seeds, e.g. 0,1,2"),
     phase: Optional[str] = typer.Option(None, help="phase attacked and defended: pretrain or finetune"),
-    out: Path = typer.Option(Path("vflpriv-out"), help="output directory (results.csv, cap.csv, tradeoff.png)"),
+    out: Path = typer.Option(Path(DEFAULT_OUT["evaluate"]),
+                             help="output directory (results.csv, cap.csv, tradeoff.png)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML experiment file"),
     preset: Optional[str] = typer.Option(None, help="named settings under --config (vflpriv list presets)"),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="override a setting: key.path=value (repeatable)"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings (joblib workers)"),
     backend: Optional[str] = typer.Option(None, help="loky (local), threading, dask or ray"),
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
-    store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
+    store: Optional[Path] = STORE_PATH,
     device: Optional[str] = typer.Option(None, help="torch device, e.g. cpu or cuda"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out; recompute stored runs of other data"),
     tune_attacks: Optional[bool] = TUNE_ATTACKS,

@@ -11,6 +11,7 @@ from vflpriv.cli.app import DRY_RUN, QUIET, app, command_line, fail
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
 from vflpriv.store import cache
+from vflpriv.store.folders import default_store
 
 
 @app.command()
@@ -56,7 +57,7 @@ def reproduce(
         return
     from vflpriv.workflows.reproductions.report import records, write
 
-    paths = write(analogue, records(out / "results.sqlite", analogue.by, targets=analogue.targets), out,
+    paths = write(analogue, records(default_store(out), analogue.by, targets=analogue.targets), out,
                   command=command_line(), quick=quick)
     console.print(f"wrote {', '.join(map(str, paths))}")
     failed = int((results["status"] == "failed").sum())

@@ -8,13 +8,14 @@ from typing import Optional
 
 import typer
 
-from vflpriv.cli.app import DRY_RUN, QUIET, app, fail
+from vflpriv.cli.app import DRY_RUN, QUIET, STORE_PATH, app, fail
 from vflpriv.cli.evaluate import CANARIES, SEARCH_BUDGET, TUNE_ATTACKS
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.parse import apply_override
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
+from vflpriv.store.folders import DEFAULT_OUT
 
 STORE = typer.Argument(..., metavar="STORE", help="a results store (results.sqlite, or the --out directory holding it) written by evaluate, sweep, audit or tune")
 FILTERS = {
@@ -27,7 +28,7 @@ FILTERS = {
 @app.command()
 def sweep(
     config: Path = typer.Argument(..., metavar="GRID_FILE", help="grid file: an experiment file with methods, datasets, attacks, axes"),
-    out: Path = typer.Option(Path("vflpriv-sweep"), help="output directory (results, CAP, store)"),
+    out: Path = typer.Option(Path(DEFAULT_OUT["sweep"]), help="output directory (results, CAP, store)"),
     dry_run: bool = DRY_RUN,
     preset: Optional[str] = typer.Option(None, help="named settings under the grid file (vflpriv list presets)"),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="override a setting of the grid: key.path=value"),
@@ -36,7 +37,7 @@ def sweep(
     address: Optional[str] = typer.Option(None, help="Dask scheduler / Ray cluster address"),
     device: Optional[str] = typer.Option(None, help="torch device of every run, e.g. cpu, cuda (spread over the "
                                                     "visible GPUs) or cuda:1"),
-    store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
+    store: Optional[Path] = STORE_PATH,
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out; recompute stored runs of other data"),
     tune_attacks: Optional[bool] = TUNE_ATTACKS,
     search_budget: Optional[int] = SEARCH_BUDGET,
@@ -82,7 +83,7 @@ def sweep(
 
 
 @app.command()
-def table(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-tables"), help="output directory"),
+def table(store: Path = STORE, out: Path = typer.Option(Path(DEFAULT_OUT["table"]), help="output directory"),
           attack: Optional[str] = FILTERS["attack"], defense: Optional[str] = FILTERS["defense"],
           phase: Optional[str] = FILTERS["phase"]) -> None:
     """CAP tables (methods x datasets) and per-strength rows as Markdown, CSV and LaTeX (booktabs)."""
@@ -100,7 +101,7 @@ def table(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-tables"), 
 
 
 @app.command()
-def report(store: Path = STORE, out: Path = typer.Option(Path("vflpriv-report"), help="output directory"),
+def report(store: Path = STORE, out: Path = typer.Option(Path(DEFAULT_OUT["report"]), help="output directory"),
            attack: Optional[str] = FILTERS["attack"], defense: Optional[str] = FILTERS["defense"],
            phase: Optional[str] = FILTERS["phase"],
            formats: str = typer.Option("png", help="figure files, comma-separated: png, svg, pdf (png is always "

@@ -9,12 +9,13 @@ from typing import Optional
 
 import typer
 
-from vflpriv.cli.app import DRY_RUN, QUIET, app
+from vflpriv.cli.app import DRY_RUN, QUIET, STORE_PATH, app
 from vflpriv.cli.evaluate import build_experiment
 from vflpriv.common.console import make_console, plural
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.registry import ATTACKS
 from vflpriv.store import cache
+from vflpriv.store.folders import DEFAULT_OUT, default_store
 
 #: Bisection steps at most: 30 halvings narrow any strength interval below a billionth of it.
 MAX_STEPS = 30
@@ -32,12 +33,12 @@ def tune(
     low: Optional[float] = typer.Option(None, help="weakest strength searched (default: the defense's axis)"),
     high: Optional[float] = typer.Option(None, help="strongest strength searched (default: the defense's axis)"),
     steps: int = typer.Option(6, help=f"bisection steps after the two ends (0 to {MAX_STEPS})"),
-    out: Path = typer.Option(Path("vflpriv-tune"), help="output directory (tune.json, results.csv, store)"),
+    out: Path = typer.Option(Path(DEFAULT_OUT["tune"]), help="output directory (tune.json, results.csv, store)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML experiment file"),
     preset: Optional[str] = typer.Option(None, help="named settings under --config (vflpriv list presets)"),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="override a setting: key.path=value (repeatable)"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings"),
-    store: Optional[Path] = typer.Option(None, help="SQLite results store (default OUT/results.sqlite)"),
+    store: Optional[Path] = STORE_PATH,
     device: Optional[str] = typer.Option(None, help="torch device"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace another experiment's results.csv in --out; recompute stored runs of other data"),
     quiet: bool = QUIET,
@@ -84,7 +85,7 @@ def tune(
         first step guards --out; a damaged record is not known to be this tune's)."""
         from vflpriv.store.sqlite import read_store
 
-        path = store or out / "results.sqlite"
+        path = store or default_store(out)
         records = read_store(path).records if path.is_file() and path.stat().st_size else []
         return {r.key: _without_strength(json.loads(r.config)) == template for r in records}
 
@@ -112,7 +113,7 @@ def tune(
                                write_csv=False, show_progress=not quiet, label=f"tune: {step}, runs")
         frames.append(frame)
         mine = set(pd.concat(frames)["key"])  # this tune's results.csv lists its earlier steps' runs
-        write_results(pd.concat(frames).drop_duplicates("key"), out, store_path=store or out / "results.sqlite",
+        write_results(pd.concat(frames).drop_duplicates("key"), out, store_path=store or default_store(out),
                       owns=None if overwrite else lambda key: key in mine or owns(key))
         ok = frame[frame["status"] == "ok"]
         console.print(f"{step}: attack {ok['attack_accuracy'].mean():.3f}, prior "

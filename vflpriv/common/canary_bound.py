@@ -173,7 +173,7 @@ def canaries_needed(claim: float, *, classes: int, menu: int | None = None, atta
     while not enough(high):
         if high * seeds >= MAX_CANARIES:  # doubling stops past MAX_CANARIES: the bisection below stays within 2x it
             raise Untestable(f"no count of canaries up to {MAX_CANARIES} can test a claim of {claim:g} (their cap "
-                             f"reaches {at(high):.2f} there)")
+                             f"reaches {at(MAX_CANARIES // seeds):.2f} there)")
         low, high = high, high * 2
     while high - low > 1:
         mid = (low + high) // 2

@@ -95,7 +95,7 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
     for i, part in enumerate(parts):
         where = ".".join(parts[: i + 1])
         if isinstance(node, list):  # defenses.0.options.clip: an entry of a list of sections, by index
-            if not part.isdigit() or int(part) >= len(node):
+            if not (part.isascii() and part.isdigit()) or int(part) >= len(node):
                 raise ConfigError(f"--set {key}: '{'.'.join(parts[:i])}' is a list of {len(node)}; give an index "
                                   f"0..{len(node) - 1}, got '{part}'")
             if i == len(parts) - 1:

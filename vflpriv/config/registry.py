@@ -112,13 +112,27 @@ def _has(*members: str) -> Callable[[Any], str | None]:
     return check
 
 
+def _derived(*members: str, base: str) -> Callable[[Any], str | None]:
+    """:func:`_has`, then a subclass of vflpriv's ``base`` (module.Class), known by name (the registry imports no
+    component package): planning reads the base's other attributes, and a class without them failed there with an
+    AttributeError traceback."""
+
+    def check(obj: Any) -> str | None:
+        problem = _has(*members)(obj)
+        if problem is None and base not in (f"{k.__module__}.{k.__qualname__}" for k in obj.__mro__):
+            return f"expected a subclass of {base} (docs/plugins.md)"
+        return problem
+
+    return check
+
+
 def _is_attack(obj: Any) -> str | None:
     """An attack class that infers a secret vflpriv scores (``labels`` or ``features``) and names roles that exist: an
     unknown secret failed deep in planning (no prior, no scores for it)."""
-    problem = _has("infer", "required_messages", "needs_encoder")(obj)
+    problem = _derived("infer", "required_messages", "needs_encoder", base="vflpriv.attacks.base.Attack")(obj)
     if problem is not None:
         return problem
-    secret, roles = getattr(obj, "secret", "labels"), getattr(obj, "roles", frozenset({"passive"}))
+    secret, roles = obj.secret, obj.roles
     if secret not in SECRETS:
         return f"its secret is {secret!r:.40}; an attack infers {' or '.join(map(repr, SECRETS))}"
     if isinstance(roles, str) or not roles or not set(roles) <= {"active", "passive", "server"}:
@@ -130,12 +144,14 @@ def _is_loader(obj: Any) -> str | None:
     return None if callable(obj) and not isinstance(obj, type) else "expected a loader function returning a VerticalDataset"
 
 
-METHODS: Registry[Any] = Registry("method", "vflpriv.methods",
-                                  _has("pretrain", "finetune", "predict", "sends", "pretrains", "federated"))
+METHODS: Registry[Any] = Registry("method", "vflpriv.methods", _derived(
+    "pretrain", "finetune", "predict", "sends", "pretrains", "federated", base="vflpriv.methods.base.Method"))
 ATTACKS: Registry[Any] = Registry("attack", "vflpriv.attacks", _is_attack)
-DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses", _has("protects", "axis", "supported_kinds"))
+DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses", _derived(
+    "protects", "axis", "supported_kinds", base="vflpriv.defenses.base.Protection"))
 DATASETS: Registry[Any] = Registry("dataset", "vflpriv.datasets", _is_loader)
-AUDITORS: Registry[Any] = Registry("auditor", "vflpriv.auditors", _has("audits", "bind", "audit_update", "guesses"))
+AUDITORS: Registry[Any] = Registry("auditor", "vflpriv.auditors", _derived(
+    "audits", "bind", "audit_update", "guesses", base="vflpriv.auditors.base.Auditor"))
 
 REGISTRIES: dict[str, Registry[Any]] = {
     "methods": METHODS,

@@ -197,13 +197,16 @@ class AttackConfig(Options):
     @field_validator("adversary", mode="before")
     @classmethod
     def _a_role(cls, value: Any) -> Any:
-        """A party index or 'server' (any case); another string is named with the valid choices, not as a union."""
-        if isinstance(value, str) and not value.strip().lstrip("-").isdigit():
-            if value.strip().lower() == "server":
-                return "server"
-            raise ValueError(f"{value!r} is no role; give a party index (0: the active party, 1 and up: the passive "
-                             "parties) or 'server'")
-        return value
+        """A party index or 'server' (any case); anything else (another string, a fraction, a list) is named with the
+        valid choices, not as a union's branches."""
+        if isinstance(value, str) and value.strip().lower() == "server":
+            return "server"
+        digits = value.strip().lstrip("-") if isinstance(value, str) else ""
+        index = digits.isascii() and digits.isdigit()  # '²' and other Unicode digits are no index
+        if value is None or index or isinstance(value, int) or isinstance(value, float) and value.is_integer():
+            return value
+        raise ValueError(f"{value!r} is no role; give a party index (0: the active party, 1 and up: the passive "
+                         "parties) or 'server'")
 
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AttackConfig:

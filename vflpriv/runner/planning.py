@@ -295,3 +295,18 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
 
 #: How each secret's prior is planned (an attack's ``secret`` picks one).
 PRIOR_PLANS: dict[str, Callable[[RunConfig, Any], Any]] = {LABELS: plan_prior, FEATURES: plan_feature_prior}
+
+
+def refuse_unread_aux_features(count: int | None, attacks: Sequence[str]) -> None:
+    """``partition.aux_features`` is what a feature attack knows of its victim: refused where none of ``attacks``
+    infers features (a label attack's trainings would be keyed, and trained, anew for nothing)."""
+    def infers_features(name: str) -> bool:
+        return ATTACKS.get(name).secret == FEATURES
+
+    if count is None or any(map(infers_features, attacks)):
+        return
+    ours = sorted(set(attacks))
+    features = list(filter(infers_features, ATTACKS.names()))
+    raise ConfigError(f"partition.aux_features={count} is set, but no attack here reads it ({', '.join(ours)} infer"
+                      f"{'s' if len(ours) == 1 else ''} labels; the feature attacks do: {', '.join(features)}); "
+                      "remove it, or add a feature attack")

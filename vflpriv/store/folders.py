@@ -12,6 +12,19 @@ from pathlib import Path
 from vflpriv.common.errors import ConfigError
 
 
+#: The results store's file name in an --out folder: where a command keeps its runs without --store, and what a
+#: reader given the folder (``vflpriv table``, ``report``, ``load_results``) opens.
+STORE_NAME = "results.sqlite"
+#: Each command's --out when none is given (the Python API's ``evaluate`` and ``sweep`` write where theirs do).
+DEFAULT_OUT = {"evaluate": "vflpriv-out", "sweep": "vflpriv-sweep", "audit": "vflpriv-audit", "tune": "vflpriv-tune",
+               "table": "vflpriv-tables", "report": "vflpriv-report"}
+
+
+def default_store(out: Path) -> Path:
+    """The store a command writing into ``out`` keeps its runs in without --store."""
+    return out / STORE_NAME
+
+
 #: The longest path the system takes (Linux PATH_MAX, with its terminating NUL); longer ones fail every call.
 PATH_MAX = 4096
 #: Paths longer than this are shown shortened in messages (the whole would be the line).

@@ -280,10 +280,11 @@ def _planted(base: dict, count: int, phase: str, method: str, labels: str) -> di
 def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     """Every run of the audit, and every pair left out with its reason. A problem of the training itself (its
     dataset, device, method options) is raised once, not listed for every pair."""
-    from vflpriv.runner.planning import plan_training
+    from vflpriv.runner.planning import plan_training, refuse_unread_aux_features
 
-    plan_training(cfg.training())
     attacks = cfg.audit.attacks or default_attacks(cfg.audit.profile)
+    refuse_unread_aux_features(cfg.partition.aux_features, attacks)
+    plan_training(cfg.training())
     defenses = _defenses(cfg)
     for i, d in enumerate(defenses):  # before their strengths and claims are read (the canaries' sizing reads them)
         cls = DEFENSES.get(d.name)

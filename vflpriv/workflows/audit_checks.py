@@ -25,13 +25,15 @@ def auditor_for(cfg: AuditConfig, defense: str) -> str | None:
 def check_canary_settings(cfg: AuditConfig, planted: int, defenses: list[AuditDefense]) -> None:
     """IncompatibleError where a setting about canaries would be dropped silently: canary labels from pairs, a named
     auditor or auditor options in an audit that plants none; a named auditor, or auditor options, beside no defense
-    an auditor audits."""
+    an auditor audits. The options are checked against each auditor the defenses get."""
     name = cfg.audit.auditor if cfg.audit.auditor not in ("auto", "none") else ""
     needs = [f"partition.canary_labels={cfg.partition.canary_labels}"] * (cfg.partition.canary_labels != "uniform")
     needs += [f"audit.auditor={name}"] * bool(name) + ["audit.auditor_options"] * bool(cfg.audit.auditor_options)
     if not planted and needs:
         raise IncompatibleError(f"{needs[0]} needs the random-label canaries, but this audit plants none "
                                 "(audit.canaries resolved to 0); give --canaries N, or remove it")
+    for auditor in dict.fromkeys(filter(None, (auditor_for(cfg, d.name) for d in defenses))):  # as the user named them
+        parse_options(AUDITORS.get(auditor), cfg.audit.auditor_options, where="audit.auditor_options")
     if (name or cfg.audit.auditor_options) and not any(auditor_for(cfg, d.name) for d in defenses):
         ours = ", ".join(dict.fromkeys(d.name for d in defenses)) or "none"
         if not name:

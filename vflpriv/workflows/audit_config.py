@@ -97,6 +97,12 @@ class AuditSettings(Options):
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AuditSettings:
         refuse_untuned(self, tune=self.tune, budget="search_budget", space="search_spaces", switch="audit.tune")
+        if self.attacks == []:  # not "every registered attack" (more than the default battery): as --attacks ""
+            raise ValueError(f"audit.attacks is empty; name attacks ({', '.join(ATTACKS.names())}), or leave it out "
+                             "for the default battery")
+        if self.phases == []:
+            raise ValueError("audit.phases is empty; name finetune, pretrain or both, or leave it out for finetune "
+                             "(and pretrain where the method pretrains)")
         return self
 
 

@@ -17,7 +17,7 @@ from vflpriv.common.secret_kinds import FEATURES, SECRETS
 from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store import cache
-from vflpriv.store.folders import creatable, usable_folder, writable_folder, write_csv_atomically
+from vflpriv.store.folders import creatable, default_store, usable_folder, writable_folder, write_csv_atomically
 from vflpriv.store.secrets import current_fingerprint
 from vflpriv.store.sqlite import Store, check_store_path, stored_other_canary_key, stored_other_data
 from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
@@ -165,7 +165,7 @@ def check_destination(out: Path, *, store_path: Path | None, backend: str, addre
     cannot be created, a store path that cannot be (or is another program's file); returns the store path."""
     check_cluster(backend, address)
     creatable(out, what="--out", folder=True)
-    store_path = store_path or out / "results.sqlite"
+    store_path = store_path or default_store(out)
     check_store_path(store_path)
     return store_path
 
@@ -211,7 +211,8 @@ def write_results(results: pd.DataFrame, out: Path, *, owns: Callable[[str], boo
         write_csv_atomically(results.drop(columns=STORE_ONLY), path)
     except OSError as exc:
         raise ConfigError(f"could not write {path} ({exc.strerror or exc}); the runs are kept in {store_path}: run the "
-                          "same command again once it can be written (nothing is trained again)") from None
+                          "same command again once it can be written (the runs kept there are not trained again)"
+                          ) from None
 
 
 def early_workers(data: dict[str, Any]) -> Warm:
@@ -244,8 +245,12 @@ def evaluate_experiment(
     CAP when a defense is swept (CAP averages over a defense's strengths; with no defense there is none).
     """
     console = console or make_console()
+    from vflpriv.runner.planning import refuse_unread_aux_features
+
+    runs = experiment.runs()
+    refuse_unread_aux_features(experiment.partition.aux_features, [r.attack.name for r in runs])
     with cache.held_back(keep=not dry_run):  # a refusal leaves the cache as it was
-        runs, set_aside = applicable_attacks(experiment.runs())
+        runs, set_aside = applicable_attacks(runs)
 
     def header() -> str:
         return "\n".join([experiment_line(experiment), partition_line(experiment, labels="labels" in secrets_of(runs)),
