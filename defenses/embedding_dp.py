@@ -21,8 +21,8 @@ The argument (``privacy_spent``; written for the README too):
   (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
   construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer, no
   callable held by an instance, BatchNorm only on running statistics, and every call of an admitted layer, in training
-  and at inference, on the batch's rows at the rank its rule needs (``calls_checked``: a Conv2d on a 3-D tensor takes
-  the batch for channels; such a call voids the claim, the test rows' too). The claim assumes no hooks registered by
+  and at inference, on the batch's rows at the rank its rule needs (``calls_checked``, at each input shape's first
+  forward: a Conv2d on a 3-D tensor takes the batch for channels; such a call voids the claim, the test rows' too). The claim assumes no hooks registered by
   other code (torch lists hooks through no public API): the probes run with real ``nn.Parameter`` weights and the
   wrapper's input is compared with the batch at each update, so a hook mixing rows on the batch's values at the checked
   update fails the run, but one gated on values the batch lacks, on what only the probes do, or acting only at inference

@@ -42,7 +42,8 @@ class PrivateRows(nn.Module):
     def train(self, mode: bool = True) -> PrivateRows:
         """Set the mode (BatchNorm frozen in every mode with ``frozen``); with ``frozen``, a bottom that ghost clipping
         covers gets the tape its training forwards are recorded on; one computing in place gets copies of its batches
-        (torch.func's update reads the caller's batch again)."""
+        (torch.func's update reads the caller's batch again); each input shape's first forward checks the layers' calls
+        again (``own_modules.calls_checked``)."""
         super().train(mode)
         if self.frozen:
             for m in self.bottom.modules():
@@ -50,6 +51,7 @@ class PrivateRows(nn.Module):
                     m.eval()
         self.tape = GhostTape(self.bottom) if self.frozen and ghost_applies(self.bottom) else None
         self.checked, self.copies, self.forwarded = False, computes_in_place(self.bottom), False
+        self.shapes: set = set()  # the input shapes whose layer calls were checked since this train() / eval()
         return self
 
     def check_due(self, n: int) -> bool:
@@ -67,7 +69,10 @@ class PrivateRows(nn.Module):
         before = [(k, p.detach().clone()) for k, p in self.bottom.named_parameters() if not is_lazy(p)] if first else []
         if tape is not None:  # DP-SGD's norms will come from this forward's layer inputs (defenses/per_sample.py)
             tape.keep = not self.checked  # the checked update's forward keeps copies of them (GhostTape._rewritten)
-        with calls_checked(self.bottom, x.shape[0], self._misread), tape if tape else contextlib.nullcontext():
+        new_shape = (x.shape, x.dtype) not in self.shapes  # the calls' shapes follow the input's for admitted layers
+        self.shapes.add((x.shape, x.dtype))
+        with calls_checked(self.bottom, x.shape[0], self._misread) if new_shape else contextlib.nullcontext(), \
+                tape if tape else contextlib.nullcontext():
             raw = self.bottom(x)
         h = clip_rows(raw if raw.dtype.itemsize >= 4 else raw.float(), clip=self.clip)  # float32 at least
         if first:  # a data-dependent initialisation (Glow's ActNorm) writes the batch into the weights before any check
