@@ -6,7 +6,8 @@ with how many updates took the tape (the SSL tower is the CNN encoder's layers i
     python benchmarks/embedding_dp_bits.py --against DIR   # each in a fresh process, the lines compared
     python benchmarks/embedding_dp_bits.py [--code DIR]    # the hashes alone (--code: DIR's three files loaded instead)
 
-Only ``defenses/row_checks.py``, ``ghost_sums.py``, ``tape_checks.py`` (where DIR has them), ``per_sample.py`` and ``embedding_dp.py`` are taken from DIR (loaded
+Only ``defenses/row_checks.py``, ``ghost_sums.py``, ``own_modules.py``, ``tape_checks.py``, ``private_rows.py``,
+``embedding_dp_accounting.py`` (where DIR has them), ``per_sample.py`` and ``embedding_dp.py`` are taken from DIR (loaded
 under the package's names before anything imports them); every other module is this checkout's.
 """
 
@@ -23,11 +24,12 @@ import torch
 
 
 def _load(tree: Path) -> None:
-    """DIR's files as ``vflpriv.defenses.row_checks``, ``.ghost_sums``, ``.per_sample``, ``.tape_checks`` and
-    ``.embedding_dp`` (each where DIR has it)."""
+    """DIR's files as ``vflpriv.defenses.row_checks``, ``.ghost_sums``, ``.own_modules``, ``.per_sample``,
+    ``.tape_checks``, ``.private_rows``, ``.embedding_dp_accounting`` and ``.embedding_dp`` (each where DIR has it)."""
     import vflpriv.defenses  # noqa: F401  (the package, so its submodules can be registered)
 
-    for name in ("row_checks", "ghost_sums", "per_sample", "tape_checks", "embedding_dp"):
+    for name in ("row_checks", "ghost_sums", "own_modules", "per_sample", "tape_checks", "private_rows",
+                 "embedding_dp_accounting", "embedding_dp"):  # in import order
         if not (tree / "defenses" / f"{name}.py").exists():  # before issue 47's row checks
             continue
         spec = importlib.util.spec_from_file_location(f"vflpriv.defenses.{name}", tree / "defenses" / f"{name}.py")

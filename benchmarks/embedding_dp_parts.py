@@ -66,10 +66,12 @@ def _ratios(fns: dict, repeats: int, calls: int = 200, pairs: tuple | None = Non
 
 
 def _against(tree: Path):
-    """DIR's ``defenses/embedding_dp.py`` as a module of its own, importing DIR's ``row_checks.py`` (where DIR has it)
-    and ``per_sample.py`` (loaded under the package's names only while they execute)."""
+    """DIR's ``defenses/embedding_dp.py`` as a module of its own, importing DIR's ``row_checks.py``, ``own_modules.py``,
+    ``private_rows.py`` (where DIR has them) and ``per_sample.py`` (loaded under the package's names only while they
+    execute)."""
     loaded: dict[str, object] = {}
-    for name in ("row_checks", "ghost_sums", "per_sample", "tape_checks", "embedding_dp"):
+    for name in ("row_checks", "ghost_sums", "own_modules", "per_sample", "tape_checks", "private_rows",
+                 "embedding_dp_accounting", "embedding_dp"):  # in import order
         if not (tree / "defenses" / f"{name}.py").exists():  # before issue 47's row checks
             continue
         spec = importlib.util.spec_from_file_location(f"against_{name}", tree / "defenses" / f"{name}.py")

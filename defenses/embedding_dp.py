@@ -2,15 +2,16 @@
 and, by default, DP-SGD on its bottom, with an RDP accountant (SecretFlow ``secretflow_fl/security/privacy/mechanism/
 torch/layers.py`` ``GaussianEmbeddingDP`` is the anchor for the rows; ../shared/ANCHORS-FEATURES.md D2).
 
-The mechanism. The victim's bottom ends in a layer (``passive_bottom``) that clips each row of the embedding to L2
-norm C (h <- h min(1, C / ||h||)) and adds N(0, sigma^2 C^2) to every entry: what it sends in finetuning and at
-inference. With ``private_bottom`` (the default), its bottom also trains by DP-SGD (``passive_backward``): each
-sample's gradient of its own row's objective (the clipped row times the gradient the active party sent for it), over
-every parameter of the bottom, is clipped to L2 norm C_g (``bottom_clip``) and N(0, sigma^2 C_g^2) is added to their
-sum before the mean over the batch; and the bottom's BatchNorm layers run on their running statistics, frozen (a
-batch's statistics couple its rows: one sample's features would move every row of the message and every sample's
-gradient, so neither bound below would hold; Opacus refuses BatchNorm for the same reason). Strength: the noise
-multiplier sigma (higher is stronger); 0 is the identity (no clipping, no freezing, no DP-SGD), bit for bit.
+The mechanism. The victim's bottom ends in a layer (``passive_bottom``) that clips each row of the embedding to L2 norm
+C (h <- h min(1, C / ||h||)) and adds N(0, sigma^2 C^2) to every entry, in float32 at least (a 16-bit bottom's rows are
+rounded back after: post-processing; noise added in 16 bits reveals the row by its grid, Mironov 2012): what it sends in
+finetuning and at inference. With ``private_bottom`` (the default), its bottom also trains by DP-SGD
+(``passive_backward``): each sample's gradient of its own row's objective (the clipped row times the gradient the active
+party sent for it), over every parameter of the bottom, is clipped to L2 norm C_g (``bottom_clip``) and N(0, sigma^2
+C_g^2) is added to their sum before the mean over the batch; and the bottom's BatchNorm layers run on their running
+statistics, frozen (a batch's statistics couple its rows: one sample's features would move every row of the message and
+every sample's gradient, so neither bound below would hold; Opacus refuses BatchNorm for the same reason). Strength: the
+noise multiplier sigma (higher is stronger); 0 is the identity (no clipping, no freezing, no DP-SGD), bit for bit.
 
 The argument (``privacy_spent``; written for the README too):
 
@@ -18,21 +19,27 @@ The argument (``privacy_spent``; written for the README too):
   the other parties' features, alignment and batches are the same.
 - Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own sample
   (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
-  construction (``own_modules``: every module vflpriv's or a row-wise torch.nn layer, no instance method; a hook a
-  user's code registers on them is not listable through a public torch API and is seen only by the probes); for
-  any other the checks below test it on the batch's values and cannot prove it (replace-one allows any value: a mixing
-  gated on values the batch lacks, e.g. batch-mean imputation where a NaN appears, passes), so such a bottom records no
-  training epsilon (the run's notes say why). Any other is checked on probes (``row_checks``: copies of the batch
-  keeping some rows and replacing the others, every pair of rows kept apart in one, from the run's seed): its rows in
-  float64 and as trained, its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each row's
-  records at every trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run at the
-  first update of each training with two rows or more, and only there: not at inference, not in a training without an
-  update, not later (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not
-  seen); nor is a mixing the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within
-  the checks' tolerances (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it
-  larger). Where the premise holds, sample i's features enter an exchange only through its own row and its own
-  per-sample gradient. Replacing them moves its clipped row by at most 2C and its clipped gradient by at most 2C_g: each
-  release of its row and each DP-SGD step that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
+  construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer, no
+  callable held by an instance, BatchNorm only on running statistics, and every call of an admitted layer, in training
+  and at inference, on the batch's rows at the rank its rule needs (``calls_checked``, at each input shape's first
+  forward: a Conv2d on a 3-D tensor takes the batch for channels; such a call voids the claim, the test rows' too). The claim assumes no hooks registered by
+  other code (torch lists hooks through no public API): the probes run with real ``nn.Parameter`` weights and the
+  wrapper's input is compared with the batch at each update, so a hook mixing rows on the batch's values at the checked
+  update fails the run, but one gated on values the batch lacks, on what only the probes do, or acting only at inference
+  or after the checked update is not seen); for any other the checks below test it on the batch's values and cannot
+  prove it (replace-one allows any value: a mixing gated on values the batch lacks, e.g. batch-mean imputation where a
+  NaN appears, passes), so such a bottom records no training epsilon (the run's notes say why). Any other is checked on
+  probes (``row_checks``: copies of the batch keeping some rows and replacing the others, every pair of rows kept apart
+  in one, from the run's seed): its rows in float64 and as trained, its buffers' new values and, on the tape, the rows'
+  gradients under 0/w weights and each row's records at every trainable layer (input and output gradient: what the
+  update reads; ``tape_checks``). They run at the first update of each training with two rows or more, and only there:
+  not at inference, not in a training without an update (its releases then get no epsilon: fail closed), not later
+  (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not seen); nor is a mixing
+  the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within the checks' tolerances
+  (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it larger). Where the
+  premise holds, sample i's features enter an exchange only through its own row and its own per-sample gradient.
+  Replacing them moves its clipped row by at most 2C and its clipped gradient by at most 2C_g: each release of its row
+  and each DP-SGD step that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
   function of those noisy outputs, of a bottom initialised independently of the data (checked where it could fail: a
   bottom whose first training forward changes a parameter, a data-dependent initialisation such as Glow's ActNorm, fails
@@ -46,8 +53,9 @@ The argument (``privacy_spent``; written for the README too):
   method that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on
   them; FedCSSL and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained
   without DP-SGD (``private_bottom=false``: every later row depends on every sample's features through its
-  parameters), or BatchNorm statistics re-estimated on the training rows (``finetune.bn_recalibrate``). There no
-  epsilon is recorded and the run's notes say why.
+  parameters), BatchNorm statistics re-estimated on the training rows (``finetune.bn_recalibrate``), or a release of
+  the victim's rows without sample ids other than inference's (test rows: no training sample can be charged with it;
+  fail closed). There no epsilon is recorded and the run's notes say why.
 - A method whose finetuning makes no update of the victim's bottom from a received gradient calls no
   ``passive_backward`` (SS-VFL-I's frozen encoders released once; one-shot VFL's local semi-supervised training):
   that point is optional (``optional_points``), the rows are the whole mechanism there, and with nothing to make
@@ -78,7 +86,7 @@ from torch import nn
 from vflpriv.common.errors import ProtocolError
 from vflpriv.config.options import Options
 from vflpriv.defenses.base import StrengthAxis
-from vflpriv.defenses.dp_gaussian import _accountant_notes_off
+from vflpriv.defenses.embedding_dp_accounting import Counts, gaussian_epsilon
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
 from vflpriv.defenses.own_modules import foreign_part
@@ -118,31 +126,36 @@ class EmbeddingDP(PassiveDefense):
     axis = StrengthAxis(name="sigma", stronger="higher", identity=0.0, low=0.0, high=1e6, search=(0.25, 16.0), log=True)
     audit_strengths = {"finetune": (0.02, 0.1, 0.5)}
     #: 1: DP-SGD's sums by ghost clipping on Linear / BatchNorm1d bottoms; 2: on Conv2d / BatchNorm2d (the CNN bottom)
-    #: #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
-    #: #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values; 3:
-    #: #: the tape only on bottoms of known modules (a plugin bottom that took it before may have had wrong sums: its #:
-    #: stored runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs, #:
-    #: hooks checked by what they did: a bottom with row-wise hooks, torch.func's before, now takes the tape (the same
-    #: #: update to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its
-    #: #: run, a layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for
-    #: bit; #: 5: a bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an
-    #: epsilon, #: and one whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for
-    #: bit); 6: a #: bottom computing in place gets copies of its batch (torch.func read the one its forward overwrote:
-    #: updates #: change), and spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's
-    #: own: bit for #: bit. 7: an in-place module writing a recorded input behind a pass-through module (Identity, a
-    #: view, Dropout(0)) #: leaves the tape (its sums were wrong; torch.func fails the run as autograd does); a forward
-    #: mixing only with #: gradients on or only in its own dtype, and a gradient hook rescaling rows by a statistic of
-    #: their directions, #: fail the run (an epsilon was recorded); RReLU bottoms train on the tape (their runs failed);
-    #: vflpriv's own: bit #: for bit. 8: a bottom mixing into the tape's records only, carrying features in a buffer, or
-    #: mixing a pair of rows #: the fixed halves kept together fails its run (an epsilon was recorded); a hook handing
-    #: an in-place module a #: recorded input sends the update to torch.func (wrong sums before); vflpriv's own: bit for
-    #: bit. 9: a bottom not #: built only of vflpriv's and row-wise torch.nn modules (or hooked) records no training
-    #: epsilon (one was recorded #: on a premise the checks test, not prove); a bottom whose first training forward
-    #: changes a parameter (data-dependent #: initialisation) fails its run, as does one whose hook writes a statistic
-    #: of the batch into a buffer in the #: backward (on the tape), one whose hook writes a layer's recorded input after
-    #: the call (a wrong update before) #: or reaches a parameter through a captured tensor; other updates, and
-    #: vflpriv's own bottoms' numbers, unchanged.
-    revision = 9
+    #: too (each equal to torch.func's up to float rounding: a CNN's last digits moved at 2, an MLP's did not). The
+    #: book-keeping sums and the one noise buffer (drawn per parameter, into its views) keep revision 2's values; 3: the
+    #: tape only on bottoms of known modules (a plugin bottom that took it before may have had wrong sums: its stored
+    #: runs are recomputed; vflpriv's own bottoms keep their numbers bit for bit); 4: the tape on public APIs, hooks
+    #: checked by what they did: a bottom with row-wise hooks, torch.func's before, now takes the tape (the same update
+    #: to float rounding), a frozen Conv2d reading a 3-D batch as channels (wrong sums before) now fails its run, a
+    #: layer on other rows falls back instead of failing; vflpriv's own bottoms keep their numbers bit for bit; 5: a
+    #: bottom whose rows mix (forward or gradients, on either path) fails its run, where it recorded an epsilon, and one
+    #: whose in-place module may write a recorded input leaves the tape (vflpriv's own: bit for bit); 6: a bottom
+    #: computing in place gets copies of its batch (torch.func read the one its forward overwrote: updates change), and
+    #: spectral_norm / Embedding bottoms train again (false mixing, a crash at 5); vflpriv's own: bit for bit. 7: an
+    #: in-place module writing a recorded input behind a pass-through module (Identity, a view, Dropout(0)) leaves the
+    #: tape (its sums were wrong; torch.func fails the run as autograd does); a forward mixing only with gradients on or
+    #: only in its own dtype, and a gradient hook rescaling rows by a statistic of their directions, fail the run (an
+    #: epsilon was recorded); RReLU bottoms train on the tape (their runs failed); vflpriv's own: bit for bit. 8: a
+    #: bottom mixing into the tape's records only, carrying features in a buffer, or mixing a pair of rows the fixed
+    #: halves kept together fails its run (an epsilon was recorded); a hook handing an in-place module a recorded input
+    #: sends the update to torch.func (wrong sums before); vflpriv's own: bit for bit. 9: a bottom not built only of
+    #: vflpriv's and row-wise torch.nn modules records no training epsilon (one was recorded on a premise the checks
+    #: test, not prove); a bottom whose first training forward changes a parameter (data-dependent initialisation) fails
+    #: its run, as does one whose hook writes a statistic of the batch into a buffer in the backward (on the tape), one
+    #: whose hook writes a layer's recorded input after the call (a wrong update before) or reaches a parameter through
+    #: a captured tensor; other updates, and vflpriv's own bottoms' numbers, unchanged. 10 (review rc3): an epsilon only
+    #: at a victim the defense guards; none where a layer on the list is called across the batch (a Conv2d on a 3-D
+    #: tensor, Flatten/Unflatten from dim 0, LayerNorm over the batch axis), a module holds a callable of its own, a
+    #: vflpriv class whose forward was not read is in the bottom, BatchNorm keeps no running statistics, a method
+    #: overrides a bottom builder, a release carries no sample ids outside inference, or no update ran the rows check (a
+    #: frozen bottom); a pre-hook on the wrapper or a hook acting on real nn.Parameter weights only fails the run; a
+    #: 16-bit bottom is noised in float32 (its sent rows change); vflpriv's own float32 bottoms: bit for bit.
+    revision = 10
     anchor = ("SecretFlow GaussianEmbeddingDP (per-row clipping and noise); Abadi et al. 2016 DP-SGD on the victim's "
               "bottom; Opacus RDP accountant")
     cost = ("DP-SGD's per-sample norms and clipped sums of the victim's bottom with private_bottom (ghost clipping "
@@ -163,6 +176,8 @@ class EmbeddingDP(PassiveDefense):
         self.test_rows, self.n_test = 0, 0
         self.idle_updates = 0  # DP-SGD updates of a bottom with no trainable parameter: nothing to privatise
         self.foreign = ""  # what makes the victim's bottom not vflpriv's own ('' where it is): the premise only tested
+        self.rows_checked = False  # whether an update ran the rows check (no release is claimed before one has)
+        self.wrapped: list[PrivateRows] = []  # the bottoms it wrapped (each records a call off its layer's rule)
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
@@ -177,10 +192,13 @@ class EmbeddingDP(PassiveDefense):
     def _released(self, message: Message, payload: Payload) -> None:
         if message.kind != EMBEDDING or not self.acts_for(message.sender, message.phase):
             return
-        if message.sample_ids is None:
-            self.test_rows += int(payload.shape[0]) if message.phase == INFERENCE else 0
-        else:
+        if message.sample_ids is not None:
             self.released.add(message.sample_ids)
+        elif message.phase == INFERENCE:  # ``finetune.predict``'s test rows: they carry no training id
+            self.test_rows += int(payload.shape[0])
+        elif not self.uncovered:  # fail closed: rows of the victim no training sample's count is charged with
+            self.uncovered = (f"the victim sent an embedding message in {message.phase} without sample ids (a release "
+                              "not attributable to samples): no training row's count can be charged with it")
 
     def covers(self, method) -> str:
         uses = [*method.feature_uses()]
@@ -196,8 +214,14 @@ class EmbeddingDP(PassiveDefense):
         if not self.acts_for(party, FINETUNE):
             return bottom
         self._foreign(bottom)
-        return PrivateRows(bottom, clip=self.options.clip, sigma=self.strength, frozen=self.dp_sgd,
-                           generator=self.generator)
+        self.wrapped.append(PrivateRows(bottom, clip=self.options.clip, sigma=self.strength, frozen=self.dp_sgd,
+                                        generator=self.generator))
+        return self.wrapped[-1]
+
+    @property
+    def misread(self) -> str:
+        """The first call of an admitted layer off its row-wise rule in any forward of a wrapped bottom, or ''."""
+        return next((w.misread for w in self.wrapped if w.misread), "")
 
     def _foreign(self, bottom: nn.Module) -> None:
         """Where ``bottom`` is not built only of vflpriv's and row-wise torch.nn modules (``own_modules``), no training
@@ -236,6 +260,11 @@ class EmbeddingDP(PassiveDefense):
         if not trained:  # a frozen bottom: no update, nothing of the features released, so no step to charge
             self.idle_updates += 1
             return
+        given = bottom.input_of(sent)
+        if given is not None and given is not x and not _same_rows(given, x):
+            raise ProtocolError("embedding-dp: the victim's bottom computed the rows it sent from another input than "
+                                "its batch (a pre-hook on embedding-dp's wrapper?): the sent rows and the update would "
+                                "not be the samples' own; the run fails, no epsilon is recorded")
         check, received = bottom.check_due(n), gradient.detach()
         if check:  # an instance method added since the wrap makes it foreign; then the probes (rows, buffers, records)
             self._foreign(inner)
@@ -246,6 +275,7 @@ class EmbeddingDP(PassiveDefense):
                 raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row and each sample's part of "
                                     "an update a function of its own sample) covers bottoms whose rows depend on their "
                                     "own sample only: the run fails, no epsilon is recorded")
+            self.rows_checked = True
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
@@ -288,7 +318,16 @@ class EmbeddingDP(PassiveDefense):
         return int((self.releases + self.steps).max()) if self.releases is not None else 0
 
     def privacy_spent(self) -> float | None:
-        if self.is_identity or self.uncovered or self.uses() == 0:
+        """The worst training row's epsilon; None where uncovered, and (fail closed) where no update ran the rows check
+        (a frozen bottom: nothing tested that its releases' rows are their samples' own)."""
+        if self.is_identity or self.uses() == 0:
+            return None
+        if self.misread and not self.uncovered:
+            self.uncovered = f"a layer of the victim's bottom was not called row-wise: {self.misread}"
+        if not self.rows_checked and not self.uncovered:
+            self.uncovered = ("no update of the victim's bottom ran the rows check (no trainable parameter, or no "
+                              "batch of two rows or more): its releases' premise was never tested")
+        if self.uncovered:
             return None
         return gaussian_epsilon(self.strength / 2.0, self.uses(), delta=self.options.delta)
 
@@ -301,8 +340,15 @@ class EmbeddingDP(PassiveDefense):
         trainable parameter; or ''."""
         idle = (f"the victim's bottom has no trainable parameter: embedding-dp's DP-SGD had nothing to privatise in "
                 f"{self.idle_updates} update(s) and charged no step for them" if self.idle_updates else "")
+        if not self.is_identity and self.rows_checked and not self.uncovered and not self.misread:  # an epsilon's
+            idle = "; ".join(filter(None, [idle, HOOKS_ASSUMED]))
         if self.is_identity or self.n_test == 0 or self.test_rows == 0:
             return idle
+        if self.misread:  # the premise fails by construction: no per-release claim either
+            return "; ".join(filter(None, [f"no epsilon for the test rows either: {self.misread}", idle]))
+        if self.foreign and not self.rows_checked:  # neither proven nor tested: no per-release claim either
+            return "; ".join(filter(None, [f"no epsilon for the test rows either: the victim's bottom is not vflpriv's "
+                                           f"own ({self.foreign}) and no update ran the rows check", idle]))
         times = math.ceil(self.test_rows / self.n_test)
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
@@ -314,28 +360,17 @@ class EmbeddingDP(PassiveDefense):
                      "the batch's values, not proven" if self.foreign else "") + (f"; {idle}" if idle else "")
 
 
-class Counts:
-    """Per training row, how many times its id was added; the ids are kept as added and folded into the totals every
-    ``fold`` adds and when read (no indexed write per step in the training's hot loop, and memory bounded by ``fold``
-    batches, not the training's)."""
+#: What every epsilon embedding-dp records assumes and cannot check (issue 47, review rc3 F4).
+HOOKS_ASSUMED = ("the feature epsilon assumes no hooks registered by other code on the victim's bottom or "
+                 "embedding-dp's wrapper (torch lists hooks through no public API, and the probes see a hook only "
+                 "where it mixes the batch's rows at the checked update)")
 
-    def __init__(self, n: int, *, fold: int = 64):
-        self.total, self.pending, self.fold = torch.zeros(n, dtype=torch.long), [], fold
 
-    def add(self, ids: torch.Tensor) -> None:
-        self.pending.append(ids.clone())  # a copy: the caller may reuse its index buffer
-        if len(self.pending) >= self.fold:
-            self._fold()
-
-    def counts(self) -> torch.Tensor:
-        self._fold()
-        return self.total
-
-    def _fold(self) -> None:
-        if self.pending:
-            ids = torch.cat([i.cpu() for i in self.pending])
-            self.total.index_put_((ids,), torch.ones_like(ids), accumulate=True)
-            self.pending = []
+def _same_rows(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two batches hold the same values (NaN where the other has NaN)."""
+    if torch.equal(a, b):  # the common case, cheapest
+        return True
+    return a.shape == b.shape and a.dtype == b.dtype and bool(((a == b) | (a != a) & (b != b)).all())
 
 
 def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
@@ -346,18 +381,3 @@ def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:
     """Each sample's factor min(1, C_g / |grad_i|) from its squared gradient norm."""
     return (clip / squares.sqrt().clamp_min(1e-12)).clamp(max=1.0)
-
-
-def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:
-    """epsilon at ``delta`` of ``steps`` adaptive Gaussian mechanisms of noise multiplier ``multiplier`` (sample rate 1),
-    by Opacus' RDP accountant; inf where the multiplier is so small that the accountant overflows (no finite claim)."""
-    from opacus.accountants import RDPAccountant
-
-    accountant = RDPAccountant()
-    accountant.history.append((multiplier, 1.0, steps))
-    with _accountant_notes_off():
-        try:
-            return float(accountant.get_epsilon(delta=delta))
-        except (ZeroDivisionError, OverflowError):  # a multiplier so small that every RDP order overflows: no bound
-            return math.inf
-

@@ -50,11 +50,12 @@ from collections import Counter
 import torch
 from torch import nn
 from torch.autograd.function import BackwardCFunction
-from torch.autograd.graph import GradientEdge
+from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from vflpriv.common.errors import ProtocolError
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import sums
+from vflpriv.defenses.own_modules import carried
 from vflpriv.defenses.row_checks import gradient_mixing, gradient_weights, kept_state
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, TabularInput
 
@@ -100,9 +101,10 @@ def _covered(m: nn.Module, own: list[tuple[str, nn.Parameter]]) -> bool:
 def _known(m: nn.Module, own: list[tuple[str, nn.Parameter]]) -> bool:
     """Whether ``m``'s own forward is one the tape reads right: a covered layer, a row-wise module without trainable
     parameters (``own``: its ``named_parameters(recurse=False)``), or a known container; never one whose instance
-    carries its own method (``m.forward = ...``, ``m._conv_forward = ...``: the type stays, the forward does not)."""
+    holds a callable of its own (``m.forward = ...``, a function given as ``LocalEncoder``'s bottom, a module hidden
+    from ``named_modules``: the type stays, the forward does not)."""
     kind = type(m)
-    if any(callable(getattr(kind, k, None)) for k in [k for k, v in vars(m).items() if callable(v)]):
+    if carried(m):  # a function or an unregistered module in its attributes: code the tape has not read
         return False
     if kind in _DIMS:
         return _covered(m, own)
@@ -329,24 +331,23 @@ class GhostTape:
     def _reused(self, out: torch.Tensor) -> str:
         """Why the autograd graph of ``out`` is not the rules' (a walk of its nodes, about 10 microseconds on digits'
         bottom), or '': a trainable parameter reached by other than exactly one edge (a hook or module using it outside
-        its layer's call adds one: its gradient is more than the rule's; each parameter's accumulator known by its
-        ``variable``, none held between updates: a device or dtype change replaces it), or a custom autograd Function
-        (a full backward hook's, any hook's own), whose backward may mix the rows' gradients."""
-        edges = dict.fromkeys(map(id, self.params), 0)
+        its layer's call adds one: its gradient is more than the rule's; each parameter's accumulator found by the
+        public ``get_gradient_edge``, none held between updates: a device or dtype change replaces it), or a custom
+        autograd Function (a full backward hook's, any hook's own), whose backward may mix the rows' gradients."""
+        accumulators = {get_gradient_edge(p).node: k for k, p in enumerate(self.params)}
+        edges = [0] * len(self.params)
         seen, stack = {out.grad_fn}, [out.grad_fn]
         while stack:
             for node, _ in stack.pop().next_functions:
-                variable = getattr(node, "variable", None)  # an accumulator's parameter (None for other nodes)
-                if variable is not None:
-                    if id(variable) in edges:
-                        edges[id(variable)] += 1
+                if node in accumulators:
+                    edges[accumulators[node]] += 1
                 elif node is not None and node not in seen:
                     if isinstance(node, BackwardCFunction):
                         return f"the objective's graph holds a custom autograd Function ({node.name()}: a hook's)"
                     seen.add(node)
                     stack.append(node)
-        odd = [p for p in self.params if edges[id(p)] > 1]  # none: the rows do not reach the layer (checked after)
-        return f"a trainable parameter {tuple(odd[0].shape)} is reached by {edges[id(odd[0])]} edges of the " \
+        odd = [k for k, count in enumerate(edges) if count > 1]  # none: the rows do not reach the layer (checked after)
+        return f"a trainable parameter {tuple(self.params[odd[0]].shape)} is reached by {edges[odd[0]]} edges of the " \
             "objective's graph, not by its layer's call alone" if odd else ""
 
 

@@ -255,7 +255,7 @@ def _run(bottom: nn.Module, batches: list[torch.Tensor], *, dtype: torch.dtype |
     devices, outputs = sorted({b.device.index or 0 for b in batches if b.is_cuda}), []
     with check_forwards(bottom, devices), torch.set_grad_enabled(grad), new_buffers(bottom) as moved:
         for batch in batches:
-            state = {**{k: _copy(p.detach(), dtype).requires_grad_(grad and not leaf and p.requires_grad)
+            state = {**{k: as_parameter(_copy(p.detach(), dtype), grad and not leaf and p.requires_grad)
                         for k, p in bottom.named_parameters()},
                      **{k: _copy(b, dtype) for k, b in bottom.named_buffers()}}
             reseed(devices)
@@ -313,6 +313,12 @@ def _fresh(batch: torch.Tensor, dtype: torch.dtype | None, grad: bool) -> torch.
         return batch.clone()
     zero = torch.zeros((), dtype=dtype or batch.dtype, device=batch.device, requires_grad=grad)
     return batch.to(zero.dtype) + zero
+
+
+def as_parameter(t: torch.Tensor, requires_grad: bool) -> nn.Parameter:
+    """``t`` as an ``nn.Parameter``, as the training's forward sees its weights (a hook testing ``type(m.weight)``
+    behaves in the probes as it does there)."""
+    return nn.Parameter(t, requires_grad=requires_grad)
 
 
 def _copy(t: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:

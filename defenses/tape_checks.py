@@ -13,8 +13,8 @@ from torch import nn
 
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.per_sample import GhostTape
-from vflpriv.defenses.row_checks import (OWN_ULPS, alike, check_forwards, first_off, kept_mask, probe_batches, probes,
-                                         reseed)
+from vflpriv.defenses.row_checks import (OWN_ULPS, alike, as_parameter, check_forwards, first_off, kept_mask,
+                                         probe_batches, probes, reseed)
 
 
 def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *, clip: float, seed: int) -> str | None:
@@ -36,7 +36,7 @@ def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *,
     tape, records, written = GhostTape(bottom), [], []
     with check_forwards(bottom, devices), torch.enable_grad():
         for xb, rb in batches:
-            state = {**{k: p.detach().clone().requires_grad_(p.requires_grad) for k, p in bottom.named_parameters()},
+            state = {**{k: as_parameter(p.detach().clone(), p.requires_grad) for k, p in bottom.named_parameters()},
                      **{k: b.clone() for k, b in bottom.named_buffers()}}  # a forward's in-place write: on copies
             reseed(devices)
             with tape:

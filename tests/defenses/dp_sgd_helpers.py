@@ -17,10 +17,12 @@ class Fake:
     """The defense's state ``passive_backward`` reads, without a federation."""
 
     _foreign = EmbeddingDP._foreign
+    misread = EmbeddingDP.misread
 
     def __init__(self, *, sigma: float, clip: float, n: int):
         self.strength, self.generator, self.stepped = sigma, torch.Generator().manual_seed(7), Counts(n)
         self.idle_updates, self.foreign, self.uncovered = 0, "", ""
+        self.rows_checked, self.wrapped = False, []
         self.options = type("O", (), {"bottom_clip": clip})()
 
 

@@ -133,7 +133,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     under_attack = p.acting is not None
     spent = [(d, e) for d in p.defenses if (e := d.privacy_spent()) is not None]
     claims = [(e, d.privacy_delta()) for d, e in spent if "features" not in d.secrets]
-    features = [(e, d.privacy_delta()) for d, e in spent if "features" in d.secrets]  # another neighbouring relation
+    features = [(d, e) for d, e in spent if "features" in d.secrets]  # another neighbouring relation
     result.notes += [f"{c.name}: no epsilon recorded: {d.uncovered}" for d, c in zip(p.defenses, p.config.defenses)
                      if d.uncovered and not d.is_identity]
     result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]
@@ -154,10 +154,14 @@ def _execute(p: Plan) -> list[RunRecord]:
         record.training_under_attack = under_attack
         record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
         record.epsilon_delta = delta if claims else float("nan")
-        if features:
-            record.epsilon_features = sum(e for e, _ in features)
-            record.epsilon_features_delta = sum(d for _, d in features)
-        record.traffic, record.train_seconds, record.notes = traffic, result.seconds, "; ".join(result.notes)
+        guarding = [(e, d.privacy_delta()) for d, e in features if _guards(d, record.victim)]
+        if guarding:
+            record.epsilon_features = sum(e for e, _ in guarding)
+            record.epsilon_features_delta = sum(d for _, d in guarding)
+        unguarded = [f"no feature epsilon at victim {record.victim or '(none: a label attack)'}: the feature DP "
+                     "defenses guard other parties' features"] if features and not guarding else []
+        record.traffic, record.train_seconds = traffic, result.seconds
+        record.notes = "; ".join(result.notes + unguarded)  # the bound is at the parties the mechanism noised
         record.canary_key = p.scenario.canary_key
         record.canary_classes = int(p.scenario.canary_candidates.shape[1]) if record.canaries else 0
         record.utility_curve = json.dumps(result.curve) if result.curve else ""
@@ -376,6 +380,11 @@ def blank_record(cfg: RunConfig) -> RunRecord:
         canaries=cfg.partition.canaries,
         config=json.dumps(cfg.model_dump(mode="json"), sort_keys=True),
     )
+
+
+def _guards(defense, victim: str) -> bool:
+    """Whether ``defense`` guards the finetuning features of the record's ``victim`` ("" for none)."""
+    return victim.isdigit() and bool(getattr(defense, "guards", lambda *_: False)(int(victim), FINETUNE))
 
 
 def roles_of(cfg: RunConfig) -> tuple[str, str, str]:
