@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -31,8 +32,13 @@ def _their_class(tree: Path) -> type:
     """DIR's ``FIAdversarial``, from its ``defenses/fi_adversarial.py`` loaded as a module of its own."""
     spec = importlib.util.spec_from_file_location("their_fi_adversarial", tree / "defenses" / "fi_adversarial.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.FIAdversarial
+    try:
+        spec.loader.exec_module(module)
+        return module.FIAdversarial
+    except Exception as err:  # any failure of another checkout's code: one line, not its traceback
+        print(f"error: --against {tree}: its defenses/fi_adversarial.py does not load here "
+              f"({type(err).__name__}: {err})", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def _step(defense, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:

@@ -72,15 +72,25 @@ def halves(n: int, device: torch.device, *, seed: int = 0) -> tuple[torch.Tensor
     return (low == 0).nonzero().flatten().to(device), (low == 1).nonzero().flatten().to(device)
 
 
-def probe_batches(x: torch.Tensor, kept: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Per probe, a copy of ``x`` whose rows not in its kept set are replaced by copies of kept rows (cycled)."""
+def probe_batches(x: torch.Tensor, kept: list[torch.Tensor], *, chosen_by: torch.Tensor | None = None
+                  ) -> list[torch.Tensor]:
+    """Per probe, a copy of ``x`` whose rows not in its kept set are replaced by kept rows: each by the next kept row
+    (cycled) whose row of ``chosen_by`` (default ``x``) differs from its own, where one does (a replacement by an equal
+    row changes nothing, so a duplicate row would hide the pair from the probe); the cycled one where none does."""
     n, out = x.shape[0], []
+    basis = x if chosen_by is None else chosen_by
+    group = torch.unique(basis.reshape(n, -1), dim=0, return_inverse=True)[1]  # equal rows, one group
     for rows in kept:
         other = torch.ones(n, dtype=torch.bool, device=rows.device)
         other[rows] = False
         other = other.nonzero().flatten()
+        r = rows.numel()
+        ahead = torch.arange(r, device=rows.device)
+        order = (torch.arange(other.numel(), device=rows.device)[:, None] + ahead) % r  # candidates, cycled order
+        differs = group[rows][order] != group[other][:, None]
+        first = differs.to(torch.int8).argmax(1, keepdim=True)  # 0 (the cycled row) where none differs
         probe = x.clone()
-        probe[other] = x[rows.repeat(-(-other.numel() // rows.numel()))[: other.numel()]]
+        probe[other] = x[rows[order.gather(1, first).squeeze(1)]]
         out.append(probe)
     return out
 

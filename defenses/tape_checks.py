@@ -31,7 +31,7 @@ def record_mixing(bottom: nn.Module, x: torch.Tensor, received: torch.Tensor, *,
     if n < 2:
         return ""
     kept = probes(n, seed=seed, device=x.device)
-    batches = zip([x, *probe_batches(x, kept)], [received, *probe_batches(received, kept)])
+    batches = zip([x, *probe_batches(x, kept)], [received, *probe_batches(received, kept, chosen_by=x)])
     devices = [x.device.index or 0] if x.is_cuda else []
     tape, records, written = GhostTape(bottom), [], []
     with check_forwards(bottom, devices), torch.enable_grad():

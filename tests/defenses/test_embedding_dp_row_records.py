@@ -173,6 +173,40 @@ def test_the_probes_separate_every_pair_of_rows_and_follow_the_seed(seed):
     assert not all(torch.equal(p, q) for p, q in zip(a, b))
 
 
+class _PairMix(nn.Module):
+    """Row i's output gets row j's added: a mixing confined to one ordered pair of rows."""
+
+    def __init__(self, i: int, j: int):
+        super().__init__()
+        self.lin, self.i, self.j = nn.Linear(4, 3), i, j
+
+    def forward(self, x):
+        h = self.lin(x)
+        return h + (torch.arange(x.shape[0]) == self.i)[:, None] * h[self.j]
+
+
+def test_a_replaced_row_takes_a_kept_row_of_another_value_so_duplicates_hide_no_pair():
+    """On a batch whose rows repeat (4 values in 64 rows), a replaced row copied from an equal kept row changed nothing:
+    the pair (15 kept, 24 replaced), kept apart by one probe only, was missed. Each replaced row now takes a kept row
+    of another value wherever one exists, in x and in the rows received alike."""
+    x = torch.randn(4, 4, generator=torch.Generator().manual_seed(0))[
+        torch.randint(4, (64,), generator=torch.Generator().manual_seed(1))]
+    kept = row_checks.probes(64, seed=0, device=torch.device("cpu"))
+    received = torch.arange(64.0)[:, None]
+    for rows, probe, got in zip(kept, row_checks.probe_batches(x, kept),
+                                row_checks.probe_batches(received, kept, chosen_by=x)):
+        assert torch.equal(probe[rows], x[rows])
+        replaced = torch.ones(64, dtype=torch.bool)
+        replaced[rows] = False
+        sources = got[replaced, 0].long()  # the kept row each replaced row was copied from
+        assert torch.equal(probe[replaced], x[sources])
+        other_value = [bool((x[rows] != x[j]).any(1).any()) for j in replaced.nonzero().flatten().tolist()]
+        assert all(not torch.equal(x[j], x[s]) for j, s, o in zip(replaced.nonzero().flatten().tolist(),
+                                                                     sources.tolist(), other_value) if o)
+    torch.manual_seed(0)
+    assert "output row 15 changed" in row_checks.forward_mixing(_PairMix(15, 24), x, seed=0, as_trained=False)
+
+
 def test_a_batch_of_one_row_does_not_use_up_the_training_s_check():
     """check_due consumed the only check on a batch of one row, where nothing can be compared."""
     wrapped = PrivateRows(nn.Linear(6, 3), clip=1.0, sigma=0.3, frozen=True,
