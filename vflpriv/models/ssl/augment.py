@@ -126,7 +126,7 @@ def _resampled(xs: list[Tensor], *, generator: torch.Generator, crop_scale: tupl
     if not 0.0 < lo <= hi <= 1.0:
         raise ConfigError(f"crop_scale must satisfy 0 < low <= high <= 1, got {crop_scale}")
     x = xs[0] if len(xs) == 1 else torch.cat(xs)
-    n, _, h, w = x.shape
+    h, w = x.shape[-2:]
     draws = [torch.rand(5, b.shape[0], generator=generator, device=generator.device, dtype=x.dtype) for b in xs]
     u = (draws[0] if len(draws) == 1 else torch.cat(draws, dim=1)).to(x.device)  # drawn on the CPU stream, moved
     area = lo + (hi - lo) * u[0]
