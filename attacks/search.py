@@ -16,6 +16,9 @@
   not fit the 5-minute audit; Hyperband (Li et al. 2018) uses 3 or 4.
 - Refit: the winner on all the auxiliary labels, with the untuned attack's own random stream, so that when the
   options as given win, the tuned numbers are the untuned ones exactly.
+- Rounds restart, they do not resume: a round's run is not the prefix of its next round's, so no state is carried
+  over. Each (candidate, budget) draws its own stream (its init, batches and augmentations differ), the refit trains
+  on other data, and MixMatch ramps lambda_u over the whole run ((t + 1) / T, T its step count).
 - Every trial has a random stream of its own (from the seed and the candidate) and, given a ``key``, is cached
   (its guesses of every target set) under (key, candidate, budget): a rerun of an interrupted search resumes.
 """

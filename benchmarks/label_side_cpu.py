@@ -8,10 +8,14 @@ both give the same numbers bit for bit:
   previous step, restored by patching (one ``augment_image`` call per batch, the weights' decay and the EMA tensor by
   tensor).
 
+- ``--change grid``: the crops' sampling grid written out per axis (``box_grid``) against ``F.affine_grid``'s batched
+  matmul (the code before, restored by patching), on the completion, on a step's augmentation alone, and on a whole
+  tuned search (budget 8: 8 candidates at 12 steps, the best 2 at 60, the winner refitted at 240).
+
 (CAE's label autoencoder was the second pair, ReLUs in place against out of place; its training no longer runs
 through the modules: ``benchmarks/cae_autoencoder.py`` measures it now.)
 
-    python benchmarks/label_side_cpu.py [--repeats 5]
+    python benchmarks/label_side_cpu.py [--repeats 5] [--change step|grid]
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ import time
 from unittest import mock
 
 import torch
+import torch.nn.functional as F
 
 import vflpriv.attacks.labels.mixmatch as mixmatch
+import vflpriv.models.ssl.augment as augment
+from vflpriv.attacks.search import search
 from vflpriv.attacks.base import AdversaryView
 from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec
@@ -57,28 +64,67 @@ def previous_step():
     return mock.patch.multiple(mixmatch, _batch_augmenter=per_batch, flat_ema=lambda online, target: None)
 
 
-def mixmatch_run(seed: int, before: bool) -> tuple[float, torch.Tensor]:
+def affine_grid(scale_x, shift_x, scale_y, shift_y, *, h: int, w: int) -> torch.Tensor:
+    """The crops' grid before: a theta per sample and ``F.affine_grid``."""
+    theta = torch.zeros(scale_x.shape[0], 2, 3, dtype=scale_x.dtype, device=scale_x.device)
+    theta[:, 0, 0], theta[:, 0, 2], theta[:, 1, 1], theta[:, 1, 2] = scale_x, shift_x, scale_y, shift_y
+    return F.affine_grid(theta, [scale_x.shape[0], 1, h, w], align_corners=False)
+
+
+#: What "before" restores, by ``--change``.
+BEFORE = {"step": previous_step, "grid": lambda: mock.patch.object(augment, "box_grid", affine_grid)}
+
+
+def mixmatch_run(seed: int, before) -> tuple[float, torch.Tensor]:
     attack = mixmatch.MixMatchCompletion(mixmatch.MixMatchOptions(**AUDIT))
     view = digits_view(seed)
-    with previous_step() if before else contextlib.nullcontext():
+    with before() if before else contextlib.nullcontext():
         start = time.process_time()
         out = attack.infer(view)["test"]
         return time.process_time() - start, out.confidence
 
 
+def tuned_run(seed: int, before) -> tuple[float, torch.Tensor]:
+    """The audit's tuned mc-mixmatch: successive halving over its 8 candidates, then the winner's refit."""
+    attack = mixmatch.MixMatchCompletion(mixmatch.MixMatchOptions(**mixmatch.MixMatchCompletion.audit_options))
+    view = digits_view(seed)
+    with before() if before else contextlib.nullcontext():
+        start = time.process_time()
+        found = search(attack, view, budget=8, seed=seed)
+        seconds = time.process_time() - start
+    trials = [t.inferences["test"].predictions for t in found.trials]
+    return seconds, torch.cat([found.inferences["test"].confidence, *trials])
+
+
+def augment_run(seed: int, before) -> tuple[float, torch.Tensor]:
+    """1000 of a MixMatch step's augmentations alone (its 64 labeled rows and 2 x 64 unlabeled, one resampling)."""
+    local = digits_view(seed).local_x
+    g = torch.Generator().manual_seed(seed)
+    batches = [local[:64], local[64:128], local[64:128]]
+    with before() if before else contextlib.nullcontext():
+        start = time.process_time()
+        outs = [augment.augment_images(batches, generator=g, crop_scale=(0.8, 1.0), flip=False)[0] for _ in range(1000)]
+        return time.process_time() - start, torch.cat(outs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--change", choices=sorted(BEFORE), default="step", help="what 'before' restores")
     args = parser.parse_args()
     torch.set_num_threads(1)
     reuse_freed_memory()  # as in a training process
-    for name, fn in (("mc-mixmatch completion, 240 steps", mixmatch_run),):
+    runs = [("mc-mixmatch completion, 240 steps", mixmatch_run)]
+    if args.change == "grid":
+        runs += [("1000 MixMatch steps' augmentations alone", augment_run),
+                 ("tuned mc-mixmatch (search and refit, 456 steps)", tuned_run)]
+    for name, fn in runs:
         times: dict[bool, list[float]] = {True: [], False: []}
         same = True
         for r in range(args.repeats + 1):  # the first round warms up
             results = {}
             for before in ((True, False) if r % 2 == 0 else (False, True)):
-                results[before] = fn(r, before)
+                results[before] = fn(r, BEFORE[args.change] if before else None)
                 if r:
                     times[before].append(results[before][0])
             same &= torch.equal(results[True][1], results[False][1])

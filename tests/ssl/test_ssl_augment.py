@@ -9,6 +9,7 @@ from vflpriv.models.ssl import (
     FeatureRanges,
     augment_image,
     augment_images,
+    box_grid,
     corrupt_tabular,
     make_augmenter,
     scarf_corrupt,
@@ -184,3 +185,18 @@ def test_stacked_views_of_a_table_are_the_two_views_concatenated() -> None:
     x = _tabular()
     aug = make_augmenter(SPEC, x)
     assert torch.equal(stacked_views(x, aug, generator=_gen(2)), torch.cat(two_views(x, aug, generator=_gen(2))))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("h, w", [(8, 4), (28, 14), (32, 32), (7, 5), (1, 3)])
+def test_box_grid_is_affine_grid_bit_for_bit(dtype: torch.dtype, h: int, w: int) -> None:
+    """The crops' sampling grid, written out per axis, has the values ``F.affine_grid`` gives for the same thetas
+    (flipped boxes, negative scales, included), so the views are the pixels they were with ``affine_grid``."""
+    g = _gen(11)
+    n = 192
+    scale_x, scale_y = torch.rand(2, n, generator=g, dtype=dtype) * 2 - 1
+    shift_x, shift_y = torch.rand(2, n, generator=g, dtype=dtype) - 0.5
+    theta = torch.zeros(n, 2, 3, dtype=dtype)
+    theta[:, 0, 0], theta[:, 0, 2], theta[:, 1, 1], theta[:, 1, 2] = scale_x, shift_x, scale_y, shift_y
+    expected = torch.nn.functional.affine_grid(theta, [n, 1, h, w], align_corners=False)
+    assert torch.equal(box_grid(scale_x, shift_x, scale_y, shift_y, h=h, w=w), expected)
