@@ -194,11 +194,12 @@ class EmbeddingDP(PassiveDefense):
             return
         if message.sample_ids is not None:
             self.released.add(message.sample_ids)
-        elif message.phase == INFERENCE:  # ``finetune.predict``'s test rows: they carry no training id
+        elif message.test and message.phase == INFERENCE:  # the test rows the shared ``finetune.predict`` marks
             self.test_rows += int(payload.shape[0])
         elif not self.uncovered:  # fail closed: rows of the victim no training sample's count is charged with
-            self.uncovered = (f"the victim sent an embedding message in {message.phase} without sample ids (a release "
-                              "not attributable to samples): no training row's count can be charged with it")
+            self.uncovered = (f"the victim sent an embedding message in {message.phase} without sample ids and not "
+                              "marked as finetune.predict's test rows (a release not attributable to samples): no "
+                              "training row's count can be charged with it")
 
     def covers(self, method) -> str:
         uses = [*method.feature_uses()]

@@ -53,6 +53,7 @@ PRETRAINING_READS_LABELS = "its pretraining reads labels"
 BOTTOM_BUILDERS = ("fresh_bottoms", "skeleton")
 
 
+
 def _defined_later(cls: type, name: str, than: str) -> bool:
     """Whether ``cls`` gets ``name`` from a class below the one it gets ``than`` from (a method overriding
     ``finetune`` without declaring its ``label_uses`` beside it)."""
@@ -143,7 +144,7 @@ class Method:
             uses.append("a passive party sends projections of its features in pretraining")
         if ("passive", WEIGHTS, PRETRAIN) in self.sends:
             uses.append("a passive party sends parameters trained on its features to the server in pretraining")
-        for name in ("finetune",) + (() if self.pretrains else BOTTOM_BUILDERS):
+        for name in ("finetune", "predict") + (() if self.pretrains else BOTTOM_BUILDERS):
             if hasattr(type(self), name) and _defined_later(type(self), name, "feature_uses"):
                 uses.append(f"its {name}() ({type(self).__name__}) is its own and declares no feature uses "
                             "(Method.feature_uses), so what it does with them outside the shared loop (a bottom "

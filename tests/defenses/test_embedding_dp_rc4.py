@@ -1,0 +1,48 @@
+"""Review rowcheck4's false epsilons in embedding-dp (issue 47): each test is its repro, made small."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+from vflpriv.engine import ACTIVE, EMBEDDING, INFERENCE, Message
+from vflpriv.methods.finetune import predict
+from vflpriv.methods.splitnn import SplitNN
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))
+from pretrain_helpers import build_federation  # noqa: E402
+from test_embedding_dp import _config  # noqa: E402
+
+
+def _release_training_rows(fed, trained) -> None:
+    """Every training row of the victim once more through its noised bottom, with no ids, tagged INFERENCE."""
+    p = fed.parties[1]
+    with torch.no_grad():
+        h = trained.bottoms[1](p.x_train[fed.labeled_aligned()])
+    fed.channel.send(Message(EMBEDDING, INFERENCE, 1, ACTIVE, h, None))
+
+
+class _PredictRelease(SplitNN):
+    def predict(self, fed, trained, *, ids=None):
+        if ids is None:
+            _release_training_rows(fed, trained)
+        return predict(fed, trained, ids=ids)
+
+
+def test_only_the_shared_predicts_test_rows_count_as_test_rows():
+    """R1 (r2): an id-less release tagged INFERENCE was counted as test rows; only finetune.predict's marked ones are."""
+    p, fed = build_federation(_config(sigma=4.0, epochs=1))
+    dp = p.defenses[0]
+    trained = p.method.finetune(fed, None)
+    p.method.predict(fed, trained)
+    assert dp.privacy_spent() is not None and dp.test_rows == fed.parties[1].x_test.shape[0]
+    _release_training_rows(fed, trained)
+    assert dp.privacy_spent() is None and "without sample ids" in dp.uncovered
+
+
+def test_an_overridden_predict_is_an_unknown_feature_use():
+    """R1 (r2b): a method overriding only predict() released the training rows there and kept its epsilon."""
+    assert "predict()" in _PredictRelease(None).feature_uses()[0]
