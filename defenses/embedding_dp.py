@@ -202,7 +202,7 @@ class EmbeddingDP(PassiveDefense):
                               "training row's count can be charged with it")
 
     def covers(self, method) -> str:
-        uses = [*method.feature_uses()]
+        uses = [*method.feature_uses(), *method.undeclared_feature_uses()]
         if not self.options.private_bottom:
             uses.append("options.private_bottom=false: the victim's bottom trains on its features without DP-SGD, so "
                         "every later row depends on every sample's features through its parameters")

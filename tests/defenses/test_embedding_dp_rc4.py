@@ -10,6 +10,7 @@ import torch
 from vflpriv.engine import ACTIVE, EMBEDDING, INFERENCE, Message
 from vflpriv.methods.finetune import predict
 from vflpriv.methods.splitnn import SplitNN
+from vflpriv.methods.vflhlp import VFLHLPActive
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))
@@ -45,4 +46,24 @@ def test_only_the_shared_predicts_test_rows_count_as_test_rows():
 
 def test_an_overridden_predict_is_an_unknown_feature_use():
     """R1 (r2b): a method overriding only predict() released the training rows there and kept its epsilon."""
-    assert "predict()" in _PredictRelease(None).feature_uses()[0]
+    assert "predict()" in _PredictRelease(None).undeclared_feature_uses()[0]
+
+
+class _CentredPretrain(VFLHLPActive):
+    def pretrain(self, fed):
+        return super().pretrain(fed)
+
+
+class _OwnSkeleton(VFLHLPActive):
+    def skeleton(self, fed):
+        return super().skeleton(fed)
+
+
+def test_a_pretraining_method_declaring_no_use_has_its_overrides_checked_too():
+    """R2 (r8): vflhlp-a pretrains and declares no feature use; a subclass overriding only pretrain() (or skeleton())
+    was skipped by the rule, and its bias centred on the victim's features kept the epsilon."""
+    p, _ = build_federation(_config("vflhlp-a", sigma=4.0, epochs=1))
+    dp = p.defenses[0]
+    assert dp.covers(p.method) == ""
+    for cls, name in ((_CentredPretrain, "pretrain()"), (_OwnSkeleton, "skeleton()")):
+        assert name in dp.covers(cls(p.method.options))
