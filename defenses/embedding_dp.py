@@ -324,7 +324,7 @@ class EmbeddingDP(PassiveDefense):
         if self.is_identity or self.uses() == 0:
             return None
         if self.misread and not self.uncovered:
-            self.uncovered = f"a layer of the victim's bottom was not called row-wise: {self.misread}"
+            self.uncovered = f"the victim's bottom does not compute as read (row-wise): {self.misread}"
         if not self.rows_checked and not self.uncovered:
             self.uncovered = ("no update of the victim's bottom ran the rows check (no trainable parameter, or no "
                               "batch of two rows or more): its releases' premise was never tested")

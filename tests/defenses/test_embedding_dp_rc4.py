@@ -6,7 +6,9 @@ import sys
 from pathlib import Path
 
 import torch
+from torch import nn
 
+from vflpriv.defenses.private_rows import PrivateRows
 from vflpriv.engine import ACTIVE, EMBEDDING, INFERENCE, Message
 from vflpriv.methods.finetune import predict
 from vflpriv.methods.splitnn import SplitNN
@@ -16,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))
 from pretrain_helpers import build_federation  # noqa: E402
 from test_embedding_dp import _config  # noqa: E402
+from test_embedding_dp_premise import _prepend  # noqa: E402
 
 
 def _release_training_rows(fed, trained) -> None:
@@ -67,3 +70,31 @@ def test_a_pretraining_method_declaring_no_use_has_its_overrides_checked_too():
     assert dp.covers(p.method) == ""
     for cls, name in ((_CentredPretrain, "pretrain()"), (_OwnSkeleton, "skeleton()")):
         assert name in dp.covers(cls(p.method.options))
+
+
+class _OwnParameter(nn.Parameter):
+    """A parameter class vflpriv never read (r5's computes F.linear plus the batch mean in __torch_function__)."""
+
+
+class _OwnTensor(torch.Tensor):
+    """A batch class vflpriv never read."""
+
+
+def test_a_tensor_subclass_in_the_bottom_or_the_batch_gets_no_epsilon(monkeypatch):
+    """R3 (r5): a Parameter subclass in vflpriv's own MLPEncoder mixed rows with no hook, and the probes swapped it
+    for a plain Parameter: foreign_part '' and an epsilon. Now any parameter, buffer or batch not exactly
+    nn.Parameter / torch.Tensor voids the claim."""
+    rows = PrivateRows(nn.Linear(3, 2), clip=1.0, sigma=1.0, frozen=True, generator=torch.Generator())
+    rows(torch.ones(4, 3))
+    assert rows.misread == ""
+    rows(torch.ones(4, 3).as_subclass(_OwnTensor))
+    assert "_OwnTensor" in rows.misread
+
+    def make(bottom):
+        lin = next(m for m in bottom.modules() if type(m) is nn.Linear)
+        lin.weight = _OwnParameter(lin.weight.detach().clone())
+        return nn.Identity()
+    _prepend(monkeypatch, make)
+    p, fed = build_federation(_config(sigma=4.0, epochs=1))
+    p.method.finetune(fed, None)
+    assert p.defenses[0].privacy_spent() is None and "_OwnParameter" in p.defenses[0].uncovered
