@@ -37,7 +37,7 @@ class _PredictRelease(SplitNN):
 
 
 def test_only_the_shared_predicts_test_rows_count_as_test_rows():
-    """R1 (r2): an id-less release tagged INFERENCE was counted as test rows; only finetune.predict's marked ones are."""
+    """R1 (r2): an id-less release tagged INFERENCE counted as test rows; only finetune.predict's marked ones do."""
     p, fed = build_federation(_config(sigma=4.0, epochs=1))
     dp = p.defenses[0]
     trained = p.method.finetune(fed, None)
