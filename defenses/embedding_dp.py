@@ -175,8 +175,7 @@ class EmbeddingDP(PassiveDefense):
         self.stepped: Counts | None = None  # per training row: DP-SGD steps that included it
         self.test_rows, self.n_test = 0, 0
         self.idle_updates = 0  # DP-SGD updates of a bottom with no trainable parameter: nothing to privatise
-        self.foreign = ""  # what makes the victim's bottom not vflpriv's own ('' where it is): the premise only tested
-        self.rows_checked = False  # whether an update ran the rows check (no release is claimed before one has)
+        self.foreign = ""  # what makes a wrapped bottom not vflpriv's own ('' where none): the premise only tested
         self.wrapped: list[PrivateRows] = []  # the bottoms it wrapped (each records a call off its layer's rule)
 
     def bind(self, federation) -> None:
@@ -214,21 +213,34 @@ class EmbeddingDP(PassiveDefense):
     def passive_bottom(self, party: int, bottom: nn.Module) -> nn.Module:
         if not self.acts_for(party, FINETUNE):
             return bottom
-        self._foreign(bottom)
         self.wrapped.append(PrivateRows(bottom, clip=self.options.clip, sigma=self.strength, frozen=self.dp_sgd,
                                         generator=self.generator))
+        self._foreign(bottom, self.wrapped[-1])
         return self.wrapped[-1]
+
+    @property
+    def rows_checked(self) -> bool:
+        """Whether every wrapped bottom that sent rows had an update run the rows check (per party: one checked
+        bottom vouches for no other)."""
+        sent = [w for w in self.wrapped if w.sent]
+        return bool(sent) and all(w.rows_checked for w in sent)
+
+    @property
+    def unchecked_foreign(self) -> str:
+        """What makes a wrapped bottom that sent rows foreign, for the first one no update checked; or ''."""
+        return next((w.foreign for w in self.wrapped if w.sent and w.foreign and not w.rows_checked), "")
 
     @property
     def misread(self) -> str:
         """The first call of an admitted layer off its row-wise rule in any forward of a wrapped bottom, or ''."""
         return next((w.misread for w in self.wrapped if w.misread), "")
 
-    def _foreign(self, bottom: nn.Module) -> None:
+    def _foreign(self, bottom: nn.Module, rows: PrivateRows) -> None:
         """Where ``bottom`` is not built only of vflpriv's and row-wise torch.nn modules (``own_modules``), no training
         epsilon: the checks test the premise on the batch's values, they cannot prove it for a forward vflpriv has not
         read (a mixing gated on values the batch lacks passes them)."""
-        self.foreign = self.foreign or foreign_part(bottom)
+        rows.foreign = rows.foreign or foreign_part(bottom)
+        self.foreign = self.foreign or rows.foreign
         if self.foreign and not self.uncovered:
             self.uncovered = (f"the victim's bottom is not built only of vflpriv's and row-wise torch.nn modules "
                               f"({self.foreign}): the premise that each row is a function of its own sample is tested "
@@ -268,7 +280,7 @@ class EmbeddingDP(PassiveDefense):
                                 "not be the samples' own; the run fails, no epsilon is recorded")
         check, received = bottom.check_due(n), gradient.detach()
         if check:  # an instance method added since the wrap makes it foreign; then the probes (rows, buffers, records)
-            self._foreign(inner)
+            self._foreign(inner, bottom)
             records = record_mixing(inner, x, received, clip=bottom.clip, seed=bottom.seed) \
                 if ghost_applies(inner) else None
             mixing = forward_mixing(inner, x, seed=bottom.seed, as_trained=records is None) or records
@@ -276,7 +288,7 @@ class EmbeddingDP(PassiveDefense):
                 raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row and each sample's part of "
                                     "an update a function of its own sample) covers bottoms whose rows depend on their "
                                     "own sample only: the run fails, no epsilon is recorded")
-            self.rows_checked = True
+            bottom.rows_checked = True
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
@@ -347,9 +359,9 @@ class EmbeddingDP(PassiveDefense):
             return idle
         if self.misread:  # the premise fails by construction: no per-release claim either
             return "; ".join(filter(None, [f"no epsilon for the test rows either: {self.misread}", idle]))
-        if self.foreign and not self.rows_checked:  # neither proven nor tested: no per-release claim either
-            return "; ".join(filter(None, [f"no epsilon for the test rows either: the victim's bottom is not vflpriv's "
-                                           f"own ({self.foreign}) and no update ran the rows check", idle]))
+        if self.unchecked_foreign:  # neither proven nor tested: no per-release claim either
+            return "; ".join(filter(None, [f"no epsilon for the test rows either: a wrapped bottom is not vflpriv's "
+                                           f"own ({self.unchecked_foreign}) and no update ran its rows check", idle]))
         times = math.ceil(self.test_rows / self.n_test)
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "

@@ -35,6 +35,7 @@ class PrivateRows(nn.Module):
         self.given: tuple[torch.Tensor, torch.Tensor] | None = None  # (rows sent, the input they were computed from)
         self.tape: GhostTape | None = None
         self.checked = False  # whether an update since the last train() checked that the rows are the samples' own
+        self.foreign, self.rows_checked, self.sent = "", False, False  # per bottom: embedding-dp's findings, kept
         self.misread = ""  # the first layer call off its row-wise rule, or tensor subclass, seen (no claim then), or ''
         self.seed = generator.initial_seed()  # the run's (its stream's seed): the checks' probes, no draw moved
         self.train(bottom.training)
@@ -63,6 +64,7 @@ class PrivateRows(nn.Module):
         return due
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.sent = True
         given = x  # what a pre-hook on this wrapper left of the caller's batch: compared at the update (input_of)
         odd = foreign_tensors(self.bottom, x)  # a tensor subclass mixes rows in no layer call: no claim at all
         if odd:

@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.private_rows import PrivateRows
 from vflpriv.engine import ACTIVE, EMBEDDING, INFERENCE, Message
 from vflpriv.methods.finetune import predict
@@ -98,3 +99,32 @@ def test_a_tensor_subclass_in_the_bottom_or_the_batch_gets_no_epsilon(monkeypatc
     p, fed = build_federation(_config(sigma=4.0, epochs=1))
     p.method.finetune(fed, None)
     assert p.defenses[0].privacy_spent() is None and "_OwnParameter" in p.defenses[0].uncovered
+
+
+class _Tag(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class _Centre(nn.Module):
+    def forward(self, x):
+        return x - x.mean(0, keepdim=True)
+
+
+def test_one_checked_bottom_vouches_for_no_other_partys(monkeypatch):
+    """R4 (r7): party 1's foreign bottom was checked, party 2's centring one (frozen) never was; one defense-wide
+    flag gave party 2's test rows a per-release epsilon."""
+    made = []
+
+    def make(bottom):
+        made.append(bottom)
+        return _Centre() if len(made) == 2 and bottom.requires_grad_(False) else _Tag()
+    _prepend(monkeypatch, make)
+    c = _config(sigma=4.0, epochs=1).model_dump(mode="json")
+    c["partition"]["parties"] = 4
+    p, fed = build_federation(RunConfig.model_validate(c))
+    dp = p.defenses[0]
+    trained = p.method.finetune(fed, None)
+    p.method.predict(fed, trained)
+    assert "_Centre" in dp.notes() and "each test row passed" not in dp.notes()
+    assert [w.rows_checked for w in dp.wrapped] == [True, False, True] and not dp.rows_checked
