@@ -22,8 +22,11 @@ The argument (``privacy_spent``; written for the README too):
   construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer, no
   callable held by an instance, BatchNorm only on running statistics, and every call of an admitted layer, in training
   and at inference, on the batch's rows at the rank its rule needs (``calls_checked``, at each input shape's first
-  forward: a Conv2d on a 3-D tensor takes the batch for channels; such a call voids the claim, the test rows' too). The claim assumes no hooks registered by
-  other code (torch lists hooks through no public API): the probes run with real ``nn.Parameter`` weights and the
+  forward: a Conv2d on a 3-D tensor takes the batch for channels; such a call voids the claim, the test rows' too), and
+  every parameter, buffer and batch exactly an ``nn.Parameter`` / ``torch.Tensor`` (at every forward). The claim also
+  assumes what ``HOOKS_ASSUMED`` names: no hooks registered by other code (torch lists hooks through no public API), no
+  change to the bottom after a shape's first forward, no rows but the shared predict's marked as test rows, every
+  feature use declared. The probes run with real ``nn.Parameter`` weights and the
   wrapper's input is compared with the batch at each update, so a hook mixing rows on the batch's values at the checked
   update fails the run, but one gated on values the batch lacks, on what only the probes do, or acting only at inference
   or after the checked update is not seen); for any other the checks below test it on the batch's values and cannot
@@ -86,7 +89,7 @@ from torch import nn
 from vflpriv.common.errors import ProtocolError
 from vflpriv.config.options import Options
 from vflpriv.defenses.base import StrengthAxis
-from vflpriv.defenses.embedding_dp_accounting import Counts, gaussian_epsilon
+from vflpriv.defenses.embedding_dp_accounting import HOOKS_ASSUMED, Counts, gaussian_epsilon
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
 from vflpriv.defenses.own_modules import foreign_part
@@ -177,6 +180,7 @@ class EmbeddingDP(PassiveDefense):
         self.idle_updates = 0  # DP-SGD updates of a bottom with no trainable parameter: nothing to privatise
         self.foreign = ""  # what makes a wrapped bottom not vflpriv's own ('' where none): the premise only tested
         self.wrapped: list[PrivateRows] = []  # the bottoms it wrapped (each records a call off its layer's rule)
+        self.parties: list[int] = []  # whose bottom each is
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
@@ -215,6 +219,7 @@ class EmbeddingDP(PassiveDefense):
             return bottom
         self.wrapped.append(PrivateRows(bottom, clip=self.options.clip, sigma=self.strength, frozen=self.dp_sgd,
                                         generator=self.generator))
+        self.parties.append(party)
         self._foreign(bottom, self.wrapped[-1])
         return self.wrapped[-1]
 
@@ -364,19 +369,15 @@ class EmbeddingDP(PassiveDefense):
                                            f"own ({self.unchecked_foreign}) and no update ran its rows check", idle]))
         times = math.ceil(self.test_rows / self.n_test)
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
-        return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
-                f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
-                "frozen bottom, not the training's epsilon), where each row is a function of its own sample: true of "
-                "vflpriv's own bottoms, for another checked by probes at the first update of a training only (not at "
-                "inference, not in a training without one, not after it), to the checks' tolerances"
+        return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, at part"
+                f"{'ies' if len(self.parties) > 1 else 'y'} {', '.join(map(str, self.parties))} only, through a "
+                f"bottom that never saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features "
+                "(one release of a frozen bottom, not the training's epsilon), where each row is a function of its "
+                "own sample: true of vflpriv's own bottoms, for another checked by probes at the first update of a "
+                "training only (not at inference, not in a training without one, not after it), to the checks' "
+                "tolerances"
                 ) + (f"; this bottom is not vflpriv's own ({self.foreign}): that epsilon rests on a premise tested on "
                      "the batch's values, not proven" if self.foreign else "") + (f"; {idle}" if idle else "")
-
-
-#: What every epsilon embedding-dp records assumes and cannot check (issue 47, review rc3 F4).
-HOOKS_ASSUMED = ("the feature epsilon assumes no hooks registered by other code on the victim's bottom or "
-                 "embedding-dp's wrapper (torch lists hooks through no public API, and the probes see a hook only "
-                 "where it mixes the batch's rows at the checked update)")
 
 
 def _same_rows(a: torch.Tensor, b: torch.Tensor) -> bool:

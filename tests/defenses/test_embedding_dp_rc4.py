@@ -14,6 +14,7 @@ from vflpriv.engine import ACTIVE, EMBEDDING, INFERENCE, Message
 from vflpriv.methods.finetune import predict
 from vflpriv.methods.splitnn import SplitNN
 from vflpriv.methods.vflhlp import VFLHLPActive
+from vflpriv.runner.execution import run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))
@@ -128,3 +129,17 @@ def test_one_checked_bottom_vouches_for_no_other_partys(monkeypatch):
     p.method.predict(fed, trained)
     assert "_Centre" in dp.notes() and "each test row passed" not in dp.notes()
     assert [w.rows_checked for w in dp.wrapped] == [True, False, True] and not dp.rows_checked
+
+
+def test_the_test_row_note_names_the_guarded_party_and_a_label_record_says_why_it_has_no_feature_epsilon():
+    """R6: a victim-2 record carried party 1's test-row epsilon unnamed; a label record's note said the feature
+    defenses guard other parties' features."""
+    c = _config(sigma=4.0, epochs=1).model_dump(mode="json")
+    c["partition"]["parties"], c["defenses"][0]["party"] = 4, 1
+    p, fed = build_federation(RunConfig.model_validate(c))
+    p.method.predict(fed, p.method.finetune(fed, None))
+    assert "at inference, at party 1 only" in p.defenses[0].notes()
+    c = _config(sigma=4.0, epochs=1).model_dump(mode="json")
+    c["attack"] = {"name": "mc"}
+    (record,) = run([RunConfig.model_validate(c)])
+    assert record.victim == "" and "a label attack: the feature epsilon does not apply" in record.notes
