@@ -53,7 +53,6 @@ PRETRAINING_READS_LABELS = "its pretraining reads labels"
 BOTTOM_BUILDERS = ("fresh_bottoms", "skeleton")
 
 
-
 def _defined_later(cls: type, name: str, than: str) -> bool:
     """Whether ``cls`` gets ``name`` from a class below the one it gets ``than`` from (a method overriding
     ``finetune`` without declaring its ``label_uses`` beside it)."""
