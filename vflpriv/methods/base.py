@@ -48,8 +48,8 @@ SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "lo
 PRETRAINING_READS_LABELS = "its pretraining reads labels"
 
 
-#: The methods building a finetuning's bottoms: one overridden may initialise them from the features (a pretraining's
-#: skeleton is covered by its pretraining's use).
+#: The methods building a finetuning's bottoms: one overridden may initialise them from the features (checked in a
+#: pretraining method too: VFLHLP-A declares no use).
 BOTTOM_BUILDERS = ("fresh_bottoms", "skeleton")
 
 
