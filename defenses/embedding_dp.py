@@ -176,7 +176,8 @@ class EmbeddingDP(PassiveDefense):
         super().__init__(**kwargs)
         self.released: Counts | None = None  # per training row: rows of it sent through the mechanism
         self.stepped: Counts | None = None  # per training row: DP-SGD steps that included it
-        self.test_rows, self.n_test = 0, 0
+        self.test_rows: dict[int, int] = {}  # per guarded party: the test rows it sent (one sample's features each)
+        self.n_test = 0
         self.idle_updates = 0  # DP-SGD updates of a bottom with no trainable parameter: nothing to privatise
         self.foreign = ""  # what makes a wrapped bottom not vflpriv's own ('' where none): the premise only tested
         self.wrapped: list[PrivateRows] = []  # the bottoms it wrapped (each records a call off its layer's rule)
@@ -198,7 +199,7 @@ class EmbeddingDP(PassiveDefense):
         if message.sample_ids is not None:
             self.released.add(message.sample_ids)
         elif message.test and message.phase == INFERENCE:  # the test rows the shared ``finetune.predict`` marks
-            self.test_rows += int(payload.shape[0])
+            self.test_rows[message.sender] = self.test_rows.get(message.sender, 0) + int(payload.shape[0])
         elif not self.uncovered:  # fail closed: rows of the victim no training sample's count is charged with
             self.uncovered = (f"the victim sent an embedding message in {message.phase} without sample ids and not "
                               "marked as finetune.predict's test rows (a release not attributable to samples): no "
@@ -360,14 +361,14 @@ class EmbeddingDP(PassiveDefense):
                 f"{self.idle_updates} update(s) and charged no step for them" if self.idle_updates else "")
         if not self.is_identity and self.rows_checked and not self.uncovered and not self.misread:  # an epsilon's
             idle = "; ".join(filter(None, [idle, HOOKS_ASSUMED]))
-        if self.is_identity or self.n_test == 0 or self.test_rows == 0:
+        if self.is_identity or self.n_test == 0 or not self.test_rows:
             return idle
         if self.misread:  # the premise fails by construction: no per-release claim either
             return "; ".join(filter(None, [f"no epsilon for the test rows either: {self.misread}", idle]))
         if self.unchecked_foreign:  # neither proven nor tested: no per-release claim either
             return "; ".join(filter(None, [f"no epsilon for the test rows either: a wrapped bottom is not vflpriv's "
                                            f"own ({self.unchecked_foreign}) and no update ran its rows check", idle]))
-        times = math.ceil(self.test_rows / self.n_test)
+        times = max(math.ceil(rows / self.n_test) for rows in self.test_rows.values())  # a party's own releases
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, at part"
                 f"{'ies' if len(self.parties) > 1 else 'y'} {', '.join(map(str, self.parties))} only, through a "

@@ -44,7 +44,7 @@ def test_only_the_shared_predicts_test_rows_count_as_test_rows():
     dp = p.defenses[0]
     trained = p.method.finetune(fed, None)
     p.method.predict(fed, trained)
-    assert dp.privacy_spent() is not None and dp.test_rows == fed.parties[1].x_test.shape[0]
+    assert dp.privacy_spent() is not None and dp.test_rows == {1: fed.parties[1].x_test.shape[0]}
     _release_training_rows(fed, trained)
     assert dp.privacy_spent() is None and "without sample ids" in dp.uncovered
 
@@ -129,6 +129,8 @@ def test_one_checked_bottom_vouches_for_no_other_partys(monkeypatch):
     p.method.predict(fed, trained)
     assert "_Centre" in dp.notes() and "each test row passed" not in dp.notes()
     assert [w.rows_checked for w in dp.wrapped] == [True, False, True] and not dp.rows_checked
+    dp.wrapped[1].rows_checked = True  # as if checked: each party's test rows passed its mechanism once, not 3 times
+    assert "each test row passed embedding-dp's mechanism 1 time(s) at inference, at parties 1, 2, 3 only" in dp.notes()
 
 
 def test_the_test_row_note_names_the_guarded_party_and_a_label_record_says_why_it_has_no_feature_epsilon():
