@@ -22,8 +22,11 @@ The argument (``privacy_spent``; written for the README too):
   construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer, no
   callable held by an instance, BatchNorm only on running statistics, and every call of an admitted layer, in training
   and at inference, on the batch's rows at the rank its rule needs (``calls_checked``, at each input shape's first
-  forward: a Conv2d on a 3-D tensor takes the batch for channels; such a call voids the claim, the test rows' too). The claim assumes no hooks registered by
-  other code (torch lists hooks through no public API): the probes run with real ``nn.Parameter`` weights and the
+  forward: a Conv2d on a 3-D tensor takes the batch for channels; such a call voids the claim, the test rows' too), and
+  every parameter, buffer and batch exactly an ``nn.Parameter`` / ``torch.Tensor`` (at every forward). The claim also
+  assumes what ``HOOKS_ASSUMED`` names: no hooks registered by other code (torch lists hooks through no public API), no
+  change to the bottom after a shape's first forward, no rows but the shared predict's marked as test rows, every
+  feature use declared. The probes run with real ``nn.Parameter`` weights and the
   wrapper's input is compared with the batch at each update, so a hook mixing rows on the batch's values at the checked
   update fails the run, but one gated on values the batch lacks, on what only the probes do, or acting only at inference
   or after the checked update is not seen); for any other the checks below test it on the batch's values and cannot
@@ -86,7 +89,7 @@ from torch import nn
 from vflpriv.common.errors import ProtocolError
 from vflpriv.config.options import Options
 from vflpriv.defenses.base import StrengthAxis
-from vflpriv.defenses.embedding_dp_accounting import Counts, gaussian_epsilon
+from vflpriv.defenses.embedding_dp_accounting import HOOKS_ASSUMED, Counts, gaussian_epsilon
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
 from vflpriv.defenses.own_modules import foreign_part
@@ -173,11 +176,12 @@ class EmbeddingDP(PassiveDefense):
         super().__init__(**kwargs)
         self.released: Counts | None = None  # per training row: rows of it sent through the mechanism
         self.stepped: Counts | None = None  # per training row: DP-SGD steps that included it
-        self.test_rows, self.n_test = 0, 0
+        self.test_rows: dict[int, int] = {}  # per guarded party: the test rows it sent (one sample's features each)
+        self.n_test = 0
         self.idle_updates = 0  # DP-SGD updates of a bottom with no trainable parameter: nothing to privatise
-        self.foreign = ""  # what makes the victim's bottom not vflpriv's own ('' where it is): the premise only tested
-        self.rows_checked = False  # whether an update ran the rows check (no release is claimed before one has)
+        self.foreign = ""  # what makes a wrapped bottom not vflpriv's own ('' where none): the premise only tested
         self.wrapped: list[PrivateRows] = []  # the bottoms it wrapped (each records a call off its layer's rule)
+        self.parties: list[int] = []  # whose bottom each is
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
@@ -194,14 +198,15 @@ class EmbeddingDP(PassiveDefense):
             return
         if message.sample_ids is not None:
             self.released.add(message.sample_ids)
-        elif message.phase == INFERENCE:  # ``finetune.predict``'s test rows: they carry no training id
-            self.test_rows += int(payload.shape[0])
+        elif message.test and message.phase == INFERENCE:  # the test rows the shared ``finetune.predict`` marks
+            self.test_rows[message.sender] = self.test_rows.get(message.sender, 0) + int(payload.shape[0])
         elif not self.uncovered:  # fail closed: rows of the victim no training sample's count is charged with
-            self.uncovered = (f"the victim sent an embedding message in {message.phase} without sample ids (a release "
-                              "not attributable to samples): no training row's count can be charged with it")
+            self.uncovered = (f"the victim sent an embedding message in {message.phase} without sample ids and not "
+                              "marked as finetune.predict's test rows (a release not attributable to samples): no "
+                              "training row's count can be charged with it")
 
     def covers(self, method) -> str:
-        uses = [*method.feature_uses()]
+        uses = [*method.feature_uses(), *method.undeclared_feature_uses()]
         if not self.options.private_bottom:
             uses.append("options.private_bottom=false: the victim's bottom trains on its features without DP-SGD, so "
                         "every later row depends on every sample's features through its parameters")
@@ -213,21 +218,35 @@ class EmbeddingDP(PassiveDefense):
     def passive_bottom(self, party: int, bottom: nn.Module) -> nn.Module:
         if not self.acts_for(party, FINETUNE):
             return bottom
-        self._foreign(bottom)
         self.wrapped.append(PrivateRows(bottom, clip=self.options.clip, sigma=self.strength, frozen=self.dp_sgd,
                                         generator=self.generator))
+        self.parties.append(party)
+        self._foreign(bottom, self.wrapped[-1])
         return self.wrapped[-1]
+
+    @property
+    def rows_checked(self) -> bool:
+        """Whether every wrapped bottom that sent rows had an update run the rows check (per party: one checked
+        bottom vouches for no other)."""
+        sent = [w for w in self.wrapped if w.sent]
+        return bool(sent) and all(w.rows_checked for w in sent)
+
+    @property
+    def unchecked_foreign(self) -> str:
+        """What makes a wrapped bottom that sent rows foreign, for the first one no update checked; or ''."""
+        return next((w.foreign for w in self.wrapped if w.sent and w.foreign and not w.rows_checked), "")
 
     @property
     def misread(self) -> str:
         """The first call of an admitted layer off its row-wise rule in any forward of a wrapped bottom, or ''."""
         return next((w.misread for w in self.wrapped if w.misread), "")
 
-    def _foreign(self, bottom: nn.Module) -> None:
+    def _foreign(self, bottom: nn.Module, rows: PrivateRows) -> None:
         """Where ``bottom`` is not built only of vflpriv's and row-wise torch.nn modules (``own_modules``), no training
         epsilon: the checks test the premise on the batch's values, they cannot prove it for a forward vflpriv has not
         read (a mixing gated on values the batch lacks passes them)."""
-        self.foreign = self.foreign or foreign_part(bottom)
+        rows.foreign = rows.foreign or foreign_part(bottom)
+        self.foreign = self.foreign or rows.foreign
         if self.foreign and not self.uncovered:
             self.uncovered = (f"the victim's bottom is not built only of vflpriv's and row-wise torch.nn modules "
                               f"({self.foreign}): the premise that each row is a function of its own sample is tested "
@@ -267,7 +286,7 @@ class EmbeddingDP(PassiveDefense):
                                 "not be the samples' own; the run fails, no epsilon is recorded")
         check, received = bottom.check_due(n), gradient.detach()
         if check:  # an instance method added since the wrap makes it foreign; then the probes (rows, buffers, records)
-            self._foreign(inner)
+            self._foreign(inner, bottom)
             records = record_mixing(inner, x, received, clip=bottom.clip, seed=bottom.seed) \
                 if ghost_applies(inner) else None
             mixing = forward_mixing(inner, x, seed=bottom.seed, as_trained=records is None) or records
@@ -275,7 +294,7 @@ class EmbeddingDP(PassiveDefense):
                 raise ProtocolError(f"embedding-dp: {mixing}; its argument (each sent row and each sample's part of "
                                     "an update a function of its own sample) covers bottoms whose rows depend on their "
                                     "own sample only: the run fails, no epsilon is recorded")
-            self.rows_checked = True
+            bottom.rows_checked = True
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
         if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
@@ -323,7 +342,7 @@ class EmbeddingDP(PassiveDefense):
         if self.is_identity or self.uses() == 0:
             return None
         if self.misread and not self.uncovered:
-            self.uncovered = f"a layer of the victim's bottom was not called row-wise: {self.misread}"
+            self.uncovered = f"the victim's bottom does not compute as read (row-wise): {self.misread}"
         if not self.rows_checked and not self.uncovered:
             self.uncovered = ("no update of the victim's bottom ran the rows check (no trainable parameter, or no "
                               "batch of two rows or more): its releases' premise was never tested")
@@ -342,28 +361,24 @@ class EmbeddingDP(PassiveDefense):
                 f"{self.idle_updates} update(s) and charged no step for them" if self.idle_updates else "")
         if not self.is_identity and self.rows_checked and not self.uncovered and not self.misread:  # an epsilon's
             idle = "; ".join(filter(None, [idle, HOOKS_ASSUMED]))
-        if self.is_identity or self.n_test == 0 or self.test_rows == 0:
+        if self.is_identity or self.n_test == 0 or not self.test_rows:
             return idle
         if self.misread:  # the premise fails by construction: no per-release claim either
             return "; ".join(filter(None, [f"no epsilon for the test rows either: {self.misread}", idle]))
-        if self.foreign and not self.rows_checked:  # neither proven nor tested: no per-release claim either
-            return "; ".join(filter(None, [f"no epsilon for the test rows either: the victim's bottom is not vflpriv's "
-                                           f"own ({self.foreign}) and no update ran the rows check", idle]))
-        times = math.ceil(self.test_rows / self.n_test)
+        if self.unchecked_foreign:  # neither proven nor tested: no per-release claim either
+            return "; ".join(filter(None, [f"no epsilon for the test rows either: a wrapped bottom is not vflpriv's "
+                                           f"own ({self.unchecked_foreign}) and no update ran its rows check", idle]))
+        times = max(math.ceil(rows / self.n_test) for rows in self.test_rows.values())  # a party's own releases
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
-        return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, through a bottom that never "
-                f"saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features (one release of a "
-                "frozen bottom, not the training's epsilon), where each row is a function of its own sample: true of "
-                "vflpriv's own bottoms, for another checked by probes at the first update of a training only (not at "
-                "inference, not in a training without one, not after it), to the checks' tolerances"
+        return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, at part"
+                f"{'ies' if len(self.parties) > 1 else 'y'} {', '.join(map(str, self.parties))} only, through a "
+                f"bottom that never saw it: ({eps:.3g}, {self.options.delta:g})-DP for that test sample's features "
+                "(one release of a frozen bottom, not the training's epsilon), where each row is a function of its "
+                "own sample: true of vflpriv's own bottoms, for another checked by probes at the first update of a "
+                "training only (not at inference, not in a training without one, not after it), to the checks' "
+                "tolerances"
                 ) + (f"; this bottom is not vflpriv's own ({self.foreign}): that epsilon rests on a premise tested on "
                      "the batch's values, not proven" if self.foreign else "") + (f"; {idle}" if idle else "")
-
-
-#: What every epsilon embedding-dp records assumes and cannot check (issue 47, review rc3 F4).
-HOOKS_ASSUMED = ("the feature epsilon assumes no hooks registered by other code on the victim's bottom or "
-                 "embedding-dp's wrapper (torch lists hooks through no public API, and the probes see a hook only "
-                 "where it mixes the batch's rows at the checked update)")
 
 
 def _same_rows(a: torch.Tensor, b: torch.Tensor) -> bool:

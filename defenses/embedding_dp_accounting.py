@@ -1,5 +1,6 @@
 """embedding-dp's accounting (``defenses/embedding_dp.py`` holds the argument): per training row, the mechanisms it
-passed (:class:`Counts`), and the epsilon of their composition (:func:`gaussian_epsilon`, Opacus' RDP accountant)."""
+passed (:class:`Counts`), the epsilon of their composition (:func:`gaussian_epsilon`, Opacus' RDP accountant), and
+what every epsilon assumes (:data:`HOOKS_ASSUMED`)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,10 @@ def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:
         except (ZeroDivisionError, OverflowError):  # a multiplier so small that every RDP order overflows: no bound
             return math.inf
 
+
+#: What every epsilon embedding-dp records assumes and cannot check (issue 47, reviews rc3 F4, rowcheck4 R5).
+HOOKS_ASSUMED = ("the feature epsilon assumes no hooks registered by other code on the victim's bottom or "
+                 "embedding-dp's wrapper (torch lists hooks through no public API, and the probes see a hook only "
+                 "where it mixes the batch's rows at the checked update), no change to the bottom after an input "
+                 "shape's first forward, no other rows marked as the shared predict's test rows, and every feature "
+                 "use declared")

@@ -22,6 +22,7 @@ import sys
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 #: torch.nn's layers whose output row i depends on input row i alone (BatchNorm on frozen running statistics), by
 #: exact type.
@@ -60,6 +61,17 @@ def foreign_part(module: nn.Module) -> str:
             return (f"{where} carries its own callable {', '.join(own)} (a function or module outside its class's "
                     "forward and registered children: code no one read)")
     return ""
+
+
+def foreign_tensors(module: nn.Module, x: object) -> str:
+    """'' where the batch is exactly a torch.Tensor and each parameter and buffer of ``module`` exactly an
+    nn.Parameter / torch.Tensor; else which is not (a subclass's ``__torch_function__`` can mix rows in any op)."""
+    if type(x) is not torch.Tensor:
+        return f"the batch is a {type(x).__qualname__}, not a torch.Tensor (its class's operations were not read)"
+    tensors = [*((k, p, nn.Parameter) for k, p in module.named_parameters()),
+               *((k, b, torch.Tensor) for k, b in module.named_buffers())]
+    return next((f"'{k}' is a {type(t).__qualname__}, not a {kind.__name__} (its class's operations were not read)"
+                 for k, t, kind in tensors if type(t) is not kind and not is_lazy(t)), "")
 
 
 def read_class(kind: type) -> bool:

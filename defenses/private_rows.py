@@ -12,7 +12,7 @@ from torch.nn.parameter import is_lazy
 
 from vflpriv.common.errors import ProtocolError
 from vflpriv.defenses.gaussian_message import clip_rows
-from vflpriv.defenses.own_modules import calls_checked
+from vflpriv.defenses.own_modules import calls_checked, foreign_tensors
 from vflpriv.defenses.per_sample import GhostTape, ghost_applies
 from vflpriv.defenses.row_checks import computes_in_place
 
@@ -35,7 +35,8 @@ class PrivateRows(nn.Module):
         self.given: tuple[torch.Tensor, torch.Tensor] | None = None  # (rows sent, the input they were computed from)
         self.tape: GhostTape | None = None
         self.checked = False  # whether an update since the last train() checked that the rows are the samples' own
-        self.misread = ""  # the first call of an admitted layer that was not row-wise (no claim then), or ''
+        self.foreign, self.rows_checked, self.sent = "", False, False  # per bottom: embedding-dp's findings, kept
+        self.misread = ""  # the first layer call off its row-wise rule, or tensor subclass, seen (no claim then), or ''
         self.seed = generator.initial_seed()  # the run's (its stream's seed): the checks' probes, no draw moved
         self.train(bottom.training)
 
@@ -63,7 +64,11 @@ class PrivateRows(nn.Module):
         return due
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.sent = True
         given = x  # what a pre-hook on this wrapper left of the caller's batch: compared at the update (input_of)
+        odd = foreign_tensors(self.bottom, x)  # a tensor subclass mixes rows in no layer call: no claim at all
+        if odd:
+            self._misread(odd)
         tape, x = self.tape if self.training and torch.is_grad_enabled() else None, x.clone() if self.copies else x
         first = self.training and self.frozen and not self.forwarded  # DP-SGD's first training forward since train()
         before = [(k, p.detach().clone()) for k, p in self.bottom.named_parameters() if not is_lazy(p)] if first else []

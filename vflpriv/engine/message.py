@@ -26,7 +26,8 @@ Payload = Union[torch.Tensor, dict[str, torch.Tensor]]
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One transmission. ``sample_ids`` (global training-row ids) label the rows of per-sample payloads."""
+    """One transmission. ``sample_ids`` (global training-row ids) label the rows of per-sample payloads; ``test``
+    marks the test rows ``finetune.predict`` sends (they carry no training id)."""
 
     kind: str
     phase: str
@@ -35,6 +36,7 @@ class Message:
     payload: Payload
     sample_ids: torch.Tensor | None = None
     epoch: int = 0
+    test: bool = False
 
     @property
     def direction(self) -> str:

@@ -48,8 +48,8 @@ SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "lo
 PRETRAINING_READS_LABELS = "its pretraining reads labels"
 
 
-#: The methods building a finetuning's bottoms: one overridden may initialise them from the features (a pretraining's
-#: skeleton is covered by its pretraining's use).
+#: The methods building a finetuning's bottoms: one overridden may initialise them from the features (checked in a
+#: pretraining method too: VFLHLP-A declares no use).
 BOTTOM_BUILDERS = ("fresh_bottoms", "skeleton")
 
 
@@ -134,7 +134,8 @@ class Method:
         (``()``: none). The loop computes a passive party's embeddings and updates only at the passive defense points,
         so a mechanism there (``embedding-dp``) bounds what the loop does and nothing else: a use declared here voids
         its claim (no epsilon recorded, the note says why). Derived from the declared traffic and pretraining; a
-        method that overrides ``finetune`` declares its uses by overriding this too, else they are taken as unknown."""
+        method that overrides ``finetune`` declares its uses by overriding this too, else they are taken as unknown
+        (:meth:`undeclared_feature_uses`)."""
         uses = []
         if self.pretrains:
             uses.append("its pretraining trains each party's encoder on the party's features before finetuning starts "
@@ -143,12 +144,16 @@ class Method:
             uses.append("a passive party sends projections of its features in pretraining")
         if ("passive", WEIGHTS, PRETRAIN) in self.sends:
             uses.append("a passive party sends parameters trained on its features to the server in pretraining")
-        for name in ("finetune",) + (() if self.pretrains else BOTTOM_BUILDERS):
-            if hasattr(type(self), name) and _defined_later(type(self), name, "feature_uses"):
-                uses.append(f"its {name}() ({type(self).__name__}) is its own and declares no feature uses "
-                            "(Method.feature_uses), so what it does with them outside the shared loop (a bottom "
-                            "initialised from them?) is unknown")
         return tuple(uses)
+
+    def undeclared_feature_uses(self) -> tuple[str, ...]:
+        """An own ``finetune``, ``predict``, ``pretrain`` or bottom builder without ``feature_uses`` declared beside
+        it, one clause each: what it does with the features is unknown. Apart from ``feature_uses``, which may be
+        overridden (VFLHLP-A pretrains and declares none)."""
+        return tuple(f"its {name}() ({type(self).__name__}) is its own and declares no feature uses "
+                     "(Method.feature_uses), so what it does with them outside the shared loop (a bottom initialised "
+                     "from them?) is unknown" for name in ("finetune", "predict", "pretrain", *BOTTOM_BUILDERS)
+                     if hasattr(type(self), name) and _defined_later(type(self), name, "feature_uses"))
 
     def label_uses(self) -> tuple[str, ...]:
         """Every place the method reads the active party's labels outside the shared finetuning loop, one clause each

@@ -168,6 +168,11 @@ class FederatedSSL(Method):
             return [t.encoder for t in cross]
         return [PooledEncoder(c.encoder, l.encoder, self.options.pooling) for c, l in zip(cross, local)]
 
+    def feature_uses(self) -> tuple[str, ...]:
+        """Declared beside its ``pretrain`` and ``skeleton`` (read): their only use is the pretraining the default
+        names."""
+        return super().feature_uses()
+
     def skeleton(self, fed: Federation) -> list[nn.Module]:
         """Untrained modules of the architecture ``pretrain`` returns (to load cached weights into)."""
         return self._finetune_encoders(*self._towers(fed, 0))

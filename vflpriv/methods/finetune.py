@@ -352,7 +352,8 @@ def predict(fed: Federation, trained: Trained, *, ids: torch.Tensor | None = Non
             x = (p.x_test if ids is None else p.x_train)[batch]
             h = trained.bottoms[p.index](x)
             if p.index != ACTIVE:
-                sent = Message(EMBEDDING, INFERENCE, p.index, ACTIVE, h, None if ids is None else batch)
+                sent = Message(EMBEDDING, INFERENCE, p.index, ACTIVE, h, None if ids is None else batch,
+                               test=ids is None)
                 h = fed.hooks.receive(p.index, fed.channel.send(sent))
             reps.append(h)
         out.append(fed.hooks.predictions(trained.top(reps)))

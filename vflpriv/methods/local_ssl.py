@@ -87,6 +87,11 @@ class LocalSSLMethod(Method):
         super().__init__(options)
         self.history: list[dict[str, list[float]]] = []
 
+    def feature_uses(self) -> tuple[str, ...]:
+        """Declared beside its ``pretrain`` and ``skeleton`` (read): their only use is the pretraining the default
+        names."""
+        return super().feature_uses()
+
     def skeleton(self, fed: Federation) -> list[nn.Module]:
         """Untrained modules of the architecture ``pretrain`` returns (to load cached weights into)."""
         g = torch.Generator().manual_seed(0)

@@ -158,8 +158,9 @@ def _execute(p: Plan) -> list[RunRecord]:
         if guarding:
             record.epsilon_features = sum(e for e, _ in guarding)
             record.epsilon_features_delta = sum(d for _, d in guarding)
-        unguarded = [f"no feature epsilon at victim {record.victim or '(none: a label attack)'}: the feature DP "
-                     "defenses guard other parties' features"] if features and not guarding else []
+        unguarded = [f"no feature epsilon at victim {record.victim}: the feature DP defenses guard other parties' "
+                     "features" if record.victim != "" else "a label attack: the feature epsilon does not apply"
+                     ] if features and not guarding else []
         record.traffic, record.train_seconds = traffic, result.seconds
         record.notes = "; ".join(result.notes + unguarded)  # the bound is at the parties the mechanism noised
         record.canary_key = p.scenario.canary_key
