@@ -94,7 +94,7 @@ from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
 from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
-from vflpriv.defenses.private_rows import PrivateRows
+from vflpriv.defenses.private_rows import PrivateRows, same_rows, same_tensors
 from vflpriv.defenses.per_sample import func_grads, ghost_applies, ghost_grads
 from vflpriv.defenses.row_checks import forward_mixing
 from vflpriv.defenses.tape_checks import record_mixing
@@ -182,6 +182,7 @@ class EmbeddingDP(PassiveDefense):
         self.foreign = ""  # what makes a wrapped bottom not vflpriv's own ('' where none): the premise only tested
         self.wrapped: list[PrivateRows] = []  # the bottoms it wrapped (each records a call off its layer's rule)
         self.parties: list[int] = []  # whose bottom each is
+        self.unseen = ""  # why test rows may have left by a path the mechanism did not count (no test-row claim)
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
@@ -200,13 +201,16 @@ class EmbeddingDP(PassiveDefense):
             self.released.add(message.sample_ids)
         elif message.test and message.phase == INFERENCE:  # the test rows the shared ``finetune.predict`` marks
             self.test_rows[message.sender] = self.test_rows.get(message.sender, 0) + int(payload.shape[0])
-        elif not self.uncovered:  # fail closed: rows of the victim no training sample's count is charged with
-            self.uncovered = (f"the victim sent an embedding message in {message.phase} without sample ids and not "
-                              "marked as finetune.predict's test rows (a release not attributable to samples): no "
-                              "training row's count can be charged with it")
+        else:  # fail closed: rows of the victim no training sample's count (nor the test rows') is charged with
+            self.unseen = (f"the victim sent an embedding message in {message.phase} without sample ids and not "
+                           "marked as finetune.predict's test rows (a release not attributable to samples): no "
+                           "training row's count can be charged with it")
+            self.uncovered = self.uncovered or self.unseen
 
     def covers(self, method) -> str:
-        uses = [*method.feature_uses(), *method.undeclared_feature_uses()]
+        undeclared = method.undeclared_feature_uses()  # its own code may send test rows the mechanism never sees
+        self.unseen = self.unseen or "; ".join(undeclared)
+        uses = [*method.feature_uses(), *undeclared]
         if not self.options.private_bottom:
             uses.append("options.private_bottom=false: the victim's bottom trains on its features without DP-SGD, so "
                         "every later row depends on every sample's features through its parameters")
@@ -280,7 +284,7 @@ class EmbeddingDP(PassiveDefense):
             self.idle_updates += 1
             return
         given = bottom.input_of(sent)
-        if given is not None and given is not x and not _same_rows(given, x):
+        if given is not None and given is not x and not same_rows(given, x):
             raise ProtocolError("embedding-dp: the victim's bottom computed the rows it sent from another input than "
                                 "its batch (a pre-hook on embedding-dp's wrapper?): the sent rows and the update would "
                                 "not be the samples' own; the run fails, no epsilon is recorded")
@@ -296,7 +300,7 @@ class EmbeddingDP(PassiveDefense):
                                     "own sample only: the run fails, no epsilon is recorded")
             bottom.rows_checked = True
         taped = bottom.tape_of(sent)  # the rows' own forward, recorded: no second forward
-        if taped is not None and _same(taped[1].params, trained):  # the tape covers what trains now
+        if taped is not None and same_tensors(taped[1].params, trained):  # the tape covers what trains now
             clipped, tape = taped
             ghost = tape.norms((clipped * received).flatten(1).sum(1), n=n, check=check, seed=bottom.seed)
         else:
@@ -363,11 +367,11 @@ class EmbeddingDP(PassiveDefense):
             idle = "; ".join(filter(None, [idle, HOOKS_ASSUMED]))
         if self.is_identity or self.n_test == 0 or not self.test_rows:
             return idle
-        if self.misread:  # the premise fails by construction: no per-release claim either
-            return "; ".join(filter(None, [f"no epsilon for the test rows either: {self.misread}", idle]))
-        if self.unchecked_foreign:  # neither proven nor tested: no per-release claim either
-            return "; ".join(filter(None, [f"no epsilon for the test rows either: a wrapped bottom is not vflpriv's "
-                                           f"own ({self.unchecked_foreign}) and no update ran its rows check", idle]))
+        untested = self.unchecked_foreign and (f"a wrapped bottom is not vflpriv's own ({self.unchecked_foreign}) "
+                                               "and no update ran its rows check")
+        withheld = self.misread or self.unseen or untested  # the premise fails, rows went unseen, or it is untested
+        if withheld:  # no per-release claim either
+            return "; ".join(filter(None, [f"no epsilon for the test rows either: {withheld}", idle]))
         times = max(math.ceil(rows / self.n_test) for rows in self.test_rows.values())  # a party's own releases
         eps = gaussian_epsilon(self.strength / 2.0, times, delta=self.options.delta)
         return (f"each test row passed embedding-dp's mechanism {times} time(s) at inference, at part"
@@ -379,18 +383,6 @@ class EmbeddingDP(PassiveDefense):
                 "tolerances"
                 ) + (f"; this bottom is not vflpriv's own ({self.foreign}): that epsilon rests on a premise tested on "
                      "the batch's values, not proven" if self.foreign else "") + (f"; {idle}" if idle else "")
-
-
-def _same_rows(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether two batches hold the same values (NaN where the other has NaN)."""
-    if torch.equal(a, b):  # the common case, cheapest
-        return True
-    return a.shape == b.shape and a.dtype == b.dtype and bool(((a == b) | (a != a) & (b != b)).all())
-
-
-def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
-    """Whether two lists hold the same tensors (identity, in order)."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:

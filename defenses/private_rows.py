@@ -112,3 +112,15 @@ class PrivateRows(nn.Module):
         """(the clipped rows, the tape) of the forward that returned ``sent``, once; None for another tensor."""
         taped, self.taped = self.taped, None
         return taped[1:] if taped is not None and taped[0] is sent else None
+
+
+def same_rows(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two batches hold the same values (NaN where the other has NaN)."""
+    if torch.equal(a, b):  # the common case, cheapest
+        return True
+    return a.shape == b.shape and a.dtype == b.dtype and bool(((a == b) | (a != a) & (b != b)).all())
+
+
+def same_tensors(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    """Whether two lists hold the same tensors (identity, in order)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))

@@ -54,6 +54,24 @@ def test_an_overridden_predict_is_an_unknown_feature_use():
     assert "predict()" in _PredictRelease(None).undeclared_feature_uses()[0]
 
 
+def test_a_release_the_mechanism_did_not_count_withholds_the_test_row_claim_too():
+    """Review rowcheck5 (s2): an undeclared own predict() sending raw test embeddings voided the training epsilon but
+    the notes still claimed (2.17, 1e-05)-DP for each test row; an unmarked id-less release or an undeclared method
+    now withholds the test-row claim as well."""
+    p, fed = build_federation(_config(sigma=4.0, epochs=1))
+    dp = p.defenses[0]
+    trained = p.method.finetune(fed, None)
+    p.method.predict(fed, trained)
+    assert "DP for that test sample's features" in dp.notes()
+    _release_training_rows(fed, trained)
+    assert "no epsilon for the test rows either" in dp.notes() and "DP for that test" not in dp.notes()
+    p, fed = build_federation(_config(sigma=4.0, epochs=1))
+    dp = p.defenses[0]
+    assert dp.covers(_PredictRelease(None))  # its own predict(): outside the mechanism
+    p.method.predict(fed, p.method.finetune(fed, None))
+    assert "no epsilon for the test rows either: its predict()" in dp.notes()
+
+
 class _CentredPretrain(VFLHLPActive):
     def pretrain(self, fed):
         return super().pretrain(fed)

@@ -73,6 +73,11 @@ class SSVFLIndependent(SSVFLCoupled):
         return ("the active party trains its head on the labels in a loop of its own (SS-VFL Alg. 1), which calls no "
                 "label defense's hook point",)
 
+    def feature_uses(self) -> tuple[str, ...]:
+        """Declared beside its own finetune (read: each passive party's rows leave once, through the encoder its
+        defenses wrap, with their ids; nothing else reads them), so only the pretraining's use stands."""
+        return super().feature_uses()
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         encoders = [copy.deepcopy(m).eval().requires_grad_(False) for m in pretrained]
         encoders = [e if k == ACTIVE else fed.hooks.passive_bottom(k, e) for k, e in enumerate(encoders)]
