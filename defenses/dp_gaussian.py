@@ -133,7 +133,7 @@ class GaussianDP(TrainingDefense):
     def covers(self, method) -> str:
         """'' where the argument covers ``method``'s every label use (it declares none outside the shared loop), else
         why not."""
-        uses = method.label_uses()
+        uses = [*method.label_uses(), *method.undeclared_label_uses()]
         if uses:
             return (f"{'; '.join(uses)}: outside dp-gaussian's mechanism (only the shared finetuning loop is private), "
                     "so its epsilon does not bound what the passive parties see")

@@ -92,3 +92,28 @@ def test_after_a_label_defense_it_reads_the_randomised_labels_and_is_covered(mar
 def test_a_label_defense_at_its_identity_randomises_nothing_so_marvell_is_still_refused():
     with pytest.raises(IncompatibleError, match="marvell"):
         plan(_binary(DP, {"name": "label-dp"}, {"name": "marvell", "strength": 1.0}))
+
+
+def test_an_own_finetune_in_a_subclass_of_a_method_declaring_its_label_uses_is_still_unknown():
+    """Review rowcheck5 (F2): the rule for an undeclared own finetune sat inside label_uses, which VFLHLP overrides,
+    so a VFLHLP-P subclass with its own finetune (reading the clean labels) kept dp-gaussian's epsilon 4.7285."""
+    from vflpriv.defenses.dp_gaussian import GaussianDP
+    from vflpriv.methods.splitnn import SplitNN
+    from vflpriv.methods.vflhlp import VFLHLPPassive
+
+    class Peek(VFLHLPPassive):
+        def finetune(self, fed, pretrained):
+            return super().finetune(fed, pretrained)
+
+    class Declared(VFLHLPPassive):
+        def label_uses(self):
+            return super().label_uses()
+
+        def finetune(self, fed, pretrained):
+            return super().finetune(fed, pretrained)
+
+    dp = GaussianDP.__new__(GaussianDP)  # covers() reads only the method
+    for cls in (Peek, type("PeekS", (SplitNN,), {"finetune": Peek.finetune})):
+        assert "its finetune()" in dp.covers(cls(cls.Options())), cls
+    assert dp.covers(Declared(Declared.Options())) == ""
+    assert dp.covers(VFLHLPPassive(VFLHLPPassive.Options())) == ""

@@ -162,11 +162,15 @@ class Method:
         claim (the run records no epsilon and says why). A method that overrides ``finetune`` declares its uses, for
         its options, by overriding this too; the default, for a ``finetune`` of its own that does not, is that what
         it reads is unknown (never assumed to be nothing)."""
-        uses = [PRETRAINING_READS_LABELS] if self.pretrain_reads_labels else []
-        if _defined_later(type(self), "finetune", "label_uses"):
-            uses.append(f"its finetune() ({type(self).__name__}) is its own and declares no label uses "
-                        "(Method.label_uses), so what it reads outside the shared loop is unknown")
-        return tuple(uses)
+        return (PRETRAINING_READS_LABELS,) if self.pretrain_reads_labels else ()
+
+    def undeclared_label_uses(self) -> tuple[str, ...]:
+        """An own ``finetune`` without ``label_uses`` declared beside it: what it reads is unknown. Kept apart from
+        ``label_uses``, which methods override (VFLHLP), so that a subclass's own finetune is never assumed clean."""
+        if not _defined_later(type(self), "finetune", "label_uses"):
+            return ()
+        return (f"its finetune() ({type(self).__name__}) is its own and declares no label uses (Method.label_uses), "
+                "so what it reads outside the shared loop is unknown",)
 
     def pretrain(self, fed: Federation) -> list[nn.Module] | None:
         return None
