@@ -273,7 +273,7 @@ class EmbeddingDP(PassiveDefense):
         rows computed elsewhere), where the tape's run-time checks hold (``GhostTape.norms``); any other bottom or
         update (a plugin's module, a subclass, a weight reused by a hook) its per-sample gradients by ``torch.func``.
         On both paths each row must be a function of its own sample (the argument's premise): the first update after
-        each ``train()`` with two rows or more (:meth:`PrivateRows.check_due`: once a training in vflpriv's loop)
+        each ``train()`` with two distinct rows or more (:meth:`PrivateRows.check_due`: once a training in vflpriv's loop)
         checks, on probes, the rows and buffers (``row_checks.forward_mixing``) and, where the tape records the
         bottom, its records as trained (``tape_checks.record_mixing``) and gradients (``row_checks.gradient_mixing``),
         and fails the run with :class:`ProtocolError` where they mix (no epsilon recorded); a bottom that starts
@@ -288,7 +288,7 @@ class EmbeddingDP(PassiveDefense):
             raise ProtocolError("embedding-dp: the victim's bottom computed the rows it sent from another input than "
                                 "its batch (a pre-hook on embedding-dp's wrapper?): the sent rows and the update would "
                                 "not be the samples' own; the run fails, no epsilon is recorded")
-        check, received = bottom.check_due(n), gradient.detach()
+        check, received = bottom.check_due(x), gradient.detach()
         if check:  # an instance method added since the wrap makes it foreign; then the probes (rows, buffers, records)
             self._foreign(inner, bottom)
             records = record_mixing(inner, x, received, clip=bottom.clip, seed=bottom.seed) \

@@ -55,12 +55,16 @@ class PrivateRows(nn.Module):
         self.shapes: set = set()  # the input shapes whose layer calls were checked since this train() / eval()
         return self
 
-    def check_due(self, n: int) -> bool:
-        """Whether this update, of a batch of ``n`` rows, checks that the rows are the samples' own: the first after
-        each ``train()`` (the tape rebuilt; vflpriv's loop calls it once a training) with n >= 2 (one row has no other
-        to compare with: the check waits for the next update). Its cost: benchmarks/embedding_dp_parts.py --check."""
-        due = not self.checked and n >= 2
-        self.checked = self.checked or due
+    def check_due(self, x: torch.Tensor) -> bool:
+        """Whether this update, of the batch ``x``, checks that the rows are the samples' own: the first after each
+        ``train()`` (the tape rebuilt; vflpriv's loop calls it once a training) whose rows are not all equal (one row,
+        or n equal ones, has no other value to compare with: every probe would be the batch, so the check waits for
+        the next update). Its cost: benchmarks/embedding_dp_parts.py --check."""
+        if self.checked:
+            return False
+        flat = x.reshape(x.shape[0], -1)
+        due = x.shape[0] >= 2 and bool((flat != flat[:1]).any())
+        self.checked = due
         return due
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -75,8 +75,9 @@ def halves(n: int, device: torch.device, *, seed: int = 0) -> tuple[torch.Tensor
 def probe_batches(x: torch.Tensor, kept: list[torch.Tensor], *, chosen_by: torch.Tensor | None = None
                   ) -> list[torch.Tensor]:
     """Per probe, a copy of ``x`` whose rows not in its kept set are replaced by kept rows: each by the next kept row
-    (cycled) whose row of ``chosen_by`` (default ``x``) differs from its own, where one does (a replacement by an equal
-    row changes nothing, so a duplicate row would hide the pair from the probe); the cycled one where none does."""
+    (cycled), or, where that row of ``chosen_by`` (default ``x``) equals its own, by a kept row of another value where
+    one exists (a replacement by an equal row changes nothing, so a duplicate row would hide the pair from the probe).
+    Linear in n: the other value is the first kept row's, or the first kept row differing from it."""
     n, out = x.shape[0], []
     basis = x if chosen_by is None else chosen_by
     group = torch.unique(basis.reshape(n, -1), dim=0, return_inverse=True)[1]  # equal rows, one group
@@ -84,13 +85,14 @@ def probe_batches(x: torch.Tensor, kept: list[torch.Tensor], *, chosen_by: torch
         other = torch.ones(n, dtype=torch.bool, device=rows.device)
         other[rows] = False
         other = other.nonzero().flatten()
-        r = rows.numel()
-        ahead = torch.arange(r, device=rows.device)
-        order = (torch.arange(other.numel(), device=rows.device)[:, None] + ahead) % r  # candidates, cycled order
-        differs = group[rows][order] != group[other][:, None]
-        first = differs.to(torch.int8).argmax(1, keepdim=True)  # 0 (the cycled row) where none differs
+        cycled = rows[torch.arange(other.numel(), device=rows.device) % rows.numel()]
+        kept_group = group[rows]
+        second = rows[(kept_group != kept_group[0]).to(torch.int8).argmax()]  # rows[0] itself where all are equal
+        own = group[other]
+        alternative = torch.where(group[rows[0]] != own, rows[0], second)
+        source = torch.where((group[cycled] == own) & (group[alternative] != own), alternative, cycled)
         probe = x.clone()
-        probe[other] = x[rows[order.gather(1, first).squeeze(1)]]
+        probe[other] = x[source]
         out.append(probe)
     return out
 

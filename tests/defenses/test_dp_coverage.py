@@ -114,6 +114,44 @@ def test_an_own_finetune_in_a_subclass_of_a_method_declaring_its_label_uses_is_s
 
     dp = GaussianDP.__new__(GaussianDP)  # covers() reads only the method
     for cls in (Peek, type("PeekS", (SplitNN,), {"finetune": Peek.finetune})):
-        assert "its finetune()" in dp.covers(cls(cls.Options())), cls
+        assert ".finetune()" in dp.covers(cls(cls.Options())), cls
     assert dp.covers(Declared(Declared.Options())) == ""
     assert dp.covers(VFLHLPPassive(VFLHLPPassive.Options())) == ""
+
+
+def test_any_own_code_of_a_plugin_voids_the_claims_on_both_sides_unless_declared_beside_it():
+    """Review rvlead F1/F2: the rule named finetune only (labels) or five methods (features), so an own
+    ``fresh_bottoms``/``pretrain`` or a helper a declared method calls (VFLHLP's ``fresh_active_encoder``, ``_fresh``)
+    reading the clean labels or the features kept dp-gaussian's epsilon 244.04 and embedding-dp's 438.86."""
+    from vflpriv.defenses.dp_gaussian import GaussianDP
+    from vflpriv.methods.splitnn import SplitNN
+    from vflpriv.methods.vflhlp import VFLHLPActive, VFLHLPPassive
+
+    def own(base, name, **extra):
+        return type("Own", (base,), {name: getattr(base, name), **extra})
+
+    dp = GaussianDP.__new__(GaussianDP)  # covers() reads only the method
+    leaks = [own(SplitNN, "fresh_bottoms"), own(SplitNN, "pretrain"), own(SplitNN, "predict"),
+             own(VFLHLPPassive, "fresh_active_encoder"), own(VFLHLPActive, "_fresh"),
+             type("Own", (SplitNN,), {"helper": lambda self: None})]
+    for cls in leaks:
+        m = cls(cls.Options())
+        assert "Own." in dp.covers(m) and "Own." in m.undeclared_feature_uses()[0], cls.__mro__[1]
+    declared = own(VFLHLPActive, "_fresh", label_uses=VFLHLPActive.label_uses,
+                   feature_uses=VFLHLPActive.feature_uses)
+    m = declared(declared.Options())
+    assert m.undeclared_label_uses() == m.undeclared_feature_uses() == ()
+    assert dp.covers(m) == dp.covers(VFLHLPActive(VFLHLPActive.Options()))
+
+
+def test_every_registered_method_declares_its_uses_beside_its_own_code():
+    """The built-ins' epsilons rest on their declarations: a helper added to a method's class without its
+    ``label_uses``/``feature_uses`` beside it must fail here, not silently drop the method's claim (local-a's own
+    finetune and predict are undeclared on the feature side: it sends no embedding, so no feature claim is made)."""
+    from vflpriv.config.registry import METHODS
+
+    for name in METHODS.names():
+        cls = METHODS.get(name)
+        m = cls(cls.Options())
+        assert m.undeclared_label_uses() == (), name
+        assert m.undeclared_feature_uses() == () or name == "local-a", name

@@ -69,7 +69,7 @@ def test_a_release_the_mechanism_did_not_count_withholds_the_test_row_claim_too(
     dp = p.defenses[0]
     assert dp.covers(_PredictRelease(None))  # its own predict(): outside the mechanism
     p.method.predict(fed, p.method.finetune(fed, None))
-    assert "no epsilon for the test rows either: its predict()" in dp.notes()
+    assert "no epsilon for the test rows either: its own code (_PredictRelease.predict())" in dp.notes()
 
 
 class _CentredPretrain(VFLHLPActive):

@@ -211,8 +211,19 @@ def test_a_batch_of_one_row_does_not_use_up_the_training_s_check():
     """check_due consumed the only check on a batch of one row, where nothing can be compared."""
     wrapped = PrivateRows(nn.Linear(6, 3), clip=1.0, sigma=0.3, frozen=True,
                           generator=torch.Generator().manual_seed(3)).train()
-    assert not wrapped.check_due(1)
-    assert wrapped.check_due(8) and not wrapped.check_due(8)
+    assert not wrapped.check_due(torch.ones(1, 6))
+    assert wrapped.check_due(torch.arange(48.0).view(8, 6)) and not wrapped.check_due(torch.arange(48.0).view(8, 6))
+
+
+def test_a_batch_of_equal_rows_does_not_use_up_the_training_s_check():
+    """Review rvlead F3: with every row equal each probe is the batch, so nothing is compared, yet the check was used
+    up: a bottom centring over its batch got rows_checked and a test-row epsilon."""
+    wrapped = PrivateRows(nn.Linear(6, 3), clip=1.0, sigma=0.3, frozen=True,
+                          generator=torch.Generator().manual_seed(3)).train()
+    assert not wrapped.check_due(torch.ones(64, 6))
+    x = torch.ones(64, 6)
+    x[5, 2] = 0.5
+    assert wrapped.check_due(x)
 
 
 class _Counting(nn.Module):

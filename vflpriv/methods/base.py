@@ -48,17 +48,36 @@ SHARED_LOOP: frozenset[str] = frozenset({"top:linear", "top:mlp", "top:sum", "lo
 PRETRAINING_READS_LABELS = "its pretraining reads labels"
 
 
-#: The methods building a finetuning's bottoms: one overridden may initialise them from the features (checked in a
-#: pretraining method too: VFLHLP-A declares no use).
-BOTTOM_BUILDERS = ("fresh_bottoms", "skeleton")
+#: What a method's class may define without declaring its uses beside it: the declarations themselves and what no
+#: federation reaches (the options, the adversary's no-federation prior). Everything else is code the run may call.
+DECLARATIONS = frozenset({"Options", "__init__", "label_uses", "feature_uses", "supported", "declared",
+                          "passive_receives", "can_pretrain_alone", "pretrain_alone", "alone_skeleton"})
 
 
-def _defined_later(cls: type, name: str, than: str) -> bool:
-    """Whether ``cls`` gets ``name`` from a class below the one it gets ``than`` from (a method overriding
-    ``finetune`` without declaring its ``label_uses`` beside it)."""
+def own_code(cls: type, than: str) -> list[str]:
+    """Every function (or other callable or descriptor) a class of ``cls``'s MRO defines below the class ``than`` (a
+    declaration: ``label_uses``, ``feature_uses``) comes from, as ``Class.name``, bar :data:`DECLARATIONS`: fail
+    closed, a helper a declared method calls (VFLHLP's ``fresh_active_encoder``) counts as much as ``finetune``."""
     mro = cls.__mro__
-    where = {n: next(i for i, k in enumerate(mro) if n in vars(k)) for n in (name, than)}
-    return where[name] < where[than]
+    below = mro[:next(i for i, k in enumerate(mro) if than in vars(k))]
+    seen: set[str] = set()
+    found = []
+    for k in below:
+        for name, value in vars(k).items():
+            code = callable(value) or hasattr(value, "__get__")
+            if code and name not in DECLARATIONS and name not in seen:
+                seen.add(name)
+                found.append(f"{k.__name__}.{name}()")
+    return found
+
+
+def _undeclared(cls: type, than: str, what: str) -> tuple[str, ...]:
+    """One clause naming ``cls``'s own code without ``than`` declared beside it, or ``()``."""
+    code = own_code(cls, than)
+    if not code:
+        return ()
+    return (f"its own code ({', '.join(code)}) declares no {what} uses beside it (Method.{than}), so what it does "
+            f"with the {what}s outside the shared loop is unknown",)
 
 
 class Method:
@@ -147,30 +166,25 @@ class Method:
         return tuple(uses)
 
     def undeclared_feature_uses(self) -> tuple[str, ...]:
-        """An own ``finetune``, ``predict``, ``pretrain`` or bottom builder without ``feature_uses`` declared beside
-        it, one clause each: what it does with the features is unknown. Apart from ``feature_uses``, which may be
-        overridden (VFLHLP-A pretrains and declares none)."""
-        return tuple(f"its {name}() ({type(self).__name__}) is its own and declares no feature uses "
-                     "(Method.feature_uses), so what it does with them outside the shared loop (a bottom initialised "
-                     "from them?) is unknown" for name in ("finetune", "predict", "pretrain", *BOTTOM_BUILDERS)
-                     if hasattr(type(self), name) and _defined_later(type(self), name, "feature_uses"))
+        """The class's own code (:func:`own_code`: ``finetune``, ``predict``, ``pretrain``, a bottom builder, any helper
+        they call) without ``feature_uses`` declared beside it: what it does with the features is unknown. Kept apart
+        from ``feature_uses``, which may be overridden (VFLHLP-A pretrains and declares none)."""
+        return _undeclared(type(self), "feature_uses", "feature")
 
     def label_uses(self) -> tuple[str, ...]:
         """Every place the method reads the active party's labels outside the shared finetuning loop, one clause each
         naming where and what (``()``: none). The shared loop reads a label only through the defenses' hook points, so
         a mechanism there (``dp-gaussian``) bounds what the loop does and nothing else: any use declared here voids its
         claim (the run records no epsilon and says why). A method that overrides ``finetune`` declares its uses, for
-        its options, by overriding this too; the default, for a ``finetune`` of its own that does not, is that what
-        it reads is unknown (never assumed to be nothing)."""
+        its options, by overriding this too (beside any code of its own: :meth:`undeclared_label_uses`, never assumed
+        to be nothing)."""
         return (PRETRAINING_READS_LABELS,) if self.pretrain_reads_labels else ()
 
     def undeclared_label_uses(self) -> tuple[str, ...]:
-        """An own ``finetune`` without ``label_uses`` declared beside it: what it reads is unknown. Kept apart from
-        ``label_uses``, which methods override (VFLHLP), so that a subclass's own finetune is never assumed clean."""
-        if not _defined_later(type(self), "finetune", "label_uses"):
-            return ()
-        return (f"its finetune() ({type(self).__name__}) is its own and declares no label uses (Method.label_uses), "
-                "so what it reads outside the shared loop is unknown",)
+        """The class's own code (:func:`own_code`) without ``label_uses`` declared beside it: what it reads is unknown.
+        Kept apart from ``label_uses``, which methods override (VFLHLP), so that a subclass's own code is never
+        assumed clean."""
+        return _undeclared(type(self), "label_uses", "label")
 
     def pretrain(self, fed: Federation) -> list[nn.Module] | None:
         return None

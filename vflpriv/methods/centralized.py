@@ -79,6 +79,9 @@ class Centralized(Method):
     def label_uses(self) -> tuple[str, ...]:
         return ("not federated: the estimator fits the labels of the pooled features",)
 
+    def feature_uses(self) -> tuple[str, ...]:
+        return ("not federated: every party's features are pooled in one place and the estimator fits them",)
+
     def finetune(self, fed: Federation, pretrained: list[nn.Module] | None) -> Trained:
         ids = fed.labeled_aligned()
         x = pooled(fed, "train", ids).double().cpu().numpy()
@@ -95,6 +98,14 @@ class CentralizedLR(Centralized):
 
     Options = LROptions
 
+    def label_uses(self) -> tuple[str, ...]:
+        """Declared beside ``estimator`` (read: the estimator the base class fits): the base class's uses."""
+        return super().label_uses()
+
+    def feature_uses(self) -> tuple[str, ...]:
+        """Declared beside ``estimator`` (read): the base class's uses."""
+        return super().feature_uses()
+
     def estimator(self, seed: int):
         return make_pipeline(StandardScaler(), LogisticRegression(C=self.options.C, max_iter=self.options.max_iter))
 
@@ -103,6 +114,14 @@ class CentralizedGBDT(Centralized):
     """Gradient-boosted trees on pooled features (scikit-learn, or LightGBM)."""
 
     Options = GBDTOptions
+
+    def label_uses(self) -> tuple[str, ...]:
+        """Declared beside ``estimator`` (read: the estimator the base class fits): the base class's uses."""
+        return super().label_uses()
+
+    def feature_uses(self) -> tuple[str, ...]:
+        """Declared beside ``estimator`` (read): the base class's uses."""
+        return super().feature_uses()
 
     def __init__(self, options: GBDTOptions):
         super().__init__(options)

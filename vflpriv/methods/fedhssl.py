@@ -173,6 +173,11 @@ class FederatedSSL(Method):
         names."""
         return super().feature_uses()
 
+    def label_uses(self) -> tuple[str, ...]:
+        """Declared beside its ``pretrain``, ``skeleton`` and their helpers (read): self-supervised, they read no
+        label, so its uses are the default's."""
+        return super().label_uses()
+
     def skeleton(self, fed: Federation) -> list[nn.Module]:
         """Untrained modules of the architecture ``pretrain`` returns (to load cached weights into)."""
         return self._finetune_encoders(*self._towers(fed, 0))

@@ -260,6 +260,11 @@ class FewShotVFL(OneShotVFL):
         return (*super().label_uses(), "the pseudo-label probabilities sent to every passive party come from the "
                 "server's classifiers trained on the clean labels (Alg. 2, Eq. 8-9)")
 
+    def feature_uses(self) -> tuple[str, ...]:
+        """Declared beside ``_expand`` (read): its local SSL on the pseudo-labeled unaligned samples is the use the
+        one-shot declaration names."""
+        return super().feature_uses()
+
     def _expand(self, fed, models, ids, y, top, unlabeled, seed) -> None:
         """Alg. 2: H_o and H_u up, the server's probabilities down, each party's SSL on its expanded labeled set."""
         o, parties = self.options, fed.parties
