@@ -130,6 +130,10 @@ def main() -> None:
     parser.add_argument("--against", type=Path, metavar="DIR", help="this code and DIR's, each in a fresh process")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    for tree in (args.code, args.against):
+        if tree is not None and not (tree / "defenses" / "embedding_dp.py").is_file():
+            parser.exit(2, f"error: {tree} holds no defenses/embedding_dp.py: give a checkout's root (a folder "
+                           "from `git worktree add` or `git archive`), or this code would be compared with itself\n")
     if args.against is None:
         if args.code is not None:
             _load(args.code)

@@ -273,7 +273,7 @@ class EmbeddingDP(PassiveDefense):
         rows computed elsewhere), where the tape's run-time checks hold (``GhostTape.norms``); any other bottom or
         update (a plugin's module, a subclass, a weight reused by a hook) its per-sample gradients by ``torch.func``.
         On both paths each row must be a function of its own sample (the argument's premise): the first update after
-        each ``train()`` with two distinct rows or more (:meth:`PrivateRows.check_due`: once a training in vflpriv's loop)
+        each ``train()`` with two distinct rows or more (:meth:`PrivateRows.check_due`: once a training in the loop)
         checks, on probes, the rows and buffers (``row_checks.forward_mixing``) and, where the tape records the
         bottom, its records as trained (``tape_checks.record_mixing``) and gradients (``row_checks.gradient_mixing``),
         and fails the run with :class:`ProtocolError` where they mix (no epsilon recorded); a bottom that starts

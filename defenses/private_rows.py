@@ -63,7 +63,8 @@ class PrivateRows(nn.Module):
         if self.checked:
             return False
         flat = x.reshape(x.shape[0], -1)
-        due = x.shape[0] >= 2 and bool((flat != flat[:1]).any())
+        differs = (flat != flat[:1]) & ~(flat.isnan() & flat[:1].isnan())  # NaN equals NaN here, as torch.unique has it
+        due = x.shape[0] >= 2 and bool(differs.any())
         self.checked = due
         return due
 

@@ -155,3 +155,51 @@ def test_every_registered_method_declares_its_uses_beside_its_own_code():
         m = cls(cls.Options())
         assert m.undeclared_label_uses() == (), name
         assert m.undeclared_feature_uses() == () or name == "local-a", name
+
+
+def test_code_the_effective_declaration_does_not_inherit_from_or_set_on_the_instance_is_undeclared():
+    """Review rvlead2 G1: own_code looked at the classes before the declaring one only, so code set on the instance
+    in __init__, a mixin's code after the declaring class, a declaration in a mixin before a class with code, a
+    mixin's __getattribute__ and a metaclass patching the instance each kept dp-gaussian's epsilon 244.04."""
+    from vflpriv.defenses.dp_gaussian import GaussianDP
+    from vflpriv.methods.base import Method
+    from vflpriv.methods.splitnn import SplitNN
+    from vflpriv.methods.vflhlp import VFLHLPPassive
+
+    class InitLeak(SplitNN):
+        def __init__(self, options):
+            super().__init__(options)
+            self.fresh_bottoms = lambda fed: SplitNN.fresh_bottoms(self, fed)
+
+    class StampPredict(Method):
+        def predict(self, fed, trained, *, ids=None):
+            return super().predict(fed, trained, ids=ids)
+
+    class NoUses:
+        def label_uses(self):
+            return ()
+
+        def feature_uses(self):
+            return ()
+
+    class Fresh(SplitNN):
+        def fresh_bottoms(self, fed):
+            return super().fresh_bottoms(fed)
+
+    class GetAttribute:
+        def __getattribute__(self, name):
+            return object.__getattribute__(self, name)
+
+    class Meta(type):
+        def __call__(cls, *args, **kwargs):
+            return super().__call__(*args, **kwargs)
+
+    dp = GaussianDP.__new__(GaussianDP)  # covers() reads only the method
+    for cls in (InitLeak, type("MixinLeak", (VFLHLPPassive, StampPredict), {}),
+                type("DeclMixinLeak", (NoUses, Fresh), {}), type("GetAttributeLeak", (SplitNN, GetAttribute), {}),
+                Meta("MetaLeak", (SplitNN,), {})):
+        m = cls(cls.Options())
+        assert "its own code" in dp.covers(m) and m.undeclared_feature_uses(), cls.__name__
+    data_mixin = type("Consts", (), {"width": 3})
+    m = type("WithData", (SplitNN, data_mixin), {})(SplitNN.Options())
+    assert m.undeclared_label_uses() == m.undeclared_feature_uses() == ()  # data alone is no code

@@ -279,3 +279,12 @@ def test_a_run_whose_bottom_mixes_only_into_the_tape_s_records_fails_with_no_eps
     (record,) = run_safely([_config(sigma=4.0, epochs=1)])
     assert record.status == "failed" and "mixes the batch's rows" in record.error and PREMISE in record.error
     assert "Traceback" not in record.error and math.isnan(record.epsilon_features)
+
+
+def test_equal_rows_holding_a_nan_do_not_use_up_the_check_either():
+    """Review rvlead2 G3: NaN never equals NaN, so equal rows holding one counted as distinct and used up the check."""
+    wrapped = PrivateRows(nn.Linear(6, 3), clip=1.0, sigma=0.3, frozen=True,
+                          generator=torch.Generator().manual_seed(3)).train()
+    x = torch.ones(16, 6)
+    x[:, 2] = float("nan")
+    assert not wrapped.check_due(x)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import copy
 from typing import TYPE_CHECKING, ClassVar
 
@@ -49,34 +50,40 @@ PRETRAINING_READS_LABELS = "its pretraining reads labels"
 
 
 #: What a method's class may define without declaring its uses beside it: the declarations themselves and what no
-#: federation reaches (the options, the adversary's no-federation prior). Everything else is code the run may call.
+#: federation reaches (the options, the adversary's no-federation prior, the instance's attribute dictionary).
 DECLARATIONS = frozenset({"Options", "__init__", "label_uses", "feature_uses", "supported", "declared",
-                          "passive_receives", "can_pretrain_alone", "pretrain_alone", "alone_skeleton"})
+                          "passive_receives", "can_pretrain_alone", "pretrain_alone", "alone_skeleton", "__dict__",
+                          "__weakref__"})
 
 
-def own_code(cls: type, than: str) -> list[str]:
-    """Every function (or other callable or descriptor) a class of ``cls``'s MRO defines below the class ``than`` (a
-    declaration: ``label_uses``, ``feature_uses``) comes from, as ``Class.name``, bar :data:`DECLARATIONS`: fail
-    closed, a helper a declared method calls (VFLHLP's ``fresh_active_encoder``) counts as much as ``finetune``."""
-    mro = cls.__mro__
-    below = mro[:next(i for i, k in enumerate(mro) if than in vars(k))]
-    seen: set[str] = set()
-    found = []
-    for k in below:
-        for name, value in vars(k).items():
-            code = callable(value) or hasattr(value, "__get__")
-            if code and name not in DECLARATIONS and name not in seen:
-                seen.add(name)
-                found.append(f"{k.__name__}.{name}()")
+def _code(k: type) -> list[str]:
+    """The functions (or other callables or descriptors) class ``k`` defines, bar :data:`DECLARATIONS`."""
+    return [f"{k.__name__}.{name}()" for name, value in vars(k).items()
+            if (callable(value) or hasattr(value, "__get__")) and name not in DECLARATIONS]
+
+
+def own_code(method: Method | type, than: str) -> list[str]:
+    """The code a method may run that its effective ``than`` (``label_uses``, ``feature_uses``: the first class of the
+    MRO defining it) does not cover, as ``Class.name()``: fail closed, every function of a class the declaring class
+    does not inherit from (a helper a declared method calls counts as much as ``finetune``; a mixin's code after the
+    declaring class or a declaration in a mixin before a class with code are not covered), a metaclass's code, and
+    callables set on the instance (``self.fresh_bottoms = ...`` in ``__init__``)."""
+    cls = method if isinstance(method, type) else type(method)
+    declaring = next(k for k in cls.__mro__ if than in vars(k))
+    found = [c for k in cls.__mro__ if not issubclass(declaring, k) for c in _code(k)]
+    found += [c for meta in type(cls).__mro__ if meta not in (type, object, abc.ABCMeta) for c in _code(meta)]
+    if not isinstance(method, type):
+        found += [f"self.{name}" for name, value in vars(method).items() if callable(value)]
     return found
 
 
-def _undeclared(cls: type, than: str, what: str) -> tuple[str, ...]:
-    """One clause naming ``cls``'s own code without ``than`` declared beside it, or ``()``."""
-    code = own_code(cls, than)
+def _undeclared(method: Method, than: str, what: str) -> tuple[str, ...]:
+    """One clause naming the method's own code without ``than`` declared beside it, or ``()``."""
+    code = own_code(method, than)
     if not code:
         return ()
-    return (f"its own code ({', '.join(code)}) declares no {what} uses beside it (Method.{than}), so what it does "
+    named = ", ".join(code[:6]) + (f" and {len(code) - 6} more" if len(code) > 6 else "")
+    return (f"its own code ({named}) declares no {what} uses beside it (Method.{than}), so what it does "
             f"with the {what}s outside the shared loop is unknown",)
 
 
@@ -169,7 +176,7 @@ class Method:
         """The class's own code (:func:`own_code`: ``finetune``, ``predict``, ``pretrain``, a bottom builder, any helper
         they call) without ``feature_uses`` declared beside it: what it does with the features is unknown. Kept apart
         from ``feature_uses``, which may be overridden (VFLHLP-A pretrains and declares none)."""
-        return _undeclared(type(self), "feature_uses", "feature")
+        return _undeclared(self, "feature_uses", "feature")
 
     def label_uses(self) -> tuple[str, ...]:
         """Every place the method reads the active party's labels outside the shared finetuning loop, one clause each
@@ -184,7 +191,7 @@ class Method:
         """The class's own code (:func:`own_code`) without ``label_uses`` declared beside it: what it reads is unknown.
         Kept apart from ``label_uses``, which methods override (VFLHLP), so that a subclass's own code is never
         assumed clean."""
-        return _undeclared(type(self), "label_uses", "label")
+        return _undeclared(self, "label_uses", "label")
 
     def pretrain(self, fed: Federation) -> list[nn.Module] | None:
         return None
