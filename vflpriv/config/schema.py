@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from vflpriv.common.errors import VflprivError
+from vflpriv.common.secret_kinds import FEATURES
 from vflpriv.config.keys import code_mark, config_hash, keyed
 from vflpriv.config.options import MAX_INT, Options
 from vflpriv.config.registry import ATTACKS, DATASETS
@@ -61,6 +62,11 @@ class PartitionConfig(Options):
         "the active party trains on (never canaries or validation samples), whose victim features the adversary knows "
         "(with the messages it received about them); drawn from the seed, apart from every other draw; unset = 10% of "
         "the aligned training samples (VFLAIR's share)")
+
+    def without_aux_features(self) -> PartitionConfig:
+        """This partition as the training and a label attack read it: ``aux_features`` (read only by a feature attack
+        and its prior) at its default, so their keys and caches stay the ones they were without it."""
+        return self.model_copy(update={"aux_features": None})
     canaries: int = Field(
         0, ge=0, description="random-label canaries for the privacy audit: this many of the active party's labeled "
         "aligned training samples (never auxiliary ones) train with a label drawn uniformly from the classes, drawn "
@@ -280,8 +286,10 @@ class TrainingConfig(Options):
     device: str = "cpu"
 
     def training_key(self) -> str:
-        """Hash of what the federation's training depends on (the device must not change results)."""
-        return config_hash(keyed(self.model_dump(mode="json", include=TRAINING_FIELDS)))
+        """Hash of what the federation's training depends on (the device must not change results; nor does
+        ``partition.aux_features``, which only a feature attack reads)."""
+        trained = self.model_copy(update={"partition": self.partition.without_aux_features()})
+        return config_hash(keyed(trained.model_dump(mode="json", include=TRAINING_FIELDS)))
 
     def training(self) -> TrainingConfig:
         return TrainingConfig.model_validate(self.model_dump(include=set(TrainingConfig.model_fields)))
@@ -316,5 +324,16 @@ class RunConfig(TrainingConfig):
         return config_hash({"training": key, "acting attack": acting})
 
     def key(self) -> str:
-        """Stable hash of the whole configuration (device excluded): the record's key in the store."""
-        return config_hash(keyed(self.model_dump(mode="json", exclude={"device"})))
+        """Stable hash of the whole configuration (device excluded): the record's key in the store; a label attack's
+        leaves out ``partition.aux_features`` (a feature attack's known samples), which neither it nor its training
+        reads."""
+        run = self if self.attack_secret() == FEATURES else self.model_copy(
+            update={"partition": self.partition.without_aux_features()})
+        return config_hash(keyed(run.model_dump(mode="json", exclude={"device"})))
+
+    def attack_secret(self) -> str:
+        """The secret the attack infers (``Attack.secret``); an unknown attack's is unknown (the planner says so)."""
+        try:
+            return ATTACKS.get(self.attack.name).secret
+        except VflprivError:
+            return ""

@@ -356,7 +356,8 @@ def pretrain_key(config: TrainingConfig, method: type) -> str:
         "method_code": _method_code(method),
         "method_class": f"{method.__module__}.{method.__qualname__}",
         "dataset": config.dataset.model_dump(mode="json"), "data": data_of(config),
-        "partition": config.partition.model_dump(mode="json", exclude=None if reads_labels else LABEL_FIELDS),
+        "partition": config.partition.without_aux_features().model_dump(
+            mode="json", exclude=None if reads_labels else LABEL_FIELDS),
         "model": config.model.model_dump(mode="json"),
         "method": config.method.model_dump(mode="json"),
         "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses
