@@ -3,12 +3,14 @@ attack fills keep their keys (its run's: test_revision_zero_cache_keys), and one
 
 from __future__ import annotations
 
+import json
+
 import torch
 
 from vflpriv.config.registry import METHODS
 from vflpriv.config.schema import RunConfig
 from vflpriv.data.scenario import known_features
-from vflpriv.runner.execution import pretrain_key
+from vflpriv.runner.execution import blank_record, pretrain_key
 from vflpriv.runner.planning import plan
 from vflpriv.runner.prior import PriorPlan, encoder_key
 
@@ -33,3 +35,10 @@ def test_one_training_serves_feature_runs_of_every_count_each_with_its_own_known
     assert label.known is None and five.known.numel() == 5
     assert torch.equal(default.known, known_features(p.scenario, None)) and default.known.numel() != 5
     assert default.prior.training != five.prior.training  # the feature prior is fitted on the known samples
+
+
+def test_a_label_run_s_record_holds_its_configuration_as_read_and_a_feature_run_s_its_count():
+    """Else a store holding label runs written beside a feature attack and without one showed two variants."""
+    configs = {name: json.loads(blank_record(_run(name, 5)).config) for name in ("mc", "fi-decoder")}
+    assert configs["mc"]["partition"]["aux_features"] is None
+    assert configs["fi-decoder"]["partition"]["aux_features"] == 5

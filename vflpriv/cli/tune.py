@@ -139,7 +139,7 @@ def tune(
 
 def _without_strength(config) -> dict:
     """A run's configuration as JSON data, without the swept defense's strength: the same for every tuned point."""
-    data = config.model_dump(mode="json", exclude={"device"}) if not isinstance(config, dict) else dict(config)
+    data = dict(config) if isinstance(config, dict) else config.as_read().model_dump(mode="json", exclude={"device"})
     data.pop("device", None)
     data["defenses"] = [{k: v for k, v in d.items() if not (k == "strength" and d.get("sweep"))}
                         for d in data.get("defenses", [])]

@@ -324,12 +324,16 @@ class RunConfig(TrainingConfig):
         return config_hash({"training": key, "acting attack": acting})
 
     def key(self) -> str:
-        """Stable hash of the whole configuration (device excluded): the record's key in the store; a label attack's
-        leaves out ``partition.aux_features`` (a feature attack's known samples), which neither it nor its training
-        reads."""
-        run = self if self.attack_secret() == FEATURES else self.model_copy(
-            update={"partition": self.partition.without_aux_features()})
-        return config_hash(keyed(run.model_dump(mode="json", exclude={"device"})))
+        """Stable hash of the whole configuration as the run reads it (:meth:`as_read`; device excluded): the record's
+        key in the store."""
+        return config_hash(keyed(self.as_read().model_dump(mode="json", exclude={"device"})))
+
+    def as_read(self) -> RunConfig:
+        """This run as it reads its configuration: a label attack's without ``partition.aux_features`` (a feature
+        attack's known samples), which neither it nor its training reads; what its key and its record hold."""
+        if self.attack_secret() == FEATURES:
+            return self
+        return self.model_copy(update={"partition": self.partition.without_aux_features()})
 
     def attack_secret(self) -> str:
         """The secret the attack infers (``Attack.secret``); an unknown attack's is unknown (the planner says so)."""
