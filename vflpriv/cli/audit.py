@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, get_args
 
 import typer
 
@@ -23,6 +23,8 @@ from vflpriv.config.parse import (
     validate,
 )
 from vflpriv.config.presets import settings, user_patterns
+from vflpriv.config.registry import ATTACKS, DEFENSES
+from vflpriv.config.schema import Phase
 from vflpriv.store import cache
 from vflpriv.store.folders import DEFAULT_OUT
 from vflpriv.store.provenance import versions
@@ -32,14 +34,22 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+#: Each comma-separated option's valid names (read only when it is refused as empty) and what leaving it out gives.
+CHOICES = {"--attacks": (lambda: ATTACKS.names(), "the default battery"),
+           "--defenses": (lambda: ["none", *DEFENSES.names()], "every registered one"),
+           "--phases": (lambda: list(get_args(Phase)), "finetune (and pretrain where the method pretrains)")}
+
+
 def _names(text: str | None, option: str) -> list[str] | None:
     """Comma-separated names, or None when the option is left out; given empty, it is refused (it would otherwise
-    read as "every one")."""
+    read as "every one"), naming the valid ones."""
     if text is None:
         return None
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise ConfigError(f"{option} is empty; give names, comma-separated, or leave it out for every one")
+        choices, default = CHOICES[option]
+        raise ConfigError(f"{option} is empty; give names, comma-separated ({', '.join(choices())}), or leave it out "
+                          f"for {default}")
     return names
 
 
@@ -59,7 +69,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
         if value is not None:
             section[key] = value
     if defenses is not None:
-        section["defenses"] = [{"name": n} for n in _names(defenses, "--defenses") if n != "none"]
+        section["defenses"] = [{"name": n} for n in _names(defenses, "--defenses")]
     if all_adversaries:
         section["adversaries"] = "all"
     if quick:

@@ -94,6 +94,23 @@ class AuditSettings(Options):
         default_factory=dict, description="the attached auditor's options (finetune.auditor_options of its trainings; "
         "vflpriv describe <auditor>), e.g. canary_inputs: crafted for gradient-lrt")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _none_is_the_baseline(cls, data: Any) -> Any:
+        """``{name: none}`` in ``defenses`` is the undefended baseline every audit runs (``--defenses none``): left out;
+        an empty list is refused, as ``--defenses ''`` is (it planned as ``none`` silently)."""
+        defenses = data.get("defenses") if isinstance(data, dict) else None
+        if defenses == []:
+            raise ValueError(f"audit.defenses is empty; name defenses ({', '.join(['none', *DEFENSES.names()])}), "
+                             "or leave it out for every registered one")
+        if not isinstance(defenses, list):
+            return data
+        nones = [d for d in defenses if isinstance(d, dict) and d.get("name") == "none"]
+        if any(d != {"name": "none"} for d in nones):
+            raise ValueError("audit.defenses: none (the undefended baseline) takes no settings; give it as {name: none}")
+        refuse_repeats(**{"audit.defenses": ["none"] * len(nones)})
+        return {**data, "defenses": [d for d in defenses if d not in nones]}
+
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AuditSettings:
         refuse_untuned(self, tune=self.tune, budget="search_budget", space="search_spaces", switch="audit.tune")

@@ -1,0 +1,38 @@
+"""Review leftovers: an empty audit list in a config refused as the CLI's empty option is, naming the valid choices
+(``none`` among the defenses); each refusal one ``error:`` line in planning, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from cli_helpers import one_error_line, wrote_nothing
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+from vflpriv.workflows.audit_config import AuditConfig
+
+AUDIT_REFUSED = [
+    (["--set", "audit.defenses=[]"], "audit.defenses is empty; name defenses (none, alibi,"),
+    (["--defenses", ""], "--defenses is empty; give names, comma-separated (none, alibi,"),
+    (["--attacks", " , "], "--attacks is empty; give names, comma-separated (bli, direction,"),
+    (["--phases", ""], "--phases is empty; give names, comma-separated (pretrain, finetune)"),
+    (["--set", "audit.defenses=[{name: none, strengths: [1]}]"], "none (the undefended baseline) takes no settings"),
+    (["--defenses", "none,none"], "audit.defenses repeat: none"),
+]
+
+
+@pytest.mark.parametrize(("args", "needle"), AUDIT_REFUSED, ids=[" ".join(a)[:60] for a, _ in AUDIT_REFUSED])
+def test_audit_refuses_in_planning(args, needle, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--quick", *args, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)
+
+
+def test_none_in_a_config_is_the_cli_s_none_the_undefended_baseline_alone():
+    one = AuditConfig.model_validate({"method": {"name": "splitnn"}, "audit": {"defenses": [{"name": "none"}]}})
+    both = AuditConfig.model_validate({"audit": {"defenses": [{"name": "none"}, {"name": "iso"}]}})
+    assert one.audit.defenses == [] and [d.name for d in both.audit.defenses] == ["iso"]
