@@ -25,9 +25,13 @@ AUDIT_REFUSED = [
 
 @pytest.mark.parametrize(("args", "needle"), AUDIT_REFUSED, ids=[" ".join(a)[:60] for a, _ in AUDIT_REFUSED])
 def test_audit_refuses_in_planning(args, needle, tmp_path, monkeypatch):
+    refused(["--quick", *args], needle, tmp_path, monkeypatch)
+
+
+def refused(args, needle, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
-        result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--quick", *args, "--dry-run"])
+        result = CliRunner().invoke(app, ["audit", "--method", "splitnn", *args, "--dry-run"])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, needle)
 
@@ -36,3 +40,28 @@ def test_none_in_a_config_is_the_cli_s_none_the_undefended_baseline_alone():
     one = AuditConfig.model_validate({"method": {"name": "splitnn"}, "audit": {"defenses": [{"name": "none"}]}})
     both = AuditConfig.model_validate({"audit": {"defenses": [{"name": "none"}, {"name": "iso"}]}})
     assert one.audit.defenses == [] and [d.name for d in both.audit.defenses] == ["iso"]
+
+
+DISAGREE = [
+    (["--quick", "--set", "audit.profile=full"], "--quick sets audit.profile=quick, but a --set makes it full"),
+    (["--set", "audit.profile=full", "--quick"], "--quick sets audit.profile=quick, but a --set makes it full"),
+    (["--quick", "--set", "audit={profile: full}"], "--quick sets audit.profile=quick, but a --set makes it full"),
+    (["--quick", "--set", "audit={tune: true}"], "--quick sets audit.profile=quick, but a --set makes it unset"),
+    (["--seeds", "0,1", "--set", "seeds=[2]"], "--seeds sets seeds=[0, 1], but a --set makes it [2]"),
+    (["--defenses", "iso", "--set", "audit.defenses=[{name: mid}]"], "--defenses sets audit.defenses=[{name: iso}]"),
+]
+
+
+@pytest.mark.parametrize(("args", "needle"), DISAGREE, ids=[" ".join(a)[:60] for a, _ in DISAGREE])
+def test_an_option_and_a_set_that_disagree_are_refused(args, needle, tmp_path, monkeypatch):
+    refused(args, needle, tmp_path, monkeypatch)
+
+
+def test_a_set_refining_what_an_option_set_is_kept():
+    from vflpriv.cli.audit import build_audit
+
+    common = {"config": None, "method": "splitnn", "dataset": None, "attacks": None, "phases": None, "seeds": None,
+              "jobs": None, "backend": None, "device": None, "all_adversaries": False}
+    cfg = build_audit(**common, defenses="iso", overrides=["audit.defenses.0.strengths=[1]", "audit.profile=quick"],
+                      quick=True)
+    assert cfg.audit.profile == "quick" and cfg.audit.defenses[0].strengths == [1]
