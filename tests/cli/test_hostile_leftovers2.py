@@ -1,5 +1,6 @@
 """Review leftovers: an empty audit list in a config refused as the CLI's empty option is, naming the valid choices
-(``none`` among the defenses); each refusal one ``error:`` line in planning, exit 2, nothing written."""
+(``none`` among the defenses); an option and a ``--set`` that disagree; a feature attack's victim that is no party
+index. Each refusal one ``error:`` line in planning, exit 2, nothing written."""
 
 from __future__ import annotations
 
@@ -65,3 +66,19 @@ def test_a_set_refining_what_an_option_set_is_kept():
     cfg = build_audit(**common, defenses="iso", overrides=["audit.defenses.0.strengths=[1]", "audit.profile=quick"],
                       quick=True)
     assert cfg.audit.profile == "quick" and cfg.audit.defenses[0].strengths == [1]
+
+
+VICTIM = "is no victim; give a party index (0: the active party, 1 and up: the passive parties; the server holds no"
+EVALUATE_REFUSED = [(["--set", f"attack.victim={value}"], f"{shown} {VICTIM}")
+                    for value, shown in (("server", "'server'"), ("-1", "-1"), ("1.5", "1.5"), ("'²'", "'²'"),
+                                         ("[1]", "[1]"), (".nan", "nan"))]
+
+
+@pytest.mark.parametrize(("args", "needle"), EVALUATE_REFUSED, ids=[" ".join(a)[:60] for a, _ in EVALUATE_REFUSED])
+def test_evaluate_refuses_in_planning(args, needle, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, ["evaluate", "--method", "splitnn", "--attack", "fi-decoder", *args,
+                                          "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)

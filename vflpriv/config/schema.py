@@ -214,6 +214,18 @@ class AttackConfig(Options):
         raise ValueError(f"{value!r} is no role; give a party index (0: the active party, 1 and up: the passive "
                          "parties) or 'server'")
 
+    @field_validator("victim", mode="before")
+    @classmethod
+    def _a_party(cls, value: Any) -> Any:
+        """A party index; anything else (the server, another string, a fraction, a negative number) is named with the
+        valid choices."""
+        digits = value.strip() if isinstance(value, str) else ""
+        if value is None or isinstance(value, bool) or digits.isascii() and digits.isdigit() or isinstance(
+                value, (int, float)) and float(value).is_integer() and value >= 0:
+            return value
+        raise ValueError(f"{value!r} is no victim; give a party index (0: the active party, 1 and up: the passive "
+                         "parties; the server holds no features)")
+
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AttackConfig:
         refuse_untuned(self, tune=self.tune, budget="search_budget", space="search_space", switch="attack.tune")
