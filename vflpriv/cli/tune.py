@@ -63,6 +63,9 @@ def tune(
     if getattr(ATTACKS.get(experiment.attack.names()[0]), "secret", "labels") != "labels":
         raise ConfigError(f"tune bisects a defense for a label attack's accuracy; '{experiment.attack.names()[0]}' "
                           "infers features: sweep the defense with evaluate, or read the audit's 'falls to the prior'")
+    if experiment.partition.aux_features is not None:  # the shared refusal's "add a feature attack" is refused above
+        raise ConfigError(f"partition.aux_features={experiment.partition.aux_features} is set, but only a feature "
+                          "attack reads it, and tune takes a label attack; remove it")
     if not 0 <= tolerance <= 1:
         raise ConfigError(f"--tolerance must lie in [0, 1], got {tolerance:g}")
     if not 0 <= steps <= MAX_STEPS:
