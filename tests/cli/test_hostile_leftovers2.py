@@ -92,3 +92,19 @@ def test_tune_refuses_aux_features_without_advising_a_feature_attack_it_refuses_
     assert result.exit_code == 2, result.output
     one_error_line(result.output, "partition.aux_features=5 is set, but only a feature attack reads it, and tune takes "
                                   "a label attack; remove it")
+
+
+@pytest.mark.parametrize(("command", "args", "needle"), [
+    ("evaluate", ["--attack", "mc", "--defense", "iso", "--set", "defenses.0.kinds=[]"],
+     "invalid defenses[0]: kinds is empty; name the message kinds iso protects (embedding, gradient"),
+    ("evaluate", ["--attack", "fi-decoder", "--defense", "nopeek", "--set", "defenses.0.kinds=[]"],
+     "kinds is empty, and nopeek acts on no message; leave it out"),
+    ("audit", ["--quick", "--defenses", "iso", "--set", "audit.defenses.0.kinds=[]"],
+     "invalid audit.defenses[0]: kinds is empty; name the message kinds iso protects"),
+], ids=["evaluate-iso", "evaluate-nopeek", "audit-iso"])
+def test_empty_kinds_are_refused_not_read_as_the_defense_s_own(command, args, needle, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, [command, "--method", "splitnn", *args, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)

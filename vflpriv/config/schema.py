@@ -17,7 +17,7 @@ from vflpriv.common.errors import VflprivError
 from vflpriv.common.secret_kinds import FEATURES
 from vflpriv.config.keys import code_mark, config_hash, keyed
 from vflpriv.config.options import MAX_INT, Options
-from vflpriv.config.registry import ATTACKS, DATASETS
+from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES
 
 Phase = Literal["pretrain", "finetune"]
 
@@ -246,6 +246,23 @@ class DefenseConfig(Options):
         "passive party when the active party sends nothing this defense protects in the phase")
     sweep: bool = Field(False, description="this defense's strength is the swept lambda")
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _kinds_not_empty(self) -> DefenseConfig:
+        refuse_empty_kinds(self.name, self.kinds)
+        return self
+
+
+def refuse_empty_kinds(name: str, kinds: list[str] | None) -> None:
+    """ValueError for ``kinds: []``, naming the valid kinds: it read as the defense's own kinds, silently."""
+    if kinds != []:
+        return
+    try:
+        valid = ", ".join(DEFENSES.get(name).supported_kinds)
+    except VflprivError:
+        return  # an unknown defense: the planner says so
+    raise ValueError(f"kinds is empty; name the message kinds {name} protects ({valid}), or leave it out for its "
+                     "own" if valid else f"kinds is empty, and {name} acts on no message; leave it out")
 
 
 #: Config sections a dataset can give defaults for (its loader's ``default_partition``, ``default_model``).

@@ -11,7 +11,7 @@ from pydantic import Field, NonNegativeFloat, model_validator
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.options import Options
 from vflpriv.config.registry import ATTACKS, DEFENSES
-from vflpriv.config.schema import MAX_SEARCH_BUDGET, Phase, TrainingConfig, refuse_untuned
+from vflpriv.config.schema import MAX_SEARCH_BUDGET, Phase, TrainingConfig, refuse_empty_kinds, refuse_untuned
 from vflpriv.config.sweep import RunsPerGpu, Seed, check_runs_per_gpu, refuse_repeats
 from vflpriv.workflows.audit_recipes import FULL, QUICK, WEAKEST, default_attacks, quick_seeds
 
@@ -33,6 +33,11 @@ class AuditDefense(Options):
     party: int | None = Field(None, ge=0, description="the protecting party; unset: the planner's default (the active "
                                                        "party; every passive party for what only they send or hold)")
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _kinds_not_empty(self) -> AuditDefense:
+        refuse_empty_kinds(self.name, self.kinds)
+        return self
 
     def strengths_for(self, phase: str, *, finetune) -> tuple[float, ...] | None:
         """Its strengths in ``phase`` of a run finetuned by ``finetune``: as given, else the defense's own (on
