@@ -108,3 +108,19 @@ def test_empty_kinds_are_refused_not_read_as_the_defense_s_own(command, args, ne
         result = CliRunner().invoke(app, [command, "--method", "splitnn", *args, "--dry-run"])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, needle)
+
+
+def test_canaries_no_attack_or_auditor_guesses_are_refused():
+    """Beside feature attacks only they changed the labels trained with and were scored by nothing."""
+    from vflpriv.common.errors import ConfigError
+    from vflpriv.config.schema import RunConfig
+    from vflpriv.tradeoff.sweep import check
+
+    def run(attack: str, **finetune) -> RunConfig:
+        return RunConfig.model_validate({"method": {"name": "splitnn"}, "attack": {"name": attack},
+                                         "partition": {"canaries": 10}, "finetune": finetune})
+
+    with pytest.raises(ConfigError, match=r"partition.canaries=10: no attack here guesses labels \(fi-decoder infers "
+                                          r"features\) and no auditor does \(finetune.auditor\); add a label attack"):
+        check([run("fi-decoder")])
+    assert check([run("fi-decoder"), run("mc")]) == 1
