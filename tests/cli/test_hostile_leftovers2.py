@@ -87,8 +87,8 @@ def test_evaluate_refuses_in_planning(args, needle, tmp_path, monkeypatch):
 def test_tune_refuses_aux_features_without_advising_a_feature_attack_it_refuses_too(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
-        result = CliRunner().invoke(app, ["tune", "--method", "splitnn", "--attack", "mc", "--defense", "iso", "--seeds",
-                                          "0", "--set", "partition.aux_features=5", "--dry-run"])
+        result = CliRunner().invoke(app, ["tune", "--method", "splitnn", "--attack", "mc", "--defense", "iso",
+                                          "--seeds", "0", "--set", "partition.aux_features=5", "--dry-run"])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, "partition.aux_features=5 is set, but only a feature attack reads it, and tune takes "
                                   "a label attack; remove it")

@@ -112,7 +112,8 @@ class AuditSettings(Options):
             return data
         nones = [d for d in defenses if isinstance(d, dict) and d.get("name") == "none"]
         if any(d != {"name": "none"} for d in nones):
-            raise ValueError("audit.defenses: none (the undefended baseline) takes no settings; give it as {name: none}")
+            raise ValueError("audit.defenses: none (the undefended baseline) takes no settings; give it as "
+                             "{name: none}")
         refuse_repeats(**{"audit.defenses": ["none"] * len(nones)})
         return {**data, "defenses": [d for d in defenses if d not in nones]}
 

@@ -93,7 +93,8 @@ def _method(name: str, cls: Any) -> Description:
              "hook points it calls": ", ".join(sorted(s for s in supports if ":" in s and not
                                                       s.startswith("top:"))) or "none",
              "feature uses outside the shared loop (default options)": _uses(cls, "feature_uses"),
-             **_undeclared(cls, "feature_uses", "embedding-dp records no training epsilon and no test-row claim for it")}
+             **_undeclared(cls, "feature_uses",
+                           "embedding-dp records no training epsilon and no test-row claim for it")}
     return Description("method", name, _summary(cls), facts, options_of(cls.Options), "method.options.")
 
 
