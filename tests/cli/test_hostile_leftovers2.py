@@ -124,3 +124,14 @@ def test_canaries_no_attack_or_auditor_guesses_are_refused():
                                           r"features\) and no auditor does \(finetune.auditor\); add a label attack"):
         check([run("fi-decoder")])
     assert check([run("fi-decoder"), run("mc")]) == 1
+
+
+@pytest.mark.parametrize("args", [["audit", "--quick", "--seeds", ""], ["audit", "--set", "seeds=[]"],
+                                  ["evaluate", "--seeds", ""], ["evaluate", "--set", "seeds=[]"]])
+def test_no_seed_is_refused_naming_what_to_give(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, [args[0], "--method", "splitnn", *args[1:], "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, "invalid seeds: no seed given; give at least one (an integer 0 to 2147483647, e.g. "
+                                  "0,1,2), or leave the seeds out for 0, 1, 2")

@@ -12,7 +12,7 @@ from vflpriv.common.errors import VflprivError
 from vflpriv.config.options import Options
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import MAX_SEARCH_BUDGET, Phase, TrainingConfig, refuse_empty_kinds, refuse_untuned
-from vflpriv.config.sweep import RunsPerGpu, Seed, check_runs_per_gpu, refuse_repeats
+from vflpriv.config.sweep import RunsPerGpu, Seeds, check_runs_per_gpu, refuse_repeats
 from vflpriv.workflows.audit_recipes import FULL, QUICK, WEAKEST, default_attacks, quick_seeds
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
@@ -133,7 +133,7 @@ class AuditConfig(TrainingConfig):
     """The method under audit (a training config) and what to throw at it."""
 
     audit: AuditSettings = Field(default_factory=AuditSettings)
-    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: Seeds = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     jobs: int = Field(2, ge=1, le=1024)
     backend: Literal["loky", "threading", "dask", "ray"] = "loky"
     runs_per_gpu: RunsPerGpu = 1
