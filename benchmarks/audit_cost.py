@@ -50,6 +50,8 @@ sys.path.insert(0, str(HERE))
 from eta_replay import FLOOR  # noqa: E402 - the ETA's factors are counted alike live and replayed
 from harness import GRID, MAIN_COMMAND  # noqa: E402 - the harness's grid and main command, measured the same way
 
+from vflpriv.store.folders import default_store  # noqa: E402 - after the benchmarks' own path
+
 PROGRESS = re.compile(r"runs (\d+)/(\d+) \((\d+)%\), (?:(\d+):)?(\d+):(\d+) elapsed, about (?:(\d+):)?(\d+):(\d+) left")
 LINE = re.compile(r"runs (\d+)/(\d+) \((\d+)%\), (?:(\d+):)?(\d+):(\d+) elapsed")
 
@@ -319,7 +321,7 @@ def main() -> None:
         for method in args.methods.split(","):
             for name in ("new", "base"):
                 folder = keep / f"{method}-{name}-0"
-                if (folder / "results.sqlite").is_file():
+                if default_store(folder).is_file():
                     done = subprocess.run([str(new.python), str(HERE / "eta_replay.py"), str(folder)],
                                           capture_output=True, text=True)
                     for line in (done.stdout + done.stderr).splitlines():

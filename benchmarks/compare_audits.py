@@ -29,6 +29,7 @@ from pathlib import Path
 
 from scipy import stats
 
+from vflpriv.store.folders import STORE_NAME, default_store
 from vflpriv.tradeoff.leakage import sample_paired_leakage
 
 Z = 1.959963984540054
@@ -221,7 +222,7 @@ def table(rows: list[dict], title: str) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("base", type=Path, help="the older audit's --out (audit.json, results.sqlite)")
+    parser.add_argument("base", type=Path, help=f"the older audit's --out (audit.json, {STORE_NAME})")
     parser.add_argument("new", type=Path, help="the newer audit's --out")
     parser.add_argument("--record", type=Path, default=None, help="also write the comparison to this file")
     args = parser.parse_args()
@@ -235,7 +236,7 @@ def main() -> None:
     lines += ["## Attack accuracy per training (new - base, per target on the same trainings, 95% CI)", "",
               "| attack | defense | phase | strength | seeds | same trainings | base | new | new - base [95% CI] | |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    rows = per_training(args.base / "results.sqlite", args.new / "results.sqlite")
+    rows = per_training(default_store(args.base), default_store(args.new))
     for r in rows:
         diff = f"{r['diff']:+.3f} [{r['low']:+.3f}, {r['high']:+.3f}]" if "diff" in r else "n/a"
         lines.append(f"| {r['attack']} | {r['defense']} | {r['phase']} | {r['strength']:g} | {r['seeds']} | "

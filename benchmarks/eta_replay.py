@@ -34,6 +34,7 @@ from types import SimpleNamespace
 from rich.console import Console
 
 from vflpriv.common.progress import Planned, RunProgress
+from vflpriv.store.folders import STORE_NAME, default_store
 from vflpriv.tradeoff.sweep import planned_work, schedule
 
 
@@ -54,7 +55,7 @@ class Training:
 
 def recorded(folder: Path) -> list[Training]:
     """The trainings of an audit's store, in the order they started (their record's time less their seconds)."""
-    db = sqlite3.connect(f"file:{folder / 'results.sqlite'}?mode=ro", uri=True)
+    db = sqlite3.connect(f"file:{default_store(folder)}?mode=ro", uri=True)
     groups: dict[str, list[tuple[dict, float]]] = {}
     for training_key, text, updated in db.execute("SELECT training_key, record, updated FROM runs"):
         groups.setdefault(training_key, []).append((json.loads(text), updated))
@@ -141,7 +142,7 @@ def replay(trainings: list[Training], items: list[Planned], times: list[tuple[fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("audits", type=Path, nargs="+", help="audit output folders (each with results.sqlite)")
+    parser.add_argument("audits", type=Path, nargs="+", help=f"audit output folders (each with {STORE_NAME})")
     parser.add_argument("--jobs", type=int, default=2, help="the workers the audits ran on (the default: 2)")
     parser.add_argument("--rows", action="store_true", help="print every estimate, not only the worst factors")
     args = parser.parse_args()

@@ -27,6 +27,7 @@ from scipy import stats
 from vflpriv.common.console import make_console
 from vflpriv.config.parse import merged
 from vflpriv.config.presets import load as load_preset
+from vflpriv.store.folders import default_store
 from vflpriv.tradeoff.grid import expand
 from vflpriv.workflows.experiment import run_grid
 
@@ -93,7 +94,7 @@ def main() -> None:
                 "device": args.device, "finetune": {"bn_recalibrate": recalibrate},
                 "model": {"encoder": "cnn"}}  # auto would give the 28x14 halves the MLP (the CNN needs 16 px a side)
         g = expand(merged(load_preset("fedhssl-paper"), grid), must_match=set())
-        runs = run_grid(g, args.out, store_path=args.out / "results.sqlite", console=make_console(quiet=True),
+        runs = run_grid(g, args.out, store_path=default_store(args.out), console=make_console(quiet=True),
                         show_progress=True, overwrite=True)
         results.append(runs.assign(recalibrated=recalibrate))
     frame = pd.concat(results, ignore_index=True)

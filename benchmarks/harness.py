@@ -42,6 +42,7 @@ from vflpriv.config.schema import RunConfig
 from vflpriv.runner import prior
 from vflpriv.runner.execution import build_federation, run
 from vflpriv.runner.planning import plan
+from vflpriv.store.folders import default_store
 from vflpriv.store.sqlite import Store
 
 MAIN_COMMAND = ["evaluate", "--method", "fedhssl", "--attack", "mc", "--defense", "iso"]
@@ -220,7 +221,7 @@ def speedup(tmp: Path, repeats: int, say) -> None:
             wall, peak = measured(["sweep", str(grid), "--jobs", str(jobs), "--out", str(out)], cwd=tmp,
                                   cache=tmp / f"cache-grid{jobs}-{r}")
             walls[jobs].append(wall)
-            numbers = store_numbers(out / "results.sqlite")
+            numbers = store_numbers(default_store(out))
             assert stores.setdefault(jobs, numbers) == numbers, "a repeat gave other numbers"
             say(f"repeat {r + 1}, --jobs {jobs}: {wall:.1f} s wall, peak memory {peak:.0f} MB, {len(numbers)} records")
     ratios = [one / two for one, two in zip(walls[1], walls[2])]

@@ -13,12 +13,13 @@ import argparse
 from pathlib import Path
 
 from vflpriv import load_results
+from vflpriv.store.folders import STORE_NAME
 from vflpriv.tradeoff.leakage import MARGIN, leakage_test, paired_leakage
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="the audit's output directory (or its results.sqlite)")
+    parser.add_argument("out", type=Path, help=f"the audit's output directory (or its {STORE_NAME})")
     parser.add_argument("--margin", type=float, default=MARGIN)
     args = parser.parse_args()
     runs = load_results(args.out)

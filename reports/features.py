@@ -18,8 +18,12 @@ from vflpriv.reports.paper_tables import Table
 from vflpriv.reports.tables import who
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
+from vflpriv.tradeoff.variants import with_variants
 
 KEYS = ["adversary", "victim", "attack", "phase"]
+#: What tells a store's settings apart (a report reads every method, dataset and configuration of one store; an
+#: audit's records have one method and dataset): each its own verdicts, never one leakage test's pooled seeds.
+SETTING = ["method", "dataset", "variant"]
 
 
 def _num(value) -> float | None:
@@ -34,7 +38,11 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
     """The undefended verdict of every (adversary, victim, feature attack, phase), then the worst case per (victim,
     phase): the attack (and adversary) with the largest leakage."""
     verdicts = []
-    for (adversary, victim, attack, phase), rows in baseline.groupby(KEYS, sort=False):
+    setting = [c for c in SETTING if c in baseline]
+    several = len(baseline[setting].drop_duplicates()) > 1
+    for keys, rows in baseline.groupby([*setting, *KEYS], sort=False, dropna=False):
+        adversary, victim, attack, phase = keys[len(setting):]
+        where = _setting(dict(zip(setting, keys))) if several else ""
         ok = rows[rows["status"] == "ok"]
         inapplicable = (rows["status"] == "n/a").all()  # nothing to attack (a method that is not federated)
         if ok.empty and not inapplicable:
@@ -42,7 +50,7 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
         test = leakage_test(ok, feature_margin=margin)
         kinds = ", ".join(sorted(set(ok["prior_kind"].astype(str))))
         below = test.verdict == "no" and test.ci_high < -margin * test.prior_mean
-        line = (f"{attack} by {who(str(adversary))} on party {victim}'s features ({phase}): "
+        line = where + (f"{attack} by {who(str(adversary))} on party {victim}'s features ({phase}): "
                 f"not applicable: {rows['error'].iloc[0]}" if inapplicable else
                 f"{attack} by {who(str(adversary))} on party {victim}'s features ({phase}): leaks beyond the prior: "
                 f"{test.verdict} (leakage {test.leakage:+.4f} MSE, 95% CI [{test.ci_low:+.4f}, {test.ci_high:+.4f}]; "
@@ -51,7 +59,8 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
                 f"one-sided p = {test.p_value:.3g})"
                 + ("; below the prior: its reconstruction is worse than the adversary's fallback" if below else ""))
         verdicts.append({
-            "adversary": str(adversary), "victim": str(victim), "attack": attack, "phase": phase, **test.to_dict(),
+            "setting": where.removesuffix(": "), "adversary": str(adversary), "victim": str(victim), "attack": attack,
+            "phase": phase, **test.to_dict(),
             **({"verdict": "n/a"} if inapplicable else {}),
             "prior_kind": kinds, "prior_mse_mean": _mean(ok, "prior_mse_mean"),
             "prior_mse_regressor": _mean(ok, "prior_mse_regressor"), "prior_mse_random": _mean(ok, "prior_mse_random"),
@@ -59,14 +68,21 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
             "exact_match": _mean(ok, "feature_exact_match"), "oracle": _mean(ok, "feature_mse_oracle"),
             "target": str(ok["attack_target"].iloc[0]) if len(ok) else "", "utility": _mean(ok, "utility"),
             "line": line})
-    for (victim, phase) in dict.fromkeys((v["victim"], v["phase"]) for v in verdicts):
-        found = [v for v in verdicts if (v["victim"], v["phase"]) == (victim, phase) and v["leakage"] is not None]
+    for (where, victim, phase) in dict.fromkeys((v["setting"], v["victim"], v["phase"]) for v in verdicts):
+        found = [v for v in verdicts if (v["setting"], v["victim"], v["phase"]) == (where, victim, phase)
+                 and v["leakage"] is not None]
         if len(found) >= 2:
             top = max(found, key=lambda v: v["leakage"])
             verdicts.append({**top, "attack": WORST, "strongest": f"{top['attack']} by {who(top['adversary'])}",
-                             "line": f"{WORST} on party {victim}'s features ({phase}): the strongest attack is "
-                                     f"{top['line']}"})
+                             "line": f"{where + ': ' if where else ''}{WORST} on party {victim}'s features ({phase}): "
+                                     f"the strongest attack is {top['line'].removeprefix(where + ': ')}"})
     return verdicts
+
+
+def _setting(values: dict) -> str:
+    """A setting named in a verdict's line: ``splitnn on digits (partition.aux_features=5): ``."""
+    variant = values.get("variant") or ""
+    return f"{values.get('method')} on {values.get('dataset')}{f' ({variant})' if variant else ''}: "
 
 
 def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, verdicts: list[dict] = ()
@@ -117,7 +133,8 @@ def verdict_table(verdicts: list[dict], *, margin: float = FEATURE_MARGIN) -> Ta
     """The undefended feature verdicts as one table (the worst case naming its attack and adversary)."""
     if not verdicts:
         return None
-    rows = [[who(v["adversary"]), f"party {v['victim']}",
+    several = any(v.get("setting") for v in verdicts)
+    rows = [[*([v.get("setting", "")] if several else []), who(v["adversary"]), f"party {v['victim']}",
              f"{v['attack']} ({v['strongest']})" if v.get("strongest") else v["attack"], v["phase"], v["target"],
              _cell(v["attack_mean"]), _cell(v["oracle"]), _cell(v["prior_mean"]) + (f" ({v['prior_kind']})" if v["prior_kind"] else ""),
              _cell(v["prior_mse_mean"]), _cell(v["prior_mse_random"]),
@@ -125,7 +142,8 @@ def verdict_table(verdicts: list[dict], *, margin: float = FEATURE_MARGIN) -> Ta
              _cell(v["psnr"], "{:.2f}"), _cell(v["ssim"], "{:.3f}"), _cell(v["exact_match"], "{:.3f}"), v["verdict"]]
             for v in verdicts]
     return Table("Feature leakage beyond the adversary's prior (no defense)",
-                 ["adversary", "victim", "attack", "phase", "targets", "attack MSE", "oracle", "prior MSE (kind)",
+                 [*(["setting"] if several else []), "adversary", "victim", "attack", "phase", "targets", "attack MSE",
+                  "oracle", "prior MSE (kind)",
                   "mean", "U(0,1)", "leakage [95% CI]", "PSNR", "SSIM", "exact", "verdict"], rows, set(),
                  note=NOTE.format(margin=margin))
 
@@ -168,7 +186,11 @@ def feature_html(results: pd.DataFrame, out: Path, *, margin: float = FEATURE_MA
     if "secret" not in results or not (results["secret"] == "features").any():
         return ""
     frame = results[results["secret"] == "features"]
-    verdicts = feature_verdicts(frame[frame["defense"] == "none"], margin=margin)
+    baseline = frame[frame["defense"] == "none"]
+    if len(baseline):  # its configurations told apart (``tradeoff.variants``), as an audit's are
+        baseline = pd.concat([with_variants(rows.drop(columns=["variant"], errors="ignore"))
+                              for _, rows in baseline.groupby(["adversary", "victim"], sort=False)]).loc[baseline.index]
+    verdicts = feature_verdicts(baseline, margin=margin)
     parts = ["<ul>" + "".join(f"<li class='verdict'>{html.escape(v['line'])}</li>" for v in verdicts) + "</ul>"]
     for table in (verdict_table(verdicts, margin=margin),
                                 defense_table(feature_defenses(frame[frame["defense"] != "none"], margin=margin, verdicts=verdicts))):

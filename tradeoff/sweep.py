@@ -16,6 +16,7 @@ import torch
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.common.progress import Planned
+from vflpriv.common.secret_kinds import FEATURES
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
 from vflpriv.runner import data_by_key
@@ -161,6 +162,7 @@ def check(configs: Sequence[RunConfig]) -> int:
     """Plan every training and its attacks before any training: bad input fails fast, nothing half-done.
     Returns the number of trainings."""
     _check_canary_labels(configs)
+    _check_canaries_guessed(configs)
     known = next((c.partition.aux_features for c in configs if c.partition.aux_features is not None), None)
     refuse_unread_aux_features(known, [c.attack.name for c in configs])
     groups = trainings(configs)
@@ -176,6 +178,18 @@ def _check_canary_labels(configs: Sequence[RunConfig]) -> None:
     if named is not None and not any(c.partition.canaries for c in configs):
         raise ConfigError(f"partition.canary_labels={named} is set but partition.canaries is 0: plant canaries "
                           "(partition.canaries=N; vflpriv audit: --canaries N), or remove it")
+
+
+def _check_canaries_guessed(configs: Sequence[RunConfig]) -> None:
+    """Canaries are guessed by a label attack or by the training's auditor: refused where the command has neither
+    (a feature attack guesses no label; they would only change the labels trained with)."""
+    planted = next((c.partition.canaries for c in configs if c.partition.canaries), 0)
+    if not planted or any(c.attack_secret() != FEATURES or c.finetune.auditor for c in configs):
+        return
+    names = sorted({c.attack.name for c in configs})
+    raise ConfigError(f"partition.canaries={planted}: no attack here guesses labels ({', '.join(names)} infer"
+                      f"{'s' if len(names) == 1 else ''} features) and no "
+                      "auditor does (finetune.auditor); add a label attack or an auditor, or remove them")
 
 
 def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None,

@@ -58,12 +58,12 @@ def test_bli_is_left_out_of_the_default_battery_under_a_trained_top_and_runs_whe
         runs, skipped = audit_grid(AuditConfig.model_validate({**base, **changes}))
         return {r.attack.name for r in runs}, {s.attack: s for s in skipped}
 
-    attacks, skipped = grid(audit={"defenses": []})
+    attacks, skipped = grid(audit={"defenses": [{"name": "none"}]})
     assert "bli" not in attacks and skipped["bli"].left_out and "finetune.top=sum" in skipped["bli"].reason
     assert not skipped["dli"].left_out  # inapplicable, not left out
-    attacks, _ = grid(audit={"defenses": []}, finetune={**SMALL["finetune"], "top": "sum"})
+    attacks, _ = grid(audit={"defenses": [{"name": "none"}]}, finetune={**SMALL["finetune"], "top": "sum"})
     assert "bli" in attacks
-    attacks, skipped = grid(audit={"defenses": [], "attacks": ["bli", "gc"]})
+    attacks, skipped = grid(audit={"defenses": [{"name": "none"}], "attacks": ["bli", "gc"]})
     assert attacks == {"bli", "gc"} and not skipped
 
 

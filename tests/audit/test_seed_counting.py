@@ -28,7 +28,7 @@ def test_every_leakage_setting_of_an_audit_grid_holds_each_seed_once(method, pha
     seeds. Runs with a prior (the leakage tests' records) are unique per setting and seed; the controls run once per
     seed, untuned and without a prior."""
     cfg = AuditConfig.model_validate({**SMALL, "method": {"name": method}, "seeds": [0, 1],
-                                      "audit": {"attacks": ["mc"], "defenses": [], "phases": phases}})
+                                      "audit": {"attacks": ["mc"], "defenses": [{"name": "none"}], "phases": phases}})
     runs, _ = audit_grid(cfg)
     measured = Counter((r.attack.name, r.attack.phase, json.dumps([d.model_dump() for d in r.defenses]), r.seed)
                        for r in runs if r.attack.prior != "none")

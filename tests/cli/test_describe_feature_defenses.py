@@ -46,3 +46,35 @@ def test_a_method_says_where_it_uses_a_passive_party_s_features_outside_the_shar
     fedhssl = _facts("fedhssl")[key]
     assert "sends projections of its features in pretraining" in fedhssl
     assert "SCARF" in _facts("vflhlp")[key] and _facts("vflhlp-a")[key] == "none"
+
+
+def test_a_plugin_method_with_its_own_finetune_says_what_it_does_not_declare_and_what_follows(monkeypatch):
+    """Its own finetune without label_uses/feature_uses beside it read "none" here, while dp-gaussian and embedding-dp
+    took its uses as unknown and withheld their epsilons."""
+    import sys
+    import types
+
+    from vflpriv.methods.splitnn import SplitNN
+
+    class Peek(SplitNN):
+        """A split network with a finetune of its own."""
+
+        def finetune(self, fed, pretrained):
+            return super().finetune(fed, pretrained)
+
+    class Declared(Peek):
+        def label_uses(self):
+            return ()
+
+        def feature_uses(self):
+            return ()
+
+    module = types.ModuleType("peek_plugin")
+    module.Peek, module.Declared = Peek, Declared
+    monkeypatch.setitem(sys.modules, "peek_plugin", module)
+    peek, declared = _facts("peek_plugin:Peek"), _facts("peek_plugin:Declared")
+    label, feature = peek["label uses it does not declare"], peek["feature uses it does not declare"]
+    assert "its finetune() (Peek) is its own" in label and label.endswith("dp-gaussian records no epsilon for it")
+    assert "its finetune() (Peek)" in feature and "embedding-dp records no training epsilon" in feature
+    assert "label uses it does not declare" not in declared and "feature uses it does not declare" not in declared
+    assert "label uses it does not declare" not in _facts("splitnn")

@@ -38,9 +38,11 @@ def test_every_setting_added_later_changes_the_keys_only_away_from_its_neutral_v
                "adversary": 0, "victim": 1, "canary_labels": "pair"}
     assert {name for _, name, _ in ADDED_LATER} == set(changed)
     planted = {"canary_labels": {"canaries": 10}}  # how canaries' labels are drawn matters only where they are planted
+    attacked = {"aux_features": {"name": "fi-decoder"}}  # read by feature attacks only: not in a label run's key
     for section, name, neutral in ADDED_LATER:
         part = getattr(config, section).model_copy(update=planted.get(name, {}))
-        base = config.model_copy(update={section: part})
+        attack = config.attack.model_copy(update=attacked.get(name, {}))
+        base = config.model_copy(update={section: part, "attack": attack})
         at_neutral = base.model_copy(update={section: part.model_copy(update={name: neutral})})
         moved = base.model_copy(update={section: part.model_copy(update={name: changed[name]})})
         assert at_neutral.key() == base.key() and moved.key() != base.key(), name

@@ -27,11 +27,13 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def keys_of(name: str, phase: str, tune: bool, monkeypatch) -> dict[str, str]:
-    """The digests of every key one attack's run is cached under (the reviewer's script of the revision change)."""
+def keys_of(name: str, phase: str, tune: bool, monkeypatch, partition: dict | None = None) -> dict[str, str]:
+    """The digests of every key one attack's run is cached under (the reviewer's script of the revision change), on
+    the default partition with ``partition``'s settings."""
     seen: dict[str, str] = {}
     monkeypatch.setattr(attacking, "search", lambda attack, view, **kw: seen.__setitem__("key", kw["key"]))
-    cfg = RunConfig.model_validate({"attack": {"name": name, "phase": phase, **({"tune": True} if tune else {})}})
+    cfg = RunConfig.model_validate({"attack": {"name": name, "phase": phase, **({"tune": True} if tune else {})},
+                                    "partition": partition or {}})
     ids = torch.arange(4)
     view = SimpleNamespace(target_ids={"test": ids}, aux_ids=ids)
     row = {"key": cfg.key(), "training": cfg.training_key()}
@@ -48,3 +50,9 @@ def keys_of(name: str, phase: str, tune: bool, monkeypatch) -> dict[str, str]:
 def test_a_revision_0_attack_keeps_its_cache_keys(case, monkeypatch):
     name, phase, tune = case.split("/")
     assert keys_of(name, phase, tune == "tuned", monkeypatch) == PINNED[case]
+
+
+@pytest.mark.parametrize("case", ["mc/finetune/untuned", "mc/pretrain/tuned", "bli/finetune/tuned"])
+def test_a_label_attack_keeps_them_with_aux_features_which_only_feature_attacks_read(case, monkeypatch):
+    name, phase, tune = case.split("/")
+    assert keys_of(name, phase, tune == "tuned", monkeypatch, {"aux_features": 5}) == PINNED[case]

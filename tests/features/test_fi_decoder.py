@@ -21,13 +21,13 @@ def test_a_linear_invertible_bottom_is_inverted():
     assert fm.mse(out["train"].features, truth["train"]) < 1e-3
 
 
-def _poisoned(scenario, fed, victim):
+def _poisoned(scenario, fed, victim, known):
     """The victim's features of every target (training rows outside the known samples, every test row) replaced by
     noise, in the federation's party and in the dataset: what the messages already carried stays as it was."""
     g = torch.Generator().manual_seed(7)
     ds = scenario.dataset
     train = ds.x_train[victim].clone()
-    targets = ~torch.isin(torch.arange(train.shape[0]), scenario.aux_features)
+    targets = ~torch.isin(torch.arange(train.shape[0]), known)
     train[targets] = torch.rand(train[targets].shape, generator=g) * 5
     test = torch.rand(ds.x_test[victim].shape, generator=g) * 5
     fed.parties[victim] = dataclasses.replace(fed.parties[victim], x_train=train, x_test=test)
@@ -58,7 +58,7 @@ def test_the_attack_and_the_prior_never_read_a_target_s_victim_features(tiny, mo
     monkeypatch.setattr(feature_prior, "_PRIORS", {})
     real = execution.run_feature_attack
     monkeypatch.setattr(execution, "run_feature_attack", lambda a, fed, scenario, *rest, **kw: real(
-        a, fed, _poisoned(scenario, fed, a.adversary.victim), *rest, **kw))
+        a, fed, _poisoned(scenario, fed, a.adversary.victim, a.known), *rest, **kw))
     (poisoned,) = run(cfg)
     assert clean.status == poisoned.status == "ok"
     assert clean.feature_mse != poisoned.feature_mse  # the runner scores against the poisoned truth ...

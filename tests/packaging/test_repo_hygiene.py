@@ -1,8 +1,10 @@
 """The repository holds the project, not a run's output: every command's default output folder is ignored by git, and
-no results store or results table is tracked outside the recorded benchmarks."""
+no results store or results table is tracked outside the recorded benchmarks, and the store's file name is written
+once."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 import typer.main
 
 from vflpriv.cli import app
+from vflpriv.store.folders import STORE_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 GIT = shutil.which("git")
@@ -42,3 +45,20 @@ def test_no_run_output_is_tracked_outside_the_recorded_benchmarks():
     outputs = [p for p in tracked if Path(p).name in ("results.sqlite", "results.csv", "cap.csv", "tradeoff.png")
                and not p.startswith(("benchmarks/results/", "tests/"))]
     assert outputs == []
+
+
+def _non_docstring_strings(tree: ast.AST):
+    """Every string constant of ``tree`` but its docstrings."""
+    docs = {id(body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and (body := node.body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)}
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_the_store_s_file_name_is_written_once():
+    """Code outside the store module names the store by ``STORE_NAME``/``default_store``, never by hand."""
+    tracked = subprocess.run([GIT, "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    own = "vflpriv/store/folders.py"
+    by_hand = [f"{path}:{n.lineno}" for path in tracked.split() if not path.startswith("tests/") and path != own
+               for n in _non_docstring_strings(ast.parse((ROOT / path).read_text())) if STORE_NAME in n.value]
+    assert by_hand == []

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional, get_args
 
 import typer
+import yaml
 
 from vflpriv.cli.app import DRY_RUN, QUIET, STORE_PATH, app, command_line
 from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
@@ -23,6 +24,8 @@ from vflpriv.config.parse import (
     validate,
 )
 from vflpriv.config.presets import settings, user_patterns
+from vflpriv.config.registry import ATTACKS, DEFENSES
+from vflpriv.config.schema import Phase
 from vflpriv.store import cache
 from vflpriv.store.folders import DEFAULT_OUT
 from vflpriv.store.provenance import versions
@@ -32,14 +35,22 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+#: Each comma-separated option's valid names (read only when it is refused as empty) and what leaving it out gives.
+CHOICES = {"--attacks": (lambda: ATTACKS.names(), "the default battery"),
+           "--defenses": (lambda: ["none", *DEFENSES.names()], "every registered one"),
+           "--phases": (lambda: list(get_args(Phase)), "finetune (and pretrain where the method pretrains)")}
+
+
 def _names(text: str | None, option: str) -> list[str] | None:
     """Comma-separated names, or None when the option is left out; given empty, it is refused (it would otherwise
-    read as "every one")."""
+    read as "every one"), naming the valid ones."""
     if text is None:
         return None
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise ConfigError(f"{option} is empty; give names, comma-separated, or leave it out for every one")
+        choices, default = CHOICES[option]
+        raise ConfigError(f"{option} is empty; give names, comma-separated ({', '.join(choices())}), or leave it out "
+                          f"for {default}")
     return names
 
 
@@ -49,37 +60,51 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
                 preset: Optional[str] = None, tune_attacks: Optional[bool] = None,
                 search_budget: Optional[int] = None, canaries: Optional[int] = None,
                 quick: bool = False) -> AuditConfig:
-    """defaults <- preset <- config file <- command-line options <- ``--set key=value``."""
+    """defaults <- preset <- config file <- command-line options <- ``--set key=value``; a ``--set`` that replaces
+    what an option given beside it set is refused (``--quick --set audit.profile=full`` ran the full audit)."""
     data = settings(preset=preset, config=config)
     per_dataset = data.pop(DATASET_SETTINGS, None)
     check_shape(AuditConfig, data, source=f"config file {config}" if config else f"preset {preset}")
-    data.setdefault("method", {})["name"] = method
-    section = data.setdefault("audit", {})
-    for key, value in (("attacks", _names(attacks, "--attacks")), ("phases", _names(phases, "--phases"))):
-        if value is not None:
-            section[key] = value
-    if defenses is not None:
-        section["defenses"] = [{"name": n} for n in _names(defenses, "--defenses") if n != "none"]
-    if all_adversaries:
-        section["adversaries"] = "all"
-    if quick:
-        section["profile"] = "quick"
-    for key, value in (("tune", tune_attacks), ("search_budget", search_budget), ("canaries", canaries)):
-        if value is not None:
-            section[key] = value
-    for key, value in (("dataset", dataset),):
-        if value is not None:
-            data.setdefault(key, {})["name"] = value
-    for key, value in (("jobs", jobs), ("backend", backend), ("device", device)):
-        if value is not None:
-            data[key] = value
-    if seeds is not None:
-        data["seeds"] = numbers(seeds, int, "--seeds")
+    given = [("--method", ("method", "name"), method),
+             ("--attacks", ("audit", "attacks"), _names(attacks, "--attacks")),
+             ("--phases", ("audit", "phases"), _names(phases, "--phases")),
+             ("--defenses", ("audit", "defenses"),
+              None if defenses is None else [{"name": n} for n in _names(defenses, "--defenses")]),
+             ("--all-adversaries", ("audit", "adversaries"), "all" if all_adversaries else None),
+             ("--quick", ("audit", "profile"), "quick" if quick else None),
+             ("--tune-attacks/--no-tune-attacks", ("audit", "tune"), tune_attacks),
+             ("--search-budget", ("audit", "search_budget"), search_budget),
+             ("--canaries", ("audit", "canaries"), canaries), ("--dataset", ("dataset", "name"), dataset),
+             ("--jobs", ("jobs",), jobs), ("--backend", ("backend",), backend), ("--device", ("device",), device),
+             ("--seeds", ("seeds",), None if seeds is None else numbers(seeds, int, "--seeds"))]
+    given = [(option, path, value) for option, path, value in given if value is not None]
+    for _, (*sections, key), value in given:
+        node = data
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[key] = value
     for assignment in overrides:
         apply_override(data, assignment)
+    for option, path, value in given:
+        now = _setting(data, path)
+        if now is not value and now != value:  # edited in place (--set audit.defenses.0.strengths=...): refined
+            raise ConfigError(f"{option} sets {'.'.join(path)}={_shown(value)}, but a --set makes it "
+                              f"{'unset' if now is None else _shown(now)}; give one of them")
     resolve_method_options(data, must_match=user_patterns(data, preset))
     resolve_dataset_settings(data, per_dataset)
     return validate(AuditConfig, data)
+
+
+def _shown(value: Any) -> str:
+    """A setting as ``--set`` spells it (flow YAML: ``full``, ``[0, 1]``, ``true``)."""
+    return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("\n...").strip()
+
+
+def _setting(data: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` of the settings ``data``, or None where a ``--set`` replaced a section on the way."""
+    for key in path:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
 
 
 def _context(cfg: AuditConfig) -> dict:

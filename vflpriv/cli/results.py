@@ -15,9 +15,10 @@ from vflpriv.common.errors import ConfigError
 from vflpriv.config.parse import apply_override
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
-from vflpriv.store.folders import DEFAULT_OUT
+from vflpriv.store.folders import DEFAULT_OUT, STORE_NAME
 
-STORE = typer.Argument(..., metavar="STORE", help="a results store (results.sqlite, or the --out directory holding it) written by evaluate, sweep, audit or tune")
+STORE = typer.Argument(..., metavar="STORE", help=f"a results store ({STORE_NAME}, or the --out directory holding it) "
+                       "written by evaluate, sweep, audit or tune")
 FILTERS = {
     "attack": typer.Option(None, help="only this attack"),
     "defense": typer.Option(None, help="only this (swept) defense"),

@@ -63,6 +63,9 @@ def tune(
     if getattr(ATTACKS.get(experiment.attack.names()[0]), "secret", "labels") != "labels":
         raise ConfigError(f"tune bisects a defense for a label attack's accuracy; '{experiment.attack.names()[0]}' "
                           "infers features: sweep the defense with evaluate, or read the audit's 'falls to the prior'")
+    if experiment.partition.aux_features is not None:  # the shared refusal's "add a feature attack" is refused above
+        raise ConfigError(f"partition.aux_features={experiment.partition.aux_features} is set, but only a feature "
+                          "attack reads it, and tune takes a label attack; remove it")
     if not 0 <= tolerance <= 1:
         raise ConfigError(f"--tolerance must lie in [0, 1], got {tolerance:g}")
     if not 0 <= steps <= MAX_STEPS:
@@ -139,7 +142,7 @@ def tune(
 
 def _without_strength(config) -> dict:
     """A run's configuration as JSON data, without the swept defense's strength: the same for every tuned point."""
-    data = config.model_dump(mode="json", exclude={"device"}) if not isinstance(config, dict) else dict(config)
+    data = dict(config) if isinstance(config, dict) else config.as_read().model_dump(mode="json", exclude={"device"})
     data.pop("device", None)
     data["defenses"] = [{k: v for k, v in d.items() if not (k == "strength" and d.get("sweep"))}
                         for d in data.get("defenses", [])]

@@ -14,9 +14,10 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from vflpriv.common.errors import VflprivError
+from vflpriv.common.secret_kinds import FEATURES
 from vflpriv.config.keys import code_mark, config_hash, keyed
 from vflpriv.config.options import MAX_INT, Options
-from vflpriv.config.registry import ATTACKS, DATASETS
+from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES
 
 Phase = Literal["pretrain", "finetune"]
 
@@ -61,6 +62,11 @@ class PartitionConfig(Options):
         "the active party trains on (never canaries or validation samples), whose victim features the adversary knows "
         "(with the messages it received about them); drawn from the seed, apart from every other draw; unset = 10% of "
         "the aligned training samples (VFLAIR's share)")
+
+    def without_aux_features(self) -> PartitionConfig:
+        """This partition as the training and a label attack read it: ``aux_features`` (read only by a feature attack
+        and its prior) at its default, so their keys and caches stay the ones they were without it."""
+        return self.model_copy(update={"aux_features": None})
     canaries: int = Field(
         0, ge=0, description="random-label canaries for the privacy audit: this many of the active party's labeled "
         "aligned training samples (never auxiliary ones) train with a label drawn uniformly from the classes, drawn "
@@ -208,6 +214,18 @@ class AttackConfig(Options):
         raise ValueError(f"{value!r} is no role; give a party index (0: the active party, 1 and up: the passive "
                          "parties) or 'server'")
 
+    @field_validator("victim", mode="before")
+    @classmethod
+    def _a_party(cls, value: Any) -> Any:
+        """A party index; anything else (the server, another string, a fraction, a negative number) is named with the
+        valid choices."""
+        digits = value.strip() if isinstance(value, str) else ""
+        if value is None or isinstance(value, bool) or digits.isascii() and digits.isdigit() or isinstance(
+                value, (int, float)) and float(value).is_integer() and value >= 0:
+            return value
+        raise ValueError(f"{value!r} is no victim; give a party index (0: the active party, 1 and up: the passive "
+                         "parties; the server holds no features)")
+
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AttackConfig:
         refuse_untuned(self, tune=self.tune, budget="search_budget", space="search_space", switch="attack.tune")
@@ -228,6 +246,23 @@ class DefenseConfig(Options):
         "passive party when the active party sends nothing this defense protects in the phase")
     sweep: bool = Field(False, description="this defense's strength is the swept lambda")
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _kinds_not_empty(self) -> DefenseConfig:
+        refuse_empty_kinds(self.name, self.kinds)
+        return self
+
+
+def refuse_empty_kinds(name: str, kinds: list[str] | None) -> None:
+    """ValueError for ``kinds: []``, naming the valid kinds: it read as the defense's own kinds, silently."""
+    if kinds != []:
+        return
+    try:
+        valid = ", ".join(DEFENSES.get(name).supported_kinds)
+    except VflprivError:
+        return  # an unknown defense: the planner says so
+    raise ValueError(f"kinds is empty; name the message kinds {name} protects ({valid}), or leave it out for its "
+                     "own" if valid else f"kinds is empty, and {name} acts on no message; leave it out")
 
 
 #: Config sections a dataset can give defaults for (its loader's ``default_partition``, ``default_model``).
@@ -280,8 +315,10 @@ class TrainingConfig(Options):
     device: str = "cpu"
 
     def training_key(self) -> str:
-        """Hash of what the federation's training depends on (the device must not change results)."""
-        return config_hash(keyed(self.model_dump(mode="json", include=TRAINING_FIELDS)))
+        """Hash of what the federation's training depends on (the device must not change results; nor does
+        ``partition.aux_features``, which only a feature attack reads)."""
+        trained = self.model_copy(update={"partition": self.partition.without_aux_features()})
+        return config_hash(keyed(trained.model_dump(mode="json", include=TRAINING_FIELDS)))
 
     def training(self) -> TrainingConfig:
         return TrainingConfig.model_validate(self.model_dump(include=set(TrainingConfig.model_fields)))
@@ -316,5 +353,20 @@ class RunConfig(TrainingConfig):
         return config_hash({"training": key, "acting attack": acting})
 
     def key(self) -> str:
-        """Stable hash of the whole configuration (device excluded): the record's key in the store."""
-        return config_hash(keyed(self.model_dump(mode="json", exclude={"device"})))
+        """Stable hash of the whole configuration as the run reads it (:meth:`as_read`; device excluded): the record's
+        key in the store."""
+        return config_hash(keyed(self.as_read().model_dump(mode="json", exclude={"device"})))
+
+    def as_read(self) -> RunConfig:
+        """This run as it reads its configuration: a label attack's without ``partition.aux_features`` (a feature
+        attack's known samples), which neither it nor its training reads; what its key and its record hold."""
+        if self.attack_secret() == FEATURES:
+            return self
+        return self.model_copy(update={"partition": self.partition.without_aux_features()})
+
+    def attack_secret(self) -> str:
+        """The secret the attack infers (``Attack.secret``); an unknown attack's is unknown (the planner says so)."""
+        try:
+            return ATTACKS.get(self.attack.name).secret
+        except VflprivError:
+            return ""

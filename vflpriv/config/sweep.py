@@ -7,7 +7,7 @@ import copy
 import os
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, NonNegativeFloat, model_validator
+from pydantic import BeforeValidator, Field, NonNegativeFloat, model_validator
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.registry import DEFENSES
@@ -75,6 +75,18 @@ def check_runs_per_gpu(config: Any) -> None:
 Seed = Annotated[int, Field(ge=0, le=MAX_INT)]  # the one limit of every integer setting
 
 
+def _some_seed(value: Any) -> Any:
+    """An empty seed list (``--seeds ''``, ``seeds: []``) named with what to give, not as a list's minimum length."""
+    if value == []:
+        raise ValueError(f"no seed given; give at least one (an integer 0 to {MAX_INT}, e.g. 0,1,2), or leave the "
+                         "seeds out for 0, 1, 2")
+    return value
+
+
+#: The seeds of an experiment or an audit: at least one.
+Seeds = Annotated[list[Seed], BeforeValidator(_some_seed)]
+
+
 def refuse_repeats(**lists: list | None) -> None:
     """ValueError naming each list given with a repeated entry (a repeat is a conflict, not deduplicated)."""
     for name, values in lists.items():
@@ -116,7 +128,7 @@ class ExperimentConfig(TrainingConfig):
     strengths: list[NonNegativeFloat] | None = Field(
         None, min_length=1, description="the swept defense's strengths on its own axis; unset: its default strengths "
         "(Protection.default_strengths: its audit strengths for the phase)")
-    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: Seeds = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     jobs: int = Field(
         default_factory=lambda: min(2, os.cpu_count() or 1), ge=1, le=1024,
         description="parallel trainings; each uses one torch thread, so numbers do not depend on it",

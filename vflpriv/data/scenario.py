@@ -35,10 +35,6 @@ class Scenario:
     #: ``finetune.validation``: labeled aligned ids the active party holds out of finetuning to score the trained model
     #: on (never auxiliary ones, never canaries); it keeps their labels apart from the labels it trains with.
     validation: torch.Tensor = torch.empty(0, dtype=torch.long)
-    #: The feature attacks' auxiliary samples (``partition.aux_features``): aligned training ids the active party trains
-    #: on, never canaries or validation ids, whose victim features a feature adversary knows; drawn from a stream of
-    #: their own, so every other set is the one it would be without them.
-    aux_features: torch.Tensor = torch.empty(0, dtype=torch.long)
     #: The run's seed: with the canary key, it seeds the canaries' labels.
     seed: int = 0
     #: ``partition.canary_labels: pair``: each canary's two public candidate classes (canaries x 2, drawn from the
@@ -135,13 +131,10 @@ def build_scenario(
     canaries = _draw_canaries(labeled[~torch.isin(labeled, aux)], partition.canaries, g)
     held_out = _draw_validation(labeled, torch.cat([aux, canaries]), validation, g)
     _check_scored(labeled, aux, canaries, held_out)
-    trained_on = labeled if not active_labels_local else aligned
-    pool = trained_on[~torch.isin(trained_on, torch.cat([canaries, held_out]))]
-    known = _draw_aux_features(pool, n_aligned, partition.aux_features, generator(seed, "partition:aux-features"))
     pairs = (_draw_pairs(canaries.numel(), dataset.num_classes, generator(seed, "partition:canary-pairs"))
              if partition.canary_labels == "pair" else None)
     return Scenario(dataset, aligned, labeled, unaligned, aux, partition.adversary, active_labels_local,
-                    canaries=canaries, validation=held_out, aux_features=known, seed=seed, canary_pairs=pairs)
+                    canaries=canaries, validation=held_out, seed=seed, canary_pairs=pairs)
 
 
 def _draw_pairs(count: int, classes: int, g: torch.Generator) -> torch.Tensor:
@@ -153,6 +146,15 @@ def _draw_pairs(count: int, classes: int, g: torch.Generator) -> torch.Tensor:
 
 #: The share of the aligned training samples a feature adversary knows by default (VFLAIR's ``need_auxiliary``: 10%).
 AUX_FEATURES_SHARE = 0.1
+
+
+def known_features(scenario: Scenario, count: int | None) -> torch.Tensor:
+    """A feature adversary's known samples (``partition.aux_features=count``): aligned training ids the active party
+    trains on, never canaries or validation ids, whose victim features it knows. Drawn per attack from a stream of
+    their own, after the training's sets, which are the same with any ``count`` (one training serves every count)."""
+    trained_on = scenario.aligned if scenario.active_labels_local else scenario.labeled
+    pool = trained_on[~torch.isin(trained_on, torch.cat([scenario.canaries, scenario.validation]))]
+    return _draw_aux_features(pool, scenario.aligned.numel(), count, generator(scenario.seed, "partition:aux-features"))
 
 
 def _draw_aux_features(pool: torch.Tensor, aligned: int, count: int | None, g: torch.Generator) -> torch.Tensor:

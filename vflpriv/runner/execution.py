@@ -356,7 +356,8 @@ def pretrain_key(config: TrainingConfig, method: type) -> str:
         "method_code": _method_code(method),
         "method_class": f"{method.__module__}.{method.__qualname__}",
         "dataset": config.dataset.model_dump(mode="json"), "data": data_of(config),
-        "partition": config.partition.model_dump(mode="json", exclude=None if reads_labels else LABEL_FIELDS),
+        "partition": config.partition.without_aux_features().model_dump(
+            mode="json", exclude=None if reads_labels else LABEL_FIELDS),
         "model": config.model.model_dump(mode="json"),
         "method": config.method.model_dump(mode="json"),
         "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses
@@ -379,7 +380,7 @@ def blank_record(cfg: RunConfig) -> RunRecord:
         attack=cfg.attack.name, defense=swept.name if swept else "+".join(d.name for d in cfg.defenses) or "none",
         phase=cfg.attack.phase, strength=swept.strength if swept and swept.strength is not None else 0.0, seed=cfg.seed,
         canaries=cfg.partition.canaries,
-        config=json.dumps(cfg.model_dump(mode="json"), sort_keys=True),
+        config=json.dumps(cfg.as_read().model_dump(mode="json"), sort_keys=True),
     )
 
 

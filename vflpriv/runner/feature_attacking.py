@@ -114,9 +114,9 @@ def feature_view(a, fed: Federation, scenario: Scenario, trained, gen: torch.Gen
     victim = adversary.victim
     inbox = fed.channel.inboxes[adversary.party]
     ids, rows = _latest_rows(inbox, kind, phase, victim)
-    known = torch.isin(ids, scenario.aux_features)
+    known = torch.isin(ids, a.known)
     if int(known.sum()) < 2:
-        raise Unscorable(f"the adversary received {kind} rows of {int(known.sum())} of its {scenario.aux_features.numel()}"
+        raise Unscorable(f"the adversary received {kind} rows of {int(known.sum())} of its {a.known.numel()}"
                          f" known samples in {phase}: too few to learn a reconstruction from (it needs 2)")
     if not bool((~known).any()):
         raise Unscorable(f"the adversary received {kind} rows of its known samples only in {phase}: no target")

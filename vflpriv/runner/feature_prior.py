@@ -47,7 +47,9 @@ class FeaturePriorPlan:
 
 
 def plan_feature_prior(run, attack) -> FeaturePriorPlan:
-    return FeaturePriorPlan(run.seed, f"{run.training_key()}:{data_of(run)}")
+    """Keyed by the training, its data and ``partition.aux_features`` (the known samples it fits on; the training key
+    leaves them out)."""
+    return FeaturePriorPlan(run.seed, f"{run.training_key()}:{data_of(run)}:{run.partition.aux_features}")
 
 
 #: Tensors already found finite (by id, with a weak reference that tells a reused id apart): a sweep plans many runs

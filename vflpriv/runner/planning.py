@@ -23,7 +23,7 @@ from vflpriv.config.registry import ATTACKS, METHODS
 from vflpriv.config.schema import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
-from vflpriv.data.scenario import Scenario, build_scenario
+from vflpriv.data.scenario import Scenario, build_scenario, known_features
 from vflpriv.engine import EPOCH_END
 from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
@@ -39,8 +39,9 @@ from vflpriv.store import cache
 @dataclass
 class AttackPlan:
     """One attack on the planned training: its prior, its search space when it is tuned (``space``), who runs it
-    against whom and what its inbox keeps (``adversary``); ``not_applicable`` gives the reason it is recorded as
-    n/a."""
+    against whom and what its inbox keeps (``adversary``), a feature attack's known samples (``known``: its own
+    ``partition.aux_features``, which the training does not read); ``not_applicable`` gives the reason it is recorded
+    as n/a."""
 
     config: RunConfig
     attack: Any
@@ -48,6 +49,7 @@ class AttackPlan:
     space: dict[str, tuple] | None = None
     not_applicable: str = ""
     adversary: Adversary | None = None
+    known: torch.Tensor | None = None
 
 
 @dataclass
@@ -280,17 +282,20 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     reason = attack.incompatible(method.declared(run, num_classes=dataset.num_classes), num_classes=dataset.num_classes)
     if reason:
         raise IncompatibleError(f"attack '{cfg.name}': {reason}")
+    known_ids = None
     if attack.secret == "features":  # too few known samples failed (or silently did less) after the training
         check_finite_features(dataset, (adversary.victim, adversary.party))
         needed, why = attack.known_needed(tuned=cfg.tune)
-        if (known := p.scenario.aux_features.numel()) < needed:
+        known_ids = known_features(p.scenario, run.partition.aux_features)
+        if (known := known_ids.numel()) < needed:
             unset = (" (partition.aux_features unset: 10% of the aligned samples, at most half of those the active "
                      "party trains on)") if run.partition.aux_features is None else ""
             raise IncompatibleError(f"attack '{cfg.name}': {why}; this partition leaves the adversary {known}{unset}; "
                                     f"set partition.aux_features={needed} or more, or raise partition.aligned_fraction")
     if run.partition.aux == 0 and attack.needs_aux:
         raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")
-    return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), space, adversary=adversary)
+    return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), space, adversary=adversary,
+                      known=known_ids)
 
 
 #: How each secret's prior is planned (an attack's ``secret`` picks one).
@@ -299,7 +304,7 @@ PRIOR_PLANS: dict[str, Callable[[RunConfig, Any], Any]] = {LABELS: plan_prior, F
 
 def refuse_unread_aux_features(count: int | None, attacks: Sequence[str]) -> None:
     """``partition.aux_features`` is what a feature attack knows of its victim: refused where none of ``attacks``
-    infers features (a label attack's trainings would be keyed, and trained, anew for nothing)."""
+    infers features (a setting nothing reads; a label attack's keys leave it out)."""
     def infers_features(name: str) -> bool:
         return ATTACKS.get(name).secret == FEATURES
 

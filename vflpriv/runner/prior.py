@@ -195,7 +195,7 @@ def encoder_key(prior: PriorPlan) -> str:
     payload = {
         "code": cache.code_version(), "prior": "simsiam-encoder", "dataset": cfg.dataset.model_dump(mode="json"),
         "data": data_of(cfg),
-        "partition": cfg.partition.model_dump(mode="json", exclude=LABEL_FIELDS),
+        "partition": cfg.partition.without_aux_features().model_dump(mode="json", exclude=LABEL_FIELDS),
         "model": cfg.model.model_dump(mode="json"), "options": prior.ssl, "seed": cfg.seed,
     }
     return config_hash(payload, 24)
@@ -249,7 +249,7 @@ def prior_key(prior: PriorPlan, view: AdversaryView) -> str:
     search_part = cfg.attack.model_dump(mode="json", include={"search_budget"}) if prior.tuned else None
     return json.dumps(
         [prior.kind, cfg.attack.prior_epochs, cfg.seed, attack_part, search_part, prior.ssl, data_of(cfg),
-         *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition, cfg.model)),
+         *(c.model_dump(mode="json") for c in (cfg.dataset, cfg.partition.without_aux_features(), cfg.model)),
          {name: ids_digest(ids) for name, ids in [*view.target_ids.items(), ("aux", view.aux_ids)]}],
         sort_keys=True,
     )

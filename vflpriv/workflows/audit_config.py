@@ -11,8 +11,8 @@ from pydantic import Field, NonNegativeFloat, model_validator
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.options import Options
 from vflpriv.config.registry import ATTACKS, DEFENSES
-from vflpriv.config.schema import MAX_SEARCH_BUDGET, Phase, TrainingConfig, refuse_untuned
-from vflpriv.config.sweep import RunsPerGpu, Seed, check_runs_per_gpu, refuse_repeats
+from vflpriv.config.schema import MAX_SEARCH_BUDGET, Phase, TrainingConfig, refuse_empty_kinds, refuse_untuned
+from vflpriv.config.sweep import RunsPerGpu, Seeds, check_runs_per_gpu, refuse_repeats
 from vflpriv.workflows.audit_recipes import FULL, QUICK, WEAKEST, default_attacks, quick_seeds
 
 #: The most canaries an audit plants unless told, and the share of the labels it takes: each canary costs a real
@@ -33,6 +33,11 @@ class AuditDefense(Options):
     party: int | None = Field(None, ge=0, description="the protecting party; unset: the planner's default (the active "
                                                        "party; every passive party for what only they send or hold)")
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _kinds_not_empty(self) -> AuditDefense:
+        refuse_empty_kinds(self.name, self.kinds)
+        return self
 
     def strengths_for(self, phase: str, *, finetune) -> tuple[float, ...] | None:
         """Its strengths in ``phase`` of a run finetuned by ``finetune``: as given, else the defense's own (on
@@ -94,6 +99,24 @@ class AuditSettings(Options):
         default_factory=dict, description="the attached auditor's options (finetune.auditor_options of its trainings; "
         "vflpriv describe <auditor>), e.g. canary_inputs: crafted for gradient-lrt")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _none_is_the_baseline(cls, data: Any) -> Any:
+        """``{name: none}`` in ``defenses`` is the undefended baseline every audit runs (``--defenses none``): left out;
+        an empty list is refused, as ``--defenses ''`` is (it planned as ``none`` silently)."""
+        defenses = data.get("defenses") if isinstance(data, dict) else None
+        if defenses == []:
+            raise ValueError(f"audit.defenses is empty; name defenses ({', '.join(['none', *DEFENSES.names()])}), "
+                             "or leave it out for every registered one")
+        if not isinstance(defenses, list):
+            return data
+        nones = [d for d in defenses if isinstance(d, dict) and d.get("name") == "none"]
+        if any(d != {"name": "none"} for d in nones):
+            raise ValueError("audit.defenses: none (the undefended baseline) takes no settings; give it as "
+                             "{name: none}")
+        refuse_repeats(**{"audit.defenses": ["none"] * len(nones)})
+        return {**data, "defenses": [d for d in defenses if d not in nones]}
+
     @model_validator(mode="after")
     def _tuning_settings_need_tuning(self) -> AuditSettings:
         refuse_untuned(self, tune=self.tune, budget="search_budget", space="search_spaces", switch="audit.tune")
@@ -110,7 +133,7 @@ class AuditConfig(TrainingConfig):
     """The method under audit (a training config) and what to throw at it."""
 
     audit: AuditSettings = Field(default_factory=AuditSettings)
-    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: Seeds = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     jobs: int = Field(2, ge=1, le=1024)
     backend: Literal["loky", "threading", "dask", "ray"] = "loky"
     runs_per_gpu: RunsPerGpu = 1

@@ -87,11 +87,14 @@ def _method(name: str, cls: Any) -> Description:
              "sends": ", ".join("/".join(t) for t in sorted(cls.sends)) or "nothing",
              "pretraining reads labels": str(cls.pretrain_reads_labels),
              "label uses outside the shared loop (default options)": _uses(cls, "label_uses"),
+             **_undeclared(cls, "label_uses", "dp-gaussian records no epsilon for it"),
              "finetune.top": ", ".join(sorted(s.split(":")[1] for s in supports if s.startswith("top:"))),
              "finetune.local_updates > 1": str("local-updates" in supports),
              "hook points it calls": ", ".join(sorted(s for s in supports if ":" in s and not
                                                       s.startswith("top:"))) or "none",
-             "feature uses outside the shared loop (default options)": _uses(cls, "feature_uses")}
+             "feature uses outside the shared loop (default options)": _uses(cls, "feature_uses"),
+             **_undeclared(cls, "feature_uses",
+                           "embedding-dp records no training epsilon and no test-row claim for it")}
     return Description("method", name, _summary(cls), facts, options_of(cls.Options), "method.options.")
 
 
@@ -103,6 +106,13 @@ def _uses(cls: Any, declared: str) -> str:
     except Exception as exc:  # noqa: BLE001 - a plugin's constructor
         return f"unknown ({type(exc).__name__} under the default options)"
     return "; ".join(uses) or "none"
+
+
+def _undeclared(cls: Any, uses: str, follows: str) -> dict[str, str]:
+    """What a method does not declare of ``uses`` (its own code without ``Method.label_uses``/``feature_uses`` beside
+    it: ``Method.undeclared_label_uses``), and what follows; nothing where it declares all."""
+    said = _uses(cls, f"undeclared_{uses}")
+    return {} if said == "none" else {f"{uses.replace('_', ' ')} it does not declare": f"{said}: {follows}"}
 
 
 def _attack(name: str, cls: Any) -> Description:
