@@ -74,7 +74,7 @@ def test_a_plugin_method_with_its_own_finetune_says_what_it_does_not_declare_and
     monkeypatch.setitem(sys.modules, "peek_plugin", module)
     peek, declared = _facts("peek_plugin:Peek"), _facts("peek_plugin:Declared")
     label, feature = peek["label uses it does not declare"], peek["feature uses it does not declare"]
-    assert "its finetune() (Peek) is its own" in label and label.endswith("dp-gaussian records no epsilon for it")
-    assert "its finetune() (Peek)" in feature and "embedding-dp records no training epsilon" in feature
+    assert "its own code (Peek.finetune())" in label and label.endswith("dp-gaussian records no epsilon for it")
+    assert "its own code (Peek.finetune())" in feature and "embedding-dp records no training epsilon" in feature
     assert "label uses it does not declare" not in declared and "feature uses it does not declare" not in declared
     assert "label uses it does not declare" not in _facts("splitnn")
