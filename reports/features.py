@@ -67,7 +67,7 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
             "psnr": _mean(ok, "feature_psnr"), "ssim": _mean(ok, "feature_ssim"),
             "exact_match": _mean(ok, "feature_exact_match"), "oracle": _mean(ok, "feature_mse_oracle"),
             "target": str(ok["attack_target"].iloc[0]) if len(ok) else "", "utility": _mean(ok, "utility"),
-            "line": line})
+            "place": _place(dict(zip(setting, keys))), "line": line})
     for (where, victim, phase) in dict.fromkeys((v["setting"], v["victim"], v["phase"]) for v in verdicts):
         found = [v for v in verdicts if (v["setting"], v["victim"], v["phase"]) == (where, victim, phase)
                  and v["leakage"] is not None]
@@ -79,6 +79,11 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
     return verdicts
 
 
+def _place(values: dict) -> tuple[str, str]:
+    """The (method, dataset) a verdict or a defense's row is of ('' where the records do not say)."""
+    return str(values.get("method", "")), str(values.get("dataset", ""))
+
+
 def _setting(values: dict) -> str:
     """A setting named in a verdict's line: ``splitnn on digits (partition.aux_features=5): ``."""
     variant = values.get("variant") or ""
@@ -87,13 +92,19 @@ def _setting(values: dict) -> str:
 
 def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, verdicts: list[dict] = ()
                      ) -> list[dict]:
-    """Per (adversary, victim, attack, phase, defense and its configuration, e.g. ISO on the embeddings and on the
-    embeddings and weights): the feature CAP over the strengths (utility x min(1, attack MSE / prior MSE)) and the
-    weakest strength at which the attack falls to the prior (n/a where the attack reads "no" without a defense: there
-    is nothing for the defense to bring down)."""
-    undefended = {(v["adversary"], v["victim"], v["attack"], v["phase"]): v["verdict"] for v in verdicts}
+    """Per (method, dataset, adversary, victim, attack, phase, defense and its configuration, e.g. ISO on the
+    embeddings and on the embeddings and weights): the feature CAP over the strengths (utility x min(1, attack MSE /
+    prior MSE)) and the weakest strength at which the attack falls to the prior (n/a where the attack reads "no"
+    without a defense: there is nothing for the defense to bring down)."""
+    quiet_at: dict[tuple, bool] = {}  # "no" in every configuration of that method and dataset without a defense
+    for v in verdicts:
+        key = (*v.get("place", ("", "")), v["adversary"], v["victim"], v["attack"], v["phase"])
+        quiet_at[key] = quiet_at.get(key, True) and v["verdict"] == "no"
+    place = [c for c in ("method", "dataset") if c in defended]
+    several = len(defended[place].drop_duplicates()) > 1
     out = []
-    for (adversary, victim), part in defended.groupby(["adversary", "victim"], sort=False):
+    for keys, part in defended.groupby([*place, "adversary", "victim"], sort=False):
+        where, (adversary, victim) = _place(dict(zip(place, keys))), keys[len(place):]
         part = with_worst_case(part)
         caps = cap_table(part)
         by = ["attack", "phase", "defense", *(["variant"] if "variant" in part else [])]
@@ -101,11 +112,12 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
             (attack, phase, defense), variant = keys[:3], (keys[3] if len(keys) > 3 else "")
             row = caps[(caps["attack"] == attack) & (caps["phase"] == phase) & (caps["defense"] == defense)
                        & ((caps["variant"] == variant) if "variant" in caps else True)]
-            quiet = undefended.get((str(adversary), str(victim), attack, phase)) == "no"
+            quiet = quiet_at.get((*where, str(adversary), str(victim), attack, phase), False)
             falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and not quiet else None
             axis = str(rows["strength_axis"].iloc[0])
             out.append({
-                "adversary": str(adversary), "victim": str(victim), "attack": attack, "phase": phase,
+                "setting": f"{where[0]} on {where[1]}" if several else "", "adversary": str(adversary),
+                "victim": str(victim), "attack": attack, "phase": phase,
                 "defense": defense, "variant": variant, "axis": axis,
                 "strengths": sorted(float(s) for s in rows["strength"].unique()),
                 "cap": _num(row["cap"].iloc[0]) if len(row) else None,
@@ -136,7 +148,8 @@ def verdict_table(verdicts: list[dict], *, margin: float = FEATURE_MARGIN) -> Ta
     several = any(v.get("setting") for v in verdicts)
     rows = [[*([v.get("setting", "")] if several else []), who(v["adversary"]), f"party {v['victim']}",
              f"{v['attack']} ({v['strongest']})" if v.get("strongest") else v["attack"], v["phase"], v["target"],
-             _cell(v["attack_mean"]), _cell(v["oracle"]), _cell(v["prior_mean"]) + (f" ({v['prior_kind']})" if v["prior_kind"] else ""),
+             _cell(v["attack_mean"]), _cell(v["oracle"]),
+             _cell(v["prior_mean"]) + (f" ({v['prior_kind']})" if v["prior_kind"] else ""),
              _cell(v["prior_mse_mean"]), _cell(v["prior_mse_random"]),
              f"{_cell(v['leakage'], '{:+.4f}')} [{_cell(v['ci_low'], '{:+.4f}')}, {_cell(v['ci_high'], '{:+.4f}')}]",
              _cell(v["psnr"], "{:.2f}"), _cell(v["ssim"], "{:.3f}"), _cell(v["exact_match"], "{:.3f}"), v["verdict"]]
@@ -152,14 +165,17 @@ def defense_table(defenses: list[dict]) -> Table | None:
     """Per defense, the feature CAP and where the attack falls to the prior."""
     if not defenses:
         return None
-    rows = [[who(d["adversary"]), f"party {d['victim']}", d["attack"], d["phase"],
+    several = any(d.get("setting") for d in defenses)
+    rows = [[*([d.get("setting", "")] if several else []), who(d["adversary"]), f"party {d['victim']}", d["attack"],
+             d["phase"],
              f"{d['defense']} ({d['variant']})" if d.get("variant") else d["defense"],
              ", ".join(strength_label(d["axis"], s) for s in d["strengths"]),
              "n/a" if d["cap"] is None else f"{d['cap']:.3f}" + (f" ± {d['cap_std']:.3f}" if d["seeds"] > 1 and
                                                                  d["cap_std"] is not None else ""),
              d["falls_to_prior_text"]] for d in defenses]
     return Table("Feature attacks under the defenses that act on what they read",
-                 ["adversary", "victim", "attack", "phase", "defense", "strengths", "feature CAP",
+                 [*(["setting"] if several else []), "adversary", "victim", "attack", "phase", "defense", "strengths",
+                  "feature CAP",
                   "falls to the prior at"], rows, set())
 
 
@@ -192,8 +208,8 @@ def feature_html(results: pd.DataFrame, out: Path, *, margin: float = FEATURE_MA
                               for _, rows in baseline.groupby(["adversary", "victim"], sort=False)]).loc[baseline.index]
     verdicts = feature_verdicts(baseline, margin=margin)
     parts = ["<ul>" + "".join(f"<li class='verdict'>{html.escape(v['line'])}</li>" for v in verdicts) + "</ul>"]
-    for table in (verdict_table(verdicts, margin=margin),
-                                defense_table(feature_defenses(frame[frame["defense"] != "none"], margin=margin, verdicts=verdicts))):
+    defended = feature_defenses(frame[frame["defense"] != "none"], margin=margin, verdicts=verdicts)
+    for table in (verdict_table(verdicts, margin=margin), defense_table(defended)):
         if table is not None:
             parts.append(table.html())
     for path in example_grids(frame, out):

@@ -139,3 +139,27 @@ def test_a_defense_s_two_configurations_are_two_feature_rows_each_with_its_cap()
     assert [found[v]["seeds"] for v in found] == [2, 2]
     assert found["on embedding"]["cap"] > found["on embedding+weights"]["cap"] > 0  # same MSEs, lower utility
     assert "iso (on embedding+weights)" in defense_table(list(found.values())).markdown()
+
+
+def test_a_store_of_two_methods_gets_each_method_s_defense_rows_and_its_own_undefended_verdict():
+    """leftovers2's note: the defended table pooled every method's runs into one CAP per (adversary, victim) and
+    looked the undefended verdict up without method or dataset, so one method's "no" made another's row "n/a"."""
+    from vflpriv.reports.features import defense_table, feature_defenses
+
+    rows = []
+    for method, utility, prior in (("splitnn", 0.9, 0.05), ("fedhssl", 0.5, 0.0)):
+        for s in (1.0, 4.0):
+            for seed in (0, 1):
+                r = {**_record(s, seed, adversary="0"), "method": method, "utility": utility}
+                rows.append({**r, "prior_mse": r["prior_mse"] + prior})
+    verdicts = [{"place": ("splitnn", "digits"), "adversary": "0", "victim": "1", "attack": "fi-decoder",
+                 "phase": "finetune", "verdict": "yes"},
+                {"place": ("fedhssl", "digits"), "adversary": "0", "victim": "1", "attack": "fi-decoder",
+                 "phase": "finetune", "verdict": "no"}]
+    found = {d["setting"]: d for d in feature_defenses(pd.DataFrame(rows), verdicts=verdicts)
+             if d["attack"] == "fi-decoder"}
+    assert set(found) == {"splitnn on digits", "fedhssl on digits"}
+    assert found["splitnn on digits"]["cap"] > found["fedhssl on digits"]["cap"]  # each its own utility
+    assert found["fedhssl on digits"]["falls_to_prior_text"].startswith("n/a: no leakage")
+    assert not found["splitnn on digits"]["falls_to_prior_text"].startswith("n/a")
+    assert "splitnn on digits" in defense_table(list(found.values())).markdown()
