@@ -21,6 +21,8 @@ AUDIT_REFUSED = [
     (["--phases", ""], "--phases is empty; give names, comma-separated (pretrain, finetune)"),
     (["--set", "audit.defenses=[{name: none, strengths: [1]}]"], "none (the undefended baseline) takes no settings"),
     (["--defenses", "none,none"], "audit.defenses repeat: none"),
+    (["--set", "audit.feature_adversaries=active"],
+     "audit.feature_adversaries is a list: give audit.feature_adversaries=[active] (YAML)"),
 ]
 
 

@@ -259,7 +259,10 @@ def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: s
     if err["type"] in ("model_type", "dict_type"):
         return f"{where} must be a section of settings, got {type(err['input']).__name__} {err['input']!r}"
     value = err.get("input")
-    shown = f"={value!r}" if isinstance(value, (int, float, str)) and not isinstance(value, bool) and len(repr(value)) < 40 else ""
+    if err["type"] == "list_type" and isinstance(value, (int, float, str)):  # a bare value where a list is read
+        return f"{where} is a list: give {where}=[{value}] (YAML), not {where}={value}"
+    shown = f"={value!r}" if isinstance(value, (int, float, str)) and not isinstance(value, bool) \
+        and len(repr(value)) < 40 else ""
     return f"invalid {where}{shown}: {message}"
 
 
