@@ -241,7 +241,7 @@ def _vflpriv(args: list[str], env: dict) -> subprocess.CompletedProcess:
 def test_an_installed_plugin_is_found_through_its_entry_point_and_audited(plugins, tmp_path):
     assert "aggvfl" in _vflpriv(["list", "methods"], plugins).stdout.split()
     fast = ["--set", "model.hidden=32", "--set", "model.out_dim=16", "--set", "finetune.epochs=3",
-            "--set", "partition.labeled=100", "--set", "partition.aux=40", "--set", "audit.prior_epochs=50"]
+            "--set", "partition.labeled=100", "--set", "partition.aux=40", "--set", "audit.prior_epochs=10"]
     done = _vflpriv(["audit", "--method", "aggvfl", "--attacks", "mc,gc", "--defenses", "iso", "--seeds", "0,1",
                      "--out", str(tmp_path), "--jobs", "1", "--canaries", "0", *fast], plugins)
     assert done.returncode == 0, done.stderr

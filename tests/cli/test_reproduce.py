@@ -119,11 +119,20 @@ def test_a_strength_selects_the_runs_at_that_strength():
     assert "strength 0" in judge(claim, runs).reason
 
 
+def _cheap(analogue) -> list[str]:
+    """--set lines for a cheaper --quick run of ``analogue``: its attacks 5 epochs instead of 50, and 2 finetuning
+    epochs where no claim counts the finetuning's messages; the pipeline, report and resume are the same
+    (benchmarks/reproduce_quick.py runs every --quick budget as shipped)."""
+    sets = [f"--set={key}=5" for key in analogue.quick if key in ("attack.options.epochs", "attack.prior_epochs")]
+    return sets + ([] if any("equals" in claim for claim in analogue.claims) else ["--set=finetune.epochs=2"])
+
+
 @pytest.mark.parametrize("name", reproductions.names())
 def test_every_analogue_runs_quick_writes_its_claims_and_resumes(name, tmp_path, monkeypatch):
     monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "out"
-    first = CliRunner().invoke(app, ["reproduce", name, "--quick", "--out", str(out), "--jobs", "1"])
+    cheap = _cheap(reproductions.load(name))
+    first = CliRunner().invoke(app, ["reproduce", name, "--quick", "--out", str(out), "--jobs", "1", *cheap])
     assert first.exit_code == 0, first.output
     text = (out / "reproduction.md").read_text()
     analogue = reproductions.load(name)
@@ -141,7 +150,7 @@ def test_every_analogue_runs_quick_writes_its_claims_and_resumes(name, tmp_path,
             assert verdict.verdict == "held", line
     page = (out / "reproduction.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and all(f"{c['id']}: " in page for c in analogue.claims)
-    again = CliRunner().invoke(app, ["reproduce", name, "--quick", "--out", str(out), "--jobs", "1"])
+    again = CliRunner().invoke(app, ["reproduce", name, "--quick", "--out", str(out), "--jobs", "1", *cheap])
     assert again.exit_code == 0 and "0 to run" in again.output
 
 
@@ -190,7 +199,8 @@ def test_an_analogue_runs_on_files_a_user_points_to(tmp_path, monkeypatch):
     (tmp_path / "criteo" / "train.txt").write_text("\n".join(rows) + "\n")
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["reproduce", "ssvfl-fig3", "--quick", "--out", str(out), "--jobs", "1", "--set",
-                                      f"datasets=[{{name: criteo, root: {tmp_path / 'criteo'}}}]"])
+                                      f"datasets=[{{name: criteo, root: {tmp_path / 'criteo'}}}]",
+                                      *_cheap(reproductions.load("ssvfl-fig3"))])
     assert result.exit_code == 0, result.output
     runs = pd.read_csv(out / "results.csv")
     assert set(runs["dataset"]) == {"criteo"} and set(runs["status"]) == {"ok"}
