@@ -52,6 +52,10 @@ DISAGREE = [
     (["--quick", "--set", "audit={tune: true}"], "--quick sets audit.profile=quick, but a --set makes it unset"),
     (["--seeds", "0,1", "--set", "seeds=[2]"], "--seeds sets seeds=[0, 1], but a --set makes it [2]"),
     (["--defenses", "iso", "--set", "audit.defenses=[{name: mid}]"], "--defenses sets audit.defenses=[{name: iso}]"),
+    # edited in place to other values (review lo2, F1): refused as a replacement is
+    (["--seeds", "0,1", "--set", "seeds.0=5"], "--seeds sets seeds=[0, 1], but a --set makes it [5, 1]"),
+    (["--defenses", "iso", "--set", "audit.defenses.0.name=mid"], "--defenses sets audit.defenses=[{name: iso}]"),
+    (["--attacks", "mc", "--set", "audit.attacks.0=gc"], "--attacks sets audit.attacks=[mc], but a --set makes it [gc]"),
 ]
 
 

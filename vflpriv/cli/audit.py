@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, get_args
@@ -78,6 +79,7 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
              ("--jobs", ("jobs",), jobs), ("--backend", ("backend",), backend), ("--device", ("device",), device),
              ("--seeds", ("seeds",), None if seeds is None else numbers(seeds, int, "--seeds"))]
     given = [(option, path, value) for option, path, value in given if value is not None]
+    before = [copy.deepcopy(value) for _, _, value in given]  # what each option set, before any --set edits it
     for _, (*sections, key), value in given:
         node = data
         for section in sections:
@@ -85,14 +87,23 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
         node[key] = value
     for assignment in overrides:
         apply_override(data, assignment)
-    for option, path, value in given:
+    for (option, path, value), was in zip(given, before):
         now = _setting(data, path)
-        if now is not value and now != value:  # edited in place (--set audit.defenses.0.strengths=...): refined
-            raise ConfigError(f"{option} sets {'.'.join(path)}={_shown(value)}, but a --set makes it "
+        refined = now is value and _named(now) == _named(was)  # --set audit.defenses.0.strengths=...: kept
+        if not refined and now != was:  # replaced, or edited in place to other values (--set seeds.0=5)
+            raise ConfigError(f"{option} sets {'.'.join(path)}={_shown(was)}, but a --set makes it "
                               f"{'unset' if now is None else _shown(now)}; give one of them")
     resolve_method_options(data, must_match=user_patterns(data, preset))
     resolve_dataset_settings(data, per_dataset)
     return validate(AuditConfig, data)
+
+
+def _named(value: Any) -> Any:
+    """What an option set, as it names it: the names of a list of defenses (their settings may be refined), else
+    the value itself."""
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return [v.get("name") for v in value]
+    return value
 
 
 def _shown(value: Any) -> str:
