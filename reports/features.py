@@ -67,7 +67,8 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
             "psnr": _mean(ok, "feature_psnr"), "ssim": _mean(ok, "feature_ssim"),
             "exact_match": _mean(ok, "feature_exact_match"), "oracle": _mean(ok, "feature_mse_oracle"),
             "target": str(ok["attack_target"].iloc[0]) if len(ok) else "", "utility": _mean(ok, "utility"),
-            "place": _place(dict(zip(setting, keys))), "line": line})
+            "place": _place(dict(zip(setting, keys))), "line": line,
+            "configuration": str(dict(zip(setting, keys)).get("variant") or "")})
     for (where, victim, phase) in dict.fromkeys((v["setting"], v["victim"], v["phase"]) for v in verdicts):
         found = [v for v in verdicts if (v["setting"], v["victim"], v["phase"]) == (where, victim, phase)
                  and v["leakage"] is not None]
@@ -84,6 +85,15 @@ def _place(values: dict) -> tuple[str, str]:
     return str(values.get("method", "")), str(values.get("dataset", ""))
 
 
+def _quiet(verdicts: list[dict], variant: str) -> bool:
+    """Whether the attack read "no" without a defense in the configuration of a defended row (``variant``: its
+    configuration's label, which names the baseline's, e.g. ``partition.aux_features=5``); where the row's
+    configuration names none of them, in every one."""
+    parts = set(str(variant).split(", "))  # tradeoff.variants joins a configuration's settings so
+    named = [v for v in verdicts if v.get("configuration") and set(v["configuration"].split(", ")) <= parts]
+    return bool(named or verdicts) and all(v["verdict"] == "no" for v in named or verdicts)
+
+
 def _setting(values: dict) -> str:
     """A setting named in a verdict's line: ``splitnn on digits (partition.aux_features=5): ``."""
     variant = values.get("variant") or ""
@@ -96,10 +106,10 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
     embeddings and on the embeddings and weights): the feature CAP over the strengths (utility x min(1, attack MSE /
     prior MSE)) and the weakest strength at which the attack falls to the prior (n/a where the attack reads "no"
     without a defense: there is nothing for the defense to bring down)."""
-    quiet_at: dict[tuple, bool] = {}  # "no" in every configuration of that method and dataset without a defense
+    undefended: dict[tuple, list[dict]] = {}
     for v in verdicts:
-        key = (*v.get("place", ("", "")), v["adversary"], v["victim"], v["attack"], v["phase"])
-        quiet_at[key] = quiet_at.get(key, True) and v["verdict"] == "no"
+        undefended.setdefault((*v.get("place", ("", "")), v["adversary"], v["victim"], v["attack"], v["phase"]),
+                              []).append(v)
     place = [c for c in ("method", "dataset") if c in defended]
     several = len(defended[place].drop_duplicates()) > 1
     out = []
@@ -112,7 +122,7 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
             (attack, phase, defense), variant = keys[:3], (keys[3] if len(keys) > 3 else "")
             row = caps[(caps["attack"] == attack) & (caps["phase"] == phase) & (caps["defense"] == defense)
                        & ((caps["variant"] == variant) if "variant" in caps else True)]
-            quiet = quiet_at.get((*where, str(adversary), str(victim), attack, phase), False)
+            quiet = _quiet(undefended.get((*where, str(adversary), str(victim), attack, phase), []), variant)
             falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and not quiet else None
             axis = str(rows["strength_axis"].iloc[0])
             out.append({

@@ -163,3 +163,22 @@ def test_a_store_of_two_methods_gets_each_method_s_defense_rows_and_its_own_unde
     assert found["fedhssl on digits"]["falls_to_prior_text"].startswith("n/a: no leakage")
     assert not found["splitnn on digits"]["falls_to_prior_text"].startswith("n/a")
     assert "splitnn on digits" in defense_table(list(found.values())).markdown()
+
+
+def test_each_configuration_s_defense_row_reads_its_own_undefended_verdict():
+    """Review lo2, F2: with partition.aux_features unset and 5 in one store, the unset configuration's iso row took
+    the other's "yes" (the last verdict won) and claimed iso brought the attack to the prior."""
+    from vflpriv.reports.features import feature_defenses
+
+    rows = [{**_record(s, seed, adversary="0"), "variant": variant}
+            for variant in ("partition.aux_features=None", "partition.aux_features=5")
+            for s in (1.0, 4.0) for seed in (0, 1)]
+    verdicts = [{"place": ("splitnn", "digits"), "configuration": configuration, "adversary": "0", "victim": "1",
+                 "attack": "fi-decoder", "phase": "finetune", "verdict": verdict}
+                for configuration, verdict in (("partition.aux_features=None", "no"),
+                                               ("partition.aux_features=5", "yes"))]
+    for order in (verdicts, verdicts[::-1]):
+        found = {d["variant"]: d["falls_to_prior_text"] for d in feature_defenses(pd.DataFrame(rows), verdicts=order)
+                 if d["attack"] == "fi-decoder"}
+        assert found["partition.aux_features=None"].startswith("n/a: no leakage")
+        assert not found["partition.aux_features=5"].startswith("n/a")
