@@ -7,6 +7,7 @@ victims a grid of targets, the attack's reconstructions and the prior's.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -18,7 +19,7 @@ from vflpriv.reports.paper_tables import Table
 from vflpriv.reports.tables import who
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
-from vflpriv.tradeoff.variants import with_variants
+from vflpriv.tradeoff.variants import OWN_AXES, flatten, with_variants
 
 KEYS = ["adversary", "victim", "attack", "phase"]
 #: What tells a store's settings apart (a report reads every method, dataset and configuration of one store; an
@@ -68,7 +69,7 @@ def feature_verdicts(baseline: pd.DataFrame, *, margin: float = FEATURE_MARGIN) 
             "exact_match": _mean(ok, "feature_exact_match"), "oracle": _mean(ok, "feature_mse_oracle"),
             "target": str(ok["attack_target"].iloc[0]) if len(ok) else "", "utility": _mean(ok, "utility"),
             "place": _place(dict(zip(setting, keys))), "line": line,
-            "configuration": str(dict(zip(setting, keys)).get("variant") or "")})
+            "configurations": settings(ok)})
     for (where, victim, phase) in dict.fromkeys((v["setting"], v["victim"], v["phase"]) for v in verdicts):
         found = [v for v in verdicts if (v["setting"], v["victim"], v["phase"]) == (where, victim, phase)
                  and v["leakage"] is not None]
@@ -85,13 +86,25 @@ def _place(values: dict) -> tuple[str, str]:
     return str(values.get("method", "")), str(values.get("dataset", ""))
 
 
-def _quiet(verdicts: list[dict], variant: str) -> bool:
-    """Whether the attack read "no" without a defense in the configuration of a defended row (``variant``: its
-    configuration's label, which names the baseline's, e.g. ``partition.aux_features=5``); where the row's
-    configuration names none of them, in every one."""
-    parts = set(str(variant).split(", "))  # tradeoff.variants joins a configuration's settings so
-    named = [v for v in verdicts if v.get("configuration") and set(v["configuration"].split(", ")) <= parts]
-    return bool(named or verdicts) and all(v["verdict"] == "no" for v in named or verdicts)
+def settings(rows: pd.DataFrame) -> list[str]:
+    """The configurations ``rows`` ran, each a digest of its settings but the defenses, seed and device (a defended run
+    and the undefended run it is judged against share them); one empty one where the records hold no configuration."""
+    if "config" not in rows:
+        return [""]
+    found = set()
+    for config in rows["config"]:
+        flat = flatten(json.loads(config)) if isinstance(config, str) and config else {}
+        kept = {k: v for k, v in flat.items() if k not in OWN_AXES and not k.startswith("defenses")}
+        found.add(hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16])
+    return sorted(found)
+
+
+def _quiet(verdicts: list[dict], ran: list[str]) -> bool:
+    """Whether the attack read "no" without a defense in every configuration a defended row ran (``ran``,
+    :func:`settings`): each must be one an undefended verdict ran, else nothing says it was quiet."""
+    judged = [v for v in verdicts if set(v.get("configurations", [""])) & set(ran)]
+    covered = {c for v in judged for c in v.get("configurations", [""])}
+    return bool(judged) and set(ran) <= covered and all(v["verdict"] == "no" for v in judged)
 
 
 def _setting(values: dict) -> str:
@@ -122,7 +135,7 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
             (attack, phase, defense), variant = keys[:3], (keys[3] if len(keys) > 3 else "")
             row = caps[(caps["attack"] == attack) & (caps["phase"] == phase) & (caps["defense"] == defense)
                        & ((caps["variant"] == variant) if "variant" in caps else True)]
-            quiet = _quiet(undefended.get((*where, str(adversary), str(victim), attack, phase), []), variant)
+            quiet = _quiet(undefended.get((*where, str(adversary), str(victim), attack, phase), []), settings(rows))
             falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and not quiet else None
             axis = str(rows["strength_axis"].iloc[0])
             out.append({

@@ -22,7 +22,7 @@ AUDIT_REFUSED = [
     (["--set", "audit.defenses=[{name: none, strengths: [1]}]"], "none (the undefended baseline) takes no settings"),
     (["--defenses", "none,none"], "audit.defenses repeat: none"),
     (["--set", "audit.feature_adversaries=active"],
-     "audit.feature_adversaries is a list: give audit.feature_adversaries=[active] (YAML)"),
+     "audit.feature_adversaries is a list, not the single value 'active': write it in brackets"),
 ]
 
 
@@ -78,6 +78,8 @@ VICTIM = "is no victim; give a party index (0: the active party, 1 and up: the p
 EVALUATE_REFUSED = [(["--set", f"attack.victim={value}"], f"{shown} {VICTIM}")
                     for value, shown in (("server", "'server'"), ("-1", "-1"), ("1.5", "1.5"), ("'²'", "'²'"),
                                          ("[1]", "[1]"), (".nan", "nan"))]
+EVALUATE_REFUSED += [(["--set", "attack.search_space.lr=0.1", "--set", "attack.tune=true"],
+                      "attack.search_space.lr is a list, not the single value 0.1")]  # review last, F4
 
 
 @pytest.mark.parametrize(("args", "needle"), EVALUATE_REFUSED, ids=[" ".join(a)[:60] for a, _ in EVALUATE_REFUSED])

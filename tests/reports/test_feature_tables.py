@@ -165,20 +165,32 @@ def test_a_store_of_two_methods_gets_each_method_s_defense_rows_and_its_own_unde
     assert "splitnn on digits" in defense_table(list(found.values())).markdown()
 
 
-def test_each_configuration_s_defense_row_reads_its_own_undefended_verdict():
-    """Review lo2, F2: with partition.aux_features unset and 5 in one store, the unset configuration's iso row took
-    the other's "yes" (the last verdict won) and claimed iso brought the attack to the prior."""
-    from vflpriv.reports.features import feature_defenses
+def _configured(aux, defense: str, record: dict | None = None) -> dict:
+    """A record whose stored configuration names its partition.aux_features and its defense."""
+    record = record or {}
+    config = {"partition": {"aux_features": aux}, "defenses": [{"name": defense}], "seed": record.get("seed", 0)}
+    return {**record, "defense": defense, "config": json.dumps(config)}
 
-    rows = [{**_record(s, seed, adversary="0"), "variant": variant}
-            for variant in ("partition.aux_features=None", "partition.aux_features=5")
-            for s in (1.0, 4.0) for seed in (0, 1)]
-    verdicts = [{"place": ("splitnn", "digits"), "configuration": configuration, "adversary": "0", "victim": "1",
-                 "attack": "fi-decoder", "phase": "finetune", "verdict": verdict}
-                for configuration, verdict in (("partition.aux_features=None", "no"),
-                                               ("partition.aux_features=5", "yes"))]
+
+@pytest.mark.parametrize(("baseline", "defended", "quiet"), [
+    ((None, 5), (None, 5), {None: True, 5: False}),
+    ((None, 5), (None,), {None: True}),
+    ((None,), (None, 5), {None: True, 5: False}),  # aux=5 never ran undefended: nothing says it was quiet
+], ids=["both sides both", "baseline both, defended unset", "baseline unset, defended both"])
+def test_each_configuration_s_defense_row_reads_its_own_undefended_verdict(baseline, defended, quiet):
+    """Reviews lo2 F2 and last F1: the verdict was looked up by the rows' labels, which name only what varies on each
+    side, so one configuration's iso row took another's "yes" (a claim that iso brought it to the prior), or, with one
+    undefended configuration, a defended configuration never run undefended read "n/a: no leakage"."""
+    from vflpriv.reports.features import feature_defenses, settings
+
+    verdict = {None: "no", 5: "yes"}
+    verdicts = [{"place": ("splitnn", "digits"), "adversary": "0", "victim": "1", "attack": "fi-decoder",
+                 "phase": "finetune", "verdict": verdict[aux],
+                 "configurations": settings(pd.DataFrame([_configured(aux, "none")]))} for aux in baseline]
+    rows = [_configured(aux, "iso", {**_record(s, seed, adversary="0"), "variant": f"aux={aux}"})
+            for aux in defended for s in (1.0, 4.0) for seed in (0, 1)]
     for order in (verdicts, verdicts[::-1]):
         found = {d["variant"]: d["falls_to_prior_text"] for d in feature_defenses(pd.DataFrame(rows), verdicts=order)
                  if d["attack"] == "fi-decoder"}
-        assert found["partition.aux_features=None"].startswith("n/a: no leakage")
-        assert not found["partition.aux_features=5"].startswith("n/a")
+        assert {v: text.startswith("n/a: no leakage") for v, text in found.items()} == \
+            {f"aux={aux}": q for aux, q in quiet.items()}

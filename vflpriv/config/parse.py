@@ -260,7 +260,8 @@ def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: s
         return f"{where} must be a section of settings, got {type(err['input']).__name__} {err['input']!r}"
     value = err.get("input")
     if err["type"] == "list_type" and isinstance(value, (int, float, str)):  # a bare value where a list is read
-        return f"{where} is a list: give {where}=[{value}] (YAML), not {where}={value}"
+        return (f"{where} is a list, not the single value {value!r}: write it in brackets ([a, b] on the command "
+                "line, a YAML list in a file)")
     shown = f"={value!r}" if isinstance(value, (int, float, str)) and not isinstance(value, bool) \
         and len(repr(value)) < 40 else ""
     return f"invalid {where}{shown}: {message}"

@@ -12,6 +12,7 @@ from pydantic import BeforeValidator, Field, NonNegativeFloat, model_validator
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.registry import DEFENSES
 from vflpriv.config.options import MAX_INT
+from vflpriv.config.parse import validate
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig, TrainingConfig
 
 
@@ -50,9 +51,10 @@ class AttackSettings(AttackConfig):
         names = self.names()
         common = self.model_dump(exclude={"name", "options", "search_space"})
         one = len(names) == 1
-        return [
-            AttackConfig(name=n, options=self.options if one else self.options.get(n, {}),
-                         search_space=self.search_space if one else self.search_space.get(n, {}), **common)
+        return [  # validated with one error line: search_space's values are lists only once split per attack
+            validate(AttackConfig, {"name": n, "options": self.options if one else self.options.get(n, {}),
+                                    "search_space": self.search_space if one else self.search_space.get(n, {}),
+                                    **common}, prefix="attack.", context="" if one else f"attack {n}: ")
             for n in names
         ]
 
