@@ -20,9 +20,14 @@ from pathlib import Path
 
 
 def load(path: Path) -> dict[tuple[str, str], float]:
-    """Each test's seconds in a junit file, by (module, test name)."""
-    return {(tc.get("classname") or "", tc.get("name") or ""): float(tc.get("time") or 0)
-            for tc in ET.parse(path).getroot().iter("testcase")}
+    """Each test's seconds in a junit file, by (module, test name): a test class's tests under their module."""
+    out = {}
+    for tc in ET.parse(path).getroot().iter("testcase"):
+        module, _, last = (tc.get("classname") or "").rpartition(".")
+        module, name = (module, f"{last}::{tc.get('name')}") if last.startswith("Test") else (
+            tc.get("classname") or "", tc.get("name") or "")
+        out[(module, name)] = float(tc.get("time") or 0)
+    return out
 
 
 def run(out: Path) -> None:
@@ -31,6 +36,7 @@ def run(out: Path) -> None:
                           check=False)
     print(f"wall {time.perf_counter() - start:.0f} s, exit {done.returncode}, load average {load_start:.2f} at the "
           f"start, {os.getloadavg()[0]:.2f} at the end; tests' summed seconds {sum(load(out).values()):.0f}")
+    sys.exit(done.returncode)
 
 
 def compare(old: Path, new: Path, *, top: int) -> None:
@@ -62,8 +68,10 @@ def main() -> None:
         run(args.out)
         return
     for path in (args.old, args.new):
-        if not path.is_file():
-            parser.exit(2, f"error: {path} is no junit file (make one with: suite_durations.py run {path})\n")
+        try:
+            load(path)
+        except (OSError, ET.ParseError) as exc:
+            parser.exit(2, f"error: {path} is no junit file ({exc}; make one with: suite_durations.py run {path})\n")
     compare(args.old, args.new, top=args.top)
 
 
