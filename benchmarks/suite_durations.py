@@ -32,8 +32,8 @@ def load(path: Path) -> dict[tuple[str, str], float]:
 
 def run(out: Path) -> None:
     start, load_start = time.perf_counter(), os.getloadavg()[0]
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={out}"],
-                          check=False)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", "-p",
+                           "no:cacheprovider", f"--junitxml={out}"], check=False)
     print(f"wall {time.perf_counter() - start:.0f} s, exit {done.returncode}, load average {load_start:.2f} at the "
           f"start, {os.getloadavg()[0]:.2f} at the end; tests' summed seconds {sum(load(out).values()):.0f}")
     sys.exit(done.returncode)
