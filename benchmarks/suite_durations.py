@@ -27,6 +27,8 @@ def load(path: Path) -> dict[tuple[str, str], float]:
         module, name = (module, f"{last}::{tc.get('name')}") if last.startswith("Test") else (
             tc.get("classname") or "", tc.get("name") or "")
         out[(module, name)] = float(tc.get("time") or 0)
+    if not out:
+        raise ValueError("it holds no <testcase>")
     return out
 
 
@@ -70,7 +72,7 @@ def main() -> None:
     for path in (args.old, args.new):
         try:
             load(path)
-        except (OSError, ET.ParseError) as exc:
+        except (OSError, ET.ParseError, ValueError) as exc:
             parser.exit(2, f"error: {path} is no junit file ({exc}; make one with: suite_durations.py run {path})\n")
     compare(args.old, args.new, top=args.top)
 

@@ -19,7 +19,12 @@ from vflpriv.reports.paper_tables import Table
 from vflpriv.reports.tables import who
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
-from vflpriv.tradeoff.variants import OWN_AXES, flatten, with_variants
+from vflpriv.config.keys import keyed
+from vflpriv.tradeoff.variants import OWN_AXES, ROLES, flatten, with_variants
+
+#: Settings (prefixes) that only measure: a learning curve, the auditor the audit attaches to a DP defense's trainings
+#: alone; a defended run and its undefended one are judged alike whatever they say.
+MEASURES_ONLY = ("finetune.curve", "finetune.auditor")
 
 KEYS = ["adversary", "victim", "attack", "phase"]
 #: What tells a store's settings apart (a report reads every method, dataset and configuration of one store; an
@@ -92,19 +97,21 @@ def settings(rows: pd.DataFrame) -> list[str]:
     if "config" not in rows:
         return [""]
     found = set()
-    for config in rows["config"]:
-        flat = flatten(json.loads(config)) if isinstance(config, str) and config else {}
-        kept = {k: v for k, v in flat.items() if k not in OWN_AXES and not k.startswith("defenses")}
+    for config in rows["config"]:  # as the keys read it: a setting added later at its neutral value left out
+        flat = flatten(keyed(json.loads(config))) if isinstance(config, str) and config else {}
+        kept = {k: v for k, v in flat.items() if k not in OWN_AXES and k not in ROLES
+                and not k.startswith(("defenses", *MEASURES_ONLY))}
         found.add(hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16])
     return sorted(found)
 
 
-def _quiet(verdicts: list[dict], ran: list[str]) -> bool:
+def _quiet(verdicts: list[dict], ran: list[str]) -> bool | None:
     """Whether the attack read "no" without a defense in every configuration a defended row ran (``ran``,
-    :func:`settings`): each must be one an undefended verdict ran, else nothing says it was quiet."""
+    :func:`settings`); None where one of them has no undefended run to judge it against."""
     judged = [v for v in verdicts if set(v.get("configurations", [""])) & set(ran)]
-    covered = {c for v in judged for c in v.get("configurations", [""])}
-    return bool(judged) and set(ran) <= covered and all(v["verdict"] == "no" for v in judged)
+    if not judged or not set(ran) <= {c for v in judged for c in v.get("configurations", [""])}:
+        return None
+    return all(v["verdict"] == "no" for v in judged)
 
 
 def _setting(values: dict) -> str:
@@ -136,7 +143,7 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
             row = caps[(caps["attack"] == attack) & (caps["phase"] == phase) & (caps["defense"] == defense)
                        & ((caps["variant"] == variant) if "variant" in caps else True)]
             quiet = _quiet(undefended.get((*where, str(adversary), str(victim), attack, phase), []), settings(rows))
-            falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and not quiet else None
+            falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and quiet is False else None
             axis = str(rows["strength_axis"].iloc[0])
             out.append({
                 "setting": f"{where[0]} on {where[1]}" if several else "", "adversary": str(adversary),
@@ -149,7 +156,9 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
                 "falls_to_prior_text": (f"{strength_label(falls['axis'], falls['strength'])} (leakage "
                                         f"{falls['leakage']:+.4f} MSE, utility {falls['utility']:.3f})" if falls
                                         else "n/a: no leakage beyond the prior without a defense" if quiet
-                                        else "n/a" if attack == WORST else "not within the strengths")})
+                                        else "n/a" if attack == WORST
+                                        else "n/a: no undefended run of this configuration" if quiet is None
+                                        else "not within the strengths")})
     return out
 
 

@@ -194,3 +194,21 @@ def test_each_configuration_s_defense_row_reads_its_own_undefended_verdict(basel
                  if d["attack"] == "fi-decoder"}
         assert {v: text.startswith("n/a: no leakage") for v, text in found.items()} == \
             {f"aux={aux}": q for aux, q in quiet.items()}
+        assert all((text == "n/a: no undefended run of this configuration") == (aux not in baseline)
+                   for aux, text in zip(quiet, (found[f"aux={aux}"] for aux in quiet)))
+
+
+def test_settings_that_only_measure_or_were_added_later_do_not_part_a_defended_run_from_its_baseline():
+    """Review final F1: a baseline resumed from a store written before finetune.validation existed, or a defended
+    training the audit gave an auditor or a learning curve, no longer matched, so every quiet attack read as brought
+    to the prior at the weakest strength."""
+    from vflpriv.reports.features import settings
+
+    old = {"partition": {"aux_features": None}, "defenses": [], "finetune": {"epochs": 2}}
+    new = {"partition": {"aux_features": None}, "defenses": [{"name": "iso"}],
+           "finetune": {"epochs": 2, "validation": 0.0, "curve": True, "auditor": "gradient-lrt",
+                        "auditor_options": {"canary_inputs": "crafted"}}, "attack": {"victim": 1}}
+    frame = pd.DataFrame({"config": [json.dumps(old), json.dumps(new)]})
+    assert len(settings(frame)) == 1
+    frame = pd.DataFrame({"config": [json.dumps(old), json.dumps({**new, "finetune": {"epochs": 3}})]})
+    assert len(settings(frame)) == 2  # a setting that trains differently still parts them
