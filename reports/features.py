@@ -15,11 +15,11 @@ from pathlib import Path
 import pandas as pd
 
 from vflpriv.common.console import plural
+from vflpriv.config.keys import keyed
 from vflpriv.reports.paper_tables import Table
 from vflpriv.reports.tables import who
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
-from vflpriv.config.keys import keyed
 from vflpriv.tradeoff.variants import OWN_AXES, ROLES, flatten, with_variants
 
 #: Settings (prefixes) that only measure: a learning curve, the auditor the audit attaches to a DP defense's trainings
