@@ -15,6 +15,7 @@ import pandas as pd
 from vflpriv.common.console import plural
 from vflpriv.reports.canaries import canary_controls, canary_markdown, canary_summary, without_prior
 from vflpriv.reports.features import feature_defenses, feature_markdown, feature_verdicts, who
+from vflpriv.reports.leakage import UNDEFENDED_AT_PRIOR
 from vflpriv.reports.tables import mean_std, utility_label
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
 from vflpriv.tradeoff.variants import with_variants
@@ -76,12 +77,6 @@ def _tuning(rows: pd.DataFrame) -> dict:
     selected = [s for s in ok.get("attack_selected", pd.Series(dtype=str)) if isinstance(s, str) and s]
     return {"oracle": _num(oracle.mean()) if oracle.notna().all() and len(oracle) else None,
             "selected": selected}
-
-
-#: Undefended verdicts with nothing for a defense to bring down, and what the Defenses table says instead.
-UNDEFENDED_AT_PRIOR = {"attack failed": "n/a: below the prior without a defense (attack failed)",
-                       "no": "n/a: no leakage beyond the prior without a defense",
-                       "n/a": "n/a: the attack does not apply (see Not applicable)"}
 
 
 def _worst_verdicts(verdicts: list[dict]) -> list[dict]:

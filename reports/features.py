@@ -22,9 +22,13 @@ from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_ca
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
 from vflpriv.tradeoff.variants import OWN_AXES, ROLES, flatten, with_variants
 
-#: Settings (prefixes) that only measure: a learning curve, the auditor the audit attaches to a DP defense's trainings
-#: alone; a defended run and its undefended one are judged alike whatever they say.
-MEASURES_ONLY = ("finetune.curve", "finetune.auditor")
+#: Settings that only measure: a learning curve, the auditor the audit attaches to a DP defense's trainings alone; a
+#: defended run and its undefended one are judged alike whatever they say (the auditor's options may craft its
+#: canaries' inputs, which changes the training: they are kept).
+MEASURES_ONLY = frozenset({"finetune.curve", "finetune.auditor"})
+#: Settings a feature attack never reads (the label attacks' prior: a feature run's prior is ``partition.aux_features``'
+#: own), so two feature runs that differ only there are one configuration.
+UNREAD_BY_FEATURES = frozenset({"attack.prior", "attack.prior_epochs", "attack.prior_ssl"})
 
 KEYS = ["adversary", "victim", "attack", "phase"]
 #: What tells a store's settings apart (a report reads every method, dataset and configuration of one store; an
@@ -91,18 +95,36 @@ def _place(values: dict) -> tuple[str, str]:
     return str(values.get("method", "")), str(values.get("dataset", ""))
 
 
-def settings(rows: pd.DataFrame) -> list[str]:
+def settings(rows: pd.DataFrame, *, unread: frozenset[str] = UNREAD_BY_FEATURES) -> list[str]:
     """The configurations ``rows`` ran, each a digest of its settings but the defenses, seed and device (a defended run
-    and the undefended run it is judged against share them); one empty one where the records hold no configuration."""
+    and the undefended run it is judged against share them) and those the attack does not read (``unread``); one
+    empty one where the records hold no configuration."""
     if "config" not in rows:
         return [""]
-    found = set()
-    for config in rows["config"]:  # as the keys read it: a setting added later at its neutral value left out
-        flat = flatten(keyed(json.loads(config))) if isinstance(config, str) and config else {}
-        kept = {k: v for k, v in flat.items() if k not in OWN_AXES and k not in ROLES
-                and not k.startswith(("defenses", *MEASURES_ONLY))}
-        found.add(hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16])
-    return sorted(found)
+    return sorted({digest(config, unread=unread) for config in rows["config"]})
+
+
+def digest(config, *, unread: frozenset[str] = UNREAD_BY_FEATURES) -> str:
+    """One record's configuration (its ``config`` JSON) as :func:`settings` tells configurations apart."""
+    kept = {k: v for k, v in _flat(config).items() if k not in OWN_AXES and k not in ROLES
+            and k not in MEASURES_ONLY and k not in unread and not k.startswith("defenses")}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _flat(config) -> dict:
+    """A record's settings as the keys read them (a setting added later at its neutral value left out); an edited
+    record whose config the keys cannot read (a section that is no mapping: review fin F4) as it is written."""
+    try:
+        raw = json.loads(config) if isinstance(config, str) and config else {}
+    except ValueError:
+        return {"config": config}
+    if not isinstance(raw, dict):
+        return {"config": config}
+    sections = [raw.get(s, {}) for s in ("method", "partition", "finetune", "attack")]
+    defenses = raw.get("defenses") or []
+    readable = (all(isinstance(s, dict) for s in sections) and isinstance(defenses, list)
+                and all(isinstance(d, dict) and isinstance(d.get("name"), str) for d in defenses))
+    return flatten(keyed(raw) if readable else raw)
 
 
 def _quiet(verdicts: list[dict], ran: list[str]) -> bool | None:
@@ -146,7 +168,7 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
             falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and quiet is False else None
             axis = str(rows["strength_axis"].iloc[0])
             out.append({
-                "setting": f"{where[0]} on {where[1]}" if several else "", "adversary": str(adversary),
+                "setting": f"{where[0]} on {where[1]}" if several else "", "place": where, "adversary": str(adversary),
                 "victim": str(victim), "attack": attack, "phase": phase,
                 "defense": defense, "variant": variant, "axis": axis,
                 "strengths": sorted(float(s) for s in rows["strength"].unique()),
@@ -158,7 +180,8 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
                                         else "n/a: no leakage beyond the prior without a defense" if quiet
                                         else "n/a" if attack == WORST
                                         else "n/a: no undefended run of this configuration" if quiet is None
-                                        else "not within the strengths")})
+                                        else "not within " + ", ".join(
+                                            strength_label(axis, s) for s in sorted(rows["strength"].unique())))})
     return out
 
 
@@ -225,6 +248,17 @@ def feature_markdown(summary: dict) -> list[str]:
     return lines
 
 
+def judged(frame: pd.DataFrame, *, margin: float = FEATURE_MARGIN) -> tuple[list[dict], list[dict]]:
+    """A store's feature runs (``frame``) judged: the undefended verdicts (:func:`feature_verdicts`) and each defense's
+    row (:func:`feature_defenses`), as the report and ``vflpriv table`` both print them."""
+    baseline = frame[frame["defense"] == "none"]
+    if len(baseline):  # its configurations told apart (``tradeoff.variants``), as an audit's are
+        baseline = pd.concat([with_variants(rows.drop(columns=["variant"], errors="ignore"))
+                              for _, rows in baseline.groupby(["adversary", "victim"], sort=False)]).loc[baseline.index]
+    verdicts = feature_verdicts(baseline, margin=margin)
+    return verdicts, feature_defenses(frame[frame["defense"] != "none"], margin=margin, verdicts=verdicts)
+
+
 def feature_html(results: pd.DataFrame, out: Path, *, margin: float = FEATURE_MARGIN) -> str:
     """The body of the report's section on the victims' features (its title is the section's): verdicts, the tables,
     the image grids (embedded)."""
@@ -234,13 +268,8 @@ def feature_html(results: pd.DataFrame, out: Path, *, margin: float = FEATURE_MA
     if "secret" not in results or not (results["secret"] == "features").any():
         return ""
     frame = results[results["secret"] == "features"]
-    baseline = frame[frame["defense"] == "none"]
-    if len(baseline):  # its configurations told apart (``tradeoff.variants``), as an audit's are
-        baseline = pd.concat([with_variants(rows.drop(columns=["variant"], errors="ignore"))
-                              for _, rows in baseline.groupby(["adversary", "victim"], sort=False)]).loc[baseline.index]
-    verdicts = feature_verdicts(baseline, margin=margin)
+    verdicts, defended = judged(frame, margin=margin)
     parts = ["<ul>" + "".join(f"<li class='verdict'>{html.escape(v['line'])}</li>" for v in verdicts) + "</ul>"]
-    defended = feature_defenses(frame[frame["defense"] != "none"], margin=margin, verdicts=verdicts)
     for table in (verdict_table(verdicts, margin=margin), defense_table(defended)):
         if table is not None:
             parts.append(table.html())

@@ -15,7 +15,9 @@ import math
 import pandas as pd
 
 from vflpriv.common.secret_kinds import FEATURES, LABELS, SECRETS
+from vflpriv.reports.canaries import without_prior
 from vflpriv.reports.features import NOTE as FEATURE_NOTE
+from vflpriv.reports.features import digest, judged
 from vflpriv.reports.paper_tables import Table, natural
 from vflpriv.reports.tables import roles, who
 from vflpriv.tradeoff.cap import WORST, narrowed, strength_label
@@ -24,6 +26,12 @@ from vflpriv.tradeoff.leakage import (FEATURE_MARGIN, MARGIN, TEST_COLUMNS, fall
 from vflpriv.tradeoff.variants import with_variants
 
 CELL = ["method", "dataset", "attack", "defense", "phase"]
+#: Undefended verdicts with nothing for a defense to bring down, and what a defense's "falls to the prior" says instead.
+UNDEFENDED_AT_PRIOR = {"attack failed": "n/a: below the prior without a defense (attack failed)",
+                       "no": "n/a: no leakage beyond the prior without a defense",
+                       "n/a": "n/a: the attack does not apply (see Not applicable)"}
+#: What the label attacks never read of a configuration (what a feature attack knows; its roles are ROLES).
+UNREAD_BY_LABELS = frozenset({"partition.aux_features"})
 #: A defended attack below the prior: the defense pushed it there, or it failed without the defense too.
 PUSHED, BELOW_AS_UNDEFENDED = "below the prior", "below the prior (failed undefended too)"
 
@@ -168,7 +176,9 @@ def prior_strength_tables(results: pd.DataFrame, *, margin: float = MARGIN,
                           feature_margin: float = FEATURE_MARGIN) -> list[Table]:
     """Per secret, the weakest strength of each swept defense at which each attack falls to the adversary's prior
     (``tradeoff.leakage.falls_to_prior``: mean leakage over the seeds within the margin; for features within a share of
-    the prior's MSE), with the leakage and utility there; one table per secret present."""
+    the prior's MSE), with the leakage and utility there; "n/a" where the attack did not leak without the defense in
+    the configurations the defense ran (nothing to bring down: review fin F1), as the audit's and the report's own
+    defense tables say; one table per secret present."""
     ok = results[(results["status"] == "ok") & (results["defense"] != "none") & (results["attack"] != WORST)]
     if ok.empty:
         return []
@@ -178,18 +188,56 @@ def prior_strength_tables(results: pd.DataFrame, *, margin: float = MARGIN,
         part = ok[secrets == secret]
         keys = [*CELL, *(roles(part) if secret == FEATURES else []),  # a feature attack: per adversary and victim
                 *(["variant"] if "variant" in part and (part["variant"] != "").any() else [])]  # configurations apart
-        rows = []
-        for values, group in part.groupby(keys, sort=False):
-            falls = falls_to_prior(group, margin=margin, feature_margin=feature_margin)
-            axis = str(group["strength_axis"].iloc[0]) if "strength_axis" in group else "lambda"
-            unit = " MSE" if secret == FEATURES else ""
-            where = (f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.4f}{unit}, "
-                     f"utility {falls['utility']:.3f})" if falls else "not within " + ", ".join(
-                         strength_label(axis, s) for s in sorted(group["strength"].unique())))
-            rows.append([*(str(v) for v in values), where])
-        if rows:
-            rule = (f"mean leakage (prior MSE - attack MSE) within {feature_margin:g} of the prior's MSE"
-                    if secret == FEATURES else f"mean leakage (attack - prior accuracy) within {margin:g}")
-            tables.append(Table(f"{secret}: the weakest strength at which each attack falls to the adversary's prior",
-                                [*keys, "falls to the prior at"], rows, set(), note=f"Falls to the prior: {rule}."))
+        if part.empty:
+            continue
+        rows = (_feature_rows(results, keys, feature_margin) if secret == FEATURES
+                else _label_rows(results, part, keys, margin))
+        rule = (f"mean leakage (prior MSE - attack MSE) within {feature_margin:g} of the prior's MSE"
+                if secret == FEATURES else f"mean leakage (attack - prior accuracy) within {margin:g}")
+        tables.append(Table(f"{secret}: the weakest strength at which each attack falls to the adversary's prior",
+                            [*keys, "falls to the prior at"], rows, set(), note=f"Falls to the prior: {rule}."))
     return tables
+
+
+def _feature_rows(results: pd.DataFrame, keys: list[str], margin: float) -> list[list[str]]:
+    """The feature attacks' rows, as the report's feature defense table judges them (``reports.features.judged``)."""
+    frame = results[results["secret"] == FEATURES]
+    _, defenses = judged(frame, margin=margin)
+    rows = []
+    for d in defenses:
+        if d["attack"] == WORST:
+            continue
+        values = {"method": d["place"][0], "dataset": d["place"][1], **d}
+        rows.append([str(values.get(k, "")) for k in keys] + [d["falls_to_prior_text"]])
+    return rows
+
+
+def _label_rows(results: pd.DataFrame, part: pd.DataFrame, keys: list[str], margin: float) -> list[list[str]]:
+    """The label attacks' rows: the weakest strength, or what the undefended verdict of every configuration the
+    defense ran (``reports.features.digest``) says where none leaked."""
+    plain = results[(results["defense"] == "none") & (results["attack"] != WORST)]
+    plain = plain[plain["secret"] == LABELS] if "secret" in plain else plain
+    plain = plain[~without_prior(plain)] if "config" in plain else plain  # the canaries' controls measure utility
+    undefended = {values: leakage_test(rows, margin=margin).verdict for values, rows in
+                  _configured(plain).groupby(["method", "dataset", "attack", "phase", "_config"], sort=False)}
+    rows = []
+    for values, group in _configured(part).groupby(keys, sort=False):
+        first = group.iloc[0]
+        found = {undefended.get((first["method"], first["dataset"], first["attack"], first["phase"], c))
+                 for c in group["_config"].unique()}
+        quiet = None not in found and found <= set(UNDEFENDED_AT_PRIOR)
+        falls = None if quiet else falls_to_prior(group, margin=margin)
+        axis = str(group["strength_axis"].iloc[0]) if "strength_axis" in group else "lambda"
+        where = (UNDEFENDED_AT_PRIOR[found.pop() if len(found) == 1 else "no"] if quiet else
+                 f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.4f}, "
+                 f"utility {falls['utility']:.3f})" if falls else "not within " + ", ".join(
+                     strength_label(axis, s) for s in sorted(group["strength"].unique())))
+        rows.append([*(str(v) for v in values), where])
+    return rows
+
+
+def _configured(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each run's configuration digest (``_config``; '' where the records hold none)."""
+    configs = (frame["config"].map(lambda c: digest(c, unread=UNREAD_BY_LABELS)) if "config" in frame
+               else pd.Series("", index=frame.index, dtype=object))
+    return frame.assign(_config=configs)

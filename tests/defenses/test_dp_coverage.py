@@ -203,3 +203,26 @@ def test_code_the_effective_declaration_does_not_inherit_from_or_set_on_the_inst
     data_mixin = type("Consts", (), {"width": 3})
     m = type("WithData", (SplitNN, data_mixin), {})(SplitNN.Options())
     assert m.undeclared_label_uses() == m.undeclared_feature_uses() == ()  # data alone is no code
+
+
+def test_a_plugin_s_own_init_supported_or_declared_is_code_the_declaration_must_cover():
+    """Review fin F5: ``__init__``, ``supported`` and ``declared`` were exempt, so a plugin's ``declared()`` (called
+    by the planner after dp-gaussian's coverage check) could install a label-reading ``fresh_bottoms`` on its class,
+    and its ``__init__`` could patch the shared loop: dp-gaussian still printed epsilon 4.73. Declared beside them,
+    they are covered again."""
+    from vflpriv.defenses.dp_gaussian import GaussianDP
+    from vflpriv.methods.splitnn import SplitNN
+
+    def own(self, *args, **kwargs):  # never called here: what counts is that the class defines it
+        return getattr(SplitNN, own.name)(self, *args, **kwargs)
+
+    dp = GaussianDP.__new__(GaussianDP)
+    for name in ("__init__", "supported", "declared"):
+        own.name = name
+        body = {name: own}
+        leak = type(f"Own{name}", (SplitNN,), body)
+        m = leak(SplitNN.Options())
+        assert f"Own{name}.{name}()" in dp.covers(m) and m.undeclared_feature_uses(), name
+        declared = type(f"Declared{name}", (SplitNN,), {**body, "label_uses": lambda self: (),
+                                                         "feature_uses": lambda self: ()})
+        assert declared(SplitNN.Options()).undeclared_label_uses() == (), name

@@ -116,14 +116,42 @@ def test_the_leakage_tables_keep_each_adversary_apart_and_read_mse(results):
                                         ["λ=4", "0.700", "0.0905", "0.1000", "+0.0095"]]
 
 
+def _undefended(adversary: str, *, leak: float) -> list[dict]:
+    """Three seeds of ``adversary``'s undefended fi-decoder, its attack ``leak`` below the prior's MSE per target."""
+    prior = ADVERSARIES[adversary][1]
+    rows = []
+    for seed in (0, 1, 2):
+        attack = [prior - leak + 0.001 * i + 0.0005 * seed for i in range(8)]
+        priors = [prior + 0.0002 * (i % 2) for i in range(8)]
+        rows.append({**_record(1.0, seed, adversary=adversary), "defense": "none", "strength": 0.0,
+                     "prior_kind": "mean", "attack_target": "train", "feature_mse": sum(attack) / 8,
+                     "prior_mse": sum(priors) / 8, "attack_errors": json.dumps(attack),
+                     "prior_errors": json.dumps(priors)})
+    return rows
+
+
 def test_the_weakest_strength_that_falls_to_the_prior_is_per_adversary(results):
     weak = (results["adversary"] == "server") & (results["strength"] == 4.0)
     results = results.assign(feature_mse=results["feature_mse"].mask(weak, 0.098),
                              leakage=results["leakage"].mask(weak, 0.002))
+    results = pd.concat([results, pd.DataFrame(_undefended("0", leak=0.06) + _undefended("server", leak=0.03))])
     (_, features) = prior_strength_tables(results)
     found = {r[features.columns.index("adversary")]: r[-1] for r in features.rows}
     # within 5% of the prior's MSE: the server's leakage at λ=4 (0.002 < 0.005) falls; the active party's never does
     assert found == {"0": "not within λ=1, λ=4", "server": "λ=4 (leakage +0.0020 MSE, utility 0.700)"}
+
+
+def test_the_strength_table_credits_no_defense_with_an_attack_that_did_not_leak_undefended(results):
+    """Review fin F1: ``vflpriv table`` (and the report's cap_tables.md) printed "falls to the prior at λ=1" for an
+    attack that read "no" without a defense, while the report's own feature table said "n/a: no leakage" (nothing
+    was brought down); and a strength for a configuration that never ran undefended."""
+    quiet = pd.DataFrame(_undefended("0", leak=-0.01) + _undefended("server", leak=0.03))
+    (_, features) = prior_strength_tables(pd.concat([results, quiet]))
+    found = {r[features.columns.index("adversary")]: r[-1] for r in features.rows}
+    assert found == {"0": "n/a: no leakage beyond the prior without a defense", "server": "not within λ=1, λ=4"}
+    (_, features) = prior_strength_tables(pd.concat([results, pd.DataFrame(_undefended("server", leak=0.03))]))
+    found = {r[features.columns.index("adversary")]: r[-1] for r in features.rows}
+    assert found["0"] == "n/a: no undefended run of this configuration"
 
 
 def test_a_defense_s_two_configurations_are_two_feature_rows_each_with_its_cap():
@@ -206,9 +234,15 @@ def test_settings_that_only_measure_or_were_added_later_do_not_part_a_defended_r
 
     old = {"partition": {"aux_features": None}, "defenses": [], "finetune": {"epochs": 2}}
     new = {"partition": {"aux_features": None}, "defenses": [{"name": "iso"}],
-           "finetune": {"epochs": 2, "validation": 0.0, "curve": True, "auditor": "gradient-lrt",
-                        "auditor_options": {"canary_inputs": "crafted"}}, "attack": {"victim": 1}}
+           "finetune": {"epochs": 2, "validation": 0.0, "curve": True, "auditor": "gradient-lrt"},
+           "attack": {"victim": 1, "prior": "none", "prior_epochs": 3}}  # the label attacks' prior: unread (fin F3)
     frame = pd.DataFrame({"config": [json.dumps(old), json.dumps(new)]})
     assert len(settings(frame)) == 1
     frame = pd.DataFrame({"config": [json.dumps(old), json.dumps({**new, "finetune": {"epochs": 3}})]})
     assert len(settings(frame)) == 2  # a setting that trains differently still parts them
+    crafted = {**new, "finetune": {**new["finetune"], "auditor_options": {"canary_inputs": "crafted"}}}
+    frame = pd.DataFrame({"config": [json.dumps(old), json.dumps(crafted)]})
+    assert len(settings(frame)) == 2  # crafted canaries' inputs change the training (review fin F2)
+    for damaged in ({**old, "finetune": None}, {**old, "partition": "x"}, {**old, "defenses": [3]}, [1], "x"):
+        frame = pd.DataFrame({"config": [json.dumps(old), json.dumps(damaged)]})
+        assert len(settings(frame)) == 2  # an edited record's config read as written, no traceback (review fin F4)
