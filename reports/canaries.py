@@ -37,8 +37,18 @@ def _utility(rows: pd.DataFrame) -> dict:
 def without_prior(frame: pd.DataFrame) -> pd.Series:
     """Whether each run's attack had no prior (``attack.prior: none``): such a run measures no leakage, as the audit's
     canary-free control trainings, there for the utility the canaries cost."""
-    return pd.Series([isinstance(c, str) and bool(c) and json.loads(c).get("attack", {}).get("prior") == "none"
-                      for c in frame["config"]], index=frame.index, dtype=bool)
+    return pd.Series([_prior(c) == "none" for c in frame["config"]], index=frame.index, dtype=bool)
+
+
+def _prior(config) -> str | None:
+    """A record's ``attack.prior``; None where its config is not a mapping with an ``attack`` mapping (an edited
+    record, read as having a prior: review fin2 G4)."""
+    try:
+        found = json.loads(config) if isinstance(config, str) and config else {}
+    except ValueError:
+        return None
+    attack = found.get("attack") if isinstance(found, dict) else None
+    return attack.get("prior") if isinstance(attack, dict) else None
 
 
 def canary_controls(frame: pd.DataFrame) -> pd.Series:

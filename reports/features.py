@@ -22,13 +22,19 @@ from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_ca
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
 from vflpriv.tradeoff.variants import OWN_AXES, ROLES, flatten, with_variants
 
-#: Settings that only measure: a learning curve, the auditor the audit attaches to a DP defense's trainings alone; a
-#: defended run and its undefended one are judged alike whatever they say (the auditor's options may craft its
-#: canaries' inputs, which changes the training: they are kept).
+#: Settings that only measure: a learning curve, the auditor the audit attaches to a DP defense's trainings alone and
+#: its options (crafted canaries change a few canary rows' inputs, but no undefended run can carry an auditor: a DP
+#: training is judged against the undefended run of its configuration, as the audit does; review fin2 G2); a defended
+#: run and its undefended one are judged alike whatever they say.
 MEASURES_ONLY = frozenset({"finetune.curve", "finetune.auditor"})
+MEASURES_ONLY_PREFIXES = ("finetune.auditor_options.",)
 #: Settings a feature attack never reads (the label attacks' prior: a feature run's prior is ``partition.aux_features``'
 #: own), so two feature runs that differ only there are one configuration.
 UNREAD_BY_FEATURES = frozenset({"attack.prior", "attack.prior_epochs", "attack.prior_ssl"})
+
+#: Said beside a strength where no undefended run of the configuration was recorded: the attack may not have leaked
+#: without the defense either, so the strength credits the defense with nothing proven (review fin2 G3).
+NOT_COMPARED = "; no undefended run of this configuration to compare"
 
 KEYS = ["adversary", "victim", "attack", "phase"]
 #: What tells a store's settings apart (a report reads every method, dataset and configuration of one store; an
@@ -107,7 +113,7 @@ def settings(rows: pd.DataFrame, *, unread: frozenset[str] = UNREAD_BY_FEATURES)
 def digest(config, *, unread: frozenset[str] = UNREAD_BY_FEATURES) -> str:
     """One record's configuration (its ``config`` JSON) as :func:`settings` tells configurations apart."""
     kept = {k: v for k, v in _flat(config).items() if k not in OWN_AXES and k not in ROLES
-            and k not in MEASURES_ONLY and k not in unread and not k.startswith("defenses")}
+            and k not in MEASURES_ONLY and k not in unread and not k.startswith(("defenses", *MEASURES_ONLY_PREFIXES))}
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -165,8 +171,9 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
             row = caps[(caps["attack"] == attack) & (caps["phase"] == phase) & (caps["defense"] == defense)
                        & ((caps["variant"] == variant) if "variant" in caps else True)]
             quiet = _quiet(undefended.get((*where, str(adversary), str(victim), attack, phase), []), settings(rows))
-            falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and quiet is False else None
+            falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and quiet is not True else None
             axis = str(rows["strength_axis"].iloc[0])
+            measured = sorted(rows.loc[rows["status"] == "ok", "strength"].unique())
             out.append({
                 "setting": f"{where[0]} on {where[1]}" if several else "", "place": where, "adversary": str(adversary),
                 "victim": str(victim), "attack": attack, "phase": phase,
@@ -176,12 +183,11 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
                 "cap_std": _num(row["cap_std"].iloc[0]) if len(row) else None,
                 "seeds": int(row["n_seeds"].iloc[0]) if len(row) else 0,
                 "falls_to_prior_text": (f"{strength_label(falls['axis'], falls['strength'])} (leakage "
-                                        f"{falls['leakage']:+.4f} MSE, utility {falls['utility']:.3f})" if falls
+                                        f"{falls['leakage']:+.4f} MSE, utility {falls['utility']:.3f}"
+                                        f"{NOT_COMPARED if quiet is None else ''})" if falls
                                         else "n/a: no leakage beyond the prior without a defense" if quiet
                                         else "n/a" if attack == WORST
-                                        else "n/a: no undefended run of this configuration" if quiet is None
-                                        else "not within " + ", ".join(
-                                            strength_label(axis, s) for s in sorted(rows["strength"].unique())))})
+                                        else "not within " + ", ".join(strength_label(axis, s) for s in measured))})
     return out
 
 

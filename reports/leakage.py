@@ -17,7 +17,7 @@ import pandas as pd
 from vflpriv.common.secret_kinds import FEATURES, LABELS, SECRETS
 from vflpriv.reports.canaries import without_prior
 from vflpriv.reports.features import NOTE as FEATURE_NOTE
-from vflpriv.reports.features import digest, judged
+from vflpriv.reports.features import NOT_COMPARED, digest, judged
 from vflpriv.reports.paper_tables import Table, natural
 from vflpriv.reports.tables import roles, who
 from vflpriv.tradeoff.cap import WORST, narrowed, strength_label
@@ -218,20 +218,25 @@ def _label_rows(results: pd.DataFrame, part: pd.DataFrame, keys: list[str], marg
     plain = results[(results["defense"] == "none") & (results["attack"] != WORST)]
     plain = plain[plain["secret"] == LABELS] if "secret" in plain else plain
     plain = plain[~without_prior(plain)] if "config" in plain else plain  # the canaries' controls measure utility
-    undefended = {values: leakage_test(rows, margin=margin).verdict for values, rows in
-                  _configured(plain).groupby(["method", "dataset", "attack", "phase", "_config"], sort=False)}
+    undefended: dict[tuple, set[str]] = {}  # per cell and configuration digest, the verdicts of its undefended runs
+    cell = ["method", "dataset", "attack", "phase"]
+    for values, rows in _configured(plain).groupby([*cell, *(["variant"] if "variant" in plain else [])],
+                                                     sort=False):  # runs a digest pools are apart in their variants
+        verdict = leakage_test(rows, margin=margin).verdict
+        for c in rows["_config"].unique():
+            undefended.setdefault((*values[:len(cell)], c), set()).add(verdict)
     rows = []
     for values, group in _configured(part).groupby(keys, sort=False):
         first = group.iloc[0]
-        found = {undefended.get((first["method"], first["dataset"], first["attack"], first["phase"], c))
-                 for c in group["_config"].unique()}
-        quiet = None not in found and found <= set(UNDEFENDED_AT_PRIOR)
+        found = [undefended.get((*(first[c] for c in cell), c)) for c in group["_config"].unique()]
+        verdicts = set().union(*(v for v in found if v))
+        quiet = None not in found and verdicts <= set(UNDEFENDED_AT_PRIOR)
         falls = None if quiet else falls_to_prior(group, margin=margin)
         axis = str(group["strength_axis"].iloc[0]) if "strength_axis" in group else "lambda"
-        where = (UNDEFENDED_AT_PRIOR[found.pop() if len(found) == 1 else "no"] if quiet else
-                 f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.4f}, "
-                 f"utility {falls['utility']:.3f})" if falls else "not within " + ", ".join(
-                     strength_label(axis, s) for s in sorted(group["strength"].unique())))
+        where = (UNDEFENDED_AT_PRIOR[verdicts.pop() if len(verdicts) == 1 else "no"] if quiet else
+                 f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.4f}, utility "
+                 f"{falls['utility']:.3f}{NOT_COMPARED if None in found else ''})" if falls else "not within " +
+                 ", ".join(strength_label(axis, s) for s in sorted(group["strength"].unique())))
         rows.append([*(str(v) for v in values), where])
     return rows
 

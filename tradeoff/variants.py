@@ -65,15 +65,20 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
         for _, rows in cell.groupby("attack", sort=False):
             where = positions[rows.index].tolist()
             varying = sorted([*shared, *_varying(flat, where, own=True)])
+            named = {i: ", ".join(shown(flat[i], k) for k in varying) for i in where}
+            told = {}  # a name two configurations share (kinds unset and set to what unset resolves to): as written
             for i in where:
-                variants[i] = ", ".join(shown(flat[i], k) for k in varying)
+                told.setdefault(named[i], set()).add(tuple(repr(flat[i].get(k)) for k in varying))
+            for i in where:
+                variants[i] = (named[i] if len(told[named[i]]) == 1
+                               else ", ".join(shown(flat[i], k, written=True) for k in varying))
     return results.assign(variant=variants)
 
 
-def shown(flat: dict[str, Any], key: str) -> str:
+def shown(flat: dict[str, Any], key: str, *, written: bool = False) -> str:
     """A variant's part for ``key``: ``key=value``; a defense's kinds as what it acts on (:func:`acts_on`), so that
-    its two configurations read apart."""
-    if not (match := re.fullmatch(r"defenses\.(\d+)\.kinds", key)):
+    its two configurations read apart (``written``: as the configuration gives them, unset included)."""
+    if written or not (match := re.fullmatch(r"defenses\.(\d+)\.kinds", key)):
         return f"{key}={flat.get(key)}"
     kinds, i = flat.get(key), match[1]
     return acts_on(flat.get(f"defenses.{i}.name"), flat.get(f"defenses.{i}.phase"),

@@ -107,3 +107,26 @@ def test_a_stored_run_of_a_method_not_installed_here_is_named_by_its_defense_s_d
     from vflpriv.tradeoff.variants import acts_on
 
     assert acts_on("sparsify", "finetune", None, method="no-such-plugin") == acts_on("sparsify", "finetune", None)
+
+
+def test_kinds_unset_and_kinds_set_to_what_unset_resolves_to_are_two_variants_not_one():
+    """Review fin2 G7: iso swept once with kinds unset and once with kinds [gradient] were both named "on gradient",
+    so their seeds met in one leakage test and ``vflpriv table`` raised a traceback."""
+    import json
+
+    import pandas as pd
+
+    from vflpriv.tradeoff.variants import with_variants
+
+    def config(kinds):
+        iso = {"name": "iso", "phase": "finetune", "strength": 1.0, "sweep": True,
+               **({"kinds": kinds} if kinds else {})}
+        return json.dumps({"method": {"name": "splitnn"}, "attack": {"name": "mc"}, "defenses": [iso]})
+
+    frame = pd.DataFrame([{"method": "splitnn", "dataset": "digits", "attack": "mc", "defense": "iso",
+                           "phase": "finetune", "seed": seed, "config": config(kinds)}
+                          for kinds in (None, ["gradient"]) for seed in (0, 1)])
+    names = with_variants(frame)["variant"]
+    assert names.nunique() == 2 and names.str.contains("kinds").all()
+    other = frame.assign(config=[config(k) for k in (None, None, ["embedding"], ["embedding"])])
+    assert set(with_variants(other)["variant"]) == {"on gradient", "on embedding"}  # read apart: named as before

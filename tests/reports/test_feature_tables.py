@@ -149,9 +149,12 @@ def test_the_strength_table_credits_no_defense_with_an_attack_that_did_not_leak_
     (_, features) = prior_strength_tables(pd.concat([results, quiet]))
     found = {r[features.columns.index("adversary")]: r[-1] for r in features.rows}
     assert found == {"0": "n/a: no leakage beyond the prior without a defense", "server": "not within λ=1, λ=4"}
-    (_, features) = prior_strength_tables(pd.concat([results, pd.DataFrame(_undefended("server", leak=0.03))]))
+    weak = (results["adversary"] == "server") & (results["strength"] == 4.0)
+    results = results.assign(feature_mse=results["feature_mse"].mask(weak, 0.098))
+    (_, features) = prior_strength_tables(pd.concat([results, pd.DataFrame(_undefended("0", leak=0.03))]))
     found = {r[features.columns.index("adversary")]: r[-1] for r in features.rows}
-    assert found["0"] == "n/a: no undefended run of this configuration"
+    assert found["server"] == ("λ=4 (leakage +0.0020 MSE, utility 0.700; no undefended run of this configuration to "
+                               "compare)")  # the strength, and that nothing says the attack leaked without it
 
 
 def test_a_defense_s_two_configurations_are_two_feature_rows_each_with_its_cap():
@@ -222,8 +225,7 @@ def test_each_configuration_s_defense_row_reads_its_own_undefended_verdict(basel
                  if d["attack"] == "fi-decoder"}
         assert {v: text.startswith("n/a: no leakage") for v, text in found.items()} == \
             {f"aux={aux}": q for aux, q in quiet.items()}
-        assert all((text == "n/a: no undefended run of this configuration") == (aux not in baseline)
-                   for aux, text in zip(quiet, (found[f"aux={aux}"] for aux in quiet)))
+        assert all(found[f"aux={aux}"] == "not within λ=1, λ=4" for aux in quiet if aux not in baseline)
 
 
 def test_settings_that_only_measure_or_were_added_later_do_not_part_a_defended_run_from_its_baseline():
@@ -242,7 +244,7 @@ def test_settings_that_only_measure_or_were_added_later_do_not_part_a_defended_r
     assert len(settings(frame)) == 2  # a setting that trains differently still parts them
     crafted = {**new, "finetune": {**new["finetune"], "auditor_options": {"canary_inputs": "crafted"}}}
     frame = pd.DataFrame({"config": [json.dumps(old), json.dumps(crafted)]})
-    assert len(settings(frame)) == 2  # crafted canaries' inputs change the training (review fin F2)
+    assert len(settings(frame)) == 1  # the auditor's options too: no undefended run can have them (review fin2 G2)
     for damaged in ({**old, "finetune": None}, {**old, "partition": "x"}, {**old, "defenses": [3]}, [1], "x"):
         frame = pd.DataFrame({"config": [json.dumps(old), json.dumps(damaged)]})
         assert len(settings(frame)) == 2  # an edited record's config read as written, no traceback (review fin F4)

@@ -51,7 +51,8 @@ PRETRAINING_READS_LABELS = "its pretraining reads labels"
 
 #: What a method's class may define without declaring its uses beside it: the declarations themselves and what no
 #: federation reaches (the options, the adversary's no-federation prior, the instance's attribute dictionary); its
-#: own ``__init__``, ``supported`` and ``declared`` are code (they run before and during planning: review fin F5).
+#: own ``__init__``, ``supported``, ``declared``, ``passive_receives`` and ``can_pretrain_alone`` are code (they run
+#: before and during planning: review fin F5).
 DECLARATIONS = frozenset({"Options", "label_uses", "feature_uses", "pretrain_alone", "alone_skeleton", "__dict__",
                           "__weakref__"})
 
