@@ -8,6 +8,7 @@ for an unknown key, the valid keys of its section.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import fnmatch
 import types
@@ -77,6 +78,48 @@ def read_config_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of settings, not {type(data).__name__}")
+    return data
+
+
+def apply_options(data: dict[str, Any], given: list[tuple[str, tuple[str, ...], Any]], overrides: list[str]) -> None:
+    """Each command-line option's value (``(option, settings path, value)``, None: not given) put at its path, then
+    the ``--set`` assignments; a ``--set`` that replaces or edits what an option beside it set is refused
+    (``--seeds 0,1 --set seeds.0=5``: which one counts would be a guess), one that refines it is kept
+    (``--defenses iso --set audit.defenses.0.strengths=[1]``)."""
+    given = [(option, path, value) for option, path, value in given if value is not None]
+    before = [copy.deepcopy(value) for _, _, value in given]  # what each option set, before any --set edits it
+    for _, (*sections, key), value in given:
+        node = data
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[key] = value
+    for assignment in overrides:
+        apply_override(data, assignment)
+    for (option, path, value), was in zip(given, before):
+        now = _setting(data, path)
+        refined = now is value and _named(now) == _named(was)  # a list of sections whose names stay: kept
+        if not refined and now != was:  # replaced, or edited in place to other values (--set seeds.0=5)
+            raise ConfigError(f"{option} sets {'.'.join(path)}={_shown(was)}, but a --set makes it "
+                              f"{'unset' if now is None else _shown(now)}; give one of them")
+
+
+def _named(value: Any) -> Any:
+    """What an option set, as it names it: the names of a list of sections (defenses, whose settings may be
+    refined), else the value itself."""
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return [v.get("name") for v in value]
+    return value
+
+
+def _shown(value: Any) -> str:
+    """A setting as ``--set`` spells it (flow YAML: ``full``, ``[0, 1]``, ``true``)."""
+    return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("\n...").strip()
+
+
+def _setting(data: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` of the settings ``data``, or None where a ``--set`` replaced a section on the way."""
+    for key in path:
+        data = data.get(key) if isinstance(data, dict) else None
     return data
 
 
