@@ -280,18 +280,23 @@ def _section(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     return model
 
 
-def _where(loc: tuple, prefix: str) -> str:
+def _where(loc: tuple, prefix: str, sections: dict[str, str] | None = None) -> str:
+    """``loc`` written as the user's path: after ``prefix``, its first part spelled as ``sections`` names it."""
     out = prefix.removesuffix(".")
+    if loc and sections and loc[0] in sections:
+        out, loc = f"{out}.{sections[loc[0]]}" if out else sections[loc[0]], loc[1:]
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "config"
 
 
-def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: str = "") -> str:
-    """One line for pydantic's first error: where, what, and the valid keys for an unknown one."""
+def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: str = "",
+                      sections: dict[str, str] | None = None) -> str:
+    """One line for pydantic's first error: where (``sections`` respells top-level keys: ``search_space`` of one of
+    several attacks is ``search_space.mc``), what, and the valid keys for an unknown one."""
     err = exc.errors()[0]
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    where = _where(loc, prefix)
+    where = _where(loc, prefix, sections)
     message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         section = _section(model, loc[:-1])
@@ -310,12 +315,13 @@ def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: s
     return f"invalid {where}{shown}: {message}"
 
 
-def validate(model: type[BaseModel], data: Any, *, prefix: str = "", context: str = "") -> Any:
+def validate(model: type[BaseModel], data: Any, *, prefix: str = "", context: str = "",
+             sections: dict[str, str] | None = None) -> Any:
     """Validate ``data`` into ``model``, turning pydantic's report into one ConfigError line (after ``context``)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(context + format_validation(exc, model, prefix=prefix)) from None
+        raise ConfigError(context + format_validation(exc, model, prefix=prefix, sections=sections)) from None
 
 
 def parse_options(cls: Any, options: dict[str, Any], *, where: str) -> BaseModel:
@@ -326,3 +332,20 @@ def parse_options(cls: Any, options: dict[str, Any], *, where: str) -> BaseModel
         return model.model_validate(options)
     except ValidationError as exc:
         raise ConfigError(format_validation(exc, model, prefix=f"{where}.")) from None
+
+
+def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dict,
+                       where: str = "attack.search_space") -> None:
+    """Refuse a search space naming options attack ``name`` (class ``cls``) does not have, an empty list of values,
+    or a value its options refuse beside ``base`` (the options given), each named as ``where`` (as the user gave
+    it)."""
+    fields = cls.Options.model_fields
+    stray = sorted(set(given) - set(fields))
+    if stray:
+        raise ConfigError(f"{where} names {', '.join(stray)}, not an option of attack '{name}'; its options: "
+                          f"{', '.join(fields) or 'none'}")
+    for option, values in given.items():
+        if not values:
+            raise ConfigError(f"{where}.{option} is empty; give at least one value")
+        for value in values:
+            parse_options(cls, {**base, option: value}, where=where)
