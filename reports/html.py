@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from vflpriv.reports.paper_tables import natural
-from vflpriv.tradeoff.variants import OWN_AXES, flatten
+from vflpriv.tradeoff.variants import OWN_AXES, flatten, unset
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 75em; color: #222; }
@@ -40,7 +40,7 @@ def _settings(results: pd.DataFrame) -> tuple[list[tuple[str, str]], dict[str, d
         return [], {}
     flat = [f for f, _ in rows]
     keys = sorted(set().union(*flat) - OWN_AXES)
-    shared = [(k, str(flat[0].get(k))) for k in keys if len({repr(f.get(k)) for f in flat}) == 1]
+    shared = [(k, str(unset(flat[0].get(k)))) for k in keys if len({repr(f.get(k)) for f in flat}) == 1]
     varying: dict[str, dict[str, list[str]]] = {}
     for k in keys:
         if len({repr(f.get(k)) for f in flat}) > 1:
@@ -60,9 +60,9 @@ def _shown(key: str, value: object, dataset: object) -> str:
     section, _, name = key.partition(".")
     own = dataset_defaults(dataset, section) if isinstance(dataset, str) and section in ("partition", "model") else {}
     if name in own:
-        return f"{value} (the default of {dataset})" if own[name] == value else str(value)
+        return f"{unset(value)} (the default of {dataset})" if own[name] == value else str(unset(value))
     defaults = _section_defaults(section)
-    return f"{value} (the default)" if name in defaults and defaults[name] == value else str(value)
+    return f"{unset(value)} (the default)" if name in defaults and defaults[name] == value else str(unset(value))
 
 
 @functools.cache
