@@ -153,7 +153,8 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
     return {
         **context, "margin": margin, "verdict_rule": verdict_rule(margin),
         "test": " / ".join(sorted({v["test"] for v in verdicts})) or TEST_NAME,
-        "verdicts": verdicts, "defenses": defenses, "canaries": canaries, "communication": _communication(pd.concat([baseline, undefended_features])),
+        "verdicts": verdicts, "defenses": defenses, "canaries": canaries,
+        "communication": _communication(pd.concat([baseline, undefended_features])),
         "features": found, "inapplicable": inapplicable,
         "failed": [{"attack": r.attack, "defense": r.defense, "phase": r.phase, "strength": float(r.strength),
                     "seed": int(r.seed), "error": r.error} for r in failed.itertuples()],
@@ -247,7 +248,8 @@ def audit_markdown(summary: dict) -> str:
     lines += [f"| {c['phase']} | {c['direction']} | {c['kind']} | {c['mb']:.3f} | {c['messages']:g} |"
               for c in summary["communication"]]
     lines += ["", "## Not applicable", ""]
-    lines += [f"- {i['attack']} x {i['defense']} ({i['phase']}): {i['reason']}" for i in summary["inapplicable"]] or ["- none"]
+    lines += [f"- {i['attack']} x {i['defense']} ({i['phase']}): {i['reason']}"
+              for i in summary["inapplicable"]] or ["- none"]
     if summary["failed"]:
         lines += ["", "## Failed runs", ""]
         lines += [f"- {f['attack']} x {f['defense']}={f['strength']:g} ({f['phase']}), seed {f['seed']}: {f['error']}"
