@@ -1,6 +1,7 @@
 """A feature attack's or defense's option given a value that nothing reads (grn's precision without observe=rounded,
 fi-inversion's decoder_epochs with init=mean or tv on tabular victims, embedding-dp's bottom_clip without
-private_bottom) is refused in planning: the run would measure something else than asked, unnoticed."""
+private_bottom), or one that never acts (fi-adversarial's SSIM threshold at 1 or above), is refused in planning:
+the run would measure something else than asked, unnoticed."""
 
 from __future__ import annotations
 
@@ -25,12 +26,18 @@ REFUSED = [
      "attack.options.tv=0.5 weighs the total variation of image reconstructions; the victim's features are tabular"),
     (["--attack", "fi-decoder", "--defense", "embedding-dp", "--set", "defenses.0.options.private_bottom=false",
       "--set", "defenses.0.options.bottom_clip=3"], "bottom_clip=3.0 is read only with private_bottom=true"),
+    (["--attack", "fi-decoder", "--defense", "fi-adversarial", "--set", "defenses.0.options.loss=ssim", "--set",
+      "defenses.0.options.threshold=1"], "options.threshold=1: the SSIM it is compared with never exceeds 1, so the "
+                                         "victim's term would never act on party 1's features; give tau in [0, 1)"),
 ]
 KEPT = [
     ["--attack", "grn", "--set", "attack.options.precision=3", "--set", "attack.options.observe=rounded"],
     ["--attack", "grn", "--set", "attack.options.precision=1"],  # the default, given: nothing asked for is lost
     ["--attack", "fi-inversion", "--set", "attack.options.tv=0.5"],  # digits' halves are images
     ["--attack", "fi-decoder", "--defense", "embedding-dp", "--set", "defenses.0.options.private_bottom=false"],
+    ["--attack", "fi-decoder", "--defense", "fi-adversarial", "--set", "defenses.0.options.loss=ssim", "--set",
+     "defenses.0.options.threshold=0.9"],
+    ["--attack", "fi-decoder", "--defense", "fi-adversarial", "--set", "defenses.0.options.threshold=1.5"],  # mse's cap
 ]
 
 
