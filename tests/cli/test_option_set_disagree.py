@@ -1,5 +1,6 @@
 """``evaluate`` and ``tune`` refuse an option and a ``--set`` that disagree, with the audit's shared check; a
-``--set`` refining what an option set is kept. Each refusal one ``error:`` line in planning, exit 2, nothing written."""
+``--set`` refining what an option set is kept; an empty name in ``--attack`` is refused as such. Each refusal one
+``error:`` line in planning, exit 2, nothing written."""
 
 from __future__ import annotations
 
@@ -47,3 +48,12 @@ def test_a_set_refining_what_an_option_set_is_kept():
                            overrides=["defenses.0.kinds=[embedding]", "attack.tune=true", "seeds=[0, 1]"])
     assert exp.defenses[0].name == "iso" and exp.defenses[0].kinds == ["embedding"]
     assert exp.attack.tune and exp.seeds == [0, 1] and exp.strengths == [1.0, 5.0]
+
+
+@pytest.mark.parametrize("names", ["", " , ", "mc,", ",gc"])
+def test_an_empty_attack_name_is_refused_naming_the_valid_ones(names, tmp_path, monkeypatch):
+    """``--attack ' , '`` was refused as "attack names repeat: , " and ``--attack mc,`` as "unknown attack ''"."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["evaluate", "--attack", names, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, f"--attack '{names}' names an empty attack; give attack names, comma-separated (bli,")

@@ -19,6 +19,7 @@ from vflpriv.config.parse import (
     validate,
 )
 from vflpriv.config.presets import settings, user_patterns
+from vflpriv.config.registry import ATTACKS
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store.folders import DEFAULT_OUT
 
@@ -59,6 +60,9 @@ def experiment_data(
             swept_phase = phase or data.get("attack", {}).get("phase", "finetune")
             kept.append({"name": defense, "phase": swept_phase, "sweep": True})
     names = None if attack is None else [a.strip() for a in attack.split(",")]
+    if names is not None and not all(names):  # "", " , ", "mc,": read as the attack '' or repeated '' names
+        raise ConfigError(f"--attack '{attack}' names an empty attack; give attack names, comma-separated "
+                          f"({', '.join(ATTACKS.names())})")
     apply_options(data, [  # as typed, not parsed
         ("--method", ("method", "name"), method), ("--dataset", ("dataset", "name"), dataset),
         ("--phase", ("attack", "phase"), phase), ("--jobs", ("jobs",), jobs), ("--backend", ("backend",), backend),
