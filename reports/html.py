@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vflpriv.common.console import plural
 from vflpriv.reports.paper_tables import natural
 from vflpriv.tradeoff.variants import OWN_AXES, flatten, unset
 
@@ -135,7 +136,7 @@ def render_report(results: pd.DataFrame, *, title: str, context: dict[str, str],
              f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
     parts.append("<table><tbody>" + "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
                                              for k, v in context.items()) + "</tbody></table>")
-    parts.append(f"<p>{len(results)} runs on {results['training_key'].nunique()} trainings: "
+    parts.append(f"<p>{plural(len(results), 'run')} on {plural(results['training_key'].nunique(), 'training')}: "
                  + ", ".join(f"{v} {html.escape(str(k))}" for k, v in counts.items())
                  + f"; methods {html.escape(', '.join(dict.fromkeys(results['method'])))}; datasets "
                  f"{html.escape(', '.join(dict.fromkeys(results['dataset'])))}.</p>")

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from vflpriv.reports.html import _settings
+from vflpriv.reports.html import _settings, render_report
 from vflpriv.tradeoff.variants import with_variants
 
 
@@ -29,3 +29,10 @@ def test_the_report_s_settings_say_unset_for_none_shared_or_varying():
     assert set(varying["partition.aux_features"]) == {"40", "unset (the default)"}
     shared, _ = _settings(_runs(None, None))
     assert dict(shared)["partition.aux_features"] == "unset"
+
+
+def test_the_report_counts_one_training_in_the_singular():
+    """Two feature runs on one training (aux_features is not part of it) read "2 runs on 1 trainings"."""
+    runs = _runs(None, 40).assign(training_key="t0", utility=0.9)
+    page = render_report(runs, title="t", context={}, sections=[])
+    assert "2 runs on 1 training: 2 ok;" in page
