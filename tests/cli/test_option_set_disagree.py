@@ -1,6 +1,6 @@
 """``evaluate`` and ``tune`` refuse an option and a ``--set`` that disagree, with the audit's shared check; a
-``--set`` refining what an option set is kept; an empty name in ``--attack`` is refused as such. Each refusal one
-``error:`` line in planning, exit 2, nothing written."""
+``--set`` refining what an option set is kept; an empty name in ``--attack``, and tune's bounds that are no finite
+strengths, are refused by the option's own name. Each refusal one ``error:`` line in planning, exit 2."""
 
 from __future__ import annotations
 
@@ -57,3 +57,14 @@ def test_an_empty_attack_name_is_refused_naming_the_valid_ones(names, tmp_path, 
     result = CliRunner().invoke(app, ["evaluate", "--attack", names, "--dry-run"])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, f"--attack '{names}' names an empty attack; give attack names, comma-separated (bli,")
+
+
+@pytest.mark.parametrize(("bound", "needle"), [(["--high", "inf"], "low=0.01, high=inf"),
+                                               (["--low", "nan"], "low=nan, high=")])
+def test_tune_refuses_a_bound_that_is_no_finite_strength_naming_its_option(bound, needle, tmp_path, monkeypatch):
+    """``--high inf`` was refused as "invalid strengths[0]=inf" (a setting the user never typed)."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["tune", "--attack", "mc", "--defense", "iso", "--seeds", "0", *bound,
+                                      "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, f"--low/--high must be finite strengths, got {needle}")
