@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import math
 import os
 import subprocess
 import sys
@@ -26,7 +27,10 @@ def load(path: Path) -> dict[tuple[str, str], float]:
         module, _, last = (tc.get("classname") or "").rpartition(".")
         module, name = (module, f"{last}::{tc.get('name')}") if last.startswith("Test") else (
             tc.get("classname") or "", tc.get("name") or "")
-        out[(module, name)] = float(tc.get("time") or 0)
+        seconds = float(tc.get("time") or 0)
+        if not (math.isfinite(seconds) and seconds >= 0):  # no test takes nan, inf or -5 seconds
+            raise ValueError(f"{module}::{name} took time={tc.get('time')!r}, not a finite number of seconds >= 0")
+        out[(module, name)] = seconds
     if not out:
         raise ValueError("it holds no <testcase>")
     return out
@@ -36,8 +40,12 @@ def run(out: Path) -> None:
     start, load_start = time.perf_counter(), os.getloadavg()[0]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", "-p",
                            "no:cacheprovider", f"--junitxml={out}"], check=False)
+    try:
+        summed = f"tests' summed seconds {sum(load(out).values()):.0f}"
+    except (OSError, ET.ParseError, ValueError) as exc:  # pytest ran no tests, or wrote no file: its code says why
+        summed = f"no timings ({exc})"
     print(f"wall {time.perf_counter() - start:.0f} s, exit {done.returncode}, load average {load_start:.2f} at the "
-          f"start, {os.getloadavg()[0]:.2f} at the end; tests' summed seconds {sum(load(out).values()):.0f}")
+          f"start, {os.getloadavg()[0]:.2f} at the end; {summed}")
     sys.exit(done.returncode)
 
 

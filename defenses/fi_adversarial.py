@@ -131,6 +131,10 @@ class FIAdversarial(PassiveDefense):
             return f"options.loss=ssim scores images; party {party}'s features are tabular: use mse or auto"
         if self.options.decoder == "conv" and not image:
             return f"options.decoder=conv decodes to images; party {party}'s features are tabular: use mlp or auto"
+        ssim = self.options.loss == "ssim" or self.options.loss == "auto" and conv_victim(spec)
+        if ssim and self.options.threshold is not None and self.options.threshold >= 1:
+            return (f"options.threshold={self.options.threshold:g}: the SSIM it is compared with never exceeds 1, so "
+                    f"the victim's term would never act on party {party}'s features; give tau in [0, 1) (ResSFL 0.5)")
         return ""
 
     def measure(self, party: int) -> str:

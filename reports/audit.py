@@ -99,6 +99,7 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
     """Everything the audit found, as plain JSON-able data: the label attacks' verdicts and defenses, and the feature
     attacks' in ``features`` (``vflpriv.reports.features``)."""
     features = results["secret"] == "features" if "secret" in results else pd.Series(False, index=results.index)
+    undefended_features = results[features & (results["defense"] == "none")]  # their trainings' traffic counts too
     found = _features(results[features], margin=feature_margin)
     results = results[~features]
     frame = _named(results.assign(adversary=results["config"].map(_adversary)))
@@ -147,7 +148,8 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
     return {
         **context, "margin": margin, "verdict_rule": verdict_rule(margin),
         "test": " / ".join(sorted({v["test"] for v in verdicts})) or TEST_NAME,
-        "verdicts": verdicts, "defenses": defenses, "canaries": canaries, "communication": _communication(baseline),
+        "verdicts": verdicts, "defenses": defenses, "canaries": canaries,
+        "communication": _communication(pd.concat([baseline, undefended_features])),
         "features": found, "inapplicable": inapplicable,
         "failed": [{"attack": r.attack, "defense": r.defense, "phase": r.phase, "strength": float(r.strength),
                     "seed": int(r.seed), "error": r.error} for r in failed.itertuples()],
@@ -206,7 +208,9 @@ def what_leaks(summary: dict) -> list[str]:
 
 
 def _options(values: dict) -> str:
-    return ", ".join(f"{k}={json.dumps(v)}" for k, v in values.items()) or "none (it takes no options)"
+    """Resolved options as ``k=v`` (JSON values; a None reads "unset", as everywhere else)."""
+    return ", ".join(f"{k}={'unset' if v is None else json.dumps(v)}" for k, v in values.items()) or \
+        "none (it takes no options)"
 
 
 def _cell(value, fmt: str = "{:.3f}") -> str:
@@ -230,10 +234,33 @@ def audit_markdown(summary: dict) -> str:
         lines.append(f"- method options: {_options(options.get('method', {}))}")
         lines += [f"- {name} options: {_options(values)}" for name, values in options.get("attacks", {}).items()]
     lines += ["", *what_leaks(summary)]
-    lines += ["", f"Leakage = attack accuracy - adversary prior ({summary.get('prior', 'prior')}) on the same seed; "
-              f"{summary['test']}; verdict margin {summary['margin']:g}.", "",
-              f"Verdict rule: {summary.get('verdict_rule', verdict_rule(summary['margin']))}.", "",
-              "## Labels: verdicts (no defense)", ""]
+    lines += _label_markdown(summary)
+    lines += canary_markdown(summary.get("canaries"))
+    lines += active_markdown(summary.get("active"))
+    lines += feature_markdown(summary.get("features", {}))
+    lines += ["", "## Communication (no defense, per training)", "", "| phase | direction | kind | MB | messages |",
+              "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {c['phase']} | {c['direction']} | {c['kind']} | {c['mb']:.3f} | {c['messages']:g} |"
+              for c in summary["communication"]]
+    lines += ["", "## Not applicable", ""]
+    lines += [f"- {i['attack']} x {i['defense']} ({i['phase']}): {i['reason']}"
+              for i in summary["inapplicable"]] or ["- none"]
+    if summary["failed"]:
+        lines += ["", "## Failed runs", ""]
+        lines += [f"- {f['attack']} x {f['defense']}={f['strength']:g} ({f['phase']}), seed {f['seed']}: {f['error']}"
+                  for f in summary["failed"]]
+    return "\n".join(lines) + "\n"
+
+
+def _label_markdown(summary: dict) -> list[str]:
+    """The label attacks' verdicts and defenses; an audit of feature attacks alone says so in one line, without the
+    label rules and empty tables."""
+    if not summary["verdicts"] and not summary["defenses"]:
+        return ["", "## Labels: verdicts (no defense)", "", "- no label attack ran"]
+    lines = ["", f"Leakage = attack accuracy - adversary prior ({summary.get('prior', 'prior')}) on the same seed; "
+             f"{summary['test']}; verdict margin {summary['margin']:g}.", "",
+             f"Verdict rule: {summary.get('verdict_rule', verdict_rule(summary['margin']))}.", "",
+             "## Labels: verdicts (no defense)", ""]
     lines += [f"- adversary party {v['adversary']}: {v['line']}" for v in summary["verdicts"]] or ["- no attack applies"]
     lines += ["", "attack acc: the tuned attack's settings selected on the adversary's auxiliary labels (what an adversary "
               "reaches); oracle: the best of everything the search trained, chosen on the targets' labels (an upper bound "
@@ -255,17 +282,4 @@ def audit_markdown(summary: dict) -> str:
         defense = f"{d['defense']} ({d['variant']})" if d.get("variant") else d["defense"]
         lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {defense} | {strengths} | "
                      f"{utility_label(d.get('utility_metric', ''))} | {cap} | {d['falls_to_prior_text']} |")
-    lines += canary_markdown(summary.get("canaries"))
-    lines += active_markdown(summary.get("active"))
-    lines += feature_markdown(summary.get("features", {}))
-    lines += ["", "## Communication (no defense, per training)", "", "| phase | direction | kind | MB | messages |",
-              "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {c['phase']} | {c['direction']} | {c['kind']} | {c['mb']:.3f} | {c['messages']:g} |"
-              for c in summary["communication"]]
-    lines += ["", "## Not applicable", ""]
-    lines += [f"- {i['attack']} x {i['defense']} ({i['phase']}): {i['reason']}" for i in summary["inapplicable"]] or ["- none"]
-    if summary["failed"]:
-        lines += ["", "## Failed runs", ""]
-        lines += [f"- {f['attack']} x {f['defense']}={f['strength']:g} ({f['phase']}), seed {f['seed']}: {f['error']}"
-                  for f in summary["failed"]]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from vflpriv.common.console import plural
 from vflpriv.reports.paper_tables import natural
-from vflpriv.tradeoff.variants import OWN_AXES, flatten
+from vflpriv.tradeoff.variants import OWN_AXES, flatten, unset
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 75em; color: #222; }
@@ -40,7 +41,7 @@ def _settings(results: pd.DataFrame) -> tuple[list[tuple[str, str]], dict[str, d
         return [], {}
     flat = [f for f, _ in rows]
     keys = sorted(set().union(*flat) - OWN_AXES)
-    shared = [(k, str(flat[0].get(k))) for k in keys if len({repr(f.get(k)) for f in flat}) == 1]
+    shared = [(k, str(unset(flat[0].get(k)))) for k in keys if len({repr(f.get(k)) for f in flat}) == 1]
     varying: dict[str, dict[str, list[str]]] = {}
     for k in keys:
         if len({repr(f.get(k)) for f in flat}) > 1:
@@ -60,9 +61,9 @@ def _shown(key: str, value: object, dataset: object) -> str:
     section, _, name = key.partition(".")
     own = dataset_defaults(dataset, section) if isinstance(dataset, str) and section in ("partition", "model") else {}
     if name in own:
-        return f"{value} (the default of {dataset})" if own[name] == value else str(value)
+        return f"{unset(value)} (the default of {dataset})" if own[name] == value else str(unset(value))
     defaults = _section_defaults(section)
-    return f"{value} (the default)" if name in defaults and defaults[name] == value else str(value)
+    return f"{unset(value)} (the default)" if name in defaults and defaults[name] == value else str(unset(value))
 
 
 @functools.cache
@@ -135,7 +136,7 @@ def render_report(results: pd.DataFrame, *, title: str, context: dict[str, str],
              f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
     parts.append("<table><tbody>" + "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
                                              for k, v in context.items()) + "</tbody></table>")
-    parts.append(f"<p>{len(results)} runs on {results['training_key'].nunique()} trainings: "
+    parts.append(f"<p>{plural(len(results), 'run')} on {plural(results['training_key'].nunique(), 'training')}: "
                  + ", ".join(f"{v} {html.escape(str(k))}" for k, v in counts.items())
                  + f"; methods {html.escape(', '.join(dict.fromkeys(results['method'])))}; datasets "
                  f"{html.escape(', '.join(dict.fromkeys(results['dataset'])))}.</p>")

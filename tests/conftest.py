@@ -34,12 +34,27 @@ def _one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _module_cache(tmp_path_factory):
+    """A module's shared fixtures (a store trained once for its tests) get a cache folder of their own too, set up
+    before them: otherwise they ran with ``VFLPRIV_CACHE`` unset and wrote the user's ``~/.cache/vflpriv``, shared by
+    both xdist workers."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VFLPRIV_CACHE", str(tmp_path_factory.mktemp("module-cache")))
+        patch.setenv("VFLPRIV_CANARY_KEY", CANARY_KEY)
+        yield
+
+
+#: The tests' one canary key: the canaries' labels, like every other draw, are the same from run to run.
+CANARY_KEY = "0123456789abcdef" * 4
+
+
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own pretraining cache: no hits from earlier runs or other tests; and one fixed canary key,
     so the canaries' labels, like every other draw, are the same from run to run."""
     monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path_factory.mktemp("cache")))
-    monkeypatch.setenv("VFLPRIV_CANARY_KEY", "0123456789abcdef" * 4)
+    monkeypatch.setenv("VFLPRIV_CANARY_KEY", CANARY_KEY)
 
 
 @pytest.fixture(autouse=True)

@@ -155,6 +155,10 @@ def experiments(raw: dict[str, Any], *, must_match: set[str] | None = None, wher
     axes = plural.get("axes", {})
     if not isinstance(axes, dict) or not all(isinstance(v, list) and v for v in axes.values()):
         raise ConfigError(f"grid key axes must map dotted setting names to non-empty lists, got {axes!r}")
+    for key, values in axes.items():  # a value twice gave its cells twice, kept once: the grid was not what it said
+        shown = [repr(v) for v in values]
+        if repeated := sorted({s for s in shown if shown.count(s) > 1}):
+            raise ConfigError(f"{where}: axes {key} repeats {', '.join(repeated)}; give each value once")
     if "attacks" in plural:
         attacks = _entries(plural["attacks"], "attacks")
         extra = sorted({k for a in attacks for k in a} - {"name", "options"})

@@ -76,14 +76,20 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def shown(flat: dict[str, Any], key: str, *, written: bool = False) -> str:
-    """A variant's part for ``key``: ``key=value``; a defense's kinds as what it acts on (:func:`acts_on`), so that
-    its two configurations read apart (``written``: as the configuration gives them, unset included)."""
+    """A variant's part for ``key``: ``key=value`` (a setting left unset: ``key=unset``, as the rest of the tool
+    says, not Python's None); a defense's kinds as what it acts on (:func:`acts_on`), so that its two configurations
+    read apart (``written``: as the configuration gives them, unset included)."""
     if written or not (match := re.fullmatch(r"defenses\.(\d+)\.kinds", key)):
-        return f"{key}={flat.get(key)}"
+        return f"{key}={unset(flat.get(key))}"
     kinds, i = flat.get(key), match[1]
     return acts_on(flat.get(f"defenses.{i}.name"), flat.get(f"defenses.{i}.phase"),
                    json.loads(kinds) if isinstance(kinds, str) else kinds, method=flat.get("method.name"),
                    party=flat.get(f"defenses.{i}.party"))
+
+
+def unset(value: Any) -> Any:
+    """A setting's value as reports show it: "unset" for None (``partition.aux_features`` left to its default)."""
+    return "unset" if value is None else value
 
 
 def acts_on(name: str, phase: str, kinds: list[str] | None, *, method: str | None = None,

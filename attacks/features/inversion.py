@@ -27,11 +27,12 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from vflpriv.attacks.features.base import FeatureAttack, FeatureOptions, FeatureView, Reconstruction
 from vflpriv.attacks.features.decoder_attack import DecoderOptions, FeatureDecoder
 from vflpriv.attacks.features.surrogate import fit_surrogate
+from vflpriv.config.options import refuse_unread
 from vflpriv.models.training import make_optimizer
 
 
@@ -48,6 +49,11 @@ class InversionOptions(FeatureOptions):
         "last", description="last: the reconstructions after `steps` steps; held-out: at the step with the lowest MSE "
                             "on a quarter of the known samples inverted beside the targets (decoder and surrogate fitted "
                             "on the rest)")
+
+    @model_validator(mode="after")
+    def _read(self) -> InversionOptions:
+        refuse_unread(self, "decoder_epochs", needs="init=decoder", read=self.init == "decoder")
+        return self
 
 
 #: The target set of the known samples ``stop: held-out`` withholds to choose the step on.
@@ -69,6 +75,13 @@ class FeatureInversion(FeatureAttack):
     budget_option: ClassVar[str] = "steps"
     #: The audit's quick settings: many trainings, each with its inversion.
     audit_options: ClassVar[dict] = {"steps": 30, "surrogate_epochs": 30}
+
+    def victim_problem(self, spec) -> str:
+        tv = type(self.options).model_fields["tv"].default
+        if self.options.tv != tv and not (spec.modality == "image" and len(spec.shape) == 3):
+            return (f"attack.options.tv={self.options.tv:g} weighs the total variation of image reconstructions; the "
+                    "victim's features are tabular: leave tv out")
+        return super().victim_problem(spec)
 
     def known_needed(self, *, tuned: bool) -> tuple[int, str]:
         """``stop: held-out`` withholds a quarter of the known samples (at least 1) and fits on at least 2; tuned, each

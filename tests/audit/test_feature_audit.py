@@ -92,3 +92,17 @@ def test_the_report_says_what_leaks_per_secret_with_the_worst_case_over_the_feat
     assert "- party 1's features (finetune): yes (fi-decoder by party 0 (the active party), leakage +0.0500 MSE)" in text
     assert "- party 0's features (finetune): no" in text
     assert "## Features: what leaks of each victim's features" in text
+
+
+def test_an_audit_of_feature_attacks_alone_counts_their_trainings_traffic_and_prints_no_empty_label_tables():
+    """Communication was read from the label attacks' trainings only (an empty table here), the label rules and their
+    empty tables were printed beside "no attack applies", and an unset option read "null"."""
+    traffic = json.dumps({"finetune/up/embedding": [2048000, 80]})
+    frame = pd.DataFrame([{**_record("fi-decoder", "0", "1", s, 0.03, 0.08), "traffic": traffic} for s in (0, 1)])
+    options = {"method": {}, "attacks": {"fi-decoder": {"image_metrics": None, "decoder": "auto"}}}
+    text = audit_markdown(audit_summary(frame, [], margin=0.02, context={"method": "splitnn", "dataset": "digits",
+                                                                         "options": options}))
+    assert "| finetune | up | embedding | 2.048 | 80 |" in text
+    assert '- fi-decoder options: image_metrics=unset, decoder="auto"' in text  # not JSON's null
+    assert "- no label attack ran" in text
+    assert "Leakage = attack accuracy" not in text and "| adversary | attack | phase | attack acc |" not in text

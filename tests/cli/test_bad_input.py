@@ -142,7 +142,7 @@ EVALUATE = [
     (["--defense", "fedpass", "--set", "defenses.0.options.hidden=0"], "defenses[0].options.hidden"),
     (["--defense", "peloss", "--set", "defenses.0.options.eps=0"], "defenses[0].options.eps"),
     (["--defense", "alibi", "--strengths", "1", "--method", "ssvfl-i", "--attack", "similarity"], "soft labels"),
-    (["--defense", "none", "--set", "defenses=[{name: dp-gaussian, strength: 1}, {name: mixup, strength: 0.8}]"],
+    (["--set", "defenses=[{name: dp-gaussian, strength: 1}, {name: mixup, strength: 0.8}]"],
      "cannot be combined with mixup"),
     # canaries
     (["--canaries", "-1"], "invalid partition.canaries=-1"),
@@ -155,7 +155,7 @@ EVALUATE = [
     (["--defense", "dp-gaussian", "--strengths", "4", "--set", "finetune.auditor=gradient-lrt"],
      "guesses the random-label canaries; set partition.canaries"),
     (["--defense", "iso", "--canaries", "5", "--set", "finetune.auditor=gradient-lrt"], "audits dp-gaussian"),
-    (["--defense", "alibi", "--strengths", "1", "--set", "defenses=[{name: alibi, strength: 1, sweep: true}, "
+    (["--strengths", "1", "--set", "defenses=[{name: alibi, strength: 1, sweep: true}, "
       "{name: mixup, strength: 0.8}]"], "options.prior=uniform"),
     # attack and prior
     (["--set", "attack.options.nope=1"], "unknown setting attack.options.nope; valid keys here: head"),
@@ -222,10 +222,9 @@ EVALUATE = [
     (["--defense", "cae", "--set", "defenses.0.options.samples=3"], "defenses[0].options.samples"),
     (["--defense", "dcae", "--set", "defenses.0.options.bins=0"], "defenses[0].options.bins"),
     (["--defense", "mixup", "--set", "defenses.0.options.perm_seed=-1"], "defenses[0].options.perm_seed"),
-    (["--set", "defenses=[{name: sparsify, strength: 90, kinds: [embedding], options: {error_feedback: true}}]",
-      "--defense", "none"], "error_feedback carries gradient mass"),
-    (["--set", "defenses=[{name: mid, strength: 1, party: 1}]", "--defense", "none"], "party must be 0"),
-    (["--set", "defenses=[{name: dcor, strength: 1, kinds: [gradient]}]", "--defense", "none"], "cannot protect"),
+    (["--set", "defenses=[{name: sparsify, strength: 90, kinds: [embedding], options: {error_feedback: true}}]"], "error_feedback carries gradient mass"),
+    (["--set", "defenses=[{name: mid, strength: 1, party: 1}]"], "party must be 0"),
+    (["--set", "defenses=[{name: dcor, strength: 1, kinds: [gradient]}]"], "cannot protect"),
 ]
 
 

@@ -3,6 +3,7 @@ naming the problem, exit code 2, no traceback, and nothing written (no output fo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import socket
@@ -108,10 +109,13 @@ def test_a_name_with_a_control_character_is_echoed_escaped_on_one_line(tmp_path)
     _refused(["describe", "mc\x1b[31m"], "nothing is registered as 'mc\\x1b[31m'")
 
 
-def _closed_port() -> int:
+@contextlib.contextmanager
+def _closed_port():
+    """A port nothing listens on, held bound (not listening: a connection is refused) while the test uses it, so no
+    other process, the other xdist worker's cluster say, can take it between its choice and its use."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        yield s.getsockname()[1]
 
 
 @pytest.mark.parametrize("backend", ["dask", "ray"])
@@ -121,8 +125,9 @@ def test_a_cluster_where_nothing_listens_is_refused_at_once_and_nothing_is_writt
     pytest.importorskip("dask.distributed" if backend == "dask" else "ray",
                         reason=f"the {backend} extra is not installed: pip install 'vflpriv[{backend}]'")
     start = time.monotonic()
-    _refused(["evaluate", "--method", "splitnn", "--backend", backend, "--address", f"127.0.0.1:{_closed_port()}",
-              "--out", str(tmp_path / "o")], f"cannot reach a {backend} cluster at --address '127.0.0.1:")
+    with _closed_port() as port:
+        _refused(["evaluate", "--method", "splitnn", "--backend", backend, "--address", f"127.0.0.1:{port}",
+                  "--out", str(tmp_path / "o")], f"cannot reach a {backend} cluster at --address '127.0.0.1:")
     assert time.monotonic() - start < 15
     assert not (tmp_path / "o").exists()
 

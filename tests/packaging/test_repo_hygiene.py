@@ -13,7 +13,7 @@ import pytest
 import typer.main
 
 from vflpriv.cli import app
-from vflpriv.store.folders import STORE_NAME
+from vflpriv.store.folders import DEFAULT_OUT, STORE_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 GIT = shutil.which("git")
@@ -27,8 +27,20 @@ def _default_outs() -> dict[str, str]:
         for param in command.params:
             if param.name == "out" and param.default is not None:
                 outs[name] = str(param.default)
-    outs["reproduce"] = "vflpriv-reproduce-fedhssl-table4-quick"  # named per analogue: vflpriv-reproduce-NAME[-quick]
+    outs["reproduce"] = DEFAULT_OUT["reproduce"].format(name="fedhssl-table4", quick="-quick")  # one per analogue
     return outs
+
+
+def test_every_command_s_default_output_folder_is_its_entry_of_default_out():
+    """One place names them: a command's own literal (reproduce's f-string) drifts from the rest."""
+    commands = typer.main.get_command(app).commands
+    with_out = {name for name, command in commands.items() if any(p.name == "out" for p in command.params)}
+    assert with_out == set(DEFAULT_OUT)
+    for name in with_out - {"reproduce"}:
+        (param,) = [p for p in commands[name].params if p.name == "out"]
+        assert str(param.default) == DEFAULT_OUT[name]
+    (param,) = [p for p in commands["reproduce"].params if p.name == "out"]
+    assert DEFAULT_OUT["reproduce"].format(name="NAME", quick="[-quick]") in param.help
 
 
 def test_every_default_output_folder_is_ignored_by_git():

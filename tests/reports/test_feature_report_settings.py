@@ -25,5 +25,5 @@ def test_a_report_of_feature_runs_of_two_configurations_names_a_verdict_for_each
     result = CliRunner().invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "report")])
     assert result.exit_code == 0, result.output
     page = (tmp_path / "report" / "report.html").read_text()
-    for aux in ("None", "5"):
+    for aux in ("unset", "5"):
         assert f"splitnn on digits (partition.aux_features={aux}): fi-decoder by party 0" in page

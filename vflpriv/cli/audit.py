@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, get_args
+from typing import TYPE_CHECKING, Optional, get_args
 
 import typer
-import yaml
 
 from vflpriv.cli.app import DRY_RUN, QUIET, STORE_PATH, app, command_line
 from vflpriv.cli.evaluate import SEARCH_BUDGET, numbers
@@ -18,7 +16,7 @@ from vflpriv.common.errors import ConfigError, IncompatibleError
 from vflpriv.common.lazy import importing
 from vflpriv.config.parse import (
     DATASET_SETTINGS,
-    apply_override,
+    apply_options,
     check_shape,
     resolve_dataset_settings,
     resolve_method_options,
@@ -78,44 +76,10 @@ def build_audit(*, config: Optional[Path], method: str, dataset: Optional[str], 
              ("--canaries", ("audit", "canaries"), canaries), ("--dataset", ("dataset", "name"), dataset),
              ("--jobs", ("jobs",), jobs), ("--backend", ("backend",), backend), ("--device", ("device",), device),
              ("--seeds", ("seeds",), None if seeds is None else numbers(seeds, int, "--seeds"))]
-    given = [(option, path, value) for option, path, value in given if value is not None]
-    before = [copy.deepcopy(value) for _, _, value in given]  # what each option set, before any --set edits it
-    for _, (*sections, key), value in given:
-        node = data
-        for section in sections:
-            node = node.setdefault(section, {})
-        node[key] = value
-    for assignment in overrides:
-        apply_override(data, assignment)
-    for (option, path, value), was in zip(given, before):
-        now = _setting(data, path)
-        refined = now is value and _named(now) == _named(was)  # --set audit.defenses.0.strengths=...: kept
-        if not refined and now != was:  # replaced, or edited in place to other values (--set seeds.0=5)
-            raise ConfigError(f"{option} sets {'.'.join(path)}={_shown(was)}, but a --set makes it "
-                              f"{'unset' if now is None else _shown(now)}; give one of them")
+    apply_options(data, given, overrides)
     resolve_method_options(data, must_match=user_patterns(data, preset))
     resolve_dataset_settings(data, per_dataset)
     return validate(AuditConfig, data)
-
-
-def _named(value: Any) -> Any:
-    """What an option set, as it names it: the names of a list of defenses (their settings may be refined), else
-    the value itself."""
-    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
-        return [v.get("name") for v in value]
-    return value
-
-
-def _shown(value: Any) -> str:
-    """A setting as ``--set`` spells it (flow YAML: ``full``, ``[0, 1]``, ``true``)."""
-    return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("\n...").strip()
-
-
-def _setting(data: Any, path: tuple[str, ...]) -> Any:
-    """The value at ``path`` of the settings ``data``, or None where a ``--set`` replaced a section on the way."""
-    for key in path:
-        data = data.get(key) if isinstance(data, dict) else None
-    return data
 
 
 def _context(cfg: AuditConfig) -> dict:

@@ -12,13 +12,14 @@ from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.parse import (
     DATASET_SETTINGS,
-    apply_override,
+    apply_options,
     check_shape,
     resolve_dataset_settings,
     resolve_method_options,
     validate,
 )
 from vflpriv.config.presets import settings, user_patterns
+from vflpriv.config.registry import ATTACKS
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store.folders import DEFAULT_OUT
 
@@ -52,29 +53,26 @@ def experiment_data(
     check_shape(ExperimentConfig, data, source=f"config file {config}" if config else f"preset {preset}")
     if phase is not None and phase not in ("pretrain", "finetune"):
         raise ConfigError(f"unknown phase '{phase}'; valid phases: pretrain, finetune")
-    for key, value in (("method.name", method), ("dataset.name", dataset), ("attack.phase", phase),
-                       ("jobs", jobs), ("backend", backend), ("device", device), ("partition.canaries", canaries)):
-        if value is not None:
-            section, _, field = key.rpartition(".")
-            (data.setdefault(section, {}) if section else data)[field] = value  # as typed, not parsed
-    for key, value in (("tune", tune_attacks), ("search_budget", search_budget)):
-        if value is not None:
-            data.setdefault("attack", {})[key] = value
-    if attack is not None:
-        names = [a.strip() for a in attack.split(",")]
-        data.setdefault("attack", {})["name"] = names[0] if len(names) == 1 else names
-    if strengths is not None:
-        data["strengths"] = numbers(strengths, float, "--strengths")
-    if seeds is not None:
-        data["seeds"] = numbers(seeds, int, "--seeds")
+    kept = None  # the defenses --defense leaves: the file's unswept ones and the one it sweeps
     if defense is not None:
         kept = [d for d in data.get("defenses", []) if not d.get("sweep")]
         if defense != "none":
             swept_phase = phase or data.get("attack", {}).get("phase", "finetune")
             kept.append({"name": defense, "phase": swept_phase, "sweep": True})
-        data["defenses"] = kept
-    for assignment in overrides:
-        apply_override(data, assignment)
+    names = None if attack is None else [a.strip() for a in attack.split(",")]
+    if names is not None and not all(names):  # "", " , ", "mc,": read as the attack '' or repeated '' names
+        raise ConfigError(f"--attack '{attack}' names an empty attack; give attack names, comma-separated "
+                          f"({', '.join(ATTACKS.names())})")
+    apply_options(data, [  # as typed, not parsed
+        ("--method", ("method", "name"), method), ("--dataset", ("dataset", "name"), dataset),
+        ("--phase", ("attack", "phase"), phase), ("--jobs", ("jobs",), jobs), ("--backend", ("backend",), backend),
+        ("--device", ("device",), device), ("--canaries", ("partition", "canaries"), canaries),
+        ("--tune-attacks/--no-tune-attacks", ("attack", "tune"), tune_attacks),
+        ("--search-budget", ("attack", "search_budget"), search_budget),
+        ("--attack", ("attack", "name"), names if names is None or len(names) > 1 else names[0]),
+        ("--strengths", ("strengths",), None if strengths is None else numbers(strengths, float, "--strengths")),
+        ("--seeds", ("seeds",), None if seeds is None else numbers(seeds, int, "--seeds")),
+        ("--defense", ("defenses",), kept)], overrides)
     resolve_method_options(data, must_match=user_patterns(data, preset))
     resolve_dataset_settings(data, per_dataset)
     return data

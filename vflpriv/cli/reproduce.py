@@ -11,7 +11,7 @@ from vflpriv.cli.app import DRY_RUN, QUIET, app, command_line, fail
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
 from vflpriv.store import cache
-from vflpriv.store.folders import default_store
+from vflpriv.store.folders import DEFAULT_OUT, default_store
 
 
 @app.command()
@@ -19,7 +19,8 @@ def reproduce(
     name: Optional[str] = typer.Argument(None, metavar="NAME", help="the analogue (vflpriv reproduce --list)"),
     list_: bool = typer.Option(False, "--list", help="list the shipped analogues with their papers and claims"),
     quick: bool = typer.Option(False, "--quick", help="a few-minute version on bundled data (one seed, small budgets)"),
-    out: Optional[Path] = typer.Option(None, help="output directory (default vflpriv-reproduce-NAME[-quick])"),
+    out: Optional[Path] = typer.Option(None, help="output directory (default "
+                                      f"{DEFAULT_OUT['reproduce'].format(name='NAME', quick='[-quick]')})"),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE",
                                    help="override a setting of every part, e.g. seeds=[0,1,2,3,4] or a budget"),
     jobs: Optional[int] = typer.Option(None, help="parallel trainings (default 2)"),
@@ -44,7 +45,7 @@ def reproduce(
         raise ConfigError(f"give an analogue, or --list; valid analogues: {', '.join(reproductions.names())}")
     analogue = reproductions.load(name)
     overrides = list(set_) + [f"{k}={v}" for k, v in (("jobs", jobs), ("device", device)) if v is not None]
-    out = out or Path(f"vflpriv-reproduce-{name}{'-quick' if quick else ''}")
+    out = out or Path(DEFAULT_OUT["reproduce"].format(name=name, quick="-quick" if quick else ""))
     grids = analogue.grids(quick=quick, overrides=overrides)
     _require_data(name, grids)
     with cache.held_back(keep=not dry_run):  # a refusal leaves the cache as it was

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -72,6 +73,8 @@ def tune(
         raise ConfigError(f"--steps must lie in [0, {MAX_STEPS}] (each step halves the interval), got {steps}")
     axis = DEFENSES.get(defense).axis
     lo, hi = low if low is not None else axis.search[0], high if high is not None else axis.search[1]
+    if not (math.isfinite(lo) and math.isfinite(hi)):  # inf passed the bounds of an axis that ends at inf (iso)
+        raise ConfigError(f"--low/--high must be finite strengths, got low={lo:g}, high={hi:g}")
     if not (axis.low <= lo < hi <= axis.high) or (axis.log and lo <= 0):
         raise ConfigError(f"--low/--high must satisfy {axis.low:g} <= low < high <= {axis.high:g}"
                           + (" and low > 0 (log scale)" if axis.log else ""))

@@ -71,5 +71,14 @@ class Options(BaseModel):
         return _check_int(value)
 
 
+def refuse_unread(options: BaseModel, name: str, *, needs: str, read: bool) -> None:
+    """ValueError where option ``name`` is given a value other than its default that nothing reads (it is read only
+    with ``needs``, and ``read`` is false): the run would measure something other than what the user asked for."""
+    default = type(options).model_fields[name].default
+    if not read and getattr(options, name) != default:
+        raise ValueError(f"{name}={getattr(options, name)!r} is read only with {needs}; set {needs} too, or leave "
+                         f"{name} out")
+
+
 class NoOptions(Options):
     """Options model of a component that takes none."""

@@ -8,6 +8,7 @@ for an unknown key, the valid keys of its section.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import fnmatch
 import types
@@ -77,6 +78,48 @@ def read_config_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of settings, not {type(data).__name__}")
+    return data
+
+
+def apply_options(data: dict[str, Any], given: list[tuple[str, tuple[str, ...], Any]], overrides: list[str]) -> None:
+    """Each command-line option's value (``(option, settings path, value)``, None: not given) put at its path, then
+    the ``--set`` assignments; a ``--set`` that replaces or edits what an option beside it set is refused
+    (``--seeds 0,1 --set seeds.0=5``: which one counts would be a guess), one that refines it is kept
+    (``--defenses iso --set audit.defenses.0.strengths=[1]``)."""
+    given = [(option, path, value) for option, path, value in given if value is not None]
+    before = [copy.deepcopy(value) for _, _, value in given]  # what each option set, before any --set edits it
+    for _, (*sections, key), value in given:
+        node = data
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[key] = value
+    for assignment in overrides:
+        apply_override(data, assignment)
+    for (option, path, value), was in zip(given, before):
+        now = _setting(data, path)
+        refined = now is value and _named(now) == _named(was)  # a list of sections whose names stay: kept
+        if not refined and now != was:  # replaced, or edited in place to other values (--set seeds.0=5)
+            raise ConfigError(f"{option} sets {'.'.join(path)}={_shown(was)}, but a --set makes it "
+                              f"{'unset' if now is None else _shown(now)}; give one of them")
+
+
+def _named(value: Any) -> Any:
+    """What an option set, as it names it: the names of a list of sections (defenses, whose settings may be
+    refined), else the value itself."""
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return [v.get("name") for v in value]
+    return value
+
+
+def _shown(value: Any) -> str:
+    """A setting as ``--set`` spells it (flow YAML: ``full``, ``[0, 1]``, ``true``)."""
+    return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("\n...").strip()
+
+
+def _setting(data: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` of the settings ``data``, or None where a ``--set`` replaced a section on the way."""
+    for key in path:
+        data = data.get(key) if isinstance(data, dict) else None
     return data
 
 
@@ -237,18 +280,23 @@ def _section(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     return model
 
 
-def _where(loc: tuple, prefix: str) -> str:
+def _where(loc: tuple, prefix: str, sections: dict[str, str] | None = None) -> str:
+    """``loc`` written as the user's path: after ``prefix``, its first part spelled as ``sections`` names it."""
     out = prefix.removesuffix(".")
+    if loc and sections and loc[0] in sections:
+        out, loc = f"{out}.{sections[loc[0]]}" if out else sections[loc[0]], loc[1:]
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "config"
 
 
-def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: str = "") -> str:
-    """One line for pydantic's first error: where, what, and the valid keys for an unknown one."""
+def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: str = "",
+                      sections: dict[str, str] | None = None) -> str:
+    """One line for pydantic's first error: where (``sections`` respells top-level keys: ``search_space`` of one of
+    several attacks is ``search_space.mc``), what, and the valid keys for an unknown one."""
     err = exc.errors()[0]
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    where = _where(loc, prefix)
+    where = _where(loc, prefix, sections)
     message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         section = _section(model, loc[:-1])
@@ -267,12 +315,13 @@ def format_validation(exc: ValidationError, model: type[BaseModel], *, prefix: s
     return f"invalid {where}{shown}: {message}"
 
 
-def validate(model: type[BaseModel], data: Any, *, prefix: str = "", context: str = "") -> Any:
+def validate(model: type[BaseModel], data: Any, *, prefix: str = "", context: str = "",
+             sections: dict[str, str] | None = None) -> Any:
     """Validate ``data`` into ``model``, turning pydantic's report into one ConfigError line (after ``context``)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(context + format_validation(exc, model, prefix=prefix)) from None
+        raise ConfigError(context + format_validation(exc, model, prefix=prefix, sections=sections)) from None
 
 
 def parse_options(cls: Any, options: dict[str, Any], *, where: str) -> BaseModel:
@@ -283,3 +332,20 @@ def parse_options(cls: Any, options: dict[str, Any], *, where: str) -> BaseModel
         return model.model_validate(options)
     except ValidationError as exc:
         raise ConfigError(format_validation(exc, model, prefix=f"{where}.")) from None
+
+
+def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dict,
+                       where: str = "attack.search_space") -> None:
+    """Refuse a search space naming options attack ``name`` (class ``cls``) does not have, an empty list of values,
+    or a value its options refuse beside ``base`` (the options given), each named as ``where`` (as the user gave
+    it)."""
+    fields = cls.Options.model_fields
+    stray = sorted(set(given) - set(fields))
+    if stray:
+        raise ConfigError(f"{where} names {', '.join(stray)}, not an option of attack '{name}'; its options: "
+                          f"{', '.join(fields) or 'none'}")
+    for option, values in given.items():
+        if not values:
+            raise ConfigError(f"{where}.{option} is empty; give at least one value")
+        for value in values:
+            parse_options(cls, {**base, option: value}, where=where)

@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, NonNegativeFloat, model_validator
 
 from vflpriv.common.errors import VflprivError
-from vflpriv.config.registry import DEFENSES
+from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.options import MAX_INT
-from vflpriv.config.parse import validate
+from vflpriv.config.parse import check_space_values, parse_options, validate
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig, TrainingConfig
 
 
@@ -36,27 +36,36 @@ class AttackSettings(AttackConfig):
             raise ValueError(f"attack names repeat: {', '.join(names)}")
         if len(names) > 1:
             for what, example in (("options", "epochs=100"), ("search_space", "lr=[0.005,0.05]")):
-                stray = [k for k, v in getattr(self, what).items() if k not in names or not isinstance(v, dict)]
-                if stray:
+                given = getattr(self, what)
+                stray = [k for k in given if k not in names]
+                flat = [k for k, v in given.items() if k in names and not isinstance(v, dict)]
+                if stray or flat:
                     raise ValueError(
                         f"with several attacks, {what} maps each attack name to its {what.replace('_', ' ')} "
-                        f"(e.g. {what}.{names[0]}.{example}); not an attack of this list: {', '.join(stray)}"
-                    )
+                        f"(e.g. attack.{what}.{names[0]}.{example}); "
+                        + (f"not an attack of this list: {', '.join(stray)}" if stray
+                           else f"not a section of settings: {', '.join(f'{k}={given[k]!r}' for k in flat)}"))
         return self
 
     def names(self) -> list[str]:
         return [self.name] if isinstance(self.name, str) else list(self.name)
 
     def configs(self) -> list[AttackConfig]:
+        """One attack's settings per name; with several, each one's options and search space checked here, where a
+        bad one is named as the user wrote it (``attack.search_space.mc.lr``, not the planner's path without mc)."""
         names = self.names()
+        if len(names) == 1:
+            return [validate(AttackConfig, self.model_dump(), prefix="attack.")]
         common = self.model_dump(exclude={"name", "options", "search_space"})
-        one = len(names) == 1
-        return [  # validated with one error line: search_space's values are lists only once split per attack
-            validate(AttackConfig, {"name": n, "options": self.options if one else self.options.get(n, {}),
-                                    "search_space": self.search_space if one else self.search_space.get(n, {}),
-                                    **common}, prefix="attack.", context="" if one else f"attack {n}: ")
-            for n in names
-        ]
+        out = []
+        for n in names:  # validated with one error line: search_space's values are lists only once split per attack
+            options, space = self.options.get(n, {}), self.search_space.get(n, {})
+            out.append(validate(AttackConfig, {"name": n, "options": options, "search_space": space, **common},
+                                prefix="attack.", sections={k: f"{k}.{n}" for k in ("options", "search_space")}))
+            parse_options(ATTACKS.get(n), options, where=f"attack.options.{n}")
+            if self.tune:
+                check_space_values(ATTACKS.get(n), n, space, base=options, where=f"attack.search_space.{n}")
+        return out
 
 
 #: How many runs share one GPU on a Dask or Ray cluster: each asks the scheduler for 1 / N of a GPU (locally, --jobs

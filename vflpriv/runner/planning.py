@@ -18,7 +18,7 @@ from vflpriv.attacks.search import grid
 from vflpriv.common.empirical_epsilon import KEEP
 from vflpriv.common.errors import ConfigError, IncompatibleError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
-from vflpriv.config.parse import parse_options
+from vflpriv.config.parse import check_space_values, parse_options
 from vflpriv.config.registry import ATTACKS, METHODS
 from vflpriv.config.schema import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
@@ -210,23 +210,6 @@ def _active_labels_local(config: TrainingConfig, method: Method) -> bool:
 def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:
     """A tuned attack's space: its own, with the options ``attack.search_space`` names replaced."""
     return {**attack.space(), **{k: tuple(v) for k, v in given.items()}}
-
-
-def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dict,
-                       where: str = "attack.search_space") -> None:
-    """Refuse a search space naming options attack ``name`` (class ``cls``) does not have, an empty list of values,
-    or a value its options refuse beside ``base`` (the options given), each named as ``where`` (as the user gave
-    it)."""
-    fields = cls.Options.model_fields
-    stray = sorted(set(given) - set(fields))
-    if stray:
-        raise ConfigError(f"{where} names {', '.join(stray)}, not an option of attack '{name}'; its options: "
-                          f"{', '.join(fields) or 'none'}")
-    for option, values in given.items():
-        if not values:
-            raise ConfigError(f"{where}.{option} is empty; give at least one value")
-        for value in values:
-            parse_options(cls, {**base, option: value}, where=where)
 
 
 def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:

@@ -15,9 +15,10 @@ from vflpriv.common.errors import ConfigError
 #: The results store's file name in an --out folder: where a command keeps its runs without --store, and what a
 #: reader given the folder (``vflpriv table``, ``report``, ``load_results``) opens.
 STORE_NAME = "results.sqlite"
-#: Each command's --out when none is given (the Python API's ``evaluate`` and ``sweep`` write where theirs do).
+#: Each command's --out when none is given (the Python API's ``evaluate`` and ``sweep`` write where theirs do;
+#: reproduce's is formatted with the analogue's name and ``-quick`` under --quick).
 DEFAULT_OUT = {"evaluate": "vflpriv-out", "sweep": "vflpriv-sweep", "audit": "vflpriv-audit", "tune": "vflpriv-tune",
-               "table": "vflpriv-tables", "report": "vflpriv-report"}
+               "table": "vflpriv-tables", "report": "vflpriv-report", "reproduce": "vflpriv-reproduce-{name}{quick}"}
 
 
 def default_store(out: Path) -> Path:

@@ -5,9 +5,8 @@ defense's trainings run with, a named auditor the audit would drop silently, the
 from __future__ import annotations
 
 from vflpriv.common.errors import IncompatibleError
-from vflpriv.config.parse import parse_options
+from vflpriv.config.parse import check_space_values, parse_options
 from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES
-from vflpriv.runner.planning import check_space_values
 from vflpriv.workflows.audit_config import AuditConfig, AuditDefense
 
 

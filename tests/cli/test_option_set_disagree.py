@@ -1,0 +1,70 @@
+"""``evaluate`` and ``tune`` refuse an option and a ``--set`` that disagree, with the audit's shared check; a
+``--set`` refining what an option set is kept; an empty name in ``--attack``, and tune's bounds that are no finite
+strengths, are refused by the option's own name. Each refusal one ``error:`` line in planning, exit 2."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from cli_helpers import one_error_line, wrote_nothing
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+from vflpriv.cli.evaluate import build_experiment
+
+DISAGREE = [
+    (["--seeds", "0,1", "--set", "seeds.0=5"], "--seeds sets seeds=[0, 1], but a --set makes it [5, 1]"),
+    (["--attack", "mc", "--set", "attack.name=gc"], "--attack sets attack.name=mc, but a --set makes it gc"),
+    (["--attack", "mc,gc", "--set", "attack={name: norm}"], "--attack sets attack.name=[mc, gc], but a --set makes it"
+                                                            " norm"),
+    (["--defense", "iso", "--set", "defenses.0.name=mid"], "--defense sets defenses=[{name: iso, phase: finetune, "
+                                                           "sweep: true}], but a --set makes it [{name: mid,"),
+    (["--method", "splitnn", "--set", "method.name=local-a"], "--method sets method.name=splitnn, but a --set makes"),
+    (["--phase", "finetune", "--set", "attack.phase=pretrain"], "--phase sets attack.phase=finetune, but a --set"),
+    (["--strengths", "1,2", "--set", "strengths=[3]"], "--strengths sets strengths=[1.0, 2.0], but a --set makes it"),
+    (["--no-tune-attacks", "--set", "attack.tune=true"], "--tune-attacks/--no-tune-attacks sets attack.tune=false"),
+]
+
+
+CASES = [("evaluate", a, n) for a, n in DISAGREE] + [("tune", a, n) for a, n in DISAGREE[:2] + DISAGREE[4:6]]
+
+
+@pytest.mark.parametrize(("command", "args", "needle"), CASES, ids=[f"{c} {' '.join(a)}"[:60] for c, a, _ in CASES])
+def test_an_option_and_a_set_that_disagree_are_refused(command, args, needle, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, [command, "--dataset", "digits", *args, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)
+    assert "; give one of them" in result.output
+
+
+def test_a_set_refining_what_an_option_set_is_kept():
+    options = {"config": None, "method": "splitnn", "dataset": None, "strengths": "1,5", "phase": None,
+               "jobs": None, "backend": None, "device": None}
+    exp = build_experiment(**options, attack="mc", defense="iso", seeds="0,1",
+                           overrides=["defenses.0.kinds=[embedding]", "attack.tune=true", "seeds=[0, 1]"])
+    assert exp.defenses[0].name == "iso" and exp.defenses[0].kinds == ["embedding"]
+    assert exp.attack.tune and exp.seeds == [0, 1] and exp.strengths == [1.0, 5.0]
+
+
+@pytest.mark.parametrize("names", ["", " , ", "mc,", ",gc"])
+def test_an_empty_attack_name_is_refused_naming_the_valid_ones(names, tmp_path, monkeypatch):
+    """``--attack ' , '`` was refused as "attack names repeat: , " and ``--attack mc,`` as "unknown attack ''"."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["evaluate", "--attack", names, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, f"--attack '{names}' names an empty attack; give attack names, comma-separated (bli,")
+
+
+@pytest.mark.parametrize(("bound", "needle"), [(["--high", "inf"], "low=0.01, high=inf"),
+                                               (["--low", "nan"], "low=nan, high=")])
+def test_tune_refuses_a_bound_that_is_no_finite_strength_naming_its_option(bound, needle, tmp_path, monkeypatch):
+    """``--high inf`` was refused as "invalid strengths[0]=inf" (a setting the user never typed)."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["tune", "--attack", "mc", "--defense", "iso", "--seeds", "0", *bound,
+                                      "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, f"--low/--high must be finite strengths, got {needle}")

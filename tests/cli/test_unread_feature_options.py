@@ -1,0 +1,60 @@
+"""A feature attack's or defense's option given a value that nothing reads (grn's precision without observe=rounded,
+fi-inversion's decoder_epochs with init=mean or tv on tabular victims, embedding-dp's bottom_clip without
+private_bottom), or one that never acts (fi-adversarial's SSIM threshold at 1 or above), is refused in planning:
+the run would measure something else than asked, unnoticed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from cli_helpers import one_error_line, wrote_nothing
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+
+REFUSED = [
+    (["--attack", "grn", "--set", "attack.options.precision=3"],
+     "precision=3 is read only with observe=rounded; set observe=rounded too, or leave precision out"),
+    (["--attack", "grn", "--set", "attack.options.mean_weight=2"], "mean_weight=2.0 is read only with known_mean=true"),
+    (["--attack", "grn", "--set", "attack.tune=true", "--set", "attack.search_space.precision=[1, 2]"],
+     "invalid attack.search_space: precision=2 is read only with observe=rounded"),
+    (["--attack", "fi-inversion", "--set", "attack.options.init=mean", "--set", "attack.options.decoder_epochs=5"],
+     "decoder_epochs=5 is read only with init=decoder"),
+    (["--attack", "fi-inversion", "--dataset", "breast-cancer", "--set", "attack.options.tv=0.5"],
+     "attack.options.tv=0.5 weighs the total variation of image reconstructions; the victim's features are tabular"),
+    (["--attack", "fi-decoder", "--defense", "embedding-dp", "--set", "defenses.0.options.private_bottom=false",
+      "--set", "defenses.0.options.bottom_clip=3"], "bottom_clip=3.0 is read only with private_bottom=true"),
+    (["--attack", "fi-decoder", "--defense", "fi-adversarial", "--set", "defenses.0.options.loss=ssim", "--set",
+      "defenses.0.options.threshold=1"], "options.threshold=1: the SSIM it is compared with never exceeds 1, so the "
+                                         "victim's term would never act on party 1's features; give tau in [0, 1)"),
+]
+KEPT = [
+    ["--attack", "grn", "--set", "attack.options.precision=3", "--set", "attack.options.observe=rounded"],
+    ["--attack", "grn", "--set", "attack.options.precision=1"],  # the default, given: nothing asked for is lost
+    ["--attack", "fi-inversion", "--set", "attack.options.tv=0.5"],  # digits' halves are images
+    ["--attack", "fi-decoder", "--defense", "embedding-dp", "--set", "defenses.0.options.private_bottom=false"],
+    ["--attack", "fi-decoder", "--defense", "fi-adversarial", "--set", "defenses.0.options.loss=ssim", "--set",
+     "defenses.0.options.threshold=0.9"],
+    ["--attack", "fi-decoder", "--defense", "fi-adversarial", "--set", "defenses.0.options.threshold=1.5"],  # mse's cap
+]
+
+
+def _invoke(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        return CliRunner().invoke(app, ["evaluate", "--seeds", "0", *args, "--dry-run"])
+
+
+@pytest.mark.parametrize(("args", "needle"), REFUSED, ids=[" ".join(a)[:70] for a, _ in REFUSED])
+def test_an_option_nothing_reads_is_refused(args, needle, tmp_path, monkeypatch):
+    result = _invoke(args, tmp_path, monkeypatch)
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)
+
+
+@pytest.mark.parametrize("args", KEPT, ids=[" ".join(a)[:70] for a in KEPT])
+def test_an_option_read_or_left_at_its_default_is_kept(args, tmp_path, monkeypatch):
+    result = _invoke(args, tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output

@@ -1,0 +1,21 @@
+"""A grid's axis that lists a value twice is refused, as repeated methods, attacks, strengths and seeds are: its cells
+were expanded twice and kept once, so the grid ran fewer cells than it listed."""
+
+from __future__ import annotations
+
+import pytest
+
+from vflpriv.common.errors import ConfigError
+from vflpriv.tradeoff.grid import experiments
+
+GRID = {"methods": ["splitnn"], "attacks": ["fi-decoder"], "seeds": [0]}
+
+
+def test_an_axis_value_given_twice_is_refused():
+    with pytest.raises(ConfigError, match=r"^grid file: axes partition.aux_features repeats 5; give each value once$"):
+        experiments({**GRID, "axes": {"partition.aux_features": [5, 10, 5]}})
+
+
+def test_distinct_axis_values_each_make_a_cell():
+    cells = experiments({**GRID, "axes": {"partition.aux_features": [5, 10]}})
+    assert [c.partition.aux_features for c in cells] == [5, 10]
