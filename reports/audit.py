@@ -14,7 +14,7 @@ import pandas as pd
 
 from vflpriv.common.console import plural
 from vflpriv.reports.canaries import canary_controls, canary_markdown, canary_summary, without_prior
-from vflpriv.reports.features import feature_defenses, feature_markdown, feature_verdicts, who
+from vflpriv.reports.features import NOT_COMPARED, feature_defenses, feature_markdown, feature_verdicts, who
 from vflpriv.reports.leakage import UNDEFENDED_AT_PRIOR
 from vflpriv.reports.tables import mean_std, utility_label
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
@@ -130,6 +130,7 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
         cap_value = _num(cap_row["cap"].iloc[0]) if len(cap_row) else None
         axis = str(rows["strength_axis"].iloc[0])
         strengths = sorted(rows["strength"].unique(), reverse=bool((rows["strength_stronger"] == "lower").any()))
+        scored = [s for s in strengths if (rows.loc[rows["strength"] == s, "status"] == "ok").any()]  # fin3 H1
         defenses.append({
             "adversary": int(adversary), "attack": attack, "phase": phase, "defense": defense, "variant": variant,
             "strengths": [float(s) for s in strengths], "axis": axis, "cap": cap_value,  # weak to strong
@@ -140,7 +141,8 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
             "falls_to_prior": falls,
             "falls_to_prior_text": UNDEFENDED_AT_PRIOR.get(undefended) or (
                 f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.3f}, utility "
-                f"{falls['utility']:.3f})" if falls else f"not within {', '.join(strength_label(axis, s) for s in strengths)}"),
+                f"{falls['utility']:.3f}{NOT_COMPARED if undefended is None else ''})" if falls
+                else f"not within {', '.join(strength_label(axis, s) for s in scored)}"),
         })
     failed = pd.concat([frame, found.pop("frame")])
     inapplicable = inapplicable + _not_applicable_runs(failed, inapplicable)

@@ -66,12 +66,12 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
             where = positions[rows.index].tolist()
             varying = sorted([*shared, *_varying(flat, where, own=True)])
             named = {i: ", ".join(shown(flat[i], k) for k in varying) for i in where}
-            told = {}  # a name two configurations share (kinds unset and set to what unset resolves to): as written
-            for i in where:
+            told = {}  # a name two configurations share (kinds unset and set to what unset resolves to): all of
+            for i in where:  # the attack's names as written, so that one setting reads one way in a table
                 told.setdefault(named[i], set()).add(tuple(repr(flat[i].get(k)) for k in varying))
+            collide = any(len(configs) > 1 for configs in told.values())
             for i in where:
-                variants[i] = (named[i] if len(told[named[i]]) == 1
-                               else ", ".join(shown(flat[i], k, written=True) for k in varying))
+                variants[i] = ", ".join(shown(flat[i], k, written=True) for k in varying) if collide else named[i]
     return results.assign(variant=variants)
 
 

@@ -130,3 +130,5 @@ def test_kinds_unset_and_kinds_set_to_what_unset_resolves_to_are_two_variants_no
     assert names.nunique() == 2 and names.str.contains("kinds").all()
     other = frame.assign(config=[config(k) for k in (None, None, ["embedding"], ["embedding"])])
     assert set(with_variants(other)["variant"]) == {"on gradient", "on embedding"}  # read apart: named as before
+    three = frame.assign(config=[config(k) for k in (None, ["gradient"], ["embedding"], ["embedding"])])
+    assert with_variants(three)["variant"].str.startswith("defenses.0.kinds=").all()  # one setting, one spelling

@@ -154,3 +154,25 @@ def test_a_defense_is_not_said_to_bring_down_an_attack_that_never_rose_above_the
     assert said["bli"]["falls_to_prior_text"] == "n/a: below the prior without a defense (attack failed)"
     assert said["gc"]["falls_to_prior"] is None
     assert said["gc"]["falls_to_prior_text"] == "n/a: no leakage beyond the prior without a defense"
+
+
+def test_the_audit_s_defense_text_names_only_scored_strengths_and_says_when_nothing_compares_it():
+    """Review fin3 H1/H2: audit.md's Defenses table listed strengths whose runs all failed ("not within λ=1, λ=25"
+    with λ=25 never scored) and credited a strength without saying no undefended run compares it."""
+    config = json.dumps({"partition": {"adversary": 1}})
+
+    def run(attack, strength, seed, *, accuracy, status="ok"):
+        return RunRecord(key=f"{attack}{strength}{seed}", method="m", dataset="d", attack=attack, defense="iso",
+                         phase="finetune", strength=strength, strength_axis="lambda", strength_stronger="higher",
+                         strength_identity=0.0, num_classes=2, seed=seed, utility=0.8, attack_accuracy=accuracy,
+                         prior_accuracy=0.1, leakage=accuracy - 0.1, config=config, training_key=f"d{seed}",
+                         status=status).to_dict()
+
+    rows = [run("mc", 1.0, seed, accuracy=0.6) for seed in (0, 1, 2)]
+    rows += [run("mc", 25.0, seed, accuracy=float("nan"), status="failed") for seed in (0, 1, 2)]
+    rows += [run("gc", 1.0, seed, accuracy=0.1) for seed in (0, 1, 2)]
+    summary = audit_summary(pd.DataFrame(rows), [], margin=0.02, context={})
+    said = {d["attack"]: d["falls_to_prior_text"] for d in summary["defenses"]}
+    assert said["mc"] == "not within λ=1"
+    assert said["gc"].startswith("λ=1 ")
+    assert said["gc"].endswith("; no undefended run of this configuration to compare)")

@@ -53,6 +53,7 @@ def test_a_sweep_that_never_gets_there_says_so_and_lower_is_stronger_is_read_wea
     rows = [_row("labels", s, 0, leak=leak, stronger="lower") for s, leak in ((8, 0.3), (2, 0.01), (1, 0.0))]
     (labels,) = prior_strength_tables(pd.DataFrame(rows))
     assert labels.rows[0][-1].startswith("λ=2 ")
+    assert labels.rows[0][-1].endswith("; no undefended run of this configuration to compare)")  # review fin3 H3
 
 
 def _configured(row: dict, **finetune) -> dict:
