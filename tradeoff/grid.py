@@ -172,7 +172,7 @@ def experiments(raw: dict[str, Any], *, must_match: set[str] | None = None, wher
         if given:
             section["options"] = given if len(attacks) > 1 else given[attacks[0]["name"]]
     _check_size(data, [len(methods), len(datasets), *map(len, axes.values())], where)
-    out = []
+    out, seen = [], {}
     for method, dataset, *values in itertools.product(methods, datasets, *axes.values()):
         cell = copy.deepcopy(data)
         if method is not None:
@@ -186,8 +186,20 @@ def experiments(raw: dict[str, Any], *, must_match: set[str] | None = None, wher
         cell_name = ", ".join(f"{k}={v}" for k, v in [("method", (method or {}).get("name")),
                                                    ("dataset", (dataset or {}).get("name")), *zip(axes, values)] if v)
         out.append(validate(ExperimentConfig, cell, context=f"grid cell ({cell_name}): " if cell_name else ""))
+        _once(out[-1], dict(zip(axes, values)), seen, where)
     unmatched(must_match - matched, sorted({e.method.name for e in out}))
     return out
+
+
+def _once(cell: ExperimentConfig, values: dict[str, Any], seen: dict[str, dict[str, Any]], where: str) -> None:
+    """Refuse a cell another cell of the grid already is once validated: an axis giving one value in two spellings
+    (``[5, 5.0]``, ``[0.001, '1e-3']``) ran it once (review lo3 F2)."""
+    dump = cell.model_dump_json()
+    if dump in seen:
+        differ = [f"{k} ({seen[dump][k]!r} and {v!r})" for k, v in values.items() if repr(seen[dump][k]) != repr(v)]
+        raise ConfigError(f"{where}: axes {', '.join(differ) or 'values'} give the same setting twice; give each "
+                          "value once")
+    seen[dump] = values
 
 
 def expand(raw: dict[str, Any], *, must_match: set[str] | None = None, where: str = "grid file") -> Grid:

@@ -222,7 +222,8 @@ EVALUATE = [
     (["--defense", "cae", "--set", "defenses.0.options.samples=3"], "defenses[0].options.samples"),
     (["--defense", "dcae", "--set", "defenses.0.options.bins=0"], "defenses[0].options.bins"),
     (["--defense", "mixup", "--set", "defenses.0.options.perm_seed=-1"], "defenses[0].options.perm_seed"),
-    (["--set", "defenses=[{name: sparsify, strength: 90, kinds: [embedding], options: {error_feedback: true}}]"], "error_feedback carries gradient mass"),
+    (["--set", "defenses=[{name: sparsify, strength: 90, kinds: [embedding], options: {error_feedback: true}}]"],
+     "error_feedback carries gradient mass"),
     (["--set", "defenses=[{name: mid, strength: 1, party: 1}]"], "party must be 0"),
     (["--set", "defenses=[{name: dcor, strength: 1, kinds: [gradient]}]"], "cannot protect"),
 ]

@@ -19,6 +19,8 @@ AUDIT_REFUSED = [
     (["--defenses", ""], "--defenses is empty; give names, comma-separated (none, alibi,"),
     (["--attacks", " , "], "--attacks is empty; give names, comma-separated (bli, direction,"),
     (["--phases", ""], "--phases is empty; give names, comma-separated (pretrain, finetune)"),
+    (["--attacks", "mc,"], "--attacks 'mc,' names an empty item; give names, comma-separated (bli,"),  # lo3 F5
+    (["--defenses", "iso, "], "--defenses 'iso, ' names an empty item; give names, comma-separated (none,"),
     (["--set", "audit.defenses=[{name: none, strengths: [1]}]"], "none (the undefended baseline) takes no settings"),
     (["--defenses", "none,none"], "audit.defenses repeat: none"),
     (["--set", "audit.feature_adversaries=active"],

@@ -25,10 +25,20 @@ DISAGREE = [
     (["--phase", "finetune", "--set", "attack.phase=pretrain"], "--phase sets attack.phase=finetune, but a --set"),
     (["--strengths", "1,2", "--set", "strengths=[3]"], "--strengths sets strengths=[1.0, 2.0], but a --set makes it"),
     (["--no-tune-attacks", "--set", "attack.tune=true"], "--tune-attacks/--no-tune-attacks sets attack.tune=false"),
+    # review lo3 F1: --defense also says the defense is swept, and --phase where it acts
+    (["--defense", "iso", "--set", "defenses.0.sweep=false"], "--defense sets defenses=[{name: iso, phase: finetune, "
+                                                              "sweep: true}], but a --set makes it [{name: iso,"),
+    (["--method", "fedhssl", "--phase", "pretrain", "--defense", "iso", "--set", "defenses.0.phase=finetune"],
+     "--defense sets defenses=[{name: iso, phase: pretrain, sweep: true}], but a --set makes it"),
 ]
 
 
 CASES = [("evaluate", a, n) for a, n in DISAGREE] + [("tune", a, n) for a, n in DISAGREE[:2] + DISAGREE[4:6]]
+#: Review lo3 F4: what says the same (the same attacks reordered), a fixed defense added
+#: beside the swept one, the swept one's phase where --phase did not give it: kept.
+AGREE = [(["--attack", "mc,gc", "--set", "attack.name=[gc, mc]"], ["gc", "mc"]),
+         (["--defense", "none", "--set", "defenses=[{name: iso, strength: 1}]"], [("iso", False)]),
+         (["--defense", "iso", "--set", "defenses.0.phase=pretrain", "--method", "fedhssl"], [("iso", True)])]
 
 
 @pytest.mark.parametrize(("command", "args", "needle"), CASES, ids=[f"{c} {' '.join(a)}"[:60] for c, a, _ in CASES])
@@ -48,6 +58,28 @@ def test_a_set_refining_what_an_option_set_is_kept():
                            overrides=["defenses.0.kinds=[embedding]", "attack.tune=true", "seeds=[0, 1]"])
     assert exp.defenses[0].name == "iso" and exp.defenses[0].kinds == ["embedding"]
     assert exp.attack.tune and exp.seeds == [0, 1] and exp.strengths == [1.0, 5.0]
+
+
+@pytest.mark.parametrize(("args", "found"), AGREE, ids=[" ".join(a)[:50] for a, _ in AGREE])
+def test_a_set_that_says_the_same_or_adds_beside_the_option_is_kept(args, found, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["evaluate", "--dataset", "digits", "--seeds", "0", *args, "--dry-run"])
+    assert result.exit_code == 0, result.output
+    options = dict(zip(args[::2], args[1::2]))
+    exp = build_experiment(config=None, method=options.get("--method"), dataset="digits", strengths=None, phase=None,
+                           jobs=None, backend=None, device=None, attack=options.get("--attack"),
+                           defense=options.get("--defense"), seeds="0", overrides=[options["--set"]])
+    attacks = [exp.attack.name] if isinstance(exp.attack.name, str) else list(exp.attack.name)
+    assert (attacks if isinstance(found[0], str) else [(d.name, d.sweep) for d in exp.defenses]) == found
+
+
+def test_a_bare_value_for_an_option_s_list_gets_the_list_hint_not_a_disagreement(tmp_path, monkeypatch):
+    """Review lo3 F4: ``--seeds 0 --set seeds=0`` read as a disagreement; it is the same seed, written without
+    brackets."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["evaluate", "--seeds", "0", "--set", "seeds=0", "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, "seeds is a list, not the single value 0: write it in brackets")
 
 
 @pytest.mark.parametrize("names", ["", " , ", "mc,", ",gc"])

@@ -3,6 +3,8 @@ were expanded twice and kept once, so the grid ran fewer cells than it listed.""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from vflpriv.common.errors import ConfigError
@@ -19,3 +21,14 @@ def test_an_axis_value_given_twice_is_refused():
 def test_distinct_axis_values_each_make_a_cell():
     cells = experiments({**GRID, "axes": {"partition.aux_features": [5, 10]}})
     assert [c.partition.aux_features for c in cells] == [5, 10]
+
+
+@pytest.mark.parametrize(("key", "values", "needle"), [
+    ("partition.aux_features", [5, 5.0], "partition.aux_features (5 and 5.0)"),
+    ("finetune.lr", [0.001, "1e-3"], "finetune.lr (0.001 and '1e-3')"),
+])
+def test_one_value_in_two_spellings_is_refused_once_validated(key, values, needle):
+    """Review lo3 F2: the check compared the values as written, so [5, 5.0] (or YAML's string '1e-3' beside 0.001)
+    passed and the grid ran one cell for two."""
+    with pytest.raises(ConfigError, match="^grid file: axes " + re.escape(needle) + " give the same setting twice"):
+        experiments({**GRID, "axes": {key: values}})

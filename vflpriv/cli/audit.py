@@ -45,11 +45,14 @@ def _names(text: str | None, option: str) -> list[str] | None:
     read as "every one"), naming the valid ones."""
     if text is None:
         return None
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        choices, default = CHOICES[option]
+    names = [n.strip() for n in text.split(",")]
+    choices, default = CHOICES[option]
+    if not any(names):
         raise ConfigError(f"{option} is empty; give names, comma-separated ({', '.join(choices())}), or leave it out "
                           f"for {default}")
+    if not all(names):  # 'mc,': as evaluate's --attack (review lo3 F5), not a name dropped in silence
+        raise ConfigError(f"{option} '{text}' names an empty item; give names, comma-separated "
+                          f"({', '.join(choices())})")
     return names
 
 

@@ -72,10 +72,18 @@ def experiment_data(
         ("--attack", ("attack", "name"), names if names is None or len(names) > 1 else names[0]),
         ("--strengths", ("strengths",), None if strengths is None else numbers(strengths, float, "--strengths")),
         ("--seeds", ("seeds",), None if seeds is None else numbers(seeds, int, "--seeds")),
-        ("--defense", ("defenses",), kept)], overrides)
+        ("--defense", ("defenses",), kept)], overrides, said={"--defense": lambda value: swept(value, phase)})
     resolve_method_options(data, must_match=user_patterns(data, preset))
     resolve_dataset_settings(data, per_dataset)
     return data
+
+
+def swept(defenses: Any, phase: Optional[str]) -> Any:
+    """What ``--defense`` says of ``defenses``: which one is swept (its name, and its phase where ``--phase`` gave it);
+    fixed defenses beside it (a config's, a ``--set``'s) and the swept one's other settings refine it."""
+    if not isinstance(defenses, list) or not all(isinstance(d, dict) for d in defenses):
+        return defenses
+    return [(d.get("name"), d.get("phase") if phase is not None else None) for d in defenses if d.get("sweep")]
 
 
 TUNE_ATTACKS = typer.Option(None, "--tune-attacks/--no-tune-attacks", help="select each attack's settings on the "

@@ -13,6 +13,7 @@ import difflib
 import fnmatch
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,11 +82,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def apply_options(data: dict[str, Any], given: list[tuple[str, tuple[str, ...], Any]], overrides: list[str]) -> None:
+def apply_options(data: dict[str, Any], given: list[tuple[str, tuple[str, ...], Any]], overrides: list[str], *,
+                  said: dict[str, Callable[[Any], Any]] | None = None) -> None:
     """Each command-line option's value (``(option, settings path, value)``, None: not given) put at its path, then
-    the ``--set`` assignments; a ``--set`` that replaces or edits what an option beside it set is refused
-    (``--seeds 0,1 --set seeds.0=5``: which one counts would be a guess), one that refines it is kept
-    (``--defenses iso --set audit.defenses.0.strengths=[1]``)."""
+    the ``--set`` assignments; a ``--set`` that changes what an option beside it said is refused (``--seeds 0,1 --set
+    seeds.0=5``: which one counts would be a guess), one that refines it is kept (``--defenses iso --set
+    audit.defenses.0.strengths=[1]``). What an option says is :func:`named` of its value, or ``said[option]`` of it
+    (``--defense``: the swept defense's name, phase and that it is swept; a fixed one added beside it refines)."""
+    said = said or {}
     given = [(option, path, value) for option, path, value in given if value is not None]
     before = [copy.deepcopy(value) for _, _, value in given]  # what each option set, before any --set edits it
     for _, (*sections, key), value in given:
@@ -96,18 +100,22 @@ def apply_options(data: dict[str, Any], given: list[tuple[str, tuple[str, ...], 
     for assignment in overrides:
         apply_override(data, assignment)
     for (option, path, value), was in zip(given, before):
-        now = _setting(data, path)
-        refined = now is value and _named(now) == _named(was)  # a list of sections whose names stay: kept
-        if not refined and now != was:  # replaced, or edited in place to other values (--set seeds.0=5)
+        now, says = _setting(data, path), said.get(option, named)
+        now_says, was_says = says(now), says(was)
+        if now_says != was_says and repr(now_says) != repr(was_says):  # nan is nan; replaced, or edited in place
+            # (--set seeds.0=5, --defense iso --set defenses.0.sweep=false)
             raise ConfigError(f"{option} sets {'.'.join(path)}={_shown(was)}, but a --set makes it "
                               f"{'unset' if now is None else _shown(now)}; give one of them")
 
 
-def _named(value: Any) -> Any:
-    """What an option set, as it names it: the names of a list of sections (defenses, whose settings may be
-    refined), else the value itself."""
+def named(value: Any) -> Any:
+    """What an option set, as it names it: the names of a list of sections (defenses, whose other settings may be
+    refined); a list of names or numbers as a set (``--attack mc,gc`` and ``attack.name=[gc, mc]`` are one
+    choice), one item as that item (``[mc]`` is ``mc``); else the value itself."""
     if isinstance(value, list) and all(isinstance(v, dict) for v in value):
         return [v.get("name") for v in value]
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+        return value[0] if len(value) == 1 else sorted(value, key=repr)
     return value
 
 
