@@ -4,11 +4,8 @@ strengths, are refused by the option's own name. Each refusal one ``error:`` lin
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-from cli_helpers import one_error_line, wrote_nothing
+from cli_helpers import one_error_line, refused_in_planning
 from typer.testing import CliRunner
 
 from vflpriv.cli import app
@@ -43,12 +40,8 @@ AGREE = [(["--attack", "mc,gc", "--set", "attack.name=[gc, mc]"], ["gc", "mc"]),
 
 @pytest.mark.parametrize(("command", "args", "needle"), CASES, ids=[f"{c} {' '.join(a)}"[:60] for c, a, _ in CASES])
 def test_an_option_and_a_set_that_disagree_are_refused(command, args, needle, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
-        result = CliRunner().invoke(app, [command, "--dataset", "digits", *args, "--dry-run"])
-    assert result.exit_code == 2, result.output
-    one_error_line(result.output, needle)
-    assert "; give one of them" in result.output
+    output = refused_in_planning([command, "--dataset", "digits", *args], needle, tmp_path, monkeypatch)
+    assert "; give one of them" in output
 
 
 def test_a_set_refining_what_an_option_set_is_kept():
