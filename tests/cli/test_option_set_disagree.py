@@ -30,10 +30,12 @@ DISAGREE = [
 ]
 
 
-CASES = [("evaluate", a, n) for a, n in DISAGREE] + [("tune", a, n) for a, n in DISAGREE[:2] + DISAGREE[4:6]]
-#: Review lo3 F4: what says the same (the same attacks reordered), a fixed defense added
+CASES = [("evaluate", a, n) for a, n in DISAGREE] + [("tune", a, n) for a, n in DISAGREE[:2] + DISAGREE[4:6]
+                                                     + DISAGREE[-2:]]  # tune builds through evaluate (last2 R7)
+#: Review lo3 F4: what says the same (the same attacks reordered, a list of one), a fixed defense added
 #: beside the swept one, the swept one's phase where --phase did not give it: kept.
-AGREE = [(["--attack", "mc,gc", "--set", "attack.name=[gc, mc]"], ["gc", "mc"]),
+AGREE = [(["--attack", "mc", "--set", "attack.name=[mc]"], ["mc"]),  # review last2 R1: a list of one is the attack
+         (["--attack", "mc,gc", "--set", "attack.name=[gc, mc]"], ["gc", "mc"]),
          (["--defense", "none", "--set", "defenses=[{name: iso, strength: 1}]"], [("iso", False)]),
          (["--defense", "iso", "--set", "defenses.0.phase=pretrain", "--method", "fedhssl"], [("iso", True)])]
 
