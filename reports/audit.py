@@ -142,7 +142,8 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
             "falls_to_prior_text": UNDEFENDED_AT_PRIOR.get(undefended) or (
                 f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.3f}, utility "
                 f"{falls['utility']:.3f}{NOT_COMPARED if undefended is None else ''})" if falls
-                else f"not within {', '.join(strength_label(axis, s) for s in scored)}"),
+                else f"not within {', '.join(strength_label(axis, s) for s in scored)}" if scored
+                else "n/a: every defended run failed (see Failed runs)"),
         })
     failed = pd.concat([frame, found.pop("frame")])
     inapplicable = inapplicable + _not_applicable_runs(failed, inapplicable)

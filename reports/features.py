@@ -187,7 +187,8 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
                                         f"{NOT_COMPARED if quiet is None else ''})" if falls
                                         else "n/a: no leakage beyond the prior without a defense" if quiet
                                         else "n/a" if attack == WORST
-                                        else "not within " + ", ".join(strength_label(axis, s) for s in measured))})
+                                        else "not within " + ", ".join(strength_label(axis, s) for s in measured)
+                                        if measured else "n/a: every defended run failed")})
     return out
 
 

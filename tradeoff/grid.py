@@ -197,8 +197,8 @@ def _once(cell: ExperimentConfig, values: dict[str, Any], seen: dict[str, dict[s
     dump = cell.model_dump_json()
     if dump in seen:
         differ = [f"{k} ({seen[dump][k]!r} and {v!r})" for k, v in values.items() if repr(seen[dump][k]) != repr(v)]
-        raise ConfigError(f"{where}: axes {', '.join(differ) or 'values'} give the same setting twice; give each "
-                          "value once")
+        raise ConfigError(f"{where}: " + (f"axes {', '.join(differ)} give" if differ else "two methods or datasets "
+                          "give") + " the same setting twice; give each value once")
     seen[dump] = values
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 
@@ -26,3 +27,18 @@ def wrote_nothing(*roots: Path):
     yield
     after = tree()
     assert after == before, sorted(set(after) ^ set(before)) or "a file changed"
+
+
+def refused_in_planning(args: list[str], needle: str, folder: Path, monkeypatch) -> str:
+    """``vflpriv ARGS --dry-run`` run in ``folder``: exit 2, one ``error:`` line holding ``needle``, nothing written
+    there nor in the cache; its output."""
+    from typer.testing import CliRunner
+
+    from vflpriv.cli import app
+
+    monkeypatch.chdir(folder)
+    with wrote_nothing(folder, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, [*args, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)
+    return result.output

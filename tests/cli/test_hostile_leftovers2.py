@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from cli_helpers import one_error_line, wrote_nothing
+from cli_helpers import one_error_line, refused_in_planning, wrote_nothing
 from typer.testing import CliRunner
 
 from vflpriv.cli import app
@@ -34,11 +34,7 @@ def test_audit_refuses_in_planning(args, needle, tmp_path, monkeypatch):
 
 
 def refused(args, needle, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
-        result = CliRunner().invoke(app, ["audit", "--method", "splitnn", *args, "--dry-run"])
-    assert result.exit_code == 2, result.output
-    one_error_line(result.output, needle)
+    refused_in_planning(["audit", "--method", "splitnn", *args], needle, tmp_path, monkeypatch)
 
 
 def test_none_in_a_config_is_the_cli_s_none_the_undefended_baseline_alone():
@@ -113,11 +109,7 @@ def test_tune_refuses_aux_features_without_advising_a_feature_attack_it_refuses_
      "invalid audit.defenses[0]: kinds is empty; name the message kinds iso protects"),
 ], ids=["evaluate-iso", "evaluate-nopeek", "audit-iso"])
 def test_empty_kinds_are_refused_not_read_as_the_defense_s_own(command, args, needle, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
-        result = CliRunner().invoke(app, [command, "--method", "splitnn", *args, "--dry-run"])
-    assert result.exit_code == 2, result.output
-    one_error_line(result.output, needle)
+    refused_in_planning([command, "--method", "splitnn", *args], needle, tmp_path, monkeypatch)
 
 
 def test_canaries_no_attack_or_auditor_guesses_are_refused():

@@ -32,3 +32,9 @@ def test_one_value_in_two_spellings_is_refused_once_validated(key, values, needl
     passed and the grid ran one cell for two."""
     with pytest.raises(ConfigError, match="^grid file: axes " + re.escape(needle) + " give the same setting twice"):
         experiments({**GRID, "axes": {key: values}})
+
+
+def test_one_method_in_two_spellings_is_refused_by_what_repeats():
+    """Review last2 R2: the message named "axes values" for a grid without axes."""
+    with pytest.raises(ConfigError, match="^grid file: two methods or datasets give the same setting twice"):
+        experiments({**GRID, "methods": ["splitnn", {"name": "splitnn"}]})

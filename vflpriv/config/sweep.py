@@ -54,8 +54,8 @@ class AttackSettings(AttackConfig):
         """One attack's settings per name; with several, each one's options and search space checked here, where a
         bad one is named as the user wrote it (``attack.search_space.mc.lr``, not the planner's path without mc)."""
         names = self.names()
-        if len(names) == 1:
-            return [validate(AttackConfig, self.model_dump(), prefix="attack.")]
+        if len(names) == 1:  # a list of one ([mc]) is that attack (review last2 R1)
+            return [validate(AttackConfig, {**self.model_dump(), "name": names[0]}, prefix="attack.")]
         common = self.model_dump(exclude={"name", "options", "search_space"})
         out = []
         for n in names:  # validated with one error line: search_space's values are lists only once split per attack
