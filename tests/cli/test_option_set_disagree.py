@@ -25,6 +25,8 @@ DISAGREE = [
     # review lo3 F1: --defense also says the defense is swept, and --phase where it acts
     (["--defense", "iso", "--set", "defenses.0.sweep=false"], "--defense sets defenses=[{name: iso, phase: finetune, "
                                                               "sweep: true}], but a --set makes it [{name: iso,"),
+    (["--defense", "iso", "--set", 'defenses.0.sweep="false"'], "--defense sets defenses=[{name: iso, phase: "
+                                                                "finetune, sweep: true}], but a --set makes it"),
     (["--method", "fedhssl", "--phase", "pretrain", "--defense", "iso", "--set", "defenses.0.phase=finetune"],
      "--defense sets defenses=[{name: iso, phase: pretrain, sweep: true}], but a --set makes it"),
 ]

@@ -248,3 +248,12 @@ def test_settings_that_only_measure_or_were_added_later_do_not_part_a_defended_r
     for damaged in ({**old, "finetune": None}, {**old, "partition": "x"}, {**old, "defenses": [3]}, [1], "x"):
         frame = pd.DataFrame({"config": [json.dumps(old), json.dumps(damaged)]})
         assert len(settings(frame)) == 2  # an edited record's config read as written, no traceback (review fin F4)
+
+
+def test_a_defense_whose_every_defended_run_failed_says_so_not_an_empty_list_of_strengths():
+    """Review last3 F2 (last2 R3's feature half): the row read "not within " with nothing after it."""
+    from vflpriv.reports.features import feature_defenses
+
+    rows = [{**_record(s, seed, adversary="0"), "status": "failed"} for s in (1.0, 4.0) for seed in (0, 1)]
+    (found,) = [d for d in feature_defenses(pd.DataFrame(rows)) if d["attack"] == "fi-decoder"]
+    assert found["falls_to_prior_text"] == "n/a: every defended run failed"

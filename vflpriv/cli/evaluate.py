@@ -83,7 +83,8 @@ def swept(defenses: Any, phase: Optional[str]) -> Any:
     fixed defenses beside it (a config's, a ``--set``'s) and the swept one's other settings refine it."""
     if not isinstance(defenses, list) or not all(isinstance(d, dict) for d in defenses):
         return defenses
-    return [(d.get("name"), d.get("phase") if phase is not None else None) for d in defenses if d.get("sweep")]
+    return [(d.get("name"), d.get("sweep"), d.get("phase") if phase is not None else None) for d in defenses
+            if d.get("sweep") not in (None, False)]  # sweep="false" as written is no True (review last2 R4)
 
 
 TUNE_ATTACKS = typer.Option(None, "--tune-attacks/--no-tune-attacks", help="select each attack's settings on the "
