@@ -14,9 +14,9 @@ import pandas as pd
 
 from vflpriv.common.console import plural
 from vflpriv.reports.canaries import canary_controls, canary_markdown, canary_summary, without_prior
-from vflpriv.reports.features import NOT_COMPARED, feature_defenses, feature_markdown, feature_verdicts, who
+from vflpriv.reports.features import feature_defenses, feature_markdown, feature_verdicts, who
 from vflpriv.reports.leakage import UNDEFENDED_AT_PRIOR
-from vflpriv.reports.tables import mean_std, utility_label
+from vflpriv.reports.tables import falls_text, mean_std, utility_label
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
 from vflpriv.tradeoff.variants import with_variants
 from vflpriv.tradeoff.leakage import (
@@ -139,11 +139,9 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
             "seeds": int(cap_row["n_seeds"].iloc[0]) if len(cap_row) else 0,
             "cap_status": str(cap_row["status"].iloc[0]) if len(cap_row) else "no runs",
             "falls_to_prior": falls,
-            "falls_to_prior_text": UNDEFENDED_AT_PRIOR.get(undefended) or (
-                f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.3f}, utility "
-                f"{falls['utility']:.3f}{NOT_COMPARED if undefended is None else ''})" if falls
-                else f"not within {', '.join(strength_label(axis, s) for s in scored)}" if scored
-                else "n/a: every defended run failed (see Failed runs)"),
+            "falls_to_prior_text": UNDEFENDED_AT_PRIOR.get(undefended) or falls_text(
+                falls, axis, scored, digits=3, compared=undefended is not None,
+                failed="n/a: every defended run failed (see Failed runs)"),
         })
     failed = pd.concat([frame, found.pop("frame")])
     inapplicable = inapplicable + _not_applicable_runs(failed, inapplicable)

@@ -17,7 +17,7 @@ import pandas as pd
 from vflpriv.common.console import plural
 from vflpriv.config.keys import keyed
 from vflpriv.reports.paper_tables import Table
-from vflpriv.reports.tables import who
+from vflpriv.reports.tables import falls_text, who
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
 from vflpriv.tradeoff.variants import OWN_AXES, ROLES, flatten, with_variants
@@ -31,10 +31,6 @@ MEASURES_ONLY_PREFIXES = ("finetune.auditor_options.",)
 #: Settings a feature attack never reads (the label attacks' prior: a feature run's prior is ``partition.aux_features``'
 #: own), so two feature runs that differ only there are one configuration.
 UNREAD_BY_FEATURES = frozenset({"attack.prior", "attack.prior_epochs", "attack.prior_ssl"})
-
-#: Said beside a strength where no undefended run of the configuration was recorded: the attack may not have leaked
-#: without the defense either, so the strength credits the defense with nothing proven (review fin2 G3).
-NOT_COMPARED = "; no undefended run of this configuration to compare"
 
 KEYS = ["adversary", "victim", "attack", "phase"]
 #: What tells a store's settings apart (a report reads every method, dataset and configuration of one store; an
@@ -182,13 +178,9 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
                 "cap": _num(row["cap"].iloc[0]) if len(row) else None,
                 "cap_std": _num(row["cap_std"].iloc[0]) if len(row) else None,
                 "seeds": int(row["n_seeds"].iloc[0]) if len(row) else 0,
-                "falls_to_prior_text": (f"{strength_label(falls['axis'], falls['strength'])} (leakage "
-                                        f"{falls['leakage']:+.4f} MSE, utility {falls['utility']:.3f}"
-                                        f"{NOT_COMPARED if quiet is None else ''})" if falls
-                                        else "n/a: no leakage beyond the prior without a defense" if quiet
+                "falls_to_prior_text": ("n/a: no leakage beyond the prior without a defense" if quiet
                                         else "n/a" if attack == WORST
-                                        else "not within " + ", ".join(strength_label(axis, s) for s in measured)
-                                        if measured else "n/a: every defended run failed")})
+                                        else falls_text(falls, axis, measured, unit=" MSE", compared=quiet is not None))})
     return out
 
 

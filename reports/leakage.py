@@ -17,9 +17,9 @@ import pandas as pd
 from vflpriv.common.secret_kinds import FEATURES, LABELS, SECRETS
 from vflpriv.reports.canaries import without_prior
 from vflpriv.reports.features import NOTE as FEATURE_NOTE
-from vflpriv.reports.features import NOT_COMPARED, digest, judged
+from vflpriv.reports.features import digest, judged
 from vflpriv.reports.paper_tables import Table, natural
-from vflpriv.reports.tables import roles, who
+from vflpriv.reports.tables import falls_text, roles, who
 from vflpriv.tradeoff.cap import WORST, narrowed, strength_label
 from vflpriv.tradeoff.leakage import (FEATURE_MARGIN, MARGIN, TEST_COLUMNS, falls_to_prior, leakage_test, measured,
                                       verdict_rule)
@@ -234,9 +234,7 @@ def _label_rows(results: pd.DataFrame, part: pd.DataFrame, keys: list[str], marg
         falls = None if quiet else falls_to_prior(group, margin=margin)
         axis = str(group["strength_axis"].iloc[0]) if "strength_axis" in group else "lambda"
         where = (UNDEFENDED_AT_PRIOR[verdicts.pop() if len(verdicts) == 1 else "no"] if quiet else
-                 f"{strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.4f}, utility "
-                 f"{falls['utility']:.3f}{NOT_COMPARED if None in found else ''})" if falls else "not within " +
-                 ", ".join(strength_label(axis, s) for s in sorted(group["strength"].unique())))
+                 falls_text(falls, axis, sorted(group["strength"].unique()), compared=None not in found))
         rows.append([*(str(v) for v in values), where])
     return rows
 

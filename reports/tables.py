@@ -15,6 +15,23 @@ cap = Lazy("vflpriv.tradeoff.cap")  # strength_label; the module imports numpy a
 
 CONTEXT = ["method", "dataset", "attack", "defense", "phase"]
 
+#: Said beside a strength where no undefended run of the configuration was recorded: the attack may not have leaked
+#: without the defense either, so the strength credits the defense with nothing proven (review fin2 G3).
+NOT_COMPARED = "; no undefended run of this configuration to compare"
+
+
+def falls_text(falls: dict | None, axis: str, scored, *, unit: str = "", digits: int = 4, compared: bool = True,
+               failed: str = "n/a: every defended run failed") -> str:
+    """A defense's "falls to the prior at" cell (the audit's, the report's, ``vflpriv table``'s, both secrets): the
+    weakest strength with its leakage and utility (and that nothing compares it where no undefended run does), else
+    the scored strengths it never fell within, else ``failed``."""
+    if falls:
+        return (f"{cap.strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.{digits}f}{unit}"
+                f", utility {falls['utility']:.3f}{'' if compared else NOT_COMPARED})")
+    if len(scored):
+        return "not within " + ", ".join(cap.strength_label(axis, s) for s in scored)
+    return failed
+
 
 def mean_std(mean: float, std: float | None, *, n: int, sign: bool = False, digits: int = 3) -> str:
     """"mean ± std" over ``n`` seeds (or trainings); of one there is no spread to show, so the mean alone."""
