@@ -9,12 +9,18 @@ as one canary and ``adversary: true`` as party 1).
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
+
+from vflpriv.common.errors import ConfigError
 
 #: The largest integer any setting accepts.
 MAX_INT = 2**31 - 1
+
+#: The validation context of one candidate of a search: its unread options were judged over the whole space
+#: (:func:`refuse_unread_search`), where another candidate may read them.
+CANDIDATE = {"candidate": True}
 
 
 def _check_int(value: Any) -> Any:
@@ -55,6 +61,9 @@ class Options(BaseModel):
     """Base of a component's options and of every config section: strict keys, finite numbers."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
+    #: Options read only under another's values, {option: (enabling option, the values that read it)}: one given
+    #: otherwise is refused, except in a search's candidate (:data:`CANDIDATE`) where another candidate reads it.
+    read_only_with: ClassVar[dict[str, tuple[str, tuple]]] = {}
 
     @field_validator("*", mode="before")
     @classmethod
@@ -70,14 +79,48 @@ class Options(BaseModel):
     def _bounded_integers(cls, value: Any) -> Any:
         return _check_int(value)
 
+    @model_validator(mode="after")
+    def _read(self, info: ValidationInfo) -> Options:
+        if info.context != CANDIDATE:
+            for name in self.read_only_with:
+                refuse_unread(self, name)
+        return self
 
-def refuse_unread(options: BaseModel, name: str, *, needs: str, read: bool) -> None:
-    """ValueError where option ``name`` is given a value other than its default that nothing reads (it is read only
-    with ``needs``, and ``read`` is false): the run would measure something other than what the user asked for."""
+
+def _spell(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _needs(key: str, reading: tuple) -> str:
+    return " or ".join(f"{key}={_spell(v)}" for v in reading)
+
+
+def refuse_unread(options: Options, name: str) -> None:
+    """ValueError where option ``name`` is given a value other than its default that nothing reads (its enabling option
+    in ``read_only_with`` does not read it): the run would measure something other than what the user asked for."""
+    key, reading = options.read_only_with[name]
     default = type(options).model_fields[name].default
-    if not read and getattr(options, name) != default:
-        raise ValueError(f"{name}={getattr(options, name)!r} is read only with {needs}; set {needs} too, or leave "
-                         f"{name} out")
+    if getattr(options, key) not in reading and getattr(options, name) != default:
+        raise ValueError(f"{name}={getattr(options, name)!r} is read only with {_needs(key, reading)}; set "
+                         f"{_needs(key, reading)} too, or leave {name} out")
+
+
+def refuse_unread_search(model: type[Options], base: dict, space: dict[str, list], *, where: str) -> None:
+    """ConfigError where an option searched in ``space`` (named ``where``), or given in ``base``, is read by none of
+    the candidates: each one's enabling value is the given one (the first candidate) or one the space searches."""
+    given = model.model_validate(base, context=CANDIDATE)
+    for name, (key, reading) in model.read_only_with.items():
+        keys = {getattr(given, key)} | {getattr(model.model_validate({**base, key: v}, context=CANDIDATE), key)
+                                        for v in space.get(key, ())}
+        value = getattr(given, name)
+        fixed = value != model.model_fields[name].default
+        if (name in space or fixed) and not keys & set(reading):
+            base_at = where.replace("search_spaces", "attack_options").replace("search_space", "options")
+            what = f"{where}.{name} is searched" if name in space else f"{base_at}.{name}={value!r} given"
+            has = " or ".join(f"{key}={_spell(k)}" for k in sorted(keys, key=str))
+            raise ConfigError(f"{what}, but no candidate of the search reads it: {name} is read only with "
+                              f"{_needs(key, reading)}, and every candidate has {has}; search "
+                              f"{_needs(key, reading)} too, or leave {name} out")
 
 
 class NoOptions(Options):

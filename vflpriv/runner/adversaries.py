@@ -100,6 +100,8 @@ def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary
     victim, phase = adversary.victim, run.attack.phase
     assert victim is not None
     problem = attack.victim_problem(dataset.specs[victim])
+    if not problem and run.attack.tune:
+        problem = attack.search_problem(run.attack.search_space, dataset.specs[victim])
     if problem:
         raise IncompatibleError(f"attack '{run.attack.name}': {problem}")
     got = received(method.sends, adversary.role, sender=role(victim))

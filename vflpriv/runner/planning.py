@@ -18,6 +18,7 @@ from vflpriv.attacks.search import grid
 from vflpriv.common.empirical_epsilon import KEEP
 from vflpriv.common.errors import ConfigError, IncompatibleError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
+from vflpriv.config.options import CANDIDATE
 from vflpriv.config.parse import check_space_values, parse_options
 from vflpriv.config.registry import ATTACKS, METHODS
 from vflpriv.config.schema import RunConfig, TrainingConfig
@@ -230,7 +231,7 @@ def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:
 def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     cfg, method, dataset = run.attack, p.method, p.scenario.dataset
     cls = ATTACKS.get(cfg.name)
-    options = parse_options(cls, cfg.options, where="attack.options")
+    options = parse_options(cls, cfg.options, where="attack.options", context=CANDIDATE if cfg.tune else None)
     attack = built("attack", cfg.name, lambda: cls(options))
     adversary = resolve(run, attack, parties=dataset.parties)
     if not method.federated:
