@@ -105,13 +105,17 @@ def refuse_unread(options: Options, name: str) -> None:
                          f"{_needs(key, reading)} too, or leave {name} out")
 
 
-def refuse_unread_search(model: type[Options], base: dict, space: dict[str, list], *, where: str) -> None:
-    """ConfigError where an option searched in ``space`` (named ``where``), or given in ``base``, is read by none of
-    the candidates: each one's enabling value is the given one (the first candidate) or one the space searches."""
+def refuse_unread_search(cls: Any, base: dict, space: dict[str, list], *, where: str) -> None:
+    """ConfigError where an option of attack ``cls`` searched in ``space`` (named ``where``), or given in ``base``, is
+    read by none of the candidates: each one's enabling value is the given one (the first candidate) or one the
+    search tries (``space`` over the attack's own, when it has one)."""
+    model = cls.Options
     given = model.model_validate(base, context=CANDIDATE)
+    own = cls(given).space()
+    tried = {**own, **space} if own else space
     for name, (key, reading) in model.read_only_with.items():
         keys = {getattr(given, key)} | {getattr(model.model_validate({**base, key: v}, context=CANDIDATE), key)
-                                        for v in space.get(key, ())}
+                                        for v in tried.get(key, ())}
         value = getattr(given, name)
         fixed = value != model.model_fields[name].default
         if (name in space or fixed) and not keys & set(reading):

@@ -357,4 +357,4 @@ def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dic
             raise ConfigError(f"{where}.{option} is empty; give at least one value")
         for value in values:
             parse_options(cls, {**base, option: value}, where=where, context=CANDIDATE)
-    refuse_unread_search(cls.Options, base, given, where=where)
+    refuse_unread_search(cls, base, given, where=where)
