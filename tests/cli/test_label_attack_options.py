@@ -18,11 +18,18 @@ REFUSED = [
     (["--attack", "similarity", "--tune-attacks", "--set", "attack.search_space.method=[kmeans]", "--set",
       "attack.options.method=kmeans", "--set", "attack.search_space.metric=[euclidean]"],
      "attack.search_space.metric is searched, but no candidate of the search reads it"),
+    # each value valid beside the given options, their combination not: it failed the search after the training
+    (["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_budget=64", "--set",
+      "attack.search_space.min_ratio=[3]", "--set", "attack.search_space.max_ratio=[2]"],
+     "attack.search_space: the search would try min_ratio=3, max_ratio=2, which its options refuse (min_ratio 3 "
+     "exceeds max_ratio 2)"),
 ]
 KEPT = [
     # the attack's own space searches method=distance too: some candidate reads the metric
     ["--attack", "similarity", "--tune-attacks", "--set", "attack.options.method=kmeans", "--set",
      "attack.options.metric=euclidean"],
+    ["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_budget=64", "--set",
+     "attack.search_space.min_ratio=[2]", "--set", "attack.search_space.max_ratio=[3]"],
 ]
 
 

@@ -9,9 +9,10 @@ as one canary and ``adversary: true`` as party 1).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, ClassVar, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from vflpriv.common.errors import ConfigError
 
@@ -19,7 +20,7 @@ from vflpriv.common.errors import ConfigError
 MAX_INT = 2**31 - 1
 
 #: The validation context of one candidate of a search: its unread options were judged over the whole space
-#: (:func:`refuse_unread_search`), where another candidate may read them.
+#: (:func:`check_candidates`), where another candidate may read them.
 CANDIDATE = {"candidate": True}
 
 
@@ -105,14 +106,16 @@ def refuse_unread(options: Options, name: str) -> None:
                          f"{_needs(key, reading)} too, or leave {name} out")
 
 
-def refuse_unread_search(cls: Any, base: dict, space: dict[str, list], *, where: str) -> None:
-    """ConfigError where an option of attack ``cls`` searched in ``space`` (named ``where``), or given in ``base``, is
-    read by none of the candidates: each one's enabling value is the given one (the first candidate) or one the
-    search tries (``space`` over the attack's own, when it has one)."""
+def check_candidates(cls: Any, base: dict, space: dict[str, list], *, where: str) -> None:
+    """ConfigError, before training, where a search of attack ``cls`` over ``space`` (named ``where``; over the
+    attack's own space, when it has one) beside the options given (``base``) would meet a candidate its options
+    refuse (:func:`_refuse_clashes`), or where a searched or given option is read by none of the candidates: each
+    one's enabling value is the given one (the first candidate) or one the search tries."""
     model = cls.Options
     given = model.model_validate(base, context=CANDIDATE)
     own = cls(given).space()
     tried = {**own, **space} if own else space
+    _refuse_clashes(model, base, tried, where=where)
     for name, (key, reading) in model.read_only_with.items():
         keys = {getattr(given, key)} | {getattr(model.model_validate({**base, key: v}, context=CANDIDATE), key)
                                         for v in tried.get(key, ())}
@@ -125,6 +128,23 @@ def refuse_unread_search(cls: Any, base: dict, space: dict[str, list], *, where:
             raise ConfigError(f"{what}, but no candidate of the search reads it: {name} is read only with "
                               f"{_needs(key, reading)}, and every candidate has {has}; search "
                               f"{_needs(key, reading)} too, or leave {name} out")
+
+
+def _refuse_clashes(model: type[Options], base: dict, tried: dict[str, Any], *, where: str) -> None:
+    """ConfigError naming the first candidate, of one searched value or two beside the given options, that ``model``
+    refuses (``min_ratio`` above ``max_ratio``): such a candidate failed the search after the training. Pairs only:
+    no options' check reads more than two of them."""
+    axes = [[(k, v) for v in values] for k, values in tried.items()]
+    singles = [[c] for axis in axes for c in axis]
+    pairs = [p for i, first in enumerate(axes) for later in axes[i + 1:] for p in itertools.product(first, later)]
+    for pair in [*singles, *pairs]:
+        try:
+            model.model_validate({**base, **dict(pair)}, context=CANDIDATE)
+        except ValidationError as exc:
+            message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            shown = ", ".join(f"{k}={v!r}" for k, v in pair)
+            raise ConfigError(f"{where}: the search would try {shown}, which its options refuse ({message}); "
+                              "search values every combination of which is valid") from None
 
 
 class NoOptions(Options):

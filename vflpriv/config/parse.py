@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.options import CANDIDATE, NoOptions, refuse_unread_search
+from vflpriv.config.options import CANDIDATE, NoOptions, check_candidates
 
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -357,4 +357,4 @@ def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dic
             raise ConfigError(f"{where}.{option} is empty; give at least one value")
         for value in values:
             parse_options(cls, {**base, option: value}, where=where, context=CANDIDATE)
-    refuse_unread_search(cls, base, given, where=where)
+    check_candidates(cls, base, given, where=where)
