@@ -30,7 +30,7 @@ from typing import Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import Field
+from pydantic import Field, model_validator
 from scipy.special import betaincinv
 from torch import nn
 
@@ -59,6 +59,19 @@ class MixMatchOptions(Options):
     head_init: Literal["default", "ones"] = Field(
         "default", description="head's Linear weights: default (vflpriv's seeded init) or ones (Fu et al.'s code)")
     report_best_epoch_on_targets: bool = Field(False, description="also report the best epoch on test labels")
+
+    @model_validator(mode="after")
+    def _moves(self) -> MixMatchOptions:
+        """Refuse settings under which the model that predicts never learns: an EMA of decay 1 stays the initial copy;
+        a weight decay of weight_decay * lr >= 1 per step zeroes or flips every weight."""
+        if self.ema == 1 and not self.ema_warmup:
+            raise ValueError("ema=1 keeps the predicting EMA copy at its initial weights (decay 1 never moves it); "
+                             "give ema below 1, or ema_warmup=true")
+        if self.weight_decay * self.lr >= 1:
+            raise ValueError(f"weight_decay * lr = {self.weight_decay * self.lr:g}: the weights decay by that share "
+                             f"per step, so at 1 or more they are zeroed or flipped; give weight_decay below "
+                             f"1 / lr = {1 / self.lr:g}")
+        return self
 
 
 def sharpen(p: torch.Tensor, *, temperature: float) -> torch.Tensor:

@@ -23,6 +23,11 @@ REFUSED = [
       "attack.search_space.min_ratio=[3]", "--set", "attack.search_space.max_ratio=[2]"],
      "attack.search_space: the search would try min_ratio=3, max_ratio=2, which its options refuse (min_ratio 3 "
      "exceeds max_ratio 2)"),
+    (["--attack", "mc-mixmatch", "--set", "attack.options.ema=1"],
+     "ema=1 keeps the predicting EMA copy at its initial weights"),
+    (["--attack", "mc-active", "--set", "attack.options.weight_decay=500"], "weight_decay * lr = 1: the weights"),
+    (["--attack", "mc-mixmatch", "--tune-attacks", "--set", "attack.options.weight_decay=200"],
+     "the search would try lr=0.01, which its options refuse (weight_decay * lr = 2"),  # the attack's own space
 ]
 KEPT = [
     # the attack's own space searches method=distance too: some candidate reads the metric
@@ -30,6 +35,8 @@ KEPT = [
      "attack.options.metric=euclidean"],
     ["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_budget=64", "--set",
      "attack.search_space.min_ratio=[2]", "--set", "attack.search_space.max_ratio=[3]"],
+    ["--attack", "mc-mixmatch", "--set", "attack.options.ema=1", "--set", "attack.options.ema_warmup=true"],
+    ["--attack", "mc-mixmatch", "--set", "attack.options.weight_decay=400"],  # 400 * 2e-3 = 0.8
 ]
 
 
