@@ -14,7 +14,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from vflpriv.attacks.base import Attack
-from vflpriv.config.options import CANDIDATE, Options
+from vflpriv.config.options import Options
 from vflpriv.data.base import PartySpec
 from vflpriv.engine import EMBEDDING, GRADIENT
 from vflpriv.engine.adversary import FeatureView, Reconstruction
@@ -45,17 +45,6 @@ class FeatureAttack(Attack):
         """Why these options cannot attack a victim of ``spec`` ("" when they can): the planner refuses it."""
         if getattr(self.options, "image_metrics", None) and spec.modality != "image":
             return "attack.options.image_metrics: PSNR and SSIM score images; the victim's features are tabular"
-        return ""
-
-    def search_problem(self, space: dict[str, list], spec: PartySpec) -> str:
-        """Why a candidate of the search ``space`` cannot attack a victim of ``spec`` ("" when each can): a searched
-        option this victim does not read (tv on tabular features) or cannot take is refused before training."""
-        base = self.options.model_dump(mode="json")
-        for name, values in space.items():
-            for value in values:
-                candidate = type(self)(type(self.options).model_validate({**base, name: value}, context=CANDIDATE))
-                if problem := candidate.victim_problem(spec):
-                    return f"its search space's candidate {name}={value!r} does not fit this victim ({problem})"
         return ""
 
     def known_needed(self, *, tuned: bool) -> tuple[int, str]:

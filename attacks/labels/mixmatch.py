@@ -147,6 +147,19 @@ class MixMatchCompletion(Attack):
     search_space = {"temperature": (0.5, 0.8), "lambda_u": (5.0, 50.0), "lr": (2e-3, 1e-2)}
     budget_option = "epochs"
 
+    def own_problem(self, spec) -> str:
+        """augment_rate resamples tabular features (image halves are cropped instead); without augmentation every
+        view is the same sample, so K views are one."""
+        image, o = spec.modality == "image", self.options
+        if image and o.augment_rate > 0:
+            return (f"attack.options.augment_rate={o.augment_rate:g} resamples tabular features; the adversary's are "
+                    "images, augmented by crops: leave augment_rate out")
+        if not image and o.augment_rate == 0 and o.views not in (1, type(o).model_fields["views"].default):
+            return (f"attack.options.views={o.views}: the adversary's tabular features are not augmented "
+                    "(augment_rate 0), so every view is the same sample and the guess reads one; set augment_rate "
+                    "above 0 too, or leave views out (or 1)")
+        return ""
+
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         o, g = self.options, view.generator
         model, _ = completed_model(view, head="mlp", train_bottom=True)

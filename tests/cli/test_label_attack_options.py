@@ -28,6 +28,13 @@ REFUSED = [
     (["--attack", "mc-active", "--set", "attack.options.weight_decay=500"], "weight_decay * lr = 1: the weights"),
     (["--attack", "mc-mixmatch", "--tune-attacks", "--set", "attack.options.weight_decay=200"],
      "the search would try lr=0.01, which its options refuse (weight_decay * lr = 2"),  # the attack's own space
+    # options the adversary's own data leaves unread: images are cropped, unaugmented tabular rows read one view
+    (["--attack", "mc-mixmatch", "--set", "attack.options.augment_rate=0.2"],
+     "augment_rate=0.2 resamples tabular features; the adversary's are images"),
+    (["--attack", "mc-active", "--dataset", "breast-cancer", "--set", "attack.options.views=3"],
+     "views=3: the adversary's tabular features are not augmented (augment_rate 0)"),
+    (["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--tune-attacks", "--set",
+      "attack.search_space.views=[1, 3]"], "its search space's candidate views=3 does not fit this data"),
 ]
 KEPT = [
     # the attack's own space searches method=distance too: some candidate reads the metric
@@ -37,6 +44,11 @@ KEPT = [
      "attack.search_space.min_ratio=[2]", "--set", "attack.search_space.max_ratio=[3]"],
     ["--attack", "mc-mixmatch", "--set", "attack.options.ema=1", "--set", "attack.options.ema_warmup=true"],
     ["--attack", "mc-mixmatch", "--set", "attack.options.weight_decay=400"],  # 400 * 2e-3 = 0.8
+    ["--attack", "mc-mixmatch", "--dataset", "breast-cancer"],  # views left at its default
+    ["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--set", "attack.options.views=3", "--set",
+     "attack.options.augment_rate=0.1"],
+    ["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--tune-attacks", "--set", "attack.search_budget=64",
+     "--set", "attack.options.views=3", "--set", "attack.search_space.augment_rate=[0.1]"],  # read in a candidate
 ]
 
 

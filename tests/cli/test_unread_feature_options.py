@@ -26,7 +26,7 @@ REFUSED = [
     (["--attack", "mc,grn", "--tune-attacks", "--set", "attack.search_space.grn.observe=[logits]", "--set",
       "attack.options.grn.precision=2"], "attack.options.grn.precision=2 given, but no candidate of the search"),
     (["--attack", "fi-inversion", "--dataset", "breast-cancer", "--tune-attacks", "--set",
-      "attack.search_space.tv=[0, 0.1]"], "its search space's candidate tv=0 does not fit this victim (attack.options"),
+      "attack.search_space.tv=[0, 0.1]"], "its search space's candidate tv=0 does not fit this data (attack.options"),
     (["--attack", "fi-inversion", "--set", "attack.options.init=mean", "--set", "attack.options.decoder_epochs=5"],
      "decoder_epochs=5 is read only with init=decoder"),
     (["--attack", "fi-inversion", "--dataset", "breast-cancer", "--set", "attack.options.tv=0.5"],
