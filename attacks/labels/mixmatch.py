@@ -75,9 +75,9 @@ class MixMatchOptions(Options):
 
 
 def sharpen(p: torch.Tensor, *, temperature: float) -> torch.Tensor:
-    """p^(1/T) renormalised per row (MixMatch Eq. 7)."""
-    q = p.pow(1.0 / temperature)
-    return q / q.sum(1, keepdim=True)
+    """p^(1/T) renormalised per row (MixMatch Eq. 7), as a softmax of log(p) / T: the same map, without the
+    underflow of p^(1/T) to 0 in every class (0 / 0) that a small T (0.01 over 10 classes) met."""
+    return (p.log() / temperature).softmax(1)
 
 
 def beta_draw(*, alpha: float, generator: torch.Generator) -> float:
