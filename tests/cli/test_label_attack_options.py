@@ -35,6 +35,8 @@ REFUSED = [
      "views=3: the adversary's tabular features are not augmented (augment_rate 0)"),
     (["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--tune-attacks", "--set",
       "attack.search_space.views=[1, 3]"], "its search space's candidate views=3 does not fit this data"),
+    (["--attack", "gc", "--set", "attack.options.method=spectral", "--set", "attack.options.n_init=3"],
+     "n_init=3 is read only with method=kmeans"),
 ]
 KEPT = [
     # the attack's own space searches method=distance too: some candidate reads the metric
