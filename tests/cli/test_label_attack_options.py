@@ -37,6 +37,9 @@ REFUSED = [
       "attack.search_space.views=[1, 3]"], "its search space's candidate views=3 does not fit this data"),
     (["--attack", "gc", "--set", "attack.options.method=spectral", "--set", "attack.options.n_init=3"],
      "n_init=3 is read only with method=kmeans"),
+    # without the gradient match ExPLoit reads nothing of the received gradients: its labels carry no information
+    (["--attack", "exploit", "--dataset", "breast-cancer", "--set", "attack.options.alpha_grad=0"],
+     "invalid attack.options.alpha_grad=0: Input should be greater than 0"),
 ]
 KEPT = [
     # the attack's own space searches method=distance too: some candidate reads the metric
