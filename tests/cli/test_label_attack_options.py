@@ -33,13 +33,18 @@ REFUSED = [
      "augment_rate=0.2 resamples tabular features; the adversary's are images"),
     (["--attack", "mc-active", "--dataset", "breast-cancer", "--set", "attack.options.views=3"],
      "views=3: the adversary's tabular features are not augmented (augment_rate 0)"),
-    (["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--tune-attacks", "--set",
-      "attack.search_space.views=[1, 3]"], "its search space's candidate views=3 does not fit this data"),
+    (["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--tune-attacks", "--set", "attack.search_budget=64",
+      "--set", "attack.search_space.views=[1, 3]"], "its search space's candidate views=3 does not fit this data"),
     (["--attack", "gc", "--set", "attack.options.method=spectral", "--set", "attack.options.n_init=3"],
      "n_init=3 is read only with method=kmeans"),
     # without the gradient match ExPLoit reads nothing of the received gradients: its labels carry no information
     (["--attack", "exploit", "--dataset", "breast-cancer", "--set", "attack.options.alpha_grad=0"],
      "invalid attack.options.alpha_grad=0: Input should be greater than 0"),
+    # a bad searched value is named as such before the data's checks build the search's candidates
+    (["--attack", "bli", "--tune-attacks", "--set", "attack.search_space.lr=[-1]"],
+     "invalid attack.search_space.lr=-1: Input should be greater than 0"),
+    (["--attack", "fi-inversion", "--dataset", "breast-cancer", "--tune-attacks", "--set",
+      "attack.search_space.tv=[-1]"], "invalid attack.search_space.tv=-1: Input should be greater than or equal to 0"),
 ]
 KEPT = [
     # the attack's own space searches method=distance too: some candidate reads the metric

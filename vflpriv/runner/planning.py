@@ -249,6 +249,8 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         raise IncompatibleError(f"partition.canaries: the pretraining of method '{run.method.name}' reads no labels, so "
                                 "its snapshot holds nothing of a canary's label; attack the finetune phase, or remove "
                                 "the canaries")
+    if cfg.tune:  # before READS, whose checks of the data build the search's candidates
+        check_search_space(cls, attack, run)
     adversary = READS[attack.secret](attack, run, method, adversary, dataset)
     missing = attack.hook_points() - method.supported()
     if missing:
@@ -259,10 +261,7 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         )
     if attack.acts and cfg.phase != "finetune":
         raise IncompatibleError(f"attack '{cfg.name}' acts during finetuning; use attack.phase=finetune")
-    space = None
-    if cfg.tune:
-        check_search_space(cls, attack, run)
-        space = search_space(attack, cfg.search_space)
+    space = search_space(attack, cfg.search_space) if cfg.tune else None
     reason = attack.incompatible(method.declared(run, num_classes=dataset.num_classes), num_classes=dataset.num_classes)
     if reason:
         raise IncompatibleError(f"attack '{cfg.name}': {reason}")
