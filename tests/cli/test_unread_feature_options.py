@@ -86,3 +86,15 @@ def test_the_tuned_audit_judges_a_fixed_option_over_its_search(observe, code, tm
     assert result.exit_code == code, result.output
     if code:
         one_error_line(result.output, "audit.attack_options.grn.precision=2 given, but no candidate of the search")
+
+
+def test_the_tuned_audit_s_canary_free_control_reads_what_its_untuned_run_reads(tmp_path, monkeypatch):
+    """gc's n_init fixed beside method=spectral is read by the search's kmeans candidates: the tuned audit keeps it,
+    and its control training (untuned) runs without it instead of refusing what the tuned runs accept."""
+    args = ["audit", "--method", "splitnn", "--quick", "--seeds", "0", "--attacks", "gc", "--defenses", "none",
+            "--tune-attacks", "--canaries", "4", "--set", "audit.attack_options.gc.method=spectral", "--set",
+            "audit.attack_options.gc.n_init=3", "--dry-run"]
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output

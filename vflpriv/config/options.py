@@ -106,6 +106,14 @@ def refuse_unread(options: Options, name: str) -> None:
                          f"{_needs(key, reading)} too, or leave {name} out")
 
 
+def read_alone(model: type[Options], options: dict) -> dict:
+    """``options`` less those its own values leave unread (``read_only_with``): what an untuned run of a tuned
+    attack's options reads (a fixed option a search reads in some candidate only)."""
+    given = model.model_validate(options, context=CANDIDATE)
+    unread = {name for name, (key, reading) in model.read_only_with.items() if getattr(given, key) not in reading}
+    return {k: v for k, v in options.items() if k not in unread}
+
+
 def check_candidates(cls: Any, base: dict, space: dict[str, list], *, where: str) -> None:
     """ConfigError, before training, where a search of attack ``cls`` over ``space`` (named ``where``; over the
     attack's own space, when it has one) beside the options given (``base``) would meet a candidate its options
