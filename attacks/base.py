@@ -31,11 +31,12 @@ holds what that role received through the channel, its own data and its own mode
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import ClassVar
 
 from pydantic import BaseModel
 
-from vflpriv.config.options import NoOptions
+from vflpriv.config.options import CANDIDATE, NoOptions
 from vflpriv.engine.adversary import AdversaryView, Behaviour, Inference, Observation
 from vflpriv.engine.hooks import PASSIVE_OPTIMIZER, PASSIVE_STEP
 
@@ -106,6 +107,29 @@ class Attack(ABC):
     def incompatible(self, run, *, num_classes: int) -> str:
         """Why the attack cannot run in ``run`` (a RunConfig, on a task of ``num_classes`` classes) beyond what the
         base checks, or "" when it can: the planner refuses it with this reason (e.g. a setting it depends on)."""
+        return ""
+
+    def own_problem(self, spec) -> str:
+        """Why these options do not fit the adversary's own features of ``spec`` (a :class:`PartySpec`), or "": the
+        planner refuses it (an option its data leaves unread)."""
+        return ""
+
+    def search_problem(self, space: dict[str, list], problem: Callable[[Attack], str]) -> str:
+        """The ``problem`` (e.g. ``lambda a: a.own_problem(spec)``) of the options given, or of a searched value, that
+        fits this data in no candidate, alone or beside another searched value ("" when each fits in one): a value
+        the data leaves unread or cannot take is refused before training; views=3 beside augment_rate=[0.1] is kept."""
+        def found(changes: dict) -> str:
+            options = type(self.options).model_validate({**base, **changes}, context=CANDIDATE)
+            return problem(type(self)(options))
+
+        base = self.options.model_dump(mode="json")
+        if (given := problem(self)) and all(found({k: v}) for k in space for v in space[k]):
+            return given
+        for name, values in space.items():
+            for value in values:
+                alone = found({name: value})
+                if alone and all(found({name: value, k: v}) for k in space if k != name for v in space[k]):
+                    return f"its search space's candidate {name}={value!r} does not fit this data ({alone})"
         return ""
 
     def left_out_of_audit(self, run) -> str:

@@ -39,6 +39,7 @@ from vflpriv.common.errors import ConfigError, DivergedError, ProtocolError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
+from vflpriv.config.options import CANDIDATE
 from vflpriv.engine.adversary import HOLDOUT, AdversaryView, Inference
 from vflpriv.store import cache
 
@@ -107,7 +108,7 @@ def _with(attack: Attack, overrides: dict, fraction: float) -> Attack:
     data = attack.options.model_dump(mode="json") | overrides
     if fraction < 1.0 and attack.budget_option:
         data[attack.budget_option] = max(1, round(data[attack.budget_option] * fraction))
-    return type(attack)(type(attack.options).model_validate(data))
+    return type(attack)(type(attack.options).model_validate(data, context=CANDIDATE))
 
 
 def _to_labels(inferences: dict[str, Inference]) -> dict[str, list[int]]:

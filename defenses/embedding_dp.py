@@ -81,13 +81,14 @@ claims have different neighbouring relations.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
-from pydantic import Field, model_validator
+from pydantic import Field
 from torch import nn
 
 from vflpriv.common.errors import ProtocolError
-from vflpriv.config.options import Options, refuse_unread
+from vflpriv.config.options import Options
 from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.embedding_dp_accounting import HOOKS_ASSUMED, Counts, gaussian_epsilon
 from vflpriv.defenses.gaussian_message import clip_rows
@@ -108,11 +109,7 @@ class EmbeddingDPOptions(Options):
     bottom_clip: float = Field(1.0, gt=0, description="C_g: each sample's gradient of the bottom is clipped to this "
                                                       "L2 norm (private_bottom)")
     delta: float = Field(1e-5, gt=0, lt=1, description="delta of the (epsilon, delta) the accountant reports")
-
-    @model_validator(mode="after")
-    def _read(self) -> EmbeddingDPOptions:
-        refuse_unread(self, "bottom_clip", needs="private_bottom=true", read=self.private_bottom)  # DP-SGD's clip
-        return self
+    read_only_with: ClassVar[dict[str, tuple[str, tuple]]] = {"bottom_clip": ("private_bottom", (True,))}
 
 
 class EmbeddingDP(PassiveDefense):

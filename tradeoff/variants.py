@@ -7,7 +7,8 @@ ISO ``on gradient`` and ``on embedding`` are two settings). A setting of the tra
 block as a whole (its prior, tuning) is compared across every attack on one secret of one (method, dataset, defense,
 phase), so that the attacks on one training carry the same name (the worst case takes the strongest of them, per
 variant; the secrets apart, so that a label attack is not named by the roles of the feature attacks beside it); an
-attack's own options only within that attack's runs (attacks have different options).
+attack's own options only within that attack's runs (attacks have different options). Where two configurations of
+one such group would read alike, every attack of the group spells its settings as written.
 """
 
 from __future__ import annotations
@@ -62,15 +63,18 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
         shared = _varying(flat, positions[cell.index].tolist(), own=False)
         if which == "features":
             shared = [k for k in shared if k not in ROLES]
+        attacks, collide = [], False
         for _, rows in cell.groupby("attack", sort=False):
             where = positions[rows.index].tolist()
             varying = sorted([*shared, *_varying(flat, where, own=True)])
             named = {i: ", ".join(shown(flat[i], k) for k in varying) for i in where}
-            told = {}  # a name two configurations share (kinds unset and set to what unset resolves to): all of
-            for i in where:  # the attack's names as written, so that one setting reads one way in a table
-                told.setdefault(named[i], set()).add(tuple(repr(flat[i].get(k)) for k in varying))
-            collide = any(len(configs) > 1 for configs in told.values())
+            told = {}  # a name two configurations share (kinds unset and set to what unset resolves to)
             for i in where:
+                told.setdefault(named[i], set()).add(tuple(repr(flat[i].get(k)) for k in varying))
+            collide = collide or any(len(configs) > 1 for configs in told.values())
+            attacks.append((where, varying, named))
+        for where, varying, named in attacks:  # one collision writes every attack's names of the cell out, so that
+            for i in where:  # one setting reads one way for all the attacks on one training (review last2 R5)
                 variants[i] = ", ".join(shown(flat[i], k, written=True) for k in varying) if collide else named[i]
     return results.assign(variant=variants)
 

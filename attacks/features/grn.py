@@ -27,12 +27,11 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 import torch
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from vflpriv.attacks.features.base import FeatureAttack, FeatureOptions, FeatureView, Reconstruction
 from vflpriv.attacks.features.decoders import MLPDecoder
 from vflpriv.attacks.features.surrogate import fit_surrogate
-from vflpriv.config.options import refuse_unread
 from vflpriv.engine import EMBEDDING
 from vflpriv.models.encoders import init_parameters
 from vflpriv.models.training import apply_in_batches, index_batches, make_optimizer, require_finite
@@ -52,12 +51,8 @@ class GRNOptions(FeatureOptions):
     batch_size: int = Field(64, ge=2, description="Luo: 64")
     surrogate_epochs: int = Field(100, ge=1, description="training epochs of the surrogate bottom")
     surrogate_lr: float = Field(1e-3, gt=0)
-
-    @model_validator(mode="after")
-    def _read(self) -> GRNOptions:
-        refuse_unread(self, "precision", needs="observe=rounded", read=self.observe == "rounded")
-        refuse_unread(self, "mean_weight", needs="known_mean=true", read=self.known_mean)
-        return self
+    read_only_with: ClassVar[dict[str, tuple[str, tuple]]] = {"precision": ("observe", ("rounded",)),
+                                                              "mean_weight": ("known_mean", (True,))}
 
 
 class GenerativeRegression(FeatureAttack):

@@ -27,12 +27,11 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 import torch
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from vflpriv.attacks.features.base import FeatureAttack, FeatureOptions, FeatureView, Reconstruction
 from vflpriv.attacks.features.decoder_attack import DecoderOptions, FeatureDecoder
 from vflpriv.attacks.features.surrogate import fit_surrogate
-from vflpriv.config.options import refuse_unread
 from vflpriv.models.training import make_optimizer
 
 
@@ -49,11 +48,7 @@ class InversionOptions(FeatureOptions):
         "last", description="last: the reconstructions after `steps` steps; held-out: at the step with the lowest MSE "
                             "on a quarter of the known samples inverted beside the targets (decoder and surrogate fitted "
                             "on the rest)")
-
-    @model_validator(mode="after")
-    def _read(self) -> InversionOptions:
-        refuse_unread(self, "decoder_epochs", needs="init=decoder", read=self.init == "decoder")
-        return self
+    read_only_with: ClassVar[dict[str, tuple[str, tuple]]] = {"decoder_epochs": ("init", ("decoder",))}
 
 
 #: The target set of the known samples ``stop: held-out`` withholds to choose the step on.

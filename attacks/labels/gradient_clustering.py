@@ -29,7 +29,7 @@ For binary tasks the score of class 1 is d(centroid named 0) - d(centroid named 
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -52,6 +52,7 @@ class GradientClusteringOptions(Options):
     normalize: bool = Field(True, description="cluster unit-norm gradients (directions) instead of raw ones")
     n_init: int = Field(10, ge=1, description="k-means++ restarts; the lowest inertia wins")
     neighbours: int = Field(5, ge=1, description="targets voting for an auxiliary sample's cluster")
+    read_only_with: ClassVar[dict[str, tuple[str, tuple]]] = {"n_init": ("method", ("kmeans",))}
 
 #: SecretFlow's grad_lia clusters at most this many rows at once (a dense similarity matrix of them).
 SPECTRAL_CHUNK = 30000

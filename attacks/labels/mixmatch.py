@@ -30,7 +30,7 @@ from typing import Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import Field
+from pydantic import Field, model_validator
 from scipy.special import betaincinv
 from torch import nn
 
@@ -60,11 +60,24 @@ class MixMatchOptions(Options):
         "default", description="head's Linear weights: default (vflpriv's seeded init) or ones (Fu et al.'s code)")
     report_best_epoch_on_targets: bool = Field(False, description="also report the best epoch on test labels")
 
+    @model_validator(mode="after")
+    def _moves(self) -> MixMatchOptions:
+        """Refuse settings under which the model that predicts never learns: an EMA of decay 1 stays the initial copy;
+        a weight decay of weight_decay * lr >= 1 per step zeroes or flips every weight."""
+        if self.ema == 1 and not self.ema_warmup:
+            raise ValueError("ema=1 keeps the predicting EMA copy at its initial weights (decay 1 never moves it); "
+                             "give ema below 1, or ema_warmup=true")
+        if self.weight_decay * self.lr >= 1:
+            raise ValueError(f"weight_decay * lr = {self.weight_decay * self.lr:g}: the weights decay by that share "
+                             f"per step, so at 1 or more they are zeroed or flipped; give weight_decay below "
+                             f"1 / lr = {1 / self.lr:g}")
+        return self
+
 
 def sharpen(p: torch.Tensor, *, temperature: float) -> torch.Tensor:
-    """p^(1/T) renormalised per row (MixMatch Eq. 7)."""
-    q = p.pow(1.0 / temperature)
-    return q / q.sum(1, keepdim=True)
+    """p^(1/T) renormalised per row (MixMatch Eq. 7), as a softmax of log(p) / T: the same map, without the
+    underflow of p^(1/T) to 0 in every class (0 / 0) that a small T (0.01 over 10 classes) met."""
+    return (p.log() / temperature).softmax(1)
 
 
 def beta_draw(*, alpha: float, generator: torch.Generator) -> float:
@@ -133,6 +146,19 @@ class MixMatchCompletion(Attack):
     audit_options = {"epochs": 20, "iterations": 12, "ema_warmup": True}
     search_space = {"temperature": (0.5, 0.8), "lambda_u": (5.0, 50.0), "lr": (2e-3, 1e-2)}
     budget_option = "epochs"
+
+    def own_problem(self, spec) -> str:
+        """augment_rate resamples tabular features (image halves are cropped instead); without augmentation every
+        view is the same sample, so K views are one."""
+        image, o = spec.modality == "image", self.options
+        if image and o.augment_rate > 0:
+            return (f"attack.options.augment_rate={o.augment_rate:g} resamples tabular features; the adversary's are "
+                    "images, augmented by crops: leave augment_rate out")
+        if not image and o.augment_rate == 0 and o.views not in (1, type(o).model_fields["views"].default):
+            return (f"attack.options.views={o.views}: the adversary's tabular features are not augmented "
+                    "(augment_rate 0), so every view is the same sample and the guess reads one; set augment_rate "
+                    "above 0 too, or leave views out (or 1)")
+        return ""
 
     def infer(self, view: AdversaryView) -> dict[str, Inference]:
         o, g = self.options, view.generator

@@ -20,7 +20,7 @@ auxiliary samples must come from the labeled training samples (``partition.aux_s
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -45,6 +45,7 @@ class SimilarityOptions(Options):
         None, ge=1, description="known samples per class drawn from the auxiliary labels (a class holding fewer gives "
         "all it has; more than partition.aux / classes is refused); unset = all of them "
         "(SecretFlow's benchmark: 1)")
+    read_only_with: ClassVar[dict[str, tuple[str, tuple]]] = {"metric": ("method", ("distance",))}
 
 
 def nearest_known(rows: torch.Tensor, known: torch.Tensor, labels: torch.Tensor, *, metric: str) -> torch.Tensor:

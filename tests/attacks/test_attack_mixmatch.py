@@ -42,6 +42,14 @@ def test_sharpen_keeps_the_argmax_and_lowers_entropy(temperature):
     assert torch.allclose(sharpen(p, temperature=1.0), p)
 
 
+def test_a_small_temperature_sharpens_to_the_argmax_without_nan():
+    """T = 0.01 over 10 classes: p^(1/T) underflowed to 0 in every class, and the 0 / 0 guesses diverged the run."""
+    p = torch.softmax(torch.randn(50, 10, generator=torch.Generator().manual_seed(0)), 1)
+    q = sharpen(p, temperature=0.01)
+    assert torch.isfinite(q).all() and torch.allclose(q.sum(1), torch.ones(50))
+    assert torch.equal(q.argmax(1), p.argmax(1))
+
+
 def test_beta_draws_are_seeded_and_in_range():
     draws = [beta_draw(alpha=0.75, generator=torch.Generator().manual_seed(s)) for s in range(200)]
     assert all(0.0 <= d <= 1.0 for d in draws)

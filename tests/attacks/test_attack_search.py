@@ -11,7 +11,7 @@ from pydantic import Field
 import vflpriv.data.load as load
 from vflpriv.attacks.base import Attack
 from vflpriv.attacks.search import SearchResult, grid, holdout_split, search
-from vflpriv.config.options import Options
+from vflpriv.config.options import CANDIDATE, Options
 from vflpriv.config.schema import RunConfig
 from vflpriv.engine.adversary import HOLDOUT, Inference
 from vflpriv.runner.execution import run
@@ -88,6 +88,26 @@ def test_successive_halving_selects_the_best_and_stops_the_rest_early():
     epochs = [e for _, _, e in ToyAttack.calls]
     assert epochs.count(2) == 8 and epochs.count(10) == 2 and len(epochs) == 10
     assert max(t.aux_accuracy for t in found.trials) == 1.0
+
+
+class SharpOptions(ToyOptions):
+    sharp: bool = False
+    sharpness: float = 1.0
+    read_only_with = {"sharpness": ("sharp", (True,))}
+
+
+def test_a_candidate_may_leave_unread_an_option_another_candidate_reads():
+    """Review lo3 F3: sharpness=2 fixed beside a search over sharp: the sharp=false candidates run (a candidate is
+    validated as one, the whole space was judged in planning), where the same options given alone are refused."""
+    class Sharp(ToyAttack):
+        Options = SharpOptions
+        search_space = {"sharp": (False, True)}
+
+    with pytest.raises(ValueError, match="sharpness=2.0 is read only with sharp=true"):
+        SharpOptions(sharpness=2.0)
+    attack = Sharp(SharpOptions.model_validate({"sharpness": 2.0}, context=CANDIDATE))
+    found = search(attack, toy_view(), budget=8, seed=0, refit=lambda winner: {"train": Inference(torch.zeros(2))})
+    assert isinstance(found, SearchResult) and len(ToyAttack.calls) == 2
 
 
 def test_attack_without_space_is_not_tuned():

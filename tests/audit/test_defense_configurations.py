@@ -132,3 +132,30 @@ def test_kinds_unset_and_kinds_set_to_what_unset_resolves_to_are_two_variants_no
     assert set(with_variants(other)["variant"]) == {"on gradient", "on embedding"}  # read apart: named as before
     three = frame.assign(config=[config(k) for k in (None, ["gradient"], ["embedding"], ["embedding"])])
     assert with_variants(three)["variant"].str.startswith("defenses.0.kinds=").all()  # one setting, one spelling
+
+
+def test_every_attack_of_one_training_spells_a_setting_alike():
+    """Review last2 R5: mc and gc on three trainings (kinds unset, [gradient], [embedding]); mc's names differ by its
+    own epochs, gc's collide. Both attacks must name the trainings' kinds one way, not mc "on embedding" beside gc
+    ``defenses.0.kinds=["embedding"]``."""
+    import json
+
+    import pandas as pd
+
+    from vflpriv.tradeoff.variants import with_variants
+
+    def config(attack, kinds, epochs):
+        iso = {"name": "iso", "phase": "finetune", "strength": 1.0, "sweep": True,
+               **({"kinds": kinds} if kinds else {})}
+        options = {"mc": {"epochs": epochs}} if attack == "mc" else {}
+        return json.dumps({"method": {"name": "splitnn"}, "attack": {"name": ["mc", "gc"], "options": options},
+                           "defenses": [iso]})
+
+    frame = pd.DataFrame([{"method": "splitnn", "dataset": "digits", "attack": attack, "defense": "iso",
+                           "phase": "finetune", "seed": 0, "config": config(attack, kinds, epochs)}
+                          for kinds, epochs in ((None, 5), (["gradient"], 10), (["embedding"], 5))
+                          for attack in ("mc", "gc")])
+    names = with_variants(frame)["variant"].tolist()
+    kinds = [name.split(", ")[-1] for name in names]
+    assert kinds[0::2] == kinds[1::2] == ["defenses.0.kinds=unset", 'defenses.0.kinds=["gradient"]',
+                                          'defenses.0.kinds=["embedding"]'], names

@@ -19,7 +19,14 @@ REFUSED = [
      "precision=3 is read only with observe=rounded; set observe=rounded too, or leave precision out"),
     (["--attack", "grn", "--set", "attack.options.mean_weight=2"], "mean_weight=2.0 is read only with known_mean=true"),
     (["--attack", "grn", "--set", "attack.tune=true", "--set", "attack.search_space.precision=[1, 2]"],
-     "invalid attack.search_space: precision=2 is read only with observe=rounded"),
+     "attack.search_space.precision is searched, but no candidate of the search reads it: precision is read only "
+     "with observe=rounded, and every candidate has observe=probs"),
+    (["--attack", "grn", "--tune-attacks", "--set", "attack.search_space.observe=[logits]", "--set",
+      "attack.options.precision=2"], "attack.options.precision=2 given, but no candidate of the search reads it"),
+    (["--attack", "mc,grn", "--tune-attacks", "--set", "attack.search_space.grn.observe=[logits]", "--set",
+      "attack.options.grn.precision=2"], "attack.options.grn.precision=2 given, but no candidate of the search"),
+    (["--attack", "fi-inversion", "--dataset", "breast-cancer", "--tune-attacks", "--set", "attack.search_budget=9",
+      "--set", "attack.search_space.tv=[0, 0.1]"], "its search space's candidate tv=0 does not fit this data"),
     (["--attack", "fi-inversion", "--set", "attack.options.init=mean", "--set", "attack.options.decoder_epochs=5"],
      "decoder_epochs=5 is read only with init=decoder"),
     (["--attack", "fi-inversion", "--dataset", "breast-cancer", "--set", "attack.options.tv=0.5"],
@@ -34,6 +41,13 @@ KEPT = [
     ["--attack", "grn", "--set", "attack.options.precision=3", "--set", "attack.options.observe=rounded"],
     ["--attack", "grn", "--set", "attack.options.precision=1"],  # the default, given: nothing asked for is lost
     ["--attack", "fi-inversion", "--set", "attack.options.tv=0.5"],  # digits' halves are images
+    # a joint search: the fixed option is read by some candidate (review lo3 F3)
+    ["--attack", "fi-inversion", "--tune-attacks", "--set", "attack.search_space.init=[mean, decoder]", "--set",
+     "attack.options.decoder_epochs=5"],
+    ["--attack", "grn", "--tune-attacks", "--set", "attack.search_space.observe=[probs, rounded]", "--set",
+     "attack.options.precision=2"],
+    ["--attack", "mc,grn", "--tune-attacks", "--set", "attack.search_space.grn.observe=[probs, rounded]", "--set",
+     "attack.options.grn.precision=2"],
     ["--attack", "fi-decoder", "--defense", "embedding-dp", "--set", "defenses.0.options.private_bottom=false"],
     ["--attack", "fi-decoder", "--defense", "fi-adversarial", "--set", "defenses.0.options.loss=ssim", "--set",
      "defenses.0.options.threshold=0.9"],
@@ -57,4 +71,30 @@ def test_an_option_nothing_reads_is_refused(args, needle, tmp_path, monkeypatch)
 @pytest.mark.parametrize("args", KEPT, ids=[" ".join(a)[:70] for a in KEPT])
 def test_an_option_read_or_left_at_its_default_is_kept(args, tmp_path, monkeypatch):
     result = _invoke(args, tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+
+
+AUDIT = ["audit", "--method", "splitnn", "--quick", "--seeds", "0", "--attacks", "grn", "--defenses", "none",
+         "--tune-attacks", "--set", "audit.attack_options.grn.precision=2", "--dry-run"]
+
+
+@pytest.mark.parametrize(("observe", "code"), [("[probs, rounded]", 0), ("[logits]", 2)])
+def test_the_tuned_audit_judges_a_fixed_option_over_its_search(observe, code, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, [*AUDIT, "--set", f"audit.search_spaces.grn.observe={observe}"])
+    assert result.exit_code == code, result.output
+    if code:
+        one_error_line(result.output, "audit.attack_options.grn.precision=2 given, but no candidate of the search")
+
+
+def test_the_tuned_audit_s_canary_free_control_reads_what_its_untuned_run_reads(tmp_path, monkeypatch):
+    """gc's n_init fixed beside method=spectral is read by the search's kmeans candidates: the tuned audit keeps it,
+    and its control training (untuned) runs without it instead of refusing what the tuned runs accept."""
+    args = ["audit", "--method", "splitnn", "--quick", "--seeds", "0", "--attacks", "gc", "--defenses", "none",
+            "--tune-attacks", "--canaries", "4", "--set", "audit.attack_options.gc.method=spectral", "--set",
+            "audit.attack_options.gc.n_init=3", "--dry-run"]
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

@@ -9,12 +9,19 @@ as one canary and ``adversary: true`` as party 1).
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args, get_origin
+import itertools
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
+
+from vflpriv.common.errors import ConfigError
 
 #: The largest integer any setting accepts.
 MAX_INT = 2**31 - 1
+
+#: The validation context of one candidate of a search: its unread options were judged over the whole space
+#: (:func:`check_candidates`), where another candidate may read them.
+CANDIDATE = {"candidate": True}
 
 
 def _check_int(value: Any) -> Any:
@@ -55,6 +62,9 @@ class Options(BaseModel):
     """Base of a component's options and of every config section: strict keys, finite numbers."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
+    #: Options read only under another's values, {option: (enabling option, the values that read it)}: one given
+    #: otherwise is refused, except in a search's candidate (:data:`CANDIDATE`) where another candidate reads it.
+    read_only_with: ClassVar[dict[str, tuple[str, tuple]]] = {}
 
     @field_validator("*", mode="before")
     @classmethod
@@ -70,14 +80,79 @@ class Options(BaseModel):
     def _bounded_integers(cls, value: Any) -> Any:
         return _check_int(value)
 
+    @model_validator(mode="after")
+    def _read(self, info: ValidationInfo) -> Options:
+        if info.context != CANDIDATE:
+            for name in self.read_only_with:
+                refuse_unread(self, name)
+        return self
 
-def refuse_unread(options: BaseModel, name: str, *, needs: str, read: bool) -> None:
-    """ValueError where option ``name`` is given a value other than its default that nothing reads (it is read only
-    with ``needs``, and ``read`` is false): the run would measure something other than what the user asked for."""
+
+def _spell(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _needs(key: str, reading: tuple) -> str:
+    return " or ".join(f"{key}={_spell(v)}" for v in reading)
+
+
+def refuse_unread(options: Options, name: str) -> None:
+    """ValueError where option ``name`` is given a value other than its default that nothing reads (its enabling option
+    in ``read_only_with`` does not read it): the run would measure something other than what the user asked for."""
+    key, reading = options.read_only_with[name]
     default = type(options).model_fields[name].default
-    if not read and getattr(options, name) != default:
-        raise ValueError(f"{name}={getattr(options, name)!r} is read only with {needs}; set {needs} too, or leave "
-                         f"{name} out")
+    if getattr(options, key) not in reading and getattr(options, name) != default:
+        raise ValueError(f"{name}={getattr(options, name)!r} is read only with {_needs(key, reading)}; set "
+                         f"{_needs(key, reading)} too, or leave {name} out")
+
+
+def read_alone(model: type[Options], options: dict) -> dict:
+    """``options`` less those its own values leave unread (``read_only_with``): what an untuned run of a tuned
+    attack's options reads (a fixed option a search reads in some candidate only)."""
+    given = model.model_validate(options, context=CANDIDATE)
+    unread = {name for name, (key, reading) in model.read_only_with.items() if getattr(given, key) not in reading}
+    return {k: v for k, v in options.items() if k not in unread}
+
+
+def check_candidates(cls: Any, base: dict, space: dict[str, list], *, where: str) -> None:
+    """ConfigError, before training, where a search of attack ``cls`` over ``space`` (named ``where``; over the
+    attack's own space, when it has one) beside the options given (``base``) would meet a candidate its options
+    refuse (:func:`_refuse_clashes`), or where a searched or given option is read by none of the candidates: each
+    one's enabling value is the given one (the first candidate) or one the search tries."""
+    model = cls.Options
+    given = model.model_validate(base, context=CANDIDATE)
+    own = cls(given).space()
+    tried = {**own, **space} if own else space
+    _refuse_clashes(model, base, tried, where=where)
+    for name, (key, reading) in model.read_only_with.items():
+        keys = {getattr(given, key)} | {getattr(model.model_validate({**base, key: v}, context=CANDIDATE), key)
+                                        for v in tried.get(key, ())}
+        value = getattr(given, name)
+        fixed = value != model.model_fields[name].default
+        if (name in space or fixed) and not keys & set(reading):
+            base_at = where.replace("search_spaces", "attack_options").replace("search_space", "options")
+            what = f"{where}.{name} is searched" if name in space else f"{base_at}.{name}={value!r} given"
+            has = " or ".join(f"{key}={_spell(k)}" for k in sorted(keys, key=str))
+            raise ConfigError(f"{what}, but no candidate of the search reads it: {name} is read only with "
+                              f"{_needs(key, reading)}, and every candidate has {has}; search "
+                              f"{_needs(key, reading)} too, or leave {name} out")
+
+
+def _refuse_clashes(model: type[Options], base: dict, tried: dict[str, Any], *, where: str) -> None:
+    """ConfigError naming the first candidate, of one searched value or two beside the given options, that ``model``
+    refuses (``min_ratio`` above ``max_ratio``): such a candidate failed the search after the training. Pairs only:
+    no options' check reads more than two of them."""
+    axes = [[(k, v) for v in values] for k, values in tried.items()]
+    singles = [[c] for axis in axes for c in axis]
+    pairs = [p for i, first in enumerate(axes) for later in axes[i + 1:] for p in itertools.product(first, later)]
+    for pair in [*singles, *pairs]:
+        try:
+            model.model_validate({**base, **dict(pair)}, context=CANDIDATE)
+        except ValidationError as exc:
+            message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            shown = ", ".join(f"{k}={v!r}" for k, v in pair)
+            raise ConfigError(f"{where}: the search would try {shown}, which its options refuse ({message}); "
+                              "search values every combination of which is valid") from None
 
 
 class NoOptions(Options):

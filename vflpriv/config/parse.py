@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.options import NoOptions
+from vflpriv.config.options import CANDIDATE, NoOptions, check_candidates
 
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -332,12 +332,12 @@ def validate(model: type[BaseModel], data: Any, *, prefix: str = "", context: st
         raise ConfigError(context + format_validation(exc, model, prefix=prefix, sections=sections)) from None
 
 
-def parse_options(cls: Any, options: dict[str, Any], *, where: str) -> BaseModel:
+def parse_options(cls: Any, options: dict[str, Any], *, where: str, context: dict | None = None) -> BaseModel:
     """A registered component's ``options`` validated against its ``Options`` (none: :class:`NoOptions`); a bad
     value names ``where`` (e.g. ``attack.options``)."""
     model = getattr(cls, "Options", NoOptions)
     try:
-        return model.model_validate(options)
+        return model.model_validate(options, context=context)
     except ValidationError as exc:
         raise ConfigError(format_validation(exc, model, prefix=f"{where}.")) from None
 
@@ -345,8 +345,8 @@ def parse_options(cls: Any, options: dict[str, Any], *, where: str) -> BaseModel
 def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dict,
                        where: str = "attack.search_space") -> None:
     """Refuse a search space naming options attack ``name`` (class ``cls``) does not have, an empty list of values,
-    or a value its options refuse beside ``base`` (the options given), each named as ``where`` (as the user gave
-    it)."""
+    a value its options refuse beside ``base`` (the options given), or an option no candidate reads, each named as
+    ``where`` (as the user gave it)."""
     fields = cls.Options.model_fields
     stray = sorted(set(given) - set(fields))
     if stray:
@@ -356,4 +356,5 @@ def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dic
         if not values:
             raise ConfigError(f"{where}.{option} is empty; give at least one value")
         for value in values:
-            parse_options(cls, {**base, option: value}, where=where)
+            parse_options(cls, {**base, option: value}, where=where, context=CANDIDATE)
+    check_candidates(cls, base, given, where=where)

@@ -185,14 +185,17 @@ class AttackConfig(Options):
         "simsiam",
         description="adversary prior: head on aux labels over the adversary's own SimSiam encoder "
         "(A_SimSiam), over a fresh encoder trained on aux (aux), the attack itself on that SimSiam "
-        "encoder without a federation (same-attack), or none",
+        "encoder without a federation (same-attack), or none. Label attacks only, as prior_epochs and prior_ssl: a "
+        "feature attack's prior is fitted on its known samples (the mean or a ridge map), and these three are "
+        "accepted unread there: a preset sets them for every attack of its grid, and a run's settings do not say "
+        "who set them",
     )
-    prior_epochs: int = Field(300, ge=1, description="training epochs of the prior's head")
+    prior_epochs: int = Field(300, ge=1, description="training epochs of the prior's head (label attacks only)")
     prior_ssl: Literal["auto", "simsiam", "own"] = Field(
         "auto", description="the adversary's own pretraining behind the simsiam and same-attack priors: plain "
         "SimSiam (A_SimSiam), or own: the method's own pretraining done alone (methods whose pretraining is local: "
         "local-*, ssvfl-*, vflhlp*), so that leakage measures the federation rather than SSL flavours; auto: own "
-        "where the method has such a pretraining, else simsiam")
+        "where the method has such a pretraining, else simsiam (label attacks only, see prior)")
     options: dict[str, Any] = Field(default_factory=dict)
     tune: bool = Field(False, description="select the attack's settings on the adversary's auxiliary labels "
                                           "(attacks.search); the record also gets the oracle bound")

@@ -11,7 +11,7 @@ from pydantic import BeforeValidator, Field, NonNegativeFloat, model_validator
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.registry import ATTACKS, DEFENSES
-from vflpriv.config.options import MAX_INT
+from vflpriv.config.options import CANDIDATE, MAX_INT
 from vflpriv.config.parse import check_space_values, parse_options, validate
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig, TrainingConfig
 
@@ -62,7 +62,8 @@ class AttackSettings(AttackConfig):
             options, space = self.options.get(n, {}), self.search_space.get(n, {})
             out.append(validate(AttackConfig, {"name": n, "options": options, "search_space": space, **common},
                                 prefix="attack.", sections={k: f"{k}.{n}" for k in ("options", "search_space")}))
-            parse_options(ATTACKS.get(n), options, where=f"attack.options.{n}")
+            parse_options(ATTACKS.get(n), options, where=f"attack.options.{n}",
+                          context=CANDIDATE if self.tune else None)  # tuned: judged over the space, below
             if self.tune:
                 check_space_values(ATTACKS.get(n), n, space, base=options, where=f"attack.search_space.{n}")
         return out

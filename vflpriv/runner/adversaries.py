@@ -85,6 +85,11 @@ def _roles(roles: frozenset[str]) -> list[str]:
 def label_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary, dataset: Any) -> Adversary:
     """A label attack's adversary with the messages it reads, each of which the method must send to its role."""
     got, phase = received(method.sends, adversary.role), run.attack.phase
+    if isinstance(party := adversary.party, int) and party >= 0:  # the server holds no features
+        fits = lambda a: a.own_problem(dataset.specs[party])  # noqa: E731
+        problem = attack.search_problem(run.attack.search_space, fits) if run.attack.tune else fits(attack)
+        if problem:
+            raise IncompatibleError(f"attack '{run.attack.name}': {problem}")
     for kind, at in attack.required_messages(phase):
         if (kind, at) not in got:
             raise IncompatibleError(f"attack '{run.attack.name}' needs the {kind} messages of the {at} phase; "
@@ -99,7 +104,8 @@ def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary
     there is none (nothing feature-bearing reaches it), or where its options do not fit the victim's features."""
     victim, phase = adversary.victim, run.attack.phase
     assert victim is not None
-    problem = attack.victim_problem(dataset.specs[victim])
+    fits = lambda a: a.victim_problem(dataset.specs[victim])  # noqa: E731
+    problem = attack.search_problem(run.attack.search_space, fits) if run.attack.tune else fits(attack)
     if problem:
         raise IncompatibleError(f"attack '{run.attack.name}': {problem}")
     got = received(method.sends, adversary.role, sender=role(victim))

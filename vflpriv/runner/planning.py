@@ -18,6 +18,7 @@ from vflpriv.attacks.search import grid
 from vflpriv.common.empirical_epsilon import KEEP
 from vflpriv.common.errors import ConfigError, IncompatibleError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
+from vflpriv.config.options import CANDIDATE
 from vflpriv.config.parse import check_space_values, parse_options
 from vflpriv.config.registry import ATTACKS, METHODS
 from vflpriv.config.schema import RunConfig, TrainingConfig
@@ -230,7 +231,7 @@ def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:
 def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     cfg, method, dataset = run.attack, p.method, p.scenario.dataset
     cls = ATTACKS.get(cfg.name)
-    options = parse_options(cls, cfg.options, where="attack.options")
+    options = parse_options(cls, cfg.options, where="attack.options", context=CANDIDATE if cfg.tune else None)
     attack = built("attack", cfg.name, lambda: cls(options))
     adversary = resolve(run, attack, parties=dataset.parties)
     if not method.federated:
@@ -248,6 +249,8 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         raise IncompatibleError(f"partition.canaries: the pretraining of method '{run.method.name}' reads no labels, so "
                                 "its snapshot holds nothing of a canary's label; attack the finetune phase, or remove "
                                 "the canaries")
+    if cfg.tune:  # before READS, whose checks of the data build the search's candidates
+        check_search_space(cls, attack, run)
     adversary = READS[attack.secret](attack, run, method, adversary, dataset)
     missing = attack.hook_points() - method.supported()
     if missing:
@@ -258,10 +261,7 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         )
     if attack.acts and cfg.phase != "finetune":
         raise IncompatibleError(f"attack '{cfg.name}' acts during finetuning; use attack.phase=finetune")
-    space = None
-    if cfg.tune:
-        check_search_space(cls, attack, run)
-        space = search_space(attack, cfg.search_space)
+    space = search_space(attack, cfg.search_space) if cfg.tune else None
     reason = attack.incompatible(method.declared(run, num_classes=dataset.num_classes), num_classes=dataset.num_classes)
     if reason:
         raise IncompatibleError(f"attack '{cfg.name}': {reason}")

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vflpriv.common.errors import ConfigError, IncompatibleError
+from vflpriv.config.options import CANDIDATE, read_alone
 from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig
@@ -113,7 +114,8 @@ def resolved_options(cfg: AuditConfig) -> dict[str, dict]:
     attacks = {}
     for name in cfg.audit.attacks or default_attacks(cfg.audit.profile):
         cls = ATTACKS.get(name)
-        attacks[name] = cls.Options.model_validate(_attack(cfg, name, "finetune").options).model_dump(mode="json")
+        options = cls.Options.model_validate(_attack(cfg, name, "finetune").options, context=CANDIDATE)  # checked
+        attacks[name] = options.model_dump(mode="json")
     return {"method": method, "attacks": attacks}
 
 
@@ -249,7 +251,8 @@ def _control(attack: AttackConfig) -> AttackConfig:
     """The attack block of a canary-free control training: untuned and without a prior, so that its records measure
     the utility the canaries cost and never enter a leakage test (a record without a prior has no leakage: each seed
     counts once in a verdict)."""
-    return AttackConfig(name=attack.name, phase=attack.phase, prior="none", options=attack.options)
+    options = read_alone(ATTACKS.get(attack.name).Options, attack.options)  # a tuned audit's may hold more
+    return AttackConfig(name=attack.name, phase=attack.phase, prior="none", options=options)
 
 
 def profile_note(cfg: AuditConfig) -> str:

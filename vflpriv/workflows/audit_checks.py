@@ -5,6 +5,7 @@ defense's trainings run with, a named auditor the audit would drop silently, the
 from __future__ import annotations
 
 from vflpriv.common.errors import IncompatibleError
+from vflpriv.config.options import CANDIDATE
 from vflpriv.config.parse import check_space_values, parse_options
 from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES
 from vflpriv.workflows.audit_config import AuditConfig, AuditDefense
@@ -46,7 +47,8 @@ def check_canary_settings(cfg: AuditConfig, planted: int, defenses: list[AuditDe
 def check_attack_settings(cfg: AuditConfig) -> None:
     """``audit.attack_options`` and ``audit.search_spaces`` checked as given, before each run's planner sees them."""
     for name, options in cfg.audit.attack_options.items():
-        parse_options(ATTACKS.get(name), options, where=f"audit.attack_options.{name}")
+        parse_options(ATTACKS.get(name), options, where=f"audit.attack_options.{name}",
+                      context=CANDIDATE if cfg.audit.tune else None)  # tuned: judged over the space, below
     for name, space in cfg.audit.search_spaces.items():
         check_space_values(ATTACKS.get(name), name, space, base=cfg.audit.attack_options.get(name, {}),
                            where=f"audit.search_spaces.{name}")

@@ -57,11 +57,13 @@ class AuditSettings(Options):
     defenses: list[AuditDefense] | None = Field(None, description="default every registered defense")
     phases: list[Phase] | None = Field(None, description="attacked phases; default finetune, and pretrain when the "
                                                          "method pretrains")
-    prior: Literal["simsiam", "aux", "same-attack"] = "simsiam"
-    prior_epochs: int = Field(300, ge=1)
+    prior: Literal["simsiam", "aux", "same-attack"] = Field(
+        "simsiam", description="the label attacks' prior (attack.prior; unread by the feature attacks, which fit "
+                               "theirs on their known samples, as prior_epochs and prior_ssl)")
+    prior_epochs: int = Field(300, ge=1, description="training epochs of the label prior's head")
     prior_ssl: Literal["auto", "simsiam", "own"] = Field(
-        "auto", description="the adversary's own pretraining behind the prior (attack.prior_ssl); auto: the method's "
-                            "own where a party can do it alone (local-*, ssvfl-*, vflhlp*), else SimSiam")
+        "auto", description="the adversary's own pretraining behind the label prior (attack.prior_ssl); auto: the "
+                            "method's own where a party can do it alone (local-*, ssvfl-*, vflhlp*), else SimSiam")
     margin: float = Field(0.02, ge=0, le=1, description="leakage tolerance of the verdicts and of 'falls to the prior'")
     adversaries: Literal["one", "all"] = Field("one", description="all: every passive party is the adversary in turn")
     tune: bool = Field(True, description="tune every attack that has a search space on the adversary's auxiliary "

@@ -1,0 +1,81 @@
+"""Hostile values of the label attacks' options (similarity, mc-mixmatch, mc-active): each refused in planning with
+one error line and nothing written, where the run would otherwise measure something other than what was asked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from cli_helpers import one_error_line, wrote_nothing
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+
+REFUSED = [
+    (["--attack", "similarity", "--set", "attack.options.method=kmeans", "--set", "attack.options.metric=euclidean"],
+     "metric='euclidean' is read only with method=distance; set method=distance too, or leave metric out"),
+    (["--attack", "similarity", "--tune-attacks", "--set", "attack.search_space.method=[kmeans]", "--set",
+      "attack.options.method=kmeans", "--set", "attack.search_space.metric=[euclidean]"],
+     "attack.search_space.metric is searched, but no candidate of the search reads it"),
+    # each value valid beside the given options, their combination not: it failed the search after the training
+    (["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_budget=64", "--set",
+      "attack.search_space.min_ratio=[3]", "--set", "attack.search_space.max_ratio=[2]"],
+     "attack.search_space: the search would try min_ratio=3, max_ratio=2, which its options refuse (min_ratio 3 "
+     "exceeds max_ratio 2)"),
+    (["--attack", "mc-mixmatch", "--set", "attack.options.ema=1"],
+     "ema=1 keeps the predicting EMA copy at its initial weights"),
+    (["--attack", "mc-active", "--set", "attack.options.weight_decay=500"], "weight_decay * lr = 1: the weights"),
+    (["--attack", "mc-mixmatch", "--tune-attacks", "--set", "attack.options.weight_decay=200"],
+     "the search would try lr=0.01, which its options refuse (weight_decay * lr = 2"),  # the attack's own space
+    # options the adversary's own data leaves unread: images are cropped, unaugmented tabular rows read one view
+    (["--attack", "mc-mixmatch", "--set", "attack.options.augment_rate=0.2"],
+     "augment_rate=0.2 resamples tabular features; the adversary's are images"),
+    (["--attack", "mc-active", "--dataset", "breast-cancer", "--set", "attack.options.views=3"],
+     "views=3: the adversary's tabular features are not augmented (augment_rate 0)"),
+    (["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--tune-attacks", "--set", "attack.search_budget=64",
+      "--set", "attack.search_space.views=[1, 3]"], "its search space's candidate views=3 does not fit this data"),
+    (["--attack", "gc", "--set", "attack.options.method=spectral", "--set", "attack.options.n_init=3"],
+     "n_init=3 is read only with method=kmeans"),
+    # without the gradient match ExPLoit reads nothing of the received gradients: its labels carry no information
+    (["--attack", "exploit", "--dataset", "breast-cancer", "--set", "attack.options.alpha_grad=0"],
+     "invalid attack.options.alpha_grad=0: Input should be greater than 0"),
+    # a bad searched value is named as such before the data's checks build the search's candidates
+    (["--attack", "bli", "--tune-attacks", "--set", "attack.search_space.lr=[-1]"],
+     "invalid attack.search_space.lr=-1: Input should be greater than 0"),
+    (["--attack", "fi-inversion", "--dataset", "breast-cancer", "--tune-attacks", "--set",
+      "attack.search_space.tv=[-1]"], "invalid attack.search_space.tv=-1: Input should be greater than or equal to 0"),
+]
+KEPT = [
+    # the attack's own space searches method=distance too: some candidate reads the metric
+    ["--attack", "similarity", "--tune-attacks", "--set", "attack.options.method=kmeans", "--set",
+     "attack.options.metric=euclidean"],
+    ["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_budget=64", "--set",
+     "attack.search_space.min_ratio=[2]", "--set", "attack.search_space.max_ratio=[3]"],
+    ["--attack", "mc-mixmatch", "--set", "attack.options.ema=1", "--set", "attack.options.ema_warmup=true"],
+    ["--attack", "mc-mixmatch", "--set", "attack.options.weight_decay=400"],  # 400 * 2e-3 = 0.8
+    ["--attack", "mc-mixmatch", "--dataset", "breast-cancer"],  # views left at its default
+    ["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--set", "attack.options.views=3", "--set",
+     "attack.options.augment_rate=0.1"],
+    ["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--tune-attacks", "--set", "attack.search_budget=64",
+     "--set", "attack.options.views=3", "--set", "attack.search_space.augment_rate=[0.1]"],  # read in a candidate
+]
+
+
+def _invoke(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
+        return CliRunner().invoke(app, ["evaluate", "--seeds", "0", *args, "--dry-run"])
+
+
+@pytest.mark.parametrize(("args", "needle"), REFUSED, ids=[" ".join(a)[:70] for a, _ in REFUSED])
+def test_a_bad_label_attack_option_is_refused_in_planning(args, needle, tmp_path, monkeypatch):
+    result = _invoke(args, tmp_path, monkeypatch)
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)
+
+
+@pytest.mark.parametrize("args", KEPT, ids=[" ".join(a)[:70] for a in KEPT])
+def test_a_label_attack_option_some_candidate_reads_is_kept(args, tmp_path, monkeypatch):
+    result = _invoke(args, tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
