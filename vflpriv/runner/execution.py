@@ -132,7 +132,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
-    spent = [(d, e) for d in p.defenses if (e := d.privacy_spent()) is not None]
+    spent = [(d, e) for d in p.defenses if not d.uncovered and (e := d.privacy_spent()) is not None]
     claims = [(e, d.privacy_delta()) for d, e in spent if "features" not in d.secrets]
     features = [(d, e) for d, e in spent if "features" in d.secrets]  # another neighbouring relation
     result.notes += [f"{c.name}: no epsilon recorded: {d.uncovered}" for d, c in zip(p.defenses, p.config.defenses)
