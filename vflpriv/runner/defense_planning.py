@@ -38,6 +38,7 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
     _check_passive_backward(config, defenses)
     _check_label_readers(config, defenses)
     _check_soft_targets(config, defenses)
+    _check_delta(config, defenses, rows=int(dataset.y_train.shape[0]))
     for i, (d, c) in enumerate(zip(defenses, config.defenses)):
         d.read_around = _read_around(config, defenses, i)
         d.uncovered = "; ".join(filter(None, [d.covers(method), d.read_around]))
@@ -98,6 +99,17 @@ def _check_label_readers(config: TrainingConfig, defenses: list) -> None:
         raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' bounds only the label uses of its own "
                                 f"mechanism, and {', '.join(readers)} reads the active party's labels around it; drop "
                                 f"{readers[0]}, or randomise the labels first with a label defense (label-dp, alibi)")
+
+
+def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
+    """A claim's delta must be below 1/n, n the training rows (as many as the rows any claim is over, or more): at
+    delta >= 1/n, publishing one random row's secret in the clear is (0, delta)-DP, so the epsilon says nothing."""
+    for d, c in zip(defenses, config.defenses):
+        if not d.is_identity and (delta := d.privacy_delta()) >= 1 / rows:
+            raise ConfigError(f"defense '{c.name}': options.delta {delta:g} is not below 1/{rows} ({rows} training "
+                              "rows, as many as any claim is over or more): no meaningful guarantee, as releasing one "
+                              f"random row's secret in the clear meets it; give a delta below {1 / rows:.3g} (1e-5 by "
+                              "default)")
 
 
 def _read_around(config: TrainingConfig, defenses: list, index: int) -> str:
