@@ -344,15 +344,10 @@ def _method_code(method: type) -> str:
 
 
 def pretrain_key(config: TrainingConfig, method: Method | type) -> str:
-    """Hash of what pretraining can depend on: config parts, the data (``data_of``), the method's code and vflpriv's
-    code.
-
-    A method whose pretraining reads no labels shares one pretraining across label budgets; one that
-    reads them (supervised pretraining) is keyed by the label budget and by every label defense too
-    (a label defense such as label DP changes the labels of every phase, whatever its ``phase``). Fail closed: code of
-    the method's own without its label (feature) uses declared beside it (``own_code``) is taken to read them, so a
-    label-dp run never reuses a pretraining on the clean labels (review eps F1).
-    """
+    """Hash of what pretraining can depend on: config parts, the data (``data_of``), the method's and vflpriv's code.
+    A pretraining reading no labels is shared across label budgets; one reading them is keyed by the label budget and
+    every label defense (label DP changes the labels of every phase), as is, fail closed, a method with code of its own
+    without ``label_uses`` declared beside it (``own_code``; ``feature_uses``: the feature defenses; review eps F1)."""
     cls = method if isinstance(method, type) else type(method)
     reads_labels = cls.pretrain_reads_labels or bool(own_code(method, "label_uses"))
     reads_features = bool(own_code(method, "feature_uses"))
