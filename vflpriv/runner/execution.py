@@ -54,7 +54,7 @@ from vflpriv.runner.handed import changed_in_place, tensors_digest
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
 from vflpriv.store.secrets import canary_key, fingerprint
-from vflpriv.store.records import CLAIM_VERSION, FAILED, NOT_APPLICABLE, RunRecord
+from vflpriv.store.records import FAILED, NOT_APPLICABLE, RunRecord
 
 
 @dataclass
@@ -380,7 +380,7 @@ def blank_record(cfg: RunConfig) -> RunRecord:
         secret=secret, adversary=adversary, victim=victim,
         attack=cfg.attack.name, defense=swept.name if swept else "+".join(d.name for d in cfg.defenses) or "none",
         phase=cfg.attack.phase, strength=swept.strength if swept and swept.strength is not None else 0.0, seed=cfg.seed,
-        canaries=cfg.partition.canaries, claim_version=CLAIM_VERSION,
+        canaries=cfg.partition.canaries,
         config=json.dumps(cfg.as_read().model_dump(mode="json"), sort_keys=True),
     )
 

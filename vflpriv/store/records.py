@@ -131,8 +131,9 @@ class RunRecord:
     #: differ in one sample's features at the victim), at ``epsilon_features_delta``: never added to a label epsilon.
     epsilon_features: float = float("nan")
     epsilon_features_delta: float = float("nan")
-    #: The :data:`CLAIM_VERSION` of the code that wrote it (0: before the field); an epsilon of another is stale.
-    claim_version: int = 0
+    #: The :data:`CLAIM_VERSION` of the code that wrote it (read as 0 from a record written before the field); an
+    #: epsilon of another is stale.
+    claim_version: int = CLAIM_VERSION
     #: The attack acted during this training (its own training): utility is the federation's under attack.
     training_under_attack: bool = False
     #: How many targets the attack guessed and was scored on (an attack on one batch guesses that batch).
@@ -208,7 +209,7 @@ class RunRecord:
         if not isinstance(data, dict):
             raise ValueError(f"not a JSON object but {type(data).__name__}")
         known = {f.name: f for f in fields(cls)}
-        kept = {k: v for k, v in data.items() if k in known}
+        kept = {"claim_version": 0} | {k: v for k, v in data.items() if k in known}  # 0: written before the field
         missing = [f.name for f in fields(cls) if f.name not in kept and f.default is MISSING
                    and f.default_factory is MISSING]
         if missing:
