@@ -37,7 +37,8 @@ class Counts:
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:
     """epsilon at ``delta`` of ``steps`` adaptive Gaussian mechanisms of noise multiplier ``multiplier`` (sample rate 1),
-    by Opacus' RDP accountant (0 where its conversion gives a negative one); inf where the multiplier is so small that the accountant overflows (no finite claim)."""
+    by Opacus' RDP accountant (0 where its conversion gives a negative one); inf where the multiplier is so small that
+    the accountant overflows (no finite claim)."""
     from opacus.accountants import RDPAccountant
 
     accountant = RDPAccountant()

@@ -296,10 +296,10 @@ def shown(results: pd.DataFrame) -> pd.DataFrame:
 
 def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over seeds of utility, attack and prior accuracy, leakage (attack - prior accuracy, per seed), and
-    the epsilon a DP defense spent where every seed claims one (:func:`_claims`), at each strength (and its axis name and direction); worst-case rows name the
-    strongest attack of each strength in ``strongest`` (several when seeds differ). Where the results hold feature
-    attacks, ``secret`` and ``victim`` tell the rows apart and a feature row's attack and prior numbers are MSEs
-    (:func:`shown`)."""
+    the epsilon a DP defense spent where every seed claims one (:func:`_claims`), at each strength (and its axis name
+    and direction); worst-case rows name the strongest attack of each strength in ``strongest`` (several when seeds
+    differ). Where the results hold feature attacks, ``secret`` and ``victim`` tell the rows apart and a feature row's
+    attack and prior numbers are MSEs (:func:`shown`)."""
     ok = shown(with_worst_case(results))
     ok = ok[ok["status"] == "ok"]
     if "strength_axis" not in ok:

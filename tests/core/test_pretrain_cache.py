@@ -20,9 +20,8 @@ def test_cached_pretraining_gives_identical_numbers(tiny, monkeypatch):
     assert list(cache.cache_dir().glob("*.entry"))
     p = plan(cfg)
     real = cache.cached_modules  # (patching the method's class would be code of its own: another pretraining key)
-    monkeypatch.setattr(cache, "cached_modules",
-                        lambda key, skeleton, compute, **kw: real(key, skeleton, lambda: pytest.fail("pretrained again"),
-                                                                  **kw))
+    never = lambda: pytest.fail("pretrained again")  # noqa: E731
+    monkeypatch.setattr(cache, "cached_modules", lambda key, skeleton, compute, **kw: real(key, skeleton, never, **kw))
     (cached,) = execute(p)
     for field in ("utility", "attack_accuracy", "comm_mb", "comm_mb_pretrain", "comm_messages"):
         assert getattr(fresh, field) == getattr(cached, field), field
