@@ -41,6 +41,7 @@ from pydantic import BaseModel
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.options import NoOptions
+from vflpriv.defenses.declarations import undeclared
 from vflpriv.engine.hooks import (
     ACTIVE_BATCH,
     ACTIVE_LOSS,
@@ -121,6 +122,26 @@ class Protection(DefensePoints, ABC):
     #: its own use of them (dp-gaussian), and the planner refuses the pair unless a label defense randomised the
     #: labels first. A label defense's randomisation is its mechanism, not such a read.
     reads_labels: ClassVar[bool] = False
+    #: Whether what it does depends on a passive party's features (a plugin's, declared in its own class): a feature
+    #: claim beside it (embedding-dp) bounds only its own mechanism, so it then records no epsilon.
+    reads_features: ClassVar[bool] = False
+
+    @classmethod
+    def label_reads(cls) -> tuple[str, ...]:
+        """Why it reads the active party's labels, one clause each (``()``: it does not): declared (``reads_labels``),
+        or code not vflpriv's own without ``reads_labels`` declared beside it (:meth:`undeclared_reads`)."""
+        return ("it reads them (reads_labels)",) * cls.reads_labels + cls.undeclared_reads("labels")
+
+    @classmethod
+    def feature_reads(cls) -> tuple[str, ...]:
+        """Why it reads a passive party's features, one clause each (``()``: it does not), as :meth:`label_reads`."""
+        return ("it reads them (reads_features)",) * cls.reads_features + cls.undeclared_reads("features")
+
+    @classmethod
+    def undeclared_reads(cls, secret: str) -> tuple[str, ...]:
+        """The class's code that is not vflpriv's own without ``reads_labels`` (``reads_features``) declared beside it,
+        as one clause: taken to read the ``secret`` (fail closed, as ``Method.undeclared_label_uses``)."""
+        return undeclared(cls, f"reads_{secret}", secret[:-1])
 
     @classmethod
     def default_kinds_for(cls, phase: str) -> tuple[str, ...]:
@@ -191,6 +212,9 @@ class Protection(DefensePoints, ABC):
         #: Why the defense's privacy claim does not cover the method it protects ('' where it does): set by the planner
         #: from :meth:`covers`; then no epsilon is recorded, and the run's notes say why.
         self.uncovered = ""
+        #: Why another defense of the training reads the secret around this one's mechanism ('' where none does): set by
+        #: the planner; part of :attr:`uncovered`, and it voids any narrower claim too.
+        self.read_around = ""
 
     @property
     def is_identity(self) -> bool:

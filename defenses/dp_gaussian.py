@@ -184,14 +184,15 @@ class GaussianDP(TrainingDefense):
 
 
 def spent(sigma: float, *, delta: float, uses: int) -> float:
-    """Opacus' RDP epsilon at ``delta`` of ``uses`` uses of a label, each a Gaussian of multiplier sigma / 2, rate 1."""
+    """Opacus' RDP epsilon at ``delta`` of ``uses`` uses of a label, each a Gaussian of multiplier sigma / 2, rate 1;
+    0 where its conversion gives a negative one (a large delta)."""
     from opacus.accountants import RDPAccountant
 
     accountant = RDPAccountant()
     for _ in range(uses):
         accountant.step(noise_multiplier=sigma / 2.0, sample_rate=1.0)
-    with _accountant_notes_off():
-        return float(accountant.get_epsilon(delta=delta))
+    with _accountant_notes_off():  # (epsilon, delta)-DP implies (epsilon', delta)-DP for every epsilon' >= epsilon
+        return max(0.0, float(accountant.get_epsilon(delta=delta)))
 
 
 def noise_for(target: float, *, delta: float, uses: int) -> float:

@@ -371,7 +371,8 @@ class EmbeddingDP(PassiveDefense):
             return idle
         untested = self.unchecked_foreign and (f"a wrapped bottom is not vflpriv's own ({self.unchecked_foreign}) "
                                                "and no update ran its rows check")
-        withheld = self.misread or self.unseen or untested  # the premise fails, rows went unseen, or it is untested
+        # the premise fails, rows went unseen or another defense read them around it, or it is untested
+        withheld = self.misread or self.unseen or self.read_around or untested
         if withheld:  # no per-release claim either
             return "; ".join(filter(None, [f"no epsilon for the test rows either: {withheld}", idle]))
         times = max(math.ceil(rows / self.n_test) for rows in self.test_rows.values())  # a party's own releases

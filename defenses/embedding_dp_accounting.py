@@ -37,14 +37,15 @@ class Counts:
 
 def gaussian_epsilon(multiplier: float, steps: int, *, delta: float) -> float:
     """epsilon at ``delta`` of ``steps`` adaptive Gaussian mechanisms of noise multiplier ``multiplier`` (sample rate 1),
-    by Opacus' RDP accountant; inf where the multiplier is so small that the accountant overflows (no finite claim)."""
+    by Opacus' RDP accountant (0 where its conversion gives a negative one); inf where the multiplier is so small that
+    the accountant overflows (no finite claim)."""
     from opacus.accountants import RDPAccountant
 
     accountant = RDPAccountant()
     accountant.history.append((multiplier, 1.0, steps))
     with _accountant_notes_off():
         try:
-            return float(accountant.get_epsilon(delta=delta))
+            return max(0.0, float(accountant.get_epsilon(delta=delta)))  # a larger epsilon holds too
         except (ZeroDivisionError, OverflowError):  # a multiplier so small that every RDP order overflows: no bound
             return math.inf
 

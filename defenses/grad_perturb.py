@@ -4,8 +4,13 @@ active party sends is mixed with per-class gradients under Laplace weights (VFLA
 
 For each class c the active party computes G^(c) = d CE(pred, c) / dz_p, the gradient had every label of the batch
 been c, draws u ~ Laplace(0, 2 / epsilon) of shape B x C, and sends G + sum_c u[:, c] G^(c). Its own update uses the
-true gradient (only what it sends changes). Strength: epsilon, lower is stronger; +inf is the identity. VFLAIR's
-configs use 0.01 (one 0.3). Cost: C extra backward passes through the top per batch.
+true gradient (only what it sends changes). Strength: ``laplace_eps``, the paper's epsilon as the Laplace weights'
+parameter, lower is stronger; +inf is the identity. VFLAIR's configs use 0.01 (one 0.3). Cost: C extra backward
+passes through the top per batch.
+
+It claims no epsilon (no ``privacy_spent``): the active party trains on the clean labels, so the per-class gradients
+it mixes carry them through its model, and nothing composes the exchanges; ``laplace_eps`` is a noise parameter, not
+a privacy budget vflpriv claims (review eps F6).
 """
 
 from __future__ import annotations
@@ -26,10 +31,11 @@ def laplace(shape: tuple[int, ...], *, scale: float, generator: torch.Generator)
 
 
 class GradPerturb(TrainingDefense):
-    """The sent gradient plus Laplace(2/epsilon)-weighted per-class gradients."""
+    """The sent gradient plus Laplace(2/laplace_eps)-weighted per-class gradients; laplace_eps is Yang et al.'s noise
+    parameter, not an epsilon vflpriv claims (it claims none)."""
 
     hook_points = frozenset({GRADIENT_COMPUTATION})
-    axis = StrengthAxis(name="epsilon", stronger="lower", identity=math.inf, low=0.0, high=math.inf,
+    axis = StrengthAxis(name="laplace_eps", stronger="lower", identity=math.inf, low=0.0, high=math.inf,
                         search=(0.01, 10.0), log=True)
     audit_strengths = {"finetune": (10.0, 1.0, 0.1)}
     anchor = "Yang et al. 2022; VFLAIR defense_functions.py perturb, active_party.py calculate_gradient_each_class"
@@ -37,7 +43,7 @@ class GradPerturb(TrainingDefense):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         if self.strength <= 0:
-            raise ConfigError("grad-perturb strength is an epsilon: it must be above 0")
+            raise ConfigError("grad-perturb strength (laplace_eps, the Laplace weights' parameter) must be above 0")
 
     def needs_per_class(self) -> bool:
         return not self.is_identity

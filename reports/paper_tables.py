@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from vflpriv.reports.tables import attack_roles, epsilon_cell, mean_std, roles
+from vflpriv.reports.tables import attack_roles, claim_cell, mean_std, roles
 from vflpriv.tradeoff.cap import strength_label
 
 CONTEXT = ["attack", "defense", "phase"]
@@ -186,9 +186,8 @@ def strength_tables(summary: pd.DataFrame) -> list[Table]:
 def _strength_cell(r, *, digits: int = 3) -> str:
     """"A / U" (a feature attack's: "MSE / U"), with the epsilon a DP defense spent there."""
     cell = f"{r.attack_accuracy_mean:.{digits}f} / {r.utility_mean:.3f}"
-    eps = getattr(r, "epsilon_mean", float("nan"))
     strongest = getattr(r, "strongest", "")
-    claim = f" (ε {epsilon_cell(eps, getattr(r, 'epsilon_delta_mean', float('nan')))})" if pd.notna(eps) else ""
+    claim = f" (ε {claim_cell(r)})" if getattr(r, "epsilon_seeds", 0) > 0 else ""
     return cell + claim + (f" ({strongest})" if isinstance(strongest, str) and strongest else "")
 
 

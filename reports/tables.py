@@ -47,6 +47,15 @@ def _split_context(frame: pd.DataFrame) -> tuple[list[str], str]:
     return varying, fixed
 
 
+def claim_cell(r) -> str:
+    """The epsilon a strength's row claims (:func:`epsilon_cell` of the max over seeds), or ``n/a (k of n seeds claim)``
+    where some seeds recorded none: each training must hold its own claim."""
+    claimed, n = int(getattr(r, "epsilon_seeds", 0)), int(r.n_seeds)  # a row of iterrows or itertuples
+    if 0 < claimed < n:
+        return f"n/a ({claimed} of {n} seeds claim)"
+    return epsilon_cell(getattr(r, "epsilon_max", float("nan")), getattr(r, "epsilon_delta_max", float("nan")))
+
+
 def epsilon_cell(epsilon: float, delta: float) -> str:
     """A claimed epsilon with its delta (``0.998 at δ 1e-05``, ``2 (pure)``), n/a where none is claimed."""
     if pd.isna(epsilon):
@@ -120,7 +129,7 @@ def strength_table(summary: pd.DataFrame, *, secret: str = "labels") -> Table:
     varying, fixed = _split_context(summary)
     metric = summary["utility_metric"].iloc[0] if "utility_metric" in summary else ""
     defended = bool((summary["defense"] != "none").any())
-    spent = "epsilon_mean" in summary and bool(summary["epsilon_mean"].notna().any())
+    spent = "epsilon_seeds" in summary and bool((summary["epsilon_seeds"] > 0).any())
     strongest = "strongest" in summary and bool((summary["strongest"].fillna("") != "").any())
     spread = "mean ± std over seeds" if (summary["n_seeds"] > 1).any() else "one seed"
     attack, prior, leakage = SCORES[secret]
@@ -141,7 +150,7 @@ def strength_table(summary: pd.DataFrame, *, secret: str = "labels") -> Table:
             *(str(r[c]) for c in varying), *([who(str(r["adversary"]))] if adversary else []),
             *([f"party {r['victim']}"] if victim else []),
             *([cap.strength_label(r["strength_axis"], r["strength"])] if defended else []),
-            *([epsilon_cell(r["epsilon_mean"], r.get("epsilon_delta_mean", float("nan")))] if spent else []),
+            *([claim_cell(r)] if spent else []),
             mean_std(r["utility_mean"], r["utility_std"], n=n),
             mean_std(r["attack_accuracy_mean"], r["attack_accuracy_std"], n=n, digits=digits),
             mean_std(r["prior_accuracy_mean"], r["prior_accuracy_std"], n=n, digits=digits),

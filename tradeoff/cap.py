@@ -295,11 +295,11 @@ def shown(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over seeds of utility, attack and prior accuracy, leakage (attack - prior accuracy, per seed) and
-    the epsilon a DP defense spent, at each strength (and its axis name and direction); worst-case rows name the
-    strongest attack of each strength in ``strongest`` (several when seeds differ). Where the results hold feature
-    attacks, ``secret`` and ``victim`` tell the rows apart and a feature row's attack and prior numbers are MSEs
-    (:func:`shown`)."""
+    """Mean and std over seeds of utility, attack and prior accuracy, leakage (attack - prior accuracy, per seed), and
+    the epsilon a DP defense spent where every seed claims one (:func:`_claims`), at each strength (and its axis name
+    and direction); worst-case rows name the strongest attack of each strength in ``strongest`` (several when seeds
+    differ). Where the results hold feature attacks, ``secret`` and ``victim`` tell the rows apart and a feature row's
+    attack and prior numbers are MSEs (:func:`shown`)."""
     ok = shown(with_worst_case(results))
     ok = ok[ok["status"] == "ok"]
     if "strength_axis" not in ok:
@@ -308,19 +308,28 @@ def strength_summary(results: pd.DataFrame) -> pd.DataFrame:
         ok = ok.assign(leakage=ok["attack_accuracy"] - ok["prior_accuracy"])
     if "strength_stronger" not in ok:
         ok = ok.assign(strength_stronger="higher")
-    cols = ["utility", "attack_accuracy", "prior_accuracy", "leakage"] + [
-        c for c in ("epsilon", "epsilon_delta", "epsilon_features") if c in ok]
+    cols = ["utility", "attack_accuracy", "prior_accuracy", "leakage"]
     keys = GROUP + secret_columns(ok) + (["variant"] if "variant" in ok else []) + [
         "utility_metric", "strength_axis", "strength_stronger", "strength"]
     agg = ok.groupby(keys)[cols].agg(["mean", lambda c: c.std(ddof=0)])
     agg.columns = [f"{c}_{'mean' if s == 'mean' else 'std'}" for c, s in agg.columns]
     n = ok.groupby(keys)["seed"].count().rename("n_seeds")
-    joined = agg.join(n)
+    joined = agg.join(n).join(_claims(ok, keys, n))
     if "strongest" in ok:
         names = ok["strongest"].where(ok["strongest"].notna(), "").astype(str)
         joined = joined.join(names.groupby([ok[k] for k in keys]).agg(
             lambda s: ", ".join(sorted({v for v in s if v}))).rename("strongest"))
     return joined.reset_index()
+
+
+def _claims(ok: pd.DataFrame, keys: list[str], n: pd.Series) -> pd.DataFrame:
+    """Per strength, the epsilon (and delta) claimed: the max over seeds (each training holds its own claim; test the
+    weakest), only where every seed recorded one, else NaN; ``epsilon_seeds`` (and the others'), how many did (review
+    eps F4)."""
+    claims = [c for c in ("epsilon", "epsilon_delta", "epsilon_features", "epsilon_features_delta") if c in ok]
+    grouped = ok.groupby(keys)[claims]
+    counted = grouped.count()
+    return grouped.max().where(counted.eq(n, axis=0)).add_suffix("_max").join(counted.add_suffix("_seeds"))
 
 
 def strength_label(axis: str, strength: float) -> str:

@@ -194,7 +194,8 @@ def _check_canaries_guessed(configs: Sequence[RunConfig]) -> None:
 
 def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None,
                  replace_other_data: bool = False) -> None:
-    """Delete the stored records of ``configs`` that do not check out, so they are recomputed; say so. Records
+    """Delete the stored records of ``configs`` that do not check out, or whose epsilon earlier claim rules decided
+    (``RunRecord.claim_version``), so they are recomputed; say so. Records
     computed on other data than the dataset holds now (``data_by_key``: a changed data file) are deleted and recomputed
     too where ``replace_other_data`` (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted."""
     expected = data_by_key(configs)
@@ -204,9 +205,10 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
         refuse_other_data(other, where=str(store.path))
         refuse_other_canary_key(other_key, where=str(store.path))
     damaged = store.drop_damaged(list(expected))
-    store.forget([key for key, _ in other + other_key])
+    stale = store.stale_claims(list(expected))  # never resumed with an epsilon earlier claim rules decided
+    store.forget([key for key, _ in other + other_key + stale])
     for found, what in ((damaged, "damaged record(s)"), (other, "record(s) of other data"),
-                        (other_key, "record(s) of another canary key")):
+                        (other_key, "record(s) of another canary key"), (stale, "record(s) of earlier claim rules")):
         if found and on_note is not None:
             on_note(f"{len(found)} {what} in the store deleted and recomputed (the first, run {found[0][0]}: "
                     f"{found[0][1]})")

@@ -25,6 +25,8 @@ from vflpriv.tradeoff.epsilon import epsilon_table
 class TenfoldTooLittleNoise(GaussianDP):
     """A broken dp-gaussian: its noise is 10x smaller than its accountant assumes (the bug an audit must catch)."""
 
+    reads_labels = False  # its code only scales the mechanism's noise (review eps F2: a plugin declares its reads)
+
     def _noise(self, shape, device):
         return super()._noise(shape, device) / 10
 

@@ -19,7 +19,9 @@ def test_cached_pretraining_gives_identical_numbers(tiny, monkeypatch):
     (fresh,) = execute(plan(cfg))
     assert list(cache.cache_dir().glob("*.entry"))
     p = plan(cfg)
-    monkeypatch.setattr(type(p.method), "pretrain", lambda *a: pytest.fail("pretrained again"))
+    real = cache.cached_modules  # (patching the method's class would be code of its own: another pretraining key)
+    never = lambda: pytest.fail("pretrained again")  # noqa: E731
+    monkeypatch.setattr(cache, "cached_modules", lambda key, skeleton, compute, **kw: real(key, skeleton, never, **kw))
     (cached,) = execute(p)
     for field in ("utility", "attack_accuracy", "comm_mb", "comm_mb_pretrain", "comm_messages"):
         assert getattr(fresh, field) == getattr(cached, field), field
@@ -115,3 +117,20 @@ def test_entries_computed_while_a_command_checks_are_written_only_once_it_runs(t
     assert (tmp_path / "c" / "kept").exists() and len(calls) == 2
     with cache.held_back():
         assert entry("kept") == {"test": [1, 2]} and len(calls) == 2  # read, not computed again
+
+
+def test_a_pretraining_of_undeclared_plugin_code_is_keyed_by_the_label_defenses(tiny):
+    """Review eps F1: a VFLHLP-P subclass whose own ``pretrain`` may read the labels, declaring nothing, never reuses
+    the pretraining of an undefended run under label-dp's epsilon; VFLHLP-P itself still shares it."""
+    from vflpriv.methods.vflhlp import VFLHLPPassive
+
+    class Peeking(VFLHLPPassive):
+        def pretrain(self, fed):
+            return super().pretrain(fed)
+
+    base = tiny(method={"name": "vflhlp-p"})
+    label_dp = tiny(method={"name": "vflhlp-p"}, defenses=[{"name": "label-dp", "strength": 1.0, "sweep": True}])
+    assert pretrain_key(label_dp, VFLHLPPassive) == pretrain_key(base, VFLHLPPassive)
+    assert pretrain_key(label_dp, Peeking) != pretrain_key(base, Peeking)
+    assert pretrain_key(tiny(method={"name": "vflhlp-p"}, partition={"labeled": 90}), Peeking) != \
+        pretrain_key(base, Peeking)

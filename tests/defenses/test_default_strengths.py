@@ -103,3 +103,15 @@ def test_utility_or_attack_accuracy_moves_across_the_default_strengths(name, sha
         numbers.append([records[0].utility, *(r.feature_mse if features else r.attack_accuracy for r in records)])
     moved = max(abs(a - b) for a, b in zip(*numbers))
     assert moved > 0.01, numbers  # utility and the attacks' accuracy (or MSE) at the weakest and the strongest
+
+
+
+def test_a_strength_axis_reads_as_an_epsilon_only_where_the_defense_claims_one_there():
+    """Review eps F6: 'epsilon=1' in a table reads as a claim; grad-perturb's Laplace parameter claimed none."""
+    from vflpriv.config.schema import FinetuneConfig
+
+    named = [DEFENSES.get(n) for n in DEFENSES.names() if DEFENSES.get(n).axis.name == "epsilon"]
+    assert named  # label-dp, alibi
+    for cls in named:
+        for s in cls.default_strengths("finetune"):
+            assert cls.claimed_epsilon(s, finetune=FinetuneConfig(), options={}) == (s, 0.0), cls.__name__

@@ -12,7 +12,7 @@ from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import TrainingConfig
 from vflpriv.data.base import VerticalDataset
-from vflpriv.defenses.base import LABELS
+from vflpriv.defenses.base import LABELS, Protection
 from vflpriv.engine import (
     ACTIVE_BACKWARD,
     ACTIVE_BATCH,
@@ -38,8 +38,10 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
     _check_passive_backward(config, defenses)
     _check_label_readers(config, defenses)
     _check_soft_targets(config, defenses)
-    for d, c in zip(defenses, config.defenses):
-        d.uncovered = d.covers(method)
+    _check_delta(config, defenses, rows=int(dataset.y_train.shape[0]))
+    for i, (d, c) in enumerate(zip(defenses, config.defenses)):
+        d.read_around = _read_around(config, defenses, i)
+        d.uncovered = "; ".join(filter(None, [d.covers(method), d.read_around]))
         if d.uncovered and d.requested_claim():
             raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
                                     f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
@@ -86,14 +88,42 @@ def _check_label_readers(config: TrainingConfig, defenses: list) -> None:
     """A defense that backpropagates the active party's per-sample losses itself (DP-SGD) bounds only what passes its
     mechanism: a defense that reads the labels itself (``reads_labels``: Marvell's noise follows each batch's labels)
     releases them around it and is refused beside it, unless a label defense randomised the labels first (then it reads
-    the randomised ones, a post-processing of that defense's mechanism, whose epsilon covers the whole training)."""
+    the randomised ones, a post-processing of that defense's mechanism, whose epsilon covers the whole training): one
+    that claims an epsilon at its strength, and whose own code reads nothing else (review eps F2)."""
     own = [i for i, d in enumerate(defenses) if ACTIVE_BACKWARD in d.hook_points]
-    randomised = any(LABELS in d.hook_points and not d.is_identity for d in defenses)
-    readers = [config.defenses[i].name for i, d in enumerate(defenses) if d.reads_labels]
+    randomised = any(LABELS in d.hook_points and not d.is_identity and not d.label_reads()
+                     and d.claimed_epsilon(d.strength, finetune=config.finetune, options=c.options) is not None
+                     for d, c in zip(defenses, config.defenses))
+    readers = [config.defenses[i].name for i, d in enumerate(defenses) if d.label_reads()]
     if own and readers and not randomised:
         raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' bounds only the label uses of its own "
                                 f"mechanism, and {', '.join(readers)} reads the active party's labels around it; drop "
                                 f"{readers[0]}, or randomise the labels first with a label defense (label-dp, alibi)")
+
+
+def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
+    """A claim's delta must be below 1/n, n the training rows (as many as the rows any claim is over, or more): at
+    delta >= 1/n, publishing one random row's secret in the clear is (0, delta)-DP, so the epsilon says nothing."""
+    for d, c in zip(defenses, config.defenses):
+        if not d.is_identity and (delta := d.privacy_delta()) >= 1 / rows:
+            raise ConfigError(f"defense '{c.name}': options.delta {delta:g} is not below 1/{rows} ({rows} training "
+                              "rows, as many as any claim is over or more): no meaningful guarantee, as releasing one "
+                              f"random row's secret in the clear meets it; give a delta below {1 / rows:.3g} (1e-5 by "
+                              "default)")
+
+
+def _read_around(config: TrainingConfig, defenses: list, index: int) -> str:
+    """Why defense ``index``'s claim does not hold for another defense of the training, or '': one of code not vflpriv's
+    own that declares no reads of the claim's labels (the claim then bounds only its own mechanism), or one reading the
+    features a feature claim protects (declared or not: no label defense's randomisation has a feature analogue)."""
+    d = defenses[index]
+    if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
+        return ""
+    why = [f"{config.defenses[j].name}: {'; '.join(reads)}" for j, other in enumerate(defenses) if j != index
+           and (reads := [*(other.undeclared_reads("labels") if "labels" in d.secrets else ()),
+                          *(other.feature_reads() if "features" in d.secrets else ())])]
+    return ("; ".join(why) + f": around {config.defenses[index].name}'s mechanism, so its epsilon does not bound the "
+            "training") if why else ""
 
 
 def _check_soft_targets(config: TrainingConfig, defenses: list) -> None:

@@ -42,6 +42,7 @@ from vflpriv.engine import (
     make_parties,
 )
 from vflpriv.engine.adversary import AdversaryHooks
+from vflpriv.methods.base import Method, own_code
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.training import require_finite
@@ -131,7 +132,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
-    spent = [(d, e) for d in p.defenses if (e := d.privacy_spent()) is not None]
+    spent = [(d, e) for d in p.defenses if not d.uncovered and (e := d.privacy_spent()) is not None]
     claims = [(e, d.privacy_delta()) for d, e in spent if "features" not in d.secrets]
     features = [(d, e) for d, e in spent if "features" in d.secrets]  # another neighbouring relation
     result.notes += [f"{c.name}: no epsilon recorded: {d.uncovered}" for d, c in zip(p.defenses, p.config.defenses)
@@ -328,7 +329,7 @@ def _pretrain(p: Plan, fed: Federation, notes: list[str]) -> list | None:
     skeleton = getattr(p.method, "skeleton", None)
     if skeleton is None or any(phase == PRETRAIN for inbox in fed.channel.inboxes.values() for _, phase in inbox.wanted):
         return p.method.pretrain(fed)
-    key = pretrain_key(p.config, type(p.method))
+    key = pretrain_key(p.config, p.method)
     return cache.cached_modules(key, lambda: skeleton(fed), lambda: p.method.pretrain(fed),
                                 meter=fed.channel.meter, notes=notes)
 
@@ -342,26 +343,26 @@ def _method_code(method: type) -> str:
         return loaded_code(method)
 
 
-def pretrain_key(config: TrainingConfig, method: type) -> str:
-    """Hash of what pretraining can depend on: config parts, the data (``data_of``), the method's code and vflpriv's
-    code.
-
-    A method whose pretraining reads no labels shares one pretraining across label budgets; one that
-    reads them (supervised pretraining) is keyed by the label budget and by every label defense too
-    (a label defense such as label DP changes the labels of every phase, whatever its ``phase``).
-    """
-    reads_labels = method.pretrain_reads_labels
+def pretrain_key(config: TrainingConfig, method: Method | type) -> str:
+    """Hash of what pretraining can depend on: config parts, the data (``data_of``), the method's and vflpriv's code.
+    A pretraining reading no labels is shared across label budgets; one reading them is keyed by the label budget and
+    every label defense (label DP changes the labels of every phase), as is, fail closed, a method with code of its own
+    without ``label_uses`` declared beside it (``own_code``; ``feature_uses``: the feature defenses; review eps F1)."""
+    cls = method if isinstance(method, type) else type(method)
+    reads_labels = cls.pretrain_reads_labels or bool(own_code(method, "label_uses"))
+    reads_features = bool(own_code(method, "feature_uses"))
     payload = {
         "code": cache.code_version(),
-        "method_code": _method_code(method),
-        "method_class": f"{method.__module__}.{method.__qualname__}",
+        "method_code": _method_code(cls),
+        "method_class": f"{cls.__module__}.{cls.__qualname__}",
         "dataset": config.dataset.model_dump(mode="json"), "data": data_of(config),
         "partition": config.partition.without_aux_features().model_dump(
             mode="json", exclude=None if reads_labels else LABEL_FIELDS),
         "model": config.model.model_dump(mode="json"),
         "method": config.method.model_dump(mode="json"),
         "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses
-                     if d.phase == PRETRAIN or (reads_labels and "labels" in DEFENSES.get(d.name).supported_kinds)],
+                     if d.phase == PRETRAIN or (reads_labels and "labels" in DEFENSES.get(d.name).supported_kinds)
+                     or (reads_features and "features" in DEFENSES.get(d.name).secrets)],
         "seed": config.seed,
         # a pretraining that reads labels reads the canaries' too, drawn with the canary key
         **({"canary_key": fingerprint(canary_key())} if reads_labels and config.partition.canaries else {}),

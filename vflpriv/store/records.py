@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 
 from vflpriv.store import canary_fields, feature_fields
 
 #: Run outcomes: scored, failed with its reason, or not applicable (a non-federated method has no adversary).
 OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
+
+#: The version of the rules deciding where an epsilon is claimed (the defenses' ``covers``, the undeclared-code rules of
+#: methods and defenses, the accountants): raised by any change to them, so that a stored epsilon written under earlier
+#: rules is never resumed or shown (review eps F3). 1: review eps F1/F2 (pretraining keys and defense plugins).
+CLAIM_VERSION = 1
 
 
 @dataclass
@@ -126,6 +131,9 @@ class RunRecord:
     #: differ in one sample's features at the victim), at ``epsilon_features_delta``: never added to a label epsilon.
     epsilon_features: float = float("nan")
     epsilon_features_delta: float = float("nan")
+    #: The :data:`CLAIM_VERSION` of the code that wrote it (read as 0 from a record written before the field); an
+    #: epsilon of another is stale.
+    claim_version: int = CLAIM_VERSION
     #: The attack acted during this training (its own training): utility is the federation's under attack.
     training_under_attack: bool = False
     #: How many targets the attack guessed and was scored on (an attack on one batch guesses that batch).
@@ -201,7 +209,7 @@ class RunRecord:
         if not isinstance(data, dict):
             raise ValueError(f"not a JSON object but {type(data).__name__}")
         known = {f.name: f for f in fields(cls)}
-        kept = {k: v for k, v in data.items() if k in known}
+        kept = {"claim_version": 0} | {k: v for k, v in data.items() if k in known}  # 0: written before the field
         missing = [f.name for f in fields(cls) if f.name not in kept and f.default is MISSING
                    and f.default_factory is MISSING]
         if missing:
@@ -250,4 +258,24 @@ def stored(key: object, text: object, *, lists: bool = False) -> tuple[RunRecord
     if record.key != key:
         return None, f"it holds the record of another run ({record.key[:16]})"
     problem = feature_fields.lists_problem(record) if lists else ""
-    return (None, problem) if problem else (record, "")
+    return (None, problem) if problem else (without_stale_claim(record), "")
+
+
+def stale_claim(record: RunRecord) -> str:
+    """Why ``record``'s epsilon was decided by other claim rules than the current ones (:data:`CLAIM_VERSION`), or ''
+    (no epsilon, or a current one)."""
+    claimed = not (math.isnan(record.epsilon) and math.isnan(record.epsilon_features))
+    if not claimed or record.claim_version == CLAIM_VERSION:
+        return ""
+    return (f"epsilon withheld: recorded under claim rules {record.claim_version}, not the current {CLAIM_VERSION} "
+            "(a claim since withheld may be among them); evaluate on this store recomputes it")
+
+
+def without_stale_claim(record: RunRecord) -> RunRecord:
+    """``record``, with a stale epsilon (:func:`stale_claim`) read as none and the note saying why."""
+    why = stale_claim(record)
+    if not why:
+        return record
+    nan = float("nan")
+    return replace(record, epsilon=nan, epsilon_delta=nan, epsilon_features=nan, epsilon_features_delta=nan,
+                   notes="; ".join(filter(None, [record.notes, why])))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.store.folders import creatable
-from vflpriv.store.records import NOT_APPLICABLE, OK, RunRecord, stored
+from vflpriv.store.records import NOT_APPLICABLE, OK, RunRecord, stale_claim, stored
 
 #: Statuses of records a rerun keeps: a failed run is retried.
 FINAL = (OK, NOT_APPLICABLE)
@@ -133,6 +133,15 @@ class Store:
         damaged = [(key, problem) for key, text in self._stored(keys) if (problem := stored(key, text, lists=True)[1])]
         self.forget([key for key, _ in damaged])
         return damaged
+
+    def stale_claims(self, keys: list[str]) -> list[tuple[str, str]]:
+        """(key, why) for each stored record of ``keys`` whose epsilon other claim rules decided (``stale_claim``)."""
+        found = []
+        for key, text in self._stored(keys):
+            with contextlib.suppress(TypeError, ValueError):  # a damaged record: drop_damaged's
+                if why := stale_claim(RunRecord.from_json(text)):
+                    found.append((key, why))
+        return found
 
     def _stored(self, keys: list[str], column: str = "record") -> Iterator[tuple[str, object]]:
         """(key, ``column``) of each of ``keys`` the store holds, read 500 keys at a time."""

@@ -177,7 +177,8 @@ def _defense(name: str, cls: Any) -> Description:
                          f"identity {axis.identity:g}",
              "protects": kinds,
              "binary tasks only": str(cls.binary_only),
-             "reads the active party's labels": str(cls.reads_labels),
+             "reads the active party's labels": "; ".join(cls.label_reads()) or "no",
+             "reads a passive party's features": "; ".join(cls.feature_reads()) or "no",
              "audit strengths": "; ".join(f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.audit_strengths.items())
              or "none",
              "claims to protect": ", ".join(sorted(cls.secrets))}

@@ -1,0 +1,98 @@
+"""Review eps F2: a defense whose code is not vflpriv's own is taken to read the labels and the features unless its
+own class declares otherwise (``reads_labels``, ``reads_features``), as a method's undeclared code is; and a label
+defense admits a label reader beside dp-gaussian only where it claims an epsilon at its strength."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from vflpriv.common.errors import IncompatibleError
+from vflpriv.config.registry import DEFENSES
+from vflpriv.config.schema import RunConfig
+from vflpriv.defenses.base import Defense, LabelDefense, StrengthAxis
+from vflpriv.runner.execution import run
+from vflpriv.runner.planning import plan
+
+AXIS = StrengthAxis(name="lambda", stronger="higher", identity=0.0)
+
+
+class _Tag(Defense):
+    """Forwards the gradient unchanged (the review's LabelTag wrote the labels into it; what it does is unread here)."""
+
+    axis = AXIS
+
+    def transform(self, tensor, message):
+        return tensor
+
+
+class _DeclaredTag(_Tag):
+    reads_labels = False
+    reads_features = False
+
+
+class _Keep(LabelDefense):
+    """Keeps every label and claims nothing (the review's Smooth)."""
+
+    axis = AXIS
+    reads_labels = False
+
+    def relabel(self, labels, *, num_classes):
+        return labels.clone()
+
+
+class _EmbeddingTag(_Tag):
+    default_kinds = supported_kinds = ("embedding",)
+
+
+class _DeclaredEmbeddingTag(_EmbeddingTag):
+    reads_features = False
+    reads_labels = False
+
+
+for name, cls in {"t-tag": _Tag, "t-declared": _DeclaredTag, "t-keep": _Keep, "t-emb": _EmbeddingTag,
+                  "t-declared-emb": _DeclaredEmbeddingTag}.items():
+    DEFENSES.register(name, cls)
+
+
+def _config(*defenses, **changes) -> RunConfig:
+    data = {"partition": {"labeled": 100, "aux": 40}, "model": {"hidden": 32, "out_dim": 16},
+            "finetune": {"epochs": 1, "batch_size": 32}, "attack": {"name": "gc", "prior": "none"},
+            "defenses": list(defenses), **changes}
+    return RunConfig.model_validate(data)
+
+
+DP = {"name": "dp-gaussian", "strength": 4.0, "sweep": True}
+
+
+def test_a_plugin_defense_declaring_nothing_is_refused_beside_dp_gaussian():
+    with pytest.raises(IncompatibleError, match="t-tag reads the active party's labels around it"):
+        plan(_config(DP, {"name": "t-tag", "strength": 1.0, "party": 0, "kinds": ["gradient"]}))
+    p = plan(_config(DP, {"name": "t-declared", "strength": 1.0, "party": 0, "kinds": ["gradient"]}))
+    assert p.defenses[0].uncovered == ""
+
+
+def test_a_label_defense_claiming_nothing_does_not_admit_a_label_reader():
+    marvell = {"name": "marvell", "strength": 1.0}
+    binary = {"dataset": {"name": "breast-cancer"}, "partition": {"labeled": 60, "aux": 20}}
+    with pytest.raises(IncompatibleError, match="marvell reads the active party's labels around it"):
+        plan(_config(DP, {"name": "t-keep", "strength": 1.0}, marvell, **binary))
+    plan(_config(DP, {"name": "label-dp", "strength": 2.0}, marvell, **binary))  # it claims 2: admitted, as before
+
+
+def test_undeclared_plugin_code_voids_a_label_claim_and_no_epsilon_is_recorded():
+    (record,) = run(_config({"name": "label-dp", "strength": 2.0, "sweep": True},
+                            {"name": "t-tag", "strength": 1.0, "party": 0, "kinds": ["gradient"]}))
+    assert math.isnan(record.epsilon) and "label-dp: no epsilon recorded: t-tag: its own code (_Tag.transform())" \
+        in record.notes
+
+
+def test_a_plugin_on_the_victim_s_embeddings_voids_embedding_dp_s_claim_unless_it_declares():
+    emb = {"name": "embedding-dp", "strength": 8.0, "party": 1}
+    attack = {"attack": {"name": "fi-decoder"}}
+    p = plan(_config(emb, {"name": "t-emb", "strength": 1.0, "party": 1}, **attack))
+    assert "t-emb: its own code (_Tag.transform())" in p.defenses[0].uncovered
+    assert p.defenses[0].read_around
+    p = plan(_config(emb, {"name": "t-declared-emb", "strength": 1.0, "party": 1}, **attack))
+    assert p.defenses[0].uncovered == "" and p.defenses[0].read_around == ""

@@ -1,0 +1,33 @@
+"""Review eps F4: a strength's epsilon is shown only where every seed recorded one, and as the max over the seeds (each
+training must hold its own claim), never a mean that skips the seeds without one."""
+
+import pandas as pd
+from rich.console import Console
+
+from vflpriv.reports.paper_tables import _strength_cell
+from vflpriv.reports.tables import claim_cell, strength_table
+from vflpriv.tradeoff.cap import strength_summary
+
+NAN = float("nan")
+BASE = {"method": "m", "dataset": "d", "attack": "mc", "defense": "dp-gaussian", "phase": "finetune", "status": "ok",
+        "utility": 0.5, "attack_accuracy": 0.3, "prior_accuracy": 0.1, "utility_metric": "accuracy",
+        "strength_axis": "sigma", "strength_stronger": "higher"}
+
+
+def _summary():
+    rows = [{**BASE, "strength": 4.0, "seed": 0, "epsilon": 2.0, "epsilon_delta": 1e-5},
+            {**BASE, "strength": 4.0, "seed": 1, "epsilon": NAN, "epsilon_delta": NAN},
+            {**BASE, "strength": 8.0, "seed": 0, "epsilon": 1.0, "epsilon_delta": 1e-5},
+            {**BASE, "strength": 8.0, "seed": 1, "epsilon": 1.5, "epsilon_delta": 1e-5}]
+    return strength_summary(pd.DataFrame(rows)).set_index("strength", drop=False)
+
+
+def test_a_row_claims_the_max_over_seeds_only_where_every_seed_claims():
+    summary = _summary()
+    assert [claim_cell(r) for _, r in summary.iterrows()] == ["n/a (1 of 2 seeds claim)", "1.5 at δ 1e-05"]
+    assert [_strength_cell(r) for r in summary.itertuples()] == [
+        "0.300 / 0.500 (ε n/a (1 of 2 seeds claim))", "0.300 / 0.500 (ε 1.5 at δ 1e-05)"]
+    console = Console(record=True, width=250)
+    console.print(strength_table(summary))
+    text = console.export_text()
+    assert "n/a (1 of 2 seeds claim)" in text and "1.5 at δ 1e-05" in text and "2 at δ 1e-05" not in text
