@@ -17,10 +17,11 @@ import pandas as pd
 from vflpriv.common.secret_kinds import FEATURES, LABELS, SECRETS
 from vflpriv.reports.canaries import without_prior
 from vflpriv.reports.features import NOTE as FEATURE_NOTE
-from vflpriv.reports.features import digest, judged
+from vflpriv.reports.features import judged
 from vflpriv.reports.paper_tables import Table, natural
 from vflpriv.reports.tables import falls_text, roles, who
 from vflpriv.tradeoff.cap import WORST, narrowed, strength_label
+from vflpriv.tradeoff.configurations import digest
 from vflpriv.tradeoff.leakage import (FEATURE_MARGIN, MARGIN, TEST_COLUMNS, falls_to_prior, leakage_test, measured,
                                       verdict_rule)
 from vflpriv.tradeoff.variants import with_variants
@@ -214,7 +215,7 @@ def _feature_rows(results: pd.DataFrame, keys: list[str], margin: float) -> list
 
 def _label_rows(results: pd.DataFrame, part: pd.DataFrame, keys: list[str], margin: float) -> list[list[str]]:
     """The label attacks' rows: the weakest strength, or what the undefended verdict of every configuration the
-    defense ran (``reports.features.digest``) says where none leaked."""
+    defense ran (``tradeoff.configurations.digest``) says where none leaked."""
     plain = results[(results["defense"] == "none") & (results["attack"] != WORST)]
     plain = plain[plain["secret"] == LABELS] if "secret" in plain else plain
     plain = plain[~without_prior(plain)] if "config" in plain else plain  # the canaries' controls measure utility
