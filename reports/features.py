@@ -16,7 +16,7 @@ import pandas as pd
 from vflpriv.common.console import plural
 from vflpriv.reports.paper_tables import Table
 from vflpriv.reports.tables import falls_text, who
-from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
+from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, unmeasured_text, with_worst_case
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
 from vflpriv.tradeoff.configurations import UNREAD_BY_FEATURES, digest
 from vflpriv.tradeoff.variants import with_variants
@@ -110,12 +110,13 @@ def _setting(values: dict) -> str:
     return f"{values.get('method')} on {values.get('dataset')}{f' ({variant})' if variant else ''}: "
 
 
-def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, verdicts: list[dict] = ()
-                     ) -> list[dict]:
+def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, verdicts: list[dict] = (),
+                     baseline: pd.DataFrame | None = None) -> list[dict]:
     """Per (method, dataset, adversary, victim, attack, phase, defense and its configuration, e.g. ISO on the
     embeddings and on the embeddings and weights): the feature CAP over the strengths (utility x min(1, attack MSE /
     prior MSE)) and the weakest strength at which the attack falls to the prior (n/a where the attack reads "no"
-    without a defense: there is nothing for the defense to bring down)."""
+    without a defense: there is nothing for the defense to bring down; the worst case's names the attacks it lacks,
+    those that succeeded in ``baseline`` with no successful run under the defense)."""
     undefended: dict[tuple, list[dict]] = {}
     for v in verdicts:
         undefended.setdefault((*v.get("place", ("", "")), v["adversary"], v["victim"], v["attack"], v["phase"]),
@@ -125,7 +126,7 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
     out = []
     for keys, part in defended.groupby([*place, "adversary", "victim"], sort=False):
         where, (adversary, victim) = _place(dict(zip(place, keys))), keys[len(place):]
-        part = with_worst_case(part)
+        part = with_worst_case(part, baseline)
         caps = cap_table(part)
         by = ["attack", "phase", "defense", *(["variant"] if "variant" in part else [])]
         for keys, rows in part.groupby(by, sort=False):
@@ -136,6 +137,7 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
             falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and quiet is not True else None
             axis = str(rows["strength_axis"].iloc[0])
             measured = sorted(rows.loc[rows["status"] == "ok", "strength"].unique())
+            missing = unmeasured_text(rows)
             out.append({
                 "setting": f"{where[0]} on {where[1]}" if several else "", "place": where, "adversary": str(adversary),
                 "victim": str(victim), "attack": attack, "phase": phase,
@@ -145,7 +147,7 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
                 "cap_std": _num(row["cap_std"].iloc[0]) if len(row) else None,
                 "seeds": int(row["n_seeds"].iloc[0]) if len(row) else 0,
                 "falls_to_prior_text": ("n/a: no leakage beyond the prior without a defense" if quiet
-                                        else "n/a" if attack == WORST
+                                        else f"n/a{': ' * bool(missing)}{missing}" if attack == WORST
                                         else falls_text(falls, axis, measured, unit=" MSE", compared=quiet is not None))})
     return out
 
@@ -221,7 +223,8 @@ def judged(frame: pd.DataFrame, *, margin: float = FEATURE_MARGIN) -> tuple[list
         baseline = pd.concat([with_variants(rows.drop(columns=["variant"], errors="ignore"))
                               for _, rows in baseline.groupby(["adversary", "victim"], sort=False)]).loc[baseline.index]
     verdicts = feature_verdicts(baseline, margin=margin)
-    return verdicts, feature_defenses(frame[frame["defense"] != "none"], margin=margin, verdicts=verdicts)
+    return verdicts, feature_defenses(frame[frame["defense"] != "none"], margin=margin, verdicts=verdicts,
+                                      baseline=baseline)
 
 
 def feature_html(results: pd.DataFrame, out: Path, *, margin: float = FEATURE_MARGIN) -> str:

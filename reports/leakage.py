@@ -179,14 +179,16 @@ def prior_strength_tables(results: pd.DataFrame, *, margin: float = MARGIN,
     (``tradeoff.leakage.falls_to_prior``: mean leakage over the seeds within the margin; for features within a share of
     the prior's MSE), with the leakage and utility there; "n/a" where the attack did not leak without the defense in
     the configurations the defense ran (nothing to bring down: review fin F1), as the audit's and the report's own
-    defense tables say; one table per secret present."""
-    ok = results[(results["status"] == "ok") & (results["defense"] != "none") & (results["attack"] != WORST)]
-    if ok.empty:
+    defense tables say, and that every defended run failed where none succeeded (review last3 F1: the attack had no
+    row); one table per secret present."""
+    tried = results[results["status"].isin(["ok", "failed"]) & (results["defense"] != "none")
+                    & (results["attack"] != WORST)]  # an attack whose every defended run failed keeps its row
+    if not (tried["status"] == "ok").any():
         return []
-    secrets = ok["secret"] if "secret" in ok else pd.Series(LABELS, index=ok.index)
+    secrets = tried["secret"] if "secret" in tried else pd.Series(LABELS, index=tried.index)
     tables = []
     for secret in SECRETS:
-        part = ok[secrets == secret]
+        part = tried[secrets == secret]
         keys = [*CELL, *(roles(part) if secret == FEATURES else []),  # a feature attack: per adversary and victim
                 *(["variant"] if "variant" in part and (part["variant"] != "").any() else [])]  # configurations apart
         if part.empty:
@@ -235,7 +237,8 @@ def _label_rows(results: pd.DataFrame, part: pd.DataFrame, keys: list[str], marg
         falls = None if quiet else falls_to_prior(group, margin=margin)
         axis = str(group["strength_axis"].iloc[0]) if "strength_axis" in group else "lambda"
         where = (UNDEFENDED_AT_PRIOR[verdicts.pop() if len(verdicts) == 1 else "no"] if quiet else
-                 falls_text(falls, axis, sorted(group["strength"].unique()), compared=None not in found))
+                 falls_text(falls, axis, sorted(group.loc[group["status"] == "ok", "strength"].unique()),
+                            compared=None not in found))
         rows.append([*(str(v) for v in values), where])
     return rows
 
