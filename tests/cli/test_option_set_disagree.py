@@ -29,17 +29,22 @@ DISAGREE = [
                                                                 "finetune, sweep: true}], but a --set makes it"),
     (["--method", "fedhssl", "--phase", "pretrain", "--defense", "iso", "--set", "defenses.0.phase=finetune"],
      "--defense sets defenses=[{name: iso, phase: pretrain, sweep: true}], but a --set makes it"),
+    # review last2 R4: a section without a phase acts in the default one, finetune, not in --phase's
+    (["--method", "fedhssl", "--phase", "pretrain", "--defense", "iso", "--set", "defenses=[{name: iso, sweep: true}]"],
+     "--defense sets defenses=[{name: iso, phase: pretrain, sweep: true}], but a --set makes it"),
 ]
 
 
 CASES = [("evaluate", a, n) for a, n in DISAGREE] + [("tune", a, n) for a, n in DISAGREE[:2] + DISAGREE[4:6]
-                                                     + DISAGREE[-2:]]  # tune builds through evaluate (last2 R7)
+                                                     + DISAGREE[-3:]]  # tune builds through evaluate (last2 R7)
 #: Review lo3 F4: what says the same (the same attacks reordered, a list of one), a fixed defense added
 #: beside the swept one, the swept one's phase where --phase did not give it: kept.
 AGREE = [(["--attack", "mc", "--set", "attack.name=[mc]"], ["mc"]),  # review last2 R1: a list of one is the attack
          (["--attack", "mc,gc", "--set", "attack.name=[gc, mc]"], ["gc", "mc"]),
          (["--defense", "none", "--set", "defenses=[{name: iso, strength: 1}]"], [("iso", False)]),
-         (["--defense", "iso", "--set", "defenses.0.phase=pretrain", "--method", "fedhssl"], [("iso", True)])]
+         (["--defense", "iso", "--set", "defenses.0.phase=pretrain", "--method", "fedhssl"], [("iso", True)]),
+         # review last2 R4: the phase the section resolves to (the default, finetune) is the one --phase gives
+         (["--phase", "finetune", "--defense", "iso", "--set", "defenses=[{name: iso, sweep: true}]"], [("iso", True)])]
 
 
 @pytest.mark.parametrize(("command", "args", "needle"), CASES, ids=[f"{c} {' '.join(a)}"[:60] for c, a, _ in CASES])
@@ -63,8 +68,9 @@ def test_a_set_that_says_the_same_or_adds_beside_the_option_is_kept(args, found,
     result = CliRunner().invoke(app, ["evaluate", "--dataset", "digits", "--seeds", "0", *args, "--dry-run"])
     assert result.exit_code == 0, result.output
     options = dict(zip(args[::2], args[1::2]))
-    exp = build_experiment(config=None, method=options.get("--method"), dataset="digits", strengths=None, phase=None,
-                           jobs=None, backend=None, device=None, attack=options.get("--attack"),
+    exp = build_experiment(config=None, method=options.get("--method"), dataset="digits", strengths=None,
+                           phase=options.get("--phase"), jobs=None, backend=None, device=None,
+                           attack=options.get("--attack"),
                            defense=options.get("--defense"), seeds="0", overrides=[options["--set"]])
     attacks = [exp.attack.name] if isinstance(exp.attack.name, str) else list(exp.attack.name)
     assert (attacks if isinstance(found[0], str) else [(d.name, d.sweep) for d in exp.defenses]) == found

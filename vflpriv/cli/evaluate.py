@@ -20,6 +20,7 @@ from vflpriv.config.parse import (
 )
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.config.registry import ATTACKS
+from vflpriv.config.schema import DefenseConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store.folders import DEFAULT_OUT
 
@@ -79,11 +80,13 @@ def experiment_data(
 
 
 def swept(defenses: Any, phase: Optional[str]) -> Any:
-    """What ``--defense`` says of ``defenses``: which one is swept (its name, and its phase where ``--phase`` gave it);
-    fixed defenses beside it (a config's, a ``--set``'s) and the swept one's other settings refine it."""
+    """What ``--defense`` says of ``defenses``: which one is swept (its name, and its phase where ``--phase`` gave it,
+    as validation reads it: a section without one acts in ``DefenseConfig``'s default phase, review last2 R4); fixed
+    defenses beside it (a config's, a ``--set``'s) and the swept one's other settings refine it."""
     if not isinstance(defenses, list) or not all(isinstance(d, dict) for d in defenses):
         return defenses
-    return [(d.get("name"), d.get("sweep"), d.get("phase") if phase is not None else None) for d in defenses
+    default = DefenseConfig.model_fields["phase"].default
+    return [(d.get("name"), d.get("sweep"), d.get("phase", default) if phase is not None else None) for d in defenses
             if d.get("sweep") not in (None, False)]  # sweep="false" as written is no True (review last2 R4)
 
 
