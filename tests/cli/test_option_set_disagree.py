@@ -103,3 +103,25 @@ def test_tune_refuses_a_bound_that_is_no_finite_strength_naming_its_option(bound
                                       "--dry-run"])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, f"--low/--high must be finite strengths, got {needle}")
+
+
+MOVED = ("--defense iso sweeps it in finetune, the attacked phase before the --set, but a --set makes the attacked "
+         "phase ")
+
+
+@pytest.mark.parametrize("command", ["evaluate", "tune"])
+@pytest.mark.parametrize("moved", ["attack.phase=pretrain", "attack={phase: pretrain}"])
+def test_a_set_moving_the_attack_away_from_the_phase_defense_swept_in_is_refused(command, moved, tmp_path,
+                                                                                 monkeypatch):
+    """Review last2's aside: --defense sweeps in the attacked phase, read before the --sets; a --set moving the
+    attack to pretrain left the defense in finetune, after what the attack reads, where it measures nothing."""
+    refused_in_planning([command, "--method", "fedhssl", "--defense", "iso", "--set", moved], MOVED + "pretrain; "
+                        "give --phase pretrain to attack and defend pretrain", tmp_path, monkeypatch)
+
+
+def test_a_set_moving_the_attack_and_the_swept_defense_alike_is_kept():
+    exp = build_experiment(config=None, method="fedhssl", dataset="digits", strengths=None, phase=None, jobs=None,
+                           backend=None, device=None, attack=None, defense="iso", seeds="0",
+                           overrides=["attack.phase=pretrain", "defenses.0.phase=pretrain"])
+    assert exp.attack.phase == "pretrain" and [(d.name, d.phase, d.sweep) for d in exp.defenses] == [
+        ("iso", "pretrain", True)]
