@@ -279,7 +279,8 @@ def _label_markdown(summary: dict) -> list[str]:
               "", "| adversary | attack | phase | defense | strengths | U | CAP | falls to the prior at |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for d in summary["defenses"]:
-        cap = mean_std(d["cap"], d["cap_std"], n=d["seeds"]) if d["cap"] is not None else d["cap_status"]
+        cap = d["cap_status"] if d["cap"] is None else mean_std(d["cap"], d["cap_std"], n=d["seeds"]) + (
+            f" ({d['cap_status']})" if d["cap_status"] != "ok" else "")  # partial: over which seeds, and why
         strengths = ", ".join(strength_label(d["axis"], s) for s in d["strengths"])
         defense = f"{d['defense']} ({d['variant']})" if d.get("variant") else d["defense"]
         lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {defense} | {strengths} | "
