@@ -141,9 +141,8 @@ def worst_case_runs(results: pd.DataFrame, undefended: pd.DataFrame | None = Non
         "training_under_attack", "prior_mse", "feature_mse"])
     by = ([c for c in GROUP if c != "attack"] + [c for c in SECRET if c in ok] + (["variant"] if "variant" in ok else [])
           + ["strength", "seed"])
-    tried = results[(results["attack"] != WORST) & (results["status"] != "n/a")]
-    missing = unmeasured(tried, set(ok.index), by, tried[tried["defense"] == "none"] if undefended is None
-                         else undefended)
+    tried = narrowed(results[(results["attack"] != WORST) & (results["status"] != "n/a")], [*ok.columns, "config"])
+    missing = unmeasured(tried, ok.index, by, tried[tried["defense"] == "none"] if undefended is None else undefended)
     attacks = pd.concat([ok[["attack"]].assign(secret=ok["secret"] if "secret" in ok else "labels"),
                          *(pd.DataFrame({"attack": names, "secret": key[by.index("secret")] if "secret" in by
                                          else "labels"}) for key, names in missing.items())])
@@ -153,7 +152,7 @@ def worst_case_runs(results: pd.DataFrame, undefended: pd.DataFrame | None = Non
         if not several[g["secret"].iloc[0] if "secret" in g else "labels"] or key in missing:
             continue  # the only attack on its secret: its own rows stand; or one attack unmeasured: below
         rows.append(_strongest(g))
-    for key, g in tried[tried["defense"] != "none"].groupby(by, sort=False):
+    for key, g in tried[tried["defense"] != "none"].groupby(by, sort=False) if missing else ():
         if key not in missing:
             continue
         first, names = g.iloc[0], missing[key]
@@ -196,19 +195,26 @@ def _strongest(g: pd.DataFrame) -> dict:
     return row
 
 
-def unmeasured(tried: pd.DataFrame, measured: set, by: list[str], undefended: pd.DataFrame) -> dict[tuple, list[str]]:
-    """Per worst-case group of the defended runs (``by``'s values), the attacks with no successful run there
-    (``measured``: the indices of those) among its sweep's (every strength and seed it recorded) that succeeded
-    elsewhere in the sweep or without a defense in the configuration they ran (``tradeoff.configurations.digest``)."""
+def unmeasured(tried: pd.DataFrame, measured: pd.Index, by: list[str], undefended: pd.DataFrame
+               ) -> dict[tuple, list[str]]:
+    """Per worst-case group of the defended runs (``by``'s values), the attacks (by adversary, where several) that ran
+    there but have no successful run (``measured``: the indices of those), among those that succeeded elsewhere in
+    the sweep or without a defense in the configuration they ran (``tradeoff.configurations.digest``). Where an attack
+    did not run is no gap: the audit runs an acting attack at some strengths only (the passive ones stand for it)."""
     found: dict[tuple, list[str]] = {}
     defended = tried[tried["defense"] != "none"]
-    for sweep, group in defended.groupby(by[:-2], sort=False):
-        points = set(group[["strength", "seed"]].itertuples(index=False, name=None))
-        for attack, runs in group.groupby("attack", sort=True):
+    unmet = ~defended.index.isin(measured)
+    lacking = set(defended[unmet].groupby(by[:-2]).groups) if unmet.any() else set()  # sweeps with a gap, or none
+    for sweep, group in defended.groupby(by[:-2], sort=False) if lacking else ():
+        if sweep not in lacking:
+            continue
+        several = "adversary" in group and group["adversary"].nunique() > 1
+        for who, runs in group.groupby(["attack", *(["adversary"] if several else [])], sort=True):
+            ran = set(runs[["strength", "seed"]].itertuples(index=False, name=None))
             done = set(runs.loc[runs.index.isin(measured), ["strength", "seed"]].itertuples(index=False, name=None))
-            if points - done and (done or _succeeded_undefended(runs, undefended)):
-                for point in sorted(points - done):
-                    found.setdefault((*sweep, *point), []).append(attack)
+            if ran - done and (done or _succeeded_undefended(runs, undefended)):
+                for point in sorted(ran - done):
+                    found.setdefault((*sweep, *point), []).append(" by ".join(map(str, who)))
     return found
 
 

@@ -98,3 +98,23 @@ def test_without_undefended_runs_an_attack_that_succeeded_at_one_strength_is_mis
     caps = cap_table(with_worst_case(records[records["defense"] != "none"]))
     (status,) = caps.loc[caps["attack"] == WORST, "status"]
     assert status == "incomplete: strengths 25 failed (no successful run of gc at 25)"
+
+
+def test_an_attack_not_run_at_a_strength_leaves_no_gap_there():
+    """The audit runs an acting attack (mc-active) at a defense's weakest strength only, the passive attacks standing
+    for it elsewhere (docs/guides/auditing.md): a strength it did not run at is no failure (an audit store read so)."""
+    records = _records(lambda attack, s, seed: False)
+    records = records[~((records["attack"] == "mc") & (records["strength"] == 25.0))]
+    summary = audit_summary(records, [], margin=0.02, context={})
+    (worst,) = [d for d in summary["defenses"] if d["attack"] == WORST]
+    assert worst["cap_status"] == "ok" and worst["falls_to_prior_text"].startswith("λ=1 (")
+
+
+def test_a_feature_attack_failing_for_one_of_two_adversaries_is_named_with_it():
+    """The feature worst case takes every adversary: one adversary's successful runs do not stand for another's."""
+    records = pd.concat([_records(lambda attack, s, seed: attack == "fia" and adversary == "server",
+                                  secret="features", attacks=("fia", "fib")).assign(adversary=adversary)
+                         for adversary in ("1", "server")], ignore_index=True)
+    caps = cap_table(with_worst_case(records))
+    (status,) = caps.loc[(caps["attack"] == WORST) & (caps["defense"] == "iso"), "status"]
+    assert status == "incomplete: strengths 1, 25 failed (no successful run of fia by server at 1, 25)"
