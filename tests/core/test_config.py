@@ -127,5 +127,6 @@ def test_a_list_of_one_attack_is_that_attack_in_the_dump_and_the_run_keys(spelle
                                                                 "search_space": {"lr": [0.01, 0.1]}}})
     experiment = validate(ExperimentConfig, {**base, "attack": spelled})
     assert experiment.model_dump() == plain.model_dump()
-    assert [(r.key(), r.training_key()) for r in experiment.runs()] == [(r.key(), r.training_key()) for r in plain.runs()]
+    keys = [(r.key(), r.training_key()) for r in experiment.runs()]
+    assert keys == [(r.key(), r.training_key()) for r in plain.runs()]
 

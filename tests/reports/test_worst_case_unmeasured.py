@@ -35,7 +35,8 @@ def _run(attack: str, strength: float, seed: int, *, failed: bool = False, secre
 
 
 def _records(fails, *, secret: str = "labels", attacks=("mc", "gc", "bli")) -> pd.DataFrame:
-    """Every attack leaking undefended; under iso λ=1 and λ=25 at the prior but where ``fails(attack, strength, seed)``."""
+    """Every attack leaking undefended; under iso λ=1 and λ=25 at the prior, failed where ``fails(attack, strength,
+    seed)``."""
     rows = [_run(a, 0.0, seed, secret=secret) for a in attacks for seed in (0, 1, 2)]
     rows += [_run(a, s, seed, failed=fails(a, s, seed), secret=secret) for a in attacks for s in (1.0, 25.0)
              for seed in (0, 1, 2)]
@@ -49,7 +50,8 @@ def test_the_audit_s_worst_case_names_the_attack_that_failed_at_every_strength_a
     assert worst["cap"] is None and worst["falls_to_prior"] is None
     assert worst["cap_status"] == "incomplete: strengths 1, 25 failed (no successful run of mc at 1, 25)"
     assert worst["falls_to_prior_text"] == "n/a: no successful run of mc at 1, 25 (see Failed runs)"
-    assert "| worst-case | finetune | iso | λ=1, λ=25 | test utility | incomplete" in "\n".join(_label_markdown(summary))
+    row = "| worst-case | finetune | iso | λ=1, λ=25 | test utility | incomplete"
+    assert row in "\n".join(_label_markdown(summary))
 
 
 def test_the_table_s_worst_case_cap_is_incomplete_and_the_failed_attack_keeps_its_row():

@@ -31,7 +31,7 @@ class AttackSettings(AttackConfig):
     @classmethod
     def _one_of_a_list(cls, data: Any) -> Any:
         """A list of one (``[mc]``) is that attack, its options and search space keyed by its name (``{mc: {epochs:
-        5}}``) as with several names: one experiment, one dump and one grid cell whichever the spelling (last3 F3, F4)."""
+        5}}``) as with several names: one experiment, dump and grid cell whichever the spelling (last3 F3, F4)."""
         if not isinstance(data, dict) or not isinstance(data.get("name"), list) or len(data["name"]) != 1:
             return data
         (name,) = data["name"]
