@@ -17,7 +17,7 @@ from vflpriv.reports.canaries import canary_controls, canary_markdown, canary_su
 from vflpriv.reports.features import feature_defenses, feature_markdown, feature_verdicts, who
 from vflpriv.reports.leakage import UNDEFENDED_AT_PRIOR
 from vflpriv.reports.tables import falls_text, mean_std, utility_label
-from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
+from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, unmeasured_text, with_worst_case
 from vflpriv.tradeoff.variants import with_variants
 from vflpriv.tradeoff.leakage import (
     FEATURE_MARGIN,
@@ -115,7 +115,7 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
         if (rows["status"] == "n/a").all():  # nothing to attack (a method that is not federated): not "inconclusive"
             verdicts[-1].update(verdict="n/a", line=f"{attack} ({phase}): not applicable: {rows['error'].iloc[0]}")
     verdicts += _worst_verdicts(verdicts)
-    parts = [with_worst_case(rows.drop(columns=["adversary"])).assign(adversary=a)
+    parts = [with_worst_case(rows.drop(columns=["adversary"]), baseline[baseline["adversary"] == a]).assign(adversary=a)
              for a, rows in defended.groupby("adversary", sort=False)]
     defended = pd.concat(parts, ignore_index=True) if parts else defended
     caps = {a: cap_table(rows.drop(columns=["adversary"])) for a, rows in defended.groupby("adversary", sort=False)}
@@ -141,7 +141,7 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
             "falls_to_prior": falls,
             "falls_to_prior_text": UNDEFENDED_AT_PRIOR.get(undefended) or falls_text(
                 falls, axis, scored, digits=3, compared=undefended is not None,
-                failed="n/a: every defended run failed (see Failed runs)"),
+                failed=f"n/a: {unmeasured_text(rows) or 'every defended run failed'} (see Failed runs)"),
         })
     failed = pd.concat([frame, found.pop("frame")])
     inapplicable = inapplicable + _not_applicable_runs(failed, inapplicable)
@@ -183,7 +183,8 @@ def _features(frame: pd.DataFrame, *, margin: float) -> dict:
                        for _, rows in frame.groupby(["adversary", "victim"], sort=False)]).loc[frame.index]
     baseline, defended = frame[frame["defense"] == "none"], frame[frame["defense"] != "none"]
     verdicts = feature_verdicts(baseline, margin=margin)
-    return {"verdicts": verdicts, "defenses": feature_defenses(defended, margin=margin, verdicts=verdicts),
+    return {"verdicts": verdicts,
+            "defenses": feature_defenses(defended, margin=margin, verdicts=verdicts, baseline=baseline),
             "margin": margin, "frame": frame}
 
 
@@ -278,7 +279,8 @@ def _label_markdown(summary: dict) -> list[str]:
               "", "| adversary | attack | phase | defense | strengths | U | CAP | falls to the prior at |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for d in summary["defenses"]:
-        cap = mean_std(d["cap"], d["cap_std"], n=d["seeds"]) if d["cap"] is not None else d["cap_status"]
+        cap = d["cap_status"] if d["cap"] is None else mean_std(d["cap"], d["cap_std"], n=d["seeds"]) + (
+            f" ({d['cap_status']})" if d["cap_status"] != "ok" else "")  # partial: over which seeds, and why
         strengths = ", ".join(strength_label(d["axis"], s) for s in d["strengths"])
         defense = f"{d['defense']} ({d['variant']})" if d.get("variant") else d["defense"]
         lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {defense} | {strengths} | "

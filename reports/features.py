@@ -7,7 +7,6 @@ victims a grid of targets, the attack's reconstructions and the prior's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from pathlib import Path
@@ -15,22 +14,12 @@ from pathlib import Path
 import pandas as pd
 
 from vflpriv.common.console import plural
-from vflpriv.config.keys import keyed
 from vflpriv.reports.paper_tables import Table
 from vflpriv.reports.tables import falls_text, who
-from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, with_worst_case
+from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, unmeasured_text, with_worst_case
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
-from vflpriv.tradeoff.variants import OWN_AXES, ROLES, flatten, with_variants
-
-#: Settings that only measure: a learning curve, the auditor the audit attaches to a DP defense's trainings alone and
-#: its options (crafted canaries change a few canary rows' inputs, but no undefended run can carry an auditor: a DP
-#: training is judged against the undefended run of its configuration, as the audit does; review fin2 G2); a defended
-#: run and its undefended one are judged alike whatever they say.
-MEASURES_ONLY = frozenset({"finetune.curve", "finetune.auditor"})
-MEASURES_ONLY_PREFIXES = ("finetune.auditor_options.",)
-#: Settings a feature attack never reads (the label attacks' prior: a feature run's prior is ``partition.aux_features``'
-#: own), so two feature runs that differ only there are one configuration.
-UNREAD_BY_FEATURES = frozenset({"attack.prior", "attack.prior_epochs", "attack.prior_ssl"})
+from vflpriv.tradeoff.configurations import UNREAD_BY_FEATURES, digest
+from vflpriv.tradeoff.variants import with_variants
 
 KEYS = ["adversary", "victim", "attack", "phase"]
 #: What tells a store's settings apart (a report reads every method, dataset and configuration of one store; an
@@ -106,29 +95,6 @@ def settings(rows: pd.DataFrame, *, unread: frozenset[str] = UNREAD_BY_FEATURES)
     return sorted({digest(config, unread=unread) for config in rows["config"]})
 
 
-def digest(config, *, unread: frozenset[str] = UNREAD_BY_FEATURES) -> str:
-    """One record's configuration (its ``config`` JSON) as :func:`settings` tells configurations apart."""
-    kept = {k: v for k, v in _flat(config).items() if k not in OWN_AXES and k not in ROLES
-            and k not in MEASURES_ONLY and k not in unread and not k.startswith(("defenses", *MEASURES_ONLY_PREFIXES))}
-    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def _flat(config) -> dict:
-    """A record's settings as the keys read them (a setting added later at its neutral value left out); an edited
-    record whose config the keys cannot read (a section that is no mapping: review fin F4) as it is written."""
-    try:
-        raw = json.loads(config) if isinstance(config, str) and config else {}
-    except ValueError:
-        return {"config": config}
-    if not isinstance(raw, dict):
-        return {"config": config}
-    sections = [raw.get(s, {}) for s in ("method", "partition", "finetune", "attack")]
-    defenses = raw.get("defenses") or []
-    readable = (all(isinstance(s, dict) for s in sections) and isinstance(defenses, list)
-                and all(isinstance(d, dict) and isinstance(d.get("name"), str) for d in defenses))
-    return flatten(keyed(raw) if readable else raw)
-
-
 def _quiet(verdicts: list[dict], ran: list[str]) -> bool | None:
     """Whether the attack read "no" without a defense in every configuration a defended row ran (``ran``,
     :func:`settings`); None where one of them has no undefended run to judge it against."""
@@ -144,12 +110,13 @@ def _setting(values: dict) -> str:
     return f"{values.get('method')} on {values.get('dataset')}{f' ({variant})' if variant else ''}: "
 
 
-def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, verdicts: list[dict] = ()
-                     ) -> list[dict]:
+def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, verdicts: list[dict] = (),
+                     baseline: pd.DataFrame | None = None) -> list[dict]:
     """Per (method, dataset, adversary, victim, attack, phase, defense and its configuration, e.g. ISO on the
     embeddings and on the embeddings and weights): the feature CAP over the strengths (utility x min(1, attack MSE /
     prior MSE)) and the weakest strength at which the attack falls to the prior (n/a where the attack reads "no"
-    without a defense: there is nothing for the defense to bring down)."""
+    without a defense: there is nothing for the defense to bring down; the worst case's names the attacks it lacks,
+    those that succeeded in ``baseline`` with no successful run under the defense)."""
     undefended: dict[tuple, list[dict]] = {}
     for v in verdicts:
         undefended.setdefault((*v.get("place", ("", "")), v["adversary"], v["victim"], v["attack"], v["phase"]),
@@ -159,7 +126,7 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
     out = []
     for keys, part in defended.groupby([*place, "adversary", "victim"], sort=False):
         where, (adversary, victim) = _place(dict(zip(place, keys))), keys[len(place):]
-        part = with_worst_case(part)
+        part = with_worst_case(part, baseline)
         caps = cap_table(part)
         by = ["attack", "phase", "defense", *(["variant"] if "variant" in part else [])]
         for keys, rows in part.groupby(by, sort=False):
@@ -170,6 +137,7 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
             falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and quiet is not True else None
             axis = str(rows["strength_axis"].iloc[0])
             measured = sorted(rows.loc[rows["status"] == "ok", "strength"].unique())
+            missing = unmeasured_text(rows)
             out.append({
                 "setting": f"{where[0]} on {where[1]}" if several else "", "place": where, "adversary": str(adversary),
                 "victim": str(victim), "attack": attack, "phase": phase,
@@ -179,7 +147,7 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
                 "cap_std": _num(row["cap_std"].iloc[0]) if len(row) else None,
                 "seeds": int(row["n_seeds"].iloc[0]) if len(row) else 0,
                 "falls_to_prior_text": ("n/a: no leakage beyond the prior without a defense" if quiet
-                                        else "n/a" if attack == WORST
+                                        else f"n/a{': ' * bool(missing)}{missing}" if attack == WORST
                                         else falls_text(falls, axis, measured, unit=" MSE", compared=quiet is not None))})
     return out
 
@@ -255,7 +223,8 @@ def judged(frame: pd.DataFrame, *, margin: float = FEATURE_MARGIN) -> tuple[list
         baseline = pd.concat([with_variants(rows.drop(columns=["variant"], errors="ignore"))
                               for _, rows in baseline.groupby(["adversary", "victim"], sort=False)]).loc[baseline.index]
     verdicts = feature_verdicts(baseline, margin=margin)
-    return verdicts, feature_defenses(frame[frame["defense"] != "none"], margin=margin, verdicts=verdicts)
+    return verdicts, feature_defenses(frame[frame["defense"] != "none"], margin=margin, verdicts=verdicts,
+                                      baseline=baseline)
 
 
 def feature_html(results: pd.DataFrame, out: Path, *, margin: float = FEATURE_MARGIN) -> str:

@@ -17,10 +17,11 @@ import pandas as pd
 from vflpriv.common.secret_kinds import FEATURES, LABELS, SECRETS
 from vflpriv.reports.canaries import without_prior
 from vflpriv.reports.features import NOTE as FEATURE_NOTE
-from vflpriv.reports.features import digest, judged
+from vflpriv.reports.features import judged
 from vflpriv.reports.paper_tables import Table, natural
 from vflpriv.reports.tables import falls_text, roles, who
 from vflpriv.tradeoff.cap import WORST, narrowed, strength_label
+from vflpriv.tradeoff.configurations import digest
 from vflpriv.tradeoff.leakage import (FEATURE_MARGIN, MARGIN, TEST_COLUMNS, falls_to_prior, leakage_test, measured,
                                       verdict_rule)
 from vflpriv.tradeoff.variants import with_variants
@@ -178,14 +179,16 @@ def prior_strength_tables(results: pd.DataFrame, *, margin: float = MARGIN,
     (``tradeoff.leakage.falls_to_prior``: mean leakage over the seeds within the margin; for features within a share of
     the prior's MSE), with the leakage and utility there; "n/a" where the attack did not leak without the defense in
     the configurations the defense ran (nothing to bring down: review fin F1), as the audit's and the report's own
-    defense tables say; one table per secret present."""
-    ok = results[(results["status"] == "ok") & (results["defense"] != "none") & (results["attack"] != WORST)]
-    if ok.empty:
+    defense tables say, and that every defended run failed where none succeeded (review last3 F1: the attack had no
+    row); one table per secret present."""
+    tried = results[results["status"].isin(["ok", "failed"]) & (results["defense"] != "none")
+                    & (results["attack"] != WORST)]  # an attack whose every defended run failed keeps its row
+    if not (tried["status"] == "ok").any():
         return []
-    secrets = ok["secret"] if "secret" in ok else pd.Series(LABELS, index=ok.index)
+    secrets = tried["secret"] if "secret" in tried else pd.Series(LABELS, index=tried.index)
     tables = []
     for secret in SECRETS:
-        part = ok[secrets == secret]
+        part = tried[secrets == secret]
         keys = [*CELL, *(roles(part) if secret == FEATURES else []),  # a feature attack: per adversary and victim
                 *(["variant"] if "variant" in part and (part["variant"] != "").any() else [])]  # configurations apart
         if part.empty:
@@ -214,7 +217,7 @@ def _feature_rows(results: pd.DataFrame, keys: list[str], margin: float) -> list
 
 def _label_rows(results: pd.DataFrame, part: pd.DataFrame, keys: list[str], margin: float) -> list[list[str]]:
     """The label attacks' rows: the weakest strength, or what the undefended verdict of every configuration the
-    defense ran (``reports.features.digest``) says where none leaked."""
+    defense ran (``tradeoff.configurations.digest``) says where none leaked."""
     plain = results[(results["defense"] == "none") & (results["attack"] != WORST)]
     plain = plain[plain["secret"] == LABELS] if "secret" in plain else plain
     plain = plain[~without_prior(plain)] if "config" in plain else plain  # the canaries' controls measure utility
@@ -234,7 +237,8 @@ def _label_rows(results: pd.DataFrame, part: pd.DataFrame, keys: list[str], marg
         falls = None if quiet else falls_to_prior(group, margin=margin)
         axis = str(group["strength_axis"].iloc[0]) if "strength_axis" in group else "lambda"
         where = (UNDEFENDED_AT_PRIOR[verdicts.pop() if len(verdicts) == 1 else "no"] if quiet else
-                 falls_text(falls, axis, sorted(group["strength"].unique()), compared=None not in found))
+                 falls_text(falls, axis, sorted(group.loc[group["status"] == "ok", "strength"].unique()),
+                            compared=None not in found))
         rows.append([*(str(v) for v in values), where])
     return rows
 

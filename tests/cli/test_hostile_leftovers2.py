@@ -54,6 +54,8 @@ DISAGREE = [
     (["--seeds", "0,1", "--set", "seeds.0=5"], "--seeds sets seeds=[0, 1], but a --set makes it [5, 1]"),
     (["--defenses", "iso", "--set", "audit.defenses.0.name=mid"], "--defenses sets audit.defenses=[{name: iso}]"),
     (["--attacks", "mc", "--set", "audit.attacks.0=gc"], "--attacks sets audit.attacks=[mc], but a --set makes it [gc]"),
+    (["--defenses", "iso,mid", "--set", "audit.defenses=[{name: mid}, {name: mid}]"],  # a set, with its repeats
+     "--defenses sets audit.defenses=[{name: iso}, {name: mid}], but a --set makes it [{name: mid}, {name: mid}]"),
 ]
 
 
@@ -70,6 +72,17 @@ def test_a_set_refining_what_an_option_set_is_kept():
     cfg = build_audit(**common, defenses="iso", overrides=["audit.defenses.0.strengths=[1]", "audit.profile=quick"],
                       quick=True)
     assert cfg.audit.profile == "quick" and cfg.audit.defenses[0].strengths == [1]
+
+
+def test_the_audit_s_attacks_and_defenses_reordered_by_a_set_are_kept_alike():
+    """Review last2 R6: a reordered --attacks was kept and a reordered --defenses refused."""
+    from vflpriv.cli.audit import build_audit
+
+    common = {"config": None, "method": "splitnn", "dataset": None, "phases": None, "seeds": None, "jobs": None,
+              "backend": None, "device": None, "all_adversaries": False, "quick": True}
+    cfg = build_audit(**common, attacks="mc,gc", defenses="iso,mid",
+                      overrides=["audit.attacks=[gc, mc]", "audit.defenses=[{name: mid}, {name: iso}]"])
+    assert cfg.audit.attacks == ["gc", "mc"] and [d.name for d in cfg.audit.defenses] == ["mid", "iso"]
 
 
 VICTIM = "is no victim; give a party index (0: the active party, 1 and up: the passive parties; the server holds no"

@@ -29,17 +29,22 @@ DISAGREE = [
                                                                 "finetune, sweep: true}], but a --set makes it"),
     (["--method", "fedhssl", "--phase", "pretrain", "--defense", "iso", "--set", "defenses.0.phase=finetune"],
      "--defense sets defenses=[{name: iso, phase: pretrain, sweep: true}], but a --set makes it"),
+    # review last2 R4: a section without a phase acts in the default one, finetune, not in --phase's
+    (["--method", "fedhssl", "--phase", "pretrain", "--defense", "iso", "--set", "defenses=[{name: iso, sweep: true}]"],
+     "--defense sets defenses=[{name: iso, phase: pretrain, sweep: true}], but a --set makes it"),
 ]
 
 
 CASES = [("evaluate", a, n) for a, n in DISAGREE] + [("tune", a, n) for a, n in DISAGREE[:2] + DISAGREE[4:6]
-                                                     + DISAGREE[-2:]]  # tune builds through evaluate (last2 R7)
+                                                     + DISAGREE[-3:]]  # tune builds through evaluate (last2 R7)
 #: Review lo3 F4: what says the same (the same attacks reordered, a list of one), a fixed defense added
 #: beside the swept one, the swept one's phase where --phase did not give it: kept.
 AGREE = [(["--attack", "mc", "--set", "attack.name=[mc]"], ["mc"]),  # review last2 R1: a list of one is the attack
          (["--attack", "mc,gc", "--set", "attack.name=[gc, mc]"], ["gc", "mc"]),
          (["--defense", "none", "--set", "defenses=[{name: iso, strength: 1}]"], [("iso", False)]),
-         (["--defense", "iso", "--set", "defenses.0.phase=pretrain", "--method", "fedhssl"], [("iso", True)])]
+         (["--defense", "iso", "--set", "defenses.0.phase=pretrain", "--method", "fedhssl"], [("iso", True)]),
+         # review last2 R4: the phase the section resolves to (the default, finetune) is the one --phase gives
+         (["--phase", "finetune", "--defense", "iso", "--set", "defenses=[{name: iso, sweep: true}]"], [("iso", True)])]
 
 
 @pytest.mark.parametrize(("command", "args", "needle"), CASES, ids=[f"{c} {' '.join(a)}"[:60] for c, a, _ in CASES])
@@ -63,8 +68,9 @@ def test_a_set_that_says_the_same_or_adds_beside_the_option_is_kept(args, found,
     result = CliRunner().invoke(app, ["evaluate", "--dataset", "digits", "--seeds", "0", *args, "--dry-run"])
     assert result.exit_code == 0, result.output
     options = dict(zip(args[::2], args[1::2]))
-    exp = build_experiment(config=None, method=options.get("--method"), dataset="digits", strengths=None, phase=None,
-                           jobs=None, backend=None, device=None, attack=options.get("--attack"),
+    exp = build_experiment(config=None, method=options.get("--method"), dataset="digits", strengths=None,
+                           phase=options.get("--phase"), jobs=None, backend=None, device=None,
+                           attack=options.get("--attack"),
                            defense=options.get("--defense"), seeds="0", overrides=[options["--set"]])
     attacks = [exp.attack.name] if isinstance(exp.attack.name, str) else list(exp.attack.name)
     assert (attacks if isinstance(found[0], str) else [(d.name, d.sweep) for d in exp.defenses]) == found
@@ -97,3 +103,25 @@ def test_tune_refuses_a_bound_that_is_no_finite_strength_naming_its_option(bound
                                       "--dry-run"])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, f"--low/--high must be finite strengths, got {needle}")
+
+
+MOVED = ("--defense iso sweeps it in finetune, the attacked phase before the --set, but a --set makes the attacked "
+         "phase ")
+
+
+@pytest.mark.parametrize("command", ["evaluate", "tune"])
+@pytest.mark.parametrize("moved", ["attack.phase=pretrain", "attack={phase: pretrain}"])
+def test_a_set_moving_the_attack_away_from_the_phase_defense_swept_in_is_refused(command, moved, tmp_path,
+                                                                                 monkeypatch):
+    """Review last2's aside: --defense sweeps in the attacked phase, read before the --sets; a --set moving the
+    attack to pretrain left the defense in finetune, after what the attack reads, where it measures nothing."""
+    refused_in_planning([command, "--method", "fedhssl", "--defense", "iso", "--set", moved], MOVED + "pretrain; "
+                        "give --phase pretrain to attack and defend pretrain", tmp_path, monkeypatch)
+
+
+def test_a_set_moving_the_attack_and_the_swept_defense_alike_is_kept():
+    exp = build_experiment(config=None, method="fedhssl", dataset="digits", strengths=None, phase=None, jobs=None,
+                           backend=None, device=None, attack=None, defense="iso", seeds="0",
+                           overrides=["attack.phase=pretrain", "defenses.0.phase=pretrain"])
+    assert exp.attack.phase == "pretrain" and [(d.name, d.phase, d.sweep) for d in exp.defenses] == [
+        ("iso", "pretrain", True)]

@@ -112,3 +112,21 @@ def test_datasets_whose_paper_fixes_the_split_default_to_disjoint_local_rows():
         given = {"dataset": {"name": name}, "partition": {"unaligned": "shared"}}
         assert TrainingConfig.model_validate(given).partition.unaligned == "shared"
     assert TrainingConfig.model_validate({"dataset": {"name": "digits"}}).partition.unaligned == "shared"
+
+
+@pytest.mark.parametrize("spelled", [
+    {"name": ["mc"], "options": {"mc": {"epochs": 5}}, "search_space": {"mc": {"lr": [0.01, 0.1]}}, "tune": True},
+    {"name": ["mc"], "options": {"epochs": 5}, "search_space": {"lr": [0.01, 0.1]}, "tune": True},
+    {"name": "mc", "options": {"epochs": 5}, "search_space": {"lr": [0.01, 0.1]}, "tune": True},
+], ids=["list of one, keyed", "list of one, flat", "name"])
+def test_a_list_of_one_attack_is_that_attack_in_the_dump_and_the_run_keys(spelled):
+    """Review last3 F3/F4: [mc] stayed a list in the experiment's dump (a grid axis [mc, [mc]] was two cells), and
+    its options keyed by its name, as several attacks' are, were refused as an unknown setting attack.options.mc."""
+    base = {"method": {"name": "splitnn"}, "dataset": {"name": "digits"}, "seeds": [0, 1]}
+    plain = ExperimentConfig.model_validate({**base, "attack": {"name": "mc", "options": {"epochs": 5}, "tune": True,
+                                                                "search_space": {"lr": [0.01, 0.1]}}})
+    experiment = validate(ExperimentConfig, {**base, "attack": spelled})
+    assert experiment.model_dump() == plain.model_dump()
+    keys = [(r.key(), r.training_key()) for r in experiment.runs()]
+    assert keys == [(r.key(), r.training_key()) for r in plain.runs()]
+

@@ -38,3 +38,9 @@ def test_one_method_in_two_spellings_is_refused_by_what_repeats():
     """Review last2 R2: the message named "axes values" for a grid without axes."""
     with pytest.raises(ConfigError, match="^grid file: two methods or datasets give the same setting twice"):
         experiments({**GRID, "methods": ["splitnn", {"name": "splitnn"}]})
+
+
+def test_one_attack_as_a_name_and_as_a_list_of_one_is_one_cell():
+    """Review last3 F3: attack.name [mc] stayed a list in the cell's dump, so this axis passed as two cells."""
+    with pytest.raises(ConfigError, match=re.escape("grid file: axes attack.name ('mc' and ['mc']) give the same")):
+        experiments({"methods": ["splitnn"], "seeds": [0], "axes": {"attack.name": ["mc", ["mc"]]}})

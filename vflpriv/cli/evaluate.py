@@ -20,6 +20,7 @@ from vflpriv.config.parse import (
 )
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.config.registry import ATTACKS
+from vflpriv.config.schema import DefenseConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store.folders import DEFAULT_OUT
 
@@ -73,18 +74,37 @@ def experiment_data(
         ("--strengths", ("strengths",), None if strengths is None else numbers(strengths, float, "--strengths")),
         ("--seeds", ("seeds",), None if seeds is None else numbers(seeds, int, "--seeds")),
         ("--defense", ("defenses",), kept)], overrides, said={"--defense": lambda value: swept(value, phase)})
+    if defense not in (None, "none") and phase is None:
+        follows_attack(data, defense, swept_phase)
     resolve_method_options(data, must_match=user_patterns(data, preset))
     resolve_dataset_settings(data, per_dataset)
     return data
 
 
 def swept(defenses: Any, phase: Optional[str]) -> Any:
-    """What ``--defense`` says of ``defenses``: which one is swept (its name, and its phase where ``--phase`` gave it);
-    fixed defenses beside it (a config's, a ``--set``'s) and the swept one's other settings refine it."""
+    """What ``--defense`` says of ``defenses``: which one is swept (its name, and its phase where ``--phase`` gave it,
+    as validation reads it: a section without one acts in ``DefenseConfig``'s default phase, review last2 R4); fixed
+    defenses beside it (a config's, a ``--set``'s) and the swept one's other settings refine it."""
     if not isinstance(defenses, list) or not all(isinstance(d, dict) for d in defenses):
         return defenses
-    return [(d.get("name"), d.get("sweep"), d.get("phase") if phase is not None else None) for d in defenses
+    default = DefenseConfig.model_fields["phase"].default
+    return [(d.get("name"), d.get("sweep"), d.get("phase", default) if phase is not None else None) for d in defenses
             if d.get("sweep") not in (None, False)]  # sweep="false" as written is no True (review last2 R4)
+
+
+def follows_attack(data: dict[str, Any], defense: str, swept_phase: str) -> None:
+    """``--defense`` without ``--phase`` sweeps the defense in the attacked phase the config gives; a ``--set`` that
+    then moves the attack to the other phase (the swept defense left where it was) is refused: the defense would act
+    in a phase the attack does not read, or after it, and measure nothing (review last2's aside, lo3 F1)."""
+    attack = data.get("attack")
+    now = attack.get("phase", "finetune") if isinstance(attack, dict) else None
+    if now == swept_phase or now not in ("pretrain", "finetune"):  # an unknown phase: validation names it
+        return
+    default = DefenseConfig.model_fields["phase"].default
+    if any(isinstance(d, dict) and d.get("sweep") is True and d.get("phase", default) != now
+           for d in data.get("defenses") or []):
+        raise ConfigError(f"--defense {defense} sweeps it in {swept_phase}, the attacked phase before the --set, but a "
+                          f"--set makes the attacked phase {now}; give --phase {now} to attack and defend {now}")
 
 
 TUNE_ATTACKS = typer.Option(None, "--tune-attacks/--no-tune-attacks", help="select each attack's settings on the "
@@ -99,11 +119,12 @@ def evaluate(
     method: Optional[str] = typer.Option(None, help="VFL method (vflpriv list methods); default splitnn"),
     attack: Optional[str] = typer.Option(None, help="attack(s) on the labels or on a party's features, comma-separated, all on one training "
                                          "per (strength, seed) (vflpriv list attacks); default mc"),
-    defense: Optional[str] = typer.Option(None, help="defense whose strength is swept, or 'none'"),
+    defense: Optional[str] = typer.Option(None, help="defense whose strength is swept in the attacked phase (--phase, "
+                                          "else the config's attack.phase), or 'none'"),
     dataset: Optional[str] = typer.Option(None, help="dataset (vflpriv list datasets); default digits"),
     strengths: Optional[str] = typer.Option(None, help="swept defense strengths, e.g. 1,5,25"),
     seeds: Optional[str] = typer.Option(None, help="seeds, e.g. 0,1,2"),
-    phase: Optional[str] = typer.Option(None, help="phase attacked and defended: pretrain or finetune"),
+    phase: Optional[str] = typer.Option(None, help="phase attacked, and defended by --defense: pretrain or finetune"),
     out: Path = typer.Option(Path(DEFAULT_OUT["evaluate"]),
                              help="output directory (results.csv, cap.csv, tradeoff.png)"),
     config: Optional[Path] = typer.Option(None, help="YAML or TOML experiment file"),

@@ -110,10 +110,11 @@ def apply_options(data: dict[str, Any], given: list[tuple[str, tuple[str, ...], 
 
 def named(value: Any) -> Any:
     """What an option set, as it names it: the names of a list of sections (defenses, whose other settings may be
-    refined); a list of names or numbers as a set (``--attack mc,gc`` and ``attack.name=[gc, mc]`` are one
-    choice), one item as that item (``[mc]`` is ``mc``); else the value itself."""
+    refined) and a list of names or numbers, each as a set with its repeats (``--attack mc,gc`` and ``attack.name=[gc,
+    mc]`` are one choice, as are ``--defenses iso,mid`` and ``audit.defenses=[{name: mid}, {name: iso}]``), one item
+    as that item (``[mc]`` is ``mc``); else the value itself."""
     if isinstance(value, list) and all(isinstance(v, dict) for v in value):
-        return [v.get("name") for v in value]
+        return sorted((v.get("name") for v in value), key=repr)
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
         return value[0] if len(value) == 1 else sorted(value, key=repr)
     return value

@@ -27,6 +27,21 @@ class AttackSettings(AttackConfig):
     search_space: dict[str, Any] = Field(default_factory=dict, description="candidate values per option (per attack "
                                                                             "name with several attacks)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of_a_list(cls, data: Any) -> Any:
+        """A list of one (``[mc]``) is that attack, its options and search space keyed by its name (``{mc: {epochs:
+        5}}``) as with several names: one experiment, dump and grid cell whichever the spelling (last3 F3, F4)."""
+        if not isinstance(data, dict) or not isinstance(data.get("name"), list) or len(data["name"]) != 1:
+            return data
+        (name,) = data["name"]
+        out = {**data, "name": name}
+        for what in ("options", "search_space"):
+            given = data.get(what)
+            if isinstance(given, dict) and list(given) == [name] and isinstance(given[name], dict):
+                out[what] = given[name]
+        return out
+
     @model_validator(mode="after")
     def _options_per_attack(self) -> AttackSettings:
         names = self.names()
@@ -54,8 +69,8 @@ class AttackSettings(AttackConfig):
         """One attack's settings per name; with several, each one's options and search space checked here, where a
         bad one is named as the user wrote it (``attack.search_space.mc.lr``, not the planner's path without mc)."""
         names = self.names()
-        if len(names) == 1:  # a list of one ([mc]) is that attack (review last2 R1)
-            return [validate(AttackConfig, {**self.model_dump(), "name": names[0]}, prefix="attack.")]
+        if isinstance(self.name, str):
+            return [validate(AttackConfig, self.model_dump(), prefix="attack.")]
         common = self.model_dump(exclude={"name", "options", "search_space"})
         out = []
         for n in names:  # validated with one error line: search_space's values are lists only once split per attack
