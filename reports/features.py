@@ -148,7 +148,8 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
                 "seeds": int(row["n_seeds"].iloc[0]) if len(row) else 0,
                 "falls_to_prior_text": ("n/a: no leakage beyond the prior without a defense" if quiet
                                         else f"n/a{': ' * bool(missing)}{missing}" if attack == WORST
-                                        else falls_text(falls, axis, measured, unit=" MSE", compared=quiet is not None))})
+                                        else falls_text(falls, axis, measured, unit=" MSE",
+                                                        compared=quiet is not None))})
     return out
 
 

@@ -81,7 +81,8 @@ def test_a_set_that_says_the_same_or_adds_beside_the_option_is_kept(args, found,
 @pytest.mark.parametrize("flag", ['"false"', '"no"', '"0"'])
 def test_a_defense_a_file_leaves_unswept_in_words_stays_beside_the_one_defense_sweeps(flag, tmp_path):
     """Review l4 F1: ``sweep: "false"`` was read as swept by its truthiness, so ``--defense iso`` dropped the file's
-    fixed mid with nothing said, and without ``--defense`` its strength read as a sweep's; read as validation reads it."""
+    fixed mid with nothing said, and without ``--defense`` its strength read as a sweep's; read as validation reads
+    it."""
     config = tmp_path / "c.yaml"
     config.write_text(f"defenses: [{{name: mid, strength: 1, sweep: {flag}}}]\n")
     options = {"method": None, "dataset": "digits", "strengths": None, "phase": None, "jobs": None, "backend": None,

@@ -73,8 +73,8 @@ def test_a_seed_the_strongest_attack_missed_leaves_that_seed_out_and_keeps_the_c
     assert worst["cap_status"] == ("partial: seeds 0 left out (a strength failed for them; no successful run of mc "
                                    "at 25)")
     assert worst["seeds"] == 2 and worst["falls_to_prior_text"].startswith("λ=1 (")  # every attack measured at λ=1
-    assert "| 0.720 ± 0.000 (partial: seeds 0 left out (a strength failed for them; no successful run of mc at 25)) |" \
-        in "\n".join(_label_markdown(summary))
+    assert ("| 0.720 ± 0.000 (partial: seeds 0 left out (a strength failed for them; no successful run of mc at "
+            "25)) |") in "\n".join(_label_markdown(summary))
 
 
 def test_an_attack_that_never_succeeded_undefended_is_not_one_the_worst_case_must_take():
