@@ -16,7 +16,7 @@ from vflpriv.common.console import plural
 from vflpriv.reports.canaries import canary_controls, canary_markdown, canary_summary, without_prior
 from vflpriv.reports.features import feature_defenses, feature_markdown, feature_verdicts, who
 from vflpriv.reports.leakage import UNDEFENDED_AT_PRIOR
-from vflpriv.reports.tables import falls_text, mean_std, utility_label
+from vflpriv.reports.tables import cap_cell, falls_text, utility_label
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, unmeasured_text, with_worst_case
 from vflpriv.tradeoff.variants import with_variants
 from vflpriv.tradeoff.leakage import (
@@ -279,8 +279,7 @@ def _label_markdown(summary: dict) -> list[str]:
               "", "| adversary | attack | phase | defense | strengths | U | CAP | falls to the prior at |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for d in summary["defenses"]:
-        cap = d["cap_status"] if d["cap"] is None else mean_std(d["cap"], d["cap_std"], n=d["seeds"]) + (
-            f" ({d['cap_status']})" if d["cap_status"] != "ok" else "")  # partial: over which seeds, and why
+        cap = cap_cell(d["cap"], d["cap_std"], n=d["seeds"], status=d["cap_status"])  # partial: which seeds, why
         strengths = ", ".join(strength_label(d["axis"], s) for s in d["strengths"])
         defense = f"{d['defense']} ({d['variant']})" if d.get("variant") else d["defense"]
         lines.append(f"| {d['adversary']} | {d['attack']} | {d['phase']} | {defense} | {strengths} | "

@@ -15,7 +15,7 @@ import pandas as pd
 
 from vflpriv.common.console import plural
 from vflpriv.reports.paper_tables import Table
-from vflpriv.reports.tables import falls_text, who
+from vflpriv.reports.tables import cap_cell, falls_text, who
 from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, unmeasured_text, with_worst_case
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
 from vflpriv.tradeoff.configurations import UNREAD_BY_FEATURES, digest
@@ -145,10 +145,12 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
                 "strengths": sorted(float(s) for s in rows["strength"].unique()),
                 "cap": _num(row["cap"].iloc[0]) if len(row) else None,
                 "cap_std": _num(row["cap_std"].iloc[0]) if len(row) else None,
+                "cap_status": str(row["status"].iloc[0]) if len(row) else "no runs",
                 "seeds": int(row["n_seeds"].iloc[0]) if len(row) else 0,
                 "falls_to_prior_text": ("n/a: no leakage beyond the prior without a defense" if quiet
                                         else f"n/a{': ' * bool(missing)}{missing}" if attack == WORST
-                                        else falls_text(falls, axis, measured, unit=" MSE", compared=quiet is not None))})
+                                        else falls_text(falls, axis, measured, unit=" MSE",
+                                                        compared=quiet is not None))})
     return out
 
 
@@ -192,8 +194,7 @@ def defense_table(defenses: list[dict]) -> Table | None:
              d["phase"],
              f"{d['defense']} ({d['variant']})" if d.get("variant") else d["defense"],
              ", ".join(strength_label(d["axis"], s) for s in d["strengths"]),
-             "n/a" if d["cap"] is None else f"{d['cap']:.3f}" + (f" ± {d['cap_std']:.3f}" if d["seeds"] > 1 and
-                                                                 d["cap_std"] is not None else ""),
+             cap_cell(d["cap"], d["cap_std"], n=d["seeds"], status=d.get("cap_status", "n/a")),
              d["falls_to_prior_text"]] for d in defenses]
     return Table("Feature attacks under the defenses that act on what they read",
                  [*(["setting"] if several else []), "adversary", "victim", "attack", "phase", "defense", "strengths",

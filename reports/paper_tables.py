@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from vflpriv.reports.tables import attack_roles, claim_cell, mean_std, roles
+from vflpriv.reports.tables import attack_roles, cap_cell, claim_cell, mean_std, roles
 from vflpriv.tradeoff.cap import strength_label
 
 CONTEXT = ["attack", "defense", "phase"]
@@ -141,8 +141,7 @@ def cap_tables(caps: pd.DataFrame) -> list[Table]:
             row = [label]
             for d in datasets:
                 r = cells.get((label, d))
-                row.append("" if r is None else mean_std(r.cap, r.cap_std, n=int(r.n_seeds)) if not pd.isna(r.cap) else
-                           ("n/a†" if str(r.status).startswith("n/a") else str(r.status)))
+                row.append("" if r is None else cap_cell(r.cap, r.cap_std, n=int(r.n_seeds), status=r.status, dagger=True))
             rows.append(row)
         for j, d in enumerate(datasets, start=1):
             scored = [(i, cells[(label, d)]) for i, label in enumerate(labels)

@@ -16,7 +16,7 @@ from vflpriv.reports.canaries import epsilon_tables
 from vflpriv.reports.html import Section, anchor, image
 from vflpriv.reports.leakage import attack_tables, verdicts
 from vflpriv.reports.paper_tables import NON_FEDERATED, Table, natural, t_dcs_tables, tied_with_best
-from vflpriv.reports.tables import mean_std, utility_label
+from vflpriv.reports.tables import cap_cell, utility_label
 from vflpriv.tradeoff.cap import WORST
 from vflpriv.tradeoff.leakage import MARGIN, verdict_rule
 
@@ -103,6 +103,4 @@ def defense_tables(caps: pd.DataFrame) -> dict[str, Table]:
 
 
 def _cap(r: pd.Series) -> str:
-    if pd.notna(r["cap"]):
-        return mean_std(r["cap"], r["cap_std"], n=int(r["n_seeds"]))
-    return "n/a†" if str(r["status"]).startswith("n/a") else str(r["status"])
+    return cap_cell(r["cap"], r["cap_std"], n=int(r["n_seeds"]), status=r["status"], dagger=True)

@@ -41,6 +41,15 @@ def mean_std(mean: float, std: float | None, *, n: int, sign: bool = False, digi
     return shown if n < 2 or std is None or pd.isna(std) else f"{shown} ± {std:.{digits}f}"
 
 
+def cap_cell(cap: float | None, cap_std: float | None, *, n: int, status: str, dagger: bool = False) -> str:
+    """A CAP cell: "mean ± std", with its status beside it where it covers fewer seeds than ran (``partial: seeds 0
+    left out ...``); the status alone where there is no CAP ("n/a†" for a non-federated one with ``dagger``)."""
+    if cap is None or pd.isna(cap):
+        return "n/a†" if dagger and str(status).startswith("n/a") else str(status)
+    shown = mean_std(cap, cap_std, n=n)
+    return shown if status == "ok" else f"{shown} ({status})"
+
+
 def _split_context(frame: pd.DataFrame) -> tuple[list[str], str]:
     varying = [c for c in CONTEXT if frame[c].nunique() > 1]
     fixed = ", ".join(f"{c} {frame[c].iloc[0]}" for c in CONTEXT if c not in varying)
@@ -173,9 +182,8 @@ def cap_rich_table(caps: pd.DataFrame) -> Table:
     for col in (*CONTEXT, *extra, "U", "CAP", "DCS", "seeds"):
         table.add_column(col)
     for _, r in caps.iterrows():
-        status = r.get("status", "ok")
         n = int(r["n_seeds"])
-        shown = mean_std(r["cap"], r["cap_std"], n=n) if pd.notna(r["cap"]) else status
+        shown = cap_cell(r["cap"], r["cap_std"], n=n, status=r.get("status", "ok"))
         score = mean_std(r["dcs"], r["dcs_std"], n=n) if pd.notna(r.get("dcs", float("nan"))) else "n/a"
         shown_roles = [who(str(r["adversary"])) if c == "adversary" else f"party {r[c]}" if r.get("secret") ==
                        "features" else "" for c in extra]

@@ -29,16 +29,21 @@ def wrote_nothing(*roots: Path):
     assert after == before, sorted(set(after) ^ set(before)) or "a file changed"
 
 
-def refused_in_planning(args: list[str], needle: str, folder: Path, monkeypatch) -> str:
-    """``vflpriv ARGS --dry-run`` run in ``folder``: exit 2, one ``error:`` line holding ``needle``, nothing written
-    there nor in the cache; its output."""
+def planned(args: list[str], folder: Path, monkeypatch):
+    """The result of ``vflpriv ARGS --dry-run`` run in ``folder``, which writes nothing there nor in the cache."""
     from typer.testing import CliRunner
 
     from vflpriv.cli import app
 
     monkeypatch.chdir(folder)
     with wrote_nothing(folder, Path(os.environ["VFLPRIV_CACHE"])):
-        result = CliRunner().invoke(app, [*args, "--dry-run"])
+        return CliRunner().invoke(app, [*args, "--dry-run"])
+
+
+def refused_in_planning(args: list[str], needle: str, folder: Path, monkeypatch) -> str:
+    """``vflpriv ARGS --dry-run`` run in ``folder``: exit 2, one ``error:`` line holding ``needle``, nothing written
+    there nor in the cache; its output."""
+    result = planned(args, folder, monkeypatch)
     assert result.exit_code == 2, result.output
     one_error_line(result.output, needle)
     return result.output

@@ -3,14 +3,8 @@ one error line and nothing written, where the run would otherwise measure someth
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-from cli_helpers import one_error_line, wrote_nothing
-from typer.testing import CliRunner
-
-from vflpriv.cli import app
+from cli_helpers import planned, refused_in_planning
 
 REFUSED = [
     (["--attack", "similarity", "--set", "attack.options.method=kmeans", "--set", "attack.options.metric=euclidean"],
@@ -62,20 +56,12 @@ KEPT = [
 ]
 
 
-def _invoke(args, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
-        return CliRunner().invoke(app, ["evaluate", "--seeds", "0", *args, "--dry-run"])
-
-
 @pytest.mark.parametrize(("args", "needle"), REFUSED, ids=[" ".join(a)[:70] for a, _ in REFUSED])
 def test_a_bad_label_attack_option_is_refused_in_planning(args, needle, tmp_path, monkeypatch):
-    result = _invoke(args, tmp_path, monkeypatch)
-    assert result.exit_code == 2, result.output
-    one_error_line(result.output, needle)
+    refused_in_planning(["evaluate", "--seeds", "0", *args], needle, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("args", KEPT, ids=[" ".join(a)[:70] for a in KEPT])
 def test_a_label_attack_option_some_candidate_reads_is_kept(args, tmp_path, monkeypatch):
-    result = _invoke(args, tmp_path, monkeypatch)
+    result = planned(["evaluate", "--seeds", "0", *args], tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output

@@ -44,7 +44,9 @@ AGREE = [(["--attack", "mc", "--set", "attack.name=[mc]"], ["mc"]),  # review la
          (["--defense", "none", "--set", "defenses=[{name: iso, strength: 1}]"], [("iso", False)]),
          (["--defense", "iso", "--set", "defenses.0.phase=pretrain", "--method", "fedhssl"], [("iso", True)]),
          # review last2 R4: the phase the section resolves to (the default, finetune) is the one --phase gives
-         (["--phase", "finetune", "--defense", "iso", "--set", "defenses=[{name: iso, sweep: true}]"], [("iso", True)])]
+         (["--phase", "finetune", "--defense", "iso", "--set", "defenses=[{name: iso, sweep: true}]"], [("iso", True)]),
+         # review l4 F2: sweep written as a string validation reads as true says what --defense says
+         (["--defense", "iso", "--set", 'defenses.0.sweep="yes"'], [("iso", True)])]
 
 
 @pytest.mark.parametrize(("command", "args", "needle"), CASES, ids=[f"{c} {' '.join(a)}"[:60] for c, a, _ in CASES])
@@ -74,6 +76,21 @@ def test_a_set_that_says_the_same_or_adds_beside_the_option_is_kept(args, found,
                            defense=options.get("--defense"), seeds="0", overrides=[options["--set"]])
     attacks = [exp.attack.name] if isinstance(exp.attack.name, str) else list(exp.attack.name)
     assert (attacks if isinstance(found[0], str) else [(d.name, d.sweep) for d in exp.defenses]) == found
+
+
+@pytest.mark.parametrize("flag", ['"false"', '"no"', '"0"'])
+def test_a_defense_a_file_leaves_unswept_in_words_stays_beside_the_one_defense_sweeps(flag, tmp_path):
+    """Review l4 F1: ``sweep: "false"`` was read as swept by its truthiness, so ``--defense iso`` dropped the file's
+    fixed mid with nothing said, and without ``--defense`` its strength read as a sweep's; read as validation reads
+    it."""
+    config = tmp_path / "c.yaml"
+    config.write_text(f"defenses: [{{name: mid, strength: 1, sweep: {flag}}}]\n")
+    options = {"method": None, "dataset": "digits", "strengths": None, "phase": None, "jobs": None, "backend": None,
+               "device": None, "attack": None, "seeds": "0", "overrides": []}
+    exp = build_experiment(config=str(config), defense="iso", **options)
+    assert [(d.name, d.sweep, d.strength) for d in exp.defenses] == [("mid", False, 1.0), ("iso", True, None)]
+    alone = build_experiment(config=str(config), defense=None, **options)
+    assert [(d.name, d.sweep) for d in alone.defenses] == [("mid", False)]
 
 
 def test_a_bare_value_for_an_option_s_list_gets_the_list_hint_not_a_disagreement(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from cli_helpers import one_error_line, wrote_nothing
+from cli_helpers import one_error_line, planned, refused_in_planning, wrote_nothing
 from typer.testing import CliRunner
 
 from vflpriv.cli import app
@@ -55,22 +55,14 @@ KEPT = [
 ]
 
 
-def _invoke(args, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
-        return CliRunner().invoke(app, ["evaluate", "--seeds", "0", *args, "--dry-run"])
-
-
 @pytest.mark.parametrize(("args", "needle"), REFUSED, ids=[" ".join(a)[:70] for a, _ in REFUSED])
 def test_an_option_nothing_reads_is_refused(args, needle, tmp_path, monkeypatch):
-    result = _invoke(args, tmp_path, monkeypatch)
-    assert result.exit_code == 2, result.output
-    one_error_line(result.output, needle)
+    refused_in_planning(["evaluate", "--seeds", "0", *args], needle, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("args", KEPT, ids=[" ".join(a)[:70] for a in KEPT])
 def test_an_option_read_or_left_at_its_default_is_kept(args, tmp_path, monkeypatch):
-    result = _invoke(args, tmp_path, monkeypatch)
+    result = planned(["evaluate", "--seeds", "0", *args], tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
 
 

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 
 from vflpriv.reports.audit import _label_markdown, audit_summary
-from vflpriv.reports.features import feature_defenses
+from vflpriv.reports.features import defense_table, feature_defenses
 from vflpriv.reports.leakage import prior_strength_tables
 from vflpriv.store.records import RunRecord
 from vflpriv.tradeoff.cap import WORST, cap_table, with_worst_case
@@ -73,8 +73,8 @@ def test_a_seed_the_strongest_attack_missed_leaves_that_seed_out_and_keeps_the_c
     assert worst["cap_status"] == ("partial: seeds 0 left out (a strength failed for them; no successful run of mc "
                                    "at 25)")
     assert worst["seeds"] == 2 and worst["falls_to_prior_text"].startswith("λ=1 (")  # every attack measured at λ=1
-    assert "| 0.720 ± 0.000 (partial: seeds 0 left out (a strength failed for them; no successful run of mc at 25)) |" \
-        in "\n".join(_label_markdown(summary))
+    assert ("| 0.720 ± 0.000 (partial: seeds 0 left out (a strength failed for them; no successful run of mc at "
+            "25)) |") in "\n".join(_label_markdown(summary))
 
 
 def test_an_attack_that_never_succeeded_undefended_is_not_one_the_worst_case_must_take():
@@ -120,3 +120,27 @@ def test_a_feature_attack_failing_for_one_of_two_adversaries_is_named_with_it():
     caps = cap_table(with_worst_case(records))
     (status,) = caps.loc[(caps["attack"] == WORST) & (caps["defense"] == "iso"), "status"]
     assert status == "incomplete: strengths 1, 25 failed (no successful run of fia by server at 1, 25)"
+
+
+def test_a_partial_cap_carries_its_status_in_every_table_that_shows_it(tmp_path):
+    """A CAP over fewer seeds than ran printed its number alone in ``vflpriv table``'s CAP tables, the terminal's and
+    the report's feature table (audit.md already said why): every cell of it now says which seeds and why."""
+    from rich.console import Console
+
+    from vflpriv.reports.paper_tables import cap_tables
+    from vflpriv.reports.tables import cap_rich_table, mean_std
+
+    caps = cap_table(with_worst_case(_records(lambda attack, s, seed: attack == "mc" and s == 25.0 and seed == 0)))
+    status = "partial: seeds 0 left out (a strength failed for them; no successful run of mc at 25)"
+    cells = [c for t in cap_tables(caps) if "worst-case" in t.title for row in t.rows for c in row[1:]]
+    assert cells == [f"0.720 ± 0.000 ({status})"]
+    console = Console(width=400, record=True)
+    console.print(cap_rich_table(caps))
+    assert f"0.720 ± 0.000 ({status})" in console.export_text()
+    features = _records(lambda attack, s, seed: attack == "fia" and s == 25.0 and seed == 0, secret="features",
+                        attacks=("fia", "fib", "fic"))
+    found = feature_defenses(features[features["defense"] != "none"], baseline=features[features["defense"] == "none"])
+    (worst,) = [d for d in found if d["attack"] == WORST]
+    (row,) = [r for r in defense_table(found).rows if r[2] == WORST]
+    assert row[-2] == f"{mean_std(worst['cap'], worst['cap_std'], n=2)} ({worst['cap_status']})"
+    assert worst["cap_status"].startswith("partial: seeds 0 left out")

@@ -20,7 +20,7 @@ from vflpriv.config.parse import (
 )
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.config.registry import ATTACKS
-from vflpriv.config.schema import DefenseConfig
+from vflpriv.config.schema import DefenseConfig, sweeps
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store.folders import DEFAULT_OUT
 
@@ -56,7 +56,7 @@ def experiment_data(
         raise ConfigError(f"unknown phase '{phase}'; valid phases: pretrain, finetune")
     kept = None  # the defenses --defense leaves: the file's unswept ones and the one it sweeps
     if defense is not None:
-        kept = [d for d in data.get("defenses", []) if not d.get("sweep")]
+        kept = [d for d in data.get("defenses", []) if not sweeps(d)]
         if defense != "none":
             swept_phase = phase or data.get("attack", {}).get("phase", "finetune")
             kept.append({"name": defense, "phase": swept_phase, "sweep": True})
@@ -88,8 +88,8 @@ def swept(defenses: Any, phase: Optional[str]) -> Any:
     if not isinstance(defenses, list) or not all(isinstance(d, dict) for d in defenses):
         return defenses
     default = DefenseConfig.model_fields["phase"].default
-    return [(d.get("name"), d.get("sweep"), d.get("phase", default) if phase is not None else None) for d in defenses
-            if d.get("sweep") not in (None, False)]  # sweep="false" as written is no True (review last2 R4)
+    return [(d.get("name"), d.get("phase", default) if phase is not None else None) for d in defenses
+            if sweeps(d)]  # sweep read as validation reads it: "false" is false, "yes" true (reviews last2 R4, l4)
 
 
 def follows_attack(data: dict[str, Any], defense: str, swept_phase: str) -> None:
@@ -101,7 +101,7 @@ def follows_attack(data: dict[str, Any], defense: str, swept_phase: str) -> None
     if now == swept_phase or now not in ("pretrain", "finetune"):  # an unknown phase: validation names it
         return
     default = DefenseConfig.model_fields["phase"].default
-    if any(isinstance(d, dict) and d.get("sweep") is True and d.get("phase", default) != now
+    if any(sweeps(d) and d.get("phase", default) != now
            for d in data.get("defenses") or []):
         raise ConfigError(f"--defense {defense} sweeps it in {swept_phase}, the attacked phase before the --set, but a "
                           f"--set makes the attacked phase {now}; give --phase {now} to attack and defend {now}")

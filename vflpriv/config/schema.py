@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.common.secret_kinds import FEATURES
@@ -235,6 +235,20 @@ class AttackConfig(Options):
         if isinstance(self.adversary, int) and self.adversary < 0:
             raise ValueError(f"adversary {self.adversary} is neither a party index (0, 1, ...) nor 'server'")
         return self
+
+
+_BOOL = TypeAdapter(bool)
+
+
+def sweeps(section: Any) -> bool:
+    """Whether a raw defense section (a config's, a ``--set``'s) is swept, read as validation reads ``sweep``
+    (``"false"``, ``"no"``, ``0`` are false); a value validation refuses reads as unswept, so validation names it."""
+    if not isinstance(section, dict):
+        return False
+    try:
+        return _BOOL.validate_python(section.get("sweep", False))
+    except ValidationError:
+        return False
 
 
 class DefenseConfig(Options):

@@ -13,7 +13,7 @@ from vflpriv.common.errors import VflprivError
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.options import CANDIDATE, MAX_INT
 from vflpriv.config.parse import check_space_values, parse_options, validate
-from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig, TrainingConfig
+from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig, TrainingConfig, sweeps
 
 
 class AttackSettings(AttackConfig):
@@ -169,7 +169,7 @@ class ExperimentConfig(TrainingConfig):
         """Unset strengths of a swept defense: its own (:func:`default_strengths`), in its units."""
         if isinstance(data, dict) and data.get("strengths") is None:
             defenses = data.get("defenses", [d.model_dump() for d in cls.model_fields["defenses"].default_factory()])
-            swept = [d for d in defenses if isinstance(d, dict) and d.get("sweep")] if isinstance(defenses, list) else []
+            swept = [d for d in defenses if sweeps(d)] if isinstance(defenses, list) else []
             if len(swept) == 1:
                 data = {**data, "strengths": default_strengths(swept[0])}
         return data

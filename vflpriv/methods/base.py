@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import abc
 import copy
 from typing import TYPE_CHECKING, ClassVar
 
@@ -10,6 +9,7 @@ import torch
 from pydantic import BaseModel
 from torch import nn
 
+from vflpriv.common.declarations import uncovered_code, undeclared_clause
 from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
     AUDIT_EMBEDDINGS,
@@ -57,22 +57,13 @@ DECLARATIONS = frozenset({"Options", "label_uses", "feature_uses", "pretrain_alo
                           "__weakref__"})
 
 
-def _code(k: type) -> list[str]:
-    """The functions (or other callables or descriptors) class ``k`` defines, bar :data:`DECLARATIONS`."""
-    return [f"{k.__name__}.{name}()" for name, value in vars(k).items()
-            if (callable(value) or hasattr(value, "__get__")) and name not in DECLARATIONS]
-
-
 def own_code(method: Method | type, than: str) -> list[str]:
     """The code a method may run that its effective ``than`` (``label_uses``, ``feature_uses``: the first class of the
     MRO defining it) does not cover, as ``Class.name()``: fail closed, every function of a class the declaring class
     does not inherit from (a helper a declared method calls counts as much as ``finetune``; a mixin's code after the
     declaring class or a declaration in a mixin before a class with code are not covered), a metaclass's code, and
     callables set on the instance (``self.fresh_bottoms = ...`` in ``__init__``)."""
-    cls = method if isinstance(method, type) else type(method)
-    declaring = next(k for k in cls.__mro__ if than in vars(k))
-    found = [c for k in cls.__mro__ if not issubclass(declaring, k) for c in _code(k)]
-    found += [c for meta in type(cls).__mro__ if meta not in (type, object, abc.ABCMeta) for c in _code(meta)]
+    found = uncovered_code(method if isinstance(method, type) else type(method), than, exempt=DECLARATIONS)
     if not isinstance(method, type):
         found += [f"self.{name}" for name, value in vars(method).items() if callable(value)]
     return found
@@ -80,12 +71,8 @@ def own_code(method: Method | type, than: str) -> list[str]:
 
 def _undeclared(method: Method, than: str, what: str) -> tuple[str, ...]:
     """One clause naming the method's own code without ``than`` declared beside it, or ``()``."""
-    code = own_code(method, than)
-    if not code:
-        return ()
-    named = ", ".join(code[:6]) + (f" and {len(code) - 6} more" if len(code) > 6 else "")
-    return (f"its own code ({named}) declares no {what} uses beside it (Method.{than}), so what it does "
-            f"with the {what}s outside the shared loop is unknown",)
+    return undeclared_clause(own_code(method, than), f"declares no {what} uses beside it (Method.{than}), so what it "
+                                                     f"does with the {what}s outside the shared loop is unknown")
 
 
 class Method:
