@@ -194,7 +194,7 @@ def defense_table(defenses: list[dict]) -> Table | None:
              d["phase"],
              f"{d['defense']} ({d['variant']})" if d.get("variant") else d["defense"],
              ", ".join(strength_label(d["axis"], s) for s in d["strengths"]),
-             cap_cell(d["cap"], d["cap_std"], n=d["seeds"], status=d.get("cap_status", "n/a")),
+             cap_cell(d["cap"], d["cap_std"], n=d["seeds"], status=d.get("cap_status") or ("ok" if d["cap"] is not None else "n/a")),
              d["falls_to_prior_text"]] for d in defenses]
     return Table("Feature attacks under the defenses that act on what they read",
                  [*(["setting"] if several else []), "adversary", "victim", "attack", "phase", "defense", "strengths",

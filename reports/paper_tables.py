@@ -141,7 +141,8 @@ def cap_tables(caps: pd.DataFrame) -> list[Table]:
             row = [label]
             for d in datasets:
                 r = cells.get((label, d))
-                row.append("" if r is None else cap_cell(r.cap, r.cap_std, n=int(r.n_seeds), status=r.status, dagger=True))
+                row.append("" if r is None else cap_cell(r.cap, r.cap_std, n=int(r.n_seeds), status=r.status,
+                                                         dagger=True))
             rows.append(row)
         for j, d in enumerate(datasets, start=1):
             scored = [(i, cells[(label, d)]) for i, label in enumerate(labels)

@@ -44,8 +44,8 @@ def mean_std(mean: float, std: float | None, *, n: int, sign: bool = False, digi
 def cap_cell(cap: float | None, cap_std: float | None, *, n: int, status: str, dagger: bool = False) -> str:
     """A CAP cell: "mean ± std", with its status beside it where it covers fewer seeds than ran (``partial: seeds 0
     left out ...``); the status alone where there is no CAP ("n/a†" for a non-federated one with ``dagger``)."""
-    if cap is None or pd.isna(cap):
-        return "n/a†" if dagger and str(status).startswith("n/a") else str(status)
+    if cap is None or pd.isna(cap):  # no number: why (an "ok" without one, e.g. 0/0 MSEs, is no score: n/a)
+        return "n/a†" if dagger and str(status).startswith("n/a") else "n/a" if status == "ok" else str(status)
     shown = mean_std(cap, cap_std, n=n)
     return shown if status == "ok" else f"{shown} ({status})"
 

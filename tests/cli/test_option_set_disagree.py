@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from vflpriv.cli import app
 from vflpriv.cli.evaluate import build_experiment
+from vflpriv.config.sweep import ExperimentConfig
 
 DISAGREE = [
     (["--seeds", "0,1", "--set", "seeds.0=5"], "--seeds sets seeds=[0, 1], but a --set makes it [5, 1]"),
@@ -142,3 +143,14 @@ def test_a_set_moving_the_attack_and_the_swept_defense_alike_is_kept():
                            overrides=["attack.phase=pretrain", "defenses.0.phase=pretrain"])
     assert exp.attack.phase == "pretrain" and [(d.name, d.phase, d.sweep) for d in exp.defenses] == [
         ("iso", "pretrain", True)]
+
+
+def test_the_experiment_line_names_the_fixed_defenses_beside_the_swept_one():
+    """Review l5: a fixed mid acting in every run read as "no defense" (alone) or went unsaid (beside --defense)."""
+    from vflpriv.workflows.headers import experiment_line
+
+    alone = ExperimentConfig.model_validate({"defenses": [{"name": "mid", "strength": 1}], "seeds": [0]})
+    assert "; no defense swept; fixed: mid (finetune) at 1; seeds 0" in experiment_line(alone)
+    both = ExperimentConfig.model_validate({"defenses": [{"name": "mid"}, {"name": "iso", "sweep": True}],
+                                            "strengths": [1], "seeds": [0]})
+    assert "defense iso (finetune) swept over 1; fixed: mid (finetune) at its identity; seeds 0" in experiment_line(both)

@@ -144,3 +144,16 @@ def test_a_partial_cap_carries_its_status_in_every_table_that_shows_it(tmp_path)
     (row,) = [r for r in defense_table(found).rows if r[2] == WORST]
     assert row[-2] == f"{mean_std(worst['cap'], worst['cap_std'], n=2)} ({worst['cap_status']})"
     assert worst["cap_status"].startswith("partial: seeds 0 left out")
+
+
+def test_a_cap_cell_without_a_number_never_reads_ok_and_an_old_summary_s_cap_reads_as_before():
+    """Review l5: a NaN CAP whose status is "ok" (0/0 MSEs) printed "ok" as its score; a feature row of an audit.json
+    written before ``cap_status`` existed printed its CAP with "(n/a)" beside it."""
+    from vflpriv.reports.tables import cap_cell
+
+    assert cap_cell(float("nan"), float("nan"), n=3, status="ok") == "n/a"
+    old = {"setting": "", "adversary": "0", "victim": "1", "attack": "fi-decoder", "phase": "finetune",
+           "defense": "iso", "axis": "lambda", "strengths": [1.0], "cap": 0.72, "cap_std": 0.01, "seeds": 3,
+           "falls_to_prior_text": "λ=1"}
+    (row,) = defense_table([old]).rows
+    assert "0.720 ± 0.010" in row and not any("(n/a)" in str(c) for c in row)

@@ -242,7 +242,8 @@ _BOOL = TypeAdapter(bool)
 
 def sweeps(section: Any) -> bool:
     """Whether a raw defense section (a config's, a ``--set``'s) is swept, read as validation reads ``sweep``
-    (``"false"``, ``"no"``, ``0`` are false); a value validation refuses reads as unswept, so validation names it."""
+    (``"false"``, ``"no"``, ``0`` are false); a value validation refuses reads as unswept (validation names it, or a
+    ``--defense`` beside it is told the two disagree)."""
     if not isinstance(section, dict):
         return False
     try:

@@ -47,7 +47,7 @@ def feature_lines(runs: list[RunConfig]) -> list[str]:
 
 
 def experiment_line(experiment: ExperimentConfig) -> str:
-    """What is measured: method, dataset and its utility metric, attacks, the swept defense, seeds."""
+    """What is measured: method, dataset and its utility metric, attacks, the swept defense and the fixed ones, seeds."""
     from vflpriv.reports.tables import utility_label
 
     swept, defense = experiment.swept, "no defense"
@@ -56,6 +56,10 @@ def experiment_line(experiment: ExperimentConfig) -> str:
     elif swept:
         own = ", ".join(f"{k}={v}" for k, v in swept.options.items() if v is not None)
         defense = f"defense {swept.name} ({swept.phase}) at {own}"
+    fixed = [f"{d.name} ({d.phase}) at {'its identity' if d.strength is None else f'{d.strength:g}'}"
+             for d in experiment.defenses if not d.sweep]  # acting in every run: said, not hidden (review l5)
+    if fixed:
+        defense = f"{'no defense swept' if swept is None else defense}; fixed: {', '.join(fixed)}"
     metric = _dataset_metric(experiment)
     return (f"{experiment.method.name} on {experiment.dataset.name} (utility: {utility_label(metric)}); attack "
             f"{', '.join(experiment.attack.names())} ({experiment.attack.phase}); {defense}; seeds "
