@@ -358,4 +358,4 @@ def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dic
             raise ConfigError(f"{where}.{option} is empty; give at least one value")
         for value in values:
             parse_options(cls, {**base, option: value}, where=where, context=CANDIDATE)
-    check_candidates(cls, base, given, where=where)
+    check_candidates(cls, name, base, given, where=where)

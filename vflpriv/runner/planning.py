@@ -30,7 +30,7 @@ from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
 from vflpriv.runner.adversaries import READS, Adversary, resolve
 from vflpriv.runner.auditing import auditor_menu, check_auditor, plan_auditor
-from vflpriv.runner.components import built
+from vflpriv.common.components import built
 from vflpriv.runner.defense_planning import plan_defenses
 from vflpriv.runner.feature_prior import FeaturePriorPlan, check_finite_features, plan_feature_prior
 from vflpriv.runner.prior import PriorPlan, plan_prior
