@@ -13,10 +13,16 @@ REFUSED = [
       "attack.options.method=kmeans", "--set", "attack.search_space.metric=[euclidean]"],
      "attack.search_space.metric is searched, but no candidate of the search reads it"),
     # each value valid beside the given options, their combination not: it failed the search after the training
+    (["--attack", "mc-mixmatch", "--tune-attacks", "--set", "attack.search_budget=64", "--set",
+      "attack.search_space.weight_decay=[300]", "--set", "attack.search_space.lr=[0.005]"],
+     "attack.search_space: the search would try lr=0.005, weight_decay=300, which its options refuse (weight_decay "
+     "* lr = 1.5"),
+    # the malicious optimiser's options act in the one training, which the search never re-runs (review lo5 F4)
     (["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_budget=64", "--set",
-      "attack.search_space.min_ratio=[3]", "--set", "attack.search_space.max_ratio=[2]"],
-     "attack.search_space: the search would try min_ratio=3, max_ratio=2, which its options refuse (min_ratio 3 "
-     "exceeds max_ratio 2)"),
+      "attack.search_space.min_ratio=[2]", "--set", "attack.search_space.max_ratio=[3]"],
+     "attack.search_space.max_ratio is searched, but only the training of attack 'mc-active' reads it"),
+    (["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_space.gamma=[0, 2]"],
+     "search does not re-run (every candidate is scored on the one training); set attack.options.gamma instead"),
     (["--attack", "mc-mixmatch", "--set", "attack.options.ema=1"],
      "ema=1 keeps the predicting EMA copy at its initial weights"),
     (["--attack", "mc-active", "--set", "attack.options.weight_decay=500"], "weight_decay * lr = 1: the weights"),
@@ -44,8 +50,8 @@ KEPT = [
     # the attack's own space searches method=distance too: some candidate reads the metric
     ["--attack", "similarity", "--tune-attacks", "--set", "attack.options.method=kmeans", "--set",
      "attack.options.metric=euclidean"],
-    ["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_budget=64", "--set",
-     "attack.search_space.min_ratio=[2]", "--set", "attack.search_space.max_ratio=[3]"],
+    ["--attack", "mc-active", "--tune-attacks", "--set", "attack.options.min_ratio=2", "--set",
+     "attack.options.max_ratio=3"],  # the malicious optimiser's options set, not searched
     ["--attack", "mc-mixmatch", "--set", "attack.options.ema=1", "--set", "attack.options.ema_warmup=true"],
     ["--attack", "mc-mixmatch", "--set", "attack.options.weight_decay=400"],  # 400 * 2e-3 = 0.8
     ["--attack", "mc-mixmatch", "--dataset", "breast-cancer"],  # views left at its default
