@@ -31,6 +31,8 @@ REFUSED = [
     # options the adversary's own data leaves unread: images are cropped, unaugmented tabular rows read one view
     (["--attack", "mc-mixmatch", "--set", "attack.options.augment_rate=0.2"],
      "augment_rate=0.2 resamples tabular features; the adversary's are images"),
+    (["--attack", "mc,mc-mixmatch", "--set", "attack.options.mc-mixmatch.augment_rate=0.2"],  # review lo5 F5: not
+     "attack.options.mc-mixmatch.augment_rate=0.2 resamples tabular features"),  # set aside beside another attack
     (["--attack", "mc-active", "--dataset", "breast-cancer", "--set", "attack.options.views=3"],
      "views=3: the adversary's tabular features are not augmented (augment_rate 0)"),
     (["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--tune-attacks", "--set", "attack.search_budget=64",
