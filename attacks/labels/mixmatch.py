@@ -42,12 +42,17 @@ from vflpriv.models.ssl.momentum import flat_ema
 from vflpriv.models.training import apply_in_batches, make_optimizer, require_finite
 
 
+#: The smallest sharpening T: (p_j / p_max)^(1/T) is already below 1e-4 for p_j <= 0.99 p_max there, and above it
+#: log(p) / T stays finite even for float16 guesses (below about 1e-37 it overflowed to -inf: NaN rows).
+MIN_TEMPERATURE = 1e-3
+
+
 class MixMatchOptions(Options):
     epochs: int = Field(30, ge=1)
     iterations: int = Field(100, ge=1, description="optimiser steps per epoch")
     batch_size: int = Field(64, ge=2)
     lr: float = Field(2e-3, gt=0)
-    temperature: float = Field(0.8, gt=0, description="sharpening T")
+    temperature: float = Field(0.8, ge=MIN_TEMPERATURE, description="sharpening T")
     alpha: float = Field(0.75, gt=0, description="MixUp Beta(alpha, alpha)")
     lambda_u: float = Field(50.0, ge=0, description="unlabeled loss weight after the linear ramp-up")
     ema: float = Field(0.999, ge=0, le=1, description="EMA decay of the model used to predict")

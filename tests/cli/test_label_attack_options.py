@@ -23,6 +23,10 @@ REFUSED = [
      "attack.search_space.max_ratio is searched, but only the training of attack 'mc-active' reads it"),
     (["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_space.gamma=[0, 2]"],
      "search does not re-run (every candidate is scored on the one training); set attack.options.gamma instead"),
+    (["--attack", "mc-mixmatch", "--set", "attack.options.temperature=1e-40"],  # review lo5 F7: NaN guesses
+     "invalid attack.options.temperature='1e-40': Input should be greater than or equal to 0.001"),
+    (["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_space.temperature=[0.5, 1e-40]"],
+     "invalid attack.search_space.temperature='1e-40': Input should be greater than or equal to 0.001"),
     (["--attack", "mc-mixmatch", "--set", "attack.options.ema=1"],
      "ema=1 keeps the predicting EMA copy at its initial weights"),
     (["--attack", "mc-active", "--set", "attack.options.weight_decay=500"], "weight_decay * lr = 1: the weights"),
