@@ -47,7 +47,8 @@ class CAEOptions(Options):
     samples: int = Field(30000, ge=16, description="random label rows it trains on (SecretFlow: 30000)")
     batch_size: int = Field(128, ge=2, description="(SecretFlow: 128)")
     lr: float = Field(5e-4, gt=0, description="Adam's lr (SecretFlow: 5e-4)")
-    temperature: float = Field(0.025, gt=0, description="T sharpening the random label rows (SecretFlow: 0.025)")
+    temperature: float = Field(0.025, ge=1e-3, description="T sharpening the random label rows (SecretFlow: 0.025; "
+                               "at least 0.001, one-hot already; far below, log(p) / T overflows to NaN rows)")
 
 
 class DCAEOptions(CAEOptions):
