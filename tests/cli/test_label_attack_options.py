@@ -43,6 +43,13 @@ REFUSED = [
       "--set", "attack.search_space.views=[1, 3]"], "its search space's candidate views=3 does not fit this data"),
     (["--attack", "gc", "--set", "attack.options.method=spectral", "--set", "attack.options.n_init=3"],
      "n_init=3 is read only with method=kmeans"),
+    # a searched value the partition cannot take, refused as the same option is (review lo5 F6)
+    (["--attack", "similarity", "--tune-attacks", "--set", "partition.aux=20", "--set",
+      "attack.search_space.known_per_class=[5]"], "its search space's candidate known_per_class=5 does not fit this "
+                                                  "data (known_per_class=5 for 10 classes needs 50 auxiliary labels"),
+    (["--attack", "gc", "--tune-attacks", "--set", "attack.search_budget=64", "--set", "partition.labeled=10", "--set",
+      "attack.search_space.neighbours=[5, 30]"], "candidate neighbours=30 does not fit this data (neighbours=30 "
+                                                 "exceeds the 10 training targets"),
     # without the gradient match ExPLoit reads nothing of the received gradients: its labels carry no information
     (["--attack", "exploit", "--dataset", "breast-cancer", "--set", "attack.options.alpha_grad=0"],
      "invalid attack.options.alpha_grad=0: Input should be greater than 0"),
@@ -59,6 +66,8 @@ KEPT = [
     ["--attack", "mc-active", "--tune-attacks", "--set", "attack.options.min_ratio=2", "--set",
      "attack.options.max_ratio=3"],  # the malicious optimiser's options set, not searched
     ["--attack", "mc-mixmatch", "--set", "attack.options.ema=1", "--set", "attack.options.ema_warmup=true"],
+    # the attack's own space (neighbours 5, 15) is kept: 15 votes with the 10 targets there are
+    ["--attack", "gc", "--tune-attacks", "--set", "attack.search_budget=64", "--set", "partition.labeled=10"],
     ["--attack", "mc-mixmatch", "--set", "attack.options.weight_decay=400"],  # 400 * 2e-3 = 0.8
     ["--attack", "mc-mixmatch", "--dataset", "breast-cancer"],  # views left at its default
     ["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--set", "attack.options.views=3", "--set",
