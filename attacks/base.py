@@ -72,6 +72,9 @@ class Attack(ABC):
     search_space: ClassVar[dict[str, tuple]] = {}
     #: The iteration-count option successive halving shortens for early rounds ("" : every candidate runs whole).
     budget_option: ClassVar[str] = ""
+    #: Options only its ``behaviour()`` reads in training: a search scores candidates on the one training, never
+    #: re-run, so a search space naming one is refused (a candidate would differ from the others only in name).
+    training_options: ClassVar[frozenset[str]] = frozenset()
     #: Why the attack has no search space (``vflpriv describe`` prints it).
     untunable: ClassVar[str] = ""
     #: Raised when the attack's algorithm changes under its name: each revision's runs have keys of their own, so a

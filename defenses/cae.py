@@ -47,7 +47,8 @@ class CAEOptions(Options):
     samples: int = Field(30000, ge=16, description="random label rows it trains on (SecretFlow: 30000)")
     batch_size: int = Field(128, ge=2, description="(SecretFlow: 128)")
     lr: float = Field(5e-4, gt=0, description="Adam's lr (SecretFlow: 5e-4)")
-    temperature: float = Field(0.025, gt=0, description="T sharpening the random label rows (SecretFlow: 0.025)")
+    temperature: float = Field(0.025, ge=1e-3, description="T sharpening the random label rows (SecretFlow: 0.025; "
+                               "at least 0.001, one-hot already; far below, log(p) / T overflows to NaN rows)")
 
 
 class DCAEOptions(CAEOptions):
@@ -55,8 +56,9 @@ class DCAEOptions(CAEOptions):
 
 
 def sharpen(p: torch.Tensor, *, temperature: float) -> torch.Tensor:
-    q = p.pow(1.0 / temperature)
-    return q / q.sum(1, keepdim=True)
+    """p^(1/T) renormalised per row (SecretFlow's ``sharpen``), as a softmax of log(p) / T: the same map up to float
+    rounding, without p^(1/T)'s underflow to 0 / 0 (NaN rows at the default T on 20 or more classes)."""
+    return (p.log() / temperature).softmax(1)
 
 
 class LabelAutoencoder(nn.Module):
@@ -185,8 +187,9 @@ class ConfusionalAutoencoder(TrainingDefense):
     axis = StrengthAxis(name="lambda", stronger="higher", identity=0.0, low=0.0, high=100.0, search=(0.05, 2.0), log=True)
     audit_strengths = {"finetune": (0.1, 0.5, 1.0)}
     #: 1: the autoencoder's gradients written out (the same recipe and loss; float rounding, carried through its 4700
-    #: Adam steps, makes another autoencoder than autograd's: benchmarks/results/audit_profile.md)
-    revision = 1
+    #: Adam steps, makes another autoencoder than autograd's: benchmarks/results/audit_profile.md); 2: its label rows
+    #: sharpened in log space (:func:`sharpen`; equal up to float rounding where p^(1/T) did not underflow)
+    revision = 2
     anchor = "Zou et al. 2022; SecretFlow confusional_autoencoder.py; VFLAIR MainTaskVFL.py (CAE)"
 
     def __init__(self, **kwargs):

@@ -74,8 +74,8 @@ class FeatureInversion(FeatureAttack):
     def victim_problem(self, spec) -> str:
         tv = type(self.options).model_fields["tv"].default
         if self.options.tv != tv and not (spec.modality == "image" and len(spec.shape) == 3):
-            return (f"attack.options.tv={self.options.tv:g} weighs the total variation of image reconstructions; the "
-                    "victim's features are tabular: leave tv out")
+            return (f"attack.options.tv={self.options.tv:g}: tv weighs the total variation of image reconstructions "
+                    "only, and the victim's features are tabular, so any value is unread: leave tv out")
         return super().victim_problem(spec)
 
     def known_needed(self, *, tuned: bool) -> tuple[int, str]:

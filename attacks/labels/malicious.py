@@ -139,7 +139,8 @@ class MaliciousCompletion(MixMatchCompletion):
     acts = True
     strongest_of_kind = False
     #: Tuning selects the completion's settings (MixMatch's space); the malicious optimiser acted in the one
-    #: training and is not re-run per candidate.
+    #: training and is not re-run per candidate, so its options are not searched.
+    training_options = frozenset({"gamma", "min_ratio", "max_ratio"})
     anchor = "Fu et al. 2022 §4.3, Code/my_optimizers.py MaliciousSGD; VFLAIR src/utils/optimizers.py MaliciousAdam"
 
     def behaviour(self) -> MaliciousBehaviour:

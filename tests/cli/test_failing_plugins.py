@@ -51,6 +51,8 @@ def plugins(tmp_path, monkeypatch):
     (["--method", "brokenplugins:BrokenMethod"], "method 'brokenplugins:BrokenMethod' failed to start: RuntimeError: "
                                                  "method constructor broke"),
     (["--attack", "brokenplugins:BrokenAttack"], "attack 'brokenplugins:BrokenAttack' failed to start: ValueError"),
+    (["--attack", "mc,brokenplugins:BrokenAttack", "--tune-attacks"],  # review lo5 F3: the search's own space
+     "attack 'brokenplugins:BrokenAttack' failed to start: ValueError: attack constructor broke"),
     (["--defense", "brokenplugins:BrokenDefense"], "defense 'brokenplugins:BrokenDefense' failed to start: "
                                                    "ZeroDivisionError: defense constructor broke"),
     (["--method", "exiting:Method"], "cannot import method 'exiting:Method': it called sys.exit(3)"),
@@ -61,6 +63,18 @@ def test_a_failing_plugin_is_one_error_line_and_nothing_is_written(plugins, args
         result = CliRunner().invoke(app, ["evaluate", *args, "--seeds", "0", "--out", str(out)])
     assert result.exit_code == 2, result.output
     one_error_line(result.output, needle)
+
+
+def test_a_failing_plugin_attack_searched_in_the_audit_is_one_error_line(plugins, tmp_path):
+    """Review lo5 F3: the check of ``audit.search_spaces`` built the attack bare and printed its traceback."""
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--seeds", "0", "--attacks",
+                                          "mc,brokenplugins:BrokenAttack", "--defenses", "none", "--set",
+                                          "audit.search_spaces.brokenplugins:BrokenAttack.lr=[0.01]",
+                                          "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, "attack 'brokenplugins:BrokenAttack' failed to start: ValueError: attack "
+                                  "constructor broke")
 
 
 def test_debug_shows_the_plugin_s_traceback(plugins, tmp_path, monkeypatch):

@@ -13,10 +13,20 @@ REFUSED = [
       "attack.options.method=kmeans", "--set", "attack.search_space.metric=[euclidean]"],
      "attack.search_space.metric is searched, but no candidate of the search reads it"),
     # each value valid beside the given options, their combination not: it failed the search after the training
+    (["--attack", "mc-mixmatch", "--tune-attacks", "--set", "attack.search_budget=64", "--set",
+      "attack.search_space.weight_decay=[300]", "--set", "attack.search_space.lr=[0.005]"],
+     "attack.search_space: the search would try lr=0.005, weight_decay=300, which its options refuse (weight_decay "
+     "* lr = 1.5"),
+    # the malicious optimiser's options act in the one training, which the search never re-runs (review lo5 F4)
     (["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_budget=64", "--set",
-      "attack.search_space.min_ratio=[3]", "--set", "attack.search_space.max_ratio=[2]"],
-     "attack.search_space: the search would try min_ratio=3, max_ratio=2, which its options refuse (min_ratio 3 "
-     "exceeds max_ratio 2)"),
+      "attack.search_space.min_ratio=[2]", "--set", "attack.search_space.max_ratio=[3]"],
+     "attack.search_space.max_ratio is searched, but only the training of attack 'mc-active' reads it"),
+    (["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_space.gamma=[0, 2]"],
+     "search does not re-run (every candidate is scored on the one training); set attack.options.gamma instead"),
+    (["--attack", "mc-mixmatch", "--set", "attack.options.temperature=1e-40"],  # review lo5 F7: NaN guesses
+     "invalid attack.options.temperature='1e-40': Input should be greater than or equal to 0.001"),
+    (["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_space.temperature=[0.5, 1e-40]"],
+     "invalid attack.search_space.temperature='1e-40': Input should be greater than or equal to 0.001"),
     (["--attack", "mc-mixmatch", "--set", "attack.options.ema=1"],
      "ema=1 keeps the predicting EMA copy at its initial weights"),
     (["--attack", "mc-active", "--set", "attack.options.weight_decay=500"], "weight_decay * lr = 1: the weights"),
@@ -25,12 +35,21 @@ REFUSED = [
     # options the adversary's own data leaves unread: images are cropped, unaugmented tabular rows read one view
     (["--attack", "mc-mixmatch", "--set", "attack.options.augment_rate=0.2"],
      "augment_rate=0.2 resamples tabular features; the adversary's are images"),
+    (["--attack", "mc,mc-mixmatch", "--set", "attack.options.mc-mixmatch.augment_rate=0.2"],  # review lo5 F5: not
+     "attack.options.mc-mixmatch.augment_rate=0.2 resamples tabular features"),  # set aside beside another attack
     (["--attack", "mc-active", "--dataset", "breast-cancer", "--set", "attack.options.views=3"],
      "views=3: the adversary's tabular features are not augmented (augment_rate 0)"),
     (["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--tune-attacks", "--set", "attack.search_budget=64",
       "--set", "attack.search_space.views=[1, 3]"], "its search space's candidate views=3 does not fit this data"),
     (["--attack", "gc", "--set", "attack.options.method=spectral", "--set", "attack.options.n_init=3"],
      "n_init=3 is read only with method=kmeans"),
+    # a searched value the partition cannot take, refused as the same option is (review lo5 F6)
+    (["--attack", "similarity", "--tune-attacks", "--set", "partition.aux=20", "--set",
+      "attack.search_space.known_per_class=[5]"], "its search space's candidate known_per_class=5 does not fit this "
+                                                  "data (known_per_class=5 for 10 classes needs 50 auxiliary labels"),
+    (["--attack", "gc", "--tune-attacks", "--set", "attack.search_budget=64", "--set", "partition.labeled=10", "--set",
+      "attack.search_space.neighbours=[5, 30]"], "candidate neighbours=30 does not fit this data (neighbours=30 "
+                                                 "exceeds the 10 training targets"),
     # without the gradient match ExPLoit reads nothing of the received gradients: its labels carry no information
     (["--attack", "exploit", "--dataset", "breast-cancer", "--set", "attack.options.alpha_grad=0"],
      "invalid attack.options.alpha_grad=0: Input should be greater than 0"),
@@ -44,9 +63,11 @@ KEPT = [
     # the attack's own space searches method=distance too: some candidate reads the metric
     ["--attack", "similarity", "--tune-attacks", "--set", "attack.options.method=kmeans", "--set",
      "attack.options.metric=euclidean"],
-    ["--attack", "mc-active", "--tune-attacks", "--set", "attack.search_budget=64", "--set",
-     "attack.search_space.min_ratio=[2]", "--set", "attack.search_space.max_ratio=[3]"],
+    ["--attack", "mc-active", "--tune-attacks", "--set", "attack.options.min_ratio=2", "--set",
+     "attack.options.max_ratio=3"],  # the malicious optimiser's options set, not searched
     ["--attack", "mc-mixmatch", "--set", "attack.options.ema=1", "--set", "attack.options.ema_warmup=true"],
+    # the attack's own space (neighbours 5, 15) is kept: 15 votes with the 10 targets there are
+    ["--attack", "gc", "--tune-attacks", "--set", "attack.search_budget=64", "--set", "partition.labeled=10"],
     ["--attack", "mc-mixmatch", "--set", "attack.options.weight_decay=400"],  # 400 * 2e-3 = 0.8
     ["--attack", "mc-mixmatch", "--dataset", "breast-cancer"],  # views left at its default
     ["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--set", "attack.options.views=3", "--set",

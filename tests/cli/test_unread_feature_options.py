@@ -26,11 +26,14 @@ REFUSED = [
     (["--attack", "mc,grn", "--tune-attacks", "--set", "attack.search_space.grn.observe=[logits]", "--set",
       "attack.options.grn.precision=2"], "attack.options.grn.precision=2 given, but no candidate of the search"),
     (["--attack", "fi-inversion", "--dataset", "breast-cancer", "--tune-attacks", "--set", "attack.search_budget=9",
-      "--set", "attack.search_space.tv=[0, 0.1]"], "its search space's candidate tv=0 does not fit this data"),
+      "--set", "attack.search_space.tv=[0, 0.1]"], "its search space's candidate tv=0 does not fit this data "
+                                                   "(attack.options.tv=0: tv weighs the total variation of image "
+                                                   "reconstructions only, and the victim's features are tabular, so "
+                                                   "any value is unread"),  # review lo5 F9: not "tv=0 weighs"
     (["--attack", "fi-inversion", "--set", "attack.options.init=mean", "--set", "attack.options.decoder_epochs=5"],
      "decoder_epochs=5 is read only with init=decoder"),
     (["--attack", "fi-inversion", "--dataset", "breast-cancer", "--set", "attack.options.tv=0.5"],
-     "attack.options.tv=0.5 weighs the total variation of image reconstructions; the victim's features are tabular"),
+     "attack.options.tv=0.5: tv weighs the total variation of image reconstructions only"),
     (["--attack", "fi-decoder", "--defense", "embedding-dp", "--set", "defenses.0.options.private_bottom=false",
       "--set", "defenses.0.options.bottom_clip=3"], "bottom_clip=3.0 is read only with private_bottom=true"),
     (["--attack", "fi-decoder", "--defense", "fi-adversarial", "--set", "defenses.0.options.loss=ssim", "--set",

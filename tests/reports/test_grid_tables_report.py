@@ -34,6 +34,15 @@ def test_grid_expands_axes_applies_each_datasets_defaults_and_sets_aside_what_ca
     assert {r.method.options.get("epochs") for r in grid.runs if r.method.name == "ssvfl-i"} == {1}
 
 
+def test_a_grid_sets_aside_the_data_set_an_attack_option_does_not_fit_and_runs_it_on_the_others():
+    """augment_rate resamples tabular features: unread on digits' image halves, read on breast-cancer (the audit and
+    a multi-attack evaluate, on one data set, refuse it instead: review lo5 F5)."""
+    grid = expand({**FAST, "attack": {**FAST["attack"], "options": {"augment_rate": 0.2}}, "methods": ["splitnn"],
+                   "datasets": ["digits", "breast-cancer"], "attacks": ["mc-mixmatch"]})
+    assert {r.dataset.name for r in grid.runs} == {"breast-cancer"}
+    assert [(c.dataset, c.attack) for c in grid.skipped] == [("digits", "mc-mixmatch")]
+
+
 @pytest.mark.parametrize(("raw", "needle"), [
     ({"methods": "splitnn"}, "methods must be a non-empty list"),
     ({"methods": ["nope"]}, "valid methods"),

@@ -27,6 +27,11 @@ class IncompatibleError(VflprivError, ValueError):
     """A combination that makes no sense (e.g. a binary-only attack on a 10-class task)."""
 
 
+class UnfitOptionsError(IncompatibleError):
+    """An attack's options that its data leaves unread or cannot take (``own_problem``, ``victim_problem``): a sweep
+    sets the cell aside; an audit or a multi-attack run on its one data set refuses them where the user gave them."""
+
+
 class DivergedError(RuntimeError):
     """A model's outputs are not finite: the run is recorded as failed (not a user error, so a sweep goes on)
     instead of being scored as if NaN logits were guesses, which reads as chance, i.e. perfect protection."""

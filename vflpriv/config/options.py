@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
+from vflpriv.common.components import built
 from vflpriv.common.errors import ConfigError
 
 #: The largest integer any setting accepts.
@@ -114,14 +115,14 @@ def read_alone(model: type[Options], options: dict) -> dict:
     return {k: v for k, v in options.items() if k not in unread}
 
 
-def check_candidates(cls: Any, base: dict, space: dict[str, list], *, where: str) -> None:
-    """ConfigError, before training, where a search of attack ``cls`` over ``space`` (named ``where``; over the
-    attack's own space, when it has one) beside the options given (``base``) would meet a candidate its options
-    refuse (:func:`_refuse_clashes`), or where a searched or given option is read by none of the candidates: each
-    one's enabling value is the given one (the first candidate) or one the search tries."""
+def check_candidates(cls: Any, attack: str, base: dict, space: dict[str, list], *, where: str) -> None:
+    """ConfigError, before training, where a search of attack ``attack`` (class ``cls``) over ``space`` (named
+    ``where``; over the attack's own space, when it has one) beside the options given (``base``) would meet a
+    candidate its options refuse (:func:`_refuse_clashes`), or where a searched or given option is read by none of
+    the candidates: each one's enabling value is the given one (the first candidate) or one the search tries."""
     model = cls.Options
     given = model.model_validate(base, context=CANDIDATE)
-    own = cls(given).space()
+    own = built("attack", attack, lambda: cls(given).space())  # a plugin's constructor: one error where it fails
     tried = {**own, **space} if own else space
     _refuse_clashes(model, base, tried, where=where)
     for name, (key, reading) in model.read_only_with.items():

@@ -345,17 +345,24 @@ def parse_options(cls: Any, options: dict[str, Any], *, where: str, context: dic
 
 def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dict,
                        where: str = "attack.search_space") -> None:
-    """Refuse a search space naming options attack ``name`` (class ``cls``) does not have, an empty list of values,
-    a value its options refuse beside ``base`` (the options given), or an option no candidate reads, each named as
-    ``where`` (as the user gave it)."""
+    """Refuse a search space naming options attack ``name`` (class ``cls``) does not have or reads only in training
+    (``training_options``), an empty list of values, a value its options refuse beside ``base`` (the options given),
+    or an option no candidate reads, each named as ``where`` (as the user gave it)."""
     fields = cls.Options.model_fields
     stray = sorted(set(given) - set(fields))
     if stray:
         raise ConfigError(f"{where} names {', '.join(stray)}, not an option of attack '{name}'; its options: "
                           f"{', '.join(fields) or 'none'}")
+    trained = getattr(cls, "training_options", frozenset())
+    if acting := sorted(set(given) & trained):
+        searchable = ", ".join(k for k in fields if k not in trained)
+        options = where.replace("search_spaces", "attack_options").replace("search_space", "options")
+        raise ConfigError(f"{where}.{acting[0]} is searched, but only the training of attack '{name}' reads it, "
+                          f"which the search does not re-run (every candidate is scored on the one training); set "
+                          f"{options}.{acting[0]} instead, or search its other options: {searchable}")
     for option, values in given.items():
         if not values:
             raise ConfigError(f"{where}.{option} is empty; give at least one value")
         for value in values:
             parse_options(cls, {**base, option: value}, where=where, context=CANDIDATE)
-    check_candidates(cls, base, given, where=where)
+    check_candidates(cls, name, base, given, where=where)

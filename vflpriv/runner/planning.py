@@ -30,7 +30,7 @@ from vflpriv.methods.base import Method
 from vflpriv.models.encoders import encoder_arch
 from vflpriv.runner.adversaries import READS, Adversary, resolve
 from vflpriv.runner.auditing import auditor_menu, check_auditor, plan_auditor
-from vflpriv.runner.components import built
+from vflpriv.common.components import built
 from vflpriv.runner.defense_planning import plan_defenses
 from vflpriv.runner.feature_prior import FeaturePriorPlan, check_finite_features, plan_feature_prior
 from vflpriv.runner.prior import PriorPlan, plan_prior
@@ -262,8 +262,9 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     if attack.acts and cfg.phase != "finetune":
         raise IncompatibleError(f"attack '{cfg.name}' acts during finetuning; use attack.phase=finetune")
     space = search_space(attack, cfg.search_space) if cfg.tune else None
-    reason = attack.incompatible(method.declared(run, num_classes=dataset.num_classes), num_classes=dataset.num_classes)
-    if reason:
+    declared = method.declared(run, num_classes=dataset.num_classes)
+    fits = lambda a: a.incompatible(declared, num_classes=dataset.num_classes)  # noqa: E731
+    if reason := fits(attack) or (attack.search_problem(cfg.search_space, fits) if cfg.tune else ""):
         raise IncompatibleError(f"attack '{cfg.name}': {reason}")
     known_ids = None
     if attack.secret == "features":  # too few known samples failed (or silently did less) after the training

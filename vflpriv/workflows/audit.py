@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vflpriv.common.errors import ConfigError, IncompatibleError
+from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError
 from vflpriv.config.options import CANDIDATE, read_alone
 from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
@@ -125,12 +125,13 @@ def _run(base: dict, attack: AttackConfig, defense: DefenseConfig | None, seed: 
     return RunConfig.model_validate(data)
 
 
-def _try(runs: list[RunConfig], *, default_battery: bool = False) -> str:
+def _try(runs: list[RunConfig], *, default_battery: bool = False, given: bool = False) -> str:
     """'' when the runs plan, else the planner's reason why they cannot (IncompatibleError: the method, task or
-    phase lacks what the attack or defense needs). Bad input (an unknown option, a party that does not exist)
-    is raised: the user fixes it; it is not a pair to set aside. ``default_battery``: also the reason an attack of the
-    default battery is left out there (:data:`LEFT_OUT` and ``Attack.left_out_of_audit``)."""
-    planned, reason = _planned(runs)
+    phase lacks what the attack or defense needs). Bad input (an unknown option, a party that does not exist, an
+    option the user ``given`` for the attack that this data leaves unread) is raised: the user fixes it; it is not a
+    pair to set aside. ``default_battery``: also the reason an attack of the default battery is left out there
+    (:data:`LEFT_OUT` and ``Attack.left_out_of_audit``)."""
+    planned, reason = _planned(runs, given=given)
     if reason or not default_battery:
         return reason
     a = planned.attacks[0]
@@ -139,13 +140,16 @@ def _try(runs: list[RunConfig], *, default_battery: bool = False) -> str:
     return f"{LEFT_OUT}: {reason}" if reason else ""
 
 
-def _planned(runs: list[RunConfig]):
+def _planned(runs: list[RunConfig], *, given: bool = False):
     """(the plan, '') when the runs plan, else (None, the planner's reason) (see :func:`_try`)."""
     from vflpriv.runner.planning import plan
 
     try:
         return plan(runs), ""
     except IncompatibleError as exc:
+        if given and isinstance(exc, UnfitOptionsError):
+            name = runs[0].attack.name
+            raise ConfigError(str(exc).replace("attack.options.", f"audit.attack_options.{name}.")) from None
         return None, str(exc)
 
 
@@ -311,7 +315,9 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
             applicable = []
             for label, attack in [a for name in attacks for a in _attacks(cfg, name, phase, adversary,
                                                                             adversary == adversaries[0])]:
-                reason = _try([_run(base, attack, None, cfg.seeds[0])], default_battery=cfg.audit.attacks is None)
+                given = attack.name in cfg.audit.attack_options or attack.name in cfg.audit.search_spaces
+                reason = _try([_run(base, attack, None, cfg.seeds[0])], default_battery=cfg.audit.attacks is None,
+                              given=given)
                 if reason:
                     skipped.append(Inapplicable(label, "none", phase, reason, reason.startswith(LEFT_OUT)))
                 else:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from vflpriv.common.console import make_console, plural
-from vflpriv.common.errors import ConfigError, IncompatibleError, Interrupted
+from vflpriv.common.errors import ConfigError, IncompatibleError, Interrupted, UnfitOptionsError
 from vflpriv.common.lazy import importing
 from vflpriv.common.progress import RunProgress
 from vflpriv.common.secret_kinds import FEATURES, SECRETS
@@ -314,8 +314,8 @@ def not_applicable_lines(results: pd.DataFrame) -> list[str]:
 
 
 def applicable_attacks(runs: list[RunConfig]) -> tuple[list[RunConfig], list[tuple[str, str]]]:
-    """With several attacks, the runs of those this method, task and phase allow, and each attack set aside with the
-    planner's reason (as the audit does); an attack alone, or none applicable, is refused (IncompatibleError)."""
+    """With several attacks, the runs of those the method, task and phase allow, each other set aside with its reason
+    (as the audit does); refused: one attack alone, none applicable, an option given that the data leaves unread."""
     from vflpriv.runner.planning import plan
 
     names = list(dict.fromkeys(r.attack.name for r in runs))
@@ -327,6 +327,8 @@ def applicable_attacks(runs: list[RunConfig]) -> tuple[list[RunConfig], list[tup
         first = mine[0].training_key()
         try:
             plan([r for r in mine if r.training_key() == first])
+        except UnfitOptionsError as exc:  # the user's own options: only they set them for this attack
+            raise ConfigError(str(exc).replace("attack.options.", f"attack.options.{name}.")) from None
         except IncompatibleError as exc:
             set_aside.append((name, str(exc).removeprefix(f"attack '{name}': ")))
             continue
