@@ -13,8 +13,9 @@ OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
 
 #: The version of the rules deciding where an epsilon is claimed (the defenses' ``covers``, the undeclared-code rules of
 #: methods and defenses, the accountants): raised by any change to them, so that a stored epsilon written under earlier
-#: rules is never resumed or shown (review eps F3). 1: review eps F1/F2 (pretraining keys and defense plugins).
-CLAIM_VERSION = 1
+#: rules is never resumed or shown (review eps F3). 1: review eps F1/F2 (pretraining keys and defense plugins); 2: a
+#: DP defense's own undeclared code voids its claim (review eps2 G1).
+CLAIM_VERSION = 2
 
 
 @dataclass
