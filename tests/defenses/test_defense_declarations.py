@@ -141,3 +141,13 @@ def test_a_subclass_replacing_dp_gaussian_s_noise_runs_and_records_no_epsilon():
     (record,) = run(_config({"name": "t-quiet-dp", "strength": 4.0, "sweep": True}))
     assert math.isnan(record.epsilon)
     assert "t-quiet-dp: no epsilon recorded: t-quiet-dp: its own code (_QuietDP._noise())" in record.notes
+
+
+def test_a_feature_reader_around_embedding_dp_withholds_its_test_row_claim_too():
+    """Review eps2 G5: where another defense reads the victim's features around embedding-dp, the notes hold no
+    per-release epsilon for the test rows either (embedding_dp.notes' ``read_around``)."""
+    (record,) = run(_config({"name": "embedding-dp", "strength": 8.0, "party": 1, "sweep": True},
+                            {"name": "t-emb", "strength": 1.0, "party": 1}, attack={"name": "fi-decoder"}))
+    assert math.isnan(record.epsilon_features)
+    assert "no epsilon for the test rows either: t-emb: its own code (_Tag.transform())" in record.notes
+    assert "each test row passed" not in record.notes
