@@ -166,7 +166,8 @@ class Store:
         out: set[str] = set()
         for chunk, marks in _in_chunks(keys):
             with self._lock:
-                rows = self._db.execute(f"SELECT key, status, updated FROM runs WHERE key IN ({marks})", chunk).fetchall()
+                rows = self._db.execute(f"SELECT key, status, updated FROM runs WHERE key IN ({marks})",
+                                        chunk).fetchall()
             out.update(k for k, status, updated in rows if status in FINAL or updated >= since)
         return out
 
