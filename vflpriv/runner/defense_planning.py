@@ -107,10 +107,12 @@ def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
     delta >= 1/n, publishing one random row's secret in the clear is (0, delta)-DP, so the epsilon says nothing."""
     for d, c in zip(defenses, config.defenses):
         if not d.is_identity and (delta := d.privacy_delta()) >= 1 / rows:
+            default = getattr(type(d.options).model_fields.get("delta"), "default", None)
+            too_large = f"the default delta {delta:g} is too large for {rows} training rows: " * (delta == default)
             raise ConfigError(f"defense '{c.name}': options.delta {delta:g} is not below 1/{rows} ({rows} training "
                               "rows, as many as any claim is over or more): no meaningful guarantee, as releasing one "
-                              f"random row's secret in the clear meets it; give a delta below {1 / rows:.3g} (1e-5 by "
-                              "default)")
+                              f"random row's secret in the clear meets it; {too_large}give a delta below "
+                              f"{1 / rows:.3g}")
 
 
 def _read_around(config: TrainingConfig, defenses: list, index: int) -> str:
