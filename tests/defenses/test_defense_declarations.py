@@ -151,3 +151,15 @@ def test_a_feature_reader_around_embedding_dp_withholds_its_test_row_claim_too()
     assert math.isnan(record.epsilon_features)
     assert "no epsilon for the test rows either: t-emb: its own code (_Tag.transform())" in record.notes
     assert "each test row passed" not in record.notes
+
+
+def test_a_class_naming_a_vflpriv_module_is_not_taken_for_vflpriv_s_own():
+    """Review eps2 G6: ``__module__`` is not taken at its word: a plugin class naming a vflpriv module (one that does
+    not exist, or one that does not define it) still has its code judged; every built-in defense's classes are own."""
+    from vflpriv.defenses.declarations import vflpriv_own
+
+    for module in ("vflpriv.defenses.spoofed", "vflpriv.defenses.label_dp"):
+        spoof = type("LabelDP", (_Tag,), {"__module__": module})
+        assert not vflpriv_own(spoof) and spoof.label_reads()
+    for name in DEFENSES.names():
+        assert all(vflpriv_own(k) for k in DEFENSES.get(name).__mro__ if k.__module__.startswith("vflpriv.")), name

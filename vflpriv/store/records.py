@@ -14,7 +14,8 @@ OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
 #: The version of the rules deciding where an epsilon is claimed (the defenses' ``covers``, the undeclared-code rules of
 #: methods and defenses, the accountants): raised by any change to them, so that a stored epsilon written under earlier
 #: rules is never resumed or shown (review eps F3). 1: review eps F1/F2 (pretraining keys and defense plugins); 2: a
-#: DP defense's own undeclared code voids its claim (review eps2 G1).
+#: DP defense's own undeclared code voids its claim, and a class is vflpriv's own by its module's file, not its
+#: ``__module__`` alone (review eps2 G1, G6; one version, as neither was released alone).
 CLAIM_VERSION = 2
 
 
