@@ -39,9 +39,6 @@ class GradPerturb(TrainingDefense):
                         search=(0.01, 10.0), log=True)
     audit_strengths = {"finetune": (10.0, 1.0, 0.1)}
     anchor = "Yang et al. 2022; VFLAIR defense_functions.py perturb, active_party.py calculate_gradient_each_class"
-    #: 1: the axis renamed from 'epsilon' to 'laplace_eps' (review eps F6); records store it, so the runs of 0 are
-    #: recomputed, not resumed under the old name (review eps2 G2).
-    revision = 1
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

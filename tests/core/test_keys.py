@@ -82,14 +82,3 @@ def test_a_name_without_a_revision_keys_as_before_revisions_existed(monkeypatch)
     for name in ("no-such-method", "test-no-revision"):
         dump = {"method": {"name": name}, "defenses": [{"name": "no-such-defense"}]}
         assert keyed(dump) == {"method": {"name": name}, "defenses": [{"name": "no-such-defense"}]}
-
-
-def test_grad_perturb_s_renamed_axis_gets_keys_of_its_own(monkeypatch):
-    """Review eps2 G2: a record stores its strength axis (``strength_axis``), so a store written while grad-perturb's
-    axis read 'epsilon' must be recomputed, not resumed: its runs' keys (pinned at revision 0) change."""
-    from vflpriv.config.registry import DEFENSES
-
-    run = RunConfig.model_validate({"defenses": [{"name": "grad-perturb", "strength": 1.0}]})
-    assert (run.key(), run.training_key()) != ("ed949d481f81c976bc6a", "2eaffef83c0f91b9f1bc")
-    monkeypatch.setattr(DEFENSES.get("grad-perturb"), "revision", 0)  # the keys of the 'epsilon' axis
-    assert (run.key(), run.training_key()) == ("ed949d481f81c976bc6a", "2eaffef83c0f91b9f1bc")
