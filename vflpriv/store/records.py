@@ -222,6 +222,8 @@ class RunRecord:
                 kept[name] = float("nan") if value is None else float(value)
             elif not isinstance(value, _TYPES[kind]) or (kind != "bool" and isinstance(value, bool)):
                 raise ValueError(f"field {name} holds {value!r:.40}; expected {kind}")
+        if renamed := RENAMED_AXES.get((kept.get("defense"), kept.get("strength_axis"))):
+            kept["strength_axis"] = renamed
         record = cls(**kept)
         impossible = canary_fields.problem(kept) or feature_fields.problem(record)  # every field no run writes
         if impossible:
@@ -232,6 +234,10 @@ class RunRecord:
     def columns(cls) -> list[str]:
         return [f.name for f in fields(cls)]
 
+
+#: Strength axes renamed under an unchanged mechanism, (defense, stored name) -> its name now: a stored record reads
+#: with the name, so an old store names no claim that is none and its seeds join the new ones (reviews eps F6, eps2 G2).
+RENAMED_AXES = {("grad-perturb", "epsilon"): "laplace_eps"}
 
 #: How :meth:`RunRecord.to_json` writes an infinite number (strict JSON has none).
 _INFINITIES = ("inf", "-inf")
