@@ -103,7 +103,7 @@ def test_a_plugin_on_the_victim_s_embeddings_voids_embedding_dp_s_claim_unless_i
 
 
 class _CleanLDP(LabelDP):
-    """label-dp whose randomised response keeps every label (the mechanism replaced, nothing declared: review eps2 G1)."""
+    """label-dp whose randomised response keeps every label (mechanism replaced, nothing declared: review eps2 G1)."""
 
     def relabel(self, labels, *, num_classes):
         return labels.clone()
