@@ -66,7 +66,8 @@ if TYPE_CHECKING:
 class GaussianDPOptions(Options):
     clip: float = Field(1.0, gt=0, description="C: each sample's joint gradient (parameters and sent rows) is clipped "
                                                "to this L2 norm")
-    delta: float = Field(1e-5, gt=0, lt=1, description="delta of the (epsilon, delta) the accountant reports")
+    delta: float = Field(1e-5, gt=0, lt=1, description="delta of the (epsilon, delta) the accountant reports; "
+                         "below 1/n for n training rows, else refused (the default suits fewer than 100000 rows)")
     target_epsilon: float | None = Field(
         None, gt=0, description="solve for the noise multiplier that spends this epsilon over the run (instead of a "
         "strength)")

@@ -108,7 +108,8 @@ class EmbeddingDPOptions(Options):
                                                    "the training needs (false: rows only, no training epsilon)")
     bottom_clip: float = Field(1.0, gt=0, description="C_g: each sample's gradient of the bottom is clipped to this "
                                                       "L2 norm (private_bottom)")
-    delta: float = Field(1e-5, gt=0, lt=1, description="delta of the (epsilon, delta) the accountant reports")
+    delta: float = Field(1e-5, gt=0, lt=1, description="delta of the (epsilon, delta) the accountant reports; "
+                         "below 1/n for n training rows, else refused (the default suits fewer than 100000 rows)")
     read_only_with: ClassVar[dict[str, tuple[str, tuple]]] = {"bottom_clip": ("private_bottom", (True,))}
 
 

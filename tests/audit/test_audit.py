@@ -286,3 +286,20 @@ def test_the_custom_loop_example_is_described_from_its_options_and_passes_confor
     checked = _vflpriv(["audit", "--method", "fedbcd", "--check-only", "--set", "finetune.epochs=1"], plugins)
     assert checked.returncode == 0, checked.stderr
     assert "passive parties only through the channel" in checked.stdout
+
+
+def test_canaries_go_into_a_pretraining_of_undeclared_plugin_code(monkeypatch):
+    """Review eps2 G6: a FedHSSL subclass whose own ``pretrain`` declares no ``label_uses`` may read the labels: the
+    audit plants canaries in its pretraining too (as its pretraining key has it: ``own_code``), and planning admits
+    them there."""
+    from vflpriv.methods.fedhssl import FedHSSL
+
+    class Peeking(FedHSSL):
+        def pretrain(self, fed):
+            return super().pretrain(fed)
+
+    monkeypatch.setitem(METHODS._extra, "t-peeking-hssl", Peeking)  # gone after the test
+    cfg = AuditConfig.model_validate({**SMALL, "method": {"name": "t-peeking-hssl"}, "seeds": [0],
+                                      "audit": {"attacks": ["mc"], "defenses": [{"name": "none"}]}})
+    runs, skipped = audit_grid(cfg)
+    assert ("pretrain", canaries(cfg)) in {(r.attack.phase, r.partition.canaries) for r in runs}, skipped

@@ -1,6 +1,7 @@
 """Review eps F3: a stored epsilon decided by earlier claim rules (``RunRecord.claim_version``) is never shown (read as
 none, the note says why) and never resumed (the sweep deletes and recomputes it); an old store still opens."""
 
+import hashlib
 import json
 import math
 import sqlite3
@@ -44,3 +45,40 @@ def test_an_epsilon_of_earlier_claim_rules_is_withheld_on_read_and_recomputed_on
         sweep_module.sweep(_configs(), store)
     (again,) = read_store(path).records
     assert len(calls) == 1 and again.epsilon == 2.0 and "withheld" not in again.notes
+
+
+def _claim_sources() -> dict[str, str]:
+    """The source of what decides where an epsilon is claimed: every DP defense's ``covers`` and ``privacy_spent``,
+    the accountants, the undeclared-code rules of methods, defenses and pretraining keys, the planner's read-arounds."""
+    import inspect
+
+    from vflpriv.defenses.dp_gaussian import spent
+    from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
+    from vflpriv.common import declarations as common
+    from vflpriv.config.registry import DEFENSES
+    from vflpriv.defenses import declarations
+    from vflpriv.defenses.base import Protection
+    from vflpriv.methods.base import _undeclared, own_code, pretraining_reads_labels
+    from vflpriv.runner import defense_planning as planning
+
+    dp = [cls for cls in map(DEFENSES.get, DEFENSES.names())
+          if declarations.vflpriv_own(cls) and cls.privacy_spent is not Protection.privacy_spent]
+    parts = [getattr(k, name) for cls in dp for k in cls.__mro__ for name in ("covers", "privacy_spent")
+             if name in vars(k)]
+    parts += [spent, gaussian_epsilon, common, declarations, own_code, _undeclared, pretraining_reads_labels,
+              Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
+              planning._reads, planning._check_label_readers]
+    return {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
+            for p in parts}
+
+
+#: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
+PINNED_CLAIM_RULES = (2, "8ec2ba38b565fb18")
+
+
+def test_the_claim_deciding_code_is_pinned_beside_claim_version():
+    sources = _claim_sources()
+    digest = hashlib.sha256("\n".join(f"{k}\n{sources[k]}" for k in sorted(sources)).encode()).hexdigest()[:16]
+    assert (CLAIM_VERSION, digest) == PINNED_CLAIM_RULES, (
+        f"the code deciding where an epsilon is claimed changed ({len(sources)} sources, digest {digest}): bump "
+        "CLAIM_VERSION if a claim can change, then update this hash (PINNED_CLAIM_RULES)")

@@ -134,3 +134,22 @@ def test_a_pretraining_of_undeclared_plugin_code_is_keyed_by_the_label_defenses(
     assert pretrain_key(label_dp, Peeking) != pretrain_key(base, Peeking)
     assert pretrain_key(tiny(method={"name": "vflhlp-p"}, partition={"labeled": 90}), Peeking) != \
         pretrain_key(base, Peeking)
+
+
+def test_a_pretraining_of_undeclared_feature_code_is_keyed_by_the_feature_defenses(tiny):
+    """Review eps2 G5: a VFLHLP-P subclass whose own ``pretrain`` declares no ``feature_uses`` never shares the
+    pretraining of a run without embedding-dp (a finetune-phase feature defense); VFLHLP-P itself still does."""
+    from vflpriv.methods.vflhlp import VFLHLPPassive
+
+    class Peeking(VFLHLPPassive):
+        def label_uses(self):  # its labels declared: the feature rule alone decides
+            return super().label_uses()
+
+        def pretrain(self, fed):
+            return super().pretrain(fed)
+
+    base = tiny(method={"name": "vflhlp-p"})
+    edp = tiny(method={"name": "vflhlp-p"}, defenses=[{"name": "embedding-dp", "strength": 8.0, "party": 1,
+                                                        "sweep": True}])
+    assert pretrain_key(edp, VFLHLPPassive) == pretrain_key(base, VFLHLPPassive)
+    assert pretrain_key(edp, Peeking) != pretrain_key(base, Peeking)

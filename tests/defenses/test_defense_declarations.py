@@ -7,11 +7,15 @@ from __future__ import annotations
 import math
 
 import pytest
+import torch
 
 from vflpriv.common.errors import IncompatibleError
 from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.base import Defense, LabelDefense, StrengthAxis
+from vflpriv.defenses.dp_gaussian import GaussianDP
+from vflpriv.defenses.embedding_dp import EmbeddingDP
+from vflpriv.defenses.label_dp import LabelDP
 from vflpriv.runner.execution import run
 from vflpriv.runner.planning import plan
 
@@ -96,3 +100,66 @@ def test_a_plugin_on_the_victim_s_embeddings_voids_embedding_dp_s_claim_unless_i
     assert p.defenses[0].read_around
     p = plan(_config(emb, {"name": "t-declared-emb", "strength": 1.0, "party": 1}, **attack))
     assert p.defenses[0].uncovered == "" and p.defenses[0].read_around == ""
+
+
+class _CleanLDP(LabelDP):
+    """label-dp whose randomised response keeps every label (mechanism replaced, nothing declared: review eps2 G1)."""
+
+    def relabel(self, labels, *, num_classes):
+        return labels.clone()
+
+
+class _LeakyEDP(EmbeddingDP):
+    """embedding-dp whose victim bottom is left unwrapped: no clipping, no noise (nothing declared)."""
+
+    def passive_bottom(self, party, bottom):
+        return bottom
+
+
+class _QuietDP(GaussianDP):
+    """dp-gaussian whose noise is zero (nothing declared)."""
+
+    def _noise(self, shape, device):
+        return torch.zeros(shape, device=device)
+
+
+for name, cls in {"t-clean-ldp": _CleanLDP, "t-leaky-edp": _LeakyEDP, "t-quiet-dp": _QuietDP}.items():
+    DEFENSES.register(name, cls)
+
+
+def test_a_subclass_replacing_a_label_mechanism_keeps_no_epsilon():
+    p = plan(_config({"name": "t-clean-ldp", "strength": 1.0, "sweep": True}))
+    assert "t-clean-ldp: its own code (_CleanLDP.relabel())" in p.defenses[0].uncovered
+
+
+def test_a_subclass_replacing_embedding_dp_s_mechanism_keeps_no_epsilon():
+    p = plan(_config({"name": "t-leaky-edp", "strength": 8.0, "party": 1}, attack={"name": "fi-decoder"}))
+    assert "t-leaky-edp: its own code (_LeakyEDP.passive_bottom())" in p.defenses[0].uncovered
+
+
+def test_a_subclass_replacing_dp_gaussian_s_noise_runs_and_records_no_epsilon():
+    (record,) = run(_config({"name": "t-quiet-dp", "strength": 4.0, "sweep": True}))
+    assert math.isnan(record.epsilon)
+    assert "t-quiet-dp: no epsilon recorded: t-quiet-dp: its own code (_QuietDP._noise())" in record.notes
+
+
+def test_a_feature_reader_around_embedding_dp_withholds_its_test_row_claim_too():
+    """Review eps2 G5: where another defense reads the victim's features around embedding-dp, the notes hold no
+    per-release epsilon for the test rows either (embedding_dp.notes' ``read_around``)."""
+    (record,) = run(_config({"name": "embedding-dp", "strength": 8.0, "party": 1, "sweep": True},
+                            {"name": "t-emb", "strength": 1.0, "party": 1}, attack={"name": "fi-decoder"}))
+    assert math.isnan(record.epsilon_features)
+    assert "no epsilon for the test rows either: t-emb: its own code (_Tag.transform())" in record.notes
+    assert "each test row passed" not in record.notes
+
+
+def test_a_class_naming_a_vflpriv_module_is_not_taken_for_vflpriv_s_own():
+    """Review eps2 G6: ``__module__`` is not taken at its word: a plugin class naming a vflpriv module (one that does
+    not exist, or one that does not define it) still has its code judged; every built-in defense's classes are own."""
+    from vflpriv.defenses.declarations import vflpriv_own
+
+    for module in ("vflpriv.defenses.spoofed", "vflpriv.defenses.label_dp"):
+        spoof = type("LabelDP", (_Tag,), {"__module__": module})
+        assert not vflpriv_own(spoof) and spoof.label_reads()
+    for name in DEFENSES.names():
+        assert all(vflpriv_own(k) for k in DEFENSES.get(name).__mro__ if k.__module__.startswith("vflpriv.")), name

@@ -3,12 +3,16 @@ meaningful guarantee; an accountant's negative epsilon (a large delta) never rea
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.schema import RunConfig
-from vflpriv.defenses.dp_gaussian import spent
+from vflpriv.defenses.dp_gaussian import GaussianDPOptions, spent
+from vflpriv.defenses.embedding_dp import EmbeddingDPOptions
 from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
+from vflpriv.runner.defense_planning import _check_delta
 from vflpriv.runner.planning import plan
 
 
@@ -34,3 +38,16 @@ def test_the_accountants_never_return_a_negative_epsilon():
     assert spent(4.0, delta=0.5, uses=2) == 0.0  # Opacus' conversion: -0.23
     assert gaussian_epsilon(4.0, 2, delta=0.9) == 0.0
     assert spent(4.0, delta=1e-5, uses=2) == pytest.approx(3.188991562633588, rel=1e-12)
+
+
+@pytest.mark.parametrize("options", [GaussianDPOptions, EmbeddingDPOptions])
+def test_at_100000_rows_the_refusal_says_the_default_delta_is_too_large(options):
+    """Review eps2 G4: at 1e5 training rows or more the default delta itself is refused; the hint says so instead of
+    offering the default as if it were legal, and the option's description names the bound."""
+    defense = SimpleNamespace(is_identity=False, options=options(), privacy_delta=lambda: options().delta)
+    config = SimpleNamespace(defenses=[SimpleNamespace(name="d")])
+    with pytest.raises(ConfigError) as refused:
+        _check_delta(config, [defense], rows=161789)
+    assert "the default delta 1e-05 is too large for 161789 training rows: give a delta below 6.18e-06" \
+        in str(refused.value) and "by default" not in str(refused.value)
+    assert "below 1/n" in options.model_fields["delta"].description

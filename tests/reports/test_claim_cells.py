@@ -5,7 +5,7 @@ import pandas as pd
 from rich.console import Console
 
 from vflpriv.reports.paper_tables import _strength_cell
-from vflpriv.reports.tables import claim_cell, strength_table
+from vflpriv.reports.tables import claim_cell, strength_rows, strength_table
 from vflpriv.tradeoff.cap import strength_summary
 
 NAN = float("nan")
@@ -31,3 +31,11 @@ def test_a_row_claims_the_max_over_seeds_only_where_every_seed_claims():
     console.print(strength_table(summary))
     text = console.export_text()
     assert "n/a (1 of 2 seeds claim)" in text and "1.5 at δ 1e-05" in text and "2 at δ 1e-05" not in text
+
+
+def test_strength_rows_csv_holds_no_partial_row_s_max():
+    """strength_rows.csv's epsilon_max is empty where a seed claims nothing, not the claiming seeds' max (review eps2
+    G5: ``claim_cell`` re-checks the count, the CSV does not)."""
+    rows = strength_rows(_summary()).set_index("strength")
+    assert pd.isna(rows.loc[4.0, "epsilon_max"]) and pd.isna(rows.loc[4.0, "epsilon_delta_max"])
+    assert rows.loc[8.0, "epsilon_max"] == 1.5 and rows.loc[4.0, "epsilon_seeds"] == 1

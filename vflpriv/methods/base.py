@@ -69,6 +69,13 @@ def own_code(method: Method | type, than: str) -> list[str]:
     return found
 
 
+def pretraining_reads_labels(method: Method | type) -> bool:
+    """Whether a method's pretraining may read the labels: declared (``pretrain_reads_labels``) or, fail closed, code
+    of its own without ``label_uses`` declared beside it (:func:`own_code`; reviews eps F1, eps2 G6)."""
+    cls = method if isinstance(method, type) else type(method)
+    return cls.pretrain_reads_labels or bool(own_code(method, "label_uses"))
+
+
 def _undeclared(method: Method, than: str, what: str) -> tuple[str, ...]:
     """One clause naming the method's own code without ``than`` declared beside it, or ``()``."""
     return undeclared_clause(own_code(method, than), f"declares no {what} uses beside it (Method.{than}), so what it "

@@ -89,12 +89,13 @@ def _check_label_readers(config: TrainingConfig, defenses: list) -> None:
     mechanism: a defense that reads the labels itself (``reads_labels``: Marvell's noise follows each batch's labels)
     releases them around it and is refused beside it, unless a label defense randomised the labels first (then it reads
     the randomised ones, a post-processing of that defense's mechanism, whose epsilon covers the whole training): one
-    that claims an epsilon at its strength, and whose own code reads nothing else (review eps F2)."""
+    that claims an epsilon at its strength, and whose own code reads nothing else (review eps F2). Its own undeclared
+    code voids its claim instead (:func:`_read_around`), so that it runs and records none."""
     own = [i for i, d in enumerate(defenses) if ACTIVE_BACKWARD in d.hook_points]
     randomised = any(LABELS in d.hook_points and not d.is_identity and not d.label_reads()
                      and d.claimed_epsilon(d.strength, finetune=config.finetune, options=c.options) is not None
                      for d, c in zip(defenses, config.defenses))
-    readers = [config.defenses[i].name for i, d in enumerate(defenses) if d.label_reads()]
+    readers = [config.defenses[i].name for i, d in enumerate(defenses) if i not in own and d.label_reads()]
     if own and readers and not randomised:
         raise IncompatibleError(f"defense '{config.defenses[own[0]].name}' bounds only the label uses of its own "
                                 f"mechanism, and {', '.join(readers)} reads the active party's labels around it; drop "
@@ -106,24 +107,30 @@ def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
     delta >= 1/n, publishing one random row's secret in the clear is (0, delta)-DP, so the epsilon says nothing."""
     for d, c in zip(defenses, config.defenses):
         if not d.is_identity and (delta := d.privacy_delta()) >= 1 / rows:
+            default = getattr(type(d.options).model_fields.get("delta"), "default", None)
+            too_large = f"the default delta {delta:g} is too large for {rows} training rows: " * (delta == default)
             raise ConfigError(f"defense '{c.name}': options.delta {delta:g} is not below 1/{rows} ({rows} training "
                               "rows, as many as any claim is over or more): no meaningful guarantee, as releasing one "
-                              f"random row's secret in the clear meets it; give a delta below {1 / rows:.3g} (1e-5 by "
-                              "default)")
+                              f"random row's secret in the clear meets it; {too_large}give a delta below "
+                              f"{1 / rows:.3g}")
 
 
 def _read_around(config: TrainingConfig, defenses: list, index: int) -> str:
-    """Why defense ``index``'s claim does not hold for another defense of the training, or '': one of code not vflpriv's
-    own that declares no reads of the claim's labels (the claim then bounds only its own mechanism), or one reading the
-    features a feature claim protects (declared or not: no label defense's randomisation has a feature analogue)."""
+    """Why defense ``index``'s claim does not hold for the training, or '': undeclared code of a secret it claims, in
+    its own class too (a replaced mechanism, review eps2 G1), or another defense's feature reads (:func:`_reads`)."""
     d = defenses[index]
     if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
         return ""
-    why = [f"{config.defenses[j].name}: {'; '.join(reads)}" for j, other in enumerate(defenses) if j != index
-           and (reads := [*(other.undeclared_reads("labels") if "labels" in d.secrets else ()),
-                          *(other.feature_reads() if "features" in d.secrets else ())])]
+    why = [f"{config.defenses[j].name}: {'; '.join(reads)}" for j, other in enumerate(defenses)
+           if (reads := [r for secret in sorted(d.secrets) for r in _reads(other, secret, own=j == index)])]
     return ("; ".join(why) + f": around {config.defenses[index].name}'s mechanism, so its epsilon does not bound the "
             "training") if why else ""
+
+
+def _reads(defense: Protection, secret: str, *, own: bool) -> tuple[str, ...]:
+    """Why ``defense`` reads ``secret`` outside a claim on it: its undeclared code; for another defense, its declared
+    feature reads too (a declared label read is refused or admitted by :func:`_check_label_readers`)."""
+    return defense.feature_reads() if secret == "features" and not own else defense.undeclared_reads(secret)
 
 
 def _check_soft_targets(config: TrainingConfig, defenses: list) -> None:

@@ -42,7 +42,7 @@ from vflpriv.engine import (
     make_parties,
 )
 from vflpriv.engine.adversary import AdversaryHooks
-from vflpriv.methods.base import Method, own_code
+from vflpriv.methods.base import Method, own_code, pretraining_reads_labels
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.training import require_finite
@@ -349,7 +349,7 @@ def pretrain_key(config: TrainingConfig, method: Method | type) -> str:
     every label defense (label DP changes the labels of every phase), as is, fail closed, a method with code of its own
     without ``label_uses`` declared beside it (``own_code``; ``feature_uses``: the feature defenses; review eps F1)."""
     cls = method if isinstance(method, type) else type(method)
-    reads_labels = cls.pretrain_reads_labels or bool(own_code(method, "label_uses"))
+    reads_labels = pretraining_reads_labels(method)
     reads_features = bool(own_code(method, "feature_uses"))
     payload = {
         "code": cache.code_version(),

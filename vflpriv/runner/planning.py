@@ -26,7 +26,7 @@ from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
 from vflpriv.data.scenario import Scenario, build_scenario, known_features
 from vflpriv.engine import EPOCH_END
-from vflpriv.methods.base import Method
+from vflpriv.methods.base import Method, pretraining_reads_labels
 from vflpriv.models.encoders import encoder_arch
 from vflpriv.runner.adversaries import READS, Adversary, resolve
 from vflpriv.runner.auditing import auditor_menu, check_auditor, plan_auditor
@@ -244,7 +244,7 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         )
     if cfg.phase == "pretrain" and not method.pretrains:
         raise IncompatibleError(f"method '{run.method.name}' has no pretraining phase to attack; use --phase finetune")
-    if (run.partition.canaries and cfg.phase == "pretrain" and not method.pretrain_reads_labels
+    if (run.partition.canaries and cfg.phase == "pretrain" and not pretraining_reads_labels(method)
             and attack.secret == "labels"):
         raise IncompatibleError(f"partition.canaries: the pretraining of method '{run.method.name}' reads no labels, so "
                                 "its snapshot holds nothing of a canary's label; attack the finetune phase, or remove "

@@ -13,8 +13,10 @@ OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
 
 #: The version of the rules deciding where an epsilon is claimed (the defenses' ``covers``, the undeclared-code rules of
 #: methods and defenses, the accountants): raised by any change to them, so that a stored epsilon written under earlier
-#: rules is never resumed or shown (review eps F3). 1: review eps F1/F2 (pretraining keys and defense plugins).
-CLAIM_VERSION = 1
+#: rules is never resumed or shown (review eps F3). 1: review eps F1/F2 (pretraining keys and defense plugins); 2: a
+#: DP defense's own undeclared code voids its claim, and a class is vflpriv's own by its module's file, not its
+#: ``__module__`` alone (review eps2 G1, G6; one version, as neither was released alone).
+CLAIM_VERSION = 2
 
 
 @dataclass
@@ -220,6 +222,8 @@ class RunRecord:
                 kept[name] = float("nan") if value is None else float(value)
             elif not isinstance(value, _TYPES[kind]) or (kind != "bool" and isinstance(value, bool)):
                 raise ValueError(f"field {name} holds {value!r:.40}; expected {kind}")
+        if renamed := RENAMED_AXES.get((kept.get("defense"), kept.get("strength_axis"))):
+            kept["strength_axis"] = renamed
         record = cls(**kept)
         impossible = canary_fields.problem(kept) or feature_fields.problem(record)  # every field no run writes
         if impossible:
@@ -230,6 +234,10 @@ class RunRecord:
     def columns(cls) -> list[str]:
         return [f.name for f in fields(cls)]
 
+
+#: Strength axes renamed under an unchanged mechanism, (defense, stored name) -> its name now: a stored record reads
+#: with the name, so an old store names no claim that is none and its seeds join the new ones (reviews eps F6, eps2 G2).
+RENAMED_AXES = {("grad-perturb", "epsilon"): "laplace_eps"}
 
 #: How :meth:`RunRecord.to_json` writes an infinite number (strict JSON has none).
 _INFINITIES = ("inf", "-inf")

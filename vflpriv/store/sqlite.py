@@ -154,19 +154,20 @@ class Store:
         """(key, what it was computed on) for each stored record of ``expected``'s keys whose data fingerprint
         (``RunRecord.data_fingerprint``) is not the one given for its key: a result of other data than the data
         as it is now (a changed data file)."""
-        return _other_data(self._stored(list(expected), _FINGERPRINT), expected)
+        return _other_data(self._stored(list(expected), _field("data_fingerprint")), expected)
 
     def other_canary_key(self, keys: list[str], current: str) -> list[tuple[str, str]]:
         """(key, what) for each stored record of ``keys`` whose canaries were drawn with another canary key than the
         one of fingerprint ``current`` (``RunRecord.canary_key``; '' in a record without canaries: none)."""
-        return _other_canary_key(self._stored(keys, _CANARY_KEY), current)
+        return _other_canary_key(self._stored(keys, _field("canary_key")), current)
 
     def settled(self, keys: list[str], *, since: float) -> set[str]:
         """Keys whose record is final (``ok``, ``n/a``), or was written (by any sweep) at or after ``since``."""
         out: set[str] = set()
         for chunk, marks in _in_chunks(keys):
             with self._lock:
-                rows = self._db.execute(f"SELECT key, status, updated FROM runs WHERE key IN ({marks})", chunk).fetchall()
+                rows = self._db.execute(f"SELECT key, status, updated FROM runs WHERE key IN ({marks})",
+                                        chunk).fetchall()
             out.update(k for k, status, updated in rows if status in FINAL or updated >= since)
         return out
 
@@ -291,15 +292,10 @@ def _in_chunks(keys: list[str]) -> Iterator[tuple[list[str], str]]:
         yield chunk, ",".join("?" * len(chunk))
 
 
-#: The stored records' data fingerprint, read by SQLite (records are strict JSON) without parsing each record in Python;
-#: NULL for a damaged record (:meth:`Store.drop_damaged` judges it) and for one written before the field.
-_FINGERPRINT = ("CASE WHEN json_valid(record) AND json_type(record) = 'object' "
-                "THEN json_extract(record, '$.data_fingerprint') END")
-
-
-#: The stored records' canary key fingerprint, read by SQLite as :data:`_FINGERPRINT` is.
-_CANARY_KEY = ("CASE WHEN json_valid(record) AND json_type(record) = 'object' "
-               "THEN json_extract(record, '$.canary_key') END")
+def _field(name: str) -> str:
+    """The stored records' field ``name``, read by SQLite (records are strict JSON) without parsing each record in
+    Python; NULL for a damaged record (:meth:`Store.drop_damaged` judges it) and for one written before the field."""
+    return f"CASE WHEN json_valid(record) AND json_type(record) = 'object' THEN json_extract(record, '$.{name}') END"
 
 
 def _other_canary_key(rows: Iterable[tuple[str, object]], current: str) -> list[tuple[str, str]]:
@@ -311,7 +307,7 @@ def _other_canary_key(rows: Iterable[tuple[str, object]], current: str) -> list[
 
 def stored_other_canary_key(path: Path | str, keys: list[str], current: str) -> list[tuple[str, str]]:
     """:meth:`Store.other_canary_key` of the store at ``path``, read without writing (none where it holds no runs)."""
-    return _other_canary_key(_read_column(path, keys, _CANARY_KEY), current)
+    return _other_canary_key(_read_column(path, keys, _field("canary_key")), current)
 
 
 def _read_column(path: Path | str, keys: list[str], column: str) -> list[tuple[str, object]]:
@@ -344,7 +340,7 @@ def _other_data(rows: Iterable[tuple[str, object]], expected: dict[str, str]) ->
 def stored_other_data(path: Path | str, expected: dict[str, str]) -> list[tuple[str, str]]:
     """:meth:`Store.other_data` of the store at ``path``, read without writing (none where it does not exist or holds
     no runs yet): what a command checks in planning, before it opens the store to write."""
-    return _other_data(_read_column(path, list(expected), _FINGERPRINT), expected)
+    return _other_data(_read_column(path, list(expected), _field("data_fingerprint")), expected)
 
 
 def check_store_path(path: Path | str) -> None:

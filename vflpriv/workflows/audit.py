@@ -34,6 +34,7 @@ from vflpriv.config.options import CANDIDATE, read_alone
 from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig
+from vflpriv.methods.base import pretraining_reads_labels
 from vflpriv.runner.prior import prior_pretraining
 from vflpriv.workflows.audit_checks import auditor_for, check_attack_settings, check_canary_settings
 from vflpriv.workflows.audit_config import AUTO_CANARIES, AUTO_SHARE, MAX_SHARE, AuditConfig, AuditDefense
@@ -247,8 +248,8 @@ def _audit_claims(cfg: AuditConfig) -> list[tuple[float, float]]:
 
 def _reads_labels(phase: str, method: str) -> bool:
     """Whether the trainings attacked in ``phase`` read the labels a canary would change: finetuning does, a
-    pretraining only if it reads them."""
-    return phase == "finetune" or METHODS.get(method).pretrain_reads_labels
+    pretraining only if it may read them (as its pretraining key has it: undeclared code of its own counts)."""
+    return phase == "finetune" or pretraining_reads_labels(METHODS.get(method))
 
 
 def _control(attack: AttackConfig) -> AttackConfig:
