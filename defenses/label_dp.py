@@ -57,8 +57,9 @@ class LabelDPOptions(Options):
                               "plain randomised response 0.880)")
     first_share: float | None = Field(None, gt=0, lt=1, description="two-stage: the share of the labels in the first "
                                       "stage (plain randomised response); unset: the reference code's for the epsilon")
-    temperature: float | None = Field(None, gt=0, description="two-stage: the temperature of the prior, softmax(logits / "
-                                      "T); unset: the reference code's for the epsilon")
+    temperature: float | None = Field(None, ge=1e-3, description="two-stage: the temperature of the prior, "
+                                      "softmax(logits / T), at least 0.001 (below, logits / T overflows to NaN); "
+                                      "unset: the reference code's for the epsilon")
     filter_first: bool = Field(True, description="two-stage: drop the first stage's labels outside the prior's top k "
                                "(the reference code's mask_last_stage_label_by_prior)")
 

@@ -43,9 +43,35 @@ def load_results(store: Path | str) -> pd.DataFrame:
             raise ConfigError(f"every record of results store {path} is damaged ({len(found.damaged)}; the first, "
                               f"run {found.damaged[0][0]}: {found.damaged[0][1]})")
         raise ConfigError(f"results store {path} holds no runs; write runs into it with evaluate, sweep or audit")
-    frame = with_variants(pd.DataFrame([r.to_dict() for r in found.records], columns=RunRecord.columns()))
+    records, superseded = current_records(found.records)
+    frame = with_variants(pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns()))
     frame.attrs["damaged"] = found.damaged
+    frame.attrs["superseded"] = superseded
     return frame
+
+
+def current_records(records: list[RunRecord]) -> tuple[list[RunRecord], list[tuple[str, str]]]:
+    """The records, one per run settings: where a store holds a run of the same settings under several keys (its
+    components' code revised between them: ``Protection.revision``, ``Attack.revision``), the one the current code
+    keys (else the first), so a table never counts one seed twice; (key, why) for each left out."""
+    from vflpriv.config.schema import RunConfig
+
+    by_config: dict[str, list[RunRecord]] = {}
+    for record in records:  # a record without settings (written by hand or by a test) is its own
+        by_config.setdefault(record.config or record.key, []).append(record)
+    kept, superseded = [], []
+    for config, same in by_config.items():
+        if len(same) > 1:
+            try:
+                now = RunConfig.model_validate_json(config).key()
+            except Exception:  # noqa: BLE001 - a config the current code cannot read: no key to prefer
+                now = None
+            same = sorted(same, key=lambda r: r.key != now)
+            superseded += [(r.key, f"the same settings as run {same[0].key}, written by other code of its components "
+                                   f"({'kept: the current code' if same[0].key == now else 'kept: the first'}'s)")
+                           for r in same[1:]]
+        kept.append(same[0])
+    return kept, superseded
 
 
 def select(results: pd.DataFrame, *, attack: str | None, defense: str | None, phase: str | None) -> pd.DataFrame:
@@ -180,6 +206,9 @@ def write_report(results: pd.DataFrame, out: Path, *, store: Path, formats: tupl
     damaged = results.attrs.get("damaged", [])
     if damaged:
         context["damaged records left out"] = "; ".join(f"run {key}: {problem}" for key, problem in damaged)
+    if results.attrs.get("superseded"):
+        context["records of earlier code left out"] = "; ".join(f"run {k}: {why}" for k, why in
+                                                                results.attrs["superseded"])
     sections = [section for make in SECRETS if (section := make(results, out, formats, done)) is not None]
     reference = reference_table(done.runs)
     if reference is not None:

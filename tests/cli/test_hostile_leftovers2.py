@@ -150,3 +150,10 @@ def test_no_seed_is_refused_naming_what_to_give(args, tmp_path, monkeypatch):
     assert result.exit_code == 2, result.output
     one_error_line(result.output, "invalid seeds: no seed given; give at least one (an integer 0 to 2147483647, e.g. "
                                   "0,1,2), or leave the seeds out for 0, 1, 2")
+
+
+def test_label_dp_s_prior_temperature_that_overflows_the_logits_is_refused_in_planning(tmp_path, monkeypatch):
+    """Review lo6 F2: temperature 1e-40 made the prior NaN and every second-stage label class 0, at rc 0 and status ok."""
+    refused_in_planning(["evaluate", "--dataset", "digits", "--defense", "label-dp", "--set",
+                         "defenses.0.options.prior=two-stage", "--set", "defenses.0.options.temperature=1e-40"],
+                        "temperature", tmp_path, monkeypatch)

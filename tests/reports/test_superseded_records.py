@@ -1,0 +1,48 @@
+"""A store holding one run's settings under two keys (a component revised between two evaluates: the old records
+stay beside the recomputed ones) gave ``vflpriv table`` a traceback ("seed(s) 0 appear more than once among the
+records of one leakage test"); the table keeps the run the current code keys and says what it left out."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+from vflpriv.config.sweep import ExperimentConfig
+from vflpriv.reports.results import current_records, load_results
+from vflpriv.store.records import RunRecord
+from vflpriv.store.sqlite import Store
+
+
+def _record(run, key: str, accuracy: float) -> RunRecord:
+    config = json.dumps(run.as_read().model_dump(mode="json"), sort_keys=True)
+    return RunRecord(key=key, training_key=run.training_key(), method=run.method.name, dataset=run.dataset.name,
+                     attack=run.attack.name, defense="iso",
+                     phase="finetune", strength=float(run.swept.strength), strength_axis="lambda",
+                     strength_stronger="higher", strength_identity=0.0, num_classes=10, seed=run.seed, utility=0.8,
+                     attack_accuracy=accuracy, prior_accuracy=0.1, leakage=accuracy - 0.1, config=config)
+
+
+def _runs():
+    return ExperimentConfig.model_validate({"strengths": [1.0], "seeds": [0, 1]}).runs()
+
+
+def test_the_current_code_s_record_of_a_run_is_kept_and_the_earlier_one_named():
+    first, second = _runs()
+    old = _record(first, "0" * 20, 0.9)  # the same settings, keyed by an earlier revision of a component
+    records = [old, _record(first, first.key(), 0.5), _record(second, second.key(), 0.5)]
+    kept, superseded = current_records(records)
+    assert sorted(r.key for r in kept) == sorted([first.key(), second.key()])
+    assert [k for k, _ in superseded] == [old.key] and "kept: the current code's" in superseded[0][1]
+
+
+def test_vflpriv_table_reads_a_store_of_two_revisions_of_one_run_without_counting_a_seed_twice(tmp_path):
+    first, second = _runs()
+    store = Store(tmp_path / "results.sqlite")
+    for record in (_record(first, "0" * 20, 0.9), _record(first, first.key(), 0.5), _record(second, second.key(), 0.5)):
+        store.put(record)
+    assert len(load_results(tmp_path / "results.sqlite")) == 2
+    result = CliRunner().invoke(app, ["table", str(tmp_path / "results.sqlite"), "--out", str(tmp_path / "t")])
+    assert result.exit_code == 0, result.output
+    assert "1 record(s) of earlier code left out" in result.output
