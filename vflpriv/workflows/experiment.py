@@ -242,8 +242,7 @@ def evaluate_experiment(
     (``dry_run``: prints the plan and returns None, :func:`run_into_store`).
 
     The console shows, per strength, utility, attack and prior accuracy and leakage (mean ± std over seeds), and
-    CAP when a defense is swept (CAP averages over a defense's strengths; with no defense there is none).
-    """
+    CAP when a defense is swept (CAP averages over a defense's strengths; with no defense there is none)."""
     console = console or make_console()
     from vflpriv.runner.planning import refuse_unread_aux_features
 
@@ -303,9 +302,8 @@ def evaluate_experiment(
 
 
 def not_applicable_lines(results: pd.DataFrame) -> list[str]:
-    """One console line per attack, phase and reason whose runs were recorded not applicable (a method that is not
-    federated): they ran, for the utility and the prior a table compares with (so they are not refused in planning),
-    but nothing else would say so where no defense is swept."""
+    """One console line per attack, phase and reason whose runs were recorded not applicable (a non-federated method:
+    run for the utility and the prior a table compares with), which nothing else says where no defense is swept."""
     runs = results[results["status"] == "n/a"]
     held = {"labels": "the utility and the adversary's prior only"}  # a label prior is what it learns alone
     return [f"not applicable: {attack} ({phase}), {plural(len(rows), 'run')}: {reason}; its records hold "
