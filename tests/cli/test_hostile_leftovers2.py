@@ -153,7 +153,8 @@ def test_no_seed_is_refused_naming_what_to_give(args, tmp_path, monkeypatch):
 
 
 def test_label_dp_s_prior_temperature_that_overflows_the_logits_is_refused_in_planning(tmp_path, monkeypatch):
-    """Review lo6 F2: temperature 1e-40 made the prior NaN and every second-stage label class 0, at rc 0 and status ok."""
+    """Review lo6 F2: temperature 1e-40 made the prior NaN and every second-stage label class 0, at rc 0, status
+    ok."""
     refused_in_planning(["evaluate", "--dataset", "digits", "--defense", "label-dp", "--set",
                          "defenses.0.options.prior=two-stage", "--set", "defenses.0.options.temperature=1e-40"],
                         "temperature", tmp_path, monkeypatch)

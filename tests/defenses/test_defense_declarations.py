@@ -123,13 +123,26 @@ class _QuietDP(GaussianDP):
         return torch.zeros(shape, device=device)
 
 
-for name, cls in {"t-clean-ldp": _CleanLDP, "t-leaky-edp": _LeakyEDP, "t-quiet-dp": _QuietDP}.items():
+class _SecretlessLDP(_CleanLDP):
+    """The same, naming no secret it protects: planning checks a class against the secrets it names (final14 F4)."""
+
+    secrets = frozenset()
+
+
+for name, cls in {"t-clean-ldp": _CleanLDP, "t-leaky-edp": _LeakyEDP, "t-quiet-dp": _QuietDP,
+                  "t-secretless-ldp": _SecretlessLDP}.items():
     DEFENSES.register(name, cls)
 
 
 def test_a_subclass_replacing_a_label_mechanism_keeps_no_epsilon():
     p = plan(_config({"name": "t-clean-ldp", "strength": 1.0, "sweep": True}))
     assert "t-clean-ldp: its own code (_CleanLDP.relabel())" in p.defenses[0].uncovered
+
+
+def test_a_subclass_naming_no_secret_records_no_epsilon():
+    (record,) = run(_config({"name": "t-secretless-ldp", "strength": 1.0, "sweep": True}))
+    assert math.isnan(record.epsilon) and math.isnan(record.epsilon_features)
+    assert "t-secretless-ldp: no epsilon recorded: its secrets name neither labels nor features" in record.notes
 
 
 def test_a_subclass_replacing_embedding_dp_s_mechanism_keeps_no_epsilon():

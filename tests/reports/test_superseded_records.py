@@ -46,3 +46,15 @@ def test_vflpriv_table_reads_a_store_of_two_revisions_of_one_run_without_countin
     result = CliRunner().invoke(app, ["table", str(tmp_path / "results.sqlite"), "--out", str(tmp_path / "t")])
     assert result.exit_code == 0, result.output
     assert "1 record(s) of earlier code left out" in result.output
+
+
+def test_a_run_recorded_on_another_device_is_the_same_run_and_seeds_sharing_settings_stay_apart():
+    """Review final14 F1: the settings' text held ``device``, so an earlier revision's record run on cuda stood beside
+    its recompute on the CPU; records whose settings are equal but whose seeds differ (hand-made) stay apart."""
+    first, _ = _runs()
+    old = _record(first, "0" * 20, 0.9)
+    old = RunRecord(**{**old.__dict__, "config": json.dumps({**json.loads(old.config), "device": "cuda"})})
+    kept, superseded = current_records([old, _record(first, first.key(), 0.5)])
+    assert [r.key for r in kept] == [first.key()] and [k for k, _ in superseded] == [old.key]
+    twin = RunRecord(**{**old.__dict__, "key": "1" * 20, "seed": 1})
+    assert len(current_records([old, twin])[0]) == 2

@@ -290,3 +290,13 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
         if reason := getattr(defense, "victim_problem", lambda *_: "")(party, dataset.specs[party]):
             raise IncompatibleError(f"defense '{name}': {reason}")
     return defense
+
+
+def claimed(defenses: list[Protection]) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
+    """What a run records of its defenses' claims: (epsilon, delta) of each covered one claiming on the labels alone,
+    (defense, epsilon) on the features, and the names of those claiming with no secret named: such a class was
+    checked against no secret in planning, so its claim is recorded nowhere (review final14 F4)."""
+    spent = [(d, e) for d in defenses if not d.uncovered and (e := d.privacy_spent()) is not None]
+    labels = [(e, d.privacy_delta()) for d, e in spent if "labels" in d.secrets and "features" not in d.secrets]
+    features = [(d, e) for d, e in spent if "features" in d.secrets]
+    return labels, features, [d.name for d, _ in spent if not {"labels", "features"} & set(d.secrets)]

@@ -51,6 +51,7 @@ from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.handed import changed_in_place, tensors_digest
+from vflpriv.runner.defense_planning import claimed
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
 from vflpriv.store.secrets import canary_key, fingerprint
@@ -132,9 +133,8 @@ def _execute(p: Plan) -> list[RunRecord]:
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
-    spent = [(d, e) for d in p.defenses if not d.uncovered and (e := d.privacy_spent()) is not None]
-    claims = [(e, d.privacy_delta()) for d, e in spent if "features" not in d.secrets]
-    features = [(d, e) for d, e in spent if "features" in d.secrets]  # another neighbouring relation
+    claims, features, unnamed = claimed(p.defenses)  # features: another neighbouring relation
+    result.notes += [f"{name}: no epsilon recorded: its secrets name neither labels nor features" for name in unnamed]
     result.notes += [f"{c.name}: no epsilon recorded: {d.uncovered}" for d, c in zip(p.defenses, p.config.defenses)
                      if d.uncovered and not d.is_identity]
     result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]

@@ -15,7 +15,8 @@ OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
 #: methods and defenses, the accountants): raised by any change to them, so that a stored epsilon written under earlier
 #: rules is never resumed or shown (review eps F3). 1: review eps F1/F2 (pretraining keys and defense plugins); 2: a
 #: DP defense's own undeclared code voids its claim, and a class is vflpriv's own by its module's file, not its
-#: ``__module__`` alone (review eps2 G1, G6; one version, as neither was released alone).
+#: ``__module__`` alone, and a defense naming no secret records no epsilon (review eps2 G1, G6, final14 F4; one
+#: version, as none of them was released alone).
 CLAIM_VERSION = 2
 
 
