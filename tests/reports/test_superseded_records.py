@@ -45,7 +45,8 @@ def test_vflpriv_table_reads_a_store_of_two_revisions_of_one_run_without_countin
     assert len(load_results(tmp_path / "results.sqlite")) == 2
     result = CliRunner().invoke(app, ["table", str(tmp_path / "results.sqlite"), "--out", str(tmp_path / "t")])
     assert result.exit_code == 0, result.output
-    assert "1 record(s) of earlier code left out" in result.output
+    assert "1 record(s) of a run stored under another key left out" in result.output
+    assert "kept: the current code's" in result.output
 
 
 def test_a_run_recorded_on_another_device_is_the_same_run_and_seeds_sharing_settings_stay_apart():

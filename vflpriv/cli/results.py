@@ -135,8 +135,8 @@ def _read(store: Path, out: Path, **filters: str | None):
         warn.print(f"warning: {len(damaged) - 5} more damaged record(s) left out", markup=False)
     superseded = results.attrs.get("superseded", [])
     if superseded:  # e.g. a revised attack's runs recomputed beside the old ones: one seed counted once
-        warn.print(f"warning: {len(superseded)} record(s) of earlier code left out, their settings' current runs "
-                   f"kept (the first: run {superseded[0][0]}: {superseded[0][1]})", markup=False)
+        warn.print(f"warning: {len(superseded)} record(s) of a run stored under another key left out, one record per "
+                   f"run kept (the first: run {superseded[0][0]}: {superseded[0][1]})", markup=False)
     if "data_fingerprint" in results.columns:  # a data file changed between the runs of one store
         for dataset, rows in results.groupby(results["dataset"] + results["config"].map(_data_setting), sort=False):
             found = sorted(set(rows["data_fingerprint"]))
