@@ -11,7 +11,8 @@ from vflpriv.reports.audit import _label_markdown, audit_summary
 from vflpriv.reports.features import defense_table, feature_defenses
 from vflpriv.reports.leakage import prior_strength_tables
 from vflpriv.store.records import RunRecord
-from vflpriv.tradeoff.cap import WORST, cap_table, with_worst_case
+from vflpriv.tradeoff.cap import cap_table
+from vflpriv.tradeoff.worst_case import WORST, with_worst_case
 
 CONFIG = json.dumps({"partition": {"adversary": 1}})
 LEAKS = ("1" * 120 + "0" * 80, "1" * 20 + "0" * 180)  # 0.6 against a prior of 0.1: +0.5 undefended
