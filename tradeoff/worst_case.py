@@ -21,9 +21,9 @@ def worst_case_runs(results: pd.DataFrame, undefended: pd.DataFrame | None = Non
     """One record per (method, dataset, defense, phase, strength, seed) of the strongest applicable attack: the
     largest accuracy over the attacks' successful runs and their prior (an adversary can always fall back on it),
     named in ``strongest``. Utility is the honest training's (an acting attack's run has a federation of its own).
-    A failed attack, or one whose accuracy is not a number, is not among the candidates; where a defended attack that
-    succeeded elsewhere in the sweep or without the defense in its configuration (``undefended``, by default the
-    results' own undefended runs) has no such run, the record is ``failed`` and names it in ``unmeasured`` (the worst
+    A failed attack, or one whose accuracy is not a number, is not among the candidates; where an attack that
+    succeeded elsewhere in its sweep (undefended too) or, under a defense, without it in its configuration
+    (``undefended``, by default the results' own undefended runs) has no such run, the record is ``failed`` and names it in ``unmeasured`` (the worst
     of the others is no worst case: review last3 F1); groups with no candidate and none missing get no record."""
     if results.empty or "attack" not in results:
         return results.iloc[0:0]
@@ -45,7 +45,7 @@ def worst_case_runs(results: pd.DataFrame, undefended: pd.DataFrame | None = Non
         if not several[g["secret"].iloc[0] if "secret" in g else "labels"] or key in missing:
             continue  # the only attack on its secret: its own rows stand; or one attack unmeasured: below
         rows.append(_strongest(g))
-    for key, g in tried[tried["defense"] != "none"].groupby(by, sort=False) if missing else ():
+    for key, g in tried.groupby(by, sort=False) if missing else ():
         if key not in missing:
             continue
         first, names = g.iloc[0], missing[key]
@@ -90,22 +90,23 @@ def _strongest(g: pd.DataFrame) -> dict:
 
 def unmeasured(tried: pd.DataFrame, measured: pd.Index, by: list[str], undefended: pd.DataFrame
                ) -> dict[tuple, list[str]]:
-    """Per worst-case group of the defended runs (``by``'s values), the attacks (by adversary, where several) that ran
-    there but have no successful run (``measured``: the indices of those), among those that succeeded elsewhere in
-    the sweep or without a defense in the configuration they ran (``tradeoff.configurations.digest``). Where an attack
-    did not run is no gap: the audit runs an acting attack at some strengths only (the passive ones stand for it)."""
+    """Per worst-case group of the runs (``by``'s values), the attacks (by adversary, where several) that ran there but
+    have no successful run (``measured``: the indices of those), among those that succeeded elsewhere in the sweep or,
+    under a defense, without one in the configuration they ran (``tradeoff.configurations.digest``). The undefended
+    sweep counts too (a seed whose attack failed there has no baseline: lo4's note). Where an attack did not run is no
+    gap: the audit runs an acting attack at some strengths only (the passive ones stand for it)."""
     found: dict[tuple, list[str]] = {}
-    defended = tried[tried["defense"] != "none"]
-    unmet = ~defended.index.isin(measured)
-    lacking = set(defended[unmet].groupby(by[:-2]).groups) if unmet.any() else set()  # sweeps with a gap, or none
-    for sweep, group in defended.groupby(by[:-2], sort=False) if lacking else ():
+    unmet = ~tried.index.isin(measured)
+    lacking = set(tried[unmet].groupby(by[:-2]).groups) if unmet.any() else set()  # sweeps with a gap, or none
+    for sweep, group in tried.groupby(by[:-2], sort=False) if lacking else ():
         if sweep not in lacking:
             continue
         several = "adversary" in group and group["adversary"].nunique() > 1
+        defended = (group["defense"] != "none").any()
         for who, runs in group.groupby(["attack", *(["adversary"] if several else [])], sort=True):
             ran = set(runs[["strength", "seed"]].itertuples(index=False, name=None))
             done = set(runs.loc[runs.index.isin(measured), ["strength", "seed"]].itertuples(index=False, name=None))
-            if ran - done and (done or _succeeded_undefended(runs, undefended)):
+            if ran - done and (done or defended and _succeeded_undefended(runs, undefended)):
                 for point in sorted(ran - done):
                     found.setdefault((*sweep, *point), []).append(" by ".join(map(str, who)))
     return found
