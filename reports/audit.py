@@ -17,7 +17,8 @@ from vflpriv.reports.canaries import canary_controls, canary_markdown, canary_su
 from vflpriv.reports.features import feature_defenses, feature_markdown, feature_verdicts, who
 from vflpriv.reports.leakage import UNDEFENDED_AT_PRIOR
 from vflpriv.reports.tables import cap_cell, falls_text, utility_label
-from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, unmeasured_text, with_worst_case
+from vflpriv.tradeoff.cap import cap_table, strength_label
+from vflpriv.tradeoff.worst_case import WORST, unmeasured_text, with_worst_case
 from vflpriv.tradeoff.variants import with_variants
 from vflpriv.tradeoff.leakage import (
     FEATURE_MARGIN,

@@ -16,7 +16,8 @@ import pandas as pd
 from vflpriv.common.console import plural
 from vflpriv.reports.paper_tables import Table
 from vflpriv.reports.tables import cap_cell, falls_text, who
-from vflpriv.tradeoff.cap import WORST, cap_table, strength_label, unmeasured_text, with_worst_case
+from vflpriv.tradeoff.cap import cap_table, strength_label
+from vflpriv.tradeoff.worst_case import WORST, unmeasured_text, with_worst_case
 from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
 from vflpriv.tradeoff.configurations import UNREAD_BY_FEATURES, digest
 from vflpriv.tradeoff.variants import with_variants

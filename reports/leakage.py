@@ -20,7 +20,9 @@ from vflpriv.reports.features import NOTE as FEATURE_NOTE
 from vflpriv.reports.features import judged
 from vflpriv.reports.paper_tables import Table, natural
 from vflpriv.reports.tables import falls_text, roles, who
-from vflpriv.tradeoff.cap import WORST, narrowed, strength_label
+from vflpriv.tradeoff.cap import strength_label
+from vflpriv.tradeoff.scores import narrowed
+from vflpriv.tradeoff.worst_case import WORST
 from vflpriv.tradeoff.configurations import digest
 from vflpriv.tradeoff.leakage import (FEATURE_MARGIN, MARGIN, TEST_COLUMNS, falls_to_prior, leakage_test, measured,
                                       verdict_rule)

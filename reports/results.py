@@ -23,7 +23,8 @@ from vflpriv.store.folders import STORE_NAME, default_store, kind_of, shown
 from vflpriv.store.provenance import versions
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import read_store
-from vflpriv.tradeoff.cap import cap_table, strength_summary, with_worst_case
+from vflpriv.tradeoff.cap import cap_table, strength_summary
+from vflpriv.tradeoff.worst_case import with_worst_case
 from vflpriv.tradeoff.epsilon import epsilon_table
 from vflpriv.tradeoff.variants import with_variants
 
@@ -120,7 +121,7 @@ def attack_runs(results: pd.DataFrame) -> pd.DataFrame:
 @dataclass(frozen=True)
 class Computed:
     """What the tables of one set of records are made of, computed once: the attack runs (:func:`attack_runs`) with
-    their worst case (``tradeoff.cap.with_worst_case``), CAP, the per-strength summary, the leakage rows and the
+    their worst case (``tradeoff.worst_case.with_worst_case``), CAP, the per-strength summary, the leakage rows and the
     pooled empirical epsilons of the runs with canaries (``tradeoff.epsilon.epsilon_table``)."""
 
     runs: pd.DataFrame

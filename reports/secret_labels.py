@@ -17,7 +17,7 @@ from vflpriv.reports.html import Section, anchor, image
 from vflpriv.reports.leakage import attack_tables, verdicts
 from vflpriv.reports.paper_tables import NON_FEDERATED, Table, natural, t_dcs_tables, tied_with_best
 from vflpriv.reports.tables import cap_cell, utility_label
-from vflpriv.tradeoff.cap import WORST
+from vflpriv.tradeoff.worst_case import WORST
 from vflpriv.tradeoff.leakage import MARGIN, verdict_rule
 
 

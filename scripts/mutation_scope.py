@@ -71,6 +71,9 @@ GROUPS = {
     "tradeoff": Group({
         "tradeoff/cap.py": ["tests/core/test_cap_tables.py", "tests/core/test_published_numbers.py",
                             "tests/core/test_cap.py", "tests/core/test_cap_worst_case_without_prior.py"],
+        "tradeoff/worst_case.py": ["tests/core/test_cap_tables.py", "tests/core/test_cap_worst_case_without_prior.py",
+                                   "tests/reports/test_worst_case_unmeasured.py"],
+        "tradeoff/scores.py": ["tests/core/test_cap_tables.py", "tests/reports/test_feature_tables.py"],
         "tradeoff/leakage.py": ["tests/audit/test_leakage_stats.py", "tests/audit/test_leakage_one_seed.py",
                                 "tests/core/test_published_numbers.py"],
         "tradeoff/epsilon.py": ["tests/audit/test_epsilon_table_edges.py", "tests/audit/test_epsilon_pooling.py",

@@ -19,44 +19,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-GROUP = ["method", "dataset", "attack", "defense", "phase"]
-NAN = float("nan")
-#: The attack name of the worst-case rows: at each strength and seed, the strongest applicable attack.
-WORST = "worst-case"
-#: What the worst case takes from one of its runs besides the accuracy (the rest of a record does not apply to it).
-_WORST_KEEP = ["variant", "strength", "seed", "status", "utility", "utility_metric", "num_classes", "strength_axis",
-               "strength_stronger", "strength_identity", "config", "epsilon", "epsilon_delta", "epsilon_features"]
+from vflpriv.tradeoff.scores import GROUP, NAN, listed, narrowed, scored, secret_columns, shown
+from vflpriv.tradeoff.worst_case import WORST, unmeasured_text, with_worst_case
+
 #: DCS's weight of the utility loss against the attack performance (VFLAIR: 0.5).
 DCS_BETA = 0.5
-
-
-#: Columns that tell a feature attack's records apart: the worst case over attacks never mixes secrets or victims.
-SECRET = ["secret", "victim"]
-#: The worst case's adversary where its candidates came from several (it is the worst over every adversary).
-ANY_ADVERSARY = "any"
-
-
-def secret_columns(results: pd.DataFrame) -> list[str]:
-    """:data:`SECRET` and the adversary where the results hold a feature attack's records (one attack run by two
-    adversaries, e.g. the active party and the server, is two rows); label-only results keep their columns."""
-    if "secret" not in results or not (results["secret"] == "features").any():
-        return []
-    return ["secret", *(["adversary"] if "adversary" in results else []), "victim"]
-
-
-def scored(results: pd.DataFrame) -> pd.DataFrame:
-    """The records with each feature attack's ``attack_accuracy`` set to its performance relative to its prior,
-    A = 1 - min(1, feature MSE / prior MSE) (so 1 - A is the privacy score of the module's docstring), and its
-    ``prior_accuracy`` to 0 (the prior's own performance on that scale); label records unchanged."""
-    if "secret" not in results or not (results["secret"] == "features").any():
-        return results
-    features = results["secret"] == "features"
-    ratio = (pd.to_numeric(results["feature_mse"], errors="coerce") /
-             pd.to_numeric(results["prior_mse"], errors="coerce")).clip(lower=0, upper=1)
-    out = results.copy()
-    out.loc[features, "attack_accuracy"] = 1.0 - ratio[features]
-    out.loc[features, "prior_accuracy"] = 0.0
-    return out
 
 
 def dcs(attack: np.ndarray, utility: np.ndarray, reference: np.ndarray, *, classes: int,
@@ -124,143 +91,6 @@ def seed_caps(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*by, "seed", "cap"])
 
 
-def worst_case_runs(results: pd.DataFrame, undefended: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One record per (method, dataset, defense, phase, strength, seed) of the strongest applicable attack: the
-    largest accuracy over the attacks' successful runs and their prior (an adversary can always fall back on it),
-    named in ``strongest``. Utility is the honest training's (an acting attack's run has a federation of its own).
-    A failed attack, or one whose accuracy is not a number, is not among the candidates; where a defended attack that
-    succeeded elsewhere in the sweep or without the defense in its configuration (``undefended``, by default the
-    results' own undefended runs) has no such run, the record is ``failed`` and names it in ``unmeasured`` (the worst
-    of the others is no worst case: review last3 F1); groups with no candidate and none missing get no record."""
-    if results.empty or "attack" not in results:
-        return results.iloc[0:0]
-    results = scored(results)
-    finite = np.isfinite(pd.to_numeric(results["attack_accuracy"], errors="coerce").astype(float))
-    ok = narrowed(results[(results["status"] == "ok") & (results["attack"] != WORST) & finite], [
-        *GROUP, *SECRET, "adversary", "variant", *_WORST_KEEP, "attack_accuracy", "prior_accuracy",
-        "training_under_attack", "prior_mse", "feature_mse"])
-    by = ([c for c in GROUP if c != "attack"] + [c for c in SECRET if c in ok] + (["variant"] if "variant" in ok else [])
-          + ["strength", "seed"])
-    tried = narrowed(results[(results["attack"] != WORST) & (results["status"] != "n/a")], [*ok.columns, "config"])
-    missing = unmeasured(tried, ok.index, by, tried[tried["defense"] == "none"] if undefended is None else undefended)
-    attacks = pd.concat([ok[["attack"]].assign(secret=ok["secret"] if "secret" in ok else "labels"),
-                         *(pd.DataFrame({"attack": names, "secret": key[by.index("secret")] if "secret" in by
-                                         else "labels"}) for key, names in missing.items())])
-    several = attacks.groupby("secret")["attack"].nunique() >= 2
-    rows = []
-    for key, g in ok.groupby(by, sort=False):
-        if not several[g["secret"].iloc[0] if "secret" in g else "labels"] or key in missing:
-            continue  # the only attack on its secret: its own rows stand; or one attack unmeasured: below
-        rows.append(_strongest(g))
-    for key, g in tried[tried["defense"] != "none"].groupby(by, sort=False) if missing else ():
-        if key not in missing:
-            continue
-        first, names = g.iloc[0], missing[key]
-        rows.append({**{c: first[c] for c in [*GROUP, *_WORST_KEEP, *SECRET, "adversary"] if c in first},
-                     "attack": WORST, "status": "failed", "attack_accuracy": NAN, "prior_accuracy": NAN,
-                     "leakage": NAN, "strongest": "", "training_under_attack": False, "unmeasured": ", ".join(names),
-                     "error": f"no successful run of {', '.join(names)}: the worst case is not measured"})
-    return pd.DataFrame(rows, columns=list(dict.fromkeys([*GROUP, *_WORST_KEEP, *SECRET, "adversary", "attack_accuracy",
-                                                          "prior_accuracy", "leakage", "feature_mse", "prior_mse",
-                                                          "feature_ap", "strongest", "training_under_attack",
-                                                          "unmeasured", "error"])))
-
-
-def _strongest(g: pd.DataFrame) -> dict:
-    """The worst-case record of one (strength, seed) group of successful runs: the strongest of them or the prior."""
-    several_adversaries = "adversary" in g and g["adversary"].nunique() > 1
-    names = g["attack"] + " by " + g["adversary"].astype(str) if several_adversaries else g["attack"]
-    candidates = list(zip(names, g["attack_accuracy"]))
-    if "prior_accuracy" in g and g["prior_accuracy"].notna().any():
-        prior = ("prior", float(g["prior_accuracy"].max()))
-        # a feature attack no better than its prior (performance 0, clipped) does not beat it: the prior first
-        candidates = [prior, *candidates] if "secret" in g and g["secret"].iloc[0] == "features" \
-            else [*candidates, prior]
-    name, accuracy = max(candidates, key=lambda c: c[1])
-    honest = g[~g["training_under_attack"].astype(bool)] if "training_under_attack" in g else g
-    first = (honest if len(honest) else g).iloc[0]
-    row = {c: first[c] for c in [*GROUP, *_WORST_KEEP, *SECRET] if c in g}
-    row.update(attack=WORST, attack_accuracy=accuracy, strongest=name, training_under_attack=False,
-               prior_accuracy=float(g["prior_accuracy"].max()) if "prior_accuracy" in g else NAN, unmeasured="",
-               error="")
-    if "adversary" in g:
-        row["adversary"] = ANY_ADVERSARY if several_adversaries else str(first["adversary"])
-    row["leakage"] = accuracy - row["prior_accuracy"]
-    if row.get("secret") == "features":  # errors, as a feature attack's record holds them
-        strongest = g.loc[g["attack_accuracy"].idxmax()] if name != "prior" else None
-        row["prior_mse"] = float(g["prior_mse"].min())
-        row["feature_mse"] = row["prior_mse"] if strongest is None else float(strongest["feature_mse"])
-        row["leakage"] = row["prior_mse"] - row["feature_mse"]
-        row["feature_ap"] = max(0.0, 1.0 - row["feature_mse"])  # VFLAIR's AP, DCS's input
-    return row
-
-
-def unmeasured(tried: pd.DataFrame, measured: pd.Index, by: list[str], undefended: pd.DataFrame
-               ) -> dict[tuple, list[str]]:
-    """Per worst-case group of the defended runs (``by``'s values), the attacks (by adversary, where several) that ran
-    there but have no successful run (``measured``: the indices of those), among those that succeeded elsewhere in
-    the sweep or without a defense in the configuration they ran (``tradeoff.configurations.digest``). Where an attack
-    did not run is no gap: the audit runs an acting attack at some strengths only (the passive ones stand for it)."""
-    found: dict[tuple, list[str]] = {}
-    defended = tried[tried["defense"] != "none"]
-    unmet = ~defended.index.isin(measured)
-    lacking = set(defended[unmet].groupby(by[:-2]).groups) if unmet.any() else set()  # sweeps with a gap, or none
-    for sweep, group in defended.groupby(by[:-2], sort=False) if lacking else ():
-        if sweep not in lacking:
-            continue
-        several = "adversary" in group and group["adversary"].nunique() > 1
-        for who, runs in group.groupby(["attack", *(["adversary"] if several else [])], sort=True):
-            ran = set(runs[["strength", "seed"]].itertuples(index=False, name=None))
-            done = set(runs.loc[runs.index.isin(measured), ["strength", "seed"]].itertuples(index=False, name=None))
-            if ran - done and (done or _succeeded_undefended(runs, undefended)):
-                for point in sorted(ran - done):
-                    found.setdefault((*sweep, *point), []).append(" by ".join(map(str, who)))
-    return found
-
-
-def _succeeded_undefended(runs: pd.DataFrame, undefended: pd.DataFrame) -> bool:
-    """Whether one attack's defended ``runs`` have a successful undefended run of the same setting and configuration."""
-    from vflpriv.tradeoff.configurations import digest  # imports the registries: only where an attack is missing
-
-    same = [c for c in ("method", "dataset", "attack", "phase", *SECRET, "adversary") if c in runs and c in undefended]
-    first = runs.iloc[0]
-    mine = undefended[(undefended["status"] == "ok") & (undefended[same] == first[same]).all(axis=1)]
-    if "config" not in runs or "config" not in mine:
-        return len(mine) > 0
-    return bool({digest(c) for c in runs["config"]} & {digest(c) for c in mine["config"]})
-
-
-def narrowed(results: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """``results`` with only those of ``columns`` it has: a loop over groups then copies what it reads, not every
-    column of a record (a feature attack's per-target errors among them)."""
-    return results[[c for c in dict.fromkeys(columns) if c in results]]
-
-
-def with_worst_case(results: pd.DataFrame, undefended: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The records and, where they hold several attacks, the worst-case records (:func:`worst_case_runs`, whose
-    ``undefended`` runs tell which attacks it must take; the prior is among the candidates there; with one attack
-    the tables stay that attack's)."""
-    if results.empty or (results["attack"] == WORST).any() or results["attack"].nunique() < 2:
-        return results
-    worst = worst_case_runs(results, undefended)
-    worst = worst[[c for c in worst.columns if c in results or c in ("strongest", "unmeasured", "error")]]
-    return pd.concat([results, worst], ignore_index=True) if len(worst) else results
-
-
-def _fmt(values) -> str:
-    return ", ".join(f"{v:g}" for v in values)
-
-
-def unmeasured_text(records: pd.DataFrame) -> str:
-    """What a worst case's records could not take (:func:`worst_case_runs`): ``no successful run of mc at 1, 25``;
-    '' where they took every attack."""
-    found: dict[str, set] = {}
-    for names, strength in zip(records.get("unmeasured", ()), records["strength"]):
-        for name in names.split(", ") if isinstance(names, str) and names else ():
-            found.setdefault(name, set()).add(strength)
-    return "; ".join(f"no successful run of {name} at {_fmt(sorted(at))}" for name, at in sorted(found.items()))
-
-
 def cap_table(results: pd.DataFrame) -> pd.DataFrame:
     """CAP per seed over its strengths, then mean and std over seeds, per (method, dataset, attack, defense, phase).
 
@@ -317,14 +147,14 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
         missing = unmeasured_text(group)
         if failed:
             rows.append((*keys, metric, NAN, NAN, NAN, NAN, NAN, 0,
-                         f"incomplete: strengths {_fmt(failed)} failed" + (f" ({missing})" if missing else "")))
+                         f"incomplete: strengths {listed(failed)} failed" + (f" ({missing})" if missing else "")))
             continue
         status = "ok"
         if left_out:
-            status = (f"partial: seeds {_fmt(left_out)} left out (a strength failed for them"
+            status = (f"partial: seeds {listed(left_out)} left out (a strength failed for them"
                       f"{'; ' * bool(missing)}{missing})")
         if not caps:
-            status = (f"incomplete: no seed succeeded at every strength (seeds {_fmt(left_out)}"
+            status = (f"incomplete: no seed succeeded at every strength (seeds {listed(left_out)}"
                       f"{'; ' * bool(missing)}{missing})")
         values = np.asarray(caps, dtype=float)
         complete = caps and len(scores) == len(caps)
@@ -351,18 +181,6 @@ def _metric(group: pd.DataFrame) -> str:
         return ""
     found = [m for m in group["utility_metric"].dropna().unique() if m]
     return str(found[0]) if found else ""
-
-
-def shown(results: pd.DataFrame) -> pd.DataFrame:
-    """The records as tables and plots show them: a feature attack's ``attack_accuracy`` and ``prior_accuracy``
-    columns hold its and its prior's MSE (its ``leakage`` is already prior - attack MSE); label records unchanged."""
-    if "secret" not in results or not (results["secret"] == "features").any():
-        return results
-    features = results["secret"] == "features"
-    out = results.copy()
-    out.loc[features, "attack_accuracy"] = pd.to_numeric(results.loc[features, "feature_mse"], errors="coerce")
-    out.loc[features, "prior_accuracy"] = pd.to_numeric(results.loc[features, "prior_mse"], errors="coerce")
-    return out
 
 
 def strength_summary(results: pd.DataFrame) -> pd.DataFrame:

@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # imported where a frame is made: the audit's planning import
 
 #: Keys that are the table's own axes (or cannot change results), never part of a variant.
 OWN_AXES = {"method.name", "dataset.name", "attack.name", "attack.phase", "seed", "device"}
-GROUP = ["method", "dataset", "attack", "defense", "phase"]
 #: The cell whose runs are compared for every setting but an attack's own (:data:`PER_ATTACK`).
 CELL = ["method", "dataset", "defense", "phase"]
 #: A feature attack's roles: never a variant of its records, which name them in their own columns (``adversary``,

@@ -10,15 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vflpriv.tradeoff.cap import (
-    WORST,
-    cap_table,
-    reference_utility,
-    seed_caps,
-    strength_summary,
-    t_dcs,
-    worst_case_runs,
-)
+from vflpriv.tradeoff.cap import cap_table, reference_utility, seed_caps, strength_summary, t_dcs
+from vflpriv.tradeoff.worst_case import WORST, worst_case_runs
 
 SETTING = dict(method="m", dataset="d", phase="finetune")
 
@@ -177,7 +170,7 @@ def test_a_prior_that_scored_nothing_is_no_candidate_and_a_frame_without_attacks
 
 def test_records_that_hold_their_worst_case_already_get_no_second_one():
     """with_worst_case on its own output (a report re-reading the rows it wrote) adds nothing."""
-    from vflpriv.tradeoff.cap import with_worst_case
+    from vflpriv.tradeoff.worst_case import with_worst_case
 
     runs = pd.DataFrame([_row(attack=a, attack_accuracy=acc, prior_accuracy=0.2) for a, acc in (("mc", 0.6), ("gc", 0.7))])
     once = with_worst_case(runs)

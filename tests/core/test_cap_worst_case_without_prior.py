@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from vflpriv.tradeoff.cap import cap_table, worst_case_runs
+from vflpriv.tradeoff.cap import cap_table
+from vflpriv.tradeoff.worst_case import worst_case_runs
 
 
 def _records() -> pd.DataFrame:

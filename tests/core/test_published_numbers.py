@@ -16,7 +16,8 @@ from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.iso import iso_sigma
 from vflpriv.reports.audit import audit_summary
 from vflpriv.store.records import RunRecord
-from vflpriv.tradeoff.cap import WORST, cap_table, dcs, worst_case_runs
+from vflpriv.tradeoff.cap import cap_table, dcs
+from vflpriv.tradeoff.worst_case import WORST, worst_case_runs
 
 SETTING = dict(method="m", dataset="d", phase="finetune")
 

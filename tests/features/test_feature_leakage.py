@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vflpriv.tradeoff.cap import WORST, cap_table, worst_case_runs
+from vflpriv.tradeoff.cap import cap_table
+from vflpriv.tradeoff.worst_case import WORST, worst_case_runs
 from vflpriv.tradeoff.leakage import ERROR_TEST_NAME, error_paired_leakage, falls_to_prior, leakage_test
 
 

@@ -11,7 +11,8 @@ from vflpriv.reports.audit import _label_markdown, audit_summary
 from vflpriv.reports.features import defense_table, feature_defenses
 from vflpriv.reports.leakage import prior_strength_tables
 from vflpriv.store.records import RunRecord
-from vflpriv.tradeoff.cap import WORST, cap_table, with_worst_case
+from vflpriv.tradeoff.cap import cap_table
+from vflpriv.tradeoff.worst_case import WORST, with_worst_case
 
 CONFIG = json.dumps({"partition": {"adversary": 1}})
 LEAKS = ("1" * 120 + "0" * 80, "1" * 20 + "0" * 180)  # 0.6 against a prior of 0.1: +0.5 undefended
@@ -157,3 +158,18 @@ def test_a_cap_cell_without_a_number_never_reads_ok_and_an_old_summary_s_cap_rea
            "falls_to_prior_text": "λ=1"}
     (row,) = defense_table([old]).rows
     assert "0.720 ± 0.010" in row and not any("(n/a)" in str(c) for c in row)
+
+
+def test_the_undefended_worst_case_of_a_seed_whose_attack_failed_is_not_the_others_max():
+    """lo4's note: an attack that succeeded undefended at seeds 0 and 2 but failed at seed 1 leaves seed 1's undefended
+    worst case unmeasured (the max of the others would understate the baseline every defense is judged against)."""
+    records = _records(lambda attack, s, seed: False)
+    bare = (records["attack"] == "mc") & (records["defense"] == "none") & (records["seed"] == 1)
+    records.loc[bare, ["status", "attack_accuracy"]] = ["failed", float("nan")]
+    worst = with_worst_case(records)
+    undefended = worst[(worst["attack"] == WORST) & (worst["defense"] == "none")].set_index("seed")
+    assert undefended.loc[1, "status"] == "failed" and undefended.loc[1, "unmeasured"] == "mc"
+    assert (undefended.loc[[0, 2], "status"] == "ok").all()
+    caps = cap_table(worst)
+    (status,) = caps[(caps["attack"] == WORST) & (caps["defense"] == "none")]["status"]
+    assert status == "partial: seeds 1 left out (a strength failed for them; no successful run of mc at 0)"
