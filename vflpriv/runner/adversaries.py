@@ -89,7 +89,7 @@ def label_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary, 
         fits = lambda a: a.own_problem(dataset.specs[party])  # noqa: E731
         problem = attack.search_problem(run.attack.search_space, fits) if run.attack.tune else fits(attack)
         if problem:
-            raise UnfitOptionsError(f"attack '{run.attack.name}': {problem}")
+            raise UnfitOptionsError(f"attack '{run.attack.name}' run by {describe(party)}: {problem}")
     for kind, at in attack.required_messages(phase):
         if (kind, at) not in got:
             raise IncompatibleError(f"attack '{run.attack.name}' needs the {kind} messages of the {at} phase; "
@@ -107,7 +107,7 @@ def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary
     fits = lambda a: a.victim_problem(dataset.specs[victim])  # noqa: E731
     problem = attack.search_problem(run.attack.search_space, fits) if run.attack.tune else fits(attack)
     if problem:
-        raise UnfitOptionsError(f"attack '{run.attack.name}': {problem}")
+        raise UnfitOptionsError(f"attack '{run.attack.name}' against {describe(victim)}: {problem}")
     got = received(method.sends, adversary.role, sender=role(victim))
     kinds = [k for k in attack.observes if (k, phase) in got]
     if not kinds:
