@@ -16,7 +16,7 @@ import torch
 
 from vflpriv.attacks.search import grid
 from vflpriv.common.empirical_epsilon import KEEP
-from vflpriv.common.errors import ConfigError, IncompatibleError
+from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.config.options import CANDIDATE
 from vflpriv.config.parse import check_space_values, parse_options
@@ -265,7 +265,8 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     declared = method.declared(run, num_classes=dataset.num_classes)
     fits = lambda a: a.incompatible(declared, num_classes=dataset.num_classes)  # noqa: E731
     if reason := fits(attack) or (attack.search_problem(cfg.search_space, fits) if cfg.tune else ""):
-        raise IncompatibleError(f"attack '{cfg.name}': {reason}")
+        mine = not fits(built("attack", cfg.name, lambda: cls(cls.Options())))  # the defaults fit: the user's options
+        raise (UnfitOptionsError if mine else IncompatibleError)(f"attack '{cfg.name}': {reason}")
     known_ids = None
     if attack.secret == "features":  # too few known samples failed (or silently did less) after the training
         check_finite_features(dataset, (adversary.victim, adversary.party))
