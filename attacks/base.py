@@ -132,7 +132,9 @@ class Attack(ABC):
             for value in values:
                 alone = found({name: value})
                 if alone and all(found({name: value, k: v}) for k in space if k != name for v in space[k]):
-                    return f"its search space's candidate {name}={value!r} does not fit this data ({alone})"
+                    alone = alone.replace("attack.options.", "")  # the candidate's, not an option the user gave
+                    return (f"the candidate {name}={value!r} of attack.search_space.{name} does not fit this data "
+                            f"({alone})")
         return ""
 
     def left_out_of_audit(self, run) -> str:

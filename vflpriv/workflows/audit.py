@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError
 from vflpriv.config.options import CANDIDATE, read_alone
-from vflpriv.config.parse import parse_options
+from vflpriv.config.parse import as_written, parse_options
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig
 from vflpriv.methods.base import pretraining_reads_labels
@@ -321,8 +321,9 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     reason = _try([_run(base, attack, None, cfg.seeds[0])], given=given,
                                   default_battery=cfg.audit.attacks is None)
                 except UnfitOptionsError as exc:  # refused below where the option fits none of the attack's cells
-                    as_written = str(exc).replace("attack.options.", f"audit.attack_options.{attack.name}.")
-                    unfit.setdefault(attack.name, []).append(as_written)
+                    n = attack.name
+                    unfit.setdefault(n, []).append(as_written(str(exc), f"audit.attack_options.{n}",
+                                                              f"audit.search_spaces.{n}"))
                     reason = f"{unfit[attack.name][-1]} (set aside: the option fits another adversary or victim)"
                 if reason:
                     skipped.append(Inapplicable(label, "none", phase, reason, reason.startswith(LEFT_OUT)))
