@@ -33,6 +33,13 @@ PLUGINS = textwrap.dedent('''
             raise ValueError("attack constructor broke")
 
 
+    class PickyAttack(ModelCompletion):
+        def __init__(self, options):
+            if options.lr > 0.05:
+                raise RuntimeError("lr above 0.05 unsupported")
+            super().__init__(options)
+
+
     class BrokenDefense(IsotropicNoise):
         def __init__(self, **kwargs):
             raise ZeroDivisionError("defense constructor broke")
@@ -53,6 +60,9 @@ def plugins(tmp_path, monkeypatch):
     (["--attack", "brokenplugins:BrokenAttack"], "attack 'brokenplugins:BrokenAttack' failed to start: ValueError"),
     (["--attack", "mc,brokenplugins:BrokenAttack", "--tune-attacks"],  # review lo5 F3: the search's own space
      "attack 'brokenplugins:BrokenAttack' failed to start: ValueError: attack constructor broke"),
+    (["--attack", "brokenplugins:PickyAttack", "--tune-attacks", "--set", "attack.search_budget=12", "--set",
+      "attack.search_space.lr=[0.01, 0.1]"],  # review lo6 F6: a candidate built for the data's checks
+     "attack 'brokenplugins:PickyAttack' failed to start: RuntimeError: lr above 0.05 unsupported"),
     (["--defense", "brokenplugins:BrokenDefense"], "defense 'brokenplugins:BrokenDefense' failed to start: "
                                                    "ZeroDivisionError: defense constructor broke"),
     (["--method", "exiting:Method"], "cannot import method 'exiting:Method': it called sys.exit(3)"),

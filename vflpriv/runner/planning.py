@@ -264,7 +264,7 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     space = search_space(attack, cfg.search_space) if cfg.tune else None
     declared = method.declared(run, num_classes=dataset.num_classes)
     fits = lambda a: a.incompatible(declared, num_classes=dataset.num_classes)  # noqa: E731
-    if reason := fits(attack) or (attack.search_problem(cfg.search_space, fits) if cfg.tune else ""):
+    if reason := fits(attack) or (attack.search_problem(cfg.search_space, fits, name=cfg.name) if cfg.tune else ""):
         mine = not fits(built("attack", cfg.name, lambda: cls(cls.Options())))  # the defaults fit: the user's options
         raise (UnfitOptionsError if mine else IncompatibleError)(f"attack '{cfg.name}': {reason}")
     known_ids = None
