@@ -59,3 +59,15 @@ def test_a_run_recorded_on_another_device_is_the_same_run_and_seeds_sharing_sett
     assert [r.key for r in kept] == [first.key()] and [k for k, _ in superseded] == [old.key]
     twin = RunRecord(**{**old.__dict__, "key": "1" * 20, "seed": 1})
     assert len(current_records([old, twin])[0]) == 2
+
+
+def test_a_record_written_before_a_setting_existed_is_grouped_with_its_run():
+    """Review final14 F2: an earlier code's record without ``finetune.top_depth`` (added since, with a default) was a
+    variant of its own (``finetune.top_depth=unset``) beside its run's recompute."""
+    first, _ = _runs()
+    old = _record(first, "0" * 20, 0.9)
+    settings = json.loads(old.config)
+    del settings["finetune"]["top_depth"]
+    old = RunRecord(**{**old.__dict__, "config": json.dumps(settings, sort_keys=True)})
+    kept, superseded = current_records([old, _record(first, first.key(), 0.5)])
+    assert [r.key for r in kept] == [first.key()] and [k for k, _ in superseded] == [old.key]
