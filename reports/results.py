@@ -44,19 +44,25 @@ def load_results(store: Path | str) -> pd.DataFrame:
             raise ConfigError(f"every record of results store {path} is damaged ({len(found.damaged)}; the first, "
                               f"run {found.damaged[0][0]}: {found.damaged[0][1]})")
         raise ConfigError(f"results store {path} holds no runs; write runs into it with evaluate, sweep or audit")
-    records, superseded = current_records(found.records)
+    records, superseded = current_records(found.records, written=found.written)
     frame = with_variants(pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns()))
     frame.attrs["damaged"] = found.damaged
     frame.attrs["superseded"] = superseded
     return frame
 
 
-def current_records(records: list[RunRecord]) -> tuple[list[RunRecord], list[tuple[str, str]]]:
+#: How a record left out beside its run's kept one says which was kept (the warning counts them by it).
+KEPT_CURRENT, KEPT_LAST = "kept: the current code's", "kept: the one written last, none being the current code's"
+
+
+def current_records(records: list[RunRecord], *, written: dict[str, float] | None = None,
+                    ) -> tuple[list[RunRecord], list[tuple[str, str]]]:
     """The records, one per run: where a store holds one run under several keys (its components' code revised between
-    them, ``Protection.revision``, ``Attack.revision``), the one the current code keys (else the first), so a table
-    never counts one seed twice; (key, why) for each left out. A run is its record's coordinates and its settings as
-    the current code reads them (defaults of settings added since filled in, ``device`` left out: the key it gives
-    them), wherever it ran (hand-made records share settings across seeds)."""
+    them, ``Protection.revision``, ``Attack.revision``), the one the current code keys, else the one ``written`` last
+    (key: when; else the last given), so a table never counts one seed twice; (key, why) for each left out. A run is
+    its record's coordinates and its settings as the current code reads them (defaults of settings added since filled
+    in, ``device`` left out: the key it gives them), wherever it ran (hand-made records share settings across seeds)."""
+    when = written or {}
     by_place: dict[tuple, list[RunRecord]] = {}
     for r in records:
         by_place.setdefault((r.method, r.dataset, r.attack, r.defense, r.phase, r.strength, r.seed, r.secret,
@@ -67,10 +73,12 @@ def current_records(records: list[RunRecord]) -> tuple[list[RunRecord], list[tup
         for record in place:
             same.setdefault(_current_key(record) if len(place) > 1 else record.key, []).append(record)
         for now, runs in same.items():
-            runs = sorted(runs, key=lambda r: r.key != now)
-            superseded += [(r.key, f"the same run as {runs[0].key}, written by other code of its components (kept: "
-                                   f"{'the current code' if runs[0].key == now else 'the first'}'s)") for r in runs[1:]]
-            kept.append(runs[0])
+            order = {id(r): i for i, r in enumerate(runs)}  # the order given, where no time is known
+            runs = sorted(runs, key=lambda r: (r.key == now, when.get(r.key, float("-inf")), order[id(r)]))
+            why = KEPT_CURRENT if runs[-1].key == now else KEPT_LAST
+            superseded += [(r.key, f"the same run as {runs[-1].key}, written by other code of its components ({why})")
+                           for r in runs[:-1]]
+            kept.append(runs[-1])
     return kept, superseded
 
 
