@@ -36,6 +36,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
+from vflpriv.common.components import built
 from vflpriv.config.options import CANDIDATE, NoOptions
 from vflpriv.engine.adversary import AdversaryView, Behaviour, Inference, Observation
 from vflpriv.engine.hooks import PASSIVE_OPTIMIZER, PASSIVE_STEP
@@ -117,22 +118,25 @@ class Attack(ABC):
         planner refuses it (an option its data leaves unread)."""
         return ""
 
-    def search_problem(self, space: dict[str, list], problem: Callable[[Attack], str]) -> str:
+    def search_problem(self, space: dict[str, list], problem: Callable[[Attack], str], *, name: str) -> str:
         """The ``problem`` (e.g. ``lambda a: a.own_problem(spec)``) of the options given, or of a searched value, that
         fits this data in no candidate, alone or beside another searched value ("" when each fits in one): a value
-        the data leaves unread or cannot take is refused before training; views=3 beside augment_rate=[0.1] is kept."""
+        the data leaves unread or cannot take is refused before training; views=3 beside augment_rate=[0.1] is kept.
+        ``name``: the attack's, for the one error of a plugin whose constructor refuses a candidate."""
         def found(changes: dict) -> str:
             options = type(self.options).model_validate({**base, **changes}, context=CANDIDATE)
-            return problem(type(self)(options))
+            return problem(built("attack", name, lambda: type(self)(options)))
 
         base = self.options.model_dump(mode="json")
         if (given := problem(self)) and all(found({k: v}) for k in space for v in space[k]):
             return given
-        for name, values in space.items():
+        for option, values in space.items():
             for value in values:
-                alone = found({name: value})
-                if alone and all(found({name: value, k: v}) for k in space if k != name for v in space[k]):
-                    return f"its search space's candidate {name}={value!r} does not fit this data ({alone})"
+                alone = found({option: value})
+                if alone and all(found({option: value, k: v}) for k in space if k != option for v in space[k]):
+                    alone = alone.replace("attack.options.", "")  # the candidate's, not an option the user gave
+                    return (f"the candidate {option}={value!r} of attack.search_space.{option} does not fit this data "
+                            f"({alone})")
         return ""
 
     def left_out_of_audit(self, run) -> str:

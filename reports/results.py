@@ -45,54 +45,58 @@ def load_results(store: Path | str) -> pd.DataFrame:
             raise ConfigError(f"every record of results store {path} is damaged ({len(found.damaged)}; the first, "
                               f"run {found.damaged[0][0]}: {found.damaged[0][1]})")
         raise ConfigError(f"results store {path} holds no runs; write runs into it with evaluate, sweep or audit")
-    records, superseded = current_records(found.records)
+    records, superseded = current_records(found.records, written=found.written)
     frame = with_variants(pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns()))
     frame.attrs["damaged"] = found.damaged
     frame.attrs["superseded"] = superseded
     return frame
 
 
-def current_records(records: list[RunRecord]) -> tuple[list[RunRecord], list[tuple[str, str]]]:
+#: How a record left out beside its run's kept one says which was kept (the warning counts them by it).
+KEPT_CURRENT, KEPT_LAST = "kept: the current code's", "kept: the one written last, none being the current code's"
+
+
+def current_records(records: list[RunRecord], *, written: dict[str, float] | None = None,
+                    ) -> tuple[list[RunRecord], list[tuple[str, str]]]:
     """The records, one per run: where a store holds one run under several keys (its components' code revised between
-    them, ``Protection.revision``, ``Attack.revision``), the one the
-    current code keys (else the first), so a table never counts one seed twice; (key, why) for each left out. A run is
-    its record's coordinates and settings, wherever it ran (hand-made records share settings across seeds)."""
+    them, ``Protection.revision``, ``Attack.revision``), the one the current code keys, else the one ``written`` last
+    (key: when; else the last given), so a table never counts one seed twice; (key, why) for each left out. A run is
+    its record's coordinates and its settings as the current code reads them (defaults of settings added since filled
+    in, ``device`` left out: the key it gives them), wherever it ran (hand-made records share settings across seeds)."""
+    when = written or {}
     by_place: dict[tuple, list[RunRecord]] = {}
     for r in records:
         by_place.setdefault((r.method, r.dataset, r.attack, r.defense, r.phase, r.strength, r.seed, r.secret,
                              r.adversary, r.victim), []).append(r)
     kept, superseded = [], []
-    for place in by_place.values():  # settings are parsed only where two records share their coordinates
+    for place in by_place.values():  # settings are read only where two records share their coordinates
         same: dict[str, list[RunRecord]] = {}
         for record in place:
-            same.setdefault(_settings(record) if len(place) > 1 else record.key, []).append(record)
-        for runs in same.values():
-            now = _current_key(runs[0]) if len(runs) > 1 else runs[0].key
-            runs = sorted(runs, key=lambda r: r.key != now)
-            superseded += [(r.key, f"the same run as {runs[0].key}, written by other code of its components (kept: "
-                                   f"{'the current code' if runs[0].key == now else 'the first'}'s)") for r in runs[1:]]
-            kept.append(runs[0])
+            same.setdefault(_current_key(record) if len(place) > 1 else record.key, []).append(record)
+        for now, runs in same.items():
+            order = {id(r): i for i, r in enumerate(runs)}  # the order given, where no time is known
+            runs = sorted(runs, key=lambda r: (r.key == now, when.get(r.key, float("-inf")), order[id(r)]))
+            why = KEPT_CURRENT if runs[-1].key == now else KEPT_LAST
+            superseded += [(r.key, f"the same run as {runs[-1].key}, written by other code of its components ({why})")
+                           for r in runs[:-1]]
+            kept.append(runs[-1])
     return kept, superseded
 
 
-def _settings(record: RunRecord) -> str:
-    """A record's settings as one text, without where it ran (``device``: a run is the same run on any device)."""
-    try:
-        data = json.loads(record.config)
-    except ValueError:
-        return record.config
-    return json.dumps({k: v for k, v in data.items() if k != "device"} if isinstance(data, dict) else data,
-                      sort_keys=True)
-
-
 def _current_key(record: RunRecord) -> str:
-    """The key the current code gives the record's settings; its own key where the current code cannot read them."""
+    """The key the current code gives the record's settings (``device`` is not keyed); where it cannot read them, their
+    text without ``device``."""
     from vflpriv.config.schema import RunConfig
 
     try:
         return RunConfig.model_validate_json(record.config).key()
-    except Exception:  # noqa: BLE001 - settings the current code cannot read: the record is its own run
-        return record.key
+    except Exception:  # noqa: BLE001 - settings the current code cannot read: grouped by their text
+        try:
+            data = json.loads(record.config)
+        except ValueError:
+            return record.config
+        return json.dumps({k: v for k, v in data.items() if k != "device"} if isinstance(data, dict) else data,
+                          sort_keys=True)
 
 
 def select(results: pd.DataFrame, *, attack: str | None, defense: str | None, phase: str | None) -> pd.DataFrame:

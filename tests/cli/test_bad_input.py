@@ -175,6 +175,11 @@ EVALUATE = [
     (["--method", "fedhssl", "--set", "method.options.blur_sigma=[0,2]"], "blur_sigma must be (0, 0) (off)"),
     (["--method", "local-simsiam", "--set", "method.options.color_jitter=[0.3,0.3,0.3,0.9]"], "hue <= 0.5"),
     (["--method", "fedhssl", "--set", "method.options.crop_scale=[0,1]"], "crop_scale must satisfy"),
+    # review lo6 F2: an InfoNCE / NT-Xent temperature whose logits overflow to a NaN loss
+    (["--method", "fedhssl", "--set", "method.options.temperature=1e-40"], "method.options.temperature='1e-40': Input "
+                                                                            "should be greater than or equal to 0.001"),
+    (["--method", "vflhlp", "--set", "method.options.temperature=1e-40"], "greater than or equal to 0.001"),
+    (["--method", "ssvfl-c", "--set", "method.options.temperature=0.0005"], "greater than or equal to 0.001"),
     (["--method", "splitnn", "--set", "method.options.gamma=0.5"], "unknown setting method.options.gamma; valid keys here: none"),
     # defenses
     (["--defense", "marvell"], "needs a binary task"),

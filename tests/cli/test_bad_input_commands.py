@@ -85,7 +85,8 @@ def test_a_method_options_pattern_of_the_user_must_match_but_a_presets_need_not(
     # the user's option for an attack that this data leaves unread (review lo5 F5), named or of the default battery
     (["--quick", "--attacks", "mc,mc-mixmatch", "--defenses", "none", "--set",
       "audit.attack_options.mc-mixmatch.augment_rate=0.2"],
-     "attack 'mc-mixmatch': audit.attack_options.mc-mixmatch.augment_rate=0.2 resamples tabular features"),
+     "attack 'mc-mixmatch' run by party 1 (the passive party): audit.attack_options.mc-mixmatch.augment_rate=0.2 "
+     "resamples tabular features"),
     (["--quick", "--defenses", "none", "--set", "audit.attack_options.mc-mixmatch.augment_rate=0.2"],
      "audit.attack_options.mc-mixmatch.augment_rate=0.2 resamples tabular features; the adversary's are images"),
     (["--attacks", "mc", "--defenses", "iso", "--set", "audit.defenses.0.kinds=[nope]"],

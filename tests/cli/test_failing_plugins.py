@@ -19,6 +19,7 @@ PLUGINS = textwrap.dedent('''
     import sys
 
     from vflpriv.attacks.labels.model_completion import ModelCompletion
+    from vflpriv.attacks.labels.similarity import SimilarityLabelInference
     from vflpriv.defenses.iso import IsotropicNoise
     from vflpriv.methods.splitnn import SplitNN
 
@@ -31,6 +32,20 @@ PLUGINS = textwrap.dedent('''
     class BrokenAttack(ModelCompletion):
         def __init__(self, options):
             raise ValueError("attack constructor broke")
+
+
+    class PickyAttack(ModelCompletion):
+        def __init__(self, options):
+            if options.lr > 0.05:
+                raise RuntimeError("lr above 0.05 unsupported")
+            super().__init__(options)
+
+
+    class GivenCount(SimilarityLabelInference):
+        def __init__(self, options):
+            if options.known_per_class is None:
+                raise RuntimeError("give known_per_class")
+            super().__init__(options)
 
 
     class BrokenDefense(IsotropicNoise):
@@ -53,6 +68,12 @@ def plugins(tmp_path, monkeypatch):
     (["--attack", "brokenplugins:BrokenAttack"], "attack 'brokenplugins:BrokenAttack' failed to start: ValueError"),
     (["--attack", "mc,brokenplugins:BrokenAttack", "--tune-attacks"],  # review lo5 F3: the search's own space
      "attack 'brokenplugins:BrokenAttack' failed to start: ValueError: attack constructor broke"),
+    (["--attack", "brokenplugins:PickyAttack", "--tune-attacks", "--set", "attack.search_budget=12", "--set",
+      "attack.search_space.lr=[0.01, 0.1]"],  # review lo6 F6: a candidate built for the data's checks
+     "attack 'brokenplugins:PickyAttack' failed to start: RuntimeError: lr above 0.05 unsupported"),
+    # its defaults it cannot start with tell nothing of the user's options: the data's reason, not "failed to start"
+    (["--attack", "brokenplugins:GivenCount", "--set", "partition.aux=20", "--set", "attack.options.known_per_class=5"],
+     "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 auxiliary labels"),
     (["--defense", "brokenplugins:BrokenDefense"], "defense 'brokenplugins:BrokenDefense' failed to start: "
                                                    "ZeroDivisionError: defense constructor broke"),
     (["--method", "exiting:Method"], "cannot import method 'exiting:Method': it called sys.exit(3)"),

@@ -40,16 +40,24 @@ REFUSED = [
     (["--attack", "mc-active", "--dataset", "breast-cancer", "--set", "attack.options.views=3"],
      "views=3: the adversary's tabular features are not augmented (augment_rate 0)"),
     (["--attack", "mc-mixmatch", "--dataset", "breast-cancer", "--tune-attacks", "--set", "attack.search_budget=64",
-      "--set", "attack.search_space.views=[1, 3]"], "its search space's candidate views=3 does not fit this data"),
+      "--set", "attack.search_space.views=[1, 3]"], "the candidate views=3 of attack.search_space.views does not"),
     (["--attack", "gc", "--set", "attack.options.method=spectral", "--set", "attack.options.n_init=3"],
      "n_init=3 is read only with method=kmeans"),
     # a searched value the partition cannot take, refused as the same option is (review lo5 F6)
     (["--attack", "similarity", "--tune-attacks", "--set", "partition.aux=20", "--set",
-      "attack.search_space.known_per_class=[5]"], "its search space's candidate known_per_class=5 does not fit this "
-                                                  "data (known_per_class=5 for 10 classes needs 50 auxiliary labels"),
+      "attack.search_space.known_per_class=[5]"],
+     "the candidate known_per_class=5 of attack.search_space.known_per_class does not fit this data (known_per_class=5 "
+     "for 10 classes needs 50 auxiliary labels"),
+    # beside another attack too: the defaults fit, so it is the user's option, not set aside (review lo6 F3)
+    (["--attack", "similarity,mc", "--set", "partition.aux=20", "--set", "attack.options.similarity.known_per_class=5"],
+     "attack 'similarity': known_per_class=5 for 10 classes needs 50 auxiliary labels"),
+    (["--attack", "similarity,mc", "--tune-attacks", "--set", "partition.aux=20", "--set",
+      "attack.search_space.similarity.known_per_class=[5]"],
+     "the candidate known_per_class=5 of attack.search_space.similarity.known_per_class does not fit"),
     (["--attack", "gc", "--tune-attacks", "--set", "attack.search_budget=64", "--set", "partition.labeled=10", "--set",
-      "attack.search_space.neighbours=[5, 30]"], "candidate neighbours=30 does not fit this data (neighbours=30 "
-                                                 "exceeds the 10 training targets"),
+      "attack.search_space.neighbours=[5, 30]"],
+     "candidate neighbours=30 of attack.search_space.neighbours does not fit this data (neighbours=30 exceeds the 10 "
+     "training targets"),
     # without the gradient match ExPLoit reads nothing of the received gradients: its labels carry no information
     (["--attack", "exploit", "--dataset", "breast-cancer", "--set", "attack.options.alpha_grad=0"],
      "invalid attack.options.alpha_grad=0: Input should be greater than 0"),
@@ -86,3 +94,15 @@ def test_a_bad_label_attack_option_is_refused_in_planning(args, needle, tmp_path
 def test_a_label_attack_option_some_candidate_reads_is_kept(args, tmp_path, monkeypatch):
     result = planned(["evaluate", "--seeds", "0", *args], tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
+
+
+AUDITED = [["--set", "audit.attack_options.similarity.known_per_class=5"],
+           ["--tune-attacks", "--set", "audit.search_spaces.similarity.known_per_class=[5]"]]
+
+
+@pytest.mark.parametrize("args", AUDITED, ids=[" ".join(a)[:70] for a in AUDITED])
+def test_an_audit_refuses_a_given_option_the_split_cannot_take(args, tmp_path, monkeypatch):
+    """Review lo6 F3: set aside at rc 0 before, as if the attack could not run on this split at all."""
+    refused_in_planning(["audit", "--method", "splitnn", "--seeds", "0", "--attacks", "similarity,mc", "--defenses",
+                         "none", "--set", "partition.aux=20", *args], "known_per_class=5 for 10 classes needs 50",
+                        tmp_path, monkeypatch)

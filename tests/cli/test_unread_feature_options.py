@@ -26,10 +26,14 @@ REFUSED = [
     (["--attack", "mc,grn", "--tune-attacks", "--set", "attack.search_space.grn.observe=[logits]", "--set",
       "attack.options.grn.precision=2"], "attack.options.grn.precision=2 given, but no candidate of the search"),
     (["--attack", "fi-inversion", "--dataset", "breast-cancer", "--tune-attacks", "--set", "attack.search_budget=9",
-      "--set", "attack.search_space.tv=[0, 0.1]"], "its search space's candidate tv=0 does not fit this data "
-                                                   "(attack.options.tv=0: tv weighs the total variation of image "
+      "--set", "attack.search_space.tv=[0, 0.1]"], "the candidate tv=0 of attack.search_space.tv does not fit this "
+                                                   "data (tv=0: tv weighs the total variation of image "
                                                    "reconstructions only, and the victim's features are tabular, so "
                                                    "any value is unread"),  # review lo5 F9: not "tv=0 weighs"
+    # the search space is named where the user wrote it, not as an option (review lo6 F4)
+    (["--attack", "fi-inversion,mc", "--dataset", "breast-cancer", "--tune-attacks", "--set",
+      "attack.search_space.fi-inversion.tv=[0.1]"], "the candidate tv=0.1 of attack.search_space.fi-inversion.tv "
+                                                    "does not fit this data (tv=0.1: tv weighs"),
     (["--attack", "fi-inversion", "--set", "attack.options.init=mean", "--set", "attack.options.decoder_epochs=5"],
      "decoder_epochs=5 is read only with init=decoder"),
     (["--attack", "fi-inversion", "--dataset", "breast-cancer", "--set", "attack.options.tv=0.5"],
@@ -93,3 +97,13 @@ def test_the_tuned_audit_s_canary_free_control_reads_what_its_untuned_run_reads(
     with wrote_nothing(tmp_path, Path(os.environ["VFLPRIV_CACHE"])):
         result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
+
+
+def test_the_audit_names_a_searched_value_where_the_user_wrote_it(tmp_path, monkeypatch):
+    """Review lo6 F4: it named audit.attack_options.fi-inversion.tv=0.1 for audit.search_spaces.fi-inversion.tv."""
+    args = ["audit", "--method", "splitnn", "--dataset", "breast-cancer", "--seeds", "0", "--attacks",
+            "fi-inversion,mc", "--defenses", "none", "--tune-attacks", "--set",
+            "audit.search_spaces.fi-inversion.tv=[0.1]"]
+    output = refused_in_planning(args, "the candidate tv=0.1 of audit.search_spaces.fi-inversion.tv does not fit "
+                                       "this data (tv=0.1: tv weighs", tmp_path, monkeypatch)
+    assert "attack_options" not in output

@@ -59,3 +59,29 @@ def test_a_run_recorded_on_another_device_is_the_same_run_and_seeds_sharing_sett
     assert [r.key for r in kept] == [first.key()] and [k for k, _ in superseded] == [old.key]
     twin = RunRecord(**{**old.__dict__, "key": "1" * 20, "seed": 1})
     assert len(current_records([old, twin])[0]) == 2
+
+
+def test_a_record_written_before_a_setting_existed_is_grouped_with_its_run():
+    """Review final14 F2: an earlier code's record without ``finetune.top_depth`` (added since, with a default) was a
+    variant of its own (``finetune.top_depth=unset``) beside its run's recompute."""
+    first, _ = _runs()
+    old = _record(first, "0" * 20, 0.9)
+    settings = json.loads(old.config)
+    del settings["finetune"]["top_depth"]
+    old = RunRecord(**{**old.__dict__, "config": json.dumps(settings, sort_keys=True)})
+    kept, superseded = current_records([old, _record(first, first.key(), 0.5)])
+    assert [r.key for r in kept] == [first.key()] and [k for k, _ in superseded] == [old.key]
+
+
+def test_where_no_record_is_the_current_code_s_the_one_written_last_is_kept_and_the_warning_says_so(tmp_path):
+    """Review final14 F3: "kept: the first" was the lowest key (the store reads in key order), whatever its age, and
+    the warning said the current runs were kept."""
+    first, second = _runs()
+    store = Store(tmp_path / "results.sqlite")
+    for record in (_record(first, "0" * 20, 0.9), _record(first, "f" * 20, 0.5), _record(second, second.key(), 0.5)):
+        store.put(record)  # both of seed 0 from earlier code, the higher key written last
+    frame = load_results(tmp_path / "results.sqlite")
+    assert sorted(frame["key"]) == sorted(["f" * 20, second.key()])
+    result = CliRunner().invoke(app, ["table", str(tmp_path / "results.sqlite"), "--out", str(tmp_path / "t")])
+    assert result.exit_code == 0, result.output
+    assert "(1 beside the one written last, where none is the current code's;" in result.output

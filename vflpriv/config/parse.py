@@ -366,3 +366,9 @@ def check_space_values(cls: Any, name: str, given: dict[str, list], *, base: dic
         for value in values:
             parse_options(cls, {**base, option: value}, where=where, context=CANDIDATE)
     check_candidates(cls, name, base, given, where=where)
+
+
+def as_written(reason: str, options: str, space: str) -> str:
+    """A planner's ``reason`` naming an attack's options and search space where the user wrote them (``options``,
+    ``space``: e.g. ``audit.attack_options.fi-inversion``, ``audit.search_spaces.fi-inversion``)."""
+    return reason.replace("attack.options.", f"{options}.").replace("attack.search_space.", f"{space}.")

@@ -72,6 +72,7 @@ from vflpriv.models.ssl import (
     symmetrized,
 )
 from vflpriv.models.ssl.augment import Augment
+from vflpriv.models.ssl.losses import MIN_TEMPERATURE
 from vflpriv.models.training import Optimizer, index_batches, make_optimizer
 
 Flavour = Literal["simsiam", "byol", "moco"]
@@ -131,7 +132,7 @@ class SSLOptions(Options):
     ema_momentum: float | None = Field(
         None, ge=0, le=1, description="EMA target momentum; default BYOL 0.995, MoCo 0.99 (paper; code 0.999)"
     )
-    temperature: float = Field(0.5, gt=0, description="MoCo InfoNCE temperature (paper: 0.5)")
+    temperature: float = Field(0.5, ge=MIN_TEMPERATURE, description="MoCo InfoNCE temperature (paper: 0.5)")
     queue_size: int = Field(4096, ge=1, description="MoCo queue of negatives (paper: 4096)")
 
     @model_validator(mode="after")

@@ -39,13 +39,14 @@ from vflpriv.engine import (
 )
 from vflpriv.methods.finetune import PartyOptimizers, Trained, new_top
 from vflpriv.methods.local_ssl import LocalOptions, LocalSSLMethod
+from vflpriv.models.ssl.losses import MIN_TEMPERATURE
 from vflpriv.models.training import index_batches, require_finite
 
 
 class SSVFLOptions(LocalOptions):
     """LocalCL with the SS-VFL code's MoCo settings."""
 
-    temperature: float = Field(0.2, gt=0, description="InfoNCE temperature (SS-VFL code: 0.2)")
+    temperature: float = Field(0.2, ge=MIN_TEMPERATURE, description="InfoNCE temperature (SS-VFL code: 0.2)")
     ema_momentum: float | None = Field(0.999, ge=0, le=1, description="key encoder momentum (SS-VFL code: 0.999)")
     projector_dim: int | None = Field(128, ge=1, description="representation dimension of the MoCo head (code: 128)")
 

@@ -61,6 +61,7 @@ from vflpriv.methods.local_supervised import (
 )
 from vflpriv.models.encoders import build_encoder, init_parameters
 from vflpriv.models.ssl import info_nce, scarf_corrupt
+from vflpriv.models.ssl.losses import MIN_TEMPERATURE
 from vflpriv.models.training import index_batches, make_optimizer, require_finite
 
 
@@ -73,7 +74,7 @@ class VFLHLPOptions(SupervisedOptions):
     scarf_batch_size: int = Field(128, ge=2)
     scarf_lr: float = Field(1e-3, gt=0, description="Adam learning rate of SCARF (SCARF: 1e-3)")
     corruption_rate: float = Field(0.6, ge=0, le=1, description="fraction of features resampled (SCARF: 0.6)")
-    temperature: float = Field(1.0, gt=0, description="InfoNCE temperature tau, Eq. 6 (SCARF: 1)")
+    temperature: float = Field(1.0, ge=MIN_TEMPERATURE, description="InfoNCE temperature tau, Eq. 6 (SCARF: 1)")
     projector_hidden: int = Field(256, ge=1, description="width of the 2-layer projection head g (SCARF: 256)")
 
 

@@ -87,9 +87,9 @@ def label_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary, 
     got, phase = received(method.sends, adversary.role), run.attack.phase
     if isinstance(party := adversary.party, int) and party >= 0:  # the server holds no features
         fits = lambda a: a.own_problem(dataset.specs[party])  # noqa: E731
-        problem = attack.search_problem(run.attack.search_space, fits) if run.attack.tune else fits(attack)
+        problem = attack.search_problem(run.attack.search_space, fits, name=run.attack.name) if run.attack.tune else fits(attack)
         if problem:
-            raise UnfitOptionsError(f"attack '{run.attack.name}': {problem}")
+            raise UnfitOptionsError(f"attack '{run.attack.name}' run by {describe(party)}: {problem}")
     for kind, at in attack.required_messages(phase):
         if (kind, at) not in got:
             raise IncompatibleError(f"attack '{run.attack.name}' needs the {kind} messages of the {at} phase; "
@@ -105,9 +105,9 @@ def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary
     victim, phase = adversary.victim, run.attack.phase
     assert victim is not None
     fits = lambda a: a.victim_problem(dataset.specs[victim])  # noqa: E731
-    problem = attack.search_problem(run.attack.search_space, fits) if run.attack.tune else fits(attack)
+    problem = attack.search_problem(run.attack.search_space, fits, name=run.attack.name) if run.attack.tune else fits(attack)
     if problem:
-        raise UnfitOptionsError(f"attack '{run.attack.name}': {problem}")
+        raise UnfitOptionsError(f"attack '{run.attack.name}' against {describe(victim)}: {problem}")
     got = received(method.sends, adversary.role, sender=role(victim))
     kinds = [k for k in attack.observes if (k, phase) in got]
     if not kinds:

@@ -16,7 +16,7 @@ import torch
 
 from vflpriv.attacks.search import grid
 from vflpriv.common.empirical_epsilon import KEEP
-from vflpriv.common.errors import ConfigError, IncompatibleError
+from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.config.options import CANDIDATE
 from vflpriv.config.parse import check_space_values, parse_options
@@ -264,8 +264,8 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     space = search_space(attack, cfg.search_space) if cfg.tune else None
     declared = method.declared(run, num_classes=dataset.num_classes)
     fits = lambda a: a.incompatible(declared, num_classes=dataset.num_classes)  # noqa: E731
-    if reason := fits(attack) or (attack.search_problem(cfg.search_space, fits) if cfg.tune else ""):
-        raise IncompatibleError(f"attack '{cfg.name}': {reason}")
+    if reason := fits(attack) or (attack.search_problem(cfg.search_space, fits, name=cfg.name) if cfg.tune else ""):
+        raise (UnfitOptionsError if _defaults_fit(cls, fits) else IncompatibleError)(f"attack '{cfg.name}': {reason}")
     known_ids = None
     if attack.secret == "features":  # too few known samples failed (or silently did less) after the training
         check_finite_features(dataset, (adversary.victim, adversary.party))
@@ -280,6 +280,15 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")
     return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), space, adversary=adversary,
                       known=known_ids)
+
+
+def _defaults_fit(cls: Any, fits: Callable[[Any], str]) -> bool:
+    """Whether attack class ``cls`` with its default options ``fits`` where the given ones do not: the user's options
+    are the problem (a plugin that cannot start with its defaults proves nothing against them)."""
+    try:
+        return not fits(cls(cls.Options()))
+    except Exception:  # noqa: BLE001 - a plugin's own constructor
+        return False
 
 
 #: How each secret's prior is planned (an attack's ``secret`` picks one).

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vflpriv.common.errors import ConfigError
@@ -259,6 +259,8 @@ class StoreContents:
 
     records: list[RunRecord]
     damaged: list[tuple[str, str]]
+    #: When each record was written (the ``updated`` column, seconds since the epoch), by key.
+    written: dict[str, float] = field(default_factory=dict)
 
 
 def read_store(path: Path | str) -> StoreContents:
@@ -274,15 +276,15 @@ def read_store(path: Path | str) -> StoreContents:
             raise ConfigError(_foreign(path, app_id, tables))
         if "runs" not in tables:
             raise ConfigError(f"results store {path} has lost its runs table (tables: {', '.join(tables) or 'none'})")
-        rows = db.execute("SELECT key, record FROM runs ORDER BY key").fetchall()
+        rows = db.execute("SELECT key, record, updated FROM runs ORDER BY key").fetchall()
     records, damaged = [], []
-    for key, text in rows:
+    for key, text, _ in rows:
         record, problem = stored(key, text)  # each record parsed once
         if problem:
             damaged.append((str(key), problem))
         else:
             records.append(record)
-    return StoreContents(records=records, damaged=damaged)
+    return StoreContents(records=records, damaged=damaged, written={str(k): float(u) for k, _, u in rows})
 
 
 def _in_chunks(keys: list[str]) -> Iterator[tuple[list[str], str]]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError
 from vflpriv.config.options import CANDIDATE, read_alone
-from vflpriv.config.parse import parse_options
+from vflpriv.config.parse import as_written, parse_options
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig
 from vflpriv.methods.base import pretraining_reads_labels
@@ -129,9 +129,9 @@ def _run(base: dict, attack: AttackConfig, defense: DefenseConfig | None, seed: 
 def _try(runs: list[RunConfig], *, default_battery: bool = False, given: bool = False) -> str:
     """'' when the runs plan, else the planner's reason why they cannot (IncompatibleError: the method, task or
     phase lacks what the attack or defense needs). Bad input (an unknown option, a party that does not exist, an
-    option the user ``given`` for the attack that this data leaves unread) is raised: the user fixes it; it is not a
-    pair to set aside. ``default_battery``: also the reason an attack of the default battery is left out there
-    (:data:`LEFT_OUT` and ``Attack.left_out_of_audit``)."""
+    option the user ``given`` for the attack that this data leaves unread: UnfitOptionsError, which the grid refuses
+    where it fits none of the attack's adversaries and victims) is raised. ``default_battery``: also the reason an
+    attack of the default battery is left out there (:data:`LEFT_OUT` and ``Attack.left_out_of_audit``)."""
     planned, reason = _planned(runs, given=given)
     if reason or not default_battery:
         return reason
@@ -149,8 +149,7 @@ def _planned(runs: list[RunConfig], *, given: bool = False):
         return plan(runs), ""
     except IncompatibleError as exc:
         if given and isinstance(exc, UnfitOptionsError):
-            name = runs[0].attack.name
-            raise ConfigError(str(exc).replace("attack.options.", f"audit.attack_options.{name}.")) from None
+            raise
         return None, str(exc)
 
 
@@ -307,6 +306,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
     skipped: list[Inapplicable] = []
     planted = canaries(cfg)
     check_canary_settings(cfg, planted, defenses)
+    unfit: dict[str, list[str]] = {}  # an attack's given options that do not fit a cell: each cell's reason
     for adversary in adversaries:
         unplanted = cfg.training().model_dump()
         unplanted["partition"]["adversary"] = adversary
@@ -317,8 +317,14 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
             for label, attack in [a for name in attacks for a in _attacks(cfg, name, phase, adversary,
                                                                             adversary == adversaries[0])]:
                 given = attack.name in cfg.audit.attack_options or attack.name in cfg.audit.search_spaces
-                reason = _try([_run(base, attack, None, cfg.seeds[0])], default_battery=cfg.audit.attacks is None,
-                              given=given)
+                try:
+                    reason = _try([_run(base, attack, None, cfg.seeds[0])], given=given,
+                                  default_battery=cfg.audit.attacks is None)
+                except UnfitOptionsError as exc:  # refused below where the option fits none of the attack's cells
+                    n = attack.name
+                    unfit.setdefault(n, []).append(as_written(str(exc), f"audit.attack_options.{n}",
+                                                              f"audit.search_spaces.{n}"))
+                    reason = f"{unfit[attack.name][-1]} (set aside: the option fits another adversary or victim)"
                 if reason:
                     skipped.append(Inapplicable(label, "none", phase, reason, reason.startswith(LEFT_OUT)))
                 else:
@@ -363,6 +369,10 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                 if named and not paired and not any(s.defense == d.name and s.phase == phase for s in skipped):
                     # a defense the user named that none of the attacks is judged under: said, not silently dropped
                     skipped.append(Inapplicable("*", d.name, phase, _unpaired(d.name, applicable, phase)))
+    fits = {r.attack.name for r in runs}
+    for name, reasons in unfit.items():
+        if name not in fits:  # the user's option fits none of the attack's adversaries and victims
+            raise ConfigError("; ".join(dict.fromkeys(reasons)))
     return runs, skipped
 
 

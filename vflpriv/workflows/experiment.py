@@ -14,6 +14,7 @@ from vflpriv.common.errors import ConfigError, IncompatibleError, Interrupted, U
 from vflpriv.common.lazy import importing
 from vflpriv.common.progress import RunProgress
 from vflpriv.common.secret_kinds import FEATURES, SECRETS
+from vflpriv.config.parse import as_written
 from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store import cache
@@ -57,14 +58,13 @@ def run_into_store(
     """Validate everything (every training planned, ``out`` writable and holding no other experiment's results,
     the store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off);
     notes (e.g. a recomputed cache entry) are printed. Ctrl-C raises :class:`Interrupted` naming the store.
-    ``header()``: lines printed once everything checked out. ``warm``: workers spawned early
-    (:func:`early_workers`). ``owns(key)``: whether a run already listed in
-    ``out``'s results.csv belongs to this command (default: it is one of ``configs``); ``overwrite`` replaces
-    a results.csv of other runs and recomputes stored runs of other data (else refused). ``label`` names the
-    progress count (``tune``: which strength of the bisection). ``dry_run``: check all of it, print the plan and
-    return None, training and writing nothing (no folder, store, cache entry or worker). ``prepare()``: what comes
-    after (a report's imports), run here while local workers compute the last trainings (the sweep's ``on_tail``).
-    ``store_option``: the command takes ``--store`` (a refusal after training suggests it)."""
+    ``header()``: lines printed once everything checked out. ``warm``: workers spawned early (:func:`early_workers`).
+    ``owns(key)``: whether a run already listed in ``out``'s results.csv belongs to this command (default: it is one
+    of ``configs``); ``overwrite`` replaces a results.csv of other runs and recomputes stored runs of other data
+    (else refused). ``label`` names the progress count (``tune``: which strength of the bisection). ``dry_run``: check
+    all of it, print the plan and return None, training and writing nothing (no folder, store, cache entry or worker).
+    ``prepare()``: what comes after (a report's imports), run while local workers compute the last trainings (the
+    sweep's ``on_tail``). ``store_option``: the command takes ``--store`` (a refusal after training suggests it)."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     if dry_run:
@@ -326,7 +326,7 @@ def applicable_attacks(runs: list[RunConfig]) -> tuple[list[RunConfig], list[tup
         try:
             plan([r for r in mine if r.training_key() == first])
         except UnfitOptionsError as exc:  # the user's own options: only they set them for this attack
-            raise ConfigError(str(exc).replace("attack.options.", f"attack.options.{name}.")) from None
+            raise ConfigError(as_written(str(exc), f"attack.options.{name}", f"attack.search_space.{name}")) from None
         except IncompatibleError as exc:
             set_aside.append((name, str(exc).removeprefix(f"attack '{name}': ")))
             continue

@@ -26,6 +26,11 @@ def byol_loss(p: Tensor, z: Tensor) -> Tensor:
     return 2.0 - 2.0 * F.cosine_similarity(p, z.detach(), dim=-1).mean()
 
 
+#: The smallest InfoNCE / NT-Xent temperature the methods take: unit rows' similarities / T stay within +-1000 (a
+#: one-hot softmax already); far below, they overflow to inf and the loss is NaN (T = 1e-40), or ~1e19 (T = 1e-20).
+MIN_TEMPERATURE = 1e-3
+
+
 def info_nce(
     q: Tensor,
     k: Tensor,
