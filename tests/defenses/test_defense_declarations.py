@@ -5,6 +5,7 @@ defense admits a label reader beside dp-gaussian only where it claims an epsilon
 from __future__ import annotations
 
 import math
+from importlib.metadata import entry_points
 
 import pytest
 import torch
@@ -168,11 +169,13 @@ def test_a_feature_reader_around_embedding_dp_withholds_its_test_row_claim_too()
 
 def test_a_class_naming_a_vflpriv_module_is_not_taken_for_vflpriv_s_own():
     """Review eps2 G6: ``__module__`` is not taken at its word: a plugin class naming a vflpriv module (one that does
-    not exist, or one that does not define it) still has its code judged; every built-in defense's classes are own."""
+    not exist, or one that does not define it) still has its code judged; every built-in defense's and attack's
+    classes are own."""
     from vflpriv.defenses.declarations import vflpriv_own
 
     for module in ("vflpriv.defenses.spoofed", "vflpriv.defenses.label_dp"):
         spoof = type("LabelDP", (_Tag,), {"__module__": module})
         assert not vflpriv_own(spoof) and spoof.label_reads()
-    for name in DEFENSES.names():
-        assert all(vflpriv_own(k) for k in DEFENSES.get(name).__mro__ if k.__module__.startswith("vflpriv.")), name
+    for group in ("vflpriv.defenses", "vflpriv.attacks"):  # the built-ins (other tests register plugins)
+        for entry in entry_points(group=group):
+            assert all(vflpriv_own(k) for k in entry.load().__mro__ if k.__module__.startswith("vflpriv.")), entry
