@@ -45,15 +45,15 @@ def keyed(dump: dict[str, Any]) -> dict[str, Any]:
     """``dump`` as the keys hash it: the settings of :data:`ADDED_LATER` at their neutral value left out (and
     ``partition.canary_labels`` where no canary is planted), and each defense whose mechanism was revised under its
     name (``Protection.revision``) marked with its revision, so that the runs of an earlier revision are recomputed
-    rather than resumed; a method and an attack revised so (``Method.revision``, ``Attack.revision``) too."""
+    rather than resumed, and a plugin defense with its code (:func:`code_mark`: an edited plugin is another run,
+    review final14 F6); a method and an attack revised so (``Method.revision``, ``Attack.revision``) too."""
     for section, name, neutral in ADDED_LATER:
         if section in dump and dump[section].get(name, neutral) == neutral:
             dump[section] = {k: v for k, v in dump[section].items() if k != name}
     if "partition" in dump and not dump["partition"].get("canaries"):  # no canary: how their labels are drawn is moot
         dump["partition"] = {k: v for k, v in dump["partition"].items() if k != "canary_labels"}
     if dump.get("defenses"):
-        dump["defenses"] = [{**d, "revision": _revision(DEFENSES, d["name"])} if _revision(DEFENSES, d["name"]) else d
-                            for d in dump["defenses"]]
+        dump["defenses"] = [{**d, **code_mark(DEFENSES, d["name"])} for d in dump["defenses"]]
     for section, registry in (("method", METHODS), ("attack", ATTACKS)):
         part = dump.get(section)
         if isinstance(part, dict) and _revision(registry, part.get("name")):
