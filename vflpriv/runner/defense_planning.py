@@ -18,6 +18,7 @@ from vflpriv.engine import (
     ACTIVE_BATCH,
     DEFENSE_POINTS,
     EMBEDDING,
+    FINETUNE,
     PASSIVE_BACKWARD,
     PASSIVE_POINTS,
     PRETRAIN,
@@ -300,3 +301,32 @@ def claimed(defenses: list[Protection]) -> tuple[list[tuple[float, float]], list
     labels = [(e, d.privacy_delta()) for d, e in spent if "labels" in d.secrets and "features" not in d.secrets]
     features = [(d, e) for d, e in spent if "features" in d.secrets]
     return labels, features, [d.name for d, _ in spent if not {"labels", "features"} & set(d.secrets)]
+
+
+def withheld(defenses: list[Protection], names: list[str], unnamed: list[str]) -> list[str]:
+    """The notes of the claims a run records no epsilon for: a defense naming no secret (:func:`claimed`), and one
+    whose argument its own code or another defense's reads do not cover (``uncovered``)."""
+    return ([f"{name}: no epsilon recorded: its secrets name neither labels nor features" for name in unnamed]
+            + [f"{name}: no epsilon recorded: {d.uncovered}" for d, name in zip(defenses, names)
+               if d.uncovered and not d.is_identity])
+
+
+def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:
+    """Writes a run's claims (:func:`claimed`) into ``record``: the label epsilon and delta (several compose by basic
+    composition: they add), the feature epsilon of those guarding its victim's finetuning features; returns the note
+    where the feature claims guard another party only (review final14 F7: one function, pinned)."""
+    record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
+    record.epsilon_delta = sum(d for _, d in claims) if claims else float("nan")
+    guarding = [(e, d.privacy_delta()) for d, e in features if _guards(d, record.victim)]
+    if guarding:
+        record.epsilon_features = sum(e for e, _ in guarding)
+        record.epsilon_features_delta = sum(d for _, d in guarding)
+    if not features or guarding:
+        return []
+    return [f"no feature epsilon at victim {record.victim}: the feature DP defenses guard other parties' features"
+            if record.victim != "" else "a label attack: the feature epsilon does not apply"]
+
+
+def _guards(defense, victim: str) -> bool:
+    """Whether ``defense`` guards the finetuning features of the record's ``victim`` ("" for none)."""
+    return victim.isdigit() and bool(getattr(defense, "guards", lambda *_: False)(int(victim), FINETUNE))
