@@ -89,13 +89,15 @@ def _claim_sources() -> dict[str, str]:
     parts = [spent, gaussian_epsilon, common, declarations, own_code, _undeclared, pretraining_reads_labels,
              Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
              planning._reads, planning._check_label_readers, planning.claimed, planning.plan_defenses,
-             planning._check_backward, planning.withheld, planning.record_claims, planning._guards]
+             planning._check_backward, planning.withheld, planning.record_claims, planning._guards,
+             planning.foreign_accounting]
+    members["vflpriv.runner.defense_planning.ACCOUNTING"] = repr(planning.ACCOUNTING)
     return members | {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
                       for p in parts}
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (2, "5f0d751acd0a7cbc")
+PINNED_CLAIM_RULES = (2, "60a9e11e28f19c87")
 
 
 def _digest() -> str:

@@ -179,3 +179,36 @@ def test_a_class_naming_a_vflpriv_module_is_not_taken_for_vflpriv_s_own():
     for group in ("vflpriv.defenses", "vflpriv.attacks"):  # the built-ins (other tests register plugins)
         for entry in entry_points(group=group):
             assert all(vflpriv_own(k) for k in entry.load().__mro__ if k.__module__.startswith("vflpriv.")), entry
+
+
+class _DeclaredSpent(LabelDP):
+    """Declares that it reads no labels, and reports an epsilon of its own (review final14 F8)."""
+
+    reads_labels = False
+
+    def privacy_spent(self):
+        return 0.01
+
+
+class _DeclaredDelta(GaussianDP):
+    """Declares that it reads no labels, and a pure-epsilon claim."""
+
+    reads_labels = False
+
+    def privacy_delta(self):
+        return 0.0
+
+
+DEFENSES.register("t-declared-spent", _DeclaredSpent)
+DEFENSES.register("t-declared-delta", _DeclaredDelta)
+
+
+def test_an_epsilon_computed_by_a_plugin_s_accounting_is_not_recorded_whatever_it_declares():
+    (record,) = run(_config({"name": "t-declared-spent", "strength": 1.0, "sweep": True}))
+    assert math.isnan(record.epsilon) and "t-declared-spent: no epsilon recorded: t-declared-spent: its accounting " \
+        "(_DeclaredSpent.privacy_spent()) is not vflpriv's own code" in record.notes
+    p = plan(_config({"name": "t-declared-delta", "strength": 4.0, "sweep": True}))
+    assert "its accounting (_DeclaredDelta.privacy_delta()) is not vflpriv's own code" in p.defenses[0].uncovered
+    binary = {"dataset": {"name": "breast-cancer"}, "partition": {"labeled": 60, "aux": 20}}
+    with pytest.raises(IncompatibleError, match="marvell reads the active party's labels around it"):  # it vouches not
+        plan(_config(DP, {"name": "t-declared-spent", "strength": 2.0}, {"name": "marvell", "strength": 1.0}, **binary))
