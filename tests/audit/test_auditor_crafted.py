@@ -13,6 +13,7 @@ from vflpriv.common.errors import VflprivError
 from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.dp_gaussian import GaussianDP
+from vflpriv.engine.hooks import DefenseChain
 from vflpriv.runner.execution import run, train
 from vflpriv.runner.planning import plan
 
@@ -45,8 +46,8 @@ def _config(defense: str = "dp-gaussian", *, canaries: int = 300, strength: floa
 def test_crafted_rows_put_every_canary_s_joint_gradient_at_the_clipping_bound_with_equal_logits(monkeypatch):
     """dp-gaussian's own clipping factor min(1, C / ||v_i||) for each canary at every exchange is below 1 (its joint
     gradient reaches C before clipping, about 100 C here), and the canaries' logits are equal (softmax uniform)."""
-    scales, logits = [], []
-    joint_scale, backward = dp_gaussian.joint_scale, GaussianDP.backward
+    scales, logits = [], []  # spied on in the chain: a patched GaussianDP is not own (final14 F5)
+    joint_scale, backward = dp_gaussian.joint_scale, DefenseChain.backward
 
     def spy_backward(self, losses, params, leaves, ids, **kwargs):
         def spy_scale(grads, rows, *, clip):
@@ -59,7 +60,7 @@ def test_crafted_rows_put_every_canary_s_joint_gradient_at_the_clipping_bound_wi
         finally:
             monkeypatch.setattr(dp_gaussian, "joint_scale", joint_scale)
 
-    monkeypatch.setattr(GaussianDP, "backward", spy_backward)
+    monkeypatch.setattr(DefenseChain, "backward", spy_backward)
     p = plan(_config(canaries=100))
     lrt_update = p.auditor.audit_update
     p.auditor.audit_update = lambda update: (logits.append((update.ids, update.logits.detach())), lrt_update(update))[1]

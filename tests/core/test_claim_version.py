@@ -47,38 +47,89 @@ def test_an_epsilon_of_earlier_claim_rules_is_withheld_on_read_and_recomputed_on
     assert len(calls) == 1 and again.epsilon == 2.0 and "withheld" not in again.notes
 
 
-def _claim_sources() -> dict[str, str]:
-    """The source of what decides where an epsilon is claimed: every DP defense's ``covers`` and ``privacy_spent``,
-    the accountants, the undeclared-code rules of methods, defenses and pretraining keys, the planner's read-arounds."""
+#: What of a DP defense's classes decides its claim: its mechanism's accounting, where it holds, what it names, its
+#: notes (embedding-dp's test-row claim); of a method's, what it declares it uses (review final14 F7).
+DP_MEMBERS = ("covers", "privacy_spent", "privacy_delta", "claimed_epsilon", "requested_claim", "uses", "notes",
+              "secrets", "guards")
+METHOD_MEMBERS = ("label_uses", "feature_uses", "undeclared_label_uses", "undeclared_feature_uses",
+                  "pretrain_reads_labels")
+
+
+def _text(value) -> str:
+    """A class member as pinned: a function's (a property's getter's) source, else its value (a set's sorted)."""
     import inspect
+
+    function = getattr(getattr(value, "fget", value), "__func__", getattr(value, "fget", value))
+    if inspect.isfunction(function):
+        return inspect.getsource(function)
+    return repr(sorted(value)) if isinstance(value, (set, frozenset)) else repr(value)
+
+
+def _claim_sources() -> dict[str, str]:
+    """The source of what decides where an epsilon is claimed: every DP defense's :data:`DP_MEMBERS` and every built-in
+    method's :data:`METHOD_MEMBERS` along their MROs, the accountants, the undeclared-code rules of methods, defenses
+    and pretraining keys, the planner's checks and read-arounds, and what a run records of the claims."""
+    import inspect
+    from importlib.metadata import entry_points
 
     from vflpriv.defenses.dp_gaussian import spent
     from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
     from vflpriv.common import declarations as common
-    from vflpriv.config.registry import DEFENSES
     from vflpriv.defenses import declarations
     from vflpriv.defenses.base import Protection
     from vflpriv.methods.base import _undeclared, own_code, pretraining_reads_labels
     from vflpriv.runner import defense_planning as planning
 
-    dp = [cls for cls in map(DEFENSES.get, DEFENSES.names())
-          if declarations.vflpriv_own(cls) and cls.privacy_spent is not Protection.privacy_spent]
-    parts = [getattr(k, name) for cls in dp for k in cls.__mro__ for name in ("covers", "privacy_spent")
-             if name in vars(k)]
-    parts += [spent, gaussian_epsilon, common, declarations, own_code, _undeclared, pretraining_reads_labels,
-              Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
-              planning._reads, planning._check_label_readers, planning.claimed]
-    return {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
-            for p in parts}
+    dp = [cls for cls in (entry.load() for entry in entry_points(group="vflpriv.defenses"))
+          if cls.privacy_spent is not Protection.privacy_spent]
+    methods = [entry.load() for entry in entry_points(group="vflpriv.methods")]
+    members = {f"{k.__module__}.{k.__qualname__}.{name}": _text(vars(k)[name])
+               for classes, names in ((dp, DP_MEMBERS), (methods, METHOD_MEMBERS))
+               for cls in classes for k in cls.__mro__ for name in names if name in vars(k)}
+    parts = [spent, gaussian_epsilon, common, declarations, own_code, _undeclared, pretraining_reads_labels,
+             Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
+             planning._reads, planning._check_label_readers, planning.claimed, planning.plan_defenses,
+             planning._check_backward, planning.withheld, planning.record_claims, planning._guards,
+             planning.foreign_accounting]
+    members["vflpriv.runner.defense_planning.ACCOUNTING"] = repr(planning.ACCOUNTING)
+    return members | {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
+                      for p in parts}
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (2, "f46f281f8cab495f")
+PINNED_CLAIM_RULES = (2, "2128b8a1613b86b1")
+
+
+def _digest() -> str:
+    sources = _claim_sources()
+    return hashlib.sha256("\n".join(f"{k}\n{sources[k]}" for k in sorted(sources)).encode()).hexdigest()[:16]
 
 
 def test_the_claim_deciding_code_is_pinned_beside_claim_version():
-    sources = _claim_sources()
-    digest = hashlib.sha256("\n".join(f"{k}\n{sources[k]}" for k in sorted(sources)).encode()).hexdigest()[:16]
+    digest = _digest()
     assert (CLAIM_VERSION, digest) == PINNED_CLAIM_RULES, (
-        f"the code deciding where an epsilon is claimed changed ({len(sources)} sources, digest {digest}): bump "
-        "CLAIM_VERSION if a claim can change, then update this hash (PINNED_CLAIM_RULES)")
+        f"the code deciding where an epsilon is claimed changed (digest {digest}): bump CLAIM_VERSION if a claim can "
+        "change, then update this hash (PINNED_CLAIM_RULES)")
+
+
+def _uses(self):
+    return 1
+
+
+def test_the_pin_sees_each_member_that_decides_a_claim(monkeypatch):
+    """Review final14 F7: each of these was changed in process and the digest stayed the same."""
+    from vflpriv.defenses.dp_gaussian import GaussianDP
+    from vflpriv.defenses.embedding_dp import EmbeddingDP
+    from vflpriv.defenses.label_dp import LabelDP
+    from vflpriv.methods.base import Method
+    from vflpriv.methods.splitnn import SplitNN
+    from vflpriv.runner import defense_planning as planning
+
+    before = _digest()
+    for owner, name in ((EmbeddingDP, "uses"), (EmbeddingDP, "notes"), (LabelDP, "secrets"),
+                        (GaussianDP, "privacy_delta"), (Method, "undeclared_label_uses"), (SplitNN, "label_uses"),
+                        (planning, "plan_defenses"), (planning, "_check_backward"), (planning, "record_claims"),
+                        (planning, "withheld")):
+        with monkeypatch.context() as patch:
+            patch.setattr(owner, name, frozenset() if name == "secrets" else _uses, raising=False)
+            assert _digest() != before, f"{owner.__name__}.{name}"

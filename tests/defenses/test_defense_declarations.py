@@ -5,6 +5,7 @@ defense admits a label reader beside dp-gaussian only where it claims an epsilon
 from __future__ import annotations
 
 import math
+from importlib.metadata import entry_points
 
 import pytest
 import torch
@@ -168,11 +169,46 @@ def test_a_feature_reader_around_embedding_dp_withholds_its_test_row_claim_too()
 
 def test_a_class_naming_a_vflpriv_module_is_not_taken_for_vflpriv_s_own():
     """Review eps2 G6: ``__module__`` is not taken at its word: a plugin class naming a vflpriv module (one that does
-    not exist, or one that does not define it) still has its code judged; every built-in defense's classes are own."""
+    not exist, or one that does not define it) still has its code judged; every built-in defense's and attack's
+    classes are own."""
     from vflpriv.defenses.declarations import vflpriv_own
 
     for module in ("vflpriv.defenses.spoofed", "vflpriv.defenses.label_dp"):
         spoof = type("LabelDP", (_Tag,), {"__module__": module})
         assert not vflpriv_own(spoof) and spoof.label_reads()
-    for name in DEFENSES.names():
-        assert all(vflpriv_own(k) for k in DEFENSES.get(name).__mro__ if k.__module__.startswith("vflpriv.")), name
+    for group in ("vflpriv.defenses", "vflpriv.attacks"):  # the built-ins (other tests register plugins)
+        for entry in entry_points(group=group):
+            assert all(vflpriv_own(k) for k in entry.load().__mro__ if k.__module__.startswith("vflpriv.")), entry
+
+
+class _DeclaredSpent(LabelDP):
+    """Declares that it reads no labels, and reports an epsilon of its own (review final14 F8)."""
+
+    reads_labels = False
+
+    def privacy_spent(self):
+        return 0.01
+
+
+class _DeclaredDelta(GaussianDP):
+    """Declares that it reads no labels, and a pure-epsilon claim."""
+
+    reads_labels = False
+
+    def privacy_delta(self):
+        return 0.0
+
+
+DEFENSES.register("t-declared-spent", _DeclaredSpent)
+DEFENSES.register("t-declared-delta", _DeclaredDelta)
+
+
+def test_an_epsilon_computed_by_a_plugin_s_accounting_is_not_recorded_whatever_it_declares():
+    (record,) = run(_config({"name": "t-declared-spent", "strength": 1.0, "sweep": True}))
+    assert math.isnan(record.epsilon) and "t-declared-spent: no epsilon recorded: t-declared-spent: its accounting " \
+        "(_DeclaredSpent.privacy_spent()) is not vflpriv's own code" in record.notes
+    p = plan(_config({"name": "t-declared-delta", "strength": 4.0, "sweep": True}))
+    assert "its accounting (_DeclaredDelta.privacy_delta()) is not vflpriv's own code" in p.defenses[0].uncovered
+    binary = {"dataset": {"name": "breast-cancer"}, "partition": {"labeled": 60, "aux": 20}}
+    with pytest.raises(IncompatibleError, match="marvell reads the active party's labels around it"):  # it vouches not
+        plan(_config(DP, {"name": "t-declared-spent", "strength": 2.0}, {"name": "marvell", "strength": 1.0}, **binary))

@@ -14,8 +14,8 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 
 from vflpriv.common.errors import ProtocolError
 from vflpriv.config.schema import RunConfig
-from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.own_modules import foreign_part
+from vflpriv.engine.hooks import DefenseChain
 from vflpriv.defenses.per_sample import GhostTape, ghost_applies
 from vflpriv.defenses.private_rows import PrivateRows
 from vflpriv.engine import ACTIVE, EMBEDDING, FINETUNE, Message
@@ -70,8 +70,8 @@ def test_batchnorm_without_running_statistics_is_not_admitted():
 def test_releases_no_update_checked_get_no_epsilon(monkeypatch):
     """F3: a frozen bottom makes no update, so the rows check never ran; its releases were charged at sensitivity 2C
     on an untested premise."""
-    wrap = EmbeddingDP.passive_bottom
-    monkeypatch.setattr(EmbeddingDP, "passive_bottom",
+    wrap = DefenseChain.passive_bottom  # where the training hands the defenses its bottoms (final14 F5)
+    monkeypatch.setattr(DefenseChain, "passive_bottom",
                         lambda self, party, b: wrap(self, party, b.requires_grad_(False)))
     p, fed = build_federation(_config(sigma=4.0, epochs=1))
     dp = p.defenses[0]

@@ -1,11 +1,28 @@
 """Which code of a plugin's class its declarations do not cover (fail closed): the one walk that methods
 (``label_uses``, ``feature_uses``) and defenses (``reads_labels``, ``reads_features``) share, so that the code an
-epsilon rests on is judged by one rule (reviews fin F5, eps F2)."""
+epsilon rests on is judged by one rule (reviews fin F5, eps F2), and which classes are vflpriv's own."""
 
 from __future__ import annotations
 
 import abc
+import importlib.util
+import operator
+import os
+import sys
+import types
+import weakref
 from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+#: vflpriv's packages installed from top-level folders of the checkout (setuptools package-dir), beside this file's.
+SUBPACKAGES = ("vflpriv.attacks", "vflpriv.defenses", "vflpriv.auditors", "vflpriv.tradeoff", "vflpriv.reports")
+
+#: vflpriv's package folders, located once when this module is first imported (by the configuration, before any
+#: plugin loads): this file's package and the fixed :data:`SUBPACKAGES`, so that a module a plugin adds to
+#: ``sys.modules`` names no folder (review final14 F5).
+FOLDERS = (Path(__file__).resolve().parents[1], *(Path(f).resolve() for name in SUBPACKAGES
+                                                  for f in importlib.util.find_spec(name).submodule_search_locations))
 
 
 def class_code(k: type, exempt: frozenset[str]) -> list[str]:
@@ -31,3 +48,57 @@ def undeclared_clause(code: list[str], text: str) -> tuple[str, ...]:
         return ()
     named = ", ".join(code[:6]) + (f" and {len(code) - 6} more" if len(code) > 6 else "")
     return (f"its own code ({named}) {text}",)
+
+
+def vflpriv_own(k: type) -> bool:
+    """Whether class ``k`` is vflpriv's own code: its module's file lies in vflpriv's package folders and defines it
+    (``__module__`` alone can name any module: review eps2 G6), and so does every function it defines (a class planted
+    into a vflpriv module, or a built-in whose method was replaced, is not: review final14 F5)."""
+    module = sys.modules.get(k.__module__)
+    defined = module
+    for part in k.__qualname__.split("."):
+        defined = getattr(defined, part, None)
+    return defined is k and in_vflpriv(getattr(module, "__file__", None)) and _own_members(k)
+
+
+#: Per class, the members last judged and the verdict (a key reads it per defense and attack: 0.2 ms a class unkept).
+_JUDGED: weakref.WeakKeyDictionary[type, tuple[tuple, bool]] = weakref.WeakKeyDictionary()
+
+
+def _own_members(k: type) -> bool:
+    """Whether every function class ``k`` holds is compiled from vflpriv's folders: judged again only where one of its
+    members is not the object last judged (the kept tuple holds them, so no id is reused)."""
+    members = tuple(vars(k).values())
+    kept = _JUDGED.get(k)
+    if kept is None or len(kept[0]) != len(members) or not all(map(operator.is_, kept[0], members)):
+        kept = _JUDGED[k] = members, all(functions is not None and all(in_vflpriv(f.__code__.co_filename)
+                                                                       for f in functions)
+                                         for functions in map(_functions, members))
+    return kept[1]
+
+
+def _functions(value: object) -> list[types.FunctionType] | None:
+    """The Python functions a class attribute runs: a function, a classmethod's or staticmethod's, a property's
+    accessors; none for data, a slot or a class (``Options``: parsed, never run on a secret); None (unknown, fail
+    closed) for any other callable or descriptor (a callable object, a builtin, a wrapper)."""
+    if isinstance(value, (classmethod, staticmethod)):
+        value = value.__func__
+    if isinstance(value, property):
+        found = [f for f in (value.fget, value.fset, value.fdel) if f is not None]
+    elif isinstance(value, (type, *_SLOTS)) or not (callable(value) or hasattr(value, "__get__")):
+        return []
+    else:
+        found = [value]
+    return found if all(isinstance(f, types.FunctionType) for f in found) else None
+
+
+#: Descriptors of a class's C-level slots (``__dict__``, ``__weakref__``, ``__slots__``): no Python code.
+_SLOTS = (types.GetSetDescriptorType, types.MemberDescriptorType)
+
+
+@cache
+def in_vflpriv(file: str | None) -> bool:
+    """Whether ``file`` (a module's or a function's code's, absolute) lies in vflpriv's package folders."""
+    if not file or not os.path.isabs(file):
+        return False
+    return any(Path(file).resolve().is_relative_to(folder) for folder in FOLDERS)

@@ -16,6 +16,7 @@ import marshal
 import types
 from typing import Any
 
+from vflpriv.common.declarations import vflpriv_own
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 
@@ -44,15 +45,15 @@ def keyed(dump: dict[str, Any]) -> dict[str, Any]:
     """``dump`` as the keys hash it: the settings of :data:`ADDED_LATER` at their neutral value left out (and
     ``partition.canary_labels`` where no canary is planted), and each defense whose mechanism was revised under its
     name (``Protection.revision``) marked with its revision, so that the runs of an earlier revision are recomputed
-    rather than resumed; a method and an attack revised so (``Method.revision``, ``Attack.revision``) too."""
+    rather than resumed, and a plugin defense with its code (:func:`code_mark`: an edited plugin is another run,
+    review final14 F6); a method and an attack revised so (``Method.revision``, ``Attack.revision``) too."""
     for section, name, neutral in ADDED_LATER:
         if section in dump and dump[section].get(name, neutral) == neutral:
             dump[section] = {k: v for k, v in dump[section].items() if k != name}
     if "partition" in dump and not dump["partition"].get("canaries"):  # no canary: how their labels are drawn is moot
         dump["partition"] = {k: v for k, v in dump["partition"].items() if k != "canary_labels"}
     if dump.get("defenses"):
-        dump["defenses"] = [{**d, "revision": _revision(DEFENSES, d["name"])} if _revision(DEFENSES, d["name"]) else d
-                            for d in dump["defenses"]]
+        dump["defenses"] = [{**d, **code_mark(DEFENSES, d["name"])} for d in dump["defenses"]]
     for section, registry in (("method", METHODS), ("attack", ATTACKS)):
         part = dump.get(section)
         if isinstance(part, dict) and _revision(registry, part.get("name")):
@@ -61,29 +62,29 @@ def keyed(dump: dict[str, Any]) -> dict[str, Any]:
 
 
 def code_mark(registry, name: str) -> dict[str, Any]:
-    """What of component ``name``'s code its cached results are keyed by beyond its settings: its revision where revised,
-    and a plugin's source file (``cache.code_version`` hashes only vflpriv's own packages), as ``pretrain_key`` does with
-    a method's; empty for vflpriv's own at revision 0, whose keys stay what they were."""
+    """What of component ``name``'s code its cached results are keyed by beyond its settings: its revision where
+    revised, and a plugin's code as loaded (:func:`loaded_code`; ``cache.code_version`` hashes only vflpriv's own
+    packages), as ``pretrain_key`` does with a method's; empty for vflpriv's own at revision 0, whose keys stay what
+    they were."""
     revision = _revision(registry, name)
     try:
         cls = registry.get(name)
     except VflprivError:
         return {}  # an unknown name: the planner says so
     mark = {"revision": revision} if revision else {}
-    if not cls.__module__.startswith("vflpriv."):
+    if _foreign(cls):
         mark["code"] = loaded_code(cls)
     return mark
 
 
 def loaded_code(cls: type) -> str:
-    """A digest of the code class ``cls`` runs as loaded, with every base of its that is not vflpriv's or a library's:
-    each function's compiled code (file names left out, so the digest is the same wherever the plugin lives) and each
-    plain class constant. It needs no source file (a class of a notebook, ``python -c`` or a zip has none), sees a
-    base class edited in another module, and the code as loaded, not a file edited since (keyed anew only on reload)."""
+    """A digest of the code class ``cls`` runs as loaded, with every base of its that is not vflpriv's own or a
+    library's (:func:`_foreign`): each function's compiled code (file names left out, so the digest is the same
+    wherever the plugin lives) and each plain class constant. It needs no source file (a class of a notebook,
+    ``python -c`` or a zip has none), sees a base class edited in another module, and the code as loaded, not a file
+    edited since (keyed anew only on reload)."""
     digest = hashlib.sha256()
-    for klass in cls.__mro__:
-        if klass.__module__.split(".")[0] in _LIBRARIES:
-            continue
+    for klass in _foreign(cls):
         digest.update(f"{klass.__qualname__}\0".encode())
         for name, value in sorted(vars(klass).items()):
             value = getattr(value, "__func__", value)  # classmethod, staticmethod
@@ -97,7 +98,13 @@ def loaded_code(cls: type) -> str:
 
 
 #: The top-level packages whose classes a plugin's digest leaves out (their code is versioned elsewhere).
-_LIBRARIES = frozenset({"vflpriv", "builtins", "abc", "typing", "torch", "pydantic", "numpy"})
+_LIBRARIES = frozenset({"builtins", "abc", "typing", "torch", "pydantic", "numpy"})
+
+
+def _foreign(cls: type) -> list[type]:
+    """The classes of ``cls``'s MRO that are neither a library's nor vflpriv's own (``vflpriv_own``: a class naming a
+    vflpriv module, planted in one or patched is not: review final14 F5)."""
+    return [k for k in cls.__mro__ if k.__module__.split(".")[0] not in _LIBRARIES and not vflpriv_own(k)]
 
 
 def _portable(code: types.CodeType) -> types.CodeType:

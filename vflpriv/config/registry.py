@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
-from vflpriv.common.errors import UnknownNameError
+from vflpriv.common.errors import ConfigError, UnknownNameError
 from vflpriv.common.secret_kinds import SECRETS
 
 T = TypeVar("T")
@@ -30,17 +30,27 @@ class Registry(Generic[T]):
     _extra: dict[str, T] = field(default_factory=dict)
     _cache: dict[str, T] = field(default_factory=dict)
     _installed: dict[str, Any] | None = None
+    _shadowing: dict[str, Any] = field(default_factory=dict)
 
     def register(self, name: str, obj: T) -> T:
-        """Add ``obj`` under ``name`` at run time (tests, notebooks); entry points are the usual way."""
+        """Add ``obj`` under ``name`` at run time (tests, notebooks); entry points are the usual way. A built-in's name
+        is refused (:meth:`_entry_points`)."""
+        if _builtin(self._entry_points().get(name)):
+            raise ConfigError(f"cannot register a {self.kind} as '{name}': that is a built-in {self.kind}'s name, and "
+                              "a plugin under it would share its stored runs; register it under another name")
         self._extra[name] = obj
         return obj
 
     def _entry_points(self) -> dict[str, Any]:
         """The group's installed entry points, read once per process (a read scans every installed distribution's
-        metadata, about 6 ms; the tables asked for the names once per configuration they named)."""
+        metadata, about 6 ms; the tables asked for the names once per configuration they named). A built-in's name
+        stays vflpriv's: another package's entry point under it is refused where the name is used, as its runs would
+        share the built-in's keys and stored records (review final14 F6)."""
         if self._installed is None:
-            self._installed = {ep.name: ep for ep in entry_points(group=self.group)}
+            found = list(entry_points(group=self.group))
+            builtins = {ep.name for ep in found if _builtin(ep)}
+            self._installed = {ep.name: ep for ep in found if _builtin(ep) or ep.name not in builtins}
+            self._shadowing = {ep.name: ep for ep in found if ep.name in builtins and not _builtin(ep)}
         return self._installed
 
     def names(self) -> list[str]:
@@ -53,6 +63,11 @@ class Registry(Generic[T]):
         if name in self._cache:
             return self._cache[name]
         eps = self._entry_points()
+        if name in self._shadowing:
+            other = self._shadowing[name]
+            raise ConfigError(f"the installed package '{other.dist.name}' declares {self.kind} '{name}' "
+                              f"({other.value}), a built-in {self.kind}'s name: its runs would share the built-in's "
+                              f"stored runs; rename it in that package's entry points, or uninstall it")
         if name in eps:
             obj = _loaded(lambda: eps[name].load(), f"cannot load the installed {self.kind} '{name}' "
                                                    f"({eps[name].value})")
@@ -68,6 +83,11 @@ class Registry(Generic[T]):
             raise UnknownNameError(f"'{name}' is not a vflpriv {self.kind}: {problem}")
         self._cache[name] = obj
         return obj
+
+
+def _builtin(entry: Any) -> bool:
+    """Whether an installed entry point is vflpriv's own (a built-in)."""
+    return entry is not None and entry.dist is not None and entry.dist.name == "vflpriv"
 
 
 def _loaded(load: Callable[[], Any], what: str) -> Any:

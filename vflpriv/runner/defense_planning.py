@@ -18,6 +18,7 @@ from vflpriv.engine import (
     ACTIVE_BATCH,
     DEFENSE_POINTS,
     EMBEDDING,
+    FINETUNE,
     PASSIVE_BACKWARD,
     PASSIVE_POINTS,
     PRETRAIN,
@@ -29,6 +30,7 @@ from vflpriv.engine import (
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
 from vflpriv.common.components import built
+from vflpriv.common.declarations import vflpriv_own
 
 
 def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDataset, device: torch.device) -> list:
@@ -41,7 +43,7 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
     _check_delta(config, defenses, rows=int(dataset.y_train.shape[0]))
     for i, (d, c) in enumerate(zip(defenses, config.defenses)):
         d.read_around = _read_around(config, defenses, i)
-        d.uncovered = "; ".join(filter(None, [d.covers(method), d.read_around]))
+        d.uncovered = "; ".join(filter(None, [foreign_accounting(d, c.name), d.covers(method), d.read_around]))
         if d.uncovered and d.requested_claim():
             raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
                                     f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
@@ -93,6 +95,7 @@ def _check_label_readers(config: TrainingConfig, defenses: list) -> None:
     code voids its claim instead (:func:`_read_around`), so that it runs and records none."""
     own = [i for i, d in enumerate(defenses) if ACTIVE_BACKWARD in d.hook_points]
     randomised = any(LABELS in d.hook_points and not d.is_identity and not d.label_reads()
+                     and not foreign_accounting(d, c.name)
                      and d.claimed_epsilon(d.strength, finetune=config.finetune, options=c.options) is not None
                      for d, c in zip(defenses, config.defenses))
     readers = [config.defenses[i].name for i, d in enumerate(defenses) if i not in own and d.label_reads()]
@@ -113,6 +116,22 @@ def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
                               "rows, as many as any claim is over or more): no meaningful guarantee, as releasing one "
                               f"random row's secret in the clear meets it; {too_large}give a delta below "
                               f"{1 / rows:.3g}")
+
+
+#: What computes a DP defense's epsilon and says where it holds (embedding-dp's ``uses``: its composition count).
+ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "claimed_epsilon", "uses")
+
+
+def foreign_accounting(d: Protection, name: str) -> str:
+    """Why a claiming defense's epsilon is not vflpriv's computation, or '': the :data:`ACCOUNTING` it takes from code
+    that is not vflpriv's own (a class or the instance), whatever the code declares it reads (review final14 F8)."""
+    if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
+        return ""
+    defining = {member: next((k for k in type(d).__mro__ if member in vars(k)), None) for member in ACCOUNTING}
+    found = [f"{k.__name__}.{member}()" for member, k in defining.items() if k is not None and not vflpriv_own(k)]
+    found += [f"self.{member}" for member in ACCOUNTING if callable(getattr(d, "__dict__", {}).get(member))]
+    return (f"{name}: its accounting ({', '.join(found)}) is not vflpriv's own code, so the epsilon it reports is its "
+            "author's word, not a bound vflpriv computed") if found else ""
 
 
 def _read_around(config: TrainingConfig, defenses: list, index: int) -> str:
@@ -300,3 +319,32 @@ def claimed(defenses: list[Protection]) -> tuple[list[tuple[float, float]], list
     labels = [(e, d.privacy_delta()) for d, e in spent if "labels" in d.secrets and "features" not in d.secrets]
     features = [(d, e) for d, e in spent if "features" in d.secrets]
     return labels, features, [d.name for d, _ in spent if not {"labels", "features"} & set(d.secrets)]
+
+
+def withheld(defenses: list[Protection], names: list[str], unnamed: list[str]) -> list[str]:
+    """The notes of the claims a run records no epsilon for: a defense naming no secret (:func:`claimed`), and one
+    whose argument its own code or another defense's reads do not cover (``uncovered``)."""
+    return ([f"{name}: no epsilon recorded: its secrets name neither labels nor features" for name in unnamed]
+            + [f"{name}: no epsilon recorded: {d.uncovered}" for d, name in zip(defenses, names)
+               if d.uncovered and not d.is_identity])
+
+
+def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:
+    """Writes a run's claims (:func:`claimed`) into ``record``: the label epsilon and delta (several compose by basic
+    composition: they add), the feature epsilon of those guarding its victim's finetuning features; returns the note
+    where the feature claims guard another party only (review final14 F7: one function, pinned)."""
+    record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
+    record.epsilon_delta = sum(d for _, d in claims) if claims else float("nan")
+    guarding = [(e, d.privacy_delta()) for d, e in features if _guards(d, record.victim)]
+    if guarding:
+        record.epsilon_features = sum(e for e, _ in guarding)
+        record.epsilon_features_delta = sum(d for _, d in guarding)
+    if not features or guarding:
+        return []
+    return [f"no feature epsilon at victim {record.victim}: the feature DP defenses guard other parties' features"
+            if record.victim != "" else "a label attack: the feature epsilon does not apply"]
+
+
+def _guards(defense, victim: str) -> bool:
+    """Whether ``defense`` guards the finetuning features of the record's ``victim`` ("" for none)."""
+    return victim.isdigit() and bool(getattr(defense, "guards", lambda *_: False)(int(victim), FINETUNE))

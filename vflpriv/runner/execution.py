@@ -51,7 +51,7 @@ from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.handed import changed_in_place, tensors_digest
-from vflpriv.runner.defense_planning import claimed
+from vflpriv.runner.defense_planning import claimed, record_claims, withheld
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
 from vflpriv.store.secrets import canary_key, fingerprint
@@ -134,9 +134,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
     claims, features, unnamed = claimed(p.defenses)  # features: another neighbouring relation
-    result.notes += [f"{name}: no epsilon recorded: its secrets name neither labels nor features" for name in unnamed]
-    result.notes += [f"{c.name}: no epsilon recorded: {d.uncovered}" for d, c in zip(p.defenses, p.config.defenses)
-                     if d.uncovered and not d.is_identity]
+    result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], unnamed)
     result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     if p.auditor is not None:
@@ -153,15 +151,7 @@ def _execute(p: Plan) -> list[RunRecord]:
             setattr(record, f"comm_mb_{phase}", meter.total_bytes(phase) / 1e6)
             setattr(record, f"comm_messages_{phase}", meter.total_messages(phase))
         record.training_under_attack = under_attack
-        record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
-        record.epsilon_delta = delta if claims else float("nan")
-        guarding = [(e, d.privacy_delta()) for d, e in features if _guards(d, record.victim)]
-        if guarding:
-            record.epsilon_features = sum(e for e, _ in guarding)
-            record.epsilon_features_delta = sum(d for _, d in guarding)
-        unguarded = [f"no feature epsilon at victim {record.victim}: the feature DP defenses guard other parties' "
-                     "features" if record.victim != "" else "a label attack: the feature epsilon does not apply"
-                     ] if features and not guarding else []
+        unguarded = record_claims(record, claims, features)
         record.traffic, record.train_seconds = traffic, result.seconds
         record.notes = "; ".join(result.notes + unguarded)  # the bound is at the parties the mechanism noised
         record.canary_key = p.scenario.canary_key
@@ -383,11 +373,6 @@ def blank_record(cfg: RunConfig) -> RunRecord:
         canaries=cfg.partition.canaries,
         config=json.dumps(cfg.as_read().model_dump(mode="json"), sort_keys=True),
     )
-
-
-def _guards(defense, victim: str) -> bool:
-    """Whether ``defense`` guards the finetuning features of the record's ``victim`` ("" for none)."""
-    return victim.isdigit() and bool(getattr(defense, "guards", lambda *_: False)(int(victim), FINETUNE))
 
 
 def roles_of(cfg: RunConfig) -> tuple[str, str, str]:

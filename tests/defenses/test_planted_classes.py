@@ -1,0 +1,85 @@
+"""Review final14 F5: a class is vflpriv's own only where vflpriv's files define it and every function it holds; a
+plugin class planted into a vflpriv module (``__module__`` set, or built with ``type()``), a built-in whose method was
+replaced, or a module a plugin adds to ``sys.modules`` under vflpriv's name keeps no epsilon and gets a code mark."""
+
+from __future__ import annotations
+
+import math
+import sys
+import types
+
+import vflpriv.defenses.label_dp as label_dp_module
+from vflpriv.attacks.labels.model_completion import ModelCompletion
+from vflpriv.common.declarations import vflpriv_own
+from vflpriv.config.keys import code_mark
+from vflpriv.config.registry import ATTACKS, DEFENSES
+from vflpriv.config.schema import RunConfig
+from vflpriv.defenses.label_dp import LabelDP
+from vflpriv.runner.execution import run
+
+MODULE = "vflpriv.defenses.label_dp"
+
+
+def _clean(self, labels, *, num_classes):
+    return labels.clone()
+
+
+class Injected(LabelDP):
+    """label-dp keeping every label, then named as a class of label_dp's module."""
+
+    relabel = _clean
+
+
+Injected.__module__, Injected.__qualname__ = MODULE, "Injected"
+Built = type("Built", (LabelDP,), {"__module__": MODULE, "relabel": lambda self, labels, *, num_classes: labels})
+DEFENSES.register("t-injected", Injected)
+DEFENSES.register("t-built", Built)
+
+
+class _Spoofed(ModelCompletion):
+    """An attack plugin naming a vflpriv module."""
+
+    def infer(self, *args, **kwargs):
+        return super().infer(*args, **kwargs)
+
+
+_Spoofed.__module__ = "vflpriv.attacks.spoofed"
+ATTACKS.register("t-spoofed", _Spoofed)
+
+
+def _record(name: str):
+    (record,) = run(RunConfig.model_validate({
+        "partition": {"labeled": 100, "aux": 40}, "model": {"hidden": 32, "out_dim": 16},
+        "finetune": {"epochs": 1, "batch_size": 32}, "attack": {"name": "gc", "prior": "none"},
+        "defenses": [{"name": name, "strength": 1.0, "sweep": True}]}))
+    return record
+
+
+def test_a_class_planted_into_a_vflpriv_module_keeps_no_epsilon(monkeypatch):
+    monkeypatch.setattr(label_dp_module, "Injected", Injected, raising=False)
+    monkeypatch.setattr(label_dp_module, "Built", Built, raising=False)
+    for name, cls in (("t-injected", "Injected"), ("t-built", "Built")):
+        record = _record(name)
+        assert math.isnan(record.epsilon), name
+        assert f"{name}: no epsilon recorded: {name}: its own code ({cls}.relabel())" in record.notes
+
+
+def test_a_built_in_whose_mechanism_was_replaced_keeps_no_epsilon(monkeypatch):
+    assert _record("label-dp").epsilon == 1.0
+    monkeypatch.setattr(LabelDP, "relabel", _clean)
+    record = _record("label-dp")
+    assert math.isnan(record.epsilon)
+    assert "label-dp: no epsilon recorded: label-dp: " in record.notes
+    assert "label-dp: its own code (LabelDP.relabel()" in record.notes
+
+
+def test_a_module_a_plugin_adds_under_vflpriv_s_name_names_no_vflpriv_folder(monkeypatch, tmp_path):
+    module = types.ModuleType("vflpriv.plugged")
+    module.__path__, module.__file__ = [str(tmp_path)], str(tmp_path / "__init__.py")
+    module.Plugged = type("Plugged", (LabelDP,), {"__module__": "vflpriv.plugged", "revision": 7})
+    monkeypatch.setitem(sys.modules, "vflpriv.plugged", module)
+    assert not vflpriv_own(module.Plugged) and vflpriv_own(LabelDP)
+
+
+def test_an_attack_plugin_naming_a_vflpriv_module_is_keyed_by_its_code():
+    assert "code" in code_mark(ATTACKS, "t-spoofed") and code_mark(ATTACKS, "mc") == {}

@@ -1,0 +1,70 @@
+"""Review final14 F6: a plugin under a built-in's name shared the built-in's run and training keys (each resumed the
+other's records), and an edited plugin defense kept its keys: a built-in's name is refused, registered or installed
+(one ``error:`` line), and a plugin defense's code is in its keys; the built-ins' keys are unchanged."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+from cli_helpers import refused_in_planning  # noqa: E402
+
+from vflpriv.common.errors import ConfigError  # noqa: E402
+from vflpriv.config.registry import DEFENSES  # noqa: E402
+from vflpriv.config.schema import RunConfig  # noqa: E402
+from vflpriv.defenses.label_dp import LabelDP  # noqa: E402
+
+
+def _config(name: str) -> RunConfig:
+    return RunConfig.model_validate({"partition": {"labeled": 100, "aux": 40}, "attack": {"name": "gc"},
+                                     "defenses": [{"name": name, "strength": 1.0, "sweep": True}]})
+
+
+class _Mine(LabelDP):
+    reads_labels = False
+
+    def relabel(self, labels, *, num_classes):
+        return labels.clone()
+
+
+class _Edited(_Mine):
+    """The same plugin after its author edited ``relabel``."""
+
+    def relabel(self, labels, *, num_classes):
+        return labels.flip(0)
+
+
+def test_a_plugin_registered_under_a_built_in_s_name_is_refused():
+    with pytest.raises(ConfigError, match="cannot register a defense as 'label-dp': that is a built-in defense's name"):
+        DEFENSES.register("label-dp", _Mine)
+    assert DEFENSES.get("label-dp") is LabelDP
+
+
+def test_an_installed_plugin_under_a_built_in_s_name_is_one_error_line(tmp_path, monkeypatch):
+    info = tmp_path / "shadow-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: shadow\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[vflpriv.defenses]\nlabel-dp = shadow_plugin:Mine\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(DEFENSES, "_installed", None)  # read the entry points again, with the plugin's
+    monkeypatch.setattr(DEFENSES, "_cache", {})
+    refused_in_planning(["evaluate", "--defense", "label-dp", "--strengths", "1"],
+                        "the installed package 'shadow' declares defense 'label-dp' (shadow_plugin:Mine), a built-in "
+                        "defense's name", tmp_path, monkeypatch)
+    assert DEFENSES.get("iso").__name__ == "IsotropicNoise"
+
+
+def test_a_plugin_defense_s_code_is_in_its_keys_and_a_built_in_s_keys_are_unchanged(monkeypatch):
+    keys = []
+    for cls in (_Mine, _Edited):
+        monkeypatch.setitem(DEFENSES._extra, "t-mine", cls)
+        keys.append((_config("t-mine").key(), _config("t-mine").training_key()))
+    assert keys[0][0] != keys[1][0] and keys[0][1] != keys[1][1]
+    assert (_config("label-dp").key(), _config("label-dp").training_key()) == LABEL_DP_KEYS
+
+
+#: label-dp's keys for :func:`_config` as main (2f4ad98) computed them: a stored built-in record stays current.
+LABEL_DP_KEYS = ("9c4766ef8202687bc07c", "8358abb28232dc865fbc")
