@@ -74,6 +74,9 @@ def plugins(tmp_path, monkeypatch):
     # its defaults it cannot start with tell nothing of the user's options: the data's reason, not "failed to start"
     (["--attack", "brokenplugins:GivenCount", "--set", "partition.aux=20", "--set", "attack.options.known_per_class=5"],
      "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 auxiliary labels"),
+    (["--attack", "brokenplugins:GivenCount,mc", "--set", "partition.aux=20", "--set",  # review lo7 F2: set aside
+      "attack.options.brokenplugins:GivenCount.known_per_class=5"],
+     "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 auxiliary labels"),
     (["--defense", "brokenplugins:BrokenDefense"], "defense 'brokenplugins:BrokenDefense' failed to start: "
                                                    "ZeroDivisionError: defense constructor broke"),
     (["--method", "exiting:Method"], "cannot import method 'exiting:Method': it called sys.exit(3)"),
@@ -96,6 +99,19 @@ def test_a_failing_plugin_attack_searched_in_the_audit_is_one_error_line(plugins
     assert result.exit_code == 2, result.output
     one_error_line(result.output, "attack 'brokenplugins:BrokenAttack' failed to start: ValueError: attack "
                                   "constructor broke")
+
+
+def test_a_plugin_s_option_the_split_cannot_take_refuses_the_audit(plugins, tmp_path):
+    """Review lo7 F2: a plugin that cannot start with its defaults had the user's unfit option set aside at rc 0."""
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--quick", "--attacks",
+                                          "brokenplugins:GivenCount,mc", "--defenses", "none", "--set",
+                                          "partition.aux=20", "--set",
+                                          "audit.attack_options.brokenplugins:GivenCount.known_per_class=5",
+                                          "--dry-run", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 "
+                                  "auxiliary labels")
 
 
 def test_debug_shows_the_plugin_s_traceback(plugins, tmp_path, monkeypatch):
