@@ -51,6 +51,18 @@ PLUGINS = textwrap.dedent('''
     class BrokenDefense(IsotropicNoise):
         def __init__(self, **kwargs):
             raise ZeroDivisionError("defense constructor broke")
+
+
+    def raising(*, parties=2, root=None, max_samples=None, seed=0):
+        raise RuntimeError("dataset broke")
+
+
+    def one_spec(*, parties=2, root=None, max_samples=None, seed=0):
+        from vflpriv.data.embedded import load_digits
+
+        d = load_digits(parties=parties, root=root, max_samples=max_samples, seed=seed)
+        return type(d)(name="short", x_train=d.x_train, y_train=d.y_train, x_test=d.x_test, y_test=d.y_test,
+                       num_classes=10, specs=d.specs[:1])
 ''')
 
 
@@ -79,6 +91,11 @@ def plugins(tmp_path, monkeypatch):
      "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 auxiliary labels"),
     (["--defense", "brokenplugins:BrokenDefense"], "defense 'brokenplugins:BrokenDefense' failed to start: "
                                                    "ZeroDivisionError: defense constructor broke"),
+    # review lo7 F6: a plugin dataset's loader raising, or its dataset refused, was a traceback
+    (["--dataset", "brokenplugins:raising"], "dataset 'brokenplugins:raising' failed to start: RuntimeError: "
+                                             "dataset broke"),
+    (["--dataset", "brokenplugins:one_spec"], "dataset 'brokenplugins:one_spec' failed to start: ValueError: x_train, "
+                                              "x_test and specs must have one entry per party"),
     (["--method", "exiting:Method"], "cannot import method 'exiting:Method': it called sys.exit(3)"),
 ])
 def test_a_failing_plugin_is_one_error_line_and_nothing_is_written(plugins, args, needle, tmp_path):
@@ -112,6 +129,14 @@ def test_a_plugin_s_option_the_split_cannot_take_refuses_the_audit(plugins, tmp_
     assert result.exit_code == 2, result.output
     one_error_line(result.output, "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 "
                                   "auxiliary labels")
+
+
+def test_describe_of_a_plugin_attack_that_cannot_start_is_one_error_line(plugins):
+    """Review lo7 F6: ``vflpriv describe`` built the attack bare and printed its traceback."""
+    result = CliRunner().invoke(app, ["describe", "brokenplugins:GivenCount"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, "attack 'brokenplugins:GivenCount' failed to start: RuntimeError: give "
+                                  "known_per_class")
 
 
 def test_debug_shows_the_plugin_s_traceback(plugins, tmp_path, monkeypatch):
