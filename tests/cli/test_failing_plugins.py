@@ -41,6 +41,13 @@ PLUGINS = textwrap.dedent('''
             super().__init__(options)
 
 
+    class Combo(ModelCompletion):
+        def __init__(self, options):
+            if options.lr > 0.05 and options.head == "mlp":
+                raise RuntimeError("lr above 0.05 with an mlp head unsupported")
+            super().__init__(options)
+
+
     class GivenCount(SimilarityLabelInference):
         def __init__(self, options):
             if options.known_per_class is None:
@@ -83,6 +90,10 @@ def plugins(tmp_path, monkeypatch):
     (["--attack", "brokenplugins:PickyAttack", "--tune-attacks", "--set", "attack.search_budget=12", "--set",
       "attack.search_space.lr=[0.01, 0.1]"],  # review lo6 F6: a candidate built for the data's checks
      "attack 'brokenplugins:PickyAttack' failed to start: RuntimeError: lr above 0.05 unsupported"),
+    (["--attack", "brokenplugins:Combo", "--tune-attacks", "--set", "attack.search_budget=12", "--set",
+      "attack.search_space.lr=[0.01, 0.1]", "--set", "attack.search_space.head=[linear, mlp]"],  # review lo7 F5
+     "attack.search_space: the search would try head='mlp', lr=0.1: attack 'brokenplugins:Combo' failed to start: "
+     "RuntimeError: lr above 0.05 with an mlp head unsupported"),
     # its defaults it cannot start with tell nothing of the user's options: the data's reason, not "failed to start"
     (["--attack", "brokenplugins:GivenCount", "--set", "partition.aux=20", "--set", "attack.options.known_per_class=5"],
      "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 auxiliary labels"),
