@@ -101,3 +101,11 @@ def test_a_built_in_method_replaced_by_a_class_is_not_vflpriv_s_own(monkeypatch)
     monkeypatch.undo()
     assert vflpriv_own(LabelDP)
 
+
+
+def test_a_plugin_naming_a_library_module_is_keyed_by_its_code():
+    """Review eps5 R8: a class whose ``__module__`` named torch was taken for a library's and got no code mark, so an
+    edited plugin kept its keys (and resumed its old records)."""
+    disguised = type("Plugged", (LabelDP,), {"__module__": "torch.plugged", "relabel": _clean})
+    DEFENSES.register("t-torch-named", disguised)
+    assert "code" in code_mark(DEFENSES, "t-torch-named") and "code" not in code_mark(DEFENSES, "label-dp")

@@ -59,11 +59,18 @@ def vflpriv_own(k: type) -> bool:
 
 def _defined_in_vflpriv(k: type) -> bool:
     """Whether the module ``k`` names is a file of vflpriv's folders that defines ``k`` under its qualified name."""
+    module = defining_module(k)
+    return module is not None and in_vflpriv(getattr(module, "__file__", None))
+
+
+def defining_module(k: type) -> types.ModuleType | None:
+    """The module ``k.__module__`` names where it defines ``k`` under its qualified name, else None (a class that
+    only names a module: ``__module__`` can name any)."""
     module = sys.modules.get(k.__module__)
     defined = module
     for part in k.__qualname__.split("."):
         defined = getattr(defined, part, None)
-    return defined is k and in_vflpriv(getattr(module, "__file__", None))
+    return module if defined is k else None
 
 
 #: Per class, the members last judged and the verdict (a key reads it per defense and attack: 0.2 ms a class unkept;
