@@ -82,12 +82,18 @@ def _roles(roles: frozenset[str]) -> list[str]:
     return [words[r] for r in ("active", "passive", "server") if r in roles]
 
 
+def _unfit(attack: Any, run: RunConfig, fits: Any) -> str:
+    """Why the attack's options (or, tuned, a candidate of its search) do not ``fit`` a party's data; '' if they do."""
+    cfg = run.attack
+    return attack.search_problem(cfg.search_space, fits, name=cfg.name) if cfg.tune else fits(attack)
+
+
 def label_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary, dataset: Any) -> Adversary:
     """A label attack's adversary with the messages it reads, each of which the method must send to its role."""
     got, phase = received(method.sends, adversary.role), run.attack.phase
     if isinstance(party := adversary.party, int) and party >= 0:  # the server holds no features
         fits = lambda a: a.own_problem(dataset.specs[party])  # noqa: E731
-        problem = attack.search_problem(run.attack.search_space, fits, name=run.attack.name) if run.attack.tune else fits(attack)
+        problem = _unfit(attack, run, fits)
         if problem:
             raise UnfitOptionsError(f"attack '{run.attack.name}' run by {describe(party)}: {problem}")
     for kind, at in attack.required_messages(phase):
@@ -105,7 +111,7 @@ def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary
     victim, phase = adversary.victim, run.attack.phase
     assert victim is not None
     fits = lambda a: a.victim_problem(dataset.specs[victim])  # noqa: E731
-    problem = attack.search_problem(run.attack.search_space, fits, name=run.attack.name) if run.attack.tune else fits(attack)
+    problem = _unfit(attack, run, fits)
     if problem:
         raise UnfitOptionsError(f"attack '{run.attack.name}' against {describe(victim)}: {problem}")
     got = received(method.sends, adversary.role, sender=role(victim))

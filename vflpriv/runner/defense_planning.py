@@ -119,7 +119,7 @@ def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
 
 
 #: What computes a DP defense's epsilon and says where it holds (embedding-dp's ``uses``: its composition count).
-ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "claimed_epsilon", "uses")
+ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "claimed_epsilon", "uses", "steps", "releases")
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
