@@ -269,6 +269,21 @@ class Protection(DefensePoints, ABC):
         protects, else why it does not; a defense that claims nothing covers everything."""
         return ""
 
+    def covers_data(self, dataset) -> str:
+        """'' where the claim's neighbouring relation holds on ``dataset`` as loaded, else why not. A claim on a passive
+        party's features needs each of its rows a function of its own sample's raw features: a preprocessing fitted on
+        the training rows (``VerticalDataset.fitted_features``; undeclared: unknown, fail closed) moves every row."""
+        if "features" not in self.secrets:
+            return ""
+        if dataset.fitted_features is None:
+            return (f"dataset {dataset.name} declares no fitted_features (its loader does not say whether the victim's "
+                    "features pass a preprocessing fitted on the training rows): no feature epsilon")
+        parties = range(1, dataset.parties) if self.party == PASSIVE else [self.party]
+        declared = dataset.fitted_features
+        fitted = [f"party {p}'s features are {declared[p]}" for p in parties if declared[p]]
+        return (f"{dataset.name}: {'; '.join(fitted)}, so one sample's raw features move every row (outside the "
+                "replace-one relation): no feature epsilon") if fitted else ""
+
     def notes(self) -> str:
         """What the run's notes say about its claim after training beyond the epsilon (a narrower claim that holds
         where the training's does not), or ''."""

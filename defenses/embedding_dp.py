@@ -16,7 +16,11 @@ noise multiplier sigma (higher is stronger); 0 is the identity (no clipping, no 
 The argument (``privacy_spent``; written for the README too):
 
 - Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels,
-  the other parties' features, alignment and batches are the same.
+  the other parties' features, alignment and batches are the same. The features are those the victim's bottom reads:
+  where a preprocessing fitted on the training rows makes them (``VerticalDataset.fitted_features``: standardised with
+  the training rows' mean and std, min-max scaled, a category vocabulary that also sets the bottom's shape), one
+  sample's raw features move every row, so no training epsilon is recorded (``covers_data``; a dataset declaring
+  nothing: fail closed); a fixed scaling (digits' /16, pixels / 255) keeps the claim.
 - Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own sample
   (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
   construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer, no

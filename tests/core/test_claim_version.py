@@ -48,7 +48,8 @@ def test_an_epsilon_of_earlier_claim_rules_is_withheld_on_read_and_recomputed_on
 
 
 def _claim_sources() -> dict[str, str]:
-    """The source of what decides where an epsilon is claimed: every DP defense's ``covers`` and ``privacy_spent``,
+    """The source of what decides where an epsilon is claimed: every DP defense's ``covers``, ``covers_data`` and
+    ``privacy_spent``,
     the accountants, the undeclared-code rules of methods, defenses and pretraining keys, the planner's read-arounds."""
     import inspect
 
@@ -63,17 +64,17 @@ def _claim_sources() -> dict[str, str]:
 
     dp = [cls for cls in map(DEFENSES.get, DEFENSES.names())
           if declarations.vflpriv_own(cls) and cls.privacy_spent is not Protection.privacy_spent]
-    parts = [getattr(k, name) for cls in dp for k in cls.__mro__ for name in ("covers", "privacy_spent")
+    parts = [getattr(k, name) for cls in dp for k in cls.__mro__ for name in ("covers", "covers_data", "privacy_spent")
              if name in vars(k)]
     parts += [spent, gaussian_epsilon, common, declarations, own_code, _undeclared, pretraining_reads_labels,
               Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
-              planning._reads, planning._check_label_readers, planning.claimed]
+              planning._reads, planning._check_label_readers, planning.claimed, planning.plan_defenses]
     return {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
             for p in parts}
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (2, "f46f281f8cab495f")
+PINNED_CLAIM_RULES = (3, "7908c710899892bb")
 
 
 def test_the_claim_deciding_code_is_pinned_beside_claim_version():

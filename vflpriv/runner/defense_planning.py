@@ -41,7 +41,7 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
     _check_delta(config, defenses, rows=int(dataset.y_train.shape[0]))
     for i, (d, c) in enumerate(zip(defenses, config.defenses)):
         d.read_around = _read_around(config, defenses, i)
-        d.uncovered = "; ".join(filter(None, [d.covers(method), d.read_around]))
+        d.uncovered = "; ".join(filter(None, [d.covers(method), d.covers_data(dataset), d.read_around]))
         if d.uncovered and d.requested_claim():
             raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
                                     f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
