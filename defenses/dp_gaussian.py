@@ -12,7 +12,14 @@ clipping either), bit for bit.
 The argument (written for the README too):
 
 - Neighbouring relation: two training sets that differ in one sample's label (label DP); features, alignment and
-  batches are the same (they hold no label).
+  batches are the same (they hold no label), and so are the training set as the loader split it and the partition's
+  sets (which samples are labeled, the adversary's auxiliary ones, the canaries, the ``finetune.validation``
+  hold-out): public, drawn from the seed before any training. They are not all drawn independently of the labels
+  (review fe F1's label twin): the loaders' train/test splits are stratified by label, and with
+  ``partition.aux_source=labeled`` the auxiliary samples are drawn per class among the labeled ones and the canaries
+  and the validation samples among those left, so there one label can change which samples are canaries or trained
+  on. The epsilon (this one, label-dp's and alibi's) bounds what the training reveals of the labels given those sets,
+  not what their draw reveals.
 - Sensitivity: a sample's label enters one update only through its own loss, so it changes only its own clipped
   vector, by at most 2C in L2 (both versions have norm <= C): the sample's rows of the messages and its share of the
   noisy sum. The top has no layer coupling samples (Linear, MLP or sum); BatchNorm in a bottom couples samples through

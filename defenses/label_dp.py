@@ -17,7 +17,9 @@ outside the classifier's top k (k the second stage's mean k*, rounded down: the 
 ``mask_last_stage_label_by_prior``; ``filter_first``): the active party drops them from its labeled set. Each label
 passes one eps-DP mechanism, and the prior and the filter depend on the first stage's noisy labels only (a
 post-processing), so the whole is eps-label-DP; a good prior keeps more labels right at the same eps (with a uniform
-prior k* = C: plain randomised response).
+prior k* = C: plain randomised response). Neighbouring label sets share the training set and the partition's sets
+(labeled, auxiliary, canaries, validation), which are drawn before the mechanism and not always independently of the
+labels: the eps holds given those sets (``defenses/dp_gaussian.py``, "Neighbouring relation").
 
 Where vflpriv differs from the code, and why: the first-stage classifier is the active party's own (its features
 only, ``prior_epochs`` of vflpriv's classifier recipe), not the model being trained: in VFL that model is the
