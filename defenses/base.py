@@ -57,6 +57,11 @@ from vflpriv.engine.roles import PASSIVE, role
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation
 
+#: What every recorded epsilon assumes of its mechanism's noise (review fe F3): the run's notes say it beside each.
+SEEDED_NOISE = ("the epsilon assumes the adversary does not know the mechanism's generator state: vflpriv seeds it "
+                "from the run's seed for reproducibility, and one who knows that seed (every record holds it) can "
+                "regenerate the noise and strip it")
+
 #: Hook points that are not points of the training loop: the channel, and the labels at binding.
 MESSAGE = "message"
 LABELS = "labels"

@@ -31,6 +31,10 @@ The argument (written for the README too):
   amplification by subsampling is claimed: a sample's label is charged for every update that reads it (epochs x
   FedBCD updates per exchange), each at sample rate 1, in Opacus' RDP accountant (``privacy_spent``; counted per
   sample as it really happens, so any loop is charged what it did). epsilon is reported at ``delta``.
+- The noise: drawn from the defense's ``torch.Generator``, which vflpriv seeds from the run's seed for
+  reproducibility (``common.seeding.generator(seed, "defense:i")``); the seed is in every record, and one who
+  knows it regenerates every draw and strips the noise. The bound assumes the adversary does not know the
+  mechanism's generator state (review fe F3; the run's notes say so beside each epsilon).
 - What it covers: the shared finetuning loop's every label use, and nothing else. A method declares every place it
   reads labels outside that loop (``Method.label_uses``: VFLHLP's supervised step 1 that finetuning starts from,
   one-shot and few-shot VFL's gradient, server classifier and probabilities before their end-to-end loop, a plugin's

@@ -56,6 +56,10 @@ The argument (``privacy_spent``; written for the README too):
   release at inference of a training row: ``finetune.validation``) and every DP-SGD step including it (one per exchange
   and per FedBCD local update), each at sample rate 1, in Opacus' RDP accountant; epsilon is the worst sample's, at
   ``delta``.
+- The noise: drawn from the defense's ``torch.Generator``, which vflpriv seeds from the run's seed for
+  reproducibility (``common.seeding.generator(seed, "defense:i")``); the seed is in every record, and one who
+  knows it regenerates every draw and strips the noise. The bound assumes the adversary does not know the
+  mechanism's generator state (review fe F3; the run's notes say so beside each epsilon).
 - What it covers: the shared finetuning loop, from a bottom initialised from the seed alone. It does not cover a
   method that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on
   them; FedCSSL and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained
