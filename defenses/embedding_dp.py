@@ -194,12 +194,14 @@ class EmbeddingDP(PassiveDefense):
         self.wrapped: list[PrivateRows] = []  # the bottoms it wrapped (each records a call off its layer's rule)
         self.parties: list[int] = []  # whose bottom each is
         self.unseen = ""  # why test rows may have left by a path the mechanism did not count (no test-row claim)
+        self.curve = False  # finetune.curve: the monitor scores the test rows through the mechanism, muted
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
         n = federation.active.labels.numel()
         self.released, self.stepped = Counts(n), Counts(n)
         self.n_test = int(federation.active.x_test.shape[0])
+        self.curve = bool(federation.finetune.curve)
         if federation.finetune.bn_recalibrate and not self.uncovered:
             self.uncovered = ("finetune.bn_recalibrate re-estimates the bottom's BatchNorm statistics on the training "
                               "rows, outside the mechanism")
@@ -394,7 +396,10 @@ class EmbeddingDP(PassiveDefense):
                 "training only (not at inference, not in a training without one, not after it), to the checks' "
                 "tolerances"
                 ) + (f"; this bottom is not vflpriv's own ({self.foreign}): that epsilon rests on a premise tested on "
-                     "the batch's values, not proven" if self.foreign else "") + (f"; {idle}" if idle else "")
+                     "the batch's values, not proven" if self.foreign else "") + (
+            "; finetune.curve also passed them through the mechanism at each epoch's end, on a muted channel (sent to "
+            "no party) with noise from a stream forked for it: those passes are not counted, and the record's "
+            "utility_curve is outside this claim" if self.curve else "") + (f"; {idle}" if idle else "")
 
 
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:
