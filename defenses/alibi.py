@@ -33,15 +33,14 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from pydantic import Field
 
-from vflpriv.config.options import Options
-from vflpriv.defenses.base import LABELS, LabelDefense, StrengthAxis
+from vflpriv.defenses.base import LABELS, LabelDefense, NoiseOptions, StrengthAxis
 from vflpriv.engine.hooks import SOFT_LABELS, SOFT_TARGETS
 
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation
 
 
-class AlibiOptions(Options):
+class AlibiOptions(NoiseOptions):
     prior: Literal["model", "uniform"] = Field(
         "model", description="the prior of the posterior the active party trains on: model (its current prediction, at "
         "every update: the reference code's default, mapwithprior) or uniform (fixed once: map)")

@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 import torch
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.options import NoOptions
+from vflpriv.config.options import NoOptions, Options
 from vflpriv.defenses.declarations import undeclared
 from vflpriv.engine.hooks import (
     ACTIVE_BATCH,
@@ -61,6 +61,21 @@ if TYPE_CHECKING:
 SEEDED_NOISE = ("the epsilon assumes the adversary does not know the mechanism's generator state: vflpriv seeds it "
                 "from the run's seed for reproducibility, and one who knows that seed (every record holds it) can "
                 "regenerate the noise and strip it")
+
+#: What an epsilon says instead where ``options.secure_noise`` drew the noise (review fe F3).
+SECURE_NOISE = ("its noise came from a generator seeded from OS entropy (options.secure_noise), not from the run's "
+                "seed: the record does not regenerate it, and this run is not reproducible (the same config and seed "
+                "give other numbers; a stored or cached result is reused as it is); that generator is torch's Mersenne "
+                "Twister, not a cryptographic one: the epsilon assumes its state is not recovered from the noise seen")
+
+
+class NoiseOptions(Options):
+    """Options of a DP defense whose claim rests on noise the adversary cannot regenerate (review fe F3)."""
+
+    secure_noise: bool = Field(False, description="draw the mechanism's noise from a generator seeded from OS entropy, "
+                               "not from the run's seed (which every record holds): the epsilon then does not assume "
+                               "the seed secret, but the run is not reproducible (same config and seed, other numbers)")
+
 
 #: Hook points that are not points of the training loop: the channel, and the labels at binding.
 MESSAGE = "message"
@@ -273,6 +288,11 @@ class Protection(DefensePoints, ABC):
         """'' where the privacy claim (``privacy_spent``) holds for everything ``method`` does with the secret it
         protects, else why it does not; a defense that claims nothing covers everything."""
         return ""
+
+    @property
+    def secure_noise(self) -> bool:
+        """Whether its noise comes from OS entropy (``options.secure_noise``), not from the run's seed."""
+        return bool(getattr(self.options, "secure_noise", False))
 
     def covers_data(self, dataset) -> str:
         """'' where the claim's neighbouring relation holds on ``dataset`` as loaded, else why not. A claim on a passive

@@ -34,7 +34,8 @@ The argument (written for the README too):
 - The noise: drawn from the defense's ``torch.Generator``, which vflpriv seeds from the run's seed for
   reproducibility (``common.seeding.generator(seed, "defense:i")``); the seed is in every record, and one who
   knows it regenerates every draw and strips the noise. The bound assumes the adversary does not know the
-  mechanism's generator state (review fe F3; the run's notes say so beside each epsilon).
+  mechanism's generator state (review fe F3; the run's notes say so beside each epsilon). ``options.secure_noise``
+  seeds it from OS entropy instead: the seed does not regenerate it, and the run is not reproducible.
 - What it covers: the shared finetuning loop's every label use, and nothing else. A method declares every place it
   reads labels outside that loop (``Method.label_uses``: VFLHLP's supervised step 1 that finetuning starts from,
   one-shot and few-shot VFL's gradient, server classifier and probabilities before their end-to-end loop, a plugin's
@@ -66,15 +67,14 @@ from pydantic import Field
 from torch import nn
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.options import Options
-from vflpriv.defenses.base import StrengthAxis, TrainingDefense
+from vflpriv.defenses.base import NoiseOptions, StrengthAxis, TrainingDefense
 from vflpriv.engine.hooks import ACTIVE_BACKWARD
 
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation
 
 
-class GaussianDPOptions(Options):
+class GaussianDPOptions(NoiseOptions):
     clip: float = Field(1.0, gt=0, description="C: each sample's joint gradient (parameters and sent rows) is clipped "
                                                "to this L2 norm")
     delta: float = Field(1e-5, gt=0, lt=1, description="delta of the (epsilon, delta) the accountant reports; "

@@ -59,7 +59,8 @@ The argument (``privacy_spent``; written for the README too):
 - The noise: drawn from the defense's ``torch.Generator``, which vflpriv seeds from the run's seed for
   reproducibility (``common.seeding.generator(seed, "defense:i")``); the seed is in every record, and one who
   knows it regenerates every draw and strips the noise. The bound assumes the adversary does not know the
-  mechanism's generator state (review fe F3; the run's notes say so beside each epsilon).
+  mechanism's generator state (review fe F3; the run's notes say so beside each epsilon). ``options.secure_noise``
+  seeds it from OS entropy instead: the seed does not regenerate it, and the run is not reproducible.
 - What it covers: the shared finetuning loop, from a bottom initialised from the seed alone. It does not cover a
   method that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on
   them; FedCSSL and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained
@@ -96,8 +97,7 @@ from pydantic import Field
 from torch import nn
 
 from vflpriv.common.errors import ProtocolError
-from vflpriv.config.options import Options
-from vflpriv.defenses.base import StrengthAxis
+from vflpriv.defenses.base import NoiseOptions, StrengthAxis
 from vflpriv.defenses.embedding_dp_accounting import HOOKS_ASSUMED, Counts, gaussian_epsilon
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
@@ -110,7 +110,7 @@ from vflpriv.defenses.tape_checks import record_mixing
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
-class EmbeddingDPOptions(Options):
+class EmbeddingDPOptions(NoiseOptions):
     clip: float = Field(1.0, gt=0, description="C: each sent row is clipped to this L2 norm (SecretFlow l2_norm_clip 1)")
     private_bottom: bool = Field(True, description="DP-SGD on the victim's bottom, BatchNorm frozen: what the claim over "
                                                    "the training needs (false: rows only, no training epsilon)")

@@ -43,8 +43,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from vflpriv.config.options import Options
-from vflpriv.defenses.base import LabelDefense, StrengthAxis
+from vflpriv.defenses.base import LabelDefense, NoiseOptions, StrengthAxis
 from vflpriv.models.encoders import build_encoder, init_parameters
 from vflpriv.models.training import apply_in_batches, fit_classifier
 
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
     from vflpriv.engine.party import Federation
 
 
-class LabelDPOptions(Options):
+class LabelDPOptions(NoiseOptions):
     prior: Literal["uniform", "two-stage"] = Field(
         "uniform", description="uniform: plain randomised response; two-stage: RR-with-prior (Ghazi et al. 2021's "
         "LP-2ST), the prior from a classifier on the active party's features and the first half's noisy labels")

@@ -4,6 +4,8 @@ training with another defense (:func:`plan_defenses`; ``planning.plan_training``
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from vflpriv.common.errors import ConfigError, IncompatibleError, VflprivError
@@ -219,8 +221,16 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
     return built("defense", d.name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase=d.phase, kinds=kinds,
-        options=options, generator=generator(config.seed, f"defense:{index}"), name=d.name,
+        options=options, generator=noise_stream(config.seed, index, options), name=d.name,
     ))
+
+
+def noise_stream(seed: int, index: int, options) -> torch.Generator:
+    """Defense ``index``'s random stream: from the run's seed (reproducible; every record holds the seed), or, where
+    its options ask for ``secure_noise``, from OS entropy (review fe F3: the seed does not regenerate its noise)."""
+    if getattr(options, "secure_noise", False):
+        return torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+    return generator(seed, f"defense:{index}")
 
 
 def _training_defense(config: TrainingConfig, index: int, cls, method: Method, device: torch.device):
@@ -250,7 +260,7 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
     return built("defense", name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=0, phase="finetune", kinds=kinds,
-        options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
+        options=options, generator=noise_stream(config.seed, index, options), name=name))
 
 
 def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, dataset: VerticalDataset):
@@ -284,7 +294,7 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
     defense = built("defense", name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=PASSIVE if d.party is None else d.party,
-        phase=d.phase, kinds=None, options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
+        phase=d.phase, kinds=None, options=options, generator=noise_stream(config.seed, index, options), name=name))
     defense.called = cls.hook_points & method.supported()  # its optional points too, where the training calls them
     for party in range(1, config.partition.parties) if d.party is None else (d.party,):
         if reason := getattr(defense, "victim_problem", lambda *_: "")(party, dataset.specs[party]):
