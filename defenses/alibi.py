@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from pydantic import Field
 
-from vflpriv.defenses.base import LABELS, LabelDefense, NoiseOptions, StrengthAxis
+from vflpriv.defenses.base import LABELS, LabelDefense, StrengthAxis
+from vflpriv.defenses.noise import NoiseOptions
 from vflpriv.engine.hooks import SOFT_LABELS, SOFT_TARGETS
 
 if TYPE_CHECKING:

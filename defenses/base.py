@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 import torch
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.options import NoOptions, Options
+from vflpriv.config.options import NoOptions
 from vflpriv.defenses.declarations import undeclared
 from vflpriv.engine.hooks import (
     ACTIVE_BATCH,
@@ -56,26 +56,6 @@ from vflpriv.engine.roles import PASSIVE, role
 
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation
-
-#: What every recorded epsilon assumes of its mechanism's noise (review fe F3): the run's notes say it beside each.
-SEEDED_NOISE = ("the epsilon assumes the adversary does not know the mechanism's generator state: vflpriv seeds it "
-                "from the run's seed for reproducibility, and one who knows that seed (every record holds it) can "
-                "regenerate the noise and strip it")
-
-#: What an epsilon says instead where ``options.secure_noise`` drew the noise (review fe F3).
-SECURE_NOISE = ("its noise came from a generator seeded from OS entropy (options.secure_noise), not from the run's "
-                "seed: the record does not regenerate it, and this run is not reproducible (the same config and seed "
-                "give other numbers; a stored or cached result is reused as it is); that generator is torch's Mersenne "
-                "Twister, not a cryptographic one: the epsilon assumes its state is not recovered from the noise seen")
-
-
-class NoiseOptions(Options):
-    """Options of a DP defense whose claim rests on noise the adversary cannot regenerate (review fe F3)."""
-
-    secure_noise: bool = Field(False, description="draw the mechanism's noise from a generator seeded from OS entropy, "
-                               "not from the run's seed (which every record holds): the epsilon then does not assume "
-                               "the seed secret, but the run is not reproducible (same config and seed, other numbers)")
-
 
 #: Hook points that are not points of the training loop: the channel, and the labels at binding.
 MESSAGE = "message"
@@ -289,22 +269,15 @@ class Protection(DefensePoints, ABC):
         protects, else why it does not; a defense that claims nothing covers everything."""
         return ""
 
-    @property
-    def secure_noise(self) -> bool:
-        """Whether its noise comes from OS entropy (``options.secure_noise``), not from the run's seed."""
-        return bool(getattr(self.options, "secure_noise", False))
-
     def covers_data(self, dataset) -> str:
-        """'' where the claim's neighbouring relation holds on ``dataset`` as loaded, else why not. A claim on a passive
-        party's features needs each of its rows a function of its own sample's raw features: a preprocessing fitted on
-        the training rows (``VerticalDataset.fitted_features``; undeclared: unknown, fail closed) moves every row."""
+        """'' where a features claim's relation holds on ``dataset``, else why not: a preprocessing fitted on the
+        training rows (``VerticalDataset.fitted_features``; undeclared: fail closed) moves every row with one sample."""
+        declared = dataset.fitted_features
         if "features" not in self.secrets:
             return ""
-        if dataset.fitted_features is None:
-            return (f"dataset {dataset.name} declares no fitted_features (its loader does not say whether the victim's "
-                    "features pass a preprocessing fitted on the training rows): no feature epsilon")
+        if declared is None:
+            return f"dataset {dataset.name} declares no fitted_features (a fitted preprocessing?): no feature epsilon"
         parties = range(1, dataset.parties) if self.party == PASSIVE else [self.party]
-        declared = dataset.fitted_features
         fitted = [f"party {p}'s features are {declared[p]}" for p in parties if declared[p]]
         return (f"{dataset.name}: {'; '.join(fitted)}, so one sample's raw features move every row (outside the "
                 "replace-one relation): no feature epsilon") if fitted else ""

@@ -31,11 +31,9 @@ The argument (written for the README too):
   amplification by subsampling is claimed: a sample's label is charged for every update that reads it (epochs x
   FedBCD updates per exchange), each at sample rate 1, in Opacus' RDP accountant (``privacy_spent``; counted per
   sample as it really happens, so any loop is charged what it did). epsilon is reported at ``delta``.
-- The noise: drawn from the defense's ``torch.Generator``, which vflpriv seeds from the run's seed for
-  reproducibility (``common.seeding.generator(seed, "defense:i")``); the seed is in every record, and one who
-  knows it regenerates every draw and strips the noise. The bound assumes the adversary does not know the
-  mechanism's generator state (review fe F3; the run's notes say so beside each epsilon). ``options.secure_noise``
-  seeds it from OS entropy instead: the seed does not regenerate it, and the run is not reproducible.
+- The noise: from the defense's generator, seeded from the run's seed (in every record) for reproducibility: one who
+  knows the seed regenerates and strips it, so the bound assumes the adversary does not know the generator's state
+  (review fe F3; said in the run's notes); ``options.secure_noise`` seeds it from OS entropy (not reproducible).
 - What it covers: the shared finetuning loop's every label use, and nothing else. A method declares every place it
   reads labels outside that loop (``Method.label_uses``: VFLHLP's supervised step 1 that finetuning starts from,
   one-shot and few-shot VFL's gradient, server classifier and probabilities before their end-to-end loop, a plugin's
@@ -67,7 +65,8 @@ from pydantic import Field
 from torch import nn
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.defenses.base import NoiseOptions, StrengthAxis, TrainingDefense
+from vflpriv.defenses.base import StrengthAxis, TrainingDefense
+from vflpriv.defenses.noise import NoiseOptions
 from vflpriv.engine.hooks import ACTIVE_BACKWARD
 
 if TYPE_CHECKING:

@@ -16,11 +16,9 @@ noise multiplier sigma (higher is stronger); 0 is the identity (no clipping, no 
 The argument (``privacy_spent``; written for the README too):
 
 - Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels,
-  the other parties' features, alignment and batches are the same. The features are those the victim's bottom reads:
-  where a preprocessing fitted on the training rows makes them (``VerticalDataset.fitted_features``: standardised with
-  the training rows' mean and std, min-max scaled, a category vocabulary that also sets the bottom's shape), one
-  sample's raw features move every row, so no training epsilon is recorded (``covers_data``; a dataset declaring
-  nothing: fail closed); a fixed scaling (digits' /16, pixels / 255) keeps the claim.
+  the other parties' features, alignment and batches are the same. Where a preprocessing fitted on the training rows
+  makes the features (``VerticalDataset.fitted_features``: standardised, min-max scaled, category-coded), one sample's
+  raw features move every row: no training epsilon (``covers_data``; undeclared: fail closed); fixed scalings keep it.
 - Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own sample
   (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
   construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer, no
@@ -56,11 +54,9 @@ The argument (``privacy_spent``; written for the README too):
   release at inference of a training row: ``finetune.validation``) and every DP-SGD step including it (one per exchange
   and per FedBCD local update), each at sample rate 1, in Opacus' RDP accountant; epsilon is the worst sample's, at
   ``delta``.
-- The noise: drawn from the defense's ``torch.Generator``, which vflpriv seeds from the run's seed for
-  reproducibility (``common.seeding.generator(seed, "defense:i")``); the seed is in every record, and one who
-  knows it regenerates every draw and strips the noise. The bound assumes the adversary does not know the
-  mechanism's generator state (review fe F3; the run's notes say so beside each epsilon). ``options.secure_noise``
-  seeds it from OS entropy instead: the seed does not regenerate it, and the run is not reproducible.
+- The noise: from the defense's generator, seeded from the run's seed (in every record) for reproducibility: one who
+  knows the seed regenerates and strips it, so the bound assumes the adversary does not know the generator's state
+  (review fe F3; said in the run's notes); ``options.secure_noise`` seeds it from OS entropy (not reproducible).
 - What it covers: the shared finetuning loop, from a bottom initialised from the seed alone. It does not cover a
   method that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on
   them; FedCSSL and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained
@@ -97,10 +93,11 @@ from pydantic import Field
 from torch import nn
 
 from vflpriv.common.errors import ProtocolError
-from vflpriv.defenses.base import NoiseOptions, StrengthAxis
+from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.embedding_dp_accounting import HOOKS_ASSUMED, Counts, gaussian_epsilon
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
+from vflpriv.defenses.noise import NoiseOptions
 from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
 from vflpriv.defenses.private_rows import PrivateRows, same_rows, same_tensors
@@ -397,9 +394,9 @@ class EmbeddingDP(PassiveDefense):
                 "tolerances"
                 ) + (f"; this bottom is not vflpriv's own ({self.foreign}): that epsilon rests on a premise tested on "
                      "the batch's values, not proven" if self.foreign else "") + (
-            "; finetune.curve also passed them through the mechanism at each epoch's end, on a muted channel (sent to "
-            "no party) with noise from a stream forked for it: those passes are not counted, and the record's "
-            "utility_curve is outside this claim" if self.curve else "") + (f"; {idle}" if idle else "")
+            "; finetune.curve passed them through it at each epoch's end too, muted (sent to no party), with noise "
+            "of a forked stream: not counted, and the record's utility_curve is outside this claim" if self.curve
+            else "") + (f"; {idle}" if idle else "")
 
 
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:

@@ -43,7 +43,8 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from vflpriv.defenses.base import LabelDefense, NoiseOptions, StrengthAxis
+from vflpriv.defenses.base import LabelDefense, StrengthAxis
+from vflpriv.defenses.noise import NoiseOptions
 from vflpriv.models.encoders import build_encoder, init_parameters
 from vflpriv.models.training import apply_in_batches, fit_classifier
 

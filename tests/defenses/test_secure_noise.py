@@ -4,7 +4,7 @@ not from the run's seed, and its record says that the run is not reproducible; o
 from __future__ import annotations
 
 from vflpriv.common.seeding import generator
-from vflpriv.defenses.base import SECURE_NOISE, SEEDED_NOISE
+from vflpriv.defenses.noise import SECURE_NOISE, SEEDED_NOISE
 from vflpriv.runner.execution import run
 from vflpriv.runner.planning import plan
 

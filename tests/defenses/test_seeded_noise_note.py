@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from vflpriv.defenses.base import SEEDED_NOISE
+from vflpriv.defenses.noise import SEEDED_NOISE
 from vflpriv.runner.execution import run
 
 FAST = {"model": {"hidden": 16, "out_dim": 8}, "finetune": {"epochs": 1, "batch_size": 64},

@@ -4,8 +4,6 @@ training with another defense (:func:`plan_defenses`; ``planning.plan_training``
 
 from __future__ import annotations
 
-import os
-
 import torch
 
 from vflpriv.common.errors import ConfigError, IncompatibleError, VflprivError
@@ -15,6 +13,7 @@ from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.defenses.base import LABELS, Protection
+from vflpriv.defenses.noise import noise_stream
 from vflpriv.engine import (
     ACTIVE_BACKWARD,
     ACTIVE_BATCH,
@@ -223,14 +222,6 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
         strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase=d.phase, kinds=kinds,
         options=options, generator=noise_stream(config.seed, index, options), name=d.name,
     ))
-
-
-def noise_stream(seed: int, index: int, options) -> torch.Generator:
-    """Defense ``index``'s random stream: from the run's seed (reproducible; every record holds the seed), or, where
-    its options ask for ``secure_noise``, from OS entropy (review fe F3: the seed does not regenerate its noise)."""
-    if getattr(options, "secure_noise", False):
-        return torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
-    return generator(seed, f"defense:{index}")
 
 
 def _training_defense(config: TrainingConfig, index: int, cls, method: Method, device: torch.device):

@@ -51,7 +51,7 @@ from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.handed import changed_in_place, tensors_digest
-from vflpriv.defenses.base import SECURE_NOISE, SEEDED_NOISE
+from vflpriv.defenses.noise import claim_notes
 from vflpriv.runner.defense_planning import claimed
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
@@ -139,9 +139,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     result.notes += [f"{c.name}: no epsilon recorded: {d.uncovered}" for d, c in zip(p.defenses, p.config.defenses)
                      if d.uncovered and not d.is_identity]
     result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]
-    result.notes += [f"{c.name}: {SECURE_NOISE if d.secure_noise else SEEDED_NOISE}"  # each recorded claim's
-                     for d, c in zip(p.defenses, p.config.defenses)
-                     if not d.uncovered and {"labels", "features"} & set(d.secrets) and d.privacy_spent() is not None]
+    result.notes += claim_notes(p.defenses, p.config.defenses)  # what each recorded epsilon assumes of its noise
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     if p.auditor is not None:
         score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,
