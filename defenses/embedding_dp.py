@@ -16,7 +16,9 @@ noise multiplier sigma (higher is stronger); 0 is the identity (no clipping, no 
 The argument (``privacy_spent``; written for the README too):
 
 - Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels,
-  the other parties' features, alignment and batches are the same.
+  the other parties' features, alignment and batches are the same. Where a preprocessing fitted on the training rows
+  makes the features (``VerticalDataset.fitted_features``: standardised, min-max scaled, category-coded), one sample's
+  raw features move every row: no training epsilon (``covers_data``; undeclared: fail closed); fixed scalings keep it.
 - Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own sample
   (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
   construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer, no
@@ -52,6 +54,9 @@ The argument (``privacy_spent``; written for the README too):
   release at inference of a training row: ``finetune.validation``) and every DP-SGD step including it (one per exchange
   and per FedBCD local update), each at sample rate 1, in Opacus' RDP accountant; epsilon is the worst sample's, at
   ``delta``.
+- The noise: from the defense's generator, seeded from the run's seed (in every record) for reproducibility: one who
+  knows the seed regenerates and strips it, so the bound assumes the adversary does not know the generator's state
+  (review fe F3; said in the run's notes); ``options.secure_noise`` seeds it from OS entropy (not reproducible).
 - What it covers: the shared finetuning loop, from a bottom initialised from the seed alone. It does not cover a
   method that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on
   them; FedCSSL and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained
@@ -88,11 +93,11 @@ from pydantic import Field
 from torch import nn
 
 from vflpriv.common.errors import ProtocolError
-from vflpriv.config.options import Options
 from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.embedding_dp_accounting import HOOKS_ASSUMED, Counts, gaussian_epsilon
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
+from vflpriv.defenses.noise import NoiseOptions
 from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
 from vflpriv.defenses.private_rows import PrivateRows, same_rows, same_tensors
@@ -102,7 +107,7 @@ from vflpriv.defenses.tape_checks import record_mixing
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
-class EmbeddingDPOptions(Options):
+class EmbeddingDPOptions(NoiseOptions):
     clip: float = Field(1.0, gt=0, description="C: each sent row is clipped to this L2 norm (SecretFlow l2_norm_clip 1)")
     private_bottom: bool = Field(True, description="DP-SGD on the victim's bottom, BatchNorm frozen: what the claim over "
                                                    "the training needs (false: rows only, no training epsilon)")
@@ -186,12 +191,14 @@ class EmbeddingDP(PassiveDefense):
         self.wrapped: list[PrivateRows] = []  # the bottoms it wrapped (each records a call off its layer's rule)
         self.parties: list[int] = []  # whose bottom each is
         self.unseen = ""  # why test rows may have left by a path the mechanism did not count (no test-row claim)
+        self.curve = False  # finetune.curve: the monitor scores the test rows through the mechanism, muted
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
         n = federation.active.labels.numel()
         self.released, self.stepped = Counts(n), Counts(n)
         self.n_test = int(federation.active.x_test.shape[0])
+        self.curve = bool(federation.finetune.curve)
         if federation.finetune.bn_recalibrate and not self.uncovered:
             self.uncovered = ("finetune.bn_recalibrate re-estimates the bottom's BatchNorm statistics on the training "
                               "rows, outside the mechanism")
@@ -386,7 +393,10 @@ class EmbeddingDP(PassiveDefense):
                 "training only (not at inference, not in a training without one, not after it), to the checks' "
                 "tolerances"
                 ) + (f"; this bottom is not vflpriv's own ({self.foreign}): that epsilon rests on a premise tested on "
-                     "the batch's values, not proven" if self.foreign else "") + (f"; {idle}" if idle else "")
+                     "the batch's values, not proven" if self.foreign else "") + (
+            "; finetune.curve passed them through it at each epoch's end too, muted (sent to no party), with noise "
+            "of a forked stream: not counted, and the record's utility_curve is outside this claim" if self.curve
+            else "") + (f"; {idle}" if idle else "")
 
 
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:

@@ -50,8 +50,8 @@ def test_an_epsilon_of_earlier_claim_rules_is_withheld_on_read_and_recomputed_on
 #: What of a DP defense's classes decides its claim: its mechanism's accounting and the counts it composes
 #: (embedding-dp's steps and releases, dp-gaussian's backward: review eps5 R6), where it holds, what it names, its
 #: notes (embedding-dp's test-row claim); of a method's, what it declares it uses (review final14 F7).
-DP_MEMBERS = ("covers", "privacy_spent", "privacy_delta", "claimed_epsilon", "requested_claim", "uses", "steps",
-              "releases", "backward", "notes", "secrets", "guards")
+DP_MEMBERS = ("covers", "covers_data", "privacy_spent", "privacy_delta", "claimed_epsilon", "requested_claim", "uses",
+              "steps", "releases", "backward", "notes", "secrets", "guards")
 METHOD_MEMBERS = ("label_uses", "feature_uses", "undeclared_label_uses", "undeclared_feature_uses",
                   "pretrain_reads_labels")
 
@@ -98,7 +98,7 @@ def _claim_sources() -> dict[str, str]:
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (2, "6dc8f38ef696e8e8")
+PINNED_CLAIM_RULES = (3, "9379b9cdcd557f27")
 
 
 def _digest() -> str:

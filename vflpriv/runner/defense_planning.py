@@ -13,6 +13,7 @@ from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.defenses.base import LABELS, Protection
+from vflpriv.defenses.noise import noise_stream
 from vflpriv.engine import (
     ACTIVE_BACKWARD,
     ACTIVE_BATCH,
@@ -43,7 +44,8 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
     _check_delta(config, defenses, rows=int(dataset.y_train.shape[0]))
     for i, (d, c) in enumerate(zip(defenses, config.defenses)):
         d.read_around = _read_around(config, defenses, i)
-        d.uncovered = "; ".join(filter(None, [foreign_accounting(d, c.name), d.covers(method), d.read_around]))
+        d.uncovered = "; ".join(filter(None, [foreign_accounting(d, c.name), d.covers(method), d.covers_data(dataset),
+                                              d.read_around]))
         if d.uncovered and d.requested_claim():
             raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
                                     f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
@@ -119,7 +121,8 @@ def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
 
 
 #: What computes a DP defense's epsilon and says where it holds (embedding-dp's ``uses``: its composition count).
-ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "claimed_epsilon", "uses", "steps", "releases")
+ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claimed_epsilon", "uses", "steps",
+              "releases")
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
@@ -238,7 +241,7 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
     return built("defense", d.name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase=d.phase, kinds=kinds,
-        options=options, generator=generator(config.seed, f"defense:{index}"), name=d.name,
+        options=options, generator=noise_stream(config.seed, index, options), name=d.name,
     ))
 
 
@@ -269,7 +272,7 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
     return built("defense", name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=0, phase="finetune", kinds=kinds,
-        options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
+        options=options, generator=noise_stream(config.seed, index, options), name=name))
 
 
 def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, dataset: VerticalDataset):
@@ -303,7 +306,7 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
     defense = built("defense", name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=PASSIVE if d.party is None else d.party,
-        phase=d.phase, kinds=None, options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
+        phase=d.phase, kinds=None, options=options, generator=noise_stream(config.seed, index, options), name=name))
     defense.called = cls.hook_points & method.supported()  # its optional points too, where the training calls them
     for party in range(1, config.partition.parties) if d.party is None else (d.party,):
         if reason := getattr(defense, "victim_problem", lambda *_: "")(party, dataset.specs[party]):

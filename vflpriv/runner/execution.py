@@ -51,6 +51,7 @@ from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.handed import changed_in_place, tensors_digest
+from vflpriv.defenses.noise import claim_notes
 from vflpriv.runner.defense_planning import claimed, record_claims, withheld
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
@@ -136,6 +137,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     claims, features, unnamed = claimed(p.defenses)  # features: another neighbouring relation
     result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], unnamed)
     result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]
+    result.notes += claim_notes(p.defenses, p.config.defenses)  # what each recorded epsilon assumes of its noise
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     if p.auditor is not None:
         score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,
