@@ -62,11 +62,12 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
     them, ``Protection.revision``, ``Attack.revision``), the one the current code keys, else the one ``written`` last
     (key: when; else the last given), so a table never counts one seed twice; (key, why) for each left out. A run is
     its record's coordinates and its settings as the current code reads them (defaults of settings added since filled
-    in, ``device`` left out: the key it gives them), wherever it ran (hand-made records share settings across seeds)."""
+    in, ``device`` left out: the key it gives them), wherever it ran (hand-made records share settings across seeds);
+    its strength is the recorded one only where no option of its settings sets it (:func:`_point`)."""
     when = written or {}
     by_place: dict[tuple, list[RunRecord]] = {}
     for r in records:
-        by_place.setdefault((r.method, r.dataset, r.attack, r.defense, r.phase, r.strength, r.seed, r.secret,
+        by_place.setdefault((r.method, r.dataset, r.attack, r.defense, r.phase, _point(r), r.seed, r.secret,
                              r.adversary, r.victim), []).append(r)
     kept, superseded = [], []
     for place in by_place.values():  # settings are read only where two records share their coordinates
@@ -81,6 +82,20 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
                            for r in runs[:-1]]
             kept.append(runs[-1])
     return kept, superseded
+
+
+def _point(record: RunRecord) -> tuple:
+    """Where on its sweep a record lies: its recorded strength, unless an option of its settings sets the swept
+    defense's strength (dp-gaussian's ``target_epsilon``): that strength is what the code resolved, which a revision
+    may change, so the settings (the option) place the record, and the strength column is left out."""
+    from vflpriv.config.registry import DEFENSES
+
+    try:
+        swept = next((d for d in json.loads(record.config).get("defenses") or [] if d.get("sweep")), None)
+        option = swept is not None and DEFENSES.get(swept["name"]).own_strength_option(swept.get("options") or {})
+    except Exception:  # noqa: BLE001 - settings unreadable, or of a defense the current code lacks: as recorded
+        option = ""
+    return ("set by an option",) if option else ("recorded", record.strength)
 
 
 def _current_key(record: RunRecord) -> str:
