@@ -62,8 +62,9 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
     them, ``Protection.revision``, ``Attack.revision``), the one the current code keys, else the one ``written`` last
     (key: when; else the last given), so a table never counts one seed twice; (key, why) for each left out. A run is
     its record's coordinates and its settings as the current code reads them (defaults of settings added since filled
-    in, ``device`` left out: the key it gives them), wherever it ran (hand-made records share settings across seeds);
-    its strength is the recorded one only where no option of its settings sets it (:func:`_point`)."""
+    in, ``device`` left out, roles given as their defaults unset: the key it gives them), wherever it ran (hand-made
+    records share settings across seeds); its strength is the recorded one only where no option of its settings sets
+    it (:func:`_point`)."""
     when = written or {}
     by_place: dict[tuple, list[RunRecord]] = {}
     for r in records:
@@ -71,17 +72,25 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
                              r.adversary, r.victim), []).append(r)
     kept, superseded = [], []
     for place in by_place.values():  # settings are read only where two records share their coordinates
-        same: dict[str, list[RunRecord]] = {}
+        same: dict[str, list[tuple[RunRecord, bool]]] = {}
         for record in place:
-            same.setdefault(_current_key(record) if len(place) > 1 else record.key, []).append(record)
-        for now, runs in same.items():
-            order = {id(r): i for i, r in enumerate(runs)}  # the order given, where no time is known
-            runs = sorted(runs, key=lambda r: (r.key == now, when.get(r.key, float("-inf")), order[id(r)]))
-            why = KEPT_CURRENT if runs[-1].key == now else KEPT_LAST
-            superseded += [(r.key, f"the same run as {runs[-1].key}, written by other code of its components ({why})")
-                           for r in runs[:-1]]
-            kept.append(runs[-1])
+            run, current = _run_of(record) if len(place) > 1 else (record.key, True)
+            same.setdefault(run, []).append((record, current))
+        for run, runs in same.items():  # the current code's first, of them one with its default roles unset
+            order = {id(r): i for i, (r, _) in enumerate(runs)}  # the order given, where no time is known
+            runs = sorted(runs, key=lambda rc: (rc[1], rc[0].key == run, when.get(rc[0].key, float("-inf")),
+                                                order[id(rc[0])]))
+            last, current = runs[-1]
+            why = KEPT_CURRENT if current else KEPT_LAST
+            superseded += [(r.key, f"the same run as {last.key}, {ROLES_GIVEN if c else OTHER_CODE} ({why})")
+                           for r, c in runs[:-1]]
+            kept.append(last)
     return kept, superseded
+
+
+#: Why a record is one run with another: keyed by another revision of its components' code, or by its roles as given.
+OTHER_CODE = "written by other code of its components"
+ROLES_GIVEN = "its default roles (attack.adversary, attack.victim) named in one and unset in the other"
 
 
 def _point(record: RunRecord) -> tuple:
@@ -98,20 +107,23 @@ def _point(record: RunRecord) -> tuple:
     return ("set by an option",) if option else ("recorded", record.strength)
 
 
-def _current_key(record: RunRecord) -> str:
-    """The key the current code gives the record's settings (``device`` is not keyed); where it cannot read them, their
-    text without ``device``."""
+def _run_of(record: RunRecord) -> tuple[str, bool]:
+    """The run a record is of: the key the current code gives its settings with the roles that are defaults unset
+    (``device`` is not keyed), and whether the record's key is the one it gives them as written; where it cannot read
+    them, their text without ``device``, and False."""
     from vflpriv.config.schema import RunConfig
+    from vflpriv.runner.adversaries import without_default_roles
 
     try:
-        return RunConfig.model_validate_json(record.config).key()
+        settings = RunConfig.model_validate_json(record.config)
+        return without_default_roles(settings).key(), settings.key() == record.key
     except Exception:  # noqa: BLE001 - settings the current code cannot read: grouped by their text
         try:
             data = json.loads(record.config)
         except ValueError:
-            return record.config
+            return record.config, False
         return json.dumps({k: v for k, v in data.items() if k != "device"} if isinstance(data, dict) else data,
-                          sort_keys=True)
+                          sort_keys=True), False
 
 
 def select(results: pd.DataFrame, *, attack: str | None, defense: str | None, phase: str | None) -> pd.DataFrame:
