@@ -1,6 +1,7 @@
 """Review l6 L4: an attack run with its default roles given (``attack.adversary=0`` for a feature attack, as an audit
 writes its roles) is another key of the run evaluate writes with them unset; both in one store counted each seed
-twice, and ``vflpriv table``/``report`` stopped with a traceback (ValueError: seed(s) 0, 1 appear more than once)."""
+twice, and ``vflpriv table``/``report`` stopped with a traceback (ValueError: seed(s) 0, 1 appear more than once).
+Records the tables still cannot tell apart are one error line naming them, exit 2."""
 
 from __future__ import annotations
 
@@ -69,3 +70,19 @@ def test_vflpriv_table_and_report_count_each_seed_once_where_one_run_has_its_rol
         assert result.exit_code == 0, result.output
         assert "2 record(s) of a run stored under another key left out" in result.output
 
+
+def test_records_the_tables_cannot_tell_apart_are_one_error_line_naming_them(tmp_path):
+    """Settings of two swept strengths recorded at one strength (a hand edit): one seed twice in one leakage test."""
+    first, second = ExperimentConfig.model_validate({"strengths": [1.0, 2.0], "seeds": [0]}).runs()
+    path = _store(tmp_path, [_record(first), _record(second)])  # both recorded at strength 1
+    for command in ("table", "report"):
+        out = tmp_path / command
+        out.mkdir()
+        (out / "cap_tables.md").write_text("an earlier write")
+        result = CliRunner().invoke(app, [command, str(path), "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+        assert len(lines) == 1 and first.key() in lines[0] and second.key() in lines[0], result.output
+        assert "Traceback" not in result.output and "DELETE FROM runs WHERE key" in lines[0]
+        assert [p.name for p in out.iterdir()] == ["cap_tables.md"] and (out / "cap_tables.md").read_text() == (
+            "an earlier write")
