@@ -52,8 +52,14 @@ def load_results(store: Path | str) -> pd.DataFrame:
     return frame
 
 
-#: How a record left out beside its run's kept one says which was kept (the warning counts them by it).
-KEPT_CURRENT, KEPT_LAST = "kept: the current code's", "kept: the one written last, none being the current code's"
+#: How a record left out beside its run's kept one ends its reason, by what the current code reads of their settings
+#: (current: its key is the one it gives them; earlier: it gives them another; unread: it cannot read them), with how
+#: the warning counts each.
+KEPT = {"current": ("kept: the current code's", "beside the current code's record of their run"),
+        "earlier": ("kept: the one written last, none being the current code's",
+                    "beside the one written last, where none is the current code's"),
+        "unread": ("kept: the one written last; the current code cannot read their settings",
+                   "beside the one written last, of settings the current code cannot read")}
 
 
 def current_records(records: list[RunRecord], *, written: dict[str, float] | None = None,
@@ -72,25 +78,26 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
                              r.adversary, r.victim), []).append(r)
     kept, superseded = [], []
     for place in by_place.values():  # settings are read only where two records share their coordinates
-        same: dict[str, list[tuple[RunRecord, bool]]] = {}
+        same: dict[str, list[tuple[RunRecord, str]]] = {}
         for record in place:
-            run, current = _run_of(record) if len(place) > 1 else (record.key, True)
-            same.setdefault(run, []).append((record, current))
+            run, read = _run_of(record) if len(place) > 1 else (record.key, "current")
+            same.setdefault(run, []).append((record, read))
         for run, runs in same.items():  # the current code's first, of them one with its default roles unset
             order = {id(r): i for i, (r, _) in enumerate(runs)}  # the order given, where no time is known
-            runs = sorted(runs, key=lambda rc: (rc[1], rc[0].key == run, when.get(rc[0].key, float("-inf")),
-                                                order[id(rc[0])]))
-            last, current = runs[-1]
-            why = KEPT_CURRENT if current else KEPT_LAST
-            superseded += [(r.key, f"the same run as {last.key}, {ROLES_GIVEN if c else OTHER_CODE} ({why})")
-                           for r, c in runs[:-1]]
+            runs = sorted(runs, key=lambda rr: (rr[1] == "current", rr[0].key == run,
+                                                when.get(rr[0].key, float("-inf")), order[id(rr[0])]))
+            last, read = runs[-1]
+            superseded += [(r.key, f"{SAME[r_read].format(last.key)} ({KEPT[read][0]})") for r, r_read in runs[:-1]]
             kept.append(last)
     return kept, superseded
 
 
-#: Why a record is one run with another: keyed by another revision of its components' code, or by its roles as given.
-OTHER_CODE = "written by other code of its components"
-ROLES_GIVEN = "its default roles (attack.adversary, attack.victim) named in one and unset in the other"
+#: Why a left-out record is one run with the one kept, by what the current code reads of its settings (:data:`KEPT`):
+#: its key is the current code's, its default roles given otherwise; its components' code revised since; or it cannot
+#: tell, their coordinates and the text of their settings the same.
+SAME = {"current": "the same run as {}, its default roles (attack.adversary, attack.victim) given otherwise",
+        "earlier": "the same run as {}, written by other code of its components",
+        "unread": "the same coordinates and settings as {}"}
 
 
 def _point(record: RunRecord) -> tuple:
@@ -107,23 +114,23 @@ def _point(record: RunRecord) -> tuple:
     return ("set by an option",) if option else ("recorded", record.strength)
 
 
-def _run_of(record: RunRecord) -> tuple[str, bool]:
+def _run_of(record: RunRecord) -> tuple[str, str]:
     """The run a record is of: the key the current code gives its settings with the roles that are defaults unset
-    (``device`` is not keyed), and whether the record's key is the one it gives them as written; where it cannot read
-    them, their text without ``device``, and False."""
+    (``device`` is not keyed), and how it reads them (:data:`KEPT`); where it cannot read them, their text without
+    ``device``, and "unread"."""
     from vflpriv.config.schema import RunConfig
     from vflpriv.runner.adversaries import without_default_roles
 
     try:
         settings = RunConfig.model_validate_json(record.config)
-        return without_default_roles(settings).key(), settings.key() == record.key
+        return without_default_roles(settings).key(), "current" if settings.key() == record.key else "earlier"
     except Exception:  # noqa: BLE001 - settings the current code cannot read: grouped by their text
         try:
             data = json.loads(record.config)
         except ValueError:
-            return record.config, False
+            return record.config, "unread"
         return json.dumps({k: v for k, v in data.items() if k != "device"} if isinstance(data, dict) else data,
-                          sort_keys=True), False
+                          sort_keys=True), "unread"
 
 
 def select(results: pd.DataFrame, *, attack: str | None, defense: str | None, phase: str | None) -> pd.DataFrame:

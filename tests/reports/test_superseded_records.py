@@ -110,3 +110,23 @@ def test_a_run_whose_strength_an_option_sets_is_one_run_whatever_sigma_each_revi
     other = _targeted(3.0, [0])[0]
     kept, superseded = current_records([_solved(first, first.key(), 0.5, 19.3), _solved(other, other.key(), 0.5, 19.3)])
     assert len(kept) == 2 and not superseded
+
+
+def test_records_whose_settings_the_current_code_cannot_read_say_so_and_not_that_other_code_wrote_them(tmp_path):
+    """Review l6 L2: a retired option (or no settings recorded, hand-made) left out beside its twin was said to be
+    "written by other code of its components" and kept "none being the current code's"; neither can be told."""
+    first, second = _runs()
+    retired = json.loads(_record(first, "f" * 20, 0.5).config)
+    retired["model"]["retired_option"] = 1
+    records = [RunRecord(**{**_record(first, key * 20, 0.5).__dict__, "config": json.dumps(retired)}) for key in "fe"]
+    handmade = [RunRecord(**{**_record(second, key * 20, 0.5).__dict__, "config": ""}) for key in "ab"]
+    store = Store(tmp_path / "results.sqlite")
+    for record in records + handmade:
+        store.put(record)
+    kept, superseded = current_records(records + handmade)
+    assert sorted(r.key[0] for r in kept) == ["b", "e"]
+    assert all(why.endswith("(kept: the one written last; the current code cannot read their settings)")
+               and "other code" not in why for _, why in superseded)
+    result = CliRunner().invoke(app, ["table", str(tmp_path / "results.sqlite"), "--out", str(tmp_path / "t")])
+    assert result.exit_code == 0, result.output
+    assert "(2 beside the one written last, of settings the current code cannot read;" in result.output
