@@ -68,9 +68,9 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
     them, ``Protection.revision``, ``Attack.revision``), the one the current code keys, else the one ``written`` last
     (key: when; else the last given), so a table never counts one seed twice; (key, why) for each left out. A run is
     its record's coordinates and its settings as the current code reads them (defaults of settings added since filled
-    in, ``device`` left out, roles given as their defaults unset: the key it gives them), wherever it ran (hand-made
-    records share settings across seeds); its strength is the recorded one only where no option of its settings sets
-    it (:func:`_point`)."""
+    in, ``device`` left out, roles and defense kinds given as what unset resolves to unset: the key it gives them),
+    wherever it ran (hand-made records share settings across seeds); its strength is the recorded one only where no
+    option of its settings sets it (:func:`_point`)."""
     when = written or {}
     by_place: dict[tuple, list[RunRecord]] = {}
     for r in records:
@@ -82,7 +82,7 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
         for record in place:
             run, read = _run_of(record) if len(place) > 1 else (record.key, "current")
             same.setdefault(run, []).append((record, read))
-        for run, runs in same.items():  # the current code's first, of them one with its default roles unset
+        for run, runs in same.items():  # the current code's first, of them one with its defaults unset
             order = {id(r): i for i, (r, _) in enumerate(runs)}  # the order given, where no time is known
             runs = sorted(runs, key=lambda rr: (rr[1] == "current", rr[0].key == run,
                                                 when.get(rr[0].key, float("-inf")), order[id(rr[0])]))
@@ -93,9 +93,10 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
 
 
 #: Why a left-out record is one run with the one kept, by what the current code reads of its settings (:data:`KEPT`):
-#: its key is the current code's, its default roles given otherwise; its components' code revised since; or it cannot
+#: its key is the current code's, its defaults given otherwise; its components' code revised since; or it cannot
 #: tell, their coordinates and the text of their settings the same.
-SAME = {"current": "the same run as {}, its default roles (attack.adversary, attack.victim) given otherwise",
+SAME = {"current": "the same run as {}, its defaults (attack.adversary, attack.victim, a defense's kinds) given "
+                   "otherwise",
         "earlier": "the same run as {}, written by other code of its components",
         "unread": "the same coordinates and settings as {}"}
 
@@ -115,15 +116,17 @@ def _point(record: RunRecord) -> tuple:
 
 
 def _run_of(record: RunRecord) -> tuple[str, str]:
-    """The run a record is of: the key the current code gives its settings with the roles that are defaults unset
-    (``device`` is not keyed), and how it reads them (:data:`KEPT`); where it cannot read them, their text without
-    ``device``, and "unread"."""
+    """The run a record is of: the key the current code gives its settings with the roles and defense kinds that are
+    their defaults unset (``device`` is not keyed), and how it reads them (:data:`KEPT`); where it cannot read them,
+    their text without ``device``, and "unread"."""
     from vflpriv.config.schema import RunConfig
     from vflpriv.runner.adversaries import without_default_roles
+    from vflpriv.runner.defense_planning import without_default_kinds
 
     try:
         settings = RunConfig.model_validate_json(record.config)
-        return without_default_roles(settings).key(), "current" if settings.key() == record.key else "earlier"
+        run = without_default_kinds(without_default_roles(settings))
+        return run.key(), "current" if settings.key() == record.key else "earlier"
     except Exception:  # noqa: BLE001 - settings the current code cannot read: grouped by their text
         try:
             data = json.loads(record.config)

@@ -42,7 +42,7 @@ def test_a_run_with_its_default_roles_given_is_one_run_with_them_unset():
     labels = _runs({"name": "mc"}) + _runs({"name": "mc", "adversary": 1})  # partition.adversary, given
     kept, superseded = current_records([_record(r) for r in unset + given + labels])
     assert sorted(r.key for r in kept) == sorted(r.key() for r in unset + labels[:2])
-    assert len(superseded) == 6 and all("its default roles" in why for _, why in superseded)
+    assert len(superseded) == 6 and all("given otherwise" in why for _, why in superseded)
 
 
 def test_roles_that_are_no_default_stay_another_run():
@@ -86,3 +86,15 @@ def test_records_the_tables_cannot_tell_apart_are_one_error_line_naming_them(tmp
         assert "Traceback" not in result.output and "DELETE FROM runs WHERE key" in lines[0]
         assert [p.name for p in out.iterdir()] == ["cap_tables.md"] and (out / "cap_tables.md").read_text() == (
             "an earlier write")
+
+
+def test_a_defense_with_the_kinds_unset_resolves_to_given_is_one_run_with_them_unset():
+    """Found beside L4: iso's kinds given as ["gradient"] (what unset resolves to on splitnn) was a variant of its own
+    (defenses.0.kinds=["gradient"] beside defenses.0.kinds=unset) of the same run; another kind stays another run."""
+    def runs(kinds):
+        return ExperimentConfig.model_validate({"defenses": [{"name": "iso", "sweep": True, "kinds": kinds}],
+                                                "strengths": [1.0], "seeds": [0, 1]}).runs()
+
+    unset, given, other = runs(None), runs(["gradient"]), runs(["embedding"])
+    kept, superseded = current_records([_record(r) for r in given + unset + other])
+    assert sorted(r.key for r in kept) == sorted(r.key() for r in unset + other) and len(superseded) == 2
