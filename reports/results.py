@@ -65,12 +65,12 @@ KEPT = {"current": ("kept: the current code's", "beside the current code's recor
 def current_records(records: list[RunRecord], *, written: dict[str, float] | None = None,
                     ) -> tuple[list[RunRecord], list[tuple[str, str]]]:
     """The records, one per run: where a store holds one run under several keys (its components' code revised between
-    them, ``Protection.revision``, ``Attack.revision``), the one the current code keys, else the one ``written`` last
-    (key: when; else the last given), so a table never counts one seed twice; (key, why) for each left out. A run is
-    its record's coordinates and its settings as the current code reads them (defaults of settings added since filled
-    in, ``device`` left out, roles and defense kinds given as what unset resolves to unset: the key it gives them),
-    wherever it ran (hand-made records share settings across seeds); its strength is the recorded one only where no
-    option of its settings sets it (:func:`_point`)."""
+    them, ``Protection.revision``, ``Attack.revision``; a default given in one), the one the current code keys, else
+    the one ``written`` last (key: when; else the last given), so a table never counts one seed twice; (key, why) for
+    each left out. A run is its record's coordinates and its settings as the current code reads them (defaults of
+    settings added since filled in, ``device`` left out, roles and defense kinds given as what unset resolves to left
+    unset: the key it gives them), wherever it ran (hand-made records share settings across seeds); its strength is
+    the recorded one only where no option of its settings sets it (:func:`_point`)."""
     when = written or {}
     by_place: dict[tuple, list[RunRecord]] = {}
     for r in records:
