@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from vflpriv.common.errors import DamagedRecordError
+from vflpriv.common.errors import DamagedRecordError, RepeatedSeedError
 from vflpriv.common.lazy import Lazy
 from vflpriv.store.feature_fields import errors_of, errors_problem
 
@@ -182,12 +182,9 @@ def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN, feature_margi
     """The test over the records of one setting (attack, phase, defense, strength and every other setting), one per
     seed: per sample where every record holds its per-target outcomes (a feature attack's: its per-target errors), else
     per seed. Records without a prior are left out (:func:`measured`); a seed that appears twice is refused: it would
-    count one training's outcome twice and narrow the interval."""
+    count one training's outcome twice and narrow the interval (:func:`refuse_repeated_seeds`)."""
     ok = measured(records).sort_values("seed")
-    repeated = sorted(set(ok.loc[ok["seed"].duplicated(), "seed"]))
-    if repeated:
-        raise ValueError(f"seed(s) {', '.join(map(str, repeated))} appear more than once among the records of one "
-                         "leakage test; each seed counts once (keep apart the settings that tell the records apart)")
+    refuse_repeated_seeds(ok)
     if len(ok) and is_features(ok):
         return error_paired_leakage(*per_target(ok), margin=feature_margin)
     if len(ok) and {"attack_hits", "prior_hits"} <= set(ok) and all(
@@ -195,6 +192,21 @@ def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN, feature_margi
             for a, p in zip(ok["attack_hits"], ok["prior_hits"])):
         return sample_paired_leakage(list(ok["attack_hits"]), list(ok["prior_hits"]), margin=margin)
     return paired_leakage(ok["attack_accuracy"].to_numpy(), ok["prior_accuracy"].to_numpy(), margin=margin)
+
+
+def refuse_repeated_seeds(records: pd.DataFrame) -> None:
+    """A :class:`RepeatedSeedError` naming the records (their keys, where they have them) of each seed that appears
+    more than once among ``records`` and what to do."""
+    repeated = sorted(set(records.loc[records["seed"].duplicated(), "seed"]))
+    if not repeated:
+        return
+    named = "; ".join(f"seed {seed}: runs {', '.join(map(str, records.loc[records['seed'] == seed, 'key']))}"
+                      for seed in repeated) if "key" in records else ""
+    raise RepeatedSeedError(
+        f"seed(s) {', '.join(map(str, repeated))} appear more than once among the records of one leakage test"
+        f"{f' ({named})' if named else ''}, whose settings as the tables read them do not tell them apart, and each "
+        "seed counts once: keep one record of each seed in the store (delete the others, e.g. sqlite3 results.sqlite "
+        "\"DELETE FROM runs WHERE key = '<key>'\"), or write the runs that differ into separate stores")
 
 
 def per_target(records: pd.DataFrame) -> tuple[list[np.ndarray], list[np.ndarray]]:
