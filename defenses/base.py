@@ -240,13 +240,11 @@ class Protection(DefensePoints, ABC):
 
     @classmethod
     def incompatible(cls, *, dataset) -> str:
-        """Why the defense cannot protect a task on ``dataset`` (beyond ``binary_only``), or "" when it can: the planner
-        refuses it with this reason."""
+        """Why the defense cannot protect a task on ``dataset`` (beyond ``binary_only``; the planner refuses it), or ""."""
         return ""
 
     def privacy_spent(self) -> float | None:
-        """The privacy this defense spent in the training, as an epsilon (a DP defense with an accountant), or
-        None when it makes no such claim."""
+        """The epsilon this defense spent in the training (a DP defense with an accountant), or None (no claim)."""
         return None
 
     def privacy_delta(self) -> float:

@@ -15,10 +15,9 @@ noise multiplier sigma (higher is stronger); 0 is the identity (no clipping, no 
 
 The argument (``privacy_spent``; written for the README too):
 
-- Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels,
-  the other parties' features, alignment and batches are the same. Where a preprocessing fitted on the training rows
-  makes the features (``VerticalDataset.fitted_features``: standardised, min-max scaled, category-coded), one sample's
-  raw features move every row: no training epsilon (``covers_data``; undeclared: fail closed); fixed scalings keep it.
+- Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels, the
+  other parties' features, alignment and batches are the same. A preprocessing fitted on the training rows
+  (``VerticalDataset.fitted_features``) moves every row with one sample: no training epsilon (``covers_data``).
 - Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own sample
   (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
   construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer, no
@@ -28,23 +27,23 @@ The argument (``privacy_spent``; written for the README too):
   every parameter, buffer and batch exactly an ``nn.Parameter`` / ``torch.Tensor`` (at every forward). The claim also
   assumes what ``HOOKS_ASSUMED`` names: no hooks registered by other code (torch lists hooks through no public API), no
   change to the bottom after a shape's first forward, no rows but the shared predict's marked as test rows, every
-  feature use declared. The probes run with real ``nn.Parameter`` weights and the
-  wrapper's input is compared with the batch at each update, so a hook mixing rows on the batch's values at the checked
-  update fails the run, but one gated on values the batch lacks, on what only the probes do, or acting only at inference
-  or after the checked update is not seen); for any other the checks below test it on the batch's values and cannot
-  prove it (replace-one allows any value: a mixing gated on values the batch lacks, e.g. batch-mean imputation where a
-  NaN appears, passes), so such a bottom records no training epsilon (the run's notes say why). Any other is checked on
-  probes (``row_checks``: copies of the batch keeping some rows and replacing the others, every pair of rows kept apart
-  in one, from the run's seed): its rows in float64 and as trained, its buffers' new values and, on the tape, the rows'
-  gradients under 0/w weights and each row's records at every trainable layer (input and output gradient: what the
-  update reads; ``tape_checks``). They run at the first update of each training with two rows or more, and only there:
-  not at inference, not in a training without an update (its releases then get no epsilon: fail closed), not later
-  (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not seen); nor is a mixing
-  the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within the checks' tolerances
-  (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it larger). Where the
-  premise holds, sample i's features enter an exchange only through its own row and its own per-sample gradient.
-  Replacing them moves its clipped row by at most 2C and its clipped gradient by at most 2C_g: each release of its row
-  and each DP-SGD step that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
+  feature use declared. The probes run with real ``nn.Parameter`` weights and the wrapper's input is compared with the
+  batch at each update, so a hook mixing rows on the batch's values at the checked update fails the run, but one gated
+  on values the batch lacks, on what only the probes do, or acting only at inference or after the checked update is not
+  seen); for any other the checks below test it on the batch's values and cannot prove it (replace-one allows any value:
+  a mixing gated on values the batch lacks, e.g. batch-mean imputation where a NaN appears, passes), so such a bottom
+  records no training epsilon (the run's notes say why). Any other is checked on probes (``row_checks``: copies of the
+  batch keeping some rows and replacing the others, every pair of rows kept apart in one, from the run's seed): its rows
+  in float64 and as trained, its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each
+  row's records at every trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run
+  at the first update of each training with two rows or more, and only there: not at inference, not in a training
+  without an update (its releases then get no epsilon: fail closed), not later (mixing that starts after it, e.g. a
+  plugin written to behave only at its first update, is not seen); nor is a mixing the probes' repeated rows leave
+  unchanged, or one whose effect on the batch's rows is within the checks' tolerances (1e-10 relative in float64, 8 ulps
+  as trained, per row; a neighbour of large norm could make it larger). Where the premise holds, sample i's features
+  enter an exchange only through its own row and its own per-sample gradient. Replacing them moves its clipped row by at
+  most 2C and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it is a
+  Gaussian mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
   function of those noisy outputs, of a bottom initialised independently of the data (checked where it could fail: a
   bottom whose first training forward changes a parameter, a data-dependent initialisation such as Glow's ActNorm, fails
@@ -54,33 +53,30 @@ The argument (``privacy_spent``; written for the README too):
   release at inference of a training row: ``finetune.validation``) and every DP-SGD step including it (one per exchange
   and per FedBCD local update), each at sample rate 1, in Opacus' RDP accountant; epsilon is the worst sample's, at
   ``delta``.
-- The noise: from the defense's generator, seeded from the run's seed (in every record) for reproducibility: one who
-  knows the seed regenerates and strips it, so the bound assumes the adversary does not know the generator's state
-  (review fe F3; said in the run's notes); ``options.secure_noise`` seeds it from OS entropy (not reproducible).
-- What it covers: the shared finetuning loop, from a bottom initialised from the seed alone. It does not cover a
-  method that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on
-  them; FedCSSL and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained
-  without DP-SGD (``private_bottom=false``: every later row depends on every sample's features through its
-  parameters), BatchNorm statistics re-estimated on the training rows (``finetune.bn_recalibrate``), or a release of
-  the victim's rows without sample ids other than inference's (test rows: no training sample can be charged with it;
-  fail closed). There no epsilon is recorded and the run's notes say why.
+- The noise: seeded from the run's seed (in every record; one who knows it strips the noise), so the bound assumes the
+  adversary does not know the generator's state (review fe F3; the notes say so); ``options.secure_noise``: OS entropy.
+- What it covers: the shared finetuning loop, from a bottom initialised from the seed alone. It does not cover a method
+  that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on them; FedCSSL
+  and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained without DP-SGD
+  (``private_bottom=false``: every later row depends on every sample's features through its parameters), BatchNorm
+  statistics re-estimated on the training rows (``finetune.bn_recalibrate``), or a release of the victim's rows without
+  sample ids other than inference's (test rows: no training sample can be charged with it; fail closed). There no
+  epsilon is recorded and the run's notes say why.
 - A method whose finetuning makes no update of the victim's bottom from a received gradient calls no
-  ``passive_backward`` (SS-VFL-I's frozen encoders released once; one-shot VFL's local semi-supervised training):
-  that point is optional (``optional_points``), the rows are the whole mechanism there, and with nothing to make
-  private no BatchNorm layer is frozen (DP-SGD and the freezing act only where the point is called). No training
-  epsilon is recorded there: the planner cannot see whether such a loop updates the bottom some other way (both
-  built-in methods do, and say so in ``feature_uses``), so a frozen-bottom plugin loses a claim that would hold; the
-  per-release note for the test rows below still holds.
+  ``passive_backward`` (SS-VFL-I's frozen encoders released once; one-shot VFL's local semi-supervised training): that
+  point is optional (``optional_points``), the rows are the whole mechanism there, and with nothing to make private no
+  BatchNorm layer is frozen (DP-SGD and the freezing act only where the point is called). No training epsilon is
+  recorded there: the planner cannot see whether such a loop updates the bottom some other way (both built-in methods
+  do, and say so in ``feature_uses``); the per-release note for the test rows below still holds.
 - What still holds then: one release of a frozen bottom. At inference each test sample's row passes the mechanism
   through a bottom that never saw it, in eval mode (rows independent): a Gaussian mechanism of multiplier sigma / 2 per
   release for that sample, whatever trained the bottom. The note gives that epsilon; it is not the training's.
 
-SecretFlow's ``GaussianEmbeddingDP`` clips and noises each row and accounts it as sampled Gaussian steps at sample
-rate B / n: it charges sensitivity C for the replace-one relation (2C), ignores that its base model trains
-non-privately on the same features (so a row of epoch 2 depends on every sample through the weights), and that
-BatchNorm couples the rows. Its epsilon bounds none of that; this one bounds what it says and is absent elsewhere.
-The feature epsilon is recorded in its own column (``epsilon_features``), never added to a label-DP epsilon: the two
-claims have different neighbouring relations.
+SecretFlow's ``GaussianEmbeddingDP`` clips and noises each row and accounts it as sampled Gaussian steps at sample rate
+B / n: it charges sensitivity C for the replace-one relation (2C), ignores that its base model trains non-privately on
+the same features (a row of epoch 2 depends on every sample through the weights), and that BatchNorm couples the rows.
+Its epsilon bounds none of that; this one bounds what it says and is absent elsewhere. The feature epsilon is in its own
+column (``epsilon_features``), never added to a label-DP epsilon: the two claims have different neighbouring relations.
 """
 
 from __future__ import annotations

@@ -214,6 +214,18 @@ DEFENSES.register("t-declared-delta", _DeclaredDelta)
 DEFENSES.register("t-few-steps", _FewSteps)
 
 
+class _AnyData(EmbeddingDP):
+    """Declares that it reads no features, and says its claim holds on any data (fitted preprocessing too)."""
+
+    reads_features = False
+
+    def covers_data(self, dataset):
+        return ""
+
+
+DEFENSES.register("t-any-data", _AnyData)
+
+
 def test_an_epsilon_computed_by_a_plugin_s_accounting_is_not_recorded_whatever_it_declares():
     (record,) = run(_config({"name": "t-declared-spent", "strength": 1.0, "sweep": True}))
     assert math.isnan(record.epsilon) and "t-declared-spent: no epsilon recorded: t-declared-spent: its accounting " \
@@ -222,6 +234,8 @@ def test_an_epsilon_computed_by_a_plugin_s_accounting_is_not_recorded_whatever_i
     assert "its accounting (_DeclaredDelta.privacy_delta()) is not vflpriv's own code" in p.defenses[0].uncovered
     p = plan(_config({"name": "t-few-steps", "strength": 4.0, "sweep": True}))  # the count uses() composes
     assert "its accounting (_FewSteps.steps()) is not vflpriv's own code" in p.defenses[0].uncovered
+    p = plan(_config({"name": "t-any-data", "strength": 4.0, "sweep": True}))  # review fe F1's data check
+    assert "its accounting (_AnyData.covers_data()) is not vflpriv's own code" in p.defenses[0].uncovered
     binary = {"dataset": {"name": "breast-cancer"}, "partition": {"labeled": 60, "aux": 20}}
     with pytest.raises(IncompatibleError, match="marvell reads the active party's labels around it"):  # it vouches not
         plan(_config(DP, {"name": "t-declared-spent", "strength": 2.0}, {"name": "marvell", "strength": 1.0}, **binary))
