@@ -26,7 +26,7 @@ from vflpriv.store.sqlite import read_store
 from vflpriv.tradeoff.cap import cap_table, strength_summary
 from vflpriv.tradeoff.worst_case import with_worst_case
 from vflpriv.tradeoff.epsilon import epsilon_table
-from vflpriv.tradeoff.variants import with_variants
+from vflpriv.tradeoff.variants import one_spelling, with_variants
 
 
 def load_results(store: Path | str) -> pd.DataFrame:
@@ -120,8 +120,6 @@ def _as_run(record: RunRecord) -> RunRecord:
     defaults unset), so that the variants are named from one spelling of a run: a setting whose seeds were written
     both ways is one row, not two (review rec2 R1). Settings giving neither, or unreadable, stay as written."""
     from vflpriv.config.schema import RunConfig
-    from vflpriv.runner.adversaries import without_default_roles
-    from vflpriv.runner.defense_planning import without_default_kinds
 
     try:
         data = json.loads(record.config)
@@ -129,7 +127,7 @@ def _as_run(record: RunRecord) -> RunRecord:
         if attack.get("adversary") is None and attack.get("victim") is None and not any(
                 d.get("kinds") is not None for d in data.get("defenses") or []):
             return record
-        run = without_default_kinds(without_default_roles(RunConfig.model_validate(data)))
+        run = one_spelling(RunConfig.model_validate(data))
     except Exception:  # noqa: BLE001 - settings the current code cannot read: as written
         return record
     return replace(record, config=json.dumps(run.as_read().model_dump(mode="json"), sort_keys=True))
@@ -140,12 +138,10 @@ def _run_of(record: RunRecord) -> tuple[str, str]:
     their defaults unset (``device`` is not keyed), and how it reads them (:data:`KEPT`); where it cannot read them,
     their text without ``device``, and "unread"."""
     from vflpriv.config.schema import RunConfig
-    from vflpriv.runner.adversaries import without_default_roles
-    from vflpriv.runner.defense_planning import without_default_kinds
 
     try:
         settings = RunConfig.model_validate_json(record.config)
-        run = without_default_kinds(without_default_roles(settings))
+        run = one_spelling(settings)
         return run.key(), "current" if settings.key() == record.key else "earlier"
     except Exception:  # noqa: BLE001 - settings the current code cannot read: grouped by their text
         try:
