@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from vflpriv.store.sqlite import read_store
 from vflpriv.tradeoff.cap import cap_table, strength_summary
 from vflpriv.tradeoff.worst_case import with_worst_case
 from vflpriv.tradeoff.epsilon import epsilon_table
-from vflpriv.tradeoff.variants import with_variants
+from vflpriv.tradeoff.variants import one_spelling, with_variants
 
 
 def load_results(store: Path | str) -> pd.DataFrame:
@@ -46,7 +46,7 @@ def load_results(store: Path | str) -> pd.DataFrame:
                               f"run {found.damaged[0][0]}: {found.damaged[0][1]})")
         raise ConfigError(f"results store {path} holds no runs; write runs into it with evaluate, sweep or audit")
     records, superseded = current_records(found.records, written=found.written)
-    frame = with_variants(pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns()))
+    frame = with_variants(pd.DataFrame([_as_run(r).to_dict() for r in records], columns=RunRecord.columns()))
     frame.attrs["damaged"] = found.damaged
     frame.attrs["superseded"] = superseded
     return frame
@@ -115,17 +115,33 @@ def _point(record: RunRecord) -> tuple:
     return ("set by an option",) if option else ("recorded", record.strength)
 
 
+def _as_run(record: RunRecord) -> RunRecord:
+    """``record`` with its settings as :func:`current_records` groups them (roles and defense kinds given as their
+    defaults unset), so that the variants are named from one spelling of a run: a setting whose seeds were written
+    both ways is one row, not two (review rec2 R1). Settings giving neither, or unreadable, stay as written."""
+    from vflpriv.config.schema import RunConfig
+
+    try:
+        data = json.loads(record.config)
+        attack = data.get("attack") or {}
+        if attack.get("adversary") is None and attack.get("victim") is None and not any(
+                d.get("kinds") is not None for d in data.get("defenses") or []):
+            return record
+        run = one_spelling(RunConfig.model_validate(data))
+    except Exception:  # noqa: BLE001 - settings the current code cannot read: as written
+        return record
+    return replace(record, config=json.dumps(run.as_read().model_dump(mode="json"), sort_keys=True))
+
+
 def _run_of(record: RunRecord) -> tuple[str, str]:
     """The run a record is of: the key the current code gives its settings with the roles and defense kinds that are
     their defaults unset (``device`` is not keyed), and how it reads them (:data:`KEPT`); where it cannot read them,
     their text without ``device``, and "unread"."""
     from vflpriv.config.schema import RunConfig
-    from vflpriv.runner.adversaries import without_default_roles
-    from vflpriv.runner.defense_planning import without_default_kinds
 
     try:
         settings = RunConfig.model_validate_json(record.config)
-        run = without_default_kinds(without_default_roles(settings))
+        run = one_spelling(settings)
         return run.key(), "current" if settings.key() == record.key else "earlier"
     except Exception:  # noqa: BLE001 - settings the current code cannot read: grouped by their text
         try:

@@ -45,6 +45,7 @@ import pandas as pd
 from vflpriv.common.errors import DamagedRecordError, RepeatedSeedError
 from vflpriv.common.lazy import Lazy
 from vflpriv.store.feature_fields import errors_of, errors_problem
+from vflpriv.store.folders import STORE_NAME
 
 stats = Lazy("scipy.stats")  # imported at the first test
 
@@ -205,7 +206,7 @@ def refuse_repeated_seeds(records: pd.DataFrame) -> None:
     raise RepeatedSeedError(
         f"seed(s) {', '.join(map(str, repeated))} appear more than once among the records of one leakage test"
         f"{f' ({named})' if named else ''}, whose settings as the tables read them do not tell them apart, and each "
-        "seed counts once: keep one record of each seed in the store (delete the others, e.g. sqlite3 results.sqlite "
+        f"seed counts once: keep one record of each seed in the store (delete the others, e.g. sqlite3 {STORE_NAME} "
         "\"DELETE FROM runs WHERE key = '<key>'\"), or write the runs that differ into separate stores")
 
 

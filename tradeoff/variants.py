@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported where a frame is made: the audit's planning imports this module for acts_on
     import pandas as pd
 
+    from vflpriv.config.schema import RunConfig
+
 #: Keys that are the table's own axes (or cannot change results), never part of a variant.
 OWN_AXES = {"method.name", "dataset.name", "attack.name", "attack.phase", "seed", "device"}
 #: The cell whose runs are compared for every setting but an attack's own (:data:`PER_ATTACK`).
@@ -29,6 +31,15 @@ CELL = ["method", "dataset", "defense", "phase"]
 ROLES = ("attack.adversary", "attack.victim")
 #: Settings that belong to one attack: compared only within that attack's runs.
 PER_ATTACK = ("attack.options.", "attack.search_space.")
+
+
+def one_spelling(run: RunConfig) -> RunConfig:
+    """``run`` with the roles and defense kinds it gives as their defaults unset: one spelling of the run, whichever
+    way its records were written (an audit names its feature attacks' roles, evaluate need not)."""
+    from vflpriv.runner.adversaries import without_default_roles  # the registries: only where records are read
+    from vflpriv.runner.defense_planning import without_default_kinds
+
+    return without_default_kinds(without_default_roles(run))
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from vflpriv.cli import app
 from vflpriv.config.sweep import ExperimentConfig
-from vflpriv.reports.results import current_records
+from vflpriv.reports.results import current_records, load_results
 from vflpriv.runner.execution import roles_of
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import Store
@@ -98,3 +98,17 @@ def test_a_defense_with_the_kinds_unset_resolves_to_given_is_one_run_with_them_u
     unset, given, other = runs(None), runs(["gradient"]), runs(["embedding"])
     kept, superseded = current_records([_record(r) for r in given + unset + other])
     assert sorted(r.key for r in kept) == sorted(r.key() for r in unset + other) and len(superseded) == 2
+
+
+def test_a_setting_whose_seeds_were_written_with_defaults_given_and_unset_is_one_variant(tmp_path):
+    """Review rec2 R1: kinds given at seeds 0-2 and unset at seeds 0-1 (or a label attack's adversary given at seed 0,
+    unset at seed 1) were two variants of one setting, of 1 and 2 seeds; now one row of 3 (2) seeds."""
+    def iso(kinds, seeds):
+        return ExperimentConfig.model_validate({"defenses": [{"name": "iso", "sweep": True, "kinds": kinds}],
+                                                "strengths": [1.0], "seeds": list(seeds)}).runs()
+
+    records = [_record(r) for r in iso(["gradient"], (0, 1, 2)) + iso(None, (0, 1))]
+    records += [_record(r) for r in _runs({"name": "gc", "adversary": 1}, [0]) + _runs({"name": "gc"}, [1])]
+    frame = load_results(_store(tmp_path, records))
+    assert sorted(frame.groupby(["attack", "variant"])["seed"].nunique().to_dict().items()) == [
+        (("gc", ""), 2), (("mc", ""), 3)]
