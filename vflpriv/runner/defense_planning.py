@@ -13,6 +13,7 @@ from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.defenses.base import LABELS, Protection
+from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.engine import (
     ACTIVE_BACKWARD,
     ACTIVE_BATCH,
@@ -36,6 +37,7 @@ from vflpriv.common.declarations import vflpriv_own
 def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDataset, device: torch.device) -> list:
     """Every defense of ``config``, bound and checked against the method and against one another."""
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
+    _check_secrets(defenses)
     _check_backward(config, defenses)
     _check_passive_backward(config, defenses)
     _check_label_readers(config, defenses)
@@ -49,6 +51,14 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
                                     f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
                                     "(the noise acts and no epsilon is recorded), or use another method")
     return defenses
+
+
+def _check_secrets(defenses: list) -> None:
+    """Each defense's ``secrets``, as its class and the instance name them, is a set of the secrets vflpriv measures
+    (``declared_secrets``: a typo read as no secret, a string as letters, review l6 L6)."""
+    for d in defenses:
+        declared_secrets(type(d))
+        declared_secrets(d)
 
 
 def _check_backward(config: TrainingConfig, defenses: list) -> None:

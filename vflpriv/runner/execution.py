@@ -28,6 +28,7 @@ from vflpriv.config.keys import config_hash, loaded_code
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import LABEL_FIELDS, RunConfig, TrainingConfig
 from vflpriv.data.load import data_of
+from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.engine import (
     FINETUNE,
     INFERENCE,
@@ -352,7 +353,7 @@ def pretrain_key(config: TrainingConfig, method: Method | type) -> str:
         "method": config.method.model_dump(mode="json"),
         "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses
                      if d.phase == PRETRAIN or (reads_labels and "labels" in DEFENSES.get(d.name).supported_kinds)
-                     or (reads_features and "features" in DEFENSES.get(d.name).secrets)],
+                     or (reads_features and "features" in declared_secrets(DEFENSES.get(d.name)))],
         "seed": config.seed,
         # a pretraining that reads labels reads the canaries' too, drawn with the canary key
         **({"canary_key": fingerprint(canary_key())} if reads_labels and config.partition.canaries else {}),
