@@ -31,5 +31,6 @@ def declared_secrets(defense: object) -> frozenset[str]:
     value = getattr(defense, "secrets", None)
     if isinstance(value, (set, frozenset)) and value <= set(SECRETS):
         return frozenset(value)
-    raise ConfigError(f"defense class {cls.__module__}.{cls.__qualname__}: its secrets are {value!r:.60}; give a set or "
-                      f"frozenset of {', '.join(map(repr, SECRETS))} (the secrets it claims to protect), or an empty one")
+    raise ConfigError(f"defense class {cls.__module__}.{cls.__qualname__}: its secrets are {value!r:.60}; give a "
+                      f"set or frozenset of {', '.join(map(repr, SECRETS))} (the secrets it claims to protect), or an "
+                      "empty one")
