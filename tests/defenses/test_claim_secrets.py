@@ -71,3 +71,11 @@ def test_a_plugin_s_guards_voids_the_feature_claim():
                             attack={"name": "fi-decoder", "victim": 2, "prior": "none"}))
     assert record.victim == "2" and math.isnan(record.epsilon_features)
     assert "its accounting (EdpGuardsAll.guards()) is not vflpriv's own code" in record.notes
+
+
+def test_a_claim_on_both_secrets_says_why_no_label_epsilon_is_recorded(monkeypatch):
+    """Review l6 L7: the run's note said only that the feature epsilon does not apply to a label attack."""
+    monkeypatch.setattr(LabelDP, "secrets", frozenset({"labels", "features"}))  # a vflpriv class claiming both
+    (record,) = run(_config({"name": "label-dp", "strength": 1.0, "sweep": True}))
+    assert math.isnan(record.epsilon) and math.isnan(record.epsilon_features)
+    assert "label-dp: no label epsilon recorded: it claims the labels and the features with one epsilon" in record.notes

@@ -347,6 +347,9 @@ def claimed(defenses: list[Protection]) -> tuple[list[tuple[float, float]], list
 
 def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
     """Why ``d``'s epsilon is not recorded under the secrets it names (``secrets``: :func:`claim_secrets`), or ''."""
+    if secrets == {"labels", "features"}:  # the run's note on the feature epsilon alone said nothing of the labels
+        return (f"{d.name}: no label epsilon recorded: it claims the labels and the features with one epsilon, "
+                "recorded as the feature epsilon only, where it guards the record's victim")
     if secrets:
         return ""
     named = declared_secrets(d)
