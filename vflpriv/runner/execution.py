@@ -24,7 +24,7 @@ from vflpriv.common import metrics
 from vflpriv.common.errors import ChannelViolation, DivergedError, VflprivError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.common.seeding import generator
-from vflpriv.config.keys import config_hash, loaded_code
+from vflpriv.config.keys import config_hash, loaded_code, plugin_code
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import LABEL_FIELDS, RunConfig, TrainingConfig
 from vflpriv.data.load import data_of
@@ -335,7 +335,8 @@ def _method_code(method: type) -> str:
 
 
 def pretrain_key(config: TrainingConfig, method: Method | type) -> str:
-    """Hash of what pretraining can depend on: config parts, the data (``data_of``), the method's and vflpriv's code.
+    """Hash of what pretraining can depend on: config parts, the data (``data_of``), the method's and vflpriv's code,
+    and a plugin defense's among its defenses (``plugin_code``: an edited one pretrains anew, as its runs are).
     A pretraining reading no labels is shared across label budgets; one reading them is keyed by the label budget and
     every label defense (label DP changes the labels of every phase), as is, fail closed, a method with code of its own
     without ``label_uses`` declared beside it (``own_code``; ``feature_uses``: the feature defenses; review eps F1)."""
@@ -351,7 +352,8 @@ def pretrain_key(config: TrainingConfig, method: Method | type) -> str:
             mode="json", exclude=None if reads_labels else LABEL_FIELDS),
         "model": config.model.model_dump(mode="json"),
         "method": config.method.model_dump(mode="json"),
-        "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses
+        "defenses": [{**d.model_dump(mode="json", exclude={"sweep"}), **plugin_code(DEFENSES, d.name)}
+                     for d in config.defenses
                      if d.phase == PRETRAIN or (reads_labels and "labels" in DEFENSES.get(d.name).supported_kinds)
                      or (reads_features and "features" in declared_secrets(DEFENSES.get(d.name)))],
         "seed": config.seed,
