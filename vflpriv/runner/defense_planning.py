@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from vflpriv.common.components import built
+from vflpriv.common.declarations import vflpriv_own
 from vflpriv.common.errors import ConfigError, IncompatibleError, VflprivError
 from vflpriv.common.seeding import generator
 from vflpriv.config.parse import parse_options
@@ -30,8 +32,6 @@ from vflpriv.engine import (
 )
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
-from vflpriv.common.components import built
-from vflpriv.common.declarations import vflpriv_own
 
 
 def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDataset, device: torch.device) -> list:
