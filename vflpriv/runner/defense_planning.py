@@ -323,11 +323,11 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
 
 
 def claim_secrets(d: Protection) -> frozenset[str]:
-    """The secrets ``d``'s epsilon is recorded under: those the vflpriv-own class computing it (defining
-    ``privacy_spent``) names, narrowed to ``d``'s; a plugin's ``secrets`` may narrow them, never redirect them (an
-    embedding-dp subclass naming the labels recorded its feature epsilon as a label epsilon: review l6 L1)."""
-    accounting = _accounting(d)
-    return declared_secrets(accounting) & declared_secrets(d) if vflpriv_own(accounting) else frozenset()
+    """The secrets ``d``'s epsilon is recorded under: those the class computing it (defining ``privacy_spent``) names,
+    narrowed to ``d``'s; a plugin's ``secrets`` may narrow them, never redirect them (an embedding-dp subclass naming
+    the labels recorded its feature epsilon as a label epsilon: review l6 L1). Where that class is not vflpriv's own,
+    nothing is recorded (:func:`foreign_accounting`); planning still checks the reads of its secrets around it."""
+    return declared_secrets(_accounting(d)) & declared_secrets(d)
 
 
 def _accounting(d: Protection) -> type:
