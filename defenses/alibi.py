@@ -12,7 +12,12 @@ label as its target (the paper's Bayesian post-processing, Alg. 1), under a prio
   targets sharpen as the model learns what the noise hides;
 - ``uniform`` (the reference's ``map``): a fixed posterior, computed once.
 
-Both are post-processings of z and of the model (itself trained on post-processings of z): eps-label-DP. Any other
+Both are post-processings of z and of the model (itself trained on post-processings of z): eps-label-DP, for
+neighbouring label sets that share the training set and the partition's sets (labeled, auxiliary, canaries,
+validation), drawn before the mechanism and not always independently of the labels: the eps holds given those sets
+(``defenses/dp_gaussian.py``, "Neighbouring relation"). The Laplace noise is drawn from the defense's generator,
+seeded from the run's seed (in every record) for reproducibility: the eps assumes the adversary does not know that
+generator's state (review fe F3). Any other
 use of the labels reads the uniform posterior's argmax. Strength axis: epsilon (lower is stronger); +inf is the
 identity. At epsilon 0 the noise scale is infinite: the limit of the mechanism releases nothing of the label, so the
 log-likelihood is flat (the posterior is the prior: uniform, or the model's own prediction) and the argmax of the flat
@@ -28,15 +33,15 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from pydantic import Field
 
-from vflpriv.config.options import Options
 from vflpriv.defenses.base import LABELS, LabelDefense, StrengthAxis
+from vflpriv.defenses.noise import NoiseOptions
 from vflpriv.engine.hooks import SOFT_LABELS, SOFT_TARGETS
 
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation
 
 
-class AlibiOptions(Options):
+class AlibiOptions(NoiseOptions):
     prior: Literal["model", "uniform"] = Field(
         "model", description="the prior of the posterior the active party trains on: model (its current prediction, at "
         "every update: the reference code's default, mapwithprior) or uniform (fixed once: map)")

@@ -240,13 +240,11 @@ class Protection(DefensePoints, ABC):
 
     @classmethod
     def incompatible(cls, *, dataset) -> str:
-        """Why the defense cannot protect a task on ``dataset`` (beyond ``binary_only``), or "" when it can: the planner
-        refuses it with this reason."""
+        """Why the defense cannot protect a task on ``dataset`` (beyond ``binary_only``; the planner refuses it), or ""."""
         return ""
 
     def privacy_spent(self) -> float | None:
-        """The privacy this defense spent in the training, as an epsilon (a DP defense with an accountant), or
-        None when it makes no such claim."""
+        """The epsilon this defense spent in the training (a DP defense with an accountant), or None (no claim)."""
         return None
 
     def privacy_delta(self) -> float:
@@ -268,6 +266,19 @@ class Protection(DefensePoints, ABC):
         """'' where the privacy claim (``privacy_spent``) holds for everything ``method`` does with the secret it
         protects, else why it does not; a defense that claims nothing covers everything."""
         return ""
+
+    def covers_data(self, dataset) -> str:
+        """'' where a features claim's relation holds on ``dataset``, else why not: a preprocessing fitted on the
+        training rows (``VerticalDataset.fitted_features``; undeclared: fail closed) moves every row with one sample."""
+        declared = dataset.fitted_features
+        if "features" not in self.secrets:
+            return ""
+        if declared is None:
+            return f"dataset {dataset.name} declares no fitted_features (a fitted preprocessing?): no feature epsilon"
+        parties = range(1, dataset.parties) if self.party == PASSIVE else [self.party]
+        fitted = [f"party {p}'s features are {declared[p]}" for p in parties if declared[p]]
+        return (f"{dataset.name}: {'; '.join(fitted)}, so one sample's raw features move every row (outside the "
+                "replace-one relation): no feature epsilon") if fitted else ""
 
     def notes(self) -> str:
         """What the run's notes say about its claim after training beyond the epsilon (a narrower claim that holds

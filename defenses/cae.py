@@ -48,7 +48,7 @@ class CAEOptions(Options):
     batch_size: int = Field(128, ge=2, description="(SecretFlow: 128)")
     lr: float = Field(5e-4, gt=0, description="Adam's lr (SecretFlow: 5e-4)")
     temperature: float = Field(0.025, ge=1e-3, description="T sharpening the random label rows (SecretFlow: 0.025; "
-                               "at least 0.001: the rows are one-hot there already)")
+                               "at least 0.001: the map is finite at any T, its float32 error grows as 1/T)")
 
 
 class DCAEOptions(CAEOptions):

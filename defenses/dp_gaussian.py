@@ -12,7 +12,14 @@ clipping either), bit for bit.
 The argument (written for the README too):
 
 - Neighbouring relation: two training sets that differ in one sample's label (label DP); features, alignment and
-  batches are the same (they hold no label).
+  batches are the same (they hold no label), and so are the training set as the loader split it and the partition's
+  sets (which samples are labeled, the adversary's auxiliary ones, the canaries, the ``finetune.validation``
+  hold-out): public, drawn from the seed before any training. They are not all drawn independently of the labels
+  (review fe F1's label twin): the loaders' train/test splits are stratified by label, and with
+  ``partition.aux_source=labeled`` the auxiliary samples are drawn per class among the labeled ones and the canaries
+  and the validation samples among those left, so there one label can change which samples are canaries or trained
+  on. The epsilon (this one, label-dp's and alibi's) bounds what the training reveals of the labels given those sets,
+  not what their draw reveals.
 - Sensitivity: a sample's label enters one update only through its own loss, so it changes only its own clipped
   vector, by at most 2C in L2 (both versions have norm <= C): the sample's rows of the messages and its share of the
   noisy sum. The top has no layer coupling samples (Linear, MLP or sum); BatchNorm in a bottom couples samples through
@@ -24,6 +31,9 @@ The argument (written for the README too):
   amplification by subsampling is claimed: a sample's label is charged for every update that reads it (epochs x
   FedBCD updates per exchange), each at sample rate 1, in Opacus' RDP accountant (``privacy_spent``; counted per
   sample as it really happens, so any loop is charged what it did). epsilon is reported at ``delta``.
+- The noise: from the defense's generator, seeded from the run's seed (in every record) for reproducibility: one who
+  knows the seed regenerates and strips it, so the bound assumes the adversary does not know the generator's state
+  (review fe F3; said in the run's notes); ``options.secure_noise`` seeds it from OS entropy (not reproducible).
 - What it covers: the shared finetuning loop's every label use, and nothing else. A method declares every place it
   reads labels outside that loop (``Method.label_uses``: VFLHLP's supervised step 1 that finetuning starts from,
   one-shot and few-shot VFL's gradient, server classifier and probabilities before their end-to-end loop, a plugin's
@@ -55,15 +65,15 @@ from pydantic import Field
 from torch import nn
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.options import Options
 from vflpriv.defenses.base import StrengthAxis, TrainingDefense
+from vflpriv.defenses.noise import NoiseOptions
 from vflpriv.engine.hooks import ACTIVE_BACKWARD
 
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation
 
 
-class GaussianDPOptions(Options):
+class GaussianDPOptions(NoiseOptions):
     clip: float = Field(1.0, gt=0, description="C: each sample's joint gradient (parameters and sent rows) is clipped "
                                                "to this L2 norm")
     delta: float = Field(1e-5, gt=0, lt=1, description="delta of the (epsilon, delta) the accountant reports; "

@@ -15,8 +15,9 @@ noise multiplier sigma (higher is stronger); 0 is the identity (no clipping, no 
 
 The argument (``privacy_spent``; written for the README too):
 
-- Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels,
-  the other parties' features, alignment and batches are the same.
+- Neighbouring relation: two training sets that differ in one sample's features at the victim (replace-one). Labels, the
+  other parties' features, alignment and batches are the same. A preprocessing fitted on the training rows
+  (``VerticalDataset.fitted_features``) moves every row with one sample: no training epsilon (``covers_data``).
 - Sensitivity: the premise is that each row, and each sample's part of a DP-SGD update, is a function of its own sample
   (BatchNorm frozen, no layer coupling rows, no state carried from earlier batches). vflpriv's own bottoms hold it by
   construction (``own_modules``: every module one of vflpriv's whose forward was read or a row-wise torch.nn layer, no
@@ -26,23 +27,23 @@ The argument (``privacy_spent``; written for the README too):
   every parameter, buffer and batch exactly an ``nn.Parameter`` / ``torch.Tensor`` (at every forward). The claim also
   assumes what ``HOOKS_ASSUMED`` names: no hooks registered by other code (torch lists hooks through no public API), no
   change to the bottom after a shape's first forward, no rows but the shared predict's marked as test rows, every
-  feature use declared. The probes run with real ``nn.Parameter`` weights and the
-  wrapper's input is compared with the batch at each update, so a hook mixing rows on the batch's values at the checked
-  update fails the run, but one gated on values the batch lacks, on what only the probes do, or acting only at inference
-  or after the checked update is not seen); for any other the checks below test it on the batch's values and cannot
-  prove it (replace-one allows any value: a mixing gated on values the batch lacks, e.g. batch-mean imputation where a
-  NaN appears, passes), so such a bottom records no training epsilon (the run's notes say why). Any other is checked on
-  probes (``row_checks``: copies of the batch keeping some rows and replacing the others, every pair of rows kept apart
-  in one, from the run's seed): its rows in float64 and as trained, its buffers' new values and, on the tape, the rows'
-  gradients under 0/w weights and each row's records at every trainable layer (input and output gradient: what the
-  update reads; ``tape_checks``). They run at the first update of each training with two rows or more, and only there:
-  not at inference, not in a training without an update (its releases then get no epsilon: fail closed), not later
-  (mixing that starts after it, e.g. a plugin written to behave only at its first update, is not seen); nor is a mixing
-  the probes' repeated rows leave unchanged, or one whose effect on the batch's rows is within the checks' tolerances
-  (1e-10 relative in float64, 8 ulps as trained, per row; a neighbour of large norm could make it larger). Where the
-  premise holds, sample i's features enter an exchange only through its own row and its own per-sample gradient.
-  Replacing them moves its clipped row by at most 2C and its clipped gradient by at most 2C_g: each release of its row
-  and each DP-SGD step that includes it is a Gaussian mechanism of noise multiplier sigma / 2 for it.
+  feature use declared. The probes run with real ``nn.Parameter`` weights and the wrapper's input is compared with the
+  batch at each update, so a hook mixing rows on the batch's values at the checked update fails the run, but one gated
+  on values the batch lacks, on what only the probes do, or acting only at inference or after the checked update is not
+  seen); for any other the checks below test it on the batch's values and cannot prove it (replace-one allows any value:
+  a mixing gated on values the batch lacks, e.g. batch-mean imputation where a NaN appears, passes), so such a bottom
+  records no training epsilon (the run's notes say why). Any other is checked on probes (``row_checks``: copies of the
+  batch keeping some rows and replacing the others, every pair of rows kept apart in one, from the run's seed): its rows
+  in float64 and as trained, its buffers' new values and, on the tape, the rows' gradients under 0/w weights and each
+  row's records at every trainable layer (input and output gradient: what the update reads; ``tape_checks``). They run
+  at the first update of each training with two rows or more, and only there: not at inference, not in a training
+  without an update (its releases then get no epsilon: fail closed), not later (mixing that starts after it, e.g. a
+  plugin written to behave only at its first update, is not seen); nor is a mixing the probes' repeated rows leave
+  unchanged, or one whose effect on the batch's rows is within the checks' tolerances (1e-10 relative in float64, 8 ulps
+  as trained, per row; a neighbour of large norm could make it larger). Where the premise holds, sample i's features
+  enter an exchange only through its own row and its own per-sample gradient. Replacing them moves its clipped row by at
+  most 2C and its clipped gradient by at most 2C_g: each release of its row and each DP-SGD step that includes it is a
+  Gaussian mechanism of noise multiplier sigma / 2 for it.
 - Composition: everything the adversary (the active party, the server) receives and everything the victim holds is a
   function of those noisy outputs, of a bottom initialised independently of the data (checked where it could fail: a
   bottom whose first training forward changes a parameter, a data-dependent initialisation such as Glow's ActNorm, fails
@@ -52,30 +53,30 @@ The argument (``privacy_spent``; written for the README too):
   release at inference of a training row: ``finetune.validation``) and every DP-SGD step including it (one per exchange
   and per FedBCD local update), each at sample rate 1, in Opacus' RDP accountant; epsilon is the worst sample's, at
   ``delta``.
-- What it covers: the shared finetuning loop, from a bottom initialised from the seed alone. It does not cover a
-  method that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on
-  them; FedCSSL and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained
-  without DP-SGD (``private_bottom=false``: every later row depends on every sample's features through its
-  parameters), BatchNorm statistics re-estimated on the training rows (``finetune.bn_recalibrate``), or a release of
-  the victim's rows without sample ids other than inference's (test rows: no training sample can be charged with it;
-  fail closed). There no epsilon is recorded and the run's notes say why.
+- The noise: seeded from the run's seed (in every record; one who knows it strips the noise), so the bound assumes the
+  adversary does not know the generator's state (review fe F3; the notes say so); ``options.secure_noise``: OS entropy.
+- What it covers: the shared finetuning loop, from a bottom initialised from the seed alone. It does not cover a method
+  that uses the victim's features elsewhere (``Method.feature_uses``: a pretraining trains the bottom on them; FedCSSL
+  and FedHSSL send projections of them and, with PMA, parameters trained on them), a bottom trained without DP-SGD
+  (``private_bottom=false``: every later row depends on every sample's features through its parameters), BatchNorm
+  statistics re-estimated on the training rows (``finetune.bn_recalibrate``), or a release of the victim's rows without
+  sample ids other than inference's (test rows: no training sample can be charged with it; fail closed). There no
+  epsilon is recorded and the run's notes say why.
 - A method whose finetuning makes no update of the victim's bottom from a received gradient calls no
-  ``passive_backward`` (SS-VFL-I's frozen encoders released once; one-shot VFL's local semi-supervised training):
-  that point is optional (``optional_points``), the rows are the whole mechanism there, and with nothing to make
-  private no BatchNorm layer is frozen (DP-SGD and the freezing act only where the point is called). No training
-  epsilon is recorded there: the planner cannot see whether such a loop updates the bottom some other way (both
-  built-in methods do, and say so in ``feature_uses``), so a frozen-bottom plugin loses a claim that would hold; the
-  per-release note for the test rows below still holds.
+  ``passive_backward`` (SS-VFL-I's frozen encoders released once; one-shot VFL's local semi-supervised training): that
+  point is optional (``optional_points``), the rows are the whole mechanism there, and with nothing to make private no
+  BatchNorm layer is frozen (DP-SGD and the freezing act only where the point is called). No training epsilon is
+  recorded there: the planner cannot see whether such a loop updates the bottom some other way (both built-in methods
+  do, and say so in ``feature_uses``); the per-release note for the test rows below still holds.
 - What still holds then: one release of a frozen bottom. At inference each test sample's row passes the mechanism
   through a bottom that never saw it, in eval mode (rows independent): a Gaussian mechanism of multiplier sigma / 2 per
   release for that sample, whatever trained the bottom. The note gives that epsilon; it is not the training's.
 
-SecretFlow's ``GaussianEmbeddingDP`` clips and noises each row and accounts it as sampled Gaussian steps at sample
-rate B / n: it charges sensitivity C for the replace-one relation (2C), ignores that its base model trains
-non-privately on the same features (so a row of epoch 2 depends on every sample through the weights), and that
-BatchNorm couples the rows. Its epsilon bounds none of that; this one bounds what it says and is absent elsewhere.
-The feature epsilon is recorded in its own column (``epsilon_features``), never added to a label-DP epsilon: the two
-claims have different neighbouring relations.
+SecretFlow's ``GaussianEmbeddingDP`` clips and noises each row and accounts it as sampled Gaussian steps at sample rate
+B / n: it charges sensitivity C for the replace-one relation (2C), ignores that its base model trains non-privately on
+the same features (a row of epoch 2 depends on every sample through the weights), and that BatchNorm couples the rows.
+Its epsilon bounds none of that; this one bounds what it says and is absent elsewhere. The feature epsilon is in its own
+column (``epsilon_features``), never added to a label-DP epsilon: the two claims have different neighbouring relations.
 """
 
 from __future__ import annotations
@@ -88,11 +89,11 @@ from pydantic import Field
 from torch import nn
 
 from vflpriv.common.errors import ProtocolError
-from vflpriv.config.options import Options
 from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.embedding_dp_accounting import HOOKS_ASSUMED, Counts, gaussian_epsilon
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import flat_noise
+from vflpriv.defenses.noise import NoiseOptions
 from vflpriv.defenses.own_modules import foreign_part
 from vflpriv.defenses.passive import PASSIVE_BACKWARD, PASSIVE_BOTTOM, PassiveDefense
 from vflpriv.defenses.private_rows import PrivateRows, same_rows, same_tensors
@@ -102,7 +103,7 @@ from vflpriv.defenses.tape_checks import record_mixing
 from vflpriv.engine.message import EMBEDDING, FINETUNE, INFERENCE, Message, Payload
 
 
-class EmbeddingDPOptions(Options):
+class EmbeddingDPOptions(NoiseOptions):
     clip: float = Field(1.0, gt=0, description="C: each sent row is clipped to this L2 norm (SecretFlow l2_norm_clip 1)")
     private_bottom: bool = Field(True, description="DP-SGD on the victim's bottom, BatchNorm frozen: what the claim over "
                                                    "the training needs (false: rows only, no training epsilon)")
@@ -186,12 +187,14 @@ class EmbeddingDP(PassiveDefense):
         self.wrapped: list[PrivateRows] = []  # the bottoms it wrapped (each records a call off its layer's rule)
         self.parties: list[int] = []  # whose bottom each is
         self.unseen = ""  # why test rows may have left by a path the mechanism did not count (no test-row claim)
+        self.curve = False  # finetune.curve: the monitor scores the test rows through the mechanism, muted
 
     def bind(self, federation) -> None:
         """Count, per training row, its releases (a channel observer: what was really sent) and DP-SGD steps."""
         n = federation.active.labels.numel()
         self.released, self.stepped = Counts(n), Counts(n)
         self.n_test = int(federation.active.x_test.shape[0])
+        self.curve = bool(federation.finetune.curve)
         if federation.finetune.bn_recalibrate and not self.uncovered:
             self.uncovered = ("finetune.bn_recalibrate re-estimates the bottom's BatchNorm statistics on the training "
                               "rows, outside the mechanism")
@@ -386,7 +389,10 @@ class EmbeddingDP(PassiveDefense):
                 "training only (not at inference, not in a training without one, not after it), to the checks' "
                 "tolerances"
                 ) + (f"; this bottom is not vflpriv's own ({self.foreign}): that epsilon rests on a premise tested on "
-                     "the batch's values, not proven" if self.foreign else "") + (f"; {idle}" if idle else "")
+                     "the batch's values, not proven" if self.foreign else "") + (
+            "; finetune.curve passed them through it at each epoch's end too, muted (sent to no party), with noise "
+            "of a forked stream: not counted, and the record's utility_curve is outside this claim" if self.curve
+            else "") + (f"; {idle}" if idle else "")
 
 
 def _scale(squares: torch.Tensor, clip: float) -> torch.Tensor:

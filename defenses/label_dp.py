@@ -17,7 +17,11 @@ outside the classifier's top k (k the second stage's mean k*, rounded down: the 
 ``mask_last_stage_label_by_prior``; ``filter_first``): the active party drops them from its labeled set. Each label
 passes one eps-DP mechanism, and the prior and the filter depend on the first stage's noisy labels only (a
 post-processing), so the whole is eps-label-DP; a good prior keeps more labels right at the same eps (with a uniform
-prior k* = C: plain randomised response).
+prior k* = C: plain randomised response). Neighbouring label sets share the training set and the partition's sets
+(labeled, auxiliary, canaries, validation), which are drawn before the mechanism and not always independently of the
+labels: the eps holds given those sets (``defenses/dp_gaussian.py``, "Neighbouring relation"). The randomisation is
+drawn from the defense's generator, seeded from the run's seed (in every record) for reproducibility: the eps assumes
+the adversary does not know that generator's state (review fe F3).
 
 Where vflpriv differs from the code, and why: the first-stage classifier is the active party's own (its features
 only, ``prior_epochs`` of vflpriv's classifier recipe), not the model being trained: in VFL that model is the
@@ -39,8 +43,8 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from vflpriv.config.options import Options
 from vflpriv.defenses.base import LabelDefense, StrengthAxis
+from vflpriv.defenses.noise import NoiseOptions
 from vflpriv.models.encoders import build_encoder, init_parameters
 from vflpriv.models.training import apply_in_batches, fit_classifier
 
@@ -48,7 +52,7 @@ if TYPE_CHECKING:
     from vflpriv.engine.party import Federation
 
 
-class LabelDPOptions(Options):
+class LabelDPOptions(NoiseOptions):
     prior: Literal["uniform", "two-stage"] = Field(
         "uniform", description="uniform: plain randomised response; two-stage: RR-with-prior (Ghazi et al. 2021's "
         "LP-2ST), the prior from a classifier on the active party's features and the first half's noisy labels")

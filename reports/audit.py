@@ -26,6 +26,7 @@ from vflpriv.tradeoff.leakage import (
     TEST_NAME,
     falls_to_prior,
     leakage_test,
+    strength_verdicts,
     verdict_rule,
 )
 
@@ -131,7 +132,6 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
         cap_value = _num(cap_row["cap"].iloc[0]) if len(cap_row) else None
         axis = str(rows["strength_axis"].iloc[0])
         strengths = sorted(rows["strength"].unique(), reverse=bool((rows["strength_stronger"] == "lower").any()))
-        scored = [s for s in strengths if (rows.loc[rows["strength"] == s, "status"] == "ok").any()]  # fin3 H1
         defenses.append({
             "adversary": int(adversary), "attack": attack, "phase": phase, "defense": defense, "variant": variant,
             "strengths": [float(s) for s in strengths], "axis": axis, "cap": cap_value,  # weak to strong
@@ -141,7 +141,7 @@ def audit_summary(results: pd.DataFrame, inapplicable: list[dict], *, margin: fl
             "cap_status": str(cap_row["status"].iloc[0]) if len(cap_row) else "no runs",
             "falls_to_prior": falls,
             "falls_to_prior_text": UNDEFENDED_AT_PRIOR.get(undefended) or falls_text(
-                falls, axis, scored, digits=3, compared=undefended is not None,
+                falls, axis, strength_verdicts(rows, margin=margin), digits=3, compared=undefended is not None,
                 failed=f"n/a: {unmeasured_text(rows) or 'every defended run failed'} (see Failed runs)"),
         })
     failed = pd.concat([frame, found.pop("frame")])
@@ -276,7 +276,9 @@ def _label_markdown(summary: dict) -> list[str]:
         lines.append(f"| {v['adversary']} | {name} | {v['phase']} | {_cell(v['attack_mean'])} | "
                      f"{_cell(v.get('oracle'))} | {_cell(v['prior_mean'])} | {_cell(v['leakage'], '{:+.3f}')} {ci} | "
                      f"{_cell(v['p_value'], '{:.3g}')} | {_cell(v['utility'])} | {v['verdict']} |")
-    lines += ["", "## Defenses", "", "CAP = mean over the strengths of U × (1 − attack accuracy), U the utility named.",
+    lines += ["", "## Defenses", "", "CAP = mean over the strengths of U × (1 − attack accuracy), U the utility named. "
+              "Falls to the prior at: the weakest strength whose own paired test reads no (or attack failed) with no "
+              "stronger one yes; else each strength's verdict.",
               "", "| adversary | attack | phase | defense | strengths | U | CAP | falls to the prior at |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for d in summary["defenses"]:

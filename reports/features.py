@@ -18,7 +18,7 @@ from vflpriv.reports.paper_tables import Table
 from vflpriv.reports.tables import cap_cell, falls_text, who
 from vflpriv.tradeoff.cap import cap_table, strength_label
 from vflpriv.tradeoff.worst_case import WORST, unmeasured_text, with_worst_case
-from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test
+from vflpriv.tradeoff.leakage import FEATURE_MARGIN, falls_to_prior, leakage_test, strength_verdicts
 from vflpriv.tradeoff.configurations import UNREAD_BY_FEATURES, digest
 from vflpriv.tradeoff.variants import with_variants
 
@@ -137,7 +137,7 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
             quiet = _quiet(undefended.get((*where, str(adversary), str(victim), attack, phase), []), settings(rows))
             falls = falls_to_prior(rows, feature_margin=margin) if attack != WORST and quiet is not True else None
             axis = str(rows["strength_axis"].iloc[0])
-            measured = sorted(rows.loc[rows["status"] == "ok", "strength"].unique())
+            measured = strength_verdicts(rows, feature_margin=margin)
             missing = unmeasured_text(rows)
             out.append({
                 "setting": f"{where[0]} on {where[1]}" if several else "", "place": where, "adversary": str(adversary),
@@ -158,7 +158,8 @@ def feature_defenses(defended: pd.DataFrame, *, margin: float = FEATURE_MARGIN, 
 NOTE = ("Leakage = prior MSE - attack MSE on the same targets (features min-max scaled to [0, 1] on the training "
         "data); the prior is the better, on the adversary's own known samples, of their mean and a ridge regression "
         "from its own features (U(0, 1) guesses for parity with the anchors). Verdict: yes when the 95% interval lies "
-        "above 0; no when it lies below the margin ({margin:g} of the prior's MSE); inconclusive otherwise. Feature "
+        "above 0; no when it lies below the margin ({margin:g} of the prior's MSE); inconclusive otherwise. A defense "
+        "falls to the prior at the weakest strength whose own verdict is no with no stronger one yes. Feature "
         "CAP = mean over the strengths of U x min(1, attack MSE / prior MSE).")
 
 

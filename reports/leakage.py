@@ -25,7 +25,7 @@ from vflpriv.tradeoff.scores import narrowed
 from vflpriv.tradeoff.worst_case import WORST
 from vflpriv.tradeoff.configurations import digest
 from vflpriv.tradeoff.leakage import (FEATURE_MARGIN, MARGIN, TEST_COLUMNS, falls_to_prior, leakage_test, measured,
-                                      verdict_rule)
+                                      strength_verdicts, verdict_rule)
 from vflpriv.tradeoff.variants import with_variants
 
 CELL = ["method", "dataset", "attack", "defense", "phase"]
@@ -178,11 +178,12 @@ def verdicts(rows: pd.DataFrame) -> list[dict]:
 def prior_strength_tables(results: pd.DataFrame, *, margin: float = MARGIN,
                           feature_margin: float = FEATURE_MARGIN) -> list[Table]:
     """Per secret, the weakest strength of each swept defense at which each attack falls to the adversary's prior
-    (``tradeoff.leakage.falls_to_prior``: mean leakage over the seeds within the margin; for features within a share of
-    the prior's MSE), with the leakage and utility there; "n/a" where the attack did not leak without the defense in
-    the configurations the defense ran (nothing to bring down: review fin F1), as the audit's and the report's own
-    defense tables say, and that every defended run failed where none succeeded (review last3 F1: the attack had no
-    row); one table per secret present."""
+    (``tradeoff.leakage.falls_to_prior``: the strength's own paired test shows the leakage below the margin, for
+    features a share of the prior's MSE, and no stronger one reads "yes"; else each strength's verdict), with the
+    leakage and utility there; "n/a" where the attack did not leak without the defense in the configurations the
+    defense ran (nothing to bring down: review fin F1), as the audit's and the report's own defense tables say, and
+    that every defended run failed where none succeeded (review last3 F1: the attack had no row); one table per
+    secret present."""
     tried = results[results["status"].isin(["ok", "failed"]) & (results["defense"] != "none")
                     & (results["attack"] != WORST)]  # an attack whose every defended run failed keeps its row
     if not (tried["status"] == "ok").any():
@@ -197,8 +198,9 @@ def prior_strength_tables(results: pd.DataFrame, *, margin: float = MARGIN,
             continue
         rows = (_feature_rows(results, keys, feature_margin) if secret == FEATURES
                 else _label_rows(results, part, keys, margin))
-        rule = (f"mean leakage (prior MSE - attack MSE) within {feature_margin:g} of the prior's MSE"
-                if secret == FEATURES else f"mean leakage (attack - prior accuracy) within {margin:g}")
+        rule = ("the strength's own paired test shows the leakage " + (
+            f"(prior MSE - attack MSE) below {feature_margin:g} of the prior's MSE" if secret == FEATURES
+            else f"(attack - prior accuracy) below {margin:g}") + " (its verdict 'no') and no stronger strength leaks")
         tables.append(Table(f"{secret}: the weakest strength at which each attack falls to the adversary's prior",
                             [*keys, "falls to the prior at"], rows, set(), note=f"Falls to the prior: {rule}."))
     return tables
@@ -239,8 +241,7 @@ def _label_rows(results: pd.DataFrame, part: pd.DataFrame, keys: list[str], marg
         falls = None if quiet else falls_to_prior(group, margin=margin)
         axis = str(group["strength_axis"].iloc[0]) if "strength_axis" in group else "lambda"
         where = (UNDEFENDED_AT_PRIOR[verdicts.pop() if len(verdicts) == 1 else "no"] if quiet else
-                 falls_text(falls, axis, sorted(group.loc[group["status"] == "ok", "strength"].unique()),
-                            compared=None not in found))
+                 falls_text(falls, axis, strength_verdicts(group, margin=margin), compared=None not in found))
         rows.append([*(str(v) for v in values), where])
     return rows
 

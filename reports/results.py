@@ -52,51 +52,88 @@ def load_results(store: Path | str) -> pd.DataFrame:
     return frame
 
 
-#: How a record left out beside its run's kept one says which was kept (the warning counts them by it).
-KEPT_CURRENT, KEPT_LAST = "kept: the current code's", "kept: the one written last, none being the current code's"
+#: How a record left out beside its run's kept one ends its reason, by what the current code reads of their settings
+#: (current: its key is the one it gives them; earlier: it gives them another; unread: it cannot read them), with how
+#: the warning counts each.
+KEPT = {"current": ("kept: the current code's", "beside the current code's record of their run"),
+        "earlier": ("kept: the one written last, none being the current code's",
+                    "beside the one written last, where none is the current code's"),
+        "unread": ("kept: the one written last; the current code cannot read their settings",
+                   "beside the one written last, of settings the current code cannot read")}
 
 
 def current_records(records: list[RunRecord], *, written: dict[str, float] | None = None,
                     ) -> tuple[list[RunRecord], list[tuple[str, str]]]:
     """The records, one per run: where a store holds one run under several keys (its components' code revised between
-    them, ``Protection.revision``, ``Attack.revision``), the one the current code keys, else the one ``written`` last
-    (key: when; else the last given), so a table never counts one seed twice; (key, why) for each left out. A run is
-    its record's coordinates and its settings as the current code reads them (defaults of settings added since filled
-    in, ``device`` left out: the key it gives them), wherever it ran (hand-made records share settings across seeds)."""
+    them, ``Protection.revision``, ``Attack.revision``; a default given in one), the one the current code keys, else
+    the one ``written`` last (key: when; else the last given), so a table never counts one seed twice; (key, why) for
+    each left out. A run is its record's coordinates and its settings as the current code reads them (defaults of
+    settings added since filled in, ``device`` left out, roles and defense kinds given as what unset resolves to left
+    unset: the key it gives them), wherever it ran (hand-made records share settings across seeds); its strength is
+    the recorded one only where no option of its settings sets it (:func:`_point`)."""
     when = written or {}
     by_place: dict[tuple, list[RunRecord]] = {}
     for r in records:
-        by_place.setdefault((r.method, r.dataset, r.attack, r.defense, r.phase, r.strength, r.seed, r.secret,
+        by_place.setdefault((r.method, r.dataset, r.attack, r.defense, r.phase, _point(r), r.seed, r.secret,
                              r.adversary, r.victim), []).append(r)
     kept, superseded = [], []
     for place in by_place.values():  # settings are read only where two records share their coordinates
-        same: dict[str, list[RunRecord]] = {}
+        same: dict[str, list[tuple[RunRecord, str]]] = {}
         for record in place:
-            same.setdefault(_current_key(record) if len(place) > 1 else record.key, []).append(record)
-        for now, runs in same.items():
-            order = {id(r): i for i, r in enumerate(runs)}  # the order given, where no time is known
-            runs = sorted(runs, key=lambda r: (r.key == now, when.get(r.key, float("-inf")), order[id(r)]))
-            why = KEPT_CURRENT if runs[-1].key == now else KEPT_LAST
-            superseded += [(r.key, f"the same run as {runs[-1].key}, written by other code of its components ({why})")
-                           for r in runs[:-1]]
-            kept.append(runs[-1])
+            run, read = _run_of(record) if len(place) > 1 else (record.key, "current")
+            same.setdefault(run, []).append((record, read))
+        for run, runs in same.items():  # the current code's first, of them one with its defaults unset
+            order = {id(r): i for i, (r, _) in enumerate(runs)}  # the order given, where no time is known
+            runs = sorted(runs, key=lambda rr: (rr[1] == "current", rr[0].key == run,
+                                                when.get(rr[0].key, float("-inf")), order[id(rr[0])]))
+            last, read = runs[-1]
+            superseded += [(r.key, f"{SAME[r_read].format(last.key)} ({KEPT[read][0]})") for r, r_read in runs[:-1]]
+            kept.append(last)
     return kept, superseded
 
 
-def _current_key(record: RunRecord) -> str:
-    """The key the current code gives the record's settings (``device`` is not keyed); where it cannot read them, their
-    text without ``device``."""
-    from vflpriv.config.schema import RunConfig
+#: Why a left-out record is one run with the one kept, by what the current code reads of its settings (:data:`KEPT`):
+#: its key is the current code's, its defaults given otherwise; its components' code revised since; or it cannot
+#: tell, their coordinates and the text of their settings the same.
+SAME = {"current": "the same run as {}, its defaults (attack.adversary, attack.victim, a defense's kinds) given "
+                   "otherwise",
+        "earlier": "the same run as {}, written by other code of its components",
+        "unread": "the same coordinates and settings as {}"}
+
+
+def _point(record: RunRecord) -> tuple:
+    """Where on its sweep a record lies: its recorded strength, unless an option of its settings sets the swept
+    defense's strength (dp-gaussian's ``target_epsilon``): that strength is what the code resolved, which a revision
+    may change, so the settings (the option) place the record, and the strength column is left out."""
+    from vflpriv.config.registry import DEFENSES
 
     try:
-        return RunConfig.model_validate_json(record.config).key()
+        swept = next((d for d in json.loads(record.config).get("defenses") or [] if d.get("sweep")), None)
+        option = swept is not None and DEFENSES.get(swept["name"]).own_strength_option(swept.get("options") or {})
+    except Exception:  # noqa: BLE001 - settings unreadable, or of a defense the current code lacks: as recorded
+        option = ""
+    return ("set by an option",) if option else ("recorded", record.strength)
+
+
+def _run_of(record: RunRecord) -> tuple[str, str]:
+    """The run a record is of: the key the current code gives its settings with the roles and defense kinds that are
+    their defaults unset (``device`` is not keyed), and how it reads them (:data:`KEPT`); where it cannot read them,
+    their text without ``device``, and "unread"."""
+    from vflpriv.config.schema import RunConfig
+    from vflpriv.runner.adversaries import without_default_roles
+    from vflpriv.runner.defense_planning import without_default_kinds
+
+    try:
+        settings = RunConfig.model_validate_json(record.config)
+        run = without_default_kinds(without_default_roles(settings))
+        return run.key(), "current" if settings.key() == record.key else "earlier"
     except Exception:  # noqa: BLE001 - settings the current code cannot read: grouped by their text
         try:
             data = json.loads(record.config)
         except ValueError:
-            return record.config
+            return record.config, "unread"
         return json.dumps({k: v for k, v in data.items() if k != "device"} if isinstance(data, dict) else data,
-                          sort_keys=True)
+                          sort_keys=True), "unread"
 
 
 def select(results: pd.DataFrame, *, attack: str | None, defense: str | None, phase: str | None) -> pd.DataFrame:

@@ -20,16 +20,21 @@ CONTEXT = ["method", "dataset", "attack", "defense", "phase"]
 NOT_COMPARED = "; no undefended run of this configuration to compare"
 
 
-def falls_text(falls: dict | None, axis: str, scored, *, unit: str = "", digits: int = 4, compared: bool = True,
-               failed: str = "n/a: every defended run failed") -> str:
+#: What a measured strength's own test said where no strength falls to the prior (``tradeoff.leakage.falls_to_prior``).
+NOT_FALLEN = {"yes": "leaks beyond the prior", "inconclusive": "inconclusive",
+              "no": "within the margin, a stronger one leaks", "attack failed": "below the prior, a stronger one leaks"}
+
+
+def falls_text(falls: dict | None, axis: str, verdicts: list[tuple[float, str]], *, unit: str = "", digits: int = 4,
+               compared: bool = True, failed: str = "n/a: every defended run failed") -> str:
     """A defense's "falls to the prior at" cell (the audit's, the report's, ``vflpriv table``'s, both secrets): the
     weakest strength with its leakage and utility (and that nothing compares it where no undefended run does), else
-    the scored strengths it never fell within, else ``failed``."""
+    each measured strength's verdict (``tradeoff.leakage.strength_verdicts``), else ``failed``."""
     if falls:
         return (f"{cap.strength_label(falls['axis'], falls['strength'])} (leakage {falls['leakage']:+.{digits}f}{unit}"
                 f", utility {falls['utility']:.3f}{'' if compared else NOT_COMPARED})")
-    if len(scored):
-        return "not within " + ", ".join(cap.strength_label(axis, s) for s in scored)
+    if verdicts:
+        return "not at the prior: " + ", ".join(f"{cap.strength_label(axis, s)} {NOT_FALLEN[v]}" for s, v in verdicts)
     return failed
 
 

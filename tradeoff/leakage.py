@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from vflpriv.common.errors import DamagedRecordError
+from vflpriv.common.errors import DamagedRecordError, RepeatedSeedError
 from vflpriv.common.lazy import Lazy
 from vflpriv.store.feature_fields import errors_of, errors_problem
 
@@ -182,12 +182,9 @@ def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN, feature_margi
     """The test over the records of one setting (attack, phase, defense, strength and every other setting), one per
     seed: per sample where every record holds its per-target outcomes (a feature attack's: its per-target errors), else
     per seed. Records without a prior are left out (:func:`measured`); a seed that appears twice is refused: it would
-    count one training's outcome twice and narrow the interval."""
+    count one training's outcome twice and narrow the interval (:func:`refuse_repeated_seeds`)."""
     ok = measured(records).sort_values("seed")
-    repeated = sorted(set(ok.loc[ok["seed"].duplicated(), "seed"]))
-    if repeated:
-        raise ValueError(f"seed(s) {', '.join(map(str, repeated))} appear more than once among the records of one "
-                         "leakage test; each seed counts once (keep apart the settings that tell the records apart)")
+    refuse_repeated_seeds(ok)
     if len(ok) and is_features(ok):
         return error_paired_leakage(*per_target(ok), margin=feature_margin)
     if len(ok) and {"attack_hits", "prior_hits"} <= set(ok) and all(
@@ -195,6 +192,21 @@ def leakage_test(records: pd.DataFrame, *, margin: float = MARGIN, feature_margi
             for a, p in zip(ok["attack_hits"], ok["prior_hits"])):
         return sample_paired_leakage(list(ok["attack_hits"]), list(ok["prior_hits"]), margin=margin)
     return paired_leakage(ok["attack_accuracy"].to_numpy(), ok["prior_accuracy"].to_numpy(), margin=margin)
+
+
+def refuse_repeated_seeds(records: pd.DataFrame) -> None:
+    """A :class:`RepeatedSeedError` naming the records (their keys, where they have them) of each seed that appears
+    more than once among ``records`` and what to do."""
+    repeated = sorted(set(records.loc[records["seed"].duplicated(), "seed"]))
+    if not repeated:
+        return
+    named = "; ".join(f"seed {seed}: runs {', '.join(map(str, records.loc[records['seed'] == seed, 'key']))}"
+                      for seed in repeated) if "key" in records else ""
+    raise RepeatedSeedError(
+        f"seed(s) {', '.join(map(str, repeated))} appear more than once among the records of one leakage test"
+        f"{f' ({named})' if named else ''}, whose settings as the tables read them do not tell them apart, and each "
+        "seed counts once: keep one record of each seed in the store (delete the others, e.g. sqlite3 results.sqlite "
+        "\"DELETE FROM runs WHERE key = '<key>'\"), or write the runs that differ into separate stores")
 
 
 def per_target(records: pd.DataFrame) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -215,23 +227,42 @@ def per_target(records: pd.DataFrame) -> tuple[list[np.ndarray], list[np.ndarray
 
 def falls_to_prior(records: pd.DataFrame, *, margin: float = MARGIN, feature_margin: float = FEATURE_MARGIN
                    ) -> dict | None:
-    """The weakest strength of one defense sweep at which the mean leakage over seeds is at most ``margin`` (a feature
-    attack's: ``feature_margin`` times the prior's MSE):
-    {strength, axis, leakage, utility}, or None if no swept strength gets there."""
+    """The weakest strength of one defense sweep at which the attack falls to the prior: its own test
+    (:func:`strength_verdicts`) shows the leakage below the margin ("no", or "attack failed": below -margin) and no
+    stronger measured strength reads "yes" (review fe F2: a mean within the margin is no test). {strength, axis,
+    leakage, utility} (the mean leakage and utility there), or None if no measured strength gets there."""
+    verdicts = strength_verdicts(records, margin=margin, feature_margin=feature_margin)
+    fallen = [i for i, (_, v) in enumerate(verdicts) if v in FALLEN
+              and all(w != "yes" for _, w in verdicts[i + 1:])]
+    if not fallen:
+        return None
+    ok = measured(records)
+    at = ok[ok["strength"] == verdicts[fallen[0]][0]]
+    leak = at["prior_mse"] - at["feature_mse"] if is_features(ok) else at["attack_accuracy"] - at["prior_accuracy"]
+    return {"strength": float(verdicts[fallen[0]][0]), "axis": str(ok["strength_axis"].iloc[0]),
+            "leakage": float(leak.mean()), "utility": float(at["utility"].mean())}
+
+
+#: The verdicts that show a strength's leakage below the margin (an attack pushed below the prior is within it too).
+FALLEN = ("no", "attack failed")
+
+
+def strength_verdicts(records: pd.DataFrame, *, margin: float = MARGIN, feature_margin: float = FEATURE_MARGIN
+                      ) -> list[tuple[float, str]]:
+    """Per measured strength of one defense sweep, weak to strong on its axis, the verdict of its own
+    :func:`leakage_test`; "inconclusive" where a seed appears twice at it (no test counts one training twice) or a
+    feature attack's records hold no per-target errors (no test)."""
     ok = measured(records)
     if ok.empty:
-        return None
-    stronger_is_lower = (ok["strength_stronger"] == "lower").any()
-    if is_features(ok):  # errors: prior - attack MSE, the margin a share of the prior's (FEATURE_MARGIN's reading)
-        ok = ok.assign(leak=ok["prior_mse"] - ok["feature_mse"], bound=feature_margin * ok["prior_mse"])
-    else:
-        ok = ok.assign(leak=ok["attack_accuracy"] - ok["prior_accuracy"], bound=margin)
-    means = ok.groupby("strength")[["leak", "utility", "bound"]].mean()
-    for strength in sorted(means.index, reverse=bool(stronger_is_lower)):
-        if means.loc[strength, "leak"] <= means.loc[strength, "bound"]:
-            return {"strength": float(strength), "axis": str(ok["strength_axis"].iloc[0]),
-                    "leakage": float(means.loc[strength, "leak"]), "utility": float(means.loc[strength, "utility"])}
-    return None
+        return []
+    lower = bool((ok["strength_stronger"] == "lower").any())
+    untested = is_features(ok) and ("attack_errors" not in ok or ok["attack_errors"].isna().any())
+    found = []
+    for strength in sorted(ok["strength"].unique(), reverse=lower):
+        at = ok[ok["strength"] == strength]
+        found.append((float(strength), "inconclusive" if untested or at["seed"].duplicated().any() else
+                      leakage_test(at, margin=margin, feature_margin=feature_margin).verdict))
+    return found
 
 
 def is_features(records: pd.DataFrame) -> bool:

@@ -1,11 +1,13 @@
 """Defense tuning: the weakest strength at which an attack falls to the adversary's prior (``vflpriv tune``).
 
-A strength s *suffices* when the mean over seeds of (attack accuracy - prior accuracy) is at most the
-tolerance. Assuming protection grows with strength, bisection finds the boundary on a log scale of the
-defense's axis (linear for a bounded percentile axis), in the protecting direction (for label DP a
-smaller epsilon): the strongest end is evaluated first (if it does not suffice, nothing in range does),
-then the weakest (if it suffices, it is the answer), then ``steps`` midpoints. Strengths are rounded to
-three significant digits, so every point is a plain store key: a rerun finds them all and resumes.
+A strength s *suffices* when its own paired test of (attack accuracy - prior accuracy) over its seeds
+(``tradeoff.leakage.leakage_test``, the tolerance as its margin) shows the leakage below the tolerance: verdict "no"
+(or "attack failed", below minus the tolerance); a mean within it is no test (review fe F2). Assuming protection
+grows with strength, bisection finds the boundary on a log scale of the defense's axis (linear for a bounded
+percentile axis), in the protecting direction (for label DP a smaller epsilon): the strongest end is evaluated
+first (if it does not suffice, nothing in range does), then the weakest (if it suffices, it is the answer), then
+``steps`` midpoints. Strengths are rounded to three significant digits, so every point is a plain store key: a rerun
+finds them all and resumes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
+
+from vflpriv.tradeoff.leakage import FALLEN, leakage_test
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class TunePoint:
     utility_std: float
     seeds: int
     suffices: bool
+    verdict: str = ""
 
 
 @dataclass
@@ -48,8 +53,9 @@ def _point(strength: float, records: pd.DataFrame, tolerance: float) -> TunePoin
         errors = "; ".join(sorted(set(records["error"])))
         raise RuntimeError(f"every run at strength {strength:g} failed: {errors}")
     leak = float((ok["attack_accuracy"] - ok["prior_accuracy"]).mean())
+    verdict = leakage_test(records, margin=tolerance).verdict
     return TunePoint(strength, leak, float(ok["attack_accuracy"].mean()), float(ok["prior_accuracy"].mean()),
-                     float(ok["utility"].mean()), float(ok["utility"].std(ddof=0)), len(ok), leak <= tolerance)
+                     float(ok["utility"].mean()), float(ok["utility"].std(ddof=0)), len(ok), verdict in FALLEN, verdict)
 
 
 def _strength(u: float, low: float, high: float, *, log: bool, stronger_is_lower: bool) -> float:

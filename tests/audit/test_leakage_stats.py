@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from vflpriv.tradeoff.leakage import falls_to_prior, paired_leakage
+from vflpriv.tradeoff.leakage import falls_to_prior, paired_leakage, strength_verdicts
 
 
 def test_interval_and_p_value_are_students_paired_t():
@@ -35,17 +35,39 @@ def test_one_seed_has_no_test():
     assert test.verdict == "inconclusive" and math.isnan(test.ci_low) and test.to_dict()["ci_low"] is None
 
 
-def test_falls_to_prior_walks_from_weak_to_strong_on_the_defense_axis():
-    def rows(axis, stronger, leak_by_strength):
-        return pd.DataFrame([dict(strength=s, strength_axis=axis, strength_stronger=stronger, seed=k, status="ok",
-                                  attack_accuracy=0.5 + leak, prior_accuracy=0.5, utility=0.9)
-                             for s, leak in leak_by_strength.items() for k in (0, 1)])
+def _swept(axis, stronger, leak_by_strength):
+    """Per strength, three seeds whose leakage is the given one -0.005, +0, +0.005 (a t interval of +-0.0124)."""
+    return pd.DataFrame([dict(strength=s, strength_axis=axis, strength_stronger=stronger, seed=k, status="ok",
+                              attack_accuracy=0.5 + leak + 0.005 * (k - 1), prior_accuracy=0.5, utility=0.9)
+                         for s, leak in leak_by_strength.items() for k in (0, 1, 2)])
 
-    noise = rows("lambda", "higher", {1.0: 0.2, 5.0: 0.01, 25.0: -0.1})
+
+def test_falls_to_prior_walks_from_weak_to_strong_on_the_defense_axis():
+    noise = _swept("lambda", "higher", {1.0: 0.2, 5.0: 0.005, 25.0: -0.1})
     assert falls_to_prior(noise)["strength"] == 5.0
-    epsilon = rows("epsilon", "lower", {8.0: 0.2, 2.0: 0.01, 1.0: -0.1})  # lower epsilon protects more
+    epsilon = _swept("epsilon", "lower", {8.0: 0.2, 2.0: 0.005, 1.0: -0.1})  # lower epsilon protects more
     assert falls_to_prior(epsilon)["strength"] == 2.0
-    assert falls_to_prior(rows("lambda", "higher", {1.0: 0.2, 5.0: 0.1})) is None
+    assert falls_to_prior(_swept("lambda", "higher", {1.0: 0.2, 5.0: 0.1})) is None
+
+
+def test_a_strength_falls_only_where_its_own_test_says_no_and_no_stronger_one_leaks():
+    """Review fe F2 (label side): a mean leakage within the margin is not a fall where the strength's own test reads
+    "yes" (one seed's 1000 targets: +0.015 with its interval above 0), nor one reading "no" below a stronger "yes";
+    the cell then says each strength's verdict."""
+    from vflpriv.reports.tables import falls_text
+
+    def hits(strength, seed, attack_right):  # the prior right on the first 500 targets, the attack on ``attack_right``
+        return dict(strength=strength, strength_axis="lambda", strength_stronger="higher", seed=seed, status="ok",
+                    utility=0.8, attack_accuracy=attack_right / 1000, prior_accuracy=0.5,
+                    attack_hits="1" * attack_right + "0" * (1000 - attack_right), prior_hits="1" * 500 + "0" * 500)
+
+    significant = pd.DataFrame([hits(1.0, 0, 515)])  # +0.015 < margin 0.02, interval [+0.0075, +0.0225]
+    assert falls_to_prior(significant) is None
+    assert falls_text(None, "lambda", strength_verdicts(significant), compared=True) == \
+        "not at the prior: λ=1 leaks beyond the prior"
+    later = pd.DataFrame([hits(1.0, 0, 500), hits(5.0, 0, 560), hits(25.0, 0, 500)])  # no, yes, no
+    assert strength_verdicts(later) == [(1.0, "no"), (5.0, "yes"), (25.0, "no")]
+    assert falls_to_prior(later)["strength"] == 25.0
 
 
 def test_per_target_interval_on_constructed_predictions():
@@ -140,13 +162,13 @@ def test_the_per_target_test_needs_every_record_s_outcomes_else_the_per_seed_one
     assert leakage_test(failed).n_seeds == 1
 
 
-def test_falls_to_prior_at_leakage_exactly_the_margin_and_reports_that_strength_s_numbers():
-    rows = pd.DataFrame([dict(strength=s, strength_axis="lambda", strength_stronger="higher", seed=0, status="ok",
-                              attack_accuracy=a, prior_accuracy=0.5, utility=u) for s, a, u in
-                         ((1.0, 0.9, 0.8), (5.0, 0.75, 0.7))])
-    assert falls_to_prior(rows, margin=0.25) == {"strength": 5.0, "axis": "lambda", "leakage": 0.25, "utility": 0.7}
-    assert falls_to_prior(rows.iloc[1:], margin=0.25)["axis"] == "lambda"
+def test_falls_to_prior_reports_that_strength_s_numbers_and_one_seed_without_targets_is_no_test():
+    rows = _swept("lambda", "higher", {1.0: 0.4, 5.0: 0.001}).assign(utility=[0.8] * 3 + [0.7] * 3)
+    assert falls_to_prior(rows, margin=0.25) == {"strength": 5.0, "axis": "lambda", "leakage": pytest.approx(0.001),
+                                                 "utility": pytest.approx(0.7)}
+    assert falls_to_prior(rows[rows["strength"] == 5.0], margin=0.25)["axis"] == "lambda"
     assert falls_to_prior(rows.assign(status="failed")) is None
+    assert falls_to_prior(rows[rows["seed"] == 0], margin=0.25) is None  # one seed, per seed: inconclusive
 
 
 def test_the_means_reported_are_the_attack_s_and_the_prior_s_hit_rates():

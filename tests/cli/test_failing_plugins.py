@@ -41,6 +41,13 @@ PLUGINS = textwrap.dedent('''
             super().__init__(options)
 
 
+    class Combo(ModelCompletion):
+        def __init__(self, options):
+            if options.lr > 0.05 and options.head == "mlp":
+                raise RuntimeError("lr above 0.05 with an mlp head unsupported")
+            super().__init__(options)
+
+
     class GivenCount(SimilarityLabelInference):
         def __init__(self, options):
             if options.known_per_class is None:
@@ -51,6 +58,18 @@ PLUGINS = textwrap.dedent('''
     class BrokenDefense(IsotropicNoise):
         def __init__(self, **kwargs):
             raise ZeroDivisionError("defense constructor broke")
+
+
+    def raising(*, parties=2, root=None, max_samples=None, seed=0):
+        raise RuntimeError("dataset broke")
+
+
+    def one_spec(*, parties=2, root=None, max_samples=None, seed=0):
+        from vflpriv.data.embedded import load_digits
+
+        d = load_digits(parties=parties, root=root, max_samples=max_samples, seed=seed)
+        return type(d)(name="short", x_train=d.x_train, y_train=d.y_train, x_test=d.x_test, y_test=d.y_test,
+                       num_classes=10, specs=d.specs[:1])
 ''')
 
 
@@ -71,11 +90,23 @@ def plugins(tmp_path, monkeypatch):
     (["--attack", "brokenplugins:PickyAttack", "--tune-attacks", "--set", "attack.search_budget=12", "--set",
       "attack.search_space.lr=[0.01, 0.1]"],  # review lo6 F6: a candidate built for the data's checks
      "attack 'brokenplugins:PickyAttack' failed to start: RuntimeError: lr above 0.05 unsupported"),
+    (["--attack", "brokenplugins:Combo", "--tune-attacks", "--set", "attack.search_budget=12", "--set",
+      "attack.search_space.lr=[0.01, 0.1]", "--set", "attack.search_space.head=[linear, mlp]"],  # review lo7 F5
+     "attack.search_space: the search would try head='mlp', lr=0.1: attack 'brokenplugins:Combo' failed to start: "
+     "RuntimeError: lr above 0.05 with an mlp head unsupported"),
     # its defaults it cannot start with tell nothing of the user's options: the data's reason, not "failed to start"
     (["--attack", "brokenplugins:GivenCount", "--set", "partition.aux=20", "--set", "attack.options.known_per_class=5"],
      "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 auxiliary labels"),
+    (["--attack", "brokenplugins:GivenCount,mc", "--set", "partition.aux=20", "--set",  # review lo7 F2: set aside
+      "attack.options.brokenplugins:GivenCount.known_per_class=5"],
+     "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 auxiliary labels"),
     (["--defense", "brokenplugins:BrokenDefense"], "defense 'brokenplugins:BrokenDefense' failed to start: "
                                                    "ZeroDivisionError: defense constructor broke"),
+    # review lo7 F6: a plugin dataset's loader raising, or its dataset refused, was a traceback
+    (["--dataset", "brokenplugins:raising"], "dataset 'brokenplugins:raising' failed to start: RuntimeError: "
+                                             "dataset broke"),
+    (["--dataset", "brokenplugins:one_spec"], "dataset 'brokenplugins:one_spec' failed to start: ValueError: x_train, "
+                                              "x_test and specs must have one entry per party"),
     (["--method", "exiting:Method"], "cannot import method 'exiting:Method': it called sys.exit(3)"),
 ])
 def test_a_failing_plugin_is_one_error_line_and_nothing_is_written(plugins, args, needle, tmp_path):
@@ -96,6 +127,27 @@ def test_a_failing_plugin_attack_searched_in_the_audit_is_one_error_line(plugins
     assert result.exit_code == 2, result.output
     one_error_line(result.output, "attack 'brokenplugins:BrokenAttack' failed to start: ValueError: attack "
                                   "constructor broke")
+
+
+def test_a_plugin_s_option_the_split_cannot_take_refuses_the_audit(plugins, tmp_path):
+    """Review lo7 F2: a plugin that cannot start with its defaults had the user's unfit option set aside at rc 0."""
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--quick", "--attacks",
+                                          "brokenplugins:GivenCount,mc", "--defenses", "none", "--set",
+                                          "partition.aux=20", "--set",
+                                          "audit.attack_options.brokenplugins:GivenCount.known_per_class=5",
+                                          "--dry-run", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 "
+                                  "auxiliary labels")
+
+
+def test_describe_of_a_plugin_attack_that_cannot_start_is_one_error_line(plugins):
+    """Review lo7 F6: ``vflpriv describe`` built the attack bare and printed its traceback."""
+    result = CliRunner().invoke(app, ["describe", "brokenplugins:GivenCount"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, "attack 'brokenplugins:GivenCount' failed to start: RuntimeError: give "
+                                  "known_per_class")
 
 
 def test_debug_shows_the_plugin_s_traceback(plugins, tmp_path, monkeypatch):

@@ -47,10 +47,11 @@ def test_an_epsilon_of_earlier_claim_rules_is_withheld_on_read_and_recomputed_on
     assert len(calls) == 1 and again.epsilon == 2.0 and "withheld" not in again.notes
 
 
-#: What of a DP defense's classes decides its claim: its mechanism's accounting, where it holds, what it names, its
+#: What of a DP defense's classes decides its claim: its mechanism's accounting and the counts it composes
+#: (embedding-dp's steps and releases, dp-gaussian's backward: review eps5 R6), where it holds, what it names, its
 #: notes (embedding-dp's test-row claim); of a method's, what it declares it uses (review final14 F7).
-DP_MEMBERS = ("covers", "privacy_spent", "privacy_delta", "claimed_epsilon", "requested_claim", "uses", "notes",
-              "secrets", "guards")
+DP_MEMBERS = ("covers", "covers_data", "privacy_spent", "privacy_delta", "claimed_epsilon", "requested_claim", "uses",
+              "steps", "releases", "backward", "notes", "secrets", "guards")
 METHOD_MEMBERS = ("label_uses", "feature_uses", "undeclared_label_uses", "undeclared_feature_uses",
                   "pretrain_reads_labels")
 
@@ -97,7 +98,7 @@ def _claim_sources() -> dict[str, str]:
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (2, "65a960c3638efaca")
+PINNED_CLAIM_RULES = (3, "c5d647bf0e000ae0")
 
 
 def _digest() -> str:
@@ -117,7 +118,7 @@ def _uses(self):
 
 
 def test_the_pin_sees_each_member_that_decides_a_claim(monkeypatch):
-    """Review final14 F7: each of these was changed in process and the digest stayed the same."""
+    """Review final14 F7 (and eps5 R6): each of these was changed in process and the digest stayed the same."""
     from vflpriv.defenses.dp_gaussian import GaussianDP
     from vflpriv.defenses.embedding_dp import EmbeddingDP
     from vflpriv.defenses.label_dp import LabelDP
@@ -126,7 +127,8 @@ def test_the_pin_sees_each_member_that_decides_a_claim(monkeypatch):
     from vflpriv.runner import defense_planning as planning
 
     before = _digest()
-    for owner, name in ((EmbeddingDP, "uses"), (EmbeddingDP, "notes"), (LabelDP, "secrets"),
+    for owner, name in ((EmbeddingDP, "uses"), (EmbeddingDP, "steps"), (EmbeddingDP, "releases"),
+                        (GaussianDP, "backward"), (EmbeddingDP, "notes"), (LabelDP, "secrets"),
                         (GaussianDP, "privacy_delta"), (Method, "undeclared_label_uses"), (SplitNN, "label_uses"),
                         (planning, "plan_defenses"), (planning, "_check_backward"), (planning, "record_claims"),
                         (planning, "withheld")):

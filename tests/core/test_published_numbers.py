@@ -175,7 +175,7 @@ def test_the_audit_s_defense_text_names_only_scored_strengths_and_says_when_noth
     rows += [run("bli", 1.0, seed, accuracy=float("nan"), status="failed") for seed in (0, 1, 2)]
     summary = audit_summary(pd.DataFrame(rows), [], margin=0.02, context={})
     said = {d["attack"]: d["falls_to_prior_text"] for d in summary["defenses"]}
-    assert said["mc"] == "not within λ=1"
+    assert said["mc"] == "not at the prior: λ=1 leaks beyond the prior"
     assert said["bli"] == "n/a: every defended run failed (see Failed runs)"  # review last2 R3: "not within " alone
     assert said["gc"].startswith("λ=1 ")
     assert said["gc"].endswith("; no undefended run of this configuration to compare)")

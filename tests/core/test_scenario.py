@@ -155,3 +155,21 @@ def test_in_the_vflhlp_setting_the_active_party_labels_its_own_unaligned_samples
     sc = build_scenario(digits, PartitionConfig(unaligned="disjoint"), seed=0, active_labels_local=True)
     assert not torch.equal(sc.unaligned[0], sc.unaligned[1])
     assert torch.equal(sc.active_label_ids().sort().values, torch.cat([sc.labeled, sc.unaligned[0]]).sort().values)
+
+
+@pytest.mark.parametrize("source", ["unlabeled", "labeled"])
+def test_one_trained_label_moves_the_partition_sets_only_where_the_label_dp_argument_says(digits, source):
+    """Label DP's relation holds given the partition's sets (dp_gaussian.py, "Neighbouring relation", review fe F1's
+    label twin): with the default auxiliary source they do not move with a trained sample's label; with
+    ``aux_source: labeled`` the canaries and the validation hold-out can, as the argument states."""
+    import dataclasses
+
+    part = PartitionConfig(labeled=250, aux=40, aux_source=source, canaries=10)
+    sc = build_scenario(digits, part, seed=0, validation=0.2)
+    trained = sc.active_label_ids()
+    i = int(trained[~torch.isin(trained, torch.cat([sc.aux, sc.canaries]))][0])
+    y = digits.y_train.clone()
+    y[i] = (y[i] + 1) % digits.num_classes
+    moved = build_scenario(dataclasses.replace(digits, y_train=y), part, seed=0, validation=0.2)
+    same = torch.equal(sc.canaries, moved.canaries) and torch.equal(trained, moved.active_label_ids())
+    assert same == (source == "unlabeled")

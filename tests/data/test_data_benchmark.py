@@ -38,6 +38,7 @@ def test_fashion_mnist_halves_quadrants_and_scaling(writers, tmp_path):
     assert ds.y_train.tolist() == (np.arange(40) % 10).tolist() and ds.num_classes == 10
     quads = benchmark.load_fashion_mnist(parties=4, root=tmp_path)
     assert [tuple(x.shape[1:]) for x in quads.x_train] == [(1, 2, 2)] * 4
+    assert quads.fitted_features == ("",) * 4  # pixels / 255: nothing fitted on the training rows (review fe F1)
     assert all(float(x.min()) >= 0 and float(x.max()) <= 1 for x in quads.x_train)
     with pytest.raises(ConfigError):
         benchmark.load_fashion_mnist(parties=3, root=tmp_path)
@@ -96,6 +97,7 @@ def test_real_letter():
     _need("letter")
     ds = benchmark.load_letter(parties=4)
     assert [tuple(x.shape) for x in ds.x_train] == [(16000, 4)] * 4 and len(ds.y_test) == 4000
+    assert ds.fitted_features == (benchmark.STANDARDISED,) * 4  # review fe F1: no feature epsilon on them
     assert ds.num_classes == 26 and set(ds.y_train.tolist()) == set(range(26))
     train = torch.cat(ds.x_train, 1)
     assert torch.allclose(train.mean(0), torch.zeros(16), atol=1e-5), "standardised on train"

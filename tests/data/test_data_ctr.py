@@ -34,6 +34,7 @@ def test_avazu_field_split_codes_and_scaling(tmp_path):
     assert len(ds.y_train) == 50 and len(ds.y_test) == 10, "train split 5:1"
     assert [tuple(x.shape) for x in ds.x_train] == [(50, 10), (50, 11)]
     assert [s.n_categorical for s in ds.specs] == [7, 7] and ds.metric == "auc"
+    assert ds.fitted_features == (f"{ctr.VOCABULARY}; {ctr.MIN_MAX}",) * 2  # review fe F1: no feature epsilon
     for x_tr, x_te, spec in zip(ds.x_train, ds.x_test, ds.specs, strict=True):
         cards = torch.tensor(spec.cardinalities, dtype=torch.float32)
         codes = x_tr[:, : spec.n_categorical]
@@ -101,6 +102,7 @@ def test_criteo_active_categorical_passive_numeric(tmp_path):
     assert len(ds.y_train) == 40 and len(ds.y_test) == 5, "split 8:1"
     assert [tuple(x.shape) for x in ds.x_train] == [(40, 26), (40, 13)]
     assert ds.specs[0].n_categorical == 26 and ds.specs[1].n_categorical == 0
+    assert ds.fitted_features == (ctr.VOCABULARY, ctr.MIN_MAX)  # review fe F1: what each party's features pass
     assert all(c == 6 for c in ds.specs[0].cardinalities), "5 values + missing, plus unknown index 0"
     numeric = ds.x_train[1]
     assert float(numeric.min()) == 0.0 and float(numeric.max()) == 1.0

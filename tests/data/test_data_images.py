@@ -29,6 +29,7 @@ def test_cifar10_halves_from_either_folder_layout(tmp_path):
     _cifar(tmp_path / "cifar-10-batches-py")
     ds = images.load_cifar10(root=tmp_path)
     assert [tuple(x.shape) for x in ds.x_train] == [(30, 3, 32, 16)] * 2
+    assert ds.fitted_features == ("", "")  # pixels / 255: nothing fitted on the training rows (review fe F1)
     assert [tuple(x.shape) for x in ds.x_test] == [(6, 3, 32, 16)] * 2
     assert ds.y_train.tolist() == list(range(6)) * 5 and ds.num_classes == 10
     raw = pickle.loads((tmp_path / "cifar-10-batches-py" / "test_batch").read_bytes())[b"data"]

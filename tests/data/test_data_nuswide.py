@@ -47,6 +47,7 @@ def test_parties_labels_and_train_only_standardisation(writers, tmp_path, layout
     assert [tuple(x.shape) for x in ds.x_test] == [(10, 634), (10, 1000)]
     assert ds.y_train.tolist() == y_tr.tolist() and ds.y_test.tolist() == y_te.tolist()
     assert ds.num_classes == 10 and ds.metric == "accuracy"
+    assert ds.fitted_features == (nuswide.STANDARDISED,) * 2  # review fe F1: no feature epsilon on them
     mean, std = img_tr.mean(0), img_tr.std(0)
     assert torch.allclose(ds.x_train[0], torch.from_numpy((img_tr - mean) / std).float(), atol=1e-4)
     assert torch.allclose(ds.x_test[0], torch.from_numpy((img_te - mean) / std).float(), atol=1e-4)

@@ -199,8 +199,31 @@ class _DeclaredDelta(GaussianDP):
         return 0.0
 
 
+class _FewSteps(EmbeddingDP):
+    """Declares that it reads no features, and counts no DP-SGD step in the composition (review eps5 R6)."""
+
+    reads_features = False
+
+    @property
+    def steps(self):
+        return None if self.stepped is None else torch.zeros_like(self.stepped.counts())
+
+
 DEFENSES.register("t-declared-spent", _DeclaredSpent)
 DEFENSES.register("t-declared-delta", _DeclaredDelta)
+DEFENSES.register("t-few-steps", _FewSteps)
+
+
+class _AnyData(EmbeddingDP):
+    """Declares that it reads no features, and says its claim holds on any data (fitted preprocessing too)."""
+
+    reads_features = False
+
+    def covers_data(self, dataset):
+        return ""
+
+
+DEFENSES.register("t-any-data", _AnyData)
 
 
 def test_an_epsilon_computed_by_a_plugin_s_accounting_is_not_recorded_whatever_it_declares():
@@ -209,6 +232,10 @@ def test_an_epsilon_computed_by_a_plugin_s_accounting_is_not_recorded_whatever_i
         "(_DeclaredSpent.privacy_spent()) is not vflpriv's own code" in record.notes
     p = plan(_config({"name": "t-declared-delta", "strength": 4.0, "sweep": True}))
     assert "its accounting (_DeclaredDelta.privacy_delta()) is not vflpriv's own code" in p.defenses[0].uncovered
+    p = plan(_config({"name": "t-few-steps", "strength": 4.0, "sweep": True}))  # the count uses() composes
+    assert "its accounting (_FewSteps.steps()) is not vflpriv's own code" in p.defenses[0].uncovered
+    p = plan(_config({"name": "t-any-data", "strength": 4.0, "sweep": True}))  # review fe F1's data check
+    assert "its accounting (_AnyData.covers_data()) is not vflpriv's own code" in p.defenses[0].uncovered
     binary = {"dataset": {"name": "breast-cancer"}, "partition": {"labeled": 60, "aux": 20}}
     with pytest.raises(IncompatibleError, match="marvell reads the active party's labels around it"):  # it vouches not
         plan(_config(DP, {"name": "t-declared-spent", "strength": 2.0}, {"name": "marvell", "strength": 1.0}, **binary))

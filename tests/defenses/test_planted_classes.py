@@ -83,3 +83,29 @@ def test_a_module_a_plugin_adds_under_vflpriv_s_name_names_no_vflpriv_folder(mon
 
 def test_an_attack_plugin_naming_a_vflpriv_module_is_keyed_by_its_code():
     assert "code" in code_mark(ATTACKS, "t-spoofed") and code_mark(ATTACKS, "mc") == {}
+
+
+class _Clean:
+    """A class put in place of a method: calling it through the class runs its ``__new__``."""
+
+    def __new__(cls, labels, *, num_classes):
+        return labels.clone()
+
+
+def test_a_built_in_method_replaced_by_a_class_is_not_vflpriv_s_own(monkeypatch):
+    """Review eps5 R1: a member that is a class counted as no code, so ``privacy_spent = float`` kept the claim."""
+    assert vflpriv_own(LabelDP)
+    for replacement in (float, staticmethod(float), _Clean):
+        monkeypatch.setattr(LabelDP, "privacy_spent", replacement)
+        assert not vflpriv_own(LabelDP), replacement
+    monkeypatch.undo()
+    assert vflpriv_own(LabelDP)
+
+
+
+def test_a_plugin_naming_a_library_module_is_keyed_by_its_code():
+    """Review eps5 R8: a class whose ``__module__`` named torch was taken for a library's and got no code mark, so an
+    edited plugin kept its keys (and resumed its old records)."""
+    disguised = type("Plugged", (LabelDP,), {"__module__": "torch.plugged", "relabel": _clean})
+    DEFENSES.register("t-torch-named", disguised)
+    assert "code" in code_mark(DEFENSES, "t-torch-named") and "code" not in code_mark(DEFENSES, "label-dp")

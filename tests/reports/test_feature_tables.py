@@ -133,12 +133,15 @@ def _undefended(adversary: str, *, leak: float) -> list[dict]:
 def test_the_weakest_strength_that_falls_to_the_prior_is_per_adversary(results):
     weak = (results["adversary"] == "server") & (results["strength"] == 4.0)
     results = results.assign(feature_mse=results["feature_mse"].mask(weak, 0.098),
-                             leakage=results["leakage"].mask(weak, 0.002))
+                             leakage=results["leakage"].mask(weak, 0.002),
+                             attack_errors=results["attack_errors"].mask(weak, json.dumps([0.095, 0.098, 0.101])))
     results = pd.concat([results, pd.DataFrame(_undefended("0", leak=0.06) + _undefended("server", leak=0.03))])
     (_, features) = prior_strength_tables(results)
     found = {r[features.columns.index("adversary")]: r[-1] for r in features.rows}
-    # within 5% of the prior's MSE: the server's leakage at λ=4 (0.002 < 0.005) falls; the active party's never does
-    assert found == {"0": "not within λ=1, λ=4", "server": "λ=4 (leakage +0.0020 MSE, utility 0.700)"}
+    # the server's leakage at λ=4 (0.002) is shown below 5% of the prior's MSE (interval [-0.0004, +0.0044] < 0.005):
+    # it falls; the active party's leaks at both (review fe F2: each strength's own test decides)
+    leaks = "not at the prior: λ=1 leaks beyond the prior, λ=4 leaks beyond the prior"
+    assert found == {"0": leaks, "server": "λ=4 (leakage +0.0020 MSE, utility 0.700)"}
 
 
 def test_the_strength_table_credits_no_defense_with_an_attack_that_did_not_leak_undefended(results):
@@ -148,9 +151,11 @@ def test_the_strength_table_credits_no_defense_with_an_attack_that_did_not_leak_
     quiet = pd.DataFrame(_undefended("0", leak=-0.01) + _undefended("server", leak=0.03))
     (_, features) = prior_strength_tables(pd.concat([results, quiet]))
     found = {r[features.columns.index("adversary")]: r[-1] for r in features.rows}
-    assert found == {"0": "n/a: no leakage beyond the prior without a defense", "server": "not within λ=1, λ=4"}
+    assert found == {"0": "n/a: no leakage beyond the prior without a defense",
+                     "server": "not at the prior: λ=1 leaks beyond the prior, λ=4 leaks beyond the prior"}
     weak = (results["adversary"] == "server") & (results["strength"] == 4.0)
-    results = results.assign(feature_mse=results["feature_mse"].mask(weak, 0.098))
+    results = results.assign(feature_mse=results["feature_mse"].mask(weak, 0.098),
+                             attack_errors=results["attack_errors"].mask(weak, json.dumps([0.095, 0.098, 0.101])))
     (_, features) = prior_strength_tables(pd.concat([results, pd.DataFrame(_undefended("0", leak=0.03))]))
     found = {r[features.columns.index("adversary")]: r[-1] for r in features.rows}
     assert found["server"] == ("λ=4 (leakage +0.0020 MSE, utility 0.700; no undefended run of this configuration to "
@@ -182,7 +187,8 @@ def test_a_store_of_two_methods_gets_each_method_s_defense_rows_and_its_own_unde
         for s in (1.0, 4.0):
             for seed in (0, 1):
                 r = {**_record(s, seed, adversary="0"), "method": method, "utility": utility}
-                rows.append({**r, "prior_mse": r["prior_mse"] + prior})
+                rows.append({**r, "prior_mse": r["prior_mse"] + prior,
+                             "prior_errors": json.dumps([r["prior_mse"] + prior] * 3)})
     verdicts = [{"place": ("splitnn", "digits"), "adversary": "0", "victim": "1", "attack": "fi-decoder",
                  "phase": "finetune", "verdict": "yes"},
                 {"place": ("fedhssl", "digits"), "adversary": "0", "victim": "1", "attack": "fi-decoder",
@@ -225,7 +231,8 @@ def test_each_configuration_s_defense_row_reads_its_own_undefended_verdict(basel
                  if d["attack"] == "fi-decoder"}
         assert {v: text.startswith("n/a: no leakage") for v, text in found.items()} == \
             {f"aux={aux}": q for aux, q in quiet.items()}
-        assert all(found[f"aux={aux}"] == "not within λ=1, λ=4" for aux in quiet if aux not in baseline)
+        leaks = "not at the prior: λ=1 leaks beyond the prior, λ=4 leaks beyond the prior"
+        assert all(found[f"aux={aux}"] == leaks for aux in quiet if aux not in baseline)
 
 
 def test_settings_that_only_measure_or_were_added_later_do_not_part_a_defended_run_from_its_baseline():

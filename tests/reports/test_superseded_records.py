@@ -19,7 +19,7 @@ def _record(run, key: str, accuracy: float) -> RunRecord:
     config = json.dumps(run.as_read().model_dump(mode="json"), sort_keys=True)
     return RunRecord(key=key, training_key=run.training_key(), method=run.method.name, dataset=run.dataset.name,
                      attack=run.attack.name, defense="iso",
-                     phase="finetune", strength=float(run.swept.strength), strength_axis="lambda",
+                     phase="finetune", strength=float(run.swept.strength or 0.0), strength_axis="lambda",
                      strength_stronger="higher", strength_identity=0.0, num_classes=10, seed=run.seed, utility=0.8,
                      attack_accuracy=accuracy, prior_accuracy=0.1, leakage=accuracy - 0.1, config=config)
 
@@ -85,3 +85,48 @@ def test_where_no_record_is_the_current_code_s_the_one_written_last_is_kept_and_
     result = CliRunner().invoke(app, ["table", str(tmp_path / "results.sqlite"), "--out", str(tmp_path / "t")])
     assert result.exit_code == 0, result.output
     assert "(1 beside the one written last, where none is the current code's;" in result.output
+
+
+def _targeted(target: float, seeds: list[int]):
+    return ExperimentConfig.model_validate({"defenses": [{"name": "dp-gaussian", "sweep": True, "options": {
+        "target_epsilon": target}}], "seeds": seeds}).runs()
+
+
+def _solved(run, key: str, accuracy: float, sigma: float) -> RunRecord:
+    """A dp-gaussian record at ``options.target_epsilon``: its strength is the sigma the code solved."""
+    return RunRecord(**{**_record(run, key, accuracy).__dict__, "defense": "dp-gaussian", "strength": sigma,
+                        "strength_axis": "sigma"})
+
+
+def test_a_run_whose_strength_an_option_sets_is_one_run_whatever_sigma_each_revision_solved():
+    """Review l6 L3: an earlier revision's record, which solved another sigma for the same settings, was kept beside
+    its recompute as a strength point of its own; another target stays another run, whatever sigma it solved."""
+    first, second = _targeted(2.0, [0, 1])
+    old = _solved(first, "0" * 20, 0.9, 12.0)
+    kept, superseded = current_records([old, _solved(first, first.key(), 0.5, 19.3),
+                                        _solved(second, second.key(), 0.5, 19.3)])
+    assert sorted(r.key for r in kept) == sorted([first.key(), second.key()])
+    assert [k for k, _ in superseded] == [old.key]
+    other = _targeted(3.0, [0])[0]
+    kept, superseded = current_records([_solved(first, first.key(), 0.5, 19.3), _solved(other, other.key(), 0.5, 19.3)])
+    assert len(kept) == 2 and not superseded
+
+
+def test_records_whose_settings_the_current_code_cannot_read_say_so_and_not_that_other_code_wrote_them(tmp_path):
+    """Review l6 L2: a retired option (or no settings recorded, hand-made) left out beside its twin was said to be
+    "written by other code of its components" and kept "none being the current code's"; neither can be told."""
+    first, second = _runs()
+    retired = json.loads(_record(first, "f" * 20, 0.5).config)
+    retired["model"]["retired_option"] = 1
+    records = [RunRecord(**{**_record(first, key * 20, 0.5).__dict__, "config": json.dumps(retired)}) for key in "fe"]
+    handmade = [RunRecord(**{**_record(second, key * 20, 0.5).__dict__, "config": ""}) for key in "ab"]
+    store = Store(tmp_path / "results.sqlite")
+    for record in records + handmade:
+        store.put(record)
+    kept, superseded = current_records(records + handmade)
+    assert sorted(r.key[0] for r in kept) == ["b", "e"]
+    assert all(why.endswith("(kept: the one written last; the current code cannot read their settings)")
+               and "other code" not in why for _, why in superseded)
+    result = CliRunner().invoke(app, ["table", str(tmp_path / "results.sqlite"), "--out", str(tmp_path / "t")])
+    assert result.exit_code == 0, result.output
+    assert "(2 beside the one written last, of settings the current code cannot read;" in result.output

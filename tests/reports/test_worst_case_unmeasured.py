@@ -26,7 +26,7 @@ def _run(attack: str, strength: float, seed: int, *, failed: bool = False, secre
     if secret == "features":  # the MSEs: the prior's 0.1, the attack's 0.1 defended, 0.05 undefended
         mse = float("nan") if failed else 0.1 if defended else 0.05
         extra = {"victim": "0", "adversary": "1", "feature_mse": mse, "prior_mse": 0.1,
-                 "attack_errors": json.dumps([mse] * 4), "prior_errors": json.dumps([0.1] * 4)}
+                 "attack_errors": json.dumps([mse] * 4), "prior_errors": json.dumps([0.1] * 4), "n_targets": 4}
     return RunRecord(key=f"{attack}{strength}{seed}", method="m", dataset="d", attack=attack,
                      defense="iso" if defended else "none", phase="finetune", strength=strength, strength_axis="lambda",
                      strength_stronger="higher", strength_identity=0.0, num_classes=2, seed=seed, utility=0.8,

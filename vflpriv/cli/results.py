@@ -123,7 +123,7 @@ def report(store: Path = STORE, out: Path = typer.Option(Path(DEFAULT_OUT["repor
 def _read(store: Path, out: Path, **filters: str | None):
     """The store's runs (read only), filtered; then ``out`` checked writable: nothing is written before both
     check out. Damaged records are named on stderr, one line each (at most 5), and left out."""
-    from vflpriv.reports.results import KEPT_CURRENT, load_results, select
+    from vflpriv.reports.results import KEPT, load_results, select
     from vflpriv.store.folders import writable_folder
 
     results = select(load_results(store), **filters)
@@ -135,12 +135,10 @@ def _read(store: Path, out: Path, **filters: str | None):
         warn.print(f"warning: {len(damaged) - 5} more damaged record(s) left out", markup=False)
     superseded = results.attrs.get("superseded", [])
     if superseded:  # e.g. a revised attack's runs recomputed beside the old ones: one seed counted once
-        current = sum(why.endswith(f"({KEPT_CURRENT})") for _, why in superseded)
-        cases = [f"{current} beside the current code's record of their run" if current else "",
-                 f"{len(superseded) - current} beside the one written last, where none is the current code's"
-                 if len(superseded) > current else ""]
+        counts = [(sum(why.endswith(f"({kept})") for _, why in superseded), case) for kept, case in KEPT.values()]
+        cases = [f"{n} {case}" for n, case in counts if n]
         warn.print(f"warning: {len(superseded)} record(s) of a run stored under another key left out, one record per "
-                   f"run kept ({'; '.join(filter(None, cases))}; the first: run {superseded[0][0]}: "
+                   f"run kept ({'; '.join(cases)}; the first: run {superseded[0][0]}: "
                    f"{superseded[0][1]})", markup=False)
     if "data_fingerprint" in results.columns:  # a data file changed between the runs of one store
         for dataset, rows in results.groupby(results["dataset"] + results["config"].map(_data_setting), sort=False):

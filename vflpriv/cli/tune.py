@@ -131,14 +131,15 @@ def tune(
                     log=axis.log, tolerance=tolerance, steps=steps)
     (out / "tune.json").write_text(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
     if result.found is None:
-        console.print(f"{defense}: the attack stays above the prior + {tolerance:g} up to {axis.name}="
-                      f"{result.points[0].strength:g} (leakage {result.points[0].leakage:+.3f}); {result.runs} runs")
+        console.print(f"{defense}: the attack is not shown within {tolerance:g} of the prior up to {axis.name}="
+                      f"{result.points[0].strength:g} (leakage {result.points[0].leakage:+.3f}, its paired test: "
+                      f"{result.points[0].verdict}); {result.runs} runs")
     else:
         from vflpriv.reports.tables import mean_std
 
         f = result.found
-        console.print(f"{defense}: weakest {axis.name} bringing {experiment.attack.names()[0]} within {tolerance:g} of "
-                      f"the prior: {f.strength:g} (leakage {f.leakage:+.3f}); utility "
+        console.print(f"{defense}: weakest {axis.name} whose paired test shows {experiment.attack.names()[0]} within "
+                      f"{tolerance:g} of the prior: {f.strength:g} (leakage {f.leakage:+.3f}); utility "
                       f"{mean_std(f.utility, f.utility_std, n=f.seeds)}; {len(result.points)} strengths, "
                       f"{result.runs} runs")
 

@@ -54,20 +54,34 @@ def vflpriv_own(k: type) -> bool:
     """Whether class ``k`` is vflpriv's own code: its module's file lies in vflpriv's package folders and defines it
     (``__module__`` alone can name any module: review eps2 G6), and so does every function it defines (a class planted
     into a vflpriv module, or a built-in whose method was replaced, is not: review final14 F5)."""
+    return _defined_in_vflpriv(k) and _own_members(k)
+
+
+def _defined_in_vflpriv(k: type) -> bool:
+    """Whether the module ``k`` names is a file of vflpriv's folders that defines ``k`` under its qualified name."""
+    module = defining_module(k)
+    return module is not None and in_vflpriv(getattr(module, "__file__", None))
+
+
+def defining_module(k: type) -> types.ModuleType | None:
+    """The module ``k.__module__`` names where it defines ``k`` under its qualified name, else None (a class that
+    only names a module: ``__module__`` can name any)."""
     module = sys.modules.get(k.__module__)
     defined = module
     for part in k.__qualname__.split("."):
         defined = getattr(defined, part, None)
-    return defined is k and in_vflpriv(getattr(module, "__file__", None)) and _own_members(k)
+    return module if defined is k else None
 
 
-#: Per class, the members last judged and the verdict (a key reads it per defense and attack: 0.2 ms a class unkept).
+#: Per class, the members last judged and the verdict (a key reads it per defense and attack: 0.2 ms a class unkept;
+#: a dry-run audit asks 35,000 times).
 _JUDGED: weakref.WeakKeyDictionary[type, tuple[tuple, bool]] = weakref.WeakKeyDictionary()
 
 
 def _own_members(k: type) -> bool:
     """Whether every function class ``k`` holds is compiled from vflpriv's folders: judged again only where one of its
-    members is not the object last judged (the kept tuple holds them, so no id is reused)."""
+    members is not the object last judged (the kept tuple holds them, so no id is reused). A function's code replaced
+    in place (``__code__`` assigned) is not seen: tampering with vflpriv's objects is outside it (docs/plugins.md)."""
     members = tuple(vars(k).values())
     kept = _JUDGED.get(k)
     if kept is None or len(kept[0]) != len(members) or not all(map(operator.is_, kept[0], members)):
@@ -79,13 +93,16 @@ def _own_members(k: type) -> bool:
 
 def _functions(value: object) -> list[types.FunctionType] | None:
     """The Python functions a class attribute runs: a function, a classmethod's or staticmethod's, a property's
-    accessors; none for data, a slot or a class (``Options``: parsed, never run on a secret); None (unknown, fail
-    closed) for any other callable or descriptor (a callable object, a builtin, a wrapper)."""
+    accessors; none for data, a slot or a class vflpriv's files define (``Options``: parsed, never run on a secret);
+    None (unknown, fail closed) for any other callable or descriptor (a callable object, a builtin, a wrapper, another
+    class such as ``float`` put in place of a method: review eps5 R1)."""
     if isinstance(value, (classmethod, staticmethod)):
         value = value.__func__
+    if isinstance(value, type):
+        return [] if _defined_in_vflpriv(value) else None
     if isinstance(value, property):
         found = [f for f in (value.fget, value.fset, value.fdel) if f is not None]
-    elif isinstance(value, (type, *_SLOTS)) or not (callable(value) or hasattr(value, "__get__")):
+    elif isinstance(value, _SLOTS) or not (callable(value) or hasattr(value, "__get__")):
         return []
     else:
         found = [value]

@@ -52,6 +52,11 @@ class DamagedRecordError(VflprivError, ValueError):
     only what is cheap): one error line naming the run, which ``--overwrite`` recomputes."""
 
 
+class RepeatedSeedError(VflprivError, ValueError):
+    """A seed twice among the records of one leakage test (records the tables cannot tell apart): one error line
+    naming them, instead of a test that counts one training twice."""
+
+
 class ConformanceError(VflprivError):
     """A method that does not keep the engine's contract is refused before an audit (one error line)."""
 

@@ -16,5 +16,10 @@ def generator(seed: int, stream: str) -> torch.Generator:
     and attack's noise are then the same draws on the CPU and on a GPU, so a seed means one experiment on every
     machine (a CUDA generator draws other numbers than a CPU one from the same seed).
     """
-    mixed = (seed * 1_000_003 + zlib.crc32(stream.encode())) % (2**63)
-    return torch.Generator().manual_seed(mixed)
+    return torch.Generator().manual_seed(mixed(seed, stream))
+
+
+def mixed(seed: int, stream: str) -> int:
+    """The seed of stream ``stream`` of ``seed`` (what :func:`generator` seeds with; a fork of a generator seeded with
+    ``seed``)."""
+    return (seed * 1_000_003 + zlib.crc32(stream.encode())) % (2**63)

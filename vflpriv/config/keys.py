@@ -16,7 +16,7 @@ import marshal
 import types
 from typing import Any
 
-from vflpriv.common.declarations import vflpriv_own
+from vflpriv.common.declarations import defining_module, vflpriv_own
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 
@@ -108,9 +108,14 @@ _LIBRARIES = frozenset({"builtins", "abc", "typing", "torch", "pydantic", "numpy
 
 
 def _foreign(cls: type) -> list[type]:
-    """The classes of ``cls``'s MRO that are neither a library's nor vflpriv's own (``vflpriv_own``: a class naming a
-    vflpriv module, planted in one or patched is not: review final14 F5)."""
-    return [k for k in cls.__mro__ if k.__module__.split(".")[0] not in _LIBRARIES and not vflpriv_own(k)]
+    """The classes of ``cls``'s MRO that are neither a library's (a module of :data:`_LIBRARIES` that defines it: a
+    class only naming one is not, review eps5 R8) nor vflpriv's own (``vflpriv_own``: a class naming a vflpriv module,
+    planted in one or patched is not: review final14 F5)."""
+    return [k for k in cls.__mro__ if not _library(k) and not vflpriv_own(k)]
+
+
+def _library(k: type) -> bool:
+    return k.__module__.split(".")[0] in _LIBRARIES and defining_module(k) is not None
 
 
 def _portable(code: types.CodeType) -> types.CodeType:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from vflpriv.common.components import built
+from vflpriv.common.declarations import vflpriv_own
 from vflpriv.common.errors import ConfigError
 
 #: The largest integer any setting accepts.
@@ -124,7 +125,8 @@ def check_candidates(cls: Any, attack: str, base: dict, space: dict[str, list], 
     given = model.model_validate(base, context=CANDIDATE)
     own = built("attack", attack, lambda: cls(given).space())  # a plugin's constructor: one error where it fails
     tried = {**own, **space} if own else space
-    _refuse_clashes(model, base, tried, where=where)
+    plugin = None if vflpriv_own(cls) else lambda options: built("attack", attack, lambda: cls(options))
+    _refuse_clashes(model, base, tried, where=where, build=plugin)
     for name, (key, reading) in model.read_only_with.items():
         keys = {getattr(given, key)} | {getattr(model.model_validate({**base, key: v}, context=CANDIDATE), key)
                                         for v in tried.get(key, ())}
@@ -139,21 +141,28 @@ def check_candidates(cls: Any, attack: str, base: dict, space: dict[str, list], 
                               f"{_needs(key, reading)} too, or leave {name} out")
 
 
-def _refuse_clashes(model: type[Options], base: dict, tried: dict[str, Any], *, where: str) -> None:
+def _refuse_clashes(model: type[Options], base: dict, tried: dict[str, Any], *, where: str,
+                    build: Any = None) -> None:
     """ConfigError naming the first candidate, of one searched value or two beside the given options, that ``model``
-    refuses (``min_ratio`` above ``max_ratio``): such a candidate failed the search after the training. Pairs only:
-    no options' check reads more than two of them."""
+    refuses (``min_ratio`` above ``max_ratio``) or, for a plugin, that ``build`` (its constructor) refuses: such a
+    candidate failed the search after the training (review lo7 F5). Pairs only: no options' check reads more."""
     axes = [[(k, v) for v in values] for k, values in tried.items()]
     singles = [[c] for axis in axes for c in axis]
     pairs = [p for i, first in enumerate(axes) for later in axes[i + 1:] for p in itertools.product(first, later)]
     for pair in [*singles, *pairs]:
         try:
-            model.model_validate({**base, **dict(pair)}, context=CANDIDATE)
+            options = model.model_validate({**base, **dict(pair)}, context=CANDIDATE)
         except ValidationError as exc:
             message = exc.errors()[0]["msg"].removeprefix("Value error, ")
             shown = ", ".join(f"{k}={v!r}" for k, v in pair)
             raise ConfigError(f"{where}: the search would try {shown}, which its options refuse ({message}); "
                               "search values every combination of which is valid") from None
+        try:
+            if build is not None:
+                build(options)
+        except ConfigError as exc:
+            shown = ", ".join(f"{k}={v!r}" for k, v in pair)
+            raise ConfigError(f"{where}: the search would try {shown}: {exc}") from exc.__cause__
 
 
 class NoOptions(Options):

@@ -51,11 +51,19 @@ class VerticalDataset:
     num_classes: int
     specs: tuple[PartySpec, ...]
     utility_metric: Literal["accuracy", "auc", "f1"] | None = None
+    #: Per party, the preprocessing of its features fitted on the training rows ('' where none: raw values or a fixed
+    #: scaling such as pixels / 255), e.g. "standardised with the training rows' mean and std": there one sample's raw
+    #: features move every row, so no per-sample feature-DP claim holds (review fe F1). None: undeclared (a plugin's
+    #: default), read as unknown: no feature epsilon is recorded (fail closed).
+    fitted_features: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         k = len(self.specs)
         if not (len(self.x_train) == len(self.x_test) == k):
             raise ValueError("x_train, x_test and specs must have one entry per party")
+        if self.fitted_features is not None and (len(self.fitted_features) != k or not all(
+                isinstance(f, str) for f in self.fitted_features)):
+            raise ValueError("fitted_features must hold one string per party ('' where none is fitted)")
         for x in self.x_train:
             if x.shape[0] != self.y_train.shape[0]:
                 raise ValueError("every party must hold the same number of training rows")
@@ -72,7 +80,7 @@ class VerticalDataset:
         return {"name": self.name, "x_train": list(self.x_train), "y_train": self.y_train,
                 "x_test": list(self.x_test), "y_test": self.y_test, "num_classes": self.num_classes,
                 "specs": [[s.modality, list(s.shape), list(s.cardinalities)] for s in self.specs],
-                "utility_metric": self.utility_metric}
+                "utility_metric": self.utility_metric, "fitted_features": self.fitted_features}
 
     @classmethod
     def from_payload(cls, data: dict) -> VerticalDataset:
@@ -81,8 +89,9 @@ class VerticalDataset:
         tensors = [*data["x_train"], data["y_train"], *data["x_test"], data["y_test"]]
         if not all(isinstance(t, torch.Tensor) for t in tensors):
             raise TypeError("dataset payload holds something other than tensors")
+        fitted = data.get("fitted_features")  # absent from an entry written before the field: undeclared
         return cls(data["name"], tuple(data["x_train"]), data["y_train"], tuple(data["x_test"]), data["y_test"],
-                   int(data["num_classes"]), specs, data["utility_metric"])
+                   int(data["num_classes"]), specs, data["utility_metric"], None if fitted is None else tuple(fitted))
 
     @cached_property
     def digest(self) -> str:
@@ -90,7 +99,8 @@ class VerticalDataset:
         and bytes), computed once per loaded dataset: what cached states and records derived from it are keyed by, so a
         changed data file is another key whatever loader read it (a plugin's included). The tensors are hashed rather
         than a loader's files because a loader need not say which files it read; SHA-256 through hashlib runs at
-        memory-copy speed (Fashion-MNIST's 70000 x 784 floats: ``benchmarks/data_digest_cost.py``)."""
+        memory-copy speed (Fashion-MNIST's 70000 x 784 floats: ``benchmarks/data_digest_cost.py``). ``fitted_features``
+        is not hashed: it changes no number, only whether a feature epsilon is claimed (records' ``claim_version``)."""
         head = [self.name, self.num_classes, self.utility_metric,
                 [[s.modality, list(s.shape), list(s.cardinalities)] for s in self.specs]]
         digest = hashlib.sha256(json.dumps(head).encode())

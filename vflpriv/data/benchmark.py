@@ -16,6 +16,7 @@ import torch
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.paths import corrupt, locate, require
 from vflpriv.data.prep import (
+    STANDARDISED,
     as_labels,
     build,
     cap_rows,
@@ -79,7 +80,7 @@ def load_fashion_mnist(
     def parts(images: np.ndarray) -> list[torch.Tensor]:
         return [unit_float(p) for p in image_parts(torch.from_numpy(images).unsqueeze(1), parties)]
 
-    return build(name, parts(x_tr), parts(x_te), y_tr, y_te, num_classes=10, modality="image")
+    return build(name, parts(x_tr), parts(x_te), y_tr, y_te, num_classes=10, modality="image", fitted="")
 
 
 load_fashion_mnist.files_read = _fashion_files
@@ -94,7 +95,7 @@ def load_fashion_mnist_views(
     halves = load_fashion_mnist(parties=1, root=root, max_samples=max_samples, seed=seed)
     views = [image_views(x, parties, seed=index) for index, x in enumerate((halves.x_train[0], halves.x_test[0]))]
     return build("fashion-mnist-views", *views, halves.y_train.numpy(), halves.y_test.numpy(), num_classes=10,
-                 modality="image")
+                 modality="image", fitted="")
 
 
 load_fashion_mnist_views.files_read = _fashion_files
@@ -128,6 +129,7 @@ def load_letter(
         y[te],
         num_classes=num_classes,
         modality="tabular",
+        fitted=STANDARDISED,
     )
 
 
@@ -171,4 +173,5 @@ def load_satellite(
         y[te],
         num_classes=num_classes,
         modality="tabular",
+        fitted=STANDARDISED,
     )

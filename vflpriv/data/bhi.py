@@ -91,5 +91,6 @@ def load_bhi(
         np.asarray([label for *_, label in test], dtype=np.int64),
         num_classes=2,
         modality="image",
+        fitted="",
         utility_metric="f1",
     )

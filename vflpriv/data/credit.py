@@ -18,7 +18,7 @@ import numpy as np
 from vflpriv.common.errors import DataError
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.paths import corrupt, locate
-from vflpriv.data.prep import build, cap_rows, check_parties, fixed_split, standardize
+from vflpriv.data.prep import STANDARDISED, build, cap_rows, check_parties, fixed_split, standardize
 from vflpriv.data.readers import read_table
 
 if TYPE_CHECKING:  # imported where the files are read: every run\'s planning imports this module (the catalog)
@@ -108,6 +108,7 @@ def load_credit_default(
         y[te],
         num_classes=2,
         modality="tabular",
+        fitted=STANDARDISED,
     )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.paths import corrupt, locate
-from vflpriv.data.prep import build, check_parties, encode_categories, minmax
+from vflpriv.data.prep import MIN_MAX, VOCABULARY, build, check_parties, encode_categories, minmax
 from vflpriv.data.readers import read_table
 
 if TYPE_CHECKING:  # imported where the files are read: every run\'s planning imports this module (the catalog)
@@ -80,6 +80,11 @@ def _party_block(
     return np.hstack([codes_tr, num_tr]), np.hstack([codes_te, num_te]), cards
 
 
+def _fitted(sparse: tuple[str, ...], dense: tuple[str, ...]) -> str:
+    """What :func:`_party_block` fits on the training rows for a party of these fields."""
+    return "; ".join(what for what, fields in ((VOCABULARY, sparse), (MIN_MAX, dense)) if fields)
+
+
 def _test_cap(max_samples: int | None, ratio: int) -> int | None:
     return None if max_samples is None else max(1, max_samples // ratio)
 
@@ -125,6 +130,7 @@ def load_avazu(
         test["click"].to_numpy(),
         num_classes=2,
         modality="tabular",
+        fitted=[_fitted(s, d) for s, d in AVAZU_FIELDS],
         cardinalities=[b[2] for b in blocks],
     )
 
@@ -174,6 +180,7 @@ def load_criteo(
         y[te],
         num_classes=2,
         modality="tabular",
+        fitted=[VOCABULARY, MIN_MAX],
         cardinalities=[cards, ()],
     )
 

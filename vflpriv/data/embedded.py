@@ -17,7 +17,7 @@ import torch
 
 from vflpriv.data import bundled
 from vflpriv.data.base import PartySpec, VerticalDataset
-from vflpriv.data.prep import cap_rows, stratified_split
+from vflpriv.data.prep import STANDARDISED, cap_rows, stratified_split
 from vflpriv.data.splits import column_blocks, image_parts
 
 _TEST_FRACTION = 0.2
@@ -84,6 +84,7 @@ def load_digits(
         y_test=torch.from_numpy(y_te).long(),
         num_classes=10,
         specs=tuple(PartySpec("image", tuple(p.shape[1:])) for p in tr_parts),
+        fitted_features=("",) * len(tr_parts),  # a fixed scaling (/16)
     )
 
 
@@ -106,4 +107,5 @@ def load_breast_cancer(
         y_test=torch.from_numpy(y_te).long(),
         num_classes=2,
         specs=tuple(PartySpec("tabular", (p.shape[1],)) for p in tr),
+        fitted_features=(STANDARDISED,) * len(tr),
     )

@@ -68,7 +68,7 @@ def load_cifar10(
     def parts(images: np.ndarray) -> list[torch.Tensor]:
         return [unit_float(p) for p in image_parts(torch.from_numpy(images), parties)]
 
-    return build("cifar10", parts(x_tr), parts(x_te), y_tr, y_te, num_classes=10, modality="image")
+    return build("cifar10", parts(x_tr), parts(x_te), y_tr, y_te, num_classes=10, modality="image", fitted="")
 
 
 def _modelnet_objects(class_dir: Path, split: str) -> list[list[Path]]:
@@ -149,4 +149,5 @@ def load_modelnet(
         y_te,
         num_classes=len(names),
         modality="image",
+        fitted="",
     )

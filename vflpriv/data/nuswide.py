@@ -16,7 +16,7 @@ import numpy as np
 
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.paths import corrupt, locate, require
-from vflpriv.data.prep import build, cap_rows, check_parties, standardize
+from vflpriv.data.prep import STANDARDISED, build, cap_rows, check_parties, standardize
 from vflpriv.data.readers import read_table
 
 CONCEPTS = ("sky", "clouds", "person", "water", "animal", "grass", "buildings", "window", "plants", "lake")
@@ -116,6 +116,7 @@ def _load(
         y_te,
         num_classes=len(CONCEPTS),
         modality="tabular",
+        fitted=STANDARDISED,
     )
 
 

@@ -106,6 +106,12 @@ def standardize(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.nda
     return ((train - mean) / std).astype(np.float32), ((test - mean) / std).astype(np.float32)
 
 
+#: What ``VerticalDataset.fitted_features`` says of the fitted preprocessings here (one sample moves every row).
+STANDARDISED = "standardised with the training rows' mean and std"
+MIN_MAX = "min-max scaled with the training rows' min and max"
+VOCABULARY = "category codes and embedding sizes from the training rows' vocabulary"
+
+
 def minmax(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Scale each column to [0, 1] with the train min and max (test values may fall outside)."""
     low = train.min(0)
@@ -156,10 +162,12 @@ def build(
     *,
     num_classes: int,
     modality: Modality,
+    fitted: str | Sequence[str],
     cardinalities: Sequence[tuple[int, ...]] | None = None,
     utility_metric: str | None = None,
 ) -> VerticalDataset:
-    """Assemble a :class:`VerticalDataset` from per-party float arrays (party 0 = active)."""
+    """Assemble a :class:`VerticalDataset` from per-party float arrays (party 0 = active); ``fitted``: each party's
+    preprocessing fitted on the training rows ('' where none), one string for every party."""
     x_train = tuple(_float_tensor(p) for p in train_parts)
     x_test = tuple(_float_tensor(p) for p in test_parts)
     cards = cardinalities or [()] * len(x_train)
@@ -175,6 +183,7 @@ def build(
         num_classes=num_classes,
         specs=specs,
         utility_metric=utility_metric,
+        fitted_features=(fitted,) * len(specs) if isinstance(fitted, str) else tuple(fitted),
     )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from vflpriv.common.seeding import mixed
 from vflpriv.config.schema import FinetuneConfig, ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.data.scenario import Scenario
@@ -62,15 +63,19 @@ class Federation:
 
     def epoch_end(self, epoch: int, bottoms: list[nn.Module], top: nn.Module) -> None:
         """The measurement point at the end of finetuning epoch ``epoch`` (hook point ``measure:epoch-end``): the
-        monitor, if any, with the channel muted (its messages are neither counted nor seen by the adversary), and
-        afterwards every random stream (the method's, the defenses', torch's global one) and every module's
-        train/eval mode as before it, so a measured run trains bit for bit as an unmeasured one."""
+        monitor, if any, with the channel muted (its messages are neither counted nor seen by the adversary), drawing
+        from streams forked for it (each generator reseeded from its own seed and the epoch: a defense's noise there is
+        not the noise its next training batch or release gets, review fe F4), and afterwards every random stream (the
+        method's, the defenses', torch's global one) and every module's train/eval mode as before it, so a measured
+        run trains bit for bit as an unmeasured one."""
         if self.monitor is None:
             return
         modes = [(m, m.training) for root in (*bottoms, top) for m in root.modules()]
         streams = {id(g): g for g in (self.generator, *self.hooks.generators())}  # every defense is in the hooks
         states = [(g, g.get_state()) for g in streams.values()]
         with torch.random.fork_rng(devices=[]), self.channel.muted():
+            for g in (*streams.values(), torch.default_generator):
+                g.manual_seed(mixed(g.initial_seed(), f"monitor:{epoch}"))
             self.monitor(self, epoch, bottoms, top)
         for g, state in states:
             g.set_state(state)

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError
+from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError, VflprivError
+from vflpriv.config.registry import ATTACKS
 from vflpriv.config.schema import RunConfig
 from vflpriv.engine import ACTIVE, INFERENCE, SERVER
 from vflpriv.engine.roles import Role, received, role
@@ -82,12 +83,18 @@ def _roles(roles: frozenset[str]) -> list[str]:
     return [words[r] for r in ("active", "passive", "server") if r in roles]
 
 
+def _unfit(attack: Any, run: RunConfig, fits: Any) -> str:
+    """Why the attack's options (or, tuned, a candidate of its search) do not ``fit`` a party's data; '' if they do."""
+    cfg = run.attack
+    return attack.search_problem(cfg.search_space, fits, name=cfg.name) if cfg.tune else fits(attack)
+
+
 def label_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary, dataset: Any) -> Adversary:
     """A label attack's adversary with the messages it reads, each of which the method must send to its role."""
     got, phase = received(method.sends, adversary.role), run.attack.phase
     if isinstance(party := adversary.party, int) and party >= 0:  # the server holds no features
         fits = lambda a: a.own_problem(dataset.specs[party])  # noqa: E731
-        problem = attack.search_problem(run.attack.search_space, fits, name=run.attack.name) if run.attack.tune else fits(attack)
+        problem = _unfit(attack, run, fits)
         if problem:
             raise UnfitOptionsError(f"attack '{run.attack.name}' run by {describe(party)}: {problem}")
     for kind, at in attack.required_messages(phase):
@@ -105,7 +112,7 @@ def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary
     victim, phase = adversary.victim, run.attack.phase
     assert victim is not None
     fits = lambda a: a.victim_problem(dataset.specs[victim])  # noqa: E731
-    problem = attack.search_problem(run.attack.search_space, fits, name=run.attack.name) if run.attack.tune else fits(attack)
+    problem = _unfit(attack, run, fits)
     if problem:
         raise UnfitOptionsError(f"attack '{run.attack.name}' against {describe(victim)}: {problem}")
     got = received(method.sends, adversary.role, sender=role(victim))
@@ -123,3 +130,21 @@ def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary
 
 #: How the planner derives each secret's reads (an attack's ``secret`` picks one).
 READS = {"labels": label_reads, "features": feature_reads}
+
+
+def without_default_roles(run: RunConfig) -> RunConfig:
+    """``run`` with ``attack.adversary`` and ``attack.victim`` unset where they name the party unset resolves to: the
+    same run under another key (an audit names its feature attacks' roles, evaluate need not; a store may hold both)."""
+    try:
+        secret = getattr(ATTACKS.get(run.attack.name), "secret", "labels")
+        roles = parties_of(run, secret, parties=run.partition.parties)
+    except VflprivError:
+        return run  # roles the current code cannot resolve: as written
+    for name in ("victim", "adversary"):  # the victim's default depends on the adversary: unset first
+        unset = run.model_copy(update={"attack": run.attack.model_copy(update={name: None})})
+        try:
+            same = parties_of(unset, secret, parties=run.partition.parties) == roles
+        except VflprivError:
+            same = False  # unset, it names another party or none: the role given is no default
+        run = unset if same else run
+    return run

@@ -16,6 +16,7 @@ from vflpriv.config.schema import TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.defenses.base import LABELS, Protection
 from vflpriv.defenses.declarations import declared_secrets
+from vflpriv.defenses.noise import noise_stream
 from vflpriv.engine import (
     ACTIVE_BACKWARD,
     ACTIVE_BATCH,
@@ -45,7 +46,8 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
     _check_delta(config, defenses, rows=int(dataset.y_train.shape[0]))
     for i, (d, c) in enumerate(zip(defenses, config.defenses)):
         d.read_around = _read_around(config, defenses, i)
-        d.uncovered = "; ".join(filter(None, [foreign_accounting(d, c.name), d.covers(method), d.read_around]))
+        d.uncovered = "; ".join(filter(None, [foreign_accounting(d, c.name), d.covers(method), d.covers_data(dataset),
+                                              d.read_around]))
         if d.uncovered and d.requested_claim():
             raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
                                     f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
@@ -54,8 +56,7 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
 
 
 def _check_secrets(defenses: list) -> None:
-    """Each defense's ``secrets``, as its class and the instance name them, is a set of the secrets vflpriv measures
-    (``declared_secrets``: a typo read as no secret, a string as letters, review l6 L6)."""
+    """Each defense's ``secrets``, its class's and the instance's, is a set of known secrets (review l6 L6)."""
     for d in defenses:
         declared_secrets(type(d))
         declared_secrets(d)
@@ -130,7 +131,8 @@ def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
 
 #: What computes a DP defense's epsilon and says where it holds (embedding-dp's ``uses``: its composition count;
 #: ``guards``: the victims whose feature epsilon it is).
-ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "claimed_epsilon", "uses", "guards")
+ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claimed_epsilon", "uses", "steps",
+              "releases", "guards")
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
@@ -217,6 +219,18 @@ def unset_kinds(name: str, method: str, *, party: int | None, phase: str) -> lis
         return None
 
 
+def without_default_kinds(run: TrainingConfig) -> TrainingConfig:
+    """``run`` with each defense's ``kinds`` unset where they are what unset resolves to (:func:`unset_kinds`): the
+    same run under another key, which the tables would show as two variants of one setting."""
+    def unset(d):
+        try:
+            return d.kinds is not None and d.kinds == unset_kinds(d.name, run.method.name, party=d.party, phase=d.phase)
+        except VflprivError:
+            return False  # a defense the current code lacks: as written
+    return run.model_copy(update={"defenses": [d.model_copy(update={"kinds": None}) if unset(d) else d
+                                               for d in run.defenses]})
+
+
 def _defense(config: TrainingConfig, index: int, method: Method, dataset: VerticalDataset, device: torch.device):
     """The defense, bound to the messages it protects. Unset ``party``: the active party, or every passive
     party when the active party sends nothing the defense protects in the phase; unset ``kinds``: the
@@ -249,7 +263,7 @@ def _defense(config: TrainingConfig, index: int, method: Method, dataset: Vertic
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
     return built("defense", d.name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=party, phase=d.phase, kinds=kinds,
-        options=options, generator=generator(config.seed, f"defense:{index}"), name=d.name,
+        options=options, generator=noise_stream(config.seed, index, options), name=d.name,
     ))
 
 
@@ -280,7 +294,7 @@ def _training_defense(config: TrainingConfig, index: int, cls, method: Method, d
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
     return built("defense", name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=0, phase="finetune", kinds=kinds,
-        options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
+        options=options, generator=noise_stream(config.seed, index, options), name=name))
 
 
 def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, dataset: VerticalDataset):
@@ -314,7 +328,7 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
     options = parse_options(cls, d.options, where=f"defenses[{index}].options")
     defense = built("defense", name, lambda: cls(
         strength=cls.axis.identity if d.strength is None else d.strength, party=PASSIVE if d.party is None else d.party,
-        phase=d.phase, kinds=None, options=options, generator=generator(config.seed, f"defense:{index}"), name=name))
+        phase=d.phase, kinds=None, options=options, generator=noise_stream(config.seed, index, options), name=name))
     defense.called = cls.hook_points & method.supported()  # its optional points too, where the training calls them
     for party in range(1, config.partition.parties) if d.party is None else (d.party,):
         if reason := getattr(defense, "victim_problem", lambda *_: "")(party, dataset.specs[party]):
@@ -323,10 +337,9 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
 
 
 def claim_secrets(d: Protection) -> frozenset[str]:
-    """The secrets ``d``'s epsilon is recorded under: those the class computing it (defining ``privacy_spent``) names,
-    narrowed to ``d``'s; a plugin's ``secrets`` may narrow them, never redirect them (an embedding-dp subclass naming
-    the labels recorded its feature epsilon as a label epsilon: review l6 L1). Where that class is not vflpriv's own,
-    nothing is recorded (:func:`foreign_accounting`); planning still checks the reads of its secrets around it."""
+    """The secrets ``d``'s epsilon is recorded under: those of the class computing it (defining ``privacy_spent``; if
+    not vflpriv's own, :func:`foreign_accounting` records nothing) narrowed to ``d``'s: a plugin's ``secrets`` may
+    narrow them, never redirect them (an embedding-dp subclass naming the labels: review l6 L1)."""
     return declared_secrets(_accounting(d)) & declared_secrets(d)
 
 
@@ -337,8 +350,7 @@ def _accounting(d: Protection) -> type:
 
 def claimed(defenses: list[Protection]) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
     """What a run records of its defenses' claims (:func:`claim_secrets`): (epsilon, delta) of each covered one claiming
-    the labels alone, (defense, epsilon) of those claiming the features, and the notes of those whose epsilon is
-    recorded under no secret, or under the features only (:func:`_unrecorded`; review final14 F4)."""
+    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes."""
     spent = [(d, e, claim_secrets(d)) for d in defenses if not d.uncovered and (e := d.privacy_spent()) is not None]
     labels = [(e, d.privacy_delta()) for d, e, secrets in spent if secrets == {"labels"}]
     features = [(d, e) for d, e, secrets in spent if "features" in secrets]
@@ -362,8 +374,7 @@ def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
 
 
 def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str]) -> list[str]:
-    """The notes of the claims a run records no epsilon for: those :func:`claimed` records under no secret (or the
-    features only), and one whose argument its own code or another defense's reads do not cover (``uncovered``)."""
+    """The notes of the claims a run records no (label) epsilon for: :func:`claimed`'s, and those ``uncovered``."""
     return unrecorded + [f"{name}: no epsilon recorded: {d.uncovered}" for d, name in zip(defenses, names)
                          if d.uncovered and not d.is_identity]
 

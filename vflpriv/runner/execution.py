@@ -29,6 +29,7 @@ from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import LABEL_FIELDS, RunConfig, TrainingConfig
 from vflpriv.data.load import data_of
 from vflpriv.defenses.declarations import declared_secrets
+from vflpriv.defenses.noise import claim_notes
 from vflpriv.engine import (
     FINETUNE,
     INFERENCE,
@@ -137,6 +138,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     claims, features, unrecorded = claimed(p.defenses)  # features: another neighbouring relation
     result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], unrecorded)
     result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]
+    result.notes += claim_notes(p.defenses, p.config.defenses)  # what each recorded epsilon assumes of its noise
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     if p.auditor is not None:
         score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,

@@ -265,7 +265,8 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     declared = method.declared(run, num_classes=dataset.num_classes)
     fits = lambda a: a.incompatible(declared, num_classes=dataset.num_classes)  # noqa: E731
     if reason := fits(attack) or (attack.search_problem(cfg.search_space, fits, name=cfg.name) if cfg.tune else ""):
-        raise (UnfitOptionsError if _defaults_fit(cls, fits) else IncompatibleError)(f"attack '{cfg.name}': {reason}")
+        raise (UnfitOptionsError if _users_options(cls, cfg, fits) else IncompatibleError)(
+            f"attack '{cfg.name}': {reason}")
     known_ids = None
     if attack.secret == "features":  # too few known samples failed (or silently did less) after the training
         check_finite_features(dataset, (adversary.victim, adversary.party))
@@ -282,13 +283,15 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
                       known=known_ids)
 
 
-def _defaults_fit(cls: Any, fits: Callable[[Any], str]) -> bool:
-    """Whether attack class ``cls`` with its default options ``fits`` where the given ones do not: the user's options
-    are the problem (a plugin that cannot start with its defaults proves nothing against them)."""
+def _users_options(cls: Any, cfg: Any, fits: Callable[[Any], str]) -> bool:
+    """Whether the options ``cfg`` gives are why the attack does not fit: class ``cls`` with its default options
+    ``fits`` where they do not; for a plugin that cannot start with its defaults, wherever the user gave it options or
+    a search space (review lo7 F2: otherwise an audit set the user's option aside at rc 0)."""
     try:
-        return not fits(cls(cls.Options()))
+        default = cls(cls.Options())
     except Exception:  # noqa: BLE001 - a plugin's own constructor
-        return False
+        return bool(cfg.options or cfg.search_space)
+    return not fits(default)
 
 
 #: How each secret's prior is planned (an attack's ``secret`` picks one).

@@ -16,8 +16,9 @@ OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
 #: rules is never resumed or shown (review eps F3). 1: review eps F1/F2 (pretraining keys and defense plugins); 2: a
 #: DP defense's own undeclared code voids its claim, and a class is vflpriv's own by its module's file, not its
 #: ``__module__`` alone, and a defense naming no secret records no epsilon (review eps2 G1, G6, final14 F4; one
-#: version, as none of them was released alone).
-CLAIM_VERSION = 2
+#: version, as none of them was released alone); 3: no feature epsilon where the victim's features pass a preprocessing
+#: fitted on the training rows, or where the dataset does not declare it (review fe F1).
+CLAIM_VERSION = 3
 
 
 @dataclass

@@ -325,7 +325,8 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     n = attack.name
                     unfit.setdefault(n, []).append(as_written(str(exc), f"audit.attack_options.{n}",
                                                               f"audit.search_spaces.{n}"))
-                    reason = f"{unfit[attack.name][-1]} (set aside: the option fits another adversary or victim)"
+                    reason = (f"{unfit[attack.name][-1]} (set aside: the option fits another cell of the audit: "
+                              "adversary, victim or phase)")
                 if reason:
                     skipped.append(Inapplicable(label, "none", phase, reason, reason.startswith(LEFT_OUT)))
                 else:

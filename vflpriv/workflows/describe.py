@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from vflpriv.common.components import built
 from vflpriv.common.errors import UnknownNameError, VflprivError
 from vflpriv.config import presets
 from vflpriv.config.registry import ATTACKS, AUDITORS, DATASETS, DEFENSES, METHODS
@@ -117,7 +118,7 @@ def _undeclared(cls: Any, uses: str, follows: str) -> dict[str, str]:
 
 
 def _attack(name: str, cls: Any) -> Description:
-    attack = cls(cls.Options())  # its declarations under the default options
+    attack = built("attack", name, lambda: cls(cls.Options()))  # its declarations under the default options
     features = getattr(cls, "secret", "labels") == "features"
     knows = ({"infers": "a victim party's features (attack.victim)",
               "run by": ", ".join(ROLE_WORDS[r] for r in sorted(cls.roles)) + " (attack.adversary)",

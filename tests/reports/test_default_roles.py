@@ -1,0 +1,100 @@
+"""Review l6 L4: an attack run with its default roles given (``attack.adversary=0`` for a feature attack, as an audit
+writes its roles) is another key of the run evaluate writes with them unset; both in one store counted each seed
+twice, and ``vflpriv table``/``report`` stopped with a traceback (ValueError: seed(s) 0, 1 appear more than once).
+Records the tables still cannot tell apart are one error line naming them, exit 2."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+from vflpriv.config.sweep import ExperimentConfig
+from vflpriv.reports.results import current_records
+from vflpriv.runner.execution import roles_of
+from vflpriv.store.records import RunRecord
+from vflpriv.store.sqlite import Store
+
+
+def _runs(attack: dict, seeds=(0, 1)):
+    return ExperimentConfig.model_validate({"attack": attack, "strengths": [1.0], "seeds": list(seeds)}).runs()
+
+
+def _record(run, mse: float = 0.05, *, key: str | None = None) -> RunRecord:
+    """A record of ``run`` as a run writes it (its roles resolved into the columns); a feature attack's MSEs."""
+    secret, adversary, victim = roles_of(run)
+    features = {"attack_errors": json.dumps([mse] * 3), "prior_errors": json.dumps([0.08] * 3), "feature_mse": mse,
+                "prior_mse": 0.08, "n_targets": 3, "attack_accuracy": math.nan, "prior_accuracy": math.nan}
+    errors = features if secret == "features" else {"attack_accuracy": 0.6, "prior_accuracy": 0.5}
+    return RunRecord(key=key or run.key(), training_key=run.training_key(), method=run.method.name,
+                     dataset=run.dataset.name, attack=run.attack.name, defense="iso", phase="finetune", strength=1.0,
+                     strength_axis="lambda", strength_stronger="higher", strength_identity=0.0, num_classes=10,
+                     seed=run.seed, utility=0.8, secret=secret, adversary=adversary, victim=victim,
+                     config=json.dumps(run.as_read().model_dump(mode="json"), sort_keys=True), **errors)
+
+
+def test_a_run_with_its_default_roles_given_is_one_run_with_them_unset():
+    unset = _runs({"name": "fi-decoder"})
+    given = _runs({"name": "fi-decoder", "adversary": 0}) + _runs({"name": "fi-decoder", "adversary": 0, "victim": 1})
+    labels = _runs({"name": "mc"}) + _runs({"name": "mc", "adversary": 1})  # partition.adversary, given
+    kept, superseded = current_records([_record(r) for r in unset + given + labels])
+    assert sorted(r.key for r in kept) == sorted(r.key() for r in unset + labels[:2])
+    assert len(superseded) == 6 and all("given otherwise" in why for _, why in superseded)
+
+
+def test_roles_that_are_no_default_stay_another_run():
+    active, server = _runs({"name": "fi-decoder", "adversary": 0}, [0]) + _runs({"name": "fi-decoder",
+                                                                                  "adversary": "server"}, [0])
+    kept, superseded = current_records([_record(active), _record(server)])
+    assert len(kept) == 2 and not superseded
+    wrong = _record(server, key="0" * 20)  # its columns say the active party ran it, its settings the server
+    wrong = RunRecord(**{**wrong.__dict__, "adversary": "0"})
+    assert len(current_records([_record(active), wrong])[0]) == 2
+
+
+def _store(tmp_path: Path, records: list[RunRecord]) -> Path:
+    store = Store(tmp_path / "results.sqlite")
+    for record in records:
+        store.put(record)
+    return tmp_path / "results.sqlite"
+
+
+def test_vflpriv_table_and_report_count_each_seed_once_where_one_run_has_its_roles_given_and_unset(tmp_path):
+    path = _store(tmp_path, [_record(r) for r in _runs({"name": "fi-decoder"}) + _runs({"name": "fi-decoder",
+                                                                                         "adversary": 0})])
+    for command in ("table", "report"):
+        result = CliRunner().invoke(app, [command, str(path), "--out", str(tmp_path / command)])
+        assert result.exit_code == 0, result.output
+        assert "2 record(s) of a run stored under another key left out" in result.output
+
+
+def test_records_the_tables_cannot_tell_apart_are_one_error_line_naming_them(tmp_path):
+    """Settings of two swept strengths recorded at one strength (a hand edit): one seed twice in one leakage test."""
+    first, second = ExperimentConfig.model_validate({"strengths": [1.0, 2.0], "seeds": [0]}).runs()
+    path = _store(tmp_path, [_record(first), _record(second)])  # both recorded at strength 1
+    for command in ("table", "report"):
+        out = tmp_path / command
+        out.mkdir()
+        (out / "cap_tables.md").write_text("an earlier write")
+        result = CliRunner().invoke(app, [command, str(path), "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+        assert len(lines) == 1 and first.key() in lines[0] and second.key() in lines[0], result.output
+        assert "Traceback" not in result.output and "DELETE FROM runs WHERE key" in lines[0]
+        assert [p.name for p in out.iterdir()] == ["cap_tables.md"] and (out / "cap_tables.md").read_text() == (
+            "an earlier write")
+
+
+def test_a_defense_with_the_kinds_unset_resolves_to_given_is_one_run_with_them_unset():
+    """Found beside L4: iso's kinds given as ["gradient"] (what unset resolves to on splitnn) was a variant of its own
+    (defenses.0.kinds=["gradient"] beside defenses.0.kinds=unset) of the same run; another kind stays another run."""
+    def runs(kinds):
+        return ExperimentConfig.model_validate({"defenses": [{"name": "iso", "sweep": True, "kinds": kinds}],
+                                                "strengths": [1.0], "seeds": [0, 1]}).runs()
+
+    unset, given, other = runs(None), runs(["gradient"]), runs(["embedding"])
+    kept, superseded = current_records([_record(r) for r in given + unset + other])
+    assert sorted(r.key for r in kept) == sorted(r.key() for r in unset + other) and len(superseded) == 2
