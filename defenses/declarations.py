@@ -4,6 +4,8 @@ code is taken to read the secret (fail closed, as ``vflpriv.methods.base.own_cod
 from __future__ import annotations
 
 from vflpriv.common.declarations import uncovered_code, undeclared_clause, vflpriv_own
+from vflpriv.common.errors import ConfigError
+from vflpriv.common.secret_kinds import SECRETS
 
 #: What a defense's class may define without declaring its reads beside it: the declarations themselves, and what
 #: runs no code on a secret (its options model, the instance's attribute dictionary).
@@ -20,3 +22,15 @@ def undeclared(cls: type, than: str, what: str) -> tuple[str, ...]:
     """One clause naming the class's code without ``than`` declared beside it, or ``()``."""
     return undeclared_clause(foreign_code(cls, than), f"declares no {what} reads beside it (Protection.{than} in its "
                                                       f"class), so what it does with the {what}s is unknown")
+
+
+def declared_secrets(defense: object) -> frozenset[str]:
+    """The ``secrets`` a defense class (or instance) names, checked to be a set of :data:`SECRETS`: a typo, a string or
+    a property failed deep in planning or ``describe`` with a traceback (review l6 L6)."""
+    cls = defense if isinstance(defense, type) else type(defense)
+    value = getattr(defense, "secrets", None)
+    if isinstance(value, (set, frozenset)) and value <= set(SECRETS):
+        return frozenset(value)
+    raise ConfigError(f"defense class {cls.__module__}.{cls.__qualname__}: its secrets are {value!r:.60}; give a "
+                      f"set or frozenset of {', '.join(map(repr, SECRETS))} (the secrets it claims to protect), or an "
+                      "empty one")

@@ -91,14 +91,14 @@ def _claim_sources() -> dict[str, str]:
              Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
              planning._reads, planning._check_label_readers, planning.claimed, planning.plan_defenses,
              planning._check_backward, planning.withheld, planning.record_claims, planning._guards,
-             planning.foreign_accounting]
+             planning.foreign_accounting, planning.claim_secrets, planning._accounting, planning._unrecorded]
     members["vflpriv.runner.defense_planning.ACCOUNTING"] = repr(planning.ACCOUNTING)
     return members | {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
                       for p in parts}
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (3, "b65ae9c1c3c3302f")
+PINNED_CLAIM_RULES = (3, "c5d647bf0e000ae0")
 
 
 def _digest() -> str:

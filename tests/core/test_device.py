@@ -17,7 +17,7 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("vflpriv", "attacks", "defenses", "tradeoff", "reports")
+PACKAGES = ("vflpriv", "attacks", "defenses", "auditors", "tradeoff", "reports")
 #: torch functions that draw from a generator and create their output (the device must be named).
 DRAWS = {"rand", "randn", "randint", "randperm", "normal", "bernoulli", "poisson"}
 #: In-place fills from a generator on a tensor's own device: only where the draw is routed to the generator's device.

@@ -1,6 +1,7 @@
 """Review final14 F6: a plugin under a built-in's name shared the built-in's run and training keys (each resumed the
-other's records), and an edited plugin defense kept its keys: a built-in's name is refused, registered or installed
-(one ``error:`` line), and a plugin defense's code is in its keys; the built-ins' keys are unchanged."""
+other's records), and an edited plugin defense kept its keys (its pretraining key too: eps5's left): a built-in's name
+is refused, registered or installed (one ``error:`` line), and a plugin defense's code is in its keys; the built-ins'
+keys are unchanged."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from cli_helpers import refused_in_planning  # noqa: E402
 
 from vflpriv.common.errors import ConfigError  # noqa: E402
-from vflpriv.config.registry import DEFENSES  # noqa: E402
-from vflpriv.config.schema import RunConfig  # noqa: E402
+from vflpriv.config.registry import DEFENSES, METHODS  # noqa: E402
+from vflpriv.config.schema import RunConfig, TrainingConfig  # noqa: E402
+from vflpriv.defenses.base import StrengthAxis  # noqa: E402
 from vflpriv.defenses.label_dp import LabelDP  # noqa: E402
+from vflpriv.defenses.passive import PASSIVE_LOSS, PassiveDefense  # noqa: E402
+from vflpriv.runner.execution import pretrain_key  # noqa: E402
+from vflpriv.store import cache  # noqa: E402
 
 
 def _config(name: str) -> RunConfig:
@@ -68,3 +73,43 @@ def test_a_plugin_defense_s_code_is_in_its_keys_and_a_built_in_s_keys_are_unchan
 
 #: label-dp's keys for :func:`_config` as main (2f4ad98) computed them: a stored built-in record stays current.
 LABEL_DP_KEYS = ("9c4766ef8202687bc07c", "8358abb28232dc865fbc")
+
+
+class _Quiet(PassiveDefense):
+    """A plugin acting in pretraining: lambda times the mean squared embedding, in the passive party's own loss."""
+
+    hook_points = frozenset({PASSIVE_LOSS})
+    phases = ("finetune", "pretrain")
+    axis = StrengthAxis(name="lambda", stronger="higher", identity=0.0)
+    reads_labels = reads_features = False
+
+    def passive_loss(self, party, phase, x, sent):
+        return self.strength * sent.pow(2).mean() if self.acts_for(party, phase) else None
+
+
+class _QuietEdited(_Quiet):
+    """The same plugin after its author edited ``passive_loss``."""
+
+    def passive_loss(self, party, phase, x, sent):
+        return self.strength * sent.abs().mean() if self.acts_for(party, phase) else None
+
+
+def _pretrain_key(name: str) -> str:
+    config = TrainingConfig.model_validate({"method": {"name": "fedhssl"}, "defenses": [
+        {"name": name, "strength": 1.0, "phase": "pretrain", "party": 1}]})
+    return pretrain_key(config, METHODS.get("fedhssl"))
+
+
+def test_an_edited_plugin_acting_in_pretraining_pretrains_anew_and_a_built_in_s_key_is_unchanged(monkeypatch):
+    """eps5's left: the pretraining key held no plugin defense's code, so an edited one reused a stale pretraining."""
+    monkeypatch.setattr(cache, "code_version", lambda: "fixed")  # vflpriv's own source, edited by any commit
+    keys = []
+    for cls in (_Quiet, _QuietEdited):
+        monkeypatch.setitem(DEFENSES._extra, "t-quiet", cls)
+        keys.append(_pretrain_key("t-quiet"))
+    assert keys[0] != keys[1]
+    assert _pretrain_key("nopeek") == NOPEEK_PRETRAIN_KEY
+
+
+#: nopeek's pretraining key for :func:`_pretrain_key` (code version "fixed") as main (ccdad5f) computed it.
+NOPEEK_PRETRAIN_KEY = "3bc2229240c48ee7505ddbc7"

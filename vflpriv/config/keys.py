@@ -77,6 +77,12 @@ def code_mark(registry, name: str) -> dict[str, Any]:
     return mark
 
 
+def plugin_code(registry, name: str) -> dict[str, Any]:
+    """:func:`code_mark`'s plugin code alone, as a pretraining's key holds it: ``cache.code_version`` there hashes
+    vflpriv's own source, revised components included, so the keys of vflpriv's own stay what they were."""
+    return {k: v for k, v in code_mark(registry, name).items() if k == "code"}
+
+
 def loaded_code(cls: type) -> str:
     """A digest of the code class ``cls`` runs as loaded, with every base of its that is not vflpriv's own or a
     library's (:func:`_foreign`): each function's compiled code (file names left out, so the digest is the same

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from vflpriv.common.components import built
+from vflpriv.common.declarations import vflpriv_own
 from vflpriv.common.errors import ConfigError, IncompatibleError, VflprivError
 from vflpriv.common.seeding import generator
 from vflpriv.config.parse import parse_options
@@ -13,6 +15,7 @@ from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.defenses.base import LABELS, Protection
+from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.defenses.noise import noise_stream
 from vflpriv.engine import (
     ACTIVE_BACKWARD,
@@ -30,13 +33,12 @@ from vflpriv.engine import (
 )
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
-from vflpriv.common.components import built
-from vflpriv.common.declarations import vflpriv_own
 
 
 def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDataset, device: torch.device) -> list:
     """Every defense of ``config``, bound and checked against the method and against one another."""
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
+    _check_secrets(defenses)
     _check_backward(config, defenses)
     _check_passive_backward(config, defenses)
     _check_label_readers(config, defenses)
@@ -51,6 +53,13 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
                                     f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
                                     "(the noise acts and no epsilon is recorded), or use another method")
     return defenses
+
+
+def _check_secrets(defenses: list) -> None:
+    """Each defense's ``secrets``, its class's and the instance's, is a set of known secrets (review l6 L6)."""
+    for d in defenses:
+        declared_secrets(type(d))
+        declared_secrets(d)
 
 
 def _check_backward(config: TrainingConfig, defenses: list) -> None:
@@ -120,9 +129,10 @@ def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
                               f"{1 / rows:.3g}")
 
 
-#: What computes a DP defense's epsilon and says where it holds (embedding-dp's ``uses``: its composition count).
+#: What computes a DP defense's epsilon and says where it holds (embedding-dp's ``uses``: its composition count;
+#: ``guards``: the victims whose feature epsilon it is).
 ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claimed_epsilon", "uses", "steps",
-              "releases")
+              "releases", "guards")
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
@@ -144,7 +154,7 @@ def _read_around(config: TrainingConfig, defenses: list, index: int) -> str:
     if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
         return ""
     why = [f"{config.defenses[j].name}: {'; '.join(reads)}" for j, other in enumerate(defenses)
-           if (reads := [r for secret in sorted(d.secrets) for r in _reads(other, secret, own=j == index)])]
+           if (reads := [r for secret in sorted(claim_secrets(d)) for r in _reads(other, secret, own=j == index)])]
     return ("; ".join(why) + f": around {config.defenses[index].name}'s mechanism, so its epsilon does not bound the "
             "training") if why else ""
 
@@ -326,22 +336,47 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
     return defense
 
 
+def claim_secrets(d: Protection) -> frozenset[str]:
+    """The secrets ``d``'s epsilon is recorded under: those of the class computing it (defining ``privacy_spent``; if
+    not vflpriv's own, :func:`foreign_accounting` records nothing) narrowed to ``d``'s: a plugin's ``secrets`` may
+    narrow them, never redirect them (an embedding-dp subclass naming the labels: review l6 L1)."""
+    return declared_secrets(_accounting(d)) & declared_secrets(d)
+
+
+def _accounting(d: Protection) -> type:
+    """The class whose ``privacy_spent`` computes ``d``'s epsilon."""
+    return next(k for k in type(d).__mro__ if "privacy_spent" in vars(k))
+
+
 def claimed(defenses: list[Protection]) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
-    """What a run records of its defenses' claims: (epsilon, delta) of each covered one claiming on the labels alone,
-    (defense, epsilon) on the features, and the names of those claiming with no secret named: such a class was
-    checked against no secret in planning, so its claim is recorded nowhere (review final14 F4)."""
-    spent = [(d, e) for d in defenses if not d.uncovered and (e := d.privacy_spent()) is not None]
-    labels = [(e, d.privacy_delta()) for d, e in spent if "labels" in d.secrets and "features" not in d.secrets]
-    features = [(d, e) for d, e in spent if "features" in d.secrets]
-    return labels, features, [d.name for d, _ in spent if not {"labels", "features"} & set(d.secrets)]
+    """What a run records of its defenses' claims (:func:`claim_secrets`): (epsilon, delta) of each covered one claiming
+    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes."""
+    spent = [(d, e, claim_secrets(d)) for d in defenses if not d.uncovered and (e := d.privacy_spent()) is not None]
+    labels = [(e, d.privacy_delta()) for d, e, secrets in spent if secrets == {"labels"}]
+    features = [(d, e) for d, e, secrets in spent if "features" in secrets]
+    return labels, features, [note for d, _, secrets in spent if (note := _unrecorded(d, secrets))]
 
 
-def withheld(defenses: list[Protection], names: list[str], unnamed: list[str]) -> list[str]:
-    """The notes of the claims a run records no epsilon for: a defense naming no secret (:func:`claimed`), and one
-    whose argument its own code or another defense's reads do not cover (``uncovered``)."""
-    return ([f"{name}: no epsilon recorded: its secrets name neither labels nor features" for name in unnamed]
-            + [f"{name}: no epsilon recorded: {d.uncovered}" for d, name in zip(defenses, names)
-               if d.uncovered and not d.is_identity])
+def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
+    """Why ``d``'s epsilon is not recorded under the secrets it names (``secrets``: :func:`claim_secrets`), or ''."""
+    if secrets == {"labels", "features"}:  # the run's note on the feature epsilon alone said nothing of the labels
+        return (f"{d.name}: no label epsilon recorded: it claims the labels and the features with one epsilon, "
+                "recorded as the feature epsilon only, where it guards the record's victim")
+    if secrets:
+        return ""
+    named = declared_secrets(d)
+    if not named:
+        return f"{d.name}: no epsilon recorded: its secrets name neither labels nor features"
+    k = _accounting(d)
+    return (f"{d.name}: no epsilon recorded: its secrets ({', '.join(sorted(named))}) are none of those its accounting "
+            f"({k.__name__}.privacy_spent()) bounds ({', '.join(sorted(declared_secrets(k))) or 'none'}): a plugin's "
+            "secrets may narrow them, never redirect them")
+
+
+def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str]) -> list[str]:
+    """The notes of the claims a run records no (label) epsilon for: :func:`claimed`'s, and those ``uncovered``."""
+    return unrecorded + [f"{name}: no epsilon recorded: {d.uncovered}" for d, name in zip(defenses, names)
+                         if d.uncovered and not d.is_identity]
 
 
 def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:

@@ -24,10 +24,12 @@ from vflpriv.common import metrics
 from vflpriv.common.errors import ChannelViolation, DivergedError, VflprivError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.common.seeding import generator
-from vflpriv.config.keys import config_hash, loaded_code
+from vflpriv.config.keys import config_hash, loaded_code, plugin_code
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import LABEL_FIELDS, RunConfig, TrainingConfig
 from vflpriv.data.load import data_of
+from vflpriv.defenses.declarations import declared_secrets
+from vflpriv.defenses.noise import claim_notes
 from vflpriv.engine import (
     FINETUNE,
     INFERENCE,
@@ -49,10 +51,9 @@ from vflpriv.models.training import require_finite
 from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
+from vflpriv.runner.defense_planning import claimed, record_claims, withheld
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.handed import changed_in_place, tensors_digest
-from vflpriv.defenses.noise import claim_notes
-from vflpriv.runner.defense_planning import claimed, record_claims, withheld
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
 from vflpriv.store.secrets import canary_key, fingerprint
@@ -134,8 +135,8 @@ def _execute(p: Plan) -> list[RunRecord]:
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
-    claims, features, unnamed = claimed(p.defenses)  # features: another neighbouring relation
-    result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], unnamed)
+    claims, features, unrecorded = claimed(p.defenses)  # features: another neighbouring relation
+    result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], unrecorded)
     result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]
     result.notes += claim_notes(p.defenses, p.config.defenses)  # what each recorded epsilon assumes of its noise
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
@@ -336,7 +337,8 @@ def _method_code(method: type) -> str:
 
 
 def pretrain_key(config: TrainingConfig, method: Method | type) -> str:
-    """Hash of what pretraining can depend on: config parts, the data (``data_of``), the method's and vflpriv's code.
+    """Hash of what pretraining can depend on: config parts, the data (``data_of``), the method's and vflpriv's code,
+    and a plugin defense's among its defenses (``plugin_code``: an edited one pretrains anew, as its runs are).
     A pretraining reading no labels is shared across label budgets; one reading them is keyed by the label budget and
     every label defense (label DP changes the labels of every phase), as is, fail closed, a method with code of its own
     without ``label_uses`` declared beside it (``own_code``; ``feature_uses``: the feature defenses; review eps F1)."""
@@ -352,9 +354,10 @@ def pretrain_key(config: TrainingConfig, method: Method | type) -> str:
             mode="json", exclude=None if reads_labels else LABEL_FIELDS),
         "model": config.model.model_dump(mode="json"),
         "method": config.method.model_dump(mode="json"),
-        "defenses": [d.model_dump(mode="json", exclude={"sweep"}) for d in config.defenses
+        "defenses": [{**d.model_dump(mode="json", exclude={"sweep"}), **plugin_code(DEFENSES, d.name)}
+                     for d in config.defenses
                      if d.phase == PRETRAIN or (reads_labels and "labels" in DEFENSES.get(d.name).supported_kinds)
-                     or (reads_features and "features" in DEFENSES.get(d.name).secrets)],
+                     or (reads_features and "features" in declared_secrets(DEFENSES.get(d.name)))],
         "seed": config.seed,
         # a pretraining that reads labels reads the canaries' too, drawn with the canary key
         **({"canary_key": fingerprint(canary_key())} if reads_labels and config.partition.canaries else {}),

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from filelock import FileLock
 
+from vflpriv.common.declarations import SUBPACKAGES
 from vflpriv.common.errors import CacheError
 from vflpriv.store.folders import usable_folder
 
@@ -42,8 +43,9 @@ ENV_VAR = "VFLPRIV_CACHE"
 FORMAT = 2
 SUFFIX = ".entry"
 
-#: vflpriv's packages; the last four are installed from top-level folders (setuptools package-dir).
-PACKAGES = ("vflpriv", "vflpriv.attacks", "vflpriv.defenses", "vflpriv.tradeoff", "vflpriv.reports")
+#: vflpriv's packages: this one and those installed from top-level folders (setuptools package-dir), the one list
+#: ``vflpriv_own`` reads too (``vflpriv.auditors`` was missing here: an edited auditor kept stale cached trials).
+PACKAGES = ("vflpriv", *SUBPACKAGES)
 
 T = TypeVar("T")
 

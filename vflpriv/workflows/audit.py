@@ -34,6 +34,7 @@ from vflpriv.config.options import CANDIDATE, read_alone
 from vflpriv.config.parse import as_written, parse_options
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig
+from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.methods.base import pretraining_reads_labels
 from vflpriv.runner.prior import prior_pretraining
 from vflpriv.workflows.audit_checks import auditor_for, check_attack_settings, check_canary_settings
@@ -391,7 +392,7 @@ def _defense_refused(base: dict, attacks: list[AttackConfig], unset: DefenseConf
 
 def _unpaired(defense: str, attacks: list[AttackConfig], phase: str) -> str:
     """Why ``defense`` runs under none of ``attacks`` (``_paired``: the secret it claims, what it acts on)."""
-    secrets = ", ".join(sorted(getattr(DEFENSES.get(defense), "secrets", ())))
+    secrets = ", ".join(sorted(declared_secrets(DEFENSES.get(defense))))
     names = ", ".join(dict.fromkeys(a.name for a in attacks)) or "none applies"
     return (f"defense '{defense}' is judged under none of this audit's attacks in {phase} ({names}): a label attack "
             f"runs under a defense that claims the labels (it claims: {secrets or 'nothing'}), a feature attack of "

@@ -16,6 +16,7 @@ from vflpriv.common.components import built
 from vflpriv.common.errors import UnknownNameError, VflprivError
 from vflpriv.config import presets
 from vflpriv.config.registry import ATTACKS, AUDITORS, DATASETS, DEFENSES, METHODS
+from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.engine.hooks import PASSIVE_POINTS
 
 
@@ -182,7 +183,7 @@ def _defense(name: str, cls: Any) -> Description:
              "reads a passive party's features": "; ".join(cls.feature_reads()) or "no",
              "audit strengths": "; ".join(f"{p}: {', '.join(f'{v:g}' for v in s)}" for p, s in cls.audit_strengths.items())
              or "none",
-             "claims to protect": ", ".join(sorted(cls.secrets))}
+             "claims to protect": ", ".join(sorted(declared_secrets(cls)))}
     claims = getattr(cls, "audit_epsilons", {})
     if claims:
         delta = getattr(cls.Options.model_validate({}), "delta", 0.0)  # the claims' delta (its option's default)
