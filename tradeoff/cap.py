@@ -151,8 +151,8 @@ def cap_table(results: pd.DataFrame) -> pd.DataFrame:
             continue
         status = "ok"
         if left_out:
-            status = (f"partial: seeds {listed(left_out)} left out (a strength failed for them"
-                      f"{'; ' * bool(missing)}{missing})")
+            failed_for = "their run failed" if (group["defense"] == "none").all() else "a strength failed for them"
+            status = f"partial: seeds {listed(left_out)} left out ({failed_for}{'; ' * bool(missing)}{missing})"
         if not caps:
             status = (f"incomplete: no seed succeeded at every strength (seeds {listed(left_out)}"
                       f"{'; ' * bool(missing)}{missing})")

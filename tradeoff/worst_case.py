@@ -136,10 +136,12 @@ def with_worst_case(results: pd.DataFrame, undefended: pd.DataFrame | None = Non
 
 
 def unmeasured_text(records: pd.DataFrame) -> str:
-    """What a worst case's records could not take (:func:`worst_case_runs`): ``no successful run of mc at 1, 25``;
-    '' where they took every attack."""
+    """What a worst case's records could not take (:func:`worst_case_runs`): ``no successful run of mc at 1, 25``
+    (undefended, no strength is named); '' where they took every attack."""
     found: dict[str, set] = {}
     for names, strength in zip(records.get("unmeasured", ()), records["strength"]):
         for name in names.split(", ") if isinstance(names, str) and names else ():
             found.setdefault(name, set()).add(strength)
-    return "; ".join(f"no successful run of {name} at {listed(sorted(at))}" for name, at in sorted(found.items()))
+    undefended = "defense" in records and (records["defense"] == "none").all()
+    return "; ".join(f"no successful run of {name}" + ("" if undefended else f" at {listed(sorted(at))}")
+                     for name, at in sorted(found.items()))

@@ -17,7 +17,9 @@ from vflpriv.cli import app
 
 PLUGINS = textwrap.dedent('''
     import sys
+    from pathlib import Path
 
+    from vflpriv.attacks.labels.direct import DirectLabelInference
     from vflpriv.attacks.labels.model_completion import ModelCompletion
     from vflpriv.attacks.labels.similarity import SimilarityLabelInference
     from vflpriv.defenses.iso import IsotropicNoise
@@ -48,6 +50,13 @@ PLUGINS = textwrap.dedent('''
             super().__init__(options)
 
 
+    class NeedsLast(DirectLabelInference):
+        def __init__(self, options):
+            if options.gradients_from != "last":
+                raise RuntimeError("give gradients_from=last")
+            super().__init__(options)
+
+
     class GivenCount(SimilarityLabelInference):
         def __init__(self, options):
             if options.known_per_class is None:
@@ -62,6 +71,15 @@ PLUGINS = textwrap.dedent('''
 
     def raising(*, parties=2, root=None, max_samples=None, seed=0):
         raise RuntimeError("dataset broke")
+
+
+    def listing(*, parties=2, root=None, max_samples=None, seed=0):
+        from vflpriv.data.embedded import load_digits
+
+        return load_digits(parties=parties, root=root, max_samples=max_samples, seed=seed)
+
+
+    listing.files_read = lambda root: [Path(root or ".") / "absent.csv"]  # a file it names, missing
 
 
     def one_spec(*, parties=2, root=None, max_samples=None, seed=0):
@@ -105,6 +123,7 @@ def plugins(tmp_path, monkeypatch):
     # review lo7 F6: a plugin dataset's loader raising, or its dataset refused, was a traceback
     (["--dataset", "brokenplugins:raising"], "dataset 'brokenplugins:raising' failed to start: RuntimeError: "
                                              "dataset broke"),
+    (["--dataset", "brokenplugins:listing"], "dataset 'brokenplugins:listing' failed to start: FileNotFoundError"),
     (["--dataset", "brokenplugins:one_spec"], "dataset 'brokenplugins:one_spec' failed to start: ValueError: x_train, "
                                               "x_test and specs must have one entry per party"),
     (["--method", "exiting:Method"], "cannot import method 'exiting:Method': it called sys.exit(3)"),
@@ -140,6 +159,18 @@ def test_a_plugin_s_option_the_split_cannot_take_refuses_the_audit(plugins, tmp_
     assert result.exit_code == 2, result.output
     one_error_line(result.output, "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 "
                                   "auxiliary labels")
+
+
+def test_an_option_the_data_s_reason_does_not_name_leaves_a_plugin_set_aside(plugins, tmp_path):
+    """Review l7 3: a plugin that cannot start with its defaults refused the whole audit for the data's reason (dli's
+    sign rule on a wide embedding) whenever the user gave it any option; as dli, it is set aside."""
+    result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--quick", "--attacks",
+                                      "brokenplugins:NeedsLast,mc", "--defenses", "none", "--set",
+                                      "audit.attack_options.brokenplugins:NeedsLast.gradients_from=last", "--dry-run",
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "not run: brokenplugins:NeedsLast x none (finetune): attack 'brokenplugins:NeedsLast': the sign rule" in (
+        result.output)
 
 
 def test_describe_of_a_plugin_attack_that_cannot_start_is_one_error_line(plugins):

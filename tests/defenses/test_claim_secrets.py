@@ -39,7 +39,26 @@ class EdpGuardsAll(EmbeddingDP):
         return PassiveDefense.guards(self, party, phase) and not self.is_identity
 
 
-for name, cls in {"t-edp-labels": EdpLabels, "t-ldp-both": LdpBoth, "t-edp-guards-all": EdpGuardsAll}.items():
+class EdpCodeLabels(EmbeddingDP):
+    """embedding-dp with undeclared code beside the features, naming the labels (review eps6 E1)."""
+
+    secrets = frozenset({"labels"})
+
+    def passive_bottom(self, party, bottom):
+        return super().passive_bottom(party, bottom)
+
+
+class EdpActsEverywhere(EmbeddingDP):
+    """Declared; says it acts for every party (which decides the victims its feature epsilon guards: eps6 E3)."""
+
+    reads_labels = reads_features = False
+
+    def acts_for(self, party, phase):
+        return not self.is_identity
+
+
+for name, cls in {"t-edp-labels": EdpLabels, "t-ldp-both": LdpBoth, "t-edp-guards-all": EdpGuardsAll,
+                  "t-edp-code-labels": EdpCodeLabels, "t-edp-acts-everywhere": EdpActsEverywhere}.items():
     DEFENSES.register(name, cls)
 
 EDP = {"strength": 8.0, "party": 1, "sweep": True}
@@ -70,7 +89,7 @@ def test_a_plugin_s_guards_voids_the_feature_claim():
     (record,) = run(_config({"name": "t-edp-guards-all", **EDP}, partition={"labeled": 100, "aux": 40, "parties": 4},
                             attack={"name": "fi-decoder", "victim": 2, "prior": "none"}))
     assert record.victim == "2" and math.isnan(record.epsilon_features)
-    assert "its accounting (EdpGuardsAll.guards()) is not vflpriv's own code" in record.notes
+    assert "its accounting (EdpGuardsAll.guards()" in record.notes and "is not vflpriv's own code" in record.notes
 
 
 def test_a_claim_on_both_secrets_says_why_no_label_epsilon_is_recorded(monkeypatch):
@@ -79,3 +98,21 @@ def test_a_claim_on_both_secrets_says_why_no_label_epsilon_is_recorded(monkeypat
     (record,) = run(_config({"name": "label-dp", "strength": 1.0, "sweep": True}))
     assert math.isnan(record.epsilon) and math.isnan(record.epsilon_features)
     assert "label-dp: no label epsilon recorded: it claims the labels and the features with one epsilon" in record.notes
+
+
+def test_undeclared_code_is_judged_against_the_secrets_the_accounting_bounds():
+    """Review eps6 E1: checked against its own (label) secrets only, its undeclared feature code went unseen and the
+    notes kept embedding-dp's per-release claim for the test rows."""
+    (record,) = run(_config({"name": "t-edp-code-labels", **EDP}, attack={"name": "fi-decoder", "prior": "none"}))
+    assert math.isnan(record.epsilon) and math.isnan(record.epsilon_features)
+    assert "its own code (EdpCodeLabels.passive_bottom()) declares no feature reads" in record.notes
+    assert "DP for that test sample" not in record.notes
+
+
+def test_a_plugin_s_acts_for_voids_the_feature_claim():
+    """Review eps6 E3: overriding acts_for alone recorded embedding-dp's feature epsilon at a victim it never acted
+    on."""
+    (record,) = run(_config({"name": "t-edp-acts-everywhere", **EDP}, attack={"name": "fi-decoder", "victim": 2,
+                                                                                "prior": "none"},
+                            partition={"labeled": 100, "aux": 40, "parties": 4}))
+    assert math.isnan(record.epsilon_features) and "EdpActsEverywhere.acts_for()" in record.notes

@@ -95,7 +95,9 @@ class _Clean:
 def test_a_built_in_method_replaced_by_a_class_is_not_vflpriv_s_own(monkeypatch):
     """Review eps5 R1: a member that is a class counted as no code, so ``privacy_spent = float`` kept the claim."""
     assert vflpriv_own(LabelDP)
-    for replacement in (float, staticmethod(float), _Clean):
+    planted = type("Planted", (), {"__module__": MODULE, "__new__": lambda cls, *a, **k: 0.0})
+    monkeypatch.setattr(label_dp_module, "Planted", planted, raising=False)  # review l7 1: defined "in" vflpriv
+    for replacement in (float, staticmethod(float), _Clean, planted):
         monkeypatch.setattr(LabelDP, "privacy_spent", replacement)
         assert not vflpriv_own(LabelDP), replacement
     monkeypatch.undo()

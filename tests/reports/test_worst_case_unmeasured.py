@@ -172,4 +172,4 @@ def test_the_undefended_worst_case_of_a_seed_whose_attack_failed_is_not_the_othe
     assert (undefended.loc[[0, 2], "status"] == "ok").all()
     caps = cap_table(worst)
     (status,) = caps[(caps["attack"] == WORST) & (caps["defense"] == "none")]["status"]
-    assert status == "partial: seeds 1 left out (a strength failed for them; no successful run of mc at 0)"
+    assert status == "partial: seeds 1 left out (their run failed; no successful run of mc)"  # review l7 7

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+from pydantic import BaseModel
+
 #: vflpriv's packages installed from top-level folders of the checkout (setuptools package-dir), beside this file's.
 SUBPACKAGES = ("vflpriv.attacks", "vflpriv.defenses", "vflpriv.auditors", "vflpriv.tradeoff", "vflpriv.reports")
 
@@ -98,8 +100,8 @@ def _functions(value: object) -> list[types.FunctionType] | None:
     class such as ``float`` put in place of a method: review eps5 R1)."""
     if isinstance(value, (classmethod, staticmethod)):
         value = value.__func__
-    if isinstance(value, type):
-        return [] if _defined_in_vflpriv(value) else None
+    if isinstance(value, type):  # an options model vflpriv defines; any other class may run (review l7 1)
+        return [] if issubclass(value, BaseModel) and _defined_in_vflpriv(value) else None
     if isinstance(value, property):
         found = [f for f in (value.fget, value.fset, value.fdel) if f is not None]
     elif isinstance(value, _SLOTS) or not (callable(value) or hasattr(value, "__get__")):

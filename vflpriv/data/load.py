@@ -33,8 +33,8 @@ def _load(name: str, parties: int, root: Path | None, max_samples: int | None) -
     """The dataset, and the digest of the files it was read from where its loader names them (``files_read``)."""
     loader = DATASETS.get(name)
     dataset = _loaded(name, loader, parties, root, max_samples)  # first: the loader's own errors come first
-    reads = getattr(loader, "files_read", None)
-    return dataset, None if reads is None else files_digest(reads(root))
+    reads = getattr(loader, "files_read", None)  # a plugin's own: its failure (a missing file too) one error line
+    return dataset, None if reads is None else built("dataset", name, lambda: files_digest(reads(root)))
 
 
 def files_digest(paths: list[Path]) -> str:

@@ -129,10 +129,9 @@ def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
                               f"{1 / rows:.3g}")
 
 
-#: What computes a DP defense's epsilon and says where it holds (embedding-dp's ``uses``: its composition count;
-#: ``guards``: the victims whose feature epsilon it is).
+#: What computes a DP defense's epsilon, counts its uses (embedding-dp's) and says where and for whom it holds.
 ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claimed_epsilon", "uses", "steps",
-              "releases", "guards")
+              "releases", "guards", "_released", "acts_for", "notes")
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
@@ -154,7 +153,8 @@ def _read_around(config: TrainingConfig, defenses: list, index: int) -> str:
     if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
         return ""
     why = [f"{config.defenses[j].name}: {'; '.join(reads)}" for j, other in enumerate(defenses)
-           if (reads := [r for secret in sorted(claim_secrets(d)) for r in _reads(other, secret, own=j == index)])]
+           if (reads := [r for secret in sorted(declared_secrets(_accounting(d)) | declared_secrets(d))
+                         for r in _reads(other, secret, own=j == index)])]
     return ("; ".join(why) + f": around {config.defenses[index].name}'s mechanism, so its epsilon does not bound the "
             "training") if why else ""
 

@@ -265,7 +265,7 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
     declared = method.declared(run, num_classes=dataset.num_classes)
     fits = lambda a: a.incompatible(declared, num_classes=dataset.num_classes)  # noqa: E731
     if reason := fits(attack) or (attack.search_problem(cfg.search_space, fits, name=cfg.name) if cfg.tune else ""):
-        raise (UnfitOptionsError if _users_options(cls, cfg, fits) else IncompatibleError)(
+        raise (UnfitOptionsError if _users_options(cls, cfg, fits, reason) else IncompatibleError)(
             f"attack '{cfg.name}': {reason}")
     known_ids = None
     if attack.secret == "features":  # too few known samples failed (or silently did less) after the training
@@ -283,14 +283,14 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
                       known=known_ids)
 
 
-def _users_options(cls: Any, cfg: Any, fits: Callable[[Any], str]) -> bool:
+def _users_options(cls: Any, cfg: Any, fits: Callable[[Any], str], reason: str) -> bool:
     """Whether the options ``cfg`` gives are why the attack does not fit: class ``cls`` with its default options
-    ``fits`` where they do not; for a plugin that cannot start with its defaults, wherever the user gave it options or
-    a search space (review lo7 F2: otherwise an audit set the user's option aside at rc 0)."""
+    ``fits`` where they do not; for a plugin that cannot start with its defaults, where the ``reason`` names an option
+    the user gave or searched (review lo7 F2: otherwise an audit set it aside at rc 0; review l7 3: not any option)."""
     try:
         default = cls(cls.Options())
     except Exception:  # noqa: BLE001 - a plugin's own constructor
-        return bool(cfg.options or cfg.search_space)
+        return any(f"{name}=" in reason for name in (*cfg.options, *cfg.search_space))
     return not fits(default)
 
 

@@ -18,7 +18,7 @@ OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
 #: ``__module__`` alone, and a defense naming no secret records no epsilon (review eps2 G1, G6, final14 F4; one
 #: version, as none of them was released alone); 3: no feature epsilon where the victim's features pass a preprocessing
 #: fitted on the training rows, or where the dataset does not declare it (review fe F1).
-CLAIM_VERSION = 3
+CLAIM_VERSION = 4
 
 
 @dataclass
