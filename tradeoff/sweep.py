@@ -209,7 +209,7 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     damaged = store.drop_damaged(list(expected))
     stale = store.stale_claims(list(expected))  # never resumed with an epsilon earlier claim rules decided
     store.forget([key for key, _ in other + other_key + stale])
-    partial = partly_stored(store, configs)  # a secure-noise training is recomputed whole (review fe2 R1)
+    partial = partly_stored(configs, lambda k: store.get(k) if store.done(k) else None)  # review fe2 R1: whole
     store.forget(partial)
     if partial and on_note is not None:
         on_note(f"{len(partial)} record(s) of secure-noise trainings stored in part (or from two trainings) deleted "

@@ -8,6 +8,7 @@ import dataclasses
 from vflpriv.reports.results import load_results
 from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.sweep import sweep
+from vflpriv.workflows.experiment import stored_keys
 
 FAST = {"model": {"hidden": 16, "out_dim": 8}, "finetune": {"epochs": 1, "batch_size": 64},
         "defenses": [{"name": "label-dp", "strength": 2.0, "options": {"secure_noise": True}}]}
@@ -26,6 +27,7 @@ def test_a_secure_noise_training_stored_in_part_is_recomputed_whole(tiny, tmp_pa
         sweep(configs, store)
         first = {r.key: r.train_seconds for r in store.all()}
         store.forget([configs[1].key()])  # an interrupted sweep: one record of the training lost
+        assert stored_keys(tmp_path / "results.sqlite", configs) == set()  # a dry run counts none as stored
         sweep(configs, store, on_note=notes.append)
         again = store.all()
     assert len(again) == 2 and len({(r.utility, r.train_seconds) for r in again}) == 1  # one training

@@ -4,13 +4,12 @@ other noise (review fe2 R1), so such a training is recomputed whole, never partl
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from pydantic import TypeAdapter, ValidationError
 
 from vflpriv.config.schema import RunConfig
 from vflpriv.store.records import RunRecord
-from vflpriv.store.sqlite import Store
 
 _FLAG = TypeAdapter(bool)
 
@@ -41,16 +40,16 @@ def mixed_trainings(records: Iterable[RunRecord]) -> dict[str, list[str]]:
             if len({(repr(r.utility), repr(r.train_seconds)) for r in rs}) > 1}
 
 
-def partly_stored(store: Store, configs: Sequence[RunConfig]) -> list[str]:
-    """The stored keys of each secure-noise training of ``configs`` whose records the store holds only some of, or
-    holds from two trainings: forgotten, the training is recomputed whole instead of partly resumed beside them."""
+def partly_stored(configs: Sequence[RunConfig], final: Callable[[str], RunRecord | None]) -> list[str]:
+    """The keys with a final record (``final(key)``, else None) of each secure-noise training of ``configs`` that holds
+    only some of its records, or records of two trainings: forgotten, the training is recomputed whole."""
     groups: dict[str, list[str]] = {}
     for c in configs:
         if secure_settings(c):
             groups.setdefault(c.training_key(), []).append(c.key())
     found = []
     for keys in groups.values():
-        done = [k for k in keys if store.done(k)]
-        if done and (len(done) < len(keys) or mixed_trainings(r for k in done if (r := store.get(k)) is not None)):
-            found += done
+        held = {k: r for k in keys if (r := final(k)) is not None}
+        if held and (len(held) < len(keys) or mixed_trainings(held.values())):
+            found += held
     return found
