@@ -25,7 +25,7 @@ from vflpriv.runner.planning import plan, refuse_unread_aux_features
 from vflpriv.store.records import RunRecord
 from vflpriv.store.secrets import ENV_VAR, current_fingerprint
 from vflpriv.store.sqlite import Store
-from vflpriv.store.trainings import partly_stored
+from vflpriv.store.trainings import partly_stored, secure_records
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
 
 if TYPE_CHECKING:  # the frame is made once the runs are done: the trainings need no pandas
@@ -209,7 +209,7 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     damaged = store.drop_damaged(list(expected))
     stale = store.stale_claims(list(expected))  # never resumed with an epsilon earlier claim rules decided
     store.forget([key for key, _ in other + other_key + stale])
-    partial = partly_stored(configs, lambda k: store.get(k) if store.done(k) else None)  # review fe2 R1: whole
+    partial = partly_stored(configs, secure_records(store.path, configs))  # review fe2 R1: retrained whole
     store.forget(partial)
     if partial and on_note is not None:
         on_note(f"{len(partial)} record(s) of secure-noise trainings stored in part (or from two trainings) deleted "

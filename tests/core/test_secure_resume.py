@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
+from vflpriv.common.errors import ConfigError
 from vflpriv.reports.results import load_results
 from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.sweep import sweep
@@ -33,6 +36,10 @@ def test_a_secure_noise_training_stored_in_part_is_recomputed_whole(tiny, tmp_pa
     assert len(again) == 2 and len({(r.utility, r.train_seconds) for r in again}) == 1  # one training
     assert again[0].train_seconds != first[configs[0].key()]  # the kept record was recomputed with the rest
     assert any("secure-noise trainings stored in part" in n for n in notes)
+    with Store(tmp_path / "results.sqlite") as store:  # a command lacking a stored attack cannot retrain it whole
+        store.forget([configs[1].key()])
+        with pytest.raises(ConfigError, match=r"attacks this command does not run \(mc\)"):
+            sweep(configs[1:], store)
 
 
 def test_the_tables_leave_out_a_training_key_written_by_two_trainings(tiny, tmp_path):

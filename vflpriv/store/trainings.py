@@ -4,12 +4,15 @@ other noise (review fe2 R1), so such a training is recomputed whole, never partl
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
+from vflpriv.common.errors import ConfigError
 from vflpriv.config.schema import RunConfig
 from vflpriv.store.records import RunRecord
+from vflpriv.store.sqlite import FINAL, read_store
 
 _FLAG = TypeAdapter(bool)
 
@@ -40,16 +43,32 @@ def mixed_trainings(records: Iterable[RunRecord]) -> dict[str, list[str]]:
             if len({(repr(r.utility), repr(r.train_seconds)) for r in rs}) > 1}
 
 
-def partly_stored(configs: Sequence[RunConfig], final: Callable[[str], RunRecord | None]) -> list[str]:
-    """The keys with a final record (``final(key)``, else None) of each secure-noise training of ``configs`` that holds
-    only some of its records, or records of two trainings: forgotten, the training is recomputed whole."""
-    groups: dict[str, list[str]] = {}
+def partly_stored(configs: Sequence[RunConfig], final: Iterable[RunRecord]) -> list[str]:
+    """The keys, among ``final`` (a store's final records), of each secure-noise training of ``configs`` held in part
+    or from two trainings: forgotten, it is retrained whole. ConfigError where it holds attacks ``configs`` lack."""
+    groups: dict[str, set[str]] = {}
     for c in configs:
         if secure_settings(c):
-            groups.setdefault(c.training_key(), []).append(c.key())
+            groups.setdefault(c.training_key(), set()).add(c.key())
+    held: dict[str, list[RunRecord]] = {}
+    for r in final:
+        if r.training_key in groups:
+            held.setdefault(r.training_key, []).append(r)
     found = []
-    for keys in groups.values():
-        held = {k: r for k in keys if (r := final(k)) is not None}
-        if held and (len(held) < len(keys) or mixed_trainings(held.values())):
-            found += held
+    for training, records in held.items():
+        if not groups[training] - {r.key for r in records} and not mixed_trainings(records):
+            continue
+        if outside := sorted({r.attack for r in records if r.key not in groups[training]}):
+            raise ConfigError(f"the results store holds records of a secure-noise training ({training}) of attacks "
+                              f"this command does not run ({', '.join(outside)}) and lacks some of its runs: a "
+                              "retraining draws other noise (options.secure_noise), so its records must come from one "
+                              "training; run those attacks in the same command, or give another --out or --store")
+        found += [r.key for r in records]
     return found
+
+
+def secure_records(path: Path, configs: Sequence[RunConfig]) -> list[RunRecord]:
+    """The final records of the store at ``path`` where ``configs`` hold a secure-noise training (none read else)."""
+    if not any(secure_settings(c) for c in configs):
+        return []
+    return [r for r in read_store(path).records if r.status in FINAL]

@@ -159,9 +159,9 @@ def stored_keys(store_path: Path, configs: list[RunConfig]) -> set[str]:
     data = data_by_key(configs)
     other = {key for key, _ in [*stored_other_data(store_path, data),
                                 *stored_other_canary_key(store_path, list(data), current_fingerprint())]}
-    final = {r.key: r for r in read_store(store_path).records
-             if r.status in FINAL and r.key in data and r.key not in other}
-    return set(final) - set(partly_stored(configs, final.get))  # the run recomputes those (review fe2 R1)
+    final = [r for r in read_store(store_path).records if r.status in FINAL]
+    partial = set(partly_stored(configs, final))  # the run recomputes those (review fe2 R1)
+    return {r.key for r in final if r.key in data and r.key not in other | partial}
 
 
 def check_destination(out: Path, *, store_path: Path | None, backend: str, address: str | None) -> Path:
