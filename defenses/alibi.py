@@ -14,7 +14,8 @@ label as its target (the paper's Bayesian post-processing, Alg. 1), under a prio
 
 Both are post-processings of z and of the model (itself trained on post-processings of z): eps-label-DP, for
 neighbouring label sets that share the training set and the partition's sets (labeled, auxiliary, canaries,
-validation), drawn before the mechanism and not always independently of the labels: the eps holds given those sets
+validation), drawn before the mechanism and not always independently of the labels (stratified splits; with
+``aux_source: labeled`` or ``active_labels_local`` one label can move them): the eps holds given those sets
 (``defenses/dp_gaussian.py``, "Neighbouring relation"). The Laplace noise is drawn from the defense's generator,
 seeded from the run's seed (in every record) for reproducibility: the eps assumes the adversary does not know that
 generator's state (review fe F3). Any other

@@ -18,8 +18,11 @@ The argument (written for the README too):
   (review fe F1's label twin): the loaders' train/test splits are stratified by label, and with
   ``partition.aux_source=labeled`` the auxiliary samples are drawn per class among the labeled ones and the canaries
   and the validation samples among those left, so there one label can change which samples are canaries or trained
-  on. The epsilon (this one, label-dp's and alibi's) bounds what the training reveals of the labels given those sets,
-  not what their draw reveals.
+  on; with ``partition.active_labels_local`` (VFLHLP's default) and the unaligned samples shared (the default), the
+  default auxiliary samples are the active party's own local ones, whose labels it trains with, drawn per class, so
+  there one trained label can change which trained samples the adversary knows (review fe2 R4). The epsilon (this
+  one, label-dp's and alibi's) bounds what the training reveals of the labels given those sets, not what their draw
+  reveals.
 - Sensitivity: a sample's label enters one update only through its own loss, so it changes only its own clipped
   vector, by at most 2C in L2 (both versions have norm <= C): the sample's rows of the messages and its share of the
   noisy sum. The top has no layer coupling samples (Linear, MLP or sum); BatchNorm in a bottom couples samples through

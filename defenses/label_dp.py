@@ -19,9 +19,10 @@ passes one eps-DP mechanism, and the prior and the filter depend on the first st
 post-processing), so the whole is eps-label-DP; a good prior keeps more labels right at the same eps (with a uniform
 prior k* = C: plain randomised response). Neighbouring label sets share the training set and the partition's sets
 (labeled, auxiliary, canaries, validation), which are drawn before the mechanism and not always independently of the
-labels: the eps holds given those sets (``defenses/dp_gaussian.py``, "Neighbouring relation"). The randomisation is
-drawn from the defense's generator, seeded from the run's seed (in every record) for reproducibility: the eps assumes
-the adversary does not know that generator's state (review fe F3).
+labels (stratified splits; with ``aux_source: labeled`` or ``active_labels_local`` one label can move them): the eps
+holds given those sets (``defenses/dp_gaussian.py``, "Neighbouring relation"). The randomisation is drawn from the
+defense's generator, seeded from the run's seed (in every record) for reproducibility: the eps assumes the adversary
+does not know that generator's state (review fe F3).
 
 Where vflpriv differs from the code, and why: the first-stage classifier is the active party's own (its features
 only, ``prior_epochs`` of vflpriv's classifier recipe), not the model being trained: in VFL that model is the

@@ -4,6 +4,7 @@ by default (reproducible; every record holds the seed), or one seeded from OS en
 from __future__ import annotations
 
 import os
+import re
 
 import torch
 from pydantic import Field
@@ -19,8 +20,13 @@ SEEDED_NOISE = ("the epsilon assumes the adversary does not know the mechanism's
 #: What an epsilon says instead where ``options.secure_noise`` drew the noise (review fe F3).
 SECURE_NOISE = ("its noise came from a generator seeded from OS entropy (options.secure_noise), not from the run's "
                 "seed: the record does not regenerate it, and this run is not reproducible (the same config and seed "
-                "give other numbers; a stored or cached result is reused as it is); that generator is torch's Mersenne "
-                "Twister, not a cryptographic one: the epsilon assumes its state is not recovered from the noise seen")
+                "give other numbers, a training whose records are all stored or cached is reused as it is, one stored "
+                "in part is recomputed whole), and that generator is torch's Mersenne Twister, not a cryptographic "
+                "one: any epsilon assumes its state is not recovered from the noise seen")
+
+
+#: A DP claim in a defense's notes: "(epsilon, delta)-DP" or "epsilon-DP" (embedding-dp's test rows).
+_NOTED_CLAIM = re.compile(r"\)-DP\b|\d-DP\b")
 
 
 class NoiseOptions(Options):
@@ -45,7 +51,13 @@ def noise_stream(seed: int, index: int, options) -> torch.Generator:
 
 
 def claim_notes(defenses: list, configs: list) -> list[str]:
-    """Per defense whose epsilon a run records (on the labels or the features), what that epsilon assumes of its
-    noise, for the run's notes."""
+    """What each defense's noise is, for the run's notes: where ``secure_noise`` drew it (never reproducible, epsilon
+    or not: review fe2 R2), or where an epsilon rests on it (recorded, or in its notes: embedding-dp's test rows)."""
     return [f"{c.name}: {SECURE_NOISE if secure(d) else SEEDED_NOISE}" for d, c in zip(defenses, configs)
-            if not d.uncovered and {"labels", "features"} & set(d.secrets) and d.privacy_spent() is not None]
+            if not d.is_identity and (secure(d) or _claims(d))]
+
+
+def _claims(defense) -> bool:
+    """Whether ``defense`` states an epsilon for the run: recorded (labels or features), or in its notes."""
+    recorded = not defense.uncovered and {"labels", "features"} & set(defense.secrets)
+    return bool(recorded and defense.privacy_spent() is not None) or bool(_NOTED_CLAIM.search(defense.notes()))

@@ -18,7 +18,7 @@ import pandas as pd
 
 from vflpriv.common.canary_bound import CAP_MARGIN, Untestable, canaries_needed, chosen_test
 from vflpriv.common.empirical_epsilon import claim_text
-from vflpriv.reports.tables import mean_std
+from vflpriv.reports.tables import EPSILON_NOTE, mean_std
 from vflpriv.tradeoff.auditing import auditor_table
 from vflpriv.tradeoff.cap import strength_label
 from vflpriv.tradeoff.epsilon import WORST, epsilon_table, holm_over
@@ -239,7 +239,8 @@ def epsilon_tables(results: pd.DataFrame, table: pd.DataFrame | None = None) -> 
         cells.append(["cap (every guess right)", *(f"{worst.loc[s, 'cap']:.2f}" if s in worst.index else "n/a"
                                                    for s in strengths)])
         claims = [worst.loc[s] if s in worst.index else None for s in strengths]
-        if any(c is not None and math.isfinite(c["epsilon_claimed"]) for c in claims):
+        claimed = any(c is not None and math.isfinite(c["epsilon_claimed"]) for c in claims)
+        if claimed:
             cells.append(["claimed ε", *(_claim_cell(c) for c in claims)])
             best |= {(len(cells) - 1, j) for j, c in enumerate(claims, 1) if c is not None and bool(c["rejected"])}
         delta = float(rows["epsilon_lower_delta"].max())
@@ -251,7 +252,8 @@ def epsilon_tables(results: pd.DataFrame, table: pd.DataFrame | None = None) -> 
                               "chosen by δ (Steinke et al.'s at 0, f-DP above) per attack at its share, and its name. "
                               "bold: the claim is rejected at the 95% level (worst case over the planned attacks, Holm "
                               "over every claim of these tables); untestable: the claim is at or above the cap (or "
-                              "within 1e-4 below it), so no outcome of these canaries could reject it."))
+                              "within 1e-4 below it), so no outcome of these canaries could reject it."
+                              + (f" Claimed ε: {EPSILON_NOTE}." if claimed else "")))
     return out + _cost_tables(results)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from vflpriv.reports.tables import attack_roles, cap_cell, claim_cell, mean_std, roles
+from vflpriv.reports.tables import EPSILON_NOTE, attack_roles, cap_cell, claim_cell, mean_std, roles
 from vflpriv.tradeoff.cap import strength_label
 
 CONTEXT = ["attack", "defense", "phase"]
@@ -179,7 +179,8 @@ def strength_tables(summary: pd.DataFrame) -> list[Table]:
         score = "attack MSE (features scaled to [0, 1]; lower leaks more)" if features else "attack accuracy A"
         tables.append(Table(f"{dataset}: {score} / utility U ({metric}) at each strength; attack "
                             f"{attack_roles(attack, values)}, defense {defense} ({phase}); means over seeds",
-                            ["method", *(strength_label(axis, s) for s in strengths)], rows, set()))
+                            ["method", *(strength_label(axis, s) for s in strengths)], rows, set(),
+                            EPSILON_NOTE if (part.get("epsilon_seeds", pd.Series(dtype=float)) > 0).any() else ""))
     return tables
 
 

@@ -23,6 +23,7 @@ from vflpriv.store.folders import STORE_NAME, default_store, kind_of, shown
 from vflpriv.store.provenance import versions
 from vflpriv.store.records import RunRecord
 from vflpriv.store.sqlite import read_store
+from vflpriv.store.trainings import mixed_trainings
 from vflpriv.tradeoff.cap import cap_table, strength_summary
 from vflpriv.tradeoff.worst_case import with_worst_case
 from vflpriv.tradeoff.epsilon import epsilon_table
@@ -32,7 +33,8 @@ from vflpriv.tradeoff.variants import one_spelling, with_variants
 def load_results(store: Path | str) -> pd.DataFrame:
     """Every record of a results store (the file, or an output directory holding ``results.sqlite``), one row
     per run, with a ``variant`` column (see ``tradeoff.variants``). The store is only read. Damaged records are
-    left out and listed as (key, what is wrong) in ``frame.attrs["damaged"]``; a store with no run that checks
+    left out and listed as (key, what is wrong) in ``frame.attrs["damaged"]``, so are the records of a secure-noise
+    training key written by two trainings (``frame.attrs["mixed"]``: their keys); a store with no run that checks
     out is a ConfigError."""
     path = Path(store)
     if kind_of(path, what="results store") == "folder" and default_store(path).is_file():
@@ -46,9 +48,12 @@ def load_results(store: Path | str) -> pd.DataFrame:
                               f"run {found.damaged[0][0]}: {found.damaged[0][1]})")
         raise ConfigError(f"results store {path} holds no runs; write runs into it with evaluate, sweep or audit")
     records, superseded = current_records(found.records, written=found.written)
+    mixed = {key for keys in mixed_trainings(records).values() for key in keys}  # two trainings: never pooled
+    records = [r for r in records if r.key not in mixed]
     frame = with_variants(pd.DataFrame([_as_run(r).to_dict() for r in records], columns=RunRecord.columns()))
     frame.attrs["damaged"] = found.damaged
     frame.attrs["superseded"] = superseded
+    frame.attrs["mixed"] = sorted(mixed)
     return frame
 
 

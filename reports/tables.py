@@ -70,6 +70,12 @@ def claim_cell(r) -> str:
     return epsilon_cell(getattr(r, "epsilon_max", float("nan")), getattr(r, "epsilon_delta_max", float("nan")))
 
 
+#: The footnote under a table that shows a claimed epsilon: what it assumes of the noise (review fe2 R5).
+EPSILON_NOTE = ("each ε assumes the adversary does not know the mechanism's generator state, seeded from the run's "
+                "seed (which every record holds) unless the run set options.secure_noise (a variant of its own); the "
+                "records' notes say which")
+
+
 def epsilon_cell(epsilon: float, delta: float) -> str:
     """A claimed epsilon with its delta (``0.998 at δ 1e-05``, ``2 (pure)``), n/a where none is claimed."""
     if pd.isna(epsilon):
@@ -157,6 +163,7 @@ def strength_table(summary: pd.DataFrame, *, secret: str = "labels") -> Table:
                *(["strongest attack"] if strongest else []))
     for col in columns:
         table.add_column(col, justify="right")
+    table.caption = EPSILON_NOTE if spent else None
     digits = 4 if secret == "features" else 3
     for _, r in summary.iterrows():
         n = int(r["n_seeds"])

@@ -25,6 +25,7 @@ from vflpriv.runner.planning import plan, refuse_unread_aux_features
 from vflpriv.store.records import RunRecord
 from vflpriv.store.secrets import ENV_VAR, current_fingerprint
 from vflpriv.store.sqlite import Store
+from vflpriv.store.trainings import partly_stored, secure_records
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
 
 if TYPE_CHECKING:  # the frame is made once the runs are done: the trainings need no pandas
@@ -195,7 +196,8 @@ def _check_canaries_guessed(configs: Sequence[RunConfig]) -> None:
 def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None,
                  replace_other_data: bool = False) -> None:
     """Delete the stored records of ``configs`` that do not check out, or whose epsilon earlier claim rules decided
-    (``RunRecord.claim_version``), so they are recomputed; say so. Records
+    (``RunRecord.claim_version``), so they are recomputed; say so; a secure-noise training stored in part is recomputed
+    whole (:func:`partly_stored`). Records
     computed on other data than the dataset holds now (``data_by_key``: a changed data file) are deleted and recomputed
     too where ``replace_other_data`` (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted."""
     expected = data_by_key(configs)
@@ -207,6 +209,12 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     damaged = store.drop_damaged(list(expected))
     stale = store.stale_claims(list(expected))  # never resumed with an epsilon earlier claim rules decided
     store.forget([key for key, _ in other + other_key + stale])
+    partial = partly_stored(configs, secure_records(store.path, configs))  # review fe2 R1: retrained whole
+    store.forget(partial)
+    if partial and on_note is not None:
+        on_note(f"{len(partial)} record(s) of secure-noise trainings stored in part (or from two trainings) deleted "
+                "and recomputed with the rest of their training (options.secure_noise: a retraining draws other noise, "
+                f"so one training key's records must come from one training; the first, run {partial[0]})")
     for found, what in ((damaged, "damaged record(s)"), (other, "record(s) of other data"),
                         (other_key, "record(s) of another canary key"), (stale, "record(s) of earlier claim rules")):
         if found and on_note is not None:

@@ -93,12 +93,33 @@ def _claim_sources() -> dict[str, str]:
              planning._check_backward, planning.withheld, planning.record_claims, planning._guards,
              planning.foreign_accounting, planning.claim_secrets, planning._accounting, planning._unrecorded]
     members["vflpriv.runner.defense_planning.ACCOUNTING"] = repr(planning.ACCOUNTING)
+    members["vflpriv.data declarations"] = _loader_declarations()
     return members | {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
                       for p in parts}
 
 
+def _loader_declarations() -> str:
+    """What the built-in loaders declare of fitted preprocessings (``VerticalDataset.fitted_features``: it decides a
+    feature epsilon, and unlike a plugin's it is not in the data fingerprint, review fe2 R3): each ``fitted=`` or
+    ``fitted_features=`` given in vflpriv.data's modules, the texts it names, and how the CTR loaders compose them."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    import vflpriv.data
+    from vflpriv.data import ctr, prep
+
+    found = []
+    for path in sorted(Path(vflpriv.data.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            found += [f"{path.stem}: {k.arg}={ast.unparse(k.value)}" for k in getattr(node, "keywords", [])
+                      if k.arg in ("fitted", "fitted_features")]
+    texts = [repr(getattr(prep, n)) for n in ("STANDARDISED", "MIN_MAX", "VOCABULARY")]
+    return "\n".join(found + texts + [inspect.getsource(ctr._fitted), repr(ctr.AVAZU_FIELDS)])
+
+
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (4, "dc608b845725732c")
+PINNED_CLAIM_RULES = (4, "604bc87a72df873d")
 
 
 def _digest() -> str:
@@ -135,3 +156,14 @@ def test_the_pin_sees_each_member_that_decides_a_claim(monkeypatch):
         with monkeypatch.context() as patch:
             patch.setattr(owner, name, frozenset() if name == "secrets" else _uses, raising=False)
             assert _digest() != before, f"{owner.__name__}.{name}"
+
+
+def test_the_pin_sees_the_built_in_loaders_declarations(monkeypatch):
+    """Review fe2 R3: a built-in loader's declaration of fitted preprocessings decides its feature epsilon."""
+    from vflpriv.data import ctr, prep
+
+    before = _digest()
+    for owner, name, value in ((prep, "STANDARDISED", ""), (ctr, "_fitted", lambda sparse, dense: "")):
+        with monkeypatch.context() as patch:
+            patch.setattr(owner, name, value)
+            assert _digest() != before, name

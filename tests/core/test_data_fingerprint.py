@@ -180,7 +180,7 @@ def test_a_loader_naming_its_files_is_fingerprinted_by_them(tmp_path):
         x = torch.from_numpy(np.load(root / "x.npy"))
         y = torch.arange(len(x)) % 2
         return VerticalDataset("toy", (x[:, :2], x[:, 2:]), y, (x[:, :2], x[:, 2:]), y, 2,
-                               (PartySpec("tabular", (2,)), PartySpec("tabular", (2,))))
+                               (PartySpec("tabular", (2,)), PartySpec("tabular", (2,))), fitted_features=("", ""))
 
     toy.files_read = lambda root: [root / "x.npy"]
     DATASETS.register("toy-files", toy)

@@ -157,19 +157,30 @@ def test_in_the_vflhlp_setting_the_active_party_labels_its_own_unaligned_samples
     assert torch.equal(sc.active_label_ids().sort().values, torch.cat([sc.labeled, sc.unaligned[0]]).sort().values)
 
 
-@pytest.mark.parametrize("source", ["unlabeled", "labeled"])
-def test_one_trained_label_moves_the_partition_sets_only_where_the_label_dp_argument_says(digits, source):
+@pytest.mark.parametrize(("source", "local", "moves"), [("unlabeled", False, set()),
+                                                       ("labeled", False, {"canaries", "trained"}),
+                                                       ("unlabeled", True, {"aux"})])
+def test_one_trained_label_moves_the_partition_sets_only_where_the_label_dp_argument_says(digits, source, local, moves):
     """Label DP's relation holds given the partition's sets (dp_gaussian.py, "Neighbouring relation", review fe F1's
-    label twin): with the default auxiliary source they do not move with a trained sample's label; with
-    ``aux_source: labeled`` the canaries and the validation hold-out can, as the argument states."""
+    label twin, fe2 R4): with the default auxiliary source and labels held by the labeled samples only, no set moves
+    with a trained sample's label; with ``aux_source: labeled`` the canaries or the trained samples can; with
+    ``active_labels_local`` the adversary's auxiliary samples (drawn per class among trained ones) do; as stated."""
     import dataclasses
 
+    from vflpriv.defenses import dp_gaussian
+
     part = PartitionConfig(labeled=250, aux=40, aux_source=source, canaries=10)
-    sc = build_scenario(digits, part, seed=0, validation=0.2)
+    sc = build_scenario(digits, part, seed=0, validation=0.2, active_labels_local=local)
     trained = sc.active_label_ids()
-    i = int(trained[~torch.isin(trained, torch.cat([sc.aux, sc.canaries]))][0])
+    known = [sc.aux, sc.canaries] + ([sc.labeled] if local else [])  # local: one of its unaligned (aux pool) samples
+    i = int(trained[~torch.isin(trained, torch.cat(known))][0])
     y = digits.y_train.clone()
     y[i] = (y[i] + 1) % digits.num_classes
-    moved = build_scenario(dataclasses.replace(digits, y_train=y), part, seed=0, validation=0.2)
-    same = torch.equal(sc.canaries, moved.canaries) and torch.equal(trained, moved.active_label_ids())
-    assert same == (source == "unlabeled")
+    moved = build_scenario(dataclasses.replace(digits, y_train=y), part, seed=0, validation=0.2,
+                           active_labels_local=local)
+    sets = {"aux": (sc.aux, moved.aux), "canaries": (sc.canaries, moved.canaries),
+            "trained": (trained, moved.active_label_ids())}
+    changed = {name for name, (a, b) in sets.items() if not torch.equal(a, b)}
+    assert (changed & moves if moves else changed) == moves
+    stated = " ".join(dp_gaussian.__doc__.split())
+    assert not moves or {"aux": "partition.active_labels_local", "canaries": "aux_source=labeled"}[min(moves)] in stated

@@ -39,3 +39,32 @@ def test_strength_rows_csv_holds_no_partial_row_s_max():
     rows = strength_rows(_summary()).set_index("strength")
     assert pd.isna(rows.loc[4.0, "epsilon_max"]) and pd.isna(rows.loc[4.0, "epsilon_delta_max"])
     assert rows.loc[8.0, "epsilon_max"] == 1.5 and rows.loc[4.0, "epsilon_seeds"] == 1
+
+
+def test_a_table_showing_an_epsilon_notes_its_noise_assumption_and_none_without():
+    """Review fe2 R5: under any table with a claimed epsilon, one footnote line says what it assumes of the noise."""
+    from vflpriv.reports.paper_tables import strength_tables
+    from vflpriv.reports.tables import EPSILON_NOTE
+
+    summary = _summary()
+    (claimed,) = strength_tables(summary.assign(variant=""))
+    assert claimed.note == EPSILON_NOTE and EPSILON_NOTE in claimed.markdown()
+    (none,) = strength_tables(summary.assign(variant="", epsilon_seeds=0))
+    assert none.note == ""
+    console = Console(record=True, width=250)
+    console.print(strength_table(summary))
+    assert EPSILON_NOTE in " ".join(console.export_text().split())
+
+
+def test_seeded_and_secure_noise_runs_are_variants_of_their_own():
+    """Review fe2 R5: a cell never pools runs whose noise came from the seed with runs whose noise did not."""
+    import json
+
+    from vflpriv.tradeoff.variants import with_variants
+
+    def config(options):
+        return json.dumps({"defenses": [{"name": "label-dp", "strength": 2.0, "options": options}]})
+
+    frame = pd.DataFrame([{**BASE, "seed": 0, "config": config({})},
+                          {**BASE, "seed": 0, "config": config({"secure_noise": True})}])
+    assert with_variants(frame)["variant"].nunique() == 2

@@ -133,6 +133,10 @@ def _read(store: Path, out: Path, **filters: str | None):
         warn.print(f"warning: damaged record left out: run {key}: {problem}", markup=False)
     if len(damaged) > 5:
         warn.print(f"warning: {len(damaged) - 5} more damaged record(s) left out", markup=False)
+    if mixed := results.attrs.get("mixed"):  # options.secure_noise resumed by an earlier vflpriv: two trainings
+        warn.print(f"warning: {len(mixed)} record(s) of secure-noise trainings left out: one training key holds "
+                   f"records of two trainings (the first, run {mixed[0]}); run the command that wrote them again to "
+                   "recompute each training whole", markup=False)
     superseded = results.attrs.get("superseded", [])
     if superseded:  # e.g. a revised attack's runs recomputed beside the old ones: one seed counted once
         counts = [(sum(why.endswith(f"({kept})") for _, why in superseded), case) for kept, case in KEPT.values()]

@@ -53,6 +53,10 @@ class Registry(Generic[T]):
             self._shadowing = {ep.name: ep for ep in found if ep.name in builtins and not _builtin(ep)}
         return self._installed
 
+    def builtin(self, name: str) -> bool:
+        """Whether ``name`` is one of vflpriv's own (an installed entry point of vflpriv's), not a plugin's."""
+        return name not in self._extra and _builtin(self._entry_points().get(name))
+
     def names(self) -> list[str]:
         return sorted(set(self._entry_points()) | set(self._extra))
 

@@ -94,14 +94,26 @@ def data_fingerprint(config: DatasetConfig, *, parties: int) -> str:
     read from the file vflpriv pins (``bundled.PINNED``), the digest of the files read where the loader names them
     (``files_read``: the tensors are then a function of those files, of the loader's code, which the caches' keys
     hold, and of the arguments, which every key holds), else the loaded tensors' SHA-256 (``VerticalDataset.digest``,
-    whatever loader, a plugin's included, made them). The files' digest is the cheaper where a loader expands its
+    whatever loader, a plugin's included, made them), after a plugin's declaration of fitted preprocessings
+    (:func:`_declared`). The files' digest is the cheaper where a loader expands its
     files (Fashion-MNIST's 30 MB of gzip are 220 MB of float tensors: ``benchmarks/data_digest_cost.py``)."""
     name_in_package = getattr(DATASETS.get(config.name), "bundled_as", None)
     if name_in_package is not None and config.root is None and bundled.digest(name_in_package) == bundled.PINNED.get(
             name_in_package):
         return ""
     dataset, files = _load(config.name, parties, config.root, config.max_samples)
-    return f"files:{files}" if files is not None else dataset.digest
+    return _declared(config.name, dataset) + (f"files:{files}" if files is not None else dataset.digest)
+
+
+def _declared(name: str, dataset: VerticalDataset) -> str:
+    """A plugin dataset's ``fitted_features`` as its fingerprint names them where they withhold a feature epsilon (a
+    fitted preprocessing declared, or none declared): a changed declaration is other data, its stored epsilon never
+    resumed (review fe2 R3); '' where every party declares none (the fingerprint as before) and for a built-in loader,
+    whose declarations the claim digest pins (tests/core/test_claim_version.py)."""
+    fitted = dataset.fitted_features
+    if DATASETS.builtin(name) or (fitted is not None and not any(fitted)):
+        return ""
+    return f"fitted:{config_hash({'fitted_features': None if fitted is None else list(fitted)}, 8)}|"
 
 
 def data_of(config: TrainingConfig) -> str:

@@ -148,16 +148,20 @@ REPORT_MODULES = ("vflpriv.reports.paper_tables", "vflpriv.reports.plots", "vflp
 
 def stored_keys(store_path: Path, configs: list[RunConfig]) -> set[str]:
     """The keys of ``configs`` whose runs ``store_path`` holds final records of on the data the configs read now
-    (``data_of``), read without writing (none where it does not exist); a damaged record, or one of other data: not."""
+    (``data_of``), read without writing (none where it does not exist); a damaged record, one of other data, or one of a
+    secure-noise training stored in part: not."""
     from vflpriv.data.load import data_by_key
     from vflpriv.store.sqlite import FINAL, read_store
+    from vflpriv.store.trainings import partly_stored
 
     if not store_path.is_file() or store_path.stat().st_size == 0:
         return set()
     data = data_by_key(configs)
     other = {key for key, _ in [*stored_other_data(store_path, data),
                                 *stored_other_canary_key(store_path, list(data), current_fingerprint())]}
-    return {r.key for r in read_store(store_path).records if r.status in FINAL and r.key in data and r.key not in other}
+    final = [r for r in read_store(store_path).records if r.status in FINAL]
+    partial = set(partly_stored(configs, final))  # the run recomputes those (review fe2 R1)
+    return {r.key for r in final if r.key in data and r.key not in other | partial}
 
 
 def check_destination(out: Path, *, store_path: Path | None, backend: str, address: str | None) -> Path:

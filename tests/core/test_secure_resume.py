@@ -1,0 +1,52 @@
+"""Review fe2 R1: with ``options.secure_noise`` a retraining draws other noise, so a training stored in part is
+recomputed whole (never resumed beside records of another training), and the tables never pool two trainings."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from vflpriv.common.errors import ConfigError
+from vflpriv.reports.results import load_results
+from vflpriv.store.sqlite import Store
+from vflpriv.tradeoff.sweep import sweep
+from vflpriv.workflows.experiment import stored_keys
+
+FAST = {"model": {"hidden": 16, "out_dim": 8}, "finetune": {"epochs": 1, "batch_size": 64},
+        "defenses": [{"name": "label-dp", "strength": 2.0, "options": {"secure_noise": True}}]}
+
+
+def _configs(tiny):
+    return [tiny(attack={"name": name, "prior": "none", "options": options}, **FAST)
+            for name, options in (("mc", {"epochs": 1}), ("similarity", {}))]
+
+
+def test_a_secure_noise_training_stored_in_part_is_recomputed_whole(tiny, tmp_path):
+    configs = _configs(tiny)
+    assert len({c.training_key() for c in configs}) == 1
+    notes: list[str] = []
+    with Store(tmp_path / "results.sqlite") as store:
+        sweep(configs, store)
+        first = {r.key: r.train_seconds for r in store.all()}
+        store.forget([configs[1].key()])  # an interrupted sweep: one record of the training lost
+        assert stored_keys(tmp_path / "results.sqlite", configs) == set()  # a dry run counts none as stored
+        sweep(configs, store, on_note=notes.append)
+        again = store.all()
+    assert len(again) == 2 and len({(r.utility, r.train_seconds) for r in again}) == 1  # one training
+    assert again[0].train_seconds != first[configs[0].key()]  # the kept record was recomputed with the rest
+    assert any("secure-noise trainings stored in part" in n for n in notes)
+    with Store(tmp_path / "results.sqlite") as store:  # a command lacking a stored attack cannot retrain it whole
+        store.forget([configs[1].key()])
+        with pytest.raises(ConfigError, match=r"attacks this command does not run \(mc\)"):
+            sweep(configs[1:], store)
+
+
+def test_the_tables_leave_out_a_training_key_written_by_two_trainings(tiny, tmp_path):
+    configs = _configs(tiny)
+    with Store(tmp_path / "results.sqlite") as store:
+        sweep(configs, store)
+        mc, sim = sorted(store.all(), key=lambda r: r.attack)
+        store.put(dataclasses.replace(sim, utility=sim.utility + 0.05, train_seconds=sim.train_seconds + 1))
+    frame = load_results(tmp_path / "results.sqlite")
+    assert frame.empty and frame.attrs["mixed"] == sorted([mc.key, sim.key])

@@ -1,0 +1,74 @@
+"""Which stored records of one training key come from one training: with ``options.secure_noise`` a retraining draws
+other noise (review fe2 R1), so such a training is recomputed whole, never partly resumed, and never pooled."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.schema import RunConfig
+from vflpriv.store.records import RunRecord
+from vflpriv.store.sqlite import FINAL, read_store
+
+_FLAG = TypeAdapter(bool)
+
+
+def secure_settings(config: RunConfig | str) -> bool:
+    """Whether a run's settings (a config, or a record's config JSON) draw some defense's noise from OS entropy."""
+    if isinstance(config, RunConfig):
+        defenses = [d.options for d in config.defenses]
+    else:
+        try:
+            defenses = [d.get("options") or {} for d in (json.loads(config) if config else {}).get("defenses") or []]
+        except (ValueError, AttributeError, TypeError):  # a record whose settings do not read: not known to be secure
+            return False
+    try:
+        return any(_FLAG.validate_python(o.get("secure_noise", False)) for o in defenses)
+    except ValidationError:  # the planner refuses such a value; nothing ran with it
+        return False
+
+
+def mixed_trainings(records: Iterable[RunRecord]) -> dict[str, list[str]]:
+    """Training key -> its records' keys, for each secure-noise training whose records came from more than one
+    training: they differ in what one training gives all its records (its utility and training time)."""
+    by_training: dict[str, list[RunRecord]] = {}
+    for r in records:
+        if secure_settings(r.config):
+            by_training.setdefault(r.training_key, []).append(r)
+    return {k: [r.key for r in rs] for k, rs in by_training.items()
+            if len({(repr(r.utility), repr(r.train_seconds)) for r in rs}) > 1}
+
+
+def partly_stored(configs: Sequence[RunConfig], final: Iterable[RunRecord]) -> list[str]:
+    """The keys, among ``final`` (a store's final records), of each secure-noise training of ``configs`` held in part
+    or from two trainings: forgotten, it is retrained whole. ConfigError where it holds attacks ``configs`` lack."""
+    groups: dict[str, set[str]] = {}
+    for c in configs:
+        if secure_settings(c):
+            groups.setdefault(c.training_key(), set()).add(c.key())
+    held: dict[str, list[RunRecord]] = {}
+    for r in final:
+        if r.training_key in groups:
+            held.setdefault(r.training_key, []).append(r)
+    found = []
+    for training, records in held.items():
+        if not groups[training] - {r.key for r in records} and not mixed_trainings(records):
+            continue
+        if outside := sorted({r.attack for r in records if r.key not in groups[training]}):
+            raise ConfigError(f"the results store holds records of a secure-noise training ({training}) of attacks "
+                              f"this command does not run ({', '.join(outside)}) and lacks some of its runs: a "
+                              "retraining draws other noise (options.secure_noise), so its records must come from one "
+                              "training; run those attacks in the same command, or give another --out or --store")
+        found += [r.key for r in records]
+    return found
+
+
+def secure_records(path: Path, configs: Sequence[RunConfig]) -> list[RunRecord]:
+    """The final records of the store at ``path`` where ``configs`` hold a secure-noise training (none read else)."""
+    if not any(secure_settings(c) for c in configs):
+        return []
+    return [r for r in read_store(path).records if r.status in FINAL]
