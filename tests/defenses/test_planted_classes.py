@@ -8,6 +8,8 @@ import math
 import sys
 import types
 
+import pytest
+
 import vflpriv.defenses.label_dp as label_dp_module
 from vflpriv.attacks.labels.model_completion import ModelCompletion
 from vflpriv.common.declarations import vflpriv_own
@@ -32,8 +34,6 @@ class Injected(LabelDP):
 
 Injected.__module__, Injected.__qualname__ = MODULE, "Injected"
 Built = type("Built", (LabelDP,), {"__module__": MODULE, "relabel": lambda self, labels, *, num_classes: labels})
-DEFENSES.register("t-injected", Injected)
-DEFENSES.register("t-built", Built)
 
 
 class _Spoofed(ModelCompletion):
@@ -44,7 +44,16 @@ class _Spoofed(ModelCompletion):
 
 
 _Spoofed.__module__ = "vflpriv.attacks.spoofed"
-ATTACKS.register("t-spoofed", _Spoofed)
+
+
+@pytest.fixture
+def disguised(monkeypatch):
+    """The disguised plugins registered for one test only: a registry naming them for good would show them, built-ins
+    by their module's name, to every later test of the worker (the audit's attacks, the defense reference's rows)."""
+    for registry, name, cls in ((DEFENSES, "t-injected", Injected), (DEFENSES, "t-built", Built),
+                                (ATTACKS, "t-spoofed", _Spoofed)):
+        monkeypatch.setitem(registry._extra, name, cls)
+    return monkeypatch
 
 
 def _record(name: str):
@@ -55,9 +64,9 @@ def _record(name: str):
     return record
 
 
-def test_a_class_planted_into_a_vflpriv_module_keeps_no_epsilon(monkeypatch):
-    monkeypatch.setattr(label_dp_module, "Injected", Injected, raising=False)
-    monkeypatch.setattr(label_dp_module, "Built", Built, raising=False)
+def test_a_class_planted_into_a_vflpriv_module_keeps_no_epsilon(disguised):
+    disguised.setattr(label_dp_module, "Injected", Injected, raising=False)
+    disguised.setattr(label_dp_module, "Built", Built, raising=False)
     for name, cls in (("t-injected", "Injected"), ("t-built", "Built")):
         record = _record(name)
         assert math.isnan(record.epsilon), name
@@ -81,7 +90,7 @@ def test_a_module_a_plugin_adds_under_vflpriv_s_name_names_no_vflpriv_folder(mon
     assert not vflpriv_own(module.Plugged) and vflpriv_own(LabelDP)
 
 
-def test_an_attack_plugin_naming_a_vflpriv_module_is_keyed_by_its_code():
+def test_an_attack_plugin_naming_a_vflpriv_module_is_keyed_by_its_code(disguised):
     assert "code" in code_mark(ATTACKS, "t-spoofed") and code_mark(ATTACKS, "mc") == {}
 
 
@@ -105,9 +114,9 @@ def test_a_built_in_method_replaced_by_a_class_is_not_vflpriv_s_own(monkeypatch)
 
 
 
-def test_a_plugin_naming_a_library_module_is_keyed_by_its_code():
+def test_a_plugin_naming_a_library_module_is_keyed_by_its_code(monkeypatch):
     """Review eps5 R8: a class whose ``__module__`` named torch was taken for a library's and got no code mark, so an
     edited plugin kept its keys (and resumed its old records)."""
     disguised = type("Plugged", (LabelDP,), {"__module__": "torch.plugged", "relabel": _clean})
-    DEFENSES.register("t-torch-named", disguised)
+    monkeypatch.setitem(DEFENSES._extra, "t-torch-named", disguised)
     assert "code" in code_mark(DEFENSES, "t-torch-named") and "code" not in code_mark(DEFENSES, "label-dp")

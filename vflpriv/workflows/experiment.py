@@ -55,16 +55,14 @@ def run_into_store(
     prepare: Callable[[], None] | None = None,
     store_option: bool = True,
 ) -> pd.DataFrame | None:
-    """Validate everything (every training planned, ``out`` writable and holding no other experiment's results,
-    the store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off);
-    notes (e.g. a recomputed cache entry) are printed. Ctrl-C raises :class:`Interrupted` naming the store.
-    ``header()``: lines printed once everything checked out. ``warm``: workers spawned early (:func:`early_workers`).
-    ``owns(key)``: whether a run already listed in ``out``'s results.csv belongs to this command (default: it is one
-    of ``configs``); ``overwrite`` replaces a results.csv of other runs and recomputes stored runs of other data
-    (else refused). ``label`` names the progress count (``tune``: which strength of the bisection). ``dry_run``: check
-    all of it, print the plan and return None, training and writing nothing (no folder, store, cache entry or worker).
-    ``prepare()``: what comes after (a report's imports), run while local workers compute the last trainings (the
-    sweep's ``on_tail``). ``store_option``: the command takes ``--store`` (a refusal after training suggests it)."""
+    """Validate everything (every training planned, ``out`` writable and holding no other experiment's results, the
+    store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off), printing notes;
+    Ctrl-C raises :class:`Interrupted` naming the store. ``header()``: lines printed once all checked out; ``warm``:
+    workers spawned early; ``owns(key)``: whether a run listed in ``out``'s results.csv is this command's (default: one
+    of ``configs``); ``overwrite`` replaces a results.csv of other runs and recomputes stored runs of other data;
+    ``label`` names the progress count; ``dry_run``: check all, print the plan, return None, write nothing;
+    ``prepare()``: what comes after (a report's imports), run while workers compute the last trainings;
+    ``store_option``: the command takes ``--store`` (a refusal after training suggests it)."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     if dry_run:
@@ -147,9 +145,8 @@ REPORT_MODULES = ("vflpriv.reports.paper_tables", "vflpriv.reports.plots", "vflp
 
 
 def stored_keys(store_path: Path, configs: list[RunConfig]) -> set[str]:
-    """The keys of ``configs`` whose runs ``store_path`` holds final records of on the data the configs read now
-    (``data_of``), read without writing (none where it does not exist); a damaged record, one of other data, or one of a
-    secure-noise training stored in part: not."""
+    """The keys of ``configs`` whose runs ``store_path`` holds final records of on the data the configs read now, read
+    without writing; not a damaged record, one of other data, or one of a secure-noise training stored in part."""
     from vflpriv.data.load import data_by_key
     from vflpriv.store.sqlite import FINAL, read_store
     from vflpriv.store.trainings import partly_stored
@@ -180,8 +177,7 @@ def guard_outputs(out: Path, *, owns: Callable[[str], bool], kept_in: Path | Non
     not own would be replaced (with ``cap.csv`` and the plots) by one without them. Resuming or widening the same
     experiment (more seeds, another attack) owns every listed run and passes. ``kept_in``: the store this command's
     runs are already in (the check after training), which the error names with how to report them without training
-    (another ``--out`` alone would be an empty store, OUT/results.sqlite); ``store_option``: the command takes
-    ``--store``."""
+    (another ``--out`` alone would be an empty store); ``store_option``: the command takes ``--store``."""
     path = out / "results.csv"
     if not path.is_file():
         return
