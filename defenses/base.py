@@ -240,7 +240,7 @@ class Protection(DefensePoints, ABC):
 
     @classmethod
     def incompatible(cls, *, dataset) -> str:
-        """Why the defense cannot protect a task on ``dataset`` (beyond ``binary_only``; the planner refuses it), or ""."""
+        """Why the defense cannot protect a task on ``dataset`` (beyond ``binary_only``; the planner refuses it)."""
         return ""
 
     def privacy_spent(self) -> float | None:

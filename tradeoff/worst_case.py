@@ -23,8 +23,9 @@ def worst_case_runs(results: pd.DataFrame, undefended: pd.DataFrame | None = Non
     named in ``strongest``. Utility is the honest training's (an acting attack's run has a federation of its own).
     A failed attack, or one whose accuracy is not a number, is not among the candidates; where an attack that
     succeeded elsewhere in its sweep (undefended too) or, under a defense, without it in its configuration
-    (``undefended``, by default the results' own undefended runs) has no such run, the record is ``failed`` and names it in ``unmeasured`` (the worst
-    of the others is no worst case: review last3 F1); groups with no candidate and none missing get no record."""
+    (``undefended``, by default the results' own undefended runs) has no such run, the record is ``failed`` and names
+    it in ``unmeasured`` (the worst of the others is no worst case: review last3 F1); groups with no candidate and
+    none missing get no record."""
     if results.empty or "attack" not in results:
         return results.iloc[0:0]
     results = scored(results)

@@ -1,5 +1,5 @@
 """Review fe F4: ``finetune.curve``'s monitor draws from streams forked for it, so a defense's noise in the monitor is
-not the noise its next training batch or release gets, and the training's own draws stay the ones it makes unmeasured."""
+not the noise its next training batch or release gets, and the training's own draws stay those it makes unmeasured."""
 
 from __future__ import annotations
 

@@ -100,7 +100,8 @@ class VerticalDataset:
         changed data file is another key whatever loader read it (a plugin's included). The tensors are hashed rather
         than a loader's files because a loader need not say which files it read; SHA-256 through hashlib runs at
         memory-copy speed (Fashion-MNIST's 70000 x 784 floats: ``benchmarks/data_digest_cost.py``). ``fitted_features``
-        is not hashed: it changes no number (a plugin's is in ``data_fingerprint``, a built-in's in the claim digest)."""
+        is not hashed: it changes no number (a plugin's is in ``data_fingerprint``, a built-in's in the claim
+        digest)."""
         head = [self.name, self.num_classes, self.utility_metric,
                 [[s.modality, list(s.shape), list(s.cardinalities)] for s in self.specs]]
         digest = hashlib.sha256(json.dumps(head).encode())
