@@ -50,6 +50,10 @@ def load_results(store: Path | str) -> pd.DataFrame:
     records, superseded = current_records(found.records, written=found.written)
     mixed = {key for keys in mixed_trainings(records).values() for key in keys}  # two trainings: never pooled
     records = [r for r in records if r.key not in mixed]
+    if not records:  # review fe3 F5: empty tables at exit 0 otherwise
+        raise ConfigError(f"every run of results store {path} is of a secure-noise training stored from two trainings "
+                          "(options.secure_noise: they cannot be pooled); rerun the command that wrote them, which "
+                          "retrains each whole")
     frame = with_variants(pd.DataFrame([_as_run(r).to_dict() for r in records], columns=RunRecord.columns()))
     frame.attrs["damaged"] = found.damaged
     frame.attrs["superseded"] = superseded

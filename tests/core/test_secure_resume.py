@@ -48,5 +48,33 @@ def test_the_tables_leave_out_a_training_key_written_by_two_trainings(tiny, tmp_
         sweep(configs, store)
         mc, sim = sorted(store.all(), key=lambda r: r.attack)
         store.put(dataclasses.replace(sim, utility=sim.utility + 0.05, train_seconds=sim.train_seconds + 1))
-    frame = load_results(tmp_path / "results.sqlite")
-    assert frame.empty and frame.attrs["mixed"] == sorted([mc.key, sim.key])
+    with pytest.raises(ConfigError, match="secure-noise training stored from two trainings"):  # review fe3 F5
+        load_results(tmp_path / "results.sqlite")  # every run left out: no empty tables at exit 0
+
+
+def test_a_revised_attack_s_old_record_is_recomputed_with_its_training(tiny, tmp_path, monkeypatch):
+    """Review fe3 F1: after an attack's revision, its old record of the training was taken for an attack the command
+    does not run, and the store could no longer be resumed."""
+    from vflpriv.config.registry import ATTACKS
+
+    configs = _configs(tiny)
+    with Store(tmp_path / "results.sqlite") as store:
+        sweep(configs, store)
+        monkeypatch.setattr(ATTACKS.get("mc"), "revision", ATTACKS.get("mc").revision + 1)
+        revised = _configs(tiny)
+        sweep(revised, store)
+        again = store.all()
+    assert sorted(r.key for r in again) == sorted(c.key() for c in revised)
+    assert len({(r.utility, r.train_seconds) for r in again}) == 1  # one training
+
+
+def test_a_failed_record_does_not_make_a_training_mixed(tiny, tmp_path):
+    """Review fe3 F2: a failed record (a retry marker) beside the training's ok one dropped the ok run from tables."""
+    from vflpriv.store.trainings import mixed_trainings
+
+    configs = _configs(tiny)
+    with Store(tmp_path / "results.sqlite") as store:
+        sweep(configs, store)
+        mc, sim = sorted(store.all(), key=lambda r: r.attack)
+    failed = dataclasses.replace(sim, key="f" * 20, status="failed", utility=float("nan"), train_seconds=0.0)
+    assert mixed_trainings([mc, sim, failed]) == {}

@@ -37,7 +37,7 @@ def mixed_trainings(records: Iterable[RunRecord]) -> dict[str, list[str]]:
     training: they differ in what one training gives all its records (its utility and training time)."""
     by_training: dict[str, list[RunRecord]] = {}
     for r in records:
-        if secure_settings(r.config):
+        if r.status in FINAL and secure_settings(r.config):  # a failed record is a retry marker (review fe3 F2)
             by_training.setdefault(r.training_key, []).append(r)
     return {k: [r.key for r in rs] for k, rs in by_training.items()
             if len({(repr(r.utility), repr(r.train_seconds)) for r in rs}) > 1}
@@ -45,11 +45,15 @@ def mixed_trainings(records: Iterable[RunRecord]) -> dict[str, list[str]]:
 
 def partly_stored(configs: Sequence[RunConfig], final: Iterable[RunRecord]) -> list[str]:
     """The keys, among ``final`` (a store's final records), of each secure-noise training of ``configs`` held in part
-    or from two trainings: forgotten, it is retrained whole. ConfigError where it holds attacks ``configs`` lack."""
+    or from two trainings: forgotten, it is retrained whole, with a record of one of its attacks under another key (a
+    revision of the attack's code, a setting outside the training key: review fe3 F1). ConfigError where it holds
+    attacks ``configs`` do not run on it."""
     groups: dict[str, set[str]] = {}
+    attacks: dict[str, set[str]] = {}
     for c in configs:
         if secure_settings(c):
             groups.setdefault(c.training_key(), set()).add(c.key())
+            attacks.setdefault(c.training_key(), set()).add(c.attack.name)
     held: dict[str, list[RunRecord]] = {}
     for r in final:
         if r.training_key in groups:
@@ -58,7 +62,7 @@ def partly_stored(configs: Sequence[RunConfig], final: Iterable[RunRecord]) -> l
     for training, records in held.items():
         if not groups[training] - {r.key for r in records} and not mixed_trainings(records):
             continue
-        if outside := sorted({r.attack for r in records if r.key not in groups[training]}):
+        if outside := sorted({r.attack for r in records if r.attack not in attacks[training]}):
             raise ConfigError(f"the results store holds records of a secure-noise training ({training}) of attacks "
                               f"this command does not run ({', '.join(outside)}) and lacks some of its runs: a "
                               "retraining draws other noise (options.secure_noise), so its records must come from one "
