@@ -57,6 +57,11 @@ PLUGINS = textwrap.dedent('''
             super().__init__(options)
 
 
+    class WideNeedsLast(NeedsLast):
+        class Options(DirectLabelInference.Options):
+            out_dim: int = 0  # an option of its own, named as the model's setting the data's reason names
+
+
     class GivenCount(SimilarityLabelInference):
         def __init__(self, options):
             if options.known_per_class is None:
@@ -171,6 +176,11 @@ def test_an_option_the_data_s_reason_does_not_name_leaves_a_plugin_set_aside(plu
     assert result.exit_code == 0, result.output
     assert "not run: brokenplugins:NeedsLast x none (finetune): attack 'brokenplugins:NeedsLast': the sign rule" in (
         result.output)
+    result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--quick", "--attacks",  # review l8 4
+                                      "brokenplugins:WideNeedsLast,mc", "--defenses", "none", "--set",
+                                      "audit.attack_options.brokenplugins:WideNeedsLast={gradients_from: last, "
+                                      "out_dim: 3}", "--dry-run", "--out", str(tmp_path / "out2")])
+    assert result.exit_code == 0 and "not run: brokenplugins:WideNeedsLast x none" in result.output, result.output
 
 
 def test_describe_of_a_plugin_attack_that_cannot_start_is_one_error_line(plugins):

@@ -38,7 +38,7 @@ def test_a_secure_noise_training_stored_in_part_is_recomputed_whole(tiny, tmp_pa
     assert any("secure-noise trainings stored in part" in n for n in notes)
     with Store(tmp_path / "results.sqlite") as store:  # a command lacking a stored attack cannot retrain it whole
         store.forget([configs[1].key()])
-        with pytest.raises(ConfigError, match=r"attacks this command does not run \(mc\)"):
+        with pytest.raises(ConfigError, match=r"runs this command does not make \(mc: "):
             sweep(configs[1:], store)
 
 
@@ -78,3 +78,15 @@ def test_a_failed_record_does_not_make_a_training_mixed(tiny, tmp_path):
         mc, sim = sorted(store.all(), key=lambda r: r.attack)
     failed = dataclasses.replace(sim, key="f" * 20, status="failed", utility=float("nan"), train_seconds=0.0)
     assert mixed_trainings([mc, sim, failed]) == {}
+
+
+def test_a_record_of_other_settings_of_an_attack_is_refused_not_deleted(tiny, tmp_path):
+    """Review l8 1: a stored mc with epochs 1 was deleted (and said recomputed) when the command ran mc with epochs 2
+    on the same secure-noise training; it is refused, and the store keeps it."""
+    first = _configs(tiny)
+    other = [tiny(attack={"name": "mc", "prior": "none", "options": {"epochs": 2}}, **FAST), first[1]]
+    with Store(tmp_path / "results.sqlite") as store:
+        sweep(first, store)
+        with pytest.raises(ConfigError, match=r"runs this command does not make \(mc: "):
+            sweep(other, store)
+        assert first[0].key() in {r.key for r in store.all()}

@@ -227,6 +227,18 @@ class _AnyData(EmbeddingDP):
 DEFENSES.register("t-any-data", _AnyData)
 
 
+class _OwnBind(EmbeddingDP):
+    """Declares that it reads no features, and binds itself (where embedding-dp sets its counting up: review l8 2)."""
+
+    reads_features = False
+
+    def bind(self, federation):
+        super().bind(federation)
+
+
+DEFENSES.register("t-own-bind", _OwnBind)
+
+
 def test_an_epsilon_computed_by_a_plugin_s_accounting_is_not_recorded_whatever_it_declares():
     (record,) = run(_config({"name": "t-declared-spent", "strength": 1.0, "sweep": True}))
     assert math.isnan(record.epsilon) and "t-declared-spent: no epsilon recorded: t-declared-spent: its accounting " \
@@ -237,6 +249,8 @@ def test_an_epsilon_computed_by_a_plugin_s_accounting_is_not_recorded_whatever_i
     assert "its accounting (_FewSteps.steps()) is not vflpriv's own code" in p.defenses[0].uncovered
     p = plan(_config({"name": "t-any-data", "strength": 4.0, "sweep": True}))  # review fe F1's data check
     assert "its accounting (_AnyData.covers_data()) is not vflpriv's own code" in p.defenses[0].uncovered
+    p = plan(_config({"name": "t-own-bind", "strength": 4.0, "sweep": True}))
+    assert "its accounting (_OwnBind.bind()) is not vflpriv's own code" in p.defenses[0].uncovered
     binary = {"dataset": {"name": "breast-cancer"}, "partition": {"labeled": 60, "aux": 20}}
     with pytest.raises(IncompatibleError, match="marvell reads the active party's labels around it"):  # it vouches not
         plan(_config(DP, {"name": "t-declared-spent", "strength": 2.0}, {"name": "marvell", "strength": 1.0}, **binary))

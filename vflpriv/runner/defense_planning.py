@@ -131,7 +131,7 @@ def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
 
 #: What computes a DP defense's epsilon, counts its uses (embedding-dp's) and says where and for whom it holds.
 ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claimed_epsilon", "uses", "steps",
-              "releases", "guards", "_released", "acts_for", "notes")
+              "releases", "guards", "_released", "acts_for", "notes", "bind", "passive_backward")
 
 
 def foreign_accounting(d: Protection, name: str) -> str:

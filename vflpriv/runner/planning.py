@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -290,7 +291,7 @@ def _users_options(cls: Any, cfg: Any, fits: Callable[[Any], str], reason: str) 
     try:
         default = cls(cls.Options())
     except Exception:  # noqa: BLE001 - a plugin's own constructor
-        return any(f"{name}=" in reason for name in (*cfg.options, *cfg.search_space))
+        return any(re.search(rf"(?<![\w.]){re.escape(name)}=", reason) for name in (*cfg.options, *cfg.search_space))
     return not fits(default)
 
 

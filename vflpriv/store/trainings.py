@@ -45,15 +45,16 @@ def mixed_trainings(records: Iterable[RunRecord]) -> dict[str, list[str]]:
 
 def partly_stored(configs: Sequence[RunConfig], final: Iterable[RunRecord]) -> list[str]:
     """The keys, among ``final`` (a store's final records), of each secure-noise training of ``configs`` held in part
-    or from two trainings: forgotten, it is retrained whole, with a record of one of its attacks under another key (a
-    revision of the attack's code, a setting outside the training key: review fe3 F1). ConfigError where it holds
-    attacks ``configs`` do not run on it."""
+    or from two trainings: forgotten, it is retrained whole, with a record of one of its runs' settings under another
+    key (a revision of the attack's code: review fe3 F1). ConfigError where it holds runs of other settings, which a
+    retraining could not keep (review l8 1: deleting them lost them)."""
     groups: dict[str, set[str]] = {}
-    attacks: dict[str, set[str]] = {}
+    settings: dict[str, set[str]] = {}
     for c in configs:
         if secure_settings(c):
             groups.setdefault(c.training_key(), set()).add(c.key())
-            attacks.setdefault(c.training_key(), set()).add(c.attack.name)
+            settings.setdefault(c.training_key(), set()).add(json.dumps(c.as_read().model_dump(mode="json"),
+                                                                        sort_keys=True))
     held: dict[str, list[RunRecord]] = {}
     for r in final:
         if r.training_key in groups:
@@ -62,11 +63,13 @@ def partly_stored(configs: Sequence[RunConfig], final: Iterable[RunRecord]) -> l
     for training, records in held.items():
         if not groups[training] - {r.key for r in records} and not mixed_trainings(records):
             continue
-        if outside := sorted({r.attack for r in records if r.attack not in attacks[training]}):
-            raise ConfigError(f"the results store holds records of a secure-noise training ({training}) of attacks "
-                              f"this command does not run ({', '.join(outside)}) and lacks some of its runs: a "
-                              "retraining draws other noise (options.secure_noise), so its records must come from one "
-                              "training; run those attacks in the same command, or give another --out or --store")
+        if outside := sorted({r.attack for r in records if r.key not in groups[training]
+                              and r.config not in settings[training]}):
+            raise ConfigError(f"the results store holds records of a secure-noise training ({training}) of runs this "
+                              f"command does not make ({', '.join(outside)}: other attacks, or other settings of them) "
+                              "and lacks some of its runs: a retraining draws other noise (options.secure_noise), so "
+                              "its records must come from one training; run those in the same command, or give "
+                              "another --out or --store")
         found += [r.key for r in records]
     return found
 
