@@ -139,7 +139,7 @@ def _as_run(record: RunRecord) -> RunRecord:
         run = one_spelling(RunConfig.model_validate(data))
     except Exception:  # noqa: BLE001 - settings the current code cannot read: as written
         return record
-    return replace(record, config=json.dumps(run.as_read().model_dump(mode="json"), sort_keys=True))
+    return replace(record, config=run.recorded())
 
 
 def _run_of(record: RunRecord) -> tuple[str, str]:

@@ -8,6 +8,7 @@ keys the record in the store. Reading files and ``--set`` overrides live in :mod
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -381,6 +382,10 @@ class RunConfig(TrainingConfig):
         if self.attack_secret() == FEATURES:
             return self
         return self.model_copy(update={"partition": self.partition.without_aux_features()})
+
+    def recorded(self) -> str:
+        """The settings as this run's record stores them (``RunRecord.config``), by whose text records are compared."""
+        return json.dumps(self.as_read().model_dump(mode="json"), sort_keys=True)
 
     def attack_secret(self) -> str:
         """The secret the attack infers (``Attack.secret``); an unknown attack's is unknown (the planner says so)."""

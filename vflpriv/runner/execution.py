@@ -376,7 +376,7 @@ def blank_record(cfg: RunConfig) -> RunRecord:
         attack=cfg.attack.name, defense=swept.name if swept else "+".join(d.name for d in cfg.defenses) or "none",
         phase=cfg.attack.phase, strength=swept.strength if swept and swept.strength is not None else 0.0, seed=cfg.seed,
         canaries=cfg.partition.canaries,
-        config=json.dumps(cfg.as_read().model_dump(mode="json"), sort_keys=True),
+        config=cfg.recorded(),
     )
 
 

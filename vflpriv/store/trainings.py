@@ -53,8 +53,7 @@ def partly_stored(configs: Sequence[RunConfig], final: Iterable[RunRecord]) -> l
     for c in configs:
         if secure_settings(c):
             groups.setdefault(c.training_key(), set()).add(c.key())
-            settings.setdefault(c.training_key(), set()).add(json.dumps(c.as_read().model_dump(mode="json"),
-                                                                        sort_keys=True))
+            settings.setdefault(c.training_key(), set()).add(c.recorded())
     held: dict[str, list[RunRecord]] = {}
     for r in final:
         if r.training_key in groups:
