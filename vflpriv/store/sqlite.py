@@ -114,6 +114,26 @@ class Store:
         row = self._one("SELECT record FROM runs WHERE key = ?", (key,))
         return checked_record(key, row[0]) if row else None
 
+    def get_many(self, keys: list[str]) -> dict[str, RunRecord]:
+        """The stored records of ``keys``, read in one read transaction: a training another sweep rewrites meanwhile
+        reads as all its new records or all its old ones, never a mix of two trainings (review fe3 F3)."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                rows = [row for chunk, marks in in_chunks(keys)
+                        for row in self._db.execute(f"SELECT key, record FROM runs WHERE key IN ({marks})", chunk)]
+            finally:
+                self._db.execute("COMMIT")
+        return {key: checked_record(key, text) for key, text in rows}
+
+    def final_records(self, training_key: str) -> list[RunRecord]:
+        """The final records of ``training_key`` that check out, whichever command's runs they are."""
+        with self._lock:
+            rows = self._db.execute("SELECT key, record FROM runs WHERE training_key = ? AND status IN "
+                                    f"({','.join('?' * len(FINAL))})", (training_key, *FINAL)).fetchall()
+        checked = (stored(key, text, lists=True) for key, text in rows)
+        return [record for record, problem in checked if not problem]
+
     def drop_damaged(self, keys: list[str]) -> list[tuple[str, str]]:
         """Verify the stored records of ``keys`` and delete each that does not check out (so the sweep
         recomputes it); returns (key, what was wrong) for each one deleted."""
