@@ -240,9 +240,10 @@ def refuse_other_data(other: Sequence[tuple[str, str]], *, where: str) -> None:
     """ConfigError where a store holds runs of these configs computed on other data: the stored results are not
     deleted by mistake (a data folder pointed elsewhere); the user says to recompute them, or gives another store."""
     if other:
-        raise ConfigError(f"results store {where} holds {len(other)} of these runs computed on other data than the "
-                          f"dataset holds now (the first, run {other[0][0]}: {other[0][1]}); give another --out or "
-                          "--store to keep them, or --overwrite to recompute them on the data as it is now")
+        raise ConfigError(f"results store {where} holds {len(other)} of these runs computed on other data (or under "
+                          "another fitted_features declaration) than the dataset holds now (the first, run "
+                          f"{other[0][0]}: {other[0][1]}); give another --out or --store to keep them, or --overwrite "
+                          "to recompute them on the data as it is now")
 
 
 def refuse_other_canary_key(other: Sequence[tuple[str, str]], *, where: str) -> None:

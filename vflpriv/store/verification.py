@@ -8,6 +8,19 @@ from collections.abc import Iterable
 from vflpriv.store.records import RunRecord, stored
 
 
+#: What a plugin's declaration of fitted preprocessings puts before its data's fingerprint (``data.load._declared``):
+#: ``fitted:<digest of the declaration>|``.
+DECLARED = "fitted:"
+
+
+def shown_data(fingerprint: str, width: int, *, empty: str = "as bundled") -> str:
+    """A data fingerprint as a message prints it: the data's part cut to ``width`` characters, a plugin's declaration
+    named whole beside it, so that two fingerprints differing in either part print apart (review fe3 F4)."""
+    declared, _, data = fingerprint.partition("|") if fingerprint.startswith(DECLARED) else ("", "", fingerprint)
+    shown = data[:width] or empty
+    return f"{shown} with fitted_features declaration {declared.removeprefix(DECLARED)}" if declared else shown
+
+
 def checked_record(key: str, text: str) -> RunRecord:
     """The record stored under ``key``, or ValueError saying what is wrong with it."""
     record, problem = stored(key, text, lists=True)
@@ -32,6 +45,6 @@ def other_data(rows: Iterable[tuple[str, object]], expected: dict[str, str]) -> 
             continue
         found = found if isinstance(found, str) else ""
         if found != expected[key]:
-            other.append((key, f"computed on data {found[:16] or 'as bundled'}, this data is "
-                               f"{expected[key][:16] or 'as bundled'}"))
+            other.append((key, f"computed on data {shown_data(found, 16)}, this data is "
+                               f"{shown_data(expected[key], 16)}"))
     return other
