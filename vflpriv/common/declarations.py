@@ -118,21 +118,39 @@ def _own_members(k: type) -> bool:
     members = tuple(vars(k).values())
     kept = _JUDGED.get(k)
     if kept is None or len(kept[0]) != len(members) or not all(map(operator.is_, kept[0], members)):
-        kept = _JUDGED[k] = members, not assigned_since(k) and all(
-            functions is not None and all(in_vflpriv(f.__code__.co_filename) for f in functions)
-            for functions in map(_functions, members))
+        kept = _JUDGED[k] = members, not assigned_since(k) and _compiled_here(k)
     return kept[1]
 
 
-def _functions(value: object) -> list[types.FunctionType] | None:
-    """The Python functions a class attribute runs: a function, a classmethod's or staticmethod's, a property's
-    accessors; none for data, a slot or a class vflpriv's files define (``Options``: parsed, never run on a secret);
+def _compiled_here(k: type, *, exempt: frozenset[str] = frozenset()) -> bool:
+    """Whether every function class ``k`` holds (bar the ``exempt`` names) is compiled from vflpriv's folders."""
+    return all(functions is not None and all(in_vflpriv(f.__code__.co_filename) for f in functions)
+               for functions in (_functions(value, name) for name, value in vars(k).items() if name not in exempt))
+
+
+def _options_model(model: type) -> bool:
+    """Whether ``model`` is an options model of vflpriv's: a pydantic model each of whose classes above ``BaseModel``
+    its module defines in vflpriv's folders, with functions compiled there only (a planted model's ``__new__`` ran as
+    ``privacy_spent``: review l8 3); pydantic's own lazy ``__signature__`` is no code of it."""
+    if not issubclass(model, BaseModel):
+        return False
+    return all(_defined_in_vflpriv(k) and _compiled_here(k, exempt=_PYDANTIC)
+               for k in model.__mro__[:model.__mro__.index(BaseModel)])
+
+
+#: What pydantic sets on each model class (a lazy descriptor, no code of the model's author).
+_PYDANTIC = frozenset({"__signature__"})
+
+
+def _functions(value: object, name: str) -> list[types.FunctionType] | None:
+    """The Python functions class attribute ``name`` runs: a function, a classmethod's or staticmethod's, a property's
+    accessors; none for data, a slot or, as ``Options``, an options model of vflpriv's (parsed, never run on a secret);
     None (unknown, fail closed) for any other callable or descriptor (a callable object, a builtin, a wrapper, another
     class such as ``float`` put in place of a method: review eps5 R1)."""
     if isinstance(value, (classmethod, staticmethod)):
         value = value.__func__
-    if isinstance(value, type):  # an options model vflpriv defines; any other class may run (review l7 1)
-        return [] if issubclass(value, BaseModel) and _defined_in_vflpriv(value) else None
+    if isinstance(value, type):  # any other class may run (reviews l7 1, l8 3)
+        return [] if name == "Options" and _options_model(value) else None
     if isinstance(value, property):
         found = [f for f in (value.fget, value.fset, value.fdel) if f is not None]
     elif isinstance(value, _SLOTS) or not (callable(value) or hasattr(value, "__get__")):

@@ -20,7 +20,8 @@ OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
 #: fitted on the training rows, or where the dataset does not declare it (review fe F1); 4: an epsilon's secret from
 #: vflpriv's own accounting class; a plugin's ``guards``, ``acts_for``, ``notes`` or counts void it (l6 L1, eps6 E1-E3);
 #: 5: a vflpriv class's member assigned since its module defined it voids the claim (a plugin's import-time
-#: ``EmbeddingDP.secrets = {"labels"}`` recorded a label epsilon under 4: review eps6 E4).
+#: ``EmbeddingDP.secrets = {"labels"}`` recorded a label epsilon under 4: review eps6 E4), and a class member is no
+#: code only as an ``Options`` model of vflpriv's (a planted pydantic class as ``privacy_spent`` recorded 0.0: l8 3).
 CLAIM_VERSION = 5
 
 
