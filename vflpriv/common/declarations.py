@@ -65,6 +65,7 @@ _DEFINED: weakref.WeakKeyDictionary[type, dict[str, object]] = weakref.WeakKeyDi
 
 #: What Python's ``abc`` sets on a class after ``__init_subclass__`` ran (as its module defined it all the same).
 _SET_AFTER = frozenset({"__abstractmethods__", "_abc_impl"})
+_ABSENT = object()
 
 
 def keep_defined(k: type) -> None:
@@ -77,15 +78,13 @@ def keep_defined(k: type) -> None:
 def assigned_since(k: type) -> list[str]:
     """The members of class ``k`` (kept by :func:`keep_defined`) assigned, added or deleted since its module defined
     it, as ``Class.name``: a plugin's ``EmbeddingDP.secrets = frozenset({"labels"})`` at import (review eps6 E4)."""
-    kept = _DEFINED.get(k)
-    if kept is None:
-        return []
-    now = {name: value for name, value in vars(k).items() if name not in _SET_AFTER}
+    kept, now = _DEFINED.get(k), vars(k)
+    if kept is None or (len(now) - len(_SET_AFTER & now.keys()) == len(kept)
+                        and all(now.get(name, _ABSENT) is value for name, value in kept.items())):
+        return []  # the common case, without building a dict (a method's own_code asks per MRO class)
+    now = {name: value for name, value in now.items() if name not in _SET_AFTER}
     return [f"{k.__name__}.{name}" for name in sorted(kept.keys() | now.keys())
             if kept.get(name, _ABSENT) is not now.get(name, _ABSENT)]
-
-
-_ABSENT = object()
 
 
 def _defined_in_vflpriv(k: type) -> bool:
