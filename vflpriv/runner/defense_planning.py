@@ -132,7 +132,7 @@ ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claime
 
 def foreign_accounting(d: Protection, name: str) -> str:
     """Why a claiming defense's epsilon is not vflpriv's computation, or '': :data:`ACCOUNTING` from code not vflpriv's
-    own (class or instance) whatever it declares (review final14 F8), or a vflpriv class's data since assigned (eps6)."""
+    own (class or instance) whatever it declares (final14 F8), or a vflpriv class's data since assigned (eps6 E4)."""
     if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
         return ""
     defining = {member: next((k for k in type(d).__mro__ if member in vars(k)), None) for member in ACCOUNTING}
