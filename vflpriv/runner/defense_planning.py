@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from vflpriv.common.components import built
-from vflpriv.common.declarations import vflpriv_own
+from vflpriv.common.declarations import assigned_since, vflpriv_own
 from vflpriv.common.errors import ConfigError, IncompatibleError, VflprivError
 from vflpriv.common.seeding import generator
 from vflpriv.config.parse import parse_options
@@ -86,15 +86,11 @@ def _check_passive_backward(config: TrainingConfig, defenses: list) -> None:
         if PASSIVE_BACKWARD not in d.hook_points or not d.passive_backpropagates(probe):
             continue
         others = [config.defenses[j].name for j in passive if j != i and defenses[j].phase == d.phase
-                  and _same_party(defenses[j].party, d.party)]
+                  and (defenses[j].party == d.party or PASSIVE in (defenses[j].party, d.party))]
         if others:
             raise IncompatibleError(f"defense '{config.defenses[i].name}' computes the passive party's update itself "
                                     f"(DP-SGD on its bottom); it cannot be combined with {', '.join(others)} at that "
                                     "party's points in the same phase")
-
-
-def _same_party(a, b) -> bool:
-    return a == b or PASSIVE in (a, b)
 
 
 def _check_label_readers(config: TrainingConfig, defenses: list) -> None:
@@ -135,12 +131,13 @@ ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claime
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
-    """Why a claiming defense's epsilon is not vflpriv's computation, or '': the :data:`ACCOUNTING` it takes from code
-    that is not vflpriv's own (a class or the instance), whatever the code declares it reads (review final14 F8)."""
+    """Why a claiming defense's epsilon is not vflpriv's computation, or '': :data:`ACCOUNTING` from code not vflpriv's
+    own (class or instance) whatever it declares (final14 F8), or a vflpriv class's data since assigned (eps6 E4)."""
     if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
         return ""
     defining = {member: next((k for k in type(d).__mro__ if member in vars(k)), None) for member in ACCOUNTING}
-    found = [f"{k.__name__}.{member}()" for member, k in defining.items() if k is not None and not vflpriv_own(k)]
+    found = [f"{k.__name__}.{m}()" for m, k in defining.items() if k and not (vflpriv_own(k) or assigned_since(k))]
+    found += [f"{data} (assigned since vflpriv defined it)" for k in type(d).__mro__ for data in assigned_since(k)]
     found += [f"self.{member}" for member in ACCOUNTING if callable(getattr(d, "__dict__", {}).get(member))]
     return (f"{name}: its accounting ({', '.join(found)}) is not vflpriv's own code, so the epsilon it reports is its "
             "author's word, not a bound vflpriv computed") if found else ""
