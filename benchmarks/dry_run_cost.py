@@ -24,6 +24,11 @@ DEFAULT = ["audit", "--method", "splitnn", "--dry-run"]
 
 def run(path: Path, args: list[str], out: Path) -> float:
     """CPU seconds of ``vflpriv ARGS --out OUT`` importing vflpriv from ``path``; exits where it fails."""
+    check = subprocess.run([sys.executable, "-c", "import vflpriv.runner.planning as p, vflpriv.attacks.search as s; "
+                            "print(p.__file__, s.__file__)"], env={**os.environ, "PYTHONPATH": str(path)},
+                           capture_output=True, text=True, cwd=out.parent)
+    if not all(f.startswith(str(path)) for f in check.stdout.split()) or not check.stdout:
+        sys.exit(f"error: vflpriv under {path} imports {check.stdout.strip() or check.stderr[-500:]} instead")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run([sys.executable, "-m", "vflpriv", *args, "--out", str(out)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(path), "MPLBACKEND": "Agg"}, cwd=out.parent)
