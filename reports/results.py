@@ -80,7 +80,7 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
     them, ``Protection.revision``, ``Attack.revision``; a setting written another way in one), the one the current
     code keys, else the one ``written`` last (key: when; else the last given), so a table never counts one seed twice;
     (key, why) for each left out. A run is its record's coordinates and its settings as the current code reads them
-    (defaults of settings added since filled in, ``device`` left out, in ``runner.spelling``'s one spelling: the key
+    (defaults of settings added since filled in, ``device`` left out, in ``tradeoff.spelling``'s one spelling: the key
     it gives them), wherever it ran (hand-made records share settings across seeds); its strength is the recorded one
     only where no option of its settings sets it (:func:`_point`). ``readings``: each record's :func:`_reading` by
     ``id``, where made already."""
@@ -107,7 +107,7 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
 
 
 #: Why a left-out record is one run with the one kept, by what the current code reads of its settings (:data:`KEPT`):
-#: its key is the current code's, a setting written otherwise (``runner.spelling``); its components' code revised
+#: its key is the current code's, a setting written otherwise (``tradeoff.spelling``); its components' code revised
 #: since; or it cannot tell, their coordinates and the text of their settings the same.
 SAME = {"current": "the same run as {}, a setting given otherwise (a default given, or one it does not read)",
         "earlier": "the same run as {}, written by other code of its components",
@@ -131,7 +131,7 @@ def _point(record: RunRecord) -> tuple:
 @dataclass(frozen=True)
 class Reading:
     """A record's settings as the current code reads them (``settings``) and in their one spelling (``spelled``,
-    ``runner.spelling``); both None where it cannot read them."""
+    ``tradeoff.spelling``); both None where it cannot read them."""
 
     settings: Any = None
     spelled: Any = None
@@ -140,7 +140,7 @@ class Reading:
 def _reading(record: RunRecord) -> Reading:
     """``record``'s settings parsed and spelled: once per record, for :func:`current_records` and :func:`_as_run`."""
     from vflpriv.config.schema import RunConfig
-    from vflpriv.runner.spelling import one_spelling  # the registries: only where records are read
+    from vflpriv.tradeoff.spelling import one_spelling  # the registries: only where records are read
 
     try:
         settings = RunConfig.model_validate_json(record.config)

@@ -9,7 +9,7 @@ phase), so that the attacks on one training carry the same name (the worst case 
 variant; the secrets apart, so that a label attack is not named by the roles of the feature attacks beside it); an
 attack's own options only within that attack's runs (attacks have different options). Where two configurations of
 one such group would read alike, every attack of the group spells its settings as written. The records come in one
-spelling of their run (``reports.results``: parsed by the current code, then ``runner.spelling``'s rule: a setting
+spelling of their run (``reports.results``: parsed by the current code, then ``tradeoff.spelling``'s rule: a setting
 the planner resolves the same at its default is written at its default), so one setting written two ways is one name.
 """
 

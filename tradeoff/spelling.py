@@ -17,10 +17,8 @@ from vflpriv.common.errors import ConfigError, VflprivError
 from vflpriv.common.secret_kinds import LABELS
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
-from vflpriv.engine import DEFENSE_POINTS, PASSIVE_POINTS
-from vflpriv.engine.roles import PASSIVE
 from vflpriv.runner.adversaries import parties_of
-from vflpriv.runner.defense_planning import message_kinds
+from vflpriv.runner.defense_planning import DEFENSE_POINTS, PASSIVE, PASSIVE_POINTS, message_kinds  # as it binds
 from vflpriv.runner.prior import OWN_ENCODER_PRIORS, prior_pretraining
 
 #: What the planner resolves a setting to, given the run and where the setting is (None: the attack block; i: defense
