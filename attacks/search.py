@@ -103,7 +103,21 @@ def grid(attack: Attack, space: dict[str, tuple]) -> list[dict]:
     return [{k: v for k, v in combo.items() if v != given[k]} for combo in combos]
 
 
-def _with(attack: Attack, overrides: dict, fraction: float) -> Attack:
+def _shares(count: int) -> list[float]:
+    """The share of the budget option each round of successive halving over ``count`` candidates trains with."""
+    rounds = max(1, math.ceil(math.log(count, ETA) - 1e-9))
+    return [float(ETA) ** (r - rounds) for r in range(rounds)]
+
+
+def tries(attack: Attack, candidates: list[dict]) -> list[tuple[dict, float]]:
+    """Every (candidate, share of the budget option) a grid search over ``candidates`` may build: each whole (the
+    exhaustive search, the winner), and under successive halving at every round's share (which candidates reach a
+    round depends on their scores)."""
+    halved = _shares(len(candidates)) if attack.budget_option and len(candidates) > 1 else []
+    return [(c, share) for c in candidates for share in (1.0, *halved)]
+
+
+def with_overrides(attack: Attack, overrides: dict, fraction: float) -> Attack:
     """The attack with ``overrides`` applied and its budget option scaled by ``fraction`` (at least 1)."""
     data = attack.options.model_dump(mode="json") | overrides
     if fraction < 1.0 and attack.budget_option:
@@ -202,7 +216,7 @@ class Search:
         view = dataclasses.replace(self.fit_view, generator=generator(self.seed, f"attack:trial:{name}"))
 
         def run() -> dict:
-            inferences = _with(self.attack, overrides, fraction).infer(view)
+            inferences = with_overrides(self.attack, overrides, fraction).infer(view)
             if self.reply is not None:  # the runner's contract check of a reply, on the trial's own view
                 inferences = dict(self.reply(inferences, view))
             if HOLDOUT not in inferences:
@@ -232,10 +246,8 @@ class Search:
 
     def halving(self, candidates: list[dict]) -> dict:
         """Successive halving (eta :data:`ETA`) on the budget option: the best candidate of the last round."""
-        rounds = max(1, math.ceil(math.log(len(candidates), ETA) - 1e-9))
         alive = candidates
-        for r in range(rounds):
-            fraction = float(ETA) ** (r - rounds)
+        for fraction in _shares(len(candidates)):
             scored = [(self.trial(c, fraction).aux_accuracy, -i, c) for i, c in enumerate(alive)]
             scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
             alive = [c for _, _, c in scored[:max(1, math.ceil(len(alive) / ETA))]]
@@ -291,6 +303,6 @@ def search(attack: Attack, view: AdversaryView, *, budget: int, seed: int, key: 
         how = f"grid of {len(candidates)}, successive halving on {attack.budget_option}"
     else:
         selected, how = s.exhaustive(candidates), f"grid of {len(candidates)}"
-    winner = _with(attack, selected, 1.0)
+    winner = with_overrides(attack, selected, 1.0)
     inferences = refit(winner) if refit is not None else winner.infer(view)
     return SearchResult(selected, inferences, s.trials, how + "; scored on a stratified quarter of the auxiliary labels")

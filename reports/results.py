@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -27,7 +28,7 @@ from vflpriv.store.trainings import mixed_trainings
 from vflpriv.tradeoff.cap import cap_table, strength_summary
 from vflpriv.tradeoff.worst_case import with_worst_case
 from vflpriv.tradeoff.epsilon import epsilon_table
-from vflpriv.tradeoff.variants import one_spelling, with_variants
+from vflpriv.tradeoff.variants import with_variants
 
 
 def load_results(store: Path | str) -> pd.DataFrame:
@@ -47,14 +48,16 @@ def load_results(store: Path | str) -> pd.DataFrame:
             raise ConfigError(f"every record of results store {path} is damaged ({len(found.damaged)}; the first, "
                               f"run {found.damaged[0][0]}: {found.damaged[0][1]})")
         raise ConfigError(f"results store {path} holds no runs; write runs into it with evaluate, sweep or audit")
-    records, superseded = current_records(found.records, written=found.written)
+    readings = {id(r): _reading(r) for r in found.records}  # each record's settings parsed and spelled once
+    records, superseded = current_records(found.records, written=found.written, readings=readings)
     mixed = {key for keys in mixed_trainings(records).values() for key in keys}  # two trainings: never pooled
     records = [r for r in records if r.key not in mixed]
     if not records:  # review fe3 F5: empty tables at exit 0 otherwise
         raise ConfigError(f"every run of results store {path} is of a secure-noise training stored from two trainings "
                           "(options.secure_noise: they cannot be pooled); rerun the command that wrote them, which "
                           "retrains each whole")
-    frame = with_variants(pd.DataFrame([_as_run(r).to_dict() for r in records], columns=RunRecord.columns()))
+    frame = with_variants(pd.DataFrame([_as_run(r, readings[id(r)]).to_dict() for r in records],
+                                       columns=RunRecord.columns()))
     frame.attrs["damaged"] = found.damaged
     frame.attrs["superseded"] = superseded
     frame.attrs["mixed"] = sorted(mixed)
@@ -72,15 +75,16 @@ KEPT = {"current": ("kept: the current code's", "beside the current code's recor
 
 
 def current_records(records: list[RunRecord], *, written: dict[str, float] | None = None,
-                    ) -> tuple[list[RunRecord], list[tuple[str, str]]]:
+                    readings: dict[int, Reading] | None = None) -> tuple[list[RunRecord], list[tuple[str, str]]]:
     """The records, one per run: where a store holds one run under several keys (its components' code revised between
-    them, ``Protection.revision``, ``Attack.revision``; a default given in one), the one the current code keys, else
-    the one ``written`` last (key: when; else the last given), so a table never counts one seed twice; (key, why) for
-    each left out. A run is its record's coordinates and its settings as the current code reads them (defaults of
-    settings added since filled in, ``device`` left out, roles and defense kinds given as what unset resolves to left
-    unset: the key it gives them), wherever it ran (hand-made records share settings across seeds); its strength is
-    the recorded one only where no option of its settings sets it (:func:`_point`)."""
-    when = written or {}
+    them, ``Protection.revision``, ``Attack.revision``; a setting written another way in one), the one the current
+    code keys, else the one ``written`` last (key: when; else the last given), so a table never counts one seed twice;
+    (key, why) for each left out. A run is its record's coordinates and its settings as the current code reads them
+    (defaults of settings added since filled in, ``device`` left out, in ``tradeoff.spelling``'s one spelling: the key
+    it gives them), wherever it ran (hand-made records share settings across seeds); its strength is the recorded one
+    only where no option of its settings sets it (:func:`_point`). ``readings``: each record's :func:`_reading` by
+    ``id``, where made already."""
+    when, readings = written or {}, readings or {}
     by_place: dict[tuple, list[RunRecord]] = {}
     for r in records:
         by_place.setdefault((r.method, r.dataset, r.attack, r.defense, r.phase, _point(r), r.seed, r.secret,
@@ -89,7 +93,8 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
     for place in by_place.values():  # settings are read only where two records share their coordinates
         same: dict[str, list[tuple[RunRecord, str]]] = {}
         for record in place:
-            run, read = _run_of(record) if len(place) > 1 else (record.key, "current")
+            run, read = _run_of(record, readings.get(id(record)) or _reading(record)) if len(place) > 1 else (
+                record.key, "current")
             same.setdefault(run, []).append((record, read))
         for run, runs in same.items():  # the current code's first, of them one with its defaults unset
             order = {id(r): i for i, (r, _) in enumerate(runs)}  # the order given, where no time is known
@@ -102,10 +107,9 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
 
 
 #: Why a left-out record is one run with the one kept, by what the current code reads of its settings (:data:`KEPT`):
-#: its key is the current code's, its defaults given otherwise; its components' code revised since; or it cannot
-#: tell, their coordinates and the text of their settings the same.
-SAME = {"current": "the same run as {}, its defaults (attack.adversary, attack.victim, a defense's kinds) given "
-                   "otherwise",
+#: its key is the current code's, a setting written otherwise (``tradeoff.spelling``); its components' code revised
+#: since; or it cannot tell, their coordinates and the text of their settings the same.
+SAME = {"current": "the same run as {}, a setting given otherwise (a default given, or one it does not read)",
         "earlier": "the same run as {}, written by other code of its components",
         "unread": "the same coordinates and settings as {}"}
 
@@ -124,41 +128,47 @@ def _point(record: RunRecord) -> tuple:
     return ("set by an option",) if option else ("recorded", record.strength)
 
 
-def _as_run(record: RunRecord) -> RunRecord:
-    """``record`` with its settings as :func:`current_records` groups them (roles and defense kinds given as their
-    defaults unset), so that the variants are named from one spelling of a run: a setting whose seeds were written
-    both ways is one row, not two (review rec2 R1). Settings giving neither, or unreadable, stay as written."""
+@dataclass(frozen=True)
+class Reading:
+    """A record's settings as the current code reads them (``settings``) and in their one spelling (``spelled``,
+    ``tradeoff.spelling``); both None where it cannot read them."""
+
+    settings: Any = None
+    spelled: Any = None
+
+
+def _reading(record: RunRecord) -> Reading:
+    """``record``'s settings parsed and spelled: once per record, for :func:`current_records` and :func:`_as_run`."""
     from vflpriv.config.schema import RunConfig
-
-    try:
-        data = json.loads(record.config)
-        attack = data.get("attack") or {}
-        if attack.get("adversary") is None and attack.get("victim") is None and not any(
-                d.get("kinds") is not None for d in data.get("defenses") or []):
-            return record
-        run = one_spelling(RunConfig.model_validate(data))
-    except Exception:  # noqa: BLE001 - settings the current code cannot read: as written
-        return record
-    return replace(record, config=run.recorded())
-
-
-def _run_of(record: RunRecord) -> tuple[str, str]:
-    """The run a record is of: the key the current code gives its settings with the roles and defense kinds that are
-    their defaults unset (``device`` is not keyed), and how it reads them (:data:`KEPT`); where it cannot read them,
-    their text without ``device``, and "unread"."""
-    from vflpriv.config.schema import RunConfig
+    from vflpriv.tradeoff.spelling import one_spelling  # the registries: only where records are read
 
     try:
         settings = RunConfig.model_validate_json(record.config)
-        run = one_spelling(settings)
-        return run.key(), "current" if settings.key() == record.key else "earlier"
-    except Exception:  # noqa: BLE001 - settings the current code cannot read: grouped by their text
-        try:
-            data = json.loads(record.config)
-        except ValueError:
-            return record.config, "unread"
-        return json.dumps({k: v for k, v in data.items() if k != "device"} if isinstance(data, dict) else data,
-                          sort_keys=True), "unread"
+        return Reading(settings, one_spelling(settings))
+    except Exception:  # noqa: BLE001 - settings the current code cannot read
+        return Reading()
+
+
+def _as_run(record: RunRecord, reading: Reading) -> RunRecord:
+    """``record`` with its settings as :func:`current_records` groups them (every record the current code reads, in
+    its one spelling, with the defaults of settings added since filled in), so that the variants are named from one
+    spelling of a run: a setting whose seeds were written two ways is one row, not two (reviews rec2 R1, l7 L7-6).
+    Settings the current code cannot read stay as written."""
+    return record if reading.spelled is None else replace(record, config=reading.spelled.recorded())
+
+
+def _run_of(record: RunRecord, reading: Reading) -> tuple[str, str]:
+    """The run a record is of: the key the current code gives its settings in their one spelling (``device`` is not
+    keyed), and how it reads them (:data:`KEPT`); where it cannot read them, their text without ``device``, and
+    "unread"."""
+    if reading.spelled is not None:
+        return reading.spelled.key(), "current" if reading.settings.key() == record.key else "earlier"
+    try:
+        data = json.loads(record.config)
+    except ValueError:
+        return record.config, "unread"
+    return json.dumps({k: v for k, v in data.items() if k != "device"} if isinstance(data, dict) else data,
+                      sort_keys=True), "unread"
 
 
 def select(results: pd.DataFrame, *, attack: str | None, defense: str | None, phase: str | None) -> pd.DataFrame:

@@ -8,7 +8,9 @@ block as a whole (its prior, tuning) is compared across every attack on one secr
 phase), so that the attacks on one training carry the same name (the worst case takes the strongest of them, per
 variant; the secrets apart, so that a label attack is not named by the roles of the feature attacks beside it); an
 attack's own options only within that attack's runs (attacks have different options). Where two configurations of
-one such group would read alike, every attack of the group spells its settings as written.
+one such group would read alike, every attack of the group spells its settings as written. The records come in one
+spelling of their run (``reports.results``: parsed by the current code, then ``tradeoff.spelling``'s rule: a setting
+the planner resolves the same at its default is written at its default), so one setting written two ways is one name.
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported where a frame is made: the audit's planning imports this module for acts_on
     import pandas as pd
 
-    from vflpriv.config.schema import RunConfig
-
 #: Keys that are the table's own axes (or cannot change results), never part of a variant.
 OWN_AXES = {"method.name", "dataset.name", "attack.name", "attack.phase", "seed", "device"}
 #: The cell whose runs are compared for every setting but an attack's own (:data:`PER_ATTACK`).
@@ -31,15 +31,6 @@ CELL = ["method", "dataset", "defense", "phase"]
 ROLES = ("attack.adversary", "attack.victim")
 #: Settings that belong to one attack: compared only within that attack's runs.
 PER_ATTACK = ("attack.options.", "attack.search_space.")
-
-
-def one_spelling(run: RunConfig) -> RunConfig:
-    """``run`` with the roles and defense kinds it gives as their defaults unset: one spelling of the run, whichever
-    way its records were written (an audit names its feature attacks' roles, evaluate need not)."""
-    from vflpriv.runner.adversaries import without_default_roles  # the registries: only where records are read
-    from vflpriv.runner.defense_planning import without_default_kinds
-
-    return without_default_kinds(without_default_roles(run))
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:

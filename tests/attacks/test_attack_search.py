@@ -212,12 +212,12 @@ def test_ties_go_to_the_earlier_candidate_the_options_as_given_first():
 
 
 def test_a_scaled_budget_never_drops_below_one_and_a_whole_one_is_untouched():
-    from vflpriv.attacks.search import _with
+    from vflpriv.attacks.search import with_overrides
 
-    assert _with(ToyAttack(ToyOptions(epochs=10)), {}, 1 / 64).options.epochs == 1
-    assert _with(ToyAttack(ToyOptions(epochs=40)), {}, 1 / 64).options.epochs == 1
-    assert _with(ToyAttack(ToyOptions(epochs=40)), {"skill": 1.0}, 1.0).options.epochs == 40
-    assert _with(ToyAttack(ToyOptions(epochs=40)), {}, 0.25).options.epochs == 10
+    assert with_overrides(ToyAttack(ToyOptions(epochs=10)), {}, 1 / 64).options.epochs == 1
+    assert with_overrides(ToyAttack(ToyOptions(epochs=40)), {}, 1 / 64).options.epochs == 1
+    assert with_overrides(ToyAttack(ToyOptions(epochs=40)), {"skill": 1.0}, 1.0).options.epochs == 40
+    assert with_overrides(ToyAttack(ToyOptions(epochs=40)), {}, 0.25).options.epochs == 10
 
 
 def test_optuna_trials_run_whole_budgets_and_start_from_the_options_as_given():

@@ -50,6 +50,13 @@ PLUGINS = textwrap.dedent('''
             super().__init__(options)
 
 
+    class Triple(ModelCompletion):
+        def __init__(self, options):
+            if options.lr > 0.05 and options.head == "mlp" and options.train_bottom:
+                raise RuntimeError("lr above 0.05 with an mlp head and a trained bottom unsupported")
+            super().__init__(options)
+
+
     class NeedsLast(DirectLabelInference):
         def __init__(self, options):
             if options.gradients_from != "last":
@@ -117,6 +124,12 @@ def plugins(tmp_path, monkeypatch):
       "attack.search_space.lr=[0.01, 0.1]", "--set", "attack.search_space.head=[linear, mlp]"],  # review lo7 F5
      "attack.search_space: the search would try head='mlp', lr=0.1: attack 'brokenplugins:Combo' failed to start: "
      "RuntimeError: lr above 0.05 with an mlp head unsupported"),
+    (["--attack", "brokenplugins:Triple", "--tune-attacks", "--set", "attack.search_budget=12", "--set",  # review
+      "attack.search_space.lr=[0.01, 0.1]", "--set", "attack.search_space.head=[linear, mlp]", "--set",  # l7 4
+      "attack.search_space.train_bottom=[false, true]", "--set", "finetune.epochs=1", "--set",
+      "attack.options.epochs=2"], "attack.search_space: the search would try head='mlp', train_bottom=True, lr=0.1: "
+     "attack 'brokenplugins:Triple' failed to start: RuntimeError: lr above 0.05 with an mlp head and a trained "
+     "bottom unsupported"),
     # its defaults it cannot start with tell nothing of the user's options: the data's reason, not "failed to start"
     (["--attack", "brokenplugins:GivenCount", "--set", "partition.aux=20", "--set", "attack.options.known_per_class=5"],
      "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 auxiliary labels"),

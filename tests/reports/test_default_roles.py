@@ -112,3 +112,51 @@ def test_a_setting_whose_seeds_were_written_with_defaults_given_and_unset_is_one
     frame = load_results(_store(tmp_path, records))
     assert sorted(frame.groupby(["attack", "variant"])["seed"].nunique().to_dict().items()) == [
         (("gc", ""), 2), (("mc", ""), 3)]
+
+
+def _grid(seeds=(0, 1), **settings):
+    return ExperimentConfig.model_validate({"strengths": [1.0], "seeds": list(seeds), **settings}).runs()
+
+
+def _rows(tmp_path: Path, records: list[RunRecord]) -> list:
+    """(variant, seeds) of each row of the label attack mc's records as the tables read them."""
+    frame = load_results(_store(tmp_path, records))
+    return sorted(frame.groupby("variant")["seed"].nunique().to_dict().items())
+
+
+def test_a_setting_given_at_what_the_planner_resolves_unset_or_auto_to_is_one_variant(tmp_path):
+    """Review rec2 (what is left): a defense's party 0 beside unset (iso binds the active party), prior_ssl own beside
+    auto where auto resolves to own, and prior_ssl beside a prior that reads none, were two rows of one run."""
+    def iso(party, seeds):
+        return _grid(seeds, defenses=[{"name": "iso", "sweep": True, "party": party}])
+
+    def local(prior_ssl, seeds, prior="simsiam"):
+        return _grid(seeds, method={"name": "local-simsiam"}, attack={"name": "mc", "prior": prior,
+                                                                        "prior_ssl": prior_ssl})
+
+    for runs in (iso(0, (0, 1)) + iso(None, (1, 2)), local("own", (0, 1)) + local("auto", (1, 2)),
+                 local("simsiam", (0, 1), "aux") + local("auto", (1, 2), "aux")):
+        assert _rows(tmp_path, [_record(r) for r in runs]) == [("", 3)]
+        (tmp_path / "results.sqlite").unlink()
+
+
+def test_settings_the_planner_resolves_apart_stay_two_variants(tmp_path):
+    """A passive party's iso (on its embeddings) is not the active party's; own pretraining behind the prior (auto, on
+    local-simsiam) is not SimSiam's."""
+    runs = [r for party in (1, None) for r in _grid(defenses=[{"name": "iso", "sweep": True, "party": party}])]
+    assert _rows(tmp_path, [_record(r) for r in runs]) == [("defenses.0.party=1", 2), ("defenses.0.party=unset", 2)]
+    (tmp_path / "results.sqlite").unlink()
+    runs = [r for ssl in ("own", "simsiam") for r in _grid(method={"name": "local-simsiam"},
+                                                               attack={"name": "mc", "prior_ssl": ssl})]
+    assert _rows(tmp_path, [_record(r) for r in runs]) == [("attack.prior_ssl=auto", 2),
+                                                           ("attack.prior_ssl=simsiam", 2)]
+
+
+def test_records_written_before_a_setting_existed_are_one_variant_with_the_current_ones(tmp_path):
+    """Review l7 L7-6: seed 0 written before finetune.top_depth existed, seed 1 now: one row, not finetune.top_depth=0
+    beside finetune.top_depth=unset."""
+    old, new = _grid()
+    config = json.loads(_record(old).config)
+    del config["finetune"]["top_depth"]
+    earlier = RunRecord(**{**_record(old).__dict__, "config": json.dumps(config, sort_keys=True)})
+    assert _rows(tmp_path, [earlier, _record(new)]) == [("", 2)]

@@ -145,7 +145,9 @@ def _refuse_clashes(model: type[Options], base: dict, tried: dict[str, Any], *, 
                     build: Any = None) -> None:
     """ConfigError naming the first candidate, of one searched value or two beside the given options, that ``model``
     refuses (``min_ratio`` above ``max_ratio``) or, for a plugin, that ``build`` (its constructor) refuses: such a
-    candidate failed the search after the training (review lo7 F5). Pairs only: no options' check reads more."""
+    candidate failed the search after the training (review lo7 F5). Pairs only: no options' check reads more; a
+    plugin's constructor may refuse any combination, so planning builds its every grid candidate too
+    (``runner.planning.check_search_space``)."""
     axes = [[(k, v) for v in values] for k, values in tried.items()]
     singles = [[c] for axis in axes for c in axis]
     pairs = [p for i, first in enumerate(axes) for later in axes[i + 1:] for p in itertools.product(first, later)]

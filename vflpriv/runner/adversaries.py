@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError, VflprivError
+from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError
 from vflpriv.config.registry import ATTACKS
 from vflpriv.config.schema import RunConfig
 from vflpriv.engine import ACTIVE, INFERENCE, SERVER
@@ -130,21 +130,3 @@ def feature_reads(attack: Any, run: RunConfig, method: Any, adversary: Adversary
 
 #: How the planner derives each secret's reads (an attack's ``secret`` picks one).
 READS = {"labels": label_reads, "features": feature_reads}
-
-
-def without_default_roles(run: RunConfig) -> RunConfig:
-    """``run`` with ``attack.adversary`` and ``attack.victim`` unset where they name the party unset resolves to: the
-    same run under another key (an audit names its feature attacks' roles, evaluate need not; a store may hold both)."""
-    try:
-        secret = getattr(ATTACKS.get(run.attack.name), "secret", "labels")
-        roles = parties_of(run, secret, parties=run.partition.parties)
-    except VflprivError:
-        return run  # roles the current code cannot resolve: as written
-    for name in ("victim", "adversary"):  # the victim's default depends on the adversary: unset first
-        unset = run.model_copy(update={"attack": run.attack.model_copy(update={name: None})})
-        try:
-            same = parties_of(unset, secret, parties=run.partition.parties) == roles
-        except VflprivError:
-            same = False  # unset, it names another party or none: the role given is no default
-        run = unset if same else run
-    return run

@@ -216,18 +216,6 @@ def unset_kinds(name: str, method: str, *, party: int | None, phase: str) -> lis
         return None
 
 
-def without_default_kinds(run: TrainingConfig) -> TrainingConfig:
-    """``run`` with each defense's ``kinds`` unset where they are what unset resolves to (:func:`unset_kinds`): the
-    same run under another key, which the tables would show as two variants of one setting."""
-    def unset(d):
-        try:
-            return d.kinds is not None and d.kinds == unset_kinds(d.name, run.method.name, party=d.party, phase=d.phase)
-        except VflprivError:
-            return False  # a defense the current code lacks: as written
-    return run.model_copy(update={"defenses": [d.model_copy(update={"kinds": None}) if unset(d) else d
-                                               for d in run.defenses]})
-
-
 def _defense(config: TrainingConfig, index: int, method: Method, dataset: VerticalDataset, device: torch.device):
     """The defense, bound to the messages it protects. Unset ``party``: the active party, or every passive
     party when the active party sends nothing the defense protects in the phase; unset ``kinds``: the

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from vflpriv.attacks.search import grid
+from vflpriv.attacks.search import grid, tries, with_overrides
 from vflpriv.common.empirical_epsilon import KEEP
 from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
@@ -32,6 +32,7 @@ from vflpriv.models.encoders import encoder_arch
 from vflpriv.runner.adversaries import READS, Adversary, resolve
 from vflpriv.runner.auditing import auditor_menu, check_auditor, plan_auditor
 from vflpriv.common.components import built
+from vflpriv.common.declarations import vflpriv_own
 from vflpriv.runner.defense_planning import plan_defenses
 from vflpriv.runner.feature_prior import FeaturePriorPlan, check_finite_features, plan_feature_prior
 from vflpriv.runner.prior import PriorPlan, plan_prior
@@ -216,17 +217,27 @@ def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:
 
 def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:
     """Refuse, before training, a search the attack cannot run: options it does not have, values they refuse, an
-    attack with nothing to select on auxiliary labels, a space past the budget without Optuna installed."""
+    attack with nothing to select on auxiliary labels, a space past the budget without Optuna installed; a plugin's
+    every candidate of a grid search built as the search builds it (Optuna's are not known before: pairs only)."""
     cfg = run.attack
     given = cfg.search_space
     check_space_values(cls, cfg.name, given, base=cfg.options)
     if given and not attack.space():
         raise ConfigError(f"attack '{cfg.name}' cannot be tuned: {attack.untunable or 'it declares no search space'}")
-    points = len(grid(attack, search_space(attack, given)))  # the candidates the search will enumerate
+    candidates = grid(attack, search_space(attack, given))  # the candidates the search will enumerate
+    points = len(candidates)
     if points > cfg.search_budget and importlib.util.find_spec("optuna") is None:
         raise ConfigError(f"attack '{cfg.name}': its search space has {points} candidates, more than "
                           f"attack.search_budget {cfg.search_budget}; such a space is searched with Optuna: pip install "
                           "'vflpriv[search]', or raise attack.search_budget to the grid's size")
+    if points <= cfg.search_budget and not vflpriv_own(cls):  # a plugin may refuse any combination (review l7 4)
+        for overrides, share in tries(attack, candidates):
+            try:
+                built("attack", cfg.name, lambda: with_overrides(attack, overrides, share))
+            except ConfigError as exc:
+                shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items()) or "the options as given"
+                at = f" at {share:g} of its {attack.budget_option}" if share < 1 else ""
+                raise ConfigError(f"attack.search_space: the search would try {shown}{at}: {exc}") from exc.__cause__
 
 
 def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
