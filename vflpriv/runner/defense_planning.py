@@ -4,6 +4,8 @@ training with another defense (:func:`plan_defenses`; ``planning.plan_training``
 
 from __future__ import annotations
 
+import abc
+
 import torch
 
 from vflpriv.common.components import built
@@ -129,21 +131,46 @@ def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
                               f"{1 / rows:.3g}")
 
 
-#: What computes a DP defense's epsilon, counts its uses (embedding-dp's) and says where and for whom it holds.
+#: What computes a DP defense's epsilon, counts its uses and says where and for whom it holds: a callable of these
+#: names in the instance is not vflpriv's code (a plugin's class may define nothing outside :data:`CLAIM_KEEPING`).
 ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claimed_epsilon", "uses", "steps",
-              "releases", "guards", "_released", "acts_for", "notes", "bind", "passive_backward")
+              "releases", "guards", "_released", "acts_for", "notes", "bind", "passive_backward", "backward",
+              "backpropagates", "rows_checked", "misread", "unchecked_foreign", "_foreign", "dp_sgd",
+              "passive_backpropagates")
+
+#: What a class that is not vflpriv's own may define beside a vflpriv defense's accounting and keep its epsilon:
+#: declarations that run no code and change neither the mechanism nor its count (``secrets`` only narrow them:
+#: :func:`claim_secrets`), and what Python puts in every class. Any other member (a method, a property, an options
+#: model, data) makes the epsilon its author's word: listing the members that decide a count missed some every time
+#: (reviews l8 L8-2, l9 L9-2: ``rows_checked``, dp-gaussian's ``backward``).
+CLAIM_KEEPING = frozenset({"secrets", "reads_labels", "reads_features", "anchor", "pays", "cost", "revision",
+                           "audit_strengths", "embedding_audit_strengths", "binary_only", "__module__", "__qualname__",
+                           "__doc__", "__dict__", "__weakref__", "__annotations__", "__abstractmethods__", "_abc_impl",
+                           "__firstlineno__", "__static_attributes__"})
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
-    """Why a claiming defense's epsilon is not vflpriv's computation, or '': the :data:`ACCOUNTING` it takes from code
-    that is not vflpriv's own (a class or the instance), whatever the code declares it reads (review final14 F8)."""
+    """Why a claiming defense's epsilon is not vflpriv's computation, or '': a class of its MRO (or metaclass) that is
+    not vflpriv's own defines a member outside :data:`CLAIM_KEEPING`, or the instance holds a callable
+    :data:`ACCOUNTING` member, whatever the code declares it reads (reviews final14 F8, l9 L9-2)."""
     if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
         return ""
-    defining = {member: next((k for k in type(d).__mro__ if member in vars(k)), None) for member in ACCOUNTING}
-    found = [f"{k.__name__}.{member}()" for member, k in defining.items() if k is not None and not vflpriv_own(k)]
+    found = [f"{k.__name__}.{member}{'()' * _runs(value)}" for k in (*type(d).__mro__, *type(type(d)).__mro__)
+             if k not in _PYTHONS and not vflpriv_own(k)
+             for member, value in sorted(vars(k).items()) if member not in CLAIM_KEEPING]
     found += [f"self.{member}" for member in ACCOUNTING if callable(getattr(d, "__dict__", {}).get(member))]
-    return (f"{name}: its accounting ({', '.join(found)}) is not vflpriv's own code, so the epsilon it reports is its "
-            "author's word, not a bound vflpriv computed") if found else ""
+    listed = ", ".join(found[:6]) + f" and {len(found) - 6} more" * (len(found) > 6)
+    return (f"{name}: its code ({listed}) is not vflpriv's own and runs beside vflpriv's accounting, so the epsilon it "
+            "reports is its author's word, not a bound vflpriv computed") if found else ""
+
+
+def _runs(value: object) -> bool:
+    """Whether a class member is code (a function, a descriptor, a class), as a message names it."""
+    return callable(value) or hasattr(value, "__get__")
+
+
+#: Python's own classes in a defense's MRO and its metaclass's.
+_PYTHONS = frozenset({object, type, abc.ABC, abc.ABCMeta})
 
 
 def _read_around(config: TrainingConfig, defenses: list, index: int) -> str:
@@ -351,7 +378,8 @@ def _accounting(d: Protection) -> type:
 def claimed(defenses: list[Protection]) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
     """What a run records of its defenses' claims (:func:`claim_secrets`): (epsilon, delta) of each covered one claiming
     the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes."""
-    spent = [(d, e, claim_secrets(d)) for d in defenses if not d.uncovered and (e := d.privacy_spent()) is not None]
+    spent = [(d, e, claim_secrets(d)) for d in defenses
+             if not _uncovered(d) and (e := d.privacy_spent()) is not None]
     labels = [(e, d.privacy_delta()) for d, e, secrets in spent if secrets == {"labels"}]
     features = [(d, e) for d, e, secrets in spent if "features" in secrets]
     return labels, features, [note for d, _, secrets in spent if (note := _unrecorded(d, secrets))]
@@ -375,8 +403,14 @@ def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
 
 def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str]) -> list[str]:
     """The notes of the claims a run records no (label) epsilon for: :func:`claimed`'s, and those ``uncovered``."""
-    return unrecorded + [f"{name}: no epsilon recorded: {d.uncovered}" for d, name in zip(defenses, names)
-                         if d.uncovered and not d.is_identity]
+    return unrecorded + [f"{name}: no epsilon recorded: {why}" for d, name in zip(defenses, names)
+                         if (why := _uncovered(d)) and not d.is_identity]
+
+
+def _uncovered(d: Protection) -> str:
+    """Why ``d``'s claim does not hold, as planned (``uncovered``) or, judged again when the run is recorded, its
+    class's foreign code: a plugin's code clearing ``uncovered`` while it runs kept its epsilon (review l9 L9-1)."""
+    return d.uncovered or foreign_accounting(d, d.name)
 
 
 def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:
