@@ -2,8 +2,9 @@
 
 Every training is planned (validated) before any starts. A training runs only the attacks whose
 records are missing, so adding an attack to a finished sweep trains once more and computes only the
-new records. Claims in the store keep two sweeps on one store from computing a training twice: a
-sweep runs what it could claim, then waits for what another live sweep holds.
+new records (a secure-noise training runs whole: its records must come from one training). Claims in
+the store keep two sweeps on one store from computing a training twice: a sweep runs what it could
+claim, then waits for what another live sweep holds.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from vflpriv.runner.planning import plan, refuse_unread_aux_features
 from vflpriv.store.records import RunRecord
 from vflpriv.store.secrets import ENV_VAR, current_fingerprint
 from vflpriv.store.sqlite import Store
-from vflpriv.store.trainings import partly_stored, secure_records
+from vflpriv.store.trainings import partly_stored, secure_records, secure_settings
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
 
 if TYPE_CHECKING:  # the frame is made once the runs are done: the trainings need no pandas
@@ -222,13 +223,27 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
                     f"{found[0][1]})")
 
 
+def _replace_part(store: Store, training: str, runs: list[RunConfig], on_note: Callable[[str], None] | None) -> None:
+    """Before a claimed secure-noise training runs whole: forget its stored records under other keys of the same
+    settings (an attack's revision), say that another sweep's records of it are replaced; ConfigError where the store
+    holds runs of other settings of it, which the retraining would leave beside another training (review fe3 F3)."""
+    own = {c.key() for c in runs}
+    held = partly_stored(runs, store.final_records(training))
+    store.forget([key for key in held if key not in own])
+    if held and on_note is not None:
+        on_note(f"{len(held)} record(s) of secure-noise training {training} stored meanwhile in part, by another sweep, "
+                "replaced by its whole training here (options.secure_noise: a retraining draws other noise, so one "
+                "training key's records must come from one training)")
+
+
 def refuse_other_data(other: Sequence[tuple[str, str]], *, where: str) -> None:
     """ConfigError where a store holds runs of these configs computed on other data: the stored results are not
     deleted by mistake (a data folder pointed elsewhere); the user says to recompute them, or gives another store."""
     if other:
-        raise ConfigError(f"results store {where} holds {len(other)} of these runs computed on other data than the "
-                          f"dataset holds now (the first, run {other[0][0]}: {other[0][1]}); give another --out or "
-                          "--store to keep them, or --overwrite to recompute them on the data as it is now")
+        raise ConfigError(f"results store {where} holds {len(other)} of these runs computed on other data (or under "
+                          "another fitted_features declaration) than the dataset holds now (the first, run "
+                          f"{other[0][0]}: {other[0][1]}); give another --out or --store to keep them, or --overwrite "
+                          "to recompute them on the data as it is now")
 
 
 def refuse_other_canary_key(other: Sequence[tuple[str, str]], *, where: str) -> None:
@@ -275,6 +290,7 @@ def sweep(
         check(configs)
         drop_damaged(store, configs, on_note=on_note, replace_other_data=replace_other_data)
     groups = trainings(configs)
+    secure = {k: secure_settings(runs[0]) for k, runs in groups.items()}
     share = gpu_share(configs, backend=backend, runs_per_gpu=runs_per_gpu)
     gpus = torch.cuda.device_count() if backend in LOCAL_BACKENDS else 0
     started = time.time()
@@ -282,7 +298,8 @@ def sweep(
         while True:
             settled = store.settled([c.key() for c in configs], since=started)
             todo = {k: [r for r in runs if r.key() not in settled] for k, runs in groups.items()}
-            todo = {k: runs for k, runs in todo.items() if runs}
+            # a secure-noise training is run whole, never completed beside another sweep's records (review fe3 F3)
+            todo = {k: groups[k] if secure[k] else runs for k, runs in todo.items() if runs}
             if not todo:
                 break
             mine = [k for k in schedule(todo) if store.claim(k)]
@@ -295,6 +312,9 @@ def sweep(
                 mine = [k for k in mine if k not in finished]
             if not mine and finished:
                 continue  # those trainings are done: read the store again at once
+            for k in mine:
+                if secure[k]:
+                    _replace_part(store, k, groups[k], on_note)
             if not mine:
                 if on_wait is not None:
                     on_wait(len(todo))
@@ -314,5 +334,6 @@ def sweep(
                     backend_name=backend, address=address, gpu_share=share, on_start=on_start, on_tail=on_tail)
     import pandas as pd
 
-    records = [store.get(c.key()) for c in configs]
+    stored = store.get_many([c.key() for c in configs])  # one snapshot: no training half rewritten by another sweep
+    records = [stored.get(c.key()) for c in configs]
     return pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())

@@ -297,9 +297,9 @@ def test_a_cluster_backend_without_its_extra_is_refused_before_a_store_exists(co
 def test_a_store_locked_by_another_process_is_named_as_locked_within_seconds(tmp_path, monkeypatch):
     import time
 
-    import vflpriv.store.sqlite as sqlite_store
+    import vflpriv.store.schema as store_schema
 
-    monkeypatch.setattr(sqlite_store, "BUSY_WAIT", 0.5)
+    monkeypatch.setattr(store_schema, "BUSY_WAIT", 0.5)
     path = tmp_path / "results.sqlite"
     Store(path).close()
     holder = sqlite3.connect(path, isolation_level=None)

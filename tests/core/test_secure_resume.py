@@ -90,3 +90,35 @@ def test_a_record_of_other_settings_of_an_attack_is_refused_not_deleted(tiny, tm
         with pytest.raises(ConfigError, match=r"runs this command does not make \(mc: "):
             sweep(other, store)
         assert first[0].key() in {r.key for r in store.all()}
+
+
+def test_a_training_another_sweep_stored_in_part_meanwhile_is_run_whole(tiny, tmp_path):
+    """Review fe3 F3: sweep A checked the store before sweep B stored part of their training; A's loop then ran only
+    the rest, and A's own frame (results.csv, CAP) showed two trainings under one key with no warning."""
+    from vflpriv.tradeoff.sweep import drop_damaged
+
+    configs, path, notes = _configs(tiny), tmp_path / "results.sqlite", []
+    with Store(path) as a, Store(path) as b:
+        drop_damaged(a, configs, on_note=notes.append)  # sweep A opens the store: nothing stored yet
+        sweep(configs[:1], b)  # sweep B (mc only) claims the training first and stores mc
+        frame = sweep(configs, a, checked=True, on_note=notes.append)
+        held = a.all()
+    assert len(frame) == 2 and len(set(zip(frame.utility, frame.train_seconds))) == 1  # A's frame: one training
+    assert len(held) == 2 and len({(r.utility, r.train_seconds) for r in held}) == 1
+    assert any("by another sweep, replaced by its whole training" in n for n in notes)
+    assert not load_results(path).attrs["mixed"]
+
+
+def test_a_training_another_sweep_stored_with_other_settings_meanwhile_is_refused(tiny, tmp_path):
+    """Review fe3 F3: run whole, the training would leave sweep B's run of other settings beside another training."""
+    from vflpriv.tradeoff.sweep import drop_damaged
+
+    configs, path = _configs(tiny), tmp_path / "results.sqlite"
+    other = tiny(attack={"name": "mc", "prior": "none", "options": {"epochs": 2}}, **FAST)
+    assert other.training_key() == configs[0].training_key() and other.key() != configs[0].key()
+    with Store(path) as a, Store(path) as b:
+        drop_damaged(a, configs, on_note=None)  # sweep A opens the store: nothing stored yet
+        sweep([other], b)  # sweep B (mc with 2 epochs) claims the training first and stores its run
+        with pytest.raises(ConfigError, match=r"runs this command does not make \(mc: "):
+            sweep(configs, a, checked=True)
+        assert [r.key for r in a.all()] == [other.key()]  # nothing of B's deleted

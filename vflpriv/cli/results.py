@@ -16,6 +16,7 @@ from vflpriv.config.parse import apply_override
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
 from vflpriv.store.folders import DEFAULT_OUT, STORE_NAME
+from vflpriv.store.verification import shown_data
 
 STORE = typer.Argument(..., metavar="STORE", help=f"a results store ({STORE_NAME}, or the --out directory holding it) "
                        "written by evaluate, sweep, audit or tune")
@@ -148,8 +149,9 @@ def _read(store: Path, out: Path, **filters: str | None):
         for dataset, rows in results.groupby(results["dataset"] + results["config"].map(_data_setting), sort=False):
             found = sorted(set(rows["data_fingerprint"]))
             if len(found) > 1:
+                shown = ", ".join(shown_data(f, 12, empty="as bundled or unrecorded") for f in found)
                 warn.print(f"warning: the runs of {dataset} were computed on {len(found)} different data "
-                           f"(data_fingerprint {', '.join(f[:12] or 'as bundled or unrecorded' for f in found)}), "
+                           f"(data_fingerprint {shown}), "
                            "pooled here; rerun them into this store with --overwrite to recompute the runs of the "
                            "other data", markup=False)
     writable_folder(out, what="--out")

@@ -26,6 +26,7 @@ from vflpriv.config.schema import DatasetConfig, RunConfig, TrainingConfig, conf
 from vflpriv.data import bundled
 from vflpriv.data.base import VerticalDataset
 from vflpriv.store import cache
+from vflpriv.store.verification import DECLARED
 
 
 @lru_cache(maxsize=4)
@@ -113,7 +114,7 @@ def _declared(name: str, dataset: VerticalDataset) -> str:
     fitted = dataset.fitted_features
     if DATASETS.builtin(name) or (fitted is not None and not any(fitted)):
         return ""
-    return f"fitted:{config_hash({'fitted_features': None if fitted is None else list(fitted)}, 8)}|"
+    return f"{DECLARED}{config_hash({'fitted_features': None if fitted is None else list(fitted)}, 8)}|"
 
 
 def data_of(config: TrainingConfig) -> str:
