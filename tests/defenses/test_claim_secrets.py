@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from vflpriv.common import declarations
 from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.embedding_dp import EmbeddingDP
@@ -94,7 +95,9 @@ def test_a_plugin_s_guards_voids_the_feature_claim():
 
 def test_a_claim_on_both_secrets_says_why_no_label_epsilon_is_recorded(monkeypatch):
     """Review l6 L7: the run's note said only that the feature epsilon does not apply to a label attack."""
-    monkeypatch.setattr(LabelDP, "secrets", frozenset({"labels", "features"}))  # a vflpriv class claiming both
+    monkeypatch.setitem(declarations._DEFINED, LabelDP, declarations._DEFINED[LabelDP])  # restored after the test
+    monkeypatch.setattr(LabelDP, "secrets", frozenset({"labels", "features"}))
+    declarations.keep_defined(LabelDP)  # a vflpriv class claiming both, as its module defined it (not assigned since)
     (record,) = run(_config({"name": "label-dp", "strength": 1.0, "sweep": True}))
     assert math.isnan(record.epsilon) and math.isnan(record.epsilon_features)
     assert "label-dp: no label epsilon recorded: it claims the labels and the features with one epsilon" in record.notes

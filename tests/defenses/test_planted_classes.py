@@ -9,6 +9,7 @@ import sys
 import types
 
 import pytest
+from pydantic import BaseModel
 
 import vflpriv.defenses.label_dp as label_dp_module
 from vflpriv.attacks.labels.model_completion import ModelCompletion
@@ -17,6 +18,7 @@ from vflpriv.config.keys import code_mark
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.label_dp import LabelDP
+from vflpriv.runner.defense_planning import foreign_accounting
 from vflpriv.runner.execution import run
 
 MODULE = "vflpriv.defenses.label_dp"
@@ -113,6 +115,39 @@ def test_a_built_in_method_replaced_by_a_class_is_not_vflpriv_s_own(monkeypatch)
     monkeypatch.undo()
     assert vflpriv_own(LabelDP)
 
+
+class _Zero(BaseModel):
+    """A plugin's pydantic model, to be planted: calling it runs the plugin's ``__new__``."""
+
+    def __new__(cls, *args, **kwargs):
+        return 0.0
+
+
+class _Unplanted(_Zero):
+    """The same model under another name, left in the plugin's module."""
+
+
+class _ZeroBase(_Unplanted):
+    """A model with no code of its own, to be planted, on the plugin's model."""
+
+
+def test_a_planted_pydantic_class_is_neither_a_method_nor_an_options_model(monkeypatch):
+    """Review l8 3: a class member counted as no code where it was a pydantic model defined "in" vflpriv (planted),
+    so a planted class holding one in place of ``privacy_spent`` kept label-dp's ownership and recorded epsilon 0.0;
+    a class member is no code only as the class's ``Options``, a model whose every class above BaseModel is vflpriv's
+    own."""
+    for model in (_Zero, _ZeroBase):
+        monkeypatch.setattr(model, "__module__", MODULE)
+        monkeypatch.setattr(label_dp_module, model.__qualname__, model, raising=False)
+    planted = {}
+    for name, members in (("ZeroSpent", {"privacy_spent": _Zero}), ("ZeroOptions", {"Options": _Zero}),
+                          ("ZeroBaseOptions", {"Options": _ZeroBase})):
+        planted[name] = type(name, (LabelDP,), {"__module__": MODULE, **members})
+        monkeypatch.setattr(label_dp_module, name, planted[name], raising=False)
+        assert not vflpriv_own(planted[name]), name
+    d = planted["ZeroSpent"].__new__(planted["ZeroSpent"])
+    assert d.privacy_spent() == 0.0 and "ZeroSpent.privacy_spent()" in foreign_accounting(d, "t-zero")
+    assert vflpriv_own(LabelDP)
 
 
 def test_a_plugin_naming_a_library_module_is_keyed_by_its_code(monkeypatch):

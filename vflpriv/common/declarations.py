@@ -55,8 +55,36 @@ def undeclared_clause(code: list[str], text: str) -> tuple[str, ...]:
 def vflpriv_own(k: type) -> bool:
     """Whether class ``k`` is vflpriv's own code: its module's file lies in vflpriv's package folders and defines it
     (``__module__`` alone can name any module: review eps2 G6), and so does every function it defines (a class planted
-    into a vflpriv module, or a built-in whose method was replaced, is not: review final14 F5)."""
+    into a vflpriv module, or a built-in whose method was replaced, is not: review final14 F5), and its members are
+    those its module defined (:func:`assigned_since`: data assigned by a plugin is not, review eps6 E4)."""
     return _defined_in_vflpriv(k) and _own_members(k)
+
+
+#: Per class created in a module of vflpriv's folders (:func:`keep_defined`), its members as that module defined them.
+_DEFINED: weakref.WeakKeyDictionary[type, dict[str, object]] = weakref.WeakKeyDictionary()
+
+#: What Python's ``abc`` sets on a class after ``__init_subclass__`` ran (as its module defined it all the same).
+_SET_AFTER = frozenset({"__abstractmethods__", "_abc_impl"})
+_ABSENT = object()
+
+
+def keep_defined(k: type) -> None:
+    """Keeps class ``k``'s members as its module defines them, where that module is a file of vflpriv's folders: called
+    as the class is created (``__init_subclass__`` of the bases whose data decides a claim), before a plugin loads."""
+    if in_vflpriv(getattr(sys.modules.get(k.__module__), "__file__", None)):
+        _DEFINED[k] = {name: value for name, value in vars(k).items() if name not in _SET_AFTER}
+
+
+def assigned_since(k: type) -> list[str]:
+    """The members of class ``k`` (kept by :func:`keep_defined`) assigned, added or deleted since its module defined
+    it, as ``Class.name``: a plugin's ``EmbeddingDP.secrets = frozenset({"labels"})`` at import (review eps6 E4)."""
+    kept, now = _DEFINED.get(k), vars(k)
+    if kept is None or (len(now) - len(_SET_AFTER & now.keys()) == len(kept)
+                        and all(now.get(name, _ABSENT) is value for name, value in kept.items())):
+        return []  # the common case, without building a dict (a method's own_code asks per MRO class)
+    now = {name: value for name, value in now.items() if name not in _SET_AFTER}
+    return [f"{k.__name__}.{name}" for name in sorted(kept.keys() | now.keys())
+            if kept.get(name, _ABSENT) is not now.get(name, _ABSENT)]
 
 
 def _defined_in_vflpriv(k: type) -> bool:
@@ -81,27 +109,47 @@ _JUDGED: weakref.WeakKeyDictionary[type, tuple[tuple, bool]] = weakref.WeakKeyDi
 
 
 def _own_members(k: type) -> bool:
-    """Whether every function class ``k`` holds is compiled from vflpriv's folders: judged again only where one of its
-    members is not the object last judged (the kept tuple holds them, so no id is reused). A function's code replaced
-    in place (``__code__`` assigned) is not seen: tampering with vflpriv's objects is outside it (docs/plugins.md)."""
+    """Whether every function class ``k`` holds is compiled from vflpriv's folders and no member was assigned since its
+    module defined it (:func:`assigned_since`): judged again only where one of its members is not the object last
+    judged (the kept tuple holds them, so no id is reused). A function's code replaced in place (``__code__``
+    assigned), or a member's value changed in place (a dict's item), is not seen: tampering with vflpriv's objects is
+    outside it (docs/plugins.md)."""
     members = tuple(vars(k).values())
     kept = _JUDGED.get(k)
     if kept is None or len(kept[0]) != len(members) or not all(map(operator.is_, kept[0], members)):
-        kept = _JUDGED[k] = members, all(functions is not None and all(in_vflpriv(f.__code__.co_filename)
-                                                                       for f in functions)
-                                         for functions in map(_functions, members))
+        kept = _JUDGED[k] = members, not assigned_since(k) and _compiled_here(k)
     return kept[1]
 
 
-def _functions(value: object) -> list[types.FunctionType] | None:
-    """The Python functions a class attribute runs: a function, a classmethod's or staticmethod's, a property's
-    accessors; none for data, a slot or a class vflpriv's files define (``Options``: parsed, never run on a secret);
+def _compiled_here(k: type, *, exempt: frozenset[str] = frozenset()) -> bool:
+    """Whether every function class ``k`` holds (bar the ``exempt`` names) is compiled from vflpriv's folders."""
+    return all(functions is not None and all(in_vflpriv(f.__code__.co_filename) for f in functions)
+               for functions in (_functions(value, name) for name, value in vars(k).items() if name not in exempt))
+
+
+def _options_model(model: type) -> bool:
+    """Whether ``model`` is an options model of vflpriv's: a pydantic model each of whose classes above ``BaseModel``
+    its module defines in vflpriv's folders, with functions compiled there only (a planted model's ``__new__`` ran as
+    ``privacy_spent``: review l8 3); pydantic's own lazy ``__signature__`` is no code of it."""
+    if not issubclass(model, BaseModel):
+        return False
+    return all(_defined_in_vflpriv(k) and _compiled_here(k, exempt=_PYDANTIC)
+               for k in model.__mro__[:model.__mro__.index(BaseModel)])
+
+
+#: What pydantic sets on each model class (a lazy descriptor, no code of the model's author).
+_PYDANTIC = frozenset({"__signature__"})
+
+
+def _functions(value: object, name: str) -> list[types.FunctionType] | None:
+    """The Python functions class attribute ``name`` runs: a function, a classmethod's or staticmethod's, a property's
+    accessors; none for data, a slot or, as ``Options``, an options model of vflpriv's (parsed, never run on a secret);
     None (unknown, fail closed) for any other callable or descriptor (a callable object, a builtin, a wrapper, another
     class such as ``float`` put in place of a method: review eps5 R1)."""
     if isinstance(value, (classmethod, staticmethod)):
         value = value.__func__
-    if isinstance(value, type):  # an options model vflpriv defines; any other class may run (review l7 1)
-        return [] if issubclass(value, BaseModel) and _defined_in_vflpriv(value) else None
+    if isinstance(value, type):  # any other class may run (reviews l7 1, l8 3)
+        return [] if name == "Options" and _options_model(value) else None
     if isinstance(value, property):
         found = [f for f in (value.fget, value.fset, value.fdel) if f is not None]
     elif isinstance(value, _SLOTS) or not (callable(value) or hasattr(value, "__get__")):

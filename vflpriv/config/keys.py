@@ -18,7 +18,7 @@ from typing import Any
 
 from vflpriv.common.declarations import defining_module, vflpriv_own
 from vflpriv.common.errors import VflprivError
-from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
+from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES, METHODS
 
 
 def config_hash(payload: dict[str, Any], length: int = 20) -> str:
@@ -46,7 +46,8 @@ def keyed(dump: dict[str, Any]) -> dict[str, Any]:
     ``partition.canary_labels`` where no canary is planted), and each defense whose mechanism was revised under its
     name (``Protection.revision``) marked with its revision, so that the runs of an earlier revision are recomputed
     rather than resumed, and a plugin defense with its code (:func:`code_mark`: an edited plugin is another run,
-    review final14 F6); a method and an attack revised so (``Method.revision``, ``Attack.revision``) too."""
+    review final14 F6), as is an auditor plugin (``finetune.auditor_code``: review eps6 E6; vflpriv's own auditors are
+    in ``cache.code_version``); a method and an attack revised so (``Method.revision``, ``Attack.revision``) too."""
     for section, name, neutral in ADDED_LATER:
         if section in dump and dump[section].get(name, neutral) == neutral:
             dump[section] = {k: v for k, v in dump[section].items() if k != name}
@@ -54,6 +55,9 @@ def keyed(dump: dict[str, Any]) -> dict[str, Any]:
         dump["partition"] = {k: v for k, v in dump["partition"].items() if k != "canary_labels"}
     if dump.get("defenses"):
         dump["defenses"] = [{**d, **code_mark(DEFENSES, d["name"])} for d in dump["defenses"]]
+    auditor = dump["finetune"].get("auditor") if isinstance(dump.get("finetune"), dict) else None
+    if auditor and (mark := plugin_code(AUDITORS, auditor)):
+        dump["finetune"] = {**dump["finetune"], "auditor_code": mark["code"]}
     for section, registry in (("method", METHODS), ("attack", ATTACKS)):
         part = dump.get(section)
         if isinstance(part, dict) and _revision(registry, part.get("name")):

@@ -70,6 +70,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from vflpriv.common.declarations import keep_defined
 from vflpriv.engine.audit_guard import AuditRead, ReadGuard
 
 #: Hook point names, as methods declare them in ``supports`` and attacks and defenses in what they need.
@@ -139,6 +140,11 @@ class DefensePoints:
     """The defenses' hook points (the active party's and the passive parties'), each the identity: a defense
     overrides those it acts at (and lists them in its ``hook_points``); :class:`DefenseChain` applies several in
     order."""
+
+    def __init_subclass__(cls, **kwargs):
+        """Keeps a defense's members as vflpriv's module defines them (its data decides a claim: review eps6 E4)."""
+        super().__init_subclass__(**kwargs)
+        keep_defined(cls)
 
     def active_batch(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The active party's inputs and training targets of a batch (class indices, or one probability row

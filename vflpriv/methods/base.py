@@ -9,7 +9,7 @@ import torch
 from pydantic import BaseModel
 from torch import nn
 
-from vflpriv.common.declarations import uncovered_code, undeclared_clause
+from vflpriv.common.declarations import assigned_since, keep_defined, uncovered_code, undeclared_clause
 from vflpriv.config.options import NoOptions
 from vflpriv.engine import (
     AUDIT_EMBEDDINGS,
@@ -62,8 +62,11 @@ def own_code(method: Method | type, than: str) -> list[str]:
     MRO defining it) does not cover, as ``Class.name()``: fail closed, every function of a class the declaring class
     does not inherit from (a helper a declared method calls counts as much as ``finetune``; a mixin's code after the
     declaring class or a declaration in a mixin before a class with code are not covered), a metaclass's code, and
-    callables set on the instance (``self.fresh_bottoms = ...`` in ``__init__``)."""
-    found = uncovered_code(method if isinstance(method, type) else type(method), than, exempt=DECLARATIONS)
+    callables set on the instance (``self.fresh_bottoms = ...`` in ``__init__``), and a vflpriv class's members
+    assigned since its module defined them (``VFLHLP.pretrain_reads_labels = False`` at a plugin's import)."""
+    cls = method if isinstance(method, type) else type(method)
+    found = uncovered_code(cls, than, exempt=DECLARATIONS) + [f"{name} (assigned since vflpriv defined it)"
+                                                              for k in cls.__mro__ for name in assigned_since(k)]
     if not isinstance(method, type):
         found += [f"self.{name}" for name, value in vars(method).items() if callable(value)]
     return found
@@ -124,6 +127,11 @@ class Method:
     #: What a passive party's embedding is: ``out_dim`` (``model.out_dim`` units: its bottom's output) or ``classes``
     #: (one unit per class: class logits, as aggVFL sends). The conformance check measures it on the messages.
     embedding: ClassVar[str] = "out_dim"
+
+    def __init_subclass__(cls, **kwargs):
+        """Keeps a method's members as vflpriv's module defines them (its data decides a claim: review eps6 E4)."""
+        super().__init_subclass__(**kwargs)
+        keep_defined(cls)
 
     def __init__(self, options: BaseModel):
         self.options = options
@@ -220,3 +228,6 @@ class Method:
         """Test logits of the trained model (split inference: passive parties send their embeddings), or the logits
         of the training rows ``ids`` (the active party's validation rows, ``finetune.validation``)."""
         return predict(fed, trained, ids=ids)
+
+
+keep_defined(Method)

@@ -9,7 +9,7 @@ import abc
 import torch
 
 from vflpriv.common.components import built
-from vflpriv.common.declarations import vflpriv_own
+from vflpriv.common.declarations import assigned_since, vflpriv_own
 from vflpriv.common.errors import ConfigError, IncompatibleError, VflprivError
 from vflpriv.common.seeding import generator
 from vflpriv.config.parse import parse_options
@@ -88,15 +88,11 @@ def _check_passive_backward(config: TrainingConfig, defenses: list) -> None:
         if PASSIVE_BACKWARD not in d.hook_points or not d.passive_backpropagates(probe):
             continue
         others = [config.defenses[j].name for j in passive if j != i and defenses[j].phase == d.phase
-                  and _same_party(defenses[j].party, d.party)]
+                  and (defenses[j].party == d.party or PASSIVE in (defenses[j].party, d.party))]
         if others:
             raise IncompatibleError(f"defense '{config.defenses[i].name}' computes the passive party's update itself "
                                     f"(DP-SGD on its bottom); it cannot be combined with {', '.join(others)} at that "
                                     "party's points in the same phase")
-
-
-def _same_party(a, b) -> bool:
-    return a == b or PASSIVE in (a, b)
 
 
 def _check_label_readers(config: TrainingConfig, defenses: list) -> None:
@@ -150,14 +146,17 @@ CLAIM_KEEPING = frozenset({"secrets", "reads_labels", "reads_features", "anchor"
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
-    """Why a claiming defense's epsilon is not vflpriv's computation, or '': a class of its MRO (or metaclass) that is
-    not vflpriv's own defines a member outside :data:`CLAIM_KEEPING`, or the instance holds a callable
-    :data:`ACCOUNTING` member, whatever the code declares it reads (reviews final14 F8, l9 L9-2)."""
+    """Why a claiming defense's epsilon is not vflpriv's computation, or '': a vflpriv class of its MRO whose members
+    were assigned since vflpriv defined it (review eps6 E4), a class of its MRO (or metaclass) that is not vflpriv's
+    own defining a member outside :data:`CLAIM_KEEPING`, or the instance holding a callable :data:`ACCOUNTING` member,
+    whatever the code declares it reads (reviews final14 F8, l9 L9-2)."""
     if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
         return ""
-    found = [f"{k.__name__}.{member}{'()' * _runs(value)}" for k in (*type(d).__mro__, *type(type(d)).__mro__)
-             if k not in _PYTHONS and not vflpriv_own(k)
-             for member, value in sorted(vars(k).items()) if member not in CLAIM_KEEPING]
+    classes = [k for k in (*type(d).__mro__, *type(type(d)).__mro__) if k not in _PYTHONS]
+    found = [f"{data} (assigned since vflpriv defined it)" for k in classes for data in assigned_since(k)]
+    found += [f"{k.__name__}.{member}{'()' * _runs(value)}" for k in classes
+              if not vflpriv_own(k) and not assigned_since(k)
+              for member, value in sorted(vars(k).items()) if member not in CLAIM_KEEPING]
     found += [f"self.{member}" for member in ACCOUNTING if callable(getattr(d, "__dict__", {}).get(member))]
     listed = ", ".join(found[:6]) + f" and {len(found) - 6} more" * (len(found) > 6)
     return (f"{name}: its code ({listed}) is not vflpriv's own and runs beside vflpriv's accounting, so the epsilon it "

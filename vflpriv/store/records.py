@@ -18,8 +18,11 @@ OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
 #: ``__module__`` alone, and a defense naming no secret records no epsilon (review eps2 G1, G6, final14 F4; one
 #: version, as none of them was released alone); 3: no feature epsilon where the victim's features pass a preprocessing
 #: fitted on the training rows, or where the dataset does not declare it (review fe F1); 4: an epsilon's secret from
-#: vflpriv's own accounting class; a plugin's ``guards``, ``acts_for``, ``notes`` or counts void it (l6 L1, eps6 E1-E3).
-CLAIM_VERSION = 4
+#: vflpriv's own accounting class; a plugin's ``guards``, ``acts_for``, ``notes`` or counts void it (l6 L1, eps6 E1-E3);
+#: 5: a vflpriv class's member assigned since its module defined it voids the claim (a plugin's import-time
+#: ``EmbeddingDP.secrets = {"labels"}`` recorded a label epsilon under 4: review eps6 E4), and a class member is no
+#: code only as an ``Options`` model of vflpriv's (a planted pydantic class as ``privacy_spent`` recorded 0.0: l8 3).
+CLAIM_VERSION = 5
 
 
 @dataclass
