@@ -18,7 +18,7 @@ from vflpriv.config.keys import code_mark
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.label_dp import LabelDP
-from vflpriv.runner.defense_planning import foreign_accounting
+from vflpriv.runner.claims import foreign_accounting
 from vflpriv.runner.execution import run
 
 MODULE = "vflpriv.defenses.label_dp"
