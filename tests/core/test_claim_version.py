@@ -80,6 +80,7 @@ def _claim_sources() -> dict[str, str]:
     from vflpriv.defenses import declarations
     from vflpriv.defenses.base import Protection
     from vflpriv.methods.base import _undeclared, own_code, pretraining_reads_labels
+    from vflpriv.runner import claims
     from vflpriv.runner import defense_planning as planning
 
     dp = [cls for cls in (entry.load() for entry in entry_points(group="vflpriv.defenses"))
@@ -90,10 +91,11 @@ def _claim_sources() -> dict[str, str]:
                for cls in classes for k in cls.__mro__ for name in names if name in vars(k)}
     parts = [spent, gaussian_epsilon, common, declarations, own_code, _undeclared, pretraining_reads_labels,
              Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
-             planning._reads, planning._check_label_readers, planning.claimed, planning.plan_defenses,
-             planning._check_backward, planning.withheld, planning.record_claims, planning._guards,
-             planning.foreign_accounting, planning.claim_secrets, planning._accounting, planning._unrecorded]
-    members["vflpriv.runner.defense_planning.ACCOUNTING"] = repr(planning.ACCOUNTING)
+             planning._reads, planning._check_label_readers, planning.plan_defenses, planning._check_backward,
+             claims.claimed, claims.withheld, claims.record_claims, claims._guards, claims.foreign_accounting,
+             claims._runs, claims.claim_secrets, claims.accounting_class, claims._unrecorded, claims._uncovered]
+    members |= {f"vflpriv.runner.claims.{name}": repr(sorted(map(str, getattr(claims, name))))
+                for name in ("ACCOUNTING", "CLAIM_KEEPING", "_PYTHONS")}
     members["vflpriv.data declarations"] = _loader_declarations()
     return members | {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
                       for p in parts}
@@ -120,7 +122,7 @@ def _loader_declarations() -> str:
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (5, "7268fb91839c76fe")
+PINNED_CLAIM_RULES = (5, "3753f359422aed0f")
 
 
 def _digest() -> str:
@@ -146,16 +148,17 @@ def test_the_pin_sees_each_member_that_decides_a_claim(monkeypatch):
     from vflpriv.defenses.label_dp import LabelDP
     from vflpriv.methods.base import Method
     from vflpriv.methods.splitnn import SplitNN
+    from vflpriv.runner import claims
     from vflpriv.runner import defense_planning as planning
 
     before = _digest()
     for owner, name in ((EmbeddingDP, "uses"), (EmbeddingDP, "steps"), (EmbeddingDP, "releases"),
                         (GaussianDP, "backward"), (EmbeddingDP, "notes"), (LabelDP, "secrets"),
                         (GaussianDP, "privacy_delta"), (Method, "undeclared_label_uses"), (SplitNN, "label_uses"),
-                        (planning, "plan_defenses"), (planning, "_check_backward"), (planning, "record_claims"),
-                        (planning, "withheld")):
+                        (planning, "plan_defenses"), (planning, "_check_backward"), (claims, "record_claims"),
+                        (claims, "withheld"), (claims, "CLAIM_KEEPING")):
         with monkeypatch.context() as patch:
-            patch.setattr(owner, name, frozenset() if name == "secrets" else _uses, raising=False)
+            patch.setattr(owner, name, frozenset() if name in ("secrets", "CLAIM_KEEPING") else _uses, raising=False)
             assert _digest() != before, f"{owner.__name__}.{name}"
 
 

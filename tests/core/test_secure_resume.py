@@ -68,6 +68,32 @@ def test_a_revised_attack_s_old_record_is_recomputed_with_its_training(tiny, tmp
     assert len({(r.utility, r.train_seconds) for r in again}) == 1  # one training
 
 
+@pytest.mark.parametrize("written", ["on another device", "before a field existed"])
+def test_a_revised_attack_s_record_of_the_command_s_settings_is_recomputed_however_written(tiny, tmp_path, monkeypatch,
+                                                                                          written):
+    """Review l9 L9-3: the record's settings text was compared whole, so one written on another device, or before a
+    field existed, was taken for other settings and refused the resume."""
+    import json
+
+    from vflpriv.config.registry import ATTACKS
+
+    with Store(tmp_path / "results.sqlite") as store:
+        sweep(_configs(tiny), store)
+        old = next(r for r in store.all() if r.attack == "mc")
+        settings = json.loads(old.config)
+        if written == "on another device":
+            settings["device"] = "cpu:0"
+        else:
+            settings["partition"].pop("canary_labels")
+        store.put(dataclasses.replace(old, config=json.dumps(settings, sort_keys=True)))
+        monkeypatch.setattr(ATTACKS.get("mc"), "revision", ATTACKS.get("mc").revision + 1)
+        revised = _configs(tiny)
+        sweep(revised, store)
+        again = store.all()
+    assert sorted(r.key for r in again) == sorted(c.key() for c in revised)
+    assert len({(r.utility, r.train_seconds) for r in again}) == 1  # one training
+
+
 def test_a_failed_record_does_not_make_a_training_mixed(tiny, tmp_path):
     """Review fe3 F2: a failed record (a retry marker) beside the training's ok one dropped the ok run from tables."""
     from vflpriv.store.trainings import mixed_trainings

@@ -90,7 +90,7 @@ def test_a_plugin_s_guards_voids_the_feature_claim():
     (record,) = run(_config({"name": "t-edp-guards-all", **EDP}, partition={"labeled": 100, "aux": 40, "parties": 4},
                             attack={"name": "fi-decoder", "victim": 2, "prior": "none"}))
     assert record.victim == "2" and math.isnan(record.epsilon_features)
-    assert "its accounting (EdpGuardsAll.guards()" in record.notes and "is not vflpriv's own code" in record.notes
+    assert "EdpGuardsAll.guards()" in record.notes and "is not vflpriv's own and runs beside" in record.notes
 
 
 def test_a_claim_on_both_secrets_says_why_no_label_epsilon_is_recorded(monkeypatch):

@@ -7,9 +7,7 @@ from __future__ import annotations
 import torch
 
 from vflpriv.common.components import built
-from vflpriv.common.declarations import assigned_since, vflpriv_own
 from vflpriv.common.errors import ConfigError, IncompatibleError, VflprivError
-from vflpriv.common.seeding import generator
 from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import TrainingConfig
@@ -22,7 +20,6 @@ from vflpriv.engine import (
     ACTIVE_BATCH,
     DEFENSE_POINTS,
     EMBEDDING,
-    FINETUNE,
     PASSIVE_BACKWARD,
     PASSIVE_POINTS,
     PRETRAIN,
@@ -33,6 +30,7 @@ from vflpriv.engine import (
 )
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
+from vflpriv.runner.claims import accounting_class, foreign_accounting
 
 
 def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDataset, device: torch.device) -> list:
@@ -125,24 +123,6 @@ def _check_delta(config: TrainingConfig, defenses: list, *, rows: int) -> None:
                               f"{1 / rows:.3g}")
 
 
-#: What computes a DP defense's epsilon, counts its uses (embedding-dp's) and says where and for whom it holds.
-ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claimed_epsilon", "uses", "steps",
-              "releases", "guards", "_released", "acts_for", "notes", "bind", "passive_backward")
-
-
-def foreign_accounting(d: Protection, name: str) -> str:
-    """Why a claiming defense's epsilon is not vflpriv's computation, or '': :data:`ACCOUNTING` from code not vflpriv's
-    own (class or instance) whatever it declares (final14 F8), or a vflpriv class's data since assigned (eps6 E4)."""
-    if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
-        return ""
-    defining = {member: next((k for k in type(d).__mro__ if member in vars(k)), None) for member in ACCOUNTING}
-    found = [f"{k.__name__}.{m}()" for m, k in defining.items() if k and not (vflpriv_own(k) or assigned_since(k))]
-    found += [f"{data} (assigned since vflpriv defined it)" for k in type(d).__mro__ for data in assigned_since(k)]
-    found += [f"self.{member}" for member in ACCOUNTING if callable(getattr(d, "__dict__", {}).get(member))]
-    return (f"{name}: its accounting ({', '.join(found)}) is not vflpriv's own code, so the epsilon it reports is its "
-            "author's word, not a bound vflpriv computed") if found else ""
-
-
 def _read_around(config: TrainingConfig, defenses: list, index: int) -> str:
     """Why defense ``index``'s claim does not hold for the training, or '': undeclared code of a secret it claims, in
     its own class too (a replaced mechanism, review eps2 G1), or another defense's feature reads (:func:`_reads`)."""
@@ -150,7 +130,7 @@ def _read_around(config: TrainingConfig, defenses: list, index: int) -> str:
     if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
         return ""
     why = [f"{config.defenses[j].name}: {'; '.join(reads)}" for j, other in enumerate(defenses)
-           if (reads := [r for secret in sorted(declared_secrets(_accounting(d)) | declared_secrets(d))
+           if (reads := [r for secret in sorted(declared_secrets(accounting_class(d)) | declared_secrets(d))
                          for r in _reads(other, secret, own=j == index)])]
     return ("; ".join(why) + f": around {config.defenses[index].name}'s mechanism, so its epsilon does not bound the "
             "training") if why else ""
@@ -319,67 +299,3 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
         if reason := getattr(defense, "victim_problem", lambda *_: "")(party, dataset.specs[party]):
             raise IncompatibleError(f"defense '{name}': {reason}")
     return defense
-
-
-def claim_secrets(d: Protection) -> frozenset[str]:
-    """The secrets ``d``'s epsilon is recorded under: those of the class computing it (defining ``privacy_spent``; if
-    not vflpriv's own, :func:`foreign_accounting` records nothing) narrowed to ``d``'s: a plugin's ``secrets`` may
-    narrow them, never redirect them (an embedding-dp subclass naming the labels: review l6 L1)."""
-    return declared_secrets(_accounting(d)) & declared_secrets(d)
-
-
-def _accounting(d: Protection) -> type:
-    """The class whose ``privacy_spent`` computes ``d``'s epsilon."""
-    return next(k for k in type(d).__mro__ if "privacy_spent" in vars(k))
-
-
-def claimed(defenses: list[Protection]) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
-    """What a run records of its defenses' claims (:func:`claim_secrets`): (epsilon, delta) of each covered one claiming
-    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes."""
-    spent = [(d, e, claim_secrets(d)) for d in defenses if not d.uncovered and (e := d.privacy_spent()) is not None]
-    labels = [(e, d.privacy_delta()) for d, e, secrets in spent if secrets == {"labels"}]
-    features = [(d, e) for d, e, secrets in spent if "features" in secrets]
-    return labels, features, [note for d, _, secrets in spent if (note := _unrecorded(d, secrets))]
-
-
-def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
-    """Why ``d``'s epsilon is not recorded under the secrets it names (``secrets``: :func:`claim_secrets`), or ''."""
-    if secrets == {"labels", "features"}:  # the run's note on the feature epsilon alone said nothing of the labels
-        return (f"{d.name}: no label epsilon recorded: it claims the labels and the features with one epsilon, "
-                "recorded as the feature epsilon only, where it guards the record's victim")
-    if secrets:
-        return ""
-    named = declared_secrets(d)
-    if not named:
-        return f"{d.name}: no epsilon recorded: its secrets name neither labels nor features"
-    k = _accounting(d)
-    return (f"{d.name}: no epsilon recorded: its secrets ({', '.join(sorted(named))}) are none of those its accounting "
-            f"({k.__name__}.privacy_spent()) bounds ({', '.join(sorted(declared_secrets(k))) or 'none'}): a plugin's "
-            "secrets may narrow them, never redirect them")
-
-
-def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str]) -> list[str]:
-    """The notes of the claims a run records no (label) epsilon for: :func:`claimed`'s, and those ``uncovered``."""
-    return unrecorded + [f"{name}: no epsilon recorded: {d.uncovered}" for d, name in zip(defenses, names)
-                         if d.uncovered and not d.is_identity]
-
-
-def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:
-    """Writes a run's claims (:func:`claimed`) into ``record``: the label epsilon and delta (several compose by basic
-    composition: they add), the feature epsilon of those guarding its victim's finetuning features; returns the note
-    where the feature claims guard another party only (review final14 F7: one function, pinned)."""
-    record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
-    record.epsilon_delta = sum(d for _, d in claims) if claims else float("nan")
-    guarding = [(e, d.privacy_delta()) for d, e in features if _guards(d, record.victim)]
-    if guarding:
-        record.epsilon_features = sum(e for e, _ in guarding)
-        record.epsilon_features_delta = sum(d for _, d in guarding)
-    if not features or guarding:
-        return []
-    return [f"no feature epsilon at victim {record.victim}: the feature DP defenses guard other parties' features"
-            if record.victim != "" else "a label attack: the feature epsilon does not apply"]
-
-
-def _guards(defense, victim: str) -> bool:
-    """Whether ``defense`` guards the finetuning features of the record's ``victim`` ("" for none)."""
-    return victim.isdigit() and bool(getattr(defense, "guards", lambda *_: False)(int(victim), FINETUNE))

@@ -51,7 +51,7 @@ from vflpriv.models.training import require_finite
 from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
-from vflpriv.runner.defense_planning import claimed, record_claims, withheld
+from vflpriv.runner.claims import claimed, record_claims, withheld
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.handed import changed_in_place, tensors_digest
 from vflpriv.runner.planning import Plan, plan

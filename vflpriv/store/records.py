@@ -21,7 +21,9 @@ OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
 #: vflpriv's own accounting class; a plugin's ``guards``, ``acts_for``, ``notes`` or counts void it (l6 L1, eps6 E1-E3);
 #: 5: a vflpriv class's member assigned since its module defined it voids the claim (a plugin's import-time
 #: ``EmbeddingDP.secrets = {"labels"}`` recorded a label epsilon under 4: review eps6 E4), and a class member is no
-#: code only as an ``Options`` model of vflpriv's (a planted pydantic class as ``privacy_spent`` recorded 0.0: l8 3).
+#: code only as an ``Options`` model of vflpriv's (a planted pydantic class as ``privacy_spent`` recorded 0.0: l8 3);
+#: a plugin subclass of a DP defense keeps its epsilon only with declarations and no code, judged again when the run
+#: is recorded (dp-gaussian's ``backward`` counting fewer uses recorded 25.93 for 41.65 under 4: l9 L9-1, L9-2).
 CLAIM_VERSION = 5
 
 

@@ -49,11 +49,9 @@ def partly_stored(configs: Sequence[RunConfig], final: Iterable[RunRecord]) -> l
     key (a revision of the attack's code: review fe3 F1). ConfigError where it holds runs of other settings, which a
     retraining could not keep (review l8 1: deleting them lost them)."""
     groups: dict[str, set[str]] = {}
-    settings: dict[str, set[str]] = {}
     for c in configs:
         if secure_settings(c):
             groups.setdefault(c.training_key(), set()).add(c.key())
-            settings.setdefault(c.training_key(), set()).add(c.recorded())
     held: dict[str, list[RunRecord]] = {}
     for r in final:
         if r.training_key in groups:
@@ -63,7 +61,7 @@ def partly_stored(configs: Sequence[RunConfig], final: Iterable[RunRecord]) -> l
         if not groups[training] - {r.key for r in records} and not mixed_trainings(records):
             continue
         if outside := sorted({r.attack for r in records if r.key not in groups[training]
-                              and r.config not in settings[training]}):
+                              and _current_key(r.config) not in groups[training]}):
             raise ConfigError(f"the results store holds records of a secure-noise training ({training}) of runs this "
                               f"command does not make ({', '.join(outside)}: other attacks, or other settings of them) "
                               "and lacks some of its runs: a retraining draws other noise (options.secure_noise), so "
@@ -71,6 +69,16 @@ def partly_stored(configs: Sequence[RunConfig], final: Iterable[RunRecord]) -> l
                               "another --out or --store")
         found += [r.key for r in records]
     return found
+
+
+def _current_key(config: str) -> str | None:
+    """The key the current code gives a record's settings (a revision's marks its own, ``device`` and the defaults of
+    fields added since as they read now), None where they do not read: its text alone refused the command's own
+    records written on another device or before a field existed (review l9 L9-3)."""
+    try:
+        return RunConfig.model_validate_json(config).key()
+    except Exception:  # noqa: BLE001 - settings the current code cannot read are no run of this command
+        return None
 
 
 def secure_records(path: Path, configs: Sequence[RunConfig]) -> list[RunRecord]:

@@ -1,0 +1,85 @@
+"""Reviews l9 L9-1 and L9-2: a plugin subclass of a DP defense keeps its epsilon only where it adds declarations
+(``vflpriv.runner.claims.CLAIM_KEEPING``) and no code: listing the members that decide a count missed some every time
+(embedding-dp's ``rows_checked``, dp-gaussian's ``backward``), and a verdict taken at planning was cleared by the
+plugin's code while it ran. The claim is judged again when the run is recorded."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from vflpriv.config.registry import DEFENSES
+from vflpriv.config.schema import RunConfig
+from vflpriv.defenses.dp_gaussian import GaussianDP
+from vflpriv.defenses.embedding_dp import EmbeddingDP
+from vflpriv.runner.execution import run
+
+
+class HalfCount(GaussianDP):
+    """Declares it reads nothing; the DP-SGD step unchanged, but each row charged for its first update only."""
+
+    reads_labels = reads_features = False
+
+    def backward(self, losses, params, leaves, ids, *, known=None):
+        out = super().backward(losses, params, leaves, ids, known=known)
+        self.uses.clamp_(max=1)
+        return out
+
+
+class ClearsVerdict(EmbeddingDP):
+    """Declares it reads nothing; clears the verdict ``bind`` set (finetune.bn_recalibrate) before the bottom runs."""
+
+    reads_labels = reads_features = False
+
+    def passive_bottom(self, party, bottom):
+        self.uncovered = ""
+        return super().passive_bottom(party, bottom)
+
+
+class Described(GaussianDP):
+    """Declarations only: it keeps dp-gaussian's epsilon."""
+
+    reads_labels = reads_features = False
+    anchor = "a paper"
+    cost = "none"
+
+
+class WiderAxis(GaussianDP):
+    """Data outside the declarations (the strength axis): its epsilon is its author's word."""
+
+    axis = dataclasses.replace(GaussianDP.axis, high=1e9)
+
+
+for _name, _cls in (("t-half-count", HalfCount), ("t-clears-verdict", ClearsVerdict), ("t-described", Described),
+                    ("t-wider-axis", WiderAxis)):
+    DEFENSES.register(_name, _cls)
+
+
+def _run(defense: dict, attack: str, **finetune):
+    config = RunConfig.model_validate({
+        "partition": {"labeled": 100, "aux": 40}, "model": {"hidden": 32, "out_dim": 16},
+        "finetune": {"epochs": 1, "batch_size": 32, **finetune}, "attack": {"name": attack, "prior": "none"},
+        "defenses": [{**defense, "sweep": True}]})
+    (record,) = run(config)
+    assert record.status == "ok", record.error
+    return record
+
+
+def test_a_subclass_counting_fewer_uses_records_no_epsilon():
+    assert math.isfinite(_run({"name": "dp-gaussian", "strength": 0.5}, "mc").epsilon)
+    record = _run({"name": "t-half-count", "strength": 0.5}, "mc")
+    assert math.isnan(record.epsilon)
+    assert "t-half-count: its code (HalfCount.backward()) is not vflpriv's own" in record.notes
+
+
+def test_a_subclass_clearing_the_planned_verdict_while_it_runs_records_no_epsilon():
+    record = _run({"name": "t-clears-verdict", "strength": 8.0, "party": 1}, "fi-decoder", bn_recalibrate=True)
+    assert math.isnan(record.epsilon_features)
+    assert "ClearsVerdict.passive_bottom()" in record.notes
+
+
+def test_declarations_alone_keep_the_epsilon_and_other_class_data_does_not():
+    base = _run({"name": "dp-gaussian", "strength": 0.5}, "mc")
+    assert _run({"name": "t-described", "strength": 0.5}, "mc").epsilon == base.epsilon
+    record = _run({"name": "t-wider-axis", "strength": 0.5}, "mc")
+    assert math.isnan(record.epsilon) and "WiderAxis.axis" in record.notes

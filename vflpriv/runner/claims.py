@@ -1,0 +1,128 @@
+"""What a run records of its defenses' privacy claims: which defenses' epsilons are vflpriv's own computation
+(:func:`foreign_accounting`), under which secret (:func:`claim_secrets`), and the label and feature epsilons a record
+holds (:func:`claimed`, :func:`record_claims`), with the notes where none is recorded."""
+
+from __future__ import annotations
+
+import abc
+
+from vflpriv.common.declarations import assigned_since, vflpriv_own
+from vflpriv.defenses.base import Protection
+from vflpriv.defenses.declarations import declared_secrets
+from vflpriv.engine import FINETUNE
+
+
+#: What computes a DP defense's epsilon, counts its uses and says where and for whom it holds: a callable of these
+#: names in the instance is not vflpriv's code (a plugin's class may define nothing outside :data:`CLAIM_KEEPING`).
+ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claimed_epsilon", "uses", "steps",
+              "releases", "guards", "_released", "acts_for", "notes", "bind", "passive_backward", "backward",
+              "backpropagates", "rows_checked", "misread", "unchecked_foreign", "_foreign", "dp_sgd",
+              "passive_backpropagates")
+
+#: What a class that is not vflpriv's own may define beside a vflpriv defense's accounting and keep its epsilon:
+#: declarations that run no code and change neither the mechanism nor its count (``secrets`` only narrow them:
+#: :func:`claim_secrets`), and what Python puts in every class. Any other member (a method, a property, an options
+#: model, data) makes the epsilon its author's word: listing the members that decide a count missed some every time
+#: (reviews l8 L8-2, l9 L9-2: ``rows_checked``, dp-gaussian's ``backward``).
+CLAIM_KEEPING = frozenset({"secrets", "reads_labels", "reads_features", "anchor", "pays", "cost", "revision",
+                           "audit_strengths", "embedding_audit_strengths", "binary_only", "__module__", "__qualname__",
+                           "__doc__", "__dict__", "__weakref__", "__annotations__", "__abstractmethods__", "_abc_impl",
+                           "__firstlineno__", "__static_attributes__"})
+
+
+def foreign_accounting(d: Protection, name: str) -> str:
+    """Why a claiming defense's epsilon is not vflpriv's computation, or '': a vflpriv class of its MRO whose members
+    were assigned since vflpriv defined it (review eps6 E4), a class of its MRO (or metaclass) that is not vflpriv's
+    own defining a member outside :data:`CLAIM_KEEPING`, or the instance holding a callable :data:`ACCOUNTING` member,
+    whatever the code declares it reads (reviews final14 F8, l9 L9-2)."""
+    if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
+        return ""
+    classes = [k for k in (*type(d).__mro__, *type(type(d)).__mro__) if k not in _PYTHONS]
+    found = [f"{data} (assigned since vflpriv defined it)" for k in classes for data in assigned_since(k)]
+    found += [f"{k.__name__}.{member}{'()' * _runs(value)}" for k in classes
+              if not vflpriv_own(k) and not assigned_since(k)
+              for member, value in sorted(vars(k).items()) if member not in CLAIM_KEEPING]
+    found += [f"self.{member}" for member in ACCOUNTING if callable(getattr(d, "__dict__", {}).get(member))]
+    listed = ", ".join(found[:6]) + f" and {len(found) - 6} more" * (len(found) > 6)
+    return (f"{name}: its code ({listed}) is not vflpriv's own and runs beside vflpriv's accounting, so the epsilon it "
+            "reports is its author's word, not a bound vflpriv computed") if found else ""
+
+
+def _runs(value: object) -> bool:
+    """Whether a class member is code (a function, a descriptor, a class), as a message names it."""
+    return callable(value) or hasattr(value, "__get__")
+
+
+#: Python's own classes in a defense's MRO and its metaclass's.
+_PYTHONS = frozenset({object, type, abc.ABC, abc.ABCMeta})
+
+
+def claim_secrets(d: Protection) -> frozenset[str]:
+    """The secrets ``d``'s epsilon is recorded under: those of the class computing it (defining ``privacy_spent``; if
+    not vflpriv's own, :func:`foreign_accounting` records nothing) narrowed to ``d``'s: a plugin's ``secrets`` may
+    narrow them, never redirect them (an embedding-dp subclass naming the labels: review l6 L1)."""
+    return declared_secrets(accounting_class(d)) & declared_secrets(d)
+
+
+def accounting_class(d: Protection) -> type:
+    """The class whose ``privacy_spent`` computes ``d``'s epsilon."""
+    return next(k for k in type(d).__mro__ if "privacy_spent" in vars(k))
+
+
+def claimed(defenses: list[Protection]) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
+    """What a run records of its defenses' claims (:func:`claim_secrets`): (epsilon, delta) of each covered one claiming
+    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes."""
+    spent = [(d, e, claim_secrets(d)) for d in defenses
+             if not _uncovered(d) and (e := d.privacy_spent()) is not None]
+    labels = [(e, d.privacy_delta()) for d, e, secrets in spent if secrets == {"labels"}]
+    features = [(d, e) for d, e, secrets in spent if "features" in secrets]
+    return labels, features, [note for d, _, secrets in spent if (note := _unrecorded(d, secrets))]
+
+
+def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
+    """Why ``d``'s epsilon is not recorded under the secrets it names (``secrets``: :func:`claim_secrets`), or ''."""
+    if secrets == {"labels", "features"}:  # the run's note on the feature epsilon alone said nothing of the labels
+        return (f"{d.name}: no label epsilon recorded: it claims the labels and the features with one epsilon, "
+                "recorded as the feature epsilon only, where it guards the record's victim")
+    if secrets:
+        return ""
+    named = declared_secrets(d)
+    if not named:
+        return f"{d.name}: no epsilon recorded: its secrets name neither labels nor features"
+    k = accounting_class(d)
+    return (f"{d.name}: no epsilon recorded: its secrets ({', '.join(sorted(named))}) are none of those its accounting "
+            f"({k.__name__}.privacy_spent()) bounds ({', '.join(sorted(declared_secrets(k))) or 'none'}): a plugin's "
+            "secrets may narrow them, never redirect them")
+
+
+def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str]) -> list[str]:
+    """The notes of the claims a run records no (label) epsilon for: :func:`claimed`'s, and those ``uncovered``."""
+    return unrecorded + [f"{name}: no epsilon recorded: {why}" for d, name in zip(defenses, names)
+                         if (why := _uncovered(d)) and not d.is_identity]
+
+
+def _uncovered(d: Protection) -> str:
+    """Why ``d``'s claim does not hold, as planned (``uncovered``) or, judged again when the run is recorded, its
+    class's foreign code: a plugin's code clearing ``uncovered`` while it runs kept its epsilon (review l9 L9-1)."""
+    return d.uncovered or foreign_accounting(d, d.name)
+
+
+def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:
+    """Writes a run's claims (:func:`claimed`) into ``record``: the label epsilon and delta (several compose by basic
+    composition: they add), the feature epsilon of those guarding its victim's finetuning features; returns the note
+    where the feature claims guard another party only (review final14 F7: one function, pinned)."""
+    record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
+    record.epsilon_delta = sum(d for _, d in claims) if claims else float("nan")
+    guarding = [(e, d.privacy_delta()) for d, e in features if _guards(d, record.victim)]
+    if guarding:
+        record.epsilon_features = sum(e for e, _ in guarding)
+        record.epsilon_features_delta = sum(d for _, d in guarding)
+    if not features or guarding:
+        return []
+    return [f"no feature epsilon at victim {record.victim}: the feature DP defenses guard other parties' features"
+            if record.victim != "" else "a label attack: the feature epsilon does not apply"]
+
+
+def _guards(defense, victim: str) -> bool:
+    """Whether ``defense`` guards the finetuning features of the record's ``victim`` ("" for none)."""
+    return victim.isdigit() and bool(getattr(defense, "guards", lambda *_: False)(int(victim), FINETUNE))
