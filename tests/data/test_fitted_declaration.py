@@ -53,3 +53,9 @@ def test_a_dict_or_a_declaration_changed_after_construction_is_refused_in_planni
 
 def test_a_list_declaration_is_kept_as_a_tuple():
     assert _digits(["", "x"]).fitted_features == ("", "x")
+
+
+def test_a_plain_string_is_not_one_declaration_per_party():
+    """Review hunt H2: "ab" for two parties was read letter by letter (party 1's features 'are b')."""
+    with pytest.raises(ValueError, match="fitted_features got a str; valid: None .* or a tuple or list of 2 str"):
+        _digits("ab")
