@@ -59,3 +59,12 @@ def test_a_plain_string_is_not_one_declaration_per_party():
     """Review hunt H2: "ab" for two parties was read letter by letter (party 1's features 'are b')."""
     with pytest.raises(ValueError, match="fitted_features got a str; valid: None .* or a tuple or list of 2 str"):
         _digits("ab")
+
+
+def test_a_declaration_longer_than_the_limit_is_refused():
+    """Review hunt H3: a 6.5 MB declaration was quoted whole in every record's notes and on the terminal."""
+    from vflpriv.data.base import MAX_DECLARED
+
+    assert _digits(("", "x" * MAX_DECLARED)).fitted_features[1] == "x" * MAX_DECLARED
+    with pytest.raises(ValueError, match=f"got {MAX_DECLARED + 1} characters for party 1; .* at most {MAX_DECLARED}"):
+        _digits(("", "x" * (MAX_DECLARED + 1)))
