@@ -26,7 +26,7 @@ def _digits(fitted) -> VerticalDataset:
 
 @pytest.fixture
 def plugin(monkeypatch):
-    """Register 't-fitted', a digits copy whose loader returns what the returned function is given."""
+    """Register 't-fitted', a loader returning what the maker given to the returned function makes."""
     made = {}
     monkeypatch.setitem(DATASETS._extra, "t-fitted", lambda **kwargs: made["dataset"]())
     load._load.cache_clear()
