@@ -77,8 +77,9 @@ def test_both_data_messages_tell_marked_fingerprints_apart(tmp_path):
     assert computed_on != this
     ((_, declared),) = other_data([("k", stored)], {"k": redeclared})
     assert "fitted_features declaration 0badf00d" in declared and "declaration c13407d9" in declared
-    with pytest.raises(ConfigError, match=r"other data \(or under another fitted_features declaration\)"):
+    with pytest.raises(ConfigError, match=r"other data \(or under another fitted_features declaration\)") as refused:
         refuse_other_data([("k", declared)], where="s.sqlite")
+    assert "or --overwrite to recompute them" in str(refused.value)  # review hunt H9: docs/plugins.md names it
     with Store(tmp_path / "s.sqlite") as store:
         store.put_many([RunRecord(key=f"k{seed}", method="splitnn", dataset="digits", attack="mc", defense="iso",
                                   phase="finetune", strength=1.0, seed=seed, training_key=f"t{seed}", utility=0.8,

@@ -1,0 +1,70 @@
+"""Review hunt H1-H3: a plugin dataset's ``fitted_features`` (a dict, a str, a huge text, one changed after the dataset
+was made) crashed planning or was quoted whole into every record: checked where read, one error line naming it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from vflpriv.config.registry import DATASETS
+from vflpriv.data import embedded, load
+from vflpriv.data.base import VerticalDataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+from cli_helpers import refused_in_planning  # noqa: E402
+
+PLAN = ["--attack", "fi-decoder", "--defense", "embedding-dp", "--strengths", "0.5", "--seeds", "0", "--out", "o"]
+
+
+def _digits(fitted) -> VerticalDataset:
+    d = embedded.load_digits()
+    return VerticalDataset("t-fitted", d.x_train, d.y_train, d.x_test, d.y_test, d.num_classes, d.specs,
+                           fitted_features=fitted)
+
+
+@pytest.fixture
+def plugin(monkeypatch):
+    """Register 't-fitted', a loader returning what the maker given to the returned function makes."""
+    made = {}
+    monkeypatch.setitem(DATASETS._extra, "t-fitted", lambda **kwargs: made["dataset"]())
+    load._load.cache_clear()
+    yield lambda make: made.update(dataset=make)
+    load._load.cache_clear()
+
+
+def _shortened() -> VerticalDataset:
+    dataset = _digits(("", ""))
+    object.__setattr__(dataset, "fitted_features", ("",))  # a plugin changing it after construction
+    return dataset
+
+
+def test_a_dict_or_a_declaration_changed_after_construction_is_refused_in_planning(plugin, tmp_path, monkeypatch):
+    plugin(lambda: _digits({"p0": "", "p1": ""}))
+    out = refused_in_planning(["evaluate", "--dataset", "t-fitted", *PLAN], "t-fitted", tmp_path, monkeypatch)
+    assert "got a dict" in out and "tuple or list" in out
+    refused_in_planning(["audit", "--method", "splitnn", "--dataset", "t-fitted", "--quick", "--out", "a"],
+                        "got a dict", tmp_path, monkeypatch)
+    plugin(_shortened)
+    out = refused_in_planning(["evaluate", "--dataset", "t-fitted", *PLAN], "t-fitted", tmp_path, monkeypatch)
+    assert "got 1 entries for 2 parties" in out
+
+
+def test_a_list_declaration_is_kept_as_a_tuple():
+    assert _digits(["", "x"]).fitted_features == ("", "x")
+
+
+def test_a_plain_string_is_not_one_declaration_per_party():
+    """Review hunt H2: "ab" for two parties was read letter by letter (party 1's features 'are b')."""
+    with pytest.raises(ValueError, match="fitted_features got a str; valid: None .* or a tuple or list of 2 str"):
+        _digits("ab")
+
+
+def test_a_declaration_longer_than_the_limit_is_refused():
+    """Review hunt H3: a 6.5 MB declaration was quoted whole in every record's notes and on the terminal."""
+    from vflpriv.data.base import MAX_DECLARED
+
+    assert _digits(("", "x" * MAX_DECLARED)).fitted_features[1] == "x" * MAX_DECLARED
+    with pytest.raises(ValueError, match=f"got {MAX_DECLARED + 1} characters for party 1; .* at most {MAX_DECLARED}"):
+        _digits(("", "x" * (MAX_DECLARED + 1)))
