@@ -231,9 +231,9 @@ def _replace_part(store: Store, training: str, runs: list[RunConfig], on_note: C
     held = partly_stored(runs, store.final_records(training))
     store.forget([key for key in held if key not in own])
     if held and on_note is not None:
-        on_note(f"{len(held)} record(s) of secure-noise training {training} stored meanwhile in part, by another sweep, "
-                "replaced by its whole training here (options.secure_noise: a retraining draws other noise, so one "
-                "training key's records must come from one training)")
+        on_note(f"{len(held)} record(s) of secure-noise training {training} stored meanwhile in part, by another "
+                "sweep, replaced by its whole training here (options.secure_noise: a retraining draws other noise, so "
+                "one training key's records must come from one training)")
 
 
 def refuse_other_data(other: Sequence[tuple[str, str]], *, where: str) -> None:
@@ -283,8 +283,8 @@ def sweep(
     data is refused unless ``replace_other_data`` (:func:`drop_damaged`). ``on_schedule`` gets the
     trainings about to run, in dispatch order (``planned_work``), before they start. The returned
     frame holds one row per config, in grid order, including runs found done in the store. ``on_start(runs)``: a
-    training (its runs) starts here or in a local worker; ``on_tail()``: locally, no more trainings wait than workers compute
-    (``run_all``).
+    training (its runs) starts here or in a local worker; ``on_tail()``: locally, no more trainings wait than workers
+    compute (``run_all``).
     """
     if not checked:
         check(configs)
