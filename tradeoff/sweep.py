@@ -307,7 +307,12 @@ def sweep(
             # a secure-noise training is run whole, never completed beside another sweep's records (review fe3 F3)
             todo = {k: groups[k] if secure[k] else runs for k, runs in todo.items() if runs}
             if not todo:
-                break
+                # one snapshot: no training half rewritten by another sweep; a record deleted meanwhile (another
+                # sweep's start-up check) is computed again (review st S1)
+                stored = store.get_many([c.key() for c in configs])
+                if all(c.key() in stored for c in configs):
+                    break
+                continue
             mine = [k for k in schedule(todo) if store.claim(k)]
             # A training another sweep stored and released between our read of ``settled`` and our claim:
             # its records were put before its release, so a second read after the claim sees them.
@@ -340,6 +345,4 @@ def sweep(
                     backend_name=backend, address=address, gpu_share=share, on_start=on_start, on_tail=on_tail)
     import pandas as pd
 
-    stored = store.get_many([c.key() for c in configs])  # one snapshot: no training half rewritten by another sweep
-    records = [stored.get(c.key()) for c in configs]
-    return pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())
+    return pd.DataFrame([stored[c.key()].to_dict() for c in configs], columns=RunRecord.columns())

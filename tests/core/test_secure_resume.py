@@ -179,3 +179,21 @@ def test_a_training_stored_from_two_trainings_is_recomputed_whole(tiny, tmp_path
         sweep(configs, store)
         again = store.all()
     assert len({(r.utility, r.train_seconds) for r in again}) == 1 and again[0].train_seconds != mc.train_seconds
+
+
+def test_a_record_another_sweep_deletes_before_the_final_read_is_recomputed(tiny, tmp_path, monkeypatch):
+    """Review st S1: a key deleted (by another sweep) between the loop's last look and the frame's read raised
+    AttributeError on the missing record; it is computed again."""
+    configs = _configs(tiny)[:1]
+    read = Store.get_many
+
+    def deleted_first(self, keys):
+        monkeypatch.setattr(Store, "get_many", read)
+        self.forget([configs[0].key()])  # another sweep's start-up deletes it (e.g. a damaged record) meanwhile
+        return read(self, keys)
+
+    monkeypatch.setattr(Store, "get_many", deleted_first)
+    with Store(tmp_path / "results.sqlite") as store:
+        frame = sweep(configs, store)
+        assert [r.key for r in store.all()] == [configs[0].key()]
+    assert list(frame.key) == [configs[0].key()]
