@@ -240,6 +240,11 @@ def _replace_part(store: Store, training: str, runs: list[RunConfig], on_note: C
                 "noise, so one training key's records must come from one training)")
 
 
+def _training_of(record: RunRecord) -> tuple[str, str]:
+    """What one training gives all its records: its utility and training time (``mixed_trainings``'s test)."""
+    return repr(record.utility), repr(record.train_seconds)
+
+
 def refuse_other_data(other: Sequence[tuple[str, str]], *, where: str) -> None:
     """ConfigError where a store holds runs of these configs computed on other data: the stored results are not
     deleted by mistake (a data folder pointed elsewhere); the user says to recompute them, or gives another store."""
@@ -290,6 +295,7 @@ def sweep(
     frame holds one row per config, in grid order, including runs found done in the store. ``on_start(runs)``: a
     training (its runs) starts here or in a local worker; ``on_tail()``: locally, no more trainings wait than workers
     compute (``run_all``). ``redo``: with ``checked``, what :func:`drop_damaged` returned (stored, to be recomputed).
+    Records of this sweep another sweep replaced before the frame's read are said through ``on_note`` (review st S3).
     """
     if not checked:
         check(configs)
@@ -300,6 +306,7 @@ def sweep(
     share = gpu_share(configs, backend=backend, runs_per_gpu=runs_per_gpu)
     gpus = torch.cuda.device_count() if backend in LOCAL_BACKENDS else 0
     started = time.time()
+    written: dict[str, tuple[str, str]] = {}  # what this sweep stored, by key: its training's (utility, train time)
     with store.lease():
         while True:
             settled = store.settled([c.key() for c in configs], since=started, redo=redo)
@@ -338,11 +345,17 @@ def sweep(
             def commit(records: list[RunRecord]) -> None:  # at once, from whichever thread has the result
                 store.put_many(records)
                 store.release([records[0].training_key])
+                written.update((r.key, _training_of(r)) for r in records)
                 if on_done is not None:
                     on_done(records)
 
             run_all(run_safely, on_gpus([todo[k] for k in mine], gpus), jobs=workers, on_result=commit,
                     backend_name=backend, address=address, gpu_share=share, on_start=on_start, on_tail=on_tail)
+    replaced = [key for key, training in written.items() if _training_of(stored[key]) != training]
+    if replaced and on_note is not None:
+        on_note(f"{len(replaced)} record(s) this sweep computed were replaced in the store meanwhile by another "
+                f"sweep's training of them (the first, run {replaced[0]}): these results are the store's, not this "
+                "sweep's")
     import pandas as pd
 
     return pd.DataFrame([stored[c.key()].to_dict() for c in configs], columns=RunRecord.columns())

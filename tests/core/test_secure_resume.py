@@ -197,3 +197,21 @@ def test_a_record_another_sweep_deletes_before_the_final_read_is_recomputed(tiny
         frame = sweep(configs, store)
         assert [r.key for r in store.all()] == [configs[0].key()]
     assert list(frame.key) == [configs[0].key()]
+
+
+def test_a_sweep_says_when_another_sweep_replaced_its_records_before_its_final_read(tiny, tmp_path, monkeypatch):
+    """Review st S3: sweep B's results were another training's than the one it computed, and it said nothing."""
+    configs, path, notes = _configs(tiny), tmp_path / "results.sqlite", []
+    read = Store.get_many
+
+    def replaced_first(self, keys):
+        monkeypatch.setattr(Store, "get_many", read)
+        with Store(path) as a:
+            sweep(configs, a)  # sweep A (mc, similarity) runs the training whole, replacing B's mc
+        return read(self, keys)
+
+    with Store(path) as b:
+        monkeypatch.setattr(Store, "get_many", replaced_first)
+        frame = sweep(configs[:1], b, on_note=notes.append)  # sweep B (mc only)
+        assert list(frame.train_seconds) == [r.train_seconds for r in b.all() if r.key == configs[0].key()]
+    assert any("replaced in the store meanwhile by another sweep" in n for n in notes)
