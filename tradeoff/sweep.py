@@ -10,7 +10,7 @@ claim, then waits for what another live sweep holds.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -195,12 +195,13 @@ def _check_canaries_guessed(configs: Sequence[RunConfig]) -> None:
 
 
 def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None,
-                 replace_other_data: bool = False) -> None:
+                 replace_other_data: bool = False) -> list[str]:
     """Delete the stored records of ``configs`` that do not check out, or whose epsilon earlier claim rules decided
-    (``RunRecord.claim_version``), so they are recomputed; say so; a secure-noise training stored in part is recomputed
-    whole (:func:`partly_stored`). Records
-    computed on other data than the dataset holds now (``data_by_key``: a changed data file) are deleted and recomputed
-    too where ``replace_other_data`` (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted."""
+    (``RunRecord.claim_version``), so they are recomputed; say so. Records computed on other data than the dataset
+    holds now (``data_by_key``: a changed data file) are deleted and recomputed too where ``replace_other_data``
+    (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted. Returns the stored records of
+    secure-noise trainings held in part or from two trainings (:func:`partly_stored`): kept, not deleted, until the
+    loop (:func:`_replace_part`) runs their training whole and replaces them (review st S1: ``sweep``'s ``redo``)."""
     expected = data_by_key(configs)
     other = store.other_data(expected)  # damaged records are not among them: drop_damaged's
     other_key = store.other_canary_key(list(expected), current_fingerprint())
@@ -211,29 +212,37 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     stale = store.stale_claims(list(expected))  # never resumed with an epsilon earlier claim rules decided
     store.forget([key for key, _ in other + other_key + stale])
     partial = partly_stored(configs, secure_records(store.path, configs))  # review fe2 R1: retrained whole
-    store.forget(partial)
     if partial and on_note is not None:
-        on_note(f"{len(partial)} record(s) of secure-noise trainings stored in part (or from two trainings) deleted "
-                "and recomputed with the rest of their training (options.secure_noise: a retraining draws other noise, "
+        on_note(f"{len(partial)} record(s) of secure-noise trainings stored in part (or from two trainings) replaced "
+                "by a recomputation of their whole training (options.secure_noise: a retraining draws other noise, "
                 f"so one training key's records must come from one training; the first, run {partial[0]})")
     for found, what in ((damaged, "damaged record(s)"), (other, "record(s) of other data"),
                         (other_key, "record(s) of another canary key"), (stale, "record(s) of earlier claim rules")):
         if found and on_note is not None:
             on_note(f"{len(found)} {what} in the store deleted and recomputed (the first, run {found[0][0]}: "
                     f"{found[0][1]})")
+    return partial
 
 
-def _replace_part(store: Store, training: str, runs: list[RunConfig], on_note: Callable[[str], None] | None) -> None:
+def _replace_part(store: Store, training: str, runs: list[RunConfig], on_note: Callable[[str], None] | None, *,
+                  known: Collection[str]) -> None:
     """Before a claimed secure-noise training runs whole: forget its stored records under other keys of the same
-    settings (an attack's revision), say that another sweep's records of it are replaced; ConfigError where the store
-    holds runs of other settings of it, which the retraining would leave beside another training (review fe3 F3)."""
+    settings (an attack's revision; the run overwrites the others); say which another sweep stored meanwhile (not
+    ``known`` at the start); ConfigError where the store holds runs of other settings of it, which the retraining
+    would leave beside another training (review fe3 F3). The one place such records are forgotten (review st S1)."""
     own = {c.key() for c in runs}
     held = partly_stored(runs, store.final_records(training))
     store.forget([key for key in held if key not in own])
-    if held and on_note is not None:
-        on_note(f"{len(held)} record(s) of secure-noise training {training} stored meanwhile in part, by another sweep, "
-                "replaced by its whole training here (options.secure_noise: a retraining draws other noise, so one "
-                "training key's records must come from one training)")
+    meanwhile = [key for key in held if key not in known]
+    if meanwhile and on_note is not None:
+        on_note(f"{len(meanwhile)} record(s) of secure-noise training {training} stored meanwhile in part, by "
+                "another sweep, replaced by its whole training here (options.secure_noise: a retraining draws other "
+                "noise, so one training key's records must come from one training)")
+
+
+def _training_of(record: RunRecord) -> tuple[str, str]:
+    """What one training gives all its records: its utility and training time (``mixed_trainings``'s test)."""
+    return repr(record.utility), repr(record.train_seconds)
 
 
 def refuse_other_data(other: Sequence[tuple[str, str]], *, where: str) -> None:
@@ -271,6 +280,7 @@ def sweep(
     on_start: Callable[[list[RunConfig]], None] | None = None,
     on_tail: Callable[[], None] | None = None,
     checked: bool = False,
+    redo: Collection[str] = (),
     replace_other_data: bool = False,
 ) -> pd.DataFrame:
     """Validate every config and drop the damaged records of the store first (unless ``checked``: the caller
@@ -283,29 +293,37 @@ def sweep(
     data is refused unless ``replace_other_data`` (:func:`drop_damaged`). ``on_schedule`` gets the
     trainings about to run, in dispatch order (``planned_work``), before they start. The returned
     frame holds one row per config, in grid order, including runs found done in the store. ``on_start(runs)``: a
-    training (its runs) starts here or in a local worker; ``on_tail()``: locally, no more trainings wait than workers compute
-    (``run_all``).
+    training (its runs) starts here or in a local worker; ``on_tail()``: locally, no more trainings wait than workers
+    compute (``run_all``). ``redo``: with ``checked``, what :func:`drop_damaged` returned (stored, to be recomputed).
+    Records of this sweep another sweep replaced before the frame's read are said through ``on_note`` (review st S3).
     """
     if not checked:
         check(configs)
-        drop_damaged(store, configs, on_note=on_note, replace_other_data=replace_other_data)
+        redo = drop_damaged(store, configs, on_note=on_note, replace_other_data=replace_other_data)
+    redo = set(redo)
     groups = trainings(configs)
     secure = {k: secure_settings(runs[0]) for k, runs in groups.items()}
     share = gpu_share(configs, backend=backend, runs_per_gpu=runs_per_gpu)
     gpus = torch.cuda.device_count() if backend in LOCAL_BACKENDS else 0
     started = time.time()
+    written: dict[str, tuple[str, str]] = {}  # what this sweep stored, by key: its training's (utility, train time)
     with store.lease():
         while True:
-            settled = store.settled([c.key() for c in configs], since=started)
+            settled = store.settled([c.key() for c in configs], since=started, redo=redo)
             todo = {k: [r for r in runs if r.key() not in settled] for k, runs in groups.items()}
             # a secure-noise training is run whole, never completed beside another sweep's records (review fe3 F3)
             todo = {k: groups[k] if secure[k] else runs for k, runs in todo.items() if runs}
             if not todo:
-                break
+                # one snapshot: no training half rewritten by another sweep; a record deleted meanwhile (another
+                # sweep's start-up check) is computed again (review st S1)
+                stored = store.get_many([c.key() for c in configs])
+                if all(c.key() in stored for c in configs):
+                    break
+                continue
             mine = [k for k in schedule(todo) if store.claim(k)]
             # A training another sweep stored and released between our read of ``settled`` and our claim:
             # its records were put before its release, so a second read after the claim sees them.
-            now_settled = store.settled([r.key() for k in mine for r in todo[k]], since=started)
+            now_settled = store.settled([r.key() for k in mine for r in todo[k]], since=started, redo=redo)
             finished = [k for k in mine if all(r.key() in now_settled for r in todo[k])]
             if finished:  # no write transaction on the usual path
                 store.release(finished)
@@ -314,7 +332,7 @@ def sweep(
                 continue  # those trainings are done: read the store again at once
             for k in mine:
                 if secure[k]:
-                    _replace_part(store, k, groups[k], on_note)
+                    _replace_part(store, k, groups[k], on_note, known=redo)
             if not mine:
                 if on_wait is not None:
                     on_wait(len(todo))
@@ -327,13 +345,17 @@ def sweep(
             def commit(records: list[RunRecord]) -> None:  # at once, from whichever thread has the result
                 store.put_many(records)
                 store.release([records[0].training_key])
+                written.update((r.key, _training_of(r)) for r in records)
                 if on_done is not None:
                     on_done(records)
 
             run_all(run_safely, on_gpus([todo[k] for k in mine], gpus), jobs=workers, on_result=commit,
                     backend_name=backend, address=address, gpu_share=share, on_start=on_start, on_tail=on_tail)
+    replaced = [key for key, training in written.items() if _training_of(stored[key]) != training]
+    if replaced and on_note is not None:
+        on_note(f"{len(replaced)} record(s) this sweep computed were replaced in the store meanwhile by another "
+                f"sweep's training of them (the first, run {replaced[0]}): these results are the store's, not this "
+                "sweep's")
     import pandas as pd
 
-    stored = store.get_many([c.key() for c in configs])  # one snapshot: no training half rewritten by another sweep
-    records = [stored.get(c.key()) for c in configs]
-    return pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())
+    return pd.DataFrame([stored[c.key()].to_dict() for c in configs], columns=RunRecord.columns())

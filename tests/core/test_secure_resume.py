@@ -148,3 +148,70 @@ def test_a_training_another_sweep_stored_with_other_settings_meanwhile_is_refuse
         with pytest.raises(ConfigError, match=r"runs this command does not make \(mc: "):
             sweep(configs, a, checked=True)
         assert [r.key for r in a.all()] == [other.key()]  # nothing of B's deleted
+
+
+def test_a_sweep_interrupted_before_its_training_keeps_another_sweep_s_records(tiny, tmp_path, monkeypatch):
+    """Review st S1: the start-up check deleted another sweep's records of a secure-noise training this command runs
+    whole, so an interrupted command lost them; the training's run overwrites them instead, as the loop does."""
+    import vflpriv.tradeoff.sweep as sweep_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    configs = _configs(tiny)
+    with Store(tmp_path / "results.sqlite") as store:
+        sweep(configs[:1], store)  # sweep B (mc only) finished
+        kept = [(r.key, r.train_seconds) for r in store.all()]
+        monkeypatch.setattr(sweep_module, "run_all", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            sweep(configs, store)  # sweep A (mc, similarity) interrupted before its training is stored
+        assert [(r.key, r.train_seconds) for r in store.all()] == kept
+
+
+def test_a_training_stored_from_two_trainings_is_recomputed_whole(tiny, tmp_path):
+    """Review st S1: kept for the run to overwrite (not deleted first), such a training's records all count as stored;
+    the loop must still recompute it."""
+    configs = _configs(tiny)
+    with Store(tmp_path / "results.sqlite") as store:
+        sweep(configs, store)
+        mc, sim = sorted(store.all(), key=lambda r: r.attack)
+        store.put(dataclasses.replace(sim, utility=sim.utility + 0.05, train_seconds=sim.train_seconds + 1))
+        sweep(configs, store)
+        again = store.all()
+    assert len({(r.utility, r.train_seconds) for r in again}) == 1 and again[0].train_seconds != mc.train_seconds
+
+
+def test_a_record_another_sweep_deletes_before_the_final_read_is_recomputed(tiny, tmp_path, monkeypatch):
+    """Review st S1: a key deleted (by another sweep) between the loop's last look and the frame's read raised
+    AttributeError on the missing record; it is computed again."""
+    configs = _configs(tiny)[:1]
+    read = Store.get_many
+
+    def deleted_first(self, keys):
+        monkeypatch.setattr(Store, "get_many", read)
+        self.forget([configs[0].key()])  # another sweep's start-up deletes it (e.g. a damaged record) meanwhile
+        return read(self, keys)
+
+    monkeypatch.setattr(Store, "get_many", deleted_first)
+    with Store(tmp_path / "results.sqlite") as store:
+        frame = sweep(configs, store)
+        assert [r.key for r in store.all()] == [configs[0].key()]
+    assert list(frame.key) == [configs[0].key()]
+
+
+def test_a_sweep_says_when_another_sweep_replaced_its_records_before_its_final_read(tiny, tmp_path, monkeypatch):
+    """Review st S3: sweep B's results were another training's than the one it computed, and it said nothing."""
+    configs, path, notes = _configs(tiny), tmp_path / "results.sqlite", []
+    read = Store.get_many
+
+    def replaced_first(self, keys):
+        monkeypatch.setattr(Store, "get_many", read)
+        with Store(path) as a:
+            sweep(configs, a)  # sweep A (mc, similarity) runs the training whole, replacing B's mc
+        return read(self, keys)
+
+    with Store(path) as b:
+        monkeypatch.setattr(Store, "get_many", replaced_first)
+        frame = sweep(configs[:1], b, on_note=notes.append)  # sweep B (mc only)
+        assert list(frame.train_seconds) == [r.train_seconds for r in b.all() if r.key == configs[0].key()]
+    assert any("replaced in the store meanwhile by another sweep" in n for n in notes)

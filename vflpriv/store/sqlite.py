@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
 from vflpriv.common.errors import ConfigError
@@ -168,14 +168,15 @@ class Store:
         one of fingerprint ``current`` (``RunRecord.canary_key``; '' in a record without canaries: none)."""
         return other_canary_key(self._stored(keys, record_field("canary_key")), current)
 
-    def settled(self, keys: list[str], *, since: float) -> set[str]:
-        """Keys whose record is final (``ok``, ``n/a``), or was written (by any sweep) at or after ``since``."""
+    def settled(self, keys: list[str], *, since: float, redo: Collection[str] = ()) -> set[str]:
+        """Keys whose record is final (``ok``, ``n/a``), or was written (by any sweep) at or after ``since``; one of
+        ``redo`` (stored before, to be recomputed) only the latter."""
         out: set[str] = set()
         for chunk, marks in in_chunks(keys):
             with self._lock:
                 rows = self._db.execute(f"SELECT key, status, updated FROM runs WHERE key IN ({marks})",
                                         chunk).fetchall()
-            out.update(k for k, status, updated in rows if status in FINAL or updated >= since)
+            out.update(k for k, status, updated in rows if (status in FINAL and k not in redo) or updated >= since)
         return out
 
     def forget(self, keys: list[str]) -> int:

@@ -116,8 +116,8 @@ def run_into_store(
     with Store(store_path) as store:
         if header is not None:  # everything checked: from here on, output is results
             console.print(header())
-        drop_damaged(store, configs, on_note=notes.append, replace_other_data=overwrite)
-        stored = sum(store.done(c.key()) for c in configs)
+        redo = set(drop_damaged(store, configs, on_note=notes.append, replace_other_data=overwrite))
+        stored = sum(store.done(c.key()) for c in configs if c.key() not in redo)  # the run replaces ``redo``
         console.print(f"{plural(len(configs), 'run')} on {plural(n_trainings, 'training')}: {stored} already in "
                       f"the store, {len(configs) - stored} to run")
         try:
@@ -125,7 +125,7 @@ def run_into_store(
                              quiet=not show_progress, jobs=jobs, label=label) as progress:
                 results = sweep(configs, store, jobs=jobs, backend=backend, address=address,
                                 runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append, on_start=started,
-                                on_schedule=progress.plan, on_tail=prepare, checked=True)
+                                on_schedule=progress.plan, on_tail=prepare, checked=True, redo=redo)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
@@ -308,7 +308,8 @@ def not_applicable_lines(results: pd.DataFrame) -> list[str]:
     held = {"labels": "the utility and the adversary's prior only"}  # a label prior is what it learns alone
     return [f"not applicable: {attack} ({phase}), {plural(len(rows), 'run')}: {reason}; its records hold "
             f"{held.get(secret, 'the utility only')}"
-            for (attack, phase, reason, secret), rows in runs.groupby(["attack", "phase", "error", "secret"], sort=False)]
+            for (attack, phase, reason, secret), rows
+            in runs.groupby(["attack", "phase", "error", "secret"], sort=False)]
 
 
 def applicable_attacks(runs: list[RunConfig]) -> tuple[list[RunConfig], list[tuple[str, str]]]:
