@@ -41,7 +41,7 @@ from pydantic import BaseModel
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.options import NoOptions
-from vflpriv.defenses.declarations import undeclared
+from vflpriv.defenses.declarations import declared_read, undeclared
 from vflpriv.engine.hooks import (
     ACTIVE_BATCH,
     ACTIVE_LOSS,
@@ -130,12 +130,13 @@ class Protection(DefensePoints, ABC):
     def label_reads(cls) -> tuple[str, ...]:
         """Why it reads the active party's labels, one clause each (``()``: it does not): declared (``reads_labels``),
         or code not vflpriv's own without ``reads_labels`` declared beside it (:meth:`undeclared_reads`)."""
-        return ("it reads them (reads_labels)",) * cls.reads_labels + cls.undeclared_reads("labels")
+        return ("it reads them (reads_labels)",) * declared_read(cls, "reads_labels") + cls.undeclared_reads("labels")
 
     @classmethod
     def feature_reads(cls) -> tuple[str, ...]:
         """Why it reads a passive party's features, one clause each (``()``: it does not), as :meth:`label_reads`."""
-        return ("it reads them (reads_features)",) * cls.reads_features + cls.undeclared_reads("features")
+        reads = ("it reads them (reads_features)",) * declared_read(cls, "reads_features")
+        return reads + cls.undeclared_reads("features")
 
     @classmethod
     def undeclared_reads(cls, secret: str) -> tuple[str, ...]:

@@ -34,3 +34,10 @@ def declared_secrets(defense: object) -> frozenset[str]:
     raise ConfigError(f"defense class {cls.__module__}.{cls.__qualname__}: its secrets are {value!r:.60}; give a "
                       f"set or frozenset of {', '.join(map(repr, SECRETS))} (the secrets it claims to protect), or an "
                       "empty one")
+
+
+def declared_read(cls: type, name: str) -> bool:
+    """Whether any class of ``cls``'s MRO declares the read ``name`` (``reads_labels``, ``reads_features``): a
+    subclass adds a read, never removes one (a code-free Marvell subclass saying ``reads_labels = False`` still solves
+    its noise from the labels: review l10 3)."""
+    return any(bool(vars(k).get(name, False)) for k in cls.__mro__)

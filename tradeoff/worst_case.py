@@ -12,7 +12,8 @@ from vflpriv.tradeoff.scores import GROUP, NAN, SECRET, listed, narrowed, scored
 WORST = "worst-case"
 #: What the worst case takes from one of its runs besides the accuracy (the rest of a record does not apply to it).
 _WORST_KEEP = ["variant", "strength", "seed", "status", "utility", "utility_metric", "num_classes", "strength_axis",
-               "strength_stronger", "strength_identity", "config", "epsilon", "epsilon_delta", "epsilon_features"]
+               "strength_stronger", "strength_identity", "config", "epsilon", "epsilon_delta", "epsilon_features",
+               "epsilon_features_delta"]
 #: The worst case's adversary where its candidates came from several (it is the worst over every adversary).
 ANY_ADVERSARY = "any"
 

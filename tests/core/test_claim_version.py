@@ -93,9 +93,10 @@ def _claim_sources() -> dict[str, str]:
              Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
              planning._reads, planning._check_label_readers, planning.plan_defenses, planning._check_backward,
              claims.claimed, claims.withheld, claims.record_claims, claims._guards, claims.foreign_accounting,
-             claims._runs, claims.claim_secrets, claims.accounting_class, claims._unrecorded, claims._uncovered]
+             claims._foreign_member, claims.keep_verdict, claims.claim_secrets, claims.accounting_class,
+             claims._unrecorded, claims._uncovered]
     members |= {f"vflpriv.runner.claims.{name}": repr(sorted(map(str, getattr(claims, name))))
-                for name in ("ACCOUNTING", "CLAIM_KEEPING", "_PYTHONS")}
+                for name in ("ACCOUNTING", "CLAIM_KEEPING", "_PYTHON_MEMBERS", "_PYTHONS")}
     members["vflpriv.data declarations"] = _loader_declarations()
     return members | {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
                       for p in parts}
@@ -122,7 +123,7 @@ def _loader_declarations() -> str:
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (5, "3753f359422aed0f")
+PINNED_CLAIM_RULES = (5, "0505816b26263cd6")
 
 
 def _digest() -> str:

@@ -28,7 +28,8 @@ def test_a_plugin_relabelling_embedding_dp_s_secrets_leaves_the_built_in_no_epsi
         "finetune": {"epochs": 1, "batch_size": 32}, "attack": {"name": "gc", "prior": "none"},
         "defenses": [{"name": "embedding-dp", "strength": 8.0, "party": 1, "sweep": True}]}))
     assert record.status == "ok" and math.isnan(record.epsilon) and math.isnan(record.epsilon_features)
-    assert "its code (EmbeddingDP.secrets (assigned since vflpriv defined it))" in record.notes
+    assert ("its class holds what vflpriv's own code does not (EmbeddingDP.secrets (assigned since vflpriv defined "
+            "it))") in record.notes
 
 
 NEGATIVE = StrengthAxis(name="epsilon", stronger="lower", identity=math.inf, low=-10.0, search=(0.05, 20.0))
@@ -45,7 +46,8 @@ def test_each_assigned_member_voids_the_claim(monkeypatch, owner, name, value, d
     instance = defense.__new__(defense)
     assert foreign_accounting(instance, "d") == "" and vflpriv_own(owner)
     monkeypatch.setattr(owner, name, value, raising=False)
-    assert f"d: its code ({owner.__name__}.{name} (assigned since vflpriv defined it))" in foreign_accounting(
+    assert (f"d: its class holds what vflpriv's own code does not ({owner.__name__}.{name} (assigned since vflpriv "
+            "defined it))") in foreign_accounting(
         instance, "d")
     assert not vflpriv_own(owner)  # its code mark keys the run apart from the built-in's
     monkeypatch.undo()

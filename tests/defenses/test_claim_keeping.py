@@ -1,4 +1,4 @@
-"""Reviews l9 L9-1 and L9-2: a plugin subclass of a DP defense keeps its epsilon only where it adds declarations
+"""Reviews l9 L9-1, L9-2 and l10 1-4: a plugin subclass of a DP defense keeps its epsilon only where it adds declarations
 (``vflpriv.runner.claims.CLAIM_KEEPING``) and no code: listing the members that decide a count missed some every time
 (embedding-dp's ``rows_checked``, dp-gaussian's ``backward``), and a verdict taken at planning was cleared by the
 plugin's code while it ran. The claim is judged again when the run is recorded."""
@@ -12,6 +12,8 @@ from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.dp_gaussian import GaussianDP
 from vflpriv.defenses.embedding_dp import EmbeddingDP
+from vflpriv.defenses.marvell import Marvell
+from vflpriv.runner.claims import foreign_accounting
 from vflpriv.runner.execution import run
 
 
@@ -69,13 +71,13 @@ def test_a_subclass_counting_fewer_uses_records_no_epsilon():
     assert math.isfinite(_run({"name": "dp-gaussian", "strength": 0.5}, "mc").epsilon)
     record = _run({"name": "t-half-count", "strength": 0.5}, "mc")
     assert math.isnan(record.epsilon)
-    assert "t-half-count: its code (HalfCount.backward()) is not vflpriv's own" in record.notes
+    assert "t-half-count: its class holds what vflpriv\'s own code does not (HalfCount.backward" in record.notes
 
 
 def test_a_subclass_clearing_the_planned_verdict_while_it_runs_records_no_epsilon():
     record = _run({"name": "t-clears-verdict", "strength": 8.0, "party": 1}, "fi-decoder", bn_recalibrate=True)
     assert math.isnan(record.epsilon_features)
-    assert "ClearsVerdict.passive_bottom()" in record.notes
+    assert "ClearsVerdict.passive_bottom" in record.notes
 
 
 def test_declarations_alone_keep_the_epsilon_and_other_class_data_does_not():
@@ -83,3 +85,61 @@ def test_declarations_alone_keep_the_epsilon_and_other_class_data_does_not():
     assert _run({"name": "t-described", "strength": 0.5}, "mc").epsilon == base.epsilon
     record = _run({"name": "t-wider-axis", "strength": 0.5}, "mc")
     assert math.isnan(record.epsilon) and "WiderAxis.axis" in record.notes
+
+
+class _SetOnRead:
+    """A descriptor under a kept name: a set read on the class, code run on the instance (review l10 1)."""
+
+    def __get__(self, obj, owner=None):
+        return frozenset({"labels"})
+
+
+class DescribedByCode(GaussianDP):
+    reads_labels = reads_features = False
+    secrets = _SetOnRead()
+
+
+class ClearsAndLeaves(EmbeddingDP):
+    """Clears the verdict, then deletes its own code: the class holds declarations only when the run is recorded."""
+
+    reads_labels = reads_features = False
+
+    def passive_bottom(self, party, bottom):
+        self.uncovered = ""
+        if "passive_bottom" in vars(type(self)):
+            del type(self).passive_bottom
+        return EmbeddingDP.passive_bottom(self, party, bottom)
+
+
+class QuietMarvell(Marvell):
+    """Declarations only: says Marvell's noise reads no labels (review l10 3)."""
+
+    reads_labels = False
+
+
+class MixedDP(Marvell, GaussianDP):
+    """vflpriv's own classes only, with Marvell's mechanism mixed into dp-gaussian's (review l10 4)."""
+
+
+for _name, _cls in (("t-described-by-code", DescribedByCode), ("t-clears-and-leaves", ClearsAndLeaves),
+                    ("t-quiet-marvell", QuietMarvell), ("t-mixed-dp", MixedDP)):
+    DEFENSES.register(_name, _cls)
+
+
+def test_a_kept_declaration_counts_only_as_plain_data():
+    record = _run({"name": "t-described-by-code", "strength": 0.5}, "mc")
+    assert math.isnan(record.epsilon) and "DescribedByCode.secrets" in record.notes
+
+
+def test_the_planned_verdict_holds_when_the_plugin_s_code_deletes_itself():
+    record = _run({"name": "t-clears-and-leaves", "strength": 8.0, "party": 1}, "fi-decoder", bn_recalibrate=True)
+    assert math.isnan(record.epsilon_features) and "ClearsAndLeaves.passive_bottom" in record.notes
+
+
+def test_a_subclass_declares_a_read_its_class_makes_and_cannot_take_it_back():
+    assert QuietMarvell.label_reads() == Marvell.label_reads() != ()
+
+
+def test_a_vflpriv_mechanism_mixed_in_beside_the_accounting_voids_the_claim():
+    reason = foreign_accounting(MixedDP.__new__(MixedDP), "t-mixed-dp")
+    assert "Marvell (mixed in beside GaussianDP's accounting)" in reason

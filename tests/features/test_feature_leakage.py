@@ -84,3 +84,13 @@ def test_a_feature_strength_whose_own_test_says_leaks_does_not_fall_to_the_prior
                           _spread(_record("fi-decoder", 0, 0.6, 0.0788, 0.0788), 0.001)])
     assert falls_to_prior(frame)["strength"] == 0.6
     assert falls_to_prior(frame[frame["strength"] == 0.55]) is None
+
+
+def test_the_worst_case_keeps_the_delta_of_every_epsilon_it_keeps():
+    """Review hunt H4: the worst-case rows kept the feature epsilon without its delta (read as pure epsilon-DP)."""
+    claim = {"epsilon": 2.0, "epsilon_delta": 1e-5, "epsilon_features": 41.6, "epsilon_features_delta": 1e-5}
+    frame = pd.DataFrame([{**_record(a, 0, 1.0, mse, 0.08), **claim}
+                          for a, mse in (("fi-decoder", 0.03), ("grn", 0.05))])
+    worst = worst_case_runs(frame)
+    for epsilon in ("epsilon", "epsilon_features"):
+        assert (worst[epsilon] == claim[epsilon]).all() and (worst[f"{epsilon}_delta"] == 1e-5).all(), epsilon

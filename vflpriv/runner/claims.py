@@ -5,6 +5,7 @@ holds (:func:`claimed`, :func:`record_claims`), with the notes where none is rec
 from __future__ import annotations
 
 import abc
+import weakref
 
 from vflpriv.common.declarations import assigned_since, vflpriv_own
 from vflpriv.defenses.base import Protection
@@ -19,42 +20,62 @@ ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claime
               "backpropagates", "rows_checked", "misread", "unchecked_foreign", "_foreign", "dp_sgd",
               "passive_backpropagates")
 
-#: What a class that is not vflpriv's own may define beside a vflpriv defense's accounting and keep its epsilon:
-#: declarations that run no code and change neither the mechanism nor its count (``secrets`` only narrow them:
-#: :func:`claim_secrets`), and what Python puts in every class. Any other member (a method, a property, an options
-#: model, data) makes the epsilon its author's word: listing the members that decide a count missed some every time
+#: What a class that is not vflpriv's own may define beside a vflpriv defense's accounting and keep its epsilon, each
+#: as plain data (no function, property or other descriptor: review l10 1): declarations that run no code and change
+#: neither the mechanism nor its count (``secrets`` only narrow them: :func:`claim_secrets`; a declared read only adds
+#: to the classes' above: ``Protection.label_reads``). Any other member (a method, a property, an options model, a
+#: strength axis) makes the epsilon its author's word: listing the members that decide a count missed some every time
 #: (reviews l8 L8-2, l9 L9-2: ``rows_checked``, dp-gaussian's ``backward``).
 CLAIM_KEEPING = frozenset({"secrets", "reads_labels", "reads_features", "anchor", "pays", "cost", "revision",
-                           "audit_strengths", "embedding_audit_strengths", "binary_only", "__module__", "__qualname__",
-                           "__doc__", "__dict__", "__weakref__", "__annotations__", "__abstractmethods__", "_abc_impl",
-                           "__firstlineno__", "__static_attributes__"})
+                           "audit_strengths", "embedding_audit_strengths", "binary_only"})
+#: What Python puts in a class of its own accord.
+_PYTHON_MEMBERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
+                             "__abstractmethods__", "_abc_impl", "__firstlineno__", "__static_attributes__"})
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
     """Why a claiming defense's epsilon is not vflpriv's computation, or '': a vflpriv class of its MRO whose members
-    were assigned since vflpriv defined it (review eps6 E4), a class of its MRO (or metaclass) that is not vflpriv's
-    own defining a member outside :data:`CLAIM_KEEPING`, or the instance holding a callable :data:`ACCOUNTING` member,
-    whatever the code declares it reads (reviews final14 F8, l9 L9-2)."""
+    were assigned since vflpriv defined it (review eps6 E4); a class of its MRO outside the accounting class's line
+    (neither its base nor its subclass: another defense's mechanism mixed in, vflpriv's own too: review l10 4), or not
+    vflpriv's own and defining anything but :data:`CLAIM_KEEPING` data, or a metaclass not vflpriv's; the instance
+    holding a callable in place of a class member or an :data:`ACCOUNTING` one, whatever the code declares it reads
+    (reviews final14 F8, l9 L9-2, l10 1)."""
     if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
         return ""
-    classes = [k for k in (*type(d).__mro__, *type(type(d)).__mro__) if k not in _PYTHONS]
+    line = accounting_class(d)
+    classes = [k for k in type(d).__mro__ if k not in _PYTHONS]
     found = [f"{data} (assigned since vflpriv defined it)" for k in classes for data in assigned_since(k)]
-    found += [f"{k.__name__}.{member}{'()' * _runs(value)}" for k in classes
-              if not vflpriv_own(k) and not assigned_since(k)
-              for member, value in sorted(vars(k).items()) if member not in CLAIM_KEEPING]
-    found += [f"self.{member}" for member in ACCOUNTING if callable(getattr(d, "__dict__", {}).get(member))]
-    listed = ", ".join(found[:6]) + f" and {len(found) - 6} more" * (len(found) > 6)
-    return (f"{name}: its code ({listed}) is not vflpriv's own and runs beside vflpriv's accounting, so the epsilon it "
-            "reports is its author's word, not a bound vflpriv computed") if found else ""
+    found += [f"{k.__name__} (mixed in beside {line.__name__}'s accounting)" for k in classes
+              if not issubclass(line, k) and not issubclass(k, line)]
+    found += [f"{k.__name__}.{member}" for k in (*classes, *type(type(d)).__mro__)
+              if k not in _PYTHONS and not vflpriv_own(k) and not assigned_since(k)
+              for member, value in sorted(vars(k).items()) if _foreign_member(member, value)]
+    own = getattr(d, "__dict__", {})
+    found += [f"self.{member}" for member, value in own.items()
+              if callable(value) and (member in ACCOUNTING or hasattr(type(d), member))]
+    listed = ", ".join(dict.fromkeys(found[:6])) + f" and {len(found) - 6} more" * (len(found) > 6)
+    return (f"{name}: its class holds what vflpriv's own code does not ({listed}) beside vflpriv's accounting, so the "
+            "epsilon it reports is its author's word, not a bound vflpriv computed") if found else ""
 
 
-def _runs(value: object) -> bool:
-    """Whether a class member is code (a function, a descriptor, a class), as a message names it."""
-    return callable(value) or hasattr(value, "__get__")
+def _foreign_member(member: str, value: object) -> bool:
+    """Whether a member of a class not vflpriv's own voids the claim: anything but Python's own and declared data."""
+    if member in _PYTHON_MEMBERS:
+        return False
+    return member not in CLAIM_KEEPING or callable(value) or hasattr(value, "__get__")
 
 
 #: Python's own classes in a defense's MRO and its metaclass's.
 _PYTHONS = frozenset({object, type, abc.ABC, abc.ABCMeta})
+
+#: The planner's verdict on each planned claiming defense, kept where the defense's own code does not write it: code
+#: clearing ``uncovered`` and then deleting itself restored the epsilon at record time (review l10 2).
+_PLANNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def keep_verdict(d: Protection, why: str) -> None:
+    """Keeps the planner's verdict ``why`` on ``d`` for :func:`claimed` (``''``: its claim holds as planned)."""
+    _PLANNED[d] = why
 
 
 def claim_secrets(d: Protection) -> frozenset[str]:
@@ -102,9 +123,10 @@ def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str]
 
 
 def _uncovered(d: Protection) -> str:
-    """Why ``d``'s claim does not hold, as planned (``uncovered``) or, judged again when the run is recorded, its
-    class's foreign code: a plugin's code clearing ``uncovered`` while it runs kept its epsilon (review l9 L9-1)."""
-    return d.uncovered or foreign_accounting(d, d.name)
+    """Why ``d``'s claim does not hold: as planned (kept by :func:`keep_verdict`), as its mechanism found while it ran
+    (``uncovered``), or judged again when the run is recorded (a plugin's code clearing ``uncovered``: review l9
+    L9-1)."""
+    return _PLANNED.get(d, "") or d.uncovered or foreign_accounting(d, d.name)
 
 
 def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:

@@ -23,7 +23,8 @@ OK, FAILED, NOT_APPLICABLE = feature_fields.STATUSES
 #: ``EmbeddingDP.secrets = {"labels"}`` recorded a label epsilon under 4: review eps6 E4), and a class member is no
 #: code only as an ``Options`` model of vflpriv's (a planted pydantic class as ``privacy_spent`` recorded 0.0: l8 3);
 #: a plugin subclass of a DP defense keeps its epsilon only with declarations and no code, judged again when the run
-#: is recorded (dp-gaussian's ``backward`` counting fewer uses recorded 25.93 for 41.65 under 4: l9 L9-1, L9-2).
+#: is recorded (dp-gaussian's ``backward`` counting fewer uses recorded 25.93 for 41.65 under 4: l9 L9-1, L9-2), a
+#: class mixed in beside the accounting class voids it, and a declared read cannot be taken back (l10 1-4).
 CLAIM_VERSION = 5
 
 
