@@ -307,8 +307,7 @@ def not_applicable_lines(results: pd.DataFrame) -> list[str]:
     runs = results[results["status"] == "n/a"]
     held = {"labels": "the utility and the adversary's prior only"}  # a label prior is what it learns alone
     return [f"not applicable: {attack} ({phase}), {plural(len(rows), 'run')}: {reason}; its records hold "
-            f"{held.get(secret, 'the utility only')}"
-            for (attack, phase, reason, secret), rows
+            f"{held.get(secret, 'the utility only')}" for (attack, phase, reason, secret), rows
             in runs.groupby(["attack", "phase", "error", "secret"], sort=False)]
 
 
