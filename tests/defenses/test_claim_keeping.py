@@ -1,17 +1,21 @@
-"""Reviews l9 L9-1, L9-2 and l10 1-4: a plugin subclass of a DP defense keeps its epsilon only where it adds declarations
+"""Reviews l9 L9-1, L9-2, l10 1-4 and acc A1: a plugin subclass of a DP defense keeps its epsilon only where it adds declarations
 (``vflpriv.runner.claims.CLAIM_KEEPING``) and no code: listing the members that decide a count missed some every time
 (embedding-dp's ``rows_checked``, dp-gaussian's ``backward``), and a verdict taken at planning was cleared by the
 plugin's code while it ran. The claim is judged again when the run is recorded."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
+import pickle
 
-from vflpriv.config.registry import DEFENSES
+from vflpriv.common.declarations import vflpriv_own
+from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.dp_gaussian import GaussianDP
 from vflpriv.defenses.embedding_dp import EmbeddingDP
+from vflpriv.defenses.label_dp import LabelDP
 from vflpriv.defenses.marvell import Marvell
 from vflpriv.runner.claims import foreign_accounting
 from vflpriv.runner.execution import run
@@ -143,3 +147,30 @@ def test_a_subclass_declares_a_read_its_class_makes_and_cannot_take_it_back():
 def test_a_vflpriv_mechanism_mixed_in_beside_the_accounting_voids_the_claim():
     reason = foreign_accounting(MixedDP.__new__(MixedDP), "t-mixed-dp")
     assert "Marvell (mixed in beside GaussianDP's accounting)" in reason
+
+
+class EmptyLabelDP(LabelDP):
+    """Nothing of its own: it keeps label-dp's claim."""
+
+
+def test_a_copied_or_pickled_instance_keeps_its_class_s_claim():
+    """Review acc A1: the first copy or pickle of an instance adds ``__slotnames__`` to its class, which read as a
+    member assigned since vflpriv defined it (label-dp 1: epsilon 1.0 -> nan, its key moved)."""
+    for cls in (LabelDP, EmptyLabelDP):
+        instance = cls.__new__(cls)
+        copy.copy(instance)
+        pickle.dumps(instance)
+        assert "__slotnames__" in vars(cls)
+        assert foreign_accounting(instance, "d") == "", cls
+    method = METHODS.get("splitnn")
+    copy.deepcopy(method(method.Options()))
+    assert vflpriv_own(LabelDP) and vflpriv_own(method)
+
+
+def test_data_assigned_to_the_hook_points_base_voids_the_claim(monkeypatch):
+    """Review acc A2: ``DefensePoints`` kept no snapshot, so data assigned to it went unseen (functions were)."""
+    from vflpriv.engine.hooks import DefensePoints
+
+    instance = LabelDP.__new__(LabelDP)
+    monkeypatch.setattr(DefensePoints, "planted", 1, raising=False)
+    assert "DefensePoints.planted (assigned since vflpriv defined it)" in foreign_accounting(instance, "d")

@@ -63,8 +63,9 @@ def vflpriv_own(k: type) -> bool:
 #: Per class created in a module of vflpriv's folders (:func:`keep_defined`), its members as that module defined them.
 _DEFINED: weakref.WeakKeyDictionary[type, dict[str, object]] = weakref.WeakKeyDictionary()
 
-#: What Python's ``abc`` sets on a class after ``__init_subclass__`` ran (as its module defined it all the same).
-_SET_AFTER = frozenset({"__abstractmethods__", "_abc_impl"})
+#: What Python sets on a class after ``__init_subclass__`` ran (``abc``; ``copyreg`` at the first copy or pickle of an
+#: instance: review acc A1), as its module defined it all the same.
+_SET_AFTER = frozenset({"__abstractmethods__", "_abc_impl", "__slotnames__"})
 _ABSENT = object()
 
 

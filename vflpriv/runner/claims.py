@@ -30,7 +30,8 @@ CLAIM_KEEPING = frozenset({"secrets", "reads_labels", "reads_features", "anchor"
                            "audit_strengths", "embedding_audit_strengths", "binary_only"})
 #: What Python puts in a class of its own accord.
 _PYTHON_MEMBERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
-                             "__abstractmethods__", "_abc_impl", "__firstlineno__", "__static_attributes__"})
+                             "__abstractmethods__", "_abc_impl", "__firstlineno__", "__static_attributes__",
+                             "__slotnames__"})
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
