@@ -27,7 +27,9 @@ def _record(run):
                    leakage=0.3, strength_axis="sigma", epsilon=10.7, epsilon_delta=1e-5, n_targets=4)
 
 
-EDITS = {"defense": {"defense": "none", "strength": 0.0}, "method": {"method": "no-such-method"},
+#: Each edit of a naming field (the undefended one without its epsilon, which alone is damage: H6).
+UNDEFENDED = {"defense": "none", "strength": 0.0, "epsilon": float("nan"), "epsilon_delta": float("nan")}
+EDITS = {"defense": UNDEFENDED, "method": {"method": "no-such-method"},
          "strength": {"strength": 99.0}, "seed": {"seed": 1}, "adversary": {"adversary": "server"},
          "dataset": {"dataset": "breast-cancer"}}
 
@@ -46,7 +48,7 @@ def test_a_record_naming_another_run_than_its_settings_is_left_out_of_the_tables
 def test_a_resume_recomputes_a_record_naming_another_run_and_keeps_the_rest(tmp_path):
     first, second = _runs()
     store = Store(tmp_path / "results.sqlite")
-    store.put_many([replace(_record(first), defense="none", strength=0.0), _record(second)])
+    store.put_many([replace(_record(first), **UNDEFENDED), _record(second)])
     notes = []
     drop_damaged(store, [first, second], on_note=notes.append)
     assert store.get(first.key()) is None and store.get(second.key()) is not None

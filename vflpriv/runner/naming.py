@@ -1,18 +1,26 @@
 """What a run's record names of it (method, dataset, attack, swept defense, phase, strength, seed, secret and roles),
 from its settings in one place: written into each new record (``execution.blank_record``) and compared with a stored
 record's own settings wherever one is read (tables, resume), so that a coordinate edited by hand reads as a damaged
-record, not as another run (review hunt H5)."""
+record, not as another run (review hunt H5); likewise an epsilon no defense of its settings can claim (H6). An
+epsilon lowered by hand within what its defenses can claim is not caught: only recomputing the accountant would."""
 
 from __future__ import annotations
 
+import math
+
 from vflpriv.common.errors import VflprivError
-from vflpriv.common.secret_kinds import LABELS
-from vflpriv.config.registry import ATTACKS
+from vflpriv.common.secret_kinds import FEATURES, LABELS
+from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import own_strength_option
 from vflpriv.engine import SERVER
+from vflpriv.defenses.base import Protection
+from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.runner.adversaries import parties_of
 
+#: Each epsilon a record carries and whether a defense claiming ``secrets`` records it (``claims.record_claims``: a label
+#: epsilon from a defense claiming the labels alone, a feature epsilon from one claiming the features).
+CLAIMS = {"epsilon": lambda secrets: secrets == {LABELS}, "epsilon_features": lambda secrets: FEATURES in secrets}
 #: The fields naming who attacks whom: compared only where the current code resolves them (not for an attack plugin
 #: that is not installed here, whose secret it cannot know).
 ROLES = ("secret", "adversary", "victim")
@@ -56,3 +64,24 @@ def misnamed(record, cfg: RunConfig) -> str:
         if name not in skip and found != value:  # NaN differs from every strength
             return f"its {name} is {found!r:.40}, where its settings say {value!r:.40}"
     return ""
+
+
+def unclaimable(record, cfg: RunConfig) -> str:
+    """Which epsilon of ``record`` no defense of its settings ``cfg`` can record (:data:`CLAIMS`: none where no class
+    of the defense computes one, as nopeek's), or ''; '' where a defense is unknown here (its claims are unknown)."""
+    try:
+        claims = [_secrets_claimed(DEFENSES.get(d.name)) for d in cfg.defenses]
+    except VflprivError:
+        return ""
+    for name, records in CLAIMS.items():
+        if not math.isnan(getattr(record, name)) and not any(records(secrets) for secrets in claims):
+            defenses = ", ".join(d.name for d in cfg.defenses) or "none"
+            return f"it carries an {name} that no defense of its settings ({defenses}) claims"
+    return ""
+
+
+def _secrets_claimed(cls: type) -> frozenset[str]:
+    """The secrets an epsilon of defense class ``cls`` is recorded under, as ``claims.claim_secrets`` judges an
+    instance: those of the class computing it narrowed to ``cls``'s; none where only ``Protection`` defines it."""
+    accounting = next(k for k in cls.__mro__ if "privacy_spent" in vars(k))
+    return frozenset() if accounting is Protection else declared_secrets(accounting) & declared_secrets(cls)
