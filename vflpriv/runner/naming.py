@@ -18,8 +18,8 @@ from vflpriv.defenses.base import Protection
 from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.runner.adversaries import parties_of
 
-#: Each epsilon a record carries and whether a defense claiming ``secrets`` records it (``claims.record_claims``: a label
-#: epsilon from a defense claiming the labels alone, a feature epsilon from one claiming the features).
+#: Each epsilon a record carries and whether a defense claiming ``secrets`` records it (``claims.record_claims``: a
+#: label epsilon from a defense claiming the labels alone, a feature epsilon from one claiming the features).
 CLAIMS = {"epsilon": lambda secrets: secrets == {LABELS}, "epsilon_features": lambda secrets: FEATURES in secrets}
 #: The fields naming who attacks whom: compared only where the current code resolves them (not for an attack plugin
 #: that is not installed here, whose secret it cannot know).
