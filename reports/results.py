@@ -49,7 +49,12 @@ def load_results(store: Path | str) -> pd.DataFrame:
                               f"run {found.damaged[0][0]}: {found.damaged[0][1]})")
         raise ConfigError(f"results store {path} holds no runs; write runs into it with evaluate, sweep or audit")
     readings = {id(r): _reading(r) for r in found.records}  # each record's settings parsed and spelled once
-    records, superseded = current_records(found.records, written=found.written, readings=readings)
+    damaged = found.damaged + [(r.key, readings[id(r)].problem) for r in found.records if readings[id(r)].problem]
+    records = [r for r in found.records if not readings[id(r)].problem]
+    if not records:
+        raise ConfigError(f"every record of results store {path} is damaged ({len(damaged)}; the first, run "
+                          f"{damaged[0][0]}: {damaged[0][1]})")
+    records, superseded = current_records(records, written=found.written, readings=readings)
     mixed = {key for keys in mixed_trainings(records).values() for key in keys}  # two trainings: never pooled
     records = [r for r in records if r.key not in mixed]
     if not records:  # review fe3 F5: empty tables at exit 0 otherwise
@@ -58,7 +63,7 @@ def load_results(store: Path | str) -> pd.DataFrame:
                           "retrains each whole")
     frame = with_variants(pd.DataFrame([_as_run(r, readings[id(r)]).to_dict() for r in records],
                                        columns=RunRecord.columns()))
-    frame.attrs["damaged"] = found.damaged
+    frame.attrs["damaged"] = damaged
     frame.attrs["superseded"] = superseded
     frame.attrs["mixed"] = sorted(mixed)
     return frame
@@ -131,20 +136,22 @@ def _point(record: RunRecord) -> tuple:
 @dataclass(frozen=True)
 class Reading:
     """A record's settings as the current code reads them (``settings``) and in their one spelling (``spelled``,
-    ``tradeoff.spelling``); both None where it cannot read them."""
+    ``tradeoff.spelling``), both None where it cannot read them; what the record says that they do not (``problem``:
+    a damaged record, ``tradeoff.spelling.disagreement``)."""
 
     settings: Any = None
     spelled: Any = None
+    problem: str = ""
 
 
 def _reading(record: RunRecord) -> Reading:
     """``record``'s settings parsed and spelled: once per record, for :func:`current_records` and :func:`_as_run`."""
     from vflpriv.config.schema import RunConfig
-    from vflpriv.tradeoff.spelling import one_spelling  # the registries: only where records are read
+    from vflpriv.tradeoff.spelling import disagreement, one_spelling  # the registries: only where records are read
 
     try:
         settings = RunConfig.model_validate_json(record.config)
-        return Reading(settings, one_spelling(settings))
+        return Reading(settings, one_spelling(settings), disagreement(record, settings))
     except Exception:  # noqa: BLE001 - settings the current code cannot read
         return Reading()
 

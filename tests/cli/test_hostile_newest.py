@@ -142,28 +142,35 @@ def test_an_audit_defense_no_attack_is_judged_under_is_said_not_dropped():
 
 
 def test_a_table_of_runs_on_different_data_warns(tmp_path):
+    from dataclasses import replace
+
+    from vflpriv.config.sweep import ExperimentConfig
+    from vflpriv.runner.execution import blank_record
     from vflpriv.store.records import RunRecord
     from vflpriv.store.sqlite import Store
 
-    def record(seed: int, data: str) -> RunRecord:
-        return RunRecord(key=f"k{seed}", method="splitnn", dataset="digits", attack="mc", defense="iso",
-                         phase="finetune", strength=1.0, seed=seed, training_key=f"t{seed}", utility=0.8,
-                         attack_accuracy=0.3, prior_accuracy=0.2, leakage=0.1, num_classes=10,
-                         utility_metric="accuracy", data_fingerprint=data,
-                         config=json.dumps({"partition": {"adversary": 1}}))
+    def record(seed: int, data: str) -> RunRecord:  # named by its settings, as the runner names it (review hunt H5)
+        run = ExperimentConfig.model_validate({"attack": {"name": "mc"}, "strengths": [1.0],
+                                               "seeds": [seed]}).runs()[0]
+        return replace(blank_record(run), key=f"k{seed}", training_key=f"t{seed}", utility=0.8, attack_accuracy=0.3,
+                       prior_accuracy=0.2, leakage=0.1, num_classes=10, utility_metric="accuracy", data_fingerprint=data)
 
     for name, data in (("same", ""), ("other", "ab" * 32)):
         with Store(tmp_path / f"{name}.sqlite") as store:
             store.put_many([record(0, ""), record(1, data)])
         result = CliRunner().invoke(app, ["table", str(tmp_path / f"{name}.sqlite"), "--out", str(tmp_path / name)])
         assert result.exit_code == 0, result.output
-        warned = "the runs of digits were computed on 2 different data" in result.output
+        warned = "were computed on 2 different data" in result.output
         assert warned == (name == "other"), result.output
     with Store(tmp_path / "parties.sqlite") as store:  # other parties, other fingerprint by design: no warning
-        store.put_many([dataclasses.replace(record(seed, "ab" * seed), config=json.dumps(
-            {"dataset": {"name": "digits"}, "partition": {"parties": 2 + seed}})) for seed in (0, 1)])
+        settings = [json.loads(record(seed, "").config) for seed in (0, 1)]
+        for seed, run in enumerate(settings):
+            run["partition"]["parties"] = 2 + seed
+        store.put_many([dataclasses.replace(record(seed, "ab" * seed), config=json.dumps(settings[seed]))
+                        for seed in (0, 1)])
     result = CliRunner().invoke(app, ["table", str(tmp_path / "parties.sqlite"), "--out", str(tmp_path / "p")])
     assert result.exit_code == 0 and "different data" not in result.output, result.output
+    assert "damaged" not in result.output, result.output
 
 
 @pytest.mark.parametrize("labels", ["uniform", "pair"])

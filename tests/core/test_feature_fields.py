@@ -20,6 +20,7 @@ def _record(n: int = 12, shape=(1, 3, 4)) -> RunRecord:
     images = [torch.rand(n, *shape, generator=g) for _ in range(3)]
     return RunRecord(key="k", method="splitnn", dataset="d", attack="fi-decoder", defense="none", phase="finetune",
                      strength=0.0, seed=0, secret="features", adversary="1", victim="0", status="ok", n_targets=n,
+                     num_classes=10,
                      attack_errors=json.dumps(attack.tolist()), prior_errors=json.dumps(prior.tolist()),
                      feature_mse=float(attack.double().mean()), prior_mse=float(prior.double().mean()),
                      feature_examples=examples(*images))

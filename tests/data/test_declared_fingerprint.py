@@ -61,12 +61,13 @@ def test_a_stored_epsilon_of_another_declaration_is_not_resumed(plugin, tiny, tm
 def test_both_data_messages_tell_marked_fingerprints_apart(tmp_path):
     """Review fe3 F4: both messages cut a fingerprint to its first 12-16 characters, the declaration's marker for a
     marked plugin, so two data printed alike; and a changed declaration alone was called only other data."""
-    import json
+    from dataclasses import replace
 
     from typer.testing import CliRunner
 
     from vflpriv.cli import app
-    from vflpriv.store.records import RunRecord
+    from vflpriv.config.sweep import ExperimentConfig
+    from vflpriv.runner.execution import blank_record
     from vflpriv.store.verification import other_data
     from vflpriv.tradeoff.sweep import refuse_other_data
 
@@ -81,12 +82,11 @@ def test_both_data_messages_tell_marked_fingerprints_apart(tmp_path):
         refuse_other_data([("k", declared)], where="s.sqlite")
     assert "or --overwrite to recompute them" in str(refused.value)  # review hunt H9: docs/plugins.md names it
     with Store(tmp_path / "s.sqlite") as store:
-        store.put_many([RunRecord(key=f"k{seed}", method="splitnn", dataset="digits", attack="mc", defense="iso",
-                                  phase="finetune", strength=1.0, seed=seed, training_key=f"t{seed}", utility=0.8,
-                                  attack_accuracy=0.3, prior_accuracy=0.2, leakage=0.1, num_classes=10,
-                                  utility_metric="accuracy", data_fingerprint=data,
-                                  config=json.dumps({"partition": {"adversary": 1}}))
-                        for seed, data in enumerate((stored, now))])
+        runs = ExperimentConfig.model_validate({"attack": {"name": "mc"}, "strengths": [1.0], "seeds": [0, 1]}).runs()
+        store.put_many([replace(blank_record(run), key=f"k{seed}", training_key=f"t{seed}", utility=0.8,
+                                attack_accuracy=0.3, prior_accuracy=0.2, leakage=0.1, num_classes=10,
+                                utility_metric="accuracy", data_fingerprint=data)  # named as the runner names it
+                        for seed, (run, data) in enumerate(zip(runs, (stored, now)))])
     result = CliRunner().invoke(app, ["table", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o")])
     listed = result.output.split("(data_fingerprint ")[1].split("), pooled")[0]
     assert len(set(listed.split(", "))) == 2, result.output

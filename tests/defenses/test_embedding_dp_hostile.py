@@ -29,7 +29,7 @@ def test_an_infinite_feature_epsilon_reads_back_infinite_from_the_store(tmp_path
 
     record = RunRecord(key="k", method="splitnn", dataset="digits", attack="fi-decoder", defense="embedding-dp",
                        phase="finetune", strength=1e-300, seed=0, epsilon_features=math.inf, epsilon_features_delta=1e-5,
-                       leakage=-math.inf)
+                       leakage=-math.inf, num_classes=10)
     with Store(tmp_path / "r.sqlite") as store:
         store.put(record)
         again = store.get("k")

@@ -59,7 +59,8 @@ def test_a_record_with_impossible_canary_fields_is_damaged(edit):
 
 
 @pytest.mark.parametrize("fields", [{}, {"canaries": 0, "canary_counts": "", "canary_guesses": 0},
-                                    {"epsilon": math.inf, "epsilon_delta": 1e-5}, {"epsilon": math.nan},
+                                    {"epsilon": math.inf, "epsilon_delta": 1e-5},
+                                    {"epsilon": math.nan, "epsilon_delta": math.nan},
                                     {"canary_classes": 0}, {"canary_counts": ""}, {"epsilon_lower_delta": math.nan}])
 def test_records_an_audit_writes_still_read(fields):
     """What vflpriv writes (no canaries, no claim, an infinite claim, an older record without counts or classes)."""

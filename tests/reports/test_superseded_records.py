@@ -18,7 +18,7 @@ from vflpriv.store.sqlite import Store
 def _record(run, key: str, accuracy: float) -> RunRecord:
     config = json.dumps(run.as_read().model_dump(mode="json"), sort_keys=True)
     return RunRecord(key=key, training_key=run.training_key(), method=run.method.name, dataset=run.dataset.name,
-                     attack=run.attack.name, defense="iso",
+                     attack=run.attack.name, defense="iso", adversary="1",
                      phase="finetune", strength=float(run.swept.strength or 0.0), strength_axis="lambda",
                      strength_stronger="higher", strength_identity=0.0, num_classes=10, seed=run.seed, utility=0.8,
                      attack_accuracy=accuracy, prior_accuracy=0.1, leakage=accuracy - 0.1, config=config)

@@ -25,7 +25,7 @@ from vflpriv.common.errors import ChannelViolation, DivergedError, VflprivError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash, loaded_code, plugin_code
-from vflpriv.config.registry import ATTACKS, DEFENSES
+from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import LABEL_FIELDS, RunConfig, TrainingConfig
 from vflpriv.data.load import data_of
 from vflpriv.defenses.declarations import declared_secrets
@@ -34,7 +34,6 @@ from vflpriv.engine import (
     FINETUNE,
     INFERENCE,
     PRETRAIN,
-    SERVER,
     Channel,
     CombinedHooks,
     DefenseChain,
@@ -48,12 +47,12 @@ from vflpriv.methods.base import Method, own_code, pretraining_reads_labels
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.training import require_finite
-from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
 from vflpriv.runner.claims import claimed, record_claims, withheld
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.handed import changed_in_place, tensors_digest
+from vflpriv.runner.naming import named
 from vflpriv.runner.planning import Plan, plan
 from vflpriv.store import cache
 from vflpriv.store.secrets import canary_key, fingerprint
@@ -366,25 +365,5 @@ def pretrain_key(config: TrainingConfig, method: Method | type) -> str:
 
 
 def blank_record(cfg: RunConfig) -> RunRecord:
-    """A record naming the run (its keys, method, dataset, attack, its secret, adversary and victim, swept defense and
-    strength, seed, config)."""
-    swept = cfg.swept
-    secret, adversary, victim = roles_of(cfg)
-    return RunRecord(
-        key=cfg.key(), training_key=cfg.training_key(), method=cfg.method.name, dataset=cfg.dataset.name,
-        secret=secret, adversary=adversary, victim=victim,
-        attack=cfg.attack.name, defense=swept.name if swept else "+".join(d.name for d in cfg.defenses) or "none",
-        phase=cfg.attack.phase, strength=swept.strength if swept and swept.strength is not None else 0.0, seed=cfg.seed,
-        canaries=cfg.partition.canaries,
-        config=cfg.recorded(),
-    )
-
-
-def roles_of(cfg: RunConfig) -> tuple[str, str, str]:
-    """(secret, adversary, victim) of a run as its record names them ("server" for the server, "" for no victim)."""
-    try:
-        secret = getattr(ATTACKS.get(cfg.attack.name), "secret", "labels")
-        party, victim = parties_of(cfg, secret, parties=cfg.partition.parties)
-    except VflprivError:  # the planner says what is wrong; a record only names what it can
-        return "labels", str(cfg.partition.adversary), ""
-    return secret, "server" if party == SERVER else str(party), "" if victim is None else str(victim)
+    """A record naming the run (its keys, and what ``naming.named`` derives from its settings), with its config."""
+    return RunRecord(key=cfg.key(), training_key=cfg.training_key(), config=cfg.recorded(), **named(cfg))

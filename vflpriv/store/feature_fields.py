@@ -1,8 +1,9 @@
 """What no run writes into a record's run and feature fields (:class:`vflpriv.store.records.RunRecord`): an unknown
-status, phase or secret, a config that is not a JSON object, a utility or accuracy outside [0, 1], a victim on a label
-record, roles that are not party indices or an adversary that is its own victim, per-target outcomes that are not
-one 0 or 1 per target, and on a scored feature record a non-finite MSE, per-target errors that are not one squared
-error (a number >= 0) per target, or an image grid that is not what the runner writes. Checked beside
+status, phase or secret, a seed its settings refuse, a NaN or negative strength, fewer than 2 classes (review hunt H7),
+a config that is not a JSON object, a utility or accuracy outside [0, 1], a victim on a label record, roles that are
+not party indices or an adversary that is its own victim, per-target outcomes that are not one 0 or 1 per target, and
+on a scored feature record a non-finite MSE, per-target errors that are not one squared error (a number >= 0) per
+target, or an image grid that is not what the runner writes. Checked beside
 ``canary_fields`` on every record read (``RunRecord.from_json``), so a store read sets such a record aside as damaged
 (a hand edit).
 
@@ -19,6 +20,7 @@ import math
 import re
 
 from vflpriv.common.secret_kinds import LABELS, SECRETS
+from vflpriv.config.options import MAX_INT
 
 #: Run outcomes (``records.OK`` and the others) and the phases a record's attack may attack.
 STATUSES = ("ok", "failed", "n/a")
@@ -42,6 +44,13 @@ def problem(record) -> str:
                                ("secret", record.secret, SECRETS)):
         if value not in valid:
             return f"its {name} is {value!r:.40}; a record's {name} is {' or '.join(valid)}"
+    if not 0 <= record.seed <= MAX_INT:
+        return f"its seed {record.seed} is outside 0..{MAX_INT} (the seeds a run's settings accept)"
+    if not record.strength >= 0:  # NaN too; +inf is an epsilon axis's identity
+        return f"its strength ({record.strength:.6g}) is not a number >= 0 (a defense's strength)"
+    if record.num_classes < 0 or record.num_classes == 1 or (record.num_classes == 0 and record.status != "failed"):
+        return (f"its num_classes is {record.num_classes}; a run's data has 2 or more (0: a run that failed before "
+                "its data loaded)")
     if record.config and not isinstance(_json(record.config), dict):
         return "its config is not a JSON object"
     for name in RATES:

@@ -234,7 +234,7 @@ class RunRecord:
         if renamed := RENAMED_AXES.get((kept.get("defense"), kept.get("strength_axis"))):
             kept["strength_axis"] = renamed
         record = cls(**kept)
-        impossible = canary_fields.problem(kept) or feature_fields.problem(record)  # every field no run writes
+        impossible = canary_fields.problem(kept) or feature_fields.problem(record) or _claim_problem(record)
         if impossible:
             raise ValueError(impossible)
         return record
@@ -247,6 +247,26 @@ class RunRecord:
 #: Strength axes renamed under an unchanged mechanism, (defense, stored name) -> its name now: a stored record reads
 #: with the name, so an old store names no claim that is none and its seeds join the new ones (reviews eps F6, eps2 G2).
 RENAMED_AXES = {("grad-perturb", "epsilon"): "laplace_eps"}
+
+#: Each epsilon a run records with its delta (0: a pure-epsilon claim): one is never written without the other.
+CLAIM_PAIRS = (("epsilon", "epsilon_delta"), ("epsilon_features", "epsilon_features_delta"))
+
+
+def _claim_problem(record: RunRecord) -> str:
+    """What no run writes into a claim of the current rules ('' if nothing; an earlier rules' epsilon is withheld,
+    :func:`stale_claim`): an epsilon without its delta in [0, 1) or a delta without its epsilon (review hunt H6), an
+    epsilon on an undefended run. Which defense may claim which epsilon is judged against the record's settings
+    (``runner.naming.unclaimable``); an epsilon lowered by hand is caught only by recomputing it."""
+    if record.claim_version != CLAIM_VERSION:
+        return ""
+    for epsilon, delta in CLAIM_PAIRS:
+        value = getattr(record, delta)
+        if math.isnan(getattr(record, epsilon)) != math.isnan(value) or value >= 1:
+            return f"its {epsilon} ({getattr(record, epsilon):.6g}) and {delta} ({value:.6g}) are not a claim"
+        if record.defense == "none" and not math.isnan(value):
+            return f"it is undefended and carries an {epsilon}"
+    return ""
+
 
 #: How :meth:`RunRecord.to_json` writes an infinite number (strict JSON has none).
 _INFINITIES = ("inf", "-inf")

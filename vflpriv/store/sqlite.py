@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 
 from vflpriv.common.errors import ConfigError
@@ -134,10 +134,16 @@ class Store:
         checked = (stored(key, text, lists=True) for key, text in rows)
         return [record for record, problem in checked if not problem]
 
-    def drop_damaged(self, keys: list[str]) -> list[tuple[str, str]]:
-        """Verify the stored records of ``keys`` and delete each that does not check out (so the sweep
-        recomputes it); returns (key, what was wrong) for each one deleted."""
-        damaged = [(key, problem) for key, text in self._stored(keys) if (problem := stored(key, text, lists=True)[1])]
+    def drop_damaged(self, keys: list[str], *, check: Callable[[str, RunRecord], str] = lambda *_: ""
+                     ) -> list[tuple[str, str]]:
+        """Verify the stored records of ``keys`` (and each that reads by ``check``: what is wrong with the record of
+        a key, or '') and delete each that does not check out (so the sweep recomputes it); returns (key, what was
+        wrong) for each one deleted."""
+        damaged = []
+        for key, text in self._stored(keys):
+            record, problem = stored(key, text, lists=True)
+            if problem or (problem := check(key, record)):
+                damaged.append((key, problem))
         self.forget([key for key, _ in damaged])
         return damaged
 

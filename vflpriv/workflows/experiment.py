@@ -150,13 +150,16 @@ def stored_keys(store_path: Path, configs: list[RunConfig]) -> set[str]:
     from vflpriv.data.load import data_by_key
     from vflpriv.store.sqlite import FINAL, read_store
     from vflpriv.store.trainings import partly_stored
+    from vflpriv.tradeoff.spelling import disagreement
 
     if not store_path.is_file() or store_path.stat().st_size == 0:
         return set()
     data = data_by_key(configs)
     other = {key for key, _ in [*stored_other_data(store_path, data),
                                 *stored_other_canary_key(store_path, list(data), current_fingerprint())]}
-    final = [r for r in read_store(store_path).records if r.status in FINAL]
+    by_key = {c.key(): c for c in configs}
+    final = [r for r in read_store(store_path).records if r.status in FINAL and r.key in by_key
+             and not disagreement(r, by_key[r.key])]  # what the run's settings do not say: recomputed (review hunt H5)
     partial = set(partly_stored(configs, final))  # the run recomputes those (review fe2 R1)
     return {r.key for r in final if r.key in data and r.key not in other | partial}
 

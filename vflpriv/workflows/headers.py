@@ -27,14 +27,14 @@ def partition_line(config: TrainingConfig, *, labels: bool = True) -> str:
 
 def secrets_of(runs: list[RunConfig]) -> set[str]:
     """The secrets ``runs`` attack: ``labels`` (the active party's) and ``features`` (a party's)."""
-    from vflpriv.runner.execution import roles_of
+    from vflpriv.runner.naming import roles_of
 
     return {roles_of(run)[0] for run in runs}
 
 
 def feature_lines(runs: list[RunConfig]) -> list[str]:
     """Who attacks whose features, and what it knows, for each feature attack among ``runs``."""
-    from vflpriv.runner.execution import roles_of
+    from vflpriv.runner.naming import roles_of
 
     seen = {}
     for run in runs:

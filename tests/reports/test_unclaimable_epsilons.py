@@ -1,0 +1,66 @@
+"""Review hunt H6: a record's epsilon was never checked against what its defenses can claim: a feature epsilon on an
+undefended or nopeek record, a label epsilon on an embedding-dp one, an epsilon without its delta were tabled as
+claims. Such a record is damaged: left out of the tables with a warning, recomputed on resume. (An epsilon lowered
+by hand is not caught: only recomputing the accountant would.)"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from vflpriv.config.sweep import ExperimentConfig
+from vflpriv.reports.results import load_results
+from vflpriv.runner.execution import blank_record
+from vflpriv.store.sqlite import Store
+from vflpriv.tradeoff.sweep import drop_damaged
+
+
+def _run(defense: str | None):
+    defenses = [{"name": defense, "sweep": True}] if defense else []
+    return ExperimentConfig.model_validate({"attack": {"name": "fi-decoder"}, "defenses": defenses, "seeds": [0],
+                                            **({"strengths": [0.5]} if defense else {})}).runs()[0]
+
+
+def _record(defense: str | None, **claims):
+    """A scored feature record as the runner writes it, with ``claims``."""
+    return replace(blank_record(_run(defense)), num_classes=10, utility=0.8, status="n/a", **claims)
+
+
+FEATURE_EPSILON = {"epsilon_features": 0.5, "epsilon_features_delta": 1e-5}
+EDITS = {"feature epsilon undefended": (None, FEATURE_EPSILON, "it is undefended and carries an epsilon_features"),
+         "feature epsilon on nopeek": ("nopeek", FEATURE_EPSILON,
+                                       "it carries an epsilon_features that no defense of its settings (nopeek)"),
+         "label epsilon on embedding-dp": ("embedding-dp", {"epsilon": 0.5, "epsilon_delta": 1e-5},
+                                           "it carries an epsilon that no defense of its settings (embedding-dp)"),
+         "epsilon without delta": ("embedding-dp", {"epsilon_features": 534.9},
+                                   "its epsilon_features (534.9) and epsilon_features_delta (nan) are not a claim"),
+         "delta without epsilon": ("embedding-dp", {"epsilon_delta": 1e-5},
+                                   "its epsilon (nan) and epsilon_delta (1e-05) are not a claim"),
+         "delta of 1": ("embedding-dp", {**FEATURE_EPSILON, "epsilon_features_delta": 1.0}, "are not a claim")}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_an_epsilon_its_defenses_cannot_claim_is_a_damaged_record(tmp_path, edit):
+    defense, claims, why = EDITS[edit]
+    kept = _record("embedding-dp", **FEATURE_EPSILON)
+    store = Store(tmp_path / "results.sqlite")
+    store.put_many([_record(defense, **claims), replace(kept, key="k" * 20)])
+    frame = load_results(tmp_path / "results.sqlite")
+    assert list(frame["key"]) == ["k" * 20] and frame.attrs["damaged"][0][0] != "k" * 20
+    assert why in frame.attrs["damaged"][0][1]
+
+
+def test_a_resume_recomputes_a_record_whose_defense_cannot_claim_its_epsilon(tmp_path):
+    store = Store(tmp_path / "results.sqlite")
+    store.put(_record("nopeek", **FEATURE_EPSILON))
+    notes = []
+    drop_damaged(store, [_run("nopeek")], on_note=notes.append)
+    assert store.get(_run("nopeek").key()) is None and "no defense of its settings (nopeek)" in notes[0]
+
+
+@pytest.mark.parametrize("defense", ["embedding-dp", None])
+def test_the_claims_a_run_writes_are_read(tmp_path, defense):
+    Store(tmp_path / "results.sqlite").put(_record(defense, **(FEATURE_EPSILON if defense else {})))
+    frame = load_results(tmp_path / "results.sqlite")
+    assert len(frame) == 1 and frame.attrs["damaged"] == []

@@ -1,0 +1,87 @@
+"""What a run's record names of it (method, dataset, attack, swept defense, phase, strength, seed, secret and roles),
+from its settings in one place: written into each new record (``execution.blank_record``) and compared with a stored
+record's own settings wherever one is read (tables, resume), so that a coordinate edited by hand reads as a damaged
+record, not as another run (review hunt H5); likewise an epsilon no defense of its settings can claim (H6). An
+epsilon lowered by hand within what its defenses can claim is not caught: only recomputing the accountant would."""
+
+from __future__ import annotations
+
+import math
+
+from vflpriv.common.errors import VflprivError
+from vflpriv.common.secret_kinds import FEATURES, LABELS
+from vflpriv.config.registry import ATTACKS, DEFENSES
+from vflpriv.config.schema import RunConfig
+from vflpriv.config.sweep import own_strength_option
+from vflpriv.engine import SERVER
+from vflpriv.defenses.base import Protection
+from vflpriv.defenses.declarations import declared_secrets
+from vflpriv.runner.adversaries import parties_of
+
+#: Each epsilon a record carries and whether a defense claiming ``secrets`` records it (``claims.record_claims``: a
+#: label epsilon from a defense claiming the labels alone, a feature epsilon from one claiming the features).
+CLAIMS = {"epsilon": lambda secrets: secrets == {LABELS}, "epsilon_features": lambda secrets: FEATURES in secrets}
+#: The fields naming who attacks whom: compared only where the current code resolves them (not for an attack plugin
+#: that is not installed here, whose secret it cannot know).
+ROLES = ("secret", "adversary", "victim")
+
+
+def _roles(cfg: RunConfig) -> tuple[str, str, str] | None:
+    """(secret, adversary, victim) as a record names them, or None where the current code cannot resolve them."""
+    try:
+        secret = getattr(ATTACKS.get(cfg.attack.name), "secret", LABELS)
+        party, victim = parties_of(cfg, secret, parties=cfg.partition.parties)
+    except VflprivError:
+        return None
+    return secret, "server" if party == SERVER else str(party), "" if victim is None else str(victim)
+
+
+def roles_of(cfg: RunConfig) -> tuple[str, str, str]:
+    """(secret, adversary, victim) of a run as its record names them ("server" for the server, "" for no victim); a run
+    the planner will refuse is named by what can be said of it."""
+    return _roles(cfg) or (LABELS, str(cfg.partition.adversary), "")
+
+
+def named(cfg: RunConfig) -> dict:
+    """The fields by which a record of ``cfg`` names its run."""
+    swept = cfg.swept
+    secret, adversary, victim = roles_of(cfg)
+    return {"method": cfg.method.name, "dataset": cfg.dataset.name, "attack": cfg.attack.name,
+            "defense": swept.name if swept else "+".join(d.name for d in cfg.defenses) or "none",
+            "phase": cfg.attack.phase, "strength": swept.strength if swept and swept.strength is not None else 0.0,
+            "seed": cfg.seed, "secret": secret, "adversary": adversary, "victim": victim,
+            "canaries": cfg.partition.canaries}
+
+
+def misnamed(record, cfg: RunConfig) -> str:
+    """Which field of ``record`` names another run than its settings ``cfg`` (:func:`named`), or ''. The strength is
+    left out where an option sets it (dp-gaussian's ``target_epsilon``: the code resolved it)."""
+    skip = set() if _roles(cfg) else set(ROLES)
+    if cfg.swept is not None and own_strength_option(cfg.swept):
+        skip.add("strength")
+    for name, value in named(cfg).items():
+        found = getattr(record, name)
+        if name not in skip and found != value:  # NaN differs from every strength
+            return f"its {name} is {found!r:.40}, where its settings say {value!r:.40}"
+    return ""
+
+
+def unclaimable(record, cfg: RunConfig) -> str:
+    """Which epsilon of ``record`` no defense of its settings ``cfg`` can record (:data:`CLAIMS`: none where no class
+    of the defense computes one, as nopeek's), or ''; '' where a defense is unknown here (its claims are unknown)."""
+    try:
+        claims = [_secrets_claimed(DEFENSES.get(d.name)) for d in cfg.defenses]
+    except VflprivError:
+        return ""
+    for name, records in CLAIMS.items():
+        if not math.isnan(getattr(record, name)) and not any(records(secrets) for secrets in claims):
+            defenses = ", ".join(d.name for d in cfg.defenses) or "none"
+            return f"it carries an {name} that no defense of its settings ({defenses}) claims"
+    return ""
+
+
+def _secrets_claimed(cls: type) -> frozenset[str]:
+    """The secrets an epsilon of defense class ``cls`` is recorded under, as ``claims.claim_secrets`` judges an
+    instance: those of the class computing it narrowed to ``cls``'s; none where only ``Protection`` defines it."""
+    accounting = next(k for k in cls.__mro__ if "privacy_spent" in vars(k))
+    return frozenset() if accounting is Protection else declared_secrets(accounting) & declared_secrets(cls)
