@@ -34,27 +34,12 @@ STORE_ONLY = ["config", "traffic", "utility_curve", "attack_hits", "prior_hits",
               "attack_errors", "prior_errors", "feature_mse_per_feature", "feature_examples", "auditor_counts"]
 
 
-def run_into_store(
-    configs: list[RunConfig],
-    out: Path,
-    *,
-    jobs: int,
-    backend: str,
-    address: str | None = None,
-    runs_per_gpu: int = 1,
-    store_path: Path | None = None,
-    console: Console | None = None,
-    show_progress: bool = True,
-    header: Callable[[], str] | None = None,
-    warm: Warm | None = None,
-    overwrite: bool = False,
-    owns: Callable[[str], bool] | None = None,
-    write_csv: bool = True,
-    label: str = "runs",
-    dry_run: bool = False,
-    prepare: Callable[[], None] | None = None,
-    store_option: bool = True,
-) -> pd.DataFrame | None:
+def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: str, address: str | None = None,
+                   runs_per_gpu: int = 1, store_path: Path | None = None, console: Console | None = None,
+                   show_progress: bool = True, header: Callable[[], str] | None = None, warm: Warm | None = None,
+                   overwrite: bool = False, owns: Callable[[str], bool] | None = None, write_csv: bool = True,
+                   label: str = "runs", dry_run: bool = False, prepare: Callable[[], None] | None = None,
+                   store_option: bool = True) -> pd.DataFrame | None:
     """Validate everything (every training planned, ``out`` writable and holding no other experiment's results, the
     store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off), printing notes;
     Ctrl-C raises :class:`Interrupted` naming the store. ``header()``: lines printed once all checked out; ``warm``:
