@@ -57,6 +57,13 @@ PLUGINS = textwrap.dedent('''
             super().__init__(options)
 
 
+    class OwnSpaceTriple(ModelCompletion):  # refuses a candidate of mc's own space, which a tuned prior searches
+        def __init__(self, options):
+            if options.lr >= 0.05 and options.head == "mlp" and options.train_bottom:
+                raise RuntimeError("lr 0.05 with an mlp head and a trained bottom unsupported")
+            super().__init__(options)
+
+
     class NeedsLast(DirectLabelInference):
         def __init__(self, options):
             if options.gradients_from != "last":
@@ -130,6 +137,10 @@ def plugins(tmp_path, monkeypatch):
       "attack.options.epochs=2"], "attack.search_space: the search would try head='mlp', train_bottom=True, lr=0.1: "
      "attack 'brokenplugins:Triple' failed to start: RuntimeError: lr above 0.05 with an mlp head and a trained "
      "bottom unsupported"),
+    (["--attack", "brokenplugins:OwnSpaceTriple", "--tune-attacks", "--set", "attack.prior=same-attack", "--set",
+      "attack.search_space.lr=[0.005]", "--set", "finetune.epochs=1", "--set", "attack.options.epochs=2"],  # review
+     "attack.prior=same-attack (tuned on the attack's own space): the search would try head='mlp', "  # var F1
+     "train_bottom=True, lr=0.05: attack 'brokenplugins:OwnSpaceTriple' failed to start: RuntimeError"),
     # its defaults it cannot start with tell nothing of the user's options: the data's reason, not "failed to start"
     (["--attack", "brokenplugins:GivenCount", "--set", "partition.aux=20", "--set", "attack.options.known_per_class=5"],
      "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 auxiliary labels"),
