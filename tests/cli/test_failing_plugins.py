@@ -19,6 +19,8 @@ PLUGINS = textwrap.dedent('''
     import sys
     from pathlib import Path
 
+    from pydantic import model_validator
+
     from vflpriv.attacks.labels.direct import DirectLabelInference
     from vflpriv.attacks.labels.model_completion import ModelCompletion
     from vflpriv.attacks.labels.similarity import SimilarityLabelInference
@@ -62,6 +64,18 @@ PLUGINS = textwrap.dedent('''
             if options.lr >= 0.05 and options.head == "mlp" and options.train_bottom:
                 raise RuntimeError("lr 0.05 with an mlp head and a trained bottom unsupported")
             super().__init__(options)
+
+
+    class TripleOptions(ModelCompletion.Options):
+        @model_validator(mode="after")
+        def _three(self):
+            if self.lr > 0.05 and self.head == "mlp" and self.train_bottom:
+                raise ValueError("lr above 0.05 with an mlp head and a trained bottom")
+            return self
+
+
+    class TripleV(ModelCompletion):  # its Options refuse the triple
+        Options = TripleOptions
 
 
     class NeedsLast(DirectLabelInference):
@@ -141,6 +155,10 @@ def plugins(tmp_path, monkeypatch):
       "attack.search_space.lr=[0.005]", "--set", "finetune.epochs=1", "--set", "attack.options.epochs=2"],  # review
      "attack.prior=same-attack (tuned on the attack's own space): the search would try head='mlp', "  # var F1
      "train_bottom=True, lr=0.05: attack 'brokenplugins:OwnSpaceTriple' failed to start: RuntimeError"),
+    (["--attack", "brokenplugins:TripleV", "--tune-attacks", "--set", "attack.search_budget=12", "--set",  # review
+      "attack.search_space.lr=[0.01, 0.1]", "--set", "attack.search_space.head=[linear, mlp]", "--set",  # var F5
+      "attack.search_space.train_bottom=[false, true]"], "attack.search_space: the search would try head='mlp', "
+     "train_bottom=True, lr=0.1, which its options refuse (lr above 0.05 with an mlp head and a trained bottom)"),
     # its defaults it cannot start with tell nothing of the user's options: the data's reason, not "failed to start"
     (["--attack", "brokenplugins:GivenCount", "--set", "partition.aux=20", "--set", "attack.options.known_per_class=5"],
      "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 auxiliary labels"),

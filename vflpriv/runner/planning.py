@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 
 from vflpriv.attacks.search import grid, tries, with_overrides
 from vflpriv.common.empirical_epsilon import KEEP
@@ -251,7 +252,11 @@ def _check_grid(attack: Any, space: dict[str, tuple], run: RunConfig, *, what: s
             except ConfigError as exc:
                 shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items()) or "the options as given"
                 at = f" at {share:g} of its {attack.budget_option}" if share < 1 else ""
-                raise ConfigError(f"{where}: the search would try {shown}{at}: {exc}") from exc.__cause__
+                refused = exc.__cause__  # its Options' own validator: the refusal's message, as for pairs (F5)
+                why = (f", which its options refuse ({refused.errors()[0]['msg'].removeprefix('Value error, ')})"
+                       if isinstance(refused, ValidationError) and refused.title == type(attack.options).__name__
+                       else f": {exc}")
+                raise ConfigError(f"{where}: the search would try {shown}{at}{why}") from refused
 
 
 def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
