@@ -195,6 +195,29 @@ def test_a_failing_plugin_attack_searched_in_the_audit_is_one_error_line(plugins
                                   "constructor broke")
 
 
+@pytest.mark.parametrize(("attack", "budget", "space", "needle"), [
+    ("brokenplugins:Triple", 12, {"lr": "[0.01, 0.1]", "head": "[linear, mlp]", "train_bottom": "[false, true]"},
+     "audit.search_spaces.brokenplugins:Triple: the search would try head='mlp', train_bottom=True, lr=0.1: "),
+    ("mc", 4, {"lr": "[0.005]"}, "audit.prior=simsiam (tuned on mc's own space), which has 8 candidates, more "
+                                 "than audit.search_budget 4"),
+])
+def test_an_audit_s_refused_search_names_the_audit_s_settings(attack, budget, space, needle, plugins, tmp_path,
+                                                              monkeypatch):
+    """Review var F5: the refusal named attack.search_space, attack.search_budget, attack.prior, which an audit's user
+    writes as audit.search_spaces.<attack>, audit.search_budget, audit.prior."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec  # Optuna hidden: mc's space past the budget is refused whether it is or not
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "optuna" else find_spec(name, *a))
+    sets = [a for k, v in space.items() for a in ("--set", f"audit.search_spaces.{attack}.{k}={v}")]
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--seeds", "0", "--attacks", attack,
+                                          "--defenses", "none", "--set", f"audit.search_budget={budget}", *sets,
+                                          "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)
+
+
 def test_a_plugin_s_option_the_split_cannot_take_refuses_the_audit(plugins, tmp_path):
     """Review lo7 F2: a plugin that cannot start with its defaults had the user's unfit option set aside at rc 0."""
     with wrote_nothing(tmp_path):
