@@ -304,6 +304,24 @@ def test_evaluate_refuses_bad_input_before_training(args, needle, files, tmp_pat
     one_error_line(result.output, needle)
 
 
+@pytest.mark.parametrize("prior", ["simsiam", "same-attack"])
+def test_a_tuned_prior_s_space_past_the_budget_is_refused_before_training(prior, tmp_path, monkeypatch):
+    """Review var F2: the user's grid fit the budget, the prior's (mc's own, 8 candidates) did not: Optuna's absence
+    was found after the training."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "optuna" else find_spec(name, *a))
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, ["evaluate", "--attack", "mc", "--tune-attacks", "--set",
+                                          f"attack.prior={prior}", "--set", "attack.search_budget=4", "--set",
+                                          "attack.search_space.lr=[0.005]", "--set", "finetune.epochs=1", "--seeds",
+                                          "0", "--strengths", "1", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, f"attack.prior={prior} (tuned on {'the attack' if prior != 'simsiam' else 'mc'}'s "
+                                  "own space), which has 8 candidates, more than attack.search_budget 4")
+
+
 @pytest.mark.parametrize("method", ["fedhssl", "splitnn"])  # splitnn pretrains nothing, yet caches its prior
 @pytest.mark.parametrize("where", ["{file}", "{file}/under"])
 @pytest.mark.parametrize("command", ["evaluate", "sweep", "audit"])

@@ -19,6 +19,8 @@ PLUGINS = textwrap.dedent('''
     import sys
     from pathlib import Path
 
+    from pydantic import model_validator
+
     from vflpriv.attacks.labels.direct import DirectLabelInference
     from vflpriv.attacks.labels.model_completion import ModelCompletion
     from vflpriv.attacks.labels.similarity import SimilarityLabelInference
@@ -55,6 +57,25 @@ PLUGINS = textwrap.dedent('''
             if options.lr > 0.05 and options.head == "mlp" and options.train_bottom:
                 raise RuntimeError("lr above 0.05 with an mlp head and a trained bottom unsupported")
             super().__init__(options)
+
+
+    class OwnSpaceTriple(ModelCompletion):  # refuses a candidate of mc's own space, which a tuned prior searches
+        def __init__(self, options):
+            if options.lr >= 0.05 and options.head == "mlp" and options.train_bottom:
+                raise RuntimeError("lr 0.05 with an mlp head and a trained bottom unsupported")
+            super().__init__(options)
+
+
+    class TripleOptions(ModelCompletion.Options):
+        @model_validator(mode="after")
+        def _three(self):
+            if self.lr > 0.05 and self.head == "mlp" and self.train_bottom:
+                raise ValueError("lr above 0.05 with an mlp head and a trained bottom")
+            return self
+
+
+    class TripleV(ModelCompletion):  # its Options refuse the triple
+        Options = TripleOptions
 
 
     class NeedsLast(DirectLabelInference):
@@ -130,6 +151,14 @@ def plugins(tmp_path, monkeypatch):
       "attack.options.epochs=2"], "attack.search_space: the search would try head='mlp', train_bottom=True, lr=0.1: "
      "attack 'brokenplugins:Triple' failed to start: RuntimeError: lr above 0.05 with an mlp head and a trained "
      "bottom unsupported"),
+    (["--attack", "brokenplugins:OwnSpaceTriple", "--tune-attacks", "--set", "attack.prior=same-attack", "--set",
+      "attack.search_space.lr=[0.005]", "--set", "finetune.epochs=1", "--set", "attack.options.epochs=2"],  # review
+     "attack.prior=same-attack (tuned on the attack's own space): the search would try head='mlp', "  # var F1
+     "train_bottom=True, lr=0.05: attack 'brokenplugins:OwnSpaceTriple' failed to start: RuntimeError"),
+    (["--attack", "brokenplugins:TripleV", "--tune-attacks", "--set", "attack.search_budget=12", "--set",  # review
+      "attack.search_space.lr=[0.01, 0.1]", "--set", "attack.search_space.head=[linear, mlp]", "--set",  # var F5
+      "attack.search_space.train_bottom=[false, true]"], "attack.search_space: the search would try head='mlp', "
+     "train_bottom=True, lr=0.1, which its options refuse (lr above 0.05 with an mlp head and a trained bottom)"),
     # its defaults it cannot start with tell nothing of the user's options: the data's reason, not "failed to start"
     (["--attack", "brokenplugins:GivenCount", "--set", "partition.aux=20", "--set", "attack.options.known_per_class=5"],
      "attack 'brokenplugins:GivenCount': known_per_class=5 for 10 classes needs 50 auxiliary labels"),
@@ -164,6 +193,29 @@ def test_a_failing_plugin_attack_searched_in_the_audit_is_one_error_line(plugins
     assert result.exit_code == 2, result.output
     one_error_line(result.output, "attack 'brokenplugins:BrokenAttack' failed to start: ValueError: attack "
                                   "constructor broke")
+
+
+@pytest.mark.parametrize(("attack", "budget", "space", "needle"), [
+    ("brokenplugins:Triple", 12, {"lr": "[0.01, 0.1]", "head": "[linear, mlp]", "train_bottom": "[false, true]"},
+     "audit.search_spaces.brokenplugins:Triple: the search would try head='mlp', train_bottom=True, lr=0.1: "),
+    ("mc", 4, {"lr": "[0.005]"}, "audit.prior=simsiam (tuned on mc's own space), which has 8 candidates, more "
+                                 "than audit.search_budget 4"),
+])
+def test_an_audit_s_refused_search_names_the_audit_s_settings(attack, budget, space, needle, plugins, tmp_path,
+                                                              monkeypatch):
+    """Review var F5: the refusal named attack.search_space, attack.search_budget, attack.prior, which an audit's user
+    writes as audit.search_spaces.<attack>, audit.search_budget, audit.prior."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec  # Optuna hidden: mc's space past the budget is refused whether it is or not
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "optuna" else find_spec(name, *a))
+    sets = [a for k, v in space.items() for a in ("--set", f"audit.search_spaces.{attack}.{k}={v}")]
+    with wrote_nothing(tmp_path):
+        result = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--seeds", "0", "--attacks", attack,
+                                          "--defenses", "none", "--set", f"audit.search_budget={budget}", *sets,
+                                          "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)
 
 
 def test_a_plugin_s_option_the_split_cannot_take_refuses_the_audit(plugins, tmp_path):

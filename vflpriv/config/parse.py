@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import difflib
 import fnmatch
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -372,3 +373,10 @@ def as_written(reason: str, options: str, space: str) -> str:
     """A planner's ``reason`` naming an attack's options and search space where the user wrote them (``options``,
     ``space``: e.g. ``audit.attack_options.fi-inversion``, ``audit.search_spaces.fi-inversion``)."""
     return reason.replace("attack.options.", f"{options}.").replace("attack.search_space.", f"{space}.")
+
+
+def as_audited(reason: str, name: str) -> str:
+    """A planner's ``reason`` naming attack ``name``'s settings where an audit's user wrote them (``audit.*``)."""
+    keys = {"options": f"attack_options.{name}", "search_space": f"search_spaces.{name}"}
+    return re.sub(r"\battack\.(options|search_space|search_budget|prior_epochs|prior_ssl|prior)\b",
+                  lambda m: f"audit.{keys.get(m[1], m[1])}", reason)

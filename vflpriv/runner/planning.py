@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 
 from vflpriv.attacks.search import grid, tries, with_overrides
 from vflpriv.common.empirical_epsilon import KEEP
@@ -35,7 +36,7 @@ from vflpriv.common.components import built
 from vflpriv.common.declarations import vflpriv_own
 from vflpriv.runner.defense_planning import plan_defenses
 from vflpriv.runner.feature_prior import FeaturePriorPlan, check_finite_features, plan_feature_prior
-from vflpriv.runner.prior import PriorPlan, plan_prior
+from vflpriv.runner.prior import TUNED_PRIORS, PriorPlan, plan_prior, prior_searched
 from vflpriv.store import cache
 
 
@@ -218,26 +219,44 @@ def search_space(attack: Any, given: dict[str, list]) -> dict[str, tuple]:
 def check_search_space(cls: Any, attack: Any, run: RunConfig) -> None:
     """Refuse, before training, a search the attack cannot run: options it does not have, values they refuse, an
     attack with nothing to select on auxiliary labels, a space past the budget without Optuna installed; a plugin's
-    every candidate of a grid search built as the search builds it (Optuna's are not known before: pairs only)."""
+    every candidate of a grid search built as the search builds it (Optuna's are not known before: pairs only). A
+    tuned prior's search, over its own space, is checked the same way."""
     cfg = run.attack
     given = cfg.search_space
     check_space_values(cls, cfg.name, given, base=cfg.options)
     if given and not attack.space():
         raise ConfigError(f"attack '{cfg.name}' cannot be tuned: {attack.untunable or 'it declares no search space'}")
-    candidates = grid(attack, search_space(attack, given))  # the candidates the search will enumerate
+    _check_grid(attack, search_space(attack, given), run, what=f"attack '{cfg.name}': its search space",
+                where="attack.search_space")
+    if attack.secret == LABELS and cfg.prior in TUNED_PRIORS:  # the prior's search: its own space (review var F1, F2)
+        searched = prior_searched(cfg.prior, attack, cfg.prior_epochs)
+        tuned = f"attack.prior={cfg.prior} (tuned on {'the attack' if searched is attack else 'mc'}'s own space)"
+        _check_grid(searched, searched.space(), run, what=f"attack '{cfg.name}': {tuned}, which",
+                    where=tuned, other=", or use attack.prior=aux or none")
+
+
+def _check_grid(attack: Any, space: dict[str, tuple], run: RunConfig, *, what: str, where: str,
+                other: str = "") -> None:
+    """Refuse a grid search over ``space`` past the budget without Optuna, or with a candidate a plugin refuses."""
+    cfg = run.attack
+    candidates = grid(attack, space)  # the candidates the search will enumerate
     points = len(candidates)
     if points > cfg.search_budget and importlib.util.find_spec("optuna") is None:
-        raise ConfigError(f"attack '{cfg.name}': its search space has {points} candidates, more than "
-                          f"attack.search_budget {cfg.search_budget}; such a space is searched with Optuna: pip install "
-                          "'vflpriv[search]', or raise attack.search_budget to the grid's size")
-    if points <= cfg.search_budget and not vflpriv_own(cls):  # a plugin may refuse any combination (review l7 4)
+        raise ConfigError(f"{what} has {points} candidates, more than attack.search_budget {cfg.search_budget}; such "
+                          "a space is searched with Optuna: pip install 'vflpriv[search]', or raise "
+                          f"attack.search_budget to the grid's size{other}")
+    if points <= cfg.search_budget and not vflpriv_own(type(attack)):  # a plugin may refuse any combination (l7 4)
         for overrides, share in tries(attack, candidates):
             try:
                 built("attack", cfg.name, lambda: with_overrides(attack, overrides, share))
             except ConfigError as exc:
                 shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items()) or "the options as given"
                 at = f" at {share:g} of its {attack.budget_option}" if share < 1 else ""
-                raise ConfigError(f"attack.search_space: the search would try {shown}{at}: {exc}") from exc.__cause__
+                refused = exc.__cause__  # its Options' own validator: the refusal's message, as for pairs (F5)
+                why = (f", which its options refuse ({refused.errors()[0]['msg'].removeprefix('Value error, ')})"
+                       if isinstance(refused, ValidationError) and refused.title == type(attack.options).__name__
+                       else f": {exc}")
+                raise ConfigError(f"{where}: the search would try {shown}{at}{why}") from refused
 
 
 def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:

@@ -171,13 +171,19 @@ def same_attack_prior(view: AdversaryView, *, attack, model, own_encoder, epochs
 PRIORS = {"aux": aux_prior, "simsiam": simsiam_prior, "same-attack": same_attack_prior}
 
 
+def prior_searched(prior: str, attack: Any, epochs: int) -> Any:
+    """What a tuned ``prior`` searches, over its own declared space (``space()``, not ``attack.search_space``):
+    ``same-attack`` the attack itself, ``simsiam`` the A_SimSiam head as ``mc`` (linear, frozen, its epochs)."""
+    return attack if prior == "same-attack" else ModelCompletion(ModelCompletionOptions(
+        epochs=epochs, lr=HEAD_LR, weight_decay=HEAD_WEIGHT_DECAY, batch_size=HEAD_BATCH))
+
+
 def tuned_prior(view: AdversaryView, *, prior: str, attack: Any, own_encoder: Encoder, epochs: int,
                 generator: torch.Generator, budget: int, seed: int) -> dict[str, torch.Tensor]:
     """The prior tuned on the auxiliary labels like the attack (``attacks.search``) on the adversary's own encoder:
-    ``same-attack`` the attack itself, ``simsiam`` the A_SimSiam head as ``mc`` (linear, frozen, its epochs)."""
+    :func:`prior_searched` searched over its own space."""
     alone = dataclasses.replace(view, encoder=own_encoder(), inbox=Inbox(owner=view.party), generator=generator)
-    chosen = attack if prior == "same-attack" else ModelCompletion(ModelCompletionOptions(
-        epochs=epochs, lr=HEAD_LR, weight_decay=HEAD_WEIGHT_DECAY, batch_size=HEAD_BATCH))
+    chosen = prior_searched(prior, attack, epochs)
     found = search(chosen, alone, budget=budget, seed=seed)
     inferences = found.inferences if isinstance(found, SearchResult) else chosen.infer(alone)
     return {name: inference.predictions for name, inference in inferences.items()}

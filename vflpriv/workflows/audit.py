@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError
 from vflpriv.config.options import CANDIDATE, read_alone
-from vflpriv.config.parse import as_written, parse_options
+from vflpriv.config.parse import as_audited, parse_options
 from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import AttackConfig, DefenseConfig, RunConfig
 from vflpriv.defenses.declarations import declared_secrets
@@ -152,6 +152,8 @@ def _planned(runs: list[RunConfig], *, given: bool = False):
         if given and isinstance(exc, UnfitOptionsError):
             raise
         return None, str(exc)
+    except ConfigError as exc:  # named as the audit's settings, not the run's (review var F5)
+        raise ConfigError(as_audited(str(exc), runs[0].attack.name)) from exc.__cause__
 
 
 #: How an attack the default battery leaves out is listed.
@@ -322,9 +324,7 @@ def audit_grid(cfg: AuditConfig) -> tuple[list[RunConfig], list[Inapplicable]]:
                     reason = _try([_run(base, attack, None, cfg.seeds[0])], given=given,
                                   default_battery=cfg.audit.attacks is None)
                 except UnfitOptionsError as exc:  # refused below where the option fits none of the attack's cells
-                    n = attack.name
-                    unfit.setdefault(n, []).append(as_written(str(exc), f"audit.attack_options.{n}",
-                                                              f"audit.search_spaces.{n}"))
+                    unfit.setdefault(attack.name, []).append(as_audited(str(exc), attack.name))
                     reason = (f"{unfit[attack.name][-1]} (set aside: the option fits another cell of the audit: "
                               "adversary, victim or phase)")
                 if reason:
