@@ -153,7 +153,8 @@ def test_a_table_of_runs_on_different_data_warns(tmp_path):
         run = ExperimentConfig.model_validate({"attack": {"name": "mc"}, "strengths": [1.0],
                                                "seeds": [seed]}).runs()[0]
         return replace(blank_record(run), key=f"k{seed}", training_key=f"t{seed}", utility=0.8, attack_accuracy=0.3,
-                       prior_accuracy=0.2, leakage=0.1, num_classes=10, utility_metric="accuracy", data_fingerprint=data)
+                       prior_accuracy=0.2, leakage=0.1, num_classes=10, utility_metric="accuracy",
+                       data_fingerprint=data)
 
     for name, data in (("same", ""), ("other", "ab" * 32)):
         with Store(tmp_path / f"{name}.sqlite") as store:

@@ -1,7 +1,7 @@
-"""Reviews l9 L9-1, L9-2, l10 1-4 and acc A1: a plugin subclass of a DP defense keeps its epsilon only where it adds declarations
-(``vflpriv.runner.claims.CLAIM_KEEPING``) and no code: listing the members that decide a count missed some every time
-(embedding-dp's ``rows_checked``, dp-gaussian's ``backward``), and a verdict taken at planning was cleared by the
-plugin's code while it ran. The claim is judged again when the run is recorded."""
+"""Reviews l9 L9-1, L9-2, l10 1-4 and acc A1/A2: a plugin subclass of a DP defense keeps its epsilon only where it
+adds declarations (``vflpriv.runner.claims.CLAIM_KEEPING``) and no code: listing the members that decide a count
+missed some every time (embedding-dp's ``rows_checked``, dp-gaussian's ``backward``), and a verdict taken at planning
+was cleared by the plugin's code while it ran. The claim is judged again when the run is recorded."""
 
 from __future__ import annotations
 
