@@ -74,3 +74,32 @@ _REGISTRIES = (registry.METHODS, registry.ATTACKS, registry.DEFENSES, registry.D
 @pytest.fixture
 def tiny():
     return tiny_run
+
+
+class _QuieterTorch:
+    """``torch`` as dp-gaussian's module draws with, its ``randn`` 10x smaller."""
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    @staticmethod
+    def randn(*args, **kwargs):
+        return torch.randn(*args, **kwargs) / 10
+
+
+@pytest.fixture
+def tenfold_too_little_noise(monkeypatch):
+    """A context in which dp-gaussian draws noise 10x smaller than its accountant assumes (the bug an audit must
+    catch), made by patching the ``torch`` its module draws with: a plugin subclass changing the noise records no
+    epsilon (review l9), and patched module globals are tampering no claim check sees (docs/plugins.md)."""
+    import contextlib
+
+    from vflpriv.defenses import dp_gaussian
+
+    @contextlib.contextmanager
+    def quieter():
+        with monkeypatch.context() as patch:
+            patch.setattr(dp_gaussian, "torch", _QuieterTorch())
+            yield
+
+    return quieter

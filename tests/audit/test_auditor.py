@@ -13,25 +13,12 @@ from torch import nn
 
 from vflpriv.common.errors import IncompatibleError, UnknownNameError
 from vflpriv.attacks.labels.gradient_clustering import GradientClustering
-from vflpriv.config.registry import ATTACKS, DEFENSES
+from vflpriv.config.registry import ATTACKS
 from vflpriv.config.schema import RunConfig
-from vflpriv.defenses.dp_gaussian import GaussianDP
 from vflpriv.runner.execution import build_federation, run
 from vflpriv.runner.planning import plan
 from vflpriv.tradeoff.auditing import auditor_table
 from vflpriv.tradeoff.epsilon import epsilon_table
-
-
-class TenfoldTooLittleNoise(GaussianDP):
-    """A broken dp-gaussian: its noise is 10x smaller than its accountant assumes (the bug an audit must catch)."""
-
-    reads_labels = False  # its code only scales the mechanism's noise (review eps F2: a plugin declares its reads)
-
-    def _noise(self, shape, device):
-        return super()._noise(shape, device) / 10
-
-
-DEFENSES.register("dp-gaussian-broken-for-tests", TenfoldTooLittleNoise)
 
 
 def _config(defense: str = "dp-gaussian", *, auditor: str | None = "gradient-lrt", canaries: int = 300,
@@ -93,11 +80,13 @@ def test_the_statistic_is_the_gaussian_log_likelihood_of_the_released_update_and
         assert torch.allclose(auditor.scores[index].float(), expected, rtol=1e-4, atol=1e-4)
 
 
-def test_the_auditor_stays_below_a_correct_claim_and_exceeds_a_broken_mechanism_s():
+def test_the_auditor_stays_below_a_correct_claim_and_exceeds_a_broken_mechanism_s(tenfold_too_little_noise):
     """dp-gaussian at epsilon 2 (3 epochs, 300 canaries): the auditor certifies less than 2; the same mechanism with
     10x less noise than its accountant assumes, the same claim, is caught: the bound exceeds 2, far above the
     correct one's, while the attacks certify nothing against either."""
-    (right,), (broken,) = run(_config()), run(_config("dp-gaussian-broken-for-tests"))
+    (right,) = run(_config())
+    with tenfold_too_little_noise():  # its noise 10x smaller than its accountant assumes
+        (broken,) = run(_config())
     assert right.epsilon == broken.epsilon == pytest.approx(2.0, rel=0.01)
     assert right.auditor == broken.auditor == "gradient-lrt"
     assert right.auditor_epsilon_lower <= right.epsilon

@@ -10,24 +10,10 @@ import torch
 
 import vflpriv.defenses.dp_gaussian as dp_gaussian
 from vflpriv.common.errors import VflprivError
-from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import RunConfig
-from vflpriv.defenses.dp_gaussian import GaussianDP
 from vflpriv.engine.hooks import DefenseChain
 from vflpriv.runner.execution import run, train
 from vflpriv.runner.planning import plan
-
-
-class TenfoldTooLittleNoise(GaussianDP):
-    """A broken dp-gaussian: its noise is 10x smaller than its accountant assumes."""
-
-    reads_labels = False  # its code only scales the mechanism's noise (review eps F2: a plugin declares its reads)
-
-    def _noise(self, shape, device):
-        return super()._noise(shape, device) / 10
-
-
-DEFENSES.register("dp-gaussian-broken-for-crafted-tests", TenfoldTooLittleNoise)
 
 
 def _config(defense: str = "dp-gaussian", *, canaries: int = 300, strength: float | None = None,
@@ -104,9 +90,11 @@ def test_crafted_canaries_certify_nothing_at_huge_noise():
     assert quiet.status == "ok" and quiet.auditor_epsilon_lower < 0.2
 
 
-def test_crafted_canaries_stay_below_a_correct_claim_and_catch_the_broken_mechanism():
+def test_crafted_canaries_stay_below_a_correct_claim_and_catch_the_broken_mechanism(tenfold_too_little_noise):
     """Claim 2 (3 epochs, 300 canaries): below it when the mechanism is right, above it with 10x too little noise."""
-    (right,), (broken,) = run(_config()), run(_config("dp-gaussian-broken-for-crafted-tests"))
+    (right,) = run(_config())
+    with tenfold_too_little_noise():  # its noise 10x smaller than its accountant assumes
+        (broken,) = run(_config())
     assert right.epsilon == broken.epsilon == pytest.approx(2.0, rel=0.01)
     assert right.auditor_epsilon_lower <= right.epsilon < broken.auditor_epsilon_lower
 

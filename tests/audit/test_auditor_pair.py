@@ -11,23 +11,9 @@ from typer.testing import CliRunner
 
 import vflpriv.auditors.gradient_lrt as gradient_lrt
 from vflpriv.cli import app
-from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import RunConfig
-from vflpriv.defenses.dp_gaussian import GaussianDP
 from vflpriv.runner.execution import run, train
 from vflpriv.runner.planning import plan
-
-
-class TenfoldTooLittleNoise(GaussianDP):
-    """A broken dp-gaussian: its noise is 10x smaller than its accountant assumes."""
-
-    reads_labels = False  # its code only scales the mechanism's noise (review eps F2: a plugin declares its reads)
-
-    def _noise(self, shape, device):
-        return super()._noise(shape, device) / 10
-
-
-DEFENSES.register("dp-gaussian-broken-for-pair-tests", TenfoldTooLittleNoise)
 
 
 def _config(defense: str = "dp-gaussian", *, canaries: int = 300, strength: float | None = None,
@@ -98,10 +84,12 @@ def test_the_audit_report_s_auditor_line_names_the_options_and_the_game_it_ran_w
     assert "f-DP one run: epsilon >= " in audited["line"] and "(an estimate, not a bound)" in audited["line"]
 
 
-def test_the_f_dp_bounds_hold_a_correct_claim_and_reject_a_broken_one():
+def test_the_f_dp_bounds_hold_a_correct_claim_and_reject_a_broken_one(tenfold_too_little_noise):
     """Claim 2 (3 epochs, 300 pair canaries): the f-DP epsilon bound stays below the claim and the mu bound below
     dp-gaussian's exact GDP mu = 2 sqrt(3) / sigma; with 10x too little noise both exceed them."""
-    (right,), (broken,) = run(_config()), run(_config("dp-gaussian-broken-for-pair-tests"))
+    (right,) = run(_config())
+    with tenfold_too_little_noise():  # its noise 10x smaller than its accountant assumes
+        (broken,) = run(_config())
     mu = 2 * 3 ** 0.5 / right.strength
     assert right.epsilon == broken.epsilon == pytest.approx(2.0, rel=0.01)
     assert right.auditor_epsilon_fdp <= right.epsilon < broken.auditor_epsilon_fdp

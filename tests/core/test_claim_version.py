@@ -93,10 +93,11 @@ def _claim_sources() -> dict[str, str]:
              Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
              planning._reads, planning._check_label_readers, planning.plan_defenses, planning._check_backward,
              claims.claimed, claims.withheld, claims.record_claims, claims._guards, claims.foreign_accounting,
-             claims._foreign_member, claims.keep_verdict, claims.claim_secrets, claims.accounting_class,
+             claims._foreign_member, claims._padded, claims.claim_secrets, claims.accounting_class,
              claims._unrecorded, claims._uncovered]
     members |= {f"vflpriv.runner.claims.{name}": repr(sorted(map(str, getattr(claims, name))))
-                for name in ("ACCOUNTING", "CLAIM_KEEPING", "_PYTHON_MEMBERS", "_PYTHONS")}
+                for name in ("ACCOUNTING", "CLAIM_KEEPING", "_PYTHONS")}
+    members["vflpriv.runner.claims._PYTHON_MEMBERS"] = repr(sorted(claims._PYTHON_MEMBERS.items(), key=str))
     members["vflpriv.data declarations"] = _loader_declarations()
     return members | {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
                       for p in parts}
@@ -123,7 +124,7 @@ def _loader_declarations() -> str:
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (5, "ae32518dabcc2d76")
+PINNED_CLAIM_RULES = (5, "bbc0d2f277b8e5c5")
 
 
 def _digest() -> str:

@@ -174,3 +174,56 @@ def test_data_assigned_to_the_hook_points_base_voids_the_claim(monkeypatch):
     instance = LabelDP.__new__(LabelDP)
     monkeypatch.setattr(DefensePoints, "planted", 1, raising=False)
     assert "DefensePoints.planted (assigned since vflpriv defined it)" in foreign_accounting(instance, "d")
+
+
+class DictByCode(GaussianDP):
+    """Python's own member name, holding a property: reading it runs plugin code (review l11 1)."""
+
+    reads_labels = reads_features = False
+    __dict__ = property(lambda self: {})
+
+
+class ClearsAndRehashes(EmbeddingDP):
+    """Clears the verdict, then deletes its code and its own hash: a verdict kept in a table keyed by the defense was
+    filed under the hash and missed (review l11 2)."""
+
+    reads_labels = reads_features = False
+
+    def __hash__(self):
+        return 7
+
+    def passive_bottom(self, party, bottom):
+        self.uncovered = ""
+        for member in ("passive_bottom", "__hash__"):
+            if member in vars(type(self)):
+                delattr(type(self), member)
+        return EmbeddingDP.passive_bottom(self, party, bottom)
+
+
+DEFENSES.register("t-dict-by-code", DictByCode)
+DEFENSES.register("t-clears-and-rehashes", ClearsAndRehashes)
+
+
+def test_python_s_own_member_names_count_only_with_python_s_own_values():
+    reason = foreign_accounting(DictByCode.__new__(DictByCode), "d")
+    assert "DictByCode.__dict__" in reason
+
+
+def test_the_planned_verdict_is_kept_by_the_plan_not_by_the_defense_s_hash():
+    record = _run({"name": "t-clears-and-rehashes", "strength": 8.0, "party": 1}, "fi-decoder", bn_recalibrate=True)
+    assert math.isnan(record.epsilon_features)
+
+
+class EqualByType(GaussianDP):
+    """Compares by value and so has no hash (review l11 2: planning crashed with 'unhashable type')."""
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+
+DEFENSES.register("t-equal-by-type", EqualByType)
+
+
+def test_a_defense_without_a_hash_is_planned_and_records_no_epsilon():
+    record = _run({"name": "t-equal-by-type", "strength": 0.5}, "mc")
+    assert math.isnan(record.epsilon) and "EqualByType.__eq__" in record.notes

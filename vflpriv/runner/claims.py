@@ -5,7 +5,7 @@ holds (:func:`claimed`, :func:`record_claims`), with the notes where none is rec
 from __future__ import annotations
 
 import abc
-import weakref
+import types
 
 from vflpriv.common.declarations import assigned_since, vflpriv_own
 from vflpriv.defenses.base import Protection
@@ -28,10 +28,13 @@ ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claime
 #: (reviews l8 L8-2, l9 L9-2: ``rows_checked``, dp-gaussian's ``backward``).
 CLAIM_KEEPING = frozenset({"secrets", "reads_labels", "reads_features", "anchor", "pays", "cost", "revision",
                            "audit_strengths", "embedding_audit_strengths", "binary_only"})
-#: What Python puts in a class of its own accord.
-_PYTHON_MEMBERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
-                             "__abstractmethods__", "_abc_impl", "__firstlineno__", "__static_attributes__",
-                             "__slotnames__"})
+#: What Python puts in a class of its own accord, and of which exact type each must be: a property under such a name
+#: ran plugin code whenever it was read (``__dict__``: review l11 1).
+_PYTHON_MEMBERS: dict[str, tuple[type, ...]] = {
+    "__module__": (str,), "__qualname__": (str,), "__doc__": (str, type(None)),
+    "__dict__": (types.GetSetDescriptorType,), "__weakref__": (types.GetSetDescriptorType,), "__annotations__": (dict,), "__abstractmethods__": (frozenset,),
+    "_abc_impl": (type(vars(Protection)["_abc_impl"]),), "__firstlineno__": (int,), "__static_attributes__": (tuple,),
+    "__slotnames__": (list,)}
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
@@ -62,22 +65,12 @@ def foreign_accounting(d: Protection, name: str) -> str:
 def _foreign_member(member: str, value: object) -> bool:
     """Whether a member of a class not vflpriv's own voids the claim: anything but Python's own and declared data."""
     if member in _PYTHON_MEMBERS:
-        return False
+        return type(value) not in _PYTHON_MEMBERS[member]  # exactly: a subclass of str may be a descriptor
     return member not in CLAIM_KEEPING or callable(value) or hasattr(value, "__get__")
 
 
 #: Python's own classes in a defense's MRO and its metaclass's.
 _PYTHONS = frozenset({object, type, abc.ABC, abc.ABCMeta})
-
-#: The planner's verdict on each planned claiming defense, kept where the defense's own code does not write it: code
-#: clearing ``uncovered`` and then deleting itself restored the epsilon at record time (review l10 2).
-_PLANNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def keep_verdict(d: Protection, why: str) -> None:
-    """Keeps the planner's verdict ``why`` on ``d`` for :func:`claimed` (``''``: its claim holds as planned)."""
-    _PLANNED[d] = why
-
 
 def claim_secrets(d: Protection) -> frozenset[str]:
     """The secrets ``d``'s epsilon is recorded under: those of the class computing it (defining ``privacy_spent``; if
@@ -91,11 +84,13 @@ def accounting_class(d: Protection) -> type:
     return next(k for k in type(d).__mro__ if "privacy_spent" in vars(k))
 
 
-def claimed(defenses: list[Protection]) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
+def claimed(defenses: list[Protection], verdicts: tuple[str, ...] = ()
+            ) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
     """What a run records of its defenses' claims (:func:`claim_secrets`): (epsilon, delta) of each covered one claiming
-    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes."""
-    spent = [(d, e, claim_secrets(d)) for d in defenses
-             if not _uncovered(d) and (e := d.privacy_spent()) is not None]
+    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes; ``verdicts``:
+    the planner's (``Plan.verdicts``)."""
+    spent = [(d, e, claim_secrets(d)) for d, planned in zip(defenses, _padded(verdicts, defenses))
+             if not _uncovered(d, planned) and (e := d.privacy_spent()) is not None]
     labels = [(e, d.privacy_delta()) for d, e, secrets in spent if secrets == {"labels"}]
     features = [(d, e) for d, e, secrets in spent if "features" in secrets]
     return labels, features, [note for d, _, secrets in spent if (note := _unrecorded(d, secrets))]
@@ -117,17 +112,24 @@ def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
             "secrets may narrow them, never redirect them")
 
 
-def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str]) -> list[str]:
-    """The notes of the claims a run records no (label) epsilon for: :func:`claimed`'s, and those ``uncovered``."""
-    return unrecorded + [f"{name}: no epsilon recorded: {why}" for d, name in zip(defenses, names)
-                         if (why := _uncovered(d)) and not d.is_identity]
+def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str],
+             verdicts: tuple[str, ...] = ()) -> list[str]:
+    """The notes of the claims a run records no (label) epsilon for: :func:`claimed`'s, and those uncovered."""
+    return unrecorded + [f"{name}: no epsilon recorded: {why}"
+                         for d, name, planned in zip(defenses, names, _padded(verdicts, defenses))
+                         if (why := _uncovered(d, planned)) and not d.is_identity]
 
 
-def _uncovered(d: Protection) -> str:
-    """Why ``d``'s claim does not hold: as planned (kept by :func:`keep_verdict`), as its mechanism found while it ran
-    (``uncovered``), or judged again when the run is recorded (a plugin's code clearing ``uncovered``: review l9
-    L9-1)."""
-    return _PLANNED.get(d, "") or d.uncovered or foreign_accounting(d, d.name)
+def _padded(verdicts: tuple[str, ...], defenses: list) -> tuple[str, ...]:
+    """The planner's verdicts, one per defense ('' where none was given)."""
+    return (*verdicts, *[""] * (len(defenses) - len(verdicts)))
+
+
+def _uncovered(d: Protection, planned: str) -> str:
+    """Why ``d``'s claim does not hold: as planned (``Plan.verdicts``: code that cleared ``uncovered`` and deleted
+    itself, review l10 2), as its mechanism found while it ran (``uncovered``), or judged again when the run is recorded
+    (a plugin's code clearing ``uncovered``: review l9 L9-1)."""
+    return planned or d.uncovered or foreign_accounting(d, d.name)
 
 
 def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:

@@ -30,7 +30,7 @@ from vflpriv.engine import (
 )
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
-from vflpriv.runner.claims import accounting_class, foreign_accounting, keep_verdict
+from vflpriv.runner.claims import accounting_class, foreign_accounting
 
 
 def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDataset, device: torch.device) -> list:
@@ -46,7 +46,6 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
         d.read_around = _read_around(config, defenses, i)
         d.uncovered = "; ".join(filter(None, [foreign_accounting(d, c.name), d.covers(method), d.covers_data(dataset),
                                               d.read_around]))
-        keep_verdict(d, d.uncovered)
         if d.uncovered and d.requested_claim():
             raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
                                     f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "

@@ -76,6 +76,9 @@ class Plan:
     auditor: Any = None
     audited: Any = None
     auditor_menu: tuple[float, ...] = KEEP
+    #: The planner's verdict on each defense's claim (``uncovered`` as planned), kept where the defense's own code
+    #: does not write it (review l10 2; a table keyed by the defense went through its own ``__hash__``: l11 2).
+    verdicts: tuple[str, ...] = ()
 
 
 def available_devices() -> list[str]:
@@ -135,6 +138,7 @@ def plan_training(config: TrainingConfig) -> Plan:
                                 "random label is no secret and no attack can be scored on it; remove them")
     _check_model(config, dataset)
     defenses = plan_defenses(config, method, dataset, device)
+    verdicts = tuple(d.uncovered for d in defenses)  # as planned, before any more of their code runs
     auditor, audited = plan_auditor(config, method, defenses)
     if auditor is not None:
         options = parse_options(auditor, config.finetune.auditor_options, where="finetune.auditor_options")
@@ -145,6 +149,7 @@ def plan_training(config: TrainingConfig) -> Plan:
                               active_labels_local=_active_labels_local(config, method),
                               validation=config.finetune.validation)
     return Plan(config.training(), scenario, method, defenses, device, auditor=auditor, audited=audited,
+                verdicts=verdicts,
                 auditor_menu=menu if auditor is not None else KEEP)
 
 
