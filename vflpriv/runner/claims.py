@@ -28,13 +28,14 @@ ACCOUNTING = ("privacy_spent", "privacy_delta", "covers", "covers_data", "claime
 #: (reviews l8 L8-2, l9 L9-2: ``rows_checked``, dp-gaussian's ``backward``).
 CLAIM_KEEPING = frozenset({"secrets", "reads_labels", "reads_features", "anchor", "pays", "cost", "revision",
                            "audit_strengths", "embedding_audit_strengths", "binary_only"})
+
 #: What Python puts in a class of its own accord, and of which exact type each must be: a property under such a name
 #: ran plugin code whenever it was read (``__dict__``: review l11 1).
 _PYTHON_MEMBERS: dict[str, tuple[type, ...]] = {
     "__module__": (str,), "__qualname__": (str,), "__doc__": (str, type(None)),
-    "__dict__": (types.GetSetDescriptorType,), "__weakref__": (types.GetSetDescriptorType,), "__annotations__": (dict,), "__abstractmethods__": (frozenset,),
-    "_abc_impl": (type(vars(Protection)["_abc_impl"]),), "__firstlineno__": (int,), "__static_attributes__": (tuple,),
-    "__slotnames__": (list,)}
+    "__dict__": (types.GetSetDescriptorType,), "__weakref__": (types.GetSetDescriptorType,),
+    "__annotations__": (dict,), "__abstractmethods__": (frozenset,), "_abc_impl": (type(vars(Protection)["_abc_impl"]),),
+    "__firstlineno__": (int,), "__static_attributes__": (tuple,), "__slotnames__": (list,)}
 
 
 def foreign_accounting(d: Protection, name: str) -> str:
