@@ -10,6 +10,8 @@ import dataclasses
 import math
 import pickle
 
+import pytest
+
 from vflpriv.common.declarations import vflpriv_own
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
@@ -54,11 +56,6 @@ class WiderAxis(GaussianDP):
     """Data outside the declarations (the strength axis): its epsilon is its author's word."""
 
     axis = dataclasses.replace(GaussianDP.axis, high=1e9)
-
-
-for _name, _cls in (("t-half-count", HalfCount), ("t-clears-verdict", ClearsVerdict), ("t-described", Described),
-                    ("t-wider-axis", WiderAxis)):
-    DEFENSES.register(_name, _cls)
 
 
 def _run(defense: dict, attack: str, **finetune):
@@ -123,11 +120,6 @@ class QuietMarvell(Marvell):
 
 class MixedDP(Marvell, GaussianDP):
     """vflpriv's own classes only, with Marvell's mechanism mixed into dp-gaussian's (review l10 4)."""
-
-
-for _name, _cls in (("t-described-by-code", DescribedByCode), ("t-clears-and-leaves", ClearsAndLeaves),
-                    ("t-quiet-marvell", QuietMarvell), ("t-mixed-dp", MixedDP)):
-    DEFENSES.register(_name, _cls)
 
 
 def test_a_kept_declaration_counts_only_as_plain_data():
@@ -200,10 +192,6 @@ class ClearsAndRehashes(EmbeddingDP):
         return EmbeddingDP.passive_bottom(self, party, bottom)
 
 
-DEFENSES.register("t-dict-by-code", DictByCode)
-DEFENSES.register("t-clears-and-rehashes", ClearsAndRehashes)
-
-
 def test_python_s_own_member_names_count_only_with_python_s_own_values():
     reason = foreign_accounting(DictByCode.__new__(DictByCode), "d")
     assert "DictByCode.__dict__" in reason
@@ -221,9 +209,22 @@ class EqualByType(GaussianDP):
         return type(self) is type(other)
 
 
-DEFENSES.register("t-equal-by-type", EqualByType)
-
-
 def test_a_defense_without_a_hash_is_planned_and_records_no_epsilon():
     record = _run({"name": "t-equal-by-type", "strength": 0.5}, "mc")
     assert math.isnan(record.epsilon) and "EqualByType.__eq__" in record.notes
+
+
+#: The plugins of this module, registered for each of its tests only: some delete their own code when they run, and a
+#: registry naming them for good showed them to every later test of the worker.
+PLUGINS = (("t-half-count", HalfCount), ("t-clears-verdict", ClearsVerdict), ("t-described", Described),
+           ("t-wider-axis", WiderAxis), ("t-described-by-code", DescribedByCode),
+           ("t-clears-and-leaves", ClearsAndLeaves), ("t-quiet-marvell", QuietMarvell), ("t-mixed-dp", MixedDP),
+           ("t-dict-by-code", DictByCode), ("t-clears-and-rehashes", ClearsAndRehashes),
+           ("t-equal-by-type", EqualByType))
+
+
+@pytest.fixture(autouse=True)
+def _plugins(monkeypatch):
+    """Registers :data:`PLUGINS` for one test."""
+    for name, cls in PLUGINS:
+        monkeypatch.setitem(DEFENSES._extra, name, cls)

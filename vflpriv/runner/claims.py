@@ -38,24 +38,25 @@ _PYTHON_MEMBERS: dict[str, tuple[type, ...]] = {
     "__firstlineno__": (int,), "__static_attributes__": (tuple,), "__slotnames__": (list,)}
 
 
-def foreign_accounting(d: Protection, name: str) -> str:
+def foreign_accounting(d: Protection | type, name: str) -> str:
     """Why a claiming defense's epsilon is not vflpriv's computation, or '': a vflpriv class of its MRO whose members
     were assigned since vflpriv defined it (review eps6 E4); a class of its MRO outside the accounting class's line
     (neither its base nor its subclass: another defense's mechanism mixed in, vflpriv's own too: review l10 4), or not
     vflpriv's own and defining anything but :data:`CLAIM_KEEPING` data, or a metaclass not vflpriv's; the instance
     holding a callable in place of a class member or an :data:`ACCOUNTING` one, whatever the code declares it reads
-    (reviews final14 F8, l9 L9-2, l10 1)."""
-    if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
+    (reviews final14 F8, l9 L9-2, l10 1). ``d`` a class: judged before any of its code ran (the planner's first look)."""
+    cls = d if isinstance(d, type) else type(d)
+    if cls.privacy_spent is Protection.privacy_spent:  # it claims nothing
         return ""
-    line = accounting_class(d)
-    classes = [k for k in type(d).__mro__ if k not in _PYTHONS]
+    line = accounting_class(cls)
+    classes = [k for k in cls.__mro__ if k not in _PYTHONS]
     found = [f"{data} (assigned since vflpriv defined it)" for k in classes for data in assigned_since(k)]
     found += [f"{k.__name__} (mixed in beside {line.__name__}'s accounting)" for k in classes
               if not issubclass(line, k) and not issubclass(k, line)]
-    found += [f"{k.__name__}.{member}" for k in (*classes, *type(type(d)).__mro__)
+    found += [f"{k.__name__}.{member}" for k in (*classes, *type(cls).__mro__)
               if k not in _PYTHONS and not vflpriv_own(k) and not assigned_since(k)
               for member, value in sorted(vars(k).items()) if _foreign_member(member, value)]
-    own = getattr(d, "__dict__", {})
+    own = {} if d is cls else getattr(d, "__dict__", {})
     found += [f"self.{member}" for member, value in own.items()
               if callable(value) and (member in ACCOUNTING or hasattr(type(d), member))]
     listed = ", ".join(dict.fromkeys(found[:6])) + f" and {len(found) - 6} more" * (len(found) > 6)
@@ -80,9 +81,9 @@ def claim_secrets(d: Protection) -> frozenset[str]:
     return declared_secrets(accounting_class(d)) & declared_secrets(d)
 
 
-def accounting_class(d: Protection) -> type:
-    """The class whose ``privacy_spent`` computes ``d``'s epsilon."""
-    return next(k for k in type(d).__mro__ if "privacy_spent" in vars(k))
+def accounting_class(d: Protection | type) -> type:
+    """The class whose ``privacy_spent`` computes the epsilon of ``d`` (a defense or its class)."""
+    return next(k for k in (d if isinstance(d, type) else type(d)).__mro__ if "privacy_spent" in vars(k))
 
 
 def claimed(defenses: list[Protection], verdicts: tuple[str, ...] = ()

@@ -35,6 +35,7 @@ from vflpriv.runner.claims import accounting_class, foreign_accounting
 
 def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDataset, device: torch.device) -> list:
     """Every defense of ``config``, bound and checked against the method and against one another."""
+    first = [foreign_accounting(DEFENSES.get(c.name), c.name) for c in config.defenses]  # before any of their code runs
     defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
     _check_secrets(defenses)
     _check_backward(config, defenses)
@@ -44,8 +45,8 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
     _check_delta(config, defenses, rows=int(dataset.y_train.shape[0]))
     for i, (d, c) in enumerate(zip(defenses, config.defenses)):
         d.read_around = _read_around(config, defenses, i)
-        d.uncovered = "; ".join(filter(None, [foreign_accounting(d, c.name), d.covers(method), d.covers_data(dataset),
-                                              d.read_around]))
+        d.uncovered = "; ".join(filter(None, [first[i] or foreign_accounting(d, c.name), d.covers(method),
+                                              d.covers_data(dataset), d.read_around]))
         if d.uncovered and d.requested_claim():
             raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
                                     f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
