@@ -34,8 +34,9 @@ CLAIM_KEEPING = frozenset({"secrets", "reads_labels", "reads_features", "anchor"
 _PYTHON_MEMBERS: dict[str, tuple[type, ...]] = {
     "__module__": (str,), "__qualname__": (str,), "__doc__": (str, type(None)),
     "__dict__": (types.GetSetDescriptorType,), "__weakref__": (types.GetSetDescriptorType,),
-    "__annotations__": (dict,), "__abstractmethods__": (frozenset,), "_abc_impl": (type(vars(Protection)["_abc_impl"]),),
-    "__firstlineno__": (int,), "__static_attributes__": (tuple,), "__slotnames__": (list,)}
+    "__annotations__": (dict,), "__abstractmethods__": (frozenset,),
+    "_abc_impl": (type(vars(Protection)["_abc_impl"]),), "__firstlineno__": (int,), "__static_attributes__": (tuple,),
+    "__slotnames__": (list,)}
 
 
 def foreign_accounting(d: Protection | type, name: str) -> str:
@@ -44,7 +45,7 @@ def foreign_accounting(d: Protection | type, name: str) -> str:
     (neither its base nor its subclass: another defense's mechanism mixed in, vflpriv's own too: review l10 4), or not
     vflpriv's own and defining anything but :data:`CLAIM_KEEPING` data, or a metaclass not vflpriv's; the instance
     holding a callable in place of a class member or an :data:`ACCOUNTING` one, whatever the code declares it reads
-    (reviews final14 F8, l9 L9-2, l10 1). ``d`` a class: judged before any of its code ran (the planner's first look)."""
+    (reviews final14 F8, l9 L9-2, l10 1). ``d`` a class: judged before any of its code ran (planning's first look)."""
     cls = d if isinstance(d, type) else type(d)
     if cls.privacy_spent is Protection.privacy_spent:  # it claims nothing
         return ""
