@@ -214,13 +214,57 @@ def test_a_defense_without_a_hash_is_planned_and_records_no_epsilon():
     assert math.isnan(record.epsilon) and "EqualByType.__eq__" in record.notes
 
 
+
+class _Secrets(frozenset):
+    """A frozenset of the secrets whose comparison is plugin code (review l12 1)."""
+
+    def __le__(self, other):
+        return super().__le__(other)
+
+
+class SecretsByCode(GaussianDP):
+    reads_labels = reads_features = False
+    secrets = _Secrets({"labels"})
+
+
+class BorrowedDict(GaussianDP):
+    """Another class's ``__dict__`` slot: crashed planning with a TypeError (review l12 4)."""
+
+    reads_labels = reads_features = False
+    __dict__ = vars(type("_Other", (), {}))["__dict__"]
+
+
+class LeavesInInit(GaussianDP):
+    """Cuts its noise in ``__init__`` and deletes that code: judged after it ran, the class held declarations only."""
+
+    reads_labels = reads_features = False
+
+    def __init__(self, *args, **kwargs):
+        GaussianDP.__init__(self, *args, **kwargs)
+        self.sigma = self.sigma / 100
+        if "__init__" in vars(LeavesInInit):
+            del LeavesInInit.__init__
+
+
+def test_kept_declarations_are_plain_data_all_the_way_down():
+    assert "SecretsByCode.secrets" in foreign_accounting(SecretsByCode, "d")
+    assert "BorrowedDict.__dict__" in foreign_accounting(BorrowedDict, "d")
+    assert foreign_accounting(Described, "d") == ""
+
+
+def test_a_class_is_judged_before_any_of_its_code_runs():
+    """Review l12 3: the planner's first look, on the class, before ``__init__`` ran and deleted itself."""
+    record = _run({"name": "t-leaves-in-init", "strength": 64.0}, "mc")
+    assert math.isnan(record.epsilon) and "LeavesInInit.__init__" in record.notes
+
+
 #: The plugins of this module, registered for each of its tests only: some delete their own code when they run, and a
 #: registry naming them for good showed them to every later test of the worker.
 PLUGINS = (("t-half-count", HalfCount), ("t-clears-verdict", ClearsVerdict), ("t-described", Described),
            ("t-wider-axis", WiderAxis), ("t-described-by-code", DescribedByCode),
            ("t-clears-and-leaves", ClearsAndLeaves), ("t-quiet-marvell", QuietMarvell), ("t-mixed-dp", MixedDP),
            ("t-dict-by-code", DictByCode), ("t-clears-and-rehashes", ClearsAndRehashes),
-           ("t-equal-by-type", EqualByType))
+           ("t-equal-by-type", EqualByType), ("t-leaves-in-init", LeavesInInit))
 
 
 @pytest.fixture(autouse=True)

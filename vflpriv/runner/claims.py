@@ -56,7 +56,7 @@ def foreign_accounting(d: Protection | type, name: str) -> str:
               if not issubclass(line, k) and not issubclass(k, line)]
     found += [f"{k.__name__}.{member}" for k in (*classes, *type(cls).__mro__)
               if k not in _PYTHONS and not vflpriv_own(k) and not assigned_since(k)
-              for member, value in sorted(vars(k).items()) if _foreign_member(member, value)]
+              for member, value in sorted(vars(k).items()) if _foreign_member(k, member, value)]
     own = {} if d is cls else getattr(d, "__dict__", {})
     found += [f"self.{member}" for member, value in own.items()
               if callable(value) and (member in ACCOUNTING or hasattr(type(d), member))]
@@ -65,11 +65,22 @@ def foreign_accounting(d: Protection | type, name: str) -> str:
             "epsilon it reports is its author's word, not a bound vflpriv computed") if found else ""
 
 
-def _foreign_member(member: str, value: object) -> bool:
-    """Whether a member of a class not vflpriv's own voids the claim: anything but Python's own and declared data."""
-    if member in _PYTHON_MEMBERS:
-        return type(value) not in _PYTHON_MEMBERS[member]  # exactly: a subclass of str may be a descriptor
-    return member not in CLAIM_KEEPING or callable(value) or hasattr(value, "__get__")
+def _foreign_member(k: type, member: str, value: object) -> bool:
+    """Whether a member of class ``k`` (not vflpriv's own) voids the claim: anything but Python's own (of its exact
+    type; a slot descriptor of ``k`` itself: review l12 4) and declared plain data."""
+    if member in _PYTHON_MEMBERS:  # exactly: a subclass of str may be a descriptor
+        return type(value) not in _PYTHON_MEMBERS[member] or getattr(value, "__objclass__", k) is not k
+    return member not in CLAIM_KEEPING or not _plain(value)
+
+
+def _plain(value: object) -> bool:
+    """Whether ``value`` is plain data, of Python's exact built-in types all the way down: a frozenset subclass under
+    ``secrets`` ran plugin code whenever it was read (review l12 1)."""
+    if type(value) in (str, bool, int, float, type(None)):
+        return True
+    if type(value) in (tuple, list, set, frozenset):
+        return all(map(_plain, value))
+    return type(value) is dict and all(_plain(key) and _plain(item) for key, item in value.items())
 
 
 #: Python's own classes in a defense's MRO and its metaclass's.
