@@ -128,7 +128,7 @@ def _compiled_here(k: type, *, exempt: frozenset[str] = frozenset()) -> bool:
                for functions in (_functions(value, name) for name, value in vars(k).items() if name not in exempt))
 
 
-def _options_model(model: type) -> bool:
+def options_model(model: type) -> bool:
     """Whether ``model`` is an options model of vflpriv's: a pydantic model each of whose classes above ``BaseModel``
     its module defines in vflpriv's folders, with functions compiled there only (a planted model's ``__new__`` ran as
     ``privacy_spent``: review l8 3); pydantic's own lazy ``__signature__`` is no code of it."""
@@ -150,7 +150,7 @@ def _functions(value: object, name: str) -> list[types.FunctionType] | None:
     if isinstance(value, (classmethod, staticmethod)):
         value = value.__func__
     if isinstance(value, type):  # any other class may run (reviews l7 1, l8 3)
-        return [] if name == "Options" and _options_model(value) else None
+        return [] if name == "Options" and options_model(value) else None
     if isinstance(value, property):
         found = [f for f in (value.fget, value.fset, value.fdel) if f is not None]
     elif isinstance(value, _SLOTS) or not (callable(value) or hasattr(value, "__get__")):

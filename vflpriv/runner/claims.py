@@ -7,7 +7,10 @@ from __future__ import annotations
 import abc
 import types
 
-from vflpriv.common.declarations import assigned_since, vflpriv_own
+import torch
+from torch import nn
+
+from vflpriv.common.declarations import assigned_since, in_vflpriv, options_model, vflpriv_own
 from vflpriv.defenses.base import Protection
 from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.engine import FINETUNE
@@ -60,27 +63,104 @@ def foreign_accounting(d: Protection | type, name: str) -> str:
     own = {} if d is cls else getattr(d, "__dict__", {})
     found += [f"self.{member}" for member, value in own.items()
               if callable(value) and (member in ACCOUNTING or hasattr(type(d), member))]
-    listed = ", ".join(dict.fromkeys(found[:6])) + f" and {len(found) - 6} more" * (len(found) > 6)
-    return (f"{name}: its class holds what vflpriv's own code does not ({listed}) beside vflpriv's accounting, so the "
-            "epsilon it reports is its author's word, not a bound vflpriv computed") if found else ""
+    return _holds(name, found, "its class holds what vflpriv's own code does not")
+
+
+def _holds(name: str, found: list[str], what: str) -> str:
+    """The note voiding ``name``'s claim for what ``found`` names (the first six, each once), or '' if it is empty."""
+    found = list(dict.fromkeys(found))
+    listed = ", ".join(found[:6]) + f" and {len(found) - 6} more" * (len(found) > 6)
+    return (f"{name}: {what} ({listed}) beside vflpriv's accounting, so the epsilon it reports is its author's word, "
+            "not a bound vflpriv computed") if found else ""
 
 
 def _foreign_member(k: type, member: str, value: object) -> bool:
     """Whether a member of class ``k`` (not vflpriv's own) voids the claim: anything but Python's own (of its exact
     type; a slot descriptor of ``k`` itself: review l12 4) and declared plain data."""
     if member in _PYTHON_MEMBERS:  # exactly: a subclass of str may be a descriptor
-        return type(value) not in _PYTHON_MEMBERS[member] or getattr(value, "__objclass__", k) is not k
+        return not _one_of(type(value), _PYTHON_MEMBERS[member]) or getattr(value, "__objclass__", k) is not k
     return member not in CLAIM_KEEPING or not _plain(value)
+
+
+#: Python's exact scalar and container types of plain data.
+_SCALARS = (str, bool, int, float, type(None))
+_CONTAINERS = (tuple, list, set, frozenset)
 
 
 def _plain(value: object) -> bool:
     """Whether ``value`` is plain data, of Python's exact built-in types all the way down: a frozenset subclass under
     ``secrets`` ran plugin code whenever it was read (review l12 1)."""
-    if type(value) in (str, bool, int, float, type(None)):
+    if _one_of(type(value), _SCALARS):
         return True
-    if type(value) in (tuple, list, set, frozenset):
+    if _one_of(type(value), _CONTAINERS):
         return all(map(_plain, value))
     return type(value) is dict and all(_plain(key) and _plain(item) for key, item in value.items())
+
+
+#: What torch makes of a defense's state (exact types: a subclass may run code), and its own storage in every module.
+_TORCH_STATE = (torch.Tensor, nn.Parameter, torch.Generator, torch.device, torch.dtype, torch.Size)
+_MODULE_STORAGE = frozenset(vars(nn.Module()))
+
+
+def made_types(d: Protection) -> dict[str, type]:
+    """The type of each of ``d``'s data as its construction left it (the planner's snapshot, before any other plugin's
+    code of the training runs: :func:`altered` compares)."""
+    return {member: type(value) for member, value in vars(d).items()}
+
+
+def altered(d: Protection, made: dict[str, type]) -> str:
+    """Why ``d``'s data is not what vflpriv's code makes of it, or '': data its construction set (``made``:
+    :func:`made_types`) deleted or of another type (a lazily set ``None`` may become state), or data of the instance,
+    its options and vflpriv's own objects it holds, all the way down, not plain data, torch's exact state types, a
+    module (a model, whose rows the mechanism checks) or vflpriv's own object: another plugin of the training replacing
+    dp-gaussian's ``sigma`` by a float subclass that zeroes the noise kept the epsilon (review l12 2)."""
+    own = getattr(d, "__dict__", {})
+    retyped = {member for member, value in own.items()
+               if member in made and made[member] is not type(None) and type(value) is not made[member]}
+    found = [f"self.{member} (deleted)" for member in made if member not in own]
+    found += [f"self.{member} (a {type(own[member]).__name__}, made a {made[member].__name__})" for member in retyped]
+    found += [f"self.{member}{path}" for member, value in own.items() if member not in retyped
+              for path in _unmade(value, set())]
+    return _holds(d.name, found, "its data holds what vflpriv's own code did not put there")
+
+
+def _unmade(value: object, seen: set[int]) -> list[str]:
+    """Where under ``value`` lies data vflpriv's code does not make (paths, '' for ``value`` itself): see
+    :func:`altered`; each object walked once."""
+    kind = type(value)
+    if _one_of(kind, _SCALARS) or _one_of(kind, _TORCH_STATE) or id(value) in seen:
+        return []
+    seen.add(id(value))
+    if _one_of(kind, _CONTAINERS):
+        return [f"[{i}]{path}" for i, item in enumerate(value) for path in _unmade(item, seen)]
+    if kind is dict:
+        return [f"[{_shown(key)}]{path}" for key, item in value.items()
+                for path in (*_unmade(key, seen), *_unmade(item, seen))]
+    if issubclass(kind, nn.Module) and not vflpriv_own(kind):  # the true type: ``__class__`` may answer for it
+        return []
+    if kind is types.MethodType:  # a hook of vflpriv's code bound to a layer (the ghost-clipping tape's)
+        return [] if _vflpriv_code(value.__func__) else [" (a method)"]
+    if kind is types.FunctionType:
+        return [] if _vflpriv_code(value) else [" (a function)"]
+    if not (vflpriv_own(kind) or options_model(kind)) or not hasattr(value, "__dict__"):
+        return [f" (a {kind.__name__})"]
+    return [f".{member}{path}" for member, item in vars(value).items()
+            if not (issubclass(kind, nn.Module) and member in _MODULE_STORAGE) for path in _unmade(item, seen)]
+
+
+def _one_of(kind: type, kinds: tuple[type, ...]) -> bool:
+    """Whether ``kind`` is one of ``kinds`` by identity: ``in`` compares with ``==``, which a metaclass may answer."""
+    return any(kind is k for k in kinds)
+
+
+def _shown(key: object) -> str:
+    """A dict key as a path shows it, running no code of its class (a plugin's ``__repr__``)."""
+    return repr(key) if _one_of(type(key), _SCALARS) else f"a {type(key).__name__} key"
+
+
+def _vflpriv_code(f: object) -> bool:
+    """Whether ``f`` is a Python function compiled from vflpriv's folders."""
+    return type(f) is types.FunctionType and in_vflpriv(f.__code__.co_filename)
 
 
 #: Python's own classes in a defense's MRO and its metaclass's.
@@ -98,13 +178,14 @@ def accounting_class(d: Protection | type) -> type:
     return next(k for k in (d if isinstance(d, type) else type(d)).__mro__ if "privacy_spent" in vars(k))
 
 
-def claimed(defenses: list[Protection], verdicts: tuple[str, ...] = ()
+def claimed(defenses: list[Protection], verdicts: tuple[str, ...] = (), made: tuple[dict[str, type], ...] = ()
             ) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
     """What a run records of its defenses' claims (:func:`claim_secrets`): (epsilon, delta) of each covered one claiming
-    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes; ``verdicts``:
-    the planner's (``Plan.verdicts``)."""
-    spent = [(d, e, claim_secrets(d)) for d, planned in zip(defenses, _padded(verdicts, defenses))
-             if not _uncovered(d, planned) and (e := d.privacy_spent()) is not None]
+    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes; ``verdicts``
+    and ``made``: the planner's (``Plan.verdicts``, ``Plan.made``)."""
+    spent = [(d, e, claim_secrets(d)) for d, planned, kept in zip(defenses, _padded(verdicts, defenses),
+                                                                  _padded(made, defenses, {}))
+             if not _uncovered(d, planned, kept) and (e := d.privacy_spent()) is not None]
     labels = [(e, d.privacy_delta()) for d, e, secrets in spent if secrets == {"labels"}]
     features = [(d, e) for d, e, secrets in spent if "features" in secrets]
     return labels, features, [note for d, _, secrets in spent if (note := _unrecorded(d, secrets))]
@@ -127,23 +208,23 @@ def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
 
 
 def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str],
-             verdicts: tuple[str, ...] = ()) -> list[str]:
+             verdicts: tuple[str, ...] = (), made: tuple[dict[str, type], ...] = ()) -> list[str]:
     """The notes of the claims a run records no (label) epsilon for: :func:`claimed`'s, and those uncovered."""
-    return unrecorded + [f"{name}: no epsilon recorded: {why}"
-                         for d, name, planned in zip(defenses, names, _padded(verdicts, defenses))
-                         if (why := _uncovered(d, planned)) and not d.is_identity]
+    return unrecorded + [f"{name}: no epsilon recorded: {why}" for d, name, planned, kept in
+                         zip(defenses, names, _padded(verdicts, defenses), _padded(made, defenses, {}))
+                         if (why := _uncovered(d, planned, kept)) and not d.is_identity]
 
 
-def _padded(verdicts: tuple[str, ...], defenses: list) -> tuple[str, ...]:
-    """The planner's verdicts, one per defense ('' where none was given)."""
-    return (*verdicts, *[""] * (len(defenses) - len(verdicts)))
+def _padded(given: tuple, defenses: list, missing: object = "") -> tuple:
+    """The planner's verdicts or snapshots, one per defense (``missing`` where none was given)."""
+    return (*given, *[missing] * (len(defenses) - len(given)))
 
 
-def _uncovered(d: Protection, planned: str) -> str:
+def _uncovered(d: Protection, planned: str, made: dict[str, type]) -> str:
     """Why ``d``'s claim does not hold: as planned (``Plan.verdicts``: code that cleared ``uncovered`` and deleted
     itself, review l10 2), as its mechanism found while it ran (``uncovered``), or judged again when the run is recorded
-    (a plugin's code clearing ``uncovered``: review l9 L9-1)."""
-    return planned or d.uncovered or foreign_accounting(d, d.name)
+    (a plugin's code clearing ``uncovered``: review l9 L9-1; another's writing into its data: :func:`altered`)."""
+    return planned or d.uncovered or foreign_accounting(d, d.name) or altered(d, made)
 
 
 def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:

@@ -134,8 +134,8 @@ def _execute(p: Plan) -> list[RunRecord]:
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
-    claims, features, unrecorded = claimed(p.defenses, p.verdicts)  # features: another neighbouring relation
-    result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], unrecorded, p.verdicts)
+    claims, features, unrecorded = claimed(p.defenses, p.verdicts, p.made)  # features: another neighbouring relation
+    result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], unrecorded, p.verdicts, p.made)
     result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]
     result.notes += claim_notes(p.defenses, p.config.defenses)  # what each recorded epsilon assumes of its noise
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
