@@ -8,10 +8,13 @@ import gc
 import math
 
 import pytest
+import torch
+from torch import nn
 
 from vflpriv.config.registry import DEFENSES
 from vflpriv.config.schema import RunConfig
 from vflpriv.defenses.dp_gaussian import GaussianDP
+from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.embedding_dp_accounting import Counts
 from vflpriv.defenses.max_norm import MaxNorm
 from vflpriv.runner.claims import altered, foreign_accounting, made_types
@@ -67,9 +70,21 @@ class SilencesClip(MaxNorm):
         vars(d.options)["clip"] = _Silent(d.options.clip)
 
 
+class RetypesEmbeddingDP(MaxNorm):
+    """The same for embedding-dp, whose notes also state a claim for the test rows (review l14 3)."""
+
+    reads_labels = reads_features = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        d = next(o for o in gc.get_objects() if type(o) is EmbeddingDP)
+        d.strength = _Silent(d.strength)
+
+
 @pytest.fixture(autouse=True)
 def _plugins(monkeypatch):
-    for name, cls in (("t-silences-sigma", SilencesSigma), ("t-silences-clip", SilencesClip)):
+    for name, cls in (("t-silences-sigma", SilencesSigma), ("t-silences-clip", SilencesClip),
+                      ("t-retypes", RetypesEmbeddingDP)):
         monkeypatch.setitem(DEFENSES._extra, name, cls)
 
 
@@ -94,6 +109,14 @@ def test_another_defense_writing_into_the_dp_defense_s_data_voids_its_claim():
                f"there ({where})" in record.notes
 
 
+def test_a_voided_feature_claim_states_no_test_row_claim_either():
+    config = _config({"name": "embedding-dp", "strength": 8.0, "party": 1}, {"name": "t-retypes", "strength": 1.0})
+    config = config.model_copy(update={"attack": config.attack.model_copy(update={"name": "fi-decoder"})})
+    (record,) = run(RunConfig.model_validate(config.model_dump()))
+    assert record.status == "ok" and math.isnan(record.epsilon_features), record.error
+    assert "self.strength (a _Silent, made a float)" in record.notes and "DP for that test sample" not in record.notes
+
+
 def test_data_deleted_retyped_or_nested_deep_is_named():
     (d,) = plan_training(_config({"name": "embedding-dp", "strength": 8.0, "party": 1}).training()).defenses
     made = made_types(d)
@@ -102,12 +125,18 @@ def test_data_deleted_retyped_or_nested_deep_is_named():
     assert altered(d, made) == ""
     d.released.fold = _Silent(1.0)
     assert "self.released.fold (a _Silent)" in altered(d, made)
-    d.released.fold = 1
+    d.released.fold, parties, generator = 1, d.parties, d.generator
     d.parties = (1,)
     assert "self.parties (a tuple, made a list)" in altered(d, made)
     del d.parties
     assert "self.parties (deleted)" in altered(d, made)
-    d.parties, d.extra = [1], {"k": _LooksPlain()}
+    d.parties, d.generator = parties, torch.Generator().manual_seed(0)  # review l14 2: a seed the adversary knows
+    assert "self.generator (replaced)" in altered(d, made)
+    d.generator, d.released.total = generator, nn.Linear(1, 1)  # review l14 1: a module is a model in the tape only
+    assert "self.released.total (a Linear)" in altered(d, made)
+    d.released.total, vars(d.options)["clip"] = torch.zeros(4), nn.Linear(1, 1)
+    assert "self.options.clip (a Linear)" in altered(d, made)
+    vars(d.options)["clip"], d.extra = 1.0, {"k": _LooksPlain()}
     assert altered(d, made).endswith("(self.extra['k'] (a _LooksPlain)) beside vflpriv's accounting, so the epsilon it "
                                      "reports is its author's word, not a bound vflpriv computed")
 

@@ -34,7 +34,7 @@ from vflpriv.runner.claims import accounting_class, foreign_accounting, made_typ
 
 
 def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDataset, device: torch.device
-                  ) -> tuple[list, tuple[dict[str, type], ...]]:
+                  ) -> tuple[list, tuple[dict, ...]]:
     """Every defense of ``config``, bound and checked against the method and against one another, and the types of
     each one's data as its construction left them (``claims.made_types``, before the next defense's code runs)."""
     first = [foreign_accounting(DEFENSES.get(c.name), c.name) for c in config.defenses]  # before any of their code runs

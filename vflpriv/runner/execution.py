@@ -49,7 +49,7 @@ from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.training import require_finite
 from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
-from vflpriv.runner.claims import claimed, record_claims, withheld
+from vflpriv.runner.claims import claimed, record_claims, tampered, withheld
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.handed import changed_in_place, tensors_digest
 from vflpriv.runner.naming import named
@@ -136,7 +136,8 @@ def _execute(p: Plan) -> list[RunRecord]:
     under_attack = p.acting is not None
     claims, features, unrecorded = claimed(p.defenses, p.verdicts, p.made)  # features: another neighbouring relation
     result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], unrecorded, p.verdicts, p.made)
-    result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]
+    result.notes += [f"{c.name}: {note}" for i, (d, c) in enumerate(zip(p.defenses, p.config.defenses))
+                     if not tampered(d, p.made[i] if i < len(p.made) else {}) and (note := d.notes())]
     result.notes += claim_notes(p.defenses, p.config.defenses)  # what each recorded epsilon assumes of its noise
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     if p.auditor is not None:

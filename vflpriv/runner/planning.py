@@ -81,7 +81,7 @@ class Plan:
     verdicts: tuple[str, ...] = ()
     #: The types of each defense's data as its construction left them (``claims.made_types``): another plugin's code
     #: writing into a DP defense's data voids its claim when the run is recorded (review l12 2).
-    made: tuple[dict[str, type], ...] = ()
+    made: tuple[dict, ...] = ()
 
 
 def available_devices() -> list[str]:
