@@ -200,3 +200,28 @@ def test_a_sweep_says_when_another_sweep_replaced_its_records_before_its_final_r
         frame = sweep(configs[:1], b, on_note=notes.append)  # sweep B (mc only)
         assert list(frame.train_seconds) == [r.train_seconds for r in b.all() if r.key == configs[0].key()]
     assert any("replaced in the store meanwhile by another sweep" in n for n in notes)
+
+
+def test_a_training_another_sweep_finishes_whole_after_the_start_up_check_is_read_not_retrained(tiny, tmp_path,
+                                                                                               monkeypatch):
+    """Review st2 left: sweep B ran the training whole between sweep A's start-up check (which found it stored in
+    part) and A's loop; A retrained it once more. A re-checks the store before retraining and reads B's records."""
+    import vflpriv.tradeoff.sweep as sweep_module
+
+    configs, path, by_b = _configs(tiny), tmp_path / "results.sqlite", {}
+    check = sweep_module.drop_damaged
+
+    def then_b_runs_it_whole(store, *args, **kwargs):
+        monkeypatch.setattr(sweep_module, "drop_damaged", check)
+        redo = check(store, *args, **kwargs)
+        with Store(path) as b:
+            sweep(configs, b)  # sweep B (mc, similarity) runs the training whole meanwhile
+            by_b.update((r.key, r.train_seconds) for r in b.all())
+        return redo
+
+    with Store(path) as a:
+        sweep(configs[:1], a)  # an earlier sweep (mc only) stored the training in part
+        monkeypatch.setattr(sweep_module, "drop_damaged", then_b_runs_it_whole)
+        frame = sweep(configs, a)  # sweep A (mc, similarity)
+        held = {r.key: r.train_seconds for r in a.all()}
+    assert held == by_b and list(frame.train_seconds) == [by_b[c.key()] for c in configs]  # B's training, read
