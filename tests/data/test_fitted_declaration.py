@@ -68,3 +68,16 @@ def test_a_declaration_longer_than_the_limit_is_refused():
     assert _digits(("", "x" * MAX_DECLARED)).fitted_features[1] == "x" * MAX_DECLARED
     with pytest.raises(ValueError, match=f"got {MAX_DECLARED + 1} characters for party 1; .* at most {MAX_DECLARED}"):
         _digits(("", "x" * (MAX_DECLARED + 1)))
+
+
+@pytest.mark.parametrize("char", ["\n", "\r", "\x1b", "\u200b", "\u2028"])
+def test_a_declaration_with_a_control_character_or_a_newline_is_refused(char):
+    """A newline (or another control character) in a declaration split the note quoting it over lines."""
+    with pytest.raises(ValueError, match=f"U\\+{ord(char):04X} at position 4 for party 1; .* no control character"):
+        _digits(("", f"std {char}x"))
+
+
+def test_a_control_character_is_refused_in_planning(plugin, tmp_path, monkeypatch):
+    plugin(lambda: _digits(("", "standardised\nwith the training rows")))
+    refused_in_planning(["evaluate", "--dataset", "t-fitted", *PLAN], "U+000A at position 12 for party 1", tmp_path,
+                        monkeypatch)

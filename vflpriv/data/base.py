@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -57,10 +58,20 @@ def declaration_problem(fitted: object, parties: int) -> str:
         got = f"a {type(fitted[wrong[0]]).__name__} for party {wrong[0]}"
     elif long := [p for p, f in enumerate(fitted) if len(f) > MAX_DECLARED]:
         got = f"{len(fitted[long[0]])} characters for party {long[0]}"
+    elif control := [(p, i, c) for p, f in enumerate(fitted) for i, c in enumerate(f) if _splits_a_line(c)]:
+        party, position, char = control[0]
+        got = f"a control character or line break U+{ord(char):04X} at position {position} for party {party}"
     else:
         return ""
     return (f"fitted_features got {got}; valid: None (undeclared) or a tuple or list of {parties} str, one per party "
-            f"('' where none is fitted), each at most {MAX_DECLARED} characters")
+            f"('' where none is fitted), each at most {MAX_DECLARED} characters and no control character or line "
+            "break")
+
+
+def _splits_a_line(char: str) -> bool:
+    """A control, format or unassigned character (Unicode category C) or a line or paragraph separator: quoted in a
+    note, it would break or hide part of the line."""
+    return unicodedata.category(char)[0] == "C" or unicodedata.category(char) in ("Zl", "Zp")
 
 
 @dataclass(frozen=True)
