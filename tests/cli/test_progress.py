@@ -162,12 +162,12 @@ def test_tune_counts_the_strengths_of_its_bisection_and_the_audit_says_what_its_
     monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
     quick = ["--set", "finetune.epochs=2", "--set", "model.hidden=16", "--set", "model.out_dim=8", "--jobs", "1"]
     tune = CliRunner().invoke(app, ["tune", "--method", "splitnn", "--attack", "gc", "--defense", "iso", "--seeds", "0",
-                                    "--steps", "1", "--tolerance", "1", "--out", str(tmp_path / "t"), "--set", "attack.prior=aux",
-                                    "--set", "attack.prior_epochs=5", *quick])
+                                    "--steps", "1", "--tolerance", "1", "--out", str(tmp_path / "t"), "--set",
+                                    "attack.prior=aux", "--set", "attack.prior_epochs=5", *quick])
     assert tune.exit_code == 0, tune.output
     for k in (1, 2):  # the strongest end, the weakest: each its own count of at most steps + 2 strengths
         assert f"tune: strength {k} of at most 3 (lambda=" in tune.stderr
-        assert f"runs 1/1 (100%)" in tune.stderr
+        assert "runs 1/1 (100%)" in tune.stderr
     audit = CliRunner().invoke(app, ["audit", "--method", "splitnn", "--attacks", "gc", "--defenses", "none",
                                      "--seeds", "0", "--no-tune-attacks", "--canaries", "0", "--out",
                                      str(tmp_path / "a"), "--set", "audit.prior=aux", "--set", "audit.prior_epochs=5",
