@@ -246,12 +246,17 @@ def _replace_part(store: Store, training: str, runs: list[RunConfig], on_note: C
 
 def _stored_whole(store: Store, runs: list[RunConfig], redo: Collection[str]) -> bool:
     """Whether a training with runs in ``redo`` (stored in part at the start) is now held whole, from one training,
-    each record checking out: another sweep ran it meanwhile (a lookup only where ``redo`` names a run of it)."""
+    each record passing :func:`drop_damaged`'s checks (data, canary key, claim rules too): another sweep ran it
+    meanwhile (a lookup only where ``redo`` names a run of it)."""
     if not any(c.key() in redo for c in runs):
         return False
     held = {r.key: r for r in store.final_records(runs[0].training_key())}
     own = [held[c.key()] for c in runs if c.key() in held and not disagreement(held[c.key()], c)]
-    return len(own) == len(runs) and not mixed_trainings(own)
+    if len(own) != len(runs) or mixed_trainings(own):
+        return False
+    keys = [c.key() for c in runs]
+    return not (store.other_data(data_by_key(runs)) or store.other_canary_key(keys, current_fingerprint())
+                or store.stale_claims(keys))
 
 
 def _training_of(record: RunRecord) -> tuple[str, str]:
