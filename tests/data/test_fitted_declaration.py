@@ -81,3 +81,26 @@ def test_a_control_character_is_refused_in_planning(plugin, tmp_path, monkeypatc
     plugin(lambda: _digits(("", "standardised\nwith the training rows")))
     refused_in_planning(["evaluate", "--dataset", "t-fitted", *PLAN], "U+000A at position 12 for party 1", tmp_path,
                         monkeypatch)
+
+
+class _CleanIterating(str):
+    """A str whose iteration shows another text than it holds."""
+
+    def __iter__(self):
+        return iter("clean")
+
+
+class _Short(str):
+    """A str that says it is shorter than it is."""
+
+    def __len__(self):
+        return 1
+
+
+@pytest.mark.parametrize("kind, text", [(_CleanIterating, "standardised\nwith the training rows"),
+                                        (_Short, "x" * 201)])
+def test_a_str_subclass_is_refused(kind, text):
+    """Review small F2: a str subclass overriding ``__iter__`` or ``__len__`` got past the character and length checks
+    (its newline was quoted in every note): only an exact str is a declaration's entry."""
+    with pytest.raises(ValueError, match=f"got a {kind.__name__} for party 1; valid: .* 2 str"):
+        _digits(("", kind(text)))

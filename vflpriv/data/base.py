@@ -54,7 +54,7 @@ def declaration_problem(fitted: object, parties: int) -> str:
         got = f"a {type(fitted).__name__}"
     elif len(fitted) != parties:
         got = f"{len(fitted)} entries for {parties} parties"
-    elif wrong := [p for p, f in enumerate(fitted) if not isinstance(f, str)]:
+    elif wrong := [p for p, f in enumerate(fitted) if type(f) is not str]:  # a subclass could mask its text
         got = f"a {type(fitted[wrong[0]]).__name__} for party {wrong[0]}"
     elif long := [p for p, f in enumerate(fitted) if len(f) > MAX_DECLARED]:
         got = f"{len(fitted[long[0]])} characters for party {long[0]}"
