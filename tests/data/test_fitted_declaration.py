@@ -70,11 +70,18 @@ def test_a_declaration_longer_than_the_limit_is_refused():
         _digits(("", "x" * (MAX_DECLARED + 1)))
 
 
-@pytest.mark.parametrize("char", ["\n", "\r", "\x1b", "\u200b", "\u2028"])
+@pytest.mark.parametrize("char", ["\n", "\r", "\x0b", "\x1b", "\x1c", "\x85", "\x7f", "\u2028", "\u2029"])
 def test_a_declaration_with_a_control_character_or_a_newline_is_refused(char):
     """A newline (or another control character) in a declaration split the note quoting it over lines."""
     with pytest.raises(ValueError, match=f"U\\+{ord(char):04X} at position 4 for party 1; .* no control character"):
         _digits(("", f"std {char}x"))
+
+
+@pytest.mark.parametrize("char", ["\t", "\u200c", "\u200d", "\u200f", "\u00ad", "\u200b"])
+def test_a_tab_or_a_format_character_is_kept(char):
+    """Review small N1: a tab, Persian's zero-width non-joiner, a joiner, a right-to-left mark or a soft hyphen was
+    refused with the control characters (Unicode category C): none breaks the line quoting it."""
+    assert _digits(("", f"std {char}x")).fitted_features == ("", f"std {char}x")
 
 
 def test_a_control_character_is_refused_in_planning(plugin, tmp_path, monkeypatch):

@@ -64,14 +64,14 @@ def declaration_problem(fitted: object, parties: int) -> str:
     else:
         return ""
     return (f"fitted_features got {got}; valid: None (undeclared) or a tuple or list of {parties} str, one per party "
-            f"('' where none is fitted), each at most {MAX_DECLARED} characters and no control character or line "
-            "break")
+            f"('' where none is fitted), each at most {MAX_DECLARED} characters and no control character (a tab "
+            "aside) or line break; format characters such as U+200C are kept")
 
 
 def _splits_a_line(char: str) -> bool:
-    """A control, format or unassigned character (Unicode category C) or a line or paragraph separator: quoted in a
-    note, it would break or hide part of the line."""
-    return unicodedata.category(char)[0] == "C" or unicodedata.category(char) in ("Zl", "Zp")
+    """A control character other than a tab (Unicode category Cc) or a line break (``str.splitlines``'s, U+2028 and
+    U+2029 too): quoted in a note, it would break or garble the line; a format character (Cf) would not."""
+    return char != "\t" and (unicodedata.category(char) == "Cc" or len(f"x{char}x".splitlines()) > 1)
 
 
 @dataclass(frozen=True)
