@@ -26,7 +26,7 @@ from vflpriv.runner.planning import plan, refuse_unread_aux_features
 from vflpriv.store.records import RunRecord
 from vflpriv.store.secrets import ENV_VAR, current_fingerprint
 from vflpriv.store.sqlite import Store
-from vflpriv.store.trainings import partly_stored, secure_records, secure_settings
+from vflpriv.store.trainings import mixed_trainings, partly_stored, secure_records, secure_settings
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
 from vflpriv.tradeoff.spelling import disagreement
 
@@ -203,7 +203,8 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     holds now (``data_by_key``: a changed data file) are deleted and recomputed too where ``replace_other_data``
     (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted. Returns the stored records of
     secure-noise trainings held in part or from two trainings (:func:`partly_stored`): kept, not deleted, until the
-    loop (:func:`_replace_part`) runs their training whole and replaces them (review st S1: ``sweep``'s ``redo``)."""
+    loop (:func:`_replace_part`) runs their training whole and replaces them, or finds another sweep did
+    (:func:`_stored_whole`; review st S1: ``sweep``'s ``redo``)."""
     expected = data_by_key(configs)
     other = store.other_data(expected)  # damaged records are not among them: drop_damaged's
     other_key = store.other_canary_key(list(expected), current_fingerprint())
@@ -241,6 +242,21 @@ def _replace_part(store: Store, training: str, runs: list[RunConfig], on_note: C
         on_note(f"{len(meanwhile)} record(s) of secure-noise training {training} stored meanwhile in part, by "
                 "another sweep, replaced by its whole training here (options.secure_noise: a retraining draws other "
                 "noise, so one training key's records must come from one training)")
+
+
+def _stored_whole(store: Store, runs: list[RunConfig], redo: Collection[str]) -> bool:
+    """Whether a training with runs in ``redo`` (stored in part at the start) is now held whole, from one training,
+    each record passing :func:`drop_damaged`'s checks (data, canary key, claim rules too): another sweep ran it
+    meanwhile (a lookup only where ``redo`` names a run of it)."""
+    if not any(c.key() in redo for c in runs):
+        return False
+    held = {r.key: r for r in store.final_records(runs[0].training_key())}
+    own = [held[c.key()] for c in runs if c.key() in held and not disagreement(held[c.key()], c)]
+    if len(own) != len(runs) or mixed_trainings(own):
+        return False
+    keys = [c.key() for c in runs]
+    return not (store.other_data(data_by_key(runs)) or store.other_canary_key(keys, current_fingerprint())
+                or store.stale_claims(keys))
 
 
 def _training_of(record: RunRecord) -> tuple[str, str]:
@@ -324,6 +340,8 @@ def sweep(
                     break
                 continue
             mine = [k for k in schedule(todo) if store.claim(k)]
+            # a secure-noise training another sweep ran whole since the start-up check: read, not retrained (st2)
+            redo -= {r.key() for k in mine if secure[k] and _stored_whole(store, groups[k], redo) for r in groups[k]}
             # A training another sweep stored and released between our read of ``settled`` and our claim:
             # its records were put before its release, so a second read after the claim sees them.
             now_settled = store.settled([r.key() for k in mine for r in todo[k]], since=started, redo=redo)

@@ -200,3 +200,51 @@ def test_a_sweep_says_when_another_sweep_replaced_its_records_before_its_final_r
         frame = sweep(configs[:1], b, on_note=notes.append)  # sweep B (mc only)
         assert list(frame.train_seconds) == [r.train_seconds for r in b.all() if r.key == configs[0].key()]
     assert any("replaced in the store meanwhile by another sweep" in n for n in notes)
+
+
+def _b_runs_it_whole_after_a_checks(configs, path, monkeypatch, mark=lambda r: r):
+    """Sweep A (mc, similarity) over a training an earlier sweep stored in part, while sweep B runs it whole between
+    A's start-up check and A's loop, its records then re-put through ``mark``: (A's frame, held, B's records)."""
+    import vflpriv.tradeoff.sweep as sweep_module
+
+    check, by_b = sweep_module.drop_damaged, {}
+
+    def then_b_runs_it_whole(store, *args, **kwargs):
+        monkeypatch.setattr(sweep_module, "drop_damaged", check)
+        redo = check(store, *args, **kwargs)
+        with Store(path) as b:
+            sweep(configs, b)  # sweep B (mc, similarity) runs the training whole meanwhile
+            b.put_many([mark(r) for r in b.all()])
+            by_b.update((r.key, r) for r in b.all())
+        return redo
+
+    with Store(path) as a:
+        sweep(configs[:1], a)  # an earlier sweep (mc only) stored the training in part
+        monkeypatch.setattr(sweep_module, "drop_damaged", then_b_runs_it_whole)
+        frame = sweep(configs, a)  # sweep A (mc, similarity)
+        return frame, {r.key: r for r in a.all()}, by_b
+
+
+def test_a_training_another_sweep_finishes_whole_after_the_start_up_check_is_read_not_retrained(tiny, tmp_path,
+                                                                                               monkeypatch):
+    """Review st2 left: sweep B ran the training whole between sweep A's start-up check (which found it stored in
+    part) and A's loop; A retrained it once more. A re-checks the store before retraining and reads B's records."""
+    configs = _configs(tiny)
+    frame, held, by_b = _b_runs_it_whole_after_a_checks(configs, tmp_path / "results.sqlite", monkeypatch)
+    seconds = {k: r.train_seconds for k, r in by_b.items()}
+    assert {k: r.train_seconds for k, r in held.items()} == seconds
+    assert list(frame.train_seconds) == [seconds[c.key()] for c in configs]  # B's training, read
+
+
+@pytest.mark.parametrize("field, value", [("data_fingerprint", "f" * 16), ("canary_key", "abcd" * 4),
+                                          ("claim_version", 4)])
+def test_a_training_another_sweep_finished_is_read_only_where_the_start_up_check_would_keep_it(
+        tiny, tmp_path, monkeypatch, field, value):
+    """Review small F1: B's whole training was read even where its records were of other data, another canary key or
+    earlier claim rules, which A's start-up check deletes or refuses: A's results.csv reported them. A retrains."""
+    configs = _configs(tiny)
+    frame, held, by_b = _b_runs_it_whole_after_a_checks(configs, tmp_path / "results.sqlite", monkeypatch,
+                                                        lambda r: dataclasses.replace(r, **{field: value}))
+    assert all(getattr(r, field) != value for r in held.values())  # A's own training replaced B's
+    assert all(held[k].train_seconds != r.train_seconds for k, r in by_b.items())
+    assert list(frame.train_seconds) == [held[c.key()].train_seconds for c in configs]

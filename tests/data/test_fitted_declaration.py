@@ -68,3 +68,46 @@ def test_a_declaration_longer_than_the_limit_is_refused():
     assert _digits(("", "x" * MAX_DECLARED)).fitted_features[1] == "x" * MAX_DECLARED
     with pytest.raises(ValueError, match=f"got {MAX_DECLARED + 1} characters for party 1; .* at most {MAX_DECLARED}"):
         _digits(("", "x" * (MAX_DECLARED + 1)))
+
+
+@pytest.mark.parametrize("char", ["\n", "\r", "\x0b", "\x1b", "\x1c", "\x85", "\x7f", "\u2028", "\u2029"])
+def test_a_declaration_with_a_control_character_or_a_newline_is_refused(char):
+    """A newline (or another control character) in a declaration split the note quoting it over lines."""
+    with pytest.raises(ValueError, match=f"U\\+{ord(char):04X} at position 4 for party 1; .* no control character"):
+        _digits(("", f"std {char}x"))
+
+
+@pytest.mark.parametrize("char", ["\t", "\u200c", "\u200d", "\u200f", "\u00ad", "\u200b"])
+def test_a_tab_or_a_format_character_is_kept(char):
+    """Review small N1: a tab, Persian's zero-width non-joiner, a joiner, a right-to-left mark or a soft hyphen was
+    refused with the control characters (Unicode category C): none breaks the line quoting it."""
+    assert _digits(("", f"std {char}x")).fitted_features == ("", f"std {char}x")
+
+
+def test_a_control_character_is_refused_in_planning(plugin, tmp_path, monkeypatch):
+    plugin(lambda: _digits(("", "standardised\nwith the training rows")))
+    refused_in_planning(["evaluate", "--dataset", "t-fitted", *PLAN], "U+000A at position 12 for party 1", tmp_path,
+                        monkeypatch)
+
+
+class _CleanIterating(str):
+    """A str whose iteration shows another text than it holds."""
+
+    def __iter__(self):
+        return iter("clean")
+
+
+class _Short(str):
+    """A str that says it is shorter than it is."""
+
+    def __len__(self):
+        return 1
+
+
+@pytest.mark.parametrize("kind, text", [(_CleanIterating, "standardised\nwith the training rows"),
+                                        (_Short, "x" * 201)])
+def test_a_str_subclass_is_refused(kind, text):
+    """Review small F2: a str subclass overriding ``__iter__`` or ``__len__`` got past the character and length checks
+    (its newline was quoted in every note): only an exact str is a declaration's entry."""
+    with pytest.raises(ValueError, match=f"got a {kind.__name__} for party 1; valid: .* 2 str"):
+        _digits(("", kind(text)))

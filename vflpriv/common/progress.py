@@ -214,8 +214,9 @@ class RunProgress:
                 f" and {more} more" if more > 0 else ""))
         return "; ".join(parts)
 
-    def finished(self, records: list) -> None:
-        """A training's records arrived: count them, and learn what its kind and its attacks cost."""
+    def finished(self, records: list, *, new: int | None = None) -> None:
+        """A training's records arrived: count them (or the ``new`` of them: a run recomputed counts once), and learn
+        what its kind and its attacks cost."""
         if records:
             key = records[0].training_key
             item = next((p for p in self.pending if p.key == key), None)
@@ -226,7 +227,7 @@ class RunProgress:
                 self.estimate.observe(item, records[0].train_seconds,
                                       [(kinds.get(getattr(r, "key", None), r.attack), r.attack_seconds)
                                        for r in records])
-        self.advance(len(records))
+        self.advance(len(records) if new is None else new)
 
     def advance(self, n: int) -> None:
         self.done += n

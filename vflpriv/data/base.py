@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -53,14 +54,24 @@ def declaration_problem(fitted: object, parties: int) -> str:
         got = f"a {type(fitted).__name__}"
     elif len(fitted) != parties:
         got = f"{len(fitted)} entries for {parties} parties"
-    elif wrong := [p for p, f in enumerate(fitted) if not isinstance(f, str)]:
+    elif wrong := [p for p, f in enumerate(fitted) if type(f) is not str]:  # a subclass could mask its text
         got = f"a {type(fitted[wrong[0]]).__name__} for party {wrong[0]}"
     elif long := [p for p, f in enumerate(fitted) if len(f) > MAX_DECLARED]:
         got = f"{len(fitted[long[0]])} characters for party {long[0]}"
+    elif control := [(p, i, c) for p, f in enumerate(fitted) for i, c in enumerate(f) if _splits_a_line(c)]:
+        party, position, char = control[0]
+        got = f"a control character or line break U+{ord(char):04X} at position {position} for party {party}"
     else:
         return ""
     return (f"fitted_features got {got}; valid: None (undeclared) or a tuple or list of {parties} str, one per party "
-            f"('' where none is fitted), each at most {MAX_DECLARED} characters")
+            f"('' where none is fitted), each at most {MAX_DECLARED} characters and no control character (a tab "
+            "aside) or line break; format characters such as U+200C are kept")
+
+
+def _splits_a_line(char: str) -> bool:
+    """A control character other than a tab (Unicode category Cc) or a line break (``str.splitlines``'s, U+2028 and
+    U+2029 too): quoted in a note, it would break or garble the line; a format character (Cf) would not."""
+    return char != "\t" and (unicodedata.category(char) == "Cc" or len(f"x{char}x".splitlines()) > 1)
 
 
 @dataclass(frozen=True)

@@ -95,14 +95,17 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
     def done(records) -> None:
         flight.pop(records[0].training_key, None)
         progress.doing("; ".join(flight.values()), say=False)  # the line finished() may print says what is left
-        progress.finished(records)
+        fresh = [r for r in records if r.key not in counted]  # a run recomputed (record deleted meanwhile): once
+        counted.update(r.key for r in fresh)
+        progress.finished(records, new=len(fresh))
         notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
 
     with Store(store_path) as store:
         if header is not None:  # everything checked: from here on, output is results
             console.print(header())
         redo = set(drop_damaged(store, configs, on_note=notes.append, replace_other_data=overwrite))
-        stored = sum(store.done(c.key()) for c in configs if c.key() not in redo)  # the run replaces ``redo``
+        counted = {c.key() for c in configs if c.key() not in redo and store.done(c.key())}  # the run replaces redo
+        stored = len(counted)
         console.print(f"{plural(len(configs), 'run')} on {plural(n_trainings, 'training')}: {stored} already in "
                       f"the store, {len(configs) - stored} to run")
         try:
