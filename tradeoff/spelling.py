@@ -5,7 +5,8 @@ wherever the planner resolves the run the same with it there.
 That covers a default given (``attack.prior_ssl=own`` where auto resolves to own, ``defenses.0.party=0`` where unset
 binds the active party, an audit's feature roles) and a setting the run does not read (``attack.prior_ssl`` beside the
 aux prior). Where the current code cannot resolve a setting (a plugin not installed here), it stays as written. Keys and
-stored records are untouched: two spellings of one run keep their own keys, so a store resumes as it did.
+stored records are untouched: two spellings of one run keep their own keys, so a store resumes as it did. (An option
+given at its default is dropped as the settings are validated, key included: ``config.defaults``.)
 """
 
 from __future__ import annotations

@@ -1,0 +1,53 @@
+"""One spelling of a component's options: an option given at its default is dropped as the settings are validated, so
+its run has the key, the stored record and the table row of the run that left it out (review hunt H8). A changed
+default needs no key of its own here: the component's code mark or ``cache.code_version`` changes the keys then."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import model_validator
+
+from vflpriv.common.errors import VflprivError
+from vflpriv.config.options import CANDIDATE, NoOptions, Options
+from vflpriv.config.registry import Registry
+
+
+def without_defaults(registry: Registry, name: Any, options: Any) -> Any:
+    """``options`` of component ``name`` less each whose removal leaves them the same as validated (a default however
+    written, or a value a validator derives from the others anyway); the others as given, so a run giving no default
+    keeps its key bit for bit. A plugin's stay as given (its ``Options`` are its code, judged by planning first), as
+    do options the component refuses (the planner names them)."""
+    if not (isinstance(name, str) and isinstance(options, dict) and options and registry.builtin(name)):
+        return options
+    try:
+        model = getattr(registry.get(name), "Options", NoOptions)
+        kept = dict(options)
+        for option in sorted(options):
+            fewer = {k: v for k, v in kept.items() if k != option}
+            if _validated(model, fewer) == _validated(model, kept):
+                kept = fewer
+    except (VflprivError, ValueError, TypeError):  # pydantic's ValidationError is a ValueError
+        return options
+    return kept if len(kept) < len(options) else options
+
+
+def _validated(model: type[Options], options: dict) -> dict:
+    """``options`` as ``model`` reads them (a search's candidate: an option only another's value reads is no error)."""
+    return model.model_validate(options, context=CANDIDATE).model_dump()
+
+
+class Component(Options):
+    """A config section naming a component and giving its options (``component``: the two fields and the registry
+    the name is looked up in), the options validated without their defaults (:func:`without_defaults`)."""
+
+    component: ClassVar[tuple[str, str, Registry]]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _options_without_defaults(cls, data: Any) -> Any:
+        name, options, registry = cls.component
+        if not isinstance(data, dict) or options not in data:
+            return data
+        given = data.get(name, cls.model_fields[name].default)
+        return {**data, options: without_defaults(registry, given, data[options])}
