@@ -1,6 +1,7 @@
 """One spelling of a component's options: an option given at its default is dropped as the settings are validated, so
-its run has the key, the stored record and the table row of the run that left it out (review hunt H8). A changed
-default needs no key of its own here: the component's code mark or ``cache.code_version`` changes the keys then."""
+its run has the key, the stored record and the table row of the run that left it out (review hunt H8), as are a label
+defense's own kinds (review var F4). A changed default needs no key of its own here: the component's code mark or
+``cache.code_version`` changes the keys then."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, ClassVar
 from pydantic import model_validator
 
 from vflpriv.common.errors import VflprivError
+from vflpriv.common.secret_kinds import LABELS
 from vflpriv.config.options import CANDIDATE, NoOptions, Options
 from vflpriv.config.registry import Registry
 
@@ -51,3 +53,28 @@ class Component(Options):
             return data
         given = data.get(name, cls.model_fields[name].default)
         return {**data, options: without_defaults(registry, given, data[options])}
+
+
+class DefenseSection(Component):
+    """A defense's section: its options without their defaults, and its kinds left out where they are the ones a label
+    defense is built with when none are given (:func:`kinds_without_default`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kinds_without_default(cls, data: Any) -> Any:
+        return kinds_without_default(cls.component[2], data) if isinstance(data, dict) else data
+
+
+def kinds_without_default(registry: Registry, data: dict) -> dict:
+    """A built-in label defense's section (``label-dp``, ``alibi``) less its ``kinds`` where they are, as a set, its
+    defaults for its phase: the planner hands a label defense its kinds as given (``message_kinds``: whatever the
+    method sends) and the defense turns none into those defaults (``Protection.__init__``, a frozenset)."""
+    name, kinds = data.get("name"), data.get("kinds")
+    if not (isinstance(name, str) and isinstance(kinds, list) and kinds and registry.builtin(name)):
+        return data
+    try:
+        cls = registry.get(name)
+        own = set(cls.default_kinds_for(data.get("phase", "finetune"))) if LABELS in cls.supported_kinds else None
+    except (VflprivError, TypeError):
+        return data
+    return {k: v for k, v in data.items() if k != "kinds"} if set(map(str, kinds)) == own else data

@@ -18,7 +18,7 @@ from vflpriv.common.errors import VflprivError
 from vflpriv.common.secret_kinds import FEATURES
 from vflpriv.config.keys import code_mark, config_hash, keyed
 from vflpriv.config.options import MAX_INT, Options
-from vflpriv.config.defaults import Component
+from vflpriv.config.defaults import Component, DefenseSection
 from vflpriv.config.registry import ATTACKS, AUDITORS, DATASETS, DEFENSES, METHODS
 
 Phase = Literal["pretrain", "finetune"]
@@ -257,7 +257,7 @@ def sweeps(section: Any) -> bool:
         return False
 
 
-class DefenseConfig(Component):
+class DefenseConfig(DefenseSection):
     component: ClassVar = ("name", "options", DEFENSES)
     name: str
     strength: float | None = Field(
