@@ -12,6 +12,7 @@ defense's own kinds, are dropped as the settings are validated, key included: ``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,38 @@ def _prior_ssl(run: RunConfig, _: Any) -> str | None:
     if _secret(run) != LABELS or run.attack.prior not in OWN_ENCODER_PRIORS:
         return None
     return prior_pretraining(run.method.name, run.attack.prior_ssl)
+
+
+def _flat_prior_ssl(flat: dict[str, Any]) -> str | None:
+    """:func:`_prior_ssl` of a record's flat settings (``variants.flatten``)."""
+    return _ssl_of(flat["method.name"], flat["attack.name"], flat["attack.prior"], flat["attack.prior_ssl"])
+
+
+@functools.lru_cache(maxsize=256)
+def _ssl_of(method: str, attack: str, prior: str, prior_ssl: str) -> str | None:
+    """:func:`_prior_ssl` of these settings, once per store's few combinations (a table names every record's)."""
+    run = RunConfig.model_validate({"method": {"name": method},
+                                    "attack": {"name": attack, "prior": prior, "prior_ssl": prior_ssl}})
+    return _prior_ssl(run, None)
+
+
+#: What a setting the planner resolves ran as, from a record's flat settings: what the tables show beside its value
+#: (``attack.prior_ssl=auto (own)``: review var F3), where one spelling leaves it at its default.
+RAN_AS: dict[str, Callable[[dict[str, Any]], Any]] = {"attack.prior_ssl": _flat_prior_ssl}
+
+
+def ran_as(flat: dict[str, Any], key: str) -> str:
+    """`` (own)``: what setting ``key`` of a record's flat settings ran as, where that is not its value as written
+    (:data:`RAN_AS`); '' where it is, where no part of the run reads it, or where the current code cannot tell (a
+    plugin not installed here, settings it cannot read)."""
+    if key not in RAN_AS or not (ATTACKS.builtin(str(flat.get("attack.name")))
+                                 and METHODS.builtin(str(flat.get("method.name")))):
+        return ""
+    try:
+        ran = RAN_AS[key](flat)
+    except (VflprivError, KeyError, ValueError):  # pydantic's ValidationError is a ValueError
+        return ""
+    return f" ({ran})" if ran is not None and ran != flat.get(key) else ""
 
 
 def _bound(run: RunConfig, index: int) -> tuple:
