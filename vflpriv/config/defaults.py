@@ -1,7 +1,7 @@
 """One spelling of a component's options: an option given at its default is dropped as the settings are validated, so
 its run has the key, the stored record and the table row of the run that left it out (review hunt H8), as are a label
-defense's own kinds (review var F4). A changed default needs no key of its own here: the component's code mark or
-``cache.code_version`` changes the keys then."""
+defense's own kinds (review var F4). A default changed under a component's name is its revision (``revision``, which
+marks its keys), as it is for the runs that leave the option out."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ def without_defaults(registry: Registry, name: Any, options: Any) -> Any:
         return options
     try:
         model = getattr(registry.get(name), "Options", NoOptions)
-        kept = dict(options)
+        kept, read = dict(options), _validated(model, options)
         for option in sorted(options):
             fewer = {k: v for k, v in kept.items() if k != option}
-            if _validated(model, fewer) == _validated(model, kept):
+            if _validated(model, fewer) == read:
                 kept = fewer
     except (VflprivError, ValueError, TypeError):  # pydantic's ValidationError is a ValueError
         return options
