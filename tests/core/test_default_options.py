@@ -88,3 +88,27 @@ def test_a_table_shows_one_variant_of_records_written_with_a_default_given_and_l
     assert sorted(frame["seed"]) == [0, 1] and frame["variant"].nunique() == 1, frame["variant"].tolist()
     [(key, why)] = frame.attrs["superseded"]
     assert key == "e" * 20 and "an option at its default" in why
+
+
+def test_a_dry_run_given_a_default_finds_the_run_stored_without_it(tmp_path):
+    """The review's symptom: ``--set defenses.0.options.secure_noise=false`` planned its stored run again."""
+    from dataclasses import replace
+
+    from typer.testing import CliRunner
+
+    from vflpriv.cli import app
+    from vflpriv.cli.evaluate import build_experiment
+    from vflpriv.runner.execution import blank_record
+
+    given = dict(config=None, method=None, attack="fi-decoder", defense="embedding-dp", dataset=None,
+                 strengths="0.5", seeds="0", phase=None, jobs=None, backend=None, device=None, overrides=[])
+    [run] = build_experiment(**given).runs()
+    Store(tmp_path / "results.sqlite").put(replace(
+        blank_record(run), status="ok", utility=0.8, feature_mse=0.05, prior_mse=0.08, n_targets=3, num_classes=10,
+        strength_axis="sigma", strength_stronger="higher", strength_identity=0.0,
+        attack_errors=json.dumps([0.05] * 3), prior_errors=json.dumps([0.08] * 3)))
+    result = CliRunner().invoke(app, ["evaluate", "--attack", "fi-decoder", "--defense", "embedding-dp", "--strengths",
+                                      "0.5", "--seeds", "0", "--set", "defenses.0.options.secure_noise=false",
+                                      "--set", "defenses.0.options.clip=1", "--out", str(tmp_path), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "1 already in the store, 0 to run" in result.output, result.output
