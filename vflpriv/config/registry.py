@@ -55,8 +55,8 @@ class Registry(Generic[T]):
         return self._installed
 
     def builtin(self, name: str) -> bool:
-        """Whether ``name`` is one of vflpriv's own (an installed entry point of vflpriv's), not a plugin's: of the names
-        read once with the entry points (reading an entry point's distribution takes milliseconds)."""
+        """Whether ``name`` is one of vflpriv's own (an installed entry point of vflpriv's), not a plugin's: of the
+        names read once with the entry points (reading an entry point's distribution takes milliseconds)."""
         self._entry_points()
         return name not in self._extra and name in self._builtins
 
