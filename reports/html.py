@@ -34,8 +34,11 @@ li.verdict { margin: 0.2em 0; }
 
 
 def _settings(results: pd.DataFrame) -> tuple[list[tuple[str, str]], dict[str, dict[str, list[str]]]]:
-    """(settings every run shares, and for each setting that differs: value -> the cells holding it)."""
-    rows = [(flatten(_readable(json.loads(c))), f"{m} / {d} / {a}") for c, m, d, a in
+    """(settings every run shares, and for each setting that differs: value -> the cells holding it); a setting the
+    planner resolves with what it ran as (``auto (own)``, ``spelling.ran_as``)."""
+    from vflpriv.tradeoff.spelling import ran_as  # the planner's registries: only where a report is written
+
+    rows = [(_ran(flatten(_readable(json.loads(c))), ran_as), f"{m} / {d} / {a}") for c, m, d, a in
             zip(results["config"], results["method"], results["dataset"], results["attack"]) if isinstance(c, str) and c]
     if not rows:
         return [], {}
@@ -52,6 +55,11 @@ def _settings(results: pd.DataFrame) -> tuple[list[tuple[str, str]], dict[str, d
                     where.append(cell)
             varying[k] = {v: sorted(cells, key=natural) for v, cells in sorted(values.items(), key=lambda i: natural(i[0]))}
     return shared, varying
+
+
+def _ran(flat: dict, ran_as) -> dict:
+    """``flat`` with each value that ran as another (``ran_as``) shown with it: ``auto (own)``."""
+    return {k: f"{v}{ran}" if (ran := ran_as(flat, k)) else v for k, v in flat.items()}
 
 
 def _shown(key: str, value: object, dataset: object) -> str:

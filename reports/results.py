@@ -115,7 +115,7 @@ def current_records(records: list[RunRecord], *, written: dict[str, float] | Non
 #: its key is the current code's, a setting written otherwise (``tradeoff.spelling``); its components' code revised
 #: since; or it cannot tell, their coordinates and the text of their settings the same.
 SAME = {"current": "the same run as {}, a setting given otherwise (a default given, or one it does not read)",
-        "earlier": "the same run as {}, written by other code of its components",
+        "earlier": "the same run as {}, written by other code of its components or with an option at its default",
         "unread": "the same coordinates and settings as {}"}
 
 

@@ -82,10 +82,13 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
 
 def shown(flat: dict[str, Any], key: str, *, written: bool = False) -> str:
     """A variant's part for ``key``: ``key=value`` (a setting left unset: ``key=unset``, as the rest of the tool
-    says, not Python's None); a defense's kinds as what it acts on (:func:`acts_on`), so that its two configurations
+    says, not Python's None), with what a setting the planner resolves ran as (``attack.prior_ssl=auto (own)``,
+    ``spelling.ran_as``); a defense's kinds as what it acts on (:func:`acts_on`), so that its two configurations
     read apart (``written``: as the configuration gives them, unset included)."""
+    from vflpriv.tradeoff.spelling import ran_as  # the planner's registries: only where records are named
+
     if written or not (match := re.fullmatch(r"defenses\.(\d+)\.kinds", key)):
-        return f"{key}={unset(flat.get(key))}"
+        return f"{key}={unset(flat.get(key))}{ran_as(flat, key)}"
     kinds, i = flat.get(key), match[1]
     return acts_on(flat.get(f"defenses.{i}.name"), flat.get(f"defenses.{i}.phase"),
                    json.loads(kinds) if isinstance(kinds, str) else kinds, method=flat.get("method.name"),

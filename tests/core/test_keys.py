@@ -82,3 +82,41 @@ def test_a_name_without_a_revision_keys_as_before_revisions_existed(monkeypatch)
     for name in ("no-such-method", "test-no-revision"):
         dump = {"method": {"name": name}, "defenses": [{"name": "no-such-defense"}]}
         assert keyed(dump) == {"method": {"name": name}, "defenses": [{"name": "no-such-defense"}]}
+
+
+#: Runs giving no setting at its default, each kind of component with options of its own (method, label, feature and
+#: acting attacks, a tuned one, training and message defenses, an auditor), with their (key, training key): what a
+#: store holds for them (review hunt H8: keying options without their defaults must leave these as they were).
+PINNED = [
+    ({"defenses": [{"name": "dp-gaussian", "strength": 0.5, "sweep": True}]},
+     ("79dd16c4a98b300f725c", "0dcccb2334ebf2a0501f")),
+    ({"defenses": [{"name": "dp-gaussian", "strength": 0.5, "sweep": True, "options": {"clip": 2}}]},
+     ("3a7c8f781098e0ad7e8a", "9284f660c01182ac30e1")),
+    ({"attack": {"name": "fi-decoder"},
+      "defenses": [{"name": "embedding-dp", "strength": 0.5, "sweep": True, "options": {"secure_noise": True}}]},
+     ("19e0ef9878c7a46127a9", "1dea309075654a63a483")),
+    ({"defenses": [{"name": "iso", "strength": 1.0, "sweep": True, "kinds": ["embedding", "gradient"]}]},
+     ("c9fa44168bebeb5f8f4c", "130f59bbe787d59019bb")),
+    ({"defenses": [{"name": "label-dp", "strength": 1.0, "sweep": True}]},
+     ("704855557e688b263f7f", "578116ceba1ca8e0b5c1")),
+    ({"defenses": [{"name": "alibi", "strength": 1.0, "sweep": True}]},
+     ("543758d5d1c9d5346de2", "efb01f7bbf7a0f2f06c0")),
+    ({"attack": {"name": "mc", "options": {"epochs": 2}}}, ("495352f79eafc1c015fb", "fef31a69ea0a32f607b9")),
+    ({"attack": {"name": "mc", "tune": True, "search_budget": 4, "options": {"epochs": 2}}},
+     ("8fcfacf44f72738911b2", "fef31a69ea0a32f607b9")),
+    ({"attack": {"name": "mc-active", "options": {"lr": 0.01}}}, ("aeccd78d51aa264f857e", "9fa92317e56f696b132f")),
+    ({"attack": {"name": "grn", "options": {"epochs": 1}}}, ("db4505526d52927ef9bd", "fef31a69ea0a32f607b9")),
+    ({"method": {"name": "fedhssl", "options": {"pooling": "concat"}}},
+     ("b264fd51758bfb04bc97", "cb824780883a9d1c8ecf")),
+    ({"partition": {"canaries": 10}, "defenses": [{"name": "dp-gaussian", "strength": 1.0, "sweep": True}],
+      "finetune": {"auditor": "gradient-lrt", "auditor_options": {"canary_inputs": "crafted"}}},
+     ("5d35b0b2f8e52054e184", "847ca5f7bcc3286a35f0")),
+    ({"method": {"name": "local-simsiam"}, "attack": {"name": "mc", "prior": "same-attack"}},
+     ("e3f51609a2ae0210084c", "15e70867635056ca127f")),
+]
+
+
+def test_runs_giving_no_default_keep_their_keys():
+    for settings, keys in PINNED:
+        run = RunConfig.model_validate(settings)
+        assert (run.key(), run.training_key()) == keys, settings

@@ -143,8 +143,23 @@ def test_settings_the_planner_resolves_apart_stay_two_variants(tmp_path):
     (tmp_path / "results.sqlite").unlink()
     runs = [r for ssl in ("own", "simsiam") for r in _grid(method={"name": "local-simsiam"},
                                                                attack={"name": "mc", "prior_ssl": ssl})]
-    assert _rows(tmp_path, [_record(r) for r in runs]) == [("attack.prior_ssl=auto", 2),
-                                                           ("attack.prior_ssl=simsiam", 2)]
+    assert _rows(tmp_path, [_record(r) for r in runs]) == [("attack.prior_ssl=auto (own)", 2),
+                                                           ("attack.prior_ssl=simsiam", 2)]  # what ran (review var F3)
+
+
+def test_the_report_shows_what_a_setting_at_auto_ran_as(tmp_path):
+    """Review var F3: records written with prior_ssl own, spelled auto, showed 'auto' in the report's settings: neither
+    what was written nor what it ran as. SimSiam's runs beside them (splitnn) show theirs."""
+    from vflpriv.reports.html import _settings
+
+    runs = _grid(method={"name": "local-simsiam"}, attack={"name": "mc", "prior_ssl": "own"})
+    shared, _ = _settings(load_results(_store(tmp_path, [_record(r) for r in runs])))
+    assert ("attack.prior_ssl", "auto (own)") in shared
+    (tmp_path / "results.sqlite").unlink()
+    runs += _grid(method={"name": "splitnn"}, attack={"name": "mc"})
+    _, varying = _settings(load_results(_store(tmp_path, [_record(r) for r in runs])))
+    assert varying["attack.prior_ssl"] == {"auto (own)": ["local-simsiam / digits / mc"],
+                                           "auto (simsiam)": ["splitnn / digits / mc"]}
 
 
 def test_records_written_before_a_setting_existed_are_one_variant_with_the_current_ones(tmp_path):

@@ -6,7 +6,8 @@ The data a run read is not in its key: its record carries the data's fingerprint
 a stored record of other data is refused, or with ``--overwrite`` deleted and recomputed under the same key
 (``tradeoff.sweep.drop_damaged``), so a store holds one result per configuration, never two of different data that a
 table would pool as two seeds; records written before the fingerprint are kept (their data is unknown), so every
-store resumes unchanged after the upgrade."""
+store resumes unchanged after the upgrade. A component's option given at its default is no part of a key: it is dropped
+as the settings are validated (:mod:`vflpriv.config.defaults`)."""
 
 from __future__ import annotations
 

@@ -31,6 +31,7 @@ class Registry(Generic[T]):
     _cache: dict[str, T] = field(default_factory=dict)
     _installed: dict[str, Any] | None = None
     _shadowing: dict[str, Any] = field(default_factory=dict)
+    _builtins: frozenset[str] = frozenset()
 
     def register(self, name: str, obj: T) -> T:
         """Add ``obj`` under ``name`` at run time (tests, notebooks); entry points are the usual way. A built-in's name
@@ -48,14 +49,16 @@ class Registry(Generic[T]):
         share the built-in's keys and stored records (review final14 F6)."""
         if self._installed is None:
             found = list(entry_points(group=self.group))
-            builtins = {ep.name for ep in found if _builtin(ep)}
+            self._builtins = builtins = frozenset(ep.name for ep in found if _builtin(ep))
             self._installed = {ep.name: ep for ep in found if _builtin(ep) or ep.name not in builtins}
             self._shadowing = {ep.name: ep for ep in found if ep.name in builtins and not _builtin(ep)}
         return self._installed
 
     def builtin(self, name: str) -> bool:
-        """Whether ``name`` is one of vflpriv's own (an installed entry point of vflpriv's), not a plugin's."""
-        return name not in self._extra and _builtin(self._entry_points().get(name))
+        """Whether ``name`` is one of vflpriv's own (an installed entry point of vflpriv's), not a plugin's: of the
+        names read once with the entry points (reading an entry point's distribution takes milliseconds)."""
+        self._entry_points()
+        return name not in self._extra and name in self._builtins
 
     def names(self) -> list[str]:
         return sorted(set(self._entry_points()) | set(self._extra))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
@@ -18,7 +18,8 @@ from vflpriv.common.errors import VflprivError
 from vflpriv.common.secret_kinds import FEATURES
 from vflpriv.config.keys import code_mark, config_hash, keyed
 from vflpriv.config.options import MAX_INT, Options
-from vflpriv.config.registry import ATTACKS, DATASETS, DEFENSES
+from vflpriv.config.defaults import Component, DefenseSection
+from vflpriv.config.registry import ATTACKS, AUDITORS, DATASETS, DEFENSES, METHODS
 
 Phase = Literal["pretrain", "finetune"]
 
@@ -99,7 +100,7 @@ class ModelConfig(Options):
     cat_embedding: int = Field(32, ge=1, description="embedding size of categorical fields")
 
 
-class FinetuneConfig(Options):
+class FinetuneConfig(Component):
     """Split-learning finetuning. Default: 20 epochs as in the FedHSSL code, Adam at its standard lr 1e-3,
     batch 64, constant lr, no clipping. Why not the code's recipe (SGD momentum 0.9, weight decay 3e-5,
     cosine, clip 5, batch 512, lr from {0.005, 0.01, 0.03} picked on the test set; the ``fedhssl-paper``
@@ -107,6 +108,7 @@ class FinetuneConfig(Options):
     all, and no lr can be picked without the test set; Adam at batch 64 trains every method to its plateau
     at one untuned lr (benchmarks/results/table_iv_*.md). It changes what the adversary sees: 4x more
     gradient messages per epoch at 200 labels, so CAPs are comparable within one recipe only."""
+    component: ClassVar = ("auditor", "auditor_options", AUDITORS)
 
     epochs: int = Field(20, ge=1)
     lr: float = Field(0.001, gt=0)
@@ -151,7 +153,8 @@ class FinetuneConfig(Options):
         "and draws nothing the training sees, so every other number is the same with it")
 
 
-class MethodConfig(Options):
+class MethodConfig(Component):
+    component: ClassVar = ("name", "options", METHODS)
     name: str = "splitnn"
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -173,7 +176,8 @@ def refuse_untuned(section: Any, *, tune: bool, budget: str, space: str, switch:
                          "nothing else reads it; tune, or remove the setting")
 
 
-class AttackConfig(Options):
+class AttackConfig(Component):
+    component: ClassVar = ("name", "options", ATTACKS)
     name: str = "mc"
     phase: Phase = "finetune"
     adversary: int | Literal["server"] | None = Field(
@@ -253,7 +257,8 @@ def sweeps(section: Any) -> bool:
         return False
 
 
-class DefenseConfig(Options):
+class DefenseConfig(DefenseSection):
+    component: ClassVar = ("name", "options", DEFENSES)
     name: str
     strength: float | None = Field(
         None, ge=0, description="on the defense's axis; unset = its identity (0 for noise scales, +inf for epsilon)"
