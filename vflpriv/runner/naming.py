@@ -77,7 +77,7 @@ def unclaimable(record, cfg: RunConfig) -> str:
     """Which epsilon of ``record`` no defense of its settings ``cfg`` can record (:data:`CLAIMS`: none where no class
     of the defense computes one, as nopeek's), or ''; '' where a defense is unknown here (its claims are unknown)."""
     try:
-        claims = [_secrets_claimed(DEFENSES.get(d.name)) for d in cfg.defenses]
+        claims = [secrets_claimed(DEFENSES.get(d.name)) for d in cfg.defenses]
     except VflprivError:
         return ""
     for name, records in CLAIMS.items():
@@ -97,11 +97,11 @@ def unguarded(record, cfg: RunConfig) -> str:
     try:
         for d in cfg.defenses:
             cls = DEFENSES.get(d.name)
-            if FEATURES in _secrets_claimed(cls):
+            if FEATURES in secrets_claimed(cls):
                 if foreign_accounting(cls, d.name):
                     return ""
                 claiming.append(d.name)
-                if _guards(d.model_dump_json(), record.victim):
+                if guards_record(d, record.victim):
                     return ""
     except VflprivError:
         return ""
@@ -109,10 +109,15 @@ def unguarded(record, cfg: RunConfig) -> str:
             f"settings claiming them ({', '.join(claiming) or 'none'}) guards")
 
 
+def guards_record(d: DefenseConfig, victim: str) -> bool:
+    """Whether the defense of settings ``d``, built as the planner builds a passive party's, guards the finetuning
+    features of a record's ``victim`` ("" for none): its own ``guards``, as ``record_claims`` asks it."""
+    return _guards(d.model_dump_json(), victim)
+
+
 @lru_cache(maxsize=1024)
 def _guards(defense: str, victim: str) -> bool:
-    """Whether the defense of settings ``defense`` (JSON), built as the planner builds a passive party's, guards the
-    finetuning features of ``victim`` (its own ``guards``, as ``record_claims`` asks it): once per distinct pair."""
+    """:func:`guards_record` of the defense of settings ``defense`` (JSON): built once per distinct pair."""
     d = DefenseConfig.model_validate_json(defense)
     cls = DEFENSES.get(d.name)
     built = cls(strength=cls.axis.identity if d.strength is None else d.strength,
@@ -121,7 +126,7 @@ def _guards(defense: str, victim: str) -> bool:
     return guards_victim(built, victim)
 
 
-def _secrets_claimed(cls: type) -> frozenset[str]:
+def secrets_claimed(cls: type) -> frozenset[str]:
     """The secrets an epsilon of defense class ``cls`` is recorded under, as ``claims.claim_secrets`` judges an
     instance: those of the class computing it narrowed to ``cls``'s; none where only ``Protection`` defines it."""
     accounting = next(k for k in cls.__mro__ if "privacy_spent" in vars(k))
