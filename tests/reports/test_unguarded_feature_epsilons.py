@@ -4,6 +4,7 @@ a record is damaged: left out of the tables with a warning, recomputed on resume
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -59,3 +60,27 @@ def test_a_feature_epsilon_at_a_guarded_victim_is_read(tmp_path, victim, party):
                                                    **FEATURE_EPSILON))
     frame = load_results(tmp_path / "results.sqlite")
     assert len(frame) == 1 and frame.attrs["damaged"] == []
+
+
+def test_a_read_builds_no_plugin_defense_of_its_own_accounting(tmp_path, monkeypatch):
+    """Judging the victim (here, and where the epsilon is recomputed) builds the defense; a plugin's code (here its
+    ``__init__``: its claim is its author's word, ``claims.foreign_accounting``) is not run where records are read,
+    and its record is not judged."""
+    from vflpriv.config.registry import DEFENSES
+    from vflpriv.defenses.embedding_dp import EmbeddingDP
+
+    built = []
+
+    class Counted(EmbeddingDP):
+        def __init__(self, **kwargs):
+            built.append(kwargs["party"])
+            super().__init__(**kwargs)
+
+    monkeypatch.setitem(DEFENSES._extra, "counted-edp", Counted)
+    run = ExperimentConfig.model_validate({
+        "partition": {"parties": 3}, "attack": {"name": "fi-decoder", "victim": 2}, "seeds": [0], "strengths": [0.5],
+        "defenses": [{"name": "counted-edp", "sweep": True, "party": 1}]}).runs()[0]
+    counted = json.dumps([{"defense": 0, "revision": Counted.revision, "secret": "features", "count": 2}])
+    Store(tmp_path / "results.sqlite").put(_record(run, **FEATURE_EPSILON, epsilon_accounting=counted))
+    frame = load_results(tmp_path / "results.sqlite")
+    assert built == [] and len(frame) == 1 and frame.attrs["damaged"] == []

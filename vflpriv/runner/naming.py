@@ -96,10 +96,7 @@ def unguarded(record, cfg: RunConfig) -> str:
     claiming = []
     try:
         for d in cfg.defenses:
-            cls = DEFENSES.get(d.name)
-            if FEATURES in secrets_claimed(cls):
-                if foreign_accounting(cls, d.name):
-                    return ""
+            if FEATURES in secrets_claimed(DEFENSES.get(d.name)):
                 claiming.append(d.name)
                 if guards_record(d, record.victim):
                     return ""
@@ -111,7 +108,8 @@ def unguarded(record, cfg: RunConfig) -> str:
 
 def guards_record(d: DefenseConfig, victim: str) -> bool:
     """Whether the defense of settings ``d``, built as the planner builds a passive party's, guards the finetuning
-    features of a record's ``victim`` ("" for none): its own ``guards``, as ``record_claims`` asks it."""
+    features of a record's ``victim`` ("" for none): its own ``guards``, as ``record_claims`` asks it. VflprivError
+    where it cannot be built here, or its accounting is a plugin's (whose code a read does not run)."""
     return _guards(d.model_dump_json(), victim)
 
 
@@ -120,6 +118,8 @@ def _guards(defense: str, victim: str) -> bool:
     """:func:`guards_record` of the defense of settings ``defense`` (JSON): built once per distinct pair."""
     d = DefenseConfig.model_validate_json(defense)
     cls = DEFENSES.get(d.name)
+    if foreign_accounting(cls, d.name):
+        raise VflprivError(f"defense {d.name}: its accounting is a plugin's code, not run where records are read")
     built = cls(strength=cls.axis.identity if d.strength is None else d.strength,
                 party=PASSIVE if d.party is None else d.party, phase=d.phase, kinds=None,
                 options=parse_options(cls, d.options, where="options"), generator=torch.Generator(), name=d.name)
