@@ -79,6 +79,9 @@ EDITS = {"the issue's 2.44": ("dp-gaussian", lambda r: r.update(epsilon=2.44), "
                                    "its epsilon_accounting is not one a run writes (it names defense 2 of 1)"),
          "another secret named": ("dp-gaussian", _accounting(lambda e: e.update(secret="features")),
                                   "(dp-gaussian) records no 'features' epsilon"),
+         "another revision under the current key": (
+             "dp-gaussian", lambda r: (r.update(epsilon=2.44), _accounting(lambda e: e.update(revision=0))(r)),
+             "(dp-gaussian) is of revision 0, where its key is of the current code's, 1"),
          "a count for randomised response": ("label-dp", _accounting(lambda e: e.update(count=3)),
                                              "(label-dp) counts 3")}
 

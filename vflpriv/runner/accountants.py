@@ -100,7 +100,8 @@ def accounting_of(defenses: list, verdicts: tuple[str, ...]) -> str:
 def miscounted(record, cfg: RunConfig) -> str:
     """Which epsilon (or delta) of ``record`` its accountants do not give from its settings ``cfg`` and the counts it
     holds, or ''. Not judged (''): an earlier claim rules' epsilon (withheld anyway), one of a defense unknown here, of
-    another revision than the current code's or without an accountant; in a record written before the field, one
+    another revision than the current code's (under a key of another: an earlier code's record) or without an
+    accountant; in a record written before the field, one
     that needs a count or that several defenses of its settings may claim (:func:`_settings_fixed_claims`)."""
     if record.claim_version != CLAIM_VERSION:
         return ""
@@ -157,6 +158,9 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
     if secret not in PAIRS or not CLAIMS[PAIRS[secret][0]](secrets_claimed(cls)):
         raise ValueError(f"defense {i} ({d.name}) records no {secret!r:.20} epsilon")
     accountant = ACCOUNTANTS.get(accounting_class(cls))
+    if entry["revision"] != cls.revision and record.key == cfg.key():  # the key marks the current revision
+        raise ValueError(f"defense {i} ({d.name}) is of revision {entry['revision']!r:.20}, where its key is of "
+                         f"the current code's, {cls.revision}")
     if accountant is None or entry["revision"] != cls.revision:
         raise VflprivError(f"defense {i} ({d.name}): its accountant is not known here")
     if (count is None) != (accountant.count is None) or not (count is None or type(count) is int and count >= 0):
