@@ -31,16 +31,19 @@ TOLERANCE = 1e-9
 
 @lru_cache(maxsize=4096)
 def _spent(sigma: float, delta: float, uses: int) -> float:
+    """dp-gaussian's accountant (``dp_gaussian.spent``), once per distinct input: a store holds many seeds of each."""
     return spent(sigma, delta=delta, uses=uses)
 
 
 @lru_cache(maxsize=1024)
 def _noise_for(target: float, delta: float, uses: int) -> float:
+    """The sigma ``GaussianDP.bind`` solves for a target epsilon, once per distinct input (a solver: the dearest)."""
     return noise_for(target, delta=delta, uses=uses)
 
 
 @lru_cache(maxsize=4096)
 def _gaussian(multiplier: float, steps: int, delta: float) -> float:
+    """embedding-dp's accountant (``gaussian_epsilon``), once per distinct input."""
     return gaussian_epsilon(multiplier, steps, delta=delta)
 
 
@@ -101,8 +104,8 @@ def miscounted(record, cfg: RunConfig) -> str:
     """Which epsilon (or delta) of ``record`` its accountants do not give from its settings ``cfg`` and the counts it
     holds, or ''. Not judged (''): an earlier claim rules' epsilon (withheld anyway), one of a defense unknown here, of
     another revision than the current code's (under a key of another: an earlier code's record) or without an
-    accountant; in a record written before the field, one
-    that needs a count or that several defenses of its settings may claim (:func:`_settings_fixed_claims`)."""
+    accountant; in a record written before the field, one that needs a count or that several defenses of its settings
+    may claim (:func:`_settings_fixed_claims`)."""
     if record.claim_version != CLAIM_VERSION:
         return ""
     try:
@@ -124,6 +127,7 @@ PAIRS = {LABELS: ("epsilon", "epsilon_delta"), FEATURES: ("epsilon_features", "e
 
 
 def _close(found: float, want: float) -> bool:
+    """Equal within :data:`TOLERANCE`, or both NaN (no claim)."""
     return (math.isnan(found) and math.isnan(want)) or math.isclose(found, want, rel_tol=TOLERANCE, abs_tol=1e-15)
 
 
@@ -144,6 +148,7 @@ def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, floa
 
 
 def _sum(claims: list[tuple[float, float]]) -> tuple[float, float]:
+    """(epsilon, delta) of ``claims`` by basic composition, as ``record_claims`` adds them; NaN where none."""
     return (sum(e for e, _ in claims), sum(d for _, d in claims)) if claims else (math.nan, math.nan)
 
 
@@ -176,9 +181,11 @@ def _settings_fixed_claims(record, cfg: RunConfig) -> dict[tuple[str, str], tupl
     record's victim, for the features) and whose settings fix it (label-dp's, alibi's); the others are not judged."""
     checked = {}
     for secret, (epsilon, delta) in PAIRS.items():
+        if math.isnan(getattr(record, epsilon)):
+            continue
         claiming = [d for d in cfg.defenses if CLAIMS[epsilon](secrets_claimed(DEFENSES.get(d.name)))
                     and (secret == LABELS or guards_record(d, record.victim))]
-        if math.isnan(getattr(record, epsilon)) or len(claiming) != 1:
+        if len(claiming) != 1:
             continue
         cls = DEFENSES.get(claiming[0].name)
         accountant = ACCOUNTANTS.get(accounting_class(cls))
