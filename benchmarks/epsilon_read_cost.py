@@ -19,6 +19,7 @@ from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.reports.results import load_results
 from vflpriv.runner import accountants, naming
 from vflpriv.runner.execution import blank_record
+from vflpriv.store.folders import default_store
 from vflpriv.store.sqlite import Store
 
 #: The swept settings: (attack, defense, strengths, options), each run at every seed.
@@ -65,7 +66,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "results.sqlite"
+        path = default_store(Path(tmp))
         records = _records(args.seeds)
         with Store(path) as store:
             store.put_many(records)
