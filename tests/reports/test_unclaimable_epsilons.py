@@ -1,7 +1,7 @@
 """Review hunt H6: a record's epsilon was never checked against what its defenses can claim: a feature epsilon on an
 undefended or nopeek record, a label epsilon on an embedding-dp one, an epsilon without its delta were tabled as
 claims. Such a record is damaged: left out of the tables with a warning, recomputed on resume. (An epsilon lowered
-by hand is not caught: only recomputing the accountant would.)"""
+by hand: tests/reports/test_recomputed_epsilons.py.)"""
 
 from __future__ import annotations
 

@@ -47,6 +47,7 @@ from vflpriv.methods.base import Method, own_code, pretraining_reads_labels
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.training import require_finite
+from vflpriv.runner.accountants import accounting_of
 from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
 from vflpriv.runner.claims import claimed, record_claims, tampered, withheld
@@ -140,6 +141,7 @@ def _execute(p: Plan) -> list[RunRecord]:
                      if not tampered(d, p.made[i] if i < len(p.made) else {}) and (note := d.notes())]
     result.notes += claim_notes(p.defenses, p.config.defenses)  # what each recorded epsilon assumes of its noise
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
+    accounting = accounting_of(p.defenses, p.verdicts)  # what a read recomputes the epsilons from
     if p.auditor is not None:
         score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,
                       delta=delta if claims else p.audited.privacy_delta(), shares=p.auditor_menu)
@@ -155,6 +157,7 @@ def _execute(p: Plan) -> list[RunRecord]:
             setattr(record, f"comm_messages_{phase}", meter.total_messages(phase))
         record.training_under_attack = under_attack
         unguarded = record_claims(record, claims, features)
+        record.epsilon_accounting = accounting
         record.traffic, record.train_seconds = traffic, result.seconds
         record.notes = "; ".join(result.notes + unguarded)  # the bound is at the parties the mechanism noised
         record.canary_key = p.scenario.canary_key

@@ -1,22 +1,29 @@
 """What a run's record names of it (method, dataset, attack, swept defense, phase, strength, seed, secret and roles),
 from its settings in one place: written into each new record (``execution.blank_record``) and compared with a stored
 record's own settings wherever one is read (tables, resume), so that a coordinate edited by hand reads as a damaged
-record, not as another run (review hunt H5); likewise an epsilon no defense of its settings can claim (H6). An
-epsilon lowered by hand within what its defenses can claim is not caught: only recomputing the accountant would."""
+record, not as another run (review hunt H5); likewise an epsilon no defense of its settings can claim (H6), and a
+feature epsilon at a victim no feature-claiming defense of its settings guards (task epsread)."""
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+
+import torch
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
+from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import ATTACKS, DEFENSES
-from vflpriv.config.schema import RunConfig
+from vflpriv.config.schema import DefenseConfig, RunConfig
 from vflpriv.config.sweep import own_strength_option
 from vflpriv.engine import SERVER
+from vflpriv.engine.roles import PASSIVE
 from vflpriv.defenses.base import Protection
 from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.runner.adversaries import parties_of
+from vflpriv.runner.claims import _guards as guards_victim  # record_claims' own test of a feature claim's victim
+from vflpriv.runner.claims import foreign_accounting
 
 #: Each epsilon a record carries and whether a defense claiming ``secrets`` records it (``claims.record_claims``: a
 #: label epsilon from a defense claiming the labels alone, a feature epsilon from one claiming the features).
@@ -70,7 +77,7 @@ def unclaimable(record, cfg: RunConfig) -> str:
     """Which epsilon of ``record`` no defense of its settings ``cfg`` can record (:data:`CLAIMS`: none where no class
     of the defense computes one, as nopeek's), or ''; '' where a defense is unknown here (its claims are unknown)."""
     try:
-        claims = [_secrets_claimed(DEFENSES.get(d.name)) for d in cfg.defenses]
+        claims = [secrets_claimed(DEFENSES.get(d.name)) for d in cfg.defenses]
     except VflprivError:
         return ""
     for name, records in CLAIMS.items():
@@ -80,7 +87,46 @@ def unclaimable(record, cfg: RunConfig) -> str:
     return ""
 
 
-def _secrets_claimed(cls: type) -> frozenset[str]:
+def unguarded(record, cfg: RunConfig) -> str:
+    """Why ``record``'s feature epsilon is at a victim no defense of its settings ``cfg`` claiming the features guards
+    (``claims.record_claims`` records one only there), or ''; '' where such a defense is unknown here, is not vflpriv's
+    accounting (a plugin's code: not run here) or cannot be built from its settings (not judged)."""
+    if math.isnan(record.epsilon_features):
+        return ""
+    claiming = []
+    try:
+        for d in cfg.defenses:
+            if FEATURES in secrets_claimed(DEFENSES.get(d.name)):
+                claiming.append(d.name)
+                if guards_record(d, record.victim):
+                    return ""
+    except VflprivError:
+        return ""
+    return (f"it carries an epsilon_features at victim {record.victim or 'none'}, whose features no defense of its "
+            f"settings claiming them ({', '.join(claiming) or 'none'}) guards")
+
+
+def guards_record(d: DefenseConfig, victim: str) -> bool:
+    """Whether the defense of settings ``d``, built as the planner builds a passive party's, guards the finetuning
+    features of a record's ``victim`` ("" for none): its own ``guards``, as ``record_claims`` asks it. VflprivError
+    where it cannot be built here, or its accounting is a plugin's (whose code a read does not run)."""
+    return _guards(d.model_dump_json(), victim)
+
+
+@lru_cache(maxsize=1024)
+def _guards(defense: str, victim: str) -> bool:
+    """:func:`guards_record` of the defense of settings ``defense`` (JSON): built once per distinct pair."""
+    d = DefenseConfig.model_validate_json(defense)
+    cls = DEFENSES.get(d.name)
+    if foreign_accounting(cls, d.name):
+        raise VflprivError(f"defense {d.name}: its accounting is a plugin's code, not run where records are read")
+    built = cls(strength=cls.axis.identity if d.strength is None else d.strength,
+                party=PASSIVE if d.party is None else d.party, phase=d.phase, kinds=None,
+                options=parse_options(cls, d.options, where="options"), generator=torch.Generator(), name=d.name)
+    return guards_victim(built, victim)
+
+
+def secrets_claimed(cls: type) -> frozenset[str]:
     """The secrets an epsilon of defense class ``cls`` is recorded under, as ``claims.claim_secrets`` judges an
     instance: those of the class computing it narrowed to ``cls``'s; none where only ``Protection`` defines it."""
     accounting = next(k for k in cls.__mro__ if "privacy_spent" in vars(k))

@@ -147,6 +147,11 @@ class RunRecord:
     #: The :data:`CLAIM_VERSION` of the code that wrote it (read as 0 from a record written before the field); an
     #: epsilon of another is stale.
     claim_version: int = CLAIM_VERSION
+    #: JSON [{"defense", "revision", "secret", "count"}, ...]: per defense whose epsilon it records, its index in the
+    #: settings, its revision, the secret and what its accountant composed beyond the settings (the most uses of a
+    #: label or feature row; null where the settings fix the epsilon), so a read recomputes the epsilons
+    #: (``runner.accountants``); '' in records written before the field (only a settings-fixed epsilon is checked).
+    epsilon_accounting: str = field(default="", repr=False)
     #: The attack acted during this training (its own training): utility is the federation's under attack.
     training_under_attack: bool = False
     #: How many targets the attack guessed and was scored on (an attack on one batch guesses that batch).
@@ -258,7 +263,7 @@ def _claim_problem(record: RunRecord) -> str:
     """What no run writes into a claim of the current rules ('' if nothing; an earlier rules' epsilon is withheld,
     :func:`stale_claim`): an epsilon without its delta in [0, 1) or a delta without its epsilon (review hunt H6), an
     epsilon on an undefended run. Which defense may claim which epsilon is judged against the record's settings
-    (``runner.naming.unclaimable``); an epsilon lowered by hand is caught only by recomputing it."""
+    (``runner.naming.unclaimable``), its value against its accountants (``runner.accountants.miscounted``)."""
     if record.claim_version != CLAIM_VERSION:
         return ""
     for epsilon, delta in CLAIM_PAIRS:

@@ -1,0 +1,196 @@
+"""A stored epsilon recomputed wherever a record is read (task epsread): each DP defense's accountant, the one its run
+used, run again on what the record's settings fix (the noise multiplier or the epsilon, delta) and on the count it
+composed, which the record holds (``RunRecord.epsilon_accounting``, written by :func:`accounting_of`). A record whose
+epsilon or delta differs is damaged (a hand edit): left out of the tables, recomputed on resume."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from vflpriv.common.errors import VflprivError
+from vflpriv.common.secret_kinds import FEATURES, LABELS
+from vflpriv.config.registry import DEFENSES
+from vflpriv.config.schema import FinetuneConfig, RunConfig
+from vflpriv.defenses.alibi import Alibi
+from vflpriv.defenses.dp_gaussian import GaussianDP, noise_for, spent
+from vflpriv.defenses.embedding_dp import EmbeddingDP
+from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
+from vflpriv.defenses.label_dp import LabelDP
+from vflpriv.runner.claims import accounting_class, claimed
+from vflpriv.runner.naming import CLAIMS, guards_record, secrets_claimed
+from vflpriv.store.records import CLAIM_VERSION
+
+#: How close a recomputed epsilon or delta must be to the stored one (the same code on other hardware: float rounding).
+TOLERANCE = 1e-9
+
+
+@lru_cache(maxsize=4096)
+def _spent(sigma: float, delta: float, uses: int) -> float:
+    """dp-gaussian's accountant (``dp_gaussian.spent``), once per distinct input: a store holds many seeds of each."""
+    return spent(sigma, delta=delta, uses=uses)
+
+
+@lru_cache(maxsize=1024)
+def _noise_for(target: float, delta: float, uses: int) -> float:
+    """The sigma ``GaussianDP.bind`` solves for a target epsilon, once per distinct input (a solver: the dearest)."""
+    return noise_for(target, delta=delta, uses=uses)
+
+
+@lru_cache(maxsize=4096)
+def _gaussian(multiplier: float, steps: int, delta: float) -> float:
+    """embedding-dp's accountant (``gaussian_epsilon``), once per distinct input."""
+    return gaussian_epsilon(multiplier, steps, delta=delta)
+
+
+def _dp_gaussian(cls: type, strength: float, finetune: FinetuneConfig, options: dict, count: int) -> tuple:
+    """Opacus' RDP epsilon of the most-read label's ``count`` uses at the sigma the run noised with: its strength, or
+    the one ``GaussianDP.bind`` solves for ``target_epsilon`` over the finetuning's updates."""
+    o = cls.Options.model_validate(options)
+    sigma = strength if o.target_epsilon is None else _noise_for(o.target_epsilon, o.delta,
+                                                                 finetune.epochs * finetune.local_updates)
+    return _spent(sigma, o.delta, count), float(o.delta)
+
+
+def _embedding_dp(cls: type, strength: float, finetune: FinetuneConfig, options: dict, count: int) -> tuple:
+    """Opacus' RDP epsilon of the worst training row's ``count`` mechanisms, each of multiplier sigma / 2."""
+    o = cls.Options.model_validate(options)
+    return _gaussian(strength / 2.0, count, o.delta), float(o.delta)
+
+
+def _settings_fixed(cls: type, strength: float, finetune: FinetuneConfig, options: dict, count: None) -> tuple:
+    """The claim its settings fix (randomised response's and ALIBI's epsilon: the strength)."""
+    return cls.claimed_epsilon(strength, finetune=finetune, options=options)
+
+
+@dataclass(frozen=True)
+class Accountant:
+    """How a DP defense's accounting class computes its epsilon: what of an instance the record holds (``count``, read
+    after training as its ``privacy_spent`` reads it; None where the settings fix the epsilon) and the (epsilon,
+    delta) from the defense's class, strength, finetuning, options and that count (``epsilon``)."""
+
+    count: Callable[[Any], int] | None
+    epsilon: Callable[..., tuple[float, float] | None]
+
+
+#: Each vflpriv accounting class (``claims.accounting_class``) and its accountant.
+ACCOUNTANTS: dict[type, Accountant] = {
+    GaussianDP: Accountant(lambda d: int(d.uses.max()), _dp_gaussian),
+    EmbeddingDP: Accountant(lambda d: d.uses(), _embedding_dp),
+    LabelDP: Accountant(None, _settings_fixed),
+    Alibi: Accountant(None, _settings_fixed)}
+
+
+def accounting_of(defenses: list, verdicts: tuple[str, ...]) -> str:
+    """What a training's records hold of its claims (``RunRecord.epsilon_accounting``): per defense whose epsilon
+    they record (``claims.claimed`` of that defense alone: the same judgement), its index, revision, secret and its
+    accountant's count."""
+    entries = []
+    for i, d in enumerate(defenses):
+        labels, features, _ = claimed([d], tuple(verdicts[i:i + 1]))
+        if labels or features:
+            accountant = ACCOUNTANTS.get(accounting_class(d))
+            count = accountant.count(d) if accountant is not None and accountant.count is not None else None
+            entries.append({"defense": i, "revision": int(d.revision), "secret": LABELS if labels else FEATURES,
+                            "count": count})
+    return json.dumps(entries)
+
+
+def miscounted(record, cfg: RunConfig) -> str:
+    """Which epsilon (or delta) of ``record`` its accountants do not give from its settings ``cfg`` and the counts it
+    holds, or ''. Not judged (''): an earlier claim rules' epsilon (withheld anyway), one of a defense unknown here, of
+    another revision than the current code's (under a key of another: an earlier code's record) or without an
+    accountant; in a record written before the field, one that needs a count or that several defenses of its settings
+    may claim (:func:`_settings_fixed_claims`)."""
+    if record.claim_version != CLAIM_VERSION:
+        return ""
+    try:
+        expected = _expected(record, cfg)
+    except VflprivError:
+        return ""
+    except (ValueError, TypeError, KeyError) as exc:  # the field edited into another shape
+        return f"its epsilon_accounting is not one a run writes ({exc})"
+    for (epsilon, delta), (want, want_delta) in expected.items():
+        found, found_delta = getattr(record, epsilon), getattr(record, delta)
+        if not (_close(found, want) and _close(found_delta, want_delta)):
+            return (f"its {epsilon} ({found:.6g}) and {delta} ({found_delta:.6g}) are not what its defenses' "
+                    f"accountants give from its settings and counts ({want:.6g}, {want_delta:.6g})")
+    return ""
+
+
+#: Each secret's (epsilon, delta) fields of a record.
+PAIRS = {LABELS: ("epsilon", "epsilon_delta"), FEATURES: ("epsilon_features", "epsilon_features_delta")}
+
+
+def _close(found: float, want: float) -> bool:
+    """Equal within :data:`TOLERANCE`, or both NaN (no claim)."""
+    return (math.isnan(found) and math.isnan(want)) or math.isclose(found, want, rel_tol=TOLERANCE, abs_tol=1e-15)
+
+
+def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, float]]:
+    """Per (epsilon, delta) fields of ``record`` it checks, the claim its accountants give (NaN: none), composed as
+    ``claims.record_claims`` composes them (they add); raises VflprivError where it cannot recompute them."""
+    if not record.epsilon_accounting:
+        return _settings_fixed_claims(record, cfg)
+    entries = json.loads(record.epsilon_accounting)
+    if not isinstance(entries, list):
+        raise ValueError(f"a JSON {type(entries).__name__}, not a list")
+    claims: dict[str, list] = {LABELS: [], FEATURES: []}
+    for entry in entries:
+        secret, claim = _recomputed(entry, record, cfg)
+        if claim is not None:
+            claims[secret].append(claim)
+    return {PAIRS[secret]: _sum(found) for secret, found in claims.items()}
+
+
+def _sum(claims: list[tuple[float, float]]) -> tuple[float, float]:
+    """(epsilon, delta) of ``claims`` by basic composition, as ``record_claims`` adds them; NaN where none."""
+    return (sum(e for e, _ in claims), sum(d for _, d in claims)) if claims else (math.nan, math.nan)
+
+
+def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, float] | None]:
+    """One entry's secret and claim, recomputed (None: a feature claim of a defense not guarding the record's victim,
+    which ``record_claims`` leaves out); ValueError where no run writes it."""
+    i, secret, count = entry["defense"], entry["secret"], entry["count"]
+    if type(i) is not int or not 0 <= i < len(cfg.defenses):
+        raise ValueError(f"it names defense {i!r:.20} of {len(cfg.defenses)}")
+    d = cfg.defenses[i]
+    cls = DEFENSES.get(d.name)
+    if secret not in PAIRS or not CLAIMS[PAIRS[secret][0]](secrets_claimed(cls)):
+        raise ValueError(f"defense {i} ({d.name}) records no {secret!r:.20} epsilon")
+    accountant = ACCOUNTANTS.get(accounting_class(cls))
+    if entry["revision"] != cls.revision and record.key == cfg.key():  # the key marks the current revision
+        raise ValueError(f"defense {i} ({d.name}) is of revision {entry['revision']!r:.20}, where its key is of "
+                         f"the current code's, {cls.revision}")
+    if accountant is None or entry["revision"] != cls.revision:
+        raise VflprivError(f"defense {i} ({d.name}): its accountant is not known here")
+    if (count is None) != (accountant.count is None) or not (count is None or type(count) is int and count >= 0):
+        raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}")
+    if secret == FEATURES and not guards_record(d, record.victim):
+        return secret, None
+    return secret, accountant.epsilon(cls, cls.axis.identity if d.strength is None else d.strength, cfg.finetune,
+                                      d.options, count)
+
+
+def _settings_fixed_claims(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, float]]:
+    """A record written before the field: each epsilon it carries that one defense of its settings claims (at the
+    record's victim, for the features) and whose settings fix it (label-dp's, alibi's); the others are not judged."""
+    checked = {}
+    for secret, (epsilon, delta) in PAIRS.items():
+        if math.isnan(getattr(record, epsilon)):
+            continue
+        claiming = [d for d in cfg.defenses if CLAIMS[epsilon](secrets_claimed(DEFENSES.get(d.name)))
+                    and (secret == LABELS or guards_record(d, record.victim))]
+        if len(claiming) != 1:
+            continue
+        cls = DEFENSES.get(claiming[0].name)
+        accountant = ACCOUNTANTS.get(accounting_class(cls))
+        if accountant is not None and accountant.count is None:
+            strength = cls.axis.identity if claiming[0].strength is None else claiming[0].strength
+            claim = accountant.epsilon(cls, strength, cfg.finetune, claiming[0].options, None)
+            checked[(epsilon, delta)] = _sum([claim] if claim is not None else [])
+    return checked
