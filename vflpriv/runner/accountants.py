@@ -85,13 +85,13 @@ ACCOUNTANTS: dict[type, Accountant] = {
     Alibi: Accountant(None, _settings_fixed)}
 
 
-def accounting_of(defenses: list, verdicts: tuple[str, ...]) -> str:
+def accounting_of(defenses: list, verdicts: tuple[str, ...], made: tuple[dict, ...] = ()) -> str:
     """What a training's records hold of its claims (``RunRecord.epsilon_accounting``): per defense whose epsilon
-    they record (``claims.claimed`` of that defense alone: the same judgement), its index, revision, secret and its
-    accountant's count."""
+    they record (``claims.claimed`` of that defense alone, with the planner's verdict and snapshot: the same
+    judgement), its index, revision, secret and its accountant's count."""
     entries = []
     for i, d in enumerate(defenses):
-        labels, features, _ = claimed([d], tuple(verdicts[i:i + 1]))
+        labels, features, _ = claimed([d], tuple(verdicts[i:i + 1]), tuple(made[i:i + 1]))
         if labels or features:
             accountant = ACCOUNTANTS.get(accounting_class(d))
             count = accountant.count(d) if accountant is not None and accountant.count is not None else None

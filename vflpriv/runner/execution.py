@@ -141,7 +141,7 @@ def _execute(p: Plan) -> list[RunRecord]:
                      if not tampered(d, p.made[i] if i < len(p.made) else {}) and (note := d.notes())]
     result.notes += claim_notes(p.defenses, p.config.defenses)  # what each recorded epsilon assumes of its noise
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
-    accounting = accounting_of(p.defenses, p.verdicts)  # what a read recomputes the epsilons from
+    accounting = accounting_of(p.defenses, p.verdicts, p.made)  # what a read recomputes the epsilons from
     if p.auditor is not None:
         score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,
                       delta=delta if claims else p.audited.privacy_delta(), shares=p.auditor_menu)
