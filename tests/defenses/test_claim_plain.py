@@ -102,3 +102,24 @@ def test_secrets_and_python_s_name_lists_are_read_by_exact_type():
     assert _Secrets.compared == 0
     named = type("N", (GaussianDP,), {"reads_labels": False, "reads_features": False, "__slotnames__": [_Name("x")]})
     assert "N.__slotnames__" in foreign_accounting(named, "d")
+
+
+def test_a_constant_of_a_subclass_is_keyed_by_its_value_without_its_code():
+    """Review l15 1: an IntEnum member, a numpy float or a named tuple as a plugin's constant was skipped by the key
+    (stored results of another value reused); read by the built-in's own ``__repr__``, no code of theirs runs."""
+    import collections
+    import enum
+
+    import numpy as np
+
+    class Mode(enum.IntEnum):
+        A = 1
+        B = 2
+
+    pair = collections.namedtuple("Pair", "x y")
+
+    def keyed(value) -> str:
+        return loaded_code(type("K", (GaussianDP,), {"reads_labels": False, "reads_features": False, "C": value}))
+
+    for one, other in ((Mode.A, Mode.B), (np.float64(0.5), np.float64(0.7)), (pair(1, 2), pair(1, 3)), (0.5, 0.7)):
+        assert keyed(one) != keyed(other) and keyed(one) == keyed(one)

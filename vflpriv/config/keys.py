@@ -106,7 +106,27 @@ def loaded_code(cls: type) -> str:
                 digest.update(name.encode() + marshal.dumps(_portable(value.__code__)))
             elif one_of(type(value), _CONSTANTS) and plain_data(value):  # its repr runs no plugin code (a member's
                 digest.update(f"{name}={value!r}\0".encode())  # ran before the claim's first look: review l13 1)
+            elif isinstance(value, _CONSTANTS):  # a subclass, read without its code, never skipped (review l15 1)
+                digest.update(f"{name}~{_constant(value)}\0".encode())
     return digest.hexdigest()[:16]
+
+
+#: The built-in scalars whose own ``__repr__`` reads a subclass's value (bool before int).
+_SCALAR_BASES = (bool, int, float, str, bytes)
+
+
+def _constant(value: object, depth: int = 0) -> str:
+    """A class constant that is not plain data, as text read without running its class's code: its type's name and,
+    for a subclass of a built-in scalar or tuple, the built-in's own reading of its value (an enum member, a numpy
+    float, a named tuple: review l15 1); any other object, its type's name only."""
+    kind = type(value)
+    name = f"{vars(type)['__module__'].__get__(kind)}.{vars(type)['__qualname__'].__get__(kind)}"
+    for base in _SCALAR_BASES:
+        if issubclass(kind, base):
+            return f"{name}:{base.__repr__(value)}"
+    if issubclass(kind, tuple) and depth < 8 and tuple.__len__(value) <= 1000:
+        return f"{name}:(" + ",".join(_constant(item, depth + 1) for item in tuple.__iter__(value)) + ")"
+    return name
 
 
 #: The kinds of class constant a plugin's digest holds (exact, and plain all the way down).
