@@ -3,7 +3,7 @@ code is taken to read the secret (fail closed, as ``vflpriv.methods.base.own_cod
 
 from __future__ import annotations
 
-from vflpriv.common.declarations import uncovered_code, undeclared_clause, vflpriv_own
+from vflpriv.common.declarations import plain_data, uncovered_code, undeclared_clause, vflpriv_own
 from vflpriv.common.errors import ConfigError
 from vflpriv.common.secret_kinds import SECRETS
 
@@ -29,9 +29,10 @@ def declared_secrets(defense: object) -> frozenset[str]:
     a property failed deep in planning or ``describe`` with a traceback (review l6 L6)."""
     cls = defense if isinstance(defense, type) else type(defense)
     value = getattr(defense, "secrets", None)
-    if isinstance(value, (set, frozenset)) and value <= set(SECRETS):
-        return frozenset(value)
-    raise ConfigError(f"defense class {cls.__module__}.{cls.__qualname__}: its secrets are {value!r:.60}; give a "
+    if (type(value) is set or type(value) is frozenset) and all(type(s) is str and s in SECRETS for s in value):
+        return frozenset(value)  # exact types: a subclass's comparison ran plugin code in planning (review l13 3)
+    shown = repr(value)[:60] if plain_data(value) else f"a {type(value).__name__}"
+    raise ConfigError(f"defense class {cls.__module__}.{cls.__qualname__}: its secrets are {shown}; give a "
                       f"set or frozenset of {', '.join(map(repr, SECRETS))} (the secrets it claims to protect), or an "
                       "empty one")
 

@@ -161,6 +161,9 @@ class GhostTape:
     :func:`ghost_applies` no longer holds when entered (a module added since): :meth:`norms` is then None, and the
     caller takes ``torch.func``."""
 
+    #: It holds the bottom and its layers (``claims.altered`` accepts a module only in such a vflpriv object).
+    HOLDS_MODELS = True
+
     def __init__(self, module: nn.Module):
         self.module = module
         self.names = {id(m): k or "(the bottom)" for k, m in module.named_modules()}

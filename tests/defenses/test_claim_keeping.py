@@ -214,7 +214,6 @@ def test_a_defense_without_a_hash_is_planned_and_records_no_epsilon():
     assert math.isnan(record.epsilon) and "EqualByType.__eq__" in record.notes
 
 
-
 class _Secrets(frozenset):
     """A frozenset of the secrets whose comparison is plugin code (review l12 1)."""
 

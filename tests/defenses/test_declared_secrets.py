@@ -56,5 +56,5 @@ def test_a_secrets_property_is_one_error_line_in_describe(plugin, monkeypatch):
     monkeypatch.chdir(plugin)
     result = CliRunner().invoke(app, ["describe", "l6_secrets_plugin:PropSecrets"])
     assert result.exit_code == 2, result.output
-    one_error_line(result.output, f"l6_secrets_plugin.PropSecrets: its secrets are <property object at")
+    one_error_line(result.output, f"l6_secrets_plugin.PropSecrets: its secrets are a property;")
     assert VALID in result.output

@@ -128,7 +128,7 @@ def _compiled_here(k: type, *, exempt: frozenset[str] = frozenset()) -> bool:
                for functions in (_functions(value, name) for name, value in vars(k).items() if name not in exempt))
 
 
-def _options_model(model: type) -> bool:
+def options_model(model: type) -> bool:
     """Whether ``model`` is an options model of vflpriv's: a pydantic model each of whose classes above ``BaseModel``
     its module defines in vflpriv's folders, with functions compiled there only (a planted model's ``__new__`` ran as
     ``privacy_spent``: review l8 3); pydantic's own lazy ``__signature__`` is no code of it."""
@@ -150,7 +150,7 @@ def _functions(value: object, name: str) -> list[types.FunctionType] | None:
     if isinstance(value, (classmethod, staticmethod)):
         value = value.__func__
     if isinstance(value, type):  # any other class may run (reviews l7 1, l8 3)
-        return [] if name == "Options" and _options_model(value) else None
+        return [] if name == "Options" and options_model(value) else None
     if isinstance(value, property):
         found = [f for f in (value.fget, value.fset, value.fdel) if f is not None]
     elif isinstance(value, _SLOTS) or not (callable(value) or hasattr(value, "__get__")):
@@ -170,3 +170,34 @@ def in_vflpriv(file: str | None) -> bool:
     if not file or not os.path.isabs(file):
         return False
     return any(Path(file).resolve().is_relative_to(folder) for folder in FOLDERS)
+
+
+#: Python's exact scalar and container types of plain data.
+SCALARS = (str, bytes, bool, int, float, type(None))
+CONTAINERS = (tuple, list, set, frozenset)
+
+
+def one_of(kind: type, kinds: tuple[type, ...]) -> bool:
+    """Whether ``kind`` is one of ``kinds`` by identity: ``in`` compares with ``==``, which a metaclass may answer."""
+    return any(kind is k for k in kinds)
+
+
+def plain_data(value: object, *, depth: int = 32, size: int = 10_000) -> bool:
+    """Whether ``value`` is plain data, of Python's exact built-in types all the way down (a frozenset subclass under a
+    plugin's ``secrets`` ran its code whenever it was read: review l12 1), at most ``depth`` levels deep and ``size``
+    items, repeats counted (a self-holding list, a tuple nested 10^5 deep or a 2^60-item shared one crashed or hung
+    the checks: review l13 2): walked without recursion, running no code of the value's."""
+    stack, seen = [(value, 0)], 0
+    while stack:
+        item, level = stack.pop()
+        seen += 1
+        kind = type(item)
+        if seen > size or level > depth:
+            return False
+        if one_of(kind, SCALARS):
+            continue
+        if not (one_of(kind, CONTAINERS) or kind is dict) or seen + len(item) > size:
+            return False
+        stack.extend((x, level + 1) for x in (item if kind is not dict else (x for pair in item.items() for x in pair)))
+    return True
+

@@ -16,7 +16,7 @@ import marshal
 import types
 from typing import Any
 
-from vflpriv.common.declarations import defining_module, vflpriv_own
+from vflpriv.common.declarations import defining_module, one_of, plain_data, vflpriv_own
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES, METHODS
 
@@ -97,15 +97,19 @@ def loaded_code(cls: type) -> str:
     for klass in _foreign(cls):
         digest.update(f"{klass.__qualname__}\0".encode())
         for name, value in sorted(vars(klass).items()):
-            value = getattr(value, "__func__", value)  # classmethod, staticmethod
-            value = getattr(value, "fget", value)  # property
-            code = getattr(value, "__code__", None)
-            if isinstance(code, types.CodeType):
-                digest.update(name.encode() + marshal.dumps(_portable(code)))
-            elif isinstance(value, (int, float, str, bytes, bool, tuple, frozenset, type(None))):
-                digest.update(f"{name}={value!r}\0".encode())
+            if type(value) is classmethod or type(value) is staticmethod:  # exact types: no value's code runs
+                value = value.__func__
+            elif type(value) is property:
+                value = value.fget
+            if type(value) is types.FunctionType:
+                digest.update(name.encode() + marshal.dumps(_portable(value.__code__)))
+            elif one_of(type(value), _CONSTANTS) and plain_data(value):  # its repr runs no plugin code (a member's
+                digest.update(f"{name}={value!r}\0".encode())  # ran before the claim's first look: review l13 1)
     return digest.hexdigest()[:16]
 
+
+#: The kinds of class constant a plugin's digest holds (exact, and plain all the way down).
+_CONSTANTS = (int, float, str, bytes, bool, tuple, frozenset, type(None))
 
 #: The top-level packages whose classes a plugin's digest leaves out (their code is versioned elsewhere).
 _LIBRARIES = frozenset({"builtins", "abc", "typing", "torch", "pydantic", "numpy"})

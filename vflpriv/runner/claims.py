@@ -7,7 +7,19 @@ from __future__ import annotations
 import abc
 import types
 
-from vflpriv.common.declarations import assigned_since, vflpriv_own
+import torch
+from torch import nn
+
+from vflpriv.common.declarations import (
+    CONTAINERS,
+    SCALARS,
+    assigned_since,
+    in_vflpriv,
+    one_of,
+    options_model,
+    plain_data,
+    vflpriv_own,
+)
 from vflpriv.defenses.base import Protection
 from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.engine import FINETUNE
@@ -39,6 +51,10 @@ _PYTHON_MEMBERS: dict[str, tuple[type, ...]] = {
     "__slotnames__": (list,)}
 
 
+#: Python's own members that hold names, each an exact ``str`` (``__annotations__``: its keys).
+_NAMES = frozenset({"__slotnames__", "__static_attributes__"})
+
+
 def foreign_accounting(d: Protection | type, name: str) -> str:
     """Why a claiming defense's epsilon is not vflpriv's computation, or '': a vflpriv class of its MRO whose members
     were assigned since vflpriv defined it (review eps6 E4); a class of its MRO outside the accounting class's line
@@ -60,31 +76,112 @@ def foreign_accounting(d: Protection | type, name: str) -> str:
     own = {} if d is cls else getattr(d, "__dict__", {})
     found += [f"self.{member}" for member, value in own.items()
               if callable(value) and (member in ACCOUNTING or hasattr(type(d), member))]
-    listed = ", ".join(dict.fromkeys(found[:6])) + f" and {len(found) - 6} more" * (len(found) > 6)
-    return (f"{name}: its class holds what vflpriv's own code does not ({listed}) beside vflpriv's accounting, so the "
-            "epsilon it reports is its author's word, not a bound vflpriv computed") if found else ""
+    return _holds(name, found, "its class holds what vflpriv's own code does not")
+
+
+def _holds(name: str, found: list[str], what: str) -> str:
+    """The note voiding ``name``'s claim for what ``found`` names (the first six, each once), or '' if it is empty."""
+    found = list(dict.fromkeys(found))
+    listed = ", ".join(found[:6]) + f" and {len(found) - 6} more" * (len(found) > 6)
+    return (f"{name}: {what} ({listed}) beside vflpriv's accounting, so the epsilon it reports is its author's word, "
+            "not a bound vflpriv computed") if found else ""
 
 
 def _foreign_member(k: type, member: str, value: object) -> bool:
     """Whether a member of class ``k`` (not vflpriv's own) voids the claim: anything but Python's own (of its exact
     type; a slot descriptor of ``k`` itself: review l12 4) and declared plain data."""
     if member in _PYTHON_MEMBERS:  # exactly: a subclass of str may be a descriptor
-        return type(value) not in _PYTHON_MEMBERS[member] or getattr(value, "__objclass__", k) is not k
-    return member not in CLAIM_KEEPING or not _plain(value)
+        if not one_of(type(value), _PYTHON_MEMBERS[member]) or getattr(value, "__objclass__", k) is not k:
+            return True
+        names = value.keys() if type(value) is dict else value if member in _NAMES else ()
+        return not all(type(name) is str for name in names)  # copy and pickle hash ``__slotnames__``'s (review l13 4)
+    return member not in CLAIM_KEEPING or not plain_data(value)
 
 
-def _plain(value: object) -> bool:
-    """Whether ``value`` is plain data, of Python's exact built-in types all the way down: a frozenset subclass under
-    ``secrets`` ran plugin code whenever it was read (review l12 1)."""
-    if type(value) in (str, bool, int, float, type(None)):
-        return True
-    if type(value) in (tuple, list, set, frozenset):
-        return all(map(_plain, value))
-    return type(value) is dict and all(_plain(key) and _plain(item) for key, item in value.items())
+#: What torch makes of a defense's state (exact types: a subclass may run code), and its own storage in every module.
+_TORCH_STATE = (torch.Tensor, nn.Parameter, torch.Generator, torch.device, torch.dtype, torch.Size)
+_MODULE_STORAGE = frozenset(vars(nn.Module()))
+_DEPTH, _ITEMS = 64, 10_000
+
+
+def made_types(d: Protection) -> dict[str, tuple[type, object]]:
+    """Each of ``d``'s data as its construction left it, (type, the object itself where it is no scalar): the
+    planner's snapshot, before any other plugin's code of the training runs (:func:`altered` compares)."""
+    return {member: (type(value), None if one_of(type(value), SCALARS) else value) for member, value in vars(d).items()}
+
+
+def altered(d: Protection, made: dict[str, tuple[type, object]]) -> str:
+    """Why a claiming ``d``'s data is not what vflpriv's code makes of it, or '': data its construction set (``made``:
+    :func:`made_types`) deleted, of another type (a ``None`` set for later may become state) or another object (a
+    generator, the options: review l14 2); data of the instance, all the way down, not plain data, torch's exact state
+    types, vflpriv's own object or code, or (where a vflpriv class declares ``HOLDS_MODELS``) a model; options not
+    plain data (review l14 1): another plugin of the training making dp-gaussian's ``sigma`` a float subclass that
+    zeroes the noise kept the epsilon (review l12 2)."""
+    if type(d).privacy_spent is Protection.privacy_spent:  # it claims nothing
+        return ""
+    own = getattr(d, "__dict__", {})
+    changed = {member for member, value in own.items() if member in made and made[member][0] is not type(None)
+               and (type(value) is not made[member][0] or made[member][1] is not None and value is not made[member][1])}
+    found = [f"self.{member} (deleted)" for member in made if member not in own]
+    found += [f"self.{member} (a {type(own[member]).__name__}, made a {made[member][0].__name__})"
+              if type(own[member]) is not made[member][0] else f"self.{member} (replaced)" for member in changed]
+    found += [f"self.{member}{path}" for member, value in own.items() if member not in changed
+              for path in _unmade(value, set())]
+    return _holds(d.name, found, "its data holds what vflpriv's own code did not put there")
+
+
+def tampered(d: Protection, made: dict[str, tuple[type, object]]) -> str:
+    """Why ``d``'s code or data, judged when the run is recorded, voids its claim (:func:`foreign_accounting`,
+    :func:`altered`), or '': its own notes' claims (embedding-dp's test rows) are left out then (review l14 3)."""
+    return foreign_accounting(d, d.name) or altered(d, made)
+
+
+def _unmade(value: object, seen: set[int], depth: int = 0, models: bool = False) -> list[str]:
+    """Where under ``value`` lies data vflpriv's code does not make (paths, '' for ``value`` itself): see
+    :func:`altered`; each object walked once, at most :data:`_DEPTH` levels down and :data:`_ITEMS` items a container;
+    ``models``: within a vflpriv class declaring ``HOLDS_MODELS``, where a module (a model, whose rows the mechanism
+    checks) may lie."""
+    kind = type(value)
+    if one_of(kind, SCALARS) or one_of(kind, _TORCH_STATE) or id(value) in seen:
+        return []
+    if depth > _DEPTH or (one_of(kind, CONTAINERS) or kind is dict) and len(value) > _ITEMS:
+        return [f" (a {kind.__name__} over {_DEPTH} deep or of over {_ITEMS} items)"]
+    seen.add(id(value))
+    depth += 1
+    if one_of(kind, CONTAINERS):
+        return [f"[{i}]{path}" for i, item in enumerate(value) for path in _unmade(item, seen, depth, models)]
+    if kind is dict:
+        return [f"[{_shown(key)}]{path}" for key, item in value.items()
+                for path in (*_unmade(key, seen, depth, models), *_unmade(item, seen, depth, models))]
+    if models and issubclass(kind, nn.Module) and not vflpriv_own(kind):  # the true type: ``__class__`` may lie
+        return []
+    if kind is types.MethodType:  # a hook of vflpriv's code bound to a layer (the ghost-clipping tape's)
+        return [] if _vflpriv_code(value.__func__) else [" (a method)"]
+    if kind is types.FunctionType:
+        return [] if _vflpriv_code(value) else [" (a function)"]
+    if options_model(kind):  # an options model holds plain data only
+        return [f".{member} (a {type(item).__name__})" for member, item in vars(value).items() if not plain_data(item)]
+    if not vflpriv_own(kind) or not hasattr(value, "__dict__"):
+        return [f" (a {kind.__name__})"]
+    inside = getattr(kind, "HOLDS_MODELS", False) is True  # the ghost-clipping tape: the bottom and its layers
+    return [f".{member}{path}" for member, item in vars(value).items()
+            if not (issubclass(kind, nn.Module) and member in _MODULE_STORAGE)
+            for path in _unmade(item, seen, depth, inside)]
+
+
+def _shown(key: object) -> str:
+    """A dict key as a path shows it, running no code of its class (a plugin's ``__repr__``)."""
+    return repr(key) if one_of(type(key), SCALARS) else f"a {type(key).__name__} key"
+
+
+def _vflpriv_code(f: object) -> bool:
+    """Whether ``f`` is a Python function compiled from vflpriv's folders."""
+    return type(f) is types.FunctionType and in_vflpriv(f.__code__.co_filename)
 
 
 #: Python's own classes in a defense's MRO and its metaclass's.
 _PYTHONS = frozenset({object, type, abc.ABC, abc.ABCMeta})
+
 
 def claim_secrets(d: Protection) -> frozenset[str]:
     """The secrets ``d``'s epsilon is recorded under: those of the class computing it (defining ``privacy_spent``; if
@@ -98,13 +195,14 @@ def accounting_class(d: Protection | type) -> type:
     return next(k for k in (d if isinstance(d, type) else type(d)).__mro__ if "privacy_spent" in vars(k))
 
 
-def claimed(defenses: list[Protection], verdicts: tuple[str, ...] = ()
+def claimed(defenses: list[Protection], verdicts: tuple[str, ...] = (), made: tuple[dict, ...] = ()
             ) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
     """What a run records of its defenses' claims (:func:`claim_secrets`): (epsilon, delta) of each covered one claiming
-    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes; ``verdicts``:
-    the planner's (``Plan.verdicts``)."""
-    spent = [(d, e, claim_secrets(d)) for d, planned in zip(defenses, _padded(verdicts, defenses))
-             if not _uncovered(d, planned) and (e := d.privacy_spent()) is not None]
+    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes; ``verdicts``
+    and ``made``: the planner's (``Plan.verdicts``, ``Plan.made``)."""
+    spent = [(d, e, claim_secrets(d)) for d, planned, kept in zip(defenses, _padded(verdicts, defenses),
+                                                                  _padded(made, defenses, {}))
+             if not _uncovered(d, planned, kept) and (e := d.privacy_spent()) is not None]
     labels = [(e, d.privacy_delta()) for d, e, secrets in spent if secrets == {"labels"}]
     features = [(d, e) for d, e, secrets in spent if "features" in secrets]
     return labels, features, [note for d, _, secrets in spent if (note := _unrecorded(d, secrets))]
@@ -127,23 +225,23 @@ def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
 
 
 def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str],
-             verdicts: tuple[str, ...] = ()) -> list[str]:
+             verdicts: tuple[str, ...] = (), made: tuple[dict, ...] = ()) -> list[str]:
     """The notes of the claims a run records no (label) epsilon for: :func:`claimed`'s, and those uncovered."""
-    return unrecorded + [f"{name}: no epsilon recorded: {why}"
-                         for d, name, planned in zip(defenses, names, _padded(verdicts, defenses))
-                         if (why := _uncovered(d, planned)) and not d.is_identity]
+    return unrecorded + [f"{name}: no epsilon recorded: {why}" for d, name, planned, kept in
+                         zip(defenses, names, _padded(verdicts, defenses), _padded(made, defenses, {}))
+                         if (why := _uncovered(d, planned, kept)) and not d.is_identity]
 
 
-def _padded(verdicts: tuple[str, ...], defenses: list) -> tuple[str, ...]:
-    """The planner's verdicts, one per defense ('' where none was given)."""
-    return (*verdicts, *[""] * (len(defenses) - len(verdicts)))
+def _padded(given: tuple, defenses: list, missing: object = "") -> tuple:
+    """The planner's verdicts or snapshots, one per defense (``missing`` where none was given)."""
+    return (*given, *[missing] * (len(defenses) - len(given)))
 
 
-def _uncovered(d: Protection, planned: str) -> str:
+def _uncovered(d: Protection, planned: str, made: dict) -> str:
     """Why ``d``'s claim does not hold: as planned (``Plan.verdicts``: code that cleared ``uncovered`` and deleted
     itself, review l10 2), as its mechanism found while it ran (``uncovered``), or judged again when the run is recorded
-    (a plugin's code clearing ``uncovered``: review l9 L9-1)."""
-    return planned or d.uncovered or foreign_accounting(d, d.name)
+    (a plugin's code clearing ``uncovered``: review l9 L9-1; another's writing into its data: :func:`altered`)."""
+    return planned or d.uncovered or tampered(d, made)
 
 
 def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:

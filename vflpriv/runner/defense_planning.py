@@ -30,13 +30,18 @@ from vflpriv.engine import (
 )
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.methods.base import Method
-from vflpriv.runner.claims import accounting_class, foreign_accounting
+from vflpriv.runner.claims import accounting_class, foreign_accounting, made_types
 
 
-def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDataset, device: torch.device) -> list:
-    """Every defense of ``config``, bound and checked against the method and against one another."""
+def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDataset, device: torch.device
+                  ) -> tuple[list, tuple[dict, ...]]:
+    """Every defense of ``config``, bound and checked against the method and against one another, and the types of
+    each one's data as its construction left them (``claims.made_types``, before the next defense's code runs)."""
     first = [foreign_accounting(DEFENSES.get(c.name), c.name) for c in config.defenses]  # before any of their code runs
-    defenses = [_defense(config, i, method, dataset, device) for i in range(len(config.defenses))]
+    defenses, made = [], []
+    for i in range(len(config.defenses)):
+        defenses.append(_defense(config, i, method, dataset, device))
+        made.append(made_types(defenses[-1]))
     _check_secrets(defenses)
     _check_backward(config, defenses)
     _check_passive_backward(config, defenses)
@@ -51,7 +56,7 @@ def plan_defenses(config: TrainingConfig, method: Method, dataset: VerticalDatas
             raise IncompatibleError(f"defense '{c.name}': {d.requested_claim()} asks for an epsilon its argument does not "
                                     f"cover in method '{config.method.name}' ({d.uncovered}); give a strength instead "
                                     "(the noise acts and no epsilon is recorded), or use another method")
-    return defenses
+    return defenses, tuple(made)
 
 
 def _check_secrets(defenses: list) -> None:

@@ -50,7 +50,7 @@ from vflpriv.models.training import require_finite
 from vflpriv.runner.accountants import accounting_of
 from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
-from vflpriv.runner.claims import claimed, record_claims, withheld
+from vflpriv.runner.claims import claimed, record_claims, tampered, withheld
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.handed import changed_in_place, tensors_digest
 from vflpriv.runner.naming import named
@@ -135,9 +135,10 @@ def _execute(p: Plan) -> list[RunRecord]:
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
-    claims, features, unrecorded = claimed(p.defenses, p.verdicts)  # features: another neighbouring relation
-    result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], unrecorded, p.verdicts)
-    result.notes += [f"{c.name}: {note}" for d, c in zip(p.defenses, p.config.defenses) if (note := d.notes())]
+    claims, features, unrecorded = claimed(p.defenses, p.verdicts, p.made)  # features: another neighbouring relation
+    result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], unrecorded, p.verdicts, p.made)
+    result.notes += [f"{c.name}: {note}" for i, (d, c) in enumerate(zip(p.defenses, p.config.defenses))
+                     if not tampered(d, p.made[i] if i < len(p.made) else {}) and (note := d.notes())]
     result.notes += claim_notes(p.defenses, p.config.defenses)  # what each recorded epsilon assumes of its noise
     delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
     accounting = accounting_of(p.defenses, p.verdicts)  # what a read recomputes the epsilons from

@@ -79,6 +79,9 @@ class Plan:
     #: The planner's verdict on each defense's claim (``uncovered`` as planned), kept where the defense's own code
     #: does not write it (review l10 2; a table keyed by the defense went through its own ``__hash__``: l11 2).
     verdicts: tuple[str, ...] = ()
+    #: The types of each defense's data as its construction left them (``claims.made_types``): another plugin's code
+    #: writing into a DP defense's data voids its claim when the run is recorded (review l12 2).
+    made: tuple[dict, ...] = ()
 
 
 def available_devices() -> list[str]:
@@ -137,7 +140,7 @@ def plan_training(config: TrainingConfig) -> Plan:
         raise IncompatibleError(f"partition.canaries: {dataset.name} has {dataset.num_classes} class, so a canary's "
                                 "random label is no secret and no attack can be scored on it; remove them")
     _check_model(config, dataset)
-    defenses = plan_defenses(config, method, dataset, device)
+    defenses, made = plan_defenses(config, method, dataset, device)
     verdicts = tuple(d.uncovered for d in defenses)  # as planned, before any more of their code runs
     auditor, audited = plan_auditor(config, method, defenses)
     if auditor is not None:
@@ -149,7 +152,7 @@ def plan_training(config: TrainingConfig) -> Plan:
                               active_labels_local=_active_labels_local(config, method),
                               validation=config.finetune.validation)
     return Plan(config.training(), scenario, method, defenses, device, auditor=auditor, audited=audited,
-                verdicts=verdicts,
+                verdicts=verdicts, made=made,
                 auditor_menu=menu if auditor is not None else KEEP)
 
 
