@@ -114,6 +114,19 @@ def test_table_leaves_the_edited_epsilon_out_and_a_resume_recomputes_it(written,
         assert store.get(key) is None and "its epsilon (2.44)" in notes[0]
 
 
+def test_an_accounting_nested_past_the_parser_is_damaged_where_read_and_where_resumed(written, tmp_path):
+    """Review epsread F1: json.loads's RecursionError escaped the check: the read took the record for one whose
+    settings it cannot read and showed its 2.44; a resume crashed with a traceback."""
+    path, key = _edited(written, tmp_path, "dp-gaussian",
+                        lambda r: r.update(epsilon=2.44, epsilon_accounting="[" * 100000 + "]" * 100000))
+    frame = load_results(path)
+    assert key not in set(frame["key"]) and "epsilon_accounting is not one a run writes" in frame.attrs["damaged"][0][1]
+    notes = []
+    with Store(path) as store:
+        drop_damaged(store, RUNS["dp-gaussian"], on_note=notes.append)
+        assert store.get(key) is None and "epsilon_accounting is not one a run writes" in notes[0]
+
+
 def _old(run, **claims):
     """A record as written before ``epsilon_accounting``."""
     return replace(blank_record(run), num_classes=10, utility=0.8, status="n/a", **claims)
