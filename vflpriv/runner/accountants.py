@@ -74,16 +74,18 @@ def _settings_fixed(cls: type, strength: float, finetune: FinetuneConfig, option
 @dataclass(frozen=True)
 class Accountant:
     """How a DP defense's accounting class computes its epsilon: what of an instance the record holds (``count``, read
-    after training as its ``privacy_spent`` reads it; None where the settings fix the epsilon) and the (epsilon,
-    delta) from the defense's class, strength, finetuning, options and that count (``epsilon``)."""
+    after training as its ``privacy_spent`` reads it; None where the settings fix the epsilon), the (epsilon,
+    delta) from the defense's class, strength, finetuning, options and that count (``epsilon``), and the largest count
+    a run of a finetuning writes (``most``; None: no bound from the settings)."""
 
     count: Callable[[Any], int] | None
     epsilon: Callable[..., tuple[float, float] | None]
+    most: Callable[[FinetuneConfig], int] | None = None
 
 
 #: Each vflpriv accounting class (``claims.accounting_class``) and its accountant.
 ACCOUNTANTS: dict[type, Accountant] = {
-    GaussianDP: Accountant(lambda d: int(d.uses.max()), _dp_gaussian),
+    GaussianDP: Accountant(lambda d: int(d.uses.max()), _dp_gaussian, lambda f: f.epochs * f.local_updates),
     EmbeddingDP: Accountant(lambda d: d.uses(), _embedding_dp),
     LabelDP: Accountant(None, _settings_fixed),
     Alibi: Accountant(None, _settings_fixed)}
@@ -119,7 +121,7 @@ def miscounted(record, cfg: RunConfig) -> str:
     except VflprivError:
         return ""
     except Exception as exc:  # noqa: BLE001 - the field edited into another shape (a nesting deep enough to recurse)
-        return f"its epsilon_accounting is not one a run writes ({type(exc).__name__}: {exc!s:.80})"
+        return f"its epsilon_accounting is not one a run writes ({exc})"
     for (epsilon, delta), (want, want_delta) in expected.items():
         found, found_delta = getattr(record, epsilon), getattr(record, delta)
         if not (_close(found, want) and _close(found_delta, want_delta)):
@@ -174,8 +176,10 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
                          f"the current code's, {cls.revision}")
     if accountant is None or entry["revision"] != cls.revision:
         raise VflprivError(f"defense {i} ({d.name}): its accountant is not known here")
-    if (count is None) != (accountant.count is None) or not (count is None or type(count) is int and count >= 0):
-        raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}")
+    if (count is None) != (accountant.count is None) or not (count is None or type(count) is int and count >= 1
+                                                             and (accountant.most is None
+                                                                  or count <= accountant.most(cfg.finetune))):
+        raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}, which no run of its settings writes")
     if secret == FEATURES and not guards_record(d, record.victim):
         return secret, None
     return secret, accountant.epsilon(cls, cls.axis.identity if d.strength is None else d.strength, cfg.finetune,
