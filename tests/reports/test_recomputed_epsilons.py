@@ -88,7 +88,9 @@ EDITS = {"the issue's 2.44": ("dp-gaussian", lambda r: r.update(epsilon=2.44), "
                                   "(dp-gaussian) records no 'features' epsilon"),
          "another revision under the current key": (
              "dp-gaussian", lambda r: (r.update(epsilon=2.44), _accounting(lambda e: e.update(revision=0))(r)),
-             "(dp-gaussian) is of revision 0, where its key is of the current code's, 1"),
+             "(dp-gaussian) is of revision 0, not the current code's 1"),
+         "the accounting blanked": ("dp-gaussian", lambda r: r.update(epsilon=2.44, epsilon_accounting=""),
+                                    "it carries an epsilon without its accountants' entries"),
          "a count for randomised response": ("label-dp", _accounting(lambda e: e.update(count=3)),
                                              "(label-dp) counts 3")}
 
@@ -139,15 +141,28 @@ def _old(run, **claims):
     return replace(blank_record(run), num_classes=10, utility=0.8, status="n/a", **claims)
 
 
-def test_a_record_written_before_the_field_is_checked_where_its_settings_fix_the_epsilon(tmp_path):
-    """label-dp's epsilon is its strength; dp-gaussian's needs the count such a record lacks: not judged."""
-    label_dp, dp_gaussian = RUNS["label-dp"][0], RUNS["dp-gaussian"][0]
-    Store(tmp_path / "results.sqlite").put_many([
-        _old(label_dp, epsilon=1.0, epsilon_delta=0.0), _old(dp_gaussian, epsilon=2.44, epsilon_delta=1e-5)])
+def test_another_revision_under_another_key_is_judged(written, tmp_path):
+    """Review epsread F5: an entry of another revision was left unjudged under a key not the settings' (read as an
+    earlier code's record); the accountant is part of the claim rules, so under the current ones it is judged."""
+    other = "0123456789abcdef0123"
+    path, key = _edited(written, tmp_path, "dp-gaussian", lambda r: (
+        r.update(epsilon=2.44, key=other), _accounting(lambda e: e.update(revision=0))(r)))
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET key = ? WHERE key = ?", (other, key))
+    frame = load_results(path)
+    assert other not in set(frame["key"]) and "is of revision 0" in frame.attrs["damaged"][0][1]
+
+
+def _old(run, **claims):
+    """A record as written before ``epsilon_accounting``, under the claim rules before it (5)."""
+    return replace(blank_record(run), num_classes=10, utility=0.8, status="n/a", claim_version=5, **claims)
+
+
+def test_a_record_of_earlier_claim_rules_has_its_epsilon_withheld_not_judged(tmp_path):
+    run = RUNS["dp-gaussian"][0]
+    Store(tmp_path / "results.sqlite").put(_old(run, epsilon=2.44, epsilon_delta=1e-5))
     frame = load_results(tmp_path / "results.sqlite")
-    assert list(frame["key"]) == [dp_gaussian.key()]
-    assert frame.attrs["damaged"] == [(label_dp.key(), frame.attrs["damaged"][0][1])]
-    assert "its epsilon (1) and epsilon_delta (0) are not what" in frame.attrs["damaged"][0][1]
+    assert list(frame["key"]) == [run.key()] and frame.attrs["damaged"] == [] and frame["epsilon"].isna().all()
 
 
 def test_every_built_in_accounting_class_has_its_accountant():

@@ -108,10 +108,8 @@ def accounting_of(defenses: list, verdicts: tuple[str, ...]) -> str:
 
 def miscounted(record, cfg: RunConfig) -> str:
     """Which epsilon (or delta) of ``record`` its accountants do not give from its settings ``cfg`` and the counts it
-    holds, or ''. Not judged (''): an earlier claim rules' epsilon (withheld anyway), one of a defense unknown here, of
-    another revision than the current code's (under a key of another: an earlier code's record) or without an
-    accountant; in a record written before the field, one that needs a count or that several defenses of its settings
-    may claim (:func:`_settings_fixed_claims`)."""
+    holds, or ''. Not judged (''): an earlier claim rules' epsilon (withheld anyway), one of a defense unknown here
+    or without an accountant."""
     if record.claim_version != CLAIM_VERSION:
         return ""
     if len(record.epsilon_accounting) > ENTRY_CHARS * (len(cfg.defenses) + 1):
@@ -142,8 +140,10 @@ def _close(found: float, want: float) -> bool:
 def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, float]]:
     """Per (epsilon, delta) fields of ``record`` it checks, the claim its accountants give (NaN: none), composed as
     ``claims.record_claims`` composes them (they add); raises VflprivError where it cannot recompute them."""
-    if not record.epsilon_accounting:
-        return _settings_fixed_claims(record, cfg)
+    if not record.epsilon_accounting:  # every run of the current claim rules writes it, "[]" where nothing is claimed
+        if any(not math.isnan(getattr(record, epsilon)) for epsilon, _ in PAIRS.values()):
+            raise ValueError("it carries an epsilon without its accountants' entries")
+        return {}
     entries = json.loads(record.epsilon_accounting)
     if not isinstance(entries, list):
         raise ValueError(f"a JSON {type(entries).__name__}, not a list")
@@ -171,10 +171,10 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
     if secret not in PAIRS or not CLAIMS[PAIRS[secret][0]](secrets_claimed(cls)):
         raise ValueError(f"defense {i} ({d.name}) records no {secret!r:.20} epsilon")
     accountant = ACCOUNTANTS.get(accounting_class(cls))
-    if entry["revision"] != cls.revision and record.key == cfg.key():  # the key marks the current revision
-        raise ValueError(f"defense {i} ({d.name}) is of revision {entry['revision']!r:.20}, where its key is of "
-                         f"the current code's, {cls.revision}")
-    if accountant is None or entry["revision"] != cls.revision:
+    if entry["revision"] != cls.revision:  # a change to an accountant bumps CLAIM_VERSION: this one is the rule
+        raise ValueError(f"defense {i} ({d.name}) is of revision {entry['revision']!r:.20}, not the current "
+                         f"code's {cls.revision}")
+    if accountant is None:
         raise VflprivError(f"defense {i} ({d.name}): its accountant is not known here")
     if (count is None) != (accountant.count is None) or not (count is None or type(count) is int and count >= 1
                                                              and (accountant.most is None
@@ -184,23 +184,3 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
         return secret, None
     return secret, accountant.epsilon(cls, cls.axis.identity if d.strength is None else d.strength, cfg.finetune,
                                       d.options, count)
-
-
-def _settings_fixed_claims(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, float]]:
-    """A record written before the field: each epsilon it carries that one defense of its settings claims (at the
-    record's victim, for the features) and whose settings fix it (label-dp's, alibi's); the others are not judged."""
-    checked = {}
-    for secret, (epsilon, delta) in PAIRS.items():
-        if math.isnan(getattr(record, epsilon)):
-            continue
-        claiming = [d for d in cfg.defenses if CLAIMS[epsilon](secrets_claimed(DEFENSES.get(d.name)))
-                    and (secret == LABELS or guards_record(d, record.victim))]
-        if len(claiming) != 1:
-            continue
-        cls = DEFENSES.get(claiming[0].name)
-        accountant = ACCOUNTANTS.get(accounting_class(cls))
-        if accountant is not None and accountant.count is None:
-            strength = cls.axis.identity if claiming[0].strength is None else claiming[0].strength
-            claim = accountant.epsilon(cls, strength, cfg.finetune, claiming[0].options, None)
-            checked[(epsilon, delta)] = _sum([claim] if claim is not None else [])
-    return checked
