@@ -67,6 +67,14 @@ def _accounting(change):
     return edit
 
 
+def _settings(record, party=None, **options):
+    """An edit of the record's defense settings (its party, its options), its feature epsilon set to 0.5."""
+    config = json.loads(record["config"])
+    config["defenses"][0]["options"].update(options)
+    config["defenses"][0].update({} if party is None else {"party": party})
+    record.update(config=json.dumps(config), epsilon_features=0.5)
+
+
 EDITS = {"the issue's 2.44": ("dp-gaussian", lambda r: r.update(epsilon=2.44), "its epsilon (2.44)"),
          "a target's epsilon": ("target", lambda r: r.update(epsilon=3.5), "its epsilon (3.5)"),
          "a delta": ("dp-gaussian", lambda r: r.update(epsilon_delta=1e-7), "epsilon_delta (1e-07)"),
@@ -91,6 +99,10 @@ EDITS = {"the issue's 2.44": ("dp-gaussian", lambda r: r.update(epsilon=2.44), "
              "(dp-gaussian) is of revision 0, not the current code's 1"),
          "the accounting blanked": ("dp-gaussian", lambda r: r.update(epsilon=2.44, epsilon_accounting=""),
                                     "it carries an epsilon without its accountants' entries"),
+         "a feature defense's unknown option": ("embedding-dp", lambda r: _settings(r, bogus=1),
+                                                "from settings whose defense embedding-dp cannot be built here"),
+         "a feature defense at the active party": ("embedding-dp", lambda r: _settings(r, party=0),
+                                                   "from settings whose defense embedding-dp cannot be built here"),
          "a count for randomised response": ("label-dp", _accounting(lambda e: e.update(count=3)),
                                              "(label-dp) counts 3")}
 

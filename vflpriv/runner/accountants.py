@@ -21,7 +21,7 @@ from vflpriv.defenses.dp_gaussian import GaussianDP, noise_for, spent
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.defenses.label_dp import LabelDP
-from vflpriv.runner.claims import accounting_class, claimed
+from vflpriv.runner.claims import accounting_class, claimed, foreign_accounting
 from vflpriv.runner.naming import CLAIMS, guards_record, secrets_claimed
 from vflpriv.store.records import CLAIM_VERSION
 
@@ -168,6 +168,8 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
         raise ValueError(f"it names defense {i!r:.20} of {len(cfg.defenses)}")
     d = cfg.defenses[i]
     cls = DEFENSES.get(d.name)
+    if foreign_accounting(cls, d.name):  # judged on the class before any of its code runs: a plugin's, not judged
+        raise VflprivError(f"defense {i} ({d.name}): its accounting is a plugin's code, not run where records are read")
     if secret not in PAIRS or not CLAIMS[PAIRS[secret][0]](secrets_claimed(cls)):
         raise ValueError(f"defense {i} ({d.name}) records no {secret!r:.20} epsilon")
     accountant = ACCOUNTANTS.get(accounting_class(cls))
@@ -180,7 +182,10 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
                                                              and (accountant.most is None
                                                                   or count <= accountant.most(cfg.finetune))):
         raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}, which no run of its settings writes")
-    if secret == FEATURES and not guards_record(d, record.victim):
-        return secret, None
+    try:
+        if secret == FEATURES and not guards_record(d, record.victim):
+            return secret, None
+    except VflprivError as exc:  # settings no run of the current code builds: none wrote this entry
+        raise ValueError(f"defense {i} ({d.name}) cannot be built from its settings ({exc})") from exc
     return secret, accountant.epsilon(cls, cls.axis.identity if d.strength is None else d.strength, cfg.finetune,
                                       d.options, count)
