@@ -90,3 +90,41 @@ def test_a_read_builds_no_plugin_defense_of_its_own_accounting(tmp_path, monkeyp
     Store(tmp_path / "results.sqlite").put(_record(run, **FEATURE_EPSILON, epsilon_accounting=counted))
     frame = load_results(tmp_path / "results.sqlite")
     assert built == [] and len(frame) == 1 and frame.attrs["damaged"] == []
+
+
+def test_a_read_runs_no_plugin_code_of_a_label_claim(tmp_path, monkeypatch):
+    """Review epsread F4: the recomputation of a label entry ran a plugin's ``Options`` validator, and an older
+    record's check its ``claimed_epsilon``; the class is judged (``foreign_accounting``) before any of its code runs."""
+    from pydantic import model_validator
+
+    from vflpriv.config.registry import DEFENSES
+    from vflpriv.defenses.dp_gaussian import GaussianDP
+    from vflpriv.defenses.label_dp import LabelDP
+
+    ran = []
+
+    class Plug(GaussianDP):
+        class Options(GaussianDP.Options):
+            @model_validator(mode="after")
+            def _seen(self):
+                ran.append("Options validator")
+                return self
+
+    class PlugRR(LabelDP):
+        @classmethod
+        def claimed_epsilon(cls, *args, **kwargs):
+            ran.append("claimed_epsilon")
+            return 1.0, 0.0
+
+    monkeypatch.setitem(DEFENSES._extra, "plug-dp", Plug)
+    monkeypatch.setitem(DEFENSES._extra, "plug-rr", PlugRR)
+    runs = [ExperimentConfig.model_validate({"attack": {"name": "mc"}, "seeds": [0], "strengths": [strength],
+                                             "defenses": [{"name": name, "sweep": True}]}).runs()[0]
+            for name, strength in (("plug-dp", 0.5), ("plug-rr", 2.0))]
+    entry = [{"defense": 0, "revision": Plug.revision, "secret": "labels", "count": 1}]
+    Store(tmp_path / "results.sqlite").put_many([
+        _record(runs[0], epsilon=2.44, epsilon_delta=1e-5, epsilon_accounting=json.dumps(entry)),
+        _record(runs[1], epsilon=1.0, epsilon_delta=0.0, epsilon_accounting=json.dumps([{**entry[0], "count": None}])),
+        replace(_record(runs[1], epsilon=1.0, epsilon_delta=0.0, claim_version=5), key="k" * 20)])
+    frame = load_results(tmp_path / "results.sqlite")
+    assert ran == [] and frame.attrs["damaged"] == []
