@@ -5,6 +5,7 @@ resume (the fields compared are the ones ``blank_record`` derives from the setti
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.reports.results import load_results
 from vflpriv.runner.execution import blank_record
+from vflpriv.defenses.dp_gaussian import GaussianDP, spent
 from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.sweep import drop_damaged
 
@@ -24,7 +26,9 @@ def _runs():
 def _record(run):
     """A scored record as the runner writes it (its naming fields from ``blank_record``)."""
     return replace(blank_record(run), num_classes=10, utility=0.8, attack_accuracy=0.4, prior_accuracy=0.1,
-                   leakage=0.3, strength_axis="sigma", epsilon=10.7, epsilon_delta=1e-5, n_targets=4)
+                   leakage=0.3, strength_axis="sigma", epsilon=spent(1.0, delta=1e-5, uses=20), epsilon_delta=1e-5,
+                   n_targets=4, epsilon_accounting=json.dumps([{"defense": 0, "revision": GaussianDP.revision,
+                                                                "secret": "labels", "count": 20}]))
 
 
 #: Each edit of a naming field (the undefended one without its epsilon, which alone is damage: H6).

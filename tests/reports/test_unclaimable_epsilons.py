@@ -5,11 +5,14 @@ by hand: tests/reports/test_recomputed_epsilons.py.)"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
 
 from vflpriv.config.sweep import ExperimentConfig
+from vflpriv.defenses.embedding_dp import EmbeddingDP
+from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.reports.results import load_results
 from vflpriv.runner.execution import blank_record
 from vflpriv.store.sqlite import Store
@@ -28,6 +31,10 @@ def _record(defense: str | None, **claims):
 
 
 FEATURE_EPSILON = {"epsilon_features": 0.5, "epsilon_features_delta": 1e-5}
+#: embedding-dp's feature claim at sigma 0.5 as a run writes it: one mechanism of the worst row, with its entry.
+GENUINE = {"epsilon_features": gaussian_epsilon(0.25, 1, delta=1e-5), "epsilon_features_delta": 1e-5,
+           "epsilon_accounting": json.dumps([{"defense": 0, "revision": EmbeddingDP.revision, "secret": "features",
+                                              "count": 1}])}
 EDITS = {"feature epsilon undefended": (None, FEATURE_EPSILON, "it is undefended and carries an epsilon_features"),
          "feature epsilon on nopeek": ("nopeek", FEATURE_EPSILON,
                                        "it carries an epsilon_features that no defense of its settings (nopeek)"),
@@ -43,7 +50,7 @@ EDITS = {"feature epsilon undefended": (None, FEATURE_EPSILON, "it is undefended
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_an_epsilon_its_defenses_cannot_claim_is_a_damaged_record(tmp_path, edit):
     defense, claims, why = EDITS[edit]
-    kept = _record("embedding-dp", **FEATURE_EPSILON)
+    kept = _record("embedding-dp", **GENUINE)
     store = Store(tmp_path / "results.sqlite")
     store.put_many([_record(defense, **claims), replace(kept, key="k" * 20)])
     frame = load_results(tmp_path / "results.sqlite")
@@ -61,6 +68,6 @@ def test_a_resume_recomputes_a_record_whose_defense_cannot_claim_its_epsilon(tmp
 
 @pytest.mark.parametrize("defense", ["embedding-dp", None])
 def test_the_claims_a_run_writes_are_read(tmp_path, defense):
-    Store(tmp_path / "results.sqlite").put(_record(defense, **(FEATURE_EPSILON if defense else {})))
+    Store(tmp_path / "results.sqlite").put(_record(defense, **(GENUINE if defense else {})))
     frame = load_results(tmp_path / "results.sqlite")
     assert len(frame) == 1 and frame.attrs["damaged"] == []

@@ -10,12 +10,18 @@ from dataclasses import replace
 import pytest
 
 from vflpriv.config.sweep import ExperimentConfig
+from vflpriv.defenses.embedding_dp import EmbeddingDP
+from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.reports.results import load_results
 from vflpriv.runner.execution import blank_record
 from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.sweep import drop_damaged
 
 FEATURE_EPSILON = {"epsilon_features": 0.5, "epsilon_features_delta": 1e-5}
+#: embedding-dp's feature claim at sigma 0.5 as a run writes it: one mechanism of the worst row, with its entry.
+GENUINE = {"epsilon_features": gaussian_epsilon(0.25, 1, delta=1e-5), "epsilon_features_delta": 1e-5,
+           "epsilon_accounting": json.dumps([{"defense": 0, "revision": EmbeddingDP.revision, "secret": "features",
+                                              "count": 1}])}
 
 
 def _run(attack: dict, *, party: int | None = 1):
@@ -36,7 +42,7 @@ UNGUARDED = {"another victim": ({"name": "fi-decoder", "victim": 2}, 1, "at vict
 @pytest.mark.parametrize("case", sorted(UNGUARDED))
 def test_a_feature_epsilon_at_a_victim_its_defense_does_not_guard_is_damaged(tmp_path, case):
     attack, party, where = UNGUARDED[case]
-    kept = _record(_run({"name": "fi-decoder", "victim": 1}), **FEATURE_EPSILON)
+    kept = _record(_run({"name": "fi-decoder", "victim": 1}), **GENUINE)
     Store(tmp_path / "results.sqlite").put_many([_record(_run(attack, party=party), **FEATURE_EPSILON),
                                                  replace(kept, key="k" * 20)])
     frame = load_results(tmp_path / "results.sqlite")
@@ -57,7 +63,7 @@ def test_a_resume_recomputes_a_feature_epsilon_at_an_unguarded_victim(tmp_path):
 @pytest.mark.parametrize("victim, party", [(1, 1), (2, None)])
 def test_a_feature_epsilon_at_a_guarded_victim_is_read(tmp_path, victim, party):
     Store(tmp_path / "results.sqlite").put(_record(_run({"name": "fi-decoder", "victim": victim}, party=party),
-                                                   **FEATURE_EPSILON))
+                                                   **GENUINE))
     frame = load_results(tmp_path / "results.sqlite")
     assert len(frame) == 1 and frame.attrs["damaged"] == []
 
@@ -84,3 +90,41 @@ def test_a_read_builds_no_plugin_defense_of_its_own_accounting(tmp_path, monkeyp
     Store(tmp_path / "results.sqlite").put(_record(run, **FEATURE_EPSILON, epsilon_accounting=counted))
     frame = load_results(tmp_path / "results.sqlite")
     assert built == [] and len(frame) == 1 and frame.attrs["damaged"] == []
+
+
+def test_a_read_runs_no_plugin_code_of_a_label_claim(tmp_path, monkeypatch):
+    """Review epsread F4: the recomputation of a label entry ran a plugin's ``Options`` validator, and an older
+    record's check its ``claimed_epsilon``; the class is judged (``foreign_accounting``) before any of its code runs."""
+    from pydantic import model_validator
+
+    from vflpriv.config.registry import DEFENSES
+    from vflpriv.defenses.dp_gaussian import GaussianDP
+    from vflpriv.defenses.label_dp import LabelDP
+
+    ran = []
+
+    class Plug(GaussianDP):
+        class Options(GaussianDP.Options):
+            @model_validator(mode="after")
+            def _seen(self):
+                ran.append("Options validator")
+                return self
+
+    class PlugRR(LabelDP):
+        @classmethod
+        def claimed_epsilon(cls, *args, **kwargs):
+            ran.append("claimed_epsilon")
+            return 1.0, 0.0
+
+    monkeypatch.setitem(DEFENSES._extra, "plug-dp", Plug)
+    monkeypatch.setitem(DEFENSES._extra, "plug-rr", PlugRR)
+    runs = [ExperimentConfig.model_validate({"attack": {"name": "mc"}, "seeds": [0], "strengths": [strength],
+                                             "defenses": [{"name": name, "sweep": True}]}).runs()[0]
+            for name, strength in (("plug-dp", 0.5), ("plug-rr", 2.0))]
+    entry = [{"defense": 0, "revision": Plug.revision, "secret": "labels", "count": 1}]
+    Store(tmp_path / "results.sqlite").put_many([
+        _record(runs[0], epsilon=2.44, epsilon_delta=1e-5, epsilon_accounting=json.dumps(entry)),
+        _record(runs[1], epsilon=1.0, epsilon_delta=0.0, epsilon_accounting=json.dumps([{**entry[0], "count": None}])),
+        replace(_record(runs[1], epsilon=1.0, epsilon_delta=0.0, claim_version=5), key="k" * 20)])
+    frame = load_results(tmp_path / "results.sqlite")
+    assert ran == [] and frame.attrs["damaged"] == []

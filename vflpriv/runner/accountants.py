@@ -21,9 +21,13 @@ from vflpriv.defenses.dp_gaussian import GaussianDP, noise_for, spent
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.defenses.label_dp import LabelDP
-from vflpriv.runner.claims import accounting_class, claimed
+from vflpriv.runner.claims import accounting_class, claimed, foreign_accounting
 from vflpriv.runner.naming import CLAIMS, guards_record, secrets_claimed
 from vflpriv.store.records import CLAIM_VERSION
+
+#: The most characters one defense's entry of ``epsilon_accounting`` takes (about 70 as written): a longer field is
+#: damage, never parsed.
+ENTRY_CHARS = 128
 
 #: How close a recomputed epsilon or delta must be to the stored one (the same code on other hardware: float rounding).
 TOLERANCE = 1e-9
@@ -70,16 +74,18 @@ def _settings_fixed(cls: type, strength: float, finetune: FinetuneConfig, option
 @dataclass(frozen=True)
 class Accountant:
     """How a DP defense's accounting class computes its epsilon: what of an instance the record holds (``count``, read
-    after training as its ``privacy_spent`` reads it; None where the settings fix the epsilon) and the (epsilon,
-    delta) from the defense's class, strength, finetuning, options and that count (``epsilon``)."""
+    after training as its ``privacy_spent`` reads it; None where the settings fix the epsilon), the (epsilon,
+    delta) from the defense's class, strength, finetuning, options and that count (``epsilon``), and the largest count
+    a run of a finetuning writes (``most``; None: no bound from the settings)."""
 
     count: Callable[[Any], int] | None
     epsilon: Callable[..., tuple[float, float] | None]
+    most: Callable[[FinetuneConfig], int] | None = None
 
 
 #: Each vflpriv accounting class (``claims.accounting_class``) and its accountant.
 ACCOUNTANTS: dict[type, Accountant] = {
-    GaussianDP: Accountant(lambda d: int(d.uses.max()), _dp_gaussian),
+    GaussianDP: Accountant(lambda d: int(d.uses.max()), _dp_gaussian, lambda f: f.epochs * f.local_updates),
     EmbeddingDP: Accountant(lambda d: d.uses(), _embedding_dp),
     LabelDP: Accountant(None, _settings_fixed),
     Alibi: Accountant(None, _settings_fixed)}
@@ -102,17 +108,17 @@ def accounting_of(defenses: list, verdicts: tuple[str, ...], made: tuple[dict, .
 
 def miscounted(record, cfg: RunConfig) -> str:
     """Which epsilon (or delta) of ``record`` its accountants do not give from its settings ``cfg`` and the counts it
-    holds, or ''. Not judged (''): an earlier claim rules' epsilon (withheld anyway), one of a defense unknown here, of
-    another revision than the current code's (under a key of another: an earlier code's record) or without an
-    accountant; in a record written before the field, one that needs a count or that several defenses of its settings
-    may claim (:func:`_settings_fixed_claims`)."""
+    holds, or ''. Not judged (''): an earlier claim rules' epsilon (withheld anyway), one of a defense unknown here
+    or without an accountant."""
     if record.claim_version != CLAIM_VERSION:
         return ""
+    if len(record.epsilon_accounting) > ENTRY_CHARS * (len(cfg.defenses) + 1):
+        return f"its epsilon_accounting is not one a run writes ({len(record.epsilon_accounting)} characters)"
     try:
         expected = _expected(record, cfg)
     except VflprivError:
         return ""
-    except (ValueError, TypeError, KeyError) as exc:  # the field edited into another shape
+    except Exception as exc:  # noqa: BLE001 - the field edited into another shape (a nesting deep enough to recurse)
         return f"its epsilon_accounting is not one a run writes ({exc})"
     for (epsilon, delta), (want, want_delta) in expected.items():
         found, found_delta = getattr(record, epsilon), getattr(record, delta)
@@ -134,8 +140,10 @@ def _close(found: float, want: float) -> bool:
 def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, float]]:
     """Per (epsilon, delta) fields of ``record`` it checks, the claim its accountants give (NaN: none), composed as
     ``claims.record_claims`` composes them (they add); raises VflprivError where it cannot recompute them."""
-    if not record.epsilon_accounting:
-        return _settings_fixed_claims(record, cfg)
+    if not record.epsilon_accounting:  # every run of the current claim rules writes it, "[]" where nothing is claimed
+        if any(not math.isnan(getattr(record, epsilon)) for epsilon, _ in PAIRS.values()):
+            raise ValueError("it carries an epsilon without its accountants' entries")
+        return {}
     entries = json.loads(record.epsilon_accounting)
     if not isinstance(entries, list):
         raise ValueError(f"a JSON {type(entries).__name__}, not a list")
@@ -160,37 +168,24 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
         raise ValueError(f"it names defense {i!r:.20} of {len(cfg.defenses)}")
     d = cfg.defenses[i]
     cls = DEFENSES.get(d.name)
+    if foreign_accounting(cls, d.name):  # judged on the class before any of its code runs: a plugin's, not judged
+        raise VflprivError(f"defense {i} ({d.name}): its accounting is a plugin's code, not run where records are read")
     if secret not in PAIRS or not CLAIMS[PAIRS[secret][0]](secrets_claimed(cls)):
         raise ValueError(f"defense {i} ({d.name}) records no {secret!r:.20} epsilon")
     accountant = ACCOUNTANTS.get(accounting_class(cls))
-    if entry["revision"] != cls.revision and record.key == cfg.key():  # the key marks the current revision
-        raise ValueError(f"defense {i} ({d.name}) is of revision {entry['revision']!r:.20}, where its key is of "
-                         f"the current code's, {cls.revision}")
-    if accountant is None or entry["revision"] != cls.revision:
+    if entry["revision"] != cls.revision:  # a change to an accountant bumps CLAIM_VERSION: this one is the rule
+        raise ValueError(f"defense {i} ({d.name}) is of revision {entry['revision']!r:.20}, not the current "
+                         f"code's {cls.revision}")
+    if accountant is None:
         raise VflprivError(f"defense {i} ({d.name}): its accountant is not known here")
-    if (count is None) != (accountant.count is None) or not (count is None or type(count) is int and count >= 0):
-        raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}")
-    if secret == FEATURES and not guards_record(d, record.victim):
-        return secret, None
+    if (count is None) != (accountant.count is None) or not (count is None or type(count) is int and count >= 1
+                                                             and (accountant.most is None
+                                                                  or count <= accountant.most(cfg.finetune))):
+        raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}, which no run of its settings writes")
+    try:
+        if secret == FEATURES and not guards_record(d, record.victim):
+            return secret, None
+    except VflprivError as exc:  # settings no run of the current code builds: none wrote this entry
+        raise ValueError(f"defense {i} ({d.name}) cannot be built from its settings ({exc})") from exc
     return secret, accountant.epsilon(cls, cls.axis.identity if d.strength is None else d.strength, cfg.finetune,
                                       d.options, count)
-
-
-def _settings_fixed_claims(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, float]]:
-    """A record written before the field: each epsilon it carries that one defense of its settings claims (at the
-    record's victim, for the features) and whose settings fix it (label-dp's, alibi's); the others are not judged."""
-    checked = {}
-    for secret, (epsilon, delta) in PAIRS.items():
-        if math.isnan(getattr(record, epsilon)):
-            continue
-        claiming = [d for d in cfg.defenses if CLAIMS[epsilon](secrets_claimed(DEFENSES.get(d.name)))
-                    and (secret == LABELS or guards_record(d, record.victim))]
-        if len(claiming) != 1:
-            continue
-        cls = DEFENSES.get(claiming[0].name)
-        accountant = ACCOUNTANTS.get(accounting_class(cls))
-        if accountant is not None and accountant.count is None:
-            strength = cls.axis.identity if claiming[0].strength is None else claiming[0].strength
-            claim = accountant.epsilon(cls, strength, cfg.finetune, claiming[0].options, None)
-            checked[(epsilon, delta)] = _sum([claim] if claim is not None else [])
-    return checked

@@ -89,21 +89,25 @@ def unclaimable(record, cfg: RunConfig) -> str:
 
 def unguarded(record, cfg: RunConfig) -> str:
     """Why ``record``'s feature epsilon is at a victim no defense of its settings ``cfg`` claiming the features guards
-    (``claims.record_claims`` records one only there), or ''; '' where such a defense is unknown here, is not vflpriv's
-    accounting (a plugin's code: not run here) or cannot be built from its settings (not judged)."""
+    (``claims.record_claims`` records one only there), or from settings whose defense cannot be built here (no run
+    wrote it), or ''; '' where a defense is unknown here or its accounting is a plugin's (its code: not run here)."""
     if math.isnan(record.epsilon_features):
         return ""
-    claiming = []
     try:
-        for d in cfg.defenses:
-            if FEATURES in secrets_claimed(DEFENSES.get(d.name)):
-                claiming.append(d.name)
-                if guards_record(d, record.victim):
-                    return ""
+        classes = [DEFENSES.get(d.name) for d in cfg.defenses]
     except VflprivError:
         return ""
+    claiming = [(d, cls) for d, cls in zip(cfg.defenses, classes) if FEATURES in secrets_claimed(cls)]
+    if any(foreign_accounting(cls, d.name) for d, cls in claiming):
+        return ""
+    for d, _ in claiming:
+        try:
+            if guards_record(d, record.victim):
+                return ""
+        except VflprivError as exc:
+            return f"it carries an epsilon_features from settings whose defense {d.name} cannot be built here ({exc})"
     return (f"it carries an epsilon_features at victim {record.victim or 'none'}, whose features no defense of its "
-            f"settings claiming them ({', '.join(claiming) or 'none'}) guards")
+            f"settings claiming them ({', '.join(d.name for d, _ in claiming) or 'none'}) guards")
 
 
 def guards_record(d: DefenseConfig, victim: str) -> bool:
