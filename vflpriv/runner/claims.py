@@ -250,7 +250,7 @@ def record_claims(record, claims: list[tuple[float, float]], features: list[tupl
     where the feature claims guard another party only (review final14 F7: one function, pinned)."""
     record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
     record.epsilon_delta = sum(d for _, d in claims) if claims else float("nan")
-    guarding = [(e, d.privacy_delta()) for d, e in features if _guards(d, record.victim)]
+    guarding = [(e, d.privacy_delta()) for d, e in features if guards_victim(d, record.victim)]
     if guarding:
         record.epsilon_features = sum(e for e, _ in guarding)
         record.epsilon_features_delta = sum(d for _, d in guarding)
@@ -260,6 +260,6 @@ def record_claims(record, claims: list[tuple[float, float]], features: list[tupl
             if record.victim != "" else "a label attack: the feature epsilon does not apply"]
 
 
-def _guards(defense, victim: str) -> bool:
+def guards_victim(defense, victim: str) -> bool:
     """Whether ``defense`` guards the finetuning features of the record's ``victim`` ("" for none)."""
     return victim.isdigit() and bool(getattr(defense, "guards", lambda *_: False)(int(victim), FINETUNE))

@@ -22,8 +22,7 @@ from vflpriv.engine.roles import PASSIVE
 from vflpriv.defenses.base import Protection
 from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.runner.adversaries import parties_of
-from vflpriv.runner.claims import _guards as guards_victim  # record_claims' own test of a feature claim's victim
-from vflpriv.runner.claims import foreign_accounting
+from vflpriv.runner.claims import foreign_accounting, guards_victim  # record_claims' own victim test
 
 #: Each epsilon a record carries and whether a defense claiming ``secrets`` records it (``claims.record_claims``: a
 #: label epsilon from a defense claiming the labels alone, a feature epsilon from one claiming the features).
