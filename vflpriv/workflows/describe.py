@@ -202,7 +202,7 @@ def _defense(name: str, cls: Any) -> Description:
         facts["extra cost per update"] = cls.cost
     if cls.pays:
         facts["when it pays"] = cls.pays
-    return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses[i].options.")
+    return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses.N.options.")
 
 
 def _auditor(name: str, cls: Any) -> Description:
