@@ -102,13 +102,14 @@ class Store:
     def put(self, record: RunRecord) -> None:
         self.put_many([record])
 
-    def put_many(self, records: Iterable[RunRecord]) -> None:
-        """Commit the records of one training together."""
+    def put_many(self, records: Iterable[RunRecord]) -> float:
+        """Commit the records of one training together; returns when they are marked written."""
         now = time.time()
         rows = [(r.key, r.training_key, r.status, r.to_json(), now) for r in records]
         with self._transaction():
             self._db.executemany("INSERT OR REPLACE INTO runs (key, training_key, status, record, updated) "
                                  "VALUES (?, ?, ?, ?, ?)", rows)
+        return now
 
     def get(self, key: str) -> RunRecord | None:
         row = self._one("SELECT record FROM runs WHERE key = ?", (key,))
@@ -184,6 +185,16 @@ class Store:
                                         chunk).fetchall()
             out.update(k for k, status, updated in rows if (status in FINAL and k not in redo) or updated >= since)
         return out
+
+    def written_since(self, keys: list[str], since: float) -> dict[str, tuple[float, object]]:
+        """(when, record) of each of ``keys`` whose record was written, by any sweep, at or after ``since``."""
+        found: dict[str, tuple[float, object]] = {}
+        for chunk, marks in in_chunks(keys):
+            with self._lock:
+                rows = self._db.execute(f"SELECT key, updated, record FROM runs WHERE key IN ({marks}) AND "
+                                        "updated >= ?", (*chunk, since)).fetchall()
+            found.update((key, (updated, text)) for key, updated, text in rows)
+        return found
 
     def forget(self, keys: list[str]) -> int:
         """Delete these runs (so the next sweep recomputes them, e.g. after the code they measure changed)."""
