@@ -284,6 +284,7 @@ def sweep(
     on_schedule: Callable[[list[Planned]], None] | None = None,
     on_start: Callable[[list[RunConfig]], None] | None = None,
     on_tail: Callable[[], None] | None = None,
+    on_read: Callable[[list[str]], None] | None = None,
     checked: bool = False,
     redo: Collection[str] = (),
     replace_other_data: bool = False,
@@ -302,6 +303,7 @@ def sweep(
     training (its runs) starts here or in a local worker; ``on_tail()``: locally, no more trainings wait than workers
     compute (``run_all``). ``redo``: with ``checked``, what :func:`drop_damaged` returned (stored, to be recomputed).
     Records of this sweep another sweep replaced before the frame's read are said through ``on_note`` (review st S3).
+    ``on_read(keys)``: runs found done in the store, not computed here (each once; at first those stored before).
     A record written since the start-up check began (``since``, with ``checked``: when the caller's began) is read
     only where it passes that check's tests, else recomputed (:class:`~vflpriv.tradeoff.gap.GapCheck`).
     """
@@ -316,9 +318,18 @@ def sweep(
     gpus = torch.cuda.device_count() if backend in LOCAL_BACKENDS else 0
     keys, gap = [c.key() for c in configs], GapCheck(store, groups, started, on_note)
     written: dict[str, tuple[str, str]] = {}  # what this sweep stored, by key: its training's (utility, train time)
+    told: set[str] = set()  # the keys on_read was given
+
+    def read(done: set[str]) -> None:
+        fresh = sorted(done - told - set(written))
+        told.update(fresh)
+        if fresh and on_read is not None:
+            on_read(fresh)
+
     with store.lease():
         while True:
             settled = store.settled(keys, since=started, redo=redo) - gap.refused(keys)
+            read(settled)
             todo = {k: [r for r in runs if r.key() not in settled] for k, runs in groups.items()}
             # a secure-noise training is run whole, never completed beside another sweep's records (review fe3 F3)
             todo = {k: groups[k] if secure[k] else runs for k, runs in todo.items() if runs}
@@ -335,6 +346,7 @@ def sweep(
             claimed = [r.key() for k in mine for r in todo[k]]
             now_settled = store.settled(claimed, since=started, redo=redo) - gap.refused(keys)
             finished = [k for k in mine if all(r.key() in now_settled for r in todo[k])]
+            read({r.key() for k in finished for r in todo[k]})
             if finished:  # no write transaction on the usual path
                 store.release(finished)
                 mine = [k for k in mine if k not in finished]
