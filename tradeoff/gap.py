@@ -30,16 +30,15 @@ class GapCheck:
 
     def refused(self, keys: list[str]) -> set[str]:
         """The keys among ``keys`` of each training whose records written since the check fail its tests."""
-        written = self.store.written_since(keys, self.since)
-        rows = {key: row for key, row in written.items() if (key, row[0]) not in self.ours}
-        by_training: dict[str, dict[str, tuple[float, object]]] = {}
-        for key, row in rows.items():
-            by_training.setdefault(self.runs[key].training_key(), {})[key] = row
+        by_training: dict[str, dict[str, float]] = {}
+        for key, when in self.store.written_since(keys, self.since).items():
+            if (key, when) not in self.ours:
+                by_training.setdefault(self.runs[key].training_key(), {})[key] = when
         refused: set[str] = set()
         for training, written in by_training.items():
-            seen = tuple(sorted((key, when) for key, (when, _) in written.items()))
+            seen = tuple(sorted(written.items()))
             if self.verdicts.get(training, ((),))[0] != seen:  # each version of its records judged once
-                self.verdicts[training] = (seen, self._problems(training, written))
+                self.verdicts[training] = (seen, self._problems(training, self.store.texts(list(written))))
                 problems = self.verdicts[training][1]
                 if problems and self.on_note is not None:
                     key, why = next(iter(problems.items()))
@@ -48,11 +47,11 @@ class GapCheck:
             refused |= set(self.verdicts[training][1])
         return refused
 
-    def _problems(self, training: str, written: dict[str, tuple[float, object]]) -> dict[str, str]:
-        """Key: what is wrong, for the records ``written`` of ``training``; all its runs where it is a secure-noise
-        training whose final records came from two trainings."""
+    def _problems(self, training: str, written: dict[str, object]) -> dict[str, str]:
+        """Key: what is wrong, for the records ``written`` of ``training`` (key: its stored text); all its runs where
+        it is a secure-noise training whose final records came from two trainings."""
         problems = {}
-        for key, (_, text) in written.items():
+        for key, text in written.items():
             record, problem = stored_record(key, text, lists=True)
             if problem or (problem := disagreement(record, self.runs[key])):
                 problems[key] = problem

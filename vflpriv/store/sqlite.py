@@ -186,15 +186,19 @@ class Store:
             out.update(k for k, status, updated in rows if (status in FINAL and k not in redo) or updated >= since)
         return out
 
-    def written_since(self, keys: list[str], since: float) -> dict[str, tuple[float, object]]:
-        """(when, record) of each of ``keys`` whose record was written, by any sweep, at or after ``since``."""
-        found: dict[str, tuple[float, object]] = {}
+    def written_since(self, keys: list[str], since: float) -> dict[str, float]:
+        """When each of ``keys`` whose record was written, by any sweep, at or after ``since`` was written."""
+        found: dict[str, float] = {}
         for chunk, marks in in_chunks(keys):
             with self._lock:
-                rows = self._db.execute(f"SELECT key, updated, record FROM runs WHERE key IN ({marks}) AND "
-                                        "updated >= ?", (*chunk, since)).fetchall()
-            found.update((key, (updated, text)) for key, updated, text in rows)
+                rows = self._db.execute(f"SELECT key, updated FROM runs WHERE key IN ({marks}) AND updated >= ?",
+                                        (*chunk, since)).fetchall()
+            found.update(rows)
         return found
+
+    def texts(self, keys: list[str]) -> dict[str, object]:
+        """The stored record of each of ``keys`` the store holds, as stored (unchecked: the caller judges it)."""
+        return dict(self._stored(keys))
 
     def forget(self, keys: list[str]) -> int:
         """Delete these runs (so the next sweep recomputes them, e.g. after the code they measure changed)."""
