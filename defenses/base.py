@@ -48,7 +48,11 @@ from vflpriv.engine.hooks import (
     ACTIVE_MODEL,
     DEFENSE_POINTS,
     GRADIENT_COMPUTATION,
+    PASSIVE_POINTS,
     PREDICTIONS,
+    PRETRAIN_PASSIVE_LOSS,
+    SOFT_LABELS,
+    SOFT_TARGETS,
     DefensePoints,
 )
 from vflpriv.engine.message import ACTIVE, Message, Payload
@@ -60,6 +64,8 @@ if TYPE_CHECKING:
 #: Hook points that are not points of the training loop: the channel, and the labels at binding.
 MESSAGE = "message"
 LABELS = "labels"
+#: Every point a defense may list in ``hook_points`` (the registry refuses others: review hunt2 N7).
+KNOWN_POINTS = DEFENSE_POINTS | PASSIVE_POINTS | {PRETRAIN_PASSIVE_LOSS, SOFT_LABELS, SOFT_TARGETS, MESSAGE, LABELS}
 
 __all__ = ["ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "DEFENSE_POINTS", "GRADIENT_COMPUTATION", "LABELS",
            "MESSAGE", "PREDICTIONS", "Defense", "LabelDefense", "Protection", "StrengthAxis", "TrainingDefense",
