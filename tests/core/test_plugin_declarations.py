@@ -74,6 +74,10 @@ class NoHooks(NoPeek):
 
 class BadHook(NoPeek):
     hook_points = frozenset({"defend:nowhere"})
+
+
+class NoReason(NoPeek):
+    phases = ("finetune",)
 '''
 
 #: Each bad class, its registry, and what its refusal names: the bad value, then the valid choices.
@@ -139,3 +143,10 @@ def test_describe_names_the_declaration(plugin, monkeypatch):
     assert result.exit_code == 2, result.output
     one_error_line(result.output, "its axis is 'lambda'; give a vflpriv.defenses.base.StrengthAxis")
 
+
+def test_a_phase_refused_without_a_reason_names_the_valid_phases(plugin, monkeypatch):
+    """The refusal read 'acts in finetune only: ' (a plugin gives no phase_reason)."""
+    out = refused_in_planning(["evaluate", "--defense", "hunt2_plugin:NoReason", "--phase", "pretrain", "--strengths",
+                               "1", "--seeds", "0", "--method", "fedhssl"], "acts in finetune only; use phase finetune",
+                              plugin, monkeypatch)
+    assert "only: " not in out
