@@ -13,10 +13,12 @@ GRADIENT_COMPUTATION = "defend:gradient-computation"
 ACTIVE_BACKWARD = "defend:active-backward"
 #: The loop trains with the active party's soft labels where a label defense set them (``ActiveParty.soft_labels``).
 SOFT_LABELS = "defend:soft-labels"
-#: The loop recomputes the active party's soft targets from its model's current outputs at each update (``soft_targets``).
+#: The loop recomputes the active party's soft targets from its model's current outputs at each update
+#: (``soft_targets``).
 SOFT_TARGETS = "defend:soft-targets"
 PREDICTIONS = "defend:predictions"
-DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD, PREDICTIONS})
+DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD,
+                            PREDICTIONS})
 PASSIVE_BOTTOM = "defend:passive-bottom"
 PASSIVE_LOSS = "defend:passive-loss"
 PASSIVE_BACKWARD = "defend:passive-backward"
