@@ -40,6 +40,7 @@ import torch
 from pydantic import BaseModel
 
 from vflpriv.common.errors import ConfigError
+from vflpriv.common.points import LABELS, MESSAGE  # the hook points that are not the loop's: the channel, the labels
 from vflpriv.config.options import NoOptions
 from vflpriv.defenses.declarations import declared_read, undeclared
 from vflpriv.engine.hooks import (
@@ -57,9 +58,6 @@ from vflpriv.engine.roles import PASSIVE, role
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation
 
-#: Hook points that are not points of the training loop: the channel, and the labels at binding.
-MESSAGE = "message"
-LABELS = "labels"
 
 __all__ = ["ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "DEFENSE_POINTS", "GRADIENT_COMPUTATION", "LABELS",
            "MESSAGE", "PREDICTIONS", "Defense", "LabelDefense", "Protection", "StrengthAxis", "TrainingDefense",

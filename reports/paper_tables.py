@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from vflpriv.reports.tables import EPSILON_NOTE, attack_roles, cap_cell, claim_cell, mean_std, roles
+from vflpriv.common.secret_kinds import FEATURES, LABELS
+from vflpriv.reports.tables import (EPSILON_NOTE, attack_roles, cap_cell, claim_cell, claimed_seeds, claims_shown,
+                                    mean_std, roles)
 from vflpriv.tradeoff.cap import strength_label
 
 CONTEXT = ["attack", "defense", "phase"]
@@ -180,7 +182,7 @@ def strength_tables(summary: pd.DataFrame) -> list[Table]:
         tables.append(Table(f"{dataset}: {score} / utility U ({metric}) at each strength; attack "
                             f"{attack_roles(attack, values)}, defense {defense} ({phase}); means over seeds",
                             ["method", *(strength_label(axis, s) for s in strengths)], rows, set(),
-                            EPSILON_NOTE if (part.get("epsilon_seeds", pd.Series(dtype=float)) > 0).any() else ""))
+                            EPSILON_NOTE if claims_shown(part, FEATURES if features else LABELS) else ""))
     return tables
 
 
@@ -188,7 +190,7 @@ def _strength_cell(r, *, digits: int = 3) -> str:
     """"A / U" (a feature attack's: "MSE / U"), with the epsilon a DP defense spent there."""
     cell = f"{r.attack_accuracy_mean:.{digits}f} / {r.utility_mean:.3f}"
     strongest = getattr(r, "strongest", "")
-    claim = f" (ε {claim_cell(r)})" if getattr(r, "epsilon_seeds", 0) > 0 else ""
+    claim = f" (ε {claim_cell(r)})" if claimed_seeds(r) > 0 else ""
     return cell + claim + (f" ({strongest})" if isinstance(strongest, str) and strongest else "")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from vflpriv.common.lazy import Lazy
+from vflpriv.common.secret_kinds import CLAIM_FIELDS, LABELS
 
 pd = Lazy("pandas")  # imported at the first table: a command's header (utility_label) runs before its sweep
 cap = Lazy("vflpriv.tradeoff.cap")  # strength_label; the module imports numpy and pandas
@@ -61,13 +62,36 @@ def _split_context(frame: pd.DataFrame) -> tuple[list[str], str]:
     return varying, fixed
 
 
+def claim_fields(secret: str) -> tuple[str, str]:
+    """The (epsilon, delta) a row about ``secret`` may show: a label claim says nothing of the features and the
+    reverse (review hunt2 N1: a feature attack's rows showed a label defense's epsilon)."""
+    return CLAIM_FIELDS[secret]
+
+
+def row_secret(r) -> str:
+    """The secret a summary row is about (label-only summaries have no ``secret`` column)."""
+    return str(getattr(r, "secret", LABELS))
+
+
+def claims_shown(summary: pd.DataFrame, secret: str) -> bool:
+    """Whether some row of ``summary``, a table about ``secret``, claims that secret's epsilon."""
+    seeds = f"{claim_fields(secret)[0]}_seeds"
+    return seeds in summary and bool((summary[seeds] > 0).any())
+
+
+def claimed_seeds(r) -> int:
+    """How many seeds of a strength's row claim the epsilon of the row's secret."""
+    return int(getattr(r, f"{claim_fields(row_secret(r))[0]}_seeds", 0))
+
+
 def claim_cell(r) -> str:
-    """The epsilon a strength's row claims (:func:`epsilon_cell` of the max over seeds), or ``n/a (k of n seeds claim)``
-    where some seeds recorded none: each training must hold its own claim."""
-    claimed, n = int(getattr(r, "epsilon_seeds", 0)), int(r.n_seeds)  # a row of iterrows or itertuples
+    """The epsilon of its secret a strength's row claims (:func:`epsilon_cell` of the max over seeds), or ``n/a (k of
+    n seeds claim)`` where some seeds recorded none: each training must hold its own claim."""
+    epsilon, delta = claim_fields(row_secret(r))
+    claimed, n = claimed_seeds(r), int(r.n_seeds)  # a row of iterrows or itertuples
     if 0 < claimed < n:
         return f"n/a ({claimed} of {n} seeds claim)"
-    return epsilon_cell(getattr(r, "epsilon_max", float("nan")), getattr(r, "epsilon_delta_max", float("nan")))
+    return epsilon_cell(getattr(r, f"{epsilon}_max", float("nan")), getattr(r, f"{delta}_max", float("nan")))
 
 
 #: The footnote under a table that shows a claimed epsilon: what it assumes of the noise (review fe2 R5).
@@ -149,7 +173,7 @@ def strength_table(summary: pd.DataFrame, *, secret: str = "labels") -> Table:
     varying, fixed = _split_context(summary)
     metric = summary["utility_metric"].iloc[0] if "utility_metric" in summary else ""
     defended = bool((summary["defense"] != "none").any())
-    spent = "epsilon_seeds" in summary and bool((summary["epsilon_seeds"] > 0).any())
+    spent = claims_shown(summary, secret)
     strongest = "strongest" in summary and bool((summary["strongest"].fillna("") != "").any())
     spread = "mean ± std over seeds" if (summary["n_seeds"] > 1).any() else "one seed"
     attack, prior, leakage = SCORES[secret]

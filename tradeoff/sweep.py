@@ -26,8 +26,9 @@ from vflpriv.runner.planning import plan, refuse_unread_aux_features
 from vflpriv.store.records import RunRecord
 from vflpriv.store.secrets import ENV_VAR, current_fingerprint
 from vflpriv.store.sqlite import Store
-from vflpriv.store.trainings import mixed_trainings, partly_stored, secure_records, secure_settings
+from vflpriv.store.trainings import partly_stored, secure_records, secure_settings
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
+from vflpriv.tradeoff.gap import GapCheck
 from vflpriv.tradeoff.spelling import disagreement
 
 if TYPE_CHECKING:  # the frame is made once the runs are done: the trainings need no pandas
@@ -244,21 +245,6 @@ def _replace_part(store: Store, training: str, runs: list[RunConfig], on_note: C
                 "noise, so one training key's records must come from one training)")
 
 
-def _stored_whole(store: Store, runs: list[RunConfig], redo: Collection[str]) -> bool:
-    """Whether a training with runs in ``redo`` (stored in part at the start) is now held whole, from one training,
-    each record passing :func:`drop_damaged`'s checks (data, canary key, claim rules too): another sweep ran it
-    meanwhile (a lookup only where ``redo`` names a run of it)."""
-    if not any(c.key() in redo for c in runs):
-        return False
-    held = {r.key: r for r in store.final_records(runs[0].training_key())}
-    own = [held[c.key()] for c in runs if c.key() in held and not disagreement(held[c.key()], c)]
-    if len(own) != len(runs) or mixed_trainings(own):
-        return False
-    keys = [c.key() for c in runs]
-    return not (store.other_data(data_by_key(runs)) or store.other_canary_key(keys, current_fingerprint())
-                or store.stale_claims(keys))
-
-
 def _training_of(record: RunRecord) -> tuple[str, str]:
     """What one training gives all its records: its utility and training time (``mixed_trainings``'s test)."""
     return repr(record.utility), repr(record.train_seconds)
@@ -298,9 +284,11 @@ def sweep(
     on_schedule: Callable[[list[Planned]], None] | None = None,
     on_start: Callable[[list[RunConfig]], None] | None = None,
     on_tail: Callable[[], None] | None = None,
+    on_read: Callable[[list[str]], None] | None = None,
     checked: bool = False,
     redo: Collection[str] = (),
     replace_other_data: bool = False,
+    since: float | None = None,
 ) -> pd.DataFrame:
     """Validate every config and drop the damaged records of the store first (unless ``checked``: the caller
     did both), then run the trainings the store lacks: locally spread over the visible GPUs (``on_gpus``), on a
@@ -315,7 +303,11 @@ def sweep(
     training (its runs) starts here or in a local worker; ``on_tail()``: locally, no more trainings wait than workers
     compute (``run_all``). ``redo``: with ``checked``, what :func:`drop_damaged` returned (stored, to be recomputed).
     Records of this sweep another sweep replaced before the frame's read are said through ``on_note`` (review st S3).
+    ``on_read(keys)``: runs found done in the store, not computed here (each once; at first those stored before).
+    A record written since the start-up check began (``since``, with ``checked``: when the caller's began) is read
+    only where it passes that check's tests, else recomputed (:class:`~vflpriv.tradeoff.gap.GapCheck`).
     """
+    started = time.time() if since is None else since
     if not checked:
         check(configs)
         redo = drop_damaged(store, configs, on_note=on_note, replace_other_data=replace_other_data)
@@ -324,11 +316,20 @@ def sweep(
     secure = {k: secure_settings(runs[0]) for k, runs in groups.items()}
     share = gpu_share(configs, backend=backend, runs_per_gpu=runs_per_gpu)
     gpus = torch.cuda.device_count() if backend in LOCAL_BACKENDS else 0
-    started = time.time()
+    keys, gap = [c.key() for c in configs], GapCheck(store, groups, started, on_note)
     written: dict[str, tuple[str, str]] = {}  # what this sweep stored, by key: its training's (utility, train time)
+    told: set[str] = set()  # the keys on_read was given
+
+    def read(done: set[str]) -> None:
+        fresh = sorted(done - told - set(written))
+        told.update(fresh)
+        if fresh and on_read is not None:
+            on_read(fresh)
+
     with store.lease():
         while True:
-            settled = store.settled([c.key() for c in configs], since=started, redo=redo)
+            settled = store.settled(keys, since=started, redo=redo) - gap.refused(keys)
+            read(settled)
             todo = {k: [r for r in runs if r.key() not in settled] for k, runs in groups.items()}
             # a secure-noise training is run whole, never completed beside another sweep's records (review fe3 F3)
             todo = {k: groups[k] if secure[k] else runs for k, runs in todo.items() if runs}
@@ -340,12 +341,12 @@ def sweep(
                     break
                 continue
             mine = [k for k in schedule(todo) if store.claim(k)]
-            # a secure-noise training another sweep ran whole since the start-up check: read, not retrained (st2)
-            redo -= {r.key() for k in mine if secure[k] and _stored_whole(store, groups[k], redo) for r in groups[k]}
             # A training another sweep stored and released between our read of ``settled`` and our claim:
             # its records were put before its release, so a second read after the claim sees them.
-            now_settled = store.settled([r.key() for k in mine for r in todo[k]], since=started, redo=redo)
+            claimed = [r.key() for k in mine for r in todo[k]]
+            now_settled = store.settled(claimed, since=started, redo=redo) - gap.refused(keys)
             finished = [k for k in mine if all(r.key() in now_settled for r in todo[k])]
+            read({r.key() for k in finished for r in todo[k]})
             if finished:  # no write transaction on the usual path
                 store.release(finished)
                 mine = [k for k in mine if k not in finished]
@@ -364,7 +365,8 @@ def sweep(
                 on_schedule(planned_work(todo, mine))
 
             def commit(records: list[RunRecord]) -> None:  # at once, from whichever thread has the result
-                store.put_many(records)
+                when = store.put_many(records)
+                gap.ours.update((r.key, when) for r in records)
                 store.release([records[0].training_key])
                 written.update((r.key, _training_of(r)) for r in records)
                 if on_done is not None:

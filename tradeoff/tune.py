@@ -5,8 +5,9 @@ A strength s *suffices* when its own paired test of (attack accuracy - prior acc
 (or "attack failed", below minus the tolerance); a mean within it is no test (review fe F2). Assuming protection
 grows with strength, bisection finds the boundary on a log scale of the defense's axis (linear for a bounded
 percentile axis), in the protecting direction (for label DP a smaller epsilon): the strongest end is evaluated
-first (if it does not suffice, nothing in range does), then the weakest (if it suffices, it is the answer), then
-``steps`` midpoints. Strengths are rounded to three significant digits, so every point is a plain store key: a rerun
+first (if it does not suffice, nothing in range does), then the weakest (if it suffices, it is the answer, flagged
+``at_weakest_end``: nothing weaker was tried, so a weaker strength, or none, may suffice too), then ``steps``
+midpoints. Strengths are rounded to three significant digits, so every point is a plain store key: a rerun
 finds them all and resumes.
 """
 
@@ -42,6 +43,8 @@ class TuneResult:
     found: TunePoint | None
     points: list[TunePoint] = field(default_factory=list)
     runs: int = 0
+    #: ``found`` is the searched range's weakest end: nothing weaker was tried (review hunt2 N10).
+    at_weakest_end: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -87,6 +90,7 @@ def tune(
         return result
     if at(0.0).suffices:
         result.found = seen[_strength(0.0, low, high, log=log, stronger_is_lower=stronger_is_lower)]
+        result.at_weakest_end = True
         return result
     lo, hi = 0.0, 1.0
     for _ in range(steps):
@@ -99,3 +103,17 @@ def tune(
             break
     result.found = at(hi)
     return result
+
+
+def found_text(result: TuneResult, *, attack: str, stronger_is_lower: bool) -> str:
+    """What ``result.found`` shows: the weakest strength searched that suffices, and where it is the range's weakest
+    end, that nothing weaker was tried (the end sufficing says nothing of what is below it)."""
+    f = result.found
+    assert f is not None
+    text = (f"weakest {result.axis} searched whose paired test shows {attack} within {result.tolerance:g} of the "
+            f"prior: {f.strength:g} (leakage {f.leakage:+.3f})")
+    if result.at_weakest_end:
+        text += (f", the searched range's weakest end: none weaker was tried, and a weaker {result.axis} or no "
+                 f"defense may suffice too ({'raise --high' if stronger_is_lower else 'lower --low'}, or compare with "
+                 "--defense none)")
+    return text

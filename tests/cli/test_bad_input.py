@@ -51,6 +51,11 @@ EVALUATE = [
     (["--seeds", "1.5"], "comma-separated ints"),
     (["--seeds", "0,0"], "seeds repeat: 0"),
     (["--seeds", "99999999999999999999"], "invalid seeds[0]=99999999999999999999"),
+    # Unicode digits and '_', which int() and float() read (review hunt2 N9: planned as seed 3, strength 1000)
+    (["--seeds", "\u0663"], "comma-separated ints, got '\u0663' (ASCII digits, no '_': e.g. 0,1,2)"),
+    (["--seeds", "0,1_0"], "comma-separated ints, got '0,1_0'"),
+    (["--strengths", "\u0661"], "comma-separated floats, got '\u0661' (ASCII digits, no '_': e.g. 0.5,1,2)"),
+    (["--strengths", "1_000"], "comma-separated floats, got '1_000'"),
     (["--defense", "none", "--strengths", "1,5"], "no defense is swept"),
     (["--set", "seed=3"], "seed is set per run from seeds"),
     # execution

@@ -33,11 +33,12 @@ REFUSED = [
     # known victim features no attack reads: a label attack's trainings keyed anew (trained again) for nothing
     (["--attack", "mc", "--set", "partition.aux_features=5"],
      "partition.aux_features=5 is set, but no attack here reads it (mc infers labels; the feature attacks do: "),
-    (["--attack", "mc,gc", "--set", "partition.aux_features=1"], "no attack here reads it (gc, mc infer labels;"),
+    (["--attack", "mc,gc", "--set", "partition.aux_features=2"], "no attack here reads it (gc, mc infer labels;"),
     # canary labels that no canary reads
     (["--set", "partition.canary_labels=pair"], "partition.canary_labels=pair is set but partition.canaries is 0"),
     # known samples a feature attack cannot learn from (it failed after the training), or that leave no target
-    (["--attack", "fi-decoder", "--set", "partition.aux_features=1"], "at least 2 known samples; use 2 to 199"),
+    (["--attack", "fi-decoder", "--set", "partition.aux_features=1"],
+     "invalid partition.aux_features=1: Input should be greater than or equal to 2"),
     (["--attack", "grn", "--set", "partition.aux_features=200"], "leaving none to attack; use at most 199"),
     # the default share leaving one known sample on a tiny partition (it failed after the training)
     (["--attack", "fi-decoder", "--set", "dataset.name=breast-cancer", "--set", "dataset.max_samples=60", "--set",
@@ -55,7 +56,7 @@ AUDIT_REFUSED = [
     # --attacks "" and --phases "" are refused
     (["--set", "audit.attacks=[]"], "audit.attacks is empty; name attacks (bli, direction,"),
     (["--set", "audit.phases=[]"], "audit.phases is empty; name finetune, pretrain or both"),
-    (["--attacks", "mc,gc", "--set", "partition.aux_features=1"], "partition.aux_features=1 is set, but no attack"),
+    (["--attacks", "mc,gc", "--set", "partition.aux_features=2"], "partition.aux_features=2 is set, but no attack"),
     (["--set", "audit.feature_adversaries=[]"], "audit.feature_adversaries is empty, so the feature attacks"),
     (["--set", "audit.feature_adversaries=[active,active]"], "audit.feature_adversaries repeat: active"),
     (["--set", "audit.feature_defended=[bogus]"], "audit.feature_defended names bogus, not a feature attack of this "

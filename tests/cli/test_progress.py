@@ -206,3 +206,43 @@ def test_a_run_recomputed_after_the_final_read_is_counted_once(tmp_path, monkeyp
                                       "--set", "attack.prior=none", "--jobs", "1", "--out", str(tmp_path / "a")])
     assert result.exit_code == 0, result.output
     assert "runs 1/1 (100%)" in result.stderr and "runs 2/1" not in result.stderr
+
+
+def test_runs_read_from_the_store_count_as_done_at_once_and_not_in_the_rate_of_runs_finished_here():
+    """A training another sweep finished while this one ran was read and never counted: the line stayed at 1/4 and
+    the time left waited for it (30 s: 3 runs left at 10 s each); now 3/4 at once, and 10 s left for the last."""
+    console, buffer = _console(terminal=False)
+    clock = Clock()
+    with RunProgress(4, console=console, clock=clock, every=0.0) as progress:
+        clock.now = 10.0
+        progress.advance(1)
+        progress.read(2)
+        clock.now = 20.0
+        progress.advance(1)
+    lines = buffer.getvalue().splitlines()
+    assert lines[:2] == ["runs 1/4 (25%), 0:10 elapsed, about 0:30 left",
+                         "runs 3/4 (75%), 0:10 elapsed (2 read from the store, computed by another sweep), "
+                         "about 0:10 left"]
+    assert lines[-1] == "runs 4/4 (100%), 0:20 elapsed (2 read from the store, computed by another sweep)"
+
+
+def test_evaluate_counts_a_training_another_sweep_ran_after_its_start_up_check(tmp_path, monkeypatch):
+    """Read rather than run, the training had no line: the progress said nothing, as if nothing were done."""
+    import vflpriv.tradeoff.sweep as sweep_module
+    from vflpriv.store.sqlite import Store
+
+    share, path = sweep_module.gpu_share, tmp_path / "results.sqlite"
+
+    def another_sweep_runs_it_first(configs, **kwargs):  # after the count of what is stored, before the loop
+        monkeypatch.setattr(sweep_module, "gpu_share", share)
+        with Store(path) as other:
+            sweep_module.sweep(configs, other)
+        return share(configs, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "gpu_share", another_sweep_runs_it_first)
+    result = CliRunner().invoke(app, ["evaluate", "--seeds", "0", "--strengths", "1", "--set", "finetune.epochs=1",
+                                      "--set", "attack.prior=none", "--jobs", "1", "--out", str(tmp_path / "a"),
+                                      "--store", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "1 already in the store, 0 to run" not in result.output
+    assert "runs 1/1 (100%)" in result.stderr and "(1 read from the store, computed by another sweep)" in result.stderr

@@ -120,3 +120,21 @@ def test_runs_giving_no_default_keep_their_keys():
     for settings, keys in PINNED:
         run = RunConfig.model_validate(settings)
         assert (run.key(), run.training_key()) == keys, settings
+
+
+def test_the_plain_class_constants_a_plugin_s_key_reads_are_declarations_scalars_and_tuple_frozenset(monkeypatch):
+    """keys.py restated declarations.SCALARS: a scalar kind added there is one whose class constants a plugin's code
+    key reads by value (here complex: 1j and 2j key apart), from one list."""
+    import importlib
+
+    from vflpriv.common import declarations
+    from vflpriv.config import keys
+
+    monkeypatch.setattr(declarations, "SCALARS", (*declarations.SCALARS, complex))
+    try:
+        importlib.reload(keys)
+        assert keys.loaded_code(type("P", (), {"x": 1j})) != keys.loaded_code(type("P", (), {"x": 2j}))
+    finally:
+        monkeypatch.undo()
+        importlib.reload(keys)
+    assert keys.loaded_code(type("P", (), {"x": 1})) != keys.loaded_code(type("P", (), {"x": 2}))

@@ -111,3 +111,33 @@ def test_a_str_subclass_is_refused(kind, text):
     (its newline was quoted in every note): only an exact str is a declaration's entry."""
     with pytest.raises(ValueError, match=f"got a {kind.__name__} for party 1; valid: .* 2 str"):
         _digits(("", kind(text)))
+
+
+class _CleanTuple(tuple):
+    """A tuple whose iteration shows other entries than it holds."""
+
+    def __iter__(self):
+        return iter(("", ""))
+
+
+class _ShortList(list):
+    """A list that says it holds as many entries as there are parties, and shows clean ones."""
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, index):
+        return ""
+
+
+@pytest.mark.parametrize("container", [_CleanTuple(("", "standardised\nwith the training rows")),
+                                       _ShortList(["", "x", "y"])])
+def test_a_container_not_of_an_exact_built_in_type_is_refused(container, plugin, tmp_path, monkeypatch):
+    """A tuple or list subclass could show clean entries for masked ones (the entries were already exact str)."""
+    with pytest.raises(ValueError, match=f"got a {type(container).__name__}; valid: .* exactly, no subclass"):
+        _digits(container)
+    made = _digits(("", ""))
+    object.__setattr__(made, "fitted_features", container)  # a plugin changing it after construction
+    plugin(lambda: made)
+    refused_in_planning(["evaluate", "--dataset", "t-fitted", *PLAN], f"got a {type(container).__name__};", tmp_path,
+                        monkeypatch)

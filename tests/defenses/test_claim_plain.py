@@ -5,7 +5,12 @@ self-holding list crashed planning, a shared tuple hung it), and by exact types 
 from __future__ import annotations
 
 import math
+import os
+import pickle
+import signal
 import time
+import warnings
+from collections.abc import Callable
 
 import pytest
 
@@ -45,6 +50,41 @@ def test_a_member_s_code_cannot_clean_its_class_before_the_first_look(monkeypatc
     assert record.status == "ok" and math.isnan(record.epsilon) and "GetattrDP.extra" in record.notes
 
 
+def _within(seconds: float, walk: Callable[[], object]) -> object:
+    """``walk()``'s result, computed in a forked child killed after ``seconds``: a walk regressing to unbounded work
+    (keys.py before review l13 ran a 2^60-leaf tuple's repr, C code holding the GIL that no thread join or signal
+    handler interrupts) fails the test in seconds instead of hanging the suite."""
+    if not hasattr(os, "fork"):
+        pytest.skip("bounding a walk that C code may hang needs os.fork (POSIX)")
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12 warns of forking a process with threads: the child runs no torch
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        try:
+            try:
+                result = ("returned", walk())
+            except BaseException as exc:  # noqa: BLE001 - said in the parent's failure
+                result = ("raised", f"{type(exc).__name__}: {exc}")
+            with os.fdopen(write, "wb") as out:
+                pickle.dump(result, out)
+        finally:
+            os._exit(0)  # the parent's cleanup (pytest's, torch's) is not the child's
+    os.close(write)
+    deadline = time.monotonic() + seconds
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read)
+            pytest.fail(f"the walk did not return within {seconds:g} s (unbounded?)")
+        time.sleep(0.02)
+    with os.fdopen(read, "rb") as got:
+        how, value = pickle.loads(got.read())
+    assert how == "returned", f"the walk raised {value}"
+    return value
+
+
 def _nested(levels: int) -> tuple:
     x = (0.5,)
     for _ in range(levels):
@@ -59,13 +99,16 @@ def test_plain_data_is_bounded_and_exact():
     class F(float):
         pass
 
-    start = time.process_time()
-    assert not plain_data(loop) and not plain_data(_nested(60)) and not plain_data([0.5] * 10**7)
     deep: tuple = ()
     for _ in range(10**5):
         deep = (deep,)
-    assert not plain_data(deep)
-    assert time.process_time() - start < 5  # each walk stops at its bounds
+
+    def walks() -> tuple[list[bool], float]:
+        start = time.process_time()
+        return [plain_data(v) for v in (loop, _nested(60), [0.5] * 10**7, deep)], time.process_time() - start
+
+    found, seconds = _within(30, walks)
+    assert found == [False] * 4 and seconds < 5  # each walk stops at its bounds
     nested = type("Nested", (GaussianDP,), {"reads_labels": False, "reads_features": False,
                                             "audit_strengths": {"finetune": (0.5, F(1.0))}})
     assert "Nested.audit_strengths" in foreign_accounting(nested, "d")
@@ -78,8 +121,9 @@ def test_declarations_too_large_or_self_holding_void_the_claim_without_a_traceba
     loop.append(loop)
     for value in (loop, _nested(60)):
         cls = type("Odd", (GaussianDP,), {"reads_labels": False, "reads_features": False, "audit_strengths": value})
-        assert "Odd.audit_strengths" in foreign_accounting(cls, "d")
-        assert len(loaded_code(cls)) == 16  # keyed without reading the value
+        voided, key = _within(30, lambda: (foreign_accounting(cls, "d"), loaded_code(cls)))
+        assert "Odd.audit_strengths" in voided
+        assert len(key) == 16  # keyed without reading the value
 
 
 class _Secrets(frozenset):

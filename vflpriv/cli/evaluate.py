@@ -26,14 +26,16 @@ from vflpriv.store.folders import DEFAULT_OUT
 
 
 def numbers(text: str, kind: type, option: str) -> list[Any]:
-    """``text``'s comma-separated numbers; an empty item ("0,,1", "1,") is refused, not skipped."""
+    """``text``'s comma-separated numbers; an empty item ("0,,1", "1,") is refused, not skipped, and so are Unicode
+    digits and '_' ("٣", "1_000"), which Python's int and float read, as ``attack.adversary`` refuses them."""
     items = text.split(",") if text.strip() else []
     try:
-        if any(not v.strip() for v in items):
+        if any(not v.strip() or not v.isascii() or "_" in v for v in items):
             raise ValueError
         return [kind(v) for v in items]
     except ValueError:
-        raise ConfigError(f"{option} expects comma-separated {kind.__name__}s, got '{text}'") from None
+        raise ConfigError(f"{option} expects comma-separated {kind.__name__}s, got '{text}' (ASCII digits, no '_': "
+                          f"e.g. {'0,1,2' if kind is int else '0.5,1,2'})") from None
 
 
 def build_experiment(**options: Any) -> ExperimentConfig:

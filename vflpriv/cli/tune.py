@@ -51,7 +51,7 @@ def tune(
     from vflpriv.config.parse import validate
     from vflpriv.config.registry import DEFENSES
     from vflpriv.tradeoff.sweep import check
-    from vflpriv.tradeoff.tune import tune as bisect
+    from vflpriv.tradeoff.tune import found_text, tune as bisect
     from vflpriv.workflows.experiment import run_into_store, write_results
 
     if defense == "none" or "," in (attack or ""):
@@ -138,10 +138,9 @@ def tune(
         from vflpriv.reports.tables import mean_std
 
         f = result.found
-        console.print(f"{defense}: weakest {axis.name} whose paired test shows {experiment.attack.names()[0]} within "
-                      f"{tolerance:g} of the prior: {f.strength:g} (leakage {f.leakage:+.3f}); utility "
-                      f"{mean_std(f.utility, f.utility_std, n=f.seeds)}; {len(result.points)} strengths, "
-                      f"{result.runs} runs")
+        found = found_text(result, attack=experiment.attack.names()[0], stronger_is_lower=axis.stronger == "lower")
+        console.print(f"{defense}: {found}; utility {mean_std(f.utility, f.utility_std, n=f.seeds)}; "
+                      f"{len(result.points)} strengths, {result.runs} runs")
 
 
 def _without_strength(config) -> dict:

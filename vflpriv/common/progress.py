@@ -17,7 +17,8 @@ audits (``benchmarks/eta_replay.py``): on a machine whose load rose mid-audit it
 (worst factor 4.7 against 2.7), so it is not used. A running training of a kind none has finished (the first
 CAE autoencoder) counts as twice its elapsed time (half done, as every running training), and the trainings of its
 kind still to run as much; until a training of the common kind (one that builds nothing) has finished, it says it is
-still estimating. Runs resumed from the store took no time and are not counted.
+still estimating. Runs resumed from the store took no time and are not counted; runs another sweep computed meanwhile,
+read from the store (``read``), count as done at once and out of the rate too.
 What is being computed meanwhile (``doing``: the trainings in flight, or a step before them) is shown beside it, and
 said at once on a plain stream, so a long first training does not read as ``0/885`` and nothing else.
 """
@@ -115,7 +116,7 @@ class RunProgress:
                  clock: Callable[[], float] = time.monotonic, jobs: int = 1, label: str = "runs"):
         self.total, self.done, self.start_done = total, done, done
         self.console, self.quiet, self.every, self.clock, self.jobs = console, quiet, every, clock, max(1, jobs)
-        self.label, self.now = label, ""
+        self.label, self.now, self.read_here = label, "", 0
         self.started = self.last = clock()
         self.pending: list[Planned] = []
         self.starts: dict[str, float] = {}
@@ -144,7 +145,7 @@ class RunProgress:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
-        elif not self.quiet and self.done > self.start_done and exc[0] is None:
+        elif not self.quiet and (self.done > self.start_done or self.read_here) and exc[0] is None:
             self.console.print(self.line(), markup=False)
 
     def plan(self, items: list[Planned]) -> None:
@@ -193,6 +194,7 @@ class RunProgress:
     def line(self) -> str:
         share = self.done / self.total if self.total else 1.0
         text = f"{self.label} {self.done}/{self.total} ({share:.0%}), {clock_text(self.clock() - self.started)} elapsed"
+        text += f" ({self.read_here} read from the store, computed by another sweep)" if self.read_here else ""
         left = self._left_text()
         return text + (("; " if left.startswith("now:") else ", ") + left if left and self.done < self.total else "")
 
@@ -228,6 +230,13 @@ class RunProgress:
                                       [(kinds.get(getattr(r, "key", None), r.attack), r.attack_seconds)
                                        for r in records])
         self.advance(len(records) if new is None else new)
+
+    def read(self, n: int) -> None:
+        """``n`` runs another sweep computed while this one ran, read from the store: done at once, and taking no time
+        here (out of the rate of runs finished here, as runs resumed from the store)."""
+        self.start_done += n
+        self.read_here += n
+        self.advance(n)
 
     def advance(self, n: int) -> None:
         self.done += n

@@ -4,3 +4,6 @@ search's holdouts) is keyed by these."""
 
 LABELS, FEATURES = "labels", "features"
 SECRETS = (LABELS, FEATURES)
+
+#: Each secret's (epsilon, delta) fields of a record: a claim about one secret says nothing of the other.
+CLAIM_FIELDS = {LABELS: ("epsilon", "epsilon_delta"), FEATURES: ("epsilon_features", "epsilon_features_delta")}

@@ -17,7 +17,7 @@ import marshal
 import types
 from typing import Any
 
-from vflpriv.common.declarations import defining_module, one_of, plain_data, vflpriv_own
+from vflpriv.common.declarations import SCALARS, defining_module, one_of, plain_data, vflpriv_own
 from vflpriv.common.errors import VflprivError
 from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES, METHODS
 
@@ -130,7 +130,7 @@ def _constant(value: object, depth: int = 0) -> str:
 
 
 #: The kinds of class constant a plugin's digest holds (exact, and plain all the way down).
-_CONSTANTS = (int, float, str, bytes, bool, tuple, frozenset, type(None))
+_CONSTANTS = (*SCALARS, tuple, frozenset)
 
 #: The top-level packages whose classes a plugin's digest leaves out (their code is versioned elsewhere).
 _LIBRARIES = frozenset({"builtins", "abc", "typing", "torch", "pydantic", "numpy"})

@@ -133,18 +133,23 @@ def _setting(data: Any, path: tuple[str, ...]) -> Any:
     return data
 
 
+#: A list's index in brackets after a name (``defenses[0]``), as :func:`format_validation` prints a setting's place.
+_INDEX = re.compile(r"(?<=[^.\[])\[([0-9]+)\](?=[.\[]|$)")
+
+
 def apply_override(data: dict[str, Any], assignment: str) -> None:
     """Apply one ``key.path=value`` (value parsed as YAML: numbers, booleans, lists) in place; a number in the path
-    indexes a list of sections (``defenses.0.options.clip=0.5``)."""
+    indexes a list of sections (``defenses.0.options.clip=0.5``), also in brackets as errors print it
+    (``defenses[0].options.clip=0.5``)."""
     key, sep, raw = assignment.partition("=")
-    if not sep or not key or "" in key.split("."):
+    parts = _INDEX.sub(r".\1", key).split(".")
+    if not sep or not key or "" in parts:
         raise ConfigError(f"--set expects key.path=value, got '{assignment}'")
     try:
         value = load_yaml(raw)
     except yaml.YAMLError:
         value = raw
     node: Any = data
-    parts = key.split(".")
     for i, part in enumerate(parts):
         where = ".".join(parts[: i + 1])
         if isinstance(node, list):  # defenses.0.options.clip: an entry of a list of sections, by index

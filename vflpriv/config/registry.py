@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
 from vflpriv.common.errors import ConfigError, UnknownNameError
-from vflpriv.common.secret_kinds import SECRETS
+from vflpriv.config import plugin_checks
 
 T = TypeVar("T")
 
@@ -34,11 +34,19 @@ class Registry(Generic[T]):
     _builtins: frozenset[str] = frozenset()
 
     def register(self, name: str, obj: T) -> T:
-        """Add ``obj`` under ``name`` at run time (tests, notebooks); entry points are the usual way. A built-in's name
-        is refused (:meth:`_entry_points`)."""
-        if _builtin(self._entry_points().get(name)):
-            raise ConfigError(f"cannot register a {self.kind} as '{name}': that is a built-in {self.kind}'s name, and "
-                              "a plugin under it would share its stored runs; register it under another name")
+        """Add ``obj`` under ``name`` at run time (tests, notebooks); entry points are the usual way. A built-in's name,
+        in any case, is refused (:meth:`_entry_points`), and ``obj`` is checked as a ``package.module:Object`` is."""
+        self._entry_points()
+        same = [b for b in sorted(self._builtins) if b.casefold() == name.casefold()]
+        if same:
+            case = "" if same[0] == name else f" ('{same[0]}') in another case"
+            raise ConfigError(f"cannot register {_a(self.kind)} as '{name}': that is a built-in {self.kind}'s "
+                              f"name{case}, and a plugin under it would share its stored runs; register it under "
+                              "another name")
+        problem = self.check(obj)
+        if problem is not None:
+            raise ConfigError(f"cannot register {_a(self.kind)} as '{name}': it is not a vflpriv {self.kind}: "
+                              f"{problem}")
         self._extra[name] = obj
         return obj
 
@@ -90,6 +98,10 @@ class Registry(Generic[T]):
             raise UnknownNameError(f"'{name}' is not a vflpriv {self.kind}: {problem}")
         self._cache[name] = obj
         return obj
+
+
+def _a(kind: str) -> str:
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
 
 
 def _builtin(entry: Any) -> bool:
@@ -154,17 +166,16 @@ def _derived(*members: str, base: str) -> Callable[[Any], str | None]:
 
 
 def _is_attack(obj: Any) -> str | None:
-    """An attack class that infers a secret vflpriv scores (``labels`` or ``features``) and names roles that exist: an
-    unknown secret failed deep in planning (no prior, no scores for it)."""
+    """An attack class whose declarations planning can use (:func:`plugin_checks.attack_problem`): an unknown secret
+    failed deep in planning (no prior, no scores for it)."""
     problem = _derived("infer", "required_messages", "needs_encoder", base="vflpriv.attacks.base.Attack")(obj)
-    if problem is not None:
-        return problem
-    secret, roles = obj.secret, obj.roles
-    if secret not in SECRETS:
-        return f"its secret is {secret!r:.40}; an attack infers {' or '.join(map(repr, SECRETS))}"
-    if isinstance(roles, str) or not roles or not set(roles) <= {"active", "passive", "server"}:
-        return f"its roles are {roles!r:.60}; they must be some of 'active', 'passive', 'server'"
-    return None
+    return problem if problem is not None else plugin_checks.attack_problem(obj)
+
+
+def _is_defense(obj: Any) -> str | None:
+    """A defense class whose declarations planning can use (:func:`plugin_checks.defense_problem`)."""
+    problem = _derived("protects", "axis", "supported_kinds", base="vflpriv.defenses.base.Protection")(obj)
+    return problem if problem is not None else plugin_checks.defense_problem(obj)
 
 
 def _is_loader(obj: Any) -> str | None:
@@ -174,8 +185,7 @@ def _is_loader(obj: Any) -> str | None:
 METHODS: Registry[Any] = Registry("method", "vflpriv.methods", _derived(
     "pretrain", "finetune", "predict", "sends", "pretrains", "federated", base="vflpriv.methods.base.Method"))
 ATTACKS: Registry[Any] = Registry("attack", "vflpriv.attacks", _is_attack)
-DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses", _derived(
-    "protects", "axis", "supported_kinds", base="vflpriv.defenses.base.Protection"))
+DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses", _is_defense)
 DATASETS: Registry[Any] = Registry("dataset", "vflpriv.datasets", _is_loader)
 AUDITORS: Registry[Any] = Registry("auditor", "vflpriv.auditors", _derived(
     "audits", "bind", "audit_update", "guesses", base="vflpriv.auditors.base.Auditor"))

@@ -60,7 +60,8 @@ class PartitionConfig(Options):
     adversary: int = Field(1, ge=1, description="the passive party that holds the auxiliary labels and runs the "
                             "label attacks")
     aux_features: int | None = Field(
-        None, ge=1, description="the feature attacks' auxiliary knowledge: this many of the aligned training samples "
+        None, ge=2, description="the feature attacks' auxiliary knowledge: this many (at least 2: a reconstruction is "
+        "learnt from known pairs) of the aligned training samples "
         "the active party trains on (never canaries or validation samples), whose victim features the adversary knows "
         "(with the messages it received about them); drawn from the seed, apart from every other draw; unset = 10% of "
         "the aligned training samples (VFLAIR's share)")

@@ -50,7 +50,7 @@ def declaration_problem(fitted: object, parties: int) -> str:
     what is valid: the planner reads it per party (a dict crashed it, a str was read letter by letter) and quotes it."""
     if fitted is None:
         return ""
-    if not isinstance(fitted, (tuple, list)):
+    if type(fitted) not in (tuple, list):  # a subclass could mask its entries (its __len__, __iter__, __getitem__)
         got = f"a {type(fitted).__name__}"
     elif len(fitted) != parties:
         got = f"{len(fitted)} entries for {parties} parties"
@@ -65,7 +65,8 @@ def declaration_problem(fitted: object, parties: int) -> str:
         return ""
     return (f"fitted_features got {got}; valid: None (undeclared) or a tuple or list of {parties} str, one per party "
             f"('' where none is fitted), each at most {MAX_DECLARED} characters and no control character (a tab "
-            "aside) or line break; format characters such as U+200C are kept")
+            "aside) or line break; format characters such as U+200C are kept; the tuple, list and str exactly, no "
+            "subclass")
 
 
 def _splits_a_line(char: str) -> bool:

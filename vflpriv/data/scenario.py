@@ -152,9 +152,31 @@ def known_features(scenario: Scenario, count: int | None) -> torch.Tensor:
     """A feature adversary's known samples (``partition.aux_features=count``): aligned training ids the active party
     trains on, never canaries or validation ids, whose victim features it knows. Drawn per attack from a stream of
     their own, after the training's sets, which are the same with any ``count`` (one training serves every count)."""
+    return _draw_aux_features(known_pool(scenario), scenario.aligned.numel(), count,
+                              generator(scenario.seed, "partition:aux-features"))
+
+
+def known_pool(scenario: Scenario) -> torch.Tensor:
+    """The ids a feature adversary's known samples and its targets are drawn from: the aligned training ids the active
+    party trains on, less canaries and validation ids."""
     trained_on = scenario.aligned if scenario.active_labels_local else scenario.labeled
-    pool = trained_on[~torch.isin(trained_on, torch.cat([scenario.canaries, scenario.validation]))]
-    return _draw_aux_features(pool, scenario.aligned.numel(), count, generator(scenario.seed, "partition:aux-features"))
+    return trained_on[~torch.isin(trained_on, torch.cat([scenario.canaries, scenario.validation]))]
+
+
+def known_advice(scenario: Scenario, needed: int) -> str:
+    """What gives a feature attack the ``needed`` known samples and one target (review hunt2 N8: the advice named
+    settings that could not): ``partition.aux_features`` where the pool holds them, else what shrinks the pool."""
+    pool = known_pool(scenario).numel()
+    if pool > needed:
+        return f"set partition.aux_features={needed} or more (at most {pool - 1})"
+    short, canaries, held_out = needed + 1 - pool, scenario.canaries.numel(), scenario.validation.numel()
+    trained = "aligned" if scenario.active_labels_local else "labeled aligned"
+    fixes = [f"lower partition.canaries to at most {canaries - short}"] if canaries >= short else []
+    fixes += [f"lower finetune.validation (it holds out {held_out})"] if held_out else []
+    fixes += ["raise partition.aligned_fraction" if scenario.active_labels_local
+              else f"raise partition.labeled (by {short} or more)"]
+    return (f"it needs {needed} known samples and one to attack among the {trained} training samples the active party "
+            f"trains on less canaries and validation samples, and there are {pool}: {', or '.join(fixes)}")
 
 
 def _draw_aux_features(pool: torch.Tensor, aligned: int, count: int | None, g: torch.Generator) -> torch.Tensor:
@@ -171,9 +193,6 @@ def _draw_aux_features(pool: torch.Tensor, aligned: int, count: int | None, g: t
         raise ConfigError(f"partition.aux_features={count} makes every one of the {pool.numel()} aligned training "
                           "samples the active party trains on known to the feature adversary, leaving none to attack; "
                           f"use at most {pool.numel() - 1}")
-    elif count < 2:  # a reconstruction is learnt from known (message, features) pairs: one is no training set
-        raise ConfigError(f"partition.aux_features={count}: a feature attack learns its reconstruction from at least 2 "
-                          f"known samples; use 2 to {pool.numel() - 1}")
     return pool[torch.randperm(pool.numel(), generator=g, device=g.device)[:count]].sort().values
 
 

@@ -280,8 +280,9 @@ def _passive_defense(config: TrainingConfig, index: int, cls, method: Method, da
                           "or unset for every passive party")
     phases = getattr(cls, "phases", ("finetune",))  # a duck-typed plugin (not a PassiveDefense): finetuning's points
     if d.phase not in phases:
-        raise IncompatibleError(f"defense '{name}' acts in {' and '.join(phases)} only: "
-                                f"{getattr(cls, 'phase_reason', '')}")
+        reason = getattr(cls, "phase_reason", "")  # a plugin may give none: the valid phases are named either way
+        raise IncompatibleError(f"defense '{name}' acts in {' and '.join(phases)} only{f': {reason}' if reason else ''}"
+                                f"; use phase {' or '.join(phases)}")
     if not any(who == PASSIVE and kind == EMBEDDING for who, kind, _ in method.sends):
         raise IncompatibleError(f"defense '{name}' protects the embeddings a passive party sends; method '{what}' sends "
                                 "none (no passive party's features leave it), so it would change nothing")

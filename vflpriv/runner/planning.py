@@ -26,7 +26,7 @@ from vflpriv.config.registry import ATTACKS, METHODS
 from vflpriv.config.schema import RunConfig, TrainingConfig
 from vflpriv.data.base import VerticalDataset
 from vflpriv.data.load import load_dataset
-from vflpriv.data.scenario import Scenario, build_scenario, known_features
+from vflpriv.data.scenario import Scenario, build_scenario, known_advice, known_features
 from vflpriv.engine import EPOCH_END
 from vflpriv.methods.base import Method, pretraining_reads_labels
 from vflpriv.models.encoders import encoder_arch
@@ -315,7 +315,7 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
             unset = (" (partition.aux_features unset: 10% of the aligned samples, at most half of those the active "
                      "party trains on)") if run.partition.aux_features is None else ""
             raise IncompatibleError(f"attack '{cfg.name}': {why}; this partition leaves the adversary {known}{unset}; "
-                                    f"set partition.aux_features={needed} or more, or raise partition.aligned_fraction")
+                                    f"{known_advice(p.scenario, needed)}")
     if run.partition.aux == 0 and attack.needs_aux:
         raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")
     return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), space, adversary=adversary,

@@ -102,13 +102,14 @@ class Store:
     def put(self, record: RunRecord) -> None:
         self.put_many([record])
 
-    def put_many(self, records: Iterable[RunRecord]) -> None:
-        """Commit the records of one training together."""
+    def put_many(self, records: Iterable[RunRecord]) -> float:
+        """Commit the records of one training together; returns when they are marked written."""
         now = time.time()
         rows = [(r.key, r.training_key, r.status, r.to_json(), now) for r in records]
         with self._transaction():
             self._db.executemany("INSERT OR REPLACE INTO runs (key, training_key, status, record, updated) "
                                  "VALUES (?, ?, ?, ?, ?)", rows)
+        return now
 
     def get(self, key: str) -> RunRecord | None:
         row = self._one("SELECT record FROM runs WHERE key = ?", (key,))
@@ -184,6 +185,20 @@ class Store:
                                         chunk).fetchall()
             out.update(k for k, status, updated in rows if (status in FINAL and k not in redo) or updated >= since)
         return out
+
+    def written_since(self, keys: list[str], since: float) -> dict[str, float]:
+        """When each of ``keys`` whose record was written, by any sweep, at or after ``since`` was written."""
+        found: dict[str, float] = {}
+        for chunk, marks in in_chunks(keys):
+            with self._lock:
+                rows = self._db.execute(f"SELECT key, updated FROM runs WHERE key IN ({marks}) AND updated >= ?",
+                                        (*chunk, since)).fetchall()
+            found.update(rows)
+        return found
+
+    def texts(self, keys: list[str]) -> dict[str, object]:
+        """The stored record of each of ``keys`` the store holds, as stored (unchecked: the caller judges it)."""
+        return dict(self._stored(keys))
 
     def forget(self, keys: list[str]) -> int:
         """Delete these runs (so the next sweep recomputes them, e.g. after the code they measure changed)."""

@@ -202,7 +202,7 @@ def _defense(name: str, cls: Any) -> Description:
         facts["extra cost per update"] = cls.cost
     if cls.pays:
         facts["when it pays"] = cls.pays
-    return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses[i].options.")
+    return Description("defense", name, _summary(cls), facts, options_of(cls.Options), "defenses.N.options.")
 
 
 def _auditor(name: str, cls: Any) -> Description:
@@ -250,8 +250,9 @@ def _preset(name: str, data: dict[str, Any]) -> Description:
 
 
 def _unregistered(path: str) -> list[Description]:
-    """``package.module:Object`` described as each kind it fits; an import failure is said as such."""
-    found, problems = [], []
+    """``package.module:Object`` described as each kind it fits; an import failure is said as such, and so is a
+    declaration of a class of that kind (review hunt2 N5: a bad axis crashed here)."""
+    found, problems, declared = [], [], []
     for kind, (registry, describer) in DESCRIBERS.items():
         if registry is presets:
             continue
@@ -261,6 +262,9 @@ def _unregistered(path: str) -> list[Description]:
             if str(exc).startswith("cannot import"):
                 raise
             problems.append(kind)
+            declared += [str(exc)] if f"{kind}: expected " not in str(exc) else []
+    if not found and declared:
+        raise UnknownNameError(declared[0])
     if not found:
         raise UnknownNameError(f"'{path}' is not a vflpriv {', '.join(problems[:-1])} or {problems[-1]}")
     return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,9 +101,15 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
         progress.finished(records, new=len(fresh))
         notes.extend(n for r in records for n in r.notes.split("; ") if n and n not in notes)
 
+    def read(keys) -> None:  # runs another sweep computed meanwhile: done at once (the time left does not wait)
+        fresh = [k for k in keys if k not in counted]
+        counted.update(fresh)
+        progress.read(len(fresh))
+
     with Store(store_path) as store:
         if header is not None:  # everything checked: from here on, output is results
             console.print(header())
+        since = time.time()  # another sweep's records from here on are judged as the check judges (GapCheck)
         redo = set(drop_damaged(store, configs, on_note=notes.append, replace_other_data=overwrite))
         counted = {c.key() for c in configs if c.key() not in redo and store.done(c.key())}  # the run replaces redo
         stored = len(counted)
@@ -113,7 +120,8 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
                              quiet=not show_progress, jobs=jobs, label=label) as progress:
                 results = sweep(configs, store, jobs=jobs, backend=backend, address=address,
                                 runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append, on_start=started,
-                                on_schedule=progress.plan, on_tail=prepare, checked=True, redo=redo)
+                                on_read=read, on_schedule=progress.plan, on_tail=prepare, checked=True, redo=redo,
+                                since=since)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None

@@ -1,0 +1,60 @@
+"""A ``--set`` key as vflpriv prints it to the user (``describe``'s options line, a refused setting's place) is one
+``--set`` accepts, and its value reaches the defense's options (``defenses[i]`` was refused as an unknown setting)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
+from vflpriv.common.errors import ConfigError
+from vflpriv.config.parse import apply_override
+from vflpriv.config.registry import DEFENSES
+
+
+def _options_set_by(key: str, tmp_path, monkeypatch) -> dict:
+    """dp-gaussian's options after ``evaluate --set KEY=0.5 --dry-run`` (the validated experiment, as planned)."""
+    seen = []
+    monkeypatch.setattr("vflpriv.workflows.experiment.evaluate_experiment", lambda exp, *a, **k: seen.append(exp))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["evaluate", "--dataset", "digits", "--seeds", "0", "--defense", "dp-gaussian",
+                                      "--strengths", "1", "--set", f"{key}=0.5", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    return DEFENSES.get("dp-gaussian").Options.model_validate(seen[0].defenses[0].options).model_dump()
+
+
+def test_the_key_describe_prints_filled_in_reaches_the_defense_s_options(tmp_path, monkeypatch):
+    shown = CliRunner().invoke(app, ["describe", "dp-gaussian"]).output
+    prefix = re.search(r"options \((\S+)NAME=VALUE\)", shown).group(1)
+    filled = re.sub(r"(?<=[.\[])[A-Za-z](?=[.\]])", "0", prefix)  # the one defense's place, from 0
+    assert filled != prefix
+    assert _options_set_by(f"{filled}clip", tmp_path, monkeypatch)["clip"] == 0.5
+
+
+def test_the_place_a_refused_setting_names_is_a_key_set_accepts(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    refused = CliRunner().invoke(app, ["evaluate", "--dataset", "digits", "--seeds", "0", "--defense", "dp-gaussian",
+                                       "--strengths", "1", "--set", "defenses.0.options.clip=-1", "--dry-run"])
+    assert refused.exit_code == 2
+    key = re.search(r"error: invalid (\S+)=-1", refused.output).group(1)
+    assert key == "defenses[0].options.clip"
+    assert _options_set_by(key, tmp_path, monkeypatch)["clip"] == 0.5
+
+
+@pytest.mark.parametrize(("key", "path"), [("audit.defenses[1].strengths", ("audit", "defenses", 1, "strengths")),
+                                           ("seeds[1]", ("seeds", 1)), ("grid[0][1]", ("grid", 0, 1))])
+def test_a_bracketed_index_is_the_dotted_one(key, path):
+    data = {"audit": {"defenses": [{}, {}]}, "seeds": [0, 1], "grid": [[0, 1]]}
+    apply_override(data, f"{key}=7")
+    node = data
+    for part in path:
+        node = node[part]
+    assert node == 7
+
+
+@pytest.mark.parametrize("key", ["seeds[2]", "seeds.[0]"])
+def test_a_bracketed_index_outside_the_list_or_after_a_dot_is_refused(key):
+    with pytest.raises(ConfigError):
+        apply_override({"seeds": [0, 1]}, f"{key}=7")
