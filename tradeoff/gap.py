@@ -3,7 +3,7 @@ before they are read in place of a computation."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.schema import RunConfig
@@ -23,10 +23,9 @@ class GapCheck:
     not read but recomputed, each key at most once (a second failing version: ConfigError, no endless recomputing of
     each other's runs by two sweeps). What this sweep wrote (``ours``: key, when) is not judged again."""
 
-    def __init__(self, store: Store, groups: dict[str, list[RunConfig]], since: float,
-                 on_note: Callable[[str], None] | None, *, replace_other_data: bool = False) -> None:
-        self.store, self.groups, self.since, self.on_note = store, groups, since, on_note
-        self.replace = replace_other_data
+    def __init__(self, store: Store, groups: dict[str, list[RunConfig]], since: float, *,
+                 replace_other_data: bool = False) -> None:
+        self.store, self.groups, self.since, self.replace = store, groups, since, replace_other_data
         self.runs = {c.key(): c for runs in groups.values() for c in runs}
         self.expected: dict[str, str] = {}  # the data's fingerprint by key, made at the first record written
         self.verdicts: dict[str, tuple[tuple, dict[str, str]]] = {}  # training: (its rows' keys and times, problems)
@@ -47,12 +46,16 @@ class GapCheck:
                 self.verdicts[training] = (seen, problems)
                 for key, why in problems.items():
                     self._once(key, written.get(key), why)
-                if problems and self.on_note is not None:
-                    key, why = next(iter(problems.items()))
-                    self.on_note(f"{len(problems)} record(s) another sweep stored after this sweep's start-up check "
-                                 f"fail that check and are recomputed (the first, run {key}: {why})")
             refused |= set(self.verdicts[training][1])
         return refused
+
+    def note(self) -> str | None:
+        """One note for every record recomputed here: their count and the first, or None."""
+        if not self.recomputed:
+            return None
+        key, (_, why) = next(iter(self.recomputed.items()))
+        return (f"{len(self.recomputed)} record(s) another sweep stored after this sweep's start-up check failed that "
+                f"check and were recomputed (the first, run {key}: {why})")
 
     def _once(self, key: str, version: float | None, why: str) -> None:
         """Record that ``key``'s ``version`` is recomputed; ConfigError where another version of it was already."""

@@ -285,8 +285,8 @@ def sweep(
     Records of this sweep another sweep replaced before the frame's read are said through ``on_note`` (review st S3).
     ``on_read(keys)``: runs found done in the store, not computed here (each once; at first those stored before).
     A record written since the start-up check began (``since``, with ``checked``: when the caller's began) is read
-    only where it passes that check's tests, else refused as that check refuses it or recomputed once, with a note
-    (:class:`~vflpriv.tradeoff.gap.GapCheck`; ``replace_other_data`` as for :func:`drop_damaged`).
+    only where it passes that check's tests, else refused as that check refuses it or recomputed once, said in one
+    note (:class:`~vflpriv.tradeoff.gap.GapCheck`; ``replace_other_data`` as for :func:`drop_damaged`).
     """
     started = time.time() if since is None else since
     if not checked:
@@ -297,8 +297,7 @@ def sweep(
     secure = {k: secure_settings(runs[0]) for k, runs in groups.items()}
     share = gpu_share(configs, backend=backend, runs_per_gpu=runs_per_gpu)
     gpus = torch.cuda.device_count() if backend in LOCAL_BACKENDS else 0
-    keys = [c.key() for c in configs]
-    gap = GapCheck(store, groups, started, on_note, replace_other_data=replace_other_data)
+    keys, gap = [c.key() for c in configs], GapCheck(store, groups, started, replace_other_data=replace_other_data)
     written: dict[str, tuple[str, str]] = {}  # what this sweep stored, by key: its training's (utility, train time)
     told: set[str] = set()  # the keys on_read was given
 
@@ -356,6 +355,8 @@ def sweep(
 
             run_all(run_safely, on_gpus([todo[k] for k in mine], gpus), jobs=workers, on_result=commit,
                     backend_name=backend, address=address, gpu_share=share, on_start=on_start, on_tail=on_tail)
+    if (recomputed := gap.note()) is not None and on_note is not None:
+        on_note(recomputed)
     replaced = [key for key, training in written.items() if _training_of(stored[key]) != training]
     if replaced and on_note is not None:
         on_note(f"{len(replaced)} record(s) this sweep computed were replaced in the store meanwhile by another "

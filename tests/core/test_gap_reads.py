@@ -20,7 +20,7 @@ def _configs(tiny, secure):
             for name, options in (("mc", {"epochs": 1}), ("similarity", {}))]
 
 
-def _b_stores_it_in_the_gap(configs, path, monkeypatch, mark, *, caller_checks, overwrite=False):
+def _b_stores_it_in_the_gap(configs, path, monkeypatch, mark, *, caller_checks, overwrite=False, notes=None):
     """Sweep A over an empty store while sweep B runs the training whole right after A's start-up check, its records
     re-put through ``mark`` (as another process's write): (A's frame, the records held, B's records)."""
     import vflpriv.tradeoff.sweep as sweep_module
@@ -38,7 +38,8 @@ def _b_stores_it_in_the_gap(configs, path, monkeypatch, mark, *, caller_checks, 
             since = time.time()
             redo = drop_damaged(a, configs, on_note=None)
             b_runs_it()
-            frame = sweep(configs, a, checked=True, redo=redo, since=since, replace_other_data=overwrite)
+            frame = sweep(configs, a, checked=True, redo=redo, since=since, replace_other_data=overwrite,
+                          on_note=notes.append if notes is not None else None)
         else:
             def then_b_runs_it(*args, **kwargs):
                 monkeypatch.setattr(sweep_module, "drop_damaged", check)  # B's own check is the plain one
@@ -82,6 +83,15 @@ def test_other_data_or_canary_key_stored_in_the_gap_is_refused_without_overwrite
     assert "\n" not in str(refused.value) and "--overwrite" in str(refused.value)
     with Store(path) as store:
         assert {getattr(r, field) for r in store.all()} == {value} and len(store.all()) == len(configs)
+
+
+def test_the_records_recomputed_from_the_gap_are_said_in_one_note(tiny, tmp_path, monkeypatch):
+    """One note with the count and the first, not one per training (review misc F2)."""
+    configs, notes = [c.model_copy(update={"seed": s}) for c in _configs(tiny, False) for s in (0, 1, 2)], []
+    _b_stores_it_in_the_gap(configs, tmp_path / "results.sqlite", monkeypatch,
+                            lambda r: dataclasses.replace(r, claim_version=4), caller_checks=True, notes=notes)
+    said = [n for n in notes if "start-up check" in n]
+    assert len(said) == 1 and said[0].startswith(f"{len(configs)} record(s)"), notes
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
