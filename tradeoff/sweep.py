@@ -205,7 +205,7 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted. Returns the stored records of
     secure-noise trainings held in part or from two trainings (:func:`partly_stored`): kept, not deleted, until the
     loop (:func:`_replace_part`) runs their training whole and replaces them, or finds another sweep did
-    (:func:`_stored_whole`; review st S1: ``sweep``'s ``redo``)."""
+    (:class:`~vflpriv.tradeoff.gap.GapCheck`; review st S1: ``sweep``'s ``redo``)."""
     expected = data_by_key(configs)
     other = store.other_data(expected)  # damaged records are not among them: drop_damaged's
     other_key = store.other_canary_key(list(expected), current_fingerprint())
