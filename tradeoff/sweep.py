@@ -24,11 +24,11 @@ from vflpriv.runner import data_by_key
 from vflpriv.runner.execution import pretrain_key, run_safely
 from vflpriv.runner.planning import plan, refuse_unread_aux_features
 from vflpriv.store.records import RunRecord
-from vflpriv.store.secrets import ENV_VAR, current_fingerprint
+from vflpriv.store.secrets import current_fingerprint
 from vflpriv.store.sqlite import Store
 from vflpriv.store.trainings import partly_stored, secure_records, secure_settings
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
-from vflpriv.tradeoff.gap import GapCheck
+from vflpriv.tradeoff.gap import GapCheck, refuse_other_canary_key, refuse_other_data
 from vflpriv.tradeoff.spelling import disagreement
 
 if TYPE_CHECKING:  # the frame is made once the runs are done: the trainings need no pandas
@@ -205,7 +205,7 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted. Returns the stored records of
     secure-noise trainings held in part or from two trainings (:func:`partly_stored`): kept, not deleted, until the
     loop (:func:`_replace_part`) runs their training whole and replaces them, or finds another sweep did
-    (:func:`_stored_whole`; review st S1: ``sweep``'s ``redo``)."""
+    (:class:`~vflpriv.tradeoff.gap.GapCheck`; review st S1: ``sweep``'s ``redo``)."""
     expected = data_by_key(configs)
     other = store.other_data(expected)  # damaged records are not among them: drop_damaged's
     other_key = store.other_canary_key(list(expected), current_fingerprint())
@@ -250,26 +250,6 @@ def _training_of(record: RunRecord) -> tuple[str, str]:
     return repr(record.utility), repr(record.train_seconds)
 
 
-def refuse_other_data(other: Sequence[tuple[str, str]], *, where: str) -> None:
-    """ConfigError where a store holds runs of these configs computed on other data: the stored results are not
-    deleted by mistake (a data folder pointed elsewhere); the user says to recompute them, or gives another store."""
-    if other:
-        raise ConfigError(f"results store {where} holds {len(other)} of these runs computed on other data (or under "
-                          "another fitted_features declaration) than the dataset holds now (the first, run "
-                          f"{other[0][0]}: {other[0][1]}); give another --out or --store to keep them, or --overwrite "
-                          "to recompute them on the data as it is now")
-
-
-def refuse_other_canary_key(other: Sequence[tuple[str, str]], *, where: str) -> None:
-    """ConfigError where a store holds runs of these configs whose canaries were drawn with another canary key (a
-    key rotated, another cache root): their guesses were scored against other labels than this key draws."""
-    if other:
-        raise ConfigError(f"results store {where} holds {len(other)} of these runs with canaries drawn from another "
-                          f"canary key (the first, run {other[0][0]}: {other[0][1]}); set ${ENV_VAR} to the key they "
-                          "used (vflpriv.store.secrets), give another --out or --store to keep them, or --overwrite "
-                          "to recompute them with the key now")
-
-
 def sweep(
     configs: Sequence[RunConfig],
     store: Store,
@@ -305,7 +285,8 @@ def sweep(
     Records of this sweep another sweep replaced before the frame's read are said through ``on_note`` (review st S3).
     ``on_read(keys)``: runs found done in the store, not computed here (each once; at first those stored before).
     A record written since the start-up check began (``since``, with ``checked``: when the caller's began) is read
-    only where it passes that check's tests, else recomputed (:class:`~vflpriv.tradeoff.gap.GapCheck`).
+    only where it passes that check's tests, else refused as that check refuses it or recomputed once, said in one
+    note (:class:`~vflpriv.tradeoff.gap.GapCheck`; ``replace_other_data`` as for :func:`drop_damaged`).
     """
     started = time.time() if since is None else since
     if not checked:
@@ -316,7 +297,7 @@ def sweep(
     secure = {k: secure_settings(runs[0]) for k, runs in groups.items()}
     share = gpu_share(configs, backend=backend, runs_per_gpu=runs_per_gpu)
     gpus = torch.cuda.device_count() if backend in LOCAL_BACKENDS else 0
-    keys, gap = [c.key() for c in configs], GapCheck(store, groups, started, on_note)
+    keys, gap = [c.key() for c in configs], GapCheck(store, groups, started, replace_other_data=replace_other_data)
     written: dict[str, tuple[str, str]] = {}  # what this sweep stored, by key: its training's (utility, train time)
     told: set[str] = set()  # the keys on_read was given
 
@@ -374,6 +355,8 @@ def sweep(
 
             run_all(run_safely, on_gpus([todo[k] for k in mine], gpus), jobs=workers, on_result=commit,
                     backend_name=backend, address=address, gpu_share=share, on_start=on_start, on_tail=on_tail)
+    if (recomputed := gap.note()) is not None and on_note is not None:
+        on_note(recomputed)
     replaced = [key for key, training in written.items() if _training_of(stored[key]) != training]
     if replaced and on_note is not None:
         on_note(f"{len(replaced)} record(s) this sweep computed were replaced in the store meanwhile by another "

@@ -58,3 +58,27 @@ def test_a_bracketed_index_is_the_dotted_one(key, path):
 def test_a_bracketed_index_outside_the_list_or_after_a_dot_is_refused(key):
     with pytest.raises(ConfigError):
         apply_override({"seeds": [0, 1]}, f"{key}=7")
+
+
+KINDS = [("local-a", "supervised_epochs", 3, ["method.name=local-a"]), ("mc", "epochs", 7, []),
+         ("dp-gaussian", "clip", 0.5, []),
+         ("gradient-lrt", "menu", "fine", ["finetune.auditor=gradient-lrt", "partition.canaries=20"])]
+
+
+@pytest.mark.parametrize(("name", "option", "value", "sets"), KINDS, ids=[k[0] for k in KINDS])
+def test_every_kind_s_printed_options_key_is_one_set_accepts(name, option, value, sets, tmp_path, monkeypatch):
+    """A method's, an attack's, a defense's and an auditor's options line (review misc F3: the auditor's printed
+    ``menu=VALUE``, which --set refused as an unknown setting)."""
+    prefix = re.search(r"options \((\S*)NAME=VALUE\)", CliRunner().invoke(app, ["describe", name]).output).group(1)
+    key = re.sub(r"(?<=[.\[])[A-Za-z](?=[.\]])", "0", prefix) + option
+    seen = []
+    monkeypatch.setattr("vflpriv.workflows.experiment.evaluate_experiment", lambda exp, *a, **k: seen.append(exp))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["evaluate", "--dataset", "digits", "--seeds", "0", "--defense", "dp-gaussian",
+                                      "--strengths", "1", *(a for s in sets for a in ("--set", s)), "--set",
+                                      f"{key}={value}", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    node = seen[0].model_dump()
+    for part in re.split(r"[.\[\]]+", key.strip("]")):
+        node = node[int(part) if part.isdigit() else part]
+    assert node == value

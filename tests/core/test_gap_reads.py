@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from vflpriv.common.errors import ConfigError
 from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.sweep import drop_damaged, sweep
 
@@ -19,7 +20,7 @@ def _configs(tiny, secure):
             for name, options in (("mc", {"epochs": 1}), ("similarity", {}))]
 
 
-def _b_stores_it_in_the_gap(configs, path, monkeypatch, mark, *, caller_checks):
+def _b_stores_it_in_the_gap(configs, path, monkeypatch, mark, *, caller_checks, overwrite=False, notes=None):
     """Sweep A over an empty store while sweep B runs the training whole right after A's start-up check, its records
     re-put through ``mark`` (as another process's write): (A's frame, the records held, B's records)."""
     import vflpriv.tradeoff.sweep as sweep_module
@@ -37,7 +38,8 @@ def _b_stores_it_in_the_gap(configs, path, monkeypatch, mark, *, caller_checks):
             since = time.time()
             redo = drop_damaged(a, configs, on_note=None)
             b_runs_it()
-            frame = sweep(configs, a, checked=True, redo=redo, since=since)
+            frame = sweep(configs, a, checked=True, redo=redo, since=since, replace_other_data=overwrite,
+                          on_note=notes.append if notes is not None else None)
         else:
             def then_b_runs_it(*args, **kwargs):
                 monkeypatch.setattr(sweep_module, "drop_damaged", check)  # B's own check is the plain one
@@ -47,7 +49,7 @@ def _b_stores_it_in_the_gap(configs, path, monkeypatch, mark, *, caller_checks):
 
             check = sweep_module.drop_damaged
             monkeypatch.setattr(sweep_module, "drop_damaged", then_b_runs_it)
-            frame = sweep(configs, a)
+            frame = sweep(configs, a, replace_other_data=overwrite)
         return frame, {r.key: r for r in a.all()}, by_b
 
 
@@ -55,15 +57,60 @@ CASES = [(field, value, secure) for field, value in (("data_fingerprint", "f" * 
                                                      ("claim_version", 4)) for secure in (False, True)]
 
 
+OTHER = {"data_fingerprint": "computed on other data", "canary_key": "another canary key"}
+
+
 @pytest.mark.parametrize(("field", "value", "secure"), CASES)
 def test_a_training_stored_in_the_gap_that_fails_the_start_up_check_is_recomputed(tiny, tmp_path, monkeypatch, field,
                                                                                   value, secure):
     configs = _configs(tiny, secure)
     frame, held, by_b = _b_stores_it_in_the_gap(configs, tmp_path / "results.sqlite", monkeypatch,
-                                                lambda r: dataclasses.replace(r, **{field: value}), caller_checks=True)
+                                                lambda r: dataclasses.replace(r, **{field: value}), caller_checks=True,
+                                                overwrite=field in OTHER)
     assert all(getattr(r, field) == value for r in by_b.values())
     assert all(getattr(r, field) != value for r in held.values())  # A's own training replaced B's
     assert list(frame[field]) == [getattr(held[c.key()], field) for c in configs]
+
+
+@pytest.mark.parametrize(("field", "value"), [(field, value) for field, value, secure in CASES[:4] if not secure])
+def test_other_data_or_canary_key_stored_in_the_gap_is_refused_without_overwrite(tiny, tmp_path, monkeypatch, field,
+                                                                                 value):
+    """As the start-up check refuses them (review misc F1): another sweep's results are kept, not recomputed."""
+    configs, path = _configs(tiny, False), tmp_path / "results.sqlite"
+    with pytest.raises(ConfigError, match=OTHER[field]) as refused:
+        _b_stores_it_in_the_gap(configs, path, monkeypatch, lambda r: dataclasses.replace(r, **{field: value}),
+                                caller_checks=True)
+    assert "\n" not in str(refused.value) and "--overwrite" in str(refused.value)
+    with Store(path) as store:
+        assert {getattr(r, field) for r in store.all()} == {value} and len(store.all()) == len(configs)
+
+
+def test_the_records_recomputed_from_the_gap_are_said_in_one_note(tiny, tmp_path, monkeypatch):
+    """One note with the count and the first, not one per training (review misc F2)."""
+    configs, notes = [c.model_copy(update={"seed": s}) for c in _configs(tiny, False) for s in (0, 1, 2)], []
+    _b_stores_it_in_the_gap(configs, tmp_path / "results.sqlite", monkeypatch,
+                            lambda r: dataclasses.replace(r, claim_version=4), caller_checks=True, notes=notes)
+    said = [n for n in notes if "start-up check" in n]
+    assert len(said) == 1 and said[0].startswith(f"{len(configs)} record(s)"), notes
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_two_sweeps_replacing_each_other_s_runs_end(tiny, tmp_path, overwrite):
+    """The ping-pong of review misc F1: each record A stores, another sweep (of other data) stores again; A recomputes
+    a key at most once, then stops with one line, instead of recomputing forever."""
+    configs, path, stored = _configs(tiny, False), tmp_path / "results.sqlite", []
+
+    def other_sweep_replaces(records):
+        stored.append(records)
+        assert len(stored) < 5, "recomputed without end"
+        with Store(path) as b:
+            b.put_many([dataclasses.replace(r, data_fingerprint="f" * 16) for r in records])
+
+    with Store(path) as a, pytest.raises(ConfigError, match="stored again" if overwrite else "on other data") as err:
+        sweep(configs, a, on_done=other_sweep_replaces, replace_other_data=overwrite)
+    assert len(stored) == (2 if overwrite else 1) and "\n" not in str(err.value)
+    with Store(path) as store:
+        assert {r.data_fingerprint for r in store.all()} == {"f" * 16}  # the other sweep's last records kept
 
 
 @pytest.mark.parametrize("secure", [False, True])
@@ -71,7 +118,7 @@ def test_the_sweep_s_own_check_judges_what_is_stored_right_after_it(tiny, tmp_pa
     configs = _configs(tiny, secure)
     frame, held, _ = _b_stores_it_in_the_gap(configs, tmp_path / "results.sqlite", monkeypatch,
                                              lambda r: dataclasses.replace(r, data_fingerprint="f" * 16),
-                                             caller_checks=False)
+                                             caller_checks=False, overwrite=True)
     assert all(r.data_fingerprint != "f" * 16 for r in held.values()) and "f" * 16 not in set(frame.data_fingerprint)
 
 

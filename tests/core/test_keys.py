@@ -124,7 +124,7 @@ def test_runs_giving_no_default_keep_their_keys():
 
 def test_the_plain_class_constants_a_plugin_s_key_reads_are_declarations_scalars_and_tuple_frozenset(monkeypatch):
     """keys.py restated declarations.SCALARS: a scalar kind added there is one whose class constants a plugin's code
-    key reads by value (here complex: 1j and 2j key apart), from one list."""
+    key reads by value (here complex: 1j and 2j key apart, and a subclass's), from one list."""
     import importlib
 
     from vflpriv.common import declarations
@@ -134,6 +134,8 @@ def test_the_plain_class_constants_a_plugin_s_key_reads_are_declarations_scalars
     try:
         importlib.reload(keys)
         assert keys.loaded_code(type("P", (), {"x": 1j})) != keys.loaded_code(type("P", (), {"x": 2j}))
+        c = type("C", (complex,), {})  # a subclass constant (numpy.complex128) keyed by value too (review misc F4)
+        assert keys.loaded_code(type("P", (), {"x": c(1j)})) != keys.loaded_code(type("P", (), {"x": c(2j)}))
     finally:
         monkeypatch.undo()
         importlib.reload(keys)

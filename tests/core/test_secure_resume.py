@@ -202,7 +202,7 @@ def test_a_sweep_says_when_another_sweep_replaced_its_records_before_its_final_r
     assert any("replaced in the store meanwhile by another sweep" in n for n in notes)
 
 
-def _b_runs_it_whole_after_a_checks(configs, path, monkeypatch, mark=lambda r: r):
+def _b_runs_it_whole_after_a_checks(configs, path, monkeypatch, mark=lambda r: r, overwrite=False):
     """Sweep A (mc, similarity) over a training an earlier sweep stored in part, while sweep B runs it whole between
     A's start-up check and A's loop, its records then re-put through ``mark``: (A's frame, held, B's records)."""
     import vflpriv.tradeoff.sweep as sweep_module
@@ -221,7 +221,7 @@ def _b_runs_it_whole_after_a_checks(configs, path, monkeypatch, mark=lambda r: r
     with Store(path) as a:
         sweep(configs[:1], a)  # an earlier sweep (mc only) stored the training in part
         monkeypatch.setattr(sweep_module, "drop_damaged", then_b_runs_it_whole)
-        frame = sweep(configs, a)  # sweep A (mc, similarity)
+        frame = sweep(configs, a, replace_other_data=overwrite)  # sweep A (mc, similarity)
         return frame, {r.key: r for r in a.all()}, by_b
 
 
@@ -241,10 +241,12 @@ def test_a_training_another_sweep_finishes_whole_after_the_start_up_check_is_rea
 def test_a_training_another_sweep_finished_is_read_only_where_the_start_up_check_would_keep_it(
         tiny, tmp_path, monkeypatch, field, value):
     """Review small F1: B's whole training was read even where its records were of other data, another canary key or
-    earlier claim rules, which A's start-up check deletes or refuses: A's results.csv reported them. A retrains."""
+    earlier claim rules, which A's start-up check deletes or refuses: A's results.csv reported them. A retrains (with
+    --overwrite where the check refuses them: tests/core/test_gap_reads.py)."""
     configs = _configs(tiny)
     frame, held, by_b = _b_runs_it_whole_after_a_checks(configs, tmp_path / "results.sqlite", monkeypatch,
-                                                        lambda r: dataclasses.replace(r, **{field: value}))
+                                                        lambda r: dataclasses.replace(r, **{field: value}),
+                                                        overwrite=field != "claim_version")
     assert all(getattr(r, field) != value for r in held.values())  # A's own training replaced B's
     assert all(held[k].train_seconds != r.train_seconds for k, r in by_b.items())
     assert list(frame.train_seconds) == [held[c.key()].train_seconds for c in configs]

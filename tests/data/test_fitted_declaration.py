@@ -141,3 +141,20 @@ def test_a_container_not_of_an_exact_built_in_type_is_refused(container, plugin,
     plugin(lambda: made)
     refused_in_planning(["evaluate", "--dataset", "t-fitted", *PLAN], f"got a {type(container).__name__};", tmp_path,
                         monkeypatch)
+
+
+@pytest.mark.parametrize("party", [False, True])
+def test_a_class_named_with_a_line_break_is_named_escaped_on_one_line(party):
+    """Review misc F7: a container's or an entry's class name was quoted raw ('Evil\\nerror: fake': two lines)."""
+    evil = type("Evil\nerror: fake" + "x" * 100, (str if party else tuple,), {})
+    with pytest.raises(ValueError) as refused:
+        _digits(("", evil("x")) if party else evil(("", "")))
+    assert "\n" not in str(refused.value) and "got a Evil\\nerror: fake" in str(refused.value)
+    assert "x" * 60 not in str(refused.value)  # bounded
+
+
+def test_a_plugin_check_names_a_class_escaped_on_one_line():
+    """The same for a declaration the registry checks (``plugin_checks.shown``)."""
+    from vflpriv.config.plugin_checks import shown
+
+    assert shown(type("Evil\nerror: fake", (), {})()) == "a Evil\\nerror: fake"

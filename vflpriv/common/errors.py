@@ -69,3 +69,9 @@ class Interrupted(VflprivError):
     """The user interrupted a sweep (Ctrl-C); finished runs are in the store."""
 
     exit_code = 130
+
+
+def class_named(value: object, width: int = 60) -> str:
+    """The name of ``value``'s class for an error, escaped and bounded (one line whatever a plugin named it), read
+    without running its metaclass's code."""
+    return ascii(vars(type)["__name__"].__get__(type(value)))[1:-1][:width]

@@ -111,8 +111,8 @@ def loaded_code(cls: type) -> str:
     return digest.hexdigest()[:16]
 
 
-#: The built-in scalars whose own ``__repr__`` reads a subclass's value (bool before int).
-_SCALAR_BASES = (bool, int, float, str, bytes)
+#: The built-in scalars whose own ``__repr__`` reads a subclass's value: ``SCALARS`` but None, bool before int.
+_SCALAR_BASES = (bool, *(kind for kind in SCALARS if kind not in (bool, type(None))))
 
 
 def _constant(value: object, depth: int = 0) -> str:

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from vflpriv.common.declarations import plain_data
+from vflpriv.common.errors import class_named
 from vflpriv.common.points import KNOWN_POINTS, PER_SAMPLE
 from vflpriv.common.secret_kinds import FEATURES, SECRETS
 
@@ -23,7 +24,7 @@ PHASES = ("pretrain", "finetune")
 
 def shown(value: object, width: int = 60) -> str:
     """``value``'s repr where it is plain data (running none of its code), else its type's name."""
-    return repr(value)[:width] if plain_data(value) else f"a {type(value).__name__}"
+    return repr(value)[:width] if plain_data(value) else f"a {class_named(value)}"
 
 
 def _names(values) -> str:

@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
-from vflpriv.common.errors import ConfigError, UnknownNameError
+from vflpriv.common.errors import ConfigError, UnknownNameError, class_named
 from vflpriv.config import plugin_checks
 
 T = TypeVar("T")
@@ -115,7 +115,7 @@ def _loaded(load: Callable[[], Any], what: str) -> Any:
     try:
         return load()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code
-        detail = f"it called sys.exit({exc.code})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+        detail = f"it called sys.exit({exc.code})" if isinstance(exc, SystemExit) else f"{class_named(exc)}: {exc}"
         raise UnknownNameError(f"{what}: {detail}") from exc
 
 

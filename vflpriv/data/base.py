@@ -18,6 +18,8 @@ from typing import Literal
 
 import torch
 
+from vflpriv.common.errors import class_named
+
 Modality = Literal["tabular", "image"]
 
 
@@ -51,11 +53,11 @@ def declaration_problem(fitted: object, parties: int) -> str:
     if fitted is None:
         return ""
     if type(fitted) not in (tuple, list):  # a subclass could mask its entries (its __len__, __iter__, __getitem__)
-        got = f"a {type(fitted).__name__}"
+        got = f"a {class_named(fitted)}"
     elif len(fitted) != parties:
         got = f"{len(fitted)} entries for {parties} parties"
     elif wrong := [p for p, f in enumerate(fitted) if type(f) is not str]:  # a subclass could mask its text
-        got = f"a {type(fitted[wrong[0]]).__name__} for party {wrong[0]}"
+        got = f"a {class_named(fitted[wrong[0]])} for party {wrong[0]}"
     elif long := [p for p, f in enumerate(fitted) if len(f) > MAX_DECLARED]:
         got = f"{len(fitted[long[0]])} characters for party {long[0]}"
     elif control := [(p, i, c) for p, f in enumerate(fitted) for i, c in enumerate(f) if _splits_a_line(c)]:

@@ -9,7 +9,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from vflpriv.common.errors import ConfigError
+from vflpriv.common.errors import ConfigError, class_named
 from vflpriv.config.schema import ModelConfig
 from vflpriv.data.base import PartySpec
 from vflpriv.models.encoders import CNNEncoder, MLPEncoder, build_encoder
@@ -60,7 +60,7 @@ def encoder_stages(encoder: nn.Module) -> list[nn.Module]:
     if isinstance(encoder, CNNEncoder):
         f = encoder.features
         return [f[0:3], f[3:6], f[6:], encoder.head]
-    raise ConfigError(f"cannot split {type(encoder).__name__} into bottom and top; give it a stages() method")
+    raise ConfigError(f"cannot split {class_named(encoder)} into bottom and top; give it a stages() method")
 
 
 #: Stages shared by PMA when none are given, per encoder kind (others: the last stage).

@@ -11,7 +11,7 @@ together all read the one that was written first). Runs record its fingerprint (
 nothing of it): reproduce them elsewhere by copying the file or setting the variable to it, and give a cluster's
 workers the same key (the variable, or a shared cache root). A key file that does not check out is reported with a
 warning, replaced by a fresh key and never used; a malformed variable is refused. Stored runs whose canaries another
-key drew are refused by a command that would resume them (``tradeoff.sweep.refuse_other_canary_key``), never reused.
+key drew are refused by a command that would resume them (``tradeoff.gap.refuse_other_canary_key``), never reused.
 """
 
 from __future__ import annotations

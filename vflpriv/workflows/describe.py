@@ -211,7 +211,8 @@ def _auditor(name: str, cls: Any) -> Description:
              "records": "auditor_* fields and the canary audit's auditor lines, never leakage, CAP, verdicts or the "
                         "attacks' worst case",
              "follows": cls.anchor or "vflpriv's own"}
-    return Description("auditor", name, _summary(cls), facts, options_of(cls.Options))
+    return Description("auditor", name, _summary(cls), facts, options_of(cls.Options),
+                       "finetune.auditor_options.")
 
 
 def _dataset(name: str, loader: Any) -> Description:

@@ -121,7 +121,7 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
                 results = sweep(configs, store, jobs=jobs, backend=backend, address=address,
                                 runs_per_gpu=runs_per_gpu, on_done=done, on_note=notes.append, on_start=started,
                                 on_read=read, on_schedule=progress.plan, on_tail=prepare, checked=True, redo=redo,
-                                since=since)
+                                since=since, replace_other_data=overwrite)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
