@@ -18,6 +18,7 @@ from cli_helpers import one_error_line, refused_in_planning  # noqa: E402
 PLUGIN = '''
 from vflpriv.attacks.base import Attack
 from vflpriv.attacks.features.base import FeatureAttack
+from vflpriv.defenses.base import StrengthAxis
 from vflpriv.defenses.nopeek import NoPeek
 
 
@@ -78,6 +79,22 @@ class BadHook(NoPeek):
 
 class NoReason(NoPeek):
     phases = ("finetune",)
+
+
+class AxisNoneLow(NoPeek):
+    axis = StrengthAxis("alpha", low=None)
+
+
+class AxisStrHigh(NoPeek):
+    axis = StrengthAxis("alpha", high="10")
+
+
+class AxisNaNLow(NoPeek):
+    axis = StrengthAxis("alpha", low=float("nan"))
+
+
+class AxisLogSearch(NoPeek):
+    axis = StrengthAxis("alpha", search=(0.0, 1.0))
 '''
 
 #: Each bad class, its registry, and what its refusal names: the bad value, then the valid choices.
@@ -95,6 +112,11 @@ CASES = {
     "AxisStr": (DEFENSES, "its axis is 'lambda'; give a vflpriv.defenses.base.StrengthAxis"),
     "PhasesBad": (DEFENSES, "its phases are ('inference',); give a tuple of some of 'pretrain', 'finetune'"),
     "NoHooks": (DEFENSES, "its hook_points are frozenset(); give a non-empty set of some of 'defend:active-backward'"),
+    "AxisNoneLow": (DEFENSES, "its axis alpha: low is None; give an int or float, not NaN"),
+    "AxisStrHigh": (DEFENSES, "its axis alpha: high is '10'; give an int or float, not NaN"),
+    "AxisNaNLow": (DEFENSES, "its axis alpha: low is nan; give an int or float, not NaN"),
+    "AxisLogSearch": (DEFENSES, "its axis alpha: search is (0.0, 1.0); give a tuple (lo, hi) of finite numbers with "
+                                "0 <= lo < hi <= inf, lo > 0 (a log scale)"),
     "BadHook": (DEFENSES, "its hook_points are frozenset({'defend:nowhere'}); give a non-empty set of some of"),
 }
 
@@ -128,7 +150,8 @@ def test_a_built_in_s_name_in_another_case_is_refused():
 
 @pytest.mark.parametrize("args", [["--attack", "hunt2_plugin:MajFeat", "--defense", "none"],
                                   ["--attack", "hunt2_plugin:KMLabels", "--defense", "none"],
-                                  ["--defense", "hunt2_plugin:AxisStr", "--strengths", "1"]])
+                                  ["--defense", "hunt2_plugin:AxisStr", "--strengths", "1"],
+                                  ["--defense", "hunt2_plugin:AxisNoneLow", "--strengths", "1"]])
 def test_evaluate_refuses_in_one_line_before_anything_trains(plugin, monkeypatch, args):
     refused_in_planning(["evaluate", *args, "--seeds", "0"], "is not a vflpriv", plugin, monkeypatch)
 

@@ -68,6 +68,8 @@ def defense_problem(cls: type) -> str | None:
     axis = cls.axis
     if not _derives(type(axis), STRENGTH_AXIS):
         return f"its axis is {shown(axis)}; give a {STRENGTH_AXIS}"
+    if problem := _axis_problem(axis):
+        return f"its axis {problem}"
     points = cls.hook_points
     if type(points) not in (set, frozenset) or not points or not all(type(p) is str and p in KNOWN_POINTS
                                                                       for p in points):
@@ -80,6 +82,33 @@ def defense_problem(cls: type) -> str | None:
         if problem:
             return f"its {name} {problem}"
     return None
+
+
+def _number(value: object) -> bool:
+    """An exact int or float, not NaN (bool is no strength)."""
+    return type(value) in (int, float) and not math.isnan(value)
+
+
+def _axis_problem(axis: Any) -> str:
+    """What is wrong with a strength axis's own fields ('' if nothing): the checks after it format and compare them
+    (a ``low`` of None crashed planning with a traceback: review misc F8)."""
+    if type(axis.name) is not str or not axis.name:
+        return f"name is {shown(axis.name)}; give a non-empty str"
+    if axis.stronger not in ("higher", "lower") or type(axis.stronger) is not str:
+        return f"{axis.name}: stronger is {shown(axis.stronger)}; give 'higher' or 'lower'"
+    for field in ("identity", "low", "high"):
+        if not _number(getattr(axis, field)):
+            return f"{axis.name}: {field} is {shown(getattr(axis, field))}; give an int or float, not NaN"
+    if not axis.low <= axis.high:
+        return f"{axis.name}: low ({axis.low:g}) is above high ({axis.high:g}); give low <= high"
+    search, log = axis.search, axis.log
+    if type(log) is not bool:
+        return f"{axis.name}: log is {shown(log)}; give True or False"
+    if not (type(search) is tuple and len(search) == 2 and all(_number(v) and math.isfinite(v) for v in search)
+            and axis.low <= search[0] < search[1] <= axis.high and (not log or search[0] > 0)):
+        return (f"{axis.name}: search is {shown(search)}; give a tuple (lo, hi) of finite numbers with "
+                f"{axis.low:g} <= lo < hi <= {axis.high:g}" + (", lo > 0 (a log scale)" if log else ""))
+    return ""
 
 
 def _strengths_problem(strengths: object, axis: Any) -> str:
