@@ -62,6 +62,22 @@ def test_an_installed_plugin_under_a_built_in_s_name_is_one_error_line(tmp_path,
     assert DEFENSES.get("iso").__name__ == "IsotropicNoise"
 
 
+def test_an_installed_plugin_under_a_built_in_s_name_in_another_case_is_refused(tmp_path, monkeypatch):
+    """Review misc F9: ``register`` refused 'LABEL-DP', an installed entry point under it was listed and used."""
+    info = tmp_path / "shadow-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: shadow\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[vflpriv.defenses]\nLABEL-DP = shadow_plugin:Mine\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(DEFENSES, "_installed", None)  # read the entry points again, with the plugin's
+    monkeypatch.setattr(DEFENSES, "_cache", {})
+    assert "LABEL-DP" not in DEFENSES.names()
+    refused_in_planning(["evaluate", "--defense", "LABEL-DP", "--strengths", "1"],
+                        "the installed package 'shadow' declares defense 'LABEL-DP' (shadow_plugin:Mine), a built-in "
+                        "defense's name ('label-dp') in another case", tmp_path, monkeypatch)
+    assert DEFENSES.get("label-dp") is LabelDP
+
+
 def test_a_plugin_defense_s_code_is_in_its_keys_and_a_built_in_s_keys_are_unchanged(monkeypatch):
     keys = []
     for cls in (_Mine, _Edited):

@@ -37,11 +37,9 @@ class Registry(Generic[T]):
         """Add ``obj`` under ``name`` at run time (tests, notebooks); entry points are the usual way. A built-in's name,
         in any case, is refused (:meth:`_entry_points`), and ``obj`` is checked as a ``package.module:Object`` is."""
         self._entry_points()
-        same = [b for b in sorted(self._builtins) if b.casefold() == name.casefold()]
-        if same:
-            case = "" if same[0] == name else f" ('{same[0]}') in another case"
+        if any(b.casefold() == name.casefold() for b in self._builtins):
             raise ConfigError(f"cannot register {_a(self.kind)} as '{name}': that is a built-in {self.kind}'s "
-                              f"name{case}, and a plugin under it would share its stored runs; register it under "
+                              f"name{_case(name, self._builtins)}, and a plugin under it would share its stored runs; register it under "
                               "another name")
         problem = self.check(obj)
         if problem is not None:
@@ -57,9 +55,10 @@ class Registry(Generic[T]):
         share the built-in's keys and stored records (review final14 F6)."""
         if self._installed is None:
             found = list(entry_points(group=self.group))
-            self._builtins = builtins = frozenset(ep.name for ep in found if _builtin(ep))
-            self._installed = {ep.name: ep for ep in found if _builtin(ep) or ep.name not in builtins}
-            self._shadowing = {ep.name: ep for ep in found if ep.name in builtins and not _builtin(ep)}
+            self._builtins = frozenset(ep.name for ep in found if _builtin(ep))
+            folded = {b.casefold() for b in self._builtins}  # in any case, as ``register`` (review misc F9)
+            self._installed = {ep.name: ep for ep in found if _builtin(ep) or ep.name.casefold() not in folded}
+            self._shadowing = {ep.name: ep for ep in found if ep.name.casefold() in folded and not _builtin(ep)}
         return self._installed
 
     def builtin(self, name: str) -> bool:
@@ -81,7 +80,7 @@ class Registry(Generic[T]):
         if name in self._shadowing:
             other = self._shadowing[name]
             raise ConfigError(f"the installed package '{other.dist.name}' declares {self.kind} '{name}' "
-                              f"({other.value}), a built-in {self.kind}'s name: its runs would share the built-in's "
+                              f"({other.value}), a built-in {self.kind}'s name{_case(name, self._builtins)}: its runs would share the built-in's "
                               f"stored runs; rename it in that package's entry points, or uninstall it")
         if name in eps:
             obj = _loaded(lambda: eps[name].load(), f"cannot load the installed {self.kind} '{name}' "
@@ -98,6 +97,12 @@ class Registry(Generic[T]):
             raise UnknownNameError(f"'{name}' is not a vflpriv {self.kind}: {problem}")
         self._cache[name] = obj
         return obj
+
+
+def _case(name: str, builtins: frozenset[str]) -> str:
+    """'' where ``name`` is a built-in's name as written, else which one it spells in another case."""
+    same = next(b for b in sorted(builtins) if b.casefold() == name.casefold())
+    return "" if same == name else f" ('{same}') in another case"
 
 
 def _a(kind: str) -> str:
