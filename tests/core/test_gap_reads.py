@@ -129,3 +129,23 @@ def test_a_training_stored_in_the_gap_that_passes_is_read_not_retrained(tiny, tm
                                                 caller_checks=True)
     seconds = [by_b[c.key()].train_seconds for c in configs]
     assert [held[c.key()].train_seconds for c in configs] == seconds and list(frame.train_seconds) == seconds
+
+
+def test_other_data_stored_just_before_the_final_read_is_refused_not_reported(tiny, tmp_path):
+    """Review misc3 M1: the sweep's last read of the store was not judged, so another sweep's records of other data
+    written right before it were reported as this sweep's results, without ``--overwrite``."""
+    configs = _configs(tiny, secure=False)
+    path = tmp_path / "s.sqlite"
+    with Store(path) as a:
+        real = a.get_many
+
+        def b_rewrites_then_reads(keys):
+            if len(keys) == len(configs):  # the final read of the whole sweep
+                with Store(path) as b:
+                    b.put_many([dataclasses.replace(r, data_fingerprint="f" * 16, train_seconds=r.train_seconds + 1)
+                                for r in real(keys).values()])
+            return real(keys)
+
+        a.get_many = b_rewrites_then_reads
+        with pytest.raises(ConfigError, match="computed on other data"):
+            sweep(configs, a)
