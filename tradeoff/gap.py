@@ -61,10 +61,12 @@ class GapCheck:
         """Record that ``key``'s ``version`` is recomputed; ConfigError where another version of it was already."""
         first = self.recomputed.setdefault(key, (version, why))
         if first[0] != version:
+            again = "" if why == first[1] else f" (the first time: {first[1]})"
             raise ConfigError(f"results store {self.store.path}: run {key} was stored again failing this sweep's "
-                              f"start-up check ({why}) after this sweep recomputed it once (it had: {first[1]}); "
-                              "another sweep on this store keeps replacing it: stop one of them, or give another "
-                              "--out or --store")
+                              f"start-up check, {why}, after this sweep recomputed it once{again}; another sweep "
+                              f"on this store keeps replacing its runs ({len(self.recomputed)} recomputed here, kept "
+                              "in the store): run the sweeps one after the other, or give each its own --out or "
+                              "--store")
 
     def _problems(self, training: str, written: dict[str, object]) -> dict[str, str]:
         """Key: what is wrong, for the records ``written`` of ``training`` (key: its stored text); all its runs where
