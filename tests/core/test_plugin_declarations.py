@@ -112,9 +112,9 @@ CASES = {
     "AxisStr": (DEFENSES, "its axis is 'lambda'; give a vflpriv.defenses.base.StrengthAxis"),
     "PhasesBad": (DEFENSES, "its phases are ('inference',); give a tuple of some of 'pretrain', 'finetune'"),
     "NoHooks": (DEFENSES, "its hook_points are frozenset(); give a non-empty set of some of 'defend:active-backward'"),
-    "AxisNoneLow": (DEFENSES, "its axis alpha: low is None; give an int or float, not NaN"),
-    "AxisStrHigh": (DEFENSES, "its axis alpha: high is '10'; give an int or float, not NaN"),
-    "AxisNaNLow": (DEFENSES, "its axis alpha: low is nan; give an int or float, not NaN"),
+    "AxisNoneLow": (DEFENSES, "its axis alpha: low is None; give a real number, not NaN"),
+    "AxisStrHigh": (DEFENSES, "its axis alpha: high is '10'; give a real number, not NaN"),
+    "AxisNaNLow": (DEFENSES, "its axis alpha: low is nan; give a real number, not NaN"),
     "AxisLogSearch": (DEFENSES, "its axis alpha: search is (0.0, 1.0); give a tuple (lo, hi) of finite numbers with "
                                 "0 <= lo < hi <= inf, lo > 0 (a log scale)"),
     "BadHook": (DEFENSES, "its hook_points are frozenset({'defend:nowhere'}); give a non-empty set of some of"),
@@ -173,3 +173,16 @@ def test_a_phase_refused_without_a_reason_names_the_valid_phases(plugin, monkeyp
                                "1", "--seeds", "0", "--method", "fedhssl"], "acts in finetune only; use phase finetune",
                               plugin, monkeypatch)
     assert "only: " not in out
+
+
+def test_audit_strengths_of_numpy_reals_are_accepted():
+    """Review misc2 M3: numpy floats, accepted before the checks, were refused as 'a tuple'; bool stays refused."""
+    import numpy as np
+
+    from vflpriv.config.plugin_checks import defense_problem
+    from vflpriv.defenses.nopeek import NoPeek
+
+    numpy_reals = type("NumpyReals", (NoPeek,), {"audit_strengths": {"finetune": (np.float64(0.5), np.float32(2.0))}})
+    assert defense_problem(numpy_reals) is None
+    boolean = type("Boolean", (NoPeek,), {"audit_strengths": {"finetune": (True,)}})
+    assert "its audit_strengths hold (True,) for finetune" in defense_problem(boolean)

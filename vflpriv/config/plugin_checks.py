@@ -8,6 +8,7 @@ check against are ``vflpriv.common``'s, a base class is known by its qualified n
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from vflpriv.common.declarations import plain_data
@@ -85,8 +86,8 @@ def defense_problem(cls: type) -> str | None:
 
 
 def _number(value: object) -> bool:
-    """An exact int or float, not NaN (bool is no strength)."""
-    return type(value) in (int, float) and not math.isnan(value)
+    """A real number (numpy's too), not NaN; bool is no strength."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value)
 
 
 def _axis_problem(axis: Any) -> str:
@@ -98,7 +99,7 @@ def _axis_problem(axis: Any) -> str:
         return f"{axis.name}: stronger is {shown(axis.stronger)}; give 'higher' or 'lower'"
     for field in ("identity", "low", "high"):
         if not _number(getattr(axis, field)):
-            return f"{axis.name}: {field} is {shown(getattr(axis, field))}; give an int or float, not NaN"
+            return f"{axis.name}: {field} is {shown(getattr(axis, field))}; give a real number, not NaN"
     if not axis.low <= axis.high:
         return f"{axis.name}: low ({axis.low:g}) is above high ({axis.high:g}); give low <= high"
     search, log = axis.search, axis.log
@@ -120,8 +121,8 @@ def _strengths_problem(strengths: object, axis: Any) -> str:
     for phase, values in strengths.items():
         if phase not in PHASES:
             return f"name the phase {shown(phase)}; {valid}"
-        fine = type(values) is tuple and values and all(type(v) in (int, float) and math.isfinite(v)
-                                                         and axis.low <= v <= axis.high for v in values)
+        fine = type(values) is tuple and values and all(_number(v) and math.isfinite(v) and axis.low <= v <= axis.high
+                                                         for v in values)
         if not fine or len(set(values)) < len(values):
             return f"hold {shown(values)} for {phase}; {valid}"
     return ""
