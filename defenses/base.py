@@ -40,6 +40,7 @@ import torch
 from pydantic import BaseModel
 
 from vflpriv.common.errors import ConfigError
+from vflpriv.common.points import LABELS, MESSAGE  # the hook points that are not the loop's: the channel, the labels
 from vflpriv.config.options import NoOptions
 from vflpriv.defenses.declarations import declared_read, undeclared
 from vflpriv.engine.hooks import (
@@ -48,11 +49,7 @@ from vflpriv.engine.hooks import (
     ACTIVE_MODEL,
     DEFENSE_POINTS,
     GRADIENT_COMPUTATION,
-    PASSIVE_POINTS,
     PREDICTIONS,
-    PRETRAIN_PASSIVE_LOSS,
-    SOFT_LABELS,
-    SOFT_TARGETS,
     DefensePoints,
 )
 from vflpriv.engine.message import ACTIVE, Message, Payload
@@ -61,11 +58,6 @@ from vflpriv.engine.roles import PASSIVE, role
 if TYPE_CHECKING:
     from vflpriv.engine.party import Federation
 
-#: Hook points that are not points of the training loop: the channel, and the labels at binding.
-MESSAGE = "message"
-LABELS = "labels"
-#: Every point a defense may list in ``hook_points`` (the registry refuses others: review hunt2 N7).
-KNOWN_POINTS = DEFENSE_POINTS | PASSIVE_POINTS | {PRETRAIN_PASSIVE_LOSS, SOFT_LABELS, SOFT_TARGETS, MESSAGE, LABELS}
 
 __all__ = ["ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "DEFENSE_POINTS", "GRADIENT_COMPUTATION", "LABELS",
            "MESSAGE", "PREDICTIONS", "Defense", "LabelDefense", "Protection", "StrengthAxis", "TrainingDefense",

@@ -2,8 +2,8 @@
 hunt2 N2-N7): a declaration that planning, ``describe`` or the audit reads later failed there with a traceback, after
 training, or with a message naming nothing. Each check returns the problem with the valid choices, or None.
 
-The components' modules are imported inside the checks: a class being checked has imported them already, and the
-registry is imported by the configuration, before any component."""
+Like the registry, they import no component package (the components import the configuration): the names they
+check against are ``vflpriv.common``'s, a base class is known by its qualified name."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ import math
 from typing import Any
 
 from vflpriv.common.declarations import plain_data
-from vflpriv.common.errors import ConfigError, class_named
+from vflpriv.common.errors import class_named
+from vflpriv.common.points import KNOWN_POINTS, PER_SAMPLE
 from vflpriv.common.secret_kinds import FEATURES, SECRETS
 
 FEATURE_ATTACK = "vflpriv.attacks.features.base.FeatureAttack"
+STRENGTH_AXIS = "vflpriv.defenses.base.StrengthAxis"
 ROLES = ("active", "passive", "server")
 #: The phases a defense may act in (a passive defense's ``phases``, an audit's strengths per phase).
 PHASES = ("pretrain", "finetune")
@@ -29,6 +31,11 @@ def _names(values) -> str:
     return ", ".join(map(repr, values))
 
 
+def _derives(cls: type, base: str) -> bool:
+    """Whether ``cls`` is ``base`` (module.Class) or a subclass of it."""
+    return base in (f"{k.__module__}.{k.__qualname__}" for k in cls.__mro__)
+
+
 def attack_problem(cls: type) -> str | None:
     """An attack class that infers a secret vflpriv scores and names roles that exist; a feature attack (and only
     one) is a FeatureAttack, reading per-sample messages it names."""
@@ -38,7 +45,7 @@ def attack_problem(cls: type) -> str | None:
     if type(roles) not in (set, frozenset, tuple, list) or not roles or not all(type(r) is str and r in ROLES
                                                                                  for r in roles):
         return f"its roles are {shown(roles)}; they must be some of {_names(ROLES)}"
-    feature = FEATURE_ATTACK in (f"{k.__module__}.{k.__qualname__}" for k in cls.__mro__)
+    feature = _derives(cls, FEATURE_ATTACK)
     if secret == FEATURES and not feature:
         return f"it infers features but is not a FeatureAttack (subclass {FEATURE_ATTACK})"
     if feature and secret != FEATURES:
@@ -48,28 +55,19 @@ def attack_problem(cls: type) -> str | None:
 
 
 def _observes_problem(observes: object) -> str | None:
-    from vflpriv.engine.message import EMBEDDING, GRADIENT
-
-    kinds = (EMBEDDING, GRADIENT)
-    if type(observes) is not tuple or not observes or not all(type(k) is str and k in kinds for k in observes) \
+    if type(observes) is not tuple or not observes or not all(type(k) is str and k in PER_SAMPLE for k in observes) \
             or len(set(observes)) < len(observes):
         return (f"its observes is {shown(observes)}; give a tuple of the per-sample messages it reconstructs from, "
-                f"some of {_names(kinds)} without repeats")
+                f"some of {_names(PER_SAMPLE)} without repeats")
     return None
 
 
 def defense_problem(cls: type) -> str | None:
-    """A defense class whose secrets, axis, audit strengths, hook points and phases are ones planning can use."""
-    from vflpriv.defenses.base import KNOWN_POINTS, StrengthAxis
-    from vflpriv.defenses.declarations import declared_secrets
-
-    try:
-        declared_secrets(cls)
-    except ConfigError as exc:
-        return str(exc)
+    """A defense class whose axis, audit strengths, hook points and phases are ones planning can use (its
+    ``secrets``: ``defenses.declarations.declared_secrets``, where planning and ``describe`` read them)."""
     axis = cls.axis
-    if not isinstance(axis, StrengthAxis):
-        return f"its axis is {shown(axis)}; give a vflpriv.defenses.base.StrengthAxis"
+    if not _derives(type(axis), STRENGTH_AXIS):
+        return f"its axis is {shown(axis)}; give a {STRENGTH_AXIS}"
     points = cls.hook_points
     if type(points) not in (set, frozenset) or not points or not all(type(p) is str and p in KNOWN_POINTS
                                                                       for p in points):

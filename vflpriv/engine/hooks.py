@@ -71,32 +71,30 @@ import torch
 from torch import nn
 
 from vflpriv.common.declarations import keep_defined
+from vflpriv.common.points import (  # the defense points, below the registry's check of a defense's hook_points
+    ACTIVE_BACKWARD,
+    ACTIVE_BATCH,
+    ACTIVE_LOSS,
+    ACTIVE_MODEL,
+    DEFENSE_POINTS,
+    GRADIENT_COMPUTATION,
+    PASSIVE_BACKWARD,
+    PASSIVE_BOTTOM,
+    PASSIVE_LOSS,
+    PASSIVE_POINTS,
+    PREDICTIONS,
+    PRETRAIN_PASSIVE_LOSS,
+    SOFT_LABELS,
+    SOFT_TARGETS,
+)
 from vflpriv.engine.audit_guard import AuditRead, ReadGuard
 
 #: Hook point names, as methods declare them in ``supports`` and attacks and defenses in what they need.
 PASSIVE_STEP = "observe:passive-step"
 PASSIVE_OPTIMIZER = "act:passive-optimizer"
-ACTIVE_BATCH = "defend:active-batch"
-ACTIVE_MODEL = "defend:active-model"
-ACTIVE_LOSS = "defend:active-loss"
-GRADIENT_COMPUTATION = "defend:gradient-computation"
-ACTIVE_BACKWARD = "defend:active-backward"
-#: The loop trains with the active party's soft labels where a label defense set them (``ActiveParty.soft_labels``).
-SOFT_LABELS = "defend:soft-labels"
-#: The loop recomputes the active party's soft targets from its model's current outputs at each update (``soft_targets``).
-SOFT_TARGETS = "defend:soft-targets"
-PREDICTIONS = "defend:predictions"
 EPOCH_END = "measure:epoch-end"
 AUDIT_UPDATE = "audit:active-update"
 AUDIT_EMBEDDINGS = "audit:passive-embeddings"
-DEFENSE_POINTS = frozenset({ACTIVE_BATCH, ACTIVE_MODEL, ACTIVE_LOSS, GRADIENT_COMPUTATION, ACTIVE_BACKWARD, PREDICTIONS})
-PASSIVE_BOTTOM = "defend:passive-bottom"
-PASSIVE_LOSS = "defend:passive-loss"
-PASSIVE_BACKWARD = "defend:passive-backward"
-#: The passive party's points the shared finetuning loop calls.
-PASSIVE_POINTS = frozenset({PASSIVE_BOTTOM, PASSIVE_LOSS, PASSIVE_BACKWARD})
-#: ``passive_loss`` in pretraining: the SSL loops that train a party's encoder call it (local, cross-party, guided).
-PRETRAIN_PASSIVE_LOSS = "defend:pretrain-passive-loss"
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,11 @@ from typing import Union
 
 import torch
 
+from vflpriv.common.points import EMBEDDING, GRADIENT
+
 ACTIVE = 0
 SERVER = -1
 
-EMBEDDING = "embedding"
-GRADIENT = "gradient"
 WEIGHTS = "weights"  # shared encoder parameters (FedHSSL PMA: the local top encoder)
 HEAD_WEIGHTS = "head-weights"  # shared SSL head parameters (FedHSSL PMA: local projector and predictor)
 STATISTICS = "statistics"  # BatchNorm running means and variances shared with weights
