@@ -74,4 +74,24 @@ class Interrupted(VflprivError):
 def class_named(value: object, width: int = 60) -> str:
     """The name of ``value``'s class for an error, escaped and bounded (one line whatever a plugin named it), read
     without running its metaclass's code."""
-    return ascii(vars(type)["__name__"].__get__(type(value)))[1:-1][:width]
+    return type_named(type(value), width)
+
+
+def type_named(cls: type, width: int = 60) -> str:
+    """``cls.__name__`` for an error, escaped and bounded, read from ``type``'s own slot (a metaclass's
+    ``__name__`` property never runs)."""
+    return ascii(_slot(cls, "__name__"))[1:-1][:width]
+
+
+def type_path(cls: type, width: int = 120) -> str:
+    """``cls``'s ``module.qualname`` for an error, escaped and bounded, read as :func:`type_named` reads its name."""
+    return ascii(f"{_slot(cls, '__module__')}.{_slot(cls, '__qualname__')}")[1:-1][:width]
+
+
+def _slot(cls: type, attribute: str) -> str:
+    """``type``'s own ``attribute`` of ``cls`` ('?' where it has none, or a module that is no str)."""
+    try:
+        value = vars(type)[attribute].__get__(cls)
+    except (AttributeError, TypeError):
+        return "?"
+    return value if issubclass(type(value), str) else "?"

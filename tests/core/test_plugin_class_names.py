@@ -1,0 +1,64 @@
+"""Review misc3 M2: an error naming a plugin's class reads the name without running the plugin's metaclass code, and
+shows it on one bounded line, on each path that names one."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch import nn
+
+from vflpriv.attacks.search import search
+from vflpriv.common.errors import ProtocolError
+from vflpriv.defenses.own_modules import foreign_part, foreign_tensors
+from vflpriv.engine.audit_guard import ReadGuard, rows_problem
+from vflpriv.runner.feature_attacking import _reply
+from vflpriv.workflows.describe import _uses
+
+RAN: list[str] = []
+SHOWN = "PLUGIN CODE RAN\nerror: fake " + "y" * 500
+
+
+def _ran(attribute: str) -> property:
+    return property(lambda cls: RAN.append(attribute) or SHOWN)
+
+
+#: A plugin's metaclass whose classes' ``__name__`` and ``__module__`` are code, run each time they are read.
+Meta = type("Meta", (type,), {"__name__": _ran("__name__"), "__module__": _ran("__module__")})
+Evil = Meta("Evil", (), {"space": lambda self: {}, "untunable": ""})
+EvilError = Meta("EvilError", (Exception,), {})
+EvilModule = Meta("EvilModule", (nn.Module,), {})
+
+
+class _Refused:
+    """A method whose constructor raises a plugin's exception (describe's 'unknown (...)' line)."""
+
+    Options = dict
+
+    def __init__(self, options):
+        raise EvilError()
+
+
+def _raised(call) -> str:
+    with pytest.raises(ProtocolError) as raised:
+        call()
+    return str(raised.value)
+
+
+PATHS = {
+    "audit_guard.rows_problem": lambda: rows_problem(Evil(), lambda grads: None, batch=4),
+    "audit_guard.ReadGuard": lambda: _raised(lambda: ReadGuard(None).check(Evil(), Evil(), torch.arange(4))),
+    "feature_attacking._reply": lambda: _raised(
+        lambda: _reply(Evil(), SimpleNamespace(targets=("test",)), {}, "plugin", Evil())),
+    "search.search": lambda: search(Evil(), None, budget=1, seed=0),
+    "describe._uses": lambda: _uses(_Refused, "label_uses"),
+    "own_modules.foreign_tensors": lambda: foreign_tensors(nn.Linear(2, 2), Evil()),
+    "own_modules.foreign_part": lambda: foreign_part(nn.Sequential(nn.Linear(2, 2), EvilModule())),
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_plugin_class_is_named_without_its_metaclass_code_on_one_bounded_line(path):
+    RAN.clear()
+    said = PATHS[path]()
+    assert RAN == [], f"the metaclass's {RAN[0]} ran"
+    assert "Evil" in said and "\n" not in said and "y" * 20 not in said and len(said) < 400, said
