@@ -62,3 +62,24 @@ def test_a_plugin_class_is_named_without_its_metaclass_code_on_one_bounded_line(
     said = PATHS[path]()
     assert RAN == [], f"the metaclass's {RAN[0]} ran"
     assert "Evil" in said and "\n" not in said and "y" * 20 not in said and len(said) < 400, said
+
+
+class _Name(str):
+    """A plugin's class name that is a str subclass: its methods are code, run each time they are called."""
+
+    def __repr__(self, *args):
+        RAN.append("__repr__")
+        return SHOWN
+
+    __str__ = __format__ = __getitem__ = __repr__
+
+
+def test_a_class_named_by_a_str_subclass_is_named_without_its_methods():
+    """``type()`` keeps a str subclass as ``__name__`` (and ``__qualname__``, ``__module__``): ``ascii()`` ran its
+    ``__repr__``."""
+    from vflpriv.common.errors import class_named, type_path
+
+    RAN.clear()
+    named = type(_Name("Evil"), (), {"__module__": _Name("plugin"), "__qualname__": _Name("Evil")})
+    said = [class_named(named()), type_path(named), rows_problem(named(), lambda grads: None, batch=4)]
+    assert RAN == [] and said[:2] == ["Evil", "plugin.Evil"] and "is Evil, not" in said[2], (RAN, said)

@@ -89,9 +89,9 @@ def type_path(cls: type, width: int = 120) -> str:
 
 
 def _slot(cls: type, attribute: str) -> str:
-    """``type``'s own ``attribute`` of ``cls`` ('?' where it has none, or a module that is no str)."""
+    """``type``'s own ``attribute`` of ``cls`` as an exact str ('?' where it has none, or a module that is no str):
+    ``type()`` keeps a str subclass, whose ``__repr__`` or ``__format__`` would be the plugin's code."""
     try:
-        value = vars(type)[attribute].__get__(cls)
+        return "".join((vars(type)[attribute].__get__(cls),))  # join copies a subclass's characters, calls nothing
     except (AttributeError, TypeError):
         return "?"
-    return value if issubclass(type(value), str) else "?"
