@@ -315,7 +315,7 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
             unset = (" (partition.aux_features unset: 10% of the aligned samples, at most half of those the active "
                      "party trains on)") if run.partition.aux_features is None else ""
             raise IncompatibleError(f"attack '{cfg.name}': {why}; this partition leaves the adversary {known}{unset}; "
-                                    f"{known_advice(p.scenario, needed)}")
+                                    f"{known_advice(p.scenario, needed, run.partition.aux_features)}")
     if run.partition.aux == 0 and attack.needs_aux:
         raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")
     return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), space, adversary=adversary,
