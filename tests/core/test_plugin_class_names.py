@@ -83,3 +83,29 @@ def test_a_class_named_by_a_str_subclass_is_named_without_its_methods():
     named = type(_Name("Evil"), (), {"__module__": _Name("plugin"), "__qualname__": _Name("Evil")})
     said = [class_named(named()), type_path(named), rows_problem(named(), lambda grads: None, batch=4)]
     assert RAN == [] and said[:2] == ["Evil", "plugin.Evil"] and "is Evil, not" in said[2], (RAN, said)
+
+
+class _Failing(Exception):
+    def __str__(self):
+        raise RuntimeError("its __str__ broke")
+
+
+class _Long(Exception):
+    def __str__(self):
+        return _Name("y" * 5000)
+
+
+@pytest.mark.parametrize("raised", [_Failing, _Long])
+def test_a_component_failing_to_start_is_one_bounded_error_whatever_its_exception_s_text(raised):
+    """Review misc3 M2's last point: ``components.built`` formatted ``{exc}``: a failing ``__str__`` escaped as its
+    RuntimeError (a traceback), a long one was whole, a str subclass's ``__format__`` ran."""
+    from vflpriv.common.components import built
+    from vflpriv.common.errors import ConfigError
+
+    def make():
+        raise raised()
+
+    RAN.clear()
+    with pytest.raises(ConfigError, match=f"^method 'p' failed to start: {raised.__name__}: ") as refused:
+        built("method", "p", make)
+    assert RAN == [] and len(str(refused.value)) < 400

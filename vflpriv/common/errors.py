@@ -77,6 +77,15 @@ def class_named(value: object, width: int = 60) -> str:
     return type_named(type(value), width)
 
 
+def exception_text(exc: BaseException, width: int = 300) -> str:
+    """``str(exc)`` for an error, bounded: a plugin's exception's ``__str__`` is its code, which may fail ('?') or
+    return a str subclass (copied, so its ``__format__`` never runs)."""
+    try:
+        return "".join((str(exc),))[:width]
+    except Exception:  # noqa: BLE001 - a plugin's own __str__
+        return "?"
+
+
 def type_named(cls: type, width: int = 60) -> str:
     """``cls.__name__`` for an error, escaped and bounded, read from ``type``'s own slot (a metaclass's
     ``__name__`` property never runs)."""
