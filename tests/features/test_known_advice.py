@@ -58,3 +58,15 @@ def test_aux_features_below_two_is_refused_by_the_setting():
     with pytest.raises(ValidationError, match="greater than or equal to 2"):
         PartitionConfig(aux_features=1)
     assert PartitionConfig(aux_features=2).aux_features == 2
+
+
+def test_the_labeled_samples_to_add_count_those_validation_holds_out_of_them():
+    """With finetune.validation=0.5, each labeled sample added holds out half of one: 'by 2' left the pool short."""
+    from vflpriv.data.scenario import known_advice
+
+    def scenario(labeled):
+        return build_scenario(load_dataset(DatasetConfig(), parties=2), PartitionConfig(labeled=labeled, canaries=18),
+                              seed=0, validation=0.5)
+
+    assert "raise partition.labeled (by 4 or more)" in known_advice(scenario(40), 2, None, 0.5)
+    assert known_features(scenario(44), None).numel() == 2 > known_features(scenario(43), None).numel()
