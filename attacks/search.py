@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 
 from vflpriv.attacks.base import Attack
-from vflpriv.common.errors import ConfigError, DivergedError, ProtocolError
+from vflpriv.common.errors import ConfigError, DivergedError, ProtocolError, class_named
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash
@@ -220,7 +220,7 @@ class Search:
             if self.reply is not None:  # the runner's contract check of a reply, on the trial's own view
                 inferences = dict(self.reply(inferences, view))
             if HOLDOUT not in inferences:
-                raise ProtocolError(f"attack {type(self.attack).__name__} declares a search space but did not guess "
+                raise ProtocolError(f"attack {class_named(self.attack)} declares a search space but did not guess "
                                     f"the '{HOLDOUT}' target set")
             return inferences
 
@@ -291,7 +291,7 @@ def search(attack: Attack, view: AdversaryView, *, budget: int, seed: int, key: 
     checks each trial's reply on the trial's view (ProtocolError naming the plugin) before it is scored or kept."""
     space = attack.space() if space is None else space
     if not space:
-        return attack.untunable or f"{type(attack).__name__} declares no search space"
+        return attack.untunable or f"{class_named(attack)} declares no search space"
     s = Search(attack, view, seed=seed, key=key, reply=reply)
     if s.split is None:
         return s.holdout.unsplittable

@@ -24,6 +24,8 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from vflpriv.common.errors import class_named, type_path
+
 #: torch.nn's layers whose output row i depends on input row i alone (BatchNorm on frozen running statistics), by
 #: exact type.
 _TORCH_ROWWISE = frozenset({
@@ -49,7 +51,7 @@ def foreign_part(module: nn.Module) -> str:
     for name, m in module.named_modules(remove_duplicate=False):
         kind, where = type(m), f"'{name or 'the bottom'}'"
         if not read_class(kind) and kind not in _TORCH_ROWWISE:
-            return (f"{where} is a {kind.__module__}.{kind.__qualname__}, neither one of vflpriv's bottoms whose "
+            return (f"{where} is a {type_path(kind)}, neither one of vflpriv's bottoms whose "
                     "forward was read nor a row-wise torch.nn layer")
         if kind in _BATCHNORMS and m.running_mean is None:
             return (f"{where} is a BatchNorm without running statistics (it normalises with each batch's, in eval "
@@ -67,10 +69,10 @@ def foreign_tensors(module: nn.Module, x: object) -> str:
     """'' where the batch is exactly a torch.Tensor and each parameter and buffer of ``module`` exactly an
     nn.Parameter / torch.Tensor; else which is not (a subclass's ``__torch_function__`` can mix rows in any op)."""
     if type(x) is not torch.Tensor:
-        return f"the batch is a {type(x).__qualname__}, not a torch.Tensor (its class's operations were not read)"
+        return f"the batch is a {type_path(type(x))}, not a torch.Tensor (its class's operations were not read)"
     tensors = [*((k, p, nn.Parameter) for k, p in module.named_parameters()),
                *((k, b, torch.Tensor) for k, b in module.named_buffers())]
-    return next((f"'{k}' is a {type(t).__qualname__}, not a {kind.__name__} (its class's operations were not read)"
+    return next((f"'{k}' is a {type_path(type(t))}, not a {kind.__name__} (its class's operations were not read)"
                  for k, t, kind in tensors if type(t) is not kind and not is_lazy(t)), "")
 
 
@@ -114,7 +116,7 @@ def calls_checked(module: nn.Module, n: int, report):
         a = args[0] if args else None
         if not (isinstance(a, torch.Tensor) and a.dim() >= 1 and a.shape[0] == n and _CALL_RULES[type(m)](m, a)):
             name = next((k for k, c in module.named_modules() if c is m), "?") or "the bottom"
-            report(f"'{name}' ({type(m).__name__}) was called on {tuple(getattr(a, 'shape', ()))}, not on "
+            report(f"'{name}' ({class_named(m)}) was called on {tuple(getattr(a, 'shape', ()))}, not on "
                    f"the batch's {n} rows as a row-wise layer (its rows would mix)")
 
     handles = [m.register_forward_pre_hook(check) for m in module.modules() if type(m) in _CALL_RULES]

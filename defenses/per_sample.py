@@ -52,7 +52,7 @@ from torch import nn
 from torch.autograd.function import BackwardCFunction
 from torch.autograd.graph import GradientEdge, get_gradient_edge
 
-from vflpriv.common.errors import ProtocolError
+from vflpriv.common.errors import ProtocolError, class_named, type_path
 from vflpriv.defenses.gaussian_message import clip_rows
 from vflpriv.defenses.ghost_sums import sums
 from vflpriv.defenses.own_modules import carried
@@ -249,11 +249,11 @@ class GhostTape:
         grads = self._gradients(out, edges)
         missing = next((e[0] for (e, _), g in zip(edges, grads) if g is None), None)
         if missing is not None:
-            name = f"{type(missing).__name__} {self.names[id(missing)]!r}"
+            name = f"{class_named(missing)} {self.names[id(missing)]!r}"
             self.why = f"the output of {name} does not reach the rows sent"
             return None
         mixed = "" if not weights else gradient_mixing(
-            [f"{type(e[0]).__name__} {self.names[id(e[0])]!r}" for e, _ in edges], grads, weighted, weights)
+            [f"{class_named(e[0])} {self.names[id(e[0])]!r}" for e, _ in edges], grads, weighted, weights)
         if mixed:
             raise ProtocolError(f"embedding-dp: {mixed}; its argument covers bottoms whose rows depend on their own "
                                 "sample only, in the forward and the backward (the tape cannot tell which mixed): the "
@@ -269,7 +269,7 @@ class GhostTape:
         if self.why:
             return None
         grads = self._gradients(rows.sum(), edges)
-        return [(f"{type(m).__name__} {self.names[id(m)]!r}", a, g) for ((m, a, _), _), g in zip(edges, grads)]
+        return [(f"{class_named(m)} {self.names[id(m)]!r}", a, g) for ((m, a, _), _), g in zip(edges, grads)]
 
     def _unread(self, rows: torch.Tensor, n: int, edges: list, *, check: bool = False, out=None) -> str:
         """Why the recorded forward is not what the rules read, or '': nothing recorded, rows without a gradient,
@@ -299,10 +299,10 @@ class GhostTape:
         calls = Counter(id(e[0]) for e in self.seen)
         for m in self.layers:
             if calls[id(m)] != 1:
-                return f"{type(m).__name__} {self.names[id(m)]!r} was called {calls[id(m)]} time(s), not once"
+                return f"{class_named(m)} {self.names[id(m)]!r} was called {calls[id(m)]} time(s), not once"
         for m, a, _ in self.seen:
             if a.dim() != _DIMS[type(m)] or a.shape[0] != n:
-                return (f"{type(m).__name__} {self.names[id(m)]!r} was called on {tuple(a.shape)}, not on the "
+                return (f"{class_named(m)} {self.names[id(m)]!r} was called on {tuple(a.shape)}, not on the "
                         f"batch's {n} rows of rank {_DIMS[type(m)]}")
         return ""
 
@@ -319,8 +319,8 @@ class GhostTape:
             ptr = a.untyped_storage().data_ptr() if id(m) in trained else 0
             writer = next((w for after, at, w in self.writes if after > k and at == ptr != 0), None)
             if writer is not None:
-                return (f"{type(writer).__name__} {self.names[id(writer)]!r} wrote in place the input "
-                        f"{type(m).__name__} {self.names[id(m)]!r} had recorded")
+                return (f"{class_named(writer)} {self.names[id(writer)]!r} wrote in place the input "
+                        f"{class_named(m)} {self.names[id(m)]!r} had recorded")
         return ""
 
     def _rewritten(self) -> str:
@@ -329,7 +329,7 @@ class GhostTape:
         forward with ``keep`` made (the checked update's; later forwards keep none)."""
         m = next((e[0] for e, copy in self.inputs if not torch.equal(e[1], copy)), None)
         return "" if m is None else \
-            f"the input {type(m).__name__} {self.names[id(m)]!r} had recorded was written in place after its call"
+            f"the input {class_named(m)} {self.names[id(m)]!r} had recorded was written in place after its call"
 
     def _reused(self, out: torch.Tensor) -> str:
         """Why the autograd graph of ``out`` is not the rules' (a walk of its nodes, about 10 microseconds on digits'
@@ -381,14 +381,14 @@ def func_grads(inner: nn.Module, row_clip: float, x: torch.Tensor, received: tor
             grads = torch.func.vmap(torch.func.grad(objective), in_dims=(None, 0, 0), randomness="different")(
                 params, x.clone(), received)  # a copy: an in-place module would write the caller's batch
     except RuntimeError as error:  # a forward torch.func cannot trace (data-dependent control flow, .item())
-        raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type(inner).__qualname__} cannot "
+        raise ProtocolError(f"embedding-dp: the per-sample gradients of the bottom {type_path(type(inner))} cannot "
                             f"be computed by torch.func (its forward: {str(error).splitlines()[0][:200]}); build it "
                             "of modules the tape covers (Linear, Conv2d, frozen BatchNorm, row-wise activations "
                             "including RReLU and Dropout, nn.Sequential) or write its "
                             "forward of operations torch.func can vectorise (no data-dependent Python control flow, no "
                             "in-place write to an input another module reads)") from error
     if any(g.requires_grad for g in grads.values()):  # a real parameter entered: torch.func took it for a constant
-        raise ProtocolError(f"embedding-dp: a trainable parameter of the bottom {type(inner).__qualname__} is reached "
+        raise ProtocolError(f"embedding-dp: a trainable parameter of the bottom {type_path(type(inner))} is reached "
                             "outside the bottom's own attributes (a tensor a hook or closure captured): torch.func's "
                             "per-sample gradients miss its use there; reach it through its module")
     return grads

@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from vflpriv.common.lazy import Lazy
-from vflpriv.common.secret_kinds import CLAIM_FIELDS, LABELS
+from vflpriv.common.secret_kinds import CLAIM_FIELDS, FEATURES, LABELS
 
 pd = Lazy("pandas")  # imported at the first table: a command's header (utility_label) runs before its sweep
 cap = Lazy("vflpriv.tradeoff.cap")  # strength_label; the module imports numpy and pandas
@@ -149,11 +149,17 @@ MSE_COLUMNS = {f"{c}_{s}": f"{n}_{s}" for c, n in (("attack_accuracy", "attack_m
 
 def strength_rows(summary: pd.DataFrame) -> pd.DataFrame:
     """``strength_summary`` as ``strength_rows.csv`` holds it: a feature row's attack MSE, prior MSE and leakage
-    (prior - attack MSE) in columns of their own, its accuracy columns empty (a label row's the other way round)."""
-    if "secret" not in summary or not (summary["secret"] == "features").any():
-        return summary
-    features = summary["secret"] == "features"
+    (prior - attack MSE) in columns of their own, its accuracy columns empty (a label row's the other way round); each
+    row's claim columns only its own secret's (review misc2 M5: a feature row read the label epsilon as its own)."""
+    features = summary["secret"] == "features" if "secret" in summary else pd.Series(False, index=summary.index)
     out = summary.copy()
+    for secret, fields in CLAIM_FIELDS.items():  # the other secret's (epsilon, delta) says nothing of this row's
+        mine = features if secret == FEATURES else ~features
+        for column in [f"{f}_{end}" for f in fields for end in ("max", "seeds")]:
+            if column in out:
+                out[column] = out[column].where(mine)
+    if not features.any():
+        return out
     for accuracy, mse in MSE_COLUMNS.items():
         out.insert(out.columns.get_loc(accuracy) + 1, mse, summary[accuracy].where(features))
         out[accuracy] = summary[accuracy].where(~features)

@@ -128,3 +128,26 @@ def test_audit_reports_which_active_runs_ran_and_why(tmp_path):
         summary = json.loads((out / "audit.json").read_text())
         assert summary["active"]["policy"] == active and "## Active adversary" in (out / "audit.md").read_text()
         assert len(summary["active"]["decisions"]) == (active == "weakest")
+
+
+@pytest.mark.parametrize("returned", [(float("nan"),), (-1.0,), [0.1], (True,), "0.1"])
+def test_a_plugin_s_own_audit_strengths_out_of_range_are_one_error_naming_it(returned, monkeypatch):
+    """Review misc2 M2: a plugin's ``audit_strengths_for`` returning NaN was a pydantic traceback where the audit built
+    its runs; numbers it may return (numpy's float64 too) pass as they are."""
+    import numpy as np
+
+    from vflpriv.common.errors import ConfigError
+    from vflpriv.defenses.iso import IsotropicNoise
+    from vflpriv.workflows import audit_config
+
+    class Plugin(IsotropicNoise):
+        @classmethod
+        def audit_strengths_for(cls, phase, *, finetune, options):
+            return returned
+
+    monkeypatch.setattr(audit_config, "DEFENSES", type("Registry", (), {"get": staticmethod(lambda name: Plugin)}))
+    cfg = AuditConfig.model_validate({**SMALL, "audit": {"defenses": [{"name": "iso"}]}})
+    with pytest.raises(ConfigError, match=r"^defense 'iso': its audit_strengths_for\('finetune'\) returned .*; give"):
+        cfg.audit.defenses[0].strengths_for("finetune", finetune=cfg.finetune)
+    returned = (1, np.float64(0.5))
+    assert cfg.audit.defenses[0].strengths_for("finetune", finetune=cfg.finetune) == returned

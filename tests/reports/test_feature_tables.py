@@ -57,6 +57,20 @@ def test_strength_rows_csv_holds_each_adversary_s_mses_in_columns_of_their_own(r
     assert labels["attack_accuracy_mean"].eq(0.6).all() and labels["attack_mse_mean"].isna().all()
 
 
+def test_strength_rows_csv_gives_each_row_only_its_own_secret_s_claim(results):
+    """Review misc2 M5: a feature row's epsilon_max was the training's label claim (label-dp), read as its own."""
+    claimed = results.assign(epsilon=1.0, epsilon_delta=0.0, epsilon_features=41.6, epsilon_features_delta=1e-5)
+    rows = strength_rows(strength_summary(claimed))
+    features, labels = rows[rows["secret"] == "features"], rows[rows["secret"] == "labels"]
+    label_claim = ["epsilon_max", "epsilon_delta_max", "epsilon_seeds"]
+    feature_claim = ["epsilon_features_max", "epsilon_features_delta_max", "epsilon_features_seeds"]
+    assert features[label_claim].isna().all().all() and labels[feature_claim].isna().all().all()
+    assert features["epsilon_features_max"].eq(41.6).all() and labels["epsilon_max"].eq(1.0).all()
+    assert labels["epsilon_seeds"].eq(2).all()
+    plain = strength_rows(strength_summary(claimed[claimed["secret"] == "labels"]))
+    assert plain["epsilon_max"].eq(1.0).all() and plain["epsilon_features_max"].isna().all()
+
+
 def test_table_xi_reads_a_feature_attack_s_mse_per_adversary_under_an_mse_title(results):
     found = {t.title: t for t in strength_tables(strength_summary(results))}
     features = {title: t for title, t in found.items() if "fi-decoder" in title}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from vflpriv.common.errors import ConfigError, VflprivError, class_named
+from vflpriv.common.errors import ConfigError, VflprivError, class_named, exception_text
 
 T = TypeVar("T")
 
@@ -18,4 +18,4 @@ def built(kind: str, name: str, make: Callable[[], T]) -> T:
     except VflprivError:
         raise
     except Exception as exc:  # noqa: BLE001 - a plugin's own code
-        raise ConfigError(f"{kind} '{name}' failed to start: {class_named(exc)}: {exc}") from exc
+        raise ConfigError(f"{kind} '{name}' failed to start: {class_named(exc)}: {exception_text(exc)}") from exc

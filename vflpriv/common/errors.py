@@ -74,4 +74,33 @@ class Interrupted(VflprivError):
 def class_named(value: object, width: int = 60) -> str:
     """The name of ``value``'s class for an error, escaped and bounded (one line whatever a plugin named it), read
     without running its metaclass's code."""
-    return ascii(vars(type)["__name__"].__get__(type(value)))[1:-1][:width]
+    return type_named(type(value), width)
+
+
+def exception_text(exc: BaseException, width: int = 300) -> str:
+    """``str(exc)`` for an error, bounded: a plugin's exception's ``__str__`` is its code, which may fail ('?') or
+    return a str subclass (copied, so its ``__format__`` never runs)."""
+    try:
+        return "".join((str(exc),))[:width]
+    except Exception:  # noqa: BLE001 - a plugin's own __str__
+        return "?"
+
+
+def type_named(cls: type, width: int = 60) -> str:
+    """``cls.__name__`` for an error, escaped and bounded, read from ``type``'s own slot (a metaclass's
+    ``__name__`` property never runs)."""
+    return ascii(_slot(cls, "__name__"))[1:-1][:width]
+
+
+def type_path(cls: type, width: int = 120) -> str:
+    """``cls``'s ``module.qualname`` for an error, escaped and bounded, read as :func:`type_named` reads its name."""
+    return ascii(f"{_slot(cls, '__module__')}.{_slot(cls, '__qualname__')}")[1:-1][:width]
+
+
+def _slot(cls: type, attribute: str) -> str:
+    """``type``'s own ``attribute`` of ``cls`` as an exact str ('?' where it has none, or a module that is no str):
+    ``type()`` keeps a str subclass, whose ``__repr__`` or ``__format__`` would be the plugin's code."""
+    try:
+        return "".join((vars(type)[attribute].__get__(cls),))  # join copies a subclass's characters, calls nothing
+    except (AttributeError, TypeError):
+        return "?"

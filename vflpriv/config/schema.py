@@ -61,10 +61,9 @@ class PartitionConfig(Options):
                             "label attacks")
     aux_features: int | None = Field(
         None, ge=2, description="the feature attacks' auxiliary knowledge: this many (at least 2: a reconstruction is "
-        "learnt from known pairs) of the aligned training samples "
-        "the active party trains on (never canaries or validation samples), whose victim features the adversary knows "
-        "(with the messages it received about them); drawn from the seed, apart from every other draw; unset = 10% of "
-        "the aligned training samples (VFLAIR's share)")
+        "learnt from known pairs) of the aligned training samples the active party trains on (never canaries or "
+        "validation samples), whose victim features the adversary knows (with the messages it received about them); "
+        "drawn from the seed, apart from every other draw; unset = 10% of the aligned training samples (VFLAIR's)")
 
     def without_aux_features(self) -> PartitionConfig:
         """This partition as the training and a label attack read it: ``aux_features`` (read only by a feature attack

@@ -6,6 +6,7 @@ passive party holding a small auxiliary labeled set, balanced per class.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -163,20 +164,34 @@ def known_pool(scenario: Scenario) -> torch.Tensor:
     return trained_on[~torch.isin(trained_on, torch.cat([scenario.canaries, scenario.validation]))]
 
 
-def known_advice(scenario: Scenario, needed: int) -> str:
+def known_advice(scenario: Scenario, needed: int, count: int | None, validation: float = 0.0) -> str:
     """What gives a feature attack the ``needed`` known samples and one target (review hunt2 N8: the advice named
-    settings that could not): ``partition.aux_features`` where the pool holds them, else what shrinks the pool."""
+    settings that could not), ``partition.aux_features=count``: where the pool holds them, that setting; else what
+    grows the pool to where the unset count (at most half the pool) reaches ``needed``, or to ``needed + 1`` and
+    that setting (review misc2 M1: ``needed + 1`` left the unset count short, set aside again); ``validation``, the
+    share of the labeled samples held out (finetune.validation), grows with partition.labeled."""
     pool = known_pool(scenario).numel()
     if pool > needed:
         return f"set partition.aux_features={needed} or more (at most {pool - 1})"
-    short, canaries, held_out = needed + 1 - pool, scenario.canaries.numel(), scenario.validation.numel()
+    by_default = count is None and round(AUX_FEATURES_SHARE * scenario.aligned.numel()) >= needed
+    short = (2 * needed if by_default else needed + 1) - pool
+    canaries, held_out = scenario.canaries.numel(), scenario.validation.numel()
     trained = "aligned" if scenario.active_labels_local else "labeled aligned"
     fixes = [f"lower partition.canaries to at most {canaries - short}"] if canaries >= short else []
     fixes += [f"lower finetune.validation (it holds out {held_out})"] if held_out else []
     fixes += ["raise partition.aligned_fraction" if scenario.active_labels_local
-              else f"raise partition.labeled (by {short} or more)"]
+              else f"raise partition.labeled (by {_labeled_to_add(scenario.labeled.numel(), short, validation)} "
+              "or more)"]
+    also = "" if by_default else f"; and set partition.aux_features={needed}"
     return (f"it needs {needed} known samples and one to attack among the {trained} training samples the active party "
-            f"trains on less canaries and validation samples, and there are {pool}: {', or '.join(fixes)}")
+            f"trains on less canaries and validation samples, and there are {pool}: {', or '.join(fixes)}{also}")
+
+
+def _labeled_to_add(labeled: int, short: int, validation: float) -> int:
+    """How many more labeled samples grow the trained-on pool by ``short``, the ``validation`` share of them held out
+    too (``round``, as :func:`_draw_validation` counts)."""
+    held = lambda n: round(validation * n)  # noqa: E731
+    return next(d for d in itertools.count(short) if d - held(labeled + d) + held(labeled) >= short)
 
 
 def _draw_aux_features(pool: torch.Tensor, aligned: int, count: int | None, g: torch.Generator) -> torch.Tensor:

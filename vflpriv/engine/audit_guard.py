@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from vflpriv.common.errors import ProtocolError
+from vflpriv.common.errors import ProtocolError, class_named, type_path
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ def rows_problem(known: Any, released: Any, *, batch: int) -> str:
     if not callable(released):
         return "its AuditRead.released is not callable"
     if not isinstance(known, torch.Tensor):
-        return f"its AuditRead.known is {type(known).__name__}, not a tensor of batch positions"
+        return f"its AuditRead.known is {class_named(known)}, not a tensor of batch positions"
     if known.dim() != 1 or known.dtype == torch.bool or known.is_floating_point() or known.is_complex():
         return (f"its AuditRead.known must be a 1-D tensor of integer batch positions, got a {known.dim()}-D "
                 f"{known.dtype} tensor")
@@ -59,7 +59,7 @@ class ReadGuard:
     def check(self, auditor: Any, read: Any, ids: torch.Tensor) -> None:
         """Refuse ``read``, the auditor's read of the update of the batch ``ids``, or remember it as the last one."""
         if not isinstance(read, AuditRead):
-            problem = f"audit_update returned {type(read).__name__}, not an AuditRead or None"
+            problem = f"audit_update returned {class_named(read)}, not an AuditRead or None"
         elif self._last is not None and self._last() is read:
             problem = "it handed back its AuditRead of an earlier update (each read names its own update's rows)"
         else:
@@ -67,6 +67,5 @@ class ReadGuard:
         if not problem and self.hidden is not None and bool(torch.isin(ids[read.known], self.hidden).any()):
             problem = "asked for the defense's clipped gradients of a canary's row, whose label is hidden from it"
         if problem:
-            kind = type(auditor)
-            raise ProtocolError(f"auditor {kind.__module__}.{kind.__qualname__}: {problem}")
+            raise ProtocolError(f"auditor {type_path(type(auditor))}: {problem}")
         self._last = weakref.ref(read)

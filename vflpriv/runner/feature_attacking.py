@@ -22,7 +22,7 @@ from torch import nn
 
 from vflpriv.attacks.search import SearchResult
 from vflpriv.common import feature_metrics as fm
-from vflpriv.common.errors import ProtocolError
+from vflpriv.common.errors import ProtocolError, class_named, type_path
 from vflpriv.common.seeding import generator
 from vflpriv.data.scenario import Scenario
 from vflpriv.engine import ACTIVE, INFERENCE, SERVER, Federation
@@ -182,9 +182,9 @@ def _reply(guesses, view: FeatureView, shapes: dict[str, tuple], name: str, atta
     of the view and of no other set, each a tensor of its set's shape in ``shapes`` (one row per target of the victim's
     shape); else :class:`ProtocolError` naming the attack and its class (a plugin's reply fails its run, not the
     training's)."""
-    who = f"attack '{name}' ({type(attack).__module__}.{type(attack).__qualname__})"
+    who = f"attack '{name}' ({type_path(type(attack))})"
     if not isinstance(guesses, Mapping):
-        raise ProtocolError(f"{who} returned {type(guesses).__name__}, not a mapping of target set names to "
+        raise ProtocolError(f"{who} returned {class_named(guesses)}, not a mapping of target set names to "
                             f"Reconstructions ({', '.join(view.targets)})")
     asked, given = set(view.targets), set(guesses)
     if given != asked:
@@ -194,7 +194,7 @@ def _reply(guesses, view: FeatureView, shapes: dict[str, tuple], name: str, atta
         found = guesses[set_name]
         features = getattr(found, "features", None)
         if not isinstance(found, Reconstruction) or not isinstance(features, torch.Tensor):
-            raise ProtocolError(f"{who} returned {type(found).__name__} for its {set_name} targets, not a "
+            raise ProtocolError(f"{who} returned {class_named(found)} for its {set_name} targets, not a "
                                 "Reconstruction of a tensor")
         if tuple(features.shape) != shape:
             raise ProtocolError(f"{who} reconstructed its {shape[0]} {set_name} targets as shape "

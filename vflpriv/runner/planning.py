@@ -314,8 +314,9 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
         if (known := known_ids.numel()) < needed:
             unset = (" (partition.aux_features unset: 10% of the aligned samples, at most half of those the active "
                      "party trains on)") if run.partition.aux_features is None else ""
+            advice = known_advice(p.scenario, needed, run.partition.aux_features, run.finetune.validation)
             raise IncompatibleError(f"attack '{cfg.name}': {why}; this partition leaves the adversary {known}{unset}; "
-                                    f"{known_advice(p.scenario, needed)}")
+                                    f"{advice}")
     if run.partition.aux == 0 and attack.needs_aux:
         raise IncompatibleError(f"attack '{cfg.name}' needs the adversary's auxiliary labels; raise partition.aux above 0")
     return AttackPlan(run, attack, PRIOR_PLANS[attack.secret](run, attack), space, adversary=adversary,

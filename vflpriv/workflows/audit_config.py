@@ -4,12 +4,14 @@ and the whole configuration, a training plus what to throw at it (:class:`AuditC
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import Field, NonNegativeFloat, model_validator
 
-from vflpriv.common.errors import VflprivError
+from vflpriv.common.errors import ConfigError, VflprivError
 from vflpriv.config.options import Options
+from vflpriv.config.plugin_checks import shown
 from vflpriv.config.registry import ATTACKS, DEFENSES
 from vflpriv.config.schema import MAX_SEARCH_BUDGET, Phase, TrainingConfig, refuse_empty_kinds, refuse_untuned
 from vflpriv.config.sweep import RunsPerGpu, Seeds, check_runs_per_gpu, refuse_repeats
@@ -47,7 +49,12 @@ class AuditDefense(Options):
         cls = DEFENSES.get(self.name)
         if self.kinds == ["embedding"] and phase in cls.embedding_audit_strengths:
             return cls.embedding_audit_strengths[phase]
-        return cls.audit_strengths_for(phase, finetune=finetune, options=self.options)
+        found = cls.audit_strengths_for(phase, finetune=finetune, options=self.options)
+        if found is None or type(found) is tuple and all(type(v) is not bool and isinstance(v, (int, float))
+                                                         and math.isfinite(v) and v >= 0 for v in found):
+            return found  # a plugin's own (review misc2 M2: NaN was a pydantic traceback where the runs are planned)
+        raise ConfigError(f"defense '{self.name}': its audit_strengths_for({phase!r}) returned {shown(found)}; give a "
+                          "tuple of finite strengths >= 0 (weak to strong), or None for no audit strengths there")
 
 
 class AuditSettings(Options):

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from vflpriv.common.components import built
-from vflpriv.common.errors import UnknownNameError, VflprivError
+from vflpriv.common.errors import UnknownNameError, VflprivError, class_named
 from vflpriv.config import presets
 from vflpriv.config.registry import ATTACKS, AUDITORS, DATASETS, DEFENSES, METHODS
 from vflpriv.defenses.declarations import declared_secrets
@@ -106,7 +106,7 @@ def _uses(cls: Any, declared: str) -> str:
     try:
         uses = getattr(cls(cls.Options()), declared)()
     except Exception as exc:  # noqa: BLE001 - a plugin's constructor
-        return f"unknown ({type(exc).__name__} under the default options)"
+        return f"unknown ({class_named(exc)} under the default options)"
     return "; ".join(uses) or "none"
 
 
