@@ -93,7 +93,8 @@ def _claim_sources() -> dict[str, str]:
     parts = [spent, gaussian_epsilon, common, declarations, own_code, _undeclared, pretraining_reads_labels,
              Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
              planning._reads, planning._check_label_readers, planning.plan_defenses, planning._check_backward,
-             claims.claimed, claims.withheld, claims.record_claims, claims.guards_victim, claims.foreign_accounting,
+             claims.judged, claims.claimed, claims.withheld, claims.record_claims, claims.guards_victim,
+             claims.foreign_accounting,
              claims._foreign_member, claims._holds, claims._padded, claims.claim_secrets, claims.accounting_class,
              claims._unrecorded, claims._uncovered, claims.made_types, claims.altered, claims._unmade, claims._shown,
              claims._vflpriv_code, loaded_code]  # the run's key reads a plugin's class before the first look
@@ -127,7 +128,7 @@ def _loader_declarations() -> str:
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (6, "5913b3fa48456eb6")
+PINNED_CLAIM_RULES = (6, "5a1e5f6f22ec4580")
 
 
 def _digest() -> str:

@@ -21,7 +21,7 @@ from vflpriv.defenses.dp_gaussian import GaussianDP, noise_for, spent
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.defenses.label_dp import LabelDP
-from vflpriv.runner.claims import accounting_class, claimed, foreign_accounting
+from vflpriv.runner.claims import Verdict, accounting_class, foreign_accounting
 from vflpriv.runner.naming import CLAIMS, guards_record, secrets_claimed
 from vflpriv.store.records import CLAIM_VERSION
 
@@ -91,18 +91,17 @@ ACCOUNTANTS: dict[type, Accountant] = {
     Alibi: Accountant(None, _settings_fixed)}
 
 
-def accounting_of(defenses: list, verdicts: tuple[str, ...], made: tuple[dict, ...] = ()) -> str:
-    """What a training's records hold of its claims (``RunRecord.epsilon_accounting``): per defense whose epsilon
-    they record (``claims.claimed`` of that defense alone, with the planner's verdict and snapshot: the same
-    judgement), its index, revision, secret and its accountant's count."""
+def accounting_of(defenses: list, judgement: tuple[Verdict, ...]) -> str:
+    """What a training's records hold of its claims (``RunRecord.epsilon_accounting``): per defense whose epsilon they
+    record (its :class:`claims.Verdict`, the one ``record_claims`` wrote from), its index, revision, secret and its
+    accountant's count."""
     entries = []
-    for i, d in enumerate(defenses):
-        labels, features, _ = claimed([d], tuple(verdicts[i:i + 1]), tuple(made[i:i + 1]))
-        if labels or features:
+    for d, v in zip(defenses, judgement):
+        if v.epsilon is not None and v.secrets:
             accountant = ACCOUNTANTS.get(accounting_class(d))
             count = accountant.count(d) if accountant is not None and accountant.count is not None else None
-            entries.append({"defense": i, "revision": int(d.revision), "secret": LABELS if labels else FEATURES,
-                            "count": count})
+            entries.append({"defense": v.index, "revision": int(d.revision),
+                            "secret": LABELS if v.secrets == {LABELS} else FEATURES, "count": count})
     return json.dumps(entries)
 
 

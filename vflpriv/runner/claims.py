@@ -5,7 +5,9 @@ holds (:func:`claimed`, :func:`record_claims`), with the notes where none is rec
 from __future__ import annotations
 
 import abc
+import math
 import types
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -20,6 +22,7 @@ from vflpriv.common.declarations import (
     plain_data,
     vflpriv_own,
 )
+from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.defenses.base import Protection
 from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.engine import FINETUNE
@@ -195,17 +198,40 @@ def accounting_class(d: Protection | type) -> type:
     return next(k for k in (d if isinstance(d, type) else type(d)).__mro__ if "privacy_spent" in vars(k))
 
 
-def claimed(defenses: list[Protection], verdicts: tuple[str, ...] = (), made: tuple[dict, ...] = ()
-            ) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
-    """What a run records of its defenses' claims (:func:`claim_secrets`): (epsilon, delta) of each covered one claiming
-    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes; ``verdicts``
-    and ``made``: the planner's (``Plan.verdicts``, ``Plan.made``)."""
-    spent = [(d, e, claim_secrets(d)) for d, planned, kept in zip(defenses, _padded(verdicts, defenses),
-                                                                  _padded(made, defenses, {}))
-             if not _uncovered(d, planned, kept) and (e := d.privacy_spent()) is not None]
-    labels = [(e, d.privacy_delta()) for d, e, secrets in spent if secrets == {"labels"}]
-    features = [(d, e) for d, e, secrets in spent if "features" in secrets]
-    return labels, features, [note for d, _, secrets in spent if (note := _unrecorded(d, secrets))]
+@dataclass(frozen=True)
+class Verdict:
+    """One defense's claim, judged once when its training is recorded (review acct 3): its index, the secrets its
+    epsilon is recorded under (:func:`claim_secrets`), its (epsilon, delta) (None, NaN: none), why it does not hold
+    ('' where it does, and at the identity: the defense is absent there, bit for bit) and why its code or data is not
+    vflpriv's (:func:`tampered`: its notes are left out then)."""
+
+    index: int
+    secrets: frozenset[str]
+    epsilon: float | None
+    delta: float
+    void: str
+    tampered: str
+
+
+def judged(defenses: list[Protection], verdicts: tuple[str, ...] = (), made: tuple[dict, ...] = ()
+           ) -> tuple[Verdict, ...]:
+    """Each defense's :class:`Verdict`; ``verdicts`` and ``made``: the planner's (``Plan.verdicts``, ``Plan.made``).
+    Its accounting (``privacy_spent``, which may find it uncovered) runs once, where nothing voided it first."""
+    out = []
+    for i, (d, planned, kept) in enumerate(zip(defenses, _padded(verdicts, defenses), _padded(made, defenses, {}))):
+        spoiled = tampered(d, kept)
+        why = _uncovered(d, planned, spoiled)
+        e = None if why else d.privacy_spent()
+        why = "" if d.is_identity else why or _uncovered(d, planned, spoiled)
+        out.append(Verdict(i, claim_secrets(d), e, math.nan if e is None else d.privacy_delta(), why, spoiled))
+    return tuple(out)
+
+
+def claimed(judgement: tuple[Verdict, ...]) -> tuple[list[tuple[float, float]], list[Verdict]]:
+    """What a run records of its defenses' claims: (epsilon, delta) of each covered one claiming the labels alone, and
+    the verdicts of those claiming the features."""
+    spent = [v for v in judgement if v.epsilon is not None]
+    return [(v.epsilon, v.delta) for v in spent if v.secrets == {LABELS}], [v for v in spent if FEATURES in v.secrets]
 
 
 def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
@@ -224,12 +250,11 @@ def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
             "secrets may narrow them, never redirect them")
 
 
-def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str],
-             verdicts: tuple[str, ...] = (), made: tuple[dict, ...] = ()) -> list[str]:
-    """The notes of the claims a run records no (label) epsilon for: :func:`claimed`'s, and those uncovered."""
-    return unrecorded + [f"{name}: no epsilon recorded: {why}" for d, name, planned, kept in
-                         zip(defenses, names, _padded(verdicts, defenses), _padded(made, defenses, {}))
-                         if (why := _uncovered(d, planned, kept)) and not d.is_identity]
+def withheld(defenses: list[Protection], names: list[str], judgement: tuple[Verdict, ...]) -> list[str]:
+    """The notes of the claims a run records no (label) epsilon for: those recorded under other secrets than named
+    (:func:`_unrecorded`), then those void."""
+    return [note for d, v in zip(defenses, judgement) if v.epsilon is not None and (note := _unrecorded(d, v.secrets))
+            ] + [f"{name}: no epsilon recorded: {v.void}" for name, v in zip(names, judgement) if v.void]
 
 
 def _padded(given: tuple, defenses: list, missing: object = "") -> tuple:
@@ -237,20 +262,22 @@ def _padded(given: tuple, defenses: list, missing: object = "") -> tuple:
     return (*given, *[missing] * (len(defenses) - len(given)))
 
 
-def _uncovered(d: Protection, planned: str, made: dict) -> str:
+def _uncovered(d: Protection, planned: str, spoiled: str) -> str:
     """Why ``d``'s claim does not hold: as planned (``Plan.verdicts``: code that cleared ``uncovered`` and deleted
-    itself, review l10 2), as its mechanism found while it ran (``uncovered``), or judged again when the run is recorded
-    (a plugin's code clearing ``uncovered``: review l9 L9-1; another's writing into its data: :func:`altered`)."""
-    return planned or d.uncovered or tampered(d, made)
+    itself, review l10 2), as its mechanism found while it ran (``uncovered``), or judged when the run is recorded
+    (``spoiled``, :func:`tampered`: a plugin's code clearing ``uncovered``: review l9 L9-1; another's writing into its
+    data: :func:`altered`)."""
+    return planned or d.uncovered or spoiled
 
 
-def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:
+def record_claims(record, claims: list[tuple[float, float]], features: list[Verdict], defenses: list[Protection]
+                  ) -> list[str]:
     """Writes a run's claims (:func:`claimed`) into ``record``: the label epsilon and delta (several compose by basic
     composition: they add), the feature epsilon of those guarding its victim's finetuning features; returns the note
     where the feature claims guard another party only (review final14 F7: one function, pinned)."""
     record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
     record.epsilon_delta = sum(d for _, d in claims) if claims else float("nan")
-    guarding = [(e, d.privacy_delta()) for d, e in features if guards_victim(d, record.victim)]
+    guarding = [(v.epsilon, v.delta) for v in features if guards_victim(defenses[v.index], record.victim)]
     if guarding:
         record.epsilon_features = sum(e for e, _ in guarding)
         record.epsilon_features_delta = sum(d for _, d in guarding)
