@@ -1,11 +1,25 @@
-"""Review fin17 / task acct: each claim is judged once when its training is recorded (its accounting run once, the
-same verdict for the notes, the record's epsilon and its accounting entries)."""
+"""Review fin17 / task acct: an epsilon rests on the count its settings state (F1: read from the record, a lowered
+count with its epsilon passed), and each claim is judged once when its training is recorded (its accounting run once,
+the same verdict for the notes, the record's epsilon and its accounting entries)."""
 
 from __future__ import annotations
 
+import importlib
+import json
+import math
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
 import vflpriv.defenses.dp_gaussian as dp_gaussian
 from vflpriv.config.sweep import ExperimentConfig
+from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
+from vflpriv.reports.results import load_results
 from vflpriv.runner.execution import run
+from vflpriv.store.sqlite import Store, read_store
+from vflpriv.tradeoff.sweep import sweep
 
 BASE = {"partition": {"labeled": 60, "aux": 20}, "model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 1},
         "seeds": [0], "attack": {"name": "mc", "prior": "none"}}
@@ -24,3 +38,65 @@ def test_a_claim_is_judged_once_when_its_training_is_recorded(monkeypatch):
     monkeypatch.setattr(dp_gaussian, "spent", lambda *a, **k: calls.append(k["uses"]) or real(*a, **k))
     (record,) = run(_run({"name": "dp-gaussian", "sweep": True}))
     assert calls == [1] and record.epsilon == real(0.5, delta=1e-5, uses=1)
+
+
+#: Review fin17 F1: dp-gaussian (2 epochs: count 2) and embedding-dp (fi-decoder, 2 epochs: 2 releases + 2 steps).
+F1 = {"dp-gaussian": _run({"name": "dp-gaussian", "sweep": True}, epochs=2),
+      "embedding-dp": ExperimentConfig.model_validate({
+          **BASE, "finetune": {"epochs": 2}, "attack": {"name": "fi-decoder", "options": {"epochs": 3}},
+          "defenses": [{"name": "embedding-dp", "sweep": True}], "strengths": [0.5]}).runs()[0]}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("counts") / "results.sqlite"
+    with Store(path) as store:
+        sweep(list(F1.values()), store)
+    return path
+
+
+def _edited(written: Path, tmp_path: Path, name: str, edit) -> tuple[Path, str]:
+    """A copy of the store with ``F1[name]``'s record edited by ``edit`` (its JSON dict); its key."""
+    path, key = tmp_path / "results.sqlite", F1[name].key()
+    shutil.copy(written, path)
+    with sqlite3.connect(path) as db:
+        record = json.loads(db.execute("SELECT record FROM runs WHERE key = ?", (key,)).fetchone()[0])
+        edit(record)
+        db.execute("UPDATE runs SET record = ? WHERE key = ?", (json.dumps(record), key))
+    return path, key
+
+
+def _one_use(record: dict, field: str, epsilon: float) -> None:
+    """fin17's E1: the entry's count lowered to 1 and the epsilon set to what the accountant gives for it."""
+    entries = json.loads(record["epsilon_accounting"])
+    entries[0]["count"] = 1
+    record.update(epsilon_accounting=json.dumps(entries), **{field: epsilon})
+
+
+def test_the_genuine_counts_are_the_settings(written):
+    frame = load_results(written)
+    assert frame.attrs["damaged"] == [] and len(frame) == 2
+    counts = {r.defense: json.loads(r.epsilon_accounting)[0]["count"] for r in read_store(written).records}
+    assert counts == {"dp-gaussian": 2, "embedding-dp": 4}
+
+
+@pytest.mark.parametrize("name, field, epsilon", [
+    ("dp-gaussian", "epsilon", dp_gaussian.spent(0.5, delta=1e-5, uses=1)),
+    ("embedding-dp", "epsilon_features", gaussian_epsilon(0.25, 1, delta=1e-5))])
+def test_a_count_lowered_with_its_epsilon_is_damaged(written, tmp_path, name, field, epsilon):
+    """The count was read from the record: lowered with a matching epsilon, a false smaller epsilon was shown."""
+    path, key = _edited(written, tmp_path, name, lambda r: _one_use(r, field, epsilon))
+    frame = load_results(path)
+    assert key not in set(frame["key"]) and frame.attrs["damaged"][0][0] == key
+    assert "counts 1, where a run of its settings composes" in frame.attrs["damaged"][0][1]
+
+
+def test_a_run_composing_another_count_than_its_settings_records_no_epsilon(monkeypatch):
+    """A loop reading each row twice an epoch (its real count 2, its settings' 1) recorded the epsilon of 2 uses,
+    which a read then judged against a count the settings do not give."""
+    loop = importlib.import_module("vflpriv.methods.finetune")  # the package's ``finetune`` is the function
+    real = loop.index_batches
+    monkeypatch.setattr(loop, "index_batches", lambda *a, **k: (lambda b: (*b, *b))(real(*a, **k)))
+    (record,) = run(_run({"name": "dp-gaussian", "sweep": True}))
+    assert math.isnan(record.epsilon) and json.loads(record.epsilon_accounting) == []
+    assert "composed 2 mechanisms for the worst training row, where a run of its settings composes 1" in record.notes

@@ -1,7 +1,32 @@
 """A stored epsilon recomputed wherever a record is read (task epsread): each DP defense's accountant, the one its run
-used, run again on what the record's settings fix (the noise multiplier or the epsilon, delta) and on the count it
-composed, which the record holds (``RunRecord.epsilon_accounting``, written by :func:`accounting_of`). A record whose
-epsilon or delta differs is damaged (a hand edit): left out of the tables, recomputed on resume."""
+used, run again on what the record's settings fix (the noise multiplier or the epsilon, delta) and on the count a run of
+those settings composes (``Accountant.planned_count``, review fin17 F1: a count read from the record let an edit lower it with its
+epsilon). The record's ``epsilon_accounting`` (written by :func:`accounting_of`) must hold that count; a record whose
+epsilon or delta differs is damaged (a hand edit): left out of the tables, recomputed on resume. When a run is
+recorded, the count its accountant really composed is compared with the planned one (:func:`recounted`): a difference
+voids the claim (its note names both), so no recorded epsilon rests on another count than its settings state.
+
+The counts (the worst training row's; each argument in its defense's module docstring):
+
+- Where they hold. The method's finetuning is the shared loop (``methods/finetune.finetune``) run once
+  (:data:`SHARED_ONCE`: ``Method.finetune``, and VFLHLP's, which calls it once after its own steps): it trains on the
+  labeled aligned ids for ``epochs`` epochs, each shuffled into batches that hold every id once (``index_batches``:
+  no id dropped, none repeated), and follows every exchange with ``local_updates - 1`` FedBCD updates on the same
+  batch. Any other method's finetuning (one-shot VFL's, SS-VFL's, the local baselines', a plugin's) has a count
+  vflpriv does not state: its run records no epsilon and says why (its claims are void there anyway but for a plugin).
+- dp-gaussian: each update of the active party (an exchange's and each local update's) passes every row of its batch
+  through ``backward`` once, so every trained row is read ``epochs * local_updates`` times, and no other code reads a
+  label in that loop (``covers``); the validation rows are held out (0), canaries are trained rows (the same count).
+  ``target_epsilon`` is solved over the same count (``bind``).
+- embedding-dp: per guarded party (every passive one, party unset; else one), a trained row is released once per
+  exchange (one embedding message per batch; FedBCD's local updates send nothing) and, with ``private_bottom``, is in
+  one DP-SGD step per exchange and per local update: ``parties * epochs * (1 + local_updates)``, or
+  ``parties * epochs`` without DP-SGD (no training epsilon then anyway). Other releases of training rows are at
+  inference: the validation rows (held out of training) once, and per epoch with ``finetune.curve``: at most
+  ``epochs + 1`` for one party, below a trained row's count, so never the worst row's. Test rows carry no training
+  sample's id (their own per-release note).
+- The comparison at record time is what makes these exact rather than assumed: a loop that composes a different count
+  (an acting attack's, a frozen bottom's, code not read here) records no epsilon for it."""
 
 from __future__ import annotations
 
@@ -14,13 +39,15 @@ from typing import Any
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
-from vflpriv.config.registry import DEFENSES
-from vflpriv.config.schema import FinetuneConfig, RunConfig
+from vflpriv.config.registry import DEFENSES, METHODS
+from vflpriv.config.schema import DefenseConfig, FinetuneConfig, RunConfig
 from vflpriv.defenses.alibi import Alibi
 from vflpriv.defenses.dp_gaussian import GaussianDP, noise_for, spent
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.defenses.label_dp import LabelDP
+from vflpriv.methods.base import Method
+from vflpriv.methods.vflhlp import VFLHLP
 from vflpriv.runner.claims import Verdict, accounting_class, foreign_accounting
 from vflpriv.runner.naming import CLAIMS, guards_record, secrets_claimed
 from vflpriv.store.records import CLAIM_VERSION
@@ -66,6 +93,33 @@ def _embedding_dp(cls: type, strength: float, finetune: FinetuneConfig, options:
     return _gaussian(strength / 2.0, count, o.delta), float(o.delta)
 
 
+#: The finetuning functions read to run the shared loop once from epoch 0 (the counts above hold there only).
+SHARED_ONCE = (Method.finetune, VFLHLP.finetune)
+
+
+def _shared_once(cfg: RunConfig) -> str:
+    """'' where ``cfg``'s method finetunes by the shared loop run once (:data:`SHARED_ONCE`), else why no count is
+    stated for it; VflprivError for a method unknown here."""
+    cls = METHODS.get(cfg.method.name)
+    owner = next(k for k in cls.__mro__ if "finetune" in vars(k))
+    if vars(owner)["finetune"] in SHARED_ONCE:
+        return ""
+    return (f"method {cfg.method.name} finetunes by its own code ({owner.__qualname__}.finetune), for which vflpriv "
+            "states no count of a row's mechanisms")
+
+
+def _label_uses(cfg: RunConfig, d: DefenseConfig) -> int | str:
+    """dp-gaussian: each trained label is read once per update, ``epochs * local_updates`` (see the module's note)."""
+    return _shared_once(cfg) or cfg.finetune.epochs * cfg.finetune.local_updates
+
+
+def _row_mechanisms(cfg: RunConfig, d: DefenseConfig) -> int | str:
+    """embedding-dp: per guarded party, a trained row's releases (one an epoch) and DP-SGD steps (one an update)."""
+    f, o = cfg.finetune, EmbeddingDP.Options.model_validate(d.options)
+    parties = cfg.partition.parties - 1 if d.party is None else 1
+    return _shared_once(cfg) or parties * f.epochs * (1 + f.local_updates * o.private_bottom)
+
+
 def _settings_fixed(cls: type, strength: float, finetune: FinetuneConfig, options: dict, count: None) -> tuple:
     """The claim its settings fix (randomised response's and ALIBI's epsilon: the strength)."""
     return cls.claimed_epsilon(strength, finetune=finetune, options=options)
@@ -73,22 +127,38 @@ def _settings_fixed(cls: type, strength: float, finetune: FinetuneConfig, option
 
 @dataclass(frozen=True)
 class Accountant:
-    """How a DP defense's accounting class computes its epsilon: what of an instance the record holds (``count``, read
-    after training as its ``privacy_spent`` reads it; None where the settings fix the epsilon), the (epsilon,
-    delta) from the defense's class, strength, finetuning, options and that count (``epsilon``), and the largest count
-    a run of a finetuning writes (``most``; None: no bound from the settings)."""
+    """How a DP defense's accounting class computes its epsilon: the count an instance composed (``count``, read after
+    training as its ``privacy_spent`` reads it; None where the settings fix the epsilon), the count a run of given
+    settings composes (``planned_count``: of the run's and the defense's settings; a str: why none is stated), and the
+    (epsilon, delta) from the defense's class, strength, finetuning, options and that count (``epsilon``)."""
 
     count: Callable[[Any], int] | None
     epsilon: Callable[..., tuple[float, float] | None]
-    most: Callable[[FinetuneConfig], int] | None = None
+    planned_count: Callable[[RunConfig, DefenseConfig], int | str] | None = None
 
 
 #: Each vflpriv accounting class (``claims.accounting_class``) and its accountant.
 ACCOUNTANTS: dict[type, Accountant] = {
-    GaussianDP: Accountant(lambda d: int(d.uses.max()), _dp_gaussian, lambda f: f.epochs * f.local_updates),
-    EmbeddingDP: Accountant(lambda d: d.uses(), _embedding_dp),
+    GaussianDP: Accountant(lambda d: int(d.uses.max()), _dp_gaussian, _label_uses),
+    EmbeddingDP: Accountant(lambda d: d.uses(), _embedding_dp, _row_mechanisms),
     LabelDP: Accountant(None, _settings_fixed),
     Alibi: Accountant(None, _settings_fixed)}
+
+
+def recounted(cfg: RunConfig) -> Callable[[int, Any], str]:
+    """For a run of ``cfg``: why the claim of its defense ``i`` (built, trained) voids because the count its accountant
+    composed is not the one its settings state (``Accountant.planned_count``), or ''."""
+    def why(i: int, d: Any) -> str:
+        accountant = ACCOUNTANTS.get(accounting_class(d))
+        if accountant is None or accountant.count is None:
+            return ""
+        want, found = accountant.planned_count(cfg, cfg.defenses[i]), accountant.count(d)
+        if isinstance(want, str):
+            return f"its accountant's count ({found}) is not checked against its settings: {want}"
+        return "" if found == want else (
+            f"its accountant composed {found} mechanisms for the worst training row, where a run of its settings "
+            f"composes {want}: its epsilon would rest on a count its settings do not state")
+    return why
 
 
 def accounting_of(defenses: list, judgement: tuple[Verdict, ...]) -> str:
@@ -177,14 +247,15 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
                          f"code's {cls.revision}")
     if accountant is None:
         raise VflprivError(f"defense {i} ({d.name}): its accountant is not known here")
-    if (count is None) != (accountant.count is None) or not (count is None or type(count) is int and count >= 1
-                                                             and (accountant.most is None
-                                                                  or count <= accountant.most(cfg.finetune))):
-        raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}, which no run of its settings writes")
+    planned = None if accountant.count is None else accountant.planned_count(cfg, d)
+    if isinstance(planned, str):
+        raise ValueError(f"defense {i} ({d.name}) records an epsilon where a run of its settings records none: {planned}")
+    if type(count) is not type(planned) or count != planned:
+        raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}, where a run of its settings composes {planned}")
     try:
         if secret == FEATURES and not guards_record(d, record.victim):
             return secret, None
     except VflprivError as exc:  # settings no run of the current code builds: none wrote this entry
         raise ValueError(f"defense {i} ({d.name}) cannot be built from its settings ({exc})") from exc
     return secret, accountant.epsilon(cls, cls.axis.identity if d.strength is None else d.strength, cfg.finetune,
-                                      d.options, count)
+                                      d.options, planned)

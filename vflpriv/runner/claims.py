@@ -7,6 +7,7 @@ from __future__ import annotations
 import abc
 import math
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -213,15 +214,18 @@ class Verdict:
     tampered: str
 
 
-def judged(defenses: list[Protection], verdicts: tuple[str, ...] = (), made: tuple[dict, ...] = ()
-           ) -> tuple[Verdict, ...]:
-    """Each defense's :class:`Verdict`; ``verdicts`` and ``made``: the planner's (``Plan.verdicts``, ``Plan.made``).
+def judged(defenses: list[Protection], verdicts: tuple[str, ...] = (), made: tuple[dict, ...] = (),
+           recount: Callable[[int, Protection], str] | None = None) -> tuple[Verdict, ...]:
+    """Each defense's :class:`Verdict`; ``verdicts`` and ``made``: the planner's (``Plan.verdicts``, ``Plan.made``);
+    ``recount``: why an epsilon's count is not its settings' (``accountants.recounted``: the claim is void), or ''.
     Its accounting (``privacy_spent``, which may find it uncovered) runs once, where nothing voided it first."""
     out = []
     for i, (d, planned, kept) in enumerate(zip(defenses, _padded(verdicts, defenses), _padded(made, defenses, {}))):
         spoiled = tampered(d, kept)
         why = _uncovered(d, planned, spoiled)
         e = None if why else d.privacy_spent()
+        if e is not None and recount is not None and (miscount := recount(i, d)):
+            e, why = None, miscount
         why = "" if d.is_identity else why or _uncovered(d, planned, spoiled)
         out.append(Verdict(i, claim_secrets(d), e, math.nan if e is None else d.privacy_delta(), why, spoiled))
     return tuple(out)

@@ -47,7 +47,7 @@ from vflpriv.methods.base import Method, own_code, pretraining_reads_labels
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.training import require_finite
-from vflpriv.runner.accountants import accounting_of
+from vflpriv.runner.accountants import accounting_of, recounted
 from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
 from vflpriv.runner.claims import claimed, judged, record_claims, withheld
@@ -135,7 +135,7 @@ def _execute(p: Plan) -> list[RunRecord]:
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
-    judgement = judged(p.defenses, p.verdicts, p.made)  # each claim judged once (its accounting run once)
+    judgement = judged(p.defenses, p.verdicts, p.made, recounted(p.config))  # each claim judged once
     claims, features = claimed(judgement)  # features: another neighbouring relation
     result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], judgement)
     result.notes += [f"{c.name}: {note}" for d, c, v in zip(p.defenses, p.config.defenses, judgement)
