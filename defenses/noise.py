@@ -59,6 +59,6 @@ def claim_notes(defenses: list, configs: list, judgement: tuple) -> list[str]:
 
 
 def _claims(defense, epsilon: float | None) -> bool:
-    """Whether ``defense`` states an epsilon for the run: recorded (``epsilon``, labels or features), or in its notes."""
+    """Whether ``defense`` states an epsilon for the run: recorded (``epsilon``, labels or features), or in notes."""
     recorded = epsilon is not None and {"labels", "features"} & set(defense.secrets)
     return bool(recorded) or bool(_NOTED_CLAIM.search(defense.notes()))

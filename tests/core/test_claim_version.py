@@ -93,12 +93,12 @@ def _claim_sources() -> dict[str, str]:
     parts = [spent, gaussian_epsilon, common, declarations, own_code, _undeclared, pretraining_reads_labels,
              Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
              planning._reads, planning._check_label_readers, planning.plan_defenses, planning._check_backward,
-             claims.judged, claims.claimed, claims.withheld, claims.record_claims, claims.guards_victim,
-             claims.foreign_accounting,
-             claims._foreign_member, claims._holds, claims._padded, claims.claim_secrets, claims.accounting_class,
-             claims._unrecorded, claims._uncovered, claims.made_types, claims.altered, claims._unmade, claims._shown,
-             claims._vflpriv_code, loaded_code, accountants.recounted, accountants._shared_once,
-             accountants._label_uses, accountants._row_mechanisms]  # the key reads a plugin's class before the first look
+             claims.judged, claims.claiming, claims.composed, claims._voiding, claims.withheld, claims.record_claims,
+             claims.guards_victim, claims.foreign_accounting, claims._foreign_member, claims._holds, claims._padded,
+             claims.claim_secrets, claims.accounting_class, claims._unrecorded, claims._uncovered, claims.made_types,
+             claims.altered, claims._unmade, claims._shown, claims._vflpriv_code, loaded_code, accountants.recounted,
+             accountants._shared_once, accountants._label_uses, accountants._row_mechanisms,
+             accountants.accounting_of]  # the key reads a plugin's class before the first look
     members |= {f"vflpriv.runner.claims.{name}": repr(sorted(map(str, getattr(claims, name))))
                 for name in ("ACCOUNTING", "CLAIM_KEEPING", "_PYTHONS", "_TORCH_STATE", "_MODULE_STORAGE", "_NAMES")}
     members["vflpriv.runner.claims._DEPTH"] = str(claims._DEPTH)
@@ -130,7 +130,7 @@ def _loader_declarations() -> str:
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (7, "66b949f745853566")
+PINNED_CLAIM_RULES = (7, "bbe76241d6d68f23")
 
 
 def _digest() -> str:

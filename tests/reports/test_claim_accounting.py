@@ -40,11 +40,14 @@ def test_a_claim_is_judged_once_when_its_training_is_recorded(monkeypatch):
     assert calls == [1] and record.epsilon == real(0.5, delta=1e-5, uses=1)
 
 
-#: Review fin17 F1: dp-gaussian (2 epochs: count 2) and embedding-dp (fi-decoder, 2 epochs: 2 releases + 2 steps).
+#: Review fin17 F1: dp-gaussian (2 epochs: count 2) and embedding-dp (fi-decoder, 2 epochs: 2 releases + 2 steps);
+#: F2: fin17's composed record (dp-gaussian, label-dp and embedding-dp under mc).
 F1 = {"dp-gaussian": _run({"name": "dp-gaussian", "sweep": True}, epochs=2),
       "embedding-dp": ExperimentConfig.model_validate({
           **BASE, "finetune": {"epochs": 2}, "attack": {"name": "fi-decoder", "options": {"epochs": 3}},
-          "defenses": [{"name": "embedding-dp", "sweep": True}], "strengths": [0.5]}).runs()[0]}
+          "defenses": [{"name": "embedding-dp", "sweep": True}], "strengths": [0.5]}).runs()[0],
+      "composed": _run({"name": "dp-gaussian", "sweep": True}, {"name": "label-dp", "strength": 2.0},
+                       {"name": "embedding-dp", "strength": 0.5}, epochs=2)}
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +78,9 @@ def _one_use(record: dict, field: str, epsilon: float) -> None:
 
 def test_the_genuine_counts_are_the_settings(written):
     frame = load_results(written)
-    assert frame.attrs["damaged"] == [] and len(frame) == 2
-    counts = {r.defense: json.loads(r.epsilon_accounting)[0]["count"] for r in read_store(written).records}
-    assert counts == {"dp-gaussian": 2, "embedding-dp": 4}
+    assert frame.attrs["damaged"] == [] and len(frame) == 3
+    counts = {r.key: [e["count"] for e in json.loads(r.epsilon_accounting)] for r in read_store(written).records}
+    assert counts == {F1["dp-gaussian"].key(): [2], F1["embedding-dp"].key(): [4], F1["composed"].key(): [2, None, 4]}
 
 
 @pytest.mark.parametrize("name, field, epsilon", [
@@ -98,5 +101,46 @@ def test_a_run_composing_another_count_than_its_settings_records_no_epsilon(monk
     real = loop.index_batches
     monkeypatch.setattr(loop, "index_batches", lambda *a, **k: (lambda b: (*b, *b))(real(*a, **k)))
     (record,) = run(_run({"name": "dp-gaussian", "sweep": True}))
-    assert math.isnan(record.epsilon) and json.loads(record.epsilon_accounting) == []
+    assert math.isnan(record.epsilon) and json.loads(record.epsilon_accounting) == [
+        {"defense": 0, "revision": 1, "secret": "labels", "count": 1, "void": True}]
     assert "composed 2 mechanisms for the worst training row, where a run of its settings composes 1" in record.notes
+
+
+def _entries(change):
+    """An edit of the record's accounting entries (their list) and of its label epsilon and delta."""
+    def edit(record):
+        entries = json.loads(record["epsilon_accounting"])
+        record.update(change(entries))
+        record["epsilon_accounting"] = json.dumps(entries)
+    return edit
+
+
+#: Review fin17 F2: label-dp's claim alone (2, pure) where the record composes dp-gaussian's too.
+LABEL_DP_ALONE = {"epsilon": 2.0, "epsilon_delta": 0.0}
+F2 = {"an entry deleted (fin17's E5)": (_entries(lambda e: (e.pop(0), LABEL_DP_ALONE)[1]),
+                                        "it names defenses [1, 2], where its settings' claiming defenses are [0, 1"),
+      "an entry marked void": (_entries(lambda e: (e[0].update(void=True), LABEL_DP_ALONE)[1]), "its epsilon (2)"),
+      "an entry void in another spelling": (_entries(lambda e: (e[0].update(void=1), LABEL_DP_ALONE)[1]),
+                                            "is void 1")}
+
+
+@pytest.mark.parametrize("edit", sorted(F2))
+def test_a_composed_epsilon_without_one_claim_is_damaged(written, tmp_path, edit):
+    change, why = F2[edit]
+    path, key = _edited(written, tmp_path, "composed", change)
+    frame = load_results(path)
+    assert key not in set(frame["key"]) and frame.attrs["damaged"][0][0] == key and why in frame.attrs["damaged"][0][1]
+
+
+def test_a_void_claim_leaves_its_secret_without_an_epsilon(monkeypatch, tmp_path):
+    """dp-gaussian's claim void (its count not its settings'), label-dp's recorded alone: the sum of the others is no
+    bound of a training whose dp-gaussian releases no bound covers. The record reads clean."""
+    loop = importlib.import_module("vflpriv.methods.finetune")
+    real = loop.index_batches
+    monkeypatch.setattr(loop, "index_batches", lambda *a, **k: (lambda b: (*b, *b))(real(*a, **k)))
+    (record,) = run(_run({"name": "dp-gaussian", "sweep": True}, {"name": "label-dp", "strength": 2.0}))
+    assert math.isnan(record.epsilon) and math.isnan(record.epsilon_delta)
+    assert "no labels epsilon recorded: dp-gaussian's claim is void" in record.notes
+    assert [e.get("void", False) for e in json.loads(record.epsilon_accounting)] == [True, False]
+    Store(tmp_path / "results.sqlite").put(record)
+    assert load_results(tmp_path / "results.sqlite").attrs["damaged"] == []

@@ -1,7 +1,7 @@
 """A stored epsilon recomputed wherever a record is read (task epsread): each DP defense's accountant, the one its run
 used, run again on what the record's settings fix (the noise multiplier or the epsilon, delta) and on the count a run of
-those settings composes (``Accountant.planned_count``, review fin17 F1: a count read from the record let an edit lower it with its
-epsilon). The record's ``epsilon_accounting`` (written by :func:`accounting_of`) must hold that count; a record whose
+those settings composes (``Accountant.planned_count``, review fin17 F1: a count read from the record let an edit lower
+it with its epsilon). The record's ``epsilon_accounting`` (written by :func:`accounting_of`) must hold that count; a record whose
 epsilon or delta differs is damaged (a hand edit): left out of the tables, recomputed on resume. When a run is
 recorded, the count its accountant really composed is compared with the planned one (:func:`recounted`): a difference
 voids the claim (its note names both), so no recorded epsilon rests on another count than its settings state.
@@ -161,17 +161,20 @@ def recounted(cfg: RunConfig) -> Callable[[int, Any], str]:
     return why
 
 
-def accounting_of(defenses: list, judgement: tuple[Verdict, ...]) -> str:
-    """What a training's records hold of its claims (``RunRecord.epsilon_accounting``): per defense whose epsilon they
-    record (its :class:`claims.Verdict`, the one ``record_claims`` wrote from), its index, revision, secret and its
-    accountant's count."""
+def accounting_of(defenses: list, judgement: tuple[Verdict, ...], cfg: RunConfig) -> str:
+    """What a training's records hold of its claims (``RunRecord.epsilon_accounting``): per defense whose class claims
+    a secret (its :class:`claims.Verdict`, the one ``record_claims`` wrote from), void ones too (``"void": true``: they
+    leave their secret without an epsilon, :func:`claims.composed`), its index, revision, secret and the count its
+    settings state (:attr:`Accountant.planned_count`; None where they fix the epsilon or state none)."""
     entries = []
     for d, v in zip(defenses, judgement):
-        if v.epsilon is not None and v.secrets:
+        if v.secrets:
             accountant = ACCOUNTANTS.get(accounting_class(d))
-            count = accountant.count(d) if accountant is not None and accountant.count is not None else None
+            planned = None if accountant is None or accountant.count is None else \
+                accountant.planned_count(cfg, cfg.defenses[v.index])
             entries.append({"defense": v.index, "revision": int(d.revision),
-                            "secret": LABELS if v.secrets == {LABELS} else FEATURES, "count": count})
+                            "secret": LABELS if v.secrets == {LABELS} else FEATURES,
+                            "count": planned if type(planned) is int else None, **({"void": True} if v.void else {})})
     return json.dumps(entries)
 
 
@@ -208,14 +211,19 @@ def _close(found: float, want: float) -> bool:
 
 def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, float]]:
     """Per (epsilon, delta) fields of ``record`` it checks, the claim its accountants give (NaN: none), composed as
-    ``claims.record_claims`` composes them (they add); raises VflprivError where it cannot recompute them."""
+    ``claims.record_claims`` composes them (they add; a void one leaves none: ``claims.composed``); raises VflprivError
+    where it cannot recompute them, ValueError where no run writes its entries (one per claiming defense, in order)."""
     if not record.epsilon_accounting:  # every run of the current claim rules writes it, "[]" where nothing is claimed
         if any(not math.isnan(getattr(record, epsilon)) for epsilon, _ in PAIRS.values()):
             raise ValueError("it carries an epsilon without its accountants' entries")
         return {}
     entries = json.loads(record.epsilon_accounting)
-    if not isinstance(entries, list):
-        raise ValueError(f"a JSON {type(entries).__name__}, not a list")
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise ValueError("not a JSON list of entries")
+    named = [entry.get("defense") for entry in entries]
+    claiming = [i for i, d in enumerate(cfg.defenses) if secrets_claimed(DEFENSES.get(d.name))]
+    if named != claiming:  # a run writes one for each, void ones too (review fin17 F2: one deleted, the sum fell)
+        raise ValueError(f"it names defenses {str(named):.40}, where its settings' claiming defenses are {claiming}")
     claims: dict[str, list] = {LABELS: [], FEATURES: []}
     for entry in entries:
         secret, claim = _recomputed(entry, record, cfg)
@@ -224,17 +232,23 @@ def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, floa
     return {PAIRS[secret]: _sum(found) for secret, found in claims.items()}
 
 
-def _sum(claims: list[tuple[float, float]]) -> tuple[float, float]:
-    """(epsilon, delta) of ``claims`` by basic composition, as ``record_claims`` adds them; NaN where none."""
-    return (sum(e for e, _ in claims), sum(d for _, d in claims)) if claims else (math.nan, math.nan)
+#: An entry's claim where its run voided it (``"void": true``).
+VOID = "void"
 
 
-def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, float] | None]:
-    """One entry's secret and claim, recomputed (None: a feature claim of a defense not guarding the record's victim,
-    which ``record_claims`` leaves out); ValueError where no run writes it."""
-    i, secret, count = entry["defense"], entry["secret"], entry["count"]
-    if type(i) is not int or not 0 <= i < len(cfg.defenses):
-        raise ValueError(f"it names defense {i!r:.20} of {len(cfg.defenses)}")
+def _sum(claims: list) -> tuple[float, float]:
+    """(epsilon, delta) of ``claims`` by basic composition, as ``record_claims`` adds them; NaN where none or one is
+    :data:`VOID`."""
+    if not claims or VOID in claims:
+        return math.nan, math.nan
+    return sum(e for e, _ in claims), sum(d for _, d in claims)
+
+
+def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, float] | str | None]:
+    """One entry's secret and claim, recomputed from the count its settings state (:data:`VOID` where its run voided
+    it; None: at the identity, or a feature claim of a defense not guarding the record's victim, which
+    ``record_claims`` leaves out); ValueError where no run writes it."""
+    i, secret, count, void = entry["defense"], entry["secret"], entry["count"], entry.get("void", False)
     d = cfg.defenses[i]
     cls = DEFENSES.get(d.name)
     if foreign_accounting(cls, d.name):  # judged on the class before any of its code runs: a plugin's, not judged
@@ -244,18 +258,25 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
     accountant = ACCOUNTANTS.get(accounting_class(cls))
     if entry["revision"] != cls.revision:  # a change to an accountant bumps CLAIM_VERSION: this one is the rule
         raise ValueError(f"defense {i} ({d.name}) is of revision {entry['revision']!r:.20}, not the current "
-                         f"code's {cls.revision}")
+                          f"code's {cls.revision}")
     if accountant is None:
         raise VflprivError(f"defense {i} ({d.name}): its accountant is not known here")
+    if void is not True and void is not False:
+        raise ValueError(f"defense {i} ({d.name}) is void {void!r:.20}")
     planned = None if accountant.count is None else accountant.planned_count(cfg, d)
-    if isinstance(planned, str):
-        raise ValueError(f"defense {i} ({d.name}) records an epsilon where a run of its settings records none: {planned}")
-    if type(count) is not type(planned) or count != planned:
-        raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}, where a run of its settings composes {planned}")
+    stated = planned if type(planned) is int else None
+    if type(count) is not type(stated) or count != stated:
+        raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}, where a run of its settings composes {stated}")
+    strength = cls.axis.identity if d.strength is None else d.strength
+    identity = strength == cls.axis.identity and not cls.own_strength_option(d.options)  # the defense absent
+    if not (void or identity) and isinstance(planned, str):
+        raise ValueError(f"defense {i} ({d.name}) records an epsilon where a run of its settings records none: "
+                         f"{planned}")
     try:
         if secret == FEATURES and not guards_record(d, record.victim):
             return secret, None
     except VflprivError as exc:  # settings no run of the current code builds: none wrote this entry
         raise ValueError(f"defense {i} ({d.name}) cannot be built from its settings ({exc})") from exc
-    return secret, accountant.epsilon(cls, cls.axis.identity if d.strength is None else d.strength, cfg.finetune,
-                                      d.options, planned)
+    if void or identity:
+        return secret, VOID if void else None
+    return secret, accountant.epsilon(cls, strength, cfg.finetune, d.options, planned)

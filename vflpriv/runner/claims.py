@@ -1,6 +1,6 @@
 """What a run records of its defenses' privacy claims: which defenses' epsilons are vflpriv's own computation
 (:func:`foreign_accounting`), under which secret (:func:`claim_secrets`), and the label and feature epsilons a record
-holds (:func:`claimed`, :func:`record_claims`), with the notes where none is recorded."""
+holds (:func:`judged` once, :func:`record_claims`), with the notes where none is recorded."""
 
 from __future__ import annotations
 
@@ -231,11 +231,20 @@ def judged(defenses: list[Protection], verdicts: tuple[str, ...] = (), made: tup
     return tuple(out)
 
 
-def claimed(judgement: tuple[Verdict, ...]) -> tuple[list[tuple[float, float]], list[Verdict]]:
-    """What a run records of its defenses' claims: (epsilon, delta) of each covered one claiming the labels alone, and
-    the verdicts of those claiming the features."""
-    spent = [v for v in judgement if v.epsilon is not None]
-    return [(v.epsilon, v.delta) for v in spent if v.secrets == {LABELS}], [v for v in spent if FEATURES in v.secrets]
+def claiming(judgement: tuple[Verdict, ...], secret: str) -> list[Verdict]:
+    """The verdicts of the defenses whose epsilon a record holds under ``secret`` (the labels: those claiming them
+    alone; the features: those claiming them), held or void; none at the identity (absent there, bit for bit)."""
+    return [v for v in judgement if (v.epsilon is not None or v.void)
+            and (v.secrets == {LABELS} if secret == LABELS else FEATURES in v.secrets)]
+
+
+def composed(verdicts: list[Verdict]) -> tuple[float, float]:
+    """(epsilon, delta) of ``verdicts``' claims by basic composition (they add); NaN where there is none, or where one
+    is void: basic composition bounds the training by the sum only where a bound covers each mechanism's releases, and
+    a void one's are covered by none (dropping it from the sum would show a smaller epsilon: review fin17 F2)."""
+    if not verdicts or any(v.void for v in verdicts):
+        return math.nan, math.nan
+    return sum(v.epsilon for v in verdicts), sum(v.delta for v in verdicts)
 
 
 def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
@@ -274,21 +283,29 @@ def _uncovered(d: Protection, planned: str, spoiled: str) -> str:
     return planned or d.uncovered or spoiled
 
 
-def record_claims(record, claims: list[tuple[float, float]], features: list[Verdict], defenses: list[Protection]
-                  ) -> list[str]:
-    """Writes a run's claims (:func:`claimed`) into ``record``: the label epsilon and delta (several compose by basic
-    composition: they add), the feature epsilon of those guarding its victim's finetuning features; returns the note
-    where the feature claims guard another party only (review final14 F7: one function, pinned)."""
-    record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
-    record.epsilon_delta = sum(d for _, d in claims) if claims else float("nan")
-    guarding = [(v.epsilon, v.delta) for v in features if guards_victim(defenses[v.index], record.victim)]
+def record_claims(record, judgement: tuple[Verdict, ...], defenses: list[Protection]) -> list[str]:
+    """Writes a run's claims into ``record`` (:func:`composed`): the label epsilon and delta, the feature epsilon of
+    those guarding its victim's finetuning features; returns the notes where a void claim leaves a secret without the
+    others' sum, or the feature claims guard another party only (review final14 F7: one function, pinned)."""
+    labels = claiming(judgement, LABELS)
+    record.epsilon, record.epsilon_delta = composed(labels)
+    features = claiming(judgement, FEATURES)
+    guarding = [v for v in features if guards_victim(defenses[v.index], record.victim)]
     if guarding:
-        record.epsilon_features = sum(e for e, _ in guarding)
-        record.epsilon_features_delta = sum(d for _, d in guarding)
-    if not features or guarding:
-        return []
-    return [f"no feature epsilon at victim {record.victim}: the feature DP defenses guard other parties' features"
-            if record.victim != "" else "a label attack: the feature epsilon does not apply"]
+        record.epsilon_features, record.epsilon_features_delta = composed(guarding)
+    notes = [_voiding(found, defenses, secret) for secret, found in ((LABELS, labels), (FEATURES, guarding))
+             if any(v.void for v in found) and not all(v.void for v in found)]
+    if not features or guarding or all(v.void for v in features):
+        return notes
+    return notes + [f"no feature epsilon at victim {record.victim}: the feature DP defenses guard other parties' "
+                    "features" if record.victim != "" else "a label attack: the feature epsilon does not apply"]
+
+
+def _voiding(found: list[Verdict], defenses: list[Protection], secret: str) -> str:
+    """The note of a secret whose other claims hold but whose sum a void one leaves unproven."""
+    void = ", ".join(defenses[v.index].name for v in found if v.void)
+    return (f"no {secret} epsilon recorded: {void}'s claim is void, and the sum of the others bounds the training only "
+            "where a bound covers every claiming defense's releases")
 
 
 def guards_victim(defense, victim: str) -> bool:
