@@ -1,10 +1,12 @@
 """A stored epsilon recomputed wherever a record is read (task epsread): each DP defense's accountant, the one its run
 used, run again on what the record's settings fix (the noise multiplier or the epsilon, delta) and on the count a run of
 those settings composes (``Accountant.planned_count``, review fin17 F1: a count read from the record let an edit lower
-it with its epsilon). The record's ``epsilon_accounting`` (written by :func:`accounting_of`) must hold that count; a record whose
-epsilon or delta differs is damaged (a hand edit): left out of the tables, recomputed on resume. When a run is
+it with its epsilon). The record's ``epsilon_accounting`` (written by :func:`accounting_of`) holds one entry per
+defense whose class claims a secret, void ones too (review fin17 F2), each with that count; a record whose entries or
+epsilon or delta differ is damaged (a hand edit): left out of the tables, recomputed on resume. When a run is
 recorded, the count its accountant really composed is compared with the planned one (:func:`recounted`): a difference
-voids the claim (its note names both), so no recorded epsilon rests on another count than its settings state.
+voids the claim (its note names both), so no recorded epsilon rests on another count than its settings state. A void
+claim leaves its secret with no epsilon (``claims.composed``: basic composition needs a bound on every release).
 
 The counts (the worst training row's; each argument in its defense's module docstring):
 
@@ -100,12 +102,18 @@ SHARED_ONCE = (Method.finetune, VFLHLP.finetune)
 def _shared_once(cfg: RunConfig) -> str:
     """'' where ``cfg``'s method finetunes by the shared loop run once (:data:`SHARED_ONCE`), else why no count is
     stated for it; VflprivError for a method unknown here."""
-    cls = METHODS.get(cfg.method.name)
+    return _finetuned_by(cfg.method.name)
+
+
+@lru_cache(maxsize=256)
+def _finetuned_by(method: str) -> str:
+    """:func:`_shared_once` of the method registered as ``method``, once per name (a read judges every record)."""
+    cls = METHODS.get(method)
     owner = next(k for k in cls.__mro__ if "finetune" in vars(k))
     if vars(owner)["finetune"] in SHARED_ONCE:
         return ""
-    return (f"method {cfg.method.name} finetunes by its own code ({owner.__qualname__}.finetune), for which vflpriv "
-            "states no count of a row's mechanisms")
+    return (f"method {method} finetunes by its own code ({owner.__qualname__}.finetune), for which vflpriv states no "
+            "count of a row's mechanisms")
 
 
 def _label_uses(cfg: RunConfig, d: DefenseConfig) -> int | str:
