@@ -144,3 +144,10 @@ def test_a_void_claim_leaves_its_secret_without_an_epsilon(monkeypatch, tmp_path
     assert [e.get("void", False) for e in json.loads(record.epsilon_accounting)] == [True, False]
     Store(tmp_path / "results.sqlite").put(record)
     assert load_results(tmp_path / "results.sqlite").attrs["damaged"] == []
+
+
+def test_a_defense_claiming_nothing_has_no_entry_and_voids_nothing():
+    """iso's class computes no epsilon: it had an entry (its declared secret, labels), and every such record was
+    damaged on read (the entries named a defense its settings do not count as claiming)."""
+    (record,) = run(_run({"name": "iso", "sweep": True}, strength=5.0))
+    assert record.epsilon_accounting == "[]" and math.isnan(record.epsilon)

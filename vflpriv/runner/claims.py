@@ -227,7 +227,8 @@ def judged(defenses: list[Protection], verdicts: tuple[str, ...] = (), made: tup
         if e is not None and recount is not None and (miscount := recount(i, d)):
             e, why = None, miscount
         why = "" if d.is_identity else why or _uncovered(d, planned, spoiled)
-        out.append(Verdict(i, claim_secrets(d), e, math.nan if e is None else d.privacy_delta(), why, spoiled))
+        secrets = frozenset() if type(d).privacy_spent is Protection.privacy_spent else claim_secrets(d)  # claims none
+        out.append(Verdict(i, secrets, e, math.nan if e is None else d.privacy_delta(), why, spoiled))
     return tuple(out)
 
 
