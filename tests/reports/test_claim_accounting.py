@@ -19,6 +19,7 @@ from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.reports.results import load_results
 from vflpriv.runner.execution import run
 from vflpriv.store.sqlite import Store, read_store
+from vflpriv.tradeoff.spelling import disagreement
 from vflpriv.tradeoff.sweep import sweep
 
 BASE = {"partition": {"labeled": 60, "aux": 20}, "model": {"hidden": 32, "out_dim": 16}, "finetune": {"epochs": 1},
@@ -151,3 +152,16 @@ def test_a_defense_claiming_nothing_has_no_entry_and_voids_nothing():
     damaged on read (the entries named a defense its settings do not count as claiming)."""
     (record,) = run(_run({"name": "iso", "sweep": True}, strength=5.0))
     assert record.epsilon_accounting == "[]" and math.isnan(record.epsilon)
+
+
+def test_a_claim_beside_a_defense_claiming_nothing_reads_clean(tmp_path):
+    """Review acct F1: dp-gaussian + iso recorded an entry for iso (its declared secret), which the read's rule (no
+    epsilon computed: no claim) did not count, so the record read as damaged, left out and rerun on resume."""
+    config = _run({"name": "dp-gaussian", "sweep": True}, {"name": "iso", "strength": 5.0})
+    with Store(tmp_path / "results.sqlite") as store:
+        sweep([config], store)
+    frame = load_results(tmp_path / "results.sqlite")
+    assert frame.attrs["damaged"] == [] and list(frame["epsilon"]) == [dp_gaussian.spent(0.5, delta=1e-5, uses=1)]
+    (record,) = read_store(tmp_path / "results.sqlite").records
+    assert [e["defense"] for e in json.loads(record.epsilon_accounting)] == [0] and not disagreement(record, config)
+

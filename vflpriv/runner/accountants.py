@@ -50,8 +50,8 @@ from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.defenses.label_dp import LabelDP
 from vflpriv.methods.base import Method
 from vflpriv.methods.vflhlp import VFLHLP
-from vflpriv.runner.claims import Verdict, accounting_class, foreign_accounting
-from vflpriv.runner.naming import CLAIMS, guards_record, secrets_claimed
+from vflpriv.runner.claims import Verdict, accounting_class, claim_secrets, foreign_accounting
+from vflpriv.runner.naming import CLAIMS, guards_record
 from vflpriv.store.records import CLAIM_VERSION
 
 #: The most characters one defense's entry of ``epsilon_accounting`` takes (about 70 as written): a longer field is
@@ -229,7 +229,7 @@ def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, floa
     if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
         raise ValueError("not a JSON list of entries")
     named = [entry.get("defense") for entry in entries]
-    claiming = [i for i, d in enumerate(cfg.defenses) if secrets_claimed(DEFENSES.get(d.name))]
+    claiming = [i for i, d in enumerate(cfg.defenses) if claim_secrets(DEFENSES.get(d.name))]
     if named != claiming:  # a run writes one for each, void ones too (review fin17 F2: one deleted, the sum fell)
         raise ValueError(f"it names defenses {str(named):.40}, where its settings' claiming defenses are {claiming}")
     claims: dict[str, list] = {LABELS: [], FEATURES: []}
@@ -261,7 +261,7 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
     cls = DEFENSES.get(d.name)
     if foreign_accounting(cls, d.name):  # judged on the class before any of its code runs: a plugin's, not judged
         raise VflprivError(f"defense {i} ({d.name}): its accounting is a plugin's code, not run where records are read")
-    if secret not in PAIRS or not CLAIMS[PAIRS[secret][0]](secrets_claimed(cls)):
+    if secret not in PAIRS or not CLAIMS[PAIRS[secret][0]](claim_secrets(cls)):
         raise ValueError(f"defense {i} ({d.name}) records no {secret!r:.20} epsilon")
     accountant = ACCOUNTANTS.get(accounting_class(cls))
     if entry["revision"] != cls.revision:  # a change to an accountant bumps CLAIM_VERSION: this one is the rule

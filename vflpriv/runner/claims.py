@@ -187,11 +187,15 @@ def _vflpriv_code(f: object) -> bool:
 _PYTHONS = frozenset({object, type, abc.ABC, abc.ABCMeta})
 
 
-def claim_secrets(d: Protection) -> frozenset[str]:
-    """The secrets ``d``'s epsilon is recorded under: those of the class computing it (defining ``privacy_spent``; if
-    not vflpriv's own, :func:`foreign_accounting` records nothing) narrowed to ``d``'s: a plugin's ``secrets`` may
-    narrow them, never redirect them (an embedding-dp subclass naming the labels: review l6 L1)."""
-    return declared_secrets(accounting_class(d)) & declared_secrets(d)
+def claim_secrets(d: Protection | type) -> frozenset[str]:
+    """The secrets the epsilon of ``d`` (a defense or its class) is recorded under, by a run and by a read alike (review
+    acct F1): none where the class computing it (defining ``privacy_spent``; if not vflpriv's own,
+    :func:`foreign_accounting` records nothing) computes none, as ``Protection``'s (iso); else its secrets narrowed to
+    ``d``'s: a plugin's ``secrets`` may narrow them, never redirect them (an embedding-dp subclass: review l6 L1)."""
+    k = accounting_class(d)
+    if vars(k)["privacy_spent"] is vars(Protection)["privacy_spent"]:
+        return frozenset()
+    return declared_secrets(k) & declared_secrets(d)
 
 
 def accounting_class(d: Protection | type) -> type:
@@ -227,8 +231,7 @@ def judged(defenses: list[Protection], verdicts: tuple[str, ...] = (), made: tup
         if e is not None and recount is not None and (miscount := recount(i, d)):
             e, why = None, miscount
         why = "" if d.is_identity else why or _uncovered(d, planned, spoiled)
-        secrets = frozenset() if type(d).privacy_spent is Protection.privacy_spent else claim_secrets(d)  # claims none
-        out.append(Verdict(i, secrets, e, math.nan if e is None else d.privacy_delta(), why, spoiled))
+        out.append(Verdict(i, claim_secrets(d), e, math.nan if e is None else d.privacy_delta(), why, spoiled))
     return tuple(out)
 
 
