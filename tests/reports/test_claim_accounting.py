@@ -165,3 +165,24 @@ def test_a_claim_beside_a_defense_claiming_nothing_reads_clean(tmp_path):
     (record,) = read_store(tmp_path / "results.sqlite").records
     assert [e["defense"] for e in json.loads(record.epsilon_accounting)] == [0] and not disagreement(record, config)
 
+
+
+def test_a_method_finetuning_by_its_own_code_is_told_by_identity_not_equality():
+    """Review acct F4: ``in SHARED_ONCE`` ran the plugin's ``__eq__`` (True for all): its own finetuning was taken for
+    the shared loop, and its code ran where a claim is judged."""
+    from vflpriv.config.registry import METHODS
+    from vflpriv.methods.splitnn import SplitNN
+    from vflpriv.runner import accountants
+
+    class Equal:
+        __hash__ = None
+
+        def __eq__(self, other):
+            return True
+
+    METHODS.register("acct-equal", type("Eq", (SplitNN,), {"finetune": Equal()}))
+    try:
+        assert "finetunes by its own code (Eq.finetune)" in accountants._finetuned_by("acct-equal")
+    finally:
+        METHODS._extra.pop("acct-equal")
+        accountants._finetuned_by.cache_clear()

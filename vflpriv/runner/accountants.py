@@ -110,7 +110,7 @@ def _finetuned_by(method: str) -> str:
     """:func:`_shared_once` of the method registered as ``method``, once per name (a read judges every record)."""
     cls = METHODS.get(method)
     owner = next(k for k in cls.__mro__ if "finetune" in vars(k))
-    if vars(owner)["finetune"] in SHARED_ONCE:
+    if any(vars(owner)["finetune"] is shared for shared in SHARED_ONCE):  # ``in`` ran a plugin's ``__eq__``
         return ""
     return (f"method {method} finetunes by its own code ({owner.__qualname__}.finetune), for which vflpriv states no "
             "count of a row's mechanisms")
