@@ -7,6 +7,9 @@ epsilon or delta differ is damaged (a hand edit): left out of the tables, recomp
 recorded, the count its accountant really composed is compared with the planned one (:func:`recounted`): a difference
 voids the claim (its note names both), so no recorded epsilon rests on another count than its settings state. A void
 claim leaves its secret with no epsilon (``claims.composed``: basic composition needs a bound on every release).
+Where a defense or the method of a record's settings is not known here (a plugin not importable), or the method is a
+plugin's, the entries that can be judged are, and the record's epsilons are read as none, with a warning
+(:func:`unjudged`: review acct F2), never shown unjudged.
 
 The counts (the worst training row's; each argument in its defense's module docstring):
 
@@ -41,6 +44,7 @@ from typing import Any
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
+from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import DefenseConfig, FinetuneConfig, RunConfig
 from vflpriv.defenses.alibi import Alibi
@@ -116,16 +120,16 @@ def _finetuned_by(method: str) -> str:
             "count of a row's mechanisms")
 
 
-def _label_uses(cfg: RunConfig, d: DefenseConfig) -> int | str:
+def _label_uses(cfg: RunConfig, d: DefenseConfig) -> int:
     """dp-gaussian: each trained label is read once per update, ``epochs * local_updates`` (see the module's note)."""
-    return _shared_once(cfg) or cfg.finetune.epochs * cfg.finetune.local_updates
+    return cfg.finetune.epochs * cfg.finetune.local_updates
 
 
-def _row_mechanisms(cfg: RunConfig, d: DefenseConfig) -> int | str:
+def _row_mechanisms(cfg: RunConfig, d: DefenseConfig) -> int:
     """embedding-dp: per guarded party, a trained row's releases (one an epoch) and DP-SGD steps (one an update)."""
     f, o = cfg.finetune, EmbeddingDP.Options.model_validate(d.options)
     parties = cfg.partition.parties - 1 if d.party is None else 1
-    return _shared_once(cfg) or parties * f.epochs * (1 + f.local_updates * o.private_bottom)
+    return parties * f.epochs * (1 + f.local_updates * o.private_bottom)
 
 
 def _settings_fixed(cls: type, strength: float, finetune: FinetuneConfig, options: dict, count: None) -> tuple:
@@ -136,13 +140,18 @@ def _settings_fixed(cls: type, strength: float, finetune: FinetuneConfig, option
 @dataclass(frozen=True)
 class Accountant:
     """How a DP defense's accounting class computes its epsilon: the count an instance composed (``count``, read after
-    training as its ``privacy_spent`` reads it; None where the settings fix the epsilon), the count a run of given
-    settings composes (``planned_count``: of the run's and the defense's settings; a str: why none is stated), and the
-    (epsilon, delta) from the defense's class, strength, finetuning, options and that count (``epsilon``)."""
+    training as its ``privacy_spent`` reads it; None where the settings fix the epsilon), the count the shared loop
+    composes under given settings (``loop_count``: of the run's and the defense's settings; :meth:`planned_count`),
+    and the (epsilon, delta) from the defense's class, strength, finetuning, options and that count (``epsilon``)."""
 
     count: Callable[[Any], int] | None
     epsilon: Callable[..., tuple[float, float] | None]
-    planned_count: Callable[[RunConfig, DefenseConfig], int | str] | None = None
+    loop_count: Callable[[RunConfig, DefenseConfig], int] | None = None
+
+    def planned_count(self, cfg: RunConfig, d: DefenseConfig) -> int | str:
+        """The count a run of ``cfg`` composes for its defense ``d`` (a str: why none is stated): the shared loop's,
+        where its method finetunes by it once (:func:`_shared_once`; VflprivError for a method unknown here)."""
+        return _shared_once(cfg) or self.loop_count(cfg, d)
 
 
 #: Each vflpriv accounting class (``claims.accounting_class``) and its accountant.
@@ -212,6 +221,15 @@ def miscounted(record, cfg: RunConfig) -> str:
 PAIRS = {LABELS: ("epsilon", "epsilon_delta"), FEATURES: ("epsilon_features", "epsilon_features_delta")}
 
 
+def _planned(accountant: Accountant, cfg: RunConfig, d: DefenseConfig, count: Any) -> int | str:
+    """:meth:`Accountant.planned_count`; where the method is unknown here, the shared loop's count if the entry states
+    one (a run writes one only there; its epsilon withheld: :func:`unjudged`), else why none is (review acct F2)."""
+    try:
+        return accountant.planned_count(cfg, d)
+    except VflprivError as exc:
+        return accountant.loop_count(cfg, d) if type(count) is int else f"its method is unknown here ({exc})"
+
+
 def _close(found: float, want: float) -> bool:
     """Equal within :data:`TOLERANCE`, or both NaN (no claim)."""
     return (math.isnan(found) and math.isnan(want)) or math.isclose(found, want, rel_tol=TOLERANCE, abs_tol=1e-15)
@@ -229,19 +247,69 @@ def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, floa
     if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
         raise ValueError("not a JSON list of entries")
     named = [entry.get("defense") for entry in entries]
-    claiming = [i for i, d in enumerate(cfg.defenses) if claim_secrets(DEFENSES.get(d.name))]
-    if named != claiming:  # a run writes one for each, void ones too (review fin17 F2: one deleted, the sum fell)
-        raise ValueError(f"it names defenses {str(named):.40}, where its settings' claiming defenses are {claiming}")
+    classes = [_defense(d.name) for d in cfg.defenses]
+    unknown = [i for i, cls in enumerate(classes) if cls is None]  # whether they claim: judged by nobody here
+    claiming = [i for i, cls in enumerate(classes) if cls is not None and claim_secrets(cls)]
+    if (not all(type(i) is int for i in named) or named != sorted(set(named))
+            or [i for i in named if i not in unknown] != claiming):  # one per claiming defense, void too (fin17 F2)
+        raise ValueError(f"it names defenses {str(named):.40}, where its settings' claiming defenses are {claiming}"
+                         + (f" and any of the unknown {unknown}" if unknown else ""))
     claims: dict[str, list] = {LABELS: [], FEATURES: []}
     for entry in entries:
-        secret, claim = _recomputed(entry, record, cfg)
+        secret, claim = (entry["secret"], UNKNOWN) if entry["defense"] in unknown else _recomputed(entry, record, cfg)
         if claim is not None:
-            claims[secret].append(claim)
-    return {PAIRS[secret]: _sum(found) for secret, found in claims.items()}
+            claims[secret].append(claim)  # KeyError: an unknown defense's entry of no secret a run records
+    return {PAIRS[secret]: _sum(found) for secret, found in claims.items() if UNKNOWN not in found}
+
+
+def _defense(name: str) -> type | None:
+    """The defense class registered as ``name``, or None where it is unknown here."""
+    try:
+        return DEFENSES.get(name)
+    except VflprivError:
+        return None
+
+
+@lru_cache(maxsize=256)
+def _built(name: str, options: str) -> Method | None:
+    """vflpriv's method ``name`` built with ``options`` (JSON), once; None where it is unknown here or a plugin's (its
+    declared uses are its code, not run where records are read) or its options do not build it."""
+    try:
+        cls = METHODS.get(name) if METHODS.builtin(name) else None
+        return None if cls is None else cls(parse_options(cls, json.loads(options), where="method.options"))
+    except VflprivError:
+        return None
+
+
+def _method(cfg: RunConfig) -> Method | None:
+    """:func:`_built` of ``cfg``'s method."""
+    return _built(cfg.method.name, json.dumps(cfg.method.options, sort_keys=True))
+
+
+def unjudged(record, cfg: RunConfig) -> str:
+    """Why a read withholds ``record``'s epsilons (shown as none, with a warning) rather than show them unjudged, or
+    '': a defense of its settings ``cfg`` unknown here (it may claim a secret: a claim deleted with its entry would
+    pass), or a method unknown here or a plugin's beside a claim its method may void (whether it finetunes by the
+    shared loop, what its settings void: its code, not run at read; an entry un-voided would pass: review acct F2, F3).
+    The entries that can be judged are (:func:`miscounted`)."""
+    if record.claim_version != CLAIM_VERSION or all(math.isnan(getattr(record, e)) for e, _ in PAIRS.values()):
+        return ""
+    classes = [_defense(d.name) for d in cfg.defenses]
+    if None in classes:
+        unknown = ", ".join(d.name for d, cls in zip(cfg.defenses, classes) if cls is None)
+        return f"epsilon withheld: defense {unknown} is not known here, so no read checks that its claims are counted"
+    judged_by_method = [cls.__name__ for cls in classes if claim_secrets(cls)
+                        and getattr(ACCOUNTANTS.get(accounting_class(cls)), "loop_count", None) is not None]
+    if judged_by_method and _method(cfg) is None:
+        return (f"epsilon withheld: method {cfg.method.name} is not vflpriv's own or not known here, so no read judges "
+                f"whether its settings void the claim of {', '.join(judged_by_method)}")
+    return ""
 
 
 #: An entry's claim where its run voided it (``"void": true``).
 VOID = "void"
+#: An entry's claim of a defense unknown here: its secret's sum is not checked (its epsilon withheld: :func:`unjudged`).
+UNKNOWN = "unknown"
 
 
 def _sum(claims: list) -> tuple[float, float]:
@@ -258,7 +326,7 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
     ``record_claims`` leaves out); ValueError where no run writes it."""
     i, secret, count, void = entry["defense"], entry["secret"], entry["count"], entry.get("void", False)
     d = cfg.defenses[i]
-    cls = DEFENSES.get(d.name)
+    cls = DEFENSES.get(d.name)  # known: :func:`_expected` left out the unknown
     if foreign_accounting(cls, d.name):  # judged on the class before any of its code runs: a plugin's, not judged
         raise VflprivError(f"defense {i} ({d.name}): its accounting is a plugin's code, not run where records are read")
     if secret not in PAIRS or not CLAIMS[PAIRS[secret][0]](claim_secrets(cls)):
@@ -271,7 +339,7 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
         raise VflprivError(f"defense {i} ({d.name}): its accountant is not known here")
     if void is not True and void is not False:
         raise ValueError(f"defense {i} ({d.name}) is void {void!r:.20}")
-    planned = None if accountant.count is None else accountant.planned_count(cfg, d)
+    planned = None if accountant.count is None else _planned(accountant, cfg, d, count)
     stated = planned if type(planned) is int else None
     if type(count) is not type(stated) or count != stated:
         raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}, where a run of its settings composes {stated}")
