@@ -14,6 +14,7 @@ import pytest
 
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.sweep import ExperimentConfig
+from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.defenses.iso import IsotropicNoise
 from vflpriv.methods.splitnn import SplitNN
 from vflpriv.reports.results import load_results
@@ -25,7 +26,12 @@ BASE = {"partition": {"labeled": 60, "aux": 20}, "model": {"hidden": 32, "out_di
 DP = {"name": "dp-gaussian", "sweep": True}
 #: Each case: its settings and the plugins a run of them needs (gone at read).
 CASES = {"method": ({**BASE, "method": {"name": "acct-plug-method"}, "defenses": [DP]}, ("acct-plug-method",), ()),
-         "defense": ({**BASE, "defenses": [DP, {"name": "acct-plug-iso", "strength": 1.0}]}, (), ("acct-plug-iso",))}
+         "defense": ({**BASE, "defenses": [DP, {"name": "acct-plug-iso", "strength": 1.0}]}, (), ("acct-plug-iso",)),
+         "no private bottom": ({**BASE, "attack": {"name": "fi-decoder", "options": {"epochs": 3}},
+                                "defenses": [{**DP, "name": "embedding-dp", "options": {"private_bottom": False}}]},
+                               (), ()),
+         "vflhlp": ({**BASE, "method": {"name": "vflhlp"}, "defenses": [DP, {"name": "label-dp", "strength": 2.0}]},
+                    (), ())}
 
 
 def _store(tmp_path: Path, case: str) -> tuple[Path, str]:
@@ -68,3 +74,38 @@ def test_a_record_of_a_plugin_gone_at_read_is_checked_and_its_epsilon_withheld(t
     with pytest.raises(Exception, match="is damaged"):
         load_results(edited)
 
+
+def test_an_entry_un_voided_where_the_settings_void_it_is_damaged(tmp_path):
+    """embedding-dp without DP-SGD: its record has no feature epsilon ("void": true); the void popped and the epsilon of
+    its count written read clean (the reviewer's 68.6 shown)."""
+    path, key = _store(tmp_path, "no private bottom")
+
+    def unvoid(record):
+        entries = json.loads(record["epsilon_accounting"])
+        assert entries[0].pop("void") is True
+        record.update(epsilon_accounting=json.dumps(entries), epsilon_features=gaussian_epsilon(0.25, 1, delta=1e-5),
+                      epsilon_features_delta=1e-5)
+
+    assert load_results(path).attrs["damaged"] == []
+    _edit(path, key, unvoid)
+    with pytest.raises(Exception, match="where its settings void its claim: options.private_bottom=false"):
+        load_results(path)
+
+
+def test_a_claim_un_voided_beside_a_method_reading_labels_outside_it_is_damaged(tmp_path):
+    """VFLHLP reads the clean labels outside dp-gaussian's loop: its record has no label epsilon; dp-gaussian's entry
+    un-voided and the sum with label-dp's written read clean (the reviewer's 43.6 shown)."""
+    from vflpriv.defenses.dp_gaussian import spent
+
+    path, key = _store(tmp_path, "vflhlp")
+
+    def unvoid(record):
+        entries = json.loads(record["epsilon_accounting"])
+        assert entries[0].pop("void") is True and math.isnan(record["epsilon"] or math.nan)
+        record.update(epsilon_accounting=json.dumps(entries), epsilon=spent(0.5, delta=1e-5, uses=1) + 2.0,
+                      epsilon_delta=1e-5)
+
+    assert load_results(path).attrs["damaged"] == []
+    _edit(path, key, unvoid)
+    with pytest.raises(Exception, match="where its settings void its claim"):
+        load_results(path)

@@ -132,6 +132,19 @@ def _row_mechanisms(cfg: RunConfig, d: DefenseConfig) -> int:
     return parties * f.epochs * (1 + f.local_updates * o.private_bottom)
 
 
+def _label_void(cfg: RunConfig, d: DefenseConfig, method: Method) -> str:
+    """Why the settings alone void dp-gaussian's claim (``GaussianDP.covers``: a label use outside the loop), or ''."""
+    return "; ".join([*method.label_uses(), *method.undeclared_label_uses()])
+
+
+def _feature_void(cfg: RunConfig, d: DefenseConfig, method: Method) -> str:
+    """Why the settings alone void embedding-dp's claim (``EmbeddingDP.covers`` and ``bind``), or ''."""
+    o = EmbeddingDP.Options.model_validate(d.options)
+    return "; ".join([*method.feature_uses(), *method.undeclared_feature_uses(),
+                      *(["options.private_bottom=false"] if not o.private_bottom else []),
+                      *(["finetune.bn_recalibrate=true"] if cfg.finetune.bn_recalibrate else [])])
+
+
 def _settings_fixed(cls: type, strength: float, finetune: FinetuneConfig, options: dict, count: None) -> tuple:
     """The claim its settings fix (randomised response's and ALIBI's epsilon: the strength)."""
     return cls.claimed_epsilon(strength, finetune=finetune, options=options)
@@ -142,11 +155,13 @@ class Accountant:
     """How a DP defense's accounting class computes its epsilon: the count an instance composed (``count``, read after
     training as its ``privacy_spent`` reads it; None where the settings fix the epsilon), the count the shared loop
     composes under given settings (``loop_count``: of the run's and the defense's settings; :meth:`planned_count`),
-    and the (epsilon, delta) from the defense's class, strength, finetuning, options and that count (``epsilon``)."""
+    the (epsilon, delta) from the defense's class, strength, finetuning, options and that count (``epsilon``), and why
+    the settings alone void its claim (``settings_void``: the part of its ``covers`` they decide; review acct F3)."""
 
     count: Callable[[Any], int] | None
     epsilon: Callable[..., tuple[float, float] | None]
     loop_count: Callable[[RunConfig, DefenseConfig], int] | None = None
+    settings_void: Callable[[RunConfig, DefenseConfig, Method], str] | None = None
 
     def planned_count(self, cfg: RunConfig, d: DefenseConfig) -> int | str:
         """The count a run of ``cfg`` composes for its defense ``d`` (a str: why none is stated): the shared loop's,
@@ -156,8 +171,8 @@ class Accountant:
 
 #: Each vflpriv accounting class (``claims.accounting_class``) and its accountant.
 ACCOUNTANTS: dict[type, Accountant] = {
-    GaussianDP: Accountant(lambda d: int(d.uses.max()), _dp_gaussian, _label_uses),
-    EmbeddingDP: Accountant(lambda d: d.uses(), _embedding_dp, _row_mechanisms),
+    GaussianDP: Accountant(lambda d: int(d.uses.max()), _dp_gaussian, _label_uses, _label_void),
+    EmbeddingDP: Accountant(lambda d: d.uses(), _embedding_dp, _row_mechanisms, _feature_void),
     LabelDP: Accountant(None, _settings_fixed),
     Alibi: Accountant(None, _settings_fixed)}
 
@@ -228,6 +243,13 @@ def _planned(accountant: Accountant, cfg: RunConfig, d: DefenseConfig, count: An
         return accountant.planned_count(cfg, d)
     except VflprivError as exc:
         return accountant.loop_count(cfg, d) if type(count) is int else f"its method is unknown here ({exc})"
+
+
+def _settings_void(accountant: Accountant, cfg: RunConfig, d: DefenseConfig) -> str:
+    """Why the settings alone void the claim (:attr:`Accountant.settings_void`), or '' (also where the method is not
+    built here: :func:`unjudged` withholds its epsilon)."""
+    method = None if accountant.settings_void is None else _method(cfg)
+    return "" if method is None else accountant.settings_void(cfg, d, method)
 
 
 def _close(found: float, want: float) -> bool:
@@ -348,6 +370,8 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
     if not (void or identity) and isinstance(planned, str):
         raise ValueError(f"defense {i} ({d.name}) records an epsilon where a run of its settings records none: "
                          f"{planned}")
+    if not (void or identity) and (why := _settings_void(accountant, cfg, d)):
+        raise ValueError(f"defense {i} ({d.name}) is not void, where its settings void its claim: {why:.80}")
     try:
         if secret == FEATURES and not guards_record(d, record.victim):
             return secret, None
