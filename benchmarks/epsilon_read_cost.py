@@ -30,7 +30,8 @@ SETTINGS = [("mc", "dp-gaussian", [0.5, 1.0, 2.0, 4.0, 8.0, 16.0], {}),
 
 
 def _records(seeds: int) -> list:
-    """One scored record per run, its epsilon from its accountant at the default finetuning's count (20 uses)."""
+    """One scored record per run, its epsilon from its accountant at the count its settings state (the default
+    finetuning: dp-gaussian's 20 uses, embedding-dp's 20 releases and 20 steps)."""
     records = []
     for attack, defense, strengths, options in SETTINGS:
         runs = ExperimentConfig.model_validate({
@@ -40,7 +41,7 @@ def _records(seeds: int) -> list:
             d = run.defenses[0]
             cls = accountants.DEFENSES.get(d.name)
             accountant = accountants.ACCOUNTANTS[accountants.accounting_class(cls)]
-            count = None if accountant.count is None else run.finetune.epochs * run.finetune.local_updates
+            count = None if accountant.count is None else accountant.planned_count(run, d)  # its settings' count
             epsilon, delta = accountant.epsilon(cls, cls.axis.identity if d.strength is None else d.strength,
                                                 run.finetune, d.options, count)
             secret = "features" if defense == "embedding-dp" else "labels"

@@ -50,14 +50,15 @@ def noise_stream(seed: int, index: int, options) -> torch.Generator:
     return generator(seed, f"defense:{index}")
 
 
-def claim_notes(defenses: list, configs: list) -> list[str]:
+def claim_notes(defenses: list, configs: list, judgement: tuple) -> list[str]:
     """What each defense's noise is, for the run's notes: where ``secure_noise`` drew it (never reproducible, epsilon
-    or not: review fe2 R2), or where an epsilon rests on it (recorded, or in its notes: embedding-dp's test rows)."""
-    return [f"{c.name}: {SECURE_NOISE if secure(d) else SEEDED_NOISE}" for d, c in zip(defenses, configs)
-            if not d.is_identity and (secure(d) or _claims(d))]
+    or not: review fe2 R2), or where an epsilon rests on it (recorded: its ``claims.Verdict`` in ``judgement``, the
+    run's one judgement; or in its notes: embedding-dp's test rows)."""
+    return [f"{c.name}: {SECURE_NOISE if secure(d) else SEEDED_NOISE}" for d, c, v in zip(defenses, configs, judgement)
+            if not d.is_identity and (secure(d) or _claims(d, v.epsilon))]
 
 
-def _claims(defense) -> bool:
-    """Whether ``defense`` states an epsilon for the run: recorded (labels or features), or in its notes."""
-    recorded = not defense.uncovered and {"labels", "features"} & set(defense.secrets)
-    return bool(recorded and defense.privacy_spent() is not None) or bool(_NOTED_CLAIM.search(defense.notes()))
+def _claims(defense, epsilon: float | None) -> bool:
+    """Whether ``defense`` states an epsilon for the run: recorded (``epsilon``, labels or features), or in notes."""
+    recorded = epsilon is not None and {"labels", "features"} & set(defense.secrets)
+    return bool(recorded) or bool(_NOTED_CLAIM.search(defense.notes()))

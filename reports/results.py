@@ -35,8 +35,9 @@ def load_results(store: Path | str) -> pd.DataFrame:
     """Every record of a results store (the file, or an output directory holding ``results.sqlite``), one row
     per run, with a ``variant`` column (see ``tradeoff.variants``). The store is only read. Damaged records are
     left out and listed as (key, what is wrong) in ``frame.attrs["damaged"]``, so are the records of a secure-noise
-    training key written by two trainings (``frame.attrs["mixed"]``: their keys); a store with no run that checks
-    out is a ConfigError."""
+    training key written by two trainings (``frame.attrs["mixed"]``: their keys); a record whose epsilon no read here
+    can judge is kept without it (``frame.attrs["withheld"]``: key, why); a store with no run that checks out is a
+    ConfigError."""
     path = Path(store)
     if kind_of(path, what="results store") == "folder" and default_store(path).is_file():
         path = default_store(path)
@@ -64,6 +65,7 @@ def load_results(store: Path | str) -> pd.DataFrame:
     frame = with_variants(pd.DataFrame([_as_run(r, readings[id(r)]).to_dict() for r in records],
                                        columns=RunRecord.columns()))
     frame.attrs["damaged"] = damaged
+    frame.attrs["withheld"] = [(r.key, readings[id(r)].withheld) for r in records if readings[id(r)].withheld]
     frame.attrs["superseded"] = superseded
     frame.attrs["mixed"] = sorted(mixed)
     return frame
@@ -137,21 +139,25 @@ def _point(record: RunRecord) -> tuple:
 class Reading:
     """A record's settings as the current code reads them (``settings``) and in their one spelling (``spelled``,
     ``tradeoff.spelling``), both None where it cannot read them; what the record says that they do not (``problem``:
-    a damaged record, ``tradeoff.spelling.disagreement``)."""
+    a damaged record, ``tradeoff.spelling.disagreement``); why its epsilons are read as none (``withheld``:
+    ``runner.accountants.unjudged``)."""
 
     settings: Any = None
     spelled: Any = None
     problem: str = ""
+    withheld: str = ""
 
 
 def _reading(record: RunRecord) -> Reading:
     """``record``'s settings parsed and spelled: once per record, for :func:`current_records` and :func:`_as_run`."""
     from vflpriv.config.schema import RunConfig
+    from vflpriv.runner.accountants import unjudged
     from vflpriv.tradeoff.spelling import disagreement, one_spelling  # the registries: only where records are read
 
     try:
         settings = RunConfig.model_validate_json(record.config)
-        return Reading(settings, one_spelling(settings), disagreement(record, settings))
+        problem = disagreement(record, settings)
+        return Reading(settings, one_spelling(settings), problem, "" if problem else unjudged(record, settings))
     except Exception:  # noqa: BLE001 - settings the current code cannot read
         return Reading()
 
@@ -160,7 +166,11 @@ def _as_run(record: RunRecord, reading: Reading) -> RunRecord:
     """``record`` with its settings as :func:`current_records` groups them (every record the current code reads, in
     its one spelling, with the defaults of settings added since filled in), so that the variants are named from one
     spelling of a run: a setting whose seeds were written two ways is one row, not two (reviews rec2 R1, l7 L7-6).
-    Settings the current code cannot read stay as written."""
+    Settings the current code cannot read stay as written; a withheld epsilon (:attr:`Reading.withheld`) as none."""
+    if reading.withheld:
+        nan = float("nan")
+        record = replace(record, epsilon=nan, epsilon_delta=nan, epsilon_features=nan, epsilon_features_delta=nan,
+                         notes="; ".join(filter(None, [record.notes, reading.withheld])))
     return record if reading.spelled is None else replace(record, config=reading.spelled.recorded())
 
 

@@ -80,7 +80,7 @@ def _claim_sources() -> dict[str, str]:
     from vflpriv.defenses import declarations
     from vflpriv.defenses.base import Protection
     from vflpriv.methods.base import _undeclared, own_code, pretraining_reads_labels
-    from vflpriv.runner import claims
+    from vflpriv.runner import accountants, claims
     from vflpriv.config.keys import loaded_code
     from vflpriv.runner import defense_planning as planning
 
@@ -93,13 +93,16 @@ def _claim_sources() -> dict[str, str]:
     parts = [spent, gaussian_epsilon, common, declarations, own_code, _undeclared, pretraining_reads_labels,
              Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
              planning._reads, planning._check_label_readers, planning.plan_defenses, planning._check_backward,
-             claims.claimed, claims.withheld, claims.record_claims, claims.guards_victim, claims.foreign_accounting,
-             claims._foreign_member, claims._holds, claims._padded, claims.claim_secrets, claims.accounting_class,
-             claims._unrecorded, claims._uncovered, claims.made_types, claims.altered, claims._unmade, claims._shown,
-             claims._vflpriv_code, loaded_code]  # the run's key reads a plugin's class before the first look
+             claims.judged, claims.claiming, claims.composed, claims._voiding, claims.withheld, claims.record_claims,
+             claims.guards_victim, claims.foreign_accounting, claims._foreign_member, claims._holds, claims._padded,
+             claims.claim_secrets, claims.accounting_class, claims._unrecorded, claims._uncovered, claims.made_types,
+             claims.altered, claims._unmade, claims._shown, claims._vflpriv_code, loaded_code, accountants.recounted,
+             accountants._shared_once, accountants._finetuned_by, accountants._label_uses, accountants._row_mechanisms,
+             accountants.accounting_of]  # the key reads a plugin's class before the first look
     members |= {f"vflpriv.runner.claims.{name}": repr(sorted(map(str, getattr(claims, name))))
                 for name in ("ACCOUNTING", "CLAIM_KEEPING", "_PYTHONS", "_TORCH_STATE", "_MODULE_STORAGE", "_NAMES")}
     members["vflpriv.runner.claims._DEPTH"] = str(claims._DEPTH)
+    members["vflpriv.runner.accountants.SHARED_ONCE"] = repr([f.__qualname__ for f in accountants.SHARED_ONCE])
     members["vflpriv.runner.claims._PYTHON_MEMBERS"] = repr(sorted(claims._PYTHON_MEMBERS.items(), key=str))
     members["vflpriv.data declarations"] = _loader_declarations()
     return members | {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
@@ -127,7 +130,7 @@ def _loader_declarations() -> str:
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (6, "5913b3fa48456eb6")
+PINNED_CLAIM_RULES = (7, "69e0cb5ad7841c06")
 
 
 def _digest() -> str:

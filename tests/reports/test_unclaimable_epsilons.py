@@ -31,10 +31,11 @@ def _record(defense: str | None, **claims):
 
 
 FEATURE_EPSILON = {"epsilon_features": 0.5, "epsilon_features_delta": 1e-5}
-#: embedding-dp's feature claim at sigma 0.5 as a run writes it: one mechanism of the worst row, with its entry.
-GENUINE = {"epsilon_features": gaussian_epsilon(0.25, 1, delta=1e-5), "epsilon_features_delta": 1e-5,
+#: embedding-dp's feature claim at sigma 0.5 as a run writes it, with its entry: the worst row's 20 releases and 20
+#: DP-SGD steps (the default 20 epochs).
+GENUINE = {"epsilon_features": gaussian_epsilon(0.25, 40, delta=1e-5), "epsilon_features_delta": 1e-5,
            "epsilon_accounting": json.dumps([{"defense": 0, "revision": EmbeddingDP.revision, "secret": "features",
-                                              "count": 1}])}
+                                              "count": 40}])}
 EDITS = {"feature epsilon undefended": (None, FEATURE_EPSILON, "it is undefended and carries an epsilon_features"),
          "feature epsilon on nopeek": ("nopeek", FEATURE_EPSILON,
                                        "it carries an epsilon_features that no defense of its settings (nopeek)"),

@@ -18,10 +18,15 @@ from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.sweep import drop_damaged
 
 FEATURE_EPSILON = {"epsilon_features": 0.5, "epsilon_features_delta": 1e-5}
-#: embedding-dp's feature claim at sigma 0.5 as a run writes it: one mechanism of the worst row, with its entry.
-GENUINE = {"epsilon_features": gaussian_epsilon(0.25, 1, delta=1e-5), "epsilon_features_delta": 1e-5,
-           "epsilon_accounting": json.dumps([{"defense": 0, "revision": EmbeddingDP.revision, "secret": "features",
-                                              "count": 1}])}
+
+
+def _genuine(parties: int = 1) -> dict:
+    """embedding-dp's feature claim at sigma 0.5 as a run writes it, with its entry: the worst row's 20 releases and
+    20 DP-SGD steps (the default 20 epochs) at each of the ``parties`` it guards."""
+    count = 40 * parties
+    return {"epsilon_features": gaussian_epsilon(0.25, count, delta=1e-5), "epsilon_features_delta": 1e-5,
+            "epsilon_accounting": json.dumps([{"defense": 0, "revision": EmbeddingDP.revision, "secret": "features",
+                                               "count": count}])}
 
 
 def _run(attack: dict, *, party: int | None = 1):
@@ -42,7 +47,7 @@ UNGUARDED = {"another victim": ({"name": "fi-decoder", "victim": 2}, 1, "at vict
 @pytest.mark.parametrize("case", sorted(UNGUARDED))
 def test_a_feature_epsilon_at_a_victim_its_defense_does_not_guard_is_damaged(tmp_path, case):
     attack, party, where = UNGUARDED[case]
-    kept = _record(_run({"name": "fi-decoder", "victim": 1}), **GENUINE)
+    kept = _record(_run({"name": "fi-decoder", "victim": 1}), **_genuine())
     Store(tmp_path / "results.sqlite").put_many([_record(_run(attack, party=party), **FEATURE_EPSILON),
                                                  replace(kept, key="k" * 20)])
     frame = load_results(tmp_path / "results.sqlite")
@@ -63,7 +68,7 @@ def test_a_resume_recomputes_a_feature_epsilon_at_an_unguarded_victim(tmp_path):
 @pytest.mark.parametrize("victim, party", [(1, 1), (2, None)])
 def test_a_feature_epsilon_at_a_guarded_victim_is_read(tmp_path, victim, party):
     Store(tmp_path / "results.sqlite").put(_record(_run({"name": "fi-decoder", "victim": victim}, party=party),
-                                                   **GENUINE))
+                                                   **_genuine(1 if party else 2)))
     frame = load_results(tmp_path / "results.sqlite")
     assert len(frame) == 1 and frame.attrs["damaged"] == []
 

@@ -134,6 +134,9 @@ def _read(store: Path, out: Path, **filters: str | None):
         warn.print(f"warning: damaged record left out: run {key}: {problem}", markup=False)
     if len(damaged) > 5:
         warn.print(f"warning: {len(damaged) - 5} more damaged record(s) left out", markup=False)
+    if withheld := results.attrs.get("withheld"):  # shown without an epsilon rather than unjudged (review acct F2)
+        warn.print(f"warning: {len(withheld)} record(s) shown without their epsilon (the first, run {withheld[0][0]}: "
+                   f"{withheld[0][1]})", markup=False)
     if mixed := results.attrs.get("mixed"):  # options.secure_noise resumed by an earlier vflpriv: two trainings
         warn.print(f"warning: {len(mixed)} record(s) of secure-noise trainings left out: one training key holds "
                    f"records of two trainings (the first, run {mixed[0]}); run the command that wrote them again to "

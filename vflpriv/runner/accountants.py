@@ -1,7 +1,37 @@
 """A stored epsilon recomputed wherever a record is read (task epsread): each DP defense's accountant, the one its run
-used, run again on what the record's settings fix (the noise multiplier or the epsilon, delta) and on the count it
-composed, which the record holds (``RunRecord.epsilon_accounting``, written by :func:`accounting_of`). A record whose
-epsilon or delta differs is damaged (a hand edit): left out of the tables, recomputed on resume."""
+used, run again on what the record's settings fix (the noise multiplier or the epsilon, delta) and on the count a run of
+those settings composes (``Accountant.planned_count``, review fin17 F1: a count read from the record let an edit lower
+it with its epsilon). The record's ``epsilon_accounting`` (written by :func:`accounting_of`) holds one entry per
+defense whose class claims a secret, void ones too (review fin17 F2), each with that count; a record whose entries or
+epsilon or delta differ is damaged (a hand edit): left out of the tables, recomputed on resume. When a run is
+recorded, the count its accountant really composed is compared with the planned one (:func:`recounted`): a difference
+voids the claim (its note names both), so no recorded epsilon rests on another count than its settings state. A void
+claim leaves its secret with no epsilon (``claims.composed``: basic composition needs a bound on every release).
+Where a defense or the method of a record's settings is not known here (a plugin not importable), or the method is a
+plugin's, the entries that can be judged are, and the record's epsilons are read as none, with a warning
+(:func:`unjudged`: review acct F2), never shown unjudged.
+
+The counts (the worst training row's; each argument in its defense's module docstring):
+
+- Where they hold. The method's finetuning is the shared loop (``methods/finetune.finetune``) run once
+  (:data:`SHARED_ONCE`: ``Method.finetune``, and VFLHLP's, which calls it once after its own steps): it trains on the
+  labeled aligned ids for ``epochs`` epochs, each shuffled into batches that hold every id once (``index_batches``:
+  no id dropped, none repeated), and follows every exchange with ``local_updates - 1`` FedBCD updates on the same
+  batch. Any other method's finetuning (one-shot VFL's, SS-VFL's, the local baselines', a plugin's) has a count
+  vflpriv does not state: its run records no epsilon and says why (its claims are void there anyway but for a plugin).
+- dp-gaussian: each update of the active party (an exchange's and each local update's) passes every row of its batch
+  through ``backward`` once, so every trained row is read ``epochs * local_updates`` times, and no other code reads a
+  label in that loop (``covers``); the validation rows are held out (0), canaries are trained rows (the same count).
+  ``target_epsilon`` is solved over the same count (``bind``).
+- embedding-dp: per guarded party (every passive one, party unset; else one), a trained row is released once per
+  exchange (one embedding message per batch; FedBCD's local updates send nothing) and, with ``private_bottom``, is in
+  one DP-SGD step per exchange and per local update: ``parties * epochs * (1 + local_updates)``, or
+  ``parties * epochs`` without DP-SGD (no training epsilon then anyway). Other releases of training rows are at
+  inference: the validation rows (held out of training) once, and per epoch with ``finetune.curve``: at most
+  ``epochs + 1`` for one party, below a trained row's count, so never the worst row's. Test rows carry no training
+  sample's id (their own per-release note).
+- The comparison at record time is what makes these exact rather than assumed: a loop that composes a different count
+  (an acting attack's, a frozen bottom's, code not read here) records no epsilon for it."""
 
 from __future__ import annotations
 
@@ -14,15 +44,18 @@ from typing import Any
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
-from vflpriv.config.registry import DEFENSES
-from vflpriv.config.schema import FinetuneConfig, RunConfig
+from vflpriv.config.parse import parse_options
+from vflpriv.config.registry import DEFENSES, METHODS
+from vflpriv.config.schema import DefenseConfig, FinetuneConfig, RunConfig
 from vflpriv.defenses.alibi import Alibi
 from vflpriv.defenses.dp_gaussian import GaussianDP, noise_for, spent
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.defenses.label_dp import LabelDP
-from vflpriv.runner.claims import accounting_class, claimed, foreign_accounting
-from vflpriv.runner.naming import CLAIMS, guards_record, secrets_claimed
+from vflpriv.methods.base import Method
+from vflpriv.methods.vflhlp import VFLHLP
+from vflpriv.runner.claims import Verdict, accounting_class, claim_secrets, foreign_accounting
+from vflpriv.runner.naming import CLAIMS, guards_record
 from vflpriv.store.records import CLAIM_VERSION
 
 #: The most characters one defense's entry of ``epsilon_accounting`` takes (about 70 as written): a longer field is
@@ -66,6 +99,52 @@ def _embedding_dp(cls: type, strength: float, finetune: FinetuneConfig, options:
     return _gaussian(strength / 2.0, count, o.delta), float(o.delta)
 
 
+#: The finetuning functions read to run the shared loop once from epoch 0 (the counts above hold there only).
+SHARED_ONCE = (Method.finetune, VFLHLP.finetune)
+
+
+def _shared_once(cfg: RunConfig) -> str:
+    """'' where ``cfg``'s method finetunes by the shared loop run once (:data:`SHARED_ONCE`), else why no count is
+    stated for it; VflprivError for a method unknown here."""
+    return _finetuned_by(cfg.method.name)
+
+
+@lru_cache(maxsize=256)
+def _finetuned_by(method: str) -> str:
+    """:func:`_shared_once` of the method registered as ``method``, once per name (a read judges every record)."""
+    cls = METHODS.get(method)
+    owner = next(k for k in cls.__mro__ if "finetune" in vars(k))
+    if any(vars(owner)["finetune"] is shared for shared in SHARED_ONCE):  # ``in`` ran a plugin's ``__eq__``
+        return ""
+    return (f"method {method} finetunes by its own code ({owner.__qualname__}.finetune), for which vflpriv states no "
+            "count of a row's mechanisms")
+
+
+def _label_uses(cfg: RunConfig, d: DefenseConfig) -> int:
+    """dp-gaussian: each trained label is read once per update, ``epochs * local_updates`` (see the module's note)."""
+    return cfg.finetune.epochs * cfg.finetune.local_updates
+
+
+def _row_mechanisms(cfg: RunConfig, d: DefenseConfig) -> int:
+    """embedding-dp: per guarded party, a trained row's releases (one an epoch) and DP-SGD steps (one an update)."""
+    f, o = cfg.finetune, EmbeddingDP.Options.model_validate(d.options)
+    parties = cfg.partition.parties - 1 if d.party is None else 1
+    return parties * f.epochs * (1 + f.local_updates * o.private_bottom)
+
+
+def _label_void(cfg: RunConfig, d: DefenseConfig, method: Method) -> str:
+    """Why the settings alone void dp-gaussian's claim (``GaussianDP.covers``: a label use outside the loop), or ''."""
+    return "; ".join([*method.label_uses(), *method.undeclared_label_uses()])
+
+
+def _feature_void(cfg: RunConfig, d: DefenseConfig, method: Method) -> str:
+    """Why the settings alone void embedding-dp's claim (``EmbeddingDP.covers`` and ``bind``), or ''."""
+    o = EmbeddingDP.Options.model_validate(d.options)
+    return "; ".join([*method.feature_uses(), *method.undeclared_feature_uses(),
+                      *(["options.private_bottom=false"] if not o.private_bottom else []),
+                      *(["finetune.bn_recalibrate=true"] if cfg.finetune.bn_recalibrate else [])])
+
+
 def _settings_fixed(cls: type, strength: float, finetune: FinetuneConfig, options: dict, count: None) -> tuple:
     """The claim its settings fix (randomised response's and ALIBI's epsilon: the strength)."""
     return cls.claimed_epsilon(strength, finetune=finetune, options=options)
@@ -73,36 +152,61 @@ def _settings_fixed(cls: type, strength: float, finetune: FinetuneConfig, option
 
 @dataclass(frozen=True)
 class Accountant:
-    """How a DP defense's accounting class computes its epsilon: what of an instance the record holds (``count``, read
-    after training as its ``privacy_spent`` reads it; None where the settings fix the epsilon), the (epsilon,
-    delta) from the defense's class, strength, finetuning, options and that count (``epsilon``), and the largest count
-    a run of a finetuning writes (``most``; None: no bound from the settings)."""
+    """How a DP defense's accounting class computes its epsilon: the count an instance composed (``count``, read after
+    training as its ``privacy_spent`` reads it; None where the settings fix the epsilon), the count the shared loop
+    composes under given settings (``loop_count``: of the run's and the defense's settings; :meth:`planned_count`),
+    the (epsilon, delta) from the defense's class, strength, finetuning, options and that count (``epsilon``), and why
+    the settings alone void its claim (``settings_void``: the part of its ``covers`` they decide; review acct F3)."""
 
     count: Callable[[Any], int] | None
     epsilon: Callable[..., tuple[float, float] | None]
-    most: Callable[[FinetuneConfig], int] | None = None
+    loop_count: Callable[[RunConfig, DefenseConfig], int] | None = None
+    settings_void: Callable[[RunConfig, DefenseConfig, Method], str] | None = None
+
+    def planned_count(self, cfg: RunConfig, d: DefenseConfig) -> int | str:
+        """The count a run of ``cfg`` composes for its defense ``d`` (a str: why none is stated): the shared loop's,
+        where its method finetunes by it once (:func:`_shared_once`; VflprivError for a method unknown here)."""
+        return _shared_once(cfg) or self.loop_count(cfg, d)
 
 
 #: Each vflpriv accounting class (``claims.accounting_class``) and its accountant.
 ACCOUNTANTS: dict[type, Accountant] = {
-    GaussianDP: Accountant(lambda d: int(d.uses.max()), _dp_gaussian, lambda f: f.epochs * f.local_updates),
-    EmbeddingDP: Accountant(lambda d: d.uses(), _embedding_dp),
+    GaussianDP: Accountant(lambda d: int(d.uses.max()), _dp_gaussian, _label_uses, _label_void),
+    EmbeddingDP: Accountant(lambda d: d.uses(), _embedding_dp, _row_mechanisms, _feature_void),
     LabelDP: Accountant(None, _settings_fixed),
     Alibi: Accountant(None, _settings_fixed)}
 
 
-def accounting_of(defenses: list, verdicts: tuple[str, ...], made: tuple[dict, ...] = ()) -> str:
-    """What a training's records hold of its claims (``RunRecord.epsilon_accounting``): per defense whose epsilon
-    they record (``claims.claimed`` of that defense alone, with the planner's verdict and snapshot: the same
-    judgement), its index, revision, secret and its accountant's count."""
+def recounted(cfg: RunConfig) -> Callable[[int, Any], str]:
+    """For a run of ``cfg``: why the claim of its defense ``i`` (built, trained) voids because the count its accountant
+    composed is not the one its settings state (``Accountant.planned_count``), or ''."""
+    def why(i: int, d: Any) -> str:
+        accountant = ACCOUNTANTS.get(accounting_class(d))
+        if accountant is None or accountant.count is None:
+            return ""
+        want, found = accountant.planned_count(cfg, cfg.defenses[i]), accountant.count(d)
+        if isinstance(want, str):
+            return f"its accountant's count ({found}) is not checked against its settings: {want}"
+        return "" if found == want else (
+            f"its accountant composed {found} mechanisms for the worst training row, where a run of its settings "
+            f"composes {want}: its epsilon would rest on a count its settings do not state")
+    return why
+
+
+def accounting_of(defenses: list, judgement: tuple[Verdict, ...], cfg: RunConfig) -> str:
+    """What a training's records hold of its claims (``RunRecord.epsilon_accounting``): per defense whose class claims
+    a secret (its :class:`claims.Verdict`, the one ``record_claims`` wrote from), void ones too (``"void": true``: they
+    leave their secret without an epsilon, :func:`claims.composed`), its index, revision, secret and the count its
+    settings state (:attr:`Accountant.planned_count`; None where they fix the epsilon or state none)."""
     entries = []
-    for i, d in enumerate(defenses):
-        labels, features, _ = claimed([d], tuple(verdicts[i:i + 1]), tuple(made[i:i + 1]))
-        if labels or features:
+    for d, v in zip(defenses, judgement):
+        if v.secrets:
             accountant = ACCOUNTANTS.get(accounting_class(d))
-            count = accountant.count(d) if accountant is not None and accountant.count is not None else None
-            entries.append({"defense": i, "revision": int(d.revision), "secret": LABELS if labels else FEATURES,
-                            "count": count})
+            planned = None if accountant is None or accountant.count is None else \
+                accountant.planned_count(cfg, cfg.defenses[v.index])
+            entries.append({"defense": v.index, "revision": int(d.revision),
+                            "secret": LABELS if v.secrets == {LABELS} else FEATURES,
+                            "count": planned if type(planned) is int else None, **({"void": True} if v.void else {})})
     return json.dumps(entries)
 
 
@@ -132,6 +236,22 @@ def miscounted(record, cfg: RunConfig) -> str:
 PAIRS = {LABELS: ("epsilon", "epsilon_delta"), FEATURES: ("epsilon_features", "epsilon_features_delta")}
 
 
+def _planned(accountant: Accountant, cfg: RunConfig, d: DefenseConfig, count: Any) -> int | str:
+    """:meth:`Accountant.planned_count`; where the method is unknown here, the shared loop's count if the entry states
+    one (a run writes one only there; its epsilon withheld: :func:`unjudged`), else why none is (review acct F2)."""
+    try:
+        return accountant.planned_count(cfg, d)
+    except VflprivError as exc:
+        return accountant.loop_count(cfg, d) if type(count) is int else f"its method is unknown here ({exc})"
+
+
+def _settings_void(accountant: Accountant, cfg: RunConfig, d: DefenseConfig) -> str:
+    """Why the settings alone void the claim (:attr:`Accountant.settings_void`), or '' (also where the method is not
+    built here: :func:`unjudged` withholds its epsilon)."""
+    method = None if accountant.settings_void is None else _method(cfg)
+    return "" if method is None else accountant.settings_void(cfg, d, method)
+
+
 def _close(found: float, want: float) -> bool:
     """Equal within :data:`TOLERANCE`, or both NaN (no claim)."""
     return (math.isnan(found) and math.isnan(want)) or math.isclose(found, want, rel_tol=TOLERANCE, abs_tol=1e-15)
@@ -139,53 +259,124 @@ def _close(found: float, want: float) -> bool:
 
 def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, float]]:
     """Per (epsilon, delta) fields of ``record`` it checks, the claim its accountants give (NaN: none), composed as
-    ``claims.record_claims`` composes them (they add); raises VflprivError where it cannot recompute them."""
+    ``claims.record_claims`` composes them (they add; a void one leaves none: ``claims.composed``); raises VflprivError
+    where it cannot recompute them, ValueError where no run writes its entries (one per claiming defense, in order)."""
     if not record.epsilon_accounting:  # every run of the current claim rules writes it, "[]" where nothing is claimed
         if any(not math.isnan(getattr(record, epsilon)) for epsilon, _ in PAIRS.values()):
             raise ValueError("it carries an epsilon without its accountants' entries")
         return {}
     entries = json.loads(record.epsilon_accounting)
-    if not isinstance(entries, list):
-        raise ValueError(f"a JSON {type(entries).__name__}, not a list")
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise ValueError("not a JSON list of entries")
+    named = [entry.get("defense") for entry in entries]
+    classes = [_defense(d.name) for d in cfg.defenses]
+    unknown = [i for i, cls in enumerate(classes) if cls is None]  # whether they claim: judged by nobody here
+    claiming = [i for i, cls in enumerate(classes) if cls is not None and claim_secrets(cls)]
+    if (not all(type(i) is int for i in named) or named != sorted(set(named))
+            or [i for i in named if i not in unknown] != claiming):  # one per claiming defense, void too (fin17 F2)
+        raise ValueError(f"it names defenses {str(named):.40}, where its settings' claiming defenses are {claiming}"
+                         + (f" and any of the unknown {unknown}" if unknown else ""))
     claims: dict[str, list] = {LABELS: [], FEATURES: []}
     for entry in entries:
-        secret, claim = _recomputed(entry, record, cfg)
+        secret, claim = (entry["secret"], UNKNOWN) if entry["defense"] in unknown else _recomputed(entry, record, cfg)
         if claim is not None:
-            claims[secret].append(claim)
-    return {PAIRS[secret]: _sum(found) for secret, found in claims.items()}
+            claims[secret].append(claim)  # KeyError: an unknown defense's entry of no secret a run records
+    return {PAIRS[secret]: _sum(found) for secret, found in claims.items() if UNKNOWN not in found}
 
 
-def _sum(claims: list[tuple[float, float]]) -> tuple[float, float]:
-    """(epsilon, delta) of ``claims`` by basic composition, as ``record_claims`` adds them; NaN where none."""
-    return (sum(e for e, _ in claims), sum(d for _, d in claims)) if claims else (math.nan, math.nan)
+def _defense(name: str) -> type | None:
+    """The defense class registered as ``name``, or None where it is unknown here."""
+    try:
+        return DEFENSES.get(name)
+    except VflprivError:
+        return None
 
 
-def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, float] | None]:
-    """One entry's secret and claim, recomputed (None: a feature claim of a defense not guarding the record's victim,
-    which ``record_claims`` leaves out); ValueError where no run writes it."""
-    i, secret, count = entry["defense"], entry["secret"], entry["count"]
-    if type(i) is not int or not 0 <= i < len(cfg.defenses):
-        raise ValueError(f"it names defense {i!r:.20} of {len(cfg.defenses)}")
+@lru_cache(maxsize=256)
+def _built(name: str, options: str) -> Method | None:
+    """vflpriv's method ``name`` built with ``options`` (JSON), once; None where it is unknown here or a plugin's (its
+    declared uses are its code, not run where records are read) or its options do not build it."""
+    try:
+        cls = METHODS.get(name) if METHODS.builtin(name) else None
+        return None if cls is None else cls(parse_options(cls, json.loads(options), where="method.options"))
+    except VflprivError:
+        return None
+
+
+def _method(cfg: RunConfig) -> Method | None:
+    """:func:`_built` of ``cfg``'s method."""
+    return _built(cfg.method.name, json.dumps(cfg.method.options, sort_keys=True))
+
+
+def unjudged(record, cfg: RunConfig) -> str:
+    """Why a read withholds ``record``'s epsilons (shown as none, with a warning) rather than show them unjudged, or
+    '': a defense of its settings ``cfg`` unknown here (it may claim a secret: a claim deleted with its entry would
+    pass), or a method unknown here or a plugin's beside a claim its method may void (whether it finetunes by the
+    shared loop, what its settings void: its code, not run at read; an entry un-voided would pass: review acct F2, F3).
+    The entries that can be judged are (:func:`miscounted`)."""
+    if record.claim_version != CLAIM_VERSION or all(math.isnan(getattr(record, e)) for e, _ in PAIRS.values()):
+        return ""
+    classes = [_defense(d.name) for d in cfg.defenses]
+    if None in classes:
+        unknown = ", ".join(d.name for d, cls in zip(cfg.defenses, classes) if cls is None)
+        return f"epsilon withheld: defense {unknown} is not known here, so no read checks that its claims are counted"
+    judged_by_method = [cls.__name__ for cls in classes if claim_secrets(cls)
+                        and getattr(ACCOUNTANTS.get(accounting_class(cls)), "loop_count", None) is not None]
+    if judged_by_method and _method(cfg) is None:
+        return (f"epsilon withheld: method {cfg.method.name} is not vflpriv's own or not known here, so no read judges "
+                f"whether its settings void the claim of {', '.join(judged_by_method)}")
+    return ""
+
+
+#: An entry's claim where its run voided it (``"void": true``).
+VOID = "void"
+#: An entry's claim of a defense unknown here: its secret's sum is not checked (its epsilon withheld: :func:`unjudged`).
+UNKNOWN = "unknown"
+
+
+def _sum(claims: list) -> tuple[float, float]:
+    """(epsilon, delta) of ``claims`` by basic composition, as ``record_claims`` adds them; NaN where none or one is
+    :data:`VOID`."""
+    if not claims or VOID in claims:
+        return math.nan, math.nan
+    return sum(e for e, _ in claims), sum(d for _, d in claims)
+
+
+def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, float] | str | None]:
+    """One entry's secret and claim, recomputed from the count its settings state (:data:`VOID` where its run voided
+    it; None: at the identity, or a feature claim of a defense not guarding the record's victim, which
+    ``record_claims`` leaves out); ValueError where no run writes it."""
+    i, secret, count, void = entry["defense"], entry["secret"], entry["count"], entry.get("void", False)
     d = cfg.defenses[i]
-    cls = DEFENSES.get(d.name)
+    cls = DEFENSES.get(d.name)  # known: :func:`_expected` left out the unknown
     if foreign_accounting(cls, d.name):  # judged on the class before any of its code runs: a plugin's, not judged
         raise VflprivError(f"defense {i} ({d.name}): its accounting is a plugin's code, not run where records are read")
-    if secret not in PAIRS or not CLAIMS[PAIRS[secret][0]](secrets_claimed(cls)):
+    if secret not in PAIRS or not CLAIMS[PAIRS[secret][0]](claim_secrets(cls)):
         raise ValueError(f"defense {i} ({d.name}) records no {secret!r:.20} epsilon")
     accountant = ACCOUNTANTS.get(accounting_class(cls))
     if entry["revision"] != cls.revision:  # a change to an accountant bumps CLAIM_VERSION: this one is the rule
         raise ValueError(f"defense {i} ({d.name}) is of revision {entry['revision']!r:.20}, not the current "
-                         f"code's {cls.revision}")
+                          f"code's {cls.revision}")
     if accountant is None:
         raise VflprivError(f"defense {i} ({d.name}): its accountant is not known here")
-    if (count is None) != (accountant.count is None) or not (count is None or type(count) is int and count >= 1
-                                                             and (accountant.most is None
-                                                                  or count <= accountant.most(cfg.finetune))):
-        raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}, which no run of its settings writes")
+    if void is not True and void is not False:
+        raise ValueError(f"defense {i} ({d.name}) is void {void!r:.20}")
+    planned = None if accountant.count is None else _planned(accountant, cfg, d, count)
+    stated = planned if type(planned) is int else None
+    if type(count) is not type(stated) or count != stated:
+        raise ValueError(f"defense {i} ({d.name}) counts {count!r:.20}, where a run of its settings composes {stated}")
+    strength = cls.axis.identity if d.strength is None else d.strength
+    identity = strength == cls.axis.identity and not cls.own_strength_option(d.options)  # the defense absent
+    if not (void or identity) and isinstance(planned, str):
+        raise ValueError(f"defense {i} ({d.name}) records an epsilon where a run of its settings records none: "
+                         f"{planned}")
+    if not (void or identity) and (why := _settings_void(accountant, cfg, d)):
+        raise ValueError(f"defense {i} ({d.name}) is not void, where its settings void its claim: {why:.80}")
     try:
         if secret == FEATURES and not guards_record(d, record.victim):
             return secret, None
     except VflprivError as exc:  # settings no run of the current code builds: none wrote this entry
         raise ValueError(f"defense {i} ({d.name}) cannot be built from its settings ({exc})") from exc
-    return secret, accountant.epsilon(cls, cls.axis.identity if d.strength is None else d.strength, cfg.finetune,
-                                      d.options, count)
+    if void or identity:
+        return secret, VOID if void else None
+    return secret, accountant.epsilon(cls, strength, cfg.finetune, d.options, planned)

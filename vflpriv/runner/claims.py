@@ -1,11 +1,14 @@
 """What a run records of its defenses' privacy claims: which defenses' epsilons are vflpriv's own computation
 (:func:`foreign_accounting`), under which secret (:func:`claim_secrets`), and the label and feature epsilons a record
-holds (:func:`claimed`, :func:`record_claims`), with the notes where none is recorded."""
+holds (:func:`judged` once, :func:`record_claims`), with the notes where none is recorded."""
 
 from __future__ import annotations
 
 import abc
+import math
 import types
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -20,6 +23,7 @@ from vflpriv.common.declarations import (
     plain_data,
     vflpriv_own,
 )
+from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.defenses.base import Protection
 from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.engine import FINETUNE
@@ -183,11 +187,15 @@ def _vflpriv_code(f: object) -> bool:
 _PYTHONS = frozenset({object, type, abc.ABC, abc.ABCMeta})
 
 
-def claim_secrets(d: Protection) -> frozenset[str]:
-    """The secrets ``d``'s epsilon is recorded under: those of the class computing it (defining ``privacy_spent``; if
-    not vflpriv's own, :func:`foreign_accounting` records nothing) narrowed to ``d``'s: a plugin's ``secrets`` may
-    narrow them, never redirect them (an embedding-dp subclass naming the labels: review l6 L1)."""
-    return declared_secrets(accounting_class(d)) & declared_secrets(d)
+def claim_secrets(d: Protection | type) -> frozenset[str]:
+    """The secrets the epsilon of ``d`` (a defense or its class) is recorded under, by a run and by a read alike (review
+    acct F1): none where the class computing it (defining ``privacy_spent``; if not vflpriv's own,
+    :func:`foreign_accounting` records nothing) computes none, as ``Protection``'s (iso); else its secrets narrowed to
+    ``d``'s: a plugin's ``secrets`` may narrow them, never redirect them (an embedding-dp subclass: review l6 L1)."""
+    k = accounting_class(d)
+    if vars(k)["privacy_spent"] is vars(Protection)["privacy_spent"]:
+        return frozenset()
+    return declared_secrets(k) & declared_secrets(d)
 
 
 def accounting_class(d: Protection | type) -> type:
@@ -195,17 +203,52 @@ def accounting_class(d: Protection | type) -> type:
     return next(k for k in (d if isinstance(d, type) else type(d)).__mro__ if "privacy_spent" in vars(k))
 
 
-def claimed(defenses: list[Protection], verdicts: tuple[str, ...] = (), made: tuple[dict, ...] = ()
-            ) -> tuple[list[tuple[float, float]], list[tuple[Protection, float]], list[str]]:
-    """What a run records of its defenses' claims (:func:`claim_secrets`): (epsilon, delta) of each covered one claiming
-    the labels alone, (defense, epsilon) of those claiming the features, and :func:`_unrecorded`'s notes; ``verdicts``
-    and ``made``: the planner's (``Plan.verdicts``, ``Plan.made``)."""
-    spent = [(d, e, claim_secrets(d)) for d, planned, kept in zip(defenses, _padded(verdicts, defenses),
-                                                                  _padded(made, defenses, {}))
-             if not _uncovered(d, planned, kept) and (e := d.privacy_spent()) is not None]
-    labels = [(e, d.privacy_delta()) for d, e, secrets in spent if secrets == {"labels"}]
-    features = [(d, e) for d, e, secrets in spent if "features" in secrets]
-    return labels, features, [note for d, _, secrets in spent if (note := _unrecorded(d, secrets))]
+@dataclass(frozen=True)
+class Verdict:
+    """One defense's claim, judged once when its training is recorded (review acct 3): its index, the secrets its
+    epsilon is recorded under (:func:`claim_secrets`), its (epsilon, delta) (None, NaN: none), why it does not hold
+    ('' where it does, and at the identity: the defense is absent there, bit for bit) and why its code or data is not
+    vflpriv's (:func:`tampered`: its notes are left out then)."""
+
+    index: int
+    secrets: frozenset[str]
+    epsilon: float | None
+    delta: float
+    void: str
+    tampered: str
+
+
+def judged(defenses: list[Protection], verdicts: tuple[str, ...] = (), made: tuple[dict, ...] = (),
+           recount: Callable[[int, Protection], str] | None = None) -> tuple[Verdict, ...]:
+    """Each defense's :class:`Verdict`; ``verdicts`` and ``made``: the planner's (``Plan.verdicts``, ``Plan.made``);
+    ``recount``: why an epsilon's count is not its settings' (``accountants.recounted``: the claim is void), or ''.
+    Its accounting (``privacy_spent``, which may find it uncovered) runs once, where nothing voided it first."""
+    out = []
+    for i, (d, planned, kept) in enumerate(zip(defenses, _padded(verdicts, defenses), _padded(made, defenses, {}))):
+        spoiled = tampered(d, kept)
+        why = _uncovered(d, planned, spoiled)
+        e = None if why else d.privacy_spent()
+        if e is not None and recount is not None and (miscount := recount(i, d)):
+            e, why = None, miscount
+        why = "" if d.is_identity else why or _uncovered(d, planned, spoiled)
+        out.append(Verdict(i, claim_secrets(d), e, math.nan if e is None else d.privacy_delta(), why, spoiled))
+    return tuple(out)
+
+
+def claiming(judgement: tuple[Verdict, ...], secret: str) -> list[Verdict]:
+    """The verdicts of the defenses whose epsilon a record holds under ``secret`` (the labels: those claiming them
+    alone; the features: those claiming them), held or void; none at the identity (absent there, bit for bit)."""
+    return [v for v in judgement if (v.epsilon is not None or v.void)
+            and (v.secrets == {LABELS} if secret == LABELS else FEATURES in v.secrets)]
+
+
+def composed(verdicts: list[Verdict]) -> tuple[float, float]:
+    """(epsilon, delta) of ``verdicts``' claims by basic composition (they add); NaN where there is none, or where one
+    is void: basic composition bounds the training by the sum only where a bound covers each mechanism's releases, and
+    a void one's are covered by none (dropping it from the sum would show a smaller epsilon: review fin17 F2)."""
+    if not verdicts or any(v.void for v in verdicts):
+        return math.nan, math.nan
+    return sum(v.epsilon for v in verdicts), sum(v.delta for v in verdicts)
 
 
 def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
@@ -224,12 +267,11 @@ def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
             "secrets may narrow them, never redirect them")
 
 
-def withheld(defenses: list[Protection], names: list[str], unrecorded: list[str],
-             verdicts: tuple[str, ...] = (), made: tuple[dict, ...] = ()) -> list[str]:
-    """The notes of the claims a run records no (label) epsilon for: :func:`claimed`'s, and those uncovered."""
-    return unrecorded + [f"{name}: no epsilon recorded: {why}" for d, name, planned, kept in
-                         zip(defenses, names, _padded(verdicts, defenses), _padded(made, defenses, {}))
-                         if (why := _uncovered(d, planned, kept)) and not d.is_identity]
+def withheld(defenses: list[Protection], names: list[str], judgement: tuple[Verdict, ...]) -> list[str]:
+    """The notes of the claims a run records no (label) epsilon for: those recorded under other secrets than named
+    (:func:`_unrecorded`), then those void."""
+    return [note for d, v in zip(defenses, judgement) if v.epsilon is not None and (note := _unrecorded(d, v.secrets))
+            ] + [f"{name}: no epsilon recorded: {v.void}" for name, v in zip(names, judgement) if v.void]
 
 
 def _padded(given: tuple, defenses: list, missing: object = "") -> tuple:
@@ -237,27 +279,37 @@ def _padded(given: tuple, defenses: list, missing: object = "") -> tuple:
     return (*given, *[missing] * (len(defenses) - len(given)))
 
 
-def _uncovered(d: Protection, planned: str, made: dict) -> str:
+def _uncovered(d: Protection, planned: str, spoiled: str) -> str:
     """Why ``d``'s claim does not hold: as planned (``Plan.verdicts``: code that cleared ``uncovered`` and deleted
-    itself, review l10 2), as its mechanism found while it ran (``uncovered``), or judged again when the run is recorded
-    (a plugin's code clearing ``uncovered``: review l9 L9-1; another's writing into its data: :func:`altered`)."""
-    return planned or d.uncovered or tampered(d, made)
+    itself, review l10 2), as its mechanism found while it ran (``uncovered``), or judged when the run is recorded
+    (``spoiled``, :func:`tampered`: a plugin's code clearing ``uncovered``: review l9 L9-1; another's writing into its
+    data: :func:`altered`)."""
+    return planned or d.uncovered or spoiled
 
 
-def record_claims(record, claims: list[tuple[float, float]], features: list[tuple[Protection, float]]) -> list[str]:
-    """Writes a run's claims (:func:`claimed`) into ``record``: the label epsilon and delta (several compose by basic
-    composition: they add), the feature epsilon of those guarding its victim's finetuning features; returns the note
-    where the feature claims guard another party only (review final14 F7: one function, pinned)."""
-    record.epsilon = sum(e for e, _ in claims) if claims else float("nan")
-    record.epsilon_delta = sum(d for _, d in claims) if claims else float("nan")
-    guarding = [(e, d.privacy_delta()) for d, e in features if guards_victim(d, record.victim)]
+def record_claims(record, judgement: tuple[Verdict, ...], defenses: list[Protection]) -> list[str]:
+    """Writes a run's claims into ``record`` (:func:`composed`): the label epsilon and delta, the feature epsilon of
+    those guarding its victim's finetuning features; returns the notes where a void claim leaves a secret without the
+    others' sum, or the feature claims guard another party only (review final14 F7: one function, pinned)."""
+    labels = claiming(judgement, LABELS)
+    record.epsilon, record.epsilon_delta = composed(labels)
+    features = claiming(judgement, FEATURES)
+    guarding = [v for v in features if guards_victim(defenses[v.index], record.victim)]
     if guarding:
-        record.epsilon_features = sum(e for e, _ in guarding)
-        record.epsilon_features_delta = sum(d for _, d in guarding)
-    if not features or guarding:
-        return []
-    return [f"no feature epsilon at victim {record.victim}: the feature DP defenses guard other parties' features"
-            if record.victim != "" else "a label attack: the feature epsilon does not apply"]
+        record.epsilon_features, record.epsilon_features_delta = composed(guarding)
+    notes = [_voiding(found, defenses, secret) for secret, found in ((LABELS, labels), (FEATURES, guarding))
+             if any(v.void for v in found) and not all(v.void for v in found)]
+    if not features or guarding or all(v.void for v in features):
+        return notes
+    return notes + [f"no feature epsilon at victim {record.victim}: the feature DP defenses guard other parties' "
+                    "features" if record.victim != "" else "a label attack: the feature epsilon does not apply"]
+
+
+def _voiding(found: list[Verdict], defenses: list[Protection], secret: str) -> str:
+    """The note of a secret whose other claims hold but whose sum a void one leaves unproven."""
+    void = ", ".join(defenses[v.index].name for v in found if v.void)
+    return (f"no {secret} epsilon recorded: {void}'s claim is void, and the sum of the others bounds the training only "
+            "where a bound covers every claiming defense's releases")
 
 
 def guards_victim(defense, victim: str) -> bool:

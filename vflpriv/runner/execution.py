@@ -47,10 +47,10 @@ from vflpriv.methods.base import Method, own_code, pretraining_reads_labels
 from vflpriv.methods.finetune import Trained
 from vflpriv.models.allocator import reuse_freed_memory
 from vflpriv.models.training import require_finite
-from vflpriv.runner.accountants import accounting_of
+from vflpriv.runner.accountants import accounting_of, recounted
 from vflpriv.runner.attacking import prior_alone, run_attack
 from vflpriv.runner.auditing import bind_auditor, score_auditor
-from vflpriv.runner.claims import claimed, record_claims, tampered, withheld
+from vflpriv.runner.claims import claiming, composed, judged, record_claims, withheld
 from vflpriv.runner.feature_attacking import run_feature_attack
 from vflpriv.runner.handed import changed_in_place, tensors_digest
 from vflpriv.runner.naming import named
@@ -135,16 +135,17 @@ def _execute(p: Plan) -> list[RunRecord]:
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
-    claims, features, unrecorded = claimed(p.defenses, p.verdicts, p.made)  # features: another neighbouring relation
-    result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], unrecorded, p.verdicts, p.made)
-    result.notes += [f"{c.name}: {note}" for i, (d, c) in enumerate(zip(p.defenses, p.config.defenses))
-                     if not tampered(d, p.made[i] if i < len(p.made) else {}) and (note := d.notes())]
-    result.notes += claim_notes(p.defenses, p.config.defenses)  # what each recorded epsilon assumes of its noise
-    delta = sum(d for _, d in claims)  # several DP defenses compose (basic composition): epsilons and deltas add
-    accounting = accounting_of(p.defenses, p.verdicts, p.made)  # what a read recomputes the epsilons from
+    judgement = judged(p.defenses, p.verdicts, p.made, recounted(p.config))  # each claim judged once
+    result.notes += withheld(p.defenses, [c.name for c in p.config.defenses], judgement)
+    result.notes += [f"{c.name}: {note}" for d, c, v in zip(p.defenses, p.config.defenses, judgement)
+                     if not v.tampered and (note := d.notes())]
+    result.notes += claim_notes(p.defenses, p.config.defenses, judgement)  # what each epsilon assumes of its noise
+    label_epsilon, delta = composed(claiming(judgement, LABELS))  # basic composition: epsilons and deltas add
+    delta = 0.0 if math.isnan(delta) else delta
+    accounting = accounting_of(p.defenses, judgement, p.config)  # what a read recomputes the epsilons from
     if p.auditor is not None:
         score_auditor(records, p.config.finetune.auditor, p.auditor, p.scenario,
-                      delta=delta if claims else p.audited.privacy_delta(), shares=p.auditor_menu)
+                      delta=p.audited.privacy_delta() if math.isnan(label_epsilon) else delta, shares=p.auditor_menu)
     inboxes = list(result.fed.channel.inboxes.values())
     received, spoiled = tensors_digest(inboxes), ""
     for a, record in zip(p.attacks, records):
@@ -156,7 +157,7 @@ def _execute(p: Plan) -> list[RunRecord]:
             setattr(record, f"comm_mb_{phase}", meter.total_bytes(phase) / 1e6)
             setattr(record, f"comm_messages_{phase}", meter.total_messages(phase))
         record.training_under_attack = under_attack
-        unguarded = record_claims(record, claims, features)
+        unguarded = record_claims(record, judgement, p.defenses)
         record.epsilon_accounting = accounting
         record.traffic, record.train_seconds = traffic, result.seconds
         record.notes = "; ".join(result.notes + unguarded)  # the bound is at the parties the mechanism noised

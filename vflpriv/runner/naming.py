@@ -19,10 +19,8 @@ from vflpriv.config.schema import DefenseConfig, RunConfig
 from vflpriv.config.sweep import own_strength_option
 from vflpriv.engine import SERVER
 from vflpriv.engine.roles import PASSIVE
-from vflpriv.defenses.base import Protection
-from vflpriv.defenses.declarations import declared_secrets
 from vflpriv.runner.adversaries import parties_of
-from vflpriv.runner.claims import foreign_accounting, guards_victim  # record_claims' own victim test
+from vflpriv.runner.claims import claim_secrets, foreign_accounting, guards_victim  # record_claims' own rules
 
 #: Each epsilon a record carries and whether a defense claiming ``secrets`` records it (``claims.record_claims``: a
 #: label epsilon from a defense claiming the labels alone, a feature epsilon from one claiming the features).
@@ -76,7 +74,7 @@ def unclaimable(record, cfg: RunConfig) -> str:
     """Which epsilon of ``record`` no defense of its settings ``cfg`` can record (:data:`CLAIMS`: none where no class
     of the defense computes one, as nopeek's), or ''; '' where a defense is unknown here (its claims are unknown)."""
     try:
-        claims = [secrets_claimed(DEFENSES.get(d.name)) for d in cfg.defenses]
+        claims = [claim_secrets(DEFENSES.get(d.name)) for d in cfg.defenses]
     except VflprivError:
         return ""
     for name, records in CLAIMS.items():
@@ -96,7 +94,7 @@ def unguarded(record, cfg: RunConfig) -> str:
         classes = [DEFENSES.get(d.name) for d in cfg.defenses]
     except VflprivError:
         return ""
-    claiming = [(d, cls) for d, cls in zip(cfg.defenses, classes) if FEATURES in secrets_claimed(cls)]
+    claiming = [(d, cls) for d, cls in zip(cfg.defenses, classes) if FEATURES in claim_secrets(cls)]
     if any(foreign_accounting(cls, d.name) for d, cls in claiming):
         return ""
     for d, _ in claiming:
@@ -128,9 +126,3 @@ def _guards(defense: str, victim: str) -> bool:
                 options=parse_options(cls, d.options, where="options"), generator=torch.Generator(), name=d.name)
     return guards_victim(built, victim)
 
-
-def secrets_claimed(cls: type) -> frozenset[str]:
-    """The secrets an epsilon of defense class ``cls`` is recorded under, as ``claims.claim_secrets`` judges an
-    instance: those of the class computing it narrowed to ``cls``'s; none where only ``Protection`` defines it."""
-    accounting = next(k for k in cls.__mro__ if "privacy_spent" in vars(k))
-    return frozenset() if accounting is Protection else declared_secrets(accounting) & declared_secrets(cls)
