@@ -39,8 +39,8 @@ class Registry(Generic[T]):
         self._entry_points()
         if any(b.casefold() == name.casefold() for b in self._builtins):
             raise ConfigError(f"cannot register {_a(self.kind)} as '{name}': that is a built-in {self.kind}'s "
-                              f"name{_case(name, self._builtins)}, and a plugin under it would share its stored runs; register it under "
-                              "another name")
+                              f"name{_case(name, self._builtins)}, and a plugin under it would share its stored "
+                              "runs; register it under another name")
         problem = self.check(obj)
         if problem is not None:
             raise ConfigError(f"cannot register {_a(self.kind)} as '{name}': it is not a vflpriv {self.kind}: "
@@ -80,7 +80,8 @@ class Registry(Generic[T]):
         if name in self._shadowing:
             other = self._shadowing[name]
             raise ConfigError(f"the installed package '{other.dist.name}' declares {self.kind} '{name}' "
-                              f"({other.value}), a built-in {self.kind}'s name{_case(name, self._builtins)}: its runs would share the built-in's "
+                              f"({other.value}), a built-in {self.kind}'s name{_case(name, self._builtins)}: its "
+                              f"runs would share the built-in's "
                               f"stored runs; rename it in that package's entry points, or uninstall it")
         if name in eps:
             obj = _loaded(lambda: eps[name].load(), f"cannot load the installed {self.kind} '{name}' "
