@@ -48,14 +48,19 @@ def test_a_plugin_registered_under_a_built_in_s_name_is_refused():
     assert DEFENSES.get("label-dp") is LabelDP
 
 
-def test_an_installed_plugin_under_a_built_in_s_name_is_one_error_line(tmp_path, monkeypatch):
+def _installed_as(name: str, tmp_path, monkeypatch) -> None:
+    """A package 'shadow' installed on the path, declaring its defense under ``name``; the entry points read again."""
     info = tmp_path / "shadow-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: shadow\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[vflpriv.defenses]\nlabel-dp = shadow_plugin:Mine\n")
+    (info / "entry_points.txt").write_text(f"[vflpriv.defenses]\n{name} = shadow_plugin:Mine\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(DEFENSES, "_installed", None)  # read the entry points again, with the plugin's
     monkeypatch.setattr(DEFENSES, "_cache", {})
+
+
+def test_an_installed_plugin_under_a_built_in_s_name_is_one_error_line(tmp_path, monkeypatch):
+    _installed_as("label-dp", tmp_path, monkeypatch)
     refused_in_planning(["evaluate", "--defense", "label-dp", "--strengths", "1"],
                         "the installed package 'shadow' declares defense 'label-dp' (shadow_plugin:Mine), a built-in "
                         "defense's name", tmp_path, monkeypatch)
@@ -64,13 +69,7 @@ def test_an_installed_plugin_under_a_built_in_s_name_is_one_error_line(tmp_path,
 
 def test_an_installed_plugin_under_a_built_in_s_name_in_another_case_is_refused(tmp_path, monkeypatch):
     """Review misc F9: ``register`` refused 'LABEL-DP', an installed entry point under it was listed and used."""
-    info = tmp_path / "shadow-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: shadow\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[vflpriv.defenses]\nLABEL-DP = shadow_plugin:Mine\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(DEFENSES, "_installed", None)  # read the entry points again, with the plugin's
-    monkeypatch.setattr(DEFENSES, "_cache", {})
+    _installed_as("LABEL-DP", tmp_path, monkeypatch)
     assert "LABEL-DP" not in DEFENSES.names()
     refused_in_planning(["evaluate", "--defense", "LABEL-DP", "--strengths", "1"],
                         "the installed package 'shadow' declares defense 'LABEL-DP' (shadow_plugin:Mine), a built-in "
