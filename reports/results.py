@@ -140,7 +140,7 @@ class Reading:
     """A record's settings as the current code reads them (``settings``) and in their one spelling (``spelled``,
     ``tradeoff.spelling``), both None where it cannot read them; what the record says that they do not (``problem``:
     a damaged record, ``tradeoff.spelling.disagreement``); why its epsilons are read as none (``withheld``:
-    ``runner.accountants.unjudged``)."""
+    ``tradeoff.spelling.withheld``)."""
 
     settings: Any = None
     spelled: Any = None
@@ -151,13 +151,12 @@ class Reading:
 def _reading(record: RunRecord) -> Reading:
     """``record``'s settings parsed and spelled: once per record, for :func:`current_records` and :func:`_as_run`."""
     from vflpriv.config.schema import RunConfig
-    from vflpriv.runner.accountants import unjudged
-    from vflpriv.tradeoff.spelling import disagreement, one_spelling  # the registries: only where records are read
+    from vflpriv.tradeoff.spelling import disagreement, one_spelling, withheld  # the registries: only where read
 
     try:
         settings = RunConfig.model_validate_json(record.config)
         problem = disagreement(record, settings)
-        return Reading(settings, one_spelling(settings), problem, "" if problem else unjudged(record, settings))
+        return Reading(settings, one_spelling(settings), problem, "" if problem else withheld(record, settings))
     except Exception:  # noqa: BLE001 - settings the current code cannot read
         return Reading()
 

@@ -22,7 +22,7 @@ from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
 from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.defense_planning import DEFENSE_POINTS, PASSIVE, PASSIVE_POINTS, message_kinds  # as it binds
-from vflpriv.runner.accountants import miscounted
+from vflpriv.runner.accountants import miscounted, unjudged
 from vflpriv.runner.naming import misnamed, unclaimable, unguarded
 from vflpriv.runner.prior import OWN_ENCODER_PRIORS, prior_pretraining
 
@@ -150,3 +150,9 @@ def disagreement(record: Any, run: RunConfig) -> str:
     accountants do not give), or '': such a record is damaged (a hand edit), left out of every table and recomputed on
     resume (review hunt H5, H6; task epsread)."""
     return misnamed(record, run) or unclaimable(record, run) or unguarded(record, run) or miscounted(record, run)
+
+
+def withheld(record: Any, run: RunConfig) -> str:
+    """Why ``record``'s epsilons are read as none though it is not damaged (``runner.accountants.unjudged``: code
+    not importable here, a plugin method's count), or '': where records are read, as :func:`disagreement`."""
+    return unjudged(record, run)

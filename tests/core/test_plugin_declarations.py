@@ -116,7 +116,7 @@ CASES = {
     "AxisStrHigh": (DEFENSES, "its axis alpha: high is '10'; give a real number, not NaN"),
     "AxisNaNLow": (DEFENSES, "its axis alpha: low is nan; give a real number, not NaN"),
     "AxisLogSearch": (DEFENSES, "its axis alpha: search is (0.0, 1.0); give a tuple (lo, hi) of finite numbers with "
-                                "0 <= lo < hi <= inf, lo > 0 (a log scale)"),
+                                "lo < hi, lo > 0 (a log scale)"),
     "BadHook": (DEFENSES, "its hook_points are frozenset({'defend:nowhere'}); give a non-empty set of some of"),
 }
 
