@@ -221,9 +221,9 @@ def test_runs_read_from_the_store_count_as_done_at_once_and_not_in_the_rate_of_r
         progress.advance(1)
     lines = buffer.getvalue().splitlines()
     assert lines[:2] == ["runs 1/4 (25%), 0:10 elapsed, about 0:30 left",
-                         "runs 3/4 (75%), 0:10 elapsed (2 read from the store, computed by another sweep), "
+                         "runs 3/4 (75%), 0:10 elapsed (2 read from the store, computed meanwhile), "
                          "about 0:10 left"]
-    assert lines[-1] == "runs 4/4 (100%), 0:20 elapsed (2 read from the store, computed by another sweep)"
+    assert lines[-1] == "runs 4/4 (100%), 0:20 elapsed (2 read from the store, computed meanwhile)"
 
 
 def test_evaluate_counts_a_training_another_sweep_ran_after_its_start_up_check(tmp_path, monkeypatch):
@@ -245,4 +245,4 @@ def test_evaluate_counts_a_training_another_sweep_ran_after_its_start_up_check(t
                                       "--store", str(path)])
     assert result.exit_code == 0, result.output
     assert "1 already in the store, 0 to run" not in result.output
-    assert "runs 1/1 (100%)" in result.stderr and "(1 read from the store, computed by another sweep)" in result.stderr
+    assert "runs 1/1 (100%)" in result.stderr and "(1 read from the store, computed meanwhile)" in result.stderr

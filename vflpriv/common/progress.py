@@ -194,7 +194,7 @@ class RunProgress:
     def line(self) -> str:
         share = self.done / self.total if self.total else 1.0
         text = f"{self.label} {self.done}/{self.total} ({share:.0%}), {clock_text(self.clock() - self.started)} elapsed"
-        text += f" ({self.read_here} read from the store, computed by another sweep)" if self.read_here else ""
+        text += f" ({self.read_here} read from the store, computed meanwhile)" if self.read_here else ""
         left = self._left_text()
         return text + (("; " if left.startswith("now:") else ", ") + left if left and self.done < self.total else "")
 
