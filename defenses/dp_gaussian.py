@@ -126,8 +126,7 @@ class GaussianDP(TrainingDefense):
         if targets is None:
             return super().audit_strengths_for(phase, finetune=finetune, options=options)
         delta = cls.Options.model_validate(options).delta
-        uses = finetune.epochs * finetune.local_updates
-        return tuple(noise_for(target, delta=delta, uses=uses) for target in targets)
+        return tuple(noise_for(target, delta=delta, uses=label_reads(finetune)) for target in targets)
 
     @classmethod
     def claimed_epsilon(cls, strength: float, *, finetune, options: dict) -> tuple[float, float] | None:
@@ -137,7 +136,7 @@ class GaussianDP(TrainingDefense):
             return float(o.target_epsilon), float(o.delta)
         if strength == cls.axis.identity:
             return None
-        return spent(strength, delta=o.delta, uses=finetune.epochs * finetune.local_updates), float(o.delta)
+        return spent(strength, delta=o.delta, uses=label_reads(finetune)), float(o.delta)
 
     @property
     def effective_strength(self) -> float:
@@ -162,8 +161,7 @@ class GaussianDP(TrainingDefense):
         self.uses = torch.zeros(federation.active.labels.numel(), dtype=torch.long)
         target = self.options.target_epsilon
         if target is not None:
-            ft = federation.finetune
-            self.sigma = noise_for(target, delta=self.options.delta, uses=ft.epochs * ft.local_updates)
+            self.sigma = noise_for(target, delta=self.options.delta, uses=label_reads(federation.finetune))
 
     def backpropagates(self) -> bool:
         return not self.is_identity
@@ -195,6 +193,12 @@ class GaussianDP(TrainingDefense):
 
     def privacy_delta(self) -> float:
         return float(self.options.delta)
+
+
+def label_reads(finetune) -> int:
+    """How often the shared finetuning loop reads each trained label: once per update, ``epochs * local_updates``
+    (FedBCD's local updates included); the count dp-gaussian's accountant composes and its target is solved over."""
+    return finetune.epochs * finetune.local_updates
 
 
 def spent(sigma: float, *, delta: float, uses: int) -> float:

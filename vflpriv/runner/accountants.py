@@ -48,7 +48,7 @@ from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import DefenseConfig, FinetuneConfig, RunConfig
 from vflpriv.defenses.alibi import Alibi
-from vflpriv.defenses.dp_gaussian import GaussianDP, noise_for, spent
+from vflpriv.defenses.dp_gaussian import GaussianDP, label_reads, noise_for, spent
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.defenses.label_dp import LabelDP
@@ -88,8 +88,7 @@ def _dp_gaussian(cls: type, strength: float, finetune: FinetuneConfig, options: 
     """Opacus' RDP epsilon of the most-read label's ``count`` uses at the sigma the run noised with: its strength, or
     the one ``GaussianDP.bind`` solves for ``target_epsilon`` over the finetuning's updates."""
     o = cls.Options.model_validate(options)
-    sigma = strength if o.target_epsilon is None else _noise_for(o.target_epsilon, o.delta,
-                                                                 finetune.epochs * finetune.local_updates)
+    sigma = strength if o.target_epsilon is None else _noise_for(o.target_epsilon, o.delta, label_reads(finetune))
     return _spent(sigma, o.delta, count), float(o.delta)
 
 
@@ -103,15 +102,10 @@ def _embedding_dp(cls: type, strength: float, finetune: FinetuneConfig, options:
 SHARED_ONCE = (Method.finetune, VFLHLP.finetune)
 
 
-def _shared_once(cfg: RunConfig) -> str:
-    """'' where ``cfg``'s method finetunes by the shared loop run once (:data:`SHARED_ONCE`), else why no count is
-    stated for it; VflprivError for a method unknown here."""
-    return _finetuned_by(cfg.method.name)
-
-
 @lru_cache(maxsize=256)
 def _finetuned_by(method: str) -> str:
-    """:func:`_shared_once` of the method registered as ``method``, once per name (a read judges every record)."""
+    """'' where the method registered as ``method`` finetunes by the shared loop run once (:data:`SHARED_ONCE`), else
+    why no count is stated for it; once per name (a read judges every record); VflprivError for a method unknown."""
     cls = METHODS.get(method)
     owner = next(k for k in cls.__mro__ if "finetune" in vars(k))
     if any(vars(owner)["finetune"] is shared for shared in SHARED_ONCE):  # ``in`` ran a plugin's ``__eq__``
@@ -122,7 +116,7 @@ def _finetuned_by(method: str) -> str:
 
 def _label_uses(cfg: RunConfig, d: DefenseConfig) -> int:
     """dp-gaussian: each trained label is read once per update, ``epochs * local_updates`` (see the module's note)."""
-    return cfg.finetune.epochs * cfg.finetune.local_updates
+    return label_reads(cfg.finetune)
 
 
 def _row_mechanisms(cfg: RunConfig, d: DefenseConfig) -> int:
@@ -165,8 +159,8 @@ class Accountant:
 
     def planned_count(self, cfg: RunConfig, d: DefenseConfig) -> int | str:
         """The count a run of ``cfg`` composes for its defense ``d`` (a str: why none is stated): the shared loop's,
-        where its method finetunes by it once (:func:`_shared_once`; VflprivError for a method unknown here)."""
-        return _shared_once(cfg) or self.loop_count(cfg, d)
+        where its method finetunes by it once (:func:`_finetuned_by`; VflprivError for a method unknown here)."""
+        return _finetuned_by(cfg.method.name) or self.loop_count(cfg, d)
 
 
 #: Each vflpriv accounting class (``claims.accounting_class``) and its accountant.
