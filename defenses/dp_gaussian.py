@@ -146,8 +146,7 @@ class GaussianDP(TrainingDefense):
     def covers(self, method) -> str:
         """'' where the argument covers ``method``'s every label use (it declares none outside the shared loop), else
         why not."""
-        uses = [*method.label_uses(), *method.undeclared_label_uses()]
-        if uses:
+        if uses := uses_outside_loop(method):
             return (f"{'; '.join(uses)}: outside dp-gaussian's mechanism (only the shared finetuning loop is private), "
                     "so its epsilon does not bound what the passive parties see")
         return ""
@@ -193,6 +192,12 @@ class GaussianDP(TrainingDefense):
 
     def privacy_delta(self) -> float:
         return float(self.options.delta)
+
+
+def uses_outside_loop(method) -> list[str]:
+    """``method``'s label uses outside the shared finetuning loop, declared or its own undeclared code: each voids the
+    claim (``GaussianDP.covers``; the accountants' settings_void reads the same list)."""
+    return [*method.label_uses(), *method.undeclared_label_uses()]
 
 
 def label_reads(finetune) -> int:

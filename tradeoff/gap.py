@@ -8,20 +8,28 @@ from collections.abc import Sequence
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.schema import RunConfig
 from vflpriv.runner import data_by_key
+from vflpriv.store.records import RunRecord, stale_claim
 from vflpriv.store.records import stored as stored_record
 from vflpriv.store.secrets import ENV_VAR, current_fingerprint
 from vflpriv.store.sqlite import Store
 from vflpriv.store.trainings import mixed_trainings, secure_settings
+from vflpriv.store.verification import StoredRow, other_canary_key, other_data
 from vflpriv.tradeoff.spelling import disagreement
+
+#: What the start-up check (``sweep.drop_damaged``) and the gap find wrong with a stored record, each as the start-up
+#: check's note counts it, in the order the gap says a key's first.
+DAMAGED, OTHER_DATA, OTHER_KEY, STALE = ("damaged record(s)", "record(s) of other data",
+                                         "record(s) of another canary key", "record(s) of earlier claim rules")
+KINDS = (DAMAGED, OTHER_DATA, OTHER_KEY, STALE)
 
 
 class GapCheck:
-    """The start-up check's tests (``sweep.drop_damaged``: the record reads and is its run's; its data, canary key
-    and claim rules are those of now; a secure-noise training's records come from one training) applied to every
-    record another sweep wrote since ``since`` (the check's start). Other data or another canary key is refused as
-    that check refuses it (:func:`refuse_other_data`) unless ``replace_other_data``; a record failing otherwise is
-    not read but recomputed, each key at most once (a second failing version: ConfigError, no endless recomputing of
-    each other's runs by two sweeps). What this sweep wrote (``ours``: key, when) is not judged again."""
+    """The start-up check's tests (``sweep.drop_damaged``, :func:`record_problems`: the record reads and is its run's;
+    its data, canary key and claim rules are those of now; a secure-noise training's records come from one training)
+    applied to every record another sweep wrote since ``since`` (the check's start). Other data or another canary key
+    is refused as that check refuses it (:func:`refuse_other`) unless ``replace_other_data``; a record failing
+    otherwise is not read but recomputed, each key at most once (a second failing version: ConfigError, no endless
+    recomputing of each other's runs by two sweeps). What this sweep wrote (``ours``: key, when) is not judged again."""
 
     def __init__(self, store: Store, groups: dict[str, list[RunConfig]], since: float, *,
                  replace_other_data: bool = False) -> None:
@@ -42,7 +50,7 @@ class GapCheck:
         for training, written in by_training.items():
             seen = tuple(sorted(written.items()))
             if self.verdicts.get(training, ((),))[0] != seen:  # each version of its records judged once
-                problems = self._problems(training, self.store.texts(list(written)))
+                problems = self._problems(training, self.store.stored_rows(list(written)))
                 self.verdicts[training] = (seen, problems)
                 for key, why in problems.items():
                     self._once(key, written.get(key), why)
@@ -68,30 +76,46 @@ class GapCheck:
                               "in the store): run the sweeps one after the other, or give each its own --out or "
                               "--store")
 
-    def _problems(self, training: str, written: dict[str, object]) -> dict[str, str]:
-        """Key: what is wrong, for the records ``written`` of ``training`` (key: its stored text); all its runs where
-        it is a secure-noise training whose final records came from two trainings. ConfigError for other data or
-        another canary key without ``replace_other_data``."""
-        problems = {}
-        for key, text in written.items():
-            record, problem = stored_record(key, text, lists=True)
-            if problem or (problem := disagreement(record, self.runs[key])):
-                problems[key] = problem
-        keys = list(written)
+    def _problems(self, training: str, written: dict[str, StoredRow]) -> dict[str, str]:
+        """Key: what is wrong (:func:`record_problems`, the first found), for the records ``written`` of ``training``;
+        all its runs where it is a secure-noise training whose final records came from two trainings. ConfigError for
+        other data or another canary key without ``replace_other_data``."""
         if not self.expected:
             self.expected = data_by_key(self.runs.values())
-        other = self.store.other_data({k: self.expected[k] for k in keys})
-        other_key = self.store.other_canary_key(keys, current_fingerprint())
+        found = record_problems(written, self.runs, self.expected, current_fingerprint())
         if not self.replace:  # another sweep's results of other data: never deleted by mistake
-            refuse_other_data(other, where=str(self.store.path))
-            refuse_other_canary_key(other_key, where=str(self.store.path))
-        for key, why in other + other_key + self.store.stale_claims(keys):
-            problems.setdefault(key, why)
+            refuse_other(found, where=str(self.store.path))
+        problems: dict[str, str] = {}
+        for kind in KINDS:
+            for key, why in found[kind]:
+                problems.setdefault(key, why)
         runs = self.groups[training]
         mine = {c.key() for c in runs}
         if secure_settings(runs[0]) and mixed_trainings(r for r in self.store.final_records(training) if r.key in mine):
             problems |= {c.key(): "its secure-noise training's records came from two trainings" for c in runs}
         return problems
+
+
+def record_problems(rows: dict[str, StoredRow], runs: dict[str, RunConfig], expected: dict[str, str],
+                    canary_key: str) -> dict[str, list[tuple[str, str]]]:
+    """The start-up check's and the gap's tests of stored records (key: its row) of ``runs`` (by key): (key, what is
+    wrong) by kind (:data:`KINDS`). ``expected``: the data's fingerprint by key; ``canary_key``: the key's now."""
+    found: dict[str, list[tuple[str, str]]] = {kind: [] for kind in KINDS}
+    for key, row in rows.items():
+        record, problem = stored_record(key, row.text, lists=True)
+        if problem or (problem := disagreement(record, runs[key])):
+            found[DAMAGED].append((key, problem))
+        elif why := stale_claim(RunRecord.from_json(row.text)):  # never resumed: other claim rules decided it
+            found[STALE].append((key, why))
+    found[OTHER_DATA] = other_data([(key, row.data_fingerprint) for key, row in rows.items()], expected)
+    found[OTHER_KEY] = other_canary_key([(key, row.canary_key) for key, row in rows.items()], canary_key)
+    return found
+
+
+def refuse_other(found: dict[str, list[tuple[str, str]]], *, where: str) -> None:
+    """ConfigError where :func:`record_problems` found records of other data or another canary key."""
+    refuse_other_data(found[OTHER_DATA], where=where)
+    refuse_other_canary_key(found[OTHER_KEY], where=where)
 
 
 def refuse_other_data(other: Sequence[tuple[str, str]], *, where: str) -> None:

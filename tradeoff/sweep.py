@@ -28,8 +28,8 @@ from vflpriv.store.secrets import current_fingerprint
 from vflpriv.store.sqlite import Store
 from vflpriv.store.trainings import partly_stored, secure_records, secure_settings
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
-from vflpriv.tradeoff.gap import GapCheck, refuse_other_canary_key, refuse_other_data
-from vflpriv.tradeoff.spelling import disagreement
+from vflpriv.tradeoff.gap import (GapCheck, record_problems, refuse_other, refuse_other_canary_key,  # noqa: F401
+                                  refuse_other_data)  # the refusals: read here by the workflows too
 
 if TYPE_CHECKING:  # the frame is made once the runs are done: the trainings need no pandas
     import pandas as pd
@@ -199,33 +199,28 @@ def _check_canaries_guessed(configs: Sequence[RunConfig]) -> None:
 def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None,
                  replace_other_data: bool = False) -> list[str]:
     """Delete the stored records of ``configs`` that do not check out (their own fields, or what their run's settings
-    say of them: ``spelling.disagreement``), or whose epsilon earlier claim rules decided
-    (``RunRecord.claim_version``), so they are recomputed; say so. Records computed on other data than the dataset
-    holds now (``data_by_key``: a changed data file) are deleted and recomputed too where ``replace_other_data``
-    (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted. Returns the stored records of
-    secure-noise trainings held in part or from two trainings (:func:`partly_stored`): kept, not deleted, until the
-    loop (:func:`_replace_part`) runs their training whole and replaces them, or finds another sweep did
-    (:class:`~vflpriv.tradeoff.gap.GapCheck`; review st S1: ``sweep``'s ``redo``)."""
+    say of them: ``spelling.disagreement``), or whose epsilon earlier claim rules decided (``RunRecord.claim_version``),
+    so they are recomputed; say so (the tests :func:`~vflpriv.tradeoff.gap.record_problems`, the gap's too). Records
+    computed on other data than the dataset holds now (``data_by_key``: a changed data file) are deleted and recomputed
+    too where ``replace_other_data`` (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted.
+    Returns the stored records of secure-noise trainings held in part or from two trainings (:func:`partly_stored`):
+    kept, not deleted, until the loop (:func:`_replace_part`) runs their training whole and replaces them, or finds
+    another sweep did (:class:`~vflpriv.tradeoff.gap.GapCheck`; review st S1: ``sweep``'s ``redo``)."""
     expected = data_by_key(configs)
-    other = store.other_data(expected)  # damaged records are not among them: drop_damaged's
-    other_key = store.other_canary_key(list(expected), current_fingerprint())
+    found = record_problems(store.stored_rows(list(expected)), {c.key(): c for c in configs}, expected,
+                            current_fingerprint())
     if not replace_other_data:
-        refuse_other_data(other, where=str(store.path))
-        refuse_other_canary_key(other_key, where=str(store.path))
-    by_key = {c.key(): c for c in configs}
-    damaged = store.drop_damaged(list(expected), check=lambda key, record: disagreement(record, by_key[key]))
-    stale = store.stale_claims(list(expected))  # never resumed with an epsilon earlier claim rules decided
-    store.forget([key for key, _ in other + other_key + stale])
+        refuse_other(found, where=str(store.path))
+    store.forget([key for problems in found.values() for key, _ in problems])
     partial = partly_stored(configs, secure_records(store.path, configs))  # review fe2 R1: retrained whole
     if partial and on_note is not None:
         on_note(f"{len(partial)} record(s) of secure-noise trainings stored in part (or from two trainings) replaced "
                 "by a recomputation of their whole training (options.secure_noise: a retraining draws other noise, "
                 f"so one training key's records must come from one training; the first, run {partial[0]})")
-    for found, what in ((damaged, "damaged record(s)"), (other, "record(s) of other data"),
-                        (other_key, "record(s) of another canary key"), (stale, "record(s) of earlier claim rules")):
-        if found and on_note is not None:
-            on_note(f"{len(found)} {what} in the store deleted and recomputed (the first, run {found[0][0]}: "
-                    f"{found[0][1]})")
+    for what, problems in found.items():
+        if problems and on_note is not None:
+            on_note(f"{len(problems)} {what} in the store deleted and recomputed (the first, run {problems[0][0]}: "
+                    f"{problems[0][1]})")
     return partial
 
 

@@ -4,12 +4,14 @@ tests (data fingerprint, canary key, claim rules), plain trainings as secure-noi
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 
 import pytest
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.store.sqlite import Store
+from vflpriv.tradeoff.gap import DAMAGED, KINDS, OTHER_DATA, OTHER_KEY, STALE
 from vflpriv.tradeoff.sweep import drop_damaged, sweep
 
 
@@ -151,3 +153,48 @@ def test_other_data_stored_just_before_the_final_read_is_refused_not_reported(ti
         a.get_many = b_rewrites_then_reads
         with pytest.raises(ConfigError, match="computed on other data"):
             sweep(configs, a)
+
+
+#: One damage of each kind the start-up check and the gap find (``gap.KINDS``), made to one stored record.
+DAMAGE = {DAMAGED: {"epsilon": 5.0}, OTHER_DATA: {"data_fingerprint": "f" * 16},
+          OTHER_KEY: {"canary_key": "abcd" * 4}, STALE: {"claim_version": 4}}
+
+
+def _said(path, run):
+    """What a path says of the one damaged record: the reason its note gives, or its refusal (the store's path
+    elided); both paths' notes end '(the first, run <key>: <why>)'."""
+    notes = []
+    try:
+        run(notes)
+    except ConfigError as refused:
+        return str(refused).replace(str(path), "<store>")
+    return [re.search(r"\(the first, run (\w+): (.*)\)$", n).groups() for n in notes if "the first, run" in n]
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("kind", KINDS, ids=["damaged", "other-data", "other-canary-key", "earlier-claim-rules"])
+def test_the_start_up_check_and_the_gap_flag_each_kind_of_damage_alike(tiny, tmp_path, monkeypatch, kind, overwrite):
+    """The one list of tests (``gap.record_problems``): a record damaged before the sweep (its start-up check) and one
+    another sweep stores so damaged after that check (the gap) are said with the same reason, or refused alike."""
+    assert set(DAMAGE) == set(KINDS)
+    configs = _configs(tiny, False)
+    target = configs[0].key()
+
+    def mark(r):
+        return dataclasses.replace(r, **DAMAGE[kind]) if r.key == target else r
+
+    def before(notes, path=tmp_path / "before" / "results.sqlite"):
+        path.parent.mkdir(exist_ok=True)
+        with Store(path) as store:
+            sweep(configs, store)
+            store.put_many([mark(r) for r in store.all()])
+            drop_damaged(store, configs, on_note=notes.append, replace_other_data=overwrite)
+
+    def in_the_gap(notes, path=tmp_path / "gap" / "results.sqlite"):
+        path.parent.mkdir(exist_ok=True)
+        _b_stores_it_in_the_gap(configs, path, monkeypatch, mark, caller_checks=True, overwrite=overwrite,
+                                notes=notes)
+
+    said = _said(tmp_path / "before" / "results.sqlite", before)
+    assert said and said == _said(tmp_path / "gap" / "results.sqlite", in_the_gap)
+    assert isinstance(said, str) or said[0][0] == target

@@ -260,3 +260,21 @@ def test_describe_says_the_delta_of_the_epsilons_its_audit_strengths_spend():
 
     result = CliRunner().invoke(app, ["describe", "dp-gaussian"])
     assert result.exit_code == 0 and "spends epsilon 4, 2, 1 at delta 1e-05 over" in " ".join(result.output.split())
+
+
+def test_the_accountant_voids_the_claim_for_the_label_uses_covers_names():
+    """The settings' void (``ACCOUNTANTS``' ``settings_void``) and ``GaussianDP.covers`` name the same label uses, for
+    every built-in method and one with an undeclared finetune (one list: ``uses_outside_loop``)."""
+    from vflpriv.config.registry import METHODS
+    from vflpriv.defenses.dp_gaussian import GaussianDP
+    from vflpriv.methods.splitnn import SplitNN
+    from vflpriv.runner.accountants import ACCOUNTANTS
+
+    peek = type("Peek", (SplitNN,), {"finetune": lambda self, fed, pretrained: None})
+    dp, void = GaussianDP.__new__(GaussianDP), ACCOUNTANTS[GaussianDP].settings_void
+    for cls in [*map(METHODS.get, METHODS.names()), peek]:
+        method = cls(cls.Options())
+        why = void(None, None, method)
+        assert dp.covers(method) == (f"{why}: outside dp-gaussian's mechanism (only the shared finetuning loop is "
+                                     "private), so its epsilon does not bound what the passive parties see"
+                                     if why else ""), cls.__name__

@@ -48,7 +48,7 @@ from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import DefenseConfig, FinetuneConfig, RunConfig
 from vflpriv.defenses.alibi import Alibi
-from vflpriv.defenses.dp_gaussian import GaussianDP, label_reads, noise_for, spent
+from vflpriv.defenses.dp_gaussian import GaussianDP, label_reads, noise_for, spent, uses_outside_loop
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.defenses.label_dp import LabelDP
@@ -128,7 +128,7 @@ def _row_mechanisms(cfg: RunConfig, d: DefenseConfig) -> int:
 
 def _label_void(cfg: RunConfig, d: DefenseConfig, method: Method) -> str:
     """Why the settings alone void dp-gaussian's claim (``GaussianDP.covers``: a label use outside the loop), or ''."""
-    return "; ".join([*method.label_uses(), *method.undeclared_label_uses()])
+    return "; ".join(uses_outside_loop(method))
 
 
 def _feature_void(cfg: RunConfig, d: DefenseConfig, method: Method) -> str:

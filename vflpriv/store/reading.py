@@ -49,13 +49,15 @@ def read_store(path: Path | str) -> StoreContents:
 
 
 def stored_other_canary_key(path: Path | str, keys: list[str], current: str) -> list[tuple[str, str]]:
-    """:meth:`Store.other_canary_key` of the store at ``path``, read without writing (none where it holds no runs)."""
+    """(key, what) for each record of ``keys`` in the store at ``path`` whose canaries another canary key than the one
+    of fingerprint ``current`` drew (``verification.other_canary_key``), read without writing (none where no runs)."""
     return other_canary_key(_read_column(path, keys, record_field("canary_key")), current)
 
 
 def stored_other_data(path: Path | str, expected: dict[str, str]) -> list[tuple[str, str]]:
-    """:meth:`Store.other_data` of the store at ``path``, read without writing (none where it does not exist or holds
-    no runs yet): what a command checks in planning, before it opens the store to write."""
+    """(key, what it was computed on) for each record of ``expected``'s keys in the store at ``path`` of other data than
+    ``expected`` gives (``verification.other_data``), read without writing (none where it does not exist or holds no
+    runs yet): what a command checks in planning, before it opens the store to write."""
     return other_data(_read_column(path, list(expected), record_field("data_fingerprint")), expected)
 
 

@@ -76,5 +76,5 @@ def in_chunks(keys: list[str]) -> Iterator[tuple[list[str], str]]:
 
 def record_field(name: str) -> str:
     """The stored records' field ``name``, read by SQLite (records are strict JSON) without parsing each record in
-    Python; NULL for a damaged record (:meth:`Store.drop_damaged` judges it) and for one written before the field."""
+    Python; NULL for a damaged record (``gap.record_problems`` judges it) and for one written before the field."""
     return f"CASE WHEN json_valid(record) AND json_type(record) = 'object' THEN json_extract(record, '$.{name}') END"

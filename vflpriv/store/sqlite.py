@@ -20,15 +20,15 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.store.reading import check_store_path, read_store, stored_other_canary_key, stored_other_data
-from vflpriv.store.records import NOT_APPLICABLE, OK, RunRecord, stale_claim, stored
+from vflpriv.store.records import NOT_APPLICABLE, OK, RunRecord, stored
 from vflpriv.store.schema import (APPLICATION_ID, LOCK_WAIT, SCHEMA, connect, foreign, identity, in_chunks,
                                   record_field, unusable)
-from vflpriv.store.verification import checked_record, other_canary_key, other_data
+from vflpriv.store.verification import StoredRow, checked_record
 
 #: Importers read the store's read-only functions here too, beside the store that writes (``vflpriv.store.reading``).
 __all__ = ["FINAL", "LEASE_SECONDS", "Store", "check_store_path", "read_store", "stored_other_canary_key",
@@ -135,46 +135,6 @@ class Store:
         checked = (stored(key, text, lists=True) for key, text in rows)
         return [record for record, problem in checked if not problem]
 
-    def drop_damaged(self, keys: list[str], *, check: Callable[[str, RunRecord], str] = lambda *_: ""
-                     ) -> list[tuple[str, str]]:
-        """Verify the stored records of ``keys`` (and each that reads by ``check``: what is wrong with the record of
-        a key, or '') and delete each that does not check out (so the sweep recomputes it); returns (key, what was
-        wrong) for each one deleted."""
-        damaged = []
-        for key, text in self._stored(keys):
-            record, problem = stored(key, text, lists=True)
-            if problem or (problem := check(key, record)):
-                damaged.append((key, problem))
-        self.forget([key for key, _ in damaged])
-        return damaged
-
-    def stale_claims(self, keys: list[str]) -> list[tuple[str, str]]:
-        """(key, why) for each stored record of ``keys`` whose epsilon other claim rules decided (``stale_claim``)."""
-        found = []
-        for key, text in self._stored(keys):
-            with contextlib.suppress(TypeError, ValueError):  # a damaged record: drop_damaged's
-                if why := stale_claim(RunRecord.from_json(text)):
-                    found.append((key, why))
-        return found
-
-    def _stored(self, keys: list[str], column: str = "record") -> Iterator[tuple[str, object]]:
-        """(key, ``column``) of each of ``keys`` the store holds, read 500 keys at a time."""
-        for chunk, marks in in_chunks(keys):
-            with self._lock:
-                rows = self._db.execute(f"SELECT key, {column} FROM runs WHERE key IN ({marks})", chunk).fetchall()
-            yield from rows  # outside the lock: a sweep's helper thread may commit meanwhile
-
-    def other_data(self, expected: dict[str, str]) -> list[tuple[str, str]]:
-        """(key, what it was computed on) for each stored record of ``expected``'s keys whose data fingerprint
-        (``RunRecord.data_fingerprint``) is not the one given for its key: a result of other data than the data
-        as it is now (a changed data file)."""
-        return other_data(self._stored(list(expected), record_field("data_fingerprint")), expected)
-
-    def other_canary_key(self, keys: list[str], current: str) -> list[tuple[str, str]]:
-        """(key, what) for each stored record of ``keys`` whose canaries were drawn with another canary key than the
-        one of fingerprint ``current`` (``RunRecord.canary_key``; '' in a record without canaries: none)."""
-        return other_canary_key(self._stored(keys, record_field("canary_key")), current)
-
     def settled(self, keys: list[str], *, since: float, redo: Collection[str] = ()) -> set[str]:
         """Keys whose record is final (``ok``, ``n/a``), or was written (by any sweep) at or after ``since``; one of
         ``redo`` (stored before, to be recomputed) only the latter."""
@@ -196,9 +156,16 @@ class Store:
             found.update(rows)
         return found
 
-    def texts(self, keys: list[str]) -> dict[str, object]:
-        """The stored record of each of ``keys`` the store holds, as stored (unchecked: the caller judges it)."""
-        return dict(self._stored(keys))
+    def stored_rows(self, keys: list[str]) -> dict[str, StoredRow]:
+        """The stored record of each of ``keys`` the store holds, as stored (unchecked: the caller judges it,
+        ``tradeoff.gap.record_problems``), and its data fingerprint and canary key as SQLite reads them."""
+        fields = ", ".join(["record", record_field("data_fingerprint"), record_field("canary_key")])
+        found: dict[str, StoredRow] = {}
+        for chunk, marks in in_chunks(keys):
+            with self._lock:
+                rows = self._db.execute(f"SELECT key, {fields} FROM runs WHERE key IN ({marks})", chunk).fetchall()
+            found.update((key, StoredRow(*row)) for key, *row in rows)  # outside the lock: a helper thread commits
+        return found
 
     def forget(self, keys: list[str]) -> int:
         """Delete these runs (so the next sweep recomputes them, e.g. after the code they measure changed)."""
