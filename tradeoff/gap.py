@@ -3,7 +3,7 @@ before they are read in place of a computation."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.schema import RunConfig
@@ -76,7 +76,7 @@ class GapCheck:
                               "in the store): run the sweeps one after the other, or give each its own --out or "
                               "--store")
 
-    def _problems(self, training: str, written: dict[str, StoredRow]) -> dict[str, str]:
+    def _problems(self, training: str, written: Iterable[tuple[str, StoredRow]]) -> dict[str, str]:
         """Key: what is wrong (:func:`record_problems`, the first found), for the records ``written`` of ``training``;
         all its runs where it is a secure-noise training whose final records came from two trainings. ConfigError for
         other data or another canary key without ``replace_other_data``."""
@@ -96,19 +96,23 @@ class GapCheck:
         return problems
 
 
-def record_problems(rows: dict[str, StoredRow], runs: dict[str, RunConfig], expected: dict[str, str],
+def record_problems(rows: Iterable[tuple[str, StoredRow]], runs: dict[str, RunConfig], expected: dict[str, str],
                     canary_key: str) -> dict[str, list[tuple[str, str]]]:
-    """The start-up check's and the gap's tests of stored records (key: its row) of ``runs`` (by key): (key, what is
-    wrong) by kind (:data:`KINDS`). ``expected``: the data's fingerprint by key; ``canary_key``: the key's now."""
+    """The start-up check's and the gap's tests of stored records ((key, its row), read once, one at a time) of ``runs``
+    (by key): (key, what is wrong) by kind (:data:`KINDS`). ``expected``: the data's fingerprint by key;
+    ``canary_key``: the key's now."""
     found: dict[str, list[tuple[str, str]]] = {kind: [] for kind in KINDS}
-    for key, row in rows.items():
+    fingerprints, canary_keys = [], []
+    for key, row in rows:
         record, problem = stored_record(key, row.text, lists=True)
         if problem or (problem := disagreement(record, runs[key])):
             found[DAMAGED].append((key, problem))
         elif why := stale_claim(RunRecord.from_json(row.text)):  # never resumed: other claim rules decided it
             found[STALE].append((key, why))
-    found[OTHER_DATA] = other_data([(key, row.data_fingerprint) for key, row in rows.items()], expected)
-    found[OTHER_KEY] = other_canary_key([(key, row.canary_key) for key, row in rows.items()], canary_key)
+        fingerprints.append((key, row.data_fingerprint))
+        canary_keys.append((key, row.canary_key))
+    found[OTHER_DATA] = other_data(fingerprints, expected)
+    found[OTHER_KEY] = other_canary_key(canary_keys, canary_key)
     return found
 
 

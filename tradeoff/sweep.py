@@ -27,6 +27,7 @@ from vflpriv.store.records import RunRecord
 from vflpriv.store.secrets import current_fingerprint
 from vflpriv.store.sqlite import Store
 from vflpriv.store.trainings import partly_stored, secure_records, secure_settings
+from vflpriv.store.verification import other_canary_key, other_data
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
 from vflpriv.tradeoff.gap import (GapCheck, record_problems, refuse_other, refuse_other_canary_key,  # noqa: F401
                                   refuse_other_data)  # the refusals: read here by the workflows too
@@ -207,6 +208,10 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     kept, not deleted, until the loop (:func:`_replace_part`) runs their training whole and replaces them, or finds
     another sweep did (:class:`~vflpriv.tradeoff.gap.GapCheck`; review st S1: ``sweep``'s ``redo``)."""
     expected = data_by_key(configs)
+    if not replace_other_data:  # refused on two fields SQLite reads, before a record is parsed (review tidy F1)
+        refuse_other_data(other_data(store.field(list(expected), "data_fingerprint"), expected), where=str(store.path))
+        refuse_other_canary_key(other_canary_key(store.field(list(expected), "canary_key"), current_fingerprint()),
+                                where=str(store.path))
     found = record_problems(store.stored_rows(list(expected)), {c.key(): c for c in configs}, expected,
                             current_fingerprint())
     if not replace_other_data:

@@ -156,16 +156,24 @@ class Store:
             found.update(rows)
         return found
 
-    def stored_rows(self, keys: list[str]) -> dict[str, StoredRow]:
-        """The stored record of each of ``keys`` the store holds, as stored (unchecked: the caller judges it,
-        ``tradeoff.gap.record_problems``), and its data fingerprint and canary key as SQLite reads them."""
+    def stored_rows(self, keys: list[str]) -> Iterator[tuple[str, StoredRow]]:
+        """(key, its stored record as stored, unchecked: the caller judges it, ``tradeoff.gap.record_problems``; and its
+        data fingerprint and canary key as SQLite reads them) for each of ``keys`` the store holds, read 500 keys at a
+        time: one chunk held at once, not the grid's records (review tidy F1)."""
         fields = ", ".join(["record", record_field("data_fingerprint"), record_field("canary_key")])
-        found: dict[str, StoredRow] = {}
         for chunk, marks in in_chunks(keys):
             with self._lock:
                 rows = self._db.execute(f"SELECT key, {fields} FROM runs WHERE key IN ({marks})", chunk).fetchall()
-            found.update((key, StoredRow(*row)) for key, *row in rows)  # outside the lock: a helper thread commits
-        return found
+            yield from ((key, StoredRow(*row)) for key, *row in rows)  # outside the lock: a helper thread commits
+
+    def field(self, keys: list[str], name: str) -> Iterator[tuple[str, object]]:
+        """(key, its record's field ``name`` as SQLite reads it, ``schema.record_field``) for each of ``keys`` the store
+        holds, 500 keys at a time: a check of one field that parses no record."""
+        for chunk, marks in in_chunks(keys):
+            with self._lock:
+                rows = self._db.execute(f"SELECT key, {record_field(name)} FROM runs WHERE key IN ({marks})",
+                                        chunk).fetchall()
+            yield from rows
 
     def forget(self, keys: list[str]) -> int:
         """Delete these runs (so the next sweep recomputes them, e.g. after the code they measure changed)."""
