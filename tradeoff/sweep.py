@@ -208,11 +208,12 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     kept, not deleted, until the loop (:func:`_replace_part`) runs their training whole and replaces them, or finds
     another sweep did (:class:`~vflpriv.tradeoff.gap.GapCheck`; review st S1: ``sweep``'s ``redo``)."""
     expected = data_by_key(configs)
-    if not replace_other_data:  # refused on two fields SQLite reads, before a record is parsed (review tidy F1)
+    if not replace_other_data:  # two fields as SQLite reads them: a refusal parses no record (review tidy F1); they
+        # are Python's strict reading (records.parsed) of all but a record naming a field twice, damaged there
         refuse_other_data(other_data(store.field(list(expected), "data_fingerprint"), expected), where=str(store.path))
         refuse_other_canary_key(other_canary_key(store.field(list(expected), "canary_key"), current_fingerprint()),
                                 where=str(store.path))
-    found = record_problems(store.stored_rows(list(expected)), {c.key(): c for c in configs}, expected,
+    found = record_problems(store.texts(list(expected)), {c.key(): c for c in configs}, expected,
                             current_fingerprint())
     if not replace_other_data:
         refuse_other(found, where=str(store.path))

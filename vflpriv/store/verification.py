@@ -4,7 +4,6 @@ on, the canary key its canaries were drawn with. Shared by the writing store and
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
 
 from vflpriv.store.records import RunRecord, stored
 
@@ -20,15 +19,6 @@ def shown_data(fingerprint: str, width: int, *, empty: str = "as bundled") -> st
     declared, _, data = fingerprint.partition("|") if fingerprint.startswith(DECLARED) else ("", "", fingerprint)
     shown = data[:width] or empty
     return f"{shown} with fitted_features declaration {declared.removeprefix(DECLARED)}" if declared else shown
-
-
-class StoredRow(NamedTuple):
-    """A stored record as stored (unchecked), and its data fingerprint and canary key as SQLite reads them
-    (``schema.record_field``: None where the record is no JSON object or lacks the field)."""
-
-    text: object
-    data_fingerprint: object
-    canary_key: object
 
 
 def checked_record(key: str, text: str) -> RunRecord:
