@@ -29,8 +29,7 @@ from vflpriv.store.sqlite import Store
 from vflpriv.store.trainings import partly_stored, secure_records, secure_settings
 from vflpriv.store.verification import other_canary_key, other_data
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
-from vflpriv.tradeoff.gap import (GapCheck, record_problems, refuse_other, refuse_other_canary_key,  # noqa: F401
-                                  refuse_other_data)  # the refusals: read here by the workflows too
+from vflpriv.tradeoff.gap import GapCheck, record_problems, refuse_other, refuse_other_canary_key, refuse_other_data
 
 if TYPE_CHECKING:  # the frame is made once the runs are done: the trainings need no pandas
     import pandas as pd

@@ -1,5 +1,6 @@
 """Checks of stored records against the run as it would be made now: a record that reads, the data it was computed
-on, the canary key its canaries were drawn with. Shared by the writing store and the read-only checks."""
+on, the canary key its canaries were drawn with: the writing store's reads (:func:`checked_record`), the sweep's
+checks (``tradeoff.gap.record_problems``, ``sweep.drop_damaged``'s refusal) and planning's (``store.reading``)."""
 
 from __future__ import annotations
 
