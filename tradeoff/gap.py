@@ -49,7 +49,7 @@ class GapCheck:
         for training, written in by_training.items():
             seen = tuple(sorted(written.items()))
             if self.verdicts.get(training, ((),))[0] != seen:  # each version of its records judged once
-                problems = self._problems(training, self.store.texts(list(written)))
+                problems = self._problems(training, list(written))
                 self.verdicts[training] = (seen, problems)
                 for key, why in problems.items():
                     self._once(key, written.get(key), why)
@@ -75,14 +75,16 @@ class GapCheck:
                               "in the store): run the sweeps one after the other, or give each its own --out or "
                               "--store")
 
-    def _problems(self, training: str, written: Iterable[tuple[str, object]]) -> dict[str, str]:
-        """Key: what is wrong (:func:`record_problems`, the first found), for the records ``written`` of ``training``;
-        all its runs where it is a secure-noise training whose final records came from two trainings. ConfigError for
-        other data or another canary key without ``replace_other_data``."""
+    def _problems(self, training: str, written: list[str]) -> dict[str, str]:
+        """Key: what is wrong (:func:`record_problems`, the first found), for the records of keys ``written`` of
+        ``training``; all its runs where it is a secure-noise training whose final records came from two trainings.
+        ConfigError for other data or another canary key without ``replace_other_data``, as the start-up check."""
         if not self.expected:
             self.expected = data_by_key(self.runs.values())
-        found = record_problems(written, self.runs, self.expected, current_fingerprint())
         if not self.replace:  # another sweep's results of other data: never deleted by mistake
+            refuse_stored_other(self.store, written, self.expected)
+        found = record_problems(self.store.texts(written), self.runs, self.expected, current_fingerprint())
+        if not self.replace:
             refuse_other(found, where=str(self.store.path))
         problems: dict[str, str] = {}
         for kind in KINDS:
@@ -116,6 +118,16 @@ def record_problems(rows: Iterable[tuple[str, object]], runs: dict[str, RunConfi
     found[OTHER_DATA] = other_data(fingerprints, expected)
     found[OTHER_KEY] = other_canary_key(canary_keys, canary_key)
     return found
+
+
+def refuse_stored_other(store: Store, keys: list[str], expected: dict[str, str]) -> None:
+    """ConfigError where ``store`` holds records of ``keys`` of other data or another canary key, by two fields as
+    SQLite reads them (``Store.field``), before a record is parsed: a refusal parses none (review tidy F1). They are
+    :func:`record_problems`' strict reading of every record it accepts; one it does not (bytes, a key given twice)
+    is refused here too where such a field reads so, by the start-up check and the gap alike."""
+    where = str(store.path)
+    refuse_other_data(other_data(store.field(keys, "data_fingerprint"), expected), where=where)
+    refuse_other_canary_key(other_canary_key(store.field(keys, "canary_key"), current_fingerprint()), where=where)
 
 
 def refuse_other(found: dict[str, list[tuple[str, str]]], *, where: str) -> None:

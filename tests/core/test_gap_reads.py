@@ -13,7 +13,7 @@ import pytest
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.store.sqlite import Store
-from vflpriv.tradeoff.gap import DAMAGED, KINDS, OTHER_DATA, OTHER_KEY, STALE
+from vflpriv.tradeoff.gap import DAMAGED, KINDS, OTHER_DATA, OTHER_KEY, STALE, GapCheck
 from vflpriv.tradeoff.sweep import drop_damaged, sweep
 
 
@@ -232,3 +232,23 @@ def test_a_record_sqlite_and_python_read_apart_is_damaged_not_resumed(tiny, tmp_
         frame = sweep(configs, store, on_note=notes.append)
     assert list(frame["data_fingerprint"]) == [now, now]
     assert any(n.startswith("1 damaged record(s)") and target in n and "not JSON" in n for n in notes), notes
+
+
+def test_a_record_sqlite_reads_as_other_data_is_refused_at_start_up_and_in_the_gap_alike(tiny, tmp_path):
+    """A record naming another data's fingerprint first and the data's now last (SQLite reads the first, the strict
+    reading calls it damaged) is refused by both checks, on the fields SQLite reads (``gap.refuse_stored_other``)."""
+    configs = _configs(tiny, False)
+    path = tmp_path / "results.sqlite"
+    with Store(path) as store:
+        sweep(configs, store)
+    target, since = configs[0].key(), time.time()
+    with sqlite3.connect(path) as db:
+        ((text,),) = db.execute("SELECT record FROM runs WHERE key = ?", (target,))
+        damaged = '{"data_fingerprint": "%s", %s' % ("f" * 16, json.dumps(dict(json.loads(text)))[1:])
+        db.execute("UPDATE runs SET record = ?, updated = ? WHERE key = ?", (damaged, time.time(), target))
+    with Store(path) as store:
+        with pytest.raises(ConfigError, match="computed on other data"):
+            GapCheck(store, {configs[0].training_key(): configs}, since).refused([c.key() for c in configs])
+        with pytest.raises(ConfigError, match="computed on other data"):
+            drop_damaged(store, configs, on_note=None)
+        assert len(dict(store.texts([c.key() for c in configs]))) == 2  # nothing deleted
