@@ -3,17 +3,16 @@ before they are read in place of a computation."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.schema import RunConfig
 from vflpriv.runner import data_by_key
-from vflpriv.store.records import RunRecord, stale_claim
-from vflpriv.store.records import stored as stored_record
+from vflpriv.store.records import RunRecord, parsed, stale_claim, stored_object
 from vflpriv.store.secrets import ENV_VAR, current_fingerprint
 from vflpriv.store.sqlite import Store
 from vflpriv.store.trainings import mixed_trainings, secure_settings
-from vflpriv.store.verification import StoredRow, other_canary_key, other_data
+from vflpriv.store.verification import other_canary_key, other_data
 from vflpriv.tradeoff.spelling import disagreement
 
 #: What the start-up check (``sweep.drop_damaged``) and the gap find wrong with a stored record, each as the start-up
@@ -50,7 +49,7 @@ class GapCheck:
         for training, written in by_training.items():
             seen = tuple(sorted(written.items()))
             if self.verdicts.get(training, ((),))[0] != seen:  # each version of its records judged once
-                problems = self._problems(training, self.store.stored_rows(list(written)))
+                problems = self._problems(training, list(written))
                 self.verdicts[training] = (seen, problems)
                 for key, why in problems.items():
                     self._once(key, written.get(key), why)
@@ -76,14 +75,16 @@ class GapCheck:
                               "in the store): run the sweeps one after the other, or give each its own --out or "
                               "--store")
 
-    def _problems(self, training: str, written: dict[str, StoredRow]) -> dict[str, str]:
-        """Key: what is wrong (:func:`record_problems`, the first found), for the records ``written`` of ``training``;
-        all its runs where it is a secure-noise training whose final records came from two trainings. ConfigError for
-        other data or another canary key without ``replace_other_data``."""
+    def _problems(self, training: str, written: list[str]) -> dict[str, str]:
+        """Key: what is wrong (:func:`record_problems`, the first found), for the records of keys ``written`` of
+        ``training``; all its runs where it is a secure-noise training whose final records came from two trainings.
+        ConfigError for other data or another canary key without ``replace_other_data``, as the start-up check."""
         if not self.expected:
             self.expected = data_by_key(self.runs.values())
-        found = record_problems(written, self.runs, self.expected, current_fingerprint())
         if not self.replace:  # another sweep's results of other data: never deleted by mistake
+            refuse_stored_other(self.store, written, self.expected)
+        found = record_problems(self.store.texts(written), self.runs, self.expected, current_fingerprint())
+        if not self.replace:
             refuse_other(found, where=str(self.store.path))
         problems: dict[str, str] = {}
         for kind in KINDS:
@@ -96,20 +97,37 @@ class GapCheck:
         return problems
 
 
-def record_problems(rows: dict[str, StoredRow], runs: dict[str, RunConfig], expected: dict[str, str],
+def record_problems(rows: Iterable[tuple[str, object]], runs: dict[str, RunConfig], expected: dict[str, str],
                     canary_key: str) -> dict[str, list[tuple[str, str]]]:
-    """The start-up check's and the gap's tests of stored records (key: its row) of ``runs`` (by key): (key, what is
-    wrong) by kind (:data:`KINDS`). ``expected``: the data's fingerprint by key; ``canary_key``: the key's now."""
+    """The start-up check's and the gap's tests of stored records ((key, its text), read once, one at a time) of
+    ``runs`` (by key): (key, what is wrong) by kind (:data:`KINDS`). ``expected``: the data's fingerprint by key;
+    ``canary_key``: the key's now. Each text is parsed once, strictly (``records.parsed``), and its fingerprint and
+    canary key are read from that parse: none where it is no object or lacks the field (written before it)."""
     found: dict[str, list[tuple[str, str]]] = {kind: [] for kind in KINDS}
-    for key, row in rows.items():
-        record, problem = stored_record(key, row.text, lists=True)
+    fingerprints, canary_keys = [], []
+    for key, text in rows:
+        data, problem = parsed(text)
+        record, problem = (None, problem) if problem else stored_object(key, data, lists=True)
         if problem or (problem := disagreement(record, runs[key])):
             found[DAMAGED].append((key, problem))
-        elif why := stale_claim(RunRecord.from_json(row.text)):  # never resumed: other claim rules decided it
+        elif why := stale_claim(RunRecord.from_object(data)):  # as written: never resumed, other rules decided it
             found[STALE].append((key, why))
-    found[OTHER_DATA] = other_data([(key, row.data_fingerprint) for key, row in rows.items()], expected)
-    found[OTHER_KEY] = other_canary_key([(key, row.canary_key) for key, row in rows.items()], canary_key)
+        fields = data if isinstance(data, dict) else {}
+        fingerprints.append((key, fields.get("data_fingerprint")))
+        canary_keys.append((key, fields.get("canary_key")))
+    found[OTHER_DATA] = other_data(fingerprints, expected)
+    found[OTHER_KEY] = other_canary_key(canary_keys, canary_key)
     return found
+
+
+def refuse_stored_other(store: Store, keys: list[str], expected: dict[str, str]) -> None:
+    """ConfigError where ``store`` holds records of ``keys`` of other data or another canary key, by two fields as
+    SQLite reads them (``Store.field``), before a record is parsed: a refusal parses none (review tidy F1). They are
+    :func:`record_problems`' strict reading of every record it accepts; one it does not (bytes, a key given twice)
+    is refused here too where such a field reads so, by the start-up check and the gap alike."""
+    where = str(store.path)
+    refuse_other_data(other_data(store.field(keys, "data_fingerprint"), expected), where=where)
+    refuse_other_canary_key(other_canary_key(store.field(keys, "canary_key"), current_fingerprint()), where=where)
 
 
 def refuse_other(found: dict[str, list[tuple[str, str]]], *, where: str) -> None:

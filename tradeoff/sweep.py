@@ -28,8 +28,7 @@ from vflpriv.store.secrets import current_fingerprint
 from vflpriv.store.sqlite import Store
 from vflpriv.store.trainings import partly_stored, secure_records, secure_settings
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
-from vflpriv.tradeoff.gap import (GapCheck, record_problems, refuse_other, refuse_other_canary_key,  # noqa: F401
-                                  refuse_other_data)  # the refusals: read here by the workflows too
+from vflpriv.tradeoff.gap import GapCheck, record_problems, refuse_other, refuse_stored_other
 
 if TYPE_CHECKING:  # the frame is made once the runs are done: the trainings need no pandas
     import pandas as pd
@@ -202,12 +201,15 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     say of them: ``spelling.disagreement``), or whose epsilon earlier claim rules decided (``RunRecord.claim_version``),
     so they are recomputed; say so (the tests :func:`~vflpriv.tradeoff.gap.record_problems`, the gap's too). Records
     computed on other data than the dataset holds now (``data_by_key``: a changed data file) are deleted and recomputed
-    too where ``replace_other_data`` (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted.
-    Returns the stored records of secure-noise trainings held in part or from two trainings (:func:`partly_stored`):
-    kept, not deleted, until the loop (:func:`_replace_part`) runs their training whole and replaces them, or finds
-    another sweep did (:class:`~vflpriv.tradeoff.gap.GapCheck`; review st S1: ``sweep``'s ``redo``)."""
+    too where ``replace_other_data`` (``--overwrite``), else refused (``gap.refuse_stored_other``,
+    ``gap.refuse_other``), nothing deleted. Returns the stored records of secure-noise trainings held in part or from
+    two trainings (:func:`partly_stored`): kept, not deleted, until the loop (:func:`_replace_part`) runs their
+    training whole and replaces them, or finds another sweep did (:class:`~vflpriv.tradeoff.gap.GapCheck`; review st
+    S1: ``sweep``'s ``redo``)."""
     expected = data_by_key(configs)
-    found = record_problems(store.stored_rows(list(expected)), {c.key(): c for c in configs}, expected,
+    if not replace_other_data:
+        refuse_stored_other(store, list(expected), expected)
+    found = record_problems(store.texts(list(expected)), {c.key(): c for c in configs}, expected,
                             current_fingerprint())
     if not replace_other_data:
         refuse_other(found, where=str(store.path))

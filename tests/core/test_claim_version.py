@@ -1,7 +1,9 @@
 """Review eps F3: a stored epsilon decided by earlier claim rules (``RunRecord.claim_version``) is never shown (read as
 none, the note says why) and never resumed (the sweep deletes and recomputes it); an old store still opens."""
 
+import functools
 import hashlib
+import inspect
 import json
 import math
 import sqlite3
@@ -10,6 +12,10 @@ import vflpriv.tradeoff.sweep as sweep_module
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store.records import CLAIM_VERSION
 from vflpriv.store.sqlite import Store, read_store
+
+#: A function's, class's or module's source, read once per object (the files do not change while the tests run; a
+#: patched member is another object): each digest reads some 300 sources.
+_source = functools.lru_cache(maxsize=None)(inspect.getsource)
 
 
 def _configs():
@@ -59,30 +65,76 @@ METHOD_MEMBERS = ("label_uses", "feature_uses", "undeclared_label_uses", "undecl
 
 def _text(value) -> str:
     """A class member as pinned: a function's (a property's getter's) source, else its value (a set's sorted)."""
-    import inspect
-
     function = getattr(getattr(value, "fget", value), "__func__", getattr(value, "fget", value))
     if inspect.isfunction(function):
-        return inspect.getsource(function)
+        return _source(function)
     return repr(sorted(value)) if isinstance(value, (set, frozenset)) else repr(value)
+
+
+#: Modules each of whose own functions, classes and constants decides a claim, its value or its reading (review tidy
+#: F2): the DP defenses' mechanisms, counts and noise, the accountants that judge a stored epsilon, the claims' rules,
+#: the planner's checks.
+CLAIM_MODULES = ("vflpriv.defenses.dp_gaussian", "vflpriv.defenses.embedding_dp",
+                 "vflpriv.defenses.embedding_dp_accounting", "vflpriv.defenses.label_dp", "vflpriv.runner.accountants",
+                 "vflpriv.runner.claims", "vflpriv.runner.defense_planning")
+
+
+def _stable(value) -> str | None:
+    """A module member's text: a function's or class's source, a container's items' (a class inside it named), a
+    constant's repr; None for what has no text but an address (a registry: its classes are pinned where defined)."""
+    import dataclasses
+
+    if isinstance(value, (set, frozenset)):
+        return repr(sorted(map(str, map(_stable, value))))
+    if isinstance(value, dict):
+        return repr([(_stable(k), _stable(v)) for k, v in value.items()])
+    if isinstance(value, (tuple, list)):
+        return repr([_stable(v) for v in value])
+    if inspect.isclass(value):
+        return f"{value.__module__}.{value.__qualname__}"
+    if dataclasses.is_dataclass(value):  # an accountant: its functions
+        return repr([(f.name, _stable(getattr(value, f.name))) for f in dataclasses.fields(value)])
+    function = inspect.unwrap(value) if callable(value) else value  # an lru_cache's function
+    if inspect.isfunction(function):
+        return _source(function)
+    text = repr(value)
+    return None if " at 0x" in text else text
+
+
+def _module_sources(name: str) -> dict[str, str]:
+    """What module ``name`` itself defines (its functions and classes by source) and holds (its constants: builtin
+    values, a dict of accountants included)."""
+    import importlib
+
+    found = {}
+    for attr, value in vars(importlib.import_module(name)).items():
+        if attr.startswith("__") or inspect.ismodule(value):
+            continue
+        if inspect.isclass(value) or callable(value):  # what it imports is pinned where defined, if at all
+            own = getattr(value, "__module__", None) == name
+            text = (_source(value) if inspect.isclass(value) else _stable(value)) if own else None
+        else:  # a constant of builtin types (a registry's loaded entries are no constant)
+            text = _stable(value) if type(value).__module__ == "builtins" else None
+        if text is not None:
+            found[f"{name}.{attr}"] = text
+    return found
 
 
 def _claim_sources() -> dict[str, str]:
     """The source of what decides where an epsilon is claimed: every DP defense's :data:`DP_MEMBERS` and every built-in
-    method's :data:`METHOD_MEMBERS` along their MROs, the accountants, the undeclared-code rules of methods, defenses
-    and pretraining keys, the planner's checks and read-arounds, and what a run records of the claims."""
-    import inspect
+    method's :data:`METHOD_MEMBERS` along their MROs, :data:`CLAIM_MODULES`, the undeclared-code rules of methods,
+    defenses and pretraining keys, the planner's read-arounds, what a run records of the claims and what a read
+    withholds."""
     from importlib.metadata import entry_points
 
-    from vflpriv.defenses.dp_gaussian import spent, uses_outside_loop
-    from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
     from vflpriv.common import declarations as common
     from vflpriv.defenses import declarations
     from vflpriv.defenses.base import Protection
     from vflpriv.methods.base import _undeclared, own_code, pretraining_reads_labels
-    from vflpriv.runner import accountants, claims
     from vflpriv.config.keys import loaded_code
-    from vflpriv.runner import defense_planning as planning
+    from vflpriv.runner import naming
+    from vflpriv.store import records
+    from vflpriv.tradeoff import spelling
 
     dp = [cls for cls in (entry.load() for entry in entry_points(group="vflpriv.defenses"))
           if cls.privacy_spent is not Protection.privacy_spent]
@@ -90,22 +142,17 @@ def _claim_sources() -> dict[str, str]:
     members = {f"{k.__module__}.{k.__qualname__}.{name}": _text(vars(k)[name])
                for classes, names in ((dp, DP_MEMBERS), (methods, METHOD_MEMBERS))
                for cls in classes for k in cls.__mro__ for name in names if name in vars(k)}
-    parts = [spent, gaussian_epsilon, common, declarations, own_code, _undeclared, pretraining_reads_labels,
-             Protection.label_reads, Protection.feature_reads, Protection.undeclared_reads, planning._read_around,
-             planning._reads, planning._check_label_readers, planning.plan_defenses, planning._check_backward,
-             claims.judged, claims.claiming, claims.composed, claims._voiding, claims.withheld, claims.record_claims,
-             claims.guards_victim, claims.foreign_accounting, claims._foreign_member, claims._holds, claims._padded,
-             claims.claim_secrets, claims.accounting_class, claims._unrecorded, claims._uncovered, claims.made_types,
-             claims.altered, claims._unmade, claims._shown, claims._vflpriv_code, loaded_code, accountants.recounted,
-             accountants._finetuned_by, accountants._label_uses, accountants._row_mechanisms,
-             accountants.accounting_of, uses_outside_loop]  # the key reads a plugin's class before the first look
-    members |= {f"vflpriv.runner.claims.{name}": repr(sorted(map(str, getattr(claims, name))))
-                for name in ("ACCOUNTING", "CLAIM_KEEPING", "_PYTHONS", "_TORCH_STATE", "_MODULE_STORAGE", "_NAMES")}
-    members["vflpriv.runner.claims._DEPTH"] = str(claims._DEPTH)
-    members["vflpriv.runner.accountants.SHARED_ONCE"] = repr([f.__qualname__ for f in accountants.SHARED_ONCE])
-    members["vflpriv.runner.claims._PYTHON_MEMBERS"] = repr(sorted(claims._PYTHON_MEMBERS.items(), key=str))
+    for name in CLAIM_MODULES:
+        members |= _module_sources(name)
+    parts = [common, declarations, own_code, _undeclared, pretraining_reads_labels, Protection.label_reads,
+             Protection.feature_reads, Protection.undeclared_reads, loaded_code, records.stale_claim,
+             records.without_stale_claim, records._claim_problem, records._non_finite, naming.unclaimable,
+             spelling.withheld]  # _non_finite: how an infinite epsilon is stored (and so read back)
+    members["vflpriv.store.records.CLAIM_PAIRS"] = repr(records.CLAIM_PAIRS)
+    members["vflpriv.store.records._INFINITIES"] = repr(records._INFINITIES)
+    members["vflpriv.runner.naming.CLAIMS"] = _stable(naming.CLAIMS)
     members["vflpriv.data declarations"] = _loader_declarations()
-    return members | {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": inspect.getsource(p)
+    return members | {f"{getattr(p, '__module__', p.__name__)}.{getattr(p, '__qualname__', '')}": _source(p)
                       for p in parts}
 
 
@@ -114,7 +161,6 @@ def _loader_declarations() -> str:
     feature epsilon, and unlike a plugin's it is not in the data fingerprint, review fe2 R3): each ``fitted=`` or
     ``fitted_features=`` given in vflpriv.data's modules, the texts it names, and how the CTR loaders compose them."""
     import ast
-    import inspect
     from pathlib import Path
 
     import vflpriv.data
@@ -126,11 +172,11 @@ def _loader_declarations() -> str:
             found += [f"{path.stem}: {k.arg}={ast.unparse(k.value)}" for k in getattr(node, "keywords", [])
                       if k.arg in ("fitted", "fitted_features")]
     texts = [repr(getattr(prep, n)) for n in ("STANDARDISED", "MIN_MAX", "VOCABULARY")]
-    return "\n".join(found + texts + [inspect.getsource(ctr._fitted), repr(ctr.AVAZU_FIELDS)])
+    return "\n".join(found + texts + [_source(ctr._fitted), repr(ctr.AVAZU_FIELDS)])
 
 
 #: CLAIM_VERSION and the digest of :func:`_claim_sources` it was last checked against (review eps2 G5).
-PINNED_CLAIM_RULES = (7, "0afbf0c2b88d0c51")
+PINNED_CLAIM_RULES = (7, "0e498ddd6601eb0f")
 
 
 def _digest() -> str:
@@ -149,6 +195,23 @@ def _uses(self):
     return 1
 
 
+def _claim_deciders():
+    """Review tidy F2: module functions and constants that decide a claim, its value or its reading, that the pin
+    missed (a change to each left the digest as it was)."""
+    from vflpriv.defenses import dp_gaussian, embedding_dp, label_dp
+    from vflpriv.runner import accountants, claims, naming
+    from vflpriv.runner import defense_planning as planning
+    from vflpriv.store import records
+
+    return ((dp_gaussian, "label_reads"), (dp_gaussian, "noise_for"), (claims, "tampered"),
+            (accountants, "_label_void"), (accountants, "_feature_void"), (accountants, "_settings_void"),
+            (accountants, "ACCOUNTANTS"), (records, "stale_claim"), (planning, "_check_secrets"),
+            (label_dp, "randomised_response"), (embedding_dp, "_scale"), (naming, "unclaimable"))
+
+
+CLAIM_DECIDERS = _claim_deciders()
+
+
 def test_the_pin_sees_each_member_that_decides_a_claim(monkeypatch):
     """Review final14 F7 (and eps5 R6): each of these was changed in process and the digest stayed the same."""
     from vflpriv.defenses import dp_gaussian
@@ -165,10 +228,25 @@ def test_the_pin_sees_each_member_that_decides_a_claim(monkeypatch):
                         (GaussianDP, "backward"), (EmbeddingDP, "notes"), (LabelDP, "secrets"),
                         (GaussianDP, "privacy_delta"), (Method, "undeclared_label_uses"), (SplitNN, "label_uses"),
                         (planning, "plan_defenses"), (planning, "_check_backward"), (claims, "record_claims"),
-                        (claims, "withheld"), (claims, "CLAIM_KEEPING"), (dp_gaussian, "uses_outside_loop")):
+                        (claims, "withheld"), (claims, "CLAIM_KEEPING"), (dp_gaussian, "uses_outside_loop"),
+                        *CLAIM_DECIDERS):
         with monkeypatch.context() as patch:
-            patch.setattr(owner, name, frozenset() if name in ("secrets", "CLAIM_KEEPING") else _uses, raising=False)
+            patch.setattr(owner, name, frozenset() if name in ("secrets", "CLAIM_KEEPING", "ACCOUNTANTS") else _uses,
+                          raising=False)
             assert _digest() != before, f"{owner.__name__}.{name}"
+
+
+def test_the_pin_sees_a_doubled_count_of_label_reads(monkeypatch):
+    """Review tidy F2's example: twice dp-gaussian's label reads moves its claimed epsilon, and so the digest."""
+    from vflpriv.config.schema import FinetuneConfig
+    from vflpriv.defenses import dp_gaussian
+
+    finetune, before = FinetuneConfig(epochs=20), _digest()
+    claimed = dp_gaussian.GaussianDP.claimed_epsilon(10.37, finetune=finetune, options={})
+    real = dp_gaussian.label_reads
+    monkeypatch.setattr(dp_gaussian, "label_reads", lambda finetune: 2 * real(finetune))
+    assert dp_gaussian.GaussianDP.claimed_epsilon(10.37, finetune=finetune, options={}) != claimed
+    assert _digest() != before
 
 
 def test_the_pin_sees_the_built_in_loaders_declarations(monkeypatch):

@@ -4,14 +4,16 @@ tests (data fingerprint, canary key, claim rules), plain trainings as secure-noi
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
+import sqlite3
 import time
 
 import pytest
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.store.sqlite import Store
-from vflpriv.tradeoff.gap import DAMAGED, KINDS, OTHER_DATA, OTHER_KEY, STALE
+from vflpriv.tradeoff.gap import DAMAGED, KINDS, OTHER_DATA, OTHER_KEY, STALE, GapCheck
 from vflpriv.tradeoff.sweep import drop_damaged, sweep
 
 
@@ -198,3 +200,55 @@ def test_the_start_up_check_and_the_gap_flag_each_kind_of_damage_alike(tiny, tmp
     said = _said(tmp_path / "before" / "results.sqlite", before)
     assert said and said == _said(tmp_path / "gap" / "results.sqlite", in_the_gap)
     assert isinstance(said, str) or said[0][0] == target
+
+
+def _with_nan(text, current):
+    """Another data's record holding a bare NaN: SQLite's json_valid is 0 for it, Python's json reads it."""
+    return json.dumps(dict(json.loads(text), data_fingerprint="f" * 16, prior_mse=float("nan")))
+
+
+def _twice(text, current):
+    """Another data's record naming the fingerprint twice, the data's now first: SQLite reads the first, Python the
+    last."""
+    return '{"data_fingerprint": %s, %s' % (json.dumps(current), json.dumps(dict(json.loads(text),
+                                                                                data_fingerprint="f" * 16))[1:])
+
+
+@pytest.mark.parametrize("edit", [_with_nan, _twice], ids=["bare-nan", "key-twice"])
+def test_a_record_sqlite_and_python_read_apart_is_damaged_not_resumed(tiny, tmp_path, edit):
+    """Review tidy F3: a record of other data that is no strict JSON (a bare NaN, a key given twice) was resumed, the
+    frame mixing two data; it is damaged (one reader: Python's, strict), deleted and recomputed."""
+    configs = _configs(tiny, False)
+    path = tmp_path / "results.sqlite"
+    with Store(path) as store:
+        sweep(configs, store)
+        (now,) = {r.data_fingerprint for r in store.all()}
+    target = configs[0].key()
+    with sqlite3.connect(path) as db:
+        ((text,),) = db.execute("SELECT record FROM runs WHERE key = ?", (target,))
+        db.execute("UPDATE runs SET record = ? WHERE key = ?", (edit(text, now), target))
+    notes = []
+    with Store(path) as store:
+        frame = sweep(configs, store, on_note=notes.append)
+    assert list(frame["data_fingerprint"]) == [now, now]
+    assert any(n.startswith("1 damaged record(s)") and target in n and "not JSON" in n for n in notes), notes
+
+
+def test_a_record_sqlite_reads_as_other_data_is_refused_at_start_up_and_in_the_gap_alike(tiny, tmp_path):
+    """A record naming another data's fingerprint first and the data's now last (SQLite reads the first, the strict
+    reading calls it damaged) is refused by both checks, on the fields SQLite reads (``gap.refuse_stored_other``)."""
+    configs = _configs(tiny, False)
+    path = tmp_path / "results.sqlite"
+    with Store(path) as store:
+        sweep(configs, store)
+    target, since = configs[0].key(), time.time()
+    with sqlite3.connect(path) as db:
+        ((text,),) = db.execute("SELECT record FROM runs WHERE key = ?", (target,))
+        damaged = '{"data_fingerprint": "%s", %s' % ("f" * 16, json.dumps(dict(json.loads(text)))[1:])
+        db.execute("UPDATE runs SET record = ?, updated = ? WHERE key = ?", (damaged, time.time(), target))
+    with Store(path) as store:
+        with pytest.raises(ConfigError, match="computed on other data"):
+            GapCheck(store, {configs[0].training_key(): configs}, since).refused([c.key() for c in configs])
+        with pytest.raises(ConfigError, match="computed on other data"):
+            drop_damaged(store, configs, on_note=None)
+        assert len(dict(store.texts([c.key() for c in configs]))) == 2  # nothing deleted

@@ -69,7 +69,7 @@ def test_both_data_messages_tell_marked_fingerprints_apart(tmp_path):
     from vflpriv.config.sweep import ExperimentConfig
     from vflpriv.runner.execution import blank_record
     from vflpriv.store.verification import other_data
-    from vflpriv.tradeoff.sweep import refuse_other_data
+    from vflpriv.tradeoff.gap import refuse_other_data
 
     stored, now, redeclared = ("fitted:c13407d9|" + "a" * 64, "fitted:c13407d9|" + "b" * 64,
                                "fitted:0badf00d|" + "a" * 64)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 
 from vflpriv.store import canary_fields, feature_fields
@@ -220,13 +221,17 @@ class RunRecord:
 
     @classmethod
     def from_json(cls, text: str) -> RunRecord:
-        """The record ``to_json`` wrote; ValueError naming what is wrong with a damaged one (not JSON, a field
+        """The record ``to_json`` wrote; ValueError naming what is wrong with a damaged one (not strict JSON, a field
         missing or of the wrong type, canary or claim fields no audit writes: ``canary_fields``, run or feature fields
         no run writes: ``feature_fields``). Unknown fields (a newer vflpriv's) are ignored."""
-        try:
-            data = json.loads(text)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"not JSON ({exc})") from None
+        data, problem = parsed(text)
+        if problem:
+            raise ValueError(problem)
+        return cls.from_object(data)
+
+    @classmethod
+    def from_object(cls, data: object) -> RunRecord:
+        """The record of a record's text as :func:`parsed` reads it; ValueError as :meth:`from_json`."""
         if not isinstance(data, dict):
             raise ValueError(f"not a JSON object but {type(data).__name__}")
         known = {f.name: f for f in fields(cls)}
@@ -291,15 +296,44 @@ def _non_finite(value: float) -> str | None:
 _TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "float": (int, float), "int": int, "bool": bool}
 
 
+def parsed(text: object) -> tuple[object, str]:
+    """A stored record's text as strict JSON (RFC 8259, as SQLite's ``json_valid`` reads it) and '', or None and what
+    is wrong: a bare NaN or Infinity, or a key given twice, is damage (SQLite's reader and Python's read such a text
+    apart: one record, two data fingerprints; review tidy F3)."""
+    if not isinstance(text, str):
+        return None, f"its record is {type(text).__name__}, not JSON text"
+    try:
+        return json.loads(text, parse_constant=_not_strict, object_pairs_hook=_keys_once), ""
+    except ValueError as exc:
+        return None, f"not JSON ({exc})"
+
+
+def _not_strict(name: str) -> object:
+    raise ValueError(f"bare {name}: strict JSON has none")
+
+
+def _keys_once(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """An object's keys and values; ValueError where a key is given twice."""
+    data = dict(pairs)
+    if len(data) < len(pairs):
+        twice = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+        raise ValueError(f"key {twice[:40]!r} given twice")
+    return data
+
+
 def stored(key: object, text: object, *, lists: bool = False) -> tuple[RunRecord | None, str]:
     """The record a store row holds under ``key`` and '', or None and what is wrong with it: it must parse, hold no
     field no run writes (``canary_fields``, ``feature_fields``) and be the record of ``key``; with ``lists``, its
     per-target errors are parsed and checked too (``feature_fields.lists_problem``: a sweep resuming its runs, where
     that is a training's fraction; a read command leaves it to where it parses them)."""
-    if not isinstance(text, str):
-        return None, f"its record is {type(text).__name__}, not JSON text"
+    data, problem = parsed(text)
+    return (None, problem) if problem else stored_object(key, data, lists=lists)
+
+
+def stored_object(key: object, data: object, *, lists: bool = False) -> tuple[RunRecord | None, str]:
+    """:func:`stored` of a record's text as :func:`parsed` reads it."""
     try:
-        record = RunRecord.from_json(text)
+        record = RunRecord.from_object(data)
     except ValueError as exc:
         return None, str(exc)
     if record.key != key:

@@ -28,7 +28,7 @@ from vflpriv.store.reading import check_store_path, read_store, stored_other_can
 from vflpriv.store.records import NOT_APPLICABLE, OK, RunRecord, stored
 from vflpriv.store.schema import (APPLICATION_ID, LOCK_WAIT, SCHEMA, connect, foreign, identity, in_chunks,
                                   record_field, unusable)
-from vflpriv.store.verification import StoredRow, checked_record
+from vflpriv.store.verification import checked_record
 
 #: Importers read the store's read-only functions here too, beside the store that writes (``vflpriv.store.reading``).
 __all__ = ["FINAL", "LEASE_SECONDS", "Store", "check_store_path", "read_store", "stored_other_canary_key",
@@ -156,16 +156,22 @@ class Store:
             found.update(rows)
         return found
 
-    def stored_rows(self, keys: list[str]) -> dict[str, StoredRow]:
-        """The stored record of each of ``keys`` the store holds, as stored (unchecked: the caller judges it,
-        ``tradeoff.gap.record_problems``), and its data fingerprint and canary key as SQLite reads them."""
-        fields = ", ".join(["record", record_field("data_fingerprint"), record_field("canary_key")])
-        found: dict[str, StoredRow] = {}
+    def texts(self, keys: list[str]) -> Iterator[tuple[str, object]]:
+        """(key, its record as stored, unchecked: ``tradeoff.gap.record_problems`` judges it) for each of ``keys`` the
+        store holds, read 500 keys at a time: one chunk held at once, not the grid's (review tidy F1)."""
         for chunk, marks in in_chunks(keys):
             with self._lock:
-                rows = self._db.execute(f"SELECT key, {fields} FROM runs WHERE key IN ({marks})", chunk).fetchall()
-            found.update((key, StoredRow(*row)) for key, *row in rows)  # outside the lock: a helper thread commits
-        return found
+                rows = self._db.execute(f"SELECT key, record FROM runs WHERE key IN ({marks})", chunk).fetchall()
+            yield from rows  # outside the lock: a sweep's helper thread may commit meanwhile
+
+    def field(self, keys: list[str], name: str) -> Iterator[tuple[str, object]]:
+        """(key, its record's field ``name`` as SQLite reads it, ``schema.record_field``) for each of ``keys`` the store
+        holds, 500 keys at a time: a check of one field that parses no record."""
+        for chunk, marks in in_chunks(keys):
+            with self._lock:
+                rows = self._db.execute(f"SELECT key, {record_field(name)} FROM runs WHERE key IN ({marks})",
+                                        chunk).fetchall()
+            yield from rows
 
     def forget(self, keys: list[str]) -> int:
         """Delete these runs (so the next sweep recomputes them, e.g. after the code they measure changed)."""

@@ -1,10 +1,10 @@
 """Checks of stored records against the run as it would be made now: a record that reads, the data it was computed
-on, the canary key its canaries were drawn with. Shared by the writing store and the read-only checks."""
+on, the canary key its canaries were drawn with: the writing store's reads (:func:`checked_record`), the sweep's
+checks (``tradeoff.gap.record_problems``, ``sweep.drop_damaged``'s refusal) and planning's (``store.reading``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
 
 from vflpriv.store.records import RunRecord, stored
 
@@ -20,15 +20,6 @@ def shown_data(fingerprint: str, width: int, *, empty: str = "as bundled") -> st
     declared, _, data = fingerprint.partition("|") if fingerprint.startswith(DECLARED) else ("", "", fingerprint)
     shown = data[:width] or empty
     return f"{shown} with fitted_features declaration {declared.removeprefix(DECLARED)}" if declared else shown
-
-
-class StoredRow(NamedTuple):
-    """A stored record as stored (unchecked), and its data fingerprint and canary key as SQLite reads them
-    (``schema.record_field``: None where the record is no JSON object or lacks the field)."""
-
-    text: object
-    data_fingerprint: object
-    canary_key: object
 
 
 def checked_record(key: str, text: str) -> RunRecord:

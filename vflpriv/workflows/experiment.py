@@ -60,8 +60,8 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
     try:
         # torch and the engine, while the workers warm up
         from vflpriv.data.load import data_by_key
-        from vflpriv.tradeoff.sweep import (check, describe, drop_damaged, refuse_other_canary_key, refuse_other_data,
-                                            sweep)
+        from vflpriv.tradeoff.gap import refuse_other_canary_key, refuse_other_data
+        from vflpriv.tradeoff.sweep import check, describe, drop_damaged, sweep
 
         with cache.held_back(keep=not dry_run):  # a refusal (or a dry run) leaves no cache entry
             check(configs)
