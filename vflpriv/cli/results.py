@@ -124,7 +124,7 @@ def report(store: Path = STORE, out: Path = typer.Option(Path(DEFAULT_OUT["repor
 def _read(store: Path, out: Path, **filters: str | None):
     """The store's runs (read only), filtered; then ``out`` checked writable: nothing is written before both
     check out. Damaged records are named on stderr, one line each (at most 5), and left out."""
-    from vflpriv.reports.results import KEPT, load_results, select
+    from vflpriv.reports.results import KEPT, load_results, select, withheld_warning
     from vflpriv.store.folders import writable_folder
 
     results = select(load_results(store), **filters)
@@ -134,9 +134,8 @@ def _read(store: Path, out: Path, **filters: str | None):
         warn.print(f"warning: damaged record left out: run {key}: {problem}", markup=False)
     if len(damaged) > 5:
         warn.print(f"warning: {len(damaged) - 5} more damaged record(s) left out", markup=False)
-    if withheld := results.attrs.get("withheld"):  # shown without an epsilon rather than unjudged (review acct F2)
-        warn.print(f"warning: {len(withheld)} record(s) shown without their epsilon (the first, run {withheld[0][0]}: "
-                   f"{withheld[0][1]})", markup=False)
+    if withheld := withheld_warning(results.attrs.get("withheld")):  # rather than shown unjudged (review acct F2)
+        warn.print(withheld, markup=False)
     if mixed := results.attrs.get("mixed"):  # options.secure_noise resumed by an earlier vflpriv: two trainings
         warn.print(f"warning: {len(mixed)} record(s) of secure-noise trainings left out: one training key holds "
                    f"records of two trainings (the first, run {mixed[0]}); run the command that wrote them again to "

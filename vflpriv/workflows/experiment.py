@@ -125,11 +125,16 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
+    from vflpriv.reports.results import as_read, withheld_warning  # the records as vflpriv table reads them
+
+    results = as_read(results)
     if write_csv:
         write_results(results, out, owns=None if overwrite else owns or {c.key() for c in configs}.__contains__,
                       store_path=store_path, store_option=store_option)
     for note in notes:
         console.print(f"note: {note}")
+    if withheld := withheld_warning(results.attrs["withheld"]):
+        console.print(withheld, markup=False)
     if write_csv:
         console.print(f"wrote {out / 'results.csv'}")
     return results
