@@ -24,34 +24,9 @@ from pydantic import BaseModel, ValidationError
 
 from vflpriv.common.errors import ConfigError
 from vflpriv.config.options import CANDIDATE, NoOptions, check_candidates
+from vflpriv.config.yaml_values import UnplainNumber, load_set_value, load_yaml
 
 MAX_CONFIG_BYTES = 1 << 20
-
-
-class _NoAliasLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases (``*name``) before they are expanded, and a key given twice in one
-    mapping (PyYAML keeps the last value silently: a user's ``labeled: 100`` became 200)."""
-
-    def compose_node(self, parent, index):  # type: ignore[override]
-        if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in vflpriv config files", mark)
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node, deep=False):  # type: ignore[override]
-        seen: dict = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, (str, int, float, bool)) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is given twice in one section (first on line {seen[key] + 1})",
-                    key_node.start_mark)
-            seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep=deep)
-
-
-def load_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -146,9 +121,12 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
     if not sep or not key or "" in parts:
         raise ConfigError(f"--set expects key.path=value, got '{assignment}'")
     try:
-        value = load_yaml(raw)
+        value = load_set_value(raw)
     except yaml.YAMLError:
         value = raw
+    except UnplainNumber as exc:
+        raise ConfigError(f"--set {assignment}: {ascii(str(exc))[1:-1][:40]} is no plain number; write ASCII decimal "
+                          "digits without '_', ':', a leading 0 or a 0x/0o/0b prefix (e.g. 1000, 0.5, 1e-05)") from None
     node: Any = data
     for i, part in enumerate(parts):
         where = ".".join(parts[: i + 1])
