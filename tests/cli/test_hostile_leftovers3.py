@@ -1,12 +1,14 @@
 """Stop 18's leftovers: what a command prints of its own runs withholds the epsilon ``vflpriv table`` withholds; a
-number spelt otherwise than plainly is refused on the command line, options and ``--set`` alike."""
+number spelt otherwise than plainly is refused on the command line, options and ``--set`` alike; a plugin's class
+names and exception texts in errors are read without running its code, and bounded."""
 
 from __future__ import annotations
 
+import abc
 import csv
 
 import pytest
-from cli_helpers import planned, refused_in_planning
+from cli_helpers import one_error_line, planned, refused_in_planning
 from typer.testing import CliRunner
 
 from vflpriv.cli import app
@@ -60,3 +62,61 @@ def test_plain_numbers_and_texts_still_read(tmp_path, monkeypatch):
     result = planned(["evaluate", "--jobs", "1", "--seeds", "0,10", "--set", "finetune.lr=1e-3", "--set",
                       "partition.labeled=+100", "--set", "defenses=[{name: iso, strength: .5}]"], tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
+
+
+class _Named(abc.ABCMeta):
+    """A plugin's metaclass whose ``__name__`` is its code: an error text that reads it says 'Shown'."""
+
+    @property
+    def __name__(cls):
+        return "Shown"
+
+
+class _Raising(Exception, metaclass=_Named):
+    def __str__(self):
+        raise RuntimeError("the exception's __str__ ran")
+
+
+class _Huge(Exception):
+    def __str__(self):
+        return "x" * (1 << 20)
+
+
+@pytest.mark.parametrize("exc", [_Raising(), _Huge()], ids=["raising", "1 MB"])
+def test_a_failed_training_s_error_reads_no_plugin_name_or_text_unbounded(exc, monkeypatch, tiny):
+    """run_safely's record of a plugin's failure: ``type(exc).__name__`` ran the metaclass's code (the sweep died of
+    its error), ``{exc}`` its ``__str__`` (a raising one too; a 1 MB one written into every record of the training)."""
+    from vflpriv.runner import execution
+
+    def failing(runs):
+        raise exc
+
+    monkeypatch.setattr(execution, "plan", failing)
+    (record,) = execution.run_safely([tiny()])
+    assert record.status == "failed" and record.error in ("_Raising: ?", "_Huge: " + "x" * execution.ERROR_WIDTH)
+
+
+def test_a_claim_s_foreign_class_is_named_without_running_its_metaclass():
+    """foreign_accounting named a mixed-in class by ``k.__name__``: its metaclass's property ran (and failed)."""
+    from vflpriv.defenses.dp_gaussian import GaussianDP
+    from vflpriv.runner.claims import foreign_accounting
+
+    mixin = _Named("Mixin", (), {})
+    plug = _Named("Plug", (mixin, GaussianDP), {})
+    assert "Mixin (mixed in beside GaussianDP's accounting)" in foreign_accounting(plug, "plug")
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    ("class E(Exception):\n    def __str__(self):\n        return 'x' * (1 << 20)\nraise E()", "E: " + "x" * 300),
+    ("class E(Exception):\n    def __str__(self):\n        raise RuntimeError('ran')\nraise E()", "E: ?"),
+    ("import sys\nclass C:\n    def __str__(self):\n        return 'y' * (1 << 20)\nsys.exit(C())",
+     "it called sys.exit(yyy"),
+], ids=["1 MB", "raising", "exit 1 MB"])
+def test_a_plugin_failing_at_import_is_one_bounded_error_line(body, needle, tmp_path, monkeypatch):
+    """registry._loaded wrote ``{exc}``: a 1 MB line, or a traceback where its ``__str__`` raised."""
+    (tmp_path / "hostileplugin.py").write_text(body + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = CliRunner().invoke(app, ["evaluate", "--method", "hostileplugin:Method", "--dry-run", "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 2 and len(result.output) < 600, result.output[:300]
+    one_error_line(result.output, f"cannot import method 'hostileplugin:Method': {needle}")
