@@ -108,18 +108,26 @@ def _setting(data: Any, path: tuple[str, ...]) -> Any:
     return data
 
 
-#: A list's index in brackets after a name (``defenses[0]``), as :func:`format_validation` prints a setting's place.
-_INDEX = re.compile(r"(?<=[^.\[])\[([0-9]+)\](?=[.\[]|$)")
+#: A ``--set`` key: names joined by '.', each followed by any number of bracketed list indices (``grid[0][1]``).
+_KEY = re.compile(r"[^.\[\]]+(?:\[[^\[\]]*\])*(?:\.[^.\[\]]+(?:\[[^\[\]]*\])*)*")
+#: One part of a ``--set`` key: a bracket's content (``0`` of ``defenses[0]``, ``0.5`` of ``defenses[0.5]``), or a name.
+_PART = re.compile(r"\[([^\[\]]*)\]|([^.\[\]]+)")
 
 
-def apply_override(data: dict[str, Any], assignment: str) -> None:
-    """Apply one ``key.path=value`` (value parsed as YAML: numbers, booleans, lists) in place; a number in the path
-    indexes a list of sections (``defenses.0.options.clip=0.5``), also in brackets as errors print it
-    (``defenses[0].options.clip=0.5``)."""
+def set_path(key: str) -> tuple[str, ...] | None:
+    """A ``--set`` key's parts, brackets read before splitting on '.' (``defenses[0].options.clip`` and
+    ``defenses.0.options.clip`` are one path; ``defenses[0.5]`` has the index ``0.5``); None for a malformed key."""
+    if not _KEY.fullmatch(key):
+        return None
+    return tuple(index or name for index, name in _PART.findall(key))
+
+
+def _parsed(assignment: str) -> tuple[str, tuple[str, ...], Any]:
+    """A ``key.path=value`` assignment as (key, its path, its value parsed as YAML)."""
     key, sep, raw = assignment.partition("=")
-    parts = _INDEX.sub(r".\1", key).split(".")
-    if not sep or not key or "" in parts:
-        raise ConfigError(f"--set expects key.path=value, got '{assignment}'")
+    parts = set_path(key)
+    if not sep or parts is None:
+        raise ConfigError(f"--set expects key.path=value (a list's index as .0 or [0]), got '{assignment}'")
     try:
         value = load_set_value(raw)
     except yaml.YAMLError:
@@ -127,6 +135,14 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
     except UnplainNumber as exc:
         raise ConfigError(f"--set {assignment}: {ascii(str(exc))[1:-1][:40]} is no plain number; write ASCII decimal "
                           "digits without '_', ':', a leading 0 or a 0x/0o/0b prefix (e.g. 1000, 0.5, 1e-05)") from None
+    return key, parts, value
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Apply one ``key.path=value`` (value parsed as YAML: numbers, booleans, lists) in place; a number in the path
+    indexes a list of sections (``defenses.0.options.clip=0.5``), also in brackets as errors print it
+    (``defenses[0].options.clip=0.5``)."""
+    key, parts, value = _parsed(assignment)
     node: Any = data
     for i, part in enumerate(parts):
         where = ".".join(parts[: i + 1])
