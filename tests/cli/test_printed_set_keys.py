@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from vflpriv.cli import app
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.parse import apply_override
+from vflpriv.config.overrides import apply_override
 from vflpriv.config.registry import DEFENSES
 
 

@@ -12,7 +12,7 @@ from vflpriv.cli.app import DRY_RUN, QUIET, STORE_PATH, app, fail
 from vflpriv.cli.evaluate import CANARIES, SEARCH_BUDGET, TUNE_ATTACKS
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.parse import apply_override
+from vflpriv.config.overrides import apply_overrides
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
 from vflpriv.store.folders import DEFAULT_OUT, STORE_NAME
@@ -57,9 +57,8 @@ def sweep(
     for key, value in (("attack.tune", tune_attacks), ("attack.search_budget", search_budget),
                        ("partition.canaries", canaries)):
         if value is not None:
-            apply_override(raw, f"{key}={str(value).lower()}")
-    for assignment in set_:
-        apply_override(raw, assignment)
+            apply_overrides(raw, [f"{key}={str(value).lower()}"])
+    apply_overrides(raw, set_)
     warm = early_workers(raw) if not dry_run else Warm()  # they import torch while this process does
     try:
         from vflpriv.tradeoff.grid import expand
