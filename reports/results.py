@@ -296,6 +296,9 @@ TABLE_FILES = ("cap_tables.md", "cap_tables.tex", "cap_tables.csv", "strength_ro
 FIGURE_FORMATS = ("png", "svg", "pdf")
 #: One figure per (attack, phase) at this resolution keeps the page at a few hundred kB to a few MB.
 REPORT_DPI = 100
+#: The report's figure names, apart from evaluate's and sweep's ``tradeoff*.png``: a report into their folder
+#: replaces none of theirs (review-hunt3 P14: it overwrote the sweep's ``tradeoff.png``).
+REPORT_FIGURES = "report_tradeoff"
 def labels_of(results: pd.DataFrame) -> pd.DataFrame:
     """The label attacks' records (a store written before the feature attacks holds no other)."""
     return results[results["secret"] != "features"] if "secret" in results else results
@@ -309,8 +312,8 @@ def _labels(results: pd.DataFrame, out: Path, formats: tuple[str, ...], computed
         return None
     done = computed if len(labels) == len(results) else Computed.of(labels)
     summary = done.summary
-    written = tradeoff_figures(summary, out, formats=tuple(dict.fromkeys(("png", *formats))), by_defense=True,
-                               dpi=REPORT_DPI) if not summary.empty else []
+    written = tradeoff_figures(summary, out, stem=REPORT_FIGURES, formats=tuple(dict.fromkeys(("png", *formats))),
+                               by_defense=True, dpi=REPORT_DPI) if not summary.empty else []
     figures = {_figure_key(path, summary): path for path in written if path.suffix == ".png"}
     return labels_section(labels, done.rows, done.caps, figures)
 
