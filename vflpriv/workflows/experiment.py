@@ -392,7 +392,9 @@ def _lr_choice(results: pd.DataFrame, out: Path, console: Console) -> list[Path]
                           "chosen (each is its own row; choosing on the test utility would select on the test set); "
                           "set finetune.validation (e.g. 0.2) to choose it per seed")
         return []
-    console.print("finetune.lr chosen per seed (and strength) on the validation split (the highest utility_val):")
+    console.print(f"finetune.lr chosen per seed (and strength) on the validation split (the highest utility_val; "
+                  f"no ε is recorded for the choice: choosing among {len(lr_grid(results))} trainings of the same "
+                  "labels composes them and reads the validation labels without noise):")
     caps = cap_table(chosen)
     for table in cap_tables(caps):
         console.print(table.markdown())
