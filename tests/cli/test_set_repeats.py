@@ -42,3 +42,21 @@ def test_sweep_refuses_them_too(tmp_path, monkeypatch):
     grid.write_text("methods: [splitnn]\nattacks: [mc]\nseeds: [0]\n")
     refused_in_planning(["sweep", str(grid), "--set", "finetune.epochs=1", "--set", "finetune.epochs=2"],
                         "--set finetune.epochs is given twice (1, 2)", tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--canaries", "5", "--set", "partition.canaries=0"], "--canaries sets partition.canaries=5, but a --set makes "
+                                                            "it 0"),
+    (["--jobs", "1", "--set", "jobs=3"], "--jobs sets jobs=1, but a --set makes it 3; give one of them")])
+def test_sweep_refuses_an_option_and_a_set_that_disagree(args, needle, tmp_path, monkeypatch):
+    """As evaluate, audit and tune do (the --set won silently)."""
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("methods: [splitnn]\nattacks: [mc]\nseeds: [0]\n")
+    refused_in_planning(["sweep", str(grid), *args], needle, tmp_path, monkeypatch)
+
+
+def test_sweep_refuses_an_option_into_a_grid_s_value_where_a_section_is_read(tmp_path, monkeypatch):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("methods: [splitnn]\nattacks: [mc]\nseeds: [0]\npartition: 3\n")
+    refused_in_planning(["sweep", str(grid), "--canaries", "5"], "--canaries sets partition.canaries, but 'partition' "
+                        "is a value, not a section", tmp_path, monkeypatch)

@@ -12,7 +12,7 @@ from vflpriv.cli.app import DRY_RUN, QUIET, STORE_PATH, app, fail
 from vflpriv.cli.evaluate import CANARIES, SEARCH_BUDGET, TUNE_ATTACKS
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.overrides import apply_overrides
+from vflpriv.config.parse import apply_options
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
 from vflpriv.store.folders import DEFAULT_OUT, STORE_NAME
@@ -51,14 +51,11 @@ def sweep(
     from vflpriv.workflows.experiment import early_workers
 
     raw = settings(preset=preset, config=config)
-    for key, value in (("jobs", jobs), ("backend", backend), ("device", device)):
-        if value is not None:
-            raw[key] = value
-    for key, value in (("attack.tune", tune_attacks), ("attack.search_budget", search_budget),
-                       ("partition.canaries", canaries)):
-        if value is not None:
-            apply_overrides(raw, [f"{key}={str(value).lower()}"])
-    apply_overrides(raw, set_)
+    apply_options(raw, [
+        ("--jobs", ("jobs",), jobs), ("--backend", ("backend",), backend), ("--device", ("device",), device),
+        ("--tune-attacks/--no-tune-attacks", ("attack", "tune"), tune_attacks),
+        ("--search-budget", ("attack", "search_budget"), search_budget),
+        ("--canaries", ("partition", "canaries"), canaries)], set_)  # disagreeing with a --set: refused
     warm = early_workers(raw) if not dry_run else Warm()  # they import torch while this process does
     try:
         from vflpriv.tradeoff.grid import expand

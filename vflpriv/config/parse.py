@@ -69,10 +69,13 @@ def apply_options(data: dict[str, Any], given: list[tuple[str, tuple[str, ...], 
     said = said or {}
     given = [(option, path, value) for option, path, value in given if value is not None]
     before = [copy.deepcopy(value) for _, _, value in given]  # what each option set, before any --set edits it
-    for _, (*sections, key), value in given:
+    for option, (*sections, key), value in given:
         node = data
-        for section in sections:
+        for i, section in enumerate(sections):
             node = node.setdefault(section, {})
+            if not isinstance(node, dict):  # a grid file's partition: 3 (evaluate's files are shape-checked first)
+                raise ConfigError(f"{option} sets {'.'.join([*sections, key])}, but '{'.'.join(sections[:i + 1])}' is "
+                                  "a value, not a section")
         node[key] = value
     apply_overrides(data, overrides)
     for (option, path, value), was in zip(given, before):
