@@ -21,6 +21,8 @@ REPEATS = [
      "'--set attack.options.mc.epochs=1' is inside the section '--set attack.options={fi-decoder: {epochs: 2}}'"),
     (["attack.options={mc: {epochs: 2}}", "attack.options.mc.epochs=1"],
      "'--set attack.options.mc.epochs=1' is inside the section '--set attack.options={mc: {epochs: 2}}'"),
+    (["partition.labeled.x=1", "partition.labeled=3"],  # the value after the key dropped it
+     "--set partition.labeled.x: 'partition.labeled' is a value, not a section ('--set partition.labeled=3')"),
 ]
 
 

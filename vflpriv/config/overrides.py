@@ -77,15 +77,26 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> None:
     """Apply the ``--set`` assignments in order, after refusing two values for one setting, in one spelling or two
     (``defenses[0].options.clip`` is ``defenses.0.options.clip``), or a setting inside a section set whole (which
     one counts would depend on their order); an identical repeat passes."""
-    parsed = [_parsed(assignment) for assignment in overrides]
-    for i, (_, path, value) in enumerate(parsed):
-        for earlier, (_, before, was) in zip(overrides, parsed[:i]):
-            if path == before and shown(value) != shown(was):
-                raise ConfigError(f"--set {'.'.join(path)} is given twice ({shown(was)[:60]}, {shown(value)[:60]}); "
-                                  "give it once")
-            if path != before and path[:len(before)] == before[:len(path)]:
-                inner, outer = (overrides[i], earlier) if len(path) > len(before) else (earlier, overrides[i])
-                raise ConfigError(f"'--set {inner}' is inside the section '--set {outer}' sets whole; give the "
-                                  "setting once: in the section, or the section's settings as keys")
+    parsed = [(assignment, *_parsed(assignment)[1:]) for assignment in overrides]
+    for i, now in enumerate(parsed):
+        for earlier in parsed[:i]:
+            _refuse_both(earlier, now)
     for assignment in overrides:
         apply_override(data, assignment)
+
+
+def _refuse_both(earlier: tuple[str, tuple[str, ...], Any], now: tuple[str, tuple[str, ...], Any]) -> None:
+    """Refuse two assignments (as written, path, value) of one setting with two values, or one inside the other."""
+    if earlier[1] == now[1]:
+        if shown(earlier[2]) != shown(now[2]):
+            raise ConfigError(f"--set {'.'.join(now[1])} is given twice ({shown(earlier[2])[:60]}, "
+                              f"{shown(now[2])[:60]}); give it once")
+        return
+    outer, inner = sorted((earlier, now), key=lambda assignment: len(assignment[1]))
+    if inner[1][:len(outer[1])] != outer[1]:
+        return
+    if not isinstance(outer[2], (dict, list)):  # a value where the other reads a section
+        raise ConfigError(f"--set {inner[0].partition('=')[0]}: '{'.'.join(outer[1])}' is a value, not a section "
+                          f"('--set {outer[0]}')")
+    raise ConfigError(f"'--set {inner[0]}' is inside the section '--set {outer[0]}' sets whole; give the setting "
+                      "once: in the section, or the section's settings as keys")
