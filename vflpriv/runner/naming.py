@@ -1,11 +1,14 @@
 """What a run's record names of it (method, dataset, attack, swept defense, phase, strength, seed, secret and roles),
 from its settings in one place: written into each new record (``execution.blank_record``) and compared with a stored
 record's own settings wherever one is read (tables, resume), so that a coordinate edited by hand reads as a damaged
-record, not as another run (review hunt H5); likewise an epsilon no defense of its settings can claim (H6), and a
-feature epsilon at a victim no feature-claiming defense of its settings guards (task epsread)."""
+record, not as another run (review hunt H5); likewise an epsilon no defense of its settings can claim (H6), a
+feature epsilon at a victim no feature-claiming defense of its settings guards (task epsread), and settings that do not
+hash to the record's key (hunt3 P1: the settings an epsilon is recomputed from are the key's run's)."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 from functools import lru_cache
 
@@ -14,7 +17,8 @@ import torch
 from vflpriv.common.errors import VflprivError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.config.parse import parse_options
-from vflpriv.config.registry import ATTACKS, DEFENSES
+from vflpriv.config.keys import code_mark, config_hash, keyed
+from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES, METHODS
 from vflpriv.config.schema import DefenseConfig, RunConfig
 from vflpriv.config.sweep import own_strength_option
 from vflpriv.engine import SERVER
@@ -126,3 +130,91 @@ def _guards(defense: str, victim: str) -> bool:
                 options=parse_options(cls, d.options, where="options"), generator=torch.Generator(), name=d.name)
     return guards_victim(built, victim)
 
+
+
+#: The most keys tried for one record's settings: every combination of its components' revisions up to the current.
+MOST_KEYS = 4096
+
+
+def unkeyed(record, cfg: RunConfig) -> str:
+    """Why ``record``'s settings are not those its key was made from (review hunt3 P1: a forged ``config`` gave the
+    table an epsilon no run had), or ''. Under the key ``cfg`` plans (a resume), they must hash to it; read from
+    another key, they must hash to it under the current code or an earlier revision of its components (an earlier
+    code's record: "earlier" in the tables); '' where a component is unknown here or a plugin's code (:func:`unverified`
+    withholds its epsilons)."""
+    found = _stored_key(record.config)
+    if found == record.key:
+        return ""
+    if found is None or cfg.key() == record.key:
+        return f"its settings hash to another run's key ({found}), not to its own ({record.key:.20})"
+    return _earlier(record.key, record.config)[0]
+
+
+def unverified(record, cfg: RunConfig) -> str:
+    """Why a read withholds ``record``'s epsilons as settings it cannot match with its key (a component unknown here,
+    or a plugin's code that may have been edited since the key was made: :func:`unkeyed`), or ''."""
+    if all(math.isnan(getattr(record, e)) for e in CLAIMS) or _stored_key(record.config) == record.key:
+        return ""
+    return _earlier(record.key, record.config)[1]
+
+
+def _stored_key(config: str) -> str | None:
+    """The key the current code gives the settings ``config`` (JSON; a record's), or None where it cannot read them
+    (not cached: a key marks the code registered when it is made)."""
+    try:
+        return RunConfig.model_validate_json(config).key()
+    except (VflprivError, ValueError):  # pydantic's ValidationError is a ValueError
+        return None
+
+
+def _earlier(key: str, config: str) -> tuple[str, str]:
+    """(why damaged, why unverified) of settings ``config`` stored under ``key``, which the current code keys otherwise:
+    ('', '') where ``key`` is theirs as written or as read (options at their defaults kept, ``as_read``) under
+    revisions of their components up to the current ones (:data:`MOST_KEYS` tried)."""
+    settings = RunConfig.model_validate_json(config)
+    raw = json.loads(config)
+    for dump in (settings.as_read().model_dump(mode="json"), raw if isinstance(raw, dict) else {}):
+        try:
+            if key in _revised(keyed({k: v for k, v in dump.items() if k != "device"})):
+                return "", ""
+        except Exception:  # noqa: BLE001 - settings as written in a shape no key was made of: not theirs
+            continue
+    if foreign := _unkeyable(settings):
+        return "", (f"epsilon withheld: its settings do not hash to its key under the current code of {foreign} (a "
+                    "plugin edited since, or not installed here; or the settings were edited): evaluate on this "
+                    "store recomputes it")
+    return (f"its settings hash to another run's key ({settings.key()}), not to its own ({key:.20}) under the current "
+            "code or an earlier revision of its components"), ""
+
+
+def _revised(marked: dict) -> set[str]:
+    """The keys of ``marked`` (``keys.keyed``'s) with each component's revision mark at each revision up to its own."""
+    parts = [p for p in [*(marked.get("defenses") or []), marked.get("method"), marked.get("attack")]
+             if isinstance(p, dict)]
+    marks = [p.get("revision", 0) for p in parts]
+    found = set()
+    for revisions in itertools.islice(itertools.product(*(
+            range(r + 1) if type(r) is int and r >= 0 else (r,) for r in marks)), MOST_KEYS):
+        for part, revision in zip(parts, revisions):
+            part.pop("revision", None)
+            part.update({"revision": revision} if revision else {})
+        found.add(config_hash(marked))
+    return found
+
+
+def _unkeyable(settings: RunConfig) -> str:
+    """The components of ``settings`` whose mark in a key the current code cannot restate, or '': one unknown here (its
+    revision and code unknown), a plugin defense or auditor (its code as loaded is in the key: ``keys.code_mark``)."""
+    named = [(DEFENSES, d.name) for d in settings.defenses]
+    named += [(METHODS, settings.method.name), (ATTACKS, settings.attack.name)]
+    named += [(AUDITORS, settings.finetune.auditor)] if settings.finetune.auditor else []
+    found = []
+    for registry, name in named:
+        try:
+            registry.get(name)
+        except VflprivError:
+            found.append(f"{name} (unknown here)")
+            continue
+        if registry in (DEFENSES, AUDITORS) and "code" in code_mark(registry, name):
+            found.append(f"plugin {name}")
+    return ", ".join(found)
