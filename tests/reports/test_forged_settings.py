@@ -14,9 +14,11 @@ import pytest
 import vflpriv.config.keys as keys_module
 from vflpriv.config.keys import config_hash, keyed
 from vflpriv.config.registry import DEFENSES
+from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.defenses.dp_gaussian import GaussianDP, label_reads, spent
 from vflpriv.reports.results import load_results
+from vflpriv.runner.accountants import ACCOUNTANTS
 from vflpriv.runner.execution import blank_record
 from vflpriv.store.records import CLAIM_VERSION
 from vflpriv.store.sqlite import Store
@@ -120,3 +122,32 @@ def test_a_plugin_edited_since_its_record_withholds_the_epsilon_and_a_resume_rec
     notes = []
     drop_damaged(store, [run], on_note=notes.append)
     assert store.get(run.key()) is None and "its settings hash to another run's key" in notes[0]
+
+
+def _settings_no_run_accepts(edit):
+    """A record of ``_run()``'s settings edited by ``edit`` (its defense's JSON), under their own key (a forger who
+    recomputes the key too), its epsilon what dp-gaussian's accountant gives them."""
+    config = json.loads(_run().recorded())
+    edit(config["defenses"][0])
+    run = RunConfig.model_validate(config)
+    d = run.defenses[0]
+    epsilon, delta = ACCOUNTANTS[GaussianDP].epsilon(GaussianDP, d.strength, run.finetune, d.options,
+                                                      label_reads(run.finetune))
+    return replace(_record(run), epsilon=epsilon, epsilon_delta=delta)
+
+
+#: Settings planning refuses, each with what the read says: a strength beside target_epsilon (the column headed
+#: sigma=2 showed the target's 0.495), delta 0.5 (>= 1/n: epsilon 0.19 at a vacuous delta), a strength off its axis.
+REFUSED = {"a strength beside target_epsilon": (lambda d: d["options"].update(target_epsilon=0.5), "not both"),
+           "delta 0.5": (lambda d: d["options"].update(delta=0.5), "options.delta 0.5 is not below 1/200"),
+           "a strength off its axis": (lambda d: d.update(strength=2e6), "must lie in [0, 1e+06], got 2e+06")}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_settings_no_run_accepts_are_damaged_under_their_own_key(tmp_path, case):
+    edit, why = REFUSED[case]
+    record = _settings_no_run_accepts(edit)
+    _store(tmp_path, record)
+    frame = load_results(tmp_path / "results.sqlite")
+    assert [k for k, _ in frame.attrs["damaged"]] == [record.key], frame[["key", "strength", "epsilon"]]
+    assert "its settings are not a run's" in frame.attrs["damaged"][0][1] and why in frame.attrs["damaged"][0][1]

@@ -11,6 +11,7 @@ import itertools
 import json
 import math
 from functools import lru_cache
+from typing import Any
 
 import torch
 
@@ -25,6 +26,7 @@ from vflpriv.engine import SERVER
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.claims import claim_secrets, foreign_accounting, guards_victim  # record_claims' own rules
+from vflpriv.store.records import CLAIM_VERSION
 
 #: Each epsilon a record carries and whether a defense claiming ``secrets`` records it (``claims.record_claims``: a
 #: label epsilon from a defense claiming the labels alone, a feature epsilon from one claiming the features).
@@ -218,3 +220,54 @@ def _unkeyable(settings: RunConfig) -> str:
         if registry in (DEFENSES, AUDITORS) and "code" in code_mark(registry, name):
             found.append(f"plugin {name}")
     return ", ".join(found)
+
+
+def _out_of_range(cls: type, strength: float, options: Any, cfg: RunConfig) -> str:
+    """The strength outside its axis' range (``StrengthAxis.check``, as the defense is built)."""
+    try:
+        cls.axis.check(value=strength, defense=cls.__name__)
+    except VflprivError as exc:
+        return str(exc).split(": ", 1)[-1]
+    return ""
+
+
+def _own_refusal(cls: type, strength: float, options: Any, cfg: RunConfig) -> str:
+    """The class's own rule (``Protection.refusal``: dp-gaussian's strength beside ``target_epsilon``)."""
+    return cls.refusal(strength, options)
+
+
+def _delta_too_large(cls: type, strength: float, options: Any, cfg: RunConfig) -> str:
+    """A delta of 1/labeled or more, which planning refuses (``defense_planning._check_delta``: delta < 1/n, n the
+    training rows; the labeled rows are some of them, so 1/n <= 1/labeled): a bound known without the data."""
+    delta, identity = getattr(options, "delta", None), strength == cls.axis.identity
+    if delta is None or (identity and not cls.own_strength_option(options.model_dump())):
+        return ""
+    labeled = cfg.partition.labeled
+    return "" if delta < 1 / labeled else (f"options.delta {delta:g} is not below 1/{labeled} (partition.labeled: "
+                                           "as many training rows or more), which planning refuses")
+
+
+#: The planning-time checks of one defense's settings that bear on its claim, re-run where a record is read.
+REFUSALS = (_out_of_range, _own_refusal, _delta_too_large)
+
+
+def refused(record, cfg: RunConfig) -> str:
+    """Which check of :data:`REFUSALS` the settings ``cfg`` of ``record`` fail, or '': the planner refuses such a run,
+    so no run of the current claim rules wrote them (review hunt3 P1: a strength beside ``target_epsilon``, and delta
+    0.5, showed an epsilon). vflpriv's own defenses only (a plugin's checks are its code, not run at read); an earlier
+    claim rules' record is not judged (its epsilon withheld: ``records.stale_claim``)."""
+    if record.claim_version != CLAIM_VERSION:
+        return ""
+    for i, d in enumerate(cfg.defenses):
+        if not DEFENSES.builtin(d.name):
+            continue
+        cls = DEFENSES.get(d.name)
+        try:
+            options = cls.Options.model_validate(d.options)
+        except ValueError:  # pydantic's ValidationError: options no run reads, judged where its claim is recomputed
+            continue
+        strength = cls.axis.identity if d.strength is None else d.strength
+        for check in REFUSALS:
+            if why := check(cls, strength, options, cfg):
+                return f"its settings are not a run's: defense {i} ({d.name}): {why}"
+    return ""
