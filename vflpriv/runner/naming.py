@@ -144,18 +144,20 @@ def unkeyed(record, cfg: RunConfig) -> str:
     another key, they must hash to it under the current code or an earlier revision of its components (an earlier
     code's record: "earlier" in the tables); '' where a component is unknown here or a plugin's code (:func:`unverified`
     withholds its epsilons)."""
-    found = _stored_key(record.config)
+    found = cfg.key() if record.config == cfg.recorded() else _stored_key(record.config)  # cfg's text: not parsed again
     if found == record.key:
         return ""
-    if found is None or cfg.key() == record.key:
+    if found is None:
+        return "its settings are not ones the current code reads"
+    if cfg.key() == record.key:
         return f"its settings hash to another run's key ({found}), not to its own ({record.key:.20})"
     return _earlier(record.key, record.config)[0]
 
 
 def unverified(record, cfg: RunConfig) -> str:
-    """Why a read withholds ``record``'s epsilons as settings it cannot match with its key (a component unknown here,
-    or a plugin's code that may have been edited since the key was made: :func:`unkeyed`), or ''."""
-    if all(math.isnan(getattr(record, e)) for e in CLAIMS) or _stored_key(record.config) == record.key:
+    """Why a read withholds the epsilons of ``record`` (of settings ``cfg``, not damaged: :func:`unkeyed`) as settings
+    it cannot match with its key (a component unknown here, or a plugin's code edited since), or ''."""
+    if all(math.isnan(getattr(record, e)) for e in CLAIMS) or cfg.key() == record.key:
         return ""
     return _earlier(record.key, record.config)[1]
 
