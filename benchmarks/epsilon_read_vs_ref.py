@@ -1,9 +1,10 @@
 """A read's epsilon check here against another revision's (task acct: the counts from the settings, an entry per
 claiming defense): ``load_results`` of :mod:`epsilon_read_cost`'s store (written by this tree, and again under the
 reference's ``CLAIM_VERSION`` so that its check runs too), caches cleared, each tree in its own process, interleaved;
-CPU seconds (``time.process_time``, the min of 3 reads a process) and the ratio of the mins.
+CPU seconds (``time.process_time``, the min of 3 reads a process) and the ratio of the mins. ``--seeds`` scales the
+store (15 records a seed: 67 make 1005).
 
-    python benchmarks/epsilon_read_vs_ref.py --ref main --rounds 4"""
+    python benchmarks/epsilon_read_vs_ref.py --ref main --rounds 4 [--seeds 20]"""
 
 from __future__ import annotations
 
@@ -19,14 +20,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 
 
-def _build(store: Path, ref_store: Path, ref_version: int) -> int:
+def _build(store: Path, ref_store: Path, ref_version: int, seeds: int) -> int:
     """Both stores of the benchmark's records: this tree's claim rules, and the reference's; their count."""
     sys.path.insert(0, str(HERE / "benchmarks"))
     from epsilon_read_cost import _records
 
     from vflpriv.store.sqlite import Store
 
-    records = _records(20)
+    records = _records(seeds)
     with Store(store) as s:
         s.put_many(records)
     with Store(ref_store) as s:
@@ -60,6 +61,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ref", default="main")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--read", nargs=3, help=argparse.SUPPRESS)  # a child: TREE STORE N
     args = parser.parse_args()
     if args.read:
@@ -72,7 +74,7 @@ def main() -> None:
         subprocess.run(["tar", "-x", "-C", str(ref)], input=archive.stdout, check=True)
         version = int(re.search(r"^CLAIM_VERSION = (\d+)", (ref / "vflpriv/store/records.py").read_text(), re.M)[1])
         stores = {"here": Path(tmp) / "here.sqlite", args.ref: Path(tmp) / "ref.sqlite"}
-        n = _build(stores["here"], stores[args.ref], version)
+        n = _build(stores["here"], stores[args.ref], version, args.seeds)
         trees = {"here": str(HERE), args.ref: str(ref)}
         cpu: dict[str, list[float]] = {name: [] for name in (args.ref, "here")}
         for _ in range(args.rounds):

@@ -176,6 +176,12 @@ class Protection(DefensePoints, ABC):
         """The option of ``options`` that sets the strength itself (a sweep then has nothing to sweep), or ''."""
         return ""
 
+    @classmethod
+    def refusal(cls, strength: float, options: BaseModel) -> str:
+        """Why the defense refuses this strength beside these (parsed) options, or '': checked as it is built, and
+        where a record of it is read (``runner.naming.refused``)."""
+        return ""
+
     @property
     def effective_strength(self) -> float:
         """The strength it acts at, on its axis (where an option sets it, the value it resolved to)."""

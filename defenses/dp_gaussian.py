@@ -106,8 +106,8 @@ class GaussianDP(TrainingDefense):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        if self.options.target_epsilon is not None and self.strength != self.axis.identity:
-            raise ConfigError("dp-gaussian: give a strength (the noise multiplier) or options.target_epsilon, not both")
+        if why := self.refusal(self.strength, self.options):
+            raise ConfigError(f"dp-gaussian: {why}")
         self.sigma = self.strength
         self.uses: torch.Tensor | None = None  # per training row: the updates that read its label
 
@@ -118,6 +118,13 @@ class GaussianDP(TrainingDefense):
     @classmethod
     def own_strength_option(cls, options: dict) -> str:
         return "target_epsilon" if options.get("target_epsilon") is not None else ""
+
+    @classmethod
+    def refusal(cls, strength: float, options: GaussianDPOptions) -> str:
+        """A strength beside ``target_epsilon``: two noise multipliers asked for."""
+        if options.target_epsilon is not None and strength != cls.axis.identity:
+            return "give a strength (the noise multiplier) or options.target_epsilon, not both"
+        return ""
 
     @classmethod
     def audit_strengths_for(cls, phase: str, *, finetune, options: dict) -> tuple[float, ...] | None:

@@ -23,7 +23,7 @@ from vflpriv.config.schema import RunConfig
 from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.defense_planning import DEFENSE_POINTS, PASSIVE, PASSIVE_POINTS, message_kinds  # as it binds
 from vflpriv.runner.accountants import miscounted, unjudged
-from vflpriv.runner.naming import misnamed, unclaimable, unguarded
+from vflpriv.runner.naming import misnamed, refused, unclaimable, unguarded, unkeyed, unverified
 from vflpriv.runner.prior import OWN_ENCODER_PRIORS, prior_pretraining
 
 #: What the planner resolves a setting to, given the run and where the setting is (None: the attack block; i: defense
@@ -147,12 +147,14 @@ def _with(run: RunConfig, where: int | None, section: Any) -> RunConfig:
 def disagreement(record: Any, run: RunConfig) -> str:
     """What a stored ``record`` says of its run that its own settings ``run`` do not (``runner.naming``: another run,
     an epsilon no defense of them claims, a feature epsilon at a victim none of them guards, an epsilon their
-    accountants do not give), or '': such a record is damaged (a hand edit), left out of every table and recomputed on
-    resume (review hunt H5, H6; task epsread)."""
-    return misnamed(record, run) or unclaimable(record, run) or unguarded(record, run) or miscounted(record, run)
+    accountants do not give, settings no run accepts or not its key's), or '': such a record is damaged (a hand edit),
+    left out of every table and recomputed on resume (review hunt H5, H6, hunt3 P1; task epsread)."""
+    return (misnamed(record, run) or unclaimable(record, run) or unguarded(record, run) or miscounted(record, run)
+            or refused(record, run) or unkeyed(record, run))
 
 
 def withheld(record: Any, run: RunConfig) -> str:
     """Why ``record``'s epsilons are read as none though it is not damaged (``runner.accountants.unjudged``: code
-    not importable here, a plugin method's count), or '': where records are read, as :func:`disagreement`."""
-    return unjudged(record, run)
+    not importable here, a plugin method's count; ``runner.naming.unverified``: settings not matched with their key),
+    or '': where records are read, as :func:`disagreement`."""
+    return unjudged(record, run) or unverified(record, run)

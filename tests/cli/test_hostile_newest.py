@@ -145,6 +145,7 @@ def test_an_audit_defense_no_attack_is_judged_under_is_said_not_dropped():
 def test_a_table_of_runs_on_different_data_warns(tmp_path):
     from dataclasses import replace
 
+    from vflpriv.config.schema import RunConfig
     from vflpriv.config.sweep import ExperimentConfig
     from vflpriv.runner.execution import blank_record
     from vflpriv.store.records import RunRecord
@@ -153,7 +154,7 @@ def test_a_table_of_runs_on_different_data_warns(tmp_path):
     def record(seed: int, data: str) -> RunRecord:  # named by its settings, as the runner names it (review hunt H5)
         run = ExperimentConfig.model_validate({"attack": {"name": "mc"}, "strengths": [1.0],
                                                "seeds": [seed]}).runs()[0]
-        return replace(blank_record(run), key=f"k{seed}", training_key=f"t{seed}", utility=0.8, attack_accuracy=0.3,
+        return replace(blank_record(run), training_key=f"t{seed}", utility=0.8, attack_accuracy=0.3,
                        prior_accuracy=0.2, leakage=0.1, num_classes=10, utility_metric="accuracy",
                        data_fingerprint=data)
 
@@ -168,7 +169,8 @@ def test_a_table_of_runs_on_different_data_warns(tmp_path):
         settings = [json.loads(record(seed, "").config) for seed in (0, 1)]
         for seed, run in enumerate(settings):
             run["partition"]["parties"] = 2 + seed
-        store.put_many([dataclasses.replace(record(seed, "ab" * seed), config=json.dumps(settings[seed]))
+        store.put_many([dataclasses.replace(record(seed, "ab" * seed), config=json.dumps(settings[seed]),
+                                            key=RunConfig.model_validate(settings[seed]).key())  # hunt3 P1
                         for seed in (0, 1)])
     result = CliRunner().invoke(app, ["table", str(tmp_path / "parties.sqlite"), "--out", str(tmp_path / "p")])
     assert result.exit_code == 0 and "different data" not in result.output, result.output

@@ -83,7 +83,7 @@ def test_both_data_messages_tell_marked_fingerprints_apart(tmp_path):
     assert "or --overwrite to recompute them" in str(refused.value)  # review hunt H9: docs/plugins.md names it
     with Store(tmp_path / "s.sqlite") as store:
         runs = ExperimentConfig.model_validate({"attack": {"name": "mc"}, "strengths": [1.0], "seeds": [0, 1]}).runs()
-        store.put_many([replace(blank_record(run), key=f"k{seed}", training_key=f"t{seed}", utility=0.8,
+        store.put_many([replace(blank_record(run), training_key=f"t{seed}", utility=0.8,
                                 attack_accuracy=0.3, prior_accuracy=0.2, leakage=0.1, num_classes=10,
                                 utility_metric="accuracy", data_fingerprint=data)  # named as the runner names it
                         for seed, (run, data) in enumerate(zip(runs, (stored, now)))])

@@ -9,6 +9,7 @@ import json
 from typer.testing import CliRunner
 
 from vflpriv.cli import app
+from vflpriv.config.schema import RunConfig
 from vflpriv.runner.execution import run
 from vflpriv.store.sqlite import Store
 
@@ -19,7 +20,8 @@ def test_a_report_of_feature_runs_of_two_configurations_names_a_verdict_for_each
     assert record.status == "ok", record.error
     config = json.loads(record.config)
     config["partition"]["aux_features"] = 5  # another configuration of the same attack, seed and method
-    other = dataclasses.replace(record, key="another", config=json.dumps(config, sort_keys=True))
+    other = dataclasses.replace(record, key=RunConfig.model_validate(config).key(),  # its own (review hunt3 P1)
+                                config=json.dumps(config, sort_keys=True))
     with Store(tmp_path / "results.sqlite") as store:
         store.put_many([record, other])
     result = CliRunner().invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "report")])

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from vflpriv.config.keys import config_hash, keyed
 from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.reports.results import load_results
@@ -31,7 +32,8 @@ def _rows(tmp_path: Path, first: dict, second: dict) -> list:
         for run in _runs(defense, seeds):
             config = json.loads(run.recorded())
             config["defenses"][0]["kinds"] = defense.get("kinds")
-            key = run.key() if "kinds" not in defense else f"{defense['name'][:3]}{seeds[0]}{run.seed}".ljust(20, "0")
+            key = run.key() if "kinds" not in defense else config_hash(keyed(  # as the earlier code keyed them
+                {k: v for k, v in json.loads(json.dumps(config)).items() if k != "device"}))
             store.put(replace(blank_record(run), key=key, config=json.dumps(config), status="ok", utility=0.8,
                               attack_accuracy=0.6, prior_accuracy=0.5, num_classes=10, strength_axis="lambda",
                               strength_stronger="higher", strength_identity=0.0))

@@ -98,6 +98,10 @@ EDITS = {"the issue's 2.44": ("dp-gaussian", lambda r: r.update(epsilon=2.44), "
          "another revision under the current key": (
              "dp-gaussian", lambda r: (r.update(epsilon=2.44), _accounting(lambda e: e.update(revision=0))(r)),
              "(dp-gaussian) is of revision 0, not the current code's 1"),
+         "a revision as a float": ("dp-gaussian", _accounting(lambda e: e.update(revision=1.0)),
+                                   "(dp-gaussian) is of revision 1.0, not the current code's 1"),
+         "a revision as a bool": ("dp-gaussian", _accounting(lambda e: e.update(revision=True)),
+                                  "(dp-gaussian) is of revision True, not the current code's 1"),
          "the accounting blanked": ("dp-gaussian", lambda r: r.update(epsilon=2.44, epsilon_accounting=""),
                                     "it carries an epsilon without its accountants' entries"),
          "a feature defense's unknown option": ("embedding-dp", lambda r: _settings(r, bogus=1),

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from vflpriv.cli import app
+import vflpriv.config.keys as keys_module
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.reports.results import current_records, load_results
 from vflpriv.store.records import RunRecord
@@ -37,10 +39,24 @@ def test_the_current_code_s_record_of_a_run_is_kept_and_the_earlier_one_named():
     assert [k for k, _ in superseded] == [old.key] and "kept: the current code's" in superseded[0][1]
 
 
-def test_vflpriv_table_reads_a_store_of_two_revisions_of_one_run_without_counting_a_seed_twice(tmp_path):
+@pytest.fixture
+def earlier(monkeypatch):
+    """iso as revised twice (its keys' mark, ``keys.code_mark``: assigning the class's ``revision`` would make it a
+    patched class): the key the code of an earlier ``revision`` gave a run (a read checks a record's key against its
+    settings, review hunt3 P1, so a store's earlier records carry the keys their code made)."""
+    def key(run, revision: int) -> str:
+        with monkeypatch.context() as patch:
+            patch.setattr(keys_module, "_revision", lambda registry, name: revision if name == "iso" else 0)
+            return run.key()
+    monkeypatch.setattr(keys_module, "_revision", lambda registry, name: 2 if name == "iso" else 0)
+    return key
+
+
+def test_vflpriv_table_reads_a_store_of_two_revisions_of_one_run_without_counting_a_seed_twice(tmp_path, earlier):
     first, second = _runs()
     store = Store(tmp_path / "results.sqlite")
-    for record in (_record(first, "0" * 20, 0.9), _record(first, first.key(), 0.5), _record(second, second.key(), 0.5)):
+    for record in (_record(first, earlier(first, 0), 0.9), _record(first, first.key(), 0.5),
+                   _record(second, second.key(), 0.5)):
         store.put(record)
     assert len(load_results(tmp_path / "results.sqlite")) == 2
     result = CliRunner().invoke(app, ["table", str(tmp_path / "results.sqlite"), "--out", str(tmp_path / "t")])
@@ -73,15 +89,16 @@ def test_a_record_written_before_a_setting_existed_is_grouped_with_its_run():
     assert [r.key for r in kept] == [first.key()] and [k for k, _ in superseded] == [old.key]
 
 
-def test_where_no_record_is_the_current_code_s_the_one_written_last_is_kept_and_the_warning_says_so(tmp_path):
+def test_where_no_record_is_the_current_code_s_the_one_written_last_is_kept_and_the_warning_says_so(tmp_path, earlier):
     """Review final14 F3: "kept: the first" was the lowest key (the store reads in key order), whatever its age, and
     the warning said the current runs were kept."""
     first, second = _runs()
     store = Store(tmp_path / "results.sqlite")
-    for record in (_record(first, "0" * 20, 0.9), _record(first, "f" * 20, 0.5), _record(second, second.key(), 0.5)):
+    low, last = sorted([earlier(first, 0), earlier(first, 1)])
+    for record in (_record(first, low, 0.9), _record(first, last, 0.5), _record(second, second.key(), 0.5)):
         store.put(record)  # both of seed 0 from earlier code, the higher key written last
     frame = load_results(tmp_path / "results.sqlite")
-    assert sorted(frame["key"]) == sorted(["f" * 20, second.key()])
+    assert sorted(frame["key"]) == sorted([last, second.key()])
     result = CliRunner().invoke(app, ["table", str(tmp_path / "results.sqlite"), "--out", str(tmp_path / "t")])
     assert result.exit_code == 0, result.output
     assert "(1 beside the one written last, where none is the current code's;" in result.output

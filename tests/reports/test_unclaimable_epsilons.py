@@ -19,15 +19,15 @@ from vflpriv.store.sqlite import Store
 from vflpriv.tradeoff.sweep import drop_damaged
 
 
-def _run(defense: str | None):
+def _run(defense: str | None, seed: int = 0):
     defenses = [{"name": defense, "sweep": True}] if defense else []
-    return ExperimentConfig.model_validate({"attack": {"name": "fi-decoder"}, "defenses": defenses, "seeds": [0],
+    return ExperimentConfig.model_validate({"attack": {"name": "fi-decoder"}, "defenses": defenses, "seeds": [seed],
                                             **({"strengths": [0.5]} if defense else {})}).runs()[0]
 
 
-def _record(defense: str | None, **claims):
+def _record(defense: str | None, seed: int = 0, **claims):
     """A scored feature record as the runner writes it, with ``claims``."""
-    return replace(blank_record(_run(defense)), num_classes=10, utility=0.8, status="n/a", **claims)
+    return replace(blank_record(_run(defense, seed)), num_classes=10, utility=0.8, status="n/a", **claims)
 
 
 FEATURE_EPSILON = {"epsilon_features": 0.5, "epsilon_features_delta": 1e-5}
@@ -51,11 +51,11 @@ EDITS = {"feature epsilon undefended": (None, FEATURE_EPSILON, "it is undefended
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_an_epsilon_its_defenses_cannot_claim_is_a_damaged_record(tmp_path, edit):
     defense, claims, why = EDITS[edit]
-    kept = _record("embedding-dp", **GENUINE)
+    kept = _record("embedding-dp", seed=1, **GENUINE)  # another seed: under its own key (review hunt3 P1)
     store = Store(tmp_path / "results.sqlite")
-    store.put_many([_record(defense, **claims), replace(kept, key="k" * 20)])
+    store.put_many([_record(defense, **claims), kept])
     frame = load_results(tmp_path / "results.sqlite")
-    assert list(frame["key"]) == ["k" * 20] and frame.attrs["damaged"][0][0] != "k" * 20
+    assert list(frame["key"]) == [kept.key] and frame.attrs["damaged"][0][0] != kept.key
     assert why in frame.attrs["damaged"][0][1]
 
 

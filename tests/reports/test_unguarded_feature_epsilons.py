@@ -29,10 +29,10 @@ def _genuine(parties: int = 1) -> dict:
                                                "count": count}])}
 
 
-def _run(attack: dict, *, party: int | None = 1):
+def _run(attack: dict, *, party: int | None = 1, seed: int = 0):
     """A three-party run under embedding-dp guarding ``party`` (None: every passive party)."""
     return ExperimentConfig.model_validate({
-        "partition": {"parties": 3}, "attack": attack, "seeds": [0], "strengths": [0.5],
+        "partition": {"parties": 3}, "attack": attack, "seeds": [seed], "strengths": [0.5],
         "defenses": [{"name": "embedding-dp", "sweep": True, "party": party}]}).runs()[0]
 
 
@@ -47,11 +47,10 @@ UNGUARDED = {"another victim": ({"name": "fi-decoder", "victim": 2}, 1, "at vict
 @pytest.mark.parametrize("case", sorted(UNGUARDED))
 def test_a_feature_epsilon_at_a_victim_its_defense_does_not_guard_is_damaged(tmp_path, case):
     attack, party, where = UNGUARDED[case]
-    kept = _record(_run({"name": "fi-decoder", "victim": 1}), **_genuine())
-    Store(tmp_path / "results.sqlite").put_many([_record(_run(attack, party=party), **FEATURE_EPSILON),
-                                                 replace(kept, key="k" * 20)])
+    kept = _record(_run({"name": "fi-decoder", "victim": 1}, seed=1), **_genuine())  # under its own key (hunt3 P1)
+    Store(tmp_path / "results.sqlite").put_many([_record(_run(attack, party=party), **FEATURE_EPSILON), kept])
     frame = load_results(tmp_path / "results.sqlite")
-    assert list(frame["key"]) == ["k" * 20]
+    assert list(frame["key"]) == [kept.key]
     assert f"epsilon_features {where}, whose features no defense of its settings claiming them (embedding-dp) " \
            "guards" in frame.attrs["damaged"][0][1]
 

@@ -348,8 +348,9 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
     if secret not in PAIRS or not CLAIMS[PAIRS[secret][0]](claim_secrets(cls)):
         raise ValueError(f"defense {i} ({d.name}) records no {secret!r:.20} epsilon")
     accountant = ACCOUNTANTS.get(accounting_class(cls))
-    if entry["revision"] != cls.revision:  # a change to an accountant bumps CLAIM_VERSION: this one is the rule
-        raise ValueError(f"defense {i} ({d.name}) is of revision {entry['revision']!r:.20}, not the current "
+    revision = entry["revision"]  # an int, as a run writes it: 1.0 and true equal 1 (review hunt3 P1)
+    if type(revision) is not int or revision != cls.revision:  # a change to an accountant bumps CLAIM_VERSION
+        raise ValueError(f"defense {i} ({d.name}) is of revision {revision!r:.20}, not the current "
                           f"code's {cls.revision}")
     if accountant is None:
         raise VflprivError(f"defense {i} ({d.name}): its accountant is not known here")

@@ -1,26 +1,32 @@
 """What a run's record names of it (method, dataset, attack, swept defense, phase, strength, seed, secret and roles),
 from its settings in one place: written into each new record (``execution.blank_record``) and compared with a stored
 record's own settings wherever one is read (tables, resume), so that a coordinate edited by hand reads as a damaged
-record, not as another run (review hunt H5); likewise an epsilon no defense of its settings can claim (H6), and a
-feature epsilon at a victim no feature-claiming defense of its settings guards (task epsread)."""
+record, not as another run (review hunt H5); likewise an epsilon no defense of its settings can claim (H6), a
+feature epsilon at a victim no feature-claiming defense of its settings guards (task epsread), and settings that do not
+hash to the record's key (hunt3 P1: the settings an epsilon is recomputed from are the key's run's)."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 from functools import lru_cache
+from typing import Any
 
 import torch
 
 from vflpriv.common.errors import VflprivError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.config.parse import parse_options
-from vflpriv.config.registry import ATTACKS, DEFENSES
+from vflpriv.config.keys import code_mark, config_hash, keyed
+from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES, METHODS
 from vflpriv.config.schema import DefenseConfig, RunConfig
 from vflpriv.config.sweep import own_strength_option
 from vflpriv.engine import SERVER
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.claims import claim_secrets, foreign_accounting, guards_victim  # record_claims' own rules
+from vflpriv.store.records import CLAIM_VERSION
 
 #: Each epsilon a record carries and whether a defense claiming ``secrets`` records it (``claims.record_claims``: a
 #: label epsilon from a defense claiming the labels alone, a feature epsilon from one claiming the features).
@@ -126,3 +132,154 @@ def _guards(defense: str, victim: str) -> bool:
                 options=parse_options(cls, d.options, where="options"), generator=torch.Generator(), name=d.name)
     return guards_victim(built, victim)
 
+
+
+#: The most keys tried for one record's settings: every combination of its components' revisions up to the current.
+MOST_KEYS = 4096
+
+
+def unkeyed(record, cfg: RunConfig) -> str:
+    """Why ``record``'s settings are not those its key was made from (review hunt3 P1: a forged ``config`` gave the
+    table an epsilon no run had), or ''. Under the key ``cfg`` plans (a resume), they must hash to it; read from
+    another key, they must hash to it under the current code or an earlier revision of its components (an earlier
+    code's record: "earlier" in the tables); '' where a component is unknown here or a plugin's code (:func:`unverified`
+    withholds its epsilons)."""
+    own = record.config == cfg.recorded()  # cfg's text: not parsed again
+    found = cfg.key() if own else _stored_key(record.config)
+    if found == record.key:
+        _keyed_last[:] = [record.key, record.config, cfg] if own else []
+        return ""
+    if found is None:
+        return "its settings are not ones the current code reads"
+    if cfg.key() == record.key:
+        return f"its settings hash to another run's key ({found}), not to its own ({record.key:.20})"
+    return _earlier(record.key, record.config)[0]
+
+
+def unverified(record, cfg: RunConfig) -> str:
+    """Why a read withholds the epsilons of ``record`` (of settings ``cfg``, not damaged: :func:`unkeyed`) as settings
+    it cannot match with its key (a component unknown here, or a plugin's code edited since), or ''."""
+    if all(math.isnan(getattr(record, e)) for e in CLAIMS):
+        return ""
+    last = _keyed_last[:3]
+    if (last and last[2] is cfg and last[:2] == [record.key, record.config]) or cfg.key() == record.key:
+        return ""
+    return _earlier(record.key, record.config)[1]
+
+
+#: The last record :func:`unkeyed` found keyed as its settings ``cfg`` ([key, config, cfg]): :func:`unverified`, asked
+#: next where a read judges it, does not hash them again (a read of 1000 records: about a tenth of its time).
+_keyed_last: list = []
+
+
+def _stored_key(config: str) -> str | None:
+    """The key the current code gives the settings ``config`` (JSON; a record's), or None where it cannot read them
+    (not cached: a key marks the code registered when it is made)."""
+    try:
+        return RunConfig.model_validate_json(config).key()
+    except (VflprivError, ValueError):  # pydantic's ValidationError is a ValueError
+        return None
+
+
+def _earlier(key: str, config: str) -> tuple[str, str]:
+    """(why damaged, why unverified) of settings ``config`` stored under ``key``, which the current code keys otherwise:
+    ('', '') where ``key`` is theirs as written or as read (options at their defaults kept, ``as_read``) under
+    revisions of their components up to the current ones (:data:`MOST_KEYS` tried)."""
+    settings = RunConfig.model_validate_json(config)
+    raw = json.loads(config)
+    for dump in (settings.as_read().model_dump(mode="json"), raw if isinstance(raw, dict) else {}):
+        try:
+            if key in _revised(keyed({k: v for k, v in dump.items() if k != "device"})):
+                return "", ""
+        except Exception:  # noqa: BLE001 - settings as written in a shape no key was made of: not theirs
+            continue
+    if foreign := _unkeyable(settings):
+        return "", (f"epsilon withheld: its settings do not hash to its key under the current code of {foreign} (a "
+                    "plugin edited since, or not installed here; or the settings were edited): evaluate on this "
+                    "store recomputes it")
+    return (f"its settings hash to another run's key ({settings.key()}), not to its own ({key:.20}) under the current "
+            "code or an earlier revision of its components"), ""
+
+
+def _revised(marked: dict) -> set[str]:
+    """The keys of ``marked`` (``keys.keyed``'s) with each component's revision mark at each revision up to its own."""
+    parts = [p for p in [*(marked.get("defenses") or []), marked.get("method"), marked.get("attack")]
+             if isinstance(p, dict)]
+    marks = [p.get("revision", 0) for p in parts]
+    found = set()
+    for revisions in itertools.islice(itertools.product(*(
+            range(r + 1) if type(r) is int and r >= 0 else (r,) for r in marks)), MOST_KEYS):
+        for part, revision in zip(parts, revisions):
+            part.pop("revision", None)
+            part.update({"revision": revision} if revision else {})
+        found.add(config_hash(marked))
+    return found
+
+
+def _unkeyable(settings: RunConfig) -> str:
+    """The components of ``settings`` whose mark in a key the current code cannot restate, or '': one unknown here (its
+    revision and code unknown), a plugin defense or auditor (its code as loaded is in the key: ``keys.code_mark``)."""
+    named = [(DEFENSES, d.name) for d in settings.defenses]
+    named += [(METHODS, settings.method.name), (ATTACKS, settings.attack.name)]
+    named += [(AUDITORS, settings.finetune.auditor)] if settings.finetune.auditor else []
+    found = []
+    for registry, name in named:
+        try:
+            registry.get(name)
+        except VflprivError:
+            found.append(f"{name} (unknown here)")
+            continue
+        if registry in (DEFENSES, AUDITORS) and "code" in code_mark(registry, name):
+            found.append(f"plugin {name}")
+    return ", ".join(found)
+
+
+def _out_of_range(cls: type, strength: float, options: Any, cfg: RunConfig) -> str:
+    """The strength outside its axis' range (``StrengthAxis.check``, as the defense is built)."""
+    try:
+        cls.axis.check(value=strength, defense=cls.__name__)
+    except VflprivError as exc:
+        return str(exc).split(": ", 1)[-1]
+    return ""
+
+
+def _own_refusal(cls: type, strength: float, options: Any, cfg: RunConfig) -> str:
+    """The class's own rule (``Protection.refusal``: dp-gaussian's strength beside ``target_epsilon``)."""
+    return cls.refusal(strength, options)
+
+
+def _delta_too_large(cls: type, strength: float, options: Any, cfg: RunConfig) -> str:
+    """A delta of 1/labeled or more, which planning refuses (``defense_planning._check_delta``: delta < 1/n, n the
+    training rows; the labeled rows are some of them, so 1/n <= 1/labeled): a bound known without the data."""
+    delta, identity = getattr(options, "delta", None), strength == cls.axis.identity
+    if delta is None or (identity and not cls.own_strength_option(options.model_dump())):
+        return ""
+    labeled = cfg.partition.labeled
+    return "" if delta < 1 / labeled else (f"options.delta {delta:g} is not below 1/{labeled} (partition.labeled: "
+                                           "as many training rows or more), which planning refuses")
+
+
+#: The planning-time checks of one defense's settings that bear on its claim, re-run where a record is read.
+REFUSALS = (_out_of_range, _own_refusal, _delta_too_large)
+
+
+def refused(record, cfg: RunConfig) -> str:
+    """Which check of :data:`REFUSALS` the settings ``cfg`` of ``record`` fail, or '': the planner refuses such a run,
+    so no run of the current claim rules wrote them (review hunt3 P1: a strength beside ``target_epsilon``, and delta
+    0.5, showed an epsilon). vflpriv's own defenses only (a plugin's checks are its code, not run at read); an earlier
+    claim rules' record is not judged (its epsilon withheld: ``records.stale_claim``)."""
+    if record.claim_version != CLAIM_VERSION:
+        return ""
+    for i, d in enumerate(cfg.defenses):
+        if not DEFENSES.builtin(d.name):
+            continue
+        cls = DEFENSES.get(d.name)
+        try:
+            options = cls.Options.model_validate(d.options)
+        except ValueError:  # pydantic's ValidationError: options no run reads, judged where its claim is recomputed
+            continue
+        strength = cls.axis.identity if d.strength is None else d.strength
+        for check in REFUSALS:
+            if why := check(cls, strength, options, cfg):
+                return f"its settings are not a run's: defense {i} ({d.name}): {why}"
+    return ""
