@@ -45,10 +45,10 @@ UNPLAIN = [
     (["tune", "--defense", "iso", "--steps", "1_0"], "--steps expects an integer, got '1_0'"),
     (["audit", "--quick", "--jobs=1_0"], "--jobs expects an integer, got '1_0'"),
     (["evaluate", "--set", "seeds=[1_000]"], "--set seeds=[1_000]: 1_000 is no plain number; write ASCII decimal"),
-    (["evaluate", "--set", "jobs='1_0'"], "--set jobs='1_0': 1_0 is no plain number"),
+    (["evaluate", "--set", "jobs='1_0'"], "invalid jobs='1_0': '1_0' is no plain number"),
     (["evaluate", "--set", "seeds=[017]"], "--set seeds=[017]: 017 is no plain number"),
     (["evaluate", "--set", "partition.labeled=1:40"], "--set partition.labeled=1:40: 1:40 is no plain number"),
-    (["evaluate", "--set", "strengths=['1_0.5']"], "--set strengths=['1_0.5']: 1_0.5 is no plain number"),
+    (["evaluate", "--set", "strengths=['1_0.5']"], "invalid strengths: '1_0.5' is no plain number"),
 ]
 
 
