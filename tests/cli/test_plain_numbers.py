@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import pytest
 from cli_helpers import planned, refused_in_planning
+from typer.testing import CliRunner
+
+from vflpriv.cli import app
 
 FILES = [
     ("e.yaml", "seeds: [017]\n", "config file e.yaml is not valid YAML: 017 is no plain number; write ASCII decimal"),
@@ -36,3 +39,8 @@ def test_a_quoted_text_float_reads_is_text(value, tmp_path, monkeypatch):
     assert result.exit_code == 2 and "plain number" not in result.output, result.output
     assert "unknown" in result.output and "'" + value.split(" ")[-1].split("=")[-1].strip("'") + "'" in result.output
 
+
+def test_help_is_printed_beside_an_unplain_number():
+    """``--jobs 1_0 --help`` printed the number's error; click's --help is eager (``--jobs abc --help`` is help)."""
+    result = CliRunner().invoke(app, ["evaluate", "--jobs", "1_0", "--help"])
+    assert result.exit_code == 0 and "Usage:" in result.output, result.output
