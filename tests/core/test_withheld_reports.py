@@ -8,6 +8,7 @@ import json
 import pandas as pd
 
 from vflpriv.store.records import RunRecord, without_epsilon
+from vflpriv.tradeoff.auditing import auditor_table
 from vflpriv.tradeoff.epsilon import _claim_note
 
 WHY = "epsilon withheld: method plug-method is not vflpriv's own or not known here"
@@ -29,3 +30,10 @@ def test_a_withheld_epsilon_is_named_as_withheld():
     """audit.md read 'no claimed epsilon', as for a defense that claims none; the note now says why."""
     assert _claim_note(_records(withheld=True)) == WHY
 
+
+def test_the_auditor_s_bound_keeps_its_delta_where_the_claim_is_withheld():
+    """The auditor's delta was the claim's column, which withholding blanks: its bound moved to delta 0 ('pure')."""
+    shown, withheld = auditor_table(_records(withheld=False)), auditor_table(_records(withheld=True))
+    assert withheld["delta"].tolist() == shown["delta"].tolist() == [1e-05]
+    assert withheld["epsilon_lower"].tolist() == shown["epsilon_lower"].tolist()
+    assert withheld["epsilon_claimed"].isna().all() and not shown["epsilon_claimed"].isna().any()
