@@ -14,12 +14,16 @@ from vflpriv.tradeoff.epsilon import _claim_note
 WHY = "epsilon withheld: method plug-method is not vflpriv's own or not known here"
 
 
+def _record(seed: int = 0, **fields) -> RunRecord:
+    return RunRecord(key=f"k{seed}", attack="mc", method="plug-method", dataset="digits", defense="dp-gaussian",
+                     phase="finetune", strength=1.0, seed=seed, **fields)
+
+
 def _records(withheld: bool) -> pd.DataFrame:
     """Two seeds of one dp-gaussian setting audited by an auditor whose 20 guesses are all right, scored at 1e-05."""
     rows = []
     for seed in (0, 1):
-        record = RunRecord(key=f"k{seed}", attack="mc", method="plug-method", dataset="digits", defense="dp-gaussian", phase="finetune",
-                           strength=1.0, seed=seed, status="ok", training_key=f"t{seed}", num_classes=10,
+        record = _record(seed, status="ok", training_key=f"t{seed}", num_classes=10,
                            canaries=20, auditor="gradient-lrt", auditor_counts=json.dumps([[20, 20]]),
                            epsilon=2.0, epsilon_delta=1e-05, epsilon_lower_delta=1e-05)
         rows.append((without_epsilon(record, WHY) if withheld else record).to_dict())
@@ -37,3 +41,28 @@ def test_the_auditor_s_bound_keeps_its_delta_where_the_claim_is_withheld():
     assert withheld["delta"].tolist() == shown["delta"].tolist() == [1e-05]
     assert withheld["epsilon_lower"].tolist() == shown["epsilon_lower"].tolist()
     assert withheld["epsilon_claimed"].isna().all() and not shown["epsilon_claimed"].isna().any()
+
+
+class _Named(type):
+    """A plugin defense's metaclass whose ``__name__`` is its code, which raises."""
+
+    @property
+    def __name__(cls):
+        raise RuntimeError("the plugin's __name__ ran")
+
+
+def test_an_unjudged_claim_names_a_plugin_defense_without_running_its_code(monkeypatch):
+    """accountants.unjudged read ``cls.__name__``: a raising one failed the read (review-hostile H9)."""
+    from vflpriv.config.registry import DEFENSES, METHODS
+    from vflpriv.defenses.dp_gaussian import GaussianDP
+    from vflpriv.methods.splitnn import SplitNN
+    from vflpriv.runner.accountants import unjudged
+    from vflpriv.store.records import CLAIM_VERSION
+
+    DEFENSES.register("plug-dp", type("_M", (_Named, type(GaussianDP)), {})("PlugDP", (GaussianDP,), {}))
+    METHODS.register("plug-m", type("PlugM", (SplitNN,), {}))
+    record = _record(claim_version=CLAIM_VERSION, epsilon=1.0, epsilon_delta=1e-05)
+    config = type("C", (), {"defenses": [type("D", (), {"name": "plug-dp"})], "method": type("M", (), {
+        "name": "plug-m", "options": {}})})
+    assert unjudged(record, config).endswith("void the claim of PlugDP")
+
