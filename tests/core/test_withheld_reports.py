@@ -66,3 +66,18 @@ def test_an_unjudged_claim_names_a_plugin_defense_without_running_its_code(monke
         "name": "plug-m", "options": {}})})
     assert unjudged(record, config).endswith("void the claim of PlugDP")
 
+
+def test_a_read_that_fails_to_judge_withholds_the_epsilon(monkeypatch, tiny):
+    """reports.results._reading caught a raising judgement as 'settings unread' and showed the epsilon: fail closed."""
+    from vflpriv.reports.results import as_read
+    from vflpriv.tradeoff import spelling
+
+    def raising(record, run):
+        raise RuntimeError("a plugin's code raised")
+
+    monkeypatch.setattr(spelling, "withheld", raising)
+    monkeypatch.setattr(spelling, "disagreement", lambda record, run: "")  # the record's fields as its settings
+    record = _record(config=tiny().recorded(), epsilon=1.0, epsilon_delta=1e-05)
+    (shown,) = as_read(pd.DataFrame([record.to_dict()], columns=RunRecord.columns())).to_dict("records")
+    assert pd.isna(shown["epsilon"]) and "epsilon withheld: judging whether its claims are counted failed" in \
+        shown["notes"]
