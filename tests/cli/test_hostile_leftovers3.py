@@ -36,6 +36,19 @@ def test_evaluate_prints_and_writes_no_epsilon_that_table_withholds(tmp_path):
     assert row["epsilon"] in ("", "nan") and "epsilon withheld: method plug-method" in row["notes"]
 
 
+def test_tune_prints_the_withheld_warning_once(tmp_path, monkeypatch):
+    """tune wrote records without their epsilon but printed no warning: each step's console is silenced
+    (review-hostile H5); both ends' records are counted in one line."""
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
+    METHODS.register("plug-method", type("Plug", (SplitNN,), {}))
+    args = ["tune", "--method", "plug-method", "--defense", "dp-gaussian", "--steps", "0", "--seeds", "0", "--jobs",
+            "1", "--out", str(tmp_path / "t"), "--quiet", *TINY[:10], "--set", "attack.prior=aux", "--set",
+            "attack.prior_epochs=2", *TINY[-2:]]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.count("warning: 2 record(s) shown without their epsilon") == 1, result.output
+
+
 #: A number spelt as int(), float(), pydantic or YAML 1.1 read it but ``--seeds`` refuses or reads otherwise (review
 #: misc F10): each read as another number before (``1_000`` as 1000, ``017`` as 15, ``1:40`` as 100).
 UNPLAIN = [
