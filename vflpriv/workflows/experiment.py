@@ -40,7 +40,7 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
                    show_progress: bool = True, header: Callable[[], str] | None = None, warm: Warm | None = None,
                    overwrite: bool = False, owns: Callable[[str], bool] | None = None, write_csv: bool = True,
                    label: str = "runs", dry_run: bool = False, prepare: Callable[[], None] | None = None,
-                   store_option: bool = True) -> pd.DataFrame | None:
+                   store_option: bool = True, warn_withheld: bool = True) -> pd.DataFrame | None:
     """Validate everything (every training planned, ``out`` writable and holding no other experiment's results, the
     store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off), printing notes;
     Ctrl-C raises :class:`Interrupted` naming the store. ``header()``: lines printed once all checked out; ``warm``:
@@ -48,7 +48,8 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
     of ``configs``); ``overwrite`` replaces a results.csv of other runs and recomputes stored runs of other data;
     ``label`` names the progress count; ``dry_run``: check all, print the plan, return None, write nothing;
     ``prepare()``: what comes after (a report's imports), run while workers compute the last trainings;
-    ``store_option``: the command takes ``--store`` (a refusal after training suggests it)."""
+    ``store_option``: the command takes ``--store`` (a refusal after training suggests it); ``warn_withheld``: print
+    the warning of epsilons withheld (off where the caller prints it once for several calls)."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     if dry_run:
@@ -133,7 +134,7 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
                       store_path=store_path, store_option=store_option)
     for note in notes:
         console.print(f"note: {note}")
-    if withheld := withheld_warning(results.attrs["withheld"]):
+    if warn_withheld and (withheld := withheld_warning(results.attrs["withheld"])):
         console.print(withheld, markup=False)
     if write_csv:
         console.print(f"wrote {out / 'results.csv'}")
