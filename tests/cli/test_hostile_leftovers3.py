@@ -122,9 +122,10 @@ def test_a_claim_s_foreign_class_is_named_without_running_its_metaclass():
 @pytest.mark.parametrize(("body", "needle"), [
     ("class E(Exception):\n    def __str__(self):\n        return 'x' * (1 << 20)\nraise E()", "E: " + "x" * 300),
     ("class E(Exception):\n    def __str__(self):\n        raise RuntimeError('ran')\nraise E()", "E: ?"),
+    ("class E(Exception):\n    def __str__(self):\n        raise SystemExit(0)\nraise E()", "E: ?"),
     ("import sys\nclass C:\n    def __str__(self):\n        return 'y' * (1 << 20)\nsys.exit(C())",
      "it called sys.exit(yyy"),
-], ids=["1 MB", "raising", "exit 1 MB"])
+], ids=["1 MB", "raising", "raising SystemExit", "exit 1 MB"])
 def test_a_plugin_failing_at_import_is_one_bounded_error_line(body, needle, tmp_path, monkeypatch):
     """registry._loaded wrote ``{exc}``: a 1 MB line, or a traceback where its ``__str__`` raised."""
     (tmp_path / "hostileplugin.py").write_text(body + "\n")
