@@ -81,3 +81,13 @@ def test_a_read_that_fails_to_judge_withholds_the_epsilon(monkeypatch, tiny):
     (shown,) = as_read(pd.DataFrame([record.to_dict()], columns=RunRecord.columns())).to_dict("records")
     assert pd.isna(shown["epsilon"]) and "epsilon withheld: judging whether its claims are counted failed" in \
         shown["notes"]
+
+
+def test_an_auditor_s_guesses_of_a_plugin_class_are_named_without_running_its_code():
+    """runner.auditing named an auditor's non-tensor guesses by ``type(t).__name__``: a raising one failed the run."""
+    import torch
+
+    from vflpriv.runner.auditing import _guesses_problem
+
+    guesses = _Named("Guesses", (), {})()
+    assert "got guesses Guesses, confidences (3,)" in _guesses_problem(guesses, torch.zeros(3), 3)
