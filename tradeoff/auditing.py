@@ -61,7 +61,8 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
 def _scored_delta(rows: pd.DataFrame) -> float:
     """The delta the trainings' canaries were scored at: the attacks' (``epsilon_lower_delta``, kept where a read
     withholds the claim and its delta), else the claim's; 0 where neither (review-hostile H6: it moved to 'pure')."""
-    return float(np.nan_to_num(np.fmax(rows["epsilon_lower_delta"], rows["epsilon_delta"]).max(), nan=0.0))
+    scored = rows.get("epsilon_lower_delta", pd.Series(np.nan, index=rows.index))  # frames of records without it
+    return float(np.nan_to_num(np.fmax(scored, rows["epsilon_delta"]).max(), nan=0.0))
 
 
 def _one_training_per_seed(frame: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
