@@ -176,9 +176,14 @@ def _reading(record: RunRecord) -> Reading:
     try:
         settings = RunConfig.model_validate_json(record.config)
         problem = disagreement(record, settings)
-        return Reading(settings, one_spelling(settings), problem, "" if problem else withheld(record, settings))
+        spelled = one_spelling(settings)
     except Exception:  # noqa: BLE001 - settings the current code cannot read
         return Reading()
+    try:
+        why = "" if problem else withheld(record, settings)
+    except Exception:  # noqa: BLE001 - a plugin's code raised while judged: withhold (fail closed), never show
+        why = "epsilon withheld: judging whether its claims are counted failed (a plugin's code raised)"
+    return Reading(settings, spelled, problem, why)
 
 
 def _as_run(record: RunRecord, reading: Reading) -> RunRecord:

@@ -37,7 +37,7 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
         counts, canaries = pooled_counts(setting, column="auditor_counts")
         if not counts:
             continue
-        delta = float(np.nan_to_num(setting["epsilon_delta"].max(), nan=0.0))
+        delta = _scored_delta(results[results["training_key"].isin(setting["training_key"])])
         classes = int(key[-1])  # the group's C (``_drawn_classes``)
         bound, guesses = menu_lower(counts, canaries=canaries, classes=classes, delta=delta)
         right = next(r for g, r in counts if g == guesses)
@@ -56,6 +56,13 @@ def auditor_table(results: pd.DataFrame) -> pd.DataFrame:
                     "rejecting_guesses": test.guesses, "rejecting_right": test.right, "rejecting_test": test.test}
         rows.append(row)
     return holm_over(pd.DataFrame(rows))[0]
+
+
+def _scored_delta(rows: pd.DataFrame) -> float:
+    """The delta the trainings' canaries were scored at: the attacks' (``epsilon_lower_delta``, kept where a read
+    withholds the claim and its delta), else the claim's; 0 where neither (review-hostile H6: it moved to 'pure')."""
+    scored = rows.get("epsilon_lower_delta", pd.Series(np.nan, index=rows.index))  # frames of records without it
+    return float(np.nan_to_num(np.fmax(scored, rows["epsilon_delta"]).max(), nan=0.0))
 
 
 def _one_training_per_seed(frame: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:

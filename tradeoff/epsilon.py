@@ -242,7 +242,7 @@ def _key(key: tuple) -> tuple:
 
 
 def _claim_note(setting: pd.DataFrame) -> str:
-    """Why a DP defense of the setting records no epsilon (its runs' notes), or ''."""
-    notes = [n for n in setting["notes"].dropna().astype(str) for n in n.split("; ") if "no epsilon recorded" in n] \
-        if "notes" in setting else []
+    """Why a DP defense of the setting records no epsilon, or a read withholds it (its runs' notes), or ''."""
+    notes = [n for n in setting["notes"].dropna().astype(str) for n in n.split("; ")
+             if "no epsilon recorded" in n or n.startswith("epsilon withheld:")] if "notes" in setting else []
     return notes[0] if notes else ""

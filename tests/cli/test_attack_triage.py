@@ -22,7 +22,7 @@ def test_an_inapplicable_attack_among_several_is_set_aside_with_its_reason(tmp_p
 
 def test_the_runs_kept_are_the_runs_the_applicable_attacks_alone_would_make(tmp_path):
     from vflpriv.config.sweep import ExperimentConfig
-    from vflpriv.workflows.experiment import applicable_attacks
+    from vflpriv.workflows.triage import applicable_attacks
 
     both = ExperimentConfig.model_validate({"method": {"name": "splitnn"}, "attack": {"name": ["mc", "dli"]},
                                             "seeds": [0, 1]})

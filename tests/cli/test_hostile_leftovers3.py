@@ -36,6 +36,19 @@ def test_evaluate_prints_and_writes_no_epsilon_that_table_withholds(tmp_path):
     assert row["epsilon"] in ("", "nan") and "epsilon withheld: method plug-method" in row["notes"]
 
 
+def test_tune_prints_the_withheld_warning_once(tmp_path, monkeypatch):
+    """tune wrote records without their epsilon but printed no warning: each step's console is silenced
+    (review-hostile H5); both ends' records are counted in one line."""
+    monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
+    METHODS.register("plug-method", type("Plug", (SplitNN,), {}))
+    args = ["tune", "--method", "plug-method", "--defense", "dp-gaussian", "--steps", "0", "--seeds", "0", "--jobs",
+            "1", "--out", str(tmp_path / "t"), "--quiet", *TINY[:10], "--set", "attack.prior=aux", "--set",
+            "attack.prior_epochs=2", *TINY[-2:]]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.count("warning: 2 record(s) shown without their epsilon") == 1, result.output
+
+
 #: A number spelt as int(), float(), pydantic or YAML 1.1 read it but ``--seeds`` refuses or reads otherwise (review
 #: misc F10): each read as another number before (``1_000`` as 1000, ``017`` as 15, ``1:40`` as 100).
 UNPLAIN = [
@@ -45,10 +58,10 @@ UNPLAIN = [
     (["tune", "--defense", "iso", "--steps", "1_0"], "--steps expects an integer, got '1_0'"),
     (["audit", "--quick", "--jobs=1_0"], "--jobs expects an integer, got '1_0'"),
     (["evaluate", "--set", "seeds=[1_000]"], "--set seeds=[1_000]: 1_000 is no plain number; write ASCII decimal"),
-    (["evaluate", "--set", "jobs='1_0'"], "--set jobs='1_0': 1_0 is no plain number"),
+    (["evaluate", "--set", "jobs='1_0'"], "invalid jobs='1_0': '1_0' is no plain number"),
     (["evaluate", "--set", "seeds=[017]"], "--set seeds=[017]: 017 is no plain number"),
     (["evaluate", "--set", "partition.labeled=1:40"], "--set partition.labeled=1:40: 1:40 is no plain number"),
-    (["evaluate", "--set", "strengths=['1_0.5']"], "--set strengths=['1_0.5']: 1_0.5 is no plain number"),
+    (["evaluate", "--set", "strengths=['1_0.5']"], "invalid strengths: '1_0.5' is no plain number"),
 ]
 
 
@@ -109,9 +122,10 @@ def test_a_claim_s_foreign_class_is_named_without_running_its_metaclass():
 @pytest.mark.parametrize(("body", "needle"), [
     ("class E(Exception):\n    def __str__(self):\n        return 'x' * (1 << 20)\nraise E()", "E: " + "x" * 300),
     ("class E(Exception):\n    def __str__(self):\n        raise RuntimeError('ran')\nraise E()", "E: ?"),
+    ("class E(Exception):\n    def __str__(self):\n        raise SystemExit(0)\nraise E()", "E: ?"),
     ("import sys\nclass C:\n    def __str__(self):\n        return 'y' * (1 << 20)\nsys.exit(C())",
      "it called sys.exit(yyy"),
-], ids=["1 MB", "raising", "exit 1 MB"])
+], ids=["1 MB", "raising", "raising SystemExit", "exit 1 MB"])
 def test_a_plugin_failing_at_import_is_one_bounded_error_line(body, needle, tmp_path, monkeypatch):
     """registry._loaded wrote ``{exc}``: a 1 MB line, or a traceback where its ``__str__`` raised."""
     (tmp_path / "hostileplugin.py").write_text(body + "\n")

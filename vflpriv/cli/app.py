@@ -34,7 +34,8 @@ class _Command(TyperCommand):
 
     def parse_args(self, ctx, args):  # type: ignore[override]
         _refuse_repeated_options(self.make_parser(ctx), list(args))
-        _refuse_unplain_numbers(self.make_parser(ctx), list(args), self.callback)
+        if not set(args) & set(ctx.help_option_names):  # --help is eager: it prints the help whatever else is given
+            _refuse_unplain_numbers(self.make_parser(ctx), list(args), self.callback)
         return super().parse_args(ctx, args)
 
 

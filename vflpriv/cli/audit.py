@@ -191,7 +191,7 @@ def audit(
         return run_into_store(todo, out, jobs=cfg.jobs, backend=cfg.backend, address=address,
                               runs_per_gpu=cfg.runs_per_gpu, store_path=store, console=console, overwrite=overwrite,
                               show_progress=not quiet, owns={r.key() for r in runs}.__contains__, dry_run=dry,
-                              prepare=importing(*REPORT_MODULES))
+                              prepare=importing(*REPORT_MODULES), warn_withheld=False)  # once, below
 
     if dry_run:  # every run it may train is checked, the active adversary's deferred ones too
         into_store(runs, dry=True)
@@ -207,6 +207,10 @@ def audit(
         console.print(f"the active adversary beat the passive attacks of its kind at the weakest strength of "
                       f"{len({d.defense for d in decisions if d.escalated})} defense(s): its runs at their other strengths")
         results = into_store(now + more)
+    from vflpriv.reports.results import withheld_warning
+
+    if withheld := withheld_warning(results.attrs["withheld"]):  # once, of every run (into_store twice: escalated)
+        console.print(withheld, markup=False)
     from vflpriv.reports.audit import audit_markdown, audit_summary  # imported while the last trainings ran
     from vflpriv.reports.features import example_grids
 

@@ -53,6 +53,7 @@ def tune(
     from vflpriv.config.sweep import own_strength_option
     from vflpriv.tradeoff.sweep import check
     from vflpriv.tradeoff.tune import found_text, tune as bisect
+    from vflpriv.reports.results import withheld_warning
     from vflpriv.workflows.experiment import run_into_store, write_results
 
     if defense == "none" or "," in (attack or ""):
@@ -134,6 +135,8 @@ def tune(
 
     result = bisect(evaluate, axis=axis.name, stronger_is_lower=axis.stronger == "lower", low=lo, high=hi,
                     log=axis.log, tolerance=tolerance, steps=steps)
+    if withheld := withheld_warning(list(dict(w for f in frames for w in f.attrs["withheld"]).items())):
+        console.print(withheld, markup=False)  # once: each step's console is silenced
     (out / "tune.json").write_text(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
     if result.found is None:
         console.print(f"{defense}: the attack is not shown within {tolerance:g} of the prior up to {axis.name}="

@@ -79,10 +79,11 @@ def class_named(value: object, width: int = 60) -> str:
 
 def exception_text(exc: BaseException, width: int = 300) -> str:
     """``str(exc)`` for an error, bounded: a plugin's exception's ``__str__`` is its code, which may fail ('?') or
-    return a str subclass (copied, so its ``__format__`` never runs)."""
+    return a str subclass (copied, so its ``__format__`` never runs); one raising SystemExit ended the command at
+    exit 0, silently (a KeyboardInterrupt still interrupts: a Ctrl-C cannot be told apart)."""
     try:
         return "".join((str(exc),))[:width]
-    except Exception:  # noqa: BLE001 - a plugin's own __str__
+    except (Exception, SystemExit):  # noqa: BLE001 - a plugin's own __str__
         return "?"
 
 

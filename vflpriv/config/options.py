@@ -10,6 +10,7 @@ as one canary and ``adversary: true`` as party 1).
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 from vflpriv.common.components import built
 from vflpriv.common.declarations import vflpriv_own
 from vflpriv.common.errors import ConfigError
+from vflpriv.config.yaml_values import PLAIN_RULE, unplain
 
 #: The largest integer any setting accepts.
 MAX_INT = 2**31 - 1
@@ -49,6 +51,24 @@ def _takes_number(annotation: Any) -> bool:
     return annotation in (int, float) or any(_takes_number(a) for a in get_args(annotation))
 
 
+def _takes_text(annotation: Any) -> bool:
+    """Whether a field typed ``annotation`` keeps any text as text (a str, a Path or Any, anywhere)."""
+    return annotation in (str, Path, Any) or any(_takes_text(a) for a in get_args(annotation))
+
+
+def _unplain_number(value: Any) -> str | None:
+    """A text (or a list's) that pydantic reads as a number but ``--seeds`` refuses (``'1_000'``, quoted in YAML or
+    TOML), if any."""
+    if isinstance(value, (list, tuple)):
+        return next(filter(None, map(_unplain_number, value)), None)
+    if not (isinstance(value, str) and unplain(value)):
+        return None
+    try:
+        return value if float(value) is not None else None
+    except ValueError:
+        return None
+
+
 def _names(annotation: Any) -> list[str]:
     """The names a field typed ``annotation`` takes (its Literal strings, anywhere)."""
     if get_origin(annotation) is Literal:
@@ -75,6 +95,9 @@ class Options(BaseModel):
         if _has_bool(value) and _takes_number(annotation) and not _takes_bool(annotation):
             names = _names(annotation)
             raise ValueError(f"got true/false where a number{' or ' + ', '.join(names) if names else ''} is expected")
+        text = _unplain_number(value) if _takes_number(annotation) and not _takes_text(annotation) else None
+        if text is not None:
+            raise ValueError(f"'{ascii(text)[1:-1][:40]}' is no plain number; {PLAIN_RULE}")
         return value
 
     @field_validator("*", mode="after")

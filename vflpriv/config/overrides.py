@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.yaml_values import UnplainNumber, load_set_value
+from vflpriv.config.yaml_values import PLAIN_RULE, UnplainNumber, load_set_value
 
 
 def shown(value: Any) -> str:
@@ -41,8 +41,8 @@ def _parsed(assignment: str) -> tuple[str, tuple[str, ...], Any]:
     except yaml.YAMLError:
         value = raw
     except UnplainNumber as exc:
-        raise ConfigError(f"--set {assignment}: {ascii(str(exc))[1:-1][:40]} is no plain number; write ASCII decimal "
-                          "digits without '_', ':', a leading 0 or a 0x/0o/0b prefix (e.g. 1000, 0.5, 1e-05)") from None
+        shown = ascii(str(exc))[1:-1][:40]
+        raise ConfigError(f"--set {assignment}: {shown} is no plain number; {PLAIN_RULE}") from None
     return key, parts, value
 
 

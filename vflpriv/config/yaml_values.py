@@ -1,4 +1,4 @@
-"""YAML as vflpriv reads it: config files without aliases or a key given twice, and ``--set`` values whose numbers are
+"""YAML as vflpriv reads it, config files and ``--set`` values alike: no aliases, no key given twice, numbers
 written plainly (as ``--seeds`` reads them)."""
 
 from __future__ import annotations
@@ -31,10 +31,6 @@ class _NoAliasLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def load_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
-
-
 def unplain(text: str) -> bool:
     """Whether a number as typed holds what int(), float() and pydantic read but ``--seeds`` refuses: a digit that is
     no ASCII digit ('٣') or a '_' separator ('1_000'); refused on the command line, options and ``--set`` alike."""
@@ -42,45 +38,52 @@ def unplain(text: str) -> bool:
 
 
 class UnplainNumber(ValueError):
-    """A ``--set`` value's number YAML reads from another spelling than plain decimal (:data:`_PLAIN`)."""
+    """A number YAML reads from another spelling than plain decimal (:data:`_PLAIN`); its text and where it stands."""
+
+    def __init__(self, text: str, mark: Any = None) -> None:
+        super().__init__(text)
+        self.mark = mark
 
 
-#: A number of a ``--set`` value as ``--seeds`` and ``--strengths`` read it: decimal, no leading 0 (YAML 1.1 reads
-#: ``017`` as octal 15), no base 60 (``1:30`` is 90), no 0x/0o/0b, no '_' (``1_000``); YAML's .inf and .nan.
+#: What a number not written plainly is told, wherever it is read (``--set``, a config file, a number field).
+PLAIN_RULE = "write ASCII decimal digits without '_', ':', a leading 0 or a 0x/0o/0b prefix (e.g. 1000, 0.5, 1e-05)"
+
+#: A number as ``--seeds`` and ``--strengths`` read it: decimal, no leading 0 (YAML 1.1 reads ``017`` as octal 15),
+#: no base 60 (``1:30`` is 90), no 0x/0o/0b, no '_' (``1_000``); YAML's .inf and .nan.
 _PLAIN = re.compile(r"[-+]?(0|[1-9][0-9]*)(\.[0-9]*)?([eE][-+]?[0-9]+)?|[-+]?\.[0-9]+([eE][-+]?[0-9]+)?"
                     r"|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)")
 
 
-class _SetLoader(_NoAliasLoader):
-    """A ``--set`` value's loader: a number not written plainly (:data:`_PLAIN`) is refused (:class:`UnplainNumber`)
-    rather than read as YAML 1.1 reads it, where ``--seeds 1_000`` or ``--seeds 017`` is refused or read otherwise."""
+class _PlainLoader(_NoAliasLoader):
+    """The loader of every YAML vflpriv reads (config and grid files, ``--set`` values): an unquoted number not
+    written plainly (:data:`_PLAIN`) is refused (:class:`UnplainNumber`) rather than read as YAML 1.1 reads it
+    (``017`` as 15, ``1:00`` as 60, ``1_000``), where ``--seeds`` refuses it or reads it otherwise. A quoted
+    scalar is text; a number field refuses an unplain one itself (``config.options``)."""
 
 
-def _plain_number(loader: _SetLoader, node: yaml.ScalarNode) -> Any:
+def _plain_number(loader: _PlainLoader, node: yaml.ScalarNode) -> Any:
     text = loader.construct_scalar(node)
     if unplain(text) or not _PLAIN.fullmatch(text):
-        raise UnplainNumber(text)
+        raise UnplainNumber(text, node.start_mark)
     return (loader.construct_yaml_int if node.tag.endswith(":int") else loader.construct_yaml_float)(node)
 
 
-def _plain_text(loader: _SetLoader, node: yaml.ScalarNode) -> str:
-    """A text that float() reads as a number with a '_' separator (``'1_000'``): pydantic reads it as one (a digit
-    that is no ASCII digit it refuses, as the setting's own check does: ``attack.adversary``)."""
-    text = loader.construct_yaml_str(node)
+_PlainLoader.add_constructor("tag:yaml.org,2002:int", _plain_number)
+_PlainLoader.add_constructor("tag:yaml.org,2002:float", _plain_number)
+#: An unquoted ``08`` or ``09`` (YAML 1.1's text: no octal) is a number with a leading 0, as ``07`` is: one rule.
+_PlainLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?0[0-9]+$"), list("-+0"))
+
+
+def load_yaml(text: str) -> Any:
+    """A config or grid file's YAML; an unplain number is a YAML error at its line (:class:`_PlainLoader`)."""
     try:
-        number = "_" in text and float(text) is not None
-    except ValueError:
-        number = False
-    if number:
-        raise UnplainNumber(text)
-    return text
-
-
-_SetLoader.add_constructor("tag:yaml.org,2002:int", _plain_number)
-_SetLoader.add_constructor("tag:yaml.org,2002:float", _plain_number)
-_SetLoader.add_constructor("tag:yaml.org,2002:str", _plain_text)
+        return yaml.load(text, Loader=_PlainLoader)  # noqa: S506 - a SafeLoader subclass
+    except UnplainNumber as exc:
+        shown = ascii(str(exc))[1:-1][:40]
+        raise yaml.constructor.ConstructorError(None, None, f"{shown} is no plain number; {PLAIN_RULE}",
+                                                exc.mark) from None
 
 
 def load_set_value(raw: str) -> Any:
     """A ``--set`` value as YAML, its numbers written plainly (:class:`UnplainNumber` where one is not)."""
-    return yaml.load(raw, Loader=_SetLoader)  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(raw, Loader=_PlainLoader)  # noqa: S506 - a SafeLoader subclass

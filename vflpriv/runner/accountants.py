@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from vflpriv.common.errors import VflprivError
+from vflpriv.common.errors import VflprivError, type_named
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import DEFENSES, METHODS
@@ -314,7 +314,7 @@ def unjudged(record, cfg: RunConfig) -> str:
     if None in classes:
         unknown = ", ".join(d.name for d, cls in zip(cfg.defenses, classes) if cls is None)
         return f"epsilon withheld: defense {unknown} is not known here, so no read checks that its claims are counted"
-    judged_by_method = [cls.__name__ for cls in classes if claim_secrets(cls)
+    judged_by_method = [type_named(cls) for cls in classes if claim_secrets(cls)
                         and getattr(ACCOUNTANTS.get(accounting_class(cls)), "loop_count", None) is not None]
     if judged_by_method and _method(cfg) is None:
         return (f"epsilon withheld: method {cfg.method.name} is not vflpriv's own or not known here, so no read judges "

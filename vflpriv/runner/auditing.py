@@ -11,7 +11,7 @@ import torch
 
 
 from vflpriv.common.empirical_epsilon import KEEP, menu_lower
-from vflpriv.common.errors import IncompatibleError
+from vflpriv.common.errors import IncompatibleError, class_named
 from vflpriv.common.fdp_one_run import fdp_bounds
 from vflpriv.config.registry import AUDITORS, DEFENSES
 from vflpriv.config.schema import TrainingConfig
@@ -121,7 +121,7 @@ def _guesses_problem(guess: Any, confidence: Any, canaries: int) -> str:
     per canary (a single guess would broadcast over every canary, a shorter confidence would sort another menu)."""
     if not (isinstance(guess, torch.Tensor) and isinstance(confidence, torch.Tensor)) or guess.shape != (canaries,) \
             or confidence.shape != (canaries,):
-        shapes = [tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in (guess, confidence)]
+        shapes = [tuple(t.shape) if isinstance(t, torch.Tensor) else class_named(t) for t in (guess, confidence)]
         return f"guesses are not one guess per canary ({canaries}; got guesses {shapes[0]}, confidences {shapes[1]})"
     if guess.is_floating_point() or guess.is_complex() or guess.dtype == torch.bool:
         return f"guesses are {guess.dtype}, not integer labels"

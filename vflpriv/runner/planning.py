@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from vflpriv.attacks.search import grid, tries, with_overrides
 from vflpriv.common.empirical_epsilon import KEEP
-from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError
+from vflpriv.common.errors import ConfigError, IncompatibleError, UnfitOptionsError, class_named
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.config.options import CANDIDATE
 from vflpriv.config.parse import check_space_values, parse_options
@@ -262,7 +262,7 @@ def _check_grid(attack: Any, space: dict[str, tuple], run: RunConfig, *, what: s
                 at = f" at {share:g} of its {attack.budget_option}" if share < 1 else ""
                 refused = exc.__cause__  # its Options' own validator: the refusal's message, as for pairs (F5)
                 why = (f", which its options refuse ({refused.errors()[0]['msg'].removeprefix('Value error, ')})"
-                       if isinstance(refused, ValidationError) and refused.title == type(attack.options).__name__
+                       if isinstance(refused, ValidationError) and refused.title == class_named(attack.options)
                        else f": {exc}")
                 raise ConfigError(f"{where}: the search would try {shown}{at}{why}") from refused
 

@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from vflpriv.common.console import make_console, plural
-from vflpriv.common.errors import ConfigError, IncompatibleError, Interrupted, UnfitOptionsError
+from vflpriv.common.errors import ConfigError, Interrupted
 from vflpriv.common.lazy import importing
 from vflpriv.common.progress import RunProgress
 from vflpriv.common.secret_kinds import FEATURES, SECRETS
-from vflpriv.config.parse import as_written
 from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import ExperimentConfig
 from vflpriv.store import cache
@@ -24,6 +23,7 @@ from vflpriv.store.secrets import current_fingerprint
 from vflpriv.store.sqlite import Store, check_store_path, stored_other_canary_key, stored_other_data
 from vflpriv.tradeoff.executors import Warm, check_cluster, prewarm
 from vflpriv.workflows.headers import experiment_line, feature_lines, partition_line, secrets_of
+from vflpriv.workflows.triage import applicable_attacks, not_applicable_lines
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,7 +40,7 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
                    show_progress: bool = True, header: Callable[[], str] | None = None, warm: Warm | None = None,
                    overwrite: bool = False, owns: Callable[[str], bool] | None = None, write_csv: bool = True,
                    label: str = "runs", dry_run: bool = False, prepare: Callable[[], None] | None = None,
-                   store_option: bool = True) -> pd.DataFrame | None:
+                   store_option: bool = True, warn_withheld: bool = True) -> pd.DataFrame | None:
     """Validate everything (every training planned, ``out`` writable and holding no other experiment's results, the
     store opened), then run or resume the runs and write ``results.csv`` (unless ``write_csv`` is off), printing notes;
     Ctrl-C raises :class:`Interrupted` naming the store. ``header()``: lines printed once all checked out; ``warm``:
@@ -48,7 +48,8 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
     of ``configs``); ``overwrite`` replaces a results.csv of other runs and recomputes stored runs of other data;
     ``label`` names the progress count; ``dry_run``: check all, print the plan, return None, write nothing;
     ``prepare()``: what comes after (a report's imports), run while workers compute the last trainings;
-    ``store_option``: the command takes ``--store`` (a refusal after training suggests it)."""
+    ``store_option``: the command takes ``--store`` (a refusal after training suggests it); ``warn_withheld``: print
+    the warning of epsilons withheld (off where the caller prints it once for several calls)."""
     console = console or make_console()
     n_trainings = len({c.training_key() for c in configs})
     if dry_run:
@@ -133,7 +134,7 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
                       store_path=store_path, store_option=store_option)
     for note in notes:
         console.print(f"note: {note}")
-    if withheld := withheld_warning(results.attrs["withheld"]):
+    if warn_withheld and (withheld := withheld_warning(results.attrs["withheld"])):
         console.print(withheld, markup=False)
     if write_csv:
         console.print(f"wrote {out / 'results.csv'}")
@@ -303,41 +304,6 @@ def evaluate_experiment(
     if written or figures:
         console.print(f"wrote {', '.join(str(p) for p in [*written, *figures])}")
     return results
-
-
-def not_applicable_lines(results: pd.DataFrame) -> list[str]:
-    """One console line per attack, phase and reason whose runs were recorded not applicable (a non-federated method:
-    run for the utility and the prior a table compares with), which nothing else says where no defense is swept."""
-    runs = results[results["status"] == "n/a"]
-    held = {"labels": "the utility and the adversary's prior only"}  # a label prior is what it learns alone
-    return [f"not applicable: {attack} ({phase}), {plural(len(rows), 'run')}: {reason}; its records hold "
-            f"{held.get(secret, 'the utility only')}" for (attack, phase, reason, secret), rows
-            in runs.groupby(["attack", "phase", "error", "secret"], sort=False)]
-
-
-def applicable_attacks(runs: list[RunConfig]) -> tuple[list[RunConfig], list[tuple[str, str]]]:
-    """With several attacks, the runs of those the method, task and phase allow, each other set aside with its reason
-    (as the audit does); refused: one attack alone, none applicable, an option given that the data leaves unread."""
-    from vflpriv.runner.planning import plan
-
-    names = list(dict.fromkeys(r.attack.name for r in runs))
-    if len(names) < 2:
-        return runs, []
-    kept, set_aside = [], []
-    for name in names:
-        mine = [r for r in runs if r.attack.name == name]
-        first = mine[0].training_key()
-        try:
-            plan([r for r in mine if r.training_key() == first])
-        except UnfitOptionsError as exc:  # the user's own options: only they set them for this attack
-            raise ConfigError(as_written(str(exc), f"attack.options.{name}", f"attack.search_space.{name}")) from None
-        except IncompatibleError as exc:
-            set_aside.append((name, str(exc).removeprefix(f"attack '{name}': ")))
-            continue
-        kept += mine
-    if not kept:
-        raise IncompatibleError("no attack applies: " + "; ".join(f"{n}: {reason}" for n, reason in set_aside))
-    return kept, set_aside
 
 
 def run_grid(grid: Grid, out: Path, *, store_path: Path | None = None, address: str | None = None,
