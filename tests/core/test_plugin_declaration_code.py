@@ -1,0 +1,140 @@
+"""Review hunt3 P4: a plugin's declaration whose own code raises (``__eq__``, ``__float__``, a property, a metaclass
+property) is refused in one line naming it and the valid choices; it escaped the checks with a traceback, and a
+``phases`` that raised AttributeError was read as the default phases."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+from cli_helpers import refused_in_planning  # noqa: E402
+
+PLUGIN = '''
+import numbers
+
+from vflpriv.attacks.base import Attack
+from vflpriv.defenses.base import StrengthAxis
+from vflpriv.defenses.nopeek import NoPeek
+
+
+class Boom:
+    def __eq__(self, other):
+        raise RuntimeError("boom eq")
+
+    def __hash__(self):
+        return 1
+
+
+class EqRaise(str):
+    def __eq__(self, other):
+        raise RuntimeError("eq ran")
+
+    __hash__ = str.__hash__
+
+
+class RealLie:
+    def __float__(self):
+        raise RuntimeError("float ran")
+
+
+numbers.Real.register(RealLie)
+
+
+class Raising(type(NoPeek)):
+    @property
+    def axis(cls):
+        raise RuntimeError("axis property ran")
+
+
+class Missing(type(NoPeek)):
+    @property
+    def phases(cls):
+        raise AttributeError("no phases here")
+
+
+class SecretRaising(type(Attack)):
+    @property
+    def secret(cls):
+        raise ValueError("secret property ran")
+
+
+class StrongerRaising(StrengthAxis):
+    def __getattribute__(self, name):
+        if name == "stronger":
+            raise RuntimeError("stronger ran")
+        return super().__getattribute__(name)
+
+
+class StrongerBoom(NoPeek):
+    axis = StrengthAxis("lambda", stronger=Boom())
+
+
+class StrongerStrSub(NoPeek):
+    axis = StrengthAxis("lambda", stronger=EqRaise("higher"))
+
+
+class LowReal(NoPeek):
+    axis = StrengthAxis("lambda", low=RealLie())
+
+
+class AuditReal(NoPeek):
+    audit_strengths = {"finetune": (RealLie(),)}
+
+
+class KeyBoom(NoPeek):
+    audit_strengths = {Boom(): (0.1,)}
+
+
+class AxisMeta(NoPeek, metaclass=Raising):
+    pass
+
+
+class PhasesMeta(NoPeek, metaclass=Missing):
+    pass
+
+
+class AxisFieldProperty(NoPeek):
+    axis = StrongerRaising("lambda")
+
+
+class Guess(Attack, metaclass=SecretRaising):
+    def infer(self, view):
+        raise AssertionError("never run")
+'''
+
+#: Each class, the option naming it, and what its refusal says: the declaration, then the valid choices.
+CASES = {
+    "StrongerBoom": ("--defense", "its axis lambda: stronger is a Boom; give 'higher' or 'lower'"),
+    "StrongerStrSub": ("--defense", "its axis lambda: stronger is a EqRaise; give 'higher' or 'lower'"),
+    "LowReal": ("--defense", "its axis lambda: low is a RealLie; give an int or a float (numpy's too), not NaN"),
+    "AuditReal": ("--defense", "its audit_strengths hold a tuple for finetune; give a dict from some of 'pretrain', "
+                               "'finetune' to a non-empty tuple"),
+    "KeyBoom": ("--defense", "its audit_strengths name the phase a Boom; give a dict from some of 'pretrain'"),
+    "AxisMeta": ("--defense", "its axis could not be read (RuntimeError: axis property ran); give a "
+                              "vflpriv.defenses.base.StrengthAxis"),
+    "PhasesMeta": ("--defense", "its phases could not be read (AttributeError: no phases here); give a tuple of some "
+                                "of 'pretrain', 'finetune'"),
+    "AxisFieldProperty": ("--defense", "its axis lambda: stronger could not be read (RuntimeError: stronger ran); "
+                                       "give 'higher' or 'lower'"),
+    "Guess": ("--attack", "its secret could not be read (ValueError: secret property ran); an attack infers 'labels' "
+                          "or 'features'"),
+}
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    (tmp_path / "hunt3_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_declaration_whose_code_raises_is_refused_in_one_line(plugin, monkeypatch, name):
+    option, needle = CASES[name]
+    other = ["--attack", "mc", "--strengths", "0.1"] if option == "--defense" else ["--defense", "none"]
+    out = refused_in_planning(["evaluate", option, f"hunt3_plugin:{name}", *other, "--seeds", "0"], needle, plugin,
+                              monkeypatch)
+    assert f"'hunt3_plugin:{name}' is not a vflpriv" in out
