@@ -278,7 +278,8 @@ def sweep(
     training (its runs) starts here or in a local worker; ``on_tail()``: locally, no more trainings wait than workers
     compute (``run_all``). ``redo``: with ``checked``, what :func:`drop_damaged` returned (stored, to be recomputed).
     Records of this sweep another sweep replaced before the frame's read are said through ``on_note`` (review st S3).
-    ``on_read(keys)``: runs found done in the store, not computed here (each once; at first those stored before).
+    ``on_read(keys)``: runs found done in the store that this sweep neither computed nor handed to its workers (each
+    once; at first those stored before).
     A record written since the start-up check began (``since``, with ``checked``: when the caller's began) is read
     only where it passes that check's tests, else refused as that check refuses it or recomputed once, said in one
     note (:class:`~vflpriv.tradeoff.gap.GapCheck`; ``replace_other_data`` as for :func:`drop_damaged`).
@@ -295,9 +296,10 @@ def sweep(
     keys, gap = [c.key() for c in configs], GapCheck(store, groups, started, replace_other_data=replace_other_data)
     written: dict[str, tuple[str, str]] = {}  # what this sweep stored, by key: its training's (utility, train time)
     told: set[str] = set()  # the keys on_read was given
+    ran: set[str] = set()  # the keys of the runs this process computed or handed to its workers: never read here
 
     def read(done: set[str]) -> None:
-        fresh = sorted(done - told - set(written))
+        fresh = sorted(done - told - ran)
         told.update(fresh)
         if fresh and on_read is not None:
             on_read(fresh)
@@ -350,6 +352,7 @@ def sweep(
                 if on_done is not None:
                     on_done(records)
 
+            ran.update(r.key() for k in mine for r in todo[k])
             run_all(run_safely, on_gpus([todo[k] for k in mine], gpus), jobs=workers, on_result=commit,
                     backend_name=backend, address=address, gpu_share=share, on_start=on_start, on_tail=on_tail)
     if (recomputed := gap.note()) is not None and on_note is not None:
