@@ -80,6 +80,20 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
     return results.assign(variant=variants)
 
 
+#: The settings a training's progress label names already (its method, defenses and seed), or that are no training's
+#: (its attacks', its device).
+LABELLED = re.compile(r"method\.name|seed|device|attack\..*|defenses\.\d+\.(name|sweep)")
+
+
+def told_apart(groups: dict[str, list[Any]]) -> dict[str, str]:
+    """Per training (key: its runs), the settings that tell it apart from the others beyond its progress label, as
+    ``finetune.lr=0.01`` ('' where none): two trainings of a grid's learning rates read alike (review hunt3 P5)."""
+    flat = {key: flatten(json.loads(runs[0].recorded())) for key, runs in groups.items()}
+    keys = sorted(k for k in set().union(*flat.values()) if not LABELLED.fullmatch(k)
+                  and len({repr(f.get(k)) for f in flat.values()}) > 1)
+    return {key: ", ".join(shown(f, k) for k in keys) for key, f in flat.items()}
+
+
 def shown(flat: dict[str, Any], key: str, *, written: bool = False) -> str:
     """A variant's part for ``key``: ``key=value`` (a setting left unset: ``key=unset``, as the rest of the tool
     says, not Python's None), with what a setting the planner resolves ran as (``attack.prior_ssl=auto (own)``,

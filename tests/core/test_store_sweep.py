@@ -208,3 +208,20 @@ def test_a_damaged_record_is_deleted_recomputed_and_said(tmp_path, trained, dama
     assert trained == [[configs[0].key()]]  # only the damaged run's training, once
     assert len(notes) == 1 and notes[0].startswith("1 damaged record(s) in the store deleted and recomputed")
     assert set(frame["status"]) == {"ok"} and again.utility == first.utility  # the same numbers again
+
+
+def test_two_trainings_that_differ_by_a_swept_setting_are_named_apart():
+    """Review hunt3 P5: the progress line named two trainings of a grid's learning rates alike; what the label names
+    already (the seed, the strength) is not named again."""
+    from vflpriv.tradeoff.variants import told_apart
+
+    runs = [r for lr in (0.001, 0.01) for r in ExperimentConfig.model_validate({
+        "method": {"name": "splitnn"}, "strengths": [1, 5], "seeds": [0, 1], "finetune": {"lr": lr}}).runs()]
+    groups = sweep_module.trainings(runs)
+    apart = told_apart(groups)
+    named = {sweep_module.describe(runs, apart[key]) for key, runs in groups.items()}
+    assert len(named) == len(groups) == 8
+    assert "splitnn (finetune.lr=0.01), iso 5, seed 1: training, 1 attack and the prior" in named
+    labels = {i.label for i in sweep_module.planned_work(groups, list(groups), apart)}
+    assert len(labels) == 8 and "splitnn (finetune.lr=0.001) iso 1 seed 0" in labels
+    assert set(told_apart(sweep_module.trainings(runs[:4])).values()) == {""}  # one learning rate: nothing more said

@@ -61,7 +61,8 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
         # torch and the engine, while the workers warm up
         from vflpriv.data.load import data_by_key
         from vflpriv.tradeoff.sweep import (check, describe, drop_damaged, refuse_other_canary_key, refuse_other_data,
-                                            sweep)
+                                            sweep, trainings)
+        from vflpriv.tradeoff.variants import told_apart
 
         with cache.held_back(keep=not dry_run):  # a refusal (or a dry run) leaves no cache entry
             check(configs)
@@ -85,11 +86,12 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
                       f"the store, {len(configs) - len(stored)} to run (dry run: nothing trained, nothing written)")
         return None
     notes: list[str] = []
+    apart = told_apart(trainings(configs))  # what tells a training in flight from the others
     progress: RunProgress | None = None
     flight: dict[str, str] = {}  # the trainings in progress, by key: what the progress line says is being done
 
     def started(runs) -> None:
-        flight[runs[0].training_key()] = describe(runs)
+        flight[runs[0].training_key()] = describe(runs, apart.get(runs[0].training_key(), ""))
         progress.start(runs[0].training_key())
         progress.doing("; ".join(flight.values()))
 
