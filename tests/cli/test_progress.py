@@ -247,25 +247,3 @@ def test_evaluate_counts_a_training_another_sweep_ran_after_its_start_up_check(t
     assert "1 already in the store, 0 to run" not in result.output
     assert "runs 1/1 (100%)" in result.stderr and "(1 read from the store, computed meanwhile)" in result.stderr
 
-
-def test_a_lone_sweep_with_a_worker_reads_none_of_its_own_runs_from_the_store(tmp_path, monkeypatch):
-    """Review hunt3 P5: the worker's training, read back from the store while its commit was under way, was said to be
-    '1 read from the store, computed meanwhile' (by another sweep) though no other sweep ran."""
-    import threading
-    import time
-
-    from vflpriv.store.sqlite import Store
-
-    put = Store.put_many
-
-    def slowly(self, records):  # the worker's commit waits for the disk after writing
-        when = put(self, records)
-        if threading.current_thread() is not threading.main_thread():
-            time.sleep(0.5)
-        return when
-
-    monkeypatch.setattr(Store, "put_many", slowly)
-    result = CliRunner().invoke(app, ["evaluate", "--seeds", "0,1", "--strengths", "1", "--set", "finetune.epochs=1",
-                                      "--set", "attack.prior=none", "--jobs", "2", "--out", str(tmp_path / "a")])
-    assert result.exit_code == 0, result.output
-    assert "runs 2/2 (100%)" in result.stderr and "meanwhile" not in result.stderr, result.stderr

@@ -93,6 +93,29 @@ def test_parallel_sweep_gives_the_sequential_numbers(tmp_path):
     assert sequential[cols].equals(parallel[cols])
 
 
+def test_a_lone_sweep_with_a_worker_reads_none_of_its_own_runs_from_the_store(tmp_path, monkeypatch):
+    """Review hunt3 P5: the worker's training, read back from the store while its commit was under way, was said to be
+    '1 read from the store, computed meanwhile' (``on_read``: by another sweep) though no other sweep ran, and its
+    records came after the sweep returned (after the progress line's last count)."""
+    import threading
+    import time
+
+    put = Store.put_many
+
+    def slowly(self, records):  # the worker's commit waits for the disk after writing
+        when = put(self, records)
+        if threading.current_thread() is not threading.main_thread():
+            time.sleep(0.5)
+        return when
+
+    monkeypatch.setattr(Store, "put_many", slowly)
+    read, done = [], []
+    with Store(tmp_path / "r.sqlite") as store:  # the pool of the test above serves (loky's reusable executor)
+        sweep_module.sweep(_experiment().runs(), store, jobs=2, backend="loky", on_read=read.extend,
+                           on_done=done.extend)
+        assert read == [] and len(done) == 2
+
+
 def test_records_are_strict_json_that_sqlite_reads(tmp_path):
     configs = _experiment().runs()[:1]
     with Store(tmp_path / "r.sqlite") as store:
