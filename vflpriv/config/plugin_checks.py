@@ -7,11 +7,11 @@ check against are ``vflpriv.common``'s, a base class is known by its qualified n
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
+import sys
 from typing import Any
-
-import numpy
 
 from vflpriv.common.declarations import CONTAINERS, one_of, plain_data
 from vflpriv.common.errors import class_named, exception_text
@@ -126,14 +126,17 @@ def _read(owner: object, name: str, label: str, valid: str, default: object = _A
         raise _Refused(f"{label} could not be read ({class_named(exc)}: {exception_text(exc)}); {valid}") from exc
 
 
-#: numpy's real scalar types, exactly (bool's excluded): a subclass's ``__float__`` or ``__eq__`` is a plugin's code.
-NUMPY_REALS = tuple({numpy.dtype(code).type for code in numpy.typecodes["AllInteger"] + numpy.typecodes["Float"]})
-
-
 def _number(value: object) -> bool:
     """A real number of an exact type (int, float, numpy's), not NaN: an arbitrary ``numbers.Real`` runs its own
     code where it is compared or converted; bool is no strength."""
-    return one_of(type(value), (int, float, *NUMPY_REALS)) and not math.isnan(value)
+    numpy = sys.modules.get("numpy")  # a value of numpy's types has it imported; the command line imports it late
+    return one_of(type(value), (int, float, *(_numpy_reals(numpy) if numpy else ()))) and not math.isnan(value)
+
+
+@functools.cache
+def _numpy_reals(numpy: Any) -> tuple[type, ...]:
+    """numpy's real scalar types, exactly (bool's excluded): a subclass's ``__float__`` or ``__eq__`` is a plugin's."""
+    return tuple({numpy.dtype(code).type for code in numpy.typecodes["AllInteger"] + numpy.typecodes["Float"]})
 
 
 def _checked_axis(axis: Any) -> tuple[str, Any, Any]:
