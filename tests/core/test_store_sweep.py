@@ -248,3 +248,7 @@ def test_two_trainings_that_differ_by_a_swept_setting_are_named_apart():
     labels = {i.label for i in sweep_module.planned_work(groups, list(groups), apart)}
     assert len(labels) == 8 and "splitnn (finetune.lr=0.001) iso 1 seed 0" in labels
     assert set(told_apart(sweep_module.trainings(runs[:4])).values()) == {""}  # one learning rate: nothing more said
+    clipped = {"name": "dp-gaussian", "sweep": True, "options": {"clip": 2.0}}
+    other = ExperimentConfig.model_validate({"method": {"name": "splitnn"}, "strengths": [1], "seeds": [0],
+                                             "defenses": [clipped]}).runs()
+    assert set(told_apart(sweep_module.trainings(runs[:4] + other)).values()) == {""}  # its name tells it apart
