@@ -246,4 +246,3 @@ def test_evaluate_counts_a_training_another_sweep_ran_after_its_start_up_check(t
     assert result.exit_code == 0, result.output
     assert "1 already in the store, 0 to run" not in result.output
     assert "runs 1/1 (100%)" in result.stderr and "(1 read from the store, computed meanwhile)" in result.stderr
-
