@@ -103,6 +103,44 @@ class AxisFieldProperty(NoPeek):
 class Guess(Attack, metaclass=SecretRaising):
     def infer(self, view):
         raise AssertionError("never run")
+
+
+class BoolBoom:
+    def __bool__(self):
+        raise RuntimeError("bool ran")
+
+
+class ReadsLabelsBoom(NoPeek):
+    reads_labels = BoolBoom()
+
+
+class ReadsLabelsStr(NoPeek):
+    reads_labels = "no"
+
+
+class ReadsFeaturesBoom(NoPeek):
+    reads_features = BoolBoom()
+
+
+class BinaryBoom(NoPeek):
+    binary_only = BoolBoom()
+
+
+class Majority(Attack):
+    def infer(self, view):
+        raise AssertionError("never run")
+
+
+class NeedsEncoderBoom(Majority):
+    needs_encoder = BoolBoom()
+
+
+class BinaryAttackBoom(Majority):
+    binary_only = BoolBoom()
+
+
+class MessagesStr(Majority):
+    required_messages = "gradient"
 '''
 
 #: Each class, the option naming it, and what its refusal says: the declaration, then the valid choices.
@@ -121,6 +159,13 @@ CASES = {
                                        "give 'higher' or 'lower'"),
     "Guess": ("--attack", "its secret could not be read (ValueError: secret property ran); an attack infers 'labels' "
                           "or 'features'"),
+    "ReadsLabelsBoom": ("--defense", "its reads_labels is a BoolBoom; give True or False"),
+    "ReadsLabelsStr": ("--defense", "its reads_labels is 'no'; give True or False"),
+    "ReadsFeaturesBoom": ("--defense", "its reads_features is a BoolBoom; give True or False"),
+    "BinaryBoom": ("--defense", "its binary_only is a BoolBoom; give True or False"),
+    "NeedsEncoderBoom": ("--attack", "its needs_encoder is a BoolBoom; give True or False"),
+    "BinaryAttackBoom": ("--attack", "its binary_only is a BoolBoom; give True or False"),
+    "MessagesStr": ("--attack", "its required_messages is 'gradient'; give a method (phase) -> the messages it reads"),
 }
 
 

@@ -63,7 +63,23 @@ def _attack_problem(cls: type) -> str | None:
     if feature and secret != FEATURES:
         return (f"it is a FeatureAttack but its secret is {secret!r}; a FeatureAttack infers 'features' (a label "
                 "attack subclasses vflpriv.attacks.base.Attack)")
+    for flag in ("needs_encoder", "binary_only"):
+        if problem := _flag_problem(cls, flag):
+            return problem
+    valid = "give a method (phase) -> the messages it reads"
+    if not callable(messages := _read(cls, "required_messages", "its required_messages", valid)):
+        return f"its required_messages is {shown(messages)}; {valid}"
     return _observes_problem(cls) if feature else None
+
+
+def _flag_problem(cls: type, name: str) -> str | None:
+    """A declared flag that is exactly a bool, read once (a ``__bool__`` of its own ran, a string read as True): the
+    effective value and each class's own one, as ``declarations.declared_read`` reads them (review hunt3 P13)."""
+    own = (vars(k).get(name, _ABSENT) for k in cls.__mro__)
+    for value in (_read(cls, name, f"its {name}", "give True or False"), *own):
+        if value is not _ABSENT and type(value) is not bool:
+            return f"its {name} is {shown(value)}; give True or False"
+    return None
 
 
 def _observes_problem(cls: type) -> str | None:
@@ -90,6 +106,9 @@ def _defense_problem(cls: type) -> str | None:
     if not _derives(type(axis), STRENGTH_AXIS):
         return f"its axis is {shown(axis)}; give a {STRENGTH_AXIS}"
     name, low, high = _checked_axis(axis)
+    for flag in ("reads_labels", "reads_features", "binary_only"):
+        if problem := _flag_problem(cls, flag):
+            return problem
     valid = f"give a non-empty set of some of {_names(sorted(KNOWN_POINTS))}"
     points = _read(cls, "hook_points", "its hook_points", valid)
     if not one_of(type(points), (set, frozenset)) or not points or not all(type(p) is str and p in KNOWN_POINTS
