@@ -84,6 +84,10 @@ class AuditReal(NoPeek):
     audit_strengths = {"finetune": (RealLie(),)}
 
 
+class ManyStrengths(NoPeek):
+    audit_strengths = {"finetune": tuple(float(i) for i in range(1, 18))}
+
+
 class KeyBoom(NoPeek):
     audit_strengths = {Boom(): (0.1,)}
 
@@ -150,6 +154,7 @@ CASES = {
     "LowReal": ("--defense", "its axis lambda: low is a RealLie; give an int or a float (numpy's too), not NaN"),
     "AuditReal": ("--defense", "its audit_strengths hold a tuple for finetune; give a dict from some of 'pretrain', "
                                "'finetune' to a non-empty tuple"),
+    "ManyStrengths": ("--defense", "its audit_strengths hold 17 strengths for finetune; give at most 16"),
     "KeyBoom": ("--defense", "its audit_strengths name the phase a Boom; give a dict from some of 'pretrain'"),
     "AxisMeta": ("--defense", "its axis could not be read (RuntimeError: axis property ran); give a "
                               "vflpriv.defenses.base.StrengthAxis"),

@@ -23,6 +23,9 @@ STRENGTH_AXIS = "vflpriv.defenses.base.StrengthAxis"
 ROLES = ("active", "passive", "server")
 #: The phases a defense may act in (a passive defense's ``phases``, an audit's strengths per phase).
 PHASES = ("pretrain", "finetune")
+#: The most audit strengths a defense declares per phase: an audit trains every one of them per seed and attack (a
+#: plugin's 2,000,000 passed, and a dry-run audit of them took 111 s and 2.6 GB: review hunt3 P10).
+MAX_AUDIT_STRENGTHS = 16
 
 
 def shown(value: object, width: int = 60) -> str:
@@ -194,6 +197,8 @@ def _strengths_problem(strengths: object, low: Any, high: Any, valid: str) -> st
     for phase, values in strengths.items():
         if type(phase) is not str or phase not in PHASES:
             return f"name the phase {shown(phase)}; {valid}"
+        if type(values) is tuple and len(values) > MAX_AUDIT_STRENGTHS:  # before any per-value work
+            return f"hold {len(values)} strengths for {phase}; give at most {MAX_AUDIT_STRENGTHS}"
         fine = type(values) is tuple and values and all(_number(v) and math.isfinite(v) and low <= v <= high
                                                          for v in values)
         if not fine or len(set(values)) < len(values):
