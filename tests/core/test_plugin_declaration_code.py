@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from cli_helpers import refused_in_planning  # noqa: E402
+from cli_helpers import one_error_line, refused_in_planning  # noqa: E402
 
 PLUGIN = '''
 import numbers
@@ -188,3 +188,49 @@ def test_a_declaration_whose_code_raises_is_refused_in_one_line(plugin, monkeypa
     out = refused_in_planning(["evaluate", option, f"hunt3_plugin:{name}", *other, "--seeds", "0"], needle, plugin,
                               monkeypatch)
     assert f"'hunt3_plugin:{name}' is not a vflpriv" in out
+
+
+MEMBERS = '''
+from vflpriv.auditors.gradient_lrt import GradientLRT
+from vflpriv.methods.splitnn import SplitNN
+
+
+class FederatedRaising(type(SplitNN)):
+    @property
+    def federated(cls):
+        raise RuntimeError("federated ran")
+
+
+class AuditsRaising(type(GradientLRT)):
+    @property
+    def audits(cls):
+        raise RuntimeError("audits ran")
+
+
+class FederatedMeta(SplitNN, metaclass=FederatedRaising):
+    pass
+
+
+class AuditsMeta(GradientLRT, metaclass=AuditsRaising):
+    pass
+'''
+
+
+@pytest.mark.parametrize("name, needle", [
+    ("FederatedMeta", "method: its federated could not be read (RuntimeError: federated ran); define it as "
+                      "vflpriv.methods.base.Method does"),
+    ("AuditsMeta", "auditor: its audits could not be read (RuntimeError: audits ran); define it as "
+                   "vflpriv.auditors.base.Auditor does"),
+])
+def test_a_method_or_auditor_member_whose_code_raises_is_refused_in_one_line(tmp_path, monkeypatch, name, needle):
+    """A method's or an auditor's member was only looked up (getattr_static): a metaclass property that raises passed
+    the registry and escaped ``describe`` with a traceback (review decl's leftover)."""
+    from typer.testing import CliRunner
+
+    from vflpriv.cli import app
+
+    (tmp_path / "members_plugin.py").write_text(MEMBERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = CliRunner().invoke(app, ["describe", f"members_plugin:{name}"])
+    assert result.exit_code == 2, result.output
+    one_error_line(result.output, needle)

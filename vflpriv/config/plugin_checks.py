@@ -129,6 +129,17 @@ def _defense_problem(cls: type) -> str | None:
     return None
 
 
+def members_problem(cls: type, members: tuple[str, ...], base: str) -> str | None:
+    """The members the registry found by lookup alone, each read once: a metaclass property that raises was found
+    there and escaped later, in ``describe`` or planning, with a traceback (review decl's leftover)."""
+    try:
+        for member in members:
+            _read(cls, member, f"its {member}", f"define it as {base} does (docs/plugins.md)")
+    except _Refused as exc:
+        return str(exc)
+    return None
+
+
 class _Refused(Exception):
     """A declaration refused where it was read (its own code raised, or an axis field is unfit): the problem, with
     the valid choices."""

@@ -160,31 +160,20 @@ def _has(*members: str) -> Callable[[Any], str | None]:
     return check
 
 
-def _derived(*members: str, base: str) -> Callable[[Any], str | None]:
+def _derived(*members: str, base: str,
+             declarations: Callable[[Any], str | None] = lambda obj: None) -> Callable[[Any], str | None]:
     """:func:`_has`, then a subclass of vflpriv's ``base`` (module.Class), known by name (the registry imports no
     component package): planning reads the base's other attributes, and a class without them failed there with an
-    AttributeError traceback."""
+    AttributeError traceback; then its ``declarations`` checked, then each member read once, guarded
+    (:func:`plugin_checks.members_problem`)."""
 
     def check(obj: Any) -> str | None:
         problem = _has(*members)(obj)
         if problem is None and base not in (f"{k.__module__}.{k.__qualname__}" for k in obj.__mro__):
             return f"expected a subclass of {base} (docs/plugins.md)"
-        return problem
+        return problem or declarations(obj) or plugin_checks.members_problem(obj, members, base)
 
     return check
-
-
-def _is_attack(obj: Any) -> str | None:
-    """An attack class whose declarations planning can use (:func:`plugin_checks.attack_problem`): an unknown secret
-    failed deep in planning (no prior, no scores for it)."""
-    problem = _derived("infer", "required_messages", "needs_encoder", base="vflpriv.attacks.base.Attack")(obj)
-    return problem if problem is not None else plugin_checks.attack_problem(obj)
-
-
-def _is_defense(obj: Any) -> str | None:
-    """A defense class whose declarations planning can use (:func:`plugin_checks.defense_problem`)."""
-    problem = _derived("protects", "axis", "supported_kinds", base="vflpriv.defenses.base.Protection")(obj)
-    return problem if problem is not None else plugin_checks.defense_problem(obj)
 
 
 def _is_loader(obj: Any) -> str | None:
@@ -193,8 +182,14 @@ def _is_loader(obj: Any) -> str | None:
 
 METHODS: Registry[Any] = Registry("method", "vflpriv.methods", _derived(
     "pretrain", "finetune", "predict", "sends", "pretrains", "federated", base="vflpriv.methods.base.Method"))
-ATTACKS: Registry[Any] = Registry("attack", "vflpriv.attacks", _is_attack)
-DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses", _is_defense)
+#: An attack's and a defense's declarations planning reads (:mod:`plugin_checks`): an unknown secret failed deep in
+#: planning (no prior, no scores for it).
+ATTACKS: Registry[Any] = Registry("attack", "vflpriv.attacks", _derived(
+    "infer", "required_messages", "needs_encoder", base="vflpriv.attacks.base.Attack",
+    declarations=plugin_checks.attack_problem))
+DEFENSES: Registry[Any] = Registry("defense", "vflpriv.defenses", _derived(
+    "protects", "axis", "supported_kinds", base="vflpriv.defenses.base.Protection",
+    declarations=plugin_checks.defense_problem))
 DATASETS: Registry[Any] = Registry("dataset", "vflpriv.datasets", _is_loader)
 AUDITORS: Registry[Any] = Registry("auditor", "vflpriv.auditors", _derived(
     "audits", "bind", "audit_update", "guesses", base="vflpriv.auditors.base.Auditor"))
