@@ -112,7 +112,8 @@ def test_two_sweeps_replacing_each_other_s_runs_end(tiny, tmp_path, overwrite):
         sweep(configs, a, on_done=other_sweep_replaces, replace_other_data=overwrite)
     assert len(stored) == (2 if overwrite else 1) and "\n" not in str(err.value)
     if overwrite:  # review misc3 M4: says how many it recomputed, the reason once, and what to do
-        assert "(2 recomputed here, kept in the store)" in str(err.value) and "first time" not in str(err.value)
+        assert "first time" not in str(err.value)  # review hunt3 P6: not 'kept in the store', none is
+        assert "(2 recomputed here; of the 2 runs this sweep stored, 0 are still the store's" in str(err.value)
     with Store(path) as store:
         assert {r.data_fingerprint for r in store.all()} == {"f" * 16}  # the other sweep's last records kept
 
