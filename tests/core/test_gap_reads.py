@@ -199,3 +199,30 @@ def test_the_start_up_check_and_the_gap_flag_each_kind_of_damage_alike(tiny, tmp
     said = _said(tmp_path / "before" / "results.sqlite", before)
     assert said and said == _said(tmp_path / "gap" / "results.sqlite", in_the_gap)
     assert isinstance(said, str) or said[0][0] == target
+
+
+def test_a_sweep_ended_by_another_sweep_s_replacements_keeps_its_finished_rows(tiny, tmp_path, monkeypatch):
+    """Review hunt3 P6: two --overwrite sweeps on other data; the loser's error came with no results.csv and the
+    store held none of its runs, so what it trained was gone. Its finished runs' rows are written beside it."""
+    import pandas as pd
+
+    import vflpriv.tradeoff.sweep as sweep_module
+    from vflpriv.workflows.experiment import run_into_store
+
+    configs, path, real = _configs(tiny, False), tmp_path / "results.sqlite", sweep_module.sweep
+
+    def replaced_by_another(configs, store, *, on_done, **kwargs):
+        def and_replaced(records):
+            on_done(records)
+            with Store(path) as b:
+                b.put_many([dataclasses.replace(r, data_fingerprint="f" * 16) for r in records])
+
+        return real(configs, store, on_done=and_replaced, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "sweep", replaced_by_another)
+    with pytest.raises(ConfigError, match="stored again") as err:
+        run_into_store(configs, tmp_path / "out", jobs=1, backend="threading", store_path=path, overwrite=True,
+                       show_progress=False)
+    assert f"the rows of its 2 finished runs are in {tmp_path / 'out' / 'finished.csv'}" in str(err.value)
+    rows = pd.read_csv(tmp_path / "out" / "finished.csv")
+    assert sorted(rows["key"]) == sorted(c.key() for c in configs) and "f" * 16 not in set(rows["data_fingerprint"])

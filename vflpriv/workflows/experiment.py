@@ -89,6 +89,7 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
     apart = told_apart(trainings(configs))  # what tells a training in flight from the others
     progress: RunProgress | None = None
     flight: dict[str, str] = {}  # the trainings in progress, by key: what the progress line says is being done
+    finished: dict = {}  # the records this command computed, by key: kept beside a refusal that ends the sweep
 
     def started(runs) -> None:
         flight[runs[0].training_key()] = describe(runs, apart.get(runs[0].training_key(), ""))
@@ -96,6 +97,7 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
         progress.doing("; ".join(flight.values()))
 
     def done(records) -> None:
+        finished.update((r.key, r) for r in records)
         flight.pop(records[0].training_key, None)
         progress.doing("; ".join(flight.values()), say=False)  # the line finished() may print says what is left
         fresh = [r for r in records if r.key not in counted]  # a run recomputed (record deleted meanwhile): once
@@ -127,6 +129,10 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
+        except ConfigError as exc:  # another sweep's doing, after runs finished here (review hunt3 P6)
+            if not (finished and write_csv):
+                raise
+            raise ConfigError(f"{exc}; {kept_aside(list(finished.values()), out)}") from None
     if write_csv:
         write_results(results, out, owns=None if overwrite else owns or {c.key() for c in configs}.__contains__,
                       store_path=store_path, store_option=store_option)
@@ -214,6 +220,22 @@ def write_results(results: pd.DataFrame, out: Path, *, owns: Callable[[str], boo
         raise ConfigError(f"could not write {path} ({exc.strerror or exc}); the runs are kept in {store_path}: run the "
                           "same command again once it can be written (the runs kept there are not trained again)"
                           ) from None
+
+
+def kept_aside(records: list, out: Path) -> str:
+    """Where the rows of ``records`` (a sweep's finished runs, as results.csv gives them) were written, when a
+    refusal ends the sweep: another sweep on its store may have replaced them there."""
+    import pandas as pd
+
+    from vflpriv.store.records import RunRecord
+
+    path = out / "finished.csv"
+    try:
+        write_csv_atomically(pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns())
+                             .drop(columns=STORE_ONLY), path)
+    except OSError as exc:
+        return f"the rows of its {plural(len(records), 'finished run')} could not be written ({exc.strerror or exc})"
+    return f"the rows of its {plural(len(records), 'finished run')} are in {path} (results.csv is not written)"
 
 
 def early_workers(data: dict[str, Any]) -> Warm:
