@@ -80,9 +80,7 @@ def _splits_a_line(char: str) -> bool:
 
 def values_problem(dataset: VerticalDataset) -> str:
     """'' where every feature is finite and every label in 0..C-1, else the first problem's party, split, count and
-    position: a NaN was scored where the seed's partition missed it and read as 'training diverged' where it did not
-    (review hunt3 P7). A tensor's minimum and maximum first (``benchmarks/dataset_values_cost.py``), the details on
-    failure."""
+    position (a NaN was scored or read as 'training diverged': review hunt3 P7); min and max first, then details."""
     for split, xs in (("training", dataset.x_train), ("test", dataset.x_test)):
         for party, x in enumerate(xs):
             if x.is_floating_point() and not all(map(math.isfinite, _extremes(x))):
