@@ -27,7 +27,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, wait
+from concurrent.futures import Future
 from typing import Any
 
 import joblib
@@ -333,10 +333,12 @@ def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: 
     """This process and ``workers`` loky workers take items from one queue until none is left; each worker
     gets its next item from the callback that delivers its last result, before that result is handed on (a store's
     commit waits for the disk; the worker need not). Once no more items wait than workers compute, ``on_tail()`` runs
-    here, then this process takes what is left."""
+    here, then this process takes what is left; it returns once every result was handed on (review hunt3 P5)."""
     todo = collections.deque(items)
     lock = threading.Lock()
-    pending: set[Future] = set()
+    settled = threading.Condition(lock)  # notified as a worker's result has been handed on (or failed)
+    pending: set[Future] = set()  # computing in a worker
+    handing: set[Future] = set()  # computed, its result being handed on
     failures: list[BaseException] = []
 
     def take() -> Any:
@@ -357,12 +359,17 @@ def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: 
     def finished(future: Future) -> None:  # in loky's result thread
         with lock:
             pending.discard(future)
+            handing.add(future)
         try:
             result = future.result()
             submit()  # the worker's next item first: it computes while this thread commits the last result
             on_result(result)
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
             failures.append(exc)
+        finally:
+            with lock:
+                handing.discard(future)
+                settled.notify_all()
 
     with _workers_ignore_ctrl_c():
         executor = _executor(workers)
@@ -379,12 +386,9 @@ def _share_with_workers(fn: Callable[[Any], Any], items: list[Any], *, workers: 
             if (item := take()) is _NOTHING:
                 break
             on_result(fn(item))
-        while True:
-            with lock:
-                waiting = set(pending)
-            if not waiting or failures:
-                break
-            wait(waiting, timeout=0.2)  # a short wait, so Ctrl-C is seen at once
+        with lock:
+            while (pending or handing) and not failures:
+                settled.wait(timeout=0.2)  # a short wait, so Ctrl-C is seen at once
         if failures:
             raise failures[0]
     except BaseException:

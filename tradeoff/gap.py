@@ -69,11 +69,13 @@ class GapCheck:
         first = self.recomputed.setdefault(key, (version, why))
         if first[0] != version:
             again = "" if why == first[1] else f" (the first time: {first[1]})"
+            mine = {k for k, _ in self.ours}  # what this sweep stored, and what of it the store still holds
+            kept = sum((k, w) in self.ours for k, w in self.store.written_since(list(mine), self.since).items())
             raise ConfigError(f"results store {self.store.path}: run {key} was stored again failing this sweep's "
                               f"start-up check, {why}, after this sweep recomputed it once{again}; another sweep "
-                              f"on this store keeps replacing its runs ({len(self.recomputed)} recomputed here, kept "
-                              "in the store): run the sweeps one after the other, or give each its own --out or "
-                              "--store")
+                              f"on this store keeps replacing its runs ({len(self.recomputed)} recomputed here; of "
+                              f"the {len(mine)} runs this sweep stored, {kept} are still the store's, the others "
+                              "replaced): run the sweeps one after the other, or give each its own --out or --store")
 
     def _problems(self, training: str, written: list[str]) -> dict[str, str]:
         """Key: what is wrong (:func:`record_problems`, the first found), for the records of keys ``written`` of

@@ -29,6 +29,7 @@ from vflpriv.store.sqlite import Store
 from vflpriv.store.trainings import partly_stored, secure_records, secure_settings
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
 from vflpriv.tradeoff.gap import GapCheck, record_problems, refuse_other, refuse_stored_other
+from vflpriv.tradeoff.variants import told_apart
 
 if TYPE_CHECKING:  # the frame is made once the runs are done: the trainings need no pandas
     import pandas as pd
@@ -103,10 +104,11 @@ def training_kind(runs: Sequence[RunConfig]) -> str:
     return f"{runs[0].method.name}|{swept.name if swept else ''}|{acting}"
 
 
-def planned_work(groups: dict[str, list[RunConfig]], order: list[str]) -> list[Planned]:
+def planned_work(groups: dict[str, list[RunConfig]], order: list[str], apart: dict[str, str] | None = None
+                 ) -> list[Planned]:
     """The trainings ``order`` names, as the progress estimate sees them: of one kind when method, swept defense and
     acting attack agree, building a shared state when none before it in ``order`` needs that state; each run named by
-    its attack's cost class (:func:`attack_kind`)."""
+    its attack's cost class (:func:`attack_kind`); each training labelled with what tells it apart (``apart``)."""
     seen: set[str] = set()
     items = []
     for key in order:
@@ -116,7 +118,9 @@ def planned_work(groups: dict[str, list[RunConfig]], order: list[str]) -> list[P
         states = shared_states(first)
         defense = f"{swept.name} {swept.strength:g}" if swept and swept.strength is not None else (
             swept.name if swept else "no defense")
-        label = f"{first.method.name} {defense} seed {first.seed}" + (f" ({acting} trains)" if acting else "")
+        named = (apart or {}).get(key)
+        label = (f"{first.method.name}{f' ({named})' if named else ''} {defense} seed {first.seed}"
+                 + (f" ({acting} trains)" if acting else ""))
         items.append(Planned(key=key, kind=training_kind(runs),
                              builds=bool(states - seen), attacks=tuple(attack_kind(r) for r in runs), label=label,
                              runs=tuple(r.key() for r in runs)))
@@ -148,9 +152,10 @@ def gpu_share(configs: Sequence[RunConfig], *, backend: str, runs_per_gpu: int) 
     return 1.0 / runs_per_gpu if cuda and backend not in LOCAL_BACKENDS else None
 
 
-def describe(runs: Sequence[RunConfig]) -> str:
+def describe(runs: Sequence[RunConfig], apart: str = "") -> str:
     """What one training computes, for a progress line: its defense and seed, its pretraining, and its attacks (tuned:
-    each selects among candidates; each scored beside the adversary's prior, computed once per seed and cached)."""
+    each selects among candidates; each scored beside the adversary's prior, computed once per seed and cached);
+    ``apart``: the settings that tell it from the others (``variants.told_apart``)."""
     r = runs[0]
     defenses = ", ".join(f"{d.name} {d.strength:g}" if d.strength is not None else d.name for d in r.defenses)
     tuned = sum(run.attack.tune for run in runs)
@@ -158,7 +163,8 @@ def describe(runs: Sequence[RunConfig]) -> str:
     steps.append("training")
     steps.append(f"{len(runs)} attack{'s' if len(runs) != 1 else ''}" + (f" ({tuned} tuned)" if tuned else "")
                  + (" and the prior" if any(run.attack.prior != "none" for run in runs) else ""))
-    return f"{r.method.name}, {defenses or 'no defense'}, seed {r.seed}: {', '.join(steps)}"
+    method = f"{r.method.name} ({apart})" if apart else r.method.name
+    return f"{method}, {defenses or 'no defense'}, seed {r.seed}: {', '.join(steps)}"
 
 
 def check(configs: Sequence[RunConfig]) -> int:
@@ -280,7 +286,8 @@ def sweep(
     training (its runs) starts here or in a local worker; ``on_tail()``: locally, no more trainings wait than workers
     compute (``run_all``). ``redo``: with ``checked``, what :func:`drop_damaged` returned (stored, to be recomputed).
     Records of this sweep another sweep replaced before the frame's read are said through ``on_note`` (review st S3).
-    ``on_read(keys)``: runs found done in the store, not computed here (each once; at first those stored before).
+    ``on_read(keys)``: runs found done in the store that this sweep neither computed nor handed to its workers (each
+    once; at first those stored before).
     A record written since the start-up check began (``since``, with ``checked``: when the caller's began) is read
     only where it passes that check's tests, else refused as that check refuses it or recomputed once, said in one
     note (:class:`~vflpriv.tradeoff.gap.GapCheck`; ``replace_other_data`` as for :func:`drop_damaged`).
@@ -291,15 +298,17 @@ def sweep(
         redo = drop_damaged(store, configs, on_note=on_note, replace_other_data=replace_other_data)
     redo = set(redo)
     groups = trainings(configs)
+    apart = told_apart(groups) if on_schedule is not None else {}
     secure = {k: secure_settings(runs[0]) for k, runs in groups.items()}
     share = gpu_share(configs, backend=backend, runs_per_gpu=runs_per_gpu)
     gpus = torch.cuda.device_count() if backend in LOCAL_BACKENDS else 0
     keys, gap = [c.key() for c in configs], GapCheck(store, groups, started, replace_other_data=replace_other_data)
     written: dict[str, tuple[str, str]] = {}  # what this sweep stored, by key: its training's (utility, train time)
     told: set[str] = set()  # the keys on_read was given
+    ran: set[str] = set()  # the keys of the runs this process computed or handed to its workers: never read here
 
     def read(done: set[str]) -> None:
-        fresh = sorted(done - told - set(written))
+        fresh = sorted(done - told - ran)
         told.update(fresh)
         if fresh and on_read is not None:
             on_read(fresh)
@@ -342,7 +351,7 @@ def sweep(
                 continue
             workers = max(1, min(jobs, len(mine)))  # one pending training needs no worker pool
             if on_schedule is not None:
-                on_schedule(planned_work(todo, mine))
+                on_schedule(planned_work(todo, mine, apart))
 
             def commit(records: list[RunRecord]) -> None:  # at once, from whichever thread has the result
                 when = store.put_many(records)
@@ -352,6 +361,7 @@ def sweep(
                 if on_done is not None:
                     on_done(records)
 
+            ran.update(r.key() for k in mine for r in todo[k])
             run_all(run_safely, on_gpus([todo[k] for k in mine], gpus), jobs=workers, on_result=commit,
                     backend_name=backend, address=address, gpu_share=share, on_start=on_start, on_tail=on_tail)
     if (recomputed := gap.note()) is not None and on_note is not None:

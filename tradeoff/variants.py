@@ -80,6 +80,30 @@ def with_variants(results: pd.DataFrame) -> pd.DataFrame:
     return results.assign(variant=variants)
 
 
+#: The settings a training's progress label names already (its method, defenses and seed), or that are no training's
+#: (its attacks', its device).
+LABELLED = re.compile(r"method\.name|seed|device|attack\..*|defenses\.\d+\.(name|sweep)")
+
+
+#: The names a training's progress label gives (its method's, its defenses'): trainings of other names read apart.
+NAMES = re.compile(r"method\.name|defenses\.\d+\.name")
+
+
+def told_apart(groups: dict[str, list[Any]]) -> dict[str, str]:
+    """Per training (key: its runs), the settings that tell it from the others of its method and defenses beyond its
+    progress label, as ``finetune.lr=0.01`` ('' where none): two learning rates read alike (review hunt3 P5)."""
+    flat = {key: flatten(json.loads(runs[0].recorded())) for key, runs in groups.items()}
+    alike: dict[tuple, list[str]] = {}  # the trainings of one method and defenses (the label's names)
+    for key, f in flat.items():
+        alike.setdefault(tuple(sorted((k, v) for k, v in f.items() if NAMES.fullmatch(k))), []).append(key)
+    apart = {}
+    for keys in alike.values():
+        varying = sorted(k for k in set().union(*(flat[t] for t in keys)) if not LABELLED.fullmatch(k)
+                         and len({repr(flat[t].get(k)) for t in keys}) > 1)
+        apart |= {t: ", ".join(shown(flat[t], k) for k in varying) for t in keys}
+    return apart
+
+
 def shown(flat: dict[str, Any], key: str, *, written: bool = False) -> str:
     """A variant's part for ``key``: ``key=value`` (a setting left unset: ``key=unset``, as the rest of the tool
     says, not Python's None), with what a setting the planner resolves ran as (``attack.prior_ssl=auto (own)``,

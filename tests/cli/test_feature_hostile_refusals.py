@@ -61,7 +61,7 @@ def test_a_dataset_with_a_nan_victim_feature_is_refused_in_one_line_before_train
         result = CliRunner().invoke(app, ["evaluate", "--dataset", "test-nan-csv", "--attack", "fi-decoder", "--seeds",
                                           "0", "--set", "partition.labeled=150", "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
-    one_error_line(result.output, "party 1's training features hold 1 non-finite value (NaN or inf; the first in row 5)")
+    one_error_line(result.output, "party 1's training features hold 1 non-finite value (first at row 5, column 2)")
 
 
 @pytest.mark.parametrize(("module", "body", "needle"), [

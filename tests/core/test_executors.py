@@ -43,3 +43,18 @@ def test_the_parent_prepares_once_when_no_more_items_wait_than_workers_compute()
     tail.clear()
     executors.run_all(time.sleep, [0.0, 0.0], jobs=1, on_result=results.append, on_tail=lambda: tail.append(0))
     assert tail == []
+
+
+def test_every_result_is_handed_on_before_run_all_returns():
+    """Review hunt3 P5: ``run_all`` returned while a worker's last result was still being handed on (a sweep's commit),
+    so the sweep read that run back from the store as one another sweep computed meanwhile."""
+    import time
+
+    handed = []
+
+    def slowly(result: int) -> None:  # as a store's commit that waits for the disk
+        time.sleep(0.5)
+        handed.append(result)
+
+    executors.run_all(abs, [-1, -2], jobs=2, on_result=slowly)  # the worker's result arrives while this one's is handed
+    assert sorted(handed) == [1, 2]

@@ -114,7 +114,8 @@ def test_two_sweeps_replacing_each_other_s_runs_end(tiny, tmp_path, overwrite):
         sweep(configs, a, on_done=other_sweep_replaces, replace_other_data=overwrite)
     assert len(stored) == (2 if overwrite else 1) and "\n" not in str(err.value)
     if overwrite:  # review misc3 M4: says how many it recomputed, the reason once, and what to do
-        assert "(2 recomputed here, kept in the store)" in str(err.value) and "first time" not in str(err.value)
+        assert "first time" not in str(err.value)  # review hunt3 P6: not 'kept in the store', none is
+        assert "(2 recomputed here; of the 2 runs this sweep stored, 0 are still the store's" in str(err.value)
     with Store(path) as store:
         assert {r.data_fingerprint for r in store.all()} == {"f" * 16}  # the other sweep's last records kept
 
@@ -252,3 +253,30 @@ def test_a_record_sqlite_reads_as_other_data_is_refused_at_start_up_and_in_the_g
         with pytest.raises(ConfigError, match="computed on other data"):
             drop_damaged(store, configs, on_note=None)
         assert len(dict(store.texts([c.key() for c in configs]))) == 2  # nothing deleted
+
+
+def test_a_sweep_ended_by_another_sweep_s_replacements_keeps_its_finished_rows(tiny, tmp_path, monkeypatch):
+    """Review hunt3 P6: two --overwrite sweeps on other data; the loser's error came with no results.csv and the
+    store held none of its runs, so what it trained was gone. Its finished runs' rows are written beside it."""
+    import pandas as pd
+
+    import vflpriv.tradeoff.sweep as sweep_module
+    from vflpriv.workflows.experiment import run_into_store
+
+    configs, path, real = _configs(tiny, False), tmp_path / "results.sqlite", sweep_module.sweep
+
+    def replaced_by_another(configs, store, *, on_done, **kwargs):
+        def and_replaced(records):
+            on_done(records)
+            with Store(path) as b:
+                b.put_many([dataclasses.replace(r, data_fingerprint="f" * 16) for r in records])
+
+        return real(configs, store, on_done=and_replaced, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "sweep", replaced_by_another)
+    with pytest.raises(ConfigError, match="stored again") as err:
+        run_into_store(configs, tmp_path / "out", jobs=1, backend="threading", store_path=path, overwrite=True,
+                       show_progress=False)
+    assert f"the rows of its 2 finished runs are in {tmp_path / 'out' / 'finished.csv'}" in str(err.value)
+    rows = pd.read_csv(tmp_path / "out" / "finished.csv")
+    assert sorted(rows["key"]) == sorted(c.key() for c in configs) and "f" * 16 not in set(rows["data_fingerprint"])

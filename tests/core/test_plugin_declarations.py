@@ -112,9 +112,9 @@ CASES = {
     "AxisStr": (DEFENSES, "its axis is 'lambda'; give a vflpriv.defenses.base.StrengthAxis"),
     "PhasesBad": (DEFENSES, "its phases are ('inference',); give a tuple of some of 'pretrain', 'finetune'"),
     "NoHooks": (DEFENSES, "its hook_points are frozenset(); give a non-empty set of some of 'defend:active-backward'"),
-    "AxisNoneLow": (DEFENSES, "its axis alpha: low is None; give a real number, not NaN"),
-    "AxisStrHigh": (DEFENSES, "its axis alpha: high is '10'; give a real number, not NaN"),
-    "AxisNaNLow": (DEFENSES, "its axis alpha: low is nan; give a real number, not NaN"),
+    "AxisNoneLow": (DEFENSES, "its axis alpha: low is None; give an int or a float (numpy's too), not NaN"),
+    "AxisStrHigh": (DEFENSES, "its axis alpha: high is '10'; give an int or a float (numpy's too), not NaN"),
+    "AxisNaNLow": (DEFENSES, "its axis alpha: low is nan; give an int or a float (numpy's too), not NaN"),
     "AxisLogSearch": (DEFENSES, "its axis alpha: search is (0.0, 1.0); give a tuple (lo, hi) of finite numbers with "
                                 "lo < hi, lo > 0 (a log scale)"),
     "BadHook": (DEFENSES, "its hook_points are frozenset({'defend:nowhere'}); give a non-empty set of some of"),

@@ -93,6 +93,29 @@ def test_parallel_sweep_gives_the_sequential_numbers(tmp_path):
     assert sequential[cols].equals(parallel[cols])
 
 
+def test_a_lone_sweep_with_a_worker_reads_none_of_its_own_runs_from_the_store(tmp_path, monkeypatch):
+    """Review hunt3 P5: the worker's training, read back from the store while its commit was under way, was said to be
+    '1 read from the store, computed meanwhile' (``on_read``: by another sweep) though no other sweep ran, and its
+    records came after the sweep returned (after the progress line's last count)."""
+    import threading
+    import time
+
+    put = Store.put_many
+
+    def slowly(self, records):  # the worker's commit waits for the disk after writing
+        when = put(self, records)
+        if threading.current_thread() is not threading.main_thread():
+            time.sleep(0.5)
+        return when
+
+    monkeypatch.setattr(Store, "put_many", slowly)
+    read, done = [], []
+    with Store(tmp_path / "r.sqlite") as store:  # the pool of the test above serves (loky's reusable executor)
+        sweep_module.sweep(_experiment().runs(), store, jobs=2, backend="loky", on_read=read.extend,
+                           on_done=done.extend)
+        assert read == [] and len(done) == 2
+
+
 def test_records_are_strict_json_that_sqlite_reads(tmp_path):
     configs = _experiment().runs()[:1]
     with Store(tmp_path / "r.sqlite") as store:
@@ -208,3 +231,24 @@ def test_a_damaged_record_is_deleted_recomputed_and_said(tmp_path, trained, dama
     assert trained == [[configs[0].key()]]  # only the damaged run's training, once
     assert len(notes) == 1 and notes[0].startswith("1 damaged record(s) in the store deleted and recomputed")
     assert set(frame["status"]) == {"ok"} and again.utility == first.utility  # the same numbers again
+
+
+def test_two_trainings_that_differ_by_a_swept_setting_are_named_apart():
+    """Review hunt3 P5: the progress line named two trainings of a grid's learning rates alike; what the label names
+    already (the seed, the strength) is not named again."""
+    from vflpriv.tradeoff.variants import told_apart
+
+    runs = [r for lr in (0.001, 0.01) for r in ExperimentConfig.model_validate({
+        "method": {"name": "splitnn"}, "strengths": [1, 5], "seeds": [0, 1], "finetune": {"lr": lr}}).runs()]
+    groups = sweep_module.trainings(runs)
+    apart = told_apart(groups)
+    named = {sweep_module.describe(runs, apart[key]) for key, runs in groups.items()}
+    assert len(named) == len(groups) == 8
+    assert "splitnn (finetune.lr=0.01), iso 5, seed 1: training, 1 attack and the prior" in named
+    labels = {i.label for i in sweep_module.planned_work(groups, list(groups), apart)}
+    assert len(labels) == 8 and "splitnn (finetune.lr=0.001) iso 1 seed 0" in labels
+    assert set(told_apart(sweep_module.trainings(runs[:4])).values()) == {""}  # one learning rate: nothing more said
+    clipped = {"name": "dp-gaussian", "sweep": True, "options": {"clip": 2.0}}
+    other = ExperimentConfig.model_validate({"method": {"name": "splitnn"}, "strengths": [1], "seeds": [0],
+                                             "defenses": [clipped]}).runs()
+    assert set(told_apart(sweep_module.trainings(runs[:4] + other)).values()) == {""}  # its name tells it apart

@@ -1,7 +1,7 @@
-"""Victim and adversary features a feature attack cannot be scored on are refused while planning (NaN or inf: the
-min-max scale, the prior and every score would be NaN or meaningless, and such a run was recorded "ok"); edge cases
-that are sound are scored as such: a constant victim column, a victim with one feature, every victim feature
-constant (the prior guesses it exactly; no attack leaks beyond it)."""
+"""Victim and adversary features a feature attack cannot be scored on are refused while planning (NaN or inf, at load:
+data.base.values_problem; the min-max scale, the prior and every score would be NaN or meaningless, and such a run was
+recorded "ok"); edge cases that are sound are scored as such: a constant victim column, a victim with one feature,
+every victim feature constant (the prior guesses it exactly; no attack leaks beyond it)."""
 
 from __future__ import annotations
 
@@ -46,10 +46,10 @@ def _config(tiny, kind: str, attack: str = "fi-decoder"):
 
 
 @pytest.mark.parametrize(("kind", "needle"), [
-    ("nan-victim-train", "party 1's training features hold 1 non-finite value (NaN or inf; the first in row 5)"),
-    ("inf-victim-train", "party 1's training features hold 1 non-finite value (NaN or inf; the first in row 7)"),
-    ("nan-victim-test", "party 1's test features hold 1 non-finite value (NaN or inf; the first in row 3)"),
-    ("inf-own-test", "party 0's test features hold 1 non-finite value (NaN or inf; the first in row 4)"),
+    ("nan-victim-train", "party 1's training features hold 1 non-finite value (first at row 5, column 2)"),
+    ("inf-victim-train", "party 1's training features hold 1 non-finite value (first at row 7, column 0)"),
+    ("nan-victim-test", "party 1's test features hold 1 non-finite value (first at row 3, column 1)"),
+    ("inf-own-test", "party 0's test features hold 1 non-finite value (first at row 4, column 4)"),
 ])
 def test_non_finite_features_of_the_victim_or_the_adversary_are_refused_before_training(kind, needle, tiny):
     with pytest.raises(DataError, match=needle.replace("(", r"\(").replace(")", r"\)")):

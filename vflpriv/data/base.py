@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
@@ -75,6 +76,34 @@ def _splits_a_line(char: str) -> bool:
     """A control character other than a tab (Unicode category Cc) or a line break (``str.splitlines``'s, U+2028 and
     U+2029 too): quoted in a note, it would break or garble the line; a format character (Cf) would not."""
     return char != "\t" and (unicodedata.category(char) == "Cc" or len(f"x{char}x".splitlines()) > 1)
+
+
+def values_problem(dataset: VerticalDataset) -> str:
+    """'' where every feature is finite and every label in 0..C-1, else the first problem's party, split, count and
+    position (a NaN was scored or read as 'training diverged': review hunt3 P7); min and max first, then details."""
+    for split, xs in (("training", dataset.x_train), ("test", dataset.x_test)):
+        for party, x in enumerate(xs):
+            if x.is_floating_point() and not all(map(math.isfinite, _extremes(x))):
+                bad = ~torch.isfinite(x)
+                row, *rest = (int(i) for i in bad.nonzero()[0])
+                where = f"column {rest[0]}" if len(rest) == 1 else f"position {tuple(rest)}"
+                count = int(bad.sum())
+                return (f"party {party}'s {split} features hold {count} non-finite value{'s' * (count > 1)} (first at "
+                        f"row {row}, {where}); clean or impute them in the loader")
+    top = dataset.num_classes - 1
+    for split, y in (("training", dataset.y_train), ("test", dataset.y_test)):
+        low, high = _extremes(y)
+        if not 0 <= low <= high <= top:
+            bad = ~((y >= 0) & (y <= top))
+            row, count = int(bad.nonzero()[0][0]), int(bad.sum())
+            return (f"its {split} labels hold {count} value{'s' * (count > 1)} outside 0..{top} (first at row {row}: "
+                    f"{y[row].item():g}); give labels 0..{top} for its {dataset.num_classes} classes")
+    return ""
+
+
+def _extremes(t: torch.Tensor) -> tuple[float, float]:
+    """A tensor's minimum and maximum (NaN where it holds one; 0, 0 where it is empty): one pass, nothing allocated."""
+    return (0.0, 0.0) if t.numel() == 0 else tuple(v.item() for v in torch.aminmax(t))
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from vflpriv.common.errors import CacheError, DataError
 from vflpriv.config.registry import DATASETS
 from vflpriv.config.schema import DatasetConfig, RunConfig, TrainingConfig, config_hash
 from vflpriv.data import bundled
-from vflpriv.data.base import VerticalDataset, declaration_problem
+from vflpriv.data.base import VerticalDataset, declaration_problem, values_problem
 from vflpriv.store import cache
 from vflpriv.store.verification import DECLARED
 
@@ -34,7 +34,8 @@ def _load(name: str, parties: int, root: Path | None, max_samples: int | None) -
     """The dataset, and the digest of the files it was read from where its loader names them (``files_read``)."""
     loader = DATASETS.get(name)
     dataset = _loaded(name, loader, parties, root, max_samples)  # first: the loader's own errors come first
-    if problem := declaration_problem(dataset.fitted_features, dataset.parties):  # changed after construction
+    problem = declaration_problem(dataset.fitted_features, dataset.parties)  # changed after construction
+    if problem := problem or values_problem(dataset):
         raise DataError(f"dataset '{name}' as its loader returned it: {problem}")
     reads = getattr(loader, "files_read", None)  # a plugin's own: its failure (a missing file too) one error line
     return dataset, None if reads is None else built("dataset", name, lambda: files_digest(reads(root)))

@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import math
-import weakref
 from dataclasses import dataclass
 
 import torch
 
-from vflpriv.common.errors import DataError
 from vflpriv.common.seeding import generator
 from vflpriv.data.load import data_of
 from vflpriv.engine.adversary import FeatureView
@@ -50,30 +48,6 @@ def plan_feature_prior(run, attack) -> FeaturePriorPlan:
     """Keyed by the training, its data and ``partition.aux_features`` (the known samples it fits on; the training key
     leaves them out)."""
     return FeaturePriorPlan(run.seed, f"{run.training_key()}:{data_of(run)}:{run.partition.aux_features}")
-
-
-#: Tensors already found finite (by id, with a weak reference that tells a reused id apart): a sweep plans many runs
-#: on one loaded dataset, and each check reads every feature.
-_FINITE: dict[int, weakref.ref] = {}
-
-
-def check_finite_features(dataset, parties) -> None:
-    """Refuse (:class:`DataError`, while planning) features of the victim or the adversary (``parties``; the server,
-    a negative index, holds none) that are NaN or infinite: the min-max scale, the prior and every score would be NaN
-    or meaningless (one inf makes the scale's span infinite), and such a run was recorded as scored."""
-    for party in sorted({p for p in parties if p >= 0}):
-        for where, x in (("training", dataset.x_train[party]), ("test", dataset.x_test[party])):
-            ref = _FINITE.get(id(x))
-            if ref is not None and ref() is x:
-                continue
-            bad = ~torch.isfinite(x.flatten(1)).all(1)
-            if bool(bad.any()):
-                count = int((~torch.isfinite(x)).sum())
-                raise DataError(f"dataset '{dataset.name}': party {party}'s {where} features hold {count} non-finite "
-                                f"value{'s' if count > 1 else ''} (NaN or inf; the first in row "
-                                f"{int(bad.nonzero()[0])}); a feature attack's scale, prior and scores need finite "
-                                "features: drop or impute them in the dataset's loader")
-            _FINITE[id(x)] = weakref.ref(x)
 
 
 @dataclass

@@ -35,7 +35,7 @@ from vflpriv.runner.auditing import auditor_menu, check_auditor, plan_auditor
 from vflpriv.common.components import built
 from vflpriv.common.declarations import vflpriv_own
 from vflpriv.runner.defense_planning import plan_defenses
-from vflpriv.runner.feature_prior import FeaturePriorPlan, check_finite_features, plan_feature_prior
+from vflpriv.runner.feature_prior import FeaturePriorPlan, plan_feature_prior
 from vflpriv.runner.prior import TUNED_PRIORS, PriorPlan, plan_prior, prior_searched
 from vflpriv.store import cache
 
@@ -308,7 +308,6 @@ def plan_attack(run: RunConfig, p: Plan) -> AttackPlan:
             f"attack '{cfg.name}': {reason}")
     known_ids = None
     if attack.secret == "features":  # too few known samples failed (or silently did less) after the training
-        check_finite_features(dataset, (adversary.victim, adversary.party))
         needed, why = attack.known_needed(tuned=cfg.tune)
         known_ids = known_features(p.scenario, run.partition.aux_features)
         if (known := known_ids.numel()) < needed:

@@ -62,7 +62,8 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
         # torch and the engine, while the workers warm up
         from vflpriv.data.load import data_by_key
         from vflpriv.tradeoff.gap import refuse_other_canary_key, refuse_other_data
-        from vflpriv.tradeoff.sweep import check, describe, drop_damaged, sweep
+        from vflpriv.tradeoff.sweep import check, describe, drop_damaged, sweep, trainings
+        from vflpriv.tradeoff.variants import told_apart
 
         with cache.held_back(keep=not dry_run):  # a refusal (or a dry run) leaves no cache entry
             check(configs)
@@ -86,15 +87,18 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
                       f"the store, {len(configs) - len(stored)} to run (dry run: nothing trained, nothing written)")
         return None
     notes: list[str] = []
+    apart = told_apart(trainings(configs))  # what tells a training in flight from the others
     progress: RunProgress | None = None
     flight: dict[str, str] = {}  # the trainings in progress, by key: what the progress line says is being done
+    finished: dict = {}  # the records this command computed, by key: kept beside a refusal that ends the sweep
 
     def started(runs) -> None:
-        flight[runs[0].training_key()] = describe(runs)
+        flight[runs[0].training_key()] = describe(runs, apart.get(runs[0].training_key(), ""))
         progress.start(runs[0].training_key())
         progress.doing("; ".join(flight.values()))
 
     def done(records) -> None:
+        finished.update((r.key, r) for r in records)
         flight.pop(records[0].training_key, None)
         progress.doing("; ".join(flight.values()), say=False)  # the line finished() may print says what is left
         fresh = [r for r in records if r.key not in counted]  # a run recomputed (record deleted meanwhile): once
@@ -126,6 +130,10 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
+        except ConfigError as exc:  # another sweep's doing, after runs finished here (review hunt3 P6)
+            if not (finished and write_csv):
+                raise
+            raise ConfigError(f"{exc}; {kept_aside(list(finished.values()), out)}") from None
     from vflpriv.reports.results import as_read, withheld_warning  # the records as vflpriv table reads them
 
     results = as_read(results)
@@ -218,6 +226,23 @@ def write_results(results: pd.DataFrame, out: Path, *, owns: Callable[[str], boo
         raise ConfigError(f"could not write {path} ({exc.strerror or exc}); the runs are kept in {store_path}: run the "
                           "same command again once it can be written (the runs kept there are not trained again)"
                           ) from None
+
+
+def kept_aside(records: list, out: Path) -> str:
+    """Where the rows of ``records`` (a sweep's finished runs, as results.csv gives them) were written, when a
+    refusal ends the sweep: another sweep on its store may have replaced them there."""
+    import pandas as pd
+
+    from vflpriv.reports.results import as_read  # written as results.csv would be: withheld epsilons withheld
+    from vflpriv.store.records import RunRecord
+
+    path = out / "finished.csv"
+    try:
+        rows = as_read(pd.DataFrame([r.to_dict() for r in records], columns=RunRecord.columns()))
+        write_csv_atomically(rows.drop(columns=STORE_ONLY), path)
+    except OSError as exc:
+        return f"the rows of its {plural(len(records), 'finished run')} could not be written ({exc.strerror or exc})"
+    return f"the rows of its {plural(len(records), 'finished run')} are in {path} (results.csv is not written)"
 
 
 def early_workers(data: dict[str, Any]) -> Warm:
