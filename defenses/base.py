@@ -60,8 +60,7 @@ if TYPE_CHECKING:
 
 
 __all__ = ["ACTIVE_BATCH", "ACTIVE_LOSS", "ACTIVE_MODEL", "DEFENSE_POINTS", "GRADIENT_COMPUTATION", "LABELS",
-           "MESSAGE", "PREDICTIONS", "Defense", "LabelDefense", "Protection", "StrengthAxis", "TrainingDefense",
-           "as_rows"]
+           "MESSAGE", "PREDICTIONS", "Defense", "LabelDefense", "Protection", "StrengthAxis", "TrainingDefense"]
 
 
 @dataclass(frozen=True)
@@ -397,8 +396,3 @@ class TrainingDefense(Protection):
     def transform(self, tensor: torch.Tensor, message: Message) -> torch.Tensor:
         """The gradient message as sent, for a defense with :data:`MESSAGE` among its points."""
         return tensor
-
-
-def as_rows(tensor: torch.Tensor) -> torch.Tensor:
-    """View a message as rows: per-sample rows for batched tensors, output units for weights, one row for 1-D."""
-    return tensor.reshape(1, -1) if tensor.dim() <= 1 else tensor.reshape(tensor.shape[0], -1)

@@ -14,7 +14,8 @@ import math
 
 import torch
 
-from vflpriv.defenses.base import Defense, as_rows
+from vflpriv.defenses.base import Defense
+from vflpriv.defenses.rows import as_rows
 from vflpriv.engine.message import Message
 
 

@@ -33,7 +33,8 @@ import torch
 from scipy.optimize import minimize_scalar
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.defenses.base import Defense, StrengthAxis, as_rows
+from vflpriv.defenses.base import Defense, StrengthAxis
+from vflpriv.defenses.rows import as_rows
 from vflpriv.engine.message import Message
 
 

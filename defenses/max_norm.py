@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from vflpriv.defenses.base import Defense, StrengthAxis, as_rows
+from vflpriv.defenses.base import Defense, StrengthAxis
+from vflpriv.defenses.rows import as_rows
 from vflpriv.engine.message import Message
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +23,7 @@ from vflpriv.reports.secret_labels import labels_section
 from vflpriv.reports.tables import strength_rows
 from vflpriv.store.folders import STORE_NAME, default_store, kind_of, shown
 from vflpriv.store.provenance import versions
-from vflpriv.store.records import RunRecord, without_epsilon
+from vflpriv.store.records import CLAIM_PAIRS, RunRecord, without_epsilon
 from vflpriv.store.sqlite import read_store
 from vflpriv.store.trainings import mixed_trainings
 from vflpriv.tradeoff.cap import cap_table, strength_summary
@@ -177,8 +178,10 @@ def _reading(record: RunRecord) -> Reading:
         settings = RunConfig.model_validate_json(record.config)
         problem = disagreement(record, settings)
         spelled = one_spelling(settings)
-    except Exception:  # noqa: BLE001 - settings the current code cannot read
-        return Reading()
+    except Exception:  # noqa: BLE001 - settings the current code cannot read: an epsilon no read judged, withheld
+        claims = any(not math.isnan(getattr(record, name)) for name, _ in CLAIM_PAIRS)  # (review int F1)
+        return Reading(withheld="epsilon withheld: its settings cannot be read here, so no read judges its claims"
+                       if claims else "")
     try:
         why = "" if problem else withheld(record, settings)
     except Exception:  # noqa: BLE001 - a plugin's code raised while judged: withhold (fail closed), never show

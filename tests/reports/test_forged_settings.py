@@ -151,3 +151,16 @@ def test_settings_no_run_accepts_are_damaged_under_their_own_key(tmp_path, case)
     frame = load_results(tmp_path / "results.sqlite")
     assert [k for k, _ in frame.attrs["damaged"]] == [record.key], frame[["key", "strength", "epsilon"]]
     assert "its settings are not a run's" in frame.attrs["damaged"][0][1] and why in frame.attrs["damaged"][0][1]
+
+
+def test_settings_the_current_code_cannot_read_never_show_their_epsilon(tmp_path):
+    """Review int F1: the sigma 2 -> 8 forgery with one unknown setting added ({"zzz": 1}) failed validation, so no
+    check ran and the table showed sigma=8's epsilon; such a record's epsilon is withheld (fail closed)."""
+    key = _run().key()
+    forged = _record(_run(8.0))
+    config = dict(json.loads(forged.config), zzz=1)
+    _store(tmp_path, replace(forged, key=key, config=json.dumps(config)))
+    frame = load_results(tmp_path / "results.sqlite")
+    shown = frame[frame["key"] == key]
+    assert len(shown) <= 1 and (shown.empty or math.isnan(shown["epsilon"].iloc[0])), shown[["strength", "epsilon"]]
+    assert any(k == key for k, _ in frame.attrs["withheld"] + frame.attrs["damaged"]), frame.attrs
