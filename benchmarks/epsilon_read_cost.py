@@ -57,7 +57,7 @@ def _records(seeds: int) -> list:
 
 def _cold() -> None:
     """Every cache of the check emptied: each read pays for each distinct input once."""
-    for cached in (accountants._spent, accountants._noise_for, accountants._gaussian, naming._guards):
+    for cached in (accountants._spent, naming._noise_for, accountants._gaussian, naming._guards):
         cached.cache_clear()
 
 

@@ -48,7 +48,7 @@ def _read(tree: str, store: Path, n: int) -> None:
     load_results(store)  # imports and registries warmed
     cpu = []
     for _ in range(3):
-        for cached in (accountants._spent, accountants._noise_for, accountants._gaussian, naming._guards):
+        for cached in (accountants._spent, naming._noise_for, accountants._gaussian, naming._guards):
             cached.cache_clear()
         start = time.process_time()
         frame = load_results(store)

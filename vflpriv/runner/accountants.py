@@ -48,34 +48,25 @@ from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import DefenseConfig, FinetuneConfig, RunConfig
 from vflpriv.defenses.alibi import Alibi
-from vflpriv.defenses.dp_gaussian import GaussianDP, label_reads, noise_for, spent
+from vflpriv.defenses.dp_gaussian import GaussianDP, label_reads, spent
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.defenses.label_dp import LabelDP
 from vflpriv.methods.base import Method
 from vflpriv.methods.vflhlp import VFLHLP
 from vflpriv.runner.claims import Verdict, accounting_class, claim_secrets, foreign_accounting
-from vflpriv.runner.naming import CLAIMS, guards_record
+from vflpriv.runner.naming import CLAIMS, TOLERANCE, guards_record, solved_sigma
 from vflpriv.store.records import CLAIM_VERSION
 
 #: The most characters one defense's entry of ``epsilon_accounting`` takes (about 70 as written): a longer field is
 #: damage, never parsed.
 ENTRY_CHARS = 128
 
-#: How close a recomputed epsilon or delta must be to the stored one (the same code on other hardware: float rounding).
-TOLERANCE = 1e-9
-
 
 @lru_cache(maxsize=4096)
 def _spent(sigma: float, delta: float, uses: int) -> float:
     """dp-gaussian's accountant (``dp_gaussian.spent``), once per distinct input: a store holds many seeds of each."""
     return spent(sigma, delta=delta, uses=uses)
-
-
-@lru_cache(maxsize=1024)
-def _noise_for(target: float, delta: float, uses: int) -> float:
-    """The sigma ``GaussianDP.bind`` solves for a target epsilon, once per distinct input (a solver: the dearest)."""
-    return noise_for(target, delta=delta, uses=uses)
 
 
 @lru_cache(maxsize=4096)
@@ -88,7 +79,7 @@ def _dp_gaussian(cls: type, strength: float, finetune: FinetuneConfig, options: 
     """Opacus' RDP epsilon of the most-read label's ``count`` uses at the sigma the run noised with: its strength, or
     the one ``GaussianDP.bind`` solves for ``target_epsilon`` over the finetuning's updates."""
     o = cls.Options.model_validate(options)
-    sigma = strength if o.target_epsilon is None else _noise_for(o.target_epsilon, o.delta, label_reads(finetune))
+    sigma = strength if o.target_epsilon is None else solved_sigma(o, finetune)
     return _spent(sigma, o.delta, count), float(o.delta)
 
 
