@@ -22,7 +22,7 @@ from vflpriv.reports.secret_labels import labels_section
 from vflpriv.reports.tables import strength_rows
 from vflpriv.store.folders import STORE_NAME, default_store, kind_of, shown
 from vflpriv.store.provenance import versions
-from vflpriv.store.records import RunRecord
+from vflpriv.store.records import RunRecord, without_epsilon
 from vflpriv.store.sqlite import read_store
 from vflpriv.store.trainings import mixed_trainings
 from vflpriv.tradeoff.cap import cap_table, strength_summary
@@ -69,6 +69,26 @@ def load_results(store: Path | str) -> pd.DataFrame:
     frame.attrs["superseded"] = superseded
     frame.attrs["mixed"] = sorted(mixed)
     return frame
+
+
+def as_read(results: pd.DataFrame) -> pd.DataFrame:
+    """A command's own records (``tradeoff.sweep``'s frame) with each epsilon :func:`load_results` withholds shown as
+    none (:func:`_reading`), (key, why) in ``attrs["withheld"]``: what evaluate, sweep, audit and tune print and write
+    of their runs is what ``vflpriv table`` shows (stop18: a plugin method's dp-gaussian epsilon was printed)."""
+    records = [RunRecord(**row) for row in results.to_dict("records")]
+    why = [_reading(r).withheld for r in records]
+    frame = pd.DataFrame([(without_epsilon(r, w) if w else r).to_dict() for r, w in zip(records, why)],
+                         columns=results.columns, index=results.index)
+    frame.attrs = {**results.attrs, "withheld": [(r.key, w) for r, w in zip(records, why) if w]}
+    return frame
+
+
+def withheld_warning(withheld: list[tuple[str, str]]) -> str:
+    """The one warning line of records shown without their epsilon (``attrs["withheld"]``), or ''."""
+    if not withheld:
+        return ""
+    return (f"warning: {len(withheld)} record(s) shown without their epsilon (the first, run {withheld[0][0]}: "
+            f"{withheld[0][1]})")
 
 
 #: How a record left out beside its run's kept one ends its reason, by what the current code reads of their settings
@@ -166,10 +186,7 @@ def _as_run(record: RunRecord, reading: Reading) -> RunRecord:
     its one spelling, with the defaults of settings added since filled in), so that the variants are named from one
     spelling of a run: a setting whose seeds were written two ways is one row, not two (reviews rec2 R1, l7 L7-6).
     Settings the current code cannot read stay as written; a withheld epsilon (:attr:`Reading.withheld`) as none."""
-    if reading.withheld:
-        nan = float("nan")
-        record = replace(record, epsilon=nan, epsilon_delta=nan, epsilon_features=nan, epsilon_features_delta=nan,
-                         notes="; ".join(filter(None, [record.notes, reading.withheld])))
+    record = without_epsilon(record, reading.withheld) if reading.withheld else record
     return record if reading.spelled is None else replace(record, config=reading.spelled.recorded())
 
 
@@ -279,6 +296,9 @@ TABLE_FILES = ("cap_tables.md", "cap_tables.tex", "cap_tables.csv", "strength_ro
 FIGURE_FORMATS = ("png", "svg", "pdf")
 #: One figure per (attack, phase) at this resolution keeps the page at a few hundred kB to a few MB.
 REPORT_DPI = 100
+#: The report's figure names, apart from evaluate's and sweep's ``tradeoff*.png``: a report into their folder
+#: replaces none of theirs (review-hunt3 P14: it overwrote the sweep's ``tradeoff.png``).
+REPORT_FIGURES = "report_tradeoff"
 def labels_of(results: pd.DataFrame) -> pd.DataFrame:
     """The label attacks' records (a store written before the feature attacks holds no other)."""
     return results[results["secret"] != "features"] if "secret" in results else results
@@ -292,8 +312,8 @@ def _labels(results: pd.DataFrame, out: Path, formats: tuple[str, ...], computed
         return None
     done = computed if len(labels) == len(results) else Computed.of(labels)
     summary = done.summary
-    written = tradeoff_figures(summary, out, formats=tuple(dict.fromkeys(("png", *formats))), by_defense=True,
-                               dpi=REPORT_DPI) if not summary.empty else []
+    written = tradeoff_figures(summary, out, stem=REPORT_FIGURES, formats=tuple(dict.fromkeys(("png", *formats))),
+                               by_defense=True, dpi=REPORT_DPI) if not summary.empty else []
     figures = {_figure_key(path, summary): path for path in written if path.suffix == ".png"}
     return labels_section(labels, done.rows, done.caps, figures)
 

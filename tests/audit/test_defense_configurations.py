@@ -31,7 +31,7 @@ def test_two_configurations_of_one_defense_at_one_strength_are_two_rows_with_the
     assert sorted(d.get("variant") for d in defended) == ["on embedding", "on gradient"]
     text = (out / "audit.md").read_text()
     assert "iso (on gradient)" in text and "iso (on embedding)" in text
-    table = CliRunner().invoke(app, ["table", str(out)])
+    table = CliRunner().invoke(app, ["table", str(out), "--out", str(tmp_path / "tables")])
     assert table.exit_code == 0, table.output
     weakest = table.output.split("the weakest strength")[1].split("###")[0]
     assert "iso (finetune) [on gradient]" in table.output and "iso (finetune) [on embedding]" in table.output

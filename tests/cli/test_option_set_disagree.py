@@ -154,3 +154,12 @@ def test_the_experiment_line_names_the_fixed_defenses_beside_the_swept_one():
     both = ExperimentConfig.model_validate({"defenses": [{"name": "mid"}, {"name": "iso", "sweep": True}],
                                             "strengths": [1], "seeds": [0]})
     assert "defense iso (finetune) swept over 1; fixed: mid (finetune) at its identity; seeds 0" in experiment_line(both)
+
+
+def test_tune_with_a_strength_fixed_by_an_option_names_tune_s_search_not_strengths(tmp_path, monkeypatch):
+    """Review-hunt3 P9: tune, which has no --strengths, was told to give none beside options.target_epsilon."""
+    output = refused_in_planning(["tune", "--dataset", "digits", "--seeds", "0", "--defense", "dp-gaussian", "--attack",
+                                  "mc", "--set", "defenses.0.options.target_epsilon=1"],
+                                 "tune searches dp-gaussian's sigma, but defenses.0.options.target_epsilon fixes it",
+                                 tmp_path, monkeypatch)
+    assert "--strengths" not in output

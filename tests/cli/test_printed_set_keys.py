@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from vflpriv.cli import app
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.parse import apply_override
+from vflpriv.config.overrides import apply_override
 from vflpriv.config.registry import DEFENSES
 
 
@@ -82,3 +82,13 @@ def test_every_kind_s_printed_options_key_is_one_set_accepts(name, option, value
     for part in re.split(r"[.\[\]]+", key.strip("]")):
         node = node[int(part) if part.isdigit() else part]
     assert node == value
+
+
+@pytest.mark.parametrize(("key", "index"), [("defenses[0.5]", "0.5"), ("defenses[-1]", "-1"), ("defenses.-1", "-1"),
+                                            ("defenses[x]", "x"), ("defenses[]", "")])
+def test_a_bad_index_in_brackets_gets_the_dotted_form_s_message(key, index):
+    """Brackets are read before the '.' split (review-hunt3 P3: ``defenses[0.5]`` was named ``defenses[0``, and a
+    bracketed bad index got "unknown setting" where the dotted one got the index rule)."""
+    with pytest.raises(ConfigError) as refused:
+        apply_override({"defenses": [{}]}, f"{key}.options.clip=2")
+    assert str(refused.value) == f"--set {key}.options.clip: 'defenses' is a list of 1; give an index 0..0, got '{index}'"

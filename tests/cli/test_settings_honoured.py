@@ -130,13 +130,15 @@ def test_alibi_at_epsilon_zero_releases_nothing_of_the_labels(tmp_path, monkeypa
 def test_a_sweep_over_the_lr_chooses_it_per_seed_on_the_validation_split(tmp_path, monkeypatch):
     monkeypatch.setenv("VFLPRIV_CACHE", str(tmp_path / "cache"))
     grid = tmp_path / "grid.yaml"
-    grid.write_text("methods: [splitnn]\nattacks: [gc]\ndefenses: [{name: iso, phase: finetune, sweep: true}]\n"
+    grid.write_text("methods: [splitnn]\nattacks: [gc]\ndefenses: [{name: dp-gaussian, phase: finetune, sweep: true}]\n"
                     "strengths: [1]\nseeds: [0, 1]\naxes: {finetune.lr: [0.0001, 0.01]}\n"
                     "finetune: {epochs: 2, validation: 0.25}\nmodel: {hidden: 16, out_dim: 8}\n"
                     "attack: {prior: aux, prior_epochs: 10}\njobs: 1\n")
     result = CliRunner().invoke(app, ["sweep", str(grid), "--out", str(tmp_path / "out"), "--quiet"])
     assert result.exit_code == 0, result.output
     assert "finetune.lr chosen per seed (and strength) on the validation split" in result.output
+    said = " ".join(result.output.split())
+    assert "no ε is recorded for the choice: choosing among 2 trainings of the same labels" in said
     runs = pd.read_csv(tmp_path / "out" / "results.csv")
     chosen = pd.read_csv(tmp_path / "out" / "lr_chosen.csv")
     assert sorted(chosen["seed"]) == [0, 1]
@@ -146,3 +148,7 @@ def test_a_sweep_over_the_lr_chooses_it_per_seed_on_the_validation_split(tmp_pat
         assert row.utility_val == pytest.approx(best["utility_val"]) and row.utility == pytest.approx(best["utility"])
     caps = pd.read_csv(tmp_path / "out" / "cap_lr_chosen.csv")
     assert len(caps[caps["attack"] == "gc"]) == 1 and int(caps.loc[caps["attack"] == "gc", "n_seeds"].iloc[0]) == 2
+    # review-hunt3 P8: a choice among the lrs' DP trainings of the same labels, read on validation labels without
+    # noise, has no run's epsilon: neither file carries one (each run's own stays in results.csv)
+    assert runs["epsilon"].notna().all()
+    assert not [c for c in [*chosen.columns, *caps.columns] if "epsilon" in c]

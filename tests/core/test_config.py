@@ -1,7 +1,8 @@
 import pytest
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.parse import apply_override, read_config_file, validate
+from vflpriv.config.overrides import apply_override
+from vflpriv.config.parse import read_config_file, validate
 from vflpriv.config.schema import RunConfig
 from vflpriv.config.sweep import ExperimentConfig
 

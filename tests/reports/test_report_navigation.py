@@ -95,10 +95,11 @@ def test_no_cap_for_no_defense_and_one_figure_format_by_default(page, tmp_path):
     assert "labels-defense-none" not in html and "defense none" not in html
     assert "none" not in set(pd.read_csv(out / "cap_tables.csv")["defense"])
     figures = sorted(p.name for p in out.iterdir() if p.suffix in (".png", ".svg", ".pdf"))
-    assert figures == ["tradeoff_gc_finetune.png", "tradeoff_mc_finetune.png", "tradeoff_worst-case_finetune.png"]
+    assert figures == ["report_tradeoff_gc_finetune.png", "report_tradeoff_mc_finetune.png",
+                       "report_tradeoff_worst-case_finetune.png"]
     assert html.count("data:image/png;base64,") == 3 and len(html.encode()) < 3_000_000
     write_report(_records(), tmp_path, store=tmp_path / "results.sqlite", formats=("svg",))
-    assert {p.suffix for p in tmp_path.iterdir() if p.name.startswith("tradeoff_")} == {".png", ".svg"}
+    assert {p.suffix for p in tmp_path.iterdir() if p.name.startswith("report_tradeoff_")} == {".png", ".svg"}
 
 
 def test_an_unknown_figure_format_is_refused(tmp_path, monkeypatch):
@@ -126,3 +127,13 @@ def test_a_browser_opens_the_page_and_every_link_of_its_contents_lands_on_a_sect
     assert len(links) >= 10
     assert all(f'id="{link}"' in dom for link in links)
     assert dom.count("<img") == 3
+
+
+def test_a_report_into_a_sweep_s_folder_replaces_none_of_its_figures(tmp_path):
+    """Review-hunt3 P14: ``report STORE --out`` the sweep's folder overwrote the sweep's ``tradeoff.png`` (one attack
+    and phase: the report's one figure had the sweep's name)."""
+    records = _records()
+    (tmp_path / "tradeoff.png").write_bytes(b"the sweep's figure")
+    write_report(records[records["attack"] == "gc"], tmp_path, store=tmp_path / "results.sqlite")
+    assert (tmp_path / "tradeoff.png").read_bytes() == b"the sweep's figure"
+    assert (tmp_path / "report_tradeoff.png").is_file()

@@ -7,6 +7,7 @@ import os
 import shlex
 import sys
 import traceback
+import typing
 from collections import Counter
 
 import typer
@@ -14,6 +15,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from vflpriv.common.console import silence
 from vflpriv.common.errors import ConfigError, Interrupted, VflprivError
+from vflpriv.config.yaml_values import unplain
 from vflpriv.store.folders import STORE_NAME
 from vflpriv.store.provenance import own_version
 
@@ -32,6 +34,7 @@ class _Command(TyperCommand):
 
     def parse_args(self, ctx, args):  # type: ignore[override]
         _refuse_repeated_options(self.make_parser(ctx), list(args))
+        _refuse_unplain_numbers(self.make_parser(ctx), list(args), self.callback)
         return super().parse_args(ctx, args)
 
 
@@ -50,6 +53,23 @@ def _refuse_repeated_options(parser, args: list[str]) -> None:
         names = ", ".join("/".join(p.opts + p.secondary_opts) for p in twice)
         raise ConfigError(f"{names} given more than once; give each option once (a repeated option is not merged, "
                           "and which one counts would be a guess)")
+
+
+def _refuse_unplain_numbers(parser, args: list[str], callback) -> None:
+    """A number option (``--jobs``, ``--steps``, ``--low``) given as int() and pydantic read it but ``--seeds`` refuses
+    (``--jobs 1_0``, read as 10: ``config.yaml_values.unplain``) is refused, as a ``--set`` value is (review misc F10)."""
+    try:
+        opts, _, order = parser.parse_args(args=list(args))
+        hints = typing.get_type_hints(callback)
+    except Exception:  # noqa: BLE001 - click's own parse, run next, says what is wrong
+        return
+    for param in dict.fromkeys(order):
+        kinds = {*typing.get_args(hints.get(param.name)), hints.get(param.name)} & {int, float}
+        value = opts.get(param.name)
+        if kinds and isinstance(value, str) and unplain(value):
+            shown = ascii(value)[1:-1][:40]
+            raise ConfigError(f"{'/'.join(param.opts)} expects {'an integer' if int in kinds else 'a number'}, got "
+                              f"'{shown}' (ASCII digits, no '_': e.g. {2 if int in kinds else 0.5})")
 
 
 class _ErrorLineGroup(TyperGroup):

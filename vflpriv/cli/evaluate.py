@@ -22,6 +22,7 @@ from vflpriv.config.presets import settings, user_patterns
 from vflpriv.config.registry import ATTACKS
 from vflpriv.config.schema import DefenseConfig, sweeps
 from vflpriv.config.sweep import ExperimentConfig
+from vflpriv.config.yaml_values import unplain
 from vflpriv.store.folders import DEFAULT_OUT
 
 
@@ -30,7 +31,7 @@ def numbers(text: str, kind: type, option: str) -> list[Any]:
     digits and '_' ("٣", "1_000"), which Python's int and float read, as ``attack.adversary`` refuses them."""
     items = text.split(",") if text.strip() else []
     try:
-        if any(not v.strip() or not v.isascii() or "_" in v for v in items):
+        if any(not v.strip() or unplain(v) for v in items):
             raise ValueError
         return [kind(v) for v in items]
     except ValueError:

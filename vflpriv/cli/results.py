@@ -12,7 +12,7 @@ from vflpriv.cli.app import DRY_RUN, QUIET, STORE_PATH, app, fail
 from vflpriv.cli.evaluate import CANARIES, SEARCH_BUDGET, TUNE_ATTACKS
 from vflpriv.common.console import make_console
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.parse import apply_override
+from vflpriv.config.parse import apply_options
 from vflpriv.config.presets import settings, user_patterns
 from vflpriv.store import cache
 from vflpriv.store.folders import DEFAULT_OUT, STORE_NAME
@@ -51,15 +51,11 @@ def sweep(
     from vflpriv.workflows.experiment import early_workers
 
     raw = settings(preset=preset, config=config)
-    for key, value in (("jobs", jobs), ("backend", backend), ("device", device)):
-        if value is not None:
-            raw[key] = value
-    for key, value in (("attack.tune", tune_attacks), ("attack.search_budget", search_budget),
-                       ("partition.canaries", canaries)):
-        if value is not None:
-            apply_override(raw, f"{key}={str(value).lower()}")
-    for assignment in set_:
-        apply_override(raw, assignment)
+    apply_options(raw, [
+        ("--jobs", ("jobs",), jobs), ("--backend", ("backend",), backend), ("--device", ("device",), device),
+        ("--tune-attacks/--no-tune-attacks", ("attack", "tune"), tune_attacks),
+        ("--search-budget", ("attack", "search_budget"), search_budget),
+        ("--canaries", ("partition", "canaries"), canaries)], set_)  # disagreeing with a --set: refused
     warm = early_workers(raw) if not dry_run else Warm()  # they import torch while this process does
     try:
         from vflpriv.tradeoff.grid import expand
@@ -124,7 +120,7 @@ def report(store: Path = STORE, out: Path = typer.Option(Path(DEFAULT_OUT["repor
 def _read(store: Path, out: Path, **filters: str | None):
     """The store's runs (read only), filtered; then ``out`` checked writable: nothing is written before both
     check out. Damaged records are named on stderr, one line each (at most 5), and left out."""
-    from vflpriv.reports.results import KEPT, load_results, select
+    from vflpriv.reports.results import KEPT, load_results, select, withheld_warning
     from vflpriv.store.folders import writable_folder
 
     results = select(load_results(store), **filters)
@@ -134,9 +130,8 @@ def _read(store: Path, out: Path, **filters: str | None):
         warn.print(f"warning: damaged record left out: run {key}: {problem}", markup=False)
     if len(damaged) > 5:
         warn.print(f"warning: {len(damaged) - 5} more damaged record(s) left out", markup=False)
-    if withheld := results.attrs.get("withheld"):  # shown without an epsilon rather than unjudged (review acct F2)
-        warn.print(f"warning: {len(withheld)} record(s) shown without their epsilon (the first, run {withheld[0][0]}: "
-                   f"{withheld[0][1]})", markup=False)
+    if withheld := withheld_warning(results.attrs.get("withheld")):  # rather than shown unjudged (review acct F2)
+        warn.print(withheld, markup=False)
     if mixed := results.attrs.get("mixed"):  # options.secure_noise resumed by an earlier vflpriv: two trainings
         warn.print(f"warning: {len(mixed)} record(s) of secure-noise trainings left out: one training key holds "
                    f"records of two trainings (the first, run {mixed[0]}); run the command that wrote them again to "

@@ -50,6 +50,7 @@ def tune(
 
     from vflpriv.config.parse import validate
     from vflpriv.config.registry import DEFENSES
+    from vflpriv.config.sweep import own_strength_option
     from vflpriv.tradeoff.sweep import check
     from vflpriv.tradeoff.tune import found_text, tune as bisect
     from vflpriv.workflows.experiment import run_into_store, write_results
@@ -59,6 +60,10 @@ def tune(
     experiment = build_experiment(config=config, method=method, attack=attack, defense=defense, dataset=dataset,
                                   strengths=None, seeds=seeds, phase=phase, jobs=jobs, backend=None, device=device,
                                   overrides=set_, preset=preset)
+    tuned = next(i for i, d in enumerate(experiment.defenses) if d.sweep)
+    if option := own_strength_option(experiment.defenses[tuned]):  # the shared check would blame --strengths
+        raise ConfigError(f"tune searches {defense}'s {DEFENSES.get(defense).axis.name}, but defenses.{tuned}.options."
+                          f"{option} fixes it: remove it (or run evaluate with it)")
     if experiment.attack.prior == "none":
         raise ConfigError("tune compares the attack with the adversary's prior; attack.prior cannot be none")
     if getattr(ATTACKS.get(experiment.attack.names()[0]), "secret", "labels") != "labels":

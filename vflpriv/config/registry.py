@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
-from vflpriv.common.errors import ConfigError, UnknownNameError, class_named
+from vflpriv.common.errors import ConfigError, UnknownNameError, class_named, exception_text
 from vflpriv.config import plugin_checks
 
 T = TypeVar("T")
@@ -121,7 +121,8 @@ def _loaded(load: Callable[[], Any], what: str) -> Any:
     try:
         return load()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code
-        detail = f"it called sys.exit({exc.code})" if isinstance(exc, SystemExit) else f"{class_named(exc)}: {exc}"
+        detail = (f"it called sys.exit({exception_text(exc) or None})" if isinstance(exc, SystemExit)
+                  else f"{class_named(exc)}: {exception_text(exc)}")  # its text bounded, its __str__ failing as '?'
         raise UnknownNameError(f"{what}: {detail}") from exc
 
 

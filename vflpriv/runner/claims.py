@@ -23,6 +23,7 @@ from vflpriv.common.declarations import (
     plain_data,
     vflpriv_own,
 )
+from vflpriv.common.errors import class_named, type_named
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.defenses.base import Protection
 from vflpriv.defenses.declarations import declared_secrets
@@ -72,9 +73,9 @@ def foreign_accounting(d: Protection | type, name: str) -> str:
     line = accounting_class(cls)
     classes = [k for k in cls.__mro__ if k not in _PYTHONS]
     found = [f"{data} (assigned since vflpriv defined it)" for k in classes for data in assigned_since(k)]
-    found += [f"{k.__name__} (mixed in beside {line.__name__}'s accounting)" for k in classes
+    found += [f"{type_named(k)} (mixed in beside {type_named(line)}'s accounting)" for k in classes
               if not issubclass(line, k) and not issubclass(k, line)]
-    found += [f"{k.__name__}.{member}" for k in (*classes, *type(cls).__mro__)
+    found += [f"{type_named(k)}.{ascii(member)[1:-1][:60]}" for k in (*classes, *type(cls).__mro__)
               if k not in _PYTHONS and not vflpriv_own(k) and not assigned_since(k)
               for member, value in sorted(vars(k).items()) if _foreign_member(k, member, value)]
     own = {} if d is cls else getattr(d, "__dict__", {})
@@ -127,7 +128,7 @@ def altered(d: Protection, made: dict[str, tuple[type, object]]) -> str:
     changed = {member for member, value in own.items() if member in made and made[member][0] is not type(None)
                and (type(value) is not made[member][0] or made[member][1] is not None and value is not made[member][1])}
     found = [f"self.{member} (deleted)" for member in made if member not in own]
-    found += [f"self.{member} (a {type(own[member]).__name__}, made a {made[member][0].__name__})"
+    found += [f"self.{member} (a {class_named(own[member])}, made a {type_named(made[member][0])})"
               if type(own[member]) is not made[member][0] else f"self.{member} (replaced)" for member in changed]
     found += [f"self.{member}{path}" for member, value in own.items() if member not in changed
               for path in _unmade(value, set())]
@@ -149,7 +150,7 @@ def _unmade(value: object, seen: set[int], depth: int = 0, models: bool = False)
     if one_of(kind, SCALARS) or one_of(kind, _TORCH_STATE) or id(value) in seen:
         return []
     if depth > _DEPTH or (one_of(kind, CONTAINERS) or kind is dict) and len(value) > _ITEMS:
-        return [f" (a {kind.__name__} over {_DEPTH} deep or of over {_ITEMS} items)"]
+        return [f" (a {type_named(kind)} over {_DEPTH} deep or of over {_ITEMS} items)"]
     seen.add(id(value))
     depth += 1
     if one_of(kind, CONTAINERS):
@@ -164,9 +165,9 @@ def _unmade(value: object, seen: set[int], depth: int = 0, models: bool = False)
     if kind is types.FunctionType:
         return [] if _vflpriv_code(value) else [" (a function)"]
     if options_model(kind):  # an options model holds plain data only
-        return [f".{member} (a {type(item).__name__})" for member, item in vars(value).items() if not plain_data(item)]
+        return [f".{member} (a {class_named(item)})" for member, item in vars(value).items() if not plain_data(item)]
     if not vflpriv_own(kind) or not hasattr(value, "__dict__"):
-        return [f" (a {kind.__name__})"]
+        return [f" (a {type_named(kind)})"]
     inside = getattr(kind, "HOLDS_MODELS", False) is True  # the ghost-clipping tape: the bottom and its layers
     return [f".{member}{path}" for member, item in vars(value).items()
             if not (issubclass(kind, nn.Module) and member in _MODULE_STORAGE)
@@ -175,7 +176,7 @@ def _unmade(value: object, seen: set[int], depth: int = 0, models: bool = False)
 
 def _shown(key: object) -> str:
     """A dict key as a path shows it, running no code of its class (a plugin's ``__repr__``)."""
-    return repr(key) if one_of(type(key), SCALARS) else f"a {type(key).__name__} key"
+    return repr(key) if one_of(type(key), SCALARS) else f"a {class_named(key)} key"
 
 
 def _vflpriv_code(f: object) -> bool:
@@ -263,8 +264,8 @@ def _unrecorded(d: Protection, secrets: frozenset[str]) -> str:
         return f"{d.name}: no epsilon recorded: its secrets name neither labels nor features"
     k = accounting_class(d)
     return (f"{d.name}: no epsilon recorded: its secrets ({', '.join(sorted(named))}) are none of those its accounting "
-            f"({k.__name__}.privacy_spent()) bounds ({', '.join(sorted(declared_secrets(k))) or 'none'}): a plugin's "
-            "secrets may narrow them, never redirect them")
+            f"({type_named(k)}.privacy_spent()) bounds ({', '.join(sorted(declared_secrets(k))) or 'none'}): a "
+            "plugin's secrets may narrow them, never redirect them")
 
 
 def withheld(defenses: list[Protection], names: list[str], judgement: tuple[Verdict, ...]) -> list[str]:

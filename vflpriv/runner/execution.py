@@ -21,7 +21,8 @@ import torch
 from torch import nn
 
 from vflpriv.common import metrics
-from vflpriv.common.errors import ChannelViolation, DivergedError, VflprivError
+from vflpriv.common.errors import (ChannelViolation, DivergedError, VflprivError, class_named, exception_text,
+                                   type_path)
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.common.seeding import generator
 from vflpriv.config.keys import config_hash, loaded_code, plugin_code
@@ -115,6 +116,11 @@ def run(configs: RunConfig | Sequence[RunConfig]) -> list[RunRecord]:
     return execute(plan(configs))
 
 
+#: The most of an exception's text a record's error (or a protocol error) keeps: vflpriv's own whole, a plugin's
+#: bounded (its ``__str__``, 1 MB say, was written into every record of its training).
+ERROR_WIDTH = 4000
+
+
 def _execute(p: Plan) -> list[RunRecord]:
     records = [blank_record(a.config) for a in p.attacks]
     swept = next((d for d, c in zip(p.defenses, p.config.defenses) if c.sweep), None)
@@ -125,10 +131,10 @@ def _execute(p: Plan) -> list[RunRecord]:
         result = train(p)
     except DivergedError as exc:
         for record in records:
-            record.status, record.error = FAILED, str(exc)
+            record.status, record.error = FAILED, exception_text(exc, ERROR_WIDTH)
         return records
     except ChannelViolation as exc:  # the method broke its declared protocol: named, with its class (a plugin's)
-        raise ChannelViolation(f"{method_named(p)}: {exc}") from None
+        raise ChannelViolation(f"{method_named(p)}: {exception_text(exc, ERROR_WIDTH)}") from None
     meter = result.fed.channel.meter
     traffic = json.dumps({"/".join(k): [meter.bytes[k], meter.messages[k]] for k in sorted(meter.messages)})
     under_attack = p.acting is not None
@@ -174,11 +180,11 @@ def _execute(p: Plan) -> list[RunRecord]:
         try:
             RUNS[a.attack.secret](a, result, p.scenario, record, delta=delta)
         except DivergedError as exc:
-            record.status, record.error = FAILED, str(exc)
+            record.status, record.error = FAILED, exception_text(exc, ERROR_WIDTH)
         except VflprivError:
             raise
         except Exception as exc:  # noqa: BLE001 - one attack's failure (a plugin's broken reply) keeps the others' runs
-            record.status, record.error = FAILED, f"{type(exc).__name__}: {exc}"
+            record.status, record.error = FAILED, f"{class_named(exc)}: {exception_text(exc, ERROR_WIDTH)}"
         record.attack_seconds = time.perf_counter() - start
         if tensors_digest(inboxes) != received:
             if record.status != FAILED:
@@ -189,9 +195,9 @@ def _execute(p: Plan) -> list[RunRecord]:
 
 
 def method_named(p: Plan) -> str:
-    """The planned method as a protocol error names it: its registered name and its class."""
-    cls = type(p.method)
-    return f"method '{p.config.method.name}' ({cls.__module__}.{cls.__qualname__})"
+    """The planned method as a protocol error names it: its registered name and its class (``errors.type_path``: no
+    metaclass code of a plugin's runs)."""
+    return f"method '{p.config.method.name}' ({type_path(type(p.method))})"
 
 
 def _run_label_attack(a, result: TrainedFederation, scenario, record: RunRecord, *, delta: float) -> None:
@@ -258,7 +264,7 @@ def run_safely(runs: list[RunConfig]) -> list[RunRecord]:
     except Exception as exc:  # noqa: BLE001 - recorded, reported, retried on resume
         records = [blank_record(r) for r in runs]
         for record in records:
-            record.status, record.error = FAILED, f"{type(exc).__name__}: {exc}"
+            record.status, record.error = FAILED, f"{class_named(exc)}: {exception_text(exc, ERROR_WIDTH)}"
         return records
 
 

@@ -321,8 +321,11 @@ def stale_claim(record: RunRecord) -> str:
 def without_stale_claim(record: RunRecord) -> RunRecord:
     """``record``, with a stale epsilon (:func:`stale_claim`) read as none and the note saying why."""
     why = stale_claim(record)
-    if not why:
-        return record
+    return without_epsilon(record, why) if why else record
+
+
+def without_epsilon(record: RunRecord, why: str) -> RunRecord:
+    """``record`` with its epsilons read as none and ``why`` added to its notes: every read that withholds them."""
     nan = float("nan")
     return replace(record, epsilon=nan, epsilon_delta=nan, epsilon_features=nan, epsilon_features_delta=nan,
                    notes="; ".join(filter(None, [record.notes, why])))

@@ -125,11 +125,16 @@ def run_into_store(configs: list[RunConfig], out: Path, *, jobs: int, backend: s
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; the finished runs are kept in {store_path} (run the same command "
                               "to resume)") from None
+    from vflpriv.reports.results import as_read, withheld_warning  # the records as vflpriv table reads them
+
+    results = as_read(results)
     if write_csv:
         write_results(results, out, owns=None if overwrite else owns or {c.key() for c in configs}.__contains__,
                       store_path=store_path, store_option=store_option)
     for note in notes:
         console.print(f"note: {note}")
+    if withheld := withheld_warning(results.attrs["withheld"]):
+        console.print(withheld, markup=False)
     if write_csv:
         console.print(f"wrote {out / 'results.csv'}")
     return results
@@ -387,7 +392,9 @@ def _lr_choice(results: pd.DataFrame, out: Path, console: Console) -> list[Path]
                           "chosen (each is its own row; choosing on the test utility would select on the test set); "
                           "set finetune.validation (e.g. 0.2) to choose it per seed")
         return []
-    console.print("finetune.lr chosen per seed (and strength) on the validation split (the highest utility_val):")
+    console.print(f"finetune.lr chosen per seed (and strength) on the validation split (the highest utility_val; "
+                  f"no ε is recorded for the choice: choosing among {len(lr_grid(results))} trainings of the same "
+                  "labels composes them and reads the validation labels without noise):")
     caps = cap_table(chosen)
     for table in cap_tables(caps):
         console.print(table.markdown())

@@ -4,7 +4,8 @@ The sweep keeps every lr (each its own variant, as any axis); where its runs hol
 (``finetune.validation``), each deployment (every other setting, defense strength and seed) also takes the lr whose
 validation utility is highest (the first lr of the grid on a tie: :func:`~vflpriv.workflows.reproductions.selection
 .choose`, as ``vflpriv reproduce`` does), and the CAP of those choices is the sweep's honest CAP: choosing the lr on
-the test utility would select on the test set.
+the test utility would select on the test set. The choice has no recorded ε: it composes the grid's trainings of
+the same labels and reads the validation labels without noise, so ``lr_chosen.csv`` carries no epsilon column.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from vflpriv.common.errors import ConfigError
-from vflpriv.config.parse import apply_override, merged, read_config_file
+from vflpriv.config.overrides import apply_overrides
+from vflpriv.config.parse import merged, read_config_file
 from vflpriv.config.presets import load as load_preset
 from vflpriv.workflows.reproductions.selection import Selection
 
@@ -54,8 +55,7 @@ class Analogue:
                 _assign(raw, key, value)
             if self.targets:
                 _assign(raw, "finetune.curve", True)
-            for assignment in overrides:
-                apply_override(raw, assignment)
+            apply_overrides(raw, overrides)
             out.append(raw)
         return out
 
