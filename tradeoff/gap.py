@@ -12,7 +12,7 @@ from vflpriv.store.records import stored as stored_record
 from vflpriv.store.secrets import ENV_VAR, current_fingerprint
 from vflpriv.store.sqlite import Store
 from vflpriv.store.trainings import mixed_trainings, secure_settings
-from vflpriv.tradeoff.spelling import disagreement
+from vflpriv.tradeoff.spelling import resumed
 
 
 class GapCheck:
@@ -75,7 +75,7 @@ class GapCheck:
         problems = {}
         for key, text in written.items():
             record, problem = stored_record(key, text, lists=True)
-            if problem or (problem := disagreement(record, self.runs[key])):
+            if problem or (problem := resumed(record, self.runs[key])):
                 problems[key] = problem
         keys = list(written)
         if not self.expected:

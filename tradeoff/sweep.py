@@ -29,7 +29,7 @@ from vflpriv.store.sqlite import Store
 from vflpriv.store.trainings import partly_stored, secure_records, secure_settings
 from vflpriv.tradeoff.executors import LOCAL_BACKENDS, run_all
 from vflpriv.tradeoff.gap import GapCheck, refuse_other_canary_key, refuse_other_data
-from vflpriv.tradeoff.spelling import disagreement
+from vflpriv.tradeoff.spelling import resumed
 
 if TYPE_CHECKING:  # the frame is made once the runs are done: the trainings need no pandas
     import pandas as pd
@@ -199,7 +199,7 @@ def _check_canaries_guessed(configs: Sequence[RunConfig]) -> None:
 def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None,
                  replace_other_data: bool = False) -> list[str]:
     """Delete the stored records of ``configs`` that do not check out (their own fields, or what their run's settings
-    say of them: ``spelling.disagreement``), or whose epsilon earlier claim rules decided
+    say of them: ``spelling.resumed``), or whose epsilon earlier claim rules decided
     (``RunRecord.claim_version``), so they are recomputed; say so. Records computed on other data than the dataset
     holds now (``data_by_key``: a changed data file) are deleted and recomputed too where ``replace_other_data``
     (``--overwrite``), else refused (:func:`refuse_other_data`), nothing deleted. Returns the stored records of
@@ -213,7 +213,7 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
         refuse_other_data(other, where=str(store.path))
         refuse_other_canary_key(other_key, where=str(store.path))
     by_key = {c.key(): c for c in configs}
-    damaged = store.drop_damaged(list(expected), check=lambda key, record: disagreement(record, by_key[key]))
+    damaged = store.drop_damaged(list(expected), check=lambda key, record: resumed(record, by_key[key]))
     stale = store.stale_claims(list(expected))  # never resumed with an epsilon earlier claim rules decided
     store.forget([key for key, _ in other + other_key + stale])
     partial = partly_stored(configs, secure_records(store.path, configs))  # review fe2 R1: retrained whole

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from vflpriv.common.components import built
 from vflpriv.common.errors import VflprivError
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.config.parse import parse_options
@@ -195,16 +196,17 @@ def accounting_of(defenses: list, judgement: tuple[Verdict, ...], cfg: RunConfig
     return json.dumps(entries)
 
 
-def miscounted(record, cfg: RunConfig) -> str:
+def miscounted(record, cfg: RunConfig, method: Method | None = None) -> str:
     """Which epsilon (or delta) of ``record`` its accountants do not give from its settings ``cfg`` and the counts it
-    holds, or ''. Not judged (''): an earlier claim rules' epsilon (withheld anyway), one of a defense unknown here
-    or without an accountant."""
+    holds, or ''; what the settings void judged with ``method`` (else vflpriv's own, built: :func:`_method`). Not
+    judged (''): an earlier claim rules' epsilon (withheld anyway), one of a defense unknown here or without an
+    accountant."""
     if record.claim_version != CLAIM_VERSION:
         return ""
     if len(record.epsilon_accounting) > ENTRY_CHARS * (len(cfg.defenses) + 1):
         return f"its epsilon_accounting is not one a run writes ({len(record.epsilon_accounting)} characters)"
     try:
-        expected = _expected(record, cfg)
+        expected = _expected(record, cfg, method)
     except VflprivError:
         return ""
     except Exception as exc:  # noqa: BLE001 - the field edited into another shape (a nesting deep enough to recurse)
@@ -230,10 +232,11 @@ def _planned(accountant: Accountant, cfg: RunConfig, d: DefenseConfig, count: An
         return accountant.loop_count(cfg, d) if type(count) is int else f"its method is unknown here ({exc})"
 
 
-def _settings_void(accountant: Accountant, cfg: RunConfig, d: DefenseConfig) -> str:
-    """Why the settings alone void the claim (:attr:`Accountant.settings_void`), or '' (also where the method is not
-    built here: :func:`unjudged` withholds its epsilon)."""
-    method = None if accountant.settings_void is None else _method(cfg)
+def _settings_void(accountant: Accountant, cfg: RunConfig, d: DefenseConfig, method: Method | None) -> str:
+    """Why the settings alone void the claim (:attr:`Accountant.settings_void`) judged with ``method`` (None: vflpriv's
+    own, built), or '' (also where the method is not built here: :func:`unjudged` withholds its epsilon)."""
+    if accountant.settings_void is not None and method is None:
+        method = _method(cfg)
     return "" if method is None else accountant.settings_void(cfg, d, method)
 
 
@@ -242,7 +245,7 @@ def _close(found: float, want: float) -> bool:
     return (math.isnan(found) and math.isnan(want)) or math.isclose(found, want, rel_tol=TOLERANCE, abs_tol=1e-15)
 
 
-def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, float]]:
+def _expected(record, cfg: RunConfig, method: Method | None) -> dict[tuple[str, str], tuple[float, float]]:
     """Per (epsilon, delta) fields of ``record`` it checks, the claim its accountants give (NaN: none), composed as
     ``claims.record_claims`` composes them (they add; a void one leaves none: ``claims.composed``); raises VflprivError
     where it cannot recompute them, ValueError where no run writes its entries (one per claiming defense, in order)."""
@@ -263,7 +266,8 @@ def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, floa
                          + (f" and any of the unknown {unknown}" if unknown else ""))
     claims: dict[str, list] = {LABELS: [], FEATURES: []}
     for entry in entries:
-        secret, claim = (entry["secret"], UNKNOWN) if entry["defense"] in unknown else _recomputed(entry, record, cfg)
+        secret, claim = (entry["secret"], UNKNOWN) if entry["defense"] in unknown else \
+            _recomputed(entry, record, cfg, method)
         if claim is not None:
             claims[secret].append(claim)  # KeyError: an unknown defense's entry of no secret a run records
     return {PAIRS[secret]: _sum(found) for secret, found in claims.items() if UNKNOWN not in found}
@@ -313,6 +317,26 @@ def unjudged(record, cfg: RunConfig) -> str:
     return ""
 
 
+def unvoided(record, cfg: RunConfig) -> str:
+    """:func:`miscounted` of a record of a plugin method, what its settings void judged with the method as its run
+    builds it, or '': where a resume plans ``cfg`` and runs the plugin's code anyway (review hunt3 P12: an entry
+    un-voided, its epsilon withheld where read, was resumed as the run's). vflpriv's own are judged by every read."""
+    if METHODS.builtin(cfg.method.name) or (method := _plugin(cfg.method.name, json.dumps(cfg.method.options))) is None:
+        return ""
+    return miscounted(record, cfg, method)
+
+
+@lru_cache(maxsize=64)
+def _plugin(name: str, options: str) -> Method | None:
+    """The plugin method ``name`` built with ``options`` (JSON) as planning builds it, once; None where it is not
+    importable here or does not build (planning says why)."""
+    try:
+        cls = METHODS.get(name)
+        return built("method", name, lambda: cls(parse_options(cls, json.loads(options), where="method.options")))
+    except VflprivError:
+        return None
+
+
 #: An entry's claim where its run voided it (``"void": true``).
 VOID = "void"
 #: An entry's claim of a defense unknown here: its secret's sum is not checked (its epsilon withheld: :func:`unjudged`).
@@ -327,7 +351,8 @@ def _sum(claims: list) -> tuple[float, float]:
     return sum(e for e, _ in claims), sum(d for _, d in claims)
 
 
-def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, float] | str | None]:
+def _recomputed(entry: dict, record, cfg: RunConfig, method: Method | None
+                ) -> tuple[str, tuple[float, float] | str | None]:
     """One entry's secret and claim, recomputed from the count its settings state (:data:`VOID` where its run voided
     it; None: at the identity, or a feature claim of a defense not guarding the record's victim, which
     ``record_claims`` leaves out); ValueError where no run writes it."""
@@ -356,7 +381,7 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
     if not (void or identity) and isinstance(planned, str):
         raise ValueError(f"defense {i} ({d.name}) records an epsilon where a run of its settings records none: "
                          f"{planned}")
-    if not (void or identity) and (why := _settings_void(accountant, cfg, d)):
+    if not (void or identity) and (why := _settings_void(accountant, cfg, d, method)):
         raise ValueError(f"defense {i} ({d.name}) is not void, where its settings void its claim: {why:.80}")
     try:
         if secret == FEATURES and not guards_record(d, record.victim):
