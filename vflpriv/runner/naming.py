@@ -121,8 +121,8 @@ def resolved(d: DefenseConfig, finetune: Any) -> float | None:
         return None
 
 
-#: The record's fields naming its swept defense's axis (``execution``: from its class; the defaults where none is
-#: swept).
+#: The record's fields naming its swept defense's axis (its class's, as :func:`named` writes them into a new record;
+#: the record's defaults where none is swept).
 AXIS_FIELDS = ("strength_axis", "strength_stronger", "strength_identity")
 
 
