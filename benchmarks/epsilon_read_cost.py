@@ -49,7 +49,10 @@ def _records(seeds: int) -> list:
                      {"epsilon": epsilon, "epsilon_delta": delta})
             status = "n/a" if secret == "features" else "ok"  # a scored feature record holds its per-target lists
             entry = {"defense": 0, "revision": cls.revision, "secret": secret, "count": count}
-            records.append(replace(blank_record(run), num_classes=10, utility=0.8, status=status, **claim,
+            record = blank_record(run)  # where an option sets the strength, the one its run resolves (hunt3 P11)
+            solved = naming.resolved(d, run.finetune) if naming.own_strength_option(d) else None
+            records.append(replace(record, num_classes=10, utility=0.8, status=status, **claim,
+                                   strength=record.strength if solved is None else solved,
                                    attack_accuracy=0.5, prior_accuracy=0.4, n_targets=100,
                                    epsilon_accounting=json.dumps([entry])))
     return records
@@ -57,7 +60,7 @@ def _records(seeds: int) -> list:
 
 def _cold() -> None:
     """Every cache of the check emptied: each read pays for each distinct input once."""
-    for cached in (accountants._spent, accountants._noise_for, accountants._gaussian, naming._guards):
+    for cached in (accountants._spent, naming._noise_for, accountants._gaussian, naming._guards):
         cached.cache_clear()
 
 

@@ -13,7 +13,7 @@ from vflpriv.store.secrets import ENV_VAR, current_fingerprint
 from vflpriv.store.sqlite import Store
 from vflpriv.store.trainings import mixed_trainings, secure_settings
 from vflpriv.store.verification import other_canary_key, other_data
-from vflpriv.tradeoff.spelling import disagreement
+from vflpriv.tradeoff.spelling import resumed
 
 #: What the start-up check (``sweep.drop_damaged``) and the gap find wrong with a stored record, each as the start-up
 #: check's note counts it, in the order the gap says a key's first.
@@ -110,7 +110,7 @@ def record_problems(rows: Iterable[tuple[str, object]], runs: dict[str, RunConfi
     for key, text in rows:
         data, problem = parsed(text)
         record, problem = (None, problem) if problem else stored_object(key, data, lists=True)
-        if problem or (problem := disagreement(record, runs[key])):
+        if problem or (problem := resumed(record, runs[key])):
             found[DAMAGED].append((key, problem))
         elif why := stale_claim(RunRecord.from_object(data)):  # as written: never resumed, other rules decided it
             found[STALE].append((key, why))

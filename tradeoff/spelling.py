@@ -22,7 +22,7 @@ from vflpriv.config.registry import ATTACKS, DEFENSES, METHODS
 from vflpriv.config.schema import RunConfig
 from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.defense_planning import DEFENSE_POINTS, PASSIVE, PASSIVE_POINTS, message_kinds  # as it binds
-from vflpriv.runner.accountants import miscounted, unjudged
+from vflpriv.runner.accountants import miscounted, unjudged, unvoided
 from vflpriv.runner.naming import misnamed, refused, unclaimable, unguarded, unkeyed, unverified
 from vflpriv.runner.prior import OWN_ENCODER_PRIORS, prior_pretraining
 
@@ -158,3 +158,9 @@ def withheld(record: Any, run: RunConfig) -> str:
     not importable here, a plugin method's count; ``runner.naming.unverified``: settings not matched with their key),
     or '': where records are read, as :func:`disagreement`."""
     return unjudged(record, run) or unverified(record, run)
+
+
+def resumed(record: Any, run: RunConfig) -> str:
+    """:func:`disagreement`, and where a resume plans ``run``: an entry its plugin method voids
+    (``accountants.unvoided``: review hunt3 P12), or '': such a stored record is recomputed, not resumed."""
+    return disagreement(record, run) or unvoided(record, run)

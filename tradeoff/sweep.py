@@ -204,10 +204,10 @@ def _check_canaries_guessed(configs: Sequence[RunConfig]) -> None:
 def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callable[[str], None] | None,
                  replace_other_data: bool = False) -> list[str]:
     """Delete the stored records of ``configs`` that do not check out (their own fields, or what their run's settings
-    say of them: ``spelling.disagreement``), or whose epsilon earlier claim rules decided (``RunRecord.claim_version``),
-    so they are recomputed; say so (the tests :func:`~vflpriv.tradeoff.gap.record_problems`, the gap's too). Records
-    computed on other data than the dataset holds now (``data_by_key``: a changed data file) are deleted and recomputed
-    too where ``replace_other_data`` (``--overwrite``), else refused (``gap.refuse_stored_other``,
+    say of them, or an entry their plugin method voids: ``spelling.resumed``), or whose epsilon earlier claim rules
+    decided (``RunRecord.claim_version``), so they are recomputed; say so (the tests
+    :func:`~vflpriv.tradeoff.gap.record_problems`, the gap's too). Records computed on other data than the dataset
+    holds now (``data_by_key``: a changed data file) are deleted and recomputed too where ``replace_other_data`` (``--overwrite``), else refused (``gap.refuse_stored_other``,
     ``gap.refuse_other``), nothing deleted. Returns the stored records of secure-noise trainings held in part or from
     two trainings (:func:`partly_stored`): kept, not deleted, until the loop (:func:`_replace_part`) runs their
     training whole and replaces them, or finds another sweep did (:class:`~vflpriv.tradeoff.gap.GapCheck`; review st

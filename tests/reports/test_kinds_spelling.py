@@ -35,8 +35,7 @@ def _rows(tmp_path: Path, first: dict, second: dict) -> list:
             key = run.key() if "kinds" not in defense else config_hash(keyed(  # as the earlier code keyed them
                 {k: v for k, v in json.loads(json.dumps(config)).items() if k != "device"}))
             store.put(replace(blank_record(run), key=key, config=json.dumps(config), status="ok", utility=0.8,
-                              attack_accuracy=0.6, prior_accuracy=0.5, num_classes=10, strength_axis="lambda",
-                              strength_stronger="higher", strength_identity=0.0))
+                              attack_accuracy=0.6, prior_accuracy=0.5, num_classes=10))
     frame = load_results(tmp_path)
     return sorted(frame.groupby("variant")["seed"].nunique().to_dict().items())
 

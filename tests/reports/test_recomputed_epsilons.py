@@ -109,7 +109,17 @@ EDITS = {"the issue's 2.44": ("dp-gaussian", lambda r: r.update(epsilon=2.44), "
          "a feature defense at the active party": ("embedding-dp", lambda r: _settings(r, party=0),
                                                    "from settings whose defense embedding-dp cannot be built here"),
          "a count for randomised response": ("label-dp", _accounting(lambda e: e.update(count=3)),
-                                             "(label-dp) counts 3")}
+                                             "(label-dp) counts 3"),
+         "a target's sigma raised": ("target", lambda r: r.update(strength=100.0),
+                                     "its strength is 100.0, where its settings say 2.3193359375"),
+         "a target's sigma lowered": ("target", lambda r: r.update(strength=0.5),
+                                      "its strength is 0.5, where its settings say 2.3193359375"),
+         "the axis renamed": ("dp-gaussian", lambda r: r.update(strength_axis="epsilon"),
+                              "its strength_axis is 'epsilon', where its settings say 'sigma'"),
+         "the axis reversed": ("dp-gaussian", lambda r: r.update(strength_stronger="lower"),
+                               "its strength_stronger is 'lower', where its settings say 'higher'"),
+         "the identity moved": ("label-dp", lambda r: r.update(strength_identity=0.0),
+                                "its strength_identity is 0.0, where its settings say inf")}
 
 
 def test_each_epsilon_a_run_records_is_recomputed_and_kept(written):

@@ -42,40 +42,32 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from vflpriv.common.components import built
 from vflpriv.common.errors import VflprivError, type_named
 from vflpriv.common.secret_kinds import FEATURES, LABELS
 from vflpriv.config.parse import parse_options
 from vflpriv.config.registry import DEFENSES, METHODS
 from vflpriv.config.schema import DefenseConfig, FinetuneConfig, RunConfig
 from vflpriv.defenses.alibi import Alibi
-from vflpriv.defenses.dp_gaussian import GaussianDP, label_reads, noise_for, spent, uses_outside_loop
+from vflpriv.defenses.dp_gaussian import GaussianDP, label_reads, spent, uses_outside_loop
 from vflpriv.defenses.embedding_dp import EmbeddingDP
 from vflpriv.defenses.embedding_dp_accounting import gaussian_epsilon
 from vflpriv.defenses.label_dp import LabelDP
 from vflpriv.methods.base import Method
 from vflpriv.methods.vflhlp import VFLHLP
 from vflpriv.runner.claims import Verdict, accounting_class, claim_secrets, foreign_accounting
-from vflpriv.runner.naming import CLAIMS, guards_record
+from vflpriv.runner.naming import CLAIMS, TOLERANCE, guards_record, solved_sigma
 from vflpriv.store.records import CLAIM_VERSION
 
 #: The most characters one defense's entry of ``epsilon_accounting`` takes (about 70 as written): a longer field is
 #: damage, never parsed.
 ENTRY_CHARS = 128
 
-#: How close a recomputed epsilon or delta must be to the stored one (the same code on other hardware: float rounding).
-TOLERANCE = 1e-9
-
 
 @lru_cache(maxsize=4096)
 def _spent(sigma: float, delta: float, uses: int) -> float:
     """dp-gaussian's accountant (``dp_gaussian.spent``), once per distinct input: a store holds many seeds of each."""
     return spent(sigma, delta=delta, uses=uses)
-
-
-@lru_cache(maxsize=1024)
-def _noise_for(target: float, delta: float, uses: int) -> float:
-    """The sigma ``GaussianDP.bind`` solves for a target epsilon, once per distinct input (a solver: the dearest)."""
-    return noise_for(target, delta=delta, uses=uses)
 
 
 @lru_cache(maxsize=4096)
@@ -88,7 +80,7 @@ def _dp_gaussian(cls: type, strength: float, finetune: FinetuneConfig, options: 
     """Opacus' RDP epsilon of the most-read label's ``count`` uses at the sigma the run noised with: its strength, or
     the one ``GaussianDP.bind`` solves for ``target_epsilon`` over the finetuning's updates."""
     o = cls.Options.model_validate(options)
-    sigma = strength if o.target_epsilon is None else _noise_for(o.target_epsilon, o.delta, label_reads(finetune))
+    sigma = strength if o.target_epsilon is None else solved_sigma(o, finetune)
     return _spent(sigma, o.delta, count), float(o.delta)
 
 
@@ -204,16 +196,17 @@ def accounting_of(defenses: list, judgement: tuple[Verdict, ...], cfg: RunConfig
     return json.dumps(entries)
 
 
-def miscounted(record, cfg: RunConfig) -> str:
+def miscounted(record, cfg: RunConfig, method: Method | None = None) -> str:
     """Which epsilon (or delta) of ``record`` its accountants do not give from its settings ``cfg`` and the counts it
-    holds, or ''. Not judged (''): an earlier claim rules' epsilon (withheld anyway), one of a defense unknown here
-    or without an accountant."""
+    holds, or ''; what the settings void judged with ``method`` (else vflpriv's own, built: :func:`_method`). Not
+    judged (''): an earlier claim rules' epsilon (withheld anyway), one of a defense unknown here or without an
+    accountant."""
     if record.claim_version != CLAIM_VERSION:
         return ""
     if len(record.epsilon_accounting) > ENTRY_CHARS * (len(cfg.defenses) + 1):
         return f"its epsilon_accounting is not one a run writes ({len(record.epsilon_accounting)} characters)"
     try:
-        expected = _expected(record, cfg)
+        expected = _expected(record, cfg, method)
     except VflprivError:
         return ""
     except Exception as exc:  # noqa: BLE001 - the field edited into another shape (a nesting deep enough to recurse)
@@ -239,10 +232,11 @@ def _planned(accountant: Accountant, cfg: RunConfig, d: DefenseConfig, count: An
         return accountant.loop_count(cfg, d) if type(count) is int else f"its method is unknown here ({exc})"
 
 
-def _settings_void(accountant: Accountant, cfg: RunConfig, d: DefenseConfig) -> str:
-    """Why the settings alone void the claim (:attr:`Accountant.settings_void`), or '' (also where the method is not
-    built here: :func:`unjudged` withholds its epsilon)."""
-    method = None if accountant.settings_void is None else _method(cfg)
+def _settings_void(accountant: Accountant, cfg: RunConfig, d: DefenseConfig, method: Method | None) -> str:
+    """Why the settings alone void the claim (:attr:`Accountant.settings_void`) judged with ``method`` (None: vflpriv's
+    own, built), or '' (also where the method is not built here: :func:`unjudged` withholds its epsilon)."""
+    if accountant.settings_void is not None and method is None:
+        method = _method(cfg)
     return "" if method is None else accountant.settings_void(cfg, d, method)
 
 
@@ -251,7 +245,7 @@ def _close(found: float, want: float) -> bool:
     return (math.isnan(found) and math.isnan(want)) or math.isclose(found, want, rel_tol=TOLERANCE, abs_tol=1e-15)
 
 
-def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, float]]:
+def _expected(record, cfg: RunConfig, method: Method | None) -> dict[tuple[str, str], tuple[float, float]]:
     """Per (epsilon, delta) fields of ``record`` it checks, the claim its accountants give (NaN: none), composed as
     ``claims.record_claims`` composes them (they add; a void one leaves none: ``claims.composed``); raises VflprivError
     where it cannot recompute them, ValueError where no run writes its entries (one per claiming defense, in order)."""
@@ -272,7 +266,8 @@ def _expected(record, cfg: RunConfig) -> dict[tuple[str, str], tuple[float, floa
                          + (f" and any of the unknown {unknown}" if unknown else ""))
     claims: dict[str, list] = {LABELS: [], FEATURES: []}
     for entry in entries:
-        secret, claim = (entry["secret"], UNKNOWN) if entry["defense"] in unknown else _recomputed(entry, record, cfg)
+        secret, claim = (entry["secret"], UNKNOWN) if entry["defense"] in unknown else \
+            _recomputed(entry, record, cfg, method)
         if claim is not None:
             claims[secret].append(claim)  # KeyError: an unknown defense's entry of no secret a run records
     return {PAIRS[secret]: _sum(found) for secret, found in claims.items() if UNKNOWN not in found}
@@ -322,6 +317,26 @@ def unjudged(record, cfg: RunConfig) -> str:
     return ""
 
 
+def unvoided(record, cfg: RunConfig) -> str:
+    """:func:`miscounted` of a record of a plugin method, what its settings void judged with the method as its run
+    builds it, or '': where a resume plans ``cfg`` and runs the plugin's code anyway (review hunt3 P12: an entry
+    un-voided, its epsilon withheld where read, was resumed as the run's). vflpriv's own are judged by every read."""
+    if METHODS.builtin(cfg.method.name) or (method := _plugin(cfg.method.name, json.dumps(cfg.method.options))) is None:
+        return ""
+    return miscounted(record, cfg, method)
+
+
+@lru_cache(maxsize=64)
+def _plugin(name: str, options: str) -> Method | None:
+    """The plugin method ``name`` built with ``options`` (JSON) as planning builds it, once; None where it is not
+    importable here or does not build (planning says why)."""
+    try:
+        cls = METHODS.get(name)
+        return built("method", name, lambda: cls(parse_options(cls, json.loads(options), where="method.options")))
+    except VflprivError:
+        return None
+
+
 #: An entry's claim where its run voided it (``"void": true``).
 VOID = "void"
 #: An entry's claim of a defense unknown here: its secret's sum is not checked (its epsilon withheld: :func:`unjudged`).
@@ -336,7 +351,8 @@ def _sum(claims: list) -> tuple[float, float]:
     return sum(e for e, _ in claims), sum(d for _, d in claims)
 
 
-def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, float] | str | None]:
+def _recomputed(entry: dict, record, cfg: RunConfig, method: Method | None
+                ) -> tuple[str, tuple[float, float] | str | None]:
     """One entry's secret and claim, recomputed from the count its settings state (:data:`VOID` where its run voided
     it; None: at the identity, or a feature claim of a defense not guarding the record's victim, which
     ``record_claims`` leaves out); ValueError where no run writes it."""
@@ -365,7 +381,7 @@ def _recomputed(entry: dict, record, cfg: RunConfig) -> tuple[str, tuple[float, 
     if not (void or identity) and isinstance(planned, str):
         raise ValueError(f"defense {i} ({d.name}) records an epsilon where a run of its settings records none: "
                          f"{planned}")
-    if not (void or identity) and (why := _settings_void(accountant, cfg, d)):
+    if not (void or identity) and (why := _settings_void(accountant, cfg, d, method)):
         raise ValueError(f"defense {i} ({d.name}) is not void, where its settings void its claim: {why:.80}")
     try:
         if secret == FEATURES and not guards_record(d, record.victim):

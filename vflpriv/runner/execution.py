@@ -127,9 +127,6 @@ def _execute(p: Plan) -> list[RunRecord]:
     for record in records:
         record.num_classes, record.device = p.scenario.dataset.num_classes, str(p.device)
         record.data_fingerprint = data_of(p.config)
-        if swept is not None:
-            record.strength_axis, record.strength_stronger = swept.axis.name, swept.axis.stronger
-            record.strength_identity = swept.axis.identity
     try:
         result = train(p)
     except DivergedError as exc:

@@ -3,7 +3,8 @@ from its settings in one place: written into each new record (``execution.blank_
 record's own settings wherever one is read (tables, resume), so that a coordinate edited by hand reads as a damaged
 record, not as another run (review hunt H5); likewise an epsilon no defense of its settings can claim (H6), a
 feature epsilon at a victim no feature-claiming defense of its settings guards (task epsread), and settings that do not
-hash to the record's key (hunt3 P1: the settings an epsilon is recomputed from are the key's run's)."""
+hash to the record's key (hunt3 P1: the settings an epsilon is recomputed from are the key's run's); a strength an option
+sets, and the swept axis, other than its settings' (hunt3 P11)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ from vflpriv.config.keys import code_mark, config_hash, keyed
 from vflpriv.config.registry import ATTACKS, AUDITORS, DEFENSES, METHODS
 from vflpriv.config.schema import DefenseConfig, RunConfig
 from vflpriv.config.sweep import own_strength_option
+from vflpriv.defenses.dp_gaussian import GaussianDP, label_reads, noise_for
 from vflpriv.engine import SERVER
 from vflpriv.engine.roles import PASSIVE
 from vflpriv.runner.adversaries import parties_of
 from vflpriv.runner.claims import claim_secrets, foreign_accounting, guards_victim  # record_claims' own rules
-from vflpriv.store.records import CLAIM_VERSION
+from vflpriv.store.records import CLAIM_VERSION, RunRecord
 
 #: Each epsilon a record carries and whether a defense claiming ``secrets`` records it (``claims.record_claims``: a
 #: label epsilon from a defense claiming the labels alone, a feature epsilon from one claiming the features).
@@ -53,27 +55,87 @@ def roles_of(cfg: RunConfig) -> tuple[str, str, str]:
 
 
 def named(cfg: RunConfig) -> dict:
-    """The fields by which a record of ``cfg`` names its run."""
+    """The fields by which a record of ``cfg`` names its run (its axis' where its swept defense is known here)."""
     swept = cfg.swept
     secret, adversary, victim = roles_of(cfg)
     return {"method": cfg.method.name, "dataset": cfg.dataset.name, "attack": cfg.attack.name,
             "defense": swept.name if swept else "+".join(d.name for d in cfg.defenses) or "none",
             "phase": cfg.attack.phase, "strength": swept.strength if swept and swept.strength is not None else 0.0,
             "seed": cfg.seed, "secret": secret, "adversary": adversary, "victim": victim,
-            "canaries": cfg.partition.canaries}
+            "canaries": cfg.partition.canaries, **_axis(cfg)}
 
 
 def misnamed(record, cfg: RunConfig) -> str:
-    """Which field of ``record`` names another run than its settings ``cfg`` (:func:`named`), or ''. The strength is
-    left out where an option sets it (dp-gaussian's ``target_epsilon``: the code resolved it)."""
+    """Which field of ``record`` names another run than its settings ``cfg`` (:func:`named`; where an option sets the
+    strength, the one it resolves to: :func:`resolved`), or ''."""
     skip = set() if _roles(cfg) else set(ROLES)
+    expected = named(cfg)
     if cfg.swept is not None and own_strength_option(cfg.swept):
-        skip.add("strength")
-    for name, value in named(cfg).items():
+        expected["strength"] = resolved(cfg.swept, cfg.finetune)
+        skip |= {"strength"} if expected["strength"] is None else set()
+    for name, value in expected.items():
         found = getattr(record, name)
-        if name not in skip and found != value:  # NaN differs from every strength
+        if name not in skip and _differs(found, value):  # NaN differs from every strength
             return f"its {name} is {found!r:.40}, where its settings say {value!r:.40}"
     return ""
+
+
+def _differs(found: Any, value: Any) -> bool:
+    """Not equal; floats beyond float rounding (a solved sigma on other hardware), NaN from every number."""
+    if type(found) is float and type(value) is float:
+        return not math.isclose(found, value, rel_tol=TOLERANCE)
+    return found != value
+
+
+#: How close a recomputed strength, epsilon or delta must be to the stored one (the same code on other hardware: float
+#: rounding).
+TOLERANCE = 1e-9
+
+
+@lru_cache(maxsize=1024)
+def _noise_for(target: float, delta: float, uses: int) -> float:
+    """The sigma ``GaussianDP.bind`` solves for a target epsilon, once per distinct input (a solver: the dearest)."""
+    return noise_for(target, delta=delta, uses=uses)
+
+
+def solved_sigma(options: Any, finetune: Any) -> float:
+    """dp-gaussian's sigma for ``options.target_epsilon`` (parsed) over the finetuning's label reads, as ``bind``."""
+    return _noise_for(options.target_epsilon, options.delta, label_reads(finetune))
+
+
+#: Each vflpriv defense class an option may set the strength of (``own_strength_option``) and the strength its run
+#: resolves from its parsed options and finetuning.
+RESOLVED = {GaussianDP: solved_sigma}
+
+
+def resolved(d: DefenseConfig, finetune: Any) -> float | None:
+    """The strength a run of the swept defense ``d`` resolves from the option setting it (review hunt3 P11: any sigma
+    was shown beside the target's epsilon), or None where a read cannot tell: a plugin's defense (its code, not run at
+    read), a strength given beside the option (no run's: :func:`refused`), options no run reads (judged elsewhere)."""
+    if d.strength is not None or not DEFENSES.builtin(d.name):
+        return None
+    cls = DEFENSES.get(d.name)
+    try:
+        return RESOLVED[cls](cls.Options.model_validate(d.options), finetune)
+    except ValueError:  # pydantic's ValidationError
+        return None
+
+
+#: The record's fields naming its swept defense's axis (its class's, as :func:`named` writes them into a new record;
+#: the record's defaults where none is swept).
+AXIS_FIELDS = ("strength_axis", "strength_stronger", "strength_identity")
+
+
+def _axis(cfg: RunConfig) -> dict:
+    """:data:`AXIS_FIELDS` as a record of ``cfg`` names them, or {} where its swept defense is unknown here (review
+    hunt3 P11: an axis renamed or reversed in a record relabelled and reordered the tables' columns)."""
+    if cfg.swept is None:
+        return {name: getattr(RunRecord, name) for name in AXIS_FIELDS}
+    try:
+        axis = DEFENSES.get(cfg.swept.name).axis
+    except VflprivError:
+        return {}
+    return dict(zip(AXIS_FIELDS, (axis.name, axis.stronger, axis.identity)))
 
 
 def unclaimable(record, cfg: RunConfig) -> str:

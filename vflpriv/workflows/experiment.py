@@ -160,7 +160,7 @@ def stored_keys(store_path: Path, configs: list[RunConfig]) -> set[str]:
     from vflpriv.data.load import data_by_key
     from vflpriv.store.sqlite import FINAL, read_store
     from vflpriv.store.trainings import partly_stored
-    from vflpriv.tradeoff.spelling import disagreement
+    from vflpriv.tradeoff.spelling import resumed
 
     if not store_path.is_file() or store_path.stat().st_size == 0:
         return set()
@@ -169,7 +169,7 @@ def stored_keys(store_path: Path, configs: list[RunConfig]) -> set[str]:
                                 *stored_other_canary_key(store_path, list(data), current_fingerprint())]}
     by_key = {c.key(): c for c in configs}
     final = [r for r in read_store(store_path).records if r.status in FINAL and r.key in by_key
-             and not disagreement(r, by_key[r.key])]  # what the run's settings do not say: recomputed (review hunt H5)
+             and not resumed(r, by_key[r.key])]  # what the run's settings do not say: recomputed (review hunt H5)
     partial = set(partly_stored(configs, final))  # the run recomputes those (review fe2 R1)
     return {r.key for r in final if r.key in data and r.key not in other | partial}
 
