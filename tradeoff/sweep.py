@@ -208,10 +208,10 @@ def drop_damaged(store: Store, configs: Sequence[RunConfig], *, on_note: Callabl
     decided (``RunRecord.claim_version``), so they are recomputed; say so (the tests
     :func:`~vflpriv.tradeoff.gap.record_problems`, the gap's too). Records computed on other data than the dataset
     holds now (``data_by_key``: a changed data file) are deleted and recomputed too where ``replace_other_data``
-    (``--overwrite``), else refused (``gap.refuse_stored_other``, ``gap.refuse_other``), nothing deleted. Returns the stored records of secure-noise trainings held in part or from
-    two trainings (:func:`partly_stored`): kept, not deleted, until the loop (:func:`_replace_part`) runs their
-    training whole and replaces them, or finds another sweep did (:class:`~vflpriv.tradeoff.gap.GapCheck`; review st
-    S1: ``sweep``'s ``redo``)."""
+    (``--overwrite``), else refused (``gap.refuse_stored_other``, ``gap.refuse_other``), nothing deleted. Returns the
+    stored records of secure-noise trainings held in part or from two trainings (:func:`partly_stored`): kept, not
+    deleted, until the loop (:func:`_replace_part`) runs their training whole and replaces them, or finds another
+    sweep did (:class:`~vflpriv.tradeoff.gap.GapCheck`; review st S1: ``sweep``'s ``redo``)."""
     expected = data_by_key(configs)
     if not replace_other_data:
         refuse_stored_other(store, list(expected), expected)
