@@ -91,4 +91,5 @@ def test_a_bad_index_in_brackets_gets_the_dotted_form_s_message(key, index):
     bracketed bad index got "unknown setting" where the dotted one got the index rule)."""
     with pytest.raises(ConfigError) as refused:
         apply_override({"defenses": [{}]}, f"{key}.options.clip=2")
-    assert str(refused.value) == f"--set {key}.options.clip: 'defenses' is a list of 1; give an index 0..0, got '{index}'"
+    said = f"--set {key}.options.clip: 'defenses' is a list of 1; give an index 0..0, got '{index}'"
+    assert str(refused.value) == said

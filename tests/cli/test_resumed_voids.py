@@ -1,6 +1,6 @@
 """Review hunt3 P12: a resume judged stored records by ``spelling.disagreement`` only, so a plugin method's void claim
-edited into an epsilon (withheld by every read) was resumed as done, printed by evaluate and tested by the audit's canary
-verdict. Where the plugin is importable, the resume judges its settings' void with the method and recomputes."""
+edited into an epsilon (withheld by every read) was resumed as done, printed by evaluate and tested by the audit's
+canary verdict. Where the plugin is importable, the resume judges its settings' void with the method and recomputes."""
 
 from __future__ import annotations
 

@@ -57,8 +57,9 @@ def _refuse_repeated_options(parser, args: list[str]) -> None:
 
 
 def _refuse_unplain_numbers(parser, args: list[str], callback) -> None:
-    """A number option (``--jobs``, ``--steps``, ``--low``) given as int() and pydantic read it but ``--seeds`` refuses
-    (``--jobs 1_0``, read as 10: ``config.yaml_values.unplain``) is refused, as a ``--set`` value is (review misc F10)."""
+    """A number option (``--jobs``, ``--steps``, ``--low``) given as int() and pydantic read it but ``--seeds``
+    refuses (``--jobs 1_0``, read as 10: ``config.yaml_values.unplain``) is refused, as a ``--set`` value is (review
+    misc F10)."""
     try:
         opts, _, order = parser.parse_args(args=list(args))
         hints = typing.get_type_hints(callback)

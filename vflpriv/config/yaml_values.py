@@ -16,7 +16,8 @@ class _NoAliasLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in vflpriv config files", mark)
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in vflpriv config files",
+                                              mark)
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node, deep=False):  # type: ignore[override]

@@ -3,8 +3,8 @@ from its settings in one place: written into each new record (``execution.blank_
 record's own settings wherever one is read (tables, resume), so that a coordinate edited by hand reads as a damaged
 record, not as another run (review hunt H5); likewise an epsilon no defense of its settings can claim (H6), a
 feature epsilon at a victim no feature-claiming defense of its settings guards (task epsread), and settings that do not
-hash to the record's key (hunt3 P1: the settings an epsilon is recomputed from are the key's run's); a strength an option
-sets, and the swept axis, other than its settings' (hunt3 P11)."""
+hash to the record's key (hunt3 P1: the settings an epsilon is recomputed from are the key's run's); a strength an
+option sets, and the swept axis, other than its settings' (hunt3 P11)."""
 
 from __future__ import annotations
 
