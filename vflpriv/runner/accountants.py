@@ -283,18 +283,24 @@ def _defense(name: str) -> type | None:
 
 @lru_cache(maxsize=256)
 def _built(name: str, options: str) -> Method | None:
-    """vflpriv's method ``name`` built with ``options`` (JSON), once; None where it is unknown here or a plugin's (its
-    declared uses are its code, not run where records are read) or its options do not build it."""
+    """The method ``name`` built with ``options`` (JSON) as planning builds it, once; None where it is not importable
+    here or does not build (planning says why)."""
     try:
-        cls = METHODS.get(name) if METHODS.builtin(name) else None
-        return None if cls is None else cls(parse_options(cls, json.loads(options), where="method.options"))
+        cls = METHODS.get(name)
+        return built("method", name, lambda: cls(parse_options(cls, json.loads(options), where="method.options")))
     except VflprivError:
         return None
 
 
+def _options(cfg: RunConfig) -> str:
+    """``cfg``'s method options as :func:`_built` keys them."""
+    return json.dumps(cfg.method.options, sort_keys=True)
+
+
 def _method(cfg: RunConfig) -> Method | None:
-    """:func:`_built` of ``cfg``'s method."""
-    return _built(cfg.method.name, json.dumps(cfg.method.options, sort_keys=True))
+    """vflpriv's own method of ``cfg``, built; None for a plugin's (its declared uses are its code, not run where
+    records are read: :func:`unvoided` runs it where a resume runs it anyway)."""
+    return _built(cfg.method.name, _options(cfg)) if METHODS.builtin(cfg.method.name) else None
 
 
 def unjudged(record, cfg: RunConfig) -> str:
@@ -321,20 +327,9 @@ def unvoided(record, cfg: RunConfig) -> str:
     """:func:`miscounted` of a record of a plugin method, what its settings void judged with the method as its run
     builds it, or '': where a resume plans ``cfg`` and runs the plugin's code anyway (review hunt3 P12: an entry
     un-voided, its epsilon withheld where read, was resumed as the run's). vflpriv's own are judged by every read."""
-    if METHODS.builtin(cfg.method.name) or (method := _plugin(cfg.method.name, json.dumps(cfg.method.options))) is None:
+    if METHODS.builtin(cfg.method.name) or (method := _built(cfg.method.name, _options(cfg))) is None:
         return ""
     return miscounted(record, cfg, method)
-
-
-@lru_cache(maxsize=64)
-def _plugin(name: str, options: str) -> Method | None:
-    """The plugin method ``name`` built with ``options`` (JSON) as planning builds it, once; None where it is not
-    importable here or does not build (planning says why)."""
-    try:
-        cls = METHODS.get(name)
-        return built("method", name, lambda: cls(parse_options(cls, json.loads(options), where="method.options")))
-    except VflprivError:
-        return None
 
 
 #: An entry's claim where its run voided it (``"void": true``).
